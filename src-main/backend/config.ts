@@ -1,0 +1,71 @@
+import { homedir, networkInterfaces, platform } from 'node:os';
+import { join } from 'node:path';
+
+/** Where everything lives unless told otherwise; the CLI and the desktop app share it. */
+export function defaultDataDir(): string {
+  if (process.env.MDM_CONSOLE_DATA_DIR) return process.env.MDM_CONSOLE_DATA_DIR;
+  const home = homedir();
+  switch (platform()) {
+    case 'darwin':
+      return join(home, 'Library', 'Application Support', 'mdm-console');
+    case 'win32':
+      return join(process.env.APPDATA ?? join(home, 'AppData', 'Roaming'), 'mdm-console');
+    default:
+      return join(process.env.XDG_DATA_HOME ?? join(home, '.local', 'share'), 'mdm-console');
+  }
+}
+
+/** This machine's IPv4 addresses other than loopback, in interface order. */
+export function lanAddresses(): string[] {
+  const found: string[] = [];
+  for (const addresses of Object.values(networkInterfaces())) {
+    for (const address of addresses ?? []) {
+      if (address.family === 'IPv4' && !address.internal) found.push(address.address);
+    }
+  }
+  return found;
+}
+
+/** The address phones use to reach us: the first LAN IPv4, or loopback when there is none. */
+export function defaultPublicHost(): string {
+  return lanAddresses()[0] ?? '127.0.0.1';
+}
+
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
+}
+
+export interface BackendOptions {
+  dataDir: string;
+  /** Agent API + deeplink page; 0 = any free port. */
+  port: number;
+  /** Address the agent API listens on (LAN). */
+  host: string;
+  /** Admin API + console; bound to loopback by default. */
+  adminPort: number;
+  adminHost: string;
+  mqttPort: number;
+  mqttTlsPort: number;
+  /** Host name or address put into deeplinks, links and agent records. */
+  publicHost: string;
+}
+
+export const DEFAULT_PORTS = { port: 8080, adminPort: 8081, mqttPort: 1883, mqttTlsPort: 8883 } as const;
+
+export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOptions {
+  return {
+    dataDir: partial.dataDir ?? defaultDataDir(),
+    port: partial.port ?? DEFAULT_PORTS.port,
+    host: partial.host ?? '0.0.0.0',
+    adminPort: partial.adminPort ?? DEFAULT_PORTS.adminPort,
+    adminHost: partial.adminHost ?? '127.0.0.1',
+    mqttPort: partial.mqttPort ?? DEFAULT_PORTS.mqttPort,
+    mqttTlsPort: partial.mqttTlsPort ?? DEFAULT_PORTS.mqttTlsPort,
+    publicHost: partial.publicHost ?? defaultPublicHost(),
+  };
+}
+
+/** Formats a host for a URL (brackets around IPv6). */
+export function urlHost(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}

@@ -1,0 +1,206 @@
+/**
+ * Versioned schema. Each entry runs once, in its own transaction, and bumps PRAGMA user_version.
+ * Never edit a migration that has shipped: append a new one.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: /* sql */ `
+      CREATE TABLE entities (
+        id          INTEGER PRIMARY KEY,
+        name        TEXT NOT NULL,
+        parent_id   INTEGER REFERENCES entities(id),
+        created_at  TEXT NOT NULL
+      );
+
+      CREATE TABLE profiles (
+        id          INTEGER PRIMARY KEY,
+        name        TEXT NOT NULL UNIQUE,
+        is_guest    INTEGER NOT NULL DEFAULT 0 CHECK (is_guest IN (0, 1)),
+        is_default  INTEGER NOT NULL DEFAULT 0 CHECK (is_default IN (0, 1))
+      );
+
+      -- login = email for people, lower-cased; unique case-insensitively.
+      CREATE TABLE users (
+        id                  INTEGER PRIMARY KEY,
+        login               TEXT NOT NULL,
+        kind                TEXT NOT NULL CHECK (kind IN ('person', 'agent')),
+        email               TEXT,
+        firstname           TEXT,
+        lastname            TEXT,
+        user_token          TEXT NOT NULL UNIQUE,
+        default_profile_id  INTEGER NOT NULL REFERENCES profiles(id),
+        entity_id           INTEGER NOT NULL REFERENCES entities(id),
+        created_at          TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX users_login_nocase ON users(login COLLATE NOCASE);
+
+      CREATE TABLE profile_assignments (
+        user_id     INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        profile_id  INTEGER NOT NULL REFERENCES profiles(id),
+        entity_id   INTEGER NOT NULL REFERENCES entities(id),
+        PRIMARY KEY (user_id, profile_id, entity_id)
+      );
+
+      CREATE TABLE sessions (
+        token              TEXT PRIMARY KEY,
+        user_id            INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        active_profile_id  INTEGER NOT NULL REFERENCES profiles(id),
+        entity_id          INTEGER NOT NULL REFERENCES entities(id),
+        created_at         TEXT NOT NULL,
+        last_used_at       TEXT NOT NULL
+      );
+      CREATE INDEX sessions_user ON sessions(user_id);
+
+      CREATE TABLE fleets (
+        id          INTEGER PRIMARY KEY,
+        entity_id   INTEGER NOT NULL REFERENCES entities(id),
+        name        TEXT NOT NULL,
+        is_default  INTEGER NOT NULL DEFAULT 0 CHECK (is_default IN (0, 1)),
+        created_at  TEXT NOT NULL,
+        UNIQUE (entity_id, name COLLATE NOCASE)
+      );
+      CREATE UNIQUE INDEX fleets_one_default ON fleets(entity_id) WHERE is_default = 1;
+
+      CREATE TABLE computers (
+        id          INTEGER PRIMARY KEY,
+        entity_id   INTEGER NOT NULL REFERENCES entities(id),
+        name        TEXT NOT NULL,
+        serial      TEXT,
+        uuid        TEXT,
+        user_id     INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+      );
+
+      CREATE TABLE agents (
+        id                   INTEGER PRIMARY KEY,
+        entity_id            INTEGER NOT NULL REFERENCES entities(id),
+        computer_id          INTEGER NOT NULL REFERENCES computers(id),
+        fleet_id             INTEGER NOT NULL REFERENCES fleets(id),
+        account_user_id      INTEGER NOT NULL REFERENCES users(id),
+        enrolled_by_user_id  INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        invitation_id        INTEGER,
+        name                 TEXT NOT NULL,
+        serial               TEXT,
+        uuid                 TEXT,
+        version              TEXT NOT NULL,
+        type                 TEXT NOT NULL CHECK (type IN ('android', 'apple')),
+        firstname            TEXT,
+        lastname             TEXT,
+        enroll_status        TEXT NOT NULL DEFAULT 'enrolled',
+        wipe                 INTEGER NOT NULL DEFAULT 0,
+        lock                 INTEGER NOT NULL DEFAULT 0,
+        is_online            INTEGER NOT NULL DEFAULT 0,
+        last_report          TEXT,
+        last_contact         TEXT,
+        certificate          TEXT NOT NULL DEFAULT '',
+        topic                TEXT NOT NULL,
+        mqtt_login           TEXT NOT NULL,
+        mqtt_password_hash   TEXT,
+        created_at           TEXT NOT NULL,
+        updated_at           TEXT NOT NULL,
+        CHECK (serial IS NOT NULL OR uuid IS NOT NULL)
+      );
+      CREATE UNIQUE INDEX agents_entity_serial ON agents(entity_id, serial) WHERE serial IS NOT NULL;
+      CREATE UNIQUE INDEX agents_entity_uuid ON agents(entity_id, uuid) WHERE uuid IS NOT NULL;
+      CREATE INDEX agents_mqtt_login ON agents(mqtt_login);
+      CREATE INDEX agents_fleet ON agents(fleet_id);
+
+      CREATE TABLE invitations (
+        id            INTEGER PRIMARY KEY,
+        entity_id     INTEGER NOT NULL REFERENCES entities(id),
+        user_id       INTEGER NOT NULL REFERENCES users(id),
+        fleet_id      INTEGER NOT NULL REFERENCES fleets(id),
+        email         TEXT NOT NULL,
+        firstname     TEXT,
+        lastname      TEXT,
+        token         TEXT NOT NULL UNIQUE,
+        status        TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'revoked')),
+        created_at    TEXT NOT NULL,
+        expires_at    TEXT NOT NULL,
+        used_at       TEXT,
+        last_used_at  TEXT,
+        revoked_at    TEXT,
+        agent_id      INTEGER REFERENCES agents(id) ON DELETE SET NULL
+      );
+      CREATE INDEX invitations_email ON invitations(email COLLATE NOCASE);
+      CREATE INDEX invitations_status ON invitations(status, expires_at);
+
+      -- Every enrollment attempt that names an invitation: refusals and the one success.
+      CREATE TABLE invitation_log (
+        id             INTEGER PRIMARY KEY,
+        invitation_id  INTEGER NOT NULL REFERENCES invitations(id) ON DELETE CASCADE,
+        at             TEXT NOT NULL,
+        outcome        TEXT NOT NULL CHECK (outcome IN ('refused', 'used')),
+        code           TEXT,
+        message        TEXT NOT NULL,
+        remote_addr    TEXT,
+        email          TEXT,
+        serial         TEXT,
+        uuid           TEXT
+      );
+      CREATE INDEX invitation_log_invitation ON invitation_log(invitation_id);
+
+      CREATE TABLE files (
+        id            INTEGER PRIMARY KEY,
+        entity_id     INTEGER NOT NULL REFERENCES entities(id),
+        name          TEXT NOT NULL,
+        size          INTEGER NOT NULL,
+        mime_type     TEXT NOT NULL,
+        sha256        TEXT NOT NULL,
+        storage_name  TEXT NOT NULL UNIQUE,
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL
+      );
+
+      CREATE TABLE packages (
+        id            INTEGER PRIMARY KEY,
+        entity_id     INTEGER NOT NULL REFERENCES entities(id),
+        name          TEXT NOT NULL,
+        size          INTEGER NOT NULL,
+        mime_type     TEXT NOT NULL,
+        sha256        TEXT NOT NULL,
+        storage_name  TEXT NOT NULL UNIQUE,
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL
+      );
+
+      -- Append-only history; no foreign keys so history outlives what it mentions.
+      CREATE TABLE events (
+        id             INTEGER PRIMARY KEY,
+        at             TEXT NOT NULL,
+        type           TEXT NOT NULL,
+        entity_id      INTEGER,
+        invitation_id  INTEGER,
+        agent_id       INTEGER,
+        message        TEXT NOT NULL,
+        data           TEXT
+      );
+      CREATE INDEX events_agent ON events(agent_id) WHERE agent_id IS NOT NULL;
+      CREATE INDEX events_invitation ON events(invitation_id) WHERE invitation_id IS NOT NULL;
+      CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+      CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+
+      CREATE TABLE settings (
+        key    TEXT PRIMARY KEY,
+        value  TEXT NOT NULL
+      );
+
+      INSERT INTO entities (id, name, parent_id, created_at) VALUES (1, 'Root entity', NULL, strftime('%Y-%m-%dT%H:%M:%fZ'));
+      INSERT INTO profiles (id, name, is_guest, is_default) VALUES (1, 'Self-Service', 0, 1);
+      INSERT INTO profiles (id, name, is_guest, is_default) VALUES (2, 'MDM guest', 1, 0);
+      INSERT INTO profiles (id, name, is_guest, is_default) VALUES (3, 'MDM agent', 0, 0);
+      INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (1, 'Default fleet', 1, strftime('%Y-%m-%dT%H:%M:%fZ'));
+    `,
+  },
+];

@@ -1,0 +1,25 @@
+/**
+ * Errors of the agent API travel as GLPI-style JSON arrays: `[code, message]`.
+ * Services throw ApiError; the HTTP layer turns it into that body with its status.
+ */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export const badRequest = (message = 'Bad Request') => new ApiError(400, 'ERROR_BAD_REQUEST', message);
+export const itemNotFound = (message = 'Item not found') => new ApiError(404, 'ERROR_ITEM_NOT_FOUND', message);
+export const sessionTokenMissing = () =>
+  new ApiError(401, 'ERROR_SESSION_TOKEN_MISSING', 'parameter session_token is missing or empty');
+export const sessionTokenInvalid = () => new ApiError(401, 'ERROR_SESSION_TOKEN_INVALID', 'session_token seems invalid');
+export const loginFailed = (message = 'Incorrect username or password') => new ApiError(401, 'ERROR_LOGIN', message);
+export const rightMissing = () =>
+  new ApiError(403, 'ERROR_RIGHT_MISSING', "You don't have permission to perform this action.");
+export const enrollmentRefused = (message: string) => new ApiError(400, 'ERROR_CORE_ADD', message);

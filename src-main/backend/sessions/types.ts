@@ -1,0 +1,9 @@
+/** What a valid agent-API session grants, as resolved from its token. */
+export interface SessionContext {
+  token: string;
+  userId: number;
+  userKind: 'person' | 'agent';
+  login: string;
+  entityId: number;
+  activeProfileId: number;
+}
