@@ -1,0 +1,86 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { isLoopbackHost, lanAddresses } from '../config.ts';
+import { adminFileRoutes } from '../files/routes.ts';
+import type { FileStore } from '../files/store.ts';
+import type { ServerInfo } from '../server.ts';
+import type { Services } from '../services.ts';
+import { AdminAuth } from './auth.ts';
+import { installAdminErrorHandling } from './errors.ts';
+import { streamEvents } from './events-stream.ts';
+import { invitationRoutes } from './invitation-routes.ts';
+import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
+import { serveConsole } from './console-static.ts';
+
+export interface AdminAppOptions {
+  services: Services;
+  files: FileStore;
+  adminToken: string;
+  info: () => ServerInfo;
+}
+
+export interface AdminApp {
+  app: FastifyInstance;
+  auth: AdminAuth;
+}
+
+/** The admin listener: the admin API under /api and the console at /, on loopback by default. */
+export async function adminApp({ services, files, adminToken, info }: AdminAppOptions): Promise<AdminApp> {
+  const auth = new AdminAuth(adminToken);
+  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, forceCloseConnections: true });
+  installAdminErrorHandling(app);
+
+  // One-time console sign-in: /auth?ticket=… sets the cookie and lands on the console.
+  app.get('/auth', async (request, reply) => {
+    const { ticket } = request.query as { ticket?: string };
+    if (typeof ticket === 'string' && auth.redeemTicket(ticket, reply)) return reply.redirect('/');
+    return reply.code(401).type('text/html').send('<!doctype html><title>Sign-in link used</title><p>This sign-in link has already been used or is not valid. Run <code>npm run serve</code> again, or open the console from the desktop app.</p>');
+  });
+
+  await app.register(async (api) => {
+    api.addHook('onRequest', async (request, reply) => {
+      if (!auth.isAuthenticated(request)) {
+        return reply.code(401).send({ error: 'ERROR_UNAUTHORIZED', message: 'Admin token required (Authorization: Bearer <token>)' });
+      }
+    });
+
+    api.get('/status', async () => {
+      const current = info();
+      const publicHost = current.public_host;
+      const counts = services.db
+        .prepare(
+          `SELECT
+             (SELECT count(*) FROM invitations) AS invitations,
+             (SELECT count(*) FROM invitations WHERE status = 'pending' AND expires_at > strftime('%Y-%m-%dT%H:%M:%fZ')) AS pending,
+             (SELECT count(*) FROM invitations WHERE status = 'done') AS used,
+             (SELECT count(*) FROM agents) AS agents,
+             (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
+             (SELECT count(*) FROM agents WHERE is_online = 1) AS online`,
+        )
+        .get();
+      const { admin_token: _hidden, ...visible } = current;
+      return {
+        ...visible,
+        counts,
+        lan_addresses: lanAddresses(),
+        warnings: isLoopbackHost(publicHost)
+          ? [`The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`]
+          : [],
+      };
+    });
+
+    api.get('/events', async (request) => {
+      const { limit } = request.query as { limit?: string };
+      return { items: services.events.latest(Math.min(Math.max(Number(limit) || 100, 1), 1000)) };
+    });
+    api.get('/events/stream', async (request, reply) => streamEvents(services.events, request, reply));
+
+    await api.register(invitationRoutes, { services });
+    await api.register(agentRoutes, { services });
+    await api.register(fleetRoutes, { services });
+    await api.register(settingsRoutes, { services });
+    await api.register(adminFileRoutes, { store: files });
+  }, { prefix: '/api' });
+
+  await app.register(serveConsole, { auth });
+  return { app, auth };
+}

@@ -1,0 +1,55 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { createReadStream, statSync } from 'node:fs';
+import { extname, join, normalize, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AdminAuth } from './auth.ts';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json',
+  '.woff2': 'font/woff2',
+};
+
+/** Where `electron-vite build` puts the console; MDM_CONSOLE_RENDERER_DIR overrides it. */
+export function rendererDir(): string {
+  return process.env.MDM_CONSOLE_RENDERER_DIR ?? fileURLToPath(new URL('../../../out/renderer', import.meta.url));
+}
+
+/** Serves the built console (single-page app) with a strict CSP. */
+export const serveConsole: FastifyPluginAsync<{ auth: AdminAuth }> = async (app) => {
+  const root = resolve(rendererDir());
+  const security = {
+    'content-security-policy':
+      "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+  };
+  app.get('/*', async (request, reply) => {
+    let path = '/';
+    try {
+      path = decodeURIComponent(request.url.split('?')[0]!);
+    } catch {
+      // A malformed escape is no file of ours: fall through to the app's index.
+    }
+    const isFile = (candidate: string) => statSync(candidate, { throwIfNoEntry: false })?.isFile() ?? false;
+    let file = normalize(join(root, path));
+    if (!file.startsWith(root + sep) || !isFile(file)) file = join(root, 'index.html');
+    if (!isFile(file)) {
+      return reply
+        .code(503)
+        .type('text/html; charset=utf-8')
+        .send('<!doctype html><title>Console not built</title><p>The console has not been built yet: run <code>npm run build</code>, then reload.</p>');
+    }
+    const isIndex = file.endsWith('index.html');
+    return reply
+      .headers(security)
+      .header('cache-control', isIndex ? 'no-store' : 'public, max-age=31536000, immutable')
+      .type(TYPES[extname(file)] ?? 'application/octet-stream')
+      .send(createReadStream(file));
+  });
+};

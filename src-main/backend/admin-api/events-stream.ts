@@ -1,0 +1,35 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { EventLog, RecordedEvent } from '../events/event-log.ts';
+
+const HEARTBEAT_MS = 15_000;
+
+/**
+ * Server-Sent Events: every recorded event as `event: <type>` with the JSON event as data and
+ * its id, so a reconnecting EventSource (Last-Event-ID) first gets what it missed.
+ */
+export function streamEvents(events: EventLog, request: FastifyRequest, reply: FastifyReply): void {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  const send = (event: RecordedEvent) => {
+    res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+  };
+  res.write('retry: 2000\n\n');
+  const lastId = Number(request.headers['last-event-id'] ?? (request.query as { after?: string }).after ?? 0);
+  if (Number.isInteger(lastId) && lastId > 0) {
+    for (const event of events.latest(1000, lastId).reverse()) send(event);
+  }
+  const unsubscribe = events.subscribe(send);
+  const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
+  const stop = () => {
+    clearInterval(heartbeat);
+    unsubscribe();
+  };
+  request.raw.on('close', stop);
+  res.on('error', stop);
+}

@@ -1,0 +1,103 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import { qrPng, qrSvg } from '../deeplink/qr.ts';
+import { ApiError } from '../http/errors.ts';
+import { LIFETIME_DAYS } from '../invitations/invitations.ts';
+import type { Services } from '../services.ts';
+
+const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+const Name = Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()]));
+export const InvitationInputSchema = Type.Object(
+  {
+    email: Type.String({ maxLength: 254 }),
+    firstname: Name,
+    lastname: Name,
+    fleet: Name,
+    days: Type.Optional(Type.Union([Type.Integer({ minimum: LIFETIME_DAYS.min, maximum: LIFETIME_DAYS.max }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+const Bulk = Type.Object({ invitations: Type.Array(InvitationInputSchema, { minItems: 1, maxItems: 5000 }) });
+
+export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+  const { invitations, events } = services;
+  const view = (id: number) => invitations.view(invitations.get(id));
+
+  app.get(
+    '/invitations',
+    {
+      schema: {
+        querystring: Type.Object({
+          status: Type.Optional(Type.Union(['pending', 'done', 'expired', 'revoked'].map((s) => Type.Literal(s)))),
+          q: Type.Optional(Type.String({ maxLength: 200 })),
+          fleet_id: Type.Optional(Type.Integer({ minimum: 1 })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+          offset: Type.Optional(Type.Integer({ minimum: 0 })),
+        }),
+      },
+    },
+    async (request) => {
+      const { items, total } = invitations.list(request.query as Parameters<typeof invitations.list>[0]);
+      return { items: items.map((row) => invitations.view(row)), total };
+    },
+  );
+
+  app.post('/invitations', { schema: { body: InvitationInputSchema } }, async (request, reply) => {
+    const created = invitations.create(request.body as Parameters<typeof invitations.create>[0]);
+    return reply.code(201).send(invitations.view(created));
+  });
+
+  // Checks rows without creating anything: the console's preview and the CLI's CSV import.
+  app.post('/invitations/validate', { schema: { body: Bulk } }, async (request) => {
+    const rows = (request.body as { invitations: Parameters<typeof invitations.validate>[0] }).invitations;
+    return { errors: invitations.validate(rows) };
+  });
+
+  app.post('/invitations/bulk', { schema: { body: Bulk } }, async (request, reply) => {
+    const rows = (request.body as { invitations: Parameters<typeof invitations.validate>[0] }).invitations;
+    const errors = invitations.validate(rows);
+    if (errors.length > 0) {
+      return reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: `${errors.length} row(s) are invalid; nothing was created`, errors });
+    }
+    const created = invitations.createMany(rows);
+    return reply.code(201).send({ items: created.map((row) => invitations.view(row)) });
+  });
+
+  app.get('/invitations/:id', { schema: { params: Id } }, async (request) => {
+    const { id } = request.params as { id: number };
+    return { ...view(id), log: invitations.logOf(id), events: events.forInvitation(id) };
+  });
+
+  app.get('/invitations/:id/qr.png', { schema: { params: Id } }, async (request, reply) => {
+    const { id } = request.params as { id: number };
+    const { size } = request.query as { size?: string };
+    const width = Math.min(Math.max(Number(size) || 480, 128), 2048);
+    const invitation = view(id);
+    return reply
+      .type('image/png')
+      .header('content-disposition', `inline; filename="invitation-${id}.png"`)
+      .send(await qrPng(invitation.deeplink, width));
+  });
+
+  app.get('/invitations/:id/qr.svg', { schema: { params: Id } }, async (request, reply) => {
+    const { id } = request.params as { id: number };
+    return reply
+      .type('image/svg+xml')
+      .header('content-disposition', `inline; filename="invitation-${id}.svg"`)
+      .send(await qrSvg(view(id).deeplink));
+  });
+
+  app.post('/invitations/:id/revoke', { schema: { params: Id } }, async (request) => {
+    const { id } = request.params as { id: number };
+    return invitations.view(invitations.revoke(id));
+  });
+
+  app.delete('/invitations/:id', { schema: { params: Id } }, async (request, reply) => {
+    invitations.remove((request.params as { id: number }).id);
+    return reply.code(204).send();
+  });
+
+  app.setNotFoundHandler(() => {
+    throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
+  });
+};

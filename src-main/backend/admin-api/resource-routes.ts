@@ -1,0 +1,49 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import type { Services } from '../services.ts';
+import { SettingsSchema } from '../settings/settings.ts';
+
+const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+const FleetName = Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
+
+export const agentRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+  const { agents, events } = services;
+
+  app.get('/agents', async () => ({ items: agents.list() }));
+
+  app.get('/agents/:id', { schema: { params: Id } }, async (request) => {
+    const { id } = request.params as { id: number };
+    return { ...agents.summary(id), events: events.forAgent(id) };
+  });
+
+  app.delete('/agents/:id', { schema: { params: Id } }, async (request, reply) => {
+    agents.remove((request.params as { id: number }).id);
+    return reply.code(204).send();
+  });
+};
+
+export const fleetRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+  const { fleets } = services;
+  app.get('/fleets', async () => ({ items: fleets.list() }));
+  app.post('/fleets', { schema: { body: FleetName } }, async (request, reply) =>
+    reply.code(201).send(fleets.create((request.body as { name: string }).name)),
+  );
+  app.patch('/fleets/:id', { schema: { params: Id, body: FleetName } }, async (request) =>
+    fleets.rename((request.params as { id: number }).id, (request.body as { name: string }).name),
+  );
+};
+
+export const settingsRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+  const { settings, events } = services;
+  app.get('/settings', async () => settings.get());
+  app.patch(
+    '/settings',
+    { schema: { body: Type.Partial(SettingsSchema, { additionalProperties: false, minProperties: 1 }) } },
+    async (request) => {
+      const patch = request.body as Record<string, unknown>;
+      const updated = settings.update(patch);
+      events.record('settings.updated', `Settings changed: ${Object.keys(patch).join(', ')}`, {}, { keys: Object.keys(patch) });
+      return updated;
+    },
+  );
+};

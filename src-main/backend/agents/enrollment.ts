@@ -1,0 +1,295 @@
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+import type { EventLog } from '../events/event-log.ts';
+import type { FleetService } from '../fleets/fleets.ts';
+import { enrollmentRefused, itemNotFound } from '../http/errors.ts';
+import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
+import { normalizeEmail, statusOf } from '../invitations/invitations.ts';
+import type { SessionService } from '../sessions/sessions.ts';
+import type { SessionContext } from '../sessions/types.ts';
+import type { UserRepository } from '../sessions/users.ts';
+import type { SettingsStore } from '../settings/settings.ts';
+import { hashSecret, randomPassword } from '../util/tokens.ts';
+import type { AgentRow, AgentService } from './agents.ts';
+
+/** The `input` of POST PluginMdmAgent; everything optional here, the rules below decide. */
+export interface AgentInput {
+  _email?: string;
+  _invitation_token?: string;
+  _serial?: string;
+  _uuid?: string;
+  csr?: string;
+  firstname?: string;
+  lastname?: string;
+  version?: string;
+  type?: string;
+}
+
+export const AGENT_TYPES = ['android', 'apple'] as const;
+const VERSION = /^\d+(\.\d+)*$/;
+
+/** Where agents find the broker; read when a record is served. */
+export interface BrokerTargets {
+  host(): string;
+  port(tls: boolean): number;
+  apiUrl(): string;
+}
+
+export class EnrollmentService {
+  private readonly db: Db;
+  private readonly events: EventLog;
+  private readonly users: UserRepository;
+  private readonly sessions: SessionService;
+  private readonly invitations: InvitationService;
+  private readonly agents: AgentService;
+  private readonly fleets: FleetService;
+  private readonly settings: SettingsStore;
+  private readonly broker: BrokerTargets;
+  private readonly statements;
+
+  constructor(deps: {
+    db: Db;
+    events: EventLog;
+    users: UserRepository;
+    sessions: SessionService;
+    invitations: InvitationService;
+    agents: AgentService;
+    fleets: FleetService;
+    settings: SettingsStore;
+    broker: BrokerTargets;
+  }) {
+    this.db = deps.db;
+    this.events = deps.events;
+    this.users = deps.users;
+    this.sessions = deps.sessions;
+    this.invitations = deps.invitations;
+    this.agents = deps.agents;
+    this.fleets = deps.fleets;
+    this.settings = deps.settings;
+    this.broker = deps.broker;
+    const db = deps.db;
+    this.statements = {
+      bySerial: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND serial = ?`),
+      byUuid: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`),
+      insertComputer: db.prepare(
+        `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      updateComputer: db.prepare(
+        `UPDATE computers SET name = ?, serial = coalesce(?, serial), uuid = coalesce(?, uuid), user_id = ?, updated_at = ? WHERE id = ?`,
+      ),
+      insertAgent: db.prepare(
+        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, name, serial,
+           uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
+         VALUES (@entity_id, @computer_id, @fleet_id, @account_user_id, @enrolled_by_user_id, @invitation_id, @name, @serial,
+           @uuid, @version, @type, @firstname, @lastname, 'enrolled', @topic, @mqtt_login, @now, @now)`,
+      ),
+      reenrollAgent: db.prepare(
+        `UPDATE agents SET fleet_id = @fleet_id, enrolled_by_user_id = @enrolled_by_user_id, invitation_id = @invitation_id,
+           name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type, firstname = @firstname,
+           lastname = @lastname, enroll_status = 'enrolled', wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
+           mqtt_password_hash = NULL, updated_at = @now
+         WHERE id = @id`,
+      ),
+      setPassword: db.prepare(`UPDATE agents SET mqtt_password_hash = ?, updated_at = ? WHERE id = ?`),
+      computer: db.prepare(`SELECT * FROM computers WHERE id = ?`),
+      entity: db.prepare(`SELECT * FROM entities WHERE id = ?`),
+    };
+  }
+
+  /**
+   * POST PluginMdmAgent. Refusals come in DESIGN.md's order, each written to the invitation's
+   * log; success creates (or, for a known device, reuses) computer + agent and consumes the
+   * invitation in one transaction.
+   */
+  enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): { id: string; message: string } {
+    const serial = clean(input._serial);
+    const uuid = clean(input._uuid);
+    const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };
+    const token = clean(input._invitation_token);
+    const invitation = token ? this.invitations.byToken(token) : undefined;
+
+    const refuse = (message: string): never => {
+      if (invitation) this.invitations.logRefusal(invitation, 'ERROR_CORE_ADD', message, attempt);
+      else {
+        this.events.record('enrollment.refused', `Enrollment refused: ${message}`, { entityId: session.entityId }, { ...attempt, code: 'ERROR_CORE_ADD' });
+      }
+      throw enrollmentRefused(message);
+    };
+
+    if (!invitation) refuse('Invalid invitation token');
+    const inv = invitation as InvitationRow;
+    switch (statusOf(inv)) {
+      case 'done':
+        refuse('This invitation has already been used');
+        break;
+      case 'revoked':
+        refuse('This invitation has been revoked');
+        break;
+      case 'expired':
+        refuse('This invitation has expired');
+        break;
+    }
+    if (!attempt.email || normalizeEmail(attempt.email) !== inv.email) refuse('Wrong email address');
+    if (session.userId !== inv.user_id) refuse('This invitation belongs to another user');
+    if (session.activeProfileId !== this.users.guestProfile().id) refuse('Switch to the guest profile before enrolling');
+    if (!serial && !uuid) refuse('The device serial number or UUID is required');
+    const version = clean(input.version);
+    if (!version || !VERSION.test(version)) refuse('The agent version is missing or invalid');
+    const type = clean(input.type);
+    if (!type || !(AGENT_TYPES as readonly string[]).includes(type)) refuse('The MDM type must be android or apple');
+
+    const agentId = this.events.transaction(() => this.createOrReuse(inv, session, {
+      serial,
+      uuid,
+      version: version!,
+      type: type as AgentRow['type'],
+      firstname: clean(input.firstname) ?? inv.firstname,
+      lastname: clean(input.lastname) ?? inv.lastname,
+    }, attempt));
+    return { id: String(agentId), message: 'Device enrolled' };
+  }
+
+  private createOrReuse(
+    invitation: InvitationRow,
+    session: SessionContext,
+    device: { serial: string | null; uuid: string | null; version: string; type: AgentRow['type']; firstname: string | null; lastname: string | null },
+    attempt: AttemptDetails,
+  ): number {
+    const entityId = invitation.entity_id;
+    const existing =
+      (device.serial ? (this.statements.bySerial.get(entityId, device.serial) as AgentRow | undefined) : undefined) ??
+      (device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined);
+    const now = nowIso();
+    const login = device.serial ?? device.uuid!;
+    const fields = {
+      fleet_id: invitation.fleet_id,
+      enrolled_by_user_id: session.userId,
+      invitation_id: invitation.id,
+      name: login,
+      serial: device.serial ?? existing?.serial ?? null,
+      uuid: device.uuid ?? existing?.uuid ?? null,
+      version: device.version,
+      type: device.type,
+      firstname: device.firstname,
+      lastname: device.lastname,
+      topic: `/${entityId}/agent/${login}`,
+      mqtt_login: login,
+      now,
+    };
+    let agentId: number;
+    if (existing) {
+      // Same device again: keep its records, give it a fresh account token (the old install loses it).
+      agentId = existing.id;
+      this.statements.updateComputer.run(login, device.serial, device.uuid, session.userId, now, existing.computer_id);
+      this.statements.reenrollAgent.run({ ...fields, id: agentId });
+      this.sessions.closeAllOf(existing.account_user_id);
+      this.users.rotateToken(existing.account_user_id);
+    } else {
+      const computerId = Number(
+        this.statements.insertComputer.run(entityId, login, device.serial, device.uuid, session.userId, now, now).lastInsertRowid,
+      );
+      const account = this.users.createAgentAccount(entityId, login);
+      agentId = Number(
+        this.statements.insertAgent.run({ ...fields, entity_id: entityId, computer_id: computerId, account_user_id: account.id }).lastInsertRowid,
+      );
+    }
+    this.invitations.consume(invitation, agentId, attempt);
+    this.events.record(
+      existing ? 'agent.reenrolled' : 'agent.enrolled',
+      `${login} enrolled by ${invitation.email}${existing ? ' (again)' : ''}`,
+      { entityId, invitationId: invitation.id, agentId },
+      { serial: fields.serial, uuid: fields.uuid, type: device.type, version: device.version },
+    );
+    return agentId;
+  }
+
+  /**
+   * GET PluginMdmAgent/<id>: for the enrolling person under the guest profile, or the agent's own
+   * account. Each read draws a new MQTT password and keeps only its hash.
+   */
+  record(session: SessionContext, id: number): Record<string, unknown> {
+    const agent = this.agents.row(id);
+    if (!agent || !this.mayRead(session, agent)) throw itemNotFound();
+    const mqttpasswd = randomPassword(40);
+    this.statements.setPassword.run(hashSecret(mqttpasswd), nowIso(), id);
+    const settings = this.settings.get();
+    const tls = settings.mqtt_tls;
+    const account = this.users.byId(agent.account_user_id)!;
+    const base = this.broker.apiUrl();
+    return {
+      id: agent.id,
+      name: agent.name,
+      version: agent.version,
+      computers_id: agent.computer_id,
+      wipe: agent.wipe,
+      lock: agent.lock,
+      enroll_status: agent.enroll_status,
+      entities_id: agent.entity_id,
+      plugin_mdm_fleets_id: agent.fleet_id,
+      last_report: agent.last_report,
+      last_contact: agent.last_contact,
+      certificate: agent.certificate,
+      topic: agent.topic,
+      mqttpasswd,
+      api_token: account.user_token,
+      broker: this.broker.host(),
+      port: this.broker.port(tls),
+      tls: tls ? 1 : 0,
+      android_bugcollecctor_url: settings.android_bugcollector_url,
+      android_bugcollector_login: settings.android_bugcollector_login,
+      android_bugcollector_passwd: settings.android_bugcollector_passwd,
+      serial: agent.serial,
+      uuid: agent.uuid,
+      type: agent.type,
+      links: [
+        { rel: 'Computer', href: `${base}/Computer/${agent.computer_id}` },
+        { rel: 'Entity', href: `${base}/Entity/${agent.entity_id}` },
+        { rel: 'PluginMdmFleet', href: `${base}/PluginMdmFleet/${agent.fleet_id}` },
+      ],
+    };
+  }
+
+  private mayRead(session: SessionContext, agent: AgentRow): boolean {
+    if (session.userId === agent.account_user_id) return true;
+    return (
+      session.userKind === 'person' &&
+      session.userId === agent.enrolled_by_user_id &&
+      session.activeProfileId === this.users.guestProfile().id
+    );
+  }
+
+  /** Targets of the record's links, readable by any session of their entity. */
+  computer(session: SessionContext, id: number): Record<string, unknown> {
+    const row = this.statements.computer.get(id) as
+      | { id: number; entity_id: number; name: string; serial: string | null; uuid: string | null; user_id: number | null; created_at: string; updated_at: string }
+      | undefined;
+    if (!row || row.entity_id !== session.entityId) throw itemNotFound();
+    return {
+      id: row.id,
+      name: row.name,
+      serial: row.serial,
+      uuid: row.uuid,
+      entities_id: row.entity_id,
+      users_id: row.user_id,
+      date_creation: row.created_at,
+      date_mod: row.updated_at,
+    };
+  }
+
+  entity(session: SessionContext, id: number): Record<string, unknown> {
+    const row = this.statements.entity.get(id) as { id: number; name: string; parent_id: number | null; created_at: string } | undefined;
+    if (!row || row.id !== session.entityId) throw itemNotFound();
+    return { id: row.id, name: row.name, completename: row.name, entities_id: row.parent_id ?? 0, date_creation: row.created_at };
+  }
+
+  fleet(session: SessionContext, id: number): Record<string, unknown> {
+    const row = this.fleets.byId(id);
+    if (!row || row.entity_id !== session.entityId) throw itemNotFound();
+    return { id: row.id, name: row.name, entities_id: row.entity_id, is_default: row.is_default, date_creation: row.created_at };
+  }
+}
+
+function clean(value: string | undefined | null): string | null {
+  const trimmed = typeof value === 'string' ? value.trim() : '';
+  return trimmed === '' ? null : trimmed;
+}

@@ -1,0 +1,104 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import { appLinkUrl, canonicalBase64, decodeDeeplinkData, DeeplinkDataError, deeplinkPageUrl, type DeeplinkFields } from './codec.ts';
+import { qrSvg } from './qr.ts';
+
+export function escapeHtml(value: string): string {
+  return value
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", '&#39;');
+}
+
+export function isPhone(userAgent: string | undefined): boolean {
+  return /Android|iPhone|iPad|iPod/i.test(userAgent ?? '');
+}
+
+function layout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(title)}</title>
+<style>
+  :root { color-scheme: light dark; font-family: system-ui, sans-serif; }
+  body { margin: 0; display: grid; place-items: center; min-height: 100vh; background: Canvas; color: CanvasText; }
+  main { max-width: 32rem; padding: 2rem; text-align: center; }
+  .qr svg { width: min(80vw, 320px); height: auto; background: #fff; padding: 8px; border-radius: 8px; }
+  .button { display: inline-block; padding: 1rem 2rem; border-radius: .5rem; background: #1c64f2; color: #fff;
+            font-size: 1.25rem; text-decoration: none; margin: 1.5rem 0; }
+  dl { display: grid; grid-template-columns: auto 1fr; gap: .25rem 1rem; text-align: left; }
+  dt { font-weight: 600; }
+  .error { color: #c81e1e; }
+</style></head>
+<body><main>${body}</main></body></html>`;
+}
+
+function helpdeskBlock(fields: DeeplinkFields): string {
+  const rows: [string, string][] = [];
+  if (fields.helpdeskName) rows.push(['Helpdesk', escapeHtml(fields.helpdeskName)]);
+  if (fields.helpdeskPhone) {
+    rows.push(['Phone', `<a href="tel:${escapeHtml(fields.helpdeskPhone.replace(/[^\d+]/g, ''))}">${escapeHtml(fields.helpdeskPhone)}</a>`]);
+  }
+  if (fields.helpdeskWebsite) {
+    const site = escapeHtml(fields.helpdeskWebsite);
+    // Only http(s) gets a link: a javascript: or data: "website" stays inert text.
+    rows.push(['Website', /^https?:\/\//i.test(fields.helpdeskWebsite) ? `<a href="${site}" rel="noopener noreferrer">${site}</a>` : site]);
+  }
+  if (fields.helpdeskEmail) {
+    const email = escapeHtml(fields.helpdeskEmail);
+    rows.push(['Email', `<a href="mailto:${email}">${email}</a>`]);
+  }
+  if (rows.length === 0) return '';
+  return `<h2>Need help?</h2><dl>${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>`;
+}
+
+export interface DeeplinkPageOptions {
+  /** The base this page is served under, to rebuild the URL the QR code encodes. */
+  deeplinkBase: () => string;
+  appLinkScheme: () => string;
+}
+
+/** GET /deeplink/?data=… — the deeplink microservice, served by the backend itself. */
+export const deeplinkPageRoutes: FastifyPluginAsync<DeeplinkPageOptions> = async (app, options) => {
+  const headers = {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+    'x-content-type-options': 'nosniff',
+  };
+  const badData = (message: string) =>
+    layout('Invalid enrollment link', `<h1>Invalid enrollment link</h1>
+      <p class="error">${escapeHtml(message)}</p>
+      <p>Ask your administrator for a new invitation.</p>`);
+
+  app.get('/deeplink/', {
+    schema: { querystring: Type.Object({ data: Type.Optional(Type.String({ maxLength: 16384 })) }) },
+    handler: async (request, reply) => {
+      const { data } = request.query as { data?: string };
+      let fields: DeeplinkFields;
+      try {
+        fields = decodeDeeplinkData(data);
+      } catch (error) {
+        const message = error instanceof DeeplinkDataError ? error.message : 'the data could not be read';
+        return reply.code(400).headers(headers).send(badData(`This link cannot be used: ${message}.`));
+      }
+      // Re-encode so both the QR code and the button carry canonical data whatever form arrived.
+      const canonical = canonicalBase64(data!);
+      const help = helpdeskBlock(fields);
+      if (isPhone(request.headers['user-agent'])) {
+        const link = escapeHtml(appLinkUrl(options.appLinkScheme(), canonical));
+        return reply.headers(headers).send(layout('Enroll this device', `<h1>Enroll this device</h1>
+          <p>Tap the button to open the MDM agent and start enrollment.</p>
+          <a class="button" href="${link}">Enroll this device</a>
+          <p>If nothing happens, install the MDM agent app first, then come back to this page.</p>${help}`));
+      }
+      const svg = await qrSvg(deeplinkPageUrl(options.deeplinkBase(), canonical));
+      return reply.headers(headers).send(layout('Enroll your device', `<h1>Enroll your device</h1>
+        <p>Open the MDM agent on the device to enroll and scan this code.</p>
+        <div class="qr" role="img" aria-label="Enrollment QR code">${svg}</div>${help}`));
+    },
+  });
+};

@@ -1,0 +1,89 @@
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { ApiError, itemNotFound } from '../http/errors.ts';
+
+export interface FleetRow {
+  id: number;
+  entity_id: number;
+  name: string;
+  is_default: number;
+  created_at: string;
+}
+
+export interface FleetView extends FleetRow {
+  agent_count: number;
+}
+
+/** Fleets group agents; each entity has exactly one default fleet. */
+export class FleetService {
+  private readonly events: EventLog;
+  private readonly statements;
+
+  constructor(db: Db, events: EventLog) {
+    this.events = events;
+    this.statements = {
+      list: db.prepare(
+        `SELECT f.*, (SELECT count(*) FROM agents a WHERE a.fleet_id = f.id) AS agent_count
+         FROM fleets f WHERE f.entity_id = ? ORDER BY f.is_default DESC, f.name COLLATE NOCASE`,
+      ),
+      byId: db.prepare(`SELECT * FROM fleets WHERE id = ?`),
+      byName: db.prepare(`SELECT * FROM fleets WHERE entity_id = ? AND name = ? COLLATE NOCASE`),
+      defaultOf: db.prepare(`SELECT * FROM fleets WHERE entity_id = ? AND is_default = 1`),
+      insert: db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (?, ?, 0, ?)`),
+      rename: db.prepare(`UPDATE fleets SET name = ? WHERE id = ?`),
+    };
+  }
+
+  list(entityId = 1): FleetView[] {
+    return this.statements.list.all(entityId) as FleetView[];
+  }
+
+  byId(id: number): FleetRow | undefined {
+    return this.statements.byId.get(id) as FleetRow | undefined;
+  }
+
+  get(id: number): FleetRow {
+    const fleet = this.byId(id);
+    if (!fleet) throw itemNotFound('Fleet not found');
+    return fleet;
+  }
+
+  defaultOf(entityId: number): FleetRow {
+    return this.statements.defaultOf.get(entityId) as FleetRow;
+  }
+
+  /** The fleet called `name`, or the default when no name is given; unknown names are refused. */
+  resolve(entityId: number, name: string | null | undefined): FleetRow {
+    if (!name?.trim()) return this.defaultOf(entityId);
+    const fleet = this.statements.byName.get(entityId, name.trim()) as FleetRow | undefined;
+    if (!fleet) throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Unknown fleet "${name.trim()}"`);
+    return fleet;
+  }
+
+  create(name: string, entityId = 1): FleetRow {
+    const clean = name.trim();
+    if (!clean) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'A fleet needs a name');
+    if (this.statements.byName.get(entityId, clean)) {
+      throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
+    }
+    return this.events.transaction(() => {
+      const id = Number(this.statements.insert.run(entityId, clean, nowIso()).lastInsertRowid);
+      this.events.record('fleet.created', `Fleet "${clean}" created`, { entityId }, { fleet_id: id });
+      return this.byId(id)!;
+    });
+  }
+
+  rename(id: number, name: string): FleetRow {
+    const fleet = this.get(id);
+    const clean = name.trim();
+    if (!clean) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'A fleet needs a name');
+    const clash = this.statements.byName.get(fleet.entity_id, clean) as FleetRow | undefined;
+    if (clash && clash.id !== id) throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
+    return this.events.transaction(() => {
+      this.statements.rename.run(clean, id);
+      this.events.record('fleet.renamed', `Fleet "${fleet.name}" renamed to "${clean}"`, { entityId: fleet.entity_id }, { fleet_id: id });
+      return this.byId(id)!;
+    });
+  }
+}

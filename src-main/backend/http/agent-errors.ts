@@ -1,0 +1,40 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ApiError } from './errors.ts';
+
+/**
+ * Agent-API error bodies: `[code, message]` (GLPI style). Bad input of any kind ends as a 4xx
+ * with such a body; only a bug ends as a 500, and then without internals.
+ */
+export function installAgentErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
+    if (error instanceof ApiError) return reply.code(error.status).send([error.code, error.message]);
+    if ((error as FastifyError).validation) {
+      return reply.code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']);
+    }
+    const status = (error as FastifyError).statusCode ?? 500;
+    if (status === 413) return reply.code(413).send(['ERROR_BAD_REQUEST', 'Request body is too large']);
+    if (status >= 400 && status < 500) return reply.code(status).send(['ERROR_BAD_REQUEST', `Bad Request: ${error.message}`]);
+    request.log.error(error);
+    return reply.code(500).send(['ERROR', 'Internal error']);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send(['ERROR_RESOURCE_NOT_FOUND', `No endpoint ${request.method} ${request.url.split('?')[0]}`]),
+  );
+}
+
+/**
+ * Devices may omit Content-Type or send `application/json` with no body at all
+ * (changeActiveProfile): any body is read as JSON when present, nothing when empty.
+ */
+export function installLenientJsonParser(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new ApiError(400, 'ERROR_BAD_REQUEST', 'Bad Request: the body is not valid JSON'), undefined);
+    }
+  });
+}

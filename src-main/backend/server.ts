@@ -1,0 +1,125 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { adminApp } from './admin-api/app.ts';
+import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
+import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
+import { resolveOptions, urlHost, type BackendOptions } from './config.ts';
+import { openDatabase } from './db/database.ts';
+import { deeplinkPageRoutes } from './deeplink/page.ts';
+import { agentDownloadRoutes } from './files/routes.ts';
+import { createFileStore } from './files/store.ts';
+import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
+import { createServices, type Services } from './services.ts';
+
+/** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
+const AGENT_BODY_LIMIT = 64 * 1024;
+
+export interface ServerInfo {
+  api_url: string;
+  deeplink_url: string;
+  admin_url: string;
+  /** Opens the console signed in, once (a one-time ticket, not the admin token). */
+  console_url: string;
+  admin_token: string;
+  mqtt_port: number;
+  mqtt_tls_port: number;
+  public_host: string;
+  data_dir: string;
+  pid: number;
+  started_at: string;
+}
+
+export interface RunningBackend {
+  info: ServerInfo;
+  services: Services;
+  options: BackendOptions;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the whole backend: SQLite, agent API + deeplink page (LAN), admin API + console
+ * (loopback). Writes DIR/server.json once listening, removes it on close.
+ */
+export async function startBackend(partial: Partial<BackendOptions> = {}): Promise<RunningBackend> {
+  const options = resolveOptions(partial);
+  mkdirSync(options.dataDir, { recursive: true });
+  const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
+  const adminToken = loadOrCreateAdminToken(options.dataDir);
+
+  let apiPort = options.port;
+  const publicHost = () => partial.publicHost ?? (services.settings.get().public_host || options.publicHost);
+  const targets = {
+    apiUrl: () => `http://${urlHost(publicHost())}:${apiPort}/api`,
+    deeplinkBase: () => services.settings.get().deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost())}:${apiPort}`,
+    host: publicHost,
+    port: (tls: boolean) => (tls ? options.mqttTlsPort : options.mqttPort),
+  };
+  const services = createServices(db, targets);
+  services.sessions.purgeIdle();
+  const files = createFileStore(db, options.dataDir, (action, kind, item) =>
+    services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
+  );
+
+  const agentApp = Fastify({ bodyLimit: AGENT_BODY_LIMIT, logger: false, forceCloseConnections: true });
+  installLenientJsonParser(agentApp);
+  installAgentErrorHandling(agentApp);
+  await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment });
+  await agentApp.register(agentDownloadRoutes, { prefix: '/api', store: files, authenticate: sessionAuthenticator(services.sessions) });
+  await agentApp.register(deeplinkPageRoutes, {
+    deeplinkBase: targets.deeplinkBase,
+    appLinkScheme: () => services.settings.get().app_link_scheme,
+  });
+
+  const { app: admin, auth: adminAuth } = await adminApp({ services, files, adminToken, info: () => info });
+
+  let info!: ServerInfo;
+  const closeAll = async () => {
+    await Promise.allSettled([agentApp.close(), admin.close()]);
+    if (db.open) db.close();
+  };
+  try {
+    await agentApp.listen({ port: options.port, host: options.host });
+    apiPort = (agentApp.server.address() as AddressInfo).port;
+    await admin.listen({ port: options.adminPort, host: options.adminHost });
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+  const adminPort = (admin.server.address() as AddressInfo).port;
+  const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminPort}`;
+  info = {
+    api_url: targets.apiUrl(),
+    deeplink_url: targets.deeplinkBase(),
+    admin_url: adminUrl,
+    console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+    admin_token: adminToken,
+    mqtt_port: options.mqttPort,
+    mqtt_tls_port: options.mqttTlsPort,
+    public_host: publicHost(),
+    data_dir: options.dataDir,
+    pid: process.pid,
+    started_at: new Date().toISOString(),
+  };
+  const infoFile = join(options.dataDir, 'server.json');
+  writeFileSync(infoFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(infoFile, 0o600);
+  services.events.record('server.started', `Server started at ${info.api_url}`);
+
+  let closing: Promise<void> | null = null;
+  return {
+    info,
+    services,
+    options,
+    close: () => {
+      closing ??= (async () => {
+        rmSync(infoFile, { force: true });
+        await closeAll();
+      })();
+      return closing;
+    },
+  };
+}
+
+export type { FastifyInstance };

@@ -1,0 +1,74 @@
+import { Type, type Static } from 'typebox';
+import type { Db } from '../db/database.ts';
+
+/** Everything an admin can change at run time. Stored as one JSON value per key. */
+export const SettingsSchema = Type.Object({
+  /** Address phones use to reach this machine; empty = detected at start. */
+  public_host: Type.String({ maxLength: 253 }),
+  /** Base of the deeplink page; empty = this backend's own page. */
+  deeplink_base_url: Type.String({ maxLength: 2048 }),
+  /** Scheme of the app link the phone page's button carries: `<scheme>://register?data=…`. */
+  app_link_scheme: Type.String({ pattern: '^[a-zA-Z][a-zA-Z0-9+.-]{0,31}$' }),
+  helpdesk_name: Type.String({ maxLength: 200 }),
+  helpdesk_phone: Type.String({ maxLength: 100 }),
+  helpdesk_website: Type.String({ maxLength: 2048 }),
+  helpdesk_email: Type.String({ maxLength: 254 }),
+  invitation_lifetime_days: Type.Integer({ minimum: 1, maximum: 180 }),
+  /** Agent record's `tls` flag: 1 → agents are sent to the TLS port. */
+  mqtt_tls: Type.Boolean(),
+  android_bugcollector_url: Type.String({ maxLength: 2048 }),
+  android_bugcollector_login: Type.String({ maxLength: 200 }),
+  android_bugcollector_passwd: Type.String({ maxLength: 200 }),
+});
+export type Settings = Static<typeof SettingsSchema>;
+
+export const DEFAULT_SETTINGS: Settings = {
+  public_host: '',
+  deeplink_base_url: '',
+  app_link_scheme: 'mdmagent',
+  helpdesk_name: '',
+  helpdesk_phone: '',
+  helpdesk_website: '',
+  helpdesk_email: '',
+  invitation_lifetime_days: 7,
+  mqtt_tls: false,
+  android_bugcollector_url: '',
+  android_bugcollector_login: '',
+  android_bugcollector_passwd: '',
+};
+
+export class SettingsStore {
+  private readonly selectAll;
+  private readonly upsert;
+  private readonly db: Db;
+  private cache: Settings | null = null;
+
+  constructor(db: Db) {
+    this.db = db;
+    this.selectAll = db.prepare(`SELECT key, value FROM settings`);
+    this.upsert = db.prepare(
+      `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+    );
+  }
+
+  get(): Settings {
+    if (this.cache) return this.cache;
+    const settings: Settings = { ...DEFAULT_SETTINGS };
+    for (const { key, value } of this.selectAll.all() as { key: string; value: string }[]) {
+      if (key in settings) (settings as Record<string, unknown>)[key] = JSON.parse(value);
+    }
+    this.cache = settings;
+    return settings;
+  }
+
+  /** Applies a validated partial update; returns the whole new settings. */
+  update(patch: Partial<Settings>): Settings {
+    this.db.transaction(() => {
+      for (const [key, value] of Object.entries(patch)) {
+        if (key in DEFAULT_SETTINGS && value !== undefined) this.upsert.run(key, JSON.stringify(value));
+      }
+    })();
+    this.cache = null;
+    return this.get();
+  }
+}

@@ -1,0 +1,214 @@
+import { createReadStream, readFileSync, statSync } from 'node:fs';
+import { basename } from 'node:path';
+import { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import { defaultDataDir } from '../backend/config.ts';
+import { invitationsFromCsv } from './csv.ts';
+import { adminRequest, CliError, readServerFile, type ServerFile } from './server-file.ts';
+
+type Handler = (argv: string[]) => Promise<number>;
+type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
+
+const COMMON = { 'data-dir': { type: 'string' }, json: { type: 'boolean' } } as const;
+
+function parse<O extends Options>(argv: string[], options: O) {
+  const parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const server = (): ServerFile => readServerFile((values['data-dir'] as string | undefined) ?? defaultDataDir());
+  return { values, positionals: parsed.positionals, server, json: values.json === true };
+}
+
+function output(json: boolean, data: unknown, human: () => string): number {
+  console.log(json ? JSON.stringify(data, null, 2) : human());
+  return 0;
+}
+
+interface Invitation {
+  id: number;
+  email: string;
+  status: string;
+  expires_at: string;
+  deeplink: string;
+  invitation_token: string;
+  user_token: string;
+  fleet: string | null;
+}
+
+const invitationLine = (i: Invitation) => `#${i.id}  ${i.email}  ${i.status}  expires ${i.expires_at}  fleet ${i.fleet ?? '-'}\n    ${i.deeplink}`;
+
+function positiveInt(value: string | undefined, what: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`${what} must be a positive integer, not "${value ?? ''}"`);
+  return n;
+}
+
+const invite: Handler = async (argv) => {
+  const { values, server, json } = parse(argv, {
+    email: { type: 'string' },
+    firstname: { type: 'string' },
+    lastname: { type: 'string' },
+    fleet: { type: 'string' },
+    days: { type: 'string' },
+    csv: { type: 'string' },
+  });
+  if (values.csv) {
+    let rows;
+    try {
+      rows = invitationsFromCsv(readFileSync(values.csv as string, 'utf8'));
+    } catch (error) {
+      throw new CliError(`${values.csv}: ${(error as Error).message}`);
+    }
+    if (rows.length === 0) throw new CliError(`${values.csv}: no rows after the header`);
+    const result = await adminRequest<{ items: Invitation[] }>(server(), 'POST', '/invitations/bulk', { invitations: rows });
+    return output(json, result.items, () => `${result.items.length} invitations created\n${result.items.map(invitationLine).join('\n')}`);
+  }
+  if (!values.email) throw new CliError('invite needs --email ADDRESS (or --csv FILE)');
+  const body = {
+    email: values.email,
+    firstname: values.firstname,
+    lastname: values.lastname,
+    fleet: values.fleet,
+    days: values.days === undefined ? undefined : positiveInt(values.days as string, '--days'),
+  };
+  const created = await adminRequest<Invitation>(server(), 'POST', '/invitations', body);
+  return output(json, created, () => `Invitation created\n${invitationLine(created)}`);
+};
+
+const invitations: Handler = async (argv) => {
+  const { values, server, json } = parse(argv, { status: { type: 'string' }, search: { type: 'string' } });
+  const query = new URLSearchParams();
+  if (values.status) query.set('status', values.status as string);
+  if (values.search) query.set('q', values.search as string);
+  const result = await adminRequest<{ items: Invitation[] }>(server(), 'GET', `/invitations?${query}`);
+  return output(json, result.items, () => result.items.map(invitationLine).join('\n') || 'No invitations.');
+};
+
+const revoke: Handler = async (argv) => {
+  const { positionals, server, json } = parse(argv, {});
+  const id = positiveInt(positionals[0], 'the invitation id');
+  const result = await adminRequest<Invitation>(server(), 'POST', `/invitations/${id}/revoke`);
+  return output(json, result, () => `Invitation #${id} revoked`);
+};
+
+interface Agent {
+  id: number;
+  name: string;
+  serial: string | null;
+  enroll_status: string;
+  is_online: boolean;
+  last_contact: string | null;
+  fleet: string;
+  email: string | null;
+  type: string;
+  version: string;
+}
+
+const agents: Handler = async (argv) => {
+  const { server, json } = parse(argv, {});
+  const { items } = await adminRequest<{ items: Agent[] }>(server(), 'GET', '/agents');
+  return output(json, items, () =>
+    items
+      .map((a) => `#${a.id}  ${a.name}  ${a.type} ${a.version}  ${a.enroll_status}  ${a.is_online ? 'online' : 'offline'}  fleet ${a.fleet}  ${a.email ?? ''}  last contact ${a.last_contact ?? 'never'}`)
+      .join('\n') || 'No agents.',
+  );
+};
+
+interface Fleet {
+  id: number;
+  name: string;
+  is_default: number;
+  agent_count: number;
+}
+
+const fleets: Handler = async (argv) => {
+  const { server, json } = parse(argv, {});
+  const { items } = await adminRequest<{ items: Fleet[] }>(server(), 'GET', '/fleets');
+  return output(json, items, () => items.map((f) => `#${f.id}  ${f.name}${f.is_default ? ' (default)' : ''}  ${f.agent_count} agent(s)`).join('\n'));
+};
+
+const fleet: Handler = async (argv) => {
+  const { positionals, server, json } = parse(argv, {});
+  const [action, ...args] = positionals;
+  if (action === 'add' && args[0]) {
+    const created = await adminRequest<Fleet>(server(), 'POST', '/fleets', { name: args.join(' ') });
+    return output(json, created, () => `Fleet #${created.id} "${created.name}" created`);
+  }
+  if (action === 'rename' && args.length >= 2) {
+    const id = positiveInt(args[0], 'the fleet id');
+    const renamed = await adminRequest<Fleet>(server(), 'PATCH', `/fleets/${id}`, { name: args.slice(1).join(' ') });
+    return output(json, renamed, () => `Fleet #${id} renamed to "${renamed.name}"`);
+  }
+  throw new CliError('usage: fleet add NAME | fleet rename ID NAME');
+};
+
+interface StoredItem {
+  id: number;
+  name: string;
+  size: number;
+  sha256: string;
+  mime_type: string;
+}
+
+/** `file add PATH`, `package add PATH`, `file rm ID`, `files`, `packages`. */
+function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler } {
+  const collection = `/${kind}s`;
+  const list: Handler = async (argv) => {
+    const { server, json } = parse(argv, {});
+    const items = await adminRequest<StoredItem[] | { items: StoredItem[] }>(server(), 'GET', collection);
+    const rows = Array.isArray(items) ? items : items.items;
+    return output(json, rows, () => rows.map((i) => `#${i.id}  ${i.name}  ${i.size} bytes  sha256 ${i.sha256}`).join('\n') || `No ${kind}s.`);
+  };
+  const single: Handler = async (argv) => {
+    const { positionals, values, server, json } = parse(argv, { name: { type: 'string' } });
+    const [action, target] = positionals;
+    if (action === 'add' && target) {
+      let size: number;
+      try {
+        const stat = statSync(target);
+        if (!stat.isFile()) throw new Error('not a regular file');
+        size = stat.size;
+      } catch (error) {
+        throw new CliError(`${target}: ${(error as Error).message}`);
+      }
+      const name = (values.name as string | undefined) ?? basename(target);
+      const stream = Readable.toWeb(createReadStream(target)) as ReadableStream;
+      const item = await adminRequest<StoredItem>(server(), 'POST', `${collection}?name=${encodeURIComponent(name)}`, undefined, {
+        body: stream,
+        headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
+        duplex: 'half',
+      } as RequestInit);
+      return output(json, item, () => `${kind === 'file' ? 'File' : 'Package'} #${item.id} "${item.name}" added (${item.size} bytes, sha256 ${item.sha256})`);
+    }
+    if ((action === 'rm' || action === 'delete') && target) {
+      const id = positiveInt(target, `the ${kind} id`);
+      await adminRequest(server(), 'DELETE', `${collection}/${id}`);
+      return output(json, { id, deleted: true }, () => `${kind} #${id} deleted`);
+    }
+    if (action === 'list' || action === undefined) return list(argv.filter((a) => a !== 'list'));
+    throw new CliError(`usage: ${kind} add PATH [--name NAME] | ${kind} rm ID | ${kind}s`);
+  };
+  return { single, list };
+}
+
+const files = storedItems('file');
+const packages = storedItems('package');
+
+const status: Handler = async (argv) => {
+  const { server, json } = parse(argv, {});
+  const current = await adminRequest<Record<string, unknown>>(server(), 'GET', '/status');
+  return output(json, current, () => Object.entries(current).map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`).join('\n'));
+};
+
+export const adminCommands: Record<string, Handler> = {
+  invite,
+  invitations,
+  revoke,
+  agents,
+  fleets,
+  fleet,
+  file: files.single,
+  files: files.list,
+  package: packages.single,
+  packages: packages.list,
+  status,
+};

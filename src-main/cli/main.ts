@@ -1,0 +1,70 @@
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { adminCommands } from './admin-commands.ts';
+import { serveCommand } from './serve.ts';
+import { CliError } from './server-file.ts';
+
+const USAGE = `mdm-console — device-enrollment console and backend
+
+Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [options])
+
+  serve      [--data-dir DIR] [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
+             [--public-host HOST] [--host ADDR]          run the backend and the web console
+  invite     --email E [--firstname F] [--lastname L] [--fleet NAME] [--days D]
+  invite     --csv FILE                                  one invitation per row (all or nothing)
+  invitations [--status pending|done|expired|revoked] [--search TEXT]
+  revoke     ID                                          revoke a pending invitation
+  agents                                                 enrolled devices
+  fleets | fleet add NAME | fleet rename ID NAME
+  file add PATH | package add PATH | files | packages | file rm ID | package rm ID
+  agent      --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
+             [--download file:ID|package:ID]             the device simulator
+  status                                                 where the running server is
+
+Every command but serve and agent talks to the server of --data-dir (default: $MDM_CONSOLE_DATA_DIR
+or the per-user data folder) and prints JSON with --json.`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    console.log(USAGE);
+    return command ? 0 : 1;
+  }
+  try {
+    if (command === 'serve') return await serveCommand(rest);
+    if (command === 'agent') {
+      const { runAgentCommand } = await import('../device/cli.ts');
+      return await runAgentCommand(rest);
+    }
+    const handler = adminCommands[command];
+    if (!handler) throw new CliError(`Unknown command "${command}". Run mdm-console --help.`);
+    return await handler(rest);
+  } catch (error) {
+    if (error instanceof CliError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`mdm-console: ${(error as Error).message}`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+const invokedDirectly = (() => {
+  try {
+    const entry = realpathSync(process.argv[1] ?? '');
+    return entry === fileURLToPath(import.meta.url) || entry.endsWith('/bin/mdm-console.js');
+  } catch {
+    return false;
+  }
+})();
+
+if (invokedDirectly) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      console.error(error);
+      process.exitCode = 1;
+    },
+  );
+}
