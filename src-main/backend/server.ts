@@ -62,7 +62,13 @@ export async function startBackend(partial: Partial<BackendOptions> = {}): Promi
     services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
   );
 
-  const agentApp = Fastify({ bodyLimit: AGENT_BODY_LIMIT, logger: false, forceCloseConnections: true });
+  // Scalars are coerced (a numeric version is fine) but an array never passes for a string.
+  const agentApp = Fastify({
+    bodyLimit: AGENT_BODY_LIMIT,
+    logger: false,
+    forceCloseConnections: true,
+    ajv: { customOptions: { coerceTypes: true } },
+  });
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);
   await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment });

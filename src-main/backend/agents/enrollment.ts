@@ -161,13 +161,16 @@ export class EnrollmentService {
       (device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined);
     const now = nowIso();
     const login = device.serial ?? device.uuid!;
+    // The uuid may already name another agent (serial matched this one): then this one keeps its own.
+    const uuidOwner = device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined;
+    const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
     const fields = {
       fleet_id: invitation.fleet_id,
       enrolled_by_user_id: session.userId,
       invitation_id: invitation.id,
       name: login,
       serial: device.serial ?? existing?.serial ?? null,
-      uuid: device.uuid ?? existing?.uuid ?? null,
+      uuid: uuid ?? existing?.uuid ?? null,
       version: device.version,
       type: device.type,
       firstname: device.firstname,
@@ -180,7 +183,7 @@ export class EnrollmentService {
     if (existing) {
       // Same device again: keep its records, give it a fresh account token (the old install loses it).
       agentId = existing.id;
-      this.statements.updateComputer.run(login, device.serial, device.uuid, session.userId, now, existing.computer_id);
+      this.statements.updateComputer.run(login, device.serial, uuid, session.userId, now, existing.computer_id);
       this.statements.reenrollAgent.run({ ...fields, id: agentId });
       this.sessions.closeAllOf(existing.account_user_id);
       this.users.rotateToken(existing.account_user_id);

@@ -1,0 +1,102 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startBackend, type RunningBackend } from '../../src-main/backend/server.ts';
+
+export interface TestBackend {
+  backend: RunningBackend;
+  dataDir: string;
+  apiUrl: string;
+  /** Calls the admin API with the admin token; returns status and parsed JSON. */
+  admin<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  stop(): Promise<void>;
+}
+
+/** A real backend on loopback with every port chosen by the OS and a fresh SQLite file. */
+export async function startTestBackend(extra: Parameters<typeof startBackend>[0] = {}): Promise<TestBackend> {
+  const dataDir = extra.dataDir ?? mkdtempSync(join(tmpdir(), 'mdm-test-'));
+  const backend = await startBackend({
+    dataDir,
+    port: 0,
+    adminPort: 0,
+    mqttPort: 0,
+    mqttTlsPort: 0,
+    host: '127.0.0.1',
+    publicHost: '127.0.0.1',
+    ...extra,
+  });
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${backend.info.admin_url}/api${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${backend.info.admin_token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  };
+  return {
+    backend,
+    dataDir,
+    apiUrl: backend.info.api_url,
+    admin,
+    stop: async () => {
+      await backend.close();
+      if (!extra.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A GET/POST against the agent API the way devices send it (Content-Type always set). */
+export async function agentCall(
+  apiUrl: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: any; headers: Headers }> {
+  const response = await fetch(`${apiUrl}/${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...options.headers },
+    body: options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
+  });
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, body, headers: response.headers };
+}
+
+/** Runs the spec's enrollment sequence by hand; returns what each step gave. */
+export async function enrollByHand(
+  apiUrl: string,
+  invitation: { user_token: string; invitation_token: string; email: string },
+  device: { serial?: string; uuid?: string; version?: string; type?: string } = {},
+) {
+  const init = await agentCall(apiUrl, 'GET', `initSession?user_token=${invitation.user_token}`);
+  const session = init.body.session_token as string;
+  const full = await agentCall(apiUrl, 'GET', `getFullSession?session_token=${session}`);
+  if (full.body.coreactiveprofile.id !== full.body.plugin_mdm_guest_profiles_id) {
+    await agentCall(apiUrl, 'POST', `changeActiveProfile?session_token=${session}&profiles_id=${full.body.plugin_mdm_guest_profiles_id}`);
+  }
+  const created = await agentCall(apiUrl, 'POST', `PluginMdmAgent?session_token=${session}`, {
+    body: {
+      input: {
+        _email: invitation.email,
+        _invitation_token: invitation.invitation_token,
+        _serial: device.serial ?? `SN${Math.random().toString(36).slice(2, 10).toUpperCase()}`,
+        _uuid: device.uuid ?? crypto.randomUUID(),
+        csr: '',
+        firstname: 'Test',
+        lastname: 'Device',
+        version: device.version ?? '1.2.3',
+        type: device.type ?? 'android',
+      },
+    },
+  });
+  return { session, full, created };
+}
