@@ -74,6 +74,13 @@ export const deeplinkPageRoutes: FastifyPluginAsync<DeeplinkPageOptions> = async
       <p class="error">${escapeHtml(message)}</p>
       <p>Ask your administrator for a new invitation.</p>`);
 
+  // Query validation failures (e.g. `data` given twice) get the same readable page, not JSON.
+  app.setErrorHandler((error: { validation?: unknown }, request, reply) => {
+    if (error.validation) return reply.code(400).headers(headers).send(badData('This link cannot be used: the data parameter is malformed.'));
+    request.log.error(error);
+    return reply.code(500).headers(headers).send(layout('Error', '<h1>Something went wrong</h1>'));
+  });
+
   app.get('/deeplink/', {
     schema: { querystring: Type.Object({ data: Type.Optional(Type.String({ maxLength: 16384 })) }) },
     handler: async (request, reply) => {
