@@ -3,6 +3,7 @@ import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
+import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
 import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
 import { resolveOptions, urlHost, type BackendOptions } from './config.ts';
@@ -38,11 +39,16 @@ export interface RunningBackend {
   close(): Promise<void>;
 }
 
+export interface StartOptions extends Partial<BackendOptions> {
+  /** Runs a simulated device against an invitation ("simulate a device"); without it that route answers 501. */
+  simulate?: DeviceSimulator;
+}
+
 /**
  * Starts the whole backend: SQLite, agent API + deeplink page (LAN), admin API + console
  * (loopback). Writes DIR/server.json once listening, removes it on close.
  */
-export async function startBackend(partial: Partial<BackendOptions> = {}): Promise<RunningBackend> {
+export async function startBackend(partial: StartOptions = {}): Promise<RunningBackend> {
   const options = resolveOptions(partial);
   mkdirSync(options.dataDir, { recursive: true });
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
@@ -78,7 +84,7 @@ export async function startBackend(partial: Partial<BackendOptions> = {}): Promi
     appLinkScheme: () => services.settings.get().app_link_scheme,
   });
 
-  const { app: admin, auth: adminAuth } = await adminApp({ services, files, adminToken, info: () => info });
+  const { app: admin, auth: adminAuth } = await adminApp({ services, files, adminToken, info: () => info, simulate: partial.simulate });
 
   let info!: ServerInfo;
   const closeAll = async () => {

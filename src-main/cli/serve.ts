@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { startBackend } from '../backend/server.ts';
+import { simulateEnrollment } from '../device/simulate.ts';
 import { CliError } from './server-file.ts';
 
 function port(value: string | undefined, flag: string): number | undefined {
@@ -33,6 +34,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
     publicHost: values['public-host'],
     host: values.host,
+    simulate: simulateEnrollment,
   });
   const { info } = backend;
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));

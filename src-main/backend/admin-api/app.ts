@@ -10,12 +10,15 @@ import { streamEvents } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
 import { serveConsole } from './console-static.ts';
+import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 
 export interface AdminAppOptions {
   services: Services;
   files: FileStore;
   adminToken: string;
   info: () => ServerInfo;
+  /** The device simulator, injected by the caller (the backend never imports it). */
+  simulate?: DeviceSimulator;
 }
 
 export interface AdminApp {
@@ -24,7 +27,7 @@ export interface AdminApp {
 }
 
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, adminToken, info }: AdminAppOptions): Promise<AdminApp> {
+export async function adminApp({ services, files, adminToken, info, simulate }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, forceCloseConnections: true });
   installAdminErrorHandling(app);
@@ -75,6 +78,7 @@ export async function adminApp({ services, files, adminToken, info }: AdminAppOp
     api.get('/events/stream', async (request, reply) => streamEvents(services.events, request, reply));
 
     await api.register(invitationRoutes, { services });
+    await api.register(simulateRoutes, { services, simulate });
     await api.register(agentRoutes, { services });
     await api.register(fleetRoutes, { services });
     await api.register(settingsRoutes, { services });
