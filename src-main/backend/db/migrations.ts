@@ -203,4 +203,27 @@ export const migrations: Migration[] = [
       INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (1, 'Default fleet', 1, strftime('%Y-%m-%dT%H:%M:%fZ'));
     `,
   },
+  {
+    version: 2,
+    name: 'invitation mail deliveries',
+    sql: /* sql */ `
+      -- The email of an invitation: one row per invitation, the persisted queue of the mail worker.
+      -- 'sending' rows found at start were interrupted and go back to 'queued'.
+      CREATE TABLE mail_deliveries (
+        invitation_id  INTEGER PRIMARY KEY REFERENCES invitations(id) ON DELETE CASCADE,
+        state          TEXT NOT NULL CHECK (state IN ('queued', 'sending', 'sent', 'failed', 'outbox')),
+        batch_id       TEXT,
+        attempts       INTEGER NOT NULL DEFAULT 0,
+        error          TEXT,
+        response       TEXT,
+        message_id     TEXT,
+        outbox_file    TEXT,
+        queued_at      TEXT NOT NULL,
+        updated_at     TEXT NOT NULL,
+        sent_at        TEXT
+      );
+      CREATE INDEX mail_deliveries_queue ON mail_deliveries(state, queued_at);
+      CREATE INDEX mail_deliveries_batch ON mail_deliveries(batch_id) WHERE batch_id IS NOT NULL;
+    `,
+  },
 ];
