@@ -1,0 +1,75 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrate, openDatabase } from '../../src-main/backend/db/database.ts';
+import { migrations } from '../../src-main/backend/db/migrations.ts';
+
+const dirs: string[] = [];
+const tempFile = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mdm-migrate-'));
+  dirs.push(dir);
+  return join(dir, 'db.sqlite');
+};
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const latest = Math.max(...migrations.map((m) => m.version));
+
+describe('migrations', () => {
+  it('bring a new file to the latest version with WAL and foreign keys on', () => {
+    const db = openDatabase(tempFile());
+    expect(db.pragma('user_version', { simple: true })).toBe(latest);
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((t) => t.name);
+    for (const table of ['entities', 'users', 'profiles', 'profile_assignments', 'sessions', 'invitations', 'invitation_log', 'fleets', 'computers', 'agents', 'files', 'packages', 'events', 'settings']) {
+      expect(tables).toContain(table);
+    }
+    db.close();
+  });
+
+  it('are idempotent: running them twice changes nothing', () => {
+    const file = tempFile();
+    openDatabase(file).close();
+    const db = openDatabase(file);
+    expect(migrate(db)).toEqual([]);
+    expect((db.prepare('SELECT count(*) AS n FROM fleets').get() as { n: number }).n).toBe(1);
+    db.close();
+  });
+
+  it('upgrade a database made by an older version and keep its data', () => {
+    const file = tempFile();
+    const old = openDatabase(file, migrations.filter((m) => m.version === 1));
+    expect(old.pragma('user_version', { simple: true })).toBe(1);
+    old.prepare(`INSERT INTO fleets (entity_id, name, created_at) VALUES (1, 'Sales', '2026-01-01T00:00:00Z')`).run();
+    old.close();
+    const db = openDatabase(file);
+    expect(db.pragma('user_version', { simple: true })).toBe(latest);
+    expect(db.prepare(`SELECT name FROM fleets WHERE name = 'Sales'`).get()).toEqual({ name: 'Sales' });
+    db.close();
+  });
+
+  it('roll back a failing migration whole and refuse a newer database', () => {
+    const file = tempFile();
+    const broken = [...migrations, { version: latest + 1, name: 'broken', sql: `CREATE TABLE half (id INTEGER); INSERT INTO nowhere VALUES (1);` }];
+    expect(() => openDatabase(file, broken)).toThrow();
+    const db = openDatabase(file);
+    expect(db.pragma('user_version', { simple: true })).toBe(latest);
+    expect(db.prepare(`SELECT name FROM sqlite_master WHERE name = 'half'`).get()).toBeUndefined();
+    db.pragma(`user_version = ${latest + 5}`);
+    db.close();
+    expect(() => openDatabase(file)).toThrow(/newer than this program/);
+  });
+
+  it('keep the event history append-only and enforce one default fleet per entity', () => {
+    const db = openDatabase(tempFile());
+    db.prepare(`INSERT INTO events (at, type, message) VALUES ('now', 't', 'm')`).run();
+    expect(() => db.prepare(`UPDATE events SET message = 'x'`).run()).toThrow(/append-only/);
+    expect(() => db.prepare(`DELETE FROM events`).run()).toThrow(/append-only/);
+    expect(() => db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (1, 'Second', 1, 'now')`).run()).toThrow();
+    expect(() => db.prepare(`INSERT INTO users (login, kind, user_token, default_profile_id, entity_id, created_at) VALUES ('A@x.org', 'person', 't1', 1, 1, 'now'), ('a@X.org', 'person', 't2', 1, 1, 'now')`).run()).toThrow(/UNIQUE/);
+    db.close();
+  });
+});
