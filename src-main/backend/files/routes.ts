@@ -1,0 +1,156 @@
+/**
+ * HTTP surface of the file store: the devices' downloads (agent API) and the admin's
+ * list/upload/delete (admin API). Thin: schemas validate, the store and `sendStoredItem` do the work.
+ */
+import type { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { ApiError, itemNotFound } from '../http/errors.ts';
+import type { SessionContext } from '../sessions/types.ts';
+import { sendStoredItem } from './download.ts';
+import { MIME_TYPE_PATTERN, type FileStore, type StoredItem, type StoredKind } from './store.ts';
+
+const KINDS: ReadonlyArray<{ kind: StoredKind; agentPath: string; adminPath: string }> = [
+  { kind: 'file', agentPath: '/PluginMdmFile/:id', adminPath: '/files' },
+  { kind: 'package', agentPath: '/PluginMdmPackage/:id', adminPath: '/packages' },
+];
+
+const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
+
+const DownloadMetadataSchema = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  filesize: Type.Integer(),
+  mime_type: Type.String(),
+  sha256: Type.String(),
+  date_mod: Type.String(),
+});
+
+const AdminItemSchema = Type.Object({
+  id: Type.Integer(),
+  entity_id: Type.Integer(),
+  name: Type.String(),
+  size: Type.Integer(),
+  mime_type: Type.String(),
+  sha256: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+
+const UploadQuery = Type.Object({
+  // a path is accepted (the store keeps its last segment), hence more than 255
+  name: Type.String({ minLength: 1, maxLength: 4096 }),
+  mime_type: Type.Optional(Type.String({ maxLength: 255, pattern: MIME_TYPE_PATTERN })),
+  entity_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
+});
+
+export function adminItemView(item: StoredItem) {
+  return {
+    id: item.id,
+    entity_id: item.entityId,
+    name: item.name,
+    size: item.size,
+    mime_type: item.mimeType,
+    sha256: item.sha256,
+    created_at: item.createdAt,
+    updated_at: item.updatedAt,
+  };
+}
+
+export interface AgentDownloadRoutesOptions {
+  store: FileStore;
+  /** Resolves the request's session; throws ApiError (401) when missing or invalid. */
+  authenticate: (request: FastifyRequest) => SessionContext | Promise<SessionContext>;
+}
+
+/**
+ * GET /PluginMdmFile/:id and /PluginMdmPackage/:id (mount under the agent API prefix).
+ * Any valid session of the item's entity may download; another entity's item is a 404, as an
+ * unknown id is. Errors are thrown as ApiError for the parent's error handler.
+ */
+export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesOptions> = async (app, options) => {
+  const { store, authenticate } = options;
+  const sessions = new WeakMap<FastifyRequest, SessionContext>();
+
+  for (const { kind, agentPath } of KINDS) {
+    app.get(
+      agentPath,
+      {
+        schema: { params: IdParams, response: { 200: DownloadMetadataSchema } },
+        // before validation: a request without a valid session learns nothing, not even a 400
+        onRequest: async (request) => {
+          sessions.set(request, await authenticate(request));
+        },
+      },
+      async (request, reply) => {
+        const session = sessions.get(request);
+        if (!session) throw new ApiError(401, 'ERROR_SESSION_TOKEN_INVALID', 'session_token seems invalid');
+        const item = store.get(kind, request.params.id);
+        if (!item || item.entityId !== session.entityId) throw itemNotFound();
+        return sendStoredItem(request, reply, item, store.pathOf(item));
+      },
+    );
+  }
+};
+
+export interface AdminFileRoutesOptions {
+  store: FileStore;
+}
+
+/**
+ * Admin API: GET /files, /packages (lists); POST /files, /packages (raw body, Content-Type
+ * application/octet-stream, query `name` required, `mime_type` and `entity_id` optional) → 201
+ * with the item; DELETE /files/:id, /packages/:id → 204, unknown → 404. Admin authentication is
+ * the parent scope's; errors are thrown as ApiError for the parent's error handler.
+ */
+export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> = async (app, options) => {
+  const { store } = options;
+
+  // Encapsulated in this plugin: only these routes take raw bodies, streamed, never buffered.
+  // (The stream is handed over as is: Fastify's bodyLimit does not apply to a pass-through
+  // parser, so the store enforces store.maxSize while it reads.)
+  app.removeContentTypeParser('application/octet-stream');
+  app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
+
+  for (const { kind, adminPath } of KINDS) {
+    app.get(adminPath, { schema: { response: { 200: Type.Array(AdminItemSchema) } } }, async () =>
+      store.list(kind).map(adminItemView),
+    );
+
+    app.post(
+      adminPath,
+      { bodyLimit: store.maxSize, schema: { querystring: UploadQuery, response: { 201: AdminItemSchema } } },
+      async (request, reply) => {
+        const { name, mime_type: mimeType, entity_id: entityId } = request.query;
+        const body = request.body as Readable | undefined;
+        try {
+          if (!body || typeof body.pipe !== 'function') {
+            throw new ApiError(
+              415,
+              'ERROR_UNSUPPORTED_MEDIA_TYPE',
+              'send the content as the request body with Content-Type: application/octet-stream',
+            );
+          }
+          const declared = Number(request.headers['content-length']);
+          if (Number.isFinite(declared) && declared > store.maxSize) {
+            throw new ApiError(413, 'ERROR_PAYLOAD_TOO_LARGE', `upload is larger than the limit of ${store.maxSize} bytes`);
+          }
+          const item = await store.add(kind, { name, mimeType, entityId }, body);
+          return reply.code(201).send(adminItemView(item));
+        } catch (error) {
+          // Refused before the whole body was read: answer, then close the connection rather
+          // than reading (up to gigabytes of) the rest of it.
+          if (!request.raw.complete) reply.header('connection', 'close');
+          throw error;
+        }
+      },
+    );
+
+    app.delete(adminPath + '/:id', { schema: { params: IdParams } }, async (request, reply) => {
+      const removed = await store.remove(kind, request.params.id);
+      if (!removed) throw itemNotFound();
+      return reply.code(204).send();
+    });
+  }
+};

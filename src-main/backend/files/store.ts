@@ -1,0 +1,391 @@
+/**
+ * The file store: files and application packages that devices download.
+ *
+ * Content lives on disk under `<dataDir>/files/{file,package}/<random storage name>`; the rows
+ * (tables `files` and `packages`, same columns) carry the metadata. Uploads are streamed to
+ * `<dataDir>/files/tmp/` while the sha256 and size are computed, then renamed into place, then
+ * the row is inserted: a crash or an error at any step leaves no row pointing at missing or
+ * partial content, and the temp file is removed.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync, readdirSync, statSync, unlinkSync, type WriteStream } from 'node:fs';
+import { rename, unlink } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+import { ApiError, badRequest } from '../http/errors.ts';
+
+export type StoredKind = 'file' | 'package';
+export const STORED_KINDS: readonly StoredKind[] = ['file', 'package'];
+
+export interface StoredItem {
+  id: number;
+  kind: StoredKind;
+  entityId: number;
+  name: string;
+  size: number;
+  mimeType: string;
+  sha256: string;
+  /** File name under `<dataDir>/files/<kind>/`; never derived from `name`. */
+  storageName: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface AddInput {
+  /** A file name; a path is accepted and reduced to its last segment. */
+  name: string;
+  /** Guessed from the name's extension when absent. */
+  mimeType?: string | undefined;
+  /** Defaults to the root entity (1). */
+  entityId?: number | undefined;
+}
+
+export type FileStoreAction = 'added' | 'removed';
+export type FileStoreListener = (action: FileStoreAction, kind: StoredKind, item: StoredItem) => void;
+
+export interface FileStoreOptions {
+  /** Largest accepted upload in bytes (default 4 GiB). */
+  maxSize?: number;
+}
+
+export interface FileStore {
+  /** Largest accepted upload in bytes. */
+  readonly maxSize: number;
+  /**
+   * Streams `source` into the store. Rejects with ApiError 400 (bad name, mime type or entity;
+   * interrupted body), 413 (too large) or 507 (disk full); nothing is left behind then.
+   * On failure `source` may be partly read and is not destroyed: it belongs to the caller (an
+   * HTTP route answers and closes the connection; destroying a request would drop the answer).
+   */
+  add(kind: StoredKind, input: AddInput, source: Readable): Promise<StoredItem>;
+  /** Every item of the kind, by id; only those of `entityId` when given. */
+  list(kind: StoredKind, entityId?: number): StoredItem[];
+  get(kind: StoredKind, id: number): StoredItem | undefined;
+  /** Deletes the row and then the content; undefined when there was no such item. */
+  remove(kind: StoredKind, id: number): Promise<StoredItem | undefined>;
+  /** Absolute path of the item's content. */
+  pathOf(item: StoredItem): string;
+}
+
+export const DEFAULT_MAX_UPLOAD_SIZE = 4 * 1024 ** 3;
+export const MAX_NAME_BYTES = 255;
+
+/** Temp files older than this are leftovers of a crash (an active upload keeps touching its file). */
+const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
+/** Content without a row, older than this, is a leftover of a crash between rename and insert. */
+const STALE_ORPHAN_MS = 60 * 60 * 1000;
+
+const TABLES: Record<StoredKind, string> = { file: 'files', package: 'packages' };
+
+const MIME_TYPES: Record<string, string> = {
+  '.apk': 'application/vnd.android.package-archive',
+  '.ipa': 'application/x-itunes-ipa',
+  '.mobileconfig': 'application/x-apple-aspen-config',
+  '.pdf': 'application/pdf',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.svg': 'image/svg+xml',
+  '.json': 'application/json',
+  '.xml': 'application/xml',
+  '.txt': 'text/plain',
+  '.csv': 'text/csv',
+  '.html': 'text/html',
+  '.htm': 'text/html',
+  '.zip': 'application/zip',
+  '.gz': 'application/gzip',
+  '.tar': 'application/x-tar',
+  '.mp4': 'video/mp4',
+  '.mp3': 'audio/mpeg',
+  '.pem': 'application/x-pem-file',
+  '.crt': 'application/x-x509-ca-cert',
+  '.cer': 'application/pkix-cert',
+};
+
+/** The mime type for a file name's extension; application/octet-stream when unknown. */
+export function guessMimeType(name: string): string {
+  return MIME_TYPES[extname(name).toLowerCase()] ?? 'application/octet-stream';
+}
+
+// RFC 6838 restricted-name for type and subtype; no parameters.
+const MIME_PATTERN_SOURCE = "^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$";
+export const MIME_TYPE_PATTERN = MIME_PATTERN_SOURCE;
+const MIME_RE = new RegExp(MIME_PATTERN_SOURCE);
+
+/** Validates a mime type (`type/subtype`, no parameters) and lower-cases it; ApiError 400 otherwise. */
+export function normalizeMimeType(mimeType: string): string {
+  const trimmed = mimeType.trim();
+  if (!MIME_RE.test(trimmed)) {
+    throw badRequest(`invalid mime type "${trimmed.slice(0, 100)}": expected type/subtype, e.g. application/pdf`);
+  }
+  return trimmed.toLowerCase();
+}
+
+// Control characters, lone surrogates, line/paragraph separators and bidi overrides (which can
+// disguise an extension: "invoice\u202Efdp.apk").
+const FORBIDDEN_NAME_CHARS = /[\p{Cc}\p{Cs}\p{Zl}\p{Zp}\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
+
+/**
+ * Reduces a given name or path to a safe file name: directories (either separator) are stripped,
+ * the rest is NFC-normalized and trimmed. ApiError 400 with a clear message when nothing usable
+ * remains, when it contains control or bidi characters, or when it is longer than 255 UTF-8 bytes.
+ */
+export function normalizeFileName(raw: string): string {
+  if (typeof raw !== 'string') throw badRequest('file name is missing');
+  const lastSegment = raw.split(/[\\/]/).pop() ?? '';
+  const name = lastSegment.normalize('NFC').trim();
+  if (name === '') throw badRequest('file name is empty (a name without directories is required, e.g. app.apk)');
+  if (name === '.' || name === '..') throw badRequest(`"${name}" is not a valid file name`);
+  if (FORBIDDEN_NAME_CHARS.test(name)) {
+    throw badRequest('file name contains control, line-break or text-direction characters');
+  }
+  if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) {
+    throw badRequest(`file name is too long (at most ${MAX_NAME_BYTES} bytes in UTF-8)`);
+  }
+  return name;
+}
+
+interface Row {
+  id: number;
+  entity_id: number;
+  name: string;
+  size: number;
+  mime_type: string;
+  sha256: string;
+  storage_name: string;
+  created_at: string;
+  updated_at: string;
+}
+
+function toItem(kind: StoredKind, row: Row): StoredItem {
+  return {
+    id: row.id,
+    kind,
+    entityId: row.entity_id,
+    name: row.name,
+    size: row.size,
+    mimeType: row.mime_type,
+    sha256: row.sha256,
+    storageName: row.storage_name,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function prepareStatements(db: Db, kind: StoredKind) {
+  const table = TABLES[kind];
+  return {
+    insert: db.prepare<[Omit<Row, 'id'>], Row>(
+      `INSERT INTO ${table} (entity_id, name, size, mime_type, sha256, storage_name, created_at, updated_at)
+       VALUES (@entity_id, @name, @size, @mime_type, @sha256, @storage_name, @created_at, @updated_at)
+       RETURNING *`,
+    ),
+    list: db.prepare<[], Row>(`SELECT * FROM ${table} ORDER BY id`),
+    listByEntity: db.prepare<[number], Row>(`SELECT * FROM ${table} WHERE entity_id = ? ORDER BY id`),
+    get: db.prepare<[number], Row>(`SELECT * FROM ${table} WHERE id = ?`),
+    remove: db.prepare<[number], Row>(`DELETE FROM ${table} WHERE id = ? RETURNING *`),
+    storageNames: db.prepare<[], { storage_name: string }>(`SELECT storage_name FROM ${table}`),
+  };
+}
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
+    ? error.code
+    : undefined;
+}
+
+function waitClosed(stream: WriteStream): Promise<void> {
+  if (stream.closed) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once('close', () => resolve());
+    if (!stream.destroyed) stream.destroy();
+  });
+}
+
+async function unlinkQuietly(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch {
+    // Already gone, or (Windows) still busy: the startup sweep removes leftovers.
+  }
+}
+
+/** Removes leftovers of crashed uploads; best effort, never throws. */
+function sweep(dir: string, olderThanMs: number, keep: (name: string) => boolean): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  const limit = Date.now() - olderThanMs;
+  for (const name of names) {
+    if (keep(name)) continue;
+    try {
+      const path = join(dir, name);
+      const stats = statSync(path);
+      if (stats.isFile() && stats.mtimeMs < limit) unlinkSync(path);
+    } catch {
+      // ignore: another process may be handling it
+    }
+  }
+}
+
+export function createFileStore(
+  db: Db,
+  dataDir: string,
+  onChange?: FileStoreListener,
+  options: FileStoreOptions = {},
+): FileStore {
+  const root = join(dataDir, 'files');
+  const tmpDir = join(root, 'tmp');
+  const dirs: Record<StoredKind, string> = { file: join(root, 'file'), package: join(root, 'package') };
+  for (const dir of [tmpDir, dirs.file, dirs.package]) mkdirSync(dir, { recursive: true, mode: 0o700 });
+
+  const maxSize = options.maxSize ?? DEFAULT_MAX_UPLOAD_SIZE;
+  const statements = { file: prepareStatements(db, 'file'), package: prepareStatements(db, 'package') };
+  const entityExists = db.prepare<[number], { one: number }>('SELECT 1 AS one FROM entities WHERE id = ?');
+
+  sweep(tmpDir, STALE_TEMP_MS, () => false);
+  for (const kind of STORED_KINDS) {
+    const known = new Set(statements[kind].storageNames.all().map((row) => row.storage_name));
+    sweep(dirs[kind], STALE_ORPHAN_MS, (name) => known.has(name));
+  }
+
+  function notify(action: FileStoreAction, kind: StoredKind, item: StoredItem): void {
+    if (!onChange) return;
+    try {
+      onChange(action, kind, item);
+    } catch (error) {
+      // The store's work is done; a failing listener must not turn it into an error.
+      process.emitWarning(`file store listener failed on ${action} ${kind} ${item.id}: ${String(error)}`);
+    }
+  }
+
+  function checkKind(kind: StoredKind): void {
+    if (!STORED_KINDS.includes(kind)) throw new TypeError(`unknown stored kind: ${String(kind)}`);
+  }
+
+  async function add(kind: StoredKind, input: AddInput, source: Readable): Promise<StoredItem> {
+    checkKind(kind);
+    // Everything that can be refused is checked before a byte is read.
+    const name = normalizeFileName(input.name);
+    const mimeType = input.mimeType === undefined || input.mimeType.trim() === ''
+      ? guessMimeType(name)
+      : normalizeMimeType(input.mimeType);
+    const entityId = input.entityId ?? 1;
+    if (!Number.isSafeInteger(entityId) || !entityExists.get(entityId)) {
+      throw badRequest(`entity ${String(entityId)} does not exist`);
+    }
+
+    const storageName = randomBytes(16).toString('hex');
+    const tmpPath = join(tmpDir, `${storageName}.part`);
+    const finalPath = join(dirs[kind], storageName);
+    const hash = createHash('sha256');
+    let size = 0;
+
+    const out = createWriteStream(tmpPath, { flags: 'wx', mode: 0o600, flush: true });
+    async function* measured(): AsyncGenerator<Buffer> {
+      // destroyOnReturn: false — when we stop early (too large) the source is left to the
+      // caller: destroying an HTTP request would kill the socket before the 413 can be sent.
+      const chunks = source.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer | string>;
+      try {
+        for await (const chunk of chunks) {
+          const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+          size += buffer.length;
+          if (size > maxSize) {
+            throw new ApiError(413, 'ERROR_PAYLOAD_TOO_LARGE', `upload is larger than the limit of ${maxSize} bytes`);
+          }
+          hash.update(buffer);
+          yield buffer;
+        }
+      } catch (error) {
+        if (error instanceof ApiError) throw error;
+        // The body ended early: the client went away or the connection broke.
+        const interrupted = new ApiError(400, 'ERROR_UPLOAD_INCOMPLETE', 'the upload was interrupted before the end of its body');
+        interrupted.cause = error;
+        throw interrupted;
+      }
+    }
+    try {
+      await pipeline(measured, out);
+    } catch (error) {
+      await waitClosed(out);
+      await unlinkQuietly(tmpPath);
+      throw translateWriteError(error);
+    }
+
+    try {
+      await rename(tmpPath, finalPath);
+    } catch (error) {
+      await unlinkQuietly(tmpPath);
+      throw translateWriteError(error);
+    }
+
+    let item: StoredItem;
+    try {
+      const now = nowIso();
+      const row = statements[kind].insert.get({
+        entity_id: entityId,
+        name,
+        size,
+        mime_type: mimeType,
+        sha256: hash.digest('hex'),
+        storage_name: storageName,
+        created_at: now,
+        updated_at: now,
+      });
+      if (!row) throw new Error('insert returned no row');
+      item = toItem(kind, row);
+    } catch (error) {
+      await unlinkQuietly(finalPath);
+      throw error;
+    }
+    notify('added', kind, item);
+    return item;
+  }
+
+  function list(kind: StoredKind, entityId?: number): StoredItem[] {
+    checkKind(kind);
+    const rows = entityId === undefined ? statements[kind].list.all() : statements[kind].listByEntity.all(entityId);
+    return rows.map((row) => toItem(kind, row));
+  }
+
+  function get(kind: StoredKind, id: number): StoredItem | undefined {
+    checkKind(kind);
+    const row = statements[kind].get.get(id);
+    return row ? toItem(kind, row) : undefined;
+  }
+
+  async function remove(kind: StoredKind, id: number): Promise<StoredItem | undefined> {
+    checkKind(kind);
+    const row = statements[kind].remove.get(id);
+    if (!row) return undefined;
+    const item = toItem(kind, row);
+    // A download in progress keeps its open descriptor: POSIX unlink, and libuv opens files with
+    // FILE_SHARE_DELETE on Windows, so it finishes reading the content it started with.
+    await unlinkQuietly(pathOf(item));
+    notify('removed', kind, item);
+    return item;
+  }
+
+  function pathOf(item: StoredItem): string {
+    return join(dirs[item.kind], item.storageName);
+  }
+
+  return { maxSize, add, list, get, remove, pathOf };
+}
+
+function translateWriteError(error: unknown): unknown {
+  if (error instanceof ApiError) return error;
+  const code = errorCode(error);
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new ApiError(507, 'ERROR_INSUFFICIENT_STORAGE', 'not enough disk space to store the upload');
+  }
+  return error;
+}
