@@ -46,10 +46,10 @@ export async function adminRequest<T>(server: ServerFile, method: string, path: 
   let response: Response;
   try {
     response = await fetch(`${server.admin_url}/api${path}`, {
-      method,
-      headers: { ...headers, ...(extra.headers as Record<string, string> | undefined) },
       body: body === undefined ? undefined : JSON.stringify(body),
       ...extra,
+      method,
+      headers: { ...headers, ...(extra.headers as Record<string, string> | undefined) },
     });
   } catch (error) {
     throw new CliError(`Cannot reach the server at ${server.admin_url}: ${(error as Error).message}`);
