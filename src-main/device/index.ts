@@ -11,3 +11,5 @@ export { decodeDeeplink, encodeDeeplinkData, DeeplinkError } from './deeplink.ts
 export type { DeeplinkData, DeeplinkFields } from './deeplink.ts';
 export { AgentApiClient, AgentApiError } from './api-client.ts';
 export type { AgentRecord, AgentCreationInput, ContentKind, FullSession } from './api-client.ts';
+export { simulateEnrollment } from './simulate.ts';
+export type { SimulationRequest, SimulationResult } from './simulate.ts';

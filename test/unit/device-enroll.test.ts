@@ -8,6 +8,7 @@ import { enrollSilently, runAgent } from '../../src-main/device/agent.ts';
 import { AgentApiError } from '../../src-main/device/api-client.ts';
 import { runAgentCommand } from '../../src-main/device/cli.ts';
 import { encodeDeeplinkData } from '../../src-main/device/deeplink.ts';
+import { simulateEnrollment } from '../../src-main/device/simulate.ts';
 import { checkAgentRecord, enrollDevice, mqttCredentialsOf, randomSerial, startAgentSession } from '../../src-main/device/enroll.ts';
 import type { AgentRecord } from '../../src-main/device/api-client.ts';
 
@@ -230,6 +231,18 @@ describe('enrollDevice', () => {
     expect(mqttCredentialsOf(run.enrollment)).toEqual(expected);
     expect(seen).toEqual(['12', expected]);
     expect(run).toMatchObject({ ok: true, downloads: [] });
+  });
+});
+
+describe('simulateEnrollment (the console\'s "simulate a device")', () => {
+  it('reports success and refusal as outcomes', async () => {
+    const ok = await simulateEnrollment({ deeplink: deeplink(), email: EMAIL, firstname: null, lastname: 'Liddell', type: 'apple' });
+    expect(ok).toMatchObject({ ok: true, agent_id: 12, type: 'apple', error: null });
+    expect(ok.serial).toMatch(/^C02/);
+    expect(ok.log).toHaveLength(6);
+    const refused = await simulateEnrollment({ deeplink: deeplink(), email: 'eve@example.org', firstname: null, lastname: null, type: 'android' });
+    expect(refused).toMatchObject({ ok: false, agent_id: null, serial: null, error: 'ERROR_CORE_ADD: Wrong email address' });
+    expect(refused.log.at(-1)).toMatch(/^4\/5 POST PluginMdmAgent … failed/);
   });
 });
 
