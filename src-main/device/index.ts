@@ -12,4 +12,4 @@ export type { DeeplinkData, DeeplinkFields } from './deeplink.ts';
 export { AgentApiClient, AgentApiError } from './api-client.ts';
 export type { AgentRecord, AgentCreationInput, ContentKind, FullSession } from './api-client.ts';
 export { simulateEnrollment } from './simulate.ts';
-export type { SimulationRequest, SimulationResult } from './simulate.ts';
+export type { SimulateEnrollmentRequest, SimulateEnrollmentResult } from './simulate.ts';

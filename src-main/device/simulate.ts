@@ -1,10 +1,9 @@
-// "Simulate a device" for the console: the backend's admin route hands an invitation to this
-// function, injected by `serve` (the backend never imports the simulator). The shapes repeat
-// the backend's DeviceSimulator contract structurally, since this folder knows only the wire.
+// "Simulate a device" for the console: one enrollment run, its step log collected, never thrown.
+// Its shape matches the backend's DeviceSimulator structurally: nothing here imports the backend.
+import { runAgent } from './agent.ts';
 import { AgentApiError } from './api-client.ts';
-import { enrollDevice } from './enroll.ts';
 
-export interface SimulationRequest {
+export interface SimulateEnrollmentRequest {
   deeplink: string;
   email: string;
   firstname: string | null;
@@ -12,32 +11,31 @@ export interface SimulationRequest {
   type: 'android' | 'apple';
 }
 
-export interface SimulationResult {
+export interface SimulateEnrollmentResult {
   ok: boolean;
   agent_id: number | null;
   serial: string | null;
   type: string;
-  /** One line per enrollment step, as the agent CLI prints them. */
   log: string[];
-  /** The server's refusal or the failure, when ok is false. */
   error: string | null;
 }
 
-/** Enrolls a fresh random device with the invitation; a refusal is an outcome (ok: false), not a throw. */
-export async function simulateEnrollment(request: SimulationRequest): Promise<SimulationResult> {
+/** Enrolls a simulated device with the invitation's deeplink; resolves with the outcome and step log. */
+export async function simulateEnrollment(request: SimulateEnrollmentRequest): Promise<SimulateEnrollmentResult> {
   const log: string[] = [];
-  const options: Parameters<typeof enrollDevice>[0] = { deeplink: request.deeplink, email: request.email, type: request.type };
-  if (request.firstname !== null) options.firstname = request.firstname;
-  if (request.lastname !== null) options.lastname = request.lastname;
+  const options = {
+    deeplink: request.deeplink,
+    email: request.email,
+    type: request.type,
+    timeoutMs: 15_000,
+    ...(request.firstname ? { firstname: request.firstname } : {}),
+    ...(request.lastname ? { lastname: request.lastname } : {}),
+  };
   try {
-    const result = await enrollDevice(options, (line) => log.push(line));
-    const agentId = Number.isInteger(result.agent.id) ? result.agent.id : Number(result.agentId);
-    return { ok: true, agent_id: Number.isInteger(agentId) ? agentId : null, serial: result.serial, type: result.type, log, error: null };
+    const result = await runAgent(options, (line) => log.push(line));
+    return { ok: true, agent_id: Number(result.enrollment.agentId), serial: result.enrollment.serial, type: result.enrollment.type, log, error: null };
   } catch (error) {
-    const message =
-      error instanceof AgentApiError ? `${error.code}: ${error.serverMessage}`
-      : error instanceof Error ? error.message
-      : String(error);
+    const message = error instanceof AgentApiError ? error.serverMessage : error instanceof Error ? error.message : String(error);
     return { ok: false, agent_id: null, serial: null, type: request.type, log, error: message };
   }
 }

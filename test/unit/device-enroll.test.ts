@@ -241,7 +241,7 @@ describe('simulateEnrollment (the console\'s "simulate a device")', () => {
     expect(ok.serial).toMatch(/^C02/);
     expect(ok.log).toHaveLength(6);
     const refused = await simulateEnrollment({ deeplink: deeplink(), email: 'eve@example.org', firstname: null, lastname: null, type: 'android' });
-    expect(refused).toMatchObject({ ok: false, agent_id: null, serial: null, error: 'ERROR_CORE_ADD: Wrong email address' });
+    expect(refused).toMatchObject({ ok: false, agent_id: null, serial: null, error: 'Wrong email address' });
     expect(refused.log.at(-1)).toMatch(/^4\/5 POST PluginMdmAgent … failed/);
   });
 });
