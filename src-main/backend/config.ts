@@ -1,5 +1,6 @@
 import { homedir, networkInterfaces, platform } from 'node:os';
 import { join } from 'node:path';
+import type { SecretProtector } from './mail/secrets.ts';
 
 /** Where everything lives unless told otherwise; the CLI and the desktop app share it. */
 export function defaultDataDir(): string {
@@ -48,6 +49,12 @@ export interface BackendOptions {
   mqttTlsPort: number;
   /** Host name or address put into deeplinks, links and agent records. */
   publicHost: string;
+  /** smtp(s)://user:pass@host:port; replaces the SMTP settings while running. Env: MDM_CONSOLE_SMTP_URL. */
+  smtpUrl?: string;
+  /** Sender of invitation emails ("Name <address>"). Env: MDM_CONSOLE_MAIL_FROM. */
+  mailFrom?: string;
+  /** Protects secrets at rest (the desktop shell passes Electron safeStorage); default: a 0600 file. */
+  secretProtector?: SecretProtector;
 }
 
 export const DEFAULT_PORTS = { port: 8080, adminPort: 8081, mqttPort: 1883, mqttTlsPort: 8883 } as const;
@@ -62,6 +69,9 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     mqttPort: partial.mqttPort ?? DEFAULT_PORTS.mqttPort,
     mqttTlsPort: partial.mqttTlsPort ?? DEFAULT_PORTS.mqttTlsPort,
     publicHost: partial.publicHost ?? defaultPublicHost(),
+    smtpUrl: partial.smtpUrl ?? (process.env.MDM_CONSOLE_SMTP_URL || undefined),
+    mailFrom: partial.mailFrom ?? (process.env.MDM_CONSOLE_MAIL_FROM || undefined),
+    secretProtector: partial.secretProtector,
   };
 }
 

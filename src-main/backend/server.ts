@@ -62,7 +62,12 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     host: publicHost,
     port: (tls: boolean) => (tls ? options.mqttTlsPort : options.mqttPort),
   };
-  const services = createServices(db, targets);
+  const services = createServices(db, targets, {
+    dataDir: options.dataDir,
+    smtpUrl: options.smtpUrl,
+    mailFrom: options.mailFrom,
+    secretProtector: options.secretProtector,
+  });
   services.sessions.purgeIdle();
   const files = createFileStore(db, options.dataDir, (action, kind, item) =>
     services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
@@ -89,6 +94,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   let info!: ServerInfo;
   const closeAll = async () => {
     await Promise.allSettled([agentApp.close(), admin.close()]);
+    await services.mail.close();
     if (db.open) db.close();
   };
   try {
@@ -118,6 +124,8 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   writeFileSync(infoFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
   chmodSync(infoFile, 0o600);
   services.events.record('server.started', `Server started at ${info.api_url}`);
+  // Emails render deeplinks with the port now known; queued ones from the last run go first.
+  services.mail.start();
 
   let closing: Promise<void> | null = null;
   return {

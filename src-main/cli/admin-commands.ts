@@ -32,9 +32,18 @@ interface Invitation {
   invitation_token: string;
   user_token: string;
   fleet: string | null;
+  delivery?: { state: string; error: string | null; outbox_file: string | null } | null;
 }
 
-const invitationLine = (i: Invitation) => `#${i.id}  ${i.email}  ${i.status}  expires ${i.expires_at}  fleet ${i.fleet ?? '-'}\n    ${i.deeplink}`;
+function deliveryText(d: Invitation['delivery']): string {
+  if (!d) return 'not emailed';
+  if (d.state === 'failed') return `email failed: ${d.error ?? ''}`;
+  if (d.state === 'outbox') return `email in outbox ${d.outbox_file ?? ''}`;
+  return `email ${d.state}`;
+}
+
+const invitationLine = (i: Invitation) =>
+  `#${i.id}  ${i.email}  ${i.status}  expires ${i.expires_at}  fleet ${i.fleet ?? '-'}  ${deliveryText(i.delivery)}\n    ${i.deeplink}`;
 
 function positiveInt(value: string | undefined, what: string): number {
   const n = Number(value);
@@ -50,7 +59,10 @@ const invite: Handler = async (argv) => {
     fleet: { type: 'string' },
     days: { type: 'string' },
     csv: { type: 'string' },
+    'no-email': { type: 'boolean' },
   });
+  // Absent: the server's mail_send_on_create setting decides (on by default).
+  const sendEmail = values['no-email'] ? { send_email: false } : {};
   if (values.csv) {
     let rows;
     try {
@@ -59,8 +71,9 @@ const invite: Handler = async (argv) => {
       throw new CliError(`${values.csv}: ${(error as Error).message}`);
     }
     if (rows.length === 0) throw new CliError(`${values.csv}: no rows after the header`);
-    const result = await adminRequest<{ items: Invitation[] }>(server(), 'POST', '/invitations/bulk', { invitations: rows });
-    return output(json, result.items, () => `${result.items.length} invitations created\n${result.items.map(invitationLine).join('\n')}`);
+    const result = await adminRequest<{ items: Invitation[]; mail?: { queued: number } }>(server(), 'POST', '/invitations/bulk', { invitations: rows, ...sendEmail });
+    const mailed = result.mail?.queued ? `; ${result.mail.queued} email(s) queued` : '';
+    return output(json, result.items, () => `${result.items.length} invitations created${mailed}\n${result.items.map(invitationLine).join('\n')}`);
   }
   if (!values.email) throw new CliError('invite needs --email ADDRESS (or --csv FILE)');
   const body = {
@@ -69,6 +82,7 @@ const invite: Handler = async (argv) => {
     lastname: values.lastname,
     fleet: values.fleet,
     days: values.days === undefined ? undefined : positiveInt(values.days as string, '--days'),
+    ...sendEmail,
   };
   const created = await adminRequest<Invitation>(server(), 'POST', '/invitations', body);
   return output(json, created, () => `Invitation created\n${invitationLine(created)}`);
@@ -88,6 +102,33 @@ const revoke: Handler = async (argv) => {
   const id = positiveInt(positionals[0], 'the invitation id');
   const result = await adminRequest<Invitation>(server(), 'POST', `/invitations/${id}/revoke`);
   return output(json, result, () => `Invitation #${id} revoked`);
+};
+
+const resend: Handler = async (argv) => {
+  const { positionals, server, json } = parse(argv, {});
+  const id = positiveInt(positionals[0], 'the invitation id');
+  const result = await adminRequest<Invitation>(server(), 'POST', `/invitations/${id}/resend`);
+  return output(json, result, () => `Invitation #${id} email queued again (same link, same expiry)\n${invitationLine(result)}`);
+};
+
+/** `mail status`, `mail test --to ADDRESS`, `mail retry`. */
+const mail: Handler = async (argv) => {
+  const { positionals, values, server, json } = parse(argv, { to: { type: 'string' } });
+  const [action] = positionals;
+  if (action === 'status' || action === undefined) {
+    const status = await adminRequest<{ transport: { summary: string } | null; error: string | null; counts: Record<string, number> }>(server(), 'GET', '/mail/status');
+    return output(json, status, () => `${status.transport?.summary ?? status.error}\n${Object.entries(status.counts).map(([k, v]) => `${k}: ${v}`).join('  ')}`);
+  }
+  if (action === 'test') {
+    if (!values.to) throw new CliError('mail test needs --to ADDRESS');
+    const result = await adminRequest<{ via: string; response: string | null; file?: string }>(server(), 'POST', '/mail/test', { to: values.to });
+    return output(json, result, () => (result.via === 'outbox' ? `No SMTP configured: test message written to ${result.file}` : `Sent. Server answered: ${result.response}`));
+  }
+  if (action === 'retry') {
+    const result = await adminRequest<{ queued: number }>(server(), 'POST', '/mail/retry', {});
+    return output(json, result, () => `${result.queued} failed email(s) queued again`);
+  }
+  throw new CliError('usage: mail status | mail test --to ADDRESS | mail retry');
 };
 
 interface Agent {
@@ -203,6 +244,8 @@ export const adminCommands: Record<string, Handler> = {
   invite,
   invitations,
   revoke,
+  resend,
+  mail,
   agents,
   fleets,
   fleet,

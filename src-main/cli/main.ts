@@ -10,10 +10,15 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
 
   serve      [--data-dir DIR] [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
              [--public-host HOST] [--host ADDR]          run the backend and the web console
-  invite     --email E [--firstname F] [--lastname L] [--fleet NAME] [--days D]
-  invite     --csv FILE                                  one invitation per row (all or nothing)
+             [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
+                                                         (or $MDM_CONSOLE_SMTP_URL, $MDM_CONSOLE_MAIL_FROM;
+                                                         no SMTP: emails go to DIR/outbox as .eml)
+  invite     --email E [--firstname F] [--lastname L] [--fleet NAME] [--days D] [--no-email]
+  invite     --csv FILE [--no-email]                     one invitation per row (all or nothing)
   invitations [--status pending|done|expired|revoked] [--search TEXT]
   revoke     ID                                          revoke a pending invitation
+  resend     ID                                          email the invitation again (same link and expiry)
+  mail       status | test --to ADDRESS | retry          mail transport, test email, retry failed emails
   agents                                                 enrolled devices
   fleets | fleet add NAME | fleet rename ID NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { parseSmtpUrl } from '../backend/mail/index.ts';
 import { startBackend } from '../backend/server.ts';
 import { simulateEnrollment } from '../device/simulate.ts';
 import { CliError } from './server-file.ts';
@@ -22,10 +23,21 @@ export async function serveCommand(argv: string[]): Promise<number> {
       'mqtt-tls-port': { type: 'string' },
       'public-host': { type: 'string' },
       host: { type: 'string' },
+      'smtp-url': { type: 'string' },
+      'mail-from': { type: 'string' },
       json: { type: 'boolean' },
     },
     strict: true,
   });
+  // Env MDM_CONSOLE_SMTP_URL / MDM_CONSOLE_MAIL_FROM apply when the flags are absent (config.ts).
+  const smtpUrl = values['smtp-url'] ?? (process.env.MDM_CONSOLE_SMTP_URL || undefined);
+  if (smtpUrl) {
+    try {
+      parseSmtpUrl(smtpUrl);
+    } catch (error) {
+      throw new CliError(`--smtp-url: ${(error as Error).message}`);
+    }
+  }
   const backend = await startBackend({
     dataDir: values['data-dir'],
     port: port(values.port, '--port'),
@@ -34,6 +46,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
     publicHost: values['public-host'],
     host: values.host,
+    smtpUrl,
+    mailFrom: values['mail-from'],
     simulate: simulateEnrollment,
   });
   const { info } = backend;
@@ -45,6 +59,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   MQTT broker:           ${info.public_host}:${info.mqtt_port} (TLS ${info.mqtt_tls_port})
   Admin API:             ${info.admin_url}/api   (token in ${info.data_dir}/admin-token)
   Console:               ${info.console_url ?? info.admin_url}
+  Mail:                  ${backend.services.mail.describeTarget().summary}
 Press Ctrl+C to stop.`);
   }
   await new Promise<void>((resolve) => {

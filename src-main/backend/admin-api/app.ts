@@ -8,6 +8,7 @@ import { AdminAuth } from './auth.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { streamEvents } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
+import { mailRoutes } from './mail-routes.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
 import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
@@ -78,6 +79,7 @@ export async function adminApp({ services, files, adminToken, info, simulate }: 
     api.get('/events/stream', async (request, reply) => streamEvents(services.events, request, reply));
 
     await api.register(invitationRoutes, { services });
+    await api.register(mailRoutes, { services });
     await api.register(simulateRoutes, { services, simulate });
     await api.register(agentRoutes, { services });
     await api.register(fleetRoutes, { services });

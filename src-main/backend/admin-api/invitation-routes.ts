@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { qrPng, qrSvg } from '../deeplink/qr.ts';
 import { ApiError } from '../http/errors.ts';
-import { LIFETIME_DAYS } from '../invitations/invitations.ts';
+import { LIFETIME_DAYS, type InvitationInput } from '../invitations/invitations.ts';
 import type { Services } from '../services.ts';
 
 const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
@@ -17,7 +17,11 @@ export const InvitationInputSchema = Type.Object(
   },
   { additionalProperties: false },
 );
-const Bulk = Type.Object({ invitations: Type.Array(InvitationInputSchema, { minItems: 1, maxItems: 5000 }) });
+/** Email the invitation(s) now; default: the mail_send_on_create setting (true unless changed). */
+const SendEmail = Type.Optional(Type.Boolean());
+const InvitationCreateSchema = Type.Object({ ...InvitationInputSchema.properties, send_email: SendEmail }, { additionalProperties: false });
+const Bulk = Type.Object({ invitations: Type.Array(InvitationInputSchema, { minItems: 1, maxItems: 5000 }), send_email: SendEmail });
+type CreateInput = InvitationInput & { send_email?: boolean };
 
 export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   const { invitations, events } = services;
@@ -42,9 +46,10 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
     },
   );
 
-  app.post('/invitations', { schema: { body: InvitationInputSchema } }, async (request, reply) => {
-    const created = invitations.create(request.body as Parameters<typeof invitations.create>[0]);
-    return reply.code(201).send(invitations.view(created));
+  app.post('/invitations', { schema: { body: InvitationCreateSchema } }, async (request, reply) => {
+    const { send_email, ...input } = request.body as CreateInput;
+    const { rows } = services.mail.createInvitations([input], { send: send_email });
+    return reply.code(201).send(invitations.view(rows[0]!));
   });
 
   // Checks rows without creating anything: the console's preview and the CLI's CSV import.
@@ -59,8 +64,9 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
     if (errors.length > 0) {
       return reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: `${errors.length} row(s) are invalid; nothing was created`, errors });
     }
-    const created = invitations.createMany(rows);
-    return reply.code(201).send({ items: created.map((row) => invitations.view(row)) });
+    // Emails go out in the background; `mail.batch_id` is for GET /api/mail/batches/:batch_id.
+    const { rows: created, batch_id, queued } = services.mail.createInvitations(rows, { send: (request.body as { send_email?: boolean }).send_email, batch: true });
+    return reply.code(201).send({ items: created.map((row) => invitations.view(row)), mail: { batch_id, queued } });
   });
 
   app.get('/invitations/:id', { schema: { params: Id } }, async (request) => {

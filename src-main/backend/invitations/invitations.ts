@@ -3,6 +3,7 @@ import { nowIso } from '../db/database.ts';
 import { appLinkUrl, deeplinkPageUrl, encodeDeeplinkData } from '../deeplink/codec.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
+import type { DeliveryView } from '../mail/deliveries.ts';
 import { ApiError, itemNotFound } from '../http/errors.ts';
 import type { UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
@@ -88,15 +89,26 @@ export class InvitationService {
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
   private readonly links: LinkTargets;
+  private readonly deliveries: { view(invitationId: number): DeliveryView | null } | undefined;
   private readonly statements;
 
-  constructor(deps: { db: Db; events: EventLog; users: UserRepository; fleets: FleetService; settings: SettingsStore; links: LinkTargets }) {
+  constructor(deps: {
+    db: Db;
+    events: EventLog;
+    users: UserRepository;
+    fleets: FleetService;
+    settings: SettingsStore;
+    links: LinkTargets;
+    /** Email delivery state shown with each invitation (mail/deliveries.ts). */
+    deliveries?: { view(invitationId: number): DeliveryView | null };
+  }) {
     this.db = deps.db;
     this.events = deps.events;
     this.users = deps.users;
     this.fleets = deps.fleets;
     this.settings = deps.settings;
     this.links = deps.links;
+    this.deliveries = deps.deliveries;
     const db = deps.db;
     this.statements = {
       insert: db.prepare(
@@ -312,6 +324,8 @@ export class InvitationService {
       deeplink: deeplink.url,
       deeplink_data: deeplink.data,
       app_link: deeplink.app_link,
+      /** The invitation email: null when none was ever queued. */
+      delivery: this.deliveries?.view(row.id) ?? null,
       helpdesk: {
         name: settings.helpdesk_name,
         phone: settings.helpdesk_phone,

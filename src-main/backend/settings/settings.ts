@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/database.ts';
+import { DEFAULT_MAIL_SETTINGS, MailSettingsFields } from '../mail/mail-settings.ts';
 
 /** Everything an admin can change at run time. Stored as one JSON value per key. */
 export const SettingsSchema = Type.Object({
@@ -19,6 +20,8 @@ export const SettingsSchema = Type.Object({
   android_bugcollector_url: Type.String({ maxLength: 2048 }),
   android_bugcollector_login: Type.String({ maxLength: 200 }),
   android_bugcollector_passwd: Type.String({ maxLength: 200 }),
+  /** SMTP, sender, templates (mail/mail-settings.ts); the SMTP password is not a setting. */
+  ...MailSettingsFields,
 });
 export type Settings = Static<typeof SettingsSchema>;
 
@@ -35,6 +38,7 @@ export const DEFAULT_SETTINGS: Settings = {
   android_bugcollector_url: '',
   android_bugcollector_login: '',
   android_bugcollector_passwd: '',
+  ...DEFAULT_MAIL_SETTINGS,
 };
 
 export class SettingsStore {

@@ -1,0 +1,152 @@
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+
+export const DELIVERY_STATES = ['queued', 'sending', 'sent', 'failed', 'outbox'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+export interface DeliveryRow {
+  invitation_id: number;
+  state: DeliveryState;
+  batch_id: string | null;
+  attempts: number;
+  error: string | null;
+  response: string | null;
+  message_id: string | null;
+  outbox_file: string | null;
+  queued_at: string;
+  updated_at: string;
+  sent_at: string | null;
+}
+
+/** What invitation views carry as `delivery` (null: never emailed). */
+export interface DeliveryView {
+  /** queued → sending → sent | failed; outbox = written to DATA_DIR/outbox (no SMTP configured). */
+  state: DeliveryState;
+  /** The server's message (or why it could not be reached) when failed. */
+  error: string | null;
+  /** The server's last answer, e.g. "250 OK: queued as …". */
+  response: string | null;
+  sent_at: string | null;
+  attempts: number;
+  queued_at: string;
+  updated_at: string;
+  message_id: string | null;
+  outbox_file: string | null;
+  batch_id: string | null;
+}
+
+export type DeliveryCounts = Record<DeliveryState, number> & { total: number };
+
+/** The SQL of mail_deliveries: the persisted queue and each invitation's delivery state. */
+export class DeliveryRepository {
+  private readonly db: Db;
+  private readonly statements;
+
+  constructor(db: Db) {
+    this.db = db;
+    this.statements = {
+      byInvitation: db.prepare(`SELECT * FROM mail_deliveries WHERE invitation_id = ?`),
+      queue: db.prepare(
+        `INSERT INTO mail_deliveries (invitation_id, state, batch_id, attempts, queued_at, updated_at)
+         VALUES (@invitation_id, 'queued', @batch_id, 0, @at, @at)
+         ON CONFLICT(invitation_id) DO UPDATE SET
+           state = 'queued', batch_id = excluded.batch_id, error = NULL, queued_at = excluded.queued_at, updated_at = excluded.updated_at
+         WHERE mail_deliveries.state NOT IN ('queued', 'sending')`,
+      ),
+      claim: db.prepare(
+        `UPDATE mail_deliveries SET state = 'sending', attempts = attempts + 1, updated_at = @at
+         WHERE invitation_id = (SELECT invitation_id FROM mail_deliveries WHERE state = 'queued' ORDER BY queued_at, invitation_id LIMIT 1)
+         RETURNING *`,
+      ),
+      finish: db.prepare(
+        `UPDATE mail_deliveries SET state = @state, error = @error, response = @response, message_id = coalesce(@message_id, message_id),
+           outbox_file = @outbox_file, sent_at = coalesce(@sent_at, sent_at), updated_at = @at
+         WHERE invitation_id = @invitation_id AND state = 'sending'`,
+      ),
+      requeueInterrupted: db.prepare(`UPDATE mail_deliveries SET state = 'queued', updated_at = ? WHERE state = 'sending'`),
+      requeueOne: db.prepare(`UPDATE mail_deliveries SET state = 'queued', updated_at = ? WHERE invitation_id = ? AND state = 'sending'`),
+      failedIds: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'failed' ORDER BY invitation_id`),
+      failedIdsOfBatch: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'failed' AND batch_id = ? ORDER BY invitation_id`),
+      counts: db.prepare(`SELECT state, count(*) AS n FROM mail_deliveries GROUP BY state`),
+      batchCounts: db.prepare(`SELECT state, count(*) AS n FROM mail_deliveries WHERE batch_id = ? GROUP BY state`),
+      hasQueued: db.prepare(`SELECT 1 FROM mail_deliveries WHERE state = 'queued' LIMIT 1`),
+    };
+  }
+
+  get(invitationId: number): DeliveryRow | undefined {
+    return this.statements.byInvitation.get(invitationId) as DeliveryRow | undefined;
+  }
+
+  view(invitationId: number): DeliveryView | null {
+    const row = this.get(invitationId);
+    if (!row) return null;
+    const { invitation_id: _id, ...view } = row;
+    return view;
+  }
+
+  /**
+   * Puts invitations in the queue (a new delivery, a resend, a retry). One already queued or
+   * being sent is left alone, so a double click never sends twice. Returns how many were queued.
+   */
+  queue(invitationIds: number[], batchId: string | null): number {
+    const at = nowIso();
+    let queued = 0;
+    this.db.transaction(() => {
+      for (const id of invitationIds) queued += this.statements.queue.run({ invitation_id: id, batch_id: batchId, at }).changes;
+    })();
+    return queued;
+  }
+
+  /** Takes the oldest queued delivery and marks it sending (one attempt more). */
+  claim(): DeliveryRow | undefined {
+    return this.statements.claim.get({ at: nowIso() }) as DeliveryRow | undefined;
+  }
+
+  hasQueued(): boolean {
+    return this.statements.hasQueued.get() !== undefined;
+  }
+
+  finish(
+    invitationId: number,
+    outcome: { state: 'sent' | 'failed' | 'outbox'; error?: string | null; response?: string | null; messageId?: string | null; outboxFile?: string | null },
+  ): boolean {
+    const at = nowIso();
+    return (
+      this.statements.finish.run({
+        invitation_id: invitationId,
+        state: outcome.state,
+        error: outcome.error ?? null,
+        response: outcome.response ?? null,
+        message_id: outcome.messageId ?? null,
+        outbox_file: outcome.outboxFile ?? null,
+        sent_at: outcome.state === 'failed' ? null : at,
+        at,
+      }).changes === 1
+    );
+  }
+
+  /** At start: deliveries left "sending" by a stop or a crash go back to the queue. */
+  requeueInterrupted(): number {
+    return this.statements.requeueInterrupted.run(nowIso()).changes;
+  }
+
+  /** A delivery cut short by our own shutdown: queued again, sent after the restart. */
+  requeue(invitationId: number): void {
+    this.statements.requeueOne.run(nowIso(), invitationId);
+  }
+
+  failedIds(batchId?: string): number[] {
+    const rows = (batchId ? this.statements.failedIdsOfBatch.all(batchId) : this.statements.failedIds.all()) as { invitation_id: number }[];
+    return rows.map((r) => r.invitation_id);
+  }
+
+  counts(batchId?: string): DeliveryCounts {
+    const counts: DeliveryCounts = { queued: 0, sending: 0, sent: 0, failed: 0, outbox: 0, total: 0 };
+    const rows = (batchId ? this.statements.batchCounts.all(batchId) : this.statements.counts.all()) as { state: DeliveryState; n: number }[];
+    for (const { state, n } of rows) {
+      counts[state] = n;
+      counts.total += n;
+    }
+    return counts;
+  }
+}
