@@ -47,6 +47,9 @@ export interface BackendOptions {
   adminHost: string;
   mqttPort: number;
   mqttTlsPort: number;
+  /** PEM certificate and key for the MQTT TLS listener; default: one generated in DIR/mqtt-tls/. */
+  mqttTlsCertFile?: string;
+  mqttTlsKeyFile?: string;
   /** Host name or address put into deeplinks, links and agent records. */
   publicHost: string;
   /** smtp(s)://user:pass@host:port; replaces the SMTP settings while running. Env: MDM_CONSOLE_SMTP_URL. */
@@ -68,6 +71,8 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     adminHost: partial.adminHost ?? '127.0.0.1',
     mqttPort: partial.mqttPort ?? DEFAULT_PORTS.mqttPort,
     mqttTlsPort: partial.mqttTlsPort ?? DEFAULT_PORTS.mqttTlsPort,
+    mqttTlsCertFile: partial.mqttTlsCertFile,
+    mqttTlsKeyFile: partial.mqttTlsKeyFile,
     publicHost: partial.publicHost ?? defaultPublicHost(),
     smtpUrl: partial.smtpUrl ?? (process.env.MDM_CONSOLE_SMTP_URL || undefined),
     mailFrom: partial.mailFrom ?? (process.env.MDM_CONSOLE_MAIL_FROM || undefined),

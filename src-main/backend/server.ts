@@ -6,7 +6,8 @@ import { adminApp } from './admin-api/app.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
 import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
-import { resolveOptions, urlHost, type BackendOptions } from './config.ts';
+import { startBroker, type MqttBroker } from './broker/broker.ts';
+import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
@@ -26,6 +27,8 @@ export interface ServerInfo {
   admin_token: string;
   mqtt_port: number;
   mqtt_tls_port: number;
+  /** SHA-256 fingerprint of the MQTT TLS certificate (colon-separated hex). */
+  mqtt_tls_fingerprint: string;
   public_host: string;
   data_dir: string;
   pid: number;
@@ -36,6 +39,7 @@ export interface RunningBackend {
   info: ServerInfo;
   services: Services;
   options: BackendOptions;
+  broker: MqttBroker;
   close(): Promise<void>;
 }
 
@@ -55,12 +59,13 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   const adminToken = loadOrCreateAdminToken(options.dataDir);
 
   let apiPort = options.port;
+  let mqttPorts = { plain: options.mqttPort, tls: options.mqttTlsPort };
   const publicHost = () => partial.publicHost ?? (services.settings.get().public_host || options.publicHost);
   const targets = {
     apiUrl: () => `http://${urlHost(publicHost())}:${apiPort}/api`,
     deeplinkBase: () => services.settings.get().deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost())}:${apiPort}`,
     host: publicHost,
-    port: (tls: boolean) => (tls ? options.mqttTlsPort : options.mqttPort),
+    port: (tls: boolean) => (tls ? mqttPorts.tls : mqttPorts.plain),
   };
   const services = createServices(db, targets, {
     dataDir: options.dataDir,
@@ -69,6 +74,23 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     secretProtector: options.secretProtector,
   });
   services.sessions.purgeIdle();
+  // The MQTT broker (plain + TLS); its ports are known before any agent record is served.
+  const broker = await startBroker({
+    db,
+    events: services.events,
+    fleets: services.fleets,
+    dataDir: options.dataDir,
+    host: options.host,
+    port: options.mqttPort,
+    tlsPort: options.mqttTlsPort,
+    hosts: [publicHost(), ...lanAddresses()],
+    tlsCertFile: options.mqttTlsCertFile,
+    tlsKeyFile: options.mqttTlsKeyFile,
+  }).catch((error: unknown) => {
+    if (db.open) db.close();
+    throw error;
+  });
+  mqttPorts = { plain: broker.port, tls: broker.tlsPort };
   const files = createFileStore(db, options.dataDir, (action, kind, item) =>
     services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
   );
@@ -89,10 +111,11 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     appLinkScheme: () => services.settings.get().app_link_scheme,
   });
 
-  const { app: admin, auth: adminAuth } = await adminApp({ services, files, adminToken, info: () => info, simulate: partial.simulate });
+  const { app: admin, auth: adminAuth } = await adminApp({ services, files, adminToken, info: () => info, broker, simulate: partial.simulate });
 
   let info!: ServerInfo;
   const closeAll = async () => {
+    await broker.close();
     await Promise.allSettled([agentApp.close(), admin.close()]);
     await services.mail.close();
     if (db.open) db.close();
@@ -113,8 +136,9 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     admin_url: adminUrl,
     console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
     admin_token: adminToken,
-    mqtt_port: options.mqttPort,
-    mqtt_tls_port: options.mqttTlsPort,
+    mqtt_port: broker.port,
+    mqtt_tls_port: broker.tlsPort,
+    mqtt_tls_fingerprint: broker.certificate.fingerprint256,
     public_host: publicHost(),
     data_dir: options.dataDir,
     pid: process.pid,
@@ -132,6 +156,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     info,
     services,
     options,
+    broker,
     close: () => {
       closing ??= (async () => {
         rmSync(infoFile, { force: true });

@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
+import { commandCommand } from './command-command.ts';
 import { invitationsFromCsv } from './csv.ts';
 import { adminRequest, CliError, readServerFile, type ServerFile } from './server-file.ts';
 
@@ -254,4 +255,5 @@ export const adminCommands: Record<string, Handler> = {
   package: packages.single,
   packages: packages.list,
   status,
+  command: commandCommand,
 };

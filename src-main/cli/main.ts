@@ -10,6 +10,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
 
   serve      [--data-dir DIR] [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
              [--public-host HOST] [--host ADDR]          run the backend and the web console
+             [--mqtt-tls-cert FILE --mqtt-tls-key FILE]  the broker's own TLS certificate (default: generated)
              [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
                                                          (or $MDM_CONSOLE_SMTP_URL, $MDM_CONSOLE_MAIL_FROM;
                                                          no SMTP: emails go to DIR/outbox as .eml)
@@ -20,6 +21,8 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   resend     ID                                          email the invitation again (same link and expiry)
   mail       status | test --to ADDRESS | retry          mail transport, test email, retry failed emails
   agents                                                 enrolled devices
+  command    AGENT_ID ping|lock|unlock|wipe|unenroll [--fleet NAME] [--no-wait]
+                                                         a command to a device over MQTT (--fleet moves it)
   fleets | fleet add NAME | fleet rename ID NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID
   agent      --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]

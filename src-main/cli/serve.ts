@@ -21,6 +21,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       'admin-port': { type: 'string' },
       'mqtt-port': { type: 'string' },
       'mqtt-tls-port': { type: 'string' },
+      'mqtt-tls-cert': { type: 'string' },
+      'mqtt-tls-key': { type: 'string' },
       'public-host': { type: 'string' },
       host: { type: 'string' },
       'smtp-url': { type: 'string' },
@@ -44,6 +46,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     adminPort: port(values['admin-port'], '--admin-port'),
     mqttPort: port(values['mqtt-port'], '--mqtt-port'),
     mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
+    mqttTlsCertFile: values['mqtt-tls-cert'],
+    mqttTlsKeyFile: values['mqtt-tls-key'],
     publicHost: values['public-host'],
     host: values.host,
     smtpUrl,
@@ -57,6 +61,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   Agent API (base_url):  ${info.api_url}
   Deeplink page:         ${info.deeplink_url}/deeplink/
   MQTT broker:           ${info.public_host}:${info.mqtt_port} (TLS ${info.mqtt_tls_port})
+  TLS certificate:       SHA-256 ${info.mqtt_tls_fingerprint}
   Admin API:             ${info.admin_url}/api   (token in ${info.data_dir}/admin-token)
   Console:               ${info.console_url ?? info.admin_url}
   Mail:                  ${backend.services.mail.describeTarget().summary}

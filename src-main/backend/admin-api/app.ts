@@ -2,9 +2,11 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { isLoopbackHost, lanAddresses } from '../config.ts';
 import { adminFileRoutes } from '../files/routes.ts';
 import type { FileStore } from '../files/store.ts';
+import type { MqttBroker } from '../broker/broker.ts';
 import type { ServerInfo } from '../server.ts';
 import type { Services } from '../services.ts';
 import { AdminAuth } from './auth.ts';
+import { commandRoutes } from './command-routes.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { streamEvents } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
@@ -18,6 +20,8 @@ export interface AdminAppOptions {
   files: FileStore;
   adminToken: string;
   info: () => ServerInfo;
+  /** The MQTT broker: its status and the commands to agents. */
+  broker?: MqttBroker;
   /** The device simulator, injected by the caller (the backend never imports it). */
   simulate?: DeviceSimulator;
 }
@@ -28,7 +32,7 @@ export interface AdminApp {
 }
 
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, adminToken, info, simulate }: AdminAppOptions): Promise<AdminApp> {
+export async function adminApp({ services, files, adminToken, info, simulate, broker }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, forceCloseConnections: true });
   installAdminErrorHandling(app);
@@ -65,6 +69,7 @@ export async function adminApp({ services, files, adminToken, info, simulate }: 
       return {
         ...visible,
         counts,
+        mqtt: broker?.status() ?? null,
         lan_addresses: lanAddresses(),
         warnings: isLoopbackHost(publicHost)
           ? [`The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`]
@@ -82,6 +87,7 @@ export async function adminApp({ services, files, adminToken, info, simulate }: 
     await api.register(mailRoutes, { services });
     await api.register(simulateRoutes, { services, simulate });
     await api.register(agentRoutes, { services });
+    if (broker) await api.register(commandRoutes, { services, commands: broker.commands });
     await api.register(fleetRoutes, { services });
     await api.register(settingsRoutes, { services });
     await api.register(adminFileRoutes, { store: files });

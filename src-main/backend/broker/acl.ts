@@ -1,0 +1,56 @@
+// Topic rules of DESIGN.md "MQTT", as pure functions over an agent's identity.
+// The backend's own publishing is in-process and never passes through here.
+
+/** What the broker knows about a connected agent; shared by all its connections. */
+export interface AgentIdentity {
+  id: number;
+  entityId: number;
+  fleetId: number;
+  /** `/<entity_id>/agent/<serial or uuid>` */
+  topic: string;
+  name: string;
+}
+
+export const fleetTopic = (entityId: number, fleetId: number): string => `/${entityId}/fleet/${fleetId}`;
+
+/** `name` itself or anything below it; `base` is literal, so a wildcard in its place never matches. */
+function within(name: string, base: string): boolean {
+  return name === base || name.startsWith(`${base}/`);
+}
+
+/**
+ * A topic an agent may own: one level after `/<entity>/agent/`, free of wildcards and NUL. A serial
+ * with `/` in it would make one agent's topic a sub-topic of another's, so such agents are refused.
+ */
+export function isUsableAgentTopic(topic: string): boolean {
+  return /^\/\d+\/agent\/[^/+#\u0000]+$/.test(topic);
+}
+
+/** The agent may publish `T/Status/#` and `T/MdmManifest/#`. */
+export function mayPublish(agent: AgentIdentity, topic: string): boolean {
+  return within(topic, `${agent.topic}/Status`) || within(topic, `${agent.topic}/MdmManifest`);
+}
+
+/** The agent may receive `T/Command/#`, `T/Policy/#`, `MdmManifest/#` and its fleet's topic. */
+export function mayReceive(agent: AgentIdentity, topic: string): boolean {
+  return (
+    within(topic, `${agent.topic}/Command`) ||
+    within(topic, `${agent.topic}/Policy`) ||
+    within(topic, 'MdmManifest') ||
+    within(topic, fleetTopic(agent.entityId, agent.fleetId))
+  );
+}
+
+/**
+ * `T/#` (what agents subscribe to; deliveries are then filtered by mayReceive) or a filter whose
+ * every match is receivable. The literal prefix rule refuses `#`, `+/…`, `$SYS/#` and other agents.
+ */
+export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
+  if (filter === `${agent.topic}/#`) return true;
+  return (
+    within(filter, `${agent.topic}/Command`) ||
+    within(filter, `${agent.topic}/Policy`) ||
+    within(filter, 'MdmManifest') ||
+    within(filter, fleetTopic(agent.entityId, agent.fleetId))
+  );
+}

@@ -1,0 +1,77 @@
+/**
+ * Slows down guessing: after `freeFailures` refused logins from one address, every further
+ * attempt from it waits `baseDelayMs`, doubling per failure up to `maxDelayMs`. A success or
+ * `forgetAfterMs` without failures clears the address. Bounded in memory.
+ */
+export interface ThrottleOptions {
+  freeFailures: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  forgetAfterMs: number;
+  maxAddresses: number;
+}
+
+export const DEFAULT_THROTTLE: ThrottleOptions = {
+  freeFailures: 5,
+  baseDelayMs: 500,
+  maxDelayMs: 10_000,
+  forgetAfterMs: 15 * 60_000,
+  maxAddresses: 10_000,
+};
+
+interface Entry {
+  failures: number;
+  last: number;
+}
+
+export class FailureThrottle {
+  private readonly options: ThrottleOptions;
+  private readonly now: () => number;
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(options: Partial<ThrottleOptions> = {}, now: () => number = Date.now) {
+    this.options = { ...DEFAULT_THROTTLE, ...options };
+    this.now = now;
+  }
+
+  /** How long an attempt from `address` waits before it is checked. */
+  delayFor(address: string): number {
+    const failures = this.current(address)?.failures ?? 0;
+    const over = failures - this.options.freeFailures;
+    if (over < 0) return 0;
+    return Math.min(this.options.baseDelayMs * 2 ** Math.min(over, 30), this.options.maxDelayMs);
+  }
+
+  /** Records a refused login; returns how many in a row this address has now. */
+  fail(address: string): number {
+    const entry = this.current(address) ?? { failures: 0, last: 0 };
+    entry.failures += 1;
+    entry.last = this.now();
+    this.entries.delete(address); // re-insert: the Map's order is least recently failed first
+    this.entries.set(address, entry);
+    while (this.entries.size > this.options.maxAddresses) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest === undefined) break;
+      this.entries.delete(oldest);
+    }
+    return entry.failures;
+  }
+
+  succeed(address: string): void {
+    this.entries.delete(address);
+  }
+
+  /** True once this address is being slowed down. */
+  isThrottled(address: string): boolean {
+    return this.delayFor(address) > 0;
+  }
+
+  private current(address: string): Entry | undefined {
+    const entry = this.entries.get(address);
+    if (entry && this.now() - entry.last > this.options.forgetAfterMs) {
+      this.entries.delete(address);
+      return undefined;
+    }
+    return entry;
+  }
+}

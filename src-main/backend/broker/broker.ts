@@ -1,0 +1,333 @@
+import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import type { Db } from '../db/database.ts';
+import type { EventLog } from '../events/event-log.ts';
+import type { FleetService } from '../fleets/fleets.ts';
+import { verifySecret } from '../util/tokens.ts';
+import { isUsableAgentTopic, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from './acl.ts';
+import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
+import { FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
+import { AgentCommands, type Publisher } from './commands.ts';
+import { connectionInfo, ConnectionRegistry } from './connections.ts';
+import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
+import { loadBrokerCertificate, type BrokerCertificate } from './tls-certificate.ts';
+
+export interface BrokerOptions {
+  db: Db;
+  events: EventLog;
+  fleets: FleetService;
+  dataDir: string;
+  /** Address both listeners bind to. */
+  host: string;
+  /** Plain MQTT and MQTT over TLS; 0 = any free port. */
+  port: number;
+  tlsPort: number;
+  /** Names agents use to reach the broker, put into a generated certificate. */
+  hosts: string[];
+  /** An admin-provided certificate and key (PEM files) instead of the generated one. */
+  tlsCertFile?: string | undefined;
+  tlsKeyFile?: string | undefined;
+  throttle?: Partial<ThrottleOptions>;
+}
+
+export interface BrokerStatus {
+  port: number;
+  tls_port: number;
+  connected_agents: number;
+  connections: number;
+  tls: {
+    fingerprint_sha256: string;
+    source: BrokerCertificate['source'];
+    subject: string;
+    alt_names: string[];
+    valid_from: string;
+    valid_to: string;
+    cert_file: string;
+  };
+}
+
+export interface MqttBroker {
+  port: number;
+  tlsPort: number;
+  certificate: BrokerCertificate;
+  commands: AgentCommands;
+  status(): BrokerStatus;
+  /** Disconnects every client, releases both ports; agents are marked offline. */
+  close(): Promise<void>;
+}
+
+/** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
+const DENIED_PREFIX = '$denied/';
+
+function refusal(returnCode: 4 | 5, message: string): AuthenticateError {
+  return Object.assign(new Error(message), { returnCode }) as unknown as AuthenticateError;
+}
+
+function listen(server: Server, port: number, host: string, what: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      reject(
+        error.code === 'EADDRINUSE'
+          ? new Error(`The ${what} port ${port} is already in use (another MQTT broker?). Choose another with --${what === 'MQTT' ? 'mqtt-port' : 'mqtt-tls-port'} (0 = any free port).`)
+          : error,
+      );
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+const closeServer = (server: Server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+
+/**
+ * The embedded broker (aedes): a plain and a TLS listener, agent logins checked against the
+ * hashed mqttpasswd, DESIGN.md's topic rules, presence and commands.
+ */
+export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
+  const { events } = options;
+  const certificate = await loadBrokerCertificate({
+    dataDir: options.dataDir,
+    certFile: options.tlsCertFile,
+    keyFile: options.tlsKeyFile,
+    hosts: options.hosts,
+  });
+  const store = new BrokerAgentStore(options.db);
+  const registry = new ConnectionRegistry();
+  const throttle = new FailureThrottle(options.throttle);
+  const pendingChecks = new Set<NodeJS.Timeout>();
+  const deniedNoted = new WeakSet<Client>();
+
+  let aedes!: Aedes;
+  const publisher: Publisher = {
+    publish: (topic, payload, retain) =>
+      new Promise((resolve, reject) => {
+        if (aedes.closed) return reject(new Error('The MQTT broker is stopped'));
+        aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain, dup: false }, (error) => (error ? reject(error) : resolve()));
+      }),
+  };
+  const presence = new PresenceTracker({
+    store,
+    events,
+    registry,
+    publishRetained: (topic, payload) => void publisher.publish(topic, payload, true).catch(() => {}),
+  });
+  const commands = new AgentCommands({ store, events, fleets: options.fleets, registry, publisher });
+  const wasOnline = presence.start();
+
+  const check = (client: Client, username: string | undefined, password: Buffer | undefined): AuthenticateError | BrokerAgentRow => {
+    const address = connectionInfo(client, client.id).address ?? 'unknown';
+    const login = username ?? '';
+    const shown = JSON.stringify(login.length > 64 ? `${login.slice(0, 64)}…` : login);
+    const refuse = (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow) => {
+      const throttledBefore = throttle.isThrottled(address);
+      if (returnCode === 4) throttle.fail(address);
+      if (!throttledBefore) {
+        const slowed = throttle.isThrottled(address) ? `; further attempts from ${address} are slowed down` : '';
+        events.record('mqtt.login_refused', `MQTT login ${shown} from ${address} refused: ${why}${slowed}`, agent ? { entityId: agent.entity_id, agentId: agent.id } : {}, {
+          login: login.slice(0, 200),
+          address,
+          reason: why,
+          return_code: returnCode,
+        });
+      }
+      return refusal(returnCode, why);
+    };
+    const secret = password?.toString('utf8') ?? '';
+    if (!login || !secret) return refuse(4, 'login and password are required');
+    const candidates = store.byLogin(login);
+    const agent = candidates.find((row) => verifySecret(secret, row.mqtt_password_hash));
+    if (!agent) return refuse(4, candidates.length > 0 ? 'wrong password' : 'unknown login', candidates.length === 1 ? candidates[0] : undefined);
+    if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
+    if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
+    throttle.succeed(address);
+    return agent;
+  };
+
+  const connectionClosed = (client: Client) => {
+    const info = registry.infoOf(client);
+    const unbound = registry.unbind(client);
+    if (unbound) presence.closed(unbound.identity, unbound.last, info);
+  };
+
+  aedes = await Aedes.createBroker({
+    drainTimeout: 30_000,
+    authenticate(client, username, password, done) {
+      const run = () => {
+        const result = check(client, username ?? undefined, password ?? undefined);
+        if (result instanceof Error) return done(result, false);
+        // Client ids are scoped to their agent: one agent's id can never take over another's connection.
+        const clientId = client.id;
+        (client as { id: string }).id = `${result.id}|${clientId}`;
+        registry.bind(client, result, connectionInfo(client, clientId));
+        client.conn.once('close', () => connectionClosed(client));
+        done(null, true);
+      };
+      const delay = throttle.delayFor(connectionInfo(client, client.id).address ?? 'unknown');
+      if (delay === 0) return run();
+      const timer = setTimeout(() => {
+        pendingChecks.delete(timer);
+        if (!client.closed && !aedes.closed) run();
+      }, delay);
+      pendingChecks.add(timer);
+    },
+    authorizePublish(client, packet, callback) {
+      const agent = registry.identityOf(client);
+      if (!client || !agent) return callback(new Error('not an agent'));
+      if (client.closed) {
+        // The will of a connection that ended.
+        if (!mayPublish(agent, packet.topic)) return callback(new Error('will topic not allowed'));
+        if (packet.topic === `${agent.topic}/${ONLINE_SUBTOPIC}` && !presence.willAllowed(agent)) return callback(new Error('superseded by a newer connection'));
+        return callback(null);
+      }
+      if (mayPublish(agent, packet.topic)) return callback(null);
+      if (!deniedNoted.has(client)) {
+        deniedNoted.add(client);
+        events.record('mqtt.publish_denied', `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`, { entityId: agent.entityId, agentId: agent.id }, {
+          topic: packet.topic.slice(0, 500),
+        });
+      }
+      packet.topic = `${DENIED_PREFIX}${agent.id}`;
+      packet.retain = false;
+      callback(null);
+    },
+    authorizeSubscribe(client, subscription, callback) {
+      const agent = registry.identityOf(client);
+      callback(null, agent && maySubscribe(agent, subscription.topic) ? subscription : null);
+    },
+    authorizeForward(client, packet) {
+      const agent = registry.identityOf(client);
+      return agent && mayReceive(agent, packet.topic) ? packet : null;
+    },
+  });
+
+  aedes.on('clientReady', (client) => {
+    const agent = registry.identityOf(client);
+    if (agent) presence.connected(client, agent);
+  });
+  aedes.on('ping', (_packet, client) => {
+    const agent = registry.identityOf(client);
+    if (agent) presence.touch(agent);
+  });
+  aedes.on('publish', (packet, client) => {
+    const agent = registry.identityOf(client);
+    if (!client || !agent || packet.topic.startsWith(DENIED_PREFIX) || !mayPublish(agent, packet.topic)) return;
+    const subtopic = packet.topic.slice(agent.topic.length + 1);
+    const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
+    if (subtopic === ONLINE_SUBTOPIC) {
+      presence.reported(client, agent, onlineFlag(payload), packet.retain);
+      return;
+    }
+    if (!client.closed) presence.touch(agent);
+    commands.received(agent, subtopic, payload);
+  });
+  (aedes as unknown as NodeJS.EventEmitter).on('error', (error: Error) => {
+    events.record('broker.error', `MQTT broker error: ${error.message}`);
+  });
+
+  const sockets = new Set<Socket>();
+  const accept = (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    aedes.handle(socket);
+  };
+  const tcpServer = createTcpServer(accept);
+  const tlsServer = createTlsServer({ cert: certificate.cert, key: certificate.key, minVersion: 'TLSv1.2' }, accept);
+  tlsServer.on('tlsClientError', () => {}); // failed handshakes: the client sees them, nothing to do here
+  const tlsSockets = (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  };
+  tlsServer.on('connection', tlsSockets);
+
+  let port: number;
+  let tlsPort: number;
+  try {
+    port = await listen(tcpServer, options.port, options.host, 'MQTT');
+    tlsPort = await listen(tlsServer, options.tlsPort, options.host, 'MQTT TLS');
+  } catch (error) {
+    await Promise.all([closeServer(tcpServer), closeServer(tlsServer)]);
+    await new Promise<void>((resolve) => aedes.close(() => resolve()));
+    throw error;
+  }
+
+  // Agents the admin removes or that enroll again lose their connections and retained commands.
+  const unsubscribe = events.subscribe((event) => {
+    if (event.agent_id === null || (event.type !== 'agent.deleted' && event.type !== 'agent.reenrolled')) return;
+    const id = event.agent_id;
+    commands.forgetAgent(id);
+    for (const client of registry.live(id)) client.close();
+  });
+
+  if (certificate.change) {
+    events.record('broker.certificate', `MQTT TLS certificate ${certificate.change} (SHA-256 ${certificate.fingerprint256})`, {}, {
+      fingerprint_sha256: certificate.fingerprint256,
+      valid_to: certificate.validTo,
+      alt_names: certificate.altNames,
+    });
+  }
+  events.record(
+    'broker.started',
+    `MQTT broker listening on port ${port} and ${tlsPort} (TLS)${wasOnline.length > 0 ? `; ${wasOnline.length} agent(s) left online by the previous run marked offline` : ''}`,
+    {},
+    { port, tls_port: tlsPort, fingerprint_sha256: certificate.fingerprint256, marked_offline: wasOnline },
+  );
+
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    tlsPort,
+    certificate,
+    commands,
+    status: () => {
+      const counts = registry.counts();
+      return {
+        port,
+        tls_port: tlsPort,
+        connected_agents: counts.agents,
+        connections: counts.connections,
+        tls: {
+          fingerprint_sha256: certificate.fingerprint256,
+          source: certificate.source,
+          subject: certificate.subject,
+          alt_names: certificate.altNames,
+          valid_from: certificate.validFrom,
+          valid_to: certificate.validTo,
+          cert_file: certificate.certFile,
+        },
+      };
+    },
+    close: () => {
+      closing ??= (async () => {
+        unsubscribe();
+        for (const timer of pendingChecks) clearTimeout(timer);
+        pendingChecks.clear();
+        const offline = presence.stop();
+        const stopped = Promise.all([closeServer(tcpServer), closeServer(tlsServer)]);
+        await new Promise<void>((resolve) => aedes.close(() => resolve()));
+        for (const socket of sockets) socket.destroy();
+        await stopped;
+        if (options.db.open) {
+          events.record('broker.stopped', `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`, {}, { agent_ids: offline });
+        }
+      })();
+      return closing;
+    },
+  };
+}
+
+/** `{"online": true|false}`; anything else is no statement about presence. */
+function onlineFlag(payload: Buffer): boolean | null {
+  try {
+    const value = JSON.parse(payload.toString('utf8')) as { online?: unknown } | null;
+    return typeof value?.online === 'boolean' ? value.online : null;
+  } catch {
+    return null;
+  }
+}
+
+export type { AgentIdentity };

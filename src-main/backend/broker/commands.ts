@@ -1,0 +1,203 @@
+import { nowIso } from '../db/database.ts';
+import type { EventLog } from '../events/event-log.ts';
+import type { FleetRow, FleetService } from '../fleets/fleets.ts';
+import { ApiError, itemNotFound } from '../http/errors.ts';
+import { fleetTopic, type AgentIdentity } from './acl.ts';
+import { ENROLL, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
+import type { ConnectionRegistry } from './connections.ts';
+
+export const AGENT_COMMANDS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll'] as const;
+export type AgentCommand = (typeof AGENT_COMMANDS)[number];
+
+interface CommandMessage {
+  label: string;
+  subtopic: string;
+  payload: Record<string, unknown>;
+  retain: boolean;
+}
+
+/** DESIGN.md "MQTT": what each command publishes under the agent's topic. */
+const MESSAGES: Record<AgentCommand, CommandMessage> = {
+  ping: { label: 'Ping', subtopic: 'Command/Ping', payload: { query: 'Ping' }, retain: false },
+  lock: { label: 'Lock', subtopic: 'Command/Lock', payload: { lock: 'now' }, retain: true },
+  unlock: { label: 'Unlock', subtopic: 'Command/Lock', payload: { lock: 'unlock' }, retain: true },
+  wipe: { label: 'Wipe', subtopic: 'Command/Wipe', payload: { wipe: 'now' }, retain: true },
+  unenroll: { label: 'Unenroll', subtopic: 'Command/Unenroll', payload: { unenroll: 'now' }, retain: true },
+};
+const SUBSCRIBE_SUBTOPIC = 'Command/Subscribe';
+
+/** In-process publishing, outside every ACL. */
+export interface Publisher {
+  publish(topic: string, payload: string, retain: boolean): Promise<void>;
+}
+
+export interface CommandResult {
+  agent_id: number;
+  command: AgentCommand | 'subscribe';
+  topic: string;
+  payload: Record<string, unknown>;
+  retained: boolean;
+  /** Whether the agent had an open connection when it was sent (retained ones wait for it). */
+  online: boolean;
+  event_id: number;
+}
+
+/** Status events other than the known replies: at most one per agent and topic in this time. */
+const STATUS_EVENT_INTERVAL_MS = 5_000;
+const STATUS_PAYLOAD_LIMIT = 1_000;
+
+/**
+ * Commands to agents and their replies: the rules (who may receive what, which flags follow) and
+ * the messages. Retained commands are remembered per topic so they can be cleared when an agent
+ * leaves or enrolls again (a stale retained Unenroll would unenroll the new install at once).
+ */
+export class AgentCommands {
+  private readonly store: BrokerAgentStore;
+  private readonly events: EventLog;
+  private readonly fleets: FleetService;
+  private readonly registry: ConnectionRegistry;
+  private readonly publisher: Publisher;
+  private readonly pendingPings = new Map<number, number>();
+  /** agent id → its topic and the command subtopics holding a retained message in this broker. */
+  private readonly retained = new Map<number, { topic: string; subtopics: Set<string> }>();
+  private readonly lastStatusEvent = new Map<string, number>();
+
+  constructor(deps: { store: BrokerAgentStore; events: EventLog; fleets: FleetService; registry: ConnectionRegistry; publisher: Publisher }) {
+    this.store = deps.store;
+    this.events = deps.events;
+    this.fleets = deps.fleets;
+    this.registry = deps.registry;
+    this.publisher = deps.publisher;
+  }
+
+  async send(agentId: number, command: AgentCommand): Promise<CommandResult> {
+    const agent = this.commandable(agentId);
+    const message = MESSAGES[command];
+    const online = this.registry.live(agentId).length > 0;
+    if (command === 'ping' && !online) {
+      throw new ApiError(409, 'ERROR_AGENT_OFFLINE', `${agent.name} is offline: a ping is not kept for later (lock, wipe and unenroll are)`);
+    }
+    const topic = `${agent.topic}/${message.subtopic}`;
+    const at = nowIso();
+    const event = this.events.transaction(() => {
+      if (command === 'lock' || command === 'unlock') this.store.setLock(agentId, command === 'lock', at);
+      if (command === 'wipe') this.store.setWipe(agentId, true, at);
+      if (command === 'unenroll') this.store.setEnrollStatus(agentId, ENROLL.unenrolling, at);
+      return this.events.record(
+        'agent.command',
+        `${message.label} sent to ${agent.name}${online || !message.retain ? '' : ' (kept until it connects)'}`,
+        { entityId: agent.entity_id, agentId },
+        { command, topic, payload: message.payload, retained: message.retain, online },
+      );
+    });
+    if (command === 'ping') this.pendingPings.set(agentId, Date.now());
+    await this.publish(agent, message.subtopic, message.payload, message.retain);
+    return { agent_id: agentId, command, topic, payload: message.payload, retained: message.retain, online, event_id: event.id };
+  }
+
+  /** Moves the agent to another fleet of its entity and tells it with a retained Command/Subscribe. */
+  async moveToFleet(agentId: number, target: { fleet_id?: number; fleet?: string }): Promise<CommandResult | null> {
+    const agent = this.commandable(agentId);
+    let fleet: FleetRow;
+    if (target.fleet_id !== undefined) {
+      fleet = this.fleets.get(target.fleet_id);
+      if (fleet.entity_id !== agent.entity_id) {
+        throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Fleet #${fleet.id} belongs to another entity than ${agent.name}`);
+      }
+    } else {
+      fleet = this.fleets.resolve(agent.entity_id, target.fleet ?? '');
+    }
+    if (fleet.id === agent.fleet_id) return null;
+    const previous = this.fleets.byId(agent.fleet_id);
+    const payload = { subscribe: [{ topic: fleetTopic(agent.entity_id, fleet.id) }] };
+    const topic = `${agent.topic}/${SUBSCRIBE_SUBTOPIC}`;
+    const online = this.registry.live(agentId).length > 0;
+    const event = this.events.transaction(() => {
+      this.store.setFleet(agentId, fleet.id, nowIso());
+      return this.events.record(
+        'agent.fleet_changed',
+        `${agent.name} moved from fleet "${previous?.name ?? agent.fleet_id}" to "${fleet.name}"`,
+        { entityId: agent.entity_id, agentId },
+        { from_fleet_id: agent.fleet_id, fleet_id: fleet.id, command: 'subscribe', topic, payload, retained: true, online },
+      );
+    });
+    const identity = this.registry.identity(agentId);
+    if (identity) identity.fleetId = fleet.id; // open connections receive the new fleet's topic from now on
+    await this.publish(agent, SUBSCRIBE_SUBTOPIC, payload, true);
+    return { agent_id: agentId, command: 'subscribe', topic, payload, retained: true, online, event_id: event.id };
+  }
+
+  /**
+   * A message the agent published under `T/Status/…` or `T/MdmManifest/…` (Online excepted,
+   * presence has it): replies update the record, anything else is noted, rate-limited.
+   */
+  received(agent: AgentIdentity, subtopic: string, payload: Buffer): void {
+    const refs = { entityId: agent.entityId, agentId: agent.id };
+    const text = payload.toString('utf8');
+    if (subtopic === 'Status/Ping' && this.pendingPings.has(agent.id)) {
+      const rtt = Date.now() - this.pendingPings.get(agent.id)!;
+      this.pendingPings.delete(agent.id);
+      this.store.touch(agent.id, nowIso());
+      this.events.record('agent.ping_reply', `${agent.name} answered the ping (${rtt} ms)`, refs, { payload: text.slice(0, 100), rtt_ms: rtt });
+      return;
+    }
+    if (subtopic === 'Status/Unenroll' && parseJson(text)?.unenroll === 'unenrolled') {
+      const row = this.store.byId(agent.id);
+      if (row && row.enroll_status !== ENROLL.unenrolled) {
+        this.events.transaction(() => {
+          this.store.setEnrollStatus(agent.id, ENROLL.unenrolled, nowIso());
+          this.events.record('agent.unenrolled', `${agent.name} confirmed it is unenrolled`, refs, { previous_status: row.enroll_status });
+        });
+        this.forgetAgent(agent.id);
+        // Only enrolled agents may stay connected.
+        for (const client of this.registry.live(agent.id)) setImmediate(() => client.close());
+        return;
+      }
+    }
+    this.store.reported(agent.id, nowIso());
+    const key = `${agent.id} ${subtopic}`;
+    const now = Date.now();
+    if (now - (this.lastStatusEvent.get(key) ?? 0) < STATUS_EVENT_INTERVAL_MS) return;
+    if (this.lastStatusEvent.size > 10_000) this.lastStatusEvent.clear();
+    this.lastStatusEvent.set(key, now);
+    this.events.record('agent.status', `${agent.name} sent ${subtopic}`, refs, {
+      topic: subtopic,
+      payload: text.length > STATUS_PAYLOAD_LIMIT ? `${text.slice(0, STATUS_PAYLOAD_LIMIT)}…` : text,
+    });
+  }
+
+  /** Clears an agent's retained commands (it was deleted, unenrolled or enrolled again). */
+  forgetAgent(agentId: number): void {
+    const entry = this.retained.get(agentId);
+    this.retained.delete(agentId);
+    this.pendingPings.delete(agentId);
+    for (const subtopic of entry?.subtopics ?? []) void this.publisher.publish(`${entry!.topic}/${subtopic}`, '', true).catch(() => {});
+  }
+
+  private commandable(agentId: number): BrokerAgentRow {
+    const agent = this.store.byId(agentId);
+    if (!agent) throw itemNotFound('Agent not found');
+    if (agent.enroll_status === ENROLL.unenrolled) {
+      throw new ApiError(409, 'ERROR_AGENT_UNENROLLED', `${agent.name} is unenrolled: enroll the device again before sending it commands`);
+    }
+    return agent;
+  }
+
+  private async publish(agent: BrokerAgentRow, subtopic: string, payload: Record<string, unknown>, retain: boolean): Promise<void> {
+    if (retain) {
+      let entry = this.retained.get(agent.id);
+      if (!entry || entry.topic !== agent.topic) this.retained.set(agent.id, (entry = { topic: agent.topic, subtopics: new Set() }));
+      entry.subtopics.add(subtopic);
+    }
+    await this.publisher.publish(`${agent.topic}/${subtopic}`, JSON.stringify(payload), retain);
+  }
+}
+
+function parseJson(text: string): Record<string, unknown> | null {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,143 @@
+import type { Client } from 'aedes';
+import { nowIso } from '../db/database.ts';
+import type { EventLog } from '../events/event-log.ts';
+import type { AgentIdentity } from './acl.ts';
+import type { BrokerAgentStore } from './agent-store.ts';
+import type { ConnectionInfo, ConnectionRegistry } from './connections.ts';
+
+/** Ordinary traffic refreshes last_contact at most this often; presence changes write at once. */
+export const TOUCH_INTERVAL_MS = 15_000;
+export const ONLINE_SUBTOPIC = 'Status/Online';
+
+type Reason = 'connected' | 'reported online' | 'reported offline' | 'will' | 'disconnected';
+
+/**
+ * is_online and last_contact of each agent, from its connections and its `T/Status/Online`
+ * messages. The connections are the ground truth: a message never makes an agent with no open
+ * connection online, and the retained "online" a clean disconnect leaves behind is replaced.
+ */
+export class PresenceTracker {
+  private readonly store: BrokerAgentStore;
+  private readonly events: EventLog;
+  private readonly registry: ConnectionRegistry;
+  private readonly publishRetained: (topic: string, payload: string) => void;
+  private readonly online = new Map<number, boolean>();
+  private readonly lastWrite = new Map<number, number>();
+  /** Last retained value of `T/Status/Online` per agent, as published through this broker. */
+  private readonly retainedOnline = new Map<number, boolean>();
+  private stopping = false;
+
+  constructor(deps: {
+    store: BrokerAgentStore;
+    events: EventLog;
+    registry: ConnectionRegistry;
+    publishRetained: (topic: string, payload: string) => void;
+  }) {
+    this.store = deps.store;
+    this.events = deps.events;
+    this.registry = deps.registry;
+    this.publishRetained = deps.publishRetained;
+  }
+
+  /** Nobody is connected to a broker that is just starting: clears what a crash left behind. */
+  start(): number[] {
+    return this.store.allOffline();
+  }
+
+  /** CONNACK sent: the agent is online. */
+  connected(client: Client, agent: AgentIdentity): void {
+    if (this.stopping || client.closed) return;
+    this.set(agent, true, 'connected', this.registry.infoOf(client));
+  }
+
+  /** A connection ended (after it was unbound); offline when it was the agent's last. */
+  closed(agent: AgentIdentity, last: boolean, info: ConnectionInfo | undefined): void {
+    if (this.stopping) return;
+    if (!last && this.registry.live(agent.id).length > 0) {
+      this.touch(agent);
+      return;
+    }
+    this.set(agent, false, 'disconnected', info);
+    if (this.retainedOnline.get(agent.id) === true) {
+      // A clean DISCONNECT sends no will: the agent's retained {"online": true} would outlive it.
+      this.retainedOnline.set(agent.id, false);
+      this.publishRetained(`${agent.topic}/${ONLINE_SUBTOPIC}`, JSON.stringify({ online: false }));
+    }
+  }
+
+  /**
+   * Whether a will on `T/Status/Online` may be published: not while another connection of the
+   * same agent is open (a replaced connection's will would contradict the live one).
+   */
+  willAllowed(agent: AgentIdentity): boolean {
+    return this.registry.live(agent.id).length === 0;
+  }
+
+  /** `T/Status/Online` published by the agent itself, or its will (client already closed). */
+  reported(client: Client, agent: AgentIdentity, online: boolean | null, retained: boolean): void {
+    if (retained && online !== null) this.retainedOnline.set(agent.id, online);
+    if (this.stopping) return;
+    if (client.closed) {
+      if (this.registry.live(agent.id).length === 0) this.set(agent, false, 'will', this.registry.infoOf(client));
+      return;
+    }
+    if (online === null) this.touch(agent);
+    else this.set(agent, online, online ? 'reported online' : 'reported offline', this.registry.infoOf(client));
+  }
+
+  /** Any other sign of life: last_contact, written at most every TOUCH_INTERVAL_MS. */
+  touch(agent: AgentIdentity): void {
+    if (this.stopping) return;
+    const now = Date.now();
+    if (now - (this.lastWrite.get(agent.id) ?? 0) < TOUCH_INTERVAL_MS) return;
+    this.lastWrite.set(agent.id, now);
+    this.store.touch(agent.id, new Date(now).toISOString());
+  }
+
+  /** Broker stopping: every agent goes offline in one statement, not one event each. */
+  stop(): number[] {
+    this.stopping = true;
+    const ids = [...this.online.entries()].filter(([, online]) => online).map(([id]) => id);
+    const at = nowIso();
+    for (const id of ids) this.store.setPresence(id, false, at);
+    this.online.clear();
+    return ids;
+  }
+
+  isOnline(agentId: number): boolean {
+    return this.online.get(agentId) ?? false;
+  }
+
+  forget(agentId: number): void {
+    this.online.delete(agentId);
+    this.lastWrite.delete(agentId);
+    this.retainedOnline.delete(agentId);
+  }
+
+  private set(agent: AgentIdentity, online: boolean, reason: Reason, info: ConnectionInfo | undefined): void {
+    const now = Date.now();
+    const at = new Date(now).toISOString();
+    this.lastWrite.set(agent.id, now);
+    if ((this.online.get(agent.id) ?? false) === online) {
+      this.store.touch(agent.id, at);
+      return;
+    }
+    this.online.set(agent.id, online);
+    const how = info ? ` (${info.protocol}${info.tls ? ' over TLS' : ''} from ${info.address ?? 'unknown address'})` : '';
+    const text: Record<Reason, string> = {
+      connected: `${agent.name} is online${how}`,
+      'reported online': `${agent.name} reported itself online`,
+      'reported offline': `${agent.name} reported itself offline`,
+      will: `${agent.name} is offline: connection lost${how}`,
+      disconnected: `${agent.name} is offline: disconnected${how}`,
+    };
+    this.events.transaction(() => {
+      this.store.setPresence(agent.id, online, at);
+      this.events.record(online ? 'agent.online' : 'agent.offline', text[reason], { entityId: agent.entityId, agentId: agent.id }, {
+        reason,
+        last_contact: at,
+        ...(info ?? {}),
+      });
+    });
+  }
+}
