@@ -6,6 +6,7 @@ import { AgentApiError } from './api-client.ts';
 import { DeeplinkError } from './deeplink.ts';
 import { parseDownloadTarget } from './download.ts';
 import type { AgentType } from './enroll.ts';
+import { MQTT_ARGUMENTS, MQTT_USAGE, mqttFlagsOf, MqttSession, type MqttFlags } from './mqtt-cli.ts';
 
 export interface CliOutput {
   stdout: (line: string) => void;
@@ -30,6 +31,7 @@ then downloads and verifies files or packages with the agent's api_token.
   --version V           agent version (default 1.0.0)
   --firstname NAME, --lastname NAME
   --download file:ID|package:ID   download and verify byte ranges (repeatable)
+${MQTT_USAGE}
   --json                print one JSON object instead of progress lines
   -h, --help`;
 
@@ -37,33 +39,39 @@ then downloads and verifies files or packages with the agent's api_token.
 export async function runAgentCommand(argv: string[], output: CliOutput = processOutput): Promise<number> {
   let options: AgentRunOptions;
   let json: boolean;
+  let mqtt: MqttFlags;
   try {
     const parsed = parseAgentArguments(argv);
     if (parsed === 'help') {
       output.stdout(AGENT_USAGE);
       return 0;
     }
-    ({ options, json } = parsed);
+    ({ options, json, mqtt } = parsed);
   } catch (error) {
     output.stderr(`error: ${error instanceof Error ? error.message : String(error)}`);
     output.stderr('run with --help for usage');
     return 2;
   }
 
+  // After enrollment the agent connects to the broker (mqtt-agent.ts); --stay keeps it there.
+  const session = new MqttSession(mqtt, json ? () => {} : output.stdout);
+  if (mqtt.enabled) options.afterEnrollment = session.hook;
   try {
     const result = await runAgent(options, json ? () => {} : output.stdout);
-    if (json) output.stdout(JSON.stringify(result, null, 2));
+    const mqttSession = await session.finish();
+    if (json) output.stdout(JSON.stringify({ ...result, mqtt_session: mqttSession }, null, 2));
     else printSummary(result, output.stdout);
     if (!result.ok && !json) output.stderr('error: some download checks failed');
-    return result.ok ? 0 : 1;
+    return result.ok && mqttSession.end !== 'refused' ? 0 : 1;
   } catch (error) {
+    await session.stop().catch(() => {});
     if (json) output.stdout(JSON.stringify({ ok: false, error: errorJson(error) }, null, 2));
     else output.stderr(`error: ${describeFailure(error)}`);
     return 1;
   }
 }
 
-function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: boolean } | 'help' {
+function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: boolean; mqtt: MqttFlags } | 'help' {
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -80,6 +88,7 @@ function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: 
       download: { type: 'string', multiple: true },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
+      ...MQTT_ARGUMENTS,
     },
   });
   if (values.help) return 'help';
@@ -98,7 +107,7 @@ function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: 
   if (values.version !== undefined) options.version = values.version;
   if (values.firstname !== undefined) options.firstname = values.firstname;
   if (values.lastname !== undefined) options.lastname = values.lastname;
-  return { options, json: values.json ?? false };
+  return { options, json: values.json ?? false, mqtt: mqttFlagsOf(values) };
 }
 
 function printSummary(result: AgentRunResult, print: (line: string) => void): void {

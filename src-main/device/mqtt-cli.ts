@@ -1,0 +1,77 @@
+// The `agent` command's MQTT options and the session that runs between enrollment and exit.
+import type { AfterEnrollmentHook } from './agent.ts';
+import type { StepLog } from './enroll.ts';
+import { startMqttAgent, type MqttAgent, type MqttAgentEndReason, type MqttAgentState } from './mqtt-agent.ts';
+
+export const MQTT_ARGUMENTS = {
+  'no-mqtt': { type: 'boolean' },
+  stay: { type: 'boolean' },
+  'mqtt-v31': { type: 'boolean' },
+  'mqtt-fingerprint': { type: 'string' },
+} as const;
+
+export const MQTT_USAGE = `  --stay                stay connected to the broker (answering commands) until Ctrl+C or unenroll
+  --mqtt-v31            speak MQTT 3.1 (default 3.1.1)
+  --mqtt-fingerprint F  with TLS: the broker certificate's SHA-256 to expect (default: pin the first seen)
+  --no-mqtt             enroll (and download) without connecting to the broker`;
+
+export interface MqttFlags {
+  enabled: boolean;
+  stay: boolean;
+  protocolVersion: 3 | 4;
+  fingerprint?: string;
+}
+
+export function mqttFlagsOf(values: { 'no-mqtt'?: boolean; stay?: boolean; 'mqtt-v31'?: boolean; 'mqtt-fingerprint'?: string }): MqttFlags {
+  if (values['no-mqtt'] && values.stay) throw new Error('--stay needs the MQTT connection: drop --no-mqtt');
+  const flags: MqttFlags = { enabled: !values['no-mqtt'], stay: values.stay ?? false, protocolVersion: values['mqtt-v31'] ? 3 : 4 };
+  if (values['mqtt-fingerprint'] !== undefined) flags.fingerprint = values['mqtt-fingerprint'];
+  return flags;
+}
+
+export interface MqttSessionSummary {
+  connected: boolean;
+  end: MqttAgentEndReason | null;
+  state: MqttAgentState | null;
+}
+
+/** Connects right after enrollment (the runAgent hook); finish() stays (--stay) and then leaves cleanly. */
+export class MqttSession {
+  private readonly flags: MqttFlags;
+  private readonly log: StepLog;
+  private agent: MqttAgent | null = null;
+  private end: MqttAgentEndReason | null = null;
+
+  constructor(flags: MqttFlags, log: StepLog) {
+    this.flags = flags;
+    this.log = log;
+  }
+
+  readonly hook: AfterEnrollmentHook = async (_enrollment, credentials, log) => {
+    const options = { ...credentials, protocolVersion: this.flags.protocolVersion, log };
+    this.agent = await startMqttAgent(this.flags.fingerprint === undefined ? options : { ...options, fingerprint: this.flags.fingerprint });
+  };
+
+  /** With --stay: until SIGINT/SIGTERM, unenroll or refusal. Then leaves the broker. */
+  async finish(): Promise<MqttSessionSummary> {
+    const agent = this.agent;
+    if (agent && this.flags.stay) {
+      this.log('mqtt: staying connected; Ctrl+C to leave');
+      let onSignal = () => {};
+      const signalled = new Promise<void>((resolve) => (onSignal = () => resolve()));
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      await Promise.race([signalled, agent.finished]);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+    await this.stop();
+    return { connected: agent !== null, end: this.end, state: agent?.state ?? null };
+  }
+
+  async stop(): Promise<void> {
+    if (!this.agent) return;
+    await this.agent.stop();
+    this.end = await this.agent.finished;
+  }
+}
