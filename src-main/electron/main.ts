@@ -1,0 +1,199 @@
+// The desktop shell: one window onto the console, served by the backend this process starts.
+// Thin on purpose: the console is the same web app `npm run serve` serves to a browser.
+import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, session, shell, type MenuItemConstructorOptions } from 'electron';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startBackend, type RunningBackend } from '../backend/server.ts';
+import { simulateEnrollment } from '../device/simulate.ts';
+import { CONSOLE_CSP, isConsoleUrl, isExternalOpenable, isPermissionAllowed, pdfRequest } from './policy.ts';
+import { loadWindowState, trackWindowState } from './window-state.ts';
+
+const here = import.meta.dirname;
+// The backend serves the console from the renderer build next to this bundle.
+process.env.MDM_CONSOLE_RENDERER_DIR ??= join(here, '../renderer');
+
+let backend: RunningBackend | null = null;
+let window: BrowserWindow | null = null;
+let consoleOrigin = '';
+let signedIn = false;
+
+function openExternal(url: string): void {
+  if (isExternalOpenable(url)) void shell.openExternal(url);
+}
+
+function createWindow(): void {
+  if (!backend) return;
+  const state = loadWindowState();
+  window = new BrowserWindow({
+    x: state.x,
+    y: state.y,
+    width: state.width,
+    height: state.height,
+    minWidth: 900,
+    minHeight: 600,
+    show: false,
+    title: 'MDM Console',
+    backgroundColor: '#1a1b1e',
+    autoHideMenuBar: false,
+    webPreferences: {
+      preload: join(here, '../preload/index.cjs'),
+      contextIsolation: true,
+      nodeIntegration: false,
+      sandbox: true,
+      webSecurity: true,
+      allowRunningInsecureContent: false,
+      navigateOnDragDrop: false,
+      spellcheck: false,
+    },
+  });
+  if (state.maximized) window.maximize();
+  trackWindowState(window);
+  window.once('ready-to-show', () => window?.show());
+  window.on('closed', () => {
+    window = null;
+  });
+
+  const contents = window.webContents;
+  // Navigation stays on the console; links elsewhere go to the system browser.
+  contents.on('will-navigate', (event, url) => {
+    if (isConsoleUrl(url, consoleOrigin)) return;
+    event.preventDefault();
+    openExternal(url);
+  });
+  contents.on('will-redirect', (event, url) => {
+    if (!isConsoleUrl(url, consoleOrigin)) event.preventDefault();
+  });
+  contents.setWindowOpenHandler(({ url }) => {
+    openExternal(url);
+    return { action: 'deny' };
+  });
+  contents.on('will-attach-webview', (event) => event.preventDefault());
+
+  // The first load redeems the one-time sign-in ticket (→ HttpOnly cookie); later windows of this
+  // session already have the cookie.
+  void window.loadURL(signedIn ? `${backend.info.admin_url}/` : backend.info.console_url);
+  signedIn = true;
+}
+
+function hardenSession(): void {
+  const ses = session.defaultSession;
+  ses.setPermissionRequestHandler((_contents, permission, callback) => callback(isPermissionAllowed(permission)));
+  ses.setPermissionCheckHandler((_contents, permission) => isPermissionAllowed(permission));
+  // Documents of the console get the strict policy even if a response came without one.
+  ses.webRequest.onHeadersReceived((details, callback) => {
+    const headers = details.responseHeaders ?? {};
+    const isDocument = details.resourceType === 'mainFrame' || details.resourceType === 'subFrame';
+    const hasPolicy = Object.keys(headers).some((name) => name.toLowerCase() === 'content-security-policy');
+    if (isDocument && !hasPolicy) headers['Content-Security-Policy'] = [CONSOLE_CSP];
+    callback({ responseHeaders: headers });
+  });
+}
+
+function buildMenu(): void {
+  const info = backend!.info;
+  const isMac = process.platform === 'darwin';
+  const template: MenuItemConstructorOptions[] = [
+    ...(isMac ? [{ role: 'appMenu' as const }] : []),
+    {
+      label: 'File',
+      submenu: [
+        {
+          label: 'Copy Enrollment URL',
+          accelerator: 'CmdOrCtrl+Shift+E',
+          click: () => clipboard.writeText(info.api_url),
+        },
+        {
+          label: 'Copy Deeplink Page URL',
+          click: () => clipboard.writeText(`${info.deeplink_url}/deeplink/`),
+        },
+        { type: 'separator' },
+        {
+          label: 'Open Data Folder',
+          click: () => void shell.openPath(info.data_dir),
+        },
+        { type: 'separator' },
+        isMac ? { role: 'close' } : { role: 'quit' },
+      ],
+    },
+    { role: 'editMenu' },
+    {
+      label: 'View',
+      submenu: [
+        { role: 'reload' },
+        { role: 'forceReload' },
+        ...(app.isPackaged ? [] : [{ role: 'toggleDevTools' as const }]),
+        { type: 'separator' },
+        { role: 'resetZoom' },
+        { role: 'zoomIn' },
+        { role: 'zoomOut' },
+        { type: 'separator' },
+        { role: 'togglefullscreen' },
+      ],
+    },
+    { role: 'windowMenu' },
+  ];
+  Menu.setApplicationMenu(Menu.buildFromTemplate(template));
+}
+
+// Print sheets: the page as a PDF, at the paper size the admin chose, where they choose.
+ipcMain.handle('console:save-pdf', async (event, input: unknown) => {
+  if (!isConsoleUrl(event.senderFrame?.url ?? '', consoleOrigin)) throw new Error('not the console');
+  const { paper, name } = pdfRequest(input);
+  const owner = BrowserWindow.fromWebContents(event.sender);
+  const options = { defaultPath: join(app.getPath('documents'), name), filters: [{ name: 'PDF', extensions: ['pdf'] }] };
+  const { canceled, filePath } = owner ? await dialog.showSaveDialog(owner, options) : await dialog.showSaveDialog(options);
+  if (canceled || !filePath) return null;
+  const pdf = await event.sender.printToPDF({ pageSize: paper, printBackground: true, preferCSSPageSize: true });
+  await writeFile(filePath, pdf);
+  return { path: filePath };
+});
+
+async function start(): Promise<void> {
+  try {
+    backend = await startBackend({ simulate: simulateEnrollment });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const busy = (error as { code?: string }).code === 'EADDRINUSE';
+    dialog.showErrorBox(
+      'MDM Console could not start its server',
+      busy ? `${message}\n\nAnother MDM Console (or \`npm run serve\`) is probably running. Close it and start again.` : message,
+    );
+    app.exit(1);
+    return;
+  }
+  consoleOrigin = new URL(backend.info.admin_url).origin;
+  hardenSession();
+  buildMenu();
+  createWindow();
+}
+
+if (!app.requestSingleInstanceLock()) {
+  app.quit();
+} else {
+  app.on('second-instance', () => {
+    if (!window) return createWindow();
+    if (window.isMinimized()) window.restore();
+    window.show();
+    window.focus();
+  });
+  app.on('web-contents-created', (_event, contents) => {
+    contents.on('will-attach-webview', (event) => event.preventDefault());
+  });
+  app.on('activate', () => {
+    if (!window && backend) createWindow();
+  });
+  app.on('window-all-closed', () => {
+    if (process.platform !== 'darwin') app.quit();
+  });
+  let stopping = false;
+  app.on('before-quit', (event) => {
+    if (!backend || stopping) return;
+    event.preventDefault();
+    stopping = true;
+    void backend.close().finally(() => {
+      backend = null;
+      app.quit();
+    });
+  });
+  void app.whenReady().then(start);
+}

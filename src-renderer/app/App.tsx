@@ -1,0 +1,137 @@
+import { ActionIcon, AppShell, Badge, Burger, Group, NavLink, Text, Tooltip, useMantineColorScheme, VisuallyHidden } from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
+import {
+  IconDeviceMobile,
+  IconDeviceDesktopCog,
+  IconFiles,
+  IconLayoutDashboard,
+  IconMail,
+  IconMoon,
+  IconPrinter,
+  IconSettings,
+  IconSun,
+} from '@tabler/icons-react';
+import { useEffect, type ReactNode } from 'react';
+import { useStatus } from '../api/queries.ts';
+import { useLiveState } from '../live/LiveProvider.tsx';
+import { Dashboard } from '../pages/Dashboard.tsx';
+import { Devices } from '../pages/Devices.tsx';
+import { FilesPage } from '../pages/Files.tsx';
+import { InvitationPage } from '../pages/InvitationPage.tsx';
+import { Invitations } from '../pages/Invitations.tsx';
+import { NotFound } from '../pages/NotFound.tsx';
+import { PrintSheet } from '../pages/PrintSheet.tsx';
+import { SettingsPage } from '../pages/Settings.tsx';
+import { Link, matchPath, useLocation } from './router.tsx';
+
+const NAV = [
+  { to: '/', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },
+  { to: '/invitations', label: 'Invitations', icon: IconMail, match: (p: string) => p.startsWith('/invitations') },
+  { to: '/devices', label: 'Devices', icon: IconDeviceMobile, match: (p: string) => p.startsWith('/devices') },
+  { to: '/print', label: 'Print sheets', icon: IconPrinter, match: (p: string) => p.startsWith('/print') },
+  { to: '/files', label: 'Files & packages', icon: IconFiles, match: (p: string) => p.startsWith('/files') },
+  { to: '/settings', label: 'Settings', icon: IconSettings, match: (p: string) => p.startsWith('/settings') },
+];
+
+function route(pathname: string): { title: string; element: ReactNode } {
+  if (pathname === '/') return { title: 'Dashboard', element: <Dashboard /> };
+  if (matchPath('/invitations', pathname)) return { title: 'Invitations', element: <Invitations /> };
+  const invitation = matchPath('/invitations/:id', pathname);
+  if (invitation && /^\d+$/.test(invitation.id!)) {
+    return { title: `Invitation ${invitation.id}`, element: <InvitationPage key={invitation.id} id={Number(invitation.id)} /> };
+  }
+  if (matchPath('/devices', pathname)) return { title: 'Devices', element: <Devices /> };
+  if (matchPath('/files', pathname)) return { title: 'Files & packages', element: <FilesPage /> };
+  if (matchPath('/settings', pathname)) return { title: 'Settings', element: <SettingsPage /> };
+  return { title: 'Not found', element: <NotFound /> };
+}
+
+function LiveIndicator() {
+  const state = useLiveState();
+  const { color, label, hint } = {
+    live: { color: 'teal', label: 'Live', hint: 'Updates arrive as they happen' },
+    connecting: { color: 'gray', label: 'Connecting…', hint: 'Opening the live event stream' },
+    reconnecting: { color: 'orange', label: 'Reconnecting…', hint: 'The server is not answering; retrying' },
+    'signed-out': { color: 'red', label: 'Signed out', hint: 'Open the console again from the sign-in link' },
+  }[state];
+  return (
+    <Tooltip label={hint}>
+      <Badge color={color} variant="dot" size="lg" data-testid="live-state" data-state={state} role="status">
+        {label}
+      </Badge>
+    </Tooltip>
+  );
+}
+
+function ColorSchemeToggle() {
+  const { colorScheme, setColorScheme } = useMantineColorScheme();
+  const next = colorScheme === 'auto' ? 'dark' : colorScheme === 'dark' ? 'light' : 'auto';
+  const label = { auto: 'Theme: follows the system', dark: 'Theme: dark', light: 'Theme: light' }[colorScheme];
+  return (
+    <Tooltip label={`${label} (click for ${next})`}>
+      <ActionIcon variant="default" size="lg" onClick={() => setColorScheme(next)} aria-label={`${label}; switch to ${next}`}>
+        {colorScheme === 'dark' ? <IconMoon size={18} /> : colorScheme === 'light' ? <IconSun size={18} /> : <IconDeviceDesktopCog size={18} />}
+      </ActionIcon>
+    </Tooltip>
+  );
+}
+
+export function App() {
+  const { pathname } = useLocation();
+  const [opened, { toggle, close }] = useDisclosure();
+  const status = useStatus();
+  useEffect(close, [pathname, close]);
+
+  // The print sheet is its own document: no navigation around the pages that get printed.
+  if (matchPath('/print', pathname)) return <PrintSheet />;
+
+  const current = route(pathname);
+  const warnings = status.data?.warnings.length ?? 0;
+  return (
+    <AppShell header={{ height: 56 }} navbar={{ width: 230, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="lg">
+      <title>{`${current.title} · MDM Console`}</title>
+      <AppShell.Header>
+        <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+          <Group gap="sm" wrap="nowrap">
+            <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Toggle navigation" />
+            <img src="/favicon.svg" alt="" width={28} height={28} />
+            <Text fw={700} size="lg">
+              MDM Console
+            </Text>
+          </Group>
+          <Group gap="sm" wrap="nowrap">
+            <LiveIndicator />
+            <ColorSchemeToggle />
+          </Group>
+        </Group>
+      </AppShell.Header>
+      <AppShell.Navbar p="sm" aria-label="Main">
+        <nav>
+          {NAV.map((item) => (
+            <NavLink
+              key={item.to}
+              component={Link}
+              to={item.to}
+              label={item.label}
+              leftSection={<item.icon size={18} stroke={1.6} />}
+              active={item.match(pathname)}
+              aria-current={item.match(pathname) ? 'page' : undefined}
+              rightSection={
+                item.to === '/' && warnings > 0 ? (
+                  <Badge size="xs" color="orange" circle>
+                    {warnings}
+                    <VisuallyHidden> warnings</VisuallyHidden>
+                  </Badge>
+                ) : undefined
+              }
+              styles={{ root: { borderRadius: 'var(--mantine-radius-md)' } }}
+            />
+          ))}
+        </nav>
+      </AppShell.Navbar>
+      <AppShell.Main>
+        <div className="page">{current.element}</div>
+      </AppShell.Main>
+    </AppShell>
+  );
+}

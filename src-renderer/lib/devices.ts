@@ -1,0 +1,45 @@
+import type { Agent } from '../api/types.ts';
+
+/** Words of the search, each of which must appear in one of the agent's searchable fields. */
+export function searchTerms(query: string): string[] {
+  return query.trim().toLowerCase().split(/\s+/).filter(Boolean);
+}
+
+export function searchText(agent: Agent): string {
+  return [agent.name, agent.serial, agent.uuid, agent.email, agent.firstname, agent.lastname, agent.fleet, agent.type, agent.version, agent.enroll_status]
+    .filter(Boolean)
+    .join(' ')
+    .toLowerCase();
+}
+
+export function matchesSearch(agent: Agent, terms: string[]): boolean {
+  if (terms.length === 0) return true;
+  const text = searchText(agent);
+  return terms.every((term) => text.includes(term));
+}
+
+export const ENROLL_STATUS: Record<string, { label: string; color: string }> = {
+  enrolled: { label: 'Enrolled', color: 'teal' },
+  unenrolled: { label: 'Unenrolled', color: 'gray' },
+  'unenroll-pending': { label: 'Unenrolling…', color: 'orange' },
+  wiped: { label: 'Wiped', color: 'red' },
+};
+
+export function enrollStatusOf(status: string): { label: string; color: string } {
+  return ENROLL_STATUS[status] ?? { label: status.charAt(0).toUpperCase() + status.slice(1), color: 'blue' };
+}
+
+/**
+ * Ids that are new or changed between two versions of the list, so their rows can flash once.
+ * Only compares what the table shows; the first load is never "fresh".
+ */
+export function changedIds(previous: Agent[] | undefined, next: Agent[]): number[] {
+  if (!previous) return [];
+  const before = new Map(previous.map((agent) => [agent.id, agent]));
+  const out: number[] = [];
+  for (const agent of next) {
+    const old = before.get(agent.id);
+    if (!old || old.enroll_status !== agent.enroll_status || old.is_online !== agent.is_online || old.fleet_id !== agent.fleet_id) out.push(agent.id);
+  }
+  return out;
+}

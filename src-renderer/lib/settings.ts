@@ -1,0 +1,100 @@
+import type { Settings } from '../api/types.ts';
+import { isValidEmail } from './email.ts';
+
+/** The settings the console's form edits (the mail ones have their own section). */
+export const GENERAL_KEYS = [
+  'public_host',
+  'deeplink_base_url',
+  'app_link_scheme',
+  'helpdesk_name',
+  'helpdesk_phone',
+  'helpdesk_website',
+  'helpdesk_email',
+  'invitation_lifetime_days',
+  'mqtt_tls',
+  'android_bugcollector_url',
+  'android_bugcollector_login',
+  'android_bugcollector_passwd',
+] as const;
+export type GeneralKey = (typeof GENERAL_KEYS)[number];
+export type GeneralSettings = Pick<Settings, GeneralKey>;
+
+export function pickGeneral(settings: Settings): GeneralSettings {
+  return Object.fromEntries(GENERAL_KEYS.map((key) => [key, settings[key]])) as GeneralSettings;
+}
+
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const IPV4 = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+export function isValidHost(host: string): boolean {
+  const value = host.trim();
+  if (value === '' || value.length > 253) return false;
+  if (/^\d+(\.\d+)*$/.test(value)) return IPV4.test(value);
+  if (value.includes(':')) return /^\[?[0-9A-Fa-f:.]+\]?$/.test(value) && value.replace(/[[\]]/g, '').split(':').length >= 3;
+  return HOST.test(value);
+}
+
+export function isLoopback(host: string): boolean {
+  const value = host.trim().toLowerCase();
+  return value === 'localhost' || value === '::1' || value === '[::1]' || /^127\./.test(value);
+}
+
+export function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** Field errors of the general settings, as the admin edits them (null when fine). */
+export function settingsErrors(values: GeneralSettings): Partial<Record<GeneralKey, string>> {
+  const errors: Partial<Record<GeneralKey, string>> = {};
+  if (values.public_host.trim() !== '' && !isValidHost(values.public_host)) {
+    errors.public_host = 'A host name or an IP address, without http:// or a port';
+  }
+  if (values.deeplink_base_url.trim() !== '') {
+    if (!isHttpUrl(values.deeplink_base_url.trim())) errors.deeplink_base_url = 'A full http:// or https:// address';
+    else if (/[?#]/.test(values.deeplink_base_url)) errors.deeplink_base_url = 'Just the base address, without ? or #';
+  }
+  if (!/^[a-zA-Z][a-zA-Z0-9+.-]{0,31}$/.test(values.app_link_scheme)) {
+    errors.app_link_scheme = 'A letter, then letters, digits, + . or - (at most 32), as in mdmagent';
+  } else if (['http', 'https', 'file', 'javascript', 'data', 'mailto'].includes(values.app_link_scheme.toLowerCase())) {
+    errors.app_link_scheme = `"${values.app_link_scheme}" is not an app's scheme`;
+  }
+  if (values.helpdesk_email.trim() !== '' && !isValidEmail(values.helpdesk_email)) errors.helpdesk_email = 'Not a valid email address';
+  if (values.helpdesk_website.trim() !== '' && !isHttpUrl(values.helpdesk_website.trim()) && !isValidHost(values.helpdesk_website.trim().split('/')[0]!)) {
+    errors.helpdesk_website = 'A web address, as in https://help.example.com';
+  }
+  if (values.helpdesk_name.length > 200) errors.helpdesk_name = 'At most 200 characters';
+  if (values.helpdesk_phone.length > 100) errors.helpdesk_phone = 'At most 100 characters';
+  const days = values.invitation_lifetime_days;
+  if (!Number.isInteger(days) || days < 1 || days > 180) errors.invitation_lifetime_days = 'Between 1 and 180 days';
+  if (values.android_bugcollector_url.trim() !== '' && !isHttpUrl(values.android_bugcollector_url.trim())) {
+    errors.android_bugcollector_url = 'A full http:// or https:// address';
+  }
+  return errors;
+}
+
+/** The fields that changed, trimmed as they will be stored: the PATCH body. */
+export function settingsPatch(before: GeneralSettings, after: GeneralSettings): Partial<GeneralSettings> {
+  const patch: Record<string, unknown> = {};
+  for (const key of GENERAL_KEYS) {
+    let value: unknown = after[key];
+    if (typeof value === 'string' && key !== 'android_bugcollector_passwd') value = value.trim();
+    if (key === 'deeplink_base_url' && typeof value === 'string') value = value.replace(/\/+$/, '');
+    if (value !== before[key]) patch[key] = value;
+  }
+  return patch as Partial<GeneralSettings>;
+}
+
+/** What to tell the admin after saving: everything here applies at once, to new and existing invitations. */
+export function appliedNote(patch: Partial<GeneralSettings>): string {
+  const parts: string[] = [];
+  if ('public_host' in patch || 'deeplink_base_url' in patch || 'app_link_scheme' in patch) parts.push('QR codes and deeplinks of every pending invitation now carry the new address');
+  if (Object.keys(patch).some((key) => key.startsWith('helpdesk_'))) parts.push('invitations show the new helpdesk details');
+  if ('invitation_lifetime_days' in patch) parts.push('new invitations get the new lifetime (existing ones keep theirs)');
+  if ('mqtt_tls' in patch) parts.push('devices get the new broker port the next time they read their agent record');
+  return parts.length ? `Applied now, no restart needed: ${parts.join('; ')}.` : 'Applied now, no restart needed.';
+}

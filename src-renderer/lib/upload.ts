@@ -1,0 +1,43 @@
+import { ApiRequestError } from '../api/client.ts';
+import type { StoredItem, StoredKind } from '../api/types.ts';
+
+export interface UploadHandle {
+  promise: Promise<StoredItem>;
+  abort(): void;
+}
+
+/**
+ * Uploads one file as the raw request body (the admin API streams it to disk), reporting
+ * progress. XMLHttpRequest because fetch has no upload progress events.
+ */
+export function uploadFile(kind: StoredKind, file: File, onProgress: (fraction: number) => void): UploadHandle {
+  const xhr = new XMLHttpRequest();
+  const promise = new Promise<StoredItem>((resolve, reject) => {
+    const path = kind === 'file' ? 'files' : 'packages';
+    const params = new URLSearchParams({ name: file.name });
+    if (file.type && /^[\w.+-]+\/[\w.+-]+$/.test(file.type)) params.set('mime_type', file.type);
+    xhr.open('POST', `/api/${path}?${params.toString()}`);
+    xhr.withCredentials = true;
+    xhr.setRequestHeader('content-type', 'application/octet-stream');
+    xhr.setRequestHeader('accept', 'application/json');
+    xhr.upload.onprogress = (event) => {
+      if (event.lengthComputable && event.total > 0) onProgress(event.loaded / event.total);
+    };
+    xhr.onload = () => {
+      let body: { error?: string; message?: string } & Partial<StoredItem> = {};
+      try {
+        body = JSON.parse(xhr.responseText) as typeof body;
+      } catch {
+        // keep the empty body
+      }
+      if (xhr.status === 201) {
+        onProgress(1);
+        resolve(body as StoredItem);
+      } else reject(new ApiRequestError(xhr.status, body.error ?? `HTTP_${xhr.status}`, body.message ?? `Upload failed (HTTP ${xhr.status})`));
+    };
+    xhr.onerror = () => reject(new ApiRequestError(0, 'NETWORK_ERROR', 'The upload was interrupted'));
+    xhr.onabort = () => reject(new ApiRequestError(0, 'ABORTED', 'Upload cancelled'));
+    xhr.send(file);
+  });
+  return { promise, abort: () => xhr.abort() };
+}

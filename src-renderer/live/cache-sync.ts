@@ -1,0 +1,193 @@
+import type { QueryClient, QueryKey } from '@tanstack/react-query';
+import { FEED_SIZE, keys } from '../api/queries.ts';
+import type { Agent, LiveEvent, StoredKind } from '../api/types.ts';
+
+/** What one server event means for the console's caches. */
+export type Effect =
+  | { kind: 'invalidate'; key: QueryKey }
+  | { kind: 'remove'; key: QueryKey }
+  | { kind: 'agent'; id: number }
+  | { kind: 'agentRemoved'; id: number };
+
+/**
+ * Maps an event (`<capability>.<action>` with its agent/invitation ids) to cache effects. Unknown
+ * types still refresh what their ids point at, so new capabilities (broker presence, mail
+ * delivery) show up live without a change here.
+ */
+export function effectsOf(event: LiveEvent): Effect[] {
+  const dot = event.type.indexOf('.');
+  const domain = dot === -1 ? event.type : event.type.slice(0, dot);
+  const action = dot === -1 ? '' : event.type.slice(dot + 1);
+  const effects: Effect[] = [{ kind: 'invalidate', key: keys.status }];
+  const agentEffect = (): Effect[] =>
+    event.agent_id === null
+      ? [{ kind: 'invalidate', key: keys.agents }]
+      : action === 'deleted' && domain === 'agent'
+        ? [{ kind: 'agentRemoved', id: event.agent_id }, { kind: 'remove', key: keys.agent(event.agent_id) }]
+        : [{ kind: 'agent', id: event.agent_id }, { kind: 'invalidate', key: keys.agent(event.agent_id) }];
+  const invitationEffect = (): Effect[] => {
+    if (event.invitation_id === null) return [{ kind: 'invalidate', key: keys.invitations }];
+    if (domain === 'invitation' && action === 'deleted') {
+      return [
+        { kind: 'remove', key: keys.invitation(event.invitation_id) },
+        { kind: 'invalidate', key: ['invitations', 'list'] },
+        { kind: 'invalidate', key: ['invitations', 'byIds'] },
+      ];
+    }
+    return [{ kind: 'invalidate', key: keys.invitations }];
+  };
+
+  switch (domain) {
+    case 'invitation':
+    case 'mail':
+      effects.push(...invitationEffect());
+      if (event.agent_id !== null) effects.push(...agentEffect());
+      break;
+    case 'agent':
+      effects.push(...agentEffect());
+      if (event.invitation_id !== null) effects.push(...invitationEffect());
+      break;
+    case 'fleet':
+      effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations });
+      break;
+    case 'settings':
+      effects.push({ kind: 'invalidate', key: keys.settings }, { kind: 'invalidate', key: keys.invitations });
+      break;
+    case 'file':
+    case 'package':
+      effects.push({ kind: 'invalidate', key: keys.stored(domain as StoredKind) });
+      break;
+    default:
+      if (event.agent_id !== null) effects.push(...agentEffect());
+      if (event.invitation_id !== null) effects.push(...invitationEffect());
+  }
+  return effects;
+}
+
+export interface LiveSyncOptions {
+  /** Reads one agent's row; null when it no longer exists. */
+  fetchAgent: (id: number) => Promise<Agent | null>;
+  /** Events are gathered this long, then applied together (a bulk import is one refresh). */
+  flushDelayMs?: number;
+  /** More changed agents than this in one flush: refetch the list instead of row by row. */
+  bulkAgentThreshold?: number;
+}
+
+/**
+ * Applies the event stream to the query cache: the live feed at once, the rest coalesced per
+ * flush — each key invalidated once, changed agents fetched one by one and patched into the
+ * (possibly 10,000-row) device list rather than refetching it.
+ */
+export class LiveSync {
+  private readonly client: QueryClient;
+  private readonly options: Required<LiveSyncOptions>;
+  private readonly invalidations = new Map<string, QueryKey>();
+  private readonly removals = new Map<string, QueryKey>();
+  private readonly changedAgents = new Set<number>();
+  private readonly removedAgents = new Set<number>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(client: QueryClient, options: LiveSyncOptions) {
+    this.client = client;
+    this.options = { flushDelayMs: 60, bulkAgentThreshold: 50, ...options };
+  }
+
+  handle(event: LiveEvent): void {
+    this.client.setQueryData<LiveEvent[]>(keys.events, (feed) => {
+      if (!feed) return feed;
+      if (feed.some((item) => item.id === event.id)) return feed;
+      return [event, ...feed].sort((a, b) => b.id - a.id).slice(0, FEED_SIZE);
+    });
+    for (const effect of effectsOf(event)) {
+      switch (effect.kind) {
+        case 'invalidate':
+          this.invalidations.set(JSON.stringify(effect.key), effect.key);
+          break;
+        case 'remove':
+          this.removals.set(JSON.stringify(effect.key), effect.key);
+          break;
+        case 'agent':
+          this.removedAgents.delete(effect.id);
+          this.changedAgents.add(effect.id);
+          break;
+        case 'agentRemoved':
+          this.changedAgents.delete(effect.id);
+          this.removedAgents.add(effect.id);
+          break;
+      }
+    }
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      this.running = this.running.then(() => this.flush());
+    }, this.options.flushDelayMs);
+  }
+
+  /** Everything may have changed (e.g. after a long disconnection): refetch what is shown. */
+  refreshAll(): Promise<void> {
+    return this.client.invalidateQueries();
+  }
+
+  /** Resolves once the pending flush (if any) has been applied. */
+  async settled(): Promise<void> {
+    while (this.timer !== null) await new Promise((resolve) => setTimeout(resolve, this.options.flushDelayMs));
+    await this.running;
+  }
+
+  dispose(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private async flush(): Promise<void> {
+    const removals = [...this.removals.values()];
+    const invalidations = [...this.invalidations.values()];
+    const changed = [...this.changedAgents];
+    const removed = [...this.removedAgents];
+    this.removals.clear();
+    this.invalidations.clear();
+    this.changedAgents.clear();
+    this.removedAgents.clear();
+
+    for (const key of removals) this.client.removeQueries({ queryKey: key, exact: true });
+    if (removed.length) {
+      const gone = new Set(removed);
+      this.client.setQueryData<Agent[]>(keys.agentList, (list) => list?.filter((agent) => !gone.has(agent.id)));
+    }
+    const work: Promise<unknown>[] = invalidations.map((key) => this.client.invalidateQueries({ queryKey: key }));
+    const listLoaded = this.client.getQueryData(keys.agentList) !== undefined;
+    if (changed.length > this.options.bulkAgentThreshold) {
+      work.push(this.client.invalidateQueries({ queryKey: keys.agentList }));
+    } else if (changed.length && listLoaded) {
+      work.push(
+        Promise.all(changed.map((id) => this.options.fetchAgent(id).then((agent) => [id, agent] as const, () => [id, undefined] as const))).then(
+          (results) => {
+            this.client.setQueryData<Agent[]>(keys.agentList, (list) => (list ? upsertAgents(list, results) : list));
+          },
+        ),
+      );
+    }
+    await Promise.allSettled(work);
+  }
+}
+
+/**
+ * Patches fetched agents into the list: replaced in place, new ones first, null (gone) removed,
+ * undefined (fetch failed) left as they were. Returns the same array when nothing changed.
+ */
+export function upsertAgents(list: Agent[], results: ReadonlyArray<readonly [number, Agent | null | undefined]>): Agent[] {
+  const updates = new Map<number, Agent | null>();
+  for (const [id, agent] of results) if (agent !== undefined) updates.set(id, agent);
+  if (updates.size === 0) return list;
+  const next: Agent[] = [];
+  for (const agent of list) {
+    if (!updates.has(agent.id)) next.push(agent);
+    else {
+      const update = updates.get(agent.id)!;
+      updates.delete(agent.id);
+      if (update) next.push(update);
+    }
+  }
+  const added = [...updates.values()].filter((agent): agent is Agent => agent !== null).sort((a, b) => b.id - a.id);
+  return [...added, ...next];
+}

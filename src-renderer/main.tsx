@@ -1,0 +1,41 @@
+import '@mantine/core/styles.css';
+import '@mantine/charts/styles.css';
+import '@mantine/dropzone/styles.css';
+import '@mantine/notifications/styles.css';
+import './styles/app.css';
+import { MantineProvider } from '@mantine/core';
+import { ModalsProvider } from '@mantine/modals';
+import { Notifications } from '@mantine/notifications';
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { ApiRequestError } from './api/client.ts';
+import { App } from './app/App.tsx';
+import { theme } from './app/theme.ts';
+import { LiveProvider } from './live/LiveProvider.tsx';
+
+const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: {
+      // The event stream keeps data fresh: no refetch on focus, no polling.
+      staleTime: Infinity,
+      refetchOnWindowFocus: false,
+      retry: (count, error) => !(error instanceof ApiRequestError && error.status >= 400 && error.status < 500) && count < 2,
+    },
+  },
+});
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <MantineProvider theme={theme} defaultColorScheme="auto">
+      <QueryClientProvider client={queryClient}>
+        <ModalsProvider labels={{ confirm: 'Confirm', cancel: 'Cancel' }}>
+          <Notifications position="bottom-right" />
+          <LiveProvider>
+            <App />
+          </LiveProvider>
+        </ModalsProvider>
+      </QueryClientProvider>
+    </MantineProvider>
+  </StrictMode>,
+);

@@ -1,0 +1,366 @@
+import {
+  Alert,
+  Badge,
+  Button,
+  Group,
+  List,
+  Modal,
+  NumberInput,
+  Progress,
+  ScrollArea,
+  Select,
+  SimpleGrid,
+  Stack,
+  Table,
+  Tabs,
+  Text,
+  Textarea,
+  ThemeIcon,
+} from '@mantine/core';
+import { Dropzone } from '@mantine/dropzone';
+import { useDebouncedValue } from '@mantine/hooks';
+import { useQueryClient } from '@tanstack/react-query';
+import { IconAlertTriangle, IconCheck, IconClipboardText, IconFileSpreadsheet, IconPrinter, IconUpload, IconX } from '@tabler/icons-react';
+import { useEffect, useMemo, useState } from 'react';
+import { ApiRequestError, errorMessage } from '../api/client.ts';
+import { createInvitations, keys, useFleets, useSettings, validateInvitations } from '../api/queries.ts';
+import type { Invitation } from '../api/types.ts';
+import { navigate } from '../app/router.tsx';
+import { fullName } from '../lib/format.ts';
+import { createInBatches, type BulkOutcome } from '../lib/bulk-create.ts';
+import {
+  LIFETIME,
+  mergeServerErrors,
+  parseCsvText,
+  parsePasted,
+  toInvitationInput,
+  validateRows,
+  type ImportResult,
+  type ImportRow,
+} from '../lib/invitation-import.ts';
+import { printQuery } from '../lib/print-layout.ts';
+
+type Phase = 'input' | 'creating' | 'done';
+const PREVIEW_LIMIT = 500;
+
+/** Many invitations at once: paste addresses or drop a CSV, check every row, create, summarize. */
+export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose: () => void }) {
+  const client = useQueryClient();
+  const fleets = useFleets();
+  const settings = useSettings();
+  const [tab, setTab] = useState<string | null>('paste');
+  const [text, setText] = useState('');
+  const [file, setFile] = useState<{ name: string; result: ImportResult } | null>(null);
+  const [fleet, setFleet] = useState<string | null>(null);
+  const [days, setDays] = useState<number | string>('');
+  const [serverErrors, setServerErrors] = useState<{ sent: ImportRow[]; errors: string[] } | null>(null);
+  const [phase, setPhase] = useState<Phase>('input');
+  const [progress, setProgress] = useState({ done: 0, total: 0 });
+  const [outcome, setOutcome] = useState<BulkOutcome<Invitation> | null>(null);
+  const [fileError, setFileError] = useState<string | null>(null);
+
+  const [debouncedText] = useDebouncedValue(text, 200);
+  const parsed: ImportResult = useMemo(
+    () => (tab === 'csv' ? (file?.result ?? { rows: [], errors: [] }) : parsePasted(debouncedText)),
+    [tab, file, debouncedText],
+  );
+  const fleetNames = useMemo(() => fleets.data?.map((f) => f.name), [fleets.data]);
+  const checked = useMemo(() => validateRows(parsed.rows, fleetNames ? { fleets: fleetNames } : {}), [parsed, fleetNames]);
+  const rows = useMemo(
+    () => (serverErrors ? mergeServerErrors(checked, serverErrors.sent, serverErrors.errors) : checked),
+    [checked, serverErrors],
+  );
+  const valid = rows.filter((row) => row.problems.length === 0);
+  const invalid = rows.length - valid.length;
+  const daysValue = days === '' ? null : Number(days);
+  const defaults = { fleet, days: daysValue };
+
+  // The server has the last word (e.g. rules the console does not know): ask it about the rows
+  // that look fine here, and show its answers in the same preview.
+  useEffect(() => {
+    setServerErrors(null);
+    const candidates = checked.filter((row) => row.problems.length === 0);
+    if (candidates.length === 0 || candidates.length > 5000) return;
+    const controller = new AbortController();
+    const timer = setTimeout(() => {
+      validateInvitations(candidates.map((row) => toInvitationInput(row, defaults)))
+        .then(({ errors }) => {
+          if (!controller.signal.aborted) setServerErrors({ sent: candidates, errors });
+        })
+        .catch(() => {});
+    }, 250);
+    return () => {
+      controller.abort();
+      clearTimeout(timer);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [checked, fleet, daysValue]);
+
+  const readFile = async (files: File[]) => {
+    const picked = files[0];
+    if (!picked) return;
+    setFileError(null);
+    try {
+      const content = await picked.text();
+      setFile({ name: picked.name, result: parseCsvText(content) });
+    } catch (error) {
+      setFileError(`Could not read ${picked.name}: ${errorMessage(error)}`);
+    }
+  };
+
+  const close = () => {
+    if (phase === 'creating') return;
+    onClose();
+    // Start afresh next time, unless rows were left to fix.
+    if (phase === 'done') {
+      setText('');
+      setFile(null);
+      setOutcome(null);
+      setPhase('input');
+    }
+  };
+
+  const create = async () => {
+    if (valid.length === 0) return;
+    setPhase('creating');
+    const result = await createInBatches<Invitation>(
+      valid,
+      async (batch) => (await createInvitations(batch.map((row) => toInvitationInput(row, defaults)))).items,
+      {
+        batchSize: 25,
+        onProgress: (done, total) => setProgress({ done, total }),
+        errorOf: (error) => ({ message: errorMessage(error), errors: error instanceof ApiRequestError ? error.errors : [] }),
+      },
+    );
+    setOutcome(result);
+    setPhase('done');
+    void client.invalidateQueries({ queryKey: keys.invitations });
+  };
+
+  return (
+    <Modal opened={opened} onClose={close} title="Invite many people" size="85rem" closeOnClickOutside={phase !== 'creating'} closeOnEscape={phase !== 'creating'} withCloseButton={phase !== 'creating'}>
+      {phase === 'done' && outcome ? (
+        <Summary outcome={outcome} skipped={invalid} onClose={close} />
+      ) : phase === 'creating' ? (
+        <Stack py="xl" gap="sm" data-testid="bulk-progress">
+          <Text fw={600}>
+            Creating invitations… {progress.done.toLocaleString()} of {progress.total.toLocaleString()}
+          </Text>
+          <Progress value={progress.total ? (progress.done / progress.total) * 100 : 0} size="xl" striped animated aria-label="Invitations created" />
+          <Text size="sm" c="dimmed">
+            Keep this window open until it finishes.
+          </Text>
+        </Stack>
+      ) : (
+        <Stack>
+          <SimpleGrid cols={{ base: 1, md: 2 }} spacing="lg">
+            <Stack gap="sm">
+              <Tabs value={tab} onChange={setTab} keepMounted={false}>
+                <Tabs.List>
+                  <Tabs.Tab value="paste" leftSection={<IconClipboardText size={16} />}>
+                    Paste addresses
+                  </Tabs.Tab>
+                  <Tabs.Tab value="csv" leftSection={<IconFileSpreadsheet size={16} />}>
+                    CSV file
+                  </Tabs.Tab>
+                </Tabs.List>
+                <Tabs.Panel value="paste" pt="sm">
+                  <Textarea
+                    label="Addresses"
+                    description="One or more a line, separated by commas or semicolons; “Name <address>” works, and so does a spreadsheet selection or a CSV with a header."
+                    placeholder={'ada@example.com\nAlan Turing <alan@example.com>\ngrace@example.com; linus@example.com'}
+                    autosize
+                    minRows={8}
+                    maxRows={16}
+                    value={text}
+                    onChange={(e) => setText(e.currentTarget.value)}
+                    data-autofocus
+                    styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 13 } }}
+                  />
+                </Tabs.Panel>
+                <Tabs.Panel value="csv" pt="sm">
+                  <Dropzone
+                    onDrop={(files) => void readFile(files)}
+                    onReject={() => setFileError('Drop one CSV or text file')}
+                    maxFiles={1}
+                    multiple={false}
+                    accept={['text/csv', 'text/plain', 'text/tab-separated-values', 'application/vnd.ms-excel', '.csv', '.tsv', '.txt']}
+                    aria-label="CSV file"
+                  >
+                    <Group justify="center" gap="md" mih={140} style={{ pointerEvents: 'none' }}>
+                      <Dropzone.Accept>
+                        <IconUpload size={40} stroke={1.4} />
+                      </Dropzone.Accept>
+                      <Dropzone.Reject>
+                        <IconX size={40} stroke={1.4} />
+                      </Dropzone.Reject>
+                      <Dropzone.Idle>
+                        <IconFileSpreadsheet size={40} stroke={1.4} />
+                      </Dropzone.Idle>
+                      <div>
+                        <Text fw={600}>{file ? file.name : 'Drop a CSV file here, or click to choose one'}</Text>
+                        <Text size="sm" c="dimmed">
+                          Columns: email (required), firstname, lastname, fleet, days. A header row names them; without one, the first column is the email.
+                        </Text>
+                      </div>
+                    </Group>
+                  </Dropzone>
+                  {fileError ? (
+                    <Text c="red" size="sm" mt="xs">
+                      {fileError}
+                    </Text>
+                  ) : null}
+                </Tabs.Panel>
+              </Tabs>
+              <SimpleGrid cols={2}>
+                <Select
+                  label="Fleet for rows without one"
+                  placeholder="Default fleet"
+                  data={(fleets.data ?? []).map((f) => f.name)}
+                  value={fleet}
+                  onChange={setFleet}
+                  clearable
+                />
+                <NumberInput
+                  label="Valid for (days)"
+                  placeholder={`${settings.data?.invitation_lifetime_days ?? 7} (default)`}
+                  min={LIFETIME.min}
+                  max={LIFETIME.max}
+                  allowDecimal={false}
+                  value={days}
+                  onChange={setDays}
+                />
+              </SimpleGrid>
+            </Stack>
+            <Preview rows={rows} errors={parsed.errors} />
+          </SimpleGrid>
+          <Group justify="space-between">
+            <Text size="sm" c="dimmed" data-testid="bulk-counts">
+              {rows.length === 0
+                ? 'Nothing to import yet.'
+                : `${rows.length.toLocaleString()} row${rows.length === 1 ? '' : 's'}: ${valid.length.toLocaleString()} ready${invalid ? `, ${invalid.toLocaleString()} with problems (they will be skipped)` : ''}.`}
+            </Text>
+            <Group gap="sm">
+              <Button variant="default" onClick={close}>
+                Cancel
+              </Button>
+              <Button onClick={() => void create()} disabled={valid.length === 0 || (daysValue !== null && (daysValue < LIFETIME.min || daysValue > LIFETIME.max))}>
+                {valid.length ? `Create ${valid.length.toLocaleString()} invitation${valid.length === 1 ? '' : 's'}` : 'Create invitations'}
+              </Button>
+            </Group>
+          </Group>
+        </Stack>
+      )}
+    </Modal>
+  );
+}
+
+function Preview({ rows, errors }: { rows: ImportRow[]; errors: string[] }) {
+  const shown = rows.slice(0, PREVIEW_LIMIT);
+  return (
+    <Stack gap="xs">
+      <Text fw={500} size="sm">
+        Preview
+      </Text>
+      {errors.map((error) => (
+        <Alert key={error} color="orange" variant="light" p="xs" icon={<IconAlertTriangle size={16} />}>
+          {error}
+        </Alert>
+      ))}
+      <ScrollArea h={320} type="auto" offsetScrollbars style={{ border: '1px solid var(--mantine-color-default-border)', borderRadius: 'var(--mantine-radius-md)' }}>
+        {rows.length === 0 ? (
+          <Text c="dimmed" size="sm" p="md">
+            Rows appear here, each checked, as soon as you paste or drop them.
+          </Text>
+        ) : (
+          <Table stickyHeader striped verticalSpacing={4} fz="sm" data-testid="bulk-preview">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th w={48}>Line</Table.Th>
+                <Table.Th>Email</Table.Th>
+                <Table.Th>Name</Table.Th>
+                <Table.Th>Fleet</Table.Th>
+                <Table.Th>Check</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {shown.map((row, index) => (
+                <Table.Tr key={`${row.source}-${index}`} data-valid={row.problems.length === 0}>
+                  <Table.Td c="dimmed">{row.source}</Table.Td>
+                  <Table.Td className="mono">{row.email || <Text span c="dimmed">(empty)</Text>}</Table.Td>
+                  <Table.Td>{fullName(row)}</Table.Td>
+                  <Table.Td>{row.fleet ?? ''}</Table.Td>
+                  <Table.Td>
+                    {row.problems.length === 0 ? (
+                      <ThemeIcon color="teal" variant="light" size="sm" radius="xl" aria-label="OK">
+                        <IconCheck size={12} />
+                      </ThemeIcon>
+                    ) : (
+                      <Text c="red" size="xs">
+                        {row.problems.join('; ')}
+                      </Text>
+                    )}
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        )}
+        {rows.length > PREVIEW_LIMIT ? (
+          <Text size="xs" c="dimmed" p="xs">
+            …and {(rows.length - PREVIEW_LIMIT).toLocaleString()} more rows ({rows.slice(PREVIEW_LIMIT).filter((r) => r.problems.length).length} with problems).
+          </Text>
+        ) : null}
+      </ScrollArea>
+    </Stack>
+  );
+}
+
+function Summary({ outcome, skipped, onClose }: { outcome: BulkOutcome<Invitation>; skipped: number; onClose: () => void }) {
+  const ids = outcome.created.map(({ item }) => item.id);
+  return (
+    <Stack data-testid="bulk-summary">
+      <Group gap="sm">
+        <Badge color="teal" size="lg" variant="light">
+          {outcome.created.length.toLocaleString()} created
+        </Badge>
+        {skipped ? (
+          <Badge color="orange" size="lg" variant="light">
+            {skipped.toLocaleString()} skipped (problems in the preview)
+          </Badge>
+        ) : null}
+        {outcome.failed.length ? (
+          <Badge color="red" size="lg" variant="light">
+            {outcome.failed.length.toLocaleString()} failed
+          </Badge>
+        ) : null}
+      </Group>
+      {outcome.failed.length ? (
+        <Alert color="red" variant="light" title="Not created">
+          <List size="sm">
+            {outcome.failed.slice(0, 50).map(({ row, message }) => (
+              <List.Item key={`${row.source}-${row.email}`}>
+                Line {row.source} ({row.email || 'no email'}): {message}
+              </List.Item>
+            ))}
+          </List>
+        </Alert>
+      ) : null}
+      <Group justify="flex-end" gap="sm">
+        {ids.length ? (
+          <Button
+            variant="light"
+            leftSection={<IconPrinter size={16} />}
+            onClick={() => {
+              onClose();
+              navigate(`/print${printQuery(ids.slice(0, 600))}`);
+            }}
+          >
+            Print sheet for these
+          </Button>
+        ) : null}
+        <Button onClick={onClose}>Done</Button>
+      </Group>
+    </Stack>
+  );
+}

@@ -1,0 +1,290 @@
+import { FunnelChart } from '@mantine/charts';
+import { Alert, Anchor, Button, Card, Group, Paper, ScrollArea, SimpleGrid, Stack, Table, Text, ThemeIcon, Title } from '@mantine/core';
+import {
+  IconAlertTriangle,
+  IconBan,
+  IconCircleCheck,
+  IconDeviceMobile,
+  IconFile,
+  IconInfoCircle,
+  IconMail,
+  IconSettings,
+  IconTrash,
+  IconWifi,
+} from '@tabler/icons-react';
+import type { ReactNode } from 'react';
+import { useFeed, useStatus } from '../api/queries.ts';
+import type { LiveEvent, ServerStatus } from '../api/types.ts';
+import { Link } from '../app/router.tsx';
+import { CopyIcon, EmptyState, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
+import { funnelOf } from '../lib/dashboard.ts';
+
+function Stat({ label, value, hint, color, icon }: { label: string; value: number; hint?: string; color: string; icon: ReactNode }) {
+  return (
+    <Paper withBorder p="md" radius="md">
+      <Group justify="space-between" align="flex-start" wrap="nowrap">
+        <div>
+          <Text c="dimmed" size="xs" tt="uppercase" fw={700}>
+            {label}
+          </Text>
+          <Text fw={700} fz={28} lh={1.2} data-testid={`stat-${label.toLowerCase().replace(/\s+/g, '-')}`}>
+            {value.toLocaleString()}
+          </Text>
+          {hint ? (
+            <Text c="dimmed" size="xs">
+              {hint}
+            </Text>
+          ) : null}
+        </div>
+        <ThemeIcon color={color} variant="light" size={38} radius="md">
+          {icon}
+        </ThemeIcon>
+      </Group>
+    </Paper>
+  );
+}
+
+function Funnel({ status }: { status: ServerStatus }) {
+  const steps = funnelOf(status.counts);
+  return (
+    <Card withBorder radius="md" p="md">
+      <Title order={4} mb={4}>
+        Enrollment funnel
+      </Title>
+      <Text c="dimmed" size="sm" mb="md">
+        From invitation to a device that is connected right now.
+      </Text>
+      {steps[0]!.value === 0 ? (
+        <EmptyState title="Nothing to show yet">Invite someone and the funnel fills as their device enrolls and comes online.</EmptyState>
+      ) : (
+        <Group align="center" wrap="wrap" gap="xl">
+          <FunnelChart
+            data={steps.map((step) => ({ name: step.label, value: step.value, color: step.color }))}
+            size={200}
+            withLabels
+            labelsPosition="inside"
+            withTooltip
+            valueFormatter={(value) => value.toLocaleString()}
+            aria-hidden
+          />
+          <Table withRowBorders={false} verticalSpacing={6} w="auto" aria-label="Enrollment funnel">
+            <Table.Tbody>
+              {steps.map((step) => (
+                <Table.Tr key={step.label}>
+                  <Table.Td>
+                    <Group gap={8} wrap="nowrap">
+                      <span style={{ width: 10, height: 10, borderRadius: 3, background: `var(--mantine-color-${step.color.replace('.', '-')})` }} />
+                      <Text size="sm">{step.label}</Text>
+                    </Group>
+                  </Table.Td>
+                  <Table.Td ta="right">
+                    <Text size="sm" fw={600}>
+                      {step.value.toLocaleString()}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td ta="right">
+                    <Text size="xs" c="dimmed">
+                      {step.rate}
+                    </Text>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Group>
+      )}
+    </Card>
+  );
+}
+
+function Row({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    <Table.Tr>
+      <Table.Th w={170} fw={500} c="dimmed" style={{ verticalAlign: 'top' }}>
+        {label}
+      </Table.Th>
+      <Table.Td>{children}</Table.Td>
+    </Table.Tr>
+  );
+}
+
+function Copyable({ value }: { value: string }) {
+  return (
+    <Group gap={4} wrap="nowrap" justify="space-between">
+      <Text className="mono" size="sm">
+        {value}
+      </Text>
+      <CopyIcon value={value} />
+    </Group>
+  );
+}
+
+function ServerCard({ status }: { status: ServerStatus }) {
+  const fingerprint = status.mqtt_tls_fingerprint ?? status.tls_fingerprint ?? null;
+  return (
+    <Card withBorder radius="md" p="md">
+      <Group justify="space-between" mb="xs">
+        <Title order={4}>Server</Title>
+        <Button component={Link} to="/settings" variant="subtle" size="xs" leftSection={<IconSettings size={14} />}>
+          Settings
+        </Button>
+      </Group>
+      <Table verticalSpacing={6} data-testid="server-status">
+        <Table.Tbody>
+          <Row label="Agent API (base URL)">
+            <Copyable value={status.api_url} />
+          </Row>
+          <Row label="Deeplink page">
+            <Copyable value={`${status.deeplink_url}/deeplink/`} />
+          </Row>
+          <Row label="Public host">
+            <Text size="sm">{status.public_host}</Text>
+          </Row>
+          <Row label="MQTT broker">
+            <Text size="sm">
+              port {status.mqtt_port} · TLS port {status.mqtt_tls_port}
+            </Text>
+          </Row>
+          <Row label="TLS fingerprint">
+            {fingerprint ? <Copyable value={fingerprint} /> : <Text size="sm" c="dimmed">Not reported by this server</Text>}
+          </Row>
+          <Row label="Connected agents">
+            <Text size="sm" data-testid="connected-agents">
+              {status.counts.online.toLocaleString()} of {status.counts.agents.toLocaleString()}
+            </Text>
+          </Row>
+          <Row label="Running since">
+            <Text size="sm">
+              <RelativeTime iso={status.started_at} />
+            </Text>
+          </Row>
+          <Row label="Data folder">
+            <Copyable value={status.data_dir} />
+          </Row>
+        </Table.Tbody>
+      </Table>
+    </Card>
+  );
+}
+
+const EVENT_ICONS: Record<string, { icon: ReactNode; color: string }> = {
+  'agent.enrolled': { icon: <IconCircleCheck size={16} />, color: 'teal' },
+  'agent.reenrolled': { icon: <IconCircleCheck size={16} />, color: 'teal' },
+  'agent.deleted': { icon: <IconTrash size={16} />, color: 'gray' },
+  'agent.online': { icon: <IconWifi size={16} />, color: 'teal' },
+  'invitation.created': { icon: <IconMail size={16} />, color: 'indigo' },
+  'invitation.refused': { icon: <IconBan size={16} />, color: 'red' },
+  'enrollment.refused': { icon: <IconBan size={16} />, color: 'red' },
+  'invitation.revoked': { icon: <IconBan size={16} />, color: 'orange' },
+};
+
+function iconOf(type: string) {
+  if (EVENT_ICONS[type]) return EVENT_ICONS[type];
+  if (type.startsWith('agent.')) return { icon: <IconDeviceMobile size={16} />, color: 'blue' };
+  if (type.startsWith('file.') || type.startsWith('package.')) return { icon: <IconFile size={16} />, color: 'grape' };
+  if (type.startsWith('invitation.') || type.startsWith('mail.')) return { icon: <IconMail size={16} />, color: 'indigo' };
+  return { icon: <IconInfoCircle size={16} />, color: 'gray' };
+}
+
+function FeedItem({ event }: { event: LiveEvent }) {
+  const { icon, color } = iconOf(event.type);
+  const target = event.agent_id !== null && event.type !== 'agent.deleted'
+    ? `/devices?agent=${event.agent_id}`
+    : event.invitation_id !== null && event.type !== 'invitation.deleted'
+      ? `/invitations/${event.invitation_id}`
+      : null;
+  return (
+    <Group className="feed-item" gap="sm" py={8} wrap="nowrap" align="flex-start" data-event-type={event.type}>
+      <ThemeIcon color={color} variant="light" size={28} radius="xl">
+        {icon}
+      </ThemeIcon>
+      <div style={{ flex: 1, minWidth: 0 }}>
+        {target ? (
+          <Anchor component={Link} to={target} size="sm" c="var(--mantine-color-text)" style={{ overflowWrap: 'anywhere' }}>
+            {event.message}
+          </Anchor>
+        ) : (
+          <Text size="sm" style={{ overflowWrap: 'anywhere' }}>
+            {event.message}
+          </Text>
+        )}
+        <Text size="xs" c="dimmed">
+          <RelativeTime iso={event.at} /> · {event.type}
+        </Text>
+      </div>
+    </Group>
+  );
+}
+
+function ActivityFeed() {
+  const feed = useFeed();
+  return (
+    <Card withBorder radius="md" p="md" h="100%">
+      <Title order={4} mb={4}>
+        Live activity
+      </Title>
+      <Text c="dimmed" size="sm" mb="xs">
+        What happens on this server, as it happens.
+      </Text>
+      <QueryView query={feed}>
+        {(events) =>
+          events.length === 0 ? (
+            <EmptyState title="No activity yet" />
+          ) : (
+            <ScrollArea.Autosize mah={620} type="auto" scrollbars="y" offsetScrollbars>
+              <div aria-live="polite" aria-relevant="additions" data-testid="activity-feed">
+                {events.map((event) => (
+                  <FeedItem key={event.id} event={event} />
+                ))}
+              </div>
+            </ScrollArea.Autosize>
+          )
+        }
+      </QueryView>
+    </Card>
+  );
+}
+
+export function Dashboard() {
+  const status = useStatus();
+  return (
+    <>
+      <PageHeader
+        title="Dashboard"
+        description="Invitations, devices and the server at a glance."
+        actions={
+          <Button component={Link} to="/invitations?new=1" leftSection={<IconMail size={16} />}>
+            Invite someone
+          </Button>
+        }
+      />
+      <QueryView query={status}>
+        {(data) => (
+          <Stack gap="lg">
+            {data.warnings.map((warning) => (
+              <Alert key={warning} color="orange" variant="light" icon={<IconAlertTriangle size={18} />} title="Phones cannot reach this server" data-testid="loopback-warning">
+                <Text size="sm">{warning}</Text>
+                <Anchor component={Link} to="/settings" size="sm">
+                  Choose the public host in Settings
+                </Anchor>
+              </Alert>
+            ))}
+            <SimpleGrid cols={{ base: 2, md: 4 }}>
+              <Stat label="Invitations" value={data.counts.invitations} hint={`${data.counts.used.toLocaleString()} used so far`} color="indigo" icon={<IconMail size={20} />} />
+              <Stat label="Pending" value={data.counts.pending} hint="not used, not expired" color="blue" icon={<IconMail size={20} />} />
+              <Stat label="Enrolled" value={data.counts.enrolled} hint={`${data.counts.agents.toLocaleString()} devices in all`} color="teal" icon={<IconDeviceMobile size={20} />} />
+              <Stat label="Online" value={data.counts.online} hint="connected to the broker" color="green" icon={<IconWifi size={20} />} />
+            </SimpleGrid>
+            <SimpleGrid cols={{ base: 1, lg: 2 }} spacing="lg">
+              <Stack gap="lg">
+                <Funnel status={data} />
+                <ServerCard status={data} />
+              </Stack>
+              <ActivityFeed />
+            </SimpleGrid>
+          </Stack>
+        )}
+      </QueryView>
+    </>
+  );
+}

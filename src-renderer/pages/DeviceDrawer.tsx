@@ -1,0 +1,194 @@
+import { Badge, Button, Divider, Drawer, Group, ScrollArea, Stack, Table, Text, Title } from '@mantine/core';
+import { IconCircleFilled, IconTrash } from '@tabler/icons-react';
+import { ApiRequestError } from '../api/client.ts';
+import { useAgent, useDeleteAgent } from '../api/queries.ts';
+import type { AgentDetail } from '../api/types.ts';
+import { Link } from '../app/router.tsx';
+import { confirmAction, EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
+import { AgentCommands } from '../features/agent-commands.tsx';
+import { enrollStatusOf } from '../lib/devices.ts';
+import { formatDateTime, fullName } from '../lib/format.ts';
+
+const FIELD_LABELS: Record<string, string> = {
+  id: 'Agent id',
+  name: 'Name',
+  serial: 'Serial',
+  uuid: 'UUID',
+  type: 'Type',
+  version: 'Agent version',
+  enroll_status: 'Enroll status',
+  is_online: 'Online',
+  last_contact: 'Last contact',
+  last_report: 'Last report',
+  lock: 'Locked',
+  wipe: 'Wipe requested',
+  fleet: 'Fleet',
+  fleet_id: 'Fleet id',
+  email: 'Enrolled by',
+  firstname: 'First name',
+  lastname: 'Last name',
+  computer_id: 'Computer id',
+  invitation_id: 'Invitation',
+  topic: 'MQTT topic',
+  entity_id: 'Entity id',
+  created_at: 'Enrolled',
+  updated_at: 'Updated',
+};
+
+function value(key: string, raw: unknown) {
+  if (raw === null || raw === undefined || raw === '') return <Text span c="dimmed">—</Text>;
+  if (key === 'invitation_id') return <Link to={`/invitations/${String(raw)}`}>Invitation {String(raw)}</Link>;
+  if (key.endsWith('_at') || key === 'last_contact' || key === 'last_report') {
+    return (
+      <>
+        {formatDateTime(String(raw))} (<RelativeTime iso={String(raw)} />)
+      </>
+    );
+  }
+  if (typeof raw === 'boolean' || key === 'lock' || key === 'wipe') return raw ? 'yes' : 'no';
+  if (typeof raw === 'object') return <span className="mono">{JSON.stringify(raw)}</span>;
+  if (key === 'topic' || key === 'uuid' || key === 'serial') return <span className="mono">{String(raw)}</span>;
+  return String(raw);
+}
+
+function Record({ agent }: { agent: AgentDetail }) {
+  const entries = Object.entries(agent).filter(([key]) => key !== 'events');
+  entries.sort(([a], [b]) => {
+    const order = Object.keys(FIELD_LABELS);
+    const ia = order.indexOf(a);
+    const ib = order.indexOf(b);
+    return (ia === -1 ? 999 : ia) - (ib === -1 ? 999 : ib);
+  });
+  return (
+    <Table verticalSpacing={4} fz="sm" data-testid="agent-record">
+      <Table.Tbody>
+        {entries.map(([key, raw]) => (
+          <Table.Tr key={key}>
+            <Table.Th w={130} fw={500} c="dimmed" style={{ verticalAlign: 'top' }}>
+              {FIELD_LABELS[key] ?? key}
+            </Table.Th>
+            <Table.Td style={{ wordBreak: 'break-word' }}>{value(key, raw)}</Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
+  const remove = useDeleteAgent();
+  const status = enrollStatusOf(agent.enroll_status);
+  return (
+    <Stack gap="md">
+      <Group justify="space-between" align="flex-start">
+        <div>
+          <Title order={3}>{agent.name}</Title>
+          <Text c="dimmed" size="sm">
+            {agent.email ?? '—'}
+            {fullName(agent) ? ` · ${fullName(agent)}` : ''}
+          </Text>
+        </div>
+        <Group gap={6}>
+          <Badge color={status.color} variant="light" data-testid="drawer-enroll-status">
+            {status.label}
+          </Badge>
+          <Badge color={agent.is_online ? 'green' : 'gray'} variant="dot" leftSection={null}>
+            {agent.is_online ? 'Online' : 'Offline'}
+          </Badge>
+        </Group>
+      </Group>
+      <div>
+        <Title order={5} mb="xs">
+          Actions
+        </Title>
+        <AgentCommands agent={agent} />
+        <Button
+          mt="sm"
+          size="xs"
+          color="red"
+          variant="subtle"
+          leftSection={<IconTrash size={14} />}
+          loading={remove.isPending}
+          onClick={async () => {
+            const ok = await confirmAction({
+              title: 'Delete this device?',
+              message: `${agent.name} is removed from the console and its agent account is closed: it can no longer talk to this server. The device itself is not wiped.`,
+              confirmLabel: 'Delete',
+            });
+            if (ok) {
+              remove.mutate(agent.id, {
+                onSuccess: () => {
+                  notifySuccess(`${agent.name} deleted`);
+                  onClose();
+                },
+                onError: (e) => notifyError('Not deleted', e),
+              });
+            }
+          }}
+        >
+          Delete device
+        </Button>
+      </div>
+      <Divider />
+      <div>
+        <Title order={5} mb="xs">
+          Agent record
+        </Title>
+        <Record agent={agent} />
+      </div>
+      <Divider />
+      <div>
+        <Title order={5} mb="xs">
+          History
+        </Title>
+        {agent.events.length === 0 ? (
+          <Text size="sm" c="dimmed">
+            No events.
+          </Text>
+        ) : (
+          <Stack gap={6} data-testid="agent-history">
+            {agent.events.map((event) => (
+              <Group key={event.id} gap="sm" wrap="nowrap" align="baseline">
+                <IconCircleFilled size={8} color="var(--mantine-color-dimmed)" style={{ flexShrink: 0 }} />
+                <div>
+                  <Text size="sm">{event.message}</Text>
+                  <Text size="xs" c="dimmed">
+                    <RelativeTime iso={event.at} /> · {event.type}
+                  </Text>
+                </div>
+              </Group>
+            ))}
+          </Stack>
+        )}
+      </div>
+    </Stack>
+  );
+}
+
+/** The detail panel of one device: the whole record, its history and its actions. */
+export function DeviceDrawer({ id, onClose }: { id: number | null; onClose: () => void }) {
+  const agent = useAgent(id);
+  return (
+    <Drawer
+      opened={id !== null}
+      onClose={onClose}
+      position="right"
+      size="lg"
+      title="Device"
+      scrollAreaComponent={ScrollArea.Autosize}
+      data-testid="device-drawer"
+    >
+      {id === null ? null : agent.isPending ? (
+        <LoadingState />
+      ) : agent.isError ? (
+        agent.error instanceof ApiRequestError && agent.error.status === 404 ? (
+          <EmptyState title="This device no longer exists">It was deleted.</EmptyState>
+        ) : (
+          <ErrorState error={agent.error} onRetry={() => void agent.refetch()} />
+        )
+      ) : (
+        <Body agent={agent.data} onClose={onClose} />
+      )}
+    </Drawer>
+  );
+}

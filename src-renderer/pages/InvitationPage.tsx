@@ -1,0 +1,460 @@
+import {
+  Alert,
+  Anchor,
+  Badge,
+  Box,
+  Breadcrumbs,
+  Button,
+  Card,
+  Code,
+  Grid,
+  Group,
+  Menu,
+  Modal,
+  Overlay,
+  Stack,
+  Table,
+  Text,
+  Title,
+} from '@mantine/core';
+import {
+  IconBan,
+  IconChevronDown,
+  IconDeviceMobile,
+  IconDownload,
+  IconPlayerPlay,
+  IconPrinter,
+  IconTrash,
+} from '@tabler/icons-react';
+import { useState } from 'react';
+import { ApiRequestError } from '../api/client.ts';
+import { useDeleteInvitation, useInvitation, useRevokeInvitation, useSimulateDevice } from '../api/queries.ts';
+import type { InvitationDetail, SimulateResult } from '../api/types.ts';
+import { Link, navigate } from '../app/router.tsx';
+import {
+  confirmAction,
+  CopyIcon,
+  EmptyState,
+  ErrorState,
+  InvitationStatusBadge,
+  LoadingState,
+  notifyError,
+  notifySuccess,
+  RelativeTime,
+} from '../components/common.tsx';
+import { MailPanel } from '../features/mail.tsx';
+import { formatDateTime, fullName } from '../lib/format.ts';
+import { shortFingerprint } from '../lib/hash.ts';
+import { printQuery } from '../lib/print-layout.ts';
+
+export function InvitationPage({ id }: { id: number }) {
+  const invitation = useInvitation(id);
+  if (invitation.isPending) return <LoadingState />;
+  if (invitation.isError) {
+    if (invitation.error instanceof ApiRequestError && invitation.error.status === 404) {
+      return (
+        <EmptyState
+          title="This invitation does not exist (any more)"
+          action={
+            <Button component={Link} to="/invitations" variant="light">
+              Back to invitations
+            </Button>
+          }
+        >
+          It may have been deleted.
+        </EmptyState>
+      );
+    }
+    return <ErrorState error={invitation.error} onRetry={() => void invitation.refetch()} />;
+  }
+  return <InvitationView invitation={invitation.data} />;
+}
+
+function QrCard({ invitation }: { invitation: InvitationDetail }) {
+  const version = shortFingerprint(invitation.deeplink);
+  const usable = invitation.status === 'pending';
+  const why = { done: 'already used', expired: 'expired', revoked: 'revoked', pending: '' }[invitation.status];
+  return (
+    <Card withBorder radius="md" p="lg">
+      <Box pos="relative" className="qr-frame" maw={420} mx="auto">
+        <img
+          src={`/api/invitations/${invitation.id}/qr.svg?v=${version}`}
+          alt={`QR code of the invitation for ${invitation.email}`}
+          data-testid="invitation-qr"
+          width={396}
+          height={396}
+        />
+        {!usable ? (
+          <Overlay color="#fff" backgroundOpacity={0.82} blur={1} center radius="md">
+            <Badge size="xl" color="gray" variant="filled">
+              Code {why}
+            </Badge>
+          </Overlay>
+        ) : null}
+      </Box>
+      <Text ta="center" size="sm" c="dimmed" mt="sm">
+        Scan with the phone's camera: it opens the enrollment page.
+      </Text>
+      <Group justify="center" mt="md" gap="sm">
+        <Button
+          component="a"
+          href={`/api/invitations/${invitation.id}/qr.png?size=1024&v=${version}`}
+          download={`invitation-${invitation.id}-qr.png`}
+          variant="default"
+          leftSection={<IconDownload size={16} />}
+        >
+          PNG
+        </Button>
+        <Button
+          component="a"
+          href={`/api/invitations/${invitation.id}/qr.svg?v=${version}`}
+          download={`invitation-${invitation.id}-qr.svg`}
+          variant="default"
+          leftSection={<IconDownload size={16} />}
+        >
+          SVG
+        </Button>
+        <Button component={Link} to={`/print${printQuery([invitation.id])}`} variant="default" leftSection={<IconPrinter size={16} />}>
+          Print
+        </Button>
+      </Group>
+    </Card>
+  );
+}
+
+function LinkRow({ label, value, testId, hint }: { label: string; value: string; testId: string; hint: string }) {
+  return (
+    <div>
+      <Group justify="space-between" gap={4} wrap="nowrap">
+        <Text size="sm" fw={500}>
+          {label}
+        </Text>
+        <CopyIcon value={value} label={`Copy ${label.toLowerCase()}`} />
+      </Group>
+      <Code block className="mono" data-testid={testId} style={{ whiteSpace: 'pre-wrap', wordBreak: 'break-all' }}>
+        {value}
+      </Code>
+      <Text size="xs" c="dimmed" mt={2}>
+        {hint}
+      </Text>
+    </div>
+  );
+}
+
+function Details({ invitation }: { invitation: InvitationDetail }) {
+  const rows: [string, React.ReactNode][] = [
+    ['Email', invitation.email],
+    ['Name', fullName(invitation) || <Text span c="dimmed">—</Text>],
+    ['Fleet', invitation.fleet ?? '—'],
+    ['Created', formatDateTime(invitation.created_at)],
+    [
+      invitation.status === 'expired' ? 'Expired' : 'Expires',
+      <>
+        {formatDateTime(invitation.expires_at)} (<RelativeTime iso={invitation.expires_at} />)
+      </>,
+    ],
+  ];
+  if (invitation.used_at) rows.push(['Used', formatDateTime(invitation.used_at)]);
+  if (invitation.revoked_at) rows.push(['Revoked', formatDateTime(invitation.revoked_at)]);
+  rows.push([
+    'Device',
+    invitation.agent ? (
+      <Anchor component={Link} to={`/devices?agent=${invitation.agent.id}`} data-testid="invitation-device">
+        {invitation.agent.name} · {invitation.agent.type} · {invitation.agent.enroll_status}
+      </Anchor>
+    ) : (
+      <Text span c="dimmed">
+        none yet
+      </Text>
+    ),
+  ]);
+  return (
+    <Table verticalSpacing={6}>
+      <Table.Tbody>
+        {rows.map(([label, value]) => (
+          <Table.Tr key={label}>
+            <Table.Th w={110} fw={500} c="dimmed">
+              {label}
+            </Table.Th>
+            <Table.Td>{value}</Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+function Helpdesk({ invitation }: { invitation: InvitationDetail }) {
+  const { helpdesk } = invitation;
+  const any = helpdesk.name || helpdesk.phone || helpdesk.email || helpdesk.website;
+  return (
+    <Card withBorder radius="md" p="md">
+      <Group justify="space-between" mb="xs">
+        <Title order={5}>Helpdesk in the invitation</Title>
+        <Anchor component={Link} to="/settings#helpdesk" size="xs">
+          Edit
+        </Anchor>
+      </Group>
+      {any ? (
+        <Table verticalSpacing={4} fz="sm" data-testid="invitation-helpdesk">
+          <Table.Tbody>
+            {(
+              [
+                ['Name', helpdesk.name],
+                ['Phone', helpdesk.phone],
+                ['Email', helpdesk.email],
+                ['Website', helpdesk.website],
+              ] as const
+            ).map(([label, value]) => (
+              <Table.Tr key={label}>
+                <Table.Th w={90} fw={500} c="dimmed">
+                  {label}
+                </Table.Th>
+                <Table.Td>{value || <Text span c="dimmed">—</Text>}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      ) : (
+        <Text size="sm" c="dimmed">
+          No helpdesk details are set: the device shows none. Add them in Settings.
+        </Text>
+      )}
+    </Card>
+  );
+}
+
+function RefusedLog({ invitation }: { invitation: InvitationDetail }) {
+  const refused = invitation.log.filter((entry) => entry.outcome === 'refused');
+  return (
+    <Card withBorder radius="md" p="md">
+      <Title order={5} mb="xs">
+        Refused attempts {refused.length ? <Badge color="red" variant="light" ml={4}>{refused.length}</Badge> : null}
+      </Title>
+      {refused.length === 0 ? (
+        <Text size="sm" c="dimmed">
+          No device has been refused with this invitation.
+        </Text>
+      ) : (
+        <Table.ScrollContainer minWidth={600}>
+          <Table verticalSpacing={4} fz="sm" striped data-testid="refused-log">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>When</Table.Th>
+                <Table.Th>Reason</Table.Th>
+                <Table.Th>Email given</Table.Th>
+                <Table.Th>Device</Table.Th>
+                <Table.Th>From</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {refused.map((entry) => (
+                <Table.Tr key={entry.id}>
+                  <Table.Td>
+                    <RelativeTime iso={entry.at} />
+                  </Table.Td>
+                  <Table.Td>{entry.message}</Table.Td>
+                  <Table.Td>{entry.email ?? '—'}</Table.Td>
+                  <Table.Td className="mono">{entry.serial ?? entry.uuid ?? '—'}</Table.Td>
+                  <Table.Td className="mono">{entry.remote_addr ?? '—'}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
+      )}
+    </Card>
+  );
+}
+
+function History({ invitation }: { invitation: InvitationDetail }) {
+  return (
+    <Card withBorder radius="md" p="md">
+      <Title order={5} mb="xs">
+        History
+      </Title>
+      {invitation.events.length === 0 ? (
+        <Text size="sm" c="dimmed">
+          Nothing yet.
+        </Text>
+      ) : (
+        <Stack gap={6} data-testid="invitation-history">
+          {invitation.events.map((event) => (
+            <Group key={event.id} gap="sm" wrap="nowrap" align="baseline">
+              <Text size="xs" c="dimmed" w={110} style={{ flexShrink: 0 }}>
+                <RelativeTime iso={event.at} />
+              </Text>
+              <Text size="sm">{event.message}</Text>
+            </Group>
+          ))}
+        </Stack>
+      )}
+    </Card>
+  );
+}
+
+function SimulationResult({ result, onClose }: { result: SimulateResult | null; onClose: () => void }) {
+  return (
+    <Modal opened={result !== null} onClose={onClose} title="Simulated device" size="lg">
+      {result ? (
+        <Stack>
+          {result.ok ? (
+            <Alert color="teal" variant="light" title="The simulated device enrolled">
+              {result.type} device {result.serial} is now agent {result.agent_id}: it appears on the Devices page.
+            </Alert>
+          ) : (
+            <Alert color="red" variant="light" title="Enrollment was refused">
+              {result.error}
+            </Alert>
+          )}
+          <Code block data-testid="simulation-log">
+            {result.log.join('\n') || '(no steps ran)'}
+          </Code>
+          <Group justify="flex-end">
+            {result.ok && result.agent_id ? (
+              <Button component={Link} to={`/devices?agent=${result.agent_id}`} variant="light" onClick={onClose}>
+                Show the device
+              </Button>
+            ) : null}
+            <Button onClick={onClose}>Close</Button>
+          </Group>
+        </Stack>
+      ) : null}
+    </Modal>
+  );
+}
+
+function Actions({ invitation }: { invitation: InvitationDetail }) {
+  const revoke = useRevokeInvitation();
+  const remove = useDeleteInvitation();
+  const simulate = useSimulateDevice();
+  const [result, setResult] = useState<SimulateResult | null>(null);
+
+  const run = (type: 'android' | 'apple') =>
+    simulate.mutate(
+      { id: invitation.id, type },
+      { onSuccess: setResult, onError: (error) => notifyError('The simulator could not run', error) },
+    );
+
+  return (
+    <Group gap="sm">
+      <Group gap={0} wrap="nowrap">
+        <Button
+          leftSection={<IconPlayerPlay size={16} />}
+          loading={simulate.isPending}
+          onClick={() => run('android')}
+          style={{ borderTopRightRadius: 0, borderBottomRightRadius: 0 }}
+          title="Runs the device simulator against this invitation, as a phone would"
+        >
+          Simulate a device
+        </Button>
+        <Menu position="bottom-end">
+          <Menu.Target>
+            <Button aria-label="Choose the simulated device type" px={8} disabled={simulate.isPending} style={{ borderTopLeftRadius: 0, borderBottomLeftRadius: 0, borderLeft: '1px solid rgba(255,255,255,.35)' }}>
+              <IconChevronDown size={16} />
+            </Button>
+          </Menu.Target>
+          <Menu.Dropdown>
+            <Menu.Item leftSection={<IconDeviceMobile size={16} />} onClick={() => run('android')}>
+              Android device
+            </Menu.Item>
+            <Menu.Item leftSection={<IconDeviceMobile size={16} />} onClick={() => run('apple')}>
+              Apple device
+            </Menu.Item>
+          </Menu.Dropdown>
+        </Menu>
+      </Group>
+      <MailPanel invitation={invitation} />
+      <Button
+        variant="default"
+        color="orange"
+        leftSection={<IconBan size={16} />}
+        disabled={invitation.status !== 'pending' && invitation.status !== 'expired'}
+        loading={revoke.isPending}
+        onClick={async () => {
+          const ok = await confirmAction({
+            title: 'Revoke this invitation?',
+            message: `The QR code and deeplink sent to ${invitation.email} stop working at once. A device already enrolled is not affected.`,
+            confirmLabel: 'Revoke',
+          });
+          if (ok) revoke.mutate(invitation.id, { onSuccess: () => notifySuccess('Invitation revoked'), onError: (e) => notifyError('Not revoked', e) });
+        }}
+      >
+        Revoke
+      </Button>
+      <Button
+        variant="default"
+        color="red"
+        leftSection={<IconTrash size={16} />}
+        loading={remove.isPending}
+        onClick={async () => {
+          const ok = await confirmAction({
+            title: 'Delete this invitation?',
+            message: `The invitation for ${invitation.email} and its log are deleted. ${invitation.agent ? 'The device it enrolled stays.' : 'Its QR code stops working.'}`,
+            confirmLabel: 'Delete',
+          });
+          if (ok) {
+            remove.mutate(invitation.id, {
+              onSuccess: () => {
+                notifySuccess('Invitation deleted');
+                navigate('/invitations');
+              },
+              onError: (e) => notifyError('Not deleted', e),
+            });
+          }
+        }}
+      >
+        Delete
+      </Button>
+      <SimulationResult result={result} onClose={() => setResult(null)} />
+    </Group>
+  );
+}
+
+function InvitationView({ invitation }: { invitation: InvitationDetail }) {
+  const name = fullName(invitation);
+  return (
+    <>
+      <title>{`${invitation.email} · Invitations · MDM Console`}</title>
+      <Breadcrumbs mb="xs">
+        <Anchor component={Link} to="/invitations" size="sm">
+          Invitations
+        </Anchor>
+        <Text size="sm">{invitation.email}</Text>
+      </Breadcrumbs>
+      <Group justify="space-between" align="flex-start" mb="lg" wrap="wrap">
+        <div>
+          <Group gap="sm">
+            <Title order={2}>{name || invitation.email}</Title>
+            <InvitationStatusBadge status={invitation.status} size="lg" data-testid="invitation-status" />
+          </Group>
+          {name ? <Text c="dimmed">{invitation.email}</Text> : null}
+        </div>
+        <Actions invitation={invitation} />
+      </Group>
+      <Grid gap="lg">
+        <Grid.Col span={{ base: 12, md: 5 }}>
+          <Stack>
+            <QrCard invitation={invitation} />
+            <Helpdesk invitation={invitation} />
+          </Stack>
+        </Grid.Col>
+        <Grid.Col span={{ base: 12, md: 7 }}>
+          <Stack>
+            <Card withBorder radius="md" p="md">
+              <Details invitation={invitation} />
+            </Card>
+            <Card withBorder radius="md" p="md">
+              <Stack gap="md">
+                <LinkRow label="Deeplink" value={invitation.deeplink} testId="invitation-deeplink" hint="The enrollment page the QR code opens; send it by message to someone who cannot scan." />
+                <LinkRow label="App link" value={invitation.app_link} testId="invitation-app-link" hint="Opens the agent app directly on a phone where it is installed." />
+              </Stack>
+            </Card>
+            <RefusedLog invitation={invitation} />
+            <History invitation={invitation} />
+          </Stack>
+        </Grid.Col>
+      </Grid>
+    </>
+  );
+}

@@ -1,0 +1,137 @@
+import { Button, Checkbox, Group, Modal, NumberInput, Select, SimpleGrid, Stack, Text, TextInput } from '@mantine/core';
+import { IconCheck } from '@tabler/icons-react';
+import { useState, type FormEvent } from 'react';
+import { ApiRequestError } from '../api/client.ts';
+import { useCreateInvitation, useFleets, useSettings } from '../api/queries.ts';
+import { navigate } from '../app/router.tsx';
+import { notifyError, notifySuccess } from '../components/common.tsx';
+import { emailProblem } from '../lib/email.ts';
+import { LIFETIME } from '../lib/invitation-import.ts';
+
+/** One invitation: email checked as it is typed, names, fleet and lifetime. */
+export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClose: () => void }) {
+  const fleets = useFleets();
+  const settings = useSettings();
+  const create = useCreateInvitation();
+  const [email, setEmail] = useState('');
+  const [firstname, setFirstname] = useState('');
+  const [lastname, setLastname] = useState('');
+  const [fleet, setFleet] = useState<string | null>(null);
+  const [days, setDays] = useState<number | string>('');
+  const [blurred, setBlurred] = useState(false);
+  const [another, setAnother] = useState(false);
+  const [serverError, setServerError] = useState<string | null>(null);
+
+  const problem = emailProblem(email);
+  // As you type: once the address has an @ (or the field was left), say what is wrong with it.
+  const showProblem = (blurred || email.includes('@')) && email.trim() !== '' ? problem : null;
+  const defaultDays = settings.data?.invitation_lifetime_days ?? 7;
+  const daysValue = days === '' ? null : Number(days);
+  const daysProblem = daysValue !== null && (!Number.isInteger(daysValue) || daysValue < LIFETIME.min || daysValue > LIFETIME.max)
+    ? `Between ${LIFETIME.min} and ${LIFETIME.max} days`
+    : null;
+
+  const reset = () => {
+    setEmail('');
+    setFirstname('');
+    setLastname('');
+    setBlurred(false);
+    setServerError(null);
+  };
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    setBlurred(true);
+    if (problem || daysProblem) return;
+    setServerError(null);
+    create.mutate(
+      {
+        email: email.trim(),
+        ...(firstname.trim() ? { firstname: firstname.trim() } : {}),
+        ...(lastname.trim() ? { lastname: lastname.trim() } : {}),
+        ...(fleet ? { fleet } : {}),
+        ...(daysValue !== null ? { days: daysValue } : {}),
+      },
+      {
+        onSuccess: (invitation) => {
+          notifySuccess(`Invitation created for ${invitation.email}`);
+          reset();
+          if (!another) {
+            onClose();
+            navigate(`/invitations/${invitation.id}`);
+          }
+        },
+        onError: (error) => {
+          if (error instanceof ApiRequestError && error.status === 400) setServerError(error.message);
+          else notifyError('The invitation was not created', error);
+        },
+      },
+    );
+  };
+
+  const fleetOptions = (fleets.data ?? []).map((f) => ({ value: f.name, label: f.is_default ? `${f.name} (default)` : f.name }));
+  return (
+    <Modal opened={opened} onClose={onClose} title="New invitation" size="lg">
+      <form onSubmit={submit} noValidate>
+        <Stack>
+          <TextInput
+            label="Email address"
+            description="The person signs in with this address on their device."
+            placeholder="name@example.com"
+            type="email"
+            required
+            data-autofocus
+            autoComplete="off"
+            value={email}
+            onChange={(e) => {
+              setEmail(e.currentTarget.value);
+              setServerError(null);
+            }}
+            onBlur={() => setBlurred(true)}
+            error={showProblem ?? serverError}
+            rightSection={!problem ? <IconCheck size={16} color="var(--mantine-color-teal-6)" aria-label="Valid address" /> : null}
+          />
+          <SimpleGrid cols={2}>
+            <TextInput label="First name" maxLength={100} value={firstname} onChange={(e) => setFirstname(e.currentTarget.value)} />
+            <TextInput label="Last name" maxLength={100} value={lastname} onChange={(e) => setLastname(e.currentTarget.value)} />
+          </SimpleGrid>
+          <SimpleGrid cols={2}>
+            <Select
+              label="Fleet"
+              placeholder={fleetOptions.find((f) => f.label.endsWith('(default)'))?.label ?? 'Default fleet'}
+              data={fleetOptions}
+              value={fleet}
+              onChange={setFleet}
+              clearable
+              allowDeselect
+            />
+            <NumberInput
+              label="Valid for (days)"
+              placeholder={`${defaultDays} (default)`}
+              min={LIFETIME.min}
+              max={LIFETIME.max}
+              allowDecimal={false}
+              value={days}
+              onChange={setDays}
+              error={daysProblem}
+            />
+          </SimpleGrid>
+          <Text size="xs" c="dimmed">
+            The invitation carries a QR code and a deeplink; the device that uses it enrolls into the chosen fleet.
+          </Text>
+          <Group justify="space-between" mt="xs">
+            <Checkbox label="Create another after this one" checked={another} onChange={(e) => setAnother(e.currentTarget.checked)} />
+            <Group gap="sm">
+              <Button variant="default" onClick={onClose}>
+                Cancel
+              </Button>
+              <Button type="submit" loading={create.isPending}>
+                Create invitation
+              </Button>
+            </Group>
+          </Group>
+        </Stack>
+      </form>
+    </Modal>
+  );
+}

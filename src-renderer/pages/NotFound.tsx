@@ -1,0 +1,18 @@
+import { Button } from '@mantine/core';
+import { EmptyState } from '../components/common.tsx';
+import { Link } from '../app/router.tsx';
+
+export function NotFound() {
+  return (
+    <EmptyState
+      title="There is no page here"
+      action={
+        <Button component={Link} to="/" variant="light">
+          Go to the dashboard
+        </Button>
+      }
+    >
+      The address may be mistyped, or what it pointed to was deleted.
+    </EmptyState>
+  );
+}
