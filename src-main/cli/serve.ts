@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
 import { startBackend } from '../backend/server.ts';
-import { simulateEnrollment } from '../device/simulate.ts';
+import { simulateEnrollment, stopSimulatedDevices } from '../device/simulate.ts';
 import { CliError } from './server-file.ts';
 
 function port(value: string | undefined, flag: string): number | undefined {
@@ -52,7 +52,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     host: values.host,
     smtpUrl,
     mailFrom: values['mail-from'],
-    simulate: simulateEnrollment,
+    // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
+    simulate: (request) => simulateEnrollment(request, { stayOnline: true }),
   });
   const { info } = backend;
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));
@@ -75,6 +76,7 @@ Press Ctrl+C to stop.`);
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
   });
+  await stopSimulatedDevices();
   await backend.close();
   console.log('Stopped; database closed.');
   return 0;

@@ -1,7 +1,10 @@
 // "Simulate a device" for the console: one enrollment run, its step log collected, never thrown.
 // Its shape matches the backend's DeviceSimulator structurally: nothing here imports the backend.
+// With stayOnline, after enrolling the device connects to the broker and stays online (answering pings, obeying
+// lock/wipe/unenroll), as a phone would, until it is unenrolled or stopSimulatedDevices() runs.
 import { runAgent } from './agent.ts';
 import { AgentApiError } from './api-client.ts';
+import { startMqttAgent, type MqttAgent } from './mqtt-agent.ts';
 
 export interface SimulateEnrollmentRequest {
   deeplink: string;
@@ -20,8 +23,11 @@ export interface SimulateEnrollmentResult {
   error: string | null;
 }
 
+/** Simulated devices still connected to the broker. */
+const connected = new Set<MqttAgent>();
+
 /** Enrolls a simulated device with the invitation's deeplink; resolves with the outcome and step log. */
-export async function simulateEnrollment(request: SimulateEnrollmentRequest): Promise<SimulateEnrollmentResult> {
+export async function simulateEnrollment(request: SimulateEnrollmentRequest, { stayOnline = false } = {}): Promise<SimulateEnrollmentResult> {
   const log: string[] = [];
   const options = {
     deeplink: request.deeplink,
@@ -31,11 +37,29 @@ export async function simulateEnrollment(request: SimulateEnrollmentRequest): Pr
     ...(request.firstname ? { firstname: request.firstname } : {}),
     ...(request.lastname ? { lastname: request.lastname } : {}),
   };
+  let result;
   try {
-    const result = await runAgent(options, (line) => log.push(line));
-    return { ok: true, agent_id: Number(result.enrollment.agentId), serial: result.enrollment.serial, type: result.enrollment.type, log, error: null };
+    result = await runAgent(options, (line) => log.push(line));
   } catch (error) {
     const message = error instanceof AgentApiError ? error.serverMessage : error instanceof Error ? error.message : String(error);
     return { ok: false, agent_id: null, serial: null, type: request.type, log, error: message };
   }
+  if (stayOnline) {
+    // Enrolled either way; a broker that cannot be reached only means the device shows offline.
+    try {
+      const agent = await startMqttAgent({ ...result.mqtt, firstConnectTimeoutMs: 10_000, log: (line) => log.push(line) });
+      connected.add(agent);
+      void agent.finished.then(() => connected.delete(agent));
+    } catch (error) {
+      log.push(`MQTT … not connected: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  return { ok: true, agent_id: Number(result.enrollment.agentId), serial: result.enrollment.serial, type: result.enrollment.type, log, error: null };
+}
+
+/** Disconnects every simulated device (cleanly: they say they are offline). */
+export async function stopSimulatedDevices(): Promise<void> {
+  const agents = [...connected];
+  connected.clear();
+  await Promise.allSettled(agents.map((agent) => agent.stop()));
 }

@@ -4,7 +4,7 @@ import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, session, shell, t
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startBackend, type RunningBackend } from '../backend/server.ts';
-import { simulateEnrollment } from '../device/simulate.ts';
+import { simulateEnrollment, stopSimulatedDevices } from '../device/simulate.ts';
 import { CONSOLE_CSP, isConsoleUrl, isExternalOpenable, isPermissionAllowed, pdfRequest } from './policy.ts';
 import { loadWindowState, trackWindowState } from './window-state.ts';
 
@@ -150,7 +150,7 @@ ipcMain.handle('console:save-pdf', async (event, input: unknown) => {
 
 async function start(): Promise<void> {
   try {
-    backend = await startBackend({ simulate: simulateEnrollment });
+    backend = await startBackend({ simulate: (request) => simulateEnrollment(request, { stayOnline: true }) });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const busy = (error as { code?: string }).code === 'EADDRINUSE';
@@ -190,10 +190,12 @@ if (!app.requestSingleInstanceLock()) {
     if (!backend || stopping) return;
     event.preventDefault();
     stopping = true;
-    void backend.close().finally(() => {
-      backend = null;
-      app.quit();
-    });
+    void stopSimulatedDevices()
+      .then(() => backend?.close())
+      .finally(() => {
+        backend = null;
+        app.quit();
+      });
   });
   void app.whenReady().then(start);
 }
