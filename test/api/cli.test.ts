@@ -88,7 +88,9 @@ describe('serve + CLI + simulator, as a user runs them', () => {
     expect(listed.code, listed.stderr).toBe(0);
     const agents = JSON.parse(listed.stdout);
     const agent = agents.find((a: { serial: string }) => a.serial === 'CLI-0001');
-    expect(agent).toMatchObject({ name: 'CLI-0001', enroll_status: 'enrolled', fleet: 'Default fleet', is_online: false, last_contact: null });
+    // The simulator connected to the broker after enrolling, then left: offline, with a last contact.
+    expect(agent).toMatchObject({ name: 'CLI-0001', enroll_status: 'enrolled', fleet: 'Default fleet', is_online: false });
+    expect(Date.parse(agent.last_contact)).not.toBeNaN();
     expect(Number.isInteger(agent.id)).toBe(true);
 
     const again = await cli(['agent', '--deeplink', invitation.deeplink, '--email', 'carol@example.com', '--serial', 'CLI-0002']);

@@ -34,7 +34,13 @@ export interface AdminApp {
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
 export async function adminApp({ services, files, adminToken, info, simulate, broker }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, forceCloseConnections: true });
+  // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 1024 * 1024,
+    forceCloseConnections: true,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
+  });
   installAdminErrorHandling(app);
 
   // One-time console sign-in: /auth?ticket=… sets the cookie and lands on the console.

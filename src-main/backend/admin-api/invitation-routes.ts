@@ -13,7 +13,8 @@ export const InvitationInputSchema = Type.Object(
     firstname: Name,
     lastname: Name,
     fleet: Name,
-    days: Type.Optional(Type.Union([Type.Integer({ minimum: LIFETIME_DAYS.min, maximum: LIFETIME_DAYS.max }), Type.Null()])),
+    // No null branch: type coercion would turn an out-of-range 0 into null, i.e. the default.
+    days: Type.Optional(Type.Integer({ minimum: LIFETIME_DAYS.min, maximum: LIFETIME_DAYS.max })),
   },
   { additionalProperties: false },
 );

@@ -1,0 +1,192 @@
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentCall, enrollByHand, startTestBackend, type TestBackend } from '../helpers/backend.ts';
+
+let t: TestBackend;
+
+beforeAll(async () => {
+  t = await startTestBackend();
+});
+afterAll(async () => {
+  await t.stop();
+});
+
+/** Reads an SSE stream until `until` has seen what it wants; returns the events read. */
+function readEvents(headers: Record<string, string>, until: (events: { id: string; type: string; data: any }[]) => boolean, query = '') {
+  return new Promise<{ id: string; type: string; data: any }[]>((resolve, reject) => {
+    const events: { id: string; type: string; data: any }[] = [];
+    const req = httpRequest(`${t.backend.info.admin_url}/api/events/stream${query}`, { headers }, (res) => {
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toContain('text/event-stream');
+      let buffer = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const field = (name: string) => block.split('\n').find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2);
+          const data = field('data');
+          if (data) events.push({ id: field('id')!, type: field('event')!, data: JSON.parse(data) });
+        }
+        if (until(events)) {
+          req.destroy();
+          resolve(events);
+        }
+      });
+    });
+    req.on('error', (error) => (error.message.includes('aborted') || (error as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(error)));
+    req.end();
+    setTimeout(() => reject(new Error(`timed out; got ${JSON.stringify(events.map((e) => e.type))}`)), 15_000).unref();
+  });
+}
+
+const bearer = () => ({ authorization: `Bearer ${t.backend.info.admin_token}` });
+
+describe('admin authentication', () => {
+  it('refuses calls without the admin token, or with a wrong one', async () => {
+    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: t.backend.info.admin_token }, { cookie: 'mdm_console=forged' }]) {
+      const response = await fetch(`${t.backend.info.admin_url}/api/invitations`, { headers });
+      expect(response.status).toBe(401);
+      expect((await response.json()).error).toBe('ERROR_UNAUTHORIZED');
+    }
+  });
+
+  it('listens on loopback only', () => {
+    expect(new URL(t.backend.info.admin_url).hostname).toBe('127.0.0.1');
+  });
+
+  it('exchanges a one-time console ticket for an HttpOnly, SameSite=Strict cookie', async () => {
+    const first = await fetch(t.backend.info.console_url, { redirect: 'manual' });
+    expect(first.status).toBe(302);
+    const cookie = first.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).not.toContain(t.backend.info.admin_token);
+    const withCookie = await fetch(`${t.backend.info.admin_url}/api/status`, { headers: { cookie: cookie.split(';')[0]! } });
+    expect(withCookie.status).toBe(200);
+    expect(JSON.stringify(await withCookie.json())).not.toContain(t.backend.info.admin_token);
+    const again = await fetch(t.backend.info.console_url, { redirect: 'manual' });
+    expect(again.status).toBe(401);
+  });
+});
+
+describe('the event stream', () => {
+  it('relays every change live, then catches a reconnecting client up from Last-Event-ID', async () => {
+    const live = readEvents(bearer(), (events) => events.some((e) => e.type === 'agent.enrolled' && e.data.data.serial === 'SSE-1'));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const { body: invitation } = await t.admin('POST', '/invitations', { email: 'sse@example.com' });
+    await enrollByHand(t.apiUrl, invitation, { serial: 'SSE-1' });
+    const events = await live;
+    const types = events.map((e) => e.type);
+    expect(types).toContain('invitation.created');
+    expect(types.indexOf('invitation.created')).toBeLessThan(types.indexOf('agent.enrolled'));
+    const enrolled = events.find((e) => e.type === 'agent.enrolled')!;
+    expect(enrolled.data.invitation_id).toBe(invitation.id);
+    expect(Number.isInteger(enrolled.data.agent_id)).toBe(true);
+
+    const created = events.find((e) => e.type === 'invitation.created')!;
+    const replay = await readEvents({ ...bearer(), 'last-event-id': created.id }, (seen) => seen.some((e) => e.type === 'agent.enrolled'));
+    expect(replay[0]!.id).not.toBe(created.id);
+    expect(replay.map((e) => e.type)).toContain('agent.enrolled');
+  });
+});
+
+describe('invitations', () => {
+  it('lists with status, search and fleet filters', async () => {
+    const { body: fleet } = await t.admin('POST', '/fleets', { name: 'Filters' });
+    const { body: a } = await t.admin('POST', '/invitations', { email: 'filter-a@example.com', firstname: 'Zed', fleet: 'filters' });
+    const { body: b } = await t.admin('POST', '/invitations', { email: 'filter_b@example.com' });
+    await t.admin('POST', `/invitations/${b.id}/revoke`);
+    const list = async (query: string) => (await t.admin('GET', `/invitations?${query}`)).body.items.map((i: { id: number }) => i.id);
+    expect(await list(`fleet_id=${fleet.id}`)).toEqual([a.id]);
+    expect(await list('q=zed')).toEqual([a.id]);
+    expect(await list('q=filter_b')).toEqual([b.id]); // _ is literal, not a wildcard
+    expect(await list('status=revoked')).toContain(b.id);
+    expect(await list('status=pending')).toContain(a.id);
+    expect(await list('status=pending')).not.toContain(b.id);
+    expect((await t.admin('GET', '/invitations?status=bogus')).status).toBe(400);
+  });
+
+  it('validates input with clear errors and creates nothing from a bad bulk', async () => {
+    const cases: [unknown, number][] = [
+      [{ email: 'not-an-email' }, 400],
+      [{ email: 'ok@example.com', days: 0 }, 400],
+      [{ email: 'ok@example.com', days: 181 }, 400],
+      [{ email: 'ok@example.com', fleet: 'No such fleet' }, 400],
+      [{ email: 'ok@example.com', extra: 1 }, 400],
+      [{}, 400],
+      ['just a string', 400],
+    ];
+    for (const [body, status] of cases) {
+      const response = await t.admin('POST', '/invitations', body);
+      expect(response.status, JSON.stringify(body)).toBe(status);
+      expect(typeof response.body.message).toBe('string');
+    }
+    const before = (await t.admin('GET', '/invitations')).body.total;
+    const bulk = await t.admin('POST', '/invitations/bulk', {
+      invitations: [{ email: 'good1@example.com' }, { email: 'bad' }, { email: 'good1@example.com' }],
+    });
+    expect(bulk.status).toBe(400);
+    expect(bulk.body.errors).toEqual([expect.stringMatching(/^row 2: /), expect.stringMatching(/^row 3: .*row 1/)]);
+    expect((await t.admin('GET', '/invitations')).body.total).toBe(before);
+  });
+
+  it('re-inviting an email reuses its user and token; delete removes the invitation', async () => {
+    const { body: first } = await t.admin('POST', '/invitations', { email: 'Again@Example.com' });
+    const { body: second } = await t.admin('POST', '/invitations', { email: 'again@example.COM' });
+    expect(second.user_token).toBe(first.user_token);
+    expect(second.invitation_token).not.toBe(first.invitation_token);
+    expect((await t.admin('DELETE', `/invitations/${first.id}`)).status).toBe(204);
+    expect((await t.admin('GET', `/invitations/${first.id}`)).status).toBe(404);
+    expect((await t.admin('DELETE', `/invitations/${first.id}`)).status).toBe(404);
+  });
+
+  it('will not revoke a used invitation', async () => {
+    const { body: invitation } = await t.admin('POST', '/invitations', { email: 'used-revoke@example.com' });
+    await enrollByHand(t.apiUrl, invitation);
+    const response = await t.admin('POST', `/invitations/${invitation.id}/revoke`);
+    expect(response.status).toBe(409);
+  });
+});
+
+describe('agents, fleets and settings', () => {
+  it('deleting an agent retires its api_token', async () => {
+    const { body: invitation } = await t.admin('POST', '/invitations', { email: 'delete-agent@example.com' });
+    const { session, created } = await enrollByHand(t.apiUrl, invitation);
+    const record = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${created.body.id}?session_token=${session}`)).body;
+    const { body: detail } = await t.admin('GET', `/agents/${created.body.id}`);
+    expect(detail.events.map((e: { type: string }) => e.type)).toContain('agent.enrolled');
+    expect((await t.admin('DELETE', `/agents/${created.body.id}`)).status).toBe(204);
+    expect((await t.admin('GET', `/agents/${created.body.id}`)).status).toBe(404);
+    expect((await agentCall(t.apiUrl, 'GET', `initSession?user_token=${record.api_token}`)).status).toBe(401);
+    const { body: seen } = await t.admin('GET', `/invitations/${invitation.id}`);
+    expect(seen.agent).toBeNull();
+  });
+
+  it('creates and renames fleets, refusing duplicates', async () => {
+    const created = await t.admin('POST', '/fleets', { name: 'Warehouse' });
+    expect(created.status).toBe(201);
+    expect((await t.admin('POST', '/fleets', { name: 'warehouse' })).status).toBe(409);
+    expect((await t.admin('POST', '/fleets', { name: '' })).status).toBe(400);
+    const renamed = await t.admin('PATCH', `/fleets/${created.body.id}`, { name: 'Depot' });
+    expect(renamed.body.name).toBe('Depot');
+    expect((await t.admin('PATCH', '/fleets/9999', { name: 'X' })).status).toBe(404);
+    const { body } = await t.admin('GET', '/fleets');
+    expect(body.items.filter((f: { is_default: number }) => f.is_default)).toHaveLength(1);
+  });
+
+  it('validates settings and applies them to new deeplinks at once', async () => {
+    expect((await t.admin('PATCH', '/settings', { invitation_lifetime_days: 0 })).status).toBe(400);
+    expect((await t.admin('PATCH', '/settings', { app_link_scheme: 'no spaces' })).status).toBe(400);
+    expect((await t.admin('PATCH', '/settings', { nonsense: 1 })).status).toBe(400);
+    expect((await t.admin('PATCH', '/settings', {})).status).toBe(400);
+    const ok = await t.admin('PATCH', '/settings', { invitation_lifetime_days: 30, helpdesk_name: 'Desk 42' });
+    expect(ok.status).toBe(200);
+    expect(ok.body.invitation_lifetime_days).toBe(30);
+    const { body: invitation } = await t.admin('POST', '/invitations', { email: 'settings@example.com' });
+    expect(Date.parse(invitation.expires_at) - Date.parse(invitation.created_at)).toBe(30 * 24 * 3600 * 1000);
+    expect(Buffer.from(invitation.deeplink_data, 'base64').toString()).toContain(';Desk 42;');
+  });
+});
