@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_MAIL_SETTINGS } from '../../src-main/backend/mail/mail-settings.ts';
-import { SecretStore, type SecretProtector } from '../../src-main/backend/mail/secrets.ts';
+import { osSecretProtector, SecretStore, type SecretProtector } from '../../src-main/backend/mail/secrets.ts';
 import { parseSmtpUrl, redactSmtpUrl, resolveMailTarget, SmtpUrlError, transportOptions } from '../../src-main/backend/mail/smtp-config.ts';
 
 describe('SMTP URLs', () => {
@@ -83,6 +83,16 @@ describe('the secret store', () => {
     const headless = new SecretStore(dir);
     expect(headless.has('smtp_password')).toBe(false);
     expect(headless.isUnreadable('smtp_password')).toBe(true);
+
+    // The safeStorage adapter, with a stand-in for Electron's safeStorage.
+    const fakeSafeStorage = {
+      isEncryptionAvailable: () => true,
+      encryptString: (plain: string) => Buffer.from([...Buffer.from(plain)].map((b) => b ^ 0x5a)),
+      decryptString: (data: Buffer) => Buffer.from([...data].map((b) => b ^ 0x5a)).toString(),
+    };
+    new SecretStore(dir, osSecretProtector(fakeSafeStorage)).set('smtp_password', 'via-keychain');
+    expect(readFileSync(join(dir, 'secrets.json'), 'utf8')).not.toContain('via-keychain');
+    expect(new SecretStore(dir, osSecretProtector(fakeSafeStorage)).get('smtp_password')).toBe('via-keychain');
 
     writeFileSync(join(dir, 'secrets.json'), JSON.stringify({ version: 1, protection: 'file-0600', values: { smtp_password: 'x' } }), { mode: 0o644 });
     expect(new SecretStore(dir).get('smtp_password')).toBe('x');

@@ -19,6 +19,26 @@ export const plainProtector: SecretProtector = {
   unprotect: (stored) => stored,
 };
 
+/** The part of Electron's `safeStorage` we use; the shell passes `safeStorage` itself. */
+export interface OsSecretStorage {
+  isEncryptionAvailable(): boolean;
+  encryptString(plain: string): Buffer;
+  decryptString(encrypted: Buffer): string;
+}
+
+/**
+ * A protector backed by the OS keychain through Electron's safeStorage (the file stays 0600 too).
+ * In the desktop shell, once the app is ready:
+ * `startBackend({ secretProtector: safeStorage.isEncryptionAvailable() ? osSecretProtector(safeStorage) : undefined })`.
+ */
+export function osSecretProtector(storage: OsSecretStorage): SecretProtector {
+  return {
+    kind: 'os-safe-storage',
+    protect: (plain) => storage.encryptString(plain).toString('base64'),
+    unprotect: (stored) => storage.decryptString(Buffer.from(stored, 'base64')),
+  };
+}
+
 export type SecretName = 'smtp_password';
 
 interface SecretFile {
