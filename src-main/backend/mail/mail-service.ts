@@ -296,8 +296,12 @@ export class MailService {
       return this.finish(job, 'failed', { error: `${what}: ${(error as Error).message}` }, row);
     }
     if (target.kind === 'outbox') {
-      const { file, messageId } = await this.deps.outbox.write(message, `invitation-${row.id}-${row.email}`);
-      return this.finish(job, 'outbox', { outboxFile: file, messageId }, row);
+      try {
+        const { file, messageId } = await this.deps.outbox.write(message, `invitation-${row.id}-${row.email}`);
+        return this.finish(job, 'outbox', { outboxFile: file, messageId }, row);
+      } catch (error) {
+        return this.finish(job, 'failed', { error: `Could not write to the outbox ${this.outboxDir}: ${(error as Error).message}` }, row);
+      }
     }
     const lease = this.lease(target);
     try {
