@@ -49,6 +49,7 @@ describe('mail settings', () => {
       { mail_from_address: 'not an address' },
       { smtp_url: 'http://example.com' },
       { mail_agent_app_url: 'javascript:alert(1)' },
+      { smtp_passwd: 'typo' },
       { mail_html_template: '<p>{{name}} {{#helpdesk}}</p>', mail_from_name: 'changed?' },
     ];
     for (const body of cases) {
