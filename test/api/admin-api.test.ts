@@ -46,10 +46,11 @@ const bearer = () => ({ authorization: `Bearer ${t.backend.info.admin_token}` })
 
 describe('admin authentication', () => {
   it('refuses calls without the admin token, or with a wrong one', async () => {
-    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: t.backend.info.admin_token }, { cookie: 'mdm_console=forged' }]) {
+    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer nope' }, { authorization: t.backend.info.admin_token }, { cookie: 'mdm_console=forged' }];
+    for (const headers of attempts) {
       const response = await fetch(`${t.backend.info.admin_url}/api/invitations`, { headers });
       expect(response.status).toBe(401);
-      expect((await response.json()).error).toBe('ERROR_UNAUTHORIZED');
+      expect(((await response.json()) as { error: string }).error).toBe('ERROR_UNAUTHORIZED');
     }
   });
 
