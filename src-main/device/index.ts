@@ -13,3 +13,5 @@ export { AgentApiClient, AgentApiError } from './api-client.ts';
 export type { AgentRecord, AgentCreationInput, ContentKind, FullSession } from './api-client.ts';
 export { simulateEnrollment } from './simulate.ts';
 export type { SimulateEnrollmentRequest, SimulateEnrollmentResult } from './simulate.ts';
+export { startMqttAgent, MqttAgent, MqttRefusedError } from './mqtt-agent.ts';
+export type { MqttAgentOptions, MqttAgentEvent, MqttAgentState, MqttAgentEndReason } from './mqtt-agent.ts';

@@ -244,8 +244,11 @@ export class MqttAgent {
   /** After CONNACK: subscribe to T/# (and known fleet topics), then say online. */
   private async online(client: MqttClient): Promise<void> {
     const filters = [`${this.topic}/#`, 'MdmManifest/#', ...this.state.fleetTopics.map((t) => `${t}/#`)];
-    const granted = await client.subscribeAsync(subscriptionMap(filters));
-    const refused = granted.filter((g) => g.qos === 128).map((g) => g.topic);
+    // mqtt.js rejects when the broker refuses a filter (SUBACK 0x80); the others still hold.
+    const refused = await client.subscribeAsync(subscriptionMap(filters)).then(
+      (granted) => granted.filter((g) => g.qos === 128).map((g) => g.topic),
+      (error: { packet?: { granted?: (number | object)[] } }) => filters.filter((_, i) => error.packet?.granted?.[i] === 128),
+    );
     await client.publishAsync(`${this.topic}/Status/Online`, ONLINE(true), { qos: 1, retain: true });
     this.log(
       `mqtt: online at ${this.where()} as ${this.options.username} (MQTT ${(this.options.protocolVersion ?? 4) === 3 ? '3.1' : '3.1.1'}` +

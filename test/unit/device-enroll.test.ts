@@ -265,6 +265,7 @@ describe('agent record and serial helpers', () => {
   });
 });
 
+// This fake serves the REST API only, no broker: the runs below enroll with --no-mqtt.
 describe('runAgentCommand', () => {
   const run = async (argv: string[]) => {
     const stdout: string[] = [];
@@ -274,7 +275,7 @@ describe('runAgentCommand', () => {
   };
 
   it('enrolls and prints one JSON object with --json', async () => {
-    const { code, stdout, stderr } = await run(['--deeplink', deeplink(), '--email', EMAIL, '--serial', 'R58JSON0001', '--json']);
+    const { code, stdout, stderr } = await run(['--deeplink', deeplink(), '--email', EMAIL, '--serial', 'R58JSON0001', '--json', '--no-mqtt']);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     const output = JSON.parse(stdout) as { ok: boolean; enrollment: { apiToken: string; agent: { mqttpasswd: string } }; mqtt: { username: string } };
     expect(output.ok).toBe(true);
@@ -283,7 +284,7 @@ describe('runAgentCommand', () => {
   });
 
   it('prints progress lines and a summary without secrets', async () => {
-    const { code, stdout } = await run(['--deeplink', deeplink(), '--email', EMAIL, '--serial', 'R58HUMAN001']);
+    const { code, stdout } = await run(['--deeplink', deeplink(), '--email', EMAIL, '--serial', 'R58HUMAN001', '--no-mqtt']);
     expect(code).toBe(0);
     expect(stdout).toContain('4/5 POST PluginMdmAgent … ok (agent 12 — Agent created)');
     expect(stdout).toContain('enrolled: agent 12 (R58HUMAN001), android 1.0.0');
@@ -312,7 +313,7 @@ describe('runAgentCommand', () => {
   });
 
   it('downloads after enrollment with a new api_token session', async () => {
-    const { code, stderr } = await run(['--deeplink', deeplink(), '--email', EMAIL, '--download', 'package:77']);
+    const { code, stderr } = await run(['--deeplink', deeplink(), '--email', EMAIL, '--download', 'package:77', '--no-mqtt']);
     expect(code).toBe(1); // this fake serves no packages
     expect(stderr).toBe('error: ERROR_ITEM_NOT_FOUND: Item not found (HTTP 404 from GET PluginMdmPackage/77)');
     expect(state.requests.slice(-2).map((r) => [r.path, r.query])).toEqual([

@@ -37,7 +37,7 @@ export class FailureThrottle {
   /** How long an attempt from `address` waits before it is checked. */
   delayFor(address: string): number {
     const failures = this.current(address)?.failures ?? 0;
-    const over = failures - this.options.freeFailures;
+    const over = failures - Math.max(this.options.freeFailures, 1);
     if (over < 0) return 0;
     return Math.min(this.options.baseDelayMs * 2 ** Math.min(over, 30), this.options.maxDelayMs);
   }

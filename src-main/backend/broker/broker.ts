@@ -52,6 +52,10 @@ export interface MqttBroker {
   tlsPort: number;
   certificate: BrokerCertificate;
   commands: AgentCommands;
+  /** In-process publishing (QoS 1), outside every ACL: policies, manifests, fleet messages. */
+  publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
+  /** The message the broker keeps retained on `topic` (exact name), or null. */
+  retained(topic: string): Promise<string | null>;
   status(): BrokerStatus;
   /** Disconnects every client, releases both ports; agents are marked offline. */
   close(): Promise<void>;
@@ -283,6 +287,12 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     tlsPort,
     certificate,
     commands,
+    publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
+    retained: async (topic) => {
+      const persistence = (aedes as unknown as { persistence: { createRetainedStream(pattern: string): AsyncIterable<{ payload: Buffer | string }> } }).persistence;
+      for await (const packet of persistence.createRetainedStream(topic.replace(/[+#]/g, ''))) return packet.payload.toString();
+      return null;
+    },
     status: () => {
       const counts = registry.counts();
       return {
