@@ -37,6 +37,10 @@ describe('MQTT login with mqtt.js', () => {
     await v311.endAsync();
     const v31 = await connectAgent(t, agent, { protocolVersion: 3, protocolId: 'MQIsdp' });
     expect(v31.connected).toBe(true);
+    await v31.endAsync();
+    // A UUID as client id is longer than MQTT 3.1's 23 characters; accepted all the same.
+    const uuidId = await connectAgent(t, agent, { protocolVersion: 3, protocolId: 'MQIsdp', clientId: crypto.randomUUID() });
+    expect(uuidId.connected).toBe(true);
   });
 
   it('refuses a wrong password and an unknown serial in the CONNACK (4), and records it', async () => {

@@ -13,6 +13,7 @@ import {
   mosquittoLogin,
   nextEvent,
   ofAgent,
+  refusalCode,
   run,
   type EnrolledAgent,
 } from '../helpers/mqtt.ts';
@@ -144,6 +145,17 @@ describe('commands through the admin API', () => {
     expect((await command(again, 'ping')).status).toBe(202);
     await box.next((m) => m.topic.endsWith('/Command/Ping'));
     expect(box.messages.map((m) => m.topic)).toEqual([`${agent.topic}/Command/Ping`]);
+  });
+});
+
+describe('deleting an agent', () => {
+  it('disconnects it, and its credentials stop working', async () => {
+    const agent = await enrollAgent(t);
+    const { client } = await listening(agent);
+    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+    expect((await t.admin('DELETE', `/agents/${agent.id}`)).status).toBe(204);
+    await closed;
+    expect(await refusalCode(t, agent)).toBe(4);
   });
 });
 

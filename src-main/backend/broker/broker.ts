@@ -159,6 +159,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
 
   aedes = await Aedes.createBroker({
     drainTimeout: 30_000,
+    // MQTT 3.1 says 23 characters; agents that send a UUID (36) are accepted like MQTT 3.1.1 ones.
+    maxClientsIdLength: 128,
     authenticate(client, username, password, done) {
       const run = () => {
         const result = check(client, username ?? undefined, password ?? undefined);

@@ -104,16 +104,6 @@ export class PresenceTracker {
     return ids;
   }
 
-  isOnline(agentId: number): boolean {
-    return this.online.get(agentId) ?? false;
-  }
-
-  forget(agentId: number): void {
-    this.online.delete(agentId);
-    this.lastWrite.delete(agentId);
-    this.retainedOnline.delete(agentId);
-  }
-
   private set(agent: AgentIdentity, online: boolean, reason: Reason, info: ConnectionInfo | undefined): void {
     const now = Date.now();
     const at = new Date(now).toISOString();
