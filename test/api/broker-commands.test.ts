@@ -1,5 +1,8 @@
 // Commands through the admin API and the CLI: what is published (retained where DESIGN.md says),
 // the record's flags, the events, and the agent's replies.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
@@ -145,6 +148,30 @@ describe('commands through the admin API', () => {
     expect((await command(again, 'ping')).status).toBe(202);
     await box.next((m) => m.topic.endsWith('/Command/Ping'));
     expect(box.messages.map((m) => m.topic)).toEqual([`${agent.topic}/Command/Ping`]);
+  });
+});
+
+describe('a backend restart', () => {
+  it('keeps the commands an offline agent has not received yet (lock, wipe, unenroll)', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'mdm-retained-'));
+    try {
+      const first = await startTestBackend({ dataDir });
+      const agent = await enrollAgent(first);
+      for (const name of ['lock', 'wipe', 'unenroll']) expect((await first.admin('POST', `/agents/${agent.id}/commands`, { command: name })).status).toBe(202);
+      await first.stop();
+      const second = await startTestBackend({ dataDir });
+      try {
+        const client = await connectAgent(second, agent);
+        const box = inbox(client);
+        await client.subscribeAsync({ [`${agent.topic}/#`]: { qos: 1 } });
+        for (const text of ['{"lock":"now"}', '{"wipe":"now"}', '{"unenroll":"now"}']) expect((await box.next((m) => m.text === text)).retain).toBe(true);
+      } finally {
+        await closeClients();
+        await second.stop();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -38,6 +38,9 @@ export class BrokerAgentStore {
       wipe: db.prepare(`UPDATE agents SET wipe = ?, updated_at = ? WHERE id = ?`),
       enrollStatus: db.prepare(`UPDATE agents SET enroll_status = ?, updated_at = ? WHERE id = ?`),
       fleet: db.prepare(`UPDATE agents SET fleet_id = ?, updated_at = ? WHERE id = ?`),
+      pending: db.prepare(
+        `SELECT ${COLUMNS} FROM agents WHERE enroll_status != '${ENROLL.unenrolled}' AND (lock = 1 OR wipe = 1 OR enroll_status = '${ENROLL.unenrolling}')`,
+      ),
     };
   }
 
@@ -78,6 +81,11 @@ export class BrokerAgentStore {
 
   setEnrollStatus(id: number, status: string, at: string): void {
     this.statements.enrollStatus.run(status, at, id);
+  }
+
+  /** Agents whose record holds a command they may not have received yet (locked, wiped, unenrolling). */
+  withPendingCommands(): BrokerAgentRow[] {
+    return this.statements.pending.all() as BrokerAgentRow[];
   }
 
   setFleet(id: number, fleetId: number, at: string): void {

@@ -210,6 +210,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     },
   });
 
+  const restored = await commands.restoreRetained();
+
   aedes.on('clientReady', (client) => {
     const agent = registry.identityOf(client);
     if (agent) presence.connected(client, agent);
@@ -280,7 +282,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     'broker.started',
     `MQTT broker listening on port ${port} and ${tlsPort} (TLS)${wasOnline.length > 0 ? `; ${wasOnline.length} agent(s) left online by the previous run marked offline` : ''}`,
     {},
-    { port, tls_port: tlsPort, fingerprint_sha256: certificate.fingerprint256, marked_offline: wasOnline },
+    { port, tls_port: tlsPort, fingerprint_sha256: certificate.fingerprint256, marked_offline: wasOnline, restored_commands_for: restored },
   );
 
   let closing: Promise<void> | null = null;

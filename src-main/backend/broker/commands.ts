@@ -166,6 +166,22 @@ export class AgentCommands {
     });
   }
 
+  /**
+   * Retained messages live in the broker's memory: after a restart, the commands the records still
+   * hold (lock, wipe, unenroll) are retained again, so an agent that was offline still gets them.
+   */
+  async restoreRetained(): Promise<number> {
+    const agents = this.store.withPendingCommands();
+    for (const agent of agents) {
+      const pending: AgentCommand[] = [];
+      if (agent.lock === 1) pending.push('lock');
+      if (agent.wipe === 1) pending.push('wipe');
+      if (agent.enroll_status === ENROLL.unenrolling) pending.push('unenroll');
+      for (const command of pending) await this.publish(agent, MESSAGES[command].subtopic, MESSAGES[command].payload, true);
+    }
+    return agents.length;
+  }
+
   /** Clears an agent's retained commands (it was deleted, unenrolled or enrolled again). */
   forgetAgent(agentId: number): void {
     const entry = this.retained.get(agentId);
