@@ -1,0 +1,225 @@
+// Child processes of the bench: `serve`, the reference servers, load-generator workers.
+// Everything listens on loopback ports chosen by the OS; everything started here is stopped here.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const SERVE_ENTRY = join(ROOT, 'src-main', 'cli', 'main.ts');
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux everywhere we run). */
+const CLK_TCK = 100;
+
+/** The hard limit on open files of this process: no child can go above it. */
+export function hardFileLimit(): number {
+  const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  const hard = line?.trim().split(/\s+/)[4];
+  return hard === 'unlimited' || hard === undefined ? 1 << 20 : Number(hard);
+}
+
+/** The open-files limit a bench child gets: as many as wanted, capped by the hard limit. */
+export function childFileLimit(wanted = 65_536): number {
+  return Math.min(wanted, hardFileLimit());
+}
+
+/** Wraps a command so it runs with a raised open-files limit (bash's ulimit, then exec). */
+export function withFileLimit(command: string[], limit = childFileLimit()): string[] {
+  const quoted = command.map((part) => `'${part.replace(/'/g, `'\\''`)}'`).join(' ');
+  return ['bash', '-c', `ulimit -n ${limit} && exec ${quoted}`];
+}
+
+/** CPU time (user + system) of a process so far, in seconds, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After "pid (comm) ": state is field 3, utime field 14, stime field 15 (1-based, whole line).
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+/** Resident memory of a process, in bytes (VmRSS). */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmRSS:\s+(\d+) kB/.exec(status);
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
+/** Peak resident memory of a process so far, in bytes (VmHWM). */
+export function peakRssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmHWM:\s+(\d+) kB/.exec(status);
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
+export function openFiles(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return 0;
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A free TCP port on 127.0.0.1 (for servers that cannot be told "port 0"). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Waits until a TCP port on 127.0.0.1 accepts connections. */
+export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+  const { connect } = await import('node:net');
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect({ port, host: '127.0.0.1' });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(20);
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
+}
+
+export interface Child {
+  process: ChildProcess;
+  pid: number;
+  logFile: string;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. */
+  stop(graceMs?: number): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+/** Spawns a child whose output goes to a log file (kept for the report on failure). */
+export function startChild(command: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; logFile: string; ipc?: boolean }): Child {
+  const fd = openSync(options.logFile, 'a');
+  const child = spawn(command[0]!, command.slice(1), {
+    cwd: options.cwd ?? ROOT,
+    env: options.env ?? process.env,
+    stdio: options.ipc ? ['ignore', fd, fd, 'ipc'] : ['ignore', fd, fd],
+  });
+  closeSync(fd);
+  if (child.pid === undefined) throw new Error(`could not start ${command.join(' ')}`);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  live.add(child);
+  void exited.then(() => live.delete(child));
+  return {
+    process: child,
+    pid: child.pid,
+    logFile: options.logFile,
+    exited,
+    stop: async (graceMs = 10_000) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Every child still running; killed if the bench itself is interrupted or fails. */
+const live = new Set<ChildProcess>();
+export function killAllChildren(): void {
+  for (const child of live) child.kill('SIGKILL');
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    killAllChildren();
+    process.exit(130);
+  });
+}
+process.once('exit', killAllChildren);
+
+export interface ServerJson {
+  api_url: string;
+  deeplink_url: string;
+  admin_url: string;
+  console_url: string;
+  admin_token: string;
+  mqtt_port: number;
+  mqtt_tls_port: number;
+  pid: number;
+}
+
+export interface Serve {
+  child: Child;
+  info: ServerJson;
+  dataDir: string;
+  /** ms from spawn to server.json written. */
+  startMs: number;
+  stop(): Promise<void>;
+}
+
+/** A work folder for one scenario, removed by `cleanup()`. */
+export function workDir(name: string): string {
+  return mkdtempSync(join(tmpdir(), `mdm-bench-${name}-`));
+}
+
+/**
+ * `serve` in a child process on loopback only (agent API included), every port chosen by the OS,
+ * with a raised open-files limit. Resolves once server.json is written.
+ */
+export async function startServe(options: {
+  dataDir: string;
+  logFile: string;
+  nodeArgs?: string[];
+  fileLimit?: number;
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+}): Promise<Serve> {
+  const infoFile = join(options.dataDir, 'server.json');
+  rmSync(infoFile, { force: true });
+  const command = withFileLimit(
+    [
+      process.execPath,
+      ...(options.nodeArgs ?? []),
+      SERVE_ENTRY,
+      'serve',
+      '--data-dir', options.dataDir,
+      '--host', '127.0.0.1',
+      '--public-host', '127.0.0.1',
+      '--port', '0',
+      '--admin-port', '0',
+      '--mqtt-port', '0',
+      '--mqtt-tls-port', '0',
+    ],
+    options.fileLimit ?? childFileLimit(),
+  );
+  const started = performance.now();
+  const child = startChild(command, { logFile: options.logFile, env: options.env ?? process.env });
+  const until = Date.now() + (options.timeoutMs ?? 30_000);
+  let text = '';
+  while (!text) {
+    if (child.process.exitCode !== null) throw new Error(`serve exited with ${child.process.exitCode}; see ${options.logFile}`);
+    if (Date.now() > until) {
+      await child.stop();
+      throw new Error(`serve did not write server.json in time; see ${options.logFile}`);
+    }
+    if (existsSync(infoFile)) {
+      try {
+        text = readFileSync(infoFile, 'utf8');
+        JSON.parse(text);
+      } catch {
+        text = '';
+      }
+    }
+    if (!text) await sleep(5);
+  }
+  const startMs = performance.now() - started;
+  const info = JSON.parse(text) as ServerJson;
+  return { child, info, dataDir: options.dataDir, startMs, stop: () => child.stop(30_000) };
+}

@@ -1,0 +1,114 @@
+// The results table of docs/benchmarks.md, written between two markers so the text around it
+// (method, what limits each figure, fixes) stays as written.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type { BrokerRun } from '../scenarios/broker.ts';
+import type { ColdStartResult } from '../scenarios/cold-start.ts';
+import type { ConsoleResult } from '../scenarios/console.ts';
+import type { DownloadResult } from '../scenarios/downloads.ts';
+import type { EnrollmentResult } from '../scenarios/enrollment.ts';
+import type { Machine } from './machine.ts';
+
+export interface BrokerResult {
+  serve: BrokerRun;
+  mosquitto: BrokerRun;
+  /** Per step, serve's connection rate / mosquitto's. */
+  rate_ratios: number[];
+  held_target: number;
+  connection_cap: number;
+  rss_target_mib: number;
+  rate_target: number;
+  met: { held: boolean; rss: boolean; rate: boolean };
+}
+
+export interface Results {
+  started_at: string;
+  finished_at: string;
+  duration_s: number;
+  git: { commit: string; dirty: boolean };
+  scale: number;
+  machine: Machine;
+  load_average_at_end: number[];
+  build?: { ran: boolean; seconds: number };
+  enrollment?: EnrollmentResult;
+  console?: ConsoleResult;
+  broker?: BrokerResult;
+  downloads?: DownloadResult;
+  cold_start?: ColdStartResult;
+}
+
+export const BEGIN = '<!-- bench:results:begin (written by npm run bench) -->';
+export const END = '<!-- bench:results:end -->';
+
+const n = (value: number | undefined, digits = 0) =>
+  value === undefined || !Number.isFinite(value) ? '—' : value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+const x = (ratio: number | undefined) => (ratio === undefined || !Number.isFinite(ratio) ? '—' : `${ratio.toFixed(2)}x`);
+const ok = (met: boolean | undefined) => (met === undefined ? '' : met ? '✅ met' : '❌ missed');
+
+export function resultsTable(r: Results): string {
+  const lines: string[] = [];
+  const m = r.machine;
+  lines.push(
+    `Run of ${r.started_at} (${n(r.duration_s)} s in all), commit \`${r.git.commit.slice(0, 10)}\`${r.git.dirty ? ' with local changes' : ''}${r.scale !== 1 ? `, **scale ${r.scale}** (not a full run)` : ''}.`,
+    `Machine: ${m.cpu_model}, ${m.cores} cores, ${m.memory_gib} GiB, ${m.os}, Linux ${m.kernel}, Node ${m.node}; ` +
+      `nginx ${m.versions.nginx}, mosquitto ${m.versions.mosquitto}, Chromium ${m.versions.chromium}; open files limit ${n(m.open_files_hard_limit)}; ` +
+      `load average ${m.load_average_at_start.join(' ')} at start, ${r.load_average_at_end.join(' ')} at the end.`,
+    '',
+    '| Scenario | Figure | MDM Console | Reference (same run) | Ratio | Target | |',
+    '| --- | --- | ---: | ---: | ---: | --- | --- |',
+  );
+  const row = (...cells: string[]) => lines.push(`| ${cells.join(' | ')} |`);
+  const e = r.enrollment;
+  if (e) {
+    row('Enrollment', `server CPU per enrollment (5 requests, ${e.serve.concurrency} devices at a time)`, `${n(e.serve.cpu_ms_per_enrollment, 2)} ms`, `${n(e.ceiling.cpu_ms_per_enrollment, 2)} ms (bare Fastify, constant JSON)`, x(e.ratio), '≤ 2.5x', ok(e.met));
+    row('', `enrollments/s (${n(e.serve.enrollments)} devices)`, n(e.serve.enrollments_per_s), n(e.ceiling.enrollments_per_s), x(e.serve.enrollments_per_s / e.ceiling.enrollments_per_s), '', '');
+    for (let i = 0; i < e.serve.steps.length; i++) {
+      const s = e.serve.steps[i]!;
+      const c = e.ceiling.steps[i]!;
+      row('', `${s.name} p50 / p99`, `${n(s.p50_ms, 1)} / ${n(s.p99_ms, 1)} ms`, `${n(c.p50_ms, 1)} / ${n(c.p99_ms, 1)} ms`, '', '', '');
+    }
+  }
+  const b = r.broker;
+  if (b) {
+    const last = b.serve.steps.at(-1);
+    const lastM = b.mosquitto.steps.at(-1);
+    row('Broker', 'agents held (authenticated, own topic via the ACL)', n(last?.held), n(lastM?.held), '', `${n(b.held_target)}`, ok(b.met.held));
+    b.serve.steps.forEach((step, i) => {
+      const ref = b.mosquitto.steps[i];
+      row('', `connection rate, ${n(step.held)} held (connect + subscribe + online)`, `${n(step.connections_per_s)}/s`, `${n(ref?.connections_per_s)}/s (mosquitto)`, x(b.rate_ratios[i]), '≥ 0.9x', ok(b.rate_ratios[i]! >= b.rate_target));
+    });
+    b.serve.steps.forEach((step, i) => {
+      const ref = b.mosquitto.steps[i];
+      row('', `process RSS, ${n(step.held)} held`, `${n(step.rss_mib)} MiB`, `${n(ref?.rss_mib, 1)} MiB`, '', i === b.serve.steps.length - 1 ? `≤ ${b.rss_target_mib} MB` : '', i === b.serve.steps.length - 1 ? ok(b.met.rss) : '');
+    });
+    row('', 'memory per connection', `${n(last?.kib_per_connection, 1)} KiB`, `${n(lastM?.kib_per_connection, 1)} KiB`, x((last?.kib_per_connection ?? NaN) / (lastM?.kib_per_connection ?? NaN)), '', '');
+    row('', `command to every agent (${n(b.serve.fanout.agents)}), until all received`, `${n(b.serve.fanout.seconds, 2)} s`, `${n(b.mosquitto.fanout.seconds, 2)} s`, x(b.serve.fanout.seconds / b.mosquitto.fanout.seconds), '', b.serve.fanout.received === b.serve.fanout.agents ? '' : `${n(b.serve.fanout.received)} received`);
+  }
+  const d = r.downloads;
+  if (d) {
+    row('Downloads', `whole 256 MiB package (${d.whole.serve.concurrency} at a time)`, `${n(d.whole.serve.mib_per_s)} MiB/s`, `${n(d.whole.nginx.mib_per_s)} MiB/s (nginx)`, x(d.whole.ratio), '≥ 0.8x', ok(d.whole.ratio >= d.target));
+    row('', `1 MiB ranges (${d.ranges.serve.concurrency} at a time)`, `${n(d.ranges.serve.mib_per_s)} MiB/s`, `${n(d.ranges.nginx.mib_per_s)} MiB/s (nginx)`, x(d.ranges.ratio), '≥ 0.8x', ok(d.ranges.ratio >= d.target));
+    row('', 'server CPU per GiB sent, whole / ranges', `${n(d.whole.serve.server_cpu_s_per_gib, 2)} / ${n(d.ranges.serve.server_cpu_s_per_gib, 2)} s`, `${n(d.whole.nginx.server_cpu_s_per_gib, 2)} / ${n(d.ranges.nginx.server_cpu_s_per_gib, 2)} s`, '', '', '');
+  }
+  const c = r.console;
+  if (c) {
+    row('Console', `devices page shown with ${n(c.devices_page.agents)} agents (median of ${c.devices_page.runs_ms.length})`, `${n(c.devices_page.median_ms)} ms`, '', '', '< 1 s', ok(c.devices_page.met));
+    row('', `enrollment → row "Enrolled", p50 / p95 (${c.live_row.shown} of ${c.live_row.enrollments})`, `${n(c.live_row.p50_ms)} / ${n(c.live_row.p95_ms)} ms`, '', '', 'p95 < 250 ms', ok(c.live_row.met));
+  }
+  const s = r.cold_start;
+  if (s) {
+    row('Cold start', 'serve → server.json, fresh data dir (median)', `${n(s.median_fresh_ms)} ms`, `${n(s.median_bare_ms)} ms (bare Fastify listening)`, x(s.median_fresh_ms / s.median_bare_ms), '< 1.5 s', ok(s.median_fresh_ms < s.target_ms));
+    row('', `serve → server.json, data dir with ${n(s.existing_agents)} agents (median)`, `${n(s.median_existing_ms)} ms`, '', x(s.median_existing_ms / s.median_bare_ms), '< 1.5 s', ok(s.median_existing_ms < s.target_ms));
+  }
+  lines.push('', `Raw figures: \`bench/results/${r.scale === 1 ? 'latest' : 'partial'}.json\`.`);
+  return lines.join('\n');
+}
+
+/** Replaces the generated part of docs/benchmarks.md (or appends it). */
+export function writeReport(file: string, results: Results): void {
+  const table = `${BEGIN}\n${resultsTable(results)}\n${END}`;
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : `# Benchmarks\n\n${BEGIN}\n${END}\n`;
+  const start = text.indexOf(BEGIN);
+  const end = text.indexOf(END);
+  const next = start === -1 || end === -1 ? `${text.trimEnd()}\n\n${table}\n` : `${text.slice(0, start)}${table}${text.slice(end + END.length)}`;
+  writeFileSync(file, next);
+}

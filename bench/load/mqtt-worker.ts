@@ -1,0 +1,91 @@
+// A load-generator process holding thousands of simulated agents on one broker: each one is the
+// device simulator's MQTT agent (src-main/device/mqtt-agent.ts: will, T/# subscription, retained
+// "online", ping answers), driven over IPC by the bench.
+import { MqttAgent } from '../../src-main/device/mqtt-agent.ts';
+import type { MqttCredentials } from '../../src-main/device/index.ts';
+
+export type WorkerRequest =
+  | { type: 'connect'; agents: MqttCredentials[]; port: number; concurrency: number }
+  | { type: 'await-command'; name: string; timeoutMs: number }
+  | { type: 'exit' };
+
+export type WorkerReply =
+  | { type: 'connected'; ok: number; failed: number; errors: string[]; startedAt: number; doneAt: number; held: number }
+  | { type: 'commands'; name: string; received: number; expected: number; lastAt: number };
+
+const now = () => performance.timeOrigin + performance.now();
+const agents: MqttAgent[] = [];
+/** Per command name, the agents (by index) that received it and when the last one did. */
+const received = new Map<string, { agents: Set<number>; lastAt: number }>();
+let waiter: { name: string; resolve: () => void } | null = null;
+
+const send = (message: WorkerReply) => process.send!(message);
+
+function onCommand(index: number, name: string): void {
+  let entry = received.get(name);
+  if (!entry) received.set(name, (entry = { agents: new Set(), lastAt: 0 }));
+  entry.agents.add(index);
+  entry.lastAt = now();
+  if (waiter?.name === name && entry.agents.size >= agents.length) waiter.resolve();
+}
+
+async function connect(request: Extract<WorkerRequest, { type: 'connect' }>): Promise<void> {
+  const startedAt = now();
+  let next = 0;
+  let ok = 0;
+  const errors: string[] = [];
+  const one = async () => {
+    while (next < request.agents.length) {
+      const credentials = request.agents[next++]!;
+      const index = agents.length;
+      const agent = new MqttAgent({
+        ...credentials,
+        host: '127.0.0.1',
+        port: request.port,
+        tls: false,
+        firstConnectTimeoutMs: 60_000,
+        // A lost connection is a failure of the run, not something to hide by reconnecting fast.
+        backoff: { initialMs: 60_000, maxMs: 60_000 },
+        onEvent: (event) => {
+          if (event.type === 'command') onCommand(index, event.name);
+        },
+      });
+      agents.push(agent);
+      try {
+        await agent.start();
+        ok++;
+      } catch (error) {
+        errors.push(error instanceof Error ? error.message : String(error));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: request.concurrency }, one));
+  const held = agents.filter((agent) => agent.state.connected).length;
+  send({ type: 'connected', ok, failed: errors.length, errors: errors.slice(0, 5), startedAt, doneAt: now(), held });
+}
+
+async function awaitCommand(name: string, timeoutMs: number): Promise<void> {
+  const entry = () => received.get(name);
+  if ((entry()?.agents.size ?? 0) < agents.length) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      waiter = {
+        name,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+    });
+    waiter = null;
+  }
+  send({ type: 'commands', name, received: entry()?.agents.size ?? 0, expected: agents.length, lastAt: entry()?.lastAt ?? 0 });
+}
+
+process.on('message', (message: WorkerRequest) => {
+  if (message.type === 'connect') void connect(message);
+  else if (message.type === 'await-command') void awaitCommand(message.name, message.timeoutMs);
+  // Leaving at once: sockets close with the process, as when a fleet of phones drops off.
+  else if (message.type === 'exit') process.exit(0);
+});
+process.on('disconnect', () => process.exit(0));

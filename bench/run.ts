@@ -1,0 +1,182 @@
+// `npm run bench`: every scenario of docs/benchmarks.md, each next to its reference measured in
+// this same run on this same machine. Writes bench/results/latest.json and the results table
+// of docs/benchmarks.md. Loopback only; every process started here is stopped here.
+//
+//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,downloads,cold-start] [--keep]
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { EnrolledAgent } from './load/enroll.ts';
+import { enrollLoad } from './load/enroll.ts';
+import { inviteMany } from './lib/admin.ts';
+import { describeMachine } from './lib/machine.ts';
+import { childFileLimit, ROOT, startServe, workDir, type Serve } from './lib/process.ts';
+import { resultsTable, writeReport, type BrokerResult, type Results } from './lib/report.ts';
+import { round } from './lib/stats.ts';
+import { connectionCap, runMosquitto, runServeBroker } from './scenarios/broker.ts';
+import { coldStartScenario } from './scenarios/cold-start.ts';
+import { consoleBuildNeeded, consoleScenario } from './scenarios/console.ts';
+import { downloadScenario } from './scenarios/downloads.ts';
+import { enrollmentScenario } from './scenarios/enrollment.ts';
+
+const SCENARIOS = ['enrollment', 'console', 'broker', 'downloads', 'cold-start'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+const { values } = parseArgs({
+  options: {
+    scale: { type: 'string' },
+    only: { type: 'string' },
+    keep: { type: 'boolean' },
+    build: { type: 'boolean' },
+    out: { type: 'string' },
+  },
+});
+const scale = Number(values.scale ?? 1);
+if (!(scale > 0 && scale <= 1)) throw new Error('--scale is a number in (0, 1]');
+const only = new Set<Scenario>((values.only?.split(',').map((s) => s.trim()) as Scenario[] | undefined) ?? SCENARIOS);
+for (const name of only) if (!SCENARIOS.includes(name)) throw new Error(`unknown scenario ${name}; one of ${SCENARIOS.join(', ')}`);
+const full = scale === 1 && only.size === SCENARIOS.length;
+const count = (n: number, min = 10) => Math.max(min, Math.round(n * scale));
+
+const N = {
+  /** Devices enrolled while measuring (warm-up included); also the devices page's size. */
+  enrolled: count(10_000),
+  warm: count(500, 50),
+  ceiling: count(5_000, 200),
+  /** Agents the broker holds at the last step (capped by the open-files limit). */
+  agents: count(20_000),
+  liveEnrollments: count(100),
+};
+
+const started = new Date();
+const t0 = performance.now();
+const phase = (name: string) => console.log(`\n[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${name}`);
+const git = {
+  commit: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim(),
+  dirty: execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '',
+};
+const machine = describeMachine();
+console.log(`MDM Console benchmarks — ${machine.cpu_model}, ${machine.cores} cores, ${machine.memory_gib} GiB, Node ${machine.node}${full ? '' : ` (partial run: scale ${scale}, ${[...only].join(', ')})`}`);
+
+const dir = workDir('run');
+const dataDir = join(dir, 'data');
+const results: Results = {
+  started_at: started.toISOString(),
+  finished_at: '',
+  duration_s: 0,
+  git,
+  scale,
+  machine,
+  load_average_at_end: [],
+};
+
+let serve: Serve | null = null;
+const startServeHere = (name: string) => startServe({ dataDir, logFile: join(dir, `serve-${name}.log`) });
+
+try {
+  if (only.has('console') && (values.build || consoleBuildNeeded())) {
+    phase('building the console (npm run build)');
+    const buildStarted = performance.now();
+    const build = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    writeFileSync(join(dir, 'build.log'), `${build.stdout}\n${build.stderr}`);
+    if (build.status !== 0) throw new Error(`npm run build failed; see ${join(dir, 'build.log')}`);
+    results.build = { ran: true, seconds: round((performance.now() - buildStarted) / 1000) };
+  }
+
+  // 1. Enrollment — also fills the data dir every later scenario uses.
+  phase(`enrollment: ${N.enrolled} devices, 64 at a time, then the bare Fastify ceiling`);
+  serve = await startServeHere('enrollment');
+  let agents: EnrolledAgent[] = [];
+  {
+    const { result, enrolled } = await enrollmentScenario(serve, dir, { count: N.enrolled - N.warm, warm: N.warm, concurrency: 64, ceilingCount: N.ceiling });
+    agents = enrolled;
+    if (only.has('enrollment')) results.enrollment = result;
+    console.log(`  serve ${result.serve.cpu_ms_per_enrollment} ms CPU/enrollment, ceiling ${result.ceiling.cpu_ms_per_enrollment} ms: ${result.ratio}x`);
+  }
+
+  // 4. Console — on the data dir with exactly N.enrolled agents.
+  if (only.has('console')) {
+    phase(`console: devices page with ${agents.length} agents, then ${N.liveEnrollments} live enrollments`);
+    results.console = await consoleScenario(serve, { agents: agents.length, enrollments: N.liveEnrollments, pageRuns: 3 });
+    console.log(`  devices page ${results.console.devices_page.median_ms} ms; live row p50 ${results.console.live_row.p50_ms} ms, p95 ${results.console.live_row.p95_ms} ms`);
+  }
+
+  // More devices for the broker (not measured).
+  if (only.has('broker') && agents.length < N.agents) {
+    phase(`enrolling ${N.agents - agents.length} more devices for the broker`);
+    const invites = await inviteMany(serve.info, N.agents - agents.length, 'broker');
+    const load = await enrollLoad(invites, 64, { serialPrefix: 'R58M' });
+    if (load.errors.length > 0) throw new Error(`enrollment failed: ${load.errors.find(Boolean)}`);
+    agents = [...agents, ...load.enrolled];
+  }
+  await serve.stop();
+  serve = null;
+
+  // 2. Broker: a fresh serve process on that data dir, then mosquitto.
+  if (only.has('broker')) {
+    serve = await startServeHere('broker');
+    const cap = connectionCap(serve.child.pid);
+    const last = Math.min(N.agents, cap, agents.length);
+    const steps = [Math.min(count(10_000), last), last].filter((step, i, all) => all.indexOf(step) === i);
+    phase(`broker: ${steps.join(' then ')} agents on serve, then on mosquitto (open files limit ${childFileLimit()})`);
+    const options = { steps, workers: 2, concurrency: 64 };
+    const served = await runServeBroker(serve, agents, dir, options);
+    serve = null; // stopped by the scenario (before its agents)
+    const mosquitto = await runMosquitto(agents, dir, options);
+    const rateRatios = served.steps.map((step, i) => round(step.connections_per_s / mosquitto.steps[i]!.connections_per_s));
+    const broker: BrokerResult = {
+      serve: served,
+      mosquitto,
+      rate_ratios: rateRatios,
+      held_target: count(20_000),
+      connection_cap: cap,
+      rss_target_mib: 300,
+      rate_target: 0.9,
+      met: {
+        held: (served.steps.at(-1)?.held ?? 0) >= count(20_000),
+        rss: (served.steps.at(-1)?.rss_mib ?? Infinity) * 1.048576 <= 300,
+        rate: rateRatios.every((ratio) => ratio >= 0.9),
+      },
+    };
+    results.broker = broker;
+  }
+
+  // 3. Downloads.
+  if (only.has('downloads')) {
+    phase('downloads: 256 MiB package, whole and 1 MiB ranges, serve and nginx');
+    serve = await startServeHere('downloads');
+    results.downloads = await downloadScenario(serve, dir, {
+      wholeRequests: count(12, 4),
+      wholeConcurrency: 2,
+      rangeRequests: count(2000, 200),
+      rangeConcurrency: 8,
+    });
+    await serve.stop();
+    serve = null;
+  }
+
+  // 5. Cold start: fresh data dirs, and the data dir of this run with its agents.
+  if (only.has('cold-start')) {
+    phase('cold start');
+    results.cold_start = await coldStartScenario(join(dir, 'cold'), dataDir, agents.length + (results.console ? N.liveEnrollments : 0), 3);
+    console.log(`  fresh ${results.cold_start.median_fresh_ms} ms, existing ${results.cold_start.median_existing_ms} ms`);
+  }
+} finally {
+  await serve?.stop();
+}
+
+results.finished_at = new Date().toISOString();
+results.duration_s = round((performance.now() - t0) / 1000);
+results.load_average_at_end = loadavg().map((l) => Math.round(l * 100) / 100);
+
+const outDir = values.out ?? join(ROOT, 'bench', 'results');
+mkdirSync(outDir, { recursive: true });
+const json = `${JSON.stringify(results, null, 2)}\n`;
+writeFileSync(join(outDir, full ? 'latest.json' : 'partial.json'), json);
+if (full) writeReport(join(ROOT, 'docs', 'benchmarks.md'), results);
+console.log(`\n${resultsTable(results)}`);
+phase(`done in ${results.duration_s} s: ${full ? 'bench/results/latest.json and docs/benchmarks.md' : join(outDir, 'partial.json')} written`);
+if (!values.keep) rmSync(dir, { recursive: true, force: true });
+else console.log(`work folder kept: ${dir}`);

@@ -1,0 +1,186 @@
+// Scenario 2: simulated agents held by the broker of `serve` (aedes, logins checked against the
+// database, ACL, presence), next to Debian's mosquitto (anonymous) in the same run: connection
+// rate, memory per connection, then a command to every agent.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import mqtt from 'mqtt';
+import type { EnrolledAgent } from '../load/enroll.ts';
+import type { WorkerReply, WorkerRequest } from '../load/mqtt-worker.ts';
+import { adminCall } from '../lib/admin.ts';
+import { childFileLimit, freePort, openFiles, ROOT, rssBytes, sleep, startChild, waitForPort, withFileLimit, type Child, type Serve } from '../lib/process.ts';
+import { MiB, round } from '../lib/stats.ts';
+
+interface Worker {
+  child: Child;
+  request<T extends WorkerReply['type']>(message: WorkerRequest, reply: T): Promise<Extract<WorkerReply, { type: T }>>;
+}
+
+function startWorker(workDir: string, index: number): Worker {
+  const child = startChild(withFileLimit([process.execPath, join(ROOT, 'bench', 'load', 'mqtt-worker.ts')]), {
+    logFile: join(workDir, `mqtt-worker-${index}.log`),
+    ipc: true,
+  });
+  return {
+    child,
+    request: (message, reply) =>
+      new Promise((resolve, reject) => {
+        const onMessage = (answer: WorkerReply) => {
+          if (answer.type !== reply) return;
+          child.process.off('message', onMessage);
+          child.process.off('exit', onExit);
+          resolve(answer as Extract<WorkerReply, { type: typeof reply }>);
+        };
+        const onExit = () => reject(new Error(`MQTT load worker ${index} exited; see ${child.logFile}`));
+        child.process.on('message', onMessage);
+        child.process.once('exit', onExit);
+        child.process.send(message);
+      }),
+  };
+}
+
+export interface ConnectStep {
+  /** Connections held once the step is over (all steps so far). */
+  held: number;
+  connected_in_step: number;
+  failed: number;
+  seconds: number;
+  connections_per_s: number;
+  rss_mib: number;
+  /** (RSS now − RSS before the first connection) / connections held. */
+  kib_per_connection: number;
+}
+
+export interface BrokerRun {
+  name: string;
+  rss_idle_mib: number;
+  steps: ConnectStep[];
+  fanout: { agents: number; received: number; seconds: number; how: string };
+  errors: string[];
+}
+
+/** Connects `agents` in `steps` (cumulative counts) through `workers`, measuring each step. */
+async function connectSteps(name: string, pid: number, port: number, agents: readonly EnrolledAgent[], steps: number[], workers: Worker[], concurrency: number) {
+  const rssIdle = rssBytes(pid);
+  const results: ConnectStep[] = [];
+  const errors: string[] = [];
+  let done = 0;
+  for (const target of steps) {
+    const slice = agents.slice(done, target);
+    const shares = workers.map((_, w) => slice.filter((_, i) => i % workers.length === w));
+    const replies = await Promise.all(
+      workers.map((worker, w) => worker.request({ type: 'connect', agents: shares[w]!, port, concurrency }, 'connected')),
+    );
+    const ok = replies.reduce((sum, r) => sum + r.ok, 0);
+    const failed = replies.reduce((sum, r) => sum + r.failed, 0);
+    errors.push(...replies.flatMap((r) => r.errors));
+    const seconds = (Math.max(...replies.map((r) => r.doneAt)) - Math.min(...replies.map((r) => r.startedAt))) / 1000;
+    await sleep(1000); // let the broker settle (presence writes, garbage) before reading its memory
+    const rss = rssBytes(pid);
+    const held = replies.reduce((sum, r) => sum + r.held, 0);
+    results.push({
+      held,
+      connected_in_step: ok,
+      failed,
+      seconds: round(seconds),
+      connections_per_s: round(ok / seconds),
+      rss_mib: round(rss / MiB),
+      kib_per_connection: round((rss - rssIdle) / 1024 / Math.max(held, 1)),
+    });
+    console.log(`  ${name}: ${held} held, ${round(ok / seconds)} connections/s, RSS ${round(rss / MiB)} MiB`);
+    done = target;
+  }
+  return { rssIdle, results, errors };
+}
+
+async function awaitPings(workers: Worker[], timeoutMs: number) {
+  const replies = await Promise.all(workers.map((worker) => worker.request({ type: 'await-command', name: 'Ping', timeoutMs }, 'commands')));
+  return {
+    received: replies.reduce((sum, r) => sum + r.received, 0),
+    lastAt: Math.max(...replies.map((r) => r.lastAt)),
+  };
+}
+
+/** Runs `work` over `items`, `concurrency` at a time. */
+async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
+}
+
+export interface BrokerOptions {
+  steps: number[];
+  workers: number;
+  concurrency: number;
+}
+
+/** `serve`'s broker: agents log in with their record's credentials; the ping goes through the admin API. */
+export async function runServeBroker(serve: Serve, agents: readonly EnrolledAgent[], workDir: string, options: BrokerOptions): Promise<BrokerRun> {
+  const workers = Array.from({ length: options.workers }, (_, i) => startWorker(workDir, i));
+  try {
+    await sleep(500);
+    const { rssIdle, results, errors } = await connectSteps('serve', serve.child.pid, serve.info.mqtt_port, agents, options.steps, workers, options.concurrency);
+    const held = agents.slice(0, options.steps.at(-1));
+    const started = performance.timeOrigin + performance.now();
+    await pool(held, 32, async (agent) => {
+      await adminCall(serve.info, 'POST', `/agents/${agent.agentId}/commands`, { command: 'ping' });
+    });
+    const pings = await awaitPings(workers, 60_000);
+    return {
+      name: 'serve (aedes)',
+      rss_idle_mib: round(rssIdle / MiB),
+      steps: results,
+      fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), how: 'POST /api/agents/:id/commands {"command":"ping"} for each agent, 32 at a time' },
+      errors,
+    };
+  } finally {
+    // The server goes first (it closes every connection itself), then the agents.
+    await serve.stop();
+    for (const worker of workers) worker.child.process.send({ type: 'exit' });
+    await Promise.all(workers.map((worker) => worker.child.stop()));
+  }
+}
+
+/** Debian's mosquitto, anonymous, on a loopback port; same agents, same steps. */
+export async function runMosquitto(agents: readonly EnrolledAgent[], workDir: string, options: BrokerOptions): Promise<BrokerRun> {
+  const port = await freePort();
+  const conf = join(workDir, 'mosquitto.conf');
+  writeFileSync(
+    conf,
+    [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'max_connections -1', 'log_dest none', ''].join('\n'),
+  );
+  const broker = startChild(withFileLimit(['mosquitto', '-c', conf], childFileLimit()), { logFile: join(workDir, 'mosquitto.log') });
+  const workers = Array.from({ length: options.workers }, (_, i) => startWorker(workDir, 10 + i));
+  try {
+    await waitForPort(port);
+    await sleep(500);
+    const { rssIdle, results, errors } = await connectSteps('mosquitto', broker.pid, port, agents, options.steps, workers, options.concurrency);
+    const held = agents.slice(0, options.steps.at(-1));
+    // The same message each agent gets from serve, published by one client to every agent's topic.
+    const publisher = await mqtt.connectAsync({ host: '127.0.0.1', port, clientId: 'bench-publisher', reconnectPeriod: 0 });
+    const started = performance.timeOrigin + performance.now();
+    await pool(held, 32, async (agent) => {
+      await publisher.publishAsync(`${agent.topic}/Command/Ping`, JSON.stringify({ query: 'Ping' }), { qos: 1 });
+    });
+    const pings = await awaitPings(workers, 60_000);
+    await publisher.endAsync(true);
+    return {
+      name: 'mosquitto',
+      rss_idle_mib: round(rssIdle / MiB),
+      steps: results,
+      fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), how: 'one client publishes T/Command/Ping (QoS 1) to each agent, 32 in flight' },
+      errors,
+    };
+  } finally {
+    await broker.stop();
+    for (const worker of workers) worker.child.process.send({ type: 'exit' });
+    await Promise.all(workers.map((worker) => worker.child.stop()));
+  }
+}
+
+/** How many connections one server process can hold here: its open-files limit, less its own files. */
+export function connectionCap(serverPid: number): number {
+  return childFileLimit() - openFiles(serverPid) - 32;
+}
