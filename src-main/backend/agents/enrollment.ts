@@ -27,6 +27,8 @@ export interface AgentInput {
 
 export const AGENT_TYPES = ['android', 'apple'] as const;
 const VERSION = /^\d+(\.\d+)*$/;
+/** Printable, no MQTT topic separators or wildcards, no spaces. */
+const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
@@ -133,6 +135,10 @@ export class EnrollmentService {
     if (session.userId !== inv.user_id) refuse('This invitation belongs to another user');
     if (session.activeProfileId !== this.users.guestProfile().id) refuse('Switch to the guest profile before enrolling');
     if (!serial && !uuid) refuse('The device serial number or UUID is required');
+    // Either becomes the agent's MQTT login and the last level of its topic.
+    if ([serial, uuid].some((id) => id !== null && !MQTT_SAFE_ID.test(id))) {
+      refuse('The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)');
+    }
     const version = clean(input.version);
     if (!version || !VERSION.test(version)) refuse('The agent version is missing or invalid');
     const type = clean(input.type);
