@@ -23,7 +23,13 @@ export default defineConfig({
   },
   renderer: {
     root: resolve(import.meta.dirname, 'src-renderer'),
-    plugins: [react()],
+    plugins: [
+      react(),
+      // The console is served over HTTP by the admin listener at / (the desktop window loads it
+      // from there too), so asset URLs are absolute: /invitations/12 must find /assets/….
+      // electron-vite presets './' (for file://), hence a plugin that runs after its preset.
+      { name: 'console-absolute-base', config: () => ({ base: '/' }) },
+    ],
     build: {
       outDir: resolve(import.meta.dirname, 'out/renderer'),
       emptyOutDir: true,

@@ -64,7 +64,7 @@ function Record({ agent }: { agent: AgentDetail }) {
       <Table.Tbody>
         {entries.map(([key, raw]) => (
           <Table.Tr key={key}>
-            <Table.Th w={130} fw={500} c="dimmed" style={{ verticalAlign: 'top' }}>
+            <Table.Th w={140} fw={500} c="dimmed" style={{ verticalAlign: 'top', whiteSpace: 'nowrap' }}>
               {FIELD_LABELS[key] ?? key}
             </Table.Th>
             <Table.Td style={{ wordBreak: 'break-word' }}>{value(key, raw)}</Table.Td>

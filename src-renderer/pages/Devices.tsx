@@ -48,14 +48,14 @@ const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
     header: 'Device',
-    size: 170,
+    size: 140,
     sortFn: 'alphanumeric',
     cell: (info) => <Text size="sm" fw={500} truncate>{info.getValue()}</Text>,
   }),
   helper.accessor((agent) => agent.email ?? '', {
     id: 'person',
     header: 'Person',
-    size: 260,
+    size: 210,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
@@ -74,14 +74,14 @@ const columns = helper.columns([
       );
     },
   }),
-  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 150, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
-  helper.accessor('type', { id: 'type', header: 'Type', size: 90, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
-  helper.accessor('version', { id: 'version', header: 'Version', size: 90, sortFn: 'alphanumeric' }),
-  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 130, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
+  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 135, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
+  helper.accessor('type', { id: 'type', header: 'Type', size: 80, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
+  helper.accessor('version', { id: 'version', header: 'Version', size: 75, sortFn: 'alphanumeric' }),
+  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 115, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
     header: 'Status',
-    size: 120,
+    size: 115,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: (info) => {
@@ -96,7 +96,7 @@ const columns = helper.columns([
   helper.accessor('is_online', {
     id: 'is_online',
     header: 'Online',
-    size: 90,
+    size: 85,
     filterFn: 'equals',
     sortFn: 'basic',
     cell: (info) =>
@@ -117,7 +117,7 @@ const columns = helper.columns([
   helper.accessor((agent) => agent.last_contact ?? undefined, {
     id: 'last_contact',
     header: 'Last contact',
-    size: 140,
+    size: 115,
     sortFn: 'alphanumeric',
     sortUndefined: 'last',
     cell: (info) => <LastContact iso={info.getValue() ?? null} />,
@@ -302,7 +302,7 @@ export function Devices() {
             Devices appear here the moment they enroll with an invitation. On an invitation's page, "Simulate a device" enrolls one without a phone.
           </EmptyState>
         ) : (
-          <div ref={scrollRef} className="devices-scroll" style={{ height: 'max(360px, calc(100dvh - 290px))' }} data-testid="devices-scroll">
+          <div ref={scrollRef} className="devices-scroll" style={{ height: `min(max(360px, calc(100dvh - 290px)), ${rows.length * ROW_HEIGHT + 44}px)`, minHeight: rows.length ? undefined : 220 }} data-testid="devices-scroll">
             <table className="devices-table" style={{ minWidth: totalWidth }} aria-rowcount={rows.length + 1} data-testid="devices-table">
               <thead>
                 {table.getHeaderGroups().map((group) => (

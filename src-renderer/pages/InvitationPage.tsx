@@ -236,7 +236,7 @@ function RefusedLog({ invitation }: { invitation: InvitationDetail }) {
           No device has been refused with this invitation.
         </Text>
       ) : (
-        <Table.ScrollContainer minWidth={600}>
+        <Table.ScrollContainer minWidth={640}>
           <Table verticalSpacing={4} fz="sm" striped data-testid="refused-log">
             <Table.Thead>
               <Table.Tr>
@@ -250,13 +250,17 @@ function RefusedLog({ invitation }: { invitation: InvitationDetail }) {
             <Table.Tbody>
               {refused.map((entry) => (
                 <Table.Tr key={entry.id}>
-                  <Table.Td>
+                  <Table.Td style={{ whiteSpace: 'nowrap' }}>
                     <RelativeTime iso={entry.at} />
                   </Table.Td>
                   <Table.Td>{entry.message}</Table.Td>
-                  <Table.Td>{entry.email ?? '—'}</Table.Td>
-                  <Table.Td className="mono">{entry.serial ?? entry.uuid ?? '—'}</Table.Td>
-                  <Table.Td className="mono">{entry.remote_addr ?? '—'}</Table.Td>
+                  <Table.Td style={{ wordBreak: 'break-all' }}>{entry.email ?? '—'}</Table.Td>
+                  <Table.Td className="mono" style={{ whiteSpace: 'nowrap', wordBreak: 'normal' }}>
+                    {entry.serial ?? entry.uuid ?? '—'}
+                  </Table.Td>
+                  <Table.Td className="mono" style={{ whiteSpace: 'nowrap', wordBreak: 'normal' }}>
+                    {entry.remote_addr ?? '—'}
+                  </Table.Td>
                 </Table.Tr>
               ))}
             </Table.Tbody>
@@ -307,7 +311,7 @@ function SimulationResult({ result, onClose }: { result: SimulateResult | null; 
               {result.error}
             </Alert>
           )}
-          <Code block data-testid="simulation-log">
+          <Code block data-testid="simulation-log" style={{ whiteSpace: 'pre-wrap', wordBreak: 'break-word' }}>
             {result.log.join('\n') || '(no steps ran)'}
           </Code>
           <Group justify="flex-end">

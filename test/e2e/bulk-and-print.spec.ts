@@ -1,0 +1,125 @@
+import { api, decodeQrOf, expect, shot, test } from './fixtures.ts';
+
+function pdfPages(pdf: Buffer): { count: number; sizes: string[] } {
+  const text = pdf.toString('latin1');
+  const pages = text.match(/\/Type\s*\/Page(?![s\w])/g) ?? [];
+  const sizes = [...text.matchAll(/\/MediaBox\s*\[\s*([\d.\s]+)\]/g)].map((m) => m[1]!.trim().split(/\s+/).map((n) => Math.round(Number(n))).join(' '));
+  return { count: pages.length, sizes };
+}
+
+test('bulk import from a CSV with a bad row: preview, progress, summary, then a print sheet', async ({ page }, testInfo) => {
+  const stamp = Date.now();
+  const good = Array.from({ length: 30 }, (_, i) => `person${i}.${stamp}@example.com,First${i},Last${i}`);
+  const csv = ['email,firstname,lastname', ...good.slice(0, 10), `not-an-address,Bad,Row`, ...good.slice(10)].join('\r\n');
+
+  await page.goto('/invitations');
+  await page.getByRole('button', { name: 'Invite many' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Invite many people' });
+  await dialog.getByRole('tab', { name: 'CSV file' }).click();
+  await dialog.locator('input[type="file"]').setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+
+  // Every row checked in the preview; the bad one says why.
+  const preview = dialog.getByTestId('bulk-preview');
+  await expect(preview.locator('tbody tr')).toHaveCount(31);
+  const bad = preview.locator('tbody tr[data-valid="false"]');
+  await expect(bad).toHaveCount(1);
+  await expect(bad).toContainText('not-an-address');
+  await expect(bad).toContainText('needs an @');
+  await expect(dialog.getByTestId('bulk-counts')).toHaveText('31 rows: 30 ready, 1 with problems (they will be skipped).');
+  await shot(page, 'invitations-bulk-preview', testInfo);
+
+  await dialog.getByRole('button', { name: 'Create 30 invitations' }).click();
+  const summary = dialog.getByTestId('bulk-summary');
+  await expect(summary).toContainText('30 created');
+  await expect(summary).toContainText('1 skipped');
+  await shot(page, 'invitations-bulk-summary', testInfo);
+  const listed = await api('GET', `/invitations?q=${stamp}`);
+  expect(listed.total).toBe(30);
+
+  // A print sheet of what was just created: 30 cards, 6 a page.
+  await summary.getByRole('button', { name: 'Print sheet for these' }).click();
+  await expect(page).toHaveURL(/\/print\?ids=/);
+  await expect(page.getByTestId('sheet-card')).toHaveCount(30);
+  await expect(page.locator('section.sheet-page')).toHaveCount(5);
+});
+
+test('pasted addresses: names, separators and duplicates', async ({ page }, testInfo) => {
+  const stamp = Date.now();
+  await page.goto('/invitations?bulk=1');
+  const dialog = page.getByRole('dialog', { name: 'Invite many people' });
+  await dialog.getByRole('textbox', { name: 'Addresses' }).fill(
+    `Barbara Liskov <barbara.${stamp}@example.com>, edsger.${stamp}@example.com\nken.${stamp}@example.com; barbara.${stamp}@example.com\nradia.${stamp}@example`,
+  );
+  const preview = dialog.getByTestId('bulk-preview');
+  await expect(preview.locator('tbody tr')).toHaveCount(5);
+  await expect(preview.locator('tbody tr').first()).toContainText('Barbara Liskov');
+  await expect(preview.locator('tbody tr[data-valid="false"]')).toHaveCount(2);
+  await expect(preview).toContainText('is already in line 1');
+  await expect(preview).toContainText('needs a dot');
+  await shot(page, 'invitations-bulk-paste', testInfo);
+  await dialog.getByRole('button', { name: 'Create 3 invitations' }).click();
+  await expect(dialog.getByTestId('bulk-summary')).toContainText('3 created');
+  await dialog.getByRole('button', { name: 'Done' }).click();
+  await expect(dialog).toBeHidden();
+  // The list is current without a reload.
+  await page.getByLabel('Search invitations').fill(String(stamp));
+  await expect(page.getByTestId('invitations-table').locator('tbody tr')).toHaveCount(3);
+  await shot(page, 'invitations-list', testInfo);
+});
+
+test('print sheet: selected invitations on A4 and Letter, print stylesheet, PDF pages, scannable cards', async ({ page }, testInfo) => {
+  const stamp = Date.now();
+  await api('PATCH', '/settings', { helpdesk_name: 'IT Desk', helpdesk_phone: '+1 555 0100', helpdesk_email: 'help@example.com' });
+  const { items } = await api('POST', '/invitations/bulk', {
+    invitations: Array.from({ length: 8 }, (_, i) => ({ email: `card${i}.${stamp}@example.com`, firstname: `Card`, lastname: `Holder ${i}` })),
+    send_email: false,
+  });
+
+  await page.goto(`/invitations?q=${stamp}`);
+  const table = page.getByTestId('invitations-table');
+  await expect(table.locator('tbody tr')).toHaveCount(8);
+  await page.getByLabel('Select all on this page').check();
+  await page.getByRole('button', { name: 'Print sheet (8)' }).click();
+  await expect(page).toHaveURL(/\/print\?ids=/);
+
+  const sheet = page.getByTestId('print-sheet');
+  await expect(sheet).toHaveAttribute('data-ready', 'true');
+  await expect(page.getByTestId('sheet-card')).toHaveCount(8);
+  await expect(page.locator('section.sheet-page')).toHaveCount(2);
+  const first = page.getByTestId('sheet-card').first();
+  await expect(first).toContainText('IT Desk · +1 555 0100 · help@example.com');
+  await expect(first).toContainText('scan this code');
+  // The card's QR code scans to the invitation's deeplink.
+  const id = Number(await first.getAttribute('data-invitation-id'));
+  const invitation = items.find((item: { id: number }) => item.id === id);
+  expect(await decodeQrOf(first.locator('img'))).toBe(invitation.deeplink);
+  await page.getByRole('radio', { name: 'A4' }).check({ force: true });
+  await shot(page, 'print-sheet-a4', testInfo);
+
+  // A4 by the print stylesheet: 2 pages of 210 × 297 mm.
+  const a4 = pdfPages(await page.pdf({ preferCSSPageSize: true, printBackground: true }));
+  expect(a4.count).toBe(2);
+  expect(a4.sizes[0]).toBe('0 0 595 842');
+
+  await page.getByText('Letter', { exact: true }).click();
+  await expect(page).toHaveURL(/paper=letter/);
+  await expect(sheet).toHaveAttribute('data-paper', 'letter');
+  const letter = pdfPages(await page.pdf({ preferCSSPageSize: true, printBackground: true }));
+  expect(letter.count).toBe(2);
+  expect(letter.sizes[0]).toBe('0 0 612 792');
+
+  // What the print dialog gets: the cards only, no toolbar.
+  await page.emulateMedia({ media: 'print' });
+  await expect(page.locator('.print-toolbar')).toBeHidden();
+  await shot(page, 'print-sheet-print-media', testInfo, { fullPage: true });
+  await page.emulateMedia({ media: 'screen' });
+  await api('PATCH', '/settings', { helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '' });
+});
+
+test('print sheet without a selection offers every pending invitation', async ({ page }, testInfo) => {
+  await page.goto('/print');
+  await expect(page.getByText('No invitations chosen')).toBeVisible();
+  await shot(page, 'print-sheet-empty', testInfo);
+  await page.getByRole('button', { name: /^All \d+ pending$/ }).click();
+  await expect(page.getByTestId('print-sheet')).toHaveAttribute('data-ready', 'true', { timeout: 20_000 });
+});

@@ -1,0 +1,57 @@
+import { test as base, expect, type Locator, type Page, type TestInfo } from '@playwright/test';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { decodeQrPng } from '../helpers/qr.ts';
+import { ROOT, type ServerInfo } from './serve.ts';
+
+export const server: ServerInfo = JSON.parse(process.env.MDM_E2E_SERVER ?? 'null');
+export const SCREENSHOTS = join(ROOT, 'test-results', 'screenshots');
+mkdirSync(SCREENSHOTS, { recursive: true });
+
+/** The admin API with the admin token (what a script or the CLI would use). */
+export async function api<T = any>(method: string, path: string, body?: unknown, info: ServerInfo = server): Promise<T> {
+  const response = await fetch(`${info.admin_url}/api${path}`, {
+    method,
+    headers: { authorization: `Bearer ${info.admin_token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path}: HTTP ${response.status} ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** Saves a screenshot as a test artifact (test-results/screenshots/<name>.png and the report). */
+export async function shot(page: Page | Locator, name: string, testInfo: TestInfo, options: { fullPage?: boolean } = {}) {
+  const path = join(SCREENSHOTS, `${name}.png`);
+  const isPage = 'goto' in page;
+  const body = isPage ? await (page as Page).screenshot({ path, fullPage: options.fullPage ?? false, animations: 'disabled' }) : await (page as Locator).screenshot({ path, animations: 'disabled' });
+  await testInfo.attach(name, { body, contentType: 'image/png' });
+  return body;
+}
+
+/** Decodes the QR code shown by an element, from a screenshot of it. */
+export async function decodeQrOf(locator: Locator): Promise<string | null> {
+  return decodeQrPng(await locator.screenshot());
+}
+
+export const test = base.extend<{ consoleErrors: string[] }>({
+  baseURL: async ({}, use) => use(server.admin_url),
+  storageState: async ({}, use) => use(process.env.MDM_E2E_STORAGE!),
+  // Every test fails on a script error or a failed request the console did not expect.
+  consoleErrors: [
+    async ({ page }, use) => {
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`));
+      page.on('console', (message) => {
+        if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 40[04]/.test(message.text())) {
+          errors.push(`console: ${message.text()}`);
+        }
+      });
+      await use(errors);
+      expect(errors, 'errors in the browser console').toEqual([]);
+    },
+    { auto: true },
+  ],
+});
+
+export { expect };

@@ -1,0 +1,89 @@
+import { createHash } from 'node:crypto';
+import { api, expect, server, shot, test } from './fixtures.ts';
+
+test('settings round trip: validated as typed, saved, still there after a reload, used by invitations', async ({ page }, testInfo) => {
+  await page.goto('/settings');
+  await expect(page.getByRole('heading', { name: 'Settings' })).toBeVisible();
+  await expect(page.getByTestId('ports')).toContainText(String(server.mqtt_port));
+
+  const scheme = page.getByTestId('app-link-scheme');
+  await scheme.fill('1bad');
+  await expect(page.getByText('A letter, then letters')).toBeVisible();
+  await scheme.fill('acme-mdm');
+  await expect(page.getByText('A letter, then letters')).toHaveCount(0);
+  await page.getByTestId('helpdesk-name').fill('Service Desk');
+  await page.getByTestId('helpdesk-phone').fill('+44 20 7946 0000');
+  const email = page.getByTestId('helpdesk-email');
+  await email.fill('desk@');
+  await expect(page.getByText('Not a valid email address')).toBeVisible();
+  await email.fill('desk@example.org');
+  await page.getByTestId('lifetime').fill('14');
+  await expect(page.getByTestId('settings-note')).toHaveText('You have unsaved changes.');
+  await shot(page, 'settings-editing', testInfo, { fullPage: true });
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await expect(page.getByTestId('settings-note')).toContainText('Applied now, no restart needed');
+
+  const saved = await api('GET', '/settings');
+  expect(saved).toMatchObject({ app_link_scheme: 'acme-mdm', helpdesk_name: 'Service Desk', helpdesk_phone: '+44 20 7946 0000', helpdesk_email: 'desk@example.org', invitation_lifetime_days: 14 });
+
+  await page.reload();
+  await expect(page.getByTestId('helpdesk-name')).toHaveValue('Service Desk');
+  await expect(page.getByTestId('app-link-scheme')).toHaveValue('acme-mdm');
+  await expect(page.getByTestId('lifetime')).toHaveValue('14');
+
+  // New invitations carry them.
+  const invitation = await api('POST', '/invitations', { email: `settings.${Date.now()}@example.com`, send_email: false });
+  expect(invitation.app_link.startsWith('acme-mdm://register?data=')).toBe(true);
+  expect(invitation.helpdesk.name).toBe('Service Desk');
+  await page.goto(`/invitations/${invitation.id}`);
+  await expect(page.getByTestId('invitation-helpdesk')).toContainText('+44 20 7946 0000');
+  await expect(page.getByText(/in 14 days|in 2 weeks/)).toBeVisible();
+
+  // A public host given on the command line wins over the setting: the console says so.
+  await page.goto('/settings');
+  await page.getByTestId('public-host-select').click();
+  await page.getByRole('option', { name: 'Another name or address…' }).click();
+  await page.getByTestId('public-host-input').fill('mdm.example.lan');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await expect(page.getByText('--public-host 127.0.0.1')).toBeVisible();
+  await shot(page, 'settings-saved', testInfo, { fullPage: true });
+
+  // Fleets: add and rename.
+  const fleet = `Sales ${Date.now()}`;
+  await page.getByLabel('New fleet').fill(fleet);
+  await page.getByRole('button', { name: 'Add fleet' }).click();
+  await expect(page.getByTestId('fleets')).toContainText(fleet);
+  await page.getByRole('button', { name: `Rename ${fleet}` }).click();
+  await page.getByLabel(`New name of ${fleet}`).fill(`${fleet} EMEA`);
+  await page.getByRole('button', { name: 'Save the name' }).click();
+  await expect(page.getByTestId('fleets')).toContainText(`${fleet} EMEA`);
+
+  await api('PATCH', '/settings', { app_link_scheme: 'mdmagent', helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '', invitation_lifetime_days: 7, public_host: '' });
+});
+
+test('files and packages: upload by drop with progress, listed with size and checksum, deleted', async ({ page }, testInfo) => {
+  const content = Buffer.alloc(3 * 1024 * 1024, 7);
+  content.write(`e2e ${Date.now()}`);
+  const sha256 = createHash('sha256').update(content).digest('hex');
+  const name = `config-${Date.now()}.bin`;
+  await page.goto('/files');
+  await expect(page.getByRole('heading', { name: 'Files & packages' })).toBeVisible();
+  await page.getByTestId('file-dropzone').locator('input[type="file"]').setInputFiles({ name, mimeType: 'application/octet-stream', buffer: content });
+  await expect(page.getByTestId('uploads')).toContainText(name);
+  const row = page.getByTestId('file-table').locator(`tr[data-item-name="${name}"]`);
+  await expect(row).toContainText('3.00 MB');
+  await expect(row).toContainText(sha256.slice(0, 16));
+  const listed = (await api('GET', '/files')).find((item: { name: string }) => item.name === name);
+  expect(listed).toMatchObject({ size: content.length, sha256 });
+  await shot(page, 'files', testInfo);
+
+  await page.getByRole('tab', { name: /Packages/ }).click();
+  await page.getByTestId('package-dropzone').locator('input[type="file"]').setInputFiles({ name: 'agent.apk', mimeType: 'application/vnd.android.package-archive', buffer: Buffer.from('PK\u0003\u0004 not really an apk') });
+  await expect(page.getByTestId('package-table')).toContainText('agent.apk');
+  await shot(page, 'packages', testInfo);
+
+  await page.getByRole('tab', { name: /Files/ }).click();
+  await row.getByRole('button', { name: `Delete ${name}` }).click();
+  await page.getByRole('dialog', { name: `Delete ${name}?` }).getByRole('button', { name: 'Delete' }).click();
+  await expect(row).toHaveCount(0);
+});

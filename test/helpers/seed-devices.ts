@@ -1,0 +1,86 @@
+// Fills a backend's database with many enrolled devices at once (for the console's big-table
+// test and benchmarks): what thousands of enrollments would leave, written in one transaction.
+import Database from 'better-sqlite3';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+
+const FIRST = ['Ada', 'Alan', 'Grace', 'Linus', 'Margaret', 'Ken', 'Barbara', 'Dennis', 'Frances', 'Edsger', 'Radia', 'Tim'];
+const LAST = ['Lovelace', 'Turing', 'Hopper', 'Torvalds', 'Hamilton', 'Thompson', 'Liskov', 'Ritchie', 'Allen', 'Dijkstra', 'Perlman', 'Berners-Lee'];
+
+export interface SeedOptions {
+  count: number;
+  /** Fleet names to spread devices over (created when missing); default: the default fleet. */
+  fleets?: string[];
+  /** Share of devices marked online. */
+  onlineShare?: number;
+  /** Serial prefix, so a test can find its devices. */
+  prefix?: string;
+}
+
+/** The type and fleet (index in `fleets`) of the i-th seeded device, so tests can count them. */
+export const seededType = (i: number) => (i % 3 === 0 ? 'apple' : 'android');
+export const seededFleet = (i: number, fleets: number) => Math.floor(i / 7) % fleets;
+
+/** Inserts `count` agents (with their accounts, enrolling people and computers) into DATA_DIR's database. */
+export function seedDevices(dataDir: string, { count, fleets = [], onlineShare = 0.3, prefix = 'SEED' }: SeedOptions): void {
+  const db = new Database(join(dataDir, 'mdm-console.sqlite'));
+  db.pragma('busy_timeout = 10000');
+  const now = Date.now();
+  const iso = (ms: number) => new Date(ms).toISOString();
+  try {
+    db.transaction(() => {
+      const fleetIds: number[] = [];
+      for (const name of fleets) {
+        const found = db.prepare(`SELECT id FROM fleets WHERE entity_id = 1 AND name = ?`).get(name) as { id: number } | undefined;
+        fleetIds.push(found?.id ?? Number(db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (1, ?, 0, ?)`).run(name, iso(now)).lastInsertRowid));
+      }
+      if (fleetIds.length === 0) fleetIds.push((db.prepare(`SELECT id FROM fleets WHERE entity_id = 1 AND is_default = 1`).get() as { id: number }).id);
+      const user = db.prepare(
+        `INSERT INTO users (login, kind, email, firstname, lastname, user_token, default_profile_id, entity_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)`,
+      );
+      const computer = db.prepare(`INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (1, ?, ?, ?, ?, ?, ?)`);
+      const agent = db.prepare(
+        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, name, serial, uuid, version, type, firstname, lastname,
+                             enroll_status, is_online, last_contact, topic, mqtt_login, created_at, updated_at)
+         VALUES (1, @computer, @fleet, @account, @person, @name, @serial, @uuid, @version, @type, @firstname, @lastname, 'enrolled', @online, @contact, @topic, @serial, @created, @created)`,
+      );
+      const people = Math.max(1, Math.ceil(count / 2));
+      const personIds: number[] = [];
+      for (let i = 0; i < people; i++) {
+        const firstname = FIRST[i % FIRST.length]!;
+        const lastname = LAST[Math.floor(i / FIRST.length) % LAST.length]!;
+        const email = `${firstname}.${lastname}.${prefix}${i}@example.com`.toLowerCase();
+        personIds.push(Number(user.run(email, 'person', email, firstname, lastname, randomBytes(20).toString('hex'), 1, iso(now)).lastInsertRowid));
+      }
+      for (let i = 0; i < count; i++) {
+        const type = seededType(i);
+        const serial = `${prefix}${String(i).padStart(6, '0')}`;
+        const account = Number(user.run(serial, 'agent', null, null, null, randomBytes(20).toString('hex'), 3, iso(now)).lastInsertRowid);
+        const person = personIds[i % personIds.length]!;
+        const uuid = randomUUID();
+        const created = now - (count - i) * 60_000;
+        const computerId = Number(computer.run(serial, serial, uuid, person, iso(created), iso(created)).lastInsertRowid);
+        const p = i % personIds.length;
+        agent.run({
+          computer: computerId,
+          fleet: fleetIds[seededFleet(i, fleetIds.length)],
+          account,
+          person,
+          name: serial,
+          serial,
+          uuid,
+          version: `1.${i % 4}.${i % 10}`,
+          type,
+          firstname: FIRST[p % FIRST.length],
+          lastname: LAST[Math.floor(p / FIRST.length) % LAST.length],
+          online: (i * 7919) % 100 < onlineShare * 100 ? 1 : 0,
+          contact: iso(now - ((i * 7919) % 86_400) * 1000),
+          topic: `/1/agent/${serial}`,
+          created: iso(created),
+        });
+      }
+    })();
+  } finally {
+    db.close();
+  }
+}
