@@ -11,6 +11,7 @@ import { FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
+import { indexRetainedMessages } from './retained-index.ts';
 import { loadBrokerCertificate, type BrokerCertificate } from './tls-certificate.ts';
 
 export interface BrokerOptions {
@@ -209,6 +210,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       return agent && mayReceive(agent, packet.topic) ? packet : null;
     },
   });
+  // Each SUBSCRIBE then finds its retained messages without scanning every agent's (retained-index.ts).
+  indexRetainedMessages((aedes as unknown as { persistence: unknown }).persistence);
 
   const restored = await commands.restoreRetained();
 
