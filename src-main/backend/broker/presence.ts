@@ -105,13 +105,15 @@ export class PresenceTracker {
   }
 
   private set(agent: AgentIdentity, online: boolean, reason: Reason, info: ConnectionInfo | undefined): void {
+    if ((this.online.get(agent.id) ?? false) === online) {
+      // No change (e.g. the "online" every agent publishes right after connecting): ordinary
+      // traffic, whose last_contact write is throttled like any other.
+      this.touch(agent);
+      return;
+    }
     const now = Date.now();
     const at = new Date(now).toISOString();
     this.lastWrite.set(agent.id, now);
-    if ((this.online.get(agent.id) ?? false) === online) {
-      this.store.touch(agent.id, at);
-      return;
-    }
     this.online.set(agent.id, online);
     const how = info ? ` (${info.protocol}${info.tls ? ' over TLS' : ''} from ${info.address ?? 'unknown address'})` : '';
     const text: Record<Reason, string> = {
