@@ -31,6 +31,9 @@ export const keys = {
   fleets: ['fleets'] as const,
   settings: ['settings'] as const,
   stored: (kind: StoredKind) => ['stored', kind] as const,
+  mail: ['mail'] as const,
+  mailSettings: ['mail', 'settings'] as const,
+  mailBatch: (id: string) => ['mail', 'batch', id] as const,
 };
 
 export const FEED_SIZE = 100;
@@ -118,8 +121,11 @@ export function validateInvitations(invitations: InvitationInput[]) {
   return post<{ errors: string[] }>('/invitations/validate', { invitations });
 }
 
-export function createInvitations(invitations: InvitationInput[]) {
-  return post<{ items: Invitation[] }>('/invitations/bulk', { invitations });
+export function createInvitations(invitations: InvitationInput[], sendEmail?: boolean) {
+  return post<{ items: Invitation[]; mail?: { batch_id: string | null; queued: number } }>('/invitations/bulk', {
+    invitations,
+    ...(sendEmail === undefined ? {} : { send_email: sendEmail }),
+  });
 }
 
 export function useRevokeInvitation() {

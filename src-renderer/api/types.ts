@@ -44,13 +44,88 @@ export interface Invitation {
   delivery?: MailDelivery | null;
 }
 
+/** The invitation email's delivery: queued → sending → sent | failed; outbox = written to a folder (no SMTP). */
 export interface MailDelivery {
-  status: string;
-  attempts?: number;
-  last_error?: string | null;
-  sent_at?: string | null;
-  updated_at?: string | null;
+  state: 'queued' | 'sending' | 'sent' | 'failed' | 'outbox' | string;
+  error: string | null;
+  response: string | null;
+  sent_at: string | null;
+  attempts: number;
+  queued_at: string;
+  updated_at: string;
+  message_id: string | null;
+  outbox_file: string | null;
+  batch_id: string | null;
+}
+
+export interface MailBatch {
+  batch_id: string;
+  queued: number;
+  sending: number;
+  sent: number;
+  failed: number;
+  outbox: number;
+  total: number;
+  finished: number;
+  done: boolean;
+}
+
+export interface MailTransport {
+  kind: 'outbox' | 'smtp';
+  from: string;
+  summary: string;
   [key: string]: unknown;
+}
+
+export interface MailSettings {
+  smtp_host: string;
+  smtp_port: number;
+  smtp_security: 'auto' | 'starttls' | 'tls' | 'none';
+  smtp_user: string;
+  smtp_reject_unauthorized: boolean;
+  smtp_max_connections: number;
+  mail_from_address: string;
+  mail_from_name: string;
+  mail_send_on_create: boolean;
+  mail_inviter: string;
+  mail_agent_app_url: string;
+  mail_subject_template: string;
+  mail_html_template: string;
+  mail_text_template: string;
+}
+
+export interface MailSettingsView {
+  settings: MailSettings;
+  smtp_password_set: boolean;
+  smtp_password_unreadable?: boolean;
+  secret_storage?: string;
+  overridden_by_command_line: { smtp: boolean; from: boolean; smtp_url: string | null };
+  effective: MailTransport | null;
+  error: string | null;
+  outbox_dir: string;
+  default_templates: { subject: string; html: string; text: string };
+  placeholders: Record<string, string>;
+}
+
+export interface MailPreview {
+  from: string | null;
+  to: string;
+  subject: string | null;
+  html: string | null;
+  text: string | null;
+  errors: Partial<Record<'subject' | 'html' | 'text', string[]>>;
+  ok: boolean;
+}
+
+export interface MailTestResult {
+  ok: boolean;
+  via?: 'outbox' | 'smtp';
+  to?: string;
+  file?: string;
+  response?: string | null;
+  message?: string;
+  error?: string;
+  transport?: MailTransport;
 }
 
 export interface InvitationLogEntry {
@@ -72,6 +147,8 @@ export interface InvitationDetail extends Invitation {
 
 export interface InvitationInput {
   email: string;
+  /** Email the invitation now (default: the mail_send_on_create setting). */
+  send_email?: boolean;
   firstname?: string | null;
   lastname?: string | null;
   fleet?: string | null;

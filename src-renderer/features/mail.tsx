@@ -1,10 +1,184 @@
-import type { InvitationDetail } from '../api/types.ts';
+// Invitation email, as the mail capability reports it: delivery state, resend, bulk progress.
+import { Alert, Badge, Button, Card, Group, Progress, Stack, Table, Text, Title, Tooltip } from '@mantine/core';
+import { useMutation, useQueries, useQueryClient } from '@tanstack/react-query';
+import { IconMail, IconMailCheck, IconMailExclamation, IconMailForward, IconMailOpened } from '@tabler/icons-react';
+import { get, post } from '../api/client.ts';
+import { keys } from '../api/queries.ts';
+import type { Invitation, InvitationDetail, MailBatch, MailDelivery } from '../api/types.ts';
+import { notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
 
-/**
- * Invitation email: delivery state and "Resend". Isolated here so it can follow the mail
- * capability's routes as they land; renders nothing until the server reports deliveries.
- */
+export const DELIVERY: Record<string, { label: string; color: string; hint: string }> = {
+  queued: { label: 'Email queued', color: 'blue', hint: 'Waiting for its turn to be sent' },
+  sending: { label: 'Email sending', color: 'blue', hint: 'Being handed to the mail server' },
+  sent: { label: 'Email sent', color: 'teal', hint: 'The mail server accepted it' },
+  failed: { label: 'Email failed', color: 'red', hint: 'The mail server refused it or could not be reached' },
+  outbox: { label: 'Email in outbox', color: 'gray', hint: 'No SMTP server: written as a .eml file to the outbox folder' },
+};
+
+export function deliveryOf(state: string) {
+  return DELIVERY[state] ?? { label: `Email ${state}`, color: 'gray', hint: '' };
+}
+
+function DeliveryIcon({ state, size = 16 }: { state: string; size?: number }) {
+  if (state === 'sent') return <IconMailCheck size={size} />;
+  if (state === 'failed') return <IconMailExclamation size={size} />;
+  if (state === 'outbox') return <IconMailOpened size={size} />;
+  return <IconMail size={size} />;
+}
+
+/** A small mark in lists: the invitation email's state, with details on hover. */
+export function DeliveryMark({ delivery }: { delivery: MailDelivery | null | undefined }) {
+  if (!delivery) return null;
+  const info = deliveryOf(delivery.state);
+  return (
+    <Tooltip label={delivery.error ? `${info.label}: ${delivery.error}` : `${info.label} — ${info.hint}`} multiline maw={320}>
+      <Text span c={info.color} lh={0} aria-label={info.label} data-testid="delivery-mark" data-state={delivery.state}>
+        <DeliveryIcon state={delivery.state} />
+      </Text>
+    </Tooltip>
+  );
+}
+
+function useResend(invitation: Invitation) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () => post<Invitation>(`/invitations/${invitation.id}/resend`),
+    onSuccess: () => {
+      notifySuccess(`The invitation email to ${invitation.email} is on its way again`);
+      void client.invalidateQueries({ queryKey: keys.invitations });
+    },
+    onError: (error) => notifyError('Not resent', error),
+  });
+}
+
+/** The "Resend email" action of an invitation page (same link, same expiry). */
 export function MailPanel({ invitation }: { invitation: InvitationDetail }) {
-  void invitation;
-  return null;
+  const resend = useResend(invitation);
+  if (!('delivery' in invitation)) return null; // a server without the mail capability
+  const usable = invitation.status === 'pending';
+  return (
+    <Tooltip label={usable ? 'Sends the same invitation (same QR code, same expiry) again' : 'Only a pending invitation can be sent'}>
+      <Button variant="default" leftSection={<IconMailForward size={16} />} disabled={!usable} loading={resend.isPending} onClick={() => resend.mutate()}>
+        {invitation.delivery ? 'Resend email' : 'Send email'}
+      </Button>
+    </Tooltip>
+  );
+}
+
+/** The invitation email's delivery, on the invitation page. */
+export function DeliveryCard({ invitation }: { invitation: InvitationDetail }) {
+  if (!('delivery' in invitation)) return null;
+  const delivery = invitation.delivery;
+  return (
+    <Card withBorder radius="md" p="md">
+      <Group justify="space-between" mb="xs">
+        <Title order={5}>Invitation email</Title>
+        {delivery ? (
+          <Badge color={deliveryOf(delivery.state).color} variant="light" leftSection={<DeliveryIcon state={delivery.state} size={12} />} data-testid="delivery-state">
+            {deliveryOf(delivery.state).label}
+          </Badge>
+        ) : null}
+      </Group>
+      {!delivery ? (
+        <Text size="sm" c="dimmed">
+          Not emailed. Use “Send email” to send it to {invitation.email}.
+        </Text>
+      ) : (
+        <Stack gap="xs">
+          {delivery.error ? (
+            <Alert color="red" variant="light" p="xs">
+              {delivery.error}
+            </Alert>
+          ) : null}
+          <Table verticalSpacing={4} fz="sm">
+            <Table.Tbody>
+              <Table.Tr>
+                <Table.Th w={110} fw={500} c="dimmed">
+                  Queued
+                </Table.Th>
+                <Table.Td>
+                  <RelativeTime iso={delivery.queued_at} />
+                </Table.Td>
+              </Table.Tr>
+              {delivery.sent_at ? (
+                <Table.Tr>
+                  <Table.Th fw={500} c="dimmed">
+                    {delivery.state === 'outbox' ? 'Written' : 'Sent'}
+                  </Table.Th>
+                  <Table.Td>
+                    <RelativeTime iso={delivery.sent_at} />
+                  </Table.Td>
+                </Table.Tr>
+              ) : null}
+              <Table.Tr>
+                <Table.Th fw={500} c="dimmed">
+                  Attempts
+                </Table.Th>
+                <Table.Td>{delivery.attempts}</Table.Td>
+              </Table.Tr>
+              {delivery.response ? (
+                <Table.Tr>
+                  <Table.Th fw={500} c="dimmed">
+                    Server said
+                  </Table.Th>
+                  <Table.Td className="mono">{delivery.response}</Table.Td>
+                </Table.Tr>
+              ) : null}
+              {delivery.outbox_file ? (
+                <Table.Tr>
+                  <Table.Th fw={500} c="dimmed">
+                    File
+                  </Table.Th>
+                  <Table.Td className="mono">{delivery.outbox_file}</Table.Td>
+                </Table.Tr>
+              ) : null}
+            </Table.Tbody>
+          </Table>
+        </Stack>
+      )}
+    </Card>
+  );
+}
+
+/** Email progress of a bulk import (one mail batch per request batch), live from the event stream. */
+export function MailBatchesProgress({ batchIds }: { batchIds: string[] }) {
+  const client = useQueryClient();
+  const batches = useQueries({
+    queries: batchIds.map((id) => ({ queryKey: keys.mailBatch(id), queryFn: ({ signal }: { signal: AbortSignal }) => get<MailBatch>(`/mail/batches/${id}`, signal) })),
+  });
+  const retry = useMutation({
+    mutationFn: () => Promise.all(batchIds.map((batch_id) => post<{ queued: number }>('/mail/retry', { batch_id }))),
+    onSuccess: (results) => {
+      notifySuccess(`${results.reduce((n, r) => n + r.queued, 0)} email(s) queued again`);
+      void client.invalidateQueries({ queryKey: keys.mail });
+    },
+    onError: (error) => notifyError('Not retried', error),
+  });
+  if (batchIds.length === 0) return null;
+  const loaded = batches.map((b) => b.data).filter((b): b is MailBatch => b !== undefined);
+  const total = loaded.reduce((n, b) => n + b.total, 0);
+  const sent = loaded.reduce((n, b) => n + b.sent + b.outbox, 0);
+  const failed = loaded.reduce((n, b) => n + b.failed, 0);
+  const waiting = loaded.reduce((n, b) => n + b.queued + b.sending, 0);
+  const outbox = loaded.reduce((n, b) => n + b.outbox, 0);
+  return (
+    <Card withBorder radius="md" p="sm" data-testid="mail-progress">
+      <Group justify="space-between" mb={6}>
+        <Text size="sm" fw={500}>
+          Invitation emails: {sent.toLocaleString()} of {total.toLocaleString()} {outbox === sent && sent > 0 ? 'written to the outbox' : 'sent'}
+          {failed ? `, ${failed.toLocaleString()} failed` : ''}
+          {waiting ? `, ${waiting.toLocaleString()} waiting` : ''}
+        </Text>
+        {failed ? (
+          <Button size="compact-xs" variant="light" color="red" loading={retry.isPending} onClick={() => retry.mutate()}>
+            Retry failed
+          </Button>
+        ) : null}
+      </Group>
+      <Progress.Root size="md" aria-label="Invitation emails">
+        <Progress.Section value={total ? (sent / total) * 100 : 0} color="teal" />
+        <Progress.Section value={total ? (failed / total) * 100 : 0} color="red" />
+      </Progress.Root>
+    </Card>
+  );
 }

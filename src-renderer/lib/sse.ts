@@ -20,17 +20,23 @@ export class SseParser {
   /** The server's `retry:` value in ms, when it sent one. */
   retry: number | null = null;
 
+  /** A \r ended the previous chunk: a \n starting this one belongs to that line end. */
+  private afterCr = false;
+
   /** Feeds a chunk; returns the messages it completed. */
   push(chunk: string): SseMessage[] {
+    if (chunk === '') return [];
+    if (this.afterCr && chunk.startsWith('\n')) chunk = chunk.slice(1);
+    this.afterCr = false;
     this.buffer += chunk;
     const out: SseMessage[] = [];
     for (;;) {
       const match = /\r\n|\r|\n/.exec(this.buffer);
       if (!match) break;
-      // A lone \r at the very end may be the first half of \r\n: wait for the next chunk.
-      if (match[0] === '\r' && match.index === this.buffer.length - 1) break;
       const line = this.buffer.slice(0, match.index);
       this.buffer = this.buffer.slice(match.index + match[0].length);
+      // A lone \r at the very end may be the first half of \r\n split across chunks.
+      if (match[0] === '\r' && this.buffer === '') this.afterCr = true;
       const message = this.line(line);
       if (message) out.push(message);
     }

@@ -39,9 +39,12 @@ export function effectsOf(event: LiveEvent): Effect[] {
 
   switch (domain) {
     case 'invitation':
-    case 'mail':
       effects.push(...invitationEffect());
       if (event.agent_id !== null) effects.push(...agentEffect());
+      break;
+    case 'mail':
+      effects.push({ kind: 'invalidate', key: keys.mail });
+      if (event.invitation_id !== null) effects.push(...invitationEffect());
       break;
     case 'agent':
       effects.push(...agentEffect());
@@ -51,7 +54,7 @@ export function effectsOf(event: LiveEvent): Effect[] {
       effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations });
       break;
     case 'settings':
-      effects.push({ kind: 'invalidate', key: keys.settings }, { kind: 'invalidate', key: keys.invitations });
+      effects.push({ kind: 'invalidate', key: keys.settings }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.mailSettings });
       break;
     case 'file':
     case 'package':

@@ -2,6 +2,7 @@ import {
   Alert,
   Badge,
   Button,
+  Checkbox,
   Group,
   List,
   Modal,
@@ -39,6 +40,7 @@ import {
   type ImportRow,
 } from '../lib/invitation-import.ts';
 import { printQuery } from '../lib/print-layout.ts';
+import { MailBatchesProgress } from '../features/mail.tsx';
 
 type Phase = 'input' | 'creating' | 'done';
 const PREVIEW_LIMIT = 500;
@@ -58,6 +60,10 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
   const [progress, setProgress] = useState({ done: 0, total: 0 });
   const [outcome, setOutcome] = useState<BulkOutcome<Invitation> | null>(null);
   const [fileError, setFileError] = useState<string | null>(null);
+  const [sendEmail, setSendEmail] = useState<boolean | null>(null);
+  const [batchIds, setBatchIds] = useState<string[]>([]);
+  const mailOn = typeof settings.data?.mail_send_on_create === 'boolean';
+  const emailThem = sendEmail ?? settings.data?.mail_send_on_create === true;
 
   const [debouncedText] = useDebouncedValue(text, 200);
   const parsed: ImportResult = useMemo(
@@ -123,9 +129,14 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
   const create = async () => {
     if (valid.length === 0) return;
     setPhase('creating');
+    const batches: string[] = [];
     const result = await createInBatches<Invitation>(
       valid,
-      async (batch) => (await createInvitations(batch.map((row) => toInvitationInput(row, defaults)))).items,
+      async (batch) => {
+        const created = await createInvitations(batch.map((row) => toInvitationInput(row, defaults)), mailOn ? emailThem : undefined);
+        if (created.mail?.batch_id && created.mail.queued > 0) batches.push(created.mail.batch_id);
+        return created.items;
+      },
       {
         batchSize: 25,
         onProgress: (done, total) => setProgress({ done, total }),
@@ -133,6 +144,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
       },
     );
     setOutcome(result);
+    setBatchIds(batches);
     setPhase('done');
     void client.invalidateQueries({ queryKey: keys.invitations });
   };
@@ -140,7 +152,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
   return (
     <Modal opened={opened} onClose={close} title="Invite many people" size="85rem" closeOnClickOutside={phase !== 'creating'} closeOnEscape={phase !== 'creating'} withCloseButton={phase !== 'creating'}>
       {phase === 'done' && outcome ? (
-        <Summary outcome={outcome} skipped={invalid} onClose={close} />
+        <Summary outcome={outcome} skipped={invalid} onClose={close} batchIds={batchIds} />
       ) : phase === 'creating' ? (
         <Stack py="xl" gap="sm" data-testid="bulk-progress">
           <Text fw={600}>
@@ -231,6 +243,14 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
                   onChange={setDays}
                 />
               </SimpleGrid>
+              {mailOn ? (
+                <Checkbox
+                  label="Email each person their invitation"
+                  description="Sent in the background; the summary shows how it goes."
+                  checked={emailThem}
+                  onChange={(e) => setSendEmail(e.currentTarget.checked)}
+                />
+              ) : null}
             </Stack>
             <Preview rows={rows} errors={parsed.errors} />
           </SimpleGrid>
@@ -316,7 +336,7 @@ function Preview({ rows, errors }: { rows: ImportRow[]; errors: string[] }) {
   );
 }
 
-function Summary({ outcome, skipped, onClose }: { outcome: BulkOutcome<Invitation>; skipped: number; onClose: () => void }) {
+function Summary({ outcome, skipped, onClose, batchIds }: { outcome: BulkOutcome<Invitation>; skipped: number; onClose: () => void; batchIds: string[] }) {
   const ids = outcome.created.map(({ item }) => item.id);
   return (
     <Stack data-testid="bulk-summary">
@@ -335,6 +355,7 @@ function Summary({ outcome, skipped, onClose }: { outcome: BulkOutcome<Invitatio
           </Badge>
         ) : null}
       </Group>
+      <MailBatchesProgress batchIds={batchIds} />
       {outcome.failed.length ? (
         <Alert color="red" variant="light" title="Not created">
           <List size="sm">

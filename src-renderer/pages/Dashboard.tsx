@@ -61,8 +61,6 @@ function Funnel({ status }: { status: ServerStatus }) {
           <FunnelChart
             data={steps.map((step) => ({ name: step.label, value: step.value, color: step.color }))}
             size={200}
-            withLabels
-            labelsPosition="inside"
             withTooltip
             valueFormatter={(value) => value.toLocaleString()}
             aria-hidden

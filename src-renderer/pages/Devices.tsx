@@ -48,14 +48,14 @@ const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
     header: 'Device',
-    size: 140,
+    size: 130,
     sortFn: 'alphanumeric',
     cell: (info) => <Text size="sm" fw={500} truncate>{info.getValue()}</Text>,
   }),
   helper.accessor((agent) => agent.email ?? '', {
     id: 'person',
     header: 'Person',
-    size: 210,
+    size: 190,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
@@ -74,14 +74,14 @@ const columns = helper.columns([
       );
     },
   }),
-  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 135, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
-  helper.accessor('type', { id: 'type', header: 'Type', size: 80, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
-  helper.accessor('version', { id: 'version', header: 'Version', size: 75, sortFn: 'alphanumeric' }),
-  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 115, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
+  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 130, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
+  helper.accessor('type', { id: 'type', header: 'Type', size: 75, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
+  helper.accessor('version', { id: 'version', header: 'Version', size: 85, sortFn: 'alphanumeric' }),
+  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 110, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
     header: 'Status',
-    size: 115,
+    size: 110,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: (info) => {
@@ -117,7 +117,7 @@ const columns = helper.columns([
   helper.accessor((agent) => agent.last_contact ?? undefined, {
     id: 'last_contact',
     header: 'Last contact',
-    size: 115,
+    size: 125,
     sortFn: 'alphanumeric',
     sortUndefined: 'last',
     cell: (info) => <LastContact iso={info.getValue() ?? null} />,

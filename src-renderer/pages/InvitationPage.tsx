@@ -42,7 +42,7 @@ import {
   notifySuccess,
   RelativeTime,
 } from '../components/common.tsx';
-import { MailPanel } from '../features/mail.tsx';
+import { DeliveryCard, MailPanel } from '../features/mail.tsx';
 import { formatDateTime, fullName } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
 import { printQuery } from '../lib/print-layout.ts';
@@ -440,6 +440,7 @@ function InvitationView({ invitation }: { invitation: InvitationDetail }) {
         <Grid.Col span={{ base: 12, md: 5 }}>
           <Stack>
             <QrCard invitation={invitation} />
+            <DeliveryCard invitation={invitation} />
             <Helpdesk invitation={invitation} />
           </Stack>
         </Grid.Col>

@@ -6,6 +6,7 @@ import { useFleets, useInvitations } from '../api/queries.ts';
 import type { InvitationFilter, InvitationStatus } from '../api/types.ts';
 import { Link, navigate, useLocation } from '../app/router.tsx';
 import { EmptyState, ErrorState, InvitationStatusBadge, LoadingState, PageHeader, RelativeTime } from '../components/common.tsx';
+import { DeliveryMark } from '../features/mail.tsx';
 import { fullName } from '../lib/format.ts';
 import { printQuery } from '../lib/print-layout.ts';
 import { BulkImportModal } from './BulkImportModal.tsx';
@@ -89,7 +90,16 @@ export function Invitations() {
       <Card withBorder radius="md" p={0}>
         <Group p="md" gap="sm" justify="space-between" wrap="wrap">
           <Group gap="sm" wrap="wrap">
-            <SegmentedControl data={STATUSES} value={status} onChange={(value) => setParam('status', value)} aria-label="Status" />
+            <SegmentedControl data={STATUSES} value={status} onChange={(value) => setParam('status', value)} aria-label="Status" visibleFrom="md" />
+            <Select
+              data={STATUSES}
+              value={status}
+              onChange={(value) => setParam('status', value)}
+              aria-label="Status"
+              allowDeselect={false}
+              hiddenFrom="md"
+              w={150}
+            />
             <TextInput
               placeholder="Search email or name"
               aria-label="Search invitations"
@@ -196,6 +206,7 @@ export function Invitations() {
                     <Table.Td>
                       <Group gap={6} wrap="nowrap">
                         <InvitationStatusBadge status={item.status} />
+                        <DeliveryMark delivery={item.delivery} />
                         {item.refused_attempts > 0 ? (
                           <Tooltip label={`${item.refused_attempts} refused enrollment attempt(s)`}>
                             <Text size="xs" c="red">

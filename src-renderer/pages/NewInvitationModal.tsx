@@ -20,6 +20,9 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
   const [days, setDays] = useState<number | string>('');
   const [blurred, setBlurred] = useState(false);
   const [another, setAnother] = useState(false);
+  const [sendEmail, setSendEmail] = useState<boolean | null>(null);
+  const mailOn = typeof settings.data?.mail_send_on_create === 'boolean';
+  const emailIt = sendEmail ?? settings.data?.mail_send_on_create === true;
   const [serverError, setServerError] = useState<string | null>(null);
 
   const problem = emailProblem(email);
@@ -51,6 +54,7 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
         ...(lastname.trim() ? { lastname: lastname.trim() } : {}),
         ...(fleet ? { fleet } : {}),
         ...(daysValue !== null ? { days: daysValue } : {}),
+        ...(mailOn ? { send_email: emailIt } : {}),
       },
       {
         onSuccess: (invitation) => {
@@ -116,6 +120,14 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
               error={daysProblem}
             />
           </SimpleGrid>
+          {mailOn ? (
+            <Checkbox
+              label="Email the invitation to this address"
+              description="With its QR code and link; you can also print it or send the link yourself."
+              checked={emailIt}
+              onChange={(e) => setSendEmail(e.currentTarget.checked)}
+            />
+          ) : null}
           <Text size="xs" c="dimmed">
             The invitation carries a QR code and a deeplink; the device that uses it enrolls into the chosen fleet.
           </Text>

@@ -112,7 +112,7 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
                 label="Public host"
                 description="An address of this machine that phones on the network can reach."
                 data={[
-                  { value: '', label: `Detected at start (${status.lan_addresses[0] ?? '127.0.0.1'})` },
+                  { value: '', label: `Automatic (in use now: ${status.public_host})` },
                   ...hosts.map((host) => ({ value: host, label: isLoopback(host) ? `${host} — this machine only` : host })),
                   { value: CUSTOM, label: 'Another name or address…' },
                 ]}
@@ -199,13 +199,14 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
                 {...form.getInputProps('deeplink_base_url')}
               />
             ) : null}
-            <TextInput
-              label="App link scheme"
-              description={`The phone page's button opens ${values.app_link_scheme || 'scheme'}://register?data=…`}
-              w={300}
-              {...form.getInputProps('app_link_scheme')}
-              data-testid="app-link-scheme"
-            />
+            <SimpleGrid cols={{ base: 1, sm: 2 }}>
+              <TextInput
+                label="App link scheme"
+                description={`The phone page's button opens ${values.app_link_scheme || 'scheme'}://register?data=…`}
+                {...form.getInputProps('app_link_scheme')}
+                data-testid="app-link-scheme"
+              />
+            </SimpleGrid>
           </Stack>
         </Section>
 

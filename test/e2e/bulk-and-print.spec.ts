@@ -1,4 +1,6 @@
-import { api, decodeQrOf, expect, shot, test } from './fixtures.ts';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { api, decodeQrOf, expect, SCREENSHOTS, shot, test } from './fixtures.ts';
 
 function pdfPages(pdf: Buffer): { count: number; sizes: string[] } {
   const text = pdf.toString('latin1');
@@ -32,6 +34,7 @@ test('bulk import from a CSV with a bad row: preview, progress, summary, then a 
   const summary = dialog.getByTestId('bulk-summary');
   await expect(summary).toContainText('30 created');
   await expect(summary).toContainText('1 skipped');
+  await expect(summary.getByTestId('mail-progress')).toContainText('30 of 30 written to the outbox');
   await shot(page, 'invitations-bulk-summary', testInfo);
   const listed = await api('GET', `/invitations?q=${stamp}`);
   expect(listed.total).toBe(30);
@@ -67,53 +70,60 @@ test('pasted addresses: names, separators and duplicates', async ({ page }, test
   await shot(page, 'invitations-list', testInfo);
 });
 
-test('print sheet: selected invitations on A4 and Letter, print stylesheet, PDF pages, scannable cards', async ({ page }, testInfo) => {
-  const stamp = Date.now();
-  await api('PATCH', '/settings', { helpdesk_name: 'IT Desk', helpdesk_phone: '+1 555 0100', helpdesk_email: 'help@example.com' });
-  const { items } = await api('POST', '/invitations/bulk', {
-    invitations: Array.from({ length: 8 }, (_, i) => ({ email: `card${i}.${stamp}@example.com`, firstname: `Card`, lastname: `Holder ${i}` })),
-    send_email: false,
+test.describe('print sheet at print resolution', () => {
+  test.use({ deviceScaleFactor: 2 });
+  test('print sheet: selected invitations on A4 and Letter, print stylesheet, PDF pages, scannable cards', async ({ page }, testInfo) => {
+    const stamp = Date.now();
+    await api('PATCH', '/settings', { helpdesk_name: 'IT Desk', helpdesk_phone: '+1 555 0100', helpdesk_email: 'help@example.com' });
+    const { items } = await api('POST', '/invitations/bulk', {
+      invitations: Array.from({ length: 8 }, (_, i) => ({ email: `card${i}.${stamp}@example.com`, firstname: `Card`, lastname: `Holder ${i}` })),
+      send_email: false,
+    });
+
+    await page.goto(`/invitations?q=${stamp}`);
+    const table = page.getByTestId('invitations-table');
+    await expect(table.locator('tbody tr')).toHaveCount(8);
+    await page.getByLabel('Select all on this page').check();
+    await page.getByRole('button', { name: 'Print sheet (8)' }).click();
+    await expect(page).toHaveURL(/\/print\?ids=/);
+
+    const sheet = page.getByTestId('print-sheet');
+    await expect(sheet).toHaveAttribute('data-ready', 'true');
+    await expect(page.getByTestId('sheet-card')).toHaveCount(8);
+    await expect(page.locator('section.sheet-page')).toHaveCount(2);
+    const first = page.getByTestId('sheet-card').first();
+    await expect(first).toContainText('IT Desk · +1 555 0100 · help@example.com');
+    await expect(first).toContainText('scan this code');
+    // The card's QR code scans to the invitation's deeplink.
+    const id = Number(await first.getAttribute('data-invitation-id'));
+    const invitation = items.find((item: { id: number }) => item.id === id);
+    expect(await decodeQrOf(first.locator('img'))).toBe(invitation.deeplink);
+    await page.getByRole('radio', { name: 'A4' }).check({ force: true });
+    await shot(page, 'print-sheet-a4', testInfo);
+
+    // A4 by the print stylesheet: 2 pages of 210 × 297 mm.
+    const a4Pdf = await page.pdf({ preferCSSPageSize: true, printBackground: true });
+    writeFileSync(join(SCREENSHOTS, 'print-sheet-a4.pdf'), a4Pdf);
+    const a4 = pdfPages(a4Pdf);
+    expect(a4.count).toBe(2);
+    expect(a4.sizes[0]).toBe('0 0 595 842');
+
+    await page.getByText('Letter', { exact: true }).click();
+    await expect(page).toHaveURL(/paper=letter/);
+    await expect(sheet).toHaveAttribute('data-paper', 'letter');
+    const letterPdf = await page.pdf({ preferCSSPageSize: true, printBackground: true });
+    writeFileSync(join(SCREENSHOTS, 'print-sheet-letter.pdf'), letterPdf);
+    const letter = pdfPages(letterPdf);
+    expect(letter.count).toBe(2);
+    expect(letter.sizes[0]).toBe('0 0 612 792');
+
+    // What the print dialog gets: the cards only, no toolbar.
+    await page.emulateMedia({ media: 'print' });
+    await expect(page.locator('.print-toolbar')).toBeHidden();
+    await shot(page, 'print-sheet-print-media', testInfo, { fullPage: true });
+    await page.emulateMedia({ media: 'screen' });
+    await api('PATCH', '/settings', { helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '' });
   });
-
-  await page.goto(`/invitations?q=${stamp}`);
-  const table = page.getByTestId('invitations-table');
-  await expect(table.locator('tbody tr')).toHaveCount(8);
-  await page.getByLabel('Select all on this page').check();
-  await page.getByRole('button', { name: 'Print sheet (8)' }).click();
-  await expect(page).toHaveURL(/\/print\?ids=/);
-
-  const sheet = page.getByTestId('print-sheet');
-  await expect(sheet).toHaveAttribute('data-ready', 'true');
-  await expect(page.getByTestId('sheet-card')).toHaveCount(8);
-  await expect(page.locator('section.sheet-page')).toHaveCount(2);
-  const first = page.getByTestId('sheet-card').first();
-  await expect(first).toContainText('IT Desk · +1 555 0100 · help@example.com');
-  await expect(first).toContainText('scan this code');
-  // The card's QR code scans to the invitation's deeplink.
-  const id = Number(await first.getAttribute('data-invitation-id'));
-  const invitation = items.find((item: { id: number }) => item.id === id);
-  expect(await decodeQrOf(first.locator('img'))).toBe(invitation.deeplink);
-  await page.getByRole('radio', { name: 'A4' }).check({ force: true });
-  await shot(page, 'print-sheet-a4', testInfo);
-
-  // A4 by the print stylesheet: 2 pages of 210 × 297 mm.
-  const a4 = pdfPages(await page.pdf({ preferCSSPageSize: true, printBackground: true }));
-  expect(a4.count).toBe(2);
-  expect(a4.sizes[0]).toBe('0 0 595 842');
-
-  await page.getByText('Letter', { exact: true }).click();
-  await expect(page).toHaveURL(/paper=letter/);
-  await expect(sheet).toHaveAttribute('data-paper', 'letter');
-  const letter = pdfPages(await page.pdf({ preferCSSPageSize: true, printBackground: true }));
-  expect(letter.count).toBe(2);
-  expect(letter.sizes[0]).toBe('0 0 612 792');
-
-  // What the print dialog gets: the cards only, no toolbar.
-  await page.emulateMedia({ media: 'print' });
-  await expect(page.locator('.print-toolbar')).toBeHidden();
-  await shot(page, 'print-sheet-print-media', testInfo, { fullPage: true });
-  await page.emulateMedia({ media: 'screen' });
-  await api('PATCH', '/settings', { helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '' });
 });
 
 test('print sheet without a selection offers every pending invitation', async ({ page }, testInfo) => {

@@ -50,6 +50,8 @@ test('create an invitation, scan its QR code, and watch a simulated device enrol
   expect(invitation.email).toBe(email);
   await expect(page.getByTestId('invitation-status')).toHaveText('Pending');
   await expect(page.getByTestId('invitation-deeplink')).toHaveText(invitation.deeplink);
+  // Emailed (no SMTP here: to the outbox folder), and the page follows the delivery live.
+  await expect(page.getByTestId('delivery-state')).toHaveText('Email in outbox');
 
   // The QR code on screen carries exactly the API's deeplink.
   const qr = page.getByTestId('invitation-qr');

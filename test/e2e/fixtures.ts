@@ -24,6 +24,7 @@ export async function api<T = any>(method: string, path: string, body?: unknown,
 export async function shot(page: Page | Locator, name: string, testInfo: TestInfo, options: { fullPage?: boolean } = {}) {
   const path = join(SCREENSHOTS, `${name}.png`);
   const isPage = 'goto' in page;
+  if (isPage && options.fullPage) await (page as Page).evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
   const body = isPage ? await (page as Page).screenshot({ path, fullPage: options.fullPage ?? false, animations: 'disabled' }) : await (page as Locator).screenshot({ path, animations: 'disabled' });
   await testInfo.attach(name, { body, contentType: 'image/png' });
   return body;

@@ -87,3 +87,35 @@ test('files and packages: upload by drop with progress, listed with size and che
   await page.getByRole('dialog', { name: `Delete ${name}?` }).getByRole('button', { name: 'Delete' }).click();
   await expect(row).toHaveCount(0);
 });
+
+test('invitation email: transport, template preview, a template change, a test email and a resend', async ({ page }, testInfo) => {
+  await page.goto('/settings#email');
+  const section = page.locator('#email');
+  await expect(section.getByTestId('mail-transport')).toContainText('no SMTP server configured');
+  await section.getByRole('button', { name: 'Edit the templates' }).click();
+  await section.getByLabel('Subject').fill('{{name}}, your device is waiting');
+  await section.getByRole('button', { name: 'Preview the email' }).click();
+  const preview = page.getByRole('dialog', { name: 'Invitation email preview' });
+  await expect(preview.getByTestId('mail-preview-subject')).toContainText(', your device is waiting');
+  // (Read from srcdoc: the frame is sandboxed without scripts, which Playwright's frame queries need.)
+  await expect(preview.locator('iframe')).toHaveAttribute('srcdoc', /enroll/);
+  await shot(page, 'settings-email-preview', testInfo);
+  await page.keyboard.press('Escape');
+  await section.getByRole('button', { name: 'Save email settings' }).click();
+  await expect(section.getByText('Saved; applies to the next email sent.')).toBeVisible();
+  expect((await api('GET', '/mail/settings')).settings.mail_subject_template).toBe('{{name}}, your device is waiting');
+
+  await section.getByLabel('Send a test email to').fill('test@example.com');
+  await section.getByRole('button', { name: 'Send test' }).click();
+  await expect(section.getByTestId('mail-test-result')).toContainText('Written to the outbox');
+  await shot(page, 'settings-email', testInfo);
+
+  // Resend from an invitation page.
+  const invitation = await api('POST', '/invitations', { email: `resend.${Date.now()}@example.com` });
+  await page.goto(`/invitations/${invitation.id}`);
+  await expect(page.getByTestId('delivery-state')).toHaveText('Email in outbox');
+  await page.getByRole('button', { name: 'Resend email' }).click();
+  await expect(page.getByRole('alert').getByText('on its way again')).toBeVisible();
+  await expect(page.getByTestId('invitation-history')).toContainText('written to the outbox');
+  await api('PUT', '/mail/settings', { mail_subject_template: '' });
+});
