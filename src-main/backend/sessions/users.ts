@@ -42,15 +42,10 @@ export class UserRepository {
       assign: db.prepare(
         `INSERT OR IGNORE INTO profile_assignments (user_id, profile_id, entity_id) VALUES (?, ?, ?)`,
       ),
-      profilesOf: db.prepare(
-        `SELECT DISTINCT p.* FROM profiles p JOIN profile_assignments a ON a.profile_id = p.id WHERE a.user_id = ? ORDER BY p.id`,
-      ),
-      assignment: db.prepare(
-        `SELECT entity_id FROM profile_assignments WHERE user_id = ? AND profile_id = ? ORDER BY entity_id LIMIT 1`,
-      ),
-      guestProfile: db.prepare(`SELECT * FROM profiles WHERE is_guest = 1 ORDER BY id LIMIT 1`),
-      defaultProfile: db.prepare(`SELECT * FROM profiles WHERE is_default = 1 ORDER BY id LIMIT 1`),
-      agentProfile: db.prepare(`SELECT * FROM profiles WHERE name = 'MDM agent'`),
+      // Plain lookups: SQLite runs a JOIN, DISTINCT or ORDER BY … LIMIT here several times slower
+      // than the index lookup itself, and a user holds one to three assignments.
+      assignmentsOf: db.prepare(`SELECT profile_id, entity_id FROM profile_assignments WHERE user_id = ?`),
+      profiles: db.prepare(`SELECT * FROM profiles ORDER BY id`),
       remove: db.prepare(`DELETE FROM users WHERE id = ?`),
     };
   }
@@ -67,18 +62,47 @@ export class UserRepository {
     return this.statements.byLogin.get(login) as UserRow | undefined;
   }
 
+  /**
+   * The profiles (seeded by the migrations, never changed at run time), read once: every agent
+   * request asks for the guest profile, some more than once.
+   */
+  private profileCache: { byId: Map<number, ProfileRow>; guest: ProfileRow; default: ProfileRow; agent: ProfileRow } | null = null;
+
+  private profiles(): NonNullable<UserRepository['profileCache']> {
+    if (this.profileCache) return this.profileCache;
+    const rows = this.statements.profiles.all() as ProfileRow[];
+    const find = (what: string, test: (row: ProfileRow) => boolean) => {
+      const row = rows.find(test);
+      if (!row) throw new Error(`the database has no ${what} profile`);
+      return row;
+    };
+    this.profileCache = {
+      byId: new Map(rows.map((row) => [row.id, row])),
+      guest: find('guest', (row) => row.is_guest === 1),
+      default: find('default', (row) => row.is_default === 1),
+      agent: find('"MDM agent"', (row) => row.name === 'MDM agent'),
+    };
+    return this.profileCache;
+  }
+
   guestProfile(): ProfileRow {
-    return this.statements.guestProfile.get() as ProfileRow;
+    return this.profiles().guest;
   }
 
   profilesOf(userId: number): ProfileRow[] {
-    return this.statements.profilesOf.all(userId) as ProfileRow[];
+    const ids = [...new Set(this.assignmentsOf(userId).map((a) => a.profile_id))].sort((a, b) => a - b);
+    return ids.map((id) => this.profiles().byId.get(id)).filter((row): row is ProfileRow => row !== undefined);
   }
 
-  /** The entity in which the user holds `profileId`, if they hold it at all. */
+  /** The entity in which the user holds `profileId`, if they hold it at all (the lowest id if several). */
   entityOfAssignment(userId: number, profileId: number): number | undefined {
-    const row = this.statements.assignment.get(userId, profileId) as { entity_id: number } | undefined;
-    return row?.entity_id;
+    let entityId: number | undefined;
+    for (const a of this.assignmentsOf(userId)) if (a.profile_id === profileId && (entityId === undefined || a.entity_id < entityId)) entityId = a.entity_id;
+    return entityId;
+  }
+
+  private assignmentsOf(userId: number): { profile_id: number; entity_id: number }[] {
+    return this.statements.assignmentsOf.all(userId) as { profile_id: number; entity_id: number }[];
   }
 
   /**
@@ -93,7 +117,7 @@ export class UserRepository {
       this.statements.assign.run(existing.id, this.guestProfile().id, entityId);
       return this.byId(existing.id)!;
     }
-    const defaultProfile = this.statements.defaultProfile.get() as ProfileRow;
+    const defaultProfile = this.profiles().default;
     const id = this.insert({
       login: email,
       kind: 'person',
@@ -110,7 +134,7 @@ export class UserRepository {
 
   /** The account whose user token becomes the agent's api_token. Call inside a transaction. */
   createAgentAccount(entityId: number, label: string): UserRow {
-    const profile = this.statements.agentProfile.get() as ProfileRow;
+    const profile = this.profiles().agent;
     const id = this.insert({
       login: `agent:${label}:${randomHex(6)}`,
       kind: 'agent',
