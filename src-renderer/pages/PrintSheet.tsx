@@ -28,11 +28,11 @@ function Card({ invitation, onLoad }: { invitation: InvitationDetail; onLoad: ()
       <div className="who">{invitation.email}</div>
       {name ? <div className="name">{name}</div> : null}
       <ol className="steps">
-        <li>1. Install the MDM agent app, then scan this code with the phone's camera.</li>
-        <li>2. Confirm the enrollment; sign in as {invitation.email} if asked.</li>
+        <li>1. Install the MDM agent app, then scan this code.</li>
+        <li>2. Confirm; if asked, sign in with the address above.</li>
       </ol>
       <div className="helpdesk">
-        {contact.length ? <>Help: {contact.join(' · ')}</> : <>Questions? Ask your IT team.</>}
+        <div>{contact.length ? <>Help: {contact.join(' · ')}</> : <>Questions? Ask your IT team.</>}</div>
         <div className="expiry">Valid until {formatDate(invitation.expires_at)}</div>
       </div>
     </div>
@@ -73,6 +73,8 @@ export function PrintSheet() {
     '--paper-columns': spec.columns,
     '--paper-rows': spec.rows,
     '--card-gap': '6mm',
+    // As large as the card allows once its text has room (about 40 mm of it).
+    '--qr-size': `${Math.min(48, Math.floor(size.heightMm - 40))}mm`,
   } as CSSProperties;
 
   const savePdf = async () => {

@@ -240,7 +240,8 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
           </SimpleGrid>
         </Section>
 
-        <Card withBorder radius="md" p="md" pos="sticky" bottom={12} style={{ zIndex: 5 }} shadow={form.isDirty() ? 'md' : undefined}>
+        {/* Follows the view while there are unsaved changes, so Save is always at hand. */}
+        <Card withBorder radius="md" p="md" pos={form.isDirty() ? 'sticky' : 'static'} bottom={12} style={{ zIndex: 5 }} shadow={form.isDirty() ? 'md' : undefined}>
           <Group justify="space-between">
             <Text size="sm" c={saved && !form.isDirty() ? 'teal' : 'dimmed'} data-testid="settings-note">
               {form.isDirty() ? 'You have unsaved changes.' : saved ? saved.note : 'Changes apply as soon as they are saved.'}

@@ -93,12 +93,15 @@ test.describe('print sheet at print resolution', () => {
     await expect(page.locator('section.sheet-page')).toHaveCount(2);
     const first = page.getByTestId('sheet-card').first();
     await expect(first).toContainText('IT Desk · +1 555 0100 · help@example.com');
-    await expect(first).toContainText('scan this code');
+    await expect(first).toContainText('then scan this code');
     // The card's QR code scans to the invitation's deeplink.
     const id = Number(await first.getAttribute('data-invitation-id'));
     const invitation = items.find((item: { id: number }) => item.id === id);
     expect(await decodeQrOf(first.locator('img'))).toBe(invitation.deeplink);
     await page.getByRole('radio', { name: 'A4' }).check({ force: true });
+    const overflowing = () =>
+      page.getByTestId('sheet-card').evaluateAll((cards) => cards.filter((card) => card.scrollHeight > card.clientHeight + 1).length);
+    expect(await overflowing()).toBe(0);
     await shot(page, 'print-sheet-a4', testInfo);
 
     // A4 by the print stylesheet: 2 pages of 210 × 297 mm.
@@ -111,6 +114,8 @@ test.describe('print sheet at print resolution', () => {
     await page.getByText('Letter', { exact: true }).click();
     await expect(page).toHaveURL(/paper=letter/);
     await expect(sheet).toHaveAttribute('data-paper', 'letter');
+    expect(await overflowing()).toBe(0);
+    await shot(page, 'print-sheet-letter', testInfo);
     const letterPdf = await page.pdf({ preferCSSPageSize: true, printBackground: true });
     writeFileSync(join(SCREENSHOTS, 'print-sheet-letter.pdf'), letterPdf);
     const letter = pdfPages(letterPdf);

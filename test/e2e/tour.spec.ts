@@ -42,3 +42,13 @@ test('an unknown address shows a way back', async ({ page }, testInfo) => {
   await expect(page.getByText('This invitation does not exist')).toBeVisible();
   await shot(page, 'not-found', testInfo);
 });
+
+test('the dashboard once there is activity', async ({ page }, testInfo) => {
+  await page.goto('/');
+  await expect(page.getByTestId('activity-feed')).toBeVisible();
+  await expect(page.getByTestId('stat-invitations')).not.toHaveText('0');
+  await shot(page, 'dashboard-with-data', testInfo, { fullPage: true });
+  await page.goto('/invitations');
+  await expect(page.getByTestId('invitations-table')).toBeVisible();
+  await shot(page, 'invitations-with-data', testInfo);
+});
