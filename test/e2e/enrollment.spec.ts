@@ -27,6 +27,8 @@ test('dashboard: counts, funnel, server status and the loopback warning', async 
 
 test('create an invitation, scan its QR code, and watch a simulated device enroll live', async ({ page }, testInfo) => {
   const email = `ada.${Date.now()}@example.com`;
+  const fleetName = `Lab ${Date.now()}`;
+  await api('POST', '/fleets', { name: fleetName });
   await page.goto('/invitations');
   await page.getByRole('button', { name: 'New invitation' }).click();
   const dialog = page.getByRole('dialog', { name: 'New invitation' });
@@ -96,8 +98,23 @@ test('create an invitation, scan its QR code, and watch a simulated device enrol
     await expect(page.getByRole('alert').getByText(`Ping sent to ${serial}`)).toBeVisible();
     await expect(drawer.getByTestId('agent-history')).toContainText(`Ping sent to ${serial}`);
     await shot(page, 'device-drawer', testInfo);
+
+    // Lock asks first; then the device (still online) obeys.
+    await drawer.getByRole('button', { name: 'Lock', exact: true }).click();
+    const confirmLock = page.getByRole('dialog', { name: 'Lock this device?' });
+    await expect(confirmLock.getByRole('button', { name: 'Lock' })).toBeFocused();
+    await confirmLock.getByRole('button', { name: 'Lock' }).click();
+    await expect(page.getByRole('alert').getByText(`Lock sent to ${serial}`)).toBeVisible();
+    await expect(drawer.getByTestId('agent-record')).toContainText(/Lockedyes/);
+
+    // Move to another fleet: the row follows.
+    await drawer.getByRole('combobox', { name: 'Move to fleet' }).click();
+    await page.getByRole('option', { name: fleetName }).click();
+    await drawer.getByRole('button', { name: 'Move', exact: true }).click();
+    await expect(page.getByRole('alert').getByText(`moved to ${fleetName}`)).toBeVisible();
     await page.keyboard.press('Escape');
     await expect(drawer).toBeHidden();
+    await expect(row).toContainText(fleetName);
 
     // The invitation page shows it enrolled, and the device it enrolled (live as well).
     await page.goto(`/invitations/${id}`);
@@ -140,4 +157,15 @@ test('revoke and delete an invitation, with confirmation', async ({ page }) => {
   await page.getByRole('dialog', { name: 'Delete this invitation?' }).getByRole('button', { name: 'Delete' }).click();
   await expect(page).toHaveURL(/\/invitations$/);
   await expect((await page.request.get(`/api/invitations/${created.id}`)).status()).toBe(404);
+});
+
+test('the console is served with a strict Content-Security-Policy and no inline script', async ({ page }) => {
+  const response = await page.goto('/');
+  const csp = response!.headers()['content-security-policy']!;
+  expect(csp).toContain("script-src 'self'");
+  expect(csp).toContain("object-src 'none'");
+  expect(csp).toContain("frame-ancestors 'none'");
+  expect(csp).not.toMatch(/unsafe-eval/);
+  expect(response!.headers()['x-content-type-options']).toBe('nosniff');
+  expect(await page.locator('script:not([src])').count()).toBe(0);
 });
