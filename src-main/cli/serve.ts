@@ -1,7 +1,6 @@
 import { parseArgs } from 'node:util';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
 import { startBackend } from '../backend/server.ts';
-import { simulateEnrollment, stopSimulatedDevices } from '../device/simulate.ts';
 import { CliError } from './server-file.ts';
 
 function port(value: string | undefined, flag: string): number | undefined {
@@ -10,6 +9,13 @@ function port(value: string | undefined, flag: string): number | undefined {
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new CliError(`${flag} must be a port number (0 = any free port), not "${value}"`);
   return n;
 }
+
+/**
+ * The device simulator (and mqtt.js with it, ~20 MB) is loaded only when "simulate a device" is
+ * first used: most runs never do.
+ */
+let simulator: Promise<typeof import('../device/simulate.ts')> | null = null;
+const loadSimulator = () => (simulator ??= import('../device/simulate.ts'));
 
 /** `serve`: the backend headless, with the web console; stops cleanly on SIGINT/SIGTERM. */
 export async function serveCommand(argv: string[]): Promise<number> {
@@ -53,7 +59,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     smtpUrl,
     mailFrom: values['mail-from'],
     // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
-    simulate: (request) => simulateEnrollment(request, { stayOnline: true }),
+    simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
   });
   const { info } = backend;
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));
@@ -76,7 +82,7 @@ Press Ctrl+C to stop.`);
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
   });
-  await stopSimulatedDevices();
+  if (simulator) await (await simulator).stopSimulatedDevices();
   await backend.close();
   console.log('Stopped; database closed.');
   return 0;
