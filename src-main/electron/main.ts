@@ -3,6 +3,7 @@
 import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, session, shell, type MenuItemConstructorOptions } from 'electron';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULT_PORTS } from '../backend/config.ts';
 import { startBackend, type RunningBackend } from '../backend/server.ts';
 import { simulateEnrollment, stopSimulatedDevices } from '../device/simulate.ts';
 import { CONSOLE_CSP, isConsoleUrl, isExternalOpenable, isPermissionAllowed, pdfRequest } from './policy.ts';
@@ -149,8 +150,17 @@ ipcMain.handle('console:save-pdf', async (event, input: unknown) => {
 });
 
 async function start(): Promise<void> {
+  const simulate = (request: Parameters<typeof simulateEnrollment>[0]) => simulateEnrollment(request, { stayOnline: true });
   try {
-    backend = await startBackend({ simulate: (request) => simulateEnrollment(request, { stayOnline: true }) });
+    try {
+      backend = await startBackend({ simulate });
+    } catch (error) {
+      // Only this window uses the admin listener: when its usual port is taken, any port will do.
+      // (The agent API and broker ports are printed in QR codes and agent records: they stay put.)
+      const { code, port } = error as { code?: string; port?: number };
+      if (code !== 'EADDRINUSE' || port !== DEFAULT_PORTS.adminPort) throw error;
+      backend = await startBackend({ simulate, adminPort: 0 });
+    }
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const busy = (error as { code?: string }).code === 'EADDRINUSE';

@@ -1,4 +1,4 @@
-import { Badge, Button, Card, Group, Select, Text, TextInput, Tooltip } from '@mantine/core';
+import { Badge, Button, Card, Group, Select, Text, TextInput } from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
 import { IconArrowDown, IconArrowUp, IconArrowsSort, IconCircleFilled, IconSearch } from '@tabler/icons-react';
 import {
@@ -358,11 +358,9 @@ export function Devices() {
             ) : null}
           </div>
         )}
-        <Tooltip label="Rows: ↑/↓ to move, Enter to open" position="bottom-start">
-          <Text size="xs" c="dimmed" mt="xs" w="fit-content">
-            Keyboard: ↑ ↓ PgUp PgDn Home End, Enter opens the device.
-          </Text>
-        </Tooltip>
+        <Text size="xs" c="dimmed" mt="xs">
+          Keyboard: ↑ ↓ PgUp PgDn Home End move between rows, Enter opens the device.
+        </Text>
       </Card>
       <DeviceDrawer id={selectedId} onClose={() => open(null)} />
     </>

@@ -77,5 +77,6 @@ test('devices: 10,000 rows, virtualized, sorted, filtered, searched, and a new e
   await expect(page.getByTestId('devices-count')).toHaveText('10,001 devices');
   expect(listRequests).toEqual([]);
   testInfo.annotations.push({ type: 'appeared after', description: `${elapsed} ms` });
+  console.log(`the new device's row appeared ${elapsed} ms after its enrollment returned (10,000 rows loaded)`);
   await context.close();
 });
