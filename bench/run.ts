@@ -148,10 +148,11 @@ try {
     phase('downloads: 256 MiB package, whole and 1 MiB ranges, serve and nginx');
     serve = await startServeHere('downloads');
     results.downloads = await downloadScenario(serve, dir, {
-      wholeRequests: count(12, 4),
+      wholeRequests: count(6, 4),
       wholeConcurrency: 2,
-      rangeRequests: count(2000, 200),
+      rangeRequests: count(1000, 200),
       rangeConcurrency: 8,
+      rounds: 3,
     });
     await serve.stop();
     serve = null;

@@ -65,6 +65,8 @@ function fetchBytes(agent: Agent, target: Target, range: string | null, expected
 }
 
 export interface Throughput {
+  /** Throughput of every round, MiB/s (the figures below are those of the median round). */
+  rounds_mib_per_s?: number[];
   requests: number;
   concurrency: number;
   seconds: number;
@@ -109,6 +111,12 @@ async function measure(pid: number, target: Target, kind: 'whole' | 'ranges', re
     requests_per_s: round(requests / seconds),
     server_cpu_s_per_gib: round(cpu / (bytes / 1024 / MiB)),
   };
+}
+
+/** The round of median throughput, with every round's throughput. */
+function medianRound(rounds: Throughput[]): Throughput {
+  const sorted = [...rounds].sort((a, b) => a.mib_per_s - b.mib_per_s);
+  return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, rounds_mib_per_s: rounds.map((r) => r.mib_per_s) };
 }
 
 /** nginx with a minimal configuration of its own: one worker, sendfile, loopback only. */
@@ -158,7 +166,7 @@ export interface DownloadResult {
 export async function downloadScenario(
   serve: Serve,
   workDir: string,
-  options: { wholeRequests: number; wholeConcurrency: number; rangeRequests: number; rangeConcurrency: number },
+  options: { wholeRequests: number; wholeConcurrency: number; rangeRequests: number; rangeConcurrency: number; rounds: number },
 ): Promise<DownloadResult> {
   const filesDir = join(workDir, 'files');
   mkdirSync(filesDir, { recursive: true });
@@ -178,11 +186,22 @@ export async function downloadScenario(
   const nginx = await startNginx(workDir, filesDir);
   try {
     const nginxTarget: Target = { url: `http://127.0.0.1:${nginx.port}/bench-256MiB.apk`, headers: { accept: 'application/octet-stream' } };
+    // Rounds alternate which server goes first; each server's figure is the median of its rounds
+    // (the machine's other work comes and goes during a run).
     const run = async (kind: 'whole' | 'ranges') => {
       const [requests, concurrency] = kind === 'whole' ? [options.wholeRequests, options.wholeConcurrency] : [options.rangeRequests, options.rangeConcurrency];
-      const nginxFigures = await measure(nginx.child.pid, nginxTarget, kind, requests, concurrency);
-      const serveFigures = await measure(serve.child.pid, serveTarget, kind, requests, concurrency);
-      console.log(`  ${kind}: serve ${serveFigures.mib_per_s} MiB/s, nginx ${nginxFigures.mib_per_s} MiB/s`);
+      const serveRounds: Throughput[] = [];
+      const nginxRounds: Throughput[] = [];
+      for (let round = 0; round < options.rounds; round++) {
+        const order = round % 2 === 0 ? (['nginx', 'serve'] as const) : (['serve', 'nginx'] as const);
+        for (const server of order) {
+          if (server === 'nginx') nginxRounds.push(await measure(nginx.child.pid, nginxTarget, kind, requests, concurrency));
+          else serveRounds.push(await measure(serve.child.pid, serveTarget, kind, requests, concurrency));
+        }
+      }
+      const serveFigures = medianRound(serveRounds);
+      const nginxFigures = medianRound(nginxRounds);
+      console.log(`  ${kind}: serve ${serveFigures.mib_per_s} MiB/s, nginx ${nginxFigures.mib_per_s} MiB/s (median of ${options.rounds} rounds)`);
       return { serve: serveFigures, nginx: nginxFigures, ratio: round(serveFigures.mib_per_s / nginxFigures.mib_per_s) };
     };
     const whole = await run('whole');

@@ -169,6 +169,15 @@ export function downloadHeaders(
   ];
 }
 
+/**
+ * Bytes read from disk (and written to the socket) at a time. Node's default of 64 KiB made a
+ * 1 MiB range cost 16 reads and 16 socket writes: with 1 MiB the server spends about half the CPU
+ * per byte sent (bench: downloads). The price is memory: up to ~2 MiB per download in progress
+ * (one chunk read ahead, one being sent), nothing for small files (a chunk is never bigger than
+ * what is left to send).
+ */
+const READ_CHUNK = 1024 * 1024;
+
 /** Content missing on disk (row without file) is answered as an unknown item. */
 async function orNotFound<T>(operation: Promise<T>): Promise<T> {
   try {
@@ -214,7 +223,7 @@ export async function sendStoredItem(
     // Opened before any header is set, so a missing file is a clean 404; once open, a concurrent
     // remove() (unlink) does not disturb this download.
     const handle = await orNotFound(open(filePath, 'r'));
-    body = handle.createReadStream({ start: range.start, end: range.end, autoClose: true });
+    body = handle.createReadStream({ start: range.start, end: range.end, autoClose: true, highWaterMark: READ_CHUNK });
   }
 
   const connection = request.headers.connection;
