@@ -270,7 +270,7 @@ export function Dashboard() {
             <SimpleGrid cols={{ base: 2, md: 4 }}>
               <Stat label="Invitations" value={data.counts.invitations} hint={`${data.counts.used.toLocaleString()} used so far`} color="indigo" icon={<IconMail size={20} />} />
               <Stat label="Pending" value={data.counts.pending} hint="not used, not expired" color="blue" icon={<IconMail size={20} />} />
-              <Stat label="Enrolled" value={data.counts.enrolled} hint={`${data.counts.agents.toLocaleString()} devices in all`} color="teal" icon={<IconDeviceMobile size={20} />} />
+              <Stat label="Enrolled" value={data.counts.enrolled} hint={`${data.counts.agents.toLocaleString()} device${data.counts.agents === 1 ? '' : 's'} in all`} color="teal" icon={<IconDeviceMobile size={20} />} />
               <Stat label="Online" value={data.counts.online} hint="connected to the broker" color="green" icon={<IconWifi size={20} />} />
             </SimpleGrid>
             <SimpleGrid cols={{ base: 1, lg: 2 }} spacing="lg">

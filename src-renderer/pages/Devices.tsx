@@ -43,6 +43,13 @@ const features = tableFeatures({
 const helper = createColumnHelper<typeof features, Agent>();
 const ROW_HEIGHT = 44;
 
+/** Plain text cut with an ellipsis when the column is too narrow (cells are flex boxes). */
+const plainCell = (info: { getValue: () => unknown }) => (
+  <Text size="sm" truncate title={String(info.getValue() ?? '')}>
+    {String(info.getValue() ?? '')}
+  </Text>
+);
+
 // Widths in px; the person column takes what is left.
 const columns = helper.columns([
   helper.accessor('name', {
@@ -75,9 +82,9 @@ const columns = helper.columns([
     },
   }),
   helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 130, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
-  helper.accessor('type', { id: 'type', header: 'Type', size: 75, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
-  helper.accessor('version', { id: 'version', header: 'Version', size: 85, sortFn: 'alphanumeric' }),
-  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 110, filterFn: 'equalsString', sortFn: 'alphanumeric' }),
+  helper.accessor('type', { id: 'type', header: 'Type', size: 75, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor('version', { id: 'version', header: 'Version', size: 85, sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 110, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
     header: 'Status',

@@ -1,7 +1,8 @@
 // One `serve` for the whole run; the browser signs in once with the console_url it printed (the
 // one-time ticket becomes an HttpOnly cookie) and every test reuses that signed-in state.
 import { chromium, type FullConfig } from '@playwright/test';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, startServe } from './serve.ts';
 
@@ -10,9 +11,11 @@ export default async function globalSetup(config: FullConfig) {
   const printed = /Console:\s+(\S+)/.exec(serve.output())?.[1];
   if (printed !== serve.info.console_url) throw new Error(`serve printed ${printed}, server.json says ${serve.info.console_url}`);
 
-  const stateDir = join(ROOT, 'test-results');
-  mkdirSync(stateDir, { recursive: true });
-  const storageState = join(stateDir, 'e2e-storage-state.json');
+  const resultsDir = join(ROOT, 'test-results');
+  mkdirSync(resultsDir, { recursive: true });
+  // The signed-in state (an admin cookie) stays out of the repository and apart from other runs.
+  const stateDir = mkdtempSync(join(tmpdir(), 'mdm-e2e-state-'));
+  const storageState = join(stateDir, 'storage-state.json');
   const launchOptions = config.projects[0]!.use.launchOptions ?? {};
   const browser = await chromium.launch(launchOptions);
   try {
@@ -29,8 +32,9 @@ export default async function globalSetup(config: FullConfig) {
   void _token;
   process.env.MDM_E2E_SERVER = JSON.stringify(serve.info);
   process.env.MDM_E2E_STORAGE = storageState;
-  writeFileSync(join(stateDir, 'e2e-server.json'), JSON.stringify(visible, null, 2));
+  writeFileSync(join(resultsDir, 'e2e-server.json'), JSON.stringify(visible, null, 2));
   return async () => {
     await serve.stop();
+    rmSync(stateDir, { recursive: true, force: true });
   };
 }
