@@ -241,7 +241,15 @@ const status: Handler = async (argv) => {
   return output(json, current, () => Object.entries(current).map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`).join('\n'));
 };
 
+/** `console`: a fresh one-time link that opens the console signed in. */
+const consoleLink: Handler = async (argv) => {
+  const { server, json } = parse(argv, {});
+  const ticket = await adminRequest<{ console_url: string }>(server(), 'POST', '/console-tickets');
+  return output(json, ticket, () => `Open this link once to sign in to the console:\n  ${ticket.console_url}`);
+};
+
 export const adminCommands: Record<string, Handler> = {
+  console: consoleLink,
   invite,
   invitations,
   revoke,

@@ -28,6 +28,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   agent      --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
              [--download file:ID|package:ID]             the device simulator
   status                                                 where the running server is
+  console                                                a new one-time link that opens the console signed in
 
 Every command but serve and agent talks to the server of --data-dir (default: $MDM_CONSOLE_DATA_DIR
 or the per-user data folder) and prints JSON with --json.`;

@@ -30,7 +30,7 @@ export async function errorOf(response: Response): Promise<ApiRequestError> {
   } catch {
     // Not JSON: keep the status text.
   }
-  if (response.status === 401) message = 'Signed out: open the console again from `npm run serve` or the desktop app.';
+  if (response.status === 401) message = 'Signed out: get a new sign-in link with `npm run cli -- console`, or open the desktop app.';
   return new ApiRequestError(response.status, code, message, errors);
 }
 

@@ -70,6 +70,18 @@ describe('admin authentication', () => {
     expect(JSON.stringify(await withCookie.json())).not.toContain(t.backend.info.admin_token);
     const again = await fetch(t.backend.info.console_url, { redirect: 'manual' });
     expect(again.status).toBe(401);
+    expect(await again.text()).toContain('npm run cli -- console');
+  });
+
+  it('issues fresh one-time sign-in links to the admin token holder', async () => {
+    expect((await fetch(`${t.backend.info.admin_url}/api/console-tickets`, { method: 'POST' })).status).toBe(401);
+    const { status, body } = await t.admin('POST', '/console-tickets');
+    expect(status).toBe(201);
+    expect(body.console_url).toMatch(new RegExp(`^${t.backend.info.admin_url}/auth\\?ticket=[0-9a-f]{48}$`));
+    expect(body.console_url).not.toBe(t.backend.info.console_url);
+    const used = await fetch(body.console_url, { redirect: 'manual' });
+    expect(used.status).toBe(302);
+    expect(used.headers.get('set-cookie')).toMatch(/Max-Age=\d+/);
   });
 });
 

@@ -119,6 +119,14 @@ describe('serve + CLI + simulator, as a user runs them', () => {
     expect(after).toBe(before);
   });
 
+  it('console prints a fresh one-time sign-in link', async () => {
+    const result = await cli(['console', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const { console_url } = JSON.parse(result.stdout);
+    const response = await fetch(console_url, { redirect: 'manual' });
+    expect(response.status).toBe(302);
+  });
+
   it('gives clear errors for bad arguments', async () => {
     const noEmail = await cli(['invite', '--json']);
     expect(noEmail.code).toBe(2);

@@ -47,7 +47,10 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
   app.get('/auth', async (request, reply) => {
     const { ticket } = request.query as { ticket?: string };
     if (typeof ticket === 'string' && auth.redeemTicket(ticket, reply)) return reply.redirect('/');
-    return reply.code(401).type('text/html').send('<!doctype html><title>Sign-in link used</title><p>This sign-in link has already been used or is not valid. Run <code>npm run serve</code> again, or open the console from the desktop app.</p>');
+    return reply
+      .code(401)
+      .type('text/html')
+      .send('<!doctype html><title>Sign-in link used</title><p>This sign-in link has already been used or is not valid. Get a new one with <code>npm run cli -- console</code>, or open the console from the desktop app.</p>');
   });
 
   await app.register(async (api) => {
@@ -56,6 +59,11 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
         return reply.code(401).send({ error: 'ERROR_UNAUTHORIZED', message: 'Admin token required (Authorization: Bearer <token>)' });
       }
     });
+
+    // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
+    api.post('/console-tickets', async (_request, reply) =>
+      reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
+    );
 
     api.get('/status', async () => {
       const current = info();

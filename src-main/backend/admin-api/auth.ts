@@ -3,6 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomHex } from '../util/tokens.ts';
 
 const COOKIE = 'mdm_console';
+/** The console stays signed in across browser restarts for 30 days (it is a loopback-only app). */
+const COOKIE_MAX_AGE_S = 30 * 24 * 60 * 60;
 
 function same(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -35,7 +37,7 @@ export class AdminAuth {
 
   redeemTicket(ticket: string, reply: FastifyReply): boolean {
     if (!this.tickets.delete(ticket)) return false;
-    reply.header('set-cookie', `${COOKIE}=${this.cookieValue}; HttpOnly; SameSite=Strict; Path=/`);
+    reply.header('set-cookie', `${COOKIE}=${this.cookieValue}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${COOKIE_MAX_AGE_S}`);
     return true;
   }
 
