@@ -34,6 +34,8 @@ function createWindow(): void {
     minHeight: 600,
     show: false,
     title: 'MDM Console',
+    // The window and taskbar icon (macOS takes it from the app bundle instead).
+    icon: join(here, '../../resources/icon.png'),
     backgroundColor: '#1a1b1e',
     autoHideMenuBar: false,
     webPreferences: {
