@@ -80,6 +80,10 @@ export function useAgents() {
   return useQuery({
     queryKey: keys.agentList,
     queryFn: async ({ signal }) => (await get<{ items: Agent[] }>('/agents', signal)).items,
+    // No deep comparison of the new list with the old one: with 10,000 devices it took half the
+    // time of every live update (bench: console). Live updates keep unchanged rows as they were
+    // (upsertAgents), so nothing relies on it.
+    structuralSharing: false,
   });
 }
 
