@@ -71,7 +71,8 @@ export function resultsTable(r: Results): string {
   if (b) {
     const last = b.serve.steps.at(-1);
     const lastM = b.mosquitto.steps.at(-1);
-    row('Broker', 'agents held (authenticated, own topic via the ACL)', n(last?.held), n(lastM?.held), '', `${n(b.held_target)}`, ok(b.met.held));
+    const capped = b.connection_cap < b.held_target ? ` (${n(b.connection_cap)} here: open-files limit)` : '';
+    row('Broker', 'agents held (authenticated, own topic via the ACL)', n(last?.held), n(lastM?.held), '', `${n(b.held_target)}${capped}`, ok(b.met.held));
     b.serve.steps.forEach((step, i) => {
       const ref = b.mosquitto.steps[i];
       row('', `connection rate, ${n(step.held)} held (connect + subscribe + online)`, `${n(step.connections_per_s)}/s`, `${n(ref?.connections_per_s)}/s (mosquitto)`, x(b.rate_ratios[i]), '≥ 0.9x', ok(b.rate_ratios[i]! >= b.rate_target));
@@ -80,7 +81,10 @@ export function resultsTable(r: Results): string {
       const ref = b.mosquitto.steps[i];
       row('', `process RSS, ${n(step.held)} held`, `${n(step.rss_mib)} MiB`, `${n(ref?.rss_mib, 1)} MiB`, '', i === b.serve.steps.length - 1 ? `≤ ${b.rss_target_mib} MB` : '', i === b.serve.steps.length - 1 ? ok(b.met.rss) : '');
     });
-    row('', 'memory per connection', `${n(last?.kib_per_connection, 1)} KiB`, `${n(lastM?.kib_per_connection, 1)} KiB`, x((last?.kib_per_connection ?? NaN) / (lastM?.kib_per_connection ?? NaN)), '', '');
+    row('', 'memory per connection (RSS growth / connections held)', `${n(last?.kib_per_connection, 1)} KiB`, `${n(lastM?.kib_per_connection, 1)} KiB`, x((last?.kib_per_connection ?? NaN) / (lastM?.kib_per_connection ?? NaN)), '', '');
+    if (b.serve.steps.length > 1) {
+      row('', 'memory per connection, last step only (marginal)', `${n(last?.marginal_kib_per_connection, 1)} KiB`, `${n(lastM?.marginal_kib_per_connection, 1)} KiB`, x((last?.marginal_kib_per_connection ?? NaN) / (lastM?.marginal_kib_per_connection ?? NaN)), '', '');
+    }
     row('', `command to every agent (${n(b.serve.fanout.agents)}), until all received`, `${n(b.serve.fanout.seconds, 2)} s`, `${n(b.mosquitto.fanout.seconds, 2)} s`, x(b.serve.fanout.seconds / b.mosquitto.fanout.seconds), '', b.serve.fanout.received === b.serve.fanout.agents ? '' : `${n(b.serve.fanout.received)} received`);
   }
   const d = r.downloads;

@@ -48,6 +48,8 @@ export interface ConnectStep {
   rss_mib: number;
   /** (RSS now − RSS before the first connection) / connections held. */
   kib_per_connection: number;
+  /** (RSS now − RSS after the previous step) / connections added in this step. */
+  marginal_kib_per_connection: number;
 }
 
 export interface BrokerRun {
@@ -64,6 +66,7 @@ async function connectSteps(name: string, pid: number, port: number, agents: rea
   const results: ConnectStep[] = [];
   const errors: string[] = [];
   let done = 0;
+  let rssBefore = rssIdle;
   for (const target of steps) {
     const slice = agents.slice(done, target);
     const shares = workers.map((_, w) => slice.filter((_, i) => i % workers.length === w));
@@ -85,7 +88,9 @@ async function connectSteps(name: string, pid: number, port: number, agents: rea
       connections_per_s: round(ok / seconds),
       rss_mib: round(rss / MiB),
       kib_per_connection: round((rss - rssIdle) / 1024 / Math.max(held, 1)),
+      marginal_kib_per_connection: round((rss - rssBefore) / 1024 / Math.max(ok, 1)),
     });
+    rssBefore = rss;
     console.log(`  ${name}: ${held} held, ${round(ok / seconds)} connections/s, RSS ${round(rss / MiB)} MiB`);
     done = target;
   }
@@ -180,7 +185,10 @@ export async function runMosquitto(agents: readonly EnrolledAgent[], workDir: st
   }
 }
 
-/** How many connections one server process can hold here: its open-files limit, less its own files. */
+/**
+ * How many connections one server process can hold here: its open-files limit, less the files it
+ * has open already, less room for the admin API connections of the fan-out (32) and some spare.
+ */
 export function connectionCap(serverPid: number): number {
-  return childFileLimit() - openFiles(serverPid) - 32;
+  return childFileLimit() - openFiles(serverPid) - 128;
 }
