@@ -54,7 +54,8 @@ export interface StartOptions extends Partial<BackendOptions> {
  */
 export async function startBackend(partial: StartOptions = {}): Promise<RunningBackend> {
   const options = resolveOptions(partial);
-  mkdirSync(options.dataDir, { recursive: true });
+  // Tokens live in the database: the data dir is the owner's alone.
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
   const adminToken = loadOrCreateAdminToken(options.dataDir);
 
@@ -100,6 +101,10 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     bodyLimit: AGENT_BODY_LIMIT,
     logger: false,
     forceCloseConnections: true,
+    // A HEAD would run the GET handler: reading an agent record draws a new MQTT password.
+    exposeHeadRoutes: false,
+    // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
+    requestTimeout: 30_000,
     ajv: { customOptions: { coerceTypes: true } },
   });
   installLenientJsonParser(agentApp);

@@ -56,6 +56,7 @@ describe('serve + CLI + simulator, as a user runs them', () => {
     expect(info.pid).toBe(server.pid);
     expect(statSync(join(dataDir, 'server.json')).mode & 0o777).toBe(0o600);
     expect(statSync(join(dataDir, 'admin-token')).mode & 0o777).toBe(0o600);
+    for (const file of ['mdm-console.sqlite', 'mdm-console.sqlite-wal']) expect(statSync(join(dataDir, file)).mode & 0o777, file).toBe(0o600);
     expect(serverOutput).toContain(info.api_url);
     expect(serverOutput).toContain(`${info.deeplink_url}/deeplink/`);
     expect(serverOutput).not.toContain(info.admin_token);

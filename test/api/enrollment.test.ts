@@ -282,7 +282,7 @@ describe('re-enrollment', () => {
     const b = await enrollByHand(t.apiUrl, second, { serial: 'RE-0001', uuid });
     expect(b.created.status).toBe(201);
     expect(b.created.body.id).toBe(a.created.body.id);
-    const third = await invite();
+    const third = await invite({ email: first.email });
     const c = await enrollByHand(t.apiUrl, third, { serial: 'RE-0002-NEW', uuid });
     // A different serial but a known uuid: the serial is looked up first, then the uuid.
     expect(c.created.status).toBe(201);
@@ -295,20 +295,50 @@ describe('re-enrollment', () => {
   });
 
   it('keeps both records intact when the serial names one agent and the uuid another', async () => {
-    const one = await enrollByHand(t.apiUrl, await invite(), { serial: 'CLASH-A', uuid: crypto.randomUUID() });
+    const owner = await invite();
+    const again = () => invite({ email: owner.email });
+    const one = await enrollByHand(t.apiUrl, owner, { serial: 'CLASH-A', uuid: crypto.randomUUID() });
     const uuidOfB = crypto.randomUUID();
-    const two = await enrollByHand(t.apiUrl, await invite(), { serial: 'CLASH-B', uuid: uuidOfB });
-    const three = await enrollByHand(t.apiUrl, await invite(), { serial: 'CLASH-A', uuid: uuidOfB });
+    const two = await enrollByHand(t.apiUrl, await again(), { serial: 'CLASH-B', uuid: uuidOfB });
+    const three = await enrollByHand(t.apiUrl, await again(), { serial: 'CLASH-A', uuid: uuidOfB });
     expect(three.created.status).toBe(201);
     expect(three.created.body.id).toBe(one.created.body.id);
     expect(two.created.body.id).not.toBe(one.created.body.id);
+  });
+
+  it('does not hand one person\'s device to another who quotes its serial', async () => {
+    const alice = await invite();
+    const enrolled = await enrollByHand(t.apiUrl, alice, { serial: 'TAKEOVER-1' });
+    const record = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${enrolled.created.body.id}?session_token=${enrolled.session}`)).body;
+    const mallory = await invite();
+    const attempt = await enrollByHand(t.apiUrl, mallory, { serial: 'TAKEOVER-1' });
+    expect(attempt.created.status).toBe(400);
+    expect(attempt.created.body).toEqual(['ERROR_CORE_ADD', 'This device is already enrolled for another user; ask your administrator to remove it first']);
+    expect((await agentCall(t.apiUrl, 'GET', `initSession?user_token=${record.api_token}`)).status).toBe(200);
+    const { body } = await t.admin('GET', `/invitations/${mallory.id}`);
+    expect(body.status).toBe('pending');
+    expect(body.log[0].message).toMatch(/already enrolled for another user/);
+    // Once the admin removes the device, the new person may enroll it.
+    expect((await t.admin('DELETE', `/agents/${enrolled.created.body.id}`)).status).toBe(204);
+    const retry = await enrollByHand(t.apiUrl, await invite({ email: mallory.email }), { serial: 'TAKEOVER-1' });
+    expect(retry.created.status).toBe(201);
+  });
+
+  it('answers no HEAD on the agent record (it would draw a password nobody sees)', async () => {
+    const invitation = await invite();
+    const { session, created } = await enrollByHand(t.apiUrl, invitation);
+    const head = await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
+    expect(head.status).toBe(404);
+    const before = t.backend.services.db.prepare('SELECT mqtt_password_hash AS h FROM agents WHERE id = ?').get(Number(created.body.id));
+    await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
+    expect(t.backend.services.db.prepare('SELECT mqtt_password_hash AS h FROM agents WHERE id = ?').get(Number(created.body.id))).toEqual(before);
   });
 
   it('retires the old api_token when a device enrolls again', async () => {
     const first = await invite();
     const a = await enrollByHand(t.apiUrl, first, { serial: 'RE-TOKEN' });
     const oldToken = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${a.created.body.id}?session_token=${a.session}`)).body.api_token;
-    const second = await invite();
+    const second = await invite({ email: first.email });
     const b = await enrollByHand(t.apiUrl, second, { serial: 'RE-TOKEN' });
     const newToken = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${b.created.body.id}?session_token=${b.session}`)).body.api_token;
     expect(newToken).not.toBe(oldToken);

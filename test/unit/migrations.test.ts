@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -23,6 +23,7 @@ describe('migrations', () => {
     expect(db.pragma('user_version', { simple: true })).toBe(latest);
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(statSync(db.name).mode & 0o777).toBe(0o600);
     const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((t) => t.name);
     for (const table of ['entities', 'users', 'profiles', 'profile_assignments', 'sessions', 'invitations', 'invitation_log', 'fleets', 'computers', 'agents', 'files', 'packages', 'events', 'settings']) {
       expect(tables).toContain(table);

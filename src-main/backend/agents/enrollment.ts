@@ -144,7 +144,14 @@ export class EnrollmentService {
     const type = clean(input.type);
     if (!type || !(AGENT_TYPES as readonly string[]).includes(type)) refuse('The MDM type must be android or apple');
 
-    const agentId = this.events.transaction(() => this.createOrReuse(inv, session, {
+    // Another person's device is not taken over by quoting its serial: an admin frees it first
+    // (delete or unenroll it). The same person enrolling again gets the records back.
+    const existing = this.knownDevice(inv.entity_id, serial, uuid);
+    if (existing && existing.enrolled_by_user_id !== session.userId && existing.enroll_status !== 'unenrolled') {
+      refuse('This device is already enrolled for another user; ask your administrator to remove it first');
+    }
+
+    const agentId = this.events.transaction(() => this.createOrReuse(inv, session, existing, {
       serial,
       uuid,
       version: version!,
@@ -155,16 +162,22 @@ export class EnrollmentService {
     return { id: String(agentId), message: 'Device enrolled' };
   }
 
+  /** The agent a device already has in the entity: by serial first, then by uuid. */
+  private knownDevice(entityId: number, serial: string | null, uuid: string | null): AgentRow | undefined {
+    return (
+      (serial ? (this.statements.bySerial.get(entityId, serial) as AgentRow | undefined) : undefined) ??
+      (uuid ? (this.statements.byUuid.get(entityId, uuid) as AgentRow | undefined) : undefined)
+    );
+  }
+
   private createOrReuse(
     invitation: InvitationRow,
     session: SessionContext,
+    existing: AgentRow | undefined,
     device: { serial: string | null; uuid: string | null; version: string; type: AgentRow['type']; firstname: string | null; lastname: string | null },
     attempt: AttemptDetails,
   ): number {
     const entityId = invitation.entity_id;
-    const existing =
-      (device.serial ? (this.statements.bySerial.get(entityId, device.serial) as AgentRow | undefined) : undefined) ??
-      (device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined);
     const now = nowIso();
     const login = device.serial ?? device.uuid!;
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.

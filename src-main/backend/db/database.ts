@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { migrations as allMigrations, type Migration } from './migrations.ts';
 
@@ -7,7 +7,12 @@ export type Db = Database.Database;
 
 /** Opens (creating if needed) the SQLite file, sets the pragmas we rely on and migrates it. */
 export function openDatabase(file: string, migrations: Migration[] = allMigrations): Db {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    // It holds every token: owner-only, and SQLite gives its -wal and -shm files the same mode.
+    closeSync(openSync(file, 'a', 0o600));
+    chmodSync(file, 0o600);
+  }
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');

@@ -77,6 +77,8 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
     app.get(
       agentPath,
       {
+        // HEAD tells a device the size and headers of a download; the agent app disables HEAD elsewhere.
+        exposeHeadRoute: true,
         schema: { params: IdParams, response: { 200: DownloadMetadataSchema } },
         // before validation: a request without a valid session learns nothing, not even a 400
         onRequest: async (request) => {
@@ -84,8 +86,7 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
         },
       },
       async (request, reply) => {
-        const session = sessions.get(request);
-        if (!session) throw new ApiError(401, 'ERROR_SESSION_TOKEN_INVALID', 'session_token seems invalid');
+        const session = sessions.get(request)!;
         const item = store.get(kind, request.params.id);
         if (!item || item.entityId !== session.entityId) throw itemNotFound();
         return sendStoredItem(request, reply, item, store.pathOf(item));
