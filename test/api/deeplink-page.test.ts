@@ -37,9 +37,9 @@ describe('the deeplink page', () => {
     const { status, html, type } = await page(url.search);
     expect(status).toBe(200);
     expect(type).toContain('text/html');
-    expect(html).toContain('IT &lt;b&gt;Desk&lt;/b&gt;');
+    expect(html).toContain('IT &#60;b&#62;Desk&#60;/b&#62;');
     expect(html).not.toContain('<b>Desk</b>');
-    expect(html).toContain('<a href="https://help.example.com/?a=1&amp;b=2"');
+    expect(html).toContain('<a href="https://help.example.com/?a=1&#38;b=2"');
     expect(html).toContain('<svg');
     expect(html).not.toContain('Enroll this device</a>');
   });
@@ -50,7 +50,7 @@ describe('the deeplink page', () => {
       const { status, html } = await page(new URL(invitation.deeplink).search, agent);
       expect(status).toBe(200);
       const href = /<a class="button" href="([^"]+)">Enroll this device<\/a>/.exec(html)?.[1];
-      expect(href).toBe(invitation.app_link.replaceAll('&', '&amp;'));
+      expect(href).toBe(invitation.app_link.replaceAll('&', '&#38;'));
       expect(href).toMatch(/^mdmtest:\/\/register\?data=/);
     }
   });

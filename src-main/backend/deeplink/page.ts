@@ -1,16 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { appLinkUrl, canonicalBase64, decodeDeeplinkData, DeeplinkDataError, deeplinkPageUrl, type DeeplinkFields } from './codec.ts';
+import { escapeHtml } from '../util/html.ts';
 import { qrSvg } from './qr.ts';
 
-export function escapeHtml(value: string): string {
-  return value
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replaceAll('>', '&gt;')
-    .replaceAll('"', '&quot;')
-    .replaceAll("'", '&#39;');
-}
 
 export function isPhone(userAgent: string | undefined): boolean {
   return /Android|iPhone|iPad|iPod/i.test(userAgent ?? '');

@@ -4,6 +4,7 @@
  * content only when the value is not empty, `{{^name}}…{{/name}}` only when it is. There is no
  * way to insert a value unescaped. Unknown names are errors, found before anything is saved.
  */
+import { escapeHtml } from '../util/html.ts';
 
 export const TEMPLATE_PLACEHOLDERS = {
   name: 'first and last name, or the email address when there is none',
@@ -43,10 +44,14 @@ export class TemplateError extends Error {
 
 const TAG = /^([#^/]?)\s*([A-Za-z_][A-Za-z0-9_]*)$/;
 
-function lineOf(source: string, index: number): number {
+/** Counts lines as the parser advances, so a long template is read once, not once per tag. */
+function lineCounter(source: string): (index: number) => number {
   let line = 1;
-  for (let i = 0; i < index; i++) if (source.charCodeAt(i) === 10) line++;
-  return line;
+  let counted = 0;
+  return (index) => {
+    for (; counted < index; counted++) if (source.charCodeAt(counted) === 10) line++;
+    return line;
+  };
 }
 
 function isPlaceholder(name: string): name is PlaceholderName {
@@ -54,12 +59,26 @@ function isPlaceholder(name: string): name is PlaceholderName {
 }
 
 /** Parses a template; every problem is reported with its line, not only the first. */
-export function parseTemplate(source: string): { nodes: Node[]; errors: string[] } {
+export function parseTemplate(source: string): ParsedTemplate {
+  const cached = parsed.get(source);
+  if (cached) return cached;
+  const result = parse(source);
+  // A handful of templates are in use at a time; a bulk send renders the same ones thousands of times.
+  if (parsed.size >= 16) parsed.delete(parsed.keys().next().value!);
+  parsed.set(source, result);
+  return result;
+}
+
+type ParsedTemplate = { nodes: Node[]; errors: string[] };
+const parsed = new Map<string, ParsedTemplate>();
+
+function parse(source: string): ParsedTemplate {
   const errors: string[] = [];
   const root: Node[] = [];
   const stack: { name: string; body: Node[]; line: number }[] = [];
   let current = root;
   let at = 0;
+  const lineOf = lineCounter(source);
   while (at < source.length) {
     const open = source.indexOf('{{', at);
     if (open === -1) {
@@ -68,7 +87,7 @@ export function parseTemplate(source: string): { nodes: Node[]; errors: string[]
     }
     if (open > at) current.push({ kind: 'text', text: source.slice(at, open) });
     const close = source.indexOf('}}', open + 2);
-    const line = lineOf(source, open);
+    const line = lineOf(open);
     if (close === -1) {
       errors.push(`line ${line}: "{{" is never closed by "}}"`);
       break;
@@ -109,9 +128,7 @@ export function checkTemplate(source: string): string[] {
   return parseTemplate(source).errors;
 }
 
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`);
-}
+export { escapeHtml };
 
 function renderNodes(nodes: Node[], values: TemplateValues, escape: (v: string) => string): string {
   let out = '';
