@@ -70,7 +70,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   MQTT broker:           ${info.public_host}:${info.mqtt_port} (TLS ${info.mqtt_tls_port})
   TLS certificate:       SHA-256 ${info.mqtt_tls_fingerprint}
   Admin API:             ${info.admin_url}/api   (token in ${info.data_dir}/admin-token)
-  Console:               ${info.console_url ?? info.admin_url}
+  Console:               ${info.console_url}
+                         (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)
   Mail:                  ${backend.services.mail.describeTarget().summary}
 Press Ctrl+C to stop.`);
   }

@@ -1,8 +1,7 @@
 // The shell's security rules as plain functions (no electron import), so they are unit-tested in Node.
 
-/** The console's Content-Security-Policy, enforced by the shell on top of the server's own. */
-export const CONSOLE_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; font-src 'self' data:; object-src 'none'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+/** The console's Content-Security-Policy (the server's own), applied by the shell to any document without one. */
+export { CONSOLE_CSP } from '../backend/admin-api/console-static.ts';
 
 /** Whether the window may navigate to `url`: only the console's own origin. */
 export function isConsoleUrl(url: string, consoleOrigin: string): boolean {

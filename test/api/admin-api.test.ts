@@ -73,6 +73,29 @@ describe('admin authentication', () => {
     expect(await again.text()).toContain('npm run cli -- console');
   });
 
+  it('refuses cookie-authenticated changes that come from another origin', async () => {
+    const { body } = await t.admin('POST', '/console-tickets');
+    const cookie = (await fetch(body.console_url, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0]!;
+    const { body: invitation } = await t.admin('POST', '/invitations', { email: 'csrf@example.com' });
+    const revoke = (headers: Record<string, string>) =>
+      fetch(`${t.backend.info.admin_url}/api/invitations/${invitation.id}/revoke`, { method: 'POST', headers: { cookie, ...headers } });
+    expect((await revoke({ origin: 'http://127.0.0.1:5173', 'sec-fetch-site': 'same-site' })).status).toBe(401);
+    expect((await revoke({ origin: 'http://127.0.0.1:5173' })).status).toBe(401);
+    expect((await revoke({})).status).toBe(401);
+    expect((await t.admin('GET', `/invitations/${invitation.id}`)).body.status).toBe('pending');
+    // Reading with the cookie is fine from anywhere it is sent; changing needs the console's origin.
+    expect((await fetch(`${t.backend.info.admin_url}/api/status`, { headers: { cookie } })).status).toBe(200);
+    expect((await revoke({ 'sec-fetch-site': 'same-origin' })).status).toBe(200);
+  });
+
+  it('answers unknown admin API paths with a JSON 404, not the console page', async () => {
+    for (const method of ['GET', 'POST', 'DELETE']) {
+      const response = await fetch(`${t.backend.info.admin_url}/api/no/such/thing`, { method, headers: bearer() });
+      expect(response.status, method).toBe(404);
+      expect(((await response.json()) as { error: string }).error).toBe('ERROR_NOT_FOUND');
+    }
+  });
+
   it('issues fresh one-time sign-in links to the admin token holder', async () => {
     expect((await fetch(`${t.backend.info.admin_url}/api/console-tickets`, { method: 'POST' })).status).toBe(401);
     const { status, body } = await t.admin('POST', '/console-tickets');

@@ -5,6 +5,7 @@ import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
 import type { ServerInfo } from '../server.ts';
 import type { Services } from '../services.ts';
+import { ApiError } from '../http/errors.ts';
 import { AdminAuth } from './auth.ts';
 import { commandRoutes } from './command-routes.ts';
 import { installAdminErrorHandling } from './errors.ts';
@@ -54,6 +55,9 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
   });
 
   await app.register(async (api) => {
+    api.setNotFoundHandler(() => {
+      throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
+    });
     api.addHook('onRequest', async (request, reply) => {
       if (!auth.isAuthenticated(request)) {
         return reply.code(401).send({ error: 'ERROR_UNAUTHORIZED', message: 'Admin token required (Authorization: Bearer <token>)' });
@@ -107,6 +111,6 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
     await api.register(adminFileRoutes, { store: files });
   }, { prefix: '/api' });
 
-  await app.register(serveConsole, { auth });
+  await app.register(serveConsole);
   return { app, auth };
 }

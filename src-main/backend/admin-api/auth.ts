@@ -3,6 +3,16 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomHex } from '../util/tokens.ts';
 
 const COOKIE = 'mdm_console';
+/** A sign-in link printed by `serve` or `mdm-console console` is good for this long, and once. */
+const TICKET_LIFETIME_MS = 15 * 60 * 1000;
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+function isSameOrigin(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (site !== undefined) return site === 'same-origin';
+  const origin = request.headers.origin;
+  return origin !== undefined && origin === `http://${request.headers.host}`;
+}
 /** The console stays signed in across browser restarts for 30 days (it is a loopback-only app). */
 const COOKIE_MAX_AGE_S = 30 * 24 * 60 * 60;
 
@@ -20,7 +30,8 @@ function same(a: string, b: string): boolean {
 export class AdminAuth {
   private readonly adminToken: string;
   private readonly cookieValue: string;
-  private readonly tickets = new Set<string>();
+  /** One-time sign-in tickets and when each stops being valid. */
+  private readonly tickets = new Map<string, number>();
 
   constructor(adminToken: string) {
     this.adminToken = adminToken;
@@ -30,13 +41,17 @@ export class AdminAuth {
 
   /** A URL path that signs a browser in once. */
   issueTicket(): string {
+    const now = Date.now();
+    for (const [old, expires] of this.tickets) if (expires <= now) this.tickets.delete(old);
     const ticket = randomHex(24);
-    this.tickets.add(ticket);
+    this.tickets.set(ticket, now + TICKET_LIFETIME_MS);
     return ticket;
   }
 
   redeemTicket(ticket: string, reply: FastifyReply): boolean {
-    if (!this.tickets.delete(ticket)) return false;
+    const expires = this.tickets.get(ticket);
+    this.tickets.delete(ticket);
+    if (expires === undefined || expires <= Date.now()) return false;
     reply.header('set-cookie', `${COOKIE}=${this.cookieValue}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${COOKIE_MAX_AGE_S}`);
     return true;
   }
@@ -48,6 +63,9 @@ export class AdminAuth {
       .split(';')
       .map((part) => part.trim().split('='))
       .find(([name]) => name === COOKIE)?.[1];
-    return cookie !== undefined && same(cookie, this.cookieValue);
+    if (cookie === undefined || !same(cookie, this.cookieValue)) return false;
+    // SameSite treats every port of 127.0.0.1 as one site: a page served by another local program
+    // could still send the cookie along. Changes must come from the console's own origin.
+    return SAFE_METHODS.has(request.method) || isSameOrigin(request);
   }
 }

@@ -2,7 +2,6 @@ import type { FastifyPluginAsync } from 'fastify';
 import { createReadStream, statSync } from 'node:fs';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AdminAuth } from './auth.ts';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -20,16 +19,22 @@ export function rendererDir(): string {
   return process.env.MDM_CONSOLE_RENDERER_DIR ?? fileURLToPath(new URL('../../../out/renderer', import.meta.url));
 }
 
-/** Serves the built console (single-page app) with a strict CSP. */
-export const serveConsole: FastifyPluginAsync<{ auth: AdminAuth }> = async (app) => {
+/** The console's Content-Security-Policy: no inline script, nothing from elsewhere. */
+export const CONSOLE_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; font-src 'self' data:; object-src 'none'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/** Serves the built console (single-page app) with a strict CSP; anything under /api/ is not a page. */
+export const serveConsole: FastifyPluginAsync = async (app) => {
   const root = resolve(rendererDir());
   const security = {
-    'content-security-policy':
-      "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    'content-security-policy': CONSOLE_CSP,
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
   };
   app.get('/*', async (request, reply) => {
+    if (request.url === '/api' || request.url.startsWith('/api/')) {
+      return reply.code(404).send({ error: 'ERROR_NOT_FOUND', message: 'No such admin endpoint' });
+    }
     let path = '/';
     try {
       path = decodeURIComponent(request.url.split('?')[0]!);

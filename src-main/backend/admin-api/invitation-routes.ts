@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { qrPng, qrSvg } from '../deeplink/qr.ts';
-import { ApiError } from '../http/errors.ts';
 import { LIFETIME_DAYS, type InvitationInput } from '../invitations/invitations.ts';
 import type { Services } from '../services.ts';
 
@@ -102,9 +101,5 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
   app.delete('/invitations/:id', { schema: { params: Id } }, async (request, reply) => {
     invitations.remove((request.params as { id: number }).id);
     return reply.code(204).send();
-  });
-
-  app.setNotFoundHandler(() => {
-    throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
   });
 };
