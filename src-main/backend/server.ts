@@ -75,6 +75,8 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     secretProtector: options.secretProtector,
   });
   services.sessions.purgeIdle();
+  // Agents open a session per download; idle ones are swept hourly, not only at start.
+  const sessionSweep = setInterval(() => services.sessions.purgeIdle(), 60 * 60 * 1000).unref();
   // The MQTT broker (plain + TLS); its ports are known before any agent record is served.
   const broker = await startBroker({
     db,
@@ -120,6 +122,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
 
   let info!: ServerInfo;
   const closeAll = async () => {
+    clearInterval(sessionSweep);
     await broker.close();
     await Promise.allSettled([agentApp.close(), admin.close()]);
     await services.mail.close();

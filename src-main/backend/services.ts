@@ -19,7 +19,7 @@ export function createServices(db: Db, targets: LinkTargets & BrokerTargets, mai
   const deliveries = new DeliveryRepository(db);
   const invitations = new InvitationService({ db, events, users, fleets, settings, links: targets, deliveries });
   const mail = createMailService({ db, events, settings, invitations, deliveries }, mailOptions);
-  const agents = new AgentService({ db, events, users, sessions });
+  const agents = new AgentService({ db, events, users });
   const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, agents, fleets, settings, broker: targets });
   return { db, events, settings, users, sessions, fleets, invitations, agents, enrollment, mail };
 }

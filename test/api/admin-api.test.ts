@@ -88,6 +88,21 @@ describe('admin authentication', () => {
     expect((await revoke({ 'sec-fetch-site': 'same-origin' })).status).toBe(200);
   });
 
+  it('takes bodiless POSTs that still say Content-Type: application/json, and refuses __proto__ bodies', async () => {
+    const { body: invitation } = await t.admin('POST', '/invitations', { email: 'bodiless@example.com' });
+    const revoke = await fetch(`${t.backend.info.admin_url}/api/invitations/${invitation.id}/revoke`, {
+      method: 'POST',
+      headers: { ...bearer(), 'content-type': 'application/json' },
+    });
+    expect(revoke.status).toBe(200);
+    const poisoned = await fetch(`${t.backend.info.admin_url}/api/fleets`, {
+      method: 'POST',
+      headers: { ...bearer(), 'content-type': 'application/json' },
+      body: '{"name": "x", "__proto__": {"admin": true}}',
+    });
+    expect(poisoned.status).toBe(400);
+  });
+
   it('answers unknown admin API paths with a JSON 404, not the console page', async () => {
     for (const method of ['GET', 'POST', 'DELETE']) {
       const response = await fetch(`${t.backend.info.admin_url}/api/no/such/thing`, { method, headers: bearer() });
@@ -214,7 +229,23 @@ describe('agents, fleets and settings', () => {
   });
 
   it('validates settings and applies them to new deeplinks at once', async () => {
-    expect((await t.admin('PATCH', '/settings', { invitation_lifetime_days: 0 })).status).toBe(400);
+    for (const bad of [
+      { invitation_lifetime_days: 0 },
+      { public_host: 'evil.com/x?' },
+      { public_host: 'a b' },
+      { deeplink_base_url: 'javascript:alert(1)//' },
+      { deeplink_base_url: 'https://x.example/?q=1' },
+      { app_link_scheme: 'javascript' },
+      { app_link_scheme: 'https' },
+      { mail_html_template: '<p>{{nope}}</p>' },
+    ]) {
+      const response = await t.admin('PATCH', '/settings', bad);
+      expect(response.status, JSON.stringify(bad)).toBe(400);
+    }
+    for (const good of [{ public_host: '192.168.1.20' }, { public_host: 'fe80::1' }, { public_host: 'mdm.example.org' }, { deeplink_base_url: 'https://links.example.org/mdm' }]) {
+      expect((await t.admin('PATCH', '/settings', good)).status, JSON.stringify(good)).toBe(200);
+    }
+    await t.admin('PATCH', '/settings', { public_host: '', deeplink_base_url: '' });
     expect((await t.admin('PATCH', '/settings', { app_link_scheme: 'no spaces' })).status).toBe(400);
     expect((await t.admin('PATCH', '/settings', { nonsense: 1 })).status).toBe(400);
     expect((await t.admin('PATCH', '/settings', {})).status).toBe(400);

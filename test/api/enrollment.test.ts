@@ -354,6 +354,7 @@ describe('bad input never ends in a 500', () => {
     const checks: [string, string, { rawBody?: string; body?: unknown; headers?: Record<string, string> }, number, string][] = [
       ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: '{"input": {' }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: 'null' }, 400, 'ERROR_BAD_REQUEST'],
+      ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: '{"input": {"__proto__": {"x": 1}}}' }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { body: [] }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { body: { input: 'x' } }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { body: { input: { _serial: { a: 1 } } } }, 400, 'ERROR_BAD_REQUEST'],

@@ -129,8 +129,9 @@ describe('failures and retries', () => {
   it('a template broken behind the mail API\'s back fails the send with why, not the invitation', async () => {
     const server = await smtpServer();
     await configure({ smtp_url: `smtp://127.0.0.1:${server.port}` });
-    // PATCH /api/settings does not check templates; the worker does.
-    expect((await t.admin('PATCH', '/settings', { mail_subject_template: 'Hi {{nobody}}' })).status).toBe(200);
+    // Both setting routes refuse broken templates, so break it in the store itself; the worker checks too.
+    expect((await t.admin('PATCH', '/settings', { mail_subject_template: 'Hi {{nobody}}' })).status).toBe(400);
+    t.backend.services.settings.update({ mail_subject_template: 'Hi {{nobody}}' });
     const created = await invite();
     const failed = await finalDelivery(created.id);
     expect(failed.delivery.error).toMatch(/template is broken.*unknown placeholder "nobody"/);

@@ -5,6 +5,8 @@ import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
 import type { ServerInfo } from '../server.ts';
 import type { Services } from '../services.ts';
+import { Type } from 'typebox';
+import { parseJsonSafely } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
 import { AdminAuth } from './auth.ts';
 import { commandRoutes } from './command-routes.ts';
@@ -43,6 +45,17 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
   });
   installAdminErrorHandling(app);
+  // A bodiless POST that still says `Content-Type: application/json` is fine (revoke, resend …).
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, parseJsonSafely(text));
+    } catch {
+      done(new ApiError(400, 'ERROR_BAD_REQUEST', 'The body is not valid JSON'), undefined);
+    }
+  });
 
   // One-time console sign-in: /auth?ticket=… sets the cookie and lands on the console.
   app.get('/auth', async (request, reply) => {
@@ -95,10 +108,11 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
       };
     });
 
-    api.get('/events', async (request) => {
-      const { limit } = request.query as { limit?: string };
-      return { items: services.events.latest(Math.min(Math.max(Number(limit) || 100, 1), 1000)) };
-    });
+    api.get(
+      '/events',
+      { schema: { querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }) }) } },
+      async (request) => ({ items: services.events.latest((request.query as { limit: number }).limit) }),
+    );
     api.get('/events/stream', async (request, reply) => streamEvents(services.events, request, reply));
 
     await api.register(invitationRoutes, { services });

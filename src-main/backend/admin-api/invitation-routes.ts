@@ -74,16 +74,18 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
     return { ...view(id), log: invitations.logOf(id), events: events.forInvitation(id) };
   });
 
-  app.get('/invitations/:id/qr.png', { schema: { params: Id } }, async (request, reply) => {
-    const { id } = request.params as { id: number };
-    const { size } = request.query as { size?: string };
-    const width = Math.min(Math.max(Number(size) || 480, 128), 2048);
-    const invitation = view(id);
-    return reply
-      .type('image/png')
-      .header('content-disposition', `inline; filename="invitation-${id}.png"`)
-      .send(await qrPng(invitation.deeplink, width));
-  });
+  app.get(
+    '/invitations/:id/qr.png',
+    { schema: { params: Id, querystring: Type.Object({ size: Type.Integer({ minimum: 128, maximum: 2048, default: 480 }) }) } },
+    async (request, reply) => {
+      const { id } = request.params as { id: number };
+      const width = (request.query as { size: number }).size;
+      return reply
+        .type('image/png')
+        .header('content-disposition', `inline; filename="invitation-${id}.png"`)
+        .send(await qrPng(view(id).deeplink, width));
+    },
+  );
 
   app.get('/invitations/:id/qr.svg', { schema: { params: Id } }, async (request, reply) => {
     const { id } = request.params as { id: number };

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
+import { ApiError } from '../http/errors.ts';
+import { checkTemplates } from '../mail/template.ts';
 import type { Services } from '../services.ts';
 import { SettingsSchema } from '../settings/settings.ts';
 
@@ -41,6 +43,14 @@ export const settingsRoutes: FastifyPluginAsync<{ services: Services }> = async 
     { schema: { body: Type.Partial(SettingsSchema, { additionalProperties: false, minProperties: 1 }) } },
     async (request) => {
       const patch = request.body as Record<string, unknown>;
+      // Email templates are checked here too: a broken one must not reach the mail queue.
+      const problems = checkTemplates({
+        subject: patch.mail_subject_template as string | undefined,
+        html: patch.mail_html_template as string | undefined,
+        text: patch.mail_text_template as string | undefined,
+      });
+      const listed = Object.entries(problems).flatMap(([part, errors]) => errors.map((e) => `${part} template, ${e}`));
+      if (listed.length > 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', listed.join('; '));
       const updated = settings.update(patch);
       events.record('settings.updated', `Settings changed: ${Object.keys(patch).join(', ')}`, {}, { keys: Object.keys(patch) });
       return updated;

@@ -26,7 +26,7 @@ const AgentBody = Type.Object({
     _invitation_token: Text(256),
     _serial: Text(255),
     _uuid: Text(255),
-    csr: Text(65536),
+    csr: Text(32768),
     firstname: Text(255),
     lastname: Text(255),
     version: Text(64),

@@ -1,7 +1,6 @@
 import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { itemNotFound } from '../http/errors.ts';
-import type { SessionService } from '../sessions/sessions.ts';
 import type { UserRepository } from '../sessions/users.ts';
 
 export interface AgentRow {
@@ -76,13 +75,11 @@ function toSummary(row: AgentSummary & { is_online: number | boolean }): AgentSu
 export class AgentService {
   private readonly events: EventLog;
   private readonly users: UserRepository;
-  private readonly sessions: SessionService;
   private readonly statements;
 
-  constructor(deps: { db: Db; events: EventLog; users: UserRepository; sessions: SessionService }) {
+  constructor(deps: { db: Db; events: EventLog; users: UserRepository }) {
     this.events = deps.events;
     this.users = deps.users;
-    this.sessions = deps.sessions;
     const db = deps.db;
     this.statements = {
       byId: db.prepare(`SELECT * FROM agents WHERE id = ?`),
@@ -90,7 +87,6 @@ export class AgentService {
       summary: db.prepare(`${SUMMARY_SQL} WHERE a.id = ?`),
       remove: db.prepare(`DELETE FROM agents WHERE id = ?`),
       removeComputer: db.prepare(`DELETE FROM computers WHERE id = ? AND NOT EXISTS (SELECT 1 FROM agents WHERE computer_id = ?)`),
-      detachInvitations: db.prepare(`UPDATE invitations SET agent_id = NULL WHERE agent_id = ?`),
     };
   }
 
@@ -118,11 +114,9 @@ export class AgentService {
   remove(id: number): AgentRow {
     const agent = this.get(id);
     this.events.transaction(() => {
-      this.statements.detachInvitations.run(id);
       this.statements.remove.run(id);
       this.statements.removeComputer.run(agent.computer_id, agent.computer_id);
-      this.sessions.closeAllOf(agent.account_user_id);
-      this.users.remove(agent.account_user_id);
+      this.users.remove(agent.account_user_id); // its sessions go with it (ON DELETE CASCADE)
       this.events.record('agent.deleted', `Agent ${agent.name} deleted`, { entityId: agent.entity_id, agentId: id });
     });
     return agent;

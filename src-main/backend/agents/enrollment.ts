@@ -27,6 +27,8 @@ export interface AgentInput {
 
 export const AGENT_TYPES = ['android', 'apple'] as const;
 const VERSION = /^\d+(\.\d+)*$/;
+/** An admin's unenroll frees a device for whoever enrolls it next. */
+const FREED = ['unenrolling', 'unenrolled'];
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
 const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
 
@@ -147,7 +149,7 @@ export class EnrollmentService {
     // Another person's device is not taken over by quoting its serial: an admin frees it first
     // (delete or unenroll it). The same person enrolling again gets the records back.
     const existing = this.knownDevice(inv.entity_id, serial, uuid);
-    if (existing && existing.enrolled_by_user_id !== session.userId && existing.enroll_status !== 'unenrolled') {
+    if (existing && existing.enrolled_by_user_id !== session.userId && !FREED.includes(existing.enroll_status)) {
       refuse('This device is already enrolled for another user; ask your administrator to remove it first');
     }
 

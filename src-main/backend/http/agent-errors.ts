@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import secureJson from 'secure-json-parse';
 import { ApiError } from './errors.ts';
 
 /**
@@ -32,9 +33,14 @@ export function installLenientJsonParser(app: FastifyInstance): void {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, JSON.parse(text));
+      done(null, parseJsonSafely(text));
     } catch {
       done(new ApiError(400, 'ERROR_BAD_REQUEST', 'Bad Request: the body is not valid JSON'), undefined);
     }
   });
+}
+
+/** JSON.parse that refuses `__proto__` and `constructor.prototype` keys, as Fastify's own parser does. */
+export function parseJsonSafely(text: string): unknown {
+  return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
 }

@@ -20,6 +20,4 @@ export const sessionTokenMissing = () =>
   new ApiError(401, 'ERROR_SESSION_TOKEN_MISSING', 'parameter session_token is missing or empty');
 export const sessionTokenInvalid = () => new ApiError(401, 'ERROR_SESSION_TOKEN_INVALID', 'session_token seems invalid');
 export const loginFailed = (message = 'Incorrect username or password') => new ApiError(401, 'ERROR_LOGIN', message);
-export const rightMissing = () =>
-  new ApiError(403, 'ERROR_RIGHT_MISSING', "You don't have permission to perform this action.");
 export const enrollmentRefused = (message: string) => new ApiError(400, 'ERROR_CORE_ADD', message);

@@ -4,12 +4,12 @@ import { DEFAULT_MAIL_SETTINGS, MailSettingsFields } from '../mail/mail-settings
 
 /** Everything an admin can change at run time. Stored as one JSON value per key. */
 export const SettingsSchema = Type.Object({
-  /** Address phones use to reach this machine; empty = detected at start. */
-  public_host: Type.String({ maxLength: 253 }),
-  /** Base of the deeplink page; empty = this backend's own page. */
-  deeplink_base_url: Type.String({ maxLength: 2048 }),
-  /** Scheme of the app link the phone page's button carries: `<scheme>://register?data=…`. */
-  app_link_scheme: Type.String({ pattern: '^[a-zA-Z][a-zA-Z0-9+.-]{0,31}$' }),
+  /** Address phones use to reach this machine (host name, IPv4 or IPv6); empty = detected at start. */
+  public_host: Type.String({ maxLength: 253, pattern: '^(|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$' }),
+  /** Base of the deeplink page, an http(s) URL without query; empty = this backend's own page. */
+  deeplink_base_url: Type.String({ maxLength: 2048, pattern: '^(|https?://[^\\s?#"<>]+)$' }),
+  /** Scheme of the app link the phone page's button carries: `<scheme>://register?data=…`; never a browser's own. */
+  app_link_scheme: Type.String({ pattern: '^(?!(?:javascript|data|vbscript|file|https?|blob|about|ftp|mailto|tel|ws|wss)$)[a-z][a-z0-9+.-]{0,31}$' }),
   helpdesk_name: Type.String({ maxLength: 200 }),
   helpdesk_phone: Type.String({ maxLength: 100 }),
   helpdesk_website: Type.String({ maxLength: 2048 }),
