@@ -58,9 +58,10 @@ export function settingsErrors(values: GeneralSettings): Partial<Record<GeneralK
     if (!isHttpUrl(values.deeplink_base_url.trim())) errors.deeplink_base_url = 'A full http:// or https:// address';
     else if (/[?#]/.test(values.deeplink_base_url)) errors.deeplink_base_url = 'Just the base address, without ? or #';
   }
-  if (!/^[a-zA-Z][a-zA-Z0-9+.-]{0,31}$/.test(values.app_link_scheme)) {
-    errors.app_link_scheme = 'A letter, then letters, digits, + . or - (at most 32), as in mdmagent';
-  } else if (['http', 'https', 'file', 'javascript', 'data', 'mailto'].includes(values.app_link_scheme.toLowerCase())) {
+  // The server's rule (settings.ts): lower case, and never a scheme a browser handles itself.
+  if (!/^[a-z][a-z0-9+.-]{0,31}$/.test(values.app_link_scheme)) {
+    errors.app_link_scheme = 'A lower-case letter, then lower-case letters, digits, + . or - (at most 32), as in mdmagent';
+  } else if (['javascript', 'data', 'vbscript', 'file', 'http', 'https', 'blob', 'about', 'ftp', 'mailto', 'tel', 'ws', 'wss'].includes(values.app_link_scheme)) {
     errors.app_link_scheme = `"${values.app_link_scheme}" is not an app's scheme`;
   }
   if (values.helpdesk_email.trim() !== '' && !isValidEmail(values.helpdesk_email)) errors.helpdesk_email = 'Not a valid email address';
