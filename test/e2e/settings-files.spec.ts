@@ -8,9 +8,9 @@ test('settings round trip: validated as typed, saved, still there after a reload
 
   const scheme = page.getByTestId('app-link-scheme');
   await scheme.fill('1bad');
-  await expect(page.getByText('A letter, then letters')).toBeVisible();
+  await expect(page.getByText('A lower-case letter, then lower-case letters')).toBeVisible();
   await scheme.fill('acme-mdm');
-  await expect(page.getByText('A letter, then letters')).toHaveCount(0);
+  await expect(page.getByText('A lower-case letter, then lower-case letters')).toHaveCount(0);
   await page.getByTestId('helpdesk-name').fill('Service Desk');
   await page.getByTestId('helpdesk-phone').fill('+44 20 7946 0000');
   const email = page.getByTestId('helpdesk-email');
