@@ -44,7 +44,7 @@ const N = {
   /** Devices enrolled while measuring (warm-up included); also the devices page's size. */
   enrolled: count(10_000),
   warm: count(500, 50),
-  ceiling: count(5_000, 200),
+  ceiling: count(6_000, 300),
   /** Agents the broker holds at the last step (capped by the open-files limit). */
   agents: count(20_000),
   liveEnrollments: count(100),
@@ -90,7 +90,7 @@ try {
   serve = await startServeHere('enrollment');
   let agents: EnrolledAgent[] = [];
   {
-    const { result, enrolled } = await enrollmentScenario(serve, dir, { count: N.enrolled - N.warm, warm: N.warm, concurrency: 64, ceilingCount: N.ceiling });
+    const { result, enrolled } = await enrollmentScenario(serve, dir, { count: N.enrolled - N.warm, warm: N.warm, concurrency: 64, ceilingCount: N.ceiling, rounds: 3 });
     agents = enrolled;
     if (only.has('enrollment')) results.enrollment = result;
     console.log(`  serve ${result.serve.cpu_ms_per_enrollment} ms CPU/enrollment, ceiling ${result.ceiling.cpu_ms_per_enrollment} ms: ${result.ratio}x`);
