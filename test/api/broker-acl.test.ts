@@ -53,6 +53,17 @@ describe('subscriptions', () => {
   });
 });
 
+describe('retained messages', () => {
+  it('keep only the presence flag an agent retains, not topics of its own invention', async () => {
+    const client = await connectAgent(t, a, { clientId: `${a.serial}-retain` });
+    await client.publishAsync(`${a.topic}/Status/Scratch`, '{"apps": 12}', { qos: 1, retain: true });
+    await client.publishAsync(`${a.topic}/Status/Online`, '{"online": true}', { qos: 1, retain: true });
+    expect(await t.backend.broker.retained(`${a.topic}/Status/Scratch`)).toBeNull();
+    expect(await t.backend.broker.retained(`${a.topic}/Status/Online`)).toBe('{"online": true}');
+    await client.endAsync();
+  });
+});
+
 describe('publishing and delivery', () => {
   it("drops (after acknowledging) what an agent publishes into another agent's topics", async () => {
     const clientB = await connectAgent(t, b);

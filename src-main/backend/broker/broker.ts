@@ -190,7 +190,12 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         if (packet.topic === `${agent.topic}/${ONLINE_SUBTOPIC}` && !presence.willAllowed(agent)) return callback(new Error('superseded by a newer connection'));
         return callback(null);
       }
-      if (mayPublish(agent, packet.topic)) return callback(null);
+      if (mayPublish(agent, packet.topic)) {
+        // Only the presence flag is kept for late subscribers: an agent cannot fill the broker's
+        // memory with retained messages under topics of its own invention.
+        if (packet.retain && packet.topic !== `${agent.topic}/${ONLINE_SUBTOPIC}`) packet.retain = false;
+        return callback(null);
+      }
       if (!deniedNoted.has(client)) {
         deniedNoted.add(client);
         events.record('mqtt.publish_denied', `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`, { entityId: agent.entityId, agentId: agent.id }, {
