@@ -81,6 +81,7 @@ export function resultsTable(r: Results): string {
       const ref = b.mosquitto.steps[i];
       row('', `process RSS, ${n(step.held)} held`, `${n(step.rss_mib)} MiB`, `${n(ref?.rss_mib, 1)} MiB`, '', i === b.serve.steps.length - 1 ? `≤ ${b.rss_target_mib} MB` : '', i === b.serve.steps.length - 1 ? ok(b.met.rss) : '');
     });
+    row('', 'peak RSS over the whole run (fan-out included)', `${n(b.serve.peak_rss_mib)} MiB`, `${n(b.mosquitto.peak_rss_mib, 1)} MiB`, '', '', '');
     row('', 'memory per connection (RSS growth / connections held)', `${n(last?.kib_per_connection, 1)} KiB`, `${n(lastM?.kib_per_connection, 1)} KiB`, x((last?.kib_per_connection ?? NaN) / (lastM?.kib_per_connection ?? NaN)), '', '');
     if (b.serve.steps.length > 1) {
       row('', 'memory per connection, last step only (marginal)', `${n(last?.marginal_kib_per_connection, 1)} KiB`, `${n(lastM?.marginal_kib_per_connection, 1)} KiB`, x((last?.marginal_kib_per_connection ?? NaN) / (lastM?.marginal_kib_per_connection ?? NaN)), '', '');

@@ -7,7 +7,7 @@ import mqtt from 'mqtt';
 import type { EnrolledAgent } from '../load/enroll.ts';
 import type { WorkerReply, WorkerRequest } from '../load/mqtt-worker.ts';
 import { adminCall } from '../lib/admin.ts';
-import { childFileLimit, freePort, openFiles, ROOT, rssBytes, sleep, startChild, waitForPort, withFileLimit, type Child, type Serve } from '../lib/process.ts';
+import { childFileLimit, freePort, openFiles, peakRssBytes, ROOT, rssBytes, sleep, startChild, waitForPort, withFileLimit, type Child, type Serve } from '../lib/process.ts';
 import { MiB, round } from '../lib/stats.ts';
 
 interface Worker {
@@ -55,6 +55,8 @@ export interface ConnectStep {
 export interface BrokerRun {
   name: string;
   rss_idle_mib: number;
+  /** Highest RSS of the process over the whole run (VmHWM), fan-out included. */
+  peak_rss_mib: number;
   steps: ConnectStep[];
   fanout: { agents: number; received: number; seconds: number; how: string };
   errors: string[];
@@ -136,6 +138,7 @@ export async function runServeBroker(serve: Serve, agents: readonly EnrolledAgen
     return {
       name: 'serve (aedes)',
       rss_idle_mib: round(rssIdle / MiB),
+      peak_rss_mib: round(peakRssBytes(serve.child.pid) / MiB),
       steps: results,
       fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), how: 'POST /api/agents/:id/commands {"command":"ping"} for each agent, 32 at a time' },
       errors,
@@ -174,6 +177,7 @@ export async function runMosquitto(agents: readonly EnrolledAgent[], workDir: st
     return {
       name: 'mosquitto',
       rss_idle_mib: round(rssIdle / MiB),
+      peak_rss_mib: round(peakRssBytes(broker.pid) / MiB),
       steps: results,
       fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), how: 'one client publishes T/Command/Ping (QoS 1) to each agent, 32 in flight' },
       errors,
