@@ -83,6 +83,21 @@ describe('RetainedIndex', () => {
     expect((index as unknown as { root: { children?: unknown } }).root.children).toBeUndefined();
   });
 
+  it('keeps matching as levels gain and lose siblings (one child inline, a Map from two)', () => {
+    const index = new RetainedIndex();
+    const topics = ['/1/agent/A/Status/Online', '/1/agent/A/Command/Lock', '/1/agent/B/Status/Online', '/1/agent/A/Command/Wipe'];
+    for (const topic of topics) index.store(packet(topic));
+    expect(topicsOf(index.match('/1/agent/A/#'))).toEqual(['/1/agent/A/Command/Lock', '/1/agent/A/Command/Wipe', '/1/agent/A/Status/Online']);
+    expect(topicsOf(index.match('/1/agent/+/Status/Online'))).toEqual(['/1/agent/A/Status/Online', '/1/agent/B/Status/Online']);
+    index.store(packet('/1/agent/A/Command/Lock', ''));
+    index.store(packet('/1/agent/A/Status/Online', ''));
+    expect(topicsOf(index.match('/1/agent/A/#'))).toEqual(['/1/agent/A/Command/Wipe']);
+    expect(topicsOf(index.match('/1/agent/+/+/+'))).toEqual(['/1/agent/A/Command/Wipe', '/1/agent/B/Status/Online']);
+    index.store(packet('/1/agent/A/Command/Wipe', ''));
+    expect(topicsOf(index.match('#'))).toEqual(['/1/agent/B/Status/Online']);
+    expect(index.size).toBe(1);
+  });
+
   it('stores a copy of the packet', () => {
     const index = new RetainedIndex();
     const original = packet('t/1');

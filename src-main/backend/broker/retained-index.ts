@@ -14,19 +14,52 @@ export interface RetainedPacket {
   [key: string]: unknown;
 }
 
+/**
+ * One topic level. Most levels have a single child (`<serial>` → `Status` → `Online`): that child
+ * is kept as is, a Map only once there are two, which keeps the index to ~150 bytes per agent.
+ */
 interface Level {
+  name: string;
   packet: RetainedPacket | undefined;
-  children: Map<string, Level> | undefined;
+  children: Level | Map<string, Level> | undefined;
 }
 
-const newLevel = (): Level => ({ packet: undefined, children: undefined });
+const newLevel = (name: string): Level => ({ name, packet: undefined, children: undefined });
+
+function childOf(level: Level, name: string): Level | undefined {
+  const { children } = level;
+  if (children instanceof Map) return children.get(name);
+  return children?.name === name ? children : undefined;
+}
+
+function addChild(level: Level, child: Level): void {
+  const { children } = level;
+  if (children === undefined) level.children = child;
+  else if (children instanceof Map) children.set(child.name, child);
+  else level.children = new Map([[children.name, children], [child.name, child]]);
+}
+
+function removeChild(level: Level, name: string): void {
+  const { children } = level;
+  if (!(children instanceof Map)) {
+    if (children?.name === name) level.children = undefined;
+    return;
+  }
+  children.delete(name);
+  if (children.size === 1) level.children = children.values().next().value;
+}
+
+function childrenOf(level: Level): Iterable<Level> {
+  const { children } = level;
+  return children === undefined ? [] : children instanceof Map ? children.values() : [children];
+}
 
 /**
  * Retained messages by topic level. Filters match exactly as aedes-persistence's matcher (qlobber)
  * matches them: `+` is one non-empty level, `#` (last) this level and everything below.
  */
 export class RetainedIndex {
-  private readonly root = newLevel();
+  private readonly root = newLevel('');
   private count = 0;
 
   get size(): number {
@@ -42,9 +75,8 @@ export class RetainedIndex {
     }
     let level = this.root;
     for (const name of levels) {
-      level.children ??= new Map();
-      let child = level.children.get(name);
-      if (!child) level.children.set(name, (child = newLevel()));
+      let child = childOf(level, name);
+      if (!child) addChild(level, (child = newLevel(name)));
       level = child;
     }
     if (!level.packet) this.count++;
@@ -73,13 +105,12 @@ export class RetainedIndex {
       everything(level, out);
       return;
     }
-    if (!level.children) return;
     if (name === '+') {
       // One non-empty level: aedes' matcher (qlobber) never matches `+` with an empty level.
-      for (const [childName, child] of level.children) if (childName !== '') this.collect(child, filter, index + 1, out);
+      for (const child of childrenOf(level)) if (child.name !== '') this.collect(child, filter, index + 1, out);
       return;
     }
-    const child = level.children.get(name);
+    const child = childOf(level, name);
     if (child) this.collect(child, filter, index + 1, out);
   }
 
@@ -91,11 +122,8 @@ export class RetainedIndex {
         this.count--;
       }
     } else {
-      const child = level.children?.get(levels[index]!);
-      if (child && this.remove(child, levels, index + 1)) {
-        level.children!.delete(levels[index]!);
-        if (level.children!.size === 0) level.children = undefined;
-      }
+      const child = childOf(level, levels[index]!);
+      if (child && this.remove(child, levels, index + 1)) removeChild(level, levels[index]!);
     }
     return level.packet === undefined && level.children === undefined;
   }
@@ -103,7 +131,7 @@ export class RetainedIndex {
 
 function everything(level: Level, out: RetainedPacket[]): void {
   if (level.packet) out.push(level.packet);
-  if (level.children) for (const child of level.children.values()) everything(child, out);
+  for (const child of childrenOf(level)) everything(child, out);
 }
 
 /** The part of aedes-persistence's in-memory store that holds retained messages. */
