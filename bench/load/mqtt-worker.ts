@@ -1,8 +1,20 @@
 // A load-generator process holding thousands of simulated agents on one broker: each one is the
 // device simulator's MQTT agent (src-main/device/mqtt-agent.ts: will, T/# subscription, retained
 // "online", ping answers), driven over IPC by the bench.
+import net from 'node:net';
 import { MqttAgent } from '../../src-main/device/mqtt-agent.ts';
 import type { MqttCredentials } from '../../src-main/device/index.ts';
+
+// Source addresses: each worker connects from its own loopback addresses (127.0.<worker+1>.1-8), so
+// that 20,000 connections to one port do not crowd one address's ephemeral ports (connect() slows
+// down as they fill up). mqtt.js has no option for it: its TCP transport calls net.createConnection.
+const worker = Number(process.argv[2] ?? 0);
+let nextSource = 0;
+const createConnection = net.createConnection;
+(net as { createConnection: typeof net.createConnection }).createConnection = ((options: net.NetConnectOpts, listener?: () => void) => {
+  const localAddress = `127.0.${worker + 1}.${(nextSource++ % 8) + 1}`;
+  return createConnection(typeof options === 'object' && !('path' in options && options.path) ? { ...options, localAddress } : options, listener);
+}) as typeof net.createConnection;
 
 export type WorkerRequest =
   | { type: 'connect'; agents: MqttCredentials[]; port: number; concurrency: number }

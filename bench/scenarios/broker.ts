@@ -16,7 +16,7 @@ interface Worker {
 }
 
 function startWorker(workDir: string, index: number): Worker {
-  const child = startChild(withFileLimit([process.execPath, join(ROOT, 'bench', 'load', 'mqtt-worker.ts')]), {
+  const child = startChild(withFileLimit([process.execPath, join(ROOT, 'bench', 'load', 'mqtt-worker.ts'), String(index)]), {
     logFile: join(workDir, `mqtt-worker-${index}.log`),
     ipc: true,
   });
