@@ -79,6 +79,10 @@ export function resultsTable(r: Results): string {
     });
     b.serve.steps.forEach((step, i) => {
       const ref = b.mosquitto.steps[i];
+      row('', `broker CPU per connection, ${n(step.held)} held`, `${n(step.server_cpu_us_per_connection)} µs`, `${n(ref?.server_cpu_us_per_connection)} µs`, x(step.server_cpu_us_per_connection / (ref?.server_cpu_us_per_connection ?? NaN)), '', '');
+    });
+    b.serve.steps.forEach((step, i) => {
+      const ref = b.mosquitto.steps[i];
       row('', `process RSS, ${n(step.held)} held`, `${n(step.rss_mib)} MiB`, `${n(ref?.rss_mib, 1)} MiB`, '', i === b.serve.steps.length - 1 ? `≤ ${b.rss_target_mib} MB` : '', i === b.serve.steps.length - 1 ? ok(b.met.rss) : '');
     });
     row('', 'peak RSS over the whole run (fan-out included)', `${n(b.serve.peak_rss_mib)} MiB`, `${n(b.mosquitto.peak_rss_mib, 1)} MiB`, '', '', '');

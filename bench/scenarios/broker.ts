@@ -7,7 +7,7 @@ import mqtt from 'mqtt';
 import type { EnrolledAgent } from '../load/enroll.ts';
 import type { WorkerReply, WorkerRequest } from '../load/mqtt-worker.ts';
 import { adminCall } from '../lib/admin.ts';
-import { childFileLimit, freePort, openFiles, peakRssBytes, ROOT, rssBytes, sleep, startChild, waitForPort, withFileLimit, type Child, type Serve } from '../lib/process.ts';
+import { childFileLimit, cpuSeconds, freePort, openFiles, peakRssBytes, ROOT, rssBytes, sleep, startChild, waitForPort, withFileLimit, type Child, type Serve } from '../lib/process.ts';
 import { MiB, round } from '../lib/stats.ts';
 
 interface Worker {
@@ -45,6 +45,8 @@ export interface ConnectStep {
   failed: number;
   seconds: number;
   connections_per_s: number;
+  /** Broker CPU time (user + system) during the step / connections made. */
+  server_cpu_us_per_connection: number;
   rss_mib: number;
   /** (RSS now − RSS before the first connection) / connections held. */
   kib_per_connection: number;
@@ -72,9 +74,11 @@ async function connectSteps(name: string, pid: number, port: number, agents: rea
   for (const target of steps) {
     const slice = agents.slice(done, target);
     const shares = workers.map((_, w) => slice.filter((_, i) => i % workers.length === w));
+    const cpuBefore = cpuSeconds(pid);
     const replies = await Promise.all(
       workers.map((worker, w) => worker.request({ type: 'connect', agents: shares[w]!, port, concurrency }, 'connected')),
     );
+    const cpu = cpuSeconds(pid) - cpuBefore;
     const ok = replies.reduce((sum, r) => sum + r.ok, 0);
     const failed = replies.reduce((sum, r) => sum + r.failed, 0);
     errors.push(...replies.flatMap((r) => r.errors));
@@ -88,6 +92,7 @@ async function connectSteps(name: string, pid: number, port: number, agents: rea
       failed,
       seconds: round(seconds),
       connections_per_s: round(ok / seconds),
+      server_cpu_us_per_connection: round((cpu * 1e6) / Math.max(ok, 1)),
       rss_mib: round(rss / MiB),
       kib_per_connection: round((rss - rssIdle) / 1024 / Math.max(held, 1)),
       marginal_kib_per_connection: round((rss - rssBefore) / 1024 / Math.max(ok, 1)),
