@@ -6,7 +6,7 @@ import type { MqttBroker } from '../broker/broker.ts';
 import type { ServerInfo } from '../server.ts';
 import type { Services } from '../services.ts';
 import { Type } from 'typebox';
-import { parseJsonSafely } from '../http/agent-errors.ts';
+import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
 import { AdminAuth } from './auth.ts';
 import { commandRoutes } from './command-routes.ts';
@@ -47,15 +47,7 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
   installAdminErrorHandling(app);
   // A bodiless POST that still says `Content-Type: application/json` is fine (revoke, resend …).
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = String(body);
-    if (text.trim() === '') return done(null, undefined);
-    try {
-      done(null, parseJsonSafely(text));
-    } catch {
-      done(new ApiError(400, 'ERROR_BAD_REQUEST', 'The body is not valid JSON'), undefined);
-    }
-  });
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser('The body is not valid JSON'));
 
   // One-time console sign-in: /auth?ticket=… sets the cookie and lands on the console.
   app.get('/auth', async (request, reply) => {

@@ -29,15 +29,20 @@ export function installAgentErrorHandling(app: FastifyInstance): void {
  */
 export function installLenientJsonParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('*', { parseAs: 'string' }, jsonBodyParser('Bad Request: the body is not valid JSON'));
+}
+
+/** A Fastify body parser: JSON (prototype-safe) when there is a body, nothing when it is empty. */
+export function jsonBodyParser(invalidMessage: string) {
+  return (_request: unknown, body: string | Buffer, done: (error: Error | null, value?: unknown) => void): void => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
     try {
       done(null, parseJsonSafely(text));
     } catch {
-      done(new ApiError(400, 'ERROR_BAD_REQUEST', 'Bad Request: the body is not valid JSON'), undefined);
+      done(new ApiError(400, 'ERROR_BAD_REQUEST', invalidMessage), undefined);
     }
-  });
+  };
 }
 
 /** JSON.parse that refuses `__proto__` and `constructor.prototype` keys, as Fastify's own parser does. */
