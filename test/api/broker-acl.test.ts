@@ -1,22 +1,16 @@
 // Topic isolation exactly as DESIGN.md "MQTT" says, checked with mqtt.js and mosquitto clients.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
-import { closeClients, connectAgent, enrollAgent, inbox, mosquittoLogin, nextEvent, ofAgent, run, type EnrolledAgent } from '../helpers/mqtt.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestBackend } from '../helpers/backend.ts';
+import { connectAgent, enrollAgent, inbox, mosquittoLogin, nextEvent, ofAgent, run, type EnrolledAgent, useBrokerBackend } from '../helpers/mqtt.ts';
 
 let t: TestBackend;
 let a: EnrolledAgent;
 let b: EnrolledAgent;
 
-beforeAll(async () => {
-  t = await startTestBackend();
+useBrokerBackend(async (backend) => {
+  t = backend;
   a = await enrollAgent(t);
   b = await enrollAgent(t);
-});
-afterEach(async () => {
-  await closeClients();
-});
-afterAll(async () => {
-  await t.stop();
 });
 
 const granted = async (agent: EnrolledAgent, topic: string) => {

@@ -1,9 +1,8 @@
 // MQTT logins: serial + the latest mqttpasswd, over 3.1 and 3.1.1, with mqtt.js and mosquitto clients.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestBackend } from '../helpers/backend.ts';
 import {
   agentRow,
-  closeClients,
   connectAgent,
   enrollAgent,
   inbox,
@@ -13,18 +12,13 @@ import {
   readRecord,
   refusalCode,
   run,
+  useBrokerBackend,
 } from '../helpers/mqtt.ts';
 
 let t: TestBackend;
 
-beforeAll(async () => {
-  t = await startTestBackend();
-});
-afterEach(async () => {
-  await closeClients();
-});
-afterAll(async () => {
-  await t.stop();
+useBrokerBackend((backend) => {
+  t = backend;
 });
 
 describe('MQTT login with mqtt.js', () => {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
 import { agentCall, enrollByHand } from '../helpers/backend.ts';
 import {
@@ -19,20 +19,15 @@ import {
   refusalCode,
   run,
   type EnrolledAgent,
+  useBrokerBackend,
 } from '../helpers/mqtt.ts';
 
 const CLI = fileURLToPath(new URL('../../src-main/cli/main.ts', import.meta.url));
 
 let t: TestBackend;
 
-beforeAll(async () => {
-  t = await startTestBackend();
-});
-afterEach(async () => {
-  await closeClients();
-});
-afterAll(async () => {
-  await t.stop();
+useBrokerBackend((backend) => {
+  t = backend;
 });
 
 const command = (agent: { id: number }, name: string) => t.admin('POST', `/agents/${agent.id}/commands`, { command: name });

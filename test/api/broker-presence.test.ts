@@ -3,20 +3,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
-import { agentRow, closeClients, connectAgent, enrollAgent, eventually, nextEvent, ofAgent, type EnrolledAgent } from '../helpers/mqtt.ts';
+import { agentRow, connectAgent, enrollAgent, eventually, nextEvent, ofAgent, type EnrolledAgent, useBrokerBackend } from '../helpers/mqtt.ts';
 
 let t: TestBackend;
 
-beforeAll(async () => {
-  t = await startTestBackend();
-});
-afterEach(async () => {
-  await closeClients();
-});
-afterAll(async () => {
-  await t.stop();
+useBrokerBackend((backend) => {
+  t = backend;
 });
 
 const willOf = (agent: EnrolledAgent) => ({ topic: `${agent.topic}/Status/Online`, payload: Buffer.from('{"online":false}'), qos: 1 as const, retain: true });

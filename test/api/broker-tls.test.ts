@@ -4,24 +4,18 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { generateSelfSigned } from '../../src-main/backend/broker/tls-generate.ts';
 import { startMqttAgent } from '../../src-main/device/mqtt-agent.ts';
 import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
-import { closeClients, connectAgent, enrollAgent, mosquittoLogin, run } from '../helpers/mqtt.ts';
+import { closeClients, connectAgent, enrollAgent, mosquittoLogin, run, useBrokerBackend } from '../helpers/mqtt.ts';
 
 let t: TestBackend;
 let certFile: string;
 
-beforeAll(async () => {
-  t = await startTestBackend();
+useBrokerBackend((backend) => {
+  t = backend;
   certFile = join(t.dataDir, 'mqtt-tls', 'cert.pem');
-});
-afterEach(async () => {
-  await closeClients();
-});
-afterAll(async () => {
-  await t.stop();
 });
 
 describe('the generated certificate', () => {

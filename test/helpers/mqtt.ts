@@ -2,7 +2,8 @@
 import { spawn } from 'node:child_process';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import type { RecordedEvent } from '../../src-main/backend/events/event-log.ts';
-import { agentCall, enrollByHand, type TestBackend } from './backend.ts';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { agentCall, enrollByHand, startTestBackend, type TestBackend } from './backend.ts';
 
 export interface EnrolledAgent {
   id: number;
@@ -190,4 +191,22 @@ export function mosquittoLogin(t: TestBackend, agent: { serial: string; password
   return tls
     ? [...base, '-p', String(t.backend.info.mqtt_tls_port), '--cafile', tls.cafile]
     : [...base, '-p', String(t.backend.info.mqtt_port)];
+}
+
+/**
+ * The hooks every broker test file wants: one backend for the file (handed to `use` once started),
+ * the MQTT clients of a test closed after it, the backend stopped at the end.
+ */
+export function useBrokerBackend(use: (backend: TestBackend) => void | Promise<void>): void {
+  let backend: TestBackend | undefined;
+  beforeAll(async () => {
+    backend = await startTestBackend();
+    await use(backend);
+  });
+  afterEach(async () => {
+    await closeClients();
+  });
+  afterAll(async () => {
+    await backend?.stop();
+  });
 }
