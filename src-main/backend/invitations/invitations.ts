@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import { appLinkUrl, deeplinkPageUrl, encodeDeeplinkData } from '../deeplink/codec.ts';
@@ -91,6 +92,7 @@ export class InvitationService {
   private readonly links: LinkTargets;
   private readonly deliveries: { view(invitationId: number): DeliveryView | null } | undefined;
   private readonly statements;
+  private readonly listCache = new Map<string, { count: Statement; page: Statement }>();
 
   constructor(deps: {
     db: Db;
@@ -233,11 +235,23 @@ export class InvitationService {
       params.fleet_id = filter.fleet_id;
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const total = (this.db.prepare(`SELECT count(*) AS n FROM invitations ${clause}`).get(params) as { n: number }).n;
-    const items = this.db
-      .prepare(`SELECT * FROM invitations ${clause} ORDER BY id DESC LIMIT @limit OFFSET @offset`)
-      .all({ ...params, limit: filter.limit ?? 1000, offset: filter.offset ?? 0 }) as InvitationRow[];
+    const { count, page } = this.listStatements(clause);
+    const total = (count.get(params) as { n: number }).n;
+    const items = page.all({ ...params, limit: filter.limit ?? 1000, offset: filter.offset ?? 0 }) as InvitationRow[];
     return { items, total };
+  }
+
+  /** The two statements of a list, prepared once per combination of filters (a handful exist). */
+  private listStatements(clause: string) {
+    let statements = this.listCache.get(clause);
+    if (!statements) {
+      statements = {
+        count: this.db.prepare(`SELECT count(*) AS n FROM invitations ${clause}`),
+        page: this.db.prepare(`SELECT * FROM invitations ${clause} ORDER BY id DESC LIMIT @limit OFFSET @offset`),
+      };
+      this.listCache.set(clause, statements);
+    }
+    return statements;
   }
 
   revoke(id: number): InvitationRow {
