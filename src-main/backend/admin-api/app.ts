@@ -74,20 +74,19 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
       reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
     );
 
+    const countsStatement = services.db.prepare(
+      `SELECT
+         (SELECT count(*) FROM invitations) AS invitations,
+         (SELECT count(*) FROM invitations WHERE status = 'pending' AND expires_at > strftime('%Y-%m-%dT%H:%M:%fZ')) AS pending,
+         (SELECT count(*) FROM invitations WHERE status = 'done') AS used,
+         (SELECT count(*) FROM agents) AS agents,
+         (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
+         (SELECT count(*) FROM agents WHERE is_online = 1) AS online`,
+    );
     api.get('/status', async () => {
       const current = info();
       const publicHost = current.public_host;
-      const counts = services.db
-        .prepare(
-          `SELECT
-             (SELECT count(*) FROM invitations) AS invitations,
-             (SELECT count(*) FROM invitations WHERE status = 'pending' AND expires_at > strftime('%Y-%m-%dT%H:%M:%fZ')) AS pending,
-             (SELECT count(*) FROM invitations WHERE status = 'done') AS used,
-             (SELECT count(*) FROM agents) AS agents,
-             (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
-             (SELECT count(*) FROM agents WHERE is_online = 1) AS online`,
-        )
-        .get();
+      const counts = countsStatement.get();
       const { admin_token: _hidden, ...visible } = current;
       return {
         ...visible,
