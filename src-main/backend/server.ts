@@ -13,6 +13,8 @@ import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
+import { badRequest } from './http/errors.ts';
+import { refuseUnusableNumbers } from './http/number-guard.ts';
 import { createServices, type Services } from './services.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
@@ -61,11 +63,12 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
 
   let apiPort = options.port;
   let mqttPorts = { plain: options.mqttPort, tls: options.mqttTlsPort };
-  const publicHost = () => partial.publicHost ?? (services.settings.get().public_host || options.publicHost);
+  const publicHost = (settings = services.settings.get()) => partial.publicHost ?? (settings.public_host || options.publicHost);
   const targets = {
-    apiUrl: () => `http://${urlHost(publicHost())}:${apiPort}/api`,
-    deeplinkBase: () => services.settings.get().deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost())}:${apiPort}`,
-    host: publicHost,
+    apiUrl: (settings = services.settings.get()) => `http://${urlHost(publicHost(settings))}:${apiPort}/api`,
+    deeplinkBase: (settings = services.settings.get()) =>
+      settings.deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost(settings))}:${apiPort}`,
+    host: () => publicHost(),
     port: (tls: boolean) => (tls ? mqttPorts.tls : mqttPorts.plain),
   };
   const services = createServices(db, targets, {
@@ -108,13 +111,16 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
     requestTimeout: 30_000,
     ajv: { customOptions: { coerceTypes: true } },
+    // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
+    frameworkErrors: (_error, _request, reply) => reply.code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
   });
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);
+  refuseUnusableNumbers(agentApp, () => badRequest());
   await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment });
   await agentApp.register(agentDownloadRoutes, { prefix: '/api', store: files, authenticate: sessionAuthenticator(services.sessions) });
   await agentApp.register(deeplinkPageRoutes, {
-    deeplinkBase: targets.deeplinkBase,
+    deeplinkBase: () => targets.deeplinkBase(),
     appLinkScheme: () => services.settings.get().app_link_scheme,
   });
 

@@ -21,7 +21,7 @@ export function createServices(db: Db, targets: LinkTargets & BrokerTargets, mai
   const mail = createMailService({ db, events, settings, invitations, deliveries }, mailOptions);
   const agents = new AgentService({ db, events, users });
   const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, agents, fleets, settings, broker: targets });
-  return { db, events, settings, users, sessions, fleets, invitations, agents, enrollment, mail };
+  return { db, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, agents, enrollment, mail };
 }
 
 export type Services = ReturnType<typeof createServices>;

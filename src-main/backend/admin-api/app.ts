@@ -8,6 +8,7 @@ import type { Services } from '../services.ts';
 import { Type } from 'typebox';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
+import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth } from './auth.ts';
 import { commandRoutes } from './command-routes.ts';
 import { installAdminErrorHandling } from './errors.ts';
@@ -43,8 +44,10 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
+    frameworkErrors: (_error, _request, reply) => reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
   });
   installAdminErrorHandling(app);
+  refuseUnusableNumbers(app, () => new ApiError(400, 'ERROR_BAD_REQUEST', 'A number is out of range'));
   // A bodiless POST that still says `Content-Type: application/json` is fine (revoke, resend …).
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser('The body is not valid JSON'));

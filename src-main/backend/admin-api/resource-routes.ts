@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { ApiError } from '../http/errors.ts';
 import { checkTemplates } from '../mail/template.ts';
 import type { Services } from '../services.ts';
+import { checkLinkFitsQr } from '../settings/link-check.ts';
 import { SettingsSchema } from '../settings/settings.ts';
 
 const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
@@ -51,6 +52,8 @@ export const settingsRoutes: FastifyPluginAsync<{ services: Services }> = async 
       });
       const listed = Object.entries(problems).flatMap(([part, errors]) => errors.map((e) => `${part} template, ${e}`));
       if (listed.length > 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', listed.join('; '));
+      // Every invitation's QR code must still be drawable under the new settings.
+      checkLinkFitsQr({ ...settings.get(), ...patch }, Object.keys(patch), services.links);
       const updated = settings.update(patch);
       events.record('settings.updated', `Settings changed: ${Object.keys(patch).join(', ')}`, {}, { keys: Object.keys(patch) });
       return updated;
