@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -112,7 +112,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     requestTimeout: 30_000,
     ajv: { customOptions: { coerceTypes: true } },
     // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
-    frameworkErrors: (_error, _request, reply) => reply.code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
+    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
   });
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);

@@ -155,7 +155,7 @@ function generator(seed: number) {
       : choice === 2 ? Buffer.from(Array.from({ length: r.int(400) }, () => r.int(256))).toString('base64')
       : encodeURIComponent(encodeDeeplinkData(fields));
     const path = r.next() < 0.9 ? `/deeplink/?data=${data}` : `/deeplink/${query(['data', 'x'])}`;
-    const headers = r.next() < 0.5 ? { 'user-agent': r.pick(['Mozilla/5.0 (Linux; Android 14)', 'Mozilla/5.0 (iPhone)', 'curl/8']) } : {};
+    const headers: Record<string, string> = r.next() < 0.5 ? { 'user-agent': r.pick(['Mozilla/5.0 (Linux; Android 14)', 'Mozilla/5.0 (iPhone)', 'curl/8']) } : {};
     return { base: 'agent', method: r.pick(['GET', 'GET', 'GET', 'POST', 'HEAD']), path, headers };
   };
 

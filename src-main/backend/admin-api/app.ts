@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { isLoopbackHost, lanAddresses } from '../config.ts';
 import { adminFileRoutes } from '../files/routes.ts';
 import type { FileStore } from '../files/store.ts';
@@ -44,7 +44,7 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
-    frameworkErrors: (_error, _request, reply) => reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
+    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
   });
   installAdminErrorHandling(app);
   refuseUnusableNumbers(app, () => new ApiError(400, 'ERROR_BAD_REQUEST', 'A number is out of range'));
