@@ -15,6 +15,9 @@ import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
 import { badRequest } from './http/errors.ts';
 import { refuseUnusableNumbers } from './http/number-guard.ts';
+import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './http/request-deadline.ts';
+import { capConnections, planSockets, type SocketPlan } from './http/socket-limits.ts';
+import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import { createServices, type Services } from './services.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
@@ -46,6 +49,8 @@ export interface RunningBackend {
 }
 
 export interface StartOptions extends Partial<BackendOptions> {
+  /** Socket and download caps; default: planned from this process's open-file limit. */
+  sockets?: Partial<SocketPlan>;
   /** Runs a simulated device against an invitation ("simulate a device"); without it that route answers 501. */
   simulate?: DeviceSimulator;
 }
@@ -56,6 +61,7 @@ export interface StartOptions extends Partial<BackendOptions> {
  */
 export async function startBackend(partial: StartOptions = {}): Promise<RunningBackend> {
   const options = resolveOptions(partial);
+  const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
   // Tokens live in the database: the data dir is the owner's alone.
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
@@ -92,6 +98,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     hosts: [publicHost(), ...lanAddresses()],
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
+    maxConnections: Math.floor(sockets.mqttConnections / 2),
   }).catch((error: unknown) => {
     if (db.open) db.close();
     throw error;
@@ -109,22 +116,43 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     // A HEAD would run the GET handler: reading an agent record draws a new MQTT password.
     exposeHeadRoutes: false,
     // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
-    requestTimeout: 30_000,
+    requestTimeout: REQUEST_TIMEOUT_MS,
     ajv: { customOptions: { coerceTypes: true } },
     // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
     frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
   });
+  agentApp.server.headersTimeout = HEADERS_TIMEOUT_MS;
+  capConnections(agentApp.server, {
+    max: sockets.agentConnections,
+    perAddress: sockets.agentConnectionsPerAddress,
+    refusal: JSON.stringify(['ERROR_TOO_MANY_CONNECTIONS', `This address already holds ${sockets.agentConnectionsPerAddress} connections: close some and try again`]),
+  });
+  closeWhenBodyUnread(agentApp);
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);
   refuseUnusableNumbers(agentApp, () => badRequest());
   await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment });
-  await agentApp.register(agentDownloadRoutes, { prefix: '/api', store: files, authenticate: sessionAuthenticator(services.sessions) });
+  await agentApp.register(agentDownloadRoutes, {
+    prefix: '/api',
+    store: files,
+    authenticate: sessionAuthenticator(services.sessions),
+    limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
+  });
   await agentApp.register(deeplinkPageRoutes, {
     deeplinkBase: () => targets.deeplinkBase(),
     appLinkScheme: () => services.settings.get().app_link_scheme,
   });
 
-  const { app: admin, auth: adminAuth } = await adminApp({ services, files, adminToken, info: () => info, broker, simulate: partial.simulate });
+  const { app: admin, auth: adminAuth } = await adminApp({
+    services,
+    files,
+    adminToken,
+    info: () => info,
+    broker,
+    simulate: partial.simulate,
+    bindHost: options.adminHost,
+    maxConnections: sockets.adminConnections,
+  });
 
   let info!: ServerInfo;
   const closeAll = async () => {
