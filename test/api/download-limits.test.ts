@@ -30,7 +30,7 @@ const admin = async (method: string, path: string, body?: unknown) => {
 
 beforeAll(async () => {
   server = await startChildBackend({ sockets: { agentDownloads: MAX_DOWNLOADS } });
-  const invitation = (await admin('POST', '/invitations', { email: 'stall@example.com', send_email: false })).body;
+  const invitation = (await admin('POST', '/invitations', { email: 'stall@example.com', send_email: false })).body as { user_token: string; invitation_token: string };
   session = (await enrollByHand(server.info.api_url, { ...invitation, email: 'stall@example.com' })).session;
   const upload = await fetch(`${server.info.admin_url}/api/files?name=big.bin`, {
     method: 'POST',
