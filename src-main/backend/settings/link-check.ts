@@ -29,11 +29,6 @@ export function linkInputs(settings: Settings, links: LinkTargets): LinkInputs {
   };
 }
 
-/** Characters of QR code text still free under `settings` for the longest possible invitation. */
-export function qrCharactersLeft(settings: Settings, links: LinkTargets): number {
-  return QR_MAX_BYTES - worstCaseQrTextBytes(linkInputs(settings, links));
-}
-
 /**
  * Throws a 400 naming the field to shorten and how many characters it may have, when `candidate`
  * (the current settings with a patch applied) would make any invitation's QR code overflow.
