@@ -80,7 +80,7 @@ export class SessionService {
       // The sessions of a user beyond the newest `keep` (by last use): what opening one more ends.
       trimOfUser: db.prepare(
         `DELETE FROM sessions WHERE token IN (
-           SELECT token FROM sessions WHERE user_id = ? ORDER BY last_used_at DESC, created_at DESC LIMIT -1 OFFSET ?)`,
+           SELECT token FROM sessions WHERE user_id = ? ORDER BY last_used_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
       ),
       bindEnrollment: db.prepare(`UPDATE sessions SET agent_id = ?, enrolled_at = ? WHERE token = ?`),
       purge: db.prepare(`DELETE FROM sessions WHERE last_used_at < ?`),
