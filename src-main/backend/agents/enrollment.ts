@@ -167,7 +167,7 @@ export class EnrollmentService {
     const owner = this.statements.byLogin.get(login) as { id: number; name: string } | undefined;
     if (owner && owner.id !== existing?.id) {
       refuse(
-        `Another device already uses ${login} as its MQTT login (its serial number or UUID); this device cannot be enrolled with it. Ask your administrator`,
+        `Another device already uses ${login} as its MQTT login (its serial number or UUID): this device cannot be enrolled with it; ask your administrator`,
       );
     }
 

@@ -58,6 +58,8 @@ export class SessionService {
   private readonly perToken: RateLimiter;
   private readonly perAddress: RateLimiter;
   private readonly statements;
+  /** The new session and the end of the user's oldest ones: one write transaction, one commit. */
+  private readonly insertBounded: (token: string, userId: number, profileId: number, entityId: number, now: string, keep: number) => void;
 
   constructor(db: Db, users: UserRepository, limits: Partial<SessionLimits> = {}) {
     this.users = users;
@@ -85,6 +87,10 @@ export class SessionService {
       bindEnrollment: db.prepare(`UPDATE sessions SET agent_id = ?, enrolled_at = ? WHERE token = ?`),
       purge: db.prepare(`DELETE FROM sessions WHERE last_used_at < ?`),
     };
+    this.insertBounded = db.transaction((token: string, userId: number, profileId: number, entityId: number, now: string, keep: number) => {
+      this.statements.insert.run(token, userId, profileId, entityId, now, now);
+      this.statements.trimOfUser.run(userId, keep);
+    });
   }
 
   /**
@@ -104,8 +110,7 @@ export class SessionService {
     const token = randomHex(20);
     const now = nowIso();
     const entityId = this.users.entityOfAssignment(user.id, user.default_profile_id) ?? user.entity_id;
-    this.statements.insert.run(token, user.id, user.default_profile_id, entityId, now, now);
-    this.statements.trimOfUser.run(user.id, this.limits.livePerUser);
+    this.insertBounded(token, user.id, user.default_profile_id, entityId, now, this.limits.livePerUser);
     return { session_token: token, user };
   }
 
