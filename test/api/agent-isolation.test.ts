@@ -153,6 +153,23 @@ describe("a used invitation's QR code", () => {
     t.backend.services.db.prepare(`UPDATE sessions SET enrolled_at = ? WHERE token = ?`).run(new Date(Date.now() - 16 * 60_000).toISOString(), enrolled.session);
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(404);
   });
+
+  it('stops logging refusals of a replayed QR code after 20 attempts a person (429)', async () => {
+    const invitation = await invite();
+    const { session, created } = await enrollByHand(t.apiUrl, invitation, {});
+    expect(created.status).toBe(201);
+    const replay = () =>
+      agentCall(t.apiUrl, 'POST', `PluginMdmAgent?session_token=${session}`, {
+        body: { input: { _email: invitation.email, _invitation_token: invitation.invitation_token, _serial: 'X1', csr: '', version: '1.0.0', type: 'android' } },
+      });
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i++) statuses.push((await replay()).status);
+    expect(statuses).toEqual([...Array(19).fill(400), 429, 429]);
+    const last = await replay();
+    expect(last.body).toEqual(['ERROR_TOO_MANY_REQUESTS', expect.stringMatching(/^Too many enrollment attempts; retry in \d+ s$/)]);
+    const log = (await t.admin('GET', `/invitations/${invitation.id}`)).body.log as { outcome: string }[];
+    expect(log.filter((l) => l.outcome === 'refused')).toHaveLength(19);
+  });
 });
 
 describe('a session reads only its own agent, computer, entity and fleet', () => {

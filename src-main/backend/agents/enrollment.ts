@@ -5,7 +5,8 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../http/errors.ts';
 import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
 import { normalizeEmail, statusOf } from '../invitations/invitations.ts';
-import type { SessionService } from '../sessions/sessions.ts';
+import { RateLimiter } from '../sessions/rate-limit.ts';
+import { TooManyRequests, type SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import type { UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
@@ -37,6 +38,11 @@ const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
  * every other session of the person (a used QR code's user token), the agent's secrets are out of reach.
  */
 export const ENROLLMENT_READ_WINDOW_MS = 15 * 60 * 1000;
+/**
+ * Enrollment attempts per person: each refusal is written to the invitation's log and the
+ * history, so a used QR code replayed in a loop must not grow them without bound.
+ */
+const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10, maxKeys: 50_000 };
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
@@ -55,6 +61,7 @@ export class EnrollmentService {
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
   private readonly broker: BrokerTargets;
+  private readonly attempts = new RateLimiter(ATTEMPTS_PER_USER);
   private readonly statements;
 
   constructor(deps: {
@@ -115,6 +122,8 @@ export class EnrollmentService {
    * invitation in one transaction.
    */
   enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): { id: string; message: string } {
+    const wait = this.attempts.take(String(session.userId));
+    if (wait > 0) throw new TooManyRequests('Too many enrollment attempts', wait);
     const serial = clean(input._serial);
     const uuid = clean(input._uuid);
     const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };
