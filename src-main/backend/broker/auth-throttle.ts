@@ -49,20 +49,20 @@ export class FailureThrottle {
   }
 
   /** How long the next attempt under `key` waits for its answer. */
-  delayFor(address: string): number {
-    const failures = this.current(address)?.failures ?? 0;
+  delayFor(key: string): number {
+    const failures = this.current(key)?.failures ?? 0;
     const over = failures - Math.max(this.freeFailures, 1);
     if (over < 0) return 0;
     return Math.min(this.options.baseDelayMs * 2 ** Math.min(over, 30), this.options.maxDelayMs);
   }
 
-  /** Records a refused login; returns how many in a row this address has now. */
-  fail(address: string): number {
-    const entry = this.current(address) ?? { failures: 0, last: 0 };
+  /** Records a refused login; returns how many in a row this key has now. */
+  fail(key: string): number {
+    const entry = this.current(key) ?? { failures: 0, last: 0 };
     entry.failures += 1;
     entry.last = this.now();
-    this.entries.delete(address); // re-insert: the Map's order is least recently failed first
-    this.entries.set(address, entry);
+    this.entries.delete(key); // re-insert: the Map's order is least recently failed first
+    this.entries.set(key, entry);
     while (this.entries.size > this.options.maxAddresses) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
@@ -71,19 +71,19 @@ export class FailureThrottle {
     return entry.failures;
   }
 
-  succeed(address: string): void {
-    this.entries.delete(address);
+  succeed(key: string): void {
+    this.entries.delete(key);
   }
 
-  /** True once this address is being slowed down. */
-  isThrottled(address: string): boolean {
-    return this.delayFor(address) > 0;
+  /** True once this key is being slowed down. */
+  isThrottled(key: string): boolean {
+    return this.delayFor(key) > 0;
   }
 
-  private current(address: string): Entry | undefined {
-    const entry = this.entries.get(address);
+  private current(key: string): Entry | undefined {
+    const entry = this.entries.get(key);
     if (entry && this.now() - entry.last > this.options.forgetAfterMs) {
-      this.entries.delete(address);
+      this.entries.delete(key);
       return undefined;
     }
     return entry;
