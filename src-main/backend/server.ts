@@ -15,7 +15,7 @@ import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
 import { badRequest } from './http/errors.ts';
 import { refuseUnusableNumbers } from './http/number-guard.ts';
-import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './http/request-deadline.ts';
+import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
 import { capConnections, planSockets, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import { createServices, type Services } from './services.ts';
@@ -117,12 +117,12 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     // A HEAD would run the GET handler: reading an agent record draws a new MQTT password.
     exposeHeadRoutes: false,
     // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    requestTimeout: sockets.requestTimeoutMs,
     ajv: { customOptions: { coerceTypes: true } },
     // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
     frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
   });
-  agentApp.server.headersTimeout = HEADERS_TIMEOUT_MS;
+  agentApp.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, sockets.requestTimeoutMs);
   capConnections(agentApp.server, {
     max: sockets.agentConnections,
     perAddress: sockets.agentConnectionsPerAddress,
@@ -153,6 +153,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     simulate: partial.simulate,
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
+    requestTimeoutMs: sockets.requestTimeoutMs,
   });
 
   let info!: ServerInfo;

@@ -35,6 +35,8 @@ export interface AdminAppOptions {
   bindHost?: string;
   /** Connections the listener accepts at once (http/socket-limits.ts). */
   maxConnections?: number;
+  /** How long a request may take to arrive (uploads: to stall); the agent listener's value. */
+  requestTimeoutMs?: number;
 }
 
 export interface AdminApp {
@@ -43,7 +45,7 @@ export interface AdminApp {
 }
 
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, adminToken, info, simulate, broker, bindHost = '127.0.0.1', maxConnections = 128 }: AdminAppOptions): Promise<AdminApp> {
+export async function adminApp({ services, files, adminToken, info, simulate, broker, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
@@ -58,7 +60,7 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
   const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
   allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
   capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
-  enforceRequestDeadline(app, (request) => request.method === 'POST' && /^\/api\/(files|packages)(\?|$)/.test(request.url));
+  enforceRequestDeadline(app, (request) => request.method === 'POST' && /^\/api\/(files|packages)(\?|$)/.test(request.url), requestTimeoutMs);
   closeWhenBodyUnread(app);
   refuseUnusableNumbers(app, () => new ApiError(400, 'ERROR_BAD_REQUEST', 'A number is out of range'));
   // A bodiless POST that still says `Content-Type: application/json` is fine (revoke, resend …).

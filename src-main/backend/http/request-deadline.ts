@@ -7,11 +7,15 @@ export const HEADERS_TIMEOUT_MS = 30_000;
 /**
  * The admin listener's request time-out. Node's own `requestTimeout` (the agent listener's) cuts
  * any request not received in full within the limit, which would cut a 4 GiB upload; here a
- * request must arrive within REQUEST_TIMEOUT_MS, except those `isLongUpload` picks, which only
+ * request must arrive within `timeoutMs`, except those `isLongUpload` picks, which only
  * must not stall (no byte for that long). A request cut short loses its connection.
  */
-export function enforceRequestDeadline(app: FastifyInstance, isLongUpload: (request: FastifyRequest) => boolean): void {
-  app.server.headersTimeout = HEADERS_TIMEOUT_MS;
+export function enforceRequestDeadline(
+  app: FastifyInstance,
+  isLongUpload: (request: FastifyRequest) => boolean,
+  timeoutMs = REQUEST_TIMEOUT_MS,
+): void {
+  app.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, timeoutMs);
   app.addHook('onRequest', async (request, reply) => {
     const raw = request.raw;
     if (raw.complete) return;
@@ -27,12 +31,12 @@ export function enforceRequestDeadline(app: FastifyInstance, isLongUpload: (requ
         lastBytes = socket.bytesRead;
         lastProgress = now;
       }
-      const late = long ? now - lastProgress > REQUEST_TIMEOUT_MS : now - started > REQUEST_TIMEOUT_MS;
+      const late = long ? now - lastProgress > timeoutMs : now - started > timeoutMs;
       if (late) {
         clearInterval(check);
         socket.destroy();
       }
-    }, 1000).unref();
+    }, Math.min(1000, timeoutMs / 4)).unref();
     raw.once('end', () => clearInterval(check));
     reply.raw.once('close', () => clearInterval(check));
   });

@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { REQUEST_TIMEOUT_MS } from './request-deadline.ts';
 
 export interface SocketPlan {
   /** The descriptor limit the plan was made for (null: unknown, defaults used). */
@@ -18,6 +19,8 @@ export interface SocketPlan {
   agentDownloads: number;
   adminConnections: number;
   mqttConnections: number;
+  /** How long a client may take to send a whole request (headers too), on both listeners. */
+  requestTimeoutMs: number;
 }
 
 const RESERVE = 128;
@@ -50,6 +53,7 @@ export function planSockets(fdLimit: number | null = openFileLimit()): SocketPla
     agentDownloads: Math.max(8, Math.min(MAX_DOWNLOADS, agentShare - agentConnections)),
     adminConnections: ADMIN_CONNECTIONS,
     mqttConnections: Math.min(MAX_AGENT_CONNECTIONS, Math.floor((usable * 2) / 5)),
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
   };
 }
 
