@@ -22,7 +22,21 @@ const PAD_COST = encodeURIComponent('=').length;
 /** A byte of the line: known, or any hex digit (a token's). */
 type LineByte = number | 'hex';
 
+// Most groups inside a token are three hex digits: the same 4,096 cases, worked out once.
+const costCache = new Map<string, number>();
+
 function groupCost(group: LineByte[]): number {
+  if (!group.includes('hex')) return worstGroupCost(group); // known bytes: one case
+  const key = group.join(',');
+  let cost = costCache.get(key);
+  if (cost === undefined) {
+    cost = worstGroupCost(group);
+    if (costCache.size < 10_000) costCache.set(key, cost);
+  }
+  return cost;
+}
+
+function worstGroupCost(group: LineByte[]): number {
   let worst = 0;
   const choices = group.map((b) => (b === 'hex' ? HEX_BYTES : [b]));
   for (const b0 of choices[0]!) {
