@@ -80,6 +80,8 @@ describe('settings and the QR code capacity', () => {
     const mail = await PostalMime.parse(readFileSync(delivered.outbox_file as string));
     expect(mail.text).toContain(view.deeplink);
     expect(mail.attachments).toHaveLength(0);
+    expect(mail.html).toContain(view.deeplink.replaceAll('&', '&amp;').slice(0, 60));
+    expect(mail.html).not.toMatch(/<img[^>]*src=""/);
 
     const preview = await t.admin('POST', '/mail/preview', { invitation_id: invitation.id });
     expect(preview.status).toBe(200);

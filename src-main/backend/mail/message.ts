@@ -71,7 +71,9 @@ export function templateValues(invitation: InvitationForMail, settings: Settings
 export async function composeInvitationMail(invitation: InvitationForMail, settings: Settings, from: string, templates = templatesOf(settings)): Promise<SendMailOptions> {
   const cid = `qr-${invitation.id}@mdm-console`;
   const png = await qrPngOrNone(invitation.deeplink);
-  const rendered = renderMail(templates, templateValues(invitation, settings, png ? `cid:${cid}` : ''));
+  // Without a QR code, the template's image of it goes too, rather than showing as broken.
+  const used = png ? templates : { ...templates, html: templates.html.replace(/<img\b[^>]*\{\{\s*qr_src\s*\}\}[^>]*>/gi, '') };
+  const rendered = renderMail(used, templateValues(invitation, settings, png ? `cid:${cid}` : ''));
   return {
     from,
     to: invitation.email,
