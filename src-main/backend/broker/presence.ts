@@ -9,7 +9,7 @@ import type { ConnectionInfo, ConnectionRegistry } from './connections.ts';
 export const TOUCH_INTERVAL_MS = 15_000;
 export const ONLINE_SUBTOPIC = 'Status/Online';
 
-type Reason = 'connected' | 'reported online' | 'reported offline' | 'will' | 'disconnected';
+type Reason = 'connected' | 'reported online' | 'reported offline' | 'reported online over HTTP' | 'reported offline over HTTP' | 'will' | 'disconnected';
 
 /**
  * is_online and last_contact of each agent, from its connections and its `T/Status/Online`
@@ -85,6 +85,15 @@ export class PresenceTracker {
     else this.set(agent, online, online ? 'reported online' : 'reported offline', this.registry.infoOf(client));
   }
 
+  /**
+   * `is_online` sent over HTTP (the Flyve agents' release rc.7, on every MQTT connect and disconnect):
+   * recorded as the agent's own `Status/Online` is. The request itself is a sign of life.
+   */
+  reportedOverHttp(agent: AgentIdentity, online: boolean): void {
+    if (this.stopping) return;
+    this.set(agent, online, online ? 'reported online over HTTP' : 'reported offline over HTTP', undefined);
+  }
+
   /** Any other sign of life: last_contact, written at most every TOUCH_INTERVAL_MS. */
   touch(agent: AgentIdentity): void {
     if (this.stopping) return;
@@ -120,6 +129,8 @@ export class PresenceTracker {
       connected: `${agent.name} is online${how}`,
       'reported online': `${agent.name} reported itself online`,
       'reported offline': `${agent.name} reported itself offline`,
+      'reported online over HTTP': `${agent.name} reported itself online over HTTP`,
+      'reported offline over HTTP': `${agent.name} reported itself offline over HTTP`,
       will: `${agent.name} is offline: connection lost${how}`,
       disconnected: `${agent.name} is offline: disconnected${how}`,
     };
