@@ -44,7 +44,7 @@ const SPEC: Dialect = {
   guestProfileKeys: ['plugin_mdm_guest_profiles_id'],
   activeProfileKeys: ['coreactiveprofile'],
   alwaysSwitchProfile: false,
-  requiredRecordFields: ['api_token'],
+  requiredRecordFields: [],
   extraCreateFields: () => ({}),
   manifestFilters: ['MdmManifest/#'],
   publishesOnline: true,

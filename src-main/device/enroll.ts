@@ -140,9 +140,12 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
     `GET ${agentResource}/${created.id}`,
     async () => {
       const record = await client.getAgent(created.id);
-      const missing = dialect.requiredRecordFields.filter((field) => record[field] === undefined || record[field] === null || record[field] === '');
+      const missing = dialect.requiredRecordFields.filter((field) => record[field] === undefined || record[field] === null);
       if (missing.length > 0) {
         throw new AgentApiError(`GET ${agentResource}/${created.id}`, 200, 'BAD_RESPONSE', `agent record has no ${missing.join(', ')}`);
+      }
+      if (typeof record.api_token !== 'string' || record.api_token === '') {
+        throw new AgentApiError(`GET ${agentResource}/${created.id}`, 200, 'BAD_RESPONSE', 'agent record has no api_token');
       }
       return record;
     },

@@ -16,7 +16,8 @@ export const agentRoutes: FastifyPluginAsync<{ services: Services }> = async (ap
 
   app.get('/agents/:id', { schema: { params: Id } }, async (request) => {
     const { id } = request.params as { id: number };
-    return { ...agents.summary(id), events: events.forAgent(id) };
+    // The inventory and positions the device reported (Flyve agents; the spec's agent on request).
+    return { ...agents.summary(id), inventory: services.reports.inventoryOf(id), positions: services.reports.positionsOf(id, 10), events: events.forAgent(id) };
   });
 
   app.delete('/agents/:id', { schema: { params: Id } }, async (request, reply) => {
