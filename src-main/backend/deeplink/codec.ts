@@ -96,9 +96,17 @@ function splitEscaped(line: string): string[] {
   return fields;
 }
 
-/** Whether decoded text is in the reference encoding (a `\;` separator outside any quote). */
+/**
+ * Whether decoded text is in the reference encoding: it has `\;` separators and no bare `;` (ours
+ * always has six bare separators; in the reference's every `;` and `\` is escaped).
+ */
 function isFlyveEncoded(line: string): boolean {
-  return !line.includes('"') && line.includes('\\;');
+  if (!line.includes('\\;')) return false;
+  for (let i = 0; i < line.length; i++) {
+    if (line[i] === '\\') i++;
+    else if (line[i] === ';') return false;
+  }
+  return true;
 }
 
 /** Splits one CSV-style line on `;`, honouring quotes. */
