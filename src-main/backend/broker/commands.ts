@@ -179,17 +179,14 @@ export class AgentCommands {
     });
   }
 
-  /** `T/Status/Inventory`: the FusionInventory XML (release rc.6). False when it cannot be read (noted as any status). */
+  /** `T/Status/Inventory`: the FusionInventory XML (release rc.6). False when it cannot be read: noted as any status is. */
   private inventoryReceived(agent: AgentIdentity, xml: string): boolean {
     try {
       this.reports.inventory(agent.id, xml, 'mqtt');
       return true;
     } catch (error) {
-      if (!(error instanceof InventoryError)) throw error;
-      this.events.record('agent.inventory_refused', `${agent.name} sent an inventory that cannot be read: ${error.message}`, { entityId: agent.entityId, agentId: agent.id }, {
-        reason: error.message,
-      });
-      return true;
+      if (error instanceof InventoryError) return false;
+      throw error;
     }
   }
 
