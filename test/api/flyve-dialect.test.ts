@@ -3,6 +3,7 @@
 // the new routes' refusals, and the spec's names answering unchanged beside the Flyve ones.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reportingOf } from '../../src-main/device/agent.ts';
+import { runAgentCommand } from '../../src-main/device/cli.ts';
 import { dialectOf, type ReportTransport } from '../../src-main/device/dialect.ts';
 import { downloadAndVerify } from '../../src-main/device/download.ts';
 import { enrollDevice, mqttCredentialsOf } from '../../src-main/device/enroll.ts';
@@ -243,5 +244,27 @@ describe.each<ReportTransport>(['http', 'mqtt'])('a Flyve agent reporting over %
       await agent.stop();
       await t.admin('PATCH', '/settings', { agent_app: 'spec' });
     }
+  });
+});
+
+describe('mdm-console agent --dialect flyve', () => {
+  it('enrolls, connects, reports and downloads as a Flyve agent; refuses flags that do not go together', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const output = { stdout: (line: string) => out.push(line), stderr: (line: string) => err.push(line) };
+    expect(await runAgentCommand(['--deeplink', 'x', '--email', 'a@b.c', '--reports', 'http'], output)).toBe(2);
+    expect(err.join('\n')).toContain('--reports needs --dialect flyve');
+    expect(await runAgentCommand(['--deeplink', 'x', '--email', 'a@b.c', '--dialect', 'glpi'], output)).toBe(2);
+    expect(await runAgentCommand(['--deeplink', 'x', '--email', 'a@b.c', '--dialect', 'spec', '--reports', 'http'], output)).toBe(2);
+
+    const invitation = await invite();
+    out.length = 0;
+    const code = await runAgentCommand(['--deeplink', invitation.deeplink, '--email', invitation.email, '--dialect', 'flyve', '--reports', 'mqtt', '--download', `file:${fileId}`, '--json'], output);
+    const result = JSON.parse(out.join('\n'));
+    expect(code, out.join('\n')).toBe(0);
+    expect(result.enrollment.version).toBe('2.0.0-rc.6');
+    expect(result.enrollment.agent.plugin_flyvemdm_fleets_id).toEqual(expect.any(Number));
+    expect(result.downloads[0].ok).toBe(true);
+    expect(result.mqtt_session.connected).toBe(true);
   });
 });
