@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
+import { agentApiUrl } from './agent-api/flyve-aliases.ts';
+import { agentReportRoutes } from './agent-api/report-routes.ts';
 import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
+import { appLinkSchemeFor } from './deeplink/codec.ts';
 import { startBroker, type MqttBroker } from './broker/broker.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
 import { openDatabase } from './db/database.ts';
@@ -91,6 +94,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     db,
     events: services.events,
     fleets: services.fleets,
+    reports: services.reports,
     dataDir: options.dataDir,
     host: options.host,
     port: options.mqttPort,
@@ -121,6 +125,8 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     ajv: { customOptions: { coerceTypes: true } },
     // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
     frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
+    // Flyve resource names and trailing slashes reach the same routes (agent-api/flyve-aliases.ts).
+    rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
   });
   agentApp.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, sockets.requestTimeoutMs);
   capConnections(agentApp.server, {
@@ -133,6 +139,13 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   installAgentErrorHandling(agentApp);
   refuseUnusableNumbers(agentApp, () => badRequest());
   await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment });
+  await agentApp.register(agentReportRoutes, {
+    prefix: '/api',
+    authenticate: sessionAuthenticator(services.sessions),
+    agents: services.agents,
+    reports: services.reports,
+    live: broker.liveReports,
+  });
   await agentApp.register(agentDownloadRoutes, {
     prefix: '/api',
     store: files,
@@ -141,7 +154,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   });
   await agentApp.register(deeplinkPageRoutes, {
     deeplinkBase: () => targets.deeplinkBase(),
-    appLinkScheme: () => services.settings.get().app_link_scheme,
+    appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
   });
 
   const { app: admin, auth: adminAuth } = await adminApp({

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
 import { describe, expect, it } from 'vitest';
-import { deeplinkPageUrl, encodeDeeplinkData } from '../../src-main/backend/deeplink/codec.ts';
+import { deeplinkPageUrl, encodeDeeplinkFor, type AgentApp } from '../../src-main/backend/deeplink/codec.ts';
 import { INVITATION_TOKEN_HEX_LENGTH, USER_TOKEN_HEX_LENGTH, maxFieldLength, worstCaseQrTextBytes, type LinkInputs } from '../../src-main/backend/deeplink/link-budget.ts';
 import { QR_ERROR_CORRECTION, QR_MAX_BYTES, QrTooLongError, qrSvg } from '../../src-main/backend/deeplink/qr.ts';
 
@@ -20,6 +20,7 @@ describe('QR code capacity', () => {
 
 describe('the worst-case deeplink length', () => {
   const inputs: LinkInputs = {
+    agentApp: 'spec',
     deeplinkBase: 'http://192.168.1.20:8080',
     apiUrl: 'http://192.168.1.20:8080/api',
     helpdeskName: 'IT "Help"; desk',
@@ -31,21 +32,25 @@ describe('the worst-case deeplink length', () => {
     Buffer.byteLength(
       deeplinkPageUrl(
         fields.deeplinkBase,
-        encodeDeeplinkData({ backendUrl: fields.apiUrl, userToken, invitationToken, helpdeskName: fields.helpdeskName, helpdeskPhone: fields.helpdeskPhone, helpdeskWebsite: fields.helpdeskWebsite, helpdeskEmail: fields.helpdeskEmail }),
+        encodeDeeplinkFor(fields.agentApp, { backendUrl: fields.apiUrl, userToken, invitationToken, helpdeskName: fields.helpdeskName, helpdeskPhone: fields.helpdeskPhone, helpdeskWebsite: fields.helpdeskWebsite, helpdeskEmail: fields.helpdeskEmail }),
       ),
     );
 
-  it('is never exceeded by real tokens, and random ones come close to it', () => {
-    const bound = worstCaseQrTextBytes(inputs);
-    let longest = 0;
-    for (let i = 0; i < 3000; i++) {
-      const length = actual(randomBytes(USER_TOKEN_HEX_LENGTH / 2).toString('hex'), randomBytes(INVITATION_TOKEN_HEX_LENGTH / 2).toString('hex'));
-      expect(length).toBeLessThanOrEqual(bound);
-      longest = Math.max(longest, length);
-    }
-    // random tokens come near the bound: it is not padded with slack
-    expect(bound - longest).toBeLessThan(120);
-  });
+  for (const agentApp of ['spec', 'flyve'] as AgentApp[]) {
+    it(`is never exceeded by real tokens, and random ones come close to it (${agentApp} encoding)`, () => {
+      // the reference encoding cannot carry ";": its fields escape "\" instead
+      const fields: LinkInputs = { ...inputs, agentApp, helpdeskName: agentApp === 'flyve' ? 'IT \\ "Help" desk' : inputs.helpdeskName };
+      const bound = worstCaseQrTextBytes(fields);
+      let longest = 0;
+      for (let i = 0; i < 3000; i++) {
+        const length = actual(randomBytes(USER_TOKEN_HEX_LENGTH / 2).toString('hex'), randomBytes(INVITATION_TOKEN_HEX_LENGTH / 2).toString('hex'), fields);
+        expect(length).toBeLessThanOrEqual(bound);
+        longest = Math.max(longest, length);
+      }
+      // random tokens come near the bound: it is not padded with slack
+      expect(bound - longest).toBeLessThan(120);
+    });
+  }
 
   it('finds the longest a field may be: at that length it fits, one more does not', () => {
     const long = { ...inputs, helpdeskWebsite: `https://help.example.com/${'w'.repeat(3000)}` };

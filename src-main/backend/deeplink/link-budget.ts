@@ -6,7 +6,7 @@
  * once percent-encoded) depends on their value. The bound below takes, for every base64 group a
  * token byte falls in, the worst of all hex values, so no invitation can exceed it.
  */
-import { deeplinkFieldTexts, type DeeplinkFields } from './codec.ts';
+import { deeplinkFieldTexts, type AgentApp, type DeeplinkFields } from './codec.ts';
 import { QR_MAX_BYTES } from './qr.ts';
 
 /** sessions/users.ts draws user tokens as randomHex(20), invitations/invitations.ts as randomHex(32). */
@@ -54,6 +54,8 @@ function worstGroupCost(group: LineByte[]): number {
 }
 
 export interface LinkInputs {
+  /** The encoding new codes use (settings' agent app): ours quotes fields, the reference's escapes `\` and `;`. */
+  agentApp: AgentApp;
   /** Base of the deeplink page (settings' deeplink base, else this backend's own). */
   deeplinkBase: string;
   /** The agent API URL the deeplink carries. */
@@ -75,9 +77,16 @@ export function worstCaseQrTextBytes(inputs: LinkInputs): number {
     helpdeskWebsite: inputs.helpdeskWebsite,
     helpdeskEmail: inputs.helpdeskEmail,
   };
+  // The line as codec.ts encodes it: our quoted fields joined by `;`, or the reference's fields
+  // with `\` and `;` escaped, joined by `\;` (encodeFlyveDeeplinkData).
+  const flyve = inputs.agentApp === 'flyve';
+  const texts = flyve
+    ? fieldsInOrder(fields).map((value) => value.replace(/[\\;]/g, (char) => `\\${char}`))
+    : deeplinkFieldTexts(fields);
+  const separator = Buffer.from(flyve ? '\\;' : ';', 'utf8');
   const line: LineByte[] = [];
-  deeplinkFieldTexts(fields).forEach((text, index) => {
-    if (index > 0) line.push(0x3b); // ';'
+  texts.forEach((text, index) => {
+    if (index > 0) line.push(...separator);
     // fields 2 and 3 are the tokens: hex, never quoted
     if (index === 1 || index === 2) for (let i = 0; i < text.length; i++) line.push('hex');
     else for (const byte of Buffer.from(text, 'utf8')) line.push(byte);
@@ -85,6 +94,10 @@ export function worstCaseQrTextBytes(inputs: LinkInputs): number {
   let bytes = Buffer.byteLength(`${inputs.deeplinkBase.replace(/\/+$/, '')}/deeplink/?data=`, 'utf8');
   for (let i = 0; i < line.length; i += 3) bytes += groupCost(line.slice(i, i + 3));
   return bytes;
+}
+
+function fieldsInOrder(fields: DeeplinkFields): string[] {
+  return [fields.backendUrl, fields.userToken, fields.invitationToken, fields.helpdeskName, fields.helpdeskPhone, fields.helpdeskWebsite, fields.helpdeskEmail];
 }
 
 export type LinkField = 'deeplinkBase' | 'helpdeskName' | 'helpdeskPhone' | 'helpdeskWebsite' | 'helpdeskEmail';

@@ -20,6 +20,7 @@ const LINK_FIELDS: ReadonlyArray<[keyof Settings, LinkField | null]> = [
 
 export function linkInputs(settings: Settings, links: LinkTargets): LinkInputs {
   return {
+    agentApp: settings.agent_app,
     deeplinkBase: links.deeplinkBase(settings),
     apiUrl: links.apiUrl(settings),
     helpdeskName: settings.helpdesk_name,
