@@ -100,7 +100,7 @@ function generator(seed: number) {
     if (choice === 2) return r.pick([true, false, null]);
     if (choice === 3) return 'fuzz@example.com';
     if (choice === 4) return Array.from({ length: r.int(4) }, () => jsonValue(depth + 1));
-    const keys = ['email', 'days', 'fleet', 'firstname', 'name', 'command', 'fleet_id', 'input', '_email', '_serial', '_uuid', 'version', 'type', 'invitations', 'helpdesk_website', 'helpdesk_name', 'deeplink_base_url', 'public_host', 'limit', 'to', '__proto__', 'constructor'];
+    const keys = ['latitude', 'longitude', 'datetime', 'computers_id', 'email', 'days', 'fleet', 'firstname', 'name', 'command', 'fleet_id', 'input', '_email', '_serial', '_uuid', 'version', 'type', 'invitations', 'helpdesk_website', 'helpdesk_name', 'deeplink_base_url', 'public_host', 'limit', 'to', '__proto__', 'constructor'];
     return Object.fromEntries(Array.from({ length: r.int(5) }, () => [r.pick(keys), jsonValue(depth + 1)]));
   };
   const body = () => {
@@ -125,6 +125,9 @@ function generator(seed: number) {
       () => `/api/PluginMdmFile/${r.next() < 0.5 ? known.fileId : id()}?session_token=${session}`,
       () => `/api/PluginMdmPackage/${id()}?session_token=${session}`,
       () => `/api/${r.pick(['Computer', 'Entity', 'PluginMdmFleet'])}/${id()}?session_token=${session}`,
+      // the reference agents' names, reports and locations
+      () => `/api/${r.pick(['PluginFlyvemdmAgent', 'PluginFlyvemdmFile', 'search/PluginFlyvemdmTaskstatus', 'PluginFlyvemdmAgent/'])}/${r.next() < 0.5 ? known.agentId : id()}?session_token=${session}`,
+      () => `/api/PluginMdmGeolocation?session_token=${session}`,
       () => `/api/${scalar()}${query(['session_token', 'user_token', 'range'])}`,
       () => `/${scalar()}`,
     ];
