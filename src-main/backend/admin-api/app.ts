@@ -83,10 +83,10 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
          (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
          (SELECT count(*) FROM agents WHERE is_online = 1) AS online`,
     );
-    // The Flyve agents trust only the flyve.org certificate bundled in the app (res/raw/flyve_org.crt), not the
-    // broker's: with TLS in their record they never connect. Said where the admin looks first.
+    // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
+    // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
     const FLYVE_TLS_WARNING =
-      'MQTT TLS is on while codes are made for the Flyve MDM agent: that agent trusts only the flyve.org certificate built into it, so it cannot connect to this broker over TLS. Turn MQTT TLS off in Settings for Flyve agents.';
+      'MQTT TLS is on while codes are made for the Flyve MDM agent: its releases (2.0.0-rc.6, rc.7) trust only the flyve.org certificate built into them, so they cannot connect to this broker over TLS. Turn MQTT TLS off in Settings for Flyve agents.';
     const flyveAgentsLockedOut = (settings: { agent_app: string; mqtt_tls: boolean }) => settings.agent_app === 'flyve' && settings.mqtt_tls;
     api.get('/status', async () => {
       const current = info();
