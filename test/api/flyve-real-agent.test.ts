@@ -44,7 +44,7 @@ describe('HTTP reports as the released agent 2.0.0-rc.7 sends them', () => {
         headers: { Accept: 'application/octet-stream', 'Content-Type': 'application/json', 'Session-Token': own },
         body,
       });
-      return { status: response.status, body: await response.json() };
+      return { status: response.status, body: (await response.json()) as unknown[] };
     };
     const agentPath = `PluginFlyvemdmAgent/${agent.id}`;
     expect((await send('PUT', agentPath, '{"input":{"_pong":"!"}}')).status).toBe(200);
