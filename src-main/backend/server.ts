@@ -16,6 +16,7 @@ import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
+import { isDiskFull } from './http/disk-full.ts';
 import { badRequest } from './http/errors.ts';
 import { refuseUnusableNumbers } from './http/number-guard.ts';
 import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
@@ -88,7 +89,13 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   }, { sessions: options.sessionLimits });
   services.sessions.purgeIdle();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
-  const sessionSweep = setInterval(() => services.sessions.purgeIdle(), 60 * 60 * 1000).unref();
+  const sessionSweep = setInterval(() => {
+    try {
+      services.sessions.purgeIdle();
+    } catch (error) {
+      if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
+    }
+  }, 60 * 60 * 1000).unref();
   // The MQTT broker (plain + TLS); its ports are known before any agent record is served.
   const broker = await startBroker({
     db,

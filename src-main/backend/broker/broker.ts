@@ -4,6 +4,7 @@ import { createServer as createTlsServer } from 'node:tls';
 import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
+import { isDiskFull } from '../http/disk-full.ts';
 import { verifySecret } from '../util/tokens.ts';
 import type { DeviceReports } from '../agents/reports.ts';
 import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from './acl.ts';
@@ -83,8 +84,24 @@ export const MANIFEST_VERSION = '2.0.0';
 /** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
 const DENIED_PREFIX = '$denied/';
 
-function refusal(returnCode: 4 | 5, message: string): AuthenticateError {
+function refusal(returnCode: 3 | 4 | 5, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode }) as unknown as AuthenticateError;
+}
+
+/** CONNACK 3 (server unavailable): the device retries later, as it does after any outage. */
+const DISK_FULL_REFUSAL = "the server's disk is full: nothing can be saved";
+
+/**
+ * Runs a broker handler's bookkeeping. A full disk (SQLITE_FULL) is not a bug: what could not be
+ * saved is dropped and the broker goes on, rather than the error escaping an event handler and
+ * ending the whole process.
+ */
+function unlessDiskFull(work: () => void): void {
+  try {
+    work();
+  } catch (error) {
+    if (!isDiskFull(error)) throw error;
+  }
 }
 
 function listen(server: Server, port: number, host: string, what: string): Promise<number> {
@@ -204,7 +221,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   const connectionClosed = (client: Client) => {
     const info = registry.infoOf(client);
     const unbound = registry.unbind(client);
-    if (unbound) presence.closed(unbound.identity, unbound.last, info);
+    if (unbound) unlessDiskFull(() => presence.closed(unbound.identity, unbound.last, info));
   };
 
   aedes = await Aedes.createBroker({
@@ -212,7 +229,14 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     // MQTT 3.1 says 23 characters; agents that send a UUID (36) are accepted like MQTT 3.1.1 ones.
     maxClientsIdLength: 128,
     authenticate(client, username, password, done) {
-      const { result, delay } = check(client, username ?? undefined, password ?? undefined);
+      let checked: ReturnType<typeof check>;
+      try {
+        checked = check(client, username ?? undefined, password ?? undefined);
+      } catch (error) {
+        if (!isDiskFull(error)) throw error;
+        return done(refusal(3, DISK_FULL_REFUSAL), false); // a refusal could not be logged
+      }
+      const { result, delay } = checked;
       const answer = () => {
         if (result instanceof Error) return done(result, false);
         // Client ids are scoped to their agent: one agent's id can never take over another's connection.
@@ -222,7 +246,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         client.conn.once('close', () => connectionClosed(client));
         // Presence is what the broker knows: online from the moment the login is accepted, before the
         // CONNACK goes out and whether or not the agent ever publishes Status/Online.
-        presence.connected(client, identity);
+        try {
+          presence.connected(client, identity);
+        } catch (error) {
+          if (!isDiskFull(error)) throw error;
+          registry.unbind(client); // not online, since that could not be saved
+          return done(refusal(3, DISK_FULL_REFUSAL), false);
+        }
         done(null, true);
       };
       if (delay === 0) return answer();
@@ -249,9 +279,11 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       }
       if (!deniedNoted.has(client)) {
         deniedNoted.add(client);
-        events.record('mqtt.publish_denied', `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`, { entityId: agent.entityId, agentId: agent.id }, {
-          topic: packet.topic.slice(0, 500),
-        });
+        unlessDiskFull(() =>
+          events.record('mqtt.publish_denied', `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`, { entityId: agent.entityId, agentId: agent.id }, {
+            topic: packet.topic.slice(0, 500),
+          }),
+        );
       }
       packet.topic = `${DENIED_PREFIX}${agent.id}`;
       packet.retain = false;
@@ -275,22 +307,24 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
 
   aedes.on('ping', (_packet, client) => {
     const agent = registry.identityOf(client);
-    if (agent) presence.touch(agent);
+    if (agent) unlessDiskFull(() => presence.touch(agent));
   });
   aedes.on('publish', (packet, client) => {
     const agent = registry.identityOf(client);
     if (!client || !agent || packet.topic.startsWith(DENIED_PREFIX) || !mayPublish(agent, packet.topic)) return;
     const subtopic = packet.topic.slice(agent.topic.length + 1);
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
-    if (subtopic === ONLINE_SUBTOPIC) {
-      presence.reported(client, agent, onlineFlag(payload), packet.retain);
-      return;
-    }
-    if (!client.closed) presence.touch(agent);
-    commands.received(agent, subtopic, payload);
+    unlessDiskFull(() => {
+      if (subtopic === ONLINE_SUBTOPIC) {
+        presence.reported(client, agent, onlineFlag(payload), packet.retain);
+        return;
+      }
+      if (!client.closed) presence.touch(agent);
+      commands.received(agent, subtopic, payload);
+    });
   });
   (aedes as unknown as NodeJS.EventEmitter).on('error', (error: Error) => {
-    events.record('broker.error', `MQTT broker error: ${error.message}`);
+    unlessDiskFull(() => events.record('broker.error', `MQTT broker error: ${error.message}`));
   });
 
   const sockets = new Set<Socket>();
