@@ -3,6 +3,7 @@
  * runs in its own process under `ulimit -n 1024`; floods come from other loopback addresses
  * (127.0.0.2 …), the legitimate requests from 127.0.0.1.
  */
+import { get as httpGet } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planSockets } from '../../src-main/backend/http/socket-limits.ts';
@@ -71,6 +72,18 @@ const legitimate = async () => {
   return results;
 };
 
+/** The status of a GET made on a new connection (0: refused or closed). */
+function freshConnectionStatus(url: string): Promise<number> {
+  return new Promise((resolve) => {
+    const request = httpGet(url, { agent: false, headers: { 'content-type': 'application/json' } }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.on('error', () => resolve(0));
+    request.setTimeout(10_000, () => request.destroy());
+  });
+}
+
 describe('socket caps under ulimit -n 1024', () => {
   it('plans descriptors: admin headroom, an agent share, a per-address part of it', () => {
     expect(plan.adminConnections).toBe(128);
@@ -103,6 +116,21 @@ describe('socket caps under ulimit -n 1024', () => {
     for (const s of slow) s.socket.destroy();
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await legitimate()).toEqual(Array(20).fill(200));
+  });
+
+  it('a few hosts under the per-address cap fill the agent listener: a device from another address still gets in', { timeout: 60_000 }, async () => {
+    // 5 × 60 slow connections, each host under its cap of 64: before, they held all 256 places.
+    const addresses = Array.from({ length: 5 }, (_, i) => `127.0.1.${i + 2}`);
+    const slow = await flood(300, addresses);
+    expect(slow.filter((s) => s.state === 'open').length).toBeGreaterThan(plan.agentConnections - 5);
+    // The greediest host's oldest connection makes room for a newcomer from 127.0.0.1, each on a
+    // connection of its own (fetch would reuse one opened before the flood).
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push(await freshConnectionStatus(`${server.info.api_url}/getFullSession?session_token=${session}`));
+    expect(statuses).toEqual(Array(10).fill(200));
+    const stillOpen = slow.filter((s) => !s.socket.destroyed && s.state === 'open').length;
+    expect(stillOpen).toBeLessThanOrEqual(plan.agentConnections - 1);
+    for (const s of slow) s.socket.destroy();
   });
 });
 
