@@ -11,6 +11,7 @@ import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscri
 import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
+import { capBrokerConnections } from './connection-cap.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
@@ -224,6 +225,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     if (unbound) unlessDiskFull(() => presence.closed(unbound.identity, unbound.last, info));
   };
 
+  let connectionCap: ReturnType<typeof capBrokerConnections> | undefined; // set once the listeners exist
   aedes = await Aedes.createBroker({
     drainTimeout: 30_000,
     // MQTT 3.1 says 23 characters; agents that send a UUID (36) are accepted like MQTT 3.1.1 ones.
@@ -248,6 +250,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         // CONNACK goes out and whether or not the agent ever publishes Status/Online.
         try {
           presence.connected(client, identity);
+          connectionCap?.loggedIn(client.conn as { remoteAddress?: string; remotePort?: number });
         } catch (error) {
           if (!isDiskFull(error)) throw error;
           registry.unbind(client); // not online, since that could not be saved
@@ -343,8 +346,9 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   };
   tlsServer.on('connection', tlsSockets);
 
-  // Beyond its share of descriptors a listener drops new connections, before they cost anything.
-  if (options.maxConnections !== undefined) tcpServer.maxConnections = tlsServer.maxConnections = options.maxConnections;
+  // Beyond its share of descriptors a listener makes room by closing a connection that has not
+  // logged in, else drops the newcomer before it costs anything.
+  if (options.maxConnections !== undefined) connectionCap = capBrokerConnections([tcpServer, tlsServer], options.maxConnections);
   let port: number;
   let tlsPort: number;
   try {
