@@ -8,12 +8,14 @@ import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
 import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
 import { startBroker, type MqttBroker } from './broker/broker.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
+import { lockDataDir, SERVER_FILE, type DataDirLock } from './data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
 import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
 import { createServices, type Services } from './services.ts';
+import { explainDatabaseError, explainListenError } from './startup-error.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
 const AGENT_BODY_LIMIT = 64 * 1024;
@@ -50,14 +52,45 @@ export interface StartOptions extends Partial<BackendOptions> {
 
 /**
  * Starts the whole backend: SQLite, agent API + deeplink page (LAN), admin API + console
- * (loopback). Writes DIR/server.json once listening, removes it on close.
+ * (loopback). One server per data dir: it is locked first (a second server gets a StartupError
+ * naming the first). DIR/server.json says who holds it from then on, with the URLs once
+ * listening; it is removed on close. Problems a user can fix are StartupErrors saying how.
  */
 export async function startBackend(partial: StartOptions = {}): Promise<RunningBackend> {
   const options = resolveOptions(partial);
-  // Tokens live in the database: the data dir is the owner's alone.
-  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  const infoFile = join(options.dataDir, SERVER_FILE);
+  let lock: DataDirLock;
+  try {
+    // Tokens live in the database: the data dir is the owner's alone.
+    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    lock = lockDataDir(options.dataDir);
+  } catch (error) {
+    throw explainDatabaseError(error, join(options.dataDir, 'mdm-console.sqlite'), options.dataDir);
+  }
+  try {
+    writeInfoFile(infoFile, { pid: process.pid, data_dir: options.dataDir, starting: true, started_at: new Date().toISOString() });
+    return await startLocked(partial, options, lock, infoFile);
+  } catch (error) {
+    rmSync(infoFile, { force: true });
+    lock.release();
+    throw explainListenError(explainDatabaseError(error, join(options.dataDir, 'mdm-console.sqlite'), options.dataDir), options);
+  }
+}
+
+function writeInfoFile(file: string, content: object): void {
+  writeFileSync(file, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
+
+async function startLocked(partial: StartOptions, options: BackendOptions, lock: DataDirLock, infoFile: string): Promise<RunningBackend> {
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
-  const adminToken = loadOrCreateAdminToken(options.dataDir);
+  let adminToken: string;
+  try {
+    adminToken = loadOrCreateAdminToken(options.dataDir);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
 
   let apiPort = options.port;
   let mqttPorts = { plain: options.mqttPort, tls: options.mqttTlsPort };
@@ -68,13 +101,19 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     host: publicHost,
     port: (tls: boolean) => (tls ? mqttPorts.tls : mqttPorts.plain),
   };
-  const services = createServices(db, targets, {
-    dataDir: options.dataDir,
-    smtpUrl: options.smtpUrl,
-    mailFrom: options.mailFrom,
-    secretProtector: options.secretProtector,
-  });
-  services.sessions.purgeIdle();
+  let services: Services;
+  try {
+    services = createServices(db, targets, {
+      dataDir: options.dataDir,
+      smtpUrl: options.smtpUrl,
+      mailFrom: options.mailFrom,
+      secretProtector: options.secretProtector,
+    });
+    services.sessions.purgeIdle();
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(() => services.sessions.purgeIdle(), 60 * 60 * 1000).unref();
   // The MQTT broker (plain + TLS); its ports are known before any agent record is served.
@@ -152,9 +191,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     pid: process.pid,
     started_at: new Date().toISOString(),
   };
-  const infoFile = join(options.dataDir, 'server.json');
-  writeFileSync(infoFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(infoFile, 0o600);
+  writeInfoFile(infoFile, info);
   services.events.record('server.started', `Server started at ${info.api_url}`);
   // Emails render deeplinks with the port now known; queued ones from the last run go first.
   services.mail.start();
@@ -169,6 +206,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
       closing ??= (async () => {
         rmSync(infoFile, { force: true });
         await closeAll();
+        lock.release();
       })();
       return closing;
     },

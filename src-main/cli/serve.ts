@@ -1,7 +1,25 @@
 import { parseArgs } from 'node:util';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
-import { startBackend } from '../backend/server.ts';
+import { startBackend, type RunningBackend } from '../backend/server.ts';
+import { StartupError } from '../backend/startup-error.ts';
 import { CliError } from './server-file.ts';
+
+/** The flag that changes each option a start-up error can name. */
+const FLAG_OF: Record<string, string> = {
+  port: '--port P',
+  adminPort: '--admin-port A',
+  mqttPort: '--mqtt-port M',
+  mqttTlsPort: '--mqtt-tls-port T',
+  host: '--host ADDR',
+};
+
+/** A StartupError as the serve command words it: with the flag to use. */
+export function startupMessage(error: StartupError): string {
+  const flag = error.option ? FLAG_OF[error.option] : undefined;
+  if (!flag) return error.message;
+  const anyPort = error.option === 'host' ? '' : ' (0 = any free port)';
+  return `${error.message.replace(/ Choose another with the host option\.$/, '')} Choose another with ${flag}${anyPort}.`;
+}
 
 function port(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
@@ -46,21 +64,27 @@ export async function serveCommand(argv: string[]): Promise<number> {
       throw new CliError(`--smtp-url: ${(error as Error).message}`);
     }
   }
-  const backend = await startBackend({
-    dataDir: values['data-dir'],
-    port: port(values.port, '--port'),
-    adminPort: port(values['admin-port'], '--admin-port'),
-    mqttPort: port(values['mqtt-port'], '--mqtt-port'),
-    mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
-    mqttTlsCertFile: values['mqtt-tls-cert'],
-    mqttTlsKeyFile: values['mqtt-tls-key'],
-    publicHost: values['public-host'],
-    host: values.host,
-    smtpUrl,
-    mailFrom: values['mail-from'],
-    // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
-    simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
-  });
+  let backend: RunningBackend;
+  try {
+    backend = await startBackend({
+      dataDir: values['data-dir'],
+      port: port(values.port, '--port'),
+      adminPort: port(values['admin-port'], '--admin-port'),
+      mqttPort: port(values['mqtt-port'], '--mqtt-port'),
+      mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
+      mqttTlsCertFile: values['mqtt-tls-cert'],
+      mqttTlsKeyFile: values['mqtt-tls-key'],
+      publicHost: values['public-host'],
+      host: values.host,
+      smtpUrl,
+      mailFrom: values['mail-from'],
+      // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
+      simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
+    });
+  } catch (error) {
+    if (error instanceof StartupError) throw new CliError(`cannot start: ${startupMessage(error)}`, 1);
+    throw error;
+  }
   const { info } = backend;
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));
   else {

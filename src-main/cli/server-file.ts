@@ -33,9 +33,12 @@ export function readServerFile(dataDir: string): ServerFile {
 }
 
 export class CliError extends Error {
-  constructor(message: string) {
+  /** The process exit code (default 2: usage or request refused). */
+  readonly exitCode?: number;
+  constructor(message: string, exitCode?: number) {
     super(message);
     this.name = 'CliError';
+    this.exitCode = exitCode;
   }
 }
 
