@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { adminCommands } from './admin-commands.ts';
 import { serveCommand } from './serve.ts';
+import { backupCommand, restoreCommand } from './backup-commands.ts';
 import { COMMAND_USAGE } from './command-command.ts';
 import { CliError } from './server-file.ts';
 import { StartupError } from '../backend/startup-error.ts';
@@ -31,6 +32,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     if (command === 'serve') return await serveCommand(rest);
+    if (command === 'backup') return await backupCommand(rest);
+    if (command === 'restore') return await restoreCommand(rest);
     if (command === 'agent') {
       const { runAgentCommand } = await import('../device/cli.ts');
       return await runAgentCommand(rest);
