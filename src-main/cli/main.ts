@@ -44,7 +44,9 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CliError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       const usage = (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? await usageOf(command) : undefined;
-      console.error(`mdm-console: ${(error as Error).message}${usage ? `\n\n${usage}` : ''}`);
+      // Node's wording adds advice about positional arguments that only confuses here.
+      const message = (error as Error).message.replace(/\. To specify a positional argument.*$/s, '');
+      console.error(`mdm-console: ${message}${usage ? `\n\n${usage}` : ''}`);
       return (error as CliError).exitCode ?? 2;
     }
     if (error instanceof StartupError) {
