@@ -76,8 +76,8 @@ export interface ListenerPorts {
 const LISTENERS: { option: keyof ListenerPorts; what: string }[] = [
   { option: 'port', what: 'the agent API and deeplink page' },
   { option: 'adminPort', what: 'the admin API and console' },
-  { option: 'mqttPort', what: 'the MQTT broker' },
-  { option: 'mqttTlsPort', what: 'the MQTT broker (TLS)' },
+  { option: 'mqttPort', what: 'the MQTT broker; another broker such as mosquitto?' },
+  { option: 'mqttTlsPort', what: 'the MQTT broker over TLS; another broker such as mosquitto?' },
 ];
 
 /** Port errors of listen(): which port, for what, and which option changes it. */

@@ -72,11 +72,8 @@ function refusal(returnCode: 4 | 5, message: string): AuthenticateError {
 function listen(server: Server, port: number, host: string, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      reject(
-        error.code === 'EADDRINUSE'
-          ? new Error(`The ${what} port ${port} is already in use (another MQTT broker?). Choose another with --${what === 'MQTT' ? 'mqtt-port' : 'mqtt-tls-port'} (0 = any free port).`)
-          : error,
-      );
+      // Keeps code and port: startup-error.ts words it, naming the option that changes it.
+      reject(Object.assign(error, { port: (error as { port?: number }).port ?? port, listener: what }));
     };
     server.once('error', onError);
     server.listen(port, host, () => {
