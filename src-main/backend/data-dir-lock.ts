@@ -17,7 +17,15 @@ export interface ServerRecord {
   api_url?: string;
   admin_url?: string;
   deeplink_url?: string;
-  starting?: boolean;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export function readServerRecord(dataDir: string): ServerRecord | null {
@@ -31,8 +39,8 @@ export function readServerRecord(dataDir: string): ServerRecord | null {
 /** "pid 123, console http://…, agent API http://…" — or what is known of it. */
 export function describeRunningServer(dataDir: string): string {
   const record = readServerRecord(dataDir);
-  if (!record?.pid) return 'another MDM Console server (still starting, or its server.json is missing)';
-  if (record.starting || !record.admin_url) return `another MDM Console server (pid ${record.pid}, still starting)`;
+  // server.json is written once listening: without it (or with a dead pid's) the holder is starting.
+  if (!record?.pid || !record.admin_url || !isAlive(record.pid)) return 'another MDM Console server, still starting';
   return `another MDM Console server (pid ${record.pid}; admin and console at ${record.admin_url}, agent API at ${record.api_url})`;
 }
 

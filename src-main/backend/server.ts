@@ -53,8 +53,8 @@ export interface StartOptions extends Partial<BackendOptions> {
 /**
  * Starts the whole backend: SQLite, agent API + deeplink page (LAN), admin API + console
  * (loopback). One server per data dir: it is locked first (a second server gets a StartupError
- * naming the first). DIR/server.json says who holds it from then on, with the URLs once
- * listening; it is removed on close. Problems a user can fix are StartupErrors saying how.
+ * naming the first). DIR/server.json, written once listening and removed on close, says where
+ * it is. Problems a user can fix are StartupErrors saying how.
  */
 export async function startBackend(partial: StartOptions = {}): Promise<RunningBackend> {
   const options = resolveOptions(partial);
@@ -68,7 +68,8 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     throw explainDatabaseError(error, join(options.dataDir, 'mdm-console.sqlite'), options.dataDir);
   }
   try {
-    writeInfoFile(infoFile, { pid: process.pid, data_dir: options.dataDir, starting: true, started_at: new Date().toISOString() });
+    // Holding the lock, any server.json is a killed server's: gone, so nobody reads it as ours.
+    rmSync(infoFile, { force: true });
     return await startLocked(partial, options, lock, infoFile);
   } catch (error) {
     rmSync(infoFile, { force: true });

@@ -21,7 +21,7 @@ export function readServerFile(dataDir: string): ServerFile {
   } catch {
     throw new CliError(`No server is running for ${dataDir} (no ${file}). Start one with: npm run serve -- --data-dir ${dataDir}`);
   }
-  let info: ServerFile & { starting?: boolean };
+  let info: ServerFile;
   try {
     info = JSON.parse(text) as ServerFile;
   } catch {
@@ -34,7 +34,6 @@ export function readServerFile(dataDir: string): ServerFile {
       throw new CliError(`The server recorded in ${file} (pid ${info.pid}) is not running. Start it with: npm run serve -- --data-dir ${dataDir}`);
     }
   }
-  if (info.starting || !info.admin_url) throw new CliError(`The server of ${dataDir} (pid ${info.pid}) is still starting; try again in a moment.`);
   return info;
 }
 

@@ -4,8 +4,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { enrollByHand } from '../helpers/backend.ts';
+
+// Each test spawns the CLI several times, as a user would: slow on a busy machine, never timed.
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 });
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '../../src-main/cli/main.ts');

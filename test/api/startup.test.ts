@@ -7,8 +7,11 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { migrations } from '../../src-main/backend/db/migrations.ts';
+
+// Each test spawns the CLI several times, as a user would: slow on a busy machine, never timed.
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 });
 
 const ROOT = join(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'src-main/cli/main.ts');
