@@ -210,7 +210,10 @@ describe('npm start without the Electron binary', () => {
   let mirror: Server;
   afterAll(() => mirror?.close());
 
-  it('tries Electron’s own download, then says in one paragraph why it cannot start and what to use instead', async () => {
+  // The path of every fresh machine (and of this workplace, which cannot download Electron); where
+  // the binary is installed, that path cannot be reached without deleting it, so it is skipped.
+  const installed = existsSync(join(ROOT, 'node_modules/electron/path.txt'));
+  it.skipIf(installed)('tries Electron’s own download, then says in one paragraph why it cannot start and what to use instead', async () => {
     const requested: string[] = [];
     mirror = createServer((request, response) => {
       requested.push(request.url ?? '');
@@ -219,7 +222,6 @@ describe('npm start without the Electron binary', () => {
     await new Promise<void>((resolve) => mirror.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(mirror.address() as { port: number }).port}/`;
     const electronDir = join(ROOT, 'node_modules/electron');
-    expect(existsSync(join(electronDir, 'path.txt')), 'this test needs a machine without the Electron binary').toBe(false);
     const child = spawn(process.execPath, [join(ROOT, 'scripts/start.ts')], { cwd: ROOT, env: { ...process.env, ELECTRON_MIRROR: url }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
