@@ -13,6 +13,8 @@ const electronDir = dirname(require.resolve('electron/package.json'));
 const electronVersion = (JSON.parse(readFileSync(join(electronDir, 'package.json'), 'utf8')) as { version: string }).version;
 
 function binaryPresent(): boolean {
+  // Electron's own escape hatch: a binary somewhere else.
+  if (process.env.ELECTRON_OVERRIDE_DIST_PATH) return true;
   const pathFile = join(electronDir, 'path.txt');
   if (!existsSync(pathFile)) return false;
   return existsSync(join(electronDir, 'dist', readFileSync(pathFile, 'utf8').trim()));
