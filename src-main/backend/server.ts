@@ -109,7 +109,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
       smtpUrl: options.smtpUrl,
       mailFrom: options.mailFrom,
       secretProtector: options.secretProtector,
-    });
+    }, { sessions: options.sessionLimits });
     services.sessions.purgeIdle();
   } catch (error) {
     db.close();
@@ -129,6 +129,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
     hosts: [publicHost(), ...lanAddresses()],
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
+    throttle: options.mqttThrottle,
   }).catch((error: unknown) => {
     if (db.open) db.close();
     throw error;
