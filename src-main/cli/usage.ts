@@ -5,7 +5,7 @@ const COMMON = `  --data-dir DIR    the server's data dir (default: $MDM_CONSOLE
 
 const INVITE = `usage: mdm-console invite --email E [--firstname F] [--lastname L] [--fleet NAME] [--days D]
                           [--no-email] [--another] [--resend]
-       mdm-console invite --csv FILE [--no-email] [--another]
+       mdm-console invite --csv FILE [--days D] [--no-email] [--another]
 
 Creates an invitation and prints its deeplink, invitation token and user token. The invitation
 is emailed unless --no-email (or the mail settings say otherwise).
