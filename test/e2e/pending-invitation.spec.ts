@@ -16,7 +16,7 @@ test('inviting an address with a pending invitation says so, and offers to resen
 
   // Resend: the same invitation is emailed again (no SMTP here: to the outbox), and its page opens.
   await alert.getByRole('button', { name: `Resend invitation #${first.id}` }).click();
-  await expect(page).toHaveURL(new RegExp(`/invitations/${first.id}$`));
+  await expect(page).toHaveURL(new RegExp(`/invitations/${first.id}$`), { timeout: 15_000 });
   await expect(page.getByTestId('delivery-state')).toHaveText('Email in outbox');
   expect((await api('GET', `/invitations?q=${encodeURIComponent(email)}`)).total).toBe(1);
 
@@ -26,7 +26,7 @@ test('inviting an address with a pending invitation says so, and offers to resen
   await dialog.getByLabel('Email address').fill(email);
   await dialog.getByRole('button', { name: 'Create invitation' }).click();
   await dialog.getByTestId('pending-invitation').getByRole('button', { name: 'Create another anyway' }).click();
-  await expect(page).toHaveURL(/\/invitations\/\d+$/);
+  await expect(page).toHaveURL(/\/invitations\/\d+$/, { timeout: 15_000 });
   const second = Number(new URL(page.url()).pathname.split('/').pop());
   expect(second).not.toBe(first.id);
   expect((await api('GET', `/invitations?q=${encodeURIComponent(email)}`)).total).toBe(2);
