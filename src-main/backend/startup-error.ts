@@ -40,6 +40,9 @@ export function explainDatabaseError(error: unknown, file: string, dataDir: stri
     case 'SQLITE_CANTOPEN':
     case 'SQLITE_READONLY_DIRECTORY':
     case 'SQLITE_CANTOPEN_ISDIR':
+      if ((error as { path?: string }).path === file) {
+        return new StartupError(`Cannot write to the database ${file} (permission denied). Give your user write access to it, or use another --data-dir.`, { code, cause: error });
+      }
       return new StartupError(
         `Cannot write to the data dir ${dataDir} (${code === 'EROFS' ? 'read-only file system' : 'permission denied'}). ` +
           'The server keeps its database, files and token there: give your user write access to it, or use another --data-dir.',

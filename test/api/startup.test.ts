@@ -141,7 +141,7 @@ describe('start-up failures say what is wrong and what to do', () => {
     expectRefusal(cli(['serve', '--data-dir', file, ...LOOPBACK]), `The data dir ${file} is not a directory`);
   });
 
-  it('an unwritable data dir', () => {
+  it('an unwritable data dir or database', () => {
     const dataDir = tempDir();
     // root writes anywhere: then the CLI runs as nobody, with a link to this Node binary that
     // nobody may run (the binary's own folder may be private).
@@ -158,6 +158,14 @@ describe('start-up failures say what is wrong and what to do', () => {
     expectRefusal(cli(['serve', '--data-dir', dataDir, ...LOOPBACK], user), `Cannot write to the data dir ${dataDir} (permission denied)`, 'give your user write access to it, or use another --data-dir');
     expectRefusal(cli(['serve', '--data-dir', join(dataDir, 'inside'), ...LOOPBACK], user), 'Cannot write to the data dir');
     chmodSync(dataDir, 0o700);
+
+    // A writable data dir holding a database the user may not write.
+    const shared = tempDir();
+    chmodSync(shared, 0o777);
+    const file = join(shared, 'mdm-console.sqlite');
+    new Database(file).close();
+    chmodSync(file, asRoot ? 0o644 : 0o444);
+    expectRefusal(cli(['serve', '--data-dir', shared, ...LOOPBACK], user), `Cannot write to the database ${file} (permission denied)`);
   });
 });
 
