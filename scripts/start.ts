@@ -1,7 +1,7 @@
 // `npm start`: the desktop app. Electron installs its binary lazily (its package has no install
 // script), and electron-vite only reads node_modules/electron/path.txt, so on a fresh machine the
 // binary is fetched here first, with Electron's own installer. Then one `electron-vite preview`
-// builds the app and runs it (building once).
+// builds the app and runs it (building once). `npm run dev` goes the same way to electron-vite dev.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -56,7 +56,9 @@ if (!binaryPresent()) {
   }
 }
 
-const preview = spawnSync(process.execPath, [join(root, 'node_modules/electron-vite/bin/electron-vite.js'), 'preview', ...process.argv.slice(2)], {
+// `npm run dev` passes "dev" (electron-vite's dev server); otherwise preview: build once, run.
+const [mode, ...rest] = process.argv[2] === 'dev' ? ['dev', ...process.argv.slice(3)] : ['preview', ...process.argv.slice(2)];
+const preview = spawnSync(process.execPath, [join(root, 'node_modules/electron-vite/bin/electron-vite.js'), mode!, ...rest], {
   cwd: root,
   stdio: 'inherit',
 });
