@@ -23,7 +23,8 @@ ${COMMON}`;
 export const USAGES: Record<string, string> = {
   serve: `usage: mdm-console serve [--data-dir DIR] [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
                          [--public-host HOST] [--host ADDR] [--mqtt-tls-cert FILE --mqtt-tls-key FILE]
-                         [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"] [--json]
+                         [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
+                         [--agent-app spec|flyve] [--json]
 
 Runs the backend and the web console until Ctrl+C. One server per data dir.
 
@@ -35,6 +36,7 @@ Runs the backend and the web console until Ctrl+C. One server per data dir.
   --mqtt-tls-cert FILE --mqtt-tls-key FILE   the broker's own TLS certificate (default: generated)
   --smtp-url URL, --mail-from ADDR   where invitation emails go (or $MDM_CONSOLE_SMTP_URL,
                       $MDM_CONSOLE_MAIL_FROM; none: .eml files in DIR/outbox)
+  --agent-app spec|flyve   which agent app new codes are made for (kept as the agent_app setting)
   --data-dir DIR      database, files, token (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)
   --json              print the server's addresses as JSON`,
   invite: INVITE,
