@@ -13,6 +13,7 @@ import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
+import { ApiError } from './http/errors.ts';
 import { createServices, type Services } from './services.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
@@ -112,7 +113,18 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);
   await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment });
-  await agentApp.register(agentDownloadRoutes, { prefix: '/api', store: files, authenticate: sessionAuthenticator(services.sessions) });
+  const downloadSession = sessionAuthenticator(services.sessions);
+  await agentApp.register(agentDownloadRoutes, {
+    prefix: '/api',
+    store: files,
+    authenticate: (request) => {
+      const session = downloadSession(request);
+      services.approval.checkDownload(session);
+      // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
+      if (services.codes.isCodeAccount(session.userId)) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
+      return session;
+    },
+  });
   await agentApp.register(deeplinkPageRoutes, {
     deeplinkBase: targets.deeplinkBase,
     appLinkScheme: () => services.settings.get().app_link_scheme,

@@ -1,5 +1,7 @@
 import { AgentService } from './agents/agents.ts';
+import { ApprovalService } from './agents/approval.ts';
 import { EnrollmentService, type BrokerTargets } from './agents/enrollment.ts';
+import { EnrollmentCodeService } from './codes/codes.ts';
 import type { Db } from './db/database.ts';
 import { EventLog } from './events/event-log.ts';
 import { FleetService } from './fleets/fleets.ts';
@@ -20,8 +22,10 @@ export function createServices(db: Db, targets: LinkTargets & BrokerTargets, mai
   const invitations = new InvitationService({ db, events, users, fleets, settings, links: targets, deliveries });
   const mail = createMailService({ db, events, settings, invitations, deliveries }, mailOptions);
   const agents = new AgentService({ db, events, users });
-  const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, agents, fleets, settings, broker: targets });
-  return { db, events, settings, users, sessions, fleets, invitations, agents, enrollment, mail };
+  const codes = new EnrollmentCodeService({ db, events, users, fleets, settings, links: targets });
+  const approval = new ApprovalService({ db, events, users, sessions });
+  const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, codes, agents, fleets, settings, broker: targets });
+  return { db, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail };
 }
 
 export type Services = ReturnType<typeof createServices>;

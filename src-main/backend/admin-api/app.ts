@@ -9,6 +9,7 @@ import { Type } from 'typebox';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
 import { AdminAuth } from './auth.ts';
+import { codeRoutes } from './code-routes.ts';
 import { commandRoutes } from './command-routes.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { streamEvents } from './events-stream.ts';
@@ -81,7 +82,9 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
          (SELECT count(*) FROM invitations WHERE status = 'done') AS used,
          (SELECT count(*) FROM agents) AS agents,
          (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
-         (SELECT count(*) FROM agents WHERE is_online = 1) AS online`,
+         (SELECT count(*) FROM agents WHERE is_online = 1) AS online,
+         (SELECT count(*) FROM agents WHERE enroll_status = 'pending_approval') AS pending_approval,
+         (SELECT count(*) FROM enrollment_codes) AS codes`,
     );
     api.get('/status', async () => {
       const current = info();
@@ -107,6 +110,7 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
     api.get('/events/stream', async (request, reply) => streamEvents(services.events, request, reply));
 
     await api.register(invitationRoutes, { services });
+    await api.register(codeRoutes, { services });
     await api.register(mailRoutes, { services });
     await api.register(simulateRoutes, { services, simulate });
     await api.register(agentRoutes, { services });

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { qrPng, qrSvg } from '../deeplink/qr.ts';
 import { LIFETIME_DAYS, type InvitationInput } from '../invitations/invitations.ts';
 import type { Services } from '../services.ts';
+import { qrRoutes } from './qr-routes.ts';
 
 const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
 const Name = Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()]));
@@ -74,26 +74,7 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
     return { ...view(id), log: invitations.logOf(id), events: events.forInvitation(id) };
   });
 
-  app.get(
-    '/invitations/:id/qr.png',
-    { schema: { params: Id, querystring: Type.Object({ size: Type.Integer({ minimum: 128, maximum: 2048, default: 480 }) }) } },
-    async (request, reply) => {
-      const { id } = request.params as { id: number };
-      const width = (request.query as { size: number }).size;
-      return reply
-        .type('image/png')
-        .header('content-disposition', `inline; filename="invitation-${id}.png"`)
-        .send(await qrPng(view(id).deeplink, width));
-    },
-  );
-
-  app.get('/invitations/:id/qr.svg', { schema: { params: Id } }, async (request, reply) => {
-    const { id } = request.params as { id: number };
-    return reply
-      .type('image/svg+xml')
-      .header('content-disposition', `inline; filename="invitation-${id}.svg"`)
-      .send(await qrSvg(view(id).deeplink));
-  });
+  qrRoutes(app, '/invitations', 'invitation', (id) => invitations.deeplinkOf(invitations.get(id)).url);
 
   app.post('/invitations/:id/revoke', { schema: { params: Id } }, async (request) => {
     const { id } = request.params as { id: number };

@@ -3,14 +3,15 @@ import { nowIso } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../http/errors.ts';
-import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
-import { normalizeEmail, statusOf } from '../invitations/invitations.ts';
+import type { EnrollmentCodeService } from '../codes/codes.ts';
+import type { AttemptDetails, InvitationService } from '../invitations/invitations.ts';
 import type { SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import type { UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { hashSecret, randomPassword } from '../util/tokens.ts';
 import type { AgentRow, AgentService } from './agents.ts';
+import { CodeUsedUp, codeGrant, invitationGrant, type EnrollmentGrant } from './grants.ts';
 
 /** The `input` of POST PluginMdmAgent; everything optional here, the rules below decide. */
 export interface AgentInput {
@@ -27,8 +28,8 @@ export interface AgentInput {
 
 export const AGENT_TYPES = ['android', 'apple'] as const;
 const VERSION = /^\d+(\.\d+)*$/;
-/** An admin's unenroll frees a device for whoever enrolls it next. */
-const FREED = ['unenrolling', 'unenrolled'];
+/** An admin's unenroll (or rejection) frees a device for whoever enrolls it next. */
+const FREED = ['unenrolling', 'unenrolled', 'rejected'];
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
 const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
 
@@ -45,6 +46,7 @@ export class EnrollmentService {
   private readonly users: UserRepository;
   private readonly sessions: SessionService;
   private readonly invitations: InvitationService;
+  private readonly codes: EnrollmentCodeService;
   private readonly agents: AgentService;
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
@@ -57,6 +59,7 @@ export class EnrollmentService {
     users: UserRepository;
     sessions: SessionService;
     invitations: InvitationService;
+    codes: EnrollmentCodeService;
     agents: AgentService;
     fleets: FleetService;
     settings: SettingsStore;
@@ -67,6 +70,7 @@ export class EnrollmentService {
     this.users = deps.users;
     this.sessions = deps.sessions;
     this.invitations = deps.invitations;
+    this.codes = deps.codes;
     this.agents = deps.agents;
     this.fleets = deps.fleets;
     this.settings = deps.settings;
@@ -82,15 +86,15 @@ export class EnrollmentService {
         `UPDATE computers SET name = ?, serial = coalesce(?, serial), uuid = coalesce(?, uuid), user_id = ?, updated_at = ? WHERE id = ?`,
       ),
       insertAgent: db.prepare(
-        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, name, serial,
-           uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
-         VALUES (@entity_id, @computer_id, @fleet_id, @account_user_id, @enrolled_by_user_id, @invitation_id, @name, @serial,
-           @uuid, @version, @type, @firstname, @lastname, 'enrolled', @topic, @mqtt_login, @now, @now)`,
+        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, enrollment_code_id,
+           name, serial, uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
+         VALUES (@entity_id, @computer_id, @fleet_id, @account_user_id, @enrolled_by_user_id, @invitation_id, @enrollment_code_id,
+           @name, @serial, @uuid, @version, @type, @firstname, @lastname, @enroll_status, @topic, @mqtt_login, @now, @now)`,
       ),
       reenrollAgent: db.prepare(
         `UPDATE agents SET fleet_id = @fleet_id, enrolled_by_user_id = @enrolled_by_user_id, invitation_id = @invitation_id,
-           name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type, firstname = @firstname,
-           lastname = @lastname, enroll_status = 'enrolled', wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
+           enrollment_code_id = @enrollment_code_id, name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type,
+           firstname = @firstname, lastname = @lastname, enroll_status = @enroll_status, wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
            mqtt_password_hash = NULL, updated_at = @now
          WHERE id = @id`,
       ),
@@ -101,40 +105,28 @@ export class EnrollmentService {
   }
 
   /**
-   * POST PluginMdmAgent. Refusals come in DESIGN.md's order, each written to the invitation's
-   * log; success creates (or, for a known device, reuses) computer + agent and consumes the
-   * invitation in one transaction.
+   * POST PluginMdmAgent. Refusals come in DESIGN.md's order, each written to the log of the
+   * invitation or code named; success creates (or, for a known device, reuses) computer + agent and
+   * consumes the grant in one transaction.
    */
   enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): { id: string; message: string } {
     const serial = clean(input._serial);
     const uuid = clean(input._uuid);
     const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };
-    const token = clean(input._invitation_token);
-    const invitation = token ? this.invitations.byToken(token) : undefined;
+    const grant = this.grantOf(clean(input._invitation_token));
 
     const refuse = (message: string): never => {
-      if (invitation) this.invitations.logRefusal(invitation, 'ERROR_CORE_ADD', message, attempt);
+      if (grant) grant.logRefusal(message, attempt);
       else {
         this.events.record('enrollment.refused', `Enrollment refused: ${message}`, { entityId: session.entityId }, { ...attempt, code: 'ERROR_CORE_ADD' });
       }
       throw enrollmentRefused(message);
     };
 
-    if (!invitation) refuse('Invalid invitation token');
-    const inv = invitation as InvitationRow;
-    switch (statusOf(inv)) {
-      case 'done':
-        refuse('This invitation has already been used');
-        break;
-      case 'revoked':
-        refuse('This invitation has been revoked');
-        break;
-      case 'expired':
-        refuse('This invitation has expired');
-        break;
-    }
-    if (!attempt.email || normalizeEmail(attempt.email) !== inv.email) refuse('Wrong email address');
-    if (session.userId !== inv.user_id) refuse('This invitation belongs to another user');
+    if (!grant) return refuse('Invalid invitation token');
+    const refusal = grant.refusal(session, attempt.email);
+    if (refusal) refuse(refusal);
+    const email = attempt.email!;
     if (session.activeProfileId !== this.users.guestProfile().id) refuse('Switch to the guest profile before enrolling');
     if (!serial && !uuid) refuse('The device serial number or UUID is required');
     // Either becomes the agent's MQTT login and the last level of its topic.
@@ -147,21 +139,36 @@ export class EnrollmentService {
     if (!type || !(AGENT_TYPES as readonly string[]).includes(type)) refuse('The MDM type must be android or apple');
 
     // Another person's device is not taken over by quoting its serial: an admin frees it first
-    // (delete or unenroll it). The same person enrolling again gets the records back.
-    const existing = this.knownDevice(inv.entity_id, serial, uuid);
-    if (existing && existing.enrolled_by_user_id !== session.userId && !FREED.includes(existing.enroll_status)) {
+    // (delete, unenroll or reject it). The same person enrolling again gets the records back.
+    const existing = this.knownDevice(grant.entityId, serial, uuid);
+    if (existing && existing.enrolled_by_user_id !== grant.knownPersonId(session, email) && !FREED.includes(existing.enroll_status)) {
       refuse('This device is already enrolled for another user; ask your administrator to remove it first');
     }
 
-    const agentId = this.events.transaction(() => this.createOrReuse(inv, session, existing, {
-      serial,
-      uuid,
-      version: version!,
-      type: type as AgentRow['type'],
-      firstname: clean(input.firstname) ?? inv.firstname,
-      lastname: clean(input.lastname) ?? inv.lastname,
-    }, attempt));
-    return { id: String(agentId), message: 'Device enrolled' };
+    const names = { firstname: clean(input.firstname) ?? grant.names.firstname, lastname: clean(input.lastname) ?? grant.names.lastname };
+    try {
+      const agentId = this.events.transaction(() => this.createOrReuse(grant, session, existing, {
+        serial,
+        uuid,
+        version: version!,
+        type: type as AgentRow['type'],
+        email,
+        ...names,
+      }, attempt));
+      return { id: String(agentId), message: grant.initialStatus === 'pending_approval' ? 'Device enrolled; waiting for approval by an administrator' : 'Device enrolled' };
+    } catch (error) {
+      if (error instanceof CodeUsedUp) return refuse('This enrollment code has been used up');
+      throw error;
+    }
+  }
+
+  /** The invitation or enrollment code a token names. */
+  private grantOf(token: string | null): EnrollmentGrant | undefined {
+    if (!token) return undefined;
+    const invitation = this.invitations.byToken(token);
+    if (invitation) return invitationGrant(this.invitations, invitation);
+    const code = this.codes.byToken(token);
+    return code ? codeGrant(this.codes, this.users, code) : undefined;
   }
 
   /** The agent a device already has in the entity: by serial first, then by uuid. */
@@ -173,22 +180,25 @@ export class EnrollmentService {
   }
 
   private createOrReuse(
-    invitation: InvitationRow,
+    grant: EnrollmentGrant,
     session: SessionContext,
     existing: AgentRow | undefined,
-    device: { serial: string | null; uuid: string | null; version: string; type: AgentRow['type']; firstname: string | null; lastname: string | null },
+    device: { serial: string | null; uuid: string | null; version: string; type: AgentRow['type']; email: string; firstname: string | null; lastname: string | null },
     attempt: AttemptDetails,
   ): number {
-    const entityId = invitation.entity_id;
+    const entityId = grant.entityId;
     const now = nowIso();
     const login = device.serial ?? device.uuid!;
+    const person = grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
     const uuidOwner = device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
     const fields = {
-      fleet_id: invitation.fleet_id,
-      enrolled_by_user_id: session.userId,
-      invitation_id: invitation.id,
+      fleet_id: grant.fleetId,
+      enrolled_by_user_id: person.id,
+      invitation_id: grant.invitationId,
+      enrollment_code_id: grant.codeId,
+      enroll_status: grant.initialStatus,
       name: login,
       serial: device.serial ?? existing?.serial ?? null,
       uuid: uuid ?? existing?.uuid ?? null,
@@ -204,25 +214,26 @@ export class EnrollmentService {
     if (existing) {
       // Same device again: keep its records, give it a fresh account token (the old install loses it).
       agentId = existing.id;
-      this.statements.updateComputer.run(login, device.serial, uuid, session.userId, now, existing.computer_id);
+      this.statements.updateComputer.run(login, device.serial, uuid, person.id, now, existing.computer_id);
       this.statements.reenrollAgent.run({ ...fields, id: agentId });
       this.sessions.closeAllOf(existing.account_user_id);
       this.users.rotateToken(existing.account_user_id);
     } else {
       const computerId = Number(
-        this.statements.insertComputer.run(entityId, login, device.serial, device.uuid, session.userId, now, now).lastInsertRowid,
+        this.statements.insertComputer.run(entityId, login, device.serial, device.uuid, person.id, now, now).lastInsertRowid,
       );
       const account = this.users.createAgentAccount(entityId, login);
       agentId = Number(
         this.statements.insertAgent.run({ ...fields, entity_id: entityId, computer_id: computerId, account_user_id: account.id }).lastInsertRowid,
       );
     }
-    this.invitations.consume(invitation, agentId, attempt);
+    grant.consume(agentId, person.id, session, attempt);
+    const waiting = grant.initialStatus === 'pending_approval' ? ', waiting for approval' : '';
     this.events.record(
       existing ? 'agent.reenrolled' : 'agent.enrolled',
-      `${login} enrolled by ${invitation.email}${existing ? ' (again)' : ''}`,
-      { entityId, invitationId: invitation.id, agentId },
-      { serial: fields.serial, uuid: fields.uuid, type: device.type, version: device.version },
+      `${login} enrolled by ${person.email}${existing ? ' (again)' : ''}${waiting}`,
+      { entityId, invitationId: grant.invitationId, agentId },
+      { serial: fields.serial, uuid: fields.uuid, type: device.type, version: device.version, code_id: grant.codeId, enroll_status: grant.initialStatus },
     );
     return agentId;
   }
@@ -275,11 +286,10 @@ export class EnrollmentService {
 
   private mayRead(session: SessionContext, agent: AgentRow): boolean {
     if (session.userId === agent.account_user_id) return true;
-    return (
-      session.userKind === 'person' &&
-      session.userId === agent.enrolled_by_user_id &&
-      session.activeProfileId === this.users.guestProfile().id
-    );
+    if (session.userKind !== 'person' || session.activeProfileId !== this.users.guestProfile().id) return false;
+    // A code's account token is printed on posters: only the session that enrolled the device reads it.
+    if (agent.enrollment_code_id !== null) return this.codes.enrolledInSession(agent.id, session.token);
+    return session.userId === agent.enrolled_by_user_id;
   }
 
   /** Targets of the record's links, readable by any session of their entity. */

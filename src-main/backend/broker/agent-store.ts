@@ -16,7 +16,7 @@ export interface BrokerAgentRow {
 }
 
 /** enroll_status values; `unenrolling` agents still connect, to receive the Unenroll command. */
-export const ENROLL = { enrolled: 'enrolled', unenrolling: 'unenrolling', unenrolled: 'unenrolled' } as const;
+export const ENROLL = { enrolled: 'enrolled', unenrolling: 'unenrolling', unenrolled: 'unenrolled', pendingApproval: 'pending_approval' } as const;
 export const MAY_CONNECT: readonly string[] = [ENROLL.enrolled, ENROLL.unenrolling];
 
 const COLUMNS = `id, entity_id, fleet_id, name, topic, mqtt_login, mqtt_password_hash, enroll_status, is_online, lock, wipe`;

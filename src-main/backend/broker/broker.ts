@@ -6,7 +6,7 @@ import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { verifySecret } from '../util/tokens.ts';
 import { isUsableAgentTopic, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from './acl.ts';
-import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
+import { BrokerAgentStore, ENROLL, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
 import { FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
@@ -146,6 +146,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     const candidates = store.byLogin(login);
     const agent = candidates.find((row) => verifySecret(secret, row.mqtt_password_hash));
     if (!agent) return refuse(4, candidates.length > 0 ? 'wrong password' : 'unknown login', candidates.length === 1 ? candidates[0] : undefined);
+    if (agent.enroll_status === ENROLL.pendingApproval) return refuse(5, 'the device is waiting for approval by an administrator', agent);
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
     throttle.succeed(address);

@@ -132,6 +132,26 @@ export class UserRepository {
     return this.byId(id)!;
   }
 
+  /**
+   * The account an enrollment code's deeplink carries: it opens sessions under the default profile
+   * (so the agent switches to guest, as for a person) and owns no device. Call inside a transaction.
+   */
+  createCodeAccount(entityId: number, label: string): UserRow {
+    const defaultProfile = this.profiles().default;
+    const id = this.insert({
+      login: `code:${randomHex(8)}`,
+      kind: 'person',
+      email: null,
+      firstname: label.slice(0, 100),
+      lastname: null,
+      default_profile_id: defaultProfile.id,
+      entity_id: entityId,
+    });
+    this.statements.assign.run(id, defaultProfile.id, entityId);
+    this.statements.assign.run(id, this.guestProfile().id, entityId);
+    return this.byId(id)!;
+  }
+
   /** The account whose user token becomes the agent's api_token. Call inside a transaction. */
   createAgentAccount(entityId: number, label: string): UserRow {
     const profile = this.profiles().agent;

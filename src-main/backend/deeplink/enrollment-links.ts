@@ -1,0 +1,33 @@
+import type { SettingsStore } from '../settings/settings.ts';
+import { appLinkUrl, deeplinkPageUrl, encodeDeeplinkData } from './codec.ts';
+
+/** Where deeplinks point; read at view time so a settings change applies to every link. */
+export interface LinkTargets {
+  apiUrl(): string;
+  deeplinkBase(): string;
+}
+
+export interface EnrollmentLinks {
+  data: string;
+  url: string;
+  app_link: string;
+}
+
+/**
+ * The deeplink of anything a device enrolls with (an invitation, an enrollment code): the user
+ * token of field 2 and the token of field 3, with today's settings. The one place links are built,
+ * so the agent-app encoding applies to every kind alike.
+ */
+export function enrollmentLinks(settings: SettingsStore, links: LinkTargets, userToken: string, token: string): EnrollmentLinks {
+  const current = settings.get();
+  const data = encodeDeeplinkData({
+    backendUrl: links.apiUrl(),
+    userToken,
+    invitationToken: token,
+    helpdeskName: current.helpdesk_name,
+    helpdeskPhone: current.helpdesk_phone,
+    helpdeskWebsite: current.helpdesk_website,
+    helpdeskEmail: current.helpdesk_email,
+  });
+  return { data, url: deeplinkPageUrl(links.deeplinkBase(), data), app_link: appLinkUrl(current.app_link_scheme, data) };
+}
