@@ -10,9 +10,9 @@ const CodeCreateSchema = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 100 }),
     fleet: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
     domains: Type.Optional(Type.Array(Type.String({ maxLength: 253 }), { maxItems: 50 })),
-    // null: unlimited uses / never expires.
-    max_uses: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: CODE_MAX_USES }), Type.Null()])),
-    days: Type.Optional(Type.Union([Type.Integer({ minimum: CODE_LIFETIME_DAYS.min, maximum: CODE_LIFETIME_DAYS.max }), Type.Null()])),
+    // Absent: unlimited uses / never expires. No null branch: type coercion would turn a 0 into null.
+    max_uses: Type.Optional(Type.Integer({ minimum: 1, maximum: CODE_MAX_USES })),
+    days: Type.Optional(Type.Integer({ minimum: CODE_LIFETIME_DAYS.min, maximum: CODE_LIFETIME_DAYS.max })),
     approval: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('manual')])),
   },
   { additionalProperties: false },
