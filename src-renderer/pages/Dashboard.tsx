@@ -267,6 +267,21 @@ export function Dashboard() {
                 </Anchor>
               </Alert>
             ))}
+            {(data.counts.pending_approval ?? 0) > 0 ? (
+              <Alert color="orange" variant="light" icon={<IconDeviceMobile size={18} />} title="Devices waiting for approval" data-testid="waiting-approval">
+                <Group justify="space-between">
+                  <Text size="sm">
+                    <Text span fw={700} data-testid="waiting-approval-count">
+                      {data.counts.pending_approval!.toLocaleString()}
+                    </Text>{' '}
+                    device{data.counts.pending_approval === 1 ? '' : 's'} enrolled with an enrollment code wait for an admin's approval before they can connect.
+                  </Text>
+                  <Button component={Link} to="/approvals" size="xs" variant="light" color="orange">
+                    Review
+                  </Button>
+                </Group>
+              </Alert>
+            ) : null}
             <SimpleGrid cols={{ base: 2, md: 4 }}>
               <Stat label="Invitations" value={data.counts.invitations} hint={`${data.counts.used.toLocaleString()} used so far`} color="indigo" icon={<IconMail size={20} />} />
               <Stat label="Pending" value={data.counts.pending} hint="not used, not expired" color="blue" icon={<IconMail size={20} />} />
