@@ -88,7 +88,7 @@ const STATUS_COLOR: Record<string, string> = { enrolled: 'teal', pending_approva
 export function EnrollStatusBadge({ status }: { status: string | null }) {
   if (!status) return <Text span c="dimmed">deleted</Text>;
   return (
-    <Badge color={STATUS_COLOR[status] ?? 'gray'} variant="light" data-testid="enroll-status">
+    <Badge color={STATUS_COLOR[status] ?? 'gray'} variant="light" data-testid="enroll-status" style={{ flexShrink: 0, overflow: 'visible' }}>
       {status === 'pending_approval' ? 'waiting for approval' : status}
     </Badge>
   );
@@ -302,11 +302,13 @@ function CodeView({ code }: { code: CodeDetail }) {
                 <LinkRow label="App link" value={code.app_link} testId="code-app-link" hint="Opens the agent app directly on a phone where it is installed." />
               </Stack>
             </Card>
-            <Uses entries={code.log} />
-            <Refusals entries={code.log} />
           </Stack>
         </Grid.Col>
       </Grid>
+      <Stack mt="lg">
+        <Uses entries={code.log} />
+        <Refusals entries={code.log} />
+      </Stack>
     </>
   );
 }

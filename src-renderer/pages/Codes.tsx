@@ -199,10 +199,10 @@ export function CodesPage() {
                       {code.name}
                     </Anchor>
                   </Table.Td>
-                  <Table.Td>
+                  <Table.Td style={{ minWidth: 110 }}>
                     <CodeStatusBadge code={code} />
                   </Table.Td>
-                  <Table.Td data-testid="code-uses">
+                  <Table.Td data-testid="code-uses" style={{ whiteSpace: 'nowrap' }}>
                     {usesText(code)}
                     {code.refused_attempts ? (
                       <Text span size="xs" c="red" ml={6}>
@@ -213,7 +213,7 @@ export function CodesPage() {
                   <Table.Td>{code.expires_at ? <RelativeTime iso={code.expires_at} /> : <Text span c="dimmed">never</Text>}</Table.Td>
                   <Table.Td>{code.domains.length ? code.domains.join(', ') : <Text span c="dimmed">any</Text>}</Table.Td>
                   <Table.Td>{code.fleet}</Table.Td>
-                  <Table.Td>
+                  <Table.Td style={{ whiteSpace: 'nowrap' }}>
                     {code.approval === 'manual' ? 'Manual' : 'Automatic'}
                     {code.pending_approval ? (
                       <Badge color="orange" variant="light" ml={6} component={Link} to="/approvals" style={{ cursor: 'pointer' }}>
