@@ -61,6 +61,7 @@ export function effectsOf(event: LiveEvent): Effect[] {
       break;
     case 'settings':
       effects.push({ kind: 'invalidate', key: keys.settings }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.mailSettings });
+      effects.push({ kind: 'invalidate', key: codeKeys.all }); // their deeplinks follow the settings
       break;
     case 'file':
     case 'package':

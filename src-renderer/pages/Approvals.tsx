@@ -5,7 +5,7 @@ import { useApproveAgents } from '../api/codes.ts';
 import { useAgents } from '../api/queries.ts';
 import { Link } from '../app/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, PageHeader, RelativeTime } from '../components/common.tsx';
-import { DecideButtons } from './CodePage.tsx';
+import { DecideButtons } from '../features/approval.tsx';
 
 /** Devices enrolled with a code that needs approval: approve (one, some or all) or reject. */
 export function ApprovalsPage() {

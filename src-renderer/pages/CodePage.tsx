@@ -1,11 +1,12 @@
 import { Alert, Anchor, Badge, Box, Breadcrumbs, Button, Card, Grid, Group, Modal, Overlay, SegmentedControl, Stack, Table, Text, TextInput, Title } from '@mantine/core';
-import { IconCheck, IconDownload, IconPlayerPlay, IconPrinter, IconX } from '@tabler/icons-react';
+import { IconDownload, IconPlayerPlay, IconPrinter } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { ApiRequestError } from '../api/client.ts';
-import { useApproveAgents, useCode, useRejectAgent, useSimulateWithCode, usesText, type CodeDetail, type CodeLogEntry } from '../api/codes.ts';
+import { useCode, useSimulateWithCode, usesText, type CodeDetail, type CodeLogEntry } from '../api/codes.ts';
 import type { SimulateResult } from '../api/types.ts';
 import { Link } from '../app/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
+import { DecideButtons, EnrollStatusBadge } from '../features/approval.tsx';
 import { formatDateTime } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
 import { CodeActions, CodeStatusBadge } from './Codes.tsx';
@@ -80,33 +81,6 @@ function Details({ code }: { code: CodeDetail }) {
         ))}
       </Table.Tbody>
     </Table>
-  );
-}
-
-const STATUS_COLOR: Record<string, string> = { enrolled: 'teal', pending_approval: 'orange', rejected: 'red', unenrolled: 'gray', unenrolling: 'gray' };
-
-export function EnrollStatusBadge({ status }: { status: string | null }) {
-  if (!status) return <Text span c="dimmed">deleted</Text>;
-  return (
-    <Badge color={STATUS_COLOR[status] ?? 'gray'} variant="light" data-testid="enroll-status" style={{ flexShrink: 0, overflow: 'visible' }}>
-      {status === 'pending_approval' ? 'waiting for approval' : status}
-    </Badge>
-  );
-}
-
-/** Approve / reject one device waiting for approval. */
-export function DecideButtons({ agentId }: { agentId: number }) {
-  const approve = useApproveAgents();
-  const reject = useRejectAgent();
-  return (
-    <Group gap={4} wrap="nowrap">
-      <Button size="compact-xs" color="teal" leftSection={<IconCheck size={12} />} loading={approve.isPending} onClick={() => approve.mutate([agentId], { onError: (e) => notifyError('Not approved', e) })}>
-        Approve
-      </Button>
-      <Button size="compact-xs" variant="default" color="red" leftSection={<IconX size={12} />} loading={reject.isPending} onClick={() => reject.mutate(agentId, { onError: (e) => notifyError('Not rejected', e) })}>
-        Reject
-      </Button>
-    </Group>
   );
 }
 

@@ -58,6 +58,7 @@ describe('code commands', () => {
     const first = await cli(['agent', '--deeplink', code.deeplink, '--email', 'ann@example.com', '--serial', 'CODE-CLI-1']);
     expect(first.code).toBe(1);
     expect(first.stdout).toMatch(/PluginMdmAgent/);
+    expect(first.stdout).toContain('an administrator must approve this device');
     const refusedDomain = await cli(['agent', '--deeplink', code.deeplink, '--email', 'ann@elsewhere.test', '--serial', 'CODE-CLI-2']);
     expect(refusedDomain.code).toBe(1);
     expect(refusedDomain.stdout + refusedDomain.stderr).toContain('this code is for addresses at @example.com, @example.org');

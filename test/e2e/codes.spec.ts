@@ -47,8 +47,8 @@ test('an enrollment code: made in the console, three simulated people (two allow
   const uses = page.getByTestId('code-use-row');
   await expect(uses).toHaveCount(2);
   await expect(page.getByTestId('code-detail-uses')).toHaveText('2 / 10');
-  await expect(uses.filter({ hasText: 'ann@example.com' }).getByTestId('enroll-status')).toHaveText('waiting for approval');
-  await expect(uses.filter({ hasText: 'bob@example.org' }).getByTestId('enroll-status')).toHaveText('waiting for approval');
+  await expect(uses.filter({ hasText: 'ann@example.com' }).getByTestId('enroll-status')).toHaveText('Waiting for approval');
+  await expect(uses.filter({ hasText: 'bob@example.org' }).getByTestId('enroll-status')).toHaveText('Waiting for approval');
   const refused = page.getByTestId('code-refused-row');
   await expect(refused).toHaveCount(1);
   await expect(refused).toContainText('eve@evil.test');
@@ -67,8 +67,8 @@ test('an enrollment code: made in the console, three simulated people (two allow
   await expect(rows.filter({ hasText: 'ann@example.com' })).toHaveCount(0);
   await expect(rows.filter({ hasText: 'bob@example.org' })).toHaveCount(1);
 
-  await expect(uses.filter({ hasText: 'ann@example.com' }).getByTestId('enroll-status')).toHaveText('enrolled');
-  await expect(uses.filter({ hasText: 'bob@example.org' }).getByTestId('enroll-status')).toHaveText('waiting for approval');
+  await expect(uses.filter({ hasText: 'ann@example.com' }).getByTestId('enroll-status')).toHaveText('Enrolled');
+  await expect(uses.filter({ hasText: 'bob@example.org' }).getByTestId('enroll-status')).toHaveText('Waiting for approval');
   const agents = await api('GET', '/agents');
   const ann = agents.items.find((a: { email: string }) => a.email === 'ann@example.com');
   expect(ann).toMatchObject({ enroll_status: 'enrolled', enrollment_code_id: id });
@@ -81,7 +81,7 @@ test('an enrollment code: made in the console, three simulated people (two allow
 
   // Reject Bob from the code page: his row follows.
   await uses.filter({ hasText: 'bob@example.org' }).getByRole('button', { name: 'Reject' }).click();
-  await expect(uses.filter({ hasText: 'bob@example.org' }).getByTestId('enroll-status')).toHaveText('rejected');
+  await expect(uses.filter({ hasText: 'bob@example.org' }).getByTestId('enroll-status')).toHaveText('Rejected');
 
   // The list: uses, expiry and status; then the poster, on Letter.
   await page.goto('/codes');

@@ -267,6 +267,7 @@ export const migrations: Migration[] = [
         -- SHA-256 of the session that used the code: it alone may read that agent's record.
         session_hash   TEXT
       );
+      CREATE INDEX enrollment_codes_account ON enrollment_codes(account_user_id);
       CREATE INDEX enrollment_code_log_code ON enrollment_code_log(code_id);
       CREATE INDEX enrollment_code_log_agent ON enrollment_code_log(agent_id) WHERE agent_id IS NOT NULL;
 
