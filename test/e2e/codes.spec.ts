@@ -82,6 +82,9 @@ test('an enrollment code: made in the console, three simulated people (two allow
   // Reject Bob from the code page: his row follows.
   await uses.filter({ hasText: 'bob@example.org' }).getByRole('button', { name: 'Reject' }).click();
   await expect(uses.filter({ hasText: 'bob@example.org' }).getByTestId('enroll-status')).toHaveText('Rejected');
+  // …and the dashboard in the other tab counts one fewer, live.
+  if (waiting > 1) await expect(queue.getByTestId('waiting-approval-count')).toHaveText(String(waiting - 1));
+  else await expect(queue.getByTestId('waiting-approval')).toHaveCount(0);
 
   // The list: uses, expiry and status; then the poster, on Letter.
   await page.goto('/codes');
