@@ -73,6 +73,13 @@ test('an enrollment code: made in the console, three simulated people (two allow
   const ann = agents.items.find((a: { email: string }) => a.email === 'ann@example.com');
   expect(ann).toMatchObject({ enroll_status: 'enrolled', enrollment_code_id: id });
 
+  // Bob's device panel offers the decision too.
+  const bob = agents.items.find((a: { email: string }) => a.email === 'bob@example.org');
+  await queue.goto(`/devices?agent=${bob.id}`);
+  await expect(queue.getByTestId('drawer-enroll-status')).toHaveText('Waiting for approval');
+  await expect(queue.getByTestId('drawer-approval').getByRole('button', { name: 'Approve' })).toBeVisible();
+  await shot(queue, 'device-waiting-approval', testInfo);
+
   // The dashboard counts who is still waiting.
   await queue.goto('/');
   const waiting = Number(await queue.getByTestId('waiting-approval-count').textContent());
