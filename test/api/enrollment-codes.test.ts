@@ -281,6 +281,9 @@ describe('manual approval', () => {
     expect(next.created.status).toBe(201);
     expect(Number(next.created.body.id)).toBe(id);
     expect((await t.admin('GET', `/agents/${id}`)).body).toMatchObject({ email: 'olga@example.com', enroll_status: 'pending_approval' });
+    // Ned's session (the same code account) no longer reads what is now Olga's device; hers does.
+    expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${session}`)).status).toBe(404);
+    expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${next.session}`)).status).toBe(200);
   });
 
   it('approves in bulk, listing what it could not approve', async () => {
@@ -295,6 +298,7 @@ describe('manual approval', () => {
 });
 
 describe('concurrency', () => {
+  // Also shows that a code's shared account is not held to one person's session and attempt limits.
   it('50 devices racing for the last 10 uses: exactly 10 enroll, the rest are refused as used up', async () => {
     const code = await makeCode({ max_uses: 15 });
     for (let i = 0; i < 5; i++) expect((await enrollWith(code, `early${i}@example.com`)).created.status).toBe(201);

@@ -5,9 +5,10 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../http/errors.ts';
 import type { EnrollmentCodeService } from '../codes/codes.ts';
 import type { AttemptDetails, InvitationService } from '../invitations/invitations.ts';
-import type { SessionService } from '../sessions/sessions.ts';
+import { RateLimiter } from '../sessions/rate-limit.ts';
+import { TooManyRequests, type SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import { isSharedAccount, type UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { hashSecret, randomPassword } from '../util/tokens.ts';
 import type { AgentRow, AgentService } from './agents.ts';
@@ -32,6 +33,17 @@ const VERSION = /^\d+(\.\d+)*$/;
 const FREED = ['unenrolling', 'unenrolled', 'rejected'];
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
 const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
+/**
+ * How long the session that enrolled a device may read its record (and the records it links to).
+ * The agent reads it right after creating it, then switches to its api_token; after that, and for
+ * every other session of the person (a used QR code's user token), the agent's secrets are out of reach.
+ */
+export const ENROLLMENT_READ_WINDOW_MS = 15 * 60 * 1000;
+/**
+ * Enrollment attempts per person: each refusal is written to the invitation's log and the
+ * history, so a used QR code replayed in a loop must not grow them without bound.
+ */
+const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10, maxKeys: 50_000 };
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
@@ -51,6 +63,7 @@ export class EnrollmentService {
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
   private readonly broker: BrokerTargets;
+  private readonly attempts = new RateLimiter(ATTEMPTS_PER_USER);
   private readonly statements;
 
   constructor(deps: {
@@ -79,6 +92,9 @@ export class EnrollmentService {
     this.statements = {
       bySerial: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND serial = ?`),
       byUuid: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`),
+      // MQTT logins are unique across all agents and entities (migration 3's unique index).
+      byLogin: db.prepare(`SELECT id, name FROM agents WHERE mqtt_login = ?`),
+      byAccount: db.prepare(`SELECT * FROM agents WHERE account_user_id = ?`),
       insertComputer: db.prepare(
         `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
@@ -110,6 +126,9 @@ export class EnrollmentService {
    * consumes the grant in one transaction.
    */
   enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): { id: string; message: string } {
+    // A code's sessions share its account: each device (session) gets its own bucket.
+    const wait = this.attempts.take(isSharedAccount(session) ? `session:${session.token}` : String(session.userId));
+    if (wait > 0) throw new TooManyRequests('Too many enrollment attempts', wait);
     const serial = clean(input._serial);
     const uuid = clean(input._uuid);
     const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };
@@ -143,6 +162,15 @@ export class EnrollmentService {
     const existing = this.knownDevice(grant.entityId, serial, uuid);
     if (existing && existing.enrolled_by_user_id !== grant.knownPersonId(session, email) && !FREED.includes(existing.enroll_status)) {
       refuse('This device is already enrolled for another user; ask your administrator to remove it first');
+    }
+    // The login (and the last level of the topic) is the serial, else the uuid: a uuid equal to
+    // another device's serial (or the reverse) would share that device's login, topic and commands.
+    const login = loginOf(serial ?? existing?.serial ?? null, uuid);
+    const owner = this.statements.byLogin.get(login) as { id: number; name: string } | undefined;
+    if (owner && owner.id !== existing?.id) {
+      refuse(
+        `Another device already uses ${login} as its MQTT login (its serial number or UUID): this device cannot be enrolled with it; ask your administrator`,
+      );
     }
 
     const names = { firstname: clean(input.firstname) ?? grant.names.firstname, lastname: clean(input.lastname) ?? grant.names.lastname };
@@ -188,7 +216,7 @@ export class EnrollmentService {
   ): number {
     const entityId = grant.entityId;
     const now = nowIso();
-    const login = device.serial ?? device.uuid!;
+    const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
     const person = grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
     const uuidOwner = device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined;
@@ -228,6 +256,7 @@ export class EnrollmentService {
       );
     }
     grant.consume(agentId, person.id, session, attempt);
+    this.sessions.bindEnrollment(session.token, agentId, now);
     const waiting = grant.initialStatus === 'pending_approval' ? ', waiting for approval' : '';
     this.events.record(
       existing ? 'agent.reenrolled' : 'agent.enrolled',
@@ -239,12 +268,12 @@ export class EnrollmentService {
   }
 
   /**
-   * GET PluginMdmAgent/<id>: for the enrolling person under the guest profile, or the agent's own
-   * account. Each read draws a new MQTT password and keeps only its hash.
+   * GET PluginMdmAgent/<id>: for the session that enrolled it (guest profile, for a short while),
+   * or the agent's own account. Each read draws a new MQTT password and keeps only its hash.
    */
   record(session: SessionContext, id: number): Record<string, unknown> {
-    const agent = this.agents.row(id);
-    if (!agent || !this.mayRead(session, agent)) throw itemNotFound();
+    const agent = this.ownAgent(session);
+    if (!agent || agent.id !== id) throw itemNotFound();
     const mqttpasswd = randomPassword(40);
     this.statements.setPassword.run(hashSecret(mqttpasswd), nowIso(), id);
     const settings = this.settings.get();
@@ -284,20 +313,33 @@ export class EnrollmentService {
     };
   }
 
-  private mayRead(session: SessionContext, agent: AgentRow): boolean {
-    if (session.userId === agent.account_user_id) return true;
-    if (session.userKind !== 'person' || session.activeProfileId !== this.users.guestProfile().id) return false;
-    // A code's account token is printed on posters: only the session that enrolled the device reads it.
-    if (agent.enrollment_code_id !== null) return this.codes.enrolledInSession(agent.id, session.token);
-    return session.userId === agent.enrolled_by_user_id;
+  /**
+   * The one agent a session acts for: its own, for an agent's account; for a person's session, the
+   * agent that very session enrolled, within ENROLLMENT_READ_WINDOW_MS, under the guest profile.
+   * Any other session (another of the person's, e.g. opened with a used QR code) has none.
+   */
+  private ownAgent(session: SessionContext): AgentRow | undefined {
+    if (session.userKind === 'agent') return this.statements.byAccount.get(session.userId) as AgentRow | undefined;
+    if (session.enrolledAgentId === null || session.enrolledAt === null) return undefined;
+    if (Date.now() - Date.parse(session.enrolledAt) > ENROLLMENT_READ_WINDOW_MS) return undefined;
+    if (session.activeProfileId !== this.users.guestProfile().id) return undefined;
+    const agent = this.agents.row(session.enrolledAgentId);
+    if (!agent) return undefined;
+    // A code's sessions all share its account: the code's log names the session of the latest use.
+    if (agent.enrollment_code_id !== null) return this.codes.lastEnrolledInSession(agent.id, session.token) ? agent : undefined;
+    // Freed by an admin and enrolled by someone else since: no longer this session's.
+    return agent.enrolled_by_user_id === session.userId ? agent : undefined;
   }
 
-  /** Targets of the record's links, readable by any session of their entity. */
+  /** The targets of the record's links: only those of the session's own agent (404 for any other). */
   computer(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.statements.computer.get(id) as
-      | { id: number; entity_id: number; name: string; serial: string | null; uuid: string | null; user_id: number | null; created_at: string; updated_at: string }
-      | undefined;
-    if (!row || row.entity_id !== session.entityId) throw itemNotFound();
+    const own = this.ownAgent(session);
+    const row = own?.computer_id === id
+      ? (this.statements.computer.get(id) as
+          | { id: number; entity_id: number; name: string; serial: string | null; uuid: string | null; user_id: number | null; created_at: string; updated_at: string }
+          | undefined)
+      : undefined;
+    if (!row) throw itemNotFound();
     return {
       id: row.id,
       name: row.name,
@@ -311,16 +353,23 @@ export class EnrollmentService {
   }
 
   entity(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.statements.entity.get(id) as { id: number; name: string; parent_id: number | null; created_at: string } | undefined;
-    if (!row || row.id !== session.entityId) throw itemNotFound();
+    const row = this.ownAgent(session)?.entity_id === id
+      ? (this.statements.entity.get(id) as { id: number; name: string; parent_id: number | null; created_at: string } | undefined)
+      : undefined;
+    if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, completename: row.name, entities_id: row.parent_id ?? 0, date_creation: row.created_at };
   }
 
   fleet(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.fleets.byId(id);
-    if (!row || row.entity_id !== session.entityId) throw itemNotFound();
+    const row = this.ownAgent(session)?.fleet_id === id ? this.fleets.byId(id) : undefined;
+    if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, entities_id: row.entity_id, is_default: row.is_default, date_creation: row.created_at };
   }
+}
+
+/** An agent's MQTT login: its serial, else its uuid (one of them is always there). */
+function loginOf(serial: string | null, uuid: string | null): string {
+  return (serial ?? uuid)!;
 }
 
 function clean(value: string | undefined | null): string | null {

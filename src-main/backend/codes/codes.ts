@@ -142,9 +142,7 @@ export class EnrollmentCodeService {
       ),
       refusedCount: db.prepare(`SELECT count(*) AS n FROM enrollment_code_log WHERE code_id = ? AND outcome = 'refused'`),
       pendingCount: db.prepare(`SELECT count(*) AS n FROM agents WHERE enrollment_code_id = ? AND enroll_status = 'pending_approval'`),
-      usedBySession: db.prepare(
-        `SELECT 1 FROM enrollment_code_log WHERE agent_id = ? AND outcome = 'used' AND session_hash = ? LIMIT 1`,
-      ),
+      lastUse: db.prepare(`SELECT session_hash FROM enrollment_code_log WHERE agent_id = ? AND outcome = 'used' ORDER BY id DESC LIMIT 1`),
       fleetName: db.prepare(`SELECT name FROM fleets WHERE id = ?`),
     };
   }
@@ -280,9 +278,13 @@ export class EnrollmentCodeService {
     });
   }
 
-  /** Whether this session is the one that enrolled the agent with a code (it alone reads the record). */
-  enrolledInSession(agentId: number, sessionToken: string): boolean {
-    return this.statements.usedBySession.get(agentId, sessionHash(sessionToken)) !== undefined;
+  /**
+   * Whether this session made the agent's latest enrollment with a code. Every session of a code
+   * shares its account, so the account alone cannot tell whose device an agent is.
+   */
+  lastEnrolledInSession(agentId: number, sessionToken: string): boolean {
+    const row = this.statements.lastUse.get(agentId) as { session_hash: string | null } | undefined;
+    return row?.session_hash === sessionHash(sessionToken);
   }
 
   logOf(id: number): CodeLogEntry[] {

@@ -22,6 +22,17 @@ export interface ProfileRow {
   is_default: number;
 }
 
+/** Logins of enrollment codes' accounts (an email never holds a ':'). */
+export const CODE_LOGIN_PREFIX = 'code:';
+
+/**
+ * Whether the account belongs to an enrollment code: its token is printed for everyone, so limits
+ * meant for one person's token apply per session instead.
+ */
+export function isSharedAccount(user: { login: string }): boolean {
+  return user.login.startsWith(CODE_LOGIN_PREFIX);
+}
+
 /** People and agent accounts, their tokens and profile assignments. */
 export class UserRepository {
   private readonly statements;
@@ -139,7 +150,7 @@ export class UserRepository {
   createCodeAccount(entityId: number, label: string): UserRow {
     const defaultProfile = this.profiles().default;
     const id = this.insert({
-      login: `code:${randomHex(8)}`,
+      login: `${CODE_LOGIN_PREFIX}${randomHex(8)}`,
       kind: 'person',
       email: null,
       firstname: label.slice(0, 100),
