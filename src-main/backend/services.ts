@@ -1,6 +1,7 @@
 import { AgentService } from './agents/agents.ts';
 import { ApprovalService } from './agents/approval.ts';
 import { EnrollmentService, type BrokerTargets } from './agents/enrollment.ts';
+import { DeviceReports } from './agents/reports.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
 import type { Db } from './db/database.ts';
 import { EventLog } from './events/event-log.ts';
@@ -27,10 +28,11 @@ export function createServices(
   const invitations = new InvitationService({ db, events, users, fleets, settings, links: targets, deliveries });
   const mail = createMailService({ db, events, settings, invitations, deliveries }, mailOptions);
   const agents = new AgentService({ db, events, users });
+  const reports = new DeviceReports({ db, events });
   const codes = new EnrollmentCodeService({ db, events, users, fleets, settings, links: targets });
   const approval = new ApprovalService({ db, events, users, sessions });
-  const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, codes, agents, fleets, settings, broker: targets });
-  return { db, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail };
+  const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, codes, agents, fleets, settings, broker: targets, reports });
+  return { db, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,6 +1,6 @@
 // Enrollment codes over real HTTP, SQLite and MQTT: one code, many people's devices.
 import { describe, expect, it } from 'vitest';
-import { decodeDeeplinkData } from '../../src-main/backend/deeplink/codec.ts';
+import { decodeDeeplinkData, deeplinkEncodingOf } from '../../src-main/backend/deeplink/codec.ts';
 import { simulateEnrollment } from '../../src-main/device/simulate.ts';
 import { agentCall, type TestBackend } from '../helpers/backend.ts';
 import { agentRow, connectAgent, nextEvent, ofAgent, readRecord, refusalCode, useBrokerBackend } from '../helpers/mqtt.ts';
@@ -314,6 +314,26 @@ describe('concurrency', () => {
     expect(view).toMatchObject({ uses: 15, status: 'used_up', refused_attempts: 40 });
     const agents = t.backend.services.db.prepare(`SELECT count(*) AS n FROM agents WHERE enrollment_code_id = ?`).get(code.id) as { n: number };
     expect(agents.n).toBe(15);
+  });
+});
+
+describe("the agent app setting (issue 9's dialect)", () => {
+  it("gives codes the reference encoding and flyve:// app link while the agent app is Flyve's, and a Flyve-dialect device enrolls", async () => {
+    expect((await t.admin('PATCH', '/settings', { agent_app: 'flyve' })).status).toBe(200);
+    try {
+      const code = await makeCode({ domains: ['example.com'] });
+      const data = new URL(code.deeplink).searchParams.get('data')!;
+      expect(deeplinkEncodingOf(data)).toBe('flyve');
+      expect((code as unknown as { app_link: string }).app_link).toMatch(/^flyve:\/\/register\?data=/);
+      expect(decodeDeeplinkData(data)).toMatchObject({ backendUrl: t.apiUrl, userToken: code.user_token, invitationToken: code.token });
+      const result = await simulateEnrollment({ deeplink: code.deeplink, email: 'rita@example.com', firstname: null, lastname: null, type: 'android', agent_app: 'flyve' });
+      expect(result, result.log.join('\n')).toMatchObject({ ok: true, error: null });
+      expect((await t.admin('GET', `/agents/${result.agent_id}`)).body).toMatchObject({ email: 'rita@example.com', enrollment_code_id: code.id });
+    } finally {
+      await t.admin('PATCH', '/settings', { agent_app: 'spec' });
+    }
+    const spec = await makeCode();
+    expect(deeplinkEncodingOf(new URL(spec.deeplink).searchParams.get('data')!)).toBe('spec');
   });
 });
 

@@ -11,6 +11,8 @@ export interface SimulateRequest {
   firstname: string | null;
   lastname: string | null;
   type: 'android' | 'apple';
+  /** The agent app codes are made for (setting `agent_app`): the simulated device speaks its dialect. */
+  agent_app: 'spec' | 'flyve';
 }
 
 /** What the simulator reports back; a refused enrollment is an outcome (ok: false), not an error. */
@@ -47,6 +49,7 @@ export const simulateRoutes: FastifyPluginAsync<{ services: Services; simulate?:
       firstname: invitation.firstname,
       lastname: invitation.lastname,
       type: type ?? 'android',
+      agent_app: services.settings.get().agent_app,
     });
   });
 
@@ -68,7 +71,8 @@ export const simulateRoutes: FastifyPluginAsync<{ services: Services; simulate?:
       if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
       const given = (request.body as { email?: string } | null | undefined)?.email?.trim();
       const email = given || simulatedEmail(code.domains);
-      return { ...(await simulate({ deeplink: code.deeplink, email, firstname: null, lastname: null, type: type ?? 'android' })), email };
+      const agentApp = services.settings.get().agent_app;
+      return { ...(await simulate({ deeplink: code.deeplink, email, firstname: null, lastname: null, type: type ?? 'android', agent_app: agentApp })), email };
     },
   );
 };

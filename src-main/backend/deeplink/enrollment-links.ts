@@ -1,5 +1,5 @@
 import type { SettingsStore } from '../settings/settings.ts';
-import { appLinkUrl, deeplinkPageUrl, encodeDeeplinkData } from './codec.ts';
+import { appLinkSchemeFor, appLinkUrl, deeplinkPageUrl, encodeDeeplinkFor } from './codec.ts';
 
 /** Where deeplinks point; read at view time so a settings change applies to every link. */
 export interface LinkTargets {
@@ -16,11 +16,11 @@ export interface EnrollmentLinks {
 /**
  * The deeplink of anything a device enrolls with (an invitation, an enrollment code): the user
  * token of field 2 and the token of field 3, with today's settings. The one place links are built,
- * so the agent-app encoding applies to every kind alike.
+ * so the agent app's encoding (`spec` or the reference `flyve`) applies to every kind alike.
  */
 export function enrollmentLinks(settings: SettingsStore, links: LinkTargets, userToken: string, token: string): EnrollmentLinks {
   const current = settings.get();
-  const data = encodeDeeplinkData({
+  const data = encodeDeeplinkFor(current.agent_app, {
     backendUrl: links.apiUrl(),
     userToken,
     invitationToken: token,
@@ -29,5 +29,9 @@ export function enrollmentLinks(settings: SettingsStore, links: LinkTargets, use
     helpdeskWebsite: current.helpdesk_website,
     helpdeskEmail: current.helpdesk_email,
   });
-  return { data, url: deeplinkPageUrl(links.deeplinkBase(), data), app_link: appLinkUrl(current.app_link_scheme, data) };
+  return {
+    data,
+    url: deeplinkPageUrl(links.deeplinkBase(), data),
+    app_link: appLinkUrl(appLinkSchemeFor(current.agent_app, current.app_link_scheme), data),
+  };
 }
