@@ -32,7 +32,7 @@ export function createServices(
   const codes = new EnrollmentCodeService({ db, events, users, fleets, settings, links: targets });
   const approval = new ApprovalService({ db, events, users, sessions });
   const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, codes, agents, fleets, settings, broker: targets, reports });
-  return { db, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports };
+  return { db, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,8 +1,21 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { qrPng, qrSvg } from '../deeplink/qr.ts';
+import { QrTooLongError, qrPng, qrSvg } from '../deeplink/qr.ts';
+import { ApiError } from '../http/errors.ts';
 
 const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+
+/** A link too long for a QR code is the admin's to fix (a 400 naming where), not a 500. */
+async function orLinkTooLong<T>(drawing: Promise<T>): Promise<T> {
+  try {
+    return await drawing;
+  } catch (error) {
+    if (error instanceof QrTooLongError) {
+      throw new ApiError(400, 'ERROR_LINK_TOO_LONG', `${error.message}: shorten the helpdesk fields or the deeplink base in Settings.`);
+    }
+    throw error;
+  }
+}
 
 /**
  * `GET <base>/:id/qr.png?size=` and `<base>/:id/qr.svg`: the QR code of whatever a device enrolls
@@ -18,7 +31,7 @@ export function qrRoutes(app: FastifyInstance, base: string, fileName: string, d
       return reply
         .type('image/png')
         .header('content-disposition', `inline; filename="${fileName}-${id}.png"`)
-        .send(await qrPng(deeplinkOf(id), width));
+        .send(await orLinkTooLong(qrPng(deeplinkOf(id), width)));
     },
   );
 
@@ -27,6 +40,6 @@ export function qrRoutes(app: FastifyInstance, base: string, fileName: string, d
     return reply
       .type('image/svg+xml')
       .header('content-disposition', `inline; filename="${fileName}-${id}.svg"`)
-      .send(await qrSvg(deeplinkOf(id)));
+      .send(await orLinkTooLong(qrSvg(deeplinkOf(id))));
   });
 }

@@ -1,10 +1,11 @@
-import type { SettingsStore } from '../settings/settings.ts';
+import type { Settings, SettingsStore } from '../settings/settings.ts';
 import { appLinkSchemeFor, appLinkUrl, deeplinkPageUrl, encodeDeeplinkFor } from './codec.ts';
 
 /** Where deeplinks point; read at view time so a settings change applies to every link. */
 export interface LinkTargets {
-  apiUrl(): string;
-  deeplinkBase(): string;
+  /** With `settings`, what the URL would be under those (not yet saved) settings. */
+  apiUrl(settings?: Settings): string;
+  deeplinkBase(settings?: Settings): string;
 }
 
 export interface EnrollmentLinks {

@@ -7,7 +7,7 @@ import type { FleetService } from '../fleets/fleets.ts';
 import type { DeliveryView } from '../mail/deliveries.ts';
 import { ApiError, itemNotFound } from '../http/errors.ts';
 import type { UserRepository } from '../sessions/users.ts';
-import type { SettingsStore } from '../settings/settings.ts';
+import type { Settings, SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
 
 export const LIFETIME_DAYS = { min: 1, max: 180 } as const;
