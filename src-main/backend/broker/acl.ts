@@ -1,5 +1,6 @@
-// Topic rules of DESIGN.md "MQTT", as pure functions over an agent's identity.
-// The backend's own publishing is in-process and never passes through here.
+// Topic rules of DESIGN.md "MQTT": ONE table per agent (agentTopicRules), as MQTT topic filters.
+// The embedded broker checks against it in process, Mosquitto receives it as dynamic-security
+// ACLs, RabbitMQ asks for it through the HTTP auth backend: the three never disagree.
 
 /** What the broker knows about a connected agent; shared by all its connections. */
 export interface AgentIdentity {
@@ -13,10 +14,47 @@ export interface AgentIdentity {
 
 export const fleetTopic = (entityId: number, fleetId: number): string => `/${entityId}/fleet/${fleetId}`;
 
-/** `name` itself or anything below it; `base` is literal, so a wildcard in its place never matches. */
-function within(name: string, base: string): boolean {
-  return name === base || name.startsWith(`${base}/`);
+/** An agent's rights, each a list of MQTT filters whose every level before `#` is literal. */
+export interface AgentTopicRules {
+  /** Topics it may publish on. */
+  publish: string[];
+  /** Topics whose messages it may receive. */
+  receive: string[];
+  /** Filters it may subscribe with exactly as written (deliveries are then limited to `receive`). */
+  subscribeExact: string[];
 }
+
+/** Manifests every agent may read: ours and the reference's name for it. */
+export const SHARED_RECEIVE_ROOTS = ['MdmManifest'] as const;
+
+/** The table itself. Add a right here and every broker mode applies it. */
+export function agentTopicRules(agent: Pick<AgentIdentity, 'topic' | 'entityId' | 'fleetId'>): AgentTopicRules {
+  const t = agent.topic;
+  const receive = [`${t}/Command/#`, `${t}/Policy/#`, ...SHARED_RECEIVE_ROOTS.map((root) => `${root}/#`), `${fleetTopic(agent.entityId, agent.fleetId)}/#`];
+  return {
+    publish: [`${t}/Status/#`, `${t}/MdmManifest/#`],
+    receive,
+    subscribeExact: [`${t}/#`, ...receive],
+  };
+}
+
+/**
+ * Whether `name` (a topic, or a filter taken literally) lies within `filter`, one of the rule
+ * filters above: `a/b/#` covers `a/b` and everything below it. `+` in a rule matches one level;
+ * a wildcard in `name` is only ever matched by the same character (a filter `+/x` is not within `a/#`).
+ */
+export function withinFilter(name: string, filter: string): boolean {
+  const rule = filter.split('/');
+  const levels = name.split('/');
+  for (let i = 0; i < rule.length; i += 1) {
+    if (rule[i] === '#') return i === rule.length - 1 && (levels.length >= i);
+    if (i >= levels.length) return false;
+    if (rule[i] === '+' ? levels[i] === '#' : levels[i] !== rule[i]) return false;
+  }
+  return levels.length === rule.length;
+}
+
+const allowedBy = (filters: readonly string[], name: string) => filters.some((filter) => withinFilter(name, filter));
 
 /**
  * A topic an agent may own: one level after `/<entity>/agent/`, free of wildcards and NUL. A serial
@@ -28,29 +66,29 @@ export function isUsableAgentTopic(topic: string): boolean {
 
 /** The agent may publish `T/Status/#` and `T/MdmManifest/#`. */
 export function mayPublish(agent: AgentIdentity, topic: string): boolean {
-  return within(topic, `${agent.topic}/Status`) || within(topic, `${agent.topic}/MdmManifest`);
+  return allowedBy(agentTopicRules(agent).publish, topic);
 }
 
 /** The agent may receive `T/Command/#`, `T/Policy/#`, `MdmManifest/#` and its fleet's topic. */
 export function mayReceive(agent: AgentIdentity, topic: string): boolean {
-  return (
-    within(topic, `${agent.topic}/Command`) ||
-    within(topic, `${agent.topic}/Policy`) ||
-    within(topic, 'MdmManifest') ||
-    within(topic, fleetTopic(agent.entityId, agent.fleetId))
-  );
+  return allowedBy(agentTopicRules(agent).receive, topic);
 }
 
 /**
  * `T/#` (what agents subscribe to; deliveries are then filtered by mayReceive) or a filter whose
- * every match is receivable. The literal prefix rule refuses `#`, `+/…`, `$SYS/#` and other agents.
+ * every match is receivable. Literal levels refuse `#`, `+/…`, `$SYS/#` and other agents.
  */
 export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
-  if (filter === `${agent.topic}/#`) return true;
-  return (
-    within(filter, `${agent.topic}/Command`) ||
-    within(filter, `${agent.topic}/Policy`) ||
-    within(filter, 'MdmManifest') ||
-    within(filter, fleetTopic(agent.entityId, agent.fleetId))
-  );
+  const rules = agentTopicRules(agent);
+  return rules.subscribeExact.includes(filter) || allowedBy(rules.receive, filter);
 }
+
+/**
+ * The backend's own rights on an external broker: it alone publishes commands, policies, fleet
+ * messages and manifests, and it reads every agent's reports.
+ */
+export const BACKEND_TOPIC_RULES: AgentTopicRules = {
+  publish: ['/+/agent/+/Command/#', '/+/agent/+/Policy/#', '/+/fleet/#', ...SHARED_RECEIVE_ROOTS.map((root) => `${root}/#`)],
+  receive: ['/+/agent/+/Status/#', '/+/agent/+/MdmManifest/#'],
+  subscribeExact: ['/+/agent/+/Status/#', '/+/agent/+/MdmManifest/#'],
+};

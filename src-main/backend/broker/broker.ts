@@ -12,7 +12,8 @@ import { AgentCommands, type Publisher } from './commands.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
-import { loadBrokerCertificate, type BrokerCertificate } from './tls-certificate.ts';
+import type { MqttBroker } from './port.ts';
+import { loadBrokerCertificate } from './tls-certificate.ts';
 
 export interface BrokerOptions {
   db: Db;
@@ -26,41 +27,15 @@ export interface BrokerOptions {
   tlsPort: number;
   /** Names agents use to reach the broker, put into a generated certificate. */
   hosts: string[];
+  /** The host put into agent records. */
+  publicHost: () => string;
   /** An admin-provided certificate and key (PEM files) instead of the generated one. */
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
   throttle?: Partial<ThrottleOptions>;
 }
 
-export interface BrokerStatus {
-  port: number;
-  tls_port: number;
-  connected_agents: number;
-  connections: number;
-  tls: {
-    fingerprint_sha256: string;
-    source: BrokerCertificate['source'];
-    subject: string;
-    alt_names: string[];
-    valid_from: string;
-    valid_to: string;
-    cert_file: string;
-  };
-}
-
-export interface MqttBroker {
-  port: number;
-  tlsPort: number;
-  certificate: BrokerCertificate;
-  commands: AgentCommands;
-  /** In-process publishing (QoS 1), outside every ACL: policies, manifests, fleet messages. */
-  publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
-  /** The message the broker keeps retained on `topic` (exact name), or null. */
-  retained(topic: string): Promise<string | null>;
-  status(): BrokerStatus;
-  /** Disconnects every client, releases both ports; agents are marked offline. */
-  close(): Promise<void>;
-}
+export type { BrokerStatus, MqttBroker } from './port.ts';
 
 /** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
 const DENIED_PREFIX = '$denied/';
@@ -120,7 +95,22 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     registry,
     publishRetained: (topic, payload) => void publisher.publish(topic, payload, true).catch(() => {}),
   });
-  const commands = new AgentCommands({ store, events, fleets: options.fleets, registry, publisher });
+  const commands = new AgentCommands({
+    store,
+    events,
+    fleets: options.fleets,
+    publisher,
+    links: {
+      isConnected: (agentId) => registry.live(agentId).length > 0,
+      fleetChanged: (agentId, fleetId) => {
+        const identity = registry.identity(agentId);
+        if (identity) identity.fleetId = fleetId; // open connections receive the new fleet's topic from now on
+      },
+      disconnect: (agentId) => {
+        for (const client of registry.live(agentId)) client.close();
+      },
+    },
+  });
   const wasOnline = presence.start();
 
   const check = (client: Client, username: string | undefined, password: Buffer | undefined): AuthenticateError | BrokerAgentRow => {
@@ -295,10 +285,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
 
   let closing: Promise<void> | null = null;
   return {
+    mode: 'embedded',
     port,
     tlsPort,
     certificate,
     commands,
+    agentEndpoint: (tls) => ({ host: options.publicHost(), port: tls ? tlsPort : port, tls }),
+    credentialsIssued: async () => {}, // logins are checked against the database itself
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: async (topic) => {
       const persistence = (aedes as unknown as { persistence: { createRetainedStream(pattern: string): AsyncIterable<{ payload: Buffer | string }> } }).persistence;
@@ -308,6 +301,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     status: () => {
       const counts = registry.counts();
       return {
+        mode: 'embedded',
+        connected: true,
+        problem: null,
+        url: null,
         port,
         tls_port: tlsPort,
         connected_agents: counts.agents,

@@ -1,0 +1,1 @@
+export async function startRabbitmqBroker(_o: unknown): Promise<never> { throw new Error("rabbitmq: not yet"); }
