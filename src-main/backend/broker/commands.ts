@@ -9,8 +9,11 @@ import { ENROLL, type BrokerAgentRow, type BrokerAgentStore } from './agent-stor
 export interface AgentLinks {
   /** Whether the agent is connected now (a ping is only sent then). */
   isConnected(agentId: number): boolean;
-  /** The agent now belongs to another fleet: its open connections receive that fleet's topic. */
-  fleetChanged(agentId: number, fleetId: number): void;
+  /**
+   * The agent now belongs to another fleet: its rights follow (before it is told, so that its
+   * subscription to the new fleet's topic is allowed).
+   */
+  fleetChanged(agentId: number, fleetId: number): void | Promise<void>;
   /** Ends the agent's connections (it confirmed it is unenrolled). */
   disconnect(agentId: number): void;
 }
@@ -130,7 +133,7 @@ export class AgentCommands {
         { from_fleet_id: agent.fleet_id, fleet_id: fleet.id, command: 'subscribe', topic, payload, retained: true, online },
       );
     });
-    this.links.fleetChanged(agentId, fleet.id);
+    await this.links.fleetChanged(agentId, fleet.id);
     await this.publish(agent, SUBSCRIBE_SUBTOPIC, payload, true);
     return { agent_id: agentId, command: 'subscribe', topic, payload, retained: true, online, event_id: event.id };
   }

@@ -84,7 +84,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     publisher: { publish: (topic, payload, retain) => link.publish(topic, payload, retain) },
     links: {
       isConnected: (agentId) => link.isOnline(agentId),
-      fleetChanged: (agentId) => void serially(() => syncAgent(agentId)).catch(noteFailure),
+      fleetChanged: (agentId) => serially(() => syncAgent(agentId)).catch(noteFailure),
       disconnect: (agentId) => {
         link.forget(agentId);
         void serially(() => syncAgent(agentId)).catch(noteFailure);
@@ -266,12 +266,11 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   // gets its password with its record), rights changed with the fleet.
   const unsubscribe = events.subscribe((event) => {
     if (event.agent_id === null) return;
-    if (!['agent.deleted', 'agent.reenrolled', 'agent.unenrolled', 'agent.fleet_changed'].includes(event.type)) return;
+    // (fleet moves are synced by commands.moveToFleet itself, before the agent is told)
+    if (!['agent.deleted', 'agent.reenrolled', 'agent.unenrolled'].includes(event.type)) return;
     const id = event.agent_id;
-    if (event.type !== 'agent.fleet_changed') {
-      commands.forgetAgent(id);
-      link.forget(id);
-    }
+    commands.forgetAgent(id);
+    link.forget(id);
     void serially(() => syncAgent(id)).catch(noteFailure);
   });
 
