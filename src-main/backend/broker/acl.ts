@@ -64,9 +64,14 @@ export function isUsableAgentTopic(topic: string): boolean {
   return /^\/\d+\/agent\/[^/+#\u0000]+$/.test(topic);
 }
 
+/** Whether rules allow publishing on `topic`. */
+export const rulesAllowPublish = (rules: AgentTopicRules, topic: string): boolean => allowedBy(rules.publish, topic);
+/** Whether rules allow subscribing with `filter`: one of the exact filters, or one within what may be received. */
+export const rulesAllowSubscribe = (rules: AgentTopicRules, filter: string): boolean => rules.subscribeExact.includes(filter) || allowedBy(rules.receive, filter);
+
 /** The agent may publish `T/Status/#` and `T/MdmManifest/#`. */
 export function mayPublish(agent: AgentIdentity, topic: string): boolean {
-  return allowedBy(agentTopicRules(agent).publish, topic);
+  return rulesAllowPublish(agentTopicRules(agent), topic);
 }
 
 /** The agent may receive `T/Command/#`, `T/Policy/#`, `MdmManifest/#` and its fleet's topic. */
@@ -79,8 +84,7 @@ export function mayReceive(agent: AgentIdentity, topic: string): boolean {
  * every match is receivable. Literal levels refuse `#`, `+/…`, `$SYS/#` and other agents.
  */
 export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
-  const rules = agentTopicRules(agent);
-  return rules.subscribeExact.includes(filter) || allowedBy(rules.receive, filter);
+  return rulesAllowSubscribe(agentTopicRules(agent), filter);
 }
 
 /**
@@ -92,3 +96,16 @@ export const BACKEND_TOPIC_RULES: AgentTopicRules = {
   receive: ['/+/agent/+/Status/#', '/+/agent/+/MdmManifest/#'],
   subscribeExact: ['/+/agent/+/Status/#', '/+/agent/+/MdmManifest/#'],
 };
+
+/**
+ * RabbitMQ's MQTT plugin turns topics into routing keys: `/` becomes `.` and `+` becomes `*`
+ * (`#` stays). Back again for the rules; a topic whose own characters include `.` or `*` would be
+ * ambiguous, so such agents cannot use RabbitMQ (isRabbitSafeTopic).
+ */
+export function routingKeyToTopic(routingKey: string): string {
+  return routingKey.replace(/\./g, '/').replace(/\*/g, '+');
+}
+
+export function isRabbitSafeTopic(topic: string): boolean {
+  return !/[.*]/.test(topic);
+}
