@@ -13,7 +13,7 @@ import { agentRow, closeClients, connectAgent, enrollAgent, eventually, inbox, n
 
 /** Waits for an MQTT operation, or for the broker to close the connection instead of answering. */
 function settled(client: MqttClient, operation: Promise<unknown>): Promise<unknown> {
-  return Promise.race([operation.catch((error: unknown) => error), new Promise((resolve) => client.once('close', resolve)), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  return Promise.race([operation.catch((error: unknown) => error), new Promise<void>((resolve) => client.once('close', () => resolve())), new Promise((resolve) => setTimeout(resolve, 5_000))]);
 }
 
 describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
