@@ -51,7 +51,7 @@ export interface MosquittoProcess {
  * Mosquitto 2 with the dynamic-security plugin: an admin made by `mosquitto_ctrl dynsec init`,
  * anonymous logins refused, retained messages persisted across restarts.
  */
-export async function startMosquitto(options: { port?: number } = {}): Promise<MosquittoProcess> {
+export async function startMosquitto(options: { port?: number; notYet?: boolean } = {}): Promise<MosquittoProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'mdm-mosquitto-'));
   const port = options.port ?? (await freePort());
   const adminPassword = `admin-${Math.random().toString(36).slice(2)}`;
@@ -81,7 +81,8 @@ export async function startMosquitto(options: { port?: number } = {}): Promise<M
     child = spawn('mosquitto', ['-c', join(dir, 'mosquitto.conf')], { stdio: 'ignore' });
     await waitForPort(port, 15_000);
   };
-  await launch();
+  // notYet: configured but not running (the backend starts first; restart() launches it).
+  if (!options.notYet) await launch();
   const stop = async ({ crash = false } = {}) => {
     const running = child;
     child = null;

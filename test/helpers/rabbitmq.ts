@@ -3,7 +3,7 @@
 // shared Erlang cookie via HOME), clustered with `rabbitmqctl join_cluster`. MQTT plugin on, every
 // login and right asked of the backend's HTTP auth endpoints. Never the system service.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, waitForPort } from './external-brokers.ts';
@@ -62,6 +62,9 @@ export async function startRabbitCluster(options: { nodes?: number; authPort?: n
         `auth_http.vhost_path = http://127.0.0.1:${authPort}/auth/vhost`,
         `auth_http.resource_path = http://127.0.0.1:${authPort}/auth/resource`,
         `auth_http.topic_path = http://127.0.0.1:${authPort}/auth/topic`,
+        // A slow or absent backend is a refused login after this long, not a hang.
+        'auth_http.connection_timeout = 3000',
+        'auth_http.request_timeout = 5000',
         'loopback_users = none',
         'log.console = false',
         'log.file.level = warning',
@@ -150,4 +153,3 @@ export function rabbitLog(cluster: RabbitCluster, index: number): string {
   if (!existsSync(logDir)) return '';
   return spawnSync('sh', ['-c', `cat ${logDir}/*.log | tail -50`], { encoding: 'utf8' }).stdout;
 }
-void readFileSync;

@@ -228,7 +228,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     if (closed) return;
     const first = adminProblem === null || adminProblem === 'connecting';
     adminProblem = why;
-    if (first) events.record('broker.unreachable', `Mosquitto ${url.display} (dynamic-security admin): ${why}; retrying with back-off`, {}, { url: url.display, reason: why });
+    if (first) events.record('broker.unreachable', `The Mosquitto broker ${url.display} is unreachable for its dynamic-security admin: ${why}; retrying with back-off`, {}, { url: url.display, reason: why });
   };
   admin.on('error', (error) => adminTrouble(error.message));
   admin.on('close', () => {
