@@ -45,13 +45,15 @@ export interface MosquittoProcess {
   /** Stops it and removes its files. */
   destroy(): Promise<void>;
   log(): string;
+  /** The broker's process id (for memory figures). */
+  pid(): number | undefined;
 }
 
 /**
  * Mosquitto 2 with the dynamic-security plugin: an admin made by `mosquitto_ctrl dynsec init`,
  * anonymous logins refused, retained messages persisted across restarts.
  */
-export async function startMosquitto(options: { port?: number; notYet?: boolean } = {}): Promise<MosquittoProcess> {
+export async function startMosquitto(options: { port?: number; notYet?: boolean; wrap?: (command: string[]) => string[] } = {}): Promise<MosquittoProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'mdm-mosquitto-'));
   const port = options.port ?? (await freePort());
   const adminPassword = `admin-${Math.random().toString(36).slice(2)}`;
@@ -78,7 +80,8 @@ export async function startMosquitto(options: { port?: number; notYet?: boolean 
   );
   let child: ChildProcess | null = null;
   const launch = async () => {
-    child = spawn('mosquitto', ['-c', join(dir, 'mosquitto.conf')], { stdio: 'ignore' });
+    const [command, ...args] = (options.wrap ?? ((c: string[]) => c))(['mosquitto', '-c', join(dir, 'mosquitto.conf')]);
+    child = spawn(command!, args, { stdio: 'ignore' });
     await waitForPort(port, 15_000);
   };
   // notYet: configured but not running (the backend starts first; restart() launches it).
@@ -102,6 +105,7 @@ export async function startMosquitto(options: { port?: number; notYet?: boolean 
       await stop();
       rmSync(dir, { recursive: true, force: true });
     },
+    pid: () => (child as ChildProcess | null)?.pid,
     log: () => {
       try {
         return spawnSync('cat', [join(dir, 'mosquitto.log')], { encoding: 'utf8' }).stdout;

@@ -3,7 +3,7 @@
 // shared Erlang cookie via HOME), clustered with `rabbitmqctl join_cluster`. MQTT plugin on, every
 // login and right asked of the backend's HTTP auth endpoints. Never the system service.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, waitForPort } from './external-brokers.ts';
@@ -16,6 +16,8 @@ export interface RabbitNode {
   /** Stops the node (its Erlang VM) and waits for it to be gone. */
   stop(): Promise<void>;
   start(): Promise<void>;
+  /** The node's Erlang VM (beam.smp) process id, from its pid file. */
+  pid(): number | undefined;
 }
 
 export interface RabbitCluster {
@@ -28,7 +30,7 @@ export interface RabbitCluster {
   destroy(): Promise<void>;
 }
 
-export async function startRabbitCluster(options: { nodes?: number; authPort?: number } = {}): Promise<RabbitCluster> {
+export async function startRabbitCluster(options: { nodes?: number; authPort?: number; wrap?: (command: string[]) => string[] } = {}): Promise<RabbitCluster> {
   const count = options.nodes ?? 2;
   const dir = mkdtempSync(join(tmpdir(), 'mdm-rabbit-'));
   const home = join(dir, 'home');
@@ -96,11 +98,19 @@ export async function startRabbitCluster(options: { nodes?: number; authPort?: n
       mqttPort,
       ctl,
       start: async () => {
-        child = spawn(`${BIN}/rabbitmq-server`, [], { env, stdio: 'ignore' });
+        const [command, ...args] = (options.wrap ?? ((c: string[]) => c))([`${BIN}/rabbitmq-server`]);
+        child = spawn(command!, args, { env, stdio: 'ignore' });
         children.push(child);
         const waited = spawnSync(`${BIN}/rabbitmqctl`, ['-n', name, 'wait', join(base, 'pid'), '--timeout', '180'], { env, encoding: 'utf8', timeout: 200_000 });
         if (waited.status !== 0) throw new Error(`RabbitMQ node ${name} did not start: ${waited.stderr || waited.stdout}`);
         await waitForPort(mqttPort, 120_000);
+      },
+      pid: () => {
+        try {
+          return Number(readFileSync(join(base, 'pid'), 'utf8').trim()) || undefined;
+        } catch {
+          return undefined;
+        }
       },
       stop: async () => {
         const running = child;
