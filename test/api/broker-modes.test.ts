@@ -120,10 +120,12 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
     const clientA = await connectAgent(t, a);
     const boxA = inbox(clientA);
     await settled(clientA, clientA.subscribeAsync({ '#': { qos: 1 } }));
-    const spy = await connectAgent(t, a, { clientId: `${a.serial}-spy` });
+    const c = await enrollAgent(t);
+    const spy = await connectAgent(t, c);
     const spyBox = inbox(spy);
     await settled(spy, spy.subscribeAsync({ [`${b.topic}/#`]: { qos: 1 } }));
-    const forger = await connectAgent(t, a, { clientId: `${a.serial}-forger` });
+    const d = await enrollAgent(t);
+    const forger = await connectAgent(t, d);
     // A forged command from A, then a real one from the backend: B gets only the real one.
     await settled(forger, forger.publishAsync(`${b.topic}/Command/Wipe`, '{"wipe":"now"}', { qos: 1 }));
     await clientB.publishAsync(`${b.topic}/Status/Online`, '{"online": true}', { qos: 1, retain: true });

@@ -43,9 +43,14 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     return row ? agentTopicRules(identityOf(row)) : null;
   };
   const lastRefusal = new Map<string, number>();
+  /** An agent's MQTT client id is its login (or that login's first 23 characters). */
+  const clientIdAllowed = (username: string, clientId: string) =>
+    username === backend.username ? clientId.startsWith(`${backend.clientIdPrefix}-`) : clientId === username || (clientId.length === 23 && username.startsWith(clientId));
 
   app.post('/auth/user', { schema: { body: UserBody } }, async (request) => {
-    const { username, password = '' } = request.body as { username: string; password?: string };
+    const { username, password = '', client_id: clientId } = request.body as { username: string; password?: string; client_id?: string };
+    // Where the node passes the client id, one agent cannot take over another's session by its id.
+    if (clientId !== undefined && !clientIdAllowed(username, clientId)) return 'deny';
     if (username === backend.username) return allow(password === backend.password);
     const candidates = store.byLogin(username);
     const agent = candidates.find((row) => verifySecret(password, row.mqtt_password_hash));
@@ -76,9 +81,10 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     if (resource === 'queue') {
       // The MQTT plugin's subscription queues are named after the client id: an agent's must be its
       // login, so no agent can take over another one's queue (or session) by choosing its client id.
-      const owner = username === backend.username ? `${backend.clientIdPrefix}-` : username;
+      // (MQTT 3.1 agents cut it to 23 characters: a uuid login's first 23 are accepted.)
       const match = /^mqtt-subscription-(.+)qos[01]$/.exec(name);
-      return allow(match !== null && (username === backend.username ? match[1]!.startsWith(owner) : match[1] === owner));
+      if (!match) return 'deny';
+      return allow(clientIdAllowed(username, match[1]!));
     }
     return 'deny';
   });
