@@ -21,6 +21,8 @@ export interface BrokerModeRun {
   peak_rss_mib: number;
   /** The backend (serve) itself, at the end: in the external modes it holds no connection. */
   serve_rss_mib: number;
+  /** Enrollments per second (for Mosquitto each one also creates the agent's client and role). */
+  enrollments_per_s: number;
   step: ConnectStep;
   fanout: { agents: number; received: number; seconds: number };
   errors: string[];
@@ -43,6 +45,7 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
   let peak: () => number;
   let ports: number[] = [];
   let measured: string;
+  let mosquittoPid: number | undefined;
   let serve: Serve | null = null;
   if (mode === 'mosquitto') {
     const mosquitto = await startMosquitto({ wrap });
@@ -52,6 +55,7 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
     rss = () => rssBytes(mosquitto.pid()!);
     peak = () => peakRssBytes(mosquitto.pid()!);
     ports = [mosquitto.port];
+    mosquittoPid = mosquitto.pid();
     measured = 'mosquitto';
   } else if (mode === 'rabbitmq') {
     const cluster = await startRabbitCluster({ wrap });
@@ -78,10 +82,14 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const invites = await inviteMany(serve.info, count, `modes-${mode}`);
+    const enrollStarted = performance.now();
     const load = await enrollLoad(invites, 32, { serialPrefix: `M${mode.slice(0, 2).toUpperCase()}` });
     if (load.errors.length > 0) throw new Error(`enrollment failed: ${load.errors.find(Boolean)}`);
     const agents: EnrolledAgent[] = load.enrolled;
-    const { rssIdle, results, errors } = await connectSteps(mode, rss, ports, agents, [agents.length], workers, 32);
+    const enrollSeconds = (performance.now() - enrollStarted) / 1000;
+    // One process: by pid (CPU per connection measured too); a cluster: its RSS summed.
+    const measuredPid = mode === 'embedded' ? serve.child.pid : mode === 'mosquitto' ? mosquittoPid : undefined;
+    const { rssIdle, results, errors } = await connectSteps(mode, measuredPid ?? rss, ports, agents, [agents.length], workers, 32);
     const started = performance.timeOrigin + performance.now();
     await pool(agents, 32, async (agent) => {
       await adminCall(serve!.info, 'POST', `/agents/${agent.agentId}/commands`, { command: 'ping' });
@@ -93,6 +101,7 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
       rss_idle_mib: round(rssIdle / MiB),
       peak_rss_mib: round(peak() / MiB),
       serve_rss_mib: round(rssBytes(serve.child.pid) / MiB),
+      enrollments_per_s: round(agents.length / enrollSeconds),
       step: results[0]!,
       fanout: { agents: agents.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000) },
       errors: errors.slice(0, 5),
@@ -119,12 +128,12 @@ export function brokerModesTable(result: BrokerModesResult): string[] {
     '',
     `Broker modes, ${result.agents.toLocaleString('en-US')} agents each (open files limit ${result.open_files_limit.toLocaleString('en-US')}):`,
     '',
-    '| Mode | Agents held | KiB per connection | Broker RSS (peak) | Connections/s | Ping reaches all | Backend RSS | Measured |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| Mode | Agents held | KiB per connection | Broker RSS (peak) | Connections/s | Ping reaches all | Enrollments/s | Backend RSS | Measured |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
   ];
   for (const run of result.runs) {
     lines.push(
-      `| ${run.mode} | ${run.step.held.toLocaleString('en-US')} | ${run.step.kib_per_connection} | ${run.step.rss_mib} MiB (${run.peak_rss_mib}) | ${run.step.connections_per_s} | ${run.fanout.seconds} s (${run.fanout.received}/${run.fanout.agents}) | ${run.serve_rss_mib} MiB | ${run.measured} |`,
+      `| ${run.mode} | ${run.step.held.toLocaleString('en-US')} | ${run.step.kib_per_connection} | ${run.step.rss_mib} MiB (${run.peak_rss_mib}) | ${run.step.connections_per_s} | ${run.fanout.seconds} s (${run.fanout.received}/${run.fanout.agents}) | ${run.enrollments_per_s} | ${run.serve_rss_mib} MiB | ${run.measured} |`,
     );
   }
   return lines;
