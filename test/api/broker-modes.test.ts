@@ -6,7 +6,7 @@ import { describe, expect, it, beforeAll, afterAll, afterEach } from 'vitest';
 import { enrollDevice, mqttCredentialsOf } from '../../src-main/device/enroll.ts';
 import { runAgent } from '../../src-main/device/agent.ts';
 import { startMqttAgent, type MqttAgent, type MqttAgentEvent } from '../../src-main/device/mqtt-agent.ts';
-import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
+import { enrollByHand, startTestBackend, type TestBackend } from '../helpers/backend.ts';
 import { BROKER_MODES_UNDER_TEST, brokerReady, startMosquitto, type MosquittoProcess } from '../helpers/external-brokers.ts';
 import { startRabbitCluster, type RabbitCluster } from '../helpers/rabbitmq.ts';
 import { agentRow, closeClients, connectAgent, enrollAgent, eventually, inbox, nextEvent, ofAgent, readRecord, refusalCode } from '../helpers/mqtt.ts';
@@ -147,6 +147,27 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
     await client.endAsync();
     expect((await t.admin('DELETE', `/agents/${agent.id}`)).status).toBeLessThan(300);
     await eventually(async () => (await refusalCode(t, again)) !== 0, 10_000);
+  });
+
+  it('the same device enrolling again: the old install is disconnected (RabbitMQ: at its next login) and its password refused', async () => {
+    const email = `again-${mode}@example.com`;
+    const serial = `AGAIN${mode.toUpperCase()}`;
+    const enroll = async () => {
+      const invited = await t.admin('POST', '/invitations', { email, send_email: false });
+      const { session, created } = await enrollByHand(t.apiUrl, { ...invited.body, email }, { serial });
+      expect(created.status).toBe(201);
+      return readRecord(t, session, Number(created.body.id));
+    };
+    const first = await enroll();
+    const old = await connectAgent(t, first);
+    const closed = new Promise<void>((resolve) => old.once('close', () => resolve()));
+    const second = await enroll();
+    expect(second.id).toBe(first.id);
+    // RabbitMQ cannot be told to drop one connection (no management API): only the next login is refused.
+    if (mode !== 'rabbitmq') await closed;
+    await eventually(async () => (await refusalCode(t, first)) !== 0);
+    const client = await connectAgent(t, second);
+    expect(client.connected).toBe(true);
   });
 
   it('enrollment and downloads work as an agent does them', async () => {

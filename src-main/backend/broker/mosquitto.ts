@@ -124,15 +124,16 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   };
 
   /** One agent: the client and role it should have now, or none. */
-  const syncAgent = async (agentId: number, password?: string): Promise<void> => {
+  const syncAgent = async (agentId: number, password?: string, reset = false): Promise<void> => {
     if (!dynsec) {
       if (password) pendingPasswords.set(agentId, password);
       return;
     }
     const row = store.byId(agentId);
-    const previousLogin = loginOf.get(agentId);
+    const previousLogin = loginOf.get(agentId) ?? (reset ? row?.mqtt_login : undefined);
     const wanted = row && MAY_HOLD_ACCOUNT(row);
-    if (previousLogin && (!wanted || previousLogin !== row.mqtt_login)) {
+    // reset: enrolled again, the old install's password must stop working now (the new one comes with the record).
+    if (previousLogin && (reset || !wanted || previousLogin !== row.mqtt_login)) {
       // deleteClient also disconnects it.
       check(await dynsec.run([{ command: 'deleteClient', username: previousLogin }]));
       loginOf.delete(agentId);
@@ -271,7 +272,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     const id = event.agent_id;
     commands.forgetAgent(id);
     link.forget(id);
-    void serially(() => syncAgent(id)).catch(noteFailure);
+    void serially(() => syncAgent(id, undefined, event.type === 'agent.reenrolled')).catch(noteFailure);
   });
 
   const wasOnline = store.allOffline();
