@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
+import { agentApiUrl } from './agent-api/flyve-aliases.ts';
+import { agentReportRoutes } from './agent-api/report-routes.ts';
 import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
+import { appLinkSchemeFor } from './deeplink/codec.ts';
 import { startBrokerPort } from './broker/start.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
@@ -78,7 +81,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     smtpUrl: options.smtpUrl,
     mailFrom: options.mailFrom,
     secretProtector: options.secretProtector,
-  });
+  }, { sessions: options.sessionLimits });
   services.sessions.purgeIdle();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(() => services.sessions.purgeIdle(), 60 * 60 * 1000).unref();
@@ -89,6 +92,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     db,
     events: services.events,
     fleets: services.fleets,
+    reports: services.reports,
     dataDir: options.dataDir,
     host: options.host,
     port: options.mqttPort,
@@ -102,6 +106,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     caFile: options.mqttBrokerCaFile,
     authHost: options.mqttAuthHost,
     authPort: options.mqttAuthPort,
+    throttle: options.mqttThrottle,
   }).catch((error: unknown) => {
     if (db.open) db.close();
     throw error;
@@ -121,14 +126,23 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
     requestTimeout: 30_000,
     ajv: { customOptions: { coerceTypes: true } },
+    // Flyve resource names and trailing slashes reach the same routes (agent-api/flyve-aliases.ts).
+    rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
   });
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);
   await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment });
+  await agentApp.register(agentReportRoutes, {
+    prefix: '/api',
+    authenticate: sessionAuthenticator(services.sessions),
+    agents: services.agents,
+    reports: services.reports,
+    live: broker.liveReports,
+  });
   await agentApp.register(agentDownloadRoutes, { prefix: '/api', store: files, authenticate: sessionAuthenticator(services.sessions) });
   await agentApp.register(deeplinkPageRoutes, {
     deeplinkBase: targets.deeplinkBase,
-    appLinkScheme: () => services.settings.get().app_link_scheme,
+    appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
   });
 
   const { app: admin, auth: adminAuth } = await adminApp({ services, files, adminToken, info: () => info, broker, simulate: partial.simulate });

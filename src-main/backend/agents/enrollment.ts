@@ -5,12 +5,15 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../http/errors.ts';
 import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
 import { normalizeEmail, statusOf } from '../invitations/invitations.ts';
-import type { SessionService } from '../sessions/sessions.ts';
+import { RateLimiter } from '../sessions/rate-limit.ts';
+import { TooManyRequests, type SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import type { UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { hashSecret, randomPassword } from '../util/tokens.ts';
 import type { AgentRow, AgentService } from './agents.ts';
+import { parseInventory } from '../inventory/fusion-inventory.ts';
+import { InventoryError, type DeviceReports } from './reports.ts';
 
 /** The `input` of POST PluginMdmAgent; everything optional here, the rules below decide. */
 export interface AgentInput {
@@ -23,14 +26,36 @@ export interface AgentInput {
   lastname?: string;
   version?: string;
   type?: string;
+  /** Sent by the reference agents (Flyve dialect); stored, never required. */
+  phone?: string;
+  has_system_permission?: string;
+  /** Base64 of the device's FusionInventory XML. */
+  inventory?: string;
+  notification_type?: string;
+  notification_token?: string;
 }
 
 export const AGENT_TYPES = ['android', 'apple'] as const;
-const VERSION = /^\d+(\.\d+)*$/;
+/**
+ * SemVer 2.0 (pre-release and build parts allowed: the reference agent sends `2.0.0-rc.7`), with the
+ * numeric core as loose as the spec's `^\d+(\.\d+)*` (a `1.2` keeps being accepted).
+ */
+const VERSION = /^(0|[1-9]\d*)(\.(0|[1-9]\d*))*(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$/;
 /** An admin's unenroll frees a device for whoever enrolls it next. */
 const FREED = ['unenrolling', 'unenrolled'];
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
 const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
+/**
+ * How long the session that enrolled a device may read its record (and the records it links to).
+ * The agent reads it right after creating it, then switches to its api_token; after that, and for
+ * every other session of the person (a used QR code's user token), the agent's secrets are out of reach.
+ */
+export const ENROLLMENT_READ_WINDOW_MS = 15 * 60 * 1000;
+/**
+ * Enrollment attempts per person: each refusal is written to the invitation's log and the
+ * history, so a used QR code replayed in a loop must not grow them without bound.
+ */
+const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10, maxKeys: 50_000 };
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
@@ -51,6 +76,8 @@ export class EnrollmentService {
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
   private readonly broker: BrokerTargets;
+  private readonly reports: DeviceReports;
+  private readonly attempts = new RateLimiter(ATTEMPTS_PER_USER);
   private readonly statements;
 
   constructor(deps: {
@@ -63,6 +90,7 @@ export class EnrollmentService {
     fleets: FleetService;
     settings: SettingsStore;
     broker: BrokerTargets;
+    reports: DeviceReports;
   }) {
     this.db = deps.db;
     this.events = deps.events;
@@ -73,10 +101,14 @@ export class EnrollmentService {
     this.fleets = deps.fleets;
     this.settings = deps.settings;
     this.broker = deps.broker;
+    this.reports = deps.reports;
     const db = deps.db;
     this.statements = {
       bySerial: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND serial = ?`),
       byUuid: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`),
+      // MQTT logins are unique across all agents and entities (migration 3's unique index).
+      byLogin: db.prepare(`SELECT id, name FROM agents WHERE mqtt_login = ?`),
+      byAccount: db.prepare(`SELECT * FROM agents WHERE account_user_id = ?`),
       insertComputer: db.prepare(
         `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
@@ -96,6 +128,11 @@ export class EnrollmentService {
            mqtt_password_hash = NULL, updated_at = @now
          WHERE id = @id`,
       ),
+      setDeviceDetails: db.prepare(
+        `UPDATE agents SET phone = coalesce(@phone, phone), has_system_permission = coalesce(@has_system_permission, has_system_permission),
+           notification_type = coalesce(@notification_type, notification_type), notification_token = coalesce(@notification_token, notification_token)
+         WHERE id = @id`,
+      ),
       setPassword: db.prepare(`UPDATE agents SET mqtt_password_hash = ?, updated_at = ? WHERE id = ?`),
       computer: db.prepare(`SELECT * FROM computers WHERE id = ?`),
       entity: db.prepare(`SELECT * FROM entities WHERE id = ?`),
@@ -108,6 +145,8 @@ export class EnrollmentService {
    * invitation in one transaction.
    */
   enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): { id: string; message: string } {
+    const wait = this.attempts.take(String(session.userId));
+    if (wait > 0) throw new TooManyRequests('Too many enrollment attempts', wait);
     const serial = clean(input._serial);
     const uuid = clean(input._uuid);
     const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };
@@ -147,6 +186,9 @@ export class EnrollmentService {
     if (!version || !VERSION.test(version)) refuse('The agent version is missing or invalid');
     const type = clean(input.type);
     if (!type || !(AGENT_TYPES as readonly string[]).includes(type)) refuse('The MDM type must be android or apple');
+    const inventory = clean(input.inventory);
+    const inventoryXml = inventory === null ? null : decodeInventory(inventory);
+    if (inventoryXml instanceof InventoryError) refuse(`The inventory could not be read: ${inventoryXml.message}`);
 
     // Another person's device is not taken over by quoting its serial: an admin frees it first
     // (delete or unenroll it). The same person enrolling again gets the records back.
@@ -154,15 +196,36 @@ export class EnrollmentService {
     if (existing && existing.enrolled_by_user_id !== session.userId && !FREED.includes(existing.enroll_status)) {
       refuse('This device is already enrolled for another user; ask your administrator to remove it first');
     }
+    // The login (and the last level of the topic) is the serial, else the uuid: a uuid equal to
+    // another device's serial (or the reverse) would share that device's login, topic and commands.
+    const login = loginOf(serial ?? existing?.serial ?? null, uuid);
+    const owner = this.statements.byLogin.get(login) as { id: number; name: string } | undefined;
+    if (owner && owner.id !== existing?.id) {
+      refuse(
+        `Another device already uses ${login} as its MQTT login (its serial number or UUID): this device cannot be enrolled with it; ask your administrator`,
+      );
+    }
 
-    const agentId = this.events.transaction(() => this.createOrReuse(inv, session, existing, {
-      serial,
-      uuid,
-      version: version!,
-      type: type as AgentRow['type'],
-      firstname: clean(input.firstname) ?? inv.firstname,
-      lastname: clean(input.lastname) ?? inv.lastname,
-    }, attempt));
+    const agentId = this.events.transaction(() => {
+      const id = this.createOrReuse(inv, session, existing, {
+        serial,
+        uuid,
+        version: version!,
+        type: type as AgentRow['type'],
+        firstname: clean(input.firstname) ?? inv.firstname,
+        lastname: clean(input.lastname) ?? inv.lastname,
+      }, attempt);
+      const permission = clean(input.has_system_permission);
+      this.statements.setDeviceDetails.run({
+        id,
+        phone: clean(input.phone),
+        has_system_permission: permission === null ? null : ['1', 'true'].includes(permission.toLowerCase()) ? 1 : 0,
+        notification_type: clean(input.notification_type),
+        notification_token: clean(input.notification_token),
+      });
+      if (typeof inventoryXml === 'string') this.reports.inventory(id, inventoryXml, 'enrollment');
+      return id;
+    });
     return { id: String(agentId), message: 'Device enrolled' };
   }
 
@@ -183,7 +246,7 @@ export class EnrollmentService {
   ): number {
     const entityId = invitation.entity_id;
     const now = nowIso();
-    const login = device.serial ?? device.uuid!;
+    const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
     const uuidOwner = device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
@@ -220,6 +283,7 @@ export class EnrollmentService {
       );
     }
     this.invitations.consume(invitation, agentId, attempt);
+    this.sessions.bindEnrollment(session.token, agentId, now);
     this.events.record(
       existing ? 'agent.reenrolled' : 'agent.enrolled',
       `${login} enrolled by ${invitation.email}${existing ? ' (again)' : ''}`,
@@ -230,12 +294,12 @@ export class EnrollmentService {
   }
 
   /**
-   * GET PluginMdmAgent/<id>: for the enrolling person under the guest profile, or the agent's own
-   * account. Each read draws a new MQTT password and keeps only its hash.
+   * GET PluginMdmAgent/<id>: for the session that enrolled it (guest profile, for a short while),
+   * or the agent's own account. Each read draws a new MQTT password and keeps only its hash.
    */
   async record(session: SessionContext, id: number): Promise<Record<string, unknown>> {
-    const agent = this.agents.row(id);
-    if (!agent || !this.mayRead(session, agent)) throw itemNotFound();
+    const agent = this.ownAgent(session);
+    if (!agent || agent.id !== id) throw itemNotFound();
     const mqttpasswd = randomPassword(40);
     this.statements.setPassword.run(hashSecret(mqttpasswd), nowIso(), id);
     // The broker must know the password before the agent, which connects right after this read.
@@ -254,6 +318,10 @@ export class EnrollmentService {
       enroll_status: agent.enroll_status,
       entities_id: agent.entity_id,
       plugin_mdm_fleets_id: agent.fleet_id,
+      // The reference agents' names (Flyve dialect): the Android agent throws without the fleet's.
+      plugin_flyvemdm_fleets_id: agent.fleet_id,
+      mdm_type: agent.type,
+      is_online: agent.is_online,
       last_report: agent.last_report,
       last_contact: agent.last_contact,
       certificate: agent.certificate,
@@ -277,21 +345,30 @@ export class EnrollmentService {
     };
   }
 
-  private mayRead(session: SessionContext, agent: AgentRow): boolean {
-    if (session.userId === agent.account_user_id) return true;
-    return (
-      session.userKind === 'person' &&
-      session.userId === agent.enrolled_by_user_id &&
-      session.activeProfileId === this.users.guestProfile().id
-    );
+  /**
+   * The one agent a session acts for: its own, for an agent's account; for a person's session, the
+   * agent that very session enrolled, within ENROLLMENT_READ_WINDOW_MS, under the guest profile.
+   * Any other session (another of the person's, e.g. opened with a used QR code) has none.
+   */
+  private ownAgent(session: SessionContext): AgentRow | undefined {
+    if (session.userKind === 'agent') return this.statements.byAccount.get(session.userId) as AgentRow | undefined;
+    if (session.enrolledAgentId === null || session.enrolledAt === null) return undefined;
+    if (Date.now() - Date.parse(session.enrolledAt) > ENROLLMENT_READ_WINDOW_MS) return undefined;
+    if (session.activeProfileId !== this.users.guestProfile().id) return undefined;
+    const agent = this.agents.row(session.enrolledAgentId);
+    // Freed by an admin and enrolled by someone else since: no longer this session's.
+    return agent?.enrolled_by_user_id === session.userId ? agent : undefined;
   }
 
-  /** Targets of the record's links, readable by any session of their entity. */
+  /** The targets of the record's links: only those of the session's own agent (404 for any other). */
   computer(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.statements.computer.get(id) as
-      | { id: number; entity_id: number; name: string; serial: string | null; uuid: string | null; user_id: number | null; created_at: string; updated_at: string }
-      | undefined;
-    if (!row || row.entity_id !== session.entityId) throw itemNotFound();
+    const own = this.ownAgent(session);
+    const row = own?.computer_id === id
+      ? (this.statements.computer.get(id) as
+          | { id: number; entity_id: number; name: string; serial: string | null; uuid: string | null; user_id: number | null; created_at: string; updated_at: string }
+          | undefined)
+      : undefined;
+    if (!row) throw itemNotFound();
     return {
       id: row.id,
       name: row.name,
@@ -305,16 +382,36 @@ export class EnrollmentService {
   }
 
   entity(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.statements.entity.get(id) as { id: number; name: string; parent_id: number | null; created_at: string } | undefined;
-    if (!row || row.id !== session.entityId) throw itemNotFound();
+    const row = this.ownAgent(session)?.entity_id === id
+      ? (this.statements.entity.get(id) as { id: number; name: string; parent_id: number | null; created_at: string } | undefined)
+      : undefined;
+    if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, completename: row.name, entities_id: row.parent_id ?? 0, date_creation: row.created_at };
   }
 
   fleet(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.fleets.byId(id);
-    if (!row || row.entity_id !== session.entityId) throw itemNotFound();
+    const row = this.ownAgent(session)?.fleet_id === id ? this.fleets.byId(id) : undefined;
+    if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, entities_id: row.entity_id, is_default: row.is_default, date_creation: row.created_at };
   }
+}
+
+/** The create input's `inventory`: base64 of FusionInventory XML; an InventoryError when unusable. */
+function decodeInventory(base64: string): string | InventoryError {
+  const compact = base64.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact)) return new InventoryError('it is not base64');
+  try {
+    const xml = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(compact, 'base64'));
+    parseInventory(xml);
+    return xml;
+  } catch (error) {
+    return error instanceof InventoryError ? error : new InventoryError('it is not UTF-8 text');
+  }
+}
+
+/** An agent's MQTT login: its serial, else its uuid (one of them is always there). */
+function loginOf(serial: string | null, uuid: string | null): string {
+  return (serial ?? uuid)!;
 }
 
 function clean(value: string | undefined | null): string | null {

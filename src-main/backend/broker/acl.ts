@@ -24,15 +24,15 @@ export interface AgentTopicRules {
   subscribeExact: string[];
 }
 
-/** Manifests every agent may read: ours and the reference's name for it. */
-export const SHARED_RECEIVE_ROOTS = ['MdmManifest'] as const;
+/** The manifest topics: ours and the reference's name for it (the Flyve agents subscribe to the latter). */
+export const MANIFEST_TOPICS = ['MdmManifest', 'FlyvemdmManifest'] as const;
 
 /** The table itself. Add a right here and every broker mode applies it. */
 export function agentTopicRules(agent: Pick<AgentIdentity, 'topic' | 'entityId' | 'fleetId'>): AgentTopicRules {
   const t = agent.topic;
-  const receive = [`${t}/Command/#`, `${t}/Policy/#`, ...SHARED_RECEIVE_ROOTS.map((root) => `${root}/#`), `${fleetTopic(agent.entityId, agent.fleetId)}/#`];
+  const receive = [`${t}/Command/#`, `${t}/Policy/#`, ...MANIFEST_TOPICS.map((root) => `${root}/#`), `${fleetTopic(agent.entityId, agent.fleetId)}/#`];
   return {
-    publish: [`${t}/Status/#`, `${t}/MdmManifest/#`],
+    publish: [`${t}/Status/#`, ...MANIFEST_TOPICS.map((root) => `${t}/${root}/#`)],
     receive,
     subscribeExact: [`${t}/#`, ...receive],
   };
@@ -69,12 +69,12 @@ export const rulesAllowPublish = (rules: AgentTopicRules, topic: string): boolea
 /** Whether rules allow subscribing with `filter`: one of the exact filters, or one within what may be received. */
 export const rulesAllowSubscribe = (rules: AgentTopicRules, filter: string): boolean => rules.subscribeExact.includes(filter) || allowedBy(rules.receive, filter);
 
-/** The agent may publish `T/Status/#` and `T/MdmManifest/#`. */
+/** The agent may publish `T/Status/#`, `T/MdmManifest/#` and `T/FlyvemdmManifest/#`. */
 export function mayPublish(agent: AgentIdentity, topic: string): boolean {
   return rulesAllowPublish(agentTopicRules(agent), topic);
 }
 
-/** The agent may receive `T/Command/#`, `T/Policy/#`, `MdmManifest/#` and its fleet's topic. */
+/** The agent may receive `T/Command/#`, `T/Policy/#`, `MdmManifest/#`, `FlyvemdmManifest/#` and its fleet's topic. */
 export function mayReceive(agent: AgentIdentity, topic: string): boolean {
   return allowedBy(agentTopicRules(agent).receive, topic);
 }
@@ -92,9 +92,9 @@ export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
  * messages and manifests, and it reads every agent's reports.
  */
 export const BACKEND_TOPIC_RULES: AgentTopicRules = {
-  publish: ['/+/agent/+/Command/#', '/+/agent/+/Policy/#', '/+/fleet/#', ...SHARED_RECEIVE_ROOTS.map((root) => `${root}/#`)],
-  receive: ['/+/agent/+/Status/#', '/+/agent/+/MdmManifest/#'],
-  subscribeExact: ['/+/agent/+/Status/#', '/+/agent/+/MdmManifest/#'],
+  publish: ['/+/agent/+/Command/#', '/+/agent/+/Policy/#', '/+/fleet/#', ...MANIFEST_TOPICS.map((root) => `${root}/#`)],
+  receive: ['/+/agent/+/Status/#', ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
+  subscribeExact: ['/+/agent/+/Status/#', ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
 };
 
 /**

@@ -5,20 +5,24 @@ import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { verifySecret } from '../util/tokens.ts';
-import { isUsableAgentTopic, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from './acl.ts';
+import type { DeviceReports } from '../agents/reports.ts';
+import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from './acl.ts';
 import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
-import { FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
+import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
-import type { MqttBroker } from './port.ts';
+import type { LiveReports, MqttBroker } from './port.ts';
 import { loadBrokerCertificate } from './tls-certificate.ts';
+import { MANIFEST_VERSION } from './manifest.ts';
 
 export interface BrokerOptions {
   db: Db;
   events: EventLog;
   fleets: FleetService;
+  /** Inventories and positions agents send (shared with their HTTP reports). */
+  reports: DeviceReports;
   dataDir: string;
   /** Address both listeners bind to. */
   host: string;
@@ -35,7 +39,9 @@ export interface BrokerOptions {
   throttle?: Partial<ThrottleOptions>;
 }
 
-export type { BrokerStatus, MqttBroker } from './port.ts';
+export type { BrokerStatus, LiveReports, MqttBroker } from './port.ts';
+
+export { MANIFEST_VERSION } from './manifest.ts';
 
 /** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
 const DENIED_PREFIX = '$denied/';
@@ -77,7 +83,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   });
   const store = new BrokerAgentStore(options.db);
   const registry = new ConnectionRegistry();
+  // Per login and address: one bad device behind a NAT slows only its own login, never the others.
   const throttle = new FailureThrottle(options.throttle);
+  // Per address, whatever the login, with a higher threshold: a scan of logins; slows refusals only.
+  const scanThrottle = new FailureThrottle(options.throttle, Date.now, { ...DEFAULT_THROTTLE, ...options.throttle }.freeFailuresPerAddress);
   const pendingChecks = new Set<NodeJS.Timeout>();
   const deniedNoted = new WeakSet<Client>();
 
@@ -100,6 +109,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     events,
     fleets: options.fleets,
     publisher,
+    reports: options.reports,
     links: {
       isConnected: (agentId) => registry.live(agentId).length > 0,
       fleetChanged: (agentId, fleetId) => {
@@ -111,17 +121,45 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       },
     },
   });
+  const identityOf = (agentId: number): AgentIdentity | null => {
+    const live = registry.identity(agentId);
+    if (live) return live;
+    const row = store.byId(agentId);
+    return row ? { id: row.id, entityId: row.entity_id, fleetId: row.fleet_id, topic: row.topic, name: row.name } : null;
+  };
+  const liveReports: LiveReports = {
+    pong: (agentId) => {
+      const agent = identityOf(agentId);
+      if (agent) commands.received(agent, 'Status/Ping', Buffer.from('!'), 'http');
+    },
+    online: (agentId) => {
+      const agent = identityOf(agentId);
+      if (agent) presence.reportedOverHttp(agent);
+    },
+  };
   const wasOnline = presence.start();
 
-  const check = (client: Client, username: string | undefined, password: Buffer | undefined): AuthenticateError | BrokerAgentRow => {
+  /**
+   * Checks a login at once (a salted SHA-256: cheap) and says how long its answer waits: a
+   * refusal waits what its (login, address) and its address have earned; a correct password at
+   * most the first step, and nothing at all when its own (login, address) has no failures.
+   */
+  const check = (client: Client, username: string | undefined, password: Buffer | undefined): { result: AuthenticateError | BrokerAgentRow; delay: number } => {
     const address = connectionInfo(client, client.id).address ?? 'unknown';
     const login = username ?? '';
+    const key = `${address}\u0000${login}`;
     const shown = JSON.stringify(login.length > 64 ? `${login.slice(0, 64)}…` : login);
+    const keyDelay = throttle.delayFor(key);
     const refuse = (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow) => {
-      const throttledBefore = throttle.isThrottled(address);
-      if (returnCode === 4) throttle.fail(address);
-      if (!throttledBefore) {
-        const slowed = throttle.isThrottled(address) ? `; further attempts from ${address} are slowed down` : '';
+      const delay = Math.max(keyDelay, scanThrottle.delayFor(address));
+      if (returnCode === 4) {
+        throttle.fail(key);
+        scanThrottle.fail(address);
+      }
+      if (delay === 0) {
+        const slowed = throttle.isThrottled(key)
+          ? `; further attempts for this login from ${address} are slowed down`
+          : scanThrottle.isThrottled(address) ? `; further refused logins from ${address} are slowed down` : '';
         events.record('mqtt.login_refused', `MQTT login ${shown} from ${address} refused: ${why}${slowed}`, agent ? { entityId: agent.entity_id, agentId: agent.id } : {}, {
           login: login.slice(0, 200),
           address,
@@ -129,7 +167,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
           return_code: returnCode,
         });
       }
-      return refusal(returnCode, why);
+      return { result: refusal(returnCode, why), delay };
     };
     const secret = password?.toString('utf8') ?? '';
     if (!login || !secret) return refuse(4, 'login and password are required');
@@ -138,8 +176,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     if (!agent) return refuse(4, candidates.length > 0 ? 'wrong password' : 'unknown login', candidates.length === 1 ? candidates[0] : undefined);
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
-    throttle.succeed(address);
-    return agent;
+    throttle.succeed(key);
+    return { result: agent, delay: Math.min(keyDelay, throttle.firstStepMs) };
   };
 
   const connectionClosed = (client: Client) => {
@@ -153,21 +191,23 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     // MQTT 3.1 says 23 characters; agents that send a UUID (36) are accepted like MQTT 3.1.1 ones.
     maxClientsIdLength: 128,
     authenticate(client, username, password, done) {
-      const run = () => {
-        const result = check(client, username ?? undefined, password ?? undefined);
+      const { result, delay } = check(client, username ?? undefined, password ?? undefined);
+      const answer = () => {
         if (result instanceof Error) return done(result, false);
         // Client ids are scoped to their agent: one agent's id can never take over another's connection.
         const clientId = client.id;
         (client as { id: string }).id = `${result.id}|${clientId}`;
-        registry.bind(client, result, connectionInfo(client, clientId));
+        const identity = registry.bind(client, result, connectionInfo(client, clientId));
         client.conn.once('close', () => connectionClosed(client));
+        // Presence is what the broker knows: online from the moment the login is accepted, before the
+        // CONNACK goes out and whether or not the agent ever publishes Status/Online.
+        presence.connected(client, identity);
         done(null, true);
       };
-      const delay = throttle.delayFor(connectionInfo(client, client.id).address ?? 'unknown');
-      if (delay === 0) return run();
+      if (delay === 0) return answer();
       const timer = setTimeout(() => {
         pendingChecks.delete(timer);
-        if (!client.closed && !aedes.closed) run();
+        if (!client.closed && !aedes.closed) answer();
       }, delay);
       pendingChecks.add(timer);
     },
@@ -209,11 +249,9 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   indexRetainedMessages((aedes as unknown as { persistence: unknown }).persistence);
 
   const restored = await commands.restoreRetained();
+  // The manifest's version message, under both names (the Flyve agents subscribe to FlyvemdmManifest/Status/Version).
+  for (const manifest of MANIFEST_TOPICS) await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
 
-  aedes.on('clientReady', (client) => {
-    const agent = registry.identityOf(client);
-    if (agent) presence.connected(client, agent);
-  });
   aedes.on('ping', (_packet, client) => {
     const agent = registry.identityOf(client);
     if (agent) presence.touch(agent);
@@ -292,6 +330,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     commands,
     agentEndpoint: (tls) => ({ host: options.publicHost(), port: tls ? tlsPort : port, tls }),
     credentialsIssued: async () => {}, // logins are checked against the database itself
+    liveReports,
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: async (topic) => {
       const persistence = (aedes as unknown as { persistence: { createRetainedStream(pattern: string): AsyncIterable<{ payload: Buffer | string }> } }).persistence;

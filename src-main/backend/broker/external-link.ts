@@ -6,12 +6,15 @@ import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { nowIso } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError } from '../http/errors.ts';
-import { type AgentIdentity } from './acl.ts';
+import { BACKEND_TOPIC_RULES, MANIFEST_TOPICS, type AgentIdentity } from './acl.ts';
+import type { AgentCommands } from './commands.ts';
+import { MANIFEST_VERSION } from './manifest.ts';
+import type { LiveReports } from './port.ts';
 import { MAY_CONNECT, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
 import type { BrokerUrl } from './broker-url.ts';
 
 /** What the backend reads: every agent's reports. */
-export const BACKEND_SUBSCRIPTIONS = ['/+/agent/+/Status/#', '/+/agent/+/MdmManifest/#'] as const;
+export const BACKEND_SUBSCRIPTIONS = BACKEND_TOPIC_RULES.subscribeExact;
 const ONLINE_SUBTOPIC = 'Status/Online';
 export const BACKOFF = { firstMs: 500, maxMs: 30_000 };
 /** A publish not acknowledged in this time is left to the client's own queue; the caller goes on. */
@@ -235,6 +238,26 @@ export function brokerClientOptions(url: BrokerUrl, account: { username: string;
     keepalive: 30,
     ...(caFile ? { ca: readFileSync(caFile) } : {}),
   };
+}
+
+/**
+ * Pings and presence reported over HTTP, on an external broker: a pong answers the pending ping;
+ * `is_online` is a sign of life (presence is what the agent says on MQTT).
+ */
+export function externalLiveReports(store: BrokerAgentStore, commands: AgentCommands): LiveReports {
+  return {
+    pong: (agentId) => {
+      const row = store.byId(agentId);
+      if (row) commands.received(identityOf(row), 'Status/Ping', Buffer.from('!'), 'http');
+    },
+    online: (agentId) => store.touch(agentId, nowIso()),
+  };
+}
+
+/** What every (re)connection of the backend publishes: the records' pending commands, the manifest's version. */
+export async function announceOnConnect(commands: AgentCommands, publish: (topic: string, payload: string, retain: boolean) => Promise<void>): Promise<void> {
+  await commands.restoreRetained();
+  for (const manifest of MANIFEST_TOPICS) await publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
 }
 
 export function identityOf(row: BrokerAgentRow): AgentIdentity {

@@ -7,18 +7,20 @@ import mqtt, { type MqttClient } from 'mqtt';
 import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
+import type { DeviceReports } from '../agents/reports.ts';
 import { agentTopicRules, BACKEND_TOPIC_RULES, isUsableAgentTopic } from './acl.ts';
 import { BrokerAgentStore, type BrokerAgentRow } from './agent-store.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
-import { BACKOFF, brokerClientOptions, ExternalLink, identityOf } from './external-link.ts';
+import { announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, externalLiveReports, identityOf } from './external-link.ts';
 import type { MqttBroker } from './port.ts';
 
 export interface ExternalBrokerOptions {
   db: Db;
   events: EventLog;
   fleets: FleetService;
+  reports: DeviceReports;
   /** mqtt[s]://ADMIN:PASSWORD@HOST:PORT — the account `mosquitto_ctrl dynsec init` made. */
   brokerUrl: string;
   /** Where agents reach the broker, when not by the broker URL's name. */
@@ -72,15 +74,14 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     events,
     store,
     name: 'Mosquitto',
-    onConnected: async () => {
-      await commands.restoreRetained();
-    },
+    onConnected: () => announceOnConnect(commands, (topic, payload, retain) => link.publish(topic, payload, retain)),
     onReport: (agent, subtopic, payload) => commands.received(agent, subtopic, payload),
   });
   const commands = new AgentCommands({
     store,
     events,
     fleets: options.fleets,
+    reports: options.reports,
     publisher: { publish: (topic, payload, retain) => link.publish(topic, payload, retain) },
     links: {
       isConnected: (agentId) => link.isOnline(agentId),
@@ -284,6 +285,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     tlsPort: endpoint.tls ? endpoint.port : 0,
     certificate: null,
     commands,
+    liveReports: externalLiveReports(store, commands),
     publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
     retained: (topic) => link.retained(topic),
     agentEndpoint: () => endpoint,

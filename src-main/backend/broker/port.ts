@@ -38,6 +38,14 @@ export interface BrokerStatus {
   } | null;
 }
 
+/** What only the broker knows how to record (pending pings, presence), for agents reporting over HTTP. */
+export interface LiveReports {
+  /** `_pong`: recorded as `T/Status/Ping` `!` is (a pending ping's reply, with its latency). */
+  pong(agentId: number): void;
+  /** `is_online`: recorded as `T/Status/Online` is (a sign of life; the agent's connections decide presence). */
+  online(agentId: number, online: boolean): void;
+}
+
 export interface MqttBroker {
   mode: BrokerMode;
   /** Agent-facing ports (plain, TLS; 0 when the broker has none). */
@@ -46,6 +54,8 @@ export interface MqttBroker {
   /** The embedded broker's TLS certificate; null for an external broker. */
   certificate: BrokerCertificate | null;
   commands: AgentCommands;
+  /** Pings and presence reported over HTTP, recorded as their MQTT counterparts are. */
+  liveReports: LiveReports;
   /** Publishing with the backend's rights (QoS 1): commands, policies, manifests, fleet messages. */
   publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
   /** The message the broker keeps retained on `topic` (exact name), or null. */

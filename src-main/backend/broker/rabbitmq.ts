@@ -6,11 +6,12 @@ import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
+import type { DeviceReports } from '../agents/reports.ts';
 import { BrokerAgentStore } from './agent-store.ts';
 import { startAuthEndpoints } from './auth-endpoints.ts';
 import { parseBrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
-import { ExternalLink } from './external-link.ts';
+import { announceOnConnect, ExternalLink, externalLiveReports } from './external-link.ts';
 import { publicEndpoint } from './mosquitto.ts';
 import type { MqttBroker } from './port.ts';
 
@@ -18,6 +19,7 @@ export interface RabbitmqBrokerOptions {
   db: Db;
   events: EventLog;
   fleets: FleetService;
+  reports: DeviceReports;
   /** mqtt[s]://USER:PASSWORD@HOST:PORT,HOST:PORT — the backend's account; the backend itself accepts it. */
   brokerUrl: string;
   publicUrl?: string | undefined;
@@ -49,9 +51,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     events,
     store,
     name: 'RabbitMQ',
-    onConnected: async () => {
-      await commands.restoreRetained();
-    },
+    onConnected: () => announceOnConnect(commands, (topic, payload, retain) => link.publish(topic, payload, retain)),
     onReport: (agent, subtopic, payload) => commands.received(agent, subtopic, payload),
     // Retained messages live on the node that took them: the agent may be on another one now.
     onAgentOnline: (agent) => void commands.republishFor(agent.id).catch(() => {}),
@@ -60,6 +60,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     store,
     events,
     fleets: options.fleets,
+    reports: options.reports,
     publisher: { publish: (topic, payload, retain) => link.publish(topic, payload, retain) },
     links: {
       isConnected: (agentId) => link.isOnline(agentId),
@@ -93,6 +94,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     tlsPort: endpoint.tls ? endpoint.port : 0,
     certificate: null,
     commands,
+    liveReports: externalLiveReports(store, commands),
     publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
     retained: (topic) => link.retained(topic),
     agentEndpoint: () => endpoint,
