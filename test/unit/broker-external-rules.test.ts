@@ -14,7 +14,7 @@ describe('the rule table for external brokers', () => {
     expect(acls).toContainEqual({ acltype: 'publishClientReceive', topic: '/1/agent/R58ABC/Command/#', allow: true });
     expect(acls).toContainEqual({ acltype: 'publishClientReceive', topic: '/1/fleet/3/#', allow: true });
     expect(acls).toContainEqual({ acltype: 'subscribeLiteral', topic: '/1/agent/R58ABC/#', allow: true });
-    expect(acls.filter((acl) => acl.acltype === 'publishClientSend').map((acl) => acl.topic)).toEqual(['/1/agent/R58ABC/Status/#', '/1/agent/R58ABC/MdmManifest/#']);
+    expect(acls.filter((acl) => acl.acltype === 'publishClientSend').map((acl) => acl.topic)).toEqual(['/1/agent/R58ABC/Status/#', '/1/agent/R58ABC/MdmManifest/#', '/1/agent/R58ABC/FlyvemdmManifest/#']);
     expect(acls.every((acl) => acl.allow)).toBe(true);
   });
 
