@@ -117,7 +117,7 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
       return {
         ...visible,
         counts,
-        mqtt: broker?.status() ?? null,
+        mqtt: broker ? { ...broker.status(), agent_endpoint: broker.agentEndpoint(services.settings.get().mqtt_tls) } : null,
         lan_addresses: lanAddresses(),
         warnings: [
           ...(isLoopbackHost(publicHost)

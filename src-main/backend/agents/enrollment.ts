@@ -60,9 +60,11 @@ const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10, maxKeys: 50_000 };
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
-  host(): string;
-  port(tls: boolean): number;
+  /** Where agents connect, given the `mqtt_tls` setting (an external broker decides its own TLS). */
+  endpoint(tlsSetting: boolean): { host: string; port: number; tls: boolean };
   apiUrl(): string;
+  /** The plaintext of a freshly drawn mqttpasswd, for a broker that keeps its own copy (Mosquitto). */
+  credentialsIssued(agentId: number, password: string): Promise<void>;
 }
 
 export class EnrollmentService {
@@ -307,13 +309,15 @@ export class EnrollmentService {
    * GET PluginMdmAgent/<id>: for the session that enrolled it (guest profile, for a short while),
    * or the agent's own account. Each read draws a new MQTT password and keeps only its hash.
    */
-  record(session: SessionContext, id: number): Record<string, unknown> {
+  async record(session: SessionContext, id: number): Promise<Record<string, unknown>> {
     const agent = this.ownAgent(session);
     if (!agent || agent.id !== id) throw itemNotFound();
     const mqttpasswd = randomPassword(40);
     this.statements.setPassword.run(hashSecret(mqttpasswd), nowIso(), id);
+    // The broker must know the password before the agent, which connects right after this read.
+    await this.broker.credentialsIssued(id, mqttpasswd);
     const settings = this.settings.get();
-    const tls = settings.mqtt_tls;
+    const endpoint = this.broker.endpoint(settings.mqtt_tls);
     const account = this.users.byId(agent.account_user_id)!;
     const base = this.broker.apiUrl();
     return {
@@ -336,9 +340,9 @@ export class EnrollmentService {
       topic: agent.topic,
       mqttpasswd,
       api_token: account.user_token,
-      broker: this.broker.host(),
-      port: this.broker.port(tls),
-      tls: tls ? 1 : 0,
+      broker: endpoint.host,
+      port: endpoint.port,
+      tls: endpoint.tls ? 1 : 0,
       android_bugcollecctor_url: settings.android_bugcollector_url,
       android_bugcollector_login: settings.android_bugcollector_login,
       android_bugcollector_passwd: settings.android_bugcollector_passwd,
