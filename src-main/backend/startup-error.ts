@@ -73,6 +73,8 @@ export interface ListenerPorts {
   adminPort: number;
   mqttPort: number;
   mqttTlsPort: number;
+  /** Listened on only with an external RabbitMQ broker. */
+  mqttAuthPort?: number;
   host: string;
 }
 
@@ -81,6 +83,7 @@ const LISTENERS: { option: keyof ListenerPorts; what: string }[] = [
   { option: 'adminPort', what: 'the admin API and console' },
   { option: 'mqttPort', what: 'the MQTT broker; another broker such as mosquitto?' },
   { option: 'mqttTlsPort', what: 'the MQTT broker over TLS; another broker such as mosquitto?' },
+  { option: 'mqttAuthPort', what: 'the HTTP auth endpoints for RabbitMQ' },
 ];
 
 /** Port errors of listen(): which port, for what, and which option changes it. */

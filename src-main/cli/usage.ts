@@ -24,7 +24,9 @@ export const USAGES: Record<string, string> = {
   serve: `usage: mdm-console serve [--data-dir DIR] [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
                          [--public-host HOST] [--host ADDR] [--mqtt-tls-cert FILE --mqtt-tls-key FILE]
                          [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
-                         [--agent-app spec|flyve] [--json]
+                         [--agent-app spec|flyve] [--mqtt-broker embedded|mosquitto|rabbitmq]
+                         [--mqtt-broker-url URL] [--mqtt-public-url URL] [--mqtt-broker-ca FILE]
+                         [--mqtt-auth-host H --mqtt-auth-port P] [--json]
 
 Runs the backend and the web console until Ctrl+C. One server per data dir.
 
@@ -37,6 +39,11 @@ Runs the backend and the web console until Ctrl+C. One server per data dir.
   --smtp-url URL, --mail-from ADDR   where invitation emails go (or $MDM_CONSOLE_SMTP_URL,
                       $MDM_CONSOLE_MAIL_FROM; none: .eml files in DIR/outbox)
   --agent-app spec|flyve   which agent app new codes are made for (kept as the agent_app setting)
+  --mqtt-broker MODE  where agents' MQTT connections live (default embedded); mosquitto or rabbitmq
+                      need --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]
+  --mqtt-public-url URL    the broker address put into agent records (default: the broker URL's)
+  --mqtt-broker-ca FILE    CA certificate for an mqtts:// broker URL
+  --mqtt-auth-host H, --mqtt-auth-port P   rabbitmq: listener of the HTTP auth endpoints
   --data-dir DIR      database, files, token (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)
   --json              print the server's addresses as JSON`,
   invite: INVITE,
@@ -51,6 +58,24 @@ ${COMMON}`,
   resend: `usage: mdm-console resend ID
 
 Emails the invitation again, with the same link and expiry.
+${COMMON}`,
+  code: `usage: mdm-console code create --name NAME [--fleet F] [--domain D]... [--max-uses K] [--days D] [--approval manual]
+       mdm-console code revoke ID | code rotate ID | codes
+
+An enrollment code: one QR code for many devices (optionally limited to email domains, a number
+of uses, a lifetime, or needing approval). rotate draws new tokens: printed copies stop working.
+${COMMON}`,
+  codes: `usage: mdm-console codes
+
+Lists enrollment codes.
+${COMMON}`,
+  approve: `usage: mdm-console approve AGENT_ID
+
+Approves a device that enrolled with a code needing approval.
+${COMMON}`,
+  reject: `usage: mdm-console reject AGENT_ID
+
+Rejects a device that enrolled with a code needing approval.
 ${COMMON}`,
   mail: `usage: mdm-console mail status | mail test --to ADDRESS | mail retry
 
@@ -109,6 +134,10 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   invitations [--status pending|enrolled|expired|revoked] [--search TEXT]
   revoke      ID                                         revoke a pending invitation
   resend      ID                                         email the invitation again (same link and expiry)
+  code create --name N [--fleet F] [--domain D]... [--max-uses K] [--days D] [--approval manual]
+                                                         one enrollment code (QR) for many devices
+  codes | code revoke ID | code rotate ID                list, revoke, new tokens (printed copies stop working)
+  approve AGENT_ID | reject AGENT_ID                     a device enrolled with a code needing approval
   mail        status | test --to ADDRESS | retry         mail transport, test email, retry failed emails
   agents                                                 enrolled devices
   command     AGENT_ID ping|lock|unlock|wipe|unenroll [--fleet NAME] [--no-wait]
