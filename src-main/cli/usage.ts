@@ -140,7 +140,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   approve AGENT_ID | reject AGENT_ID                     a device enrolled with a code needing approval
   mail        status | test --to ADDRESS | retry         mail transport, test email, retry failed emails
   agents                                                 enrolled devices
-  command     AGENT_ID ping|lock|unlock|wipe|unenroll [--fleet NAME] [--no-wait]
+  command     AGENT_ID ping|lock|unlock|wipe|unenroll|inventory|geolocate [--fleet NAME] [--no-wait]
                                                          a command to a device over MQTT (--fleet moves it)
   fleets | fleet add NAME | fleet rename ID NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID
