@@ -9,20 +9,23 @@ import { agentApiUrl } from './agent-api/flyve-aliases.ts';
 import { agentReportRoutes } from './agent-api/report-routes.ts';
 import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
 import { appLinkSchemeFor } from './deeplink/codec.ts';
-import { startBroker, type MqttBroker } from './broker/broker.ts';
+import { startBrokerPort } from './broker/start.ts';
+import type { MqttBroker } from './broker/port.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
+import { lockDataDir, SERVER_FILE, type DataDirLock } from './data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
 import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
 import { isDiskFull } from './http/disk-full.ts';
-import { badRequest } from './http/errors.ts';
+import { ApiError, badRequest } from './http/errors.ts';
 import { refuseUnusableNumbers } from './http/number-guard.ts';
 import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
 import { capConnections, planSockets, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import { createServices, type Services } from './services.ts';
+import { explainDatabaseError, explainListenError } from './startup-error.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
 const AGENT_BODY_LIMIT = 64 * 1024;
@@ -37,7 +40,11 @@ export interface ServerInfo {
   mqtt_port: number;
   mqtt_tls_port: number;
   /** SHA-256 fingerprint of the MQTT TLS certificate (colon-separated hex). */
-  mqtt_tls_fingerprint: string;
+  mqtt_tls_fingerprint: string | null;
+  /** embedded, mosquitto or rabbitmq. */
+  mqtt_broker: string;
+  /** Where agents connect (the external broker's public host in the external modes). */
+  mqtt_host: string;
   public_host: string;
   data_dir: string;
   pid: number;
@@ -61,33 +68,71 @@ export interface StartOptions extends Partial<BackendOptions> {
 
 /**
  * Starts the whole backend: SQLite, agent API + deeplink page (LAN), admin API + console
- * (loopback). Writes DIR/server.json once listening, removes it on close.
+ * (loopback). One server per data dir: it is locked first (a second server gets a StartupError
+ * naming the first). DIR/server.json, written once listening and removed on close, says where
+ * it is. Problems a user can fix are StartupErrors saying how.
  */
 export async function startBackend(partial: StartOptions = {}): Promise<RunningBackend> {
   const options = resolveOptions(partial);
+  const infoFile = join(options.dataDir, SERVER_FILE);
+  let lock: DataDirLock;
+  try {
+    // Tokens live in the database: the data dir is the owner's alone.
+    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    lock = lockDataDir(options.dataDir);
+  } catch (error) {
+    throw explainDatabaseError(error, join(options.dataDir, 'mdm-console.sqlite'), options.dataDir);
+  }
+  try {
+    // Holding the lock, any server.json is a killed server's: gone, so nobody reads it as ours.
+    rmSync(infoFile, { force: true });
+    return await startLocked(partial, options, lock, infoFile);
+  } catch (error) {
+    rmSync(infoFile, { force: true });
+    lock.release();
+    throw explainListenError(explainDatabaseError(error, join(options.dataDir, 'mdm-console.sqlite'), options.dataDir), options);
+  }
+}
+
+function writeInfoFile(file: string, content: object): void {
+  writeFileSync(file, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
+
+async function startLocked(partial: StartOptions, options: BackendOptions, lock: DataDirLock, infoFile: string): Promise<RunningBackend> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
-  // Tokens live in the database: the data dir is the owner's alone.
-  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
-  const adminToken = loadOrCreateAdminToken(options.dataDir);
+  let adminToken: string;
+  try {
+    adminToken = loadOrCreateAdminToken(options.dataDir);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
 
   let apiPort = options.port;
-  let mqttPorts = { plain: options.mqttPort, tls: options.mqttTlsPort };
+  let broker: MqttBroker | undefined;
   const publicHost = (settings = services.settings.get()) => partial.publicHost ?? (settings.public_host || options.publicHost);
   const targets = {
     apiUrl: (settings = services.settings.get()) => `http://${urlHost(publicHost(settings))}:${apiPort}/api`,
     deeplinkBase: (settings = services.settings.get()) =>
       settings.deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost(settings))}:${apiPort}`,
-    host: () => publicHost(),
-    port: (tls: boolean) => (tls ? mqttPorts.tls : mqttPorts.plain),
+    endpoint: (tls: boolean) => broker!.agentEndpoint(tls),
+    credentialsIssued: (agentId: number, password: string) => broker!.credentialsIssued(agentId, password),
   };
-  const services = createServices(db, targets, {
-    dataDir: options.dataDir,
-    smtpUrl: options.smtpUrl,
-    mailFrom: options.mailFrom,
-    secretProtector: options.secretProtector,
-  }, { sessions: options.sessionLimits });
-  services.sessions.purgeIdle();
+  let services: Services;
+  try {
+    services = createServices(db, targets, {
+      dataDir: options.dataDir,
+      smtpUrl: options.smtpUrl,
+      mailFrom: options.mailFrom,
+      secretProtector: options.secretProtector,
+    }, { sessions: options.sessionLimits });
+    services.sessions.purgeIdle();
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(() => {
     try {
@@ -96,8 +141,10 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
       if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
     }
   }, 60 * 60 * 1000).unref();
-  // The MQTT broker (plain + TLS); its ports are known before any agent record is served.
-  const broker = await startBroker({
+  // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
+  // served) or an external one the backend connects to, retrying in the background.
+  broker = await startBrokerPort({
+    mode: options.mqttBroker,
     db,
     events: services.events,
     fleets: services.fleets,
@@ -107,15 +154,21 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     port: options.mqttPort,
     tlsPort: options.mqttTlsPort,
     hosts: [publicHost(), ...lanAddresses()],
+    publicHost,
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
+    brokerUrl: options.mqttBrokerUrl,
+    publicUrl: options.mqttPublicUrl,
+    caFile: options.mqttBrokerCaFile,
+    authHost: options.mqttAuthHost,
+    authPort: options.mqttAuthPort,
     maxConnections: Math.floor(sockets.mqttConnections / 2),
     throttle: options.mqttThrottle,
   }).catch((error: unknown) => {
     if (db.open) db.close();
     throw error;
   });
-  mqttPorts = { plain: broker.port, tls: broker.tlsPort };
+  const startedBroker = broker;
   const files = createFileStore(db, options.dataDir, (action, kind, item) =>
     services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
   );
@@ -153,10 +206,17 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     reports: services.reports,
     live: broker.liveReports,
   });
+  const downloadSession = sessionAuthenticator(services.sessions);
   await agentApp.register(agentDownloadRoutes, {
     prefix: '/api',
     store: files,
-    authenticate: sessionAuthenticator(services.sessions),
+    authenticate: (request) => {
+      const session = downloadSession(request);
+      services.approval.checkDownload(session);
+      // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
+      if (services.codes.isCodeAccount(session.userId)) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
+      return session;
+    },
     limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
   });
   await agentApp.register(deeplinkPageRoutes, {
@@ -179,7 +239,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   let info!: ServerInfo;
   const closeAll = async () => {
     clearInterval(sessionSweep);
-    await broker.close();
+    await startedBroker.close();
     await Promise.allSettled([agentApp.close(), admin.close()]);
     await services.mail.close();
     if (db.open) db.close();
@@ -202,15 +262,15 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     admin_token: adminToken,
     mqtt_port: broker.port,
     mqtt_tls_port: broker.tlsPort,
-    mqtt_tls_fingerprint: broker.certificate.fingerprint256,
+    mqtt_tls_fingerprint: broker.certificate?.fingerprint256 ?? null,
+    mqtt_broker: broker.mode,
+    mqtt_host: broker.agentEndpoint(false).host,
     public_host: publicHost(),
     data_dir: options.dataDir,
     pid: process.pid,
     started_at: new Date().toISOString(),
   };
-  const infoFile = join(options.dataDir, 'server.json');
-  writeFileSync(infoFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(infoFile, 0o600);
+  writeInfoFile(infoFile, info);
   services.events.record('server.started', `Server started at ${info.api_url}`);
   // Emails render deeplinks with the port now known; queued ones from the last run go first.
   services.mail.start();
@@ -220,11 +280,12 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     info,
     services,
     options,
-    broker,
+    broker: startedBroker,
     close: () => {
       closing ??= (async () => {
         rmSync(infoFile, { force: true });
         await closeAll();
+        lock.release();
       })();
       return closing;
     },

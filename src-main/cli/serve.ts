@@ -1,8 +1,29 @@
 import { parseArgs } from 'node:util';
 import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
-import { startBackend } from '../backend/server.ts';
+import { parseBrokerUrl } from '../backend/broker/broker-url.ts';
+import { BROKER_MODES, type BrokerMode } from '../backend/broker/port.ts';
+import { startBackend, type RunningBackend } from '../backend/server.ts';
+import { StartupError } from '../backend/startup-error.ts';
 import { CliError } from './server-file.ts';
+
+/** The flag that changes each option a start-up error can name. */
+const FLAG_OF: Record<string, string> = {
+  port: '--port P',
+  adminPort: '--admin-port A',
+  mqttPort: '--mqtt-port M',
+  mqttTlsPort: '--mqtt-tls-port T',
+  mqttAuthPort: '--mqtt-auth-port P',
+  host: '--host ADDR',
+};
+
+/** A StartupError as the serve command words it: with the flag to use. */
+export function startupMessage(error: StartupError): string {
+  const flag = error.option ? FLAG_OF[error.option] : undefined;
+  if (!flag) return error.message;
+  const anyPort = error.option === 'host' ? '' : ' (0 = any free port)';
+  return `${error.message.replace(/ Choose another with the host option\.$/, '')} Choose another with ${flag}${anyPort}.`;
+}
 
 function port(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
@@ -34,6 +55,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
       host: { type: 'string' },
       'smtp-url': { type: 'string' },
       'mail-from': { type: 'string' },
+      'mqtt-broker': { type: 'string' },
+      'mqtt-broker-url': { type: 'string' },
+      'mqtt-public-url': { type: 'string' },
+      'mqtt-broker-ca': { type: 'string' },
+      'mqtt-auth-host': { type: 'string' },
+      'mqtt-auth-port': { type: 'string' },
       'agent-app': { type: 'string' },
       json: { type: 'boolean' },
     },
@@ -48,25 +75,50 @@ export async function serveCommand(argv: string[]): Promise<number> {
       throw new CliError(`--smtp-url: ${(error as Error).message}`);
     }
   }
+  const mqttBroker = (values['mqtt-broker'] ?? 'embedded') as BrokerMode;
+  if (!BROKER_MODES.includes(mqttBroker)) throw new CliError(`--mqtt-broker must be one of ${BROKER_MODES.join(', ')}, not "${values['mqtt-broker']}"`);
+  if (mqttBroker !== 'embedded' && !values['mqtt-broker-url']) throw new CliError(`--mqtt-broker ${mqttBroker} needs --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]`);
+  if (mqttBroker === 'embedded' && (values['mqtt-broker-url'] || values['mqtt-public-url'])) throw new CliError('--mqtt-broker-url and --mqtt-public-url need --mqtt-broker mosquitto or rabbitmq');
+  for (const flag of ['mqtt-broker-url', 'mqtt-public-url'] as const) {
+    const value = values[flag];
+    if (value === undefined) continue;
+    try {
+      parseBrokerUrl(value, `--${flag}`);
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
+  }
   const agentApp = values['agent-app'];
   if (agentApp !== undefined && agentApp !== 'spec' && agentApp !== 'flyve') {
     throw new CliError(`--agent-app must be spec (the spec's agent) or flyve (the reference Flyve MDM agents), not "${agentApp}"`);
   }
-  const backend = await startBackend({
-    dataDir: values['data-dir'],
-    port: port(values.port, '--port'),
-    adminPort: port(values['admin-port'], '--admin-port'),
-    mqttPort: port(values['mqtt-port'], '--mqtt-port'),
-    mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
-    mqttTlsCertFile: values['mqtt-tls-cert'],
-    mqttTlsKeyFile: values['mqtt-tls-key'],
-    publicHost: values['public-host'],
-    host: values.host,
-    smtpUrl,
-    mailFrom: values['mail-from'],
-    // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
-    simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
-  });
+  let backend: RunningBackend;
+  try {
+    backend = await startBackend({
+      dataDir: values['data-dir'],
+      port: port(values.port, '--port'),
+      adminPort: port(values['admin-port'], '--admin-port'),
+      mqttPort: port(values['mqtt-port'], '--mqtt-port'),
+      mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
+      mqttTlsCertFile: values['mqtt-tls-cert'],
+      mqttTlsKeyFile: values['mqtt-tls-key'],
+      publicHost: values['public-host'],
+      host: values.host,
+      smtpUrl,
+      mailFrom: values['mail-from'],
+      mqttBroker,
+      mqttBrokerUrl: values['mqtt-broker-url'],
+      mqttPublicUrl: values['mqtt-public-url'],
+      mqttBrokerCaFile: values['mqtt-broker-ca'],
+      mqttAuthHost: values['mqtt-auth-host'],
+      mqttAuthPort: port(values['mqtt-auth-port'], '--mqtt-auth-port'),
+      // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
+      simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
+    });
+  } catch (error) {
+    if (error instanceof StartupError) throw new CliError(`cannot start: ${startupMessage(error)}`, 1);
+    throw error;
+  }
   if (agentApp !== undefined && backend.services.settings.get().agent_app !== agentApp) {
     // The same rule as the settings page: the reference encoding cannot carry a ";".
     const unfit = agentApp === 'flyve' ? fieldsUnfitForFlyve(backend.services.settings.deeplinkFields()) : null;
@@ -83,8 +135,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
     console.log(`MDM Console backend is running (data in ${info.data_dir})
   Agent API (base_url):  ${info.api_url}
   Deeplink page:         ${info.deeplink_url}/deeplink/
-  MQTT broker:           ${info.public_host}:${info.mqtt_port} (TLS ${info.mqtt_tls_port})
-  TLS certificate:       SHA-256 ${info.mqtt_tls_fingerprint}
+${
+    info.mqtt_broker === 'embedded'
+      ? `  MQTT broker:           ${info.public_host}:${info.mqtt_port} (TLS ${info.mqtt_tls_port})
+  TLS certificate:       SHA-256 ${info.mqtt_tls_fingerprint}`
+      : `  MQTT broker:           ${info.mqtt_broker} ${backend.broker.status().url}; agents connect to ${info.mqtt_host}:${info.mqtt_port || info.mqtt_tls_port}${info.mqtt_port ? '' : ' (TLS)'}
+                         ${backend.broker.status().connected ? 'connected' : `not connected yet (${backend.broker.status().problem}): retrying in the background`}`
+  }
   Admin API:             ${info.admin_url}/api   (token in ${info.data_dir}/admin-token)
   Console:               ${info.console_url}
                          (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)

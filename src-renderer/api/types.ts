@@ -153,6 +153,8 @@ export interface InvitationInput {
   lastname?: string | null;
   fleet?: string | null;
   days?: number | null;
+  /** Invite an address that already has a pending invitation (a second device). */
+  another?: boolean;
 }
 
 export interface InvitationFilter {
@@ -283,6 +285,15 @@ export interface ServerStatus {
   mqtt_tls_fingerprint?: string | null;
   tls_fingerprint?: string | null;
   broker?: Record<string, unknown> | null;
+  /** embedded, mosquitto or rabbitmq (older servers: absent, embedded). */
+  mqtt_broker?: string;
+  mqtt?: {
+    mode: string;
+    connected: boolean;
+    problem: string | null;
+    url: string | null;
+    agent_endpoint?: { host: string; port: number; tls: boolean };
+  } | null;
   [key: string]: unknown;
 }
 

@@ -4,18 +4,21 @@ import { createServer as createTlsServer } from 'node:tls';
 import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
-import { isDiskFull } from '../http/disk-full.ts';
+import { isDiskFull, unlessDiskFull } from '../http/disk-full.ts';
 import { verifySecret } from '../util/tokens.ts';
 import type { DeviceReports } from '../agents/reports.ts';
 import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from './acl.ts';
-import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
+import { BrokerAgentStore, ENROLL, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
 import { capBrokerConnections } from './connection-cap.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
-import { loadBrokerCertificate, type BrokerCertificate } from './tls-certificate.ts';
+import { ResubscribeGuard } from './resubscribe.ts';
+import type { LiveReports, MqttBroker } from './port.ts';
+import { loadBrokerCertificate } from './tls-certificate.ts';
+import { MANIFEST_VERSION } from './manifest.ts';
 
 export interface BrokerOptions {
   db: Db;
@@ -31,56 +34,21 @@ export interface BrokerOptions {
   tlsPort: number;
   /** Names agents use to reach the broker, put into a generated certificate. */
   hosts: string[];
+  /** The host put into agent records. */
+  publicHost: () => string;
   /** An admin-provided certificate and key (PEM files) instead of the generated one. */
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
   throttle?: Partial<ThrottleOptions>;
   /** Connections each listener accepts at once (their share of the open-file limit). */
   maxConnections?: number;
+  /** How long after its CONNACK an agent may take to subscribe before the broker does it (resubscribe.ts). */
+  resubscribeGraceMs?: number;
 }
 
-export interface BrokerStatus {
-  port: number;
-  tls_port: number;
-  connected_agents: number;
-  connections: number;
-  tls: {
-    fingerprint_sha256: string;
-    source: BrokerCertificate['source'];
-    subject: string;
-    alt_names: string[];
-    valid_from: string;
-    valid_to: string;
-    cert_file: string;
-  };
-}
+export type { BrokerStatus, LiveReports, MqttBroker } from './port.ts';
 
-/** What only the broker knows how to record (pending pings, presence), for agents reporting over HTTP. */
-export interface LiveReports {
-  /** `_pong`: recorded as `T/Status/Ping` `!` is (a pending ping's reply, with its latency). */
-  pong(agentId: number): void;
-  /** `is_online`: recorded as `T/Status/Online` is (a sign of life; the agent's connections decide presence). */
-  online(agentId: number, online: boolean): void;
-}
-
-export interface MqttBroker {
-  port: number;
-  tlsPort: number;
-  certificate: BrokerCertificate;
-  commands: AgentCommands;
-  /** Pings and presence reported over HTTP, recorded as their MQTT counterparts are. */
-  liveReports: LiveReports;
-  /** In-process publishing (QoS 1), outside every ACL: policies, manifests, fleet messages. */
-  publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
-  /** The message the broker keeps retained on `topic` (exact name), or null. */
-  retained(topic: string): Promise<string | null>;
-  status(): BrokerStatus;
-  /** Disconnects every client, releases both ports; agents are marked offline. */
-  close(): Promise<void>;
-}
-
-/** The protocol version announced on `<manifest>/Status/Version`: the reference's (Flyve MDM 2.0). */
-export const MANIFEST_VERSION = '2.0.0';
+export { MANIFEST_VERSION } from './manifest.ts';
 
 /** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
 const DENIED_PREFIX = '$denied/';
@@ -92,27 +60,11 @@ function refusal(returnCode: 3 | 4 | 5, message: string): AuthenticateError {
 /** CONNACK 3 (server unavailable): the device retries later, as it does after any outage. */
 const DISK_FULL_REFUSAL = "the server's disk is full: nothing can be saved";
 
-/**
- * Runs a broker handler's bookkeeping. A full disk (SQLITE_FULL) is not a bug: what could not be
- * saved is dropped and the broker goes on, rather than the error escaping an event handler and
- * ending the whole process.
- */
-function unlessDiskFull(work: () => void): void {
-  try {
-    work();
-  } catch (error) {
-    if (!isDiskFull(error)) throw error;
-  }
-}
-
 function listen(server: Server, port: number, host: string, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      reject(
-        error.code === 'EADDRINUSE'
-          ? new Error(`The ${what} port ${port} is already in use (another MQTT broker?). Choose another with --${what === 'MQTT' ? 'mqtt-port' : 'mqtt-tls-port'} (0 = any free port).`)
-          : error,
-      );
+      // Keeps code and port: startup-error.ts words it, naming the option that changes it.
+      reject(Object.assign(error, { port: (error as { port?: number }).port ?? port, listener: what }));
     };
     server.once('error', onError);
     server.listen(port, host, () => {
@@ -159,7 +111,23 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     registry,
     publishRetained: (topic, payload) => void publisher.publish(topic, payload, true).catch(() => {}),
   });
-  const commands = new AgentCommands({ store, events, fleets: options.fleets, registry, publisher, reports: options.reports });
+  const commands = new AgentCommands({
+    store,
+    events,
+    fleets: options.fleets,
+    publisher,
+    reports: options.reports,
+    links: {
+      isConnected: (agentId) => registry.live(agentId).length > 0,
+      fleetChanged: (agentId, fleetId) => {
+        const identity = registry.identity(agentId);
+        if (identity) identity.fleetId = fleetId; // open connections receive the new fleet's topic from now on
+      },
+      disconnect: (agentId) => {
+        for (const client of registry.live(agentId)) client.close();
+      },
+    },
+  });
   const identityOf = (agentId: number): AgentIdentity | null => {
     const live = registry.identity(agentId);
     if (live) return live;
@@ -177,6 +145,20 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     },
   };
   const wasOnline = presence.start();
+  const resubscribe = new ResubscribeGuard({
+    graceMs: options.resubscribeGraceMs,
+    subscribe: (client, filters) =>
+      new Promise((resolve, reject) =>
+        client.subscribe(
+          filters.map((topic) => ({ topic, qos: 0 as const })),
+          (error) => (error ? reject(error) : resolve(filters.filter((topic) => topic in (client as unknown as { subscriptions: object }).subscriptions))),
+        ),
+      ),
+    subscribed: (_client, agent, filters) =>
+      events.record('mqtt.resubscribed', `${agent.name} reconnected without subscribing; the broker subscribed it to ${filters.join(', ')}`, { entityId: agent.entityId, agentId: agent.id }, {
+        filters,
+      }),
+  });
 
   /**
    * Checks a login at once (a salted SHA-256: cheap) and says how long its answer waits: a
@@ -213,6 +195,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     const candidates = store.byLogin(login);
     const agent = candidates.find((row) => verifySecret(secret, row.mqtt_password_hash));
     if (!agent) return refuse(4, candidates.length > 0 ? 'wrong password' : 'unknown login', candidates.length === 1 ? candidates[0] : undefined);
+    if (agent.enroll_status === ENROLL.pendingApproval) return refuse(5, 'the device is waiting for approval by an administrator', agent);
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
     throttle.succeed(key);
@@ -220,6 +203,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   };
 
   const connectionClosed = (client: Client) => {
+    resubscribe.closed(client);
     const info = registry.infoOf(client);
     const unbound = registry.unbind(client);
     if (unbound) unlessDiskFull(() => presence.closed(unbound.identity, unbound.last, info));
@@ -294,11 +278,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     },
     authorizeSubscribe(client, subscription, callback) {
       const agent = registry.identityOf(client);
-      callback(null, agent && maySubscribe(agent, subscription.topic) ? subscription : null);
+      const allowed = agent !== undefined && maySubscribe(agent, subscription.topic);
+      if (allowed) resubscribe.clientSubscribed(client, agent, [subscription.topic]);
+      callback(null, allowed ? subscription : null);
     },
     authorizeForward(client, packet) {
       const agent = registry.identityOf(client);
-      return agent && mayReceive(agent, packet.topic) ? packet : null;
+      return agent && mayReceive(agent, packet.topic) && resubscribe.mayDeliver(client, packet) ? packet : null;
     },
   });
   // Each SUBSCRIBE then finds its retained messages without scanning every agent's (retained-index.ts).
@@ -308,6 +294,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   // The manifest's version message, under both names (the Flyve agents subscribe to FlyvemdmManifest/Status/Version).
   for (const manifest of MANIFEST_TOPICS) await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
 
+  aedes.on('clientReady', (client) => {
+    const agent = registry.identityOf(client);
+    if (agent) resubscribe.ready(client, agent);
+  });
   aedes.on('ping', (_packet, client) => {
     const agent = registry.identityOf(client);
     if (agent) unlessDiskFull(() => presence.touch(agent));
@@ -384,10 +374,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
 
   let closing: Promise<void> | null = null;
   return {
+    mode: 'embedded',
     port,
     tlsPort,
     certificate,
     commands,
+    agentEndpoint: (tls) => ({ host: options.publicHost(), port: tls ? tlsPort : port, tls }),
+    credentialsIssued: async () => {}, // logins are checked against the database itself
     liveReports,
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: async (topic) => {
@@ -398,6 +391,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     status: () => {
       const counts = registry.counts();
       return {
+        mode: 'embedded',
+        connected: true,
+        problem: null,
+        url: null,
         port,
         tls_port: tlsPort,
         connected_agents: counts.agents,
@@ -418,6 +415,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         unsubscribe();
         for (const timer of pendingChecks) clearTimeout(timer);
         pendingChecks.clear();
+        resubscribe.stop();
         const offline = presence.stop();
         const stopped = Promise.all([closeServer(tcpServer), closeServer(tlsServer)]);
         await new Promise<void>((resolve) => aedes.close(() => resolve()));

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
-import { appLinkSchemeFor, appLinkUrl, deeplinkPageUrl, encodeDeeplinkFor } from '../deeplink/codec.ts';
+import { enrollmentLinks, type EnrollmentLinks, type LinkTargets } from '../deeplink/enrollment-links.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { DeliveryView } from '../mail/deliveries.ts';
@@ -61,12 +61,7 @@ export interface InvitationLogEntry {
   uuid: string | null;
 }
 
-/** Where deeplinks point; read at view time so a settings change applies to every invitation. */
-export interface LinkTargets {
-  /** With `settings`, what the URL would be under those (not yet saved) settings. */
-  apiUrl(settings?: Settings): string;
-  deeplinkBase(settings?: Settings): string;
-}
+export type { LinkTargets };
 
 // Pragmatic address check (what the console validates as you type, too): one @, a dotted domain.
 const EMAIL = /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
@@ -77,6 +72,11 @@ export function normalizeEmail(email: string): string {
 
 export function isValidEmail(email: string): boolean {
   return email.length <= 254 && EMAIL.test(email.trim());
+}
+
+/** "x@y already has a pending invitation (#12, valid until …)". */
+export function pendingMessage(row: Pick<InvitationRow, 'id' | 'email' | 'expires_at'>): string {
+  return `${row.email} already has a pending invitation (#${row.id}, valid until ${row.expires_at.slice(0, 16).replace('T', ' ')} UTC)`;
 }
 
 export function statusOf(row: Pick<InvitationRow, 'status' | 'expires_at'>, now = Date.now()): InvitationStatus {
@@ -134,11 +134,22 @@ export class InvitationService {
       agentSummary: db.prepare(`SELECT id, name, serial, uuid, type, enroll_status FROM agents WHERE id = ?`),
       fleetName: db.prepare(`SELECT name FROM fleets WHERE id = ?`),
       refusedCount: db.prepare(`SELECT count(*) AS n FROM invitation_log WHERE invitation_id = ? AND outcome = 'refused'`),
+      pendingFor: db.prepare(
+        `SELECT * FROM invitations WHERE email = ? COLLATE NOCASE AND entity_id = ? AND status = 'pending' AND expires_at > ? ORDER BY id DESC LIMIT 1`,
+      ),
     };
   }
 
-  /** Validates every input first, so a bad row creates nothing; row numbers start at 1. */
-  validate(inputs: InvitationInput[], entityId = 1): string[] {
+  /** The newest pending, unexpired invitation of an address, if any. */
+  pendingFor(email: string, entityId = 1): InvitationRow | undefined {
+    return this.statements.pendingFor.get(normalizeEmail(email), entityId, nowIso()) as InvitationRow | undefined;
+  }
+
+  /**
+   * Validates every input first, so a bad row creates nothing; row numbers start at 1. An address
+   * that already has a pending invitation is refused unless `allowPending` (a second device).
+   */
+  validate(inputs: InvitationInput[], entityId = 1, { allowPending = true }: { allowPending?: boolean } = {}): string[] {
     const errors: string[] = [];
     const seen = new Map<string, number>();
     inputs.forEach((input, index) => {
@@ -147,7 +158,11 @@ export class InvitationService {
       if (!email) errors.push(`row ${row}: email is missing`);
       else if (!isValidEmail(email)) errors.push(`row ${row}: "${input.email}" is not a valid email address`);
       else if (seen.has(email)) errors.push(`row ${row}: ${email} already appears in row ${seen.get(email)}`);
-      else seen.set(email, row);
+      else {
+        seen.set(email, row);
+        const pending = allowPending ? undefined : this.pendingFor(email, entityId);
+        if (pending) errors.push(`row ${row}: ${pendingMessage(pending)}`);
+      }
       const days = input.days ?? this.settings.get().invitation_lifetime_days;
       if (!Number.isInteger(days) || days < LIFETIME_DAYS.min || days > LIFETIME_DAYS.max) {
         errors.push(`row ${row}: lifetime must be ${LIFETIME_DAYS.min} to ${LIFETIME_DAYS.max} days`);
@@ -166,9 +181,9 @@ export class InvitationService {
   }
 
   /** All or nothing: one transaction, after every row validated. */
-  createMany(inputs: InvitationInput[], entityId = 1): InvitationRow[] {
+  createMany(inputs: InvitationInput[], entityId = 1, options: { allowPending?: boolean } = {}): InvitationRow[] {
     if (inputs.length === 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'No invitations to create');
-    const errors = this.validate(inputs, entityId);
+    const errors = this.validate(inputs, entityId, options);
     if (errors.length > 0) {
       const single = inputs.length === 1;
       throw new ApiError(400, 'ERROR_BAD_REQUEST', single ? errors[0]!.replace(/^row 1: /, '') : errors.join('; '));
@@ -297,19 +312,8 @@ export class InvitationService {
   }
 
   /** The deeplink data and URLs for an invitation, with today's settings. */
-  deeplinkOf(row: InvitationRow): { data: string; url: string; app_link: string } {
-    const settings = this.settings.get();
-    const user = this.users.byId(row.user_id)!;
-    const data = encodeDeeplinkFor(settings.agent_app, {
-      backendUrl: this.links.apiUrl(),
-      userToken: user.user_token,
-      invitationToken: row.token,
-      helpdeskName: settings.helpdesk_name,
-      helpdeskPhone: settings.helpdesk_phone,
-      helpdeskWebsite: settings.helpdesk_website,
-      helpdeskEmail: settings.helpdesk_email,
-    });
-    return { data, url: deeplinkPageUrl(this.links.deeplinkBase(), data), app_link: appLinkUrl(appLinkSchemeFor(settings.agent_app, settings.app_link_scheme), data) };
+  deeplinkOf(row: InvitationRow): EnrollmentLinks {
+    return enrollmentLinks(this.settings, this.links, this.users.byId(row.user_id)!.user_token, row.token);
   }
 
   /** What the admin API and CLI show of an invitation. */
