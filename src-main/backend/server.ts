@@ -13,6 +13,7 @@ import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
+import type { MailOptions } from './mail/index.ts';
 import { createServices, type Services } from './services.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
@@ -46,6 +47,8 @@ export interface RunningBackend {
 export interface StartOptions extends Partial<BackendOptions> {
   /** Runs a simulated device against an invitation ("simulate a device"); without it that route answers 501. */
   simulate?: DeviceSimulator;
+  /** Mail timing: the retry back-off and the SMTP greeting time-out (tests shorten both). */
+  mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs'>;
 }
 
 /**
@@ -73,6 +76,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     smtpUrl: options.smtpUrl,
     mailFrom: options.mailFrom,
     secretProtector: options.secretProtector,
+    ...partial.mailTiming,
   });
   services.sessions.purgeIdle();
   // Agents open a session per download; idle ones are swept hourly, not only at start.

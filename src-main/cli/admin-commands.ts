@@ -33,14 +33,24 @@ interface Invitation {
   invitation_token: string;
   user_token: string;
   fleet: string | null;
-  delivery?: { state: string; error: string | null; outbox_file: string | null } | null;
+  delivery?: { state: string; error: string | null; outbox_file: string | null; retry_at?: string | null } | null;
 }
 
 function deliveryText(d: Invitation['delivery']): string {
   if (!d) return 'not emailed';
   if (d.state === 'failed') return `email failed: ${d.error ?? ''}`;
+  if (d.state === 'queued' && d.retry_at) return `email will retry at ${localTime(d.retry_at)} (last try: ${d.error ?? 'failed'})`;
   if (d.state === 'outbox') return `email in outbox ${d.outbox_file ?? ''}`;
   return `email ${d.state}`;
+}
+
+/** A time on this machine's clock, 24-hour, with the date when it is not today. */
+function localTime(iso: string): string {
+  const at = new Date(iso);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const time = `${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
+  const date = `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}`;
+  return at.toDateString() === new Date().toDateString() ? time : `${date} ${time}`;
 }
 
 const invitationLine = (i: Invitation) =>
@@ -117,8 +127,9 @@ const mail: Handler = async (argv) => {
   const { positionals, values, server, json } = parse(argv, { to: { type: 'string' } });
   const [action] = positionals;
   if (action === 'status' || action === undefined) {
-    const status = await adminRequest<{ transport: { summary: string } | null; error: string | null; counts: Record<string, number> }>(server(), 'GET', '/mail/status');
-    return output(json, status, () => `${status.transport?.summary ?? status.error}\n${Object.entries(status.counts).map(([k, v]) => `${k}: ${v}`).join('  ')}`);
+    const status = await adminRequest<{ transport: { summary: string } | null; error: string | null; counts: Record<string, number>; next_retry_at?: string | null }>(server(), 'GET', '/mail/status');
+    const next = status.next_retry_at ? `\n${status.counts.retrying} waiting for a retry; next at ${localTime(status.next_retry_at)} (mail retry sends them now)` : '';
+    return output(json, status, () => `${status.transport?.summary ?? status.error}\n${Object.entries(status.counts).map(([k, v]) => `${k}: ${v}`).join('  ')}${next}`);
   }
   if (action === 'test') {
     if (!values.to) throw new CliError('mail test needs --to ADDRESS');
@@ -127,7 +138,7 @@ const mail: Handler = async (argv) => {
   }
   if (action === 'retry') {
     const result = await adminRequest<{ queued: number }>(server(), 'POST', '/mail/retry', {});
-    return output(json, result, () => `${result.queued} failed email(s) queued again`);
+    return output(json, result, () => `${result.queued} failed or waiting email(s) queued again`);
   }
   throw new CliError('usage: mail status | mail test --to ADDRESS | mail retry');
 };

@@ -226,4 +226,14 @@ export const migrations: Migration[] = [
       CREATE INDEX mail_deliveries_batch ON mail_deliveries(batch_id) WHERE batch_id IS NOT NULL;
     `,
   },
+  {
+    version: 6,
+    name: 'mail retry schedule',
+    // A delivery that failed for a transient reason stays 'queued' with the time of its next
+    // attempt; keeping that time in the database lets a restart keep the schedule.
+    sql: `
+      ALTER TABLE mail_deliveries ADD COLUMN retry_at TEXT;
+      CREATE INDEX mail_deliveries_retry ON mail_deliveries(retry_at) WHERE retry_at IS NOT NULL;
+    `,
+  },
 ];
