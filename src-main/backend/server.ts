@@ -64,7 +64,10 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
 
   let apiPort = options.port;
   let mqttPorts = { plain: options.mqttPort, tls: options.mqttTlsPort };
-  const publicHost = () => partial.publicHost ?? (services.settings.get().public_host || options.publicHost);
+  // A LAN address picked in the console ("phones cannot reach this server" → Use …) applies at
+  // once, even over a loopback --public-host; the flag applies again at the next start.
+  let chosenPublicHost: string | null = null;
+  const publicHost = () => chosenPublicHost ?? partial.publicHost ?? (services.settings.get().public_host || options.publicHost);
   const targets = {
     apiUrl: () => `http://${urlHost(publicHost())}:${apiPort}/api`,
     deeplinkBase: () => services.settings.get().deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost())}:${apiPort}`,
@@ -122,9 +125,23 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     appLinkScheme: () => services.settings.get().app_link_scheme,
   });
 
-  const { app: admin, auth: adminAuth } = await adminApp({ services, files, adminToken, info: () => info, broker, simulate: partial.simulate });
+  // What the admin side reports follows the public host as it changes while running.
+  const currentInfo = (): ServerInfo => ({ ...info, api_url: targets.apiUrl(), deeplink_url: targets.deeplinkBase(), public_host: publicHost() });
+  const { app: admin, auth: adminAuth } = await adminApp({
+    services,
+    files,
+    adminToken,
+    info: currentInfo,
+    broker,
+    simulate: partial.simulate,
+    choosePublicHost: (host) => {
+      chosenPublicHost = host;
+      writeFileSync(infoFile, `${JSON.stringify(currentInfo(), null, 2)}\n`, { mode: 0o600 });
+    },
+  });
 
   let info!: ServerInfo;
+  const infoFile = join(options.dataDir, 'server.json');
   const closeAll = async () => {
     clearInterval(sessionSweep);
     await broker.close();
@@ -156,7 +173,6 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     pid: process.pid,
     started_at: new Date().toISOString(),
   };
-  const infoFile = join(options.dataDir, 'server.json');
   writeFileSync(infoFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
   chmodSync(infoFile, 0o600);
   services.events.record('server.started', `Server started at ${info.api_url}`);

@@ -92,12 +92,15 @@ export function useNow(ms = 30_000): number {
   return now;
 }
 
-export function RelativeTime({ iso, now }: { iso: string | null | undefined; now?: number }) {
+/** `future` for times that are ahead (expiry, next retry); anything else is a past event. */
+export function RelativeTime({ iso, now, future = false }: { iso: string | null | undefined; now?: number; future?: boolean }) {
   const tick = useNow();
   if (!iso) return <Text span c="dimmed" size="inherit">never</Text>;
+  // The tick is up to 30 s old: an event that just arrived is newer than it.
+  const current = Math.max(now ?? tick, Date.now());
   return (
     <Tooltip label={formatDateTime(iso)} openDelay={400}>
-      <time dateTime={iso}>{relativeTime(iso, now ?? tick)}</time>
+      <time dateTime={iso}>{relativeTime(iso, current, { past: !future })}</time>
     </Tooltip>
   );
 }

@@ -2,6 +2,9 @@ import type { QueryClient, QueryKey } from '@tanstack/react-query';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { Agent, LiveEvent, StoredKind } from '../api/types.ts';
 
+/** Agent events that change how many devices a fleet holds (presence and commands do not). */
+const FLEET_COUNT_ACTIONS = new Set(['enrolled', 'reenrolled', 'deleted', 'unenrolled', 'fleet_changed']);
+
 /** What one server event means for the console's caches. */
 export type Effect =
   | { kind: 'invalidate'; key: QueryKey }
@@ -49,6 +52,8 @@ export function effectsOf(event: LiveEvent): Effect[] {
     case 'agent':
       effects.push(...agentEffect());
       if (event.invitation_id !== null) effects.push(...invitationEffect());
+      // Fleets list how many devices each holds: a device that comes, goes or moves changes that.
+      if (FLEET_COUNT_ACTIONS.has(action)) effects.push({ kind: 'invalidate', key: keys.fleets });
       break;
     case 'fleet':
       effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations });

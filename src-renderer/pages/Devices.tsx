@@ -135,7 +135,7 @@ function LastContact({ iso }: { iso: string | null }) {
   const now = useNow(30_000);
   return (
     <Text size="sm" c={iso ? undefined : 'dimmed'} title={iso ?? undefined}>
-      {relativeTime(iso, now)}
+      {relativeTime(iso, Math.max(now, Date.now()), { past: true })}
     </Text>
   );
 }

@@ -150,7 +150,7 @@ function Details({ invitation }: { invitation: InvitationDetail }) {
     [
       invitation.status === 'expired' ? 'Expired' : 'Expires',
       <>
-        {formatDateTime(invitation.expires_at)} (<RelativeTime iso={invitation.expires_at} />)
+        {formatDateTime(invitation.expires_at)} (<RelativeTime iso={invitation.expires_at} future />)
       </>,
     ],
   ];

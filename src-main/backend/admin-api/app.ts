@@ -27,6 +27,8 @@ export interface AdminAppOptions {
   broker?: MqttBroker;
   /** The device simulator, injected by the caller (the backend never imports it). */
   simulate?: DeviceSimulator;
+  /** Makes a LAN address the public host now (the one-click fix of the loopback warning). */
+  choosePublicHost?: (host: string) => void;
 }
 
 export interface AdminApp {
@@ -35,7 +37,7 @@ export interface AdminApp {
 }
 
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, adminToken, info, simulate, broker }: AdminAppOptions): Promise<AdminApp> {
+export async function adminApp({ services, files, adminToken, info, simulate, broker, choosePublicHost }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
@@ -98,6 +100,24 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
           : [],
       };
     });
+
+    // One click from "phones cannot reach this server": use this LAN address from now on.
+    api.post(
+      '/public-host',
+      { schema: { body: Type.Object({ host: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false }) } },
+      async (request) => {
+        const { host } = request.body as { host: string };
+        const lan = lanAddresses();
+        if (!lan.includes(host)) {
+          throw new ApiError(400, 'ERROR_BAD_REQUEST', `${host} is not a network address of this machine (${lan.length ? `these are: ${lan.join(', ')}` : 'it has none besides loopback'})`);
+        }
+        services.settings.update({ public_host: host });
+        choosePublicHost?.(host);
+        services.events.record('settings.updated', `Public host set to ${host}: phones reach the server there`, {}, { keys: ['public_host'] });
+        const current = info();
+        return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
+      },
+    );
 
     api.get(
       '/events',
