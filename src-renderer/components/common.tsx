@@ -11,7 +11,9 @@ export function PageHeader({ title, description, actions }: { title: ReactNode; 
   return (
     <Group justify="space-between" align="flex-start" mb="lg" wrap="wrap" gap="sm">
       <div>
-        <Title order={2}>{title}</Title>
+        <Title order={1} size="h2">
+          {title}
+        </Title>
         {description ? (
           <Text c="dimmed" size="sm" mt={4}>
             {description}
@@ -105,7 +107,8 @@ export function RelativeTime({ iso, now, future = false }: { iso: string | null 
   );
 }
 
-export function CopyIcon({ value, label = 'Copy' }: { value: string; label?: string }) {
+/** `label` names what is copied ("Copy SHA-256"): several copy buttons on a page must be told apart. */
+export function CopyIcon({ value, label }: { value: string; label: string }) {
   return (
     <CopyButton value={value} timeout={1500}>
       {({ copied, copy }) => (

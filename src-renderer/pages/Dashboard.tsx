@@ -18,6 +18,7 @@ import type { LiveEvent, ServerStatus } from '../api/types.ts';
 import { Link } from '../app/router.tsx';
 import { CopyIcon, EmptyState, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
 import { funnelOf } from '../lib/dashboard.ts';
+import { UnreachableWarning } from '../features/reachability.tsx';
 
 function Stat({ label, value, hint, color, icon }: { label: string; value: number; hint?: string; color: string; icon: ReactNode }) {
   return (
@@ -106,13 +107,13 @@ function Row({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
-function Copyable({ value }: { value: string }) {
+function Copyable({ value, what }: { value: string; what: string }) {
   return (
     <Group gap={4} wrap="nowrap" justify="space-between">
       <Text className="mono" size="sm">
         {value}
       </Text>
-      <CopyIcon value={value} />
+      <CopyIcon value={value} label={`Copy ${what}`} />
     </Group>
   );
 }
@@ -130,10 +131,10 @@ function ServerCard({ status }: { status: ServerStatus }) {
       <Table verticalSpacing={6} data-testid="server-status">
         <Table.Tbody>
           <Row label="Agent API (base URL)">
-            <Copyable value={status.api_url} />
+            <Copyable value={status.api_url} what="agent API URL" />
           </Row>
           <Row label="Deeplink page">
-            <Copyable value={`${status.deeplink_url}/deeplink/`} />
+            <Copyable value={`${status.deeplink_url}/deeplink/`} what="deeplink page URL" />
           </Row>
           <Row label="Public host">
             <Text size="sm">{status.public_host}</Text>
@@ -144,7 +145,7 @@ function ServerCard({ status }: { status: ServerStatus }) {
             </Text>
           </Row>
           <Row label="TLS fingerprint">
-            {fingerprint ? <Copyable value={fingerprint} /> : <Text size="sm" c="dimmed">Not reported by this server</Text>}
+            {fingerprint ? <Copyable value={fingerprint} what="TLS fingerprint" /> : <Text size="sm" c="dimmed">Not reported by this server</Text>}
           </Row>
           <Row label="Connected agents">
             <Text size="sm" data-testid="connected-agents">
@@ -157,7 +158,7 @@ function ServerCard({ status }: { status: ServerStatus }) {
             </Text>
           </Row>
           <Row label="Data folder">
-            <Copyable value={status.data_dir} />
+            <Copyable value={status.data_dir} what="data folder path" />
           </Row>
         </Table.Tbody>
       </Table>
@@ -259,14 +260,14 @@ export function Dashboard() {
       <QueryView query={status}>
         {(data) => (
           <Stack gap="lg">
-            {data.warnings.map((warning) => (
-              <Alert key={warning} color="orange" variant="light" icon={<IconAlertTriangle size={18} />} title="Phones cannot reach this server" data-testid="loopback-warning">
-                <Text size="sm">{warning}</Text>
-                <Anchor component={Link} to="/settings" size="sm">
-                  Choose the public host in Settings
-                </Anchor>
-              </Alert>
-            ))}
+            <UnreachableWarning />
+            {data.warnings
+              .filter((warning) => !/loopback/i.test(warning))
+              .map((warning) => (
+                <Alert key={warning} color="orange" variant="light" icon={<IconAlertTriangle size={18} />} title="Warning">
+                  <Text size="sm">{warning}</Text>
+                </Alert>
+              ))}
             <SimpleGrid cols={{ base: 2, md: 4 }}>
               <Stat label="Invitations" value={data.counts.invitations} hint={`${data.counts.used.toLocaleString()} used so far`} color="indigo" icon={<IconMail size={20} />} />
               <Stat label="Pending" value={data.counts.pending} hint="not used, not expired" color="blue" icon={<IconMail size={20} />} />

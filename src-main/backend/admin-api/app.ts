@@ -8,7 +8,7 @@ import type { Services } from '../services.ts';
 import { Type } from 'typebox';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
-import { AdminAuth } from './auth.ts';
+import { AdminAuth, isSameOrigin } from './auth.ts';
 import { commandRoutes } from './command-routes.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { streamEvents } from './events-stream.ts';
@@ -55,11 +55,27 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
   app.get('/auth', async (request, reply) => {
     const { ticket } = request.query as { ticket?: string };
     if (typeof ticket === 'string' && auth.redeemTicket(ticket, reply)) return reply.redirect('/');
-    return reply
-      .code(401)
-      .type('text/html')
-      .send('<!doctype html><title>Sign-in link used</title><p>This sign-in link has already been used or is not valid. Get a new one with <code>npm run cli -- console</code>, or open the console from the desktop app.</p>');
+    // The console's sign-in page says what happened and what to do.
+    return reply.redirect('/sign-in?link=used');
   });
+
+  // The sign-in page posts the admin token or a sign-in link here; only from the console's own page.
+  app.post(
+    '/auth/sign-in',
+    { schema: { body: Type.Object({ credential: Type.String({ maxLength: 2048 }) }, { additionalProperties: false }) } },
+    async (request, reply) => {
+      if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+      const how = auth.signIn((request.body as { credential: string }).credential, reply);
+      if (!how) {
+        throw new ApiError(
+          401,
+          'ERROR_SIGN_IN',
+          'That is neither the admin token nor a valid sign-in link. A link works once, within 15 minutes: get a new one with npm run cli -- console.',
+        );
+      }
+      return { signed_in: true, with: how };
+    },
+  );
 
   await app.register(async (api) => {
     api.setNotFoundHandler(() => {
