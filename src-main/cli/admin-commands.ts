@@ -62,6 +62,22 @@ function positiveInt(value: string | undefined, what: string): number {
   return n;
 }
 
+/**
+ * Said before any code is made or email queued: codes that carry a loopback address are useless
+ * to a phone. On stderr, so --json output stays clean.
+ */
+async function warnIfPhonesCannotReach(target: Parameters<typeof adminRequest>[0]): Promise<void> {
+  const status = await adminRequest<{ public_host: string; lan_addresses: string[]; warnings: string[] }>(target, 'GET', '/status');
+  if (!status.warnings.some((w) => /loopback/i.test(w))) return;
+  const pick = status.lan_addresses[0];
+  process.stderr.write(
+    `Warning: phones cannot reach this server. Its public host ${status.public_host} is a loopback address, and the QR codes, links and emails made now carry it.\n` +
+      (pick
+        ? `  Fix: restart serve with --public-host ${pick}, or in the console click "Use ${pick}" (Dashboard).\n`
+        : '  Fix: connect this computer to the network the phones use, then restart serve with --public-host ADDRESS.\n'),
+  );
+}
+
 const invite: Handler = async (argv) => {
   const { values, server, json } = parse(argv, {
     email: { type: 'string' },
@@ -74,6 +90,7 @@ const invite: Handler = async (argv) => {
   });
   // Absent: the server's mail_send_on_create setting decides (on by default).
   const sendEmail = values['no-email'] ? { send_email: false } : {};
+  await warnIfPhonesCannotReach(server());
   if (values.csv) {
     let rows;
     try {

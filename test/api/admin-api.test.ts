@@ -80,7 +80,7 @@ describe('admin authentication', () => {
       fetch(`${t.backend.info.admin_url}/auth/sign-in`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ credential }) });
     const withToken = await signIn(` ${t.backend.info.admin_token}\n`);
     expect(withToken.status).toBe(200);
-    expect(await withToken.json()).toEqual({ signed_in: true, with: 'token' });
+    expect((await withToken.json()) as unknown).toEqual({ signed_in: true, with: 'token' });
     const cookie = withToken.headers.get('set-cookie')!;
     expect(cookie).toMatch(/HttpOnly; SameSite=Strict/);
     expect((await fetch(`${t.backend.info.admin_url}/api/status`, { headers: { cookie: cookie.split(';')[0]! } })).status).toBe(200);
@@ -88,10 +88,10 @@ describe('admin authentication', () => {
     const link = (await t.admin('POST', '/console-tickets')).body.console_url as string;
     const withLink = await signIn(link);
     expect(withLink.status).toBe(200);
-    expect((await withLink.json()).with).toBe('link');
+    expect(((await withLink.json()) as { with: string }).with).toBe('link');
     const reused = await signIn(link);
     expect(reused.status).toBe(401);
-    const refusal = await reused.json();
+    const refusal = (await reused.json()) as { error: string; message: string };
     expect(refusal).toMatchObject({ error: 'ERROR_SIGN_IN' });
     expect(refusal.message).toContain('npm run cli -- console');
     expect(refusal.message).not.toContain('`');

@@ -63,11 +63,16 @@ describe('mail from the command line', () => {
   it('serve names the SMTP server (from MDM_CONSOLE_SMTP_URL) and the sender', () => {
     expect(output).toContain(`Mail:                  SMTP smtp://127.0.0.1:${smtpPort}`);
     expect(output).toContain('from Helpdesk <help@example.org>');
+    // Started on loopback: the banner says phones cannot reach it, and how to fix it.
+    expect(output).toContain('WARNING: phones cannot reach this server. The public host 127.0.0.1 is a loopback address');
+    expect(output).toMatch(/To fix it: (restart with --public-host \S+|connect this computer)/);
   });
 
   it('invite --email: the message arrives with a scannable QR code and the state reads sent', async () => {
     const invited = await cli(['invite', '--email', 'cli-user@example.com', '--json']);
     expect(invited.code, invited.stderr).toBe(0);
+    // Said before the email is queued, on stderr (the JSON on stdout stays clean).
+    expect(invited.stderr).toContain('Warning: phones cannot reach this server. Its public host 127.0.0.1 is a loopback address');
     const created = JSON.parse(invited.stdout);
     const mail = await eventually(() => smtp.received.find((m) => m.invitationId === created.id), 20_000, 'the email');
     expect(mail.parsed.from).toMatchObject({ address: 'help@example.org' });
