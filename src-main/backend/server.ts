@@ -13,6 +13,7 @@ import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
+import { statusOf } from './invitations/invitations.ts';
 import type { MailOptions } from './mail/index.ts';
 import { createServices, type Services } from './services.ts';
 
@@ -123,6 +124,10 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   await agentApp.register(deeplinkPageRoutes, {
     deeplinkBase: targets.deeplinkBase,
     appLinkScheme: () => services.settings.get().app_link_scheme,
+    invitationState: (token) => {
+      const row = /^[0-9a-f]{64}$/.test(token) ? services.invitations.byToken(token) : undefined;
+      return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
+    },
   });
 
   // What the admin side reports follows the public host as it changes while running.
