@@ -1,6 +1,6 @@
-import { Badge, Button, Card, Group, Select, Text, TextInput } from '@mantine/core';
+import { Badge, Button, Card, Group, Select, Text, TextInput, Tooltip } from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
-import { IconArrowDown, IconArrowUp, IconArrowsSort, IconCircleFilled, IconSearch } from '@tabler/icons-react';
+import { IconArrowDown, IconArrowUp, IconArrowsSort, IconCircleFilled, IconEraser, IconLock, IconSearch } from '@tabler/icons-react';
 import {
   columnFilteringFeature,
   columnSizingFeature,
@@ -50,19 +50,20 @@ const plainCell = (info: { getValue: () => unknown }) => (
   </Text>
 );
 
-// Widths in px; the person column takes what is left.
+// Widths in px; the person column takes what is left. They add up to 970 px, so every column
+// shows in a 1,280 px window with the navigation open.
 const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
     header: 'Device',
-    size: 130,
+    size: 120,
     sortFn: 'alphanumeric',
     cell: (info) => <Text size="sm" fw={500} truncate>{info.getValue()}</Text>,
   }),
   helper.accessor((agent) => agent.email ?? '', {
     id: 'person',
     header: 'Person',
-    size: 190,
+    size: 160,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
@@ -81,29 +82,46 @@ const columns = helper.columns([
       );
     },
   }),
-  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 130, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
-  helper.accessor('type', { id: 'type', header: 'Type', size: 75, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
-  helper.accessor('version', { id: 'version', header: 'Version', size: 85, sortFn: 'alphanumeric' , cell: plainCell }),
-  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 110, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 115, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
+  helper.accessor('type', { id: 'type', header: 'Type', size: 70, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor('version', { id: 'version', header: 'Version', size: 75, sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 100, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
     header: 'Status',
-    size: 110,
+    size: 130,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: (info) => {
       const status = enrollStatusOf(info.getValue());
+      const { lock, wipe } = info.row.original;
       return (
-        <Badge color={status.color} variant="light" data-testid="enroll-status">
-          {status.label}
-        </Badge>
+        <Group gap={4} wrap="nowrap">
+          <Badge color={status.color} variant="light" data-testid="enroll-status">
+            {status.label}
+          </Badge>
+          {lock ? (
+            <Tooltip label="Locked (a lock command was sent)">
+              <Text span c="orange.8" lh={0} data-testid="device-locked" aria-label="Locked" role="img">
+                <IconLock size={16} />
+              </Text>
+            </Tooltip>
+          ) : null}
+          {wipe ? (
+            <Tooltip label="Wipe ordered: the device erases itself when it gets the command">
+              <Text span c="red.8" lh={0} data-testid="device-wiped" aria-label="Wipe ordered" role="img">
+                <IconEraser size={16} />
+              </Text>
+            </Tooltip>
+          ) : null}
+        </Group>
       );
     },
   }),
   helper.accessor('is_online', {
     id: 'is_online',
     header: 'Online',
-    size: 85,
+    size: 80,
     filterFn: 'equals',
     sortFn: 'basic',
     cell: (info) =>
@@ -124,7 +142,7 @@ const columns = helper.columns([
   helper.accessor((agent) => agent.last_contact ?? undefined, {
     id: 'last_contact',
     header: 'Last contact',
-    size: 125,
+    size: 120,
     sortFn: 'alphanumeric',
     sortUndefined: 'last',
     cell: (info) => <LastContact iso={info.getValue() ?? null} />,
