@@ -388,7 +388,7 @@ export function SettingsPage() {
         description={
           <>
             How devices reach this server and what invitations carry. The{' '}
-            <Anchor href="#helpdesk" size="sm">
+            <Anchor href="#helpdesk" size="sm" underline="always">
               helpdesk
             </Anchor>{' '}
             appears on phones and printed cards.

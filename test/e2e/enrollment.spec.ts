@@ -133,14 +133,14 @@ test('simulate a device from the invitation page, then see the refusal when it i
   await expect(dialog.getByText('The simulated device enrolled')).toBeVisible({ timeout: 20_000 });
   await expect(dialog.getByTestId('simulation-log')).toContainText('5/5 GET PluginMdmAgent');
   await shot(page, 'invitation-simulated', testInfo);
-  await dialog.getByRole('button', { name: 'Close' }).click();
+  await dialog.getByRole('button', { name: 'Close', exact: true }).click();
   await expect(page.getByTestId('invitation-status')).toHaveText('Enrolled');
 
   // A second device with the same (used) invitation is refused, and the refusal is logged.
   await page.getByRole('button', { name: 'Choose the simulated device type' }).click();
   await page.getByRole('menuitem', { name: 'Apple device' }).click();
   await expect(dialog.getByText('Enrollment was refused')).toBeVisible({ timeout: 20_000 });
-  await dialog.getByRole('button', { name: 'Close' }).click();
+  await dialog.getByRole('button', { name: 'Close', exact: true }).click();
   await expect(page.getByTestId('refused-log')).toContainText('already been used');
   await shot(page, 'invitation-refused-log', testInfo, { fullPage: true });
 });
