@@ -50,20 +50,20 @@ const plainCell = (info: { getValue: () => unknown }) => (
   </Text>
 );
 
-// Widths in px; the person column takes what is left. They add up to 970 px, so every column
+// Widths in px; the person column takes what is left. They add up to 965 px, so every column
 // shows in a 1,280 px window with the navigation open.
 const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
     header: 'Device',
-    size: 120,
+    size: 115,
     sortFn: 'alphanumeric',
     cell: (info) => <Text size="sm" fw={500} truncate>{info.getValue()}</Text>,
   }),
   helper.accessor((agent) => agent.email ?? '', {
     id: 'person',
     header: 'Person',
-    size: 160,
+    size: 150,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
@@ -82,9 +82,9 @@ const columns = helper.columns([
       );
     },
   }),
-  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 115, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
-  helper.accessor('type', { id: 'type', header: 'Type', size: 70, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
-  helper.accessor('version', { id: 'version', header: 'Version', size: 75, sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 110, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
+  helper.accessor('type', { id: 'type', header: 'Type', size: 80, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor('version', { id: 'version', header: 'Version', size: 70, sortFn: 'alphanumeric' , cell: plainCell }),
   helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 100, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
@@ -142,7 +142,7 @@ const columns = helper.columns([
   helper.accessor((agent) => agent.last_contact ?? undefined, {
     id: 'last_contact',
     header: 'Last contact',
-    size: 120,
+    size: 130,
     sortFn: 'alphanumeric',
     sortUndefined: 'last',
     cell: (info) => <LastContact iso={info.getValue() ?? null} />,
