@@ -22,8 +22,8 @@ async function seriousViolations(page: Page, where: string): Promise<string[]> {
   await page.waitForTimeout(400);
   await page.addScriptTag({ path: AXE });
   const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: unknown[] }> } }).axe;
-    const result = await axe.run(document, { resultTypes: ['violations'] });
+    const page = globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: unknown[] }> }; document: unknown };
+    const result = await page.axe.run(page.document, { resultTypes: ['violations'] });
     return result.violations as unknown[];
   });
   return (violations as Violation[])
