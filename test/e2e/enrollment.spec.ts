@@ -5,8 +5,9 @@ import { CLI, ROOT } from './serve.ts';
 test('the printed sign-in link was used once: it cannot sign anyone in again', async ({ browser }) => {
   const context = await browser.newContext({ storageState: undefined });
   const page = await context.newPage();
-  const response = await page.goto(server.console_url);
-  expect(response?.status()).toBe(401);
+  await page.goto(server.console_url);
+  // It lands on the sign-in page, which says why and what to do, and sets no cookie.
+  await expect(page).toHaveURL(`${server.admin_url}/sign-in?link=used`);
   await expect(page.getByText('already been used')).toBeVisible();
   const apiResponse = await page.request.get(`${server.admin_url}/api/status`);
   expect(apiResponse.status()).toBe(401);
@@ -17,7 +18,7 @@ test('dashboard: counts, funnel, server status and the loopback warning', async 
   await page.goto('/');
   await expect(page.getByRole('heading', { name: 'Dashboard' })).toBeVisible();
   await expect(page.getByTestId('live-state')).toHaveAttribute('data-state', 'live');
-  await expect(page.getByTestId('loopback-warning')).toContainText('127.0.0.1 is a loopback address');
+  await expect(page.getByTestId('loopback-warning')).toContainText('point at 127.0.0.1, an address of this computer only');
   const status = page.getByTestId('server-status');
   await expect(status).toContainText(server.api_url);
   await expect(status).toContainText(`port ${server.mqtt_port}`);
