@@ -311,7 +311,7 @@ export class MailService {
     const at = outcome.retryAt.toISOString();
     this.deps.events.record(
       'mail.retrying',
-      `Invitation email to ${row.email} failed (${outcome.error}); will retry at ${at}`,
+      `Invitation email to ${row.email} failed (${outcome.error}); will retry ${inAbout(outcome.retryAt)} (at ${at.slice(11, 19)} UTC)`,
       { entityId: row.entity_id, invitationId: job.invitation_id },
       { state: 'queued', batch_id: job.batch_id, attempts: job.attempts, error: outcome.error, retry_at: at, ...(outcome.response ? { response: outcome.response } : {}) },
     );
@@ -548,6 +548,14 @@ export class MailSendError extends ApiError {
     this.smtpCode = smtpCode;
     this.responseCode = responseCode;
   }
+}
+
+/** "in about 3 minutes", for event messages read by people. */
+function inAbout(at: Date): string {
+  const minutes = Math.max(1, Math.round((at.getTime() - Date.now()) / 60_000));
+  if (minutes < 90) return `in about ${minutes} minute${minutes === 1 ? '' : 's'}`;
+  const hours = Math.round(minutes / 60);
+  return `in about ${hours} hours`;
 }
 
 function sampleInvitation(days: number): InvitationForMail {
