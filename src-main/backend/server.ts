@@ -81,7 +81,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     mailFrom: options.mailFrom,
     secretProtector: options.secretProtector,
     ...partial.mailTiming,
-  });
+  }, { sessions: options.sessionLimits });
   services.sessions.purgeIdle();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(() => services.sessions.purgeIdle(), 60 * 60 * 1000).unref();
@@ -97,6 +97,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     hosts: [publicHost(), ...lanAddresses()],
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
+    throttle: options.mqttThrottle,
   }).catch((error: unknown) => {
     if (db.open) db.close();
     throw error;
