@@ -56,7 +56,7 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
     const { ticket } = request.query as { ticket?: string };
     if (typeof ticket === 'string' && auth.redeemTicket(ticket, reply)) return reply.redirect('/');
     // The console's sign-in page says what happened and what to do.
-    return reply.redirect('/sign-in?link=used');
+    return reply.redirect(typeof ticket === 'string' && ticket !== '' ? '/sign-in?link=used' : '/sign-in');
   });
 
   // The sign-in page posts the admin token or a sign-in link here; only from the console's own page.
