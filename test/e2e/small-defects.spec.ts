@@ -1,4 +1,6 @@
+import { startTestSmtp } from '../helpers/smtp.ts';
 import { api, expect, shot, test } from './fixtures.ts';
+import { startServe } from './serve.ts';
 
 // Defects a first-time user met: the print sheet forgot its paper size; the devices table cut off
 // "Last contact" at 1,280 px and did not show a locked or wiped device.
@@ -40,4 +42,52 @@ test('devices at 1,280 px: every column shows, "Last contact" included, with the
   await expect(row.getByTestId('device-locked')).toHaveAttribute('aria-label', 'Locked');
   await expect(row.getByTestId('device-wiped')).toHaveCount(0);
   await shot(page, 'devices-1280-locked', testInfo);
+});
+
+test('an invitation email refused for now (greylisting) reads "will retry at …" on its page and in the list', async ({ browser }, testInfo) => {
+  // A server of its own: its mail goes to a real SMTP server that answers 451 (greylisting) until
+  // told otherwise, so no automatic retry can go through while the page is looked at.
+  let greylisting = true;
+  const smtp = await startTestSmtp({
+    onRcptTo(_address, _session, callback) {
+      if (!greylisting) return callback();
+      const error = new Error('Greylisted, please try again later') as Error & { responseCode: number };
+      error.responseCode = 451;
+      callback(error);
+    },
+  });
+  const serve = await startServe();
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${serve.info.admin_url}/api${path}`, {
+      method,
+      headers: { authorization: `Bearer ${serve.info.admin_token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    expect(response.ok, `${method} ${path}: ${response.status}`).toBe(true);
+    return (await response.json()) as any;
+  };
+  const context = await browser.newContext({ storageState: { cookies: [], origins: [] } });
+  try {
+    await call('PUT', '/mail/settings', { smtp_url: smtp.url() });
+    const invitation = await call('POST', '/invitations', { email: `grey.${Date.now()}@example.com` });
+    const page = await context.newPage();
+    await page.goto(serve.info.console_url);
+    await page.goto(`${serve.info.admin_url}/invitations/${invitation.id}`);
+    await expect(page.getByTestId('delivery-state')).toHaveAttribute('data-state', 'retrying');
+    await expect(page.getByTestId('delivery-state')).toHaveText(/Email will retry/i);
+    await expect(page.getByTestId('delivery-retry')).toContainText('451 Greylisted');
+    await expect(page.getByTestId('delivery-retry')).toContainText(/Will retry at \d{1,2}:\d\d:\d\d/);
+    await shot(page, 'invitation-email-will-retry', testInfo);
+    await page.goto(`${serve.info.admin_url}/invitations`);
+    await expect(page.getByTestId('delivery-mark')).toHaveAttribute('aria-label', /^Email will retry at \d{1,2}:\d\d:\d\d/);
+    // "Resend email" sends it now, once the server accepts.
+    greylisting = false;
+    await page.goto(`${serve.info.admin_url}/invitations/${invitation.id}`);
+    await page.getByRole('button', { name: 'Resend email' }).click();
+    await expect(page.getByTestId('delivery-state')).toHaveAttribute('data-state', 'sent');
+  } finally {
+    await context.close();
+    await serve.stop();
+    await smtp.close();
+  }
 });
