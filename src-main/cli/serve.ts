@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isLoopbackHost, lanAddresses } from '../backend/config.ts';
+import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
 import { startBackend } from '../backend/server.ts';
 import { CliError } from './server-file.ts';
@@ -45,6 +46,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       host: { type: 'string' },
       'smtp-url': { type: 'string' },
       'mail-from': { type: 'string' },
+      'agent-app': { type: 'string' },
       json: { type: 'boolean' },
     },
     strict: true,
@@ -57,6 +59,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
     } catch (error) {
       throw new CliError(`--smtp-url: ${(error as Error).message}`);
     }
+  }
+  const agentApp = values['agent-app'];
+  if (agentApp !== undefined && agentApp !== 'spec' && agentApp !== 'flyve') {
+    throw new CliError(`--agent-app must be spec (the spec's agent) or flyve (the reference Flyve MDM agents), not "${agentApp}"`);
   }
   const backend = await startBackend({
     dataDir: values['data-dir'],
@@ -73,6 +79,16 @@ export async function serveCommand(argv: string[]): Promise<number> {
     // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
     simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
   });
+  if (agentApp !== undefined && backend.services.settings.get().agent_app !== agentApp) {
+    // The same rule as the settings page: the reference encoding cannot carry a ";".
+    const unfit = agentApp === 'flyve' ? fieldsUnfitForFlyve(backend.services.settings.deeplinkFields()) : null;
+    if (unfit) {
+      await backend.close();
+      throw new CliError(`--agent-app flyve: ${unfit}; change them in the settings first`);
+    }
+    backend.services.settings.update({ agent_app: agentApp });
+    backend.services.events.record('settings.updated', `Settings changed: agent_app (serve --agent-app ${agentApp})`, {}, { keys: ['agent_app'] });
+  }
   const { info } = backend;
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));
   else {
@@ -84,7 +100,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   Admin API:             ${info.admin_url}/api   (token in ${info.data_dir}/admin-token)
   Console:               ${info.console_url}
                          (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)
-  Mail:                  ${backend.services.mail.describeTarget().summary}${unreachableWarning(info.public_host)}
+  Mail:                  ${backend.services.mail.describeTarget().summary}
+  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : 'spec (codes for the spec\'s agent)'}${unreachableWarning(info.public_host)}
 Press Ctrl+C to stop.`);
   }
   await new Promise<void>((resolve) => {

@@ -1,5 +1,5 @@
 // The `agent` command's MQTT options and the session that runs between enrollment and exit.
-import type { AfterEnrollmentHook } from './agent.ts';
+import { reportingOf, type AfterEnrollmentHook } from './agent.ts';
 import type { StepLog } from './enroll.ts';
 import { startMqttAgent, type MqttAgent, type MqttAgentEndReason, type MqttAgentState } from './mqtt-agent.ts';
 
@@ -47,8 +47,8 @@ export class MqttSession {
     this.log = log;
   }
 
-  readonly hook: AfterEnrollmentHook = async (_enrollment, credentials, log) => {
-    const options = { ...credentials, protocolVersion: this.flags.protocolVersion, log };
+  readonly hook: AfterEnrollmentHook = async (enrollment, credentials, log) => {
+    const options = { ...credentials, ...reportingOf(enrollment), protocolVersion: this.flags.protocolVersion, log };
     this.agent = await startMqttAgent(this.flags.fingerprint === undefined ? options : { ...options, fingerprint: this.flags.fingerprint });
   };
 

@@ -50,20 +50,36 @@ const plainCell = (info: { getValue: () => unknown }) => (
   </Text>
 );
 
-// Widths in px; the person column takes what is left. They add up to 965 px, so every column
+/** A main value over a dimmed second one (type and version, model and OS), each cut with an ellipsis. */
+function TwoLines({ first, second }: { first: string | null | undefined; second: string | null | undefined }) {
+  return (
+    <div style={{ minWidth: 0, lineHeight: 1.25 }}>
+      <Text size="sm" truncate title={first ?? undefined}>
+        {first || '—'}
+      </Text>
+      {second ? (
+        <Text size="xs" c="dimmed" truncate title={second}>
+          {second}
+        </Text>
+      ) : null}
+    </div>
+  );
+}
+
+// Widths in px; the person column takes what is left. They add up to 960 px, so every column
 // shows in a 1,280 px window with the navigation open.
 const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
     header: 'Device',
-    size: 115,
+    size: 105,
     sortFn: 'alphanumeric',
     cell: (info) => <Text size="sm" fw={500} truncate>{info.getValue()}</Text>,
   }),
   helper.accessor((agent) => agent.email ?? '', {
     id: 'person',
     header: 'Person',
-    size: 150,
+    size: 140,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
@@ -82,14 +98,29 @@ const columns = helper.columns([
       );
     },
   }),
-  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 110, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
-  helper.accessor('type', { id: 'type', header: 'Type', size: 80, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
-  helper.accessor('version', { id: 'version', header: 'Version', size: 70, sortFn: 'alphanumeric' , cell: plainCell }),
-  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 100, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 100, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
+  // Two lines, like the person: the agent type over its version.
+  helper.accessor('type', {
+    id: 'type',
+    header: 'Type',
+    size: 80,
+    filterFn: 'equalsString',
+    sortFn: 'alphanumeric',
+    cell: (info) => <TwoLines first={info.getValue()} second={info.row.original.version} />,
+  }),
+  // From the device's last inventory (empty until it sends one): the model over its OS.
+  helper.accessor((agent) => agent.model ?? '', {
+    id: 'model',
+    header: 'Model',
+    size: 120,
+    sortFn: 'alphanumeric',
+    cell: (info) => <TwoLines first={info.getValue()} second={[info.row.original.os_name, info.row.original.os_version].filter(Boolean).join(' ')} />,
+  }),
+  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 90, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
     header: 'Status',
-    size: 130,
+    size: 125,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: (info) => {
@@ -121,7 +152,7 @@ const columns = helper.columns([
   helper.accessor('is_online', {
     id: 'is_online',
     header: 'Online',
-    size: 80,
+    size: 75,
     filterFn: 'equals',
     sortFn: 'basic',
     cell: (info) =>
@@ -142,7 +173,7 @@ const columns = helper.columns([
   helper.accessor((agent) => agent.last_contact ?? undefined, {
     id: 'last_contact',
     header: 'Last contact',
-    size: 130,
+    size: 125,
     sortFn: 'alphanumeric',
     sortUndefined: 'last',
     cell: (info) => <LastContact iso={info.getValue() ?? null} />,
