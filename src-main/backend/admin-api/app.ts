@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { isLoopbackHost, lanAddresses } from '../config.ts';
 import { adminFileRoutes } from '../files/routes.ts';
 import type { FileStore } from '../files/store.ts';
@@ -8,7 +8,11 @@ import type { Services } from '../services.ts';
 import { Type } from 'typebox';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
+import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin } from './auth.ts';
+import { allowOnlyHosts } from './host-guard.ts';
+import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
+import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { streamEvents } from './events-stream.ts';
@@ -29,6 +33,12 @@ export interface AdminAppOptions {
   simulate?: DeviceSimulator;
   /** Makes a LAN address the public host now (the one-click fix of the loopback warning). */
   choosePublicHost?: (host: string) => void;
+  /** The address the listener binds to: its name is served besides the loopback ones. */
+  bindHost?: string;
+  /** Connections the listener accepts at once (http/socket-limits.ts). */
+  maxConnections?: number;
+  /** How long a request may take to arrive (uploads: to stall); the agent listener's value. */
+  requestTimeoutMs?: number;
 }
 
 export interface AdminApp {
@@ -37,7 +47,7 @@ export interface AdminApp {
 }
 
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, adminToken, info, simulate, broker, choosePublicHost }: AdminAppOptions): Promise<AdminApp> {
+export async function adminApp({ services, files, adminToken, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
@@ -45,8 +55,16 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
+    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
   });
   installAdminErrorHandling(app);
+  // Guards before anything else: the Host allow-list, then the same time-outs as the agent side.
+  const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
+  allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
+  capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
+  enforceRequestDeadline(app, (request) => request.method === 'POST' && /^\/api\/(files|packages)(\?|$)/.test(request.url), requestTimeoutMs);
+  closeWhenBodyUnread(app);
+  refuseUnusableNumbers(app, () => new ApiError(400, 'ERROR_BAD_REQUEST', 'A number is out of range'));
   // A bodiless POST that still says `Content-Type: application/json` is fine (revoke, resend …).
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser('The body is not valid JSON'));
@@ -101,6 +119,11 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
          (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
          (SELECT count(*) FROM agents WHERE is_online = 1) AS online`,
     );
+    // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
+    // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
+    const FLYVE_TLS_WARNING =
+      'MQTT TLS is on while codes are made for the Flyve MDM agent: its releases (2.0.0-rc.6, rc.7) trust only the flyve.org certificate built into them, so they cannot connect to this broker over TLS. Turn MQTT TLS off in Settings for Flyve agents.';
+    const flyveAgentsLockedOut = (settings: { agent_app: string; mqtt_tls: boolean }) => settings.agent_app === 'flyve' && settings.mqtt_tls;
     api.get('/status', async () => {
       const current = info();
       const publicHost = current.public_host;
@@ -111,9 +134,12 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
         counts,
         mqtt: broker?.status() ?? null,
         lan_addresses: lanAddresses(),
-        warnings: isLoopbackHost(publicHost)
-          ? [`The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`]
-          : [],
+        warnings: [
+          ...(isLoopbackHost(publicHost)
+            ? [`The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`]
+            : []),
+          ...(flyveAgentsLockedOut(services.settings.get()) ? [FLYVE_TLS_WARNING] : []),
+        ],
       };
     });
 

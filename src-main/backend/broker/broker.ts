@@ -33,6 +33,8 @@ export interface BrokerOptions {
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
   throttle?: Partial<ThrottleOptions>;
+  /** Connections each listener accepts at once (their share of the open-file limit). */
+  maxConnections?: number;
 }
 
 export interface BrokerStatus {
@@ -307,6 +309,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   };
   tlsServer.on('connection', tlsSockets);
 
+  // Beyond its share of descriptors a listener drops new connections, before they cost anything.
+  if (options.maxConnections !== undefined) tcpServer.maxConnections = tlsServer.maxConnections = options.maxConnections;
   let port: number;
   let tlsPort: number;
   try {
