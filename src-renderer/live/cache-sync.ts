@@ -1,4 +1,5 @@
 import type { QueryClient, QueryKey } from '@tanstack/react-query';
+import { codeKeys } from '../api/codes.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { Agent, LiveEvent, StoredKind } from '../api/types.ts';
 
@@ -51,15 +52,21 @@ export function effectsOf(event: LiveEvent): Effect[] {
       break;
     case 'agent':
       effects.push(...agentEffect());
+      // Uses, pending approvals and their rows on the code pages.
+      if (event.data?.code_id != null || action === 'approved' || action === 'rejected') effects.push({ kind: 'invalidate', key: codeKeys.all });
       if (event.invitation_id !== null) effects.push(...invitationEffect());
       // Fleets list how many devices each holds: a device that comes, goes or moves changes that.
       if (FLEET_COUNT_ACTIONS.has(action)) effects.push({ kind: 'invalidate', key: keys.fleets });
+      break;
+    case 'code':
+      effects.push({ kind: 'invalidate', key: codeKeys.all });
       break;
     case 'fleet':
       effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations });
       break;
     case 'settings':
       effects.push({ kind: 'invalidate', key: keys.settings }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.mailSettings });
+      effects.push({ kind: 'invalidate', key: codeKeys.all }); // their deeplinks follow the settings
       break;
     case 'file':
     case 'package':

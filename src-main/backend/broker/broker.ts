@@ -7,13 +7,15 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { verifySecret } from '../util/tokens.ts';
 import type { DeviceReports } from '../agents/reports.ts';
 import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from './acl.ts';
-import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
+import { BrokerAgentStore, ENROLL, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
-import { loadBrokerCertificate, type BrokerCertificate } from './tls-certificate.ts';
+import type { LiveReports, MqttBroker } from './port.ts';
+import { loadBrokerCertificate } from './tls-certificate.ts';
+import { MANIFEST_VERSION } from './manifest.ts';
 
 export interface BrokerOptions {
   db: Db;
@@ -29,6 +31,8 @@ export interface BrokerOptions {
   tlsPort: number;
   /** Names agents use to reach the broker, put into a generated certificate. */
   hosts: string[];
+  /** The host put into agent records. */
+  publicHost: () => string;
   /** An admin-provided certificate and key (PEM files) instead of the generated one. */
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
@@ -37,48 +41,9 @@ export interface BrokerOptions {
   maxConnections?: number;
 }
 
-export interface BrokerStatus {
-  port: number;
-  tls_port: number;
-  connected_agents: number;
-  connections: number;
-  tls: {
-    fingerprint_sha256: string;
-    source: BrokerCertificate['source'];
-    subject: string;
-    alt_names: string[];
-    valid_from: string;
-    valid_to: string;
-    cert_file: string;
-  };
-}
+export type { BrokerStatus, LiveReports, MqttBroker } from './port.ts';
 
-/** What only the broker knows how to record (pending pings, presence), for agents reporting over HTTP. */
-export interface LiveReports {
-  /** `_pong`: recorded as `T/Status/Ping` `!` is (a pending ping's reply, with its latency). */
-  pong(agentId: number): void;
-  /** `is_online`: recorded as `T/Status/Online` is (a sign of life; the agent's connections decide presence). */
-  online(agentId: number, online: boolean): void;
-}
-
-export interface MqttBroker {
-  port: number;
-  tlsPort: number;
-  certificate: BrokerCertificate;
-  commands: AgentCommands;
-  /** Pings and presence reported over HTTP, recorded as their MQTT counterparts are. */
-  liveReports: LiveReports;
-  /** In-process publishing (QoS 1), outside every ACL: policies, manifests, fleet messages. */
-  publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
-  /** The message the broker keeps retained on `topic` (exact name), or null. */
-  retained(topic: string): Promise<string | null>;
-  status(): BrokerStatus;
-  /** Disconnects every client, releases both ports; agents are marked offline. */
-  close(): Promise<void>;
-}
-
-/** The protocol version announced on `<manifest>/Status/Version`: the reference's (Flyve MDM 2.0). */
-export const MANIFEST_VERSION = '2.0.0';
+export { MANIFEST_VERSION } from './manifest.ts';
 
 /** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
 const DENIED_PREFIX = '$denied/';
@@ -141,7 +106,23 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     registry,
     publishRetained: (topic, payload) => void publisher.publish(topic, payload, true).catch(() => {}),
   });
-  const commands = new AgentCommands({ store, events, fleets: options.fleets, registry, publisher, reports: options.reports });
+  const commands = new AgentCommands({
+    store,
+    events,
+    fleets: options.fleets,
+    publisher,
+    reports: options.reports,
+    links: {
+      isConnected: (agentId) => registry.live(agentId).length > 0,
+      fleetChanged: (agentId, fleetId) => {
+        const identity = registry.identity(agentId);
+        if (identity) identity.fleetId = fleetId; // open connections receive the new fleet's topic from now on
+      },
+      disconnect: (agentId) => {
+        for (const client of registry.live(agentId)) client.close();
+      },
+    },
+  });
   const identityOf = (agentId: number): AgentIdentity | null => {
     const live = registry.identity(agentId);
     if (live) return live;
@@ -195,6 +176,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     const candidates = store.byLogin(login);
     const agent = candidates.find((row) => verifySecret(secret, row.mqtt_password_hash));
     if (!agent) return refuse(4, candidates.length > 0 ? 'wrong password' : 'unknown login', candidates.length === 1 ? candidates[0] : undefined);
+    if (agent.enroll_status === ENROLL.pendingApproval) return refuse(5, 'the device is waiting for approval by an administrator', agent);
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
     throttle.succeed(key);
@@ -346,10 +328,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
 
   let closing: Promise<void> | null = null;
   return {
+    mode: 'embedded',
     port,
     tlsPort,
     certificate,
     commands,
+    agentEndpoint: (tls) => ({ host: options.publicHost(), port: tls ? tlsPort : port, tls }),
+    credentialsIssued: async () => {}, // logins are checked against the database itself
     liveReports,
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: async (topic) => {
@@ -360,6 +345,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     status: () => {
       const counts = registry.counts();
       return {
+        mode: 'embedded',
+        connected: true,
+        problem: null,
+        url: null,
         port,
         tls_port: tlsPort,
         connected_agents: counts.agents,
