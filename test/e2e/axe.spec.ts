@@ -33,6 +33,7 @@ async function seriousViolations(page: Page, where: string): Promise<string[]> {
 
 let invitationId: number;
 let deviceId: number;
+let codeId: number;
 
 test.beforeAll(async () => {
   const pending = await api('POST', '/invitations', { email: `axe.${Date.now()}@example.com`, firstname: 'Ada', lastname: 'Axe', send_email: false });
@@ -41,6 +42,7 @@ test.beforeAll(async () => {
   const simulated = await api('POST', `/invitations/${used.id}/simulate`);
   expect(simulated.ok, simulated.error ?? '').toBe(true);
   deviceId = simulated.agent_id;
+  codeId = (await api('POST', '/codes', { name: `Axe code ${Date.now()}`, domains: ['example.com'], approval: 'manual' })).id;
 });
 
 for (const scheme of ['light', 'dark'] as const) {
@@ -57,6 +59,9 @@ for (const scheme of ['light', 'dark'] as const) {
     await visit('/invitations', () => expect(page.getByRole('heading', { name: 'Invitations', level: 1 })).toBeVisible());
     await visit(`/invitations/${invitationId}`, () => expect(page.getByTestId('invitation-status')).toBeVisible());
     await visit('/devices', () => expect(page.getByTestId('devices-table')).toBeVisible());
+    await visit('/codes', () => expect(page.getByRole('heading', { level: 1 })).toBeVisible());
+    await visit(`/codes/${codeId}`, () => expect(page.getByRole('heading', { level: 1 })).toBeVisible());
+    await visit('/approvals', () => expect(page.getByRole('heading', { level: 1 })).toBeVisible());
     await visit('/files', () => expect(page.getByRole('heading', { name: 'Files & packages', level: 1 })).toBeVisible());
     await visit('/settings', () => expect(page.getByRole('heading', { name: 'Settings', level: 1 })).toBeVisible());
     await visit(`/print?ids=${invitationId}`, () => expect(page.getByTestId('print-sheet')).toHaveAttribute('data-ready', 'true'));
