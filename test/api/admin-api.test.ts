@@ -241,7 +241,18 @@ describe('invitations', () => {
 
   it('re-inviting an email reuses its user and token; delete removes the invitation', async () => {
     const { body: first } = await t.admin('POST', '/invitations', { email: 'Again@Example.com' });
-    const { body: second } = await t.admin('POST', '/invitations', { email: 'again@example.COM' });
+    // A pending invitation is said, with the invitation to resend, not silently doubled.
+    const refused = await t.admin('POST', '/invitations', { email: 'again@example.COM' });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ error: 'ERROR_INVITATION_PENDING', invitation: { id: first.id, invitation_token: first.invitation_token } });
+    expect(refused.body.message).toContain(`again@example.com already has a pending invitation (#${first.id}`);
+    const bulk = await t.admin('POST', '/invitations/bulk', { invitations: [{ email: 'fresh-one@example.com' }, { email: 'AGAIN@example.com' }] });
+    expect(bulk.status).toBe(400);
+    expect(bulk.body.errors).toEqual([expect.stringMatching(new RegExp(`^row 2: again@example.com already has a pending invitation \\(#${first.id}`))]);
+    expect((await t.admin('GET', '/invitations?q=fresh-one')).body.total).toBe(0);
+    // A second device: asked for explicitly.
+    const { status, body: second } = await t.admin('POST', '/invitations', { email: 'again@example.COM', another: true });
+    expect(status).toBe(201);
     expect(second.user_token).toBe(first.user_token);
     expect(second.invitation_token).not.toBe(first.invitation_token);
     expect((await t.admin('DELETE', `/invitations/${first.id}`)).status).toBe(204);

@@ -13,6 +13,7 @@ import { AgentCommands, type Publisher } from './commands.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
+import { ResubscribeGuard } from './resubscribe.ts';
 import type { LiveReports, MqttBroker } from './port.ts';
 import { loadBrokerCertificate } from './tls-certificate.ts';
 import { MANIFEST_VERSION } from './manifest.ts';
@@ -39,6 +40,8 @@ export interface BrokerOptions {
   throttle?: Partial<ThrottleOptions>;
   /** Connections each listener accepts at once (their share of the open-file limit). */
   maxConnections?: number;
+  /** How long after its CONNACK an agent may take to subscribe before the broker does it (resubscribe.ts). */
+  resubscribeGraceMs?: number;
 }
 
 export type { BrokerStatus, LiveReports, MqttBroker } from './port.ts';
@@ -55,11 +58,8 @@ function refusal(returnCode: 4 | 5, message: string): AuthenticateError {
 function listen(server: Server, port: number, host: string, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      reject(
-        error.code === 'EADDRINUSE'
-          ? new Error(`The ${what} port ${port} is already in use (another MQTT broker?). Choose another with --${what === 'MQTT' ? 'mqtt-port' : 'mqtt-tls-port'} (0 = any free port).`)
-          : error,
-      );
+      // Keeps code and port: startup-error.ts words it, naming the option that changes it.
+      reject(Object.assign(error, { port: (error as { port?: number }).port ?? port, listener: what }));
     };
     server.once('error', onError);
     server.listen(port, host, () => {
@@ -140,6 +140,20 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     },
   };
   const wasOnline = presence.start();
+  const resubscribe = new ResubscribeGuard({
+    graceMs: options.resubscribeGraceMs,
+    subscribe: (client, filters) =>
+      new Promise((resolve, reject) =>
+        client.subscribe(
+          filters.map((topic) => ({ topic, qos: 0 as const })),
+          (error) => (error ? reject(error) : resolve(filters.filter((topic) => topic in (client as unknown as { subscriptions: object }).subscriptions))),
+        ),
+      ),
+    subscribed: (_client, agent, filters) =>
+      events.record('mqtt.resubscribed', `${agent.name} reconnected without subscribing; the broker subscribed it to ${filters.join(', ')}`, { entityId: agent.entityId, agentId: agent.id }, {
+        filters,
+      }),
+  });
 
   /**
    * Checks a login at once (a salted SHA-256: cheap) and says how long its answer waits: a
@@ -184,6 +198,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   };
 
   const connectionClosed = (client: Client) => {
+    resubscribe.closed(client);
     const info = registry.infoOf(client);
     const unbound = registry.unbind(client);
     if (unbound) presence.closed(unbound.identity, unbound.last, info);
@@ -241,11 +256,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     },
     authorizeSubscribe(client, subscription, callback) {
       const agent = registry.identityOf(client);
-      callback(null, agent && maySubscribe(agent, subscription.topic) ? subscription : null);
+      const allowed = agent !== undefined && maySubscribe(agent, subscription.topic);
+      if (allowed) resubscribe.clientSubscribed(client, agent, [subscription.topic]);
+      callback(null, allowed ? subscription : null);
     },
     authorizeForward(client, packet) {
       const agent = registry.identityOf(client);
-      return agent && mayReceive(agent, packet.topic) ? packet : null;
+      return agent && mayReceive(agent, packet.topic) && resubscribe.mayDeliver(client, packet) ? packet : null;
     },
   });
   // Each SUBSCRIBE then finds its retained messages without scanning every agent's (retained-index.ts).
@@ -255,6 +272,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   // The manifest's version message, under both names (the Flyve agents subscribe to FlyvemdmManifest/Status/Version).
   for (const manifest of MANIFEST_TOPICS) await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
 
+  aedes.on('clientReady', (client) => {
+    const agent = registry.identityOf(client);
+    if (agent) resubscribe.ready(client, agent);
+  });
   aedes.on('ping', (_packet, client) => {
     const agent = registry.identityOf(client);
     if (agent) presence.touch(agent);
@@ -369,6 +390,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         unsubscribe();
         for (const timer of pendingChecks) clearTimeout(timer);
         pendingChecks.clear();
+        resubscribe.stop();
         const offline = presence.stop();
         const stopped = Promise.all([closeServer(tcpServer), closeServer(tlsServer)]);
         await new Promise<void>((resolve) => aedes.close(() => resolve()));
