@@ -29,7 +29,9 @@ interface Outcome {
 function run(step: Step): Promise<Outcome> {
   const started = Date.now();
   return new Promise((done) => {
-    const child = spawn(step.command, step.args, { cwd: root, env: { ...process.env, ...step.env, FORCE_COLOR: '0', NO_COLOR: '1' } });
+    // A log, not a terminal: no colour codes (FORCE_COLOR would override NO_COLOR, so it goes).
+    const { FORCE_COLOR: _, ...env } = process.env;
+    const child = spawn(step.command, step.args, { cwd: root, env: { ...env, ...step.env, NO_COLOR: '1' } });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));

@@ -140,8 +140,11 @@ describe('status', () => {
       const opened = await fetch(url, { redirect: 'manual' });
       expect(opened.status, url).toBe(302);
       expect(opened.headers.get('set-cookie')).toBeTruthy();
-      // Once only.
-      expect((await fetch(url, { redirect: 'manual' })).status).not.toBe(302);
+      expect(opened.headers.get('location')).toBe('/');
+      // Once only: a second use signs nobody in and lands on the sign-in page, which says the link was used.
+      const again = await fetch(url, { redirect: 'manual' });
+      expect(again.headers.get('set-cookie')).toBeNull();
+      expect(again.headers.get('location')).toBe('/sign-in?link=used');
     }
   });
 });

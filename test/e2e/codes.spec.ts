@@ -36,7 +36,7 @@ test('an enrollment code: made in the console, three simulated people (two allow
     const result = page.getByRole('dialog', { name: 'Simulated device' });
     await expect(result).toBeVisible({ timeout: 30_000 });
     const text = (await result.textContent()) ?? '';
-    await result.getByRole('button', { name: 'Close' }).click();
+    await result.getByRole('button', { name: 'Close', exact: true }).click();
     await expect(result).toHaveCount(0);
     return text;
   };
