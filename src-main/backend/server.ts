@@ -14,6 +14,8 @@ import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
 import { createServices, type Services } from './services.ts';
+import { DeploymentService } from './deployments/deployments.ts';
+import { mqttTaskReports } from './deployments/mqtt-reports.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
 const AGENT_BODY_LIMIT = 64 * 1024;
@@ -38,6 +40,7 @@ export interface ServerInfo {
 export interface RunningBackend {
   info: ServerInfo;
   services: Services;
+  deployments: DeploymentService;
   options: BackendOptions;
   broker: MqttBroker;
   close(): Promise<void>;
@@ -77,6 +80,10 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   services.sessions.purgeIdle();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(() => services.sessions.purgeIdle(), 60 * 60 * 1000).unref();
+  const files = createFileStore(db, options.dataDir, (action, kind, item) =>
+    services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
+  );
+  const deployments = new DeploymentService({ db, events: services.events, fleets: services.fleets, files });
   // The MQTT broker (plain + TLS); its ports are known before any agent record is served.
   const broker = await startBroker({
     db,
@@ -89,14 +96,15 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     hosts: [publicHost(), ...lanAddresses()],
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
+    onTaskReport: mqttTaskReports(deployments, services.events),
   }).catch((error: unknown) => {
+    deployments.close();
     if (db.open) db.close();
     throw error;
   });
   mqttPorts = { plain: broker.port, tls: broker.tlsPort };
-  const files = createFileStore(db, options.dataDir, (action, kind, item) =>
-    services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
-  );
+  // Retained messages live in the broker's memory: every active policy is published again.
+  await deployments.attach(broker.policies);
 
   // Scalars are coerced (a numeric version is fine) but an array never passes for a string.
   const agentApp = Fastify({
@@ -111,18 +119,19 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   });
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);
-  await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment });
+  await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment, deployments });
   await agentApp.register(agentDownloadRoutes, { prefix: '/api', store: files, authenticate: sessionAuthenticator(services.sessions) });
   await agentApp.register(deeplinkPageRoutes, {
     deeplinkBase: targets.deeplinkBase,
     appLinkScheme: () => services.settings.get().app_link_scheme,
   });
 
-  const { app: admin, auth: adminAuth } = await adminApp({ services, files, adminToken, info: () => info, broker, simulate: partial.simulate });
+  const { app: admin, auth: adminAuth } = await adminApp({ services, files, deployments, adminToken, info: () => info, broker, simulate: partial.simulate });
 
   let info!: ServerInfo;
   const closeAll = async () => {
     clearInterval(sessionSweep);
+    deployments.close();
     await broker.close();
     await Promise.allSettled([agentApp.close(), admin.close()]);
     await services.mail.close();
@@ -163,6 +172,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   return {
     info,
     services,
+    deployments,
     options,
     broker,
     close: () => {

@@ -10,6 +10,8 @@ import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
 import { AdminAuth } from './auth.ts';
 import { commandRoutes } from './command-routes.ts';
+import { deploymentRoutes } from './deployment-routes.ts';
+import type { DeploymentService } from '../deployments/deployments.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { streamEvents } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
@@ -21,6 +23,7 @@ import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 export interface AdminAppOptions {
   services: Services;
   files: FileStore;
+  deployments?: DeploymentService;
   adminToken: string;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
@@ -35,7 +38,7 @@ export interface AdminApp {
 }
 
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, adminToken, info, simulate, broker }: AdminAppOptions): Promise<AdminApp> {
+export async function adminApp({ services, files, deployments, adminToken, info, simulate, broker }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
@@ -114,6 +117,7 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
     await api.register(fleetRoutes, { services });
     await api.register(settingsRoutes, { services });
     await api.register(adminFileRoutes, { store: files });
+    if (deployments) await api.register(deploymentRoutes, { services, deployments });
   }, { prefix: '/api' });
 
   await app.register(serveConsole);

@@ -54,3 +54,30 @@ export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
     within(filter, fleetTopic(agent.entityId, agent.fleetId))
   );
 }
+
+/** `T/Status/Task/<taskId>`: a task status report (DESIGN.md "MQTT"); the task id or null. */
+export function statusTaskId(agent: AgentIdentity, topic: string): number | null {
+  const prefix = `${agent.topic}/Status/Task/`;
+  if (!topic.startsWith(prefix)) return null;
+  return taskNumber(topic.slice(prefix.length));
+}
+
+/**
+ * The agent release 2.0.0-rc.6 reports on `<policy topic>/Status/Task/<taskId>`, under its fleet's
+ * or its own policy topic. Such a report is taken in and delivered to nobody (other devices of
+ * the fleet must not read it). The task id, or null when the topic is not one of those.
+ */
+export function policyStatusTaskId(agent: AgentIdentity, topic: string): number | null {
+  for (const base of [fleetTopic(agent.entityId, agent.fleetId), agent.topic]) {
+    if (!topic.startsWith(`${base}/Policy/`)) continue;
+    const match = /^\/Policy\/[^/+#]+\/Task\/(\d+)\/Status\/Task\/(\d+)$/.exec(topic.slice(base.length));
+    if (match && match[1] === match[2]) return taskNumber(match[2]!);
+  }
+  return null;
+}
+
+function taskNumber(text: string): number | null {
+  if (!/^[1-9]\d{0,15}$/.test(text)) return null;
+  const id = Number(text);
+  return Number.isSafeInteger(id) ? id : null;
+}

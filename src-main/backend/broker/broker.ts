@@ -5,7 +5,7 @@ import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { verifySecret } from '../util/tokens.ts';
-import { isUsableAgentTopic, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from './acl.ts';
+import { isUsableAgentTopic, mayPublish, mayReceive, maySubscribe, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
 import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
 import { FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
@@ -30,6 +30,14 @@ export interface BrokerOptions {
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
   throttle?: Partial<ThrottleOptions>;
+  /** A task status report of an agent (`T/Status/Task/<id>` or rc.6's `<policy topic>/Status/Task/<id>`). */
+  onTaskReport?: (agent: AgentIdentity, taskId: number, payload: Buffer) => void;
+}
+
+/** Retained policy messages, published in-process: the one way deployments reach the broker. */
+export interface PolicyPublisher {
+  /** An empty payload clears the retained message. */
+  publishRetained(topic: string, payload: string): Promise<void>;
 }
 
 export interface BrokerStatus {
@@ -53,6 +61,7 @@ export interface MqttBroker {
   tlsPort: number;
   certificate: BrokerCertificate;
   commands: AgentCommands;
+  policies: PolicyPublisher;
   /** In-process publishing (QoS 1), outside every ACL: policies, manifests, fleet messages. */
   publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
   /** The message the broker keeps retained on `topic` (exact name), or null. */
@@ -64,6 +73,8 @@ export interface MqttBroker {
 
 /** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
 const DENIED_PREFIX = '$denied/';
+/** Where rc.6 task reports go once taken in: delivered to nobody. */
+const TAKEN_PREFIX = '$taken/';
 
 function refusal(returnCode: 4 | 5, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode }) as unknown as AuthenticateError;
@@ -190,6 +201,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         if (packet.topic === `${agent.topic}/${ONLINE_SUBTOPIC}` && !presence.willAllowed(agent)) return callback(new Error('superseded by a newer connection'));
         return callback(null);
       }
+      const policyTask = policyStatusTaskId(agent, packet.topic);
+      if (policyTask !== null) {
+        options.onTaskReport?.(agent, policyTask, toBuffer(packet.payload));
+        packet.topic = `${TAKEN_PREFIX}${agent.id}`;
+        packet.retain = false;
+        return callback(null);
+      }
       if (mayPublish(agent, packet.topic)) {
         // Only the presence flag is kept for late subscribers: an agent cannot fill the broker's
         // memory with retained messages under topics of its own invention.
@@ -238,6 +256,11 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       return;
     }
     if (!client.closed) presence.touch(agent);
+    const taskId = statusTaskId(agent, packet.topic);
+    if (taskId !== null && options.onTaskReport) {
+      options.onTaskReport(agent, taskId, payload);
+      return;
+    }
     commands.received(agent, subtopic, payload);
   });
   (aedes as unknown as NodeJS.EventEmitter).on('error', (error: Error) => {
@@ -299,6 +322,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     tlsPort,
     certificate,
     commands,
+    policies: { publishRetained: (topic, payload) => publisher.publish(topic, payload, true) },
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: async (topic) => {
       const persistence = (aedes as unknown as { persistence: { createRetainedStream(pattern: string): AsyncIterable<{ payload: Buffer | string }> } }).persistence;
@@ -340,6 +364,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       return closing;
     },
   };
+}
+
+function toBuffer(payload: Buffer | string): Buffer {
+  return typeof payload === 'string' ? Buffer.from(payload) : payload;
 }
 
 /** `{"online": true|false}`; anything else is no statement about presence. */
