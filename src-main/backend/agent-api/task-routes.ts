@@ -41,7 +41,11 @@ export const taskStatusRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (ap
     return agent;
   };
 
-  app.get('/search/PluginMdmTaskstatus', { schema: { querystring: SearchQuery } }, async (request) => {
+  // The reference agent asks `search/PluginFlyvemdmTaskstatus/?criteria…`, slash included.
+  app.get('/search/PluginMdmTaskstatus/', { schema: { querystring: SearchQuery } }, async (request) => search(request));
+  app.get('/search/PluginMdmTaskstatus', { schema: { querystring: SearchQuery } }, async (request) => search(request));
+
+  const search = (request: FastifyRequest) => {
     const agent = ownDevice(request);
     const criteria = searchCriteria(request.url);
     let rows = deployments.searchStatuses(agent.id, { agentId: criteria.get(FIELD.agent), taskId: criteria.get(FIELD.task) });
@@ -55,7 +59,7 @@ export const taskStatusRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (ap
       order: 'ASC',
       ...(data.length > 0 ? { data, 'content-range': `0-${data.length - 1}/${data.length}` } : { data: [] }),
     };
-  });
+  };
 
   app.get('/PluginMdmTaskstatus/:id', { schema: { params: IdParams } }, async (request) => {
     const agent = ownDevice(request);

@@ -39,6 +39,7 @@ export class BrokerAgentStore {
       wipe: db.prepare(`UPDATE agents SET wipe = ?, updated_at = ? WHERE id = ?`),
       enrollStatus: db.prepare(`UPDATE agents SET enroll_status = ?, updated_at = ? WHERE id = ?`),
       fleet: db.prepare(`UPDATE agents SET fleet_id = ?, updated_at = ? WHERE id = ?`),
+      connectable: db.prepare(`SELECT ${COLUMNS} FROM agents WHERE enroll_status != '${ENROLL.unenrolled}'`),
       pending: db.prepare(
         `SELECT ${COLUMNS} FROM agents WHERE enroll_status != '${ENROLL.unenrolled}' AND (lock = 1 OR wipe = 1 OR enroll_status = '${ENROLL.unenrolling}')`,
       ),
@@ -88,6 +89,11 @@ export class BrokerAgentStore {
   /** Agents whose record holds a command they may not have received yet (locked, wiped, unenrolling). */
   withPendingCommands(): BrokerAgentRow[] {
     return this.statements.pending.all() as BrokerAgentRow[];
+  }
+
+  /** Every agent that may still connect (enrolled or unenrolling). */
+  connectable(): BrokerAgentRow[] {
+    return this.statements.connectable.all() as BrokerAgentRow[];
   }
 
   setFleet(id: number, fleetId: number, at: string): void {

@@ -237,6 +237,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   indexRetainedMessages((aedes as unknown as { persistence: unknown }).persistence);
 
   const restored = await commands.restoreRetained();
+  await commands.restoreSubscriptions();
 
   aedes.on('clientReady', (client) => {
     const agent = registry.identityOf(client);
@@ -295,11 +296,15 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   }
 
   // Agents the admin removes or that enroll again lose their connections and retained commands.
+  // A new (or re-enrolled) agent is told its fleet topic, retained, as the reference does.
   const unsubscribe = events.subscribe((event) => {
-    if (event.agent_id === null || (event.type !== 'agent.deleted' && event.type !== 'agent.reenrolled')) return;
+    if (event.agent_id === null) return;
     const id = event.agent_id;
-    commands.forgetAgent(id);
-    for (const client of registry.live(id)) client.close();
+    if (event.type === 'agent.deleted' || event.type === 'agent.reenrolled') {
+      commands.forgetAgent(id);
+      for (const client of registry.live(id)) client.close();
+    }
+    if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled') void commands.announceFleet(id).catch(() => {});
   });
 
   if (certificate.change) {

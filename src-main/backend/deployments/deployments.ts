@@ -220,7 +220,7 @@ export class DeploymentService {
     this.transact(() => {
       const at = nowIso();
       for (const task of this.repo.openFleetTasksElsewhere(agent.id, agent.fleet_id)) {
-        this.setStatus(task.id, task.deployment_id, agent, 'canceled', `the device left fleet "${task.target_name}"`, 'server', at);
+        this.setStatus(task.id, task.deployment_id, agent, 'canceled', `the device left ${task.target_name}`, 'server', at);
       }
       for (const deployment of this.repo.activeForFleet(agent.fleet_id)) {
         const taskId = this.repo.openTask(deployment.id, agent.id, at);
