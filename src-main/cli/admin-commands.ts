@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
 import { commandCommand } from './command-command.ts';
+import { deployCommands } from './deploy-commands.ts';
 import { invitationsFromCsv } from './csv.ts';
 import { adminRequest, CliError, readServerFile, type ServerFile } from './server-file.ts';
 
@@ -168,21 +169,6 @@ const fleets: Handler = async (argv) => {
   return output(json, items, () => items.map((f) => `#${f.id}  ${f.name}${f.is_default ? ' (default)' : ''}  ${f.agent_count} agent(s)`).join('\n'));
 };
 
-const fleet: Handler = async (argv) => {
-  const { positionals, server, json } = parse(argv, {});
-  const [action, ...args] = positionals;
-  if (action === 'add' && args[0]) {
-    const created = await adminRequest<Fleet>(server(), 'POST', '/fleets', { name: args.join(' ') });
-    return output(json, created, () => `Fleet #${created.id} "${created.name}" created`);
-  }
-  if (action === 'rename' && args.length >= 2) {
-    const id = positiveInt(args[0], 'the fleet id');
-    const renamed = await adminRequest<Fleet>(server(), 'PATCH', `/fleets/${id}`, { name: args.slice(1).join(' ') });
-    return output(json, renamed, () => `Fleet #${id} renamed to "${renamed.name}"`);
-  }
-  throw new CliError('usage: fleet add NAME | fleet rename ID NAME');
-};
-
 interface StoredItem {
   id: number;
   name: string;
@@ -257,11 +243,11 @@ export const adminCommands: Record<string, Handler> = {
   mail,
   agents,
   fleets,
-  fleet,
   file: files.single,
   files: files.list,
   package: packages.single,
   packages: packages.list,
   status,
   command: commandCommand,
+  ...deployCommands,
 };

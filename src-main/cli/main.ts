@@ -23,10 +23,14 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   agents                                                 enrolled devices
   command    AGENT_ID ping|lock|unlock|wipe|unenroll [--fleet NAME] [--no-wait]
                                                          a command to a device over MQTT (--fleet moves it)
-  fleets | fleet add NAME | fleet rename ID NAME
+  fleets | fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID
+  deploy     file:ID|package:ID (--fleet NAME | --agent ID) [--destination PATH] [--keep-on-remove]
+                                                         publish a file or package to a fleet or one device
+  deployments [--fleet NAME] [--agent ID] [--all]        deployments and their progress
+  undeploy   ID                                          remove a deployment (and, unless kept, what it installed)
   agent      --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
-             [--download file:ID|package:ID]             the device simulator
+             [--download file:ID|package:ID] [--stay]    the device simulator (with --stay it obeys policies)
   status                                                 where the running server is
   console                                                a new one-time link that opens the console signed in
 
