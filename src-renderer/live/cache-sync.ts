@@ -49,9 +49,18 @@ export function effectsOf(event: LiveEvent): Effect[] {
     case 'agent':
       effects.push(...agentEffect());
       if (event.invitation_id !== null) effects.push(...invitationEffect());
+      // Fleet device counts, and the tasks a device gets or loses with its fleet.
+      if (['enrolled', 'reenrolled', 'fleet_changed', 'deleted'].includes(action)) effects.push({ kind: 'invalidate', key: keys.fleets });
+      break;
+    case 'deployment':
+      effects.push({ kind: 'invalidate', key: keys.deployments });
+      break;
+    case 'task':
+      // A task's status: its deployment's progress and the device's task list (not the device row).
+      effects.push({ kind: 'invalidate', key: keys.deployments });
       break;
     case 'fleet':
-      effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations });
+      effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.deployments });
       break;
     case 'settings':
       effects.push({ kind: 'invalidate', key: keys.settings }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.mailSettings });

@@ -1,7 +1,8 @@
 import { Badge, Button, Divider, Drawer, Group, ScrollArea, Stack, Table, Text, Title } from '@mantine/core';
 import { IconCircleFilled, IconTrash } from '@tabler/icons-react';
 import { ApiRequestError } from '../api/client.ts';
-import { useAgent, useDeleteAgent } from '../api/queries.ts';
+import { useAgent, useAgentTasks, useDeleteAgent } from '../api/queries.ts';
+import { DeviceTasks } from '../features/deployments.tsx';
 import type { AgentDetail } from '../api/types.ts';
 import { Link } from '../app/router.tsx';
 import { confirmAction, EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
@@ -77,6 +78,7 @@ function Record({ agent }: { agent: AgentDetail }) {
 
 function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
   const remove = useDeleteAgent();
+  const tasks = useAgentTasks(agent.id);
   const status = enrollStatusOf(agent.enroll_status);
   return (
     <Stack gap="md">
@@ -128,6 +130,13 @@ function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
         >
           Delete device
         </Button>
+      </div>
+      <Divider />
+      <div>
+        <Title order={5} mb="xs">
+          Tasks
+        </Title>
+        {tasks.data ? <DeviceTasks tasks={tasks.data} /> : <Text size="sm" c="dimmed">Loading…</Text>}
       </div>
       <Divider />
       <div>
