@@ -103,17 +103,21 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
     const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 250);
     const cpuBefore = cpuSeconds(pid);
     const t0 = now();
-    const deployment = await adminCall<{ id: number }>(serve.info, 'POST', '/deployments', { kind: 'package', item_id: uploaded.id, fleet: 'Bench deployment' });
+    const deployment = await adminCall<{ id: number; fleet_id: number }>(serve.info, 'POST', '/deployments', { kind: 'package', item_id: uploaded.id, fleet: 'Bench deployment' });
     const finished = await Promise.all(workers.map((worker) => worker.request({ type: 'await-done', taskId: deployment.id, timeoutMs: 30 * 60_000 }, 'done')));
-    const lastAt = Math.max(...finished.map((f) => f.lastAt));
+    // Done is when the server has every report (the devices' last MQTT messages may still be on their way).
+    let counts = { done: 0, failed: 0 };
+    for (const until = Date.now() + 60_000; counts.done + counts.failed < options.devices && Date.now() < until; ) {
+      const { items } = await adminCall<{ items: { id: number; done: number; failed: number }[] }>(serve.info, 'GET', `/deployments?fleet_id=${deployment.fleet_id}&state=active`);
+      counts = items.find((item) => item.id === deployment.id) ?? counts;
+      if (counts.done + counts.failed < options.devices) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const endAt = Math.max(now(), ...finished.map((f) => f.lastAt));
     const cpu = cpuSeconds(pid) - cpuBefore;
     clearInterval(sampler);
-    const seconds = (lastAt - t0) / 1000;
-    const done = finished.reduce((sum, f) => sum + f.done, 0);
-    const failed = finished.reduce((sum, f) => sum + f.failed, 0);
+    const seconds = (endAt - t0) / 1000;
+    const { done, failed } = counts;
     if (failed > 0) console.log(`  failed tasks: ${finished.flatMap((f) => f.reasons).join('; ')}`);
-    const server = await adminCall<{ done: number }>(serve.info, 'GET', `/deployments/${deployment.id}`);
-    if (server.done !== done) console.log(`  the server counts ${server.done} done, the devices ${done}`);
 
     // The same devices, the same ranges and checks, from nginx.
     nginx = await startNginx(workDir, filesDir);

@@ -187,7 +187,13 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
     return output(json, rows, () => rows.map((i) => `#${i.id}  ${i.name}  ${i.size} bytes  sha256 ${i.sha256}`).join('\n') || `No ${kind}s.`);
   };
   const single: Handler = async (argv) => {
-    const { positionals, values, server, json } = parse(argv, { name: { type: 'string' } });
+    const { positionals, values, server, json } = parse(argv, {
+      name: { type: 'string' },
+      // Packages whose manifest is not read (anything but an APK): what devices need to install them.
+      'package-name': { type: 'string' },
+      'version-code': { type: 'string' },
+      'version-name': { type: 'string' },
+    });
     const [action, target] = positionals;
     if (action === 'add' && target) {
       let size: number;
@@ -200,7 +206,13 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
       }
       const name = (values.name as string | undefined) ?? basename(target);
       const stream = Readable.toWeb(createReadStream(target)) as ReadableStream;
-      const item = await adminRequest<StoredItem>(server(), 'POST', `${collection}?name=${encodeURIComponent(name)}`, undefined, {
+      const query = new URLSearchParams({ name });
+      if (kind === 'package') {
+        for (const flag of ['package-name', 'version-code', 'version-name'] as const) {
+          if (values[flag] !== undefined) query.set(flag.replace('-', '_'), String(values[flag]));
+        }
+      }
+      const item = await adminRequest<StoredItem>(server(), 'POST', `${collection}?${query}`, undefined, {
         body: stream,
         headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
         duplex: 'half',
@@ -213,7 +225,7 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
       return output(json, { id, deleted: true }, () => `${kind} #${id} deleted`);
     }
     if (action === 'list' || action === undefined) return list(argv.filter((a) => a !== 'list'));
-    throw new CliError(`usage: ${kind} add PATH [--name NAME] | ${kind} rm ID | ${kind}s`);
+    throw new CliError(`usage: ${kind} add PATH [--name NAME]${kind === 'package' ? ' [--package-name P --version-code N --version-name V]' : ''} | ${kind} rm ID | ${kind}s`);
   };
   return { single, list };
 }
