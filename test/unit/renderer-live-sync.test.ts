@@ -25,7 +25,15 @@ describe('what an event means for the caches', () => {
       { kind: 'agent', id: 9 },
       { kind: 'invalidate', key: keys.agent(9) },
       { kind: 'invalidate', key: keys.invitations },
+      { kind: 'invalidate', key: keys.fleets },
     ]);
+    // Deployments and task statuses refresh the progress bars and the device's task list.
+    expect(effectsOf(event('task.status', { agent_id: 9 }))).toEqual([
+      { kind: 'invalidate', key: keys.status },
+      { kind: 'invalidate', key: keys.deployments },
+    ]);
+    expect(effectsOf(event('deployment.created'))).toContainEqual({ kind: 'invalidate', key: keys.deployments });
+    expect(effectsOf(event('agent.fleet_changed', { agent_id: 9 }))).toContainEqual({ kind: 'invalidate', key: keys.fleets });
     expect(effectsOf(event('agent.deleted', { agent_id: 9 }))).toContainEqual({ kind: 'agentRemoved', id: 9 });
     expect(effectsOf(event('invitation.deleted', { invitation_id: 4 }))).toContainEqual({ kind: 'remove', key: keys.invitation(4) });
     expect(effectsOf(event('file.added'))).toContainEqual({ kind: 'invalidate', key: keys.stored('file') });
