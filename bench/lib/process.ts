@@ -200,7 +200,9 @@ export async function startServe(options: {
     options.fileLimit ?? childFileLimit(),
   );
   const started = performance.now();
-  const child = startChild(command, { logFile: options.logFile, env: options.env ?? process.env });
+  // Thousands of simulated devices enroll from this one address: no per-address initSession limit.
+  const env = { MDM_CONSOLE_SESSION_RATE_PER_ADDRESS: '0', ...(options.env ?? process.env) };
+  const child = startChild(command, { logFile: options.logFile, env });
   const until = Date.now() + (options.timeoutMs ?? 30_000);
   let text = '';
   while (!text) {

@@ -1,6 +1,8 @@
 import { homedir, networkInterfaces, platform } from 'node:os';
 import { join } from 'node:path';
+import type { ThrottleOptions } from './broker/auth-throttle.ts';
 import type { SecretProtector } from './mail/secrets.ts';
+import { DEFAULT_SESSION_LIMITS, type SessionLimits } from './sessions/sessions.ts';
 
 /** Where everything lives unless told otherwise; the CLI and the desktop app share it. */
 export function defaultDataDir(): string {
@@ -58,6 +60,10 @@ export interface BackendOptions {
   mailFrom?: string;
   /** Protects secrets at rest (the desktop shell passes Electron safeStorage); default: a 0600 file. */
   secretProtector?: SecretProtector;
+  /** Bounds on agent-API sessions (sessions/sessions.ts); env MDM_CONSOLE_SESSION_RATE_PER_ADDRESS sets perAddress. */
+  sessionLimits?: Partial<SessionLimits>;
+  /** Slowing down of refused MQTT logins (broker/auth-throttle.ts). */
+  mqttThrottle?: Partial<ThrottleOptions>;
 }
 
 export const DEFAULT_PORTS = { port: 8080, adminPort: 8081, mqttPort: 1883, mqttTlsPort: 8883 } as const;
@@ -77,10 +83,26 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     smtpUrl: partial.smtpUrl ?? (process.env.MDM_CONSOLE_SMTP_URL || undefined),
     mailFrom: partial.mailFrom ?? (process.env.MDM_CONSOLE_MAIL_FROM || undefined),
     secretProtector: partial.secretProtector,
+    sessionLimits: { ...addressRateFromEnv(), ...partial.sessionLimits },
+    mqttThrottle: partial.mqttThrottle,
   };
 }
 
 /** Formats a host for a URL (brackets around IPv6). */
 export function urlHost(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
+/**
+ * MDM_CONSOLE_SESSION_RATE_PER_ADDRESS=N: initSession per client address and minute (burst N),
+ * 0 for none. For load tests that enroll thousands of devices from one machine.
+ */
+function addressRateFromEnv(): Partial<SessionLimits> {
+  const raw = process.env.MDM_CONSOLE_SESSION_RATE_PER_ADDRESS;
+  if (raw === undefined || raw.trim() === '') return {};
+  const perMinute = Number(raw);
+  if (!Number.isInteger(perMinute) || perMinute < 0) {
+    throw new Error(`MDM_CONSOLE_SESSION_RATE_PER_ADDRESS must be a whole number of sessions a minute (0 = no limit), not "${raw}"`);
+  }
+  return { perAddress: { burst: perMinute || DEFAULT_SESSION_LIMITS.perAddress.burst, perMinute } };
 }

@@ -76,7 +76,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     smtpUrl: options.smtpUrl,
     mailFrom: options.mailFrom,
     secretProtector: options.secretProtector,
-  });
+  }, { sessions: options.sessionLimits });
   services.sessions.purgeIdle();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(() => services.sessions.purgeIdle(), 60 * 60 * 1000).unref();
@@ -96,6 +96,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     hosts: [publicHost(), ...lanAddresses()],
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
+    throttle: options.mqttThrottle,
     onTaskReport: mqttTaskReports(deployments, services.events),
   }).catch((error: unknown) => {
     deployments.close();

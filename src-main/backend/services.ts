@@ -5,16 +5,21 @@ import { EventLog } from './events/event-log.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService, type LinkTargets } from './invitations/invitations.ts';
 import { createMailService, DeliveryRepository, type MailOptions } from './mail/index.ts';
-import { SessionService } from './sessions/sessions.ts';
+import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/users.ts';
 import { SettingsStore } from './settings/settings.ts';
 
 /** Every service of the backend, wired once over one database. */
-export function createServices(db: Db, targets: LinkTargets & BrokerTargets, mailOptions: MailOptions = {}) {
+export function createServices(
+  db: Db,
+  targets: LinkTargets & BrokerTargets,
+  mailOptions: MailOptions = {},
+  limits: { sessions?: Partial<SessionLimits> | undefined } = {},
+) {
   const events = new EventLog(db);
   const settings = new SettingsStore(db);
   const users = new UserRepository(db);
-  const sessions = new SessionService(db, users);
+  const sessions = new SessionService(db, users, limits.sessions);
   const fleets = new FleetService(db, events);
   const deliveries = new DeliveryRepository(db);
   const invitations = new InvitationService({ db, events, users, fleets, settings, links: targets, deliveries });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
-import { agentRow, connectAgent, enrollAgent, eventually, nextEvent, ofAgent, type EnrolledAgent, useBrokerBackend } from '../helpers/mqtt.ts';
+import { agentRow, connectAgent, enrollAgent, eventually, mosquittoLogin, nextEvent, ofAgent, run, type EnrolledAgent, useBrokerBackend } from '../helpers/mqtt.ts';
 
 let t: TestBackend;
 
@@ -16,6 +16,35 @@ useBrokerBackend((backend) => {
 const willOf = (agent: EnrolledAgent) => ({ topic: `${agent.topic}/Status/Online`, payload: Buffer.from('{"online":false}'), qos: 1 as const, retain: true });
 
 describe('presence', () => {
+  it('counts a mosquitto_sub client that never publishes Status/Online as online, and pings it', async () => {
+    const agent = await enrollAgent(t);
+    const seen: { online?: boolean; ping?: number } = {};
+    // stdbuf: mosquitto_sub's debug lines arrive as written, so the checks run right after its CONNACK / SUBACK.
+    const sub = ['mosquitto_sub', ...mosquittoLogin(t, agent), '-t', `${agent.topic}/#`, '-v', '-C', '1', '-W', '20', '-d'];
+    let checking: Promise<void> | undefined;
+    const result = await run('stdbuf', ['-oL', ...sub], {
+      onStdout: (soFar) => {
+        if (checking || !soFar.includes('received SUBACK')) return;
+        checking = (async () => {
+          seen.online = (await t.admin('GET', `/agents/${agent.id}`)).body.is_online;
+          seen.ping = (await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'ping' })).status;
+        })();
+      },
+    });
+    await checking;
+    expect(seen).toEqual({ online: true, ping: 202 });
+    expect(result.stdout).toContain(`${agent.topic}/Command/Ping {"query":"Ping"}`);
+    expect(result.stdout).not.toContain('PUBLISH (d0, q0, r0, m0, \'' + agent.topic + '/Status');
+    await eventually(() => agentRow(t, agent.id).is_online === 0);
+  });
+
+  it('is online as soon as its CONNACK arrives, before any message', async () => {
+    const agent = await enrollAgent(t);
+    await connectAgent(t, agent);
+    expect(agentRow(t, agent.id).is_online).toBe(1);
+    expect((await t.admin('GET', `/agents/${agent.id}`)).body.is_online).toBe(true);
+  });
+
   it('goes online on connect and offline on a clean disconnect, with last_contact', async () => {
     const agent = await enrollAgent(t);
     expect(agentRow(t, agent.id)).toMatchObject({ is_online: 0, last_contact: null });
@@ -37,19 +66,21 @@ describe('presence', () => {
     expect(agentRow(t, agent.id).last_contact! >= leftAt).toBe(true);
   });
 
-  it('follows {"online": false|true} published on T/Status/Online', async () => {
+  it('keeps a connected agent online whatever it says on T/Status/Online (the broker knows)', async () => {
     const agent = await enrollAgent(t);
     const online = nextEvent(t, ofAgent(agent.id, 'agent.online'));
     const client = await connectAgent(t, agent);
     await online;
-    const offline = nextEvent(t, ofAgent(agent.id, 'agent.offline'));
+    const offline: string[] = [];
+    const stop = t.backend.services.events.subscribe((e) => {
+      if (ofAgent(agent.id, 'agent.offline')(e)) offline.push(e.message);
+    });
     await client.publishAsync(`${agent.topic}/Status/Online`, '{"online":false}', { qos: 1 });
-    expect((await offline).data).toMatchObject({ reason: 'reported offline' });
-    expect(agentRow(t, agent.id).is_online).toBe(0);
-    const back = nextEvent(t, ofAgent(agent.id, 'agent.online'));
     await client.publishAsync(`${agent.topic}/Status/Online`, '{"online":true}', { qos: 1, retain: true });
-    expect((await back).data).toMatchObject({ reason: 'reported online' });
+    stop();
+    expect(offline).toEqual([]);
     expect(agentRow(t, agent.id).is_online).toBe(1);
+    expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'ping' })).status).toBe(202);
   });
 
   it('goes offline through the will when the connection drops', async () => {

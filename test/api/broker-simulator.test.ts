@@ -82,7 +82,8 @@ describe('the simulator as an MQTT agent', () => {
     const { id, agent } = await simulatedAgent(t);
     const offline = nextEvent(t, ofAgent(id, 'agent.offline'));
     await agent.stop();
-    expect((await offline).data).toMatchObject({ reason: 'reported offline' });
+    // Its {"online": false} is a sign of life; the DISCONNECT that follows is what takes it offline.
+    expect((await offline).data).toMatchObject({ reason: 'disconnected' });
     expect(await agent.finished).toBe('stopped');
   });
 

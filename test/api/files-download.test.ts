@@ -71,7 +71,7 @@ function authenticate(request: FastifyRequest): SessionContext {
   if (!token) throw sessionTokenMissing();
   const entityId = token === 'good' ? 1 : token === 'other' ? 2 : undefined;
   if (entityId === undefined) throw sessionTokenInvalid();
-  return { token, userId: 1, userKind: 'agent', login: 'device', entityId, activeProfileId: 1 };
+  return { token, userId: 1, userKind: 'agent', login: 'device', entityId, activeProfileId: 1, enrolledAgentId: null, enrolledAt: null };
 }
 
 async function buildAgentApp(validatorCompiler?: typeof TypeBoxValidatorCompiler): Promise<FastifyInstance> {

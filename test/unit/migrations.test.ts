@@ -52,6 +52,34 @@ describe('migrations', () => {
     db.close();
   });
 
+  it('give colliding MQTT logins of an older database to the oldest agent only, and keep logins unique', () => {
+    const file = tempFile();
+    const old = openDatabase(file, migrations.filter((m) => m.version <= 2));
+    const now = '2026-01-01T00:00:00Z';
+    const agent = (login: string, n: number) => {
+      old.prepare(`INSERT INTO users (id, login, kind, user_token, default_profile_id, entity_id, created_at) VALUES (?, ?, 'agent', ?, 3, 1, ?)`).run(n, `agent:${n}`, `token${n}`, now);
+      old.prepare(`INSERT INTO computers (id, entity_id, name, created_at, updated_at) VALUES (?, 1, ?, ?, ?)`).run(n, login, now, now);
+      old.prepare(
+        `INSERT INTO agents (id, entity_id, computer_id, fleet_id, account_user_id, name, serial, uuid, version, type, topic, mqtt_login, mqtt_password_hash, created_at, updated_at)
+         VALUES (?, 1, ?, 1, ?, ?, ?, ?, '1.0', 'android', ?, ?, 'sha256$x$y', ?, ?)`,
+      ).run(n, n, n, login, n === 1 ? null : login, n === 1 ? login : null, `/1/agent/${login}`, login, now, now);
+    };
+    agent('SHARED-ID-1', 1); // uuid only
+    agent('SHARED-ID-1', 2); // serial: the same login and topic, so it received the first one's commands
+    agent('OTHER', 3);
+    old.close();
+    const db = openDatabase(file);
+    const rows = db.prepare(`SELECT id, mqtt_login, topic, mqtt_password_hash FROM agents ORDER BY id`).all();
+    expect(rows).toEqual([
+      { id: 1, mqtt_login: 'SHARED-ID-1', topic: '/1/agent/SHARED-ID-1', mqtt_password_hash: 'sha256$x$y' },
+      { id: 2, mqtt_login: 'SHARED-ID-1#2', topic: '/1/agent/SHARED-ID-1#2', mqtt_password_hash: null },
+      { id: 3, mqtt_login: 'OTHER', topic: '/1/agent/OTHER', mqtt_password_hash: 'sha256$x$y' },
+    ]);
+    expect(db.prepare(`SELECT agent_id, type FROM events WHERE type = 'agent.login_collision'`).all()).toEqual([{ agent_id: 2, type: 'agent.login_collision' }]);
+    expect(() => db.prepare(`UPDATE agents SET mqtt_login = 'OTHER' WHERE id = 1`).run()).toThrow(/UNIQUE/);
+    db.close();
+  });
+
   it('roll back a failing migration whole and refuse a newer database', () => {
     const file = tempFile();
     const broken = [...migrations, { version: latest + 1, name: 'broken', sql: `CREATE TABLE half (id INTEGER); INSERT INTO nowhere VALUES (1);` }];

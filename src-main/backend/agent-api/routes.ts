@@ -45,7 +45,7 @@ export const agentApiRoutes: FastifyPluginAsync<AgentApiOptions> = async (app, {
   app.get('/initSession', { schema: { querystring: TokenQuery } }, async (request) => {
     const token = userTokenOf(request);
     if (!token) throw loginFailed('parameter user_token is missing or empty');
-    return { session_token: sessions.open(token).session_token };
+    return { session_token: sessions.open(token, request.ip ?? null).session_token };
   });
 
   app.get('/killSession', { schema: { querystring: TokenQuery } }, async (request) => {

@@ -5,7 +5,8 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../http/errors.ts';
 import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
 import { normalizeEmail, statusOf } from '../invitations/invitations.ts';
-import type { SessionService } from '../sessions/sessions.ts';
+import { RateLimiter } from '../sessions/rate-limit.ts';
+import { TooManyRequests, type SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import type { UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
@@ -31,6 +32,17 @@ const VERSION = /^\d+(\.\d+)*$/;
 const FREED = ['unenrolling', 'unenrolled'];
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
 const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
+/**
+ * How long the session that enrolled a device may read its record (and the records it links to).
+ * The agent reads it right after creating it, then switches to its api_token; after that, and for
+ * every other session of the person (a used QR code's user token), the agent's secrets are out of reach.
+ */
+export const ENROLLMENT_READ_WINDOW_MS = 15 * 60 * 1000;
+/**
+ * Enrollment attempts per person: each refusal is written to the invitation's log and the
+ * history, so a used QR code replayed in a loop must not grow them without bound.
+ */
+const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10, maxKeys: 50_000 };
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
@@ -49,6 +61,7 @@ export class EnrollmentService {
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
   private readonly broker: BrokerTargets;
+  private readonly attempts = new RateLimiter(ATTEMPTS_PER_USER);
   private readonly statements;
 
   constructor(deps: {
@@ -75,6 +88,9 @@ export class EnrollmentService {
     this.statements = {
       bySerial: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND serial = ?`),
       byUuid: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`),
+      // MQTT logins are unique across all agents and entities (migration 3's unique index).
+      byLogin: db.prepare(`SELECT id, name FROM agents WHERE mqtt_login = ?`),
+      byAccount: db.prepare(`SELECT * FROM agents WHERE account_user_id = ?`),
       insertComputer: db.prepare(
         `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
@@ -106,6 +122,8 @@ export class EnrollmentService {
    * invitation in one transaction.
    */
   enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): { id: string; message: string } {
+    const wait = this.attempts.take(String(session.userId));
+    if (wait > 0) throw new TooManyRequests('Too many enrollment attempts', wait);
     const serial = clean(input._serial);
     const uuid = clean(input._uuid);
     const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };
@@ -152,6 +170,15 @@ export class EnrollmentService {
     if (existing && existing.enrolled_by_user_id !== session.userId && !FREED.includes(existing.enroll_status)) {
       refuse('This device is already enrolled for another user; ask your administrator to remove it first');
     }
+    // The login (and the last level of the topic) is the serial, else the uuid: a uuid equal to
+    // another device's serial (or the reverse) would share that device's login, topic and commands.
+    const login = loginOf(serial ?? existing?.serial ?? null, uuid);
+    const owner = this.statements.byLogin.get(login) as { id: number; name: string } | undefined;
+    if (owner && owner.id !== existing?.id) {
+      refuse(
+        `Another device already uses ${login} as its MQTT login (its serial number or UUID): this device cannot be enrolled with it; ask your administrator`,
+      );
+    }
 
     const agentId = this.events.transaction(() => this.createOrReuse(inv, session, existing, {
       serial,
@@ -181,7 +208,7 @@ export class EnrollmentService {
   ): number {
     const entityId = invitation.entity_id;
     const now = nowIso();
-    const login = device.serial ?? device.uuid!;
+    const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
     const uuidOwner = device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
@@ -218,6 +245,7 @@ export class EnrollmentService {
       );
     }
     this.invitations.consume(invitation, agentId, attempt);
+    this.sessions.bindEnrollment(session.token, agentId, now);
     this.events.record(
       existing ? 'agent.reenrolled' : 'agent.enrolled',
       `${login} enrolled by ${invitation.email}${existing ? ' (again)' : ''}`,
@@ -228,12 +256,12 @@ export class EnrollmentService {
   }
 
   /**
-   * GET PluginMdmAgent/<id>: for the enrolling person under the guest profile, or the agent's own
-   * account. Each read draws a new MQTT password and keeps only its hash.
+   * GET PluginMdmAgent/<id>: for the session that enrolled it (guest profile, for a short while),
+   * or the agent's own account. Each read draws a new MQTT password and keeps only its hash.
    */
   record(session: SessionContext, id: number): Record<string, unknown> {
-    const agent = this.agents.row(id);
-    if (!agent || !this.mayRead(session, agent)) throw itemNotFound();
+    const agent = this.ownAgent(session);
+    if (!agent || agent.id !== id) throw itemNotFound();
     const mqttpasswd = randomPassword(40);
     this.statements.setPassword.run(hashSecret(mqttpasswd), nowIso(), id);
     const settings = this.settings.get();
@@ -273,21 +301,30 @@ export class EnrollmentService {
     };
   }
 
-  private mayRead(session: SessionContext, agent: AgentRow): boolean {
-    if (session.userId === agent.account_user_id) return true;
-    return (
-      session.userKind === 'person' &&
-      session.userId === agent.enrolled_by_user_id &&
-      session.activeProfileId === this.users.guestProfile().id
-    );
+  /**
+   * The one agent a session acts for: its own, for an agent's account; for a person's session, the
+   * agent that very session enrolled, within ENROLLMENT_READ_WINDOW_MS, under the guest profile.
+   * Any other session (another of the person's, e.g. opened with a used QR code) has none.
+   */
+  private ownAgent(session: SessionContext): AgentRow | undefined {
+    if (session.userKind === 'agent') return this.statements.byAccount.get(session.userId) as AgentRow | undefined;
+    if (session.enrolledAgentId === null || session.enrolledAt === null) return undefined;
+    if (Date.now() - Date.parse(session.enrolledAt) > ENROLLMENT_READ_WINDOW_MS) return undefined;
+    if (session.activeProfileId !== this.users.guestProfile().id) return undefined;
+    const agent = this.agents.row(session.enrolledAgentId);
+    // Freed by an admin and enrolled by someone else since: no longer this session's.
+    return agent?.enrolled_by_user_id === session.userId ? agent : undefined;
   }
 
-  /** Targets of the record's links, readable by any session of their entity. */
+  /** The targets of the record's links: only those of the session's own agent (404 for any other). */
   computer(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.statements.computer.get(id) as
-      | { id: number; entity_id: number; name: string; serial: string | null; uuid: string | null; user_id: number | null; created_at: string; updated_at: string }
-      | undefined;
-    if (!row || row.entity_id !== session.entityId) throw itemNotFound();
+    const own = this.ownAgent(session);
+    const row = own?.computer_id === id
+      ? (this.statements.computer.get(id) as
+          | { id: number; entity_id: number; name: string; serial: string | null; uuid: string | null; user_id: number | null; created_at: string; updated_at: string }
+          | undefined)
+      : undefined;
+    if (!row) throw itemNotFound();
     return {
       id: row.id,
       name: row.name,
@@ -301,16 +338,23 @@ export class EnrollmentService {
   }
 
   entity(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.statements.entity.get(id) as { id: number; name: string; parent_id: number | null; created_at: string } | undefined;
-    if (!row || row.id !== session.entityId) throw itemNotFound();
+    const row = this.ownAgent(session)?.entity_id === id
+      ? (this.statements.entity.get(id) as { id: number; name: string; parent_id: number | null; created_at: string } | undefined)
+      : undefined;
+    if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, completename: row.name, entities_id: row.parent_id ?? 0, date_creation: row.created_at };
   }
 
   fleet(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.fleets.byId(id);
-    if (!row || row.entity_id !== session.entityId) throw itemNotFound();
+    const row = this.ownAgent(session)?.fleet_id === id ? this.fleets.byId(id) : undefined;
+    if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, entities_id: row.entity_id, is_default: row.is_default, date_creation: row.created_at };
   }
+}
+
+/** An agent's MQTT login: its serial, else its uuid (one of them is always there). */
+function loginOf(serial: string | null, uuid: string | null): string {
+  return (serial ?? uuid)!;
 }
 
 function clean(value: string | undefined | null): string | null {

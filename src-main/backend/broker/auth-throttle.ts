@@ -1,10 +1,15 @@
 /**
- * Slows down guessing: after `freeFailures` refused logins from one address, every further
- * attempt from it waits `baseDelayMs`, doubling per failure up to `maxDelayMs`. A success or
- * `forgetAfterMs` without failures clears the address. Bounded in memory.
+ * Slows down guessing, per key (the broker keys by login and address): after `freeFailures`
+ * refused attempts, the next waits `baseDelayMs`, doubling per failure up to `maxDelayMs`. A
+ * success or `forgetAfterMs` without failures clears the key. Bounded in memory.
  */
 export interface ThrottleOptions {
   freeFailures: number;
+  /**
+   * Refused logins from one address, whatever the login, before its further refusals are slowed
+   * down too (a scan of many logins); a correct password is never slowed by this count.
+   */
+  freeFailuresPerAddress: number;
   baseDelayMs: number;
   maxDelayMs: number;
   forgetAfterMs: number;
@@ -13,6 +18,7 @@ export interface ThrottleOptions {
 
 export const DEFAULT_THROTTLE: ThrottleOptions = {
   freeFailures: 5,
+  freeFailuresPerAddress: 50,
   baseDelayMs: 500,
   maxDelayMs: 10_000,
   forgetAfterMs: 15 * 60_000,
@@ -29,26 +35,34 @@ export class FailureThrottle {
   private readonly now: () => number;
   private readonly entries = new Map<string, Entry>();
 
-  constructor(options: Partial<ThrottleOptions> = {}, now: () => number = Date.now) {
+  private readonly freeFailures: number;
+
+  constructor(options: Partial<ThrottleOptions> = {}, now: () => number = Date.now, freeFailures?: number) {
     this.options = { ...DEFAULT_THROTTLE, ...options };
     this.now = now;
+    this.freeFailures = freeFailures ?? this.options.freeFailures;
   }
 
-  /** How long an attempt from `address` waits before it is checked. */
-  delayFor(address: string): number {
-    const failures = this.current(address)?.failures ?? 0;
-    const over = failures - Math.max(this.options.freeFailures, 1);
+  /** The first step: the longest a correct password is ever kept waiting. */
+  get firstStepMs(): number {
+    return this.options.baseDelayMs;
+  }
+
+  /** How long the next attempt under `key` waits for its answer. */
+  delayFor(key: string): number {
+    const failures = this.current(key)?.failures ?? 0;
+    const over = failures - Math.max(this.freeFailures, 1);
     if (over < 0) return 0;
     return Math.min(this.options.baseDelayMs * 2 ** Math.min(over, 30), this.options.maxDelayMs);
   }
 
-  /** Records a refused login; returns how many in a row this address has now. */
-  fail(address: string): number {
-    const entry = this.current(address) ?? { failures: 0, last: 0 };
+  /** Records a refused login; returns how many in a row this key has now. */
+  fail(key: string): number {
+    const entry = this.current(key) ?? { failures: 0, last: 0 };
     entry.failures += 1;
     entry.last = this.now();
-    this.entries.delete(address); // re-insert: the Map's order is least recently failed first
-    this.entries.set(address, entry);
+    this.entries.delete(key); // re-insert: the Map's order is least recently failed first
+    this.entries.set(key, entry);
     while (this.entries.size > this.options.maxAddresses) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
@@ -57,19 +71,19 @@ export class FailureThrottle {
     return entry.failures;
   }
 
-  succeed(address: string): void {
-    this.entries.delete(address);
+  succeed(key: string): void {
+    this.entries.delete(key);
   }
 
-  /** True once this address is being slowed down. */
-  isThrottled(address: string): boolean {
-    return this.delayFor(address) > 0;
+  /** True once this key is being slowed down. */
+  isThrottled(key: string): boolean {
+    return this.delayFor(key) > 0;
   }
 
-  private current(address: string): Entry | undefined {
-    const entry = this.entries.get(address);
+  private current(key: string): Entry | undefined {
+    const entry = this.entries.get(key);
     if (entry && this.now() - entry.last > this.options.forgetAfterMs) {
-      this.entries.delete(address);
+      this.entries.delete(key);
       return undefined;
     }
     return entry;

@@ -7,7 +7,7 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { verifySecret } from '../util/tokens.ts';
 import { isUsableAgentTopic, mayPublish, mayReceive, maySubscribe, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
 import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
-import { FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
+import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
@@ -113,7 +113,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   });
   const store = new BrokerAgentStore(options.db);
   const registry = new ConnectionRegistry();
+  // Per login and address: one bad device behind a NAT slows only its own login, never the others.
   const throttle = new FailureThrottle(options.throttle);
+  // Per address, whatever the login, with a higher threshold: a scan of logins; slows refusals only.
+  const scanThrottle = new FailureThrottle(options.throttle, Date.now, { ...DEFAULT_THROTTLE, ...options.throttle }.freeFailuresPerAddress);
   const pendingChecks = new Set<NodeJS.Timeout>();
   const deniedNoted = new WeakSet<Client>();
 
@@ -134,15 +137,27 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   const commands = new AgentCommands({ store, events, fleets: options.fleets, registry, publisher });
   const wasOnline = presence.start();
 
-  const check = (client: Client, username: string | undefined, password: Buffer | undefined): AuthenticateError | BrokerAgentRow => {
+  /**
+   * Checks a login at once (a salted SHA-256: cheap) and says how long its answer waits: a
+   * refusal waits what its (login, address) and its address have earned; a correct password at
+   * most the first step, and nothing at all when its own (login, address) has no failures.
+   */
+  const check = (client: Client, username: string | undefined, password: Buffer | undefined): { result: AuthenticateError | BrokerAgentRow; delay: number } => {
     const address = connectionInfo(client, client.id).address ?? 'unknown';
     const login = username ?? '';
+    const key = `${address}\u0000${login}`;
     const shown = JSON.stringify(login.length > 64 ? `${login.slice(0, 64)}…` : login);
+    const keyDelay = throttle.delayFor(key);
     const refuse = (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow) => {
-      const throttledBefore = throttle.isThrottled(address);
-      if (returnCode === 4) throttle.fail(address);
-      if (!throttledBefore) {
-        const slowed = throttle.isThrottled(address) ? `; further attempts from ${address} are slowed down` : '';
+      const delay = Math.max(keyDelay, scanThrottle.delayFor(address));
+      if (returnCode === 4) {
+        throttle.fail(key);
+        scanThrottle.fail(address);
+      }
+      if (delay === 0) {
+        const slowed = throttle.isThrottled(key)
+          ? `; further attempts for this login from ${address} are slowed down`
+          : scanThrottle.isThrottled(address) ? `; further refused logins from ${address} are slowed down` : '';
         events.record('mqtt.login_refused', `MQTT login ${shown} from ${address} refused: ${why}${slowed}`, agent ? { entityId: agent.entity_id, agentId: agent.id } : {}, {
           login: login.slice(0, 200),
           address,
@@ -150,7 +165,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
           return_code: returnCode,
         });
       }
-      return refusal(returnCode, why);
+      return { result: refusal(returnCode, why), delay };
     };
     const secret = password?.toString('utf8') ?? '';
     if (!login || !secret) return refuse(4, 'login and password are required');
@@ -159,8 +174,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     if (!agent) return refuse(4, candidates.length > 0 ? 'wrong password' : 'unknown login', candidates.length === 1 ? candidates[0] : undefined);
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
-    throttle.succeed(address);
-    return agent;
+    throttle.succeed(key);
+    return { result: agent, delay: Math.min(keyDelay, throttle.firstStepMs) };
   };
 
   const connectionClosed = (client: Client) => {
@@ -174,21 +189,23 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     // MQTT 3.1 says 23 characters; agents that send a UUID (36) are accepted like MQTT 3.1.1 ones.
     maxClientsIdLength: 128,
     authenticate(client, username, password, done) {
-      const run = () => {
-        const result = check(client, username ?? undefined, password ?? undefined);
+      const { result, delay } = check(client, username ?? undefined, password ?? undefined);
+      const answer = () => {
         if (result instanceof Error) return done(result, false);
         // Client ids are scoped to their agent: one agent's id can never take over another's connection.
         const clientId = client.id;
         (client as { id: string }).id = `${result.id}|${clientId}`;
-        registry.bind(client, result, connectionInfo(client, clientId));
+        const identity = registry.bind(client, result, connectionInfo(client, clientId));
         client.conn.once('close', () => connectionClosed(client));
+        // Presence is what the broker knows: online from the moment the login is accepted, before the
+        // CONNACK goes out and whether or not the agent ever publishes Status/Online.
+        presence.connected(client, identity);
         done(null, true);
       };
-      const delay = throttle.delayFor(connectionInfo(client, client.id).address ?? 'unknown');
-      if (delay === 0) return run();
+      if (delay === 0) return answer();
       const timer = setTimeout(() => {
         pendingChecks.delete(timer);
-        if (!client.closed && !aedes.closed) run();
+        if (!client.closed && !aedes.closed) answer();
       }, delay);
       pendingChecks.add(timer);
     },
@@ -239,10 +256,6 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   const restored = await commands.restoreRetained();
   await commands.restoreSubscriptions();
 
-  aedes.on('clientReady', (client) => {
-    const agent = registry.identityOf(client);
-    if (agent) presence.connected(client, agent);
-  });
   aedes.on('ping', (_packet, client) => {
     const agent = registry.identityOf(client);
     if (agent) presence.touch(agent);

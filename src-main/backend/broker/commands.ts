@@ -2,7 +2,7 @@ import { nowIso } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetRow, FleetService } from '../fleets/fleets.ts';
 import { ApiError, itemNotFound } from '../http/errors.ts';
-import { fleetTopic, type AgentIdentity } from './acl.ts';
+import { fleetTopic, isUsableAgentTopic, type AgentIdentity } from './acl.ts';
 import { ENROLL, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
 import type { ConnectionRegistry } from './connections.ts';
 
@@ -212,6 +212,10 @@ export class AgentCommands {
     if (!agent) throw itemNotFound('Agent not found');
     if (agent.enroll_status === ENROLL.unenrolled) {
       throw new ApiError(409, 'ERROR_AGENT_UNENROLLED', `${agent.name} is unenrolled: enroll the device again before sending it commands`);
+    }
+    if (!isUsableAgentTopic(agent.topic)) {
+      // Its login was another device's (migration 3 disabled it): a command could reach the wrong device.
+      throw new ApiError(409, 'ERROR_AGENT_NO_TOPIC', `${agent.name} has no usable MQTT topic: remove it and enroll the device again`);
     }
     return agent;
   }

@@ -9,12 +9,14 @@ import type { ConnectionInfo, ConnectionRegistry } from './connections.ts';
 export const TOUCH_INTERVAL_MS = 15_000;
 export const ONLINE_SUBTOPIC = 'Status/Online';
 
-type Reason = 'connected' | 'reported online' | 'reported offline' | 'will' | 'disconnected';
+type Reason = 'connected' | 'reported online' | 'will' | 'disconnected';
 
 /**
- * is_online and last_contact of each agent, from its connections and its `T/Status/Online`
- * messages. The connections are the ground truth: a message never makes an agent with no open
- * connection online, and the retained "online" a clean disconnect leaves behind is replaced.
+ * is_online and last_contact of each agent. The broker's authenticated connections are the whole
+ * truth (the same one a ping is checked against): online while at least one is open, offline when
+ * the last one ends. `T/Status/Online` messages are signs of life, never more: an agent with no open
+ * connection is never online, one with an open connection never offline, and the retained "online"
+ * a clean disconnect leaves behind is replaced.
  */
 export class PresenceTracker {
   private readonly store: BrokerAgentStore;
@@ -44,7 +46,7 @@ export class PresenceTracker {
     return this.store.allOffline();
   }
 
-  /** CONNACK sent: the agent is online. */
+  /** Login accepted: the agent is online. */
   connected(client: Client, agent: AgentIdentity): void {
     if (this.stopping || client.closed) return;
     this.set(agent, true, 'connected', this.registry.infoOf(client));
@@ -81,8 +83,8 @@ export class PresenceTracker {
       if (this.registry.live(agent.id).length === 0) this.set(agent, false, 'will', this.registry.infoOf(client));
       return;
     }
-    if (online === null) this.touch(agent);
-    else this.set(agent, online, online ? 'reported online' : 'reported offline', this.registry.infoOf(client));
+    // Still connected: online, whatever the message says.
+    this.set(agent, true, 'reported online', this.registry.infoOf(client));
   }
 
   /** Any other sign of life: last_contact, written at most every TOUCH_INTERVAL_MS. */
@@ -119,7 +121,6 @@ export class PresenceTracker {
     const text: Record<Reason, string> = {
       connected: `${agent.name} is online${how}`,
       'reported online': `${agent.name} reported itself online`,
-      'reported offline': `${agent.name} reported itself offline`,
       will: `${agent.name} is offline: connection lost${how}`,
       disconnected: `${agent.name} is offline: disconnected${how}`,
     };

@@ -227,6 +227,37 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    version: 3,
+    name: 'unique MQTT logins, sessions tied to the enrollment they made',
+    sql: /* sql */ `
+      -- A uuid-only device whose uuid was another device's serial got the same MQTT login and topic,
+      -- so one device received the other's commands. Of each colliding group the oldest agent keeps its
+      -- login; the later ones get a login and topic no device can use ('#' is a wildcard) until an
+      -- admin removes one of them. Each such agent gets an event saying so.
+      INSERT INTO events (at, type, entity_id, agent_id, message, data)
+        SELECT strftime('%Y-%m-%dT%H:%M:%fZ'), 'agent.login_collision', a.entity_id, a.id,
+               'MQTT login ' || a.mqtt_login || ' of ' || a.name || ' was also the login of agent #' ||
+                 (SELECT min(o.id) FROM agents o WHERE o.mqtt_login = a.mqtt_login) ||
+                 ': its MQTT access is disabled; remove one of the two devices and enroll it again',
+               json_object('login', a.mqtt_login, 'topic', a.topic)
+        FROM agents a
+        WHERE EXISTS (SELECT 1 FROM agents o WHERE o.mqtt_login = a.mqtt_login AND o.id < a.id);
+      UPDATE agents SET mqtt_login = mqtt_login || '#' || id, topic = topic || '#' || id, mqtt_password_hash = NULL
+        WHERE EXISTS (SELECT 1 FROM agents o WHERE o.mqtt_login = agents.mqtt_login AND o.id < agents.id);
+      DROP INDEX agents_mqtt_login;
+      CREATE UNIQUE INDEX agents_mqtt_login ON agents(mqtt_login);
+      -- A session of an agent's account finds its agent (Computer, Entity, fleet it may read).
+      CREATE INDEX agents_account ON agents(account_user_id);
+
+      -- The agent a person's session enrolled, and when: only that session, for a short while,
+      -- reads the agent's record (the user token of a used QR code yields no secrets).
+      ALTER TABLE sessions ADD COLUMN agent_id INTEGER;
+      ALTER TABLE sessions ADD COLUMN enrolled_at TEXT;
+      CREATE INDEX sessions_user_used ON sessions(user_id, last_used_at);
+      DROP INDEX sessions_user;
+    `,
+  },
+  {
     version: 5,
     name: 'deployments and device tasks',
     sql: /* sql */ `

@@ -8,7 +8,11 @@ import { ApiError } from './errors.ts';
  */
 export function installAgentErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
-    if (error instanceof ApiError) return reply.code(error.status).send([error.code, error.message]);
+    if (error instanceof ApiError) {
+      const retryAfter = (error as ApiError & { retryAfterSeconds?: number }).retryAfterSeconds;
+      if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
+      return reply.code(error.status).send([error.code, error.message]);
+    }
     if ((error as FastifyError).validation) {
       return reply.code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']);
     }

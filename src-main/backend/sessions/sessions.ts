@@ -1,14 +1,45 @@
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
-import { badRequest, itemNotFound, loginFailed, sessionTokenInvalid } from '../http/errors.ts';
+import { ApiError, badRequest, itemNotFound, loginFailed, sessionTokenInvalid } from '../http/errors.ts';
 import { randomHex } from '../util/tokens.ts';
+import { RateLimiter } from './rate-limit.ts';
 import type { SessionContext } from './types.ts';
 import type { UserRepository, UserRow } from './users.ts';
 
-/** Sessions unused for this long are gone (the spec leaves the lifetime open). */
-const SESSION_IDLE_MS = 24 * 60 * 60 * 1000;
 /** last_used_at is written at most this often per session, to keep reads cheap. */
 const TOUCH_EVERY_MS = 60 * 1000;
+
+/**
+ * Bounds on sessions (the spec leaves them open). A device needs one session per enrollment and
+ * one per batch of downloads; an old QR code or a script must not fill the database.
+ */
+export interface SessionLimits {
+  /** Sessions unused for this long are gone. */
+  idleMs: number;
+  /** Live sessions per user token; opening one more ends the least recently used. */
+  livePerUser: number;
+  /** initSession per user token: `burst` at once, then `perMinute`. */
+  perToken: { burst: number; perMinute: number };
+  /** initSession per client address (a NAT of phones enrolling at once fits in the burst); 0 = none. */
+  perAddress: { burst: number; perMinute: number };
+}
+
+export const DEFAULT_SESSION_LIMITS: SessionLimits = {
+  idleMs: 60 * 60 * 1000,
+  livePerUser: 10,
+  perToken: { burst: 10, perMinute: 10 },
+  perAddress: { burst: 300, perMinute: 300 },
+};
+
+/** 429 in the spec's shape, with the seconds to wait (also sent as Retry-After). */
+export class TooManyRequests extends ApiError {
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(429, 'ERROR_TOO_MANY_REQUESTS', `${message}; retry in ${retryAfterSeconds} s`);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
 
 interface SessionRow {
   token: string;
@@ -17,14 +48,24 @@ interface SessionRow {
   entity_id: number;
   created_at: string;
   last_used_at: string;
+  agent_id: number | null;
+  enrolled_at: string | null;
 }
 
 export class SessionService {
   private readonly users: UserRepository;
+  private readonly limits: SessionLimits;
+  private readonly perToken: RateLimiter;
+  private readonly perAddress: RateLimiter;
   private readonly statements;
+  /** The new session and the end of the user's oldest ones: one write transaction, one commit. */
+  private readonly insertBounded: (token: string, userId: number, profileId: number, entityId: number, now: string, keep: number) => void;
 
-  constructor(db: Db, users: UserRepository) {
+  constructor(db: Db, users: UserRepository, limits: Partial<SessionLimits> = {}) {
     this.users = users;
+    this.limits = { ...DEFAULT_SESSION_LIMITS, ...limits };
+    this.perToken = new RateLimiter({ ...this.limits.perToken, maxKeys: 50_000 });
+    this.perAddress = new RateLimiter({ ...this.limits.perAddress, maxKeys: 50_000 });
     this.statements = {
       insert: db.prepare(
         `INSERT INTO sessions (token, user_id, active_profile_id, entity_id, created_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -38,19 +79,44 @@ export class SessionService {
       setProfile: db.prepare(`UPDATE sessions SET active_profile_id = ?, entity_id = ? WHERE token = ?`),
       remove: db.prepare(`DELETE FROM sessions WHERE token = ?`),
       removeOfUser: db.prepare(`DELETE FROM sessions WHERE user_id = ?`),
+      // The sessions of a user beyond the newest `keep` (by last use): what opening one more ends.
+      trimOfUser: db.prepare(
+        `DELETE FROM sessions WHERE token IN (
+           SELECT token FROM sessions WHERE user_id = ? ORDER BY last_used_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
+      ),
+      bindEnrollment: db.prepare(`UPDATE sessions SET agent_id = ?, enrolled_at = ? WHERE token = ?`),
       purge: db.prepare(`DELETE FROM sessions WHERE last_used_at < ?`),
     };
+    this.insertBounded = db.transaction((token: string, userId: number, profileId: number, entityId: number, now: string, keep: number) => {
+      this.statements.insert.run(token, userId, profileId, entityId, now, now);
+      this.statements.trimOfUser.run(userId, keep);
+    });
   }
 
-  /** initSession: the user token alone yields a session under the user's default profile. */
-  open(userToken: string): { session_token: string; user: UserRow } {
+  /**
+   * initSession: the user token alone yields a session under the user's default profile. Rate
+   * limited per address (before the token is even looked up) and per token; a user holds at most
+   * `livePerUser` sessions, the least recently used one ends when another opens.
+   */
+  open(userToken: string, address: string | null = null): { session_token: string; user: UserRow } {
+    if (address !== null) {
+      const wait = this.perAddress.take(address);
+      if (wait > 0) throw new TooManyRequests(`Too many sessions opened from ${address}`, wait);
+    }
+    const wait = this.perToken.take(userToken);
+    if (wait > 0) throw new TooManyRequests('Too many sessions opened with this token', wait);
     const user = this.users.byToken(userToken);
     if (!user) throw loginFailed('Incorrect user token');
     const token = randomHex(20);
     const now = nowIso();
     const entityId = this.users.entityOfAssignment(user.id, user.default_profile_id) ?? user.entity_id;
-    this.statements.insert.run(token, user.id, user.default_profile_id, entityId, now, now);
+    this.insertBounded(token, user.id, user.default_profile_id, entityId, now, this.limits.livePerUser);
     return { session_token: token, user };
+  }
+
+  /** The agent this session has just enrolled: what lets it read that agent's record. Inside the enrollment's transaction. */
+  bindEnrollment(token: string, agentId: number, at: string): void {
+    this.statements.bindEnrollment.run(agentId, at, token);
   }
 
   /** Resolves a session token; throws ERROR_SESSION_TOKEN_INVALID for unknown or idle ones. */
@@ -59,7 +125,7 @@ export class SessionService {
     if (!row || row.kind === null) throw sessionTokenInvalid();
     const lastUsed = Date.parse(row.last_used_at);
     const now = Date.now();
-    if (now - lastUsed > SESSION_IDLE_MS) {
+    if (now - lastUsed > this.limits.idleMs) {
       this.statements.remove.run(token);
       throw sessionTokenInvalid();
     }
@@ -71,6 +137,8 @@ export class SessionService {
       login: row.login,
       entityId: row.entity_id,
       activeProfileId: row.active_profile_id,
+      enrolledAgentId: row.agent_id,
+      enrolledAt: row.enrolled_at,
     };
   }
 
@@ -110,6 +178,6 @@ export class SessionService {
   }
 
   purgeIdle(): number {
-    return this.statements.purge.run(new Date(Date.now() - SESSION_IDLE_MS).toISOString()).changes;
+    return this.statements.purge.run(new Date(Date.now() - this.limits.idleMs).toISOString()).changes;
   }
 }

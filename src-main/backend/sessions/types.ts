@@ -6,4 +6,7 @@ export interface SessionContext {
   login: string;
   entityId: number;
   activeProfileId: number;
+  /** The agent this (person's) session enrolled, and when; null otherwise. */
+  enrolledAgentId: number | null;
+  enrolledAt: string | null;
 }
