@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
+import { agentApiUrl } from './agent-api/flyve-aliases.ts';
+import { agentReportRoutes } from './agent-api/report-routes.ts';
 import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
+import { appLinkSchemeFor } from './deeplink/codec.ts';
 import { startBroker, type MqttBroker } from './broker/broker.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
 import { openDatabase } from './db/database.ts';
@@ -89,6 +92,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     db,
     events: services.events,
     fleets: services.fleets,
+    reports: services.reports,
     dataDir: options.dataDir,
     host: options.host,
     port: options.mqttPort,
@@ -117,14 +121,23 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
     requestTimeout: 30_000,
     ajv: { customOptions: { coerceTypes: true } },
+    // Flyve resource names and trailing slashes reach the same routes (agent-api/flyve-aliases.ts).
+    rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
   });
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);
   await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment, deployments });
+  await agentApp.register(agentReportRoutes, {
+    prefix: '/api',
+    authenticate: sessionAuthenticator(services.sessions),
+    agents: services.agents,
+    reports: services.reports,
+    live: broker.liveReports,
+  });
   await agentApp.register(agentDownloadRoutes, { prefix: '/api', store: files, authenticate: sessionAuthenticator(services.sessions) });
   await agentApp.register(deeplinkPageRoutes, {
     deeplinkBase: targets.deeplinkBase,
-    appLinkScheme: () => services.settings.get().app_link_scheme,
+    appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
   });
 
   const { app: admin, auth: adminAuth } = await adminApp({ services, files, deployments, adminToken, info: () => info, broker, simulate: partial.simulate });

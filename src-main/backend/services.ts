@@ -1,5 +1,6 @@
 import { AgentService } from './agents/agents.ts';
 import { EnrollmentService, type BrokerTargets } from './agents/enrollment.ts';
+import { DeviceReports } from './agents/reports.ts';
 import type { Db } from './db/database.ts';
 import { EventLog } from './events/event-log.ts';
 import { FleetService } from './fleets/fleets.ts';
@@ -25,8 +26,9 @@ export function createServices(
   const invitations = new InvitationService({ db, events, users, fleets, settings, links: targets, deliveries });
   const mail = createMailService({ db, events, settings, invitations, deliveries }, mailOptions);
   const agents = new AgentService({ db, events, users });
-  const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, agents, fleets, settings, broker: targets });
-  return { db, events, settings, users, sessions, fleets, invitations, agents, enrollment, mail };
+  const reports = new DeviceReports({ db, events });
+  const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, agents, fleets, settings, broker: targets, reports });
+  return { db, events, settings, users, sessions, fleets, invitations, agents, enrollment, mail, reports };
 }
 
 export type Services = ReturnType<typeof createServices>;

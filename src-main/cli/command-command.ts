@@ -1,21 +1,29 @@
-// `mdm-console command <agent-id> ping|lock|unlock|wipe|unenroll [--fleet NAME]`: commands to a
+// `mdm-console command <agent-id> ping|lock|unlock|wipe|unenroll|inventory|geolocate [--fleet NAME]`: commands to a
 // device over MQTT through the running server's admin API.
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
 import { adminRequest, CliError, readServerFile } from './server-file.ts';
 
-export const COMMAND_USAGE = `usage: mdm-console command AGENT_ID [ping|lock|unlock|wipe|unenroll] [--fleet NAME]
+export const COMMAND_USAGE = `usage: mdm-console command AGENT_ID [ping|lock|unlock|wipe|unenroll|inventory|geolocate] [--fleet NAME]
                           [--wait | --no-wait] [--timeout SECONDS] [--json] [--data-dir DIR]
 
   ping       waits for the device's answer (unless --no-wait)
+  inventory, geolocate   ask for the device's inventory or position; wait for it (unless --no-wait)
   lock, unlock, wipe, unenroll   retained: a device that is offline gets them when it connects
                                  (--wait waits for the confirmation of unenroll)
   --fleet NAME   moves the device to that fleet (it is told with Command/Subscribe)`;
 
-const VERBS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll'] as const;
+const VERBS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
 type Verb = (typeof VERBS)[number];
 /** The event each command's reply produces, for those that have one. */
-const REPLY_EVENT: Partial<Record<Verb, string>> = { ping: 'agent.ping_reply', unenroll: 'agent.unenrolled' };
+const REPLY_EVENT: Partial<Record<Verb, string>> = {
+  ping: 'agent.ping_reply',
+  unenroll: 'agent.unenrolled',
+  inventory: 'agent.inventory',
+  geolocate: 'agent.geolocation',
+};
+/** Commands whose answer is waited for by default. */
+const WAITED: readonly Verb[] = ['ping', 'inventory', 'geolocate'];
 
 interface SentCommand {
   command: string;
@@ -86,7 +94,7 @@ export async function commandCommand(argv: string[]): Promise<number> {
         (sent.online ? '' : sent.retained ? ': the device is offline and gets it when it connects' : ''),
     );
     const replyType = REPLY_EVENT[verb];
-    const wait = values.wait ?? verb === 'ping';
+    const wait = values.wait ?? WAITED.includes(verb);
     if (wait && replyType) {
       const reply = await waitForEvent(() => adminRequest<AgentView>(server, 'GET', `/agents/${id}`), replyType, sent.event_id, timeoutSeconds * 1000);
       result.reply = reply;

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
 import { startBackend } from '../backend/server.ts';
 import { CliError } from './server-file.ts';
@@ -33,6 +34,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       host: { type: 'string' },
       'smtp-url': { type: 'string' },
       'mail-from': { type: 'string' },
+      'agent-app': { type: 'string' },
       json: { type: 'boolean' },
     },
     strict: true,
@@ -45,6 +47,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
     } catch (error) {
       throw new CliError(`--smtp-url: ${(error as Error).message}`);
     }
+  }
+  const agentApp = values['agent-app'];
+  if (agentApp !== undefined && agentApp !== 'spec' && agentApp !== 'flyve') {
+    throw new CliError(`--agent-app must be spec (the spec's agent) or flyve (the reference Flyve MDM agents), not "${agentApp}"`);
   }
   const backend = await startBackend({
     dataDir: values['data-dir'],
@@ -61,6 +67,16 @@ export async function serveCommand(argv: string[]): Promise<number> {
     // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
     simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
   });
+  if (agentApp !== undefined && backend.services.settings.get().agent_app !== agentApp) {
+    // The same rule as the settings page: the reference encoding cannot carry a ";".
+    const unfit = agentApp === 'flyve' ? fieldsUnfitForFlyve(backend.services.settings.deeplinkFields()) : null;
+    if (unfit) {
+      await backend.close();
+      throw new CliError(`--agent-app flyve: ${unfit}; change them in the settings first`);
+    }
+    backend.services.settings.update({ agent_app: agentApp });
+    backend.services.events.record('settings.updated', `Settings changed: agent_app (serve --agent-app ${agentApp})`, {}, { keys: ['agent_app'] });
+  }
   const { info } = backend;
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));
   else {
@@ -73,6 +89,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   Console:               ${info.console_url}
                          (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)
   Mail:                  ${backend.services.mail.describeTarget().summary}
+  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : 'spec (codes for the spec\'s agent)'}
 Press Ctrl+C to stop.`);
   }
   await new Promise<void>((resolve) => {

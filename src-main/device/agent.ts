@@ -4,6 +4,7 @@ import { downloadAndVerify } from './download.ts';
 import type { DownloadSummary, DownloadTarget } from './download.ts';
 import { enrollDevice, mqttCredentialsOf } from './enroll.ts';
 import type { EnrollmentResult, EnrollOptions, MqttCredentials, StepLog } from './enroll.ts';
+import type { MqttAgentOptions } from './mqtt-agent.ts';
 
 /**
  * Extension point: runs right after enrollment, before any download. The MQTT task plugs its
@@ -33,10 +34,25 @@ export async function runAgent(options: AgentRunOptions, log: StepLog = () => {}
 
   const downloads: DownloadSummary[] = [];
   for (const target of options.downloads ?? []) {
-    const downloadOptions = { backendUrl: enrollment.backendUrl, apiToken: enrollment.apiToken, target };
+    const downloadOptions = { backendUrl: enrollment.backendUrl, apiToken: enrollment.apiToken, target, dialect: enrollment.dialect };
     downloads.push(await downloadAndVerify(options.timeoutMs === undefined ? downloadOptions : { ...downloadOptions, timeoutMs: options.timeoutMs }, log));
   }
   return { enrollment, mqtt, downloads, ok: downloads.every((summary) => summary.ok) };
+}
+
+/** What the MQTT side needs of an enrollment besides credentials: dialect, device, HTTP report target. */
+export function reportingOf(enrollment: EnrollmentResult): Pick<MqttAgentOptions, 'dialect' | 'device' | 'http'> {
+  const computersId = Number(enrollment.agent.computers_id);
+  return {
+    dialect: enrollment.dialect,
+    device: { serial: enrollment.serial, uuid: enrollment.uuid, type: enrollment.type },
+    http: {
+      backendUrl: enrollment.backendUrl,
+      apiToken: enrollment.apiToken,
+      agentId: enrollment.agentId,
+      ...(Number.isInteger(computersId) ? { computersId } : {}),
+    },
+  };
 }
 
 /** Enrollment without any output, for tests and load generation. Throws like enrollDevice. */

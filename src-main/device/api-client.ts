@@ -1,5 +1,6 @@
 // A minimal client of the agent REST API (spec §4), written from the wire contract only.
 // Uses the global fetch (undici); one instance holds at most one session token.
+import { SPEC_DIALECT, type Dialect, type Resource } from './dialect.ts';
 
 /** Fields of getFullSession that the spec names; everything else is ignored (spec §2). */
 export interface FullSessionFields {
@@ -58,9 +59,9 @@ export interface AgentRecord {
 
 export type ContentKind = 'file' | 'package';
 
-const CONTENT_RESOURCE: Record<ContentKind, string> = {
-  file: 'PluginMdmFile',
-  package: 'PluginMdmPackage',
+const CONTENT_RESOURCE: Record<ContentKind, Resource> = {
+  file: 'File',
+  package: 'Package',
 };
 
 /** An HTTP failure of the agent API; `code`/`message` come from the server's `[code, message]`. */
@@ -106,6 +107,8 @@ export class AgentApiError extends Error {
 export interface AgentApiClientOptions {
   /** Time limit in ms of each JSON request, and of waiting for a download's headers. Default 30 s. */
   timeoutMs?: number;
+  /** Resource names and token placement (dialect.ts); default the spec's. */
+  dialect?: Dialect;
 }
 
 export interface ContentRequestOptions {
@@ -121,10 +124,12 @@ export class AgentApiClient {
   readonly baseUrl: string;
   sessionToken: string | undefined;
   private readonly timeoutMs: number;
+  readonly dialect: Dialect;
 
   constructor(baseUrl: string, options: AgentApiClientOptions = {}) {
     this.baseUrl = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.dialect = options.dialect ?? SPEC_DIALECT;
   }
 
   /** GET initSession?user_token=… — accepts a user token or an agent's api_token. */
@@ -151,20 +156,31 @@ export class AgentApiClient {
   }
 
   async createAgent(input: AgentCreationInput): Promise<AgentCreationResponse> {
-    const body = await this.requestJson('POST', 'PluginMdmAgent', {}, { input });
+    const resource = this.dialect.resource('Agent');
+    const body = await this.requestJson('POST', resource, {}, { input });
     const id = isRecord(body) ? body['id'] : undefined;
     if ((typeof id !== 'string' && typeof id !== 'number') || String(id) === '') {
-      throw new AgentApiError('POST PluginMdmAgent', 201, 'BAD_RESPONSE', 'response has no agent id');
+      throw new AgentApiError(`POST ${resource}`, 201, 'BAD_RESPONSE', 'response has no agent id');
     }
     const message = isRecord(body) && typeof body['message'] === 'string' ? body['message'] : '';
     return { id: String(id), message };
   }
 
   async getAgent(agentId: string | number): Promise<AgentRecord> {
-    const path = `PluginMdmAgent/${encodeURIComponent(String(agentId))}`;
+    const path = `${this.dialect.resource('Agent')}/${encodeURIComponent(String(agentId))}`;
     const body = await this.requestJson('GET', path);
     if (!isRecord(body)) throw new AgentApiError(`GET ${path}`, 200, 'BAD_RESPONSE', 'response is not an object');
     return body as AgentRecord;
+  }
+
+  /** PUT <Agent>/<id> `{"input": …}`: the Flyve agents' HTTP reports (`_pong`, `is_online`, `_inventory`). */
+  async updateAgent(agentId: string | number, input: Record<string, unknown>): Promise<unknown> {
+    return this.requestJson('PUT', `${this.dialect.resource('Agent')}/${encodeURIComponent(String(agentId))}`, {}, { input });
+  }
+
+  /** POST <Geolocation> `{"input": {_agents_id, _datetime, latitude, longitude | _gps: "off"}}`. */
+  async postGeolocation(input: Record<string, unknown>): Promise<unknown> {
+    return this.requestJson('POST', this.dialect.resource('Geolocation'), {}, { input });
   }
 
   /**
@@ -172,7 +188,7 @@ export class AgentApiClient {
    * status, so callers can stream the body and judge statuses such as 206 or 416 themselves.
    */
   async requestContent(kind: ContentKind, id: number, options: ContentRequestOptions = {}): Promise<Response> {
-    const path = `${CONTENT_RESOURCE[kind]}/${id}`;
+    const path = `${this.dialect.resource(CONTENT_RESOURCE[kind])}/${id}`;
     const headers: Record<string, string> = {
       Accept: options.accept ?? 'application/octet-stream',
       // Byte-exact checks need the bytes as stored, not a transfer-compressed form.
@@ -192,7 +208,7 @@ export class AgentApiClient {
 
   /** JSON metadata of a file or package (no octet-stream Accept): size, sha256, dl_filename, package_name … */
   async getContentMetadata(kind: ContentKind, id: number): Promise<Record<string, unknown>> {
-    const path = `${CONTENT_RESOURCE[kind]}/${id}`;
+    const path = `${this.dialect.resource(CONTENT_RESOURCE[kind])}/${id}`;
     const body = await this.requestJson('GET', path);
     if (!isRecord(body)) throw new AgentApiError(`GET ${path}`, 200, 'BAD_RESPONSE', 'response is not an object');
     return body;
@@ -212,7 +228,8 @@ export class AgentApiClient {
       'criteria[1][value]': String(taskId),
       forcedisplay: '2',
     };
-    const body = await this.requestJson('GET', 'search/PluginMdmTaskstatus', query);
+    // The reference agent asks `search/PluginFlyvemdmTaskstatus/?criteria…`, trailing slash included.
+    const body = await this.requestJson('GET', `search/${this.dialect.resource('Taskstatus')}/`, query);
     const data = isRecord(body) && Array.isArray(body['data']) ? body['data'] : [];
     const first = data[0] as Record<string, unknown> | undefined;
     const id = Number(first?.['2']);
@@ -221,12 +238,12 @@ export class AgentApiClient {
 
   /** PUT PluginMdmTaskstatus/<id> {"input": {"status": …, "reason"?: …}}. */
   async putTaskStatus(statusId: number, input: { status: string; reason?: string }): Promise<void> {
-    await this.requestJson('PUT', `PluginMdmTaskstatus/${statusId}`, {}, { input });
+    await this.requestJson('PUT', `${this.dialect.resource('Taskstatus')}/${statusId}`, {}, { input });
   }
 
   /** "GET PluginMdmFile/7", for messages. */
   contentEndpoint(kind: ContentKind, id: number): string {
-    return `GET ${CONTENT_RESOURCE[kind]}/${id}`;
+    return `GET ${this.dialect.resource(CONTENT_RESOURCE[kind])}/${id}`;
   }
 
   private async requestJson(
@@ -271,10 +288,11 @@ export class AgentApiClient {
       if (this.sessionToken === undefined) {
         throw new AgentApiError(endpoint, 0, 'NO_SESSION', 'no session: call initSession first');
       }
-      url.searchParams.set('session_token', this.sessionToken);
+      if (this.dialect.sessionTokenIn === 'query') url.searchParams.set('session_token', this.sessionToken);
     }
     // Real agents send Content-Type: application/json on every request, bodiless ones included.
-    const headers = { 'Content-Type': 'application/json', ...extraHeaders };
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', ...extraHeaders };
+    if (withSession && this.dialect.sessionTokenIn === 'header') headers['Session-Token'] = this.sessionToken!;
     const init: RequestInit = { method, headers };
     if (body !== undefined) init.body = JSON.stringify(body);
     if (signal !== undefined) init.signal = signal;

@@ -4,6 +4,7 @@ import { runAgent } from './agent.ts';
 import type { AgentRunOptions, AgentRunResult } from './agent.ts';
 import { AgentApiError } from './api-client.ts';
 import { DeeplinkError } from './deeplink.ts';
+import { dialectOf } from './dialect.ts';
 import { parseDownloadTarget } from './download.ts';
 import type { AgentType } from './enroll.ts';
 import { MQTT_ARGUMENTS, MQTT_USAGE, mqttFlagsOf, MqttSession, type MqttFlags } from './mqtt-cli.ts';
@@ -28,7 +29,11 @@ then downloads and verifies files or packages with the agent's api_token.
   --serial S            device serial (default: random, realistic)
   --uuid U              device UUID (default: random)
   --type android|apple  MDM type (default android)
-  --version V           agent version (default 1.0.0)
+  --version V           agent version (default 1.0.0; with --dialect flyve 2.0.0-rc.7 or -rc.6)
+  --dialect spec|flyve  speak as the spec's agent (default) or as the reference Flyve agent:
+                        Flyve resource names, Session-Token header, GLPI session keys, inventory at enrollment
+  --reports http|mqtt   with --dialect flyve: report pings, presence, inventory and position over HTTP
+                        (release 2.0.0-rc.7, the default) or over MQTT (release 2.0.0-rc.6)
   --firstname NAME, --lastname NAME
   --download file:ID|package:ID   download and verify byte ranges (repeatable)
 ${MQTT_USAGE}
@@ -83,6 +88,8 @@ function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: 
       uuid: { type: 'string' },
       type: { type: 'string' },
       version: { type: 'string' },
+      dialect: { type: 'string' },
+      reports: { type: 'string' },
       firstname: { type: 'string' },
       lastname: { type: 'string' },
       download: { type: 'string', multiple: true },
@@ -101,7 +108,13 @@ function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: 
   const downloads = values.download ?? [];
   downloads.forEach(parseDownloadTarget); // reject bad targets before enrolling
 
+  const dialectName = values.dialect ?? 'spec';
+  if (dialectName !== 'spec' && dialectName !== 'flyve') throw new Error(`--dialect must be spec or flyve, got ${JSON.stringify(dialectName)}`);
+  const reports = values.reports;
+  if (reports !== undefined && reports !== 'http' && reports !== 'mqtt') throw new Error(`--reports must be http or mqtt, got ${JSON.stringify(reports)}`);
   const options: AgentRunOptions = { deeplink: values.deeplink, email: values.email, type: type satisfies AgentType, downloads };
+  if (values.dialect !== undefined) options.dialect = dialectOf(dialectName, reports);
+  else if (reports !== undefined) throw new Error('--reports needs --dialect flyve');
   if (values.serial !== undefined) options.serial = values.serial;
   if (values.uuid !== undefined) options.uuid = values.uuid;
   if (values.version !== undefined) options.version = values.version;
@@ -115,7 +128,8 @@ function printSummary(result: AgentRunResult, print: (line: string) => void): vo
   print('');
   print(`enrolled: agent ${enrollment.agentId} (${String(enrollment.agent.name)}), ${enrollment.type} ${enrollment.version}`);
   print(`  serial ${enrollment.serial}, uuid ${enrollment.uuid}`);
-  print(`  computer ${String(enrollment.agent.computers_id)}, entity ${String(enrollment.agent.entities_id)}, fleet ${String(enrollment.agent.plugin_mdm_fleets_id)}`);
+  print(`  computer ${String(enrollment.agent.computers_id)}, entity ${String(enrollment.agent.entities_id)}, fleet ${String(enrollment.agent.plugin_mdm_fleets_id ?? enrollment.agent['plugin_flyvemdm_fleets_id'])}`);
+  if (enrollment.dialect.name === 'flyve') print(`  dialect flyve (${enrollment.version}), reports over ${enrollment.dialect.reports.toUpperCase()}`);
   print(`  mqtt ${mqtt.host}:${mqtt.port}${mqtt.tls ? ' (tls)' : ''}, topic ${mqtt.topic}, login ${mqtt.username}, password ${mask(mqtt.password)}`);
   print(`  api_token ${mask(enrollment.apiToken)} (use --json to get the secrets)`);
   const helpdesk = [enrollment.helpdesk.name, enrollment.helpdesk.phone, enrollment.helpdesk.website, enrollment.helpdesk.email].filter((v) => v !== '');

@@ -3,10 +3,11 @@
 import { enrollDevice, mqttCredentialsOf, type EnrollmentResult, type EnrollOptions, type StepLog } from './enroll.ts';
 import { startMqttAgent, type MqttAgent, type MqttAgentOptions } from './mqtt-agent.ts';
 import type { PolicyEvent, PolicyRunner } from './policies.ts';
-import { createPolicyRunner, type TaskReportChannel } from './policy-agent.ts';
+import { reportingOf } from './agent.ts';
+import { createPolicyRunner, taskReportsOf, type TaskReportChannel } from './policy-agent.ts';
 
 export interface DeviceOptions extends EnrollOptions {
-  /** How task statuses reach the server (default mqtt: `T/Status/Task/<id>`). */
+  /** How task statuses reach the server (default: as the dialect's agent does, `T/Status/Task/<id>` for the spec's). */
   reports?: TaskReportChannel;
   protocolVersion?: 3 | 4;
   chunkSize?: number;
@@ -39,7 +40,8 @@ export async function connectEnrolledDevice(enrollment: EnrollmentResult, option
     apiToken: enrollment.apiToken,
     agentId: enrollment.agentId,
     topic: credentials.topic,
-    reports: options.reports ?? 'mqtt',
+    reports: options.reports ?? taskReportsOf(enrollment.dialect),
+    dialect: enrollment.dialect,
     publish: (topic, payload) => (agent ? agent.publish(topic, payload) : Promise.reject(new Error('not connected yet'))),
     ...(options.log ? { log: options.log } : {}),
     ...(options.onPolicyEvent ? { onEvent: options.onPolicyEvent } : {}),
@@ -49,6 +51,7 @@ export async function connectEnrolledDevice(enrollment: EnrollmentResult, option
   });
   agent = await startMqttAgent({
     ...credentials,
+    ...reportingOf(enrollment),
     ...(options.mqtt ?? {}),
     protocolVersion: options.protocolVersion ?? 4,
     ...(options.log ? { log: options.log } : {}),

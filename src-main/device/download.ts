@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { AgentApiError, describeError } from './api-client.ts';
 import type { AgentApiClient, ContentKind } from './api-client.ts';
+import type { Dialect } from './dialect.ts';
 import { startAgentSession } from './enroll.ts';
 import type { StepLog } from './enroll.ts';
 
@@ -69,6 +70,8 @@ export interface DownloadOptions {
   saveTo?: string;
   /** Per JSON request time limit in ms. */
   timeoutMs?: number;
+  /** Resource names (PluginMdmFile or PluginFlyvemdmFile …); default the spec's. */
+  dialect?: Dialect;
 }
 
 /** Parses "file:ID" or "package:ID". */
@@ -121,7 +124,10 @@ export async function downloadAndVerify(options: DownloadOptions, log: StepLog =
   const target = typeof options.target === 'string' ? parseDownloadTarget(options.target) : options.target;
   const label = `${target.kind}:${target.id}`;
   for (const range of options.ranges ?? []) expectedRange(range, 1); // reject bad syntax before any request
-  const client = await startAgentSession(options.backendUrl, options.apiToken, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+  const client = await startAgentSession(options.backendUrl, options.apiToken, {
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.dialect === undefined ? {} : { dialect: options.dialect }),
+  });
   log(`download ${label} … session ok (api_token)`);
 
   const directory = await mkdtemp(join(tmpdir(), 'mdm-device-'));

@@ -4,6 +4,8 @@ import { AgentApiClient, AgentApiError } from './api-client.ts';
 import type { AgentCreationInput, AgentRecord, FullSession } from './api-client.ts';
 import { decodeDeeplink } from './deeplink.ts';
 import type { DeeplinkData } from './deeplink.ts';
+import { SPEC_DIALECT, type Dialect } from './dialect.ts';
+import { fakeInventoryXml } from './inventory.ts';
 
 export type AgentType = 'android' | 'apple';
 
@@ -24,6 +26,8 @@ export interface EnrollOptions {
   lastname?: string;
   /** Time limit of each request in ms. Default 30 s. */
   timeoutMs?: number;
+  /** The wire dialect (dialect.ts): the spec's agent (default) or a Flyve agent. */
+  dialect?: Dialect;
 }
 
 /** Receives one human-readable line per step. */
@@ -49,6 +53,7 @@ export interface EnrollmentResult {
   guestProfileId: number;
   /** Helpdesk info from the deeplink (fields 4–7), as an agent would show it. */
   helpdesk: { name: string; phone: string; website: string; email: string };
+  dialect: Dialect;
 }
 
 /** What the MQTT connection needs after enrollment (spec §5.6, DESIGN.md "MQTT"). */
@@ -81,10 +86,11 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
   const type = options.type ?? 'android';
   const serial = options.serial ?? randomSerial(type);
   const uuid = options.uuid ?? randomUUID();
-  const version = options.version ?? DEFAULT_AGENT_VERSION;
-  log(`deeplink … ok (backend ${invitation.backendUrl}, ${invitation.format} format)`);
+  const dialect = options.dialect ?? SPEC_DIALECT;
+  const version = options.version ?? (options.dialect ? dialect.defaultVersion : DEFAULT_AGENT_VERSION);
+  log(`deeplink … ok (backend ${invitation.backendUrl}, ${invitation.format} format${dialect.name === 'flyve' ? `; Flyve agent ${version}, reports over ${dialect.reports.toUpperCase()}` : ''})`);
 
-  const client = new AgentApiClient(invitation.backendUrl, optionalTimeout(options.timeoutMs));
+  const client = new AgentApiClient(invitation.backendUrl, { ...optionalTimeout(options.timeoutMs), dialect });
 
   await step(log, 1, 'initSession', () => client.initSession(invitation.userToken), (token) => `session ${shorten(token)}`);
 
@@ -93,16 +99,17 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
     2,
     'getFullSession',
     async () => {
-      const profiles = readProfiles(await client.getFullSession());
+      const profiles = readProfiles(await client.getFullSession(), dialect);
       if (profiles.guestProfileId === undefined) {
-        throw new AgentApiError('GET getFullSession', 200, 'BAD_RESPONSE', 'full session has no plugin_mdm_guest_profiles_id');
+        throw new AgentApiError('GET getFullSession', 200, 'BAD_RESPONSE', `full session has no ${dialect.guestProfileKeys.join(' or ')}`);
       }
       return { activeProfileId: profiles.activeProfileId, guestProfileId: profiles.guestProfileId };
     },
     (profiles) => `active profile ${profiles.activeProfileId ?? 'none'}, guest profile ${profiles.guestProfileId}`,
   );
 
-  const switchedProfile = activeProfileId !== guestProfileId;
+  // The Android Flyve agent never reads the active profile: it always switches.
+  const switchedProfile = dialect.alwaysSwitchProfile || activeProfileId !== guestProfileId;
   if (switchedProfile) {
     await step(log, 3, `changeActiveProfile ${guestProfileId}`, () => client.changeActiveProfile(guestProfileId), () => 'switched to the guest profile');
   } else {
@@ -117,22 +124,28 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
     csr: '', // the spec's CSR feature is not implemented: the field is sent empty
     version,
     type,
+    ...dialect.extraCreateFields({ inventoryXml: fakeInventoryXml({ serial, uuid, type }) }),
   };
   // Optional names are left out rather than sent empty, so they cannot blank the user's own.
   if (options.firstname !== undefined) input.firstname = options.firstname;
   if (options.lastname !== undefined) input.lastname = options.lastname;
-  const created = await step(log, 4, 'POST PluginMdmAgent', () => client.createAgent(input), (response) =>
+  const agentResource = dialect.resource('Agent');
+  const created = await step(log, 4, `POST ${agentResource}`, () => client.createAgent(input), (response) =>
     `agent ${response.id}${response.message ? ` — ${response.message}` : ''}`,
   );
 
   const agent = await step(
     log,
     5,
-    `GET PluginMdmAgent/${created.id}`,
+    `GET ${agentResource}/${created.id}`,
     async () => {
       const record = await client.getAgent(created.id);
+      const missing = dialect.requiredRecordFields.filter((field) => record[field] === undefined || record[field] === null);
+      if (missing.length > 0) {
+        throw new AgentApiError(`GET ${agentResource}/${created.id}`, 200, 'BAD_RESPONSE', `agent record has no ${missing.join(', ')}`);
+      }
       if (typeof record.api_token !== 'string' || record.api_token === '') {
-        throw new AgentApiError(`GET PluginMdmAgent/${created.id}`, 200, 'BAD_RESPONSE', 'agent record has no api_token');
+        throw new AgentApiError(`GET ${agentResource}/${created.id}`, 200, 'BAD_RESPONSE', 'agent record has no api_token');
       }
       return record;
     },
@@ -159,6 +172,7 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
       website: invitation.helpdeskWebsite,
       email: invitation.helpdeskEmail,
     },
+    dialect,
   };
 }
 
@@ -166,9 +180,9 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
 export async function startAgentSession(
   backendUrl: string,
   apiToken: string,
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; dialect?: Dialect } = {},
 ): Promise<AgentApiClient> {
-  const client = new AgentApiClient(backendUrl, optionalTimeout(options.timeoutMs));
+  const client = new AgentApiClient(backendUrl, { ...optionalTimeout(options.timeoutMs), ...(options.dialect ? { dialect: options.dialect } : {}) });
   await client.initSession(apiToken);
   return client;
 }
@@ -195,10 +209,12 @@ export function randomSerial(type: string = 'android'): string {
 }
 
 /** Reads the profile ids at the top level, else under `session` (DESIGN.md "getFullSession"). */
-export function readProfiles(session: FullSession): { activeProfileId?: number; guestProfileId?: number } {
-  const nested = typeof session.session === 'object' && session.session !== null ? session.session : {};
-  const active = session.coreactiveprofile ?? nested.coreactiveprofile;
-  const guest = session.plugin_mdm_guest_profiles_id ?? nested.plugin_mdm_guest_profiles_id;
+export function readProfiles(session: FullSession, dialect: Dialect = SPEC_DIALECT): { activeProfileId?: number; guestProfileId?: number } {
+  const nested = (typeof session.session === 'object' && session.session !== null ? session.session : {}) as Record<string, unknown>;
+  const top = session as Record<string, unknown>;
+  const first = (keys: readonly string[]) => keys.map((key) => top[key] ?? nested[key]).find((value) => value !== undefined);
+  const active = first(dialect.activeProfileKeys) as { id?: unknown } | undefined;
+  const guest = first(dialect.guestProfileKeys);
   const result: { activeProfileId?: number; guestProfileId?: number } = {};
   const activeId = toId(active?.id);
   const guestId = toId(guest);

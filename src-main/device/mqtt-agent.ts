@@ -6,7 +6,9 @@ import mqtt, { type IClientOptions, type ISubscriptionMap, type MqttClient } fro
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions, type PeerCertificate } from 'node:tls';
+import { SPEC_DIALECT, type Dialect } from './dialect.ts';
 import type { MqttCredentials, StepLog } from './enroll.ts';
+import { reporterFor, type HttpReportTarget, type Reporter, type ReportingDevice } from './reporter.ts';
 
 export interface MqttAgentOptions extends MqttCredentials {
   /** 4 = MQTT 3.1.1 (default), 3 = MQTT 3.1 (the reference Android agent's). */
@@ -25,6 +27,12 @@ export interface MqttAgentOptions extends MqttCredentials {
   onPolicy?: (topic: string, payload: string) => boolean;
   /** Everything the agent does, for tests and other programs. */
   onEvent?: (event: MqttAgentEvent) => void;
+  /** The wire dialect (dialect.ts); default the spec's agent. */
+  dialect?: Dialect;
+  /** The device, for the inventory it sends (default: its login as serial, an android). */
+  device?: ReportingDevice;
+  /** Needed when the dialect reports over HTTP. */
+  http?: HttpReportTarget;
 }
 
 export type MqttAgentEvent =
@@ -33,6 +41,7 @@ export type MqttAgentEvent =
   | { type: 'refused'; code: number; message: string }
   | { type: 'command'; name: string; payload: unknown }
   | { type: 'message'; topic: string; payload: string }
+  | { type: 'reported'; what: 'online' | 'offline' | 'pong' | 'inventory' | 'position' | 'unenrolled'; transport: 'mqtt' | 'http'; error: string | null }
   | { type: 'stopped'; reason: MqttAgentEndReason };
 
 export type MqttAgentEndReason = 'stopped' | 'unenrolled' | 'refused';
@@ -44,6 +53,8 @@ export interface MqttAgentState {
   wiped: boolean;
   unenrolled: boolean;
   pings: number;
+  /** Reports sent (ping replies, presence, inventories, positions) and how. */
+  reports: { what: string; transport: 'mqtt' | 'http'; ok: boolean }[];
   /** Fleet topics it subscribed to after Command/Subscribe. */
   fleetTopics: string[];
   /** SHA-256 of the pinned broker certificate (TLS only). */
@@ -78,6 +89,7 @@ export class MqttAgent {
     wiped: false,
     unenrolled: false,
     pings: 0,
+    reports: [],
     fleetTopics: [],
     fingerprint: null,
     commands: [],
@@ -93,11 +105,34 @@ export class MqttAgent {
   private resolveFinished!: (reason: MqttAgentEndReason) => void;
   private wakeUp: (() => void) | null = null;
   private loop: Promise<void> | null = null;
+  private readonly dialect: Dialect;
+  private readonly reporter: Reporter;
 
   constructor(options: MqttAgentOptions) {
     this.options = options;
     this.log = options.log ?? (() => {});
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));
+    this.dialect = options.dialect ?? SPEC_DIALECT;
+    this.reporter = reporterFor(this.dialect, {
+      client: () => this.client,
+      topic: options.topic,
+      device: options.device ?? { serial: options.username, uuid: options.username, type: 'android' },
+      ...(options.http ? { http: options.http } : {}),
+    });
+  }
+
+  /** Sends one report; a failure is logged and recorded, never thrown (the agent keeps running). */
+  private async report(what: 'online' | 'offline' | 'pong' | 'inventory' | 'position' | 'unenrolled', send: () => Promise<void>): Promise<void> {
+    const transport = this.reporter.transport;
+    let error: string | null = null;
+    try {
+      await send();
+    } catch (failure) {
+      error = failure instanceof Error ? failure.message : String(failure);
+      this.log(`${transport}: reporting ${what} failed: ${error}`);
+    }
+    this.state.reports.push({ what, transport, ok: error === null });
+    this.emit({ type: 'reported', what, transport, error });
   }
 
   get topic(): string {
@@ -245,13 +280,15 @@ export class MqttAgent {
 
   /** After CONNACK: subscribe to T/# (and known fleet topics), then say online. */
   private async online(client: MqttClient): Promise<void> {
-    const filters = [`${this.topic}/#`, 'MdmManifest/#', ...this.state.fleetTopics.map((t) => `${t}/#`)];
+    const filters = [`${this.topic}/#`, ...this.dialect.manifestFilters, ...this.state.fleetTopics.map((t) => `${t}/#`)];
     // mqtt.js rejects when the broker refuses a filter (SUBACK 0x80); the others still hold.
     const refused = await client.subscribeAsync(subscriptionMap(filters)).then(
       (granted) => granted.filter((g) => g.qos === 128).map((g) => g.topic),
       (error: { packet?: { granted?: (number | object)[] } }) => filters.filter((_, i) => error.packet?.granted?.[i] === 128),
     );
-    await client.publishAsync(`${this.topic}/Status/Online`, ONLINE(true), { qos: 1, retain: true });
+    if (this.dialect.publishesOnline) await client.publishAsync(`${this.topic}/Status/Online`, ONLINE(true), { qos: 1, retain: true });
+    // Release rc.7 says it on every connect over HTTP instead.
+    if (this.reporter.transport === 'http') void this.report('online', () => this.reporter.online(true));
     this.log(
       `mqtt: online at ${this.where()} as ${this.options.username} (MQTT ${(this.options.protocolVersion ?? 4) === 3 ? '3.1' : '3.1.1'}` +
         `${this.state.fingerprint ? `, certificate SHA-256 ${this.state.fingerprint}` : ''})${refused.length > 0 ? `; refused subscriptions: ${refused.join(', ')}` : ''}`,
@@ -279,16 +316,26 @@ export class MqttAgent {
     const body = parse(text);
     this.state.commands.push({ name, payload: body ?? text, at: new Date().toISOString() });
     this.emit({ type: 'command', name, payload: body ?? text });
-    const reply = (subtopic: string, message: string) => client.publishAsync(`${this.topic}/Status/${subtopic}`, message, { qos: 1 });
+    const over = this.reporter.transport === 'http' ? ' over HTTP' : '';
     switch (name) {
       case 'Ping':
         this.state.pings += 1;
-        this.log('mqtt: ← Ping → answered');
-        void reply('Ping', '!').catch(() => {});
+        this.log(`mqtt: ← Ping → answered${over}`);
+        void this.report('pong', () => this.reporter.pong());
         break;
       case 'Lock':
         this.state.locked = body?.lock === 'now';
         this.log(`mqtt: ← Lock ${text} → device ${this.state.locked ? 'LOCKED' : 'unlocked'} (simulated)`);
+        // The reference agent's Lock case falls through to its Ping case.
+        if (this.dialect.pongAfterLock) void this.report('pong', () => this.reporter.pong());
+        break;
+      case 'Inventory':
+        this.log(`mqtt: ← Inventory → inventory sent${over}`);
+        void this.report('inventory', () => this.reporter.inventory());
+        break;
+      case 'Geolocate':
+        this.log(`mqtt: ← Geolocate → position sent${over}`);
+        void this.report('position', () => this.reporter.position());
         break;
       case 'Wipe':
         if (body?.wipe === 'now') {
@@ -298,9 +345,8 @@ export class MqttAgent {
         break;
       case 'Unenroll':
         if (body?.unenroll === 'now') {
-          this.log('mqtt: ← Unenroll → confirming, then leaving');
-          void reply('Unenroll', JSON.stringify({ unenroll: 'unenrolled' }))
-            .catch(() => {})
+          this.log(this.dialect.confirmsUnenroll ? 'mqtt: ← Unenroll → confirming, then leaving' : 'mqtt: ← Unenroll → reporting offline over HTTP, forgetting everything, leaving');
+          void this.report('unenrolled', () => this.reporter.unenrolled())
             .then(() => {
               this.state.unenrolled = true;
               return this.end('unenrolled');
@@ -330,7 +376,10 @@ export class MqttAgent {
     const client = this.client;
     if (client?.connected) {
       try {
-        if (reason === 'stopped') await withTimeout(client.publishAsync(`${this.topic}/Status/Online`, ONLINE(false), { qos: 1, retain: true }), 3_000);
+        if (reason === 'stopped' && this.dialect.publishesOnline) {
+          await withTimeout(client.publishAsync(`${this.topic}/Status/Online`, ONLINE(false), { qos: 1, retain: true }), 3_000);
+        }
+        if (reason === 'stopped' && this.reporter.transport === 'http') await withTimeout(this.report('offline', () => this.reporter.online(false)), 5_000);
         await withTimeout(client.endAsync(), 3_000);
       } catch {
         client.end(true);

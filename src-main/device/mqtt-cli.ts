@@ -1,9 +1,9 @@
 // The `agent` command's MQTT options and the session that runs between enrollment and exit.
-import type { AfterEnrollmentHook } from './agent.ts';
+import { reportingOf, type AfterEnrollmentHook } from './agent.ts';
 import type { StepLog } from './enroll.ts';
 import { startMqttAgent, type MqttAgent, type MqttAgentEndReason, type MqttAgentState } from './mqtt-agent.ts';
 import type { PolicyRunner, PolicyState } from './policies.ts';
-import { createPolicyRunner, type TaskReportChannel } from './policy-agent.ts';
+import { createPolicyRunner, taskReportsOf, type TaskReportChannel } from './policy-agent.ts';
 
 export const MQTT_ARGUMENTS = {
   'no-mqtt': { type: 'boolean' },
@@ -65,13 +65,20 @@ export class MqttSession {
       apiToken: enrollment.apiToken,
       agentId: enrollment.agentId,
       topic: credentials.topic,
-      reports: this.flags.taskReports ?? 'mqtt',
+      reports: this.flags.taskReports ?? taskReportsOf(enrollment.dialect),
+      dialect: enrollment.dialect,
       publish: (topic, payload) => (this.agent ? this.agent.publish(topic, payload) : Promise.reject(new Error('not connected yet'))),
       log,
       ...(this.flags.filesDir ? { storageDir: this.flags.filesDir } : {}),
     });
     this.policies = policies;
-    const options = { ...credentials, protocolVersion: this.flags.protocolVersion, log, onPolicy: (topic: string, payload: string) => policies.handle(topic, payload) };
+    const options = {
+      ...credentials,
+      ...reportingOf(enrollment),
+      protocolVersion: this.flags.protocolVersion,
+      log,
+      onPolicy: (topic: string, payload: string) => policies.handle(topic, payload),
+    };
     this.agent = await startMqttAgent(this.flags.fingerprint === undefined ? options : { ...options, fingerprint: this.flags.fingerprint });
   };
 

@@ -2,7 +2,8 @@
 // Its shape matches the backend's DeviceSimulator structurally: nothing here imports the backend.
 // With stayOnline, after enrolling the device connects to the broker and stays online (answering pings, obeying
 // lock/wipe/unenroll), as a phone would, until it is unenrolled or stopSimulatedDevices() runs.
-import { runAgent } from './agent.ts';
+import { reportingOf, runAgent } from './agent.ts';
+import { dialectOf } from './dialect.ts';
 import { AgentApiError } from './api-client.ts';
 import { startMqttAgent, type MqttAgent } from './mqtt-agent.ts';
 
@@ -12,6 +13,8 @@ export interface SimulateEnrollmentRequest {
   firstname: string | null;
   lastname: string | null;
   type: 'android' | 'apple';
+  /** The agent app the invitation was made for (the `agent_app` setting): the device speaks its dialect. */
+  agent_app?: 'spec' | 'flyve';
 }
 
 export interface SimulateEnrollmentResult {
@@ -34,6 +37,8 @@ export async function simulateEnrollment(request: SimulateEnrollmentRequest, { s
     email: request.email,
     type: request.type,
     timeoutMs: 15_000,
+    // A Flyve agent of release rc.7 (reports over HTTP), as the phones running the reference app today.
+    ...(request.agent_app === 'flyve' ? { dialect: dialectOf('flyve', 'http') } : {}),
     ...(request.firstname ? { firstname: request.firstname } : {}),
     ...(request.lastname ? { lastname: request.lastname } : {}),
   };
@@ -47,7 +52,7 @@ export async function simulateEnrollment(request: SimulateEnrollmentRequest, { s
   if (stayOnline) {
     // Enrolled either way; a broker that cannot be reached only means the device shows offline.
     try {
-      const agent = await startMqttAgent({ ...result.mqtt, firstConnectTimeoutMs: 10_000, log: (line) => log.push(line) });
+      const agent = await startMqttAgent({ ...result.mqtt, ...reportingOf(result.enrollment), firstConnectTimeoutMs: 10_000, log: (line) => log.push(line) });
       connected.add(agent);
       void agent.finished.then(() => connected.delete(agent));
     } catch (error) {

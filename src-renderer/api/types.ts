@@ -192,11 +192,42 @@ export interface Agent {
   entity_id: number;
   created_at: string;
   updated_at: string;
+  /** From the last inventory the device sent; null until then. */
+  model?: string | null;
+  manufacturer?: string | null;
+  os_name?: string | null;
+  os_version?: string | null;
   [key: string]: unknown;
+}
+
+/** The device's last FusionInventory report, as the server parsed it. */
+export interface Inventory {
+  model: string | null;
+  manufacturer: string | null;
+  os_name: string | null;
+  os_version: string | null;
+  serial: string | null;
+  imei: string | null;
+  battery: { level: string | null; health: string | null; status: string | null; chemistry: string | null; capacity: string | null } | null;
+  storage: { name: string; total_mb: number | null; free_mb: number | null }[];
+  memory_mb: number | null;
+  applications: { name: string; version: string | null; package: string | null }[];
+  source: 'enrollment' | 'http' | 'mqtt';
+  received_at: string;
+}
+
+export interface Position {
+  latitude: number | null;
+  longitude: number | null;
+  located_at: string;
+  source: string;
+  received_at: string;
 }
 
 export interface AgentDetail extends Agent {
   events: LiveEvent[];
+  inventory?: Inventory | null;
+  positions?: Position[];
 }
 
 export interface Fleet {
@@ -212,6 +243,8 @@ export interface Settings {
   public_host: string;
   deeplink_base_url: string;
   app_link_scheme: string;
+  /** Which agent app codes are made for: the spec's agent, or the reference Flyve MDM agents. */
+  agent_app: 'spec' | 'flyve';
   helpdesk_name: string;
   helpdesk_phone: string;
   helpdesk_website: string;

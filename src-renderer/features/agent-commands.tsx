@@ -1,6 +1,6 @@
 import { Button, Group, Select, Stack, Text, Tooltip } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { IconLock, IconLockOpen, IconLogout, IconRadar, IconTrashX } from '@tabler/icons-react';
+import { IconListDetails, IconLock, IconLockOpen, IconLogout, IconMapPin, IconRadar, IconTrashX } from '@tabler/icons-react';
 import { useState } from 'react';
 import { ApiRequestError, patch, post } from '../api/client.ts';
 import { keys, useFleets } from '../api/queries.ts';
@@ -8,7 +8,7 @@ import type { Agent } from '../api/types.ts';
 import { confirmAction, notifyError, notifySuccess } from '../components/common.tsx';
 
 /** Commands the broker delivers to agents over MQTT (POST /api/agents/:id/commands). */
-export type AgentCommand = 'ping' | 'lock' | 'unlock' | 'wipe' | 'unenroll';
+export type AgentCommand = 'ping' | 'lock' | 'unlock' | 'wipe' | 'unenroll' | 'inventory' | 'geolocate';
 
 interface CommandResult {
   command: string;
@@ -25,6 +25,8 @@ const COMMANDS: {
   confirm?: { title: string; message: (agent: Agent) => string; label: string };
 }[] = [
   { command: 'ping', label: 'Ping', icon: IconRadar },
+  { command: 'inventory', label: 'Inventory', icon: IconListDetails },
+  { command: 'geolocate', label: 'Geolocate', icon: IconMapPin },
   {
     command: 'lock',
     label: 'Lock',

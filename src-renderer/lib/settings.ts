@@ -6,6 +6,7 @@ export const GENERAL_KEYS = [
   'public_host',
   'deeplink_base_url',
   'app_link_scheme',
+  'agent_app',
   'helpdesk_name',
   'helpdesk_phone',
   'helpdesk_website',
@@ -69,6 +70,12 @@ export function settingsErrors(values: GeneralSettings): Partial<Record<GeneralK
     errors.helpdesk_website = 'A web address, as in https://help.example.com';
   }
   if (values.helpdesk_name.length > 200) errors.helpdesk_name = 'At most 200 characters';
+  // The reference encoding cannot carry a ";": the Flyve agents split the enrollment data on it.
+  if (values.agent_app === 'flyve') {
+    for (const key of ['helpdesk_name', 'helpdesk_phone', 'helpdesk_website', 'helpdesk_email'] as const) {
+      if (values[key].includes(';')) errors[key] = 'No ";" while the agent app is Flyve MDM: its agents split the enrollment data on it';
+    }
+  }
   if (values.helpdesk_phone.length > 100) errors.helpdesk_phone = 'At most 100 characters';
   const days = values.invitation_lifetime_days;
   if (!Number.isInteger(days) || days < 1 || days > 180) errors.invitation_lifetime_days = 'Between 1 and 180 days';
@@ -93,6 +100,7 @@ export function settingsPatch(before: GeneralSettings, after: GeneralSettings): 
 /** What to tell the admin after saving: everything here applies at once, to new and existing invitations. */
 export function appliedNote(patch: Partial<GeneralSettings>): string {
   const parts: string[] = [];
+  if ('agent_app' in patch) parts.push(`QR codes, deeplinks and emails are now made for ${patch.agent_app === 'flyve' ? 'the Flyve MDM agents (flyve://register)' : "the spec's agent"}`);
   if ('public_host' in patch || 'deeplink_base_url' in patch || 'app_link_scheme' in patch) parts.push('QR codes and deeplinks of every pending invitation now carry the new address');
   if (Object.keys(patch).some((key) => key.startsWith('helpdesk_'))) parts.push('invitations show the new helpdesk details');
   if ('invitation_lifetime_days' in patch) parts.push('new invitations get the new lifetime (existing ones keep theirs)');

@@ -16,6 +16,7 @@ import type { ReactNode } from 'react';
 import { useFeed, useStatus } from '../api/queries.ts';
 import type { LiveEvent, ServerStatus } from '../api/types.ts';
 import { Link } from '../app/router.tsx';
+import { AgentAppNote } from '../features/agent-app.tsx';
 import { CopyIcon, EmptyState, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
 import { funnelOf } from '../lib/dashboard.ts';
 
@@ -134,6 +135,9 @@ function ServerCard({ status }: { status: ServerStatus }) {
           </Row>
           <Row label="Deeplink page">
             <Copyable value={`${status.deeplink_url}/deeplink/`} />
+          </Row>
+          <Row label="Agent app">
+            <AgentAppNote />
           </Row>
           <Row label="Public host">
             <Text size="sm">{status.public_host}</Text>

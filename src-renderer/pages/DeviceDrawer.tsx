@@ -53,7 +53,7 @@ function value(key: string, raw: unknown) {
 }
 
 function Record({ agent }: { agent: AgentDetail }) {
-  const entries = Object.entries(agent).filter(([key]) => key !== 'events');
+  const entries = Object.entries(agent).filter(([key]) => key !== 'events' && key !== 'inventory' && key !== 'positions');
   entries.sort(([a], [b]) => {
     const order = Object.keys(FIELD_LABELS);
     const ia = order.indexOf(a);
@@ -73,6 +73,82 @@ function Record({ agent }: { agent: AgentDetail }) {
         ))}
       </Table.Tbody>
     </Table>
+  );
+}
+
+const megabytes = (mb: number | null) => (mb === null ? '—' : mb >= 1024 ? `${(mb / 1024).toFixed(1)} GB` : `${mb} MB`);
+
+/** What the device reported about itself: its inventory (FusionInventory XML, parsed by the server) and position. */
+function InventorySection({ agent }: { agent: AgentDetail }) {
+  const inventory = agent.inventory;
+  const position = agent.positions?.[0];
+  const rows: [string, React.ReactNode][] = [];
+  if (inventory) {
+    rows.push(['Model', [inventory.manufacturer, inventory.model].filter(Boolean).join(' ') || '—']);
+    rows.push(['OS', [inventory.os_name, inventory.os_version].filter(Boolean).join(' ') || '—']);
+    if (inventory.serial) rows.push(['Serial', <span className="mono">{inventory.serial}</span>]);
+    if (inventory.imei) rows.push(['IMEI', <span className="mono">{inventory.imei}</span>]);
+    if (inventory.battery) {
+      const b = inventory.battery;
+      rows.push(['Battery', [b.level, b.status, b.health && `health ${b.health}`, b.chemistry, b.capacity].filter(Boolean).join(', ') || '—']);
+    }
+    for (const drive of inventory.storage) rows.push([`Storage ${drive.name}`, `${megabytes(drive.free_mb)} free of ${megabytes(drive.total_mb)}`]);
+    rows.push(['Memory', megabytes(inventory.memory_mb)]);
+    rows.push(['Reported', <>{formatDateTime(inventory.received_at)} (<RelativeTime iso={inventory.received_at} />), {inventory.source === 'enrollment' ? 'at enrollment' : `over ${inventory.source.toUpperCase()}`}</>]);
+  }
+  if (position) {
+    rows.push([
+      'Position',
+      position.latitude === null ? (
+        'GPS off'
+      ) : (
+        <a href={`https://www.openstreetmap.org/?mlat=${position.latitude}&mlon=${position.longitude}#map=15/${position.latitude}/${position.longitude}`} target="_blank" rel="noreferrer">
+          {position.latitude}, {position.longitude}
+        </a>
+      ),
+    ]);
+    rows.push(['Located', <>{formatDateTime(position.located_at)} (<RelativeTime iso={position.located_at} />)</>]);
+  }
+  return (
+    <div data-testid="agent-inventory">
+      <Title order={5} mb="xs">
+        Inventory
+      </Title>
+      {rows.length === 0 ? (
+        <Text size="sm" c="dimmed">
+          No inventory yet. The Flyve agents send one at enrollment; ask any connected device with Inventory above.
+        </Text>
+      ) : (
+        <Table verticalSpacing={4} fz="sm">
+          <Table.Tbody>
+            {rows.map(([label, content]) => (
+              <Table.Tr key={label}>
+                <Table.Th w={140} fw={500} c="dimmed" style={{ whiteSpace: 'nowrap' }}>
+                  {label}
+                </Table.Th>
+                <Table.Td style={{ wordBreak: 'break-word' }}>{content}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      {inventory && inventory.applications.length > 0 ? (
+        <details style={{ marginTop: 8 }}>
+          <summary style={{ cursor: 'pointer', fontSize: 14 }}>Installed applications ({inventory.applications.length})</summary>
+          <Table verticalSpacing={2} fz="xs" data-testid="agent-applications">
+            <Table.Tbody>
+              {inventory.applications.map((app, i) => (
+                <Table.Tr key={`${app.package ?? app.name}-${i}`}>
+                  <Table.Td>{app.name}</Table.Td>
+                  <Table.Td className="mono">{app.package ?? ''}</Table.Td>
+                  <Table.Td>{app.version ?? ''}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </details>
+      ) : null}
+    </div>
   );
 }
 
@@ -131,6 +207,8 @@ function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
           Delete device
         </Button>
       </div>
+      <Divider />
+      <InventorySection agent={agent} />
       <Divider />
       <div>
         <Title order={5} mb="xs">

@@ -84,6 +84,9 @@ const columns = helper.columns([
   helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 130, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
   helper.accessor('type', { id: 'type', header: 'Type', size: 75, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
   helper.accessor('version', { id: 'version', header: 'Version', size: 85, sortFn: 'alphanumeric' , cell: plainCell }),
+  // From the device's last inventory (empty until it sends one).
+  helper.accessor((agent) => agent.model ?? '', { id: 'model', header: 'Model', size: 110, sortFn: 'alphanumeric', cell: plainCell }),
+  helper.accessor((agent) => [agent.os_name, agent.os_version].filter(Boolean).join(' '), { id: 'os', header: 'OS', size: 95, sortFn: 'alphanumeric', cell: plainCell }),
   helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 110, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',

@@ -3,6 +3,7 @@ import { IconCheck } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { ApiRequestError } from '../api/client.ts';
 import { useCreateInvitation, useFleets, useSettings } from '../api/queries.ts';
+import { AgentAppNote } from '../features/agent-app.tsx';
 import { navigate } from '../app/router.tsx';
 import { notifyError, notifySuccess } from '../components/common.tsx';
 import { emailProblem } from '../lib/email.ts';
@@ -78,6 +79,7 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
     <Modal opened={opened} onClose={onClose} title="New invitation" size="lg">
       <form onSubmit={submit} noValidate>
         <Stack>
+          <AgentAppNote />
           <TextInput
             label="Email address"
             description="The person signs in with this address on their device."

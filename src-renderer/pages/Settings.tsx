@@ -200,9 +200,24 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
               />
             ) : null}
             <SimpleGrid cols={{ base: 1, sm: 2 }}>
+              <Select
+                label="Agent app"
+                description="Which app on the phones reads the codes: the encoding and app link they carry"
+                data={[
+                  { value: 'spec', label: "The spec's MDM agent" },
+                  { value: 'flyve', label: 'Flyve MDM agent (Android/iOS)' },
+                ]}
+                allowDeselect={false}
+                {...form.getInputProps('agent_app')}
+                data-testid="agent-app"
+              />
               <TextInput
                 label="App link scheme"
-                description={`The phone page's button opens ${values.app_link_scheme || 'scheme'}://register?data=…`}
+                description={
+                  values.agent_app === 'flyve'
+                    ? 'The Flyve agents register flyve://register?data=… (this scheme is not used meanwhile)'
+                    : `The phone page's button opens ${values.app_link_scheme || 'scheme'}://register?data=…`
+                }
                 {...form.getInputProps('app_link_scheme')}
                 data-testid="app-link-scheme"
               />

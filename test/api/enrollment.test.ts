@@ -360,7 +360,9 @@ describe('bad input never ends in a 500', () => {
       ['POST', `PluginMdmAgent?session_token=${session}`, { body: { input: { _serial: { a: 1 } } } }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { body: { input: { _serial: ['a'] } } }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, {}, 400, 'ERROR_BAD_REQUEST'],
-      ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: JSON.stringify({ input: { csr: 'x'.repeat(200_000) } }) }, 413, 'ERROR_BAD_REQUEST'],
+      // The create input may carry an inventory (up to ~700 KB of base64): bigger bodies are refused unread.
+      ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: JSON.stringify({ input: { csr: 'x'.repeat(1_000_000) } }) }, 413, 'ERROR_BAD_REQUEST'],
+      ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: JSON.stringify({ input: { csr: 'x'.repeat(200_000) } }) }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: '\u0000\u0001binary', headers: { 'content-type': 'application/octet-stream' } }, 400, 'ERROR_BAD_REQUEST'],
       ['GET', `PluginMdmAgent/999999?session_token=${session}`, {}, 404, 'ERROR_ITEM_NOT_FOUND'],
       ['GET', `PluginMdmAgent/abc?session_token=${session}`, {}, 400, 'ERROR_BAD_REQUEST'],

@@ -28,6 +28,15 @@ describe('topic rules', () => {
     }
   });
 
+  it('grants the reference names as the Flyve ACL does: FlyvemdmManifest/# to read, T/FlyvemdmManifest/# to write', () => {
+    expect(mayPublish(agent, `${T}/FlyvemdmManifest/Report`)).toBe(true);
+    expect(mayPublish(agent, 'FlyvemdmManifest/Status/Version')).toBe(false);
+    expect(mayReceive(agent, 'FlyvemdmManifest/Status/Version')).toBe(true);
+    expect(maySubscribe(agent, 'FlyvemdmManifest/Status/Version')).toBe(true);
+    expect(maySubscribe(agent, 'FlyvemdmManifest/#')).toBe(true);
+    for (const filter of ['FlyvemdmManifestX/#', 'Flyvemdm/#', '+/Status/Version']) expect(maySubscribe(agent, filter), filter).toBe(false);
+  });
+
   it('refuses agent topics that MQTT would misread', () => {
     expect(isUsableAgentTopic('/1/agent/R58ABC')).toBe(true);
     expect(isUsableAgentTopic('/12/agent/0f8fad5b-d9cb-469f-a165-70867728950e')).toBe(true);

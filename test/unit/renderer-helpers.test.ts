@@ -59,6 +59,7 @@ describe('settings', () => {
     public_host: '',
     deeplink_base_url: '',
     app_link_scheme: 'mdmagent',
+    agent_app: 'spec',
     helpdesk_name: '',
     helpdesk_phone: '',
     helpdesk_website: '',
@@ -69,6 +70,12 @@ describe('settings', () => {
     android_bugcollector_login: '',
     android_bugcollector_passwd: '',
   };
+  it('refuses a ";" in the helpdesk fields only while the agent app is Flyve MDM', () => {
+    expect(settingsErrors({ ...base, helpdesk_name: 'IT; floor 2' })).toEqual({});
+    expect(settingsErrors({ ...base, agent_app: 'flyve', helpdesk_name: 'IT; floor 2', helpdesk_phone: '+33 1' })).toEqual({
+      helpdesk_name: expect.stringContaining('No ";"'),
+    });
+  });
   it('validates hosts, URLs, schemes, addresses and lifetimes', () => {
     expect(settingsErrors(base)).toEqual({});
     expect(isValidHost('192.168.1.20')).toBe(true);

@@ -3,7 +3,8 @@ import { Type } from 'typebox';
 import { ApiError } from '../http/errors.ts';
 import { checkTemplates } from '../mail/template.ts';
 import type { Services } from '../services.ts';
-import { SettingsSchema } from '../settings/settings.ts';
+import { fieldsUnfitForFlyve } from '../deeplink/codec.ts';
+import { SettingsSchema, type Settings } from '../settings/settings.ts';
 
 const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
 const FleetName = Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
@@ -15,7 +16,8 @@ export const agentRoutes: FastifyPluginAsync<{ services: Services }> = async (ap
 
   app.get('/agents/:id', { schema: { params: Id } }, async (request) => {
     const { id } = request.params as { id: number };
-    return { ...agents.summary(id), events: events.forAgent(id) };
+    // The inventory and positions the device reported (Flyve agents; the spec's agent on request).
+    return { ...agents.summary(id), inventory: services.reports.inventoryOf(id), positions: services.reports.positionsOf(id, 10), events: events.forAgent(id) };
   });
 
   app.delete('/agents/:id', { schema: { params: Id } }, async (request, reply) => {
@@ -55,6 +57,12 @@ export const settingsRoutes: FastifyPluginAsync<{ services: Services }> = async 
       });
       const listed = Object.entries(problems).flatMap(([part, errors]) => errors.map((e) => `${part} template, ${e}`));
       if (listed.length > 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', listed.join('; '));
+      // The reference encoding cannot carry a ";" (the Flyve agents split on it).
+      const next = { ...settings.get(), ...patch } as Settings;
+      if (next.agent_app === 'flyve') {
+        const unfit = fieldsUnfitForFlyve(settings.deeplinkFields(next));
+        if (unfit) throw new ApiError(400, 'ERROR_BAD_REQUEST', unfit);
+      }
       const updated = settings.update(patch);
       events.record('settings.updated', `Settings changed: ${Object.keys(patch).join(', ')}`, {}, { keys: Object.keys(patch) });
       return updated;

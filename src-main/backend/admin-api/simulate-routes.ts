@@ -10,6 +10,8 @@ export interface SimulateRequest {
   firstname: string | null;
   lastname: string | null;
   type: 'android' | 'apple';
+  /** The agent app codes are made for (setting `agent_app`): the simulated device speaks its dialect. */
+  agent_app: 'spec' | 'flyve';
 }
 
 /** What the simulator reports back; a refused enrollment is an outcome (ok: false), not an error. */
@@ -46,6 +48,7 @@ export const simulateRoutes: FastifyPluginAsync<{ services: Services; simulate?:
       firstname: invitation.firstname,
       lastname: invitation.lastname,
       type: type ?? 'android',
+      agent_app: services.settings.get().agent_app,
     });
   });
 };

@@ -7,6 +7,7 @@ import type { SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import { taskStatusRoutes } from './task-routes.ts';
 import { sessionTokenOf, userTokenOf } from './tokens.ts';
+import { INVENTORY_BODY_LIMIT, INVENTORY_BASE64_MAX } from './report-routes.ts';
 
 export interface AgentApiOptions {
   sessions: SessionService;
@@ -34,6 +35,12 @@ const AgentBody = Type.Object({
     lastname: Text(255),
     version: Text(64),
     type: Text(32),
+    // Flyve dialect extras (the reference agents send them; stored).
+    phone: Text(100),
+    has_system_permission: Text(8),
+    inventory: Text(INVENTORY_BASE64_MAX),
+    notification_type: Text(32),
+    notification_token: Text(4096),
   }),
 });
 
@@ -81,7 +88,8 @@ export const agentApiRoutes: FastifyPluginAsync<AgentApiOptions> = async (app, {
     },
   );
 
-  app.post('/PluginMdmAgent', { schema: { querystring: TokenQuery, body: AgentBody } }, async (request, reply) => {
+  // The create input may carry the device's inventory: a bigger body than the API's default.
+  app.post('/PluginMdmAgent', { bodyLimit: INVENTORY_BODY_LIMIT, schema: { querystring: TokenQuery, body: AgentBody } }, async (request, reply) => {
     const session = authenticate(request);
     const { input } = request.body as { input: Record<string, string | null | undefined> };
     const result = enrollment.enroll(session, input, request.ip ?? null);

@@ -57,12 +57,18 @@ export interface AgentSummary {
   entity_id: number;
   created_at: string;
   updated_at: string;
+  /** From the last inventory the device sent (null until then). */
+  model: string | null;
+  manufacturer: string | null;
+  os_name: string | null;
+  os_version: string | null;
 }
 
 const SUMMARY_SQL = `
   SELECT a.id, a.name, a.serial, a.uuid, a.type, a.version, a.enroll_status, a.is_online, a.last_contact,
          a.last_report, a.lock, a.wipe, a.fleet_id, f.name AS fleet, u.email, a.firstname, a.lastname,
-         a.computer_id, a.invitation_id, a.topic, a.entity_id, a.created_at, a.updated_at
+         a.computer_id, a.invitation_id, a.topic, a.entity_id, a.created_at, a.updated_at,
+         a.model, a.manufacturer, a.os_name, a.os_version
   FROM agents a
   JOIN fleets f ON f.id = a.fleet_id
   LEFT JOIN users u ON u.id = a.enrolled_by_user_id`;

@@ -12,6 +12,8 @@ import type { UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { hashSecret, randomPassword } from '../util/tokens.ts';
 import type { AgentRow, AgentService } from './agents.ts';
+import { parseInventory } from '../inventory/fusion-inventory.ts';
+import { InventoryError, type DeviceReports } from './reports.ts';
 
 /** The `input` of POST PluginMdmAgent; everything optional here, the rules below decide. */
 export interface AgentInput {
@@ -24,10 +26,21 @@ export interface AgentInput {
   lastname?: string;
   version?: string;
   type?: string;
+  /** Sent by the reference agents (Flyve dialect); stored, never required. */
+  phone?: string;
+  has_system_permission?: string;
+  /** Base64 of the device's FusionInventory XML. */
+  inventory?: string;
+  notification_type?: string;
+  notification_token?: string;
 }
 
 export const AGENT_TYPES = ['android', 'apple'] as const;
-const VERSION = /^\d+(\.\d+)*$/;
+/**
+ * SemVer 2.0 (pre-release and build parts allowed: the reference agent sends `2.0.0-rc.7`), with the
+ * numeric core as loose as the spec's `^\d+(\.\d+)*` (a `1.2` keeps being accepted).
+ */
+const VERSION = /^(0|[1-9]\d*)(\.(0|[1-9]\d*))*(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$/;
 /** An admin's unenroll frees a device for whoever enrolls it next. */
 const FREED = ['unenrolling', 'unenrolled'];
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
@@ -61,6 +74,7 @@ export class EnrollmentService {
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
   private readonly broker: BrokerTargets;
+  private readonly reports: DeviceReports;
   private readonly attempts = new RateLimiter(ATTEMPTS_PER_USER);
   private readonly statements;
 
@@ -74,6 +88,7 @@ export class EnrollmentService {
     fleets: FleetService;
     settings: SettingsStore;
     broker: BrokerTargets;
+    reports: DeviceReports;
   }) {
     this.db = deps.db;
     this.events = deps.events;
@@ -84,6 +99,7 @@ export class EnrollmentService {
     this.fleets = deps.fleets;
     this.settings = deps.settings;
     this.broker = deps.broker;
+    this.reports = deps.reports;
     const db = deps.db;
     this.statements = {
       bySerial: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND serial = ?`),
@@ -108,6 +124,11 @@ export class EnrollmentService {
            name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type, firstname = @firstname,
            lastname = @lastname, enroll_status = 'enrolled', wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
            mqtt_password_hash = NULL, updated_at = @now
+         WHERE id = @id`,
+      ),
+      setDeviceDetails: db.prepare(
+        `UPDATE agents SET phone = coalesce(@phone, phone), has_system_permission = coalesce(@has_system_permission, has_system_permission),
+           notification_type = coalesce(@notification_type, notification_type), notification_token = coalesce(@notification_token, notification_token)
          WHERE id = @id`,
       ),
       setPassword: db.prepare(`UPDATE agents SET mqtt_password_hash = ?, updated_at = ? WHERE id = ?`),
@@ -163,6 +184,9 @@ export class EnrollmentService {
     if (!version || !VERSION.test(version)) refuse('The agent version is missing or invalid');
     const type = clean(input.type);
     if (!type || !(AGENT_TYPES as readonly string[]).includes(type)) refuse('The MDM type must be android or apple');
+    const inventory = clean(input.inventory);
+    const inventoryXml = inventory === null ? null : decodeInventory(inventory);
+    if (inventoryXml instanceof InventoryError) refuse(`The inventory could not be read: ${inventoryXml.message}`);
 
     // Another person's device is not taken over by quoting its serial: an admin frees it first
     // (delete or unenroll it). The same person enrolling again gets the records back.
@@ -180,14 +204,26 @@ export class EnrollmentService {
       );
     }
 
-    const agentId = this.events.transaction(() => this.createOrReuse(inv, session, existing, {
-      serial,
-      uuid,
-      version: version!,
-      type: type as AgentRow['type'],
-      firstname: clean(input.firstname) ?? inv.firstname,
-      lastname: clean(input.lastname) ?? inv.lastname,
-    }, attempt));
+    const agentId = this.events.transaction(() => {
+      const id = this.createOrReuse(inv, session, existing, {
+        serial,
+        uuid,
+        version: version!,
+        type: type as AgentRow['type'],
+        firstname: clean(input.firstname) ?? inv.firstname,
+        lastname: clean(input.lastname) ?? inv.lastname,
+      }, attempt);
+      const permission = clean(input.has_system_permission);
+      this.statements.setDeviceDetails.run({
+        id,
+        phone: clean(input.phone),
+        has_system_permission: permission === null ? null : ['1', 'true'].includes(permission.toLowerCase()) ? 1 : 0,
+        notification_type: clean(input.notification_type),
+        notification_token: clean(input.notification_token),
+      });
+      if (typeof inventoryXml === 'string') this.reports.inventory(id, inventoryXml, 'enrollment');
+      return id;
+    });
     return { id: String(agentId), message: 'Device enrolled' };
   }
 
@@ -278,6 +314,10 @@ export class EnrollmentService {
       enroll_status: agent.enroll_status,
       entities_id: agent.entity_id,
       plugin_mdm_fleets_id: agent.fleet_id,
+      // The reference agents' names (Flyve dialect): the Android agent throws without the fleet's.
+      plugin_flyvemdm_fleets_id: agent.fleet_id,
+      mdm_type: agent.type,
+      is_online: agent.is_online,
       last_report: agent.last_report,
       last_contact: agent.last_contact,
       certificate: agent.certificate,
@@ -349,6 +389,19 @@ export class EnrollmentService {
     const row = this.ownAgent(session)?.fleet_id === id ? this.fleets.byId(id) : undefined;
     if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, entities_id: row.entity_id, is_default: row.is_default, date_creation: row.created_at };
+  }
+}
+
+/** The create input's `inventory`: base64 of FusionInventory XML; an InventoryError when unusable. */
+function decodeInventory(base64: string): string | InventoryError {
+  const compact = base64.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact)) return new InventoryError('it is not base64');
+  try {
+    const xml = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(compact, 'base64'));
+    parseInventory(xml);
+    return xml;
+  } catch (error) {
+    return error instanceof InventoryError ? error : new InventoryError('it is not UTF-8 text');
   }
 }
 

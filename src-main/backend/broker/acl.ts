@@ -26,17 +26,22 @@ export function isUsableAgentTopic(topic: string): boolean {
   return /^\/\d+\/agent\/[^/+#\u0000]+$/.test(topic);
 }
 
-/** The agent may publish `T/Status/#` and `T/MdmManifest/#`. */
+/** The manifest topics: ours and the reference's name for it (the Flyve agents subscribe to the latter). */
+export const MANIFEST_TOPICS = ['MdmManifest', 'FlyvemdmManifest'] as const;
+
+const withinManifest = (name: string, prefix = ''): boolean => MANIFEST_TOPICS.some((manifest) => within(name, `${prefix}${manifest}`));
+
+/** The agent may publish `T/Status/#`, `T/MdmManifest/#` and `T/FlyvemdmManifest/#`. */
 export function mayPublish(agent: AgentIdentity, topic: string): boolean {
-  return within(topic, `${agent.topic}/Status`) || within(topic, `${agent.topic}/MdmManifest`);
+  return within(topic, `${agent.topic}/Status`) || withinManifest(topic, `${agent.topic}/`);
 }
 
-/** The agent may receive `T/Command/#`, `T/Policy/#`, `MdmManifest/#` and its fleet's topic. */
+/** The agent may receive `T/Command/#`, `T/Policy/#`, `MdmManifest/#`, `FlyvemdmManifest/#` and its fleet's topic. */
 export function mayReceive(agent: AgentIdentity, topic: string): boolean {
   return (
     within(topic, `${agent.topic}/Command`) ||
     within(topic, `${agent.topic}/Policy`) ||
-    within(topic, 'MdmManifest') ||
+    withinManifest(topic) ||
     within(topic, fleetTopic(agent.entityId, agent.fleetId))
   );
 }
@@ -50,7 +55,7 @@ export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
   return (
     within(filter, `${agent.topic}/Command`) ||
     within(filter, `${agent.topic}/Policy`) ||
-    within(filter, 'MdmManifest') ||
+    withinManifest(filter) ||
     within(filter, fleetTopic(agent.entityId, agent.fleetId))
   );
 }

@@ -5,7 +5,8 @@ import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { verifySecret } from '../util/tokens.ts';
-import { isUsableAgentTopic, mayPublish, mayReceive, maySubscribe, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
+import type { DeviceReports } from '../agents/reports.ts';
+import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
 import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
@@ -18,6 +19,8 @@ export interface BrokerOptions {
   db: Db;
   events: EventLog;
   fleets: FleetService;
+  /** Inventories and positions agents send (shared with their HTTP reports). */
+  reports: DeviceReports;
   dataDir: string;
   /** Address both listeners bind to. */
   host: string;
@@ -56,12 +59,22 @@ export interface BrokerStatus {
   };
 }
 
+/** What only the broker knows how to record (pending pings, presence), for agents reporting over HTTP. */
+export interface LiveReports {
+  /** `_pong`: recorded as `T/Status/Ping` `!` is (a pending ping's reply, with its latency). */
+  pong(agentId: number): void;
+  /** `is_online`: recorded as `T/Status/Online` is (a sign of life; the agent's connections decide presence). */
+  online(agentId: number, online: boolean): void;
+}
+
 export interface MqttBroker {
   port: number;
   tlsPort: number;
   certificate: BrokerCertificate;
   commands: AgentCommands;
   policies: PolicyPublisher;
+  /** Pings and presence reported over HTTP, recorded as their MQTT counterparts are. */
+  liveReports: LiveReports;
   /** In-process publishing (QoS 1), outside every ACL: policies, manifests, fleet messages. */
   publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
   /** The message the broker keeps retained on `topic` (exact name), or null. */
@@ -70,6 +83,9 @@ export interface MqttBroker {
   /** Disconnects every client, releases both ports; agents are marked offline. */
   close(): Promise<void>;
 }
+
+/** The protocol version announced on `<manifest>/Status/Version`: the reference's (Flyve MDM 2.0). */
+export const MANIFEST_VERSION = '2.0.0';
 
 /** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
 const DENIED_PREFIX = '$denied/';
@@ -134,7 +150,23 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     registry,
     publishRetained: (topic, payload) => void publisher.publish(topic, payload, true).catch(() => {}),
   });
-  const commands = new AgentCommands({ store, events, fleets: options.fleets, registry, publisher });
+  const commands = new AgentCommands({ store, events, fleets: options.fleets, registry, publisher, reports: options.reports });
+  const identityOf = (agentId: number): AgentIdentity | null => {
+    const live = registry.identity(agentId);
+    if (live) return live;
+    const row = store.byId(agentId);
+    return row ? { id: row.id, entityId: row.entity_id, fleetId: row.fleet_id, topic: row.topic, name: row.name } : null;
+  };
+  const liveReports: LiveReports = {
+    pong: (agentId) => {
+      const agent = identityOf(agentId);
+      if (agent) commands.received(agent, 'Status/Ping', Buffer.from('!'), 'http');
+    },
+    online: (agentId) => {
+      const agent = identityOf(agentId);
+      if (agent) presence.reportedOverHttp(agent);
+    },
+  };
   const wasOnline = presence.start();
 
   /**
@@ -255,6 +287,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
 
   const restored = await commands.restoreRetained();
   await commands.restoreSubscriptions();
+  // The manifest's version message, under both names (the Flyve agents subscribe to FlyvemdmManifest/Status/Version).
+  for (const manifest of MANIFEST_TOPICS) await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
 
   aedes.on('ping', (_packet, client) => {
     const agent = registry.identityOf(client);
@@ -341,6 +375,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     certificate,
     commands,
     policies: { publishRetained: (topic, payload) => publisher.publish(topic, payload, true) },
+    liveReports,
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: async (topic) => {
       const persistence = (aedes as unknown as { persistence: { createRetainedStream(pattern: string): AsyncIterable<{ payload: Buffer | string }> } }).persistence;

@@ -5,8 +5,11 @@ import { ApiError, itemNotFound } from '../http/errors.ts';
 import { fleetTopic, isUsableAgentTopic, type AgentIdentity } from './acl.ts';
 import { ENROLL, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
 import type { ConnectionRegistry } from './connections.ts';
+import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';
 
-export const AGENT_COMMANDS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll'] as const;
+export const AGENT_COMMANDS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
+/** Commands only a connected agent can act on: not kept for later. */
+const LIVE_ONLY: readonly AgentCommand[] = ['ping', 'inventory', 'geolocate'];
 export type AgentCommand = (typeof AGENT_COMMANDS)[number];
 
 interface CommandMessage {
@@ -23,6 +26,9 @@ const MESSAGES: Record<AgentCommand, CommandMessage> = {
   unlock: { label: 'Unlock', subtopic: 'Command/Lock', payload: { lock: 'unlock' }, retain: true },
   wipe: { label: 'Wipe', subtopic: 'Command/Wipe', payload: { wipe: 'now' }, retain: true },
   unenroll: { label: 'Unenroll', subtopic: 'Command/Unenroll', payload: { unenroll: 'now' }, retain: true },
+  // The reference's queries; the agent answers with Status/Inventory / Status/Geolocation (MQTT) or over HTTP.
+  inventory: { label: 'Inventory request', subtopic: 'Command/Inventory', payload: { query: 'Inventory' }, retain: false },
+  geolocate: { label: 'Geolocate request', subtopic: 'Command/Geolocate', payload: { query: 'Geolocate' }, retain: false },
 };
 const SUBSCRIBE_SUBTOPIC = 'Command/Subscribe';
 
@@ -62,7 +68,10 @@ export class AgentCommands {
   private readonly retained = new Map<number, { topic: string; subtopics: Set<string> }>();
   private readonly lastStatusEvent = new Map<string, number>();
 
-  constructor(deps: { store: BrokerAgentStore; events: EventLog; fleets: FleetService; registry: ConnectionRegistry; publisher: Publisher }) {
+  private readonly reports: DeviceReports;
+
+  constructor(deps: { store: BrokerAgentStore; events: EventLog; fleets: FleetService; registry: ConnectionRegistry; publisher: Publisher; reports: DeviceReports }) {
+    this.reports = deps.reports;
     this.store = deps.store;
     this.events = deps.events;
     this.fleets = deps.fleets;
@@ -74,8 +83,8 @@ export class AgentCommands {
     const agent = this.commandable(agentId);
     const message = MESSAGES[command];
     const online = this.registry.live(agentId).length > 0;
-    if (command === 'ping' && !online) {
-      throw new ApiError(409, 'ERROR_AGENT_OFFLINE', `${agent.name} is offline: a ping is not kept for later (lock, wipe and unenroll are)`);
+    if (LIVE_ONLY.includes(command) && !online) {
+      throw new ApiError(409, 'ERROR_AGENT_OFFLINE', `${agent.name} is offline: ${message.label.toLowerCase()} is not kept for later (lock, wipe and unenroll are)`);
     }
     const topic = `${agent.topic}/${message.subtopic}`;
     const at = nowIso();
@@ -148,16 +157,19 @@ export class AgentCommands {
    * A message the agent published under `T/Status/…` or `T/MdmManifest/…` (Online excepted,
    * presence has it): replies update the record, anything else is noted, rate-limited.
    */
-  received(agent: AgentIdentity, subtopic: string, payload: Buffer): void {
+  received(agent: AgentIdentity, subtopic: string, payload: Buffer, transport: 'mqtt' | 'http' = 'mqtt'): void {
     const refs = { entityId: agent.entityId, agentId: agent.id };
+    const over = transport === 'http' ? ' over HTTP' : '';
     const text = payload.toString('utf8');
     if (subtopic === 'Status/Ping' && this.pendingPings.has(agent.id)) {
       const rtt = Date.now() - this.pendingPings.get(agent.id)!;
       this.pendingPings.delete(agent.id);
       this.store.touch(agent.id, nowIso());
-      this.events.record('agent.ping_reply', `${agent.name} answered the ping (${rtt} ms)`, refs, { payload: text.slice(0, 100), rtt_ms: rtt });
+      this.events.record('agent.ping_reply', `${agent.name} answered the ping (${rtt} ms)${over}`, refs, { payload: text.slice(0, 100), rtt_ms: rtt, transport });
       return;
     }
+    if (subtopic === 'Status/Inventory' && this.inventoryReceived(agent, text)) return;
+    if (subtopic === 'Status/Geolocation' && text !== '?' && this.positionReceived(agent, text)) return;
     if (subtopic === 'Status/Unenroll' && parseJson(text)?.unenroll === 'unenrolled') {
       const row = this.store.byId(agent.id);
       if (row && row.enroll_status !== ENROLL.unenrolled) {
@@ -177,10 +189,32 @@ export class AgentCommands {
     if (now - (this.lastStatusEvent.get(key) ?? 0) < STATUS_EVENT_INTERVAL_MS) return;
     if (this.lastStatusEvent.size > 10_000) this.lastStatusEvent.clear();
     this.lastStatusEvent.set(key, now);
-    this.events.record('agent.status', `${agent.name} sent ${subtopic}`, refs, {
+    this.events.record('agent.status', `${agent.name} sent ${subtopic}${over}`, refs, {
       topic: subtopic,
+      transport,
       payload: text.length > STATUS_PAYLOAD_LIMIT ? `${text.slice(0, STATUS_PAYLOAD_LIMIT)}…` : text,
     });
+  }
+
+  /** `T/Status/Inventory`: the FusionInventory XML (release rc.6). False when it cannot be read: noted as any status is. */
+  private inventoryReceived(agent: AgentIdentity, xml: string): boolean {
+    try {
+      this.reports.inventory(agent.id, xml, 'mqtt');
+      return true;
+    } catch (error) {
+      if (error instanceof InventoryError) return false;
+      throw error;
+    }
+  }
+
+  /** `T/Status/Geolocation` `{"latitude", "longitude", "datetime"}` or `{"gps": "off", "datetime"}`. */
+  private positionReceived(agent: AgentIdentity, text: string): boolean {
+    const body = parseJson(text);
+    if (!body) return false;
+    const position = positionOf({ latitude: body.latitude, longitude: body.longitude, datetime: body.datetime, gps: body.gps });
+    if ('error' in position) return false;
+    this.reports.position(agent.id, position, 'mqtt');
+    return true;
   }
 
   /**

@@ -87,6 +87,16 @@ export class PresenceTracker {
     this.set(agent, true, 'reported online', this.registry.infoOf(client));
   }
 
+  /**
+   * `is_online` sent over HTTP (the Flyve agents' release rc.7, on every MQTT connect and disconnect):
+   * recorded as the agent's own `Status/Online` is, a sign of life; its connections decide presence.
+   */
+  reportedOverHttp(agent: AgentIdentity): void {
+    if (this.stopping) return;
+    if (this.registry.live(agent.id).length > 0) this.set(agent, true, 'reported online', undefined);
+    else this.touch(agent);
+  }
+
   /** Any other sign of life: last_contact, written at most every TOUCH_INTERVAL_MS. */
   touch(agent: AgentIdentity): void {
     if (this.stopping) return;

@@ -258,6 +258,44 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    version: 4,
+    name: 'flyve dialect: device details, inventories, positions',
+    sql: /* sql */ `
+      -- Extra fields of the reference agents' create input.
+      ALTER TABLE agents ADD COLUMN phone TEXT;
+      ALTER TABLE agents ADD COLUMN has_system_permission INTEGER;
+      ALTER TABLE agents ADD COLUMN notification_type TEXT;
+      ALTER TABLE agents ADD COLUMN notification_token TEXT;
+      -- From the last inventory, for the device list (the rest is read from agent_inventories).
+      ALTER TABLE agents ADD COLUMN model TEXT;
+      ALTER TABLE agents ADD COLUMN manufacturer TEXT;
+      ALTER TABLE agents ADD COLUMN os_name TEXT;
+      ALTER TABLE agents ADD COLUMN os_version TEXT;
+
+      -- The last FusionInventory XML of each agent and its parsed summary (JSON).
+      CREATE TABLE agent_inventories (
+        agent_id     INTEGER PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+        xml          TEXT NOT NULL,
+        summary      TEXT NOT NULL,
+        source       TEXT NOT NULL CHECK (source IN ('enrollment', 'http', 'mqtt')),
+        received_at  TEXT NOT NULL
+      );
+
+      -- Positions reported by agents; latitude/longitude NULL when the device said its GPS is off.
+      CREATE TABLE geolocations (
+        id           INTEGER PRIMARY KEY,
+        agent_id     INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        computer_id  INTEGER NOT NULL,
+        latitude     REAL,
+        longitude    REAL,
+        located_at   TEXT NOT NULL,
+        source       TEXT NOT NULL CHECK (source IN ('http', 'mqtt')),
+        received_at  TEXT NOT NULL
+      );
+      CREATE INDEX geolocations_agent ON geolocations(agent_id, id);
+    `,
+  },
+  {
     version: 5,
     name: 'deployments and device tasks',
     sql: /* sql */ `

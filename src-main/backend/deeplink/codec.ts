@@ -2,7 +2,13 @@
  * The deeplink's `data`: base64 of seven `;`-separated fields (spec §1). A field holding `;` or
  * `"` is quoted CSV-style. Decoding is lenient about what travels badly (DESIGN.md): the
  * reference's `\;` separators, base64url, missing padding and `+` that became a space.
+ * The reference agents (agent app "flyve") need their own encoding, see encodeFlyveDeeplinkData.
  */
+
+/** Which agent app new codes are made for (the `agent_app` setting). */
+export type AgentApp = 'spec' | 'flyve';
+/** The app link scheme the reference Android agent registers (`flyve://register?data=…`). */
+export const FLYVE_APP_LINK_SCHEME = 'flyve';
 
 export interface DeeplinkFields {
   backendUrl: string;
@@ -31,8 +37,9 @@ export class DeeplinkDataError extends Error {
   }
 }
 
+// A backslash is quoted too: a field ending in `\` before a `;` would read as the reference's `\;`.
 function quoteField(value: string): string {
-  return /[;"\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+  return /[;"\\\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
 export function encodeDeeplinkData(fields: DeeplinkFields): string {
@@ -40,9 +47,71 @@ export function encodeDeeplinkData(fields: DeeplinkFields): string {
   return Buffer.from(line, 'utf8').toString('base64');
 }
 
+/**
+ * The reference backend's encoding, the only one its agents read: base64 of
+ * `addcslashes(implode(';', fields), '\\;')`, i.e. every `\` and `;` preceded by a backslash.
+ * The agents split the text on `\;` without unescaping, so a field holding `;` cannot travel:
+ * callers refuse such values first (fieldsUnfitForFlyve).
+ */
+export function encodeFlyveDeeplinkData(fields: DeeplinkFields): string {
+  const line = ORDER.map((key) => fields[key] ?? '').join(';').replace(/[\\;]/g, (char) => `\\${char}`);
+  return Buffer.from(line, 'utf8').toString('base64');
+}
+
+/** The encoding the given agent app reads. */
+export function encodeDeeplinkFor(app: AgentApp, fields: DeeplinkFields): string {
+  return app === 'flyve' ? encodeFlyveDeeplinkData(fields) : encodeDeeplinkData(fields);
+}
+
+/** The app link scheme for new codes: the reference agents register `flyve`. */
+export function appLinkSchemeFor(app: AgentApp, configured: string): string {
+  return app === 'flyve' ? FLYVE_APP_LINK_SCHEME : configured;
+}
+
+/** Values that would break the reference encoding (the agents split on `;`), as a message, or null. */
+export function fieldsUnfitForFlyve(values: Record<string, string>): string | null {
+  const bad = Object.entries(values).filter(([, value]) => value.includes(';')).map(([key]) => key);
+  return bad.length === 0
+    ? null
+    : `${bad.join(', ')} cannot contain ";" while the agent app is "flyve": the Flyve agents split the enrollment data on it`;
+}
+
+/** The reference's `\;`-separated text: `\;` separates, `\\` is a backslash. */
+function splitEscaped(line: string): string[] {
+  const fields: string[] = [];
+  let current = '';
+  for (let i = 0; i < line.length; i++) {
+    const char = line[i]!;
+    const next = line[i + 1];
+    if (char === '\\' && next === ';') {
+      fields.push(current);
+      current = '';
+      i++;
+    } else if (char === '\\' && next === '\\') {
+      current += '\\';
+      i++;
+    } else current += char;
+  }
+  fields.push(current);
+  return fields;
+}
+
+/**
+ * Whether decoded text is in the reference encoding: it has `\;` separators and no bare `;` (ours
+ * always has six bare separators; in the reference's every `;` and `\` is escaped).
+ */
+function isFlyveEncoded(line: string): boolean {
+  if (!line.includes('\\;')) return false;
+  for (let i = 0; i < line.length; i++) {
+    if (line[i] === '\\') i++;
+    else if (line[i] === ';') return false;
+  }
+  return true;
+}
+
 /** Splits one CSV-style line on `;`, honouring quotes. */
 function splitFields(line: string): string[] {
-  if (!line.includes('"') && line.includes('\\;')) return line.split('\\;');
+  if (isFlyveEncoded(line)) return splitEscaped(line);
   const fields: string[] = [];
   let current = '';
   let quoted = false;
@@ -77,6 +146,11 @@ export function canonicalBase64(data: string): string {
 function decodeBase64(data: string): string {
   const bytes = Buffer.from(canonicalBase64(data), 'base64');
   return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+}
+
+/** Which encoding `data` is in (it must decode: call decodeDeeplinkData first). */
+export function deeplinkEncodingOf(data: string): AgentApp {
+  return isFlyveEncoded(decodeBase64(data)) ? 'flyve' : 'spec';
 }
 
 export function decodeDeeplinkData(data: string | undefined | null): DeeplinkFields {

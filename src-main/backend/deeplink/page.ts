@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { appLinkUrl, canonicalBase64, decodeDeeplinkData, DeeplinkDataError, deeplinkPageUrl, type DeeplinkFields } from './codec.ts';
+import { appLinkSchemeFor, appLinkUrl, canonicalBase64, decodeDeeplinkData, DeeplinkDataError, deeplinkEncodingOf, deeplinkPageUrl, type DeeplinkFields } from './codec.ts';
 import { escapeHtml } from '../util/html.ts';
 import { qrSvg } from './qr.ts';
 
@@ -89,7 +89,8 @@ export const deeplinkPageRoutes: FastifyPluginAsync<DeeplinkPageOptions> = async
       const canonical = canonicalBase64(data!);
       const help = helpdeskBlock(fields);
       if (isPhone(request.headers['user-agent'])) {
-        const link = escapeHtml(appLinkUrl(options.appLinkScheme(), canonical));
+        // Data in the reference encoding is for a Flyve agent, which registers flyve://.
+        const link = escapeHtml(appLinkUrl(appLinkSchemeFor(deeplinkEncodingOf(canonical), options.appLinkScheme()), canonical));
         return reply.headers(headers).send(layout('Enroll this device', `<h1>Enroll this device</h1>
           <p>Tap the button to open the MDM agent and start enrollment.</p>
           <a class="button" href="${link}">Enroll this device</a>

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
-import { appLinkUrl, deeplinkPageUrl, encodeDeeplinkData } from '../deeplink/codec.ts';
+import { appLinkSchemeFor, appLinkUrl, deeplinkPageUrl, encodeDeeplinkFor } from '../deeplink/codec.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { DeliveryView } from '../mail/deliveries.ts';
@@ -299,7 +299,7 @@ export class InvitationService {
   deeplinkOf(row: InvitationRow): { data: string; url: string; app_link: string } {
     const settings = this.settings.get();
     const user = this.users.byId(row.user_id)!;
-    const data = encodeDeeplinkData({
+    const data = encodeDeeplinkFor(settings.agent_app, {
       backendUrl: this.links.apiUrl(),
       userToken: user.user_token,
       invitationToken: row.token,
@@ -308,7 +308,7 @@ export class InvitationService {
       helpdeskWebsite: settings.helpdesk_website,
       helpdeskEmail: settings.helpdesk_email,
     });
-    return { data, url: deeplinkPageUrl(this.links.deeplinkBase(), data), app_link: appLinkUrl(settings.app_link_scheme, data) };
+    return { data, url: deeplinkPageUrl(this.links.deeplinkBase(), data), app_link: appLinkUrl(appLinkSchemeFor(settings.agent_app, settings.app_link_scheme), data) };
   }
 
   /** What the admin API and CLI show of an invitation. */

@@ -166,7 +166,19 @@ export class SessionService {
       coreprofiles: Object.fromEntries(profiles.map((p) => [String(p.id), { id: p.id, name: p.name }])),
       plugin_mdm_guest_profiles_id: this.users.guestProfile().id,
     };
-    return { ...fields, session: fields };
+    // GLPI's names for the same values: the Flyve agents and GLPI's JavaScript client read these.
+    const glpi = {
+      glpiID: fields.coreID,
+      glpiname: fields.corename,
+      glpifriendlyname: fields.corefriendlyname,
+      glpiactive_entity: fields.coreactive_entity,
+      glpi_plugins: { 0: 'flyvemdm' },
+      glpiactiveprofile: fields.coreactiveprofile,
+      glpiprofiles: fields.coreprofiles,
+      plugin_flyvemdm_guest_profiles_id: fields.plugin_mdm_guest_profiles_id,
+    };
+    const all = { ...fields, ...glpi };
+    return { ...all, session: all };
   }
 
   close(token: string): void {

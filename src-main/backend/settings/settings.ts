@@ -10,6 +10,8 @@ export const SettingsSchema = Type.Object({
   deeplink_base_url: Type.String({ maxLength: 2048, pattern: '^(|https?://[^\\s?#"<>]+)$' }),
   /** Scheme of the app link the phone page's button carries: `<scheme>://register?data=…`; never a browser's own. */
   app_link_scheme: Type.String({ pattern: '^(?!(?:javascript|data|vbscript|file|https?|blob|about|ftp|mailto|tel|ws|wss)$)[a-z][a-z0-9+.-]{0,31}$' }),
+  /** Which agent app new codes are for: `spec` (our encoding and scheme) or `flyve` (the reference agents'). */
+  agent_app: Type.Union([Type.Literal('spec'), Type.Literal('flyve')]),
   helpdesk_name: Type.String({ maxLength: 200 }),
   helpdesk_phone: Type.String({ maxLength: 100 }),
   helpdesk_website: Type.String({ maxLength: 2048 }),
@@ -29,6 +31,7 @@ export const DEFAULT_SETTINGS: Settings = {
   public_host: '',
   deeplink_base_url: '',
   app_link_scheme: 'mdmagent',
+  agent_app: 'spec',
   helpdesk_name: '',
   helpdesk_phone: '',
   helpdesk_website: '',
@@ -63,6 +66,16 @@ export class SettingsStore {
     }
     this.cache = settings;
     return settings;
+  }
+
+  /** The helpdesk fields every deeplink carries, by setting name. */
+  deeplinkFields(settings: Settings = this.get()): Record<string, string> {
+    return {
+      helpdesk_name: settings.helpdesk_name,
+      helpdesk_phone: settings.helpdesk_phone,
+      helpdesk_website: settings.helpdesk_website,
+      helpdesk_email: settings.helpdesk_email,
+    };
   }
 
   /** Applies a validated partial update; returns the whole new settings. */

@@ -1,0 +1,26 @@
+import { Anchor, Badge, Group, Text } from '@mantine/core';
+import { useSettings } from '../api/queries.ts';
+import { Link } from '../app/router.tsx';
+
+/** Which agent app the codes are made for (setting `agent_app`), so an admin knows what phones need. */
+export function AgentAppNote({ compact = false }: { compact?: boolean }) {
+  const settings = useSettings();
+  const app = settings.data?.agent_app;
+  if (!app) return null;
+  const flyve = app === 'flyve';
+  return (
+    <Group gap={6} wrap="nowrap" data-testid="agent-app-note">
+      <Badge variant="light" color={flyve ? 'grape' : 'blue'} size="sm">
+        {flyve ? 'Flyve MDM agent' : "Spec's MDM agent"}
+      </Badge>
+      {compact ? null : (
+        <Text size="xs" c="dimmed">
+          {flyve ? 'Codes carry flyve://register and the Flyve encoding.' : 'Codes are for the spec’s agent app.'}{' '}
+          <Anchor component={Link} to="/settings" size="xs">
+            Change
+          </Anchor>
+        </Text>
+      )}
+    </Group>
+  );
+}
