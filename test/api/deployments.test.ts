@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevice, type SimulatedDevice } from '../../src-main/device/device.ts';
+import { dialectOf } from '../../src-main/device/dialect.ts';
 import type { TaskReportChannel } from '../../src-main/device/policy-agent.ts';
 import { agentCall, startTestBackend, type TestBackend } from '../helpers/backend.ts';
 import { closeClients, connectAgent, enrollAgent, eventually, inbox } from '../helpers/mqtt.ts';
@@ -153,6 +154,28 @@ describe('deploying to a fleet', () => {
     expect(failed.status).toBe('failed');
     expect(failed.history.map((h: any) => h.status)).toEqual(['pending', 'received', 'in progress', 'failed']);
     expect(failed.reason).toMatch(/404.*PluginMdmFile/);
+  });
+});
+
+describe('the reference agents (Flyve dialect)', () => {
+  it('rc.7 reports its tasks over REST (search + PUT PluginFlyvemdmTaskstatus), rc.6 under the policy topic', async () => {
+    const fleetId = await fleet('Flyve phones');
+    const phones: SimulatedDevice[] = [];
+    for (const reports of ['http', 'mqtt'] as const) {
+      counter += 1;
+      const email = `flyve-deploy${counter}@example.com`;
+      const { body } = await t.admin('POST', '/invitations', { email, fleet: 'Flyve phones', send_email: false });
+      const phone = await startDevice({ deeplink: body.deeplink, email, dialect: dialectOf('flyve', reports), chunkSize: 4096 });
+      devices.push(phone);
+      phones.push(phone);
+    }
+    const pkg = await upload('packages', 'field-app.apk', APK);
+    const created = (await t.admin('POST', '/deployments', { kind: 'package', item_id: pkg.id, fleet_id: fleetId })).body;
+    const done = await allDone(created.id, 2);
+    const sources = Object.fromEntries(done.tasks.map((task: any) => [task.agent_id, task.history.slice(1).map((h: any) => h.source)]));
+    expect(sources[phones[0]!.enrollment.agentId]).toEqual(['http', 'http', 'http']);
+    expect(sources[phones[1]!.enrollment.agentId]).toEqual(['mqtt', 'mqtt', 'mqtt']);
+    for (const phone of phones) expect(phone.policies.state.apps['org.example.fieldapp']?.sha256).toBe(pkg.sha256);
   });
 });
 
