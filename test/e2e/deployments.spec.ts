@@ -58,3 +58,27 @@ test('from the console alone: upload an APK, deploy it to a fleet of three devic
     await Promise.all(devices.map((device) => device.stop()));
   }
 });
+
+test('bulk import creates the fleets a CSV names when asked', async ({ page }) => {
+  const stamp = Date.now();
+  const fleet = `Imported ${stamp}`;
+  const csv = ['email,firstname,lastname,fleet', `ann.${stamp}@example.com,Ann,Lee,${fleet}`, `bo.${stamp}@example.com,Bo,Kim,${fleet}`].join('\r\n');
+  await page.goto('/invitations');
+  await page.getByRole('button', { name: 'Invite many' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Invite many people' });
+  await dialog.getByRole('tab', { name: 'CSV file' }).click();
+  await dialog.locator('input[type="file"]').setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+  const preview = dialog.getByTestId('bulk-preview');
+  await expect(preview.locator('tbody tr[data-valid="false"]')).toHaveCount(2);
+  await expect(preview).toContainText(`unknown fleet "${fleet}"`);
+
+  await dialog.getByTestId('create-fleets').check();
+  await expect(preview.locator('tbody tr[data-valid="false"]')).toHaveCount(0);
+  await dialog.getByRole('button', { name: 'Create 2 invitations' }).click();
+  await expect(dialog.getByTestId('bulk-summary')).toContainText('2 created');
+  const fleets = (await api('GET', '/fleets')).items as { name: string; id: number }[];
+  const created = fleets.find((f) => f.name === fleet);
+  expect(created).toBeDefined();
+  const listed = await api('GET', `/invitations?q=${stamp}`);
+  expect(listed.items.map((i: { fleet: string }) => i.fleet)).toEqual([fleet, fleet]);
+});
