@@ -66,6 +66,9 @@ const COUNTS = `count(t.id) AS total,
   coalesce(sum(t.status = 'failed'), 0) AS failed,
   coalesce(sum(t.status = 'canceled'), 0) AS canceled`;
 
+/** The target's name as it is now (a fleet renamed since), else as it was when deployed. */
+const CURRENT_TARGET = `coalesce((SELECT 'fleet "' || f.name || '"' FROM fleets f WHERE f.id = d.fleet_id), (SELECT a.name FROM agents a WHERE a.id = d.agent_id), d.target_name) AS target_name`;
+
 /** The SQL of deployments, their per-device tasks and the tasks' history. */
 export class DeploymentRepository {
   private readonly s;
@@ -81,10 +84,10 @@ export class DeploymentRepository {
       setMessage: db.prepare(`UPDATE deployments SET topic = ?, payload = ? WHERE id = ?`),
       byId: db.prepare(`SELECT * FROM deployments WHERE id = ?`),
       withCounts: db.prepare(
-        `SELECT d.*, ${COUNTS} FROM deployments d LEFT JOIN deployment_tasks t ON t.deployment_id = d.id WHERE d.id = ? GROUP BY d.id`,
+        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM deployments d LEFT JOIN deployment_tasks t ON t.deployment_id = d.id WHERE d.id = ? GROUP BY d.id`,
       ),
       list: db.prepare(
-        `SELECT d.*, ${COUNTS} FROM deployments d LEFT JOIN deployment_tasks t ON t.deployment_id = d.id
+        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM deployments d LEFT JOIN deployment_tasks t ON t.deployment_id = d.id
          WHERE (@fleet_id IS NULL OR d.fleet_id = @fleet_id) AND (@agent_id IS NULL OR d.agent_id = @agent_id)
            AND (@state IS NULL OR d.state = @state)
          GROUP BY d.id ORDER BY d.id DESC LIMIT 1000`,
