@@ -1,5 +1,5 @@
 // Every way the simulated agent's wire differs between the spec's agent and the reference Flyve
-// agents (releases 2.0.0-rc.7, reporting over HTTP, and 2.0.0-rc.6, reporting over MQTT), in one
+// agents (2.0.0-rc.7 as on the develop branch, reporting over HTTP, and 2.0.0-rc.6, reporting over MQTT), in one
 // place. Enrollment, the API client and the MQTT side ask this module; add new differences here.
 
 export type DialectName = 'spec' | 'flyve';

@@ -86,6 +86,11 @@ export async function adminApp({ services, files, deployments, adminToken, info,
          (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
          (SELECT count(*) FROM agents WHERE is_online = 1) AS online`,
     );
+    // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
+    // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
+    const FLYVE_TLS_WARNING =
+      'MQTT TLS is on while codes are made for the Flyve MDM agent: its releases (2.0.0-rc.6, rc.7) trust only the flyve.org certificate built into them, so they cannot connect to this broker over TLS. Turn MQTT TLS off in Settings for Flyve agents.';
+    const flyveAgentsLockedOut = (settings: { agent_app: string; mqtt_tls: boolean }) => settings.agent_app === 'flyve' && settings.mqtt_tls;
     api.get('/status', async () => {
       const current = info();
       const publicHost = current.public_host;
@@ -96,9 +101,12 @@ export async function adminApp({ services, files, deployments, adminToken, info,
         counts,
         mqtt: broker?.status() ?? null,
         lan_addresses: lanAddresses(),
-        warnings: isLoopbackHost(publicHost)
-          ? [`The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`]
-          : [],
+        warnings: [
+          ...(isLoopbackHost(publicHost)
+            ? [`The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`]
+            : []),
+          ...(flyveAgentsLockedOut(services.settings.get()) ? [FLYVE_TLS_WARNING] : []),
+        ],
       };
     });
 
