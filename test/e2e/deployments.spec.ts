@@ -31,6 +31,7 @@ test('from the console alone: upload an APK, deploy it to a fleet of three devic
     const item = page.getByTestId('package-table').locator('tr[data-item-name="field-app.apk"]').first();
     await expect(item.getByTestId('package-info')).toContainText('org.example.fieldapp · version 4.2.0 (code 42)');
     await expect(item).toContainText('Field App');
+    await shot(page, 'packages-apk-manifest', testInfo);
 
     // Deploy to… the fleet.
     await item.getByRole('button', { name: 'Deploy field-app.apk' }).click();
@@ -54,6 +55,7 @@ test('from the console alone: upload an APK, deploy it to a fleet of three devic
     // A device's panel lists its task and its steps.
     await page.goto(`/devices?agent=${devices[0]!.enrollment.agentId}`);
     await expect(page.getByTestId('device-tasks')).toContainText('pending → received → in progress → done');
+    await shot(page.getByTestId('device-tasks'), 'device-tasks', testInfo);
   } finally {
     await Promise.all(devices.map((device) => device.stop()));
   }
