@@ -1,7 +1,7 @@
-import { ActionIcon, Badge, Button, Checkbox, Group, Modal, Progress, SegmentedControl, Select, Stack, Table, Text, TextInput, Tooltip } from '@mantine/core';
+import { ActionIcon, Badge, Button, Checkbox, Group, Modal, NumberInput, Progress, SegmentedControl, Select, Stack, Table, Text, TextInput, Tooltip } from '@mantine/core';
 import { IconChevronDown, IconChevronRight, IconRocket, IconTrash } from '@tabler/icons-react';
 import { Fragment, useState } from 'react';
-import { useAgents, useDeploy, useDeployment, useDeployments, useFleets, useUndeploy } from '../api/queries.ts';
+import { useAgents, useDeploy, useDeployment, useDeployments, useFleets, useUndeploy, useUpdatePackage } from '../api/queries.ts';
 import type { Deployment, DeploymentFilter, DeviceTask, StoredItem, StoredKind, TaskCounts, TaskStatus } from '../api/types.ts';
 import { confirmAction, EmptyState, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
 
@@ -314,5 +314,46 @@ export function DeviceTasks({ tasks }: { tasks: DeviceTask[] }) {
         ))}
       </Table.Tbody>
     </Table>
+  );
+}
+
+const PACKAGE_NAME = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
+
+/** What devices need to install a package whose manifest was not read (anything but an APK). */
+export function PackageInfoModal({ item, onClose }: { item: StoredItem | null; onClose: () => void }) {
+  const update = useUpdatePackage();
+  const [packageName, setPackageName] = useState(item?.package_name ?? '');
+  const [versionCode, setVersionCode] = useState<number | string>(item?.version_code ?? '');
+  const [versionName, setVersionName] = useState(item?.version_name ?? '');
+  const nameProblem = packageName !== '' && !PACKAGE_NAME.test(packageName) ? 'Dot-separated names, e.g. com.example.app' : null;
+  return (
+    <Modal opened={item !== null} onClose={onClose} title={item ? `Install details of ${item.name}` : ''}>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (!item || nameProblem || packageName === '') return;
+          update.mutate(
+            {
+              id: item.id,
+              package_name: packageName,
+              ...(versionCode === '' ? {} : { version_code: Number(versionCode) }),
+              ...(versionName.trim() === '' ? {} : { version_name: versionName.trim() }),
+            },
+            { onSuccess: () => (notifySuccess(`${item.name}: ${packageName}`), onClose()), onError: (e) => notifyError('Not saved', e) },
+          );
+        }}
+      >
+        <Stack>
+          <TextInput label="Package name" placeholder="com.example.app" value={packageName} onChange={(e) => setPackageName(e.currentTarget.value.trim())} error={nameProblem} required data-autofocus />
+          <NumberInput label="Version code" min={0} allowDecimal={false} value={versionCode} onChange={setVersionCode} />
+          <TextInput label="Version name" placeholder="1.0" value={versionName} onChange={(e) => setVersionName(e.currentTarget.value)} maxLength={100} />
+          <Group justify="flex-end">
+            <Button type="submit" loading={update.isPending} disabled={packageName === '' || nameProblem !== null}>
+              Save
+            </Button>
+          </Group>
+        </Stack>
+      </form>
+    </Modal>
   );
 }

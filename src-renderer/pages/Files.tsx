@@ -10,7 +10,7 @@ import { navigate, useLocation } from '../app/router.tsx';
 import { confirmAction, CopyIcon, EmptyState, notifyError, notifySuccess, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
 import { formatBytes, shortHash } from '../lib/format.ts';
 import { uploadFile, type UploadHandle } from '../lib/upload.ts';
-import { DeployModal } from '../features/deployments.tsx';
+import { DeployModal, PackageInfoModal } from '../features/deployments.tsx';
 
 interface Upload {
   key: string;
@@ -69,6 +69,7 @@ function UploadList({ uploads, onDismiss }: { uploads: Upload[]; onDismiss: (key
 function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] }) {
   const remove = useDeleteStored(kind);
   const [deploying, setDeploying] = useState<StoredItem | null>(null);
+  const [describing, setDescribing] = useState<StoredItem | null>(null);
   if (items.length === 0) {
     return (
       <EmptyState title={kind === 'file' ? 'No files yet' : 'No packages yet'}>
@@ -133,7 +134,12 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
               </Table.Td>
               <Table.Td>
                 <Group gap={4} wrap="nowrap" justify="flex-end">
-                <Tooltip label={kind === 'package' && !item.package_name ? 'Set its Android package name first (mdm-console CLI or admin API)' : 'Publish it to a fleet or a device'}>
+                {kind === 'package' && !item.package_name ? (
+                  <Button size="xs" variant="default" onClick={() => setDescribing(item)} aria-label={`Set the package name of ${item.name}`}>
+                    Set package name…
+                  </Button>
+                ) : null}
+                <Tooltip label={kind === 'package' && !item.package_name ? 'Set its package name first' : 'Publish it to a fleet or a device'}>
                   <Button
                     size="xs"
                     variant="light"
@@ -170,6 +176,7 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
         </Table.Tbody>
       </Table>
       <DeployModal key={deploying?.id ?? 0} item={deploying} kind={kind} onClose={() => setDeploying(null)} />
+      <PackageInfoModal key={`info-${describing?.id ?? 0}`} item={describing} onClose={() => setDescribing(null)} />
     </Table.ScrollContainer>
   );
 }

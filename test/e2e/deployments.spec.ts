@@ -84,3 +84,23 @@ test('bulk import creates the fleets a CSV names when asked', async ({ page }) =
   const listed = await api('GET', `/invitations?q=${stamp}`);
   expect(listed.items.map((i: { fleet: string }) => i.fleet)).toEqual([fleet, fleet]);
 });
+
+test('a package with no manifest read gets its package name from the admin, then can be deployed', async ({ page }) => {
+  const name = `tool-${Date.now()}.ipa`;
+  await page.goto('/files?tab=packages');
+  await page.getByTestId('package-dropzone').locator('input[type="file"]').setInputFiles({ name, mimeType: 'application/octet-stream', buffer: Buffer.from('not an apk') });
+  const item = page.getByTestId('package-table').locator(`tr[data-item-name="${name}"]`);
+  await expect(item.getByTestId('package-info')).toContainText('no package name');
+  await expect(item.getByRole('button', { name: `Deploy ${name}` })).toBeDisabled();
+  await item.getByRole('button', { name: `Set the package name of ${name}` }).click();
+  const dialog = page.getByRole('dialog', { name: `Install details of ${name}` });
+  await dialog.getByLabel('Package name').fill('no dots');
+  await expect(dialog.getByText('Dot-separated names, e.g. com.example.app')).toBeVisible();
+  await dialog.getByLabel('Package name').fill('com.example.tool');
+  await dialog.getByLabel('Version code').fill('7');
+  await dialog.getByRole('button', { name: 'Save' }).click();
+  await expect(dialog).toBeHidden();
+  await expect(item.getByTestId('package-info')).toContainText('com.example.tool');
+  await expect(item.getByTestId('package-info')).toContainText('(code 7)');
+  await expect(item.getByRole('button', { name: `Deploy ${name}` })).toBeEnabled();
+});
