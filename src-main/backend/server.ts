@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -16,6 +16,11 @@ import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
+import { badRequest } from './http/errors.ts';
+import { refuseUnusableNumbers } from './http/number-guard.ts';
+import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
+import { capConnections, planSockets, type SocketPlan } from './http/socket-limits.ts';
+import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import { createServices, type Services } from './services.ts';
 import { DeploymentService } from './deployments/deployments.ts';
 import { mqttTaskReports } from './deployments/mqtt-reports.ts';
@@ -50,6 +55,8 @@ export interface RunningBackend {
 }
 
 export interface StartOptions extends Partial<BackendOptions> {
+  /** Socket and download caps; default: planned from this process's open-file limit. */
+  sockets?: Partial<SocketPlan>;
   /** Runs a simulated device against an invitation ("simulate a device"); without it that route answers 501. */
   simulate?: DeviceSimulator;
 }
@@ -60,6 +67,7 @@ export interface StartOptions extends Partial<BackendOptions> {
  */
 export async function startBackend(partial: StartOptions = {}): Promise<RunningBackend> {
   const options = resolveOptions(partial);
+  const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
   // Tokens live in the database: the data dir is the owner's alone.
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
@@ -67,11 +75,12 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
 
   let apiPort = options.port;
   let mqttPorts = { plain: options.mqttPort, tls: options.mqttTlsPort };
-  const publicHost = () => partial.publicHost ?? (services.settings.get().public_host || options.publicHost);
+  const publicHost = (settings = services.settings.get()) => partial.publicHost ?? (settings.public_host || options.publicHost);
   const targets = {
-    apiUrl: () => `http://${urlHost(publicHost())}:${apiPort}/api`,
-    deeplinkBase: () => services.settings.get().deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost())}:${apiPort}`,
-    host: publicHost,
+    apiUrl: (settings = services.settings.get()) => `http://${urlHost(publicHost(settings))}:${apiPort}/api`,
+    deeplinkBase: (settings = services.settings.get()) =>
+      settings.deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost(settings))}:${apiPort}`,
+    host: () => publicHost(),
     port: (tls: boolean) => (tls ? mqttPorts.tls : mqttPorts.plain),
   };
   const services = createServices(db, targets, {
@@ -100,6 +109,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     hosts: [publicHost(), ...lanAddresses()],
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
+    maxConnections: Math.floor(sockets.mqttConnections / 2),
     throttle: options.mqttThrottle,
     onTaskReport: mqttTaskReports(deployments, services.events),
   }).catch((error: unknown) => {
@@ -119,13 +129,23 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     // A HEAD would run the GET handler: reading an agent record draws a new MQTT password.
     exposeHeadRoutes: false,
     // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
-    requestTimeout: 30_000,
+    requestTimeout: sockets.requestTimeoutMs,
     ajv: { customOptions: { coerceTypes: true } },
+    // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
+    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
     // Flyve resource names and trailing slashes reach the same routes (agent-api/flyve-aliases.ts).
     rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
   });
+  agentApp.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, sockets.requestTimeoutMs);
+  capConnections(agentApp.server, {
+    max: sockets.agentConnections,
+    perAddress: sockets.agentConnectionsPerAddress,
+    refusal: JSON.stringify(['ERROR_TOO_MANY_CONNECTIONS', `This address already holds ${sockets.agentConnectionsPerAddress} connections: close some and try again`]),
+  });
+  closeWhenBodyUnread(agentApp);
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);
+  refuseUnusableNumbers(agentApp, () => badRequest());
   await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment, deployments });
   await agentApp.register(agentReportRoutes, {
     prefix: '/api',
@@ -134,13 +154,29 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     reports: services.reports,
     live: broker.liveReports,
   });
-  await agentApp.register(agentDownloadRoutes, { prefix: '/api', store: files, authenticate: sessionAuthenticator(services.sessions) });
+  await agentApp.register(agentDownloadRoutes, {
+    prefix: '/api',
+    store: files,
+    authenticate: sessionAuthenticator(services.sessions),
+    limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
+  });
   await agentApp.register(deeplinkPageRoutes, {
-    deeplinkBase: targets.deeplinkBase,
+    deeplinkBase: () => targets.deeplinkBase(),
     appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
   });
 
-  const { app: admin, auth: adminAuth } = await adminApp({ services, files, deployments, adminToken, info: () => info, broker, simulate: partial.simulate });
+  const { app: admin, auth: adminAuth } = await adminApp({
+    services,
+    files,
+    deployments,
+    adminToken,
+    info: () => info,
+    broker,
+    simulate: partial.simulate,
+    bindHost: options.adminHost,
+    maxConnections: sockets.adminConnections,
+    requestTimeoutMs: sockets.requestTimeoutMs,
+  });
 
   let info!: ServerInfo;
   const closeAll = async () => {

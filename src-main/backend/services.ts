@@ -28,7 +28,7 @@ export function createServices(
   const agents = new AgentService({ db, events, users });
   const reports = new DeviceReports({ db, events });
   const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, agents, fleets, settings, broker: targets, reports });
-  return { db, events, settings, users, sessions, fleets, invitations, agents, enrollment, mail, reports };
+  return { db, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, agents, enrollment, mail, reports };
 }
 
 export type Services = ReturnType<typeof createServices>;

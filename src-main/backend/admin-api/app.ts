@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { isLoopbackHost, lanAddresses } from '../config.ts';
 import { adminFileRoutes } from '../files/routes.ts';
 import type { FileStore } from '../files/store.ts';
@@ -8,7 +8,11 @@ import type { Services } from '../services.ts';
 import { Type } from 'typebox';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
+import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth } from './auth.ts';
+import { allowOnlyHosts } from './host-guard.ts';
+import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
+import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import type { DeploymentService } from '../deployments/deployments.ts';
@@ -30,6 +34,12 @@ export interface AdminAppOptions {
   broker?: MqttBroker;
   /** The device simulator, injected by the caller (the backend never imports it). */
   simulate?: DeviceSimulator;
+  /** The address the listener binds to: its name is served besides the loopback ones. */
+  bindHost?: string;
+  /** Connections the listener accepts at once (http/socket-limits.ts). */
+  maxConnections?: number;
+  /** How long a request may take to arrive (uploads: to stall); the agent listener's value. */
+  requestTimeoutMs?: number;
 }
 
 export interface AdminApp {
@@ -38,7 +48,7 @@ export interface AdminApp {
 }
 
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, deployments, adminToken, info, simulate, broker }: AdminAppOptions): Promise<AdminApp> {
+export async function adminApp({ services, files, deployments, adminToken, info, simulate, broker, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
@@ -46,8 +56,16 @@ export async function adminApp({ services, files, deployments, adminToken, info,
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
+    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
   });
   installAdminErrorHandling(app);
+  // Guards before anything else: the Host allow-list, then the same time-outs as the agent side.
+  const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
+  allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
+  capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
+  enforceRequestDeadline(app, (request) => request.method === 'POST' && /^\/api\/(files|packages)(\?|$)/.test(request.url), requestTimeoutMs);
+  closeWhenBodyUnread(app);
+  refuseUnusableNumbers(app, () => new ApiError(400, 'ERROR_BAD_REQUEST', 'A number is out of range'));
   // A bodiless POST that still says `Content-Type: application/json` is fine (revoke, resend …).
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser('The body is not valid JSON'));

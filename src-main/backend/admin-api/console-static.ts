@@ -41,7 +41,16 @@ export const serveConsole: FastifyPluginAsync = async (app) => {
     } catch {
       // A malformed escape is no file of ours: fall through to the app's index.
     }
-    const isFile = (candidate: string) => statSync(candidate, { throwIfNoEntry: false })?.isFile() ?? false;
+    // No file name of ours holds a NUL (and the file system calls would throw on one).
+    if (path.includes('\0')) return reply.code(400).type('text/plain; charset=utf-8').send('Bad Request: the path holds a NUL character');
+    // A name too long (ENAMETOOLONG), a path through a file (ENOTDIR) …: no file of ours either.
+    const isFile = (candidate: string) => {
+      try {
+        return statSync(candidate, { throwIfNoEntry: false })?.isFile() ?? false;
+      } catch {
+        return false;
+      }
+    };
     let file = normalize(join(root, path));
     if (!file.startsWith(root + sep) || !isFile(file)) file = join(root, 'index.html');
     if (!isFile(file)) {

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { DISK_FULL_CODE, DISK_FULL_MESSAGE, isDiskFull } from '../http/disk-full.ts';
 import { ApiError } from '../http/errors.ts';
 
 /** Admin-API error bodies: `{ error: CODE, message }`; bad input is a 4xx, never a 500. */
@@ -8,6 +9,7 @@ export function installAdminErrorHandling(app: FastifyInstance): void {
     if ((error as FastifyError).validation) {
       return reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: `Invalid ${error.message}` });
     }
+    if (isDiskFull(error)) return reply.code(507).send({ error: DISK_FULL_CODE, message: DISK_FULL_MESSAGE });
     const status = (error as FastifyError).statusCode ?? 500;
     if (status >= 400 && status < 500) return reply.code(status).send({ error: 'ERROR_BAD_REQUEST', message: error.message });
     request.log.error(error);

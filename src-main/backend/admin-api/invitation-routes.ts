@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { qrPng, qrSvg } from '../deeplink/qr.ts';
+import { QrTooLongError, qrPng, qrSvg } from '../deeplink/qr.ts';
+import { ApiError } from '../http/errors.ts';
 import { LIFETIME_DAYS, type InvitationInput } from '../invitations/invitations.ts';
 import type { Services } from '../services.ts';
 
@@ -22,6 +23,18 @@ const SendEmail = Type.Optional(Type.Boolean());
 const InvitationCreateSchema = Type.Object({ ...InvitationInputSchema.properties, send_email: SendEmail }, { additionalProperties: false });
 const Bulk = Type.Object({ invitations: Type.Array(InvitationInputSchema, { minItems: 1, maxItems: 5000 }), send_email: SendEmail });
 type CreateInput = InvitationInput & { send_email?: boolean };
+
+/** A deeplink too long for any QR code (settings saved before they were checked) is a 400, not a 500. */
+async function orLinkTooLong<T>(drawing: Promise<T>): Promise<T> {
+  try {
+    return await drawing;
+  } catch (error) {
+    if (error instanceof QrTooLongError) {
+      throw new ApiError(400, 'ERROR_LINK_TOO_LONG', `${error.message}: shorten the helpdesk fields or the deeplink base in Settings.`);
+    }
+    throw error;
+  }
+}
 
 export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   const { invitations, events } = services;
@@ -83,7 +96,7 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
       return reply
         .type('image/png')
         .header('content-disposition', `inline; filename="invitation-${id}.png"`)
-        .send(await qrPng(view(id).deeplink, width));
+        .send(await orLinkTooLong(qrPng(view(id).deeplink, width)));
     },
   );
 
@@ -92,7 +105,7 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
     return reply
       .type('image/svg+xml')
       .header('content-disposition', `inline; filename="invitation-${id}.svg"`)
-      .send(await qrSvg(view(id).deeplink));
+      .send(await orLinkTooLong(qrSvg(view(id).deeplink)));
   });
 
   app.post('/invitations/:id/revoke', { schema: { params: Id } }, async (request) => {

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { ApiError } from '../http/errors.ts';
 import { checkTemplates } from '../mail/template.ts';
 import type { Services } from '../services.ts';
+import { checkLinkFitsQr } from '../settings/link-check.ts';
 import { fieldsUnfitForFlyve } from '../deeplink/codec.ts';
 import { SettingsSchema, type Settings } from '../settings/settings.ts';
 
@@ -63,6 +64,8 @@ export const settingsRoutes: FastifyPluginAsync<{ services: Services }> = async 
         const unfit = fieldsUnfitForFlyve(settings.deeplinkFields(next));
         if (unfit) throw new ApiError(400, 'ERROR_BAD_REQUEST', unfit);
       }
+      // Every invitation's QR code must still be drawable under the new settings.
+      checkLinkFitsQr(next, Object.keys(patch), services.links);
       const updated = settings.update(patch);
       events.record('settings.updated', `Settings changed: ${Object.keys(patch).join(', ')}`, {}, { keys: Object.keys(patch) });
       return updated;

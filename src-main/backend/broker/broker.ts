@@ -33,6 +33,8 @@ export interface BrokerOptions {
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
   throttle?: Partial<ThrottleOptions>;
+  /** Connections each listener accepts at once (their share of the open-file limit). */
+  maxConnections?: number;
   /** A task status report of an agent (`T/Status/Task/<id>` or rc.6's `<policy topic>/Status/Task/<id>`). */
   onTaskReport?: (agent: AgentIdentity, taskId: number, payload: Buffer) => void;
 }
@@ -331,6 +333,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   };
   tlsServer.on('connection', tlsSockets);
 
+  // Beyond its share of descriptors a listener drops new connections, before they cost anything.
+  if (options.maxConnections !== undefined) tcpServer.maxConnections = tlsServer.maxConnections = options.maxConnections;
   let port: number;
   let tlsPort: number;
   try {

@@ -42,9 +42,13 @@ function quoteField(value: string): string {
   return /[;"\\\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
+/** The seven fields, each quoted when needed, in the spec's order (joined by `;` they make the line). */
+export function deeplinkFieldTexts(fields: DeeplinkFields): string[] {
+  return ORDER.map((key) => quoteField(fields[key] ?? ''));
+}
+
 export function encodeDeeplinkData(fields: DeeplinkFields): string {
-  const line = ORDER.map((key) => quoteField(fields[key] ?? '')).join(';');
-  return Buffer.from(line, 'utf8').toString('base64');
+  return Buffer.from(deeplinkFieldTexts(fields).join(';'), 'utf8').toString('base64');
 }
 
 /**

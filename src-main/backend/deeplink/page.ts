@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { appLinkSchemeFor, appLinkUrl, canonicalBase64, decodeDeeplinkData, DeeplinkDataError, deeplinkEncodingOf, deeplinkPageUrl, type DeeplinkFields } from './codec.ts';
 import { escapeHtml } from '../util/html.ts';
-import { qrSvg } from './qr.ts';
+import { QrTooLongError, qrSvg } from './qr.ts';
 
 
 export function isPhone(userAgent: string | undefined): boolean {
@@ -96,7 +96,13 @@ export const deeplinkPageRoutes: FastifyPluginAsync<DeeplinkPageOptions> = async
           <a class="button" href="${link}">Enroll this device</a>
           <p>If nothing happens, install the MDM agent app first, then come back to this page.</p>${help}`));
       }
-      const svg = await qrSvg(deeplinkPageUrl(options.deeplinkBase(), canonical));
+      let svg: string;
+      try {
+        svg = await qrSvg(deeplinkPageUrl(options.deeplinkBase(), canonical));
+      } catch (error) {
+        if (!(error instanceof QrTooLongError)) throw error;
+        return reply.code(400).headers(headers).send(badData('This link cannot be used: it is too long to be shown as a QR code.'));
+      }
       return reply.headers(headers).send(layout('Enroll your device', `<h1>Enroll your device</h1>
         <p>Open the MDM agent on the device to enroll and scan this code.</p>
         <div class="qr" role="img" aria-label="Enrollment QR code">${svg}</div>${help}`));

@@ -24,7 +24,8 @@ import { access, open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
-import { itemNotFound } from '../http/errors.ts';
+import { ApiError, itemNotFound } from '../http/errors.ts';
+import { FileRangeStream, type DownloadLimits } from './download-limits.ts';
 import type { StoredItem } from './store.ts';
 
 export type RangeResolution =
@@ -181,15 +182,6 @@ export function downloadHeaders(
   ];
 }
 
-/**
- * Bytes read from disk (and written to the socket) at a time. Node's default of 64 KiB made a
- * 1 MiB range cost 16 reads and 16 socket writes: with 1 MiB the server spends about half the CPU
- * per byte sent (bench: downloads). The price is memory: up to ~2 MiB per download in progress
- * (one chunk read ahead, one being sent), nothing for small files (a chunk is never bigger than
- * what is left to send).
- */
-const READ_CHUNK = 1024 * 1024;
-
 /** Content missing on disk (row without file) is answered as an unknown item. */
 async function orNotFound<T>(operation: Promise<T>): Promise<T> {
   try {
@@ -202,14 +194,16 @@ async function orNotFound<T>(operation: Promise<T>): Promise<T> {
 
 /**
  * Answers a download request for `item`, whose content is at `filePath`: the metadata as JSON, or
- * the bytes streamed from disk with the spec's headers (see the rules at the top of this file).
- * Content missing on disk → ApiError 404.
+ * the bytes streamed from disk with the spec's headers (see the rules at the top of this file),
+ * within `limits` (download-limits.ts). Content missing on disk → ApiError 404; every slot taken
+ * → ApiError 503 with Retry-After.
  */
 export async function sendStoredItem(
   request: FastifyRequest,
   reply: FastifyReply,
   item: StoredItem,
   filePath: string,
+  limits: DownloadLimits,
 ): Promise<FastifyReply> {
   if (!wantsBytes(request.headers.accept)) {
     return reply.code(200).send(downloadMetadata(item));
@@ -232,10 +226,20 @@ export async function sendStoredItem(
     if (item.size > 0) await orNotFound(access(filePath));
     body = Readable.from([]);
   } else {
+    const slot = limits.acquire();
+    if (!slot) {
+      reply.header('retry-after', '5');
+      throw new ApiError(503, 'ERROR_TOO_MANY_DOWNLOADS', `${limits.maxConcurrent} downloads are already in progress: try again in a few seconds`);
+    }
+    // Freed when the response is over, finished or cut short.
+    reply.raw.once('close', () => slot.release());
     // Opened before any header is set, so a missing file is a clean 404; once open, a concurrent
     // remove() (unlink) does not disturb this download.
-    const handle = await orNotFound(open(filePath, 'r'));
-    body = handle.createReadStream({ start: range.start, end: range.end, autoClose: true, highWaterMark: READ_CHUNK });
+    const handle = await orNotFound(open(filePath, 'r')).catch((error: unknown) => {
+      slot.release();
+      throw error;
+    });
+    body = new FileRangeStream(handle, range.start, range.end, limits);
   }
 
   const connection = request.headers.connection;

@@ -10,6 +10,7 @@ import { ApiError, itemNotFound } from '../http/errors.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import { describePackage } from './package-info.ts';
 import { sendStoredItem } from './download.ts';
+import { DownloadLimits } from './download-limits.ts';
 import { MIME_TYPE_PATTERN, type FileStore, type StoredItem, type StoredKind } from './store.ts';
 
 const KINDS: ReadonlyArray<{ kind: StoredKind; agentPath: string; adminPath: string }> = [
@@ -93,6 +94,8 @@ export interface AgentDownloadRoutesOptions {
   store: FileStore;
   /** Resolves the request's session; throws ApiError (401) when missing or invalid. */
   authenticate: (request: FastifyRequest) => SessionContext | Promise<SessionContext>;
+  /** Concurrent downloads and read-ahead of this listener; defaults apply without it. */
+  limits?: DownloadLimits;
 }
 
 /**
@@ -102,6 +105,7 @@ export interface AgentDownloadRoutesOptions {
  */
 export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesOptions> = async (app, options) => {
   const { store, authenticate } = options;
+  const limits = options.limits ?? new DownloadLimits();
   const sessions = new WeakMap<FastifyRequest, SessionContext>();
 
   for (const { kind, agentPath } of KINDS) {
@@ -120,7 +124,7 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
         const session = sessions.get(request)!;
         const item = store.get(kind, request.params.id);
         if (!item || item.entityId !== session.entityId) throw itemNotFound();
-        return sendStoredItem(request, reply, item, store.pathOf(item));
+        return sendStoredItem(request, reply, item, store.pathOf(item), limits);
       },
     );
   }

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
+import { DISK_FULL_CODE, DISK_FULL_MESSAGE, isDiskFull } from './disk-full.ts';
 import { ApiError } from './errors.ts';
 
 /**
@@ -16,6 +17,7 @@ export function installAgentErrorHandling(app: FastifyInstance): void {
     if ((error as FastifyError).validation) {
       return reply.code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']);
     }
+    if (isDiskFull(error)) return reply.code(507).send([DISK_FULL_CODE, DISK_FULL_MESSAGE]);
     const status = (error as FastifyError).statusCode ?? 500;
     if (status === 413) return reply.code(413).send(['ERROR_BAD_REQUEST', 'Request body is too large']);
     if (status >= 400 && status < 500) return reply.code(status).send(['ERROR_BAD_REQUEST', `Bad Request: ${error.message}`]);

@@ -7,7 +7,7 @@ import type { FleetService } from '../fleets/fleets.ts';
 import type { DeliveryView } from '../mail/deliveries.ts';
 import { ApiError, itemNotFound } from '../http/errors.ts';
 import type { UserRepository } from '../sessions/users.ts';
-import type { SettingsStore } from '../settings/settings.ts';
+import type { Settings, SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
 
 export const LIFETIME_DAYS = { min: 1, max: 180 } as const;
@@ -63,8 +63,9 @@ export interface InvitationLogEntry {
 
 /** Where deeplinks point; read at view time so a settings change applies to every invitation. */
 export interface LinkTargets {
-  apiUrl(): string;
-  deeplinkBase(): string;
+  /** With `settings`, what the URL would be under those (not yet saved) settings. */
+  apiUrl(settings?: Settings): string;
+  deeplinkBase(settings?: Settings): string;
 }
 
 // Pragmatic address check (what the console validates as you type, too): one @, a dotted domain.

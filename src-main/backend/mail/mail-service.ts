@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import nodemailer, { type NodemailerError, type SendMailOptions, type Transporter } from 'nodemailer';
 import type { Db } from '../db/database.ts';
-import { qrDataUrl } from '../deeplink/qr.ts';
+import { QrTooLongError, qrDataUrl } from '../deeplink/qr.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError } from '../http/errors.ts';
 import { statusOf, type InvitationInput, type InvitationRow, type InvitationService } from '../invitations/invitations.ts';
@@ -437,7 +437,11 @@ export class MailService {
         return null;
       }
     })();
-    const qr = await qrDataUrl(invitation.deeplink, 480);
+    // A link too long for a QR code (settings saved before they were checked) previews without one.
+    const qr = await qrDataUrl(invitation.deeplink, 480).catch((error: unknown) => {
+      if (error instanceof QrTooLongError) return '';
+      throw error;
+    });
     const values = templateValues(invitation, settings, qr);
     const render = (part: 'subject' | 'html' | 'text') => (problems[part] ? null : renderTemplate(part, templates[part], values));
     return {

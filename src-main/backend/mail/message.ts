@@ -1,5 +1,5 @@
 import type { SendMailOptions } from 'nodemailer';
-import { qrPng } from '../deeplink/qr.ts';
+import { QrTooLongError, qrPng } from '../deeplink/qr.ts';
 import type { Settings } from '../settings/settings.ts';
 import { DEFAULT_TEMPLATES, escapeHtml, renderMail, type MailTemplates, type TemplateValues } from './template.ts';
 
@@ -70,8 +70,10 @@ export function templateValues(invitation: InvitationForMail, settings: Settings
  */
 export async function composeInvitationMail(invitation: InvitationForMail, settings: Settings, from: string, templates = templatesOf(settings)): Promise<SendMailOptions> {
   const cid = `qr-${invitation.id}@mdm-console`;
-  const rendered = renderMail(templates, templateValues(invitation, settings, `cid:${cid}`));
-  const png = await qrPng(invitation.deeplink, QR_WIDTH);
+  const png = await qrPngOrNone(invitation.deeplink);
+  // Without a QR code, the template's image of it goes too, rather than showing as broken.
+  const used = png ? templates : { ...templates, html: templates.html.replace(/<img\b[^>]*\{\{\s*qr_src\s*\}\}[^>]*>/gi, '') };
+  const rendered = renderMail(used, templateValues(invitation, settings, png ? `cid:${cid}` : ''));
   return {
     from,
     to: invitation.email,
@@ -79,11 +81,26 @@ export async function composeInvitationMail(invitation: InvitationForMail, setti
     text: rendered.text,
     html: rendered.html,
     headers: { 'X-MDM-Invitation-Id': String(invitation.id) },
-    attachments: [
-      { filename: QR_FILENAME, content: png, contentType: 'image/png', cid, contentDisposition: 'inline' },
-      { filename: QR_FILENAME, content: png, contentType: 'image/png', contentDisposition: 'attachment' },
-    ],
+    attachments: png
+      ? [
+          { filename: QR_FILENAME, content: png, contentType: 'image/png', cid, contentDisposition: 'inline' },
+          { filename: QR_FILENAME, content: png, contentType: 'image/png', contentDisposition: 'attachment' },
+        ]
+      : [],
   };
+}
+
+/**
+ * The QR code, or null when the link is too long for one (settings saved before they were
+ * checked): the email then carries the link alone rather than failing.
+ */
+export async function qrPngOrNone(deeplink: string, width = QR_WIDTH): Promise<Buffer | null> {
+  try {
+    return await qrPng(deeplink, width);
+  } catch (error) {
+    if (error instanceof QrTooLongError) return null;
+    throw error;
+  }
 }
 
 export function testMail(from: string, to: string, target: string): SendMailOptions {

@@ -1,0 +1,84 @@
+// `npm test`: the whole suite, as CI runs it. The typecheck and the console build go first, side
+// by side; then the Vitest suite (unit + API) and the Playwright suite (Chromium) run side by side,
+// since each starts its own servers on OS-chosen ports and shares nothing with the other. Each
+// suite's output is printed whole when it ends (not interleaved), then one closing line counts
+// every test of both.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const root = resolve(import.meta.dirname, '..');
+const bin = (name: string) => join(root, 'node_modules/.bin', name);
+const reports = mkdtempSync(join(tmpdir(), 'mdm-test-report-'));
+
+interface Step {
+  name: string;
+  command: string;
+  args: string[];
+  env?: Record<string, string>;
+}
+
+interface Outcome {
+  name: string;
+  code: number;
+  output: string;
+  seconds: number;
+}
+
+function run(step: Step): Promise<Outcome> {
+  const started = Date.now();
+  return new Promise((done) => {
+    const child = spawn(step.command, step.args, { cwd: root, env: { ...process.env, ...step.env, FORCE_COLOR: '0' } });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('close', (code, signal) =>
+      done({ name: step.name, code: code ?? (signal ? 1 : 0), output, seconds: Math.round((Date.now() - started) / 1000) }),
+    );
+  });
+}
+
+async function stage(steps: Step[]): Promise<boolean> {
+  const outcomes = await Promise.all(steps.map(run));
+  for (const { name, code, output, seconds } of outcomes) {
+    console.log(`\n──── ${name} (${seconds} s, ${code === 0 ? 'ok' : `exit ${code}`}) ────\n${output.trimEnd()}`);
+  }
+  return outcomes.every((outcome) => outcome.code === 0);
+}
+
+function readJson(file: string): any {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+const vitestJson = join(reports, 'vitest.json');
+const playwrightJson = join(reports, 'playwright.json');
+
+let ok = await stage([
+  { name: 'typecheck', command: 'npm', args: ['run', '--silent', 'typecheck'] },
+  { name: 'console build', command: bin('electron-vite'), args: ['build', '--logLevel', 'warn'] },
+]);
+if (ok) {
+  ok = await stage([
+    { name: 'unit and API tests (Vitest)', command: bin('vitest'), args: ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`] },
+    {
+      name: 'end-to-end tests (Playwright, Chromium)',
+      command: bin('playwright'),
+      args: ['test', '--reporter=list,json'],
+      env: { PLAYWRIGHT_JSON_OUTPUT_NAME: playwrightJson },
+    },
+  ]);
+}
+
+const vitest = readJson(vitestJson);
+const playwright = readJson(playwrightJson)?.stats;
+const passed = (vitest?.numPassedTests ?? 0) + (playwright?.expected ?? 0);
+const failed = (vitest?.numFailedTests ?? 0) + (playwright?.unexpected ?? 0) + (playwright?.flaky ?? 0);
+const skipped = (vitest?.numPendingTests ?? 0) + (vitest?.numTodoTests ?? 0) + (playwright?.skipped ?? 0);
+rmSync(reports, { recursive: true, force: true });
+console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+process.exit(ok && failed === 0 && passed > 0 ? 0 : 1);
