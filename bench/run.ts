@@ -16,13 +16,14 @@ import { childFileLimit, ROOT, startServe, workDir, type Serve } from './lib/pro
 import { resultsTable, writeReport, type BrokerResult, type Results } from './lib/report.ts';
 import { round } from './lib/stats.ts';
 import { connectionCap, runMosquitto, runServeBroker } from './scenarios/broker.ts';
+import { brokerModesScenario } from './scenarios/broker-modes.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
 import { consoleBuildNeeded, consoleScenario } from './scenarios/console.ts';
 import { downloadScenario } from './scenarios/downloads.ts';
 import { enrollmentScenario } from './scenarios/enrollment.ts';
 import { deploymentScenario } from './scenarios/deployments.ts';
 
-const SCENARIOS = ['enrollment', 'console', 'broker', 'downloads', 'deployments', 'cold-start'] as const;
+const SCENARIOS = ['enrollment', 'console', 'broker', 'broker-modes', 'downloads', 'deployments', 'cold-start'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -46,6 +47,8 @@ const N = {
   enrolled: count(10_000),
   warm: count(500, 50),
   ceiling: count(6_000, 300),
+  /** Agents each broker mode holds (embedded, Mosquitto, 2-node RabbitMQ), enrolled afresh for each. */
+  modeAgents: count(5_000, 100),
   /** Agents the broker holds at the last step (capped by the open-files limit). */
   agents: count(20_000),
   liveEnrollments: count(100),
@@ -144,6 +147,12 @@ try {
       },
     };
     results.broker = broker;
+  }
+
+  // 2b. Broker modes: the same agents on embedded aedes, Mosquitto (dynamic security), RabbitMQ (2 nodes).
+  if (only.has('broker-modes')) {
+    phase(`broker modes: ${N.modeAgents} agents on each of embedded, mosquitto, rabbitmq (2 nodes)`);
+    results.broker_modes = await brokerModesScenario(dir, { agents: N.modeAgents });
   }
 
   // 3. Downloads.

@@ -180,6 +180,8 @@ export async function startServe(options: {
   fileLimit?: number;
   env?: NodeJS.ProcessEnv;
   timeoutMs?: number;
+  /** More serve flags (e.g. --mqtt-broker mosquitto --mqtt-broker-url …). */
+  extraArgs?: string[];
 }): Promise<Serve> {
   const infoFile = join(options.dataDir, 'server.json');
   rmSync(infoFile, { force: true });
@@ -196,6 +198,7 @@ export async function startServe(options: {
       '--admin-port', '0',
       '--mqtt-port', '0',
       '--mqtt-tls-port', '0',
+      ...(options.extraArgs ?? []),
     ],
     options.fileLimit ?? childFileLimit(),
   );

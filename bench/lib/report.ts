@@ -1,5 +1,6 @@
 // The results table of docs/benchmarks.md, written between two markers so the text around it
 // (method, what limits each figure, fixes) stays as written.
+import { brokerModesTable, type BrokerModesResult } from '../scenarios/broker-modes.ts';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BrokerRun } from '../scenarios/broker.ts';
 import type { ColdStartResult } from '../scenarios/cold-start.ts';
@@ -33,6 +34,7 @@ export interface Results {
   enrollment?: EnrollmentResult;
   console?: ConsoleResult;
   broker?: BrokerResult;
+  broker_modes?: BrokerModesResult;
   downloads?: DownloadResult;
   deployments?: DeploymentResult;
   cold_start?: ColdStartResult;
@@ -118,6 +120,7 @@ export function resultsTable(r: Results): string {
     row('', `serve → server.json, data dir with ${n(s.existing_agents)} agents (median)`, `${n(s.median_existing_ms)} ms`, '', x(s.median_existing_ms / s.median_bare_ms), '< 1.5 s', ok(s.median_existing_ms < s.target_ms));
   }
   lines.push('', `Raw figures: \`bench/results/${r.scale === 1 ? 'latest' : 'partial'}.json\`.`);
+  if (r.broker_modes) lines.push(...brokerModesTable(r.broker_modes));
   return lines.join('\n');
 }
 

@@ -10,12 +10,12 @@ import { adminCall } from '../lib/admin.ts';
 import { childFileLimit, cpuSeconds, freePort, openFiles, peakRssBytes, ROOT, rssBytes, sleep, startChild, waitForPort, withFileLimit, type Child, type Serve } from '../lib/process.ts';
 import { MiB, round } from '../lib/stats.ts';
 
-interface Worker {
+export interface Worker {
   child: Child;
   request<T extends WorkerReply['type']>(message: WorkerRequest, reply: T): Promise<Extract<WorkerReply, { type: T }>>;
 }
 
-function startWorker(workDir: string, index: number): Worker {
+export function startWorker(workDir: string, index: number): Worker {
   const child = startChild(withFileLimit([process.execPath, join(ROOT, 'bench', 'load', 'mqtt-worker.ts'), String(index)]), {
     logFile: join(workDir, `mqtt-worker-${index}.log`),
     ipc: true,
@@ -65,8 +65,12 @@ export interface BrokerRun {
 }
 
 /** Connects `agents` in `steps` (cumulative counts) through `workers`, measuring each step. */
-async function connectSteps(name: string, pid: number, port: number, agents: readonly EnrolledAgent[], steps: number[], workers: Worker[], concurrency: number) {
-  const rssIdle = rssBytes(pid);
+export async function connectSteps(name: string, pid: number | (() => number), port: number | number[], agents: readonly EnrolledAgent[], steps: number[], workers: Worker[], concurrency: number) {
+  // Several processes (a cluster's nodes) are measured as their sum, through a function.
+  const rss = typeof pid === 'function' ? pid : () => rssBytes(pid);
+  const cpuOf = typeof pid === 'function' ? () => 0 : () => cpuSeconds(pid);
+  const ports = Array.isArray(port) ? port : [port];
+  const rssIdle = rss();
   const results: ConnectStep[] = [];
   const errors: string[] = [];
   let done = 0;
@@ -74,17 +78,17 @@ async function connectSteps(name: string, pid: number, port: number, agents: rea
   for (const target of steps) {
     const slice = agents.slice(done, target);
     const shares = workers.map((_, w) => slice.filter((_, i) => i % workers.length === w));
-    const cpuBefore = cpuSeconds(pid);
+    const cpuBefore = cpuOf();
     const replies = await Promise.all(
-      workers.map((worker, w) => worker.request({ type: 'connect', agents: shares[w]!, port, concurrency }, 'connected')),
+      workers.map((worker, w) => worker.request({ type: 'connect', agents: shares[w]!, port: ports[w % ports.length]!, concurrency }, 'connected')),
     );
-    const cpu = cpuSeconds(pid) - cpuBefore;
+    const cpu = cpuOf() - cpuBefore;
     const ok = replies.reduce((sum, r) => sum + r.ok, 0);
     const failed = replies.reduce((sum, r) => sum + r.failed, 0);
     errors.push(...replies.flatMap((r) => r.errors));
     const seconds = (Math.max(...replies.map((r) => r.doneAt)) - Math.min(...replies.map((r) => r.startedAt))) / 1000;
     await sleep(1000); // let the broker settle (presence writes, garbage) before reading its memory
-    const rss = rssBytes(pid);
+    const rssNow = rss();
     const held = replies.reduce((sum, r) => sum + r.held, 0);
     results.push({
       held,
@@ -93,18 +97,18 @@ async function connectSteps(name: string, pid: number, port: number, agents: rea
       seconds: round(seconds),
       connections_per_s: round(ok / seconds),
       server_cpu_us_per_connection: round((cpu * 1e6) / Math.max(ok, 1)),
-      rss_mib: round(rss / MiB),
-      kib_per_connection: round((rss - rssIdle) / 1024 / Math.max(held, 1)),
-      marginal_kib_per_connection: round((rss - rssBefore) / 1024 / Math.max(ok, 1)),
+      rss_mib: round(rssNow / MiB),
+      kib_per_connection: round((rssNow - rssIdle) / 1024 / Math.max(held, 1)),
+      marginal_kib_per_connection: round((rssNow - rssBefore) / 1024 / Math.max(ok, 1)),
     });
-    rssBefore = rss;
-    console.log(`  ${name}: ${held} held, ${round(ok / seconds)} connections/s, RSS ${round(rss / MiB)} MiB`);
+    rssBefore = rssNow;
+    console.log(`  ${name}: ${held} held, ${round(ok / seconds)} connections/s, RSS ${round(rssNow / MiB)} MiB`);
     done = target;
   }
   return { rssIdle, results, errors };
 }
 
-async function awaitPings(workers: Worker[], timeoutMs: number) {
+export async function awaitPings(workers: Worker[], timeoutMs: number) {
   const replies = await Promise.all(workers.map((worker) => worker.request({ type: 'await-command', name: 'Ping', timeoutMs }, 'commands')));
   return {
     received: replies.reduce((sum, r) => sum + r.received, 0),
@@ -113,7 +117,7 @@ async function awaitPings(workers: Worker[], timeoutMs: number) {
 }
 
 /** Runs `work` over `items`, `concurrency` at a time. */
-async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+export async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {

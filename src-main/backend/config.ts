@@ -1,6 +1,7 @@
 import { homedir, networkInterfaces, platform } from 'node:os';
 import { join } from 'node:path';
 import type { ThrottleOptions } from './broker/auth-throttle.ts';
+import type { BrokerMode } from './broker/port.ts';
 import type { SecretProtector } from './mail/secrets.ts';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from './sessions/sessions.ts';
 
@@ -54,6 +55,17 @@ export interface BackendOptions {
   mqttTlsKeyFile?: string;
   /** Host name or address put into deeplinks, links and agent records. */
   publicHost: string;
+  /** Where agents' MQTT connections live: the embedded aedes broker (default) or an external one. */
+  mqttBroker: BrokerMode;
+  /** mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]: the external broker and the backend's account on it. */
+  mqttBrokerUrl?: string;
+  /** mqtt[s]://HOST:PORT agents are told, when they reach the external broker by another name. */
+  mqttPublicUrl?: string;
+  /** CA certificate (PEM) the backend trusts for an mqtts:// broker URL; default: the system's. */
+  mqttBrokerCaFile?: string;
+  /** rabbitmq: the HTTP auth backend's listener, reached by the brokers only (default 127.0.0.1:8083). */
+  mqttAuthHost: string;
+  mqttAuthPort: number;
   /** smtp(s)://user:pass@host:port; replaces the SMTP settings while running. Env: MDM_CONSOLE_SMTP_URL. */
   smtpUrl?: string;
   /** Sender of invitation emails ("Name <address>"). Env: MDM_CONSOLE_MAIL_FROM. */
@@ -66,7 +78,7 @@ export interface BackendOptions {
   mqttThrottle?: Partial<ThrottleOptions>;
 }
 
-export const DEFAULT_PORTS = { port: 8080, adminPort: 8081, mqttPort: 1883, mqttTlsPort: 8883 } as const;
+export const DEFAULT_PORTS = { port: 8080, adminPort: 8081, mqttPort: 1883, mqttTlsPort: 8883, mqttAuthPort: 8083 } as const;
 
 export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOptions {
   return {
@@ -80,6 +92,12 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     mqttTlsCertFile: partial.mqttTlsCertFile,
     mqttTlsKeyFile: partial.mqttTlsKeyFile,
     publicHost: partial.publicHost ?? defaultPublicHost(),
+    mqttBroker: partial.mqttBroker ?? 'embedded',
+    mqttBrokerUrl: partial.mqttBrokerUrl,
+    mqttPublicUrl: partial.mqttPublicUrl,
+    mqttBrokerCaFile: partial.mqttBrokerCaFile,
+    mqttAuthHost: partial.mqttAuthHost ?? '127.0.0.1',
+    mqttAuthPort: partial.mqttAuthPort ?? DEFAULT_PORTS.mqttAuthPort,
     smtpUrl: partial.smtpUrl ?? (process.env.MDM_CONSOLE_SMTP_URL || undefined),
     mailFrom: partial.mailFrom ?? (process.env.MDM_CONSOLE_MAIL_FROM || undefined),
     secretProtector: partial.secretProtector,

@@ -9,14 +9,15 @@ import { agentApiUrl } from './agent-api/flyve-aliases.ts';
 import { agentReportRoutes } from './agent-api/report-routes.ts';
 import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
 import { appLinkSchemeFor } from './deeplink/codec.ts';
-import { startBroker, type MqttBroker } from './broker/broker.ts';
+import { startBrokerPort } from './broker/start.ts';
+import type { MqttBroker } from './broker/port.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
-import { badRequest } from './http/errors.ts';
+import { ApiError, badRequest } from './http/errors.ts';
 import { refuseUnusableNumbers } from './http/number-guard.ts';
 import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
 import { capConnections, planSockets, type SocketPlan } from './http/socket-limits.ts';
@@ -38,7 +39,11 @@ export interface ServerInfo {
   mqtt_port: number;
   mqtt_tls_port: number;
   /** SHA-256 fingerprint of the MQTT TLS certificate (colon-separated hex). */
-  mqtt_tls_fingerprint: string;
+  mqtt_tls_fingerprint: string | null;
+  /** embedded, mosquitto or rabbitmq. */
+  mqtt_broker: string;
+  /** Where agents connect (the external broker's public host in the external modes). */
+  mqtt_host: string;
   public_host: string;
   data_dir: string;
   pid: number;
@@ -74,14 +79,14 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   const adminToken = loadOrCreateAdminToken(options.dataDir);
 
   let apiPort = options.port;
-  let mqttPorts = { plain: options.mqttPort, tls: options.mqttTlsPort };
+  let broker: MqttBroker | undefined;
   const publicHost = (settings = services.settings.get()) => partial.publicHost ?? (settings.public_host || options.publicHost);
   const targets = {
     apiUrl: (settings = services.settings.get()) => `http://${urlHost(publicHost(settings))}:${apiPort}/api`,
     deeplinkBase: (settings = services.settings.get()) =>
       settings.deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost(settings))}:${apiPort}`,
-    host: () => publicHost(),
-    port: (tls: boolean) => (tls ? mqttPorts.tls : mqttPorts.plain),
+    endpoint: (tls: boolean) => broker!.agentEndpoint(tls),
+    credentialsIssued: (agentId: number, password: string) => broker!.credentialsIssued(agentId, password),
   };
   const services = createServices(db, targets, {
     dataDir: options.dataDir,
@@ -96,8 +101,10 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
   );
   const deployments = new DeploymentService({ db, events: services.events, fleets: services.fleets, files });
-  // The MQTT broker (plain + TLS); its ports are known before any agent record is served.
-  const broker = await startBroker({
+  // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
+  // served) or an external one the backend connects to, retrying in the background.
+  broker = await startBrokerPort({
+    mode: options.mqttBroker,
     db,
     events: services.events,
     fleets: services.fleets,
@@ -107,8 +114,14 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     port: options.mqttPort,
     tlsPort: options.mqttTlsPort,
     hosts: [publicHost(), ...lanAddresses()],
+    publicHost,
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
+    brokerUrl: options.mqttBrokerUrl,
+    publicUrl: options.mqttPublicUrl,
+    caFile: options.mqttBrokerCaFile,
+    authHost: options.mqttAuthHost,
+    authPort: options.mqttAuthPort,
     maxConnections: Math.floor(sockets.mqttConnections / 2),
     throttle: options.mqttThrottle,
     onTaskReport: mqttTaskReports(deployments, services.events),
@@ -117,9 +130,9 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     if (db.open) db.close();
     throw error;
   });
-  mqttPorts = { plain: broker.port, tls: broker.tlsPort };
-  // Retained messages live in the broker's memory: every active policy is published again.
-  await deployments.attach(broker.policies);
+  const startedBroker = broker;
+  // Retained messages may be gone (the embedded broker's memory, an external broker restarted): every active policy is published again.
+  await deployments.attach(startedBroker.policies);
 
   // Scalars are coerced (a numeric version is fine) but an array never passes for a string.
   const agentApp = Fastify({
@@ -154,10 +167,17 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     reports: services.reports,
     live: broker.liveReports,
   });
+  const downloadSession = sessionAuthenticator(services.sessions);
   await agentApp.register(agentDownloadRoutes, {
     prefix: '/api',
     store: files,
-    authenticate: sessionAuthenticator(services.sessions),
+    authenticate: (request) => {
+      const session = downloadSession(request);
+      services.approval.checkDownload(session);
+      // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
+      if (services.codes.isCodeAccount(session.userId)) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
+      return session;
+    },
     limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
   });
   await agentApp.register(deeplinkPageRoutes, {
@@ -182,7 +202,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   const closeAll = async () => {
     clearInterval(sessionSweep);
     deployments.close();
-    await broker.close();
+    await startedBroker.close();
     await Promise.allSettled([agentApp.close(), admin.close()]);
     await services.mail.close();
     if (db.open) db.close();
@@ -205,7 +225,9 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     admin_token: adminToken,
     mqtt_port: broker.port,
     mqtt_tls_port: broker.tlsPort,
-    mqtt_tls_fingerprint: broker.certificate.fingerprint256,
+    mqtt_tls_fingerprint: broker.certificate?.fingerprint256 ?? null,
+    mqtt_broker: broker.mode,
+    mqtt_host: broker.agentEndpoint(false).host,
     public_host: publicHost(),
     data_dir: options.dataDir,
     pid: process.pid,
@@ -224,7 +246,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     services,
     deployments,
     options,
-    broker,
+    broker: startedBroker,
     close: () => {
       closing ??= (async () => {
         rmSync(infoFile, { force: true });

@@ -1,6 +1,8 @@
 import { AgentService } from './agents/agents.ts';
+import { ApprovalService } from './agents/approval.ts';
 import { EnrollmentService, type BrokerTargets } from './agents/enrollment.ts';
 import { DeviceReports } from './agents/reports.ts';
+import { EnrollmentCodeService } from './codes/codes.ts';
 import type { Db } from './db/database.ts';
 import { EventLog } from './events/event-log.ts';
 import { FleetService } from './fleets/fleets.ts';
@@ -27,8 +29,10 @@ export function createServices(
   const mail = createMailService({ db, events, settings, invitations, deliveries }, mailOptions);
   const agents = new AgentService({ db, events, users });
   const reports = new DeviceReports({ db, events });
-  const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, agents, fleets, settings, broker: targets, reports });
-  return { db, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, agents, enrollment, mail, reports };
+  const codes = new EnrollmentCodeService({ db, events, users, fleets, settings, links: targets });
+  const approval = new ApprovalService({ db, events, users, sessions });
+  const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, codes, agents, fleets, settings, broker: targets, reports });
+  return { db, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports };
 }
 
 export type Services = ReturnType<typeof createServices>;

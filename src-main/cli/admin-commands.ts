@@ -3,24 +3,25 @@ import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
+import { codeCommands } from './code-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { invitationsFromCsv } from './csv.ts';
 import { adminRequest, CliError, readServerFile, type ServerFile } from './server-file.ts';
 
-type Handler = (argv: string[]) => Promise<number>;
+export type Handler = (argv: string[]) => Promise<number>;
 type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
 
 const COMMON = { 'data-dir': { type: 'string' }, json: { type: 'boolean' } } as const;
 
-function parse<O extends Options>(argv: string[], options: O) {
+export function parse<O extends Options>(argv: string[], options: O) {
   const parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const server = (): ServerFile => readServerFile((values['data-dir'] as string | undefined) ?? defaultDataDir());
   return { values, positionals: parsed.positionals, server, json: values.json === true };
 }
 
-function output(json: boolean, data: unknown, human: () => string): number {
+export function output(json: boolean, data: unknown, human: () => string): number {
   console.log(json ? JSON.stringify(data, null, 2) : human());
   return 0;
 }
@@ -47,7 +48,7 @@ function deliveryText(d: Invitation['delivery']): string {
 const invitationLine = (i: Invitation) =>
   `#${i.id}  ${i.email}  ${i.status}  expires ${i.expires_at}  fleet ${i.fleet ?? '-'}  ${deliveryText(i.delivery)}\n    ${i.deeplink}`;
 
-function positiveInt(value: string | undefined, what: string): number {
+export function positiveInt(value: string | undefined, what: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new CliError(`${what} must be a positive integer, not "${value ?? ''}"`);
   return n;
@@ -262,4 +263,5 @@ export const adminCommands: Record<string, Handler> = {
   status,
   command: commandCommand,
   ...deployCommands,
+  ...codeCommands,
 };

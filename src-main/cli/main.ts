@@ -19,6 +19,10 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   invitations [--status pending|done|expired|revoked] [--search TEXT]
   revoke     ID                                          revoke a pending invitation
   resend     ID                                          email the invitation again (same link and expiry)
+  code create --name N [--fleet F] [--domain D]... [--max-uses K] [--days D] [--approval manual]
+                                                         one enrollment code (QR) for many devices
+  codes | code revoke ID | code rotate ID                list, revoke, new tokens (printed copies stop working)
+  approve AGENT_ID | reject AGENT_ID                     a device enrolled with a code needing approval
   mail       status | test --to ADDRESS | retry          mail transport, test email, retry failed emails
   agents                                                 enrolled devices
   command    AGENT_ID ping|lock|unlock|wipe|unenroll [--fleet NAME] [--no-wait]

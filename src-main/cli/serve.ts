@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
+import { parseBrokerUrl } from '../backend/broker/broker-url.ts';
+import { BROKER_MODES, type BrokerMode } from '../backend/broker/port.ts';
 import { startBackend } from '../backend/server.ts';
 import { CliError } from './server-file.ts';
 
@@ -34,6 +36,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
       host: { type: 'string' },
       'smtp-url': { type: 'string' },
       'mail-from': { type: 'string' },
+      'mqtt-broker': { type: 'string' },
+      'mqtt-broker-url': { type: 'string' },
+      'mqtt-public-url': { type: 'string' },
+      'mqtt-broker-ca': { type: 'string' },
+      'mqtt-auth-host': { type: 'string' },
+      'mqtt-auth-port': { type: 'string' },
       'agent-app': { type: 'string' },
       json: { type: 'boolean' },
     },
@@ -46,6 +54,19 @@ export async function serveCommand(argv: string[]): Promise<number> {
       parseSmtpUrl(smtpUrl);
     } catch (error) {
       throw new CliError(`--smtp-url: ${(error as Error).message}`);
+    }
+  }
+  const mqttBroker = (values['mqtt-broker'] ?? 'embedded') as BrokerMode;
+  if (!BROKER_MODES.includes(mqttBroker)) throw new CliError(`--mqtt-broker must be one of ${BROKER_MODES.join(', ')}, not "${values['mqtt-broker']}"`);
+  if (mqttBroker !== 'embedded' && !values['mqtt-broker-url']) throw new CliError(`--mqtt-broker ${mqttBroker} needs --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]`);
+  if (mqttBroker === 'embedded' && (values['mqtt-broker-url'] || values['mqtt-public-url'])) throw new CliError('--mqtt-broker-url and --mqtt-public-url need --mqtt-broker mosquitto or rabbitmq');
+  for (const flag of ['mqtt-broker-url', 'mqtt-public-url'] as const) {
+    const value = values[flag];
+    if (value === undefined) continue;
+    try {
+      parseBrokerUrl(value, `--${flag}`);
+    } catch (error) {
+      throw new CliError((error as Error).message);
     }
   }
   const agentApp = values['agent-app'];
@@ -64,6 +85,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
     host: values.host,
     smtpUrl,
     mailFrom: values['mail-from'],
+    mqttBroker,
+    mqttBrokerUrl: values['mqtt-broker-url'],
+    mqttPublicUrl: values['mqtt-public-url'],
+    mqttBrokerCaFile: values['mqtt-broker-ca'],
+    mqttAuthHost: values['mqtt-auth-host'],
+    mqttAuthPort: port(values['mqtt-auth-port'], '--mqtt-auth-port'),
     // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
     simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
   });
@@ -83,8 +110,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
     console.log(`MDM Console backend is running (data in ${info.data_dir})
   Agent API (base_url):  ${info.api_url}
   Deeplink page:         ${info.deeplink_url}/deeplink/
-  MQTT broker:           ${info.public_host}:${info.mqtt_port} (TLS ${info.mqtt_tls_port})
-  TLS certificate:       SHA-256 ${info.mqtt_tls_fingerprint}
+${
+    info.mqtt_broker === 'embedded'
+      ? `  MQTT broker:           ${info.public_host}:${info.mqtt_port} (TLS ${info.mqtt_tls_port})
+  TLS certificate:       SHA-256 ${info.mqtt_tls_fingerprint}`
+      : `  MQTT broker:           ${info.mqtt_broker} ${backend.broker.status().url}; agents connect to ${info.mqtt_host}:${info.mqtt_port || info.mqtt_tls_port}${info.mqtt_port ? '' : ' (TLS)'}
+                         ${backend.broker.status().connected ? 'connected' : `not connected yet (${backend.broker.status().problem}): retrying in the background`}`
+  }
   Admin API:             ${info.admin_url}/api   (token in ${info.data_dir}/admin-token)
   Console:               ${info.console_url}
                          (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)

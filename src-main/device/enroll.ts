@@ -266,7 +266,9 @@ export function checkAgentRecord(record: AgentRecord): string[] {
       : Array.isArray(value);
     if (!ok) warnings.push(`agent record field ${field} should be ${expected}, got ${value === undefined ? 'nothing' : JSON.stringify(value)}`);
   }
-  if (typeof record.enroll_status === 'string' && record.enroll_status !== 'enrolled') {
+  if (record.enroll_status === 'pending_approval') {
+    warnings.push(`enroll_status is pending_approval: an administrator must approve this device before the broker lets it in`);
+  } else if (typeof record.enroll_status === 'string' && record.enroll_status !== 'enrolled') {
     warnings.push(`enroll_status is ${record.enroll_status}, expected enrolled`);
   }
   return warnings;

@@ -283,6 +283,15 @@ export interface ServerStatus {
   mqtt_tls_fingerprint?: string | null;
   tls_fingerprint?: string | null;
   broker?: Record<string, unknown> | null;
+  /** embedded, mosquitto or rabbitmq (older servers: absent, embedded). */
+  mqtt_broker?: string;
+  mqtt?: {
+    mode: string;
+    connected: boolean;
+    problem: string | null;
+    url: string | null;
+    agent_endpoint?: { host: string; port: number; tls: boolean };
+  } | null;
   [key: string]: unknown;
 }
 

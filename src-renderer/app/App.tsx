@@ -9,12 +9,18 @@ import {
   IconMail,
   IconMoon,
   IconPrinter,
+  IconQrcode,
+  IconUserCheck,
   IconSettings,
   IconSun,
 } from '@tabler/icons-react';
 import { useEffect, type ReactNode } from 'react';
 import { useStatus } from '../api/queries.ts';
 import { useLiveState } from '../live/LiveProvider.tsx';
+import { ApprovalsPage } from '../pages/Approvals.tsx';
+import { CodePage } from '../pages/CodePage.tsx';
+import { CodePoster } from '../pages/CodePoster.tsx';
+import { CodesPage } from '../pages/Codes.tsx';
 import { Dashboard } from '../pages/Dashboard.tsx';
 import { Devices } from '../pages/Devices.tsx';
 import { FilesPage } from '../pages/Files.tsx';
@@ -29,6 +35,8 @@ import { Link, matchPath, useLocation } from './router.tsx';
 const NAV = [
   { to: '/', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },
   { to: '/invitations', label: 'Invitations', icon: IconMail, match: (p: string) => p.startsWith('/invitations') },
+  { to: '/codes', label: 'Enrollment codes', icon: IconQrcode, match: (p: string) => p.startsWith('/codes') },
+  { to: '/approvals', label: 'Approvals', icon: IconUserCheck, match: (p: string) => p.startsWith('/approvals') },
   { to: '/devices', label: 'Devices', icon: IconDeviceMobile, match: (p: string) => p.startsWith('/devices') },
   { to: '/fleets', label: 'Fleets', icon: IconStack2, match: (p: string) => p.startsWith('/fleets') },
   { to: '/print', label: 'Print sheets', icon: IconPrinter, match: (p: string) => p.startsWith('/print') },
@@ -43,6 +51,10 @@ function route(pathname: string): { title: string; element: ReactNode } {
   if (invitation && /^\d+$/.test(invitation.id!)) {
     return { title: `Invitation ${invitation.id}`, element: <InvitationPage key={invitation.id} id={Number(invitation.id)} /> };
   }
+  if (matchPath('/codes', pathname)) return { title: 'Enrollment codes', element: <CodesPage /> };
+  const code = matchPath('/codes/:id', pathname);
+  if (code && /^\d+$/.test(code.id!)) return { title: 'Enrollment code', element: <CodePage key={code.id} id={Number(code.id)} /> };
+  if (matchPath('/approvals', pathname)) return { title: 'Waiting for approval', element: <ApprovalsPage /> };
   if (matchPath('/devices', pathname)) return { title: 'Devices', element: <Devices /> };
   if (matchPath('/fleets', pathname)) return { title: 'Fleets', element: <FleetsPage id={null} /> };
   const fleet = matchPath('/fleets/:id', pathname);
@@ -90,9 +102,12 @@ export function App() {
 
   // The print sheet is its own document: no navigation around the pages that get printed.
   if (matchPath('/print', pathname)) return <PrintSheet />;
+  const poster = matchPath('/codes/:id/poster', pathname);
+  if (poster && /^\d+$/.test(poster.id!)) return <CodePoster id={Number(poster.id)} />;
 
   const current = route(pathname);
   const warnings = status.data?.warnings.length ?? 0;
+  const waiting = status.data?.counts.pending_approval ?? 0;
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 230, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="lg">
       <title>{`${current.title} · MDM Console`}</title>
@@ -123,7 +138,12 @@ export function App() {
               active={item.match(pathname)}
               aria-current={item.match(pathname) ? 'page' : undefined}
               rightSection={
-                item.to === '/' && warnings > 0 ? (
+                item.to === '/approvals' && waiting > 0 ? (
+                  <Badge size="xs" color="orange" circle data-testid="nav-waiting">
+                    {waiting}
+                    <VisuallyHidden> devices waiting</VisuallyHidden>
+                  </Badge>
+                ) : item.to === '/' && warnings > 0 ? (
                   <Badge size="xs" color="orange" circle>
                     {warnings}
                     <VisuallyHidden> warnings</VisuallyHidden>

@@ -23,6 +23,8 @@ export const ENROLL_STATUS: Record<string, { label: string; color: string }> = {
   unenrolled: { label: 'Unenrolled', color: 'gray' },
   'unenroll-pending': { label: 'Unenrolling…', color: 'orange' },
   wiped: { label: 'Wiped', color: 'red' },
+  pending_approval: { label: 'Waiting for approval', color: 'orange' },
+  rejected: { label: 'Rejected', color: 'red' },
 };
 
 export function enrollStatusOf(status: string): { label: string; color: string } {

@@ -1,4 +1,5 @@
 import type { QueryClient, QueryKey } from '@tanstack/react-query';
+import { codeKeys } from '../api/codes.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { Agent, LiveEvent, StoredKind } from '../api/types.ts';
 
@@ -48,6 +49,8 @@ export function effectsOf(event: LiveEvent): Effect[] {
       break;
     case 'agent':
       effects.push(...agentEffect());
+      // Uses, pending approvals and their rows on the code pages.
+      if (event.data?.code_id != null || action === 'approved' || action === 'rejected') effects.push({ kind: 'invalidate', key: codeKeys.all });
       if (event.invitation_id !== null) effects.push(...invitationEffect());
       // Fleet device counts, and the tasks a device gets or loses with its fleet.
       if (['enrolled', 'reenrolled', 'fleet_changed', 'deleted'].includes(action)) effects.push({ kind: 'invalidate', key: keys.fleets });
@@ -59,11 +62,15 @@ export function effectsOf(event: LiveEvent): Effect[] {
       // A task's status: its deployment's progress and the device's task list (not the device row).
       effects.push({ kind: 'invalidate', key: keys.deployments });
       break;
+    case 'code':
+      effects.push({ kind: 'invalidate', key: codeKeys.all });
+      break;
     case 'fleet':
       effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.deployments });
       break;
     case 'settings':
       effects.push({ kind: 'invalidate', key: keys.settings }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.mailSettings });
+      effects.push({ kind: 'invalidate', key: codeKeys.all }); // their deeplinks follow the settings
       break;
     case 'file':
     case 'package':

@@ -118,6 +118,38 @@ function Copyable({ value }: { value: string }) {
   );
 }
 
+const BROKER_NAMES: Record<string, string> = { embedded: 'Embedded', mosquitto: 'Mosquitto', rabbitmq: 'RabbitMQ cluster' };
+
+/** The broker mode, where agents connect, and whether the backend reaches an external broker. */
+function BrokerLine({ status }: { status: ServerStatus }) {
+  const mqtt = status.mqtt;
+  const mode = mqtt?.mode ?? status.mqtt_broker ?? 'embedded';
+  if (mode === 'embedded') {
+    return (
+      <Text size="sm" data-testid="broker-mode">
+        Embedded · port {status.mqtt_port} · TLS port {status.mqtt_tls_port}
+      </Text>
+    );
+  }
+  const endpoint = mqtt?.agent_endpoint;
+  return (
+    <Stack gap={2} data-testid="broker-mode">
+      <Text size="sm">
+        {BROKER_NAMES[mode] ?? mode} {mqtt?.url ? <span className="mono">{mqtt.url}</span> : null}
+      </Text>
+      {endpoint ? (
+        <Text size="xs" c="dimmed">
+          agents connect to {endpoint.host}:{endpoint.port}
+          {endpoint.tls ? ' (TLS)' : ''}
+        </Text>
+      ) : null}
+      <Text size="xs" c={mqtt?.connected ? 'teal' : 'red'}>
+        {mqtt?.connected ? 'connected' : `not connected: ${mqtt?.problem ?? 'unknown'} (retrying)`}
+      </Text>
+    </Stack>
+  );
+}
+
 function ServerCard({ status }: { status: ServerStatus }) {
   const fingerprint = status.mqtt_tls_fingerprint ?? status.tls_fingerprint ?? null;
   return (
@@ -143,9 +175,7 @@ function ServerCard({ status }: { status: ServerStatus }) {
             <Text size="sm">{status.public_host}</Text>
           </Row>
           <Row label="MQTT broker">
-            <Text size="sm">
-              port {status.mqtt_port} · TLS port {status.mqtt_tls_port}
-            </Text>
+            <BrokerLine status={status} />
           </Row>
           <Row label="TLS fingerprint">
             {fingerprint ? <Copyable value={fingerprint} /> : <Text size="sm" c="dimmed">Not reported by this server</Text>}
@@ -271,6 +301,21 @@ export function Dashboard() {
                 </Anchor>
               </Alert>
             ))}
+            {(data.counts.pending_approval ?? 0) > 0 ? (
+              <Alert color="orange" variant="light" icon={<IconDeviceMobile size={18} />} title="Devices waiting for approval" data-testid="waiting-approval">
+                <Group justify="space-between">
+                  <Text size="sm">
+                    <Text span fw={700} data-testid="waiting-approval-count">
+                      {data.counts.pending_approval!.toLocaleString()}
+                    </Text>{' '}
+                    device{data.counts.pending_approval === 1 ? '' : 's'} enrolled with an enrollment code wait for an admin's approval before they can connect.
+                  </Text>
+                  <Button component={Link} to="/approvals" size="xs" variant="light" color="orange">
+                    Review
+                  </Button>
+                </Group>
+              </Alert>
+            ) : null}
             <SimpleGrid cols={{ base: 2, md: 4 }}>
               <Stat label="Invitations" value={data.counts.invitations} hint={`${data.counts.used.toLocaleString()} used so far`} color="indigo" icon={<IconMail size={20} />} />
               <Stat label="Pending" value={data.counts.pending} hint="not used, not expired" color="blue" icon={<IconMail size={20} />} />

@@ -7,6 +7,7 @@ import type { AgentDetail } from '../api/types.ts';
 import { Link } from '../app/router.tsx';
 import { confirmAction, EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
 import { AgentCommands } from '../features/agent-commands.tsx';
+import { DecideButtons } from '../features/approval.tsx';
 import { enrollStatusOf } from '../lib/devices.ts';
 import { formatDateTime, fullName } from '../lib/format.ts';
 
@@ -175,6 +176,12 @@ function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
           </Badge>
         </Group>
       </Group>
+      {agent.enroll_status === 'pending_approval' ? (
+        <Group gap="sm" data-testid="drawer-approval">
+          <Text size="sm">Enrolled with an enrollment code that needs approval: it cannot connect until approved.</Text>
+          <DecideButtons agentId={agent.id} />
+        </Group>
+      ) : null}
       <div>
         <Title order={5} mb="xs">
           Actions

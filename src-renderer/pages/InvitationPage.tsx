@@ -122,7 +122,7 @@ function QrCard({ invitation }: { invitation: InvitationDetail }) {
   );
 }
 
-function LinkRow({ label, value, testId, hint }: { label: string; value: string; testId: string; hint: string }) {
+export function LinkRow({ label, value, testId, hint }: { label: string; value: string; testId: string; hint: string }) {
   return (
     <div>
       <Group justify="space-between" gap={4} wrap="nowrap">
@@ -297,7 +297,7 @@ function History({ invitation }: { invitation: InvitationDetail }) {
   );
 }
 
-function SimulationResult({ result, onClose }: { result: SimulateResult | null; onClose: () => void }) {
+export function SimulationResult({ result, onClose }: { result: SimulateResult | null; onClose: () => void }) {
   return (
     <Modal opened={result !== null} onClose={onClose} title="Simulated device" size="lg">
       {result ? (

@@ -35,4 +35,20 @@ describe('POST /api/invitations/:id/simulate ("simulate a device")', () => {
     expect((await admin('POST', '/invitations/999/simulate')).status).toBe(404);
     expect((await admin('POST', `/invitations/${created.body.id}/simulate?type=windows`)).status).toBe(400);
   });
+
+  it('on a code: a made-up person in an allowed domain, or the address given (a refused domain is an outcome)', async () => {
+    running = await startTestBackend({ simulate: (request) => simulateEnrollment(request) });
+    const { admin } = running;
+    const code = await admin('POST', '/codes', { name: 'Lobby', domains: ['example.org'] });
+    const made = await admin('POST', `/codes/${code.body.id}/simulate`);
+    expect(made.status).toBe(200);
+    expect(made.body.email).toMatch(/^person-[0-9a-f]{6}@example\.org$/);
+    expect(made.body).toMatchObject({ ok: true, error: null });
+    expect((await admin('GET', `/agents/${made.body.agent_id}`)).body).toMatchObject({ email: made.body.email, enrollment_code_id: code.body.id });
+
+    const refused = await admin('POST', `/codes/${code.body.id}/simulate`, { email: 'zed@elsewhere.test' });
+    expect(refused.body).toMatchObject({ ok: false, email: 'zed@elsewhere.test', error: 'Wrong email address: this code is for addresses at @example.org' });
+    expect((await admin('GET', `/codes/${code.body.id}`)).body).toMatchObject({ uses: 1, refused_attempts: 1 });
+    expect((await admin('POST', '/codes/999/simulate')).status).toBe(404);
+  });
 });

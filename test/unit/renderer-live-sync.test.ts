@@ -1,5 +1,6 @@
 import { QueryClient } from '@tanstack/react-query';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { codeKeys } from '../../src-renderer/api/codes.ts';
 import { keys } from '../../src-renderer/api/queries.ts';
 import type { Agent, LiveEvent } from '../../src-renderer/api/types.ts';
 import { effectsOf, LiveSync, upsertAgents } from '../../src-renderer/live/cache-sync.ts';
@@ -39,6 +40,18 @@ describe('what an event means for the caches', () => {
     expect(effectsOf(event('file.added'))).toContainEqual({ kind: 'invalidate', key: keys.stored('file') });
     expect(effectsOf(event('mail.sent', { invitation_id: 4 }))).toContainEqual({ kind: 'invalidate', key: keys.mail });
     expect(effectsOf(event('settings.updated'))).toContainEqual({ kind: 'invalidate', key: keys.settings });
+  });
+
+  it('refreshes enrollment codes on their events, on enrollments and decisions that name a code, and on settings', () => {
+    const codes = { kind: 'invalidate', key: codeKeys.all };
+    expect(effectsOf(event('code.created'))).toContainEqual(codes);
+    expect(effectsOf(event('code.refused'))).toContainEqual(codes);
+    expect(effectsOf({ ...event('agent.enrolled', { agent_id: 5 }), data: { code_id: 2 } })).toContainEqual(codes);
+    expect(effectsOf(event('agent.approved', { agent_id: 5 }))).toContainEqual(codes);
+    expect(effectsOf(event('agent.rejected', { agent_id: 5 }))).toContainEqual(codes);
+    expect(effectsOf(event('settings.updated'))).toContainEqual(codes);
+    expect(effectsOf({ ...event('agent.enrolled', { agent_id: 5, invitation_id: 1 }), data: { code_id: null } })).not.toContainEqual(codes);
+    expect(effectsOf(event('agent.online', { agent_id: 5 }))).not.toContainEqual(codes);
   });
 
   it('follows the ids of event types it does not know (new capabilities show up live too)', () => {

@@ -10,6 +10,7 @@ import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth } from './auth.ts';
+import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
 import { capConnections } from '../http/socket-limits.ts';
@@ -102,7 +103,9 @@ export async function adminApp({ services, files, deployments, adminToken, info,
          (SELECT count(*) FROM invitations WHERE status = 'done') AS used,
          (SELECT count(*) FROM agents) AS agents,
          (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
-         (SELECT count(*) FROM agents WHERE is_online = 1) AS online`,
+         (SELECT count(*) FROM agents WHERE is_online = 1) AS online,
+         (SELECT count(*) FROM agents WHERE enroll_status = 'pending_approval') AS pending_approval,
+         (SELECT count(*) FROM enrollment_codes) AS codes`,
     );
     // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
     // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
@@ -117,7 +120,7 @@ export async function adminApp({ services, files, deployments, adminToken, info,
       return {
         ...visible,
         counts,
-        mqtt: broker?.status() ?? null,
+        mqtt: broker ? { ...broker.status(), agent_endpoint: broker.agentEndpoint(services.settings.get().mqtt_tls) } : null,
         lan_addresses: lanAddresses(),
         warnings: [
           ...(isLoopbackHost(publicHost)
@@ -136,6 +139,7 @@ export async function adminApp({ services, files, deployments, adminToken, info,
     api.get('/events/stream', async (request, reply) => streamEvents(services.events, request, reply));
 
     await api.register(invitationRoutes, { services });
+    await api.register(codeRoutes, { services });
     await api.register(mailRoutes, { services });
     await api.register(simulateRoutes, { services, simulate });
     await api.register(agentRoutes, { services });

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { QrTooLongError, qrPng, qrSvg } from '../deeplink/qr.ts';
-import { ApiError } from '../http/errors.ts';
 import { LIFETIME_DAYS, type InvitationInput } from '../invitations/invitations.ts';
 import type { Services } from '../services.ts';
+import { qrRoutes } from './qr-routes.ts';
 
 const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
 const Name = Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()]));
@@ -23,18 +22,6 @@ const SendEmail = Type.Optional(Type.Boolean());
 const InvitationCreateSchema = Type.Object({ ...InvitationInputSchema.properties, send_email: SendEmail }, { additionalProperties: false });
 const Bulk = Type.Object({ invitations: Type.Array(InvitationInputSchema, { minItems: 1, maxItems: 5000 }), send_email: SendEmail });
 type CreateInput = InvitationInput & { send_email?: boolean };
-
-/** A deeplink too long for any QR code (settings saved before they were checked) is a 400, not a 500. */
-async function orLinkTooLong<T>(drawing: Promise<T>): Promise<T> {
-  try {
-    return await drawing;
-  } catch (error) {
-    if (error instanceof QrTooLongError) {
-      throw new ApiError(400, 'ERROR_LINK_TOO_LONG', `${error.message}: shorten the helpdesk fields or the deeplink base in Settings.`);
-    }
-    throw error;
-  }
-}
 
 export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   const { invitations, events } = services;
@@ -87,26 +74,7 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
     return { ...view(id), log: invitations.logOf(id), events: events.forInvitation(id) };
   });
 
-  app.get(
-    '/invitations/:id/qr.png',
-    { schema: { params: Id, querystring: Type.Object({ size: Type.Integer({ minimum: 128, maximum: 2048, default: 480 }) }) } },
-    async (request, reply) => {
-      const { id } = request.params as { id: number };
-      const width = (request.query as { size: number }).size;
-      return reply
-        .type('image/png')
-        .header('content-disposition', `inline; filename="invitation-${id}.png"`)
-        .send(await orLinkTooLong(qrPng(view(id).deeplink, width)));
-    },
-  );
-
-  app.get('/invitations/:id/qr.svg', { schema: { params: Id } }, async (request, reply) => {
-    const { id } = request.params as { id: number };
-    return reply
-      .type('image/svg+xml')
-      .header('content-disposition', `inline; filename="invitation-${id}.svg"`)
-      .send(await orLinkTooLong(qrSvg(view(id).deeplink)));
-  });
+  qrRoutes(app, '/invitations', 'invitation', (id) => invitations.deeplinkOf(invitations.get(id)).url);
 
   app.post('/invitations/:id/revoke', { schema: { params: Id } }, async (request) => {
     const { id } = request.params as { id: number };

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { ApiError } from '../http/errors.ts';
@@ -51,4 +52,32 @@ export const simulateRoutes: FastifyPluginAsync<{ services: Services; simulate?:
       agent_app: services.settings.get().agent_app,
     });
   });
+
+  // A code is used by people it does not name: the simulated person gets an address the code
+  // allows unless one is given (a refused domain shows the refusal, as a real phone would).
+  app.post(
+    '/codes/:id/simulate',
+    {
+      schema: {
+        params: Id,
+        querystring: Query,
+        body: Type.Optional(Type.Union([Type.Object({ email: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })) }, { additionalProperties: false }), Type.Null()])),
+      },
+    },
+    async (request) => {
+      const { id } = request.params as { id: number };
+      const { type } = request.query as { type?: 'android' | 'apple' };
+      const code = services.codes.view(services.codes.get(id));
+      if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
+      const given = (request.body as { email?: string } | null | undefined)?.email?.trim();
+      const email = given || simulatedEmail(code.domains);
+      const agentApp = services.settings.get().agent_app;
+      return { ...(await simulate({ deeplink: code.deeplink, email, firstname: null, lastname: null, type: type ?? 'android', agent_app: agentApp })), email };
+    },
+  );
 };
+
+/** A fresh address for a simulated person, in the first allowed domain (example.com when any is allowed). */
+export function simulatedEmail(domains: string[]): string {
+  return `person-${randomBytes(3).toString('hex')}@${domains[0] ?? 'example.com'}`;
+}

@@ -11,6 +11,7 @@ export interface AgentRow {
   account_user_id: number;
   enrolled_by_user_id: number | null;
   invitation_id: number | null;
+  enrollment_code_id: number | null;
   name: string;
   serial: string | null;
   uuid: string | null;
@@ -53,6 +54,8 @@ export interface AgentSummary {
   lastname: string | null;
   computer_id: number;
   invitation_id: number | null;
+  enrollment_code_id: number | null;
+  enrollment_code: string | null;
   topic: string;
   entity_id: number;
   created_at: string;
@@ -67,11 +70,12 @@ export interface AgentSummary {
 const SUMMARY_SQL = `
   SELECT a.id, a.name, a.serial, a.uuid, a.type, a.version, a.enroll_status, a.is_online, a.last_contact,
          a.last_report, a.lock, a.wipe, a.fleet_id, f.name AS fleet, u.email, a.firstname, a.lastname,
-         a.computer_id, a.invitation_id, a.topic, a.entity_id, a.created_at, a.updated_at,
+         a.computer_id, a.invitation_id, a.enrollment_code_id, c.name AS enrollment_code, a.topic, a.entity_id, a.created_at, a.updated_at,
          a.model, a.manufacturer, a.os_name, a.os_version
   FROM agents a
   JOIN fleets f ON f.id = a.fleet_id
-  LEFT JOIN users u ON u.id = a.enrolled_by_user_id`;
+  LEFT JOIN users u ON u.id = a.enrolled_by_user_id
+  LEFT JOIN enrollment_codes c ON c.id = a.enrollment_code_id`;
 
 function toSummary(row: AgentSummary & { is_online: number | boolean }): AgentSummary {
   return { ...row, is_online: Boolean(row.is_online) };

@@ -3,15 +3,16 @@ import { nowIso } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../http/errors.ts';
-import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
-import { normalizeEmail, statusOf } from '../invitations/invitations.ts';
+import type { EnrollmentCodeService } from '../codes/codes.ts';
+import type { AttemptDetails, InvitationService } from '../invitations/invitations.ts';
 import { RateLimiter } from '../sessions/rate-limit.ts';
 import { TooManyRequests, type SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import { isSharedAccount, type UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { hashSecret, randomPassword } from '../util/tokens.ts';
 import type { AgentRow, AgentService } from './agents.ts';
+import { CodeUsedUp, codeGrant, invitationGrant, type EnrollmentGrant } from './grants.ts';
 import { parseInventory } from '../inventory/fusion-inventory.ts';
 import { InventoryError, type DeviceReports } from './reports.ts';
 
@@ -41,8 +42,8 @@ export const AGENT_TYPES = ['android', 'apple'] as const;
  * numeric core as loose as the spec's `^\d+(\.\d+)*` (a `1.2` keeps being accepted).
  */
 const VERSION = /^(0|[1-9]\d*)(\.(0|[1-9]\d*))*(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$/;
-/** An admin's unenroll frees a device for whoever enrolls it next. */
-const FREED = ['unenrolling', 'unenrolled'];
+/** An admin's unenroll (or rejection) frees a device for whoever enrolls it next. */
+const FREED = ['unenrolling', 'unenrolled', 'rejected'];
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
 const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
 /**
@@ -59,9 +60,11 @@ const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10, maxKeys: 50_000 };
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
-  host(): string;
-  port(tls: boolean): number;
+  /** Where agents connect, given the `mqtt_tls` setting (an external broker decides its own TLS). */
+  endpoint(tlsSetting: boolean): { host: string; port: number; tls: boolean };
   apiUrl(): string;
+  /** The plaintext of a freshly drawn mqttpasswd, for a broker that keeps its own copy (Mosquitto). */
+  credentialsIssued(agentId: number, password: string): Promise<void>;
 }
 
 export class EnrollmentService {
@@ -70,6 +73,7 @@ export class EnrollmentService {
   private readonly users: UserRepository;
   private readonly sessions: SessionService;
   private readonly invitations: InvitationService;
+  private readonly codes: EnrollmentCodeService;
   private readonly agents: AgentService;
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
@@ -84,6 +88,7 @@ export class EnrollmentService {
     users: UserRepository;
     sessions: SessionService;
     invitations: InvitationService;
+    codes: EnrollmentCodeService;
     agents: AgentService;
     fleets: FleetService;
     settings: SettingsStore;
@@ -95,6 +100,7 @@ export class EnrollmentService {
     this.users = deps.users;
     this.sessions = deps.sessions;
     this.invitations = deps.invitations;
+    this.codes = deps.codes;
     this.agents = deps.agents;
     this.fleets = deps.fleets;
     this.settings = deps.settings;
@@ -114,15 +120,15 @@ export class EnrollmentService {
         `UPDATE computers SET name = ?, serial = coalesce(?, serial), uuid = coalesce(?, uuid), user_id = ?, updated_at = ? WHERE id = ?`,
       ),
       insertAgent: db.prepare(
-        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, name, serial,
-           uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
-         VALUES (@entity_id, @computer_id, @fleet_id, @account_user_id, @enrolled_by_user_id, @invitation_id, @name, @serial,
-           @uuid, @version, @type, @firstname, @lastname, 'enrolled', @topic, @mqtt_login, @now, @now)`,
+        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, enrollment_code_id,
+           name, serial, uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
+         VALUES (@entity_id, @computer_id, @fleet_id, @account_user_id, @enrolled_by_user_id, @invitation_id, @enrollment_code_id,
+           @name, @serial, @uuid, @version, @type, @firstname, @lastname, @enroll_status, @topic, @mqtt_login, @now, @now)`,
       ),
       reenrollAgent: db.prepare(
         `UPDATE agents SET fleet_id = @fleet_id, enrolled_by_user_id = @enrolled_by_user_id, invitation_id = @invitation_id,
-           name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type, firstname = @firstname,
-           lastname = @lastname, enroll_status = 'enrolled', wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
+           enrollment_code_id = @enrollment_code_id, name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type,
+           firstname = @firstname, lastname = @lastname, enroll_status = @enroll_status, wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
            mqtt_password_hash = NULL, updated_at = @now
          WHERE id = @id`,
       ),
@@ -138,42 +144,31 @@ export class EnrollmentService {
   }
 
   /**
-   * POST PluginMdmAgent. Refusals come in DESIGN.md's order, each written to the invitation's
-   * log; success creates (or, for a known device, reuses) computer + agent and consumes the
-   * invitation in one transaction.
+   * POST PluginMdmAgent. Refusals come in DESIGN.md's order, each written to the log of the
+   * invitation or code named; success creates (or, for a known device, reuses) computer + agent and
+   * consumes the grant in one transaction.
    */
   enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): { id: string; message: string } {
-    const wait = this.attempts.take(String(session.userId));
+    // A code's sessions share its account: each device (session) gets its own bucket.
+    const wait = this.attempts.take(isSharedAccount(session) ? `session:${session.token}` : String(session.userId));
     if (wait > 0) throw new TooManyRequests('Too many enrollment attempts', wait);
     const serial = clean(input._serial);
     const uuid = clean(input._uuid);
     const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };
-    const token = clean(input._invitation_token);
-    const invitation = token ? this.invitations.byToken(token) : undefined;
+    const grant = this.grantOf(clean(input._invitation_token));
 
     const refuse = (message: string): never => {
-      if (invitation) this.invitations.logRefusal(invitation, 'ERROR_CORE_ADD', message, attempt);
+      if (grant) grant.logRefusal(message, attempt);
       else {
         this.events.record('enrollment.refused', `Enrollment refused: ${message}`, { entityId: session.entityId }, { ...attempt, code: 'ERROR_CORE_ADD' });
       }
       throw enrollmentRefused(message);
     };
 
-    if (!invitation) refuse('Invalid invitation token');
-    const inv = invitation as InvitationRow;
-    switch (statusOf(inv)) {
-      case 'done':
-        refuse('This invitation has already been used');
-        break;
-      case 'revoked':
-        refuse('This invitation has been revoked');
-        break;
-      case 'expired':
-        refuse('This invitation has expired');
-        break;
-    }
-    if (!attempt.email || normalizeEmail(attempt.email) !== inv.email) refuse('Wrong email address');
-    if (session.userId !== inv.user_id) refuse('This invitation belongs to another user');
+    if (!grant) return refuse('Invalid invitation token');
+    const refusal = grant.refusal(session, attempt.email);
+    if (refusal) refuse(refusal);
+    const email = attempt.email!;
     if (session.activeProfileId !== this.users.guestProfile().id) refuse('Switch to the guest profile before enrolling');
     if (!serial && !uuid) refuse('The device serial number or UUID is required');
     // Either becomes the agent's MQTT login and the last level of its topic.
@@ -189,9 +184,9 @@ export class EnrollmentService {
     if (inventoryXml instanceof InventoryError) refuse(`The inventory could not be read: ${inventoryXml.message}`);
 
     // Another person's device is not taken over by quoting its serial: an admin frees it first
-    // (delete or unenroll it). The same person enrolling again gets the records back.
-    const existing = this.knownDevice(inv.entity_id, serial, uuid);
-    if (existing && existing.enrolled_by_user_id !== session.userId && !FREED.includes(existing.enroll_status)) {
+    // (delete, unenroll or reject it). The same person enrolling again gets the records back.
+    const existing = this.knownDevice(grant.entityId, serial, uuid);
+    if (existing && existing.enrolled_by_user_id !== grant.knownPersonId(session, email) && !FREED.includes(existing.enroll_status)) {
       refuse('This device is already enrolled for another user; ask your administrator to remove it first');
     }
     // The login (and the last level of the topic) is the serial, else the uuid: a uuid equal to
@@ -204,27 +199,42 @@ export class EnrollmentService {
       );
     }
 
-    const agentId = this.events.transaction(() => {
-      const id = this.createOrReuse(inv, session, existing, {
-        serial,
-        uuid,
-        version: version!,
-        type: type as AgentRow['type'],
-        firstname: clean(input.firstname) ?? inv.firstname,
-        lastname: clean(input.lastname) ?? inv.lastname,
-      }, attempt);
-      const permission = clean(input.has_system_permission);
-      this.statements.setDeviceDetails.run({
-        id,
-        phone: clean(input.phone),
-        has_system_permission: permission === null ? null : ['1', 'true'].includes(permission.toLowerCase()) ? 1 : 0,
-        notification_type: clean(input.notification_type),
-        notification_token: clean(input.notification_token),
+    const names = { firstname: clean(input.firstname) ?? grant.names.firstname, lastname: clean(input.lastname) ?? grant.names.lastname };
+    try {
+      const agentId = this.events.transaction(() => {
+        const id = this.createOrReuse(grant, session, existing, {
+          serial,
+          uuid,
+          version: version!,
+          type: type as AgentRow['type'],
+          email,
+          ...names,
+        }, attempt);
+        const permission = clean(input.has_system_permission);
+        this.statements.setDeviceDetails.run({
+          id,
+          phone: clean(input.phone),
+          has_system_permission: permission === null ? null : ['1', 'true'].includes(permission.toLowerCase()) ? 1 : 0,
+          notification_type: clean(input.notification_type),
+          notification_token: clean(input.notification_token),
+        });
+        if (typeof inventoryXml === 'string') this.reports.inventory(id, inventoryXml, 'enrollment');
+        return id;
       });
-      if (typeof inventoryXml === 'string') this.reports.inventory(id, inventoryXml, 'enrollment');
-      return id;
-    });
-    return { id: String(agentId), message: 'Device enrolled' };
+      return { id: String(agentId), message: grant.initialStatus === 'pending_approval' ? 'Device enrolled; waiting for approval by an administrator' : 'Device enrolled' };
+    } catch (error) {
+      if (error instanceof CodeUsedUp) return refuse('This enrollment code has been used up');
+      throw error;
+    }
+  }
+
+  /** The invitation or enrollment code a token names. */
+  private grantOf(token: string | null): EnrollmentGrant | undefined {
+    if (!token) return undefined;
+    const invitation = this.invitations.byToken(token);
+    if (invitation) return invitationGrant(this.invitations, invitation);
+    const code = this.codes.byToken(token);
+    return code ? codeGrant(this.codes, this.users, code) : undefined;
   }
 
   /** The agent a device already has in the entity: by serial first, then by uuid. */
@@ -236,22 +246,25 @@ export class EnrollmentService {
   }
 
   private createOrReuse(
-    invitation: InvitationRow,
+    grant: EnrollmentGrant,
     session: SessionContext,
     existing: AgentRow | undefined,
-    device: { serial: string | null; uuid: string | null; version: string; type: AgentRow['type']; firstname: string | null; lastname: string | null },
+    device: { serial: string | null; uuid: string | null; version: string; type: AgentRow['type']; email: string; firstname: string | null; lastname: string | null },
     attempt: AttemptDetails,
   ): number {
-    const entityId = invitation.entity_id;
+    const entityId = grant.entityId;
     const now = nowIso();
     const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
+    const person = grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
     const uuidOwner = device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
     const fields = {
-      fleet_id: invitation.fleet_id,
-      enrolled_by_user_id: session.userId,
-      invitation_id: invitation.id,
+      fleet_id: grant.fleetId,
+      enrolled_by_user_id: person.id,
+      invitation_id: grant.invitationId,
+      enrollment_code_id: grant.codeId,
+      enroll_status: grant.initialStatus,
       name: login,
       serial: device.serial ?? existing?.serial ?? null,
       uuid: uuid ?? existing?.uuid ?? null,
@@ -267,26 +280,27 @@ export class EnrollmentService {
     if (existing) {
       // Same device again: keep its records, give it a fresh account token (the old install loses it).
       agentId = existing.id;
-      this.statements.updateComputer.run(login, device.serial, uuid, session.userId, now, existing.computer_id);
+      this.statements.updateComputer.run(login, device.serial, uuid, person.id, now, existing.computer_id);
       this.statements.reenrollAgent.run({ ...fields, id: agentId });
       this.sessions.closeAllOf(existing.account_user_id);
       this.users.rotateToken(existing.account_user_id);
     } else {
       const computerId = Number(
-        this.statements.insertComputer.run(entityId, login, device.serial, device.uuid, session.userId, now, now).lastInsertRowid,
+        this.statements.insertComputer.run(entityId, login, device.serial, device.uuid, person.id, now, now).lastInsertRowid,
       );
       const account = this.users.createAgentAccount(entityId, login);
       agentId = Number(
         this.statements.insertAgent.run({ ...fields, entity_id: entityId, computer_id: computerId, account_user_id: account.id }).lastInsertRowid,
       );
     }
-    this.invitations.consume(invitation, agentId, attempt);
+    grant.consume(agentId, person.id, session, attempt);
     this.sessions.bindEnrollment(session.token, agentId, now);
+    const waiting = grant.initialStatus === 'pending_approval' ? ', waiting for approval' : '';
     this.events.record(
       existing ? 'agent.reenrolled' : 'agent.enrolled',
-      `${login} enrolled by ${invitation.email}${existing ? ' (again)' : ''}`,
-      { entityId, invitationId: invitation.id, agentId },
-      { serial: fields.serial, uuid: fields.uuid, type: device.type, version: device.version },
+      `${login} enrolled by ${person.email}${existing ? ' (again)' : ''}${waiting}`,
+      { entityId, invitationId: grant.invitationId, agentId },
+      { serial: fields.serial, uuid: fields.uuid, type: device.type, version: device.version, code_id: grant.codeId, enroll_status: grant.initialStatus },
     );
     return agentId;
   }
@@ -295,13 +309,15 @@ export class EnrollmentService {
    * GET PluginMdmAgent/<id>: for the session that enrolled it (guest profile, for a short while),
    * or the agent's own account. Each read draws a new MQTT password and keeps only its hash.
    */
-  record(session: SessionContext, id: number): Record<string, unknown> {
+  async record(session: SessionContext, id: number): Promise<Record<string, unknown>> {
     const agent = this.ownAgent(session);
     if (!agent || agent.id !== id) throw itemNotFound();
     const mqttpasswd = randomPassword(40);
     this.statements.setPassword.run(hashSecret(mqttpasswd), nowIso(), id);
+    // The broker must know the password before the agent, which connects right after this read.
+    await this.broker.credentialsIssued(id, mqttpasswd);
     const settings = this.settings.get();
-    const tls = settings.mqtt_tls;
+    const endpoint = this.broker.endpoint(settings.mqtt_tls);
     const account = this.users.byId(agent.account_user_id)!;
     const base = this.broker.apiUrl();
     return {
@@ -324,9 +340,9 @@ export class EnrollmentService {
       topic: agent.topic,
       mqttpasswd,
       api_token: account.user_token,
-      broker: this.broker.host(),
-      port: this.broker.port(tls),
-      tls: tls ? 1 : 0,
+      broker: endpoint.host,
+      port: endpoint.port,
+      tls: endpoint.tls ? 1 : 0,
       android_bugcollecctor_url: settings.android_bugcollector_url,
       android_bugcollector_login: settings.android_bugcollector_login,
       android_bugcollector_passwd: settings.android_bugcollector_passwd,
@@ -352,8 +368,11 @@ export class EnrollmentService {
     if (Date.now() - Date.parse(session.enrolledAt) > ENROLLMENT_READ_WINDOW_MS) return undefined;
     if (session.activeProfileId !== this.users.guestProfile().id) return undefined;
     const agent = this.agents.row(session.enrolledAgentId);
+    if (!agent) return undefined;
+    // A code's sessions all share its account: the code's log names the session of the latest use.
+    if (agent.enrollment_code_id !== null) return this.codes.lastEnrolledInSession(agent.id, session.token) ? agent : undefined;
     // Freed by an admin and enrolled by someone else since: no longer this session's.
-    return agent?.enrolled_by_user_id === session.userId ? agent : undefined;
+    return agent.enrolled_by_user_id === session.userId ? agent : undefined;
   }
 
   /** The targets of the record's links: only those of the session's own agent (404 for any other). */

@@ -1,5 +1,6 @@
-// Topic rules of DESIGN.md "MQTT", as pure functions over an agent's identity.
-// The backend's own publishing is in-process and never passes through here.
+// Topic rules of DESIGN.md "MQTT": ONE table per agent (agentTopicRules), as MQTT topic filters.
+// The embedded broker checks against it in process, Mosquitto receives it as dynamic-security
+// ACLs, RabbitMQ asks for it through the HTTP auth backend: the three never disagree.
 
 /** What the broker knows about a connected agent; shared by all its connections. */
 export interface AgentIdentity {
@@ -13,10 +14,53 @@ export interface AgentIdentity {
 
 export const fleetTopic = (entityId: number, fleetId: number): string => `/${entityId}/fleet/${fleetId}`;
 
-/** `name` itself or anything below it; `base` is literal, so a wildcard in its place never matches. */
-function within(name: string, base: string): boolean {
-  return name === base || name.startsWith(`${base}/`);
+/** An agent's rights, each a list of MQTT filters whose every level before `#` is literal. */
+export interface AgentTopicRules {
+  /** Topics it may publish on. */
+  publish: string[];
+  /** Topics whose messages it may receive. */
+  receive: string[];
+  /** Filters it may subscribe with exactly as written (deliveries are then limited to `receive`). */
+  subscribeExact: string[];
 }
+
+/** The manifest topics: ours and the reference's name for it (the Flyve agents subscribe to the latter). */
+export const MANIFEST_TOPICS = ['MdmManifest', 'FlyvemdmManifest'] as const;
+
+/** rc.6's task reports under an agent's own policy topic: `T/Policy/<policy>/Task/<id>/Status/Task/<id>`. */
+const ownPolicyReports = (agentTopic: string) => `${agentTopic}/Policy/+/Task/+/Status/Task/+`;
+
+/** The table itself. Add a right here and every broker mode applies it. */
+export function agentTopicRules(agent: Pick<AgentIdentity, 'topic' | 'entityId' | 'fleetId'>): AgentTopicRules {
+  const t = agent.topic;
+  const receive = [`${t}/Command/#`, `${t}/Policy/#`, ...MANIFEST_TOPICS.map((root) => `${root}/#`), `${fleetTopic(agent.entityId, agent.fleetId)}/#`];
+  return {
+    // Task reports: `T/Status/Task/<id>` (within Status/#) and rc.6's under its own policy topic.
+    // (rc.6 reports under the fleet's policy topic name no device: only the embedded broker, which
+    // knows the publishing connection, takes those in; see policyStatusTaskId.)
+    publish: [`${t}/Status/#`, ownPolicyReports(t), ...MANIFEST_TOPICS.map((root) => `${t}/${root}/#`)],
+    receive,
+    subscribeExact: [`${t}/#`, ...receive],
+  };
+}
+
+/**
+ * Whether `name` (a topic, or a filter taken literally) lies within `filter`, one of the rule
+ * filters above: `a/b/#` covers `a/b` and everything below it. `+` in a rule matches one level;
+ * a wildcard in `name` is only ever matched by the same character (a filter `+/x` is not within `a/#`).
+ */
+export function withinFilter(name: string, filter: string): boolean {
+  const rule = filter.split('/');
+  const levels = name.split('/');
+  for (let i = 0; i < rule.length; i += 1) {
+    if (rule[i] === '#') return i === rule.length - 1 && (levels.length >= i);
+    if (i >= levels.length) return false;
+    if (rule[i] === '+' ? levels[i] === '#' : levels[i] !== rule[i]) return false;
+  }
+  return levels.length === rule.length;
+}
+
+const allowedBy = (filters: readonly string[], name: string) => filters.some((filter) => withinFilter(name, filter));
 
 /**
  * A topic an agent may own: one level after `/<entity>/agent/`, free of wildcards and NUL. A serial
@@ -26,38 +70,50 @@ export function isUsableAgentTopic(topic: string): boolean {
   return /^\/\d+\/agent\/[^/+#\u0000]+$/.test(topic);
 }
 
-/** The manifest topics: ours and the reference's name for it (the Flyve agents subscribe to the latter). */
-export const MANIFEST_TOPICS = ['MdmManifest', 'FlyvemdmManifest'] as const;
-
-const withinManifest = (name: string, prefix = ''): boolean => MANIFEST_TOPICS.some((manifest) => within(name, `${prefix}${manifest}`));
+/** Whether rules allow publishing on `topic`. */
+export const rulesAllowPublish = (rules: AgentTopicRules, topic: string): boolean => allowedBy(rules.publish, topic);
+/** Whether rules allow subscribing with `filter`: one of the exact filters, or one within what may be received. */
+export const rulesAllowSubscribe = (rules: AgentTopicRules, filter: string): boolean => rules.subscribeExact.includes(filter) || allowedBy(rules.receive, filter);
 
 /** The agent may publish `T/Status/#`, `T/MdmManifest/#` and `T/FlyvemdmManifest/#`. */
 export function mayPublish(agent: AgentIdentity, topic: string): boolean {
-  return within(topic, `${agent.topic}/Status`) || withinManifest(topic, `${agent.topic}/`);
+  return rulesAllowPublish(agentTopicRules(agent), topic);
 }
 
 /** The agent may receive `T/Command/#`, `T/Policy/#`, `MdmManifest/#`, `FlyvemdmManifest/#` and its fleet's topic. */
 export function mayReceive(agent: AgentIdentity, topic: string): boolean {
-  return (
-    within(topic, `${agent.topic}/Command`) ||
-    within(topic, `${agent.topic}/Policy`) ||
-    withinManifest(topic) ||
-    within(topic, fleetTopic(agent.entityId, agent.fleetId))
-  );
+  return allowedBy(agentTopicRules(agent).receive, topic);
 }
 
 /**
  * `T/#` (what agents subscribe to; deliveries are then filtered by mayReceive) or a filter whose
- * every match is receivable. The literal prefix rule refuses `#`, `+/…`, `$SYS/#` and other agents.
+ * every match is receivable. Literal levels refuse `#`, `+/…`, `$SYS/#` and other agents.
  */
 export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
-  if (filter === `${agent.topic}/#`) return true;
-  return (
-    within(filter, `${agent.topic}/Command`) ||
-    within(filter, `${agent.topic}/Policy`) ||
-    withinManifest(filter) ||
-    within(filter, fleetTopic(agent.entityId, agent.fleetId))
-  );
+  return rulesAllowSubscribe(agentTopicRules(agent), filter);
+}
+
+/**
+ * The backend's own rights on an external broker: it alone publishes commands, policies, fleet
+ * messages and manifests, and it reads every agent's reports.
+ */
+export const BACKEND_TOPIC_RULES: AgentTopicRules = {
+  publish: ['/+/agent/+/Command/#', '/+/agent/+/Policy/#', '/+/fleet/#', ...MANIFEST_TOPICS.map((root) => `${root}/#`)],
+  receive: ['/+/agent/+/Status/#', ownPolicyReports('/+/agent/+'), ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
+  subscribeExact: ['/+/agent/+/Status/#', ownPolicyReports('/+/agent/+'), ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
+};
+
+/**
+ * RabbitMQ's MQTT plugin turns topics into routing keys: `/` becomes `.` and `+` becomes `*`
+ * (`#` stays). Back again for the rules; a topic whose own characters include `.` or `*` would be
+ * ambiguous, so such agents cannot use RabbitMQ (isRabbitSafeTopic).
+ */
+export function routingKeyToTopic(routingKey: string): string {
+  return routingKey.replace(/\./g, '/').replace(/\*/g, '+');
+}
+
+export function isRabbitSafeTopic(topic: string): boolean {
+  return !/[.*]/.test(topic);
 }
 
 /** `T/Status/Task/<taskId>`: a task status report (DESIGN.md "MQTT"); the task id or null. */

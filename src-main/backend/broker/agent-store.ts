@@ -16,7 +16,7 @@ export interface BrokerAgentRow {
 }
 
 /** enroll_status values; `unenrolling` agents still connect, to receive the Unenroll command. */
-export const ENROLL = { enrolled: 'enrolled', unenrolling: 'unenrolling', unenrolled: 'unenrolled' } as const;
+export const ENROLL = { enrolled: 'enrolled', unenrolling: 'unenrolling', unenrolled: 'unenrolled', pendingApproval: 'pending_approval' } as const;
 export const MAY_CONNECT: readonly string[] = [ENROLL.enrolled, ENROLL.unenrolling];
 
 const COLUMNS = `id, entity_id, fleet_id, name, topic, mqtt_login, mqtt_password_hash, enroll_status, is_online, lock, wipe`;
@@ -39,7 +39,7 @@ export class BrokerAgentStore {
       wipe: db.prepare(`UPDATE agents SET wipe = ?, updated_at = ? WHERE id = ?`),
       enrollStatus: db.prepare(`UPDATE agents SET enroll_status = ?, updated_at = ? WHERE id = ?`),
       fleet: db.prepare(`UPDATE agents SET fleet_id = ?, updated_at = ? WHERE id = ?`),
-      connectable: db.prepare(`SELECT ${COLUMNS} FROM agents WHERE enroll_status != '${ENROLL.unenrolled}'`),
+      connectable: db.prepare(`SELECT ${COLUMNS} FROM agents WHERE enroll_status IN ('${ENROLL.enrolled}', '${ENROLL.unenrolling}')`),
       pending: db.prepare(
         `SELECT ${COLUMNS} FROM agents WHERE enroll_status != '${ENROLL.unenrolled}' AND (lock = 1 OR wipe = 1 OR enroll_status = '${ENROLL.unenrolling}')`,
       ),
@@ -91,7 +91,7 @@ export class BrokerAgentStore {
     return this.statements.pending.all() as BrokerAgentRow[];
   }
 
-  /** Every agent that may still connect (enrolled or unenrolling). */
+  /** Every agent that may hold an MQTT account (external brokers are reconciled against them). */
   connectable(): BrokerAgentRow[] {
     return this.statements.connectable.all() as BrokerAgentRow[];
   }

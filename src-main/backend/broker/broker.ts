@@ -7,13 +7,15 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { verifySecret } from '../util/tokens.ts';
 import type { DeviceReports } from '../agents/reports.ts';
 import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
-import { BrokerAgentStore, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
+import { BrokerAgentStore, ENROLL, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
-import { loadBrokerCertificate, type BrokerCertificate } from './tls-certificate.ts';
+import type { LiveReports, MqttBroker, TaskReportHandler } from './port.ts';
+import { loadBrokerCertificate } from './tls-certificate.ts';
+import { MANIFEST_VERSION } from './manifest.ts';
 
 export interface BrokerOptions {
   db: Db;
@@ -29,6 +31,8 @@ export interface BrokerOptions {
   tlsPort: number;
   /** Names agents use to reach the broker, put into a generated certificate. */
   hosts: string[];
+  /** The host put into agent records. */
+  publicHost: () => string;
   /** An admin-provided certificate and key (PEM files) instead of the generated one. */
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
@@ -36,58 +40,12 @@ export interface BrokerOptions {
   /** Connections each listener accepts at once (their share of the open-file limit). */
   maxConnections?: number;
   /** A task status report of an agent (`T/Status/Task/<id>` or rc.6's `<policy topic>/Status/Task/<id>`). */
-  onTaskReport?: (agent: AgentIdentity, taskId: number, payload: Buffer) => void;
+  onTaskReport?: TaskReportHandler | undefined;
 }
 
-/** Retained policy messages, published in-process: the one way deployments reach the broker. */
-export interface PolicyPublisher {
-  /** An empty payload clears the retained message. */
-  publishRetained(topic: string, payload: string): Promise<void>;
-}
+export type { BrokerStatus, LiveReports, MqttBroker, PolicyPublisher } from './port.ts';
 
-export interface BrokerStatus {
-  port: number;
-  tls_port: number;
-  connected_agents: number;
-  connections: number;
-  tls: {
-    fingerprint_sha256: string;
-    source: BrokerCertificate['source'];
-    subject: string;
-    alt_names: string[];
-    valid_from: string;
-    valid_to: string;
-    cert_file: string;
-  };
-}
-
-/** What only the broker knows how to record (pending pings, presence), for agents reporting over HTTP. */
-export interface LiveReports {
-  /** `_pong`: recorded as `T/Status/Ping` `!` is (a pending ping's reply, with its latency). */
-  pong(agentId: number): void;
-  /** `is_online`: recorded as `T/Status/Online` is (a sign of life; the agent's connections decide presence). */
-  online(agentId: number, online: boolean): void;
-}
-
-export interface MqttBroker {
-  port: number;
-  tlsPort: number;
-  certificate: BrokerCertificate;
-  commands: AgentCommands;
-  policies: PolicyPublisher;
-  /** Pings and presence reported over HTTP, recorded as their MQTT counterparts are. */
-  liveReports: LiveReports;
-  /** In-process publishing (QoS 1), outside every ACL: policies, manifests, fleet messages. */
-  publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
-  /** The message the broker keeps retained on `topic` (exact name), or null. */
-  retained(topic: string): Promise<string | null>;
-  status(): BrokerStatus;
-  /** Disconnects every client, releases both ports; agents are marked offline. */
-  close(): Promise<void>;
-}
-
-/** The protocol version announced on `<manifest>/Status/Version`: the reference's (Flyve MDM 2.0). */
-export const MANIFEST_VERSION = '2.0.0';
+export { MANIFEST_VERSION } from './manifest.ts';
 
 /** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
 const DENIED_PREFIX = '$denied/';
@@ -152,7 +110,23 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     registry,
     publishRetained: (topic, payload) => void publisher.publish(topic, payload, true).catch(() => {}),
   });
-  const commands = new AgentCommands({ store, events, fleets: options.fleets, registry, publisher, reports: options.reports });
+  const commands = new AgentCommands({
+    store,
+    events,
+    fleets: options.fleets,
+    publisher,
+    reports: options.reports,
+    links: {
+      isConnected: (agentId) => registry.live(agentId).length > 0,
+      fleetChanged: (agentId, fleetId) => {
+        const identity = registry.identity(agentId);
+        if (identity) identity.fleetId = fleetId; // open connections receive the new fleet's topic from now on
+      },
+      disconnect: (agentId) => {
+        for (const client of registry.live(agentId)) client.close();
+      },
+    },
+  });
   const identityOf = (agentId: number): AgentIdentity | null => {
     const live = registry.identity(agentId);
     if (live) return live;
@@ -206,6 +180,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     const candidates = store.byLogin(login);
     const agent = candidates.find((row) => verifySecret(secret, row.mqtt_password_hash));
     if (!agent) return refuse(4, candidates.length > 0 ? 'wrong password' : 'unknown login', candidates.length === 1 ? candidates[0] : undefined);
+    if (agent.enroll_status === ENROLL.pendingApproval) return refuse(5, 'the device is waiting for approval by an administrator', agent);
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
     throttle.succeed(key);
@@ -374,11 +349,15 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
 
   let closing: Promise<void> | null = null;
   return {
+    mode: 'embedded',
     port,
     tlsPort,
     certificate,
     commands,
+    // Retained in aedes's own memory, where every agent connects: nothing to give again.
     policies: { publishRetained: (topic, payload) => publisher.publish(topic, payload, true) },
+    agentEndpoint: (tls) => ({ host: options.publicHost(), port: tls ? tlsPort : port, tls }),
+    credentialsIssued: async () => {}, // logins are checked against the database itself
     liveReports,
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: async (topic) => {
@@ -389,6 +368,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     status: () => {
       const counts = registry.counts();
       return {
+        mode: 'embedded',
+        connected: true,
+        problem: null,
+        url: null,
         port,
         tls_port: tlsPort,
         connected_agents: counts.agents,

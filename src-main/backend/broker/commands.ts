@@ -4,8 +4,20 @@ import type { FleetRow, FleetService } from '../fleets/fleets.ts';
 import { ApiError, itemNotFound } from '../http/errors.ts';
 import { fleetTopic, isUsableAgentTopic, type AgentIdentity } from './acl.ts';
 import { ENROLL, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
-import type { ConnectionRegistry } from './connections.ts';
 import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';
+
+/** What the commands need to know of an agent's connections, whatever broker holds them. */
+export interface AgentLinks {
+  /** Whether the agent is connected now (a ping is only sent then). */
+  isConnected(agentId: number): boolean;
+  /**
+   * The agent now belongs to another fleet: its rights follow (before it is told, so that its
+   * subscription to the new fleet's topic is allowed).
+   */
+  fleetChanged(agentId: number, fleetId: number): void | Promise<void>;
+  /** Ends the agent's connections (it confirmed it is unenrolled). */
+  disconnect(agentId: number): void;
+}
 
 export const AGENT_COMMANDS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
 /** Commands only a connected agent can act on: not kept for later. */
@@ -32,7 +44,7 @@ const MESSAGES: Record<AgentCommand, CommandMessage> = {
 };
 const SUBSCRIBE_SUBTOPIC = 'Command/Subscribe';
 
-/** In-process publishing, outside every ACL. */
+/** The backend's own publishing, with the rights of the backend (outside the agents' ACL). */
 export interface Publisher {
   publish(topic: string, payload: string, retain: boolean): Promise<void>;
 }
@@ -61,28 +73,28 @@ export class AgentCommands {
   private readonly store: BrokerAgentStore;
   private readonly events: EventLog;
   private readonly fleets: FleetService;
-  private readonly registry: ConnectionRegistry;
+  private readonly links: AgentLinks;
   private readonly publisher: Publisher;
   private readonly pendingPings = new Map<number, number>();
-  /** agent id → its topic and the command subtopics holding a retained message in this broker. */
-  private readonly retained = new Map<number, { topic: string; subtopics: Set<string> }>();
+  /** agent id → its topic and the retained messages (subtopic → payload) sent to it in this run. */
+  private readonly retained = new Map<number, { topic: string; messages: Map<string, string> }>();
   private readonly lastStatusEvent = new Map<string, number>();
 
   private readonly reports: DeviceReports;
 
-  constructor(deps: { store: BrokerAgentStore; events: EventLog; fleets: FleetService; registry: ConnectionRegistry; publisher: Publisher; reports: DeviceReports }) {
+  constructor(deps: { store: BrokerAgentStore; events: EventLog; fleets: FleetService; links: AgentLinks; publisher: Publisher; reports: DeviceReports }) {
     this.reports = deps.reports;
     this.store = deps.store;
     this.events = deps.events;
     this.fleets = deps.fleets;
-    this.registry = deps.registry;
+    this.links = deps.links;
     this.publisher = deps.publisher;
   }
 
   async send(agentId: number, command: AgentCommand): Promise<CommandResult> {
     const agent = this.commandable(agentId);
     const message = MESSAGES[command];
-    const online = this.registry.live(agentId).length > 0;
+    const online = this.links.isConnected(agentId);
     if (LIVE_ONLY.includes(command) && !online) {
       throw new ApiError(409, 'ERROR_AGENT_OFFLINE', `${agent.name} is offline: ${message.label.toLowerCase()} is not kept for later (lock, wipe and unenroll are)`);
     }
@@ -120,7 +132,7 @@ export class AgentCommands {
     const previous = this.fleets.byId(agent.fleet_id);
     const payload = { subscribe: [{ topic: fleetTopic(agent.entity_id, fleet.id) }] };
     const topic = `${agent.topic}/${SUBSCRIBE_SUBTOPIC}`;
-    const online = this.registry.live(agentId).length > 0;
+    const online = this.links.isConnected(agentId);
     const event = this.events.transaction(() => {
       this.store.setFleet(agentId, fleet.id, nowIso());
       return this.events.record(
@@ -130,8 +142,7 @@ export class AgentCommands {
         { from_fleet_id: agent.fleet_id, fleet_id: fleet.id, command: 'subscribe', topic, payload, retained: true, online },
       );
     });
-    const identity = this.registry.identity(agentId);
-    if (identity) identity.fleetId = fleet.id; // open connections receive the new fleet's topic from now on
+    await this.links.fleetChanged(agentId, fleet.id);
     await this.publish(agent, SUBSCRIBE_SUBTOPIC, payload, true);
     return { agent_id: agentId, command: 'subscribe', topic, payload, retained: true, online, event_id: event.id };
   }
@@ -179,7 +190,7 @@ export class AgentCommands {
         });
         this.forgetAgent(agent.id);
         // Only enrolled agents may stay connected.
-        for (const client of this.registry.live(agent.id)) setImmediate(() => client.close());
+        setImmediate(() => this.links.disconnect(agent.id));
         return;
       }
     }
@@ -224,13 +235,33 @@ export class AgentCommands {
   async restoreRetained(): Promise<number> {
     const agents = this.store.withPendingCommands();
     for (const agent of agents) {
-      const pending: AgentCommand[] = [];
-      if (agent.lock === 1) pending.push('lock');
-      if (agent.wipe === 1) pending.push('wipe');
-      if (agent.enroll_status === ENROLL.unenrolling) pending.push('unenroll');
-      for (const command of pending) await this.publish(agent, MESSAGES[command].subtopic, MESSAGES[command].payload, true);
+      for (const command of pendingCommands(agent)) await this.publish(agent, MESSAGES[command].subtopic, MESSAGES[command].payload, true);
+    }
+    for (const [agentId, entry] of this.retained) {
+      if (agents.some((agent) => agent.id === agentId)) continue;
+      for (const [subtopic, payload] of entry.messages) if (payload !== '') await this.publisher.publish(`${entry.topic}/${subtopic}`, payload, true);
     }
     return agents.length;
+  }
+
+  /**
+   * Publishes again, retained, what this agent must find when it connects: the commands its record
+   * holds and the retained messages of this run. For brokers whose retained messages may be
+   * lost or kept on another node (RabbitMQ keeps them per node).
+   */
+  async republishFor(agentId: number): Promise<void> {
+    const row = this.store.byId(agentId);
+    if (!row || row.enroll_status === ENROLL.unenrolled) return;
+    const sent = new Set<string>();
+    for (const command of pendingCommands(row)) {
+      sent.add(MESSAGES[command].subtopic);
+      await this.publish(row, MESSAGES[command].subtopic, MESSAGES[command].payload, true);
+    }
+    const entry = this.retained.get(agentId);
+    if (!entry || entry.topic !== row.topic) return;
+    for (const [subtopic, payload] of entry.messages) {
+      if (!sent.has(subtopic) && payload !== '') await this.publisher.publish(`${entry.topic}/${subtopic}`, payload, true);
+    }
   }
 
   /** Clears an agent's retained commands (it was deleted, unenrolled or enrolled again). */
@@ -238,7 +269,7 @@ export class AgentCommands {
     const entry = this.retained.get(agentId);
     this.retained.delete(agentId);
     this.pendingPings.delete(agentId);
-    for (const subtopic of entry?.subtopics ?? []) void this.publisher.publish(`${entry!.topic}/${subtopic}`, '', true).catch(() => {});
+    for (const subtopic of entry?.messages.keys() ?? []) void this.publisher.publish(`${entry!.topic}/${subtopic}`, '', true).catch(() => {});
   }
 
   private commandable(agentId: number): BrokerAgentRow {
@@ -255,13 +286,23 @@ export class AgentCommands {
   }
 
   private async publish(agent: BrokerAgentRow, subtopic: string, payload: Record<string, unknown>, retain: boolean): Promise<void> {
+    const text = JSON.stringify(payload);
     if (retain) {
       let entry = this.retained.get(agent.id);
-      if (!entry || entry.topic !== agent.topic) this.retained.set(agent.id, (entry = { topic: agent.topic, subtopics: new Set() }));
-      entry.subtopics.add(subtopic);
+      if (!entry || entry.topic !== agent.topic) this.retained.set(agent.id, (entry = { topic: agent.topic, messages: new Map() }));
+      entry.messages.set(subtopic, text);
     }
-    await this.publisher.publish(`${agent.topic}/${subtopic}`, JSON.stringify(payload), retain);
+    await this.publisher.publish(`${agent.topic}/${subtopic}`, text, retain);
   }
+}
+
+/** The retained commands an agent's record still holds. */
+function pendingCommands(agent: BrokerAgentRow): AgentCommand[] {
+  const pending: AgentCommand[] = [];
+  if (agent.lock === 1) pending.push('lock');
+  if (agent.wipe === 1) pending.push('wipe');
+  if (agent.enroll_status === ENROLL.unenrolling) pending.push('unenroll');
+  return pending;
 }
 
 function parseJson(text: string): Record<string, unknown> | null {

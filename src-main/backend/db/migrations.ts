@@ -357,4 +357,53 @@ export const migrations: Migration[] = [
       CREATE INDEX task_history_task ON task_history(task_id);
     `,
   },
+  {
+    version: 10,
+    name: 'enrollment codes',
+    sql: /* sql */ `
+      -- One code, many devices: each device is tied to the person whose email it gives.
+      CREATE TABLE enrollment_codes (
+        id               INTEGER PRIMARY KEY,
+        entity_id        INTEGER NOT NULL REFERENCES entities(id),
+        fleet_id         INTEGER NOT NULL REFERENCES fleets(id),
+        -- The account whose user token the deeplink carries (field 2); never the device's owner.
+        account_user_id  INTEGER NOT NULL REFERENCES users(id),
+        name             TEXT NOT NULL,
+        token            TEXT NOT NULL UNIQUE,
+        domains          TEXT NOT NULL DEFAULT '[]', -- JSON array of lower-case domains; empty = any
+        max_uses         INTEGER CHECK (max_uses IS NULL OR max_uses >= 1),
+        uses             INTEGER NOT NULL DEFAULT 0 CHECK (max_uses IS NULL OR uses <= max_uses),
+        approval         TEXT NOT NULL DEFAULT 'auto' CHECK (approval IN ('auto', 'manual')),
+        created_at       TEXT NOT NULL,
+        expires_at       TEXT,
+        revoked_at       TEXT,
+        rotated_at       TEXT,
+        last_used_at     TEXT
+      );
+
+      -- Every agent creation that names a code: refusals (with the email given) and uses.
+      CREATE TABLE enrollment_code_log (
+        id             INTEGER PRIMARY KEY,
+        code_id        INTEGER NOT NULL REFERENCES enrollment_codes(id) ON DELETE CASCADE,
+        at             TEXT NOT NULL,
+        outcome        TEXT NOT NULL CHECK (outcome IN ('refused', 'used')),
+        code           TEXT,
+        message        TEXT NOT NULL,
+        remote_addr    TEXT,
+        email          TEXT,
+        serial         TEXT,
+        uuid           TEXT,
+        user_id        INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        agent_id       INTEGER REFERENCES agents(id) ON DELETE SET NULL,
+        -- SHA-256 of the session that used the code: it alone may read that agent's record.
+        session_hash   TEXT
+      );
+      CREATE INDEX enrollment_codes_account ON enrollment_codes(account_user_id);
+      CREATE INDEX enrollment_code_log_code ON enrollment_code_log(code_id);
+      CREATE INDEX enrollment_code_log_agent ON enrollment_code_log(agent_id) WHERE agent_id IS NOT NULL;
+
+      ALTER TABLE agents ADD COLUMN enrollment_code_id INTEGER REFERENCES enrollment_codes(id) ON DELETE SET NULL;
+      CREATE INDEX agents_enroll_status ON agents(enroll_status) WHERE enroll_status = 'pending_approval';
+    `,
+  },
 ];

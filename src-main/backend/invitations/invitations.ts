@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
-import { appLinkSchemeFor, appLinkUrl, deeplinkPageUrl, encodeDeeplinkFor } from '../deeplink/codec.ts';
+import { enrollmentLinks, type EnrollmentLinks, type LinkTargets } from '../deeplink/enrollment-links.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { DeliveryView } from '../mail/deliveries.ts';
@@ -61,12 +61,7 @@ export interface InvitationLogEntry {
   uuid: string | null;
 }
 
-/** Where deeplinks point; read at view time so a settings change applies to every invitation. */
-export interface LinkTargets {
-  /** With `settings`, what the URL would be under those (not yet saved) settings. */
-  apiUrl(settings?: Settings): string;
-  deeplinkBase(settings?: Settings): string;
-}
+export type { LinkTargets };
 
 // Pragmatic address check (what the console validates as you type, too): one @, a dotted domain.
 const EMAIL = /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
@@ -297,19 +292,8 @@ export class InvitationService {
   }
 
   /** The deeplink data and URLs for an invitation, with today's settings. */
-  deeplinkOf(row: InvitationRow): { data: string; url: string; app_link: string } {
-    const settings = this.settings.get();
-    const user = this.users.byId(row.user_id)!;
-    const data = encodeDeeplinkFor(settings.agent_app, {
-      backendUrl: this.links.apiUrl(),
-      userToken: user.user_token,
-      invitationToken: row.token,
-      helpdeskName: settings.helpdesk_name,
-      helpdeskPhone: settings.helpdesk_phone,
-      helpdeskWebsite: settings.helpdesk_website,
-      helpdeskEmail: settings.helpdesk_email,
-    });
-    return { data, url: deeplinkPageUrl(this.links.deeplinkBase(), data), app_link: appLinkUrl(appLinkSchemeFor(settings.agent_app, settings.app_link_scheme), data) };
+  deeplinkOf(row: InvitationRow): EnrollmentLinks {
+    return enrollmentLinks(this.settings, this.links, this.users.byId(row.user_id)!.user_token, row.token);
   }
 
   /** What the admin API and CLI show of an invitation. */

@@ -4,7 +4,7 @@ import { ApiError, badRequest, itemNotFound, loginFailed, sessionTokenInvalid } 
 import { randomHex } from '../util/tokens.ts';
 import { RateLimiter } from './rate-limit.ts';
 import type { SessionContext } from './types.ts';
-import type { UserRepository, UserRow } from './users.ts';
+import { isSharedAccount, type UserRepository, type UserRow } from './users.ts';
 
 /** last_used_at is written at most this often per session, to keep reads cheap. */
 const TOUCH_EVERY_MS = 60 * 1000;
@@ -18,6 +18,8 @@ export interface SessionLimits {
   idleMs: number;
   /** Live sessions per user token; opening one more ends the least recently used. */
   livePerUser: number;
+  /** Live sessions of one enrollment code's account (one per device enrolling with it at once). */
+  livePerCode: number;
   /** initSession per user token: `burst` at once, then `perMinute`. */
   perToken: { burst: number; perMinute: number };
   /** initSession per client address (a NAT of phones enrolling at once fits in the burst); 0 = none. */
@@ -27,6 +29,7 @@ export interface SessionLimits {
 export const DEFAULT_SESSION_LIMITS: SessionLimits = {
   idleMs: 60 * 60 * 1000,
   livePerUser: 10,
+  livePerCode: 1000,
   perToken: { burst: 10, perMinute: 10 },
   perAddress: { burst: 300, perMinute: 300 },
 };
@@ -103,14 +106,17 @@ export class SessionService {
       const wait = this.perAddress.take(address);
       if (wait > 0) throw new TooManyRequests(`Too many sessions opened from ${address}`, wait);
     }
-    const wait = this.perToken.take(userToken);
-    if (wait > 0) throw new TooManyRequests('Too many sessions opened with this token', wait);
     const user = this.users.byToken(userToken);
+    // An enrollment code's token is on every printed copy: many devices open sessions with it at
+    // once, so only the per-address limit applies to it, and it may hold more live sessions.
+    const shared = user !== undefined && isSharedAccount(user);
+    const wait = shared ? 0 : this.perToken.take(userToken);
+    if (wait > 0) throw new TooManyRequests('Too many sessions opened with this token', wait);
     if (!user) throw loginFailed('Incorrect user token');
     const token = randomHex(20);
     const now = nowIso();
     const entityId = this.users.entityOfAssignment(user.id, user.default_profile_id) ?? user.entity_id;
-    this.insertBounded(token, user.id, user.default_profile_id, entityId, now, this.limits.livePerUser);
+    this.insertBounded(token, user.id, user.default_profile_id, entityId, now, shared ? this.limits.livePerCode : this.limits.livePerUser);
     return { session_token: token, user };
   }
 

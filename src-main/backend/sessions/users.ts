@@ -22,6 +22,17 @@ export interface ProfileRow {
   is_default: number;
 }
 
+/** Logins of enrollment codes' accounts (an email never holds a ':'). */
+export const CODE_LOGIN_PREFIX = 'code:';
+
+/**
+ * Whether the account belongs to an enrollment code: its token is printed for everyone, so limits
+ * meant for one person's token apply per session instead.
+ */
+export function isSharedAccount(user: { login: string }): boolean {
+  return user.login.startsWith(CODE_LOGIN_PREFIX);
+}
+
 /** People and agent accounts, their tokens and profile assignments. */
 export class UserRepository {
   private readonly statements;
@@ -124,6 +135,26 @@ export class UserRepository {
       email,
       firstname: names.firstname ?? null,
       lastname: names.lastname ?? null,
+      default_profile_id: defaultProfile.id,
+      entity_id: entityId,
+    });
+    this.statements.assign.run(id, defaultProfile.id, entityId);
+    this.statements.assign.run(id, this.guestProfile().id, entityId);
+    return this.byId(id)!;
+  }
+
+  /**
+   * The account an enrollment code's deeplink carries: it opens sessions under the default profile
+   * (so the agent switches to guest, as for a person) and owns no device. Call inside a transaction.
+   */
+  createCodeAccount(entityId: number, label: string): UserRow {
+    const defaultProfile = this.profiles().default;
+    const id = this.insert({
+      login: `${CODE_LOGIN_PREFIX}${randomHex(8)}`,
+      kind: 'person',
+      email: null,
+      firstname: label.slice(0, 100),
+      lastname: null,
       default_profile_id: defaultProfile.id,
       entity_id: entityId,
     });

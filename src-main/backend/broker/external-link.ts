@@ -1,0 +1,299 @@
+// The backend's own MQTT connection to an external broker: connects with back-off (rotating over
+// a cluster's hosts), reports why it cannot, subscribes to what agents report, and hands their
+// messages to presence and commands. Shared by the Mosquitto and RabbitMQ modes.
+import { readFileSync } from 'node:fs';
+import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import { nowIso } from '../db/database.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { ApiError } from '../http/errors.ts';
+import { BACKEND_TOPIC_RULES, MANIFEST_TOPICS, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
+import type { AgentCommands } from './commands.ts';
+import { MANIFEST_VERSION } from './manifest.ts';
+import type { LiveReports, TaskReportHandler } from './port.ts';
+import type { RetainedPolicies } from './retained-policies.ts';
+import { MAY_CONNECT, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
+import type { BrokerUrl } from './broker-url.ts';
+
+/** What the backend reads: every agent's reports. */
+export const BACKEND_SUBSCRIPTIONS = BACKEND_TOPIC_RULES.subscribeExact;
+const ONLINE_SUBTOPIC = 'Status/Online';
+export const BACKOFF = { firstMs: 500, maxMs: 30_000 };
+/** A publish not acknowledged in this time is left to the client's own queue; the caller goes on. */
+const PUBLISH_WAIT_MS = 10_000;
+
+export interface ExternalLinkOptions {
+  url: BrokerUrl;
+  /** The account the link logs in with (the URL's, or one the backend made for itself). */
+  credentials: () => { username: string; password: string };
+  clientId: string;
+  caFile?: string | undefined;
+  events: EventLog;
+  store: BrokerAgentStore;
+  /** Runs on every (re)connection before anything else: reconcile, then publish what was missed. */
+  onConnected: () => Promise<void>;
+  /** An agent's report other than presence. */
+  onReport: (agent: AgentIdentity, subtopic: string, payload: Buffer) => void;
+  /** An agent said it is online (after it subscribed): time to give it what it must find. */
+  onAgentOnline?: (agent: AgentIdentity) => void;
+  /** What the broker is called in messages ("Mosquitto", "RabbitMQ"). */
+  name: string;
+}
+
+/**
+ * Presence on an external broker comes from what travels on the wire: the agent's
+ * `T/Status/Online` and its will. The backend sees no connections of its own.
+ */
+export class ExternalLink {
+  private client: MqttClient | null = null;
+  private readonly options: ExternalLinkOptions;
+  private readonly online = new Set<number>();
+  private failures = 0;
+  private problem: string | null = 'connecting';
+  private closed = false;
+  private reported = false;
+
+  constructor(options: ExternalLinkOptions) {
+    this.options = options;
+  }
+
+  get connected(): boolean {
+    return this.client?.connected === true && this.problem === null;
+  }
+
+  get lastProblem(): string | null {
+    return this.problem;
+  }
+
+  onlineAgents(): number {
+    return this.online.size;
+  }
+
+  isOnline(agentId: number): boolean {
+    return this.connected && this.online.has(agentId);
+  }
+
+  start(): void {
+    const { url } = this.options;
+    const { username, password } = this.options.credentials();
+    const options = brokerClientOptions(url, { username, password }, this.options.clientId, this.options.caFile);
+    const client = mqtt.connect(options);
+    this.client = client;
+    client.on('connect', () => void this.connectedNow(client));
+    client.on('error', (error) => this.trouble(error.message));
+    client.on('close', () => {
+      if (this.closed) return;
+      if (this.problem === null) this.trouble('connection lost');
+      // Exponential back-off: mqtt.js reads the period each time it schedules a reconnection.
+      this.failures += 1;
+      client.options.reconnectPeriod = Math.min(BACKOFF.maxMs, BACKOFF.firstMs * 2 ** Math.min(this.failures, 10));
+      // The account may have been re-created with a new password meanwhile.
+      const fresh = this.options.credentials();
+      client.options.username = fresh.username;
+      client.options.password = fresh.password;
+    });
+    client.on('message', (topic, payload) => this.message(topic, payload));
+  }
+
+  /**
+   * Publishes with the backend's rights. Retained messages for an unreachable broker are not
+   * queued: the records hold them and they are published again on reconnection.
+   */
+  async publish(topic: string, payload: string, retain: boolean): Promise<void> {
+    const client = this.client;
+    if (!client || !client.connected) {
+      if (retain) return;
+      throw new ApiError(503, 'ERROR_BROKER_UNAVAILABLE', `The ${this.options.name} broker is unreachable (${this.problem ?? 'disconnected'}); try again when it is back`);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      client.publishAsync(topic, payload, { qos: 1, retain }),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, PUBLISH_WAIT_MS))),
+    ]).finally(() => clearTimeout(timer));
+  }
+
+  /** A one-off subscription to read the retained message of `topic`, or null. */
+  async retained(topic: string): Promise<string | null> {
+    const client = this.client;
+    if (!client?.connected) return null;
+    return new Promise((resolve) => {
+      const onMessage = (received: string, payload: Buffer, packet: { retain: boolean }) => {
+        if (received !== topic || !packet.retain) return;
+        finish(payload.length === 0 ? null : payload.toString('utf8'));
+      };
+      const timer = setTimeout(() => finish(null), 1_000);
+      const finish = (value: string | null) => {
+        clearTimeout(timer);
+        client.off('message', onMessage);
+        void client.unsubscribeAsync(topic).catch(() => {});
+        resolve(value);
+      };
+      client.on('message', onMessage);
+      client.subscribeAsync(topic, { qos: 1 }).catch(() => finish(null));
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const client = this.client;
+    this.client = null;
+    if (client) await client.endAsync(true).catch(() => {});
+  }
+
+  private async connectedNow(client: MqttClient): Promise<void> {
+    try {
+      await this.options.onConnected();
+      const granted = await client.subscribeAsync([...BACKEND_SUBSCRIPTIONS], { qos: 1 });
+      const refused = granted.filter((grant) => grant.qos === 128);
+      if (refused.length > 0) throw new Error(`subscription to ${refused.map((grant) => grant.topic).join(', ')} refused`);
+    } catch (error) {
+      this.trouble(`set-up failed: ${(error as Error).message}`);
+      client.end(true, () => {
+        if (!this.closed) client.reconnect();
+      });
+      return;
+    }
+    const was = this.problem;
+    this.problem = null;
+    this.failures = 0;
+    client.options.reconnectPeriod = BACKOFF.firstMs;
+    this.reported = false;
+    this.options.events.record('broker.connected', `Connected to the ${this.options.name} broker ${this.options.url.display}${was && was !== 'connecting' ? ` (after: ${was})` : ''}`, {}, { url: this.options.url.display });
+  }
+
+  private trouble(why: string): void {
+    if (this.closed) return;
+    const first = this.problem === null || this.problem === 'connecting';
+    this.problem = why;
+    // Presence is unknown while the link is down; agents will say "online" again on reconnection.
+    this.markAllOffline();
+    if (first || !this.reported) {
+      this.reported = true;
+      this.options.events.record('broker.unreachable', `The ${this.options.name} broker ${this.options.url.display} is unreachable: ${why}; retrying with back-off`, {}, { url: this.options.url.display, reason: why });
+    }
+  }
+
+  private markAllOffline(): void {
+    if (this.online.size === 0) return;
+    const at = nowIso();
+    for (const id of this.online) this.options.store.setPresence(id, false, at);
+    this.online.clear();
+  }
+
+  private message(topic: string, payload: Buffer): void {
+    const match = /^\/(\d+)\/agent\/([^/]+)\/(.+)$/.exec(topic);
+    if (!match) return;
+    const [, entity, login, subtopic] = match;
+    const row = this.options.store.byLogin(login!).find((candidate) => candidate.entity_id === Number(entity) && MAY_CONNECT.includes(candidate.enroll_status));
+    if (!row) return;
+    const agent = identityOf(row);
+    if (subtopic === ONLINE_SUBTOPIC) {
+      const flag = onlineFlag(payload);
+      if (flag === null) return;
+      this.setPresence(agent, flag);
+      if (flag) this.options.onAgentOnline?.(agent);
+      return;
+    }
+    if (subtopic !== undefined) {
+      this.options.store.touch(agent.id, nowIso());
+      this.options.onReport(agent, subtopic, payload);
+    }
+  }
+
+  private setPresence(agent: AgentIdentity, online: boolean): void {
+    if (this.online.has(agent.id) === online) return;
+    if (online) this.online.add(agent.id);
+    else this.online.delete(agent.id);
+    const at = nowIso();
+    this.options.events.transaction(() => {
+      this.options.store.setPresence(agent.id, online, at);
+      this.options.events.record(online ? 'agent.online' : 'agent.offline', `${agent.name} ${online ? 'reported itself online' : 'is offline'} (${this.options.name})`, { entityId: agent.entityId, agentId: agent.id }, {
+        reason: online ? 'reported online' : 'reported offline or will',
+        last_contact: at,
+        broker: this.options.name,
+      });
+    });
+  }
+
+  /** An agent that must not be connected any more: its presence ends now. */
+  forget(agentId: number): void {
+    if (!this.online.delete(agentId)) return;
+    this.options.store.setPresence(agentId, false, nowIso());
+  }
+}
+
+/** mqtt.js options for a broker URL: every host of a cluster in turn, back-off from the first period. */
+export function brokerClientOptions(url: BrokerUrl, account: { username: string; password: string }, clientId: string, caFile: string | undefined): IClientOptions {
+  const protocol = url.tls ? ('mqtts' as const) : ('mqtt' as const);
+  return {
+    protocol,
+    servers: url.servers.map((server) => ({ host: server.host, port: server.port, protocol })),
+    host: url.servers[0]!.host,
+    port: url.servers[0]!.port,
+    username: account.username,
+    password: account.password,
+    clientId,
+    protocolVersion: 4,
+    clean: true,
+    reconnectPeriod: BACKOFF.firstMs,
+    connectTimeout: 10_000,
+    keepalive: 30,
+    ...(caFile ? { ca: readFileSync(caFile) } : {}),
+  };
+}
+
+/**
+ * Pings and presence reported over HTTP, on an external broker: a pong answers the pending ping;
+ * `is_online` is a sign of life (presence is what the agent says on MQTT).
+ */
+export function externalLiveReports(store: BrokerAgentStore, commands: AgentCommands): LiveReports {
+  return {
+    pong: (agentId) => {
+      const row = store.byId(agentId);
+      if (row) commands.received(identityOf(row), 'Status/Ping', Buffer.from('!'), 'http');
+    },
+    online: (agentId) => store.touch(agentId, nowIso()),
+  };
+}
+
+/**
+ * What every (re)connection of the backend publishes: the records' pending commands, each agent's
+ * fleet topic (Command/Subscribe), the live policies, the manifest's version.
+ */
+export async function announceOnConnect(commands: AgentCommands, policies: RetainedPolicies, publish: (topic: string, payload: string, retain: boolean) => Promise<void>): Promise<void> {
+  await commands.restoreRetained();
+  await commands.restoreSubscriptions();
+  await policies.restoreAll();
+  for (const manifest of MANIFEST_TOPICS) await publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
+}
+
+/**
+ * An agent's report read on the backend's link: task reports (`T/Status/Task/<id>`, rc.6's under
+ * the agent's own policy topic) go to deployments, the rest to commands. The topic names the agent
+ * and the broker lets only that agent publish under it, so a report is always the device's own.
+ */
+export function routeReport(commands: AgentCommands, onTaskReport: TaskReportHandler | undefined) {
+  return (agent: AgentIdentity, subtopic: string, payload: Buffer): void => {
+    const topic = `${agent.topic}/${subtopic}`;
+    const taskId = statusTaskId(agent, topic) ?? policyStatusTaskId(agent, topic);
+    if (taskId !== null) {
+      onTaskReport?.(agent, taskId, payload);
+      return;
+    }
+    // Other messages under the policy topic are not reports: never taken for one.
+    if (subtopic.startsWith('Policy/')) return;
+    commands.received(agent, subtopic, payload);
+  };
+}
+
+export function identityOf(row: BrokerAgentRow): AgentIdentity {
+  return { id: row.id, entityId: row.entity_id, fleetId: row.fleet_id, topic: row.topic, name: row.name };
+}
+
+function onlineFlag(payload: Buffer): boolean | null {
+  try {
+    const value = JSON.parse(payload.toString('utf8')) as { online?: unknown } | null;
+    return typeof value?.online === 'boolean' ? value.online : null;
+  } catch {
+    return null;
+  }
+}

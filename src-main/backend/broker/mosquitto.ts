@@ -1,0 +1,340 @@
+// Mode `mosquitto`: agents connect to an existing Mosquitto 2 whose dynamic-security configuration
+// the backend keeps in step with the database: one client per connectable agent (username = login,
+// password = its current mqttpasswd) with a role carrying exactly agentTopicRules, and a client and
+// role of the backend's own, the only one that may publish commands.
+import { randomBytes } from 'node:crypto';
+import mqtt, { type MqttClient } from 'mqtt';
+import type { Db } from '../db/database.ts';
+import type { EventLog } from '../events/event-log.ts';
+import type { FleetService } from '../fleets/fleets.ts';
+import type { DeviceReports } from '../agents/reports.ts';
+import { agentTopicRules, BACKEND_TOPIC_RULES, isUsableAgentTopic } from './acl.ts';
+import { BrokerAgentStore, type BrokerAgentRow } from './agent-store.ts';
+import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
+import { AgentCommands } from './commands.ts';
+import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
+import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, externalLiveReports, identityOf } from './external-link.ts';
+import type { MqttBroker, TaskReportHandler } from './port.ts';
+import { RetainedPolicies } from './retained-policies.ts';
+
+export interface ExternalBrokerOptions {
+  db: Db;
+  events: EventLog;
+  fleets: FleetService;
+  reports: DeviceReports;
+  /** mqtt[s]://ADMIN:PASSWORD@HOST:PORT — the account `mosquitto_ctrl dynsec init` made. */
+  brokerUrl: string;
+  /** Where agents reach the broker, when not by the broker URL's name. */
+  publicUrl?: string | undefined;
+  caFile?: string | undefined;
+  /** Task status reports the agents publish (read on the backend's own connection). */
+  onTaskReport?: TaskReportHandler | undefined;
+}
+
+export const BACKEND_ACCOUNT = 'mdm-console-backend';
+const AGENT_ROLE_PREFIX = 'mdm-agent-';
+const AGENT_DESCRIPTION_PREFIX = 'mdm-console agent ';
+const roleOf = (agentId: number) => `${AGENT_ROLE_PREFIX}${agentId}`;
+const ALREADY = /already exists|already has/i;
+const MISSING = /not found/i;
+
+/** Where agents connect: the public URL if given, else the broker URL's first host. */
+export function publicEndpoint(brokerUrl: BrokerUrl, publicUrl: string | undefined) {
+  const target = publicUrl ? parseBrokerUrl(publicUrl, '--mqtt-public-url') : brokerUrl;
+  return { host: target.servers[0]!.host, port: target.servers[0]!.port, tls: target.tls };
+}
+
+const aclKey = (acl: DynsecAcl) => `${acl.acltype} ${acl.topic} ${acl.allow}`;
+
+export async function startMosquittoBroker(options: ExternalBrokerOptions): Promise<MqttBroker> {
+  const { events } = options;
+  const url = parseBrokerUrl(options.brokerUrl);
+  const endpoint = publicEndpoint(url, options.publicUrl);
+  const store = new BrokerAgentStore(options.db);
+  // The backend's own account: a fresh password each run, set by the admin before the link logs in.
+  const backendPassword = randomBytes(24).toString('base64url');
+  /** Passwords drawn while the admin link was down: applied on reconnection. */
+  const pendingPasswords = new Map<number, string>();
+  /** Logins of the agents we made clients for, to remove them when the row is gone. */
+  const loginOf = new Map<number, string>();
+  let adminProblem: string | null = 'connecting';
+  let dynsec: DynsecClient | null = null;
+  let closed = false;
+  let linkStarted = false;
+  // Every change to the broker's configuration runs in order, one at a time.
+  let queue: Promise<unknown> = Promise.resolve();
+  const serially = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = queue.then(work);
+    queue = next.catch(() => {});
+    return next;
+  };
+
+  const link: ExternalLink = new ExternalLink({
+    url,
+    credentials: () => ({ username: BACKEND_ACCOUNT, password: backendPassword }),
+    clientId: `${BACKEND_ACCOUNT}-${process.pid}`,
+    caFile: options.caFile,
+    events,
+    store,
+    name: 'Mosquitto',
+    onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
+    onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
+  });
+  const policies = new RetainedPolicies((topic, payload, retain) => link.publish(topic, payload, retain), () => link.connected);
+  const commands = new AgentCommands({
+    store,
+    events,
+    fleets: options.fleets,
+    reports: options.reports,
+    publisher: { publish: (topic, payload, retain) => link.publish(topic, payload, retain) },
+    links: {
+      isConnected: (agentId) => link.isOnline(agentId),
+      fleetChanged: (agentId) => serially(() => syncAgent(agentId)).catch(noteFailure),
+      disconnect: (agentId) => {
+        link.forget(agentId);
+        void serially(() => syncAgent(agentId)).catch(noteFailure);
+      },
+    },
+  });
+
+  const noteFailure = (error: unknown) => {
+    events.record('broker.sync_failed', `Mosquitto dynamic security: ${(error as Error).message}`);
+  };
+
+  const agentCommands = (row: BrokerAgentRow, existingAcls: DynsecAcl[] | null, client: { roles: string[] } | null, password: string | undefined): DynsecCommand[] => {
+    const rolename = roleOf(row.id);
+    const wanted = rulesToAcls(agentTopicRules(identityOf(row)));
+    const out: DynsecCommand[] = [];
+    if (existingAcls === null) out.push({ command: 'createRole', rolename, acls: wanted });
+    else {
+      const have = new Set(existingAcls.map(aclKey));
+      const want = new Set(wanted.map(aclKey));
+      for (const acl of existingAcls) if (!want.has(aclKey(acl))) out.push({ command: 'removeRoleACL', rolename, acltype: acl.acltype, topic: acl.topic });
+      for (const acl of wanted) if (!have.has(aclKey(acl))) out.push({ command: 'addRoleACL', rolename, ...acl });
+    }
+    loginOf.set(row.id, row.mqtt_login);
+    if (client === null) {
+      // Without a password (the backend keeps only hashes) the agent logs in again after its next record read.
+      out.push({ command: 'createClient', username: row.mqtt_login, textdescription: `${AGENT_DESCRIPTION_PREFIX}${row.id}`, roles: [{ rolename }], ...(password ? { password } : {}) });
+    } else {
+      if (!client.roles.includes(rolename)) out.push({ command: 'addClientRole', username: row.mqtt_login, rolename });
+      if (password) out.push({ command: 'setClientPassword', username: row.mqtt_login, password });
+    }
+    return out;
+  };
+
+  const check = (responses: { command: string; error?: string }[], tolerated: RegExp = ALREADY) => {
+    const failed = responses.filter((response) => response.error && !tolerated.test(response.error) && !MISSING.test(response.error));
+    if (failed.length > 0) throw new Error(failed.slice(0, 3).map((response) => `${response.command}: ${response.error}`).join('; '));
+  };
+
+  /** One agent: the client and role it should have now, or none. */
+  const syncAgent = async (agentId: number, password?: string, reset = false): Promise<void> => {
+    if (!dynsec) {
+      if (password) pendingPasswords.set(agentId, password);
+      return;
+    }
+    const row = store.byId(agentId);
+    const previousLogin = loginOf.get(agentId) ?? (reset ? row?.mqtt_login : undefined);
+    const wanted = row && MAY_HOLD_ACCOUNT(row);
+    // reset: enrolled again, the old install's password must stop working now (the new one comes with the record).
+    if (previousLogin && (reset || !wanted || previousLogin !== row.mqtt_login)) {
+      // deleteClient also disconnects it.
+      check(await dynsec.run([{ command: 'deleteClient', username: previousLogin }]));
+      loginOf.delete(agentId);
+    }
+    if (!wanted) {
+      check(await dynsec.run([{ command: 'deleteRole', rolename: roleOf(agentId) }]));
+      pendingPasswords.delete(agentId);
+      return;
+    }
+    const [role, client] = await dynsec.run([
+      { command: 'getRole', rolename: roleOf(agentId) },
+      { command: 'getClient', username: row.mqtt_login },
+    ]);
+    const acls = role!.error ? null : ((role!.data?.role?.acls ?? []) as DynsecAcl[]);
+    const roles = client!.error ? null : { roles: ((client!.data?.client?.roles ?? []) as { rolename: string }[]).map((r) => r.rolename) };
+    check(await dynsec.run(agentCommands(row, acls, roles, password)));
+    pendingPasswords.delete(agentId);
+  };
+
+  /** Everything: default access, the backend's account, every agent; strays removed. */
+  const reconcile = async (control: DynsecClient): Promise<{ agents: number; removed: number }> => {
+    check(
+      await control.run([
+        {
+          command: 'setDefaultACLAccess',
+          acls: [
+            { acltype: 'publishClientSend', allow: false },
+            { acltype: 'publishClientReceive', allow: false },
+            { acltype: 'subscribe', allow: false },
+            { acltype: 'unsubscribe', allow: true },
+          ],
+        },
+      ]),
+    );
+    const [clientList, roleList] = await control.run([
+      { command: 'listClients', verbose: true, count: -1, offset: 0 },
+      { command: 'listRoles', verbose: true, count: -1, offset: 0 },
+    ]);
+    if (clientList!.error || roleList!.error) throw new Error(`cannot list clients and roles: ${clientList!.error ?? roleList!.error}`);
+    const clients = new Map<string, { roles: string[]; description: string }>();
+    for (const client of (clientList!.data?.clients ?? []) as { username: string; textdescription?: string; roles?: { rolename: string }[] }[]) {
+      clients.set(client.username, { roles: (client.roles ?? []).map((r) => r.rolename), description: client.textdescription ?? '' });
+    }
+    const roles = new Map<string, DynsecAcl[]>();
+    for (const role of (roleList!.data?.roles ?? []) as { rolename: string; acls?: DynsecAcl[] }[]) roles.set(role.rolename, role.acls ?? []);
+
+    const work: DynsecCommand[] = [];
+    // The backend's own role and client.
+    const backendAcls = rulesToAcls(BACKEND_TOPIC_RULES);
+    const haveBackend = roles.get(BACKEND_ACCOUNT);
+    if (!haveBackend) work.push({ command: 'createRole', rolename: BACKEND_ACCOUNT, acls: backendAcls });
+    else {
+      const have = new Set(haveBackend.map(aclKey));
+      const want = new Set(backendAcls.map(aclKey));
+      for (const acl of haveBackend) if (!want.has(aclKey(acl))) work.push({ command: 'removeRoleACL', rolename: BACKEND_ACCOUNT, acltype: acl.acltype, topic: acl.topic });
+      for (const acl of backendAcls) if (!have.has(aclKey(acl))) work.push({ command: 'addRoleACL', rolename: BACKEND_ACCOUNT, ...acl });
+    }
+    const backendClient = clients.get(BACKEND_ACCOUNT);
+    if (!backendClient) work.push({ command: 'createClient', username: BACKEND_ACCOUNT, password: backendPassword, textdescription: 'MDM Console backend', roles: [{ rolename: BACKEND_ACCOUNT }] });
+    else {
+      work.push({ command: 'setClientPassword', username: BACKEND_ACCOUNT, password: backendPassword });
+      if (!backendClient.roles.includes(BACKEND_ACCOUNT)) work.push({ command: 'addClientRole', username: BACKEND_ACCOUNT, rolename: BACKEND_ACCOUNT });
+    }
+
+    const wanted = store.connectable().filter(MAY_HOLD_ACCOUNT);
+    const wantedLogins = new Set<string>();
+    const wantedRoles = new Set<string>();
+    for (const row of wanted) {
+      wantedLogins.add(row.mqtt_login);
+      wantedRoles.add(roleOf(row.id));
+      const client = clients.get(row.mqtt_login);
+      // A client of that name that is not ours (another application's) is left alone.
+      if (client && !client.description.startsWith(AGENT_DESCRIPTION_PREFIX)) continue;
+      work.push(...agentCommands(row, roles.get(roleOf(row.id)) ?? null, client ?? null, pendingPasswords.get(row.id)));
+    }
+    let removed = 0;
+    for (const [username, client] of clients) {
+      if (client.description.startsWith(AGENT_DESCRIPTION_PREFIX) && !wantedLogins.has(username)) {
+        work.push({ command: 'deleteClient', username });
+        removed += 1;
+      }
+    }
+    for (const rolename of roles.keys()) if (rolename.startsWith(AGENT_ROLE_PREFIX) && !wantedRoles.has(rolename)) work.push({ command: 'deleteRole', rolename });
+    check(await control.run(work));
+    pendingPasswords.clear();
+    return { agents: wanted.length, removed };
+  };
+
+  // The admin connection: dynamic security only.
+  let adminFailures = 0;
+  const admin: MqttClient = mqtt.connect(brokerClientOptions(url, url, `mdm-console-admin-${process.pid}`, options.caFile));
+  const adminTrouble = (why: string) => {
+    if (closed) return;
+    const first = adminProblem === null || adminProblem === 'connecting';
+    adminProblem = why;
+    if (first) events.record('broker.unreachable', `The Mosquitto broker ${url.display} is unreachable for its dynamic-security admin: ${why}; retrying with back-off`, {}, { url: url.display, reason: why });
+  };
+  admin.on('error', (error) => adminTrouble(error.message));
+  admin.on('close', () => {
+    dynsec?.stop();
+    dynsec = null;
+    if (closed) return;
+    if (adminProblem === null) adminTrouble('connection lost');
+    adminFailures += 1;
+    admin.options.reconnectPeriod = Math.min(BACKOFF.maxMs, BACKOFF.firstMs * 2 ** Math.min(adminFailures, 10));
+  });
+  admin.on('connect', () => {
+    const control = new DynsecClient(admin);
+    void serially(async () => {
+      await control.listen();
+      const result = await reconcile(control);
+      dynsec = control;
+      adminProblem = null;
+      adminFailures = 0;
+      admin.options.reconnectPeriod = BACKOFF.firstMs;
+      events.record('broker.reconciled', `Mosquitto dynamic security in step: ${result.agents} agent account(s)${result.removed > 0 ? `, ${result.removed} stale one(s) removed` : ''}`, {}, result);
+      if (!linkStarted) {
+        linkStarted = true;
+        link.start();
+      }
+    }).catch((error: unknown) => {
+      control.stop();
+      adminTrouble(`reconcile failed: ${(error as Error).message}`);
+      admin.end(true, () => {
+        if (!closed) admin.reconnect();
+      });
+    });
+  });
+
+  // Accounts follow the records: removed on delete, unenroll and re-enrollment (the new install
+  // gets its password with its record), rights changed with the fleet.
+  const unsubscribe = events.subscribe((event) => {
+    if (event.agent_id === null) return;
+    const id = event.agent_id;
+    // A new (or re-enrolled) agent is told its fleet topic, retained, as the reference does (after
+    // forgetAgent below cleared the old install's retained commands).
+    const announce = () => {
+      if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled') void commands.announceFleet(id).catch(() => {});
+    };
+    // (fleet moves are synced by commands.moveToFleet itself, before the agent is told)
+    if (!['agent.deleted', 'agent.reenrolled', 'agent.unenrolled'].includes(event.type)) return announce();
+    commands.forgetAgent(id);
+    link.forget(id);
+    void serially(() => syncAgent(id, undefined, event.type === 'agent.reenrolled')).catch(noteFailure);
+    announce();
+  });
+
+  const wasOnline = store.allOffline();
+  events.record('broker.started', `Using the external Mosquitto broker ${url.display}; agents connect to ${endpoint.host}:${endpoint.port}${endpoint.tls ? ' (TLS)' : ''}`, {}, { url: url.display, endpoint, marked_offline: wasOnline });
+
+  return {
+    mode: 'mosquitto',
+    port: endpoint.tls ? 0 : endpoint.port,
+    tlsPort: endpoint.tls ? endpoint.port : 0,
+    certificate: null,
+    commands,
+    policies,
+    liveReports: externalLiveReports(store, commands),
+    publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
+    retained: (topic) => link.retained(topic),
+    agentEndpoint: () => endpoint,
+    credentialsIssued: async (agentId, password) => {
+      if (!dynsec) {
+        pendingPasswords.set(agentId, password);
+        return;
+      }
+      await serially(() => syncAgent(agentId, password)).catch((error: unknown) => {
+        pendingPasswords.set(agentId, password);
+        noteFailure(error);
+      });
+    },
+    status: () => ({
+      mode: 'mosquitto',
+      connected: adminProblem === null && link.connected,
+      problem: adminProblem ?? link.lastProblem,
+      url: url.display,
+      port: endpoint.port,
+      tls_port: endpoint.tls ? endpoint.port : 0,
+      connected_agents: link.onlineAgents(),
+      connections: link.onlineAgents(),
+      tls: null,
+    }),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      unsubscribe();
+      policies.close();
+      dynsec?.stop();
+      await Promise.all([link.close(), admin.endAsync(true).catch(() => {})]);
+      const offline = store.allOffline();
+      if (options.db.open) events.record('broker.stopped', `Disconnected from Mosquitto${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`, {}, { agent_ids: offline });
+    },
+  };
+}
+
+/** Enrolled or unenrolling (which must still receive its Unenroll), with a topic MQTT can carry. */
+function MAY_HOLD_ACCOUNT(row: BrokerAgentRow): boolean {
+  return (row.enroll_status === 'enrolled' || row.enroll_status === 'unenrolling') && isUsableAgentTopic(row.topic);
+}

@@ -1,0 +1,22 @@
+// Chooses the broker implementation behind the port (port.ts).
+import { startBroker, type BrokerOptions } from './broker.ts';
+import type { MqttBroker, BrokerMode } from './port.ts';
+
+export interface BrokerPortOptions extends BrokerOptions {
+  mode: BrokerMode;
+  /** External modes: mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…] */
+  brokerUrl?: string | undefined;
+  publicUrl?: string | undefined;
+  caFile?: string | undefined;
+  /** rabbitmq: where the HTTP auth backend listens. */
+  authHost: string;
+  authPort: number;
+}
+
+export async function startBrokerPort(options: BrokerPortOptions): Promise<MqttBroker> {
+  if (options.mode === 'embedded') return startBroker(options);
+  if (!options.brokerUrl) throw new Error(`--mqtt-broker ${options.mode} needs --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT`);
+  const external = { db: options.db, events: options.events, fleets: options.fleets, reports: options.reports, brokerUrl: options.brokerUrl, publicUrl: options.publicUrl, caFile: options.caFile, onTaskReport: options.onTaskReport };
+  if (options.mode === 'mosquitto') return (await import('./mosquitto.ts')).startMosquittoBroker(external);
+  return (await import('./rabbitmq.ts')).startRabbitmqBroker({ ...external, authHost: options.authHost, authPort: options.authPort });
+}
