@@ -206,6 +206,7 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
     const created = await t.admin('POST', '/deployments', { kind: 'package', item_id: pkg.id, fleet_id: fleetId, remove_on_delete: true });
     expect(created.status).toBe(201);
     expect(created.body.topic).toBe(`/1/fleet/${fleetId}/Policy/deployApp/Task/${created.body.id}`);
+    expect(await t.backend.broker.retained(created.body.topic)).toBe(JSON.stringify(created.body.message));
     const done = await allDone(created.body.id, 2);
     for (const task of done.tasks) expect(task.history.map((h: any) => h.status)).toEqual(['pending', 'received', 'in progress', 'done']);
     expect(new Set(done.tasks.flatMap((task: any) => task.history.slice(1).map((h: any) => h.source)))).toEqual(new Set(['mqtt', 'http']));

@@ -95,11 +95,12 @@ export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
 
 /**
  * The backend's own rights on an external broker: it alone publishes commands, policies, fleet
- * messages and manifests, and it reads every agent's reports.
+ * messages and manifests, and it reads every agent's reports (task reports included).
  */
 export const BACKEND_TOPIC_RULES: AgentTopicRules = {
   publish: ['/+/agent/+/Command/#', '/+/agent/+/Policy/#', '/+/fleet/#', ...MANIFEST_TOPICS.map((root) => `${root}/#`)],
-  receive: ['/+/agent/+/Status/#', ownPolicyReports('/+/agent/+'), ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
+  // (and it may read back the policies it keeps retained: MqttBroker.retained)
+  receive: ['/+/agent/+/Status/#', ownPolicyReports('/+/agent/+'), ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`), '/+/agent/+/Policy/#', '/+/fleet/+/Policy/#'],
   subscribeExact: ['/+/agent/+/Status/#', ownPolicyReports('/+/agent/+'), ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
 };
 
