@@ -29,7 +29,7 @@ interface Outcome {
 function run(step: Step): Promise<Outcome> {
   const started = Date.now();
   return new Promise((done) => {
-    const child = spawn(step.command, step.args, { cwd: root, env: { ...process.env, ...step.env, FORCE_COLOR: '0' } });
+    const child = spawn(step.command, step.args, { cwd: root, env: { ...process.env, ...step.env, FORCE_COLOR: '0', NO_COLOR: '1' } });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));

@@ -12,11 +12,13 @@ import { appLinkSchemeFor } from './deeplink/codec.ts';
 import { startBrokerPort } from './broker/start.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
+import { lockDataDir, SERVER_FILE, type DataDirLock } from './data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
 import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
+import { isDiskFull } from './http/disk-full.ts';
 import { ApiError, badRequest } from './http/errors.ts';
 import { refuseUnusableNumbers } from './http/number-guard.ts';
 import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
@@ -25,6 +27,7 @@ import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits
 import { createServices, type Services } from './services.ts';
 import { DeploymentService } from './deployments/deployments.ts';
 import { mqttTaskReports } from './deployments/mqtt-reports.ts';
+import { explainDatabaseError, explainListenError } from './startup-error.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
 const AGENT_BODY_LIMIT = 64 * 1024;
@@ -68,15 +71,47 @@ export interface StartOptions extends Partial<BackendOptions> {
 
 /**
  * Starts the whole backend: SQLite, agent API + deeplink page (LAN), admin API + console
- * (loopback). Writes DIR/server.json once listening, removes it on close.
+ * (loopback). One server per data dir: it is locked first (a second server gets a StartupError
+ * naming the first). DIR/server.json, written once listening and removed on close, says where
+ * it is. Problems a user can fix are StartupErrors saying how.
  */
 export async function startBackend(partial: StartOptions = {}): Promise<RunningBackend> {
   const options = resolveOptions(partial);
+  const infoFile = join(options.dataDir, SERVER_FILE);
+  let lock: DataDirLock;
+  try {
+    // Tokens live in the database: the data dir is the owner's alone.
+    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    lock = lockDataDir(options.dataDir);
+  } catch (error) {
+    throw explainDatabaseError(error, join(options.dataDir, 'mdm-console.sqlite'), options.dataDir);
+  }
+  try {
+    // Holding the lock, any server.json is a killed server's: gone, so nobody reads it as ours.
+    rmSync(infoFile, { force: true });
+    return await startLocked(partial, options, lock, infoFile);
+  } catch (error) {
+    rmSync(infoFile, { force: true });
+    lock.release();
+    throw explainListenError(explainDatabaseError(error, join(options.dataDir, 'mdm-console.sqlite'), options.dataDir), options);
+  }
+}
+
+function writeInfoFile(file: string, content: object): void {
+  writeFileSync(file, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
+
+async function startLocked(partial: StartOptions, options: BackendOptions, lock: DataDirLock, infoFile: string): Promise<RunningBackend> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
-  // Tokens live in the database: the data dir is the owner's alone.
-  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
-  const adminToken = loadOrCreateAdminToken(options.dataDir);
+  let adminToken: string;
+  try {
+    adminToken = loadOrCreateAdminToken(options.dataDir);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
 
   let apiPort = options.port;
   let broker: MqttBroker | undefined;
@@ -88,15 +123,27 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     endpoint: (tls: boolean) => broker!.agentEndpoint(tls),
     credentialsIssued: (agentId: number, password: string) => broker!.credentialsIssued(agentId, password),
   };
-  const services = createServices(db, targets, {
-    dataDir: options.dataDir,
-    smtpUrl: options.smtpUrl,
-    mailFrom: options.mailFrom,
-    secretProtector: options.secretProtector,
-  }, { sessions: options.sessionLimits });
-  services.sessions.purgeIdle();
+  let services: Services;
+  try {
+    services = createServices(db, targets, {
+      dataDir: options.dataDir,
+      smtpUrl: options.smtpUrl,
+      mailFrom: options.mailFrom,
+      secretProtector: options.secretProtector,
+    }, { sessions: options.sessionLimits });
+    services.sessions.purgeIdle();
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   // Agents open a session per download; idle ones are swept hourly, not only at start.
-  const sessionSweep = setInterval(() => services.sessions.purgeIdle(), 60 * 60 * 1000).unref();
+  const sessionSweep = setInterval(() => {
+    try {
+      services.sessions.purgeIdle();
+    } catch (error) {
+      if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
+    }
+  }, 60 * 60 * 1000).unref();
   const files = createFileStore(db, options.dataDir, (action, kind, item) =>
     services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
   );
@@ -233,9 +280,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
     pid: process.pid,
     started_at: new Date().toISOString(),
   };
-  const infoFile = join(options.dataDir, 'server.json');
-  writeFileSync(infoFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(infoFile, 0o600);
+  writeInfoFile(infoFile, info);
   services.events.record('server.started', `Server started at ${info.api_url}`);
   // Emails render deeplinks with the port now known; queued ones from the last run go first.
   services.mail.start();
@@ -251,6 +296,7 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
       closing ??= (async () => {
         rmSync(infoFile, { force: true });
         await closeAll();
+        lock.release();
       })();
       return closing;
     },

@@ -6,8 +6,8 @@ import { defaultDataDir } from '../backend/config.ts';
 import { codeCommands } from './code-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
-import { invitationsFromCsv } from './csv.ts';
-import { adminRequest, CliError, readServerFile, type ServerFile } from './server-file.ts';
+import { invitationsFromCsv, type CsvInvitation } from './csv.ts';
+import { AdminApiError, adminRequest, CliError, readServerFile, type ServerFile } from './server-file.ts';
 
 export type Handler = (argv: string[]) => Promise<number>;
 type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
@@ -45,13 +45,84 @@ function deliveryText(d: Invitation['delivery']): string {
   return `email ${d.state}`;
 }
 
+/** The console's words for an invitation's state (the API says `done` for used). */
+const STATUS_LABEL: Record<string, string> = { pending: 'Pending', done: 'Enrolled', expired: 'Expired', revoked: 'Revoked' };
+const statusLabel = (status: string) => STATUS_LABEL[status] ?? status;
+
 const invitationLine = (i: Invitation) =>
-  `#${i.id}  ${i.email}  ${i.status}  expires ${i.expires_at}  fleet ${i.fleet ?? '-'}  ${deliveryText(i.delivery)}\n    ${i.deeplink}`;
+  `#${i.id}  ${i.email}  ${statusLabel(i.status)}  expires ${i.expires_at}  fleet ${i.fleet ?? '-'}  ${deliveryText(i.delivery)}\n    ${i.deeplink}`;
 
 export function positiveInt(value: string | undefined, what: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new CliError(`${what} must be a positive integer, not "${value ?? ''}"`);
   return n;
+}
+
+/** Mirrors the server's LIFETIME_DAYS, so the CLI can say it in its own words. */
+const DAYS = { min: 1, max: 180 };
+function lifetimeDays(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < DAYS.min || n > DAYS.max) {
+    throw new CliError(`--days is how many days the invitation stays valid: a whole number from ${DAYS.min} to ${DAYS.max}, not "${value}"`);
+  }
+  return n;
+}
+
+/** The bulk endpoint takes at most this many rows per request. */
+export const BULK_BATCH = 5000;
+
+interface BulkCreated {
+  items: Invitation[];
+  mail?: { queued: number };
+}
+
+/**
+ * A CSV import, all or nothing even beyond one request: every row is checked first (duplicates
+ * across the whole file here, the server's rules batch by batch with row numbers of the file),
+ * then the rows are created in batches of BULK_BATCH.
+ */
+async function inviteFromCsv(server: ServerFile, rows: CsvInvitation[], extra: Record<string, boolean>, progress: (text: string) => void) {
+  const errors: string[] = [];
+  const firstRow = new Map<string, number>();
+  rows.forEach((row, index) => {
+    const email = row.email.trim().toLowerCase();
+    if (!email) return;
+    const earlier = firstRow.get(email);
+    if (earlier !== undefined && Math.floor(earlier / BULK_BATCH) !== Math.floor(index / BULK_BATCH)) {
+      errors.push(`row ${index + 1}: ${email} already appears in row ${earlier + 1}`);
+    } else if (earlier === undefined) firstRow.set(email, index);
+  });
+  const batches: CsvInvitation[][] = [];
+  for (let start = 0; start < rows.length; start += BULK_BATCH) batches.push(rows.slice(start, start + BULK_BATCH));
+  for (const [n, batch] of batches.entries()) {
+    const { errors: found } = await adminRequest<{ errors: string[] }>(server, 'POST', '/invitations/validate', { invitations: batch, another: extra.another === true });
+    const offset = n * BULK_BATCH;
+    errors.push(...found.map((text) => text.replace(/^row (\d+):/, (_m, row: string) => `row ${Number(row) + offset}:`)));
+  }
+  if (errors.length > 0) {
+    errors.sort((a, b) => Number(/^row (\d+)/.exec(a)?.[1] ?? 0) - Number(/^row (\d+)/.exec(b)?.[1] ?? 0));
+    const pending = errors.some((text) => text.includes('already has a pending invitation'));
+    const hint = pending ? '\n(For addresses with a pending invitation: remove their rows and resend with mdm-console resend ID, or add --another to invite them again.)' : '';
+    throw new CliError(`${errors.length} row(s) are invalid; nothing was created:\n  ${errors.join('\n  ')}${hint}`);
+  }
+  const created: Invitation[] = [];
+  let queued = 0;
+  for (const [n, batch] of batches.entries()) {
+    if (batches.length > 1) progress(`Creating rows ${n * BULK_BATCH + 1} to ${n * BULK_BATCH + batch.length} of ${rows.length}…`);
+    try {
+      const result = await adminRequest<BulkCreated>(server, 'POST', '/invitations/bulk', { invitations: batch, ...extra });
+      created.push(...result.items);
+      queued += result.mail?.queued ?? 0;
+    } catch (error) {
+      if (created.length === 0) throw error;
+      // Checked a moment ago, so only a change meanwhile gets here: say exactly what exists.
+      throw new CliError(
+        `rows ${n * BULK_BATCH + 1} to ${rows.length} were not created (${(error as Error).message}); ` +
+          `rows 1 to ${created.length} were (invitations #${created[0]!.id} to #${created.at(-1)!.id})`,
+      );
+    }
+  }
+  return { items: created, queued };
 }
 
 const invite: Handler = async (argv) => {
@@ -63,10 +134,15 @@ const invite: Handler = async (argv) => {
     days: { type: 'string' },
     csv: { type: 'string' },
     'no-email': { type: 'boolean' },
+    another: { type: 'boolean' },
+    resend: { type: 'boolean' },
   });
+  const days = values.days === undefined ? undefined : lifetimeDays(values.days as string);
   // Absent: the server's mail_send_on_create setting decides (on by default).
-  const sendEmail = values['no-email'] ? { send_email: false } : {};
+  const extra: Record<string, boolean> = { ...(values['no-email'] ? { send_email: false } : {}), ...(values.another ? { another: true } : {}) };
+  if (values.another && values.resend) throw new CliError('--another and --resend exclude each other: one creates a new invitation, the other emails the pending one again');
   if (values.csv) {
+    if (values.resend) throw new CliError('--resend works with --email; for a CSV, resend with mdm-console resend ID');
     let rows;
     try {
       rows = invitationsFromCsv(readFileSync(values.csv as string, 'utf8'));
@@ -74,27 +150,47 @@ const invite: Handler = async (argv) => {
       throw new CliError(`${values.csv}: ${(error as Error).message}`);
     }
     if (rows.length === 0) throw new CliError(`${values.csv}: no rows after the header`);
-    const result = await adminRequest<{ items: Invitation[]; mail?: { queued: number } }>(server(), 'POST', '/invitations/bulk', { invitations: rows, ...sendEmail });
-    const mailed = result.mail?.queued ? `; ${result.mail.queued} email(s) queued` : '';
+    if (days !== undefined) rows = rows.map((row) => ({ ...row, days }));
+    const result = await inviteFromCsv(server(), rows, extra, (text) => {
+      if (!json) console.error(text);
+    });
+    const mailed = result.queued ? `; ${result.queued} email(s) queued` : '';
     return output(json, result.items, () => `${result.items.length} invitations created${mailed}\n${result.items.map(invitationLine).join('\n')}`);
   }
-  if (!values.email) throw new CliError('invite needs --email ADDRESS (or --csv FILE)');
+  if (!values.email) throw new CliError('invite needs --email ADDRESS (or --csv FILE); see mdm-console invite --help');
   const body = {
     email: values.email,
     firstname: values.firstname,
     lastname: values.lastname,
     fleet: values.fleet,
-    days: values.days === undefined ? undefined : positiveInt(values.days as string, '--days'),
-    ...sendEmail,
+    days,
+    ...extra,
   };
-  const created = await adminRequest<Invitation>(server(), 'POST', '/invitations', body);
+  let created: Invitation;
+  try {
+    created = await adminRequest<Invitation>(server(), 'POST', '/invitations', body);
+  } catch (error) {
+    const pending = error instanceof AdminApiError && error.status === 409 ? (error.body?.invitation as Invitation | undefined) : undefined;
+    if (!pending) throw error;
+    if (values.resend) {
+      const resent = await adminRequest<Invitation>(server(), 'POST', `/invitations/${pending.id}/resend`);
+      return output(json, resent, () => `${resent.email} already had a pending invitation: #${resent.id} emailed again (same link, same expiry)\n${invitationLine(resent)}`);
+    }
+    throw new CliError(
+      `${pending.email} already has a pending invitation: #${pending.id}, valid until ${pending.expires_at}.\n` +
+        `  Email it again:              mdm-console resend ${pending.id}   (or invite again with --resend)\n` +
+        `  Invite anyway (a 2nd device): add --another`,
+      3,
+    );
+  }
   return output(json, created, () => `Invitation created\n${invitationLine(created)}`);
 };
 
 const invitations: Handler = async (argv) => {
   const { values, server, json } = parse(argv, { status: { type: 'string' }, search: { type: 'string' } });
   const query = new URLSearchParams();
-  if (values.status) query.set('status', values.status as string);
+  // "enrolled" is what the console calls it; the API says "done".
+  if (values.status) query.set('status', values.status === 'enrolled' ? 'done' : (values.status as string));
   if (values.search) query.set('q', values.search as string);
   const result = await adminRequest<{ items: Invitation[] }>(server(), 'GET', `/invitations?${query}`);
   return output(json, result.items, () => result.items.map(invitationLine).join('\n') || 'No invitations.');
@@ -234,10 +330,43 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
 const files = storedItems('file');
 const packages = storedItems('package');
 
+interface StatusView {
+  api_url: string;
+  deeplink_url: string;
+  admin_url: string;
+  console_url: string;
+  mqtt_port: number;
+  mqtt_tls_port: number;
+  mqtt_tls_fingerprint: string;
+  public_host: string;
+  data_dir: string;
+  pid: number;
+  started_at: string;
+  counts?: { pending?: number; used?: number; agents?: number; enrolled?: number; online?: number };
+  warnings?: string[];
+}
+
+/** `status`: where the server is, and a fresh sign-in link (the one it printed at start is used up). */
 const status: Handler = async (argv) => {
   const { server, json } = parse(argv, {});
-  const current = await adminRequest<Record<string, unknown>>(server(), 'GET', '/status');
-  return output(json, current, () => Object.entries(current).map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`).join('\n'));
+  const current = await adminRequest<StatusView>(server(), 'GET', '/status');
+  const { console_url } = await adminRequest<{ console_url: string }>(server(), 'POST', '/console-tickets');
+  const view = { ...current, console_url };
+  const c = current.counts ?? {};
+  return output(json, view, () =>
+    [
+      `MDM Console server running (pid ${current.pid}, since ${current.started_at}), data in ${current.data_dir}`,
+      `  Agent API (base_url):  ${current.api_url}`,
+      `  Deeplink page:         ${current.deeplink_url}/deeplink/`,
+      `  MQTT broker:           ${current.public_host}:${current.mqtt_port} (TLS ${current.mqtt_tls_port}, SHA-256 ${current.mqtt_tls_fingerprint})`,
+      `  Admin API:             ${current.admin_url}/api`,
+      `  Invitations:           ${c.pending ?? 0} pending, ${c.used ?? 0} enrolled`,
+      `  Devices:               ${c.agents ?? 0} (${c.enrolled ?? 0} enrolled, ${c.online ?? 0} online)`,
+      ...(current.warnings ?? []).map((warning) => `  Warning: ${warning}`),
+      `  Console:               ${console_url}`,
+      `                         (a new sign-in link: opens the console once, within 15 minutes)`,
+    ].join('\n'),
+  );
 };
 
 /** `console`: a fresh one-time link that opens the console signed in. */

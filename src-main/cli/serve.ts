@@ -3,8 +3,27 @@ import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
 import { parseBrokerUrl } from '../backend/broker/broker-url.ts';
 import { BROKER_MODES, type BrokerMode } from '../backend/broker/port.ts';
-import { startBackend } from '../backend/server.ts';
+import { startBackend, type RunningBackend } from '../backend/server.ts';
+import { StartupError } from '../backend/startup-error.ts';
 import { CliError } from './server-file.ts';
+
+/** The flag that changes each option a start-up error can name. */
+const FLAG_OF: Record<string, string> = {
+  port: '--port P',
+  adminPort: '--admin-port A',
+  mqttPort: '--mqtt-port M',
+  mqttTlsPort: '--mqtt-tls-port T',
+  mqttAuthPort: '--mqtt-auth-port P',
+  host: '--host ADDR',
+};
+
+/** A StartupError as the serve command words it: with the flag to use. */
+export function startupMessage(error: StartupError): string {
+  const flag = error.option ? FLAG_OF[error.option] : undefined;
+  if (!flag) return error.message;
+  const anyPort = error.option === 'host' ? '' : ' (0 = any free port)';
+  return `${error.message.replace(/ Choose another with the host option\.$/, '')} Choose another with ${flag}${anyPort}.`;
+}
 
 function port(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
@@ -73,27 +92,33 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (agentApp !== undefined && agentApp !== 'spec' && agentApp !== 'flyve') {
     throw new CliError(`--agent-app must be spec (the spec's agent) or flyve (the reference Flyve MDM agents), not "${agentApp}"`);
   }
-  const backend = await startBackend({
-    dataDir: values['data-dir'],
-    port: port(values.port, '--port'),
-    adminPort: port(values['admin-port'], '--admin-port'),
-    mqttPort: port(values['mqtt-port'], '--mqtt-port'),
-    mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
-    mqttTlsCertFile: values['mqtt-tls-cert'],
-    mqttTlsKeyFile: values['mqtt-tls-key'],
-    publicHost: values['public-host'],
-    host: values.host,
-    smtpUrl,
-    mailFrom: values['mail-from'],
-    mqttBroker,
-    mqttBrokerUrl: values['mqtt-broker-url'],
-    mqttPublicUrl: values['mqtt-public-url'],
-    mqttBrokerCaFile: values['mqtt-broker-ca'],
-    mqttAuthHost: values['mqtt-auth-host'],
-    mqttAuthPort: port(values['mqtt-auth-port'], '--mqtt-auth-port'),
-    // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
-    simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
-  });
+  let backend: RunningBackend;
+  try {
+    backend = await startBackend({
+      dataDir: values['data-dir'],
+      port: port(values.port, '--port'),
+      adminPort: port(values['admin-port'], '--admin-port'),
+      mqttPort: port(values['mqtt-port'], '--mqtt-port'),
+      mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
+      mqttTlsCertFile: values['mqtt-tls-cert'],
+      mqttTlsKeyFile: values['mqtt-tls-key'],
+      publicHost: values['public-host'],
+      host: values.host,
+      smtpUrl,
+      mailFrom: values['mail-from'],
+      mqttBroker,
+      mqttBrokerUrl: values['mqtt-broker-url'],
+      mqttPublicUrl: values['mqtt-public-url'],
+      mqttBrokerCaFile: values['mqtt-broker-ca'],
+      mqttAuthHost: values['mqtt-auth-host'],
+      mqttAuthPort: port(values['mqtt-auth-port'], '--mqtt-auth-port'),
+      // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
+      simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
+    });
+  } catch (error) {
+    if (error instanceof StartupError) throw new CliError(`cannot start: ${startupMessage(error)}`, 1);
+    throw error;
+  }
   if (agentApp !== undefined && backend.services.settings.get().agent_app !== agentApp) {
     // The same rule as the settings page: the reference encoding cannot carry a ";".
     const unfit = agentApp === 'flyve' ? fieldsUnfitForFlyve(backend.services.settings.deeplinkFields()) : null;

@@ -21,21 +21,40 @@ export function readServerFile(dataDir: string): ServerFile {
   } catch {
     throw new CliError(`No server is running for ${dataDir} (no ${file}). Start one with: npm run serve -- --data-dir ${dataDir}`);
   }
-  const info = JSON.parse(text) as ServerFile;
+  let info: ServerFile;
+  try {
+    info = JSON.parse(text) as ServerFile;
+  } catch {
+    throw new CliError(`${file} is not readable JSON; if no server is running, delete it and start one with: npm run serve -- --data-dir ${dataDir}`);
+  }
   try {
     process.kill(info.pid, 0);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ESRCH') {
-      throw new CliError(`The server recorded in ${file} (pid ${info.pid}) is not running. Start it with: npm run serve`);
+      throw new CliError(`The server recorded in ${file} (pid ${info.pid}) is not running. Start it with: npm run serve -- --data-dir ${dataDir}`);
     }
   }
   return info;
 }
 
 export class CliError extends Error {
-  constructor(message: string) {
+  /** The process exit code (default 2: usage or request refused). */
+  readonly exitCode?: number;
+  constructor(message: string, exitCode?: number) {
     super(message);
     this.name = 'CliError';
+    this.exitCode = exitCode;
+  }
+}
+
+/** A refusal of the admin API: its status and body, for commands that act on it. */
+export class AdminApiError extends CliError {
+  readonly status: number;
+  readonly body: { error?: string; message?: string; errors?: string[]; [key: string]: unknown } | undefined;
+  constructor(message: string, status: number, body: AdminApiError['body']) {
+    super(message);
+    this.status = status;
+    this.body = body;
   }
 }
 
@@ -57,9 +76,9 @@ export async function adminRequest<T>(server: ServerFile, method: string, path: 
   const text = await response.text();
   const data = text ? (JSON.parse(text) as unknown) : undefined;
   if (!response.ok) {
-    const problem = data as { message?: string; errors?: string[] } | undefined;
+    const problem = data as AdminApiError['body'];
     const details = problem?.errors?.length ? `\n  ${problem.errors.join('\n  ')}` : '';
-    throw new CliError(`${problem?.message ?? `HTTP ${response.status}`}${details}`);
+    throw new AdminApiError(`${problem?.message ?? `HTTP ${response.status}`}${details}`, response.status, problem);
   }
   return data as T;
 }

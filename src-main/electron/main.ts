@@ -5,6 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_PORTS } from '../backend/config.ts';
 import { startBackend, type RunningBackend } from '../backend/server.ts';
+import { StartupError } from '../backend/startup-error.ts';
 import { simulateEnrollment, stopSimulatedDevices } from '../device/simulate.ts';
 import { CONSOLE_CSP, isConsoleUrl, isExternalOpenable, isPermissionAllowed, pdfRequest } from './policy.ts';
 import { loadWindowState, trackWindowState } from './window-state.ts';
@@ -165,7 +166,8 @@ async function start(): Promise<void> {
     }
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    const busy = (error as { code?: string }).code === 'EADDRINUSE';
+    // A StartupError already says what is wrong and what to do.
+    const busy = (error as { code?: string }).code === 'EADDRINUSE' && !(error instanceof StartupError);
     dialog.showErrorBox(
       'MDM Console could not start its server',
       busy ? `${message}\n\nAnother MDM Console (or \`npm run serve\`) is probably running. Close it and start again.` : message,

@@ -8,12 +8,15 @@ export class ApiRequestError extends Error {
   readonly code: string;
   /** Per-row errors of bulk endpoints ("row N: …"). */
   readonly errors: string[];
+  /** The whole error body, for errors that carry more (e.g. the pending invitation of a 409). */
+  readonly body: Record<string, unknown>;
 
-  constructor(status: number, code: string, message: string, errors: string[] = []) {
+  constructor(status: number, code: string, message: string, errors: string[] = [], body: Record<string, unknown> = {}) {
     super(message);
     this.status = status;
     this.code = code;
     this.errors = errors;
+    this.body = body;
   }
 }
 
@@ -22,8 +25,10 @@ export async function errorOf(response: Response): Promise<ApiRequestError> {
   let code = `HTTP_${response.status}`;
   let message = response.statusText || `HTTP ${response.status}`;
   let errors: string[] = [];
+  let whole: Record<string, unknown> = {};
   try {
     const body = (await response.json()) as { error?: unknown; message?: unknown; errors?: unknown };
+    if (body && typeof body === 'object') whole = body as Record<string, unknown>;
     if (typeof body.error === 'string') code = body.error;
     if (typeof body.message === 'string') message = body.message;
     if (Array.isArray(body.errors)) errors = body.errors.filter((e): e is string => typeof e === 'string');
@@ -31,7 +36,7 @@ export async function errorOf(response: Response): Promise<ApiRequestError> {
     // Not JSON: keep the status text.
   }
   if (response.status === 401) message = 'Signed out: get a new sign-in link with `npm run cli -- console`, or open the desktop app.';
-  return new ApiRequestError(response.status, code, message, errors);
+  return new ApiRequestError(response.status, code, message, errors, whole);
 }
 
 export interface RequestOptions {

@@ -129,14 +129,15 @@ export function useCreateInvitation() {
   });
 }
 
-export function validateInvitations(invitations: InvitationInput[]) {
-  return post<{ errors: string[] }>('/invitations/validate', { invitations });
+export function validateInvitations(invitations: InvitationInput[], another = false) {
+  return post<{ errors: string[] }>('/invitations/validate', { invitations, ...(another ? { another } : {}) });
 }
 
-export function createInvitations(invitations: InvitationInput[], sendEmail?: boolean) {
+export function createInvitations(invitations: InvitationInput[], sendEmail?: boolean, another = false) {
   return post<{ items: Invitation[]; mail?: { batch_id: string | null; queued: number } }>('/invitations/bulk', {
     invitations,
     ...(sendEmail === undefined ? {} : { send_email: sendEmail }),
+    ...(another ? { another } : {}),
   });
 }
 

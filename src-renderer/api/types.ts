@@ -153,6 +153,8 @@ export interface InvitationInput {
   lastname?: string | null;
   fleet?: string | null;
   days?: number | null;
+  /** Invite an address that already has a pending invitation (a second device). */
+  another?: boolean;
 }
 
 export interface InvitationFilter {

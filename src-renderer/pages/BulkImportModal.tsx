@@ -29,7 +29,7 @@ import type { Invitation } from '../api/types.ts';
 import { navigate } from '../app/router.tsx';
 import { fullName } from '../lib/format.ts';
 import { notifyError } from '../components/common.tsx';
-import { createInBatches, type BulkOutcome } from '../lib/bulk-create.ts';
+import { createInBatches, validateInChunks, type BulkOutcome } from '../lib/bulk-create.ts';
 import {
   LIFETIME,
   mergeServerErrors,
@@ -62,6 +62,8 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
   const [outcome, setOutcome] = useState<BulkOutcome<Invitation> | null>(null);
   const [fileError, setFileError] = useState<string | null>(null);
   const [sendEmail, setSendEmail] = useState<boolean | null>(null);
+  // Addresses with a pending invitation are refused unless this says to invite them again.
+  const [alsoPending, setAlsoPending] = useState(false);
   const [batchIds, setBatchIds] = useState<string[]>([]);
   const mailOn = typeof settings.data?.mail_send_on_create === 'boolean';
   const emailThem = sendEmail ?? settings.data?.mail_send_on_create === true;
@@ -103,11 +105,12 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
   useEffect(() => {
     setServerErrors(null);
     const candidates = checked.filter((row) => row.problems.length === 0);
-    if (candidates.length === 0 || candidates.length > 5000) return;
+    if (candidates.length === 0) return;
     const controller = new AbortController();
     const timer = setTimeout(() => {
-      validateInvitations(candidates.map((row) => toInvitationInput(row, defaults)))
-        .then(({ errors }) => {
+      // Large imports are asked about in requests of 5,000 rows (the endpoint's limit).
+      validateInChunks(candidates, async (part) => (await validateInvitations(part.map((row) => toInvitationInput(row, defaults)), alsoPending)).errors)
+        .then((errors) => {
           if (!controller.signal.aborted) setServerErrors({ sent: candidates, errors });
         })
         .catch(() => {});
@@ -117,7 +120,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
       clearTimeout(timer);
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [checked, fleet, daysValue]);
+  }, [checked, fleet, daysValue, alsoPending]);
 
   const readFile = async (files: File[]) => {
     const picked = files[0];
@@ -165,7 +168,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
     const result = await createInBatches<Invitation>(
       valid,
       async (batch) => {
-        const created = await createInvitations(batch.map((row) => toInvitationInput(row, defaults)), mailOn ? emailThem : undefined);
+        const created = await createInvitations(batch.map((row) => toInvitationInput(row, defaults)), mailOn ? emailThem : undefined, alsoPending);
         if (created.mail?.batch_id && created.mail.queued > 0) batches.push(created.mail.batch_id);
         return created.items;
       },
@@ -292,6 +295,12 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
                   onChange={(e) => setSendEmail(e.currentTarget.checked)}
                 />
               ) : null}
+              <Checkbox
+                label="Also invite people who already have a pending invitation"
+                description="Off: they are listed as problems and skipped (resend their invitation from its page instead)."
+                checked={alsoPending}
+                onChange={(e) => setAlsoPending(e.currentTarget.checked)}
+              />
             </Stack>
             <Preview rows={rows} errors={parsed.errors} />
           </SimpleGrid>

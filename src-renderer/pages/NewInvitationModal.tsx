@@ -1,13 +1,14 @@
-import { Button, Checkbox, Group, Modal, NumberInput, Select, SimpleGrid, Stack, Text, TextInput } from '@mantine/core';
-import { IconCheck } from '@tabler/icons-react';
+import { Alert, Button, Checkbox, Group, Modal, NumberInput, Select, SimpleGrid, Stack, Text, TextInput } from '@mantine/core';
+import { IconCheck, IconInfoCircle } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
-import { ApiRequestError } from '../api/client.ts';
+import { ApiRequestError, post } from '../api/client.ts';
 import { useCreateInvitation, useFleets, useSettings } from '../api/queries.ts';
 import { AgentAppNote } from '../features/agent-app.tsx';
 import { navigate } from '../app/router.tsx';
 import { notifyError, notifySuccess } from '../components/common.tsx';
 import { emailProblem } from '../lib/email.ts';
 import { LIFETIME } from '../lib/invitation-import.ts';
+import type { Invitation } from '../api/types.ts';
 
 /** One invitation: email checked as it is typed, names, fleet and lifetime. */
 export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClose: () => void }) {
@@ -25,6 +26,9 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
   const mailOn = typeof settings.data?.mail_send_on_create === 'boolean';
   const emailIt = sendEmail ?? settings.data?.mail_send_on_create === true;
   const [serverError, setServerError] = useState<string | null>(null);
+  // The address already has a pending invitation: say so, and offer to resend it.
+  const [pending, setPending] = useState<Invitation | null>(null);
+  const [resending, setResending] = useState(false);
 
   const problem = emailProblem(email);
   // As you type: once the address has an @ (or the field was left), say what is wrong with it.
@@ -41,13 +45,37 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
     setLastname('');
     setBlurred(false);
     setServerError(null);
+    setPending(null);
   };
 
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
+  const finish = (invitation: Invitation) => {
+    reset();
+    if (!another) {
+      onClose();
+      navigate(`/invitations/${invitation.id}`);
+    }
+  };
+
+  const resendPending = async () => {
+    if (!pending) return;
+    setResending(true);
+    try {
+      const resent = await post<Invitation>(`/invitations/${pending.id}/resend`);
+      notifySuccess(`Invitation #${resent.id} emailed again to ${resent.email}`);
+      finish(resent);
+    } catch (error) {
+      notifyError('The invitation was not resent', error);
+    } finally {
+      setResending(false);
+    }
+  };
+
+  const submit = (event: FormEvent | null, second = false) => {
+    event?.preventDefault();
     setBlurred(true);
     if (problem || daysProblem) return;
     setServerError(null);
+    setPending(null);
     create.mutate(
       {
         email: email.trim(),
@@ -56,18 +84,17 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
         ...(fleet ? { fleet } : {}),
         ...(daysValue !== null ? { days: daysValue } : {}),
         ...(mailOn ? { send_email: emailIt } : {}),
+        ...(second ? { another: true } : {}),
       },
       {
         onSuccess: (invitation) => {
           notifySuccess(`Invitation created for ${invitation.email}`);
-          reset();
-          if (!another) {
-            onClose();
-            navigate(`/invitations/${invitation.id}`);
-          }
+          finish(invitation);
         },
         onError: (error) => {
-          if (error instanceof ApiRequestError && error.status === 400) setServerError(error.message);
+          const existing = error instanceof ApiRequestError && error.code === 'ERROR_INVITATION_PENDING' ? (error.body.invitation as Invitation | undefined) : undefined;
+          if (existing) setPending(existing);
+          else if (error instanceof ApiRequestError && error.status === 400) setServerError(error.message);
           else notifyError('The invitation was not created', error);
         },
       },
@@ -92,6 +119,7 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
             onChange={(e) => {
               setEmail(e.currentTarget.value);
               setServerError(null);
+              setPending(null);
             }}
             onBlur={() => setBlurred(true)}
             error={showProblem ?? serverError}
@@ -129,6 +157,35 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
               checked={emailIt}
               onChange={(e) => setSendEmail(e.currentTarget.checked)}
             />
+          ) : null}
+          {pending ? (
+            <Alert color="yellow" icon={<IconInfoCircle size={18} />} title="Already invited" data-testid="pending-invitation">
+              <Stack gap="xs">
+                <Text size="sm">
+                  {pending.email} already has a pending invitation (#{pending.id}), valid until {new Date(pending.expires_at).toLocaleString()}. Resend it with the
+                  same link, or create a second one (for another device).
+                </Text>
+                <Group gap="xs">
+                  <Button size="xs" loading={resending} onClick={() => void resendPending()}>
+                    Resend invitation #{pending.id}
+                  </Button>
+                  <Button
+                    size="xs"
+                    variant="default"
+                    onClick={() => {
+                      reset();
+                      onClose();
+                      navigate(`/invitations/${pending.id}`);
+                    }}
+                  >
+                    Open it
+                  </Button>
+                  <Button size="xs" variant="subtle" loading={create.isPending} onClick={() => submit(null, true)}>
+                    Create another anyway
+                  </Button>
+                </Group>
+              </Stack>
+            </Alert>
           ) : null}
           <Text size="xs" c="dimmed">
             The invitation carries a QR code and a deeplink; the device that uses it enrolls into the chosen fleet.

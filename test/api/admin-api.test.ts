@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentCall, enrollByHand, startTestBackend, type TestBackend } from '../helpers/backend.ts';
 
@@ -124,6 +124,27 @@ describe('admin authentication', () => {
 });
 
 describe('the event stream', () => {
+  it('answers a HEAD with the stream headers and ends it: the same connection serves the next request', async () => {
+    // One kept-alive socket: a HEAD left open would hold the request after it forever.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const call = (method: string, path: string) =>
+      new Promise<{ status: number; type: string }>((resolve, reject) => {
+        const req = httpRequest(`${t.backend.info.admin_url}/api${path}`, { method, agent, headers: bearer() }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type']) }));
+        });
+        req.on('error', reject);
+        req.setTimeout(10_000, () => req.destroy(new Error(`${method} ${path} was not answered`)));
+        req.end();
+      });
+    try {
+      expect(await call('HEAD', '/events/stream')).toEqual({ status: 200, type: expect.stringContaining('text/event-stream') });
+      expect((await call('GET', '/status')).status).toBe(200);
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it('relays every change live, then catches a reconnecting client up from Last-Event-ID', async () => {
     const live = readEvents(bearer(), (events) => events.some((e) => e.type === 'agent.enrolled' && e.data.data.serial === 'SSE-1'));
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -186,7 +207,18 @@ describe('invitations', () => {
 
   it('re-inviting an email reuses its user and token; delete removes the invitation', async () => {
     const { body: first } = await t.admin('POST', '/invitations', { email: 'Again@Example.com' });
-    const { body: second } = await t.admin('POST', '/invitations', { email: 'again@example.COM' });
+    // A pending invitation is said, with the invitation to resend, not silently doubled.
+    const refused = await t.admin('POST', '/invitations', { email: 'again@example.COM' });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ error: 'ERROR_INVITATION_PENDING', invitation: { id: first.id, invitation_token: first.invitation_token } });
+    expect(refused.body.message).toContain(`again@example.com already has a pending invitation (#${first.id}`);
+    const bulk = await t.admin('POST', '/invitations/bulk', { invitations: [{ email: 'fresh-one@example.com' }, { email: 'AGAIN@example.com' }] });
+    expect(bulk.status).toBe(400);
+    expect(bulk.body.errors).toEqual([expect.stringMatching(new RegExp(`^row 2: again@example.com already has a pending invitation \\(#${first.id}`))]);
+    expect((await t.admin('GET', '/invitations?q=fresh-one')).body.total).toBe(0);
+    // A second device: asked for explicitly.
+    const { status, body: second } = await t.admin('POST', '/invitations', { email: 'again@example.COM', another: true });
+    expect(status).toBe(201);
     expect(second.user_token).toBe(first.user_token);
     expect(second.invitation_token).not.toBe(first.invitation_token);
     expect((await t.admin('DELETE', `/invitations/${first.id}`)).status).toBe(204);

@@ -320,7 +320,7 @@ describe('re-enrollment', () => {
     expect(body.log[0].message).toMatch(/already enrolled for another user/);
     // Once the admin removes the device, the new person may enroll it.
     expect((await t.admin('DELETE', `/agents/${enrolled.created.body.id}`)).status).toBe(204);
-    const retry = await enrollByHand(t.apiUrl, await invite({ email: mallory.email }), { serial: 'TAKEOVER-1' });
+    const retry = await enrollByHand(t.apiUrl, await invite({ email: mallory.email, another: true }), { serial: 'TAKEOVER-1' });
     expect(retry.created.status).toBe(201);
   });
 

@@ -3,10 +3,13 @@
  * runs in its own process under `ulimit -n 1024`; floods come from other loopback addresses
  * (127.0.0.2 …), the legitimate requests from 127.0.0.1.
  */
+import { get as httpGet } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planSockets } from '../../src-main/backend/http/socket-limits.ts';
+import { agentCall, enrollByHand } from '../helpers/backend.ts';
 import { startChildBackend, type ChildBackend } from '../helpers/child-backend.ts';
+import mqtt, { type MqttClient } from 'mqtt';
 
 const FD_LIMIT = 1024;
 const plan = planSockets(FD_LIMIT);
@@ -71,6 +74,18 @@ const legitimate = async () => {
   return results;
 };
 
+/** The status of a GET made on a new connection (0: refused or closed). */
+function freshConnectionStatus(url: string): Promise<number> {
+  return new Promise((resolve) => {
+    const request = httpGet(url, { agent: false, headers: { 'content-type': 'application/json' } }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.on('error', () => resolve(0));
+    request.setTimeout(10_000, () => request.destroy());
+  });
+}
+
 describe('socket caps under ulimit -n 1024', () => {
   it('plans descriptors: admin headroom, an agent share, a per-address part of it', () => {
     expect(plan.adminConnections).toBe(128);
@@ -103,6 +118,64 @@ describe('socket caps under ulimit -n 1024', () => {
     for (const s of slow) s.socket.destroy();
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await legitimate()).toEqual(Array(20).fill(200));
+  });
+
+  it('a few hosts under the per-address cap fill the agent listener: a device from another address still gets in', { timeout: 60_000 }, async () => {
+    // 5 × 60 slow connections, each host under its cap of 64: before, they held all 256 places.
+    const addresses = Array.from({ length: 5 }, (_, i) => `127.0.1.${i + 2}`);
+    const slow = await flood(300, addresses);
+    expect(slow.filter((s) => s.state === 'open').length).toBeGreaterThan(plan.agentConnections - 5);
+    // The greediest host's oldest connection makes room for a newcomer from 127.0.0.1, each on a
+    // connection of its own (fetch would reuse one opened before the flood).
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push(await freshConnectionStatus(`${server.info.api_url}/getFullSession?session_token=${session}`));
+    expect(statuses).toEqual(Array(10).fill(200));
+    const stillOpen = slow.filter((s) => !s.socket.destroyed && s.state === 'open').length;
+    expect(stillOpen).toBeLessThanOrEqual(plan.agentConnections - 1);
+    for (const s of slow) s.socket.destroy();
+  });
+});
+
+describe('the MQTT listener under ulimit -n 1024', () => {
+  it('sockets that never log in cannot hold it: a device still logs in, and one already logged in stays connected', { timeout: 60_000 }, async () => {
+    const device = async (email: string) => {
+      const invited = await fetch(`${server.info.admin_url}/api/invitations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.info.admin_token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ email, send_email: false }),
+      }).then((r) => r.json() as Promise<{ user_token: string; invitation_token: string }>);
+      const serial = `CAP${Math.random().toString(36).slice(2, 10).toUpperCase()}`;
+      const { session: enrolling, created } = await enrollByHand(server.info.api_url, { ...invited, email }, { serial });
+      const record = await agentCall(server.info.api_url, 'GET', `PluginMdmAgent/${created.body.id}?session_token=${enrolling}`);
+      return { username: serial, password: record.body.mqttpasswd as string };
+    };
+    const login = (credentials: { username: string; password: string }) =>
+      new Promise<MqttClient>((resolve, reject) => {
+        const client = mqtt.connect({ host: '127.0.0.1', port: server.info.mqtt_port, ...credentials, reconnectPeriod: 0, connectTimeout: 10_000 });
+        client.once('connect', () => resolve(client));
+        client.once('error', reject);
+        client.once('close', () => reject(new Error('closed before CONNACK')));
+      });
+    const early = await login(await device('mqtt-early@example.com'));
+    const late = await device('mqtt-late@example.com');
+
+    // More idle sockets than the listener's share (153 here), each never sending a CONNECT.
+    const idle = await Promise.all(
+      Array.from({ length: 200 }, () => new Promise<Socket>((resolve) => {
+        const socket = connect({ host: '127.0.0.1', port: server.info.mqtt_port, localAddress: '127.0.2.2' });
+        socket.on('error', () => {});
+        socket.once('connect', () => resolve(socket));
+        socket.once('close', () => resolve(socket));
+      })),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(idle.filter((s) => !s.destroyed).length).toBeGreaterThan(100); // they do fill it
+
+    const client = await login(late);
+    expect(client.connected).toBe(true);
+    expect(early.connected).toBe(true);
+    await Promise.all([client.endAsync(true), early.endAsync(true)]);
+    for (const s of idle) s.destroy();
   });
 });
 

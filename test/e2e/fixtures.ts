@@ -44,7 +44,7 @@ export const test = base.extend<{ consoleErrors: string[] }>({
       const errors: string[] = [];
       page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`));
       page.on('console', (message) => {
-        if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 40[04]/.test(message.text())) {
+        if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 40[049]/.test(message.text())) {
           errors.push(`console: ${message.text()}`);
         }
       });

@@ -89,7 +89,7 @@ describe('migrations', () => {
     expect(db.prepare(`SELECT name FROM sqlite_master WHERE name = 'half'`).get()).toBeUndefined();
     db.pragma(`user_version = ${latest + 5}`);
     db.close();
-    expect(() => openDatabase(file)).toThrow(/newer than this program/);
+    expect(() => openDatabase(file)).toThrow(/written by a newer version of MDM Console \(database schema/);
   });
 
   it('keep the event history append-only and enforce one default fleet per entity', () => {

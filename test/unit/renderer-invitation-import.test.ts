@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createInBatches } from '../../src-renderer/lib/bulk-create.ts';
+import { createInBatches, validateInChunks } from '../../src-renderer/lib/bulk-create.ts';
 import { detectSeparator, parseCsv } from '../../src-renderer/lib/csv.ts';
 import { emailProblem, isValidEmail } from '../../src-renderer/lib/email.ts';
 import { chunk, mergeServerErrors, parseCsvText, parsePasted, toInvitationInput, validateRows, type ImportRow } from '../../src-renderer/lib/invitation-import.ts';
@@ -141,5 +141,23 @@ describe('creating in batches', () => {
     );
     expect(outcome.failed.slice(0, 5).every(({ message }) => message === 'The console cannot reach its server.')).toBe(true);
     expect(outcome.failed.slice(5).map(({ message }) => message)).toEqual(['Cancelled before it was sent', 'Cancelled before it was sent']);
+  });
+});
+
+describe('checking more rows than one request takes', () => {
+  it('asks in chunks and numbers every error as a position in the whole import', async () => {
+    const rows = Array.from({ length: 12 }, (_, i) => `r${i + 1}`);
+    const asked: string[][] = [];
+    // A stand-in for the server's rule: it refuses rows whose name ends in 5 or 1, numbering within its request.
+    const errors = await validateInChunks(
+      rows,
+      async (part) => {
+        asked.push(part);
+        return part.flatMap((row, i) => (/[15]$/.test(row) ? [`row ${i + 1}: ${row} refused`] : []));
+      },
+      5,
+    );
+    expect(asked.map((part) => part.length)).toEqual([5, 5, 2]);
+    expect(errors).toEqual(['row 1: r1 refused', 'row 5: r5 refused', 'row 11: r11 refused']);
   });
 });

@@ -16,6 +16,11 @@ export function streamEvents(events: EventLog, request: FastifyRequest, reply: F
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
+  // A HEAD asks for the headers only: answer them and end, rather than hold a stream open.
+  if (request.method === 'HEAD') {
+    res.end();
+    return;
+  }
   const send = (event: RecordedEvent) => {
     res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
   };

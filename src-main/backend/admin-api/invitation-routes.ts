@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { LIFETIME_DAYS, type InvitationInput } from '../invitations/invitations.ts';
+import { LIFETIME_DAYS, pendingMessage, type InvitationInput } from '../invitations/invitations.ts';
 import type { Services } from '../services.ts';
 import { qrRoutes } from './qr-routes.ts';
 
@@ -19,9 +19,13 @@ export const InvitationInputSchema = Type.Object(
 );
 /** Email the invitation(s) now; default: the mail_send_on_create setting (true unless changed). */
 const SendEmail = Type.Optional(Type.Boolean());
-const InvitationCreateSchema = Type.Object({ ...InvitationInputSchema.properties, send_email: SendEmail }, { additionalProperties: false });
-const Bulk = Type.Object({ invitations: Type.Array(InvitationInputSchema, { minItems: 1, maxItems: 5000 }), send_email: SendEmail });
-type CreateInput = InvitationInput & { send_email?: boolean };
+/** Invite an address that already has a pending invitation (a second device); default: refused. */
+const Another = Type.Optional(Type.Boolean());
+const InvitationCreateSchema = Type.Object({ ...InvitationInputSchema.properties, send_email: SendEmail, another: Another }, { additionalProperties: false });
+export const BULK_MAX = 5000;
+const Bulk = Type.Object({ invitations: Type.Array(InvitationInputSchema, { minItems: 1, maxItems: BULK_MAX }), send_email: SendEmail, another: Another });
+type CreateInput = InvitationInput & { send_email?: boolean; another?: boolean };
+type BulkInput = { invitations: InvitationInput[]; send_email?: boolean; another?: boolean };
 
 export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   const { invitations, events } = services;
@@ -47,25 +51,34 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
   );
 
   app.post('/invitations', { schema: { body: InvitationCreateSchema } }, async (request, reply) => {
-    const { send_email, ...input } = request.body as CreateInput;
-    const { rows } = services.mail.createInvitations([input], { send: send_email });
+    const { send_email, another, ...input } = request.body as CreateInput;
+    // Saying so beats a silent second invitation: the answer carries the pending one, to resend.
+    const pending = another ? undefined : invitations.pendingFor(input.email);
+    if (pending) {
+      return reply.code(409).send({
+        error: 'ERROR_INVITATION_PENDING',
+        message: `${pendingMessage(pending)}. Resend it (POST /api/invitations/${pending.id}/resend), or create another with "another": true.`,
+        invitation: invitations.view(pending),
+      });
+    }
+    const { rows } = services.mail.createInvitations([input], { send: send_email, allowPending: true });
     return reply.code(201).send(invitations.view(rows[0]!));
   });
 
   // Checks rows without creating anything: the console's preview and the CLI's CSV import.
   app.post('/invitations/validate', { schema: { body: Bulk } }, async (request) => {
-    const rows = (request.body as { invitations: Parameters<typeof invitations.validate>[0] }).invitations;
-    return { errors: invitations.validate(rows) };
+    const { invitations: rows, another } = request.body as BulkInput;
+    return { errors: invitations.validate(rows, 1, { allowPending: another === true }) };
   });
 
   app.post('/invitations/bulk', { schema: { body: Bulk } }, async (request, reply) => {
-    const rows = (request.body as { invitations: Parameters<typeof invitations.validate>[0] }).invitations;
-    const errors = invitations.validate(rows);
+    const { invitations: rows, another, send_email } = request.body as BulkInput;
+    const errors = invitations.validate(rows, 1, { allowPending: another === true });
     if (errors.length > 0) {
       return reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: `${errors.length} row(s) are invalid; nothing was created`, errors });
     }
     // Emails go out in the background; `mail.batch_id` is for GET /api/mail/batches/:batch_id.
-    const { rows: created, batch_id, queued } = services.mail.createInvitations(rows, { send: (request.body as { send_email?: boolean }).send_email, batch: true });
+    const { rows: created, batch_id, queued } = services.mail.createInvitations(rows, { send: send_email, batch: true, allowPending: true });
     return reply.code(201).send({ items: created.map((row) => invitations.view(row)), mail: { batch_id, queued } });
   });
 

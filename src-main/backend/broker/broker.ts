@@ -4,15 +4,18 @@ import { createServer as createTlsServer } from 'node:tls';
 import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
+import { isDiskFull, unlessDiskFull } from '../http/disk-full.ts';
 import { verifySecret } from '../util/tokens.ts';
 import type { DeviceReports } from '../agents/reports.ts';
 import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
 import { BrokerAgentStore, ENROLL, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
+import { capBrokerConnections } from './connection-cap.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
+import { ResubscribeGuard } from './resubscribe.ts';
 import type { LiveReports, MqttBroker, TaskReportHandler } from './port.ts';
 import { loadBrokerCertificate } from './tls-certificate.ts';
 import { MANIFEST_VERSION } from './manifest.ts';
@@ -41,6 +44,8 @@ export interface BrokerOptions {
   maxConnections?: number;
   /** A task status report of an agent (`T/Status/Task/<id>` or rc.6's `<policy topic>/Status/Task/<id>`). */
   onTaskReport?: TaskReportHandler | undefined;
+  /** How long after its CONNACK an agent may take to subscribe before the broker does it (resubscribe.ts). */
+  resubscribeGraceMs?: number;
 }
 
 export type { BrokerStatus, LiveReports, MqttBroker, PolicyPublisher } from './port.ts';
@@ -52,18 +57,18 @@ const DENIED_PREFIX = '$denied/';
 /** Where rc.6 task reports go once taken in: delivered to nobody. */
 const TAKEN_PREFIX = '$taken/';
 
-function refusal(returnCode: 4 | 5, message: string): AuthenticateError {
+function refusal(returnCode: 3 | 4 | 5, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode }) as unknown as AuthenticateError;
 }
+
+/** CONNACK 3 (server unavailable): the device retries later, as it does after any outage. */
+const DISK_FULL_REFUSAL = "the server's disk is full: nothing can be saved";
 
 function listen(server: Server, port: number, host: string, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      reject(
-        error.code === 'EADDRINUSE'
-          ? new Error(`The ${what} port ${port} is already in use (another MQTT broker?). Choose another with --${what === 'MQTT' ? 'mqtt-port' : 'mqtt-tls-port'} (0 = any free port).`)
-          : error,
-      );
+      // Keeps code and port: startup-error.ts words it, naming the option that changes it.
+      reject(Object.assign(error, { port: (error as { port?: number }).port ?? port, listener: what }));
     };
     server.once('error', onError);
     server.listen(port, host, () => {
@@ -144,6 +149,20 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     },
   };
   const wasOnline = presence.start();
+  const resubscribe = new ResubscribeGuard({
+    graceMs: options.resubscribeGraceMs,
+    subscribe: (client, filters) =>
+      new Promise((resolve, reject) =>
+        client.subscribe(
+          filters.map((topic) => ({ topic, qos: 0 as const })),
+          (error) => (error ? reject(error) : resolve(filters.filter((topic) => topic in (client as unknown as { subscriptions: object }).subscriptions))),
+        ),
+      ),
+    subscribed: (_client, agent, filters) =>
+      events.record('mqtt.resubscribed', `${agent.name} reconnected without subscribing; the broker subscribed it to ${filters.join(', ')}`, { entityId: agent.entityId, agentId: agent.id }, {
+        filters,
+      }),
+  });
 
   /**
    * Checks a login at once (a salted SHA-256: cheap) and says how long its answer waits: a
@@ -188,17 +207,26 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   };
 
   const connectionClosed = (client: Client) => {
+    resubscribe.closed(client);
     const info = registry.infoOf(client);
     const unbound = registry.unbind(client);
-    if (unbound) presence.closed(unbound.identity, unbound.last, info);
+    if (unbound) unlessDiskFull(() => presence.closed(unbound.identity, unbound.last, info));
   };
 
+  let connectionCap: ReturnType<typeof capBrokerConnections> | undefined; // set once the listeners exist
   aedes = await Aedes.createBroker({
     drainTimeout: 30_000,
     // MQTT 3.1 says 23 characters; agents that send a UUID (36) are accepted like MQTT 3.1.1 ones.
     maxClientsIdLength: 128,
     authenticate(client, username, password, done) {
-      const { result, delay } = check(client, username ?? undefined, password ?? undefined);
+      let checked: ReturnType<typeof check>;
+      try {
+        checked = check(client, username ?? undefined, password ?? undefined);
+      } catch (error) {
+        if (!isDiskFull(error)) throw error;
+        return done(refusal(3, DISK_FULL_REFUSAL), false); // a refusal could not be logged
+      }
+      const { result, delay } = checked;
       const answer = () => {
         if (result instanceof Error) return done(result, false);
         // Client ids are scoped to their agent: one agent's id can never take over another's connection.
@@ -208,7 +236,14 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         client.conn.once('close', () => connectionClosed(client));
         // Presence is what the broker knows: online from the moment the login is accepted, before the
         // CONNACK goes out and whether or not the agent ever publishes Status/Online.
-        presence.connected(client, identity);
+        try {
+          presence.connected(client, identity);
+          connectionCap?.loggedIn(client.conn as { remoteAddress?: string; remotePort?: number });
+        } catch (error) {
+          if (!isDiskFull(error)) throw error;
+          registry.unbind(client); // not online, since that could not be saved
+          return done(refusal(3, DISK_FULL_REFUSAL), false);
+        }
         done(null, true);
       };
       if (delay === 0) return answer();
@@ -242,9 +277,11 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       }
       if (!deniedNoted.has(client)) {
         deniedNoted.add(client);
-        events.record('mqtt.publish_denied', `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`, { entityId: agent.entityId, agentId: agent.id }, {
-          topic: packet.topic.slice(0, 500),
-        });
+        unlessDiskFull(() =>
+          events.record('mqtt.publish_denied', `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`, { entityId: agent.entityId, agentId: agent.id }, {
+            topic: packet.topic.slice(0, 500),
+          }),
+        );
       }
       packet.topic = `${DENIED_PREFIX}${agent.id}`;
       packet.retain = false;
@@ -252,11 +289,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     },
     authorizeSubscribe(client, subscription, callback) {
       const agent = registry.identityOf(client);
-      callback(null, agent && maySubscribe(agent, subscription.topic) ? subscription : null);
+      const allowed = agent !== undefined && maySubscribe(agent, subscription.topic);
+      if (allowed) resubscribe.clientSubscribed(client, agent, [subscription.topic]);
+      callback(null, allowed ? subscription : null);
     },
     authorizeForward(client, packet) {
       const agent = registry.identityOf(client);
-      return agent && mayReceive(agent, packet.topic) ? packet : null;
+      return agent && mayReceive(agent, packet.topic) && resubscribe.mayDeliver(client, packet) ? packet : null;
     },
   });
   // Each SUBSCRIBE then finds its retained messages without scanning every agent's (retained-index.ts).
@@ -267,29 +306,35 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   // The manifest's version message, under both names (the Flyve agents subscribe to FlyvemdmManifest/Status/Version).
   for (const manifest of MANIFEST_TOPICS) await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
 
+  aedes.on('clientReady', (client) => {
+    const agent = registry.identityOf(client);
+    if (agent) resubscribe.ready(client, agent);
+  });
   aedes.on('ping', (_packet, client) => {
     const agent = registry.identityOf(client);
-    if (agent) presence.touch(agent);
+    if (agent) unlessDiskFull(() => presence.touch(agent));
   });
   aedes.on('publish', (packet, client) => {
     const agent = registry.identityOf(client);
     if (!client || !agent || packet.topic.startsWith(DENIED_PREFIX) || !mayPublish(agent, packet.topic)) return;
     const subtopic = packet.topic.slice(agent.topic.length + 1);
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
-    if (subtopic === ONLINE_SUBTOPIC) {
-      presence.reported(client, agent, onlineFlag(payload), packet.retain);
-      return;
-    }
-    if (!client.closed) presence.touch(agent);
-    const taskId = statusTaskId(agent, packet.topic);
-    if (taskId !== null && options.onTaskReport) {
-      options.onTaskReport(agent, taskId, payload);
-      return;
-    }
-    commands.received(agent, subtopic, payload);
+    unlessDiskFull(() => {
+      if (subtopic === ONLINE_SUBTOPIC) {
+        presence.reported(client, agent, onlineFlag(payload), packet.retain);
+        return;
+      }
+      if (!client.closed) presence.touch(agent);
+      const taskId = statusTaskId(agent, packet.topic);
+      if (taskId !== null && options.onTaskReport) {
+        options.onTaskReport(agent, taskId, payload);
+        return;
+      }
+      commands.received(agent, subtopic, payload);
+    });
   });
   (aedes as unknown as NodeJS.EventEmitter).on('error', (error: Error) => {
-    events.record('broker.error', `MQTT broker error: ${error.message}`);
+    unlessDiskFull(() => events.record('broker.error', `MQTT broker error: ${error.message}`));
   });
 
   const sockets = new Set<Socket>();
@@ -308,8 +353,9 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   };
   tlsServer.on('connection', tlsSockets);
 
-  // Beyond its share of descriptors a listener drops new connections, before they cost anything.
-  if (options.maxConnections !== undefined) tcpServer.maxConnections = tlsServer.maxConnections = options.maxConnections;
+  // Beyond its share of descriptors a listener makes room by closing a connection that has not
+  // logged in, else drops the newcomer before it costs anything.
+  if (options.maxConnections !== undefined) connectionCap = capBrokerConnections([tcpServer, tlsServer], options.maxConnections);
   let port: number;
   let tlsPort: number;
   try {
@@ -392,6 +438,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         unsubscribe();
         for (const timer of pendingChecks) clearTimeout(timer);
         pendingChecks.clear();
+        resubscribe.stop();
         const offline = presence.stop();
         const stopped = Promise.all([closeServer(tcpServer), closeServer(tlsServer)]);
         await new Promise<void>((resolve) => aedes.close(() => resolve()));

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { nowIso } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
+import { unlessDiskFull } from '../http/disk-full.ts';
 import { ApiError } from '../http/errors.ts';
 import { BACKEND_TOPIC_RULES, MANIFEST_TOPICS, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
 import type { AgentCommands } from './commands.ts';
@@ -78,11 +79,12 @@ export class ExternalLink {
     const options = brokerClientOptions(url, { username, password }, this.options.clientId, this.options.caFile);
     const client = mqtt.connect(options);
     this.client = client;
-    client.on('connect', () => void this.connectedNow(client));
-    client.on('error', (error) => this.trouble(error.message));
+    // On a full disk, what these handlers record is dropped (unlessDiskFull), not the process ended.
+    client.on('connect', () => void this.connectedNow(client).catch((error: unknown) => unlessDiskFull(() => { throw error; })));
+    client.on('error', (error) => unlessDiskFull(() => this.trouble(error.message)));
     client.on('close', () => {
       if (this.closed) return;
-      if (this.problem === null) this.trouble('connection lost');
+      if (this.problem === null) unlessDiskFull(() => this.trouble('connection lost'));
       // Exponential back-off: mqtt.js reads the period each time it schedules a reconnection.
       this.failures += 1;
       client.options.reconnectPeriod = Math.min(BACKOFF.maxMs, BACKOFF.firstMs * 2 ** Math.min(this.failures, 10));
@@ -91,7 +93,7 @@ export class ExternalLink {
       client.options.username = fresh.username;
       client.options.password = fresh.password;
     });
-    client.on('message', (topic, payload) => this.message(topic, payload));
+    client.on('message', (topic, payload) => unlessDiskFull(() => this.message(topic, payload)));
   }
 
   /**

@@ -125,8 +125,6 @@ export class PresenceTracker {
     }
     const now = Date.now();
     const at = new Date(now).toISOString();
-    this.lastWrite.set(agent.id, now);
-    this.online.set(agent.id, online);
     const how = info ? ` (${info.protocol}${info.tls ? ' over TLS' : ''} from ${info.address ?? 'unknown address'})` : '';
     const text: Record<Reason, string> = {
       connected: `${agent.name} is online${how}`,
@@ -142,5 +140,8 @@ export class PresenceTracker {
         ...(info ?? {}),
       });
     });
+    // Only once saved (a full disk throws above): memory never says what the database does not.
+    this.lastWrite.set(agent.id, now);
+    this.online.set(agent.id, online);
   }
 }

@@ -11,3 +11,15 @@ export function isDiskFull(error: unknown): boolean {
   const code = (error as { code: unknown }).code;
   return code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT';
 }
+
+/**
+ * Runs the bookkeeping of an event handler (MQTT traffic, timers): on a full disk what could not
+ * be saved is dropped, rather than the error escaping the handler and ending the whole process.
+ */
+export function unlessDiskFull(work: () => void): void {
+  try {
+    work();
+  } catch (error) {
+    if (!isDiskFull(error)) throw error;
+  }
+}

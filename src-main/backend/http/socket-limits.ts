@@ -75,7 +75,8 @@ const LINGER_MS = 1000;
  * a short 503 first, so a well-behaved client learns why.
  */
 export function capConnections(server: Server, caps: ConnectionCaps): { count(): number } {
-  const byAddress = new Map<string, number>();
+  // Each address's open sockets, oldest first (a Set keeps insertion order).
+  const byAddress = new Map<string, Set<Socket>>();
   let total = 0;
   let lingering = 0;
   const response = (body: string) =>
@@ -94,28 +95,46 @@ export function capConnections(server: Server, caps: ConnectionCaps): { count():
     setTimeout(() => socket.destroy(), LINGER_MS).unref();
   };
 
+  /**
+   * A full listener still takes a newcomer whose address holds fewer connections than the
+   * greediest address, by closing that address's oldest one. Without it, a few hosts each under
+   * the per-address cap (4 × 64 of 256) held the whole listener with slow connections, and no
+   * other device could enroll until their requests timed out. Now they must be as many as the
+   * connections they want to hold.
+   */
+  const evictForFairShare = (newcomers: number): boolean => {
+    let greediest: Set<Socket> | undefined;
+    for (const sockets of byAddress.values()) if (!greediest || sockets.size > greediest.size) greediest = sockets;
+    if (!greediest || greediest.size <= newcomers + 1) return false;
+    const oldest = greediest.values().next().value as Socket;
+    greediest.delete(oldest); // counted out at once, so its 'close' does not count it again
+    total--;
+    oldest.destroy();
+    return true;
+  };
+
   // Connections are counted before http sees them: a refused one never reaches a parser.
   const emit = server.emit.bind(server) as (event: string | symbol, ...args: unknown[]) => boolean;
   server.emit = ((event: string | symbol, ...args: unknown[]) => {
     if (event !== 'connection') return emit(event, ...args);
     const socket = args[0] as Socket;
-    if (total >= caps.max) {
-      socket.destroy();
-      return false;
-    }
     const address = socket.remoteAddress ?? '';
-    const mine = byAddress.get(address) ?? 0;
+    const mine = byAddress.get(address)?.size ?? 0;
     if (mine >= caps.perAddress) {
       refuse(socket);
       return false;
     }
+    if (total >= caps.max && !evictForFairShare(mine)) {
+      socket.destroy();
+      return false;
+    }
     total++;
-    byAddress.set(address, mine + 1);
+    let sockets = byAddress.get(address);
+    if (!sockets) byAddress.set(address, (sockets = new Set()));
+    sockets.add(socket);
     socket.once('close', () => {
-      total--;
-      const left = (byAddress.get(address) ?? 1) - 1;
-      if (left === 0) byAddress.delete(address);
-      else byAddress.set(address, left);
+      if (sockets.delete(socket)) total--; // an evicted socket was counted out already
+      if (sockets.size === 0 && byAddress.get(address) === sockets) byAddress.delete(address);
     });
     return emit(event, ...args);
   }) as typeof server.emit;

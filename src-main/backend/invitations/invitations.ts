@@ -74,6 +74,11 @@ export function isValidEmail(email: string): boolean {
   return email.length <= 254 && EMAIL.test(email.trim());
 }
 
+/** "x@y already has a pending invitation (#12, valid until …)". */
+export function pendingMessage(row: Pick<InvitationRow, 'id' | 'email' | 'expires_at'>): string {
+  return `${row.email} already has a pending invitation (#${row.id}, valid until ${row.expires_at.slice(0, 16).replace('T', ' ')} UTC)`;
+}
+
 export function statusOf(row: Pick<InvitationRow, 'status' | 'expires_at'>, now = Date.now()): InvitationStatus {
   if (row.status === 'pending' && Date.parse(row.expires_at) <= now) return 'expired';
   return row.status;
@@ -129,11 +134,22 @@ export class InvitationService {
       agentSummary: db.prepare(`SELECT id, name, serial, uuid, type, enroll_status FROM agents WHERE id = ?`),
       fleetName: db.prepare(`SELECT name FROM fleets WHERE id = ?`),
       refusedCount: db.prepare(`SELECT count(*) AS n FROM invitation_log WHERE invitation_id = ? AND outcome = 'refused'`),
+      pendingFor: db.prepare(
+        `SELECT * FROM invitations WHERE email = ? COLLATE NOCASE AND entity_id = ? AND status = 'pending' AND expires_at > ? ORDER BY id DESC LIMIT 1`,
+      ),
     };
   }
 
-  /** Validates every input first, so a bad row creates nothing; row numbers start at 1. */
-  validate(inputs: InvitationInput[], entityId = 1): string[] {
+  /** The newest pending, unexpired invitation of an address, if any. */
+  pendingFor(email: string, entityId = 1): InvitationRow | undefined {
+    return this.statements.pendingFor.get(normalizeEmail(email), entityId, nowIso()) as InvitationRow | undefined;
+  }
+
+  /**
+   * Validates every input first, so a bad row creates nothing; row numbers start at 1. An address
+   * that already has a pending invitation is refused unless `allowPending` (a second device).
+   */
+  validate(inputs: InvitationInput[], entityId = 1, { allowPending = true }: { allowPending?: boolean } = {}): string[] {
     const errors: string[] = [];
     const seen = new Map<string, number>();
     inputs.forEach((input, index) => {
@@ -142,7 +158,11 @@ export class InvitationService {
       if (!email) errors.push(`row ${row}: email is missing`);
       else if (!isValidEmail(email)) errors.push(`row ${row}: "${input.email}" is not a valid email address`);
       else if (seen.has(email)) errors.push(`row ${row}: ${email} already appears in row ${seen.get(email)}`);
-      else seen.set(email, row);
+      else {
+        seen.set(email, row);
+        const pending = allowPending ? undefined : this.pendingFor(email, entityId);
+        if (pending) errors.push(`row ${row}: ${pendingMessage(pending)}`);
+      }
       const days = input.days ?? this.settings.get().invitation_lifetime_days;
       if (!Number.isInteger(days) || days < LIFETIME_DAYS.min || days > LIFETIME_DAYS.max) {
         errors.push(`row ${row}: lifetime must be ${LIFETIME_DAYS.min} to ${LIFETIME_DAYS.max} days`);
@@ -161,9 +181,9 @@ export class InvitationService {
   }
 
   /** All or nothing: one transaction, after every row validated. */
-  createMany(inputs: InvitationInput[], entityId = 1): InvitationRow[] {
+  createMany(inputs: InvitationInput[], entityId = 1, options: { allowPending?: boolean } = {}): InvitationRow[] {
     if (inputs.length === 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'No invitations to create');
-    const errors = this.validate(inputs, entityId);
+    const errors = this.validate(inputs, entityId, options);
     if (errors.length > 0) {
       const single = inputs.length === 1;
       throw new ApiError(400, 'ERROR_BAD_REQUEST', single ? errors[0]!.replace(/^row 1: /, '') : errors.join('; '));

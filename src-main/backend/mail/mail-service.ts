@@ -148,10 +148,10 @@ export class MailService {
    * Creates invitations and, when `send`, queues their emails in the same transaction: either
    * both happen or neither. Sending starts once the transaction has committed.
    */
-  createInvitations(inputs: InvitationInput[], options: { send?: boolean; entityId?: number; batch?: boolean } = {}) {
+  createInvitations(inputs: InvitationInput[], options: { send?: boolean; entityId?: number; batch?: boolean; allowPending?: boolean } = {}) {
     const send = options.send ?? this.deps.settings.get().mail_send_on_create;
     return this.deps.events.transaction(() => {
-      const rows = this.deps.invitations.createMany(inputs, options.entityId);
+      const rows = this.deps.invitations.createMany(inputs, options.entityId, { allowPending: options.allowPending });
       const batchId = send && (options.batch ?? rows.length > 1) ? randomUUID() : null;
       const queued = send ? this.enqueue(rows.map((r) => r.id), batchId) : 0;
       return { rows, batch_id: batchId, queued };

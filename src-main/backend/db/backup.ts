@@ -1,0 +1,170 @@
+/**
+ * Backup and restore of a data dir. A backup is a folder holding a consistent copy of the
+ * database (SQLite's online backup API: a snapshot, also while the server writes), the stored
+ * files and packages that snapshot refers to, the broker's TLS certificate (devices pin it), the
+ * mail secrets and the admin token, plus `backup.json` describing it.
+ */
+import Database from 'better-sqlite3';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describeRunningServer, tryLockDataDir } from '../data-dir-lock.ts';
+import { migrations } from './migrations.ts';
+
+export const DATABASE_FILE = 'mdm-console.sqlite';
+const MANIFEST = 'backup.json';
+/** Small files and folders copied as they are, when present. */
+const EXTRAS = ['mqtt-tls', 'secrets.json', 'admin-token'];
+const STORED = [
+  { table: 'files', folder: 'file' },
+  { table: 'packages', folder: 'package' },
+] as const;
+
+export class BackupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BackupError';
+  }
+}
+
+export interface BackupManifest {
+  format: 1;
+  created_at: string;
+  data_dir: string;
+  schema_version: number;
+  files: number;
+  packages: number;
+  bytes: number;
+}
+
+interface StoredRow {
+  storage_name: string;
+  size: number;
+}
+
+function storedRows(db: Database.Database): { folder: string; rows: StoredRow[] }[] {
+  return STORED.map(({ table, folder }) => ({ folder, rows: db.prepare(`SELECT storage_name, size FROM ${table}`).all() as StoredRow[] }));
+}
+
+function assertEmptyFolder(dir: string): void {
+  if (!existsSync(dir)) return;
+  if (!statSync(dir).isDirectory()) throw new BackupError(`${dir} exists and is not a folder; name a new or empty folder`);
+  if (readdirSync(dir).length > 0) throw new BackupError(`${dir} is not empty; name a new or empty folder, so no earlier backup is overwritten`);
+}
+
+/** Copies the data dir into `target` (new or empty). Works whether the server runs or not. */
+export async function backupDataDir(dataDir: string, target: string): Promise<BackupManifest> {
+  const source = join(dataDir, DATABASE_FILE);
+  if (!existsSync(source)) throw new BackupError(`There is no database to back up in ${dataDir} (no ${DATABASE_FILE})`);
+  assertEmptyFolder(target);
+  mkdirSync(target, { recursive: true, mode: 0o700 });
+  const copy = join(target, DATABASE_FILE);
+  try {
+    const db = new Database(source, { fileMustExist: true, timeout: 5000 });
+    try {
+      await db.backup(copy);
+    } finally {
+      db.close();
+    }
+    chmodSync(copy, 0o600);
+    const snapshot = new Database(copy);
+    let manifest: BackupManifest;
+    try {
+      if (snapshot.pragma('quick_check(1)', { simple: true }) !== 'ok') {
+        throw new BackupError(`The database ${source} is damaged (its copy fails SQLite's integrity check); no backup was made`);
+      }
+      manifest = { format: 1, created_at: new Date().toISOString(), data_dir: dataDir, schema_version: snapshot.pragma('user_version', { simple: true }) as number, files: 0, packages: 0, bytes: 0 };
+      // Stored content never changes once written (a new upload gets a new storage name), so the
+      // files the snapshot names are copied as they are now.
+      for (const { folder, rows } of storedRows(snapshot)) {
+        mkdirSync(join(target, 'files', folder), { recursive: true, mode: 0o700 });
+        for (const row of rows) {
+          const from = join(dataDir, 'files', folder, row.storage_name);
+          try {
+            copyFileSync(from, join(target, 'files', folder, row.storage_name));
+          } catch {
+            throw new BackupError(`${from} is missing (deleted while backing up?): run the backup again`);
+          }
+          manifest.bytes += row.size;
+        }
+        if (folder === 'file') manifest.files = rows.length;
+        else manifest.packages = rows.length;
+      }
+    } finally {
+      snapshot.close();
+    }
+    for (const name of EXTRAS) {
+      if (existsSync(join(dataDir, name))) cpSync(join(dataDir, name), join(target, name), { recursive: true, preserveTimestamps: true });
+    }
+    writeFileSync(join(target, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+    return manifest;
+  } catch (error) {
+    // No half backup that looks like a whole one.
+    for (const name of readdirSync(target)) rmSync(join(target, name), { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** Checks a backup folder; returns its manifest. */
+export function readBackup(backupDir: string): BackupManifest {
+  let manifest: BackupManifest;
+  try {
+    manifest = JSON.parse(readFileSync(join(backupDir, MANIFEST), 'utf8')) as BackupManifest;
+  } catch {
+    throw new BackupError(`${backupDir} is not a backup made by mdm-console backup (no readable ${MANIFEST})`);
+  }
+  const file = join(backupDir, DATABASE_FILE);
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+  } catch {
+    throw new BackupError(`${file} is missing or unreadable: the backup is incomplete`);
+  }
+  try {
+    if (db.pragma('quick_check(1)', { simple: true }) !== 'ok') throw new BackupError(`${file} is damaged: this backup cannot be restored`);
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const known = Math.max(...migrations.map((m) => m.version));
+    if (version > known) throw new BackupError(`${backupDir} was made by a newer version of MDM Console (database schema ${version}; this version knows up to ${known}): restore it with that version`);
+    for (const { folder, rows } of storedRows(db)) {
+      for (const row of rows) {
+        const path = join(backupDir, 'files', folder, row.storage_name);
+        if (statSync(path, { throwIfNoEntry: false })?.size !== row.size) throw new BackupError(`${path} is missing or has the wrong size: the backup is incomplete`);
+      }
+    }
+  } catch (error) {
+    if (error instanceof BackupError) throw error;
+    throw new BackupError(`${file} cannot be read as a database (${(error as Error).message}): this backup cannot be restored`);
+  } finally {
+    db.close();
+  }
+  return manifest;
+}
+
+/**
+ * Puts a backup in place of the data dir's database, files, certificate and secrets. Refuses
+ * while a server runs on the data dir (and holds its lock meanwhile, so none starts). What it
+ * replaces is moved to DATA_DIR/before-restore-<time>/, never deleted.
+ */
+export function restoreDataDir(dataDir: string, backupDir: string): { manifest: BackupManifest; previous: string | null } {
+  const manifest = readBackup(backupDir);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const lock = tryLockDataDir(dataDir);
+  if (!lock) throw new BackupError(`A server is running on ${dataDir}: ${describeRunningServer(dataDir)}. Stop it first (Ctrl+C in its terminal): a restore replaces its database.`);
+  try {
+    const replaced = [DATABASE_FILE, `${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`, 'files', ...EXTRAS].filter((name) => existsSync(join(dataDir, name)));
+    let previous: string | null = null;
+    if (replaced.length > 0) {
+      previous = join(dataDir, `before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+      mkdirSync(previous, { mode: 0o700 });
+      for (const name of replaced) renameSync(join(dataDir, name), join(previous, name));
+    }
+    cpSync(join(backupDir, DATABASE_FILE), join(dataDir, DATABASE_FILE));
+    chmodSync(join(dataDir, DATABASE_FILE), 0o600);
+    if (existsSync(join(backupDir, 'files'))) cpSync(join(backupDir, 'files'), join(dataDir, 'files'), { recursive: true });
+    for (const name of EXTRAS) {
+      if (existsSync(join(backupDir, name))) cpSync(join(backupDir, name), join(dataDir, name), { recursive: true, preserveTimestamps: true });
+    }
+    return { manifest, previous };
+  } finally {
+    lock.release();
+  }
+}

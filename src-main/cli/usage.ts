@@ -1,0 +1,177 @@
+// What `mdm-console --help` and `mdm-console COMMAND --help` print.
+
+const COMMON = `  --data-dir DIR    the server's data dir (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)
+  --json            print JSON`;
+
+const INVITE = `usage: mdm-console invite --email E [--firstname F] [--lastname L] [--fleet NAME] [--days D]
+                          [--no-email] [--another] [--resend]
+       mdm-console invite --csv FILE [--days D] [--no-email] [--another]
+
+Creates an invitation and prints its deeplink, invitation token and user token. The invitation
+is emailed unless --no-email (or the mail settings say otherwise).
+
+  --days D      how long the invitation stays valid: 1 to 180 days (default: the settings, 7)
+  --fleet NAME  the fleet the device joins (default: the default fleet)
+  --csv FILE    one invitation per row; header: email[,firstname,lastname,fleet]. Every row is
+                checked first: a bad row creates nothing and is named. Files of more than 5,000
+                rows are sent in batches.
+  An address that already has a pending invitation is refused (exit code 3), naming it:
+  --resend      email that pending invitation again instead (same link, same expiry)
+  --another     create a second invitation anyway (e.g. for a second device)
+${COMMON}`;
+
+export const USAGES: Record<string, string> = {
+  serve: `usage: mdm-console serve [--data-dir DIR] [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
+                         [--public-host HOST] [--host ADDR] [--mqtt-tls-cert FILE --mqtt-tls-key FILE]
+                         [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
+                         [--agent-app spec|flyve] [--mqtt-broker embedded|mosquitto|rabbitmq]
+                         [--mqtt-broker-url URL] [--mqtt-public-url URL] [--mqtt-broker-ca FILE]
+                         [--mqtt-auth-host H --mqtt-auth-port P] [--json]
+
+Runs the backend and the web console until Ctrl+C. One server per data dir.
+
+  --port P            agent API and deeplink page (default 8080; 0 = any free port)
+  --host ADDR         address the agent API listens on (default 0.0.0.0: the LAN)
+  --admin-port A      admin API and console, on 127.0.0.1 (default 8081)
+  --mqtt-port M, --mqtt-tls-port T   MQTT broker, plain and TLS (default 1883, 8883)
+  --public-host HOST  the address put into deeplinks and QR codes (default: first LAN IPv4)
+  --mqtt-tls-cert FILE --mqtt-tls-key FILE   the broker's own TLS certificate (default: generated)
+  --smtp-url URL, --mail-from ADDR   where invitation emails go (or $MDM_CONSOLE_SMTP_URL,
+                      $MDM_CONSOLE_MAIL_FROM; none: .eml files in DIR/outbox)
+  --agent-app spec|flyve   which agent app new codes are made for (kept as the agent_app setting)
+  --mqtt-broker MODE  where agents' MQTT connections live (default embedded); mosquitto or rabbitmq
+                      need --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]
+  --mqtt-public-url URL    the broker address put into agent records (default: the broker URL's)
+  --mqtt-broker-ca FILE    CA certificate for an mqtts:// broker URL
+  --mqtt-auth-host H, --mqtt-auth-port P   rabbitmq: listener of the HTTP auth endpoints
+  --data-dir DIR      database, files, token (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)
+  --json              print the server's addresses as JSON`,
+  invite: INVITE,
+  invitations: `usage: mdm-console invitations [--status pending|enrolled|expired|revoked] [--search TEXT]
+
+Lists invitations, newest first.
+${COMMON}`,
+  revoke: `usage: mdm-console revoke ID
+
+Revokes a pending invitation: its QR code and link stop working.
+${COMMON}`,
+  resend: `usage: mdm-console resend ID
+
+Emails the invitation again, with the same link and expiry.
+${COMMON}`,
+  code: `usage: mdm-console code create --name NAME [--fleet F] [--domain D]... [--max-uses K] [--days D] [--approval manual]
+       mdm-console code revoke ID | code rotate ID | codes
+
+An enrollment code: one QR code for many devices (optionally limited to email domains, a number
+of uses, a lifetime, or needing approval). rotate draws new tokens: printed copies stop working.
+${COMMON}`,
+  codes: `usage: mdm-console codes
+
+Lists enrollment codes.
+${COMMON}`,
+  approve: `usage: mdm-console approve AGENT_ID
+
+Approves a device that enrolled with a code needing approval.
+${COMMON}`,
+  reject: `usage: mdm-console reject AGENT_ID
+
+Rejects a device that enrolled with a code needing approval.
+${COMMON}`,
+  mail: `usage: mdm-console mail status | mail test --to ADDRESS | mail retry
+
+  status   the mail transport and how many emails are queued, sent, failed
+  test     sends a test email
+  retry    queues the failed invitation emails again
+${COMMON}`,
+  agents: `usage: mdm-console agents
+
+Lists enrolled devices: id, name, serial, state, online, fleet, email, last contact.
+${COMMON}`,
+  fleets: `usage: mdm-console fleets
+
+Lists fleets with their device counts.
+${COMMON}`,
+  fleet: `usage: mdm-console fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
+
+A fleet with devices cannot be deleted; its deployments go with an empty one.
+${COMMON}`,
+  deploy: `usage: mdm-console deploy file:ID|package:ID (--fleet NAME | --agent ID) [--destination PATH] [--keep-on-remove]
+
+Publishes a file or package (retained policy) to a fleet or one device; prints the deployment with
+its per-device tasks. --destination: the folder on the device (files). Undeploying removes what it
+installed unless --keep-on-remove.
+${COMMON}`,
+  deployments: `usage: mdm-console deployments [--fleet NAME] [--agent ID] [--all]
+
+Deployments and their progress ("37 of 40 done, 2 failed, 1 pending"); --all includes removed ones.
+${COMMON}`,
+  undeploy: `usage: mdm-console undeploy ID
+
+Removes a deployment: its retained policy is cleared, open tasks canceled (and, unless it was made
+with --keep-on-remove, a removeApp/removeFile follows).
+${COMMON}`,
+  file: `usage: mdm-console file add PATH [--name NAME] | file rm ID | files
+
+Uploads a file devices may download, or deletes one.
+${COMMON}`,
+  files: `usage: mdm-console files
+${COMMON}`,
+  package: `usage: mdm-console package add PATH [--name NAME] [--package-name N --version-code C --version-name V] | package rm ID | packages
+
+Uploads an application package devices may download, or deletes one. An APK's package name and
+versions are read from its manifest; give them for any other package.
+${COMMON}`,
+  packages: `usage: mdm-console packages
+${COMMON}`,
+  status: `usage: mdm-console status
+
+Where the running server is (URLs, ports, counts, warnings), with a fresh sign-in link for the console.
+${COMMON}`,
+  console: `usage: mdm-console console
+
+Prints a new one-time link (valid 15 minutes) that opens the console signed in.
+${COMMON}`,
+  backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR]
+
+Copies the database (a consistent snapshot, also while the server runs), the stored files and
+packages, the broker's TLS certificate and the mail secrets into DIR, a new or empty folder.`,
+  restore: `usage: mdm-console restore DIR [--data-dir DATA_DIR]
+
+Replaces the data of DATA_DIR with the backup in DIR. The server must be stopped. What it
+replaces is kept in DATA_DIR/before-restore-<time>/.`,
+};
+
+export const OVERALL_USAGE = `mdm-console — device-enrollment console and backend
+
+Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [options])
+       mdm-console <command> --help           that command's usage
+
+  serve       run the backend and the web console (see serve --help for its flags)
+  invite      --email E [--firstname F] [--lastname L] [--fleet NAME] [--days D] [--no-email]
+  invite      --csv FILE [--no-email]                    one invitation per row (all or nothing)
+  invitations [--status pending|enrolled|expired|revoked] [--search TEXT]
+  revoke      ID                                         revoke a pending invitation
+  resend      ID                                         email the invitation again (same link and expiry)
+  code create --name N [--fleet F] [--domain D]... [--max-uses K] [--days D] [--approval manual]
+                                                         one enrollment code (QR) for many devices
+  codes | code revoke ID | code rotate ID                list, revoke, new tokens (printed copies stop working)
+  approve AGENT_ID | reject AGENT_ID                     a device enrolled with a code needing approval
+  mail        status | test --to ADDRESS | retry         mail transport, test email, retry failed emails
+  agents                                                 enrolled devices
+  command     AGENT_ID ping|lock|unlock|wipe|unenroll|inventory|geolocate [--fleet NAME] [--no-wait]
+                                                         a command to a device over MQTT (--fleet moves it)
+  fleets | fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
+  file add PATH | package add PATH | files | packages | file rm ID | package rm ID
+  deploy      file:ID|package:ID (--fleet NAME | --agent ID) [--destination PATH] [--keep-on-remove]
+                                                         publish a file or package to a fleet or one device
+  deployments [--fleet NAME] [--agent ID] [--all]        deployments and their progress
+  undeploy    ID                                         remove a deployment (and, unless kept, what it installed)
+  agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
+              [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
+  status                                                 where the running server is, and a sign-in link
+  console                                                a new one-time link that opens the console signed in
+  backup      DIR                                        copy the database and files (also while running)
+  restore     DIR                                        put a backup back (server stopped)
+
+Every command but serve and agent talks to the server of --data-dir (default: $MDM_CONSOLE_DATA_DIR
+or the per-user data folder) and prints JSON with --json.`;
