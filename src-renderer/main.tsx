@@ -11,7 +11,9 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { ApiRequestError } from './api/client.ts';
 import { App } from './app/App.tsx';
-import { theme } from './app/theme.ts';
+import { useLocation } from './app/router.tsx';
+import { SignInPage } from './pages/SignIn.tsx';
+import { cssVariablesResolver, theme } from './app/theme.ts';
 import { LiveProvider } from './live/LiveProvider.tsx';
 
 const queryClient = new QueryClient({
@@ -25,15 +27,24 @@ const queryClient = new QueryClient({
   },
 });
 
+/** The sign-in page needs no data and opens no event stream; everything else does. */
+function Root() {
+  const { pathname } = useLocation();
+  if (pathname === '/sign-in') return <SignInPage />;
+  return (
+    <LiveProvider>
+      <App />
+    </LiveProvider>
+  );
+}
+
 createRoot(document.getElementById('root')!).render(
   <StrictMode>
-    <MantineProvider theme={theme} defaultColorScheme="auto">
+    <MantineProvider theme={theme} defaultColorScheme="auto" cssVariablesResolver={cssVariablesResolver}>
       <QueryClientProvider client={queryClient}>
         <ModalsProvider labels={{ confirm: 'Confirm', cancel: 'Cancel' }}>
           <Notifications position="bottom-right" />
-          <LiveProvider>
-            <App />
-          </LiveProvider>
+          <Root />
         </ModalsProvider>
       </QueryClientProvider>
     </MantineProvider>

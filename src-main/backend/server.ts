@@ -19,6 +19,8 @@ import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
 import { isDiskFull } from './http/disk-full.ts';
+import { statusOf } from './invitations/invitations.ts';
+import type { MailOptions } from './mail/index.ts';
 import { ApiError, badRequest } from './http/errors.ts';
 import { refuseUnusableNumbers } from './http/number-guard.ts';
 import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
@@ -67,6 +69,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   sockets?: Partial<SocketPlan>;
   /** Runs a simulated device against an invitation ("simulate a device"); without it that route answers 501. */
   simulate?: DeviceSimulator;
+  /** Mail timing: the retry back-off and the SMTP greeting time-out (tests shorten both). */
+  mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs'>;
 }
 
 /**
@@ -115,7 +119,10 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
 
   let apiPort = options.port;
   let broker: MqttBroker | undefined;
-  const publicHost = (settings = services.settings.get()) => partial.publicHost ?? (settings.public_host || options.publicHost);
+  // A LAN address picked in the console ("phones cannot reach this server" → Use …) applies at
+  // once, even over a loopback --public-host; the flag applies again at the next start.
+  let chosenPublicHost: string | null = null;
+  const publicHost = (settings = services.settings.get()) => chosenPublicHost ?? partial.publicHost ?? (settings.public_host || options.publicHost);
   const targets = {
     apiUrl: (settings = services.settings.get()) => `http://${urlHost(publicHost(settings))}:${apiPort}/api`,
     deeplinkBase: (settings = services.settings.get()) =>
@@ -130,6 +137,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
       smtpUrl: options.smtpUrl,
       mailFrom: options.mailFrom,
       secretProtector: options.secretProtector,
+      ...partial.mailTiming,
     }, { sessions: options.sessionLimits });
     services.sessions.purgeIdle();
   } catch (error) {
@@ -230,16 +238,26 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
   await agentApp.register(deeplinkPageRoutes, {
     deeplinkBase: () => targets.deeplinkBase(),
     appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
+    invitationState: (token) => {
+      const row = /^[0-9a-f]{64}$/.test(token) ? services.invitations.byToken(token) : undefined;
+      return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
+    },
   });
 
+  // What the admin side reports follows the public host as it changes while running.
+  const currentInfo = (): ServerInfo => ({ ...info, api_url: targets.apiUrl(), deeplink_url: targets.deeplinkBase(), public_host: publicHost() });
   const { app: admin, auth: adminAuth } = await adminApp({
     services,
     files,
     deployments,
     adminToken,
-    info: () => info,
+    info: currentInfo,
     broker,
     simulate: partial.simulate,
+    choosePublicHost: (host) => {
+      chosenPublicHost = host;
+      writeInfoFile(infoFile, currentInfo());
+    },
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
     requestTimeoutMs: sockets.requestTimeoutMs,

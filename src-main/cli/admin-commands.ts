@@ -35,14 +35,24 @@ interface Invitation {
   invitation_token: string;
   user_token: string;
   fleet: string | null;
-  delivery?: { state: string; error: string | null; outbox_file: string | null } | null;
+  delivery?: { state: string; error: string | null; outbox_file: string | null; retry_at?: string | null } | null;
 }
 
 function deliveryText(d: Invitation['delivery']): string {
   if (!d) return 'not emailed';
   if (d.state === 'failed') return `email failed: ${d.error ?? ''}`;
+  if (d.state === 'queued' && d.retry_at) return `email will retry at ${localTime(d.retry_at)} (last try: ${d.error ?? 'failed'})`;
   if (d.state === 'outbox') return `email in outbox ${d.outbox_file ?? ''}`;
   return `email ${d.state}`;
+}
+
+/** A time on this machine's clock, 24-hour, with the date when it is not today. */
+function localTime(iso: string): string {
+  const at = new Date(iso);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const time = `${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
+  const date = `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}`;
+  return at.toDateString() === new Date().toDateString() ? time : `${date} ${time}`;
 }
 
 /** The console's words for an invitation's state (the API says `done` for used). */
@@ -56,6 +66,22 @@ export function positiveInt(value: string | undefined, what: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new CliError(`${what} must be a positive integer, not "${value ?? ''}"`);
   return n;
+}
+
+/**
+ * Said before any code is made or email queued: codes that carry a loopback address are useless
+ * to a phone. On stderr, so --json output stays clean.
+ */
+async function warnIfPhonesCannotReach(target: Parameters<typeof adminRequest>[0]): Promise<void> {
+  const status = await adminRequest<{ public_host: string; lan_addresses: string[]; warnings: string[] }>(target, 'GET', '/status');
+  if (!status.warnings.some((w) => /loopback/i.test(w))) return;
+  const pick = status.lan_addresses[0];
+  process.stderr.write(
+    `Warning: phones cannot reach this server. Its public host ${status.public_host} is a loopback address, and the QR codes, links and emails made now carry it.\n` +
+      (pick
+        ? `  Fix: restart serve with --public-host ${pick}, or in the console click "Use ${pick}" (Dashboard).\n`
+        : '  Fix: connect this computer to the network the phones use, then restart serve with --public-host ADDRESS.\n'),
+  );
 }
 
 /** Mirrors the server's LIFETIME_DAYS, so the CLI can say it in its own words. */
@@ -141,6 +167,7 @@ const invite: Handler = async (argv) => {
   // Absent: the server's mail_send_on_create setting decides (on by default).
   const extra: Record<string, boolean> = { ...(values['no-email'] ? { send_email: false } : {}), ...(values.another ? { another: true } : {}) };
   if (values.another && values.resend) throw new CliError('--another and --resend exclude each other: one creates a new invitation, the other emails the pending one again');
+  await warnIfPhonesCannotReach(server());
   if (values.csv) {
     if (values.resend) throw new CliError('--resend works with --email; for a CSV, resend with mdm-console resend ID');
     let rows;
@@ -215,8 +242,9 @@ const mail: Handler = async (argv) => {
   const { positionals, values, server, json } = parse(argv, { to: { type: 'string' } });
   const [action] = positionals;
   if (action === 'status' || action === undefined) {
-    const status = await adminRequest<{ transport: { summary: string } | null; error: string | null; counts: Record<string, number> }>(server(), 'GET', '/mail/status');
-    return output(json, status, () => `${status.transport?.summary ?? status.error}\n${Object.entries(status.counts).map(([k, v]) => `${k}: ${v}`).join('  ')}`);
+    const status = await adminRequest<{ transport: { summary: string } | null; error: string | null; counts: Record<string, number>; next_retry_at?: string | null }>(server(), 'GET', '/mail/status');
+    const next = status.next_retry_at ? `\n${status.counts.retrying} waiting for a retry; next at ${localTime(status.next_retry_at)} (mail retry sends them now)` : '';
+    return output(json, status, () => `${status.transport?.summary ?? status.error}\n${Object.entries(status.counts).map(([k, v]) => `${k}: ${v}`).join('  ')}${next}`);
   }
   if (action === 'test') {
     if (!values.to) throw new CliError('mail test needs --to ADDRESS');
@@ -225,7 +253,7 @@ const mail: Handler = async (argv) => {
   }
   if (action === 'retry') {
     const result = await adminRequest<{ queued: number }>(server(), 'POST', '/mail/retry', {});
-    return output(json, result, () => `${result.queued} failed email(s) queued again`);
+    return output(json, result, () => `${result.queued} failed or waiting email(s) queued again`);
   }
   throw new CliError('usage: mail status | mail test --to ADDRESS | mail retry');
 };

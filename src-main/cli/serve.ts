@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { isLoopbackHost, lanAddresses } from '../backend/config.ts';
 import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
 import { parseBrokerUrl } from '../backend/broker/broker-url.ts';
@@ -36,6 +37,17 @@ function port(value: string | undefined, flag: string): number | undefined {
  * The device simulator (and mqtt.js with it, ~20 MB) is loaded only when "simulate a device" is
  * first used: most runs never do.
  */
+/** The banner's warning when phones could not use the codes this server makes. */
+function unreachableWarning(publicHost: string): string {
+  if (!isLoopbackHost(publicHost)) return '';
+  const lan = lanAddresses();
+  const fix = lan.length
+    ? `restart with --public-host ${lan[0]}${lan.length > 1 ? ` (or ${lan.slice(1).join(', ')})` : ''}, or click "Use ${lan[0]}" in the console`
+    : 'connect this computer to the network the phones use, then restart with --public-host ADDRESS';
+  return `\n\n  WARNING: phones cannot reach this server. The public host ${publicHost} is a loopback address, and it is
+  what every QR code, deeplink and invitation email carries. To fix it: ${fix}.\n`;
+}
+
 let simulator: Promise<typeof import('../device/simulate.ts')> | null = null;
 const loadSimulator = () => (simulator ??= import('../device/simulate.ts'));
 
@@ -146,7 +158,7 @@ ${
   Console:               ${info.console_url}
                          (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)
   Mail:                  ${backend.services.mail.describeTarget().summary}
-  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : 'spec (codes for the spec\'s agent)'}
+  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : 'spec (codes for the spec\'s agent)'}${unreachableWarning(info.public_host)}
 Press Ctrl+C to stop.`);
   }
   await new Promise<void>((resolve) => {

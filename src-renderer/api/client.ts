@@ -21,7 +21,7 @@ export class ApiRequestError extends Error {
 }
 
 /** Turns a failed response into an ApiRequestError with the server's message when it sent one. */
-export async function errorOf(response: Response): Promise<ApiRequestError> {
+export async function errorOf(response: Response, { keepMessage = false }: { keepMessage?: boolean } = {}): Promise<ApiRequestError> {
   let code = `HTTP_${response.status}`;
   let message = response.statusText || `HTTP ${response.status}`;
   let errors: string[] = [];
@@ -35,7 +35,8 @@ export async function errorOf(response: Response): Promise<ApiRequestError> {
   } catch {
     // Not JSON: keep the status text.
   }
-  if (response.status === 401) message = 'Signed out: get a new sign-in link with `npm run cli -- console`, or open the desktop app.';
+  // The console switches to its sign-in page, which says where to get a token or a link.
+  if (response.status === 401 && !keepMessage) message = 'You are signed out. Sign in again on the sign-in page.';
   return new ApiRequestError(response.status, code, message, errors, whole);
 }
 

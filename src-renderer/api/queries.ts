@@ -179,6 +179,20 @@ export function useDeleteAgent() {
   });
 }
 
+/** The one-click fix of "phones cannot reach this server": a LAN address becomes the public host now. */
+export function useChoosePublicHost() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (host: string) => post<{ public_host: string }>('/public-host', { host }),
+    onSuccess: () =>
+      Promise.all([
+        client.invalidateQueries({ queryKey: keys.status }),
+        client.invalidateQueries({ queryKey: keys.settings }),
+        client.invalidateQueries({ queryKey: keys.invitations }),
+      ]),
+  });
+}
+
 export function useSaveSettings() {
   const client = useQueryClient();
   return useMutation({

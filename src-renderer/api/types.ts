@@ -47,7 +47,10 @@ export interface Invitation {
 /** The invitation email's delivery: queued → sending → sent | failed; outbox = written to a folder (no SMTP). */
 export interface MailDelivery {
   state: 'queued' | 'sending' | 'sent' | 'failed' | 'outbox' | string;
+  /** The last error; while `retry_at` is set, that of the attempt that will be retried. */
   error: string | null;
+  /** Set after a transient failure (4xx, time-out, connection error): when the next attempt runs. */
+  retry_at?: string | null;
   response: string | null;
   sent_at: string | null;
   attempts: number;
@@ -66,6 +69,8 @@ export interface MailBatch {
   failed: number;
   outbox: number;
   total: number;
+  /** Of the queued ones, those waiting for an automatic retry. */
+  retrying?: number;
   finished: number;
   done: boolean;
 }

@@ -15,6 +15,7 @@ import {
   IconSun,
 } from '@tabler/icons-react';
 import { useEffect, type ReactNode } from 'react';
+import { ApiRequestError } from '../api/client.ts';
 import { useStatus } from '../api/queries.ts';
 import { useLiveState } from '../live/LiveProvider.tsx';
 import { ApprovalsPage } from '../pages/Approvals.tsx';
@@ -30,7 +31,7 @@ import { Invitations } from '../pages/Invitations.tsx';
 import { NotFound } from '../pages/NotFound.tsx';
 import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
-import { Link, matchPath, useLocation } from './router.tsx';
+import { Link, matchPath, navigate, useLocation } from './router.tsx';
 
 const NAV = [
   { to: '/', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },
@@ -99,6 +100,12 @@ export function App() {
   const [opened, { toggle, close }] = useDisclosure();
   const status = useStatus();
   useEffect(close, [pathname, close]);
+  const live = useLiveState();
+  const signedOut = live === 'signed-out' || (status.error instanceof ApiRequestError && status.error.status === 401);
+  // Signed out (cookie gone or the admin token changed): the sign-in page says what to do.
+  useEffect(() => {
+    if (signedOut) navigate(`/sign-in?from=${encodeURIComponent(window.location.pathname + window.location.search)}`, { replace: true });
+  }, [signedOut]);
 
   // The print sheet is its own document: no navigation around the pages that get printed.
   if (matchPath('/print', pathname)) return <PrintSheet />;

@@ -11,7 +11,9 @@ export function PageHeader({ title, description, actions }: { title: ReactNode; 
   return (
     <Group justify="space-between" align="flex-start" mb="lg" wrap="wrap" gap="sm">
       <div>
-        <Title order={2}>{title}</Title>
+        <Title order={1} size="h2">
+          {title}
+        </Title>
         {description ? (
           <Text c="dimmed" size="sm" mt={4}>
             {description}
@@ -92,17 +94,21 @@ export function useNow(ms = 30_000): number {
   return now;
 }
 
-export function RelativeTime({ iso, now }: { iso: string | null | undefined; now?: number }) {
+/** `future` for times that are ahead (expiry, next retry); anything else is a past event. */
+export function RelativeTime({ iso, now, future = false }: { iso: string | null | undefined; now?: number; future?: boolean }) {
   const tick = useNow();
   if (!iso) return <Text span c="dimmed" size="inherit">never</Text>;
+  // The tick is up to 30 s old: an event that just arrived is newer than it.
+  const current = Math.max(now ?? tick, Date.now());
   return (
     <Tooltip label={formatDateTime(iso)} openDelay={400}>
-      <time dateTime={iso}>{relativeTime(iso, now ?? tick)}</time>
+      <time dateTime={iso}>{relativeTime(iso, current, { past: !future })}</time>
     </Tooltip>
   );
 }
 
-export function CopyIcon({ value, label = 'Copy' }: { value: string; label?: string }) {
+/** `label` names what is copied ("Copy SHA-256"): several copy buttons on a page must be told apart. */
+export function CopyIcon({ value, label }: { value: string; label: string }) {
   return (
     <CopyButton value={value} timeout={1500}>
       {({ copied, copy }) => (

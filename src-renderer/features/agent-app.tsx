@@ -16,7 +16,7 @@ export function AgentAppNote({ compact = false }: { compact?: boolean }) {
       {compact ? null : (
         <Text size="xs" c="dimmed">
           {flyve ? 'Codes carry flyve://register and the Flyve encoding.' : 'Codes are for the spec’s agent app.'}{' '}
-          <Anchor component={Link} to="/settings" size="xs">
+          <Anchor component={Link} to="/settings" size="xs" underline="always">
             Change
           </Anchor>
         </Text>

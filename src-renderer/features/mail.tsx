@@ -1,7 +1,7 @@
 // Invitation email, as the mail capability reports it: delivery state, resend, bulk progress.
 import { Alert, Badge, Button, Card, Group, Progress, Stack, Table, Text, Title, Tooltip } from '@mantine/core';
 import { useMutation, useQueries, useQueryClient } from '@tanstack/react-query';
-import { IconMail, IconMailCheck, IconMailExclamation, IconMailForward, IconMailOpened } from '@tabler/icons-react';
+import { IconClockHour4, IconMail, IconMailCheck, IconMailExclamation, IconMailForward, IconMailOpened } from '@tabler/icons-react';
 import { get, post } from '../api/client.ts';
 import { keys } from '../api/queries.ts';
 import type { Invitation, InvitationDetail, MailBatch, MailDelivery } from '../api/types.ts';
@@ -13,27 +13,43 @@ export const DELIVERY: Record<string, { label: string; color: string; hint: stri
   sent: { label: 'Email sent', color: 'teal', hint: 'The mail server accepted it' },
   failed: { label: 'Email failed', color: 'red', hint: 'The mail server refused it or could not be reached' },
   outbox: { label: 'Email in outbox', color: 'gray', hint: 'No SMTP server: written as a .eml file to the outbox folder' },
+  retrying: { label: 'Email will retry', color: 'orange', hint: 'The mail server was busy or unreachable; it is tried again by itself' },
 };
+
+/** `retrying` stands for a queued delivery that waits for its automatic retry. */
+export function deliveryStateOf(delivery: MailDelivery): string {
+  return delivery.state === 'queued' && delivery.retry_at ? 'retrying' : delivery.state;
+}
 
 export function deliveryOf(state: string) {
   return DELIVERY[state] ?? { label: `Email ${state}`, color: 'gray', hint: '' };
+}
+
+/** "14:32:05" today, else the date too. */
+function clockTime(iso: string): string {
+  const at = new Date(iso);
+  const today = at.toDateString() === new Date().toDateString();
+  return today ? at.toLocaleTimeString() : at.toLocaleString();
 }
 
 function DeliveryIcon({ state, size = 16 }: { state: string; size?: number }) {
   if (state === 'sent') return <IconMailCheck size={size} />;
   if (state === 'failed') return <IconMailExclamation size={size} />;
   if (state === 'outbox') return <IconMailOpened size={size} />;
+  if (state === 'retrying') return <IconClockHour4 size={size} />;
   return <IconMail size={size} />;
 }
 
 /** A small mark in lists: the invitation email's state, with details on hover. */
 export function DeliveryMark({ delivery }: { delivery: MailDelivery | null | undefined }) {
   if (!delivery) return null;
-  const info = deliveryOf(delivery.state);
+  const state = deliveryStateOf(delivery);
+  const info = deliveryOf(state);
+  const label = delivery.retry_at && state === 'retrying' ? `Email will retry at ${clockTime(delivery.retry_at)}` : info.label;
   return (
-    <Tooltip label={delivery.error ? `${info.label}: ${delivery.error}` : `${info.label} — ${info.hint}`} multiline maw={320}>
-      <Text span c={info.color} lh={0} aria-label={info.label} data-testid="delivery-mark" data-state={delivery.state}>
-        <DeliveryIcon state={delivery.state} />
+    <Tooltip label={delivery.error ? `${label}: ${delivery.error}` : `${label} — ${info.hint}`} multiline maw={320}>
+      <Text span c={`${info.color}.8`} lh={0} aria-label={label} role="img" data-testid="delivery-mark" data-state={state}>
+        <DeliveryIcon state={state} />
       </Text>
     </Tooltip>
   );
@@ -69,13 +85,14 @@ export function MailPanel({ invitation }: { invitation: InvitationDetail }) {
 export function DeliveryCard({ invitation }: { invitation: InvitationDetail }) {
   if (!('delivery' in invitation)) return null;
   const delivery = invitation.delivery;
+  const state = delivery ? deliveryStateOf(delivery) : null;
   return (
     <Card withBorder radius="md" p="md">
       <Group justify="space-between" mb="xs">
         <Title order={5}>Invitation email</Title>
         {delivery ? (
-          <Badge color={deliveryOf(delivery.state).color} variant="light" leftSection={<DeliveryIcon state={delivery.state} size={12} />} data-testid="delivery-state">
-            {deliveryOf(delivery.state).label}
+          <Badge color={deliveryOf(state!).color} variant="light" leftSection={<DeliveryIcon state={state!} size={12} />} data-testid="delivery-state" data-state={state}>
+            {deliveryOf(state!).label}
           </Badge>
         ) : null}
       </Group>
@@ -85,21 +102,27 @@ export function DeliveryCard({ invitation }: { invitation: InvitationDetail }) {
         </Text>
       ) : (
         <Stack gap="xs">
-          {delivery.error ? (
+          {delivery.retry_at && state === 'retrying' ? (
+            <Alert color="orange" variant="light" p="xs" data-testid="delivery-retry">
+              Attempt {delivery.attempts} did not go through: {delivery.error}. Will retry at {clockTime(delivery.retry_at)} (<RelativeTime iso={delivery.retry_at} future />), by itself.
+            </Alert>
+          ) : delivery.error ? (
             <Alert color="red" variant="light" p="xs">
               {delivery.error}
             </Alert>
           ) : null}
           <Table verticalSpacing={4} fz="sm">
             <Table.Tbody>
-              <Table.Tr>
-                <Table.Th w={110} fw={500} c="dimmed">
-                  Queued
-                </Table.Th>
-                <Table.Td>
-                  <RelativeTime iso={delivery.queued_at} />
-                </Table.Td>
-              </Table.Tr>
+              {state === 'retrying' ? null : (
+                <Table.Tr>
+                  <Table.Th w={110} fw={500} c="dimmed">
+                    Queued
+                  </Table.Th>
+                  <Table.Td>
+                    <RelativeTime iso={delivery.queued_at} />
+                  </Table.Td>
+                </Table.Tr>
+              )}
               {delivery.sent_at ? (
                 <Table.Tr>
                   <Table.Th fw={500} c="dimmed">
@@ -159,7 +182,8 @@ export function MailBatchesProgress({ batchIds }: { batchIds: string[] }) {
   const total = loaded.reduce((n, b) => n + b.total, 0);
   const sent = loaded.reduce((n, b) => n + b.sent + b.outbox, 0);
   const failed = loaded.reduce((n, b) => n + b.failed, 0);
-  const waiting = loaded.reduce((n, b) => n + b.queued + b.sending, 0);
+  const retrying = loaded.reduce((n, b) => n + (b.retrying ?? 0), 0);
+  const waiting = loaded.reduce((n, b) => n + b.queued + b.sending, 0) - retrying;
   const outbox = loaded.reduce((n, b) => n + b.outbox, 0);
   return (
     <Card withBorder radius="md" p="sm" data-testid="mail-progress">
@@ -168,10 +192,11 @@ export function MailBatchesProgress({ batchIds }: { batchIds: string[] }) {
           Invitation emails: {sent.toLocaleString()} of {total.toLocaleString()} {outbox === sent && sent > 0 ? 'written to the outbox' : 'sent'}
           {failed ? `, ${failed.toLocaleString()} failed` : ''}
           {waiting ? `, ${waiting.toLocaleString()} waiting` : ''}
+          {retrying ? `, ${retrying.toLocaleString()} will be retried` : ''}
         </Text>
-        {failed ? (
+        {failed || retrying ? (
           <Button size="compact-xs" variant="light" color="red" loading={retry.isPending} onClick={() => retry.mutate()}>
-            Retry failed
+            Retry now
           </Button>
         ) : null}
       </Group>

@@ -1,9 +1,14 @@
 /** "just now", "5 min ago", "in 3 days", "2 months ago"… for timestamps near `now`. */
-export function relativeTime(iso: string | null | undefined, now = Date.now()): string {
+/**
+ * "3 minutes ago", "in 2 days". `past`: the time is of something that has happened (an event, a
+ * contact), so one a little ahead of `now` (a clock tick behind, a server clock slightly ahead)
+ * still reads "just now", never "in a few seconds".
+ */
+export function relativeTime(iso: string | null | undefined, now = Date.now(), { past = false }: { past?: boolean } = {}): string {
   if (!iso) return 'never';
   const at = Date.parse(iso);
   if (Number.isNaN(at)) return '—';
-  const seconds = Math.round((at - now) / 1000);
+  const seconds = past ? Math.min(0, Math.round((at - now) / 1000)) : Math.round((at - now) / 1000);
   const abs = Math.abs(seconds);
   if (abs < 45) return seconds <= 0 ? 'just now' : 'in a few seconds';
   const units: [Intl.RelativeTimeFormatUnit, number][] = [

@@ -3,6 +3,9 @@ import { codeKeys } from '../api/codes.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { Agent, LiveEvent, StoredKind } from '../api/types.ts';
 
+/** Agent events that change how many devices a fleet holds (presence and commands do not). */
+const FLEET_COUNT_ACTIONS = new Set(['enrolled', 'reenrolled', 'deleted', 'unenrolled', 'fleet_changed']);
+
 /** What one server event means for the console's caches. */
 export type Effect =
   | { kind: 'invalidate'; key: QueryKey }
@@ -52,8 +55,8 @@ export function effectsOf(event: LiveEvent): Effect[] {
       // Uses, pending approvals and their rows on the code pages.
       if (event.data?.code_id != null || action === 'approved' || action === 'rejected') effects.push({ kind: 'invalidate', key: codeKeys.all });
       if (event.invitation_id !== null) effects.push(...invitationEffect());
-      // Fleet device counts, and the tasks a device gets or loses with its fleet.
-      if (['enrolled', 'reenrolled', 'fleet_changed', 'deleted'].includes(action)) effects.push({ kind: 'invalidate', key: keys.fleets });
+      // Fleets list how many devices each holds: a device that comes, goes or moves changes that.
+      if (FLEET_COUNT_ACTIONS.has(action)) effects.push({ kind: 'invalidate', key: keys.fleets });
       break;
     case 'deployment':
       effects.push({ kind: 'invalidate', key: keys.deployments });

@@ -42,6 +42,7 @@ import {
 } from '../lib/invitation-import.ts';
 import { printQuery } from '../lib/print-layout.ts';
 import { MailBatchesProgress } from '../features/mail.tsx';
+import { UnreachableWarning } from '../features/reachability.tsx';
 
 type Phase = 'input' | 'creating' | 'done';
 const PREVIEW_LIMIT = 500;
@@ -304,6 +305,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
             </Stack>
             <Preview rows={rows} errors={parsed.errors} />
           </SimpleGrid>
+          <UnreachableWarning what={emailThem ? 'The emails, QR codes and links of these invitations' : 'The QR codes and links of these invitations'} />
           <Group justify="space-between">
             <Text size="sm" c="dimmed" data-testid="bulk-counts">
               {rows.length === 0

@@ -248,7 +248,7 @@ function CodeView({ code }: { code: CodeDetail }) {
       </Breadcrumbs>
       <Group justify="space-between" align="flex-start" mb="lg" wrap="wrap">
         <Group gap="sm">
-          <Title order={2}>{code.name}</Title>
+          <Title order={1} size="h2">{code.name}</Title>
           <CodeStatusBadge code={code} size="lg" />
         </Group>
         <Group gap="sm">

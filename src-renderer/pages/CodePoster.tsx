@@ -32,7 +32,7 @@ export function CodePoster({ id }: { id: number }) {
                 {c.name}
               </Button>
               <div>
-                <Title order={3}>Poster</Title>
+                <Title order={1} size="h3">Poster</Title>
                 <Text size="xs" c="dimmed">
                   One {spec.label} page to put up where people enroll
                 </Text>

@@ -19,6 +19,7 @@ import { Link } from '../app/router.tsx';
 import { AgentAppNote } from '../features/agent-app.tsx';
 import { CopyIcon, EmptyState, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
 import { funnelOf } from '../lib/dashboard.ts';
+import { UnreachableWarning } from '../features/reachability.tsx';
 
 function Stat({ label, value, hint, color, icon }: { label: string; value: number; hint?: string; color: string; icon: ReactNode }) {
   return (
@@ -59,13 +60,15 @@ function Funnel({ status }: { status: ServerStatus }) {
         <EmptyState title="Nothing to show yet">Invite someone and the funnel fills as their device enrolls and comes online.</EmptyState>
       ) : (
         <Group align="center" wrap="wrap" gap="xl">
-          <FunnelChart
-            data={steps.map((step) => ({ name: step.label, value: step.value, color: step.color }))}
-            size={200}
-            withTooltip
-            valueFormatter={(value) => value.toLocaleString()}
-            aria-hidden
-          />
+          {/* A picture of the table beside it: hidden from screen readers and out of the tab order. */}
+          <div aria-hidden inert>
+            <FunnelChart
+              data={steps.map((step) => ({ name: step.label, value: step.value, color: step.color }))}
+              size={200}
+              withTooltip={false}
+              valueFormatter={(value) => value.toLocaleString()}
+            />
+          </div>
           <Table withRowBorders={false} verticalSpacing={6} w="auto" aria-label="Enrollment funnel">
             <Table.Tbody>
               {steps.map((step) => (
@@ -107,13 +110,13 @@ function Row({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
-function Copyable({ value }: { value: string }) {
+function Copyable({ value, what }: { value: string; what: string }) {
   return (
     <Group gap={4} wrap="nowrap" justify="space-between">
       <Text className="mono" size="sm">
         {value}
       </Text>
-      <CopyIcon value={value} />
+      <CopyIcon value={value} label={`Copy ${what}`} />
     </Group>
   );
 }
@@ -163,10 +166,10 @@ function ServerCard({ status }: { status: ServerStatus }) {
       <Table verticalSpacing={6} data-testid="server-status">
         <Table.Tbody>
           <Row label="Agent API (base URL)">
-            <Copyable value={status.api_url} />
+            <Copyable value={status.api_url} what="agent API URL" />
           </Row>
           <Row label="Deeplink page">
-            <Copyable value={`${status.deeplink_url}/deeplink/`} />
+            <Copyable value={`${status.deeplink_url}/deeplink/`} what="deeplink page URL" />
           </Row>
           <Row label="Agent app">
             <AgentAppNote />
@@ -178,7 +181,7 @@ function ServerCard({ status }: { status: ServerStatus }) {
             <BrokerLine status={status} />
           </Row>
           <Row label="TLS fingerprint">
-            {fingerprint ? <Copyable value={fingerprint} /> : <Text size="sm" c="dimmed">Not reported by this server</Text>}
+            {fingerprint ? <Copyable value={fingerprint} what="TLS fingerprint" /> : <Text size="sm" c="dimmed">Not reported by this server</Text>}
           </Row>
           <Row label="Connected agents">
             <Text size="sm" data-testid="connected-agents">
@@ -191,7 +194,7 @@ function ServerCard({ status }: { status: ServerStatus }) {
             </Text>
           </Row>
           <Row label="Data folder">
-            <Copyable value={status.data_dir} />
+            <Copyable value={status.data_dir} what="data folder path" />
           </Row>
         </Table.Tbody>
       </Table>
@@ -293,14 +296,14 @@ export function Dashboard() {
       <QueryView query={status}>
         {(data) => (
           <Stack gap="lg">
-            {data.warnings.map((warning) => (
-              <Alert key={warning} color="orange" variant="light" icon={<IconAlertTriangle size={18} />} title="Phones cannot reach this server" data-testid="loopback-warning">
-                <Text size="sm">{warning}</Text>
-                <Anchor component={Link} to="/settings" size="sm">
-                  Choose the public host in Settings
-                </Anchor>
-              </Alert>
-            ))}
+            <UnreachableWarning />
+            {data.warnings
+              .filter((warning) => !/loopback/i.test(warning))
+              .map((warning) => (
+                <Alert key={warning} color="orange" variant="light" icon={<IconAlertTriangle size={18} />} title="Warning">
+                  <Text size="sm">{warning}</Text>
+                </Alert>
+              ))}
             {(data.counts.pending_approval ?? 0) > 0 ? (
               <Alert color="orange" variant="light" icon={<IconDeviceMobile size={18} />} title="Devices waiting for approval" data-testid="waiting-approval">
                 <Group justify="space-between">

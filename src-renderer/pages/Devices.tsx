@@ -1,6 +1,6 @@
-import { Badge, Button, Card, Group, Select, Text, TextInput } from '@mantine/core';
+import { Badge, Button, Card, Group, Select, Text, TextInput, Tooltip } from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
-import { IconArrowDown, IconArrowUp, IconArrowsSort, IconCircleFilled, IconSearch } from '@tabler/icons-react';
+import { IconArrowDown, IconArrowUp, IconArrowsSort, IconCircleFilled, IconEraser, IconLock, IconSearch } from '@tabler/icons-react';
 import {
   columnFilteringFeature,
   columnSizingFeature,
@@ -50,19 +50,36 @@ const plainCell = (info: { getValue: () => unknown }) => (
   </Text>
 );
 
-// Widths in px; the person column takes what is left.
+/** A main value over a dimmed second one (type and version, model and OS), each cut with an ellipsis. */
+function TwoLines({ first, second }: { first: string | null | undefined; second: string | null | undefined }) {
+  return (
+    <div style={{ minWidth: 0, lineHeight: 1.25 }}>
+      <Text size="sm" truncate title={first ?? undefined}>
+        {first || '—'}
+      </Text>
+      {second ? (
+        <Text size="xs" c="dimmed" truncate title={second}>
+          {second}
+        </Text>
+      ) : null}
+    </div>
+  );
+}
+
+// Widths in px; the person column takes what is left. They add up to 960 px, so every column
+// shows in a 1,280 px window with the navigation open.
 const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
     header: 'Device',
-    size: 130,
+    size: 105,
     sortFn: 'alphanumeric',
     cell: (info) => <Text size="sm" fw={500} truncate>{info.getValue()}</Text>,
   }),
   helper.accessor((agent) => agent.email ?? '', {
     id: 'person',
     header: 'Person',
-    size: 190,
+    size: 140,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
@@ -81,32 +98,61 @@ const columns = helper.columns([
       );
     },
   }),
-  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 130, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
-  helper.accessor('type', { id: 'type', header: 'Type', size: 75, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
-  helper.accessor('version', { id: 'version', header: 'Version', size: 85, sortFn: 'alphanumeric' , cell: plainCell }),
-  // From the device's last inventory (empty until it sends one).
-  helper.accessor((agent) => agent.model ?? '', { id: 'model', header: 'Model', size: 110, sortFn: 'alphanumeric', cell: plainCell }),
-  helper.accessor((agent) => [agent.os_name, agent.os_version].filter(Boolean).join(' '), { id: 'os', header: 'OS', size: 95, sortFn: 'alphanumeric', cell: plainCell }),
-  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 110, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 100, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
+  // Two lines, like the person: the agent type over its version.
+  helper.accessor('type', {
+    id: 'type',
+    header: 'Type',
+    size: 80,
+    filterFn: 'equalsString',
+    sortFn: 'alphanumeric',
+    cell: (info) => <TwoLines first={info.getValue()} second={info.row.original.version} />,
+  }),
+  // From the device's last inventory (empty until it sends one): the model over its OS.
+  helper.accessor((agent) => agent.model ?? '', {
+    id: 'model',
+    header: 'Model',
+    size: 120,
+    sortFn: 'alphanumeric',
+    cell: (info) => <TwoLines first={info.getValue()} second={[info.row.original.os_name, info.row.original.os_version].filter(Boolean).join(' ')} />,
+  }),
+  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 90, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
     header: 'Status',
-    size: 110,
+    size: 125,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: (info) => {
       const status = enrollStatusOf(info.getValue());
+      const { lock, wipe } = info.row.original;
       return (
-        <Badge color={status.color} variant="light" data-testid="enroll-status">
-          {status.label}
-        </Badge>
+        <Group gap={4} wrap="nowrap">
+          <Badge color={status.color} variant="light" data-testid="enroll-status">
+            {status.label}
+          </Badge>
+          {lock ? (
+            <Tooltip label="Locked (a lock command was sent)">
+              <Text span c="orange.8" lh={0} data-testid="device-locked" aria-label="Locked" role="img">
+                <IconLock size={16} />
+              </Text>
+            </Tooltip>
+          ) : null}
+          {wipe ? (
+            <Tooltip label="Wipe ordered: the device erases itself when it gets the command">
+              <Text span c="red.8" lh={0} data-testid="device-wiped" aria-label="Wipe ordered" role="img">
+                <IconEraser size={16} />
+              </Text>
+            </Tooltip>
+          ) : null}
+        </Group>
       );
     },
   }),
   helper.accessor('is_online', {
     id: 'is_online',
     header: 'Online',
-    size: 85,
+    size: 75,
     filterFn: 'equals',
     sortFn: 'basic',
     cell: (info) =>
@@ -138,7 +184,7 @@ function LastContact({ iso }: { iso: string | null }) {
   const now = useNow(30_000);
   return (
     <Text size="sm" c={iso ? undefined : 'dimmed'} title={iso ?? undefined}>
-      {relativeTime(iso, now)}
+      {relativeTime(iso, Math.max(now, Date.now()), { past: true })}
     </Text>
   );
 }

@@ -43,6 +43,7 @@ import {
   RelativeTime,
 } from '../components/common.tsx';
 import { DeliveryCard, MailPanel } from '../features/mail.tsx';
+import { UnreachableWarning } from '../features/reachability.tsx';
 import { formatDateTime, fullName } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
 import { printQuery } from '../lib/print-layout.ts';
@@ -150,7 +151,7 @@ function Details({ invitation }: { invitation: InvitationDetail }) {
     [
       invitation.status === 'expired' ? 'Expired' : 'Expires',
       <>
-        {formatDateTime(invitation.expires_at)} (<RelativeTime iso={invitation.expires_at} />)
+        {formatDateTime(invitation.expires_at)} (<RelativeTime iso={invitation.expires_at} future />)
       </>,
     ],
   ];
@@ -429,13 +430,20 @@ function InvitationView({ invitation }: { invitation: InvitationDetail }) {
       <Group justify="space-between" align="flex-start" mb="lg" wrap="wrap">
         <div>
           <Group gap="sm">
-            <Title order={2}>{name || invitation.email}</Title>
+            <Title order={1} size="h2">
+              {name || invitation.email}
+            </Title>
             <InvitationStatusBadge status={invitation.status} size="lg" data-testid="invitation-status" />
           </Group>
           {name ? <Text c="dimmed">{invitation.email}</Text> : null}
         </div>
         <Actions invitation={invitation} />
       </Group>
+      {invitation.status === 'pending' ? (
+        <div className="page-warning">
+          <UnreachableWarning what="This invitation's QR code, deeplink and email" />
+        </div>
+      ) : null}
       <Grid gap="lg">
         <Grid.Col span={{ base: 12, md: 5 }}>
           <Stack>

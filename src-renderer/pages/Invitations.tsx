@@ -221,7 +221,7 @@ export function Invitations() {
                     </Table.Td>
                     <Table.Td>
                       <Text size="sm" c={item.status === 'pending' ? undefined : 'dimmed'}>
-                        {item.status === 'pending' || item.status === 'expired' ? <RelativeTime iso={item.expires_at} /> : '—'}
+                        {item.status === 'pending' || item.status === 'expired' ? <RelativeTime iso={item.expires_at} future /> : '—'}
                       </Text>
                     </Table.Td>
                     <Table.Td>

@@ -8,6 +8,7 @@ import { navigate } from '../app/router.tsx';
 import { notifyError, notifySuccess } from '../components/common.tsx';
 import { emailProblem } from '../lib/email.ts';
 import { LIFETIME } from '../lib/invitation-import.ts';
+import { UnreachableWarning } from '../features/reachability.tsx';
 import type { Invitation } from '../api/types.ts';
 
 /** One invitation: email checked as it is typed, names, fleet and lifetime. */
@@ -190,6 +191,7 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
           <Text size="xs" c="dimmed">
             The invitation carries a QR code and a deeplink; the device that uses it enrolls into the chosen fleet.
           </Text>
+          <UnreachableWarning what={emailIt ? 'The email, QR code and link of this invitation' : 'The QR code and link of this invitation'} />
           <Group justify="space-between" mt="xs">
             <Checkbox label="Create another after this one" checked={another} onChange={(e) => setAnother(e.currentTarget.checked)} />
             <Group gap="sm">

@@ -1,10 +1,12 @@
 import { Button } from '@mantine/core';
-import { EmptyState } from '../components/common.tsx';
+import { EmptyState, PageHeader } from '../components/common.tsx';
 import { Link } from '../app/router.tsx';
 
 export function NotFound() {
   return (
-    <EmptyState
+    <>
+      <PageHeader title="Page not found" />
+      <EmptyState
       title="There is no page here"
       action={
         <Button component={Link} to="/" variant="light">
@@ -13,6 +15,7 @@ export function NotFound() {
       }
     >
       The address may be mistyped, or what it pointed to was deleted.
-    </EmptyState>
+      </EmptyState>
+    </>
   );
 }

@@ -8,6 +8,7 @@ import { useInvitationsByIds } from '../api/queries.ts';
 import type { Invitation, InvitationDetail, Page } from '../api/types.ts';
 import { Link, navigate, useLocation } from '../app/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess } from '../components/common.tsx';
+import { UnreachableWarning } from '../features/reachability.tsx';
 import { desktop } from '../lib/desktop.ts';
 import { formatDate, fullName } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
@@ -39,10 +40,30 @@ function Card({ invitation, onLoad }: { invitation: InvitationDetail; onLoad: ()
   );
 }
 
+const PAPER_KEY = 'mdm-console.print-paper';
+
+/** The paper chosen last time, on this browser (a sheet printed on Letter once is Letter next time). */
+function rememberedPaper(): Paper | null {
+  try {
+    const stored = localStorage.getItem(PAPER_KEY);
+    return stored && stored in PAPERS ? (stored as Paper) : null;
+  } catch {
+    return null;
+  }
+}
+
+function rememberPaper(paper: Paper): void {
+  try {
+    localStorage.setItem(PAPER_KEY, paper);
+  } catch {
+    // Storage refused (private mode): the choice lasts for this page only.
+  }
+}
+
 export function PrintSheet() {
   const { search } = useLocation();
   const { ids, paper: asked } = parsePrintQuery(search);
-  const [paper, setPaperState] = useState<Paper>(asked ?? defaultPaper(navigator.language));
+  const [paper, setPaperState] = useState<Paper>(asked ?? rememberedPaper() ?? defaultPaper(navigator.language));
   const spec = PAPERS[paper];
   const invitations = useInvitationsByIds(ids);
   const [loaded, setLoaded] = useState(0);
@@ -55,6 +76,7 @@ export function PrintSheet() {
 
   const setPaper = (next: Paper) => {
     setPaperState(next);
+    rememberPaper(next);
     navigate(`/print${printQuery(ids, next)}`, { replace: true });
   };
 
@@ -102,7 +124,9 @@ export function PrintSheet() {
                 Invitations
               </Button>
               <div>
-                <Title order={3}>Print sheet</Title>
+                <Title order={1} size="h3">
+                  Print sheet
+                </Title>
                 <Text size="xs" c="dimmed">
                   {cards.length
                     ? `${cards.length} card${cards.length === 1 ? '' : 's'} on ${pages.length} ${spec.label} page${pages.length === 1 ? '' : 's'} · ${spec.columns * spec.rows} a page, ${Math.round(size.widthMm)} × ${Math.round(size.heightMm)} mm each`
@@ -132,6 +156,9 @@ export function PrintSheet() {
               ) : null}
             </Group>
           </Group>
+          <div className="sheet-warning">
+            <UnreachableWarning what="The QR codes on these cards" />
+          </div>
           {skipped > 0 && !invitations.isPending ? (
             <Alert color="orange" variant="light" mt="sm" p="xs">
               {skipped} selected invitation{skipped === 1 ? ' was' : 's were'} not found (deleted?) and left out.

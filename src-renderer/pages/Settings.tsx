@@ -28,6 +28,7 @@ import type { Fleet, ServerStatus, Settings } from '../api/types.ts';
 import { notifyError, PageHeader, QueryView } from '../components/common.tsx';
 import { MailSettingsSection } from '../features/mail-settings.tsx';
 import { appliedNote, isLoopback, pickGeneral, settingsErrors, settingsPatch, type GeneralSettings } from '../lib/settings.ts';
+import { UnreachableWarning } from '../features/reachability.tsx';
 
 function Section({ id, title, description, children }: { id?: string; title: string; description?: ReactNode; children: ReactNode }) {
   return (
@@ -129,7 +130,9 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
                 <TextInput label="Host name or address" placeholder="mdm.example.lan" {...form.getInputProps('public_host')} data-testid="public-host-input" />
               ) : null}
             </SimpleGrid>
-            {isLoopback(values.public_host || status.public_host) ? (
+            {/* In force now: the warning with its one-click fix; about to be chosen: a note. */}
+            <UnreachableWarning what="Every QR code, deeplink and invitation email" />
+            {isLoopback(values.public_host || status.public_host) && !isLoopback(status.public_host) ? (
               <Alert color="orange" variant="light" icon={<IconAlertTriangle size={18} />} p="sm">
                 A loopback address works for the simulator on this machine only: phones cannot reach it.
               </Alert>
@@ -403,7 +406,7 @@ export function SettingsPage() {
         description={
           <>
             How devices reach this server and what invitations carry. The{' '}
-            <Anchor href="#helpdesk" size="sm">
+            <Anchor href="#helpdesk" size="sm" underline="always">
               helpdesk
             </Anchor>{' '}
             appears on phones and printed cards.

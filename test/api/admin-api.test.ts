@@ -68,9 +68,64 @@ describe('admin authentication', () => {
     const withCookie = await fetch(`${t.backend.info.admin_url}/api/status`, { headers: { cookie: cookie.split(';')[0]! } });
     expect(withCookie.status).toBe(200);
     expect(JSON.stringify(await withCookie.json())).not.toContain(t.backend.info.admin_token);
+    // A used link lands on the console's sign-in page, which says what happened and what to do.
     const again = await fetch(t.backend.info.console_url, { redirect: 'manual' });
-    expect(again.status).toBe(401);
-    expect(await again.text()).toContain('npm run cli -- console');
+    expect(again.status).toBe(302);
+    expect(again.headers.get('location')).toBe('/sign-in?link=used');
+    expect(again.headers.get('set-cookie')).toBeNull();
+  });
+
+  it('signs the console in with the admin token or a one-time link pasted on its sign-in page', async () => {
+    const signIn = (credential: unknown, headers: Record<string, string> = { 'sec-fetch-site': 'same-origin' }) =>
+      fetch(`${t.backend.info.admin_url}/auth/sign-in`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ credential }) });
+    const withToken = await signIn(` ${t.backend.info.admin_token}\n`);
+    expect(withToken.status).toBe(200);
+    expect((await withToken.json()) as unknown).toEqual({ signed_in: true, with: 'token' });
+    const cookie = withToken.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/HttpOnly; SameSite=Strict/);
+    expect((await fetch(`${t.backend.info.admin_url}/api/status`, { headers: { cookie: cookie.split(';')[0]! } })).status).toBe(200);
+
+    const link = (await t.admin('POST', '/console-tickets')).body.console_url as string;
+    const withLink = await signIn(link);
+    expect(withLink.status).toBe(200);
+    expect(((await withLink.json()) as { with: string }).with).toBe('link');
+    const reused = await signIn(link);
+    expect(reused.status).toBe(401);
+    const refusal = (await reused.json()) as { error: string; message: string };
+    expect(refusal).toMatchObject({ error: 'ERROR_SIGN_IN' });
+    expect(refusal.message).toContain('npm run cli -- console');
+    expect(refusal.message).not.toContain('`');
+    expect(reused.headers.get('set-cookie')).toBeNull();
+
+    expect((await signIn('not-the-token')).status).toBe(401);
+    expect((await signIn({ token: 'x' })).status).toBe(400);
+    // Another local page cannot sign this browser in (nor learn whether a guess was right).
+    expect((await signIn(t.backend.info.admin_token, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await signIn(t.backend.info.admin_token, { origin: 'http://evil.example' })).status).toBe(403);
+  });
+
+  it('picks a LAN address as the public host in one call, and refuses any other address', async () => {
+    // A backend of its own: the choice applies to everything it serves from then on.
+    const own = await startTestBackend();
+    try {
+    const before = await own.admin('GET', '/status');
+    expect(before.body.public_host).toBe('127.0.0.1');
+    expect(before.body.warnings.join(' ')).toMatch(/loopback/);
+    expect((await own.admin('POST', '/public-host', { host: '203.0.113.9' })).status).toBe(400);
+    expect((await own.admin('POST', '/public-host', {})).status).toBe(400);
+    const lan = before.body.lan_addresses as string[];
+    if (lan.length === 0) return; // a machine with no network address has nothing to pick
+    const picked = await own.admin('POST', '/public-host', { host: lan[0] });
+    expect(picked.status).toBe(200);
+    expect(picked.body.api_url).toContain(`//${lan[0]}:`);
+    const after = await own.admin('GET', '/status');
+    expect(after.body).toMatchObject({ public_host: lan[0], warnings: [] });
+    const invitation = await own.admin('POST', '/invitations', { email: `lan.${Date.now()}@example.com`, send_email: false });
+    expect(invitation.body.deeplink).toContain(`//${lan[0]}:`);
+    expect(Buffer.from(decodeURIComponent(invitation.body.deeplink.split('data=')[1]), 'base64').toString()).toContain(`http://${lan[0]}:`);
+    } finally {
+      await own.stop();
+    }
   });
 
   it('refuses cookie-authenticated changes that come from another origin', async () => {

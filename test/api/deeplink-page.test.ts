@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeDeeplinkData } from '../../src-main/backend/deeplink/codec.ts';
-import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
+import { enrollByHand, startTestBackend, type TestBackend } from '../helpers/backend.ts';
 import { decodeQrPng } from '../helpers/qr.ts';
 
 let t: TestBackend;
@@ -90,6 +90,35 @@ describe('the deeplink page', () => {
     expect(status).toBe(400);
     expect(type).toContain('text/html');
     expect(html).toContain('Invalid enrollment link');
+  });
+
+  it('says so when the invitation was used, revoked or has expired, instead of offering to enroll', async () => {
+    const { body: used } = await t.admin('POST', '/invitations', { email: 'used-page@example.com', send_email: false });
+    const before = await page(new URL(used.deeplink).search);
+    expect(before.status).toBe(200);
+    expect(before.html).toContain('Enroll your device');
+    await enrollByHand(t.apiUrl, used, { serial: 'PAGE-USED-1' });
+    for (const agent of [DESKTOP, ANDROID]) {
+      const after = await page(new URL(used.deeplink).search, agent);
+      expect(after.status).toBe(410);
+      expect(after.html).toContain('<h1>This invitation has already been used</h1>');
+      expect(after.html).not.toMatch(/Enroll (your|this) device/);
+      expect(after.html).not.toContain('<svg');
+      expect(after.html).toContain('help@example.com');
+    }
+
+    const { body: revoked } = await t.admin('POST', '/invitations', { email: 'revoked-page@example.com', send_email: false });
+    await t.admin('POST', `/invitations/${revoked.id}/revoke`);
+    const withdrawn = await page(new URL(revoked.deeplink).search);
+    expect(withdrawn.status).toBe(410);
+    expect(withdrawn.html).toContain('This invitation was withdrawn');
+
+    const { body: old } = await t.admin('POST', '/invitations', { email: 'expired-page@example.com', send_email: false });
+    t.backend.services.db.prepare(`UPDATE invitations SET expires_at = '2020-01-02T00:00:00.000Z' WHERE id = ?`).run(old.id);
+    const expired = await page(new URL(old.deeplink).search);
+    expect(expired.status).toBe(410);
+    expect(expired.html).toContain('This invitation has expired');
+    expect(expired.html).toContain('2 Jan 2020');
   });
 
   it('serves a QR code (PNG and SVG) that decodes back to the deeplink', async () => {

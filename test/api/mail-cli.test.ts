@@ -8,7 +8,7 @@ import { decodeQrPng } from '../helpers/qr.ts';
 import { asBuffer, eventually, startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 
 // The issue's "done when", as a user does it: serve --smtp-url, invite from the CLI, read the state;
-// SMTP down → failed; retry once it is back → sent.
+// SMTP down → waits for an automatic retry; `mail retry` once it is back → sent now.
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '../../src-main/cli/main.ts');
@@ -29,7 +29,7 @@ async function cli(args: string[]) {
 }
 
 /** Polls through the admin API (a CLI process per poll would be slow); the CLI output is checked too. */
-async function invitation(id: number): Promise<{ id: number; delivery: { state: string; error: string | null } | null }> {
+async function invitation(id: number): Promise<{ id: number; delivery: { state: string; error: string | null; retry_at: string | null } | null }> {
   const info = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8'));
   const response = await fetch(`${info.admin_url}/api/invitations/${id}`, { headers: { authorization: `Bearer ${info.admin_token}` } });
   return (await response.json()) as Awaited<ReturnType<typeof invitation>>;
@@ -63,11 +63,16 @@ describe('mail from the command line', () => {
   it('serve names the SMTP server (from MDM_CONSOLE_SMTP_URL) and the sender', () => {
     expect(output).toContain(`Mail:                  SMTP smtp://127.0.0.1:${smtpPort}`);
     expect(output).toContain('from Helpdesk <help@example.org>');
+    // Started on loopback: the banner says phones cannot reach it, and how to fix it.
+    expect(output).toContain('WARNING: phones cannot reach this server. The public host 127.0.0.1 is a loopback address');
+    expect(output).toMatch(/To fix it: (restart with --public-host \S+|connect this computer)/);
   });
 
   it('invite --email: the message arrives with a scannable QR code and the state reads sent', async () => {
     const invited = await cli(['invite', '--email', 'cli-user@example.com', '--json']);
     expect(invited.code, invited.stderr).toBe(0);
+    // Said before the email is queued, on stderr (the JSON on stdout stays clean).
+    expect(invited.stderr).toContain('Warning: phones cannot reach this server. Its public host 127.0.0.1 is a loopback address');
     const created = JSON.parse(invited.stdout);
     const mail = await eventually(() => smtp.received.find((m) => m.invitationId === created.id), 20_000, 'the email');
     expect(mail.parsed.from).toMatchObject({ address: 'help@example.org' });
@@ -88,20 +93,21 @@ describe('mail from the command line', () => {
     await eventually(() => smtp.received.find((m) => m.invitationId === created.id), 20_000, 'the resent email');
   });
 
-  it('SMTP down → failed with the reason; SMTP back + mail retry → sent', async () => {
+  it('SMTP down → waits for a retry, with the reason and when; SMTP back + mail retry → sent', async () => {
     await smtp.close();
     const invited = await cli(['invite', '--email', 'down@example.com', '--json']);
     const created = JSON.parse(invited.stdout);
-    const failed = await eventually(async () => {
+    const waiting = await eventually(async () => {
       const current = await invitation(created.id);
-      return current?.delivery?.state === 'failed' ? current : null;
-    }, 30_000, 'failed');
-    expect(failed.delivery!.error).toMatch(/ECONNREFUSED/);
-    expect((await cli(['invitations'])).stdout).toMatch(/down@example.com .* email failed: .*ECONNREFUSED/);
+      return current?.delivery?.state === 'queued' && current.delivery.retry_at ? current : null;
+    }, 30_000, 'a scheduled retry');
+    expect(waiting.delivery!.error).toMatch(/ECONNREFUSED/);
+    expect((await cli(['invitations'])).stdout).toMatch(/down@example.com .* email will retry at \d\d:\d\d:\d\d \(last try: .*ECONNREFUSED/);
+    expect((await cli(['mail', 'status'])).stdout).toMatch(/1 waiting for a retry; next at \d\d:\d\d:\d\d/);
 
     smtp = await startTestSmtp({ port: smtpPort });
     const retried = await cli(['mail', 'retry']);
-    expect(retried.stdout).toMatch(/^1 failed email\(s\) queued again/);
+    expect(retried.stdout).toMatch(/^1 failed or waiting email\(s\) queued again/);
     await eventually(async () => (await invitation(created.id))?.delivery?.state === 'sent', 20_000, 'sent after retry');
     expect(smtp.received.filter((m) => m.invitationId === created.id)).toHaveLength(1);
 

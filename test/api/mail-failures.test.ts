@@ -59,24 +59,31 @@ async function finalDelivery(id: number) {
 }
 
 describe('failures and retries', () => {
-  it('SMTP down: failed with the connection error; retry works once SMTP is back', async () => {
+  it('SMTP down: waits for an automatic retry with the connection error; retry now works once SMTP is back', async () => {
     const probe = await startTestSmtp();
     const port = probe.port;
     await probe.close();
     await configure({ smtp_url: `smtp://127.0.0.1:${port}` });
 
     const created = await invite();
-    const failed = await finalDelivery(created.id);
-    expect(failed.delivery.state).toBe('failed');
-    expect(failed.delivery.error).toMatch(/ECONNREFUSED/);
-    expect(failed).toMatchObject({ status: 'pending', invitation_token: created.invitation_token, expires_at: created.expires_at, deeplink: created.deeplink });
+    const waiting = await eventually(
+      async () => {
+        const { body } = await t.admin('GET', `/invitations/${created.id}`);
+        return body.delivery?.retry_at ? body : null;
+      },
+      30_000,
+      'a scheduled retry',
+    );
+    expect(waiting.delivery).toMatchObject({ state: 'queued', attempts: 1 });
+    expect(waiting.delivery.error).toMatch(/ECONNREFUSED/);
+    expect(waiting).toMatchObject({ status: 'pending', invitation_token: created.invitation_token, expires_at: created.expires_at, deeplink: created.deeplink });
 
     const back = await smtpServer({ port });
     const retried = await t.admin('POST', '/mail/retry', {});
     expect(retried.status).toBe(202);
     expect(retried.body.queued).toBeGreaterThanOrEqual(1);
     const sent = await finalDelivery(created.id);
-    expect(sent.delivery).toMatchObject({ state: 'sent', error: null, attempts: 2 });
+    expect(sent.delivery).toMatchObject({ state: 'sent', error: null, retry_at: null, attempts: 2 });
     const mail = await eventually(() => back.received.find((m) => m.invitationId === created.id));
     expect(mail.parsed.text).toContain(created.deeplink);
   });

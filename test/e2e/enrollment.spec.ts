@@ -5,8 +5,9 @@ import { CLI, ROOT } from './serve.ts';
 test('the printed sign-in link was used once: it cannot sign anyone in again', async ({ browser }) => {
   const context = await browser.newContext({ storageState: undefined });
   const page = await context.newPage();
-  const response = await page.goto(server.console_url);
-  expect(response?.status()).toBe(401);
+  await page.goto(server.console_url);
+  // It lands on the sign-in page, which says why and what to do, and sets no cookie.
+  await expect(page).toHaveURL(`${server.admin_url}/sign-in?link=used`);
   await expect(page.getByText('already been used')).toBeVisible();
   const apiResponse = await page.request.get(`${server.admin_url}/api/status`);
   expect(apiResponse.status()).toBe(401);
@@ -17,7 +18,7 @@ test('dashboard: counts, funnel, server status and the loopback warning', async 
   await page.goto('/');
   await expect(page.getByRole('heading', { name: 'Dashboard' })).toBeVisible();
   await expect(page.getByTestId('live-state')).toHaveAttribute('data-state', 'live');
-  await expect(page.getByTestId('loopback-warning')).toContainText('127.0.0.1 is a loopback address');
+  await expect(page.getByTestId('loopback-warning')).toContainText('point at 127.0.0.1, an address of this computer only');
   const status = page.getByTestId('server-status');
   await expect(status).toContainText(server.api_url);
   await expect(status).toContainText(`port ${server.mqtt_port}`);
@@ -133,14 +134,14 @@ test('simulate a device from the invitation page, then see the refusal when it i
   await expect(dialog.getByText('The simulated device enrolled')).toBeVisible({ timeout: 20_000 });
   await expect(dialog.getByTestId('simulation-log')).toContainText('5/5 GET PluginMdmAgent');
   await shot(page, 'invitation-simulated', testInfo);
-  await dialog.getByRole('button', { name: 'Close' }).click();
+  await dialog.getByRole('button', { name: 'Close', exact: true }).click();
   await expect(page.getByTestId('invitation-status')).toHaveText('Enrolled');
 
   // A second device with the same (used) invitation is refused, and the refusal is logged.
   await page.getByRole('button', { name: 'Choose the simulated device type' }).click();
   await page.getByRole('menuitem', { name: 'Apple device' }).click();
   await expect(dialog.getByText('Enrollment was refused')).toBeVisible({ timeout: 20_000 });
-  await dialog.getByRole('button', { name: 'Close' }).click();
+  await dialog.getByRole('button', { name: 'Close', exact: true }).click();
   await expect(page.getByTestId('refused-log')).toContainText('already been used');
   await shot(page, 'invitation-refused-log', testInfo, { fullPage: true });
 });

@@ -30,7 +30,7 @@ test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated
     const simulated = page.getByRole('dialog', { name: 'Simulated device' });
     await expect(simulated.getByText('The simulated device enrolled')).toBeVisible({ timeout: 20_000 });
     await expect(simulated.getByTestId('simulation-log')).toContainText('POST PluginFlyvemdmAgent');
-    await simulated.getByRole('button', { name: 'Close' }).click();
+    await simulated.getByRole('button', { name: 'Close', exact: true }).click();
     const agentId = (await api('GET', `/invitations/${id}`)).agent.id as number;
 
     await page.goto('/devices');

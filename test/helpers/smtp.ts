@@ -16,20 +16,39 @@ export interface TestSmtp {
   received: ReceivedMail[];
   /** Most SMTP sessions open at the same time, over the server's life. */
   maxConcurrentSessions(): number;
+  /** SMTP sessions opened so far (greeted or not). */
+  connections(): number;
+  /** RCPT TO refused with 451 by the greylist. */
+  greylisted(): number;
+  /** Stops stalling greetings (see `stallGreetings`). */
+  stopStalling(): void;
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedMail[]>;
   close(): Promise<void>;
 }
 
+export interface TestSmtpBehaviour {
+  port?: number;
+  /** Greylisting as real servers do it: the first RCPT TO of each recipient gets 451, later ones pass. */
+  greylist?: boolean;
+  /** Holds back the greeting of every new session until stopStalling() (clients time out waiting). */
+  stallGreetings?: boolean;
+}
+
 /**
  * A real SMTP server (smtp-server) on loopback that keeps and parses what it receives.
- * Plain by default (no STARTTLS offered); `options` changes that (auth, TLS…).
+ * Plain by default (no STARTTLS offered); `options` changes that (auth, TLS, greylisting, stalls).
  */
-export async function startTestSmtp(options: Partial<SMTPServerOptions> & { port?: number } = {}): Promise<TestSmtp> {
+export async function startTestSmtp(options: Partial<SMTPServerOptions> & TestSmtpBehaviour = {}): Promise<TestSmtp> {
   const received: ReceivedMail[] = [];
   const waiters: (() => void)[] = [];
   const open = new Set<string>();
   let maxOpen = 0;
-  const { port: wantedPort, ...serverOptions } = options;
+  let connections = 0;
+  let greylisted = 0;
+  const seenRecipients = new Set<string>();
+  let stalling = Boolean(options.stallGreetings);
+  const stalled: (() => void)[] = [];
+  const { port: wantedPort, greylist, stallGreetings: _stall, ...serverOptions } = options;
   const server = new SMTPServer({
     disabledCommands: ['STARTTLS'],
     authOptional: true,
@@ -40,9 +59,25 @@ export async function startTestSmtp(options: Partial<SMTPServerOptions> & { port
     ...serverOptions,
     onConnect(session, callback) {
       open.add(session.id);
+      connections++;
       maxOpen = Math.max(maxOpen, open.size);
-      callback();
+      // smtp-server sends its 220 greeting only once this callback runs.
+      if (stalling) stalled.push(() => callback());
+      else callback();
     },
+    ...(greylist
+      ? {
+          onRcptTo(address: { address: string }, _session: unknown, callback: (error?: Error | null) => void) {
+            const key = address.address.toLowerCase();
+            if (seenRecipients.has(key)) return callback();
+            seenRecipients.add(key);
+            greylisted++;
+            const error = new Error('Greylisted, please try again later') as Error & { responseCode: number };
+            error.responseCode = 451;
+            callback(error);
+          },
+        }
+      : {}),
     onClose(session) {
       open.delete(session.id);
     },
@@ -84,6 +119,12 @@ export async function startTestSmtp(options: Partial<SMTPServerOptions> & { port
     url: (userinfo) => `${options.secure ? 'smtps' : 'smtp'}://${userinfo ? `${userinfo}@` : ''}127.0.0.1:${port}`,
     received,
     maxConcurrentSessions: () => maxOpen,
+    connections: () => connections,
+    greylisted: () => greylisted,
+    stopStalling: () => {
+      stalling = false;
+      for (const release of stalled.splice(0)) release();
+    },
     waitFor: async (count, timeoutMs = 20_000) => {
       const deadline = Date.now() + timeoutMs;
       while (received.length < count) {
@@ -99,7 +140,11 @@ export async function startTestSmtp(options: Partial<SMTPServerOptions> & { port
       }
       return received;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => {
+      stalling = false;
+      for (const release of stalled.splice(0)) release();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
 }
 

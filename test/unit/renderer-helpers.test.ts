@@ -20,6 +20,10 @@ describe('formatting', () => {
     expect(relativeTime('2026-06-08T12:00:00Z', now)).toBe('in 7 days');
     expect(relativeTime('2026-05-31T12:00:00Z', now)).toBe('yesterday');
     expect(relativeTime('2026-03-01T12:00:00Z', now)).toBe('3 months ago');
+    // An event newer than the last clock tick is past all the same: never "in a few seconds".
+    expect(relativeTime('2026-06-01T12:00:20Z', now, { past: true })).toBe('just now');
+    expect(relativeTime('2026-06-01T12:03:00Z', now, { past: true })).toBe('just now');
+    expect(relativeTime('2026-06-01T11:55:00Z', now, { past: true })).toBe('5 minutes ago');
   });
   it('writes sizes and names', () => {
     expect(formatBytes(0)).toBe('0 B');

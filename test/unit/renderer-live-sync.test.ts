@@ -34,7 +34,10 @@ describe('what an event means for the caches', () => {
       { kind: 'invalidate', key: keys.deployments },
     ]);
     expect(effectsOf(event('deployment.created'))).toContainEqual({ kind: 'invalidate', key: keys.deployments });
+    // Fleet device counts follow devices that come, go or move; presence leaves them alone.
     expect(effectsOf(event('agent.fleet_changed', { agent_id: 9 }))).toContainEqual({ kind: 'invalidate', key: keys.fleets });
+    expect(effectsOf(event('agent.deleted', { agent_id: 9 }))).toContainEqual({ kind: 'invalidate', key: keys.fleets });
+    expect(effectsOf(event('agent.online', { agent_id: 9 }))).not.toContainEqual({ kind: 'invalidate', key: keys.fleets });
     expect(effectsOf(event('agent.deleted', { agent_id: 9 }))).toContainEqual({ kind: 'agentRemoved', id: 9 });
     expect(effectsOf(event('invitation.deleted', { invitation_id: 4 }))).toContainEqual({ kind: 'remove', key: keys.invitation(4) });
     expect(effectsOf(event('file.added'))).toContainEqual({ kind: 'invalidate', key: keys.stored('file') });

@@ -9,7 +9,7 @@ import { Type } from 'typebox';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../http/errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
-import { AdminAuth } from './auth.ts';
+import { AdminAuth, isSameOrigin } from './auth.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
@@ -35,6 +35,8 @@ export interface AdminAppOptions {
   broker?: MqttBroker;
   /** The device simulator, injected by the caller (the backend never imports it). */
   simulate?: DeviceSimulator;
+  /** Makes a LAN address the public host now (the one-click fix of the loopback warning). */
+  choosePublicHost?: (host: string) => void;
   /** The address the listener binds to: its name is served besides the loopback ones. */
   bindHost?: string;
   /** Connections the listener accepts at once (http/socket-limits.ts). */
@@ -49,7 +51,7 @@ export interface AdminApp {
 }
 
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, deployments, adminToken, info, simulate, broker, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
+export async function adminApp({ services, files, deployments, adminToken, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
@@ -75,11 +77,27 @@ export async function adminApp({ services, files, deployments, adminToken, info,
   app.get('/auth', async (request, reply) => {
     const { ticket } = request.query as { ticket?: string };
     if (typeof ticket === 'string' && auth.redeemTicket(ticket, reply)) return reply.redirect('/');
-    return reply
-      .code(401)
-      .type('text/html')
-      .send('<!doctype html><title>Sign-in link used</title><p>This sign-in link has already been used or is not valid. Get a new one with <code>npm run cli -- console</code>, or open the console from the desktop app.</p>');
+    // The console's sign-in page says what happened and what to do.
+    return reply.redirect(typeof ticket === 'string' && ticket !== '' ? '/sign-in?link=used' : '/sign-in');
   });
+
+  // The sign-in page posts the admin token or a sign-in link here; only from the console's own page.
+  app.post(
+    '/auth/sign-in',
+    { schema: { body: Type.Object({ credential: Type.String({ maxLength: 2048 }) }, { additionalProperties: false }) } },
+    async (request, reply) => {
+      if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+      const how = auth.signIn((request.body as { credential: string }).credential, reply);
+      if (!how) {
+        throw new ApiError(
+          401,
+          'ERROR_SIGN_IN',
+          'That is neither the admin token nor a valid sign-in link. A link works once, within 15 minutes: get a new one with npm run cli -- console.',
+        );
+      }
+      return { signed_in: true, with: how };
+    },
+  );
 
   await app.register(async (api) => {
     api.setNotFoundHandler(() => {
@@ -130,6 +148,24 @@ export async function adminApp({ services, files, deployments, adminToken, info,
         ],
       };
     });
+
+    // One click from "phones cannot reach this server": use this LAN address from now on.
+    api.post(
+      '/public-host',
+      { schema: { body: Type.Object({ host: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false }) } },
+      async (request) => {
+        const { host } = request.body as { host: string };
+        const lan = lanAddresses();
+        if (!lan.includes(host)) {
+          throw new ApiError(400, 'ERROR_BAD_REQUEST', `${host} is not a network address of this machine (${lan.length ? `these are: ${lan.join(', ')}` : 'it has none besides loopback'})`);
+        }
+        services.settings.update({ public_host: host });
+        choosePublicHost?.(host);
+        services.events.record('settings.updated', `Public host set to ${host}: phones reach the server there`, {}, { keys: ['public_host'] });
+        const current = info();
+        return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
+      },
+    );
 
     api.get(
       '/events',

@@ -7,7 +7,7 @@ const COOKIE = 'mdm_console';
 const TICKET_LIFETIME_MS = 15 * 60 * 1000;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-function isSameOrigin(request: FastifyRequest): boolean {
+export function isSameOrigin(request: FastifyRequest): boolean {
   const site = request.headers['sec-fetch-site'];
   if (site !== undefined) return site === 'same-origin';
   const origin = request.headers.origin;
@@ -52,8 +52,26 @@ export class AdminAuth {
     const expires = this.tickets.get(ticket);
     this.tickets.delete(ticket);
     if (expires === undefined || expires <= Date.now()) return false;
-    reply.header('set-cookie', `${COOKIE}=${this.cookieValue}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${COOKIE_MAX_AGE_S}`);
+    this.setCookie(reply);
     return true;
+  }
+
+  /**
+   * The console's sign-in page: what the admin pasted is the admin token, a sign-in link
+   * (`…/auth?ticket=…`) or the ticket alone. Sets the cookie when it is good.
+   */
+  signIn(credential: string, reply: FastifyReply): 'token' | 'link' | null {
+    const text = credential.trim();
+    if (same(text, this.adminToken)) {
+      this.setCookie(reply);
+      return 'token';
+    }
+    const ticket = /[?&]ticket=([0-9a-f]+)/i.exec(text)?.[1] ?? (/^[0-9a-f]{48}$/i.test(text) ? text : null);
+    return ticket !== null && this.redeemTicket(ticket.toLowerCase(), reply) ? 'link' : null;
+  }
+
+  private setCookie(reply: FastifyReply): void {
+    reply.header('set-cookie', `${COOKIE}=${this.cookieValue}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${COOKIE_MAX_AGE_S}`);
   }
 
   isAuthenticated(request: FastifyRequest): boolean {

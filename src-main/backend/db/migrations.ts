@@ -406,4 +406,14 @@ export const migrations: Migration[] = [
       CREATE INDEX agents_enroll_status ON agents(enroll_status) WHERE enroll_status = 'pending_approval';
     `,
   },
+  {
+    version: 11,
+    name: 'mail retry schedule',
+    // A delivery that failed for a transient reason stays 'queued' with the time of its next
+    // attempt; keeping that time in the database lets a restart keep the schedule.
+    sql: `
+      ALTER TABLE mail_deliveries ADD COLUMN retry_at TEXT;
+      CREATE INDEX mail_deliveries_retry ON mail_deliveries(retry_at) WHERE retry_at IS NOT NULL;
+    `,
+  },
 ];

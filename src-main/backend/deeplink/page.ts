@@ -52,6 +52,19 @@ export interface DeeplinkPageOptions {
   /** The base this page is served under, to rebuild the URL the QR code encodes. */
   deeplinkBase: () => string;
   appLinkScheme: () => string;
+  /** Where the invitation of a link stands; null when this server does not know it (another server's link). */
+  invitationState?: (invitationToken: string) => { status: 'pending' | 'done' | 'expired' | 'revoked'; expiresAt: string } | null;
+}
+
+/** A used, expired or withdrawn invitation: the page says so instead of offering to enroll. */
+function notUsableBody(state: { status: 'done' | 'expired' | 'revoked'; expiresAt: string }, help: string): { title: string; html: string } {
+  const expired = new Date(state.expiresAt).toUTCString().replace(/ \d\d:\d\d:\d\d GMT$/, '');
+  const { title, text } = {
+    done: { title: 'This invitation has already been used', text: 'A device has enrolled with it, and it cannot enroll another one. If you need to enroll a new device, ask your administrator for a new invitation.' },
+    expired: { title: 'This invitation has expired', text: `It could be used until ${escapeHtml(expired)}. Ask your administrator for a new invitation.` },
+    revoked: { title: 'This invitation was withdrawn', text: 'Your administrator cancelled it. Ask them for a new invitation if you still need to enroll a device.' },
+  }[state.status];
+  return { title, html: `<h1>${title}</h1><p>${text}</p>${help}` };
 }
 
 /** GET /deeplink/?data=… — the deeplink microservice, served by the backend itself. */
@@ -88,6 +101,11 @@ export const deeplinkPageRoutes: FastifyPluginAsync<DeeplinkPageOptions> = async
       // Re-encode so both the QR code and the button carry canonical data whatever form arrived.
       const canonical = canonicalBase64(data!);
       const help = helpdeskBlock(fields);
+      const state = options.invitationState?.(fields.invitationToken) ?? null;
+      if (state && state.status !== 'pending') {
+        const { title, html } = notUsableBody({ status: state.status, expiresAt: state.expiresAt }, help);
+        return reply.code(410).headers(headers).send(layout(title, html));
+      }
       if (isPhone(request.headers['user-agent'])) {
         // Data in the reference encoding is for a Flyve agent, which registers flyve://.
         const link = escapeHtml(appLinkUrl(appLinkSchemeFor(deeplinkEncodingOf(canonical), options.appLinkScheme()), canonical));

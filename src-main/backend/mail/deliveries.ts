@@ -16,14 +16,18 @@ export interface DeliveryRow {
   queued_at: string;
   updated_at: string;
   sent_at: string | null;
+  /** Set while a delivery that failed for a transient reason waits for its next attempt (still 'queued'). */
+  retry_at: string | null;
 }
 
 /** What invitation views carry as `delivery` (null: never emailed). */
 export interface DeliveryView {
   /** queued → sending → sent | failed; outbox = written to DATA_DIR/outbox (no SMTP configured). */
   state: DeliveryState;
-  /** The server's message (or why it could not be reached) when failed. */
+  /** The server's message (or why it could not be reached) when failed, or of the last attempt while retry_at is set. */
   error: string | null;
+  /** When the next attempt runs, after a transient failure (4xx reply, time-out, connection error). */
+  retry_at: string | null;
   /** The server's last answer, e.g. "250 OK: queued as …". */
   response: string | null;
   sent_at: string | null;
@@ -35,7 +39,8 @@ export interface DeliveryView {
   batch_id: string | null;
 }
 
-export type DeliveryCounts = Record<DeliveryState, number> & { total: number };
+/** `retrying`: of the queued ones, those waiting for a retry after a transient failure. */
+export type DeliveryCounts = Record<DeliveryState, number> & { total: number; retrying: number };
 
 /** The SQL of mail_deliveries: the persisted queue and each invitation's delivery state. */
 export class DeliveryRepository {
@@ -50,12 +55,13 @@ export class DeliveryRepository {
         `INSERT INTO mail_deliveries (invitation_id, state, batch_id, attempts, queued_at, updated_at)
          VALUES (@invitation_id, 'queued', @batch_id, 0, @at, @at)
          ON CONFLICT(invitation_id) DO UPDATE SET
-           state = 'queued', batch_id = excluded.batch_id, error = NULL, queued_at = excluded.queued_at, updated_at = excluded.updated_at
-         WHERE mail_deliveries.state NOT IN ('queued', 'sending')`,
+           state = 'queued', batch_id = excluded.batch_id, error = NULL, retry_at = NULL, queued_at = excluded.queued_at, updated_at = excluded.updated_at
+         WHERE mail_deliveries.state NOT IN ('queued', 'sending') OR mail_deliveries.retry_at IS NOT NULL`,
       ),
       claim: db.prepare(
-        `UPDATE mail_deliveries SET state = 'sending', attempts = attempts + 1, updated_at = @at
-         WHERE invitation_id = (SELECT invitation_id FROM mail_deliveries WHERE state = 'queued' ORDER BY queued_at, invitation_id LIMIT 1)
+        `UPDATE mail_deliveries SET state = 'sending', attempts = attempts + 1, retry_at = NULL, updated_at = @at
+         WHERE invitation_id = (SELECT invitation_id FROM mail_deliveries WHERE state = 'queued' AND (retry_at IS NULL OR retry_at <= @at)
+                                ORDER BY queued_at, invitation_id LIMIT 1)
          RETURNING *`,
       ),
       finish: db.prepare(
@@ -63,13 +69,24 @@ export class DeliveryRepository {
            outbox_file = @outbox_file, sent_at = coalesce(@sent_at, sent_at), updated_at = @at
          WHERE invitation_id = @invitation_id AND state = 'sending'`,
       ),
+      scheduleRetry: db.prepare(
+        // Back in the queue at its retry time, behind what was queued before: a server that keeps
+        // failing some messages never starves the others.
+        `UPDATE mail_deliveries SET state = 'queued', error = @error, response = @response, retry_at = @retry_at, queued_at = @retry_at, updated_at = @at
+         WHERE invitation_id = @invitation_id AND state = 'sending'`,
+      ),
+      nextRetry: db.prepare(`SELECT min(retry_at) AS at FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL`),
+      waitingIds: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL ORDER BY invitation_id`),
+      waitingIdsOfBatch: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL AND batch_id = ? ORDER BY invitation_id`),
+      retrying: db.prepare(`SELECT count(*) AS n FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL`),
+      batchRetrying: db.prepare(`SELECT count(*) AS n FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL AND batch_id = ?`),
       requeueInterrupted: db.prepare(`UPDATE mail_deliveries SET state = 'queued', updated_at = ? WHERE state = 'sending'`),
       requeueOne: db.prepare(`UPDATE mail_deliveries SET state = 'queued', updated_at = ? WHERE invitation_id = ? AND state = 'sending'`),
       failedIds: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'failed' ORDER BY invitation_id`),
       failedIdsOfBatch: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'failed' AND batch_id = ? ORDER BY invitation_id`),
       counts: db.prepare(`SELECT state, count(*) AS n FROM mail_deliveries GROUP BY state`),
       batchCounts: db.prepare(`SELECT state, count(*) AS n FROM mail_deliveries WHERE batch_id = ? GROUP BY state`),
-      hasQueued: db.prepare(`SELECT 1 FROM mail_deliveries WHERE state = 'queued' LIMIT 1`),
+      hasQueued: db.prepare(`SELECT 1 FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NULL LIMIT 1`),
     };
   }
 
@@ -125,6 +142,30 @@ export class DeliveryRepository {
     );
   }
 
+  /** A transient failure: back in the queue, not to be taken before `retryAt`; the error is kept to show. */
+  scheduleRetry(invitationId: number, outcome: { error: string; response: string | null; retryAt: Date }): boolean {
+    return (
+      this.statements.scheduleRetry.run({
+        invitation_id: invitationId,
+        error: outcome.error,
+        response: outcome.response,
+        retry_at: outcome.retryAt.toISOString(),
+        at: nowIso(),
+      }).changes === 1
+    );
+  }
+
+  /** The earliest scheduled retry, if any (the worker sets a timer for it). */
+  nextRetryAt(): string | null {
+    return (this.statements.nextRetry.get() as { at: string | null }).at;
+  }
+
+  /** Deliveries waiting for a retry (of one batch): `mail retry` sends them now. */
+  waitingIds(batchId?: string): number[] {
+    const rows = (batchId ? this.statements.waitingIdsOfBatch.all(batchId) : this.statements.waitingIds.all()) as { invitation_id: number }[];
+    return rows.map((r) => r.invitation_id);
+  }
+
   /** At start: deliveries left "sending" by a stop or a crash go back to the queue. */
   requeueInterrupted(): number {
     return this.statements.requeueInterrupted.run(nowIso()).changes;
@@ -141,12 +182,13 @@ export class DeliveryRepository {
   }
 
   counts(batchId?: string): DeliveryCounts {
-    const counts: DeliveryCounts = { queued: 0, sending: 0, sent: 0, failed: 0, outbox: 0, total: 0 };
+    const counts: DeliveryCounts = { queued: 0, sending: 0, sent: 0, failed: 0, outbox: 0, total: 0, retrying: 0 };
     const rows = (batchId ? this.statements.batchCounts.all(batchId) : this.statements.counts.all()) as { state: DeliveryState; n: number }[];
     for (const { state, n } of rows) {
       counts[state] = n;
       counts.total += n;
     }
+    counts.retrying = ((batchId ? this.statements.batchRetrying.get(batchId) : this.statements.retrying.get()) as { n: number }).n;
     return counts;
   }
 }

@@ -7,12 +7,14 @@ import type { SettingsStore } from '../settings/settings.ts';
 import type { DeliveryRepository } from './deliveries.ts';
 import { MailService, type MailOverrides } from './mail-service.ts';
 import { Outbox } from './outbox.ts';
+import type { RetryPolicy } from './retry-policy.ts';
 import { SecretStore, type SecretProtector } from './secrets.ts';
 
 export { DeliveryRepository, DELIVERY_STATES, type DeliveryState, type DeliveryView } from './deliveries.ts';
 export { MailSendError, MailService, type MailOverrides, type MailSettingsPatch } from './mail-service.ts';
 export { MailSettingsSchema, type MailSettings } from './mail-settings.ts';
 export { osSecretProtector, plainProtector, SecretStore, type OsSecretStorage, type SecretProtector } from './secrets.ts';
+export { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
 export { parseSmtpUrl, redactSmtpUrl, SmtpUrlError } from './smtp-config.ts';
 
 export interface MailOptions extends MailOverrides {
@@ -21,6 +23,9 @@ export interface MailOptions extends MailOverrides {
   /** Protects the SMTP password at rest; default: a 0600 file (the desktop shell passes safeStorage). */
   secretProtector?: SecretProtector;
   shutdownGraceMs?: number;
+  /** Back-off of automatic retries (tests shorten it). */
+  retryPolicy?: RetryPolicy;
+  greetingTimeoutMs?: number;
 }
 
 export function createMailService(
@@ -34,5 +39,7 @@ export function createMailService(
     outbox: new Outbox(dataDir),
     overrides: { smtpUrl: options.smtpUrl, mailFrom: options.mailFrom },
     shutdownGraceMs: options.shutdownGraceMs,
+    retryPolicy: options.retryPolicy,
+    greetingTimeoutMs: options.greetingTimeoutMs,
   });
 }

@@ -10,6 +10,7 @@ import type { DeliveryCounts, DeliveryRepository, DeliveryRow } from './deliveri
 import { MAIL_SETTING_KEYS, type MailSettings } from './mail-settings.ts';
 import { composeInvitationMail, templatesOf, templateValues, testMail, type InvitationForMail } from './message.ts';
 import { Outbox } from './outbox.ts';
+import { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
 import type { SecretStore } from './secrets.ts';
 import { parseSmtpUrl, redactSmtpUrl, resolveMailTarget, smtpPort, SmtpUrlError, targetKey, transportOptions, type MailTarget } from './smtp-config.ts';
 import { checkTemplates, DEFAULT_TEMPLATES, renderTemplate, TEMPLATE_PLACEHOLDERS, TemplateError, type MailTemplates } from './template.ts';
@@ -33,6 +34,10 @@ interface MailDeps {
   overrides?: MailOverrides;
   /** How long close() lets messages in flight finish before cutting them off (they are re-queued). */
   shutdownGraceMs?: number;
+  /** When transient failures are retried; default DEFAULT_RETRY_DELAYS_MS. */
+  retryPolicy?: RetryPolicy;
+  /** How long to wait for the server's greeting (default 15 s). */
+  greetingTimeoutMs?: number;
 }
 
 interface PooledTransport {
@@ -69,10 +74,14 @@ export class MailService {
   private idleWaiters: (() => void)[] = [];
   private pool: PooledTransport | null = null;
   private readonly retired = new Set<PooledTransport>();
+  private readonly retryPolicy: RetryPolicy;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private retryTimerAt = 0;
 
   constructor(deps: MailDeps) {
     this.deps = deps;
     this.overrides = { ...deps.overrides };
+    this.retryPolicy = deps.retryPolicy ?? { delaysMs: DEFAULT_RETRY_DELAYS_MS };
     // A bad --smtp-url stops the start, with a message, rather than failing every send later.
     if (this.overrides.smtpUrl) parseSmtpUrl(this.overrides.smtpUrl);
   }
@@ -88,11 +97,15 @@ export class MailService {
     const resumed = this.deps.deliveries.requeueInterrupted();
     if (resumed > 0) this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
     this.kick();
+    // Retries scheduled before the stop keep their time.
+    this.armRetryTimer();
   }
 
   /** Stops taking work, lets messages in flight finish for a moment, then cuts them off. */
   async close(): Promise<void> {
     this.stopping = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     const grace = this.deps.shutdownGraceMs ?? 3000;
     if (this.active > 0) {
       let timer: NodeJS.Timeout | undefined;
@@ -190,7 +203,8 @@ export class MailService {
 
   /** Queues every failed delivery again (of one batch, or of the given invitations). */
   retryFailed(filter: { batchId?: string; invitationIds?: number[] } = {}): number {
-    let ids = this.deps.deliveries.failedIds(filter.batchId);
+    // Those waiting for an automatic retry go now too.
+    let ids = [...this.deps.deliveries.failedIds(filter.batchId), ...this.deps.deliveries.waitingIds(filter.batchId)];
     if (filter.invitationIds) {
       const wanted = new Set(filter.invitationIds);
       ids = ids.filter((id) => wanted.has(id));
@@ -213,8 +227,9 @@ export class MailService {
   batch(batchId: string) {
     const counts = this.deps.deliveries.counts(batchId);
     if (counts.total === 0) throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such mail batch');
-    const finished = counts.sent + counts.failed + counts.outbox;
-    return { batch_id: batchId, ...counts, finished, done: counts.queued + counts.sending === 0 };
+    // One waiting for a retry has had its try: it counts as finished for the progress bar, shown apart.
+    const finished = counts.sent + counts.failed + counts.outbox + counts.retrying;
+    return { batch_id: batchId, ...counts, finished, done: counts.queued - counts.retrying + counts.sending === 0 };
   }
 
   status() {
@@ -225,7 +240,7 @@ export class MailService {
     } catch (e) {
       error = (e as Error).message;
     }
-    return { transport: transport ?? null, error, outbox_dir: this.outboxDir, counts: this.counts(), in_flight: this.active };
+    return { transport: transport ?? null, error, outbox_dir: this.outboxDir, counts: this.counts(), in_flight: this.active, next_retry_at: this.deps.deliveries.nextRetryAt() };
   }
 
   // ── the worker ───────────────────────────────────────────────────────────────────────────
@@ -237,6 +252,23 @@ export class MailService {
       this.scheduled = false;
       this.pump();
     });
+  }
+
+  /** Wakes the worker when the earliest scheduled retry is due (the schedule itself is in the database). */
+  private armRetryTimer(): void {
+    if (!this.started || this.stopping || !this.deps.db.open) return;
+    const next = this.deps.deliveries.nextRetryAt();
+    if (!next) return;
+    const at = Date.parse(next);
+    if (this.retryTimer && this.retryTimerAt <= at) return;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimerAt = at;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.kick();
+      this.armRetryTimer();
+    }, Math.max(0, at - Date.now()) + 5);
+    this.retryTimer.unref();
   }
 
   private pump(): void {
@@ -272,6 +304,18 @@ export class MailService {
       ...(detail.error ? { error: detail.error } : {}),
       ...(detail.response ? { response: detail.response } : {}),
     });
+  }
+
+  private scheduleRetry(job: DeliveryRow, row: InvitationRow, outcome: { error: string; response: string | null; retryAt: Date }): void {
+    if (!this.deps.db.open || !this.deps.deliveries.scheduleRetry(job.invitation_id, outcome)) return;
+    const at = outcome.retryAt.toISOString();
+    this.deps.events.record(
+      'mail.retrying',
+      `Invitation email to ${row.email} failed (${outcome.error}); will retry ${inAbout(outcome.retryAt)} (at ${at.slice(11, 19)} UTC)`,
+      { entityId: row.entity_id, invitationId: job.invitation_id },
+      { state: 'queued', batch_id: job.batch_id, attempts: job.attempts, error: outcome.error, retry_at: at, ...(outcome.response ? { response: outcome.response } : {}) },
+    );
+    this.armRetryTimer();
   }
 
   private async deliver(job: DeliveryRow): Promise<void> {
@@ -314,7 +358,13 @@ export class MailService {
         return;
       }
       const { message: text, response } = describeSendError(error);
-      this.finish(job, 'failed', { error: text, response }, row);
+      if (!isTransientSmtpError(error)) return this.finish(job, 'failed', { error: text, response }, row);
+      const retryAt = nextRetryAt(job.attempts, new Date(), this.retryPolicy, row.expires_at);
+      if (!retryAt) {
+        const why = job.attempts > this.retryPolicy.delaysMs.length ? `gave up after ${job.attempts} attempts` : 'no retry: the invitation expires first';
+        return this.finish(job, 'failed', { error: `${text} (${why})`, response }, row);
+      }
+      this.scheduleRetry(job, row, { error: text, response, retryAt });
     } finally {
       lease.release();
     }
@@ -325,7 +375,9 @@ export class MailService {
     const key = targetKey(target);
     if (!this.pool || this.pool.key !== key) {
       if (this.pool) this.retire(this.pool);
-      const mailer = nodemailer.createTransport(transportOptions(target.smtp, { maxConnections: target.maxConnections }) as never) as Transporter;
+      const options = transportOptions(target.smtp, { maxConnections: target.maxConnections });
+      if (this.deps.greetingTimeoutMs) options.greetingTimeout = this.deps.greetingTimeoutMs;
+      const mailer = nodemailer.createTransport(options as never) as Transporter;
       mailer.on('error', () => {
         // Per-message errors reach sendMail's promise; a transport-level one must not crash us.
       });
@@ -500,6 +552,14 @@ export class MailSendError extends ApiError {
     this.smtpCode = smtpCode;
     this.responseCode = responseCode;
   }
+}
+
+/** "in about 3 minutes", for event messages read by people. */
+function inAbout(at: Date): string {
+  const minutes = Math.max(1, Math.round((at.getTime() - Date.now()) / 60_000));
+  if (minutes < 90) return `in about ${minutes} minute${minutes === 1 ? '' : 's'}`;
+  const hours = Math.round(minutes / 60);
+  return `in about ${hours} hours`;
 }
 
 function sampleInvitation(days: number): InvitationForMail {

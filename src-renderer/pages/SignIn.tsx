@@ -1,0 +1,107 @@
+import { Alert, Button, Center, Code, List, Paper, PasswordInput, Stack, Text, Title } from '@mantine/core';
+import { IconAlertTriangle, IconLogin } from '@tabler/icons-react';
+import { useState, type FormEvent } from 'react';
+import { errorOf } from '../api/client.ts';
+import { useLocation } from '../app/router.tsx';
+
+/**
+ * Signing in from a browser: paste the admin token or a one-time sign-in link. The server sets
+ * the HttpOnly cookie; the page then reloads into the console. Also shown in place of any page
+ * when the console finds itself signed out, so it always says what to do.
+ */
+export function SignInPage() {
+  const { search } = useLocation();
+  const params = new URLSearchParams(search);
+  const usedLink = params.get('link') === 'used';
+  // Sent here from a page of the console: the session ended (cookie expired, token changed).
+  const from = params.get('from');
+  const signedOut = from !== null;
+  const [credential, setCredential] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!credential.trim()) {
+      setError('Paste the admin token or a sign-in link first.');
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      const response = await fetch('/auth/sign-in', {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ credential }),
+      });
+      if (!response.ok) {
+        setError((await errorOf(response, { keepMessage: true })).message);
+        return;
+      }
+      // A fresh start: every query and the event stream open with the new cookie.
+      window.location.assign(from && from.startsWith('/') && !from.startsWith('//') ? from : '/');
+    } catch {
+      setError('The console cannot reach its server. Is it still running?');
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <Center mih="100vh" p="md">
+      <title>Sign in · MDM Console</title>
+      <Paper withBorder radius="md" p="xl" maw={560} w="100%" component="main">
+        <form onSubmit={(e) => void submit(e)} noValidate>
+          <Stack gap="md">
+            <div>
+              <Title order={1} size="h2">
+                {signedOut ? 'You are signed out' : 'Sign in to MDM Console'}
+              </Title>
+              <Text c="dimmed" size="sm" mt={4}>
+                Paste the admin token of this server, or a one-time sign-in link, to open the console in this browser.
+              </Text>
+            </div>
+            {usedLink ? (
+              <Alert color="orange" variant="light" icon={<IconAlertTriangle size={18} />} data-testid="used-link">
+                That sign-in link has already been used or has expired: each link works once, within 15 minutes. Get a new one as shown below.
+              </Alert>
+            ) : null}
+            <PasswordInput
+              label="Admin token or sign-in link"
+              placeholder="http://127.0.0.1:8081/auth?ticket=… or the token"
+              value={credential}
+              onChange={(e) => {
+                setCredential(e.currentTarget.value);
+                setError(null);
+              }}
+              error={error}
+              autoComplete="off"
+              data-autofocus
+              autoFocus
+              data-testid="sign-in-credential"
+            />
+            <Button type="submit" loading={busy} leftSection={<IconLogin size={16} />}>
+              Sign in
+            </Button>
+            <div>
+              <Text size="sm" fw={600} mb={4}>
+                Where to find them
+              </Text>
+              <List size="sm" spacing={6}>
+                <List.Item>
+                  A new sign-in link: run <Code>npm run cli -- console</Code> (or <Code>mdm-console console</Code>) on this computer, in the project folder. It
+                  prints a link; open it, or paste it here.
+                </List.Item>
+                <List.Item>
+                  The admin token: the file <Code>admin-token</Code> in the server&apos;s data folder (<Code>npm run serve</Code> names the folder when it starts).
+                </List.Item>
+                <List.Item>The desktop app opens the console signed in: nothing to paste there.</List.Item>
+              </List>
+            </div>
+          </Stack>
+        </form>
+      </Paper>
+    </Center>
+  );
+}
