@@ -2,7 +2,7 @@
 // this same run on this same machine. Writes bench/results/latest.json and the results table
 // of docs/benchmarks.md. Loopback only; every process started here is stopped here.
 //
-//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,downloads,cold-start] [--keep]
+//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,downloads,deployments,cold-start] [--keep]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -21,8 +21,9 @@ import { coldStartScenario } from './scenarios/cold-start.ts';
 import { consoleBuildNeeded, consoleScenario } from './scenarios/console.ts';
 import { downloadScenario } from './scenarios/downloads.ts';
 import { enrollmentScenario } from './scenarios/enrollment.ts';
+import { deploymentScenario } from './scenarios/deployments.ts';
 
-const SCENARIOS = ['enrollment', 'console', 'broker', 'broker-modes', 'downloads', 'cold-start'] as const;
+const SCENARIOS = ['enrollment', 'console', 'broker', 'broker-modes', 'downloads', 'deployments', 'cold-start'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -88,11 +89,12 @@ try {
     results.build = { ran: true, seconds: round((performance.now() - buildStarted) / 1000) };
   }
 
-  // 1. Enrollment — also fills the data dir every later scenario uses.
-  phase(`enrollment: ${N.enrolled} devices, 64 at a time, then the bare Fastify ceiling`);
-  serve = await startServeHere('enrollment');
+  // 1. Enrollment — also fills the data dir the console, broker and cold-start scenarios use.
   let agents: EnrolledAgent[] = [];
-  {
+  const needsEnrolled = (['enrollment', 'console', 'broker', 'cold-start'] as const).some((name) => only.has(name));
+  if (needsEnrolled) {
+    phase(`enrollment: ${N.enrolled} devices, 64 at a time, then the bare Fastify ceiling`);
+    serve = await startServeHere('enrollment');
     const { result, enrolled } = await enrollmentScenario(serve, dir, { count: N.enrolled - N.warm, warm: N.warm, concurrency: 64, ceilingCount: N.ceiling, rounds: 3 });
     agents = enrolled;
     if (only.has('enrollment')) results.enrollment = result;
@@ -102,19 +104,19 @@ try {
   // 4. Console — on the data dir with exactly N.enrolled agents.
   if (only.has('console')) {
     phase(`console: devices page with ${agents.length} agents, then ${N.liveEnrollments} live enrollments`);
-    results.console = await consoleScenario(serve, { agents: agents.length, enrollments: N.liveEnrollments, pageRuns: 3 });
+    results.console = await consoleScenario(serve!, { agents: agents.length, enrollments: N.liveEnrollments, pageRuns: 3 });
     console.log(`  devices page ${results.console.devices_page.median_ms} ms; live row p50 ${results.console.live_row.p50_ms} ms, p95 ${results.console.live_row.p95_ms} ms`);
   }
 
   // More devices for the broker (not measured).
   if (only.has('broker') && agents.length < N.agents) {
     phase(`enrolling ${N.agents - agents.length} more devices for the broker`);
-    const invites = await inviteMany(serve.info, N.agents - agents.length, 'broker');
+    const invites = await inviteMany(serve!.info, N.agents - agents.length, 'broker');
     const load = await enrollLoad(invites, 64, { serialPrefix: 'R58M' });
     if (load.errors.length > 0) throw new Error(`enrollment failed: ${load.errors.find(Boolean)}`);
     agents = [...agents, ...load.enrolled];
   }
-  await serve.stop();
+  await serve?.stop();
   serve = null;
 
   // 2. Broker: a fresh serve process on that data dir, then mosquitto.
@@ -166,6 +168,13 @@ try {
     });
     await serve.stop();
     serve = null;
+  }
+
+  // 6. Deployments: its own serve and data dir, devices enrolled by its load workers.
+  if (only.has('deployments')) {
+    const devices = count(1000);
+    phase(`deployments: a 50 MiB package to ${devices} connected devices, then the same downloads from nginx`);
+    results.deployments = await deploymentScenario(dir, { devices, workers: 2 });
   }
 
   // 5. Cold start: fresh data dirs, and the data dir of this run with its agents.

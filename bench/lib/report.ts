@@ -5,6 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { BrokerRun } from '../scenarios/broker.ts';
 import type { ColdStartResult } from '../scenarios/cold-start.ts';
 import type { ConsoleResult } from '../scenarios/console.ts';
+import type { DeploymentResult } from '../scenarios/deployments.ts';
 import type { DownloadResult } from '../scenarios/downloads.ts';
 import type { EnrollmentResult } from '../scenarios/enrollment.ts';
 import type { Machine } from './machine.ts';
@@ -35,6 +36,7 @@ export interface Results {
   broker?: BrokerResult;
   broker_modes?: BrokerModesResult;
   downloads?: DownloadResult;
+  deployments?: DeploymentResult;
   cold_start?: ColdStartResult;
 }
 
@@ -99,6 +101,12 @@ export function resultsTable(r: Results): string {
     row('Downloads', `whole 256 MiB package (${d.whole.serve.concurrency} at a time)`, `${n(d.whole.serve.mib_per_s)} MiB/s`, `${n(d.whole.nginx.mib_per_s)} MiB/s (nginx)`, x(d.whole.ratio), '≥ 0.8x', ok(d.whole.ratio >= d.target));
     row('', `1 MiB ranges (${d.ranges.serve.concurrency} at a time)`, `${n(d.ranges.serve.mib_per_s)} MiB/s`, `${n(d.ranges.nginx.mib_per_s)} MiB/s (nginx)`, x(d.ranges.ratio), '≥ 0.8x', ok(d.ranges.ratio >= d.target));
     row('', 'server CPU per GiB sent, whole / ranges', `${n(d.whole.serve.server_cpu_s_per_gib, 2)} / ${n(d.ranges.serve.server_cpu_s_per_gib, 2)} s`, `${n(d.whole.nginx.server_cpu_s_per_gib, 2)} / ${n(d.ranges.nginx.server_cpu_s_per_gib, 2)} s`, '', '', '');
+  }
+  const p = r.deployments;
+  if (p) {
+    row('Deployments', `${n(p.package_mib)} MiB package to ${n(p.devices)} connected devices: POST until every task done (${n(p.done)} done, ${n(p.failed)} failed)`, `${n(p.seconds_to_all_done, 1)} s`, `${n(p.nginx_seconds, 1)} s (nginx: the same downloads only)`, x(p.seconds_to_all_done / p.nginx_seconds), '', p.failed === 0 && p.done === p.devices ? '' : '❌ not all done');
+    row('', 'download throughput (8 MiB ranges, SHA-256 checked by each device)', `${n(p.serve_mib_per_s)} MiB/s`, `${n(p.nginx_mib_per_s)} MiB/s (nginx)`, x(p.ratio), '', '');
+    row('', 'server CPU / peak RSS while deploying', `${n(p.server_cpu_s, 1)} s / ${n(p.server_rss_peak_mib)} MiB`, '', '', '', '');
   }
   const c = r.console;
   if (c) {

@@ -120,7 +120,7 @@ function medianRound(rounds: Throughput[]): Throughput {
 }
 
 /** nginx with a minimal configuration of its own: one worker, sendfile, loopback only. */
-async function startNginx(workDir: string, root: string) {
+export async function startNginx(workDir: string, root: string) {
   const prefix = join(workDir, 'nginx');
   mkdirSync(join(prefix, 'tmp'), { recursive: true });
   const port = await freePort();

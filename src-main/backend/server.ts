@@ -27,6 +27,8 @@ import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline
 import { capConnections, planSockets, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import { createServices, type Services } from './services.ts';
+import { DeploymentService } from './deployments/deployments.ts';
+import { mqttTaskReports } from './deployments/mqtt-reports.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
@@ -56,6 +58,7 @@ export interface ServerInfo {
 export interface RunningBackend {
   info: ServerInfo;
   services: Services;
+  deployments: DeploymentService;
   options: BackendOptions;
   broker: MqttBroker;
   close(): Promise<void>;
@@ -149,6 +152,10 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
       if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
     }
   }, 60 * 60 * 1000).unref();
+  const files = createFileStore(db, options.dataDir, (action, kind, item) =>
+    services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
+  );
+  const deployments = new DeploymentService({ db, events: services.events, fleets: services.fleets, files });
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
   // served) or an external one the backend connects to, retrying in the background.
   broker = await startBrokerPort({
@@ -172,14 +179,15 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
     authPort: options.mqttAuthPort,
     maxConnections: Math.floor(sockets.mqttConnections / 2),
     throttle: options.mqttThrottle,
+    onTaskReport: mqttTaskReports(deployments, services.events),
   }).catch((error: unknown) => {
+    deployments.close();
     if (db.open) db.close();
     throw error;
   });
   const startedBroker = broker;
-  const files = createFileStore(db, options.dataDir, (action, kind, item) =>
-    services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
-  );
+  // Retained messages may be gone (the embedded broker's memory, an external broker restarted): every active policy is published again.
+  await deployments.attach(startedBroker.policies);
 
   // Scalars are coerced (a numeric version is fine) but an array never passes for a string.
   const agentApp = Fastify({
@@ -206,7 +214,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
   installLenientJsonParser(agentApp);
   installAgentErrorHandling(agentApp);
   refuseUnusableNumbers(agentApp, () => badRequest());
-  await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment });
+  await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment, deployments });
   await agentApp.register(agentReportRoutes, {
     prefix: '/api',
     authenticate: sessionAuthenticator(services.sessions),
@@ -241,6 +249,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
   const { app: admin, auth: adminAuth } = await adminApp({
     services,
     files,
+    deployments,
     adminToken,
     info: currentInfo,
     broker,
@@ -257,6 +266,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
   let info!: ServerInfo;
   const closeAll = async () => {
     clearInterval(sessionSweep);
+    deployments.close();
     await startedBroker.close();
     await Promise.allSettled([agentApp.close(), admin.close()]);
     await services.mail.close();
@@ -297,6 +307,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
   return {
     info,
     services,
+    deployments,
     options,
     broker: startedBroker,
     close: () => {

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
 import { codeCommands } from './code-commands.ts';
 import { commandCommand } from './command-command.ts';
+import { deployCommands } from './deploy-commands.ts';
 import { invitationsFromCsv, type CsvInvitation } from './csv.ts';
 import { AdminApiError, adminRequest, CliError, readServerFile, type ServerFile } from './server-file.ts';
 
@@ -293,21 +294,6 @@ const fleets: Handler = async (argv) => {
   return output(json, items, () => items.map((f) => `#${f.id}  ${f.name}${f.is_default ? ' (default)' : ''}  ${f.agent_count} agent(s)`).join('\n'));
 };
 
-const fleet: Handler = async (argv) => {
-  const { positionals, server, json } = parse(argv, {});
-  const [action, ...args] = positionals;
-  if (action === 'add' && args[0]) {
-    const created = await adminRequest<Fleet>(server(), 'POST', '/fleets', { name: args.join(' ') });
-    return output(json, created, () => `Fleet #${created.id} "${created.name}" created`);
-  }
-  if (action === 'rename' && args.length >= 2) {
-    const id = positiveInt(args[0], 'the fleet id');
-    const renamed = await adminRequest<Fleet>(server(), 'PATCH', `/fleets/${id}`, { name: args.slice(1).join(' ') });
-    return output(json, renamed, () => `Fleet #${id} renamed to "${renamed.name}"`);
-  }
-  throw new CliError('usage: fleet add NAME | fleet rename ID NAME');
-};
-
 interface StoredItem {
   id: number;
   name: string;
@@ -326,7 +312,13 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
     return output(json, rows, () => rows.map((i) => `#${i.id}  ${i.name}  ${i.size} bytes  sha256 ${i.sha256}`).join('\n') || `No ${kind}s.`);
   };
   const single: Handler = async (argv) => {
-    const { positionals, values, server, json } = parse(argv, { name: { type: 'string' } });
+    const { positionals, values, server, json } = parse(argv, {
+      name: { type: 'string' },
+      // Packages whose manifest is not read (anything but an APK): what devices need to install them.
+      'package-name': { type: 'string' },
+      'version-code': { type: 'string' },
+      'version-name': { type: 'string' },
+    });
     const [action, target] = positionals;
     if (action === 'add' && target) {
       let size: number;
@@ -339,7 +331,13 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
       }
       const name = (values.name as string | undefined) ?? basename(target);
       const stream = Readable.toWeb(createReadStream(target)) as ReadableStream;
-      const item = await adminRequest<StoredItem>(server(), 'POST', `${collection}?name=${encodeURIComponent(name)}`, undefined, {
+      const query = new URLSearchParams({ name });
+      if (kind === 'package') {
+        for (const flag of ['package-name', 'version-code', 'version-name'] as const) {
+          if (values[flag] !== undefined) query.set(flag.replace('-', '_'), String(values[flag]));
+        }
+      }
+      const item = await adminRequest<StoredItem>(server(), 'POST', `${collection}?${query}`, undefined, {
         body: stream,
         headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
         duplex: 'half',
@@ -352,7 +350,7 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
       return output(json, { id, deleted: true }, () => `${kind} #${id} deleted`);
     }
     if (action === 'list' || action === undefined) return list(argv.filter((a) => a !== 'list'));
-    throw new CliError(`usage: ${kind} add PATH [--name NAME] | ${kind} rm ID | ${kind}s`);
+    throw new CliError(`usage: ${kind} add PATH [--name NAME]${kind === 'package' ? ' [--package-name P --version-code N --version-name V]' : ''} | ${kind} rm ID | ${kind}s`);
   };
   return { single, list };
 }
@@ -415,12 +413,12 @@ export const adminCommands: Record<string, Handler> = {
   mail,
   agents,
   fleets,
-  fleet,
   file: files.single,
   files: files.list,
   package: packages.single,
   packages: packages.list,
   status,
   command: commandCommand,
+  ...deployCommands,
   ...codeCommands,
 };

@@ -91,7 +91,24 @@ ${COMMON}`,
 
 Lists fleets with their device counts.
 ${COMMON}`,
-  fleet: `usage: mdm-console fleet add NAME | fleet rename ID NAME
+  fleet: `usage: mdm-console fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
+
+A fleet with devices cannot be deleted; its deployments go with an empty one.
+${COMMON}`,
+  deploy: `usage: mdm-console deploy file:ID|package:ID (--fleet NAME | --agent ID) [--destination PATH] [--keep-on-remove]
+
+Publishes a file or package (retained policy) to a fleet or one device; prints the deployment with
+its per-device tasks. --destination: the folder on the device (files). Undeploying removes what it
+installed unless --keep-on-remove.
+${COMMON}`,
+  deployments: `usage: mdm-console deployments [--fleet NAME] [--agent ID] [--all]
+
+Deployments and their progress ("37 of 40 done, 2 failed, 1 pending"); --all includes removed ones.
+${COMMON}`,
+  undeploy: `usage: mdm-console undeploy ID
+
+Removes a deployment: its retained policy is cleared, open tasks canceled (and, unless it was made
+with --keep-on-remove, a removeApp/removeFile follows).
 ${COMMON}`,
   file: `usage: mdm-console file add PATH [--name NAME] | file rm ID | files
 
@@ -99,9 +116,10 @@ Uploads a file devices may download, or deletes one.
 ${COMMON}`,
   files: `usage: mdm-console files
 ${COMMON}`,
-  package: `usage: mdm-console package add PATH [--name NAME] | package rm ID | packages
+  package: `usage: mdm-console package add PATH [--name NAME] [--package-name N --version-code C --version-name V] | package rm ID | packages
 
-Uploads an application package devices may download, or deletes one.
+Uploads an application package devices may download, or deletes one. An APK's package name and
+versions are read from its manifest; give them for any other package.
 ${COMMON}`,
   packages: `usage: mdm-console packages
 ${COMMON}`,
@@ -142,10 +160,14 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   agents                                                 enrolled devices
   command     AGENT_ID ping|lock|unlock|wipe|unenroll|inventory|geolocate [--fleet NAME] [--no-wait]
                                                          a command to a device over MQTT (--fleet moves it)
-  fleets | fleet add NAME | fleet rename ID NAME
+  fleets | fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID
+  deploy      file:ID|package:ID (--fleet NAME | --agent ID) [--destination PATH] [--keep-on-remove]
+                                                         publish a file or package to a fleet or one device
+  deployments [--fleet NAME] [--agent ID] [--all]        deployments and their progress
+  undeploy    ID                                         remove a deployment (and, unless kept, what it installed)
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
-              [--download file:ID|package:ID]            the device simulator
+              [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
   status                                                 where the running server is, and a sign-in link
   console                                                a new one-time link that opens the console signed in
   backup      DIR                                        copy the database and files (also while running)

@@ -206,6 +206,41 @@ export class AgentApiClient {
     }
   }
 
+  /** JSON metadata of a file or package (no octet-stream Accept): size, sha256, dl_filename, package_name … */
+  async getContentMetadata(kind: ContentKind, id: number): Promise<Record<string, unknown>> {
+    const path = `${this.dialect.resource(CONTENT_RESOURCE[kind])}/${id}`;
+    const body = await this.requestJson('GET', path);
+    if (!isRecord(body)) throw new AgentApiError(`GET ${path}`, 200, 'BAD_RESPONSE', 'response is not an object');
+    return body;
+  }
+
+  /**
+   * The reference agent's search for its task status row: criteria 5 (agent) and 6 (task),
+   * forcedisplay 2 (the row id). Returns the row id, or null when the server has none.
+   */
+  async findTaskStatus(agentId: string | number, taskId: number): Promise<number | null> {
+    const query = {
+      'criteria[0][field]': '5',
+      'criteria[0][searchtype]': 'contains',
+      'criteria[0][value]': String(agentId),
+      'criteria[1][field]': '6',
+      'criteria[1][searchtype]': 'contains',
+      'criteria[1][value]': String(taskId),
+      forcedisplay: '2',
+    };
+    // The reference agent asks `search/PluginFlyvemdmTaskstatus/?criteria…`, trailing slash included.
+    const body = await this.requestJson('GET', `search/${this.dialect.resource('Taskstatus')}/`, query);
+    const data = isRecord(body) && Array.isArray(body['data']) ? body['data'] : [];
+    const first = data[0] as Record<string, unknown> | undefined;
+    const id = Number(first?.['2']);
+    return Number.isSafeInteger(id) && id > 0 ? id : null;
+  }
+
+  /** PUT PluginMdmTaskstatus/<id> {"input": {"status": …, "reason"?: …}}. */
+  async putTaskStatus(statusId: number, input: { status: string; reason?: string }): Promise<void> {
+    await this.requestJson('PUT', `${this.dialect.resource('Taskstatus')}/${statusId}`, {}, { input });
+  }
+
   /** "GET PluginMdmFile/7", for messages. */
   contentEndpoint(kind: ContentKind, id: number): string {
     return `GET ${this.dialect.resource(CONTENT_RESOURCE[kind])}/${id}`;

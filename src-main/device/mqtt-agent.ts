@@ -23,6 +23,8 @@ export interface MqttAgentOptions extends MqttCredentials {
   /** Reconnection back-off: doubles from `initialMs` up to `maxMs`, with jitter. */
   backoff?: { initialMs: number; maxMs: number };
   log?: StepLog;
+  /** Policy messages (`…/Policy/<name>/Task/<id>`): true when taken (policies.ts runs them). */
+  onPolicy?: (topic: string, payload: string) => boolean;
   /** Everything the agent does, for tests and other programs. */
   onEvent?: (event: MqttAgentEvent) => void;
   /** The wire dialect (dialect.ts); default the spec's agent. */
@@ -293,8 +295,16 @@ export class MqttAgent {
     );
   }
 
+  /** Publishes (QoS 1) on the current connection; rejects when offline. */
+  async publish(topic: string, payload: string): Promise<void> {
+    const client = this.client;
+    if (!client?.connected) throw new Error('not connected to the broker');
+    await client.publishAsync(topic, payload, { qos: 1 });
+  }
+
   private received(client: MqttClient, topic: string, payload: Buffer): void {
     const text = payload.toString('utf8');
+    if (this.options.onPolicy?.(topic, text)) return;
     const prefix = `${this.topic}/Command/`;
     if (!topic.startsWith(prefix)) {
       this.log(`mqtt: ← ${topic} ${text.slice(0, 200)}`);

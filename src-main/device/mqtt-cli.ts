@@ -2,30 +2,39 @@
 import { reportingOf, type AfterEnrollmentHook } from './agent.ts';
 import type { StepLog } from './enroll.ts';
 import { startMqttAgent, type MqttAgent, type MqttAgentEndReason, type MqttAgentState } from './mqtt-agent.ts';
+import type { PolicyRunner, PolicyState } from './policies.ts';
+import { createPolicyRunner, taskReportsOf, type TaskReportChannel } from './policy-agent.ts';
 
 export const MQTT_ARGUMENTS = {
   'no-mqtt': { type: 'boolean' },
   stay: { type: 'boolean' },
   'mqtt-v31': { type: 'boolean' },
   'mqtt-fingerprint': { type: 'string' },
+  'files-dir': { type: 'string' },
 } as const;
 
 export const MQTT_USAGE = `  --stay                stay connected to the broker (answering commands) until Ctrl+C or unenroll
   --mqtt-v31            speak MQTT 3.1 (default 3.1.1)
   --mqtt-fingerprint F  with TLS: the broker certificate's SHA-256 to expect (default: pin the first seen)
-  --no-mqtt             enroll (and download) without connecting to the broker`;
+  --no-mqtt             enroll (and download) without connecting to the broker
+  --files-dir DIR       with --stay: write what deployFile/deployApp policies download under DIR
+                        (default: downloads are only checked, size and SHA-256, and kept in memory)`;
 
 export interface MqttFlags {
   enabled: boolean;
   stay: boolean;
   protocolVersion: 3 | 4;
   fingerprint?: string;
+  /** Where policy task statuses go (a dialect chooses; default mqtt). */
+  taskReports?: TaskReportChannel;
+  filesDir?: string;
 }
 
-export function mqttFlagsOf(values: { 'no-mqtt'?: boolean; stay?: boolean; 'mqtt-v31'?: boolean; 'mqtt-fingerprint'?: string }): MqttFlags {
+export function mqttFlagsOf(values: { 'no-mqtt'?: boolean; stay?: boolean; 'mqtt-v31'?: boolean; 'mqtt-fingerprint'?: string; 'files-dir'?: string }): MqttFlags {
   if (values['no-mqtt'] && values.stay) throw new Error('--stay needs the MQTT connection: drop --no-mqtt');
   const flags: MqttFlags = { enabled: !values['no-mqtt'], stay: values.stay ?? false, protocolVersion: values['mqtt-v31'] ? 3 : 4 };
   if (values['mqtt-fingerprint'] !== undefined) flags.fingerprint = values['mqtt-fingerprint'];
+  if (values['files-dir'] !== undefined) flags.filesDir = values['files-dir'];
   return flags;
 }
 
@@ -33,6 +42,8 @@ export interface MqttSessionSummary {
   connected: boolean;
   end: MqttAgentEndReason | null;
   state: MqttAgentState | null;
+  /** What the policies installed and each task's last status. */
+  policies: PolicyState | null;
 }
 
 /** Connects right after enrollment (the runAgent hook); finish() stays (--stay) and then leaves cleanly. */
@@ -40,6 +51,7 @@ export class MqttSession {
   private readonly flags: MqttFlags;
   private readonly log: StepLog;
   private agent: MqttAgent | null = null;
+  private policies: PolicyRunner | null = null;
   private end: MqttAgentEndReason | null = null;
 
   constructor(flags: MqttFlags, log: StepLog) {
@@ -48,7 +60,25 @@ export class MqttSession {
   }
 
   readonly hook: AfterEnrollmentHook = async (enrollment, credentials, log) => {
-    const options = { ...credentials, ...reportingOf(enrollment), protocolVersion: this.flags.protocolVersion, log };
+    const policies = createPolicyRunner({
+      backendUrl: enrollment.backendUrl,
+      apiToken: enrollment.apiToken,
+      agentId: enrollment.agentId,
+      topic: credentials.topic,
+      reports: this.flags.taskReports ?? taskReportsOf(enrollment.dialect),
+      dialect: enrollment.dialect,
+      publish: (topic, payload) => (this.agent ? this.agent.publish(topic, payload) : Promise.reject(new Error('not connected yet'))),
+      log,
+      ...(this.flags.filesDir ? { storageDir: this.flags.filesDir } : {}),
+    });
+    this.policies = policies;
+    const options = {
+      ...credentials,
+      ...reportingOf(enrollment),
+      protocolVersion: this.flags.protocolVersion,
+      log,
+      onPolicy: (topic: string, payload: string) => policies.handle(topic, payload),
+    };
     this.agent = await startMqttAgent(this.flags.fingerprint === undefined ? options : { ...options, fingerprint: this.flags.fingerprint });
   };
 
@@ -66,7 +96,7 @@ export class MqttSession {
       process.off('SIGTERM', onSignal);
     }
     await this.stop();
-    return { connected: agent !== null, end: this.end, state: agent?.state ?? null };
+    return { connected: agent !== null, end: this.end, state: agent?.state ?? null, policies: this.policies?.state ?? null };
   }
 
   async stop(): Promise<void> {

@@ -1,8 +1,12 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { del, get, patch, post, query } from './client.ts';
+import { api, del, get, patch, post, query } from './client.ts';
 import type {
   Agent,
   AgentDetail,
+  Deployment,
+  DeploymentFilter,
+  DeployInput,
+  DeviceTask,
   Fleet,
   Invitation,
   InvitationDetail,
@@ -34,6 +38,10 @@ export const keys = {
   mail: ['mail'] as const,
   mailSettings: ['mail', 'settings'] as const,
   mailBatch: (id: string) => ['mail', 'batch', id] as const,
+  deployments: ['deployments'] as const,
+  deploymentList: (filter: DeploymentFilter) => ['deployments', 'list', filter] as const,
+  deployment: (id: number) => ['deployments', 'one', id] as const,
+  agentTasks: (id: number) => ['deployments', 'agentTasks', id] as const,
 };
 
 export const FEED_SIZE = 100;
@@ -217,5 +225,62 @@ export function useDeleteStored(kind: StoredKind) {
   return useMutation({
     mutationFn: (id: number) => del(`/${kind === 'file' ? 'files' : 'packages'}/${id}`),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.stored(kind) }),
+  });
+}
+
+export function useDeleteFleet() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => del(`/fleets/${id}`),
+    onSuccess: () => Promise.all([client.invalidateQueries({ queryKey: keys.fleets }), client.invalidateQueries({ queryKey: keys.deployments })]),
+  });
+}
+
+export function useDeployments(filter: DeploymentFilter, enabled = true) {
+  return useQuery({
+    queryKey: keys.deploymentList(filter),
+    queryFn: async ({ signal }) => (await get<{ items: Deployment[] }>(`/deployments${query({ ...filter })}`, signal)).items,
+    placeholderData: keepPreviousData,
+    enabled,
+  });
+}
+
+export function useDeployment(id: number | null) {
+  return useQuery({
+    queryKey: keys.deployment(id ?? 0),
+    queryFn: ({ signal }) => get<Deployment>(`/deployments/${id}`, signal),
+    enabled: id !== null,
+  });
+}
+
+export function useAgentTasks(id: number | null) {
+  return useQuery({
+    queryKey: keys.agentTasks(id ?? 0),
+    queryFn: async ({ signal }) => (await get<{ items: DeviceTask[] }>(`/agents/${id}/tasks`, signal)).items,
+    enabled: id !== null,
+  });
+}
+
+export function useDeploy() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (input: DeployInput) => post<Deployment>('/deployments', input),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.deployments }),
+  });
+}
+
+export function useUndeploy() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => api<{ removed: Deployment; removal: Deployment | null }>('DELETE', `/deployments/${id}`),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.deployments }),
+  });
+}
+
+export function useUpdatePackage() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ id, ...changes }: { id: number; package_name?: string; version_code?: number; version_name?: string }) => patch<StoredItem>(`/packages/${id}`, changes),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.stored('package') }),
   });
 }

@@ -324,6 +324,81 @@ export interface StoredItem {
   sha256: string;
   created_at: string;
   updated_at: string;
+  /** Files: the version deployFile announces. */
+  version?: number;
+  /** Packages: from the APK's manifest, or given by the admin. */
+  package_name?: string | null;
+  version_code?: number | null;
+  version_name?: string | null;
+  label?: string | null;
+  icon?: string | null;
+}
+
+export type TaskStatus = 'pending' | 'received' | 'in progress' | 'waiting' | 'done' | 'failed' | 'canceled';
+
+export interface TaskHistoryEntry {
+  task_id: number;
+  status: TaskStatus;
+  reason: string | null;
+  source: 'server' | 'mqtt' | 'http';
+  at: string;
+}
+
+export interface DeviceTask {
+  id: number;
+  deployment_id: number;
+  agent_id: number;
+  agent_name: string;
+  status: TaskStatus;
+  reason: string | null;
+  created_at: string;
+  updated_at: string;
+  history?: TaskHistoryEntry[];
+  deployment?: { id: number; policy: string; item_name: string; target_name: string; state: string };
+}
+
+export interface TaskCounts {
+  total: number;
+  pending: number;
+  in_progress: number;
+  done: number;
+  failed: number;
+  canceled: number;
+}
+
+export interface Deployment extends TaskCounts {
+  id: number;
+  policy: 'deployApp' | 'deployFile' | 'removeApp' | 'removeFile';
+  item_kind: StoredKind | null;
+  item_id: number | null;
+  item_name: string;
+  fleet_id: number | null;
+  agent_id: number | null;
+  target_name: string;
+  destination: string | null;
+  remove_on_delete: boolean;
+  topic: string;
+  message: Record<string, unknown>;
+  state: 'active' | 'removed';
+  progress: string;
+  created_at: string;
+  removed_at: string | null;
+  tasks?: DeviceTask[];
+}
+
+export interface DeploymentFilter {
+  fleet_id?: number;
+  agent_id?: number;
+  state?: 'active' | 'removed';
+}
+
+export interface DeployInput {
+  kind: StoredKind;
+  item_id: number;
+  fleet_id?: number;
+  agent_id?: number;
+  destination?: string;
+  remove_on_delete?: boolean;
 }
 
 export interface SimulateResult {

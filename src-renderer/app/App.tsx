@@ -4,6 +4,7 @@ import {
   IconDeviceMobile,
   IconDeviceDesktopCog,
   IconFiles,
+  IconStack2,
   IconLayoutDashboard,
   IconMail,
   IconMoon,
@@ -24,6 +25,7 @@ import { CodesPage } from '../pages/Codes.tsx';
 import { Dashboard } from '../pages/Dashboard.tsx';
 import { Devices } from '../pages/Devices.tsx';
 import { FilesPage } from '../pages/Files.tsx';
+import { FleetsPage } from '../pages/Fleets.tsx';
 import { InvitationPage } from '../pages/InvitationPage.tsx';
 import { Invitations } from '../pages/Invitations.tsx';
 import { NotFound } from '../pages/NotFound.tsx';
@@ -37,6 +39,7 @@ const NAV = [
   { to: '/codes', label: 'Enrollment codes', icon: IconQrcode, match: (p: string) => p.startsWith('/codes') },
   { to: '/approvals', label: 'Approvals', icon: IconUserCheck, match: (p: string) => p.startsWith('/approvals') },
   { to: '/devices', label: 'Devices', icon: IconDeviceMobile, match: (p: string) => p.startsWith('/devices') },
+  { to: '/fleets', label: 'Fleets', icon: IconStack2, match: (p: string) => p.startsWith('/fleets') },
   { to: '/print', label: 'Print sheets', icon: IconPrinter, match: (p: string) => p.startsWith('/print') },
   { to: '/files', label: 'Files & packages', icon: IconFiles, match: (p: string) => p.startsWith('/files') },
   { to: '/settings', label: 'Settings', icon: IconSettings, match: (p: string) => p.startsWith('/settings') },
@@ -54,6 +57,9 @@ function route(pathname: string): { title: string; element: ReactNode } {
   if (code && /^\d+$/.test(code.id!)) return { title: 'Enrollment code', element: <CodePage key={code.id} id={Number(code.id)} /> };
   if (matchPath('/approvals', pathname)) return { title: 'Waiting for approval', element: <ApprovalsPage /> };
   if (matchPath('/devices', pathname)) return { title: 'Devices', element: <Devices /> };
+  if (matchPath('/fleets', pathname)) return { title: 'Fleets', element: <FleetsPage id={null} /> };
+  const fleet = matchPath('/fleets/:id', pathname);
+  if (fleet && /^\d+$/.test(fleet.id!)) return { title: 'Fleets', element: <FleetsPage id={Number(fleet.id)} /> };
   if (matchPath('/files', pathname)) return { title: 'Files & packages', element: <FilesPage /> };
   if (matchPath('/settings', pathname)) return { title: 'Settings', element: <SettingsPage /> };
   return { title: 'Not found', element: <NotFound /> };

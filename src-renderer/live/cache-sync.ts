@@ -58,11 +58,18 @@ export function effectsOf(event: LiveEvent): Effect[] {
       // Fleets list how many devices each holds: a device that comes, goes or moves changes that.
       if (FLEET_COUNT_ACTIONS.has(action)) effects.push({ kind: 'invalidate', key: keys.fleets });
       break;
+    case 'deployment':
+      effects.push({ kind: 'invalidate', key: keys.deployments });
+      break;
+    case 'task':
+      // A task's status: its deployment's progress and the device's task list (not the device row).
+      effects.push({ kind: 'invalidate', key: keys.deployments });
+      break;
     case 'code':
       effects.push({ kind: 'invalidate', key: codeKeys.all });
       break;
     case 'fleet':
-      effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations });
+      effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.deployments });
       break;
     case 'settings':
       effects.push({ kind: 'invalidate', key: keys.settings }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.mailSettings });

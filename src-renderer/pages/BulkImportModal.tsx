@@ -23,11 +23,12 @@ import { useDebouncedValue } from '@mantine/hooks';
 import { useQueryClient } from '@tanstack/react-query';
 import { IconAlertTriangle, IconCheck, IconClipboardText, IconFileSpreadsheet, IconPrinter, IconUpload, IconX } from '@tabler/icons-react';
 import { useEffect, useMemo, useState } from 'react';
-import { ApiRequestError, errorMessage } from '../api/client.ts';
+import { ApiRequestError, errorMessage, post } from '../api/client.ts';
 import { createInvitations, keys, useFleets, useSettings, validateInvitations } from '../api/queries.ts';
 import type { Invitation } from '../api/types.ts';
 import { navigate } from '../app/router.tsx';
 import { fullName } from '../lib/format.ts';
+import { notifyError } from '../components/common.tsx';
 import { createInBatches, validateInChunks, type BulkOutcome } from '../lib/bulk-create.ts';
 import {
   LIFETIME,
@@ -74,10 +75,26 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
     [tab, file, debouncedText],
   );
   const fleetNames = useMemo(() => fleets.data?.map((f) => f.name), [fleets.data]);
-  const checked = useMemo(() => validateRows(parsed.rows, fleetNames ? { fleets: fleetNames } : {}), [parsed, fleetNames]);
+  // Fleets the rows name that do not exist yet: created first when the admin asks for it.
+  const [createFleets, setCreateFleets] = useState(false);
+  const missingFleets = useMemo(() => {
+    if (!fleetNames) return [];
+    const known = new Set(fleetNames.map((name) => name.toLowerCase()));
+    const missing = new Map<string, string>();
+    for (const row of parsed.rows) {
+      const name = row.fleet?.trim();
+      if (name && !known.has(name.toLowerCase()) && name.length <= 100) missing.set(name.toLowerCase(), name);
+    }
+    return [...missing.values()];
+  }, [parsed, fleetNames]);
+  const acceptedFleets = useMemo(() => (fleetNames && createFleets ? [...fleetNames, ...missingFleets] : fleetNames), [fleetNames, createFleets, missingFleets]);
+  const checked = useMemo(() => validateRows(parsed.rows, acceptedFleets ? { fleets: acceptedFleets } : {}), [parsed, acceptedFleets]);
   const rows = useMemo(
-    () => (serverErrors ? mergeServerErrors(checked, serverErrors.sent, serverErrors.errors) : checked),
-    [checked, serverErrors],
+    () =>
+      serverErrors
+        ? mergeServerErrors(checked, serverErrors.sent, createFleets ? serverErrors.errors.filter((e) => !/unknown fleet/i.test(e)) : serverErrors.errors)
+        : checked,
+    [checked, serverErrors, createFleets],
   );
   const valid = rows.filter((row) => row.problems.length === 0);
   const invalid = rows.length - valid.length;
@@ -133,6 +150,21 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
   const create = async () => {
     if (valid.length === 0) return;
     setPhase('creating');
+    if (createFleets) {
+      for (const name of missingFleets) {
+        try {
+          await post('/fleets', { name });
+        } catch (error) {
+          // Created meanwhile (by someone else): fine; anything else stops here, nothing sent yet.
+          if (!(error instanceof ApiRequestError && error.status === 409)) {
+            notifyError(`Fleet "${name}" could not be created`, error);
+            setPhase('input');
+            return;
+          }
+        }
+      }
+      void client.invalidateQueries({ queryKey: keys.fleets });
+    }
     const batches: string[] = [];
     const result = await createInBatches<Invitation>(
       valid,
@@ -247,6 +279,15 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
                   onChange={setDays}
                 />
               </SimpleGrid>
+              {missingFleets.length > 0 ? (
+                <Checkbox
+                  label={`Create the fleet${missingFleets.length === 1 ? '' : 's'} the rows name: ${missingFleets.slice(0, 5).join(', ')}${missingFleets.length > 5 ? ` and ${missingFleets.length - 5} more` : ''}`}
+                  description="Otherwise those rows are refused as naming an unknown fleet."
+                  checked={createFleets}
+                  onChange={(e) => setCreateFleets(e.currentTarget.checked)}
+                  data-testid="create-fleets"
+                />
+              ) : null}
               {mailOn ? (
                 <Checkbox
                   label="Email each person their invitation"

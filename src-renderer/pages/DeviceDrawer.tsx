@@ -1,7 +1,8 @@
 import { Badge, Button, Divider, Drawer, Group, ScrollArea, Stack, Table, Text, Title } from '@mantine/core';
 import { IconCircleFilled, IconTrash } from '@tabler/icons-react';
 import { ApiRequestError } from '../api/client.ts';
-import { useAgent, useDeleteAgent } from '../api/queries.ts';
+import { useAgent, useAgentTasks, useDeleteAgent } from '../api/queries.ts';
+import { DeviceTasks } from '../features/deployments.tsx';
 import type { AgentDetail } from '../api/types.ts';
 import { Link } from '../app/router.tsx';
 import { confirmAction, EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
@@ -154,6 +155,7 @@ function InventorySection({ agent }: { agent: AgentDetail }) {
 
 function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
   const remove = useDeleteAgent();
+  const tasks = useAgentTasks(agent.id);
   const status = enrollStatusOf(agent.enroll_status);
   return (
     <Stack gap="md">
@@ -214,6 +216,13 @@ function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
       </div>
       <Divider />
       <InventorySection agent={agent} />
+      <Divider />
+      <div>
+        <Title order={5} mb="xs">
+          Tasks
+        </Title>
+        {tasks.data ? <DeviceTasks tasks={tasks.data} /> : <Text size="sm" c="dimmed">Loading…</Text>}
+      </div>
       <Divider />
       <div>
         <Title order={5} mb="xs">

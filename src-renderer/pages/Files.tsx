@@ -1,7 +1,7 @@
-import { ActionIcon, Badge, Card, Group, Progress, Stack, Table, Tabs, Text, Tooltip } from '@mantine/core';
+import { ActionIcon, Badge, Button, Card, Group, Progress, Stack, Table, Tabs, Text, Tooltip } from '@mantine/core';
 import { Dropzone } from '@mantine/dropzone';
 import { useQueryClient } from '@tanstack/react-query';
-import { IconFile, IconPackage, IconTrash, IconUpload, IconX } from '@tabler/icons-react';
+import { IconFile, IconPackage, IconRocket, IconTrash, IconUpload, IconX } from '@tabler/icons-react';
 import { useState } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { keys, useDeleteStored, useStored } from '../api/queries.ts';
@@ -10,6 +10,7 @@ import { navigate, useLocation } from '../app/router.tsx';
 import { confirmAction, CopyIcon, EmptyState, notifyError, notifySuccess, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
 import { formatBytes, shortHash } from '../lib/format.ts';
 import { uploadFile, type UploadHandle } from '../lib/upload.ts';
+import { DeployModal, PackageInfoModal } from '../features/deployments.tsx';
 
 interface Upload {
   key: string;
@@ -67,6 +68,8 @@ function UploadList({ uploads, onDismiss }: { uploads: Upload[]; onDismiss: (key
 
 function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] }) {
   const remove = useDeleteStored(kind);
+  const [deploying, setDeploying] = useState<StoredItem | null>(null);
+  const [describing, setDescribing] = useState<StoredItem | null>(null);
   if (items.length === 0) {
     return (
       <EmptyState title={kind === 'file' ? 'No files yet' : 'No packages yet'}>
@@ -84,19 +87,27 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
             <Table.Th>SHA-256</Table.Th>
             <Table.Th>Type</Table.Th>
             <Table.Th>Added</Table.Th>
-            <Table.Th w={50} />
+            <Table.Th w={150} />
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
           {items.map((item) => (
             <Table.Tr key={item.id} data-item-name={item.name}>
               <Table.Td>
-                <Text size="sm" fw={500}>
-                  {item.name}
-                </Text>
-                <Text size="xs" c="dimmed">
-                  {kind === 'file' ? 'PluginMdmFile' : 'PluginMdmPackage'}/{item.id}
-                </Text>
+                <Group gap="sm" wrap="nowrap">
+                  {item.icon ? <img src={item.icon} alt="" width={32} height={32} style={{ borderRadius: 6 }} /> : null}
+                  <div>
+                    <Text size="sm" fw={500}>
+                      {item.label ? `${item.label} · ${item.name}` : item.name}
+                    </Text>
+                    <Text size="xs" c="dimmed" data-testid="package-info">
+                      {kind === 'file' ? 'PluginMdmFile' : 'PluginMdmPackage'}/{item.id}
+                      {kind === 'package' ? (item.package_name ? ` · ${item.package_name}` : ' · no package name') : ''}
+                      {item.version_name ? ` · version ${item.version_name}` : ''}
+                      {item.version_code !== null && item.version_code !== undefined ? ` (code ${item.version_code})` : ''}
+                    </Text>
+                  </div>
+                </Group>
               </Table.Td>
               <Table.Td ta="right">
                 <Text size="sm">{formatBytes(item.size)}</Text>
@@ -122,6 +133,24 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
                 </Text>
               </Table.Td>
               <Table.Td>
+                <Group gap={4} wrap="nowrap" justify="flex-end">
+                {kind === 'package' && !item.package_name ? (
+                  <Button size="xs" variant="default" onClick={() => setDescribing(item)} aria-label={`Set the package name of ${item.name}`}>
+                    Set package name…
+                  </Button>
+                ) : null}
+                <Tooltip label={kind === 'package' && !item.package_name ? 'Set its package name first' : 'Publish it to a fleet or a device'}>
+                  <Button
+                    size="xs"
+                    variant="light"
+                    leftSection={<IconRocket size={14} />}
+                    disabled={kind === 'package' && !item.package_name}
+                    onClick={() => setDeploying(item)}
+                    aria-label={`Deploy ${item.name}`}
+                  >
+                    Deploy to…
+                  </Button>
+                </Tooltip>
                 <Tooltip label="Delete">
                   <ActionIcon
                     variant="subtle"
@@ -140,11 +169,14 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
                     <IconTrash size={16} />
                   </ActionIcon>
                 </Tooltip>
+                </Group>
               </Table.Td>
             </Table.Tr>
           ))}
         </Table.Tbody>
       </Table>
+      <DeployModal key={deploying?.id ?? 0} item={deploying} kind={kind} onClose={() => setDeploying(null)} />
+      <PackageInfoModal key={`info-${describing?.id ?? 0}`} item={describing} onClose={() => setDescribing(null)} />
     </Table.ScrollContainer>
   );
 }

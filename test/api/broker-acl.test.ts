@@ -1,7 +1,7 @@
 // Topic isolation exactly as DESIGN.md "MQTT" says, checked with mqtt.js and mosquitto clients.
 import { describe, expect, it } from 'vitest';
 import type { TestBackend } from '../helpers/backend.ts';
-import { connectAgent, enrollAgent, inbox, mosquittoLogin, nextEvent, ofAgent, run, type EnrolledAgent, useBrokerBackend } from '../helpers/mqtt.ts';
+import { connectAgent, enrollAgent, inbox, mosquittoLogin, nextEvent, ofAgent, run, type EnrolledAgent, useBrokerBackend, notFleetAnnouncement } from '../helpers/mqtt.ts';
 
 let t: TestBackend;
 let a: EnrolledAgent;
@@ -30,7 +30,7 @@ const granted = async (agent: EnrolledAgent, topic: string) => {
 async function receivedUntilPing(agent: EnrolledAgent, box: ReturnType<typeof inbox>) {
   expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'ping' })).status).toBe(202);
   await box.next((m) => m.topic === `${agent.topic}/Command/Ping`);
-  return box.messages.map((m) => m.topic);
+  return box.messages.filter(notFleetAnnouncement).map((m) => m.topic);
 }
 
 describe('subscriptions', () => {

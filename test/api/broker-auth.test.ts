@@ -115,10 +115,11 @@ describe("MQTT login with Debian's mosquitto clients", () => {
     const agent = await enrollAgent(t);
     expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'lock' })).status).toBe(202);
     for (const version of ['mqttv311', 'mqttv31']) {
-      const result = await run('mosquitto_sub', [...mosquittoLogin(t, agent), '-V', version, '-i', `sub-${version}`, '-t', `${agent.topic}/#`, '-v', '-C', '1', '-W', '15']);
+      const result = await run('mosquitto_sub', [...mosquittoLogin(t, agent), '-V', version, '-i', `sub-${version}`, '-t', `${agent.topic}/#`, '-v', '-C', '2', '-W', '15']);
       expect(result.stderr).toBe('');
       expect(result.code).toBe(0);
-      expect(result.stdout.trim()).toBe(`${agent.topic}/Command/Lock {"lock":"now"}`);
+      // Beside the retained Command/Subscribe every agent finds (its fleet topic).
+      expect(result.stdout.trim().split('\n').sort()).toEqual([`${agent.topic}/Command/Lock {"lock":"now"}`, `${agent.topic}/Command/Subscribe {"subscribe":[{"topic":"/1/fleet/1"}]}`]);
     }
   });
 

@@ -20,6 +20,7 @@ import {
   run,
   type EnrolledAgent,
   useBrokerBackend,
+  notFleetAnnouncement,
 } from '../helpers/mqtt.ts';
 
 const CLI = fileURLToPath(new URL('../../src-main/cli/main.ts', import.meta.url));
@@ -117,7 +118,7 @@ describe('commands through the admin API', () => {
     const moved = await t.admin('PATCH', `/agents/${agent.id}`, { fleet_id: fleet.id });
     expect(moved.status).toBe(200);
     expect(moved.body).toMatchObject({ fleet_id: fleet.id, fleet: fleet.name, command: { command: 'subscribe', retained: true } });
-    const message = await box.next((m) => m.topic === `${agent.topic}/Command/Subscribe`);
+    const message = await box.next((m) => m.topic === `${agent.topic}/Command/Subscribe` && !m.retain);
     expect(JSON.parse(message.text)).toEqual({ subscribe: [{ topic: `/1/fleet/${fleet.id}` }] });
     expect(agentRow(t, agent.id).fleet_id).toBe(fleet.id);
     // By name, back to the default fleet; the same fleet again changes nothing.
@@ -142,7 +143,7 @@ describe('commands through the admin API', () => {
     const { box } = await listening(again);
     expect((await command(again, 'ping')).status).toBe(202);
     await box.next((m) => m.topic.endsWith('/Command/Ping'));
-    expect(box.messages.map((m) => m.topic)).toEqual([`${agent.topic}/Command/Ping`]);
+    expect(box.messages.filter(notFleetAnnouncement).map((m) => m.topic)).toEqual([`${agent.topic}/Command/Ping`]);
   });
 });
 
@@ -186,7 +187,7 @@ describe('command round trips with mosquitto clients', () => {
     const agent = await enrollAgent(t);
     let pinged = false;
     // stdbuf: mosquitto_sub's debug lines must arrive as they are written, to act on its SUBACK.
-    const sub = ['mosquitto_sub', ...mosquittoLogin(t, agent), '-V', 'mqttv31', '-i', agent.serial, '-t', `${agent.topic}/#`, '-v', '-C', '1', '-W', '20', '-d'];
+    const sub = ['mosquitto_sub', ...mosquittoLogin(t, agent), '-V', 'mqttv31', '-i', agent.serial, '-t', `${agent.topic}/#`, '-v', '-R', '-C', '1', '-W', '20', '-d'];
     const received = run('stdbuf', ['-oL', ...sub], {
       onStdout: (soFar) => {
         if (!pinged && soFar.includes('received SUBACK')) {
@@ -207,9 +208,10 @@ describe('command round trips with mosquitto clients', () => {
   it('lock, wipe and unenroll reach mosquitto_sub (retained); its unenroll reply is recorded', async () => {
     const agent = await enrollAgent(t);
     for (const name of ['lock', 'wipe', 'unenroll']) expect((await command(agent, name)).status).toBe(202);
-    const result = await run('mosquitto_sub', [...mosquittoLogin(t, agent), '-t', `${agent.topic}/#`, '-v', '-C', '3', '-W', '20']);
+    const result = await run('mosquitto_sub', [...mosquittoLogin(t, agent), '-t', `${agent.topic}/#`, '-v', '-C', '4', '-W', '20']);
     expect(result.stdout.trim().split('\n').sort()).toEqual([
       `${agent.topic}/Command/Lock {"lock":"now"}`,
+      `${agent.topic}/Command/Subscribe {"subscribe":[{"topic":"/1/fleet/1"}]}`,
       `${agent.topic}/Command/Unenroll {"unenroll":"now"}`,
       `${agent.topic}/Command/Wipe {"wipe":"now"}`,
     ]);

@@ -10,16 +10,38 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { enrollDevice, mqttCredentialsOf } from '../../src-main/device/enroll.ts';
 import { startMqttAgent, type MqttAgent } from '../../src-main/device/mqtt-agent.ts';
+import { startDevice, type SimulatedDevice } from '../../src-main/device/device.ts';
 import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
 import { BROKER_MODES_UNDER_TEST, brokerReady, startMosquitto, type MosquittoProcess } from '../helpers/external-brokers.ts';
 import { agentRow, closeClients, connectAgent, enrollAgent, eventually, inbox, nextEvent, ofAgent, refusalCode } from '../helpers/mqtt.ts';
 import { startRabbitCluster, type RabbitCluster } from '../helpers/rabbitmq.ts';
 
 const agents: MqttAgent[] = [];
+const devices: SimulatedDevice[] = [];
 afterEach(async () => {
   await Promise.all(agents.splice(0).map((agent) => agent.stop().catch(() => {})));
+  await Promise.all(devices.splice(0).map((device) => device.stop().catch(() => {})));
   await closeClients();
 });
+
+async function uploadFile(t: TestBackend, name: string): Promise<number> {
+  const response = await fetch(`${t.backend.info.admin_url}/api/files?name=${name}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.backend.info.admin_token}`, 'content-type': 'application/octet-stream' },
+    body: Buffer.from(`contents of ${name}`),
+  });
+  return ((await response.json()) as { id: number }).id;
+}
+
+async function deviceIn(t: TestBackend, fleet: string, email: string): Promise<SimulatedDevice> {
+  const { body } = await t.admin('POST', '/invitations', { email, fleet, send_email: false });
+  const device = await startDevice({ deeplink: body.deeplink, email, reports: 'mqtt', mqtt: { backoff: { initialMs: 100, maxMs: 1000 } } });
+  devices.push(device);
+  return device;
+}
+
+const taskStatuses = async (t: TestBackend, deploymentId: number): Promise<string[]> =>
+  ((await t.admin('GET', `/deployments/${deploymentId}`)).body.tasks as { status: string }[]).map((task) => task.status);
 
 async function simulated(t: TestBackend, email: string) {
   const { body } = await t.admin('POST', '/invitations', { email, send_email: false });
@@ -92,6 +114,24 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto failure
       await brokerReady(t.backend);
       await eventually(() => agent.state.locked, 20_000);
       await eventually(() => agentRow(t, id).is_online === 1);
+    });
+
+    it('restarted (crashed): the fleet policies it lost are published again, and a removal made while it was down reaches it', async () => {
+      const fleet = `Crash fleet ${Date.now()}`;
+      const fleetId = (await t.admin('POST', '/fleets', { name: fleet })).body.id as number;
+      const kept = (await t.admin('POST', '/deployments', { kind: 'file', item_id: await uploadFile(t, 'kept.txt'), fleet_id: fleetId })).body;
+      const dropped = (await t.admin('POST', '/deployments', { kind: 'file', item_id: await uploadFile(t, 'dropped.txt'), fleet_id: fleetId })).body;
+      await eventually(async () => (await t.backend.broker.retained(dropped.topic)) !== null);
+      await mosquitto.stop({ crash: true });
+      await eventually(() => !t.backend.broker.status().connected);
+      expect((await t.admin('DELETE', `/deployments/${dropped.id}`)).status).toBe(200);
+      await mosquitto.restart();
+      await brokerReady(t.backend);
+      // A device joining after the restart takes the kept policy (the crash lost the broker's copy) and never the dropped one.
+      const phone = await deviceIn(t, fleet, 'after-crash@example.com');
+      await eventually(async () => (await taskStatuses(t, kept.id)).join() === 'done', 30_000);
+      expect(await t.backend.broker.retained(dropped.topic)).toBeNull();
+      expect(Object.keys(phone.policies.state.tasks).map(Number)).toEqual([kept.id]);
     });
 
     it('after its own restart the backend reconciles: an agent unenrolled meanwhile loses its account', async () => {
@@ -171,6 +211,31 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ cluster f
       await second!.start();
     }
   }, 180_000);
+
+  it("an agent on the node that never held the fleet's retained policy gets it when it says it is online, and its report is taken in", async () => {
+    const fleet = `Node fleet ${Date.now()}`;
+    const fleetId = (await t.admin('POST', '/fleets', { name: fleet })).body.id as number;
+    const created = (await t.admin('POST', '/deployments', { kind: 'file', item_id: await uploadFile(t, 'node.txt'), fleet_id: fleetId })).body;
+    const agent = await enrollAgent(t, { fleet });
+    const second = rabbit.nodes[1]!;
+    // On the second node only (the backend's link, and so the retained copy, is on the first).
+    const client = mqtt.connect({ host: '127.0.0.1', port: second.mqttPort, username: agent.serial, password: agent.password, clientId: agent.serial, reconnectPeriod: 0 });
+    client.on('error', () => {});
+    try {
+      await new Promise<void>((resolve) => client.once('connect', () => resolve()));
+      const box = inbox(client);
+      await client.subscribeAsync({ [`${agent.topic}/#`]: { qos: 1 }, [`/1/fleet/${fleetId}/#`]: { qos: 1 } });
+      await client.publishAsync(`${agent.topic}/Status/Online`, '{"online": true}', { qos: 1, retain: true });
+      const subscribe = await box.next((m) => m.topic === `${agent.topic}/Command/Subscribe`, 15_000);
+      expect(JSON.parse(subscribe.text)).toEqual({ subscribe: [{ topic: `/1/fleet/${fleetId}` }] });
+      const policy = await box.next((m) => m.topic === created.topic, 15_000);
+      expect(JSON.parse(policy.text)).toMatchObject({ deployFile: expect.any(String), taskId: created.id });
+      await client.publishAsync(`${agent.topic}/Status/Task/${created.id}`, JSON.stringify({ status: 'received' }), { qos: 1 });
+      await eventually(async () => (await taskStatuses(t, created.id)).join() === 'received');
+    } finally {
+      await client.endAsync(true).catch(() => {});
+    }
+  });
 
   it('auth endpoint down or slow: the broker refuses the login cleanly and keeps serving; back, logins work again', async () => {
     const agent = await enrollAgent(t);

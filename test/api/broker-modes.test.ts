@@ -1,15 +1,21 @@
-// The same enrollment, presence, command, reply, ACL and download flows against each broker mode:
+// The same enrollment, presence, command, reply, ACL, download and deployment flows against each broker mode:
 // the embedded aedes broker, an external Mosquitto with dynamic security, a 2-node RabbitMQ cluster.
 // MDM_TEST_BROKER_MODES=embedded,mosquitto narrows the modes.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { MqttClient } from 'mqtt';
 import { describe, expect, it, beforeAll, afterAll, afterEach } from 'vitest';
 import { enrollDevice, mqttCredentialsOf } from '../../src-main/device/enroll.ts';
 import { runAgent } from '../../src-main/device/agent.ts';
+import { startDevice, type SimulatedDevice } from '../../src-main/device/device.ts';
+import type { TaskReportChannel } from '../../src-main/device/policy-agent.ts';
 import { startMqttAgent, type MqttAgent, type MqttAgentEvent } from '../../src-main/device/mqtt-agent.ts';
 import { enrollByHand, startTestBackend, type TestBackend } from '../helpers/backend.ts';
 import { BROKER_MODES_UNDER_TEST, brokerReady, startMosquitto, type MosquittoProcess } from '../helpers/external-brokers.ts';
 import { startRabbitCluster, type RabbitCluster } from '../helpers/rabbitmq.ts';
 import { agentRow, closeClients, connectAgent, enrollAgent, eventually, inbox, nextEvent, ofAgent, readRecord, refusalCode } from '../helpers/mqtt.ts';
+
+const APK = readFileSync(fileURLToPath(new URL('../fixtures/field-app.apk', import.meta.url)));
 
 /** Waits for an MQTT operation, or for the broker to close the connection instead of answering. */
 function settled(client: MqttClient, operation: Promise<unknown>): Promise<unknown> {
@@ -21,6 +27,7 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
   let mosquitto: MosquittoProcess | undefined;
   let rabbit: RabbitCluster | undefined;
   const agents: MqttAgent[] = [];
+  const devices: SimulatedDevice[] = [];
 
   beforeAll(async () => {
     if (mode === 'mosquitto') {
@@ -37,6 +44,7 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
   }, 240_000);
   afterEach(async () => {
     await Promise.all(agents.splice(0).map((agent) => agent.stop().catch(() => {})));
+    await Promise.all(devices.splice(0).map((device) => device.stop().catch(() => {})));
     await closeClients();
   });
   afterAll(async () => {
@@ -168,6 +176,75 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
     await eventually(async () => (await refusalCode(t, first)) !== 0);
     const client = await connectAgent(t, second);
     expect(client.connected).toBe(true);
+  });
+
+  async function device(fleet: string, reports: TaskReportChannel): Promise<SimulatedDevice> {
+    counter += 1;
+    const email = `${mode}-deploy${counter}@example.com`;
+    const { body } = await t.admin('POST', '/invitations', { email, fleet, send_email: false });
+    const started = await startDevice({ deeplink: body.deeplink, email, reports, chunkSize: 65_536, mqtt: { backoff: { initialMs: 100, maxMs: 1000 } } });
+    devices.push(started);
+    return started;
+  }
+  const deploymentOf = async (id: number) => (await t.admin('GET', `/deployments/${id}`)).body;
+  const allDone = (id: number, count: number) =>
+    eventually(async () => {
+      const d = await deploymentOf(id);
+      return d.done === count && d.total === count ? d : false;
+    }, 30_000);
+
+  it('deployments: a package deployed to a fleet reaches done on every device (MQTT and REST reports), a late device too; removal uninstalls', async () => {
+    const fleetName = `Deploy ${mode}`;
+    const fleetId = (await t.admin('POST', '/fleets', { name: fleetName })).body.id as number;
+    const phones = [await device(fleetName, 'mqtt'), await device(fleetName, 'http')];
+    const upload = await fetch(`${t.backend.info.admin_url}/api/packages?name=field-app.apk`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.backend.info.admin_token}`, 'content-type': 'application/octet-stream' },
+      body: APK,
+    });
+    const pkg = (await upload.json()) as { id: number; sha256: string };
+    const created = await t.admin('POST', '/deployments', { kind: 'package', item_id: pkg.id, fleet_id: fleetId, remove_on_delete: true });
+    expect(created.status).toBe(201);
+    expect(created.body.topic).toBe(`/1/fleet/${fleetId}/Policy/deployApp/Task/${created.body.id}`);
+    expect(await t.backend.broker.retained(created.body.topic)).toBe(JSON.stringify(created.body.message));
+    const done = await allDone(created.body.id, 2);
+    for (const task of done.tasks) expect(task.history.map((h: any) => h.status)).toEqual(['pending', 'received', 'in progress', 'done']);
+    expect(new Set(done.tasks.flatMap((task: any) => task.history.slice(1).map((h: any) => h.source)))).toEqual(new Set(['mqtt', 'http']));
+    for (const phone of phones) expect(phone.policies.state.apps['org.example.fieldapp']).toMatchObject({ packageId: pkg.id, versionCode: 42 });
+
+    // A device enrolling later finds the fleet's policy (retained; on RabbitMQ given again when it is online).
+    const late = await device(fleetName, 'mqtt');
+    await allDone(created.body.id, 3);
+    expect(late.policies.state.apps['org.example.fieldapp']?.sha256).toBe(pkg.sha256);
+
+    const removed = await t.admin('DELETE', `/deployments/${created.body.id}`);
+    expect(removed.body.removal).toMatchObject({ policy: 'removeApp', total: 3 });
+    await allDone(removed.body.removal.id, 3);
+    for (const phone of [...phones, late]) expect(phone.policies.state.apps['org.example.fieldapp']).toBeUndefined();
+    await eventually(async () => (await t.backend.broker.retained(created.body.topic)) === null);
+  });
+
+  it("deployments to one device: rc.6 reports under its own policy topic are taken in; another device's report is refused", async () => {
+    const fleetName = `Single ${mode}`;
+    await t.admin('POST', '/fleets', { name: fleetName });
+    const phone = await device(fleetName, 'mqtt-policy-topic');
+    const other = await enrollAgent(t, { fleet: fleetName });
+    const upload = await fetch(`${t.backend.info.admin_url}/api/files?name=${mode}-single.txt`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.backend.info.admin_token}`, 'content-type': 'application/octet-stream' },
+      body: Buffer.from(`for one device on ${mode}`),
+    });
+    const file = (await upload.json()) as { id: number };
+    const created = (await t.admin('POST', '/deployments', { kind: 'file', item_id: file.id, agent_id: Number(phone.enrollment.agentId) })).body;
+    expect(created.topic).toMatch(/\/agent\/[^/]+\/Policy\/deployFile\/Task\/\d+$/);
+    const done = await allDone(created.id, 1);
+    expect(done.tasks[0].history.slice(1).every((h: any) => h.source === 'mqtt')).toBe(true);
+
+    // Another agent reporting on this task, on its own topic: refused and noted, the task unchanged.
+    const client = await connectAgent(t, other);
+    await client.publishAsync(`${other.topic}/Status/Task/${created.id}`, JSON.stringify({ status: 'failed', reason: 'forged' }), { qos: 1 });
+    await eventually(() => t.backend.services.events.forAgent(other.id).some((e) => e.type === 'task.report_refused'), 15_000);
+    expect((await deploymentOf(created.id)).tasks[0]).toMatchObject({ status: 'done' });
   });
 
   it('enrollment and downloads work as an agent does them', async () => {

@@ -20,7 +20,8 @@ describe('presence', () => {
     const agent = await enrollAgent(t);
     const seen: { online?: boolean; ping?: number } = {};
     // stdbuf: mosquitto_sub's debug lines arrive as written, so the checks run right after its CONNACK / SUBACK.
-    const sub = ['mosquitto_sub', ...mosquittoLogin(t, agent), '-t', `${agent.topic}/#`, '-v', '-C', '1', '-W', '20', '-d'];
+    // -R: not the retained Command/Subscribe every agent finds, the ping.
+    const sub = ['mosquitto_sub', ...mosquittoLogin(t, agent), '-t', `${agent.topic}/#`, '-v', '-R', '-C', '1', '-W', '20', '-d'];
     let checking: Promise<void> | undefined;
     const result = await run('stdbuf', ['-oL', ...sub], {
       onStdout: (soFar) => {

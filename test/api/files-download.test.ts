@@ -193,6 +193,7 @@ describe('upload and download over HTTP', () => {
       sha256: sha256(content),
       created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
       updated_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+      version: 1,
     });
     expect(Number.isInteger(item.id)).toBe(true);
     expect(changes).toContain('added file report.bin');
@@ -288,6 +289,8 @@ describe('upload and download over HTTP', () => {
       mime_type: 'application/octet-stream',
       sha256: sha256(content),
       date_mod: item.updated_at.slice(0, 19).replace('T', ' '),
+      dl_filename: 'report.bin',
+      version: 1,
     };
     for (const accept of [undefined, '*/*', 'application/json', 'application/octet-stream, */*']) {
       const headers: OutgoingHttpHeaders = { 'content-type': 'application/json' };

@@ -210,3 +210,6 @@ export function useBrokerBackend(use: (backend: TestBackend) => void | Promise<v
     await backend?.stop();
   });
 }
+
+/** Not the retained Command/Subscribe every agent finds at its first connection (its fleet topic). */
+export const notFleetAnnouncement = (message: { topic: string; retain: boolean }): boolean => !(message.retain && message.topic.endsWith('/Command/Subscribe'));

@@ -14,7 +14,12 @@ describe('the rule table for external brokers', () => {
     expect(acls).toContainEqual({ acltype: 'publishClientReceive', topic: '/1/agent/R58ABC/Command/#', allow: true });
     expect(acls).toContainEqual({ acltype: 'publishClientReceive', topic: '/1/fleet/3/#', allow: true });
     expect(acls).toContainEqual({ acltype: 'subscribeLiteral', topic: '/1/agent/R58ABC/#', allow: true });
-    expect(acls.filter((acl) => acl.acltype === 'publishClientSend').map((acl) => acl.topic)).toEqual(['/1/agent/R58ABC/Status/#', '/1/agent/R58ABC/MdmManifest/#', '/1/agent/R58ABC/FlyvemdmManifest/#']);
+    expect(acls.filter((acl) => acl.acltype === 'publishClientSend').map((acl) => acl.topic)).toEqual([
+      '/1/agent/R58ABC/Status/#',
+      '/1/agent/R58ABC/Policy/+/Task/+/Status/Task/+',
+      '/1/agent/R58ABC/MdmManifest/#',
+      '/1/agent/R58ABC/FlyvemdmManifest/#',
+    ]);
     expect(acls.every((acl) => acl.allow)).toBe(true);
   });
 
@@ -37,6 +42,19 @@ describe('the rule table for external brokers', () => {
     expect(rulesAllowPublish(BACKEND_TOPIC_RULES, '/1/agent/R58ABC/Status/Online')).toBe(false);
     expect(rulesAllowSubscribe(BACKEND_TOPIC_RULES, '/+/agent/+/Status/#')).toBe(true);
     expect(rulesAllowSubscribe(BACKEND_TOPIC_RULES, '#')).toBe(false);
+  });
+
+  it('task reports: agents publish their own (T/Status/Task, rc.6 under their own policy topic), the backend reads them', () => {
+    expect(mayPublish(agent, '/1/agent/R58ABC/Status/Task/12')).toBe(true);
+    expect(mayPublish(agent, '/1/agent/R58ABC/Policy/deployApp/Task/12/Status/Task/12')).toBe(true);
+    // Not the policy itself, nor another agent's, nor (external brokers cannot tell who sent it) the fleet's.
+    expect(mayPublish(agent, '/1/agent/R58ABC/Policy/deployApp/Task/12')).toBe(false);
+    expect(mayPublish(agent, '/1/agent/OTHER/Status/Task/12')).toBe(false);
+    expect(mayPublish(agent, '/1/fleet/3/Policy/deployApp/Task/12/Status/Task/12')).toBe(false);
+    expect(rulesAllowSubscribe(BACKEND_TOPIC_RULES, '/+/agent/+/Policy/+/Task/+/Status/Task/+')).toBe(true);
+    expect(routingKeyToTopic('.1.agent.R58ABC.Policy.deployApp.Task.12.Status.Task.12')).toBe('/1/agent/R58ABC/Policy/deployApp/Task/12/Status/Task/12');
+    // The backend may read back the policies it keeps retained (MqttBroker.retained).
+    expect(rulesAllowSubscribe(BACKEND_TOPIC_RULES, '/1/fleet/3/Policy/deployApp/Task/12')).toBe(true);
   });
 });
 

@@ -190,6 +190,8 @@ describe('header values', () => {
       name: 'a.bin',
       size: 100,
       mimeType: 'application/octet-stream',
+      version: 1,
+      packageInfo: { packageName: null, versionCode: null, versionName: null, label: null, icon: null },
       sha256: 'x',
       storageName: 'y',
       createdAt: '2026-11-21T15:34:00.000Z',

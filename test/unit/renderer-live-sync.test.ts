@@ -28,6 +28,12 @@ describe('what an event means for the caches', () => {
       { kind: 'invalidate', key: keys.invitations },
       { kind: 'invalidate', key: keys.fleets },
     ]);
+    // Deployments and task statuses refresh the progress bars and the device's task list.
+    expect(effectsOf(event('task.status', { agent_id: 9 }))).toEqual([
+      { kind: 'invalidate', key: keys.status },
+      { kind: 'invalidate', key: keys.deployments },
+    ]);
+    expect(effectsOf(event('deployment.created'))).toContainEqual({ kind: 'invalidate', key: keys.deployments });
     // Fleet device counts follow devices that come, go or move; presence leaves them alone.
     expect(effectsOf(event('agent.fleet_changed', { agent_id: 9 }))).toContainEqual({ kind: 'invalidate', key: keys.fleets });
     expect(effectsOf(event('agent.deleted', { agent_id: 9 }))).toContainEqual({ kind: 'invalidate', key: keys.fleets });

@@ -15,6 +15,8 @@ import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
 import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
+import { deploymentRoutes } from './deployment-routes.ts';
+import type { DeploymentService } from '../deployments/deployments.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { streamEvents } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
@@ -26,6 +28,7 @@ import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 export interface AdminAppOptions {
   services: Services;
   files: FileStore;
+  deployments?: DeploymentService;
   adminToken: string;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
@@ -48,7 +51,7 @@ export interface AdminApp {
 }
 
 /** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, adminToken, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
+export async function adminApp({ services, files, deployments, adminToken, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
   const auth = new AdminAuth(adminToken);
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
@@ -180,6 +183,7 @@ export async function adminApp({ services, files, adminToken, info, simulate, br
     await api.register(fleetRoutes, { services });
     await api.register(settingsRoutes, { services });
     await api.register(adminFileRoutes, { store: files });
+    if (deployments) await api.register(deploymentRoutes, { services, deployments });
   }, { prefix: '/api' });
 
   await app.register(serveConsole);

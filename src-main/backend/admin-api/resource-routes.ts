@@ -36,6 +36,10 @@ export const fleetRoutes: FastifyPluginAsync<{ services: Services }> = async (ap
   app.patch('/fleets/:id', { schema: { params: Id, body: FleetName } }, async (request) =>
     fleets.rename((request.params as { id: number }).id, (request.body as { name: string }).name),
   );
+  app.delete('/fleets/:id', { schema: { params: Id } }, async (request, reply) => {
+    fleets.remove((request.params as { id: number }).id);
+    return reply.code(204).send();
+  });
 };
 
 export const settingsRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {

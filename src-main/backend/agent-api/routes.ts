@@ -1,15 +1,18 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { EnrollmentService } from '../agents/enrollment.ts';
+import type { DeploymentService } from '../deployments/deployments.ts';
 import { loginFailed, sessionTokenMissing } from '../http/errors.ts';
 import type { SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
+import { taskStatusRoutes } from './task-routes.ts';
 import { sessionTokenOf, userTokenOf } from './tokens.ts';
 import { INVENTORY_BODY_LIMIT, INVENTORY_BASE64_MAX } from './report-routes.ts';
 
 export interface AgentApiOptions {
   sessions: SessionService;
   enrollment: EnrollmentService;
+  deployments?: DeploymentService;
 }
 
 const TokenQuery = Type.Object({
@@ -42,8 +45,9 @@ const AgentBody = Type.Object({
 });
 
 /** The endpoints of the spec, mounted under {base_url}. */
-export const agentApiRoutes: FastifyPluginAsync<AgentApiOptions> = async (app, { sessions, enrollment }) => {
+export const agentApiRoutes: FastifyPluginAsync<AgentApiOptions> = async (app, { sessions, enrollment, deployments }) => {
   const authenticate = sessionAuthenticator(sessions);
+  if (deployments) await app.register(taskStatusRoutes, { authenticate, deployments });
 
   app.get('/initSession', { schema: { querystring: TokenQuery } }, async (request) => {
     const token = userTokenOf(request);

@@ -27,12 +27,18 @@ export interface AgentTopicRules {
 /** The manifest topics: ours and the reference's name for it (the Flyve agents subscribe to the latter). */
 export const MANIFEST_TOPICS = ['MdmManifest', 'FlyvemdmManifest'] as const;
 
+/** rc.6's task reports under an agent's own policy topic: `T/Policy/<policy>/Task/<id>/Status/Task/<id>`. */
+const ownPolicyReports = (agentTopic: string) => `${agentTopic}/Policy/+/Task/+/Status/Task/+`;
+
 /** The table itself. Add a right here and every broker mode applies it. */
 export function agentTopicRules(agent: Pick<AgentIdentity, 'topic' | 'entityId' | 'fleetId'>): AgentTopicRules {
   const t = agent.topic;
   const receive = [`${t}/Command/#`, `${t}/Policy/#`, ...MANIFEST_TOPICS.map((root) => `${root}/#`), `${fleetTopic(agent.entityId, agent.fleetId)}/#`];
   return {
-    publish: [`${t}/Status/#`, ...MANIFEST_TOPICS.map((root) => `${t}/${root}/#`)],
+    // Task reports: `T/Status/Task/<id>` (within Status/#) and rc.6's under its own policy topic.
+    // (rc.6 reports under the fleet's policy topic name no device: only the embedded broker, which
+    // knows the publishing connection, takes those in; see policyStatusTaskId.)
+    publish: [`${t}/Status/#`, ownPolicyReports(t), ...MANIFEST_TOPICS.map((root) => `${t}/${root}/#`)],
     receive,
     subscribeExact: [`${t}/#`, ...receive],
   };
@@ -89,12 +95,13 @@ export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
 
 /**
  * The backend's own rights on an external broker: it alone publishes commands, policies, fleet
- * messages and manifests, and it reads every agent's reports.
+ * messages and manifests, and it reads every agent's reports (task reports included).
  */
 export const BACKEND_TOPIC_RULES: AgentTopicRules = {
   publish: ['/+/agent/+/Command/#', '/+/agent/+/Policy/#', '/+/fleet/#', ...MANIFEST_TOPICS.map((root) => `${root}/#`)],
-  receive: ['/+/agent/+/Status/#', ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
-  subscribeExact: ['/+/agent/+/Status/#', ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
+  // (and it may read back the policies it keeps retained: MqttBroker.retained)
+  receive: ['/+/agent/+/Status/#', ownPolicyReports('/+/agent/+'), ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`), '/+/agent/+/Policy/#', '/+/fleet/+/Policy/#'],
+  subscribeExact: ['/+/agent/+/Status/#', ownPolicyReports('/+/agent/+'), ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
 };
 
 /**
@@ -108,4 +115,31 @@ export function routingKeyToTopic(routingKey: string): string {
 
 export function isRabbitSafeTopic(topic: string): boolean {
   return !/[.*]/.test(topic);
+}
+
+/** `T/Status/Task/<taskId>`: a task status report (DESIGN.md "MQTT"); the task id or null. */
+export function statusTaskId(agent: AgentIdentity, topic: string): number | null {
+  const prefix = `${agent.topic}/Status/Task/`;
+  if (!topic.startsWith(prefix)) return null;
+  return taskNumber(topic.slice(prefix.length));
+}
+
+/**
+ * The agent release 2.0.0-rc.6 reports on `<policy topic>/Status/Task/<taskId>`, under its fleet's
+ * or its own policy topic. Such a report is taken in and delivered to nobody (other devices of
+ * the fleet must not read it). The task id, or null when the topic is not one of those.
+ */
+export function policyStatusTaskId(agent: AgentIdentity, topic: string): number | null {
+  for (const base of [fleetTopic(agent.entityId, agent.fleetId), agent.topic]) {
+    if (!topic.startsWith(`${base}/Policy/`)) continue;
+    const match = /^\/Policy\/[^/+#]+\/Task\/(\d+)\/Status\/Task\/(\d+)$/.exec(topic.slice(base.length));
+    if (match && match[1] === match[2]) return taskNumber(match[2]!);
+  }
+  return null;
+}
+
+function taskNumber(text: string): number | null {
+  if (!/^[1-9]\d{0,15}$/.test(text)) return null;
+  const id = Number(text);
+  return Number.isSafeInteger(id) ? id : null;
 }

@@ -7,7 +7,7 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { isDiskFull, unlessDiskFull } from '../http/disk-full.ts';
 import { verifySecret } from '../util/tokens.ts';
 import type { DeviceReports } from '../agents/reports.ts';
-import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from './acl.ts';
+import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
 import { BrokerAgentStore, ENROLL, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
@@ -16,7 +16,7 @@ import { connectionInfo, ConnectionRegistry } from './connections.ts';
 import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
 import { ResubscribeGuard } from './resubscribe.ts';
-import type { LiveReports, MqttBroker } from './port.ts';
+import type { LiveReports, MqttBroker, TaskReportHandler } from './port.ts';
 import { loadBrokerCertificate } from './tls-certificate.ts';
 import { MANIFEST_VERSION } from './manifest.ts';
 
@@ -42,16 +42,20 @@ export interface BrokerOptions {
   throttle?: Partial<ThrottleOptions>;
   /** Connections each listener accepts at once (their share of the open-file limit). */
   maxConnections?: number;
+  /** A task status report of an agent (`T/Status/Task/<id>` or rc.6's `<policy topic>/Status/Task/<id>`). */
+  onTaskReport?: TaskReportHandler | undefined;
   /** How long after its CONNACK an agent may take to subscribe before the broker does it (resubscribe.ts). */
   resubscribeGraceMs?: number;
 }
 
-export type { BrokerStatus, LiveReports, MqttBroker } from './port.ts';
+export type { BrokerStatus, LiveReports, MqttBroker, PolicyPublisher } from './port.ts';
 
 export { MANIFEST_VERSION } from './manifest.ts';
 
 /** Where denied publishes go: acknowledged (MQTT-3.3.5-2), delivered to nobody. */
 const DENIED_PREFIX = '$denied/';
+/** Where rc.6 task reports go once taken in: delivered to nobody. */
+const TAKEN_PREFIX = '$taken/';
 
 function refusal(returnCode: 3 | 4 | 5, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode }) as unknown as AuthenticateError;
@@ -258,6 +262,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         if (packet.topic === `${agent.topic}/${ONLINE_SUBTOPIC}` && !presence.willAllowed(agent)) return callback(new Error('superseded by a newer connection'));
         return callback(null);
       }
+      const policyTask = policyStatusTaskId(agent, packet.topic);
+      if (policyTask !== null) {
+        options.onTaskReport?.(agent, policyTask, toBuffer(packet.payload));
+        packet.topic = `${TAKEN_PREFIX}${agent.id}`;
+        packet.retain = false;
+        return callback(null);
+      }
       if (mayPublish(agent, packet.topic)) {
         // Only the presence flag is kept for late subscribers: an agent cannot fill the broker's
         // memory with retained messages under topics of its own invention.
@@ -291,6 +302,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   indexRetainedMessages((aedes as unknown as { persistence: unknown }).persistence);
 
   const restored = await commands.restoreRetained();
+  await commands.restoreSubscriptions();
   // The manifest's version message, under both names (the Flyve agents subscribe to FlyvemdmManifest/Status/Version).
   for (const manifest of MANIFEST_TOPICS) await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
 
@@ -313,6 +325,11 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         return;
       }
       if (!client.closed) presence.touch(agent);
+      const taskId = statusTaskId(agent, packet.topic);
+      if (taskId !== null && options.onTaskReport) {
+        options.onTaskReport(agent, taskId, payload);
+        return;
+      }
       commands.received(agent, subtopic, payload);
     });
   });
@@ -351,11 +368,15 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   }
 
   // Agents the admin removes or that enroll again lose their connections and retained commands.
+  // A new (or re-enrolled) agent is told its fleet topic, retained, as the reference does.
   const unsubscribe = events.subscribe((event) => {
-    if (event.agent_id === null || (event.type !== 'agent.deleted' && event.type !== 'agent.reenrolled')) return;
+    if (event.agent_id === null) return;
     const id = event.agent_id;
-    commands.forgetAgent(id);
-    for (const client of registry.live(id)) client.close();
+    if (event.type === 'agent.deleted' || event.type === 'agent.reenrolled') {
+      commands.forgetAgent(id);
+      for (const client of registry.live(id)) client.close();
+    }
+    if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled') void commands.announceFleet(id).catch(() => {});
   });
 
   if (certificate.change) {
@@ -379,6 +400,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     tlsPort,
     certificate,
     commands,
+    // Retained in aedes's own memory, where every agent connects: nothing to give again.
+    policies: { publishRetained: (topic, payload) => publisher.publish(topic, payload, true) },
     agentEndpoint: (tls) => ({ host: options.publicHost(), port: tls ? tlsPort : port, tls }),
     credentialsIssued: async () => {}, // logins are checked against the database itself
     liveReports,
@@ -428,6 +451,10 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       return closing;
     },
   };
+}
+
+function toBuffer(payload: Buffer | string): Buffer {
+  return typeof payload === 'string' ? Buffer.from(payload) : payload;
 }
 
 /** `{"online": true|false}`; anything else is no statement about presence. */

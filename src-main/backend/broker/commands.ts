@@ -148,6 +148,23 @@ export class AgentCommands {
   }
 
   /**
+   * Tells the agent which fleet topic to subscribe to (retained Command/Subscribe), as the
+   * reference does when an agent is created: without it a new device never hears its fleet's policies.
+   */
+  async announceFleet(agentId: number): Promise<void> {
+    const agent = this.store.byId(agentId);
+    if (!agent || agent.enroll_status === ENROLL.unenrolled) return;
+    await this.publish(agent, SUBSCRIBE_SUBTOPIC, { subscribe: [{ topic: fleetTopic(agent.entity_id, agent.fleet_id) }] }, true);
+  }
+
+  /** After a restart: every enrolled agent's Command/Subscribe is retained again. */
+  async restoreSubscriptions(): Promise<number> {
+    const agents = this.store.connectable();
+    for (const agent of agents) await this.publish(agent, SUBSCRIBE_SUBTOPIC, { subscribe: [{ topic: fleetTopic(agent.entity_id, agent.fleet_id) }] }, true);
+    return agents.length;
+  }
+
+  /**
    * A message the agent published under `T/Status/…` or `T/MdmManifest/…` (Online excepted,
    * presence has it): replies update the record, anything else is noted, rate-limited.
    */

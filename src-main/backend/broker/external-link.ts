@@ -7,10 +7,11 @@ import { nowIso } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { unlessDiskFull } from '../http/disk-full.ts';
 import { ApiError } from '../http/errors.ts';
-import { BACKEND_TOPIC_RULES, MANIFEST_TOPICS, type AgentIdentity } from './acl.ts';
+import { BACKEND_TOPIC_RULES, MANIFEST_TOPICS, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
 import type { AgentCommands } from './commands.ts';
 import { MANIFEST_VERSION } from './manifest.ts';
-import type { LiveReports } from './port.ts';
+import type { LiveReports, TaskReportHandler } from './port.ts';
+import type { RetainedPolicies } from './retained-policies.ts';
 import { MAY_CONNECT, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
 import type { BrokerUrl } from './broker-url.ts';
 
@@ -256,10 +257,34 @@ export function externalLiveReports(store: BrokerAgentStore, commands: AgentComm
   };
 }
 
-/** What every (re)connection of the backend publishes: the records' pending commands, the manifest's version. */
-export async function announceOnConnect(commands: AgentCommands, publish: (topic: string, payload: string, retain: boolean) => Promise<void>): Promise<void> {
+/**
+ * What every (re)connection of the backend publishes: the records' pending commands, each agent's
+ * fleet topic (Command/Subscribe), the live policies, the manifest's version.
+ */
+export async function announceOnConnect(commands: AgentCommands, policies: RetainedPolicies, publish: (topic: string, payload: string, retain: boolean) => Promise<void>): Promise<void> {
   await commands.restoreRetained();
+  await commands.restoreSubscriptions();
+  await policies.restoreAll();
   for (const manifest of MANIFEST_TOPICS) await publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
+}
+
+/**
+ * An agent's report read on the backend's link: task reports (`T/Status/Task/<id>`, rc.6's under
+ * the agent's own policy topic) go to deployments, the rest to commands. The topic names the agent
+ * and the broker lets only that agent publish under it, so a report is always the device's own.
+ */
+export function routeReport(commands: AgentCommands, onTaskReport: TaskReportHandler | undefined) {
+  return (agent: AgentIdentity, subtopic: string, payload: Buffer): void => {
+    const topic = `${agent.topic}/${subtopic}`;
+    const taskId = statusTaskId(agent, topic) ?? policyStatusTaskId(agent, topic);
+    if (taskId !== null) {
+      onTaskReport?.(agent, taskId, payload);
+      return;
+    }
+    // Other messages under the policy topic are not reports: never taken for one.
+    if (subtopic.startsWith('Policy/')) return;
+    commands.received(agent, subtopic, payload);
+  };
 }
 
 export function identityOf(row: BrokerAgentRow): AgentIdentity {

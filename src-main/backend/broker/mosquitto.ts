@@ -13,8 +13,9 @@ import { BrokerAgentStore, type BrokerAgentRow } from './agent-store.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
-import { announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, externalLiveReports, identityOf } from './external-link.ts';
-import type { MqttBroker } from './port.ts';
+import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, externalLiveReports, identityOf } from './external-link.ts';
+import type { MqttBroker, TaskReportHandler } from './port.ts';
+import { RetainedPolicies } from './retained-policies.ts';
 
 export interface ExternalBrokerOptions {
   db: Db;
@@ -26,6 +27,8 @@ export interface ExternalBrokerOptions {
   /** Where agents reach the broker, when not by the broker URL's name. */
   publicUrl?: string | undefined;
   caFile?: string | undefined;
+  /** Task status reports the agents publish (read on the backend's own connection). */
+  onTaskReport?: TaskReportHandler | undefined;
 }
 
 export const BACKEND_ACCOUNT = 'mdm-console-backend';
@@ -74,9 +77,10 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     events,
     store,
     name: 'Mosquitto',
-    onConnected: () => announceOnConnect(commands, (topic, payload, retain) => link.publish(topic, payload, retain)),
-    onReport: (agent, subtopic, payload) => commands.received(agent, subtopic, payload),
+    onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
+    onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
   });
+  const policies = new RetainedPolicies((topic, payload, retain) => link.publish(topic, payload, retain), () => link.connected);
   const commands = new AgentCommands({
     store,
     events,
@@ -268,12 +272,18 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   // gets its password with its record), rights changed with the fleet.
   const unsubscribe = events.subscribe((event) => {
     if (event.agent_id === null) return;
-    // (fleet moves are synced by commands.moveToFleet itself, before the agent is told)
-    if (!['agent.deleted', 'agent.reenrolled', 'agent.unenrolled'].includes(event.type)) return;
     const id = event.agent_id;
+    // A new (or re-enrolled) agent is told its fleet topic, retained, as the reference does (after
+    // forgetAgent below cleared the old install's retained commands).
+    const announce = () => {
+      if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled') void commands.announceFleet(id).catch(() => {});
+    };
+    // (fleet moves are synced by commands.moveToFleet itself, before the agent is told)
+    if (!['agent.deleted', 'agent.reenrolled', 'agent.unenrolled'].includes(event.type)) return announce();
     commands.forgetAgent(id);
     link.forget(id);
     void serially(() => syncAgent(id, undefined, event.type === 'agent.reenrolled')).catch(noteFailure);
+    announce();
   });
 
   const wasOnline = store.allOffline();
@@ -285,6 +295,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     tlsPort: endpoint.tls ? endpoint.port : 0,
     certificate: null,
     commands,
+    policies,
     liveReports: externalLiveReports(store, commands),
     publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
     retained: (topic) => link.retained(topic),
@@ -314,6 +325,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       if (closed) return;
       closed = true;
       unsubscribe();
+      policies.close();
       dynsec?.stop();
       await Promise.all([link.close(), admin.endAsync(true).catch(() => {})]);
       const offline = store.allOffline();

@@ -1,6 +1,7 @@
 // The broker port: what the rest of the backend needs of wherever the agents' MQTT connections
 // live. Three implementations: the embedded aedes broker (broker.ts), an external Mosquitto 2 with
 // dynamic security (mosquitto.ts) and a RabbitMQ cluster with the HTTP auth backend (rabbitmq.ts).
+import type { AgentIdentity } from './acl.ts';
 import type { AgentCommands } from './commands.ts';
 import type { BrokerCertificate } from './tls-certificate.ts';
 
@@ -46,6 +47,19 @@ export interface LiveReports {
   online(agentId: number, online: boolean): void;
 }
 
+/** Retained policy messages (deployments): the one way deployments reach the agents, in every mode. */
+export interface PolicyPublisher {
+  /** Publishes `payload` retained on `topic`; an empty payload clears the retained message. */
+  publishRetained(topic: string, payload: string): Promise<void>;
+}
+
+/**
+ * A task status report of an agent: `T/Status/Task/<id>`, or rc.6's `<policy topic>/Status/Task/<id>`.
+ * Every mode calls it only for the agent that published (the broker knows the connection, or the
+ * topic names the agent), so a device can report on its own tasks alone.
+ */
+export type TaskReportHandler = (agent: AgentIdentity, taskId: number, payload: Buffer) => void;
+
 export interface MqttBroker {
   mode: BrokerMode;
   /** Agent-facing ports (plain, TLS; 0 when the broker has none). */
@@ -54,6 +68,8 @@ export interface MqttBroker {
   /** The embedded broker's TLS certificate; null for an external broker. */
   certificate: BrokerCertificate | null;
   commands: AgentCommands;
+  /** Retained policies of deployments (published, cleared; given again where the broker may have lost them). */
+  policies: PolicyPublisher;
   /** Pings and presence reported over HTTP, recorded as their MQTT counterparts are. */
   liveReports: LiveReports;
   /** Publishing with the backend's rights (QoS 1): commands, policies, manifests, fleet messages. */

@@ -11,9 +11,10 @@ import { BrokerAgentStore } from './agent-store.ts';
 import { startAuthEndpoints } from './auth-endpoints.ts';
 import { parseBrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
-import { announceOnConnect, ExternalLink, externalLiveReports } from './external-link.ts';
+import { routeReport, announceOnConnect, ExternalLink, externalLiveReports } from './external-link.ts';
 import { publicEndpoint } from './mosquitto.ts';
-import type { MqttBroker } from './port.ts';
+import type { MqttBroker, TaskReportHandler } from './port.ts';
+import { RetainedPolicies } from './retained-policies.ts';
 
 export interface RabbitmqBrokerOptions {
   db: Db;
@@ -24,6 +25,8 @@ export interface RabbitmqBrokerOptions {
   brokerUrl: string;
   publicUrl?: string | undefined;
   caFile?: string | undefined;
+  /** Task status reports the agents publish (read on the backend's own connection). */
+  onTaskReport?: TaskReportHandler | undefined;
   authHost: string;
   authPort: number;
 }
@@ -51,11 +54,16 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     events,
     store,
     name: 'RabbitMQ',
-    onConnected: () => announceOnConnect(commands, (topic, payload, retain) => link.publish(topic, payload, retain)),
-    onReport: (agent, subtopic, payload) => commands.received(agent, subtopic, payload),
+    onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
+    onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
     // Retained messages live on the node that took them: the agent may be on another one now.
-    onAgentOnline: (agent) => void commands.republishFor(agent.id).catch(() => {}),
+    // Its commands (Command/Subscribe among them) and its fleet's and own policies.
+    onAgentOnline: (agent) => {
+      void commands.republishFor(agent.id).catch(() => {});
+      policies.republishFor(agent);
+    },
   });
+  const policies = new RetainedPolicies((topic, payload, retain) => link.publish(topic, payload, retain), () => link.connected);
   const commands = new AgentCommands({
     store,
     events,
@@ -72,9 +80,13 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     },
   });
   const unsubscribe = events.subscribe((event) => {
-    if (event.agent_id === null || !['agent.deleted', 'agent.reenrolled', 'agent.unenrolled'].includes(event.type)) return;
-    commands.forgetAgent(event.agent_id);
-    link.forget(event.agent_id);
+    if (event.agent_id === null) return;
+    if (['agent.deleted', 'agent.reenrolled', 'agent.unenrolled'].includes(event.type)) {
+      commands.forgetAgent(event.agent_id);
+      link.forget(event.agent_id);
+    }
+    // A new (or re-enrolled) agent is told its fleet topic, retained, as the reference does.
+    if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled') void commands.announceFleet(event.agent_id).catch(() => {});
   });
 
   const wasOnline = store.allOffline();
@@ -94,6 +106,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     tlsPort: endpoint.tls ? endpoint.port : 0,
     certificate: null,
     commands,
+    policies,
     liveReports: externalLiveReports(store, commands),
     publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
     retained: (topic) => link.retained(topic),
@@ -115,6 +128,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
       if (closed) return;
       closed = true;
       unsubscribe();
+      policies.close();
       await link.close();
       await auth.close();
       const offline = store.allOffline();

@@ -296,6 +296,68 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    version: 5,
+    name: 'deployments and device tasks',
+    sql: /* sql */ `
+      -- What a device needs to install an application package (read from an APK, or given by the admin).
+      ALTER TABLE packages ADD COLUMN package_name TEXT;
+      ALTER TABLE packages ADD COLUMN version_code INTEGER;
+      ALTER TABLE packages ADD COLUMN version_name TEXT;
+      ALTER TABLE packages ADD COLUMN label TEXT;
+      ALTER TABLE packages ADD COLUMN icon TEXT;
+      ALTER TABLE files ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+
+      -- A policy applied to a fleet or to one agent, published retained on
+      -- <fleet or agent topic>/Policy/<policy>/Task/<id>. The item and target are not foreign
+      -- keys: a deployment's history outlives a deleted file or fleet (the names are kept).
+      CREATE TABLE deployments (
+        id                INTEGER PRIMARY KEY,
+        entity_id         INTEGER NOT NULL REFERENCES entities(id),
+        policy            TEXT NOT NULL CHECK (policy IN ('deployApp', 'deployFile', 'removeApp', 'removeFile')),
+        item_kind         TEXT CHECK (item_kind IN ('file', 'package')),
+        item_id           INTEGER,
+        item_name         TEXT NOT NULL,
+        fleet_id          INTEGER,
+        agent_id          INTEGER,
+        target_name       TEXT NOT NULL,
+        destination       TEXT,
+        remove_on_delete  INTEGER NOT NULL DEFAULT 0 CHECK (remove_on_delete IN (0, 1)),
+        topic             TEXT NOT NULL,
+        payload           TEXT NOT NULL,
+        state             TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'removed')),
+        removed_by        INTEGER,
+        created_at        TEXT NOT NULL,
+        removed_at        TEXT,
+        CHECK ((fleet_id IS NULL) <> (agent_id IS NULL))
+      );
+      CREATE INDEX deployments_fleet ON deployments(fleet_id, state) WHERE fleet_id IS NOT NULL;
+      CREATE INDEX deployments_agent ON deployments(agent_id, state) WHERE agent_id IS NOT NULL;
+
+      -- One task per device in a deployment's scope; its status history is kept in task_history.
+      CREATE TABLE deployment_tasks (
+        id             INTEGER PRIMARY KEY,
+        deployment_id  INTEGER NOT NULL REFERENCES deployments(id) ON DELETE CASCADE,
+        agent_id       INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        status         TEXT NOT NULL CHECK (status IN ('pending', 'received', 'in progress', 'waiting', 'done', 'failed', 'canceled')),
+        reason         TEXT,
+        created_at     TEXT NOT NULL,
+        updated_at     TEXT NOT NULL,
+        UNIQUE (deployment_id, agent_id)
+      );
+      CREATE INDEX deployment_tasks_agent ON deployment_tasks(agent_id);
+
+      CREATE TABLE task_history (
+        id       INTEGER PRIMARY KEY,
+        task_id  INTEGER NOT NULL REFERENCES deployment_tasks(id) ON DELETE CASCADE,
+        status   TEXT NOT NULL,
+        reason   TEXT,
+        source   TEXT NOT NULL CHECK (source IN ('server', 'mqtt', 'http')),
+        at       TEXT NOT NULL
+      );
+      CREATE INDEX task_history_task ON task_history(task_id);
+    `,
+  },
+  {
     version: 10,
     name: 'enrollment codes',
     sql: /* sql */ `

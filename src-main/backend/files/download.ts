@@ -125,17 +125,29 @@ export interface DownloadMetadata {
   mime_type: string;
   sha256: string;
   date_mod: string;
+  /** The name the device saves the download under (the reference agent reads it). */
+  dl_filename: string;
+  /** Files: the version deployFile carries. */
+  version?: number;
+  /** Packages: what the reference agent reads before installing. */
+  package_name?: string | null;
+  version_code?: number | null;
+  version_name?: string | null;
 }
 
 export function downloadMetadata(item: StoredItem): DownloadMetadata {
-  return {
+  const common = {
     id: item.id,
     name: item.name,
     filesize: item.size,
     mime_type: item.mimeType,
     sha256: item.sha256,
     date_mod: glpiDate(item.updatedAt),
+    dl_filename: item.name,
   };
+  if (item.kind === 'file') return { ...common, version: item.version };
+  const info = item.packageInfo;
+  return { ...common, package_name: info.packageName, version_code: info.versionCode, version_name: info.versionName };
 }
 
 /** Media types are case-insensitive; anything but exactly this one type gets the metadata. */

@@ -8,6 +8,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ApiError, itemNotFound } from '../http/errors.ts';
 import type { SessionContext } from '../sessions/types.ts';
+import { describePackage } from './package-info.ts';
 import { sendStoredItem } from './download.ts';
 import { DownloadLimits } from './download-limits.ts';
 import { MIME_TYPE_PATTERN, type FileStore, type StoredItem, type StoredKind } from './store.ts';
@@ -26,6 +27,11 @@ const DownloadMetadataSchema = Type.Object({
   mime_type: Type.String(),
   sha256: Type.String(),
   date_mod: Type.String(),
+  dl_filename: Type.String(),
+  version: Type.Optional(Type.Integer()),
+  package_name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  version_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  version_name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 });
 
 const AdminItemSchema = Type.Object({
@@ -37,9 +43,25 @@ const AdminItemSchema = Type.Object({
   sha256: Type.String(),
   created_at: Type.String(),
   updated_at: Type.String(),
+  version: Type.Optional(Type.Integer()),
+  package_name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  version_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  version_name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  label: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  icon: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 });
 
+/** An Android package name: dot-separated Java identifiers, at least two segments. */
+const PACKAGE_NAME_PATTERN = '^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z][A-Za-z0-9_]*)+$';
+const PackageInfoFields = {
+  package_name: Type.Optional(Type.String({ maxLength: 255, pattern: PACKAGE_NAME_PATTERN })),
+  version_code: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1 })),
+  version_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+};
+const PackagePatch = Type.Object({ ...PackageInfoFields, label: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }, { additionalProperties: false, minProperties: 1 });
+
 const UploadQuery = Type.Object({
+  ...PackageInfoFields,
   // a path is accepted (the store keeps its last segment), hence more than 255
   name: Type.String({ minLength: 1, maxLength: 4096 }),
   mime_type: Type.Optional(Type.String({ maxLength: 255, pattern: MIME_TYPE_PATTERN })),
@@ -56,6 +78,15 @@ export function adminItemView(item: StoredItem) {
     sha256: item.sha256,
     created_at: item.createdAt,
     updated_at: item.updatedAt,
+    ...(item.kind === 'file'
+      ? { version: item.version }
+      : {
+          package_name: item.packageInfo.packageName,
+          version_code: item.packageInfo.versionCode,
+          version_name: item.packageInfo.versionName,
+          label: item.packageInfo.label,
+          icon: item.packageInfo.icon,
+        }),
   };
 }
 
@@ -127,7 +158,7 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
       adminPath,
       { bodyLimit: store.maxSize, schema: { querystring: UploadQuery, response: { 201: AdminItemSchema } } },
       async (request, reply) => {
-        const { name, mime_type: mimeType, entity_id: entityId } = request.query;
+        const { name, mime_type: mimeType, entity_id: entityId, package_name: packageName, version_code: versionCode, version_name: versionName } = request.query;
         const body = request.body as Readable | undefined;
         try {
           if (!body || typeof body.pipe !== 'function') {
@@ -141,7 +172,8 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
           if (Number.isFinite(declared) && declared > store.maxSize) {
             throw new ApiError(413, 'ERROR_PAYLOAD_TOO_LARGE', `upload is larger than the limit of ${store.maxSize} bytes`);
           }
-          const item = await store.add(kind, { name, mimeType, entityId }, body);
+          let item = await store.add(kind, { name, mimeType, entityId }, body);
+          if (kind === 'package') item = await describePackage(store, item, { packageName, versionCode, versionName });
           return reply.code(201).send(adminItemView(item));
         } catch (error) {
           // Refused before the whole body was read: answer, then close the connection rather
@@ -151,6 +183,20 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
         }
       },
     );
+
+    if (kind === 'package') {
+      app.patch(adminPath + '/:id', { schema: { params: IdParams, body: PackagePatch, response: { 200: AdminItemSchema } } }, async (request) => {
+        const body = request.body;
+        const item = store.setPackageInfo(request.params.id, {
+          packageName: body.package_name,
+          versionCode: body.version_code,
+          versionName: body.version_name,
+          label: body.label,
+        });
+        if (!item) throw itemNotFound();
+        return adminItemView(item);
+      });
+    }
 
     app.delete(adminPath + '/:id', { schema: { params: IdParams } }, async (request, reply) => {
       const removed = await store.remove(kind, request.params.id);

@@ -32,6 +32,19 @@ export interface StoredItem {
   storageName: string;
   createdAt: string;
   updatedAt: string;
+  /** Files: the version devices are told in deployFile (bumped by nothing yet: 1). */
+  version: number;
+  /** Packages: what a device needs to install it (read from an APK's manifest, or given by the admin). */
+  packageInfo: PackageInfo;
+}
+
+export interface PackageInfo {
+  packageName: string | null;
+  versionCode: number | null;
+  versionName: string | null;
+  label: string | null;
+  /** A data: URL (PNG) read from the APK. */
+  icon: string | null;
 }
 
 export interface AddInput {
@@ -68,6 +81,8 @@ export interface FileStore {
   remove(kind: StoredKind, id: number): Promise<StoredItem | undefined>;
   /** Absolute path of the item's content. */
   pathOf(item: StoredItem): string;
+  /** Sets a package's install metadata (fields left undefined keep their value). */
+  setPackageInfo(id: number, info: Partial<PackageInfo>): StoredItem | undefined;
 }
 
 export const DEFAULT_MAX_UPLOAD_SIZE = 4 * 1024 ** 3;
@@ -160,6 +175,12 @@ interface Row {
   storage_name: string;
   created_at: string;
   updated_at: string;
+  version?: number;
+  package_name?: string | null;
+  version_code?: number | null;
+  version_name?: string | null;
+  label?: string | null;
+  icon?: string | null;
 }
 
 function toItem(kind: StoredKind, row: Row): StoredItem {
@@ -174,13 +195,21 @@ function toItem(kind: StoredKind, row: Row): StoredItem {
     storageName: row.storage_name,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    version: row.version ?? 1,
+    packageInfo: {
+      packageName: row.package_name ?? null,
+      versionCode: row.version_code ?? null,
+      versionName: row.version_name ?? null,
+      label: row.label ?? null,
+      icon: row.icon ?? null,
+    },
   };
 }
 
 function prepareStatements(db: Db, kind: StoredKind) {
   const table = TABLES[kind];
   return {
-    insert: db.prepare<[Omit<Row, 'id'>], Row>(
+    insert: db.prepare<[Pick<Row, 'entity_id' | 'name' | 'size' | 'mime_type' | 'sha256' | 'storage_name' | 'created_at' | 'updated_at'>], Row>(
       `INSERT INTO ${table} (entity_id, name, size, mime_type, sha256, storage_name, created_at, updated_at)
        VALUES (@entity_id, @name, @size, @mime_type, @sha256, @storage_name, @created_at, @updated_at)
        RETURNING *`,
@@ -249,6 +278,9 @@ export function createFileStore(
 
   const maxSize = options.maxSize ?? DEFAULT_MAX_UPLOAD_SIZE;
   const statements = { file: prepareStatements(db, 'file'), package: prepareStatements(db, 'package') };
+  const setPackageInfoStatement = db.prepare<[string | null, number | null, string | null, string | null, string | null, string, number], Row>(
+    `UPDATE packages SET package_name = ?, version_code = ?, version_name = ?, label = ?, icon = ?, updated_at = ? WHERE id = ? RETURNING *`,
+  );
   const entityExists = db.prepare<[number], { one: number }>('SELECT 1 AS one FROM entities WHERE id = ?');
 
   sweep(tmpDir, STALE_TEMP_MS, () => false);
@@ -378,7 +410,15 @@ export function createFileStore(
     return join(dirs[item.kind], item.storageName);
   }
 
-  return { maxSize, add, list, get, remove, pathOf };
+  function setPackageInfo(id: number, info: Partial<PackageInfo>): StoredItem | undefined {
+    const current = get('package', id);
+    if (!current) return undefined;
+    const next = { ...current.packageInfo, ...Object.fromEntries(Object.entries(info).filter(([, value]) => value !== undefined)) };
+    const row = setPackageInfoStatement.get(next.packageName, next.versionCode, next.versionName, next.label, next.icon, nowIso(), id);
+    return row ? toItem('package', row) : undefined;
+  }
+
+  return { maxSize, add, list, get, remove, pathOf, setPackageInfo };
 }
 
 function translateWriteError(error: unknown): unknown {

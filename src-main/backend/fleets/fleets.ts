@@ -32,6 +32,9 @@ export class FleetService {
       defaultOf: db.prepare(`SELECT * FROM fleets WHERE entity_id = ? AND is_default = 1`),
       insert: db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (?, ?, 0, ?)`),
       rename: db.prepare(`UPDATE fleets SET name = ? WHERE id = ?`),
+      agentCount: db.prepare(`SELECT count(*) AS n FROM agents WHERE fleet_id = ?`),
+      moveInvitations: db.prepare(`UPDATE invitations SET fleet_id = ? WHERE fleet_id = ?`),
+      remove: db.prepare(`DELETE FROM fleets WHERE id = ?`),
     };
   }
 
@@ -84,6 +87,24 @@ export class FleetService {
       this.statements.rename.run(clean, id);
       this.events.record('fleet.renamed', `Fleet "${fleet.name}" renamed to "${clean}"`, { entityId: fleet.entity_id }, { fleet_id: id });
       return this.byId(id)!;
+    });
+  }
+
+  /**
+   * Deletes an empty fleet (never the default one). Invitations that named it enroll into the
+   * default fleet from now on; its deployments are removed (deployments.ts follows fleet.deleted).
+   */
+  remove(id: number): FleetRow {
+    const fleet = this.get(id);
+    if (fleet.is_default === 1) throw new ApiError(409, 'ERROR_DEFAULT_FLEET', 'The default fleet cannot be deleted');
+    const { n } = this.statements.agentCount.get(id) as { n: number };
+    if (n > 0) throw new ApiError(409, 'ERROR_FLEET_NOT_EMPTY', `Fleet "${fleet.name}" still has ${n} device${n === 1 ? '' : 's'}: move them to another fleet first`);
+    return this.events.transaction(() => {
+      const fallback = this.defaultOf(fleet.entity_id);
+      const moved = this.statements.moveInvitations.run(fallback.id, id).changes;
+      this.statements.remove.run(id);
+      this.events.record('fleet.deleted', `Fleet "${fleet.name}" deleted${moved > 0 ? `; its ${moved} invitation(s) now enroll into "${fallback.name}"` : ''}`, { entityId: fleet.entity_id }, { fleet_id: id, name: fleet.name });
+      return fleet;
     });
   }
 }

@@ -1,0 +1,112 @@
+// A load-generator process holding simulated devices that obey deployment policies (the device
+// simulator's enrollment, MQTT agent and policy runner), driven over IPC by the bench. It also
+// downloads the same bytes the same way (ranged, SHA-256 checked) from a reference server.
+import { createHash } from 'node:crypto';
+import { connectEnrolledDevice, enrollDevice, type SimulatedDevice } from '../../src-main/device/index.ts';
+
+export type DeployWorkerRequest =
+  | { type: 'start'; invites: { deeplink: string; email: string }[]; concurrency: number; chunkSize: number }
+  | { type: 'await-done'; taskId: number; timeoutMs: number }
+  | { type: 'reference'; url: string; size: number; sha256: string; chunkSize: number; timeoutMs: number }
+  | { type: 'exit' };
+
+export type DeployWorkerReply =
+  | { type: 'started'; ok: number; errors: string[] }
+  | { type: 'done'; done: number; failed: number; reasons: string[]; lastAt: number }
+  | { type: 'reference-done'; ok: number; errors: string[]; lastAt: number };
+
+const now = () => performance.timeOrigin + performance.now();
+const devices: SimulatedDevice[] = [];
+const finished = new Map<number, { done: number; failed: number; reasons: string[]; lastAt: number }>();
+let waiter: { taskId: number; resolve: () => void } | null = null;
+const send = (message: DeployWorkerReply) => process.send!(message);
+
+function onTask(taskId: number, status: string, reason: string | undefined): void {
+  if (status !== 'done' && status !== 'failed') return;
+  let entry = finished.get(taskId);
+  if (!entry) finished.set(taskId, (entry = { done: 0, failed: 0, reasons: [], lastAt: 0 }));
+  if (status === 'done') entry.done++;
+  else {
+    entry.failed++;
+    if (entry.reasons.length < 5) entry.reasons.push(reason ?? '');
+  }
+  entry.lastAt = now();
+  if (waiter?.taskId === taskId && entry.done + entry.failed >= devices.length) waiter.resolve();
+}
+
+async function start(request: Extract<DeployWorkerRequest, { type: 'start' }>): Promise<void> {
+  let next = 0;
+  const errors: string[] = [];
+  const one = async () => {
+    while (next < request.invites.length) {
+      const invite = request.invites[next++]!;
+      try {
+        const enrollment = await enrollDevice({ deeplink: invite.deeplink, email: invite.email, timeoutMs: 120_000 });
+        devices.push(
+          await connectEnrolledDevice(enrollment, {
+            reports: 'mqtt',
+            chunkSize: request.chunkSize,
+            timeoutMs: 120_000,
+            mqtt: { firstConnectTimeoutMs: 60_000, backoff: { initialMs: 60_000, maxMs: 60_000 } },
+            onPolicyEvent: (event) => onTask(event.taskId, event.status, event.reason),
+          }),
+        );
+      } catch (error) {
+        errors.push(error instanceof Error ? error.message : String(error));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: request.concurrency }, one));
+  send({ type: 'started', ok: devices.length, errors: errors.slice(0, 5) });
+}
+
+async function awaitDone(taskId: number, timeoutMs: number): Promise<void> {
+  const entry = () => finished.get(taskId);
+  const count = () => (entry()?.done ?? 0) + (entry()?.failed ?? 0);
+  if (count() < devices.length) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      waiter = { taskId, resolve: () => (clearTimeout(timer), resolve()) };
+    });
+    waiter = null;
+  }
+  const e = entry();
+  send({ type: 'done', done: e?.done ?? 0, failed: e?.failed ?? 0, reasons: e?.reasons ?? [], lastAt: e?.lastAt ?? 0 });
+}
+
+/** Each device downloads the reference URL as the policy runner does: ranges of chunkSize, hashed. */
+async function reference(request: Extract<DeployWorkerRequest, { type: 'reference' }>): Promise<void> {
+  const errors: string[] = [];
+  let ok = 0;
+  let lastAt = 0;
+  const one = async () => {
+    const hash = createHash('sha256');
+    let offset = 0;
+    while (offset < request.size) {
+      const last = Math.min(offset + request.chunkSize, request.size) - 1;
+      const response = await fetch(request.url, { headers: { range: `bytes=${offset}-${last}` }, signal: AbortSignal.timeout(request.timeoutMs) });
+      if (response.status !== 206) throw new Error(`HTTP ${response.status}`);
+      let received = 0;
+      for await (const piece of response.body ?? []) {
+        received += (piece as Uint8Array).length;
+        hash.update(piece as Uint8Array);
+      }
+      if (received !== last - offset + 1) throw new Error(`${received} bytes for ${offset}-${last}`);
+      offset += received;
+    }
+    if (hash.digest('hex') !== request.sha256) throw new Error('SHA-256 mismatch');
+    ok++;
+    lastAt = now();
+  };
+  const results = await Promise.allSettled(devices.map(() => one()));
+  for (const result of results) if (result.status === 'rejected' && errors.length < 5) errors.push(String(result.reason));
+  send({ type: 'reference-done', ok, errors, lastAt });
+}
+
+process.on('message', (message: DeployWorkerRequest) => {
+  if (message.type === 'start') void start(message);
+  else if (message.type === 'await-done') void awaitDone(message.taskId, message.timeoutMs);
+  else if (message.type === 'reference') void reference(message);
+  else if (message.type === 'exit') process.exit(0);
+});
+process.on('disconnect', () => process.exit(0));

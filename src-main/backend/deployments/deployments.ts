@@ -1,0 +1,378 @@
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+import type { EventLog, RecordedEvent } from '../events/event-log.ts';
+import type { FileStore, StoredItem } from '../files/store.ts';
+import type { FleetService } from '../fleets/fleets.ts';
+import { ApiError, badRequest, itemNotFound } from '../http/errors.ts';
+import {
+  deployedFilePath,
+  isTaskStatus,
+  OPEN_STATUSES,
+  policyMessage,
+  policyTopic,
+  TASK_STATUSES,
+  type PolicyName,
+  type PolicyValue,
+  type TaskStatus,
+} from './policies.ts';
+import { DeploymentRepository, type AgentInScope, type DeploymentRow, type DeploymentWithCounts, type TaskHistoryRow, type TaskRow } from './repository.ts';
+
+/**
+ * Where policies go: retained messages on the broker. The broker module provides it (one small
+ * interface, so an external broker can take its place).
+ */
+export interface PolicyChannel {
+  /** Publishes `payload` retained on `topic`; an empty payload clears the retained message. */
+  publishRetained(topic: string, payload: string): Promise<void>;
+}
+
+export interface DeployInput {
+  kind: 'file' | 'package';
+  itemId: number;
+  fleetId?: number | undefined;
+  agentId?: number | undefined;
+  /** Files: the folder on the device. */
+  destination?: string | undefined;
+  /** Removing the deployment also publishes removeApp / removeFile. */
+  removeOnDelete?: boolean | undefined;
+}
+
+export type DeploymentView = Omit<DeploymentWithCounts, 'payload' | 'remove_on_delete'> & {
+  remove_on_delete: boolean;
+  message: Record<string, unknown>;
+  /** "37 of 40 done, 2 failed, 1 pending" */
+  progress: string;
+};
+
+export type TaskView = TaskRow & { history?: TaskHistoryRow[]; deployment?: { id: number; policy: PolicyName; item_name: string; target_name: string; state: string } };
+
+export type ReportSource = 'mqtt' | 'http';
+
+const REASON_LIMIT = 1_000;
+const DEFAULT_DESTINATION = '%SDCARD%/Download/';
+
+export function progressText(counts: { total: number; done: number; failed: number; pending: number; in_progress: number; canceled: number }): string {
+  const parts = [`${counts.done} of ${counts.total - counts.canceled} done`];
+  if (counts.failed > 0) parts.push(`${counts.failed} failed`);
+  if (counts.in_progress > 0) parts.push(`${counts.in_progress} in progress`);
+  if (counts.pending > 0) parts.push(`${counts.pending} pending`);
+  if (counts.canceled > 0) parts.push(`${counts.canceled} canceled`);
+  return parts.join(', ');
+}
+
+/**
+ * Deployments of files and packages to fleets or single devices: the policies published to the
+ * broker, one task per device in scope, and the statuses the devices report (MQTT or REST).
+ * Devices that join a fleet get its tasks; devices that leave get their open tasks canceled.
+ */
+export class DeploymentService {
+  private readonly repo: DeploymentRepository;
+  private readonly events: EventLog;
+  private readonly fleets: FleetService;
+  private readonly files: FileStore;
+  private channel: PolicyChannel | null = null;
+  private pendingPublishes: (() => Promise<void>)[] | null = null;
+  private readonly unsubscribe: () => void;
+
+  constructor(deps: { db: Db; events: EventLog; fleets: FleetService; files: FileStore }) {
+    this.repo = new DeploymentRepository(deps.db);
+    this.events = deps.events;
+    this.fleets = deps.fleets;
+    this.files = deps.files;
+    this.unsubscribe = this.events.subscribe((event) => this.onEvent(event));
+  }
+
+  /** Starts publishing through `channel`; every active policy is retained again (a broker keeps them in memory). */
+  async attach(channel: PolicyChannel): Promise<number> {
+    this.channel = channel;
+    const active = this.repo.active();
+    for (const row of active) await this.publish(row.topic, row.payload);
+    return active.length;
+  }
+
+  close(): void {
+    this.unsubscribe();
+    this.channel = null;
+  }
+
+  deploy(input: DeployInput): DeploymentView {
+    if ((input.fleetId === undefined) === (input.agentId === undefined)) throw badRequest('Give exactly one target: a fleet or an agent');
+    const item = this.files.get(input.kind, input.itemId);
+    if (!item) throw itemNotFound(`${input.kind === 'file' ? 'File' : 'Package'} #${input.itemId} not found`);
+    const target = this.target(input, item.entityId);
+    let value: PolicyValue;
+    let destination: string | null = null;
+    if (input.kind === 'package') {
+      const packageName = item.packageInfo.packageName;
+      if (!packageName) {
+        throw new ApiError(400, 'ERROR_PACKAGE_NAME_MISSING', `Package "${item.name}" has no Android package name: set it (PATCH /api/packages/${item.id}) before deploying`);
+      }
+      value = { policy: 'deployApp', value: packageName, itemId: item.id, version: item.packageInfo.versionCode };
+    } else {
+      destination = (input.destination ?? DEFAULT_DESTINATION).trim();
+      if (destination === '' || destination.length > 1024 || /[\u0000-\u001f]/.test(destination)) throw badRequest('The destination must be a folder path on the device (1 to 1024 characters)');
+      value = { policy: 'deployFile', value: destination, itemId: item.id, version: item.version };
+    }
+    const base = { item_kind: input.kind, item_id: item.id, fleet_id: target.fleetId, agent_id: target.agentId } as const;
+    if (this.repo.activeSame({ policy: value.policy, ...base }).length > 0) {
+      throw new ApiError(409, 'ERROR_ALREADY_DEPLOYED', `"${item.name}" is already deployed to ${target.name}: remove that deployment first`);
+    }
+    const id = this.transact(() => {
+      // A removal of the same app or file still published on this target would undo this deployment.
+      const opposite = input.kind === 'package' ? 'removeApp' : 'removeFile';
+      const oppositeValue = input.kind === 'package' ? value.value : deployedFilePath(value.value, item.name);
+      for (const removal of this.repo.activeSame({ policy: opposite, item_kind: null, item_id: null, fleet_id: target.fleetId, agent_id: target.agentId })) {
+        if ((JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue) this.retire(removal, null, `replaced by a new deployment of "${item.name}"`);
+      }
+      return this.create(item.entityId, value, { ...base, item_name: item.name, destination, remove_on_delete: input.removeOnDelete ? 1 : 0 }, target);
+    });
+    return this.view(id);
+  }
+
+  list(filter: { fleet_id?: number | undefined; agent_id?: number | undefined; state?: 'active' | 'removed' | undefined } = {}): DeploymentView[] {
+    return this.repo.list(filter).map((row) => this.toView(row));
+  }
+
+  /** One deployment with its tasks and each task's history. */
+  detail(id: number): DeploymentView & { tasks: TaskView[] } {
+    const view = this.view(id);
+    const history = new Map<number, TaskHistoryRow[]>();
+    for (const entry of this.repo.historyOfDeployment(id)) {
+      let list = history.get(entry.task_id);
+      if (!list) history.set(entry.task_id, (list = []));
+      list.push(entry);
+    }
+    return { ...view, tasks: this.repo.tasksOf(id).map((task) => ({ ...task, history: history.get(task.id) ?? [] })) };
+  }
+
+  /** Removes a deployment: its retained policy is cleared, open tasks canceled, and (remove_on_delete) the removal published. */
+  undeploy(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
+    const row = this.repo.byId(id);
+    if (!row) throw itemNotFound('Deployment not found');
+    if (row.state !== 'active') throw new ApiError(409, 'ERROR_ALREADY_REMOVED', `Deployment #${id} was already removed`);
+    const removalId = this.transact(() => {
+      let removal: number | null = null;
+      if (row.remove_on_delete === 1 && (row.policy === 'deployApp' || row.policy === 'deployFile')) {
+        const target = row.fleet_id !== null ? { ...this.fleetTarget(row.fleet_id), agentId: null } : { ...this.agentTarget(row.agent_id!), fleetId: null };
+        const message = JSON.parse(row.payload) as Record<string, unknown>;
+        const value: PolicyValue =
+          row.policy === 'deployApp'
+            ? { policy: 'removeApp', value: String(message.deployApp) }
+            : { policy: 'removeFile', value: deployedFilePath(String(message.deployFile), row.item_name) };
+        removal = this.create(row.entity_id, value, { item_kind: null, item_id: null, item_name: row.item_name, fleet_id: row.fleet_id, agent_id: row.agent_id, destination: null, remove_on_delete: 0 }, target);
+      }
+      this.retire(row, removal, 'the deployment was removed');
+      return removal;
+    });
+    return { removed: this.view(id), removal: removalId === null ? null : this.view(removalId) };
+  }
+
+  tasksOfAgent(agentId: number): TaskView[] {
+    return this.repo.tasksOfAgent(agentId).map((task) => {
+      const deployment = this.repo.byId(task.deployment_id)!;
+      return {
+        ...task,
+        history: this.repo.historyOf(task.id),
+        deployment: { id: deployment.id, policy: deployment.policy, item_name: deployment.item_name, target_name: deployment.target_name, state: deployment.state },
+      };
+    });
+  }
+
+  /**
+   * A status report of a device for the task `taskId` (a deployment id) of its own. Refused when the
+   * device has no task there (another device's, or a fleet it is not in), or the task is closed.
+   */
+  report(agentId: number, taskId: number, body: unknown, source: ReportSource): TaskRow {
+    const task = this.repo.taskOf(taskId, agentId);
+    if (!task) throw new ApiError(404, 'ERROR_ITEM_NOT_FOUND', `Task ${taskId} is not a task of this device`);
+    return this.applyReport(task, body, source);
+  }
+
+  /** PUT PluginMdmTaskstatus/<id>: the status row `statusId`, which must belong to the session's device. */
+  reportByStatusId(agentId: number, statusId: number, body: unknown): TaskRow {
+    const task = this.repo.task(statusId);
+    // Another device's row is answered as an unknown one: a device learns nothing about others.
+    if (!task || task.agent_id !== agentId) throw itemNotFound();
+    return this.applyReport(task, body, 'http');
+  }
+
+  /** The device behind an agent-API session (its own account), or null for a person's session. */
+  agentOfAccount(userId: number): AgentInScope | undefined {
+    return this.repo.agentOfAccount(userId);
+  }
+
+  /** search/PluginMdmTaskstatus as the reference agent asks it: its agent id and the task id. */
+  searchStatuses(agentId: number, criteria: { agentId?: number | undefined; taskId?: number | undefined }): TaskRow[] {
+    // A device only ever sees its own rows, whatever agent id it names.
+    if (criteria.agentId !== undefined && criteria.agentId !== agentId) return [];
+    if (criteria.taskId !== undefined) {
+      const task = this.repo.taskOf(criteria.taskId, agentId);
+      return task ? [task] : [];
+    }
+    return this.repo.tasksOfAgent(agentId);
+  }
+
+  /** Fleet membership changed (enrolled, enrolled again, moved): tasks of the new fleet opened, of the old one canceled. */
+  syncAgent(agentId: number): void {
+    const agent = this.repo.agent(agentId);
+    if (!agent) return;
+    const fleet = this.fleets.byId(agent.fleet_id);
+    this.transact(() => {
+      const at = nowIso();
+      for (const task of this.repo.openFleetTasksElsewhere(agent.id, agent.fleet_id)) {
+        this.setStatus(task.id, task.deployment_id, agent, 'canceled', `the device left ${task.target_name}`, 'server', at);
+      }
+      for (const deployment of this.repo.activeForFleet(agent.fleet_id)) {
+        const taskId = this.repo.openTask(deployment.id, agent.id, at);
+        if (taskId !== undefined) this.setStatus(taskId, deployment.id, agent, 'pending', `the device joined fleet "${fleet?.name ?? agent.fleet_id}"`, 'server', at);
+      }
+    });
+  }
+
+  private onEvent(event: RecordedEvent): void {
+    try {
+      if (event.agent_id !== null && ['agent.enrolled', 'agent.reenrolled', 'agent.fleet_changed'].includes(event.type)) this.syncAgent(event.agent_id);
+      if (event.type === 'fleet.deleted') {
+        const fleetId = Number(event.data?.fleet_id);
+        for (const row of this.repo.activeForFleet(fleetId)) this.transact(() => this.retire(row, null, 'its fleet was deleted'));
+      }
+      if (event.type === 'agent.deleted' && event.agent_id !== null) {
+        for (const row of this.repo.activeForAgent(event.agent_id)) this.transact(() => this.retire(row, null, 'its device was deleted'));
+      }
+    } catch (error) {
+      this.events.record('deployment.error', `Deployments could not follow ${event.type}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  private applyReport(task: TaskRow, body: unknown, source: ReportSource): TaskRow {
+    const input = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
+    const status = input?.status;
+    if (!isTaskStatus(status)) {
+      throw new ApiError(400, 'ERROR_BAD_REQUEST', `Unknown task status ${JSON.stringify(status ?? null).slice(0, 60)}: expected one of ${TASK_STATUSES.join(', ')}`);
+    }
+    const rawReason = input?.reason ?? input?.message ?? null;
+    const reason = typeof rawReason === 'string' && rawReason.trim() !== '' ? rawReason.trim().slice(0, REASON_LIMIT) : null;
+    const deployment = this.repo.byId(task.deployment_id)!;
+    if (deployment.state !== 'active') throw new ApiError(409, 'ERROR_TASK_CLOSED', `Task ${deployment.id} was removed: its status can no longer change`);
+    if (task.status === 'canceled') throw new ApiError(409, 'ERROR_TASK_CLOSED', `Task ${deployment.id} was canceled for this device: its status can no longer change`);
+    const agent = this.repo.agent(task.agent_id)!;
+    if (task.status === status && task.reason === reason) return task; // a repeated report (QoS 1 redelivery) changes nothing
+    this.transact(() => this.setStatus(task.id, deployment.id, agent, status, reason, source, nowIso()));
+    return this.repo.task(task.id)!;
+  }
+
+  private setStatus(taskId: number, deploymentId: number, agent: AgentInScope, status: TaskStatus, reason: string | null, source: TaskHistoryRow['source'], at: string): void {
+    this.repo.setStatus(taskId, status, reason, source, at);
+    const deployment = this.repo.byId(deploymentId)!;
+    this.events.record(
+      'task.status',
+      `${agent.name}: ${deployment.policy} "${deployment.item_name}" ${status}${reason ? ` (${reason})` : ''}`,
+      { entityId: agent.entity_id, agentId: agent.id },
+      { deployment_id: deploymentId, task_id: taskId, status, reason, source, fleet_id: deployment.fleet_id },
+    );
+  }
+
+  /** Inserts a deployment, its message and a pending task per device in scope (inside a transaction). */
+  private create(
+    entityId: number,
+    value: PolicyValue,
+    fields: Pick<DeploymentRow, 'item_kind' | 'item_id' | 'item_name' | 'fleet_id' | 'agent_id' | 'destination' | 'remove_on_delete'>,
+    target: { name: string; topic: string; agents: AgentInScope[] },
+  ): number {
+    const at = nowIso();
+    const id = this.repo.insert({ entity_id: entityId, policy: value.policy, target_name: target.name, created_at: at, ...fields });
+    const topic = policyTopic(target.topic, value.policy, id);
+    const payload = JSON.stringify(policyMessage(value, id));
+    this.repo.setMessage(id, topic, payload);
+    for (const agent of target.agents) {
+      const taskId = this.repo.openTask(id, agent.id, at)!;
+      this.repo.setStatus(taskId, 'pending', null, 'server', at);
+    }
+    this.events.record(
+      'deployment.created',
+      `${value.policy} "${fields.item_name}" published to ${target.name} (${target.agents.length} device${target.agents.length === 1 ? '' : 's'})`,
+      { entityId, agentId: fields.agent_id },
+      { deployment_id: id, policy: value.policy, fleet_id: fields.fleet_id, topic, devices: target.agents.length },
+    );
+    this.afterCommit(() => this.publish(topic, payload));
+    return id;
+  }
+
+  /** Marks removed, cancels open tasks, clears the retained policy (inside a transaction). */
+  private retire(row: DeploymentRow, replacedBy: number | null, why: string): void {
+    const at = nowIso();
+    if (!this.repo.markRemoved(row.id, at, replacedBy)) return;
+    for (const task of this.repo.openTasksOf(row.id)) {
+      const agent = this.repo.agent(task.agent_id);
+      if (agent) this.setStatus(task.id, row.id, agent, 'canceled', why, 'server', at);
+    }
+    this.events.record('deployment.removed', `${row.policy} "${row.item_name}" removed from ${row.target_name}: ${why}`, { entityId: row.entity_id, agentId: row.agent_id }, {
+      deployment_id: row.id,
+      fleet_id: row.fleet_id,
+      removal_id: replacedBy,
+    });
+    this.afterCommit(() => this.publish(row.topic, ''));
+  }
+
+  private target(input: DeployInput, entityId: number): { fleetId: number | null; agentId: number | null; name: string; topic: string; agents: AgentInScope[] } {
+    if (input.fleetId !== undefined) {
+      const target = this.fleetTarget(input.fleetId);
+      if (this.fleets.get(input.fleetId).entity_id !== entityId) throw badRequest('The fleet belongs to another entity than the item');
+      return { ...target, agentId: null };
+    }
+    const target = this.agentTarget(input.agentId!);
+    if (target.agents[0]!.entity_id !== entityId) throw badRequest('The agent belongs to another entity than the item');
+    return { ...target, fleetId: null };
+  }
+
+  private fleetTarget(fleetId: number) {
+    const fleet = this.fleets.get(fleetId);
+    return { fleetId: fleet.id, name: `fleet "${fleet.name}"`, topic: `/${fleet.entity_id}/fleet/${fleet.id}`, agents: this.repo.agentsOfFleet(fleet.id) };
+  }
+
+  private agentTarget(agentId: number) {
+    const agent = this.repo.agent(agentId);
+    if (!agent) throw itemNotFound('Agent not found');
+    return { agentId: agent.id, name: agent.name, topic: agent.topic, agents: [agent] };
+  }
+
+  private view(id: number): DeploymentView {
+    const row = this.repo.withCounts(id);
+    if (!row) throw itemNotFound('Deployment not found');
+    return this.toView(row);
+  }
+
+  private toView(row: DeploymentWithCounts): DeploymentView {
+    const { payload, remove_on_delete, ...rest } = row;
+    return { ...rest, remove_on_delete: remove_on_delete === 1, message: JSON.parse(payload) as Record<string, unknown>, progress: progressText(row) };
+  }
+
+  /** A transaction whose policy messages go out once it has committed (a rolled-back one publishes nothing). */
+  private transact<T>(work: () => T): T {
+    const outer = this.pendingPublishes === null;
+    if (outer) this.pendingPublishes = [];
+    try {
+      const result = this.events.transaction(work);
+      if (outer) for (const publish of this.pendingPublishes!) void publish();
+      return result;
+    } finally {
+      if (outer) this.pendingPublishes = null;
+    }
+  }
+
+  private afterCommit(work: () => Promise<void>): void {
+    if (this.pendingPublishes) this.pendingPublishes.push(work);
+    else void work();
+  }
+
+  private async publish(topic: string, payload: string): Promise<void> {
+    if (!this.channel) return;
+    try {
+      await this.channel.publishRetained(topic, payload);
+    } catch (error) {
+      this.events.record('deployment.publish_failed', `Policy on ${topic} not published: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+}
+
+export { OPEN_STATUSES, type StoredItem };

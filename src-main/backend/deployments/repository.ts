@@ -1,0 +1,239 @@
+import type { Db } from '../db/database.ts';
+import type { PolicyName, TaskStatus } from './policies.ts';
+
+export interface DeploymentRow {
+  id: number;
+  entity_id: number;
+  policy: PolicyName;
+  item_kind: 'file' | 'package' | null;
+  item_id: number | null;
+  item_name: string;
+  fleet_id: number | null;
+  agent_id: number | null;
+  target_name: string;
+  destination: string | null;
+  remove_on_delete: number;
+  topic: string;
+  payload: string;
+  state: 'active' | 'removed';
+  removed_by: number | null;
+  created_at: string;
+  removed_at: string | null;
+}
+
+export interface TaskCounts {
+  total: number;
+  pending: number;
+  in_progress: number;
+  done: number;
+  failed: number;
+  canceled: number;
+}
+
+export type DeploymentWithCounts = DeploymentRow & TaskCounts;
+
+export interface TaskRow {
+  id: number;
+  deployment_id: number;
+  agent_id: number;
+  agent_name: string;
+  status: TaskStatus;
+  reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TaskHistoryRow {
+  task_id: number;
+  status: TaskStatus;
+  reason: string | null;
+  source: 'server' | 'mqtt' | 'http';
+  at: string;
+}
+
+export interface AgentInScope {
+  id: number;
+  entity_id: number;
+  fleet_id: number;
+  name: string;
+  topic: string;
+}
+
+const COUNTS = `count(t.id) AS total,
+  coalesce(sum(t.status = 'pending'), 0) AS pending,
+  coalesce(sum(t.status IN ('received', 'in progress', 'waiting')), 0) AS in_progress,
+  coalesce(sum(t.status = 'done'), 0) AS done,
+  coalesce(sum(t.status = 'failed'), 0) AS failed,
+  coalesce(sum(t.status = 'canceled'), 0) AS canceled`;
+
+/** The target's name as it is now (a fleet renamed since), else as it was when deployed. */
+const CURRENT_TARGET = `coalesce((SELECT 'fleet "' || f.name || '"' FROM fleets f WHERE f.id = d.fleet_id), (SELECT a.name FROM agents a WHERE a.id = d.agent_id), d.target_name) AS target_name`;
+
+/** The SQL of deployments, their per-device tasks and the tasks' history. */
+export class DeploymentRepository {
+  private readonly s;
+
+  constructor(db: Db) {
+    this.s = {
+      insert: db.prepare(
+        `INSERT INTO deployments (entity_id, policy, item_kind, item_id, item_name, fleet_id, agent_id, target_name, destination,
+           remove_on_delete, topic, payload, created_at)
+         VALUES (@entity_id, @policy, @item_kind, @item_id, @item_name, @fleet_id, @agent_id, @target_name, @destination,
+           @remove_on_delete, '', '', @created_at)`,
+      ),
+      setMessage: db.prepare(`UPDATE deployments SET topic = ?, payload = ? WHERE id = ?`),
+      byId: db.prepare(`SELECT * FROM deployments WHERE id = ?`),
+      withCounts: db.prepare(
+        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM deployments d LEFT JOIN deployment_tasks t ON t.deployment_id = d.id WHERE d.id = ? GROUP BY d.id`,
+      ),
+      list: db.prepare(
+        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM deployments d LEFT JOIN deployment_tasks t ON t.deployment_id = d.id
+         WHERE (@fleet_id IS NULL OR d.fleet_id = @fleet_id) AND (@agent_id IS NULL OR d.agent_id = @agent_id)
+           AND (@state IS NULL OR d.state = @state)
+         GROUP BY d.id ORDER BY d.id DESC LIMIT 1000`,
+      ),
+      active: db.prepare(`SELECT * FROM deployments WHERE state = 'active' ORDER BY id`),
+      activeForFleet: db.prepare(`SELECT * FROM deployments WHERE state = 'active' AND fleet_id = ? ORDER BY id`),
+      activeForAgent: db.prepare(`SELECT * FROM deployments WHERE state = 'active' AND agent_id = ? ORDER BY id`),
+      activeSame: db.prepare(
+        `SELECT * FROM deployments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
+           AND fleet_id IS @fleet_id AND agent_id IS @agent_id`,
+      ),
+      remove: db.prepare(`UPDATE deployments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`),
+      agentsOfFleet: db.prepare(
+        `SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE fleet_id = ? AND enroll_status != 'unenrolled' ORDER BY id`,
+      ),
+      agent: db.prepare(`SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE id = ?`),
+      agentOfAccount: db.prepare(`SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE account_user_id = ?`),
+      insertTask: db.prepare(
+        `INSERT INTO deployment_tasks (deployment_id, agent_id, status, reason, created_at, updated_at) VALUES (?, ?, 'pending', NULL, ?, ?)
+         ON CONFLICT (deployment_id, agent_id) DO UPDATE SET status = 'pending', reason = NULL, updated_at = excluded.updated_at
+           WHERE deployment_tasks.status = 'canceled'
+         RETURNING id`,
+      ),
+      task: db.prepare(
+        `SELECT t.*, a.name AS agent_name FROM deployment_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.id = ?`,
+      ),
+      taskOf: db.prepare(
+        `SELECT t.*, a.name AS agent_name FROM deployment_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? AND t.agent_id = ?`,
+      ),
+      tasksOf: db.prepare(
+        `SELECT t.*, a.name AS agent_name FROM deployment_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? ORDER BY t.id`,
+      ),
+      tasksOfAgent: db.prepare(
+        `SELECT t.*, a.name AS agent_name FROM deployment_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.agent_id = ? ORDER BY t.id DESC`,
+      ),
+      openTasksOf: db.prepare(
+        `SELECT id, agent_id FROM deployment_tasks WHERE deployment_id = ? AND status IN ('pending', 'received', 'in progress', 'waiting')`,
+      ),
+      openFleetTasksElsewhere: db.prepare(
+        `SELECT t.id, t.deployment_id, d.target_name FROM deployment_tasks t JOIN deployments d ON d.id = t.deployment_id
+         WHERE t.agent_id = ? AND d.fleet_id IS NOT NULL AND d.fleet_id != ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
+      ),
+      setStatus: db.prepare(`UPDATE deployment_tasks SET status = ?, reason = ?, updated_at = ? WHERE id = ?`),
+      history: db.prepare(`INSERT INTO task_history (task_id, status, reason, source, at) VALUES (?, ?, ?, ?, ?)`),
+      historyOf: db.prepare(`SELECT task_id, status, reason, source, at FROM task_history WHERE task_id = ? ORDER BY id`),
+      historyOfDeployment: db.prepare(
+        `SELECT h.task_id, h.status, h.reason, h.source, h.at FROM task_history h JOIN deployment_tasks t ON t.id = h.task_id
+         WHERE t.deployment_id = ? ORDER BY h.id`,
+      ),
+    };
+  }
+
+  insert(row: Omit<DeploymentRow, 'id' | 'topic' | 'payload' | 'state' | 'removed_by' | 'removed_at'>): number {
+    return Number(this.s.insert.run(row).lastInsertRowid);
+  }
+
+  setMessage(id: number, topic: string, payload: string): void {
+    this.s.setMessage.run(topic, payload, id);
+  }
+
+  byId(id: number): DeploymentRow | undefined {
+    return this.s.byId.get(id) as DeploymentRow | undefined;
+  }
+
+  withCounts(id: number): DeploymentWithCounts | undefined {
+    return this.s.withCounts.get(id) as DeploymentWithCounts | undefined;
+  }
+
+  list(filter: { fleet_id?: number | undefined; agent_id?: number | undefined; state?: string | undefined }): DeploymentWithCounts[] {
+    return this.s.list.all({ fleet_id: filter.fleet_id ?? null, agent_id: filter.agent_id ?? null, state: filter.state ?? null }) as DeploymentWithCounts[];
+  }
+
+  active(): DeploymentRow[] {
+    return this.s.active.all() as DeploymentRow[];
+  }
+
+  activeForFleet(fleetId: number): DeploymentRow[] {
+    return this.s.activeForFleet.all(fleetId) as DeploymentRow[];
+  }
+
+  activeForAgent(agentId: number): DeploymentRow[] {
+    return this.s.activeForAgent.all(agentId) as DeploymentRow[];
+  }
+
+  /** Active deployments of the same policy and item on the same target. */
+  activeSame(row: Pick<DeploymentRow, 'policy' | 'item_kind' | 'item_id' | 'fleet_id' | 'agent_id'>): DeploymentRow[] {
+    return this.s.activeSame.all(row) as DeploymentRow[];
+  }
+
+  markRemoved(id: number, at: string, removedBy: number | null): boolean {
+    return this.s.remove.run(at, removedBy, id).changes > 0;
+  }
+
+  agentsOfFleet(fleetId: number): AgentInScope[] {
+    return this.s.agentsOfFleet.all(fleetId) as AgentInScope[];
+  }
+
+  agent(id: number): AgentInScope | undefined {
+    return this.s.agent.get(id) as AgentInScope | undefined;
+  }
+
+  agentOfAccount(userId: number): AgentInScope | undefined {
+    return this.s.agentOfAccount.get(userId) as AgentInScope | undefined;
+  }
+
+  /** A pending task for the agent (new, or a canceled one reopened); undefined when one is already open or closed. */
+  openTask(deploymentId: number, agentId: number, at: string): number | undefined {
+    const row = this.s.insertTask.get(deploymentId, agentId, at, at) as { id: number } | undefined;
+    return row?.id;
+  }
+
+  task(id: number): TaskRow | undefined {
+    return this.s.task.get(id) as TaskRow | undefined;
+  }
+
+  taskOf(deploymentId: number, agentId: number): TaskRow | undefined {
+    return this.s.taskOf.get(deploymentId, agentId) as TaskRow | undefined;
+  }
+
+  tasksOf(deploymentId: number): TaskRow[] {
+    return this.s.tasksOf.all(deploymentId) as TaskRow[];
+  }
+
+  tasksOfAgent(agentId: number): TaskRow[] {
+    return this.s.tasksOfAgent.all(agentId) as TaskRow[];
+  }
+
+  openTasksOf(deploymentId: number): { id: number; agent_id: number }[] {
+    return this.s.openTasksOf.all(deploymentId) as { id: number; agent_id: number }[];
+  }
+
+  /** Open tasks of fleet deployments other than `fleetId`'s: what a device that left a fleet still has. */
+  openFleetTasksElsewhere(agentId: number, fleetId: number): { id: number; deployment_id: number; target_name: string }[] {
+    return this.s.openFleetTasksElsewhere.all(agentId, fleetId) as { id: number; deployment_id: number; target_name: string }[];
+  }
+
+  setStatus(taskId: number, status: TaskStatus, reason: string | null, source: TaskHistoryRow['source'], at: string): void {
+    this.s.setStatus.run(status, reason, at, taskId);
+    this.s.history.run(taskId, status, reason, source, at);
+  }
+
+  historyOf(taskId: number): TaskHistoryRow[] {
+    return this.s.historyOf.all(taskId) as TaskHistoryRow[];
+  }
+
+  historyOfDeployment(deploymentId: number): TaskHistoryRow[] {
+    return this.s.historyOfDeployment.all(deploymentId) as TaskHistoryRow[];
+  }
+}

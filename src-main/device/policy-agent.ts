@@ -1,0 +1,61 @@
+// Wires the policy runner to an agent: its REST session (api_token) for downloads and, as the
+// dialect chooses, MQTT or REST for the task reports.
+import type { AgentApiClient } from './api-client.ts';
+import type { Dialect } from './dialect.ts';
+import { startAgentSession, type StepLog } from './enroll.ts';
+import { PolicyRunner, type PolicyEvent } from './policies.ts';
+import { HttpTaskReporter, MqttTaskReporter, type MqttPublish, type TaskReporter } from './task-reports.ts';
+
+/** mqtt: `T/Status/Task/<id>`; mqtt-policy-topic: rc.6's `<policy topic>/Status/Task/<id>`; http: search + PUT. */
+export type TaskReportChannel = 'mqtt' | 'mqtt-policy-topic' | 'http';
+export const TASK_REPORT_CHANNELS: readonly TaskReportChannel[] = ['mqtt', 'mqtt-policy-topic', 'http'];
+
+/** How each agent reports its tasks: the spec's on T/Status/Task, rc.6 under the policy topic, rc.7 over REST. */
+export function taskReportsOf(dialect: Dialect | undefined): TaskReportChannel {
+  if (!dialect || dialect.name === 'spec') return 'mqtt';
+  return dialect.reports === 'http' ? 'http' : 'mqtt-policy-topic';
+}
+
+export interface PolicyAgentOptions {
+  backendUrl: string;
+  apiToken: string;
+  agentId: string | number;
+  /** The agent's own topic. */
+  topic: string;
+  reports: TaskReportChannel;
+  /** Resource names and token placement of the agent's REST calls (default the spec's). */
+  dialect?: Dialect;
+  /** Publishes on the agent's MQTT connection (needed by the MQTT reporters). */
+  publish: MqttPublish;
+  log?: StepLog;
+  onEvent?: (event: PolicyEvent) => void;
+  chunkSize?: number;
+  storageDir?: string;
+  timeoutMs?: number;
+}
+
+export function createPolicyRunner(options: PolicyAgentOptions): PolicyRunner {
+  let session: Promise<AgentApiClient> | null = null;
+  const open = (renew: boolean): Promise<AgentApiClient> => {
+    if (!session || renew) {
+      session = startAgentSession(options.backendUrl, options.apiToken, {
+        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+        ...(options.dialect ? { dialect: options.dialect } : {}),
+      });
+      session.catch(() => (session = null));
+    }
+    return session;
+  };
+  const reporter: TaskReporter =
+    options.reports === 'http'
+      ? new HttpTaskReporter(() => open(false), options.agentId)
+      : new MqttTaskReporter(options.publish, options.topic, { underPolicyTopic: options.reports === 'mqtt-policy-topic' });
+  return new PolicyRunner({
+    session: open,
+    reporter,
+    ...(options.log ? { log: options.log } : {}),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    ...(options.chunkSize ? { chunkSize: options.chunkSize } : {}),
+    ...(options.storageDir ? { storageDir: options.storageDir } : {}),
+  });
+}

@@ -1,0 +1,359 @@
+import { ActionIcon, Badge, Button, Checkbox, Group, Modal, NumberInput, Progress, SegmentedControl, Select, Stack, Table, Text, TextInput, Tooltip } from '@mantine/core';
+import { IconChevronDown, IconChevronRight, IconRocket, IconTrash } from '@tabler/icons-react';
+import { Fragment, useState } from 'react';
+import { useAgents, useDeploy, useDeployment, useDeployments, useFleets, useUndeploy, useUpdatePackage } from '../api/queries.ts';
+import type { Deployment, DeploymentFilter, DeviceTask, StoredItem, StoredKind, TaskCounts, TaskStatus } from '../api/types.ts';
+import { confirmAction, EmptyState, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
+
+const STATUS_COLORS: Record<TaskStatus, string> = {
+  pending: 'gray',
+  received: 'blue',
+  'in progress': 'blue',
+  waiting: 'yellow',
+  done: 'teal',
+  failed: 'red',
+  canceled: 'dark',
+};
+
+export function TaskStatusBadge({ status }: { status: TaskStatus }) {
+  return (
+    <Badge color={STATUS_COLORS[status] ?? 'gray'} variant="light" data-status={status}>
+      {status}
+    </Badge>
+  );
+}
+
+const POLICY_LABELS: Record<Deployment['policy'], string> = {
+  deployApp: 'Install app',
+  deployFile: 'Copy file',
+  removeApp: 'Remove app',
+  removeFile: 'Remove file',
+};
+
+/** One bar per deployment: done, failed, in progress and pending as sections, and the sentence. */
+export function DeploymentProgress({ counts, text }: { counts: TaskCounts; text: string }) {
+  const total = Math.max(1, counts.total - counts.canceled);
+  const share = (n: number) => (n / total) * 100;
+  return (
+    <Stack gap={4} miw={220}>
+      <Progress.Root size="lg" aria-label={text}>
+        <Progress.Section value={share(counts.done)} color="teal" />
+        <Progress.Section value={share(counts.failed)} color="red" />
+        <Progress.Section value={share(counts.in_progress)} color="blue" animated />
+        <Progress.Section value={share(counts.pending)} color="gray.4" />
+      </Progress.Root>
+      <Text size="xs" c="dimmed" data-testid="deployment-progress">
+        {text}
+      </Text>
+    </Stack>
+  );
+}
+
+function TaskRows({ id }: { id: number }) {
+  const detail = useDeployment(id);
+  return (
+    <QueryView query={detail}>
+      {(deployment) =>
+        (deployment.tasks ?? []).length === 0 ? (
+          <Text size="sm" c="dimmed" p="xs">
+            No device in scope yet: devices that join get a task.
+          </Text>
+        ) : (
+          <Table fz="sm" verticalSpacing={4} data-testid={`deployment-tasks-${id}`}>
+            <Table.Tbody>
+              {(deployment.tasks ?? []).map((task) => (
+                <Table.Tr key={task.id} data-agent-id={task.agent_id}>
+                  <Table.Td w="35%">{task.agent_name}</Table.Td>
+                  <Table.Td w={120}>
+                    <TaskStatusBadge status={task.status} />
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="xs" c={task.status === 'failed' ? 'red' : 'dimmed'}>
+                      {task.reason ?? ''}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td w={120}>
+                    <Text size="xs" c="dimmed">
+                      <RelativeTime iso={task.updated_at} />
+                    </Text>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        )
+      }
+    </QueryView>
+  );
+}
+
+/** Deployments with live progress; a row opens to each device's task. */
+export function DeploymentList({ filter, emptyText }: { filter: DeploymentFilter; emptyText: string }) {
+  const list = useDeployments(filter);
+  const undeploy = useUndeploy();
+  const [open, setOpen] = useState<Set<number>>(new Set());
+  const toggle = (id: number) => setOpen((current) => {
+    const next = new Set(current);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    return next;
+  });
+  return (
+    <QueryView query={list}>
+      {(items) =>
+        items.length === 0 ? (
+          <EmptyState title="No deployments">{emptyText}</EmptyState>
+        ) : (
+          <Table.ScrollContainer minWidth={720}>
+            <Table verticalSpacing="sm" data-testid="deployment-list">
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th w={36} />
+                  <Table.Th>What</Table.Th>
+                  <Table.Th>To</Table.Th>
+                  <Table.Th>Progress</Table.Th>
+                  <Table.Th w={50} />
+                </Table.Tr>
+              </Table.Thead>
+              <Table.Tbody>
+                {items.map((d) => (
+                  <Fragment key={d.id}>
+                    <Table.Tr data-deployment-id={d.id} data-item-name={d.item_name}>
+                      <Table.Td>
+                        <ActionIcon variant="subtle" color="gray" aria-label={open.has(d.id) ? 'Hide devices' : 'Show devices'} aria-expanded={open.has(d.id)} onClick={() => toggle(d.id)}>
+                          {open.has(d.id) ? <IconChevronDown size={16} /> : <IconChevronRight size={16} />}
+                        </ActionIcon>
+                      </Table.Td>
+                      <Table.Td>
+                        <Text size="sm" fw={500}>
+                          {d.item_name}
+                        </Text>
+                        <Text size="xs" c="dimmed">
+                          {POLICY_LABELS[d.policy]}
+                          {d.destination ? ` to ${d.destination}` : ''}
+                          {d.state === 'removed' ? ' · removed' : d.remove_on_delete ? ' · removed from devices with the deployment' : ''}
+                        </Text>
+                      </Table.Td>
+                      <Table.Td>
+                        <Text size="sm">{d.target_name}</Text>
+                      </Table.Td>
+                      <Table.Td>
+                        <DeploymentProgress counts={d} text={d.progress} />
+                      </Table.Td>
+                      <Table.Td>
+                        {d.state === 'active' ? (
+                          <Tooltip label="Remove deployment">
+                            <ActionIcon
+                              variant="subtle"
+                              color="red"
+                              aria-label={`Remove deployment of ${d.item_name}`}
+                              loading={undeploy.isPending && undeploy.variables === d.id}
+                              onClick={async () => {
+                                const ok = await confirmAction({
+                                  title: `Remove the deployment of ${d.item_name}?`,
+                                  message:
+                                    d.remove_on_delete && (d.policy === 'deployApp' || d.policy === 'deployFile')
+                                      ? `Devices of ${d.target_name} are told to remove it (a "${d.policy === 'deployApp' ? 'removeApp' : 'removeFile'}" task follows).`
+                                      : 'Devices keep what they installed; devices that join later no longer get it.',
+                                  confirmLabel: 'Remove',
+                                });
+                                if (ok) undeploy.mutate(d.id, { onSuccess: () => notifySuccess(`Deployment of ${d.item_name} removed`), onError: (e) => notifyError('Not removed', e) });
+                              }}
+                            >
+                              <IconTrash size={16} />
+                            </ActionIcon>
+                          </Tooltip>
+                        ) : null}
+                      </Table.Td>
+                    </Table.Tr>
+                    {open.has(d.id) ? (
+                      <Table.Tr>
+                        <Table.Td />
+                        <Table.Td colSpan={4}>
+                          <TaskRows id={d.id} />
+                        </Table.Td>
+                      </Table.Tr>
+                    ) : null}
+                  </Fragment>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </Table.ScrollContainer>
+        )
+      }
+    </QueryView>
+  );
+}
+
+/** "Deploy to…": a fleet or one device; files get a destination folder. */
+export function DeployModal({ item, kind, onClose }: { item: StoredItem | null; kind: StoredKind; onClose: () => void }) {
+  const fleets = useFleets();
+  const agents = useAgents();
+  const deploy = useDeploy();
+  const [target, setTarget] = useState<'fleet' | 'device'>('fleet');
+  const [fleetId, setFleetId] = useState<string | null>(null);
+  const [agentId, setAgentId] = useState<string | null>(null);
+  const [destination, setDestination] = useState('%SDCARD%/Download/');
+  const [removeOnDelete, setRemoveOnDelete] = useState(true);
+  const chosen = target === 'fleet' ? fleetId : agentId;
+  const submit = () => {
+    if (!item || !chosen) return;
+    deploy.mutate(
+      {
+        kind,
+        item_id: item.id,
+        ...(target === 'fleet' ? { fleet_id: Number(chosen) } : { agent_id: Number(chosen) }),
+        ...(kind === 'file' ? { destination } : {}),
+        remove_on_delete: removeOnDelete,
+      },
+      {
+        onSuccess: (created) => {
+          notifySuccess(`${item.name} published to ${created.target_name}: ${created.progress}`, 'Deployed');
+          onClose();
+        },
+        onError: (error) => notifyError('Not deployed', error),
+      },
+    );
+  };
+  return (
+    <Modal opened={item !== null} onClose={onClose} title={item ? `Deploy ${item.name}` : ''} size="lg">
+      <Stack>
+        {kind === 'package' && item ? (
+          <Text size="sm" c="dimmed">
+            {item.label ?? item.name} · {item.package_name ?? 'no package name'}
+            {item.version_name ? ` · version ${item.version_name}` : ''}
+            {item.version_code !== null && item.version_code !== undefined ? ` (code ${item.version_code})` : ''}
+          </Text>
+        ) : null}
+        <SegmentedControl
+          value={target}
+          onChange={(value) => setTarget(value as 'fleet' | 'device')}
+          data={[
+            { value: 'fleet', label: 'A fleet' },
+            { value: 'device', label: 'One device' },
+          ]}
+        />
+        {target === 'fleet' ? (
+          <Select
+            label="Fleet"
+            placeholder="Choose a fleet"
+            searchable
+            data={(fleets.data ?? []).map((f) => ({ value: String(f.id), label: `${f.name} (${f.agent_count} device${f.agent_count === 1 ? '' : 's'})` }))}
+            value={fleetId}
+            onChange={setFleetId}
+            comboboxProps={{ withinPortal: true }}
+          />
+        ) : (
+          <Select
+            label="Device"
+            placeholder="Choose a device"
+            searchable
+            limit={200}
+            data={(agents.data ?? []).map((a) => ({ value: String(a.id), label: `${a.name}${a.email ? ` · ${a.email}` : ''}` }))}
+            value={agentId}
+            onChange={setAgentId}
+            comboboxProps={{ withinPortal: true }}
+          />
+        )}
+        {kind === 'file' ? (
+          <TextInput label="Destination folder on the device" value={destination} onChange={(e) => setDestination(e.currentTarget.value)} required />
+        ) : null}
+        <Checkbox
+          label={kind === 'package' ? 'Uninstall it from the devices when this deployment is removed' : 'Delete it from the devices when this deployment is removed'}
+          checked={removeOnDelete}
+          onChange={(e) => setRemoveOnDelete(e.currentTarget.checked)}
+        />
+        <Text size="xs" c="dimmed">
+          The policy is kept on the broker: devices that are offline get it when they connect, and devices that join the fleet later get it too.
+        </Text>
+        <Group justify="flex-end">
+          <Button variant="default" onClick={onClose}>
+            Cancel
+          </Button>
+          <Button leftSection={<IconRocket size={16} />} disabled={!chosen || (kind === 'file' && destination.trim() === '')} loading={deploy.isPending} onClick={submit}>
+            Deploy
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}
+
+/** The tasks of one device (its panel). */
+export function DeviceTasks({ tasks }: { tasks: DeviceTask[] }) {
+  if (tasks.length === 0) {
+    return (
+      <Text size="sm" c="dimmed">
+        No tasks: nothing was deployed to this device or its fleet.
+      </Text>
+    );
+  }
+  return (
+    <Table fz="sm" verticalSpacing={4} data-testid="device-tasks">
+      <Table.Tbody>
+        {tasks.map((task) => (
+          <Table.Tr key={task.id}>
+            <Table.Td>
+              <Text size="sm">{task.deployment?.item_name ?? `Task ${task.deployment_id}`}</Text>
+              <Text size="xs" c="dimmed">
+                {task.deployment ? `${POLICY_LABELS[task.deployment.policy as Deployment['policy']] ?? task.deployment.policy} · ${task.deployment.target_name}` : ''}
+              </Text>
+            </Table.Td>
+            <Table.Td w={110}>
+              <TaskStatusBadge status={task.status} />
+            </Table.Td>
+            <Table.Td>
+              <Text size="xs" c={task.status === 'failed' ? 'red' : 'dimmed'}>
+                {task.reason ?? ''}
+              </Text>
+              <Text size="xs" c="dimmed">
+                {(task.history ?? []).map((h) => h.status).join(' → ')}
+              </Text>
+            </Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+const PACKAGE_NAME = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
+
+/** What devices need to install a package whose manifest was not read (anything but an APK). */
+export function PackageInfoModal({ item, onClose }: { item: StoredItem | null; onClose: () => void }) {
+  const update = useUpdatePackage();
+  const [packageName, setPackageName] = useState(item?.package_name ?? '');
+  const [versionCode, setVersionCode] = useState<number | string>(item?.version_code ?? '');
+  const [versionName, setVersionName] = useState(item?.version_name ?? '');
+  const nameProblem = packageName !== '' && !PACKAGE_NAME.test(packageName) ? 'Dot-separated names, e.g. com.example.app' : null;
+  return (
+    <Modal opened={item !== null} onClose={onClose} title={item ? `Install details of ${item.name}` : ''}>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (!item || nameProblem || packageName === '') return;
+          update.mutate(
+            {
+              id: item.id,
+              package_name: packageName,
+              ...(versionCode === '' ? {} : { version_code: Number(versionCode) }),
+              ...(versionName.trim() === '' ? {} : { version_name: versionName.trim() }),
+            },
+            { onSuccess: () => (notifySuccess(`${item.name}: ${packageName}`), onClose()), onError: (e) => notifyError('Not saved', e) },
+          );
+        }}
+      >
+        <Stack>
+          <TextInput label="Package name" placeholder="com.example.app" value={packageName} onChange={(e) => setPackageName(e.currentTarget.value.trim())} error={nameProblem} required data-autofocus />
+          <NumberInput label="Version code" min={0} allowDecimal={false} value={versionCode} onChange={setVersionCode} />
+          <TextInput label="Version name" placeholder="1.0" value={versionName} onChange={(e) => setVersionName(e.currentTarget.value)} maxLength={100} />
+          <Group justify="flex-end">
+            <Button type="submit" loading={update.isPending} disabled={packageName === '' || nameProblem !== null}>
+              Save
+            </Button>
+          </Group>
+        </Stack>
+      </form>
+    </Modal>
+  );
+}
