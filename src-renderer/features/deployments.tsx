@@ -23,6 +23,15 @@ export function TaskStatusBadge({ status }: { status: TaskStatus }) {
   );
 }
 
+/** Why a task stands where it does; a failure's reason in red. */
+function TaskReason({ task }: { task: { status: TaskStatus; reason?: string | null } }) {
+  return (
+    <Text size="xs" c={task.status === 'failed' ? 'red' : 'dimmed'}>
+      {task.reason ?? ''}
+    </Text>
+  );
+}
+
 const POLICY_LABELS: Record<Deployment['policy'], string> = {
   deployApp: 'Install app',
   deployFile: 'Copy file',
@@ -68,9 +77,7 @@ function TaskRows({ id }: { id: number }) {
                     <TaskStatusBadge status={task.status} />
                   </Table.Td>
                   <Table.Td>
-                    <Text size="xs" c={task.status === 'failed' ? 'red' : 'dimmed'}>
-                      {task.reason ?? ''}
-                    </Text>
+                    <TaskReason task={task} />
                   </Table.Td>
                   <Table.Td w={120}>
                     <Text size="xs" c="dimmed">
@@ -303,9 +310,7 @@ export function DeviceTasks({ tasks }: { tasks: DeviceTask[] }) {
               <TaskStatusBadge status={task.status} />
             </Table.Td>
             <Table.Td>
-              <Text size="xs" c={task.status === 'failed' ? 'red' : 'dimmed'}>
-                {task.reason ?? ''}
-              </Text>
+              <TaskReason task={task} />
               <Text size="xs" c="dimmed">
                 {(task.history ?? []).map((h) => h.status).join(' → ')}
               </Text>

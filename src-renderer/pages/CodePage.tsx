@@ -1,5 +1,5 @@
-import { Alert, Anchor, Badge, Box, Breadcrumbs, Button, Card, Grid, Group, Modal, Overlay, SegmentedControl, Stack, Table, Text, TextInput, Title } from '@mantine/core';
-import { IconDownload, IconPlayerPlay, IconPrinter } from '@tabler/icons-react';
+import { Alert, Anchor, Breadcrumbs, Button, Card, Grid, Group, Modal, SegmentedControl, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { IconPlayerPlay, IconPrinter } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { ApiRequestError } from '../api/client.ts';
 import { useCode, useSimulateWithCode, usesText, type CodeDetail, type CodeLogEntry } from '../api/codes.ts';
@@ -7,10 +7,10 @@ import type { SimulateResult } from '../api/types.ts';
 import { Link } from '../app/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
 import { DecideButtons, EnrollStatusBadge } from '../features/approval.tsx';
+import { DetailsTable, LinksCard, LogCard, QrCard, SimulationResult } from '../features/enrollment-page.tsx';
 import { formatDateTime } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
 import { CodeActions, CodeStatusBadge } from './Codes.tsx';
-import { LinkRow, SimulationResult } from './InvitationPage.tsx';
 
 export function CodePage({ id }: { id: number }) {
   const code = useCode(id);
@@ -24,36 +24,23 @@ export function CodePage({ id }: { id: number }) {
   return <CodeView code={code.data} />;
 }
 
-function QrCard({ code }: { code: CodeDetail }) {
-  const version = shortFingerprint(code.deeplink);
+function CodeQrCard({ code }: { code: CodeDetail }) {
   const why = { active: '', expired: 'expired', used_up: 'used up', revoked: 'revoked' }[code.status];
   return (
-    <Card withBorder radius="md" p="lg">
-      <Box pos="relative" className="qr-frame" maw={420} mx="auto">
-        <img src={`/api/codes/${code.id}/qr.svg?v=${version}`} alt={`QR code of the enrollment code ${code.name}`} data-testid="code-qr" width={396} height={396} />
-        {why ? (
-          <Overlay color="#fff" backgroundOpacity={0.82} blur={1} center radius="md">
-            <Badge size="xl" color="gray" variant="filled">
-              Code {why}
-            </Badge>
-          </Overlay>
-        ) : null}
-      </Box>
-      <Text ta="center" size="sm" c="dimmed" mt="sm">
-        Anyone allowed scans it with their phone and enrolls with their own email address.
-      </Text>
-      <Group justify="center" mt="md" gap="sm">
-        <Button component="a" href={`/api/codes/${code.id}/qr.png?size=1024&v=${version}`} download={`enrollment-code-${code.id}-qr.png`} variant="default" leftSection={<IconDownload size={16} />}>
-          PNG
-        </Button>
-        <Button component="a" href={`/api/codes/${code.id}/qr.svg?v=${version}`} download={`enrollment-code-${code.id}-qr.svg`} variant="default" leftSection={<IconDownload size={16} />}>
-          SVG
-        </Button>
+    <QrCard
+      apiPath={`/api/codes/${code.id}`}
+      version={shortFingerprint(code.deeplink)}
+      alt={`QR code of the enrollment code ${code.name}`}
+      testId="code-qr"
+      downloadName={`enrollment-code-${code.id}`}
+      blockedReason={why}
+      hint="Anyone allowed scans it with their phone and enrolls with their own email address."
+      extraAction={
         <Button component={Link} to={`/codes/${code.id}/poster`} variant="default" leftSection={<IconPrinter size={16} />}>
           Poster
         </Button>
-      </Group>
-    </Card>
+      }
+    />
   );
 }
 
@@ -68,108 +55,57 @@ function Details({ code }: { code: CodeDetail }) {
   ];
   if (code.rotated_at) rows.push(['Rotated', formatDateTime(code.rotated_at)]);
   if (code.revoked_at) rows.push(['Revoked', formatDateTime(code.revoked_at)]);
-  return (
-    <Table verticalSpacing={6}>
-      <Table.Tbody>
-        {rows.map(([label, value]) => (
-          <Table.Tr key={label}>
-            <Table.Th w={110} fw={500} c="dimmed">
-              {label}
-            </Table.Th>
-            <Table.Td>{value}</Table.Td>
-          </Table.Tr>
-        ))}
-      </Table.Tbody>
-    </Table>
-  );
+  return <DetailsTable rows={rows} />;
 }
 
 function Uses({ entries }: { entries: CodeLogEntry[] }) {
   const used = entries.filter((entry) => entry.outcome === 'used');
   return (
-    <Card withBorder radius="md" p="md">
-      <Title order={5} mb="xs">
-        Uses {used.length ? <Badge variant="light" ml={4}>{used.length}</Badge> : null}
-      </Title>
-      {used.length === 0 ? (
-        <Text size="sm" c="dimmed">
-          No device has enrolled with this code yet.
-        </Text>
-      ) : (
-        <Table.ScrollContainer minWidth={560}>
-          <Table verticalSpacing={4} fz="sm" striped data-testid="code-uses-log">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>When</Table.Th>
-                <Table.Th>Person</Table.Th>
-                <Table.Th>Device</Table.Th>
-                <Table.Th>Status</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {used.map((entry) => (
-                <Table.Tr key={entry.id} data-testid="code-use-row" data-email={entry.email ?? ''}>
-                  <Table.Td style={{ whiteSpace: 'nowrap' }}>
-                    <RelativeTime iso={entry.at} />
-                  </Table.Td>
-                  <Table.Td style={{ wordBreak: 'break-all' }}>{entry.email}</Table.Td>
-                  <Table.Td className="mono">
-                    {entry.agent_id ? <Anchor component={Link} to={`/devices?agent=${entry.agent_id}`}>{entry.agent_name}</Anchor> : (entry.serial ?? entry.uuid)}
-                  </Table.Td>
-                  <Table.Td>
-                    <Group gap={6} wrap="nowrap">
-                      <EnrollStatusBadge status={entry.enroll_status} />
-                      {entry.enroll_status === 'pending_approval' && entry.agent_id ? <DecideButtons agentId={entry.agent_id} /> : null}
-                    </Group>
-                  </Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
-      )}
-    </Card>
+    <LogCard title="Uses" count={used.length} empty="No device has enrolled with this code yet." minWidth={560} testId="code-uses-log" columns={['When', 'Person', 'Device', 'Status']}>
+      {used.map((entry) => (
+        <Table.Tr key={entry.id} data-testid="code-use-row" data-email={entry.email ?? ''}>
+          <Table.Td style={{ whiteSpace: 'nowrap' }}>
+            <RelativeTime iso={entry.at} />
+          </Table.Td>
+          <Table.Td style={{ wordBreak: 'break-all' }}>{entry.email}</Table.Td>
+          <Table.Td className="mono">
+            {entry.agent_id ? <Anchor component={Link} to={`/devices?agent=${entry.agent_id}`}>{entry.agent_name}</Anchor> : (entry.serial ?? entry.uuid)}
+          </Table.Td>
+          <Table.Td>
+            <Group gap={6} wrap="nowrap">
+              <EnrollStatusBadge status={entry.enroll_status} />
+              {entry.enroll_status === 'pending_approval' && entry.agent_id ? <DecideButtons agentId={entry.agent_id} /> : null}
+            </Group>
+          </Table.Td>
+        </Table.Tr>
+      ))}
+    </LogCard>
   );
 }
 
 function Refusals({ entries }: { entries: CodeLogEntry[] }) {
   const refused = entries.filter((entry) => entry.outcome === 'refused');
   return (
-    <Card withBorder radius="md" p="md">
-      <Title order={5} mb="xs">
-        Refused attempts {refused.length ? <Badge color="red" variant="light" ml={4}>{refused.length}</Badge> : null}
-      </Title>
-      {refused.length === 0 ? (
-        <Text size="sm" c="dimmed">
-          No device has been refused with this code.
-        </Text>
-      ) : (
-        <Table.ScrollContainer minWidth={560}>
-          <Table verticalSpacing={4} fz="sm" striped data-testid="code-refused-log">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>When</Table.Th>
-                <Table.Th>Email given</Table.Th>
-                <Table.Th>Reason</Table.Th>
-                <Table.Th>Device</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {refused.map((entry) => (
-                <Table.Tr key={entry.id} data-testid="code-refused-row">
-                  <Table.Td style={{ whiteSpace: 'nowrap' }}>
-                    <RelativeTime iso={entry.at} />
-                  </Table.Td>
-                  <Table.Td style={{ wordBreak: 'break-all' }}>{entry.email ?? '—'}</Table.Td>
-                  <Table.Td>{entry.message}</Table.Td>
-                  <Table.Td className="mono">{entry.serial ?? entry.uuid ?? '—'}</Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
-      )}
-    </Card>
+    <LogCard
+      title="Refused attempts"
+      count={refused.length}
+      badgeColor="red"
+      empty="No device has been refused with this code."
+      minWidth={560}
+      testId="code-refused-log"
+      columns={['When', 'Email given', 'Reason', 'Device']}
+    >
+      {refused.map((entry) => (
+        <Table.Tr key={entry.id} data-testid="code-refused-row">
+          <Table.Td style={{ whiteSpace: 'nowrap' }}>
+            <RelativeTime iso={entry.at} />
+          </Table.Td>
+          <Table.Td style={{ wordBreak: 'break-all' }}>{entry.email ?? '—'}</Table.Td>
+          <Table.Td>{entry.message}</Table.Td>
+          <Table.Td className="mono">{entry.serial ?? entry.uuid ?? '—'}</Table.Td>
+        </Table.Tr>
+      ))}
+    </LogCard>
   );
 }
 
@@ -263,19 +199,14 @@ function CodeView({ code }: { code: CodeDetail }) {
       ) : null}
       <Grid gap="lg">
         <Grid.Col span={{ base: 12, md: 5 }}>
-          <QrCard code={code} />
+          <CodeQrCard code={code} />
         </Grid.Col>
         <Grid.Col span={{ base: 12, md: 7 }}>
           <Stack>
             <Card withBorder radius="md" p="md">
               <Details code={code} />
             </Card>
-            <Card withBorder radius="md" p="md">
-              <Stack gap="md">
-                <LinkRow label="Deeplink" value={code.deeplink} testId="code-deeplink" hint="The enrollment page the QR code opens; share it with people who cannot scan." />
-                <LinkRow label="App link" value={code.app_link} testId="code-app-link" hint="Opens the agent app directly on a phone where it is installed." />
-              </Stack>
-            </Card>
+            <LinksCard deeplink={code.deeplink} appLink={code.app_link} testIdPrefix="code" deeplinkHint="The enrollment page the QR code opens; share it with people who cannot scan." />
           </Stack>
         </Grid.Col>
       </Grid>

@@ -1,17 +1,11 @@
 import {
-  Alert,
   Anchor,
-  Badge,
-  Box,
   Breadcrumbs,
   Button,
   Card,
-  Code,
   Grid,
   Group,
   Menu,
-  Modal,
-  Overlay,
   Stack,
   Table,
   Text,
@@ -21,7 +15,6 @@ import {
   IconBan,
   IconChevronDown,
   IconDeviceMobile,
-  IconDownload,
   IconPlayerPlay,
   IconPrinter,
   IconTrash,
@@ -33,7 +26,6 @@ import type { InvitationDetail, SimulateResult } from '../api/types.ts';
 import { Link, navigate } from '../app/router.tsx';
 import {
   confirmAction,
-  CopyIcon,
   EmptyState,
   ErrorState,
   InvitationStatusBadge,
@@ -42,6 +34,7 @@ import {
   notifySuccess,
   RelativeTime,
 } from '../components/common.tsx';
+import { DetailsTable, LinksCard, LogCard, QrCard, SimulationResult } from '../features/enrollment-page.tsx';
 import { DeliveryCard, MailPanel } from '../features/mail.tsx';
 import { UnreachableWarning } from '../features/reachability.tsx';
 import { formatDateTime, fullName } from '../lib/format.ts';
@@ -71,74 +64,23 @@ export function InvitationPage({ id }: { id: number }) {
   return <InvitationView invitation={invitation.data} />;
 }
 
-function QrCard({ invitation }: { invitation: InvitationDetail }) {
-  const version = shortFingerprint(invitation.deeplink);
-  const usable = invitation.status === 'pending';
+function InvitationQrCard({ invitation }: { invitation: InvitationDetail }) {
   const why = { done: 'already used', expired: 'expired', revoked: 'revoked', pending: '' }[invitation.status];
   return (
-    <Card withBorder radius="md" p="lg">
-      <Box pos="relative" className="qr-frame" maw={420} mx="auto">
-        <img
-          src={`/api/invitations/${invitation.id}/qr.svg?v=${version}`}
-          alt={`QR code of the invitation for ${invitation.email}`}
-          data-testid="invitation-qr"
-          width={396}
-          height={396}
-        />
-        {!usable ? (
-          <Overlay color="#fff" backgroundOpacity={0.82} blur={1} center radius="md">
-            <Badge size="xl" color="gray" variant="filled">
-              Code {why}
-            </Badge>
-          </Overlay>
-        ) : null}
-      </Box>
-      <Text ta="center" size="sm" c="dimmed" mt="sm">
-        Scan with the phone's camera: it opens the enrollment page.
-      </Text>
-      <Group justify="center" mt="md" gap="sm">
-        <Button
-          component="a"
-          href={`/api/invitations/${invitation.id}/qr.png?size=1024&v=${version}`}
-          download={`invitation-${invitation.id}-qr.png`}
-          variant="default"
-          leftSection={<IconDownload size={16} />}
-        >
-          PNG
-        </Button>
-        <Button
-          component="a"
-          href={`/api/invitations/${invitation.id}/qr.svg?v=${version}`}
-          download={`invitation-${invitation.id}-qr.svg`}
-          variant="default"
-          leftSection={<IconDownload size={16} />}
-        >
-          SVG
-        </Button>
+    <QrCard
+      apiPath={`/api/invitations/${invitation.id}`}
+      version={shortFingerprint(invitation.deeplink)}
+      alt={`QR code of the invitation for ${invitation.email}`}
+      testId="invitation-qr"
+      downloadName={`invitation-${invitation.id}`}
+      blockedReason={why}
+      hint="Scan with the phone's camera: it opens the enrollment page."
+      extraAction={
         <Button component={Link} to={`/print${printQuery([invitation.id])}`} variant="default" leftSection={<IconPrinter size={16} />}>
           Print
         </Button>
-      </Group>
-    </Card>
-  );
-}
-
-export function LinkRow({ label, value, testId, hint }: { label: string; value: string; testId: string; hint: string }) {
-  return (
-    <div>
-      <Group justify="space-between" gap={4} wrap="nowrap">
-        <Text size="sm" fw={500}>
-          {label}
-        </Text>
-        <CopyIcon value={value} label={`Copy ${label.toLowerCase()}`} />
-      </Group>
-      <Code block className="mono" data-testid={testId} style={{ whiteSpace: 'pre-wrap', wordBreak: 'break-all' }}>
-        {value}
-      </Code>
-      <Text size="xs" c="dimmed" mt={2}>
-        {hint}
-      </Text>
-    </div>
+      }
+    />
   );
 }
 
@@ -169,20 +111,7 @@ function Details({ invitation }: { invitation: InvitationDetail }) {
       </Text>
     ),
   ]);
-  return (
-    <Table verticalSpacing={6}>
-      <Table.Tbody>
-        {rows.map(([label, value]) => (
-          <Table.Tr key={label}>
-            <Table.Th w={110} fw={500} c="dimmed">
-              {label}
-            </Table.Th>
-            <Table.Td>{value}</Table.Td>
-          </Table.Tr>
-        ))}
-      </Table.Tbody>
-    </Table>
-  );
+  return <DetailsTable rows={rows} />;
 }
 
 function Helpdesk({ invitation }: { invitation: InvitationDetail }) {
@@ -228,47 +157,31 @@ function Helpdesk({ invitation }: { invitation: InvitationDetail }) {
 function RefusedLog({ invitation }: { invitation: InvitationDetail }) {
   const refused = invitation.log.filter((entry) => entry.outcome === 'refused');
   return (
-    <Card withBorder radius="md" p="md">
-      <Title order={5} mb="xs">
-        Refused attempts {refused.length ? <Badge color="red" variant="light" ml={4}>{refused.length}</Badge> : null}
-      </Title>
-      {refused.length === 0 ? (
-        <Text size="sm" c="dimmed">
-          No device has been refused with this invitation.
-        </Text>
-      ) : (
-        <Table.ScrollContainer minWidth={640}>
-          <Table verticalSpacing={4} fz="sm" striped data-testid="refused-log">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>When</Table.Th>
-                <Table.Th>Reason</Table.Th>
-                <Table.Th>Email given</Table.Th>
-                <Table.Th>Device</Table.Th>
-                <Table.Th>From</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {refused.map((entry) => (
-                <Table.Tr key={entry.id}>
-                  <Table.Td style={{ whiteSpace: 'nowrap' }}>
-                    <RelativeTime iso={entry.at} />
-                  </Table.Td>
-                  <Table.Td>{entry.message}</Table.Td>
-                  <Table.Td style={{ wordBreak: 'break-all' }}>{entry.email ?? '—'}</Table.Td>
-                  <Table.Td className="mono" style={{ whiteSpace: 'nowrap', wordBreak: 'normal' }}>
-                    {entry.serial ?? entry.uuid ?? '—'}
-                  </Table.Td>
-                  <Table.Td className="mono" style={{ whiteSpace: 'nowrap', wordBreak: 'normal' }}>
-                    {entry.remote_addr ?? '—'}
-                  </Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
-      )}
-    </Card>
+    <LogCard
+      title="Refused attempts"
+      count={refused.length}
+      badgeColor="red"
+      empty="No device has been refused with this invitation."
+      minWidth={640}
+      testId="refused-log"
+      columns={['When', 'Reason', 'Email given', 'Device', 'From']}
+    >
+      {refused.map((entry) => (
+        <Table.Tr key={entry.id}>
+          <Table.Td style={{ whiteSpace: 'nowrap' }}>
+            <RelativeTime iso={entry.at} />
+          </Table.Td>
+          <Table.Td>{entry.message}</Table.Td>
+          <Table.Td style={{ wordBreak: 'break-all' }}>{entry.email ?? '—'}</Table.Td>
+          <Table.Td className="mono" style={{ whiteSpace: 'nowrap', wordBreak: 'normal' }}>
+            {entry.serial ?? entry.uuid ?? '—'}
+          </Table.Td>
+          <Table.Td className="mono" style={{ whiteSpace: 'nowrap', wordBreak: 'normal' }}>
+            {entry.remote_addr ?? '—'}
+          </Table.Td>
+        </Table.Tr>
+      ))}
+    </LogCard>
   );
 }
 
@@ -295,37 +208,6 @@ function History({ invitation }: { invitation: InvitationDetail }) {
         </Stack>
       )}
     </Card>
-  );
-}
-
-export function SimulationResult({ result, onClose }: { result: SimulateResult | null; onClose: () => void }) {
-  return (
-    <Modal opened={result !== null} onClose={onClose} title="Simulated device" size="lg">
-      {result ? (
-        <Stack>
-          {result.ok ? (
-            <Alert color="teal" variant="light" title="The simulated device enrolled">
-              {result.type} device {result.serial} is now agent {result.agent_id}: it appears on the Devices page.
-            </Alert>
-          ) : (
-            <Alert color="red" variant="light" title="Enrollment was refused">
-              {result.error}
-            </Alert>
-          )}
-          <Code block data-testid="simulation-log" style={{ whiteSpace: 'pre-wrap', wordBreak: 'break-word' }}>
-            {result.log.join('\n') || '(no steps ran)'}
-          </Code>
-          <Group justify="flex-end">
-            {result.ok && result.agent_id ? (
-              <Button component={Link} to={`/devices?agent=${result.agent_id}`} variant="light" onClick={onClose}>
-                Show the device
-              </Button>
-            ) : null}
-            <Button onClick={onClose}>Close</Button>
-          </Group>
-        </Stack>
-      ) : null}
-    </Modal>
   );
 }
 
@@ -447,7 +329,7 @@ function InvitationView({ invitation }: { invitation: InvitationDetail }) {
       <Grid gap="lg">
         <Grid.Col span={{ base: 12, md: 5 }}>
           <Stack>
-            <QrCard invitation={invitation} />
+            <InvitationQrCard invitation={invitation} />
             <DeliveryCard invitation={invitation} />
             <Helpdesk invitation={invitation} />
           </Stack>
@@ -457,12 +339,7 @@ function InvitationView({ invitation }: { invitation: InvitationDetail }) {
             <Card withBorder radius="md" p="md">
               <Details invitation={invitation} />
             </Card>
-            <Card withBorder radius="md" p="md">
-              <Stack gap="md">
-                <LinkRow label="Deeplink" value={invitation.deeplink} testId="invitation-deeplink" hint="The enrollment page the QR code opens; send it by message to someone who cannot scan." />
-                <LinkRow label="App link" value={invitation.app_link} testId="invitation-app-link" hint="Opens the agent app directly on a phone where it is installed." />
-              </Stack>
-            </Card>
+            <LinksCard deeplink={invitation.deeplink} appLink={invitation.app_link} testIdPrefix="invitation" deeplinkHint="The enrollment page the QR code opens; send it by message to someone who cannot scan." />
             <RefusedLog invitation={invitation} />
             <History invitation={invitation} />
           </Stack>
