@@ -13,7 +13,8 @@ import { BrokerAgentStore, type BrokerAgentRow } from './agent-store.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
-import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, externalLiveReports, identityOf } from './external-link.ts';
+import { externalBrokerFace, externalBrokerStatus, recordExternalStopped } from './external-broker.ts';
+import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, identityOf } from './external-link.ts';
 import type { MqttBroker, TaskReportHandler } from './port.ts';
 import { RetainedPolicies } from './retained-policies.ts';
 
@@ -289,17 +290,9 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   const wasOnline = store.allOffline();
   events.record('broker.started', `Using the external Mosquitto broker ${url.display}; agents connect to ${endpoint.host}:${endpoint.port}${endpoint.tls ? ' (TLS)' : ''}`, {}, { url: url.display, endpoint, marked_offline: wasOnline });
 
+  const parts = { mode: 'mosquitto' as const, url, endpoint, link, store, commands, policies };
   return {
-    mode: 'mosquitto',
-    port: endpoint.tls ? 0 : endpoint.port,
-    tlsPort: endpoint.tls ? endpoint.port : 0,
-    certificate: null,
-    commands,
-    policies,
-    liveReports: externalLiveReports(store, commands),
-    publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
-    retained: (topic) => link.retained(topic),
-    agentEndpoint: () => endpoint,
+    ...externalBrokerFace(parts),
     credentialsIssued: async (agentId, password) => {
       if (!dynsec) {
         pendingPasswords.set(agentId, password);
@@ -310,17 +303,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
         noteFailure(error);
       });
     },
-    status: () => ({
-      mode: 'mosquitto',
-      connected: adminProblem === null && link.connected,
-      problem: adminProblem ?? link.lastProblem,
-      url: url.display,
-      port: endpoint.port,
-      tls_port: endpoint.tls ? endpoint.port : 0,
-      connected_agents: link.onlineAgents(),
-      connections: link.onlineAgents(),
-      tls: null,
-    }),
+    status: () => externalBrokerStatus(parts, adminProblem === null && link.connected, adminProblem ?? link.lastProblem),
     close: async () => {
       if (closed) return;
       closed = true;
@@ -328,8 +311,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       policies.close();
       dynsec?.stop();
       await Promise.all([link.close(), admin.endAsync(true).catch(() => {})]);
-      const offline = store.allOffline();
-      if (options.db.open) events.record('broker.stopped', `Disconnected from Mosquitto${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`, {}, { agent_ids: offline });
+      recordExternalStopped(options.db, events, store, 'Mosquitto');
     },
   };
 }

@@ -11,7 +11,8 @@ import { BrokerAgentStore } from './agent-store.ts';
 import { startAuthEndpoints } from './auth-endpoints.ts';
 import { parseBrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
-import { routeReport, announceOnConnect, ExternalLink, externalLiveReports } from './external-link.ts';
+import { externalBrokerFace, externalBrokerStatus, recordExternalStopped } from './external-broker.ts';
+import { routeReport, announceOnConnect, ExternalLink } from './external-link.ts';
 import { publicEndpoint } from './mosquitto.ts';
 import type { MqttBroker, TaskReportHandler } from './port.ts';
 import { RetainedPolicies } from './retained-policies.ts';
@@ -100,30 +101,12 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
   link.start();
 
   let closed = false;
+  const parts = { mode: 'rabbitmq' as const, url, endpoint, link, store, commands, policies };
   return {
-    mode: 'rabbitmq',
-    port: endpoint.tls ? 0 : endpoint.port,
-    tlsPort: endpoint.tls ? endpoint.port : 0,
-    certificate: null,
-    commands,
-    policies,
-    liveReports: externalLiveReports(store, commands),
-    publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
-    retained: (topic) => link.retained(topic),
-    agentEndpoint: () => endpoint,
+    ...externalBrokerFace(parts),
     // The auth endpoints check the stored hash at each login: nothing to hand over.
     credentialsIssued: async () => {},
-    status: () => ({
-      mode: 'rabbitmq',
-      connected: link.connected,
-      problem: link.lastProblem,
-      url: url.display,
-      port: endpoint.port,
-      tls_port: endpoint.tls ? endpoint.port : 0,
-      connected_agents: link.onlineAgents(),
-      connections: link.onlineAgents(),
-      tls: null,
-    }),
+    status: () => externalBrokerStatus(parts, link.connected, link.lastProblem),
     close: async () => {
       if (closed) return;
       closed = true;
@@ -131,8 +114,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
       policies.close();
       await link.close();
       await auth.close();
-      const offline = store.allOffline();
-      if (options.db.open) events.record('broker.stopped', `Disconnected from RabbitMQ${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`, {}, { agent_ids: offline });
+      recordExternalStopped(options.db, events, store, 'RabbitMQ');
     },
   };
 }
