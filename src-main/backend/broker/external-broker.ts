@@ -1,13 +1,29 @@
 // What the two external modes (mosquitto, rabbitmq) present alike: one MqttBroker face over an
 // ExternalLink, whose status and shutdown differ only in what each mode adds.
+import type { DeviceReports } from '../agents/reports.ts';
 import type { Db } from '../db/database.ts';
 import type { EventLog } from '../events/event-log.ts';
+import type { FleetService } from '../fleets/fleets.ts';
 import type { BrokerAgentStore } from './agent-store.ts';
 import type { BrokerUrl } from './broker-url.ts';
 import type { AgentCommands } from './commands.ts';
 import { externalLiveReports, type ExternalLink } from './external-link.ts';
-import type { AgentEndpoint, BrokerStatus, MqttBroker } from './port.ts';
+import type { AgentEndpoint, BrokerStatus, MqttBroker, TaskReportHandler } from './port.ts';
 import type { RetainedPolicies } from './retained-policies.ts';
+
+/** What both external modes are started with; each says what its `brokerUrl` account is. */
+export interface ExternalModeOptions {
+  db: Db;
+  events: EventLog;
+  fleets: FleetService;
+  reports: DeviceReports;
+  brokerUrl: string;
+  /** Where agents reach the broker, when not by the broker URL's name. */
+  publicUrl?: string | undefined;
+  caFile?: string | undefined;
+  /** Task status reports the agents publish (read on the backend's own connection). */
+  onTaskReport?: TaskReportHandler | undefined;
+}
 
 export interface ExternalBrokerParts {
   mode: 'mosquitto' | 'rabbitmq';

@@ -4,32 +4,19 @@
 // role of the backend's own, the only one that may publish commands.
 import { randomBytes } from 'node:crypto';
 import mqtt, { type MqttClient } from 'mqtt';
-import type { Db } from '../db/database.ts';
-import type { EventLog } from '../events/event-log.ts';
-import type { FleetService } from '../fleets/fleets.ts';
-import type { DeviceReports } from '../agents/reports.ts';
 import { agentTopicRules, BACKEND_TOPIC_RULES, isUsableAgentTopic } from './acl.ts';
 import { BrokerAgentStore, type BrokerAgentRow } from './agent-store.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
-import { externalBrokerFace, externalBrokerStatus, recordExternalStopped } from './external-broker.ts';
+import { externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
 import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, identityOf } from './external-link.ts';
-import type { MqttBroker, TaskReportHandler } from './port.ts';
+import type { MqttBroker } from './port.ts';
 import { RetainedPolicies } from './retained-policies.ts';
 
-export interface ExternalBrokerOptions {
-  db: Db;
-  events: EventLog;
-  fleets: FleetService;
-  reports: DeviceReports;
+export interface ExternalBrokerOptions extends ExternalModeOptions {
   /** mqtt[s]://ADMIN:PASSWORD@HOST:PORT — the account `mosquitto_ctrl dynsec init` made. */
   brokerUrl: string;
-  /** Where agents reach the broker, when not by the broker URL's name. */
-  publicUrl?: string | undefined;
-  caFile?: string | undefined;
-  /** Task status reports the agents publish (read on the backend's own connection). */
-  onTaskReport?: TaskReportHandler | undefined;
 }
 
 export const BACKEND_ACCOUNT = 'mdm-console-backend';

@@ -3,31 +3,19 @@
 // itself is an MQTT client of the cluster. RabbitMQ keeps retained messages per node, so what an
 // agent must find is published again each time it says it is online.
 import type { FastifyInstance } from 'fastify';
-import type { Db } from '../db/database.ts';
-import type { EventLog } from '../events/event-log.ts';
-import type { FleetService } from '../fleets/fleets.ts';
-import type { DeviceReports } from '../agents/reports.ts';
 import { BrokerAgentStore } from './agent-store.ts';
 import { startAuthEndpoints } from './auth-endpoints.ts';
 import { parseBrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
-import { externalBrokerFace, externalBrokerStatus, recordExternalStopped } from './external-broker.ts';
+import { externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
 import { routeReport, announceOnConnect, ExternalLink } from './external-link.ts';
 import { publicEndpoint } from './mosquitto.ts';
-import type { MqttBroker, TaskReportHandler } from './port.ts';
+import type { MqttBroker } from './port.ts';
 import { RetainedPolicies } from './retained-policies.ts';
 
-export interface RabbitmqBrokerOptions {
-  db: Db;
-  events: EventLog;
-  fleets: FleetService;
-  reports: DeviceReports;
+export interface RabbitmqBrokerOptions extends ExternalModeOptions {
   /** mqtt[s]://USER:PASSWORD@HOST:PORT,HOST:PORT — the backend's account; the backend itself accepts it. */
   brokerUrl: string;
-  publicUrl?: string | undefined;
-  caFile?: string | undefined;
-  /** Task status reports the agents publish (read on the backend's own connection). */
-  onTaskReport?: TaskReportHandler | undefined;
   authHost: string;
   authPort: number;
 }
