@@ -2,10 +2,10 @@
 // Everything listens on loopback ports chosen by the OS; everything started here is stopped here.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, waitForPort as waitForTcpPort } from '../../test/helpers/external-brokers.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SERVE_ENTRY = join(ROOT, 'src-main', 'cli', 'main.ts');
@@ -63,36 +63,10 @@ export function openFiles(pid: number): number {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** A free TCP port on 127.0.0.1 (for servers that cannot be told "port 0"). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
-/** Waits until a TCP port on 127.0.0.1 accepts connections. */
-export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
-  const { connect } = await import('node:net');
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = connect({ port, host: '127.0.0.1' });
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    await sleep(20);
-  }
-  throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
-}
+/** Waits until a TCP port on 127.0.0.1 accepts connections, asked every 20 ms (as the bench always did). */
+export const waitForPort = (port: number, timeoutMs = 10_000): Promise<void> => waitForTcpPort(port, timeoutMs, 20);
 
 export interface Child {
   process: ChildProcess;

@@ -1,30 +1,16 @@
 // The invite commands as a user runs them: the CLI spawned against a running `serve`.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { enrollByHand } from '../helpers/backend.ts';
 
 // Each test spawns the CLI several times, as a user would: slow on a busy machine, never timed.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 });
 
-const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../src-main/cli/main.ts');
+import { runCli, startServe, type RunningServe } from '../helpers/cli.ts';
+let serve: RunningServe;
 let dataDir: string;
-let server: ChildProcess;
-let output = '';
-
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--data-dir', dataDir], { timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const cli = (args: string[]) => runCli(dataDir, args, 120_000);
 
 const info = () => JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { admin_url: string; api_url: string; admin_token: string };
 async function admin(path: string) {
@@ -33,25 +19,11 @@ async function admin(path: string) {
 }
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'mdm-cli-invite-'));
-  server = spawn(
-    process.execPath,
-    [CLI, 'serve', '--data-dir', dataDir, '--port', '0', '--admin-port', '0', '--mqtt-port', '0', '--mqtt-tls-port', '0', '--public-host', '127.0.0.1', '--host', '127.0.0.1'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  server.stdout!.on('data', (chunk) => (output += chunk));
-  server.stderr!.on('data', (chunk) => (output += chunk));
-  const end = Date.now() + 30_000;
-  while (!existsSync(join(dataDir, 'server.json')) || !output.includes('Press Ctrl+C')) {
-    if (Date.now() > end) throw new Error(`serve did not start: ${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  serve = await startServe('mdm-cli-invite-', { timeoutMs: 30_000, untilBanner: true });
+  dataDir = serve.dataDir;
 });
 
-afterAll(() => {
-  if (server.exitCode === null) server.kill('SIGKILL');
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => serve?.stop('SIGKILL'));
 
 describe('invite', () => {
   it('says what --days takes in its own words', async () => {

@@ -1,65 +1,33 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../src-main/cli/main.ts');
+import { runCli, startServe, type RunningServe } from '../helpers/cli.ts';
+let serve: RunningServe;
 let dataDir: string;
 let server: ChildProcess;
-let serverOutput = '';
-
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    // The simulator knows only the wire: it takes no data dir.
-    const full = args[0] === 'agent' ? args : [...args, '--data-dir', dataDir];
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...full], { timeout: 60_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
-
-async function waitFor(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; server said:\n${serverOutput}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const cli = (args: string[]) => runCli(dataDir, args);
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'mdm-cli-'));
-  server = spawn(
-    process.execPath,
-    [CLI, 'serve', '--data-dir', dataDir, '--port', '0', '--admin-port', '0', '--mqtt-port', '0', '--mqtt-tls-port', '0', '--public-host', '127.0.0.1', '--host', '127.0.0.1'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  server.stdout!.on('data', (chunk) => (serverOutput += chunk));
-  server.stderr!.on('data', (chunk) => (serverOutput += chunk));
-  await waitFor(() => existsSync(join(dataDir, 'server.json')), 'server.json');
+  serve = await startServe('mdm-cli-');
+  ({ dataDir, process: server } = serve);
 });
 
-afterAll(async () => {
-  if (server.exitCode === null) server.kill('SIGKILL');
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => serve?.stop('SIGKILL'));
 
 describe('serve + CLI + simulator, as a user runs them', () => {
   it('serve prints where everything is and writes server.json (0600)', async () => {
-    await waitFor(() => serverOutput.includes('Press Ctrl+C'), 'the banner');
+    await serve.waitFor(() => serve.output().includes('Press Ctrl+C'), 'the banner');
     const info = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8'));
     for (const key of ['api_url', 'deeplink_url', 'admin_url', 'admin_token', 'mqtt_port', 'pid', 'console_url']) expect(info).toHaveProperty(key);
     expect(info.pid).toBe(server.pid);
     expect(statSync(join(dataDir, 'server.json')).mode & 0o777).toBe(0o600);
     expect(statSync(join(dataDir, 'admin-token')).mode & 0o777).toBe(0o600);
     for (const file of ['mdm-console.sqlite', 'mdm-console.sqlite-wal']) expect(statSync(join(dataDir, file)).mode & 0o777, file).toBe(0o600);
-    expect(serverOutput).toContain(info.api_url);
-    expect(serverOutput).toContain(`${info.deeplink_url}/deeplink/`);
-    expect(serverOutput).not.toContain(info.admin_token);
+    expect(serve.output()).toContain(info.api_url);
+    expect(serve.output()).toContain(`${info.deeplink_url}/deeplink/`);
+    expect(serve.output()).not.toContain(info.admin_token);
   });
 
   it('invite, enroll with the simulator, list agents, download a file', async () => {

@@ -1,26 +1,10 @@
 // The enrollment-code commands against a real `serve`, and the simulator enrolling with a code.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../src-main/cli/main.ts');
+import { runCli, startServe, type RunningServe } from '../helpers/cli.ts';
+let serve: RunningServe;
 let dataDir: string;
-let server: ChildProcess;
-
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const full = args[0] === 'agent' ? args : [...args, '--data-dir', dataDir];
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...full], { timeout: 60_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const cli = (args: string[]) => runCli(dataDir, args);
 
 async function json(args: string[]) {
   const result = await cli([...args, '--json']);
@@ -29,23 +13,11 @@ async function json(args: string[]) {
 }
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'mdm-code-cli-'));
-  server = spawn(
-    process.execPath,
-    [CLI, 'serve', '--data-dir', dataDir, '--port', '0', '--admin-port', '0', '--mqtt-port', '0', '--mqtt-tls-port', '0', '--public-host', '127.0.0.1', '--host', '127.0.0.1'],
-    { stdio: 'ignore' },
-  );
-  const end = Date.now() + 20_000;
-  while (!existsSync(join(dataDir, 'server.json'))) {
-    if (Date.now() > end) throw new Error('serve did not start');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  serve = await startServe('mdm-code-cli-');
+  dataDir = serve.dataDir;
 });
 
-afterAll(() => {
-  if (server.exitCode === null) server.kill('SIGTERM');
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => serve?.stop('SIGTERM'));
 
 describe('code commands', () => {
   it('code create prints deeplink, token and user_token; the simulator enrolls people with it; approve and reject; rotate and revoke', async () => {

@@ -6,44 +6,15 @@
  * (server unavailable, the device retries), traffic that cannot be recorded is dropped, and the
  * server stays up. Needs the right to mount a tmpfs (root); skipped, and says so, elsewhere.
  */
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
+import { mountSmallDisk } from '../helpers/tmpfs.ts';
 import { closeClients, connectAgent, enrollAgent, eventually, readRecord, refusalCode } from '../helpers/mqtt.ts';
 
-const mountPoint = mkdtempSync(join(tmpdir(), 'mdm-diskfull-mqtt-'));
-const mounted = (() => {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', mountPoint], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-if (!mounted) console.warn('broker disk-full test skipped: this machine does not allow mounting a tmpfs');
-
+const disk = mountSmallDisk('mdm-diskfull-mqtt-', 'broker disk-full test skipped: this machine does not allow mounting a tmpfs');
+const { mountPoint, mounted } = disk;
 let t: TestBackend;
-const filler = join(mountPoint, 'filler');
-
-function fillDisk(): void {
-  const fd = openSync(filler, 'a');
-  const block = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, block);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-  }
-  try {
-    for (;;) writeSync(fd, block.subarray(0, 512));
-  } catch {
-    // full to the byte
-  } finally {
-    closeSync(fd);
-  }
-}
 
 beforeAll(async () => {
   if (!mounted) return;
@@ -53,8 +24,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await closeClients();
   await t?.stop();
-  if (mounted) execFileSync('umount', [mountPoint]);
-  rmSync(mountPoint, { recursive: true, force: true });
+  disk.remove();
 });
 
 describe.skipIf(!mounted)('the broker on a full disk', () => {
@@ -63,7 +33,7 @@ describe.skipIf(!mounted)('the broker on a full disk', () => {
     const busy = await enrollAgent(t);
     const connected = await connectAgent(t, busy);
 
-    fillDisk();
+    disk.fill();
     // SQLite first fills the space its write-ahead log already holds; a 507 says the log is full.
     let full = false;
     for (let i = 0; i < 500 && !full; i++) {
@@ -88,7 +58,7 @@ describe.skipIf(!mounted)('the broker on a full disk', () => {
 
     expect((await t.admin('GET', '/status')).status).toBe(200);
 
-    rmSync(filler);
+    disk.free();
     // Its password was never rotated by the failures: the same login now gets in, and is online.
     const client = await connectAgent(t, idle);
     await eventually(async () => (await t.admin('GET', `/agents/${idle.id}`)).body.is_online === true);

@@ -4,44 +4,14 @@
  * is full; the server stays up, and once space is freed, both work again. Needs the right to mount
  * a tmpfs (root); skipped, and says so, where the machine does not allow it.
  */
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentCall, enrollByHand, startTestBackend, type TestBackend } from '../helpers/backend.ts';
+import { mountSmallDisk } from '../helpers/tmpfs.ts';
 
-const mountPoint = mkdtempSync(join(tmpdir(), 'mdm-diskfull-'));
-const mounted = (() => {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', mountPoint], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-if (!mounted) console.warn('disk-full test skipped: this machine does not allow mounting a tmpfs');
-
+const disk = mountSmallDisk('mdm-diskfull-', 'disk-full test skipped: this machine does not allow mounting a tmpfs');
+const { mountPoint, mounted } = disk;
 let t: TestBackend;
-const filler = join(mountPoint, 'filler');
-
-/** Writes to the file system until it refuses: the disk is now full. */
-function fillDisk(): void {
-  const fd = openSync(filler, 'a');
-  const block = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, block);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-  }
-  try {
-    for (;;) writeSync(fd, block.subarray(0, 512)); // the last few bytes too
-  } catch {
-    // full to the byte
-  } finally {
-    closeSync(fd);
-  }
-}
 
 beforeAll(async () => {
   if (!mounted) return;
@@ -50,8 +20,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.stop();
-  if (mounted) execFileSync('umount', [mountPoint]);
-  rmSync(mountPoint, { recursive: true, force: true });
+  disk.remove();
 });
 
 describe.skipIf(!mounted)('a full disk', () => {
@@ -59,7 +28,7 @@ describe.skipIf(!mounted)('a full disk', () => {
     const before = await t.admin('POST', '/invitations', { email: 'before@example.com', send_email: false });
     expect(before.status).toBe(201);
 
-    fillDisk();
+    disk.fill();
     // SQLite reuses the space its write-ahead log already holds: invitations go on being created
     // until the log must grow. Each attempt is all or nothing, and the first refusal is a 507.
     let refusal: { status: number; body: any } | undefined;
@@ -97,7 +66,7 @@ describe.skipIf(!mounted)('a full disk', () => {
     expect((await t.admin('GET', `/invitations/${before.body.id}`)).body.status).toBe('pending');
 
     // Space freed: the same requests succeed, and the invitation was not burned by the failures.
-    rmSync(filler);
+    disk.free();
     const after = await t.admin('POST', '/invitations', { email: 'after@example.com', send_email: false });
     expect(after.status).toBe(201);
     const { created } = await enrollByHand(t.apiUrl, { ...before.body, email: 'before@example.com' });

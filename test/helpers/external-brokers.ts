@@ -18,8 +18,8 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Resolves once something accepts TCP connections on the port. */
-export async function waitForPort(port: number, timeoutMs = 60_000): Promise<void> {
+/** Resolves once something accepts TCP connections on the port (asked every `intervalMs`). */
+export async function waitForPort(port: number, timeoutMs = 60_000, intervalMs = 100): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {
@@ -29,7 +29,7 @@ export async function waitForPort(port: number, timeoutMs = 60_000): Promise<voi
     });
     if (open) return;
     if (Date.now() > deadline) throw new Error(`nothing listening on port ${port} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
 

@@ -13,7 +13,7 @@ import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-
 import { AgentCommands, type Publisher } from './commands.ts';
 import { capBrokerConnections } from './connection-cap.ts';
 import { connectionInfo, ConnectionRegistry } from './connections.ts';
-import { ONLINE_SUBTOPIC, PresenceTracker } from './presence.ts';
+import { ONLINE_SUBTOPIC, onlineFlag, PresenceTracker } from './presence.ts';
 import { indexRetainedMessages } from './retained-index.ts';
 import { ResubscribeGuard } from './resubscribe.ts';
 import type { LiveReports, MqttBroker, TaskReportHandler } from './port.ts';
@@ -455,16 +455,6 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
 
 function toBuffer(payload: Buffer | string): Buffer {
   return typeof payload === 'string' ? Buffer.from(payload) : payload;
-}
-
-/** `{"online": true|false}`; anything else is no statement about presence. */
-function onlineFlag(payload: Buffer): boolean | null {
-  try {
-    const value = JSON.parse(payload.toString('utf8')) as { online?: unknown } | null;
-    return typeof value?.online === 'boolean' ? value.online : null;
-  } catch {
-    return null;
-  }
 }
 
 export type { AgentIdentity };

@@ -10,6 +10,7 @@ import { ApiError } from '../http/errors.ts';
 import { BACKEND_TOPIC_RULES, MANIFEST_TOPICS, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
 import type { AgentCommands } from './commands.ts';
 import { MANIFEST_VERSION } from './manifest.ts';
+import { onlineFlag } from './presence.ts';
 import type { LiveReports, TaskReportHandler } from './port.ts';
 import type { RetainedPolicies } from './retained-policies.ts';
 import { MAY_CONNECT, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
@@ -289,13 +290,4 @@ export function routeReport(commands: AgentCommands, onTaskReport: TaskReportHan
 
 export function identityOf(row: BrokerAgentRow): AgentIdentity {
   return { id: row.id, entityId: row.entity_id, fleetId: row.fleet_id, topic: row.topic, name: row.name };
-}
-
-function onlineFlag(payload: Buffer): boolean | null {
-  try {
-    const value = JSON.parse(payload.toString('utf8')) as { online?: unknown } | null;
-    return typeof value?.online === 'boolean' ? value.online : null;
-  } catch {
-    return null;
-  }
 }

@@ -4,31 +4,19 @@
 // role of the backend's own, the only one that may publish commands.
 import { randomBytes } from 'node:crypto';
 import mqtt, { type MqttClient } from 'mqtt';
-import type { Db } from '../db/database.ts';
-import type { EventLog } from '../events/event-log.ts';
-import type { FleetService } from '../fleets/fleets.ts';
-import type { DeviceReports } from '../agents/reports.ts';
 import { agentTopicRules, BACKEND_TOPIC_RULES, isUsableAgentTopic } from './acl.ts';
 import { BrokerAgentStore, type BrokerAgentRow } from './agent-store.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
-import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, externalLiveReports, identityOf } from './external-link.ts';
-import type { MqttBroker, TaskReportHandler } from './port.ts';
+import { externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
+import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, identityOf } from './external-link.ts';
+import type { MqttBroker } from './port.ts';
 import { RetainedPolicies } from './retained-policies.ts';
 
-export interface ExternalBrokerOptions {
-  db: Db;
-  events: EventLog;
-  fleets: FleetService;
-  reports: DeviceReports;
+export interface ExternalBrokerOptions extends ExternalModeOptions {
   /** mqtt[s]://ADMIN:PASSWORD@HOST:PORT — the account `mosquitto_ctrl dynsec init` made. */
   brokerUrl: string;
-  /** Where agents reach the broker, when not by the broker URL's name. */
-  publicUrl?: string | undefined;
-  caFile?: string | undefined;
-  /** Task status reports the agents publish (read on the backend's own connection). */
-  onTaskReport?: TaskReportHandler | undefined;
 }
 
 export const BACKEND_ACCOUNT = 'mdm-console-backend';
@@ -289,17 +277,9 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   const wasOnline = store.allOffline();
   events.record('broker.started', `Using the external Mosquitto broker ${url.display}; agents connect to ${endpoint.host}:${endpoint.port}${endpoint.tls ? ' (TLS)' : ''}`, {}, { url: url.display, endpoint, marked_offline: wasOnline });
 
+  const parts = { mode: 'mosquitto' as const, url, endpoint, link, store, commands, policies };
   return {
-    mode: 'mosquitto',
-    port: endpoint.tls ? 0 : endpoint.port,
-    tlsPort: endpoint.tls ? endpoint.port : 0,
-    certificate: null,
-    commands,
-    policies,
-    liveReports: externalLiveReports(store, commands),
-    publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
-    retained: (topic) => link.retained(topic),
-    agentEndpoint: () => endpoint,
+    ...externalBrokerFace(parts),
     credentialsIssued: async (agentId, password) => {
       if (!dynsec) {
         pendingPasswords.set(agentId, password);
@@ -310,17 +290,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
         noteFailure(error);
       });
     },
-    status: () => ({
-      mode: 'mosquitto',
-      connected: adminProblem === null && link.connected,
-      problem: adminProblem ?? link.lastProblem,
-      url: url.display,
-      port: endpoint.port,
-      tls_port: endpoint.tls ? endpoint.port : 0,
-      connected_agents: link.onlineAgents(),
-      connections: link.onlineAgents(),
-      tls: null,
-    }),
+    status: () => externalBrokerStatus(parts, adminProblem === null && link.connected, adminProblem ?? link.lastProblem),
     close: async () => {
       if (closed) return;
       closed = true;
@@ -328,8 +298,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       policies.close();
       dynsec?.stop();
       await Promise.all([link.close(), admin.endAsync(true).catch(() => {})]);
-      const offline = store.allOffline();
-      if (options.db.open) events.record('broker.stopped', `Disconnected from Mosquitto${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`, {}, { agent_ids: offline });
+      recordExternalStopped(options.db, events, store, 'Mosquitto');
     },
   };
 }

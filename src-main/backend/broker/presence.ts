@@ -145,3 +145,13 @@ export class PresenceTracker {
     this.online.set(agent.id, online);
   }
 }
+
+/** `{"online": true|false}`; anything else is no statement about presence. */
+export function onlineFlag(payload: Buffer): boolean | null {
+  try {
+    const value = JSON.parse(payload.toString('utf8')) as { online?: unknown } | null;
+    return typeof value?.online === 'boolean' ? value.online : null;
+  } catch {
+    return null;
+  }
+}

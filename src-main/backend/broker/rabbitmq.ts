@@ -3,30 +3,19 @@
 // itself is an MQTT client of the cluster. RabbitMQ keeps retained messages per node, so what an
 // agent must find is published again each time it says it is online.
 import type { FastifyInstance } from 'fastify';
-import type { Db } from '../db/database.ts';
-import type { EventLog } from '../events/event-log.ts';
-import type { FleetService } from '../fleets/fleets.ts';
-import type { DeviceReports } from '../agents/reports.ts';
 import { BrokerAgentStore } from './agent-store.ts';
 import { startAuthEndpoints } from './auth-endpoints.ts';
 import { parseBrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
-import { routeReport, announceOnConnect, ExternalLink, externalLiveReports } from './external-link.ts';
+import { externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
+import { routeReport, announceOnConnect, ExternalLink } from './external-link.ts';
 import { publicEndpoint } from './mosquitto.ts';
-import type { MqttBroker, TaskReportHandler } from './port.ts';
+import type { MqttBroker } from './port.ts';
 import { RetainedPolicies } from './retained-policies.ts';
 
-export interface RabbitmqBrokerOptions {
-  db: Db;
-  events: EventLog;
-  fleets: FleetService;
-  reports: DeviceReports;
+export interface RabbitmqBrokerOptions extends ExternalModeOptions {
   /** mqtt[s]://USER:PASSWORD@HOST:PORT,HOST:PORT — the backend's account; the backend itself accepts it. */
   brokerUrl: string;
-  publicUrl?: string | undefined;
-  caFile?: string | undefined;
-  /** Task status reports the agents publish (read on the backend's own connection). */
-  onTaskReport?: TaskReportHandler | undefined;
   authHost: string;
   authPort: number;
 }
@@ -100,30 +89,12 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
   link.start();
 
   let closed = false;
+  const parts = { mode: 'rabbitmq' as const, url, endpoint, link, store, commands, policies };
   return {
-    mode: 'rabbitmq',
-    port: endpoint.tls ? 0 : endpoint.port,
-    tlsPort: endpoint.tls ? endpoint.port : 0,
-    certificate: null,
-    commands,
-    policies,
-    liveReports: externalLiveReports(store, commands),
-    publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
-    retained: (topic) => link.retained(topic),
-    agentEndpoint: () => endpoint,
+    ...externalBrokerFace(parts),
     // The auth endpoints check the stored hash at each login: nothing to hand over.
     credentialsIssued: async () => {},
-    status: () => ({
-      mode: 'rabbitmq',
-      connected: link.connected,
-      problem: link.lastProblem,
-      url: url.display,
-      port: endpoint.port,
-      tls_port: endpoint.tls ? endpoint.port : 0,
-      connected_agents: link.onlineAgents(),
-      connections: link.onlineAgents(),
-      tls: null,
-    }),
+    status: () => externalBrokerStatus(parts, link.connected, link.lastProblem),
     close: async () => {
       if (closed) return;
       closed = true;
@@ -131,8 +102,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
       policies.close();
       await link.close();
       await auth.close();
-      const offline = store.allOffline();
-      if (options.db.open) events.record('broker.stopped', `Disconnected from RabbitMQ${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`, {}, { agent_ids: offline });
+      recordExternalStopped(options.db, events, store, 'RabbitMQ');
     },
   };
 }

@@ -297,7 +297,6 @@ export class EnrollmentCodeService {
 
   /** What the admin API and CLI show of a code. */
   view(row: CodeRow) {
-    const settings = this.settings.get();
     const links = this.deeplinkOf(row);
     return {
       id: row.id,
@@ -322,12 +321,7 @@ export class EnrollmentCodeService {
       deeplink: links.url,
       deeplink_data: links.data,
       app_link: links.app_link,
-      helpdesk: {
-        name: settings.helpdesk_name,
-        phone: settings.helpdesk_phone,
-        website: settings.helpdesk_website,
-        email: settings.helpdesk_email,
-      },
+      helpdesk: this.settings.helpdesk(),
     };
   }
 }

@@ -318,7 +318,6 @@ export class InvitationService {
 
   /** What the admin API and CLI show of an invitation. */
   view(row: InvitationRow) {
-    const settings = this.settings.get();
     const user = this.users.byId(row.user_id)!;
     const deeplink = this.deeplinkOf(row);
     const fleetName = (this.statements.fleetName.get(row.fleet_id) as { name: string } | undefined)?.name ?? null;
@@ -345,12 +344,7 @@ export class InvitationService {
       app_link: deeplink.app_link,
       /** The invitation email: null when none was ever queued. */
       delivery: this.deliveries?.view(row.id) ?? null,
-      helpdesk: {
-        name: settings.helpdesk_name,
-        phone: settings.helpdesk_phone,
-        website: settings.helpdesk_website,
-        email: settings.helpdesk_email,
-      },
+      helpdesk: this.settings.helpdesk(),
     };
   }
 }

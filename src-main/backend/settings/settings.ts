@@ -78,6 +78,16 @@ export class SettingsStore {
     };
   }
 
+  /** The helpdesk as the admin API and CLI show it beside a code or an invitation. */
+  helpdesk(settings: Settings = this.get()): { name: string; phone: string; website: string; email: string } {
+    return {
+      name: settings.helpdesk_name,
+      phone: settings.helpdesk_phone,
+      website: settings.helpdesk_website,
+      email: settings.helpdesk_email,
+    };
+  }
+
   /** Applies a validated partial update; returns the whole new settings. */
   update(patch: Partial<Settings>): Settings {
     this.db.transaction(() => {

@@ -1,0 +1,75 @@
+// What the two external modes (mosquitto, rabbitmq) present alike: one MqttBroker face over an
+// ExternalLink, whose status and shutdown differ only in what each mode adds.
+import type { DeviceReports } from '../agents/reports.ts';
+import type { Db } from '../db/database.ts';
+import type { EventLog } from '../events/event-log.ts';
+import type { FleetService } from '../fleets/fleets.ts';
+import type { BrokerAgentStore } from './agent-store.ts';
+import type { BrokerUrl } from './broker-url.ts';
+import type { AgentCommands } from './commands.ts';
+import { externalLiveReports, type ExternalLink } from './external-link.ts';
+import type { AgentEndpoint, BrokerStatus, MqttBroker, TaskReportHandler } from './port.ts';
+import type { RetainedPolicies } from './retained-policies.ts';
+
+/** What both external modes are started with; each says what its `brokerUrl` account is. */
+export interface ExternalModeOptions {
+  db: Db;
+  events: EventLog;
+  fleets: FleetService;
+  reports: DeviceReports;
+  brokerUrl: string;
+  /** Where agents reach the broker, when not by the broker URL's name. */
+  publicUrl?: string | undefined;
+  caFile?: string | undefined;
+  /** Task status reports the agents publish (read on the backend's own connection). */
+  onTaskReport?: TaskReportHandler | undefined;
+}
+
+export interface ExternalBrokerParts {
+  mode: 'mosquitto' | 'rabbitmq';
+  url: BrokerUrl;
+  endpoint: AgentEndpoint;
+  link: ExternalLink;
+  store: BrokerAgentStore;
+  commands: AgentCommands;
+  policies: RetainedPolicies;
+}
+
+type SharedFace = Omit<MqttBroker, 'credentialsIssued' | 'status' | 'close'>;
+
+/** The members both external modes fill the same way: agents reach `endpoint`, all goes through `link`. */
+export function externalBrokerFace({ mode, endpoint, link, store, commands, policies }: ExternalBrokerParts): SharedFace {
+  return {
+    mode,
+    port: endpoint.tls ? 0 : endpoint.port,
+    tlsPort: endpoint.tls ? endpoint.port : 0,
+    certificate: null,
+    commands,
+    policies,
+    liveReports: externalLiveReports(store, commands),
+    publish: (topic, payload, publishOptions) => link.publish(topic, payload, publishOptions?.retain ?? false),
+    retained: (topic) => link.retained(topic),
+    agentEndpoint: () => endpoint,
+  };
+}
+
+/** Status of an external mode; `connected`/`problem` are the link's unless the mode knows worse. */
+export function externalBrokerStatus({ mode, url, endpoint, link }: ExternalBrokerParts, connected: boolean, problem: string | null): BrokerStatus {
+  return {
+    mode,
+    connected,
+    problem,
+    url: url.display,
+    port: endpoint.port,
+    tls_port: endpoint.tls ? endpoint.port : 0,
+    connected_agents: link.onlineAgents(),
+    connections: link.onlineAgents(),
+    tls: null,
+  };
+}
+
+/** Once disconnected: every agent is marked offline (no presence can reach us now), and it is said. */
+export function recordExternalStopped(db: Db, events: EventLog, store: BrokerAgentStore, brokerName: string): void {
+  const offline = store.allOffline();
+  if (db.open) events.record('broker.stopped', `Disconnected from ${brokerName}${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`, {}, { agent_ids: offline });
+}
