@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AgentService } from '../agents/agents.ts';
 import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';
@@ -51,7 +51,7 @@ const GeolocationBody = Type.Object({
  * record with `_pong`, `is_online` or `_inventory`, and POST of a position. Only the agent's own
  * account may report for it; each report is recorded exactly as its MQTT counterpart.
  */
-export const agentReportRoutes: FastifyPluginAsync<ReportRoutesOptions> = async (app, { authenticate, agents, reports, live }) => {
+export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = async (app, { authenticate, agents, reports, live }) => {
   const ownAgent = (session: SessionContext, id: number) => {
     const agent = agents.row(id);
     if (!agent) throw itemNotFound();
@@ -66,8 +66,8 @@ export const agentReportRoutes: FastifyPluginAsync<ReportRoutesOptions> = async 
     { bodyLimit: INVENTORY_BODY_LIMIT, schema: { params: IdParams, querystring: TokenQuery, body: ReportBody } },
     async (request) => {
       const session = authenticate(request);
-      const agent = ownAgent(session, (request.params as { id: number }).id);
-      const input = (request.body as { input: Record<string, unknown> }).input;
+      const agent = ownAgent(session, request.params.id);
+      const input = request.body.input;
       const unknown = Object.keys(input).filter((key) => !(REPORT_KEYS as readonly string[]).includes(key));
       if (unknown.length > 0) throw badRequest(`Unknown field(s) ${unknown.join(', ')}: an agent may send ${REPORT_KEYS.join(', ')}`);
       const given = REPORT_KEYS.filter((key) => input[key] !== undefined);
@@ -92,7 +92,7 @@ export const agentReportRoutes: FastifyPluginAsync<ReportRoutesOptions> = async 
 
   app.post('/PluginMdmGeolocation', { schema: { querystring: TokenQuery, body: GeolocationBody } }, async (request, reply) => {
     const session = authenticate(request);
-    const input = (request.body as { input: Record<string, unknown> }).input;
+    const input = request.body.input;
     const agent = ownAgent(session, input._agents_id as number);
     const position = positionOf({ latitude: input.latitude ?? undefined, longitude: input.longitude ?? undefined, datetime: input._datetime, gps: input._gps });
     if ('error' in position) throw badRequest(`Position refused: ${position.error}`);

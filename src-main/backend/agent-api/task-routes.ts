@@ -1,4 +1,5 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { DeploymentService } from '../deployments/deployments.ts';
 import type { TaskRow } from '../deployments/repository.ts';
@@ -33,7 +34,7 @@ const MAX_CRITERIA = 8;
  * finds its status row, `PUT PluginMdmTaskstatus/<id>` `{"input":{"status": …}}` sets it. Only the
  * device's own account may do either, and it only ever sees its own rows.
  */
-export const taskStatusRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (app, { authenticate, deployments }) => {
+export const taskStatusRoutes: FastifyPluginAsyncTypebox<TaskRoutesOptions> = async (app, { authenticate, deployments }) => {
   const ownDevice = (request: FastifyRequest) => {
     const session = authenticate(request);
     const agent = deployments.agentOfAccount(session.userId);
@@ -63,15 +64,15 @@ export const taskStatusRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (ap
 
   app.get('/PluginMdmTaskstatus/:id', { schema: { params: IdParams } }, async (request) => {
     const agent = ownDevice(request);
-    const rows = deployments.searchStatuses(agent.id, {}).filter((row) => row.id === (request.params as { id: number }).id);
+    const rows = deployments.searchStatuses(agent.id, {}).filter((row) => row.id === request.params.id);
     if (rows.length === 0) throw new ApiError(404, 'ERROR_ITEM_NOT_FOUND', 'Item not found');
     return itemView(rows[0]!);
   });
 
   app.put('/PluginMdmTaskstatus/:id', { schema: { params: IdParams, body: StatusBody } }, async (request) => {
     const agent = ownDevice(request);
-    const { id } = request.params as { id: number };
-    const { input } = request.body as { input: { status: string; reason?: string | null } };
+    const { id } = request.params;
+    const { input } = request.body;
     deployments.reportByStatusId(agent.id, id, input);
     return [{ [String(id)]: true, message: '' }];
   });
