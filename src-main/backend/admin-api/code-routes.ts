@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { CODE_LIFETIME_DAYS, CODE_MAX_USES, type CodeInput } from '../codes/codes.ts';
 import type { Services } from '../services.ts';
@@ -20,7 +20,7 @@ const CodeCreateSchema = Type.Object(
 const Ids = Type.Object({ ids: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1, maxItems: 10000 }) }, { additionalProperties: false });
 
 /** Enrollment codes, and the approval of the devices that used a code needing it. */
-export const codeRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const { codes, approval, agents } = services;
 
   app.get('/codes', async () => ({ items: codes.list().map((row) => codes.view(row)) }));
@@ -30,17 +30,17 @@ export const codeRoutes: FastifyPluginAsync<{ services: Services }> = async (app
   );
 
   app.get('/codes/:id', { schema: { params: Id } }, async (request) => {
-    const { id } = request.params as { id: number };
+    const { id } = request.params;
     return { ...codes.view(codes.get(id)), log: codes.logOf(id) };
   });
 
   qrRoutes(app, '/codes', 'enrollment-code', (id) => codes.deeplinkOf(codes.get(id)).url);
 
-  app.post('/codes/:id/revoke', { schema: { params: Id } }, async (request) => codes.view(codes.revoke((request.params as { id: number }).id)));
-  app.post('/codes/:id/rotate', { schema: { params: Id } }, async (request) => codes.view(codes.rotate((request.params as { id: number }).id)));
+  app.post('/codes/:id/revoke', { schema: { params: Id } }, async (request) => codes.view(codes.revoke(request.params.id)));
+  app.post('/codes/:id/rotate', { schema: { params: Id } }, async (request) => codes.view(codes.rotate(request.params.id)));
 
-  app.post('/agents/:id/approve', { schema: { params: Id } }, async (request) => agents.summary(approval.approve((request.params as { id: number }).id).id));
-  app.post('/agents/:id/reject', { schema: { params: Id } }, async (request) => agents.summary(approval.reject((request.params as { id: number }).id).id));
+  app.post('/agents/:id/approve', { schema: { params: Id } }, async (request) => agents.summary(approval.approve(request.params.id).id));
+  app.post('/agents/:id/reject', { schema: { params: Id } }, async (request) => agents.summary(approval.reject(request.params.id).id));
   // Bulk approve from the pending-approval queue: each id approved or listed with why not.
-  app.post('/agents/approve', { schema: { body: Ids } }, async (request) => approval.approveMany((request.body as { ids: number[] }).ids));
+  app.post('/agents/approve', { schema: { body: Ids } }, async (request) => approval.approveMany(request.body.ids));
 };

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { DeploymentService } from '../deployments/deployments.ts';
 import type { Services } from '../services.ts';
@@ -24,13 +24,13 @@ const ListQuery = Type.Object({
 });
 
 /** Deployments (admin API): publish a file or package to a fleet or a device, follow and remove it. */
-export const deploymentRoutes: FastifyPluginAsync<{ services: Services; deployments: DeploymentService }> = async (app, { services, deployments }) => {
+export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services; deployments: DeploymentService }> = async (app, { services, deployments }) => {
   app.get('/deployments', { schema: { querystring: ListQuery } }, async (request) => ({
-    items: deployments.list(request.query as { fleet_id?: number; agent_id?: number; state?: 'active' | 'removed' }),
+    items: deployments.list(request.query),
   }));
 
   app.post('/deployments', { schema: { body: DeployBody } }, async (request, reply) => {
-    const body = request.body as { kind: 'file' | 'package'; item_id: number; fleet_id?: number; fleet?: string; agent_id?: number; destination?: string; remove_on_delete?: boolean };
+    const body = request.body;
     const fleetId = body.fleet !== undefined ? services.fleets.resolve(1, body.fleet).id : body.fleet_id;
     const created = deployments.deploy({
       kind: body.kind,
@@ -43,9 +43,9 @@ export const deploymentRoutes: FastifyPluginAsync<{ services: Services; deployme
     return reply.code(201).send(deployments.detail(created.id));
   });
 
-  app.get('/deployments/:id', { schema: { params: Id } }, async (request) => deployments.detail((request.params as { id: number }).id));
+  app.get('/deployments/:id', { schema: { params: Id } }, async (request) => deployments.detail(request.params.id));
 
-  app.delete('/deployments/:id', { schema: { params: Id } }, async (request) => deployments.undeploy((request.params as { id: number }).id));
+  app.delete('/deployments/:id', { schema: { params: Id } }, async (request) => deployments.undeploy(request.params.id));
 
-  app.get('/agents/:id/tasks', { schema: { params: Id } }, async (request) => ({ items: deployments.tasksOfAgent((request.params as { id: number }).id) }));
+  app.get('/agents/:id/tasks', { schema: { params: Id } }, async (request) => ({ items: deployments.tasksOfAgent(request.params.id) }));
 };
