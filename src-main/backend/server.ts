@@ -155,13 +155,14 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
   const files = createFileStore(db, options.dataDir, (action, kind, item) =>
     services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
   );
-  const deployments = new DeploymentService({ db, events: services.events, fleets: services.fleets, files });
+  const deployments = new DeploymentService({ db, events: services.events, work: services.work, fleets: services.fleets, files });
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
   // served) or an external one the backend connects to, retrying in the background.
   broker = await startBrokerPort({
     mode: options.mqttBroker,
     db,
     events: services.events,
+    work: services.work,
     fleets: services.fleets,
     reports: services.reports,
     dataDir: options.dataDir,

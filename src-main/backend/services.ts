@@ -4,6 +4,7 @@ import { EnrollmentService, type BrokerTargets } from './agents/enrollment.ts';
 import { DeviceReports } from './agents/reports.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
 import type { Db } from './db/database.ts';
+import { UnitOfWork } from './db/unit-of-work.ts';
 import { EventLog } from './events/event-log.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService, type LinkTargets } from './invitations/invitations.ts';
@@ -19,20 +20,21 @@ export function createServices(
   mailOptions: MailOptions = {},
   limits: { sessions?: Partial<SessionLimits> | undefined } = {},
 ) {
-  const events = new EventLog(db);
+  const work = new UnitOfWork(db);
+  const events = new EventLog(db, work);
   const settings = new SettingsStore(db);
   const users = new UserRepository(db);
   const sessions = new SessionService(db, users, limits.sessions);
-  const fleets = new FleetService(db, events);
+  const fleets = new FleetService(db, events, work);
   const deliveries = new DeliveryRepository(db);
-  const invitations = new InvitationService({ db, events, users, fleets, settings, links: targets, deliveries });
-  const mail = createMailService({ db, events, settings, invitations, deliveries }, mailOptions);
-  const agents = new AgentService({ db, events, users });
-  const reports = new DeviceReports({ db, events });
-  const codes = new EnrollmentCodeService({ db, events, users, fleets, settings, links: targets });
-  const approval = new ApprovalService({ db, events, users, sessions });
-  const enrollment = new EnrollmentService({ db, events, users, sessions, invitations, codes, agents, fleets, settings, broker: targets, reports });
-  return { db, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports };
+  const invitations = new InvitationService({ db, events, work, users, fleets, settings, links: targets, deliveries });
+  const mail = createMailService({ db, events, work, settings, invitations, deliveries }, mailOptions);
+  const agents = new AgentService({ db, events, work, users });
+  const reports = new DeviceReports({ db, events, work });
+  const codes = new EnrollmentCodeService({ db, events, work, users, fleets, settings, links: targets });
+  const approval = new ApprovalService({ db, events, work, users, sessions });
+  const enrollment = new EnrollmentService({ db, events, work, users, sessions, invitations, codes, agents, fleets, settings, broker: targets, reports });
+  return { db, work, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { itemNotFound } from '../http/errors.ts';
 import type { UserRepository } from '../sessions/users.ts';
@@ -84,11 +85,13 @@ function toSummary(row: AgentSummary & { is_online: number | boolean }): AgentSu
 /** Enrolled agents as the admin side sees them: list, read, delete. */
 export class AgentService {
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly users: UserRepository;
   private readonly statements;
 
-  constructor(deps: { db: Db; events: EventLog; users: UserRepository }) {
+  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; users: UserRepository }) {
     this.events = deps.events;
+    this.work = deps.work;
     this.users = deps.users;
     const db = deps.db;
     this.statements = {
@@ -123,7 +126,7 @@ export class AgentService {
   /** Deletes the agent, its computer and its account (so its api_token stops working). */
   remove(id: number): AgentRow {
     const agent = this.get(id);
-    this.events.transaction(() => {
+    this.work.run(() => {
       this.statements.remove.run(id);
       this.statements.removeComputer.run(agent.computer_id, agent.computer_id);
       this.users.remove(agent.account_user_id); // its sessions go with it (ON DELETE CASCADE)

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError, itemNotFound } from '../http/errors.ts';
 import type { SessionService } from '../sessions/sessions.ts';
@@ -19,12 +20,14 @@ const HELD = [PENDING_APPROVAL, REJECTED];
  */
 export class ApprovalService {
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly users: UserRepository;
   private readonly sessions: SessionService;
   private readonly statements;
 
-  constructor(deps: { db: Db; events: EventLog; users: UserRepository; sessions: SessionService }) {
+  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; users: UserRepository; sessions: SessionService }) {
     this.events = deps.events;
+    this.work = deps.work;
     this.users = deps.users;
     this.sessions = deps.sessions;
     const db = deps.db;
@@ -52,7 +55,7 @@ export class ApprovalService {
   approveMany(ids: number[]): { approved: number[]; skipped: { id: number; reason: string }[] } {
     const approved: number[] = [];
     const skipped: { id: number; reason: string }[] = [];
-    this.events.transaction(() => {
+    this.work.run(() => {
       for (const id of ids) {
         try {
           this.decide(id, 'approve');
@@ -86,7 +89,7 @@ export class ApprovalService {
     if (agent.enroll_status !== PENDING_APPROVAL) {
       throw new ApiError(409, 'ERROR_NOT_PENDING', `${agent.name} is not waiting for approval (it is ${agent.enroll_status})`);
     }
-    return this.events.transaction(() => {
+    return this.work.run(() => {
       if (decision === 'approve') {
         // The password drawn at enrollment stays: the device logs in with it once approved.
         this.statements.setStatus.run('enrolled', agent.mqtt_password_hash, nowIso(), id);

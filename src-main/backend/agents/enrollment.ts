@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../http/errors.ts';
@@ -70,6 +71,7 @@ export interface BrokerTargets {
 export class EnrollmentService {
   private readonly db: Db;
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly users: UserRepository;
   private readonly sessions: SessionService;
   private readonly invitations: InvitationService;
@@ -85,6 +87,7 @@ export class EnrollmentService {
   constructor(deps: {
     db: Db;
     events: EventLog;
+    work: UnitOfWork;
     users: UserRepository;
     sessions: SessionService;
     invitations: InvitationService;
@@ -97,6 +100,7 @@ export class EnrollmentService {
   }) {
     this.db = deps.db;
     this.events = deps.events;
+    this.work = deps.work;
     this.users = deps.users;
     this.sessions = deps.sessions;
     this.invitations = deps.invitations;
@@ -201,7 +205,7 @@ export class EnrollmentService {
 
     const names = { firstname: clean(input.firstname) ?? grant.names.firstname, lastname: clean(input.lastname) ?? grant.names.lastname };
     try {
-      const agentId = this.events.transaction(() => {
+      const agentId = this.work.run(() => {
         const id = this.createOrReuse(grant, session, existing, {
           serial,
           uuid,

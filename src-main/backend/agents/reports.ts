@@ -3,6 +3,7 @@
 // create input), so each is recorded alike: the data, last_report/last_contact, and an event.
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { InventoryError, parseInventory, type InventorySummary } from '../inventory/fusion-inventory.ts';
 
@@ -41,10 +42,12 @@ export { InventoryError };
 
 export class DeviceReports {
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly statements;
 
-  constructor(deps: { db: Db; events: EventLog }) {
+  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork }) {
     this.events = deps.events;
+    this.work = deps.work;
     const db = deps.db;
     this.statements = {
       agent: db.prepare(`SELECT id, name, entity_id, computer_id FROM agents WHERE id = ?`),
@@ -71,7 +74,7 @@ export class DeviceReports {
     const agent = this.agent(agentId);
     const summary = parseInventory(xml);
     const at = nowIso();
-    this.events.transaction(() => {
+    this.work.run(() => {
       this.statements.saveInventory.run(agentId, xml, JSON.stringify(summary), source, at);
       this.statements.inventoryColumns.run(summary.model, summary.manufacturer, summary.os_name, summary.os_version, at, at, agentId);
       const what = [summary.manufacturer, summary.model, summary.os_name && `${summary.os_name} ${summary.os_version ?? ''}`.trim()].filter(Boolean).join(', ');
@@ -91,7 +94,7 @@ export class DeviceReports {
   position(agentId: number, position: Position, source: 'http' | 'mqtt'): number {
     const agent = this.agent(agentId);
     const at = nowIso();
-    return this.events.transaction(() => {
+    return this.work.run(() => {
       const id = Number(this.statements.insertPosition.run(agentId, agent.computer_id, position.latitude, position.longitude, position.locatedAt, source, at).lastInsertRowid);
       this.statements.reported.run(at, at, agentId);
       this.events.record(

@@ -2,6 +2,7 @@ import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import type { Db } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { isDiskFull, unlessDiskFull } from '../http/disk-full.ts';
@@ -23,6 +24,7 @@ import { MANIFEST_VERSION } from './manifest.ts';
 export interface BrokerOptions {
   db: Db;
   events: EventLog;
+  work: UnitOfWork;
   fleets: FleetService;
   /** Inventories and positions agents send (shared with their HTTP reports). */
   reports: DeviceReports;
@@ -112,12 +114,14 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   const presence = new PresenceTracker({
     store,
     events,
+    work: options.work,
     registry,
     publishRetained: (topic, payload) => void publisher.publish(topic, payload, true).catch(() => {}),
   });
   const commands = new AgentCommands({
     store,
     events,
+    work: options.work,
     fleets: options.fleets,
     publisher,
     reports: options.reports,

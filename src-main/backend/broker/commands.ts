@@ -1,4 +1,5 @@
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetRow, FleetService } from '../fleets/fleets.ts';
 import { ApiError, itemNotFound } from '../http/errors.ts';
@@ -72,6 +73,7 @@ const STATUS_PAYLOAD_LIMIT = 1_000;
 export class AgentCommands {
   private readonly store: BrokerAgentStore;
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly fleets: FleetService;
   private readonly links: AgentLinks;
   private readonly publisher: Publisher;
@@ -82,10 +84,11 @@ export class AgentCommands {
 
   private readonly reports: DeviceReports;
 
-  constructor(deps: { store: BrokerAgentStore; events: EventLog; fleets: FleetService; links: AgentLinks; publisher: Publisher; reports: DeviceReports }) {
+  constructor(deps: { store: BrokerAgentStore; events: EventLog; work: UnitOfWork; fleets: FleetService; links: AgentLinks; publisher: Publisher; reports: DeviceReports }) {
     this.reports = deps.reports;
     this.store = deps.store;
     this.events = deps.events;
+    this.work = deps.work;
     this.fleets = deps.fleets;
     this.links = deps.links;
     this.publisher = deps.publisher;
@@ -100,7 +103,7 @@ export class AgentCommands {
     }
     const topic = `${agent.topic}/${message.subtopic}`;
     const at = nowIso();
-    const event = this.events.transaction(() => {
+    const event = this.work.run(() => {
       if (command === 'lock' || command === 'unlock') this.store.setLock(agentId, command === 'lock', at);
       if (command === 'wipe') this.store.setWipe(agentId, true, at);
       if (command === 'unenroll') this.store.setEnrollStatus(agentId, ENROLL.unenrolling, at);
@@ -133,7 +136,7 @@ export class AgentCommands {
     const payload = { subscribe: [{ topic: fleetTopic(agent.entity_id, fleet.id) }] };
     const topic = `${agent.topic}/${SUBSCRIBE_SUBTOPIC}`;
     const online = this.links.isConnected(agentId);
-    const event = this.events.transaction(() => {
+    const event = this.work.run(() => {
       this.store.setFleet(agentId, fleet.id, nowIso());
       return this.events.record(
         'agent.fleet_changed',
@@ -184,7 +187,7 @@ export class AgentCommands {
     if (subtopic === 'Status/Unenroll' && parseJson(text)?.unenroll === 'unenrolled') {
       const row = this.store.byId(agent.id);
       if (row && row.enroll_status !== ENROLL.unenrolled) {
-        this.events.transaction(() => {
+        this.work.run(() => {
           this.store.setEnrollStatus(agent.id, ENROLL.unenrolled, nowIso());
           this.events.record('agent.unenrolled', `${agent.name} confirmed it is unenrolled`, refs, { previous_status: row.enroll_status });
         });

@@ -2,6 +2,7 @@
 // ExternalLink, whose status and shutdown differ only in what each mode adds.
 import type { DeviceReports } from '../agents/reports.ts';
 import type { Db } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { BrokerAgentStore } from './agent-store.ts';
@@ -15,6 +16,7 @@ import type { RetainedPolicies } from './retained-policies.ts';
 export interface ExternalModeOptions {
   db: Db;
   events: EventLog;
+  work: UnitOfWork;
   fleets: FleetService;
   reports: DeviceReports;
   brokerUrl: string;

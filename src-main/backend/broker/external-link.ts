@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { unlessDiskFull } from '../http/disk-full.ts';
 import { ApiError } from '../http/errors.ts';
@@ -30,6 +31,7 @@ export interface ExternalLinkOptions {
   clientId: string;
   caFile?: string | undefined;
   events: EventLog;
+  work: UnitOfWork;
   store: BrokerAgentStore;
   /** Runs on every (re)connection before anything else: reconcile, then publish what was missed. */
   onConnected: () => Promise<void>;
@@ -207,7 +209,7 @@ export class ExternalLink {
     if (online) this.online.add(agent.id);
     else this.online.delete(agent.id);
     const at = nowIso();
-    this.options.events.transaction(() => {
+    this.options.work.run(() => {
       this.options.store.setPresence(agent.id, online, at);
       this.options.events.record(online ? 'agent.online' : 'agent.offline', `${agent.name} ${online ? 'reported itself online' : 'is offline'} (${this.options.name})`, { entityId: agent.entityId, agentId: agent.id }, {
         reason: online ? 'reported online' : 'reported offline or will',

@@ -63,6 +63,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     clientId: `${BACKEND_ACCOUNT}-${process.pid}`,
     caFile: options.caFile,
     events,
+    work: options.work,
     store,
     name: 'Mosquitto',
     onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
@@ -72,6 +73,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   const commands = new AgentCommands({
     store,
     events,
+    work: options.work,
     fleets: options.fleets,
     reports: options.reports,
     publisher: { publish: (topic, payload, retain) => link.publish(topic, payload, retain) },

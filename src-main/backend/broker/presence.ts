@@ -1,5 +1,6 @@
 import type { Client } from 'aedes';
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { AgentIdentity } from './acl.ts';
 import type { BrokerAgentStore } from './agent-store.ts';
@@ -21,6 +22,7 @@ type Reason = 'connected' | 'reported online' | 'will' | 'disconnected';
 export class PresenceTracker {
   private readonly store: BrokerAgentStore;
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly registry: ConnectionRegistry;
   private readonly publishRetained: (topic: string, payload: string) => void;
   private readonly online = new Map<number, boolean>();
@@ -32,11 +34,13 @@ export class PresenceTracker {
   constructor(deps: {
     store: BrokerAgentStore;
     events: EventLog;
+    work: UnitOfWork;
     registry: ConnectionRegistry;
     publishRetained: (topic: string, payload: string) => void;
   }) {
     this.store = deps.store;
     this.events = deps.events;
+    this.work = deps.work;
     this.registry = deps.registry;
     this.publishRetained = deps.publishRetained;
   }
@@ -132,7 +136,7 @@ export class PresenceTracker {
       will: `${agent.name} is offline: connection lost${how}`,
       disconnected: `${agent.name} is offline: disconnected${how}`,
     };
-    this.events.transaction(() => {
+    this.work.run(() => {
       this.store.setPresence(agent.id, online, at);
       this.events.record(online ? 'agent.online' : 'agent.offline', text[reason], { entityId: agent.entityId, agentId: agent.id }, {
         reason,

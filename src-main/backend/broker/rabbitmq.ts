@@ -41,6 +41,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     clientId: `${clientIdPrefix}-${process.pid}`,
     caFile: options.caFile,
     events,
+    work: options.work,
     store,
     name: 'RabbitMQ',
     onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
@@ -56,6 +57,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
   const commands = new AgentCommands({
     store,
     events,
+    work: options.work,
     fleets: options.fleets,
     reports: options.reports,
     publisher: { publish: (topic, payload, retain) => link.publish(topic, payload, retain) },

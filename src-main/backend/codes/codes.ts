@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import { enrollmentLinks, type EnrollmentLinks, type LinkTargets } from '../deeplink/enrollment-links.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { ApiError, itemNotFound } from '../http/errors.ts';
@@ -100,14 +101,16 @@ export class CodeUsedUp extends Error {}
  */
 export class EnrollmentCodeService {
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly users: UserRepository;
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
   private readonly links: LinkTargets;
   private readonly statements;
 
-  constructor(deps: { db: Db; events: EventLog; users: UserRepository; fleets: FleetService; settings: SettingsStore; links: LinkTargets }) {
+  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; users: UserRepository; fleets: FleetService; settings: SettingsStore; links: LinkTargets }) {
     this.events = deps.events;
+    this.work = deps.work;
     this.users = deps.users;
     this.fleets = deps.fleets;
     this.settings = deps.settings;
@@ -172,7 +175,7 @@ export class EnrollmentCodeService {
     const errors = this.validate(input, entityId);
     if (errors.length > 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', errors.join('; '));
     const domains = [...new Set((input.domains ?? []).map(normalizeDomain))];
-    return this.events.transaction(() => {
+    return this.work.run(() => {
       const fleet = this.fleets.resolve(entityId, input.fleet);
       const name = input.name.trim();
       const account = this.users.createCodeAccount(entityId, name);
@@ -225,7 +228,7 @@ export class EnrollmentCodeService {
   revoke(id: number): CodeRow {
     const row = this.get(id);
     if (row.revoked_at) return row;
-    return this.events.transaction(() => {
+    return this.work.run(() => {
       this.statements.revoke.run(nowIso(), id);
       this.events.record('code.revoked', `Enrollment code "${row.name}" revoked`, { entityId: row.entity_id }, { code_id: id });
       return this.get(id);
@@ -235,7 +238,7 @@ export class EnrollmentCodeService {
   /** New code token and account token: every printed or sent copy stops working. */
   rotate(id: number): CodeRow {
     const row = this.get(id);
-    return this.events.transaction(() => {
+    return this.work.run(() => {
       this.statements.rotate.run(randomHex(32), nowIso(), id);
       this.users.rotateToken(row.account_user_id);
       this.events.record(
@@ -267,7 +270,7 @@ export class EnrollmentCodeService {
 
   logRefusal(row: CodeRow, code: string, message: string, attempt: CodeAttempt): void {
     const at = nowIso();
-    this.events.transaction(() => {
+    this.work.run(() => {
       this.statements.log.run({ code_id: row.id, at, outcome: 'refused', code, message, ...attempt, user_id: null, agent_id: null, session_hash: null });
       this.statements.touch.run(at, row.id);
       this.events.record('code.refused', `Enrollment with code "${row.name}" refused for ${attempt.email ?? '(no email)'}: ${message}`, { entityId: row.entity_id }, {

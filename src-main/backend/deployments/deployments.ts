@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
 import type { FileStore, StoredItem } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
@@ -68,15 +69,17 @@ export function progressText(counts: { total: number; done: number; failed: numb
 export class DeploymentService {
   private readonly repo: DeploymentRepository;
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly fleets: FleetService;
   private readonly files: FileStore;
   private channel: PolicyChannel | null = null;
   private pendingPublishes: (() => Promise<void>)[] | null = null;
   private readonly unsubscribe: () => void;
 
-  constructor(deps: { db: Db; events: EventLog; fleets: FleetService; files: FileStore }) {
+  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; fleets: FleetService; files: FileStore }) {
     this.repo = new DeploymentRepository(deps.db);
     this.events = deps.events;
+    this.work = deps.work;
     this.fleets = deps.fleets;
     this.files = deps.files;
     this.unsubscribe = this.events.subscribe((event) => this.onEvent(event));
@@ -352,7 +355,7 @@ export class DeploymentService {
     const outer = this.pendingPublishes === null;
     if (outer) this.pendingPublishes = [];
     try {
-      const result = this.events.transaction(work);
+      const result = this.work.run(work);
       if (outer) for (const publish of this.pendingPublishes!) void publish();
       return result;
     } finally {

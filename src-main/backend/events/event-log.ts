@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 
 export interface EventRefs {
   entityId?: number | null;
@@ -28,17 +29,15 @@ interface EventRow extends Omit<RecordedEvent, 'data'> {
  * recorded event is also emitted, which is what the admin event stream relays.
  */
 export class EventLog {
-  private readonly db: Db;
+  private readonly work: UnitOfWork;
   private readonly emitter = new EventEmitter();
-  /** Events recorded inside an open transaction, emitted once it commits. */
-  private pending: RecordedEvent[] = [];
   private readonly insert;
   private readonly byAgent;
   private readonly byInvitation;
   private readonly recent;
 
-  constructor(db: Db) {
-    this.db = db;
+  constructor(db: Db, work: UnitOfWork) {
+    this.work = work;
     this.emitter.setMaxListeners(0);
     this.insert = db.prepare(
       `INSERT INTO events (at, type, entity_id, invitation_id, agent_id, message, data)
@@ -49,7 +48,7 @@ export class EventLog {
     this.recent = db.prepare(`SELECT * FROM events WHERE id > ? ORDER BY id DESC LIMIT ?`);
   }
 
-  /** Records an event; inside `transaction()` it is emitted only after the commit. */
+  /** Records an event; inside a unit of work it is emitted only after the commit. */
   record(type: string, message: string, refs: EventRefs = {}, data?: Record<string, unknown>): RecordedEvent {
     const at = nowIso();
     const json = data === undefined ? null : JSON.stringify(data);
@@ -64,28 +63,8 @@ export class EventLog {
       message,
       data: data ?? null,
     };
-    if (this.db.inTransaction) this.pending.push(event);
-    else this.emitter.emit('event', event);
+    this.work.afterCommit(() => this.emitter.emit('event', event));
     return event;
-  }
-
-  /** Runs `work` in a transaction; events it records are emitted only once it has committed. */
-  transaction<T>(work: () => T): T {
-    const outer = !this.db.inTransaction;
-    try {
-      const result = this.db.transaction(work)();
-      if (outer) this.flush();
-      return result;
-    } catch (error) {
-      if (outer) this.pending = [];
-      throw error;
-    }
-  }
-
-  private flush(): void {
-    const events = this.pending;
-    this.pending = [];
-    for (const event of events) this.emitter.emit('event', event);
   }
 
   subscribe(listener: (event: RecordedEvent) => void): () => void {

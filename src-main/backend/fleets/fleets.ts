@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError, itemNotFound } from '../http/errors.ts';
 
@@ -18,10 +19,12 @@ export interface FleetView extends FleetRow {
 /** Fleets group agents; each entity has exactly one default fleet. */
 export class FleetService {
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly statements;
 
-  constructor(db: Db, events: EventLog) {
+  constructor(db: Db, events: EventLog, work: UnitOfWork) {
     this.events = events;
+    this.work = work;
     this.statements = {
       list: db.prepare(
         `SELECT f.*, (SELECT count(*) FROM agents a WHERE a.fleet_id = f.id) AS agent_count
@@ -70,7 +73,7 @@ export class FleetService {
     if (this.statements.byName.get(entityId, clean)) {
       throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
     }
-    return this.events.transaction(() => {
+    return this.work.run(() => {
       const id = Number(this.statements.insert.run(entityId, clean, nowIso()).lastInsertRowid);
       this.events.record('fleet.created', `Fleet "${clean}" created`, { entityId }, { fleet_id: id });
       return this.byId(id)!;
@@ -83,7 +86,7 @@ export class FleetService {
     if (!clean) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'A fleet needs a name');
     const clash = this.statements.byName.get(fleet.entity_id, clean) as FleetRow | undefined;
     if (clash && clash.id !== id) throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
-    return this.events.transaction(() => {
+    return this.work.run(() => {
       this.statements.rename.run(clean, id);
       this.events.record('fleet.renamed', `Fleet "${fleet.name}" renamed to "${clean}"`, { entityId: fleet.entity_id }, { fleet_id: id });
       return this.byId(id)!;
@@ -99,7 +102,7 @@ export class FleetService {
     if (fleet.is_default === 1) throw new ApiError(409, 'ERROR_DEFAULT_FLEET', 'The default fleet cannot be deleted');
     const { n } = this.statements.agentCount.get(id) as { n: number };
     if (n > 0) throw new ApiError(409, 'ERROR_FLEET_NOT_EMPTY', `Fleet "${fleet.name}" still has ${n} device${n === 1 ? '' : 's'}: move them to another fleet first`);
-    return this.events.transaction(() => {
+    return this.work.run(() => {
       const fallback = this.defaultOf(fleet.entity_id);
       const moved = this.statements.moveInvitations.run(fallback.id, id).changes;
       this.statements.remove.run(id);

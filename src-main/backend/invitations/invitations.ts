@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import { enrollmentLinks, type EnrollmentLinks, type LinkTargets } from '../deeplink/enrollment-links.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { DeliveryView } from '../mail/deliveries.ts';
@@ -87,6 +88,7 @@ export function statusOf(row: Pick<InvitationRow, 'status' | 'expires_at'>, now 
 export class InvitationService {
   private readonly db: Db;
   private readonly events: EventLog;
+  private readonly work: UnitOfWork;
   private readonly users: UserRepository;
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
@@ -98,6 +100,7 @@ export class InvitationService {
   constructor(deps: {
     db: Db;
     events: EventLog;
+    work: UnitOfWork;
     users: UserRepository;
     fleets: FleetService;
     settings: SettingsStore;
@@ -107,6 +110,7 @@ export class InvitationService {
   }) {
     this.db = deps.db;
     this.events = deps.events;
+    this.work = deps.work;
     this.users = deps.users;
     this.fleets = deps.fleets;
     this.settings = deps.settings;
@@ -188,7 +192,7 @@ export class InvitationService {
       const single = inputs.length === 1;
       throw new ApiError(400, 'ERROR_BAD_REQUEST', single ? errors[0]!.replace(/^row 1: /, '') : errors.join('; '));
     }
-    return this.events.transaction(() =>
+    return this.work.run(() =>
       inputs.map((input) => {
         const email = normalizeEmail(input.email);
         const firstname = input.firstname?.trim() || null;
@@ -274,7 +278,7 @@ export class InvitationService {
     const row = this.get(id);
     if (row.status === 'done') throw new ApiError(409, 'ERROR_INVITATION_USED', 'This invitation has already been used');
     if (row.status === 'revoked') return row;
-    return this.events.transaction(() => {
+    return this.work.run(() => {
       this.statements.revoke.run(nowIso(), id);
       this.events.record('invitation.revoked', `Invitation for ${row.email} revoked`, { entityId: row.entity_id, invitationId: id });
       return this.get(id);
@@ -283,7 +287,7 @@ export class InvitationService {
 
   remove(id: number): void {
     const row = this.get(id);
-    this.events.transaction(() => {
+    this.work.run(() => {
       this.statements.remove.run(id);
       this.events.record('invitation.deleted', `Invitation for ${row.email} deleted`, { entityId: row.entity_id, invitationId: id });
     });
@@ -300,7 +304,7 @@ export class InvitationService {
   /** Writes a refused attempt to the invitation's log, and notes when its token was last used. */
   logRefusal(row: InvitationRow, code: string, message: string, attempt: AttemptDetails): void {
     const at = nowIso();
-    this.events.transaction(() => {
+    this.work.run(() => {
       this.statements.log.run({ invitation_id: row.id, at, outcome: 'refused', code, message, ...attempt });
       this.statements.touch.run(at, row.id);
       this.events.record('invitation.refused', `Enrollment refused for ${row.email}: ${message}`, { entityId: row.entity_id, invitationId: row.id }, { code, ...attempt });

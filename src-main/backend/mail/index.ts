@@ -1,6 +1,7 @@
 import { dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import type { Db } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { InvitationService } from '../invitations/invitations.ts';
 import type { SettingsStore } from '../settings/settings.ts';
@@ -29,7 +30,7 @@ export interface MailOptions extends MailOverrides {
 }
 
 export function createMailService(
-  deps: { db: Db; events: EventLog; settings: SettingsStore; invitations: InvitationService; deliveries: DeliveryRepository },
+  deps: { db: Db; events: EventLog; work: UnitOfWork; settings: SettingsStore; invitations: InvitationService; deliveries: DeliveryRepository },
   options: MailOptions = {},
 ): MailService {
   const dataDir = options.dataDir ?? (deps.db.memory ? tmpdir() : dirname(deps.db.name));

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import nodemailer, { type NodemailerError, type SendMailOptions, type Transporter } from 'nodemailer';
 import type { Db } from '../db/database.ts';
 import { QrTooLongError, qrDataUrl } from '../deeplink/qr.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError } from '../http/errors.ts';
 import { statusOf, type InvitationInput, type InvitationRow, type InvitationService } from '../invitations/invitations.ts';
@@ -26,6 +27,7 @@ export interface MailOverrides {
 interface MailDeps {
   db: Db;
   events: EventLog;
+  work: UnitOfWork;
   settings: SettingsStore;
   invitations: InvitationService;
   deliveries: DeliveryRepository;
@@ -163,7 +165,7 @@ export class MailService {
    */
   createInvitations(inputs: InvitationInput[], options: { send?: boolean; entityId?: number; batch?: boolean; allowPending?: boolean } = {}) {
     const send = options.send ?? this.deps.settings.get().mail_send_on_create;
-    return this.deps.events.transaction(() => {
+    return this.deps.work.run(() => {
       const rows = this.deps.invitations.createMany(inputs, options.entityId, { allowPending: options.allowPending });
       const batchId = send && (options.batch ?? rows.length > 1) ? randomUUID() : null;
       const queued = send ? this.enqueue(rows.map((r) => r.id), batchId) : 0;
