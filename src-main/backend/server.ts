@@ -21,7 +21,7 @@ import { installAgentErrorHandling, installLenientJsonParser } from './http/agen
 import { isDiskFull } from './http/disk-full.ts';
 import { statusOf } from './invitations/invitations.ts';
 import type { MailOptions } from './mail/index.ts';
-import { ApiError, badRequest } from './http/errors.ts';
+import { ApiError, badRequest } from './errors.ts';
 import { refuseUnusableNumbers } from './http/number-guard.ts';
 import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
 import { capConnections, planSockets, type SocketPlan } from './http/socket-limits.ts';

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nowIso, openDatabase, type Db } from '../../src-main/backend/db/database.ts';
 import { adminFileRoutes, agentDownloadRoutes } from '../../src-main/backend/files/routes.ts';
 import { createFileStore, type FileStore } from '../../src-main/backend/files/store.ts';
-import { ApiError, sessionTokenInvalid, sessionTokenMissing } from '../../src-main/backend/http/errors.ts';
+import { ApiError, sessionTokenInvalid, sessionTokenMissing } from '../../src-main/backend/errors.ts';
 import type { SessionContext } from '../../src-main/backend/sessions/types.ts';
 
 interface Response {

@@ -14,7 +14,7 @@ import {
   type StoredItem,
   type StoredKind,
 } from '../../src-main/backend/files/store.ts';
-import { ApiError } from '../../src-main/backend/http/errors.ts';
+import { ApiError } from '../../src-main/backend/errors.ts';
 
 let dir: string;
 let db: Db;

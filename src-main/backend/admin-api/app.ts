@@ -7,7 +7,7 @@ import type { ServerInfo } from '../server.ts';
 import type { Services } from '../services.ts';
 import { Type } from 'typebox';
 import { jsonBodyParser } from '../http/agent-errors.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin } from './auth.ts';
 import { codeRoutes } from './code-routes.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { QrTooLongError, qrPng, qrSvg } from '../deeplink/qr.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 
 const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
 

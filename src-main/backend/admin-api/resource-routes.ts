@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { checkTemplates } from '../mail/template.ts';
 import type { Services } from '../services.ts';
 import { checkLinkFitsQr } from '../settings/link-check.ts';

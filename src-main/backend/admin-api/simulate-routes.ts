@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { Services } from '../services.ts';
 
 /** What the backend hands the device simulator: the invitation as a phone would receive it. */

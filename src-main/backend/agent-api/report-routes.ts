@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AgentService } from '../agents/agents.ts';
 import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';
-import { ApiError, badRequest, itemNotFound } from '../http/errors.ts';
+import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import { INVENTORY_MAX_BYTES } from '../inventory/fusion-inventory.ts';
 import type { LiveReports } from '../broker/broker.ts';
 import type { SessionContext } from '../sessions/types.ts';

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { EnrollmentService } from '../agents/enrollment.ts';
 import type { DeploymentService } from '../deployments/deployments.ts';
-import { loginFailed, sessionTokenMissing } from '../http/errors.ts';
+import { loginFailed, sessionTokenMissing } from '../errors.ts';
 import type { SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import { taskStatusRoutes } from './task-routes.ts';

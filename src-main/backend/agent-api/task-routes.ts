@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { DeploymentService } from '../deployments/deployments.ts';
 import type { TaskRow } from '../deployments/repository.ts';
-import { ApiError, badRequest } from '../http/errors.ts';
+import { ApiError, badRequest } from '../errors.ts';
 import type { Authenticate } from './routes.ts';
 
 export interface TaskRoutesOptions {

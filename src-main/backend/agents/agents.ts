@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { itemNotFound } from '../http/errors.ts';
+import { itemNotFound } from '../errors.ts';
 import type { UserRepository } from '../sessions/users.ts';
 
 export interface AgentRow {

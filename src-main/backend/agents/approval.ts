@@ -2,7 +2,7 @@ import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { ApiError, itemNotFound } from '../http/errors.ts';
+import { ApiError, itemNotFound } from '../errors.ts';
 import type { SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import type { UserRepository } from '../sessions/users.ts';

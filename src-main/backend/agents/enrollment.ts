@@ -3,7 +3,7 @@ import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
-import { enrollmentRefused, itemNotFound } from '../http/errors.ts';
+import { enrollmentRefused, itemNotFound } from '../errors.ts';
 import type { EnrollmentCodeService } from '../codes/codes.ts';
 import type { AttemptDetails, InvitationService } from '../invitations/invitations.ts';
 import { RateLimiter } from '../sessions/rate-limit.ts';

@@ -2,7 +2,7 @@ import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetRow, FleetService } from '../fleets/fleets.ts';
-import { ApiError, itemNotFound } from '../http/errors.ts';
+import { ApiError, itemNotFound } from '../errors.ts';
 import { fleetTopic, isUsableAgentTopic, type AgentIdentity } from './acl.ts';
 import { ENROLL, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
 import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';

@@ -4,7 +4,7 @@ import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
 import type { FileStore, StoredItem } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
-import { ApiError, badRequest, itemNotFound } from '../http/errors.ts';
+import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import {
   deployedFilePath,
   isTaskStatus,

@@ -1,5 +1,5 @@
 import type { EventLog } from '../events/event-log.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { DeploymentService } from './deployments.ts';
 
 interface Reporter {

@@ -24,7 +24,7 @@ import { access, open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
-import { ApiError, itemNotFound } from '../http/errors.ts';
+import { ApiError, itemNotFound } from '../errors.ts';
 import { FileRangeStream, type DownloadLimits } from './download-limits.ts';
 import type { StoredItem } from './store.ts';
 

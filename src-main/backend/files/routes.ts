@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { ApiError, itemNotFound } from '../http/errors.ts';
+import { ApiError, itemNotFound } from '../errors.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import { describePackage } from './package-info.ts';
 import { sendStoredItem } from './download.ts';

@@ -15,7 +15,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
-import { ApiError, badRequest } from '../http/errors.ts';
+import { ApiError, badRequest } from '../errors.ts';
 
 export type StoredKind = 'file' | 'package';
 export const STORED_KINDS: readonly StoredKind[] = ['file', 'package'];

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { DISK_FULL_CODE, DISK_FULL_MESSAGE, isDiskFull } from './disk-full.ts';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../errors.ts';
 
 /**
  * Agent-API error bodies: `[code, message]` (GLPI style). Bad input of any kind ends as a 4xx

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../errors.ts';
 
 /**
  * Schema validation lets through numbers SQLite cannot take: `1e309` coerces to Infinity, which an

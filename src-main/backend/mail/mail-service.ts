@@ -4,7 +4,7 @@ import type { Db } from '../db/database.ts';
 import { QrTooLongError, qrDataUrl } from '../deeplink/qr.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { statusOf, type InvitationInput, type InvitationRow, type InvitationService } from '../invitations/invitations.ts';
 import type { Settings, SettingsStore } from '../settings/settings.ts';
 import type { DeliveryCounts, DeliveryRepository, DeliveryRow } from './deliveries.ts';

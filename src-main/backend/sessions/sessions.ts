@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
-import { ApiError, badRequest, itemNotFound, loginFailed, sessionTokenInvalid } from '../http/errors.ts';
+import { ApiError, badRequest, itemNotFound, loginFailed, sessionTokenInvalid } from '../errors.ts';
 import { randomHex } from '../util/tokens.ts';
 import { RateLimiter } from './rate-limit.ts';
 import type { SessionContext } from './types.ts';

@@ -4,7 +4,7 @@
  */
 import { maxFieldLength, worstCaseQrTextBytes, type LinkField, type LinkInputs } from '../deeplink/link-budget.ts';
 import { QR_MAX_BYTES } from '../deeplink/qr.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { LinkTargets } from '../invitations/invitations.ts';
 import type { Settings } from './settings.ts';
 

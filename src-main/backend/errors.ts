@@ -1,6 +1,7 @@
 /**
- * Errors of the agent API travel as GLPI-style JSON arrays: `[code, message]`.
- * Services throw ApiError; the HTTP layer turns it into that body with its status.
+ * The domain's errors: services throw ApiError with the status and code the caller should see;
+ * the HTTP rooms turn it into their body (the agent API's GLPI-style `[code, message]`, the admin
+ * API's `{ error, message }`). It lives outside http/ so that domain folders never import the API.
  */
 export class ApiError extends Error {
   readonly status: number;
