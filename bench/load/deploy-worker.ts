@@ -2,23 +2,41 @@
 // simulator's enrollment, MQTT agent and policy runner), driven over IPC by the bench. It also
 // downloads the same bytes the same way (ranged, SHA-256 checked) from a reference server.
 import { createHash } from 'node:crypto';
+import net from 'node:net';
 import { connectEnrolledDevice, enrollDevice, type SimulatedDevice } from '../../src-main/device/index.ts';
 
+// Source addresses: each worker's devices connect from loopback addresses of their own
+// (127.0.<worker+1>.1-64), as phones come from many addresses. From one address, 1,000 devices'
+// HTTP and MQTT connections would crowd its ephemeral ports and make it the one address the
+// agent listener's per-address cap and fair-share eviction look at. fetch (undici) calls
+// net.connect, mqtt.js net.createConnection; neither has an option for it.
+const worker = Number(process.argv[2] ?? 0);
+let nextSource = 0;
+const fromOwnAddress = <F extends (...args: any[]) => net.Socket>(connect: F): F =>
+  ((options: unknown, ...rest: unknown[]) => {
+    if (typeof options !== 'object' || options === null || ('path' in options && options.path)) return connect(options, ...rest);
+    return connect({ ...options, localAddress: `127.0.${worker + 1}.${(nextSource++ % 64) + 1}` }, ...rest);
+  }) as F;
+(net as { connect: typeof net.connect }).connect = fromOwnAddress(net.connect);
+(net as { createConnection: typeof net.createConnection }).createConnection = fromOwnAddress(net.createConnection);
+
 export type DeployWorkerRequest =
-  | { type: 'start'; invites: { deeplink: string; email: string }[]; concurrency: number; chunkSize: number }
+  | { type: 'start'; invites: { deeplink: string; email: string }[]; concurrency: number; chunkSize: number; retries: number }
   | { type: 'await-done'; taskId: number; timeoutMs: number }
-  | { type: 'reference'; url: string; size: number; sha256: string; chunkSize: number; timeoutMs: number }
+  | { type: 'reference'; url: string; size: number; sha256: string; chunkSize: number; timeoutMs: number; retries: number }
   | { type: 'exit' };
 
 export type DeployWorkerReply =
   | { type: 'started'; ok: number; errors: string[] }
-  | { type: 'done'; done: number; failed: number; reasons: string[]; lastAt: number }
-  | { type: 'reference-done'; ok: number; errors: string[]; lastAt: number };
+  | { type: 'done'; done: number; failed: number; reasons: string[]; lastAt: number; resumed: number }
+  | { type: 'reference-done'; ok: number; errors: string[]; lastAt: number; resumed: number };
 
 const now = () => performance.timeOrigin + performance.now();
 const devices: SimulatedDevice[] = [];
 const finished = new Map<number, { done: number; failed: number; reasons: string[]; lastAt: number }>();
 let waiter: { taskId: number; resolve: () => void } | null = null;
+/** Requests tried again after a network error or a 503 (each resumes at the byte reached). */
+let resumed = 0;
 const send = (message: DeployWorkerReply) => process.send!(message);
 
 function onTask(taskId: number, status: string, reason: string | undefined): void {
@@ -46,6 +64,10 @@ async function start(request: Extract<DeployWorkerRequest, { type: 'start' }>): 
           await connectEnrolledDevice(enrollment, {
             reports: 'mqtt',
             chunkSize: request.chunkSize,
+            downloadRetries: request.retries,
+            log: (line) => {
+              if (line.includes('resuming at byte')) resumed++;
+            },
             timeoutMs: 120_000,
             mqtt: { firstConnectTimeoutMs: 60_000, backoff: { initialMs: 60_000, maxMs: 60_000 } },
             onPolicyEvent: (event) => onTask(event.taskId, event.status, event.reason),
@@ -71,25 +93,38 @@ async function awaitDone(taskId: number, timeoutMs: number): Promise<void> {
     waiter = null;
   }
   const e = entry();
-  send({ type: 'done', done: e?.done ?? 0, failed: e?.failed ?? 0, reasons: e?.reasons ?? [], lastAt: e?.lastAt ?? 0 });
+  send({ type: 'done', done: e?.done ?? 0, failed: e?.failed ?? 0, reasons: e?.reasons ?? [], lastAt: e?.lastAt ?? 0, resumed });
 }
 
-/** Each device downloads the reference URL as the policy runner does: ranges of chunkSize, hashed. */
+/**
+ * Each device downloads the reference URL as the policy runner does: ranges of chunkSize, hashed,
+ * and after a network error resumed at the byte reached (as many times as the devices may).
+ */
 async function reference(request: Extract<DeployWorkerRequest, { type: 'reference' }>): Promise<void> {
   const errors: string[] = [];
   let ok = 0;
   let lastAt = 0;
+  let referenceResumed = 0;
   const one = async () => {
     const hash = createHash('sha256');
     let offset = 0;
+    let attempt = 0;
     while (offset < request.size) {
       const last = Math.min(offset + request.chunkSize, request.size) - 1;
-      const response = await fetch(request.url, { headers: { range: `bytes=${offset}-${last}` }, signal: AbortSignal.timeout(request.timeoutMs) });
-      if (response.status !== 206) throw new Error(`HTTP ${response.status}`);
       let received = 0;
-      for await (const piece of response.body ?? []) {
-        received += (piece as Uint8Array).length;
-        hash.update(piece as Uint8Array);
+      try {
+        const response = await fetch(request.url, { headers: { range: `bytes=${offset}-${last}` }, signal: AbortSignal.timeout(request.timeoutMs) });
+        if (response.status !== 206) throw new Error(`HTTP ${response.status}`);
+        for await (const piece of response.body ?? []) {
+          received += (piece as Uint8Array).length;
+          hash.update(piece as Uint8Array);
+        }
+      } catch (error) {
+        if (attempt >= request.retries) throw error;
+        offset += received;
+        referenceResumed++;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1000 * 2 ** attempt++, 10_000)));
+        continue;
       }
       if (received !== last - offset + 1) throw new Error(`${received} bytes for ${offset}-${last}`);
       offset += received;
@@ -100,7 +135,7 @@ async function reference(request: Extract<DeployWorkerRequest, { type: 'referenc
   };
   const results = await Promise.allSettled(devices.map(() => one()));
   for (const result of results) if (result.status === 'rejected' && errors.length < 5) errors.push(String(result.reason));
-  send({ type: 'reference-done', ok, errors, lastAt });
+  send({ type: 'reference-done', ok, errors, lastAt, resumed: referenceResumed });
 }
 
 process.on('message', (message: DeployWorkerRequest) => {

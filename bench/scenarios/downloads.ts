@@ -7,7 +7,7 @@ import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { enrollSilently, startAgentSession } from '../../src-main/device/index.ts';
 import { inviteMany } from '../lib/admin.ts';
-import { cpuSeconds, freePort, startChild, waitForPort, type Serve } from '../lib/process.ts';
+import { childFileLimit, cpuSeconds, freePort, startChild, waitForPort, withFileLimit, type Serve } from '../lib/process.ts';
 import { MiB, round } from '../lib/stats.ts';
 
 export const PACKAGE_SIZE = 256 * MiB;
@@ -119,8 +119,13 @@ function medianRound(rounds: Throughput[]): Throughput {
   return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, rounds_mib_per_s: rounds.map((r) => r.mib_per_s) };
 }
 
-/** nginx with a minimal configuration of its own: one worker, sendfile, loopback only. */
+/**
+ * nginx with a minimal configuration of its own: one worker, sendfile, loopback only, and as many
+ * connections as the bench's open-files limit allows (1,000 devices downloading at once opened
+ * more than nginx's default 1,024).
+ */
 export async function startNginx(workDir: string, root: string) {
+  const files = childFileLimit();
   const prefix = join(workDir, 'nginx');
   mkdirSync(join(prefix, 'tmp'), { recursive: true });
   const port = await freePort();
@@ -132,7 +137,8 @@ daemon off;
 master_process off;
 pid ${prefix}/nginx.pid;
 error_log ${prefix}/error.log warn;
-events { worker_connections 1024; }
+worker_rlimit_nofile ${files};
+events { worker_connections ${files - 64}; }
 http {
   access_log off;
   sendfile on;
@@ -151,7 +157,7 @@ http {
 }
 `,
   );
-  const child = startChild(['nginx', '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], { logFile: join(prefix, 'stdout.log') });
+  const child = startChild(withFileLimit(['nginx', '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], files), { logFile: join(prefix, 'stdout.log') });
   await waitForPort(port);
   return { child, port };
 }

@@ -206,7 +206,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
     rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
   });
   agentApp.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, sockets.requestTimeoutMs);
-  capConnections(agentApp.server, {
+  const agentConnections = capConnections(agentApp.server, {
     max: sockets.agentConnections,
     perAddress: sockets.agentConnectionsPerAddress,
     refusal: JSON.stringify(['ERROR_TOO_MANY_CONNECTIONS', `This address already holds ${sockets.agentConnectionsPerAddress} connections: close some and try again`]),
@@ -232,6 +232,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
       services.approval.checkDownload(session);
       // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
       if (services.codes.isCodeAccount(session.userId)) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
+      agentConnections.trust(request.raw.socket);
       return session;
     },
     limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),

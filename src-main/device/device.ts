@@ -12,6 +12,8 @@ export interface DeviceOptions extends EnrollOptions {
   protocolVersion?: 3 | 4;
   chunkSize?: number;
   storageDir?: string;
+  /** Downloads resumed after a network error or a 503, up to this many times (default 0). */
+  downloadRetries?: number;
   log?: StepLog;
   onPolicyEvent?: (event: PolicyEvent) => void;
   mqtt?: Partial<Pick<MqttAgentOptions, 'backoff' | 'firstConnectTimeoutMs' | 'keepaliveSeconds' | 'onEvent'>>;
@@ -48,6 +50,7 @@ export async function connectEnrolledDevice(enrollment: EnrollmentResult, option
     ...(options.chunkSize ? { chunkSize: options.chunkSize } : {}),
     ...(options.storageDir ? { storageDir: options.storageDir } : {}),
     ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    ...(options.downloadRetries ? { retries: options.downloadRetries } : {}),
   });
   agent = await startMqttAgent({
     ...credentials,

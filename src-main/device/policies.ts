@@ -51,6 +51,12 @@ export interface PolicyRunnerOptions {
   chunkSize?: number;
   /** Where "installed" content is written; default: nowhere (only hashed, as a load generator wants). */
   storageDir?: string;
+  /**
+   * Times a request that met a network error or a 503 is tried again, a download resuming at the
+   * byte it had reached (default 0: the first such error fails the task). For a load generator on a
+   * saturated machine, where a late connect or a busy server is not what is being tested.
+   */
+  retries?: number;
 }
 
 const DEFAULT_CHUNK = 8 * 1024 * 1024;
@@ -183,7 +189,24 @@ export class PolicyRunner {
   }
 
   private async metadata(kind: ContentKind, id: number): Promise<Record<string, unknown>> {
-    return this.withSession((client) => client.getContentMetadata(kind, id));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.withSession((client) => client.getContentMetadata(kind, id));
+      } catch (error) {
+        const delay = this.retryDelay(error, attempt);
+        if (delay === null) throw error;
+        await sleep(delay);
+      }
+    }
+  }
+
+  /** How long to wait before trying again after `error`, or null when it is not worth it. */
+  private retryDelay(error: unknown, attempt: number, retryAfter?: string | null): number | null {
+    if (attempt >= (this.options.retries ?? 0)) return null;
+    const transient = error instanceof AgentApiError ? error.status === 0 || error.status === 503 : !(error instanceof TaskFailure);
+    if (!transient) return null;
+    const asked = Number(retryAfter);
+    return Number.isFinite(asked) && asked > 0 ? asked * 1000 : Math.min(1000 * 2 ** attempt, 10_000);
   }
 
   /** Byte ranges of chunkSize, each checked (206, Content-Range, length), then the size and SHA-256 of the whole. */
@@ -201,31 +224,46 @@ export class PolicyRunner {
     }
     try {
       let offset = 0;
-      do {
+      let attempt = 0;
+      for (;;) {
         const last = Math.min(offset + chunk, size) - 1;
         const range = size === 0 ? undefined : `bytes=${offset}-${last}`;
-        const response = await this.withSession((client) => client.requestContent(kind, id, range === undefined ? {} : { range }));
-        if (!response.ok) throw await AgentApiError.fromResponse(`${(await this.options.session(false)).contentEndpoint(kind, id)}${range ? ` (Range ${range})` : ''}`, response);
-        const whole = response.status === 200;
-        if (!whole) {
-          const contentRange = response.headers.get('content-range') ?? '';
-          if (contentRange !== `bytes ${offset}-${last}/${size}`) {
-            await response.body?.cancel();
-            throw new TaskFailure(`${range} answered with Content-Range "${contentRange}", expected "bytes ${offset}-${last}/${size}"`);
-          }
-        }
         let received = 0;
-        for await (const piece of response.body ?? []) {
-          const bytes = piece as Uint8Array;
-          received += bytes.length;
-          hash.update(bytes);
-          if (out && !out.write(bytes)) await new Promise<void>((resolve) => out!.once('drain', () => resolve()));
+        let whole = false;
+        let retryAfter: string | null = null;
+        try {
+          const response = await this.withSession((client) => client.requestContent(kind, id, range === undefined ? {} : { range }));
+          retryAfter = response.headers.get('retry-after');
+          if (!response.ok) throw await AgentApiError.fromResponse(`${(await this.options.session(false)).contentEndpoint(kind, id)}${range ? ` (Range ${range})` : ''}`, response);
+          whole = response.status === 200;
+          if (!whole) {
+            const contentRange = response.headers.get('content-range') ?? '';
+            if (contentRange !== `bytes ${offset}-${last}/${size}`) {
+              await response.body?.cancel();
+              throw new TaskFailure(`${range} answered with Content-Range "${contentRange}", expected "bytes ${offset}-${last}/${size}"`);
+            }
+          }
+          for await (const piece of response.body ?? []) {
+            const bytes = piece as Uint8Array;
+            received += bytes.length;
+            hash.update(bytes);
+            if (out && !out.write(bytes)) await new Promise<void>((resolve) => out!.once('drain', () => resolve()));
+          }
+        } catch (error) {
+          // What was hashed is kept: the next request resumes at the byte reached (not after a 200).
+          const delay = whole && received > 0 ? null : this.retryDelay(error, attempt, retryAfter);
+          if (delay === null) throw error;
+          this.log(`policy: ${kind} ${id}: ${describe(error)}; resuming at byte ${offset + received} in ${delay} ms`);
+          offset += received;
+          attempt++;
+          await sleep(delay);
+          continue;
         }
         const wanted = whole ? size - offset : last - offset + 1;
         if (received !== wanted) throw new TaskFailure(`${range ?? 'the download'} gave ${received} bytes, expected ${wanted}`);
         offset += received;
-        if (whole) break;
-      } while (offset < size);
+        if (whole || offset >= size) break;
+      }
       if (offset !== size) throw new TaskFailure(`downloaded ${offset} bytes, the server announced ${size}`);
       const sha256 = hash.digest('hex');
       if (sha256 !== expected) throw new TaskFailure(`SHA-256 mismatch: got ${sha256}, the server announced ${expected}`);
@@ -275,6 +313,8 @@ function positiveId(value: unknown, field: string): number {
   if (!Number.isSafeInteger(id) || id < 1) throw new TaskFailure(`the policy message has no valid ${field}`);
   return id;
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function describe(error: unknown): string {
   if (error instanceof AgentApiError) {

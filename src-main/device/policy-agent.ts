@@ -32,6 +32,8 @@ export interface PolicyAgentOptions {
   chunkSize?: number;
   storageDir?: string;
   timeoutMs?: number;
+  /** PolicyRunnerOptions.retries. */
+  retries?: number;
 }
 
 export function createPolicyRunner(options: PolicyAgentOptions): PolicyRunner {
@@ -57,5 +59,6 @@ export function createPolicyRunner(options: PolicyAgentOptions): PolicyRunner {
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     ...(options.chunkSize ? { chunkSize: options.chunkSize } : {}),
     ...(options.storageDir ? { storageDir: options.storageDir } : {}),
+    ...(options.retries ? { retries: options.retries } : {}),
   });
 }

@@ -69,14 +69,25 @@ export interface ConnectionCaps {
 const MAX_LINGERING = 64;
 const LINGER_MS = 1000;
 
+export interface ConnectionCap {
+  count(): number;
+  /**
+   * The connection carries an authenticated download: it no longer counts against its address's
+   * cap and is never evicted. Many phones behind one NAT (an office) pulling one package at once
+   * must not be cut off; the caps are against hosts holding connections they do nothing with.
+   */
+  trust(socket: Socket): void;
+}
+
 /**
  * Caps the connections `server` accepts. A connection over the listener's cap is closed at once
  * (as Node's maxConnections does: descriptors are what is short); one over its address's cap gets
  * a short 503 first, so a well-behaved client learns why.
  */
-export function capConnections(server: Server, caps: ConnectionCaps): { count(): number } {
-  // Each address's open sockets, oldest first (a Set keeps insertion order).
+export function capConnections(server: Server, caps: ConnectionCaps): ConnectionCap {
+  // Each address's untrusted open sockets, oldest first (a Set keeps insertion order).
   const byAddress = new Map<string, Set<Socket>>();
+  const trusted = new WeakSet<Socket>();
   let total = 0;
   let lingering = 0;
   const response = (body: string) =>
@@ -133,10 +144,21 @@ export function capConnections(server: Server, caps: ConnectionCaps): { count():
     if (!sockets) byAddress.set(address, (sockets = new Set()));
     sockets.add(socket);
     socket.once('close', () => {
-      if (sockets.delete(socket)) total--; // an evicted socket was counted out already
+      // An evicted socket was counted out already.
+      if (sockets.delete(socket) || trusted.has(socket)) total--;
       if (sockets.size === 0 && byAddress.get(address) === sockets) byAddress.delete(address);
     });
     return emit(event, ...args);
   }) as typeof server.emit;
-  return { count: () => total };
+  return {
+    count: () => total,
+    trust: (socket) => {
+      if (trusted.has(socket)) return;
+      const sockets = byAddress.get(socket.remoteAddress ?? '');
+      // Still counted (not evicted, not closed): it leaves its address's set, stays in the total.
+      if (!sockets?.delete(socket)) return;
+      trusted.add(socket);
+      if (sockets.size === 0) byAddress.delete(socket.remoteAddress ?? '');
+    },
+  };
 }
