@@ -275,7 +275,10 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
     if (db.open) db.close();
   };
   try {
-    await agentApp.listen({ port: options.port, host: options.host });
+    // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the
+    // accept queue of a busy server and the kernel dropped SYNs (clients waited 1, 3, 7 s… and timed
+    // out). The kernel caps it at net.core.somaxconn (4,096 on current Linux).
+    await agentApp.listen({ port: options.port, host: options.host, backlog: 4096 });
     apiPort = (agentApp.server.address() as AddressInfo).port;
     await admin.listen({ port: options.adminPort, host: options.adminHost });
   } catch (error) {
