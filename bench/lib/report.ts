@@ -107,6 +107,7 @@ export function resultsTable(r: Results): string {
     row('Deployments', `${n(p.package_mib)} MiB package to ${n(p.devices)} connected devices: POST until every task done (${n(p.done)} done, ${n(p.failed)} failed)`, `${n(p.seconds_to_all_done, 1)} s`, `${n(p.nginx_seconds, 1)} s (nginx: the same downloads only)`, x(p.seconds_to_all_done / p.nginx_seconds), '', p.failed === 0 && p.done === p.devices ? '' : '❌ not all done');
     row('', 'download throughput (8 MiB ranges, SHA-256 checked by each device)', `${n(p.serve_mib_per_s)} MiB/s`, `${n(p.nginx_mib_per_s)} MiB/s (nginx)`, x(p.ratio), '', '');
     row('', 'server CPU / peak RSS while deploying', `${n(p.server_cpu_s, 1)} s / ${n(p.server_rss_peak_mib)} MiB`, '', '', '', '');
+    if (p.resumed) row('', 'requests retried after a network error or 503 (resumed at the byte reached)', n(p.resumed.serve), `${n(p.resumed.nginx)} (nginx)`, '', '', '');
   }
   const c = r.console;
   if (c) {
