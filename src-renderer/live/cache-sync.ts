@@ -87,7 +87,7 @@ export function effectsOf(event: LiveEvent): Effect[] {
 }
 
 export interface LiveSyncOptions {
-  /** Reads one agent's row; null when it no longer exists. */
+  /** Reads one agent's row (for events that do not carry it); null when it no longer exists. */
   fetchAgent: (id: number) => Promise<Agent | null>;
   /** Events are gathered this long, then applied together (a bulk import is one refresh). */
   flushDelayMs?: number;
@@ -97,8 +97,9 @@ export interface LiveSyncOptions {
 
 /**
  * Applies the event stream to the query cache: the live feed at once, the rest coalesced per
- * flush — each key invalidated once, changed agents fetched one by one and patched into the
- * (possibly 10,000-row) device list rather than refetching it.
+ * flush — each key invalidated once, changed agents patched into the (possibly 10,000-row)
+ * device list rather than refetching it: from the row an `agent.*` event carries, or else
+ * fetched one by one.
  */
 export class LiveSync {
   private readonly client: QueryClient;
@@ -106,6 +107,8 @@ export class LiveSync {
   private readonly invalidations = new Map<string, QueryKey>();
   private readonly removals = new Map<string, QueryKey>();
   private readonly changedAgents = new Set<number>();
+  /** Rows the stream delivered for changed agents, the latest per agent; the others are fetched. */
+  private readonly deliveredRows = new Map<number, Agent | null>();
   private readonly removedAgents = new Set<number>();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private running: Promise<void> = Promise.resolve();
@@ -119,7 +122,8 @@ export class LiveSync {
     this.client.setQueryData<LiveEvent[]>(keys.events, (feed) => {
       if (!feed) return feed;
       if (feed.some((item) => item.id === event.id)) return feed;
-      return [event, ...feed].sort((a, b) => b.id - a.id).slice(0, FEED_SIZE);
+      const { agent: _row, ...entry } = event; // the feed holds events as GET /events lists them
+      return [entry, ...feed].sort((a, b) => b.id - a.id).slice(0, FEED_SIZE);
     });
     for (const effect of effectsOf(event)) {
       switch (effect.kind) {
@@ -132,9 +136,12 @@ export class LiveSync {
         case 'agent':
           this.removedAgents.delete(effect.id);
           this.changedAgents.add(effect.id);
+          if (event.agent !== undefined && event.agent_id === effect.id) this.deliveredRows.set(effect.id, event.agent);
+          else this.deliveredRows.delete(effect.id);
           break;
         case 'agentRemoved':
           this.changedAgents.delete(effect.id);
+          this.deliveredRows.delete(effect.id);
           this.removedAgents.add(effect.id);
           break;
       }
@@ -164,11 +171,13 @@ export class LiveSync {
   private async flush(): Promise<void> {
     const removals = [...this.removals.values()];
     const invalidations = [...this.invalidations.values()];
-    const changed = [...this.changedAgents];
+    const delivered = [...this.deliveredRows];
+    const toFetch = [...this.changedAgents].filter((id) => !this.deliveredRows.has(id));
     const removed = [...this.removedAgents];
     this.removals.clear();
     this.invalidations.clear();
     this.changedAgents.clear();
+    this.deliveredRows.clear();
     this.removedAgents.clear();
 
     for (const key of removals) this.client.removeQueries({ queryKey: key, exact: true });
@@ -178,13 +187,13 @@ export class LiveSync {
     }
     const work: Promise<unknown>[] = invalidations.map((key) => this.client.invalidateQueries({ queryKey: key }));
     const listLoaded = this.client.getQueryData(keys.agentList) !== undefined;
-    if (changed.length > this.options.bulkAgentThreshold) {
+    if (toFetch.length > this.options.bulkAgentThreshold) {
       work.push(this.client.invalidateQueries({ queryKey: keys.agentList }));
-    } else if (changed.length && listLoaded) {
+    } else if ((toFetch.length || delivered.length) && listLoaded) {
       work.push(
-        Promise.all(changed.map((id) => this.options.fetchAgent(id).then((agent) => [id, agent] as const, () => [id, undefined] as const))).then(
-          (results) => {
-            this.client.setQueryData<Agent[]>(keys.agentList, (list) => (list ? upsertAgents(list, results) : list));
+        Promise.all(toFetch.map((id) => this.options.fetchAgent(id).then((agent) => [id, agent] as const, () => [id, undefined] as const))).then(
+          (fetched) => {
+            this.client.setQueryData<Agent[]>(keys.agentList, (list) => (list ? upsertAgents(list, [...delivered, ...fetched]) : list));
           },
         ),
       );

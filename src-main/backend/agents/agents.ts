@@ -118,9 +118,15 @@ export class AgentService {
   }
 
   summary(id: number): AgentSummary {
-    const row = this.statements.summary.get(id) as AgentSummary | undefined;
+    const row = this.findSummary(id);
     if (!row) throw itemNotFound('Agent not found');
-    return toSummary(row);
+    return row;
+  }
+
+  /** The device-list row, or null once the agent is gone. */
+  findSummary(id: number): AgentSummary | null {
+    const row = this.statements.summary.get(id) as AgentSummary | undefined;
+    return row ? toSummary(row) : null;
   }
 
   /** Deletes the agent, its computer and its account (so its api_token stops working). */

@@ -229,6 +229,28 @@ describe('the event stream', () => {
     expect(replay[0]!.id).not.toBe(created.id);
     expect(replay.map((e) => e.type)).toContain('agent.enrolled');
   });
+
+  it("carries the agent's device-list row on agent events (null once it is gone), and on no others", async () => {
+    let agentId = 0;
+    const live = readEvents(bearer(), (events) => events.some((e) => e.type === 'agent.deleted' && e.data.agent_id === agentId));
+    await live.opened;
+    const { body: invitation } = await t.admin('POST', '/invitations', { email: 'row@example.com' });
+    await enrollByHand(t.apiUrl, invitation, { serial: 'ROW-1' });
+    const row = (await t.admin('GET', '/agents')).body.items.find((agent: { serial: string }) => agent.serial === 'ROW-1');
+    agentId = row.id;
+    expect((await t.admin('DELETE', `/agents/${agentId}`)).status).toBeLessThan(300);
+    const events = await live;
+
+    const created = events.find((e) => e.type === 'invitation.created' && e.data.invitation_id === invitation.id)!;
+    expect(created.data).not.toHaveProperty('agent');
+    const enrolled = events.find((e) => e.type === 'agent.enrolled' && e.data.agent_id === agentId)!;
+    expect(Object.keys(enrolled.data.agent).sort()).toEqual(Object.keys(row).sort());
+    expect(enrolled.data.agent).toMatchObject({ id: agentId, serial: 'ROW-1', enroll_status: row.enroll_status, email: 'row@example.com', fleet: row.fleet });
+    expect(events.find((e) => e.type === 'agent.deleted')!.data.agent).toBeNull();
+    // The feed (GET /events) lists the events as recorded, without rows.
+    const feed = (await t.admin('GET', '/events?limit=20')).body.items;
+    expect(feed.find((e: { id: number }) => String(e.id) === enrolled.id)).not.toHaveProperty('agent');
+  });
 });
 
 describe('invitations', () => {
