@@ -1,4 +1,4 @@
-import type { QueryClient, QueryKey } from '@tanstack/react-query';
+import type { Query, QueryClient, QueryKey } from '@tanstack/react-query';
 import { codeKeys } from '../api/codes.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { Agent, LiveEvent, StoredKind } from '../api/types.ts';
@@ -99,12 +99,15 @@ export interface LiveSyncOptions {
  * Applies the event stream to the query cache: the live feed at once, the rest coalesced per
  * flush — each key invalidated once, changed agents patched into the (possibly 10,000-row)
  * device list rather than refetching it: from the row an `agent.*` event carries, or else
- * fetched one by one.
+ * fetched one by one. A query whose fetch began after the event arrived already shows it (the
+ * server emits after commit) and is left alone: a window that just created an invitation, and
+ * fetched it, does not fetch it again for its own event.
  */
 export class LiveSync {
   private readonly client: QueryClient;
   private readonly options: Required<LiveSyncOptions>;
-  private readonly invalidations = new Map<string, QueryKey>();
+  /** Keys to invalidate, each with the order number of the latest event that asked for it. */
+  private readonly invalidations = new Map<string, { key: QueryKey; since: number }>();
   private readonly removals = new Map<string, QueryKey>();
   private readonly changedAgents = new Set<number>();
   /** Rows the stream delivered for changed agents, the latest per agent; the others are fetched. */
@@ -112,13 +115,22 @@ export class LiveSync {
   private readonly removedAgents = new Set<number>();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private running: Promise<void> = Promise.resolve();
+  /** Orders events handled and fetches begun, to tell which fetch came after which event. */
+  private order = 0;
+  private readonly fetchBegan = new Map<string, number>();
+  private readonly stopWatchingFetches: () => void;
 
   constructor(client: QueryClient, options: LiveSyncOptions) {
     this.client = client;
     this.options = { flushDelayMs: 60, bulkAgentThreshold: 50, ...options };
+    this.stopWatchingFetches = client.getQueryCache().subscribe((change) => {
+      if (change.type === 'updated' && change.action.type === 'fetch') this.fetchBegan.set(change.query.queryHash, ++this.order);
+      else if (change.type === 'removed') this.fetchBegan.delete(change.query.queryHash);
+    });
   }
 
   handle(event: LiveEvent): void {
+    const order = ++this.order;
     this.client.setQueryData<LiveEvent[]>(keys.events, (feed) => {
       if (!feed) return feed;
       if (feed.some((item) => item.id === event.id)) return feed;
@@ -128,7 +140,7 @@ export class LiveSync {
     for (const effect of effectsOf(event)) {
       switch (effect.kind) {
         case 'invalidate':
-          this.invalidations.set(JSON.stringify(effect.key), effect.key);
+          this.invalidations.set(JSON.stringify(effect.key), { key: effect.key, since: order });
           break;
         case 'remove':
           this.removals.set(JSON.stringify(effect.key), effect.key);
@@ -164,8 +176,14 @@ export class LiveSync {
   }
 
   dispose(): void {
+    this.stopWatchingFetches();
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  /** Whether the query's latest fetch began after event number `since` (and did not fail). */
+  private fetchedSince(query: Query, since: number): boolean {
+    return (this.fetchBegan.get(query.queryHash) ?? 0) > since && query.state.status !== 'error';
   }
 
   private async flush(): Promise<void> {
@@ -185,7 +203,9 @@ export class LiveSync {
       const gone = new Set(removed);
       this.client.setQueryData<Agent[]>(keys.agentList, (list) => list?.filter((agent) => !gone.has(agent.id)));
     }
-    const work: Promise<unknown>[] = invalidations.map((key) => this.client.invalidateQueries({ queryKey: key }));
+    const work: Promise<unknown>[] = invalidations.map(({ key, since }) =>
+      this.client.invalidateQueries({ queryKey: key, predicate: (query) => !this.fetchedSince(query, since) }),
+    );
     const listLoaded = this.client.getQueryData(keys.agentList) !== undefined;
     if (toFetch.length > this.options.bulkAgentThreshold) {
       work.push(this.client.invalidateQueries({ queryKey: keys.agentList }));

@@ -89,6 +89,26 @@ describe('LiveSync', () => {
     expect(invalidate.mock.calls.map(([filters]) => filters?.queryKey)).toEqual([keys.status, keys.invitations]);
   });
 
+  it('leaves alone a query fetched after the event arrived (a created invitation is fetched once)', async () => {
+    const client = new QueryClient();
+    const sync = new LiveSync(client, { fetchAgent: async () => null, flushDelayMs: 5 });
+    const list = keys.invitationList({});
+    await client.fetchQuery({ queryKey: list, queryFn: async () => ({ items: [], total: 0 }) });
+    sync.handle(event('invitation.created', { invitation_id: 7 }));
+    // This window fetches the invitation it just created, after its event arrived.
+    const fetches = vi.fn(async () => ({ id: 7 }));
+    await client.fetchQuery({ queryKey: keys.invitation(7), queryFn: fetches });
+    await sync.settled();
+    expect(client.getQueryState(list)!.isInvalidated).toBe(true);
+    expect(client.getQueryState(keys.invitation(7))!.isInvalidated).toBe(false);
+    // A later event about it does refresh it.
+    sync.handle(event('invitation.revoked', { invitation_id: 7 }));
+    await sync.settled();
+    expect(client.getQueryState(keys.invitation(7))!.isInvalidated).toBe(true);
+    expect(fetches).toHaveBeenCalledTimes(1);
+    sync.dispose();
+  });
+
   it('patches changed agents into the device list instead of refetching it', async () => {
     const client = new QueryClient();
     client.setQueryData<Agent[]>(keys.agentList, [agent(2), agent(1)]);
