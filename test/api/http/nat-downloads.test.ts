@@ -9,9 +9,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { request, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planSockets } from '../../src-main/backend/http/socket-limits.ts';
-import { enrollByHand } from '../helpers/backend.ts';
-import { startChildBackend, type ChildBackend } from '../helpers/child-backend.ts';
+import { planSockets } from '../../../src-main/backend/http/socket-limits.ts';
+import { enrollByHand } from '../../helpers/backend.ts';
+import { startChildBackend, type ChildBackend } from '../../helpers/child-backend.ts';
 
 const FD_LIMIT = 2048;
 const plan = planSockets(FD_LIMIT);
