@@ -7,6 +7,12 @@ import type { AgentTopicRules } from './acl.ts';
 const CONTROL_TOPIC = '$CONTROL/dynamic-security/v1';
 const RESPONSE_TOPIC = `${CONTROL_TOPIC}/response`;
 const COMMAND_TIMEOUT_MS = 10_000;
+/**
+ * More time per command of a batch: Mosquitto 2.0 rewrites its whole JSON file after each change
+ * (~2.3 KB per agent; ~15 ms a change at 1,000 agents, growing with the file), so a reconcile's
+ * batch of 100 changes may take longer than 10 s on a broker with thousands of agents.
+ */
+const PER_COMMAND_MS = 1_000;
 /** Commands per control message: big enough for a fast reconcile, small enough for any packet limit. */
 export const BATCH = 100;
 
@@ -82,7 +88,7 @@ export class DynsecClient {
             const timer = setTimeout(() => {
               this.waiting.delete(command.correlationData);
               resolve({ command: command.command, error: 'no answer from the broker' });
-            }, COMMAND_TIMEOUT_MS);
+            }, COMMAND_TIMEOUT_MS + batch.length * PER_COMMAND_MS);
             this.waiting.set(command.correlationData, { resolve, timer });
           }),
       );
