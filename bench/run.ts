@@ -2,7 +2,7 @@
 // this same run on this same machine. Writes bench/results/latest.json and the results table
 // of docs/benchmarks.md. Loopback only; every process started here is stopped here.
 //
-//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,downloads,deployments,cold-start] [--keep]
+//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,broker-modes,downloads,deployments,cold-start] [--modes mosquitto,rabbitmq] [--keep]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -16,7 +16,7 @@ import { childFileLimit, ROOT, startServe, workDir, type Serve } from './lib/pro
 import { resultsTable, writeReport, type BrokerResult, type Results } from './lib/report.ts';
 import { round } from './lib/stats.ts';
 import { connectionCap, runMosquitto, runServeBroker } from './scenarios/broker.ts';
-import { brokerModesScenario } from './scenarios/broker-modes.ts';
+import { brokerModesScenario, type BrokerModeName } from './scenarios/broker-modes.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
 import { consoleBuildNeeded, consoleScenario } from './scenarios/console.ts';
 import { downloadScenario } from './scenarios/downloads.ts';
@@ -33,13 +33,15 @@ const { values } = parseArgs({
     keep: { type: 'boolean' },
     build: { type: 'boolean' },
     out: { type: 'string' },
+    /** broker-modes: some of embedded, mosquitto, rabbitmq (default all three). */
+    modes: { type: 'string' },
   },
 });
 const scale = Number(values.scale ?? 1);
 if (!(scale > 0 && scale <= 1)) throw new Error('--scale is a number in (0, 1]');
 const only = new Set<Scenario>((values.only?.split(',').map((s) => s.trim()) as Scenario[] | undefined) ?? SCENARIOS);
 for (const name of only) if (!SCENARIOS.includes(name)) throw new Error(`unknown scenario ${name}; one of ${SCENARIOS.join(', ')}`);
-const full = scale === 1 && only.size === SCENARIOS.length;
+const full = scale === 1 && only.size === SCENARIOS.length && !values.modes;
 const count = (n: number, min = 10) => Math.max(min, Math.round(n * scale));
 
 const N = {
@@ -152,7 +154,8 @@ try {
   // 2b. Broker modes: the same agents on embedded aedes, Mosquitto (dynamic security), RabbitMQ (2 nodes).
   if (only.has('broker-modes')) {
     phase(`broker modes: ${N.modeAgents} agents on each of embedded, mosquitto, rabbitmq (2 nodes)`);
-    results.broker_modes = await brokerModesScenario(dir, { agents: N.modeAgents });
+    const modes = values.modes?.split(',').map((m) => m.trim()) as BrokerModeName[] | undefined;
+    results.broker_modes = await brokerModesScenario(dir, { agents: N.modeAgents, ...(modes ? { modes } : {}) });
   }
 
   // 3. Downloads.
