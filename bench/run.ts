@@ -153,8 +153,8 @@ try {
 
   // 2b. Broker modes: the same agents on embedded aedes, Mosquitto (dynamic security), RabbitMQ (2 nodes).
   if (only.has('broker-modes')) {
-    phase(`broker modes: ${N.modeAgents} agents on each of embedded, mosquitto, rabbitmq (2 nodes)`);
     const modes = values.modes?.split(',').map((m) => m.trim()) as BrokerModeName[] | undefined;
+    phase(`broker modes: ${N.modeAgents} agents on each of ${(modes ?? ['embedded', 'mosquitto', 'rabbitmq (2 nodes)']).join(', ')}`);
     results.broker_modes = await brokerModesScenario(dir, { agents: N.modeAgents, ...(modes ? { modes } : {}) });
   }
 
