@@ -35,10 +35,6 @@ export function defaultPublicHost(): string {
   return lanAddresses()[0] ?? '127.0.0.1';
 }
 
-export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
-}
-
 export interface BackendOptions {
   dataDir: string;
   /** Agent API + deeplink page; 0 = any free port. */

@@ -7,6 +7,7 @@ import { codeCommands } from './code-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { invitationsFromCsv, type CsvInvitation } from './csv.ts';
+import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { AdminApiError, adminRequest, CliError, readServerFile, type ServerFile } from './server-file.ts';
 
 export type Handler = (argv: string[]) => Promise<number>;
@@ -84,12 +85,11 @@ async function warnIfPhonesCannotReach(target: Parameters<typeof adminRequest>[0
   );
 }
 
-/** Mirrors the server's LIFETIME_DAYS, so the CLI can say it in its own words. */
-const DAYS = { min: 1, max: 180 };
+/** The server's rule, checked here so the CLI can say it in its own words. */
 function lifetimeDays(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < DAYS.min || n > DAYS.max) {
-    throw new CliError(`--days is how many days the invitation stays valid: a whole number from ${DAYS.min} to ${DAYS.max}, not "${value}"`);
+  if (!isWholeNumberIn(n, INVITATION_LIFETIME_DAYS)) {
+    throw new CliError(`--days is how many days the invitation stays valid: a whole number from ${INVITATION_LIFETIME_DAYS.min} to ${INVITATION_LIFETIME_DAYS.max}, not "${value}"`);
   }
   return n;
 }

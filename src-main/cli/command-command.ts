@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
 import { adminRequest, CliError, readServerFile } from './server-file.ts';
+import { AGENT_COMMANDS, type AgentCommand } from '../../src-shared/contract/rules.ts';
 
 export const COMMAND_USAGE = `usage: mdm-console command AGENT_ID [ping|lock|unlock|wipe|unenroll|inventory|geolocate] [--fleet NAME]
                           [--wait | --no-wait] [--timeout SECONDS] [--json] [--data-dir DIR]
@@ -13,8 +14,8 @@ export const COMMAND_USAGE = `usage: mdm-console command AGENT_ID [ping|lock|unl
                                  (--wait waits for the confirmation of unenroll)
   --fleet NAME   moves the device to that fleet (it is told with Command/Subscribe)`;
 
-const VERBS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
-type Verb = (typeof VERBS)[number];
+const VERBS = AGENT_COMMANDS;
+type Verb = AgentCommand;
 /** The event each command's reply produces, for those that have one. */
 const REPLY_EVENT: Partial<Record<Verb, string>> = {
   ping: 'agent.ping_reply',

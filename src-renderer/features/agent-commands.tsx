@@ -6,9 +6,8 @@ import { ApiRequestError, patch, post } from '../api/client.ts';
 import { keys, useFleets } from '../api/queries.ts';
 import type { Agent } from '../api/types.ts';
 import { confirmAction, notifyError, notifySuccess } from '../components/common.tsx';
+import type { AgentCommand } from '../../src-shared/contract/rules.ts';
 
-/** Commands the broker delivers to agents over MQTT (POST /api/agents/:id/commands). */
-export type AgentCommand = 'ping' | 'lock' | 'unlock' | 'wipe' | 'unenroll' | 'inventory' | 'geolocate';
 
 interface CommandResult {
   command: string;

@@ -33,7 +33,7 @@ import { ApiRequestError, errorMessage, get, post, api } from '../api/client.ts'
 import { keys } from '../api/queries.ts';
 import type { MailPreview, MailSettings, MailSettingsView, MailTestResult } from '../api/types.ts';
 import { notifyError, QueryView } from '../components/common.tsx';
-import { isValidEmail } from '../lib/email.ts';
+import { isValidEmail } from '../../src-shared/contract/rules.ts';
 import { isHttpUrl } from '../lib/settings.ts';
 
 type Form = MailSettings & { smtp_password: string };

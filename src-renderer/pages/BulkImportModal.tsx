@@ -31,7 +31,6 @@ import { fullName } from '../lib/format.ts';
 import { notifyError } from '../components/common.tsx';
 import { createInBatches, validateInChunks, type BulkOutcome } from '../lib/bulk-create.ts';
 import {
-  LIFETIME,
   mergeServerErrors,
   parseCsvText,
   parsePasted,
@@ -41,6 +40,7 @@ import {
   type ImportRow,
 } from '../lib/invitation-import.ts';
 import { printQuery } from '../lib/print-layout.ts';
+import { INVITATION_LIFETIME_DAYS as LIFETIME } from '../../src-shared/contract/rules.ts';
 import { MailBatchesProgress } from '../features/mail.tsx';
 import { UnreachableWarning } from '../features/reachability.tsx';
 

@@ -7,7 +7,7 @@ import { AgentAppNote } from '../features/agent-app.tsx';
 import { navigate } from '../app/router.tsx';
 import { notifyError, notifySuccess } from '../components/common.tsx';
 import { emailProblem } from '../lib/email.ts';
-import { LIFETIME } from '../lib/invitation-import.ts';
+import { INVITATION_LIFETIME_DAYS as LIFETIME, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { UnreachableWarning } from '../features/reachability.tsx';
 import type { Invitation } from '../api/types.ts';
 
@@ -36,7 +36,7 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
   const showProblem = (blurred || email.includes('@')) && email.trim() !== '' ? problem : null;
   const defaultDays = settings.data?.invitation_lifetime_days ?? 7;
   const daysValue = days === '' ? null : Number(days);
-  const daysProblem = daysValue !== null && (!Number.isInteger(daysValue) || daysValue < LIFETIME.min || daysValue > LIFETIME.max)
+  const daysProblem = daysValue !== null && !isWholeNumberIn(daysValue, LIFETIME)
     ? `Between ${LIFETIME.min} and ${LIFETIME.max} days`
     : null;
 

@@ -27,7 +27,8 @@ import { useCreateFleet, useFleets, useRenameFleet, useSaveSettings, useSettings
 import type { Fleet, ServerStatus, Settings } from '../api/types.ts';
 import { notifyError, PageHeader, QueryView } from '../components/common.tsx';
 import { MailSettingsSection } from '../features/mail-settings.tsx';
-import { appliedNote, isLoopback, pickGeneral, settingsErrors, settingsPatch, type GeneralSettings } from '../lib/settings.ts';
+import { isLoopback } from '../../src-shared/contract/rules.ts';
+import { appliedNote, pickGeneral, settingsErrors, settingsPatch, type GeneralSettings } from '../lib/settings.ts';
 import { UnreachableWarning } from '../features/reachability.tsx';
 
 function Section({ id, title, description, children }: { id?: string; title: string; description?: ReactNode; children: ReactNode }) {

@@ -7,7 +7,8 @@ import { changedIds, enrollStatusOf, matchesSearch, searchTerms } from '../../sr
 import { formatBytes, fullName, relativeTime } from '../../src-renderer/lib/format.ts';
 import { shortFingerprint } from '../../src-renderer/lib/hash.ts';
 import { cardSize, defaultPaper, pageRule, paginate, PAPERS, parsePrintQuery, printQuery } from '../../src-renderer/lib/print-layout.ts';
-import { appliedNote, isLoopback, isValidHost, settingsErrors, settingsPatch, type GeneralSettings } from '../../src-renderer/lib/settings.ts';
+import { appliedNote, settingsErrors, settingsPatch, type GeneralSettings } from '../../src-renderer/lib/settings.ts';
+import { isLoopback, isValidHost } from '../../src-shared/contract/rules.ts';
 
 describe('formatting', () => {
   const now = Date.parse('2026-06-01T12:00:00Z');

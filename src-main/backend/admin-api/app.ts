@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { isLoopbackHost, lanAddresses } from '../config.ts';
+import { lanAddresses } from '../config.ts';
+import { isLoopback } from '../../../src-shared/contract/rules.ts';
 import { adminFileRoutes } from '../files/routes.ts';
 import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
@@ -141,7 +142,7 @@ export async function adminApp({ services, files, deployments, adminToken, info,
         mqtt: broker ? { ...broker.status(), agent_endpoint: broker.agentEndpoint(services.settings.get().mqtt_tls) } : null,
         lan_addresses: lanAddresses(),
         warnings: [
-          ...(isLoopbackHost(publicHost)
+          ...(isLoopback(publicHost)
             ? [`The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`]
             : []),
           ...(flyveAgentsLockedOut(services.settings.get()) ? [FLYVE_TLS_WARNING] : []),

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { CODE_LIFETIME_DAYS, CODE_MAX_USES, type CodeInput } from '../codes/codes.ts';
+import type { CodeInput } from '../codes/codes.ts';
+import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from '../../../src-shared/contract/rules.ts';
 import type { Services } from '../services.ts';
 import { qrRoutes } from './qr-routes.ts';
 

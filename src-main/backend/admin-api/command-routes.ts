@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { AGENT_COMMANDS, type AgentCommand, type AgentCommands } from '../broker/commands.ts';
+import type { AgentCommands } from '../broker/commands.ts';
+import { AGENT_COMMANDS, type AgentCommand } from '../../../src-shared/contract/rules.ts';
 import type { Services } from '../services.ts';
 
 const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { LIFETIME_DAYS, pendingMessage, type InvitationInput } from '../invitations/invitations.ts';
+import { pendingMessage, type InvitationInput } from '../invitations/invitations.ts';
+import { INVITATION_LIFETIME_DAYS } from '../../../src-shared/contract/rules.ts';
 import type { Services } from '../services.ts';
 import { qrRoutes } from './qr-routes.ts';
 
@@ -13,7 +14,7 @@ export const InvitationInputSchema = Type.Object(
     lastname: Name,
     fleet: Name,
     // No null branch: type coercion would turn an out-of-range 0 into null, i.e. the default.
-    days: Type.Optional(Type.Integer({ minimum: LIFETIME_DAYS.min, maximum: LIFETIME_DAYS.max })),
+    days: Type.Optional(Type.Integer({ minimum: INVITATION_LIFETIME_DAYS.min, maximum: INVITATION_LIFETIME_DAYS.max })),
   },
   { additionalProperties: false },
 );

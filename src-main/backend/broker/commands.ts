@@ -6,6 +6,7 @@ import { ApiError, itemNotFound } from '../errors.ts';
 import { fleetTopic, isUsableAgentTopic, type AgentIdentity } from './acl.ts';
 import { ENROLL, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
 import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';
+import type { AgentCommand } from '../../../src-shared/contract/rules.ts';
 
 /** What the commands need to know of an agent's connections, whatever broker holds them. */
 export interface AgentLinks {
@@ -20,10 +21,8 @@ export interface AgentLinks {
   disconnect(agentId: number): void;
 }
 
-export const AGENT_COMMANDS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
 /** Commands only a connected agent can act on: not kept for later. */
 const LIVE_ONLY: readonly AgentCommand[] = ['ping', 'inventory', 'geolocate'];
-export type AgentCommand = (typeof AGENT_COMMANDS)[number];
 
 interface CommandMessage {
   label: string;

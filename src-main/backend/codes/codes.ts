@@ -9,9 +9,8 @@ import { ApiError, itemNotFound } from '../errors.ts';
 import type { UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
+import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from '../../../src-shared/contract/rules.ts';
 
-export const CODE_LIFETIME_DAYS = { min: 1, max: 365 } as const;
-export const CODE_MAX_USES = 1_000_000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export type CodeApproval = 'auto' | 'manual';

@@ -10,8 +10,8 @@ import { ApiError, itemNotFound } from '../errors.ts';
 import type { UserRepository } from '../sessions/users.ts';
 import type { Settings, SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
+import { INVITATION_LIFETIME_DAYS, isValidEmail, normalizeEmail } from '../../../src-shared/contract/rules.ts';
 
-export const LIFETIME_DAYS = { min: 1, max: 180 } as const;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export type InvitationStatus = 'pending' | 'done' | 'expired' | 'revoked';
@@ -63,17 +63,6 @@ export interface InvitationLogEntry {
 }
 
 export type { LinkTargets };
-
-// Pragmatic address check (what the console validates as you type, too): one @, a dotted domain.
-const EMAIL = /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
-
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
-export function isValidEmail(email: string): boolean {
-  return email.length <= 254 && EMAIL.test(email.trim());
-}
 
 /** "x@y already has a pending invitation (#12, valid until …)". */
 export function pendingMessage(row: Pick<InvitationRow, 'id' | 'email' | 'expires_at'>): string {
@@ -168,8 +157,8 @@ export class InvitationService {
         if (pending) errors.push(`row ${row}: ${pendingMessage(pending)}`);
       }
       const days = input.days ?? this.settings.get().invitation_lifetime_days;
-      if (!Number.isInteger(days) || days < LIFETIME_DAYS.min || days > LIFETIME_DAYS.max) {
-        errors.push(`row ${row}: lifetime must be ${LIFETIME_DAYS.min} to ${LIFETIME_DAYS.max} days`);
+      if (!Number.isInteger(days) || days < INVITATION_LIFETIME_DAYS.min || days > INVITATION_LIFETIME_DAYS.max) {
+        errors.push(`row ${row}: lifetime must be ${INVITATION_LIFETIME_DAYS.min} to ${INVITATION_LIFETIME_DAYS.max} days`);
       }
       try {
         this.fleets.resolve(entityId, input.fleet);
