@@ -2,9 +2,9 @@ import { Button, Group, Select, Stack, Text, Tooltip } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { IconListDetails, IconLock, IconLockOpen, IconLogout, IconMapPin, IconRadar, IconTrashX } from '@tabler/icons-react';
 import { useState } from 'react';
-import { ApiRequestError, patch, post } from '../api/client.ts';
+import { AdminApiError, patch, post } from '../api/client.ts';
 import { keys, useFleets } from '../api/queries.ts';
-import type { Agent } from '../api/types.ts';
+import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 import { confirmAction, notifyError, notifySuccess } from '../components/common.tsx';
 import type { AgentCommand } from '../../src-shared/contract/rules.ts';
 
@@ -57,7 +57,7 @@ const COMMANDS: {
   },
 ];
 
-const unavailable = (error: unknown) => error instanceof ApiRequestError && (error.status === 404 || error.status === 501) && error.code !== 'ERROR_ITEM_NOT_FOUND';
+const unavailable = (error: unknown) => error instanceof AdminApiError && (error.status === 404 || error.status === 501) && error.code !== 'ERROR_ITEM_NOT_FOUND';
 
 /** Ping, lock, unlock, wipe, unenroll and move to another fleet; destructive ones confirmed. */
 export function AgentCommands({ agent }: { agent: Agent }) {

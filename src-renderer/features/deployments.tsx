@@ -2,7 +2,7 @@ import { ActionIcon, Badge, Button, Checkbox, Group, Modal, NumberInput, Progres
 import { IconChevronDown, IconChevronRight, IconRocket, IconTrash } from '@tabler/icons-react';
 import { Fragment, useState } from 'react';
 import { useAgents, useDeploy, useDeployment, useDeployments, useFleets, useUndeploy, useUpdatePackage } from '../api/queries.ts';
-import type { Deployment, DeploymentFilter, DeviceTask, StoredItem, StoredKind, TaskCounts, TaskStatus } from '../api/types.ts';
+import type { Deployment, DeploymentFilter, DeviceTask, StoredItem, StoredKind, TaskCounts, TaskStatus } from '../../src-shared/contract/index.ts';
 import { confirmAction, EmptyState, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
 
 const STATUS_COLORS: Record<TaskStatus, string> = {

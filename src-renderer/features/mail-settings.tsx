@@ -29,9 +29,9 @@ import { useDisclosure } from '@mantine/hooks';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { IconDeviceFloppy, IconEye, IconMailShare } from '@tabler/icons-react';
 import { useEffect, useState } from 'react';
-import { ApiRequestError, errorMessage, get, post, api } from '../api/client.ts';
+import { AdminApiError, errorMessage, get, post, api } from '../api/client.ts';
 import { keys } from '../api/queries.ts';
-import type { MailPreview, MailSettings, MailSettingsView, MailTestResult } from '../api/types.ts';
+import type { MailPreview, MailSettings, MailSettingsView, MailTestResult } from '../../src-shared/contract/index.ts';
 import { notifyError, QueryView } from '../components/common.tsx';
 import { isValidEmail } from '../../src-shared/contract/rules.ts';
 import { isHttpUrl } from '../lib/settings.ts';
@@ -138,7 +138,7 @@ function TestEmail() {
       try {
         return await post<MailTestResult>('/mail/test', { to: address });
       } catch (error) {
-        if (error instanceof ApiRequestError && error.status === 502) return { ok: false, message: error.message } as MailTestResult;
+        if (error instanceof AdminApiError && error.status === 502) return { ok: false, message: error.message } as MailTestResult;
         throw error;
       }
     },
@@ -356,7 +356,7 @@ export function MailSettingsSection() {
     retry: false,
   });
   // A server without the mail capability: no section.
-  if (view.isError && view.error instanceof ApiRequestError && view.error.status === 404) return null;
+  if (view.isError && view.error instanceof AdminApiError && view.error.status === 404) return null;
   return (
     <Card withBorder radius="md" p="lg" id="email">
       <Title order={4}>Invitation email</Title>

@@ -4,7 +4,7 @@ import { useMutation, useQueries, useQueryClient } from '@tanstack/react-query';
 import { IconClockHour4, IconMail, IconMailCheck, IconMailExclamation, IconMailForward, IconMailOpened } from '@tabler/icons-react';
 import { get, post } from '../api/client.ts';
 import { keys } from '../api/queries.ts';
-import type { Invitation, InvitationDetail, MailBatch, MailDelivery } from '../api/types.ts';
+import type { Invitation, InvitationDetail, MailBatch, MailDelivery } from '../../src-shared/contract/index.ts';
 import { notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
 
 export const DELIVERY: Record<string, { label: string; color: string; hint: string }> = {

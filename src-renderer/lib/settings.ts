@@ -1,4 +1,4 @@
-import type { Settings } from '../api/types.ts';
+import type { Settings } from '../../src-shared/contract/index.ts';
 import { APP_LINK_SCHEME, BROWSER_SCHEMES, INVITATION_LIFETIME_DAYS, isValidEmail, isValidHost, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 
 /** The settings the console's form edits (the mail ones have their own section). */

@@ -1,5 +1,5 @@
 import { SseParser } from '../lib/sse.ts';
-import type { LiveEvent } from '../api/types.ts';
+import type { LiveEvent } from '../../src-shared/contract/index.ts';
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'signed-out';
 

@@ -23,9 +23,9 @@ import { useDebouncedValue } from '@mantine/hooks';
 import { useQueryClient } from '@tanstack/react-query';
 import { IconAlertTriangle, IconCheck, IconClipboardText, IconFileSpreadsheet, IconPrinter, IconUpload, IconX } from '@tabler/icons-react';
 import { useEffect, useMemo, useState } from 'react';
-import { ApiRequestError, errorMessage, post } from '../api/client.ts';
+import { AdminApiError, errorMessage, post } from '../api/client.ts';
 import { createInvitations, keys, useFleets, useSettings, validateInvitations } from '../api/queries.ts';
-import type { Invitation } from '../api/types.ts';
+import type { Invitation } from '../../src-shared/contract/index.ts';
 import { navigate } from '../app/router.tsx';
 import { fullName } from '../lib/format.ts';
 import { notifyError } from '../components/common.tsx';
@@ -156,7 +156,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
           await post('/fleets', { name });
         } catch (error) {
           // Created meanwhile (by someone else): fine; anything else stops here, nothing sent yet.
-          if (!(error instanceof ApiRequestError && error.status === 409)) {
+          if (!(error instanceof AdminApiError && error.status === 409)) {
             notifyError(`Fleet "${name}" could not be created`, error);
             setPhase('input');
             return;
@@ -176,7 +176,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
       {
         batchSize: 25,
         onProgress: (done, total) => setProgress({ done, total }),
-        errorOf: (error) => ({ message: errorMessage(error), errors: error instanceof ApiRequestError ? error.errors : [] }),
+        errorOf: (error) => ({ message: errorMessage(error), errors: error instanceof AdminApiError ? error.errors : [] }),
       },
     );
     setOutcome(result);

@@ -1,9 +1,10 @@
 import { Alert, Anchor, Badge, Button, Group, Modal, NumberInput, SegmentedControl, Select, Stack, Table, TagsInput, Text, TextInput } from '@mantine/core';
 import { IconBan, IconPlus, IconRefresh } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
-import { ApiRequestError } from '../api/client.ts';
+import { AdminApiError } from '../api/client.ts';
 import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from '../../src-shared/contract/rules.ts';
-import { CODE_STATUS, useCodes, useCreateCode, useRevokeCode, useRotateCode, usesText, type EnrollmentCode } from '../api/codes.ts';
+import { CODE_STATUS, useCodes, useCreateCode, useRevokeCode, useRotateCode, usesText } from '../api/codes.ts';
+import type { EnrollmentCode } from '../../src-shared/contract/index.ts';
 import { useFleets } from '../api/queries.ts';
 import { Link, navigate } from '../app/router.tsx';
 import { confirmAction, EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, PageHeader, RelativeTime } from '../components/common.tsx';
@@ -42,7 +43,7 @@ function NewCodeModal({ opened, onClose }: { opened: boolean; onClose: () => voi
           onClose();
           navigate(`/codes/${code.id}`);
         },
-        onError: (error) => setServerError(error instanceof ApiRequestError ? error.message : String(error)),
+        onError: (error) => setServerError(error instanceof AdminApiError ? error.message : String(error)),
       },
     );
   };

@@ -14,7 +14,7 @@ import {
 } from '@tabler/icons-react';
 import type { ReactNode } from 'react';
 import { useFeed, useStatus } from '../api/queries.ts';
-import type { LiveEvent, ServerStatus } from '../api/types.ts';
+import type { LiveEvent, ServerStatus } from '../../src-shared/contract/index.ts';
 import { Link } from '../app/router.tsx';
 import { AgentAppNote } from '../features/agent-app.tsx';
 import { CopyIcon, EmptyState, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';

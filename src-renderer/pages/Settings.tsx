@@ -24,7 +24,7 @@ import { useForm } from '@mantine/form';
 import { IconAlertTriangle, IconCheck, IconDeviceFloppy, IconPencil, IconPlus, IconX } from '@tabler/icons-react';
 import { useEffect, useState, type ReactNode } from 'react';
 import { useCreateFleet, useFleets, useRenameFleet, useSaveSettings, useSettings, useStatus } from '../api/queries.ts';
-import type { Fleet, ServerStatus, Settings } from '../api/types.ts';
+import type { Fleet, ServerStatus, Settings } from '../../src-shared/contract/index.ts';
 import { notifyError, PageHeader, QueryView } from '../components/common.tsx';
 import { MailSettingsSection } from '../features/mail-settings.tsx';
 import { isLoopback } from '../../src-shared/contract/rules.ts';
