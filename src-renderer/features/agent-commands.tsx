@@ -2,19 +2,12 @@ import { Button, Group, Select, Stack, Text, Tooltip } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { IconListDetails, IconLock, IconLockOpen, IconLogout, IconMapPin, IconRadar, IconTrashX } from '@tabler/icons-react';
 import { useState } from 'react';
-import { AdminApiError, patch, post } from '../api/client.ts';
+import { admin, AdminApiError } from '../api/client.ts';
 import { keys, useFleets } from '../api/queries.ts';
 import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 import { confirmAction, notifyError, notifySuccess } from '../components/common.tsx';
 import type { AgentCommand } from '../../src-shared/contract/rules.ts';
 
-
-interface CommandResult {
-  command: string;
-  online: boolean;
-  retained: boolean;
-  agent?: Agent;
-}
 
 const COMMANDS: {
   command: AgentCommand;
@@ -72,7 +65,7 @@ export function AgentCommands({ agent }: { agent: Agent }) {
   };
 
   const send = useMutation({
-    mutationFn: (command: AgentCommand) => post<CommandResult>(`/agents/${agent.id}/commands`, { command }),
+    mutationFn: (command: AgentCommand) => admin.agents.command(agent.id, command),
     onSuccess: (result, command) => {
       const label = COMMANDS.find((c) => c.command === command)!.label;
       notifySuccess(
@@ -88,7 +81,7 @@ export function AgentCommands({ agent }: { agent: Agent }) {
   });
 
   const move = useMutation({
-    mutationFn: (fleetId: number) => patch<Agent>(`/agents/${agent.id}`, { fleet_id: fleetId }),
+    mutationFn: (fleetId: number) => admin.agents.move(agent.id, { fleet_id: fleetId }),
     onSuccess: (updated) => {
       notifySuccess(`${agent.name} moved to ${updated.fleet}`);
       setFleet(null);

@@ -63,14 +63,14 @@ function TaskRows({ id }: { id: number }) {
   return (
     <QueryView query={detail}>
       {(deployment) =>
-        (deployment.tasks ?? []).length === 0 ? (
+        deployment.tasks.length === 0 ? (
           <Text size="sm" c="dimmed" p="xs">
             No device in scope yet: devices that join get a task.
           </Text>
         ) : (
           <Table fz="sm" verticalSpacing={4} data-testid={`deployment-tasks-${id}`}>
             <Table.Tbody>
-              {(deployment.tasks ?? []).map((task) => (
+              {deployment.tasks.map((task) => (
                 <Table.Tr key={task.id} data-agent-id={task.agent_id}>
                   <Table.Td w="35%">{task.agent_name}</Table.Td>
                   <Table.Td w={120}>

@@ -1,6 +1,6 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
-import { AdminApiError, get } from '../api/client.ts';
+import { admin, AdminApiError } from '../api/client.ts';
 import { useFeed } from '../api/queries.ts';
 import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 import { LiveSync } from './cache-sync.ts';
@@ -29,7 +29,7 @@ export function LiveProvider({ children }: { children: ReactNode }) {
     started.current = true;
     const sync = new LiveSync(client, {
       fetchAgent: (id) =>
-        get<Agent>(`/agents/${id}`).catch((error: unknown) => {
+        admin.agents.get(id).catch((error: unknown) => {
           if (error instanceof AdminApiError && error.status === 404) return null;
           throw error;
         }),

@@ -23,7 +23,7 @@ import { useDebouncedValue } from '@mantine/hooks';
 import { useQueryClient } from '@tanstack/react-query';
 import { IconAlertTriangle, IconCheck, IconClipboardText, IconFileSpreadsheet, IconPrinter, IconUpload, IconX } from '@tabler/icons-react';
 import { useEffect, useMemo, useState } from 'react';
-import { AdminApiError, errorMessage, post } from '../api/client.ts';
+import { admin, AdminApiError, errorMessage } from '../api/client.ts';
 import { createInvitations, keys, useFleets, useSettings, validateInvitations } from '../api/queries.ts';
 import type { Invitation } from '../../src-shared/contract/index.ts';
 import { navigate } from '../app/router.tsx';
@@ -153,7 +153,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
     if (createFleets) {
       for (const name of missingFleets) {
         try {
-          await post('/fleets', { name });
+          await admin.fleets.create(name);
         } catch (error) {
           // Created meanwhile (by someone else): fine; anything else stops here, nothing sent yet.
           if (!(error instanceof AdminApiError && error.status === 409)) {
@@ -170,7 +170,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
       valid,
       async (batch) => {
         const created = await createInvitations(batch.map((row) => toInvitationInput(row, defaults)), mailOn ? emailThem : undefined, alsoPending);
-        if (created.mail?.batch_id && created.mail.queued > 0) batches.push(created.mail.batch_id);
+        if (created.mail.batch_id && created.mail.queued > 0) batches.push(created.mail.batch_id);
         return created.items;
       },
       {

@@ -82,7 +82,7 @@ const megabytes = (mb: number | null) => (mb === null ? '—' : mb >= 1024 ? `${
 /** What the device reported about itself: its inventory (FusionInventory XML, parsed by the server) and position. */
 function InventorySection({ agent }: { agent: AgentDetail }) {
   const inventory = agent.inventory;
-  const position = agent.positions?.[0];
+  const position = agent.positions[0];
   const rows: [string, React.ReactNode][] = [];
   if (inventory) {
     rows.push(['Model', [inventory.manufacturer, inventory.model].filter(Boolean).join(' ') || '—']);

@@ -1,7 +1,7 @@
 import { Alert, Button, Checkbox, Group, Modal, NumberInput, Select, SimpleGrid, Stack, Text, TextInput } from '@mantine/core';
 import { IconCheck, IconInfoCircle } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
-import { AdminApiError, post } from '../api/client.ts';
+import { admin, AdminApiError } from '../api/client.ts';
 import { useCreateInvitation, useFleets, useSettings } from '../api/queries.ts';
 import { AgentAppNote } from '../features/agent-app.tsx';
 import { navigate } from '../app/router.tsx';
@@ -61,7 +61,7 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
     if (!pending) return;
     setResending(true);
     try {
-      const resent = await post<Invitation>(`/invitations/${pending.id}/resend`);
+      const resent = await admin.invitations.resend(pending.id);
       notifySuccess(`Invitation #${resent.id} emailed again to ${resent.email}`);
       finish(resent);
     } catch (error) {

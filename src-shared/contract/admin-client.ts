@@ -1,8 +1,9 @@
 // The one admin HTTP client: the console, the CLI, the tests and the bench call the admin API
 // through it. fetch only, and type-only imports of the contract, so the browser bundle carries
 // no schema code and Node 22 needs nothing besides its own fetch.
-import type { AgentDetail, AgentMoved, AgentPatch, AgentSummary, ApproveManyResult, CommandSent } from './agents.ts';
-import type { CodeCreate, CodeDetail, CodeSimulateResult, EnrollmentCode } from './codes.ts';
+import type { AgentDetail, AgentMoved, AgentSummary, ApproveManyResult, CommandSent } from './agents.ts';
+import type { AgentPatch } from './commands.ts';
+import type { CodeCreate, CodeDetail, EnrollmentCode } from './codes.ts';
 import type { ApiErrorBody } from './errors.ts';
 import type { EventList } from './events.ts';
 import type { DeployBody, Deployment, DeploymentDetail, DeploymentFilter, DeviceTask, Undeployed } from './deployments.ts';
@@ -21,7 +22,7 @@ import type {
 import type { MailBatch, MailPreview, MailPreviewBody, MailRetryBody, MailRetryResult, MailSettingsPut, MailSettingsView, MailStatus, MailTestResult } from './mail.ts';
 import type { AgentCommand } from './rules.ts';
 import type { Settings, SettingsPatch } from './settings.ts';
-import type { SimulateResult } from './simulate.ts';
+import type { CodeSimulateResult, SimulateResult } from './simulate.ts';
 import type { ConsoleTicket, PublicHostResult, ServerStatus, SignInResult } from './status.ts';
 
 /** An error body as the server sent it: `{ error, message }`, and what some errors carry besides (`errors`, `invitation` …). */
