@@ -66,6 +66,9 @@ export interface Items<T> {
   items: T[];
 }
 
+/** What fetch sends as a body, in the browser and in Node. */
+export type RequestBody = NonNullable<RequestInit['body']>;
+
 type QueryValue = string | number | boolean | null | undefined;
 export type Query = Record<string, QueryValue>;
 
@@ -73,7 +76,7 @@ export interface CallOptions {
   /** JSON-encoded, with its Content-Type. */
   body?: unknown;
   /** A raw body (an upload): sent as it is, streamed where it is a stream. */
-  content?: BodyInit;
+  content?: RequestBody;
   query?: Query;
   headers?: Record<string, string>;
   signal?: AbortSignal | undefined;
@@ -217,7 +220,7 @@ export function adminClient(options: AdminClientOptions = {}) {
     stored: (kind: StoredKind) => ({
       list: (signal?: AbortSignal) => get<StoredItem[]>(collection(kind), signal),
       /** The content is the raw body; Node streams it (give content-length in `headers`). */
-      upload: (content: BodyInit, query: UploadQuery, headers: Record<string, string> = {}) =>
+      upload: (content: RequestBody, query: UploadQuery, headers: Record<string, string> = {}) =>
         api<StoredItem>('POST', collection(kind), { content, query: { ...query }, headers: { 'content-type': 'application/octet-stream', ...headers } }),
       remove: (id: number) => api<void>('DELETE', `${collection(kind)}/${id}`),
     }),
