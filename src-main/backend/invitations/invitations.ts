@@ -10,11 +10,13 @@ import { ApiError, itemNotFound } from '../errors.ts';
 import type { UserRepository } from '../sessions/users.ts';
 import type { Settings, SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
+import { isValidEmail, LIFETIME_DAYS, type AgentBrief, type Invitation, type InvitationFilter, type InvitationLogEntry, type InvitationStatus } from '../../../src-shared/contract/index.ts';
 
-export const LIFETIME_DAYS = { min: 1, max: 180 } as const;
+// The lifetime bounds and the email rule are the contract's: the console checks the same as you type.
+export { isValidEmail, LIFETIME_DAYS };
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export type InvitationStatus = 'pending' | 'done' | 'expired' | 'revoked';
+export type { InvitationStatus };
 
 export interface InvitationRow {
   id: number;
@@ -42,37 +44,10 @@ export interface InvitationInput {
   days?: number | null;
 }
 
-export interface InvitationFilter {
-  status?: InvitationStatus;
-  q?: string;
-  fleet_id?: number;
-  limit?: number;
-  offset?: number;
-}
-
-export interface InvitationLogEntry {
-  id: number;
-  at: string;
-  outcome: 'refused' | 'used';
-  code: string | null;
-  message: string;
-  remote_addr: string | null;
-  email: string | null;
-  serial: string | null;
-  uuid: string | null;
-}
-
 export type { LinkTargets };
-
-// Pragmatic address check (what the console validates as you type, too): one @, a dotted domain.
-const EMAIL = /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
-}
-
-export function isValidEmail(email: string): boolean {
-  return email.length <= 254 && EMAIL.test(email.trim());
 }
 
 /** "x@y already has a pending invitation (#12, valid until …)". */
@@ -321,7 +296,7 @@ export class InvitationService {
   }
 
   /** What the admin API and CLI show of an invitation. */
-  view(row: InvitationRow) {
+  view(row: InvitationRow): Invitation {
     const user = this.users.byId(row.user_id)!;
     const deeplink = this.deeplinkOf(row);
     const fleetName = (this.statements.fleetName.get(row.fleet_id) as { name: string } | undefined)?.name ?? null;
@@ -339,7 +314,7 @@ export class InvitationService {
       revoked_at: row.revoked_at,
       fleet_id: row.fleet_id,
       fleet: fleetName,
-      agent: row.agent_id ? ((this.statements.agentSummary.get(row.agent_id) as Record<string, unknown> | undefined) ?? null) : null,
+      agent: row.agent_id ? ((this.statements.agentSummary.get(row.agent_id) as AgentBrief | undefined) ?? null) : null,
       refused_attempts: (this.statements.refusedCount.get(row.id) as { n: number }).n,
       invitation_token: row.token,
       user_token: user.user_token,
