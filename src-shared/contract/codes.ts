@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Helpdesk, Items, Nullable } from './common.ts';
+import { Helpdesk, Items, Literals, Nullable } from './common.ts';
 
 /** An enrollment code's lifetime in days, and its most uses (absent: never expires / unlimited). */
 export const CODE_LIFETIME_DAYS = { min: 1, max: 365 } as const;
@@ -15,7 +15,7 @@ export const EnrollmentCode = Type.Object({
   id: Type.Integer(),
   entity_id: Type.Integer(),
   name: Type.String(),
-  status: Type.Union(CODE_STATUSES.map((status) => Type.Literal(status))),
+  status: Literals(CODE_STATUSES),
   fleet_id: Type.Integer(),
   fleet: Nullable(Type.String()),
   /** Email domains allowed to use it; empty: any. */

@@ -1,17 +1,17 @@
 import { Type, type Static } from 'typebox';
-import { AnyObject } from './common.ts';
+import { AnyObject, Literals } from './common.ts';
 
 /** What an admin can send an agent over MQTT (POST /api/agents/:id/commands). */
 export const AGENT_COMMANDS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
 export type AgentCommand = (typeof AGENT_COMMANDS)[number];
 
-export const CommandBody = Type.Object({ command: Type.Union(AGENT_COMMANDS.map((command) => Type.Literal(command))) }, { additionalProperties: false });
+export const CommandBody = Type.Object({ command: Literals(AGENT_COMMANDS) }, { additionalProperties: false });
 export type CommandBody = Static<typeof CommandBody>;
 
 /** What was published, and whether the agent was connected to receive it. */
 export const CommandResult = Type.Object({
   agent_id: Type.Integer(),
-  command: Type.Union([...AGENT_COMMANDS.map((command) => Type.Literal(command)), Type.Literal('subscribe')]),
+  command: Literals([...AGENT_COMMANDS, 'subscribe']),
   topic: Type.String(),
   payload: AnyObject,
   retained: Type.Boolean(),

@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox';
+import { Type, type TLiteral, type TLiteralValue, type TSchema, type TUnion } from 'typebox';
 
 /** `T | null` on the wire. */
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -20,3 +20,8 @@ export const Helpdesk = Type.Object({
   website: Type.String(),
   email: Type.String(),
 });
+
+type LiteralTuple<T extends readonly TLiteralValue[]> = { -readonly [K in keyof T]: TLiteral<T[K]> };
+/** One of these words: `anyOf` of constants (what a list of `Type.Literal`s gives), typed as their union. */
+export const Literals = <const T extends readonly TLiteralValue[]>(values: T): TUnion<LiteralTuple<T>> =>
+  Type.Union(values.map((value) => Type.Literal(value))) as unknown as TUnion<LiteralTuple<T>>;

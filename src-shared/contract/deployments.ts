@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { AnyObject, Items, Nullable } from './common.ts';
+import { AnyObject, Items, Literals, Nullable } from './common.ts';
 import { StoredKind } from './files.ts';
 
 export const POLICIES = ['deployApp', 'deployFile', 'removeApp', 'removeFile'] as const;
@@ -7,8 +7,8 @@ export type PolicyName = (typeof POLICIES)[number];
 export const TASK_STATUSES = ['pending', 'received', 'in progress', 'waiting', 'done', 'failed', 'canceled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-const Policy = Type.Union(POLICIES.map((policy) => Type.Literal(policy)));
-const Status = Type.Union(TASK_STATUSES.map((status) => Type.Literal(status)));
+const Policy = Literals(POLICIES);
+const Status = Literals(TASK_STATUSES);
 const DeploymentState = Type.Union([Type.Literal('active'), Type.Literal('removed')]);
 const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { AgentBrief } from './agents.ts';
-import { Helpdesk, Items, Nullable } from './common.ts';
+import { Helpdesk, Items, Literals, Nullable } from './common.ts';
 import { LiveEvent } from './events.ts';
 import { MailDelivery } from './mail.ts';
 
@@ -25,7 +25,7 @@ export const Invitation = Type.Object({
   email: Type.String(),
   firstname: Nullable(Type.String()),
   lastname: Nullable(Type.String()),
-  status: Type.Union(INVITATION_STATUSES.map((status) => Type.Literal(status))),
+  status: Literals(INVITATION_STATUSES),
   created_at: Type.String(),
   expires_at: Type.String(),
   used_at: Nullable(Type.String()),
@@ -112,7 +112,7 @@ export type InvitationBulkCreated = Static<typeof InvitationBulkCreated>;
 
 /** GET /api/invitations?… */
 export const InvitationFilter = Type.Object({
-  status: Type.Optional(Type.Union(INVITATION_STATUSES.map((status) => Type.Literal(status)))),
+  status: Type.Optional(Literals(INVITATION_STATUSES)),
   q: Type.Optional(Type.String({ maxLength: 200 })),
   fleet_id: Type.Optional(Type.Integer({ minimum: 1 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
@@ -123,16 +123,10 @@ export type InvitationFilter = Static<typeof InvitationFilter>;
 export const InvitationPage = Type.Object({ ...Items(Invitation).properties, total: Type.Integer() });
 export type InvitationPage = Static<typeof InvitationPage>;
 
-/** 409 of POST /api/invitations: the address has a pending invitation, carried to resend it. */
-export interface InvitationPendingError {
-  error: 'ERROR_INVITATION_PENDING';
-  message: string;
-  invitation: Invitation;
-}
+/** 409 of POST /api/invitations: the address has a pending invitation, carried to resend it (ERROR_INVITATION_PENDING). */
+export const InvitationPendingError = Type.Object({ error: Type.String(), message: Type.String(), invitation: Type.Optional(Invitation) });
+export type InvitationPendingError = Static<typeof InvitationPendingError>;
 
-/** 400 of POST /api/invitations/bulk: nothing was created. */
-export interface InvitationBulkError {
-  error: 'ERROR_BAD_REQUEST';
-  message: string;
-  errors: string[];
-}
+/** 400 of POST /api/invitations/bulk: each invalid row, and nothing was created (other 400s carry no `errors`). */
+export const InvitationBulkError = Type.Object({ error: Type.String(), message: Type.String(), errors: Type.Optional(Type.Array(Type.String())) });
+export type InvitationBulkError = Static<typeof InvitationBulkError>;

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Nullable } from './common.ts';
+import { Literals, Nullable } from './common.ts';
 
 export const SMTP_SECURITY = ['auto', 'starttls', 'tls', 'none'] as const;
 export type SmtpSecurity = (typeof SMTP_SECURITY)[number];
@@ -17,7 +17,7 @@ export const MailSettingsFields = {
   /** 0 = the usual port of the security mode (465 for tls, 587 otherwise). */
   smtp_port: Type.Integer({ minimum: 0, maximum: 65535 }),
   /** auto: STARTTLS when offered; starttls: required; tls: implicit TLS (smtps); none: never TLS. */
-  smtp_security: Type.Union(SMTP_SECURITY.map((security) => Type.Literal(security))),
+  smtp_security: Literals(SMTP_SECURITY),
   /** Empty = no authentication. The password is set through PUT /api/mail/settings. */
   smtp_user: Type.String({ maxLength: 254 }),
   /** Off only for servers with self-signed certificates one trusts. */
@@ -46,7 +46,7 @@ export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
 /** An invitation's email: queued → sending → sent | failed; outbox = written to a folder (no SMTP). */
 export const MailDelivery = Type.Object({
-  state: Type.Union(DELIVERY_STATES.map((state) => Type.Literal(state))),
+  state: Literals(DELIVERY_STATES),
   /** The last error; while `retry_at` is set, that of the attempt that will be retried. */
   error: Nullable(Type.String()),
   /** Set after a transient failure (4xx, time-out, connection error): when the next attempt runs. */
@@ -94,7 +94,7 @@ export const MailTransport = Type.Union([
     source: Type.Union([Type.Literal('command line'), Type.Literal('settings')]),
     host: Type.String(),
     port: Type.Integer(),
-    security: Type.Union(SMTP_SECURITY.map((security) => Type.Literal(security))),
+    security: Literals(SMTP_SECURITY),
     user: Type.String(),
     reject_unauthorized: Type.Boolean(),
     from: Type.String(),
@@ -221,14 +221,15 @@ export const MailTestResult = Type.Union([
 ]);
 export type MailTestResult = Static<typeof MailTestResult>;
 
-/** 502 of POST /api/mail/test: the server refused or could not be reached. */
-export interface MailTestFailure {
-  ok: false;
-  error: 'ERROR_MAIL_SEND';
-  message: string;
-  response: string | null;
+/** 502 of POST /api/mail/test: the server refused or could not be reached (ERROR_MAIL_SEND). */
+export const MailTestFailure = Type.Object({
+  ok: Type.Literal(false),
+  error: Type.String(),
+  message: Type.String(),
+  response: Nullable(Type.String()),
   /** nodemailer's code (ECONNECTION, EAUTH, …). */
-  code: string | null;
-  response_code: number | null;
-  transport: MailTransport;
-}
+  code: Nullable(Type.String()),
+  response_code: Nullable(Type.Integer()),
+  transport: MailTransport,
+});
+export type MailTestFailure = Static<typeof MailTestFailure>;

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { Literals } from './common.ts';
 import { MailSettingsFields } from './mail.ts';
 import { LIFETIME_DAYS } from './invitations.ts';
 
@@ -14,7 +15,7 @@ export const Settings = Type.Object({
   /** Scheme of the app link the phone page's button carries: `<scheme>://register?data=…`; never a browser's own. */
   app_link_scheme: Type.String({ pattern: '^(?!(?:javascript|data|vbscript|file|https?|blob|about|ftp|mailto|tel|ws|wss)$)[a-z][a-z0-9+.-]{0,31}$' }),
   /** Which agent app new codes are for: `spec` (our encoding and scheme) or `flyve` (the reference agents'). */
-  agent_app: Type.Union(AGENT_APPS.map((app) => Type.Literal(app))),
+  agent_app: Literals(AGENT_APPS),
   helpdesk_name: Type.String({ maxLength: 200 }),
   helpdesk_phone: Type.String({ maxLength: 100 }),
   helpdesk_website: Type.String({ maxLength: 2048 }),

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Nullable } from './common.ts';
+import { Literals, Nullable } from './common.ts';
 import { ServerInfo } from './server-info.ts';
 
 export const BROKER_MODES = ['embedded', 'mosquitto', 'rabbitmq'] as const;
@@ -21,7 +21,7 @@ export const BrokerTls = Type.Object({
 });
 
 export const BrokerStatus = Type.Object({
-  mode: Type.Union(BROKER_MODES.map((mode) => Type.Literal(mode))),
+  mode: Literals(BROKER_MODES),
   /** Whether the backend is connected to its broker (always true for the embedded one). */
   connected: Type.Boolean(),
   /** Why not, while it retries. */

@@ -1,13 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { SSE_HEARTBEAT_MS, sseEventFrame, sseHeartbeatFrame, sseRetryFrame, type EventStreamQuery } from '../../../src-shared/contract/index.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
-
-const HEARTBEAT_MS = 15_000;
 
 /**
  * Server-Sent Events: every recorded event as `event: <type>` with the JSON event as data and
  * its id, so a reconnecting EventSource (Last-Event-ID) first gets what it missed.
  */
-export function streamEvents(events: EventLog, request: FastifyRequest, reply: FastifyReply): void {
+export function streamEvents(events: EventLog, request: FastifyRequest<{ Querystring: EventStreamQuery }>, reply: FastifyReply): void {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -22,15 +21,15 @@ export function streamEvents(events: EventLog, request: FastifyRequest, reply: F
     return;
   }
   const send = (event: RecordedEvent) => {
-    res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    res.write(sseEventFrame(event));
   };
-  res.write('retry: 2000\n\n');
-  const lastId = Number(request.headers['last-event-id'] ?? (request.query as { after?: string }).after ?? 0);
+  res.write(sseRetryFrame());
+  const lastId = Number(request.headers['last-event-id'] ?? request.query.after ?? 0);
   if (Number.isInteger(lastId) && lastId > 0) {
     for (const event of events.latest(1000, lastId).reverse()) send(event);
   }
   const unsubscribe = events.subscribe(send);
-  const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
+  const heartbeat = setInterval(() => res.write(sseHeartbeatFrame()), SSE_HEARTBEAT_MS);
   const stop = () => {
     clearInterval(heartbeat);
     unsubscribe();

@@ -10,11 +10,11 @@ import type { UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
 import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from '../../../src-shared/contract/rules.ts';
+import type { CodeApproval, CodeLogEntry, CodeStatus, EnrollmentCode } from '../../../src-shared/contract/index.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export type CodeApproval = 'auto' | 'manual';
-export type CodeStatus = 'active' | 'expired' | 'used_up' | 'revoked';
+export type { CodeApproval, CodeLogEntry, CodeStatus };
 
 export interface CodeRow {
   id: number;
@@ -42,22 +42,6 @@ export interface CodeInput {
   /** Lifetime in days; null or absent: the code never expires. */
   days?: number | null;
   approval?: CodeApproval;
-}
-
-export interface CodeLogEntry {
-  id: number;
-  at: string;
-  outcome: 'refused' | 'used';
-  code: string | null;
-  message: string;
-  remote_addr: string | null;
-  email: string | null;
-  serial: string | null;
-  uuid: string | null;
-  user_id: number | null;
-  agent_id: number | null;
-  agent_name: string | null;
-  enroll_status: string | null;
 }
 
 export interface CodeAttempt {
@@ -298,7 +282,7 @@ export class EnrollmentCodeService {
   }
 
   /** What the admin API and CLI show of a code. */
-  view(row: CodeRow) {
+  view(row: CodeRow): EnrollmentCode {
     const links = this.deeplinkOf(row);
     return {
       id: row.id,

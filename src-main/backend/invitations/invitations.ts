@@ -11,10 +11,11 @@ import type { UserRepository } from '../sessions/users.ts';
 import type { Settings, SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
 import { INVITATION_LIFETIME_DAYS, isValidEmail, normalizeEmail } from '../../../src-shared/contract/rules.ts';
+import type { AgentBrief, Invitation, InvitationFilter, InvitationLogEntry, InvitationStatus } from '../../../src-shared/contract/index.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export type InvitationStatus = 'pending' | 'done' | 'expired' | 'revoked';
+export type { InvitationStatus };
 
 export interface InvitationRow {
   id: number;
@@ -40,26 +41,6 @@ export interface InvitationInput {
   lastname?: string | null;
   fleet?: string | null;
   days?: number | null;
-}
-
-export interface InvitationFilter {
-  status?: InvitationStatus;
-  q?: string;
-  fleet_id?: number;
-  limit?: number;
-  offset?: number;
-}
-
-export interface InvitationLogEntry {
-  id: number;
-  at: string;
-  outcome: 'refused' | 'used';
-  code: string | null;
-  message: string;
-  remote_addr: string | null;
-  email: string | null;
-  serial: string | null;
-  uuid: string | null;
 }
 
 export type { LinkTargets };
@@ -310,7 +291,7 @@ export class InvitationService {
   }
 
   /** What the admin API and CLI show of an invitation. */
-  view(row: InvitationRow) {
+  view(row: InvitationRow): Invitation {
     const user = this.users.byId(row.user_id)!;
     const deeplink = this.deeplinkOf(row);
     const fleetName = (this.statements.fleetName.get(row.fleet_id) as { name: string } | undefined)?.name ?? null;
@@ -328,7 +309,7 @@ export class InvitationService {
       revoked_at: row.revoked_at,
       fleet_id: row.fleet_id,
       fleet: fleetName,
-      agent: row.agent_id ? ((this.statements.agentSummary.get(row.agent_id) as Record<string, unknown> | undefined) ?? null) : null,
+      agent: row.agent_id ? ((this.statements.agentSummary.get(row.agent_id) as AgentBrief | undefined) ?? null) : null,
       refused_attempts: (this.statements.refusedCount.get(row.id) as { n: number }).n,
       invitation_token: row.token,
       user_token: user.user_token,

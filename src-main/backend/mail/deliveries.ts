@@ -1,8 +1,10 @@
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+import { DELIVERY_STATES, type DeliveryCounts, type DeliveryState, type MailDelivery } from '../../../src-shared/contract/index.ts';
 
-export const DELIVERY_STATES = ['queued', 'sending', 'sent', 'failed', 'outbox'] as const;
-export type DeliveryState = (typeof DELIVERY_STATES)[number];
+export { DELIVERY_STATES, type DeliveryCounts, type DeliveryState };
+/** What invitation views carry as `delivery` (null: never emailed): the contract's MailDelivery. */
+export type DeliveryView = MailDelivery;
 
 export interface DeliveryRow {
   invitation_id: number;
@@ -19,28 +21,6 @@ export interface DeliveryRow {
   /** Set while a delivery that failed for a transient reason waits for its next attempt (still 'queued'). */
   retry_at: string | null;
 }
-
-/** What invitation views carry as `delivery` (null: never emailed). */
-export interface DeliveryView {
-  /** queued → sending → sent | failed; outbox = written to DATA_DIR/outbox (no SMTP configured). */
-  state: DeliveryState;
-  /** The server's message (or why it could not be reached) when failed, or of the last attempt while retry_at is set. */
-  error: string | null;
-  /** When the next attempt runs, after a transient failure (4xx reply, time-out, connection error). */
-  retry_at: string | null;
-  /** The server's last answer, e.g. "250 OK: queued as …". */
-  response: string | null;
-  sent_at: string | null;
-  attempts: number;
-  queued_at: string;
-  updated_at: string;
-  message_id: string | null;
-  outbox_file: string | null;
-  batch_id: string | null;
-}
-
-/** `retrying`: of the queued ones, those waiting for a retry after a transient failure. */
-export type DeliveryCounts = Record<DeliveryState, number> & { total: number; retrying: number };
 
 /** The SQL of mail_deliveries: the persisted queue and each invitation's delivery state. */
 export class DeliveryRepository {

@@ -14,6 +14,7 @@ import { Outbox } from './outbox.ts';
 import { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
 import type { SecretStore } from './secrets.ts';
 import { parseSmtpUrl, redactSmtpUrl, resolveMailTarget, smtpPort, SmtpUrlError, targetKey, transportOptions, type MailTarget } from './smtp-config.ts';
+import type { MailTestResult } from '../../../src-shared/contract/index.ts';
 import { checkTemplates, DEFAULT_TEMPLATES, renderTemplate, TEMPLATE_PLACEHOLDERS, TemplateError, type MailTemplates } from './template.ts';
 
 /** Mail options given at start (command line, environment), stronger than the settings. */
@@ -514,7 +515,7 @@ export class MailService {
    * Sends a test message now, over a connection of its own, with the settings in force; returns
    * the server's answer. Without SMTP, writes it to the outbox.
    */
-  async sendTest(to: string) {
+  async sendTest(to: string): Promise<MailTestResult> {
     let target: MailTarget;
     try {
       target = this.target();
