@@ -3,6 +3,7 @@ import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { itemNotFound } from '../errors.ts';
 import type { UserRepository } from '../sessions/users.ts';
+import type { AgentSummary } from '../../../src-shared/contract/index.ts';
 
 export interface AgentRow {
   id: number;
@@ -34,39 +35,8 @@ export interface AgentRow {
   updated_at: string;
 }
 
-/** One row of the admin's device list. */
-export interface AgentSummary {
-  id: number;
-  name: string;
-  serial: string | null;
-  uuid: string | null;
-  type: string;
-  version: string;
-  enroll_status: string;
-  is_online: boolean;
-  last_contact: string | null;
-  last_report: string | null;
-  lock: number;
-  wipe: number;
-  fleet_id: number;
-  fleet: string;
-  email: string | null;
-  firstname: string | null;
-  lastname: string | null;
-  computer_id: number;
-  invitation_id: number | null;
-  enrollment_code_id: number | null;
-  enrollment_code: string | null;
-  topic: string;
-  entity_id: number;
-  created_at: string;
-  updated_at: string;
-  /** From the last inventory the device sent (null until then). */
-  model: string | null;
-  manufacturer: string | null;
-  os_name: string | null;
-  os_version: string | null;
-}
+/** One row of the admin's device list: the contract's AgentSummary. */
+export type { AgentSummary };
 
 const SUMMARY_SQL = `
   SELECT a.id, a.name, a.serial, a.uuid, a.type, a.version, a.enroll_status, a.is_online, a.last_contact,

@@ -6,6 +6,7 @@ import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { InventoryError, parseInventory, type InventorySummary } from '../inventory/fusion-inventory.ts';
+import type { Inventory, Position as ContractPosition } from '../../../src-shared/contract/index.ts';
 
 export type ReportSource = 'enrollment' | 'http' | 'mqtt';
 
@@ -18,18 +19,10 @@ export interface Position {
   gpsOff: boolean;
 }
 
-export interface StoredInventory extends InventorySummary {
-  source: ReportSource;
-  received_at: string;
-}
+/** The inventory and positions as the admin API shows them: the contract's shapes. */
+export type StoredInventory = Inventory;
 
-export interface StoredPosition {
-  latitude: number | null;
-  longitude: number | null;
-  located_at: string;
-  source: string;
-  received_at: string;
-}
+export type StoredPosition = ContractPosition;
 
 interface ReportingAgent {
   id: number;
