@@ -16,7 +16,6 @@ import {
   SignInResult,
   type EventStreamQuery,
   type ServerInfo,
-  type StatusCounts,
 } from '../../../src-shared/contract/index.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
@@ -128,17 +127,6 @@ export async function adminApp({ services, files, deployments, adminToken, info,
       reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
     );
 
-    const countsStatement = services.db.prepare(
-      `SELECT
-         (SELECT count(*) FROM invitations) AS invitations,
-         (SELECT count(*) FROM invitations WHERE status = 'pending' AND expires_at > strftime('%Y-%m-%dT%H:%M:%fZ')) AS pending,
-         (SELECT count(*) FROM invitations WHERE status = 'done') AS used,
-         (SELECT count(*) FROM agents) AS agents,
-         (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
-         (SELECT count(*) FROM agents WHERE is_online = 1) AS online,
-         (SELECT count(*) FROM agents WHERE enroll_status = 'pending_approval') AS pending_approval,
-         (SELECT count(*) FROM enrollment_codes) AS codes`,
-    );
     // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
     // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
     const FLYVE_TLS_WARNING =
@@ -147,7 +135,7 @@ export async function adminApp({ services, files, deployments, adminToken, info,
     api.get('/status', { schema: { response: { 200: ServerStatus } } }, async () => {
       const current = info();
       const publicHost = current.public_host;
-      const counts = countsStatement.get() as StatusCounts;
+      const counts = services.statusCounts.counts();
       const { admin_token: _hidden, ...visible } = current;
       return {
         ...visible,

@@ -1,3 +1,4 @@
+import { ENROLL_STATUS } from '../agents/status.ts';
 import type { Db } from '../db/database.ts';
 import type { PolicyName, TaskStatus } from './policies.ts';
 
@@ -101,7 +102,7 @@ export class DeploymentRepository {
       ),
       remove: db.prepare(`UPDATE deployments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`),
       agentsOfFleet: db.prepare(
-        `SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE fleet_id = ? AND enroll_status != 'unenrolled' ORDER BY id`,
+        `SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE fleet_id = ? AND enroll_status != '${ENROLL_STATUS.unenrolled}' ORDER BY id`,
       ),
       agent: db.prepare(`SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE id = ?`),
       agentOfAccount: db.prepare(`SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE account_user_id = ?`),
@@ -129,6 +130,9 @@ export class DeploymentRepository {
       openFleetTasksElsewhere: db.prepare(
         `SELECT t.id, t.deployment_id, d.target_name FROM deployment_tasks t JOIN deployments d ON d.id = t.deployment_id
          WHERE t.agent_id = ? AND d.fleet_id IS NOT NULL AND d.fleet_id != ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
+      ),
+      openTasksOfAgent: db.prepare(
+        `SELECT t.id, t.deployment_id FROM deployment_tasks t WHERE t.agent_id = ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
       ),
       setStatus: db.prepare(`UPDATE deployment_tasks SET status = ?, reason = ?, updated_at = ? WHERE id = ?`),
       history: db.prepare(`INSERT INTO task_history (task_id, status, reason, source, at) VALUES (?, ?, ?, ?, ?)`),
@@ -222,6 +226,11 @@ export class DeploymentRepository {
   /** Open tasks of fleet deployments other than `fleetId`'s: what a device that left a fleet still has. */
   openFleetTasksElsewhere(agentId: number, fleetId: number): { id: number; deployment_id: number; target_name: string }[] {
     return this.s.openFleetTasksElsewhere.all(agentId, fleetId) as { id: number; deployment_id: number; target_name: string }[];
+  }
+
+  /** Every task of the device still waiting for an outcome, whatever its deployment targets. */
+  openTasksOfAgent(agentId: number): { id: number; deployment_id: number }[] {
+    return this.s.openTasksOfAgent.all(agentId) as { id: number; deployment_id: number }[];
   }
 
   setStatus(taskId: number, status: TaskStatus, reason: string | null, source: TaskHistoryRow['source'], at: string): void {
