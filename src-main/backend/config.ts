@@ -4,6 +4,7 @@ import type { ThrottleOptions } from './broker/auth-throttle.ts';
 import type { BrokerMode } from './broker/port.ts';
 import type { SecretProtector } from './mail/secrets.ts';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from './sessions/sessions.ts';
+import { isLoopbackHost } from '../../src-shared/contract/index.ts';
 
 /** Where everything lives unless told otherwise; the CLI and the desktop app share it. */
 export function defaultDataDir(): string {
@@ -34,6 +35,9 @@ export function lanAddresses(): string[] {
 export function defaultPublicHost(): string {
   return lanAddresses()[0] ?? '127.0.0.1';
 }
+
+// The loopback rule is the contract's: the console warns by the same one.
+export { isLoopbackHost };
 
 export interface BackendOptions {
   dataDir: string;

@@ -30,30 +30,13 @@ import { createServices, type Services } from './services.ts';
 import { DeploymentService } from './deployments/deployments.ts';
 import { mqttTaskReports } from './deployments/mqtt-reports.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
+import type { ServerInfo } from '../../src-shared/contract/index.ts';
 
 /** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
 const AGENT_BODY_LIMIT = 64 * 1024;
 
-export interface ServerInfo {
-  api_url: string;
-  deeplink_url: string;
-  admin_url: string;
-  /** Opens the console signed in, once (a one-time ticket, not the admin token). */
-  console_url: string;
-  admin_token: string;
-  mqtt_port: number;
-  mqtt_tls_port: number;
-  /** SHA-256 fingerprint of the MQTT TLS certificate (colon-separated hex). */
-  mqtt_tls_fingerprint: string | null;
-  /** embedded, mosquitto or rabbitmq. */
-  mqtt_broker: string;
-  /** Where agents connect (the external broker's public host in the external modes). */
-  mqtt_host: string;
-  public_host: string;
-  data_dir: string;
-  pid: number;
-  started_at: string;
-}
+/** DIR/server.json: its shape is the contract's (src-shared/contract/server-info.ts). */
+export type { ServerInfo };
 
 export interface RunningBackend {
   info: ServerInfo;

@@ -3,10 +3,6 @@ import { CommandResult } from './commands.ts';
 import { Items, Nullable } from './common.ts';
 import { LiveEvent } from './events.ts';
 
-/** The enrollment states of an agent, as the server spells them. */
-export const ENROLL_STATUSES = ['enrolled', 'pending_approval', 'rejected', 'unenrolling', 'unenrolled'] as const;
-export type EnrollStatus = (typeof ENROLL_STATUSES)[number];
-
 /** One row of the admin's device list (GET /api/agents). */
 export const AgentSummary = Type.Object({
   id: Type.Integer(),

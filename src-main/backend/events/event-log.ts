@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
+import type { LiveEvent } from '../../../src-shared/contract/index.ts';
 
 export interface EventRefs {
   entityId?: number | null;
@@ -9,16 +10,8 @@ export interface EventRefs {
   agentId?: number | null;
 }
 
-export interface RecordedEvent {
-  id: number;
-  at: string;
-  type: string;
-  entity_id: number | null;
-  invitation_id: number | null;
-  agent_id: number | null;
-  message: string;
-  data: Record<string, unknown> | null;
-}
+/** A recorded event as the admin API and the live stream send it: the contract's LiveEvent. */
+export type RecordedEvent = LiveEvent;
 
 interface EventRow extends Omit<RecordedEvent, 'data'> {
   data: string | null;

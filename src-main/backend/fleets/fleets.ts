@@ -3,18 +3,11 @@ import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
+import type { Fleet, FleetRecord } from '../../../src-shared/contract/index.ts';
 
-export interface FleetRow {
-  id: number;
-  entity_id: number;
-  name: string;
-  is_default: number;
-  created_at: string;
-}
-
-export interface FleetView extends FleetRow {
-  agent_count: number;
-}
+/** A fleet's row, and with its number of devices: the contract's FleetRecord and Fleet. */
+export type FleetRow = FleetRecord;
+export type FleetView = Fleet;
 
 /** Fleets group agents; each entity has exactly one default fleet. */
 export class FleetService {

@@ -13,7 +13,7 @@ import { SecretStore, type SecretProtector } from './secrets.ts';
 
 export { DeliveryRepository, DELIVERY_STATES, type DeliveryState, type DeliveryView } from './deliveries.ts';
 export { MailSendError, MailService, type MailOverrides, type MailSettingsPatch } from './mail-service.ts';
-export { MailSettingsSchema, type MailSettings } from './mail-settings.ts';
+export type { MailSettings } from './mail-settings.ts';
 export { osSecretProtector, plainProtector, SecretStore, type OsSecretStorage, type SecretProtector } from './secrets.ts';
 export { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
 export { parseSmtpUrl, redactSmtpUrl, SmtpUrlError } from './smtp-config.ts';

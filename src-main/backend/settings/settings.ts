@@ -1,32 +1,9 @@
-import { Type, type Static } from 'typebox';
 import type { Db } from '../db/database.ts';
-import { DEFAULT_MAIL_SETTINGS, MailSettingsFields } from '../mail/mail-settings.ts';
-import { APP_LINK_SCHEME_PATTERN, EMAIL_MAX_LENGTH, HOST_MAX_LENGTH, INVITATION_LIFETIME_DAYS, PUBLIC_HOST_PATTERN } from '../../../src-shared/contract/rules.ts';
+import type { Settings } from '../../../src-shared/contract/index.ts';
+import { DEFAULT_MAIL_SETTINGS } from '../mail/mail-settings.ts';
 
-/** Everything an admin can change at run time. Stored as one JSON value per key. */
-export const SettingsSchema = Type.Object({
-  /** Address phones use to reach this machine (host name, IPv4 or IPv6); empty = detected at start. */
-  public_host: Type.String({ maxLength: HOST_MAX_LENGTH, pattern: PUBLIC_HOST_PATTERN }),
-  /** Base of the deeplink page, an http(s) URL without query; empty = this backend's own page. */
-  deeplink_base_url: Type.String({ maxLength: 2048, pattern: '^(|https?://[^\\s?#"<>]+)$' }),
-  /** Scheme of the app link the phone page's button carries: `<scheme>://register?data=…`; never a browser's own. */
-  app_link_scheme: Type.String({ pattern: APP_LINK_SCHEME_PATTERN }),
-  /** Which agent app new codes are for: `spec` (our encoding and scheme) or `flyve` (the reference agents'). */
-  agent_app: Type.Union([Type.Literal('spec'), Type.Literal('flyve')]),
-  helpdesk_name: Type.String({ maxLength: 200 }),
-  helpdesk_phone: Type.String({ maxLength: 100 }),
-  helpdesk_website: Type.String({ maxLength: 2048 }),
-  helpdesk_email: Type.String({ maxLength: EMAIL_MAX_LENGTH }),
-  invitation_lifetime_days: Type.Integer({ minimum: INVITATION_LIFETIME_DAYS.min, maximum: INVITATION_LIFETIME_DAYS.max }),
-  /** Agent record's `tls` flag: 1 → agents are sent to the TLS port. */
-  mqtt_tls: Type.Boolean(),
-  android_bugcollector_url: Type.String({ maxLength: 2048 }),
-  android_bugcollector_login: Type.String({ maxLength: 200 }),
-  android_bugcollector_passwd: Type.String({ maxLength: 200 }),
-  /** SMTP, sender, templates (mail/mail-settings.ts); the SMTP password is not a setting. */
-  ...MailSettingsFields,
-});
-export type Settings = Static<typeof SettingsSchema>;
+/** Everything an admin can change at run time (its schema is the contract's). Stored as one JSON value per key. */
+export type { Settings };
 
 export const DEFAULT_SETTINGS: Settings = {
   public_host: '',
