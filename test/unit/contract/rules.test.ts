@@ -16,7 +16,7 @@ describe('the forms use the server rules', () => {
 
   it('has the settings patterns of the schema', () => {
     expect(Settings.properties.public_host).toMatchObject({ pattern: rules.PUBLIC_HOST_PATTERN, maxLength: rules.HOST_MAX_LENGTH });
-    const scheme = new RegExp((Settings.properties.app_link_scheme as { pattern: string }).pattern);
+    const scheme = new RegExp(String(Reflect.get(Settings.properties.app_link_scheme, 'pattern')));
     for (const candidate of ['mdmagent', 'flyve', 'a+b.c-d', 'http', 'https', 'javascript', 'Mdm', '1abc', 'a'.repeat(33), '']) {
       const formAccepts = rules.APP_LINK_SCHEME.test(candidate) && !(rules.BROWSER_SCHEMES as readonly string[]).includes(candidate);
       expect(scheme.test(candidate), candidate).toBe(formAccepts);
