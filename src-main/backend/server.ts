@@ -270,7 +270,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
     deployments.close();
     await startedBroker.close();
     await Promise.allSettled([agentApp.close(), admin.close()]);
-    await services.mail.close();
+    await services.mail.worker.close();
     if (db.open) db.close();
   };
   try {
@@ -302,7 +302,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
   writeInfoFile(infoFile, info);
   services.events.record('server.started', `Server started at ${info.api_url}`);
   // Emails render deeplinks with the port now known; queued ones from the last run go first.
-  services.mail.start();
+  services.mail.worker.start();
 
   let closing: Promise<void> | null = null;
   return {

@@ -3,14 +3,18 @@ import { ApprovalService } from './agents/approval.ts';
 import { EnrollmentService, type BrokerTargets } from './agents/enrollment.ts';
 import { DeviceReports } from './agents/reports.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
+import { SqliteCodeRepository } from './codes/repository.ts';
 import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { EventLog } from './events/event-log.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService, type LinkTargets } from './invitations/invitations.ts';
-import { createMailService, DeliveryRepository, type MailOptions } from './mail/index.ts';
+import { InvitationMailQuery } from './invitations/mail-query.ts';
+import { SqliteInvitationRepository } from './invitations/repository.ts';
+import { createMail, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/users.ts';
+import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
 
 /** Every service of the backend, wired once over one database. */
@@ -22,19 +26,24 @@ export function createServices(
 ) {
   const work = new UnitOfWork(db);
   const events = new EventLog(db, work);
-  const settings = new SettingsStore(db);
+  const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
+  const codeRepository = new SqliteCodeRepository(db);
   const users = new UserRepository(db);
   const sessions = new SessionService(db, users, limits.sessions);
   const fleets = new FleetService(db, events, work);
-  const deliveries = new DeliveryRepository(db);
-  const invitations = new InvitationService({ db, events, work, users, fleets, settings, links: targets, deliveries });
-  const mail = createMailService({ db, events, work, settings, invitations, deliveries }, mailOptions);
+  const deliveries = new SqliteDeliveryRepository(db);
+  const invitationRepository = new SqliteInvitationRepository(db);
+  const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links: targets });
+  const mail = createMail({ db, events, work, settings, invitations: mailable, deliveries }, mailOptions);
+  const invitations = new InvitationService({ repository: invitationRepository, events, work, users, fleets, settings, links: targets, mailer: mail.queue, deliveries });
   const agents = new AgentService({ db, events, work, users });
   const reports = new DeviceReports({ db, events, work });
-  const codes = new EnrollmentCodeService({ db, events, work, users, fleets, settings, links: targets });
+  const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links: targets });
   const approval = new ApprovalService({ db, events, work, users, sessions });
   const enrollment = new EnrollmentService({ db, events, work, users, sessions, invitations, codes, agents, fleets, settings, broker: targets, reports });
-  return { db, work, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports };
+  return { db, work, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports,
+    /** For tests, which reach these tables only through their repositories. */
+    repositories: { invitations: invitationRepository, deliveries, codes: codeRepository } };
 }
 
 export type Services = ReturnType<typeof createServices>;

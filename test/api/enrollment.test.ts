@@ -250,7 +250,7 @@ describe('agent creation refusals (ERROR_CORE_ADD, in DESIGN.md order, each logg
     expect(r.body).toEqual(['ERROR_CORE_ADD', 'This invitation has been revoked']);
 
     const expired = await invite({ days: 1 });
-    t.backend.services.db.prepare('UPDATE invitations SET expires_at = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), expired.id);
+    t.backend.services.repositories.invitations.setExpiry(expired.id, new Date(Date.now() - 1000).toISOString());
     const e = await createAgent(await guestSession(expired), base(expired));
     expect(e.body).toEqual(['ERROR_CORE_ADD', 'This invitation has expired']);
     const { body } = await t.admin('GET', `/invitations/${expired.id}`);
@@ -416,7 +416,8 @@ describe('concurrency', () => {
     const q = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
     expect(q(`SELECT count(*) AS n FROM agents WHERE serial LIKE 'LOAD-%'`)).toBe(200);
     expect(q(`SELECT count(*) AS n FROM computers WHERE serial LIKE 'LOAD-%'`)).toBe(200);
-    expect(q(`SELECT count(*) AS n FROM invitations WHERE email LIKE '%@load.example' AND status = 'done' AND agent_id IS NOT NULL`)).toBe(200);
+    const used = t.backend.services.invitations.list({ q: '@load.example', status: 'done' });
+    expect(used.items.filter((invitation) => invitation.email.endsWith('@load.example') && invitation.agent !== null)).toHaveLength(200);
     expect(q(`SELECT count(*) AS n FROM events WHERE type = 'agent.enrolled' AND json_extract(data, '$.serial') LIKE 'LOAD-%'`)).toBe(200);
     expect(db.pragma('foreign_key_check')).toEqual([]);
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');

@@ -5,7 +5,7 @@
 import { maxFieldLength, worstCaseQrTextBytes, type LinkField, type LinkInputs } from '../deeplink/link-budget.ts';
 import { QR_MAX_BYTES } from '../deeplink/qr.ts';
 import { ApiError } from '../errors.ts';
-import type { LinkTargets } from '../invitations/invitations.ts';
+import type { LinkTargets } from '../deeplink/enrollment-links.ts';
 import type { Settings } from './settings.ts';
 
 /** The settings keys that end up in the deeplink, and their field in the link budget. */
