@@ -80,4 +80,15 @@ describe('the invitation list', () => {
     expect(forHundred).toBe(forOne);
     expect(forOne).toBeLessThanOrEqual(4);
   });
+
+  it('and so does the list of enrollment codes', async () => {
+    expect((await t.admin('POST', '/codes', { name: 'First' })).status).toBe(201);
+    const forOne = await counter.count(() => t.admin('GET', '/codes'));
+    for (let i = 0; i < 20; i++) expect((await t.admin('POST', '/codes', { name: `Code ${i}` })).status).toBe(201);
+    let list: any;
+    const forMany = await counter.count(async () => (list = await t.admin('GET', '/codes')));
+    expect(list.body.items).toHaveLength(21);
+    expect(list.body.items[20]).toMatchObject({ name: 'First', fleet: expect.any(String), refused_attempts: 0, pending_approval: 0, user_token: expect.any(String) });
+    expect(forMany).toBe(forOne);
+  });
 });
