@@ -41,9 +41,9 @@ export function createServices(
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links: targets });
   const approval = new ApprovalService({ db, events, work, users, sessions });
   const enrollment = new EnrollmentService({ db, events, work, users, sessions, invitations, codes, agents, fleets, settings, broker: targets, reports });
-  return { db, work, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports,
-    /** For tests, which reach these tables only through their repositories. */
-    repositories: { invitations: invitationRepository, deliveries, codes: codeRepository } };
+  // Tests reach these tables only through their repositories.
+  const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
+  return { db, work, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports, repositories };
 }
 
 export type Services = ReturnType<typeof createServices>;
