@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enrollByHand, startTestBackend, type TestBackend } from '../helpers/backend.ts';
-import { eventually } from '../helpers/smtp.ts';
+import { enrollByHand, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { eventually } from '../../helpers/smtp.ts';
 
 /**
  * Counts SQL statements executed: every statement the backend prepares shares one prototype,
