@@ -2,6 +2,9 @@ import { AgentService } from './agents/agents.ts';
 import { ApprovalService } from './agents/approval.ts';
 import { EnrollmentService, type BrokerTargets } from './agents/enrollment.ts';
 import { DeviceReports } from './agents/reports.ts';
+import { BrokerAgentRepository } from './agents/broker-repository.ts';
+import { SqliteReportRepository } from './agents/report-repository.ts';
+import { SqliteAgentRepository } from './agents/repository.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
 import { SqliteCodeRepository } from './codes/repository.ts';
 import type { Db } from './db/database.ts';
@@ -16,6 +19,7 @@ import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/users.ts';
 import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
+import { SqliteStatusCounts } from './status/repository.ts';
 
 /** Every service of the backend, wired once over one database. */
 export function createServices(
@@ -36,14 +40,17 @@ export function createServices(
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links: targets });
   const mail = createMail({ db, events, work, settings, invitations: mailable, deliveries }, mailOptions);
   const invitations = new InvitationService({ repository: invitationRepository, events, work, users, fleets, settings, links: targets, mailer: mail.queue, deliveries });
-  const agents = new AgentService({ db, events, work, users });
-  const reports = new DeviceReports({ db, events, work });
+  const agentRepository = new SqliteAgentRepository(db);
+  const brokerAgents = new BrokerAgentRepository(db);
+  const statusCounts = new SqliteStatusCounts(db);
+  const agents = new AgentService({ agents: agentRepository, events, work, users });
+  const reports = new DeviceReports({ reports: new SqliteReportRepository(db), events, work });
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links: targets });
-  const approval = new ApprovalService({ db, events, work, users, sessions });
-  const enrollment = new EnrollmentService({ db, events, work, users, sessions, invitations, codes, agents, fleets, settings, broker: targets, reports });
+  const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
+  const enrollment = new EnrollmentService({ rows: agentRepository, events, work, users, sessions, invitations, codes, fleets, settings, broker: targets, reports });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
-  return { db, work, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports, repositories };
+  return { db, work, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports, agentRepository, brokerAgents, statusCounts, repositories };
 }
 
 export type Services = ReturnType<typeof createServices>;
