@@ -108,7 +108,7 @@ describe('enrolling with a code', () => {
     expect(person).toMatchObject({ login: 'dana@example.com', kind: 'person', firstname: 'Dana', lastname: 'Scully' });
     const summary = (await t.admin('GET', `/agents/${agentId}`)).body;
     expect(summary).toMatchObject({ email: 'dana@example.com', enroll_status: 'enrolled', enrollment_code_id: code.id, invitation_id: null });
-    const computer = t.backend.services.db.prepare(`SELECT user_id FROM computers WHERE id = ?`).get(summary.computer_id) as { user_id: number };
+    const computer = t.db.prepare(`SELECT user_id FROM computers WHERE id = ?`).get(summary.computer_id) as { user_id: number };
     expect(computer.user_id).toBe(person.id);
 
     const record = await readRecord(t, first.session, agentId);
@@ -191,7 +191,7 @@ describe('enrolling with a code', () => {
     expect((await codeLog(revoked.id))[0]).toMatchObject({ outcome: 'refused', email: 'x@elsewhere.test', message: 'This enrollment code has been revoked' });
 
     const expired = await makeCode({ days: 1 });
-    t.backend.services.db.prepare(`UPDATE enrollment_codes SET expires_at = ? WHERE id = ?`).run(new Date(Date.now() - 1000).toISOString(), expired.id);
+    t.db.prepare(`UPDATE enrollment_codes SET expires_at = ? WHERE id = ?`).run(new Date(Date.now() - 1000).toISOString(), expired.id);
     expect((await t.admin('GET', `/codes/${expired.id}`)).body.status).toBe('expired');
     expect((await enrollWith(expired, 'ida@example.com')).created.body).toEqual(['ERROR_CORE_ADD', 'This enrollment code has expired']);
 
@@ -312,7 +312,7 @@ describe('concurrency', () => {
     for (const result of lost) expect(result.body).toEqual(['ERROR_CORE_ADD', 'This enrollment code has been used up']);
     const view = (await t.admin('GET', `/codes/${code.id}`)).body;
     expect(view).toMatchObject({ uses: 15, status: 'used_up', refused_attempts: 40 });
-    const agents = t.backend.services.db.prepare(`SELECT count(*) AS n FROM agents WHERE enrollment_code_id = ?`).get(code.id) as { n: number };
+    const agents = t.db.prepare(`SELECT count(*) AS n FROM agents WHERE enrollment_code_id = ?`).get(code.id) as { n: number };
     expect(agents.n).toBe(15);
   });
 });

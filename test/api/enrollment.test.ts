@@ -113,7 +113,7 @@ describe('the enrollment sequence', () => {
     const first = (await read()).body.mqttpasswd;
     const second = (await read()).body.mqttpasswd;
     expect(first).not.toBe(second);
-    const stored = t.backend.services.db.prepare('SELECT mqtt_password_hash FROM agents WHERE id = ?').get(Number(created.body.id)) as { mqtt_password_hash: string };
+    const stored = t.db.prepare('SELECT mqtt_password_hash FROM agents WHERE id = ?').get(Number(created.body.id)) as { mqtt_password_hash: string };
     expect(stored.mqtt_password_hash).not.toContain(second);
     expect(stored.mqtt_password_hash).toMatch(/^sha256\$/);
   });
@@ -146,7 +146,7 @@ describe('the enrollment sequence', () => {
 
   it('skips the switch for a user whose only profile is the guest profile', async () => {
     const invitation = await invite();
-    const db = t.backend.services.db;
+    const db = t.db;
     const user = db.prepare('SELECT id FROM users WHERE login = ?').get(invitation.email) as { id: number };
     db.prepare('DELETE FROM profile_assignments WHERE user_id = ? AND profile_id = 1').run(user.id);
     db.prepare('UPDATE users SET default_profile_id = 2 WHERE id = ?').run(user.id);
@@ -250,7 +250,7 @@ describe('agent creation refusals (ERROR_CORE_ADD, in DESIGN.md order, each logg
     expect(r.body).toEqual(['ERROR_CORE_ADD', 'This invitation has been revoked']);
 
     const expired = await invite({ days: 1 });
-    t.backend.services.db.prepare('UPDATE invitations SET expires_at = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), expired.id);
+    t.db.prepare('UPDATE invitations SET expires_at = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), expired.id);
     const e = await createAgent(await guestSession(expired), base(expired));
     expect(e.body).toEqual(['ERROR_CORE_ADD', 'This invitation has expired']);
     const { body } = await t.admin('GET', `/invitations/${expired.id}`);
@@ -287,7 +287,7 @@ describe('re-enrollment', () => {
     // A different serial but a known uuid: the serial is looked up first, then the uuid.
     expect(c.created.status).toBe(201);
     expect(c.created.body.id).toBe(a.created.body.id);
-    const db = t.backend.services.db;
+    const db = t.db;
     const agents = db.prepare(`SELECT count(*) AS n FROM agents WHERE id = ?`).get(Number(a.created.body.id)) as { n: number };
     expect(agents.n).toBe(1);
     const computers = db.prepare(`SELECT count(*) AS n FROM computers WHERE uuid = ?`).get(uuid) as { n: number };
@@ -329,9 +329,9 @@ describe('re-enrollment', () => {
     const { session, created } = await enrollByHand(t.apiUrl, invitation);
     const head = await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
     expect(head.status).toBe(404);
-    const before = t.backend.services.db.prepare('SELECT mqtt_password_hash AS h FROM agents WHERE id = ?').get(Number(created.body.id));
+    const before = t.db.prepare('SELECT mqtt_password_hash AS h FROM agents WHERE id = ?').get(Number(created.body.id));
     await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
-    expect(t.backend.services.db.prepare('SELECT mqtt_password_hash AS h FROM agents WHERE id = ?').get(Number(created.body.id))).toEqual(before);
+    expect(t.db.prepare('SELECT mqtt_password_hash AS h FROM agents WHERE id = ?').get(Number(created.body.id))).toEqual(before);
   });
 
   it('retires the old api_token when a device enrolls again', async () => {
@@ -412,7 +412,7 @@ describe('concurrency', () => {
     expect(results.every((r) => r.created.status === 201)).toBe(true);
     const ids = new Set(results.map((r) => r.created.body.id));
     expect(ids.size).toBe(200);
-    const db = t.backend.services.db;
+    const db = t.db;
     const q = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
     expect(q(`SELECT count(*) AS n FROM agents WHERE serial LIKE 'LOAD-%'`)).toBe(200);
     expect(q(`SELECT count(*) AS n FROM computers WHERE serial LIKE 'LOAD-%'`)).toBe(200);

@@ -114,7 +114,7 @@ describe('the agent API in both dialects', () => {
     expect(record.status).toBe(200);
     expect(record.body.plugin_flyvemdm_fleets_id).toBe(record.body.plugin_mdm_fleets_id);
     expect(record.body.version).toBe('2.0.0-rc.7+build.12');
-    const row = t.backend.services.db.prepare(`SELECT phone, has_system_permission, notification_type, model, os_name, os_version FROM agents WHERE id = ?`).get(Number(created.body.id));
+    const row = t.db.prepare(`SELECT phone, has_system_permission, notification_type, model, os_name, os_version FROM agents WHERE id = ?`).get(Number(created.body.id));
     expect(row).toEqual({ phone: '+33 6 12 34 56 78', has_system_permission: 0, notification_type: 'mqtt', model: 'Pixel 6', os_name: 'Android', os_version: '13' });
     const detail = await t.admin('GET', `/agents/${created.body.id}`);
     expect(detail.body.inventory).toMatchObject({ model: 'Pixel 6', manufacturer: 'Google', source: 'enrollment' });
@@ -156,7 +156,7 @@ describe('the agent API in both dialects', () => {
 
     // Accepted reports, recorded as their MQTT counterparts are: is_online is a sign of life, and
     // presence follows the broker connections (none here: it stays offline, its last contact moves).
-    t.backend.services.db.prepare(`UPDATE agents SET last_contact = NULL WHERE id = ?`).run(id);
+    t.db.prepare(`UPDATE agents SET last_contact = NULL WHERE id = ?`).run(id);
     expect((await put(own, id, { is_online: true })).status).toBe(200);
     expect(agentRow(t, id).is_online).toBe(0);
     expect(agentRow(t, id).last_contact).not.toBeNull();
