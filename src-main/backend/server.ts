@@ -18,7 +18,7 @@ import { deeplinkPageRoutes } from './deeplink/page.ts';
 import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore, type FileStore } from './files/store.ts';
 import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
-import { isDiskFull } from './http/disk-full.ts';
+import { isDiskFull } from './db/disk-full.ts';
 import { Listener } from './http/listener.ts';
 import { statusOf } from './invitations/invitations.ts';
 import type { MailOptions } from './mail/index.ts';

@@ -6,7 +6,7 @@ import type { MqttBroker } from './broker/port.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
 import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
-import { PublicLinks, type PublicHostSources } from './deeplink/public-links.ts';
+import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService } from './invitations/invitations.ts';

@@ -1,6 +1,6 @@
-import { urlHost } from '../config.ts';
-import type { Settings, SettingsStore } from '../settings/settings.ts';
-import type { LinkTargets } from './enrollment-links.ts';
+import { urlHost } from './config.ts';
+import type { Settings, SettingsStore } from './settings/settings.ts';
+import type { LinkTargets } from './deeplink/enrollment-links.ts';
 
 export interface PublicHostSources {
   /** --public-host, when given. */
