@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { keychainProtector, SecretStore, type OsSecretStorage } from '../../src-main/backend/mail/secrets.ts';
-import { startTestBackend, type TestBackend } from '../helpers/backend.ts';
+import { keychainProtector, SecretStore, type OsSecretStorage } from '../../../src-main/backend/mail/secrets.ts';
+import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 
 /**
  * Electron's safeStorage cannot run here (no Electron, no keychain): this object stands in for
