@@ -175,6 +175,7 @@ async function startServing(
   const broker = await startBrokerPort({
     mode: options.mqttBroker,
     db,
+    agents: domain.brokerAgents,
     events: domain.events,
     work: domain.work,
     fleets: domain.fleets,
@@ -200,7 +201,7 @@ async function startServing(
   onClose(() => broker.close());
   // Retained messages may be gone (the embedded broker's memory, an external broker restarted): every active policy is published again.
   await deployments.attach(broker.policies);
-  const services = withEnrollment(db, domain, broker);
+  const services = withEnrollment(domain, broker);
 
   const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
   const info: ServerInfo = {
@@ -230,7 +231,6 @@ async function startServing(
   });
   const admin = await adminApp({
     listener: adminListener,
-    db,
     services,
     files,
     deployments,

@@ -2,6 +2,9 @@ import { AgentService } from './agents/agents.ts';
 import { ApprovalService } from './agents/approval.ts';
 import { EnrollmentService } from './agents/enrollment.ts';
 import { DeviceReports } from './agents/reports.ts';
+import { BrokerAgentRepository } from './agents/broker-repository.ts';
+import { SqliteReportRepository } from './agents/report-repository.ts';
+import { SqliteAgentRepository } from './agents/repository.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
 import type { Db } from './db/database.ts';
@@ -14,6 +17,7 @@ import { createMailService, DeliveryRepository, type MailOptions } from './mail/
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/users.ts';
 import { SettingsStore } from './settings/settings.ts';
+import { SqliteStatusCounts } from './status/repository.ts';
 
 export interface ServiceOptions {
   /** The agent listener's port, already bound: every link and agent record names it. */
@@ -38,27 +42,29 @@ export function createServices(db: Db, options: ServiceOptions) {
   const deliveries = new DeliveryRepository(db);
   const invitations = new InvitationService({ db, events, work, users, fleets, settings, links, deliveries });
   const mail = createMailService({ db, events, work, settings, invitations, deliveries }, options.mail);
-  const agents = new AgentService({ db, events, work, users });
-  const reports = new DeviceReports({ db, events, work });
+  const agentRepository = new SqliteAgentRepository(db);
+  const brokerAgents = new BrokerAgentRepository(db);
+  const statusCounts = new SqliteStatusCounts(db);
+  const agents = new AgentService({ agents: agentRepository, events, work, users });
+  const reports = new DeviceReports({ reports: new SqliteReportRepository(db), events, work });
   const codes = new EnrollmentCodeService({ db, events, work, users, fleets, settings, links });
-  const approval = new ApprovalService({ db, events, work, users, sessions });
-  return { work, links, events, settings, users, sessions, fleets, invitations, codes, approval, agents, mail, reports };
+  const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
+  return { work, links, events, settings, users, sessions, fleets, invitations, codes, approval, agents, mail, reports, agentRepository, brokerAgents, statusCounts };
 }
 
 export type DomainServices = ReturnType<typeof createServices>;
 
 /** Enrollment hands out the broker's endpoint and credentials, so it is made once the broker runs. */
-export function withEnrollment(db: Db, services: DomainServices, broker: MqttBroker) {
-  const { events, work, users, sessions, invitations, codes, agents, fleets, settings, reports, links } = services;
+export function withEnrollment(services: DomainServices, broker: MqttBroker) {
+  const { events, work, users, sessions, invitations, codes, agentRepository, fleets, settings, reports, links } = services;
   const enrollment = new EnrollmentService({
-    db,
+    rows: agentRepository,
     events,
     work,
     users,
     sessions,
     invitations,
     codes,
-    agents,
     fleets,
     settings,
     reports,

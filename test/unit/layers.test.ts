@@ -10,11 +10,6 @@ const ROOT = resolve(import.meta.dirname, '../..');
  * (issue 12, item 3). Empty it as they move; a file that no longer prepares SQL must leave the list.
  */
 const PREPARE_ALLOW_LIST = [
-  'src-main/backend/admin-api/app.ts', // the /status counts
-  'src-main/backend/agents/agents.ts',
-  'src-main/backend/agents/approval.ts',
-  'src-main/backend/agents/enrollment.ts',
-  'src-main/backend/agents/reports.ts',
   'src-main/backend/codes/codes.ts',
   'src-main/backend/data-dir-lock.ts',
   'src-main/backend/events/event-log.ts',

@@ -4,7 +4,6 @@ import { adminFileRoutes } from '../files/routes.ts';
 import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
 import type { ServerInfo } from '../server-info.ts';
-import type { Db } from '../db/database.ts';
 import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
 import { Type } from 'typebox';
@@ -30,8 +29,6 @@ import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 export interface AdminAppOptions {
   /** Where it answers: a listener bound before the app is built (http/listener.ts). */
   listener: Listener;
-  /** Only for the status counts, until they have a repository of their own. */
-  db: Db;
   services: Services;
   files: FileStore;
   deployments?: DeploymentService;
@@ -52,7 +49,7 @@ export interface AdminAppOptions {
 }
 
 /** The admin side: the admin API under /api and the console at /, on loopback by default; ready to serve. */
-export async function adminApp({ listener, db, services, files, deployments, auth, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<FastifyInstance> {
+export async function adminApp({ listener, services, files, deployments, auth, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<FastifyInstance> {
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
     serverFactory: listener.serverFactory,
@@ -115,17 +112,6 @@ export async function adminApp({ listener, db, services, files, deployments, aut
       reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
     );
 
-    const countsStatement = db.prepare(
-      `SELECT
-         (SELECT count(*) FROM invitations) AS invitations,
-         (SELECT count(*) FROM invitations WHERE status = 'pending' AND expires_at > strftime('%Y-%m-%dT%H:%M:%fZ')) AS pending,
-         (SELECT count(*) FROM invitations WHERE status = 'done') AS used,
-         (SELECT count(*) FROM agents) AS agents,
-         (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
-         (SELECT count(*) FROM agents WHERE is_online = 1) AS online,
-         (SELECT count(*) FROM agents WHERE enroll_status = 'pending_approval') AS pending_approval,
-         (SELECT count(*) FROM enrollment_codes) AS codes`,
-    );
     // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
     // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
     const FLYVE_TLS_WARNING =
@@ -134,7 +120,7 @@ export async function adminApp({ listener, db, services, files, deployments, aut
     api.get('/status', async () => {
       const current = info();
       const publicHost = current.public_host;
-      const counts = countsStatement.get();
+      const counts = services.statusCounts.counts();
       const { admin_token: _hidden, ...visible } = current;
       return {
         ...visible,

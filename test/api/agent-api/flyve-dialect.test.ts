@@ -114,8 +114,8 @@ describe('the agent API in both dialects', () => {
     expect(record.status).toBe(200);
     expect(record.body.plugin_flyvemdm_fleets_id).toBe(record.body.plugin_mdm_fleets_id);
     expect(record.body.version).toBe('2.0.0-rc.7+build.12');
-    const row = t.db.prepare(`SELECT phone, has_system_permission, notification_type, model, os_name, os_version FROM agents WHERE id = ?`).get(Number(created.body.id));
-    expect(row).toEqual({ phone: '+33 6 12 34 56 78', has_system_permission: 0, notification_type: 'mqtt', model: 'Pixel 6', os_name: 'Android', os_version: '13' });
+    const { phone, has_system_permission, notification_type, model, os_name, os_version } = agentRow(t, Number(created.body.id));
+    expect({ phone, has_system_permission, notification_type, model, os_name, os_version }).toEqual({ phone: '+33 6 12 34 56 78', has_system_permission: 0, notification_type: 'mqtt', model: 'Pixel 6', os_name: 'Android', os_version: '13' });
     const detail = await t.admin('GET', `/agents/${created.body.id}`);
     expect(detail.body.inventory).toMatchObject({ model: 'Pixel 6', manufacturer: 'Google', source: 'enrollment' });
     // The spec's names are untouched beside them.
@@ -156,10 +156,12 @@ describe('the agent API in both dialects', () => {
 
     // Accepted reports, recorded as their MQTT counterparts are: is_online is a sign of life, and
     // presence follows the broker connections (none here: it stays offline, its last contact moves).
-    t.db.prepare(`UPDATE agents SET last_contact = NULL WHERE id = ?`).run(id);
+    const longAgo = '2000-01-01T00:00:00.000Z';
+    t.backend.services.brokerAgents.touch(id, longAgo);
     expect((await put(own, id, { is_online: true })).status).toBe(200);
     expect(agentRow(t, id).is_online).toBe(0);
     expect(agentRow(t, id).last_contact).not.toBeNull();
+    expect(agentRow(t, id).last_contact).not.toBe(longAgo);
     expect((await agentCall(t.apiUrl, 'PUT', `PluginMdmAgent/${id}/?session_token=${own}`, { body: { input: { is_online: false } } })).status).toBe(200);
     const unsolicited = nextEvent(t, ofAgent(id, 'agent.status'));
     expect((await put(own, id, { _pong: '!' })).status).toBe(200);

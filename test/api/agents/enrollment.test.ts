@@ -113,7 +113,7 @@ describe('the enrollment sequence', () => {
     const first = (await read()).body.mqttpasswd;
     const second = (await read()).body.mqttpasswd;
     expect(first).not.toBe(second);
-    const stored = t.db.prepare('SELECT mqtt_password_hash FROM agents WHERE id = ?').get(Number(created.body.id)) as { mqtt_password_hash: string };
+    const stored = t.backend.services.agentRepository.byId(Number(created.body.id))!;
     expect(stored.mqtt_password_hash).not.toContain(second);
     expect(stored.mqtt_password_hash).toMatch(/^sha256\$/);
   });
@@ -287,11 +287,9 @@ describe('re-enrollment', () => {
     // A different serial but a known uuid: the serial is looked up first, then the uuid.
     expect(c.created.status).toBe(201);
     expect(c.created.body.id).toBe(a.created.body.id);
-    const db = t.db;
-    const agents = db.prepare(`SELECT count(*) AS n FROM agents WHERE id = ?`).get(Number(a.created.body.id)) as { n: number };
-    expect(agents.n).toBe(1);
-    const computers = db.prepare(`SELECT count(*) AS n FROM computers WHERE uuid = ?`).get(uuid) as { n: number };
-    expect(computers.n).toBe(1);
+    const agents = (await t.admin('GET', '/agents')).body.items.filter((agent: { id: number }) => agent.id === Number(a.created.body.id));
+    expect(agents.length).toBe(1);
+    expect(t.backend.services.agentRepository.countComputers({ uuid })).toBe(1);
   });
 
   it('keeps both records intact when the serial names one agent and the uuid another', async () => {
@@ -329,9 +327,10 @@ describe('re-enrollment', () => {
     const { session, created } = await enrollByHand(t.apiUrl, invitation);
     const head = await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
     expect(head.status).toBe(404);
-    const before = t.db.prepare('SELECT mqtt_password_hash AS h FROM agents WHERE id = ?').get(Number(created.body.id));
+    const hashOf = () => t.backend.services.agentRepository.byId(Number(created.body.id))!.mqtt_password_hash;
+    const before = hashOf();
     await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
-    expect(t.db.prepare('SELECT mqtt_password_hash AS h FROM agents WHERE id = ?').get(Number(created.body.id))).toEqual(before);
+    expect(hashOf()).toEqual(before);
   });
 
   it('retires the old api_token when a device enrolls again', async () => {
@@ -414,8 +413,9 @@ describe('concurrency', () => {
     expect(ids.size).toBe(200);
     const db = t.db;
     const q = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
-    expect(q(`SELECT count(*) AS n FROM agents WHERE serial LIKE 'LOAD-%'`)).toBe(200);
-    expect(q(`SELECT count(*) AS n FROM computers WHERE serial LIKE 'LOAD-%'`)).toBe(200);
+    const agents = (await t.admin('GET', '/agents')).body.items as { serial: string | null }[];
+    expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
+    expect(t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
     expect(q(`SELECT count(*) AS n FROM invitations WHERE email LIKE '%@load.example' AND status = 'done' AND agent_id IS NOT NULL`)).toBe(200);
     expect(q(`SELECT count(*) AS n FROM events WHERE type = 'agent.enrolled' AND json_extract(data, '$.serial') LIKE 'LOAD-%'`)).toBe(200);
     expect(db.pragma('foreign_key_check')).toEqual([]);

@@ -90,7 +90,7 @@ describe('MQTT logins are unique across serials and uuids', () => {
     expect(await refusalsOf(u.id)).toHaveLength(1);
     // The first device is untouched: same login, same password.
     expect((await connectAgent(t, first)).connected).toBe(true);
-    const logins = t.db.prepare(`SELECT mqtt_login FROM agents WHERE mqtt_login = ?`).all(shared);
+    const logins = t.backend.services.brokerAgents.byLogin(shared);
     expect(logins).toHaveLength(1);
   });
 
@@ -116,7 +116,7 @@ describe("a used invitation's QR code", () => {
     const enrolled = await enrollByHand(t.apiUrl, invitation, { serial });
     const id = Number(enrolled.created.body.id);
     const record = await readRecord(t, enrolled.session, id);
-    const hashBefore = (t.db.prepare(`SELECT mqtt_password_hash AS h FROM agents WHERE id = ?`).get(id) as { h: string }).h;
+    const hashBefore = agentRow(t, id).mqtt_password_hash;
     const device = await connectAgent(t, { serial, password: record.password });
 
     // Whoever holds the printed code: a session still opens, but reads nothing of the device.
@@ -136,7 +136,7 @@ describe("a used invitation's QR code", () => {
     expect(retry.body).toEqual(['ERROR_CORE_ADD', 'This invitation has already been used']);
 
     // Nothing rotated: the same hash, the device stays connected and can log in again, its api_token works.
-    const hashAfter = (t.db.prepare(`SELECT mqtt_password_hash AS h FROM agents WHERE id = ?`).get(id) as { h: string }).h;
+    const hashAfter = agentRow(t, id).mqtt_password_hash;
     expect(hashAfter).toBe(hashBefore);
     expect(device.connected).toBe(true);
     expect(await refusalCode(t, { serial, password: record.password })).toBe(0);

@@ -1,5 +1,6 @@
 // MQTT logins: serial + the latest mqttpasswd, over 3.1 and 3.1.1, with mqtt.js and mosquitto clients.
 import { describe, expect, it } from 'vitest';
+import { ENROLL_STATUS } from '../../../src-main/backend/agents/status.ts';
 import type { TestBackend } from '../../helpers/backend.ts';
 import {
   agentRow,
@@ -135,7 +136,7 @@ describe("MQTT login with Debian's mosquitto clients", () => {
 
   it('is refused once the agent is unenrolled (not authorised)', async () => {
     const agent = await enrollAgent(t);
-    t.db.prepare(`UPDATE agents SET enroll_status = 'unenrolled' WHERE id = ?`).run(agent.id);
+    t.backend.services.brokerAgents.setEnrollStatus(agent.id, ENROLL_STATUS.unenrolled, new Date().toISOString());
     const result = await run('mosquitto_pub', [...mosquittoLogin(t, agent), '-t', `${agent.topic}/Status/X`, '-m', 'x']);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/not authori[sz]ed/i);

@@ -1,7 +1,6 @@
 // Failure behaviour of the external broker modes: broker unreachable at start, broker restarted
 // during operation (reconnect, reconcile, no command lost), backend restarted (stale accounts
 // removed), a RabbitMQ node down (agents go on through the other), the auth endpoint down or slow.
-import Database from 'better-sqlite3';
 import mqtt from 'mqtt';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -11,7 +10,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { enrollDevice, mqttCredentialsOf } from '../../../src-main/device/enroll.ts';
 import { startMqttAgent, type MqttAgent } from '../../../src-main/device/mqtt-agent.ts';
 import { startDevice, type SimulatedDevice } from '../../../src-main/device/device.ts';
+import { ENROLL_STATUS } from '../../../src-main/backend/agents/status.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { withStoredAgents } from '../../helpers/stored-agents.ts';
 import { BROKER_MODES_UNDER_TEST, brokerReady, startMosquitto, type MosquittoProcess } from '../../helpers/external-brokers.ts';
 import { agentRow, closeClients, connectAgent, enrollAgent, eventually, inbox, nextEvent, ofAgent, refusalCode } from '../../helpers/mqtt.ts';
 import { startRabbitCluster, type RabbitCluster } from '../../helpers/rabbitmq.ts';
@@ -138,9 +139,7 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto failure
       const keep = await enrollAgent(t);
       const drop = await enrollAgent(t);
       await t.stop();
-      const db = new Database(join(dataDir, 'mdm-console.sqlite'));
-      db.prepare(`UPDATE agents SET enroll_status = 'unenrolled' WHERE id = ?`).run(drop.id);
-      db.close();
+      withStoredAgents(dataDir, (agents) => agents.setEnrollStatus(drop.id, ENROLL_STATUS.unenrolled, new Date().toISOString()));
       t = await startTestBackend({ dataDir, mqttBroker: 'mosquitto', mqttBrokerUrl: mosquitto.adminUrl });
       await brokerReady(t.backend);
       expect(await refusalCode(t, drop)).not.toBe(0);

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { withStoredAgents } from '../../helpers/stored-agents.ts';
 import { agentRow, connectAgent, enrollAgent, eventually, mosquittoLogin, nextEvent, ofAgent, run, type EnrolledAgent, useBrokerBackend } from '../../helpers/mqtt.ts';
 
 let t: TestBackend;
@@ -169,10 +170,7 @@ describe('a backend that did not stop cleanly', () => {
       const agent = await enrollAgent(first);
       await first.stop();
       // What a crash leaves behind: an agent still marked online.
-      const { default: Database } = await import('better-sqlite3');
-      const db = new Database(join(dataDir, 'mdm-console.sqlite'));
-      db.prepare(`UPDATE agents SET is_online = 1 WHERE id = ?`).run(agent.id);
-      db.close();
+      withStoredAgents(dataDir, (agents) => agents.setPresence(agent.id, true, new Date().toISOString()));
       const second = await startTestBackend({ dataDir });
       try {
         expect(agentRow(second, agent.id).is_online).toBe(0);
