@@ -146,7 +146,7 @@ describe('the enrollment sequence', () => {
 
   it('skips the switch for a user whose only profile is the guest profile', async () => {
     const invitation = await invite();
-    const db = t.backend.services.db;
+    const db = t.db;
     const user = db.prepare('SELECT id FROM users WHERE login = ?').get(invitation.email) as { id: number };
     db.prepare('DELETE FROM profile_assignments WHERE user_id = ? AND profile_id = 1').run(user.id);
     db.prepare('UPDATE users SET default_profile_id = 2 WHERE id = ?').run(user.id);
@@ -411,7 +411,7 @@ describe('concurrency', () => {
     expect(results.every((r) => r.created.status === 201)).toBe(true);
     const ids = new Set(results.map((r) => r.created.body.id));
     expect(ids.size).toBe(200);
-    const db = t.backend.services.db;
+    const db = t.db;
     const q = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
     const agents = (await t.admin('GET', '/agents')).body.items as { serial: string | null }[];
     expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
