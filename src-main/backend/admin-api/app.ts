@@ -5,6 +5,7 @@ import { isLoopback } from '../../../src-shared/contract/rules.ts';
 import { adminFileRoutes } from '../files/routes.ts';
 import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
+import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
 import {
   ConsoleTicket,
@@ -38,10 +39,12 @@ import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 
 export interface AdminAppOptions {
+  /** Where it answers: a listener bound before the app is built (http/listener.ts). */
+  listener: Listener;
   services: Services;
   files: FileStore;
   deployments?: DeploymentService;
-  adminToken: string;
+  auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
   broker?: MqttBroker;
@@ -57,16 +60,11 @@ export interface AdminAppOptions {
   requestTimeoutMs?: number;
 }
 
-export interface AdminApp {
-  app: FastifyInstance;
-  auth: AdminAuth;
-}
-
-/** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, deployments, adminToken, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
-  const auth = new AdminAuth(adminToken);
+/** The admin side: the admin API under /api and the console at /, on loopback by default; ready to serve. */
+export async function adminApp({ listener, services, files, deployments, auth, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<FastifyInstance> {
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
+    serverFactory: listener.serverFactory,
     logger: false,
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
@@ -175,11 +173,13 @@ export async function adminApp({ services, files, deployments, adminToken, info,
       { schema: { querystring: EventsQuery, response: { 200: EventList } } },
       async (request) => ({ items: services.events.latest(request.query.limit) }),
     );
-    api.get<{ Querystring: EventStreamQuery }>('/events/stream', async (request, reply) => streamEvents(services.events, request, reply));
+    api.get<{ Querystring: EventStreamQuery }>('/events/stream', async (request, reply) =>
+      streamEvents(services.events, (id) => services.agents.findSummary(id), request, reply),
+    );
 
     // Each capability's routes get the services they use, nothing more (no database handle).
     const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
-    await api.register(invitationRoutes, { invitations, events, mail });
+    await api.register(invitationRoutes, { invitations, events });
     await api.register(codeRoutes, { codes, approval, agents });
     await api.register(mailRoutes, { mail, invitations });
     await api.register(simulateRoutes, { invitations, codes, settings, simulate });
@@ -192,5 +192,6 @@ export async function adminApp({ services, files, deployments, adminToken, info,
   }, { prefix: '/api' });
 
   await app.register(serveConsole);
-  return { app, auth };
+  await app.ready();
+  return app;
 }

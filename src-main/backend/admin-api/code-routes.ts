@@ -5,7 +5,7 @@ import { qrRoutes } from './qr-routes.ts';
 
 /** Enrollment codes, and the approval of the devices that used a code needing it. */
 export const codeRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'codes' | 'approval' | 'agents'>> = async (app, { codes, approval, agents }) => {
-  app.get('/codes', { schema: { response: { 200: CodeList } } }, async () => ({ items: codes.list().map((row) => codes.view(row)) }));
+  app.get('/codes', { schema: { response: { 200: CodeList } } }, async () => ({ items: codes.list() }));
 
   app.post('/codes', { schema: { body: CodeCreate, response: { 201: EnrollmentCode } } }, async (request, reply) =>
     reply.code(201).send(codes.view(codes.create(request.body))),

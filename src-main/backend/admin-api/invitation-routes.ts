@@ -16,13 +16,12 @@ import { pendingMessage } from '../invitations/invitations.ts';
 import type { Services } from '../services.ts';
 import { qrRoutes } from './qr-routes.ts';
 
-export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitations' | 'events' | 'mail'>> = async (app, { invitations, events, mail }) => {
+export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitations' | 'events'>> = async (app, { invitations, events }) => {
   const view = (id: number) => invitations.view(invitations.get(id));
 
-  app.get('/invitations', { schema: { querystring: InvitationFilter, response: { 200: InvitationPage } } }, async (request) => {
-    const { items, total } = invitations.list(request.query);
-    return { items: items.map((row) => invitations.view(row)), total };
-  });
+  app.get('/invitations', { schema: { querystring: InvitationFilter, response: { 200: InvitationPage } } }, async (request) =>
+    invitations.list(request.query),
+  );
 
   app.post('/invitations', { schema: { body: InvitationCreate, response: { 201: Invitation, 409: InvitationPendingError } } }, async (request, reply) => {
     const { send_email, another, ...input } = request.body;
@@ -35,7 +34,7 @@ export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitat
         invitation: invitations.view(pending),
       });
     }
-    const { rows } = mail.createInvitations([input], { send: send_email, allowPending: true });
+    const { rows } = invitations.create([input], { send: send_email, allowPending: true });
     return reply.code(201).send(invitations.view(rows[0]!));
   });
 
@@ -52,8 +51,8 @@ export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitat
       return reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: `${errors.length} row(s) are invalid; nothing was created`, errors });
     }
     // Emails go out in the background; `mail.batch_id` is for GET /api/mail/batches/:batch_id.
-    const { rows: created, batch_id, queued } = mail.createInvitations(rows, { send: send_email, batch: true, allowPending: true });
-    return reply.code(201).send({ items: created.map((row) => invitations.view(row)), mail: { batch_id, queued } });
+    const { rows: created, batch_id, queued } = invitations.create(rows, { send: send_email, batch: true, allowPending: true });
+    return reply.code(201).send({ items: invitations.views(created), mail: { batch_id, queued } });
   });
 
   app.get('/invitations/:id', { schema: { params: IdParams, response: { 200: InvitationDetail } } }, async (request) => {

@@ -3,7 +3,7 @@ import { AgentDetail, AgentList, FleetList, FleetName, FleetRecord, IdParams, Se
 import { ApiError } from '../errors.ts';
 import { checkTemplates } from '../mail/template.ts';
 import type { Services } from '../services.ts';
-import { checkLinkFitsQr } from '../settings/link-check.ts';
+import { checkLinkFitsQr } from '../deeplink/link-check.ts';
 import { fieldsUnfitForFlyve } from '../deeplink/codec.ts';
 
 export const agentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents' | 'events' | 'reports'>> = async (app, { agents, events, reports }) => {

@@ -150,7 +150,7 @@ describe("a used invitation's QR code", () => {
     const id = Number(enrolled.created.body.id);
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(200);
     // The same session, 16 minutes later (ENROLLMENT_READ_WINDOW_MS is 15).
-    t.backend.services.db.prepare(`UPDATE sessions SET enrolled_at = ? WHERE token = ?`).run(new Date(Date.now() - 16 * 60_000).toISOString(), enrolled.session);
+    t.db.prepare(`UPDATE sessions SET enrolled_at = ? WHERE token = ?`).run(new Date(Date.now() - 16 * 60_000).toISOString(), enrolled.session);
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(404);
   });
 

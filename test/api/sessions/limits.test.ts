@@ -21,7 +21,7 @@ async function invitee(n: number) {
 }
 
 const init = (token: string) => agentCall(t.apiUrl, 'GET', `initSession?user_token=${token}`);
-const liveSessions = () => (t.backend.services.db.prepare(`SELECT count(*) AS n FROM sessions`).get() as { n: number }).n;
+const liveSessions = () => (t.db.prepare(`SELECT count(*) AS n FROM sessions`).get() as { n: number }).n;
 
 describe('initSession bounds', () => {
   it('keeps the newest sessions of a token live, then answers 429 per token, then per address', async () => {

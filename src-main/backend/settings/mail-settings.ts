@@ -2,7 +2,7 @@ import { SMTP_SECURITY, type MailSettings, type SmtpSecurity } from '../../../sr
 
 /**
  * The mail part of the settings (SQLite, readable through GET /api/settings): the contract's
- * MailSettings. Nothing secret lives here: the SMTP password is kept by the secret store (see secrets.ts).
+ * MailSettings. Nothing secret lives here: the SMTP password is kept by mail's secret store (mail/secrets.ts).
  */
 export { SMTP_SECURITY, type MailSettings, type SmtpSecurity };
 
