@@ -6,9 +6,12 @@ import { EnrollmentCodeService } from './codes/codes.ts';
 import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { EventLog } from './events/event-log.ts';
+import { SqliteEventRepository } from './events/event-repository.ts';
+import { SqliteFleetRepository } from './fleets/fleet-repository.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService, type LinkTargets } from './invitations/invitations.ts';
 import { createMailService, DeliveryRepository, type MailOptions } from './mail/index.ts';
+import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/users.ts';
 import { SettingsStore } from './settings/settings.ts';
@@ -21,11 +24,11 @@ export function createServices(
   limits: { sessions?: Partial<SessionLimits> | undefined } = {},
 ) {
   const work = new UnitOfWork(db);
-  const events = new EventLog(db, work);
+  const events = new EventLog(new SqliteEventRepository(db), work);
   const settings = new SettingsStore(db);
   const users = new UserRepository(db);
-  const sessions = new SessionService(db, users, limits.sessions);
-  const fleets = new FleetService(db, events, work);
+  const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, limits.sessions);
+  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work });
   const deliveries = new DeliveryRepository(db);
   const invitations = new InvitationService({ db, events, work, users, fleets, settings, links: targets, deliveries });
   const mail = createMailService({ db, events, work, settings, invitations, deliveries }, mailOptions);
