@@ -3,6 +3,7 @@
 import Database from 'better-sqlite3';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { SqliteFleetRepository } from '../../src-main/backend/fleets/fleet-repository.ts';
 
 const FIRST = ['Ada', 'Alan', 'Grace', 'Linus', 'Margaret', 'Ken', 'Barbara', 'Dennis', 'Frances', 'Edsger', 'Radia', 'Tim'];
 const LAST = ['Lovelace', 'Turing', 'Hopper', 'Torvalds', 'Hamilton', 'Thompson', 'Liskov', 'Ritchie', 'Allen', 'Dijkstra', 'Perlman', 'Berners-Lee'];
@@ -29,12 +30,9 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
   const iso = (ms: number) => new Date(ms).toISOString();
   try {
     db.transaction(() => {
-      const fleetIds: number[] = [];
-      for (const name of fleets) {
-        const found = db.prepare(`SELECT id FROM fleets WHERE entity_id = 1 AND name = ?`).get(name) as { id: number } | undefined;
-        fleetIds.push(found?.id ?? Number(db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (1, ?, 0, ?)`).run(name, iso(now)).lastInsertRowid));
-      }
-      if (fleetIds.length === 0) fleetIds.push((db.prepare(`SELECT id FROM fleets WHERE entity_id = 1 AND is_default = 1`).get() as { id: number }).id);
+      const fleetRepository = new SqliteFleetRepository(db);
+      const fleetIds = fleets.map((name) => fleetRepository.byName(1, name)?.id ?? fleetRepository.insert(1, name, iso(now)));
+      if (fleetIds.length === 0) fleetIds.push(fleetRepository.defaultOf(1)!.id);
       const user = db.prepare(
         `INSERT INTO users (login, kind, email, firstname, lastname, user_token, default_profile_id, entity_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)`,
       );
