@@ -1,38 +1,8 @@
-/** Parses CSV text (RFC 4180: quotes, doubled quotes, CRLF, `,` or `;` separators) into rows. */
+import { detectSeparator, parseDelimited } from '../../src-shared/delimited.ts';
+
+/** Rows of CSV text (`,`, `;` or tab separated), with the console's splitter. */
 export function parseCsv(text: string): string[][] {
-  const source = text.replace(/^\uFEFF/, '');
-  const firstLine = source.split(/\r?\n/, 1)[0] ?? '';
-  const separator = firstLine.includes(';') && !firstLine.includes(',') ? ';' : ',';
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < source.length; i++) {
-    const char = source[i]!;
-    if (quoted) {
-      if (char === '"' && source[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (char === '"') quoted = false;
-      else field += char;
-    } else if (char === '"' && field === '') quoted = true;
-    else if (char === separator) {
-      row.push(field);
-      field = '';
-    } else if (char === '\n' || char === '\r') {
-      if (char === '\r' && source[i + 1] === '\n') i++;
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = '';
-    } else field += char;
-  }
-  if (quoted) throw new Error('the file ends inside a quoted field');
-  if (field !== '' || row.length > 0) {
-    row.push(field);
-    rows.push(row);
-  }
-  return rows;
+  return parseDelimited(text, detectSeparator(text.replace(/^\uFEFF/, '')));
 }
 
 export interface CsvInvitation {

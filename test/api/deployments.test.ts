@@ -7,7 +7,7 @@ import { startDevice, type SimulatedDevice } from '../../src-main/device/device.
 import { dialectOf } from '../../src-main/device/dialect.ts';
 import type { TaskReportChannel } from '../../src-main/device/policy-agent.ts';
 import { agentCall, startTestBackend, type TestBackend } from '../helpers/backend.ts';
-import { closeClients, connectAgent, enrollAgent, eventually, inbox } from '../helpers/mqtt.ts';
+import { closeClients, connectAgent, enrollAgent, eventually, inbox, nextEvent, ofAgent } from '../helpers/mqtt.ts';
 
 const APK = readFileSync(fileURLToPath(new URL('../fixtures/field-app.apk', import.meta.url)));
 
@@ -197,6 +197,38 @@ describe('fleet membership', () => {
 
     await t.admin('PATCH', `/agents/${agent.id}`, { fleet_id: fleetId });
     expect((await deployment(created.id)).tasks[0].status).toBe('pending');
+  });
+
+  it('an unenrolled device gets its open tasks canceled; enrolled again, they open again', async () => {
+    const fleetId = await fleet('Leavers');
+    const agent = await enrollAgent(t, { fleet: 'Leavers' });
+    const item = await upload('files', 'leaver.txt', Buffer.from('bye'));
+    const toFleet = (await t.admin('POST', '/deployments', { kind: 'file', item_id: item.id, fleet_id: fleetId })).body;
+    const toDevice = (await t.admin('POST', '/deployments', { kind: 'file', item_id: item.id, agent_id: agent.id, destination: '%SDCARD%/own.txt' })).body;
+    expect([toFleet.pending, toDevice.pending]).toEqual([1, 1]);
+
+    const client = await connectAgent(t, agent);
+    const box = inbox(client);
+    await client.subscribeAsync(`${agent.topic}/#`);
+    expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'unenroll' })).status).toBe(202);
+    await box.next((m) => m.topic === `${agent.topic}/Command/Unenroll`);
+    const unenrolled = nextEvent(t, ofAgent(agent.id, 'agent.unenrolled'));
+    await client.publishAsync(`${agent.topic}/Status/Unenroll`, JSON.stringify({ unenroll: 'unenrolled' }), { qos: 1 });
+    await unenrolled;
+    for (const id of [toFleet.id, toDevice.id]) {
+      const after = await eventually(async () => {
+        const d = await deployment(id);
+        return d.tasks[0].status === 'canceled' ? d : false;
+      });
+      expect(after.tasks[0].reason).toBe('the device was unenrolled');
+      expect(after.progress).toBe('0 of 0 done, 1 canceled');
+    }
+
+    const again = await enrollAgent(t, { fleet: 'Leavers', serial: agent.serial });
+    expect(again.id).toBe(agent.id);
+    for (const id of [toFleet.id, toDevice.id]) {
+      await eventually(async () => (await deployment(id)).tasks[0].status === 'pending');
+    }
   });
 
   it('a fleet with devices cannot be deleted; an empty one can, and its deployments go with it', async () => {

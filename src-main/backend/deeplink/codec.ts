@@ -4,6 +4,7 @@
  * reference's `\;` separators, base64url, missing padding and `+` that became a space.
  * The reference agents (agent app "flyve") need their own encoding, see encodeFlyveDeeplinkData.
  */
+import { DelimitedTextError, parseDelimited } from '../../../src-shared/delimited.ts';
 
 /** Which agent app new codes are made for (the `agent_app` setting). */
 export type AgentApp = 'spec' | 'flyve';
@@ -116,26 +117,12 @@ function isFlyveEncoded(line: string): boolean {
 /** Splits one CSV-style line on `;`, honouring quotes. */
 function splitFields(line: string): string[] {
   if (isFlyveEncoded(line)) return splitEscaped(line);
-  const fields: string[] = [];
-  let current = '';
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const char = line[i]!;
-    if (quoted) {
-      if (char === '"' && line[i + 1] === '"') {
-        current += '"';
-        i++;
-      } else if (char === '"') quoted = false;
-      else current += char;
-    } else if (char === '"' && current === '') quoted = true;
-    else if (char === ';') {
-      fields.push(current);
-      current = '';
-    } else current += char;
+  try {
+    return parseDelimited(line, ';', false)[0]!;
+  } catch (error) {
+    if (error instanceof DelimitedTextError) throw new DeeplinkDataError('unterminated quoted field');
+    throw error;
   }
-  if (quoted) throw new DeeplinkDataError('unterminated quoted field');
-  fields.push(current);
-  return fields;
 }
 
 /** Standard, padded base64 of whatever form arrived (base64url, no padding, `+` read as space). */

@@ -229,6 +229,21 @@ export class DeploymentService {
         const taskId = this.repo.openTask(deployment.id, agent.id, at);
         if (taskId !== undefined) this.setStatus(taskId, deployment.id, agent, 'pending', `the device joined fleet "${fleet?.name ?? agent.fleet_id}"`, 'server', at);
       }
+      // Its own deployments too: tasks canceled when it was unenrolled open again on re-enrollment.
+      for (const deployment of this.repo.activeForAgent(agent.id)) {
+        const taskId = this.repo.openTask(deployment.id, agent.id, at);
+        if (taskId !== undefined) this.setStatus(taskId, deployment.id, agent, 'pending', 'the device enrolled again', 'server', at);
+      }
+    });
+  }
+
+  /** The device is no longer managed (unenrolled, rejected): nothing will report its open tasks. */
+  private cancelOpenTasks(agentId: number, why: string): void {
+    const agent = this.repo.agent(agentId);
+    if (!agent) return;
+    this.transact(() => {
+      const at = nowIso();
+      for (const task of this.repo.openTasksOfAgent(agentId)) this.setStatus(task.id, task.deployment_id, agent, 'canceled', why, 'server', at);
     });
   }
 
@@ -239,6 +254,8 @@ export class DeploymentService {
         const fleetId = Number(event.data?.fleet_id);
         for (const row of this.repo.activeForFleet(fleetId)) this.transact(() => this.retire(row, null, 'its fleet was deleted'));
       }
+      if (event.type === 'agent.unenrolled' && event.agent_id !== null) this.cancelOpenTasks(event.agent_id, 'the device was unenrolled');
+      if (event.type === 'agent.rejected' && event.agent_id !== null) this.cancelOpenTasks(event.agent_id, 'the device was rejected');
       if (event.type === 'agent.deleted' && event.agent_id !== null) {
         for (const row of this.repo.activeForAgent(event.agent_id)) this.transact(() => this.retire(row, null, 'its device was deleted'));
       }

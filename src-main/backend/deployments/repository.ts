@@ -130,6 +130,9 @@ export class DeploymentRepository {
         `SELECT t.id, t.deployment_id, d.target_name FROM deployment_tasks t JOIN deployments d ON d.id = t.deployment_id
          WHERE t.agent_id = ? AND d.fleet_id IS NOT NULL AND d.fleet_id != ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
       ),
+      openTasksOfAgent: db.prepare(
+        `SELECT t.id, t.deployment_id FROM deployment_tasks t WHERE t.agent_id = ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
+      ),
       setStatus: db.prepare(`UPDATE deployment_tasks SET status = ?, reason = ?, updated_at = ? WHERE id = ?`),
       history: db.prepare(`INSERT INTO task_history (task_id, status, reason, source, at) VALUES (?, ?, ?, ?, ?)`),
       historyOf: db.prepare(`SELECT task_id, status, reason, source, at FROM task_history WHERE task_id = ? ORDER BY id`),
@@ -222,6 +225,11 @@ export class DeploymentRepository {
   /** Open tasks of fleet deployments other than `fleetId`'s: what a device that left a fleet still has. */
   openFleetTasksElsewhere(agentId: number, fleetId: number): { id: number; deployment_id: number; target_name: string }[] {
     return this.s.openFleetTasksElsewhere.all(agentId, fleetId) as { id: number; deployment_id: number; target_name: string }[];
+  }
+
+  /** Every task of the device still waiting for an outcome, whatever its deployment targets. */
+  openTasksOfAgent(agentId: number): { id: number; deployment_id: number }[] {
+    return this.s.openTasksOfAgent.all(agentId) as { id: number; deployment_id: number }[];
   }
 
   setStatus(taskId: number, status: TaskStatus, reason: string | null, source: TaskHistoryRow['source'], at: string): void {
