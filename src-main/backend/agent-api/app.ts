@@ -93,14 +93,11 @@ type SessionHook = (request: FastifyRequest, reply: FastifyReply, done: HookHand
 
 /** Resolves the request's session token (query or header) into `request.session`, or fails with the spec's token errors. */
 function sessionHook(sessions: Pick<SessionService, 'resolve'>): SessionHook {
+  // Synchronous on purpose (no promise per request); Fastify turns a throw into the error reply.
   return (request, _reply, done) => {
-    try {
-      const token = sessionTokenOf(request);
-      if (!token) throw sessionTokenMissing();
-      request.session = sessions.resolve(token);
-    } catch (error) {
-      return done(error as Error);
-    }
+    const token = sessionTokenOf(request);
+    if (!token) return done(sessionTokenMissing());
+    request.session = sessions.resolve(token);
     done();
   };
 }
