@@ -151,6 +151,7 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
   broker = await startBrokerPort({
     mode: options.mqttBroker,
     db,
+    agents: services.brokerAgents,
     events: services.events,
     work: services.work,
     fleets: services.fleets,

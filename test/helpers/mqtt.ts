@@ -142,15 +142,7 @@ export async function eventually<T>(check: () => T | undefined | false | Promise
 }
 
 export function agentRow(t: TestBackend, id: number) {
-  return t.backend.services.db.prepare(`SELECT * FROM agents WHERE id = ?`).get(id) as {
-    is_online: number;
-    last_contact: string | null;
-    last_report: string | null;
-    lock: number;
-    wipe: number;
-    enroll_status: string;
-    fleet_id: number;
-  };
+  return t.backend.services.agentRepository.byId(id)!;
 }
 
 export interface ProcessResult {

@@ -3,6 +3,9 @@
 import Database from 'better-sqlite3';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { BrokerAgentRepository } from '../../src-main/backend/agents/broker-repository.ts';
+import { SqliteAgentRepository } from '../../src-main/backend/agents/repository.ts';
+import { ENROLL_STATUS } from '../../src-main/backend/agents/status.ts';
 import { SqliteFleetRepository } from '../../src-main/backend/fleets/fleet-repository.ts';
 
 const FIRST = ['Ada', 'Alan', 'Grace', 'Linus', 'Margaret', 'Ken', 'Barbara', 'Dennis', 'Frances', 'Edsger', 'Radia', 'Tim'];
@@ -36,12 +39,8 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
       const user = db.prepare(
         `INSERT INTO users (login, kind, email, firstname, lastname, user_token, default_profile_id, entity_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)`,
       );
-      const computer = db.prepare(`INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (1, ?, ?, ?, ?, ?, ?)`);
-      const agent = db.prepare(
-        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, name, serial, uuid, version, type, firstname, lastname,
-                             enroll_status, is_online, last_contact, topic, mqtt_login, created_at, updated_at)
-         VALUES (1, @computer, @fleet, @account, @person, @name, @serial, @uuid, @version, @type, @firstname, @lastname, 'enrolled', @online, @contact, @topic, @serial, @created, @created)`,
-      );
+      const agents = new SqliteAgentRepository(db);
+      const presence = new BrokerAgentRepository(db);
       const people = Math.max(1, Math.ceil(count / 2));
       const personIds: number[] = [];
       for (let i = 0; i < people; i++) {
@@ -57,25 +56,29 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
         const person = personIds[i % personIds.length]!;
         const uuid = randomUUID();
         const created = now - (count - i) * 60_000;
-        const computerId = Number(computer.run(serial, serial, uuid, person, iso(created), iso(created)).lastInsertRowid);
+        const computerId = agents.insertComputer({ entity_id: 1, name: serial, serial, uuid, user_id: person, now: iso(created) });
         const p = i % personIds.length;
-        agent.run({
-          computer: computerId,
-          fleet: fleetIds[seededFleet(i, fleetIds.length)],
-          account,
-          person,
+        const agentId = agents.insertAgent({
+          entity_id: 1,
+          computer_id: computerId,
+          fleet_id: fleetIds[seededFleet(i, fleetIds.length)]!,
+          account_user_id: account,
+          enrolled_by_user_id: person,
+          invitation_id: null,
+          enrollment_code_id: null,
+          enroll_status: ENROLL_STATUS.enrolled,
           name: serial,
           serial,
           uuid,
           version: `1.${i % 4}.${i % 10}`,
           type,
-          firstname: FIRST[p % FIRST.length],
-          lastname: LAST[Math.floor(p / FIRST.length) % LAST.length],
-          online: (i * 7919) % 100 < onlineShare * 100 ? 1 : 0,
-          contact: iso(now - ((i * 7919) % 86_400) * 1000),
+          firstname: FIRST[p % FIRST.length]!,
+          lastname: LAST[Math.floor(p / FIRST.length) % LAST.length]!,
           topic: `/1/agent/${serial}`,
-          created: iso(created),
+          mqtt_login: serial,
+          now: iso(created),
         });
+        presence.setPresence(agentId, (i * 7919) % 100 < onlineShare * 100, iso(now - ((i * 7919) % 86_400) * 1000));
       }
     })();
   } finally {

@@ -114,17 +114,6 @@ export async function adminApp({ services, files, deployments, adminToken, info,
       reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
     );
 
-    const countsStatement = services.db.prepare(
-      `SELECT
-         (SELECT count(*) FROM invitations) AS invitations,
-         (SELECT count(*) FROM invitations WHERE status = 'pending' AND expires_at > strftime('%Y-%m-%dT%H:%M:%fZ')) AS pending,
-         (SELECT count(*) FROM invitations WHERE status = 'done') AS used,
-         (SELECT count(*) FROM agents) AS agents,
-         (SELECT count(*) FROM agents WHERE enroll_status = 'enrolled') AS enrolled,
-         (SELECT count(*) FROM agents WHERE is_online = 1) AS online,
-         (SELECT count(*) FROM agents WHERE enroll_status = 'pending_approval') AS pending_approval,
-         (SELECT count(*) FROM enrollment_codes) AS codes`,
-    );
     // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
     // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
     const FLYVE_TLS_WARNING =
@@ -133,7 +122,7 @@ export async function adminApp({ services, files, deployments, adminToken, info,
     api.get('/status', async () => {
       const current = info();
       const publicHost = current.public_host;
-      const counts = countsStatement.get();
+      const counts = services.statusCounts.counts();
       const { admin_token: _hidden, ...visible } = current;
       return {
         ...visible,

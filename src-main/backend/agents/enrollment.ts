@@ -1,4 +1,3 @@
-import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
@@ -12,10 +11,11 @@ import type { SessionContext } from '../sessions/types.ts';
 import { isSharedAccount, type UserRepository } from '../sessions/users.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { hashSecret, randomPassword } from '../util/tokens.ts';
-import type { AgentRow, AgentService } from './agents.ts';
 import { CodeUsedUp, codeGrant, invitationGrant, type EnrollmentGrant } from './grants.ts';
 import { parseInventory } from '../inventory/fusion-inventory.ts';
 import { InventoryError, type DeviceReports } from './reports.ts';
+import type { AgentRepository, AgentRow } from './repository.ts';
+import { ENROLL_STATUS, FREED } from './status.ts';
 
 /** The `input` of POST PluginMdmAgent; everything optional here, the rules below decide. */
 export interface AgentInput {
@@ -43,8 +43,6 @@ export const AGENT_TYPES = ['android', 'apple'] as const;
  * numeric core as loose as the spec's `^\d+(\.\d+)*` (a `1.2` keeps being accepted).
  */
 const VERSION = /^(0|[1-9]\d*)(\.(0|[1-9]\d*))*(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$/;
-/** An admin's unenroll (or rejection) frees a device for whoever enrolls it next. */
-const FREED = ['unenrolling', 'unenrolled', 'rejected'];
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
 const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
 /**
@@ -69,82 +67,43 @@ export interface BrokerTargets {
 }
 
 export class EnrollmentService {
-  private readonly db: Db;
+  private readonly rows: AgentRepository;
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
   private readonly users: UserRepository;
   private readonly sessions: SessionService;
   private readonly invitations: InvitationService;
   private readonly codes: EnrollmentCodeService;
-  private readonly agents: AgentService;
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
   private readonly broker: BrokerTargets;
   private readonly reports: DeviceReports;
   private readonly attempts = new RateLimiter(ATTEMPTS_PER_USER);
-  private readonly statements;
 
   constructor(deps: {
-    db: Db;
+    rows: AgentRepository;
     events: EventLog;
     work: UnitOfWork;
     users: UserRepository;
     sessions: SessionService;
     invitations: InvitationService;
     codes: EnrollmentCodeService;
-    agents: AgentService;
     fleets: FleetService;
     settings: SettingsStore;
     broker: BrokerTargets;
     reports: DeviceReports;
   }) {
-    this.db = deps.db;
+    this.rows = deps.rows;
     this.events = deps.events;
     this.work = deps.work;
     this.users = deps.users;
     this.sessions = deps.sessions;
     this.invitations = deps.invitations;
     this.codes = deps.codes;
-    this.agents = deps.agents;
     this.fleets = deps.fleets;
     this.settings = deps.settings;
     this.broker = deps.broker;
     this.reports = deps.reports;
-    const db = deps.db;
-    this.statements = {
-      bySerial: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND serial = ?`),
-      byUuid: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`),
-      // MQTT logins are unique across all agents and entities (migration 3's unique index).
-      byLogin: db.prepare(`SELECT id, name FROM agents WHERE mqtt_login = ?`),
-      byAccount: db.prepare(`SELECT * FROM agents WHERE account_user_id = ?`),
-      insertComputer: db.prepare(
-        `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      updateComputer: db.prepare(
-        `UPDATE computers SET name = ?, serial = coalesce(?, serial), uuid = coalesce(?, uuid), user_id = ?, updated_at = ? WHERE id = ?`,
-      ),
-      insertAgent: db.prepare(
-        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, enrollment_code_id,
-           name, serial, uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
-         VALUES (@entity_id, @computer_id, @fleet_id, @account_user_id, @enrolled_by_user_id, @invitation_id, @enrollment_code_id,
-           @name, @serial, @uuid, @version, @type, @firstname, @lastname, @enroll_status, @topic, @mqtt_login, @now, @now)`,
-      ),
-      reenrollAgent: db.prepare(
-        `UPDATE agents SET fleet_id = @fleet_id, enrolled_by_user_id = @enrolled_by_user_id, invitation_id = @invitation_id,
-           enrollment_code_id = @enrollment_code_id, name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type,
-           firstname = @firstname, lastname = @lastname, enroll_status = @enroll_status, wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
-           mqtt_password_hash = NULL, updated_at = @now
-         WHERE id = @id`,
-      ),
-      setDeviceDetails: db.prepare(
-        `UPDATE agents SET phone = coalesce(@phone, phone), has_system_permission = coalesce(@has_system_permission, has_system_permission),
-           notification_type = coalesce(@notification_type, notification_type), notification_token = coalesce(@notification_token, notification_token)
-         WHERE id = @id`,
-      ),
-      setPassword: db.prepare(`UPDATE agents SET mqtt_password_hash = ?, updated_at = ? WHERE id = ?`),
-      computer: db.prepare(`SELECT * FROM computers WHERE id = ?`),
-      entity: db.prepare(`SELECT * FROM entities WHERE id = ?`),
-    };
   }
 
   /**
@@ -196,7 +155,7 @@ export class EnrollmentService {
     // The login (and the last level of the topic) is the serial, else the uuid: a uuid equal to
     // another device's serial (or the reverse) would share that device's login, topic and commands.
     const login = loginOf(serial ?? existing?.serial ?? null, uuid);
-    const owner = this.statements.byLogin.get(login) as { id: number; name: string } | undefined;
+    const owner = this.rows.loginOwner(login);
     if (owner && owner.id !== existing?.id) {
       refuse(
         `Another device already uses ${login} as its MQTT login (its serial number or UUID): this device cannot be enrolled with it; ask your administrator`,
@@ -215,8 +174,7 @@ export class EnrollmentService {
           ...names,
         }, attempt);
         const permission = clean(input.has_system_permission);
-        this.statements.setDeviceDetails.run({
-          id,
+        this.rows.setDeviceDetails(id, {
           phone: clean(input.phone),
           has_system_permission: permission === null ? null : ['1', 'true'].includes(permission.toLowerCase()) ? 1 : 0,
           notification_type: clean(input.notification_type),
@@ -225,7 +183,7 @@ export class EnrollmentService {
         if (typeof inventoryXml === 'string') this.reports.inventory(id, inventoryXml, 'enrollment');
         return id;
       });
-      return { id: String(agentId), message: grant.initialStatus === 'pending_approval' ? 'Device enrolled; waiting for approval by an administrator' : 'Device enrolled' };
+      return { id: String(agentId), message: grant.initialStatus === ENROLL_STATUS.pendingApproval ? 'Device enrolled; waiting for approval by an administrator' : 'Device enrolled' };
     } catch (error) {
       if (error instanceof CodeUsedUp) return refuse('This enrollment code has been used up');
       throw error;
@@ -244,8 +202,8 @@ export class EnrollmentService {
   /** The agent a device already has in the entity: by serial first, then by uuid. */
   private knownDevice(entityId: number, serial: string | null, uuid: string | null): AgentRow | undefined {
     return (
-      (serial ? (this.statements.bySerial.get(entityId, serial) as AgentRow | undefined) : undefined) ??
-      (uuid ? (this.statements.byUuid.get(entityId, uuid) as AgentRow | undefined) : undefined)
+      (serial ? this.rows.bySerial(entityId, serial) : undefined) ??
+      (uuid ? this.rows.byUuid(entityId, uuid) : undefined)
     );
   }
 
@@ -261,7 +219,7 @@ export class EnrollmentService {
     const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
     const person = grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
-    const uuidOwner = device.uuid ? (this.statements.byUuid.get(entityId, device.uuid) as AgentRow | undefined) : undefined;
+    const uuidOwner = device.uuid ? this.rows.byUuid(entityId, device.uuid) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
     const fields = {
       fleet_id: grant.fleetId,
@@ -284,22 +242,18 @@ export class EnrollmentService {
     if (existing) {
       // Same device again: keep its records, give it a fresh account token (the old install loses it).
       agentId = existing.id;
-      this.statements.updateComputer.run(login, device.serial, uuid, person.id, now, existing.computer_id);
-      this.statements.reenrollAgent.run({ ...fields, id: agentId });
+      this.rows.updateComputer(existing.computer_id, { name: login, serial: device.serial, uuid, user_id: person.id, now });
+      this.rows.reenroll(agentId, fields);
       this.sessions.closeAllOf(existing.account_user_id);
       this.users.rotateToken(existing.account_user_id);
     } else {
-      const computerId = Number(
-        this.statements.insertComputer.run(entityId, login, device.serial, device.uuid, person.id, now, now).lastInsertRowid,
-      );
+      const computerId = this.rows.insertComputer({ entity_id: entityId, name: login, serial: device.serial, uuid: device.uuid, user_id: person.id, now });
       const account = this.users.createAgentAccount(entityId, login);
-      agentId = Number(
-        this.statements.insertAgent.run({ ...fields, entity_id: entityId, computer_id: computerId, account_user_id: account.id }).lastInsertRowid,
-      );
+      agentId = this.rows.insertAgent({ ...fields, entity_id: entityId, computer_id: computerId, account_user_id: account.id });
     }
     grant.consume(agentId, person.id, session, attempt);
     this.sessions.bindEnrollment(session.token, agentId, now);
-    const waiting = grant.initialStatus === 'pending_approval' ? ', waiting for approval' : '';
+    const waiting = grant.initialStatus === ENROLL_STATUS.pendingApproval ? ', waiting for approval' : '';
     this.events.record(
       existing ? 'agent.reenrolled' : 'agent.enrolled',
       `${login} enrolled by ${person.email}${existing ? ' (again)' : ''}${waiting}`,
@@ -317,7 +271,7 @@ export class EnrollmentService {
     const agent = this.ownAgent(session);
     if (!agent || agent.id !== id) throw itemNotFound();
     const mqttpasswd = randomPassword(40);
-    this.statements.setPassword.run(hashSecret(mqttpasswd), nowIso(), id);
+    this.rows.setPasswordHash(id, hashSecret(mqttpasswd), nowIso());
     // The broker must know the password before the agent, which connects right after this read.
     await this.broker.credentialsIssued(id, mqttpasswd);
     const settings = this.settings.get();
@@ -367,11 +321,11 @@ export class EnrollmentService {
    * Any other session (another of the person's, e.g. opened with a used QR code) has none.
    */
   private ownAgent(session: SessionContext): AgentRow | undefined {
-    if (session.userKind === 'agent') return this.statements.byAccount.get(session.userId) as AgentRow | undefined;
+    if (session.userKind === 'agent') return this.rows.byAccount(session.userId);
     if (session.enrolledAgentId === null || session.enrolledAt === null) return undefined;
     if (Date.now() - Date.parse(session.enrolledAt) > ENROLLMENT_READ_WINDOW_MS) return undefined;
     if (session.activeProfileId !== this.users.guestProfile().id) return undefined;
-    const agent = this.agents.row(session.enrolledAgentId);
+    const agent = this.rows.byId(session.enrolledAgentId);
     if (!agent) return undefined;
     // A code's sessions all share its account: the code's log names the session of the latest use.
     if (agent.enrollment_code_id !== null) return this.codes.lastEnrolledInSession(agent.id, session.token) ? agent : undefined;
@@ -382,11 +336,7 @@ export class EnrollmentService {
   /** The targets of the record's links: only those of the session's own agent (404 for any other). */
   computer(session: SessionContext, id: number): Record<string, unknown> {
     const own = this.ownAgent(session);
-    const row = own?.computer_id === id
-      ? (this.statements.computer.get(id) as
-          | { id: number; entity_id: number; name: string; serial: string | null; uuid: string | null; user_id: number | null; created_at: string; updated_at: string }
-          | undefined)
-      : undefined;
+    const row = own?.computer_id === id ? this.rows.computer(id) : undefined;
     if (!row) throw itemNotFound();
     return {
       id: row.id,
@@ -401,9 +351,7 @@ export class EnrollmentService {
   }
 
   entity(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.ownAgent(session)?.entity_id === id
-      ? (this.statements.entity.get(id) as { id: number; name: string; parent_id: number | null; created_at: string } | undefined)
-      : undefined;
+    const row = this.ownAgent(session)?.entity_id === id ? this.rows.entity(id) : undefined;
     if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, completename: row.name, entities_id: row.parent_id ?? 0, date_creation: row.created_at };
   }

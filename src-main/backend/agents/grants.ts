@@ -8,8 +8,9 @@ import type { AttemptDetails, InvitationRow, InvitationService } from '../invita
 import { isValidEmail, normalizeEmail, statusOf } from '../invitations/invitations.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import type { UserRepository } from '../sessions/users.ts';
+import { ENROLL_STATUS } from './status.ts';
 
-export type InitialStatus = 'enrolled' | 'pending_approval';
+export type InitialStatus = typeof ENROLL_STATUS.enrolled | typeof ENROLL_STATUS.pendingApproval;
 
 export interface EnrollmentGrant {
   entityId: number;
@@ -34,7 +35,7 @@ export function invitationGrant(invitations: InvitationService, inv: InvitationR
   return {
     entityId: inv.entity_id,
     fleetId: inv.fleet_id,
-    initialStatus: 'enrolled',
+    initialStatus: ENROLL_STATUS.enrolled,
     invitationId: inv.id,
     codeId: null,
     names: { firstname: inv.firstname, lastname: inv.lastname },
@@ -62,7 +63,7 @@ export function codeGrant(codes: EnrollmentCodeService, users: UserRepository, c
   return {
     entityId: code.entity_id,
     fleetId: code.fleet_id,
-    initialStatus: code.approval === 'manual' ? 'pending_approval' : 'enrolled',
+    initialStatus: code.approval === 'manual' ? ENROLL_STATUS.pendingApproval : ENROLL_STATUS.enrolled,
     invitationId: null,
     codeId: code.id,
     names: { firstname: null, lastname: null },

@@ -1,13 +1,13 @@
 // What agents report about themselves beyond presence and pings: their inventory and their
 // position. One code path whatever carried the report (HTTP of release rc.7, MQTT of rc.6, the
 // create input), so each is recorded alike: the data, last_report/last_contact, and an event.
-import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { InventoryError, parseInventory, type InventorySummary } from '../inventory/fusion-inventory.ts';
+import type { ReportingAgent, ReportRepository, ReportSource, StoredInventory, StoredPosition } from './report-repository.ts';
 
-export type ReportSource = 'enrollment' | 'http' | 'mqtt';
+export type { ReportSource, StoredInventory, StoredPosition } from './report-repository.ts';
 
 export interface Position {
   /** null with `gpsOff` (the device answered but has no fix). */
@@ -18,55 +18,17 @@ export interface Position {
   gpsOff: boolean;
 }
 
-export interface StoredInventory extends InventorySummary {
-  source: ReportSource;
-  received_at: string;
-}
-
-export interface StoredPosition {
-  latitude: number | null;
-  longitude: number | null;
-  located_at: string;
-  source: string;
-  received_at: string;
-}
-
-interface ReportingAgent {
-  id: number;
-  name: string;
-  entity_id: number;
-  computer_id: number;
-}
-
 export { InventoryError };
 
 export class DeviceReports {
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
-  private readonly statements;
+  private readonly reports: ReportRepository;
 
-  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork }) {
+  constructor(deps: { reports: ReportRepository; events: EventLog; work: UnitOfWork }) {
+    this.reports = deps.reports;
     this.events = deps.events;
     this.work = deps.work;
-    const db = deps.db;
-    this.statements = {
-      agent: db.prepare(`SELECT id, name, entity_id, computer_id FROM agents WHERE id = ?`),
-      saveInventory: db.prepare(
-        `INSERT INTO agent_inventories (agent_id, xml, summary, source, received_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT(agent_id) DO UPDATE SET xml = excluded.xml, summary = excluded.summary, source = excluded.source, received_at = excluded.received_at`,
-      ),
-      inventoryColumns: db.prepare(
-        `UPDATE agents SET model = ?, manufacturer = ?, os_name = ?, os_version = ?, last_report = ?, last_contact = ? WHERE id = ?`,
-      ),
-      reported: db.prepare(`UPDATE agents SET last_report = ?, last_contact = ? WHERE id = ?`),
-      insertPosition: db.prepare(
-        `INSERT INTO geolocations (agent_id, computer_id, latitude, longitude, located_at, source, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      inventoryOf: db.prepare(`SELECT summary, source, received_at FROM agent_inventories WHERE agent_id = ?`),
-      positions: db.prepare(
-        `SELECT latitude, longitude, located_at, source, received_at FROM geolocations WHERE agent_id = ? ORDER BY id DESC LIMIT ?`,
-      ),
-    };
   }
 
   /** Stores an inventory (FusionInventory XML). Throws InventoryError when it cannot be read. */
@@ -75,8 +37,7 @@ export class DeviceReports {
     const summary = parseInventory(xml);
     const at = nowIso();
     this.work.run(() => {
-      this.statements.saveInventory.run(agentId, xml, JSON.stringify(summary), source, at);
-      this.statements.inventoryColumns.run(summary.model, summary.manufacturer, summary.os_name, summary.os_version, at, at, agentId);
+      this.reports.saveInventory(agentId, xml, summary, source, at);
       const what = [summary.manufacturer, summary.model, summary.os_name && `${summary.os_name} ${summary.os_version ?? ''}`.trim()].filter(Boolean).join(', ');
       this.events.record('agent.inventory', `${agent.name} sent its inventory${what ? ` (${what})` : ''}${via(source)}`, refs(agent), {
         source,
@@ -95,8 +56,7 @@ export class DeviceReports {
     const agent = this.agent(agentId);
     const at = nowIso();
     return this.work.run(() => {
-      const id = Number(this.statements.insertPosition.run(agentId, agent.computer_id, position.latitude, position.longitude, position.locatedAt, source, at).lastInsertRowid);
-      this.statements.reported.run(at, at, agentId);
+      const id = this.reports.savePosition(agent, position, source, at);
       this.events.record(
         'agent.geolocation',
         position.gpsOff ? `${agent.name} answered Geolocate: GPS off${via(source)}` : `${agent.name} is at ${position.latitude}, ${position.longitude}${via(source)}`,
@@ -108,16 +68,15 @@ export class DeviceReports {
   }
 
   inventoryOf(agentId: number): StoredInventory | null {
-    const row = this.statements.inventoryOf.get(agentId) as { summary: string; source: ReportSource; received_at: string } | undefined;
-    return row ? { ...(JSON.parse(row.summary) as InventorySummary), source: row.source, received_at: row.received_at } : null;
+    return this.reports.inventoryOf(agentId);
   }
 
   positionsOf(agentId: number, limit = 20): StoredPosition[] {
-    return this.statements.positions.all(agentId, limit) as StoredPosition[];
+    return this.reports.positionsOf(agentId, limit);
   }
 
   private agent(agentId: number): ReportingAgent {
-    const agent = this.statements.agent.get(agentId) as ReportingAgent | undefined;
+    const agent = this.reports.reportingAgent(agentId);
     if (!agent) throw new Error(`agent ${agentId} does not exist`);
     return agent;
   }

@@ -6,7 +6,8 @@ import { Type } from 'typebox';
 import type { EventLog } from '../events/event-log.ts';
 import { verifySecret } from '../util/tokens.ts';
 import { agentTopicRules, BACKEND_TOPIC_RULES, isRabbitSafeTopic, isUsableAgentTopic, routingKeyToTopic, rulesAllowPublish, rulesAllowSubscribe, type AgentTopicRules } from './acl.ts';
-import { MAY_CONNECT, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
+import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-repository.ts';
+import { MAY_CONNECT } from '../agents/status.ts';
 import { identityOf } from './external-link.ts';
 
 export interface AuthEndpointOptions {

@@ -9,7 +9,8 @@ import { isDiskFull, unlessDiskFull } from '../http/disk-full.ts';
 import { verifySecret } from '../util/tokens.ts';
 import type { DeviceReports } from '../agents/reports.ts';
 import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
-import { BrokerAgentStore, ENROLL, MAY_CONNECT, type BrokerAgentRow } from './agent-store.ts';
+import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-repository.ts';
+import { ENROLL_STATUS, MAY_CONNECT } from '../agents/status.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
 import { capBrokerConnections } from './connection-cap.ts';
@@ -23,6 +24,8 @@ import { MANIFEST_VERSION } from './manifest.ts';
 
 export interface BrokerOptions {
   db: Db;
+  /** The agents' logins, presence and command flags. */
+  agents: BrokerAgentStore;
   events: EventLog;
   work: UnitOfWork;
   fleets: FleetService;
@@ -94,7 +97,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     keyFile: options.tlsKeyFile,
     hosts: options.hosts,
   });
-  const store = new BrokerAgentStore(options.db);
+  const store = options.agents;
   const registry = new ConnectionRegistry();
   // Per login and address: one bad device behind a NAT slows only its own login, never the others.
   const throttle = new FailureThrottle(options.throttle);
@@ -203,7 +206,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     const candidates = store.byLogin(login);
     const agent = candidates.find((row) => verifySecret(secret, row.mqtt_password_hash));
     if (!agent) return refuse(4, candidates.length > 0 ? 'wrong password' : 'unknown login', candidates.length === 1 ? candidates[0] : undefined);
-    if (agent.enroll_status === ENROLL.pendingApproval) return refuse(5, 'the device is waiting for approval by an administrator', agent);
+    if (agent.enroll_status === ENROLL_STATUS.pendingApproval) return refuse(5, 'the device is waiting for approval by an administrator', agent);
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
     throttle.succeed(key);

@@ -4,7 +4,8 @@ import type { EventLog } from '../events/event-log.ts';
 import type { FleetRow, FleetService } from '../fleets/fleets.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
 import { fleetTopic, isUsableAgentTopic, type AgentIdentity } from './acl.ts';
-import { ENROLL, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
+import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-repository.ts';
+import { ENROLL_STATUS } from '../agents/status.ts';
 import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';
 
 /** What the commands need to know of an agent's connections, whatever broker holds them. */
@@ -106,7 +107,7 @@ export class AgentCommands {
     const event = this.work.run(() => {
       if (command === 'lock' || command === 'unlock') this.store.setLock(agentId, command === 'lock', at);
       if (command === 'wipe') this.store.setWipe(agentId, true, at);
-      if (command === 'unenroll') this.store.setEnrollStatus(agentId, ENROLL.unenrolling, at);
+      if (command === 'unenroll') this.store.setEnrollStatus(agentId, ENROLL_STATUS.unenrolling, at);
       return this.events.record(
         'agent.command',
         `${message.label} sent to ${agent.name}${online || !message.retain ? '' : ' (kept until it connects)'}`,
@@ -156,7 +157,7 @@ export class AgentCommands {
    */
   async announceFleet(agentId: number): Promise<void> {
     const agent = this.store.byId(agentId);
-    if (!agent || agent.enroll_status === ENROLL.unenrolled) return;
+    if (!agent || agent.enroll_status === ENROLL_STATUS.unenrolled) return;
     await this.publish(agent, SUBSCRIBE_SUBTOPIC, { subscribe: [{ topic: fleetTopic(agent.entity_id, agent.fleet_id) }] }, true);
   }
 
@@ -186,9 +187,9 @@ export class AgentCommands {
     if (subtopic === 'Status/Geolocation' && text !== '?' && this.positionReceived(agent, text)) return;
     if (subtopic === 'Status/Unenroll' && parseJson(text)?.unenroll === 'unenrolled') {
       const row = this.store.byId(agent.id);
-      if (row && row.enroll_status !== ENROLL.unenrolled) {
+      if (row && row.enroll_status !== ENROLL_STATUS.unenrolled) {
         this.work.run(() => {
-          this.store.setEnrollStatus(agent.id, ENROLL.unenrolled, nowIso());
+          this.store.setEnrollStatus(agent.id, ENROLL_STATUS.unenrolled, nowIso());
           this.events.record('agent.unenrolled', `${agent.name} confirmed it is unenrolled`, refs, { previous_status: row.enroll_status });
         });
         this.forgetAgent(agent.id);
@@ -254,7 +255,7 @@ export class AgentCommands {
    */
   async republishFor(agentId: number): Promise<void> {
     const row = this.store.byId(agentId);
-    if (!row || row.enroll_status === ENROLL.unenrolled) return;
+    if (!row || row.enroll_status === ENROLL_STATUS.unenrolled) return;
     const sent = new Set<string>();
     for (const command of pendingCommands(row)) {
       sent.add(MESSAGES[command].subtopic);
@@ -278,7 +279,7 @@ export class AgentCommands {
   private commandable(agentId: number): BrokerAgentRow {
     const agent = this.store.byId(agentId);
     if (!agent) throw itemNotFound('Agent not found');
-    if (agent.enroll_status === ENROLL.unenrolled) {
+    if (agent.enroll_status === ENROLL_STATUS.unenrolled) {
       throw new ApiError(409, 'ERROR_AGENT_UNENROLLED', `${agent.name} is unenrolled: enroll the device again before sending it commands`);
     }
     if (!isUsableAgentTopic(agent.topic)) {
@@ -304,7 +305,7 @@ function pendingCommands(agent: BrokerAgentRow): AgentCommand[] {
   const pending: AgentCommand[] = [];
   if (agent.lock === 1) pending.push('lock');
   if (agent.wipe === 1) pending.push('wipe');
-  if (agent.enroll_status === ENROLL.unenrolling) pending.push('unenroll');
+  if (agent.enroll_status === ENROLL_STATUS.unenrolling) pending.push('unenroll');
   return pending;
 }
 

@@ -1,7 +1,7 @@
 import type { Client } from 'aedes';
 import type { TLSSocket } from 'node:tls';
 import type { AgentIdentity } from './acl.ts';
-import type { BrokerAgentRow } from './agent-store.ts';
+import type { BrokerAgentRow } from '../agents/broker-repository.ts';
 
 /** How one connection came in; shown in presence events. */
 export interface ConnectionInfo {

@@ -1,11 +1,10 @@
 // What the two external modes (mosquitto, rabbitmq) present alike: one MqttBroker face over an
 // ExternalLink, whose status and shutdown differ only in what each mode adds.
 import type { DeviceReports } from '../agents/reports.ts';
-import type { Db } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
-import type { BrokerAgentStore } from './agent-store.ts';
+import type { BrokerAgentStore } from '../agents/broker-repository.ts';
 import type { BrokerUrl } from './broker-url.ts';
 import type { AgentCommands } from './commands.ts';
 import { externalLiveReports, type ExternalLink } from './external-link.ts';
@@ -14,7 +13,7 @@ import type { RetainedPolicies } from './retained-policies.ts';
 
 /** What both external modes are started with; each says what its `brokerUrl` account is. */
 export interface ExternalModeOptions {
-  db: Db;
+  agents: BrokerAgentStore;
   events: EventLog;
   work: UnitOfWork;
   fleets: FleetService;
@@ -71,7 +70,7 @@ export function externalBrokerStatus({ mode, url, endpoint, link }: ExternalBrok
 }
 
 /** Once disconnected: every agent is marked offline (no presence can reach us now), and it is said. */
-export function recordExternalStopped(db: Db, events: EventLog, store: BrokerAgentStore, brokerName: string): void {
+export function recordExternalStopped(events: EventLog, store: BrokerAgentStore, brokerName: string): void {
   const offline = store.allOffline();
-  if (db.open) events.record('broker.stopped', `Disconnected from ${brokerName}${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`, {}, { agent_ids: offline });
+  events.record('broker.stopped', `Disconnected from ${brokerName}${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`, {}, { agent_ids: offline });
 }

@@ -14,7 +14,8 @@ import { MANIFEST_VERSION } from './manifest.ts';
 import { onlineFlag } from './presence.ts';
 import type { LiveReports, TaskReportHandler } from './port.ts';
 import type { RetainedPolicies } from './retained-policies.ts';
-import { MAY_CONNECT, type BrokerAgentRow, type BrokerAgentStore } from './agent-store.ts';
+import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-repository.ts';
+import { MAY_CONNECT } from '../agents/status.ts';
 import type { BrokerUrl } from './broker-url.ts';
 
 /** What the backend reads: every agent's reports. */

@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import mqtt, { type MqttClient } from 'mqtt';
 import { agentTopicRules, BACKEND_TOPIC_RULES, isUsableAgentTopic } from './acl.ts';
-import { BrokerAgentStore, type BrokerAgentRow } from './agent-store.ts';
+import type { BrokerAgentRow } from '../agents/broker-repository.ts';
+import { MAY_CONNECT } from '../agents/status.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
@@ -38,7 +39,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   const { events } = options;
   const url = parseBrokerUrl(options.brokerUrl);
   const endpoint = publicEndpoint(url, options.publicUrl);
-  const store = new BrokerAgentStore(options.db);
+  const store = options.agents;
   // The backend's own account: a fresh password each run, set by the admin before the link logs in.
   const backendPassword = randomBytes(24).toString('base64url');
   /** Passwords drawn while the admin link was down: applied on reconnection. */
@@ -300,12 +301,12 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       policies.close();
       dynsec?.stop();
       await Promise.all([link.close(), admin.endAsync(true).catch(() => {})]);
-      recordExternalStopped(options.db, events, store, 'Mosquitto');
+      recordExternalStopped(events, store, 'Mosquitto');
     },
   };
 }
 
 /** Enrolled or unenrolling (which must still receive its Unenroll), with a topic MQTT can carry. */
 function MAY_HOLD_ACCOUNT(row: BrokerAgentRow): boolean {
-  return (row.enroll_status === 'enrolled' || row.enroll_status === 'unenrolling') && isUsableAgentTopic(row.topic);
+  return MAY_CONNECT.includes(row.enroll_status) && isUsableAgentTopic(row.topic);
 }

@@ -3,7 +3,7 @@ import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { AgentIdentity } from './acl.ts';
-import type { BrokerAgentStore } from './agent-store.ts';
+import type { BrokerAgentStore } from '../agents/broker-repository.ts';
 import type { ConnectionInfo, ConnectionRegistry } from './connections.ts';
 
 /** Ordinary traffic refreshes last_contact at most this often; presence changes write at once. */

@@ -3,7 +3,6 @@
 // itself is an MQTT client of the cluster. RabbitMQ keeps retained messages per node, so what an
 // agent must find is published again each time it says it is online.
 import type { FastifyInstance } from 'fastify';
-import { BrokerAgentStore } from './agent-store.ts';
 import { startAuthEndpoints } from './auth-endpoints.ts';
 import { parseBrokerUrl } from './broker-url.ts';
 import { AgentCommands } from './commands.ts';
@@ -25,7 +24,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
   const url = parseBrokerUrl(options.brokerUrl);
   if (!url.username || !url.password) throw new Error('--mqtt-broker-url for rabbitmq needs USER:PASSWORD: the account the backend uses on the cluster (the backend itself accepts it)');
   const endpoint = publicEndpoint(url, options.publicUrl);
-  const store = new BrokerAgentStore(options.db);
+  const store = options.agents;
   const clientIdPrefix = 'mdm-console-backend';
   const auth: FastifyInstance = await startAuthEndpoints({
     host: options.authHost,
@@ -104,7 +103,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
       policies.close();
       await link.close();
       await auth.close();
-      recordExternalStopped(options.db, events, store, 'RabbitMQ');
+      recordExternalStopped(events, store, 'RabbitMQ');
     },
   };
 }

@@ -12,7 +12,7 @@ const OPTIONS = { errorCorrectionLevel: QR_ERROR_CORRECTION, margin: 2 } as cons
 /**
  * What the largest QR code (version 40) holds at level M in byte mode: 2,331 bytes. The encoder
  * may pack some texts tighter (mixed segments) but never fails below this, so it is the bound
- * settings are checked against. test/unit/qr-capacity.test.ts checks it against `qrcode` itself.
+ * settings are checked against. test/unit/deeplink/qr-capacity.test.ts checks it against `qrcode` itself.
  */
 export const QR_MAX_BYTES = 2331;
 

@@ -1,3 +1,4 @@
+import { ENROLL_STATUS } from '../agents/status.ts';
 import type { Db } from '../db/database.ts';
 import type { PolicyName, TaskStatus } from './policies.ts';
 
@@ -101,7 +102,7 @@ export class DeploymentRepository {
       ),
       remove: db.prepare(`UPDATE deployments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`),
       agentsOfFleet: db.prepare(
-        `SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE fleet_id = ? AND enroll_status != 'unenrolled' ORDER BY id`,
+        `SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE fleet_id = ? AND enroll_status != '${ENROLL_STATUS.unenrolled}' ORDER BY id`,
       ),
       agent: db.prepare(`SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE id = ?`),
       agentOfAccount: db.prepare(`SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE account_user_id = ?`),

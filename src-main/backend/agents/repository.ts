@@ -1,0 +1,316 @@
+// The SQL of agents and their computers as the admin side and enrollment see them: identity rows,
+// the admin's list, approval and deletion. Reports live in report-repository.ts, the broker's
+// lookups in broker-repository.ts.
+import type { Db } from '../db/database.ts';
+import { ENROLL_STATUS, type EnrollStatus } from './status.ts';
+
+export interface AgentRow {
+  id: number;
+  entity_id: number;
+  computer_id: number;
+  fleet_id: number;
+  account_user_id: number;
+  enrolled_by_user_id: number | null;
+  invitation_id: number | null;
+  enrollment_code_id: number | null;
+  name: string;
+  serial: string | null;
+  uuid: string | null;
+  version: string;
+  type: 'android' | 'apple';
+  firstname: string | null;
+  lastname: string | null;
+  enroll_status: string;
+  wipe: number;
+  lock: number;
+  is_online: number;
+  last_report: string | null;
+  last_contact: string | null;
+  certificate: string;
+  topic: string;
+  mqtt_login: string;
+  mqtt_password_hash: string | null;
+  /** What the Flyve agents send at enrollment besides the spec's fields. */
+  phone: string | null;
+  has_system_permission: number | null;
+  notification_type: string | null;
+  notification_token: string | null;
+  /** From the last inventory the device sent (null until then). */
+  model: string | null;
+  manufacturer: string | null;
+  os_name: string | null;
+  os_version: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One row of the admin's device list. */
+export interface AgentSummary {
+  id: number;
+  name: string;
+  serial: string | null;
+  uuid: string | null;
+  type: string;
+  version: string;
+  enroll_status: string;
+  is_online: boolean;
+  last_contact: string | null;
+  last_report: string | null;
+  lock: number;
+  wipe: number;
+  fleet_id: number;
+  fleet: string;
+  email: string | null;
+  firstname: string | null;
+  lastname: string | null;
+  computer_id: number;
+  invitation_id: number | null;
+  enrollment_code_id: number | null;
+  enrollment_code: string | null;
+  topic: string;
+  entity_id: number;
+  created_at: string;
+  updated_at: string;
+  /** From the last inventory the device sent (null until then). */
+  model: string | null;
+  manufacturer: string | null;
+  os_name: string | null;
+  os_version: string | null;
+}
+
+export interface ComputerRow {
+  id: number;
+  entity_id: number;
+  name: string;
+  serial: string | null;
+  uuid: string | null;
+  user_id: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EntityRow {
+  id: number;
+  name: string;
+  parent_id: number | null;
+  created_at: string;
+}
+
+/** What an enrollment writes into an agent row, whether new or enrolled again. */
+export interface EnrollmentFields {
+  fleet_id: number;
+  enrolled_by_user_id: number;
+  invitation_id: number | null;
+  enrollment_code_id: number | null;
+  enroll_status: EnrollStatus;
+  name: string;
+  serial: string | null;
+  uuid: string | null;
+  version: string;
+  type: AgentRow['type'];
+  firstname: string | null;
+  lastname: string | null;
+  topic: string;
+  mqtt_login: string;
+  now: string;
+}
+
+/** Reported by the Flyve agents at enrollment; null keeps what is stored. */
+export interface DeviceDetails {
+  phone: string | null;
+  has_system_permission: 0 | 1 | null;
+  notification_type: string | null;
+  notification_token: string | null;
+}
+
+export interface NewComputer {
+  entity_id: number;
+  name: string;
+  serial: string | null;
+  uuid: string | null;
+  user_id: number;
+  now: string;
+}
+
+export interface AgentRepository {
+  byId(id: number): AgentRow | undefined;
+  byAccount(userId: number): AgentRow | undefined;
+  bySerial(entityId: number, serial: string): AgentRow | undefined;
+  byUuid(entityId: number, uuid: string): AgentRow | undefined;
+  /** The agent holding this MQTT login (unique across entities). */
+  loginOwner(login: string): { id: number; name: string } | undefined;
+  summaries(): AgentSummary[];
+  summary(id: number): AgentSummary | undefined;
+
+  insertComputer(computer: NewComputer): number;
+  /** The device enrolls again: a serial or uuid it does not send is kept. */
+  updateComputer(id: number, computer: Omit<NewComputer, 'entity_id'>): void;
+  computer(id: number): ComputerRow | undefined;
+  /** Computers with this uuid, or whose serial starts with this prefix (audits and tests). */
+  countComputers(match: { uuid: string } | { serialPrefix: string }): number;
+  insertAgent(fields: EnrollmentFields & { entity_id: number; computer_id: number; account_user_id: number }): number;
+  /** The device enrolls again: fresh status, commands cleared, its broker password dropped. */
+  reenroll(id: number, fields: EnrollmentFields): void;
+  setDeviceDetails(id: number, details: DeviceDetails): void;
+  setPasswordHash(id: number, hash: string, at: string): void;
+  /** Deletes the agent and its computer when no other agent uses it. */
+  remove(agent: Pick<AgentRow, 'id' | 'computer_id'>): void;
+
+  enrollStatusOfAccount(userId: number): string | undefined;
+  /** Decides a pending agent; false when it was no longer pending. */
+  decidePending(id: number, status: EnrollStatus, passwordHash: string | null, at: string): boolean;
+  pendingApprovalCount(): number;
+
+  /** The entity an agent's record links to. */
+  entity(id: number): EntityRow | undefined;
+}
+
+const SUMMARY_SQL = `
+  SELECT a.id, a.name, a.serial, a.uuid, a.type, a.version, a.enroll_status, a.is_online, a.last_contact,
+         a.last_report, a.lock, a.wipe, a.fleet_id, f.name AS fleet, u.email, a.firstname, a.lastname,
+         a.computer_id, a.invitation_id, a.enrollment_code_id, c.name AS enrollment_code, a.topic, a.entity_id, a.created_at, a.updated_at,
+         a.model, a.manufacturer, a.os_name, a.os_version
+  FROM agents a
+  JOIN fleets f ON f.id = a.fleet_id
+  LEFT JOIN users u ON u.id = a.enrolled_by_user_id
+  LEFT JOIN enrollment_codes c ON c.id = a.enrollment_code_id`;
+
+function toSummary(row: AgentSummary & { is_online: number | boolean }): AgentSummary {
+  return { ...row, is_online: Boolean(row.is_online) };
+}
+
+export class SqliteAgentRepository implements AgentRepository {
+  private readonly s;
+
+  constructor(db: Db) {
+    this.s = {
+      byId: db.prepare(`SELECT * FROM agents WHERE id = ?`),
+      byAccount: db.prepare(`SELECT * FROM agents WHERE account_user_id = ?`),
+      bySerial: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND serial = ?`),
+      byUuid: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`),
+      // MQTT logins are unique across all agents and entities (migration 3's unique index).
+      loginOwner: db.prepare(`SELECT id, name FROM agents WHERE mqtt_login = ?`),
+      summaries: db.prepare(`${SUMMARY_SQL} ORDER BY a.id DESC`),
+      summary: db.prepare(`${SUMMARY_SQL} WHERE a.id = ?`),
+      insertComputer: db.prepare(
+        `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      updateComputer: db.prepare(
+        `UPDATE computers SET name = ?, serial = coalesce(?, serial), uuid = coalesce(?, uuid), user_id = ?, updated_at = ? WHERE id = ?`,
+      ),
+      computer: db.prepare(`SELECT * FROM computers WHERE id = ?`),
+      computersWithUuid: db.prepare(`SELECT count(*) AS n FROM computers WHERE uuid = ?`),
+      computersWithSerialPrefix: db.prepare(`SELECT count(*) AS n FROM computers WHERE substr(serial, 1, length(@prefix)) = @prefix`),
+      insertAgent: db.prepare(
+        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, enrollment_code_id,
+           name, serial, uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
+         VALUES (@entity_id, @computer_id, @fleet_id, @account_user_id, @enrolled_by_user_id, @invitation_id, @enrollment_code_id,
+           @name, @serial, @uuid, @version, @type, @firstname, @lastname, @enroll_status, @topic, @mqtt_login, @now, @now)`,
+      ),
+      reenroll: db.prepare(
+        `UPDATE agents SET fleet_id = @fleet_id, enrolled_by_user_id = @enrolled_by_user_id, invitation_id = @invitation_id,
+           enrollment_code_id = @enrollment_code_id, name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type,
+           firstname = @firstname, lastname = @lastname, enroll_status = @enroll_status, wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
+           mqtt_password_hash = NULL, updated_at = @now
+         WHERE id = @id`,
+      ),
+      setDeviceDetails: db.prepare(
+        `UPDATE agents SET phone = coalesce(@phone, phone), has_system_permission = coalesce(@has_system_permission, has_system_permission),
+           notification_type = coalesce(@notification_type, notification_type), notification_token = coalesce(@notification_token, notification_token)
+         WHERE id = @id`,
+      ),
+      setPasswordHash: db.prepare(`UPDATE agents SET mqtt_password_hash = ?, updated_at = ? WHERE id = ?`),
+      remove: db.prepare(`DELETE FROM agents WHERE id = ?`),
+      removeComputer: db.prepare(`DELETE FROM computers WHERE id = ? AND NOT EXISTS (SELECT 1 FROM agents WHERE computer_id = ?)`),
+      statusOfAccount: db.prepare(`SELECT enroll_status FROM agents WHERE account_user_id = ?`),
+      decidePending: db.prepare(
+        `UPDATE agents SET enroll_status = ?, mqtt_password_hash = ?, updated_at = ? WHERE id = ? AND enroll_status = '${ENROLL_STATUS.pendingApproval}'`,
+      ),
+      pendingApproval: db.prepare(`SELECT count(*) AS n FROM agents WHERE enroll_status = '${ENROLL_STATUS.pendingApproval}'`),
+      entity: db.prepare(`SELECT * FROM entities WHERE id = ?`),
+    };
+  }
+
+  byId(id: number): AgentRow | undefined {
+    return this.s.byId.get(id) as AgentRow | undefined;
+  }
+
+  byAccount(userId: number): AgentRow | undefined {
+    return this.s.byAccount.get(userId) as AgentRow | undefined;
+  }
+
+  bySerial(entityId: number, serial: string): AgentRow | undefined {
+    return this.s.bySerial.get(entityId, serial) as AgentRow | undefined;
+  }
+
+  byUuid(entityId: number, uuid: string): AgentRow | undefined {
+    return this.s.byUuid.get(entityId, uuid) as AgentRow | undefined;
+  }
+
+  loginOwner(login: string): { id: number; name: string } | undefined {
+    return this.s.loginOwner.get(login) as { id: number; name: string } | undefined;
+  }
+
+  summaries(): AgentSummary[] {
+    return (this.s.summaries.all() as AgentSummary[]).map(toSummary);
+  }
+
+  summary(id: number): AgentSummary | undefined {
+    const row = this.s.summary.get(id) as AgentSummary | undefined;
+    return row ? toSummary(row) : undefined;
+  }
+
+  insertComputer(c: NewComputer): number {
+    return Number(this.s.insertComputer.run(c.entity_id, c.name, c.serial, c.uuid, c.user_id, c.now, c.now).lastInsertRowid);
+  }
+
+  updateComputer(id: number, c: Omit<NewComputer, 'entity_id'>): void {
+    this.s.updateComputer.run(c.name, c.serial, c.uuid, c.user_id, c.now, id);
+  }
+
+  computer(id: number): ComputerRow | undefined {
+    return this.s.computer.get(id) as ComputerRow | undefined;
+  }
+
+  countComputers(match: { uuid: string } | { serialPrefix: string }): number {
+    const row = 'uuid' in match ? this.s.computersWithUuid.get(match.uuid) : this.s.computersWithSerialPrefix.get({ prefix: match.serialPrefix });
+    return (row as { n: number }).n;
+  }
+
+  insertAgent(fields: EnrollmentFields & { entity_id: number; computer_id: number; account_user_id: number }): number {
+    return Number(this.s.insertAgent.run(fields).lastInsertRowid);
+  }
+
+  reenroll(id: number, fields: EnrollmentFields): void {
+    this.s.reenroll.run({ ...fields, id });
+  }
+
+  setDeviceDetails(id: number, details: DeviceDetails): void {
+    this.s.setDeviceDetails.run({ ...details, id });
+  }
+
+  setPasswordHash(id: number, hash: string, at: string): void {
+    this.s.setPasswordHash.run(hash, at, id);
+  }
+
+  remove(agent: Pick<AgentRow, 'id' | 'computer_id'>): void {
+    this.s.remove.run(agent.id);
+    this.s.removeComputer.run(agent.computer_id, agent.computer_id);
+  }
+
+  enrollStatusOfAccount(userId: number): string | undefined {
+    return (this.s.statusOfAccount.get(userId) as { enroll_status: string } | undefined)?.enroll_status;
+  }
+
+  decidePending(id: number, status: EnrollStatus, passwordHash: string | null, at: string): boolean {
+    return this.s.decidePending.run(status, passwordHash, at, id).changes > 0;
+  }
+
+  pendingApprovalCount(): number {
+    return (this.s.pendingApproval.get() as { n: number }).n;
+  }
+
+  entity(id: number): EntityRow | undefined {
+    return this.s.entity.get(id) as EntityRow | undefined;
+  }
+}

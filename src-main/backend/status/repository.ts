@@ -1,0 +1,41 @@
+// The counts the admin's /status reports, read in one statement.
+import { ENROLL_STATUS } from '../agents/status.ts';
+import type { Db } from '../db/database.ts';
+
+export interface StatusCounts {
+  invitations: number;
+  /** Invitations still usable (pending and not expired). */
+  pending: number;
+  used: number;
+  agents: number;
+  enrolled: number;
+  online: number;
+  pending_approval: number;
+  codes: number;
+}
+
+export interface StatusCountsRepository {
+  counts(): StatusCounts;
+}
+
+export class SqliteStatusCounts implements StatusCountsRepository {
+  private readonly statement;
+
+  constructor(db: Db) {
+    this.statement = db.prepare(
+      `SELECT
+         (SELECT count(*) FROM invitations) AS invitations,
+         (SELECT count(*) FROM invitations WHERE status = 'pending' AND expires_at > strftime('%Y-%m-%dT%H:%M:%fZ')) AS pending,
+         (SELECT count(*) FROM invitations WHERE status = 'done') AS used,
+         (SELECT count(*) FROM agents) AS agents,
+         (SELECT count(*) FROM agents WHERE enroll_status = '${ENROLL_STATUS.enrolled}') AS enrolled,
+         (SELECT count(*) FROM agents WHERE is_online = 1) AS online,
+         (SELECT count(*) FROM agents WHERE enroll_status = '${ENROLL_STATUS.pendingApproval}') AS pending_approval,
+         (SELECT count(*) FROM enrollment_codes) AS codes`,
+    );
+  }
+
+  counts(): StatusCounts {
+    return this.statement.get() as StatusCounts;
+  }
+}
