@@ -122,11 +122,9 @@ export function useStored(kind: StoredKind) {
 // what it changed right away, so this window does not wait for the round trip of the event.
 
 export function useCreateInvitation() {
-  const client = useQueryClient();
-  return useMutation({
-    mutationFn: (input: InvitationInput) => post<Invitation>('/invitations', input),
-    onSuccess: () => client.invalidateQueries({ queryKey: keys.invitations }),
-  });
+  // No refresh of its own: the window opens the new invitation (one fetch), and its
+  // invitation.created event refreshes the lists, in this window as in every other.
+  return useMutation({ mutationFn: (input: InvitationInput) => post<Invitation>('/invitations', input) });
 }
 
 export function validateInvitations(invitations: InvitationInput[], another = false) {

@@ -311,6 +311,8 @@ export interface LiveEvent {
   agent_id: number | null;
   message: string;
   data: Record<string, unknown> | null;
+  /** On the live stream, `agent.*` events only: the agent's device-list row after the event (null: gone). */
+  agent?: Agent | null;
 }
 
 export type StoredKind = 'file' | 'package';

@@ -1,4 +1,4 @@
-import type { QueryClient, QueryKey } from '@tanstack/react-query';
+import type { Query, QueryClient, QueryKey } from '@tanstack/react-query';
 import { codeKeys } from '../api/codes.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { Agent, LiveEvent, StoredKind } from '../api/types.ts';
@@ -87,7 +87,7 @@ export function effectsOf(event: LiveEvent): Effect[] {
 }
 
 export interface LiveSyncOptions {
-  /** Reads one agent's row; null when it no longer exists. */
+  /** Reads one agent's row (for events that do not carry it); null when it no longer exists. */
   fetchAgent: (id: number) => Promise<Agent | null>;
   /** Events are gathered this long, then applied together (a bulk import is one refresh). */
   flushDelayMs?: number;
@@ -97,34 +97,50 @@ export interface LiveSyncOptions {
 
 /**
  * Applies the event stream to the query cache: the live feed at once, the rest coalesced per
- * flush — each key invalidated once, changed agents fetched one by one and patched into the
- * (possibly 10,000-row) device list rather than refetching it.
+ * flush — each key invalidated once, changed agents patched into the (possibly 10,000-row)
+ * device list rather than refetching it: from the row an `agent.*` event carries, or else
+ * fetched one by one. A query whose fetch began after the event arrived already shows it (the
+ * server emits after commit) and is left alone: a window that just created an invitation, and
+ * fetched it, does not fetch it again for its own event.
  */
 export class LiveSync {
   private readonly client: QueryClient;
   private readonly options: Required<LiveSyncOptions>;
-  private readonly invalidations = new Map<string, QueryKey>();
+  /** Keys to invalidate, each with the order number of the latest event that asked for it. */
+  private readonly invalidations = new Map<string, { key: QueryKey; since: number }>();
   private readonly removals = new Map<string, QueryKey>();
   private readonly changedAgents = new Set<number>();
+  /** Rows the stream delivered for changed agents, the latest per agent; the others are fetched. */
+  private readonly deliveredRows = new Map<number, Agent | null>();
   private readonly removedAgents = new Set<number>();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private running: Promise<void> = Promise.resolve();
+  /** Orders events handled and fetches begun, to tell which fetch came after which event. */
+  private order = 0;
+  private readonly fetchBegan = new Map<string, number>();
+  private readonly stopWatchingFetches: () => void;
 
   constructor(client: QueryClient, options: LiveSyncOptions) {
     this.client = client;
     this.options = { flushDelayMs: 60, bulkAgentThreshold: 50, ...options };
+    this.stopWatchingFetches = client.getQueryCache().subscribe((change) => {
+      if (change.type === 'updated' && change.action.type === 'fetch') this.fetchBegan.set(change.query.queryHash, ++this.order);
+      else if (change.type === 'removed') this.fetchBegan.delete(change.query.queryHash);
+    });
   }
 
   handle(event: LiveEvent): void {
+    const order = ++this.order;
     this.client.setQueryData<LiveEvent[]>(keys.events, (feed) => {
       if (!feed) return feed;
       if (feed.some((item) => item.id === event.id)) return feed;
-      return [event, ...feed].sort((a, b) => b.id - a.id).slice(0, FEED_SIZE);
+      const { agent: _row, ...entry } = event; // the feed holds events as GET /events lists them
+      return [entry, ...feed].sort((a, b) => b.id - a.id).slice(0, FEED_SIZE);
     });
     for (const effect of effectsOf(event)) {
       switch (effect.kind) {
         case 'invalidate':
-          this.invalidations.set(JSON.stringify(effect.key), effect.key);
+          this.invalidations.set(JSON.stringify(effect.key), { key: effect.key, since: order });
           break;
         case 'remove':
           this.removals.set(JSON.stringify(effect.key), effect.key);
@@ -132,9 +148,12 @@ export class LiveSync {
         case 'agent':
           this.removedAgents.delete(effect.id);
           this.changedAgents.add(effect.id);
+          if (event.agent !== undefined && event.agent_id === effect.id) this.deliveredRows.set(effect.id, event.agent);
+          else this.deliveredRows.delete(effect.id);
           break;
         case 'agentRemoved':
           this.changedAgents.delete(effect.id);
+          this.deliveredRows.delete(effect.id);
           this.removedAgents.add(effect.id);
           break;
       }
@@ -157,18 +176,26 @@ export class LiveSync {
   }
 
   dispose(): void {
+    this.stopWatchingFetches();
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  /** Whether the query's latest fetch began after event number `since` (and did not fail). */
+  private fetchedSince(query: Query, since: number): boolean {
+    return (this.fetchBegan.get(query.queryHash) ?? 0) > since && query.state.status !== 'error';
   }
 
   private async flush(): Promise<void> {
     const removals = [...this.removals.values()];
     const invalidations = [...this.invalidations.values()];
-    const changed = [...this.changedAgents];
+    const delivered = [...this.deliveredRows];
+    const toFetch = [...this.changedAgents].filter((id) => !this.deliveredRows.has(id));
     const removed = [...this.removedAgents];
     this.removals.clear();
     this.invalidations.clear();
     this.changedAgents.clear();
+    this.deliveredRows.clear();
     this.removedAgents.clear();
 
     for (const key of removals) this.client.removeQueries({ queryKey: key, exact: true });
@@ -176,15 +203,17 @@ export class LiveSync {
       const gone = new Set(removed);
       this.client.setQueryData<Agent[]>(keys.agentList, (list) => list?.filter((agent) => !gone.has(agent.id)));
     }
-    const work: Promise<unknown>[] = invalidations.map((key) => this.client.invalidateQueries({ queryKey: key }));
+    const work: Promise<unknown>[] = invalidations.map(({ key, since }) =>
+      this.client.invalidateQueries({ queryKey: key, predicate: (query) => !this.fetchedSince(query, since) }),
+    );
     const listLoaded = this.client.getQueryData(keys.agentList) !== undefined;
-    if (changed.length > this.options.bulkAgentThreshold) {
+    if (toFetch.length > this.options.bulkAgentThreshold) {
       work.push(this.client.invalidateQueries({ queryKey: keys.agentList }));
-    } else if (changed.length && listLoaded) {
+    } else if ((toFetch.length || delivered.length) && listLoaded) {
       work.push(
-        Promise.all(changed.map((id) => this.options.fetchAgent(id).then((agent) => [id, agent] as const, () => [id, undefined] as const))).then(
-          (results) => {
-            this.client.setQueryData<Agent[]>(keys.agentList, (list) => (list ? upsertAgents(list, results) : list));
+        Promise.all(toFetch.map((id) => this.options.fetchAgent(id).then((agent) => [id, agent] as const, () => [id, undefined] as const))).then(
+          (fetched) => {
+            this.client.setQueryData<Agent[]>(keys.agentList, (list) => (list ? upsertAgents(list, [...delivered, ...fetched]) : list));
           },
         ),
       );

@@ -77,6 +77,12 @@ test('create an invitation, scan its QR code, and watch a simulated device enrol
   await expect(page.getByRole('heading', { name: 'Devices' })).toBeVisible();
   await expect(page.getByTestId('live-state')).toHaveAttribute('data-state', 'live');
   await page.evaluate(() => ((globalThis as unknown as { __noReload: boolean }).__noReload = true));
+  // The row comes from the events themselves: no fetch of the device's detail (200 events).
+  const agentFetches: string[] = [];
+  const noteAgentFetch = (request: { url(): string }) => {
+    if (/^\/api\/agents\/\d+$/.test(new URL(request.url()).pathname)) agentFetches.push(request.url());
+  };
+  page.on('request', noteAgentFetch);
   const serial = `E2E${Date.now().toString(36).toUpperCase()}`;
   const agent = spawn(process.execPath, [CLI, 'agent', '--deeplink', invitation.deeplink, '--email', email, '--serial', serial, '--stay'], {
     cwd: ROOT,
@@ -91,6 +97,8 @@ test('create an invitation, scan its QR code, and watch a simulated device enrol
     await expect(row.getByTestId('enroll-status')).toHaveText('Enrolled');
     await expect(row.getByTestId('online')).toHaveAttribute('data-online', 'true', { timeout: 15_000 });
     expect(await page.evaluate(() => (globalThis as unknown as { __noReload?: boolean }).__noReload)).toBe(true);
+    page.off('request', noteAgentFetch);
+    expect(agentFetches).toEqual([]);
     await shot(page, 'devices-live-enrolled', testInfo);
 
     // Its detail panel: the record, history and actions.
@@ -127,6 +135,28 @@ test('create an invitation, scan its QR code, and watch a simulated device enrol
   } finally {
     agent.kill('SIGTERM');
   }
+});
+
+test('a created invitation is fetched once: its own event does not fetch it again', async ({ page }) => {
+  await page.goto('/invitations');
+  await expect(page.getByTestId('live-state')).toHaveAttribute('data-state', 'live');
+  const fetches: string[] = [];
+  page.on('request', (request) => {
+    const { pathname } = new URL(request.url());
+    if (request.method() === 'GET' && /^\/api\/invitations(\/\d+)?$/.test(pathname)) fetches.push(pathname);
+  });
+  await page.getByRole('button', { name: 'New invitation' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New invitation' });
+  await dialog.getByLabel('Email address').fill(`once.${Date.now()}@example.com`);
+  // No email: its delivery events would rightly refresh the page again.
+  await dialog.getByLabel('Email the invitation to this address').uncheck();
+  await dialog.getByRole('button', { name: 'Create invitation' }).click();
+  await expect(page).toHaveURL(/\/invitations\/\d+$/);
+  const path = `/api${new URL(page.url()).pathname}`;
+  await expect(page.getByTestId('invitation-status')).toHaveText('Pending');
+  await page.waitForTimeout(1000); // time for the invitation.created event to be applied
+  expect(fetches.filter((fetched) => fetched === path)).toEqual([path]);
+  expect(fetches.filter((fetched) => fetched === '/api/invitations').length).toBeLessThanOrEqual(1);
 });
 
 test('simulate a device from the invitation page, then see the refusal when it is tried again', async ({ page }, testInfo) => {

@@ -161,7 +161,7 @@ export async function adminApp({ services, files, deployments, adminToken, info,
       { schema: { querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }) }) } },
       async (request) => ({ items: services.events.latest((request.query as { limit: number }).limit) }),
     );
-    api.get('/events/stream', async (request, reply) => streamEvents(services.events, request, reply));
+    api.get('/events/stream', async (request, reply) => streamEvents(services.events, (id) => services.agents.findSummary(id), request, reply));
 
     await api.register(invitationRoutes, { services });
     await api.register(codeRoutes, { services });

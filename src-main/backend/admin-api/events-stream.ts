@@ -1,13 +1,37 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AgentSummary } from '../agents/agents.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
 
 const HEARTBEAT_MS = 15_000;
+
+/** The device-list row of an agent, or null once it is gone. */
+export type AgentRowLookup = (agentId: number) => AgentSummary | null;
+
+/**
+ * One SSE frame per event object, shared by every open stream: the row is read and the JSON
+ * written once per event, however many consoles are connected.
+ */
+const frames = new WeakMap<RecordedEvent, string>();
+
+/**
+ * An `agent.*` event carries `agent`: the agent's device-list row as it stands after the event
+ * (null once it is gone), so a console updates the row without fetching it.
+ */
+function frameOf(event: RecordedEvent, agentRow: AgentRowLookup): string {
+  let frame = frames.get(event);
+  if (frame === undefined) {
+    const payload = event.agent_id !== null && event.type.startsWith('agent.') ? { ...event, agent: agentRow(event.agent_id) } : event;
+    frame = `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(payload)}\n\n`;
+    frames.set(event, frame);
+  }
+  return frame;
+}
 
 /**
  * Server-Sent Events: every recorded event as `event: <type>` with the JSON event as data and
  * its id, so a reconnecting EventSource (Last-Event-ID) first gets what it missed.
  */
-export function streamEvents(events: EventLog, request: FastifyRequest, reply: FastifyReply): void {
+export function streamEvents(events: EventLog, agentRow: AgentRowLookup, request: FastifyRequest, reply: FastifyReply): void {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -22,7 +46,7 @@ export function streamEvents(events: EventLog, request: FastifyRequest, reply: F
     return;
   }
   const send = (event: RecordedEvent) => {
-    res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    res.write(frameOf(event, agentRow));
   };
   res.write('retry: 2000\n\n');
   const lastId = Number(request.headers['last-event-id'] ?? (request.query as { after?: string }).after ?? 0);

@@ -35,9 +35,14 @@ export class AgentService {
   }
 
   summary(id: number): AgentSummary {
-    const row = this.agents.summary(id);
+    const row = this.findSummary(id);
     if (!row) throw itemNotFound('Agent not found');
     return row;
+  }
+
+  /** The device-list row, or null once the agent is gone. */
+  findSummary(id: number): AgentSummary | null {
+    return this.agents.summary(id) ?? null;
   }
 
   /** Deletes the agent, its computer and its account (so its api_token stops working). */

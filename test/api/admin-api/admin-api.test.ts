@@ -11,10 +11,18 @@ afterAll(async () => {
   await t.stop();
 });
 
-/** Reads an SSE stream until `until` has seen what it wants; returns the events read. */
-function readEvents(headers: Record<string, string>, until: (events: { id: string; type: string; data: any }[]) => boolean, query = '') {
-  return new Promise<{ id: string; type: string; data: any }[]>((resolve, reject) => {
-    const events: { id: string; type: string; data: any }[] = [];
+type StreamEvent = { id: string; type: string; data: any };
+
+/**
+ * Reads an SSE stream until `until` has seen what it wants; resolves to the events read. `opened`
+ * resolves once the server's preamble (`retry:`) arrived: it subscribes in the same tick, so any
+ * change made after that is on the stream.
+ */
+function readEvents(headers: Record<string, string>, until: (events: StreamEvent[]) => boolean, query = '') {
+  let markOpened!: () => void;
+  const preamble = new Promise<void>((resolve) => (markOpened = resolve));
+  const read = new Promise<StreamEvent[]>((resolve, reject) => {
+    const events: StreamEvent[] = [];
     const req = httpRequest(`${t.backend.info.admin_url}/api/events/stream${query}`, { headers }, (res) => {
       expect(res.statusCode).toBe(200);
       expect(res.headers['content-type']).toContain('text/event-stream');
@@ -26,6 +34,7 @@ function readEvents(headers: Record<string, string>, until: (events: { id: strin
         while ((end = buffer.indexOf('\n\n')) >= 0) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
+          if (block.startsWith('retry: ')) markOpened();
           const field = (name: string) => block.split('\n').find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2);
           const data = field('data');
           if (data) events.push({ id: field('id')!, type: field('event')!, data: JSON.parse(data) });
@@ -40,6 +49,8 @@ function readEvents(headers: Record<string, string>, until: (events: { id: strin
     req.end();
     setTimeout(() => reject(new Error(`timed out; got ${JSON.stringify(events.map((e) => e.type))}`)), 15_000).unref();
   });
+  // A stream that fails before its preamble fails `opened` too, rather than leave it pending.
+  return Object.assign(read, { opened: Promise.race([preamble, read.then(() => undefined)]) });
 }
 
 const bearer = () => ({ authorization: `Bearer ${t.backend.info.admin_token}` });
@@ -202,7 +213,7 @@ describe('the event stream', () => {
 
   it('relays every change live, then catches a reconnecting client up from Last-Event-ID', async () => {
     const live = readEvents(bearer(), (events) => events.some((e) => e.type === 'agent.enrolled' && e.data.data.serial === 'SSE-1'));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await live.opened;
     const { body: invitation } = await t.admin('POST', '/invitations', { email: 'sse@example.com' });
     await enrollByHand(t.apiUrl, invitation, { serial: 'SSE-1' });
     const events = await live;
@@ -217,6 +228,28 @@ describe('the event stream', () => {
     const replay = await readEvents({ ...bearer(), 'last-event-id': created.id }, (seen) => seen.some((e) => e.type === 'agent.enrolled'));
     expect(replay[0]!.id).not.toBe(created.id);
     expect(replay.map((e) => e.type)).toContain('agent.enrolled');
+  });
+
+  it("carries the agent's device-list row on agent events (null once it is gone), and on no others", async () => {
+    let agentId = 0;
+    const live = readEvents(bearer(), (events) => events.some((e) => e.type === 'agent.deleted' && e.data.agent_id === agentId));
+    await live.opened;
+    const { body: invitation } = await t.admin('POST', '/invitations', { email: 'row@example.com' });
+    await enrollByHand(t.apiUrl, invitation, { serial: 'ROW-1' });
+    const row = (await t.admin('GET', '/agents')).body.items.find((agent: { serial: string }) => agent.serial === 'ROW-1');
+    agentId = row.id;
+    expect((await t.admin('DELETE', `/agents/${agentId}`)).status).toBeLessThan(300);
+    const events = await live;
+
+    const created = events.find((e) => e.type === 'invitation.created' && e.data.invitation_id === invitation.id)!;
+    expect(created.data).not.toHaveProperty('agent');
+    const enrolled = events.find((e) => e.type === 'agent.enrolled' && e.data.agent_id === agentId)!;
+    expect(Object.keys(enrolled.data.agent).sort()).toEqual(Object.keys(row).sort());
+    expect(enrolled.data.agent).toMatchObject({ id: agentId, serial: 'ROW-1', enroll_status: row.enroll_status, email: 'row@example.com', fleet: row.fleet });
+    expect(events.find((e) => e.type === 'agent.deleted')!.data.agent).toBeNull();
+    // The feed (GET /events) lists the events as recorded, without rows.
+    const feed = (await t.admin('GET', '/events?limit=20')).body.items;
+    expect(feed.find((e: { id: number }) => String(e.id) === enrolled.id)).not.toHaveProperty('agent');
   });
 });
 

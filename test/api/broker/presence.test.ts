@@ -140,6 +140,7 @@ describe('presence', () => {
     });
     const reader = response.body!.getReader();
     const seen: string[] = [];
+    const rows: unknown[] = []; // the device-list row each presence event carries
     const reading = (async () => {
       const decoder = new TextDecoder();
       let buffer = '';
@@ -149,7 +150,10 @@ describe('presence', () => {
         buffer += decoder.decode(value, { stream: true });
         for (const match of buffer.matchAll(/event: (agent\.(?:online|offline))\ndata: (.*)\n/g)) {
           const event = JSON.parse(match[2]!);
-          if (event.agent_id === agent.id && !seen.includes(`${match[1]}#${event.id}`)) seen.push(`${match[1]}#${event.id}`);
+          if (event.agent_id === agent.id && !seen.includes(`${match[1]}#${event.id}`)) {
+            seen.push(`${match[1]}#${event.id}`);
+            rows.push(event.agent);
+          }
         }
         if (seen.length >= 2) return;
       }
@@ -159,6 +163,10 @@ describe('presence', () => {
     await reading;
     controller.abort();
     expect(seen.map((s) => s.split('#')[0])).toEqual(['agent.online', 'agent.offline']);
+    expect(rows).toMatchObject([
+      { id: agent.id, is_online: true, last_contact: expect.any(String) },
+      { id: agent.id, is_online: false },
+    ]);
   });
 });
 

@@ -89,6 +89,26 @@ describe('LiveSync', () => {
     expect(invalidate.mock.calls.map(([filters]) => filters?.queryKey)).toEqual([keys.status, keys.invitations]);
   });
 
+  it('leaves alone a query fetched after the event arrived (a created invitation is fetched once)', async () => {
+    const client = new QueryClient();
+    const sync = new LiveSync(client, { fetchAgent: async () => null, flushDelayMs: 5 });
+    const list = keys.invitationList({});
+    await client.fetchQuery({ queryKey: list, queryFn: async () => ({ items: [], total: 0 }) });
+    sync.handle(event('invitation.created', { invitation_id: 7 }));
+    // This window fetches the invitation it just created, after its event arrived.
+    const fetches = vi.fn(async () => ({ id: 7 }));
+    await client.fetchQuery({ queryKey: keys.invitation(7), queryFn: fetches });
+    await sync.settled();
+    expect(client.getQueryState(list)!.isInvalidated).toBe(true);
+    expect(client.getQueryState(keys.invitation(7))!.isInvalidated).toBe(false);
+    // A later event about it does refresh it.
+    sync.handle(event('invitation.revoked', { invitation_id: 7 }));
+    await sync.settled();
+    expect(client.getQueryState(keys.invitation(7))!.isInvalidated).toBe(true);
+    expect(fetches).toHaveBeenCalledTimes(1);
+    sync.dispose();
+  });
+
   it('patches changed agents into the device list instead of refetching it', async () => {
     const client = new QueryClient();
     client.setQueryData<Agent[]>(keys.agentList, [agent(2), agent(1)]);
@@ -113,6 +133,32 @@ describe('LiveSync', () => {
       [1, true],
     ]);
     expect(invalidate.mock.calls.some(([filters]) => JSON.stringify(filters?.queryKey) === JSON.stringify(keys.agentList))).toBe(false);
+  });
+
+  it('patches rows the events carry without fetching, the latest per agent; fetches only when a later event carries none', async () => {
+    const client = new QueryClient();
+    client.setQueryData<Agent[]>(keys.agentList, [agent(3), agent(2), agent(1)]);
+    client.setQueryData<LiveEvent[]>(keys.events, []);
+    const fetchAgent = vi.fn(async (id: number) => agent(id, { name: 'fetched' }));
+    // Four agents changed, over the threshold of one, but only one needs a fetch: no list refetch.
+    const sync = new LiveSync(client, { flushDelayMs: 5, bulkAgentThreshold: 1, fetchAgent });
+    const invalidate = vi.spyOn(client, 'invalidateQueries');
+    sync.handle({ ...event('agent.online', { agent_id: 1 }), agent: agent(1, { is_online: true }) });
+    sync.handle({ ...event('agent.offline', { agent_id: 1 }), agent: agent(1, { is_online: false, last_contact: 'later' }) });
+    sync.handle({ ...event('agent.enrolled', { agent_id: 4 }), agent: agent(4) });
+    sync.handle({ ...event('agent.status', { agent_id: 2 }), agent: null });
+    sync.handle({ ...event('agent.online', { agent_id: 3 }), agent: agent(3, { is_online: true }) });
+    sync.handle(event('mqtt.resubscribed', { agent_id: 3 }));
+    await sync.settled();
+    expect(fetchAgent.mock.calls).toEqual([[3]]);
+    expect(client.getQueryData<Agent[]>(keys.agentList)!.map((a) => [a.id, a.is_online, a.last_contact, a.name])).toEqual([
+      [4, false, null, 'A4'],
+      [3, false, null, 'fetched'],
+      [1, false, 'later', 'A1'],
+    ]);
+    expect(invalidate.mock.calls.some(([filters]) => JSON.stringify(filters?.queryKey) === JSON.stringify(keys.agentList))).toBe(false);
+    // The feed keeps the events as GET /events lists them, without the rows.
+    expect(client.getQueryData<LiveEvent[]>(keys.events)!.some((e) => 'agent' in e)).toBe(false);
   });
 
   it('refetches the list once when very many agents changed, and drops deleted ones at once', async () => {
