@@ -70,7 +70,7 @@ export interface BackendOptions {
   smtpUrl?: string;
   /** Sender of invitation emails ("Name <address>"). Env: MDM_CONSOLE_MAIL_FROM. */
   mailFrom?: string;
-  /** Protects secrets at rest (the desktop shell passes Electron safeStorage); default: a 0600 file. */
+  /** Protects secrets at rest: the desktop shell passes the OS keychain (mail/secrets.ts keychainProtector); default, as headless: a 0600 file. */
   secretProtector?: SecretProtector;
   /** Bounds on agent-API sessions (sessions/sessions.ts); env MDM_CONSOLE_SESSION_RATE_PER_ADDRESS sets perAddress. */
   sessionLimits?: Partial<SessionLimits>;

@@ -7,7 +7,7 @@ import { BrokerAgentRepository } from '../../src-main/backend/agents/broker-repo
 import { SqliteAgentRepository } from '../../src-main/backend/agents/repository.ts';
 import { ENROLL_STATUS } from '../../src-main/backend/agents/status.ts';
 import { SqliteFleetRepository } from '../../src-main/backend/fleets/fleet-repository.ts';
-import { UserRepository } from '../../src-main/backend/sessions/users.ts';
+import { UserRepository } from '../../src-main/backend/sessions/user-repository.ts';
 
 const FIRST = ['Ada', 'Alan', 'Grace', 'Linus', 'Margaret', 'Ken', 'Barbara', 'Dennis', 'Frances', 'Edsger', 'Radia', 'Tim'];
 const LAST = ['Lovelace', 'Turing', 'Hopper', 'Torvalds', 'Hamilton', 'Thompson', 'Liskov', 'Ritchie', 'Allen', 'Dijkstra', 'Perlman', 'Berners-Lee'];

@@ -3,7 +3,8 @@ import { isLoopbackHost, lanAddresses } from '../config.ts';
 import { adminFileRoutes } from '../files/routes.ts';
 import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
-import type { ServerInfo } from '../server.ts';
+import type { ServerInfo } from '../server-info.ts';
+import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
 import { Type } from 'typebox';
 import { jsonBodyParser } from '../http/agent-errors.ts';
@@ -26,10 +27,12 @@ import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 
 export interface AdminAppOptions {
+  /** Where it answers: a listener bound before the app is built (http/listener.ts). */
+  listener: Listener;
   services: Services;
   files: FileStore;
   deployments?: DeploymentService;
-  adminToken: string;
+  auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
   broker?: MqttBroker;
@@ -45,16 +48,11 @@ export interface AdminAppOptions {
   requestTimeoutMs?: number;
 }
 
-export interface AdminApp {
-  app: FastifyInstance;
-  auth: AdminAuth;
-}
-
-/** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, deployments, adminToken, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
-  const auth = new AdminAuth(adminToken);
+/** The admin side: the admin API under /api and the console at /, on loopback by default; ready to serve. */
+export async function adminApp({ listener, services, files, deployments, auth, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<FastifyInstance> {
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
+    serverFactory: listener.serverFactory,
     logger: false,
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
@@ -176,5 +174,6 @@ export async function adminApp({ services, files, deployments, adminToken, info,
   }, { prefix: '/api' });
 
   await app.register(serveConsole);
-  return { app, auth };
+  await app.ready();
+  return app;
 }

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ApiError } from '../errors.ts';
 import { checkTemplates } from '../mail/template.ts';
 import type { Services } from '../services.ts';
-import { checkLinkFitsQr } from '../settings/link-check.ts';
+import { checkLinkFitsQr } from '../deeplink/link-check.ts';
 import { fieldsUnfitForFlyve } from '../deeplink/codec.ts';
 import { SettingsSchema, type Settings } from '../settings/settings.ts';
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchemaCompiler, type HookHandlerDoneFunction, type RouteOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchemaCompiler, type FastifyServerOptions, type HookHandlerDoneFunction, type RouteOptions } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { EnrollmentService } from '../agents/enrollment.ts';
 import { deeplinkPageRoutes, type DeeplinkPageOptions } from '../deeplink/page.ts';
@@ -34,6 +34,8 @@ export interface AgentAppOptions {
   deeplinkPage?: DeeplinkPageOptions;
   /** The listener's bounds; none without it. */
   listener?: { requestTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number };
+  /** Where the app answers (a listener bound before it is built); without it, Fastify's own server. */
+  serverFactory?: FastifyServerOptions['serverFactory'];
   /** Another validator compiler than Ajv (tests check the routes under TypeBox's own). */
   validatorCompiler?: FastifySchemaCompiler<TSchema>;
 }
@@ -45,6 +47,7 @@ export interface AgentAppOptions {
  */
 export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
+    ...(options.serverFactory && { serverFactory: options.serverFactory }),
     bodyLimit: AGENT_BODY_LIMIT,
     logger: false,
     forceCloseConnections: true,

@@ -8,7 +8,7 @@ import type { AttemptDetails, InvitationService } from '../invitations/invitatio
 import { RateLimiter } from '../sessions/rate-limit.ts';
 import { TooManyRequests, type SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import { isSharedAccount, type UserRepository } from '../sessions/users.ts';
+import { isSharedAccount, type UserRepository } from '../sessions/user-repository.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { hashSecret, randomPassword } from '../util/tokens.ts';
 import { CodeUsedUp, codeGrant, invitationGrant, type EnrollmentGrant } from './grants.ts';

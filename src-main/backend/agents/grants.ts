@@ -7,7 +7,7 @@ import { CodeUsedUp, domainsOf, emailDomainAllowed, statusOfCode, type CodeRow, 
 import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
 import { isValidEmail, normalizeEmail, statusOf } from '../invitations/invitations.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import type { UserRepository } from '../sessions/user-repository.ts';
 import { ENROLL_STATUS } from './status.ts';
 
 export type InitialStatus = typeof ENROLL_STATUS.enrolled | typeof ENROLL_STATUS.pendingApproval;

@@ -7,7 +7,7 @@ import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { DeliveryView } from '../mail/deliveries.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import type { UserRepository } from '../sessions/user-repository.ts';
 import type { Settings, SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
 

@@ -21,7 +21,7 @@ export { parseSmtpUrl, redactSmtpUrl, SmtpUrlError } from './smtp-config.ts';
 export interface MailOptions extends MailOverrides {
   /** Where secrets.json and outbox/ live; default: the database file's folder. */
   dataDir?: string;
-  /** Protects the SMTP password at rest; default: a 0600 file (the desktop shell passes safeStorage). */
+  /** Protects the SMTP password at rest; default, as headless: a 0600 file (the desktop shell passes the OS keychain). */
   secretProtector?: SecretProtector;
   shutdownGraceMs?: number;
   /** Back-off of automatic retries (tests shorten it). */

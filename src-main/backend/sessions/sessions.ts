@@ -5,7 +5,7 @@ import { randomHex } from '../util/tokens.ts';
 import { RateLimiter } from './rate-limit.ts';
 import type { SessionRepository } from './session-repository.ts';
 import type { SessionContext } from './types.ts';
-import { isSharedAccount, type UserRepository, type UserRow } from './users.ts';
+import { isSharedAccount, type UserRepository, type UserRow } from './user-repository.ts';
 
 /** last_used_at is written at most this often per session, to keep reads cheap. */
 const TOUCH_EVERY_MS = 60 * 1000;

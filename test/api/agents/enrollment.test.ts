@@ -147,7 +147,7 @@ describe('the enrollment sequence', () => {
 
   it('skips the switch for a user whose only profile is the guest profile', async () => {
     const invitation = await invite();
-    const { users } = repositoriesOf(t.backend);
+    const { users } = repositoriesOf(t);
     const user = users.byLogin(invitation.email)!;
     users.unassign(user.id, 1);
     users.setDefaultProfile(user.id, 2);
@@ -251,7 +251,7 @@ describe('agent creation refusals (ERROR_CORE_ADD, in DESIGN.md order, each logg
     expect(r.body).toEqual(['ERROR_CORE_ADD', 'This invitation has been revoked']);
 
     const expired = await invite({ days: 1 });
-    t.backend.services.db.prepare('UPDATE invitations SET expires_at = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), expired.id);
+    t.db.prepare('UPDATE invitations SET expires_at = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), expired.id);
     const e = await createAgent(await guestSession(expired), base(expired));
     expect(e.body).toEqual(['ERROR_CORE_ADD', 'This invitation has expired']);
     const { body } = await t.admin('GET', `/invitations/${expired.id}`);
@@ -412,13 +412,13 @@ describe('concurrency', () => {
     expect(results.every((r) => r.created.status === 201)).toBe(true);
     const ids = new Set(results.map((r) => r.created.body.id));
     expect(ids.size).toBe(200);
-    const db = t.backend.services.db;
+    const db = t.db;
     const q = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
     const agents = (await t.admin('GET', '/agents')).body.items as { serial: string | null }[];
     expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
     expect(t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
     expect(q(`SELECT count(*) AS n FROM invitations WHERE email LIKE '%@load.example' AND status = 'done' AND agent_id IS NOT NULL`)).toBe(200);
-    const enrolled = repositoriesOf(t.backend).events.latest(1_000_000, 0).filter((e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)));
+    const enrolled = repositoriesOf(t).events.latest(1_000_000, 0).filter((e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)));
     expect(enrolled.length).toBe(200);
     expect(db.pragma('foreign_key_check')).toEqual([]);
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');

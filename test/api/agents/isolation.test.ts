@@ -151,7 +151,7 @@ describe("a used invitation's QR code", () => {
     const id = Number(enrolled.created.body.id);
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(200);
     // The same session, 16 minutes later (ENROLLMENT_READ_WINDOW_MS is 15).
-    repositoriesOf(t.backend).sessions.bindEnrollment(enrolled.session, id, new Date(Date.now() - 16 * 60_000).toISOString());
+    repositoriesOf(t).sessions.bindEnrollment(enrolled.session, id, new Date(Date.now() - 16 * 60_000).toISOString());
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(404);
   });
 

@@ -20,7 +20,7 @@ import { createFileStore, type FileStore } from '../../../src-main/backend/files
 import { ApiError } from '../../../src-main/backend/errors.ts';
 import { SqliteSessionRepository } from '../../../src-main/backend/sessions/session-repository.ts';
 import { SessionService } from '../../../src-main/backend/sessions/sessions.ts';
-import { UserRepository } from '../../../src-main/backend/sessions/users.ts';
+import { UserRepository } from '../../../src-main/backend/sessions/user-repository.ts';
 
 interface Response {
   status: number;

@@ -22,7 +22,7 @@ async function invitee(n: number) {
 }
 
 const init = (token: string) => agentCall(t.apiUrl, 'GET', `initSession?user_token=${token}`);
-const liveSessions = () => repositoriesOf(t.backend).sessions.count();
+const liveSessions = () => repositoriesOf(t).sessions.count();
 
 describe('initSession bounds', () => {
   it('keeps the newest sessions of a token live, then answers 429 per token, then per address', async () => {

@@ -1,7 +1,7 @@
+import Database from 'better-sqlite3';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tryExclusiveFileLock } from './db/file-lock.ts';
-import { StartupError } from './startup-error.ts';
+import { StartupError } from '../startup-error.ts';
 
 export const LOCK_FILE = 'server.lock';
 export const SERVER_FILE = 'server.json';
@@ -45,14 +45,31 @@ export function describeRunningServer(dataDir: string): string {
 }
 
 /**
- * Takes the data dir for this process alone: an exclusive lock on DIR/server.lock that the
- * operating system drops when the process ends, so a server killed with SIGKILL leaves no stale
- * lock behind.
+ * Takes the data dir for this process alone. The lock is SQLite's own exclusive lock on
+ * DIR/server.lock (fcntl on POSIX, LockFileEx on Windows): the operating system drops it when the
+ * process ends, however it ends, so a server killed with SIGKILL leaves no stale lock behind.
  */
 export function tryLockDataDir(dataDir: string): DataDirLock | null {
   const file = join(dataDir, LOCK_FILE);
-  const lock = tryExclusiveFileLock(file);
-  return lock && { file, release: lock.release };
+  const db = new Database(file, { timeout: 0 });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = OFF');
+    // The first write takes the exclusive lock; in EXCLUSIVE locking mode it is kept until close.
+    db.exec('BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder (pid INTEGER, since TEXT); DELETE FROM holder;');
+    db.prepare('INSERT INTO holder VALUES (?, ?)').run(process.pid, new Date().toISOString());
+    db.exec('COMMIT');
+  } catch (error) {
+    db.close();
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') return null;
+    throw error;
+  }
+  return {
+    file,
+    release: () => {
+      if (db.open) db.close();
+    },
+  };
 }
 
 /** Like tryLockDataDir, but a held lock is a StartupError naming the server that holds it. */
