@@ -142,7 +142,7 @@ async function startServing(
     mail: { dataDir: options.dataDir, smtpUrl: options.smtpUrl, mailFrom: options.mailFrom, secretProtector: options.secretProtector, ...partial.mailTiming },
     sessionLimits: options.sessionLimits,
   });
-  onClose(() => domain.mail.close());
+  onClose(() => domain.mail.worker.close());
   domain.sessions.purgeIdle();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(() => {
@@ -246,7 +246,7 @@ async function startServing(
   writeInfoFile(infoFile, info);
   services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
-  services.mail.start();
+  services.mail.worker.start();
   return { info, services, deployments, options, broker };
 }
 

@@ -7,6 +7,7 @@ import { SqliteReportRepository } from './agents/report-repository.ts';
 import { SqliteAgentRepository } from './agents/repository.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
+import { SqliteCodeRepository } from './codes/repository.ts';
 import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { PublicLinks, type PublicHostSources } from './public-links.ts';
@@ -15,10 +16,13 @@ import { SqliteEventRepository } from './events/event-repository.ts';
 import { SqliteFleetRepository } from './fleets/fleet-repository.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService } from './invitations/invitations.ts';
-import { createMailService, DeliveryRepository, type MailOptions } from './mail/index.ts';
+import { InvitationMailQuery } from './invitations/mail-query.ts';
+import { SqliteInvitationRepository } from './invitations/repository.ts';
+import { createMail, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
+import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
 
@@ -37,22 +41,27 @@ export interface ServiceOptions {
 export function createServices(db: Db, options: ServiceOptions) {
   const work = new UnitOfWork(db);
   const events = new EventLog(new SqliteEventRepository(db), work);
-  const settings = new SettingsStore(db);
+  const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
   const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
   const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work });
-  const deliveries = new DeliveryRepository(db);
-  const invitations = new InvitationService({ db, events, work, users, fleets, settings, links, deliveries });
-  const mail = createMailService({ db, events, work, settings, invitations, deliveries }, options.mail);
+  const deliveries = new SqliteDeliveryRepository(db);
+  const invitationRepository = new SqliteInvitationRepository(db);
+  const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });
+  const mail = createMail({ db, events, work, settings, invitations: mailable, deliveries }, options.mail);
+  const invitations = new InvitationService({ repository: invitationRepository, events, work, users, fleets, settings, links, mailer: mail.queue, deliveries });
   const agentRepository = new SqliteAgentRepository(db);
   const brokerAgents = new BrokerAgentRepository(db);
   const statusCounts = new SqliteStatusCounts(db);
   const agents = new AgentService({ agents: agentRepository, events, work, users });
   const reports = new DeviceReports({ reports: new SqliteReportRepository(db), events, work });
-  const codes = new EnrollmentCodeService({ db, events, work, users, fleets, settings, links });
+  const codeRepository = new SqliteCodeRepository(db);
+  const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
-  return { work, links, events, settings, users, sessions, fleets, invitations, codes, approval, agents, mail, reports, agentRepository, brokerAgents, statusCounts };
+  // Tests reach these tables only through their repositories.
+  const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
+  return { work, links, events, settings, users, sessions, fleets, invitations, codes, approval, agents, mail, reports, agentRepository, brokerAgents, statusCounts, repositories };
 }
 
 export type DomainServices = ReturnType<typeof createServices>;

@@ -23,7 +23,7 @@ const Ids = Type.Object({ ids: Type.Array(Type.Integer({ minimum: 1 }), { minIte
 export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const { codes, approval, agents } = services;
 
-  app.get('/codes', async () => ({ items: codes.list().map((row) => codes.view(row)) }));
+  app.get('/codes', async () => ({ items: codes.list() }));
 
   app.post('/codes', { schema: { body: CodeCreateSchema } }, async (request, reply) =>
     reply.code(201).send(codes.view(codes.create(request.body as CodeInput))),

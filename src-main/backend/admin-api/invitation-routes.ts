@@ -45,8 +45,7 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
       },
     },
     async (request) => {
-      const { items, total } = invitations.list(request.query as Parameters<typeof invitations.list>[0]);
-      return { items: items.map((row) => invitations.view(row)), total };
+      return invitations.list(request.query as Parameters<typeof invitations.list>[0]);
     },
   );
 
@@ -61,7 +60,7 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
         invitation: invitations.view(pending),
       });
     }
-    const { rows } = services.mail.createInvitations([input], { send: send_email, allowPending: true });
+    const { rows } = invitations.create([input], { send: send_email, allowPending: true });
     return reply.code(201).send(invitations.view(rows[0]!));
   });
 
@@ -78,8 +77,8 @@ export const invitationRoutes: FastifyPluginAsync<{ services: Services }> = asyn
       return reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: `${errors.length} row(s) are invalid; nothing was created`, errors });
     }
     // Emails go out in the background; `mail.batch_id` is for GET /api/mail/batches/:batch_id.
-    const { rows: created, batch_id, queued } = services.mail.createInvitations(rows, { send: send_email, batch: true, allowPending: true });
-    return reply.code(201).send({ items: created.map((row) => invitations.view(row)), mail: { batch_id, queued } });
+    const { rows: created, batch_id, queued } = invitations.create(rows, { send: send_email, batch: true, allowPending: true });
+    return reply.code(201).send({ items: invitations.views(created), mail: { batch_id, queued } });
   });
 
   app.get('/invitations/:id', { schema: { params: Id } }, async (request) => {

@@ -38,10 +38,10 @@ export const mailRoutes: FastifyPluginAsync<{ services: Services }> = async (app
   // Same token, same expiry; queued again even when it was sent (the person lost it).
   app.post('/invitations/:id/resend', { schema: { params: Id } }, async (request, reply) => {
     const { id } = request.params as { id: number };
-    return reply.code(202).send(invitations.view(mail.resend(id)));
+    return reply.code(202).send(invitations.view(invitations.resend(id)));
   });
 
-  app.get('/mail/status', async () => mail.status());
+  app.get('/mail/status', async () => mail.worker.status());
 
   // Retries failed deliveries: all, one bulk batch, or the listed invitations.
   app.post(
@@ -61,24 +61,24 @@ export const mailRoutes: FastifyPluginAsync<{ services: Services }> = async (app
     },
     async (request, reply) => {
       const body = (request.body ?? {}) as { batch_id?: string; invitation_ids?: number[] };
-      return reply.code(202).send({ queued: mail.retryFailed({ batchId: body.batch_id, invitationIds: body.invitation_ids }) });
+      return reply.code(202).send({ queued: mail.queue.retryFailed({ batchId: body.batch_id, invitationIds: body.invitation_ids }) });
     },
   );
 
   app.get('/mail/batches/:batch_id', { schema: { params: Type.Object({ batch_id: Type.String({ maxLength: 64 }) }) } }, async (request) =>
-    mail.batch((request.params as { batch_id: string }).batch_id),
+    mail.queue.batch((request.params as { batch_id: string }).batch_id),
   );
 
-  app.get('/mail/settings', async () => mail.settingsView());
+  app.get('/mail/settings', async () => mail.settings.view());
 
-  app.put('/mail/settings', { schema: { body: MailSettingsPut } }, async (request) => mail.updateSettings(request.body as MailSettingsPatch));
+  app.put('/mail/settings', { schema: { body: MailSettingsPut } }, async (request) => mail.settings.update(request.body as MailSettingsPatch));
 
-  app.post('/mail/preview', { schema: { body: Preview } }, async (request) => mail.preview(request.body as Parameters<typeof mail.preview>[0]));
+  app.post('/mail/preview', { schema: { body: Preview } }, async (request) => mail.preview.render(request.body as Parameters<typeof mail.preview.render>[0]));
 
   // Sends now with the settings in force and shows the server's answer (502 with it on failure).
   app.post('/mail/test', { schema: { body: Type.Object({ to: Email }, { additionalProperties: false }) } }, async (request, reply) => {
     try {
-      return await mail.sendTest((request.body as { to: string }).to);
+      return await mail.test.send((request.body as { to: string }).to);
     } catch (error) {
       if (!(error instanceof MailSendError)) throw error;
       return reply.code(502).send({
@@ -88,7 +88,7 @@ export const mailRoutes: FastifyPluginAsync<{ services: Services }> = async (app
         response: error.response,
         code: error.smtpCode,
         response_code: error.responseCode,
-        transport: mail.describeTarget(),
+        transport: mail.settings.describeTarget(),
       });
     }
   });

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
-import type { Db } from '../db/database.ts';
-import { DEFAULT_MAIL_SETTINGS, MailSettingsFields } from '../mail/mail-settings.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
+import { DEFAULT_MAIL_SETTINGS, MailSettingsFields } from './mail-settings.ts';
+import type { SettingsRepository } from './repository.ts';
 
 /** Everything an admin can change at run time. Stored as one JSON value per key. */
 export const SettingsSchema = Type.Object({
@@ -22,7 +23,7 @@ export const SettingsSchema = Type.Object({
   android_bugcollector_url: Type.String({ maxLength: 2048 }),
   android_bugcollector_login: Type.String({ maxLength: 200 }),
   android_bugcollector_passwd: Type.String({ maxLength: 200 }),
-  /** SMTP, sender, templates (mail/mail-settings.ts); the SMTP password is not a setting. */
+  /** SMTP, sender, templates (settings/mail-settings.ts); the SMTP password is not a setting. */
   ...MailSettingsFields,
 });
 export type Settings = Static<typeof SettingsSchema>;
@@ -45,23 +46,19 @@ export const DEFAULT_SETTINGS: Settings = {
 };
 
 export class SettingsStore {
-  private readonly selectAll;
-  private readonly upsert;
-  private readonly db: Db;
+  private readonly repository: SettingsRepository;
+  private readonly work: UnitOfWork;
   private cache: Settings | null = null;
 
-  constructor(db: Db) {
-    this.db = db;
-    this.selectAll = db.prepare(`SELECT key, value FROM settings`);
-    this.upsert = db.prepare(
-      `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-    );
+  constructor(repository: SettingsRepository, work: UnitOfWork) {
+    this.repository = repository;
+    this.work = work;
   }
 
   get(): Settings {
     if (this.cache) return this.cache;
     const settings: Settings = { ...DEFAULT_SETTINGS };
-    for (const { key, value } of this.selectAll.all() as { key: string; value: string }[]) {
+    for (const { key, value } of this.repository.all()) {
       if (key in settings) (settings as Record<string, unknown>)[key] = JSON.parse(value);
     }
     this.cache = settings;
@@ -90,11 +87,11 @@ export class SettingsStore {
 
   /** Applies a validated partial update; returns the whole new settings. */
   update(patch: Partial<Settings>): Settings {
-    this.db.transaction(() => {
+    this.work.run(() => {
       for (const [key, value] of Object.entries(patch)) {
-        if (key in DEFAULT_SETTINGS && value !== undefined) this.upsert.run(key, JSON.stringify(value));
+        if (key in DEFAULT_SETTINGS && value !== undefined) this.repository.put(key, JSON.stringify(value));
       }
-    })();
+    });
     this.cache = null;
     return this.get();
   }

@@ -251,7 +251,7 @@ describe('agent creation refusals (ERROR_CORE_ADD, in DESIGN.md order, each logg
     expect(r.body).toEqual(['ERROR_CORE_ADD', 'This invitation has been revoked']);
 
     const expired = await invite({ days: 1 });
-    t.db.prepare('UPDATE invitations SET expires_at = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), expired.id);
+    t.backend.services.repositories.invitations.setExpiry(expired.id, new Date(Date.now() - 1000).toISOString());
     const e = await createAgent(await guestSession(expired), base(expired));
     expect(e.body).toEqual(['ERROR_CORE_ADD', 'This invitation has expired']);
     const { body } = await t.admin('GET', `/invitations/${expired.id}`);
@@ -417,7 +417,8 @@ describe('concurrency', () => {
     const agents = (await t.admin('GET', '/agents')).body.items as { serial: string | null }[];
     expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
     expect(t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
-    expect(q(`SELECT count(*) AS n FROM invitations WHERE email LIKE '%@load.example' AND status = 'done' AND agent_id IS NOT NULL`)).toBe(200);
+    const used = t.backend.services.invitations.list({ q: '@load.example', status: 'done' });
+    expect(used.items.filter((invitation) => invitation.email.endsWith('@load.example') && invitation.agent !== null)).toHaveLength(200);
     const enrolled = repositoriesOf(t).events.latest(1_000_000, 0).filter((e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)));
     expect(enrolled.length).toBe(200);
     expect(db.pragma('foreign_key_check')).toEqual([]);

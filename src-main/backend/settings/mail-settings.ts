@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 
 /**
  * The mail part of the settings (SQLite, readable through GET /api/settings). Nothing secret
- * lives here: the SMTP password is kept by the secret store (see secrets.ts).
+ * lives here: the SMTP password is kept by mail's secret store (mail/secrets.ts).
  */
 export const SMTP_SECURITY = ['auto', 'starttls', 'tls', 'none'] as const;
 export type SmtpSecurity = (typeof SMTP_SECURITY)[number];
