@@ -1,40 +1,30 @@
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
 import { AdminAuth } from './admin-api/auth.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
-import { agentApiUrl } from './agent-api/flyve-aliases.ts';
-import { agentReportRoutes } from './agent-api/report-routes.ts';
-import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
+import { buildAgentApp } from './agent-api/app.ts';
 import { appLinkSchemeFor } from './deeplink/codec.ts';
 import { startBrokerPort } from './broker/start.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
-import { lockDataDir, SERVER_FILE, type DataDirLock } from './data-dir-lock.ts';
+import { lockDataDir, SERVER_FILE, type DataDirLock } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
-import { deeplinkPageRoutes } from './deeplink/page.ts';
-import { agentDownloadRoutes } from './files/routes.ts';
 import { createFileStore, type FileStore } from './files/store.ts';
-import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
 import { isDiskFull } from './db/disk-full.ts';
 import { Listener } from './http/listener.ts';
 import { statusOf } from './invitations/invitations.ts';
 import type { MailOptions } from './mail/index.ts';
-import { ApiError, badRequest } from './errors.ts';
-import { refuseUnusableNumbers } from './http/number-guard.ts';
-import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
-import { capConnections, planSockets, type SocketPlan } from './http/socket-limits.ts';
+import { ApiError } from './errors.ts';
+import { planSockets, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
 import { DeploymentService } from './deployments/deployments.ts';
 import { mqttTaskReports } from './deployments/mqtt-reports.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
-
-/** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
-const AGENT_BODY_LIMIT = 64 * 1024;
 
 export interface RunningBackend {
   info: ServerInfo;
@@ -262,59 +252,30 @@ async function startServing(
 
 /** The agent API, downloads and the deeplink page: the LAN side. */
 async function agentHttpApp(listener: Listener, sockets: SocketPlan, services: Services, files: FileStore, deployments: DeploymentService, broker: MqttBroker): Promise<FastifyInstance> {
-  // Scalars are coerced (a numeric version is fine) but an array never passes for a string.
-  const agentApp = Fastify({
+  const agentApp = await buildAgentApp({
     serverFactory: listener.serverFactory,
-    bodyLimit: AGENT_BODY_LIMIT,
-    logger: false,
-    forceCloseConnections: true,
-    // A HEAD would run the GET handler: reading an agent record draws a new MQTT password.
-    exposeHeadRoutes: false,
-    requestTimeout: sockets.requestTimeoutMs,
-    ajv: { customOptions: { coerceTypes: true } },
-    // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
-    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
-    // Flyve resource names and trailing slashes reach the same routes (agent-api/flyve-aliases.ts).
-    rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
-  });
-  agentApp.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, sockets.requestTimeoutMs);
-  capConnections(agentApp.server, {
-    max: sockets.agentConnections,
-    perAddress: sockets.agentConnectionsPerAddress,
-    refusal: JSON.stringify(['ERROR_TOO_MANY_CONNECTIONS', `This address already holds ${sockets.agentConnectionsPerAddress} connections: close some and try again`]),
-  });
-  closeWhenBodyUnread(agentApp);
-  installLenientJsonParser(agentApp);
-  installAgentErrorHandling(agentApp);
-  refuseUnusableNumbers(agentApp, () => badRequest());
-  await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment, deployments });
-  await agentApp.register(agentReportRoutes, {
-    prefix: '/api',
-    authenticate: sessionAuthenticator(services.sessions),
-    agents: services.agents,
-    reports: services.reports,
-    live: broker.liveReports,
-  });
-  const downloadSession = sessionAuthenticator(services.sessions);
-  await agentApp.register(agentDownloadRoutes, {
-    prefix: '/api',
-    store: files,
-    authenticate: (request) => {
-      const session = downloadSession(request);
-      services.approval.checkDownload(session);
-      // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
-      if (services.codes.isCodeAccount(session.userId)) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
-      return session;
+    sessions: services.sessions,
+    enrollment: services.enrollment,
+    tasks: deployments,
+    reports: { agents: services.agents, reports: services.reports, live: broker.liveReports },
+    downloads: {
+      store: files,
+      mayDownload: (session) => {
+        services.approval.checkDownload(session);
+        // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
+        if (services.codes.isCodeAccount(session.userId)) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
+      },
+      limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
     },
-    limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
-  });
-  await agentApp.register(deeplinkPageRoutes, {
-    deeplinkBase: () => services.links.deeplinkBase(),
-    appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
-    invitationState: (token) => {
-      const row = /^[0-9a-f]{64}$/.test(token) ? services.invitations.byToken(token) : undefined;
-      return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
+    deeplinkPage: {
+      deeplinkBase: () => services.links.deeplinkBase(),
+      appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
+      invitationState: (token) => {
+        const row = /^[0-9a-f]{64}$/.test(token) ? services.invitations.byToken(token) : undefined;
+        return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
+      },
     },
+    listener: { requestTimeoutMs: sockets.requestTimeoutMs, maxConnections: sockets.agentConnections, maxConnectionsPerAddress: sockets.agentConnectionsPerAddress },
   });
   await agentApp.ready();
   return agentApp;

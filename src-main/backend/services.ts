@@ -12,13 +12,16 @@ import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
+import { SqliteEventRepository } from './events/event-repository.ts';
+import { SqliteFleetRepository } from './fleets/fleet-repository.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService } from './invitations/invitations.ts';
 import { InvitationMailQuery } from './invitations/mail-query.ts';
 import { SqliteInvitationRepository } from './invitations/repository.ts';
 import { createMail, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
+import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
-import { UserRepository } from './sessions/users.ts';
+import { UserRepository } from './sessions/user-repository.ts';
 import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
@@ -37,12 +40,12 @@ export interface ServiceOptions {
  */
 export function createServices(db: Db, options: ServiceOptions) {
   const work = new UnitOfWork(db);
-  const events = new EventLog(db, work);
+  const events = new EventLog(new SqliteEventRepository(db), work);
   const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
-  const sessions = new SessionService(db, users, options.sessionLimits);
-  const fleets = new FleetService(db, events, work);
+  const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
+  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work });
   const deliveries = new SqliteDeliveryRepository(db);
   const invitationRepository = new SqliteInvitationRepository(db);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });

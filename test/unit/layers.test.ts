@@ -5,27 +5,11 @@ import { layerViolations, parseSource, readSourceTree, roomCycles, type SourceFi
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
-/**
- * TEMPORARY: files that still prepare SQL on main while their statements move into repositories
- * (issue 12, item 3). Empty it as they move; a file that no longer prepares SQL must leave the list.
- */
-const PREPARE_ALLOW_LIST = [
-  'src-main/backend/codes/codes.ts',
-  'src-main/backend/data-dir-lock.ts',
-  'src-main/backend/events/event-log.ts',
-  'src-main/backend/fleets/fleets.ts',
-  'src-main/backend/invitations/invitations.ts',
-  'src-main/backend/mail/deliveries.ts',
-  'src-main/backend/sessions/sessions.ts',
-  'src-main/backend/sessions/users.ts',
-  'src-main/backend/settings/settings.ts',
-];
+/** Files allowed to prepare SQL outside the repository files and db/: none (issue 12, item 3). */
+const PREPARE_ALLOW_LIST: string[] = [];
 
-/** TEMPORARY: the two folder cycles being removed (invitations own their creation, mail settings leave settings/). */
-const CYCLE_ALLOW_LIST = [
-  ['invitations', 'mail'],
-  ['settings', 'mail'],
-] as const;
+/** Folder cycles allowed: none. */
+const CYCLE_ALLOW_LIST: ReadonlyArray<readonly [string, string]> = [];
 
 describe('the layers of the tree', () => {
   const files = readSourceTree(ROOT);

@@ -8,7 +8,7 @@ import type { AttemptDetails, InvitationRow, InvitationService } from '../invita
 import { statusOf } from '../invitations/invitations.ts';
 import { isValidEmail, normalizeEmail } from '../../../src-shared/contract/rules.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import type { UserRepository } from '../sessions/user-repository.ts';
 import { ENROLL_STATUS } from './status.ts';
 
 export type InitialStatus = typeof ENROLL_STATUS.enrolled | typeof ENROLL_STATUS.pendingApproval;

@@ -4,7 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type {} from '../http/agent-session.ts'; // request.session, config.session
 import { Type } from 'typebox';
 import { PackagePatch, SafeIdParams, StoredItem as WireItem, StoredItemList, UploadQuery } from '../../../src-shared/contract/index.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
@@ -58,8 +58,8 @@ export function adminItemView(item: StoredItem): WireItem {
 
 export interface AgentDownloadRoutesOptions {
   store: FileStore;
-  /** Resolves the request's session; throws ApiError (401) when missing or invalid. */
-  authenticate: (request: FastifyRequest) => SessionContext | Promise<SessionContext>;
+  /** Throws ApiError (403) when the session may not download at all; runs before validation. */
+  mayDownload?: (session: SessionContext) => void;
   /** Concurrent downloads and read-ahead of this listener; defaults apply without it. */
   limits?: DownloadLimits;
 }
@@ -67,12 +67,12 @@ export interface AgentDownloadRoutesOptions {
 /**
  * GET /PluginMdmFile/:id and /PluginMdmPackage/:id (mount under the agent API prefix).
  * Any valid session of the item's entity may download; another entity's item is a 404, as an
- * unknown id is. Errors are thrown as ApiError for the parent's error handler.
+ * unknown id is. The agent app resolves `request.session` on arrival. Errors are thrown as
+ * ApiError for the parent's error handler.
  */
 export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesOptions> = async (app, options) => {
-  const { store, authenticate } = options;
+  const { store, mayDownload } = options;
   const limits = options.limits ?? new DownloadLimits();
-  const sessions = new WeakMap<FastifyRequest, SessionContext>();
 
   for (const { kind, agentPath } of KINDS) {
     app.get(
@@ -82,14 +82,12 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
         exposeHeadRoute: true,
         schema: { params: SafeIdParams, response: { 200: DownloadMetadataSchema } },
         // before validation: a request without a valid session learns nothing, not even a 400
-        onRequest: async (request) => {
-          sessions.set(request, await authenticate(request));
-        },
+        config: { session: 'on-request' },
+        onRequest: async (request) => mayDownload?.(request.session),
       },
       async (request, reply) => {
-        const session = sessions.get(request)!;
         const item = store.get(kind, request.params.id);
-        if (!item || item.entityId !== session.entityId) throw itemNotFound();
+        if (!item || item.entityId !== request.session.entityId) throw itemNotFound();
         return sendStoredItem(request, reply, item, store.pathOf(item), limits);
       },
     );

@@ -5,7 +5,7 @@ import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import type { UserRepository } from '../sessions/user-repository.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
 import type { InvitationDeliveries, InvitationDelivery, InvitationMailer } from './ports.ts';
