@@ -413,7 +413,6 @@ describe('concurrency', () => {
     const ids = new Set(results.map((r) => r.created.body.id));
     expect(ids.size).toBe(200);
     const db = t.db;
-    const q = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
     const agents = (await t.admin('GET', '/agents')).body.items as { serial: string | null }[];
     expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
     expect(t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
@@ -421,6 +420,7 @@ describe('concurrency', () => {
     expect(used.items.filter((invitation) => invitation.email.endsWith('@load.example') && invitation.agent !== null)).toHaveLength(200);
     const enrolled = repositoriesOf(t).events.latest(1_000_000, 0).filter((e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)));
     expect(enrolled.length).toBe(200);
+    // The database's own checks (db/ is the one room below the repositories).
     expect(db.pragma('foreign_key_check')).toEqual([]);
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
   });

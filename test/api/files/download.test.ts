@@ -83,6 +83,7 @@ const urlOf = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address(
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'files-api-'));
   db = openDatabase(join(dir, 'mdm.sqlite'));
+  // No capability creates entities (the spec serves the root one): a second one for the isolation checks.
   db.prepare('INSERT INTO entities (id, name, parent_id, created_at) VALUES (2, ?, 1, ?)').run('Branch', nowIso());
   store = createFileStore(db, dir, (action, kind, item) => changes.push(`${action} ${kind} ${item.name}`));
   const users = new UserRepository(db);
