@@ -9,7 +9,7 @@ import { Notifications } from '@mantine/notifications';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
-import { ApiRequestError } from './api/client.ts';
+import { AdminApiError } from './api/client.ts';
 import { App } from './app/App.tsx';
 import { useLocation } from './app/router.tsx';
 import { SignInPage } from './pages/SignIn.tsx';
@@ -22,7 +22,7 @@ const queryClient = new QueryClient({
       // The event stream keeps data fresh: no refetch on focus, no polling.
       staleTime: Infinity,
       refetchOnWindowFocus: false,
-      retry: (count, error) => !(error instanceof ApiRequestError && error.status >= 400 && error.status < 500) && count < 2,
+      retry: (count, error) => !(error instanceof AdminApiError && error.status >= 400 && error.status < 500) && count < 2,
     },
   },
 });

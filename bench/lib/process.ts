@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, waitForPort as waitForTcpPort } from '../../test/helpers/external-brokers.ts';
+import type { ServerInfo } from '../../src-shared/contract/server-info.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SERVE_ENTRY = join(ROOT, 'src-main', 'cli', 'main.ts');
@@ -118,16 +119,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 process.once('exit', killAllChildren);
 
-export interface ServerJson {
-  api_url: string;
-  deeplink_url: string;
-  admin_url: string;
-  console_url: string;
-  admin_token: string;
-  mqtt_port: number;
-  mqtt_tls_port: number;
-  pid: number;
-}
+/** DATA_DIR/server.json, as the contract describes it. */
+export type ServerJson = ServerInfo;
 
 export interface Serve {
   child: Child;

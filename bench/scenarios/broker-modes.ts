@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { startMosquitto } from '../../test/helpers/external-brokers.ts';
 import { startRabbitCluster } from '../../test/helpers/rabbitmq.ts';
 import { enrollLoad, type EnrolledAgent } from '../load/enroll.ts';
-import { adminCall, inviteMany } from '../lib/admin.ts';
+import { adminOf, inviteMany } from '../lib/admin.ts';
 import { childFileLimit, peakRssBytes, rssBytes, startServe, withFileLimit, type Serve } from '../lib/process.ts';
 import { MiB, round } from '../lib/stats.ts';
 import { awaitPings, connectSteps, pool, startWorker, type ConnectStep } from './broker.ts';
@@ -77,8 +77,8 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
     if (mode === 'embedded') ports = [serve.info.mqtt_port];
     // Wait until the backend reached its broker (and, for Mosquitto, made its own account).
     for (let i = 0; i < 600; i++) {
-      const status = await adminCall<{ mqtt: { connected: boolean } }>(serve.info, 'GET', '/status');
-      if (status.mqtt.connected) break;
+      const status = await adminOf(serve.info).status();
+      if (status.mqtt?.connected) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const invites = await inviteMany(serve.info, count, `modes-${mode}`);
@@ -95,7 +95,7 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
     const { rssIdle, results, errors } = await connectSteps(mode, measuredPid ?? rss, ports, agents, [agents.length], workers, 32);
     const started = performance.timeOrigin + performance.now();
     await pool(agents, 32, async (agent) => {
-      await adminCall(serve!.info, 'POST', `/agents/${agent.agentId}/commands`, { command: 'ping' });
+      await adminOf(serve!.info).agents.command(agent.agentId, 'ping');
     });
     const pings = await awaitPings(workers, 120_000);
     const run: BrokerModeRun = {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import mqtt from 'mqtt';
 import type { EnrolledAgent } from '../load/enroll.ts';
 import type { WorkerReply, WorkerRequest } from '../load/mqtt-worker.ts';
-import { adminCall } from '../lib/admin.ts';
+import { adminOf } from '../lib/admin.ts';
 import { childFileLimit, cpuSeconds, freePort, openFiles, peakRssBytes, ROOT, rssBytes, sleep, startChild, waitForPort, withFileLimit, type Child, type Serve } from '../lib/process.ts';
 import { MiB, round } from '../lib/stats.ts';
 
@@ -140,8 +140,9 @@ export async function runServeBroker(serve: Serve, agents: readonly EnrolledAgen
     const { rssIdle, results, errors } = await connectSteps('serve', serve.child.pid, serve.info.mqtt_port, agents, options.steps, workers, options.concurrency);
     const held = agents.slice(0, options.steps.at(-1));
     const started = performance.timeOrigin + performance.now();
+    const admin = adminOf(serve.info);
     await pool(held, 32, async (agent) => {
-      await adminCall(serve.info, 'POST', `/agents/${agent.agentId}/commands`, { command: 'ping' });
+      await admin.agents.command(agent.agentId, 'ping');
     });
     const pings = await awaitPings(workers, 60_000);
     return {

@@ -7,8 +7,9 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import type { DeployWorkerReply, DeployWorkerRequest } from '../load/deploy-worker.ts';
-import { adminCall } from '../lib/admin.ts';
+import { adminOf } from '../lib/admin.ts';
 import { cpuSeconds, peakRssBytes, ROOT, rssBytes, startChild, startServe, withFileLimit, type Child } from '../lib/process.ts';
 import { MiB, round } from '../lib/stats.ts';
 import { startNginx, writeRandomFile } from './downloads.ts';
@@ -79,11 +80,11 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
   let nginx: Awaited<ReturnType<typeof startNginx>> | null = null;
   try {
     const fleet = 'Bench deployment';
-    await adminCall(serve.info, 'POST', '/fleets', { name: fleet });
+    await adminOf(serve.info).fleets.create(fleet);
     const invitations = Array.from({ length: options.devices }, (_, i) => ({ email: `deploy-${i}@bench.example`, fleet }));
     const invites: { deeplink: string; email: string }[] = [];
     for (let start = 0; start < invitations.length; start += 5000) {
-      const { items } = await adminCall<{ items: { deeplink: string; email: string }[] }>(serve.info, 'POST', '/invitations/bulk', { invitations: invitations.slice(start, start + 5000), send_email: false });
+      const { items } = await adminOf(serve.info).invitations.createMany({ invitations: invitations.slice(start, start + 5000), send_email: false });
       invites.push(...items);
     }
 
@@ -96,7 +97,11 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
       createReadStream(file).on('data', (chunk) => hash.update(chunk)).once('end', () => resolve(hash.digest('hex'))).once('error', reject);
     });
     // Streamed, as the console and the CLI upload (not an APK: its package name is given).
-    const uploaded = await uploadPackage(serve.info.admin_url, serve.info.admin_token, file);
+    const uploaded = await adminOf(serve.info)
+      .stored('package')
+      .upload(Readable.toWeb(createReadStream(file)) as ReadableStream, { name: 'bench-50MiB.apk', package_name: 'org.bench.deploy', version_code: 1 }, {
+        'content-length': String(statSync(file).size),
+      });
 
     for (let i = 0; i < options.workers; i++) workers.push(startWorker(workDir, i));
     const share = Math.ceil(invites.length / options.workers);
@@ -112,12 +117,12 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
     const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 250);
     const cpuBefore = cpuSeconds(pid);
     const t0 = now();
-    const deployment = await adminCall<{ id: number; fleet_id: number }>(serve.info, 'POST', '/deployments', { kind: 'package', item_id: uploaded.id, fleet: 'Bench deployment' });
+    const deployment = await adminOf(serve.info).deployments.create({ kind: 'package', item_id: uploaded.id, fleet: 'Bench deployment' });
     const finished = await Promise.all(workers.map((worker) => worker.request({ type: 'await-done', taskId: deployment.id, timeoutMs: 30 * 60_000 }, 'done')));
     // Done is when the server has every report (the devices' last MQTT messages may still be on their way).
     let counts = { done: 0, failed: 0 };
     for (const until = Date.now() + 60_000; counts.done + counts.failed < options.devices && Date.now() < until; ) {
-      const { items } = await adminCall<{ items: { id: number; done: number; failed: number }[] }>(serve.info, 'GET', `/deployments?fleet_id=${deployment.fleet_id}&state=active`);
+      const { items } = await adminOf(serve.info).deployments.list({ fleet_id: deployment.fleet_id!, state: 'active' });
       counts = items.find((item) => item.id === deployment.id) ?? counts;
       if (counts.done + counts.failed < options.devices) await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -172,18 +177,3 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
   }
 }
 
-async function uploadPackage(adminUrl: string, token: string, path: string): Promise<{ id: number }> {
-  const { request } = await import('node:http');
-  const url = new URL(`${adminUrl}/api/packages?name=bench-50MiB.apk&package_name=org.bench.deploy&version_code=1`);
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream', 'content-length': String(statSync(path).size) } });
-    req.once('response', (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.once('end', () => (response.statusCode === 201 ? resolve(JSON.parse(text) as { id: number }) : reject(new Error(`upload: HTTP ${response.statusCode} ${text}`))));
-    });
-    req.once('error', reject);
-    createReadStream(path).pipe(req);
-  });
-}

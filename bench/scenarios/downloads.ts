@@ -5,8 +5,9 @@ import { randomFillSync } from 'node:crypto';
 import { closeSync, createReadStream, mkdirSync, openSync, writeSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { enrollSilently, startAgentSession } from '../../src-main/device/index.ts';
-import { inviteMany } from '../lib/admin.ts';
+import { adminOf, inviteMany } from '../lib/admin.ts';
 import { childFileLimit, cpuSeconds, freePort, startChild, waitForPort, withFileLimit, type Serve } from '../lib/process.ts';
 import { MiB, round } from '../lib/stats.ts';
 
@@ -23,21 +24,7 @@ export function writeRandomFile(path: string, size: number): void {
 
 /** Uploads a file through the admin API (raw body, streamed). */
 function upload(serve: Serve, path: string, name: string): Promise<{ id: number }> {
-  const url = new URL(`${serve.info.admin_url}/api/packages?name=${encodeURIComponent(name)}`);
-  return new Promise((resolve, reject) => {
-    const req = request(url, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${serve.info.admin_token}`, 'content-type': 'application/octet-stream' },
-    });
-    req.once('response', (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.once('end', () => (response.statusCode === 201 ? resolve(JSON.parse(text) as { id: number }) : reject(new Error(`upload: HTTP ${response.statusCode} ${text}`))));
-    });
-    req.once('error', reject);
-    createReadStream(path).pipe(req);
-  });
+  return adminOf(serve.info).stored('package').upload(Readable.toWeb(createReadStream(path)) as ReadableStream, { name });
 }
 
 interface Target {

@@ -4,6 +4,7 @@ import type { ThrottleOptions } from './broker/auth-throttle.ts';
 import type { BrokerMode } from './broker/port.ts';
 import type { SecretProtector } from './mail/secrets.ts';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from './sessions/sessions.ts';
+import { isLoopbackHost } from '../../src-shared/contract/index.ts';
 
 /** Where everything lives unless told otherwise; the CLI and the desktop app share it. */
 export function defaultDataDir(): string {
@@ -35,9 +36,8 @@ export function defaultPublicHost(): string {
   return lanAddresses()[0] ?? '127.0.0.1';
 }
 
-export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
-}
+// The loopback rule is the contract's: the console warns by the same one.
+export { isLoopbackHost };
 
 export interface BackendOptions {
   dataDir: string;
@@ -70,7 +70,7 @@ export interface BackendOptions {
   smtpUrl?: string;
   /** Sender of invitation emails ("Name <address>"). Env: MDM_CONSOLE_MAIL_FROM. */
   mailFrom?: string;
-  /** Protects secrets at rest (the desktop shell passes Electron safeStorage); default: a 0600 file. */
+  /** Protects secrets at rest: the desktop shell passes the OS keychain (mail/secrets.ts keychainProtector); default, as headless: a 0600 file. */
   secretProtector?: SecretProtector;
   /** Bounds on agent-API sessions (sessions/sessions.ts); env MDM_CONSOLE_SESSION_RATE_PER_ADDRESS sets perAddress. */
   sessionLimits?: Partial<SessionLimits>;

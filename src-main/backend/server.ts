@@ -1,59 +1,30 @@
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
+import { AdminAuth } from './admin-api/auth.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
-import { agentApiUrl } from './agent-api/flyve-aliases.ts';
-import { agentReportRoutes } from './agent-api/report-routes.ts';
-import { agentApiRoutes, sessionAuthenticator } from './agent-api/routes.ts';
+import { buildAgentApp } from './agent-api/app.ts';
 import { appLinkSchemeFor } from './deeplink/codec.ts';
 import { startBrokerPort } from './broker/start.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
-import { lockDataDir, SERVER_FILE, type DataDirLock } from './data-dir-lock.ts';
+import { lockDataDir, SERVER_FILE, type DataDirLock } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
-import { deeplinkPageRoutes } from './deeplink/page.ts';
-import { agentDownloadRoutes } from './files/routes.ts';
-import { createFileStore } from './files/store.ts';
-import { installAgentErrorHandling, installLenientJsonParser } from './http/agent-errors.ts';
-import { isDiskFull } from './http/disk-full.ts';
+import { createFileStore, type FileStore } from './files/store.ts';
+import { isDiskFull } from './db/disk-full.ts';
+import { Listener } from './http/listener.ts';
 import { statusOf } from './invitations/invitations.ts';
 import type { MailOptions } from './mail/index.ts';
-import { ApiError, badRequest } from './errors.ts';
-import { refuseUnusableNumbers } from './http/number-guard.ts';
-import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from './http/request-deadline.ts';
-import { capConnections, planSockets, type SocketPlan } from './http/socket-limits.ts';
+import { ApiError } from './errors.ts';
+import { planSockets, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
-import { createServices, type Services } from './services.ts';
+import type { ServerInfo } from './server-info.ts';
+import { createServices, withEnrollment, type Services } from './services.ts';
 import { DeploymentService } from './deployments/deployments.ts';
 import { mqttTaskReports } from './deployments/mqtt-reports.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
-
-/** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
-const AGENT_BODY_LIMIT = 64 * 1024;
-
-export interface ServerInfo {
-  api_url: string;
-  deeplink_url: string;
-  admin_url: string;
-  /** Opens the console signed in, once (a one-time ticket, not the admin token). */
-  console_url: string;
-  admin_token: string;
-  mqtt_port: number;
-  mqtt_tls_port: number;
-  /** SHA-256 fingerprint of the MQTT TLS certificate (colon-separated hex). */
-  mqtt_tls_fingerprint: string | null;
-  /** embedded, mosquitto or rabbitmq. */
-  mqtt_broker: string;
-  /** Where agents connect (the external broker's public host in the external modes). */
-  mqtt_host: string;
-  public_host: string;
-  data_dir: string;
-  pid: number;
-  started_at: string;
-}
 
 export interface RunningBackend {
   info: ServerInfo;
@@ -107,65 +78,101 @@ function writeInfoFile(file: string, content: object): void {
 }
 
 async function startLocked(partial: StartOptions, options: BackendOptions, lock: DataDirLock, infoFile: string): Promise<RunningBackend> {
+  // Everything opened is closed in reverse order, on a failed start as on close().
+  const closers: Array<() => unknown> = [];
+  const closeAll = async () => {
+    let failure: unknown;
+    for (const close of closers.splice(0).reverse()) {
+      try {
+        await close();
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== undefined) throw failure;
+  };
+  try {
+    const running = await startServing(partial, options, infoFile, (close) => closers.push(close));
+    let closing: Promise<void> | null = null;
+    return {
+      ...running,
+      close: () => {
+        closing ??= (async () => {
+          rmSync(infoFile, { force: true });
+          try {
+            await closeAll();
+          } finally {
+            lock.release();
+          }
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await closeAll().catch(() => {}); // the start's own error is the one to report
+    throw error;
+  }
+}
+
+/**
+ * The start, in the order things depend on each other: database, listeners (their ports go into
+ * links and records), services, broker, the apps on the listeners, and only then server.json.
+ */
+async function startServing(
+  partial: StartOptions,
+  options: BackendOptions,
+  infoFile: string,
+  onClose: (close: () => unknown) => void,
+): Promise<Omit<RunningBackend, 'close'>> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
-  let adminToken: string;
-  try {
-    adminToken = loadOrCreateAdminToken(options.dataDir);
-  } catch (error) {
-    db.close();
-    throw error;
-  }
+  onClose(() => db.open && db.close());
+  const adminToken = loadOrCreateAdminToken(options.dataDir);
+  const adminAuth = new AdminAuth(adminToken);
 
-  let apiPort = options.port;
-  let broker: MqttBroker | undefined;
-  // A LAN address picked in the console ("phones cannot reach this server" → Use …) applies at
-  // once, even over a loopback --public-host; the flag applies again at the next start.
-  let chosenPublicHost: string | null = null;
-  const publicHost = (settings = services.settings.get()) => chosenPublicHost ?? partial.publicHost ?? (settings.public_host || options.publicHost);
-  const targets = {
-    apiUrl: (settings = services.settings.get()) => `http://${urlHost(publicHost(settings))}:${apiPort}/api`,
-    deeplinkBase: (settings = services.settings.get()) =>
-      settings.deeplink_base_url.replace(/\/+$/, '') || `http://${urlHost(publicHost(settings))}:${apiPort}`,
-    endpoint: (tls: boolean) => broker!.agentEndpoint(tls),
-    credentialsIssued: (agentId: number, password: string) => broker!.credentialsIssued(agentId, password),
-  };
-  let services: Services;
-  try {
-    services = createServices(db, targets, {
-      dataDir: options.dataDir,
-      smtpUrl: options.smtpUrl,
-      mailFrom: options.mailFrom,
-      secretProtector: options.secretProtector,
-      ...partial.mailTiming,
-    }, { sessions: options.sessionLimits });
-    services.sessions.purgeIdle();
-  } catch (error) {
-    db.close();
-    throw error;
-  }
+  // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
+  // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the accept
+  // queue of a busy server and the kernel dropped SYNs (clients waited 1, 3, 7 s… and timed out).
+  // The kernel caps it at net.core.somaxconn (4,096 on current Linux).
+  const agentListener = await Listener.bind(options.port, options.host, { requestTimeout: sockets.requestTimeoutMs, backlog: 4096 });
+  onClose(() => agentListener.close());
+  const adminListener = await Listener.bind(options.adminPort, options.adminHost);
+  onClose(() => adminListener.close());
+
+  const domain = createServices(db, {
+    agentPort: agentListener.port,
+    publicHost: { flag: partial.publicHost, fallback: options.publicHost },
+    mail: { dataDir: options.dataDir, smtpUrl: options.smtpUrl, mailFrom: options.mailFrom, secretProtector: options.secretProtector, ...partial.mailTiming },
+    sessionLimits: options.sessionLimits,
+  });
+  onClose(() => domain.mail.worker.close());
+  domain.sessions.purgeIdle();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(() => {
     try {
-      services.sessions.purgeIdle();
+      domain.sessions.purgeIdle();
     } catch (error) {
       if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
     }
   }, 60 * 60 * 1000).unref();
+  onClose(() => clearInterval(sessionSweep));
   const files = createFileStore(db, options.dataDir, (action, kind, item) =>
-    services.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
+    domain.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
   );
-  const deployments = new DeploymentService({ db, events: services.events, work: services.work, fleets: services.fleets, files });
+  const deployments = new DeploymentService({ db, events: domain.events, work: domain.work, fleets: domain.fleets, files });
+  onClose(() => deployments.close());
+
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
   // served) or an external one the backend connects to, retrying in the background.
-  broker = await startBrokerPort({
+  const publicHost = () => domain.links.host();
+  const broker = await startBrokerPort({
     mode: options.mqttBroker,
     db,
-    agents: services.brokerAgents,
-    events: services.events,
-    work: services.work,
-    fleets: services.fleets,
-    reports: services.reports,
+    agents: domain.brokerAgents,
+    events: domain.events,
+    work: domain.work,
+    fleets: domain.fleets,
+    reports: domain.reports,
     dataDir: options.dataDir,
     host: options.host,
     port: options.mqttPort,
@@ -181,116 +188,18 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
     authPort: options.mqttAuthPort,
     maxConnections: Math.floor(sockets.mqttConnections / 2),
     throttle: options.mqttThrottle,
-    onTaskReport: mqttTaskReports(deployments, services.events),
-  }).catch((error: unknown) => {
-    deployments.close();
-    if (db.open) db.close();
-    throw error;
+    onTaskReport: mqttTaskReports(deployments, domain.events),
   });
-  const startedBroker = broker;
+  // Closed before the deployments it reports to (closers run in reverse).
+  onClose(() => broker.close());
   // Retained messages may be gone (the embedded broker's memory, an external broker restarted): every active policy is published again.
-  await deployments.attach(startedBroker.policies);
+  await deployments.attach(broker.policies);
+  const services = withEnrollment(domain, broker);
 
-  // Scalars are coerced (a numeric version is fine) but an array never passes for a string.
-  const agentApp = Fastify({
-    bodyLimit: AGENT_BODY_LIMIT,
-    logger: false,
-    forceCloseConnections: true,
-    // A HEAD would run the GET handler: reading an agent record draws a new MQTT password.
-    exposeHeadRoutes: false,
-    // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
-    requestTimeout: sockets.requestTimeoutMs,
-    ajv: { customOptions: { coerceTypes: true } },
-    // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
-    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
-    // Flyve resource names and trailing slashes reach the same routes (agent-api/flyve-aliases.ts).
-    rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
-  });
-  agentApp.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, sockets.requestTimeoutMs);
-  const agentConnections = capConnections(agentApp.server, {
-    max: sockets.agentConnections,
-    perAddress: sockets.agentConnectionsPerAddress,
-    refusal: JSON.stringify(['ERROR_TOO_MANY_CONNECTIONS', `This address already holds ${sockets.agentConnectionsPerAddress} connections: close some and try again`]),
-  });
-  closeWhenBodyUnread(agentApp);
-  installLenientJsonParser(agentApp);
-  installAgentErrorHandling(agentApp);
-  refuseUnusableNumbers(agentApp, () => badRequest());
-  await agentApp.register(agentApiRoutes, { prefix: '/api', sessions: services.sessions, enrollment: services.enrollment, deployments });
-  await agentApp.register(agentReportRoutes, {
-    prefix: '/api',
-    authenticate: sessionAuthenticator(services.sessions),
-    agents: services.agents,
-    reports: services.reports,
-    live: broker.liveReports,
-  });
-  const downloadSession = sessionAuthenticator(services.sessions);
-  await agentApp.register(agentDownloadRoutes, {
-    prefix: '/api',
-    store: files,
-    authenticate: (request) => {
-      const session = downloadSession(request);
-      services.approval.checkDownload(session);
-      // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
-      if (services.codes.isCodeAccount(session.userId)) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
-      agentConnections.trust(request.raw.socket);
-      return session;
-    },
-    limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
-  });
-  await agentApp.register(deeplinkPageRoutes, {
-    deeplinkBase: () => targets.deeplinkBase(),
-    appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
-    invitationState: (token) => {
-      const row = /^[0-9a-f]{64}$/.test(token) ? services.invitations.byToken(token) : undefined;
-      return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
-    },
-  });
-
-  // What the admin side reports follows the public host as it changes while running.
-  const currentInfo = (): ServerInfo => ({ ...info, api_url: targets.apiUrl(), deeplink_url: targets.deeplinkBase(), public_host: publicHost() });
-  const { app: admin, auth: adminAuth } = await adminApp({
-    services,
-    files,
-    deployments,
-    adminToken,
-    info: currentInfo,
-    broker,
-    simulate: partial.simulate,
-    choosePublicHost: (host) => {
-      chosenPublicHost = host;
-      writeInfoFile(infoFile, currentInfo());
-    },
-    bindHost: options.adminHost,
-    maxConnections: sockets.adminConnections,
-    requestTimeoutMs: sockets.requestTimeoutMs,
-  });
-
-  let info!: ServerInfo;
-  const closeAll = async () => {
-    clearInterval(sessionSweep);
-    deployments.close();
-    await startedBroker.close();
-    await Promise.allSettled([agentApp.close(), admin.close()]);
-    await services.mail.close();
-    if (db.open) db.close();
-  };
-  try {
-    // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the
-    // accept queue of a busy server and the kernel dropped SYNs (clients waited 1, 3, 7 s… and timed
-    // out). The kernel caps it at net.core.somaxconn (4,096 on current Linux).
-    await agentApp.listen({ port: options.port, host: options.host, backlog: 4096 });
-    apiPort = (agentApp.server.address() as AddressInfo).port;
-    await admin.listen({ port: options.adminPort, host: options.adminHost });
-  } catch (error) {
-    await closeAll();
-    throw error;
-  }
-  const adminPort = (admin.server.address() as AddressInfo).port;
-  const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminPort}`;
-  info = {
-    api_url: targets.apiUrl(),
-    deeplink_url: targets.deeplinkBase(),
+  const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
+  const info: ServerInfo = {
+    api_url: services.links.apiUrl(),
+    deeplink_url: services.links.deeplinkBase(),
     admin_url: adminUrl,
     console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
     admin_token: adminToken,
@@ -304,27 +213,75 @@ async function startLocked(partial: StartOptions, options: BackendOptions, lock:
     pid: process.pid,
     started_at: new Date().toISOString(),
   };
+  // What the admin side reports follows the public host as it changes while running.
+  const currentInfo = (): ServerInfo => ({ ...info, api_url: services.links.apiUrl(), deeplink_url: services.links.deeplinkBase(), public_host: publicHost() });
+
+  const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker);
+  // Connections go first (an event stream never ends by itself), then the app's own close hooks.
+  onClose(async () => {
+    await agentListener.close();
+    await agentApp.close();
+  });
+  const admin = await adminApp({
+    listener: adminListener,
+    services,
+    files,
+    deployments,
+    auth: adminAuth,
+    info: currentInfo,
+    broker,
+    simulate: partial.simulate,
+    choosePublicHost: (host) => {
+      services.links.choose(host);
+      writeInfoFile(infoFile, currentInfo());
+    },
+    bindHost: options.adminHost,
+    maxConnections: sockets.adminConnections,
+    requestTimeoutMs: sockets.requestTimeoutMs,
+  });
+  onClose(async () => {
+    await adminListener.close();
+    await admin.close();
+  });
+  agentListener.serve();
+  adminListener.serve();
+
   writeInfoFile(infoFile, info);
   services.events.record('server.started', `Server started at ${info.api_url}`);
-  // Emails render deeplinks with the port now known; queued ones from the last run go first.
-  services.mail.start();
+  // Queued emails from the last run go first, their deeplinks naming the ports now bound.
+  services.mail.worker.start();
+  return { info, services, deployments, options, broker };
+}
 
-  let closing: Promise<void> | null = null;
-  return {
-    info,
-    services,
-    deployments,
-    options,
-    broker: startedBroker,
-    close: () => {
-      closing ??= (async () => {
-        rmSync(infoFile, { force: true });
-        await closeAll();
-        lock.release();
-      })();
-      return closing;
+/** The agent API, downloads and the deeplink page: the LAN side. */
+async function agentHttpApp(listener: Listener, sockets: SocketPlan, services: Services, files: FileStore, deployments: DeploymentService, broker: MqttBroker): Promise<FastifyInstance> {
+  const agentApp = await buildAgentApp({
+    serverFactory: listener.serverFactory,
+    sessions: services.sessions,
+    enrollment: services.enrollment,
+    tasks: deployments,
+    reports: { agents: services.agents, reports: services.reports, live: broker.liveReports },
+    downloads: {
+      store: files,
+      mayDownload: (session) => {
+        services.approval.checkDownload(session);
+        // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
+        if (services.codes.isCodeAccount(session.userId)) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
+      },
+      limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
     },
-  };
+    deeplinkPage: {
+      deeplinkBase: () => services.links.deeplinkBase(),
+      appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
+      invitationState: (token) => {
+        const row = /^[0-9a-f]{64}$/.test(token) ? services.invitations.byToken(token) : undefined;
+        return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
+      },
+    },
+    listener: { requestTimeoutMs: sockets.requestTimeoutMs, maxConnections: sockets.agentConnections, maxConnectionsPerAddress: sockets.agentConnectionsPerAddress },
+  });
+  await agentApp.ready();
+  return agentApp;
 }
 
 export type { FastifyInstance };

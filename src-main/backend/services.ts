@@ -1,47 +1,92 @@
 import { AgentService } from './agents/agents.ts';
 import { ApprovalService } from './agents/approval.ts';
-import { EnrollmentService, type BrokerTargets } from './agents/enrollment.ts';
+import { EnrollmentService } from './agents/enrollment.ts';
 import { DeviceReports } from './agents/reports.ts';
 import { BrokerAgentRepository } from './agents/broker-repository.ts';
 import { SqliteReportRepository } from './agents/report-repository.ts';
 import { SqliteAgentRepository } from './agents/repository.ts';
+import type { MqttBroker } from './broker/port.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
+import { SqliteCodeRepository } from './codes/repository.ts';
 import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
+import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
+import { SqliteEventRepository } from './events/event-repository.ts';
+import { SqliteFleetRepository } from './fleets/fleet-repository.ts';
 import { FleetService } from './fleets/fleets.ts';
-import { InvitationService, type LinkTargets } from './invitations/invitations.ts';
-import { createMailService, DeliveryRepository, type MailOptions } from './mail/index.ts';
+import { InvitationService } from './invitations/invitations.ts';
+import { InvitationMailQuery } from './invitations/mail-query.ts';
+import { SqliteInvitationRepository } from './invitations/repository.ts';
+import { createMail, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
+import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
-import { UserRepository } from './sessions/users.ts';
+import { UserRepository } from './sessions/user-repository.ts';
+import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
 
-/** Every service of the backend, wired once over one database. */
-export function createServices(
-  db: Db,
-  targets: LinkTargets & BrokerTargets,
-  mailOptions: MailOptions = {},
-  limits: { sessions?: Partial<SessionLimits> | undefined } = {},
-) {
+export interface ServiceOptions {
+  /** The agent listener's port, already bound: every link and agent record names it. */
+  agentPort: number;
+  publicHost: PublicHostSources;
+  mail?: MailOptions;
+  sessionLimits?: Partial<SessionLimits> | undefined;
+}
+
+/**
+ * The domain services, wired once over one database. The database itself stays here: callers get
+ * services and repositories, never `db`. Enrollment joins once the broker is up (`withEnrollment`).
+ */
+export function createServices(db: Db, options: ServiceOptions) {
   const work = new UnitOfWork(db);
-  const events = new EventLog(db, work);
-  const settings = new SettingsStore(db);
+  const events = new EventLog(new SqliteEventRepository(db), work);
+  const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
+  const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
-  const sessions = new SessionService(db, users, limits.sessions);
-  const fleets = new FleetService(db, events, work);
-  const deliveries = new DeliveryRepository(db);
-  const invitations = new InvitationService({ db, events, work, users, fleets, settings, links: targets, deliveries });
-  const mail = createMailService({ db, events, work, settings, invitations, deliveries }, mailOptions);
+  const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
+  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work });
+  const deliveries = new SqliteDeliveryRepository(db);
+  const invitationRepository = new SqliteInvitationRepository(db);
+  const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });
+  const mail = createMail({ db, events, work, settings, invitations: mailable, deliveries }, options.mail);
+  const invitations = new InvitationService({ repository: invitationRepository, events, work, users, fleets, settings, links, mailer: mail.queue, deliveries });
   const agentRepository = new SqliteAgentRepository(db);
   const brokerAgents = new BrokerAgentRepository(db);
   const statusCounts = new SqliteStatusCounts(db);
   const agents = new AgentService({ agents: agentRepository, events, work, users });
   const reports = new DeviceReports({ reports: new SqliteReportRepository(db), events, work });
-  const codes = new EnrollmentCodeService({ db, events, work, users, fleets, settings, links: targets });
+  const codeRepository = new SqliteCodeRepository(db);
+  const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
-  const enrollment = new EnrollmentService({ rows: agentRepository, events, work, users, sessions, invitations, codes, fleets, settings, broker: targets, reports });
-  return { db, work, links: targets as LinkTargets, events, settings, users, sessions, fleets, invitations, codes, approval, agents, enrollment, mail, reports, agentRepository, brokerAgents, statusCounts };
+  // Tests reach these tables only through their repositories.
+  const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
+  return { work, links, events, settings, users, sessions, fleets, invitations, codes, approval, agents, mail, reports, agentRepository, brokerAgents, statusCounts, repositories };
 }
 
-export type Services = ReturnType<typeof createServices>;
+export type DomainServices = ReturnType<typeof createServices>;
+
+/** Enrollment hands out the broker's endpoint and credentials, so it is made once the broker runs. */
+export function withEnrollment(services: DomainServices, broker: MqttBroker) {
+  const { events, work, users, sessions, invitations, codes, agentRepository, fleets, settings, reports, links } = services;
+  const enrollment = new EnrollmentService({
+    rows: agentRepository,
+    events,
+    work,
+    users,
+    sessions,
+    invitations,
+    codes,
+    fleets,
+    settings,
+    reports,
+    broker: {
+      endpoint: (tls) => broker.agentEndpoint(tls),
+      credentialsIssued: (agentId, password) => broker.credentialsIssued(agentId, password),
+      apiUrl: () => links.apiUrl(),
+    },
+  });
+  return { ...services, enrollment };
+}
+
+export type Services = ReturnType<typeof withEnrollment>;

@@ -7,7 +7,10 @@ import { codeCommands } from './code-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { invitationsFromCsv, type CsvInvitation } from './csv.ts';
-import { AdminApiError, adminRequest, CliError, readServerFile, type ServerFile } from './server-file.ts';
+import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
+import { adminOf, CliError, readServerFile } from './server-file.ts';
+import { AdminApiError, type AdminClient } from '../../src-shared/contract/admin-client.ts';
+import type { Invitation, InvitationBulk, InvitationCreate, InvitationStatus, UploadQuery } from '../../src-shared/contract/index.ts';
 
 export type Handler = (argv: string[]) => Promise<number>;
 type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
@@ -17,25 +20,15 @@ const COMMON = { 'data-dir': { type: 'string' }, json: { type: 'boolean' } } as 
 export function parse<O extends Options>(argv: string[], options: O) {
   const parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
   const values = parsed.values as Record<string, string | boolean | undefined>;
-  const server = (): ServerFile => readServerFile((values['data-dir'] as string | undefined) ?? defaultDataDir());
-  return { values, positionals: parsed.positionals, server, json: values.json === true };
+  const server = () => readServerFile((values['data-dir'] as string | undefined) ?? defaultDataDir());
+  /** The running server's admin API (server.json is read when a command first needs it). */
+  const admin = (): AdminClient => adminOf(server());
+  return { values, positionals: parsed.positionals, admin, json: values.json === true };
 }
 
 export function output(json: boolean, data: unknown, human: () => string): number {
   console.log(json ? JSON.stringify(data, null, 2) : human());
   return 0;
-}
-
-interface Invitation {
-  id: number;
-  email: string;
-  status: string;
-  expires_at: string;
-  deeplink: string;
-  invitation_token: string;
-  user_token: string;
-  fleet: string | null;
-  delivery?: { state: string; error: string | null; outbox_file: string | null; retry_at?: string | null } | null;
 }
 
 function deliveryText(d: Invitation['delivery']): string {
@@ -62,6 +55,12 @@ const statusLabel = (status: string) => STATUS_LABEL[status] ?? status;
 const invitationLine = (i: Invitation) =>
   `#${i.id}  ${i.email}  ${statusLabel(i.status)}  expires ${i.expires_at}  fleet ${i.fleet ?? '-'}  ${deliveryText(i.delivery)}\n    ${i.deeplink}`;
 
+function wholeNumber(value: string, what: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw new CliError(`${what} must be a whole number, not "${value}"`);
+  return n;
+}
+
 export function positiveInt(value: string | undefined, what: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new CliError(`${what} must be a positive integer, not "${value ?? ''}"`);
@@ -72,8 +71,8 @@ export function positiveInt(value: string | undefined, what: string): number {
  * Said before any code is made or email queued: codes that carry a loopback address are useless
  * to a phone. On stderr, so --json output stays clean.
  */
-async function warnIfPhonesCannotReach(target: Parameters<typeof adminRequest>[0]): Promise<void> {
-  const status = await adminRequest<{ public_host: string; lan_addresses: string[]; warnings: string[] }>(target, 'GET', '/status');
+async function warnIfPhonesCannotReach(admin: AdminClient): Promise<void> {
+  const status = await admin.status();
   if (!status.warnings.some((w) => /loopback/i.test(w))) return;
   const pick = status.lan_addresses[0];
   process.stderr.write(
@@ -84,12 +83,11 @@ async function warnIfPhonesCannotReach(target: Parameters<typeof adminRequest>[0
   );
 }
 
-/** Mirrors the server's LIFETIME_DAYS, so the CLI can say it in its own words. */
-const DAYS = { min: 1, max: 180 };
+/** The server's rule, checked here so the CLI can say it in its own words. */
 function lifetimeDays(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < DAYS.min || n > DAYS.max) {
-    throw new CliError(`--days is how many days the invitation stays valid: a whole number from ${DAYS.min} to ${DAYS.max}, not "${value}"`);
+  if (!isWholeNumberIn(n, INVITATION_LIFETIME_DAYS)) {
+    throw new CliError(`--days is how many days the invitation stays valid: a whole number from ${INVITATION_LIFETIME_DAYS.min} to ${INVITATION_LIFETIME_DAYS.max}, not "${value}"`);
   }
   return n;
 }
@@ -97,17 +95,14 @@ function lifetimeDays(value: string): number {
 /** The bulk endpoint takes at most this many rows per request. */
 export const BULK_BATCH = 5000;
 
-interface BulkCreated {
-  items: Invitation[];
-  mail?: { queued: number };
-}
-
 /**
  * A CSV import, all or nothing even beyond one request: every row is checked first (duplicates
  * across the whole file here, the server's rules batch by batch with row numbers of the file),
  * then the rows are created in batches of BULK_BATCH.
  */
-async function inviteFromCsv(server: ServerFile, rows: CsvInvitation[], extra: Record<string, boolean>, progress: (text: string) => void) {
+type BulkOptions = Pick<InvitationBulk, 'send_email' | 'another'>;
+
+async function inviteFromCsv(admin: AdminClient, rows: CsvInvitation[], extra: BulkOptions, progress: (text: string) => void) {
   const errors: string[] = [];
   const firstRow = new Map<string, number>();
   rows.forEach((row, index) => {
@@ -121,7 +116,7 @@ async function inviteFromCsv(server: ServerFile, rows: CsvInvitation[], extra: R
   const batches: CsvInvitation[][] = [];
   for (let start = 0; start < rows.length; start += BULK_BATCH) batches.push(rows.slice(start, start + BULK_BATCH));
   for (const [n, batch] of batches.entries()) {
-    const { errors: found } = await adminRequest<{ errors: string[] }>(server, 'POST', '/invitations/validate', { invitations: batch, another: extra.another === true });
+    const { errors: found } = await admin.invitations.validate({ invitations: batch, another: extra.another === true });
     const offset = n * BULK_BATCH;
     errors.push(...found.map((text) => text.replace(/^row (\d+):/, (_m, row: string) => `row ${Number(row) + offset}:`)));
   }
@@ -136,9 +131,9 @@ async function inviteFromCsv(server: ServerFile, rows: CsvInvitation[], extra: R
   for (const [n, batch] of batches.entries()) {
     if (batches.length > 1) progress(`Creating rows ${n * BULK_BATCH + 1} to ${n * BULK_BATCH + batch.length} of ${rows.length}…`);
     try {
-      const result = await adminRequest<BulkCreated>(server, 'POST', '/invitations/bulk', { invitations: batch, ...extra });
+      const result = await admin.invitations.createMany({ invitations: batch, ...extra });
       created.push(...result.items);
-      queued += result.mail?.queued ?? 0;
+      queued += result.mail.queued;
     } catch (error) {
       if (created.length === 0) throw error;
       // Checked a moment ago, so only a change meanwhile gets here: say exactly what exists.
@@ -152,7 +147,7 @@ async function inviteFromCsv(server: ServerFile, rows: CsvInvitation[], extra: R
 }
 
 const invite: Handler = async (argv) => {
-  const { values, server, json } = parse(argv, {
+  const { values, admin, json } = parse(argv, {
     email: { type: 'string' },
     firstname: { type: 'string' },
     lastname: { type: 'string' },
@@ -165,9 +160,9 @@ const invite: Handler = async (argv) => {
   });
   const days = values.days === undefined ? undefined : lifetimeDays(values.days as string);
   // Absent: the server's mail_send_on_create setting decides (on by default).
-  const extra: Record<string, boolean> = { ...(values['no-email'] ? { send_email: false } : {}), ...(values.another ? { another: true } : {}) };
+  const extra: BulkOptions = { ...(values['no-email'] ? { send_email: false } : {}), ...(values.another ? { another: true } : {}) };
   if (values.another && values.resend) throw new CliError('--another and --resend exclude each other: one creates a new invitation, the other emails the pending one again');
-  await warnIfPhonesCannotReach(server());
+  await warnIfPhonesCannotReach(admin());
   if (values.csv) {
     if (values.resend) throw new CliError('--resend works with --email; for a CSV, resend with mdm-console resend ID');
     let rows;
@@ -178,29 +173,30 @@ const invite: Handler = async (argv) => {
     }
     if (rows.length === 0) throw new CliError(`${values.csv}: no rows after the header`);
     if (days !== undefined) rows = rows.map((row) => ({ ...row, days }));
-    const result = await inviteFromCsv(server(), rows, extra, (text) => {
+    const result = await inviteFromCsv(admin(), rows, extra, (text) => {
       if (!json) console.error(text);
     });
     const mailed = result.queued ? `; ${result.queued} email(s) queued` : '';
     return output(json, result.items, () => `${result.items.length} invitations created${mailed}\n${result.items.map(invitationLine).join('\n')}`);
   }
   if (!values.email) throw new CliError('invite needs --email ADDRESS (or --csv FILE); see mdm-console invite --help');
-  const body = {
-    email: values.email,
-    firstname: values.firstname,
-    lastname: values.lastname,
-    fleet: values.fleet,
+  const body: InvitationCreate = {
+    email: values.email as string,
+    firstname: values.firstname as string | undefined,
+    lastname: values.lastname as string | undefined,
+    fleet: values.fleet as string | undefined,
     days,
     ...extra,
   };
   let created: Invitation;
   try {
-    created = await adminRequest<Invitation>(server(), 'POST', '/invitations', body);
+    created = await admin().invitations.create(body);
   } catch (error) {
-    const pending = error instanceof AdminApiError && error.status === 409 ? (error.body?.invitation as Invitation | undefined) : undefined;
+    // 409 ERROR_INVITATION_PENDING carries the pending invitation.
+    const pending = error instanceof AdminApiError && error.status === 409 ? (error.body.invitation as Invitation | undefined) : undefined;
     if (!pending) throw error;
     if (values.resend) {
-      const resent = await adminRequest<Invitation>(server(), 'POST', `/invitations/${pending.id}/resend`);
+      const resent = await admin().invitations.resend(pending.id);
       return output(json, resent, () => `${resent.email} already had a pending invitation: #${resent.id} emailed again (same link, same expiry)\n${invitationLine(resent)}`);
     }
     throw new CliError(
@@ -214,66 +210,51 @@ const invite: Handler = async (argv) => {
 };
 
 const invitations: Handler = async (argv) => {
-  const { values, server, json } = parse(argv, { status: { type: 'string' }, search: { type: 'string' } });
-  const query = new URLSearchParams();
-  // "enrolled" is what the console calls it; the API says "done".
-  if (values.status) query.set('status', values.status === 'enrolled' ? 'done' : (values.status as string));
-  if (values.search) query.set('q', values.search as string);
-  const result = await adminRequest<{ items: Invitation[] }>(server(), 'GET', `/invitations?${query}`);
+  const { values, admin, json } = parse(argv, { status: { type: 'string' }, search: { type: 'string' } });
+  // "enrolled" is what the console calls it; the API says "done". Other words: the server judges them.
+  const status = values.status === 'enrolled' ? 'done' : (values.status as InvitationStatus | undefined);
+  const result = await admin().invitations.list({ status, q: values.search as string | undefined });
   return output(json, result.items, () => result.items.map(invitationLine).join('\n') || 'No invitations.');
 };
 
 const revoke: Handler = async (argv) => {
-  const { positionals, server, json } = parse(argv, {});
+  const { positionals, admin, json } = parse(argv, {});
   const id = positiveInt(positionals[0], 'the invitation id');
-  const result = await adminRequest<Invitation>(server(), 'POST', `/invitations/${id}/revoke`);
+  const result = await admin().invitations.revoke(id);
   return output(json, result, () => `Invitation #${id} revoked`);
 };
 
 const resend: Handler = async (argv) => {
-  const { positionals, server, json } = parse(argv, {});
+  const { positionals, admin, json } = parse(argv, {});
   const id = positiveInt(positionals[0], 'the invitation id');
-  const result = await adminRequest<Invitation>(server(), 'POST', `/invitations/${id}/resend`);
+  const result = await admin().invitations.resend(id);
   return output(json, result, () => `Invitation #${id} email queued again (same link, same expiry)\n${invitationLine(result)}`);
 };
 
 /** `mail status`, `mail test --to ADDRESS`, `mail retry`. */
 const mail: Handler = async (argv) => {
-  const { positionals, values, server, json } = parse(argv, { to: { type: 'string' } });
+  const { positionals, values, admin, json } = parse(argv, { to: { type: 'string' } });
   const [action] = positionals;
   if (action === 'status' || action === undefined) {
-    const status = await adminRequest<{ transport: { summary: string } | null; error: string | null; counts: Record<string, number>; next_retry_at?: string | null }>(server(), 'GET', '/mail/status');
+    const status = await admin().mail.status();
     const next = status.next_retry_at ? `\n${status.counts.retrying} waiting for a retry; next at ${localTime(status.next_retry_at)} (mail retry sends them now)` : '';
     return output(json, status, () => `${status.transport?.summary ?? status.error}\n${Object.entries(status.counts).map(([k, v]) => `${k}: ${v}`).join('  ')}${next}`);
   }
   if (action === 'test') {
     if (!values.to) throw new CliError('mail test needs --to ADDRESS');
-    const result = await adminRequest<{ via: string; response: string | null; file?: string }>(server(), 'POST', '/mail/test', { to: values.to });
+    const result = await admin().mail.test(values.to as string);
     return output(json, result, () => (result.via === 'outbox' ? `No SMTP configured: test message written to ${result.file}` : `Sent. Server answered: ${result.response}`));
   }
   if (action === 'retry') {
-    const result = await adminRequest<{ queued: number }>(server(), 'POST', '/mail/retry', {});
+    const result = await admin().mail.retry({});
     return output(json, result, () => `${result.queued} failed or waiting email(s) queued again`);
   }
   throw new CliError('usage: mail status | mail test --to ADDRESS | mail retry');
 };
 
-interface Agent {
-  id: number;
-  name: string;
-  serial: string | null;
-  enroll_status: string;
-  is_online: boolean;
-  last_contact: string | null;
-  fleet: string;
-  email: string | null;
-  type: string;
-  version: string;
-}
-
 const agents: Handler = async (argv) => {
-  const { server, json } = parse(argv, {});
-  const { items } = await adminRequest<{ items: Agent[] }>(server(), 'GET', '/agents');
+  const { admin, json } = parse(argv, {});
+  const { items } = await admin().agents.list();
   return output(json, items, () =>
     items
       .map((a) => `#${a.id}  ${a.name}  ${a.type} ${a.version}  ${a.enroll_status}  ${a.is_online ? 'online' : 'offline'}  fleet ${a.fleet}  ${a.email ?? ''}  last contact ${a.last_contact ?? 'never'}`)
@@ -281,38 +262,21 @@ const agents: Handler = async (argv) => {
   );
 };
 
-interface Fleet {
-  id: number;
-  name: string;
-  is_default: number;
-  agent_count: number;
-}
-
 const fleets: Handler = async (argv) => {
-  const { server, json } = parse(argv, {});
-  const { items } = await adminRequest<{ items: Fleet[] }>(server(), 'GET', '/fleets');
+  const { admin, json } = parse(argv, {});
+  const { items } = await admin().fleets.list();
   return output(json, items, () => items.map((f) => `#${f.id}  ${f.name}${f.is_default ? ' (default)' : ''}  ${f.agent_count} agent(s)`).join('\n'));
 };
 
-interface StoredItem {
-  id: number;
-  name: string;
-  size: number;
-  sha256: string;
-  mime_type: string;
-}
-
 /** `file add PATH`, `package add PATH`, `file rm ID`, `files`, `packages`. */
 function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler } {
-  const collection = `/${kind}s`;
   const list: Handler = async (argv) => {
-    const { server, json } = parse(argv, {});
-    const items = await adminRequest<StoredItem[] | { items: StoredItem[] }>(server(), 'GET', collection);
-    const rows = Array.isArray(items) ? items : items.items;
+    const { admin, json } = parse(argv, {});
+    const rows = await admin().stored(kind).list();
     return output(json, rows, () => rows.map((i) => `#${i.id}  ${i.name}  ${i.size} bytes  sha256 ${i.sha256}`).join('\n') || `No ${kind}s.`);
   };
   const single: Handler = async (argv) => {
-    const { positionals, values, server, json } = parse(argv, {
+    const { positionals, values, admin, json } = parse(argv, {
       name: { type: 'string' },
       // Packages whose manifest is not read (anything but an APK): what devices need to install them.
       'package-name': { type: 'string' },
@@ -331,22 +295,18 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
       }
       const name = (values.name as string | undefined) ?? basename(target);
       const stream = Readable.toWeb(createReadStream(target)) as ReadableStream;
-      const query = new URLSearchParams({ name });
+      const query: UploadQuery = { name };
       if (kind === 'package') {
-        for (const flag of ['package-name', 'version-code', 'version-name'] as const) {
-          if (values[flag] !== undefined) query.set(flag.replace('-', '_'), String(values[flag]));
-        }
+        if (values['package-name'] !== undefined) query.package_name = values['package-name'] as string;
+        if (values['version-code'] !== undefined) query.version_code = wholeNumber(values['version-code'] as string, '--version-code');
+        if (values['version-name'] !== undefined) query.version_name = values['version-name'] as string;
       }
-      const item = await adminRequest<StoredItem>(server(), 'POST', `${collection}?${query}`, undefined, {
-        body: stream,
-        headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
-        duplex: 'half',
-      } as RequestInit);
+      const item = await admin().stored(kind).upload(stream, query, { 'content-length': String(size) });
       return output(json, item, () => `${kind === 'file' ? 'File' : 'Package'} #${item.id} "${item.name}" added (${item.size} bytes, sha256 ${item.sha256})`);
     }
     if ((action === 'rm' || action === 'delete') && target) {
       const id = positiveInt(target, `the ${kind} id`);
-      await adminRequest(server(), 'DELETE', `${collection}/${id}`);
+      await admin().stored(kind).remove(id);
       return output(json, { id, deleted: true }, () => `${kind} #${id} deleted`);
     }
     if (action === 'list' || action === undefined) return list(argv.filter((a) => a !== 'list'));
@@ -358,29 +318,13 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
 const files = storedItems('file');
 const packages = storedItems('package');
 
-interface StatusView {
-  api_url: string;
-  deeplink_url: string;
-  admin_url: string;
-  console_url: string;
-  mqtt_port: number;
-  mqtt_tls_port: number;
-  mqtt_tls_fingerprint: string;
-  public_host: string;
-  data_dir: string;
-  pid: number;
-  started_at: string;
-  counts?: { pending?: number; used?: number; agents?: number; enrolled?: number; online?: number };
-  warnings?: string[];
-}
-
 /** `status`: where the server is, and a fresh sign-in link (the one it printed at start is used up). */
 const status: Handler = async (argv) => {
-  const { server, json } = parse(argv, {});
-  const current = await adminRequest<StatusView>(server(), 'GET', '/status');
-  const { console_url } = await adminRequest<{ console_url: string }>(server(), 'POST', '/console-tickets');
+  const { admin, json } = parse(argv, {});
+  const current = await admin().status();
+  const { console_url } = await admin().consoleTicket();
   const view = { ...current, console_url };
-  const c = current.counts ?? {};
+  const c = current.counts;
   return output(json, view, () =>
     [
       `MDM Console server running (pid ${current.pid}, since ${current.started_at}), data in ${current.data_dir}`,
@@ -388,9 +332,9 @@ const status: Handler = async (argv) => {
       `  Deeplink page:         ${current.deeplink_url}/deeplink/`,
       `  MQTT broker:           ${current.public_host}:${current.mqtt_port} (TLS ${current.mqtt_tls_port}, SHA-256 ${current.mqtt_tls_fingerprint})`,
       `  Admin API:             ${current.admin_url}/api`,
-      `  Invitations:           ${c.pending ?? 0} pending, ${c.used ?? 0} enrolled`,
-      `  Devices:               ${c.agents ?? 0} (${c.enrolled ?? 0} enrolled, ${c.online ?? 0} online)`,
-      ...(current.warnings ?? []).map((warning) => `  Warning: ${warning}`),
+      `  Invitations:           ${c.pending} pending, ${c.used} enrolled`,
+      `  Devices:               ${c.agents} (${c.enrolled} enrolled, ${c.online} online)`,
+      ...current.warnings.map((warning) => `  Warning: ${warning}`),
       `  Console:               ${console_url}`,
       `                         (a new sign-in link: opens the console once, within 15 minutes)`,
     ].join('\n'),
@@ -399,8 +343,8 @@ const status: Handler = async (argv) => {
 
 /** `console`: a fresh one-time link that opens the console signed in. */
 const consoleLink: Handler = async (argv) => {
-  const { server, json } = parse(argv, {});
-  const ticket = await adminRequest<{ console_url: string }>(server(), 'POST', '/console-tickets');
+  const { admin, json } = parse(argv, {});
+  const ticket = await admin().consoleTicket();
   return output(json, ticket, () => `Open this link once to sign in to the console:\n  ${ticket.console_url}`);
 };
 

@@ -1,24 +1,9 @@
 // `code create|revoke|rotate`, `codes`, `approve`, `reject`: enrollment codes and the devices waiting for approval.
 import { output, parse, positiveInt, type Handler } from './admin-commands.ts';
-import { adminRequest, CliError } from './server-file.ts';
+import { CliError } from './server-file.ts';
+import type { CodeApproval, EnrollmentCode } from '../../src-shared/contract/index.ts';
 
-interface Code {
-  id: number;
-  name: string;
-  status: string;
-  fleet: string | null;
-  domains: string[];
-  max_uses: number | null;
-  uses: number;
-  approval: string;
-  expires_at: string | null;
-  pending_approval: number;
-  deeplink: string;
-  token: string;
-  user_token: string;
-}
-
-const codeLine = (c: Code) =>
+const codeLine = (c: EnrollmentCode) =>
   `#${c.id}  ${c.name}  ${c.status}  uses ${c.uses}/${c.max_uses ?? '∞'}  ${c.expires_at ? `expires ${c.expires_at}` : 'never expires'}  ` +
   `fleet ${c.fleet ?? '-'}  domains ${c.domains.join(', ') || 'any'}  approval ${c.approval}` +
   `${c.pending_approval ? ` (${c.pending_approval} waiting)` : ''}\n    ${c.deeplink}`;
@@ -26,7 +11,7 @@ const codeLine = (c: Code) =>
 const code: Handler = async (argv) => {
   const [action, ...rest] = argv;
   if (action === 'create') {
-    const { values, server, json } = parse(rest, {
+    const { values, admin, json } = parse(rest, {
       name: { type: 'string' },
       fleet: { type: 'string' },
       domain: { type: 'string', multiple: true },
@@ -38,20 +23,20 @@ const code: Handler = async (argv) => {
     const approval = values.approval as string | undefined;
     if (approval !== undefined && approval !== 'manual' && approval !== 'auto') throw new CliError(`--approval must be manual or auto, not "${approval}"`);
     const domains = values.domain as unknown as string[] | undefined;
-    const created = await adminRequest<Code>(server(), 'POST', '/codes', {
-      name: values.name,
-      ...(values.fleet ? { fleet: values.fleet } : {}),
+    const created = await admin().codes.create({
+      name: values.name as string,
+      ...(values.fleet ? { fleet: values.fleet as string } : {}),
       ...(domains?.length ? { domains } : {}),
       ...(values['max-uses'] === undefined ? {} : { max_uses: positiveInt(values['max-uses'] as string, '--max-uses') }),
       ...(values.days === undefined ? {} : { days: positiveInt(values.days as string, '--days') }),
-      ...(approval ? { approval } : {}),
+      ...(approval ? { approval: approval as CodeApproval } : {}),
     });
     return output(json, created, () => `Enrollment code created\n${codeLine(created)}`);
   }
   if (action === 'revoke' || action === 'rotate') {
-    const { positionals, server, json } = parse(rest, {});
+    const { positionals, admin, json } = parse(rest, {});
     const id = positiveInt(positionals[0], 'the code id');
-    const result = await adminRequest<Code>(server(), 'POST', `/codes/${id}/${action}`);
+    const result = await admin().codes[action](id);
     return output(json, result, () =>
       action === 'revoke'
         ? `Enrollment code #${id} revoked`
@@ -62,15 +47,15 @@ const code: Handler = async (argv) => {
 };
 
 const codes: Handler = async (argv) => {
-  const { server, json } = parse(argv, {});
-  const result = await adminRequest<{ items: Code[] }>(server(), 'GET', '/codes');
+  const { admin, json } = parse(argv, {});
+  const result = await admin().codes.list();
   return output(json, result.items, () => result.items.map(codeLine).join('\n') || 'No enrollment codes.');
 };
 
 const decide = (decision: 'approve' | 'reject'): Handler => async (argv) => {
-  const { positionals, server, json } = parse(argv, {});
+  const { positionals, admin, json } = parse(argv, {});
   const id = positiveInt(positionals[0], 'the agent id');
-  const agent = await adminRequest<{ id: number; name: string; enroll_status: string }>(server(), 'POST', `/agents/${id}/${decision}`);
+  const agent = await admin().agents[decision](id);
   return output(json, agent, () => `Agent #${id} ${agent.name} ${decision === 'approve' ? 'approved: it may connect now' : 'rejected: the device is free again'}`);
 };
 

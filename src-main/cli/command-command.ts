@@ -2,7 +2,9 @@
 // device over MQTT through the running server's admin API.
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
-import { adminRequest, CliError, readServerFile } from './server-file.ts';
+import { adminOf, CliError, readServerFile } from './server-file.ts';
+import type { AgentDetail } from '../../src-shared/contract/index.ts';
+import { AGENT_COMMANDS, type AgentCommand } from '../../src-shared/contract/rules.ts';
 
 export const COMMAND_USAGE = `usage: mdm-console command AGENT_ID [ping|lock|unlock|wipe|unenroll|inventory|geolocate] [--fleet NAME]
                           [--wait | --no-wait] [--timeout SECONDS] [--json] [--data-dir DIR]
@@ -13,8 +15,8 @@ export const COMMAND_USAGE = `usage: mdm-console command AGENT_ID [ping|lock|unl
                                  (--wait waits for the confirmation of unenroll)
   --fleet NAME   moves the device to that fleet (it is told with Command/Subscribe)`;
 
-const VERBS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
-type Verb = (typeof VERBS)[number];
+const VERBS = AGENT_COMMANDS;
+type Verb = AgentCommand;
 /** The event each command's reply produces, for those that have one. */
 const REPLY_EVENT: Partial<Record<Verb, string>> = {
   ping: 'agent.ping_reply',
@@ -24,23 +26,6 @@ const REPLY_EVENT: Partial<Record<Verb, string>> = {
 };
 /** Commands whose answer is waited for by default. */
 const WAITED: readonly Verb[] = ['ping', 'inventory', 'geolocate'];
-
-interface SentCommand {
-  command: string;
-  topic: string;
-  payload: unknown;
-  retained: boolean;
-  online: boolean;
-  event_id: number;
-  agent?: { name: string };
-}
-interface AgentView {
-  id: number;
-  name: string;
-  fleet: string;
-  events: { id: number; type: string; message: string; at: string; data: Record<string, unknown> | null }[];
-  command?: SentCommand | null;
-}
 
 export async function commandCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -73,22 +58,22 @@ export async function commandCommand(argv: string[]): Promise<number> {
   const timeoutSeconds = values.timeout === undefined ? 10 : Number(values.timeout);
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new CliError(`--timeout must be a positive number of seconds, not "${values.timeout}"`);
 
-  const server = readServerFile(values['data-dir'] ?? defaultDataDir());
+  const admin = adminOf(readServerFile(values['data-dir'] ?? defaultDataDir()));
   const lines: string[] = [];
   const result: Record<string, unknown> = {};
 
   if (values.fleet !== undefined) {
-    const moved = await adminRequest<AgentView>(server, 'PATCH', `/agents/${id}`, { fleet: values.fleet });
-    result.fleet = { fleet: moved.fleet, command: moved.command ?? null };
+    const moved = await admin.agents.move(id, { fleet: values.fleet });
+    result.fleet = { fleet: moved.fleet, command: moved.command };
     lines.push(moved.command ? `${moved.name} moved to fleet "${moved.fleet}" (Command/Subscribe sent, retained)` : `${moved.name} is already in fleet "${moved.fleet}"`);
   }
 
   let exit = 0;
   if (verb) {
-    const sent = await adminRequest<SentCommand>(server, 'POST', `/agents/${id}/commands`, { command: verb });
+    const sent = await admin.agents.command(id, verb);
     const { agent, ...command } = sent;
     result.command = command;
-    const name = agent?.name ?? `agent #${id}`;
+    const name = agent.name;
     lines.push(
       `${verb} sent to ${name} on ${sent.topic}${sent.retained ? ' (retained)' : ''}` +
         (sent.online ? '' : sent.retained ? ': the device is offline and gets it when it connects' : ''),
@@ -96,7 +81,7 @@ export async function commandCommand(argv: string[]): Promise<number> {
     const replyType = REPLY_EVENT[verb];
     const wait = values.wait ?? WAITED.includes(verb);
     if (wait && replyType) {
-      const reply = await waitForEvent(() => adminRequest<AgentView>(server, 'GET', `/agents/${id}`), replyType, sent.event_id, timeoutSeconds * 1000);
+      const reply = await waitForEvent(() => admin.agents.get(id), replyType, sent.event_id, timeoutSeconds * 1000);
       result.reply = reply;
       if (reply) lines.push(`reply: ${reply.message}`);
       else {
@@ -110,7 +95,7 @@ export async function commandCommand(argv: string[]): Promise<number> {
 }
 
 /** Polls the agent's events for the first `type` newer than `afterId`. */
-async function waitForEvent(read: () => Promise<AgentView>, type: string, afterId: number, timeoutMs: number) {
+async function waitForEvent(read: () => Promise<AgentDetail>, type: string, afterId: number, timeoutMs: number) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { events } = await read();

@@ -4,7 +4,8 @@ import { adminCommands } from './admin-commands.ts';
 import { serveCommand } from './serve.ts';
 import { backupCommand, restoreCommand } from './backup-commands.ts';
 import { COMMAND_USAGE } from './command-command.ts';
-import { CliError } from './server-file.ts';
+import { CliError, refusalText } from './server-file.ts';
+import { AdminApiError } from '../../src-shared/contract/admin-client.ts';
 import { StartupError } from '../backend/startup-error.ts';
 import { OVERALL_USAGE, USAGES } from './usage.ts';
 
@@ -48,6 +49,11 @@ export async function main(argv: string[]): Promise<number> {
       const message = (error as Error).message.replace(/\. To specify a positional argument.*$/s, '');
       console.error(`mdm-console: ${message}${usage ? `\n\n${usage}` : ''}`);
       return (error as CliError).exitCode ?? 2;
+    }
+    // The server refused (its message) or could not be reached: a usage-level failure, as before.
+    if (error instanceof AdminApiError) {
+      console.error(`mdm-console: ${refusalText(error)}`);
+      return 2;
     }
     if (error instanceof StartupError) {
       console.error(`mdm-console: ${error.message}`);

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { isLoopbackHost, lanAddresses } from '../backend/config.ts';
+import { lanAddresses } from '../backend/config.ts';
+import { isLoopback } from '../../src-shared/contract/rules.ts';
 import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
 import { parseBrokerUrl } from '../backend/broker/broker-url.ts';
@@ -39,7 +40,7 @@ function port(value: string | undefined, flag: string): number | undefined {
  */
 /** The banner's warning when phones could not use the codes this server makes. */
 function unreachableWarning(publicHost: string): string {
-  if (!isLoopbackHost(publicHost)) return '';
+  if (!isLoopback(publicHost)) return '';
   const lan = lanAddresses();
   const fix = lan.length
     ? `restart with --public-host ${lan[0]}${lan.length > 1 ? ` (or ${lan.slice(1).join(', ')})` : ''}, or click "Use ${lan[0]}" in the console`
@@ -157,7 +158,7 @@ ${
   Admin API:             ${info.admin_url}/api   (token in ${info.data_dir}/admin-token)
   Console:               ${info.console_url}
                          (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)
-  Mail:                  ${backend.services.mail.describeTarget().summary}
+  Mail:                  ${backend.services.mail.settings.describeTarget().summary}
   Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : 'spec (codes for the spec\'s agent)'}${unreachableWarning(info.public_host)}
 Press Ctrl+C to stop.`);
   }

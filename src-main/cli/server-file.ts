@@ -1,19 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-
-export interface ServerFile {
-  api_url: string;
-  deeplink_url: string;
-  admin_url: string;
-  admin_token: string;
-  console_url?: string;
-  mqtt_port: number;
-  mqtt_tls_port?: number;
-  pid: number;
-}
+import { adminClient, type AdminApiError, type AdminClient } from '../../src-shared/contract/admin-client.ts';
+import type { ServerInfo } from '../../src-shared/contract/server-info.ts';
 
 /** The running server of a data dir, as it described itself in DIR/server.json. */
-export function readServerFile(dataDir: string): ServerFile {
+export function readServerFile(dataDir: string): ServerInfo {
   const file = join(dataDir, 'server.json');
   let text: string;
   try {
@@ -21,9 +12,9 @@ export function readServerFile(dataDir: string): ServerFile {
   } catch {
     throw new CliError(`No server is running for ${dataDir} (no ${file}). Start one with: npm run serve -- --data-dir ${dataDir}`);
   }
-  let info: ServerFile;
+  let info: ServerInfo;
   try {
-    info = JSON.parse(text) as ServerFile;
+    info = JSON.parse(text) as ServerInfo;
   } catch {
     throw new CliError(`${file} is not readable JSON; if no server is running, delete it and start one with: npm run serve -- --data-dir ${dataDir}`);
   }
@@ -47,38 +38,12 @@ export class CliError extends Error {
   }
 }
 
-/** A refusal of the admin API: its status and body, for commands that act on it. */
-export class AdminApiError extends CliError {
-  readonly status: number;
-  readonly body: { error?: string; message?: string; errors?: string[]; [key: string]: unknown } | undefined;
-  constructor(message: string, status: number, body: AdminApiError['body']) {
-    super(message);
-    this.status = status;
-    this.body = body;
-  }
+/** The admin API of the running server, signed with its admin token. */
+export function adminOf(server: Pick<ServerInfo, 'admin_url' | 'admin_token'>): AdminClient {
+  return adminClient({ baseUrl: server.admin_url, token: server.admin_token });
 }
 
-/** Calls the admin API of the running server; errors carry the server's message. */
-export async function adminRequest<T>(server: ServerFile, method: string, path: string, body?: unknown, extra: RequestInit = {}): Promise<T> {
-  const headers: Record<string, string> = { authorization: `Bearer ${server.admin_token}` };
-  if (body !== undefined && !(extra.body instanceof ReadableStream)) headers['content-type'] = 'application/json';
-  let response: Response;
-  try {
-    response = await fetch(`${server.admin_url}/api${path}`, {
-      body: body === undefined ? undefined : JSON.stringify(body),
-      ...extra,
-      method,
-      headers: { ...headers, ...(extra.headers as Record<string, string> | undefined) },
-    });
-  } catch (error) {
-    throw new CliError(`Cannot reach the server at ${server.admin_url}: ${(error as Error).message}`);
-  }
-  const text = await response.text();
-  const data = text ? (JSON.parse(text) as unknown) : undefined;
-  if (!response.ok) {
-    const problem = data as AdminApiError['body'];
-    const details = problem?.errors?.length ? `\n  ${problem.errors.join('\n  ')}` : '';
-    throw new AdminApiError(`${problem?.message ?? `HTTP ${response.status}`}${details}`, response.status, problem);
-  }
-  return data as T;
+/** What the CLI says of a refusal: the server's message, and each problem of a bulk request on its own line. */
+export function refusalText(error: AdminApiError): string {
+  return error.errors.length ? `${error.message}\n  ${error.errors.join('\n  ')}` : error.message;
 }

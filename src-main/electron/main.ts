@@ -1,9 +1,10 @@
 // The desktop shell: one window onto the console, served by the backend this process starts.
 // Thin on purpose: the console is the same web app `npm run serve` serves to a browser.
-import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, session, shell, type MenuItemConstructorOptions } from 'electron';
+import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, safeStorage, session, shell, type MenuItemConstructorOptions } from 'electron';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_PORTS } from '../backend/config.ts';
+import { keychainProtector } from '../backend/mail/secrets.ts';
 import { startBackend, type RunningBackend } from '../backend/server.ts';
 import { StartupError } from '../backend/startup-error.ts';
 import { simulateEnrollment, stopSimulatedDevices } from '../device/simulate.ts';
@@ -154,15 +155,17 @@ ipcMain.handle('console:save-pdf', async (event, input: unknown) => {
 
 async function start(): Promise<void> {
   const simulate = (request: Parameters<typeof simulateEnrollment>[0]) => simulateEnrollment(request, { stayOnline: true });
+  // The SMTP password is encrypted by the OS keychain (safeStorage is usable once the app is ready).
+  const secretProtector = keychainProtector(safeStorage);
   try {
     try {
-      backend = await startBackend({ simulate });
+      backend = await startBackend({ simulate, secretProtector });
     } catch (error) {
       // Only this window uses the admin listener: when its usual port is taken, any port will do.
       // (The agent API and broker ports are printed in QR codes and agent records: they stay put.)
       const { code, port } = error as { code?: string; port?: number };
       if (code !== 'EADDRINUSE' || port !== DEFAULT_PORTS.adminPort) throw error;
-      backend = await startBackend({ simulate, adminPort: 0 });
+      backend = await startBackend({ simulate, secretProtector, adminPort: 0 });
     }
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

@@ -1,62 +1,8 @@
-// Enrollment codes and the devices waiting for approval: types, queries and mutations.
+// Enrollment codes and the devices waiting for approval: queries and mutations.
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { get, post, query } from './client.ts';
+import type { CodeCreate, CodeStatus, EnrollmentCode } from '../../src-shared/contract/index.ts';
+import { admin } from './client.ts';
 import { keys } from './queries.ts';
-import type { Agent, Helpdesk, SimulateResult } from './types.ts';
-
-export type CodeStatus = 'active' | 'expired' | 'used_up' | 'revoked';
-
-export interface EnrollmentCode {
-  id: number;
-  name: string;
-  status: CodeStatus;
-  fleet_id: number;
-  fleet: string | null;
-  domains: string[];
-  max_uses: number | null;
-  uses: number;
-  approval: 'auto' | 'manual';
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  rotated_at: string | null;
-  last_used_at: string | null;
-  refused_attempts: number;
-  pending_approval: number;
-  token: string;
-  user_token: string;
-  deeplink: string;
-  deeplink_data: string;
-  app_link: string;
-  helpdesk: Helpdesk;
-}
-
-export interface CodeLogEntry {
-  id: number;
-  at: string;
-  outcome: 'refused' | 'used';
-  message: string;
-  email: string | null;
-  serial: string | null;
-  uuid: string | null;
-  remote_addr: string | null;
-  agent_id: number | null;
-  agent_name: string | null;
-  enroll_status: string | null;
-}
-
-export interface CodeDetail extends EnrollmentCode {
-  log: CodeLogEntry[];
-}
-
-export interface CodeInput {
-  name: string;
-  fleet?: string;
-  domains?: string[];
-  max_uses?: number;
-  days?: number;
-  approval?: 'auto' | 'manual';
-}
 
 export const codeKeys = {
   all: ['codes'] as const,
@@ -65,11 +11,11 @@ export const codeKeys = {
 };
 
 export function useCodes() {
-  return useQuery({ queryKey: codeKeys.list, queryFn: async ({ signal }) => (await get<{ items: EnrollmentCode[] }>('/codes', signal)).items });
+  return useQuery({ queryKey: codeKeys.list, queryFn: async ({ signal }) => (await admin.codes.list(signal)).items });
 }
 
 export function useCode(id: number) {
-  return useQuery({ queryKey: codeKeys.one(id), queryFn: ({ signal }) => get<CodeDetail>(`/codes/${id}`, signal) });
+  return useQuery({ queryKey: codeKeys.one(id), queryFn: ({ signal }) => admin.codes.get(id, signal) });
 }
 
 function useCodeMutation<I, O>(fn: (input: I) => Promise<O>) {
@@ -80,16 +26,13 @@ function useCodeMutation<I, O>(fn: (input: I) => Promise<O>) {
   });
 }
 
-export const useCreateCode = () => useCodeMutation((input: CodeInput) => post<EnrollmentCode>('/codes', input));
-export const useRevokeCode = () => useCodeMutation((id: number) => post<EnrollmentCode>(`/codes/${id}/revoke`));
-export const useRotateCode = () => useCodeMutation((id: number) => post<EnrollmentCode>(`/codes/${id}/rotate`));
+export const useCreateCode = () => useCodeMutation((input: CodeCreate) => admin.codes.create(input));
+export const useRevokeCode = () => useCodeMutation((id: number) => admin.codes.revoke(id));
+export const useRotateCode = () => useCodeMutation((id: number) => admin.codes.rotate(id));
 export const useSimulateWithCode = () =>
-  useCodeMutation(({ id, email, type }: { id: number; email?: string; type: 'android' | 'apple' }) =>
-    post<SimulateResult & { email: string }>(`/codes/${id}/simulate${query({ type })}`, email ? { email } : {}),
-  );
-export const useApproveAgents = () =>
-  useCodeMutation((ids: number[]) => post<{ approved: number[]; skipped: { id: number; reason: string }[] }>('/agents/approve', { ids }));
-export const useRejectAgent = () => useCodeMutation((id: number) => post<Agent>(`/agents/${id}/reject`));
+  useCodeMutation(({ id, email, type }: { id: number; email?: string; type: 'android' | 'apple' }) => admin.codes.simulate(id, type, email));
+export const useApproveAgents = () => useCodeMutation((ids: number[]) => admin.agents.approveMany(ids));
+export const useRejectAgent = () => useCodeMutation((id: number) => admin.agents.reject(id));
 
 export const CODE_STATUS: Record<CodeStatus, { label: string; color: string }> = {
   active: { label: 'Active', color: 'teal' },

@@ -1,25 +1,18 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api, del, get, patch, post, query } from './client.ts';
 import type {
-  Agent,
-  AgentDetail,
-  Deployment,
+  AgentSummary,
+  DeployBody,
   DeploymentFilter,
-  DeployInput,
-  DeviceTask,
-  Fleet,
-  Invitation,
+  InvitationBulk,
+  InvitationCreate,
   InvitationDetail,
   InvitationFilter,
   InvitationInput,
-  LiveEvent,
-  Page,
-  ServerStatus,
-  Settings,
-  SimulateResult,
-  StoredItem,
+  PackagePatch,
+  SettingsPatch,
   StoredKind,
-} from './types.ts';
+} from '../../src-shared/contract/index.ts';
+import { admin } from './client.ts';
 
 /** Every query key of the console, in one place: the live event sync targets them. */
 export const keys = {
@@ -47,13 +40,13 @@ export const keys = {
 export const FEED_SIZE = 100;
 
 export function useStatus() {
-  return useQuery({ queryKey: keys.status, queryFn: ({ signal }) => get<ServerStatus>('/status', signal) });
+  return useQuery({ queryKey: keys.status, queryFn: ({ signal }) => admin.status(signal) });
 }
 
 export function useFeed() {
   return useQuery({
     queryKey: keys.events,
-    queryFn: async ({ signal }) => (await get<{ items: LiveEvent[] }>(`/events?limit=${FEED_SIZE}`, signal)).items,
+    queryFn: async ({ signal }) => (await admin.events(FEED_SIZE, signal)).items,
     staleTime: Infinity,
   });
 }
@@ -61,13 +54,13 @@ export function useFeed() {
 export function useInvitations(filter: InvitationFilter) {
   return useQuery({
     queryKey: keys.invitationList(filter),
-    queryFn: ({ signal }) => get<Page<Invitation>>(`/invitations${query({ ...filter })}`, signal),
+    queryFn: ({ signal }) => admin.invitations.list(filter, signal),
     placeholderData: keepPreviousData,
   });
 }
 
 export function useInvitation(id: number) {
-  return useQuery({ queryKey: keys.invitation(id), queryFn: ({ signal }) => get<InvitationDetail>(`/invitations/${id}`, signal) });
+  return useQuery({ queryKey: keys.invitation(id), queryFn: ({ signal }) => admin.invitations.get(id, signal) });
 }
 
 /** The invitations of a print sheet, in the order asked. */
@@ -76,7 +69,7 @@ export function useInvitationsByIds(ids: readonly number[]) {
     queryKey: keys.invitationsByIds(ids),
     queryFn: async ({ signal }) => {
       const results = await Promise.all(
-        ids.map((id) => get<InvitationDetail>(`/invitations/${id}`, signal).catch(() => null)),
+        ids.map((id) => admin.invitations.get(id, signal).catch(() => null)),
       );
       return results.filter((item): item is InvitationDetail => item !== null);
     },
@@ -87,7 +80,7 @@ export function useInvitationsByIds(ids: readonly number[]) {
 export function useAgents() {
   return useQuery({
     queryKey: keys.agentList,
-    queryFn: async ({ signal }) => (await get<{ items: Agent[] }>('/agents', signal)).items,
+    queryFn: async ({ signal }) => (await admin.agents.list(signal)).items,
     // No deep comparison of the new list with the old one: with 10,000 devices it took half the
     // time of every live update (bench: console). Live updates keep unchanged rows as they were
     // (upsertAgents), so nothing relies on it.
@@ -98,23 +91,23 @@ export function useAgents() {
 export function useAgent(id: number | null) {
   return useQuery({
     queryKey: keys.agent(id ?? 0),
-    queryFn: ({ signal }) => get<AgentDetail>(`/agents/${id}`, signal),
+    queryFn: ({ signal }) => admin.agents.get(id!, signal),
     enabled: id !== null,
   });
 }
 
 export function useFleets() {
-  return useQuery({ queryKey: keys.fleets, queryFn: async ({ signal }) => (await get<{ items: Fleet[] }>('/fleets', signal)).items });
+  return useQuery({ queryKey: keys.fleets, queryFn: async ({ signal }) => (await admin.fleets.list(signal)).items });
 }
 
 export function useSettings() {
-  return useQuery({ queryKey: keys.settings, queryFn: ({ signal }) => get<Settings>('/settings', signal) });
+  return useQuery({ queryKey: keys.settings, queryFn: ({ signal }) => admin.settings.get(signal) });
 }
 
 export function useStored(kind: StoredKind) {
   return useQuery({
     queryKey: keys.stored(kind),
-    queryFn: ({ signal }) => get<StoredItem[]>(kind === 'file' ? '/files' : '/packages', signal),
+    queryFn: ({ signal }) => admin.stored(kind).list(signal),
   });
 }
 
@@ -124,25 +117,22 @@ export function useStored(kind: StoredKind) {
 export function useCreateInvitation() {
   // No refresh of its own: the window opens the new invitation (one fetch), and its
   // invitation.created event refreshes the lists, in this window as in every other.
-  return useMutation({ mutationFn: (input: InvitationInput) => post<Invitation>('/invitations', input) });
+  return useMutation({ mutationFn: (input: InvitationCreate) => admin.invitations.create(input) });
 }
 
 export function validateInvitations(invitations: InvitationInput[], another = false) {
-  return post<{ errors: string[] }>('/invitations/validate', { invitations, ...(another ? { another } : {}) });
+  return admin.invitations.validate({ invitations, ...(another ? { another } : {}) });
 }
 
 export function createInvitations(invitations: InvitationInput[], sendEmail?: boolean, another = false) {
-  return post<{ items: Invitation[]; mail?: { batch_id: string | null; queued: number } }>('/invitations/bulk', {
-    invitations,
-    ...(sendEmail === undefined ? {} : { send_email: sendEmail }),
-    ...(another ? { another } : {}),
-  });
+  const bulk: InvitationBulk = { invitations, ...(sendEmail === undefined ? {} : { send_email: sendEmail }), ...(another ? { another } : {}) };
+  return admin.invitations.createMany(bulk);
 }
 
 export function useRevokeInvitation() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => post<Invitation>(`/invitations/${id}/revoke`),
+    mutationFn: (id: number) => admin.invitations.revoke(id),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.invitations }),
   });
 }
@@ -150,7 +140,7 @@ export function useRevokeInvitation() {
 export function useDeleteInvitation() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => del(`/invitations/${id}`),
+    mutationFn: (id: number) => admin.invitations.remove(id),
     onSuccess: (_data, id) => {
       client.removeQueries({ queryKey: keys.invitation(id) });
       return client.invalidateQueries({ queryKey: keys.invitations });
@@ -161,7 +151,7 @@ export function useDeleteInvitation() {
 export function useSimulateDevice() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: ({ id, type }: { id: number; type: 'android' | 'apple' }) => post<SimulateResult>(`/invitations/${id}/simulate${query({ type })}`),
+    mutationFn: ({ id, type }: { id: number; type: 'android' | 'apple' }) => admin.invitations.simulate(id, type),
     onSettled: (_data, _error, { id }) => client.invalidateQueries({ queryKey: keys.invitation(id) }),
   });
 }
@@ -169,9 +159,9 @@ export function useSimulateDevice() {
 export function useDeleteAgent() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => del(`/agents/${id}`),
+    mutationFn: (id: number) => admin.agents.remove(id),
     onSuccess: (_data, id) => {
-      client.setQueryData<Agent[]>(keys.agentList, (list) => list?.filter((agent) => agent.id !== id));
+      client.setQueryData<AgentSummary[]>(keys.agentList, (list) => list?.filter((agent) => agent.id !== id));
       client.removeQueries({ queryKey: keys.agent(id) });
     },
   });
@@ -181,7 +171,7 @@ export function useDeleteAgent() {
 export function useChoosePublicHost() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (host: string) => post<{ public_host: string }>('/public-host', { host }),
+    mutationFn: (host: string) => admin.choosePublicHost(host),
     onSuccess: () =>
       Promise.all([
         client.invalidateQueries({ queryKey: keys.status }),
@@ -194,7 +184,7 @@ export function useChoosePublicHost() {
 export function useSaveSettings() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (changes: Partial<Settings>) => patch<Settings>('/settings', changes),
+    mutationFn: (changes: SettingsPatch) => admin.settings.update(changes),
     onSuccess: (settings) => {
       client.setQueryData(keys.settings, settings);
       return Promise.all([client.invalidateQueries({ queryKey: keys.status }), client.invalidateQueries({ queryKey: keys.invitations })]);
@@ -205,7 +195,7 @@ export function useSaveSettings() {
 export function useCreateFleet() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (name: string) => post<Fleet>('/fleets', { name }),
+    mutationFn: (name: string) => admin.fleets.create(name),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.fleets }),
   });
 }
@@ -213,7 +203,7 @@ export function useCreateFleet() {
 export function useRenameFleet() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: ({ id, name }: { id: number; name: string }) => patch<Fleet>(`/fleets/${id}`, { name }),
+    mutationFn: ({ id, name }: { id: number; name: string }) => admin.fleets.rename(id, name),
     onSuccess: () => Promise.all([client.invalidateQueries({ queryKey: keys.fleets }), client.invalidateQueries({ queryKey: keys.agents })]),
   });
 }
@@ -221,7 +211,7 @@ export function useRenameFleet() {
 export function useDeleteStored(kind: StoredKind) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => del(`/${kind === 'file' ? 'files' : 'packages'}/${id}`),
+    mutationFn: (id: number) => admin.stored(kind).remove(id),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.stored(kind) }),
   });
 }
@@ -229,7 +219,7 @@ export function useDeleteStored(kind: StoredKind) {
 export function useDeleteFleet() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => del(`/fleets/${id}`),
+    mutationFn: (id: number) => admin.fleets.remove(id),
     onSuccess: () => Promise.all([client.invalidateQueries({ queryKey: keys.fleets }), client.invalidateQueries({ queryKey: keys.deployments })]),
   });
 }
@@ -237,7 +227,7 @@ export function useDeleteFleet() {
 export function useDeployments(filter: DeploymentFilter, enabled = true) {
   return useQuery({
     queryKey: keys.deploymentList(filter),
-    queryFn: async ({ signal }) => (await get<{ items: Deployment[] }>(`/deployments${query({ ...filter })}`, signal)).items,
+    queryFn: async ({ signal }) => (await admin.deployments.list(filter, signal)).items,
     placeholderData: keepPreviousData,
     enabled,
   });
@@ -246,7 +236,7 @@ export function useDeployments(filter: DeploymentFilter, enabled = true) {
 export function useDeployment(id: number | null) {
   return useQuery({
     queryKey: keys.deployment(id ?? 0),
-    queryFn: ({ signal }) => get<Deployment>(`/deployments/${id}`, signal),
+    queryFn: ({ signal }) => admin.deployments.get(id!, signal),
     enabled: id !== null,
   });
 }
@@ -254,7 +244,7 @@ export function useDeployment(id: number | null) {
 export function useAgentTasks(id: number | null) {
   return useQuery({
     queryKey: keys.agentTasks(id ?? 0),
-    queryFn: async ({ signal }) => (await get<{ items: DeviceTask[] }>(`/agents/${id}/tasks`, signal)).items,
+    queryFn: async ({ signal }) => (await admin.agents.tasks(id!, signal)).items,
     enabled: id !== null,
   });
 }
@@ -262,7 +252,7 @@ export function useAgentTasks(id: number | null) {
 export function useDeploy() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (input: DeployInput) => post<Deployment>('/deployments', input),
+    mutationFn: (input: DeployBody) => admin.deployments.create(input),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.deployments }),
   });
 }
@@ -270,7 +260,7 @@ export function useDeploy() {
 export function useUndeploy() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => api<{ removed: Deployment; removal: Deployment | null }>('DELETE', `/deployments/${id}`),
+    mutationFn: (id: number) => admin.deployments.remove(id),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.deployments }),
   });
 }
@@ -278,7 +268,7 @@ export function useUndeploy() {
 export function useUpdatePackage() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: ({ id, ...changes }: { id: number; package_name?: string; version_code?: number; version_name?: string }) => patch<StoredItem>(`/packages/${id}`, changes),
+    mutationFn: ({ id, ...changes }: { id: number } & PackagePatch) => admin.updatePackage(id, changes),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.stored('package') }),
   });
 }

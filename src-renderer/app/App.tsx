@@ -15,7 +15,7 @@ import {
   IconSun,
 } from '@tabler/icons-react';
 import { useEffect, type ReactNode } from 'react';
-import { ApiRequestError } from '../api/client.ts';
+import { AdminApiError } from '../api/client.ts';
 import { useStatus } from '../api/queries.ts';
 import { useLiveState } from '../live/LiveProvider.tsx';
 import { ApprovalsPage } from '../pages/Approvals.tsx';
@@ -101,7 +101,7 @@ export function App() {
   const status = useStatus();
   useEffect(close, [pathname, close]);
   const live = useLiveState();
-  const signedOut = live === 'signed-out' || (status.error instanceof ApiRequestError && status.error.status === 401);
+  const signedOut = live === 'signed-out' || (status.error instanceof AdminApiError && status.error.status === 401);
   // Signed out (cookie gone or the admin token changed): the sign-in page says what to do.
   useEffect(() => {
     if (signedOut) navigate(`/sign-in?from=${encodeURIComponent(window.location.pathname + window.location.search)}`, { replace: true });

@@ -2,20 +2,12 @@ import { Button, Group, Select, Stack, Text, Tooltip } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { IconListDetails, IconLock, IconLockOpen, IconLogout, IconMapPin, IconRadar, IconTrashX } from '@tabler/icons-react';
 import { useState } from 'react';
-import { ApiRequestError, patch, post } from '../api/client.ts';
+import { admin, AdminApiError } from '../api/client.ts';
 import { keys, useFleets } from '../api/queries.ts';
-import type { Agent } from '../api/types.ts';
+import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 import { confirmAction, notifyError, notifySuccess } from '../components/common.tsx';
+import type { AgentCommand } from '../../src-shared/contract/rules.ts';
 
-/** Commands the broker delivers to agents over MQTT (POST /api/agents/:id/commands). */
-export type AgentCommand = 'ping' | 'lock' | 'unlock' | 'wipe' | 'unenroll' | 'inventory' | 'geolocate';
-
-interface CommandResult {
-  command: string;
-  online: boolean;
-  retained: boolean;
-  agent?: Agent;
-}
 
 const COMMANDS: {
   command: AgentCommand;
@@ -58,7 +50,7 @@ const COMMANDS: {
   },
 ];
 
-const unavailable = (error: unknown) => error instanceof ApiRequestError && (error.status === 404 || error.status === 501) && error.code !== 'ERROR_ITEM_NOT_FOUND';
+const unavailable = (error: unknown) => error instanceof AdminApiError && (error.status === 404 || error.status === 501) && error.code !== 'ERROR_ITEM_NOT_FOUND';
 
 /** Ping, lock, unlock, wipe, unenroll and move to another fleet; destructive ones confirmed. */
 export function AgentCommands({ agent }: { agent: Agent }) {
@@ -73,7 +65,7 @@ export function AgentCommands({ agent }: { agent: Agent }) {
   };
 
   const send = useMutation({
-    mutationFn: (command: AgentCommand) => post<CommandResult>(`/agents/${agent.id}/commands`, { command }),
+    mutationFn: (command: AgentCommand) => admin.agents.command(agent.id, command),
     onSuccess: (result, command) => {
       const label = COMMANDS.find((c) => c.command === command)!.label;
       notifySuccess(
@@ -89,7 +81,7 @@ export function AgentCommands({ agent }: { agent: Agent }) {
   });
 
   const move = useMutation({
-    mutationFn: (fleetId: number) => patch<Agent>(`/agents/${agent.id}`, { fleet_id: fleetId }),
+    mutationFn: (fleetId: number) => admin.agents.move(agent.id, { fleet_id: fleetId }),
     onSuccess: (updated) => {
       notifySuccess(`${agent.name} moved to ${updated.fleet}`);
       setFleet(null);

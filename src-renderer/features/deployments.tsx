@@ -2,7 +2,7 @@ import { ActionIcon, Badge, Button, Checkbox, Group, Modal, NumberInput, Progres
 import { IconChevronDown, IconChevronRight, IconRocket, IconTrash } from '@tabler/icons-react';
 import { Fragment, useState } from 'react';
 import { useAgents, useDeploy, useDeployment, useDeployments, useFleets, useUndeploy, useUpdatePackage } from '../api/queries.ts';
-import type { Deployment, DeploymentFilter, DeviceTask, StoredItem, StoredKind, TaskCounts, TaskStatus } from '../api/types.ts';
+import type { Deployment, DeploymentFilter, DeviceTask, StoredItem, StoredKind, TaskCounts, TaskStatus } from '../../src-shared/contract/index.ts';
 import { confirmAction, EmptyState, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
 
 const STATUS_COLORS: Record<TaskStatus, string> = {
@@ -63,14 +63,14 @@ function TaskRows({ id }: { id: number }) {
   return (
     <QueryView query={detail}>
       {(deployment) =>
-        (deployment.tasks ?? []).length === 0 ? (
+        deployment.tasks.length === 0 ? (
           <Text size="sm" c="dimmed" p="xs">
             No device in scope yet: devices that join get a task.
           </Text>
         ) : (
           <Table fz="sm" verticalSpacing={4} data-testid={`deployment-tasks-${id}`}>
             <Table.Tbody>
-              {(deployment.tasks ?? []).map((task) => (
+              {deployment.tasks.map((task) => (
                 <Table.Tr key={task.id} data-agent-id={task.agent_id}>
                   <Table.Td w="35%">{task.agent_name}</Table.Td>
                   <Table.Td w={120}>

@@ -2,7 +2,7 @@
 import { Alert, Badge, Box, Button, Card, Code, Group, Modal, Overlay, Stack, Table, Text, Title } from '@mantine/core';
 import { IconDownload } from '@tabler/icons-react';
 import type { ReactNode } from 'react';
-import type { SimulateResult } from '../api/types.ts';
+import type { SimulateResult } from '../../src-shared/contract/index.ts';
 import { Link } from '../app/router.tsx';
 import { CopyIcon } from '../components/common.tsx';
 

@@ -29,11 +29,11 @@ import { useDisclosure } from '@mantine/hooks';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { IconDeviceFloppy, IconEye, IconMailShare } from '@tabler/icons-react';
 import { useEffect, useState } from 'react';
-import { ApiRequestError, errorMessage, get, post, api } from '../api/client.ts';
+import { admin, AdminApiError, errorMessage } from '../api/client.ts';
 import { keys } from '../api/queries.ts';
-import type { MailPreview, MailSettings, MailSettingsView, MailTestResult } from '../api/types.ts';
+import type { MailSettings, MailSettingsPut, MailSettingsView } from '../../src-shared/contract/index.ts';
 import { notifyError, QueryView } from '../components/common.tsx';
-import { isValidEmail } from '../lib/email.ts';
+import { isValidEmail } from '../../src-shared/contract/rules.ts';
 import { isHttpUrl } from '../lib/settings.ts';
 
 type Form = MailSettings & { smtp_password: string };
@@ -52,7 +52,7 @@ function errorsOf(values: Form): Partial<Record<keyof Form, string>> {
 }
 
 /** The PUT body: the fields that changed; the password only when one was typed. */
-export function mailPatch(before: MailSettings, after: Form): Record<string, unknown> {
+export function mailPatch(before: MailSettings, after: Form): MailSettingsPut {
   const patch: Record<string, unknown> = {};
   for (const key of Object.keys(before) as (keyof MailSettings)[]) {
     let value: unknown = after[key];
@@ -60,13 +60,14 @@ export function mailPatch(before: MailSettings, after: Form): Record<string, unk
     if (value !== before[key]) patch[key] = value;
   }
   if (after.smtp_password !== '') patch.smtp_password = after.smtp_password;
-  return patch;
+  // The keys are those of the mail settings, the values the form's own (of their types).
+  return patch as MailSettingsPut;
 }
 
 function PreviewModal({ opened, onClose, templates }: { opened: boolean; onClose: () => void; templates: { subject: string; html: string; text: string } | null }) {
   const preview = useQuery({
     queryKey: ['mail', 'preview', templates],
-    queryFn: () => post<MailPreview>('/mail/preview', templates ?? {}),
+    queryFn: () => admin.mail.preview(templates ?? {}),
     enabled: opened && templates !== null,
     staleTime: 0,
   });
@@ -136,9 +137,10 @@ function TestEmail() {
   const test = useMutation({
     mutationFn: async (address: string) => {
       try {
-        return await post<MailTestResult>('/mail/test', { to: address });
+        return await admin.mail.test(address);
       } catch (error) {
-        if (error instanceof ApiRequestError && error.status === 502) return { ok: false, message: error.message } as MailTestResult;
+        // 502: the mail server refused or could not be reached; said in place, not as an error.
+        if (error instanceof AdminApiError && error.status === 502) return { ok: false, message: error.message } as const;
         throw error;
       }
     },
@@ -164,9 +166,9 @@ function TestEmail() {
         <Alert color={result.ok ? 'teal' : 'red'} variant="light" p="sm" data-testid="mail-test-result">
           {result.ok
             ? result.via === 'outbox'
-              ? `Written to the outbox: ${result.file ?? ''}`
+              ? `Written to the outbox: ${result.file}`
               : `Sent. The server said: ${result.response ?? 'OK'}`
-            : `Failed: ${result.message ?? result.error ?? 'unknown error'}`}
+            : `Failed: ${result.message}`}
         </Alert>
       ) : null}
     </Stack>
@@ -191,7 +193,7 @@ function MailForm({ view }: { view: MailSettingsView }) {
   }, [view]);
 
   const save = useMutation({
-    mutationFn: (patch: Record<string, unknown>) => api<MailSettingsView>('PUT', '/mail/settings', { body: patch }),
+    mutationFn: (patch: MailSettingsPut) => admin.mail.saveSettings(patch),
     onSuccess: (updated) => {
       client.setQueryData(keys.mailSettings, updated);
       void client.invalidateQueries({ queryKey: keys.settings });
@@ -202,7 +204,7 @@ function MailForm({ view }: { view: MailSettingsView }) {
     onError: (error) => setSaveError(errorMessage(error)),
   });
   const removePassword = useMutation({
-    mutationFn: () => api<MailSettingsView>('PUT', '/mail/settings', { body: { smtp_password: null } }),
+    mutationFn: () => admin.mail.saveSettings({ smtp_password: null }),
     onSuccess: (updated) => client.setQueryData(keys.mailSettings, updated),
     onError: (error) => notifyError('Password not removed', error),
   });
@@ -352,11 +354,11 @@ function MailForm({ view }: { view: MailSettingsView }) {
 export function MailSettingsSection() {
   const view = useQuery({
     queryKey: keys.mailSettings,
-    queryFn: ({ signal }) => get<MailSettingsView>('/mail/settings', signal),
+    queryFn: ({ signal }) => admin.mail.settings(signal),
     retry: false,
   });
   // A server without the mail capability: no section.
-  if (view.isError && view.error instanceof ApiRequestError && view.error.status === 404) return null;
+  if (view.isError && view.error instanceof AdminApiError && view.error.status === 404) return null;
   return (
     <Card withBorder radius="md" p="lg" id="email">
       <Title order={4}>Invitation email</Title>

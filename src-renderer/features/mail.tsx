@@ -2,9 +2,9 @@
 import { Alert, Badge, Button, Card, Group, Progress, Stack, Table, Text, Title, Tooltip } from '@mantine/core';
 import { useMutation, useQueries, useQueryClient } from '@tanstack/react-query';
 import { IconClockHour4, IconMail, IconMailCheck, IconMailExclamation, IconMailForward, IconMailOpened } from '@tabler/icons-react';
-import { get, post } from '../api/client.ts';
+import { admin } from '../api/client.ts';
 import { keys } from '../api/queries.ts';
-import type { Invitation, InvitationDetail, MailBatch, MailDelivery } from '../api/types.ts';
+import type { Invitation, InvitationDetail, MailBatch, MailDelivery } from '../../src-shared/contract/index.ts';
 import { notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
 
 export const DELIVERY: Record<string, { label: string; color: string; hint: string }> = {
@@ -58,7 +58,7 @@ export function DeliveryMark({ delivery }: { delivery: MailDelivery | null | und
 function useResend(invitation: Invitation) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: () => post<Invitation>(`/invitations/${invitation.id}/resend`),
+    mutationFn: () => admin.invitations.resend(invitation.id),
     onSuccess: () => {
       notifySuccess(`The invitation email to ${invitation.email} is on its way again`);
       void client.invalidateQueries({ queryKey: keys.invitations });
@@ -167,10 +167,10 @@ export function DeliveryCard({ invitation }: { invitation: InvitationDetail }) {
 export function MailBatchesProgress({ batchIds }: { batchIds: string[] }) {
   const client = useQueryClient();
   const batches = useQueries({
-    queries: batchIds.map((id) => ({ queryKey: keys.mailBatch(id), queryFn: ({ signal }: { signal: AbortSignal }) => get<MailBatch>(`/mail/batches/${id}`, signal) })),
+    queries: batchIds.map((id) => ({ queryKey: keys.mailBatch(id), queryFn: ({ signal }: { signal: AbortSignal }) => admin.mail.batch(id, signal) })),
   });
   const retry = useMutation({
-    mutationFn: () => Promise.all(batchIds.map((batch_id) => post<{ queued: number }>('/mail/retry', { batch_id }))),
+    mutationFn: () => Promise.all(batchIds.map((batch_id) => admin.mail.retry({ batch_id }))),
     onSuccess: (results) => {
       notifySuccess(`${results.reduce((n, r) => n + r.queued, 0)} email(s) queued again`);
       void client.invalidateQueries({ queryKey: keys.mail });
@@ -182,7 +182,7 @@ export function MailBatchesProgress({ batchIds }: { batchIds: string[] }) {
   const total = loaded.reduce((n, b) => n + b.total, 0);
   const sent = loaded.reduce((n, b) => n + b.sent + b.outbox, 0);
   const failed = loaded.reduce((n, b) => n + b.failed, 0);
-  const retrying = loaded.reduce((n, b) => n + (b.retrying ?? 0), 0);
+  const retrying = loaded.reduce((n, b) => n + b.retrying, 0);
   const waiting = loaded.reduce((n, b) => n + b.queued + b.sending, 0) - retrying;
   const outbox = loaded.reduce((n, b) => n + b.outbox, 0);
   return (

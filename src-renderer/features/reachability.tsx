@@ -2,7 +2,7 @@ import { Alert, Button, Group, Text } from '@mantine/core';
 import { IconAlertTriangle } from '@tabler/icons-react';
 import { useChoosePublicHost, useStatus } from '../api/queries.ts';
 import { notifyError, notifySuccess } from '../components/common.tsx';
-import { isLoopback } from '../lib/settings.ts';
+import { isLoopback } from '../../src-shared/contract/rules.ts';
 
 /**
  * "Phones cannot reach this server", wherever codes are made or sent: the public host goes into

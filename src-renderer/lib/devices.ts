@@ -1,4 +1,4 @@
-import type { Agent } from '../api/types.ts';
+import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 
 /** Words of the search, each of which must appear in one of the agent's searchable fields. */
 export function searchTerms(query: string): string[] {

@@ -1,5 +1,6 @@
 import { CsvError, parseCsv } from './csv.ts';
-import { emailProblem, normalizeEmail } from './email.ts';
+import { emailProblem } from './email.ts';
+import { INVITATION_LIFETIME_DAYS, isWholeNumberIn, normalizeEmail } from '../../src-shared/contract/rules.ts';
 
 /** One invitation to create, as read from pasted text or a CSV file, with what is wrong with it. */
 export interface ImportRow {
@@ -19,7 +20,6 @@ export interface ImportResult {
   errors: string[];
 }
 
-export const LIFETIME = { min: 1, max: 180 } as const;
 const NAME_MAX = 100;
 
 type Column = 'email' | 'firstname' | 'lastname' | 'fleet' | 'days' | 'name';
@@ -228,8 +228,8 @@ export function validateRows(rows: ImportRow[], { fleets }: { fleets?: string[] 
     if ((row.firstname?.length ?? 0) > NAME_MAX) row.problems.push(`first name is longer than ${NAME_MAX} characters`);
     if ((row.lastname?.length ?? 0) > NAME_MAX) row.problems.push(`last name is longer than ${NAME_MAX} characters`);
     if (row.fleet && known && !known.has(row.fleet.toLowerCase())) row.problems.push(`unknown fleet "${row.fleet}"`);
-    if (row.days !== null && (row.days < LIFETIME.min || row.days > LIFETIME.max)) {
-      row.problems.push(`lifetime must be ${LIFETIME.min} to ${LIFETIME.max} days`);
+    if (row.days !== null && !isWholeNumberIn(row.days, INVITATION_LIFETIME_DAYS)) {
+      row.problems.push(`lifetime must be ${INVITATION_LIFETIME_DAYS.min} to ${INVITATION_LIFETIME_DAYS.max} days`);
     }
     return row;
   });

@@ -1,5 +1,5 @@
-import type { Settings } from '../api/types.ts';
-import { isValidEmail } from './email.ts';
+import type { Settings } from '../../src-shared/contract/index.ts';
+import { APP_LINK_SCHEME, BROWSER_SCHEMES, INVITATION_LIFETIME_DAYS, isValidEmail, isValidHost, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 
 /** The settings the console's form edits (the mail ones have their own section). */
 export const GENERAL_KEYS = [
@@ -24,22 +24,6 @@ export function pickGeneral(settings: Settings): GeneralSettings {
   return Object.fromEntries(GENERAL_KEYS.map((key) => [key, settings[key]])) as GeneralSettings;
 }
 
-const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
-const IPV4 = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-
-export function isValidHost(host: string): boolean {
-  const value = host.trim();
-  if (value === '' || value.length > 253) return false;
-  if (/^\d+(\.\d+)*$/.test(value)) return IPV4.test(value);
-  if (value.includes(':')) return /^\[?[0-9A-Fa-f:.]+\]?$/.test(value) && value.replace(/[[\]]/g, '').split(':').length >= 3;
-  return HOST.test(value);
-}
-
-export function isLoopback(host: string): boolean {
-  const value = host.trim().toLowerCase();
-  return value === 'localhost' || value === '::1' || value === '[::1]' || /^127\./.test(value);
-}
-
 export function isHttpUrl(value: string): boolean {
   try {
     const url = new URL(value);
@@ -59,10 +43,10 @@ export function settingsErrors(values: GeneralSettings): Partial<Record<GeneralK
     if (!isHttpUrl(values.deeplink_base_url.trim())) errors.deeplink_base_url = 'A full http:// or https:// address';
     else if (/[?#]/.test(values.deeplink_base_url)) errors.deeplink_base_url = 'Just the base address, without ? or #';
   }
-  // The server's rule (settings.ts): lower case, and never a scheme a browser handles itself.
-  if (!/^[a-z][a-z0-9+.-]{0,31}$/.test(values.app_link_scheme)) {
+  // The server's rule: lower case, and never a scheme a browser handles itself.
+  if (!APP_LINK_SCHEME.test(values.app_link_scheme)) {
     errors.app_link_scheme = 'A lower-case letter, then lower-case letters, digits, + . or - (at most 32), as in mdmagent';
-  } else if (['javascript', 'data', 'vbscript', 'file', 'http', 'https', 'blob', 'about', 'ftp', 'mailto', 'tel', 'ws', 'wss'].includes(values.app_link_scheme)) {
+  } else if ((BROWSER_SCHEMES as readonly string[]).includes(values.app_link_scheme)) {
     errors.app_link_scheme = `"${values.app_link_scheme}" is not an app's scheme`;
   }
   if (values.helpdesk_email.trim() !== '' && !isValidEmail(values.helpdesk_email)) errors.helpdesk_email = 'Not a valid email address';
@@ -78,7 +62,7 @@ export function settingsErrors(values: GeneralSettings): Partial<Record<GeneralK
   }
   if (values.helpdesk_phone.length > 100) errors.helpdesk_phone = 'At most 100 characters';
   const days = values.invitation_lifetime_days;
-  if (!Number.isInteger(days) || days < 1 || days > 180) errors.invitation_lifetime_days = 'Between 1 and 180 days';
+  if (!isWholeNumberIn(days, INVITATION_LIFETIME_DAYS)) errors.invitation_lifetime_days = `Between ${INVITATION_LIFETIME_DAYS.min} and ${INVITATION_LIFETIME_DAYS.max} days`;
   if (values.android_bugcollector_url.trim() !== '' && !isHttpUrl(values.android_bugcollector_url.trim())) {
     errors.android_bugcollector_url = 'A full http:// or https:// address';
   }

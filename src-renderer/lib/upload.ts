@@ -1,5 +1,6 @@
-import { ApiRequestError } from '../api/client.ts';
-import type { StoredItem, StoredKind } from '../api/types.ts';
+import { AdminApiError } from '../api/client.ts';
+import { queryString } from '../../src-shared/contract/admin-client.ts';
+import type { StoredItem, StoredKind, UploadQuery } from '../../src-shared/contract/files.ts';
 
 export interface UploadHandle {
   promise: Promise<StoredItem>;
@@ -14,9 +15,8 @@ export function uploadFile(kind: StoredKind, file: File, onProgress: (fraction: 
   const xhr = new XMLHttpRequest();
   const promise = new Promise<StoredItem>((resolve, reject) => {
     const path = kind === 'file' ? 'files' : 'packages';
-    const params = new URLSearchParams({ name: file.name });
-    if (file.type && /^[\w.+-]+\/[\w.+-]+$/.test(file.type)) params.set('mime_type', file.type);
-    xhr.open('POST', `/api/${path}?${params.toString()}`);
+    const query: UploadQuery = { name: file.name, ...(file.type && /^[\w.+-]+\/[\w.+-]+$/.test(file.type) ? { mime_type: file.type } : {}) };
+    xhr.open('POST', `/api/${path}${queryString(query)}`);
     xhr.withCredentials = true;
     xhr.setRequestHeader('content-type', 'application/octet-stream');
     xhr.setRequestHeader('accept', 'application/json');
@@ -33,10 +33,10 @@ export function uploadFile(kind: StoredKind, file: File, onProgress: (fraction: 
       if (xhr.status === 201) {
         onProgress(1);
         resolve(body as StoredItem);
-      } else reject(new ApiRequestError(xhr.status, body.error ?? `HTTP_${xhr.status}`, body.message ?? `Upload failed (HTTP ${xhr.status})`));
+      } else reject(new AdminApiError(xhr.status, { ...body, error: body.error ?? `HTTP_${xhr.status}`, message: body.message ?? `Upload failed (HTTP ${xhr.status})` }));
     };
-    xhr.onerror = () => reject(new ApiRequestError(0, 'NETWORK_ERROR', 'The upload was interrupted'));
-    xhr.onabort = () => reject(new ApiRequestError(0, 'ABORTED', 'Upload cancelled'));
+    xhr.onerror = () => reject(new AdminApiError(0, { error: 'NETWORK_ERROR', message: 'The upload was interrupted' }));
+    xhr.onabort = () => reject(new AdminApiError(0, { error: 'ABORTED', message: 'Upload cancelled' }));
     xhr.send(file);
   });
   return { promise, abort: () => xhr.abort() };

@@ -1,8 +1,8 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
-import { ApiRequestError, get } from '../api/client.ts';
+import { admin, AdminApiError } from '../api/client.ts';
 import { useFeed } from '../api/queries.ts';
-import type { Agent } from '../api/types.ts';
+import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 import { LiveSync } from './cache-sync.ts';
 import { openEventStream, type StreamState } from './event-stream.ts';
 
@@ -29,8 +29,8 @@ export function LiveProvider({ children }: { children: ReactNode }) {
     started.current = true;
     const sync = new LiveSync(client, {
       fetchAgent: (id) =>
-        get<Agent>(`/agents/${id}`).catch((error: unknown) => {
-          if (error instanceof ApiRequestError && error.status === 404) return null;
+        admin.agents.get(id).catch((error: unknown) => {
+          if (error instanceof AdminApiError && error.status === 404) return null;
           throw error;
         }),
     });

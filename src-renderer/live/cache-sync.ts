@@ -1,7 +1,7 @@
 import type { Query, QueryClient, QueryKey } from '@tanstack/react-query';
 import { codeKeys } from '../api/codes.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
-import type { Agent, LiveEvent, StoredKind } from '../api/types.ts';
+import type { AgentSummary as Agent, LiveEvent, StoredKind, StreamEvent } from '../../src-shared/contract/index.ts';
 
 /** Agent events that change how many devices a fleet holds (presence and commands do not). */
 const FLEET_COUNT_ACTIONS = new Set(['enrolled', 'reenrolled', 'deleted', 'unenrolled', 'fleet_changed']);
@@ -129,7 +129,7 @@ export class LiveSync {
     });
   }
 
-  handle(event: LiveEvent): void {
+  handle(event: StreamEvent): void {
     const order = ++this.order;
     this.client.setQueryData<LiveEvent[]>(keys.events, (feed) => {
       if (!feed) return feed;

@@ -1,5 +1,5 @@
 import { SseParser } from '../lib/sse.ts';
-import type { LiveEvent } from '../api/types.ts';
+import type { StreamEvent } from '../../src-shared/contract/index.ts';
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'signed-out';
 
@@ -7,7 +7,7 @@ export interface EventStreamOptions {
   url: string;
   /** Resume after this event id (the server replays what came after it). */
   lastEventId?: number;
-  onEvent: (event: LiveEvent) => void;
+  onEvent: (event: StreamEvent) => void;
   onState: (state: StreamState, detail?: { reconnected: boolean }) => void;
   fetchImpl?: typeof fetch;
   /** Delay before reconnecting, when the server sent no `retry:`. */
@@ -64,9 +64,9 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
         if (done) break;
         for (const message of parser.push(value)) {
           serverRetry = parser.retry ?? serverRetry;
-          let event: LiveEvent;
+          let event: StreamEvent;
           try {
-            event = JSON.parse(message.data) as LiveEvent;
+            event = JSON.parse(message.data) as StreamEvent;
           } catch {
             continue;
           }

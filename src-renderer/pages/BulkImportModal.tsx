@@ -23,15 +23,14 @@ import { useDebouncedValue } from '@mantine/hooks';
 import { useQueryClient } from '@tanstack/react-query';
 import { IconAlertTriangle, IconCheck, IconClipboardText, IconFileSpreadsheet, IconPrinter, IconUpload, IconX } from '@tabler/icons-react';
 import { useEffect, useMemo, useState } from 'react';
-import { ApiRequestError, errorMessage, post } from '../api/client.ts';
+import { admin, AdminApiError, errorMessage } from '../api/client.ts';
 import { createInvitations, keys, useFleets, useSettings, validateInvitations } from '../api/queries.ts';
-import type { Invitation } from '../api/types.ts';
+import type { Invitation } from '../../src-shared/contract/index.ts';
 import { navigate } from '../app/router.tsx';
 import { fullName } from '../lib/format.ts';
 import { notifyError } from '../components/common.tsx';
 import { createInBatches, validateInChunks, type BulkOutcome } from '../lib/bulk-create.ts';
 import {
-  LIFETIME,
   mergeServerErrors,
   parseCsvText,
   parsePasted,
@@ -41,6 +40,7 @@ import {
   type ImportRow,
 } from '../lib/invitation-import.ts';
 import { printQuery } from '../lib/print-layout.ts';
+import { INVITATION_LIFETIME_DAYS as LIFETIME } from '../../src-shared/contract/rules.ts';
 import { MailBatchesProgress } from '../features/mail.tsx';
 import { UnreachableWarning } from '../features/reachability.tsx';
 
@@ -153,10 +153,10 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
     if (createFleets) {
       for (const name of missingFleets) {
         try {
-          await post('/fleets', { name });
+          await admin.fleets.create(name);
         } catch (error) {
           // Created meanwhile (by someone else): fine; anything else stops here, nothing sent yet.
-          if (!(error instanceof ApiRequestError && error.status === 409)) {
+          if (!(error instanceof AdminApiError && error.status === 409)) {
             notifyError(`Fleet "${name}" could not be created`, error);
             setPhase('input');
             return;
@@ -170,13 +170,13 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
       valid,
       async (batch) => {
         const created = await createInvitations(batch.map((row) => toInvitationInput(row, defaults)), mailOn ? emailThem : undefined, alsoPending);
-        if (created.mail?.batch_id && created.mail.queued > 0) batches.push(created.mail.batch_id);
+        if (created.mail.batch_id && created.mail.queued > 0) batches.push(created.mail.batch_id);
         return created.items;
       },
       {
         batchSize: 25,
         onProgress: (done, total) => setProgress({ done, total }),
-        errorOf: (error) => ({ message: errorMessage(error), errors: error instanceof ApiRequestError ? error.errors : [] }),
+        errorOf: (error) => ({ message: errorMessage(error), errors: error instanceof AdminApiError ? error.errors : [] }),
       },
     );
     setOutcome(result);

@@ -1,9 +1,10 @@
 import { Alert, Anchor, Breadcrumbs, Button, Card, Grid, Group, Modal, SegmentedControl, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { IconPlayerPlay, IconPrinter } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
-import { ApiRequestError } from '../api/client.ts';
-import { useCode, useSimulateWithCode, usesText, type CodeDetail, type CodeLogEntry } from '../api/codes.ts';
-import type { SimulateResult } from '../api/types.ts';
+import { AdminApiError } from '../api/client.ts';
+import { useCode, useSimulateWithCode, usesText } from '../api/codes.ts';
+import type { CodeDetail, CodeLogEntry } from '../../src-shared/contract/index.ts';
+import type { SimulateResult } from '../../src-shared/contract/index.ts';
 import { Link } from '../app/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
 import { DecideButtons, EnrollStatusBadge } from '../features/approval.tsx';
@@ -16,7 +17,7 @@ export function CodePage({ id }: { id: number }) {
   const code = useCode(id);
   if (code.isPending) return <LoadingState />;
   if (code.isError) {
-    if (code.error instanceof ApiRequestError && code.error.status === 404) {
+    if (code.error instanceof AdminApiError && code.error.status === 404) {
       return <EmptyState title="This enrollment code does not exist" action={<Button component={Link} to="/codes" variant="light">Back to enrollment codes</Button>} />;
     }
     return <ErrorState error={code.error} onRetry={() => void code.refetch()} />;

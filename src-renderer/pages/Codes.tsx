@@ -1,8 +1,10 @@
 import { Alert, Anchor, Badge, Button, Group, Modal, NumberInput, SegmentedControl, Select, Stack, Table, TagsInput, Text, TextInput } from '@mantine/core';
 import { IconBan, IconPlus, IconRefresh } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
-import { ApiRequestError } from '../api/client.ts';
-import { CODE_STATUS, useCodes, useCreateCode, useRevokeCode, useRotateCode, usesText, type EnrollmentCode } from '../api/codes.ts';
+import { AdminApiError } from '../api/client.ts';
+import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from '../../src-shared/contract/rules.ts';
+import { CODE_STATUS, useCodes, useCreateCode, useRevokeCode, useRotateCode, usesText } from '../api/codes.ts';
+import type { EnrollmentCode } from '../../src-shared/contract/index.ts';
 import { useFleets } from '../api/queries.ts';
 import { Link, navigate } from '../app/router.tsx';
 import { confirmAction, EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, PageHeader, RelativeTime } from '../components/common.tsx';
@@ -41,7 +43,7 @@ function NewCodeModal({ opened, onClose }: { opened: boolean; onClose: () => voi
           onClose();
           navigate(`/codes/${code.id}`);
         },
-        onError: (error) => setServerError(error instanceof ApiRequestError ? error.message : String(error)),
+        onError: (error) => setServerError(error instanceof AdminApiError ? error.message : String(error)),
       },
     );
   };
@@ -63,8 +65,8 @@ function NewCodeModal({ opened, onClose }: { opened: boolean; onClose: () => voi
             aria-label="Allowed email domains"
           />
           <Group grow align="flex-start">
-            <NumberInput label="Maximum uses" description="Empty: unlimited" min={1} max={1_000_000} value={maxUses} onChange={setMaxUses} allowDecimal={false} />
-            <NumberInput label="Valid for (days)" description="1 to 365; empty: never expires" min={1} max={365} value={days} onChange={setDays} allowDecimal={false} />
+            <NumberInput label="Maximum uses" description="Empty: unlimited" min={1} max={CODE_MAX_USES} value={maxUses} onChange={setMaxUses} allowDecimal={false} />
+            <NumberInput label="Valid for (days)" description={`${CODE_LIFETIME_DAYS.min} to ${CODE_LIFETIME_DAYS.max}; empty: never expires`} min={CODE_LIFETIME_DAYS.min} max={CODE_LIFETIME_DAYS.max} value={days} onChange={setDays} allowDecimal={false} />
           </Group>
           <div>
             <Text size="sm" fw={500} mb={4}>

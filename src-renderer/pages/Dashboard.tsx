@@ -14,7 +14,7 @@ import {
 } from '@tabler/icons-react';
 import type { ReactNode } from 'react';
 import { useFeed, useStatus } from '../api/queries.ts';
-import type { LiveEvent, ServerStatus } from '../api/types.ts';
+import type { LiveEvent, ServerStatus } from '../../src-shared/contract/index.ts';
 import { Link } from '../app/router.tsx';
 import { AgentAppNote } from '../features/agent-app.tsx';
 import { CopyIcon, EmptyState, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
@@ -126,7 +126,7 @@ const BROKER_NAMES: Record<string, string> = { embedded: 'Embedded', mosquitto: 
 /** The broker mode, where agents connect, and whether the backend reaches an external broker. */
 function BrokerLine({ status }: { status: ServerStatus }) {
   const mqtt = status.mqtt;
-  const mode = mqtt?.mode ?? status.mqtt_broker ?? 'embedded';
+  const mode = status.mqtt_broker;
   if (mode === 'embedded') {
     return (
       <Text size="sm" data-testid="broker-mode">
@@ -154,7 +154,7 @@ function BrokerLine({ status }: { status: ServerStatus }) {
 }
 
 function ServerCard({ status }: { status: ServerStatus }) {
-  const fingerprint = status.mqtt_tls_fingerprint ?? status.tls_fingerprint ?? null;
+  const fingerprint = status.mqtt_tls_fingerprint;
   return (
     <Card withBorder radius="md" p="md">
       <Group justify="space-between" mb="xs">
@@ -304,12 +304,12 @@ export function Dashboard() {
                   <Text size="sm">{warning}</Text>
                 </Alert>
               ))}
-            {(data.counts.pending_approval ?? 0) > 0 ? (
+            {data.counts.pending_approval > 0 ? (
               <Alert color="orange" variant="light" icon={<IconDeviceMobile size={18} />} title="Devices waiting for approval" data-testid="waiting-approval">
                 <Group justify="space-between">
                   <Text size="sm">
                     <Text span fw={700} data-testid="waiting-approval-count">
-                      {data.counts.pending_approval!.toLocaleString()}
+                      {data.counts.pending_approval.toLocaleString()}
                     </Text>{' '}
                     device{data.counts.pending_approval === 1 ? '' : 's'} enrolled with an enrollment code wait for an admin's approval before they can connect.
                   </Text>

@@ -1,9 +1,9 @@
 import { Badge, Button, Divider, Drawer, Group, ScrollArea, Stack, Table, Text, Title } from '@mantine/core';
 import { IconCircleFilled, IconTrash } from '@tabler/icons-react';
-import { ApiRequestError } from '../api/client.ts';
+import { AdminApiError } from '../api/client.ts';
 import { useAgent, useAgentTasks, useDeleteAgent } from '../api/queries.ts';
 import { DeviceTasks } from '../features/deployments.tsx';
-import type { AgentDetail } from '../api/types.ts';
+import type { AgentDetail } from '../../src-shared/contract/index.ts';
 import { Link } from '../app/router.tsx';
 import { confirmAction, EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
 import { AgentCommands } from '../features/agent-commands.tsx';
@@ -82,7 +82,7 @@ const megabytes = (mb: number | null) => (mb === null ? '—' : mb >= 1024 ? `${
 /** What the device reported about itself: its inventory (FusionInventory XML, parsed by the server) and position. */
 function InventorySection({ agent }: { agent: AgentDetail }) {
   const inventory = agent.inventory;
-  const position = agent.positions?.[0];
+  const position = agent.positions[0];
   const rows: [string, React.ReactNode][] = [];
   if (inventory) {
     rows.push(['Model', [inventory.manufacturer, inventory.model].filter(Boolean).join(' ') || '—']);
@@ -275,7 +275,7 @@ export function DeviceDrawer({ id, onClose }: { id: number | null; onClose: () =
       {id === null ? null : agent.isPending ? (
         <LoadingState />
       ) : agent.isError ? (
-        agent.error instanceof ApiRequestError && agent.error.status === 404 ? (
+        agent.error instanceof AdminApiError && agent.error.status === 404 ? (
           <EmptyState title="This device no longer exists">It was deleted.</EmptyState>
         ) : (
           <ErrorState error={agent.error} onRetry={() => void agent.refetch()} />

@@ -5,7 +5,7 @@ import { IconFile, IconPackage, IconRocket, IconTrash, IconUpload, IconX } from 
 import { useState } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { keys, useDeleteStored, useStored } from '../api/queries.ts';
-import type { StoredItem, StoredKind } from '../api/types.ts';
+import type { StoredItem, StoredKind } from '../../src-shared/contract/index.ts';
 import { navigate, useLocation } from '../app/router.tsx';
 import { confirmAction, CopyIcon, EmptyState, notifyError, notifySuccess, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
 import { formatBytes, shortHash } from '../lib/format.ts';

@@ -20,9 +20,9 @@ import {
   IconTrash,
 } from '@tabler/icons-react';
 import { useState } from 'react';
-import { ApiRequestError } from '../api/client.ts';
+import { AdminApiError } from '../api/client.ts';
 import { useDeleteInvitation, useInvitation, useRevokeInvitation, useSimulateDevice } from '../api/queries.ts';
-import type { InvitationDetail, SimulateResult } from '../api/types.ts';
+import type { InvitationDetail, SimulateResult } from '../../src-shared/contract/index.ts';
 import { Link, navigate } from '../app/router.tsx';
 import {
   confirmAction,
@@ -45,7 +45,7 @@ export function InvitationPage({ id }: { id: number }) {
   const invitation = useInvitation(id);
   if (invitation.isPending) return <LoadingState />;
   if (invitation.isError) {
-    if (invitation.error instanceof ApiRequestError && invitation.error.status === 404) {
+    if (invitation.error instanceof AdminApiError && invitation.error.status === 404) {
       return (
         <EmptyState
           title="This invitation does not exist (any more)"

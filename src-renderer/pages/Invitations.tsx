@@ -3,7 +3,7 @@ import { useDebouncedValue } from '@mantine/hooks';
 import { IconMailPlus, IconPrinter, IconSearch, IconUsersPlus } from '@tabler/icons-react';
 import { useEffect, useMemo, useState } from 'react';
 import { useFleets, useInvitations } from '../api/queries.ts';
-import type { InvitationFilter, InvitationStatus } from '../api/types.ts';
+import type { InvitationFilter, InvitationStatus } from '../../src-shared/contract/index.ts';
 import { Link, navigate, useLocation } from '../app/router.tsx';
 import { EmptyState, ErrorState, InvitationStatusBadge, LoadingState, PageHeader, RelativeTime } from '../components/common.tsx';
 import { DeliveryMark } from '../features/mail.tsx';

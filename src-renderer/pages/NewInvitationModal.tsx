@@ -1,15 +1,15 @@
 import { Alert, Button, Checkbox, Group, Modal, NumberInput, Select, SimpleGrid, Stack, Text, TextInput } from '@mantine/core';
 import { IconCheck, IconInfoCircle } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
-import { ApiRequestError, post } from '../api/client.ts';
+import { admin, AdminApiError } from '../api/client.ts';
 import { useCreateInvitation, useFleets, useSettings } from '../api/queries.ts';
 import { AgentAppNote } from '../features/agent-app.tsx';
 import { navigate } from '../app/router.tsx';
 import { notifyError, notifySuccess } from '../components/common.tsx';
 import { emailProblem } from '../lib/email.ts';
-import { LIFETIME } from '../lib/invitation-import.ts';
+import { INVITATION_LIFETIME_DAYS as LIFETIME, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { UnreachableWarning } from '../features/reachability.tsx';
-import type { Invitation } from '../api/types.ts';
+import type { Invitation } from '../../src-shared/contract/index.ts';
 
 /** One invitation: email checked as it is typed, names, fleet and lifetime. */
 export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClose: () => void }) {
@@ -36,7 +36,7 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
   const showProblem = (blurred || email.includes('@')) && email.trim() !== '' ? problem : null;
   const defaultDays = settings.data?.invitation_lifetime_days ?? 7;
   const daysValue = days === '' ? null : Number(days);
-  const daysProblem = daysValue !== null && (!Number.isInteger(daysValue) || daysValue < LIFETIME.min || daysValue > LIFETIME.max)
+  const daysProblem = daysValue !== null && !isWholeNumberIn(daysValue, LIFETIME)
     ? `Between ${LIFETIME.min} and ${LIFETIME.max} days`
     : null;
 
@@ -61,7 +61,7 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
     if (!pending) return;
     setResending(true);
     try {
-      const resent = await post<Invitation>(`/invitations/${pending.id}/resend`);
+      const resent = await admin.invitations.resend(pending.id);
       notifySuccess(`Invitation #${resent.id} emailed again to ${resent.email}`);
       finish(resent);
     } catch (error) {
@@ -93,9 +93,9 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
           finish(invitation);
         },
         onError: (error) => {
-          const existing = error instanceof ApiRequestError && error.code === 'ERROR_INVITATION_PENDING' ? (error.body.invitation as Invitation | undefined) : undefined;
+          const existing = error instanceof AdminApiError && error.code === 'ERROR_INVITATION_PENDING' ? (error.body.invitation as Invitation | undefined) : undefined;
           if (existing) setPending(existing);
-          else if (error instanceof ApiRequestError && error.status === 400) setServerError(error.message);
+          else if (error instanceof AdminApiError && error.status === 400) setServerError(error.message);
           else notifyError('The invitation was not created', error);
         },
       },

@@ -3,9 +3,9 @@ import { Alert, Anchor, Button, Container, Group, Loader, SegmentedControl, Text
 import { IconArrowLeft, IconFileTypePdf, IconPrinter } from '@tabler/icons-react';
 import { useQuery } from '@tanstack/react-query';
 import { useMemo, useState, type CSSProperties } from 'react';
-import { get } from '../api/client.ts';
+import { admin } from '../api/client.ts';
 import { useInvitationsByIds } from '../api/queries.ts';
-import type { Invitation, InvitationDetail, Page } from '../api/types.ts';
+import type { Invitation, InvitationDetail } from '../../src-shared/contract/index.ts';
 import { Link, navigate, useLocation } from '../app/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess } from '../components/common.tsx';
 import { UnreachableWarning } from '../features/reachability.tsx';
@@ -70,7 +70,7 @@ export function PrintSheet() {
   const [saving, setSaving] = useState(false);
   const pending = useQuery({
     queryKey: ['invitations', 'list', { status: 'pending', limit: 600 }],
-    queryFn: ({ signal }) => get<Page<Invitation>>('/invitations?status=pending&limit=600', signal),
+    queryFn: ({ signal }) => admin.invitations.list({ status: 'pending', limit: 600 }, signal),
     enabled: ids.length === 0,
   });
 

@@ -24,10 +24,11 @@ import { useForm } from '@mantine/form';
 import { IconAlertTriangle, IconCheck, IconDeviceFloppy, IconPencil, IconPlus, IconX } from '@tabler/icons-react';
 import { useEffect, useState, type ReactNode } from 'react';
 import { useCreateFleet, useFleets, useRenameFleet, useSaveSettings, useSettings, useStatus } from '../api/queries.ts';
-import type { Fleet, ServerStatus, Settings } from '../api/types.ts';
+import type { Fleet, ServerStatus, Settings } from '../../src-shared/contract/index.ts';
 import { notifyError, PageHeader, QueryView } from '../components/common.tsx';
 import { MailSettingsSection } from '../features/mail-settings.tsx';
-import { appliedNote, isLoopback, pickGeneral, settingsErrors, settingsPatch, type GeneralSettings } from '../lib/settings.ts';
+import { isLoopback } from '../../src-shared/contract/rules.ts';
+import { appliedNote, pickGeneral, settingsErrors, settingsPatch, type GeneralSettings } from '../lib/settings.ts';
 import { UnreachableWarning } from '../features/reachability.tsx';
 
 function Section({ id, title, description, children }: { id?: string; title: string; description?: ReactNode; children: ReactNode }) {

@@ -1,7 +1,7 @@
 import { Alert, Button, Center, Code, List, Paper, PasswordInput, Stack, Text, Title } from '@mantine/core';
 import { IconAlertTriangle, IconLogin } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
-import { errorOf } from '../api/client.ts';
+import { admin, errorMessage } from '../api/client.ts';
 import { useLocation } from '../app/router.tsx';
 
 /**
@@ -29,20 +29,12 @@ export function SignInPage() {
     setBusy(true);
     setError(null);
     try {
-      const response = await fetch('/auth/sign-in', {
-        method: 'POST',
-        credentials: 'same-origin',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify({ credential }),
-      });
-      if (!response.ok) {
-        setError((await errorOf(response, { keepMessage: true })).message);
-        return;
-      }
+      await admin.signIn(credential);
       // A fresh start: every query and the event stream open with the new cookie.
       window.location.assign(from && from.startsWith('/') && !from.startsWith('//') ? from : '/');
-    } catch {
-      setError('The console cannot reach its server. Is it still running?');
+    } catch (failure) {
+      // The server's reason (not the token, not a valid link…), or that it cannot be reached.
+      setError(errorMessage(failure));
     } finally {
       setBusy(false);
     }

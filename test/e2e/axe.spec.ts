@@ -1,6 +1,6 @@
 import type { Page } from '@playwright/test';
 import { createRequire } from 'node:module';
-import { api, expect, server, test } from './fixtures.ts';
+import { admin, expect, server, test } from './fixtures.ts';
 
 // Every page of the console (and its dialogs, and the deeplink page phones see) passes axe-core
 // with no serious or critical violation, in the light and the dark theme. axe runs inside the
@@ -36,13 +36,13 @@ let deviceId: number;
 let codeId: number;
 
 test.beforeAll(async () => {
-  const pending = await api('POST', '/invitations', { email: `axe.${Date.now()}@example.com`, firstname: 'Ada', lastname: 'Axe', send_email: false });
+  const pending = await admin.invitations.create({ email: `axe.${Date.now()}@example.com`, firstname: 'Ada', lastname: 'Axe', send_email: false });
   invitationId = pending.id;
-  const used = await api('POST', '/invitations', { email: `axe.device.${Date.now()}@example.com`, send_email: false });
-  const simulated = await api('POST', `/invitations/${used.id}/simulate`);
+  const used = await admin.invitations.create({ email: `axe.device.${Date.now()}@example.com`, send_email: false });
+  const simulated = await admin.invitations.simulate(used.id);
   expect(simulated.ok, simulated.error ?? '').toBe(true);
-  deviceId = simulated.agent_id;
-  codeId = (await api('POST', '/codes', { name: `Axe code ${Date.now()}`, domains: ['example.com'], approval: 'manual' })).id;
+  deviceId = simulated.agent_id!;
+  codeId = (await admin.codes.create({ name: `Axe code ${Date.now()}`, domains: ['example.com'], approval: 'manual' })).id;
 });
 
 for (const scheme of ['light', 'dark'] as const) {
@@ -94,7 +94,7 @@ test('axe: the sign-in page and the deeplink page', async ({ browser }) => {
   await page.goto(`${server.admin_url}/sign-in?link=used`);
   await expect(page.getByTestId('used-link')).toBeVisible();
   found.push(...(await seriousViolations(page, '/sign-in?link=used')));
-  const invitation = await api('GET', `/invitations/${invitationId}`);
+  const invitation = await admin.invitations.get(invitationId);
   await page.goto(invitation.deeplink);
   await expect(page.getByRole('heading', { name: 'Enroll your device' })).toBeVisible();
   found.push(...(await seriousViolations(page, 'deeplink page')));

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { api, decodeQrOf, expect, SCREENSHOTS, shot, test } from './fixtures.ts';
+import { admin, decodeQrOf, expect, SCREENSHOTS, shot, test } from './fixtures.ts';
 
 function pdfPages(pdf: Buffer): { count: number; sizes: string[] } {
   const text = pdf.toString('latin1');
@@ -36,7 +36,7 @@ test('bulk import from a CSV with a bad row: preview, progress, summary, then a 
   await expect(summary).toContainText('1 skipped');
   await expect(summary.getByTestId('mail-progress')).toContainText('30 of 30 written to the outbox');
   await shot(page, 'invitations-bulk-summary', testInfo);
-  const listed = await api('GET', `/invitations?q=${stamp}`);
+  const listed = await admin.invitations.list({ q: String(stamp) });
   expect(listed.total).toBe(30);
 
   // A print sheet of what was just created: 30 cards, 6 a page.
@@ -74,8 +74,8 @@ test.describe('print sheet at print resolution', () => {
   test.use({ deviceScaleFactor: 2 });
   test('print sheet: selected invitations on A4 and Letter, print stylesheet, PDF pages, scannable cards', async ({ page }, testInfo) => {
     const stamp = Date.now();
-    await api('PATCH', '/settings', { helpdesk_name: 'IT Desk', helpdesk_phone: '+1 555 0100', helpdesk_email: 'help@example.com' });
-    const { items } = await api('POST', '/invitations/bulk', {
+    await admin.settings.update({ helpdesk_name: 'IT Desk', helpdesk_phone: '+1 555 0100', helpdesk_email: 'help@example.com' });
+    const { items } = await admin.invitations.createMany({
       invitations: Array.from({ length: 8 }, (_, i) => ({ email: `card${i}.${stamp}@example.com`, firstname: `Card`, lastname: `Holder ${i}` })),
       send_email: false,
     });
@@ -96,8 +96,8 @@ test.describe('print sheet at print resolution', () => {
     await expect(first).toContainText('then scan this code');
     // The card's QR code scans to the invitation's deeplink.
     const id = Number(await first.getAttribute('data-invitation-id'));
-    const invitation = items.find((item: { id: number }) => item.id === id);
-    expect(await decodeQrOf(first.locator('img'))).toBe(invitation.deeplink);
+    const invitation = items.find((item) => item.id === id);
+    expect(await decodeQrOf(first.locator('img'))).toBe(invitation!.deeplink);
     await page.getByRole('radio', { name: 'A4' }).check({ force: true });
     const overflowing = () =>
       page.getByTestId('sheet-card').evaluateAll((cards) => cards.filter((card) => card.scrollHeight > card.clientHeight + 1).length);
@@ -127,7 +127,7 @@ test.describe('print sheet at print resolution', () => {
     await expect(page.locator('.print-toolbar')).toBeHidden();
     await shot(page, 'print-sheet-print-media', testInfo, { fullPage: true });
     await page.emulateMedia({ media: 'screen' });
-    await api('PATCH', '/settings', { helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '' });
+    await admin.settings.update({ helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '' });
   });
 });
 

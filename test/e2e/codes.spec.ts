@@ -1,4 +1,4 @@
-import { api, decodeQrOf, expect, shot, test } from './fixtures.ts';
+import { admin, decodeQrOf, expect, shot, test } from './fixtures.ts';
 
 test('an enrollment code: made in the console, three simulated people (two allowed domains, one refused), one approved, rows live', async ({ page, context }, testInfo) => {
   const name = `Reception ${Date.now()}`;
@@ -19,7 +19,7 @@ test('an enrollment code: made in the console, three simulated people (two allow
 
   await expect(page).toHaveURL(/\/codes\/\d+$/);
   const id = Number(new URL(page.url()).pathname.split('/').pop());
-  const code = await api('GET', `/codes/${id}`);
+  const code = await admin.codes.get(id);
   expect(code).toMatchObject({ name, domains: ['example.com', 'example.org'], max_uses: 10, approval: 'manual', status: 'active' });
   await expect(page.getByTestId('code-deeplink')).toHaveText(code.deeplink);
   const qr = page.getByTestId('code-qr');
@@ -69,13 +69,13 @@ test('an enrollment code: made in the console, three simulated people (two allow
 
   await expect(uses.filter({ hasText: 'ann@example.com' }).getByTestId('enroll-status')).toHaveText('Enrolled');
   await expect(uses.filter({ hasText: 'bob@example.org' }).getByTestId('enroll-status')).toHaveText('Waiting for approval');
-  const agents = await api('GET', '/agents');
-  const ann = agents.items.find((a: { email: string }) => a.email === 'ann@example.com');
+  const agents = await admin.agents.list();
+  const ann = agents.items.find((a) => a.email === 'ann@example.com');
   expect(ann).toMatchObject({ enroll_status: 'enrolled', enrollment_code_id: id });
 
   // Bob's device panel offers the decision too.
-  const bob = agents.items.find((a: { email: string }) => a.email === 'bob@example.org');
-  await queue.goto(`/devices?agent=${bob.id}`);
+  const bob = agents.items.find((a) => a.email === 'bob@example.org');
+  await queue.goto(`/devices?agent=${bob!.id}`);
   await expect(queue.getByTestId('drawer-enroll-status')).toHaveText('Waiting for approval');
   await expect(queue.getByTestId('drawer-approval').getByRole('button', { name: 'Approve' })).toBeVisible();
   await shot(queue, 'device-waiting-approval', testInfo);
@@ -83,7 +83,7 @@ test('an enrollment code: made in the console, three simulated people (two allow
   // The dashboard counts who is still waiting.
   await queue.goto('/');
   const waiting = Number(await queue.getByTestId('waiting-approval-count').textContent());
-  expect(waiting).toBe((await api('GET', '/status')).counts.pending_approval);
+  expect(waiting).toBe((await admin.status()).counts.pending_approval);
   expect(waiting).toBeGreaterThanOrEqual(1);
 
   // Reject Bob from the code page: his row follows.

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { startDevice, type SimulatedDevice } from '../../src-main/device/device.ts';
-import { api, expect, shot, test } from './fixtures.ts';
+import { admin, expect, shot, test } from './fixtures.ts';
 
 const APK = readFileSync(fileURLToPath(new URL('../fixtures/field-app.apk', import.meta.url)));
 
@@ -20,7 +20,7 @@ test('from the console alone: upload an APK, deploy it to a fleet of three devic
     // Three simulated devices enroll into it: the count follows live.
     for (let i = 0; i < 3; i++) {
       const email = `field${i}.${Date.now()}@example.com`;
-      const invitation = await api('POST', '/invitations', { email, fleet, send_email: false });
+      const invitation = await admin.invitations.create({ email, fleet, send_email: false });
       devices.push(await startDevice({ deeplink: invitation.deeplink, email, mqtt: { backoff: { initialMs: 200, maxMs: 2000 } } }));
     }
     await expect(row.getByTestId('fleet-device-count')).toHaveText('3');
@@ -78,11 +78,11 @@ test('bulk import creates the fleets a CSV names when asked', async ({ page }) =
   await expect(preview.locator('tbody tr[data-valid="false"]')).toHaveCount(0);
   await dialog.getByRole('button', { name: 'Create 2 invitations' }).click();
   await expect(dialog.getByTestId('bulk-summary')).toContainText('2 created');
-  const fleets = (await api('GET', '/fleets')).items as { name: string; id: number }[];
+  const fleets = (await admin.fleets.list()).items;
   const created = fleets.find((f) => f.name === fleet);
   expect(created).toBeDefined();
-  const listed = await api('GET', `/invitations?q=${stamp}`);
-  expect(listed.items.map((i: { fleet: string }) => i.fleet)).toEqual([fleet, fleet]);
+  const listed = await admin.invitations.list({ q: String(stamp) });
+  expect(listed.items.map((i) => i.fleet)).toEqual([fleet, fleet]);
 });
 
 test('a package with no manifest read gets its package name from the admin, then can be deployed', async ({ page }) => {

@@ -1,12 +1,12 @@
 import { seededFleet, seededType, seedDevices } from '../helpers/seed-devices.ts';
-import { api, expect, shot, test } from './fixtures.ts';
+import { adminOf, expect, shot, test } from './fixtures.ts';
 import { startServe, type RunningServe } from './serve.ts';
 
 // A server of its own: ten thousand devices would crowd the other tests' pages.
 let serve: RunningServe;
 test.beforeAll(async () => {
   serve = await startServe();
-  await api('POST', '/fleets', { name: 'Warehouse' }, serve.info);
+  await adminOf(serve.info).fleets.create('Warehouse');
   seedDevices(serve.info.data_dir, { count: 10_000, fleets: ['Default fleet', 'Warehouse', 'Field sales'], prefix: 'BIG' });
 });
 test.afterAll(async () => {
@@ -66,8 +66,8 @@ test('devices: 10,000 rows, virtualized, sorted, filtered, searched, and a new e
     if (new URL(request.url()).pathname === '/api/agents') listRequests.push(request.url());
   });
   await page.getByRole('button', { name: 'Serial' }).click(); // back to unsorted: newest first
-  const invitation = await api('POST', '/invitations', { email: `live.${Date.now()}@example.com`, send_email: false }, serve.info);
-  const result = await api('POST', `/invitations/${invitation.id}/simulate`, undefined, serve.info);
+  const invitation = await adminOf(serve.info).invitations.create({ email: `live.${Date.now()}@example.com`, send_email: false });
+  const result = await adminOf(serve.info).invitations.simulate(invitation.id);
   expect(result.ok).toBe(true);
   const started = Date.now();
   const fresh = page.locator(`tbody tr[data-agent-id="${result.agent_id}"]`);

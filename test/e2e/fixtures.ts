@@ -2,23 +2,17 @@ import { test as base, expect, type Locator, type Page, type TestInfo } from '@p
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeQrPng } from '../helpers/qr.ts';
+import { adminClient } from '../../src-shared/contract/admin-client.ts';
 import { ROOT, type ServerInfo } from './serve.ts';
 
 export const server: ServerInfo = JSON.parse(process.env.MDM_E2E_SERVER ?? 'null');
 export const SCREENSHOTS = join(ROOT, 'test-results', 'screenshots');
 mkdirSync(SCREENSHOTS, { recursive: true });
 
-/** The admin API with the admin token (what a script or the CLI would use). */
-export async function api<T = any>(method: string, path: string, body?: unknown, info: ServerInfo = server): Promise<T> {
-  const response = await fetch(`${info.admin_url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${info.admin_token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: HTTP ${response.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
+/** The admin API of a server, with its admin token (what a script or the CLI would use). */
+export const adminOf = (info: Pick<ServerInfo, 'admin_url' | 'admin_token'>) => adminClient({ baseUrl: info.admin_url, token: info.admin_token });
+/** The admin API of the server the specs share. */
+export const admin = adminOf(server ?? { admin_url: '', admin_token: '' });
 
 /** Saves a screenshot as a test artifact (test-results/screenshots/<name>.png and the report). */
 export async function shot(page: Page | Locator, name: string, testInfo: TestInfo, options: { fullPage?: boolean } = {}) {

@@ -1,4 +1,4 @@
-import { api, expect, shot, test } from './fixtures.ts';
+import { admin, expect, shot, test } from './fixtures.ts';
 
 // The agent app setting in the console, a simulated Flyve agent (rc.7, HTTP reports) enrolled from the
 // invitation page, and what its inventory and position look like in the device panel.
@@ -8,7 +8,7 @@ test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated
   await select.click();
   await page.getByRole('option', { name: 'Flyve MDM agent (Android/iOS)' }).click();
   await page.getByRole('button', { name: 'Save changes' }).click();
-  await expect.poll(async () => (await api('GET', '/settings')).agent_app).toBe('flyve');
+  await expect.poll(async () => (await admin.settings.get()).agent_app).toBe('flyve');
   try {
     await page.goto('/');
     await expect(page.getByTestId('server-status').getByTestId('agent-app-note')).toContainText('Flyve MDM agent');
@@ -23,7 +23,7 @@ test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated
     await dialog.getByRole('button', { name: 'Create invitation' }).click();
     await expect(page).toHaveURL(/\/invitations\/\d+$/);
     const id = Number(new URL(page.url()).pathname.split('/').pop());
-    expect((await api('GET', `/invitations/${id}`)).app_link).toMatch(/^flyve:\/\/register\?data=/);
+    expect((await admin.invitations.get(id)).app_link).toMatch(/^flyve:\/\/register\?data=/);
 
     // "Simulate a device" follows the setting: a Flyve agent, Flyve resource names.
     await page.getByRole('button', { name: 'Simulate a device' }).click();
@@ -31,7 +31,7 @@ test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated
     await expect(simulated.getByText('The simulated device enrolled')).toBeVisible({ timeout: 20_000 });
     await expect(simulated.getByTestId('simulation-log')).toContainText('POST PluginFlyvemdmAgent');
     await simulated.getByRole('button', { name: 'Close', exact: true }).click();
-    const agentId = (await api('GET', `/invitations/${id}`)).agent.id as number;
+    const agentId = (await admin.invitations.get(id)).agent!.id;
 
     await page.goto('/devices');
     const row = page.locator(`tr[data-agent-id="${agentId}"]`);
@@ -51,6 +51,6 @@ test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated
     await expect(inventory.getByTestId('agent-applications')).toContainText('org.flyve.mdm.agent');
     await shot(page, 'flyve-device-inventory', testInfo);
   } finally {
-    await api('PATCH', '/settings', { agent_app: 'spec' });
+    await admin.settings.update({ agent_app: 'spec' });
   }
 });

@@ -1,8 +1,8 @@
-import { api, expect, shot, test } from './fixtures.ts';
+import { admin, expect, shot, test } from './fixtures.ts';
 
 test('inviting an address with a pending invitation says so, and offers to resend it or create another', async ({ page }, testInfo) => {
   const email = `pending.${Date.now()}@example.com`;
-  const first = await api('POST', '/invitations', { email, send_email: false });
+  const first = await admin.invitations.create({ email, send_email: false });
   await page.goto('/invitations');
   await page.getByRole('button', { name: 'New invitation' }).click();
   const dialog = page.getByRole('dialog', { name: 'New invitation' });
@@ -12,13 +12,13 @@ test('inviting an address with a pending invitation says so, and offers to resen
   const alert = dialog.getByTestId('pending-invitation');
   await expect(alert).toContainText(`${email} already has a pending invitation (#${first.id})`);
   await shot(page, 'invitation-pending-alert', testInfo);
-  expect((await api('GET', `/invitations?q=${encodeURIComponent(email)}`)).total).toBe(1);
+  expect((await admin.invitations.list({ q: email })).total).toBe(1);
 
   // Resend: the same invitation is emailed again (no SMTP here: to the outbox), and its page opens.
   await alert.getByRole('button', { name: `Resend invitation #${first.id}` }).click();
   await expect(page).toHaveURL(new RegExp(`/invitations/${first.id}$`), { timeout: 15_000 });
   await expect(page.getByTestId('delivery-state')).toHaveText('Email in outbox');
-  expect((await api('GET', `/invitations?q=${encodeURIComponent(email)}`)).total).toBe(1);
+  expect((await admin.invitations.list({ q: email })).total).toBe(1);
 
   // A second device: asked for explicitly.
   await page.goto('/invitations');
@@ -29,5 +29,5 @@ test('inviting an address with a pending invitation says so, and offers to resen
   await expect(page).toHaveURL(/\/invitations\/\d+$/, { timeout: 15_000 });
   const second = Number(new URL(page.url()).pathname.split('/').pop());
   expect(second).not.toBe(first.id);
-  expect((await api('GET', `/invitations?q=${encodeURIComponent(email)}`)).total).toBe(2);
+  expect((await admin.invitations.list({ q: email })).total).toBe(2);
 });

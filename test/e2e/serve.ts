@@ -3,18 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { ServerInfo } from '../../src-shared/contract/server-info.ts';
 
-export interface ServerInfo {
-  api_url: string;
-  deeplink_url: string;
-  admin_url: string;
-  console_url: string;
-  admin_token: string;
-  mqtt_port: number;
-  mqtt_tls_port: number;
-  public_host: string;
-  data_dir: string;
-}
+export type { ServerInfo };
 
 export interface RunningServe {
   info: ServerInfo;

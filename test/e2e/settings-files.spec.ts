@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { api, expect, server, shot, test } from './fixtures.ts';
+import { admin, expect, server, shot, test } from './fixtures.ts';
 
 test('settings round trip: validated as typed, saved, still there after a reload, used by invitations', async ({ page }, testInfo) => {
   await page.goto('/settings');
@@ -23,7 +23,7 @@ test('settings round trip: validated as typed, saved, still there after a reload
   await page.getByRole('button', { name: 'Save changes' }).click();
   await expect(page.getByTestId('settings-note')).toContainText('Applied now, no restart needed');
 
-  const saved = await api('GET', '/settings');
+  const saved = await admin.settings.get();
   expect(saved).toMatchObject({ app_link_scheme: 'acme-mdm', helpdesk_name: 'Service Desk', helpdesk_phone: '+44 20 7946 0000', helpdesk_email: 'desk@example.org', invitation_lifetime_days: 14 });
 
   await page.reload();
@@ -32,7 +32,7 @@ test('settings round trip: validated as typed, saved, still there after a reload
   await expect(page.getByTestId('lifetime')).toHaveValue('14');
 
   // New invitations carry them.
-  const invitation = await api('POST', '/invitations', { email: `settings.${Date.now()}@example.com`, send_email: false });
+  const invitation = await admin.invitations.create({ email: `settings.${Date.now()}@example.com`, send_email: false });
   expect(invitation.app_link.startsWith('acme-mdm://register?data=')).toBe(true);
   expect(invitation.helpdesk.name).toBe('Service Desk');
   await page.goto(`/invitations/${invitation.id}`);
@@ -58,7 +58,7 @@ test('settings round trip: validated as typed, saved, still there after a reload
   await page.getByRole('button', { name: 'Save the name' }).click();
   await expect(page.getByTestId('fleets')).toContainText(`${fleet} EMEA`);
 
-  await api('PATCH', '/settings', { app_link_scheme: 'mdmagent', helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '', invitation_lifetime_days: 7, public_host: '' });
+  await admin.settings.update({ app_link_scheme: 'mdmagent', helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '', invitation_lifetime_days: 7, public_host: '' });
 });
 
 test('files and packages: upload by drop with progress, listed with size and checksum, deleted', async ({ page }, testInfo) => {
@@ -73,7 +73,7 @@ test('files and packages: upload by drop with progress, listed with size and che
   const row = page.getByTestId('file-table').locator(`tr[data-item-name="${name}"]`);
   await expect(row).toContainText('3.00 MB');
   await expect(row).toContainText(sha256.slice(0, 16));
-  const listed = (await api('GET', '/files')).find((item: { name: string }) => item.name === name);
+  const listed = (await admin.stored('file').list()).find((item) => item.name === name);
   expect(listed).toMatchObject({ size: content.length, sha256 });
   await shot(page, 'files', testInfo);
 
@@ -103,7 +103,7 @@ test('invitation email: transport, template preview, a template change, a test e
   await page.keyboard.press('Escape');
   await section.getByRole('button', { name: 'Save email settings' }).click();
   await expect(section.getByText('Saved; applies to the next email sent.')).toBeVisible();
-  expect((await api('GET', '/mail/settings')).settings.mail_subject_template).toBe('{{name}}, your device is waiting');
+  expect((await admin.mail.settings()).settings.mail_subject_template).toBe('{{name}}, your device is waiting');
 
   await section.getByLabel('Send a test email to').fill('test@example.com');
   await section.getByRole('button', { name: 'Send test' }).click();
@@ -111,11 +111,11 @@ test('invitation email: transport, template preview, a template change, a test e
   await shot(page, 'settings-email', testInfo);
 
   // Resend from an invitation page.
-  const invitation = await api('POST', '/invitations', { email: `resend.${Date.now()}@example.com` });
+  const invitation = await admin.invitations.create({ email: `resend.${Date.now()}@example.com` });
   await page.goto(`/invitations/${invitation.id}`);
   await expect(page.getByTestId('delivery-state')).toHaveText('Email in outbox');
   await page.getByRole('button', { name: 'Resend email' }).click();
   await expect(page.getByRole('alert').getByText('on its way again')).toBeVisible();
   await expect(page.getByTestId('invitation-history')).toContainText('written to the outbox');
-  await api('PUT', '/mail/settings', { mail_subject_template: '' });
+  await admin.mail.saveSettings({ mail_subject_template: '' });
 });

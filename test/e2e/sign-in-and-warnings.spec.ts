@@ -1,5 +1,5 @@
 import { test as base, expect, type Browser, type BrowserContext } from '@playwright/test';
-import { SCREENSHOTS, shot } from './fixtures.ts';
+import { adminOf, SCREENSHOTS, shot } from './fixtures.ts';
 import { startServe, type RunningServe } from './serve.ts';
 
 // A server of its own (started on loopback, as a first-time user often does): the sign-in page, the
@@ -19,21 +19,10 @@ const test = base.extend<{}, { serve: RunningServe }>({
   ],
 });
 
-async function api<T = any>(serve: RunningServe, method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${serve.info.admin_url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${serve.info.admin_token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: HTTP ${response.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
-
 async function signedIn(browser: Browser, serve: RunningServe): Promise<BrowserContext> {
   const context = await browser.newContext();
   const page = await context.newPage();
-  const { console_url } = await api(serve, 'POST', '/console-tickets');
+  const { console_url } = await adminOf(serve.info).consoleTicket();
   await page.goto(console_url);
   await expect(page.getByRole('heading', { name: 'Dashboard', level: 1 })).toBeVisible();
   await page.close();
@@ -64,7 +53,7 @@ test('sign in with the admin token or a one-time link; a used link and a signed-
   await context.close();
 
   // A one-time link works once; opened again it lands on the sign-in page, which explains why.
-  const { console_url: link } = await api(serve, 'POST', '/console-tickets');
+  const { console_url: link } = await adminOf(serve.info).consoleTicket();
   const first = await browser.newContext();
   await (await first.newPage()).goto(link);
   await first.close();
@@ -76,7 +65,7 @@ test('sign in with the admin token or a one-time link; a used link and a signed-
   await expect(again.getByRole('heading', { name: 'Sign in to MDM Console', level: 1 })).toBeVisible();
   await shot(again, 'sign-in-used-link', testInfo);
   // Pasting a fresh link (what `cli console` prints) signs in.
-  const { console_url: fresh } = await api(serve, 'POST', '/console-tickets');
+  const { console_url: fresh } = await adminOf(serve.info).consoleTicket();
   await again.getByTestId('sign-in-credential').fill(fresh);
   await again.getByRole('button', { name: 'Sign in' }).click();
   await expect(again.getByRole('heading', { name: 'Dashboard', level: 1 })).toBeVisible();
@@ -85,10 +74,10 @@ test('sign in with the admin token or a one-time link; a used link and a signed-
 });
 
 test('phones-cannot-reach warning where codes are made or sent, and one click to a LAN address', async ({ browser, serve }, testInfo) => {
-  const status = await api(serve, 'GET', '/status');
+  const status = await adminOf(serve.info).status();
   expect(status.public_host).toBe('127.0.0.1');
   const lan = (status.lan_addresses as string[])[0];
-  const invitation = await api(serve, 'POST', '/invitations', { email: `reach.${Date.now()}@example.com`, send_email: false });
+  const invitation = await adminOf(serve.info).invitations.create({ email: `reach.${Date.now()}@example.com`, send_email: false });
   const context = await signedIn(browser, serve);
   const page = await context.newPage();
   const base = serve.info.admin_url;
@@ -120,9 +109,9 @@ test('phones-cannot-reach warning where codes are made or sent, and one click to
   await warning.getByRole('button', { name: `Use ${lan}` }).click();
   await expect(page.getByTestId('loopback-warning')).toHaveCount(0);
   await expect(page.getByTestId('invitation-deeplink')).toContainText(`http://${lan}:`);
-  const after = await api(serve, 'GET', '/status');
+  const after = await adminOf(serve.info).status();
   expect(after).toMatchObject({ public_host: lan, warnings: [] });
-  expect((await api(serve, 'GET', `/invitations/${invitation.id}`)).deeplink).toContain(`//${lan}:`);
+  expect((await adminOf(serve.info).invitations.get(invitation.id)).deeplink).toContain(`//${lan}:`);
   await page.goto(`${base}/`);
   await expect(page.getByRole('heading', { name: 'Dashboard', level: 1 })).toBeVisible();
   await expect(page.getByTestId('loopback-warning')).toHaveCount(0);

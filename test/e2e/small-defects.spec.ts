@@ -1,12 +1,12 @@
 import { startTestSmtp } from '../helpers/smtp.ts';
-import { api, expect, shot, test } from './fixtures.ts';
+import { admin, expect, shot, test } from './fixtures.ts';
 import { startServe } from './serve.ts';
 
 // Defects a first-time user met: the print sheet forgot its paper size; the devices table cut off
 // "Last contact" at 1,280 px and did not show a locked or wiped device.
 
 test('the print sheet remembers the paper size chosen last', async ({ page }) => {
-  const invitation = await api('POST', '/invitations', { email: `paper.${Date.now()}@example.com`, send_email: false });
+  const invitation = await admin.invitations.create({ email: `paper.${Date.now()}@example.com`, send_email: false });
   await page.goto(`/print?ids=${invitation.id}`);
   await expect(page.getByTestId('print-sheet')).toBeVisible();
   await page.getByText('Letter', { exact: true }).click();
@@ -21,11 +21,11 @@ test('the print sheet remembers the paper size chosen last', async ({ page }) =>
 
 test('devices at 1,280 px: every column shows, "Last contact" included, with the lock and wipe state', async ({ page }, testInfo) => {
   await page.setViewportSize({ width: 1280, height: 800 });
-  const invitation = await api('POST', '/invitations', { email: `locked.${Date.now()}@example.com`, send_email: false });
-  const simulated = await api('POST', `/invitations/${invitation.id}/simulate`);
+  const invitation = await admin.invitations.create({ email: `locked.${Date.now()}@example.com`, send_email: false });
+  const simulated = await admin.invitations.simulate(invitation.id);
   expect(simulated.ok, simulated.error ?? '').toBe(true);
   const id = simulated.agent_id as number;
-  await api('POST', `/agents/${id}/commands`, { command: 'lock' });
+  await admin.agents.command(id, 'lock');
 
   await page.goto('/devices');
   const scroll = page.getByTestId('devices-scroll');

@@ -1,10 +1,10 @@
-import { api, expect, shot, test } from './fixtures.ts';
+import { admin, expect, shot, test } from './fixtures.ts';
 
 // Every page in the dark theme and on a narrow window, for the screenshots a reviewer looks at.
 test.describe('dark theme', () => {
   test.use({ colorScheme: 'dark' });
   test('every page renders in the dark theme', async ({ page }, testInfo) => {
-    const invitation = await api('POST', '/invitations', { email: `dark.${Date.now()}@example.com`, firstname: 'Dark', lastname: 'Mode', send_email: false });
+    const invitation = await admin.invitations.create({ email: `dark.${Date.now()}@example.com`, firstname: 'Dark', lastname: 'Mode', send_email: false });
     for (const [path, name, heading] of [
       ['/', 'dark-dashboard', 'Dashboard'],
       ['/invitations', 'dark-invitations', 'Invitations'],

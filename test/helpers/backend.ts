@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +7,8 @@ import { startBackend, type RunningBackend } from '../../src-main/backend/server
 export interface TestBackend {
   backend: RunningBackend;
   dataDir: string;
+  /** The test's own connection to the backend's SQLite file, for what no API shows (the backend hands out no database). */
+  readonly db: Database.Database;
   apiUrl: string;
   /** Calls the admin API with the admin token; returns status and parsed JSON. */
   admin<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
@@ -37,12 +40,22 @@ export async function startTestBackend(extra: Parameters<typeof startBackend>[0]
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : undefined };
   };
+  let db: Database.Database | undefined;
   return {
     backend,
     dataDir,
+    get db() {
+      if (!db) {
+        db = new Database(join(dataDir, 'mdm-console.sqlite'));
+        db.pragma('busy_timeout = 5000');
+        db.pragma('foreign_keys = ON');
+      }
+      return db;
+    },
     apiUrl: backend.info.api_url,
     admin,
     stop: async () => {
+      db?.close();
       await backend.close();
       if (!extra.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },

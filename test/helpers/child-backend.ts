@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { ServerInfo, StartOptions } from '../../src-main/backend/server.ts';
+import type { StartOptions } from '../../src-main/backend/server.ts';
+import type { ServerInfo } from '../../src-main/backend/server-info.ts';
 
 export interface ChildBackend {
   info: ServerInfo;

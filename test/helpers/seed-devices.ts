@@ -1,11 +1,13 @@
 // Fills a backend's database with many enrolled devices at once (for the console's big-table
 // test and benchmarks): what thousands of enrollments would leave, written in one transaction.
 import Database from 'better-sqlite3';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { BrokerAgentRepository } from '../../src-main/backend/agents/broker-repository.ts';
 import { SqliteAgentRepository } from '../../src-main/backend/agents/repository.ts';
 import { ENROLL_STATUS } from '../../src-main/backend/agents/status.ts';
+import { SqliteFleetRepository } from '../../src-main/backend/fleets/fleet-repository.ts';
+import { UserRepository } from '../../src-main/backend/sessions/user-repository.ts';
 
 const FIRST = ['Ada', 'Alan', 'Grace', 'Linus', 'Margaret', 'Ken', 'Barbara', 'Dennis', 'Frances', 'Edsger', 'Radia', 'Tim'];
 const LAST = ['Lovelace', 'Turing', 'Hopper', 'Torvalds', 'Hamilton', 'Thompson', 'Liskov', 'Ritchie', 'Allen', 'Dijkstra', 'Perlman', 'Berners-Lee'];
@@ -32,15 +34,10 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
   const iso = (ms: number) => new Date(ms).toISOString();
   try {
     db.transaction(() => {
-      const fleetIds: number[] = [];
-      for (const name of fleets) {
-        const found = db.prepare(`SELECT id FROM fleets WHERE entity_id = 1 AND name = ?`).get(name) as { id: number } | undefined;
-        fleetIds.push(found?.id ?? Number(db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (1, ?, 0, ?)`).run(name, iso(now)).lastInsertRowid));
-      }
-      if (fleetIds.length === 0) fleetIds.push((db.prepare(`SELECT id FROM fleets WHERE entity_id = 1 AND is_default = 1`).get() as { id: number }).id);
-      const user = db.prepare(
-        `INSERT INTO users (login, kind, email, firstname, lastname, user_token, default_profile_id, entity_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)`,
-      );
+      const fleetRepository = new SqliteFleetRepository(db);
+      const fleetIds = fleets.map((name) => fleetRepository.byName(1, name)?.id ?? fleetRepository.insert(1, name, iso(now)));
+      if (fleetIds.length === 0) fleetIds.push(fleetRepository.defaultOf(1)!.id);
+      const users = new UserRepository(db);
       const agents = new SqliteAgentRepository(db);
       const presence = new BrokerAgentRepository(db);
       const people = Math.max(1, Math.ceil(count / 2));
@@ -49,12 +46,12 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
         const firstname = FIRST[i % FIRST.length]!;
         const lastname = LAST[Math.floor(i / FIRST.length) % LAST.length]!;
         const email = `${firstname}.${lastname}.${prefix}${i}@example.com`.toLowerCase();
-        personIds.push(Number(user.run(email, 'person', email, firstname, lastname, randomBytes(20).toString('hex'), 1, iso(now)).lastInsertRowid));
+        personIds.push(users.findOrCreatePerson(email, 1, { firstname, lastname }).id);
       }
       for (let i = 0; i < count; i++) {
         const type = seededType(i);
         const serial = `${prefix}${String(i).padStart(6, '0')}`;
-        const account = Number(user.run(serial, 'agent', null, null, null, randomBytes(20).toString('hex'), 3, iso(now)).lastInsertRowid);
+        const account = users.createAgentAccount(1, serial).id;
         const person = personIds[i % personIds.length]!;
         const uuid = randomUUID();
         const created = now - (count - i) * 60_000;

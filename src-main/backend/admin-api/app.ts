@@ -1,11 +1,24 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { isLoopbackHost, lanAddresses } from '../config.ts';
+import { lanAddresses } from '../config.ts';
+import { isLoopback } from '../../../src-shared/contract/rules.ts';
 import { adminFileRoutes } from '../files/routes.ts';
 import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
-import type { ServerInfo } from '../server.ts';
+import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
-import { Type } from 'typebox';
+import {
+  ConsoleTicket,
+  EventList,
+  EventsQuery,
+  PublicHostBody,
+  PublicHostResult,
+  ServerStatus,
+  SignInBody,
+  SignInResult,
+  type EventStreamQuery,
+  type ServerInfo,
+} from '../../../src-shared/contract/index.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
@@ -26,10 +39,12 @@ import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 
 export interface AdminAppOptions {
+  /** Where it answers: a listener bound before the app is built (http/listener.ts). */
+  listener: Listener;
   services: Services;
   files: FileStore;
   deployments?: DeploymentService;
-  adminToken: string;
+  auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
   broker?: MqttBroker;
@@ -45,16 +60,11 @@ export interface AdminAppOptions {
   requestTimeoutMs?: number;
 }
 
-export interface AdminApp {
-  app: FastifyInstance;
-  auth: AdminAuth;
-}
-
-/** The admin listener: the admin API under /api and the console at /, on loopback by default. */
-export async function adminApp({ services, files, deployments, adminToken, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<AdminApp> {
-  const auth = new AdminAuth(adminToken);
+/** The admin side: the admin API under /api and the console at /, on loopback by default; ready to serve. */
+export async function adminApp({ listener, services, files, deployments, auth, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<FastifyInstance> {
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
+    serverFactory: listener.serverFactory,
     logger: false,
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
@@ -74,20 +84,21 @@ export async function adminApp({ services, files, deployments, adminToken, info,
   app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser('The body is not valid JSON'));
 
   // One-time console sign-in: /auth?ticket=… sets the cookie and lands on the console.
-  app.get('/auth', async (request, reply) => {
-    const { ticket } = request.query as { ticket?: string };
+  // No schema: a repeated or missing ticket lands on the sign-in page, not on a 400.
+  app.get<{ Querystring: { ticket?: unknown } }>('/auth', async (request, reply) => {
+    const { ticket } = request.query;
     if (typeof ticket === 'string' && auth.redeemTicket(ticket, reply)) return reply.redirect('/');
     // The console's sign-in page says what happened and what to do.
     return reply.redirect(typeof ticket === 'string' && ticket !== '' ? '/sign-in?link=used' : '/sign-in');
   });
 
   // The sign-in page posts the admin token or a sign-in link here; only from the console's own page.
-  app.post(
+  app.withTypeProvider<TypeBoxTypeProvider>().post(
     '/auth/sign-in',
-    { schema: { body: Type.Object({ credential: Type.String({ maxLength: 2048 }) }, { additionalProperties: false }) } },
+    { schema: { body: SignInBody, response: { 200: SignInResult } } },
     async (request, reply) => {
       if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-      const how = auth.signIn((request.body as { credential: string }).credential, reply);
+      const how = auth.signIn(request.body.credential, reply);
       if (!how) {
         throw new ApiError(
           401,
@@ -95,11 +106,12 @@ export async function adminApp({ services, files, deployments, adminToken, info,
           'That is neither the admin token nor a valid sign-in link. A link works once, within 15 minutes: get a new one with npm run cli -- console.',
         );
       }
-      return { signed_in: true, with: how };
+      return { signed_in: true as const, with: how };
     },
   );
 
-  await app.register(async (api) => {
+  await app.register(async (plain) => {
+    const api = plain.withTypeProvider<TypeBoxTypeProvider>();
     api.setNotFoundHandler(() => {
       throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
     });
@@ -110,7 +122,7 @@ export async function adminApp({ services, files, deployments, adminToken, info,
     });
 
     // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
-    api.post('/console-tickets', async (_request, reply) =>
+    api.post('/console-tickets', { schema: { response: { 201: ConsoleTicket } } }, async (_request, reply) =>
       reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
     );
 
@@ -119,7 +131,7 @@ export async function adminApp({ services, files, deployments, adminToken, info,
     const FLYVE_TLS_WARNING =
       'MQTT TLS is on while codes are made for the Flyve MDM agent: its releases (2.0.0-rc.6, rc.7) trust only the flyve.org certificate built into them, so they cannot connect to this broker over TLS. Turn MQTT TLS off in Settings for Flyve agents.';
     const flyveAgentsLockedOut = (settings: { agent_app: string; mqtt_tls: boolean }) => settings.agent_app === 'flyve' && settings.mqtt_tls;
-    api.get('/status', async () => {
+    api.get('/status', { schema: { response: { 200: ServerStatus } } }, async () => {
       const current = info();
       const publicHost = current.public_host;
       const counts = services.statusCounts.counts();
@@ -130,7 +142,7 @@ export async function adminApp({ services, files, deployments, adminToken, info,
         mqtt: broker ? { ...broker.status(), agent_endpoint: broker.agentEndpoint(services.settings.get().mqtt_tls) } : null,
         lan_addresses: lanAddresses(),
         warnings: [
-          ...(isLoopbackHost(publicHost)
+          ...(isLoopback(publicHost)
             ? [`The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`]
             : []),
           ...(flyveAgentsLockedOut(services.settings.get()) ? [FLYVE_TLS_WARNING] : []),
@@ -141,9 +153,9 @@ export async function adminApp({ services, files, deployments, adminToken, info,
     // One click from "phones cannot reach this server": use this LAN address from now on.
     api.post(
       '/public-host',
-      { schema: { body: Type.Object({ host: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false }) } },
+      { schema: { body: PublicHostBody, response: { 200: PublicHostResult } } },
       async (request) => {
-        const { host } = request.body as { host: string };
+        const { host } = request.body;
         const lan = lanAddresses();
         if (!lan.includes(host)) {
           throw new ApiError(400, 'ERROR_BAD_REQUEST', `${host} is not a network address of this machine (${lan.length ? `these are: ${lan.join(', ')}` : 'it has none besides loopback'})`);
@@ -158,23 +170,28 @@ export async function adminApp({ services, files, deployments, adminToken, info,
 
     api.get(
       '/events',
-      { schema: { querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }) }) } },
-      async (request) => ({ items: services.events.latest((request.query as { limit: number }).limit) }),
+      { schema: { querystring: EventsQuery, response: { 200: EventList } } },
+      async (request) => ({ items: services.events.latest(request.query.limit) }),
     );
-    api.get('/events/stream', async (request, reply) => streamEvents(services.events, (id) => services.agents.findSummary(id), request, reply));
+    api.get<{ Querystring: EventStreamQuery }>('/events/stream', async (request, reply) =>
+      streamEvents(services.events, (id) => services.agents.findSummary(id), request, reply),
+    );
 
-    await api.register(invitationRoutes, { services });
-    await api.register(codeRoutes, { services });
-    await api.register(mailRoutes, { services });
-    await api.register(simulateRoutes, { services, simulate });
-    await api.register(agentRoutes, { services });
-    if (broker) await api.register(commandRoutes, { services, commands: broker.commands });
-    await api.register(fleetRoutes, { services });
-    await api.register(settingsRoutes, { services });
+    // Each capability's routes get the services they use, nothing more (no database handle).
+    const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
+    await api.register(invitationRoutes, { invitations, events });
+    await api.register(codeRoutes, { codes, approval, agents });
+    await api.register(mailRoutes, { mail, invitations });
+    await api.register(simulateRoutes, { invitations, codes, settings, simulate });
+    await api.register(agentRoutes, { agents, events, reports });
+    if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
+    await api.register(fleetRoutes, { fleets });
+    await api.register(settingsRoutes, { settings, events, links });
     await api.register(adminFileRoutes, { store: files });
-    if (deployments) await api.register(deploymentRoutes, { services, deployments });
+    if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
   }, { prefix: '/api' });
 
   await app.register(serveConsole);
-  return { app, auth };
+  await app.ready();
+  return app;
 }

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { DISK_FULL_CODE, DISK_FULL_MESSAGE, isDiskFull } from '../http/disk-full.ts';
+import { DISK_FULL_CODE, DISK_FULL_MESSAGE, isDiskFull } from '../db/disk-full.ts';
 import { ApiError } from '../errors.ts';
 
 /** Admin-API error bodies: `{ error: CODE, message }`; bad input is a 4xx, never a 500. */

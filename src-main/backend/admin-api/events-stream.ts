@@ -1,8 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentSummary } from '../agents/agents.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
-
-const HEARTBEAT_MS = 15_000;
+import { SSE_HEARTBEAT_MS, sseEventFrame, sseHeartbeatFrame, sseRetryFrame, type EventStreamQuery } from '../../../src-shared/contract/index.ts';
 
 /** The device-list row of an agent, or null once it is gone. */
 export type AgentRowLookup = (agentId: number) => AgentSummary | null;
@@ -21,7 +20,7 @@ function frameOf(event: RecordedEvent, agentRow: AgentRowLookup): string {
   let frame = frames.get(event);
   if (frame === undefined) {
     const payload = event.agent_id !== null && event.type.startsWith('agent.') ? { ...event, agent: agentRow(event.agent_id) } : event;
-    frame = `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(payload)}\n\n`;
+    frame = sseEventFrame(payload);
     frames.set(event, frame);
   }
   return frame;
@@ -31,7 +30,7 @@ function frameOf(event: RecordedEvent, agentRow: AgentRowLookup): string {
  * Server-Sent Events: every recorded event as `event: <type>` with the JSON event as data and
  * its id, so a reconnecting EventSource (Last-Event-ID) first gets what it missed.
  */
-export function streamEvents(events: EventLog, agentRow: AgentRowLookup, request: FastifyRequest, reply: FastifyReply): void {
+export function streamEvents(events: EventLog, agentRow: AgentRowLookup, request: FastifyRequest<{ Querystring: EventStreamQuery }>, reply: FastifyReply): void {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -48,13 +47,13 @@ export function streamEvents(events: EventLog, agentRow: AgentRowLookup, request
   const send = (event: RecordedEvent) => {
     res.write(frameOf(event, agentRow));
   };
-  res.write('retry: 2000\n\n');
-  const lastId = Number(request.headers['last-event-id'] ?? (request.query as { after?: string }).after ?? 0);
+  res.write(sseRetryFrame());
+  const lastId = Number(request.headers['last-event-id'] ?? request.query.after ?? 0);
   if (Number.isInteger(lastId) && lastId > 0) {
     for (const event of events.latest(1000, lastId).reverse()) send(event);
   }
   const unsubscribe = events.subscribe(send);
-  const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
+  const heartbeat = setInterval(() => res.write(sseHeartbeatFrame()), SSE_HEARTBEAT_MS);
   const stop = () => {
     clearInterval(heartbeat);
     unsubscribe();

@@ -1,84 +1,55 @@
-import type { FastifyPluginAsync } from 'fastify';
-import { Type } from 'typebox';
-import { MailSendError, MailSettingsSchema, type MailSettingsPatch } from '../mail/index.ts';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import {
+  IdParams,
+  Invitation,
+  MailBatch,
+  MailBatchParams,
+  MailPreview,
+  MailPreviewBody,
+  MailRetryBody,
+  MailRetryResult,
+  MailSettingsPut,
+  MailSettingsView,
+  MailStatus,
+  MailTestBody,
+  MailTestFailure,
+  MailTestResult,
+} from '../../../src-shared/contract/index.ts';
+import { MailSendError } from '../mail/index.ts';
 import type { Services } from '../services.ts';
-
-const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
-const Email = Type.String({ minLength: 3, maxLength: 254, pattern: '^[^\\s@<>",;]+@[^\\s@<>",;]+$' });
-
-const MailSettingsPut = Type.Object(
-  {
-    ...Type.Partial(MailSettingsSchema).properties,
-    /** Sets the SMTP password (kept in the secret store, never returned); null removes it. */
-    smtp_password: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()])),
-    /** smtp(s)://user:pass@host:port — fills the SMTP fields (and the password) at once; "" = no SMTP. */
-    smtp_url: Type.Optional(Type.String({ maxLength: 2048 })),
-  },
-  { additionalProperties: false },
-);
-
-const Preview = Type.Object(
-  {
-    subject: Type.Optional(Type.String({ maxLength: 500 })),
-    html: Type.Optional(Type.String({ maxLength: 100_000 })),
-    text: Type.Optional(Type.String({ maxLength: 50_000 })),
-    /** Renders for this invitation; without it, for a sample one. */
-    invitation_id: Type.Optional(Type.Integer({ minimum: 1 })),
-  },
-  { additionalProperties: false },
-);
 
 /**
  * Invitation emails: resend/retry, progress of bulk sends, the mail settings (SMTP password
  * write-only), template preview and the test email.
  */
-export const mailRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
-  const { mail, invitations } = services;
-
+export const mailRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'mail' | 'invitations'>> = async (app, { mail, invitations }) => {
   // Same token, same expiry; queued again even when it was sent (the person lost it).
-  app.post('/invitations/:id/resend', { schema: { params: Id } }, async (request, reply) => {
-    const { id } = request.params as { id: number };
-    return reply.code(202).send(invitations.view(mail.resend(id)));
-  });
+  app.post('/invitations/:id/resend', { schema: { params: IdParams, response: { 202: Invitation } } }, async (request, reply) =>
+    reply.code(202).send(invitations.view(invitations.resend(request.params.id))),
+  );
 
-  app.get('/mail/status', async () => mail.status());
+  app.get('/mail/status', { schema: { response: { 200: MailStatus } } }, async () => mail.worker.status());
 
   // Retries failed deliveries: all, one bulk batch, or the listed invitations.
-  app.post(
-    '/mail/retry',
-    {
-      schema: {
-        body: Type.Optional(
-          Type.Object(
-            {
-              batch_id: Type.Optional(Type.String({ maxLength: 64 })),
-              invitation_ids: Type.Optional(Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 10000 })),
-            },
-            { additionalProperties: false },
-          ),
-        ),
-      },
-    },
-    async (request, reply) => {
-      const body = (request.body ?? {}) as { batch_id?: string; invitation_ids?: number[] };
-      return reply.code(202).send({ queued: mail.retryFailed({ batchId: body.batch_id, invitationIds: body.invitation_ids }) });
-    },
+  app.post('/mail/retry', { schema: { body: MailRetryBody, response: { 202: MailRetryResult } } }, async (request, reply) => {
+    const body = request.body ?? {};
+    return reply.code(202).send({ queued: mail.queue.retryFailed({ batchId: body.batch_id, invitationIds: body.invitation_ids }) });
+  });
+
+  app.get('/mail/batches/:batch_id', { schema: { params: MailBatchParams, response: { 200: MailBatch } } }, async (request) =>
+    mail.queue.batch(request.params.batch_id),
   );
 
-  app.get('/mail/batches/:batch_id', { schema: { params: Type.Object({ batch_id: Type.String({ maxLength: 64 }) }) } }, async (request) =>
-    mail.batch((request.params as { batch_id: string }).batch_id),
-  );
+  app.get('/mail/settings', { schema: { response: { 200: MailSettingsView } } }, async () => mail.settings.view());
 
-  app.get('/mail/settings', async () => mail.settingsView());
+  app.put('/mail/settings', { schema: { body: MailSettingsPut, response: { 200: MailSettingsView } } }, async (request) => mail.settings.update(request.body));
 
-  app.put('/mail/settings', { schema: { body: MailSettingsPut } }, async (request) => mail.updateSettings(request.body as MailSettingsPatch));
-
-  app.post('/mail/preview', { schema: { body: Preview } }, async (request) => mail.preview(request.body as Parameters<typeof mail.preview>[0]));
+  app.post('/mail/preview', { schema: { body: MailPreviewBody, response: { 200: MailPreview } } }, async (request) => mail.preview.render(request.body));
 
   // Sends now with the settings in force and shows the server's answer (502 with it on failure).
-  app.post('/mail/test', { schema: { body: Type.Object({ to: Email }, { additionalProperties: false }) } }, async (request, reply) => {
+  app.post('/mail/test', { schema: { body: MailTestBody, response: { 200: MailTestResult, 502: MailTestFailure } } }, async (request, reply) => {
     try {
-      return await mail.sendTest((request.body as { to: string }).to);
+      return await mail.test.send(request.body.to);
     } catch (error) {
       if (!(error instanceof MailSendError)) throw error;
       return reply.code(502).send({
@@ -88,7 +59,7 @@ export const mailRoutes: FastifyPluginAsync<{ services: Services }> = async (app
         response: error.response,
         code: error.smtpCode,
         response_code: error.responseCode,
-        transport: mail.describeTarget(),
+        transport: mail.settings.describeTarget(),
       });
     }
   });

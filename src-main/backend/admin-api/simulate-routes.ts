@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyPluginAsync } from 'fastify';
-import { Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { CodeSimulateBody, CodeSimulateResult, IdParams, SimulateQuery, SimulateResult, type AgentApp } from '../../../src-shared/contract/index.ts';
 import { ApiError } from '../errors.ts';
 import type { Services } from '../services.ts';
 
@@ -12,20 +12,11 @@ export interface SimulateRequest {
   lastname: string | null;
   type: 'android' | 'apple';
   /** The agent app codes are made for (setting `agent_app`): the simulated device speaks its dialect. */
-  agent_app: 'spec' | 'flyve';
+  agent_app: AgentApp;
 }
 
-/** What the simulator reports back; a refused enrollment is an outcome (ok: false), not an error. */
-export interface SimulateResult {
-  ok: boolean;
-  agent_id: number | null;
-  serial: string | null;
-  type: string;
-  /** One line per enrollment step, as the simulator's CLI prints them. */
-  log: string[];
-  /** The server's refusal or the failure, when ok is false. */
-  error: string | null;
-}
+/** What the simulator reports back: the contract's SimulateResult. */
+export type { SimulateResult };
 
 /**
  * Runs a simulated device against an invitation. The backend never imports the simulator (it is
@@ -33,15 +24,14 @@ export interface SimulateResult {
  */
 export type DeviceSimulator = (request: SimulateRequest) => Promise<SimulateResult>;
 
-const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
-const Query = Type.Object({ type: Type.Optional(Type.Union([Type.Literal('android'), Type.Literal('apple')])) });
+type SimulateOptions = Pick<Services, 'invitations' | 'codes' | 'settings'> & { simulate?: DeviceSimulator | undefined };
 
 /** POST /invitations/:id/simulate[?type=android|apple] — "simulate a device" for demos without a phone. */
-export const simulateRoutes: FastifyPluginAsync<{ services: Services; simulate?: DeviceSimulator }> = async (app, { services, simulate }) => {
-  app.post('/invitations/:id/simulate', { schema: { params: Id, querystring: Query } }, async (request) => {
-    const { id } = request.params as { id: number };
-    const { type } = request.query as { type?: 'android' | 'apple' };
-    const invitation = services.invitations.view(services.invitations.get(id));
+export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async (app, { invitations, codes, settings, simulate }) => {
+  app.post('/invitations/:id/simulate', { schema: { params: IdParams, querystring: SimulateQuery, response: { 200: SimulateResult } } }, async (request) => {
+    const { id } = request.params;
+    const { type } = request.query;
+    const invitation = invitations.view(invitations.get(id));
     if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
     return simulate({
       deeplink: invitation.deeplink,
@@ -49,7 +39,7 @@ export const simulateRoutes: FastifyPluginAsync<{ services: Services; simulate?:
       firstname: invitation.firstname,
       lastname: invitation.lastname,
       type: type ?? 'android',
-      agent_app: services.settings.get().agent_app,
+      agent_app: settings.get().agent_app,
     });
   });
 
@@ -59,19 +49,20 @@ export const simulateRoutes: FastifyPluginAsync<{ services: Services; simulate?:
     '/codes/:id/simulate',
     {
       schema: {
-        params: Id,
-        querystring: Query,
-        body: Type.Optional(Type.Union([Type.Object({ email: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })) }, { additionalProperties: false }), Type.Null()])),
+        params: IdParams,
+        querystring: SimulateQuery,
+        body: CodeSimulateBody,
+        response: { 200: CodeSimulateResult },
       },
     },
     async (request) => {
-      const { id } = request.params as { id: number };
-      const { type } = request.query as { type?: 'android' | 'apple' };
-      const code = services.codes.view(services.codes.get(id));
+      const { id } = request.params;
+      const { type } = request.query;
+      const code = codes.view(codes.get(id));
       if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
-      const given = (request.body as { email?: string } | null | undefined)?.email?.trim();
+      const given = request.body?.email?.trim();
       const email = given || simulatedEmail(code.domains);
-      const agentApp = services.settings.get().agent_app;
+      const agentApp = settings.get().agent_app;
       return { ...(await simulate({ deeplink: code.deeplink, email, firstname: null, lastname: null, type: type ?? 'android', agent_app: agentApp })), email };
     },
   );

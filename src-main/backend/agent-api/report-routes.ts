@@ -6,22 +6,18 @@ import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import { INVENTORY_MAX_BYTES } from '../inventory/fusion-inventory.ts';
 import type { LiveReports } from '../broker/broker.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import type { Authenticate } from './routes.ts';
+import { IdParams, SessionQuery } from './schemas.ts';
 
 /** Base64 of the largest inventory accepted, and a body that holds it. */
 export const INVENTORY_BASE64_MAX = Math.ceil((INVENTORY_MAX_BYTES * 4) / 3) + 4096;
 export const INVENTORY_BODY_LIMIT = INVENTORY_BASE64_MAX + 64 * 1024;
 
-
 export interface ReportRoutesOptions {
-  authenticate: Authenticate;
-  agents: AgentService;
-  reports: DeviceReports;
+  agents: Pick<AgentService, 'row'>;
+  reports: Pick<DeviceReports, 'inventory' | 'position'>;
   live: LiveReports;
 }
 
-const TokenQuery = Type.Object({ session_token: Type.Optional(Type.String({ maxLength: 256 })) });
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2 ** 53 - 1 }) });
 const REPORT_KEYS = ['_pong', 'is_online', '_inventory'] as const;
 const ReportBody = Type.Object({
   input: Type.Object(
@@ -51,7 +47,7 @@ const GeolocationBody = Type.Object({
  * record with `_pong`, `is_online` or `_inventory`, and POST of a position. Only the agent's own
  * account may report for it; each report is recorded exactly as its MQTT counterpart.
  */
-export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = async (app, { authenticate, agents, reports, live }) => {
+export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = async (app, { agents, reports, live }) => {
   const ownAgent = (session: SessionContext, id: number) => {
     const agent = agents.row(id);
     if (!agent) throw itemNotFound();
@@ -63,10 +59,9 @@ export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> =
 
   app.put(
     '/PluginMdmAgent/:id',
-    { bodyLimit: INVENTORY_BODY_LIMIT, schema: { params: IdParams, querystring: TokenQuery, body: ReportBody } },
+    { bodyLimit: INVENTORY_BODY_LIMIT, schema: { params: IdParams, querystring: SessionQuery, body: ReportBody } },
     async (request) => {
-      const session = authenticate(request);
-      const agent = ownAgent(session, request.params.id);
+      const agent = ownAgent(request.session, request.params.id);
       const input = request.body.input;
       const unknown = Object.keys(input).filter((key) => !(REPORT_KEYS as readonly string[]).includes(key));
       if (unknown.length > 0) throw badRequest(`Unknown field(s) ${unknown.join(', ')}: an agent may send ${REPORT_KEYS.join(', ')}`);
@@ -90,10 +85,9 @@ export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> =
     },
   );
 
-  app.post('/PluginMdmGeolocation', { schema: { querystring: TokenQuery, body: GeolocationBody } }, async (request, reply) => {
-    const session = authenticate(request);
+  app.post('/PluginMdmGeolocation', { schema: { querystring: SessionQuery, body: GeolocationBody } }, async (request, reply) => {
     const input = request.body.input;
-    const agent = ownAgent(session, input._agents_id as number);
+    const agent = ownAgent(request.session, input._agents_id);
     const position = positionOf({ latitude: input.latitude ?? undefined, longitude: input.longitude ?? undefined, datetime: input._datetime, gps: input._gps });
     if ('error' in position) throw badRequest(`Position refused: ${position.error}`);
     const id = reports.position(agent.id, position, 'http');

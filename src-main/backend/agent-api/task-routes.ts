@@ -4,14 +4,12 @@ import { Type } from 'typebox';
 import type { DeploymentService } from '../deployments/deployments.ts';
 import type { TaskRow } from '../deployments/repository.ts';
 import { ApiError, badRequest } from '../errors.ts';
-import type { Authenticate } from './routes.ts';
+import { IdParams } from './schemas.ts';
 
 export interface TaskRoutesOptions {
-  authenticate: Authenticate;
-  deployments: DeploymentService;
+  deployments: Pick<DeploymentService, 'agentOfAccount' | 'searchStatuses' | 'reportByStatusId'>;
 }
 
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2 ** 53 - 1 }) });
 // Criteria arrive as GLPI's bracketed keys (criteria[0][field]=5 …), read from the raw URL below.
 const SearchQuery = Type.Object({ session_token: Type.Optional(Type.String({ maxLength: 256 })) }, { additionalProperties: true });
 const StatusBody = Type.Object({
@@ -34,10 +32,9 @@ const MAX_CRITERIA = 8;
  * finds its status row, `PUT PluginMdmTaskstatus/<id>` `{"input":{"status": …}}` sets it. Only the
  * device's own account may do either, and it only ever sees its own rows.
  */
-export const taskStatusRoutes: FastifyPluginAsyncTypebox<TaskRoutesOptions> = async (app, { authenticate, deployments }) => {
+export const taskStatusRoutes: FastifyPluginAsyncTypebox<TaskRoutesOptions> = async (app, { deployments }) => {
   const ownDevice = (request: FastifyRequest) => {
-    const session = authenticate(request);
-    const agent = deployments.agentOfAccount(session.userId);
+    const agent = deployments.agentOfAccount(request.session.userId);
     if (!agent) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'Only a device may read or report task statuses (open the session with its api_token)');
     return agent;
   };

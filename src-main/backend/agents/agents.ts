@@ -1,7 +1,7 @@
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { itemNotFound } from '../errors.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import type { UserRepository } from '../sessions/user-repository.ts';
 import type { AgentRepository, AgentRow, AgentSummary } from './repository.ts';
 
 export type { AgentRow, AgentSummary } from './repository.ts';

@@ -4,7 +4,7 @@ import type { EventLog } from '../events/event-log.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
 import type { SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import type { UserRepository } from '../sessions/user-repository.ts';
 import type { AgentRepository, AgentRow } from './repository.ts';
 import { ENROLL_STATUS, HELD } from './status.ts';
 

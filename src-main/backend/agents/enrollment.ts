@@ -8,7 +8,7 @@ import type { AttemptDetails, InvitationService } from '../invitations/invitatio
 import { RateLimiter } from '../sessions/rate-limit.ts';
 import { TooManyRequests, type SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import { isSharedAccount, type UserRepository } from '../sessions/users.ts';
+import { isSharedAccount, type UserRepository } from '../sessions/user-repository.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { hashSecret, randomPassword } from '../util/tokens.ts';
 import { CodeUsedUp, codeGrant, invitationGrant, type EnrollmentGrant } from './grants.ts';
@@ -19,22 +19,22 @@ import { ENROLL_STATUS, FREED } from './status.ts';
 
 /** The `input` of POST PluginMdmAgent; everything optional here, the rules below decide. */
 export interface AgentInput {
-  _email?: string;
-  _invitation_token?: string;
-  _serial?: string;
-  _uuid?: string;
-  csr?: string;
-  firstname?: string;
-  lastname?: string;
-  version?: string;
-  type?: string;
+  _email?: string | null;
+  _invitation_token?: string | null;
+  _serial?: string | null;
+  _uuid?: string | null;
+  csr?: string | null;
+  firstname?: string | null;
+  lastname?: string | null;
+  version?: string | null;
+  type?: string | null;
   /** Sent by the reference agents (Flyve dialect); stored, never required. */
-  phone?: string;
-  has_system_permission?: string;
+  phone?: string | null;
+  has_system_permission?: string | null;
   /** Base64 of the device's FusionInventory XML. */
-  inventory?: string;
-  notification_type?: string;
-  notification_token?: string;
+  inventory?: string | null;
+  notification_type?: string | null;
+  notification_token?: string | null;
 }
 
 export const AGENT_TYPES = ['android', 'apple'] as const;

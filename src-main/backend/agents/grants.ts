@@ -5,9 +5,10 @@
  */
 import { CodeUsedUp, domainsOf, emailDomainAllowed, statusOfCode, type CodeRow, type EnrollmentCodeService } from '../codes/codes.ts';
 import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
-import { isValidEmail, normalizeEmail, statusOf } from '../invitations/invitations.ts';
+import { statusOf } from '../invitations/invitations.ts';
+import { isValidEmail, normalizeEmail } from '../../../src-shared/contract/rules.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import type { UserRepository } from '../sessions/user-repository.ts';
 import { ENROLL_STATUS } from './status.ts';
 
 export type InitialStatus = typeof ENROLL_STATUS.enrolled | typeof ENROLL_STATUS.pendingApproval;

@@ -2,21 +2,14 @@
 // last_report/last_contact that each report moves.
 import type { Db } from '../db/database.ts';
 import type { InventorySummary } from '../inventory/fusion-inventory.ts';
+import type { Inventory, Position } from '../../../src-shared/contract/index.ts';
 
-export type ReportSource = 'enrollment' | 'http' | 'mqtt';
+export type ReportSource = Inventory['source'];
 
-export interface StoredInventory extends InventorySummary {
-  source: ReportSource;
-  received_at: string;
-}
+/** The inventory and positions as the admin API shows them: the contract's shapes. */
+export type StoredInventory = Inventory;
 
-export interface StoredPosition {
-  latitude: number | null;
-  longitude: number | null;
-  located_at: string;
-  source: string;
-  received_at: string;
-}
+export type StoredPosition = Position;
 
 export interface ReportingAgent {
   id: number;

@@ -3,6 +3,7 @@
 // lookups in broker-repository.ts.
 import type { Db } from '../db/database.ts';
 import { ENROLL_STATUS, type EnrollStatus } from './status.ts';
+import type { AgentSummary } from '../../../src-shared/contract/index.ts';
 
 export interface AgentRow {
   id: number;
@@ -44,39 +45,8 @@ export interface AgentRow {
   updated_at: string;
 }
 
-/** One row of the admin's device list. */
-export interface AgentSummary {
-  id: number;
-  name: string;
-  serial: string | null;
-  uuid: string | null;
-  type: string;
-  version: string;
-  enroll_status: string;
-  is_online: boolean;
-  last_contact: string | null;
-  last_report: string | null;
-  lock: number;
-  wipe: number;
-  fleet_id: number;
-  fleet: string;
-  email: string | null;
-  firstname: string | null;
-  lastname: string | null;
-  computer_id: number;
-  invitation_id: number | null;
-  enrollment_code_id: number | null;
-  enrollment_code: string | null;
-  topic: string;
-  entity_id: number;
-  created_at: string;
-  updated_at: string;
-  /** From the last inventory the device sent (null until then). */
-  model: string | null;
-  manufacturer: string | null;
-  os_name: string | null;
-  os_version: string | null;
-}
+/** One row of the admin's device list: the contract's AgentSummary. */
+export type { AgentSummary };
 
 export interface ComputerRow {
   id: number;

@@ -1,5 +1,6 @@
 // The HTTP endpoints of rabbitmq_auth_backend_http (user, vhost, resource, topic), on a listener
 // only the brokers reach. Every answer comes from the database and the one rule table (acl.ts).
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { EventLog } from '../events/event-log.ts';
@@ -21,7 +22,7 @@ export interface AuthEndpointOptions {
 const VHOST = '/';
 const EXCHANGE = 'amq.topic';
 const Field = Type.String({ maxLength: 1024 });
-const UserBody = Type.Object({ username: Field, password: Type.Optional(Field) }, { additionalProperties: true });
+const UserBody = Type.Object({ username: Field, password: Type.Optional(Field), client_id: Type.Optional(Field) }, { additionalProperties: true });
 const VhostBody = Type.Object({ username: Field, vhost: Field }, { additionalProperties: true });
 const ResourceBody = Type.Object({ username: Field, vhost: Field, resource: Field, name: Field, permission: Field }, { additionalProperties: true });
 const TopicBody = Type.Object({ username: Field, vhost: Field, resource: Field, name: Field, permission: Field, routing_key: Field }, { additionalProperties: true });
@@ -33,7 +34,7 @@ function connectable(store: BrokerAgentStore, login: string): BrokerAgentRow | u
 
 export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<FastifyInstance> {
   const { store, events, backend } = options;
-  const app = Fastify({ logger: false, bodyLimit: 16 * 1024, requestTimeout: 10_000, forceCloseConnections: true });
+  const app = Fastify({ logger: false, bodyLimit: 16 * 1024, requestTimeout: 10_000, forceCloseConnections: true }).withTypeProvider<TypeBoxTypeProvider>();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
@@ -49,7 +50,7 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     username === backend.username ? clientId.startsWith(`${backend.clientIdPrefix}-`) : clientId === username || (clientId.length === 23 && username.startsWith(clientId));
 
   app.post('/auth/user', { schema: { body: UserBody } }, async (request) => {
-    const { username, password = '', client_id: clientId } = request.body as { username: string; password?: string; client_id?: string };
+    const { username, password = '', client_id: clientId } = request.body;
     // Where the node passes the client id, one agent cannot take over another's session by its id.
     if (clientId !== undefined && !clientIdAllowed(username, clientId)) return 'deny';
     if (username === backend.username) return allow(password === backend.password);
@@ -71,12 +72,12 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
   });
 
   app.post('/auth/vhost', { schema: { body: VhostBody } }, async (request) => {
-    const { username, vhost } = request.body as { username: string; vhost: string };
+    const { username, vhost } = request.body;
     return allow(vhost === VHOST && rulesOf(username) !== null);
   });
 
   app.post('/auth/resource', { schema: { body: ResourceBody } }, async (request) => {
-    const { username, vhost, resource, name, permission } = request.body as { username: string; vhost: string; resource: string; name: string; permission: string };
+    const { username, vhost, resource, name, permission } = request.body;
     if (vhost !== VHOST || rulesOf(username) === null) return 'deny';
     if (resource === 'exchange') return allow(name === EXCHANGE && (permission === 'read' || permission === 'write'));
     if (resource === 'queue') {
@@ -91,7 +92,7 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
   });
 
   app.post('/auth/topic', { schema: { body: TopicBody } }, async (request) => {
-    const { username, vhost, name, permission, routing_key: routingKey } = request.body as { username: string; vhost: string; name: string; permission: string; routing_key: string };
+    const { username, vhost, name, permission, routing_key: routingKey } = request.body;
     const rules = rulesOf(username);
     if (vhost !== VHOST || name !== EXCHANGE || !rules) return 'deny';
     const topic = routingKeyToTopic(routingKey);

@@ -7,6 +7,7 @@ import { fleetTopic, isUsableAgentTopic, type AgentIdentity } from './acl.ts';
 import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-repository.ts';
 import { ENROLL_STATUS } from '../agents/status.ts';
 import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';
+import { AGENT_COMMANDS, type AgentCommand, type CommandResult } from '../../../src-shared/contract/index.ts';
 
 /** What the commands need to know of an agent's connections, whatever broker holds them. */
 export interface AgentLinks {
@@ -21,10 +22,10 @@ export interface AgentLinks {
   disconnect(agentId: number): void;
 }
 
-export const AGENT_COMMANDS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
+// The command names are the contract's: the console offers the same ones.
+export { AGENT_COMMANDS, type AgentCommand, type CommandResult };
 /** Commands only a connected agent can act on: not kept for later. */
 const LIVE_ONLY: readonly AgentCommand[] = ['ping', 'inventory', 'geolocate'];
-export type AgentCommand = (typeof AGENT_COMMANDS)[number];
 
 interface CommandMessage {
   label: string;
@@ -49,17 +50,6 @@ const SUBSCRIBE_SUBTOPIC = 'Command/Subscribe';
 /** The backend's own publishing, with the rights of the backend (outside the agents' ACL). */
 export interface Publisher {
   publish(topic: string, payload: string, retain: boolean): Promise<void>;
-}
-
-export interface CommandResult {
-  agent_id: number;
-  command: AgentCommand | 'subscribe';
-  topic: string;
-  payload: Record<string, unknown>;
-  retained: boolean;
-  /** Whether the agent had an open connection when it was sent (retained ones wait for it). */
-  online: boolean;
-  event_id: number;
 }
 
 /** Status events other than the known replies: at most one per agent and topic in this time. */

@@ -6,7 +6,7 @@ import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { unlessDiskFull } from '../http/disk-full.ts';
+import { unlessDiskFull } from '../db/disk-full.ts';
 import { ApiError } from '../errors.ts';
 import { BACKEND_TOPIC_RULES, MANIFEST_TOPICS, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
 import type { AgentCommands } from './commands.ts';

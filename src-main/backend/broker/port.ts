@@ -4,40 +4,10 @@
 import type { AgentIdentity } from './acl.ts';
 import type { AgentCommands } from './commands.ts';
 import type { BrokerCertificate } from './tls-certificate.ts';
+import { BROKER_MODES, type AgentEndpoint, type BrokerMode, type BrokerStatus } from '../../../src-shared/contract/index.ts';
 
-export const BROKER_MODES = ['embedded', 'mosquitto', 'rabbitmq'] as const;
-export type BrokerMode = (typeof BROKER_MODES)[number];
-
-/** Where agents connect; goes into their record (`broker`, `port`, `tls`). */
-export interface AgentEndpoint {
-  host: string;
-  port: number;
-  tls: boolean;
-}
-
-export interface BrokerStatus {
-  mode: BrokerMode;
-  /** Whether the backend is connected to its broker (always true for the embedded one). */
-  connected: boolean;
-  /** Why not, while it retries. */
-  problem: string | null;
-  /** The external broker(s), without credentials. */
-  url: string | null;
-  port: number;
-  tls_port: number;
-  /** Agents online: connections on the embedded broker; their presence messages on an external one. */
-  connected_agents: number;
-  connections: number;
-  tls: {
-    fingerprint_sha256: string;
-    source: BrokerCertificate['source'];
-    subject: string;
-    alt_names: string[];
-    valid_from: string;
-    valid_to: string;
-    cert_file: string;
-  } | null;
-}
+// The broker's status and endpoint are on the wire (GET /api/status): their shapes are the contract's.
+export { BROKER_MODES, type AgentEndpoint, type BrokerMode, type BrokerStatus };
 
 /** What only the broker knows how to record (pending pings, presence), for agents reporting over HTTP. */
 export interface LiveReports {

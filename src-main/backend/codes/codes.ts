@@ -1,21 +1,20 @@
 import { createHash } from 'node:crypto';
-import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import { enrollmentLinks, type EnrollmentLinks, type LinkTargets } from '../deeplink/enrollment-links.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
-import type { UserRepository } from '../sessions/users.ts';
+import type { UserRepository } from '../sessions/user-repository.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
+import type { CodeDetails, CodeRepository } from './repository.ts';
+import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from '../../../src-shared/contract/rules.ts';
+import type { CodeApproval, CodeLogEntry, CodeStatus, EnrollmentCode } from '../../../src-shared/contract/index.ts';
 
-export const CODE_LIFETIME_DAYS = { min: 1, max: 365 } as const;
-export const CODE_MAX_USES = 1_000_000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export type CodeApproval = 'auto' | 'manual';
-export type CodeStatus = 'active' | 'expired' | 'used_up' | 'revoked';
+export type { CodeApproval, CodeLogEntry, CodeStatus };
 
 export interface CodeRow {
   id: number;
@@ -43,22 +42,6 @@ export interface CodeInput {
   /** Lifetime in days; null or absent: the code never expires. */
   days?: number | null;
   approval?: CodeApproval;
-}
-
-export interface CodeLogEntry {
-  id: number;
-  at: string;
-  outcome: 'refused' | 'used';
-  code: string | null;
-  message: string;
-  remote_addr: string | null;
-  email: string | null;
-  serial: string | null;
-  uuid: string | null;
-  user_id: number | null;
-  agent_id: number | null;
-  agent_name: string | null;
-  enroll_status: string | null;
 }
 
 export interface CodeAttempt {
@@ -100,54 +83,22 @@ export class CodeUsedUp extends Error {}
  * tied to the person whose email it gives.
  */
 export class EnrollmentCodeService {
+  private readonly repository: CodeRepository;
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
   private readonly users: UserRepository;
   private readonly fleets: FleetService;
   private readonly settings: SettingsStore;
   private readonly links: LinkTargets;
-  private readonly statements;
 
-  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; users: UserRepository; fleets: FleetService; settings: SettingsStore; links: LinkTargets }) {
+  constructor(deps: { repository: CodeRepository; events: EventLog; work: UnitOfWork; users: UserRepository; fleets: FleetService; settings: SettingsStore; links: LinkTargets }) {
+    this.repository = deps.repository;
     this.events = deps.events;
     this.work = deps.work;
     this.users = deps.users;
     this.fleets = deps.fleets;
     this.settings = deps.settings;
     this.links = deps.links;
-    const db = deps.db;
-    this.statements = {
-      insert: db.prepare(
-        `INSERT INTO enrollment_codes (entity_id, fleet_id, account_user_id, name, token, domains, max_uses, approval, created_at, expires_at)
-         VALUES (@entity_id, @fleet_id, @account_user_id, @name, @token, @domains, @max_uses, @approval, @created_at, @expires_at)`,
-      ),
-      byId: db.prepare(`SELECT * FROM enrollment_codes WHERE id = ?`),
-      byToken: db.prepare(`SELECT * FROM enrollment_codes WHERE token = ?`),
-      byAccount: db.prepare(`SELECT id FROM enrollment_codes WHERE account_user_id = ?`),
-      list: db.prepare(`SELECT * FROM enrollment_codes ORDER BY id DESC`),
-      revoke: db.prepare(`UPDATE enrollment_codes SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
-      rotate: db.prepare(`UPDATE enrollment_codes SET token = ?, rotated_at = ? WHERE id = ?`),
-      // The one place a use is counted: atomic, so concurrent enrollments never pass max_uses.
-      use: db.prepare(
-        `UPDATE enrollment_codes SET uses = uses + 1, last_used_at = @now
-         WHERE id = @id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > @now) AND (max_uses IS NULL OR uses < max_uses)`,
-      ),
-      touch: db.prepare(`UPDATE enrollment_codes SET last_used_at = ? WHERE id = ?`),
-      log: db.prepare(
-        `INSERT INTO enrollment_code_log (code_id, at, outcome, code, message, remote_addr, email, serial, uuid, user_id, agent_id, session_hash)
-         VALUES (@code_id, @at, @outcome, @code, @message, @remote_addr, @email, @serial, @uuid, @user_id, @agent_id, @session_hash)`,
-      ),
-      logOf: db.prepare(
-        `SELECT l.id, l.at, l.outcome, l.code, l.message, l.remote_addr, l.email, l.serial, l.uuid, l.user_id, l.agent_id,
-                a.name AS agent_name, a.enroll_status
-         FROM enrollment_code_log l LEFT JOIN agents a ON a.id = l.agent_id
-         WHERE l.code_id = ? ORDER BY l.id DESC LIMIT 1000`,
-      ),
-      refusedCount: db.prepare(`SELECT count(*) AS n FROM enrollment_code_log WHERE code_id = ? AND outcome = 'refused'`),
-      pendingCount: db.prepare(`SELECT count(*) AS n FROM agents WHERE enrollment_code_id = ? AND enroll_status = 'pending_approval'`),
-      lastUse: db.prepare(`SELECT session_hash FROM enrollment_code_log WHERE agent_id = ? AND outcome = 'used' ORDER BY id DESC LIMIT 1`),
-      fleetName: db.prepare(`SELECT name FROM fleets WHERE id = ?`),
-    };
   }
 
   /** Checks an input; returns the problems (empty when it can be created). */
@@ -180,20 +131,18 @@ export class EnrollmentCodeService {
       const name = input.name.trim();
       const account = this.users.createCodeAccount(entityId, name);
       const now = Date.now();
-      const id = Number(
-        this.statements.insert.run({
-          entity_id: entityId,
-          fleet_id: fleet.id,
-          account_user_id: account.id,
-          name,
-          token: randomHex(32),
-          domains: JSON.stringify(domains),
-          max_uses: input.max_uses ?? null,
-          approval: input.approval ?? 'auto',
-          created_at: new Date(now).toISOString(),
-          expires_at: input.days == null ? null : new Date(now + input.days * DAY_MS).toISOString(),
-        }).lastInsertRowid,
-      );
+      const id = this.repository.insert({
+        entity_id: entityId,
+        fleet_id: fleet.id,
+        account_user_id: account.id,
+        name,
+        token: randomHex(32),
+        domains: JSON.stringify(domains),
+        max_uses: input.max_uses ?? null,
+        approval: input.approval ?? 'auto',
+        created_at: new Date(now).toISOString(),
+        expires_at: input.days == null ? null : new Date(now + input.days * DAY_MS).toISOString(),
+      });
       this.events.record('code.created', `Enrollment code "${name}" created`, { entityId }, {
         code_id: id,
         fleet: fleet.name,
@@ -207,29 +156,30 @@ export class EnrollmentCodeService {
   }
 
   get(id: number): CodeRow {
-    const row = this.statements.byId.get(id) as CodeRow | undefined;
+    const row = this.repository.get(id);
     if (!row) throw itemNotFound('Enrollment code not found');
     return row;
   }
 
   byToken(token: string): CodeRow | undefined {
-    return this.statements.byToken.get(token) as CodeRow | undefined;
+    return this.repository.byToken(token);
   }
 
   /** Whether this user is a code's account (it enrolls devices, it never downloads). */
   isCodeAccount(userId: number): boolean {
-    return this.statements.byAccount.get(userId) !== undefined;
+    return this.repository.isAccount(userId);
   }
 
-  list(): CodeRow[] {
-    return this.statements.list.all() as CodeRow[];
+  /** Every code as the admin sees it, newest first: a fixed number of statements. */
+  list(): CodeView[] {
+    return this.repository.details().map((row) => this.present(row));
   }
 
   revoke(id: number): CodeRow {
     const row = this.get(id);
     if (row.revoked_at) return row;
     return this.work.run(() => {
-      this.statements.revoke.run(nowIso(), id);
+      this.repository.revoke(id, nowIso());
       this.events.record('code.revoked', `Enrollment code "${row.name}" revoked`, { entityId: row.entity_id }, { code_id: id });
       return this.get(id);
     });
@@ -239,7 +189,7 @@ export class EnrollmentCodeService {
   rotate(id: number): CodeRow {
     const row = this.get(id);
     return this.work.run(() => {
-      this.statements.rotate.run(randomHex(32), nowIso(), id);
+      this.repository.rotate(id, randomHex(32), nowIso());
       this.users.rotateToken(row.account_user_id);
       this.events.record(
         'code.rotated',
@@ -254,8 +204,8 @@ export class EnrollmentCodeService {
   /** Counts one use; call inside the transaction that creates the agent. Throws CodeUsedUp when none is left. */
   consume(row: CodeRow, use: { agentId: number; userId: number; sessionToken: string; attempt: CodeAttempt }): void {
     const at = nowIso();
-    if (this.statements.use.run({ id: row.id, now: at }).changes !== 1) throw new CodeUsedUp();
-    this.statements.log.run({
+    if (!this.repository.use(row.id, at)) throw new CodeUsedUp();
+    this.repository.log({
       code_id: row.id,
       at,
       outcome: 'used',
@@ -271,8 +221,8 @@ export class EnrollmentCodeService {
   logRefusal(row: CodeRow, code: string, message: string, attempt: CodeAttempt): void {
     const at = nowIso();
     this.work.run(() => {
-      this.statements.log.run({ code_id: row.id, at, outcome: 'refused', code, message, ...attempt, user_id: null, agent_id: null, session_hash: null });
-      this.statements.touch.run(at, row.id);
+      this.repository.log({ code_id: row.id, at, outcome: 'refused', code, message, ...attempt, user_id: null, agent_id: null, session_hash: null });
+      this.repository.touch(row.id, at);
       this.events.record('code.refused', `Enrollment with code "${row.name}" refused for ${attempt.email ?? '(no email)'}: ${message}`, { entityId: row.entity_id }, {
         code_id: row.id,
         code,
@@ -286,12 +236,11 @@ export class EnrollmentCodeService {
    * shares its account, so the account alone cannot tell whose device an agent is.
    */
   lastEnrolledInSession(agentId: number, sessionToken: string): boolean {
-    const row = this.statements.lastUse.get(agentId) as { session_hash: string | null } | undefined;
-    return row?.session_hash === sessionHash(sessionToken);
+    return this.repository.lastUseSession(agentId) === sessionHash(sessionToken);
   }
 
   logOf(id: number): CodeLogEntry[] {
-    return this.statements.logOf.all(id) as CodeLogEntry[];
+    return this.repository.logOf(id);
   }
 
   deeplinkOf(row: CodeRow): EnrollmentLinks {
@@ -299,15 +248,21 @@ export class EnrollmentCodeService {
   }
 
   /** What the admin API and CLI show of a code. */
-  view(row: CodeRow) {
-    const links = this.deeplinkOf(row);
+  view(row: Pick<CodeRow, 'id'>): CodeView {
+    const [details] = this.repository.details([row.id]);
+    if (!details) throw itemNotFound('Enrollment code not found');
+    return this.present(details);
+  }
+
+  private present(row: CodeDetails): EnrollmentCode {
+    const links = enrollmentLinks(this.settings, this.links, row.user_token, row.token);
     return {
       id: row.id,
       entity_id: row.entity_id,
       name: row.name,
       status: statusOfCode(row),
       fleet_id: row.fleet_id,
-      fleet: (this.statements.fleetName.get(row.fleet_id) as { name: string } | undefined)?.name ?? null,
+      fleet: row.fleet,
       domains: domainsOf(row),
       max_uses: row.max_uses,
       uses: row.uses,
@@ -317,10 +272,10 @@ export class EnrollmentCodeService {
       revoked_at: row.revoked_at,
       rotated_at: row.rotated_at,
       last_used_at: row.last_used_at,
-      refused_attempts: (this.statements.refusedCount.get(row.id) as { n: number }).n,
-      pending_approval: (this.statements.pendingCount.get(row.id) as { n: number }).n,
+      refused_attempts: row.refused_attempts,
+      pending_approval: row.pending_approval,
       token: row.token,
-      user_token: this.users.byId(row.account_user_id)!.user_token,
+      user_token: row.user_token,
       deeplink: links.url,
       deeplink_data: links.data,
       app_link: links.app_link,
@@ -329,7 +284,7 @@ export class EnrollmentCodeService {
   }
 }
 
-export type CodeView = ReturnType<EnrollmentCodeService['view']>;
+export type CodeView = ReturnType<EnrollmentCodeService['present']>;
 
 function normalizeDomain(domain: string): string {
   return domain.trim().toLowerCase().replace(/^@/, '');

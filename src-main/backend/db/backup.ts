@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describeRunningServer, tryLockDataDir } from '../data-dir-lock.ts';
+import { describeRunningServer, tryLockDataDir } from './data-dir-lock.ts';
 import { migrations } from './migrations.ts';
 
 export const DATABASE_FILE = 'mdm-console.sqlite';

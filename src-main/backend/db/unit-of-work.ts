@@ -8,15 +8,18 @@ import type { Db } from './database.ts';
 export class UnitOfWork {
   private readonly db: Db;
   private pending: Array<() => void> = [];
+  /** Wrapped once: better-sqlite3 builds four functions for each `transaction()` call. */
+  private readonly transaction: <T>(work: () => T) => T;
 
   constructor(db: Db) {
     this.db = db;
+    this.transaction = db.transaction((work: () => unknown) => work()) as <T>(work: () => T) => T;
   }
 
   run<T>(work: () => T): T {
     const outer = !this.db.inTransaction;
     try {
-      const result = this.db.transaction(work)();
+      const result = this.transaction(work);
       if (outer) this.flush();
       return result;
     } catch (error) {

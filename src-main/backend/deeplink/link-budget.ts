@@ -9,7 +9,7 @@
 import { deeplinkFieldTexts, type AgentApp, type DeeplinkFields } from './codec.ts';
 import { QR_MAX_BYTES } from './qr.ts';
 
-/** sessions/users.ts draws user tokens as randomHex(20), invitations/invitations.ts as randomHex(32). */
+/** sessions/user-repository.ts draws user tokens as randomHex(20), invitations/invitations.ts as randomHex(32). */
 export const USER_TOKEN_HEX_LENGTH = 40;
 export const INVITATION_TOKEN_HEX_LENGTH = 64;
 

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { appLinkSchemeFor, appLinkUrl, canonicalBase64, decodeDeeplinkData, DeeplinkDataError, deeplinkEncodingOf, deeplinkPageUrl, type DeeplinkFields } from './codec.ts';
 import { escapeHtml } from '../util/html.ts';
@@ -68,7 +68,7 @@ function notUsableBody(state: { status: 'done' | 'expired' | 'revoked'; expiresA
 }
 
 /** GET /deeplink/?data=… — the deeplink microservice, served by the backend itself. */
-export const deeplinkPageRoutes: FastifyPluginAsync<DeeplinkPageOptions> = async (app, options) => {
+export const deeplinkPageRoutes: FastifyPluginAsyncTypebox<DeeplinkPageOptions> = async (app, options) => {
   const headers = {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
@@ -90,7 +90,7 @@ export const deeplinkPageRoutes: FastifyPluginAsync<DeeplinkPageOptions> = async
   app.get('/deeplink/', {
     schema: { querystring: Type.Object({ data: Type.Optional(Type.String({ maxLength: 16384 })) }) },
     handler: async (request, reply) => {
-      const { data } = request.query as { data?: string };
+      const { data } = request.query;
       let fields: DeeplinkFields;
       try {
         fields = decodeDeeplinkData(data);

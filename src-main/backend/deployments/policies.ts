@@ -1,12 +1,11 @@
+import { POLICIES, TASK_STATUSES, type PolicyName, type TaskStatus } from '../../../src-shared/contract/index.ts';
+
 // The reference's policy messages (glpi-plugin policydeploy*/policyremove*): what each deployment
 // publishes, retained, on `<fleet or agent topic>/Policy/<policy>/Task/<taskId>`.
 
-export const POLICIES = ['deployApp', 'deployFile', 'removeApp', 'removeFile'] as const;
-export type PolicyName = (typeof POLICIES)[number];
+/** The policies, and every status a task can have (agents report all but pending): the contract's. */
+export { POLICIES, TASK_STATUSES, type PolicyName, type TaskStatus };
 
-/** Every status a task can have; agents report all but pending (the reference accepts it too). */
-export const TASK_STATUSES = ['pending', 'received', 'in progress', 'waiting', 'done', 'failed', 'canceled'] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
 /** A task in one of these still expects the device to act. */
 export const OPEN_STATUSES: readonly TaskStatus[] = ['pending', 'received', 'in progress', 'waiting'];
 

@@ -5,20 +5,20 @@
 import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import type {} from '../http/agent-session.ts'; // request.session, config.session
 import { Type } from 'typebox';
+import { PackagePatch, SafeIdParams, StoredItem as WireItem, StoredItemList, UploadQuery } from '../../../src-shared/contract/index.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import { describePackage } from './package-info.ts';
 import { sendStoredItem } from './download.ts';
 import { DownloadLimits } from './download-limits.ts';
-import { MIME_TYPE_PATTERN, type FileStore, type StoredItem, type StoredKind } from './store.ts';
+import type { FileStore, StoredItem, StoredKind } from './store.ts';
 
 const KINDS: ReadonlyArray<{ kind: StoredKind; agentPath: string; adminPath: string }> = [
   { kind: 'file', agentPath: '/PluginMdmFile/:id', adminPath: '/files' },
   { kind: 'package', agentPath: '/PluginMdmPackage/:id', adminPath: '/packages' },
 ];
-
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
 
 const DownloadMetadataSchema = Type.Object({
   id: Type.Integer(),
@@ -34,41 +34,8 @@ const DownloadMetadataSchema = Type.Object({
   version_name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 });
 
-const AdminItemSchema = Type.Object({
-  id: Type.Integer(),
-  entity_id: Type.Integer(),
-  name: Type.String(),
-  size: Type.Integer(),
-  mime_type: Type.String(),
-  sha256: Type.String(),
-  created_at: Type.String(),
-  updated_at: Type.String(),
-  version: Type.Optional(Type.Integer()),
-  package_name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  version_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-  version_name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  label: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  icon: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-});
-
-/** An Android package name: dot-separated Java identifiers, at least two segments. */
-const PACKAGE_NAME_PATTERN = '^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z][A-Za-z0-9_]*)+$';
-const PackageInfoFields = {
-  package_name: Type.Optional(Type.String({ maxLength: 255, pattern: PACKAGE_NAME_PATTERN })),
-  version_code: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1 })),
-  version_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-};
-const PackagePatch = Type.Object({ ...PackageInfoFields, label: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }, { additionalProperties: false, minProperties: 1 });
-
-const UploadQuery = Type.Object({
-  ...PackageInfoFields,
-  // a path is accepted (the store keeps its last segment), hence more than 255
-  name: Type.String({ minLength: 1, maxLength: 4096 }),
-  mime_type: Type.Optional(Type.String({ maxLength: 255, pattern: MIME_TYPE_PATTERN })),
-  entity_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
-});
-
-export function adminItemView(item: StoredItem) {
+/** The wire shape (snake_case) of a stored item. */
+export function adminItemView(item: StoredItem): WireItem {
   return {
     id: item.id,
     entity_id: item.entityId,
@@ -92,21 +59,23 @@ export function adminItemView(item: StoredItem) {
 
 export interface AgentDownloadRoutesOptions {
   store: FileStore;
-  /** Resolves the request's session; throws ApiError (401) when missing or invalid. */
-  authenticate: (request: FastifyRequest) => SessionContext | Promise<SessionContext>;
+  /** Throws ApiError (403) when the session may not download at all; runs before validation. */
+  mayDownload?: (session: SessionContext) => void;
   /** Concurrent downloads and read-ahead of this listener; defaults apply without it. */
   limits?: DownloadLimits;
+  /** Told of each request allowed to download (the listener stops capping its connection). */
+  onAllowed?: (request: FastifyRequest) => void;
 }
 
 /**
  * GET /PluginMdmFile/:id and /PluginMdmPackage/:id (mount under the agent API prefix).
  * Any valid session of the item's entity may download; another entity's item is a 404, as an
- * unknown id is. Errors are thrown as ApiError for the parent's error handler.
+ * unknown id is. The agent app resolves `request.session` on arrival. Errors are thrown as
+ * ApiError for the parent's error handler.
  */
 export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesOptions> = async (app, options) => {
-  const { store, authenticate } = options;
+  const { store, mayDownload, onAllowed } = options;
   const limits = options.limits ?? new DownloadLimits();
-  const sessions = new WeakMap<FastifyRequest, SessionContext>();
 
   for (const { kind, agentPath } of KINDS) {
     app.get(
@@ -114,16 +83,17 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
       {
         // HEAD tells a device the size and headers of a download; the agent app disables HEAD elsewhere.
         exposeHeadRoute: true,
-        schema: { params: IdParams, response: { 200: DownloadMetadataSchema } },
+        schema: { params: SafeIdParams, response: { 200: DownloadMetadataSchema } },
         // before validation: a request without a valid session learns nothing, not even a 400
+        config: { session: 'on-request' },
         onRequest: async (request) => {
-          sessions.set(request, await authenticate(request));
+          mayDownload?.(request.session);
+          onAllowed?.(request);
         },
       },
       async (request, reply) => {
-        const session = sessions.get(request)!;
         const item = store.get(kind, request.params.id);
-        if (!item || item.entityId !== session.entityId) throw itemNotFound();
+        if (!item || item.entityId !== request.session.entityId) throw itemNotFound();
         return sendStoredItem(request, reply, item, store.pathOf(item), limits);
       },
     );
@@ -150,18 +120,18 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
   for (const { kind, adminPath } of KINDS) {
-    app.get(adminPath, { schema: { response: { 200: Type.Array(AdminItemSchema) } } }, async () =>
+    app.get(adminPath, { schema: { response: { 200: StoredItemList } } }, async () =>
       store.list(kind).map(adminItemView),
     );
 
     app.post(
       adminPath,
-      { bodyLimit: store.maxSize, schema: { querystring: UploadQuery, response: { 201: AdminItemSchema } } },
+      { bodyLimit: store.maxSize, schema: { querystring: UploadQuery, response: { 201: WireItem } } },
       async (request, reply) => {
         const { name, mime_type: mimeType, entity_id: entityId, package_name: packageName, version_code: versionCode, version_name: versionName } = request.query;
-        const body = request.body as Readable | undefined;
+        const body = request.body;
         try {
-          if (!body || typeof body.pipe !== 'function') {
+          if (!isStream(body)) {
             throw new ApiError(
               415,
               'ERROR_UNSUPPORTED_MEDIA_TYPE',
@@ -185,7 +155,7 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
     );
 
     if (kind === 'package') {
-      app.patch(adminPath + '/:id', { schema: { params: IdParams, body: PackagePatch, response: { 200: AdminItemSchema } } }, async (request) => {
+      app.patch(adminPath + '/:id', { schema: { params: SafeIdParams, body: PackagePatch, response: { 200: WireItem } } }, async (request) => {
         const body = request.body;
         const item = store.setPackageInfo(request.params.id, {
           packageName: body.package_name,
@@ -198,10 +168,15 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
       });
     }
 
-    app.delete(adminPath + '/:id', { schema: { params: IdParams } }, async (request, reply) => {
+    app.delete(adminPath + '/:id', { schema: { params: SafeIdParams } }, async (request, reply) => {
       const removed = await store.remove(kind, request.params.id);
       if (!removed) throw itemNotFound();
       return reply.code(204).send();
     });
   }
 };
+
+/** The octet-stream parser hands the body over as the request stream; anything else is no upload. */
+function isStream(body: unknown): body is Readable {
+  return typeof body === 'object' && body !== null && typeof (body as { pipe?: unknown }).pipe === 'function';
+}

@@ -16,6 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import { ApiError, badRequest } from '../errors.ts';
+import { MIME_TYPE_PATTERN } from '../../../src-shared/contract/index.ts';
 
 export type StoredKind = 'file' | 'package';
 export const STORED_KINDS: readonly StoredKind[] = ['file', 'package'];
@@ -127,10 +128,8 @@ export function guessMimeType(name: string): string {
   return MIME_TYPES[extname(name).toLowerCase()] ?? 'application/octet-stream';
 }
 
-// RFC 6838 restricted-name for type and subtype; no parameters.
-const MIME_PATTERN_SOURCE = "^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$";
-export const MIME_TYPE_PATTERN = MIME_PATTERN_SOURCE;
-const MIME_RE = new RegExp(MIME_PATTERN_SOURCE);
+// RFC 6838 restricted-name for type and subtype; no parameters (the contract's rule, which uploads are validated by).
+const MIME_RE = new RegExp(MIME_TYPE_PATTERN);
 
 /** Validates a mime type (`type/subtype`, no parameters) and lower-cases it; ApiError 400 otherwise. */
 export function normalizeMimeType(mimeType: string): string {

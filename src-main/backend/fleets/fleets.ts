@@ -1,52 +1,29 @@
-import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
+import type { FleetRepository, FleetRow, FleetView } from './fleet-repository.ts';
 
-export interface FleetRow {
-  id: number;
-  entity_id: number;
-  name: string;
-  is_default: number;
-  created_at: string;
-}
-
-export interface FleetView extends FleetRow {
-  agent_count: number;
-}
+export type { FleetRow, FleetView };
 
 /** Fleets group agents; each entity has exactly one default fleet. */
 export class FleetService {
+  private readonly store: FleetRepository;
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
-  private readonly statements;
 
-  constructor(db: Db, events: EventLog, work: UnitOfWork) {
-    this.events = events;
-    this.work = work;
-    this.statements = {
-      list: db.prepare(
-        `SELECT f.*, (SELECT count(*) FROM agents a WHERE a.fleet_id = f.id) AS agent_count
-         FROM fleets f WHERE f.entity_id = ? ORDER BY f.is_default DESC, f.name COLLATE NOCASE`,
-      ),
-      byId: db.prepare(`SELECT * FROM fleets WHERE id = ?`),
-      byName: db.prepare(`SELECT * FROM fleets WHERE entity_id = ? AND name = ? COLLATE NOCASE`),
-      defaultOf: db.prepare(`SELECT * FROM fleets WHERE entity_id = ? AND is_default = 1`),
-      insert: db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (?, ?, 0, ?)`),
-      rename: db.prepare(`UPDATE fleets SET name = ? WHERE id = ?`),
-      agentCount: db.prepare(`SELECT count(*) AS n FROM agents WHERE fleet_id = ?`),
-      moveInvitations: db.prepare(`UPDATE invitations SET fleet_id = ? WHERE fleet_id = ?`),
-      remove: db.prepare(`DELETE FROM fleets WHERE id = ?`),
-    };
+  constructor(deps: { store: FleetRepository; events: EventLog; work: UnitOfWork }) {
+    this.store = deps.store;
+    this.events = deps.events;
+    this.work = deps.work;
   }
 
   list(entityId = 1): FleetView[] {
-    return this.statements.list.all(entityId) as FleetView[];
+    return this.store.list(entityId);
   }
 
   byId(id: number): FleetRow | undefined {
-    return this.statements.byId.get(id) as FleetRow | undefined;
+    return this.store.byId(id);
   }
 
   get(id: number): FleetRow {
@@ -56,13 +33,13 @@ export class FleetService {
   }
 
   defaultOf(entityId: number): FleetRow {
-    return this.statements.defaultOf.get(entityId) as FleetRow;
+    return this.store.defaultOf(entityId)!;
   }
 
   /** The fleet called `name`, or the default when no name is given; unknown names are refused. */
   resolve(entityId: number, name: string | null | undefined): FleetRow {
     if (!name?.trim()) return this.defaultOf(entityId);
-    const fleet = this.statements.byName.get(entityId, name.trim()) as FleetRow | undefined;
+    const fleet = this.store.byName(entityId, name.trim());
     if (!fleet) throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Unknown fleet "${name.trim()}"`);
     return fleet;
   }
@@ -70,11 +47,11 @@ export class FleetService {
   create(name: string, entityId = 1): FleetRow {
     const clean = name.trim();
     if (!clean) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'A fleet needs a name');
-    if (this.statements.byName.get(entityId, clean)) {
+    if (this.store.byName(entityId, clean)) {
       throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
     }
     return this.work.run(() => {
-      const id = Number(this.statements.insert.run(entityId, clean, nowIso()).lastInsertRowid);
+      const id = this.store.insert(entityId, clean, nowIso());
       this.events.record('fleet.created', `Fleet "${clean}" created`, { entityId }, { fleet_id: id });
       return this.byId(id)!;
     });
@@ -84,10 +61,10 @@ export class FleetService {
     const fleet = this.get(id);
     const clean = name.trim();
     if (!clean) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'A fleet needs a name');
-    const clash = this.statements.byName.get(fleet.entity_id, clean) as FleetRow | undefined;
+    const clash = this.store.byName(fleet.entity_id, clean);
     if (clash && clash.id !== id) throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
     return this.work.run(() => {
-      this.statements.rename.run(clean, id);
+      this.store.rename(id, clean);
       this.events.record('fleet.renamed', `Fleet "${fleet.name}" renamed to "${clean}"`, { entityId: fleet.entity_id }, { fleet_id: id });
       return this.byId(id)!;
     });
@@ -100,12 +77,11 @@ export class FleetService {
   remove(id: number): FleetRow {
     const fleet = this.get(id);
     if (fleet.is_default === 1) throw new ApiError(409, 'ERROR_DEFAULT_FLEET', 'The default fleet cannot be deleted');
-    const { n } = this.statements.agentCount.get(id) as { n: number };
+    const n = this.store.agentCount(id);
     if (n > 0) throw new ApiError(409, 'ERROR_FLEET_NOT_EMPTY', `Fleet "${fleet.name}" still has ${n} device${n === 1 ? '' : 's'}: move them to another fleet first`);
     return this.work.run(() => {
       const fallback = this.defaultOf(fleet.entity_id);
-      const moved = this.statements.moveInvitations.run(fallback.id, id).changes;
-      this.statements.remove.run(id);
+      const moved = this.store.remove(id, fallback.id);
       this.events.record('fleet.deleted', `Fleet "${fleet.name}" deleted${moved > 0 ? `; its ${moved} invitation(s) now enroll into "${fallback.name}"` : ''}`, { entityId: fleet.entity_id }, { fleet_id: id, name: fleet.name });
       return fleet;
     });

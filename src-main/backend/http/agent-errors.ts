@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
-import { DISK_FULL_CODE, DISK_FULL_MESSAGE, isDiskFull } from './disk-full.ts';
+import { DISK_FULL_CODE, DISK_FULL_MESSAGE, isDiskFull } from '../db/disk-full.ts';
 import { ApiError } from '../errors.ts';
 
 /**

@@ -3,25 +3,32 @@ import { tmpdir } from 'node:os';
 import type { Db } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
-import type { InvitationService } from '../invitations/invitations.ts';
 import type { SettingsStore } from '../settings/settings.ts';
-import type { DeliveryRepository } from './deliveries.ts';
-import { MailService, type MailOverrides } from './mail-service.ts';
+import type { DeliveryRepository } from './delivery-repository.ts';
 import { Outbox } from './outbox.ts';
+import type { MailableInvitations } from './ports.ts';
+import { MailPreview } from './preview.ts';
+import { MailQueue } from './queue.ts';
 import type { RetryPolicy } from './retry-policy.ts';
 import { SecretStore, type SecretProtector } from './secrets.ts';
+import { MailSettingsService, type MailOverrides } from './settings-service.ts';
+import { TestMailSender } from './test-send.ts';
+import { TransportPool } from './transport-pool.ts';
+import { MailWorker } from './worker.ts';
 
-export { DeliveryRepository, DELIVERY_STATES, type DeliveryState, type DeliveryView } from './deliveries.ts';
-export { MailSendError, MailService, type MailOverrides, type MailSettingsPatch } from './mail-service.ts';
-export { MailSettingsSchema, type MailSettings } from './mail-settings.ts';
+export { DELIVERY_STATES, SqliteDeliveryRepository, type DeliveryRepository, type DeliveryState, type DeliveryView } from './delivery-repository.ts';
+export type { MailSettings } from '../settings/mail-settings.ts';
 export { osSecretProtector, plainProtector, SecretStore, type OsSecretStorage, type SecretProtector } from './secrets.ts';
 export { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
+export { describeSendError, MailSendError } from './send-error.ts';
+export { MailSettingsService, type MailOverrides, type MailSettingsPatch } from './settings-service.ts';
 export { parseSmtpUrl, redactSmtpUrl, SmtpUrlError } from './smtp-config.ts';
+export type { MailPreview, MailQueue, MailWorker, TestMailSender };
 
 export interface MailOptions extends MailOverrides {
   /** Where secrets.json and outbox/ live; default: the database file's folder. */
   dataDir?: string;
-  /** Protects the SMTP password at rest; default: a 0600 file (the desktop shell passes safeStorage). */
+  /** Protects the SMTP password at rest; default, as headless: a 0600 file (the desktop shell passes the OS keychain). */
   secretProtector?: SecretProtector;
   shutdownGraceMs?: number;
   /** Back-off of automatic retries (tests shorten it). */
@@ -29,18 +36,48 @@ export interface MailOptions extends MailOverrides {
   greetingTimeoutMs?: number;
 }
 
-export function createMailService(
-  deps: { db: Db; events: EventLog; work: UnitOfWork; settings: SettingsStore; invitations: InvitationService; deliveries: DeliveryRepository },
+/** The mail room, one part per job: queue, worker (with its transport pool), settings, preview, test email. */
+export interface Mail {
+  queue: MailQueue;
+  worker: MailWorker;
+  settings: MailSettingsService;
+  preview: MailPreview;
+  test: TestMailSender;
+}
+
+export function createMail(
+  deps: { db: Db; events: EventLog; work: UnitOfWork; settings: SettingsStore; invitations: MailableInvitations; deliveries: DeliveryRepository },
   options: MailOptions = {},
-): MailService {
-  const dataDir = options.dataDir ?? (deps.db.memory ? tmpdir() : dirname(deps.db.name));
-  return new MailService({
-    ...deps,
+): Mail {
+  const { db, events, work, settings, invitations, deliveries } = deps;
+  const dataDir = options.dataDir ?? (db.memory ? tmpdir() : dirname(db.name));
+  const outbox = new Outbox(dataDir);
+  const mailSettings = new MailSettingsService({
+    settings,
+    events,
     secrets: new SecretStore(dataDir, options.secretProtector),
-    outbox: new Outbox(dataDir),
+    outboxDir: outbox.dir,
     overrides: { smtpUrl: options.smtpUrl, mailFrom: options.mailFrom },
+  });
+  const worker = new MailWorker({
+    deliveries,
+    invitations,
+    settings,
+    mailSettings,
+    outbox,
+    events,
+    transports: new TransportPool({ greetingTimeoutMs: options.greetingTimeoutMs }),
+    isOpen: () => db.open,
     shutdownGraceMs: options.shutdownGraceMs,
     retryPolicy: options.retryPolicy,
-    greetingTimeoutMs: options.greetingTimeoutMs,
   });
+  // A changed configuration may let waiting messages go.
+  mailSettings.onChange(() => worker.kick());
+  return {
+    queue: new MailQueue({ deliveries, invitations, events, work, wake: () => worker.kick() }),
+    worker,
+    settings: mailSettings,
+    preview: new MailPreview({ settings, mailSettings, invitations }),
+    test: new TestMailSender({ mailSettings, outbox, events }),
+  };
 }

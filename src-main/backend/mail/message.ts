@@ -3,7 +3,7 @@ import { QrTooLongError, qrPng } from '../deeplink/qr.ts';
 import type { Settings } from '../settings/settings.ts';
 import { DEFAULT_TEMPLATES, escapeHtml, renderMail, type MailTemplates, type TemplateValues } from './template.ts';
 
-/** What the message needs to know of an invitation (a subset of the admin view). */
+/** What the message needs to know of an invitation: recipient, names, expiry, links. */
 export interface InvitationForMail {
   id: number;
   email: string;

@@ -24,19 +24,28 @@ export interface OsSecretStorage {
   isEncryptionAvailable(): boolean;
   encryptString(plain: string): Buffer;
   decryptString(encrypted: Buffer): string;
+  /** Linux only: where the key lives; `basic_text` is a key built into Electron, not a keychain. */
+  getSelectedStorageBackend?(): string;
 }
 
-/**
- * A protector backed by the OS keychain through Electron's safeStorage (the file stays 0600 too).
- * In the desktop shell, once the app is ready:
- * `startBackend({ secretProtector: safeStorage.isEncryptionAvailable() ? osSecretProtector(safeStorage) : undefined })`.
- */
+/** Secrets encrypted by the OS keychain through Electron's safeStorage (the file stays 0600 too). */
 export function osSecretProtector(storage: OsSecretStorage): SecretProtector {
   return {
     kind: 'os-safe-storage',
     protect: (plain) => storage.encryptString(plain).toString('base64'),
     unprotect: (stored) => storage.decryptString(Buffer.from(stored, 'base64')),
   };
+}
+
+/**
+ * What the desktop shell protects secrets with (src-main/electron/main.ts, once the app is ready):
+ * the OS keychain when there is one; otherwise undefined, i.e. the 0600 file, as headless. On Linux
+ * without a secret service safeStorage would fall back to a fixed built-in key: no better than the file.
+ */
+export function keychainProtector(storage: OsSecretStorage, platform: NodeJS.Platform = process.platform): SecretProtector | undefined {
+  if (!storage.isEncryptionAvailable()) return undefined;
+  if (platform === 'linux' && storage.getSelectedStorageBackend?.() === 'basic_text') return undefined;
+  return osSecretProtector(storage);
 }
 
 export type SecretName = 'smtp_password';
@@ -99,7 +108,14 @@ export class SecretStore {
     // Tighten a file someone loosened; its content is read either way.
     chmodSync(this.file, 0o600);
     const parsed = JSON.parse(text) as Partial<SecretFile>;
+    // A file kept as plain text (headless, or before the keychain was used) is taken over: read as
+    // it is, then written again under this protector.
+    const takeOver = parsed.protection === plainProtector.kind && this.protector.kind !== plainProtector.kind;
     for (const [name, stored] of Object.entries(parsed.values ?? {}) as [SecretName, string][]) {
+      if (takeOver) {
+        this.values[name] = stored;
+        continue;
+      }
       if (parsed.protection !== this.protector.kind) {
         this.unreadable.add(name);
         continue;
@@ -110,6 +126,7 @@ export class SecretStore {
         this.unreadable.add(name);
       }
     }
+    if (takeOver) this.write(this.values);
   }
 
   private write(values: Partial<Record<SecretName, string>>): void {

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { SMTPPoolOptions } from 'nodemailer';
-import { SMTP_SECURITY, type MailSettings, type SmtpSecurity } from './mail-settings.ts';
+import { SMTP_SECURITY, type MailSettings, type SmtpSecurity } from '../settings/mail-settings.ts';
 
 export interface SmtpConfig {
   host: string;

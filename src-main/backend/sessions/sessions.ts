@@ -1,10 +1,11 @@
-import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import { ApiError, badRequest, itemNotFound, loginFailed, sessionTokenInvalid } from '../errors.ts';
 import { randomHex } from '../util/tokens.ts';
 import { RateLimiter } from './rate-limit.ts';
+import type { SessionRepository } from './session-repository.ts';
 import type { SessionContext } from './types.ts';
-import { isSharedAccount, type UserRepository, type UserRow } from './users.ts';
+import { isSharedAccount, type UserRepository, type UserRow } from './user-repository.ts';
 
 /** last_used_at is written at most this often per session, to keep reads cheap. */
 const TOUCH_EVERY_MS = 60 * 1000;
@@ -44,56 +45,27 @@ export class TooManyRequests extends ApiError {
   }
 }
 
-interface SessionRow {
-  token: string;
-  user_id: number;
-  active_profile_id: number;
-  entity_id: number;
-  created_at: string;
-  last_used_at: string;
-  agent_id: number | null;
-  enrolled_at: string | null;
+export interface SessionDeps {
+  store: SessionRepository;
+  users: UserRepository;
+  work: UnitOfWork;
 }
 
 export class SessionService {
+  private readonly store: SessionRepository;
   private readonly users: UserRepository;
+  private readonly work: UnitOfWork;
   private readonly limits: SessionLimits;
   private readonly perToken: RateLimiter;
   private readonly perAddress: RateLimiter;
-  private readonly statements;
-  /** The new session and the end of the user's oldest ones: one write transaction, one commit. */
-  private readonly insertBounded: (token: string, userId: number, profileId: number, entityId: number, now: string, keep: number) => void;
 
-  constructor(db: Db, users: UserRepository, limits: Partial<SessionLimits> = {}) {
-    this.users = users;
+  constructor(deps: SessionDeps, limits: Partial<SessionLimits> = {}) {
+    this.store = deps.store;
+    this.users = deps.users;
+    this.work = deps.work;
     this.limits = { ...DEFAULT_SESSION_LIMITS, ...limits };
     this.perToken = new RateLimiter({ ...this.limits.perToken, maxKeys: 50_000 });
     this.perAddress = new RateLimiter({ ...this.limits.perAddress, maxKeys: 50_000 });
-    this.statements = {
-      insert: db.prepare(
-        `INSERT INTO sessions (token, user_id, active_profile_id, entity_id, created_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?)`,
-      ),
-      // Subqueries, not a JOIN: SQLite runs this (every agent request) about 3x faster so.
-      get: db.prepare(
-        `SELECT s.*, (SELECT kind FROM users WHERE id = s.user_id) AS kind, (SELECT login FROM users WHERE id = s.user_id) AS login
-         FROM sessions s WHERE s.token = ?`,
-      ),
-      touch: db.prepare(`UPDATE sessions SET last_used_at = ? WHERE token = ?`),
-      setProfile: db.prepare(`UPDATE sessions SET active_profile_id = ?, entity_id = ? WHERE token = ?`),
-      remove: db.prepare(`DELETE FROM sessions WHERE token = ?`),
-      removeOfUser: db.prepare(`DELETE FROM sessions WHERE user_id = ?`),
-      // The sessions of a user beyond the newest `keep` (by last use): what opening one more ends.
-      trimOfUser: db.prepare(
-        `DELETE FROM sessions WHERE token IN (
-           SELECT token FROM sessions WHERE user_id = ? ORDER BY last_used_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
-      ),
-      bindEnrollment: db.prepare(`UPDATE sessions SET agent_id = ?, enrolled_at = ? WHERE token = ?`),
-      purge: db.prepare(`DELETE FROM sessions WHERE last_used_at < ?`),
-    };
-    this.insertBounded = db.transaction((token: string, userId: number, profileId: number, entityId: number, now: string, keep: number) => {
-      this.statements.insert.run(token, userId, profileId, entityId, now, now);
-      this.statements.trimOfUser.run(userId, keep);
-    });
   }
 
   /**
@@ -116,26 +88,31 @@ export class SessionService {
     const token = randomHex(20);
     const now = nowIso();
     const entityId = this.users.entityOfAssignment(user.id, user.default_profile_id) ?? user.entity_id;
-    this.insertBounded(token, user.id, user.default_profile_id, entityId, now, shared ? this.limits.livePerCode : this.limits.livePerUser);
+    const keep = shared ? this.limits.livePerCode : this.limits.livePerUser;
+    // The new session and the end of the user's oldest ones: one write transaction, one commit.
+    this.work.run(() => {
+      this.store.insert({ token, userId: user.id, profileId: user.default_profile_id, entityId, at: now });
+      this.store.keepNewestOf(user.id, keep);
+    });
     return { session_token: token, user };
   }
 
   /** The agent this session has just enrolled: what lets it read that agent's record. Inside the enrollment's transaction. */
   bindEnrollment(token: string, agentId: number, at: string): void {
-    this.statements.bindEnrollment.run(agentId, at, token);
+    this.store.bindEnrollment(token, agentId, at);
   }
 
   /** Resolves a session token; throws ERROR_SESSION_TOKEN_INVALID for unknown or idle ones. */
   resolve(token: string): SessionContext {
-    const row = this.statements.get.get(token) as (SessionRow & { kind: 'person' | 'agent' | null; login: string }) | undefined;
+    const row = this.store.byToken(token);
     if (!row || row.kind === null) throw sessionTokenInvalid();
     const lastUsed = Date.parse(row.last_used_at);
     const now = Date.now();
     if (now - lastUsed > this.limits.idleMs) {
-      this.statements.remove.run(token);
+      this.store.remove(token);
       throw sessionTokenInvalid();
     }
-    if (now - lastUsed > TOUCH_EVERY_MS) this.statements.touch.run(new Date(now).toISOString(), token);
+    if (now - lastUsed > TOUCH_EVERY_MS) this.store.touch(token, new Date(now).toISOString());
     return {
       token: row.token,
       userId: row.user_id,
@@ -153,7 +130,7 @@ export class SessionService {
     if (!Number.isInteger(profileId) || profileId <= 0) throw badRequest();
     const entityId = this.users.entityOfAssignment(session.userId, profileId);
     if (entityId === undefined) throw itemNotFound();
-    this.statements.setProfile.run(profileId, entityId, session.token);
+    this.store.setProfile(session.token, profileId, entityId);
   }
 
   /** getFullSession: the spec's fields, at the top level and under `session` (GLPI clients). */
@@ -188,14 +165,14 @@ export class SessionService {
   }
 
   close(token: string): void {
-    this.statements.remove.run(token);
+    this.store.remove(token);
   }
 
   closeAllOf(userId: number): void {
-    this.statements.removeOfUser.run(userId);
+    this.store.removeOfUser(userId);
   }
 
   purgeIdle(): number {
-    return this.statements.purge.run(new Date(Date.now() - this.limits.idleMs).toISOString()).changes;
+    return this.store.removeUnusedSince(new Date(Date.now() - this.limits.idleMs).toISOString());
   }
 }

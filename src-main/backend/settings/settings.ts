@@ -1,31 +1,10 @@
-import { Type, type Static } from 'typebox';
-import type { Db } from '../db/database.ts';
-import { DEFAULT_MAIL_SETTINGS, MailSettingsFields } from '../mail/mail-settings.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
+import type { Settings } from '../../../src-shared/contract/index.ts';
+import { DEFAULT_MAIL_SETTINGS } from './mail-settings.ts';
+import type { SettingsRepository } from './repository.ts';
 
-/** Everything an admin can change at run time. Stored as one JSON value per key. */
-export const SettingsSchema = Type.Object({
-  /** Address phones use to reach this machine (host name, IPv4 or IPv6); empty = detected at start. */
-  public_host: Type.String({ maxLength: 253, pattern: '^(|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$' }),
-  /** Base of the deeplink page, an http(s) URL without query; empty = this backend's own page. */
-  deeplink_base_url: Type.String({ maxLength: 2048, pattern: '^(|https?://[^\\s?#"<>]+)$' }),
-  /** Scheme of the app link the phone page's button carries: `<scheme>://register?data=…`; never a browser's own. */
-  app_link_scheme: Type.String({ pattern: '^(?!(?:javascript|data|vbscript|file|https?|blob|about|ftp|mailto|tel|ws|wss)$)[a-z][a-z0-9+.-]{0,31}$' }),
-  /** Which agent app new codes are for: `spec` (our encoding and scheme) or `flyve` (the reference agents'). */
-  agent_app: Type.Union([Type.Literal('spec'), Type.Literal('flyve')]),
-  helpdesk_name: Type.String({ maxLength: 200 }),
-  helpdesk_phone: Type.String({ maxLength: 100 }),
-  helpdesk_website: Type.String({ maxLength: 2048 }),
-  helpdesk_email: Type.String({ maxLength: 254 }),
-  invitation_lifetime_days: Type.Integer({ minimum: 1, maximum: 180 }),
-  /** Agent record's `tls` flag: 1 → agents are sent to the TLS port. */
-  mqtt_tls: Type.Boolean(),
-  android_bugcollector_url: Type.String({ maxLength: 2048 }),
-  android_bugcollector_login: Type.String({ maxLength: 200 }),
-  android_bugcollector_passwd: Type.String({ maxLength: 200 }),
-  /** SMTP, sender, templates (mail/mail-settings.ts); the SMTP password is not a setting. */
-  ...MailSettingsFields,
-});
-export type Settings = Static<typeof SettingsSchema>;
+/** Everything an admin can change at run time (its schema is the contract's). Stored as one JSON value per key. */
+export type { Settings };
 
 export const DEFAULT_SETTINGS: Settings = {
   public_host: '',
@@ -45,23 +24,19 @@ export const DEFAULT_SETTINGS: Settings = {
 };
 
 export class SettingsStore {
-  private readonly selectAll;
-  private readonly upsert;
-  private readonly db: Db;
+  private readonly repository: SettingsRepository;
+  private readonly work: UnitOfWork;
   private cache: Settings | null = null;
 
-  constructor(db: Db) {
-    this.db = db;
-    this.selectAll = db.prepare(`SELECT key, value FROM settings`);
-    this.upsert = db.prepare(
-      `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-    );
+  constructor(repository: SettingsRepository, work: UnitOfWork) {
+    this.repository = repository;
+    this.work = work;
   }
 
   get(): Settings {
     if (this.cache) return this.cache;
     const settings: Settings = { ...DEFAULT_SETTINGS };
-    for (const { key, value } of this.selectAll.all() as { key: string; value: string }[]) {
+    for (const { key, value } of this.repository.all()) {
       if (key in settings) (settings as Record<string, unknown>)[key] = JSON.parse(value);
     }
     this.cache = settings;
@@ -90,11 +65,11 @@ export class SettingsStore {
 
   /** Applies a validated partial update; returns the whole new settings. */
   update(patch: Partial<Settings>): Settings {
-    this.db.transaction(() => {
+    this.work.run(() => {
       for (const [key, value] of Object.entries(patch)) {
-        if (key in DEFAULT_SETTINGS && value !== undefined) this.upsert.run(key, JSON.stringify(value));
+        if (key in DEFAULT_SETTINGS && value !== undefined) this.repository.put(key, JSON.stringify(value));
       }
-    })();
+    });
     this.cache = null;
     return this.get();
   }

@@ -1,18 +1,10 @@
 // The counts the admin's /status reports, read in one statement.
 import { ENROLL_STATUS } from '../agents/status.ts';
 import type { Db } from '../db/database.ts';
+import type { StatusCounts } from '../../../src-shared/contract/index.ts';
 
-export interface StatusCounts {
-  invitations: number;
-  /** Invitations still usable (pending and not expired). */
-  pending: number;
-  used: number;
-  agents: number;
-  enrolled: number;
-  online: number;
-  pending_approval: number;
-  codes: number;
-}
+/** The counts as GET /api/status sends them: the contract's StatusCounts. */
+export type { StatusCounts };
 
 export interface StatusCountsRepository {
   counts(): StatusCounts;

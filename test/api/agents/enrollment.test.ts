@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentCall, enrollByHand, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { repositoriesOf } from '../../helpers/repositories.ts';
 
 let t: TestBackend;
 let counter = 0;
@@ -146,10 +147,10 @@ describe('the enrollment sequence', () => {
 
   it('skips the switch for a user whose only profile is the guest profile', async () => {
     const invitation = await invite();
-    const db = t.backend.services.db;
-    const user = db.prepare('SELECT id FROM users WHERE login = ?').get(invitation.email) as { id: number };
-    db.prepare('DELETE FROM profile_assignments WHERE user_id = ? AND profile_id = 1').run(user.id);
-    db.prepare('UPDATE users SET default_profile_id = 2 WHERE id = ?').run(user.id);
+    const { users } = repositoriesOf(t);
+    const user = users.byLogin(invitation.email)!;
+    users.unassign(user.id, 1);
+    users.setDefaultProfile(user.id, 2);
     const init = await agentCall(t.apiUrl, 'GET', `initSession?user_token=${invitation.user_token}`);
     const full = await agentCall(t.apiUrl, 'GET', `getFullSession?session_token=${init.body.session_token}`);
     expect(full.body.coreactiveprofile.id).toBe(full.body.plugin_mdm_guest_profiles_id);
@@ -250,7 +251,7 @@ describe('agent creation refusals (ERROR_CORE_ADD, in DESIGN.md order, each logg
     expect(r.body).toEqual(['ERROR_CORE_ADD', 'This invitation has been revoked']);
 
     const expired = await invite({ days: 1 });
-    t.backend.services.db.prepare('UPDATE invitations SET expires_at = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), expired.id);
+    t.backend.services.repositories.invitations.setExpiry(expired.id, new Date(Date.now() - 1000).toISOString());
     const e = await createAgent(await guestSession(expired), base(expired));
     expect(e.body).toEqual(['ERROR_CORE_ADD', 'This invitation has expired']);
     const { body } = await t.admin('GET', `/invitations/${expired.id}`);
@@ -411,13 +412,15 @@ describe('concurrency', () => {
     expect(results.every((r) => r.created.status === 201)).toBe(true);
     const ids = new Set(results.map((r) => r.created.body.id));
     expect(ids.size).toBe(200);
-    const db = t.backend.services.db;
-    const q = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+    const db = t.db;
     const agents = (await t.admin('GET', '/agents')).body.items as { serial: string | null }[];
     expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
     expect(t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
-    expect(q(`SELECT count(*) AS n FROM invitations WHERE email LIKE '%@load.example' AND status = 'done' AND agent_id IS NOT NULL`)).toBe(200);
-    expect(q(`SELECT count(*) AS n FROM events WHERE type = 'agent.enrolled' AND json_extract(data, '$.serial') LIKE 'LOAD-%'`)).toBe(200);
+    const used = t.backend.services.invitations.list({ q: '@load.example', status: 'done' });
+    expect(used.items.filter((invitation) => invitation.email.endsWith('@load.example') && invitation.agent !== null)).toHaveLength(200);
+    const enrolled = repositoriesOf(t).events.latest(1_000_000, 0).filter((e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)));
+    expect(enrolled.length).toBe(200);
+    // The database's own checks (db/ is the one room below the repositories).
     expect(db.pragma('foreign_key_check')).toEqual([]);
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
   });

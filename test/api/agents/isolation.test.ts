@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { agentCall, enrollByHand, type TestBackend } from '../../helpers/backend.ts';
 import { agentRow, connectAgent, enrollAgent, inbox, notFleetAnnouncement, readRecord, refusalCode, useBrokerBackend } from '../../helpers/mqtt.ts';
+import { repositoriesOf } from '../../helpers/repositories.ts';
 
 let t: TestBackend;
 
@@ -150,7 +151,7 @@ describe("a used invitation's QR code", () => {
     const id = Number(enrolled.created.body.id);
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(200);
     // The same session, 16 minutes later (ENROLLMENT_READ_WINDOW_MS is 15).
-    t.backend.services.db.prepare(`UPDATE sessions SET enrolled_at = ? WHERE token = ?`).run(new Date(Date.now() - 16 * 60_000).toISOString(), enrolled.session);
+    repositoriesOf(t).sessions.bindEnrollment(enrolled.session, id, new Date(Date.now() - 16 * 60_000).toISOString());
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(404);
   });
 

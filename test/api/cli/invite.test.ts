@@ -2,6 +2,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { adminClient } from '../../../src-shared/contract/admin-client.ts';
+import type { ServerInfo } from '../../../src-shared/contract/server-info.ts';
 import { enrollByHand } from '../../helpers/backend.ts';
 
 // Each test spawns the CLI several times, as a user would: slow on a busy machine, never timed.
@@ -12,11 +14,8 @@ let serve: RunningServe;
 let dataDir: string;
 const cli = (args: string[]) => runCli(dataDir, args, 120_000);
 
-const info = () => JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { admin_url: string; api_url: string; admin_token: string };
-async function admin(path: string) {
-  const response = await fetch(`${info().admin_url}/api${path}`, { headers: { authorization: `Bearer ${info().admin_token}` } });
-  return (await response.json()) as any;
-}
+const info = () => JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as ServerInfo;
+const admin = () => adminClient({ baseUrl: info().admin_url, token: info().admin_token });
 
 beforeAll(async () => {
   serve = await startServe('mdm-cli-invite-', { timeoutMs: 30_000, untilBanner: true });
@@ -32,7 +31,7 @@ describe('invite', () => {
       expect(result.code).toBe(2);
       expect(result.stderr).toBe(`mdm-console: --days is how many days the invitation stays valid: a whole number from 1 to 180, not "${days}"\n`);
     }
-    expect((await admin('/invitations?q=days@')).total).toBe(0);
+    expect((await admin().invitations.list({ q: 'days@' })).total).toBe(0);
   });
 
   it('says an address already has a pending invitation, resends it with --resend, makes a second with --another', async () => {
@@ -42,18 +41,18 @@ describe('invite', () => {
     expect(again.stderr).toContain(`twice@example.com already has a pending invitation: #${first.id}, valid until ${first.expires_at}`);
     expect(again.stderr).toContain(`mdm-console resend ${first.id}`);
     expect(again.stderr).toContain('--another');
-    expect((await admin('/invitations?q=twice@')).total).toBe(1);
+    expect((await admin().invitations.list({ q: 'twice@' })).total).toBe(1);
 
     const resent = await cli(['invite', '--email', 'twice@example.com', '--resend', '--json']);
     expect(resent.code, resent.stderr).toBe(0);
     const view = JSON.parse(resent.stdout);
     expect(view).toMatchObject({ id: first.id, invitation_token: first.invitation_token, delivery: { state: expect.stringMatching(/queued|sending|outbox|sent/) } });
-    expect((await admin('/invitations?q=twice@')).total).toBe(1);
+    expect((await admin().invitations.list({ q: 'twice@' })).total).toBe(1);
 
     const second = await cli(['invite', '--email', 'twice@example.com', '--another', '--no-email', '--json']);
     expect(second.code, second.stderr).toBe(0);
     expect(JSON.parse(second.stdout).id).not.toBe(first.id);
-    expect((await admin('/invitations?q=twice@')).total).toBe(2);
+    expect((await admin().invitations.list({ q: 'twice@' })).total).toBe(2);
   });
 
   it('imports a CSV of more than 5,000 rows in batches, still all or nothing', async () => {
@@ -65,7 +64,7 @@ describe('invite', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('1 row(s) are invalid; nothing was created');
     expect(refused.stderr).toContain('row 5201: bulk3@example.com already appears in row 3');
-    expect((await admin('/invitations?q=bulk')).total).toBe(0);
+    expect((await admin().invitations.list({ q: 'bulk' })).total).toBe(0);
 
     writeFileSync(csv, ['email,firstname,lastname', ...rows].join('\n'));
     const created = await cli(['invite', '--csv', csv, '--no-email', '--json']);
@@ -74,7 +73,7 @@ describe('invite', () => {
     expect(items).toHaveLength(5_200);
     expect(items[0]!.email).toBe('bulk1@example.com');
     expect(items.at(-1)!.email).toBe('bulk5200@example.com');
-    expect((await admin('/invitations?q=bulk&limit=1')).total).toBe(5_200);
+    expect((await admin().invitations.list({ q: 'bulk', limit: 1 })).total).toBe(5_200);
 
     // Importing it again: every row already has a pending invitation; the CLI says what to do.
     writeFileSync(csv, ['email', 'bulk7@example.com', 'new-person@example.com'].join('\n'));
@@ -82,7 +81,7 @@ describe('invite', () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/row 1: bulk7@example.com already has a pending invitation \(#\d+/);
     expect(again.stderr).toContain('--another');
-    expect((await admin('/invitations?q=new-person')).total).toBe(0);
+    expect((await admin().invitations.list({ q: 'new-person' })).total).toBe(0);
   });
 });
 

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminClient } from '../../../src-shared/contract/admin-client.ts';
+import type { ServerInfo } from '../../../src-shared/contract/server-info.ts';
 import { decodeQrPng } from '../../helpers/qr.ts';
 import { asBuffer, eventually, startTestSmtp, type TestSmtp } from '../../helpers/smtp.ts';
 
@@ -29,10 +31,9 @@ async function cli(args: string[]) {
 }
 
 /** Polls through the admin API (a CLI process per poll would be slow); the CLI output is checked too. */
-async function invitation(id: number): Promise<{ id: number; delivery: { state: string; error: string | null; retry_at: string | null } | null }> {
-  const info = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8'));
-  const response = await fetch(`${info.admin_url}/api/invitations/${id}`, { headers: { authorization: `Bearer ${info.admin_token}` } });
-  return (await response.json()) as Awaited<ReturnType<typeof invitation>>;
+function invitation(id: number) {
+  const info = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as ServerInfo;
+  return adminClient({ baseUrl: info.admin_url, token: info.admin_token }).invitations.get(id);
 }
 
 beforeAll(async () => {

@@ -191,7 +191,7 @@ describe('enrolling with a code', () => {
     expect((await codeLog(revoked.id))[0]).toMatchObject({ outcome: 'refused', email: 'x@elsewhere.test', message: 'This enrollment code has been revoked' });
 
     const expired = await makeCode({ days: 1 });
-    t.backend.services.db.prepare(`UPDATE enrollment_codes SET expires_at = ? WHERE id = ?`).run(new Date(Date.now() - 1000).toISOString(), expired.id);
+    t.backend.services.repositories.codes.setExpiry(expired.id, new Date(Date.now() - 1000).toISOString());
     expect((await t.admin('GET', `/codes/${expired.id}`)).body.status).toBe('expired');
     expect((await enrollWith(expired, 'ida@example.com')).created.body).toEqual(['ERROR_CORE_ADD', 'This enrollment code has expired']);
 

@@ -8,6 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentCall, enrollByHand } from '../../helpers/backend.ts';
 import { startChildBackend, type ChildBackend } from '../../helpers/child-backend.ts';
+import { adminClient } from '../../../src-shared/contract/admin-client.ts';
 
 const FILE_SIZE = 8 * 1024 * 1024;
 const STALLED = 500;
@@ -19,25 +20,13 @@ let session: string;
 let fileId: number;
 const content = randomBytes(FILE_SIZE);
 
-const admin = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${server.info.admin_url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${server.info.admin_token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.json() };
-};
 
 beforeAll(async () => {
   server = await startChildBackend({ sockets: { agentDownloads: MAX_DOWNLOADS } });
-  const invitation = (await admin('POST', '/invitations', { email: 'stall@example.com', send_email: false })).body as { user_token: string; invitation_token: string };
-  session = (await enrollByHand(server.info.api_url, { ...invitation, email: 'stall@example.com' })).session;
-  const upload = await fetch(`${server.info.admin_url}/api/files?name=big.bin`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${server.info.admin_token}`, 'content-type': 'application/octet-stream' },
-    body: content,
-  });
-  fileId = ((await upload.json()) as { id: number }).id;
+  const admin = adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token });
+  const invitation = await admin.invitations.create({ email: 'stall@example.com', send_email: false });
+  session = (await enrollByHand(server.info.api_url, invitation)).session;
+  fileId = (await admin.stored('file').upload(content, { name: 'big.bin' })).id;
 });
 
 afterAll(async () => {

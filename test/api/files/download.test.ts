@@ -1,7 +1,6 @@
-// Files and packages over real sockets: uploads through adminFileRoutes, downloads through
-// agentDownloadRoutes, a real SQLite file and a real data dir. The authenticate stub stands in
-// for the session layer (not part of the files capability): token 'good' → entity 1,
-// 'other' → entity 2.
+// Files and packages over real sockets: uploads through adminFileRoutes, downloads through the
+// agent app (buildAgentApp, with its session hook), a real SQLite file and a real data dir. Sessions
+// are real too: 'good' is an agent account's session in entity 1, 'other' one in entity 2.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { Agent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
@@ -11,13 +10,17 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildAgentApp as buildAgentApi } from '../../../src-main/backend/agent-api/app.ts';
 import { nowIso, openDatabase, type Db } from '../../../src-main/backend/db/database.ts';
-import { adminFileRoutes, agentDownloadRoutes } from '../../../src-main/backend/files/routes.ts';
+import { UnitOfWork } from '../../../src-main/backend/db/unit-of-work.ts';
+import { adminFileRoutes } from '../../../src-main/backend/files/routes.ts';
 import { createFileStore, type FileStore } from '../../../src-main/backend/files/store.ts';
-import { ApiError, sessionTokenInvalid, sessionTokenMissing } from '../../../src-main/backend/errors.ts';
-import type { SessionContext } from '../../../src-main/backend/sessions/types.ts';
+import { ApiError } from '../../../src-main/backend/errors.ts';
+import { SqliteSessionRepository } from '../../../src-main/backend/sessions/session-repository.ts';
+import { SessionService } from '../../../src-main/backend/sessions/sessions.ts';
+import { UserRepository } from '../../../src-main/backend/sessions/user-repository.ts';
 
 interface Response {
   status: number;
@@ -65,24 +68,12 @@ let adminApp: FastifyInstance;
 let agentUrl: string;
 let adminUrl: string;
 const changes: string[] = [];
-
-function authenticate(request: FastifyRequest): SessionContext {
-  const token = (request.query as { session_token?: string }).session_token;
-  if (!token) throw sessionTokenMissing();
-  const entityId = token === 'good' ? 1 : token === 'other' ? 2 : undefined;
-  if (entityId === undefined) throw sessionTokenInvalid();
-  return { token, userId: 1, userKind: 'agent', login: 'device', entityId, activeProfileId: 1, enrolledAgentId: null, enrolledAt: null };
-}
+let sessions: SessionService;
+/** Session tokens by name: 'bad' is no session at all. */
+const tokens: Record<string, string> = { bad: 'bad' };
 
 async function buildAgentApp(validatorCompiler?: typeof TypeBoxValidatorCompiler): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false });
-  if (validatorCompiler) app.setValidatorCompiler(validatorCompiler);
-  app.setErrorHandler((error: FastifyError | ApiError, _request, reply) => {
-    if (error instanceof ApiError) return reply.code(error.status).send([error.code, error.message]);
-    if ((error as FastifyError).validation) return reply.code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']);
-    return reply.code((error as FastifyError).statusCode ?? 500).send(['ERROR', error.message]);
-  });
-  await app.register(agentDownloadRoutes, { prefix: '/api', store, authenticate });
+  const app = await buildAgentApi({ sessions, downloads: { store }, ...(validatorCompiler && { validatorCompiler }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   return app;
 }
@@ -92,8 +83,14 @@ const urlOf = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address(
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'files-api-'));
   db = openDatabase(join(dir, 'mdm.sqlite'));
+  // No capability creates entities (the spec serves the root one): a second one for the isolation checks.
   db.prepare('INSERT INTO entities (id, name, parent_id, created_at) VALUES (2, ?, 1, ?)').run('Branch', nowIso());
   store = createFileStore(db, dir, (action, kind, item) => changes.push(`${action} ${kind} ${item.name}`));
+  const users = new UserRepository(db);
+  sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work: new UnitOfWork(db) });
+  for (const [name, entityId] of [['good', 1], ['other', 2]] as const) {
+    tokens[name] = sessions.open(users.createAgentAccount(entityId, name).user_token).session_token;
+  }
 
   agentApp = await buildAgentApp();
   agentUrl = `${urlOf(agentApp)}/api`;
@@ -144,8 +141,8 @@ async function upload(
 }
 
 /** A download as the agent does it: session token in the query, Accept octet-stream, Content-Type json. */
-function download(path: string, headers: OutgoingHttpHeaders = {}, token = 'good'): Promise<Response> {
-  return send(`${agentUrl}/${path}?session_token=${token}`, {
+function download(path: string, headers: OutgoingHttpHeaders = {}, who = 'good'): Promise<Response> {
+  return send(`${agentUrl}/${path}?session_token=${tokens[who]}`, {
     headers: { accept: 'application/octet-stream', 'content-type': 'application/json', ...headers },
   });
 }
@@ -295,7 +292,7 @@ describe('upload and download over HTTP', () => {
     for (const accept of [undefined, '*/*', 'application/json', 'application/octet-stream, */*']) {
       const headers: OutgoingHttpHeaders = { 'content-type': 'application/json' };
       if (accept !== undefined) headers.accept = accept;
-      const response = await send(`${agentUrl}/PluginMdmFile/${item.id}?session_token=good`, { headers });
+      const response = await send(`${agentUrl}/PluginMdmFile/${item.id}?session_token=${tokens.good}`, { headers });
       expect(response.status, String(accept)).toBe(200);
       expect(response.headers['content-type']).toMatch(/^application\/json/);
       expect(json(response)).toEqual(expected);
@@ -439,12 +436,12 @@ describe('names, kinds and entities', () => {
     const app = await buildAgentApp(TypeBoxValidatorCompiler);
     try {
       const item = await upload('files', 'tb.txt', Buffer.from('typebox'));
-      const ok = await send(`${urlOf(app)}/api/PluginMdmFile/${item.id}?session_token=good`, {
+      const ok = await send(`${urlOf(app)}/api/PluginMdmFile/${item.id}?session_token=${tokens.good}`, {
         headers: { accept: 'application/octet-stream' },
       });
       expect(ok.status).toBe(200);
       expect(ok.body.toString()).toBe('typebox');
-      const bad = await send(`${urlOf(app)}/api/PluginMdmFile/abc?session_token=good`);
+      const bad = await send(`${urlOf(app)}/api/PluginMdmFile/abc?session_token=${tokens.good}`);
       expect(bad.status).toBe(400);
     } finally {
       await app.close();
@@ -518,7 +515,7 @@ describe('big uploads, deletes and failures', () => {
     const hash = createHash('sha256');
     let received = 0;
     const done = new Promise<{ status: number }>((resolve, reject) => {
-      const req = httpRequest(`${agentUrl}/PluginMdmPackage/${big.id}?session_token=good`, {
+      const req = httpRequest(`${agentUrl}/PluginMdmPackage/${big.id}?session_token=${tokens.good}`, {
         headers: { accept: 'application/octet-stream' },
         agent: false,
       });
@@ -604,7 +601,7 @@ describe('limits and odd cases', () => {
   it('HEAD answers the headers without a body', async () => {
     const content = randomBytes(300);
     const item = await upload('files', 'head.bin', content);
-    const response = await send(`${agentUrl}/PluginMdmFile/${item.id}?session_token=good`, {
+    const response = await send(`${agentUrl}/PluginMdmFile/${item.id}?session_token=${tokens.good}`, {
       method: 'HEAD',
       headers: { accept: 'application/octet-stream', range: 'bytes=100-' },
     });

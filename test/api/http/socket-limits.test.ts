@@ -10,6 +10,7 @@ import { planSockets } from '../../../src-main/backend/http/socket-limits.ts';
 import { agentCall, enrollByHand } from '../../helpers/backend.ts';
 import { startChildBackend, type ChildBackend } from '../../helpers/child-backend.ts';
 import mqtt, { type MqttClient } from 'mqtt';
+import { adminClient } from '../../../src-shared/contract/admin-client.ts';
 
 const FD_LIMIT = 1024;
 const plan = planSockets(FD_LIMIT);
@@ -18,12 +19,8 @@ let session: string;
 
 beforeAll(async () => {
   server = await startChildBackend({}, `ulimit -n ${FD_LIMIT} &&`);
-  const response = await fetch(`${server.info.admin_url}/api/invitations`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${server.info.admin_token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'legit@example.com', send_email: false }),
-  });
-  const userToken = ((await response.json()) as { user_token: string }).user_token;
+  const admin = adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token });
+  const userToken = (await admin.invitations.create({ email: 'legit@example.com', send_email: false })).user_token;
   // One session, then its reads: initSession itself is rate-limited per token.
   const init = await fetch(`${server.info.api_url}/initSession?user_token=${userToken}`, { headers: { 'content-type': 'application/json' } });
   session = ((await init.json()) as { session_token: string }).session_token;
@@ -139,11 +136,7 @@ describe('socket caps under ulimit -n 1024', () => {
 describe('the MQTT listener under ulimit -n 1024', () => {
   it('sockets that never log in cannot hold it: a device still logs in, and one already logged in stays connected', { timeout: 60_000 }, async () => {
     const device = async (email: string) => {
-      const invited = await fetch(`${server.info.admin_url}/api/invitations`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${server.info.admin_token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ email, send_email: false }),
-      }).then((r) => r.json() as Promise<{ user_token: string; invitation_token: string }>);
+      const invited = await adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token }).invitations.create({ email, send_email: false });
       const serial = `CAP${Math.random().toString(36).slice(2, 10).toUpperCase()}`;
       const { session: enrolling, created } = await enrollByHand(server.info.api_url, { ...invited, email }, { serial });
       const record = await agentCall(server.info.api_url, 'GET', `PluginMdmAgent/${created.body.id}?session_token=${enrolling}`);

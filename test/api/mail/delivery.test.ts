@@ -163,7 +163,7 @@ describe('switching it off, resending', () => {
   it('does not send a queued email whose invitation was revoked meanwhile', async () => {
     // Queued and revoked in the same tick, before the worker (a later tick) can take it.
     const { services } = t.backend;
-    const { rows } = services.mail.createInvitations([{ email: 'revoked-early@example.com' }], { send: true });
+    const { rows } = services.invitations.create([{ email: 'revoked-early@example.com' }], { send: true });
     services.invitations.revoke(rows[0]!.id);
     const failed = await deliveryState(rows[0]!.id, 'failed');
     expect(failed.delivery!.error).toBe('Not sent: it was revoked');

@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -6,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import PostalMime from 'postal-mime';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../../src-main/backend/db/database.ts';
+import { SqliteDeliveryRepository } from '../../../src-main/backend/mail/delivery-repository.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { decodeQrPng } from '../../helpers/qr.ts';
 import { asBuffer, eventually, startTestSmtp, type TestSmtp } from '../../helpers/smtp.ts';
@@ -99,10 +100,11 @@ describe('restart', () => {
     await first.stop();
     firstStopped = true;
     // Nothing was lost or marked failed by the stop: every delivery is queued for the next start.
-    const db = new Database(join(dataDir, 'mdm-console.sqlite'), { readonly: true });
-    const states = db.prepare(`SELECT state, count(*) AS n FROM mail_deliveries GROUP BY state`).all();
+    const db = openDatabase(join(dataDir, 'mdm-console.sqlite'));
+    const counts = new SqliteDeliveryRepository(db).counts();
     db.close();
-    expect(states).toEqual([{ state: 'queued', n: 5 }]);
+    // All five, and nothing in any other state.
+    expect(counts).toMatchObject({ queued: 5, total: 5 });
 
     // Next start, now with a working server (as `serve --smtp-url` would give it).
     const smtp: TestSmtp = await startTestSmtp();
@@ -120,8 +122,10 @@ describe('restart', () => {
     const { body: created } = await first.admin('POST', '/invitations', { email: 'crash@example.com', send_email: false });
     await first.stop();
     // What a process killed mid-send leaves behind.
-    const db = new Database(join(dataDir, 'mdm-console.sqlite'));
-    db.prepare(`INSERT INTO mail_deliveries (invitation_id, state, attempts, queued_at, updated_at) VALUES (?, 'sending', 1, ?, ?)`).run(created.id, new Date().toISOString(), new Date().toISOString());
+    const db = openDatabase(join(dataDir, 'mdm-console.sqlite'));
+    const deliveries = new SqliteDeliveryRepository(db);
+    deliveries.queue([created.id], null);
+    expect(deliveries.claim()).toMatchObject({ invitation_id: created.id, state: 'sending', attempts: 1 });
     db.close();
 
     const smtp = await startTestSmtp();

@@ -2,6 +2,7 @@
 // per address, a 429 in the spec's error shape. Real HTTP against a backend with small limits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentCall, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { repositoriesOf } from '../../helpers/repositories.ts';
 
 let t: TestBackend;
 
@@ -21,7 +22,7 @@ async function invitee(n: number) {
 }
 
 const init = (token: string) => agentCall(t.apiUrl, 'GET', `initSession?user_token=${token}`);
-const liveSessions = () => (t.backend.services.db.prepare(`SELECT count(*) AS n FROM sessions`).get() as { n: number }).n;
+const liveSessions = () => repositoriesOf(t).sessions.count();
 
 describe('initSession bounds', () => {
   it('keeps the newest sessions of a token live, then answers 429 per token, then per address', async () => {

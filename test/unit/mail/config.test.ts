@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_MAIL_SETTINGS } from '../../../src-main/backend/mail/mail-settings.ts';
+import { DEFAULT_MAIL_SETTINGS } from '../../../src-main/backend/settings/mail-settings.ts';
 import { osSecretProtector, SecretStore, type SecretProtector } from '../../../src-main/backend/mail/secrets.ts';
 import { parseSmtpUrl, redactSmtpUrl, resolveMailTarget, SmtpUrlError, transportOptions } from '../../../src-main/backend/mail/smtp-config.ts';
 

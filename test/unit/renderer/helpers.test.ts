@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Agent } from '../../../src-renderer/api/types.ts';
+import type { AgentSummary as Agent } from '../../../src-shared/contract/index.ts';
 import { matchPath } from '../../../src-renderer/app/router.tsx';
 import { mailPatch } from '../../../src-renderer/features/mail-settings.tsx';
 import { funnelOf } from '../../../src-renderer/lib/dashboard.ts';
@@ -7,7 +7,8 @@ import { changedIds, enrollStatusOf, matchesSearch, searchTerms } from '../../..
 import { formatBytes, fullName, relativeTime } from '../../../src-renderer/lib/format.ts';
 import { shortFingerprint } from '../../../src-renderer/lib/hash.ts';
 import { cardSize, defaultPaper, pageRule, paginate, PAPERS, parsePrintQuery, printQuery } from '../../../src-renderer/lib/print-layout.ts';
-import { appliedNote, isLoopback, isValidHost, settingsErrors, settingsPatch, type GeneralSettings } from '../../../src-renderer/lib/settings.ts';
+import { appliedNote, settingsErrors, settingsPatch, type GeneralSettings } from '../../../src-renderer/lib/settings.ts';
+import { isLoopback, isValidHost } from '../../../src-shared/contract/rules.ts';
 
 describe('formatting', () => {
   const now = Date.parse('2026-06-01T12:00:00Z');
@@ -127,7 +128,7 @@ describe('settings', () => {
 });
 
 describe('devices', () => {
-  const agent = (patch: Partial<Agent>): Agent => ({ id: 1, name: 'R58ABC', serial: 'R58ABC', uuid: 'u-1', type: 'android', version: '1.2.0', enroll_status: 'enrolled', is_online: false, last_contact: null, last_report: null, lock: 0, wipe: 0, fleet_id: 1, fleet: 'Sales', email: 'ada@example.com', firstname: 'Ada', lastname: 'Lovelace', computer_id: 1, invitation_id: 1, topic: '', entity_id: 1, created_at: '', updated_at: '', ...patch });
+  const agent = (patch: Partial<Agent>): Agent => ({ id: 1, name: 'R58ABC', serial: 'R58ABC', uuid: 'u-1', type: 'android', version: '1.2.0', enroll_status: 'enrolled', is_online: false, last_contact: null, last_report: null, lock: 0, wipe: 0, fleet_id: 1, fleet: 'Sales', email: 'ada@example.com', firstname: 'Ada', lastname: 'Lovelace', computer_id: 1, invitation_id: 1, enrollment_code_id: null, enrollment_code: null, topic: '', entity_id: 1, created_at: '', updated_at: '', model: null, manufacturer: null, os_name: null, os_version: null, ...patch });
   it('searches every word across the fields', () => {
     expect(matchesSearch(agent({}), searchTerms('  ada   sales '))).toBe(true);
     expect(matchesSearch(agent({}), searchTerms('r58abc lovelace'))).toBe(true);

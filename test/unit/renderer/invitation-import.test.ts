@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createInBatches, validateInChunks } from '../../../src-renderer/lib/bulk-create.ts';
 import { detectSeparator, parseCsv } from '../../../src-renderer/lib/csv.ts';
-import { emailProblem, isValidEmail } from '../../../src-renderer/lib/email.ts';
+import { emailProblem } from '../../../src-renderer/lib/email.ts';
+import { isValidEmail } from '../../../src-shared/contract/rules.ts';
 import { chunk, mergeServerErrors, parseCsvText, parsePasted, toInvitationInput, validateRows, type ImportRow } from '../../../src-renderer/lib/invitation-import.ts';
 
 const emails = (rows: ImportRow[]) => rows.map((row) => row.email);

@@ -2,17 +2,17 @@ import { QueryClient } from '@tanstack/react-query';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { codeKeys } from '../../../src-renderer/api/codes.ts';
 import { keys } from '../../../src-renderer/api/queries.ts';
-import type { Agent, LiveEvent } from '../../../src-renderer/api/types.ts';
+import type { AgentSummary as Agent, LiveEvent, StreamEvent } from '../../../src-shared/contract/index.ts';
 import { effectsOf, LiveSync, upsertAgents } from '../../../src-renderer/live/cache-sync.ts';
 import { openEventStream, type StreamState } from '../../../src-renderer/live/event-stream.ts';
 
 let nextId = 1;
-function event(type: string, refs: Partial<Pick<LiveEvent, 'agent_id' | 'invitation_id'>> = {}): LiveEvent {
+function event(type: string, refs: Partial<Pick<StreamEvent, 'agent_id' | 'invitation_id'>> = {}): StreamEvent {
   return { id: nextId++, at: new Date().toISOString(), type, entity_id: 1, agent_id: null, invitation_id: null, message: type, data: null, ...refs };
 }
 
 function agent(id: number, patch: Partial<Agent> = {}): Agent {
-  return { id, name: `A${id}`, serial: `S${id}`, uuid: null, type: 'android', version: '1.0.0', enroll_status: 'enrolled', is_online: false, last_contact: null, last_report: null, lock: 0, wipe: 0, fleet_id: 1, fleet: 'Default fleet', email: null, firstname: null, lastname: null, computer_id: id, invitation_id: null, topic: `/1/agent/S${id}`, entity_id: 1, created_at: '', updated_at: '', ...patch };
+  return { id, name: `A${id}`, serial: `S${id}`, uuid: null, type: 'android', version: '1.0.0', enroll_status: 'enrolled', is_online: false, last_contact: null, last_report: null, lock: 0, wipe: 0, fleet_id: 1, fleet: 'Default fleet', email: null, firstname: null, lastname: null, computer_id: id, invitation_id: null, enrollment_code_id: null, enrollment_code: null, topic: `/1/agent/S${id}`, entity_id: 1, created_at: '', updated_at: '', model: null, manufacturer: null, os_name: null, os_version: null, ...patch };
 }
 
 describe('what an event means for the caches', () => {

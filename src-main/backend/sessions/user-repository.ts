@@ -50,11 +50,13 @@ export class UserRepository {
         `UPDATE users SET firstname = coalesce(?, firstname), lastname = coalesce(?, lastname) WHERE id = ?`,
       ),
       setToken: db.prepare(`UPDATE users SET user_token = ? WHERE id = ?`),
+      setDefaultProfile: db.prepare(`UPDATE users SET default_profile_id = ? WHERE id = ?`),
       assign: db.prepare(
         `INSERT OR IGNORE INTO profile_assignments (user_id, profile_id, entity_id) VALUES (?, ?, ?)`,
       ),
       // Plain lookups: SQLite runs a JOIN, DISTINCT or ORDER BY … LIMIT here several times slower
       // than the index lookup itself, and a user holds one to three assignments.
+      unassign: db.prepare(`DELETE FROM profile_assignments WHERE user_id = ? AND profile_id = ?`),
       assignmentsOf: db.prepare(`SELECT profile_id, entity_id FROM profile_assignments WHERE user_id = ?`),
       profiles: db.prepare(`SELECT * FROM profiles ORDER BY id`),
       remove: db.prepare(`DELETE FROM users WHERE id = ?`),
@@ -184,6 +186,16 @@ export class UserRepository {
     const token = randomHex(20);
     this.statements.setToken.run(token, userId);
     return token;
+  }
+
+  /** The profile the user's sessions open under. */
+  setDefaultProfile(userId: number, profileId: number): void {
+    this.statements.setDefaultProfile.run(profileId, userId);
+  }
+
+  /** Withdraws `profileId` from the user, in every entity. */
+  unassign(userId: number, profileId: number): void {
+    this.statements.unassign.run(userId, profileId);
   }
 
   remove(userId: number): void {

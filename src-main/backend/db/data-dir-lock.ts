@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { StartupError } from './startup-error.ts';
+import { StartupError } from '../startup-error.ts';
 
 export const LOCK_FILE = 'server.lock';
 export const SERVER_FILE = 'server.json';

@@ -2,11 +2,11 @@
  * Refuses settings under which an invitation's QR code could not be drawn: the public host, the
  * deeplink base and the helpdesk fields all travel in the deeplink, which a QR code must hold.
  */
-import { maxFieldLength, worstCaseQrTextBytes, type LinkField, type LinkInputs } from '../deeplink/link-budget.ts';
-import { QR_MAX_BYTES } from '../deeplink/qr.ts';
 import { ApiError } from '../errors.ts';
-import type { LinkTargets } from '../invitations/invitations.ts';
-import type { Settings } from './settings.ts';
+import type { Settings } from '../settings/settings.ts';
+import type { LinkTargets } from './enrollment-links.ts';
+import { maxFieldLength, worstCaseQrTextBytes, type LinkField, type LinkInputs } from './link-budget.ts';
+import { QR_MAX_BYTES } from './qr.ts';
 
 /** The settings keys that end up in the deeplink, and their field in the link budget. */
 const LINK_FIELDS: ReadonlyArray<[keyof Settings, LinkField | null]> = [

@@ -1,8 +1,9 @@
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+import type { InvitationDeliveries, InvitationDelivery } from '../invitations/ports.ts';
+import { DELIVERY_STATES, type DeliveryCounts, type DeliveryState } from '../../../src-shared/contract/index.ts';
 
-export const DELIVERY_STATES = ['queued', 'sending', 'sent', 'failed', 'outbox'] as const;
-export type DeliveryState = (typeof DELIVERY_STATES)[number];
+export { DELIVERY_STATES, type DeliveryCounts, type DeliveryState };
 
 export interface DeliveryRow {
   invitation_id: number;
@@ -20,37 +21,33 @@ export interface DeliveryRow {
   retry_at: string | null;
 }
 
-/** What invitation views carry as `delivery` (null: never emailed). */
-export interface DeliveryView {
-  /** queued → sending → sent | failed; outbox = written to DATA_DIR/outbox (no SMTP configured). */
-  state: DeliveryState;
-  /** The server's message (or why it could not be reached) when failed, or of the last attempt while retry_at is set. */
-  error: string | null;
-  /** When the next attempt runs, after a transient failure (4xx reply, time-out, connection error). */
-  retry_at: string | null;
-  /** The server's last answer, e.g. "250 OK: queued as …". */
-  response: string | null;
-  sent_at: string | null;
-  attempts: number;
-  queued_at: string;
-  updated_at: string;
-  message_id: string | null;
-  outbox_file: string | null;
-  batch_id: string | null;
+/** What invitation views carry as `delivery` (null: never emailed); declared by invitations/. */
+export type DeliveryView = InvitationDelivery;
+
+export type DeliveryOutcome = { state: 'sent' | 'failed' | 'outbox'; error?: string | null; response?: string | null; messageId?: string | null; outboxFile?: string | null };
+
+/** The mail_deliveries table: the persisted queue of the mail worker and each invitation's delivery state. */
+export interface DeliveryRepository extends InvitationDeliveries {
+  /** Queues these invitations' emails; one queued or being sent is left alone. Returns how many were queued. */
+  queue(invitationIds: number[], batchId: string | null): number;
+  /** Takes the oldest due delivery and marks it sending (one attempt more). */
+  claim(): DeliveryRow | undefined;
+  finish(invitationId: number, outcome: DeliveryOutcome): boolean;
+  scheduleRetry(invitationId: number, outcome: { error: string; response: string | null; retryAt: Date }): boolean;
+  nextRetryAt(): string | null;
+  waitingIds(batchId?: string): number[];
+  failedIds(batchId?: string): number[];
+  requeueInterrupted(): number;
+  requeue(invitationId: number): void;
+  counts(batchId?: string): DeliveryCounts;
 }
 
-/** `retrying`: of the queued ones, those waiting for a retry after a transient failure. */
-export type DeliveryCounts = Record<DeliveryState, number> & { total: number; retrying: number };
-
-/** The SQL of mail_deliveries: the persisted queue and each invitation's delivery state. */
-export class DeliveryRepository {
-  private readonly db: Db;
+export class SqliteDeliveryRepository implements DeliveryRepository {
   private readonly statements;
 
   constructor(db: Db) {
-    this.db = db;
     this.statements = {
-      byInvitation: db.prepare(`SELECT * FROM mail_deliveries WHERE invitation_id = ?`),
+      ofInvitations: db.prepare(`SELECT * FROM mail_deliveries WHERE invitation_id IN (SELECT value FROM json_each(?))`),
       queue: db.prepare(
         `INSERT INTO mail_deliveries (invitation_id, state, batch_id, attempts, queued_at, updated_at)
          VALUES (@invitation_id, 'queued', @batch_id, 0, @at, @at)
@@ -86,31 +83,25 @@ export class DeliveryRepository {
       failedIdsOfBatch: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'failed' AND batch_id = ? ORDER BY invitation_id`),
       counts: db.prepare(`SELECT state, count(*) AS n FROM mail_deliveries GROUP BY state`),
       batchCounts: db.prepare(`SELECT state, count(*) AS n FROM mail_deliveries WHERE batch_id = ? GROUP BY state`),
-      hasQueued: db.prepare(`SELECT 1 FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NULL LIMIT 1`),
     };
   }
 
-  get(invitationId: number): DeliveryRow | undefined {
-    return this.statements.byInvitation.get(invitationId) as DeliveryRow | undefined;
-  }
-
-  view(invitationId: number): DeliveryView | null {
-    const row = this.get(invitationId);
-    if (!row) return null;
-    const { invitation_id: _id, ...view } = row;
-    return view;
+  deliveriesOf(invitationIds: number[]): Map<number, DeliveryView> {
+    const views = new Map<number, DeliveryView>();
+    if (invitationIds.length === 0) return views;
+    for (const { invitation_id: id, ...view } of this.statements.ofInvitations.all(JSON.stringify(invitationIds)) as DeliveryRow[]) views.set(id, view);
+    return views;
   }
 
   /**
    * Puts invitations in the queue (a new delivery, a resend, a retry). One already queued or
    * being sent is left alone, so a double click never sends twice. Returns how many were queued.
+   * Call inside a unit of work: many rows are one transaction.
    */
   queue(invitationIds: number[], batchId: string | null): number {
     const at = nowIso();
     let queued = 0;
-    this.db.transaction(() => {
-      for (const id of invitationIds) queued += this.statements.queue.run({ invitation_id: id, batch_id: batchId, at }).changes;
-    })();
+    for (const id of invitationIds) queued += this.statements.queue.run({ invitation_id: id, batch_id: batchId, at }).changes;
     return queued;
   }
 
@@ -119,14 +110,7 @@ export class DeliveryRepository {
     return this.statements.claim.get({ at: nowIso() }) as DeliveryRow | undefined;
   }
 
-  hasQueued(): boolean {
-    return this.statements.hasQueued.get() !== undefined;
-  }
-
-  finish(
-    invitationId: number,
-    outcome: { state: 'sent' | 'failed' | 'outbox'; error?: string | null; response?: string | null; messageId?: string | null; outboxFile?: string | null },
-  ): boolean {
+  finish(invitationId: number, outcome: DeliveryOutcome): boolean {
     const at = nowIso();
     return (
       this.statements.finish.run({

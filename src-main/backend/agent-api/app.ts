@@ -1,0 +1,117 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchemaCompiler, type FastifyServerOptions, type HookHandlerDoneFunction, type RouteOptions } from 'fastify';
+import type { TSchema } from 'typebox';
+import type { EnrollmentService } from '../agents/enrollment.ts';
+import { deeplinkPageRoutes, type DeeplinkPageOptions } from '../deeplink/page.ts';
+import { badRequest, sessionTokenMissing } from '../errors.ts';
+import { agentDownloadRoutes, type AgentDownloadRoutesOptions } from '../files/routes.ts';
+import { installAgentErrorHandling, installLenientJsonParser } from '../http/agent-errors.ts';
+import type { SessionPhase } from '../http/agent-session.ts';
+import { refuseUnusableNumbers } from '../http/number-guard.ts';
+import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from '../http/request-deadline.ts';
+import { capConnections, type ConnectionCap } from '../http/socket-limits.ts';
+import type { SessionService } from '../sessions/sessions.ts';
+import { agentEnrollmentRoutes } from './enrollment-routes.ts';
+import { agentApiUrl } from './flyve-aliases.ts';
+import { agentReportRoutes, type ReportRoutesOptions } from './report-routes.ts';
+import { agentSessionRoutes } from './session-routes.ts';
+import { taskStatusRoutes, type TaskRoutesOptions } from './task-routes.ts';
+import { sessionTokenOf } from './tokens.ts';
+
+/** Agent-API bodies are small JSON; anything bigger is refused before it is read. */
+const AGENT_BODY_LIMIT = 64 * 1024;
+
+export interface AgentAppOptions {
+  sessions: SessionService;
+  /** Enrollment and the records an agent reads (PluginMdmAgent, Computer, Entity, PluginMdmFleet). */
+  enrollment?: EnrollmentService;
+  /** The reference agent's task-status calls. */
+  tasks?: TaskRoutesOptions['deployments'];
+  /** Reports over HTTP (pong, online, inventory, position). */
+  reports?: ReportRoutesOptions;
+  downloads?: AgentDownloadRoutesOptions;
+  /** The page a deeplink opens in a phone's browser (outside /api). */
+  deeplinkPage?: DeeplinkPageOptions;
+  /** The listener's bounds; none without it. */
+  listener?: { requestTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number };
+  /** Where the app answers (a listener bound before it is built); without it, Fastify's own server. */
+  serverFactory?: FastifyServerOptions['serverFactory'];
+  /** Another validator compiler than Ajv (tests check the routes under TypeBox's own). */
+  validatorCompiler?: FastifySchemaCompiler<TSchema>;
+}
+
+/**
+ * The agent API (the spec's endpoints under /api, and the deeplink page), as the server runs it
+ * and as tests build it: GLPI-style error bodies, a lenient JSON body parser, and one session hook
+ * that resolves `request.session` on every /api route, at the phase its `config.session` names.
+ */
+export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(options.serverFactory && { serverFactory: options.serverFactory }),
+    bodyLimit: AGENT_BODY_LIMIT,
+    logger: false,
+    forceCloseConnections: true,
+    // A HEAD would run the GET handler: reading an agent record draws a new MQTT password.
+    exposeHeadRoutes: false,
+    // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
+    ...(options.listener && { requestTimeout: options.listener.requestTimeoutMs }),
+    // Scalars are coerced (a numeric version is fine) but an array never passes for a string.
+    ajv: { customOptions: { coerceTypes: true } },
+    // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
+    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
+    // Flyve resource names and trailing slashes reach the same routes (agent-api/flyve-aliases.ts).
+    rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
+  });
+  if (options.validatorCompiler) app.setValidatorCompiler(options.validatorCompiler);
+  let connections: ConnectionCap | null = null;
+  if (options.listener) {
+    const { requestTimeoutMs, maxConnections, maxConnectionsPerAddress } = options.listener;
+    app.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs);
+    connections = capConnections(app.server, {
+      max: maxConnections,
+      perAddress: maxConnectionsPerAddress,
+      refusal: JSON.stringify(['ERROR_TOO_MANY_CONNECTIONS', `This address already holds ${maxConnectionsPerAddress} connections: close some and try again`]),
+    });
+  }
+  closeWhenBodyUnread(app);
+  installLenientJsonParser(app);
+  installAgentErrorHandling(app);
+  refuseUnusableNumbers(app, () => badRequest());
+  app.decorateRequest('session'); // set by the session hook: one shape for every request
+
+  const api: FastifyPluginAsyncTypebox = async (scope) => {
+    const resolveSession = sessionHook(options.sessions);
+    scope.addHook('onRoute', (route) => attachSessionHook(route, resolveSession));
+    await scope.register(agentSessionRoutes, { sessions: options.sessions });
+    if (options.enrollment) await scope.register(agentEnrollmentRoutes, { enrollment: options.enrollment });
+    if (options.tasks) await scope.register(taskStatusRoutes, { deployments: options.tasks });
+    if (options.reports) await scope.register(agentReportRoutes, options.reports);
+    // An authenticated download leaves its address's connection cap (socket-limits.ts: phones behind one NAT).
+    if (options.downloads) await scope.register(agentDownloadRoutes, { ...options.downloads, onAllowed: (request) => connections?.trust(request.raw.socket) });
+  };
+  await app.register(api, { prefix: '/api' });
+  if (options.deeplinkPage) await app.register(deeplinkPageRoutes, options.deeplinkPage);
+  return app;
+}
+
+type SessionHook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
+
+/** Resolves the request's session token (query or header) into `request.session`, or fails with the spec's token errors. */
+function sessionHook(sessions: Pick<SessionService, 'resolve'>): SessionHook {
+  // Synchronous on purpose (no promise per request); Fastify turns a throw into the error reply.
+  return (request, _reply, done) => {
+    const token = sessionTokenOf(request);
+    if (!token) return done(sessionTokenMissing());
+    request.session = sessions.resolve(token);
+    done();
+  };
+}
+
+/** Puts the session hook first among the route's own hooks of the phase it asks for. */
+function attachSessionHook(route: RouteOptions, hook: SessionHook): void {
+  const phase: SessionPhase = route.config?.session ?? 'after-validation';
+  if (phase === 'none') return;
+  const key = phase === 'on-request' ? 'onRequest' : 'preHandler';
+  const own = route[key];
+  route[key] = [hook, ...(own === undefined ? [] : Array.isArray(own) ? own : [own])];
+}

@@ -1,0 +1,146 @@
+import type { Db } from '../db/database.ts';
+import type { CodeLogEntry, CodeRow } from './codes.ts';
+
+export type NewCode = Pick<CodeRow, 'entity_id' | 'fleet_id' | 'account_user_id' | 'name' | 'token' | 'domains' | 'max_uses' | 'approval' | 'created_at' | 'expires_at'>;
+
+export interface NewCodeLogEntry {
+  code_id: number;
+  at: string;
+  outcome: 'refused' | 'used';
+  code: string | null;
+  message: string;
+  remote_addr: string | null;
+  email: string | null;
+  serial: string | null;
+  uuid: string | null;
+  user_id: number | null;
+  agent_id: number | null;
+  session_hash: string | null;
+}
+
+/** A code with what its view shows beside it, read in the same statement. */
+export interface CodeDetails extends CodeRow {
+  user_token: string;
+  fleet: string | null;
+  refused_attempts: number;
+  pending_approval: number;
+}
+
+/** The enrollment_codes and enrollment_code_log tables. Times are ISO strings, as stored. */
+export interface CodeRepository {
+  insert(row: NewCode): number;
+  get(id: number): CodeRow | undefined;
+  byToken(token: string): CodeRow | undefined;
+  isAccount(userId: number): boolean;
+  /** Newest first, or only these ids. */
+  details(ids?: number[]): CodeDetails[];
+  revoke(id: number, at: string): void;
+  rotate(id: number, token: string, at: string): void;
+  /** Counts one use, atomically, unless the code is revoked, expired or used up at `at`; false then. */
+  use(id: number, at: string): boolean;
+  touch(id: number, at: string): void;
+  log(entry: NewCodeLogEntry): void;
+  logOf(id: number): CodeLogEntry[];
+  /** The session hash of an agent's latest enrollment with a code. */
+  lastUseSession(agentId: number): string | null | undefined;
+  /** Moves a code's expiry (tests age codes with it). */
+  setExpiry(id: number, expiresAt: string | null): void;
+}
+
+const DETAILS = `SELECT c.*, u.user_token, f.name AS fleet,
+    (SELECT count(*) FROM enrollment_code_log l WHERE l.code_id = c.id AND l.outcome = 'refused') AS refused_attempts,
+    (SELECT count(*) FROM agents a WHERE a.enrollment_code_id = c.id AND a.enroll_status = 'pending_approval') AS pending_approval
+  FROM enrollment_codes c
+  JOIN users u ON u.id = c.account_user_id
+  LEFT JOIN fleets f ON f.id = c.fleet_id`;
+
+export class SqliteCodeRepository implements CodeRepository {
+  private readonly statements;
+
+  constructor(db: Db) {
+    this.statements = {
+      insert: db.prepare(
+        `INSERT INTO enrollment_codes (entity_id, fleet_id, account_user_id, name, token, domains, max_uses, approval, created_at, expires_at)
+         VALUES (@entity_id, @fleet_id, @account_user_id, @name, @token, @domains, @max_uses, @approval, @created_at, @expires_at)`,
+      ),
+      byId: db.prepare(`SELECT * FROM enrollment_codes WHERE id = ?`),
+      byToken: db.prepare(`SELECT * FROM enrollment_codes WHERE token = ?`),
+      byAccount: db.prepare(`SELECT id FROM enrollment_codes WHERE account_user_id = ?`),
+      all: db.prepare(`${DETAILS} ORDER BY c.id DESC`),
+      some: db.prepare(`${DETAILS} WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id DESC`),
+      revoke: db.prepare(`UPDATE enrollment_codes SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
+      rotate: db.prepare(`UPDATE enrollment_codes SET token = ?, rotated_at = ? WHERE id = ?`),
+      // The one place a use is counted: atomic, so concurrent enrollments never pass max_uses.
+      use: db.prepare(
+        `UPDATE enrollment_codes SET uses = uses + 1, last_used_at = @now
+         WHERE id = @id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > @now) AND (max_uses IS NULL OR uses < max_uses)`,
+      ),
+      touch: db.prepare(`UPDATE enrollment_codes SET last_used_at = ? WHERE id = ?`),
+      setExpiry: db.prepare(`UPDATE enrollment_codes SET expires_at = ? WHERE id = ?`),
+      log: db.prepare(
+        `INSERT INTO enrollment_code_log (code_id, at, outcome, code, message, remote_addr, email, serial, uuid, user_id, agent_id, session_hash)
+         VALUES (@code_id, @at, @outcome, @code, @message, @remote_addr, @email, @serial, @uuid, @user_id, @agent_id, @session_hash)`,
+      ),
+      logOf: db.prepare(
+        `SELECT l.id, l.at, l.outcome, l.code, l.message, l.remote_addr, l.email, l.serial, l.uuid, l.user_id, l.agent_id,
+                a.name AS agent_name, a.enroll_status
+         FROM enrollment_code_log l LEFT JOIN agents a ON a.id = l.agent_id
+         WHERE l.code_id = ? ORDER BY l.id DESC LIMIT 1000`,
+      ),
+      lastUse: db.prepare(`SELECT session_hash FROM enrollment_code_log WHERE agent_id = ? AND outcome = 'used' ORDER BY id DESC LIMIT 1`),
+    };
+  }
+
+  insert(row: NewCode): number {
+    return Number(this.statements.insert.run(row).lastInsertRowid);
+  }
+
+  get(id: number): CodeRow | undefined {
+    return this.statements.byId.get(id) as CodeRow | undefined;
+  }
+
+  byToken(token: string): CodeRow | undefined {
+    return this.statements.byToken.get(token) as CodeRow | undefined;
+  }
+
+  isAccount(userId: number): boolean {
+    return this.statements.byAccount.get(userId) !== undefined;
+  }
+
+  details(ids?: number[]): CodeDetails[] {
+    if (ids?.length === 0) return [];
+    return (ids ? this.statements.some.all(JSON.stringify(ids)) : this.statements.all.all()) as CodeDetails[];
+  }
+
+  revoke(id: number, at: string): void {
+    this.statements.revoke.run(at, id);
+  }
+
+  rotate(id: number, token: string, at: string): void {
+    this.statements.rotate.run(token, at, id);
+  }
+
+  use(id: number, at: string): boolean {
+    return this.statements.use.run({ id, now: at }).changes === 1;
+  }
+
+  touch(id: number, at: string): void {
+    this.statements.touch.run(at, id);
+  }
+
+  log(entry: NewCodeLogEntry): void {
+    this.statements.log.run(entry);
+  }
+
+  logOf(id: number): CodeLogEntry[] {
+    return this.statements.logOf.all(id) as CodeLogEntry[];
+  }
+
+  lastUseSession(agentId: number): string | null | undefined {
+    return (this.statements.lastUse.get(agentId) as { session_hash: string | null } | undefined)?.session_hash;
+  }
+
+  setExpiry(id: number, expiresAt: string | null): void {
+    this.statements.setExpiry.run(expiresAt, id);
+  }
+}

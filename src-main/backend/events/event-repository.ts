@@ -1,0 +1,70 @@
+import type { Db } from '../db/database.ts';
+
+export interface EventRefs {
+  entityId?: number | null;
+  invitationId?: number | null;
+  agentId?: number | null;
+}
+
+export interface RecordedEvent {
+  id: number;
+  at: string;
+  type: string;
+  entity_id: number | null;
+  invitation_id: number | null;
+  agent_id: number | null;
+  message: string;
+  data: Record<string, unknown> | null;
+}
+
+/** The append-only events table. Lists are newest first. */
+export interface EventRepository {
+  /** Stores the event; its id. */
+  insert(event: Omit<RecordedEvent, 'id'>): number;
+  forAgent(agentId: number, limit: number): RecordedEvent[];
+  forInvitation(invitationId: number, limit: number): RecordedEvent[];
+  /** Those after `afterId`. */
+  latest(limit: number, afterId: number): RecordedEvent[];
+}
+
+interface EventRow extends Omit<RecordedEvent, 'data'> {
+  data: string | null;
+}
+
+export class SqliteEventRepository implements EventRepository {
+  private readonly s;
+
+  constructor(db: Db) {
+    this.s = {
+      insert: db.prepare(
+        `INSERT INTO events (at, type, entity_id, invitation_id, agent_id, message, data)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      byAgent: db.prepare(`SELECT * FROM events WHERE agent_id = ? ORDER BY id DESC LIMIT ?`),
+      byInvitation: db.prepare(`SELECT * FROM events WHERE invitation_id = ? ORDER BY id DESC LIMIT ?`),
+      recent: db.prepare(`SELECT * FROM events WHERE id > ? ORDER BY id DESC LIMIT ?`),
+    };
+  }
+
+  insert(event: Omit<RecordedEvent, 'id'>): number {
+    const data = event.data === null ? null : JSON.stringify(event.data);
+    const result = this.s.insert.run(event.at, event.type, event.entity_id, event.invitation_id, event.agent_id, event.message, data);
+    return Number(result.lastInsertRowid);
+  }
+
+  forAgent(agentId: number, limit: number): RecordedEvent[] {
+    return (this.s.byAgent.all(agentId, limit) as EventRow[]).map(parse);
+  }
+
+  forInvitation(invitationId: number, limit: number): RecordedEvent[] {
+    return (this.s.byInvitation.all(invitationId, limit) as EventRow[]).map(parse);
+  }
+
+  latest(limit: number, afterId: number): RecordedEvent[] {
+    return (this.s.recent.all(afterId, limit) as EventRow[]).map(parse);
+  }
+}
+
+function parse(row: EventRow): RecordedEvent {
+  return { ...row, data: row.data ? (JSON.parse(row.data) as Record<string, unknown>) : null };
+}

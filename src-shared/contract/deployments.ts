@@ -1,0 +1,111 @@
+import { Type, type Static } from 'typebox';
+import { AnyObject, Items, Literals, Nullable } from './common.ts';
+import { StoredKind } from './files.ts';
+
+export const POLICIES = ['deployApp', 'deployFile', 'removeApp', 'removeFile'] as const;
+export type PolicyName = (typeof POLICIES)[number];
+export const TASK_STATUSES = ['pending', 'received', 'in progress', 'waiting', 'done', 'failed', 'canceled'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+const Policy = Literals(POLICIES);
+const Status = Literals(TASK_STATUSES);
+const DeploymentState = Type.Union([Type.Literal('active'), Type.Literal('removed')]);
+const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+
+export const TaskCounts = Type.Object({
+  total: Type.Integer(),
+  pending: Type.Integer(),
+  /** received, in progress or waiting. */
+  in_progress: Type.Integer(),
+  done: Type.Integer(),
+  failed: Type.Integer(),
+  canceled: Type.Integer(),
+});
+export type TaskCounts = Static<typeof TaskCounts>;
+
+export const TaskHistoryEntry = Type.Object({
+  task_id: Type.Integer(),
+  status: Status,
+  reason: Nullable(Type.String()),
+  source: Type.Union([Type.Literal('server'), Type.Literal('mqtt'), Type.Literal('http')]),
+  at: Type.String(),
+});
+export type TaskHistoryEntry = Static<typeof TaskHistoryEntry>;
+
+/** A deployment's task on one device. */
+export const DeviceTask = Type.Object({
+  id: Type.Integer(),
+  deployment_id: Type.Integer(),
+  agent_id: Type.Integer(),
+  agent_name: Type.String(),
+  status: Status,
+  reason: Nullable(Type.String()),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+  history: Type.Optional(Type.Array(TaskHistoryEntry)),
+  /** In a device's task list: the deployment it belongs to. */
+  deployment: Type.Optional(
+    Type.Object({ id: Type.Integer(), policy: Policy, item_name: Type.String(), target_name: Type.String(), state: Type.String() }),
+  ),
+});
+export type DeviceTask = Static<typeof DeviceTask>;
+export const DeviceTaskList = Items(DeviceTask);
+
+export const Deployment = Type.Object({
+  id: Type.Integer(),
+  entity_id: Type.Integer(),
+  policy: Policy,
+  item_kind: Nullable(StoredKind),
+  item_id: Nullable(Type.Integer()),
+  item_name: Type.String(),
+  fleet_id: Nullable(Type.Integer()),
+  agent_id: Nullable(Type.Integer()),
+  /** The fleet's or device's name as it is now. */
+  target_name: Type.String(),
+  destination: Nullable(Type.String()),
+  remove_on_delete: Type.Boolean(),
+  topic: Type.String(),
+  /** The retained policy message. */
+  message: AnyObject,
+  state: DeploymentState,
+  removed_by: Nullable(Type.Integer()),
+  created_at: Type.String(),
+  removed_at: Nullable(Type.String()),
+  ...TaskCounts.properties,
+  /** "37 of 40 done, 2 failed, 1 pending" */
+  progress: Type.String(),
+});
+export type Deployment = Static<typeof Deployment>;
+export const DeploymentList = Items(Deployment);
+
+/** GET /api/deployments/:id: with every task and each task's history. */
+export const DeploymentDetail = Type.Object({ ...Deployment.properties, tasks: Type.Array(DeviceTask) });
+export type DeploymentDetail = Static<typeof DeploymentDetail>;
+
+/** DELETE /api/deployments/:id: the removed one, and the removal it published (remove_on_delete). */
+export const Undeployed = Type.Object({ removed: Deployment, removal: Nullable(Deployment) });
+export type Undeployed = Static<typeof Undeployed>;
+
+/** POST /api/deployments: a file or package to a fleet (by id or name) or a device. */
+export const DeployBody = Type.Object(
+  {
+    kind: StoredKind,
+    item_id: Id,
+    fleet_id: Type.Optional(Id),
+    /** A fleet by name, as the CLI gives it. */
+    fleet: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    agent_id: Type.Optional(Id),
+    destination: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    remove_on_delete: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type DeployBody = Static<typeof DeployBody>;
+
+/** GET /api/deployments?… */
+export const DeploymentFilter = Type.Object({
+  fleet_id: Type.Optional(Id),
+  agent_id: Type.Optional(Id),
+  state: Type.Optional(DeploymentState),
+});
+export type DeploymentFilter = Static<typeof DeploymentFilter>;

@@ -1,0 +1,130 @@
+import { Type, type Static } from 'typebox';
+import type { AgentSummary } from './agents.ts';
+import { AnyObject, Items, Nullable } from './common.ts';
+
+/** One recorded event: the history (GET /api/events) and each frame of the live stream. */
+export const LiveEvent = Type.Object({
+  id: Type.Integer(),
+  at: Type.String(),
+  type: Type.String(),
+  entity_id: Nullable(Type.Integer()),
+  invitation_id: Nullable(Type.Integer()),
+  agent_id: Nullable(Type.Integer()),
+  message: Type.String(),
+  data: Nullable(AnyObject),
+});
+export type LiveEvent = Static<typeof LiveEvent>;
+
+export const EventsQuery = Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }) });
+export const EventList = Items(LiveEvent);
+export type EventList = Static<typeof EventList>;
+
+type AttemptData = { remote_addr: string | null; email: string | null; serial: string | null; uuid: string | null };
+type CommandData = { command: string; topic: string; payload: Record<string, unknown>; retained: boolean; online: boolean };
+type PresenceData = { reason: string; last_contact: string; [key: string]: unknown };
+type StoredItemData = { id: number; name: string; size: number };
+type MailStateData = { state: string; batch_id: string | null; attempts: number; error?: string; response?: string; [key: string]: unknown };
+
+/**
+ * The server's events by type: what `data` carries. Types not listed here carry no data the
+ * console relies on (`data` may still hold details for people).
+ */
+export interface ServerEvents {
+  'server.started': null;
+  'settings.updated': { keys: string[] };
+  'invitation.created': { email: string; fleet: string; days: number };
+  'invitation.revoked': null;
+  'invitation.deleted': null;
+  'invitation.refused': AttemptData & { code: string };
+  'code.created': { code_id: number; fleet: string; domains: string[]; max_uses: number | null; [key: string]: unknown };
+  'code.revoked': { code_id: number };
+  'code.rotated': { code_id: number };
+  'code.refused': AttemptData & { code_id: number; code: string };
+  'enrollment.refused': AttemptData & { code: string };
+  'agent.enrolled': { serial: string | null; uuid: string | null; type: string; version: string; code_id: number | null; enroll_status: string };
+  'agent.reenrolled': ServerEvents['agent.enrolled'];
+  'agent.approved': null;
+  'agent.rejected': null;
+  'agent.deleted': null;
+  'agent.online': PresenceData;
+  'agent.offline': PresenceData;
+  'agent.command': CommandData;
+  'agent.fleet_changed': CommandData & { from_fleet_id: number; fleet_id: number };
+  'agent.ping_reply': { payload: string; rtt_ms: number; transport: 'mqtt' | 'http' };
+  'agent.unenrolled': { previous_status: string };
+  'agent.status': { topic: string; transport: 'mqtt' | 'http'; payload: string };
+  'agent.inventory': { source: string; model: string | null; os_name: string | null; os_version: string | null; [key: string]: unknown };
+  'agent.geolocation': { source: string; latitude: number | null; longitude: number | null; located_at: string; gps_off: boolean };
+  'fleet.created': { fleet_id: number };
+  'fleet.renamed': { fleet_id: number };
+  'fleet.deleted': { fleet_id: number; name: string; [key: string]: unknown };
+  'mail.queued': { count: number; batch_id: string | null; invitation_id?: number };
+  'mail.sending': MailStateData;
+  'mail.sent': MailStateData;
+  'mail.failed': MailStateData;
+  'mail.outbox': MailStateData;
+  'mail.retrying': MailStateData & { retry_at: string };
+  'mail.resumed': { count: number };
+  'mail.test': { to: string; [key: string]: unknown };
+  'file.added': StoredItemData;
+  'file.removed': StoredItemData;
+  'package.added': StoredItemData;
+  'package.removed': StoredItemData;
+  'deployment.created': { deployment_id: number; policy: string; fleet_id: number | null; topic: string; devices: number };
+  'deployment.removed': { deployment_id: number; fleet_id: number | null; removal_id: number | null };
+  'deployment.error': null;
+  'deployment.publish_failed': null;
+  'task.status': { deployment_id: number; task_id: number; status: string; reason: string | null; source: string; fleet_id: number | null };
+  'task.report_refused': { task_id: number; reason: string; payload: string };
+  'broker.started': Record<string, unknown>;
+  'broker.stopped': { agent_ids: number[] };
+  'broker.connected': { url: string; [key: string]: unknown };
+  'broker.unreachable': { url: string; reason: string };
+  'broker.certificate': { fingerprint_sha256: string; valid_to: string; alt_names: string[]; [key: string]: unknown };
+  'broker.reconciled': Record<string, unknown>;
+  'broker.sync_failed': null;
+  'broker.error': null;
+  'broker.auth_error': null;
+  'mqtt.login_refused': { login: string; reason: string; [key: string]: unknown };
+  'mqtt.publish_denied': { topic: string };
+  'mqtt.resubscribed': { filters: string[] };
+}
+export type ServerEventType = keyof ServerEvents;
+
+/** A live event whose `type` is known, with its data typed. */
+export type ServerEvent<K extends ServerEventType = ServerEventType> = {
+  [T in K]: Omit<LiveEvent, 'type' | 'data'> & { type: T; data: ServerEvents[T] | null };
+}[K];
+
+export function isServerEvent<K extends ServerEventType>(event: LiveEvent, type: K): event is LiveEvent & ServerEvent<K> {
+  return event.type === type;
+}
+
+// ── GET /api/events/stream: Server-Sent Events ──────────────────────────────────────────────
+// The stream opens with a `retry:` preamble, then sends every recorded event as
+// `id: <id>\nevent: <type>\ndata: <StreamEvent JSON>\n\n`, and a comment line as heartbeat.
+// `?after=<id>` (or the Last-Event-ID header) replays what came after that id first.
+
+export const SSE_RETRY_MS = 2000;
+export const SSE_HEARTBEAT_MS = 15_000;
+
+/**
+ * The data of an event frame: the event, and for an `agent.*` event also `agent`, the agent's
+ * device-list row as it stands after the event (null once it is gone).
+ */
+export type StreamEvent = LiveEvent & { agent?: AgentSummary | null };
+
+/** The frames the stream sends, as a client parses them. */
+export type SseFrame =
+  | { kind: 'retry'; retry: number }
+  | { kind: 'event'; id: number; event: string; data: StreamEvent }
+  | { kind: 'comment'; text: string };
+
+export const sseRetryFrame = (ms = SSE_RETRY_MS) => `retry: ${ms}\n\n`;
+export const sseEventFrame = (event: StreamEvent) => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+export const sseHeartbeatFrame = () => ': keep-alive\n\n';
+
+/** The stream's query: the id after which to replay (the Last-Event-ID header wins). */
+export interface EventStreamQuery {
+  after?: string;
+}

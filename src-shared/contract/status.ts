@@ -1,0 +1,84 @@
+import { Type, type Static } from 'typebox';
+import { Literals, Nullable } from './common.ts';
+import { ServerInfo } from './server-info.ts';
+
+export const BROKER_MODES = ['embedded', 'mosquitto', 'rabbitmq'] as const;
+export type BrokerMode = (typeof BROKER_MODES)[number];
+
+/** Where agents connect; goes into their record (`broker`, `port`, `tls`). */
+export const AgentEndpoint = Type.Object({ host: Type.String(), port: Type.Integer(), tls: Type.Boolean() });
+export type AgentEndpoint = Static<typeof AgentEndpoint>;
+
+/** The broker's TLS certificate (embedded broker only). */
+export const BrokerTls = Type.Object({
+  fingerprint_sha256: Type.String(),
+  source: Type.Union([Type.Literal('generated'), Type.Literal('provided')]),
+  subject: Type.String(),
+  alt_names: Type.Array(Type.String()),
+  valid_from: Type.String(),
+  valid_to: Type.String(),
+  cert_file: Type.String(),
+});
+
+export const BrokerStatus = Type.Object({
+  mode: Literals(BROKER_MODES),
+  /** Whether the backend is connected to its broker (always true for the embedded one). */
+  connected: Type.Boolean(),
+  /** Why not, while it retries. */
+  problem: Nullable(Type.String()),
+  /** The external broker(s), without credentials. */
+  url: Nullable(Type.String()),
+  port: Type.Integer(),
+  tls_port: Type.Integer(),
+  /** Agents online: connections on the embedded broker; their presence messages on an external one. */
+  connected_agents: Type.Integer(),
+  connections: Type.Integer(),
+  tls: Nullable(BrokerTls),
+});
+export type BrokerStatus = Static<typeof BrokerStatus>;
+
+export const StatusCounts = Type.Object({
+  invitations: Type.Integer(),
+  /** Pending and not expired. */
+  pending: Type.Integer(),
+  used: Type.Integer(),
+  agents: Type.Integer(),
+  enrolled: Type.Integer(),
+  online: Type.Integer(),
+  pending_approval: Type.Integer(),
+  codes: Type.Integer(),
+});
+export type StatusCounts = Static<typeof StatusCounts>;
+
+/** GET /api/status: server.json without the admin token, plus counts, the broker and warnings. */
+export const ServerStatus = Type.Object({
+  ...Type.Omit(ServerInfo, ['admin_token']).properties,
+  counts: StatusCounts,
+  /** The MQTT broker and where agents connect; null when the server runs without one. */
+  mqtt: Nullable(Type.Object({ ...BrokerStatus.properties, agent_endpoint: AgentEndpoint })),
+  /** This machine's network addresses besides loopback: candidates for the public host. */
+  lan_addresses: Type.Array(Type.String()),
+  warnings: Type.Array(Type.String()),
+});
+export type ServerStatus = Static<typeof ServerStatus>;
+
+/** POST /api/public-host: one click from "phones cannot reach this server". */
+export const PublicHostBody = Type.Object({ host: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false });
+export type PublicHostBody = Static<typeof PublicHostBody>;
+export const PublicHostResult = Type.Object({ public_host: Type.String(), api_url: Type.String(), deeplink_url: Type.String() });
+export type PublicHostResult = Static<typeof PublicHostResult>;
+
+/** POST /auth/sign-in: the admin token or a sign-in link, from the console's own page. */
+export const SignInBody = Type.Object({ credential: Type.String({ maxLength: 2048 }) }, { additionalProperties: false });
+export type SignInBody = Static<typeof SignInBody>;
+export const SignInResult = Type.Object({ signed_in: Type.Literal(true), with: Type.Union([Type.Literal('token'), Type.Literal('link')]) });
+export type SignInResult = Static<typeof SignInResult>;
+
+/** POST /api/console-tickets (201): a fresh one-time sign-in link. */
+export const ConsoleTicket = Type.Object({ console_url: Type.String() });
+export type ConsoleTicket = Static<typeof ConsoleTicket>;
+
+/** A host only this machine reaches: phones cannot use it as the public host. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
+}
