@@ -1,9 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { Helpdesk, Items, Literals, Nullable } from './common.ts';
-
-/** An enrollment code's lifetime in days, and its most uses (absent: never expires / unlimited). */
-export const CODE_LIFETIME_DAYS = { min: 1, max: 365 } as const;
-export const CODE_MAX_USES = 1_000_000;
+import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from './rules.ts';
 
 export const CODE_STATUSES = ['active', 'expired', 'used_up', 'revoked'] as const;
 export type CodeStatus = (typeof CODE_STATUSES)[number];

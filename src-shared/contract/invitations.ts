@@ -3,17 +3,7 @@ import { AgentBrief } from './agents.ts';
 import { Helpdesk, Items, Literals, Nullable } from './common.ts';
 import { LiveEvent } from './events.ts';
 import { MailDelivery } from './mail.ts';
-
-/** How long an invitation can be used, in days (the setting's default and each invitation's own). */
-export const LIFETIME_DAYS = { min: 1, max: 180 } as const;
-
-// Pragmatic address check (the server's and the console's as you type): one @, a dotted domain.
-const EMAIL = /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
-export const EMAIL_MAX_LENGTH = 254;
-
-export function isValidEmail(email: string): boolean {
-  return email.length <= EMAIL_MAX_LENGTH && EMAIL.test(email.trim());
-}
+import { EMAIL_MAX_LENGTH, INVITATION_LIFETIME_DAYS } from './rules.ts';
 
 export const INVITATION_STATUSES = ['pending', 'done', 'expired', 'revoked'] as const;
 export type InvitationStatus = (typeof INVITATION_STATUSES)[number];
@@ -75,7 +65,7 @@ export const InvitationInput = Type.Object(
     lastname: Name,
     fleet: Name,
     // No null branch: type coercion would turn an out-of-range 0 into null, i.e. the default.
-    days: Type.Optional(Type.Integer({ minimum: LIFETIME_DAYS.min, maximum: LIFETIME_DAYS.max })),
+    days: Type.Optional(Type.Integer({ minimum: INVITATION_LIFETIME_DAYS.min, maximum: INVITATION_LIFETIME_DAYS.max })),
   },
   { additionalProperties: false },
 );
