@@ -37,10 +37,9 @@ export const Invitation = Type.Object({
 });
 export type Invitation = Static<typeof Invitation>;
 
-export const InvitationLogEntry = Type.Object({
+/** One enrollment attempt with an invitation or a code: what a device sent and what came of it. */
+export const EnrollmentAttempt = Type.Object({
   id: Type.Integer(),
-  /** The invitation_log row's own column. */
-  invitation_id: Type.Integer(),
   at: Type.String(),
   outcome: Type.Union([Type.Literal('refused'), Type.Literal('used')]),
   code: Nullable(Type.String()),
@@ -49,6 +48,12 @@ export const InvitationLogEntry = Type.Object({
   email: Nullable(Type.String()),
   serial: Nullable(Type.String()),
   uuid: Nullable(Type.String()),
+});
+
+export const InvitationLogEntry = Type.Object({
+  ...EnrollmentAttempt.properties,
+  /** The invitation_log row's own column. */
+  invitation_id: Type.Integer(),
 });
 export type InvitationLogEntry = Static<typeof InvitationLogEntry>;
 
