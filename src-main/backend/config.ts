@@ -4,7 +4,7 @@ import type { ThrottleOptions } from './broker/auth-throttle.ts';
 import type { BrokerMode } from './broker/port.ts';
 import type { SecretProtector } from './mail/secrets.ts';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from './sessions/sessions.ts';
-import { isLoopbackHost } from '../../src-shared/contract/index.ts';
+import { isLoopback as isLoopbackHost } from '../../src-shared/contract/rules.ts';
 
 /** Where everything lives unless told otherwise; the CLI and the desktop app share it. */
 export function defaultDataDir(): string {

@@ -1,9 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Helpdesk, Items, Literals, Nullable } from './common.ts';
-
-/** An enrollment code's lifetime in days, and its most uses (absent: never expires / unlimited). */
-export const CODE_LIFETIME_DAYS = { min: 1, max: 365 } as const;
-export const CODE_MAX_USES = 1_000_000;
+import { EnrollmentAttempt } from './invitations.ts';
+import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from './rules.ts';
 
 export const CODE_STATUSES = ['active', 'expired', 'used_up', 'revoked'] as const;
 export type CodeStatus = (typeof CODE_STATUSES)[number];
@@ -41,15 +39,7 @@ export type EnrollmentCode = Static<typeof EnrollmentCode>;
 export const CodeList = Items(EnrollmentCode);
 
 export const CodeLogEntry = Type.Object({
-  id: Type.Integer(),
-  at: Type.String(),
-  outcome: Type.Union([Type.Literal('refused'), Type.Literal('used')]),
-  code: Nullable(Type.String()),
-  message: Type.String(),
-  remote_addr: Nullable(Type.String()),
-  email: Nullable(Type.String()),
-  serial: Nullable(Type.String()),
-  uuid: Nullable(Type.String()),
+  ...EnrollmentAttempt.properties,
   user_id: Nullable(Type.Integer()),
   agent_id: Nullable(Type.Integer()),
   agent_name: Nullable(Type.String()),

@@ -1,10 +1,8 @@
 import { Type, type Static } from 'typebox';
 import { AnyObject, Literals } from './common.ts';
+import { AGENT_COMMANDS } from './rules.ts';
 
-/** What an admin can send an agent over MQTT (POST /api/agents/:id/commands). */
-export const AGENT_COMMANDS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
-export type AgentCommand = (typeof AGENT_COMMANDS)[number];
-
+/** What an admin can send an agent over MQTT (POST /api/agents/:id/commands): rules.ts AGENT_COMMANDS. */
 export const CommandBody = Type.Object({ command: Literals(AGENT_COMMANDS) }, { additionalProperties: false });
 export type CommandBody = Static<typeof CommandBody>;
 

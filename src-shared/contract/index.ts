@@ -15,3 +15,4 @@ export * from './deployments.ts';
 export * from './mail.ts';
 export * from './settings.ts';
 export * from './simulate.ts';
+export * from './rules.ts';

@@ -3,17 +3,7 @@ import { AgentBrief } from './agents.ts';
 import { Helpdesk, Items, Literals, Nullable } from './common.ts';
 import { LiveEvent } from './events.ts';
 import { MailDelivery } from './mail.ts';
-
-/** How long an invitation can be used, in days (the setting's default and each invitation's own). */
-export const LIFETIME_DAYS = { min: 1, max: 180 } as const;
-
-// Pragmatic address check (the server's and the console's as you type): one @, a dotted domain.
-const EMAIL = /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
-export const EMAIL_MAX_LENGTH = 254;
-
-export function isValidEmail(email: string): boolean {
-  return email.length <= EMAIL_MAX_LENGTH && EMAIL.test(email.trim());
-}
+import { EMAIL_MAX_LENGTH, INVITATION_LIFETIME_DAYS } from './rules.ts';
 
 export const INVITATION_STATUSES = ['pending', 'done', 'expired', 'revoked'] as const;
 export type InvitationStatus = (typeof INVITATION_STATUSES)[number];
@@ -47,10 +37,9 @@ export const Invitation = Type.Object({
 });
 export type Invitation = Static<typeof Invitation>;
 
-export const InvitationLogEntry = Type.Object({
+/** One enrollment attempt with an invitation or a code: what a device sent and what came of it. */
+export const EnrollmentAttempt = Type.Object({
   id: Type.Integer(),
-  /** The invitation_log row's own column. */
-  invitation_id: Type.Integer(),
   at: Type.String(),
   outcome: Type.Union([Type.Literal('refused'), Type.Literal('used')]),
   code: Nullable(Type.String()),
@@ -59,6 +48,12 @@ export const InvitationLogEntry = Type.Object({
   email: Nullable(Type.String()),
   serial: Nullable(Type.String()),
   uuid: Nullable(Type.String()),
+});
+
+export const InvitationLogEntry = Type.Object({
+  ...EnrollmentAttempt.properties,
+  /** The invitation_log row's own column. */
+  invitation_id: Type.Integer(),
 });
 export type InvitationLogEntry = Static<typeof InvitationLogEntry>;
 
@@ -75,7 +70,7 @@ export const InvitationInput = Type.Object(
     lastname: Name,
     fleet: Name,
     // No null branch: type coercion would turn an out-of-range 0 into null, i.e. the default.
-    days: Type.Optional(Type.Integer({ minimum: LIFETIME_DAYS.min, maximum: LIFETIME_DAYS.max })),
+    days: Type.Optional(Type.Integer({ minimum: INVITATION_LIFETIME_DAYS.min, maximum: INVITATION_LIFETIME_DAYS.max })),
   },
   { additionalProperties: false },
 );

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Literals } from './common.ts';
 import { MailSettingsFields } from './mail.ts';
-import { LIFETIME_DAYS } from './invitations.ts';
+import { APP_LINK_SCHEME_PATTERN, HOST_MAX_LENGTH, INVITATION_LIFETIME_DAYS, PUBLIC_HOST_PATTERN } from './rules.ts';
 
 export const AGENT_APPS = ['spec', 'flyve'] as const;
 export type AgentApp = (typeof AGENT_APPS)[number];
@@ -9,18 +9,18 @@ export type AgentApp = (typeof AGENT_APPS)[number];
 /** Everything an admin can change at run time (GET and PATCH /api/settings). */
 export const Settings = Type.Object({
   /** Address phones use to reach this machine (host name, IPv4 or IPv6); empty = detected at start. */
-  public_host: Type.String({ maxLength: 253, pattern: '^(|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$' }),
+  public_host: Type.String({ maxLength: HOST_MAX_LENGTH, pattern: PUBLIC_HOST_PATTERN }),
   /** Base of the deeplink page, an http(s) URL without query; empty = this backend's own page. */
   deeplink_base_url: Type.String({ maxLength: 2048, pattern: '^(|https?://[^\\s?#"<>]+)$' }),
   /** Scheme of the app link the phone page's button carries: `<scheme>://register?data=…`; never a browser's own. */
-  app_link_scheme: Type.String({ pattern: '^(?!(?:javascript|data|vbscript|file|https?|blob|about|ftp|mailto|tel|ws|wss)$)[a-z][a-z0-9+.-]{0,31}$' }),
+  app_link_scheme: Type.String({ pattern: APP_LINK_SCHEME_PATTERN }),
   /** Which agent app new codes are for: `spec` (our encoding and scheme) or `flyve` (the reference agents'). */
   agent_app: Literals(AGENT_APPS),
   helpdesk_name: Type.String({ maxLength: 200 }),
   helpdesk_phone: Type.String({ maxLength: 100 }),
   helpdesk_website: Type.String({ maxLength: 2048 }),
   helpdesk_email: Type.String({ maxLength: 254 }),
-  invitation_lifetime_days: Type.Integer({ minimum: LIFETIME_DAYS.min, maximum: LIFETIME_DAYS.max }),
+  invitation_lifetime_days: Type.Integer({ minimum: INVITATION_LIFETIME_DAYS.min, maximum: INVITATION_LIFETIME_DAYS.max }),
   /** Agent record's `tls` flag: 1 → agents are sent to the TLS port. */
   mqtt_tls: Type.Boolean(),
   android_bugcollector_url: Type.String({ maxLength: 2048 }),

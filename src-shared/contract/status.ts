@@ -78,7 +78,3 @@ export type SignInResult = Static<typeof SignInResult>;
 export const ConsoleTicket = Type.Object({ console_url: Type.String() });
 export type ConsoleTicket = Static<typeof ConsoleTicket>;
 
-/** A host only this machine reaches: phones cannot use it as the public host. */
-export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
-}

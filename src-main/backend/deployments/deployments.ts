@@ -2,7 +2,7 @@ import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
-import type { FileStore, StoredItem } from '../files/store.ts';
+import type { FileStore, StoredRecord } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import {
@@ -395,4 +395,4 @@ export class DeploymentService {
   }
 }
 
-export { OPEN_STATUSES, type StoredItem };
+export { OPEN_STATUSES, type StoredRecord };

@@ -26,7 +26,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
 import { ApiError, itemNotFound } from '../errors.ts';
 import { FileRangeStream, type DownloadLimits } from './download-limits.ts';
-import type { StoredItem } from './store.ts';
+import type { StoredRecord } from './store.ts';
 
 export type RangeResolution =
   /** The whole content; `end` is size - 1 (so -1 for an empty file). */
@@ -135,7 +135,7 @@ export interface DownloadMetadata {
   version_name?: string | null;
 }
 
-export function downloadMetadata(item: StoredItem): DownloadMetadata {
+export function downloadMetadata(item: StoredRecord): DownloadMetadata {
   const common = {
     id: item.id,
     name: item.name,
@@ -159,7 +159,7 @@ export const EXPIRES_IN_THE_PAST = 'Mon, 26 Nov 1962 00:00:00 GMT';
 
 /** The spec's header table, names spelled as it spells them (`Content-disposition` included). */
 export function downloadHeaders(
-  item: StoredItem,
+  item: StoredRecord,
   range: { start: number; end: number },
   keepAlive: boolean,
   now: Date = new Date(),
@@ -201,7 +201,7 @@ async function orNotFound<T>(operation: Promise<T>): Promise<T> {
 export async function sendStoredItem(
   request: FastifyRequest,
   reply: FastifyReply,
-  item: StoredItem,
+  item: StoredRecord,
   filePath: string,
   limits: DownloadLimits,
 ): Promise<FastifyReply> {

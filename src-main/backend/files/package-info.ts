@@ -1,5 +1,5 @@
 import { readApkManifest } from './apk-manifest.ts';
-import type { FileStore, PackageInfo, StoredItem } from './store.ts';
+import type { FileStore, PackageInfo, StoredRecord } from './store.ts';
 
 /**
  * A package just stored: an APK's manifest gives its package name, versions, label and icon;
@@ -7,9 +7,9 @@ import type { FileStore, PackageInfo, StoredItem } from './store.ts';
  */
 export async function describePackage(
   store: FileStore,
-  item: StoredItem,
+  item: StoredRecord,
   given: { packageName?: string | undefined; versionCode?: number | undefined; versionName?: string | undefined },
-): Promise<StoredItem> {
+): Promise<StoredRecord> {
   const fromManifest: Partial<PackageInfo> = (await readApkManifest(store.pathOf(item))) ?? {};
   const info: Partial<PackageInfo> = {
     ...fromManifest,

@@ -13,7 +13,7 @@ import type { SessionContext } from '../sessions/types.ts';
 import { describePackage } from './package-info.ts';
 import { sendStoredItem } from './download.ts';
 import { DownloadLimits } from './download-limits.ts';
-import type { FileStore, StoredItem, StoredKind } from './store.ts';
+import type { FileStore, StoredRecord, StoredKind } from './store.ts';
 
 const KINDS: ReadonlyArray<{ kind: StoredKind; agentPath: string; adminPath: string }> = [
   { kind: 'file', agentPath: '/PluginMdmFile/:id', adminPath: '/files' },
@@ -35,7 +35,7 @@ const DownloadMetadataSchema = Type.Object({
 });
 
 /** The wire shape (snake_case) of a stored item. */
-export function adminItemView(item: StoredItem): WireItem {
+export function adminItemView(item: StoredRecord): WireItem {
   return {
     id: item.id,
     entity_id: item.entityId,

@@ -21,7 +21,8 @@ import { MIME_TYPE_PATTERN } from '../../../src-shared/contract/index.ts';
 export type StoredKind = 'file' | 'package';
 export const STORED_KINDS: readonly StoredKind[] = ['file', 'package'];
 
-export interface StoredItem {
+/** A stored file or package as the backend handles it (camelCase); the admin wire shape is the contract's StoredItem. */
+export interface StoredRecord {
   id: number;
   kind: StoredKind;
   entityId: number;
@@ -58,7 +59,7 @@ export interface AddInput {
 }
 
 export type FileStoreAction = 'added' | 'removed';
-export type FileStoreListener = (action: FileStoreAction, kind: StoredKind, item: StoredItem) => void;
+export type FileStoreListener = (action: FileStoreAction, kind: StoredKind, item: StoredRecord) => void;
 
 export interface FileStoreOptions {
   /** Largest accepted upload in bytes (default 4 GiB). */
@@ -74,16 +75,16 @@ export interface FileStore {
    * On failure `source` may be partly read and is not destroyed: it belongs to the caller (an
    * HTTP route answers and closes the connection; destroying a request would drop the answer).
    */
-  add(kind: StoredKind, input: AddInput, source: Readable): Promise<StoredItem>;
+  add(kind: StoredKind, input: AddInput, source: Readable): Promise<StoredRecord>;
   /** Every item of the kind, by id; only those of `entityId` when given. */
-  list(kind: StoredKind, entityId?: number): StoredItem[];
-  get(kind: StoredKind, id: number): StoredItem | undefined;
+  list(kind: StoredKind, entityId?: number): StoredRecord[];
+  get(kind: StoredKind, id: number): StoredRecord | undefined;
   /** Deletes the row and then the content; undefined when there was no such item. */
-  remove(kind: StoredKind, id: number): Promise<StoredItem | undefined>;
+  remove(kind: StoredKind, id: number): Promise<StoredRecord | undefined>;
   /** Absolute path of the item's content. */
-  pathOf(item: StoredItem): string;
+  pathOf(item: StoredRecord): string;
   /** Sets a package's install metadata (fields left undefined keep their value). */
-  setPackageInfo(id: number, info: Partial<PackageInfo>): StoredItem | undefined;
+  setPackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined;
 }
 
 export const DEFAULT_MAX_UPLOAD_SIZE = 4 * 1024 ** 3;
@@ -182,7 +183,7 @@ interface Row {
   icon?: string | null;
 }
 
-function toItem(kind: StoredKind, row: Row): StoredItem {
+function toItem(kind: StoredKind, row: Row): StoredRecord {
   return {
     id: row.id,
     kind,
@@ -288,7 +289,7 @@ export function createFileStore(
     sweep(dirs[kind], STALE_ORPHAN_MS, (name) => known.has(name));
   }
 
-  function notify(action: FileStoreAction, kind: StoredKind, item: StoredItem): void {
+  function notify(action: FileStoreAction, kind: StoredKind, item: StoredRecord): void {
     if (!onChange) return;
     try {
       onChange(action, kind, item);
@@ -302,7 +303,7 @@ export function createFileStore(
     if (!STORED_KINDS.includes(kind)) throw new TypeError(`unknown stored kind: ${String(kind)}`);
   }
 
-  async function add(kind: StoredKind, input: AddInput, source: Readable): Promise<StoredItem> {
+  async function add(kind: StoredKind, input: AddInput, source: Readable): Promise<StoredRecord> {
     checkKind(kind);
     // Everything that can be refused is checked before a byte is read.
     const name = normalizeFileName(input.name);
@@ -358,7 +359,7 @@ export function createFileStore(
       throw translateWriteError(error);
     }
 
-    let item: StoredItem;
+    let item: StoredRecord;
     try {
       const now = nowIso();
       const row = statements[kind].insert.get({
@@ -381,19 +382,19 @@ export function createFileStore(
     return item;
   }
 
-  function list(kind: StoredKind, entityId?: number): StoredItem[] {
+  function list(kind: StoredKind, entityId?: number): StoredRecord[] {
     checkKind(kind);
     const rows = entityId === undefined ? statements[kind].list.all() : statements[kind].listByEntity.all(entityId);
     return rows.map((row) => toItem(kind, row));
   }
 
-  function get(kind: StoredKind, id: number): StoredItem | undefined {
+  function get(kind: StoredKind, id: number): StoredRecord | undefined {
     checkKind(kind);
     const row = statements[kind].get.get(id);
     return row ? toItem(kind, row) : undefined;
   }
 
-  async function remove(kind: StoredKind, id: number): Promise<StoredItem | undefined> {
+  async function remove(kind: StoredKind, id: number): Promise<StoredRecord | undefined> {
     checkKind(kind);
     const row = statements[kind].remove.get(id);
     if (!row) return undefined;
@@ -405,11 +406,11 @@ export function createFileStore(
     return item;
   }
 
-  function pathOf(item: StoredItem): string {
+  function pathOf(item: StoredRecord): string {
     return join(dirs[item.kind], item.storageName);
   }
 
-  function setPackageInfo(id: number, info: Partial<PackageInfo>): StoredItem | undefined {
+  function setPackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined {
     const current = get('package', id);
     if (!current) return undefined;
     const next = { ...current.packageInfo, ...Object.fromEntries(Object.entries(info).filter(([, value]) => value !== undefined)) };

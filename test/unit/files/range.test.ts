@@ -9,7 +9,7 @@ import {
   rewriteSuffixRanges,
   wantsBytes,
 } from '../../../src-main/backend/files/download.ts';
-import type { StoredItem } from '../../../src-main/backend/files/store.ts';
+import type { StoredRecord } from '../../../src-main/backend/files/store.ts';
 
 const SIZE = 100;
 
@@ -183,7 +183,7 @@ describe('header values', () => {
   });
 
   it('downloadHeaders: the spec table, names as the spec spells them', () => {
-    const item: StoredItem = {
+    const item: StoredRecord = {
       id: 7,
       kind: 'file',
       entityId: 1,

@@ -11,7 +11,7 @@ import {
   normalizeFileName,
   normalizeMimeType,
   type FileStoreAction,
-  type StoredItem,
+  type StoredRecord,
   type StoredKind,
 } from '../../../src-main/backend/files/store.ts';
 import { ApiError } from '../../../src-main/backend/errors.ts';
