@@ -15,6 +15,7 @@ import { describeMachine } from './lib/machine.ts';
 import { childFileLimit, ROOT, startServe, workDir, type Serve } from './lib/process.ts';
 import { resultsTable, writeReport, type BrokerResult, type Results } from './lib/report.ts';
 import { round } from './lib/stats.ts';
+import { planSockets } from '../src-main/backend/http/socket-limits.ts';
 import { connectionCap, runMosquitto, runServeBroker } from './scenarios/broker.ts';
 import { brokerModesScenario, type BrokerModeName } from './scenarios/broker-modes.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
@@ -124,7 +125,8 @@ try {
   // 2. Broker: a fresh serve process on that data dir, then mosquitto.
   if (only.has('broker')) {
     serve = await startServeHere('broker');
-    const cap = connectionCap(serve.child.pid);
+    // What the process has left in open files, and the embedded broker's own share of them.
+    const cap = Math.min(connectionCap(serve.child.pid), planSockets(childFileLimit()).mqttConnections);
     const last = Math.min(N.agents, cap, agents.length);
     const steps = [Math.min(count(10_000), last), last].filter((step, i, all) => all.indexOf(step) === i);
     phase(`broker: ${steps.join(' then ')} agents on serve, then on mosquitto (open files limit ${childFileLimit()})`);

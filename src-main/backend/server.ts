@@ -186,7 +186,7 @@ async function startServing(
     caFile: options.mqttBrokerCaFile,
     authHost: options.mqttAuthHost,
     authPort: options.mqttAuthPort,
-    maxConnections: Math.floor(sockets.mqttConnections / 2),
+    maxConnections: sockets.mqttConnections,
     throttle: options.mqttThrottle,
     onTaskReport: mqttTaskReports(deployments, domain.events),
   });

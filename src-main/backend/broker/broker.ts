@@ -245,7 +245,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         // CONNACK goes out and whether or not the agent ever publishes Status/Online.
         try {
           presence.connected(client, identity);
-          connectionCap?.loggedIn(client.conn as { remoteAddress?: string; remotePort?: number });
+          connectionCap?.loggedIn(client.conn as { remoteAddress?: string; remotePort?: number; localPort?: number });
         } catch (error) {
           if (!isDiskFull(error)) throw error;
           registry.unbind(client); // not online, since that could not be saved

@@ -1,12 +1,12 @@
 import type { Server, Socket } from 'node:net';
 
-type Endpoint = { remoteAddress?: string; remotePort?: number };
+type Endpoint = { remoteAddress?: string; remotePort?: number; localPort?: number };
 
-/** What identifies one TCP connection on a listener: the client's address and port. */
-const keyOf = (socket: Endpoint) => `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
+/** What identifies one TCP connection: the client's address and port, and the listener's port. */
+const keyOf = (socket: Endpoint) => `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}|${socket.localPort ?? ''}`;
 
 /**
- * Caps each broker listener at `max` connections without letting idle ones hold it. Devices keep
+ * Caps the broker's listeners at `max` connections in all without letting idle ones hold it. Devices keep
  * one connection open for hours, so the cap cannot simply refuse newcomers: 153 sockets from one
  * host that never sent a CONNECT held the whole listener until aedes' 30 s connect time-out, and
  * could come right back. A full listener closes its oldest connection that has not logged in to
@@ -14,11 +14,11 @@ const keyOf = (socket: Endpoint) => `${socket.remoteAddress ?? ''}|${socket.remo
  * logged-in device is the newcomer refused.
  */
 export function capBrokerConnections(servers: Server[], max: number): { loggedIn(connection: Endpoint): void } {
-  const forgetters: ((key: string) => void)[] = [];
+  // One count for all listeners (plain and TLS): a device uses one or the other.
+  const counted = new Set<Socket>();
+  // Not logged in yet, oldest first (a Map keeps insertion order).
+  const waiting = new Map<string, Socket>();
   for (const server of servers) {
-    const counted = new Set<Socket>();
-    // Not logged in yet, oldest first (a Map keeps insertion order).
-    const waiting = new Map<string, Socket>();
     server.on('connection', (socket: Socket) => {
       if (counted.size >= max) {
         const oldest = waiting.entries().next().value as [string, Socket] | undefined;
@@ -38,7 +38,6 @@ export function capBrokerConnections(servers: Server[], max: number): { loggedIn
         if (waiting.get(key) === socket) waiting.delete(key);
       });
     });
-    forgetters.push((key) => waiting.delete(key));
   }
-  return { loggedIn: (connection) => forgetters.forEach((forget) => forget(keyOf(connection))) };
+  return { loggedIn: (connection) => waiting.delete(keyOf(connection)) };
 }

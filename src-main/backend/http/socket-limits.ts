@@ -18,6 +18,7 @@ export interface SocketPlan {
   agentConnectionsPerAddress: number;
   agentDownloads: number;
   adminConnections: number;
+  /** The embedded broker's connections, plain and TLS listeners together. */
   mqttConnections: number;
   /** How long a client may take to send a whole request (headers too), on both listeners. */
   requestTimeoutMs: number;
@@ -27,6 +28,8 @@ const RESERVE = 128;
 const ADMIN_CONNECTIONS = 128;
 const MAX_AGENT_CONNECTIONS = 10_000;
 const MAX_DOWNLOADS = 1024;
+/** Beyond this many agents, an external broker is the answer (README: when to move off the embedded one). */
+const MAX_MQTT_CONNECTIONS = 20_000;
 
 /** The soft limit on open files of this process (Linux: /proc/self/limits), or null. */
 export function openFileLimit(): number | null {
@@ -52,7 +55,8 @@ export function planSockets(fdLimit: number | null = openFileLimit()): SocketPla
     agentConnectionsPerAddress: Math.max(16, Math.floor(agentConnections / 4)),
     agentDownloads: Math.max(8, Math.min(MAX_DOWNLOADS, agentShare - agentConnections)),
     adminConnections: ADMIN_CONNECTIONS,
-    mqttConnections: Math.min(MAX_AGENT_CONNECTIONS, Math.floor((usable * 2) / 5)),
+    // The other half: every device holds one MQTT connection all day, HTTP only in bursts.
+    mqttConnections: Math.min(MAX_MQTT_CONNECTIONS, usable - agentShare),
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
   };
 }
