@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Every admin answer is checked against its contract schema (http/response-writer.ts).
+    env: { MDM_CHECK_RESPONSES: '1' },
   },
 });

@@ -1,4 +1,4 @@
-import { compileSerializersLazily } from '../http/lazy-serializers.ts';
+import { writeResponsesAsJson } from '../http/response-writer.ts';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { lanAddresses } from '../config.ts';
@@ -73,7 +73,7 @@ export async function adminApp({ listener, services, files, deployments, auth, i
     frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
   });
   installAdminErrorHandling(app);
-  compileSerializersLazily(app);
+  writeResponsesAsJson(app);
   // Guards before anything else: the Host allow-list, then the same time-outs as the agent side.
   const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
   allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
