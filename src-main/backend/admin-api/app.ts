@@ -73,7 +73,7 @@ export async function adminApp({ listener, services, files, deployments, auth, i
     frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
   });
   installAdminErrorHandling(app);
-  writeResponsesAsJson(app);
+  await writeResponsesAsJson(app);
   // Guards before anything else: the Host allow-list, then the same time-outs as the agent side.
   const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
   allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);

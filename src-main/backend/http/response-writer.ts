@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { TSchema } from 'typebox';
-import { Check, Errors } from 'typebox/value';
 
 /**
  * How the admin API writes its answers. The contract's response schemas type every handler (a
@@ -10,10 +9,14 @@ import { Check, Errors } from 'typebox/value';
  * serializer per route at start. The test suites set MDM_CHECK_RESPONSES=1: each answer is then
  * checked against its schema, so drift between a route and the contract fails a test.
  */
-export function writeResponsesAsJson(app: FastifyInstance): void {
-  const check = process.env.MDM_CHECK_RESPONSES === '1';
+export async function writeResponsesAsJson(app: FastifyInstance): Promise<void> {
+  if (process.env.MDM_CHECK_RESPONSES !== '1') {
+    app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+    return;
+  }
+  // Loaded only to check: TypeBox's value module is not needed to serve (cold start).
+  const { Check, Errors } = await import('typebox/value');
   app.setSerializerCompiler(({ schema, method, url, httpStatus }) => {
-    if (!check) return (data) => JSON.stringify(data);
     return (data) => {
       if (!Check(schema as TSchema, data)) {
         const [first] = Errors(schema as TSchema, data);

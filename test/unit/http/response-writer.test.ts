@@ -9,7 +9,7 @@ const Answer = Type.Object({ id: Type.Integer(), name: Type.Union([Type.String()
 
 async function appAnswering(body: unknown) {
   const app = Fastify({ logger: false });
-  writeResponsesAsJson(app);
+  await writeResponsesAsJson(app);
   app.get('/thing', { schema: { response: { 200: Answer } } }, async () => body);
   await app.ready();
   return app;
