@@ -95,6 +95,7 @@ export function resultsTable(r: Results): string {
       row('', 'memory per connection, last step only (marginal)', `${n(last?.marginal_kib_per_connection, 1)} KiB`, `${n(lastM?.marginal_kib_per_connection, 1)} KiB`, x((last?.marginal_kib_per_connection ?? NaN) / (lastM?.marginal_kib_per_connection ?? NaN)), '', '');
     }
     row('', `command to every agent (${n(b.serve.fanout.agents)}), until all received`, `${n(b.serve.fanout.seconds, 2)} s`, `${n(b.mosquitto.fanout.seconds, 2)} s`, x(b.serve.fanout.seconds / b.mosquitto.fanout.seconds), '', b.serve.fanout.received === b.serve.fanout.agents ? '' : `${n(b.serve.fanout.received)} received`);
+    row('', 'broker CPU per command in that fan-out', `${n(b.serve.fanout.server_cpu_us_per_command)} µs`, `${n(b.mosquitto.fanout.server_cpu_us_per_command)} µs`, x(b.serve.fanout.server_cpu_us_per_command / b.mosquitto.fanout.server_cpu_us_per_command), '', '');
   }
   const d = r.downloads;
   if (d) {

@@ -60,7 +60,8 @@ export interface BrokerRun {
   /** Highest RSS of the process over the whole run (VmHWM), fan-out included. */
   peak_rss_mib: number;
   steps: ConnectStep[];
-  fanout: { agents: number; received: number; seconds: number; how: string };
+  /** `server_cpu_us_per_command`: the broker process's CPU from the first command to the last receipt, per agent. */
+  fanout: { agents: number; received: number; seconds: number; server_cpu_us_per_command: number; how: string };
   errors: string[];
 }
 
@@ -140,17 +141,19 @@ export async function runServeBroker(serve: Serve, agents: readonly EnrolledAgen
     const { rssIdle, results, errors } = await connectSteps('serve', serve.child.pid, serve.info.mqtt_port, agents, options.steps, workers, options.concurrency);
     const held = agents.slice(0, options.steps.at(-1));
     const started = performance.timeOrigin + performance.now();
+    const cpuBefore = cpuSeconds(serve.child.pid);
     const admin = adminOf(serve.info);
     await pool(held, 32, async (agent) => {
       await admin.agents.command(agent.agentId, 'ping');
     });
     const pings = await awaitPings(workers, 60_000);
+    const cpu = cpuSeconds(serve.child.pid) - cpuBefore;
     return {
       name: 'serve (aedes)',
       rss_idle_mib: round(rssIdle / MiB),
       peak_rss_mib: round(peakRssBytes(serve.child.pid) / MiB),
       steps: results,
-      fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), how: 'POST /api/agents/:id/commands {"command":"ping"} for each agent, 32 at a time' },
+      fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), server_cpu_us_per_command: round((cpu * 1e6) / held.length), how: 'POST /api/agents/:id/commands {"command":"ping"} for each agent, 32 at a time' },
       errors,
     };
   } finally {
@@ -179,17 +182,19 @@ export async function runMosquitto(agents: readonly EnrolledAgent[], workDir: st
     // The same message each agent gets from serve, published by one client to every agent's topic.
     const publisher = await mqtt.connectAsync({ host: '127.0.0.1', port, clientId: 'bench-publisher', reconnectPeriod: 0 });
     const started = performance.timeOrigin + performance.now();
+    const cpuBefore = cpuSeconds(broker.pid);
     await pool(held, 32, async (agent) => {
       await publisher.publishAsync(`${agent.topic}/Command/Ping`, JSON.stringify({ query: 'Ping' }), { qos: 1 });
     });
     const pings = await awaitPings(workers, 60_000);
+    const cpu = cpuSeconds(broker.pid) - cpuBefore;
     await publisher.endAsync(true);
     return {
       name: 'mosquitto',
       rss_idle_mib: round(rssIdle / MiB),
       peak_rss_mib: round(peakRssBytes(broker.pid) / MiB),
       steps: results,
-      fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), how: 'one client publishes T/Command/Ping (QoS 1) to each agent, 32 in flight' },
+      fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), server_cpu_us_per_command: round((cpu * 1e6) / held.length), how: 'one client publishes T/Command/Ping (QoS 1) to each agent, 32 in flight' },
       errors,
     };
   } finally {
