@@ -6,10 +6,10 @@ import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { BrokerAgentStore } from '../agents/broker-repository.ts';
 import type { BrokerUrl } from './broker-url.ts';
-import type { AgentCommands } from './commands.ts';
+import { AgentCommands, type AgentLinks } from './commands.ts';
 import { externalLiveReports, type ExternalLink } from './external-link.ts';
 import type { AgentEndpoint, BrokerStatus, MqttBroker, TaskReportHandler } from './port.ts';
-import type { RetainedPolicies } from './retained-policies.ts';
+import { RetainedPolicies } from './retained-policies.ts';
 
 /** What both external modes are started with; each says what its `brokerUrl` account is. */
 export interface ExternalModeOptions {
@@ -34,6 +34,25 @@ export interface ExternalBrokerParts {
   store: BrokerAgentStore;
   commands: AgentCommands;
   policies: RetainedPolicies;
+}
+
+/**
+ * The commands and retained policies of an external mode, both published over its link (the
+ * backend's own account). `links` says how the mode follows an agent's fleet change and leaving.
+ */
+export function commandsOverLink(link: ExternalLink, options: ExternalModeOptions, links: Omit<AgentLinks, 'isConnected'>): { commands: AgentCommands; policies: RetainedPolicies } {
+  const publish = (topic: string, payload: string, retain: boolean) => link.publish(topic, payload, retain);
+  const policies = new RetainedPolicies(publish, () => link.connected);
+  const commands = new AgentCommands({
+    store: options.agents,
+    events: options.events,
+    work: options.work,
+    fleets: options.fleets,
+    reports: options.reports,
+    publisher: { publish },
+    links: { isConnected: (agentId) => link.isOnline(agentId), ...links },
+  });
+  return { commands, policies };
 }
 
 type SharedFace = Omit<MqttBroker, 'credentialsIssued' | 'status' | 'close'>;

@@ -8,12 +8,10 @@ import { agentTopicRules, BACKEND_TOPIC_RULES, isUsableAgentTopic } from './acl.
 import type { BrokerAgentRow } from '../agents/broker-repository.ts';
 import { MAY_CONNECT } from '../agents/status.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
-import { AgentCommands } from './commands.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
-import { externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
+import { commandsOverLink, externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
 import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, identityOf } from './external-link.ts';
 import type { MqttBroker } from './port.ts';
-import { RetainedPolicies } from './retained-policies.ts';
 
 export interface ExternalBrokerOptions extends ExternalModeOptions {
   /** mqtt[s]://ADMIN:PASSWORD@HOST:PORT — the account `mosquitto_ctrl dynsec init` made. */
@@ -70,21 +68,11 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
     onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
   });
-  const policies = new RetainedPolicies((topic, payload, retain) => link.publish(topic, payload, retain), () => link.connected);
-  const commands = new AgentCommands({
-    store,
-    events,
-    work: options.work,
-    fleets: options.fleets,
-    reports: options.reports,
-    publisher: { publish: (topic, payload, retain) => link.publish(topic, payload, retain) },
-    links: {
-      isConnected: (agentId) => link.isOnline(agentId),
-      fleetChanged: (agentId) => serially(() => syncAgent(agentId)).catch(noteFailure),
-      disconnect: (agentId) => {
-        link.forget(agentId);
-        void serially(() => syncAgent(agentId)).catch(noteFailure);
-      },
+  const { commands, policies } = commandsOverLink(link, options, {
+    fleetChanged: (agentId) => serially(() => syncAgent(agentId)).catch(noteFailure),
+    disconnect: (agentId) => {
+      link.forget(agentId);
+      void serially(() => syncAgent(agentId)).catch(noteFailure);
     },
   });
 

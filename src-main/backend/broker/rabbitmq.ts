@@ -5,12 +5,10 @@
 import type { FastifyInstance } from 'fastify';
 import { startAuthEndpoints } from './auth-endpoints.ts';
 import { parseBrokerUrl } from './broker-url.ts';
-import { AgentCommands } from './commands.ts';
-import { externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
+import { commandsOverLink, externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
 import { routeReport, announceOnConnect, ExternalLink } from './external-link.ts';
 import { publicEndpoint } from './mosquitto.ts';
 import type { MqttBroker } from './port.ts';
-import { RetainedPolicies } from './retained-policies.ts';
 
 export interface RabbitmqBrokerOptions extends ExternalModeOptions {
   /** mqtt[s]://USER:PASSWORD@HOST:PORT,HOST:PORT — the backend's account; the backend itself accepts it. */
@@ -52,22 +50,12 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
       policies.republishFor(agent);
     },
   });
-  const policies = new RetainedPolicies((topic, payload, retain) => link.publish(topic, payload, retain), () => link.connected);
-  const commands = new AgentCommands({
-    store,
-    events,
-    work: options.work,
-    fleets: options.fleets,
-    reports: options.reports,
-    publisher: { publish: (topic, payload, retain) => link.publish(topic, payload, retain) },
-    links: {
-      isConnected: (agentId) => link.isOnline(agentId),
-      // Rights are asked of the database at each SUBSCRIBE: nothing to push.
-      fleetChanged: () => {},
-      // RabbitMQ offers no kick without its management API: the agent leaves by itself, and its
-      // next login is refused.
-      disconnect: (agentId) => link.forget(agentId),
-    },
+  const { commands, policies } = commandsOverLink(link, options, {
+    // Rights are asked of the database at each SUBSCRIBE: nothing to push.
+    fleetChanged: () => {},
+    // RabbitMQ offers no kick without its management API: the agent leaves by itself, and its
+    // next login is refused.
+    disconnect: (agentId) => link.forget(agentId),
   });
   const unsubscribe = events.subscribe((event) => {
     if (event.agent_id === null) return;
