@@ -98,7 +98,7 @@ export interface LiveSyncOptions {
 /**
  * Applies the event stream to the query cache: the live feed at once, the rest coalesced per
  * flush — each key invalidated once, changed agents patched into the (possibly 10,000-row)
- * device list rather than refetching it: from the row an `agent.*` event carries, or else
+ * device list rather than refetching it: from the row an event naming the agent carries, or else
  * fetched one by one. A query whose fetch began after the event arrived already shows it (the
  * server emits after commit) and is left alone: a window that just created an invitation, and
  * fetched it, does not fetch it again for its own event.

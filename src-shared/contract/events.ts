@@ -109,7 +109,7 @@ export const SSE_RETRY_MS = 2000;
 export const SSE_HEARTBEAT_MS = 15_000;
 
 /**
- * The data of an event frame: the event, and for an `agent.*` event also `agent`, the agent's
+ * The data of an event frame: the event, and for an event naming an agent also `agent`, the agent's
  * device-list row as it stands after the event (null once it is gone).
  */
 export type StreamEvent = LiveEvent & { agent?: AgentSummary | null };

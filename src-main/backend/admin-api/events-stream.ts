@@ -13,13 +13,14 @@ export type AgentRowLookup = (agentId: number) => AgentSummary | null;
 const frames = new WeakMap<RecordedEvent, string>();
 
 /**
- * An `agent.*` event carries `agent`: the agent's device-list row as it stands after the event
- * (null once it is gone), so a console updates the row without fetching it.
+ * An event that names an agent (`agent.*`, and e.g. `mqtt.login_refused`) carries `agent`: the
+ * agent's device-list row as it stands after the event (null once it is gone), so a console
+ * updates the row without fetching it.
  */
 function frameOf(event: RecordedEvent, agentRow: AgentRowLookup): string {
   let frame = frames.get(event);
   if (frame === undefined) {
-    const payload = event.agent_id !== null && event.type.startsWith('agent.') ? { ...event, agent: agentRow(event.agent_id) } : event;
+    const payload = event.agent_id !== null ? { ...event, agent: agentRow(event.agent_id) } : event;
     frame = sseEventFrame(payload);
     frames.set(event, frame);
   }

@@ -230,7 +230,7 @@ describe('the event stream', () => {
     expect(replay.map((e) => e.type)).toContain('agent.enrolled');
   });
 
-  it("carries the agent's device-list row on agent events (null once it is gone), and on no others", async () => {
+  it("carries the agent's device-list row on events naming the agent (null once it is gone), and on no others", async () => {
     let agentId = 0;
     const live = readEvents(bearer(), (events) => events.some((e) => e.type === 'agent.deleted' && e.data.agent_id === agentId));
     await live.opened;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { withStoredAgents } from '../../helpers/stored-agents.ts';
-import { agentRow, connectAgent, enrollAgent, eventually, mosquittoLogin, nextEvent, ofAgent, run, type EnrolledAgent, useBrokerBackend } from '../../helpers/mqtt.ts';
+import { agentRow, connectAgent, enrollAgent, eventually, mosquittoLogin, nextEvent, ofAgent, refusalCode, run, type EnrolledAgent, useBrokerBackend } from '../../helpers/mqtt.ts';
 
 let t: TestBackend;
 
@@ -131,7 +131,7 @@ describe('presence', () => {
     expect(status.counts.online).toBeGreaterThanOrEqual(1);
   });
 
-  it('sends every presence change to the admin event stream (SSE)', async () => {
+  it('sends every presence change to the admin event stream (SSE), with the device row, as every event naming the agent', async () => {
     const agent = await enrollAgent(t);
     const controller = new AbortController();
     const response = await fetch(`${t.backend.info.admin_url}/api/events/stream`, {
@@ -140,7 +140,7 @@ describe('presence', () => {
     });
     const reader = response.body!.getReader();
     const seen: string[] = [];
-    const rows: unknown[] = []; // the device-list row each presence event carries
+    const rows: unknown[] = []; // the device-list row each event naming the agent carries
     const reading = (async () => {
       const decoder = new TextDecoder();
       let buffer = '';
@@ -148,23 +148,27 @@ describe('presence', () => {
         const { value, done } = await reader.read();
         if (done) return;
         buffer += decoder.decode(value, { stream: true });
-        for (const match of buffer.matchAll(/event: (agent\.(?:online|offline))\ndata: (.*)\n/g)) {
+        for (const match of buffer.matchAll(/event: (agent\.(?:online|offline)|mqtt\.login_refused)\ndata: (.*)\n/g)) {
           const event = JSON.parse(match[2]!);
           if (event.agent_id === agent.id && !seen.includes(`${match[1]}#${event.id}`)) {
             seen.push(`${match[1]}#${event.id}`);
             rows.push(event.agent);
           }
         }
-        if (seen.length >= 2) return;
+        if (seen.length >= 3) return;
       }
     })();
     const client = await connectAgent(t, agent);
     await client.endAsync();
+    await eventually(() => expect(agentRow(t, agent.id).is_online).toBe(0));
+    // Not an agent.* event, but it names the agent: the console updates the row from the frame too.
+    expect(await refusalCode(t, { ...agent, password: 'wrong' })).not.toBe(0);
     await reading;
     controller.abort();
-    expect(seen.map((s) => s.split('#')[0])).toEqual(['agent.online', 'agent.offline']);
+    expect(seen.map((s) => s.split('#')[0])).toEqual(['agent.online', 'agent.offline', 'mqtt.login_refused']);
     expect(rows).toMatchObject([
       { id: agent.id, is_online: true, last_contact: expect.any(String) },
+      { id: agent.id, is_online: false },
       { id: agent.id, is_online: false },
     ]);
   });
