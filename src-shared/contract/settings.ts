@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { Literals } from './common.ts';
-import { MailSettingsFields } from './mail.ts';
+import { MailSettingsFields, type MailSettings } from './mail.ts';
 import { APP_LINK_SCHEME_PATTERN, HOST_MAX_LENGTH, INVITATION_LIFETIME_DAYS, PUBLIC_HOST_PATTERN } from './rules.ts';
 
 export const AGENT_APPS = ['spec', 'flyve'] as const;
@@ -30,6 +30,23 @@ export const Settings = Type.Object({
   ...MailSettingsFields,
 });
 export type Settings = Static<typeof Settings>;
+
+/** What a fresh install holds, apart from mail (the backend's mail settings have their own defaults). */
+export const DEFAULT_GENERAL_SETTINGS: Omit<Settings, keyof MailSettings> = {
+  public_host: '',
+  deeplink_base_url: '',
+  app_link_scheme: 'mdmagent',
+  agent_app: 'spec',
+  helpdesk_name: '',
+  helpdesk_phone: '',
+  helpdesk_website: '',
+  helpdesk_email: '',
+  invitation_lifetime_days: 7,
+  mqtt_tls: false,
+  android_bugcollector_url: '',
+  android_bugcollector_login: '',
+  android_bugcollector_passwd: '',
+};
 
 /** PATCH /api/settings: any of them, at least one; unknown keys are refused. */
 export const SettingsPatch = Type.Partial(Settings, { additionalProperties: false, minProperties: 1 });

@@ -1,27 +1,12 @@
 import type { UnitOfWork } from '../db/unit-of-work.ts';
-import type { Settings } from '../../../src-shared/contract/index.ts';
+import { DEFAULT_GENERAL_SETTINGS, type Settings } from '../../../src-shared/contract/index.ts';
 import { DEFAULT_MAIL_SETTINGS } from './mail-settings.ts';
 import type { SettingsRepository } from './repository.ts';
 
 /** Everything an admin can change at run time (its schema is the contract's). Stored as one JSON value per key. */
 export type { Settings };
 
-export const DEFAULT_SETTINGS: Settings = {
-  public_host: '',
-  deeplink_base_url: '',
-  app_link_scheme: 'mdmagent',
-  agent_app: 'spec',
-  helpdesk_name: '',
-  helpdesk_phone: '',
-  helpdesk_website: '',
-  helpdesk_email: '',
-  invitation_lifetime_days: 7,
-  mqtt_tls: false,
-  android_bugcollector_url: '',
-  android_bugcollector_login: '',
-  android_bugcollector_passwd: '',
-  ...DEFAULT_MAIL_SETTINGS,
-};
+export const DEFAULT_SETTINGS: Settings = { ...DEFAULT_GENERAL_SETTINGS, ...DEFAULT_MAIL_SETTINGS };
 
 export class SettingsStore {
   private readonly repository: SettingsRepository;

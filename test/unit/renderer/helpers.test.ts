@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AgentSummary as Agent } from '../../../src-shared/contract/index.ts';
+import { DEFAULT_GENERAL_SETTINGS, type AgentSummary as Agent } from '../../../src-shared/contract/index.ts';
 import { matchPath } from '../../../src-renderer/app/router.tsx';
 import { mailPatch } from '../../../src-renderer/features/mail-settings.tsx';
 import { funnelOf } from '../../../src-renderer/lib/dashboard.ts';
@@ -60,21 +60,8 @@ describe('print sheets', () => {
 });
 
 describe('settings', () => {
-  const base: GeneralSettings = {
-    public_host: '',
-    deeplink_base_url: '',
-    app_link_scheme: 'mdmagent',
-    agent_app: 'spec',
-    helpdesk_name: '',
-    helpdesk_phone: '',
-    helpdesk_website: '',
-    helpdesk_email: '',
-    invitation_lifetime_days: 7,
-    mqtt_tls: false,
-    android_bugcollector_url: '',
-    android_bugcollector_login: '',
-    android_bugcollector_passwd: '',
-  };
+  // Valid as they stand: a fresh install's settings.
+  const base: GeneralSettings = { ...DEFAULT_GENERAL_SETTINGS };
   it('refuses a ";" in the helpdesk fields only while the agent app is Flyve MDM', () => {
     expect(settingsErrors({ ...base, helpdesk_name: 'IT; floor 2' })).toEqual({});
     expect(settingsErrors({ ...base, agent_app: 'flyve', helpdesk_name: 'IT; floor 2', helpdesk_phone: '+33 1' })).toEqual({
