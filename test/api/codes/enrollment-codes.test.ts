@@ -4,6 +4,7 @@ import { decodeDeeplinkData, deeplinkEncodingOf } from '../../../src-main/backen
 import { simulateEnrollment } from '../../../src-main/device/simulate.ts';
 import { agentCall, type TestBackend } from '../../helpers/backend.ts';
 import { agentRow, connectAgent, nextEvent, ofAgent, readRecord, refusalCode, useBrokerBackend } from '../../helpers/mqtt.ts';
+import type { EnrollmentCode as Code } from '../../../src-shared/contract/index.ts';
 
 let t: TestBackend;
 useBrokerBackend((backend) => {
@@ -12,16 +13,6 @@ useBrokerBackend((backend) => {
 
 let serials = 0;
 const nextSerial = () => `CODE${++serials}X${process.pid}`;
-
-interface Code {
-  id: number;
-  token: string;
-  user_token: string;
-  deeplink: string;
-  uses: number;
-  status: string;
-  domains: string[];
-}
 
 async function makeCode(body: Record<string, unknown> = {}): Promise<Code> {
   const created = await t.admin('POST', '/codes', { name: `Code ${serials}`, ...body });

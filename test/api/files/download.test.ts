@@ -21,6 +21,7 @@ import { ApiError } from '../../../src-main/backend/errors.ts';
 import { SqliteSessionRepository } from '../../../src-main/backend/sessions/session-repository.ts';
 import { SessionService } from '../../../src-main/backend/sessions/sessions.ts';
 import { UserRepository } from '../../../src-main/backend/sessions/user-repository.ts';
+import type { StoredItem as AdminItem } from '../../../src-shared/contract/index.ts';
 
 interface Response {
   status: number;
@@ -112,17 +113,6 @@ afterAll(async () => {
   db?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
-
-interface AdminItem {
-  id: number;
-  entity_id: number;
-  name: string;
-  size: number;
-  mime_type: string;
-  sha256: string;
-  created_at: string;
-  updated_at: string;
-}
 
 async function upload(
   kind: 'files' | 'packages',

@@ -3,28 +3,9 @@ import { decodeDeeplink } from '../../../src-main/device/deeplink.ts';
 import { enrollByHand, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { decodeQrPng } from '../../helpers/qr.ts';
 import { asBuffer, eventually, startTestSmtp, type ReceivedMail, type TestSmtp } from '../../helpers/smtp.ts';
+import type { Invitation } from '../../../src-shared/contract/index.ts';
 
 // The invitation email against a real SMTP server on loopback, parsed the way a mail client would.
-
-interface Delivery {
-  state: string;
-  error: string | null;
-  response: string | null;
-  sent_at: string | null;
-  attempts: number;
-  message_id: string | null;
-  batch_id: string | null;
-}
-interface Invitation {
-  id: number;
-  email: string;
-  status: string;
-  expires_at: string;
-  invitation_token: string;
-  user_token: string;
-  deeplink: string;
-  delivery: Delivery | null;
-}
 
 let smtp: TestSmtp;
 let t: TestBackend;
