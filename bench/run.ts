@@ -41,7 +41,8 @@ const { values } = parseArgs({
 const scale = Number(values.scale ?? 1);
 if (!(scale > 0 && scale <= 1)) throw new Error('--scale is a number in (0, 1]');
 const only = new Set<Scenario>((values.only?.split(',').map((s) => s.trim()) as Scenario[] | undefined) ?? SCENARIOS);
-for (const name of only) if (!SCENARIOS.includes(name)) throw new Error(`unknown scenario ${name}; one of ${SCENARIOS.join(', ')}`);
+for (const name of only)
+  if (!SCENARIOS.includes(name)) throw new Error(`unknown scenario ${name}; one of ${SCENARIOS.join(', ')}`);
 const full = scale === 1 && only.size === SCENARIOS.length && !values.modes;
 const count = (n: number, min = 10) => Math.max(min, Math.round(n * scale));
 
@@ -65,7 +66,9 @@ const git = {
   dirty: execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '',
 };
 const machine = describeMachine();
-console.log(`MDM Console benchmarks — ${machine.cpu_model}, ${machine.cores} cores, ${machine.memory_gib} GiB, Node ${machine.node}${full ? '' : ` (partial run: scale ${scale}, ${[...only].join(', ')})`}`);
+console.log(
+  `MDM Console benchmarks — ${machine.cpu_model}, ${machine.cores} cores, ${machine.memory_gib} GiB, Node ${machine.node}${full ? '' : ` (partial run: scale ${scale}, ${[...only].join(', ')})`}`,
+);
 
 const dir = workDir('run');
 const dataDir = join(dir, 'data');
@@ -98,17 +101,27 @@ try {
   if (needsEnrolled) {
     phase(`enrollment: ${N.enrolled} devices, 64 at a time, then the bare Fastify ceiling`);
     serve = await startServeHere('enrollment');
-    const { result, enrolled } = await enrollmentScenario(serve, dir, { count: N.enrolled - N.warm, warm: N.warm, concurrency: 64, ceilingCount: N.ceiling, rounds: 3 });
+    const { result, enrolled } = await enrollmentScenario(serve, dir, {
+      count: N.enrolled - N.warm,
+      warm: N.warm,
+      concurrency: 64,
+      ceilingCount: N.ceiling,
+      rounds: 3,
+    });
     agents = enrolled;
     if (only.has('enrollment')) results.enrollment = result;
-    console.log(`  serve ${result.serve.cpu_ms_per_enrollment} ms CPU/enrollment, ceiling ${result.ceiling.cpu_ms_per_enrollment} ms: ${result.ratio}x`);
+    console.log(
+      `  serve ${result.serve.cpu_ms_per_enrollment} ms CPU/enrollment, ceiling ${result.ceiling.cpu_ms_per_enrollment} ms: ${result.ratio}x`,
+    );
   }
 
   // 4. Console — on the data dir with exactly N.enrolled agents.
   if (only.has('console')) {
     phase(`console: devices page with ${agents.length} agents, then ${N.liveEnrollments} live enrollments`);
     results.console = await consoleScenario(serve!, { agents: agents.length, enrollments: N.liveEnrollments, pageRuns: 3 });
-    console.log(`  devices page ${results.console.devices_page.median_ms} ms; live row p50 ${results.console.live_row.p50_ms} ms, p95 ${results.console.live_row.p95_ms} ms`);
+    console.log(
+      `  devices page ${results.console.devices_page.median_ms} ms; live row p50 ${results.console.live_row.p50_ms} ms, p95 ${results.console.live_row.p95_ms} ms`,
+    );
   }
 
   // More devices for the broker (not measured).
@@ -156,7 +169,9 @@ try {
   // 2b. Broker modes: the same agents on embedded aedes, Mosquitto (dynamic security), RabbitMQ (2 nodes).
   if (only.has('broker-modes')) {
     const modes = values.modes?.split(',').map((m) => m.trim()) as BrokerModeName[] | undefined;
-    phase(`broker modes: ${N.modeAgents} agents on each of ${(modes ?? ['embedded', 'mosquitto', 'rabbitmq (2 nodes)']).join(', ')}`);
+    phase(
+      `broker modes: ${N.modeAgents} agents on each of ${(modes ?? ['embedded', 'mosquitto', 'rabbitmq (2 nodes)']).join(', ')}`,
+    );
     results.broker_modes = await brokerModesScenario(dir, { agents: N.modeAgents, ...(modes ? { modes } : {}) });
   }
 
@@ -185,7 +200,12 @@ try {
   // 5. Cold start: fresh data dirs, and the data dir of this run with its agents.
   if (only.has('cold-start')) {
     phase('cold start');
-    results.cold_start = await coldStartScenario(join(dir, 'cold'), dataDir, agents.length + (results.console ? N.liveEnrollments : 0), 3);
+    results.cold_start = await coldStartScenario(
+      join(dir, 'cold'),
+      dataDir,
+      agents.length + (results.console ? N.liveEnrollments : 0),
+      3,
+    );
     console.log(`  fresh ${results.cold_start.median_fresh_ms} ms, existing ${results.cold_start.median_existing_ms} ms`);
   }
 } finally {
@@ -202,6 +222,8 @@ const json = `${JSON.stringify(results, null, 2)}\n`;
 writeFileSync(join(outDir, full ? 'latest.json' : 'partial.json'), json);
 if (full) writeReport(join(ROOT, 'docs', 'benchmarks.md'), results);
 console.log(`\n${resultsTable(results)}`);
-phase(`done in ${results.duration_s} s: ${full ? 'bench/results/latest.json and docs/benchmarks.md' : join(outDir, 'partial.json')} written`);
+phase(
+  `done in ${results.duration_s} s: ${full ? 'bench/results/latest.json and docs/benchmarks.md' : join(outDir, 'partial.json')} written`,
+);
 if (!values.keep) rmSync(dir, { recursive: true, force: true });
 else console.log(`work folder kept: ${dir}`);

@@ -20,9 +20,13 @@ const builtAt = statSync(built, { throwIfNoEntry: false })?.mtimeMs ?? 0;
 const sources = Math.max(newest(join(root, 'src-renderer')), statSync(join(root, 'electron.vite.config.ts')).mtimeMs);
 if (builtAt < sources) {
   console.log(builtAt ? 'The console changed since it was built: building it…' : 'Building the console (first run)…');
-  const result = spawnSync(process.execPath, [join(root, 'node_modules/electron-vite/bin/electron-vite.js'), 'build', '--logLevel', 'warn'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  const result = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules/electron-vite/bin/electron-vite.js'), 'build', '--logLevel', 'warn'],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
   if (result.status !== 0) process.exit(result.status ?? 1);
 }

@@ -23,10 +23,17 @@ function binaryPresent(): boolean {
 /** Electron's installer (its `install-electron` bin); returns why it failed, or null. */
 function installElectron(): string | null {
   console.log(`The Electron ${electronVersion} binary is not installed yet: downloading it (about 100 MB, once)…`);
-  const result = spawnSync(process.execPath, [join(electronDir, 'install.js')], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'inherit', 'pipe'] });
+  const result = spawnSync(process.execPath, [join(electronDir, 'install.js')], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
   if (result.status === 0 && binaryPresent()) return null;
   // Its failure is a stack trace; the first line is the reason.
-  const firstLine = (result.stderr ?? '').split('\n').find((line) => line.trim() !== '')?.trim();
+  const firstLine = (result.stderr ?? '')
+    .split('\n')
+    .find((line) => line.trim() !== '')
+    ?.trim();
   return firstLine ?? result.error?.message ?? `the installer exited with code ${result.status}`;
 }
 

@@ -32,7 +32,10 @@ function run(step: Step): Promise<Outcome> {
     // A log, not a terminal: no colour codes (FORCE_COLOR would override NO_COLOR, so it goes).
     // MDM_CHECK_RESPONSES: every admin answer is checked against its contract schema (e2e included).
     const { FORCE_COLOR: _, ...env } = process.env;
-    const child = spawn(step.command, step.args, { cwd: root, env: { ...env, ...step.env, NO_COLOR: '1', MDM_CHECK_RESPONSES: '1' } });
+    const child = spawn(step.command, step.args, {
+      cwd: root,
+      env: { ...env, ...step.env, NO_COLOR: '1', MDM_CHECK_RESPONSES: '1' },
+    });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
@@ -67,7 +70,11 @@ let ok = await stage([
 ]);
 if (ok) {
   ok = await stage([
-    { name: 'unit and API tests (Vitest)', command: bin('vitest'), args: ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`] },
+    {
+      name: 'unit and API tests (Vitest)',
+      command: bin('vitest'),
+      args: ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`],
+    },
     {
       name: 'end-to-end tests (Playwright, Chromium)',
       command: bin('playwright'),

@@ -17,7 +17,12 @@ export interface Machine {
 
 function packageVersion(name: string): string {
   try {
-    return execFileSync('dpkg-query', ['-W', '-f=${Version}', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || 'not installed';
+    return (
+      execFileSync('dpkg-query', ['-W', '-f=${Version}', name], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim() || 'not installed'
+    );
   } catch {
     return 'not installed';
   }

@@ -16,7 +16,9 @@ const CLK_TCK = 100;
 
 /** The hard limit on open files of this process: no child can go above it. */
 export function hardFileLimit(): number {
-  const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
   const hard = line?.trim().split(/\s+/)[4];
   return hard === 'unlimited' || hard === undefined ? 1 << 20 : Number(hard);
 }
@@ -79,7 +81,10 @@ export interface Child {
 }
 
 /** Spawns a child whose output goes to a log file (kept for the report on failure). */
-export function startChild(command: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; logFile: string; ipc?: boolean }): Child {
+export function startChild(
+  command: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; logFile: string; ipc?: boolean },
+): Child {
   const fd = openSync(options.logFile, 'a');
   const child = spawn(command[0]!, command.slice(1), {
     cwd: options.cwd ?? ROOT,
@@ -158,13 +163,20 @@ export async function startServe(options: {
       ...(options.nodeArgs ?? []),
       SERVE_ENTRY,
       'serve',
-      '--data-dir', options.dataDir,
-      '--host', '127.0.0.1',
-      '--public-host', '127.0.0.1',
-      '--port', '0',
-      '--admin-port', '0',
-      '--mqtt-port', '0',
-      '--mqtt-tls-port', '0',
+      '--data-dir',
+      options.dataDir,
+      '--host',
+      '127.0.0.1',
+      '--public-host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      '--mqtt-port',
+      '0',
+      '--mqtt-tls-port',
+      '0',
       ...(options.extraArgs ?? []),
     ],
     options.fileLimit ?? childFileLimit(),

@@ -113,7 +113,10 @@ async function reference(request: Extract<DeployWorkerRequest, { type: 'referenc
       const last = Math.min(offset + request.chunkSize, request.size) - 1;
       let received = 0;
       try {
-        const response = await fetch(request.url, { headers: { range: `bytes=${offset}-${last}` }, signal: AbortSignal.timeout(request.timeoutMs) });
+        const response = await fetch(request.url, {
+          headers: { range: `bytes=${offset}-${last}` },
+          signal: AbortSignal.timeout(request.timeoutMs),
+        });
         if (response.status !== 206) throw new Error(`HTTP ${response.status}`);
         for await (const piece of response.body ?? []) {
           received += (piece as Uint8Array).length;

@@ -2,7 +2,13 @@
 // five-request sequence, `concurrency` at a time, each timing its own requests.
 import { enrollDevice, mqttCredentialsOf, type MqttCredentials } from '../../src-main/device/index.ts';
 
-export const STEP_NAMES = ['initSession', 'getFullSession', 'changeActiveProfile', 'POST PluginMdmAgent', 'GET PluginMdmAgent/<id>'] as const;
+export const STEP_NAMES = [
+  'initSession',
+  'getFullSession',
+  'changeActiveProfile',
+  'POST PluginMdmAgent',
+  'GET PluginMdmAgent/<id>',
+] as const;
 
 export interface Invite {
   deeplink: string;
@@ -22,7 +28,11 @@ export interface EnrollLoadResult {
 }
 
 /** Runs `invites` through the simulator, `concurrency` devices at a time. */
-export async function enrollLoad(invites: readonly Invite[], concurrency: number, options: { serialPrefix?: string } = {}): Promise<EnrollLoadResult> {
+export async function enrollLoad(
+  invites: readonly Invite[],
+  concurrency: number,
+  options: { serialPrefix?: string } = {},
+): Promise<EnrollLoadResult> {
   const steps: number[][] = STEP_NAMES.map(() => []);
   const enrolled: EnrolledAgent[] = [];
   const errors: string[] = [];
@@ -35,7 +45,11 @@ export async function enrollLoad(invites: readonly Invite[], concurrency: number
       const marks: number[] = [];
       try {
         const result = await enrollDevice(
-          { deeplink: invite.deeplink, email: invite.email, ...(options.serialPrefix ? { serial: `${options.serialPrefix}${index}` } : {}) },
+          {
+            deeplink: invite.deeplink,
+            email: invite.email,
+            ...(options.serialPrefix ? { serial: `${options.serialPrefix}${index}` } : {}),
+          },
           // One line per step, written as the step completes: the time between lines is the request.
           () => marks.push(performance.now()),
         );

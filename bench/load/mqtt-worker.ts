@@ -11,9 +11,15 @@ import type { MqttCredentials } from '../../src-main/device/index.ts';
 const worker = Number(process.argv[2] ?? 0);
 let nextSource = 0;
 const createConnection = net.createConnection;
-(net as { createConnection: typeof net.createConnection }).createConnection = ((options: net.NetConnectOpts, listener?: () => void) => {
+(net as { createConnection: typeof net.createConnection }).createConnection = ((
+  options: net.NetConnectOpts,
+  listener?: () => void,
+) => {
   const localAddress = `127.0.${worker + 1}.${(nextSource++ % 8) + 1}`;
-  return createConnection(typeof options === 'object' && !('path' in options && options.path) ? { ...options, localAddress } : options, listener);
+  return createConnection(
+    typeof options === 'object' && !('path' in options && options.path) ? { ...options, localAddress } : options,
+    listener,
+  );
 }) as typeof net.createConnection;
 
 export type WorkerRequest =

@@ -60,7 +60,14 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
   } else if (mode === 'rabbitmq') {
     const cluster = await startRabbitCluster({ wrap });
     stopBroker = () => cluster.destroy();
-    extraArgs = ['--mqtt-broker', 'rabbitmq', '--mqtt-broker-url', cluster.backendUrl, '--mqtt-auth-port', String(cluster.authPort)];
+    extraArgs = [
+      '--mqtt-broker',
+      'rabbitmq',
+      '--mqtt-broker-url',
+      cluster.backendUrl,
+      '--mqtt-auth-port',
+      String(cluster.authPort),
+    ];
     rss = () => sum(cluster.nodes.map((node) => rssBytes(node.pid()!)));
     peak = () => sum(cluster.nodes.map((node) => peakRssBytes(node.pid()!)));
     // Agents spread over both nodes, as a load balancer in front of the cluster would.
@@ -92,7 +99,15 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
     const enrollSeconds = (performance.now() - enrollStarted) / 1000;
     // One process: by pid (CPU per connection measured too); a cluster: its RSS summed.
     const measuredPid = mode === 'embedded' ? serve.child.pid : mode === 'mosquitto' ? mosquittoPid : undefined;
-    const { rssIdle, results, errors } = await connectSteps(mode, measuredPid ?? rss, ports, agents, [agents.length], workers, 32);
+    const { rssIdle, results, errors } = await connectSteps(
+      mode,
+      measuredPid ?? rss,
+      ports,
+      agents,
+      [agents.length],
+      workers,
+      32,
+    );
     const started = performance.timeOrigin + performance.now();
     await pool(agents, 32, async (agent) => {
       await adminOf(serve!.info).agents.command(agent.agentId, 'ping');
@@ -109,7 +124,9 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
       fanout: { agents: agents.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000) },
       errors: errors.slice(0, 5),
     };
-    console.log(`  ${mode}: ${run.step.held} held, ${run.step.kib_per_connection} KiB/connection, ${run.step.connections_per_s} connections/s, ping to all in ${run.fanout.seconds} s (${run.fanout.received}/${run.fanout.agents})`);
+    console.log(
+      `  ${mode}: ${run.step.held} held, ${run.step.kib_per_connection} KiB/connection, ${run.step.connections_per_s} connections/s, ping to all in ${run.fanout.seconds} s (${run.fanout.received}/${run.fanout.agents})`,
+    );
     return run;
   } finally {
     await serve?.stop();
@@ -119,9 +136,13 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
   }
 }
 
-export async function brokerModesScenario(dir: string, options: { agents: number; modes?: BrokerModeName[] }): Promise<BrokerModesResult> {
+export async function brokerModesScenario(
+  dir: string,
+  options: { agents: number; modes?: BrokerModeName[] },
+): Promise<BrokerModesResult> {
   const runs: BrokerModeRun[] = [];
-  for (const mode of options.modes ?? (['embedded', 'mosquitto', 'rabbitmq'] as const)) runs.push(await oneMode(mode, dir, options.agents));
+  for (const mode of options.modes ?? (['embedded', 'mosquitto', 'rabbitmq'] as const))
+    runs.push(await oneMode(mode, dir, options.agents));
   return { agents: options.agents, open_files_limit: childFileLimit(), runs };
 }
 

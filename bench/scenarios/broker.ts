@@ -7,7 +7,21 @@ import mqtt from 'mqtt';
 import type { EnrolledAgent } from '../load/enroll.ts';
 import type { WorkerReply, WorkerRequest } from '../load/mqtt-worker.ts';
 import { adminOf } from '../lib/admin.ts';
-import { childFileLimit, cpuSeconds, freePort, openFiles, peakRssBytes, ROOT, rssBytes, sleep, startChild, waitForPort, withFileLimit, type Child, type Serve } from '../lib/process.ts';
+import {
+  childFileLimit,
+  cpuSeconds,
+  freePort,
+  openFiles,
+  peakRssBytes,
+  ROOT,
+  rssBytes,
+  sleep,
+  startChild,
+  waitForPort,
+  withFileLimit,
+  type Child,
+  type Serve,
+} from '../lib/process.ts';
 import { MiB, round } from '../lib/stats.ts';
 
 export interface Worker {
@@ -66,7 +80,15 @@ export interface BrokerRun {
 }
 
 /** Connects `agents` in `steps` (cumulative counts) through `workers`, measuring each step. */
-export async function connectSteps(name: string, pid: number | (() => number), port: number | number[], agents: readonly EnrolledAgent[], steps: number[], workers: Worker[], concurrency: number) {
+export async function connectSteps(
+  name: string,
+  pid: number | (() => number),
+  port: number | number[],
+  agents: readonly EnrolledAgent[],
+  steps: number[],
+  workers: Worker[],
+  concurrency: number,
+) {
   // Several processes (a cluster's nodes) are measured as their sum, through a function.
   const rss = typeof pid === 'function' ? pid : () => rssBytes(pid);
   const cpuOf = typeof pid === 'function' ? () => 0 : () => cpuSeconds(pid);
@@ -81,7 +103,9 @@ export async function connectSteps(name: string, pid: number | (() => number), p
     const shares = workers.map((_, w) => slice.filter((_, i) => i % workers.length === w));
     const cpuBefore = cpuOf();
     const replies = await Promise.all(
-      workers.map((worker, w) => worker.request({ type: 'connect', agents: shares[w]!, port: ports[w % ports.length]!, concurrency }, 'connected')),
+      workers.map((worker, w) =>
+        worker.request({ type: 'connect', agents: shares[w]!, port: ports[w % ports.length]!, concurrency }, 'connected'),
+      ),
     );
     const cpu = cpuOf() - cpuBefore;
     const ok = replies.reduce((sum, r) => sum + r.ok, 0);
@@ -110,7 +134,9 @@ export async function connectSteps(name: string, pid: number | (() => number), p
 }
 
 export async function awaitPings(workers: Worker[], timeoutMs: number) {
-  const replies = await Promise.all(workers.map((worker) => worker.request({ type: 'await-command', name: 'Ping', timeoutMs }, 'commands')));
+  const replies = await Promise.all(
+    workers.map((worker) => worker.request({ type: 'await-command', name: 'Ping', timeoutMs }, 'commands')),
+  );
   return {
     received: replies.reduce((sum, r) => sum + r.received, 0),
     lastAt: Math.max(...replies.map((r) => r.lastAt)),
@@ -134,11 +160,24 @@ export interface BrokerOptions {
 }
 
 /** `serve`'s broker: agents log in with their record's credentials; the ping goes through the admin API. */
-export async function runServeBroker(serve: Serve, agents: readonly EnrolledAgent[], workDir: string, options: BrokerOptions): Promise<BrokerRun> {
+export async function runServeBroker(
+  serve: Serve,
+  agents: readonly EnrolledAgent[],
+  workDir: string,
+  options: BrokerOptions,
+): Promise<BrokerRun> {
   const workers = Array.from({ length: options.workers }, (_, i) => startWorker(workDir, i));
   try {
     await sleep(500);
-    const { rssIdle, results, errors } = await connectSteps('serve', serve.child.pid, serve.info.mqtt_port, agents, options.steps, workers, options.concurrency);
+    const { rssIdle, results, errors } = await connectSteps(
+      'serve',
+      serve.child.pid,
+      serve.info.mqtt_port,
+      agents,
+      options.steps,
+      workers,
+      options.concurrency,
+    );
     const held = agents.slice(0, options.steps.at(-1));
     const started = performance.timeOrigin + performance.now();
     const cpuBefore = cpuSeconds(serve.child.pid);
@@ -153,7 +192,13 @@ export async function runServeBroker(serve: Serve, agents: readonly EnrolledAgen
       rss_idle_mib: round(rssIdle / MiB),
       peak_rss_mib: round(peakRssBytes(serve.child.pid) / MiB),
       steps: results,
-      fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), server_cpu_us_per_command: round((cpu * 1e6) / held.length), how: 'POST /api/agents/:id/commands {"command":"ping"} for each agent, 32 at a time' },
+      fanout: {
+        agents: held.length,
+        received: pings.received,
+        seconds: round((pings.lastAt - started) / 1000),
+        server_cpu_us_per_command: round((cpu * 1e6) / held.length),
+        how: 'POST /api/agents/:id/commands {"command":"ping"} for each agent, 32 at a time',
+      },
       errors,
     };
   } finally {
@@ -165,19 +210,35 @@ export async function runServeBroker(serve: Serve, agents: readonly EnrolledAgen
 }
 
 /** Debian's mosquitto, anonymous, on a loopback port; same agents, same steps. */
-export async function runMosquitto(agents: readonly EnrolledAgent[], workDir: string, options: BrokerOptions): Promise<BrokerRun> {
+export async function runMosquitto(
+  agents: readonly EnrolledAgent[],
+  workDir: string,
+  options: BrokerOptions,
+): Promise<BrokerRun> {
   const port = await freePort();
   const conf = join(workDir, 'mosquitto.conf');
   writeFileSync(
     conf,
-    [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'max_connections -1', 'log_dest none', ''].join('\n'),
+    [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'max_connections -1', 'log_dest none', ''].join(
+      '\n',
+    ),
   );
-  const broker = startChild(withFileLimit(['mosquitto', '-c', conf], childFileLimit()), { logFile: join(workDir, 'mosquitto.log') });
+  const broker = startChild(withFileLimit(['mosquitto', '-c', conf], childFileLimit()), {
+    logFile: join(workDir, 'mosquitto.log'),
+  });
   const workers = Array.from({ length: options.workers }, (_, i) => startWorker(workDir, 10 + i));
   try {
     await waitForPort(port);
     await sleep(500);
-    const { rssIdle, results, errors } = await connectSteps('mosquitto', broker.pid, port, agents, options.steps, workers, options.concurrency);
+    const { rssIdle, results, errors } = await connectSteps(
+      'mosquitto',
+      broker.pid,
+      port,
+      agents,
+      options.steps,
+      workers,
+      options.concurrency,
+    );
     const held = agents.slice(0, options.steps.at(-1));
     // The same message each agent gets from serve, published by one client to every agent's topic.
     const publisher = await mqtt.connectAsync({ host: '127.0.0.1', port, clientId: 'bench-publisher', reconnectPeriod: 0 });
@@ -194,7 +255,13 @@ export async function runMosquitto(agents: readonly EnrolledAgent[], workDir: st
       rss_idle_mib: round(rssIdle / MiB),
       peak_rss_mib: round(peakRssBytes(broker.pid) / MiB),
       steps: results,
-      fanout: { agents: held.length, received: pings.received, seconds: round((pings.lastAt - started) / 1000), server_cpu_us_per_command: round((cpu * 1e6) / held.length), how: 'one client publishes T/Command/Ping (QoS 1) to each agent, 32 in flight' },
+      fanout: {
+        agents: held.length,
+        received: pings.received,
+        seconds: round((pings.lastAt - started) / 1000),
+        server_cpu_us_per_command: round((cpu * 1e6) / held.length),
+        how: 'one client publishes T/Command/Ping (QoS 1) to each agent, 32 in flight',
+      },
       errors,
     };
   } finally {

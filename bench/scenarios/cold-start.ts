@@ -24,14 +24,21 @@ async function bareStart(workDir: string, i: number): Promise<number> {
   const portFile = join(workDir, `bare-${i}.port`);
   rmSync(portFile, { force: true });
   const started = performance.now();
-  const child = startChild([process.execPath, join(ROOT, 'bench', 'servers', 'ceiling.ts'), portFile], { logFile: join(workDir, 'bare.log') });
+  const child = startChild([process.execPath, join(ROOT, 'bench', 'servers', 'ceiling.ts'), portFile], {
+    logFile: join(workDir, 'bare.log'),
+  });
   while (!existsSync(portFile) || readFileSync(portFile, 'utf8') === '') await sleep(2);
   const ms = performance.now() - started;
   await child.stop();
   return ms;
 }
 
-export async function coldStartScenario(workDir: string, existingDataDir: string, existingAgents: number, runs: number): Promise<ColdStartResult> {
+export async function coldStartScenario(
+  workDir: string,
+  existingDataDir: string,
+  existingAgents: number,
+  runs: number,
+): Promise<ColdStartResult> {
   const fresh: number[] = [];
   const existing: number[] = [];
   const bare: number[] = [];

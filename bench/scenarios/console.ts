@@ -10,7 +10,13 @@ import { ROOT, sleep, type Serve } from '../lib/process.ts';
 import { percentile, round } from '../lib/stats.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+];
 
 /** Newest mtime under a folder (the console's sources), to know whether the build is stale. */
 function newest(dir: string): number {
@@ -74,7 +80,15 @@ const PAGE_PROBE = `
 
 export interface ConsoleResult {
   /** median_ms: navigation to rows shown; list_fetch_median_ms: the page fetching and parsing the same list (reference). */
-  devices_page: { agents: number; runs_ms: number[]; median_ms: number; list_fetch_median_ms: number; ratio: number; target_ms: number; met: boolean };
+  devices_page: {
+    agents: number;
+    runs_ms: number[];
+    median_ms: number;
+    list_fetch_median_ms: number;
+    ratio: number;
+    target_ms: number;
+    met: boolean;
+  };
   live_row: {
     enrollments: number;
     shown: number;
@@ -102,7 +116,10 @@ async function openDevicesPage(page: Page, adminUrl: string, agents: number): Pr
   await page.waitForFunction(
     (text) => {
       const page = globalThis as any;
-      return page.__bench?.firstRowsAt > 0 && String(page.document.querySelector('[data-testid="devices-count"]')?.textContent ?? '').includes(text);
+      return (
+        page.__bench?.firstRowsAt > 0 &&
+        String(page.document.querySelector('[data-testid="devices-count"]')?.textContent ?? '').includes(text)
+      );
     },
     expected,
     { timeout: 60_000, polling: 50 },
@@ -111,11 +128,15 @@ async function openDevicesPage(page: Page, adminUrl: string, agents: number): Pr
     const bench = (globalThis as any).__bench;
     return { firstRowsAt: bench.firstRowsAt as number, firstRowsCount: bench.firstRowsCount as string };
   });
-  if (!firstRowsCount.includes(expected)) throw new Error(`the devices page first showed "${firstRowsCount}", expected ${expected} devices`);
+  if (!firstRowsCount.includes(expected))
+    throw new Error(`the devices page first showed "${firstRowsCount}", expected ${expected} devices`);
   return firstRowsAt; // ms since the navigation started
 }
 
-export async function consoleScenario(serve: Serve, options: { agents: number; enrollments: number; pageRuns: number }): Promise<ConsoleResult> {
+export async function consoleScenario(
+  serve: Serve,
+  options: { agents: number; enrollments: number; pageRuns: number },
+): Promise<ConsoleResult> {
   const invites = await inviteMany(serve.info, options.enrollments, 'live');
   let browser: Browser | null = null;
   try {
@@ -148,7 +169,10 @@ export async function consoleScenario(serve: Serve, options: { agents: number; e
       const bench = (globalThis as any).__bench;
       bench.eventAt = new Map<number, number>();
       void (async () => {
-        const response = await fetch('/api/events/stream', { headers: { accept: 'text/event-stream' }, credentials: 'same-origin' });
+        const response = await fetch('/api/events/stream', {
+          headers: { accept: 'text/event-stream' },
+          credentials: 'same-origin',
+        });
         const reader = response.body!.getReader();
         const decoder = new TextDecoder();
         let text = '';
@@ -164,7 +188,8 @@ export async function consoleScenario(serve: Serve, options: { agents: number; e
             const data = block.split('\n').find((line) => line.startsWith('data: '));
             if (!data) continue;
             const event = JSON.parse(data.slice(6)) as { type: string; agent_id: number | null };
-            if (event.type === 'agent.enrolled' && event.agent_id !== null && !bench.eventAt.has(event.agent_id)) bench.eventAt.set(event.agent_id, at);
+            if (event.type === 'agent.enrolled' && event.agent_id !== null && !bench.eventAt.has(event.agent_id))
+              bench.eventAt.set(event.agent_id, at);
           }
         }
       })();
@@ -185,13 +210,19 @@ export async function consoleScenario(serve: Serve, options: { agents: number; e
       });
       const id = Number(result.agentId);
       const shownAt = await page
-        .waitForFunction((agentId) => ((globalThis as any).__bench.enrolledAt.get(agentId) as number | undefined) ?? 0, id, { timeout: 10_000, polling: 20 })
+        .waitForFunction((agentId) => ((globalThis as any).__bench.enrolledAt.get(agentId) as number | undefined) ?? 0, id, {
+          timeout: 10_000,
+          polling: 20,
+        })
         .then((handle) => handle.jsonValue() as Promise<number>)
         .catch(() => 0);
       if (shownAt === 0) missing++;
       else {
         latencies.push(Math.max(0, shownAt - answeredAt));
-        const eventAt = await page.evaluate((agentId) => ((globalThis as any).__bench.eventAt.get(agentId) as number | undefined) ?? 0, id);
+        const eventAt = await page.evaluate(
+          (agentId) => ((globalThis as any).__bench.eventAt.get(agentId) as number | undefined) ?? 0,
+          id,
+        );
         if (eventAt > 0) {
           eventLatencies.push(Math.max(0, eventAt - answeredAt));
           segments.untilEvent.push(eventAt - answeredAt);

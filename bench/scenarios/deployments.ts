@@ -26,7 +26,10 @@ const RETRIES = 10;
 
 interface Worker {
   child: Child;
-  request<T extends DeployWorkerReply['type']>(message: DeployWorkerRequest, reply: T): Promise<Extract<DeployWorkerReply, { type: T }>>;
+  request<T extends DeployWorkerReply['type']>(
+    message: DeployWorkerRequest,
+    reply: T,
+  ): Promise<Extract<DeployWorkerReply, { type: T }>>;
 }
 
 function startWorker(workDir: string, index: number): Worker {
@@ -74,7 +77,10 @@ export interface DeploymentResult {
 
 const now = () => performance.timeOrigin + performance.now();
 
-export async function deploymentScenario(workDir: string, options: { devices: number; workers: number }): Promise<DeploymentResult> {
+export async function deploymentScenario(
+  workDir: string,
+  options: { devices: number; workers: number },
+): Promise<DeploymentResult> {
   const serve = await startServe({ dataDir: join(workDir, 'deploy-data'), logFile: join(workDir, 'serve-deployments.log') });
   const workers: Worker[] = [];
   let nginx: Awaited<ReturnType<typeof startNginx>> | null = null;
@@ -84,7 +90,10 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
     const invitations = Array.from({ length: options.devices }, (_, i) => ({ email: `deploy-${i}@bench.example`, fleet }));
     const invites: { deeplink: string; email: string }[] = [];
     for (let start = 0; start < invitations.length; start += 5000) {
-      const { items } = await adminOf(serve.info).invitations.createMany({ invitations: invitations.slice(start, start + 5000), send_email: false });
+      const { items } = await adminOf(serve.info).invitations.createMany({
+        invitations: invitations.slice(start, start + 5000),
+        send_email: false,
+      });
       invites.push(...items);
     }
 
@@ -94,22 +103,41 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
     writeRandomFile(file, DEPLOY_PACKAGE_SIZE);
     const sha256 = await new Promise<string>((resolve, reject) => {
       const hash = createHash('sha256');
-      createReadStream(file).on('data', (chunk) => hash.update(chunk)).once('end', () => resolve(hash.digest('hex'))).once('error', reject);
+      createReadStream(file)
+        .on('data', (chunk) => hash.update(chunk))
+        .once('end', () => resolve(hash.digest('hex')))
+        .once('error', reject);
     });
     // Streamed, as the console and the CLI upload (not an APK: its package name is given).
     const uploaded = await adminOf(serve.info)
       .stored('package')
-      .upload(Readable.toWeb(createReadStream(file)) as ReadableStream, { name: 'bench-50MiB.apk', package_name: 'org.bench.deploy', version_code: 1 }, {
-        'content-length': String(statSync(file).size),
-      });
+      .upload(
+        Readable.toWeb(createReadStream(file)) as ReadableStream,
+        { name: 'bench-50MiB.apk', package_name: 'org.bench.deploy', version_code: 1 },
+        {
+          'content-length': String(statSync(file).size),
+        },
+      );
 
     for (let i = 0; i < options.workers; i++) workers.push(startWorker(workDir, i));
     const share = Math.ceil(invites.length / options.workers);
     const started = await Promise.all(
-      workers.map((worker, i) => worker.request({ type: 'start', invites: invites.slice(i * share, (i + 1) * share), concurrency: 16, chunkSize: CHUNK, retries: RETRIES }, 'started')),
+      workers.map((worker, i) =>
+        worker.request(
+          {
+            type: 'start',
+            invites: invites.slice(i * share, (i + 1) * share),
+            concurrency: 16,
+            chunkSize: CHUNK,
+            retries: RETRIES,
+          },
+          'started',
+        ),
+      ),
     );
     const ready = started.reduce((sum, s) => sum + s.ok, 0);
-    if (ready !== options.devices) throw new Error(`only ${ready} of ${options.devices} devices started: ${started.flatMap((s) => s.errors).join('; ')}`);
+    if (ready !== options.devices)
+      throw new Error(`only ${ready} of ${options.devices} devices started: ${started.flatMap((s) => s.errors).join('; ')}`);
 
     // The deployment, measured from the admin's request to the last device's done.
     const pid = serve.child.pid;
@@ -117,11 +145,17 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
     const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 250);
     const cpuBefore = cpuSeconds(pid);
     const t0 = now();
-    const deployment = await adminOf(serve.info).deployments.create({ kind: 'package', item_id: uploaded.id, fleet: 'Bench deployment' });
-    const finished = await Promise.all(workers.map((worker) => worker.request({ type: 'await-done', taskId: deployment.id, timeoutMs: 30 * 60_000 }, 'done')));
+    const deployment = await adminOf(serve.info).deployments.create({
+      kind: 'package',
+      item_id: uploaded.id,
+      fleet: 'Bench deployment',
+    });
+    const finished = await Promise.all(
+      workers.map((worker) => worker.request({ type: 'await-done', taskId: deployment.id, timeoutMs: 30 * 60_000 }, 'done')),
+    );
     // Done is when the server has every report (the devices' last MQTT messages may still be on their way).
     let counts = { done: 0, failed: 0 };
-    for (const until = Date.now() + 60_000; counts.done + counts.failed < options.devices && Date.now() < until; ) {
+    for (const until = Date.now() + 60_000; counts.done + counts.failed < options.devices && Date.now() < until;) {
       const { items } = await adminOf(serve.info).deployments.list({ fleet_id: deployment.fleet_id!, state: 'active' });
       counts = items.find((item) => item.id === deployment.id) ?? counts;
       if (counts.done + counts.failed < options.devices) await new Promise((resolve) => setTimeout(resolve, 100));
@@ -138,17 +172,34 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
     const r0 = now();
     const reference = await Promise.all(
       workers.map((worker) =>
-        worker.request({ type: 'reference', url: `http://127.0.0.1:${nginx!.port}/bench-50MiB.apk`, size: DEPLOY_PACKAGE_SIZE, sha256, chunkSize: CHUNK, timeoutMs: 30 * 60_000, retries: RETRIES }, 'reference-done'),
+        worker.request(
+          {
+            type: 'reference',
+            url: `http://127.0.0.1:${nginx!.port}/bench-50MiB.apk`,
+            size: DEPLOY_PACKAGE_SIZE,
+            sha256,
+            chunkSize: CHUNK,
+            timeoutMs: 30 * 60_000,
+            retries: RETRIES,
+          },
+          'reference-done',
+        ),
       ),
     );
     const nginxSeconds = (Math.max(...reference.map((r) => r.lastAt)) - r0) / 1000;
     const nginxOk = reference.reduce((sum, r) => sum + r.ok, 0);
-    if (nginxOk !== options.devices) throw new Error(`nginx reference: ${nginxOk} of ${options.devices} downloads ok: ${reference.flatMap((r) => r.errors).join('; ')}`);
+    if (nginxOk !== options.devices)
+      throw new Error(
+        `nginx reference: ${nginxOk} of ${options.devices} downloads ok: ${reference.flatMap((r) => r.errors).join('; ')}`,
+      );
 
     const totalMiB = (options.devices * DEPLOY_PACKAGE_SIZE) / MiB;
     const serveRate = totalMiB / seconds;
     const nginxRate = totalMiB / nginxSeconds;
-    const resumed = { serve: finished.reduce((sum, f) => sum + f.resumed, 0), nginx: reference.reduce((sum, r) => sum + r.resumed, 0) };
+    const resumed = {
+      serve: finished.reduce((sum, f) => sum + f.resumed, 0),
+      nginx: reference.reduce((sum, r) => sum + r.resumed, 0),
+    };
     console.log(
       `  ${done} of ${options.devices} done in ${round(seconds)} s (${round(serveRate)} MiB/s, CPU ${round(cpu)} s, peak RSS ${round(peak / MiB)} MiB, ${resumed.serve} requests retried); nginx ${round(nginxSeconds)} s (${round(nginxRate)} MiB/s, ${resumed.nginx} retried)`,
     );
@@ -176,4 +227,3 @@ export async function deploymentScenario(workDir: string, options: { devices: nu
     await serve.stop();
   }
 }
-

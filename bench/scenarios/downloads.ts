@@ -18,13 +18,16 @@ const RANGE_SIZE = MiB;
 export function writeRandomFile(path: string, size: number): void {
   const fd = openSync(path, 'w');
   const chunk = Buffer.allocUnsafe(4 * MiB);
-  for (let written = 0; written < size; written += chunk.length) writeSync(fd, randomFillSync(chunk), 0, Math.min(chunk.length, size - written));
+  for (let written = 0; written < size; written += chunk.length)
+    writeSync(fd, randomFillSync(chunk), 0, Math.min(chunk.length, size - written));
   closeSync(fd);
 }
 
 /** Uploads a file through the admin API (raw body, streamed). */
 function upload(serve: Serve, path: string, name: string): Promise<{ id: number }> {
-  return adminOf(serve.info).stored('package').upload(Readable.toWeb(createReadStream(path)) as ReadableStream, { name });
+  return adminOf(serve.info)
+    .stored('package')
+    .upload(Readable.toWeb(createReadStream(path)) as ReadableStream, { name });
 }
 
 interface Target {
@@ -33,7 +36,12 @@ interface Target {
 }
 
 /** One GET, body counted and discarded; checks status and length. */
-function fetchBytes(agent: Agent, target: Target, range: string | null, expected: { status: number; length: number }): Promise<number> {
+function fetchBytes(
+  agent: Agent,
+  target: Target,
+  range: string | null,
+  expected: { status: number; length: number },
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(target.url, { agent, headers: range ? { ...target.headers, range } : target.headers });
     req.once('response', (response) => {
@@ -41,7 +49,11 @@ function fetchBytes(agent: Agent, target: Target, range: string | null, expected
       response.on('data', (chunk: Buffer) => (bytes += chunk.length));
       response.once('end', () => {
         if (response.statusCode !== expected.status || bytes !== expected.length) {
-          reject(new Error(`${target.url} ${range ?? ''}: HTTP ${response.statusCode}, ${bytes} bytes (expected ${expected.status}, ${expected.length})`));
+          reject(
+            new Error(
+              `${target.url} ${range ?? ''}: HTTP ${response.statusCode}, ${bytes} bytes (expected ${expected.status}, ${expected.length})`,
+            ),
+          );
         } else resolve(bytes);
       });
       response.once('error', reject);
@@ -63,7 +75,13 @@ export interface Throughput {
   server_cpu_s_per_gib: number;
 }
 
-async function measure(pid: number, target: Target, kind: 'whole' | 'ranges', requests: number, concurrency: number): Promise<Throughput> {
+async function measure(
+  pid: number,
+  target: Target,
+  kind: 'whole' | 'ranges',
+  requests: number,
+  concurrency: number,
+): Promise<Throughput> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const ranges = Array.from({ length: requests }, (_, i) => {
     // Spread over the whole file, in a fixed pseudo-random order (the same for every server).
@@ -144,7 +162,9 @@ http {
 }
 `,
   );
-  const child = startChild(withFileLimit(['nginx', '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], files), { logFile: join(prefix, 'stdout.log') });
+  const child = startChild(withFileLimit(['nginx', '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], files), {
+    logFile: join(prefix, 'stdout.log'),
+  });
   await waitForPort(port);
   return { child, port };
 }
@@ -178,11 +198,15 @@ export async function downloadScenario(
 
   const nginx = await startNginx(workDir, filesDir);
   try {
-    const nginxTarget: Target = { url: `http://127.0.0.1:${nginx.port}/bench-256MiB.apk`, headers: { accept: 'application/octet-stream' } };
+    const nginxTarget: Target = {
+      url: `http://127.0.0.1:${nginx.port}/bench-256MiB.apk`,
+      headers: { accept: 'application/octet-stream' },
+    };
     // Rounds alternate which server goes first; each server's figure is the median of its rounds
     // (the machine's other work comes and goes during a run).
     const run = async (kind: 'whole' | 'ranges') => {
-      const [requests, concurrency] = kind === 'whole' ? [options.wholeRequests, options.wholeConcurrency] : [options.rangeRequests, options.rangeConcurrency];
+      const [requests, concurrency] =
+        kind === 'whole' ? [options.wholeRequests, options.wholeConcurrency] : [options.rangeRequests, options.rangeConcurrency];
       const serveRounds: Throughput[] = [];
       const nginxRounds: Throughput[] = [];
       for (let round = 0; round < options.rounds; round++) {
@@ -194,7 +218,9 @@ export async function downloadScenario(
       }
       const serveFigures = medianRound(serveRounds);
       const nginxFigures = medianRound(nginxRounds);
-      console.log(`  ${kind}: serve ${serveFigures.mib_per_s} MiB/s, nginx ${nginxFigures.mib_per_s} MiB/s (median of ${options.rounds} rounds)`);
+      console.log(
+        `  ${kind}: serve ${serveFigures.mib_per_s} MiB/s, nginx ${nginxFigures.mib_per_s} MiB/s (median of ${options.rounds} rounds)`,
+      );
       return { serve: serveFigures, nginx: nginxFigures, ratio: round(serveFigures.mib_per_s / nginxFigures.mib_per_s) };
     };
     const whole = await run('whole');

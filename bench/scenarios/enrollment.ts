@@ -46,13 +46,23 @@ class Tally {
       enrollments_per_s: round(n / (this.elapsedMs / 1000)),
       cpu_ms_per_enrollment: round((this.cpuSeconds * 1000) / n),
       cpu_share: round(this.cpuSeconds / (this.elapsedMs / 1000)),
-      steps: STEP_NAMES.map((name, i) => ({ name, p50_ms: round(percentile(this.steps[i]!, 50)), p99_ms: round(percentile(this.steps[i]!, 99)) })),
+      steps: STEP_NAMES.map((name, i) => ({
+        name,
+        p50_ms: round(percentile(this.steps[i]!, 50)),
+        p99_ms: round(percentile(this.steps[i]!, 99)),
+      })),
       errors: this.errors,
     };
   }
 }
 
-async function measured(pid: number, tally: Tally, invites: readonly Invite[], concurrency: number, serialPrefix?: string): Promise<void> {
+async function measured(
+  pid: number,
+  tally: Tally,
+  invites: readonly Invite[],
+  concurrency: number,
+  serialPrefix?: string,
+): Promise<void> {
   const cpuBefore = cpuSeconds(pid);
   const load = await enrollLoad(invites, concurrency, serialPrefix ? { serialPrefix } : {});
   tally.add(load, cpuSeconds(pid) - cpuBefore);
@@ -81,7 +91,10 @@ async function startCeiling(workDir: string): Promise<{ child: Child; invite: In
   const backendUrl = `http://127.0.0.1:${port}/api`;
   return {
     child,
-    invite: { deeplink: encodeDeeplinkData({ backendUrl, userToken: 'u'.repeat(40), invitationToken: 'i'.repeat(64) }), email: 'someone-1@bench.example' },
+    invite: {
+      deeplink: encodeDeeplinkData({ backendUrl, userToken: 'u'.repeat(40), invitationToken: 'i'.repeat(64) }),
+      email: 'someone-1@bench.example',
+    },
   };
 }
 
@@ -109,18 +122,27 @@ export async function enrollmentScenario(
   const ceiling = await startCeiling(workDir);
   try {
     const warm = await enrollLoad(invites.slice(0, options.warm), options.concurrency, { serialPrefix: 'R58W' });
-    await enrollLoad(Array.from({ length: options.warm }, () => ceiling.invite), options.concurrency);
+    await enrollLoad(
+      Array.from({ length: options.warm }, () => ceiling.invite),
+      options.concurrency,
+    );
     const serveTally = new Tally();
     const ceilingTally = new Tally();
     const rest = invites.slice(options.warm);
     for (let round = 0; round < options.rounds; round++) {
-      const slice = (n: number) => [Math.floor((n * round) / options.rounds), Math.floor((n * (round + 1)) / options.rounds)] as const;
+      const slice = (n: number) =>
+        [Math.floor((n * round) / options.rounds), Math.floor((n * (round + 1)) / options.rounds)] as const;
       const [from, to] = slice(rest.length);
       await sleep(100);
       await measured(serve.child.pid, serveTally, rest.slice(from, to), options.concurrency, `R58E${round}X`);
       const [cFrom, cTo] = slice(options.ceilingCount);
       await sleep(100);
-      await measured(ceiling.child.pid, ceilingTally, Array.from({ length: cTo - cFrom }, () => ceiling.invite), options.concurrency);
+      await measured(
+        ceiling.child.pid,
+        ceilingTally,
+        Array.from({ length: cTo - cFrom }, () => ceiling.invite),
+        options.concurrency,
+      );
     }
     const serveFigures = serveTally.figures(options.concurrency);
     const ceilingFigures = ceilingTally.figures(options.concurrency);

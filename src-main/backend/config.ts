@@ -120,7 +120,9 @@ function addressRateFromEnv(): Partial<SessionLimits> {
   if (raw === undefined || raw.trim() === '') return {};
   const perMinute = Number(raw);
   if (!Number.isInteger(perMinute) || perMinute < 0) {
-    throw new Error(`MDM_CONSOLE_SESSION_RATE_PER_ADDRESS must be a whole number of sessions a minute (0 = no limit), not "${raw}"`);
+    throw new Error(
+      `MDM_CONSOLE_SESSION_RATE_PER_ADDRESS must be a whole number of sessions a minute (0 = no limit), not "${raw}"`,
+    );
   }
   return { perAddress: { burst: perMinute || DEFAULT_SESSION_LIMITS.perAddress.burst, perMinute } };
 }

@@ -77,7 +77,12 @@ function writeInfoFile(file: string, content: object): void {
   chmodSync(file, 0o600);
 }
 
-async function startLocked(partial: StartOptions, options: BackendOptions, lock: DataDirLock, infoFile: string): Promise<RunningBackend> {
+async function startLocked(
+  partial: StartOptions,
+  options: BackendOptions,
+  lock: DataDirLock,
+  infoFile: string,
+): Promise<RunningBackend> {
   // Everything opened is closed in reverse order, on a failed start as on close().
   const closers: Array<() => unknown> = [];
   const closeAll = async () => {
@@ -134,7 +139,10 @@ async function startServing(
   // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the accept
   // queue of a busy server and the kernel dropped SYNs (clients waited 1, 3, 7 s… and timed out).
   // The kernel caps it at net.core.somaxconn (4,096 on current Linux).
-  const agentListener = await Listener.bind(options.port, options.host, { requestTimeout: sockets.requestTimeoutMs, backlog: 4096 });
+  const agentListener = await Listener.bind(options.port, options.host, {
+    requestTimeout: sockets.requestTimeoutMs,
+    backlog: 4096,
+  });
   onClose(() => agentListener.close());
   const adminListener = await Listener.bind(options.adminPort, options.adminHost);
   onClose(() => adminListener.close());
@@ -142,22 +150,36 @@ async function startServing(
   const domain = createServices(db, {
     agentPort: agentListener.port,
     publicHost: { flag: partial.publicHost, fallback: options.publicHost },
-    mail: { dataDir: options.dataDir, smtpUrl: options.smtpUrl, mailFrom: options.mailFrom, secretProtector: options.secretProtector, ...partial.mailTiming },
+    mail: {
+      dataDir: options.dataDir,
+      smtpUrl: options.smtpUrl,
+      mailFrom: options.mailFrom,
+      secretProtector: options.secretProtector,
+      ...partial.mailTiming,
+    },
     sessionLimits: options.sessionLimits,
   });
   onClose(() => domain.mail.worker.close());
   domain.sessions.purgeIdle();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
-  const sessionSweep = setInterval(() => {
-    try {
-      domain.sessions.purgeIdle();
-    } catch (error) {
-      if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
-    }
-  }, 60 * 60 * 1000).unref();
+  const sessionSweep = setInterval(
+    () => {
+      try {
+        domain.sessions.purgeIdle();
+      } catch (error) {
+        if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
+      }
+    },
+    60 * 60 * 1000,
+  ).unref();
   onClose(() => clearInterval(sessionSweep));
   const files = createFileStore(db, options.dataDir, (action, kind, item) =>
-    domain.events.record(`${kind}.${action}`, `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`, { entityId: item.entityId }, { id: item.id, name: item.name, size: item.size }),
+    domain.events.record(
+      `${kind}.${action}`,
+      `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`,
+      { entityId: item.entityId },
+      { id: item.id, name: item.name, size: item.size },
+    ),
   );
   const deployments = new DeploymentService({ db, events: domain.events, work: domain.work, fleets: domain.fleets, files });
   onClose(() => deployments.close());
@@ -214,7 +236,12 @@ async function startServing(
     started_at: new Date().toISOString(),
   };
   // What the admin side reports follows the public host as it changes while running.
-  const currentInfo = (): ServerInfo => ({ ...info, api_url: services.links.apiUrl(), deeplink_url: services.links.deeplinkBase(), public_host: publicHost() });
+  const currentInfo = (): ServerInfo => ({
+    ...info,
+    api_url: services.links.apiUrl(),
+    deeplink_url: services.links.deeplinkBase(),
+    public_host: publicHost(),
+  });
 
   const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker);
   // Connections go first (an event stream never ends by itself), then the app's own close hooks.
@@ -254,7 +281,14 @@ async function startServing(
 }
 
 /** The agent API, downloads and the deeplink page: the LAN side. */
-async function agentHttpApp(listener: Listener, sockets: SocketPlan, services: Services, files: FileStore, deployments: DeploymentService, broker: MqttBroker): Promise<FastifyInstance> {
+async function agentHttpApp(
+  listener: Listener,
+  sockets: SocketPlan,
+  services: Services,
+  files: FileStore,
+  deployments: DeploymentService,
+  broker: MqttBroker,
+): Promise<FastifyInstance> {
   const agentApp = await buildAgentApp({
     serverFactory: listener.serverFactory,
     sessions: services.sessions,
@@ -266,7 +300,8 @@ async function agentHttpApp(listener: Listener, sockets: SocketPlan, services: S
       mayDownload: (session) => {
         services.approval.checkDownload(session);
         // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
-        if (services.codes.isCodeAccount(session.userId)) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
+        if (services.codes.isCodeAccount(session.userId))
+          throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
       },
       limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
     },
@@ -278,7 +313,11 @@ async function agentHttpApp(listener: Listener, sockets: SocketPlan, services: S
         return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
       },
     },
-    listener: { requestTimeoutMs: sockets.requestTimeoutMs, maxConnections: sockets.agentConnections, maxConnectionsPerAddress: sockets.agentConnectionsPerAddress },
+    listener: {
+      requestTimeoutMs: sockets.requestTimeoutMs,
+      maxConnections: sockets.agentConnections,
+      maxConnectionsPerAddress: sockets.agentConnectionsPerAddress,
+    },
   });
   await agentApp.ready();
   return agentApp;

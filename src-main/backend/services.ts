@@ -50,7 +50,17 @@ export function createServices(db: Db, options: ServiceOptions) {
   const invitationRepository = new SqliteInvitationRepository(db);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });
   const mail = createMail({ db, events, work, settings, invitations: mailable, deliveries }, options.mail);
-  const invitations = new InvitationService({ repository: invitationRepository, events, work, users, fleets, settings, links, mailer: mail.queue, deliveries });
+  const invitations = new InvitationService({
+    repository: invitationRepository,
+    events,
+    work,
+    users,
+    fleets,
+    settings,
+    links,
+    mailer: mail.queue,
+    deliveries,
+  });
   const agentRepository = new SqliteAgentRepository(db);
   const brokerAgents = new BrokerAgentRepository(db);
   const statusCounts = new SqliteStatusCounts(db);
@@ -61,7 +71,25 @@ export function createServices(db: Db, options: ServiceOptions) {
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
-  return { work, links, events, settings, users, sessions, fleets, invitations, codes, approval, agents, mail, reports, agentRepository, brokerAgents, statusCounts, repositories };
+  return {
+    work,
+    links,
+    events,
+    settings,
+    users,
+    sessions,
+    fleets,
+    invitations,
+    codes,
+    approval,
+    agents,
+    mail,
+    reports,
+    agentRepository,
+    brokerAgents,
+    statusCounts,
+    repositories,
+  };
 }
 
 export type DomainServices = ReturnType<typeof createServices>;

@@ -29,7 +29,10 @@ export function explainDatabaseError(error: unknown, file: string, dataDir: stri
   const { code, message } = error as { code?: string; message?: string };
   switch (code) {
     case 'EISDIR':
-      return new StartupError(`The database path ${file} is a directory, not a database file. Move that directory aside, or use another --data-dir.`, { code, cause: error });
+      return new StartupError(
+        `The database path ${file} is a directory, not a database file. Move that directory aside, or use another --data-dir.`,
+        { code, cause: error },
+      );
     case 'ENOTDIR':
     case 'EEXIST':
       return new StartupError(`The data dir ${dataDir} is not a directory. Use another --data-dir.`, { code, cause: error });
@@ -41,7 +44,10 @@ export function explainDatabaseError(error: unknown, file: string, dataDir: stri
     case 'SQLITE_READONLY_DIRECTORY':
     case 'SQLITE_CANTOPEN_ISDIR':
       if ((error as { path?: string }).path === file) {
-        return new StartupError(`Cannot write to the database ${file} (permission denied). Give your user write access to it, or use another --data-dir.`, { code, cause: error });
+        return new StartupError(
+          `Cannot write to the database ${file} (permission denied). Give your user write access to it, or use another --data-dir.`,
+          { code, cause: error },
+        );
       }
       return new StartupError(
         `Cannot write to the data dir ${dataDir} (${code === 'EROFS' ? 'read-only file system' : 'permission denied'}). ` +
@@ -49,10 +55,16 @@ export function explainDatabaseError(error: unknown, file: string, dataDir: stri
         { code, cause: error },
       );
     case 'SQLITE_NOTADB':
-      return new StartupError(`${file} is not an SQLite database (it is damaged, or another kind of file). ${WHAT_TO_DO_WITH_A_BAD_DATABASE}`, { code, cause: error });
+      return new StartupError(
+        `${file} is not an SQLite database (it is damaged, or another kind of file). ${WHAT_TO_DO_WITH_A_BAD_DATABASE}`,
+        { code, cause: error },
+      );
     case 'SQLITE_CORRUPT':
     case 'SQLITE_CORRUPT_VTAB':
-      return new StartupError(`${file} is damaged (${message ?? 'corrupt'}). ${WHAT_TO_DO_WITH_A_BAD_DATABASE}`, { code, cause: error });
+      return new StartupError(`${file} is damaged (${message ?? 'corrupt'}). ${WHAT_TO_DO_WITH_A_BAD_DATABASE}`, {
+        code,
+        cause: error,
+      });
     default:
       return error;
   }
@@ -94,12 +106,15 @@ export function explainListenError(error: unknown, ports: ListenerPorts): unknow
   const listener = port ? LISTENERS.find((l) => ports[l.option] === port) : undefined;
   const what = listener ? ` (${listener.what})` : '';
   if (code === 'EADDRNOTAVAIL') {
-    return new StartupError(`Cannot listen on ${address ?? ports.host}: that address is not one of this machine's. Choose another with the host option.`, {
-      code,
-      port,
-      option: 'host',
-      cause: error,
-    });
+    return new StartupError(
+      `Cannot listen on ${address ?? ports.host}: that address is not one of this machine's. Choose another with the host option.`,
+      {
+        code,
+        port,
+        option: 'host',
+        cause: error,
+      },
+    );
   }
   const reason = code === 'EADDRINUSE' ? 'is already in use by another program' : 'needs administrator rights (ports below 1024)';
   return new StartupError(`Port ${port}${what} ${reason}.`, { code, port, option: listener?.option, cause: error });

@@ -10,7 +10,13 @@ import { invitationsFromCsv, type CsvInvitation } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { adminOf, CliError, readServerFile } from './server-file.ts';
 import { AdminApiError, type AdminClient } from '../../src-shared/contract/admin-client.ts';
-import type { Invitation, InvitationBulk, InvitationCreate, InvitationStatus, UploadQuery } from '../../src-shared/contract/index.ts';
+import type {
+  Invitation,
+  InvitationBulk,
+  InvitationCreate,
+  InvitationStatus,
+  UploadQuery,
+} from '../../src-shared/contract/index.ts';
 
 export type Handler = (argv: string[]) => Promise<number>;
 type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
@@ -34,7 +40,8 @@ export function output(json: boolean, data: unknown, human: () => string): numbe
 function deliveryText(d: Invitation['delivery']): string {
   if (!d) return 'not emailed';
   if (d.state === 'failed') return `email failed: ${d.error ?? ''}`;
-  if (d.state === 'queued' && d.retry_at) return `email will retry at ${localTime(d.retry_at)} (last try: ${d.error ?? 'failed'})`;
+  if (d.state === 'queued' && d.retry_at)
+    return `email will retry at ${localTime(d.retry_at)} (last try: ${d.error ?? 'failed'})`;
   if (d.state === 'outbox') return `email in outbox ${d.outbox_file ?? ''}`;
   return `email ${d.state}`;
 }
@@ -57,7 +64,8 @@ const invitationLine = (i: Invitation) =>
 
 function wholeNumber(value: string, what: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw new CliError(`${what} must be a whole number, not "${value}"`);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
+    throw new CliError(`${what} must be a whole number, not "${value}"`);
   return n;
 }
 
@@ -87,7 +95,9 @@ async function warnIfPhonesCannotReach(admin: AdminClient): Promise<void> {
 function lifetimeDays(value: string): number {
   const n = Number(value);
   if (!isWholeNumberIn(n, INVITATION_LIFETIME_DAYS)) {
-    throw new CliError(`--days is how many days the invitation stays valid: a whole number from ${INVITATION_LIFETIME_DAYS.min} to ${INVITATION_LIFETIME_DAYS.max}, not "${value}"`);
+    throw new CliError(
+      `--days is how many days the invitation stays valid: a whole number from ${INVITATION_LIFETIME_DAYS.min} to ${INVITATION_LIFETIME_DAYS.max}, not "${value}"`,
+    );
   }
   return n;
 }
@@ -123,13 +133,16 @@ async function inviteFromCsv(admin: AdminClient, rows: CsvInvitation[], extra: B
   if (errors.length > 0) {
     errors.sort((a, b) => Number(/^row (\d+)/.exec(a)?.[1] ?? 0) - Number(/^row (\d+)/.exec(b)?.[1] ?? 0));
     const pending = errors.some((text) => text.includes('already has a pending invitation'));
-    const hint = pending ? '\n(For addresses with a pending invitation: remove their rows and resend with mdm-console resend ID, or add --another to invite them again.)' : '';
+    const hint = pending
+      ? '\n(For addresses with a pending invitation: remove their rows and resend with mdm-console resend ID, or add --another to invite them again.)'
+      : '';
     throw new CliError(`${errors.length} row(s) are invalid; nothing was created:\n  ${errors.join('\n  ')}${hint}`);
   }
   const created: Invitation[] = [];
   let queued = 0;
   for (const [n, batch] of batches.entries()) {
-    if (batches.length > 1) progress(`Creating rows ${n * BULK_BATCH + 1} to ${n * BULK_BATCH + batch.length} of ${rows.length}…`);
+    if (batches.length > 1)
+      progress(`Creating rows ${n * BULK_BATCH + 1} to ${n * BULK_BATCH + batch.length} of ${rows.length}…`);
     try {
       const result = await admin.invitations.createMany({ invitations: batch, ...extra });
       created.push(...result.items);
@@ -160,8 +173,14 @@ const invite: Handler = async (argv) => {
   });
   const days = values.days === undefined ? undefined : lifetimeDays(values.days as string);
   // Absent: the server's mail_send_on_create setting decides (on by default).
-  const extra: BulkOptions = { ...(values['no-email'] ? { send_email: false } : {}), ...(values.another ? { another: true } : {}) };
-  if (values.another && values.resend) throw new CliError('--another and --resend exclude each other: one creates a new invitation, the other emails the pending one again');
+  const extra: BulkOptions = {
+    ...(values['no-email'] ? { send_email: false } : {}),
+    ...(values.another ? { another: true } : {}),
+  };
+  if (values.another && values.resend)
+    throw new CliError(
+      '--another and --resend exclude each other: one creates a new invitation, the other emails the pending one again',
+    );
   await warnIfPhonesCannotReach(admin());
   if (values.csv) {
     if (values.resend) throw new CliError('--resend works with --email; for a CSV, resend with mdm-console resend ID');
@@ -177,7 +196,11 @@ const invite: Handler = async (argv) => {
       if (!json) console.error(text);
     });
     const mailed = result.queued ? `; ${result.queued} email(s) queued` : '';
-    return output(json, result.items, () => `${result.items.length} invitations created${mailed}\n${result.items.map(invitationLine).join('\n')}`);
+    return output(
+      json,
+      result.items,
+      () => `${result.items.length} invitations created${mailed}\n${result.items.map(invitationLine).join('\n')}`,
+    );
   }
   if (!values.email) throw new CliError('invite needs --email ADDRESS (or --csv FILE); see mdm-console invite --help');
   const body: InvitationCreate = {
@@ -193,11 +216,17 @@ const invite: Handler = async (argv) => {
     created = await admin().invitations.create(body);
   } catch (error) {
     // 409 ERROR_INVITATION_PENDING carries the pending invitation.
-    const pending = error instanceof AdminApiError && error.status === 409 ? (error.body.invitation as Invitation | undefined) : undefined;
+    const pending =
+      error instanceof AdminApiError && error.status === 409 ? (error.body.invitation as Invitation | undefined) : undefined;
     if (!pending) throw error;
     if (values.resend) {
       const resent = await admin().invitations.resend(pending.id);
-      return output(json, resent, () => `${resent.email} already had a pending invitation: #${resent.id} emailed again (same link, same expiry)\n${invitationLine(resent)}`);
+      return output(
+        json,
+        resent,
+        () =>
+          `${resent.email} already had a pending invitation: #${resent.id} emailed again (same link, same expiry)\n${invitationLine(resent)}`,
+      );
     }
     throw new CliError(
       `${pending.email} already has a pending invitation: #${pending.id}, valid until ${pending.expires_at}.\n` +
@@ -237,13 +266,26 @@ const mail: Handler = async (argv) => {
   const [action] = positionals;
   if (action === 'status' || action === undefined) {
     const status = await admin().mail.status();
-    const next = status.next_retry_at ? `\n${status.counts.retrying} waiting for a retry; next at ${localTime(status.next_retry_at)} (mail retry sends them now)` : '';
-    return output(json, status, () => `${status.transport?.summary ?? status.error}\n${Object.entries(status.counts).map(([k, v]) => `${k}: ${v}`).join('  ')}${next}`);
+    const next = status.next_retry_at
+      ? `\n${status.counts.retrying} waiting for a retry; next at ${localTime(status.next_retry_at)} (mail retry sends them now)`
+      : '';
+    return output(
+      json,
+      status,
+      () =>
+        `${status.transport?.summary ?? status.error}\n${Object.entries(status.counts)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join('  ')}${next}`,
+    );
   }
   if (action === 'test') {
     if (!values.to) throw new CliError('mail test needs --to ADDRESS');
     const result = await admin().mail.test(values.to as string);
-    return output(json, result, () => (result.via === 'outbox' ? `No SMTP configured: test message written to ${result.file}` : `Sent. Server answered: ${result.response}`));
+    return output(json, result, () =>
+      result.via === 'outbox'
+        ? `No SMTP configured: test message written to ${result.file}`
+        : `Sent. Server answered: ${result.response}`,
+    );
   }
   if (action === 'retry') {
     const result = await admin().mail.retry({});
@@ -255,17 +297,25 @@ const mail: Handler = async (argv) => {
 const agents: Handler = async (argv) => {
   const { admin, json } = parse(argv, {});
   const { items } = await admin().agents.list();
-  return output(json, items, () =>
-    items
-      .map((a) => `#${a.id}  ${a.name}  ${a.type} ${a.version}  ${a.enroll_status}  ${a.is_online ? 'online' : 'offline'}  fleet ${a.fleet}  ${a.email ?? ''}  last contact ${a.last_contact ?? 'never'}`)
-      .join('\n') || 'No agents.',
+  return output(
+    json,
+    items,
+    () =>
+      items
+        .map(
+          (a) =>
+            `#${a.id}  ${a.name}  ${a.type} ${a.version}  ${a.enroll_status}  ${a.is_online ? 'online' : 'offline'}  fleet ${a.fleet}  ${a.email ?? ''}  last contact ${a.last_contact ?? 'never'}`,
+        )
+        .join('\n') || 'No agents.',
   );
 };
 
 const fleets: Handler = async (argv) => {
   const { admin, json } = parse(argv, {});
   const { items } = await admin().fleets.list();
-  return output(json, items, () => items.map((f) => `#${f.id}  ${f.name}${f.is_default ? ' (default)' : ''}  ${f.agent_count} agent(s)`).join('\n'));
+  return output(json, items, () =>
+    items.map((f) => `#${f.id}  ${f.name}${f.is_default ? ' (default)' : ''}  ${f.agent_count} agent(s)`).join('\n'),
+  );
 };
 
 /** `file add PATH`, `package add PATH`, `file rm ID`, `files`, `packages`. */
@@ -273,7 +323,11 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
   const list: Handler = async (argv) => {
     const { admin, json } = parse(argv, {});
     const rows = await admin().stored(kind).list();
-    return output(json, rows, () => rows.map((i) => `#${i.id}  ${i.name}  ${i.size} bytes  sha256 ${i.sha256}`).join('\n') || `No ${kind}s.`);
+    return output(
+      json,
+      rows,
+      () => rows.map((i) => `#${i.id}  ${i.name}  ${i.size} bytes  sha256 ${i.sha256}`).join('\n') || `No ${kind}s.`,
+    );
   };
   const single: Handler = async (argv) => {
     const { positionals, values, admin, json } = parse(argv, {
@@ -298,11 +352,19 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
       const query: UploadQuery = { name };
       if (kind === 'package') {
         if (values['package-name'] !== undefined) query.package_name = values['package-name'] as string;
-        if (values['version-code'] !== undefined) query.version_code = wholeNumber(values['version-code'] as string, '--version-code');
+        if (values['version-code'] !== undefined)
+          query.version_code = wholeNumber(values['version-code'] as string, '--version-code');
         if (values['version-name'] !== undefined) query.version_name = values['version-name'] as string;
       }
-      const item = await admin().stored(kind).upload(stream, query, { 'content-length': String(size) });
-      return output(json, item, () => `${kind === 'file' ? 'File' : 'Package'} #${item.id} "${item.name}" added (${item.size} bytes, sha256 ${item.sha256})`);
+      const item = await admin()
+        .stored(kind)
+        .upload(stream, query, { 'content-length': String(size) });
+      return output(
+        json,
+        item,
+        () =>
+          `${kind === 'file' ? 'File' : 'Package'} #${item.id} "${item.name}" added (${item.size} bytes, sha256 ${item.sha256})`,
+      );
     }
     if ((action === 'rm' || action === 'delete') && target) {
       const id = positiveInt(target, `the ${kind} id`);
@@ -310,7 +372,9 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
       return output(json, { id, deleted: true }, () => `${kind} #${id} deleted`);
     }
     if (action === 'list' || action === undefined) return list(argv.filter((a) => a !== 'list'));
-    throw new CliError(`usage: ${kind} add PATH [--name NAME]${kind === 'package' ? ' [--package-name P --version-code N --version-name V]' : ''} | ${kind} rm ID | ${kind}s`);
+    throw new CliError(
+      `usage: ${kind} add PATH [--name NAME]${kind === 'package' ? ' [--package-name P --version-code N --version-name V]' : ''} | ${kind} rm ID | ${kind}s`,
+    );
   };
   return { single, list };
 }

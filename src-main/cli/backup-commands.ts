@@ -14,10 +14,15 @@ function parse(argv: string[], what: string) {
     strict: true,
   });
   if (positionals.length !== 1) throw new CliError(`${what} needs one folder: mdm-console ${what} DIR`);
-  return { dataDir: resolve(values['data-dir'] ?? defaultDataDir()), folder: resolve(positionals[0]!), json: values.json === true };
+  return {
+    dataDir: resolve(values['data-dir'] ?? defaultDataDir()),
+    folder: resolve(positionals[0]!),
+    json: values.json === true,
+  };
 }
 
-const size = (bytes: number) => (bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`);
+const size = (bytes: number) =>
+  bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
 export async function backupCommand(argv: string[]): Promise<number> {
   const { dataDir, folder, json } = parse(argv, 'backup');

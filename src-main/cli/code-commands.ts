@@ -21,7 +21,8 @@ const code: Handler = async (argv) => {
     });
     if (!values.name) throw new CliError('code create needs --name NAME');
     const approval = values.approval as string | undefined;
-    if (approval !== undefined && approval !== 'manual' && approval !== 'auto') throw new CliError(`--approval must be manual or auto, not "${approval}"`);
+    if (approval !== undefined && approval !== 'manual' && approval !== 'auto')
+      throw new CliError(`--approval must be manual or auto, not "${approval}"`);
     const domains = values.domain as unknown as string[] | undefined;
     const created = await admin().codes.create({
       name: values.name as string,
@@ -43,7 +44,9 @@ const code: Handler = async (argv) => {
         : `Enrollment code #${id} rotated: printed and shared copies no longer work. The new link:\n${codeLine(result)}`,
     );
   }
-  throw new CliError('usage: code create --name NAME [--fleet F] [--domain D]... [--max-uses K] [--days D] [--approval manual] | code revoke ID | code rotate ID');
+  throw new CliError(
+    'usage: code create --name NAME [--fleet F] [--domain D]... [--max-uses K] [--days D] [--approval manual] | code revoke ID | code rotate ID',
+  );
 };
 
 const codes: Handler = async (argv) => {
@@ -52,11 +55,18 @@ const codes: Handler = async (argv) => {
   return output(json, result.items, () => result.items.map(codeLine).join('\n') || 'No enrollment codes.');
 };
 
-const decide = (decision: 'approve' | 'reject'): Handler => async (argv) => {
-  const { positionals, admin, json } = parse(argv, {});
-  const id = positiveInt(positionals[0], 'the agent id');
-  const agent = await admin().agents[decision](id);
-  return output(json, agent, () => `Agent #${id} ${agent.name} ${decision === 'approve' ? 'approved: it may connect now' : 'rejected: the device is free again'}`);
-};
+const decide =
+  (decision: 'approve' | 'reject'): Handler =>
+  async (argv) => {
+    const { positionals, admin, json } = parse(argv, {});
+    const id = positiveInt(positionals[0], 'the agent id');
+    const agent = await admin().agents[decision](id);
+    return output(
+      json,
+      agent,
+      () =>
+        `Agent #${id} ${agent.name} ${decision === 'approve' ? 'approved: it may connect now' : 'rejected: the device is free again'}`,
+    );
+  };
 
 export const codeCommands: Record<string, Handler> = { code, codes, approve: decide('approve'), reject: decide('reject') };

@@ -56,7 +56,8 @@ export async function commandCommand(argv: string[]): Promise<number> {
   const verb = verbText as Verb | undefined;
   if (!verb && values.fleet === undefined) throw new CliError(`nothing to do: give a command or --fleet NAME\n${COMMAND_USAGE}`);
   const timeoutSeconds = values.timeout === undefined ? 10 : Number(values.timeout);
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new CliError(`--timeout must be a positive number of seconds, not "${values.timeout}"`);
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
+    throw new CliError(`--timeout must be a positive number of seconds, not "${values.timeout}"`);
 
   const admin = adminOf(readServerFile(values['data-dir'] ?? defaultDataDir()));
   const lines: string[] = [];
@@ -65,7 +66,11 @@ export async function commandCommand(argv: string[]): Promise<number> {
   if (values.fleet !== undefined) {
     const moved = await admin.agents.move(id, { fleet: values.fleet });
     result.fleet = { fleet: moved.fleet, command: moved.command };
-    lines.push(moved.command ? `${moved.name} moved to fleet "${moved.fleet}" (Command/Subscribe sent, retained)` : `${moved.name} is already in fleet "${moved.fleet}"`);
+    lines.push(
+      moved.command
+        ? `${moved.name} moved to fleet "${moved.fleet}" (Command/Subscribe sent, retained)`
+        : `${moved.name} is already in fleet "${moved.fleet}"`,
+    );
   }
 
   let exit = 0;

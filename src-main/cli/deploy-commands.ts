@@ -24,8 +24,10 @@ const deploy: Handler = async (argv) => {
     'keep-on-remove': { type: 'boolean' },
   });
   const match = /^(file|package):([1-9]\d*)$/.exec(positionals[0] ?? '');
-  if (!match || positionals.length !== 1) throw new CliError('usage: deploy file:ID|package:ID (--fleet NAME | --agent ID) [--destination PATH] [--keep-on-remove]');
-  if ((values.fleet === undefined) === (values.agent === undefined)) throw new CliError('deploy needs exactly one of --fleet NAME or --agent ID');
+  if (!match || positionals.length !== 1)
+    throw new CliError('usage: deploy file:ID|package:ID (--fleet NAME | --agent ID) [--destination PATH] [--keep-on-remove]');
+  if ((values.fleet === undefined) === (values.agent === undefined))
+    throw new CliError('deploy needs exactly one of --fleet NAME or --agent ID');
   if (values.destination !== undefined && match[1] !== 'file') throw new CliError('--destination is for files only');
   const body: DeployBody = {
     kind: match[1] as DeployBody['kind'],
@@ -37,7 +39,12 @@ const deploy: Handler = async (argv) => {
   if (values.agent !== undefined) body.agent_id = positiveInt(values.agent as string, 'the agent id');
   if (values.destination !== undefined) body.destination = values.destination as string;
   const created = await admin().deployments.create(body);
-  return print(json, created, () => `Deployment ${deploymentLine(created)}\n  topic ${created.topic}\n${created.tasks.map(taskLine).join('\n') || '    (no device in scope yet)'}`);
+  return print(
+    json,
+    created,
+    () =>
+      `Deployment ${deploymentLine(created)}\n  topic ${created.topic}\n${created.tasks.map(taskLine).join('\n') || '    (no device in scope yet)'}`,
+  );
 };
 
 const deployments: Handler = async (argv) => {
@@ -54,8 +61,12 @@ const undeploy: Handler = async (argv) => {
   const { positionals, admin, json } = parse(argv, {});
   const id = positiveInt(positionals[0], 'the deployment id');
   const result = await admin().deployments.remove(id);
-  return print(json, result, () =>
-    `Deployment ${deploymentLine(result.removed)}` + (result.removal ? `\nRemoval published: ${deploymentLine(result.removal)}` : '\nNothing is removed from the devices.'),
+  return print(
+    json,
+    result,
+    () =>
+      `Deployment ${deploymentLine(result.removed)}` +
+      (result.removal ? `\nRemoval published: ${deploymentLine(result.removal)}` : '\nNothing is removed from the devices.'),
   );
 };
 

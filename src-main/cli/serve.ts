@@ -30,7 +30,8 @@ export function startupMessage(error: StartupError): string {
 function port(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new CliError(`${flag} must be a port number (0 = any free port), not "${value}"`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new CliError(`${flag} must be a port number (0 = any free port), not "${value}"`);
   return n;
 }
 
@@ -89,9 +90,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
     }
   }
   const mqttBroker = (values['mqtt-broker'] ?? 'embedded') as BrokerMode;
-  if (!BROKER_MODES.includes(mqttBroker)) throw new CliError(`--mqtt-broker must be one of ${BROKER_MODES.join(', ')}, not "${values['mqtt-broker']}"`);
-  if (mqttBroker !== 'embedded' && !values['mqtt-broker-url']) throw new CliError(`--mqtt-broker ${mqttBroker} needs --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]`);
-  if (mqttBroker === 'embedded' && (values['mqtt-broker-url'] || values['mqtt-public-url'])) throw new CliError('--mqtt-broker-url and --mqtt-public-url need --mqtt-broker mosquitto or rabbitmq');
+  if (!BROKER_MODES.includes(mqttBroker))
+    throw new CliError(`--mqtt-broker must be one of ${BROKER_MODES.join(', ')}, not "${values['mqtt-broker']}"`);
+  if (mqttBroker !== 'embedded' && !values['mqtt-broker-url'])
+    throw new CliError(`--mqtt-broker ${mqttBroker} needs --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]`);
+  if (mqttBroker === 'embedded' && (values['mqtt-broker-url'] || values['mqtt-public-url']))
+    throw new CliError('--mqtt-broker-url and --mqtt-public-url need --mqtt-broker mosquitto or rabbitmq');
   for (const flag of ['mqtt-broker-url', 'mqtt-public-url'] as const) {
     const value = values[flag];
     if (value === undefined) continue;
@@ -103,7 +107,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
   const agentApp = values['agent-app'];
   if (agentApp !== undefined && agentApp !== 'spec' && agentApp !== 'flyve') {
-    throw new CliError(`--agent-app must be spec (the spec's agent) or flyve (the reference Flyve MDM agents), not "${agentApp}"`);
+    throw new CliError(
+      `--agent-app must be spec (the spec's agent) or flyve (the reference Flyve MDM agents), not "${agentApp}"`,
+    );
   }
   let backend: RunningBackend;
   try {
@@ -140,7 +146,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
       throw new CliError(`--agent-app flyve: ${unfit}; change them in the settings first`);
     }
     backend.services.settings.update({ agent_app: agentApp });
-    backend.services.events.record('settings.updated', `Settings changed: agent_app (serve --agent-app ${agentApp})`, {}, { keys: ['agent_app'] });
+    backend.services.events.record(
+      'settings.updated',
+      `Settings changed: agent_app (serve --agent-app ${agentApp})`,
+      {},
+      { keys: ['agent_app'] },
+    );
   }
   const { info } = backend;
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));
@@ -149,17 +160,17 @@ export async function serveCommand(argv: string[]): Promise<number> {
   Agent API (base_url):  ${info.api_url}
   Deeplink page:         ${info.deeplink_url}/deeplink/
 ${
-    info.mqtt_broker === 'embedded'
-      ? `  MQTT broker:           ${info.public_host}:${info.mqtt_port} (TLS ${info.mqtt_tls_port})
+  info.mqtt_broker === 'embedded'
+    ? `  MQTT broker:           ${info.public_host}:${info.mqtt_port} (TLS ${info.mqtt_tls_port})
   TLS certificate:       SHA-256 ${info.mqtt_tls_fingerprint}`
-      : `  MQTT broker:           ${info.mqtt_broker} ${backend.broker.status().url}; agents connect to ${info.mqtt_host}:${info.mqtt_port || info.mqtt_tls_port}${info.mqtt_port ? '' : ' (TLS)'}
+    : `  MQTT broker:           ${info.mqtt_broker} ${backend.broker.status().url}; agents connect to ${info.mqtt_host}:${info.mqtt_port || info.mqtt_tls_port}${info.mqtt_port ? '' : ' (TLS)'}
                          ${backend.broker.status().connected ? 'connected' : `not connected yet (${backend.broker.status().problem}): retrying in the background`}`
-  }
+}
   Admin API:             ${info.admin_url}/api   (token in ${info.data_dir}/admin-token)
   Console:               ${info.console_url}
                          (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)
   Mail:                  ${backend.services.mail.settings.describeTarget().summary}
-  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : 'spec (codes for the spec\'s agent)'}${unreachableWarning(info.public_host)}
+  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : "spec (codes for the spec's agent)"}${unreachableWarning(info.public_host)}
 Press Ctrl+C to stop.`);
   }
   await new Promise<void>((resolve) => {

@@ -10,19 +10,25 @@ export function readServerFile(dataDir: string): ServerInfo {
   try {
     text = readFileSync(file, 'utf8');
   } catch {
-    throw new CliError(`No server is running for ${dataDir} (no ${file}). Start one with: npm run serve -- --data-dir ${dataDir}`);
+    throw new CliError(
+      `No server is running for ${dataDir} (no ${file}). Start one with: npm run serve -- --data-dir ${dataDir}`,
+    );
   }
   let info: ServerInfo;
   try {
     info = JSON.parse(text) as ServerInfo;
   } catch {
-    throw new CliError(`${file} is not readable JSON; if no server is running, delete it and start one with: npm run serve -- --data-dir ${dataDir}`);
+    throw new CliError(
+      `${file} is not readable JSON; if no server is running, delete it and start one with: npm run serve -- --data-dir ${dataDir}`,
+    );
   }
   try {
     process.kill(info.pid, 0);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ESRCH') {
-      throw new CliError(`The server recorded in ${file} (pid ${info.pid}) is not running. Start it with: npm run serve -- --data-dir ${dataDir}`);
+      throw new CliError(
+        `The server recorded in ${file} (pid ${info.pid}) is not running. Start it with: npm run serve -- --data-dir ${dataDir}`,
+      );
     }
   }
   return info;

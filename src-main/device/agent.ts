@@ -34,8 +34,18 @@ export async function runAgent(options: AgentRunOptions, log: StepLog = () => {}
 
   const downloads: DownloadSummary[] = [];
   for (const target of options.downloads ?? []) {
-    const downloadOptions = { backendUrl: enrollment.backendUrl, apiToken: enrollment.apiToken, target, dialect: enrollment.dialect };
-    downloads.push(await downloadAndVerify(options.timeoutMs === undefined ? downloadOptions : { ...downloadOptions, timeoutMs: options.timeoutMs }, log));
+    const downloadOptions = {
+      backendUrl: enrollment.backendUrl,
+      apiToken: enrollment.apiToken,
+      target,
+      dialect: enrollment.dialect,
+    };
+    downloads.push(
+      await downloadAndVerify(
+        options.timeoutMs === undefined ? downloadOptions : { ...downloadOptions, timeoutMs: options.timeoutMs },
+        log,
+      ),
+    );
   }
   return { enrollment, mqtt, downloads, ok: downloads.every((summary) => summary.ok) };
 }

@@ -109,9 +109,11 @@ function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: 
   downloads.forEach(parseDownloadTarget); // reject bad targets before enrolling
 
   const dialectName = values.dialect ?? 'spec';
-  if (dialectName !== 'spec' && dialectName !== 'flyve') throw new Error(`--dialect must be spec or flyve, got ${JSON.stringify(dialectName)}`);
+  if (dialectName !== 'spec' && dialectName !== 'flyve')
+    throw new Error(`--dialect must be spec or flyve, got ${JSON.stringify(dialectName)}`);
   const reports = values.reports;
-  if (reports !== undefined && reports !== 'http' && reports !== 'mqtt') throw new Error(`--reports must be http or mqtt, got ${JSON.stringify(reports)}`);
+  if (reports !== undefined && reports !== 'http' && reports !== 'mqtt')
+    throw new Error(`--reports must be http or mqtt, got ${JSON.stringify(reports)}`);
   const options: AgentRunOptions = { deeplink: values.deeplink, email: values.email, type: type satisfies AgentType, downloads };
   if (values.dialect !== undefined) options.dialect = dialectOf(dialectName, reports);
   else if (reports !== undefined) throw new Error('--reports needs --dialect flyve');
@@ -128,11 +130,21 @@ function printSummary(result: AgentRunResult, print: (line: string) => void): vo
   print('');
   print(`enrolled: agent ${enrollment.agentId} (${String(enrollment.agent.name)}), ${enrollment.type} ${enrollment.version}`);
   print(`  serial ${enrollment.serial}, uuid ${enrollment.uuid}`);
-  print(`  computer ${String(enrollment.agent.computers_id)}, entity ${String(enrollment.agent.entities_id)}, fleet ${String(enrollment.agent.plugin_mdm_fleets_id ?? enrollment.agent['plugin_flyvemdm_fleets_id'])}`);
-  if (enrollment.dialect.name === 'flyve') print(`  dialect flyve (${enrollment.version}), reports over ${enrollment.dialect.reports.toUpperCase()}`);
-  print(`  mqtt ${mqtt.host}:${mqtt.port}${mqtt.tls ? ' (tls)' : ''}, topic ${mqtt.topic}, login ${mqtt.username}, password ${mask(mqtt.password)}`);
+  print(
+    `  computer ${String(enrollment.agent.computers_id)}, entity ${String(enrollment.agent.entities_id)}, fleet ${String(enrollment.agent.plugin_mdm_fleets_id ?? enrollment.agent['plugin_flyvemdm_fleets_id'])}`,
+  );
+  if (enrollment.dialect.name === 'flyve')
+    print(`  dialect flyve (${enrollment.version}), reports over ${enrollment.dialect.reports.toUpperCase()}`);
+  print(
+    `  mqtt ${mqtt.host}:${mqtt.port}${mqtt.tls ? ' (tls)' : ''}, topic ${mqtt.topic}, login ${mqtt.username}, password ${mask(mqtt.password)}`,
+  );
   print(`  api_token ${mask(enrollment.apiToken)} (use --json to get the secrets)`);
-  const helpdesk = [enrollment.helpdesk.name, enrollment.helpdesk.phone, enrollment.helpdesk.website, enrollment.helpdesk.email].filter((v) => v !== '');
+  const helpdesk = [
+    enrollment.helpdesk.name,
+    enrollment.helpdesk.phone,
+    enrollment.helpdesk.website,
+    enrollment.helpdesk.email,
+  ].filter((v) => v !== '');
   if (helpdesk.length > 0) print(`  helpdesk ${helpdesk.join(', ')}`);
   for (const download of result.downloads) {
     const failed = download.checks.filter((check) => check.status === 'failed').length;
@@ -160,5 +172,8 @@ function errorJson(error: unknown): Record<string, unknown> {
   if (error instanceof AgentApiError) {
     return { status: error.status, code: error.code, message: error.serverMessage, endpoint: error.endpoint };
   }
-  return { code: error instanceof DeeplinkError ? 'BAD_DEEPLINK' : 'ERROR', message: error instanceof Error ? error.message : String(error) };
+  return {
+    code: error instanceof DeeplinkError ? 'BAD_DEEPLINK' : 'ERROR',
+    message: error instanceof Error ? error.message : String(error),
+  };
 }

@@ -58,7 +58,9 @@ export function decodeDeeplink(input: string): DeeplinkData {
 }
 
 /** Base64 (standard, padded) of the fields joined as our backend does; tests use it to make inputs. */
-export function encodeDeeplinkData(fields: Partial<DeeplinkFields> & Pick<DeeplinkFields, 'backendUrl' | 'userToken' | 'invitationToken'>): string {
+export function encodeDeeplinkData(
+  fields: Partial<DeeplinkFields> & Pick<DeeplinkFields, 'backendUrl' | 'userToken' | 'invitationToken'>,
+): string {
   const line = FIELD_ORDER.map((key) => quoteField(fields[key] ?? '')).join(';');
   return Buffer.from(line, 'utf8').toString('base64');
 }
@@ -114,9 +116,7 @@ function decodeBase64Text(data: string): string {
     .replace(/=+$/, ''); // padding is recomputed below
   const bad = /[^A-Za-z0-9+/]/.exec(normalized);
   if (bad) {
-    throw new DeeplinkError(
-      `deeplink data is not base64 (unexpected ${JSON.stringify(bad[0])} at position ${bad.index})`,
-    );
+    throw new DeeplinkError(`deeplink data is not base64 (unexpected ${JSON.stringify(bad[0])} at position ${bad.index})`);
   }
   if (normalized.length % 4 === 1) throw new DeeplinkError('deeplink data is truncated base64');
   const padded = normalized + '='.repeat((4 - (normalized.length % 4)) % 4);

@@ -34,7 +34,10 @@ export async function startDevice(options: DeviceOptions): Promise<SimulatedDevi
 }
 
 /** The MQTT and policy half of startDevice, for a device enrolled already. */
-export async function connectEnrolledDevice(enrollment: EnrollmentResult, options: Omit<DeviceOptions, keyof EnrollOptions> & Partial<EnrollOptions> = {}): Promise<SimulatedDevice> {
+export async function connectEnrolledDevice(
+  enrollment: EnrollmentResult,
+  options: Omit<DeviceOptions, keyof EnrollOptions> & Partial<EnrollOptions> = {},
+): Promise<SimulatedDevice> {
   const credentials = mqttCredentialsOf(enrollment);
   let agent: MqttAgent | null = null;
   const policies = createPolicyRunner({

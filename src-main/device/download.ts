@@ -207,7 +207,12 @@ async function downloadWhole(client: AgentApiClient, target: DownloadTarget, pat
       createWriteStream(path),
     );
   } catch (error) {
-    throw new AgentApiError(endpoint, response.status, 'NETWORK_ERROR', `download interrupted after ${size} bytes: ${describeError(error)}`);
+    throw new AgentApiError(
+      endpoint,
+      response.status,
+      'NETWORK_ERROR',
+      `download interrupted after ${size} bytes: ${describeError(error)}`,
+    );
   }
   const sha256 = hash.digest('hex');
 
@@ -223,14 +228,25 @@ async function downloadWhole(client: AgentApiClient, target: DownloadTarget, pat
   const result: WholeDownload = {
     size,
     sha256,
-    check: { name: 'whole', status: problems.length > 0 ? 'failed' : 'ok', detail: problems.length > 0 ? `${detail}; ${problems.join('; ')}` : detail },
+    check: {
+      name: 'whole',
+      status: problems.length > 0 ? 'failed' : 'ok',
+      detail: problems.length > 0 ? `${detail}; ${problems.join('; ')}` : detail,
+    },
   };
   if (fileName !== undefined) result.fileName = fileName;
   return result;
 }
 
 /** Headers of spec §4 that a download must carry (Date and Connection belong to the HTTP layer). */
-const SPEC_HEADERS = ['accept-ranges', 'cache-control', 'content-transfer-encoding', 'content-disposition', 'expires', 'last-modified'];
+const SPEC_HEADERS = [
+  'accept-ranges',
+  'cache-control',
+  'content-transfer-encoding',
+  'content-disposition',
+  'expires',
+  'last-modified',
+];
 
 function checkContentHeaders(response: Response, bodyLength: number): string[] {
   const problems: string[] = [];
@@ -252,7 +268,10 @@ function checkContentRange(response: Response, expected: string): string[] {
   return actual.trim() === expected ? [] : [`Content-Range ${actual}, expected ${expected}`];
 }
 
-async function fetchMetadata(client: AgentApiClient, target: DownloadTarget): Promise<{ metadata?: ContentMetadata; reason: string }> {
+async function fetchMetadata(
+  client: AgentApiClient,
+  target: DownloadTarget,
+): Promise<{ metadata?: ContentMetadata; reason: string }> {
   let response: Response;
   try {
     response = await client.requestContent(target.kind, target.id, { accept: 'application/json' });
@@ -267,7 +286,8 @@ async function fetchMetadata(client: AgentApiClient, target: DownloadTarget): Pr
   }
   try {
     const body: unknown = await response.json();
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) return { reason: 'not offered (JSON is not an object)' };
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      return { reason: 'not offered (JSON is not an object)' };
     return { metadata: body as ContentMetadata, reason: '' };
   } catch (error) {
     return { reason: `not offered (unreadable JSON: ${describeError(error)})` };
@@ -277,13 +297,25 @@ async function fetchMetadata(client: AgentApiClient, target: DownloadTarget): Pr
 function compareMetadata(metadata: ContentMetadata, size: number, sha256: string): CheckResult {
   const problems: string[] = [];
   if (typeof metadata.sha256 !== 'string') problems.push('no sha256 in metadata');
-  else if (metadata.sha256.toLowerCase() !== sha256) problems.push(`sha256 ${metadata.sha256} but the download hashes to ${sha256}`);
-  if (metadata.filesize !== undefined && Number(metadata.filesize) !== size) problems.push(`filesize ${String(metadata.filesize)} but ${size} bytes came`);
+  else if (metadata.sha256.toLowerCase() !== sha256)
+    problems.push(`sha256 ${metadata.sha256} but the download hashes to ${sha256}`);
+  if (metadata.filesize !== undefined && Number(metadata.filesize) !== size)
+    problems.push(`filesize ${String(metadata.filesize)} but ${size} bytes came`);
   if (problems.length > 0) return { name: 'metadata', status: 'failed', detail: problems.join('; ') };
-  return { name: 'metadata', status: 'ok', detail: `sha256${metadata.filesize !== undefined ? ' and filesize' : ''} match${typeof metadata.name === 'string' ? `, ${metadata.name}` : ''}` };
+  return {
+    name: 'metadata',
+    status: 'ok',
+    detail: `sha256${metadata.filesize !== undefined ? ' and filesize' : ''} match${typeof metadata.name === 'string' ? `, ${metadata.name}` : ''}`,
+  };
 }
 
-async function checkRange(client: AgentApiClient, target: DownloadTarget, range: string, size: number, file: FileHandle): Promise<CheckResult> {
+async function checkRange(
+  client: AgentApiClient,
+  target: DownloadTarget,
+  range: string,
+  size: number,
+  file: FileHandle,
+): Promise<CheckResult> {
   const name = `range ${range}`;
   const expected = expectedRange(range, size);
   let response: Response;
@@ -298,7 +330,9 @@ async function checkRange(client: AgentApiClient, target: DownloadTarget, range:
     const problems: string[] = [];
     if (response.status !== 416) problems.push(`status ${response.status}, expected 416`);
     problems.push(...checkContentRange(response, `bytes */${size}`));
-    return problems.length > 0 ? { name, status: 'failed', detail: problems.join('; ') } : { name, status: 'ok', detail: `416, bytes */${size}` };
+    return problems.length > 0
+      ? { name, status: 'failed', detail: problems.join('; ') }
+      : { name, status: 'ok', detail: `416, bytes */${size}` };
   }
 
   const length = expected.last - expected.first + 1;
@@ -306,7 +340,11 @@ async function checkRange(client: AgentApiClient, target: DownloadTarget, range:
   const expectedContentRange = `bytes ${expected.first}-${expected.last}/${size}`;
   if (response.status !== 200 && response.status !== 206) {
     const error = await AgentApiError.fromResponse(client.contentEndpoint(target.kind, target.id), response);
-    return { name, status: 'failed', detail: `status ${response.status}, expected ${expectedStatus}: ${error.code} ${error.serverMessage}` };
+    return {
+      name,
+      status: 'failed',
+      detail: `status ${response.status}, expected ${expectedStatus}: ${error.code} ${error.serverMessage}`,
+    };
   }
 
   const problems: string[] = [];
@@ -314,7 +352,8 @@ async function checkRange(client: AgentApiClient, target: DownloadTarget, range:
   problems.push(...checkContentRange(response, expectedContentRange));
   try {
     const comparison = await compareWithFile(response, file, expected.first, length);
-    if (comparison.mismatchAt !== undefined) problems.push(`body differs from the whole download at byte ${expected.first + comparison.mismatchAt}`);
+    if (comparison.mismatchAt !== undefined)
+      problems.push(`body differs from the whole download at byte ${expected.first + comparison.mismatchAt}`);
     else if (comparison.overflow) problems.push(`body is longer than the expected ${length} bytes`);
     else if (comparison.received !== length) problems.push(`body has ${comparison.received} bytes, expected ${length}`);
     else problems.push(...checkContentHeaders(response, comparison.received));
@@ -326,7 +365,12 @@ async function checkRange(client: AgentApiClient, target: DownloadTarget, range:
 }
 
 /** Streams the body and compares it with the saved file at `first`; stops at the first difference. */
-async function compareWithFile(response: Response, file: FileHandle, first: number, length: number): Promise<{ received: number; mismatchAt?: number; overflow: boolean }> {
+async function compareWithFile(
+  response: Response,
+  file: FileHandle,
+  first: number,
+  length: number,
+): Promise<{ received: number; mismatchAt?: number; overflow: boolean }> {
   let received = 0;
   for await (const chunk of bodyStream(response) as AsyncIterable<Buffer>) {
     const wanted = Math.min(chunk.length, length - received);

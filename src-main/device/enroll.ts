@@ -88,11 +88,19 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
   const uuid = options.uuid ?? randomUUID();
   const dialect = options.dialect ?? SPEC_DIALECT;
   const version = options.version ?? (options.dialect ? dialect.defaultVersion : DEFAULT_AGENT_VERSION);
-  log(`deeplink … ok (backend ${invitation.backendUrl}, ${invitation.format} format${dialect.name === 'flyve' ? `; Flyve agent ${version}, reports over ${dialect.reports.toUpperCase()}` : ''})`);
+  log(
+    `deeplink … ok (backend ${invitation.backendUrl}, ${invitation.format} format${dialect.name === 'flyve' ? `; Flyve agent ${version}, reports over ${dialect.reports.toUpperCase()}` : ''})`,
+  );
 
   const client = new AgentApiClient(invitation.backendUrl, { ...optionalTimeout(options.timeoutMs), dialect });
 
-  await step(log, 1, 'initSession', () => client.initSession(invitation.userToken), (token) => `session ${shorten(token)}`);
+  await step(
+    log,
+    1,
+    'initSession',
+    () => client.initSession(invitation.userToken),
+    (token) => `session ${shorten(token)}`,
+  );
 
   const { activeProfileId, guestProfileId } = await step(
     log,
@@ -101,7 +109,12 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
     async () => {
       const profiles = readProfiles(await client.getFullSession(), dialect);
       if (profiles.guestProfileId === undefined) {
-        throw new AgentApiError('GET getFullSession', 200, 'BAD_RESPONSE', `full session has no ${dialect.guestProfileKeys.join(' or ')}`);
+        throw new AgentApiError(
+          'GET getFullSession',
+          200,
+          'BAD_RESPONSE',
+          `full session has no ${dialect.guestProfileKeys.join(' or ')}`,
+        );
       }
       return { activeProfileId: profiles.activeProfileId, guestProfileId: profiles.guestProfileId };
     },
@@ -111,7 +124,13 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
   // The Android Flyve agent never reads the active profile: it always switches.
   const switchedProfile = dialect.alwaysSwitchProfile || activeProfileId !== guestProfileId;
   if (switchedProfile) {
-    await step(log, 3, `changeActiveProfile ${guestProfileId}`, () => client.changeActiveProfile(guestProfileId), () => 'switched to the guest profile');
+    await step(
+      log,
+      3,
+      `changeActiveProfile ${guestProfileId}`,
+      () => client.changeActiveProfile(guestProfileId),
+      () => 'switched to the guest profile',
+    );
   } else {
     log(`3/${STEPS} changeActiveProfile … skipped (profile ${guestProfileId} is already the guest profile)`);
   }
@@ -130,8 +149,12 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
   if (options.firstname !== undefined) input.firstname = options.firstname;
   if (options.lastname !== undefined) input.lastname = options.lastname;
   const agentResource = dialect.resource('Agent');
-  const created = await step(log, 4, `POST ${agentResource}`, () => client.createAgent(input), (response) =>
-    `agent ${response.id}${response.message ? ` — ${response.message}` : ''}`,
+  const created = await step(
+    log,
+    4,
+    `POST ${agentResource}`,
+    () => client.createAgent(input),
+    (response) => `agent ${response.id}${response.message ? ` — ${response.message}` : ''}`,
   );
 
   const agent = await step(
@@ -142,14 +165,20 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
       const record = await client.getAgent(created.id);
       const missing = dialect.requiredRecordFields.filter((field) => record[field] === undefined || record[field] === null);
       if (missing.length > 0) {
-        throw new AgentApiError(`GET ${agentResource}/${created.id}`, 200, 'BAD_RESPONSE', `agent record has no ${missing.join(', ')}`);
+        throw new AgentApiError(
+          `GET ${agentResource}/${created.id}`,
+          200,
+          'BAD_RESPONSE',
+          `agent record has no ${missing.join(', ')}`,
+        );
       }
       if (typeof record.api_token !== 'string' || record.api_token === '') {
         throw new AgentApiError(`GET ${agentResource}/${created.id}`, 200, 'BAD_RESPONSE', 'agent record has no api_token');
       }
       return record;
     },
-    (record) => `${String(record.enroll_status)}, topic ${String(record.topic)}, broker ${String(record.broker)}:${String(record.port)}`,
+    (record) =>
+      `${String(record.enroll_status)}, topic ${String(record.topic)}, broker ${String(record.broker)}:${String(record.port)}`,
   );
   for (const warning of checkAgentRecord(agent)) log(`   warning: ${warning}`);
   // The user token and the enrollment session are not kept: the api_token replaces them (spec §5.5).
@@ -182,7 +211,10 @@ export async function startAgentSession(
   apiToken: string,
   options: { timeoutMs?: number; dialect?: Dialect } = {},
 ): Promise<AgentApiClient> {
-  const client = new AgentApiClient(backendUrl, { ...optionalTimeout(options.timeoutMs), ...(options.dialect ? { dialect: options.dialect } : {}) });
+  const client = new AgentApiClient(backendUrl, {
+    ...optionalTimeout(options.timeoutMs),
+    ...(options.dialect ? { dialect: options.dialect } : {}),
+  });
   await client.initSession(apiToken);
   return client;
 }
@@ -209,8 +241,14 @@ export function randomSerial(type: string = 'android'): string {
 }
 
 /** Reads the profile ids at the top level, else under `session` (DESIGN.md "getFullSession"). */
-export function readProfiles(session: FullSession, dialect: Dialect = SPEC_DIALECT): { activeProfileId?: number; guestProfileId?: number } {
-  const nested = (typeof session.session === 'object' && session.session !== null ? session.session : {}) as Record<string, unknown>;
+export function readProfiles(
+  session: FullSession,
+  dialect: Dialect = SPEC_DIALECT,
+): { activeProfileId?: number; guestProfileId?: number } {
+  const nested = (typeof session.session === 'object' && session.session !== null ? session.session : {}) as Record<
+    string,
+    unknown
+  >;
   const top = session as Record<string, unknown>;
   const first = (keys: readonly string[]) => keys.map((key) => top[key] ?? nested[key]).find((value) => value !== undefined);
   const active = first(dialect.activeProfileKeys) as { id?: unknown } | undefined;
@@ -260,11 +298,17 @@ export function checkAgentRecord(record: AgentRecord): string[] {
   for (const [field, expected] of Object.entries(RECORD_FIELD_TYPES)) {
     const value = record[field];
     const ok =
-      expected === 'integer' ? Number.isInteger(value)
-      : expected === 'string' ? typeof value === 'string'
-      : expected === 'string|null' ? value === null || typeof value === 'string'
-      : Array.isArray(value);
-    if (!ok) warnings.push(`agent record field ${field} should be ${expected}, got ${value === undefined ? 'nothing' : JSON.stringify(value)}`);
+      expected === 'integer'
+        ? Number.isInteger(value)
+        : expected === 'string'
+          ? typeof value === 'string'
+          : expected === 'string|null'
+            ? value === null || typeof value === 'string'
+            : Array.isArray(value);
+    if (!ok)
+      warnings.push(
+        `agent record field ${field} should be ${expected}, got ${value === undefined ? 'nothing' : JSON.stringify(value)}`,
+      );
   }
   if (record.enroll_status === 'pending_approval') {
     warnings.push(`enroll_status is pending_approval: an administrator must approve this device before the broker lets it in`);
@@ -275,7 +319,13 @@ export function checkAgentRecord(record: AgentRecord): string[] {
 }
 
 /** Runs one numbered step, logging "n/5 name … ok (detail)" or "n/5 name … failed: why". */
-async function step<T>(log: StepLog, index: number, name: string, run: () => Promise<T>, describe: (value: T) => string): Promise<T> {
+async function step<T>(
+  log: StepLog,
+  index: number,
+  name: string,
+  run: () => Promise<T>,
+  describe: (value: T) => string,
+): Promise<T> {
   const prefix = `${index}/${STEPS} ${name} …`;
   let value: T;
   try {

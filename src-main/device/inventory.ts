@@ -12,11 +12,27 @@ interface Phone {
 }
 
 const ANDROID: Phone[] = [
-  { manufacturer: 'samsung', model: 'SM-G973F', os: 'Android', versions: ['10', '11', '12'], memoryMb: 7_680, storageMb: 122_070 },
+  {
+    manufacturer: 'samsung',
+    model: 'SM-G973F',
+    os: 'Android',
+    versions: ['10', '11', '12'],
+    memoryMb: 7_680,
+    storageMb: 122_070,
+  },
   { manufacturer: 'Google', model: 'Pixel 6', os: 'Android', versions: ['12', '13', '14'], memoryMb: 7_815, storageMb: 119_000 },
   { manufacturer: 'motorola', model: 'moto g(8)', os: 'Android', versions: ['10', '11'], memoryMb: 3_776, storageMb: 52_400 },
 ];
-const APPLE: Phone[] = [{ manufacturer: 'Apple', model: 'iPhone12,1', os: 'iOS', versions: ['14.8', '15.7', '16.6'], memoryMb: 3_840, storageMb: 122_000 }];
+const APPLE: Phone[] = [
+  {
+    manufacturer: 'Apple',
+    model: 'iPhone12,1',
+    os: 'iOS',
+    versions: ['14.8', '15.7', '16.6'],
+    memoryMb: 3_840,
+    storageMb: 122_000,
+  },
+];
 
 const APPS: [string, string, string][] = [
   ['Chrome', 'com.android.chrome', '119.0.6045.163'],
@@ -33,7 +49,9 @@ const APPS: [string, string, string][] = [
 
 const escapeXml = (value: string) => value.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 const element = (name: string, fields: Record<string, string | number>) =>
-  `    <${name}>\n${Object.entries(fields).map(([k, v]) => `      <${k}>${escapeXml(String(v))}</${k}>`).join('\n')}\n    </${name}>`;
+  `    <${name}>\n${Object.entries(fields)
+    .map(([k, v]) => `      <${k}>${escapeXml(String(v))}</${k}>`)
+    .join('\n')}\n    </${name}>`;
 
 /** The inventory of the device with this serial (deterministic: the same serial, the same phone). */
 export function fakeInventoryXml(device: { serial: string; uuid: string; type: 'android' | 'apple' | string }): string {
@@ -48,14 +66,49 @@ export function fakeInventoryXml(device: { serial: string; uuid: string; type: '
   const apps = APPS.filter((_, i) => (seed[16 + (i % 10)]! & 3) !== 0 || i === 3);
   const parts = [
     element('ACCESSLOG', { LOGDATE: now, USERID: 'N/A' }),
-    element('BIOS', { BMANUFACTURER: phone.manufacturer, MMANUFACTURER: phone.manufacturer, SMANUFACTURER: phone.manufacturer, SMODEL: phone.model, SSN: device.serial }),
-    element('HARDWARE', { NAME: phone.model, OSNAME: phone.os, OSVERSION: version, ARCHNAME: 'aarch64', MEMORY: phone.memoryMb, UUID: device.uuid, USERID: 'u0' }),
-    element('OPERATINGSYSTEM', { NAME: phone.os, VERSION: version, FULL_NAME: `${phone.os} ${version}`, KERNEL_NAME: device.type === 'apple' ? 'darwin' : 'linux' }),
-    element('BATTERIES', { CHEMISTRY: 'Li-ion', CAPACITY: '3400 mAh', LEVEL: `${level}%`, HEALTH: 'Good', STATUS: level > 90 ? 'Full' : 'Discharging', VOLTAGE: '3.85V', TEMPERATURE: '29.5°C' }),
+    element('BIOS', {
+      BMANUFACTURER: phone.manufacturer,
+      MMANUFACTURER: phone.manufacturer,
+      SMANUFACTURER: phone.manufacturer,
+      SMODEL: phone.model,
+      SSN: device.serial,
+    }),
+    element('HARDWARE', {
+      NAME: phone.model,
+      OSNAME: phone.os,
+      OSVERSION: version,
+      ARCHNAME: 'aarch64',
+      MEMORY: phone.memoryMb,
+      UUID: device.uuid,
+      USERID: 'u0',
+    }),
+    element('OPERATINGSYSTEM', {
+      NAME: phone.os,
+      VERSION: version,
+      FULL_NAME: `${phone.os} ${version}`,
+      KERNEL_NAME: device.type === 'apple' ? 'darwin' : 'linux',
+    }),
+    element('BATTERIES', {
+      CHEMISTRY: 'Li-ion',
+      CAPACITY: '3400 mAh',
+      LEVEL: `${level}%`,
+      HEALTH: 'Good',
+      STATUS: level > 90 ? 'Full' : 'Discharging',
+      VOLTAGE: '3.85V',
+      TEMPERATURE: '29.5°C',
+    }),
     element('SIMCARDS', { IMEI: imei, OPERATOR_NAME: 'Orange F', COUNTRY: 'fr', STATE: 'SIM_STATE_READY' }),
     element('DRIVES', { VOLUMN: '/data', TOTAL: phone.storageMb, FREE: free, FILESYSTEM: 'ext4' }),
     element('MEMORIES', { CAPACITY: phone.memoryMb, DESCRIPTION: 'RAM', TYPE: 'LPDDR4X' }),
-    ...apps.map(([name, pkg, appVersion]) => element('SOFTWARES', { NAME: name, FILENAME: pkg, VERSION: appVersion, FROM: 'Android', INSTALLDATE: '2023-11-01 09:12:44' })),
+    ...apps.map(([name, pkg, appVersion]) =>
+      element('SOFTWARES', {
+        NAME: name,
+        FILENAME: pkg,
+        VERSION: appVersion,
+        FROM: 'Android',
+        INSTALLDATE: '2023-11-01 09:12:44',
+      }),
+    ),
   ];
   return `<?xml version="1.0" encoding="UTF-8"?>\n<REQUEST>\n  <CONTENT>\n${parts.join('\n')}\n  </CONTENT>\n  <DEVICEID>${escapeXml(device.serial)}-${now.slice(0, 10)}</DEVICEID>\n  <QUERY>INVENTORY</QUERY>\n</REQUEST>\n`;
 }
@@ -73,7 +126,12 @@ function luhnComplete(digits: string): string {
 
 /** A position near a few European cities, jittered per call, as a phone's GPS fix. */
 export function fakePosition(serial: string): { latitude: number; longitude: number } {
-  const cities = [[48.8566, 2.3522], [45.764, 4.8357], [52.52, 13.405], [41.3874, 2.1686]] as const;
+  const cities = [
+    [48.8566, 2.3522],
+    [45.764, 4.8357],
+    [52.52, 13.405],
+    [41.3874, 2.1686],
+  ] as const;
   const [lat, lon] = cities[createHash('sha256').update(serial).digest()[0]! % cities.length]!;
   return { latitude: round(lat + (Math.random() - 0.5) * 0.01), longitude: round(lon + (Math.random() - 0.5) * 0.01) };
 }

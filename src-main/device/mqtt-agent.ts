@@ -41,7 +41,12 @@ export type MqttAgentEvent =
   | { type: 'refused'; code: number; message: string }
   | { type: 'command'; name: string; payload: unknown }
   | { type: 'message'; topic: string; payload: string }
-  | { type: 'reported'; what: 'online' | 'offline' | 'pong' | 'inventory' | 'position' | 'unenrolled'; transport: 'mqtt' | 'http'; error: string | null }
+  | {
+      type: 'reported';
+      what: 'online' | 'offline' | 'pong' | 'inventory' | 'position' | 'unenrolled';
+      transport: 'mqtt' | 'http';
+      error: string | null;
+    }
   | { type: 'stopped'; reason: MqttAgentEndReason };
 
 export type MqttAgentEndReason = 'stopped' | 'unenrolled' | 'refused';
@@ -122,7 +127,10 @@ export class MqttAgent {
   }
 
   /** Sends one report; a failure is logged and recorded, never thrown (the agent keeps running). */
-  private async report(what: 'online' | 'offline' | 'pong' | 'inventory' | 'position' | 'unenrolled', send: () => Promise<void>): Promise<void> {
+  private async report(
+    what: 'online' | 'offline' | 'pong' | 'inventory' | 'position' | 'unenrolled',
+    send: () => Promise<void>,
+  ): Promise<void> {
     const transport = this.reporter.transport;
     let error: string | null = null;
     try {
@@ -145,7 +153,11 @@ export class MqttAgent {
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         void this.end('stopped');
-        reject(new Error(`could not connect to the MQTT broker ${this.where()} within ${Math.round(timeoutMs / 1000)} s${this.lastError ? `: ${this.lastError}` : ''}`));
+        reject(
+          new Error(
+            `could not connect to the MQTT broker ${this.where()} within ${Math.round(timeoutMs / 1000)} s${this.lastError ? `: ${this.lastError}` : ''}`,
+          ),
+        );
       }, timeoutMs);
       const settle = (error?: Error) => {
         clearTimeout(timer);
@@ -201,7 +213,12 @@ export class MqttAgent {
         const closed = new Promise<void>((resolve) => client!.once('close', () => resolve()));
         try {
           await this.online(client);
-          this.emit({ type: 'connected', attempt: this.state.connections, tls: this.options.tls, fingerprint: this.state.fingerprint });
+          this.emit({
+            type: 'connected',
+            attempt: this.state.connections,
+            tls: this.options.tls,
+            fingerprint: this.state.fingerprint,
+          });
           if (first) {
             first = false;
             settleFirst();
@@ -219,7 +236,9 @@ export class MqttAgent {
       const delay = Math.round(Math.min(initialMs * 2 ** attempt, maxMs) * (0.75 + Math.random() * 0.5));
       attempt += 1;
       if (!first) {
-        this.log(`mqtt: connection to ${this.where()} lost${this.lastError ? ` (${this.lastError})` : ''}; reconnecting in ${(delay / 1000).toFixed(1)} s`);
+        this.log(
+          `mqtt: connection to ${this.where()} lost${this.lastError ? ` (${this.lastError})` : ''}; reconnecting in ${(delay / 1000).toFixed(1)} s`,
+        );
         this.emit({ type: 'connection-lost', retryInMs: delay, error: this.lastError });
       }
       await new Promise<void>((resolve) => {
@@ -257,7 +276,8 @@ export class MqttAgent {
       const client = mqtt.connect(options);
       let lastError: Error | null = null;
       const onError = (error: Error & { code?: number | string }) => {
-        lastError = typeof error.code === 'number' && error.code > 0 ? new MqttRefusedError(error.code, refusalText(error.code)) : error;
+        lastError =
+          typeof error.code === 'number' && error.code > 0 ? new MqttRefusedError(error.code, refusalText(error.code)) : error;
       };
       const onClose = () => {
         client.removeListener('connect', onConnect);
@@ -286,7 +306,8 @@ export class MqttAgent {
       (granted) => granted.filter((g) => g.qos === 128).map((g) => g.topic),
       (error: { packet?: { granted?: (number | object)[] } }) => filters.filter((_, i) => error.packet?.granted?.[i] === 128),
     );
-    if (this.dialect.publishesOnline) await client.publishAsync(`${this.topic}/Status/Online`, ONLINE(true), { qos: 1, retain: true });
+    if (this.dialect.publishesOnline)
+      await client.publishAsync(`${this.topic}/Status/Online`, ONLINE(true), { qos: 1, retain: true });
     // Release rc.7 says it on every connect over HTTP instead.
     if (this.reporter.transport === 'http') void this.report('online', () => this.reporter.online(true));
     this.log(
@@ -345,17 +366,22 @@ export class MqttAgent {
         break;
       case 'Unenroll':
         if (body?.unenroll === 'now') {
-          this.log(this.dialect.confirmsUnenroll ? 'mqtt: ← Unenroll → confirming, then leaving' : 'mqtt: ← Unenroll → reporting offline over HTTP, forgetting everything, leaving');
-          void this.report('unenrolled', () => this.reporter.unenrolled())
-            .then(() => {
-              this.state.unenrolled = true;
-              return this.end('unenrolled');
-            });
+          this.log(
+            this.dialect.confirmsUnenroll
+              ? 'mqtt: ← Unenroll → confirming, then leaving'
+              : 'mqtt: ← Unenroll → reporting offline over HTTP, forgetting everything, leaving',
+          );
+          void this.report('unenrolled', () => this.reporter.unenrolled()).then(() => {
+            this.state.unenrolled = true;
+            return this.end('unenrolled');
+          });
         }
         break;
       case 'Subscribe': {
         const topics = Array.isArray(body?.subscribe)
-          ? (body.subscribe as unknown[]).map((entry) => (entry as { topic?: unknown })?.topic).filter((t): t is string => typeof t === 'string' && t !== '')
+          ? (body.subscribe as unknown[])
+              .map((entry) => (entry as { topic?: unknown })?.topic)
+              .filter((t): t is string => typeof t === 'string' && t !== '')
           : [];
         const fresh = topics.filter((t) => !this.state.fleetTopics.includes(t));
         this.state.fleetTopics = topics;
@@ -379,14 +405,19 @@ export class MqttAgent {
         if (reason === 'stopped' && this.dialect.publishesOnline) {
           await withTimeout(client.publishAsync(`${this.topic}/Status/Online`, ONLINE(false), { qos: 1, retain: true }), 3_000);
         }
-        if (reason === 'stopped' && this.reporter.transport === 'http') await withTimeout(this.report('offline', () => this.reporter.online(false)), 5_000);
+        if (reason === 'stopped' && this.reporter.transport === 'http')
+          await withTimeout(
+            this.report('offline', () => this.reporter.online(false)),
+            5_000,
+          );
         await withTimeout(client.endAsync(), 3_000);
       } catch {
         client.end(true);
       }
     } else client?.end(true);
     this.state.connected = false;
-    if (reason !== 'refused') this.log(reason === 'unenrolled' ? 'mqtt: unenrolled; disconnected' : 'mqtt: left the broker (offline)');
+    if (reason !== 'refused')
+      this.log(reason === 'unenrolled' ? 'mqtt: unenrolled; disconnected' : 'mqtt: left the broker (offline)');
     this.emit({ type: 'stopped', reason });
     this.resolveFinished(reason);
   }
@@ -456,8 +487,15 @@ function normalizeFingerprint(value: string): string {
 
 function refusalText(code: number): string {
   return (
-    ({ 1: 'unacceptable protocol version', 2: 'identifier rejected', 3: 'server unavailable', 4: 'bad user name or password', 5: 'not authorized' } as Record<number, string>)[code] ??
-    `refused with code ${code}`
+    (
+      {
+        1: 'unacceptable protocol version',
+        2: 'identifier rejected',
+        3: 'server unavailable',
+        4: 'bad user name or password',
+        5: 'not authorized',
+      } as Record<number, string>
+    )[code] ?? `refused with code ${code}`
   );
 }
 

@@ -30,9 +30,19 @@ export interface MqttFlags {
   filesDir?: string;
 }
 
-export function mqttFlagsOf(values: { 'no-mqtt'?: boolean; stay?: boolean; 'mqtt-v31'?: boolean; 'mqtt-fingerprint'?: string; 'files-dir'?: string }): MqttFlags {
+export function mqttFlagsOf(values: {
+  'no-mqtt'?: boolean;
+  stay?: boolean;
+  'mqtt-v31'?: boolean;
+  'mqtt-fingerprint'?: string;
+  'files-dir'?: string;
+}): MqttFlags {
   if (values['no-mqtt'] && values.stay) throw new Error('--stay needs the MQTT connection: drop --no-mqtt');
-  const flags: MqttFlags = { enabled: !values['no-mqtt'], stay: values.stay ?? false, protocolVersion: values['mqtt-v31'] ? 3 : 4 };
+  const flags: MqttFlags = {
+    enabled: !values['no-mqtt'],
+    stay: values.stay ?? false,
+    protocolVersion: values['mqtt-v31'] ? 3 : 4,
+  };
   if (values['mqtt-fingerprint'] !== undefined) flags.fingerprint = values['mqtt-fingerprint'];
   if (values['files-dir'] !== undefined) flags.filesDir = values['files-dir'];
   return flags;
@@ -67,7 +77,8 @@ export class MqttSession {
       topic: credentials.topic,
       reports: this.flags.taskReports ?? taskReportsOf(enrollment.dialect),
       dialect: enrollment.dialect,
-      publish: (topic, payload) => (this.agent ? this.agent.publish(topic, payload) : Promise.reject(new Error('not connected yet'))),
+      publish: (topic, payload) =>
+        this.agent ? this.agent.publish(topic, payload) : Promise.reject(new Error('not connected yet')),
       log,
       ...(this.flags.filesDir ? { storageDir: this.flags.filesDir } : {}),
     });
@@ -79,7 +90,9 @@ export class MqttSession {
       log,
       onPolicy: (topic: string, payload: string) => policies.handle(topic, payload),
     };
-    this.agent = await startMqttAgent(this.flags.fingerprint === undefined ? options : { ...options, fingerprint: this.flags.fingerprint });
+    this.agent = await startMqttAgent(
+      this.flags.fingerprint === undefined ? options : { ...options, fingerprint: this.flags.fingerprint },
+    );
   };
 
   /** With --stay: until SIGINT/SIGTERM, unenroll or refusal. Then leaves the broker. */

@@ -124,7 +124,9 @@ export class PolicyRunner {
       try {
         await this.options.reporter.report({ taskId, policyTopic: topic, status, ...(reason === undefined ? {} : { reason }) });
       } catch (error) {
-        this.log(`policy: task ${taskId}: the ${status} report did not reach the server: ${error instanceof Error ? error.message : String(error)}`);
+        this.log(
+          `policy: task ${taskId}: the ${status} report did not reach the server: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     };
     await report('received');
@@ -159,7 +161,12 @@ export class PolicyRunner {
     }
     const fetched = await this.download('package', id, metadata, this.storagePath('apps', `${packageName}.apk`));
     const versionCode = message.versionCode === undefined ? null : Number(message.versionCode);
-    this.state.apps[packageName] = { packageId: id, versionCode: Number.isFinite(versionCode) ? versionCode : null, ...fetched, at: new Date().toISOString() };
+    this.state.apps[packageName] = {
+      packageId: id,
+      versionCode: Number.isFinite(versionCode) ? versionCode : null,
+      ...fetched,
+      at: new Date().toISOString(),
+    };
   }
 
   private async deployFile(message: Record<string, unknown>, report: (status: TaskReportStatus) => Promise<void>): Promise<void> {
@@ -167,11 +174,21 @@ export class PolicyRunner {
     const id = positiveId(message.id, 'id');
     await report('in progress');
     const metadata = await this.metadata('file', id);
-    const fileName = typeof metadata.dl_filename === 'string' ? metadata.dl_filename : typeof metadata.name === 'string' ? metadata.name : `file-${id}`;
+    const fileName =
+      typeof metadata.dl_filename === 'string'
+        ? metadata.dl_filename
+        : typeof metadata.name === 'string'
+          ? metadata.name
+          : `file-${id}`;
     const path = destination.endsWith('/') ? `${destination}${fileName}` : `${destination}/${fileName}`;
     const fetched = await this.download('file', id, metadata, this.storagePath('files', path));
     const version = message.version === undefined ? null : Number(message.version);
-    this.state.files[path] = { fileId: id, version: Number.isFinite(version) ? version : null, ...fetched, at: new Date().toISOString() };
+    this.state.files[path] = {
+      fileId: id,
+      version: Number.isFinite(version) ? version : null,
+      ...fetched,
+      at: new Date().toISOString(),
+    };
   }
 
   private removeApp(message: Record<string, unknown>): void {
@@ -203,14 +220,20 @@ export class PolicyRunner {
   /** How long to wait before trying again after `error`, or null when it is not worth it. */
   private retryDelay(error: unknown, attempt: number, retryAfter?: string | null): number | null {
     if (attempt >= (this.options.retries ?? 0)) return null;
-    const transient = error instanceof AgentApiError ? error.status === 0 || error.status === 503 : !(error instanceof TaskFailure);
+    const transient =
+      error instanceof AgentApiError ? error.status === 0 || error.status === 503 : !(error instanceof TaskFailure);
     if (!transient) return null;
     const asked = Number(retryAfter);
     return Number.isFinite(asked) && asked > 0 ? asked * 1000 : Math.min(1000 * 2 ** attempt, 10_000);
   }
 
   /** Byte ranges of chunkSize, each checked (206, Content-Range, length), then the size and SHA-256 of the whole. */
-  private async download(kind: ContentKind, id: number, metadata: Record<string, unknown>, saveTo: string | null): Promise<{ size: number; sha256: string }> {
+  private async download(
+    kind: ContentKind,
+    id: number,
+    metadata: Record<string, unknown>,
+    saveTo: string | null,
+  ): Promise<{ size: number; sha256: string }> {
     const size = Number(metadata.filesize);
     const expected = typeof metadata.sha256 === 'string' ? metadata.sha256.toLowerCase() : '';
     if (!Number.isSafeInteger(size) || size < 0) throw new TaskFailure(`the server gave no usable size for ${kind} ${id}`);
@@ -232,15 +255,23 @@ export class PolicyRunner {
         let whole = false;
         let retryAfter: string | null = null;
         try {
-          const response = await this.withSession((client) => client.requestContent(kind, id, range === undefined ? {} : { range }));
+          const response = await this.withSession((client) =>
+            client.requestContent(kind, id, range === undefined ? {} : { range }),
+          );
           retryAfter = response.headers.get('retry-after');
-          if (!response.ok) throw await AgentApiError.fromResponse(`${(await this.options.session(false)).contentEndpoint(kind, id)}${range ? ` (Range ${range})` : ''}`, response);
+          if (!response.ok)
+            throw await AgentApiError.fromResponse(
+              `${(await this.options.session(false)).contentEndpoint(kind, id)}${range ? ` (Range ${range})` : ''}`,
+              response,
+            );
           whole = response.status === 200;
           if (!whole) {
             const contentRange = response.headers.get('content-range') ?? '';
             if (contentRange !== `bytes ${offset}-${last}/${size}`) {
               await response.body?.cancel();
-              throw new TaskFailure(`${range} answered with Content-Range "${contentRange}", expected "bytes ${offset}-${last}/${size}"`);
+              throw new TaskFailure(
+                `${range} answered with Content-Range "${contentRange}", expected "bytes ${offset}-${last}/${size}"`,
+              );
             }
           }
           for await (const piece of response.body ?? []) {
@@ -290,7 +321,10 @@ export class PolicyRunner {
 
   private storagePath(area: 'apps' | 'files', path: string): string | null {
     if (!this.options.storageDir) return null;
-    const safe = path.replace(/%[A-Z_]+%/g, (token) => token.slice(1, -1).toLowerCase()).replace(/\.\.+/g, '_').replace(/^\/+/, '');
+    const safe = path
+      .replace(/%[A-Z_]+%/g, (token) => token.slice(1, -1).toLowerCase())
+      .replace(/\.\.+/g, '_')
+      .replace(/^\/+/, '');
     return join(this.options.storageDir, area, safe);
   }
 

@@ -33,7 +33,13 @@ export interface Reporter {
 
 export function reporterFor(
   dialect: Dialect,
-  context: { client: () => MqttClient | null; topic: string; device: ReportingDevice; http?: HttpReportTarget; timeoutMs?: number },
+  context: {
+    client: () => MqttClient | null;
+    topic: string;
+    device: ReportingDevice;
+    http?: HttpReportTarget;
+    timeoutMs?: number;
+  },
 ): Reporter {
   if (dialect.reports === 'http') {
     if (!context.http) throw new Error('HTTP reports need the agent id and api_token');
@@ -119,7 +125,9 @@ class HttpReporter implements Reporter {
   }
   inventory() {
     const xml = fakeInventoryXml(this.device);
-    return this.send((client) => client.updateAgent(this.target.agentId, { _inventory: Buffer.from(xml, 'utf8').toString('base64') }));
+    return this.send((client) =>
+      client.updateAgent(this.target.agentId, { _inventory: Buffer.from(xml, 'utf8').toString('base64') }),
+    );
   }
   position() {
     const { latitude, longitude } = fakePosition(this.device.serial);

@@ -30,7 +30,10 @@ export interface SimulateEnrollmentResult {
 const connected = new Set<MqttAgent>();
 
 /** Enrolls a simulated device with the invitation's deeplink; resolves with the outcome and step log. */
-export async function simulateEnrollment(request: SimulateEnrollmentRequest, { stayOnline = false } = {}): Promise<SimulateEnrollmentResult> {
+export async function simulateEnrollment(
+  request: SimulateEnrollmentRequest,
+  { stayOnline = false } = {},
+): Promise<SimulateEnrollmentResult> {
   const log: string[] = [];
   const options = {
     deeplink: request.deeplink,
@@ -52,14 +55,26 @@ export async function simulateEnrollment(request: SimulateEnrollmentRequest, { s
   if (stayOnline) {
     // Enrolled either way; a broker that cannot be reached only means the device shows offline.
     try {
-      const agent = await startMqttAgent({ ...result.mqtt, ...reportingOf(result.enrollment), firstConnectTimeoutMs: 10_000, log: (line) => log.push(line) });
+      const agent = await startMqttAgent({
+        ...result.mqtt,
+        ...reportingOf(result.enrollment),
+        firstConnectTimeoutMs: 10_000,
+        log: (line) => log.push(line),
+      });
       connected.add(agent);
       void agent.finished.then(() => connected.delete(agent));
     } catch (error) {
       log.push(`MQTT … not connected: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
-  return { ok: true, agent_id: Number(result.enrollment.agentId), serial: result.enrollment.serial, type: result.enrollment.type, log, error: null };
+  return {
+    ok: true,
+    agent_id: Number(result.enrollment.agentId),
+    serial: result.enrollment.serial,
+    type: result.enrollment.type,
+    log,
+    error: null,
+  };
 }
 
 /** Disconnects every simulated device (cleanly: they say they are offline). */

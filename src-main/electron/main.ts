@@ -1,6 +1,17 @@
 // The desktop shell: one window onto the console, served by the backend this process starts.
 // Thin on purpose: the console is the same web app `npm run serve` serves to a browser.
-import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, safeStorage, session, shell, type MenuItemConstructorOptions } from 'electron';
+import {
+  app,
+  BrowserWindow,
+  clipboard,
+  dialog,
+  ipcMain,
+  Menu,
+  safeStorage,
+  session,
+  shell,
+  type MenuItemConstructorOptions,
+} from 'electron';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_PORTS } from '../backend/config.ts';

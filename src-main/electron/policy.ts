@@ -34,7 +34,11 @@ export function pdfRequest(input: unknown): { paper: PaperSize; name: string } {
   const { paper, suggestedName } = (input ?? {}) as { paper?: unknown; suggestedName?: unknown };
   if (paper !== 'A4' && paper !== 'Letter') throw new Error('paper must be A4 or Letter');
   let name = typeof suggestedName === 'string' ? suggestedName : 'invitations.pdf';
-  name = name.replace(/[\\/:*?"<>|\u0000-\u001f]/g, '_').slice(0, 120).trim() || 'invitations.pdf';
+  name =
+    name
+      .replace(/[\\/:*?"<>|\u0000-\u001f]/g, '_')
+      .slice(0, 120)
+      .trim() || 'invitations.pdf';
   if (!name.toLowerCase().endsWith('.pdf')) name += '.pdf';
   return { paper, name };
 }
@@ -66,7 +70,8 @@ export function restoreBounds(saved: unknown, workAreas: Rectangle[], primary: R
     maximized: false,
   };
   const state = saved as Partial<WindowState> | null;
-  if (!state || ![state.x, state.y, state.width, state.height].every((n) => typeof n === 'number' && Number.isFinite(n))) return fallback;
+  if (!state || ![state.x, state.y, state.width, state.height].every((n) => typeof n === 'number' && Number.isFinite(n)))
+    return fallback;
   const bounds = { x: state.x!, y: state.y!, width: Math.max(640, state.width!), height: Math.max(480, state.height!) };
   const visible = workAreas.some((area) => {
     const overlapX = Math.min(bounds.x + bounds.width, area.x + area.width) - Math.max(bounds.x, area.x);

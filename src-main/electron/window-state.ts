@@ -13,7 +13,11 @@ export function loadWindowState(): WindowState {
   } catch {
     // first start, or an unreadable file: defaults
   }
-  return restoreBounds(saved, screen.getAllDisplays().map((d) => d.workArea), screen.getPrimaryDisplay().workArea);
+  return restoreBounds(
+    saved,
+    screen.getAllDisplays().map((d) => d.workArea),
+    screen.getPrimaryDisplay().workArea,
+  );
 }
 
 /** Saves size, position and maximized state as they change (debounced) and on close. */

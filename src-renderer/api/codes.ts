@@ -22,7 +22,8 @@ function useCodeMutation<I, O>(fn: (input: I) => Promise<O>) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: fn,
-    onSettled: () => Promise.all([client.invalidateQueries({ queryKey: codeKeys.all }), client.invalidateQueries({ queryKey: keys.agents })]),
+    onSettled: () =>
+      Promise.all([client.invalidateQueries({ queryKey: codeKeys.all }), client.invalidateQueries({ queryKey: keys.agents })]),
   });
 }
 
@@ -30,7 +31,9 @@ export const useCreateCode = () => useCodeMutation((input: CodeCreate) => admin.
 export const useRevokeCode = () => useCodeMutation((id: number) => admin.codes.revoke(id));
 export const useRotateCode = () => useCodeMutation((id: number) => admin.codes.rotate(id));
 export const useSimulateWithCode = () =>
-  useCodeMutation(({ id, email, type }: { id: number; email?: string; type: 'android' | 'apple' }) => admin.codes.simulate(id, type, email));
+  useCodeMutation(({ id, email, type }: { id: number; email?: string; type: 'android' | 'apple' }) =>
+    admin.codes.simulate(id, type, email),
+  );
 export const useApproveAgents = () => useCodeMutation((ids: number[]) => admin.agents.approveMany(ids));
 export const useRejectAgent = () => useCodeMutation((id: number) => admin.agents.reject(id));
 

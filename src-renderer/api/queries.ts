@@ -68,9 +68,7 @@ export function useInvitationsByIds(ids: readonly number[]) {
   return useQuery({
     queryKey: keys.invitationsByIds(ids),
     queryFn: async ({ signal }) => {
-      const results = await Promise.all(
-        ids.map((id) => admin.invitations.get(id, signal).catch(() => null)),
-      );
+      const results = await Promise.all(ids.map((id) => admin.invitations.get(id, signal).catch(() => null)));
       return results.filter((item): item is InvitationDetail => item !== null);
     },
     enabled: ids.length > 0,
@@ -125,7 +123,11 @@ export function validateInvitations(invitations: InvitationInput[], another = fa
 }
 
 export function createInvitations(invitations: InvitationInput[], sendEmail?: boolean, another = false) {
-  const bulk: InvitationBulk = { invitations, ...(sendEmail === undefined ? {} : { send_email: sendEmail }), ...(another ? { another } : {}) };
+  const bulk: InvitationBulk = {
+    invitations,
+    ...(sendEmail === undefined ? {} : { send_email: sendEmail }),
+    ...(another ? { another } : {}),
+  };
   return admin.invitations.createMany(bulk);
 }
 
@@ -187,7 +189,10 @@ export function useSaveSettings() {
     mutationFn: (changes: SettingsPatch) => admin.settings.update(changes),
     onSuccess: (settings) => {
       client.setQueryData(keys.settings, settings);
-      return Promise.all([client.invalidateQueries({ queryKey: keys.status }), client.invalidateQueries({ queryKey: keys.invitations })]);
+      return Promise.all([
+        client.invalidateQueries({ queryKey: keys.status }),
+        client.invalidateQueries({ queryKey: keys.invitations }),
+      ]);
     },
   });
 }
@@ -204,7 +209,8 @@ export function useRenameFleet() {
   const client = useQueryClient();
   return useMutation({
     mutationFn: ({ id, name }: { id: number; name: string }) => admin.fleets.rename(id, name),
-    onSuccess: () => Promise.all([client.invalidateQueries({ queryKey: keys.fleets }), client.invalidateQueries({ queryKey: keys.agents })]),
+    onSuccess: () =>
+      Promise.all([client.invalidateQueries({ queryKey: keys.fleets }), client.invalidateQueries({ queryKey: keys.agents })]),
   });
 }
 
@@ -220,7 +226,11 @@ export function useDeleteFleet() {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (id: number) => admin.fleets.remove(id),
-    onSuccess: () => Promise.all([client.invalidateQueries({ queryKey: keys.fleets }), client.invalidateQueries({ queryKey: keys.deployments })]),
+    onSuccess: () =>
+      Promise.all([
+        client.invalidateQueries({ queryKey: keys.fleets }),
+        client.invalidateQueries({ queryKey: keys.deployments }),
+      ]),
   });
 }
 

@@ -1,4 +1,15 @@
-import { ActionIcon, AppShell, Badge, Burger, Group, NavLink, Text, Tooltip, useMantineColorScheme, VisuallyHidden } from '@mantine/core';
+import {
+  ActionIcon,
+  AppShell,
+  Badge,
+  Burger,
+  Group,
+  NavLink,
+  Text,
+  Tooltip,
+  useMantineColorScheme,
+  VisuallyHidden,
+} from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import {
   IconDeviceMobile,
@@ -54,7 +65,8 @@ function route(pathname: string): { title: string; element: ReactNode } {
   }
   if (matchPath('/codes', pathname)) return { title: 'Enrollment codes', element: <CodesPage /> };
   const code = matchPath('/codes/:id', pathname);
-  if (code && /^\d+$/.test(code.id!)) return { title: 'Enrollment code', element: <CodePage key={code.id} id={Number(code.id)} /> };
+  if (code && /^\d+$/.test(code.id!))
+    return { title: 'Enrollment code', element: <CodePage key={code.id} id={Number(code.id)} /> };
   if (matchPath('/approvals', pathname)) return { title: 'Waiting for approval', element: <ApprovalsPage /> };
   if (matchPath('/devices', pathname)) return { title: 'Devices', element: <Devices /> };
   if (matchPath('/fleets', pathname)) return { title: 'Fleets', element: <FleetsPage id={null} /> };
@@ -89,7 +101,13 @@ function ColorSchemeToggle() {
   return (
     <Tooltip label={`${label} (click for ${next})`}>
       <ActionIcon variant="default" size="lg" onClick={() => setColorScheme(next)} aria-label={`${label}; switch to ${next}`}>
-        {colorScheme === 'dark' ? <IconMoon size={18} /> : colorScheme === 'light' ? <IconSun size={18} /> : <IconDeviceDesktopCog size={18} />}
+        {colorScheme === 'dark' ? (
+          <IconMoon size={18} />
+        ) : colorScheme === 'light' ? (
+          <IconSun size={18} />
+        ) : (
+          <IconDeviceDesktopCog size={18} />
+        )}
       </ActionIcon>
     </Tooltip>
   );
@@ -104,7 +122,8 @@ export function App() {
   const signedOut = live === 'signed-out' || (status.error instanceof AdminApiError && status.error.status === 401);
   // Signed out (cookie gone or the admin token changed): the sign-in page says what to do.
   useEffect(() => {
-    if (signedOut) navigate(`/sign-in?from=${encodeURIComponent(window.location.pathname + window.location.search)}`, { replace: true });
+    if (signedOut)
+      navigate(`/sign-in?from=${encodeURIComponent(window.location.pathname + window.location.search)}`, { replace: true });
   }, [signedOut]);
 
   // The print sheet is its own document: no navigation around the pages that get printed.

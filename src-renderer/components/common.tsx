@@ -1,4 +1,18 @@
-import { ActionIcon, Alert, Badge, Button, Center, CopyButton, Group, Loader, Stack, Text, Title, Tooltip, type BadgeProps } from '@mantine/core';
+import {
+  ActionIcon,
+  Alert,
+  Badge,
+  Button,
+  Center,
+  CopyButton,
+  Group,
+  Loader,
+  Stack,
+  Text,
+  Title,
+  Tooltip,
+  type BadgeProps,
+} from '@mantine/core';
 import { modals } from '@mantine/modals';
 import { notifications } from '@mantine/notifications';
 import { IconAlertTriangle, IconCheck, IconCopy, IconInbox } from '@tabler/icons-react';
@@ -36,7 +50,15 @@ export function LoadingState({ label = 'Loading…' }: { label?: string }) {
   );
 }
 
-export function ErrorState({ error, onRetry, title = 'Could not load this' }: { error: unknown; onRetry?: () => void; title?: string }) {
+export function ErrorState({
+  error,
+  onRetry,
+  title = 'Could not load this',
+}: {
+  error: unknown;
+  onRetry?: () => void;
+  title?: string;
+}) {
   return (
     <Alert color="red" variant="light" icon={<IconAlertTriangle size={18} />} title={title} role="alert">
       <Stack gap="xs" align="flex-start">
@@ -51,7 +73,17 @@ export function ErrorState({ error, onRetry, title = 'Could not load this' }: { 
   );
 }
 
-export function EmptyState({ title, children, action, icon }: { title: string; children?: ReactNode; action?: ReactNode; icon?: ReactNode }) {
+export function EmptyState({
+  title,
+  children,
+  action,
+  icon,
+}: {
+  title: string;
+  children?: ReactNode;
+  action?: ReactNode;
+  icon?: ReactNode;
+}) {
   return (
     <Center py={48}>
       <Stack align="center" gap="xs" maw={420} ta="center">
@@ -69,7 +101,15 @@ export function EmptyState({ title, children, action, icon }: { title: string; c
 }
 
 /** Renders loading and error states of a query, then its data. */
-export function QueryView<T>({ query, children, loading }: { query: UseQueryResult<T>; children: (data: T) => ReactNode; loading?: string }) {
+export function QueryView<T>({
+  query,
+  children,
+  loading,
+}: {
+  query: UseQueryResult<T>;
+  children: (data: T) => ReactNode;
+  loading?: string;
+}) {
   if (query.isPending) return <LoadingState {...(loading ? { label: loading } : {})} />;
   if (query.isError) return <ErrorState error={query.error} onRetry={() => void query.refetch()} />;
   return <>{children(query.data)}</>;
@@ -97,7 +137,12 @@ export function useNow(ms = 30_000): number {
 /** `future` for times that are ahead (expiry, next retry); anything else is a past event. */
 export function RelativeTime({ iso, now, future = false }: { iso: string | null | undefined; now?: number; future?: boolean }) {
   const tick = useNow();
-  if (!iso) return <Text span c="dimmed" size="inherit">never</Text>;
+  if (!iso)
+    return (
+      <Text span c="dimmed" size="inherit">
+        never
+      </Text>
+    );
   // The tick is up to 30 s old: an event that just arrived is newer than it.
   const current = Math.max(now ?? tick, Date.now());
   return (
@@ -123,7 +168,17 @@ export function CopyIcon({ value, label }: { value: string; label: string }) {
 }
 
 /** A confirmation dialog for destructive actions; resolves true when confirmed. */
-export function confirmAction({ title, message, confirmLabel, danger = true }: { title: string; message: ReactNode; confirmLabel: string; danger?: boolean }): Promise<boolean> {
+export function confirmAction({
+  title,
+  message,
+  confirmLabel,
+  danger = true,
+}: {
+  title: string;
+  message: ReactNode;
+  confirmLabel: string;
+  danger?: boolean;
+}): Promise<boolean> {
   return new Promise((resolve) => {
     modals.openConfirmModal({
       title,

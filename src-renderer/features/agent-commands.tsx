@@ -8,7 +8,6 @@ import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 import { confirmAction, notifyError, notifySuccess } from '../components/common.tsx';
 import type { AgentCommand } from '../../src-shared/contract/rules.ts';
 
-
 const COMMANDS: {
   command: AgentCommand;
   label: string;
@@ -23,7 +22,11 @@ const COMMANDS: {
     command: 'lock',
     label: 'Lock',
     icon: IconLock,
-    confirm: { title: 'Lock this device?', message: (a) => `${a.name} locks its screen as soon as it receives the command.`, label: 'Lock' },
+    confirm: {
+      title: 'Lock this device?',
+      message: (a) => `${a.name} locks its screen as soon as it receives the command.`,
+      label: 'Lock',
+    },
   },
   { command: 'unlock', label: 'Unlock', icon: IconLockOpen },
   {
@@ -50,7 +53,8 @@ const COMMANDS: {
   },
 ];
 
-const unavailable = (error: unknown) => error instanceof AdminApiError && (error.status === 404 || error.status === 501) && error.code !== 'ERROR_ITEM_NOT_FOUND';
+const unavailable = (error: unknown) =>
+  error instanceof AdminApiError && (error.status === 404 || error.status === 501) && error.code !== 'ERROR_ITEM_NOT_FOUND';
 
 /** Ping, lock, unlock, wipe, unenroll and move to another fleet; destructive ones confirmed. */
 export function AgentCommands({ agent }: { agent: Agent }) {
@@ -60,7 +64,8 @@ export function AgentCommands({ agent }: { agent: Agent }) {
   const [missing, setMissing] = useState(false);
 
   const refresh = (updated?: Agent) => {
-    if (updated) client.setQueryData<Agent[]>(keys.agentList, (list) => list?.map((a) => (a.id === updated.id ? { ...a, ...updated } : a)));
+    if (updated)
+      client.setQueryData<Agent[]>(keys.agentList, (list) => list?.map((a) => (a.id === updated.id ? { ...a, ...updated } : a)));
     return client.invalidateQueries({ queryKey: keys.agent(agent.id) });
   };
 
@@ -93,7 +98,11 @@ export function AgentCommands({ agent }: { agent: Agent }) {
 
   const run = async (entry: (typeof COMMANDS)[number]) => {
     if (entry.confirm) {
-      const ok = await confirmAction({ title: entry.confirm.title, message: entry.confirm.message(agent), confirmLabel: entry.confirm.label });
+      const ok = await confirmAction({
+        title: entry.confirm.title,
+        message: entry.confirm.message(agent),
+        confirmLabel: entry.confirm.label,
+      });
       if (!ok) return;
     }
     send.mutate(entry.command);
@@ -135,7 +144,13 @@ export function AgentCommands({ agent }: { agent: Agent }) {
           disabled={missing || others.length === 0}
         />
         <Tooltip label="The agent is told to follow the new fleet's topic" disabled={!fleet}>
-          <Button size="xs" variant="default" disabled={!fleet || missing} loading={move.isPending} onClick={() => fleet && move.mutate(Number(fleet))}>
+          <Button
+            size="xs"
+            variant="default"
+            disabled={!fleet || missing}
+            loading={move.isPending}
+            onClick={() => fleet && move.mutate(Number(fleet))}
+          >
             Move
           </Button>
         </Tooltip>

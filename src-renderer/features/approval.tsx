@@ -6,7 +6,12 @@ import { notifyError } from '../components/common.tsx';
 import { enrollStatusOf } from '../lib/devices.ts';
 
 export function EnrollStatusBadge({ status }: { status: string | null }) {
-  if (!status) return <Text span c="dimmed">deleted</Text>;
+  if (!status)
+    return (
+      <Text span c="dimmed">
+        deleted
+      </Text>
+    );
   const { label, color } = enrollStatusOf(status);
   return (
     <Badge color={color} variant="light" data-testid="enroll-status" style={{ flexShrink: 0, overflow: 'visible' }}>
@@ -21,13 +26,25 @@ export function DecideButtons({ agentId }: { agentId: number }) {
   const reject = useRejectAgent();
   return (
     <Group gap={4} wrap="nowrap">
-      <Button size="compact-xs" color="teal" leftSection={<IconCheck size={12} />} loading={approve.isPending} onClick={() => approve.mutate([agentId], { onError: (e) => notifyError('Not approved', e) })}>
+      <Button
+        size="compact-xs"
+        color="teal"
+        leftSection={<IconCheck size={12} />}
+        loading={approve.isPending}
+        onClick={() => approve.mutate([agentId], { onError: (e) => notifyError('Not approved', e) })}
+      >
         Approve
       </Button>
-      <Button size="compact-xs" variant="default" color="red" leftSection={<IconX size={12} />} loading={reject.isPending} onClick={() => reject.mutate(agentId, { onError: (e) => notifyError('Not rejected', e) })}>
+      <Button
+        size="compact-xs"
+        variant="default"
+        color="red"
+        leftSection={<IconX size={12} />}
+        loading={reject.isPending}
+        onClick={() => reject.mutate(agentId, { onError: (e) => notifyError('Not rejected', e) })}
+      >
         Reject
       </Button>
     </Group>
   );
 }
-

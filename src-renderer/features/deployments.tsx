@@ -1,8 +1,32 @@
-import { ActionIcon, Badge, Button, Checkbox, Group, Modal, NumberInput, Progress, SegmentedControl, Select, Stack, Table, Text, TextInput, Tooltip } from '@mantine/core';
+import {
+  ActionIcon,
+  Badge,
+  Button,
+  Checkbox,
+  Group,
+  Modal,
+  NumberInput,
+  Progress,
+  SegmentedControl,
+  Select,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Tooltip,
+} from '@mantine/core';
 import { IconChevronDown, IconChevronRight, IconRocket, IconTrash } from '@tabler/icons-react';
 import { Fragment, useState } from 'react';
 import { useAgents, useDeploy, useDeployment, useDeployments, useFleets, useUndeploy, useUpdatePackage } from '../api/queries.ts';
-import type { Deployment, DeploymentFilter, DeviceTask, StoredItem, StoredKind, TaskCounts, TaskStatus } from '../../src-shared/contract/index.ts';
+import type {
+  Deployment,
+  DeploymentFilter,
+  DeviceTask,
+  StoredItem,
+  StoredKind,
+  TaskCounts,
+  TaskStatus,
+} from '../../src-shared/contract/index.ts';
 import { confirmAction, EmptyState, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
 
 const STATUS_COLORS: Record<TaskStatus, string> = {
@@ -99,12 +123,13 @@ export function DeploymentList({ filter, emptyText }: { filter: DeploymentFilter
   const list = useDeployments(filter);
   const undeploy = useUndeploy();
   const [open, setOpen] = useState<Set<number>>(new Set());
-  const toggle = (id: number) => setOpen((current) => {
-    const next = new Set(current);
-    if (next.has(id)) next.delete(id);
-    else next.add(id);
-    return next;
-  });
+  const toggle = (id: number) =>
+    setOpen((current) => {
+      const next = new Set(current);
+      if (next.has(id)) next.delete(id);
+      else next.add(id);
+      return next;
+    });
   return (
     <QueryView query={list}>
       {(items) =>
@@ -127,7 +152,13 @@ export function DeploymentList({ filter, emptyText }: { filter: DeploymentFilter
                   <Fragment key={d.id}>
                     <Table.Tr data-deployment-id={d.id} data-item-name={d.item_name}>
                       <Table.Td>
-                        <ActionIcon variant="subtle" color="gray" aria-label={open.has(d.id) ? 'Hide devices' : 'Show devices'} aria-expanded={open.has(d.id)} onClick={() => toggle(d.id)}>
+                        <ActionIcon
+                          variant="subtle"
+                          color="gray"
+                          aria-label={open.has(d.id) ? 'Hide devices' : 'Show devices'}
+                          aria-expanded={open.has(d.id)}
+                          onClick={() => toggle(d.id)}
+                        >
                           {open.has(d.id) ? <IconChevronDown size={16} /> : <IconChevronRight size={16} />}
                         </ActionIcon>
                       </Table.Td>
@@ -138,7 +169,11 @@ export function DeploymentList({ filter, emptyText }: { filter: DeploymentFilter
                         <Text size="xs" c="dimmed">
                           {POLICY_LABELS[d.policy]}
                           {d.destination ? ` to ${d.destination}` : ''}
-                          {d.state === 'removed' ? ' · removed' : d.remove_on_delete ? ' · removed from devices with the deployment' : ''}
+                          {d.state === 'removed'
+                            ? ' · removed'
+                            : d.remove_on_delete
+                              ? ' · removed from devices with the deployment'
+                              : ''}
                         </Text>
                       </Table.Td>
                       <Table.Td>
@@ -164,7 +199,11 @@ export function DeploymentList({ filter, emptyText }: { filter: DeploymentFilter
                                       : 'Devices keep what they installed; devices that join later no longer get it.',
                                   confirmLabel: 'Remove',
                                 });
-                                if (ok) undeploy.mutate(d.id, { onSuccess: () => notifySuccess(`Deployment of ${d.item_name} removed`), onError: (e) => notifyError('Not removed', e) });
+                                if (ok)
+                                  undeploy.mutate(d.id, {
+                                    onSuccess: () => notifySuccess(`Deployment of ${d.item_name} removed`),
+                                    onError: (e) => notifyError('Not removed', e),
+                                  });
                               }}
                             >
                               <IconTrash size={16} />
@@ -245,7 +284,10 @@ export function DeployModal({ item, kind, onClose }: { item: StoredItem | null; 
             label="Fleet"
             placeholder="Choose a fleet"
             searchable
-            data={(fleets.data ?? []).map((f) => ({ value: String(f.id), label: `${f.name} (${f.agent_count} device${f.agent_count === 1 ? '' : 's'})` }))}
+            data={(fleets.data ?? []).map((f) => ({
+              value: String(f.id),
+              label: `${f.name} (${f.agent_count} device${f.agent_count === 1 ? '' : 's'})`,
+            }))}
             value={fleetId}
             onChange={setFleetId}
             comboboxProps={{ withinPortal: true }}
@@ -263,21 +305,36 @@ export function DeployModal({ item, kind, onClose }: { item: StoredItem | null; 
           />
         )}
         {kind === 'file' ? (
-          <TextInput label="Destination folder on the device" value={destination} onChange={(e) => setDestination(e.currentTarget.value)} required />
+          <TextInput
+            label="Destination folder on the device"
+            value={destination}
+            onChange={(e) => setDestination(e.currentTarget.value)}
+            required
+          />
         ) : null}
         <Checkbox
-          label={kind === 'package' ? 'Uninstall it from the devices when this deployment is removed' : 'Delete it from the devices when this deployment is removed'}
+          label={
+            kind === 'package'
+              ? 'Uninstall it from the devices when this deployment is removed'
+              : 'Delete it from the devices when this deployment is removed'
+          }
           checked={removeOnDelete}
           onChange={(e) => setRemoveOnDelete(e.currentTarget.checked)}
         />
         <Text size="xs" c="dimmed">
-          The policy is kept on the broker: devices that are offline get it when they connect, and devices that join the fleet later get it too.
+          The policy is kept on the broker: devices that are offline get it when they connect, and devices that join the fleet
+          later get it too.
         </Text>
         <Group justify="flex-end">
           <Button variant="default" onClick={onClose}>
             Cancel
           </Button>
-          <Button leftSection={<IconRocket size={16} />} disabled={!chosen || (kind === 'file' && destination.trim() === '')} loading={deploy.isPending} onClick={submit}>
+          <Button
+            leftSection={<IconRocket size={16} />}
+            disabled={!chosen || (kind === 'file' && destination.trim() === '')}
+            loading={deploy.isPending}
+            onClick={submit}
+          >
             Deploy
           </Button>
         </Group>
@@ -303,7 +360,9 @@ export function DeviceTasks({ tasks }: { tasks: DeviceTask[] }) {
             <Table.Td>
               <Text size="sm">{task.deployment?.item_name ?? `Task ${task.deployment_id}`}</Text>
               <Text size="xs" c="dimmed">
-                {task.deployment ? `${POLICY_LABELS[task.deployment.policy as Deployment['policy']] ?? task.deployment.policy} · ${task.deployment.target_name}` : ''}
+                {task.deployment
+                  ? `${POLICY_LABELS[task.deployment.policy as Deployment['policy']] ?? task.deployment.policy} · ${task.deployment.target_name}`
+                  : ''}
               </Text>
             </Table.Td>
             <Table.Td w={110}>
@@ -344,14 +403,31 @@ export function PackageInfoModal({ item, onClose }: { item: StoredItem | null; o
               ...(versionCode === '' ? {} : { version_code: Number(versionCode) }),
               ...(versionName.trim() === '' ? {} : { version_name: versionName.trim() }),
             },
-            { onSuccess: () => (notifySuccess(`${item.name}: ${packageName}`), onClose()), onError: (e) => notifyError('Not saved', e) },
+            {
+              onSuccess: () => (notifySuccess(`${item.name}: ${packageName}`), onClose()),
+              onError: (e) => notifyError('Not saved', e),
+            },
           );
         }}
       >
         <Stack>
-          <TextInput label="Package name" placeholder="com.example.app" value={packageName} onChange={(e) => setPackageName(e.currentTarget.value.trim())} error={nameProblem} required data-autofocus />
+          <TextInput
+            label="Package name"
+            placeholder="com.example.app"
+            value={packageName}
+            onChange={(e) => setPackageName(e.currentTarget.value.trim())}
+            error={nameProblem}
+            required
+            data-autofocus
+          />
           <NumberInput label="Version code" min={0} allowDecimal={false} value={versionCode} onChange={setVersionCode} />
-          <TextInput label="Version name" placeholder="1.0" value={versionName} onChange={(e) => setVersionName(e.currentTarget.value)} maxLength={100} />
+          <TextInput
+            label="Version name"
+            placeholder="1.0"
+            value={versionName}
+            onChange={(e) => setVersionName(e.currentTarget.value)}
+            maxLength={100}
+          />
           <Group justify="flex-end">
             <Button type="submit" loading={update.isPending} disabled={packageName === '' || nameProblem !== null}>
               Save

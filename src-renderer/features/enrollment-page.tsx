@@ -37,10 +37,22 @@ export function QrCard(props: {
         {props.hint}
       </Text>
       <Group justify="center" mt="md" gap="sm">
-        <Button component="a" href={`${apiPath}/qr.png?size=1024&v=${version}`} download={`${downloadName}-qr.png`} variant="default" leftSection={<IconDownload size={16} />}>
+        <Button
+          component="a"
+          href={`${apiPath}/qr.png?size=1024&v=${version}`}
+          download={`${downloadName}-qr.png`}
+          variant="default"
+          leftSection={<IconDownload size={16} />}
+        >
           PNG
         </Button>
-        <Button component="a" href={`${apiPath}/qr.svg?v=${version}`} download={`${downloadName}-qr.svg`} variant="default" leftSection={<IconDownload size={16} />}>
+        <Button
+          component="a"
+          href={`${apiPath}/qr.svg?v=${version}`}
+          download={`${downloadName}-qr.svg`}
+          variant="default"
+          leftSection={<IconDownload size={16} />}
+        >
           SVG
         </Button>
         {props.extraAction}
@@ -69,12 +81,27 @@ export function LinkRow({ label, value, testId, hint }: { label: string; value: 
 }
 
 /** The deeplink and app link, each with a copy button; `testIdPrefix` gives `${prefix}-deeplink` and `${prefix}-app-link`. */
-export function LinksCard({ deeplink, appLink, testIdPrefix, deeplinkHint }: { deeplink: string; appLink: string; testIdPrefix: string; deeplinkHint: string }) {
+export function LinksCard({
+  deeplink,
+  appLink,
+  testIdPrefix,
+  deeplinkHint,
+}: {
+  deeplink: string;
+  appLink: string;
+  testIdPrefix: string;
+  deeplinkHint: string;
+}) {
   return (
     <Card withBorder radius="md" p="md">
       <Stack gap="md">
         <LinkRow label="Deeplink" value={deeplink} testId={`${testIdPrefix}-deeplink`} hint={deeplinkHint} />
-        <LinkRow label="App link" value={appLink} testId={`${testIdPrefix}-app-link`} hint="Opens the agent app directly on a phone where it is installed." />
+        <LinkRow
+          label="App link"
+          value={appLink}
+          testId={`${testIdPrefix}-app-link`}
+          hint="Opens the agent app directly on a phone where it is installed."
+        />
       </Stack>
     </Card>
   );

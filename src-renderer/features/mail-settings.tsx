@@ -41,10 +41,12 @@ type Form = MailSettings & { smtp_password: string };
 function errorsOf(values: Form): Partial<Record<keyof Form, string>> {
   const errors: Partial<Record<keyof Form, string>> = {};
   if (/[\s/@]/.test(values.smtp_host)) errors.smtp_host = 'Just the server name, as in smtp.example.com';
-  if (!Number.isInteger(values.smtp_port) || values.smtp_port < 0 || values.smtp_port > 65535) errors.smtp_port = '0 to 65535 (0 = the usual port)';
+  if (!Number.isInteger(values.smtp_port) || values.smtp_port < 0 || values.smtp_port > 65535)
+    errors.smtp_port = '0 to 65535 (0 = the usual port)';
   if (values.mail_from_address && !isValidEmail(values.mail_from_address)) errors.mail_from_address = 'Not a valid email address';
   if (/[\r\n]/.test(values.mail_from_name)) errors.mail_from_name = 'One line';
-  if (values.mail_agent_app_url && !isHttpUrl(values.mail_agent_app_url)) errors.mail_agent_app_url = 'A full http:// or https:// address';
+  if (values.mail_agent_app_url && !isHttpUrl(values.mail_agent_app_url))
+    errors.mail_agent_app_url = 'A full http:// or https:// address';
   if (!Number.isInteger(values.smtp_max_connections) || values.smtp_max_connections < 1 || values.smtp_max_connections > 20) {
     errors.smtp_max_connections = '1 to 20';
   }
@@ -64,7 +66,15 @@ export function mailPatch(before: MailSettings, after: Form): MailSettingsPut {
   return patch as MailSettingsPut;
 }
 
-function PreviewModal({ opened, onClose, templates }: { opened: boolean; onClose: () => void; templates: { subject: string; html: string; text: string } | null }) {
+function PreviewModal({
+  opened,
+  onClose,
+  templates,
+}: {
+  opened: boolean;
+  onClose: () => void;
+  templates: { subject: string; html: string; text: string } | null;
+}) {
   const preview = useQuery({
     queryKey: ['mail', 'preview', templates],
     queryFn: () => admin.mail.preview(templates ?? {}),
@@ -113,7 +123,13 @@ function PreviewModal({ opened, onClose, templates }: { opened: boolean; onClose
                     title="HTML part of the invitation email"
                     sandbox=""
                     srcDoc={data.html}
-                    style={{ width: '100%', height: 520, border: '1px solid var(--mantine-color-default-border)', borderRadius: 8, background: '#fff' }}
+                    style={{
+                      width: '100%',
+                      height: 520,
+                      border: '1px solid var(--mantine-color-default-border)',
+                      borderRadius: 8,
+                      background: '#fff',
+                    }}
                   />
                 ) : (
                   <Text c="dimmed">Not rendered: the HTML template has errors.</Text>
@@ -158,7 +174,13 @@ function TestEmail() {
           error={to && !isValidEmail(to) ? 'Not a valid email address' : null}
           w={300}
         />
-        <Button variant="default" leftSection={<IconMailShare size={16} />} disabled={!isValidEmail(to)} loading={test.isPending} onClick={() => test.mutate(to.trim())}>
+        <Button
+          variant="default"
+          leftSection={<IconMailShare size={16} />}
+          disabled={!isValidEmail(to)}
+          loading={test.isPending}
+          onClick={() => test.mutate(to.trim())}
+        >
           Send test
         </Button>
       </Group>
@@ -210,7 +232,8 @@ function MailForm({ view }: { view: MailSettingsView }) {
   });
 
   const values = form.getValues();
-  const template = (part: 'subject' | 'html' | 'text') => values[`mail_${part}_template` as const] || view.default_templates[part];
+  const template = (part: 'subject' | 'html' | 'text') =>
+    values[`mail_${part}_template` as const] || view.default_templates[part];
   const override = view.overridden_by_command_line;
 
   return (
@@ -222,12 +245,22 @@ function MailForm({ view }: { view: MailSettingsView }) {
       })}
     >
       <Stack gap="md">
-        <Alert color={view.error ? 'red' : view.effective?.kind === 'smtp' ? 'teal' : 'gray'} variant="light" p="sm" data-testid="mail-transport">
-          {view.error ? view.error : view.effective ? `Invitation emails: ${view.effective.summary}. From ${view.effective.from}.` : 'Not configured.'}
+        <Alert
+          color={view.error ? 'red' : view.effective?.kind === 'smtp' ? 'teal' : 'gray'}
+          variant="light"
+          p="sm"
+          data-testid="mail-transport"
+        >
+          {view.error
+            ? view.error
+            : view.effective
+              ? `Invitation emails: ${view.effective.summary}. From ${view.effective.from}.`
+              : 'Not configured.'}
         </Alert>
         {override.smtp ? (
           <Alert color="orange" variant="light" p="sm">
-            The server was started with <Code>--smtp-url {override.smtp_url}</Code>: it takes precedence over the SMTP settings below until a restart without it.
+            The server was started with <Code>--smtp-url {override.smtp_url}</Code>: it takes precedence over the SMTP settings
+            below until a restart without it.
           </Alert>
         ) : null}
         <Title order={5}>SMTP server</Title>
@@ -236,7 +269,14 @@ function MailForm({ view }: { view: MailSettingsView }) {
         </Text>
         <SimpleGrid cols={{ base: 1, sm: 3 }}>
           <TextInput label="Host" placeholder="smtp.example.com" {...form.getInputProps('smtp_host')} />
-          <NumberInput label="Port" description="0 = 465 for TLS, else 587" min={0} max={65535} allowDecimal={false} {...form.getInputProps('smtp_port')} />
+          <NumberInput
+            label="Port"
+            description="0 = 465 for TLS, else 587"
+            min={0}
+            max={65535}
+            allowDecimal={false}
+            {...form.getInputProps('smtp_port')}
+          />
           <Select
             label="Security"
             data={[
@@ -248,7 +288,12 @@ function MailForm({ view }: { view: MailSettingsView }) {
             allowDeselect={false}
             {...form.getInputProps('smtp_security')}
           />
-          <TextInput label="User" placeholder="Empty: no authentication" autoComplete="off" {...form.getInputProps('smtp_user')} />
+          <TextInput
+            label="User"
+            placeholder="Empty: no authentication"
+            autoComplete="off"
+            {...form.getInputProps('smtp_user')}
+          />
           <PasswordInput
             label="Password"
             placeholder={view.smtp_password_set ? '•••••••• (set; type to replace)' : 'Not set'}
@@ -264,7 +309,14 @@ function MailForm({ view }: { view: MailSettingsView }) {
               )
             }
           />
-          <NumberInput label="Connections" description="Messages in flight at once" min={1} max={20} allowDecimal={false} {...form.getInputProps('smtp_max_connections')} />
+          <NumberInput
+            label="Connections"
+            description="Messages in flight at once"
+            min={1}
+            max={20}
+            allowDecimal={false}
+            {...form.getInputProps('smtp_max_connections')}
+          />
         </SimpleGrid>
         <Switch
           label="Check the server's certificate"
@@ -273,10 +325,22 @@ function MailForm({ view }: { view: MailSettingsView }) {
         />
         <Title order={5}>Sender and content</Title>
         <SimpleGrid cols={{ base: 1, sm: 2 }}>
-          <TextInput label="From address" placeholder="Empty: the SMTP user, or no-reply@this host" {...form.getInputProps('mail_from_address')} />
+          <TextInput
+            label="From address"
+            placeholder="Empty: the SMTP user, or no-reply@this host"
+            {...form.getInputProps('mail_from_address')}
+          />
           <TextInput label="From name" {...form.getInputProps('mail_from_name')} />
-          <TextInput label="Who invites" placeholder="Empty: the helpdesk name, else “Your IT team”" {...form.getInputProps('mail_inviter')} />
-          <TextInput label="Where to get the agent app" placeholder="https://play.google.com/store/apps/…" {...form.getInputProps('mail_agent_app_url')} />
+          <TextInput
+            label="Who invites"
+            placeholder="Empty: the helpdesk name, else “Your IT team”"
+            {...form.getInputProps('mail_inviter')}
+          />
+          <TextInput
+            label="Where to get the agent app"
+            placeholder="https://play.google.com/store/apps/…"
+            {...form.getInputProps('mail_agent_app_url')}
+          />
         </SimpleGrid>
         <Switch
           label="Email new invitations by default"
@@ -298,18 +362,51 @@ function MailForm({ view }: { view: MailSettingsView }) {
           >
             Preview the email
           </Button>
-          {values.mail_subject_template || values.mail_html_template || values.mail_text_template ? <Badge variant="light">custom templates</Badge> : null}
+          {values.mail_subject_template || values.mail_html_template || values.mail_text_template ? (
+            <Badge variant="light">custom templates</Badge>
+          ) : null}
         </Group>
         <Collapse expanded={templatesOpen}>
           <Stack gap="sm">
             <Text size="xs" c="dimmed">
-              Empty = the built-in template. <Code>{'{{name}}'}</Code> inserts a value (escaped); <Code>{'{{#name}}…{{/name}}'}</Code> keeps its content when the value is not empty.
+              Empty = the built-in template. <Code>{'{{name}}'}</Code> inserts a value (escaped);{' '}
+              <Code>{'{{#name}}…{{/name}}'}</Code> keeps its content when the value is not empty.
             </Text>
-            <TextInput label="Subject" placeholder={view.default_templates.subject} {...form.getInputProps('mail_subject_template')} />
-            <Textarea label="HTML" placeholder="(built-in)" autosize minRows={4} maxRows={14} styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }} {...form.getInputProps('mail_html_template')} />
-            <Textarea label="Plain text" placeholder={view.default_templates.text} autosize minRows={4} maxRows={14} styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }} {...form.getInputProps('mail_text_template')} />
+            <TextInput
+              label="Subject"
+              placeholder={view.default_templates.subject}
+              {...form.getInputProps('mail_subject_template')}
+            />
+            <Textarea
+              label="HTML"
+              placeholder="(built-in)"
+              autosize
+              minRows={4}
+              maxRows={14}
+              styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }}
+              {...form.getInputProps('mail_html_template')}
+            />
+            <Textarea
+              label="Plain text"
+              placeholder={view.default_templates.text}
+              autosize
+              minRows={4}
+              maxRows={14}
+              styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }}
+              {...form.getInputProps('mail_text_template')}
+            />
             <Group gap="xs">
-              <Button size="compact-xs" variant="subtle" onClick={() => form.setValues({ mail_html_template: view.default_templates.html, mail_text_template: view.default_templates.text, mail_subject_template: view.default_templates.subject })}>
+              <Button
+                size="compact-xs"
+                variant="subtle"
+                onClick={() =>
+                  form.setValues({
+                    mail_html_template: view.default_templates.html,
+                    mail_text_template: view.default_templates.text,
+                    mail_subject_template: view.default_templates.subject,
+                  })
+                }
+              >
                 Start from the built-in templates
               </Button>
             </Group>
@@ -332,13 +429,22 @@ function MailForm({ view }: { view: MailSettingsView }) {
         ) : null}
         <Group justify="space-between">
           <Text size="sm" c="dimmed">
-            {form.isDirty() ? 'You have unsaved changes.' : save.isSuccess ? 'Saved; applies to the next email sent.' : 'Applies to the next email sent, no restart needed.'}
+            {form.isDirty()
+              ? 'You have unsaved changes.'
+              : save.isSuccess
+                ? 'Saved; applies to the next email sent.'
+                : 'Applies to the next email sent, no restart needed.'}
           </Text>
           <Group gap="sm">
             <Button variant="default" disabled={!form.isDirty()} onClick={() => form.reset()}>
               Discard
             </Button>
-            <Button type="submit" leftSection={<IconDeviceFloppy size={16} />} disabled={!form.isDirty()} loading={save.isPending}>
+            <Button
+              type="submit"
+              leftSection={<IconDeviceFloppy size={16} />}
+              disabled={!form.isDirty()}
+              loading={save.isPending}
+            >
               Save email settings
             </Button>
           </Group>

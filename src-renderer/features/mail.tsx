@@ -1,7 +1,14 @@
 // Invitation email, as the mail capability reports it: delivery state, resend, bulk progress.
 import { Alert, Badge, Button, Card, Group, Progress, Stack, Table, Text, Title, Tooltip } from '@mantine/core';
 import { useMutation, useQueries, useQueryClient } from '@tanstack/react-query';
-import { IconClockHour4, IconMail, IconMailCheck, IconMailExclamation, IconMailForward, IconMailOpened } from '@tabler/icons-react';
+import {
+  IconClockHour4,
+  IconMail,
+  IconMailCheck,
+  IconMailExclamation,
+  IconMailForward,
+  IconMailOpened,
+} from '@tabler/icons-react';
 import { admin } from '../api/client.ts';
 import { keys } from '../api/queries.ts';
 import type { Invitation, InvitationDetail, MailBatch, MailDelivery } from '../../src-shared/contract/index.ts';
@@ -13,7 +20,11 @@ export const DELIVERY: Record<string, { label: string; color: string; hint: stri
   sent: { label: 'Email sent', color: 'teal', hint: 'The mail server accepted it' },
   failed: { label: 'Email failed', color: 'red', hint: 'The mail server refused it or could not be reached' },
   outbox: { label: 'Email in outbox', color: 'gray', hint: 'No SMTP server: written as a .eml file to the outbox folder' },
-  retrying: { label: 'Email will retry', color: 'orange', hint: 'The mail server was busy or unreachable; it is tried again by itself' },
+  retrying: {
+    label: 'Email will retry',
+    color: 'orange',
+    hint: 'The mail server was busy or unreachable; it is tried again by itself',
+  },
 };
 
 /** `retrying` stands for a queued delivery that waits for its automatic retry. */
@@ -73,8 +84,16 @@ export function MailPanel({ invitation }: { invitation: InvitationDetail }) {
   if (!('delivery' in invitation)) return null; // a server without the mail capability
   const usable = invitation.status === 'pending';
   return (
-    <Tooltip label={usable ? 'Sends the same invitation (same QR code, same expiry) again' : 'Only a pending invitation can be sent'}>
-      <Button variant="default" leftSection={<IconMailForward size={16} />} disabled={!usable} loading={resend.isPending} onClick={() => resend.mutate()}>
+    <Tooltip
+      label={usable ? 'Sends the same invitation (same QR code, same expiry) again' : 'Only a pending invitation can be sent'}
+    >
+      <Button
+        variant="default"
+        leftSection={<IconMailForward size={16} />}
+        disabled={!usable}
+        loading={resend.isPending}
+        onClick={() => resend.mutate()}
+      >
         {invitation.delivery ? 'Resend email' : 'Send email'}
       </Button>
     </Tooltip>
@@ -91,7 +110,13 @@ export function DeliveryCard({ invitation }: { invitation: InvitationDetail }) {
       <Group justify="space-between" mb="xs">
         <Title order={5}>Invitation email</Title>
         {delivery ? (
-          <Badge color={deliveryOf(state!).color} variant="light" leftSection={<DeliveryIcon state={state!} size={12} />} data-testid="delivery-state" data-state={state}>
+          <Badge
+            color={deliveryOf(state!).color}
+            variant="light"
+            leftSection={<DeliveryIcon state={state!} size={12} />}
+            data-testid="delivery-state"
+            data-state={state}
+          >
             {deliveryOf(state!).label}
           </Badge>
         ) : null}
@@ -104,7 +129,9 @@ export function DeliveryCard({ invitation }: { invitation: InvitationDetail }) {
         <Stack gap="xs">
           {delivery.retry_at && state === 'retrying' ? (
             <Alert color="orange" variant="light" p="xs" data-testid="delivery-retry">
-              Attempt {delivery.attempts} did not go through: {delivery.error}. Will retry at {clockTime(delivery.retry_at)} (<RelativeTime iso={delivery.retry_at} future />), by itself.
+              Attempt {delivery.attempts} did not go through: {delivery.error}. Will retry at {clockTime(delivery.retry_at)} (
+              <RelativeTime iso={delivery.retry_at} future />
+              ), by itself.
             </Alert>
           ) : delivery.error ? (
             <Alert color="red" variant="light" p="xs">
@@ -167,7 +194,10 @@ export function DeliveryCard({ invitation }: { invitation: InvitationDetail }) {
 export function MailBatchesProgress({ batchIds }: { batchIds: string[] }) {
   const client = useQueryClient();
   const batches = useQueries({
-    queries: batchIds.map((id) => ({ queryKey: keys.mailBatch(id), queryFn: ({ signal }: { signal: AbortSignal }) => admin.mail.batch(id, signal) })),
+    queries: batchIds.map((id) => ({
+      queryKey: keys.mailBatch(id),
+      queryFn: ({ signal }: { signal: AbortSignal }) => admin.mail.batch(id, signal),
+    })),
   });
   const retry = useMutation({
     mutationFn: () => Promise.all(batchIds.map((batch_id) => admin.mail.retry({ batch_id }))),
@@ -189,7 +219,8 @@ export function MailBatchesProgress({ batchIds }: { batchIds: string[] }) {
     <Card withBorder radius="md" p="sm" data-testid="mail-progress">
       <Group justify="space-between" mb={6}>
         <Text size="sm" fw={500}>
-          Invitation emails: {sent.toLocaleString()} of {total.toLocaleString()} {outbox === sent && sent > 0 ? 'written to the outbox' : 'sent'}
+          Invitation emails: {sent.toLocaleString()} of {total.toLocaleString()}{' '}
+          {outbox === sent && sent > 0 ? 'written to the outbox' : 'sent'}
           {failed ? `, ${failed.toLocaleString()} failed` : ''}
           {waiting ? `, ${waiting.toLocaleString()} waiting` : ''}
           {retrying ? `, ${retrying.toLocaleString()} will be retried` : ''}

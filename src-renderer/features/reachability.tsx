@@ -17,10 +17,18 @@ export function UnreachableWarning({ what = 'QR codes and links' }: { what?: str
   if (!data || !isLoopback(data.public_host)) return null;
   const lan = data.lan_addresses.filter((address) => !isLoopback(address));
   return (
-    <Alert color="orange" variant="light" icon={<IconAlertTriangle size={18} />} title="Phones cannot reach this server" data-testid="loopback-warning">
+    <Alert
+      color="orange"
+      variant="light"
+      icon={<IconAlertTriangle size={18} />}
+      title="Phones cannot reach this server"
+      data-testid="loopback-warning"
+    >
       <Text size="sm">
         {what} point at {data.public_host}, an address of this computer only: a phone that scans or opens them cannot connect.
-        {lan.length > 0 ? ' Use a network address of this computer instead:' : ' This computer has no network address right now: connect it to the network the phones use.'}
+        {lan.length > 0
+          ? ' Use a network address of this computer instead:'
+          : ' This computer has no network address right now: connect it to the network the phones use.'}
       </Text>
       {lan.length > 0 ? (
         <Group gap="xs" mt="xs">

@@ -55,7 +55,10 @@ export async function createInBatches<T>(
       }
       batch.forEach((row, i) => {
         const reasons = own.get(i + 1);
-        outcome.failed.push({ row, message: reasons ? reasons.join('; ') : own.size ? 'Not created: another row of its batch was refused' : message });
+        outcome.failed.push({
+          row,
+          message: reasons ? reasons.join('; ') : own.size ? 'Not created: another row of its batch was refused' : message,
+        });
       });
     }
     done += batch.length;
@@ -71,11 +74,16 @@ export const BULK_REQUEST_MAX = 5000;
  * Asks the server about any number of rows, in requests of at most `size`; its "row N: …" errors
  * come back numbered as positions in `rows` (1-based), whichever request found them.
  */
-export async function validateInChunks<T>(rows: T[], validate: (chunk: T[]) => Promise<string[]>, size = BULK_REQUEST_MAX): Promise<string[]> {
+export async function validateInChunks<T>(
+  rows: T[],
+  validate: (chunk: T[]) => Promise<string[]>,
+  size = BULK_REQUEST_MAX,
+): Promise<string[]> {
   const errors: string[] = [];
   for (const [index, part] of chunk(rows, size).entries()) {
     const offset = index * size;
-    for (const text of await validate(part)) errors.push(text.replace(/^row (\d+):/, (_match, row: string) => `row ${Number(row) + offset}:`));
+    for (const text of await validate(part))
+      errors.push(text.replace(/^row (\d+):/, (_match, row: string) => `row ${Number(row) + offset}:`));
   }
   return errors;
 }

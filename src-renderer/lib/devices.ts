@@ -6,7 +6,18 @@ export function searchTerms(query: string): string[] {
 }
 
 export function searchText(agent: Agent): string {
-  return [agent.name, agent.serial, agent.uuid, agent.email, agent.firstname, agent.lastname, agent.fleet, agent.type, agent.version, agent.enroll_status]
+  return [
+    agent.name,
+    agent.serial,
+    agent.uuid,
+    agent.email,
+    agent.firstname,
+    agent.lastname,
+    agent.fleet,
+    agent.type,
+    agent.version,
+    agent.enroll_status,
+  ]
     .filter(Boolean)
     .join(' ')
     .toLowerCase();
@@ -41,7 +52,8 @@ export function changedIds(previous: Agent[] | undefined, next: Agent[]): number
   const out: number[] = [];
   for (const agent of next) {
     const old = before.get(agent.id);
-    if (!old || old.enroll_status !== agent.enroll_status || old.is_online !== agent.is_online || old.fleet_id !== agent.fleet_id) out.push(agent.id);
+    if (!old || old.enroll_status !== agent.enroll_status || old.is_online !== agent.is_online || old.fleet_id !== agent.fleet_id)
+      out.push(agent.id);
   }
   return out;
 }

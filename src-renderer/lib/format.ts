@@ -4,7 +4,11 @@
  * contact), so one a little ahead of `now` (a clock tick behind, a server clock slightly ahead)
  * still reads "just now", never "in a few seconds".
  */
-export function relativeTime(iso: string | null | undefined, now = Date.now(), { past = false }: { past?: boolean } = {}): string {
+export function relativeTime(
+  iso: string | null | undefined,
+  now = Date.now(),
+  { past = false }: { past?: boolean } = {},
+): string {
   if (!iso) return 'never';
   const at = Date.parse(iso);
   if (Number.isNaN(at)) return '—';

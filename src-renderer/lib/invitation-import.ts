@@ -123,7 +123,10 @@ function fromHeaderless(table: string[][]): ImportResult {
       row.days = parseDays(clean(days), row);
     } else {
       row.email = cells[at]!.trim();
-      const names = cells.slice(0, at).map((c) => c.trim()).filter(Boolean);
+      const names = cells
+        .slice(0, at)
+        .map((c) => c.trim())
+        .filter(Boolean);
       if (names.length === 1) Object.assign(row, splitName(names[0]!));
       else if (names.length >= 2) {
         row.firstname = names[0]!;
@@ -176,7 +179,13 @@ export function parsePasted(text: string): ImportResult {
     for (const token of tokens) {
       if (token.trim() === '') continue;
       // Several bare addresses separated by spaces.
-      if (!token.includes('<') && token.trim().split(/\s+/).every((word) => word.includes('@'))) {
+      if (
+        !token.includes('<') &&
+        token
+          .trim()
+          .split(/\s+/)
+          .every((word) => word.includes('@'))
+      ) {
         for (const word of token.trim().split(/\s+/)) rows.push(fromAddress(word, index + 1));
       } else rows.push(fromAddress(token, index + 1));
     }

@@ -1,5 +1,12 @@
 import type { Settings } from '../../src-shared/contract/index.ts';
-import { APP_LINK_SCHEME, BROWSER_SCHEMES, INVITATION_LIFETIME_DAYS, isValidEmail, isValidHost, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
+import {
+  APP_LINK_SCHEME,
+  BROWSER_SCHEMES,
+  INVITATION_LIFETIME_DAYS,
+  isValidEmail,
+  isValidHost,
+  isWholeNumberIn,
+} from '../../src-shared/contract/rules.ts';
 
 /** The settings the console's form edits (the mail ones have their own section). */
 export const GENERAL_KEYS = [
@@ -49,20 +56,27 @@ export function settingsErrors(values: GeneralSettings): Partial<Record<GeneralK
   } else if ((BROWSER_SCHEMES as readonly string[]).includes(values.app_link_scheme)) {
     errors.app_link_scheme = `"${values.app_link_scheme}" is not an app's scheme`;
   }
-  if (values.helpdesk_email.trim() !== '' && !isValidEmail(values.helpdesk_email)) errors.helpdesk_email = 'Not a valid email address';
-  if (values.helpdesk_website.trim() !== '' && !isHttpUrl(values.helpdesk_website.trim()) && !isValidHost(values.helpdesk_website.trim().split('/')[0]!)) {
+  if (values.helpdesk_email.trim() !== '' && !isValidEmail(values.helpdesk_email))
+    errors.helpdesk_email = 'Not a valid email address';
+  if (
+    values.helpdesk_website.trim() !== '' &&
+    !isHttpUrl(values.helpdesk_website.trim()) &&
+    !isValidHost(values.helpdesk_website.trim().split('/')[0]!)
+  ) {
     errors.helpdesk_website = 'A web address, as in https://help.example.com';
   }
   if (values.helpdesk_name.length > 200) errors.helpdesk_name = 'At most 200 characters';
   // The reference encoding cannot carry a ";": the Flyve agents split the enrollment data on it.
   if (values.agent_app === 'flyve') {
     for (const key of ['helpdesk_name', 'helpdesk_phone', 'helpdesk_website', 'helpdesk_email'] as const) {
-      if (values[key].includes(';')) errors[key] = 'No ";" while the agent app is Flyve MDM: its agents split the enrollment data on it';
+      if (values[key].includes(';'))
+        errors[key] = 'No ";" while the agent app is Flyve MDM: its agents split the enrollment data on it';
     }
   }
   if (values.helpdesk_phone.length > 100) errors.helpdesk_phone = 'At most 100 characters';
   const days = values.invitation_lifetime_days;
-  if (!isWholeNumberIn(days, INVITATION_LIFETIME_DAYS)) errors.invitation_lifetime_days = `Between ${INVITATION_LIFETIME_DAYS.min} and ${INVITATION_LIFETIME_DAYS.max} days`;
+  if (!isWholeNumberIn(days, INVITATION_LIFETIME_DAYS))
+    errors.invitation_lifetime_days = `Between ${INVITATION_LIFETIME_DAYS.min} and ${INVITATION_LIFETIME_DAYS.max} days`;
   if (values.android_bugcollector_url.trim() !== '' && !isHttpUrl(values.android_bugcollector_url.trim())) {
     errors.android_bugcollector_url = 'A full http:// or https:// address';
   }
@@ -84,8 +98,12 @@ export function settingsPatch(before: GeneralSettings, after: GeneralSettings): 
 /** What to tell the admin after saving: everything here applies at once, to new and existing invitations. */
 export function appliedNote(patch: Partial<GeneralSettings>): string {
   const parts: string[] = [];
-  if ('agent_app' in patch) parts.push(`QR codes, deeplinks and emails are now made for ${patch.agent_app === 'flyve' ? 'the Flyve MDM agents (flyve://register)' : "the spec's agent"}`);
-  if ('public_host' in patch || 'deeplink_base_url' in patch || 'app_link_scheme' in patch) parts.push('QR codes and deeplinks of every pending invitation now carry the new address');
+  if ('agent_app' in patch)
+    parts.push(
+      `QR codes, deeplinks and emails are now made for ${patch.agent_app === 'flyve' ? 'the Flyve MDM agents (flyve://register)' : "the spec's agent"}`,
+    );
+  if ('public_host' in patch || 'deeplink_base_url' in patch || 'app_link_scheme' in patch)
+    parts.push('QR codes and deeplinks of every pending invitation now carry the new address');
   if (Object.keys(patch).some((key) => key.startsWith('helpdesk_'))) parts.push('invitations show the new helpdesk details');
   if ('invitation_lifetime_days' in patch) parts.push('new invitations get the new lifetime (existing ones keep theirs)');
   if ('mqtt_tls' in patch) parts.push('devices get the new broker port the next time they read their agent record');

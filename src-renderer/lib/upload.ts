@@ -15,7 +15,10 @@ export function uploadFile(kind: StoredKind, file: File, onProgress: (fraction: 
   const xhr = new XMLHttpRequest();
   const promise = new Promise<StoredItem>((resolve, reject) => {
     const path = kind === 'file' ? 'files' : 'packages';
-    const query: UploadQuery = { name: file.name, ...(file.type && /^[\w.+-]+\/[\w.+-]+$/.test(file.type) ? { mime_type: file.type } : {}) };
+    const query: UploadQuery = {
+      name: file.name,
+      ...(file.type && /^[\w.+-]+\/[\w.+-]+$/.test(file.type) ? { mime_type: file.type } : {}),
+    };
     xhr.open('POST', `/api/${path}${queryString(query)}`);
     xhr.withCredentials = true;
     xhr.setRequestHeader('content-type', 'application/octet-stream');
@@ -33,7 +36,14 @@ export function uploadFile(kind: StoredKind, file: File, onProgress: (fraction: 
       if (xhr.status === 201) {
         onProgress(1);
         resolve(body as StoredItem);
-      } else reject(new AdminApiError(xhr.status, { ...body, error: body.error ?? `HTTP_${xhr.status}`, message: body.message ?? `Upload failed (HTTP ${xhr.status})` }));
+      } else
+        reject(
+          new AdminApiError(xhr.status, {
+            ...body,
+            error: body.error ?? `HTTP_${xhr.status}`,
+            message: body.message ?? `Upload failed (HTTP ${xhr.status})`,
+          }),
+        );
     };
     xhr.onerror = () => reject(new AdminApiError(0, { error: 'NETWORK_ERROR', message: 'The upload was interrupted' }));
     xhr.onabort = () => reject(new AdminApiError(0, { error: 'ABORTED', message: 'Upload cancelled' }));

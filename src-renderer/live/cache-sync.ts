@@ -27,8 +27,14 @@ export function effectsOf(event: LiveEvent): Effect[] {
     event.agent_id === null
       ? [{ kind: 'invalidate', key: keys.agents }]
       : action === 'deleted' && domain === 'agent'
-        ? [{ kind: 'agentRemoved', id: event.agent_id }, { kind: 'remove', key: keys.agent(event.agent_id) }]
-        : [{ kind: 'agent', id: event.agent_id }, { kind: 'invalidate', key: keys.agent(event.agent_id) }];
+        ? [
+            { kind: 'agentRemoved', id: event.agent_id },
+            { kind: 'remove', key: keys.agent(event.agent_id) },
+          ]
+        : [
+            { kind: 'agent', id: event.agent_id },
+            { kind: 'invalidate', key: keys.agent(event.agent_id) },
+          ];
   const invitationEffect = (): Effect[] => {
     if (event.invitation_id === null) return [{ kind: 'invalidate', key: keys.invitations }];
     if (domain === 'invitation' && action === 'deleted') {
@@ -53,7 +59,8 @@ export function effectsOf(event: LiveEvent): Effect[] {
     case 'agent':
       effects.push(...agentEffect());
       // Uses, pending approvals and their rows on the code pages.
-      if (event.data?.code_id != null || action === 'approved' || action === 'rejected') effects.push({ kind: 'invalidate', key: codeKeys.all });
+      if (event.data?.code_id != null || action === 'approved' || action === 'rejected')
+        effects.push({ kind: 'invalidate', key: codeKeys.all });
       if (event.invitation_id !== null) effects.push(...invitationEffect());
       // Fleets list how many devices each holds: a device that comes, goes or moves changes that.
       if (FLEET_COUNT_ACTIONS.has(action)) effects.push({ kind: 'invalidate', key: keys.fleets });
@@ -69,10 +76,19 @@ export function effectsOf(event: LiveEvent): Effect[] {
       effects.push({ kind: 'invalidate', key: codeKeys.all });
       break;
     case 'fleet':
-      effects.push({ kind: 'invalidate', key: keys.fleets }, { kind: 'invalidate', key: keys.agents }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.deployments });
+      effects.push(
+        { kind: 'invalidate', key: keys.fleets },
+        { kind: 'invalidate', key: keys.agents },
+        { kind: 'invalidate', key: keys.invitations },
+        { kind: 'invalidate', key: keys.deployments },
+      );
       break;
     case 'settings':
-      effects.push({ kind: 'invalidate', key: keys.settings }, { kind: 'invalidate', key: keys.invitations }, { kind: 'invalidate', key: keys.mailSettings });
+      effects.push(
+        { kind: 'invalidate', key: keys.settings },
+        { kind: 'invalidate', key: keys.invitations },
+        { kind: 'invalidate', key: keys.mailSettings },
+      );
       effects.push({ kind: 'invalidate', key: codeKeys.all }); // their deeplinks follow the settings
       break;
     case 'file':
@@ -211,11 +227,18 @@ export class LiveSync {
       work.push(this.client.invalidateQueries({ queryKey: keys.agentList }));
     } else if ((toFetch.length || delivered.length) && listLoaded) {
       work.push(
-        Promise.all(toFetch.map((id) => this.options.fetchAgent(id).then((agent) => [id, agent] as const, () => [id, undefined] as const))).then(
-          (fetched) => {
-            this.client.setQueryData<Agent[]>(keys.agentList, (list) => (list ? upsertAgents(list, [...delivered, ...fetched]) : list));
-          },
-        ),
+        Promise.all(
+          toFetch.map((id) =>
+            this.options.fetchAgent(id).then(
+              (agent) => [id, agent] as const,
+              () => [id, undefined] as const,
+            ),
+          ),
+        ).then((fetched) => {
+          this.client.setQueryData<Agent[]>(keys.agentList, (list) =>
+            list ? upsertAgents(list, [...delivered, ...fetched]) : list,
+          );
+        }),
       );
     }
     await Promise.allSettled(work);

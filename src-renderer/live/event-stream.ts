@@ -46,7 +46,12 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
     try {
       const headers: Record<string, string> = { accept: 'text/event-stream' };
       if (lastEventId > 0) headers['last-event-id'] = String(lastEventId);
-      const response = await fetchImpl(options.url, { headers, credentials: 'same-origin', signal: controller.signal, cache: 'no-store' });
+      const response = await fetchImpl(options.url, {
+        headers,
+        credentials: 'same-origin',
+        signal: controller.signal,
+        cache: 'no-store',
+      });
       if (response.status === 401) {
         options.onState('signed-out');
         closed = true;

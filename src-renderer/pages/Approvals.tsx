@@ -4,7 +4,15 @@ import { useMemo, useState } from 'react';
 import { useApproveAgents } from '../api/codes.ts';
 import { useAgents } from '../api/queries.ts';
 import { Link } from '../app/router.tsx';
-import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, PageHeader, RelativeTime } from '../components/common.tsx';
+import {
+  EmptyState,
+  ErrorState,
+  LoadingState,
+  notifyError,
+  notifySuccess,
+  PageHeader,
+  RelativeTime,
+} from '../components/common.tsx';
 import { DecideButtons } from '../features/approval.tsx';
 
 /** Devices enrolled with a code that needs approval: approve (one, some or all) or reject. */
@@ -18,7 +26,9 @@ export function ApprovalsPage() {
   const approveMany = (ids: number[]) =>
     approve.mutate(ids, {
       onSuccess: ({ approved, skipped }) => {
-        notifySuccess(`${approved.length} device${approved.length === 1 ? '' : 's'} approved${skipped.length ? `; ${skipped.length} skipped (${skipped[0]!.reason})` : ''}`);
+        notifySuccess(
+          `${approved.length} device${approved.length === 1 ? '' : 's'} approved${skipped.length ? `; ${skipped.length} skipped (${skipped[0]!.reason})` : ''}`,
+        );
         setSelected(new Set());
       },
       onError: (error) => notifyError('Not approved', error),
@@ -31,10 +41,21 @@ export function ApprovalsPage() {
         description="Devices enrolled with an enrollment code that needs an admin's approval. Until approved they cannot connect to the broker or download anything; a rejected device is freed."
         actions={
           <Group gap="sm">
-            <Button variant="default" leftSection={<IconChecks size={16} />} disabled={chosen.length === 0} loading={approve.isPending} onClick={() => approveMany(chosen)}>
+            <Button
+              variant="default"
+              leftSection={<IconChecks size={16} />}
+              disabled={chosen.length === 0}
+              loading={approve.isPending}
+              onClick={() => approveMany(chosen)}
+            >
               Approve selected ({chosen.length})
             </Button>
-            <Button leftSection={<IconChecks size={16} />} disabled={waiting.length === 0} loading={approve.isPending} onClick={() => approveMany(waiting.map((a) => a.id))}>
+            <Button
+              leftSection={<IconChecks size={16} />}
+              disabled={waiting.length === 0}
+              loading={approve.isPending}
+              onClick={() => approveMany(waiting.map((a) => a.id))}
+            >
               Approve all ({waiting.length})
             </Button>
           </Group>
@@ -82,7 +103,13 @@ export function ApprovalsPage() {
                       }}
                     />
                   </Table.Td>
-                  <Table.Td>{agent.email ?? <Text span c="dimmed">—</Text>}</Table.Td>
+                  <Table.Td>
+                    {agent.email ?? (
+                      <Text span c="dimmed">
+                        —
+                      </Text>
+                    )}
+                  </Table.Td>
                   <Table.Td className="mono">
                     <Anchor component={Link} to={`/devices?agent=${agent.id}`}>
                       {agent.name}

@@ -21,7 +21,15 @@ import {
 import { Dropzone } from '@mantine/dropzone';
 import { useDebouncedValue } from '@mantine/hooks';
 import { useQueryClient } from '@tanstack/react-query';
-import { IconAlertTriangle, IconCheck, IconClipboardText, IconFileSpreadsheet, IconPrinter, IconUpload, IconX } from '@tabler/icons-react';
+import {
+  IconAlertTriangle,
+  IconCheck,
+  IconClipboardText,
+  IconFileSpreadsheet,
+  IconPrinter,
+  IconUpload,
+  IconX,
+} from '@tabler/icons-react';
 import { useEffect, useMemo, useState } from 'react';
 import { admin, AdminApiError, errorMessage } from '../api/client.ts';
 import { createInvitations, keys, useFleets, useSettings, validateInvitations } from '../api/queries.ts';
@@ -87,12 +95,22 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
     }
     return [...missing.values()];
   }, [parsed, fleetNames]);
-  const acceptedFleets = useMemo(() => (fleetNames && createFleets ? [...fleetNames, ...missingFleets] : fleetNames), [fleetNames, createFleets, missingFleets]);
-  const checked = useMemo(() => validateRows(parsed.rows, acceptedFleets ? { fleets: acceptedFleets } : {}), [parsed, acceptedFleets]);
+  const acceptedFleets = useMemo(
+    () => (fleetNames && createFleets ? [...fleetNames, ...missingFleets] : fleetNames),
+    [fleetNames, createFleets, missingFleets],
+  );
+  const checked = useMemo(
+    () => validateRows(parsed.rows, acceptedFleets ? { fleets: acceptedFleets } : {}),
+    [parsed, acceptedFleets],
+  );
   const rows = useMemo(
     () =>
       serverErrors
-        ? mergeServerErrors(checked, serverErrors.sent, createFleets ? serverErrors.errors.filter((e) => !/unknown fleet/i.test(e)) : serverErrors.errors)
+        ? mergeServerErrors(
+            checked,
+            serverErrors.sent,
+            createFleets ? serverErrors.errors.filter((e) => !/unknown fleet/i.test(e)) : serverErrors.errors,
+          )
         : checked,
     [checked, serverErrors, createFleets],
   );
@@ -110,7 +128,16 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
     const controller = new AbortController();
     const timer = setTimeout(() => {
       // Large imports are asked about in requests of 5,000 rows (the endpoint's limit).
-      validateInChunks(candidates, async (part) => (await validateInvitations(part.map((row) => toInvitationInput(row, defaults)), alsoPending)).errors)
+      validateInChunks(
+        candidates,
+        async (part) =>
+          (
+            await validateInvitations(
+              part.map((row) => toInvitationInput(row, defaults)),
+              alsoPending,
+            )
+          ).errors,
+      )
         .then((errors) => {
           if (!controller.signal.aborted) setServerErrors({ sent: candidates, errors });
         })
@@ -169,7 +196,11 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
     const result = await createInBatches<Invitation>(
       valid,
       async (batch) => {
-        const created = await createInvitations(batch.map((row) => toInvitationInput(row, defaults)), mailOn ? emailThem : undefined, alsoPending);
+        const created = await createInvitations(
+          batch.map((row) => toInvitationInput(row, defaults)),
+          mailOn ? emailThem : undefined,
+          alsoPending,
+        );
         if (created.mail.batch_id && created.mail.queued > 0) batches.push(created.mail.batch_id);
         return created.items;
       },
@@ -186,7 +217,15 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
   };
 
   return (
-    <Modal opened={opened} onClose={close} title="Invite many people" size="85rem" closeOnClickOutside={phase !== 'creating'} closeOnEscape={phase !== 'creating'} withCloseButton={phase !== 'creating'}>
+    <Modal
+      opened={opened}
+      onClose={close}
+      title="Invite many people"
+      size="85rem"
+      closeOnClickOutside={phase !== 'creating'}
+      closeOnEscape={phase !== 'creating'}
+      withCloseButton={phase !== 'creating'}
+    >
       {phase === 'done' && outcome ? (
         <Summary outcome={outcome} skipped={invalid} onClose={close} batchIds={batchIds} />
       ) : phase === 'creating' ? (
@@ -194,7 +233,13 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
           <Text fw={600}>
             Creating invitations… {progress.done.toLocaleString()} of {progress.total.toLocaleString()}
           </Text>
-          <Progress value={progress.total ? (progress.done / progress.total) * 100 : 0} size="xl" striped animated aria-label="Invitations created" />
+          <Progress
+            value={progress.total ? (progress.done / progress.total) * 100 : 0}
+            size="xl"
+            striped
+            animated
+            aria-label="Invitations created"
+          />
           <Text size="sm" c="dimmed">
             Keep this window open until it finishes.
           </Text>
@@ -232,7 +277,15 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
                     onReject={() => setFileError('Drop one CSV or text file')}
                     maxFiles={1}
                     multiple={false}
-                    accept={['text/csv', 'text/plain', 'text/tab-separated-values', 'application/vnd.ms-excel', '.csv', '.tsv', '.txt']}
+                    accept={[
+                      'text/csv',
+                      'text/plain',
+                      'text/tab-separated-values',
+                      'application/vnd.ms-excel',
+                      '.csv',
+                      '.tsv',
+                      '.txt',
+                    ]}
                     aria-label="CSV file"
                   >
                     <Group justify="center" gap="md" mih={140} style={{ pointerEvents: 'none' }}>
@@ -248,7 +301,8 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
                       <div>
                         <Text fw={600}>{file ? file.name : 'Drop a CSV file here, or click to choose one'}</Text>
                         <Text size="sm" c="dimmed">
-                          Columns: email (required), firstname, lastname, fleet, days. A header row names them; without one, the first column is the email.
+                          Columns: email (required), firstname, lastname, fleet, days. A header row names them; without one, the
+                          first column is the email.
                         </Text>
                       </div>
                     </Group>
@@ -305,7 +359,11 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
             </Stack>
             <Preview rows={rows} errors={parsed.errors} />
           </SimpleGrid>
-          <UnreachableWarning what={emailThem ? 'The emails, QR codes and links of these invitations' : 'The QR codes and links of these invitations'} />
+          <UnreachableWarning
+            what={
+              emailThem ? 'The emails, QR codes and links of these invitations' : 'The QR codes and links of these invitations'
+            }
+          />
           <Group justify="space-between">
             <Text size="sm" c="dimmed" data-testid="bulk-counts">
               {rows.length === 0
@@ -316,8 +374,13 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
               <Button variant="default" onClick={close}>
                 Cancel
               </Button>
-              <Button onClick={() => void create()} disabled={valid.length === 0 || (daysValue !== null && (daysValue < LIFETIME.min || daysValue > LIFETIME.max))}>
-                {valid.length ? `Create ${valid.length.toLocaleString()} invitation${valid.length === 1 ? '' : 's'}` : 'Create invitations'}
+              <Button
+                onClick={() => void create()}
+                disabled={valid.length === 0 || (daysValue !== null && (daysValue < LIFETIME.min || daysValue > LIFETIME.max))}
+              >
+                {valid.length
+                  ? `Create ${valid.length.toLocaleString()} invitation${valid.length === 1 ? '' : 's'}`
+                  : 'Create invitations'}
               </Button>
             </Group>
           </Group>
@@ -339,7 +402,12 @@ function Preview({ rows, errors }: { rows: ImportRow[]; errors: string[] }) {
           {error}
         </Alert>
       ))}
-      <ScrollArea h={320} type="auto" offsetScrollbars style={{ border: '1px solid var(--mantine-color-default-border)', borderRadius: 'var(--mantine-radius-md)' }}>
+      <ScrollArea
+        h={320}
+        type="auto"
+        offsetScrollbars
+        style={{ border: '1px solid var(--mantine-color-default-border)', borderRadius: 'var(--mantine-radius-md)' }}
+      >
         {rows.length === 0 ? (
           <Text c="dimmed" size="sm" p="md">
             Rows appear here, each checked, as soon as you paste or drop them.
@@ -359,7 +427,13 @@ function Preview({ rows, errors }: { rows: ImportRow[]; errors: string[] }) {
               {shown.map((row, index) => (
                 <Table.Tr key={`${row.source}-${index}`} data-valid={row.problems.length === 0}>
                   <Table.Td c="dimmed">{row.source}</Table.Td>
-                  <Table.Td className="mono">{row.email || <Text span c="dimmed">(empty)</Text>}</Table.Td>
+                  <Table.Td className="mono">
+                    {row.email || (
+                      <Text span c="dimmed">
+                        (empty)
+                      </Text>
+                    )}
+                  </Table.Td>
                   <Table.Td>{fullName(row)}</Table.Td>
                   <Table.Td>{row.fleet ?? ''}</Table.Td>
                   <Table.Td>
@@ -380,7 +454,8 @@ function Preview({ rows, errors }: { rows: ImportRow[]; errors: string[] }) {
         )}
         {rows.length > PREVIEW_LIMIT ? (
           <Text size="xs" c="dimmed" p="xs">
-            …and {(rows.length - PREVIEW_LIMIT).toLocaleString()} more rows ({rows.slice(PREVIEW_LIMIT).filter((r) => r.problems.length).length} with problems).
+            …and {(rows.length - PREVIEW_LIMIT).toLocaleString()} more rows (
+            {rows.slice(PREVIEW_LIMIT).filter((r) => r.problems.length).length} with problems).
           </Text>
         ) : null}
       </ScrollArea>
@@ -388,7 +463,17 @@ function Preview({ rows, errors }: { rows: ImportRow[]; errors: string[] }) {
   );
 }
 
-function Summary({ outcome, skipped, onClose, batchIds }: { outcome: BulkOutcome<Invitation>; skipped: number; onClose: () => void; batchIds: string[] }) {
+function Summary({
+  outcome,
+  skipped,
+  onClose,
+  batchIds,
+}: {
+  outcome: BulkOutcome<Invitation>;
+  skipped: number;
+  onClose: () => void;
+  batchIds: string[];
+}) {
   const ids = outcome.created.map(({ item }) => item.id);
   return (
     <Stack data-testid="bulk-summary">

@@ -1,4 +1,19 @@
-import { Alert, Anchor, Breadcrumbs, Button, Card, Grid, Group, Modal, SegmentedControl, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import {
+  Alert,
+  Anchor,
+  Breadcrumbs,
+  Button,
+  Card,
+  Grid,
+  Group,
+  Modal,
+  SegmentedControl,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { IconPlayerPlay, IconPrinter } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { AdminApiError } from '../api/client.ts';
@@ -18,7 +33,16 @@ export function CodePage({ id }: { id: number }) {
   if (code.isPending) return <LoadingState />;
   if (code.isError) {
     if (code.error instanceof AdminApiError && code.error.status === 404) {
-      return <EmptyState title="This enrollment code does not exist" action={<Button component={Link} to="/codes" variant="light">Back to enrollment codes</Button>} />;
+      return (
+        <EmptyState
+          title="This enrollment code does not exist"
+          action={
+            <Button component={Link} to="/codes" variant="light">
+              Back to enrollment codes
+            </Button>
+          }
+        />
+      );
     }
     return <ErrorState error={code.error} onRetry={() => void code.refetch()} />;
   }
@@ -52,7 +76,16 @@ function Details({ code }: { code: CodeDetail }) {
     ['Uses', <span data-testid="code-detail-uses">{usesText(code)}</span>],
     ['Approval', code.approval === 'manual' ? 'An admin approves each device' : 'Automatic'],
     ['Created', formatDateTime(code.created_at)],
-    ['Expires', code.expires_at ? <>{formatDateTime(code.expires_at)} (<RelativeTime iso={code.expires_at} />)</> : 'never'],
+    [
+      'Expires',
+      code.expires_at ? (
+        <>
+          {formatDateTime(code.expires_at)} (<RelativeTime iso={code.expires_at} />)
+        </>
+      ) : (
+        'never'
+      ),
+    ],
   ];
   if (code.rotated_at) rows.push(['Rotated', formatDateTime(code.rotated_at)]);
   if (code.revoked_at) rows.push(['Revoked', formatDateTime(code.revoked_at)]);
@@ -62,7 +95,14 @@ function Details({ code }: { code: CodeDetail }) {
 function Uses({ entries }: { entries: CodeLogEntry[] }) {
   const used = entries.filter((entry) => entry.outcome === 'used');
   return (
-    <LogCard title="Uses" count={used.length} empty="No device has enrolled with this code yet." minWidth={560} testId="code-uses-log" columns={['When', 'Person', 'Device', 'Status']}>
+    <LogCard
+      title="Uses"
+      count={used.length}
+      empty="No device has enrolled with this code yet."
+      minWidth={560}
+      testId="code-uses-log"
+      columns={['When', 'Person', 'Device', 'Status']}
+    >
       {used.map((entry) => (
         <Table.Tr key={entry.id} data-testid="code-use-row" data-email={entry.email ?? ''}>
           <Table.Td style={{ whiteSpace: 'nowrap' }}>
@@ -70,7 +110,13 @@ function Uses({ entries }: { entries: CodeLogEntry[] }) {
           </Table.Td>
           <Table.Td style={{ wordBreak: 'break-all' }}>{entry.email}</Table.Td>
           <Table.Td className="mono">
-            {entry.agent_id ? <Anchor component={Link} to={`/devices?agent=${entry.agent_id}`}>{entry.agent_name}</Anchor> : (entry.serial ?? entry.uuid)}
+            {entry.agent_id ? (
+              <Anchor component={Link} to={`/devices?agent=${entry.agent_id}`}>
+                {entry.agent_name}
+              </Anchor>
+            ) : (
+              (entry.serial ?? entry.uuid)
+            )}
           </Table.Td>
           <Table.Td>
             <Group gap={6} wrap="nowrap">
@@ -142,7 +188,11 @@ function SimulateButton({ code }: { code: CodeDetail }) {
   };
   return (
     <>
-      <Button leftSection={<IconPlayerPlay size={16} />} onClick={open} title="Runs the device simulator with this code, as a person's phone would">
+      <Button
+        leftSection={<IconPlayerPlay size={16} />}
+        onClick={open}
+        title="Runs the device simulator with this code, as a person's phone would"
+      >
         Simulate a device
       </Button>
       <Modal opened={opened} onClose={() => setOpened(false)} title="Simulate a person enrolling a device">
@@ -150,13 +200,25 @@ function SimulateButton({ code }: { code: CodeDetail }) {
           <Stack>
             <TextInput
               label="The person's email address"
-              description={code.domains.length ? `This code allows ${code.domains.map((d) => `@${d}`).join(', ')}; another domain shows the refusal.` : 'This code allows any address.'}
+              description={
+                code.domains.length
+                  ? `This code allows ${code.domains.map((d) => `@${d}`).join(', ')}; another domain shows the refusal.`
+                  : 'This code allows any address.'
+              }
               value={email}
               onChange={(e) => setEmail(e.currentTarget.value)}
               required
               data-testid="simulate-email"
             />
-            <SegmentedControl aria-label="Device type" data={[{ value: 'android', label: 'Android' }, { value: 'apple', label: 'Apple' }]} value={type} onChange={(v) => setType(v as 'android' | 'apple')} />
+            <SegmentedControl
+              aria-label="Device type"
+              data={[
+                { value: 'android', label: 'Android' },
+                { value: 'apple', label: 'Apple' },
+              ]}
+              value={type}
+              onChange={(v) => setType(v as 'android' | 'apple')}
+            />
             <Group justify="flex-end">
               <Button variant="default" onClick={() => setOpened(false)}>
                 Cancel
@@ -185,7 +247,9 @@ function CodeView({ code }: { code: CodeDetail }) {
       </Breadcrumbs>
       <Group justify="space-between" align="flex-start" mb="lg" wrap="wrap">
         <Group gap="sm">
-          <Title order={1} size="h2">{code.name}</Title>
+          <Title order={1} size="h2">
+            {code.name}
+          </Title>
           <CodeStatusBadge code={code} size="lg" />
         </Group>
         <Group gap="sm">
@@ -207,7 +271,12 @@ function CodeView({ code }: { code: CodeDetail }) {
             <Card withBorder radius="md" p="md">
               <Details code={code} />
             </Card>
-            <LinksCard deeplink={code.deeplink} appLink={code.app_link} testIdPrefix="code" deeplinkHint="The enrollment page the QR code opens; share it with people who cannot scan." />
+            <LinksCard
+              deeplink={code.deeplink}
+              appLink={code.app_link}
+              testIdPrefix="code"
+              deeplinkHint="The enrollment page the QR code opens; share it with people who cannot scan."
+            />
           </Stack>
         </Grid.Col>
       </Grid>

@@ -19,7 +19,11 @@ export function CodePoster({ id }: { id: number }) {
   if (code.isError) return <ErrorState error={code.error} />;
   const c = code.data;
   const contact = [c.helpdesk.name, c.helpdesk.phone, c.helpdesk.email, c.helpdesk.website].filter(Boolean);
-  const style = { '--paper-width': `${spec.widthMm}mm`, '--paper-height': `${spec.heightMm}mm`, '--paper-margin': `${spec.marginMm}mm` } as CSSProperties;
+  const style = {
+    '--paper-width': `${spec.widthMm}mm`,
+    '--paper-height': `${spec.heightMm}mm`,
+    '--paper-margin': `${spec.marginMm}mm`,
+  } as CSSProperties;
   return (
     <div className="print-root">
       <title>{`Poster · ${c.name} · MDM Console`}</title>
@@ -32,14 +36,24 @@ export function CodePoster({ id }: { id: number }) {
                 {c.name}
               </Button>
               <div>
-                <Title order={1} size="h3">Poster</Title>
+                <Title order={1} size="h3">
+                  Poster
+                </Title>
                 <Text size="xs" c="dimmed">
                   One {spec.label} page to put up where people enroll
                 </Text>
               </div>
             </Group>
             <Group gap="sm">
-              <SegmentedControl aria-label="Paper size" data={[{ value: 'a4', label: 'A4' }, { value: 'letter', label: 'Letter' }]} value={paper} onChange={(v) => setPaper(v as Paper)} />
+              <SegmentedControl
+                aria-label="Paper size"
+                data={[
+                  { value: 'a4', label: 'A4' },
+                  { value: 'letter', label: 'Letter' },
+                ]}
+                value={paper}
+                onChange={(v) => setPaper(v as Paper)}
+              />
               <Button leftSection={<IconPrinter size={16} />} disabled={!loaded} onClick={() => window.print()}>
                 Print
               </Button>
@@ -51,7 +65,12 @@ export function CodePoster({ id }: { id: number }) {
         <section className="sheet-page poster-page">
           <h1>{c.name}</h1>
           <p className="poster-lead">Enroll your phone or tablet</p>
-          <img src={`/api/codes/${c.id}/qr.svg?v=${shortFingerprint(c.deeplink)}`} alt={`Enrollment QR code ${c.name}`} onLoad={() => setLoaded(true)} onError={() => setLoaded(true)} />
+          <img
+            src={`/api/codes/${c.id}/qr.svg?v=${shortFingerprint(c.deeplink)}`}
+            alt={`Enrollment QR code ${c.name}`}
+            onLoad={() => setLoaded(true)}
+            onError={() => setLoaded(true)}
+          />
           <ol className="poster-steps">
             <li>Install the MDM agent app on your device.</li>
             <li>Scan this code with the app (or the camera) and confirm.</li>

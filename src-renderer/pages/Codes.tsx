@@ -1,4 +1,19 @@
-import { Alert, Anchor, Badge, Button, Group, Modal, NumberInput, SegmentedControl, Select, Stack, Table, TagsInput, Text, TextInput } from '@mantine/core';
+import {
+  Alert,
+  Anchor,
+  Badge,
+  Button,
+  Group,
+  Modal,
+  NumberInput,
+  SegmentedControl,
+  Select,
+  Stack,
+  Table,
+  TagsInput,
+  Text,
+  TextInput,
+} from '@mantine/core';
 import { IconBan, IconPlus, IconRefresh } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { AdminApiError } from '../api/client.ts';
@@ -7,7 +22,16 @@ import { CODE_STATUS, useCodes, useCreateCode, useRevokeCode, useRotateCode, use
 import type { EnrollmentCode } from '../../src-shared/contract/index.ts';
 import { useFleets } from '../api/queries.ts';
 import { Link, navigate } from '../app/router.tsx';
-import { confirmAction, EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, PageHeader, RelativeTime } from '../components/common.tsx';
+import {
+  confirmAction,
+  EmptyState,
+  ErrorState,
+  LoadingState,
+  notifyError,
+  notifySuccess,
+  PageHeader,
+  RelativeTime,
+} from '../components/common.tsx';
 
 const DOMAIN = /^@?[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/i;
 
@@ -52,8 +76,23 @@ function NewCodeModal({ opened, onClose }: { opened: boolean; onClose: () => voi
     <Modal opened={opened} onClose={onClose} title="New enrollment code" size="lg">
       <form onSubmit={submit}>
         <Stack>
-          <TextInput label="Name" placeholder="Reception poster, Sales team phones…" value={name} onChange={(e) => setName(e.currentTarget.value)} required data-autofocus maxLength={100} />
-          <Select label="Fleet" placeholder="Default fleet" data={(fleets.data ?? []).map((f) => f.name)} value={fleet} onChange={setFleet} clearable />
+          <TextInput
+            label="Name"
+            placeholder="Reception poster, Sales team phones…"
+            value={name}
+            onChange={(e) => setName(e.currentTarget.value)}
+            required
+            data-autofocus
+            maxLength={100}
+          />
+          <Select
+            label="Fleet"
+            placeholder="Default fleet"
+            data={(fleets.data ?? []).map((f) => f.name)}
+            value={fleet}
+            onChange={setFleet}
+            clearable
+          />
           <TagsInput
             label="Allowed email domains"
             description="Only people with an address at one of these may enroll. Leave empty to allow any address. Press Enter after each."
@@ -65,8 +104,24 @@ function NewCodeModal({ opened, onClose }: { opened: boolean; onClose: () => voi
             aria-label="Allowed email domains"
           />
           <Group grow align="flex-start">
-            <NumberInput label="Maximum uses" description="Empty: unlimited" min={1} max={CODE_MAX_USES} value={maxUses} onChange={setMaxUses} allowDecimal={false} />
-            <NumberInput label="Valid for (days)" description={`${CODE_LIFETIME_DAYS.min} to ${CODE_LIFETIME_DAYS.max}; empty: never expires`} min={CODE_LIFETIME_DAYS.min} max={CODE_LIFETIME_DAYS.max} value={days} onChange={setDays} allowDecimal={false} />
+            <NumberInput
+              label="Maximum uses"
+              description="Empty: unlimited"
+              min={1}
+              max={CODE_MAX_USES}
+              value={maxUses}
+              onChange={setMaxUses}
+              allowDecimal={false}
+            />
+            <NumberInput
+              label="Valid for (days)"
+              description={`${CODE_LIFETIME_DAYS.min} to ${CODE_LIFETIME_DAYS.max}; empty: never expires`}
+              min={CODE_LIFETIME_DAYS.min}
+              max={CODE_LIFETIME_DAYS.max}
+              value={days}
+              onChange={setDays}
+              allowDecimal={false}
+            />
           </Group>
           <div>
             <Text size="sm" fw={500} mb={4}>
@@ -125,10 +180,15 @@ export function CodeActions({ code }: { code: EnrollmentCode }) {
         onClick={async () => {
           const ok = await confirmAction({
             title: `Rotate "${code.name}"?`,
-            message: 'A new QR code and link replace the current ones: every printed poster and shared copy stops working. Devices already enrolled are not affected.',
+            message:
+              'A new QR code and link replace the current ones: every printed poster and shared copy stops working. Devices already enrolled are not affected.',
             confirmLabel: 'Rotate',
           });
-          if (ok) rotate.mutate(code.id, { onSuccess: () => notifySuccess('New QR code and link: print them again'), onError: (e) => notifyError('Not rotated', e) });
+          if (ok)
+            rotate.mutate(code.id, {
+              onSuccess: () => notifySuccess('New QR code and link: print them again'),
+              onError: (e) => notifyError('Not rotated', e),
+            });
         }}
       >
         Rotate
@@ -146,7 +206,11 @@ export function CodeActions({ code }: { code: EnrollmentCode }) {
             message: 'No further device can enroll with it. Devices already enrolled are not affected.',
             confirmLabel: 'Revoke',
           });
-          if (ok) revoke.mutate(code.id, { onSuccess: () => notifySuccess('Code revoked'), onError: (e) => notifyError('Not revoked', e) });
+          if (ok)
+            revoke.mutate(code.id, {
+              onSuccess: () => notifySuccess('Code revoked'),
+              onError: (e) => notifyError('Not revoked', e),
+            });
         }}
       >
         Revoke
@@ -212,8 +276,24 @@ export function CodesPage() {
                       </Text>
                     ) : null}
                   </Table.Td>
-                  <Table.Td>{code.expires_at ? <RelativeTime iso={code.expires_at} /> : <Text span c="dimmed">never</Text>}</Table.Td>
-                  <Table.Td>{code.domains.length ? code.domains.join(', ') : <Text span c="dimmed">any</Text>}</Table.Td>
+                  <Table.Td>
+                    {code.expires_at ? (
+                      <RelativeTime iso={code.expires_at} />
+                    ) : (
+                      <Text span c="dimmed">
+                        never
+                      </Text>
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    {code.domains.length ? (
+                      code.domains.join(', ')
+                    ) : (
+                      <Text span c="dimmed">
+                        any
+                      </Text>
+                    )}
+                  </Table.Td>
                   <Table.Td>{code.fleet}</Table.Td>
                   <Table.Td style={{ whiteSpace: 'nowrap' }}>
                     {code.approval === 'manual' ? 'Manual' : 'Automatic'}

@@ -1,5 +1,19 @@
 import { FunnelChart } from '@mantine/charts';
-import { Alert, Anchor, Button, Card, Group, Paper, ScrollArea, SimpleGrid, Stack, Table, Text, ThemeIcon, Title } from '@mantine/core';
+import {
+  Alert,
+  Anchor,
+  Button,
+  Card,
+  Group,
+  Paper,
+  ScrollArea,
+  SimpleGrid,
+  Stack,
+  Table,
+  Text,
+  ThemeIcon,
+  Title,
+} from '@mantine/core';
 import {
   IconAlertTriangle,
   IconBan,
@@ -21,7 +35,19 @@ import { CopyIcon, EmptyState, PageHeader, QueryView, RelativeTime } from '../co
 import { funnelOf } from '../lib/dashboard.ts';
 import { UnreachableWarning } from '../features/reachability.tsx';
 
-function Stat({ label, value, hint, color, icon }: { label: string; value: number; hint?: string; color: string; icon: ReactNode }) {
+function Stat({
+  label,
+  value,
+  hint,
+  color,
+  icon,
+}: {
+  label: string;
+  value: number;
+  hint?: string;
+  color: string;
+  icon: ReactNode;
+}) {
   return (
     <Paper withBorder p="md" radius="md">
       <Group justify="space-between" align="flex-start" wrap="nowrap">
@@ -57,7 +83,9 @@ function Funnel({ status }: { status: ServerStatus }) {
         From invitation to a device that is connected right now.
       </Text>
       {steps[0]!.value === 0 ? (
-        <EmptyState title="Nothing to show yet">Invite someone and the funnel fills as their device enrolls and comes online.</EmptyState>
+        <EmptyState title="Nothing to show yet">
+          Invite someone and the funnel fills as their device enrolls and comes online.
+        </EmptyState>
       ) : (
         <Group align="center" wrap="wrap" gap="xl">
           {/* A picture of the table beside it: hidden from screen readers and out of the tab order. */}
@@ -75,7 +103,14 @@ function Funnel({ status }: { status: ServerStatus }) {
                 <Table.Tr key={step.label}>
                   <Table.Td>
                     <Group gap={8} wrap="nowrap">
-                      <span style={{ width: 10, height: 10, borderRadius: 3, background: `var(--mantine-color-${step.color.replace('.', '-')})` }} />
+                      <span
+                        style={{
+                          width: 10,
+                          height: 10,
+                          borderRadius: 3,
+                          background: `var(--mantine-color-${step.color.replace('.', '-')})`,
+                        }}
+                      />
                       <Text size="sm">{step.label}</Text>
                     </Group>
                   </Table.Td>
@@ -181,7 +216,13 @@ function ServerCard({ status }: { status: ServerStatus }) {
             <BrokerLine status={status} />
           </Row>
           <Row label="TLS fingerprint">
-            {fingerprint ? <Copyable value={fingerprint} what="TLS fingerprint" /> : <Text size="sm" c="dimmed">Not reported by this server</Text>}
+            {fingerprint ? (
+              <Copyable value={fingerprint} what="TLS fingerprint" />
+            ) : (
+              <Text size="sm" c="dimmed">
+                Not reported by this server
+              </Text>
+            )}
           </Row>
           <Row label="Connected agents">
             <Text size="sm" data-testid="connected-agents">
@@ -223,11 +264,12 @@ function iconOf(type: string) {
 
 function FeedItem({ event }: { event: LiveEvent }) {
   const { icon, color } = iconOf(event.type);
-  const target = event.agent_id !== null && event.type !== 'agent.deleted'
-    ? `/devices?agent=${event.agent_id}`
-    : event.invitation_id !== null && event.type !== 'invitation.deleted'
-      ? `/invitations/${event.invitation_id}`
-      : null;
+  const target =
+    event.agent_id !== null && event.type !== 'agent.deleted'
+      ? `/devices?agent=${event.agent_id}`
+      : event.invitation_id !== null && event.type !== 'invitation.deleted'
+        ? `/invitations/${event.invitation_id}`
+        : null;
   return (
     <Group className="feed-item" gap="sm" py={8} wrap="nowrap" align="flex-start" data-event-type={event.type}>
       <ThemeIcon color={color} variant="light" size={28} radius="xl">
@@ -305,13 +347,20 @@ export function Dashboard() {
                 </Alert>
               ))}
             {data.counts.pending_approval > 0 ? (
-              <Alert color="orange" variant="light" icon={<IconDeviceMobile size={18} />} title="Devices waiting for approval" data-testid="waiting-approval">
+              <Alert
+                color="orange"
+                variant="light"
+                icon={<IconDeviceMobile size={18} />}
+                title="Devices waiting for approval"
+                data-testid="waiting-approval"
+              >
                 <Group justify="space-between">
                   <Text size="sm">
                     <Text span fw={700} data-testid="waiting-approval-count">
                       {data.counts.pending_approval.toLocaleString()}
                     </Text>{' '}
-                    device{data.counts.pending_approval === 1 ? '' : 's'} enrolled with an enrollment code wait for an admin's approval before they can connect.
+                    device{data.counts.pending_approval === 1 ? '' : 's'} enrolled with an enrollment code wait for an admin's
+                    approval before they can connect.
                   </Text>
                   <Button component={Link} to="/approvals" size="xs" variant="light" color="orange">
                     Review
@@ -320,10 +369,34 @@ export function Dashboard() {
               </Alert>
             ) : null}
             <SimpleGrid cols={{ base: 2, md: 4 }}>
-              <Stat label="Invitations" value={data.counts.invitations} hint={`${data.counts.used.toLocaleString()} used so far`} color="indigo" icon={<IconMail size={20} />} />
-              <Stat label="Pending" value={data.counts.pending} hint="not used, not expired" color="blue" icon={<IconMail size={20} />} />
-              <Stat label="Enrolled" value={data.counts.enrolled} hint={`${data.counts.agents.toLocaleString()} device${data.counts.agents === 1 ? '' : 's'} in all`} color="teal" icon={<IconDeviceMobile size={20} />} />
-              <Stat label="Online" value={data.counts.online} hint="connected to the broker" color="green" icon={<IconWifi size={20} />} />
+              <Stat
+                label="Invitations"
+                value={data.counts.invitations}
+                hint={`${data.counts.used.toLocaleString()} used so far`}
+                color="indigo"
+                icon={<IconMail size={20} />}
+              />
+              <Stat
+                label="Pending"
+                value={data.counts.pending}
+                hint="not used, not expired"
+                color="blue"
+                icon={<IconMail size={20} />}
+              />
+              <Stat
+                label="Enrolled"
+                value={data.counts.enrolled}
+                hint={`${data.counts.agents.toLocaleString()} device${data.counts.agents === 1 ? '' : 's'} in all`}
+                color="teal"
+                icon={<IconDeviceMobile size={20} />}
+              />
+              <Stat
+                label="Online"
+                value={data.counts.online}
+                hint="connected to the broker"
+                color="green"
+                icon={<IconWifi size={20} />}
+              />
             </SimpleGrid>
             <SimpleGrid cols={{ base: 1, lg: 2 }} spacing="lg">
               <Stack gap="lg">

@@ -5,7 +5,15 @@ import { useAgent, useAgentTasks, useDeleteAgent } from '../api/queries.ts';
 import { DeviceTasks } from '../features/deployments.tsx';
 import type { AgentDetail } from '../../src-shared/contract/index.ts';
 import { Link } from '../app/router.tsx';
-import { confirmAction, EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
+import {
+  confirmAction,
+  EmptyState,
+  ErrorState,
+  LoadingState,
+  notifyError,
+  notifySuccess,
+  RelativeTime,
+} from '../components/common.tsx';
 import { AgentCommands } from '../features/agent-commands.tsx';
 import { DecideButtons } from '../features/approval.tsx';
 import { enrollStatusOf } from '../lib/devices.ts';
@@ -38,7 +46,12 @@ const FIELD_LABELS: Record<string, string> = {
 };
 
 function value(key: string, raw: unknown) {
-  if (raw === null || raw === undefined || raw === '') return <Text span c="dimmed">—</Text>;
+  if (raw === null || raw === undefined || raw === '')
+    return (
+      <Text span c="dimmed">
+        —
+      </Text>
+    );
   if (key === 'invitation_id') return <Link to={`/invitations/${String(raw)}`}>Invitation {String(raw)}</Link>;
   if (key.endsWith('_at') || key === 'last_contact' || key === 'last_report') {
     return (
@@ -91,11 +104,21 @@ function InventorySection({ agent }: { agent: AgentDetail }) {
     if (inventory.imei) rows.push(['IMEI', <span className="mono">{inventory.imei}</span>]);
     if (inventory.battery) {
       const b = inventory.battery;
-      rows.push(['Battery', [b.level, b.status, b.health && `health ${b.health}`, b.chemistry, b.capacity].filter(Boolean).join(', ') || '—']);
+      rows.push([
+        'Battery',
+        [b.level, b.status, b.health && `health ${b.health}`, b.chemistry, b.capacity].filter(Boolean).join(', ') || '—',
+      ]);
     }
-    for (const drive of inventory.storage) rows.push([`Storage ${drive.name}`, `${megabytes(drive.free_mb)} free of ${megabytes(drive.total_mb)}`]);
+    for (const drive of inventory.storage)
+      rows.push([`Storage ${drive.name}`, `${megabytes(drive.free_mb)} free of ${megabytes(drive.total_mb)}`]);
     rows.push(['Memory', megabytes(inventory.memory_mb)]);
-    rows.push(['Reported', <>{formatDateTime(inventory.received_at)} (<RelativeTime iso={inventory.received_at} />), {inventory.source === 'enrollment' ? 'at enrollment' : `over ${inventory.source.toUpperCase()}`}</>]);
+    rows.push([
+      'Reported',
+      <>
+        {formatDateTime(inventory.received_at)} (<RelativeTime iso={inventory.received_at} />
+        ), {inventory.source === 'enrollment' ? 'at enrollment' : `over ${inventory.source.toUpperCase()}`}
+      </>,
+    ]);
   }
   if (position) {
     rows.push([
@@ -103,12 +126,21 @@ function InventorySection({ agent }: { agent: AgentDetail }) {
       position.latitude === null ? (
         'GPS off'
       ) : (
-        <a href={`https://www.openstreetmap.org/?mlat=${position.latitude}&mlon=${position.longitude}#map=15/${position.latitude}/${position.longitude}`} target="_blank" rel="noreferrer">
+        <a
+          href={`https://www.openstreetmap.org/?mlat=${position.latitude}&mlon=${position.longitude}#map=15/${position.latitude}/${position.longitude}`}
+          target="_blank"
+          rel="noreferrer"
+        >
           {position.latitude}, {position.longitude}
         </a>
       ),
     ]);
-    rows.push(['Located', <>{formatDateTime(position.located_at)} (<RelativeTime iso={position.located_at} />)</>]);
+    rows.push([
+      'Located',
+      <>
+        {formatDateTime(position.located_at)} (<RelativeTime iso={position.located_at} />)
+      </>,
+    ]);
   }
   return (
     <div data-testid="agent-inventory">
@@ -221,7 +253,13 @@ function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
         <Title order={5} mb="xs">
           Tasks
         </Title>
-        {tasks.data ? <DeviceTasks tasks={tasks.data} /> : <Text size="sm" c="dimmed">Loading…</Text>}
+        {tasks.data ? (
+          <DeviceTasks tasks={tasks.data} />
+        ) : (
+          <Text size="sm" c="dimmed">
+            Loading…
+          </Text>
+        )}
       </div>
       <Divider />
       <div>

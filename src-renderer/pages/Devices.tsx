@@ -1,6 +1,14 @@
 import { Badge, Button, Card, Group, Select, Text, TextInput, Tooltip } from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
-import { IconArrowDown, IconArrowUp, IconArrowsSort, IconCircleFilled, IconEraser, IconLock, IconSearch } from '@tabler/icons-react';
+import {
+  IconArrowDown,
+  IconArrowUp,
+  IconArrowsSort,
+  IconCircleFilled,
+  IconEraser,
+  IconLock,
+  IconSearch,
+} from '@tabler/icons-react';
 import {
   columnFilteringFeature,
   columnSizingFeature,
@@ -69,7 +77,19 @@ function TwoLines({ first, second }: { first: string | null | undefined; second:
 // Widths in px; the person column takes what is left. They add up to 960 px, so every column
 // shows in a 1,280 px window with the navigation open.
 /** A small icon beside the status that marks a state (locked, wipe ordered), named for screen readers. */
-function StateIcon({ tooltip, color, testId, label, children }: { tooltip: string; color: string; testId: string; label: string; children: ReactNode }) {
+function StateIcon({
+  tooltip,
+  color,
+  testId,
+  label,
+  children,
+}: {
+  tooltip: string;
+  color: string;
+  testId: string;
+  label: string;
+  children: ReactNode;
+}) {
   return (
     <Tooltip label={tooltip}>
       <Text span c={color} lh={0} data-testid={testId} aria-label={label} role="img">
@@ -85,7 +105,11 @@ const columns = helper.columns([
     header: 'Device',
     size: 105,
     sortFn: 'alphanumeric',
-    cell: (info) => <Text size="sm" fw={500} truncate>{info.getValue()}</Text>,
+    cell: (info) => (
+      <Text size="sm" fw={500} truncate>
+        {info.getValue()}
+      </Text>
+    ),
   }),
   helper.accessor((agent) => agent.email ?? '', {
     id: 'person',
@@ -109,7 +133,13 @@ const columns = helper.columns([
       );
     },
   }),
-  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', { id: 'serial', header: 'Serial', size: 100, sortFn: 'alphanumeric', cell: (info) => <span className="mono">{info.getValue()}</span> }),
+  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', {
+    id: 'serial',
+    header: 'Serial',
+    size: 100,
+    sortFn: 'alphanumeric',
+    cell: (info) => <span className="mono">{info.getValue()}</span>,
+  }),
   // Two lines, like the person: the agent type over its version.
   helper.accessor('type', {
     id: 'type',
@@ -125,9 +155,21 @@ const columns = helper.columns([
     header: 'Model',
     size: 120,
     sortFn: 'alphanumeric',
-    cell: (info) => <TwoLines first={info.getValue()} second={[info.row.original.os_name, info.row.original.os_version].filter(Boolean).join(' ')} />,
+    cell: (info) => (
+      <TwoLines
+        first={info.getValue()}
+        second={[info.row.original.os_name, info.row.original.os_version].filter(Boolean).join(' ')}
+      />
+    ),
   }),
-  helper.accessor('fleet', { id: 'fleet', header: 'Fleet', size: 90, filterFn: 'equalsString', sortFn: 'alphanumeric' , cell: plainCell }),
+  helper.accessor('fleet', {
+    id: 'fleet',
+    header: 'Fleet',
+    size: 90,
+    filterFn: 'equalsString',
+    sortFn: 'alphanumeric',
+    cell: plainCell,
+  }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
     header: 'Status',
@@ -148,7 +190,12 @@ const columns = helper.columns([
             </StateIcon>
           ) : null}
           {wipe ? (
-            <StateIcon tooltip="Wipe ordered: the device erases itself when it gets the command" color="red.8" testId="device-wiped" label="Wipe ordered">
+            <StateIcon
+              tooltip="Wipe ordered: the device erases itself when it gets the command"
+              color="red.8"
+              testId="device-wiped"
+              label="Wipe ordered"
+            >
               <IconEraser size={16} />
             </StateIcon>
           ) : null}
@@ -242,7 +289,10 @@ export function Devices() {
 
   const filterValue = (id: string) => (columnFilters.find((f) => f.id === id)?.value as string | boolean | undefined) ?? null;
   const setFilter = (id: string, value: unknown) =>
-    setColumnFilters((current) => [...current.filter((f) => f.id !== id), ...(value === null || value === undefined ? [] : [{ id, value }])]);
+    setColumnFilters((current) => [
+      ...current.filter((f) => f.id !== id),
+      ...(value === null || value === undefined ? [] : [{ id, value }]),
+    ]);
 
   const scrollRef = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({
@@ -310,8 +360,24 @@ export function Devices() {
             onChange={(e) => setQuery(e.currentTarget.value)}
             w={280}
           />
-          <Select aria-label="Type" placeholder="Any type" data={['android', 'apple']} value={(filterValue('type') as string) ?? null} onChange={(v) => setFilter('type', v)} clearable w={130} />
-          <Select aria-label="Fleet" placeholder="Any fleet" data={fleetNames} value={(filterValue('fleet') as string) ?? null} onChange={(v) => setFilter('fleet', v)} clearable w={160} />
+          <Select
+            aria-label="Type"
+            placeholder="Any type"
+            data={['android', 'apple']}
+            value={(filterValue('type') as string) ?? null}
+            onChange={(v) => setFilter('type', v)}
+            clearable
+            w={130}
+          />
+          <Select
+            aria-label="Fleet"
+            placeholder="Any fleet"
+            data={fleetNames}
+            value={(filterValue('fleet') as string) ?? null}
+            onChange={(v) => setFilter('fleet', v)}
+            clearable
+            w={160}
+          />
           <Select
             aria-label="Status"
             placeholder="Any status"
@@ -346,7 +412,9 @@ export function Devices() {
             </Button>
           ) : null}
           <Text size="sm" c="dimmed" ml="auto" data-testid="devices-count">
-            {filtered ? `${rows.length.toLocaleString()} of ${data.length.toLocaleString()}` : `${data.length.toLocaleString()} devices`}
+            {filtered
+              ? `${rows.length.toLocaleString()} of ${data.length.toLocaleString()}`
+              : `${data.length.toLocaleString()} devices`}
           </Text>
         </Group>
         {agents.isPending ? (
@@ -362,11 +430,25 @@ export function Devices() {
               </Button>
             }
           >
-            Devices appear here the moment they enroll with an invitation. On an invitation's page, "Simulate a device" enrolls one without a phone.
+            Devices appear here the moment they enroll with an invitation. On an invitation's page, "Simulate a device" enrolls
+            one without a phone.
           </EmptyState>
         ) : (
-          <div ref={scrollRef} className="devices-scroll" style={{ height: `min(max(360px, calc(100dvh - 290px)), ${rows.length * ROW_HEIGHT + 44}px)`, minHeight: rows.length ? undefined : 220 }} data-testid="devices-scroll">
-            <table className="devices-table" style={{ minWidth: totalWidth }} aria-rowcount={rows.length + 1} data-testid="devices-table">
+          <div
+            ref={scrollRef}
+            className="devices-scroll"
+            style={{
+              height: `min(max(360px, calc(100dvh - 290px)), ${rows.length * ROW_HEIGHT + 44}px)`,
+              minHeight: rows.length ? undefined : 220,
+            }}
+            data-testid="devices-scroll"
+          >
+            <table
+              className="devices-table"
+              style={{ minWidth: totalWidth }}
+              aria-rowcount={rows.length + 1}
+              data-testid="devices-table"
+            >
               <thead>
                 {table.getHeaderGroups().map((group) => (
                   <tr key={group.id} aria-rowindex={1}>
@@ -379,9 +461,20 @@ export function Devices() {
                           style={{ width: header.getSize(), flexGrow: grow ? 1 : 0 }}
                           aria-sort={sorted === 'asc' ? 'ascending' : sorted === 'desc' ? 'descending' : 'none'}
                         >
-                          <button type="button" className="sort-button" onClick={header.column.getToggleSortingHandler()} title="Sort">
+                          <button
+                            type="button"
+                            className="sort-button"
+                            onClick={header.column.getToggleSortingHandler()}
+                            title="Sort"
+                          >
                             <table.FlexRender header={header} />
-                            {sorted === 'asc' ? <IconArrowUp size={14} /> : sorted === 'desc' ? <IconArrowDown size={14} /> : <IconArrowsSort size={14} opacity={0.35} />}
+                            {sorted === 'asc' ? (
+                              <IconArrowUp size={14} />
+                            ) : sorted === 'desc' ? (
+                              <IconArrowDown size={14} />
+                            ) : (
+                              <IconArrowsSort size={14} opacity={0.35} />
+                            )}
                           </button>
                         </th>
                       );
@@ -416,9 +509,7 @@ export function Devices() {
                 })}
               </tbody>
             </table>
-            {rows.length === 0 ? (
-              <EmptyState title="No device matches">Try fewer words or clear the filters.</EmptyState>
-            ) : null}
+            {rows.length === 0 ? <EmptyState title="No device matches">Try fewer words or clear the filters.</EmptyState> : null}
           </div>
         )}
         <Text size="xs" c="dimmed" mt="xs">

@@ -7,7 +7,16 @@ import { errorMessage } from '../api/client.ts';
 import { keys, useDeleteStored, useStored } from '../api/queries.ts';
 import type { StoredItem, StoredKind } from '../../src-shared/contract/index.ts';
 import { navigate, useLocation } from '../app/router.tsx';
-import { confirmAction, CopyIcon, EmptyState, notifyError, notifySuccess, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
+import {
+  confirmAction,
+  CopyIcon,
+  EmptyState,
+  notifyError,
+  notifySuccess,
+  PageHeader,
+  QueryView,
+  RelativeTime,
+} from '../components/common.tsx';
 import { formatBytes, shortHash } from '../lib/format.ts';
 import { uploadFile, type UploadHandle } from '../lib/upload.ts';
 import { DeployModal, PackageInfoModal } from '../features/deployments.tsx';
@@ -73,7 +82,8 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
   if (items.length === 0) {
     return (
       <EmptyState title={kind === 'file' ? 'No files yet' : 'No packages yet'}>
-        Drop {kind === 'file' ? 'files' : 'app packages (APK, IPA…)'} above: enrolled devices download them with their api token, by byte ranges.
+        Drop {kind === 'file' ? 'files' : 'app packages (APK, IPA…)'} above: enrolled devices download them with their api token,
+        by byte ranges.
       </EmptyState>
     );
   }
@@ -134,41 +144,56 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
               </Table.Td>
               <Table.Td>
                 <Group gap={4} wrap="nowrap" justify="flex-end">
-                {kind === 'package' && !item.package_name ? (
-                  <Button size="xs" variant="default" onClick={() => setDescribing(item)} aria-label={`Set the package name of ${item.name}`}>
-                    Set package name…
-                  </Button>
-                ) : null}
-                <Tooltip label={kind === 'package' && !item.package_name ? 'Set its package name first' : 'Publish it to a fleet or a device'}>
-                  <Button
-                    size="xs"
-                    variant="light"
-                    leftSection={<IconRocket size={14} />}
-                    disabled={kind === 'package' && !item.package_name}
-                    onClick={() => setDeploying(item)}
-                    aria-label={`Deploy ${item.name}`}
+                  {kind === 'package' && !item.package_name ? (
+                    <Button
+                      size="xs"
+                      variant="default"
+                      onClick={() => setDescribing(item)}
+                      aria-label={`Set the package name of ${item.name}`}
+                    >
+                      Set package name…
+                    </Button>
+                  ) : null}
+                  <Tooltip
+                    label={
+                      kind === 'package' && !item.package_name
+                        ? 'Set its package name first'
+                        : 'Publish it to a fleet or a device'
+                    }
                   >
-                    Deploy to…
-                  </Button>
-                </Tooltip>
-                <Tooltip label="Delete">
-                  <ActionIcon
-                    variant="subtle"
-                    color="red"
-                    aria-label={`Delete ${item.name}`}
-                    loading={remove.isPending && remove.variables === item.id}
-                    onClick={async () => {
-                      const ok = await confirmAction({
-                        title: `Delete ${item.name}?`,
-                        message: 'Devices can no longer download it.',
-                        confirmLabel: 'Delete',
-                      });
-                      if (ok) remove.mutate(item.id, { onSuccess: () => notifySuccess(`${item.name} deleted`), onError: (e) => notifyError('Not deleted', e) });
-                    }}
-                  >
-                    <IconTrash size={16} />
-                  </ActionIcon>
-                </Tooltip>
+                    <Button
+                      size="xs"
+                      variant="light"
+                      leftSection={<IconRocket size={14} />}
+                      disabled={kind === 'package' && !item.package_name}
+                      onClick={() => setDeploying(item)}
+                      aria-label={`Deploy ${item.name}`}
+                    >
+                      Deploy to…
+                    </Button>
+                  </Tooltip>
+                  <Tooltip label="Delete">
+                    <ActionIcon
+                      variant="subtle"
+                      color="red"
+                      aria-label={`Delete ${item.name}`}
+                      loading={remove.isPending && remove.variables === item.id}
+                      onClick={async () => {
+                        const ok = await confirmAction({
+                          title: `Delete ${item.name}?`,
+                          message: 'Devices can no longer download it.',
+                          confirmLabel: 'Delete',
+                        });
+                        if (ok)
+                          remove.mutate(item.id, {
+                            onSuccess: () => notifySuccess(`${item.name} deleted`),
+                            onError: (e) => notifyError('Not deleted', e),
+                          });
+                      }}
+                    >
+                      <IconTrash size={16} />
+                    </ActionIcon>
+                  </Tooltip>
                 </Group>
               </Table.Td>
             </Table.Tr>
@@ -185,7 +210,8 @@ function StorePanel({ kind }: { kind: StoredKind }) {
   const client = useQueryClient();
   const list = useStored(kind);
   const [uploads, setUploads] = useState<Upload[]>([]);
-  const update = (key: string, change: Partial<Upload>) => setUploads((all) => all.map((u) => (u.key === key ? { ...u, ...change } : u)));
+  const update = (key: string, change: Partial<Upload>) =>
+    setUploads((all) => all.map((u) => (u.key === key ? { ...u, ...change } : u)));
 
   const start = (files: File[]) => {
     for (const file of files) {
@@ -206,7 +232,12 @@ function StorePanel({ kind }: { kind: StoredKind }) {
   return (
     <Stack gap="md">
       <div>
-        <Dropzone onDrop={start} multiple aria-label={`Upload ${kind === 'file' ? 'files' : 'packages'}`} data-testid={`${kind}-dropzone`}>
+        <Dropzone
+          onDrop={start}
+          multiple
+          aria-label={`Upload ${kind === 'file' ? 'files' : 'packages'}`}
+          data-testid={`${kind}-dropzone`}
+        >
           <Group justify="center" gap="lg" mih={110} style={{ pointerEvents: 'none' }}>
             <Dropzone.Accept>
               <IconUpload size={42} stroke={1.4} />
@@ -214,7 +245,9 @@ function StorePanel({ kind }: { kind: StoredKind }) {
             <Dropzone.Reject>
               <IconX size={42} stroke={1.4} />
             </Dropzone.Reject>
-            <Dropzone.Idle>{kind === 'file' ? <IconFile size={42} stroke={1.4} /> : <IconPackage size={42} stroke={1.4} />}</Dropzone.Idle>
+            <Dropzone.Idle>
+              {kind === 'file' ? <IconFile size={42} stroke={1.4} /> : <IconPackage size={42} stroke={1.4} />}
+            </Dropzone.Idle>
             <div>
               <Text fw={600}>Drop {kind === 'file' ? 'files' : 'packages'} here, or click to choose</Text>
               <Text size="sm" c="dimmed">
@@ -237,14 +270,40 @@ export function FilesPage() {
   const packages = useStored('package');
   return (
     <>
-      <PageHeader title="Files & packages" description="Content enrolled devices download: documents and configuration files, and app packages." />
+      <PageHeader
+        title="Files & packages"
+        description="Content enrolled devices download: documents and configuration files, and app packages."
+      />
       <Card withBorder radius="md" p="md">
-        <Tabs value={tab} onChange={(value) => navigate(value === 'packages' ? '/files?tab=packages' : '/files', { replace: true })}>
+        <Tabs
+          value={tab}
+          onChange={(value) => navigate(value === 'packages' ? '/files?tab=packages' : '/files', { replace: true })}
+        >
           <Tabs.List mb="md">
-            <Tabs.Tab value="files" leftSection={<IconFile size={16} />} rightSection={files.data ? <Badge size="xs" variant="light" circle>{files.data.length}</Badge> : null}>
+            <Tabs.Tab
+              value="files"
+              leftSection={<IconFile size={16} />}
+              rightSection={
+                files.data ? (
+                  <Badge size="xs" variant="light" circle>
+                    {files.data.length}
+                  </Badge>
+                ) : null
+              }
+            >
               Files
             </Tabs.Tab>
-            <Tabs.Tab value="packages" leftSection={<IconPackage size={16} />} rightSection={packages.data ? <Badge size="xs" variant="light" circle>{packages.data.length}</Badge> : null}>
+            <Tabs.Tab
+              value="packages"
+              leftSection={<IconPackage size={16} />}
+              rightSection={
+                packages.data ? (
+                  <Badge size="xs" variant="light" circle>
+                    {packages.data.length}
+                  </Badge>
+                ) : null
+              }
+            >
               Packages
             </Tabs.Tab>
           </Tabs.List>

@@ -1,4 +1,18 @@
-import { ActionIcon, Badge, Button, Card, Grid, Group, Modal, Stack, Table, Text, TextInput, Title, Tooltip } from '@mantine/core';
+import {
+  ActionIcon,
+  Badge,
+  Button,
+  Card,
+  Grid,
+  Group,
+  Modal,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+  Tooltip,
+} from '@mantine/core';
 import { IconPencil, IconPlus, IconTrash } from '@tabler/icons-react';
 import { useMemo, useState } from 'react';
 import { useAgents, useCreateFleet, useDeleteFleet, useFleets, useRenameFleet } from '../api/queries.ts';
@@ -16,11 +30,24 @@ function RenameModal({ fleet, onClose }: { fleet: Fleet | null; onClose: () => v
         onSubmit={(event) => {
           event.preventDefault();
           if (!fleet) return;
-          rename.mutate({ id: fleet.id, name }, { onSuccess: () => (notifySuccess(`Fleet renamed to "${name}"`), onClose()), onError: (e) => notifyError('Not renamed', e) });
+          rename.mutate(
+            { id: fleet.id, name },
+            {
+              onSuccess: () => (notifySuccess(`Fleet renamed to "${name}"`), onClose()),
+              onError: (e) => notifyError('Not renamed', e),
+            },
+          );
         }}
       >
         <Stack>
-          <TextInput label="New name" data-autofocus defaultValue={fleet?.name} onChange={(e) => setName(e.currentTarget.value)} maxLength={100} required />
+          <TextInput
+            label="New name"
+            data-autofocus
+            defaultValue={fleet?.name}
+            onChange={(e) => setName(e.currentTarget.value)}
+            maxLength={100}
+            required
+          />
           <Group justify="flex-end">
             <Button type="submit" loading={rename.isPending} disabled={name.trim() === ''}>
               Rename
@@ -53,7 +80,14 @@ function FleetList({ fleets, selected }: { fleets: Fleet[]; selected: number | n
         }}
       >
         <Group gap="xs" align="flex-end" wrap="nowrap">
-          <TextInput label="New fleet" placeholder="e.g. Field sales" value={name} onChange={(e) => setName(e.currentTarget.value)} maxLength={100} style={{ flex: 1 }} />
+          <TextInput
+            label="New fleet"
+            placeholder="e.g. Field sales"
+            value={name}
+            onChange={(e) => setName(e.currentTarget.value)}
+            maxLength={100}
+            style={{ flex: 1 }}
+          />
           <Button type="submit" leftSection={<IconPlus size={16} />} loading={create.isPending} disabled={name.trim() === ''}>
             Create
           </Button>
@@ -69,7 +103,11 @@ function FleetList({ fleets, selected }: { fleets: Fleet[]; selected: number | n
         </Table.Thead>
         <Table.Tbody>
           {fleets.map((fleet) => (
-            <Table.Tr key={fleet.id} data-fleet-name={fleet.name} bg={fleet.id === selected ? 'var(--mantine-primary-color-light)' : undefined}>
+            <Table.Tr
+              key={fleet.id}
+              data-fleet-name={fleet.name}
+              bg={fleet.id === selected ? 'var(--mantine-primary-color-light)' : undefined}
+            >
               <Table.Td>
                 <Link to={`/fleets/${fleet.id}`}>{fleet.name}</Link>
                 {fleet.is_default ? (
@@ -84,11 +122,24 @@ function FleetList({ fleets, selected }: { fleets: Fleet[]; selected: number | n
               <Table.Td>
                 <Group gap={2} wrap="nowrap" justify="flex-end">
                   <Tooltip label="Rename">
-                    <ActionIcon variant="subtle" color="gray" aria-label={`Rename ${fleet.name}`} onClick={() => setRenaming(fleet)}>
+                    <ActionIcon
+                      variant="subtle"
+                      color="gray"
+                      aria-label={`Rename ${fleet.name}`}
+                      onClick={() => setRenaming(fleet)}
+                    >
                       <IconPencil size={16} />
                     </ActionIcon>
                   </Tooltip>
-                  <Tooltip label={fleet.is_default ? 'The default fleet stays' : fleet.agent_count > 0 ? 'Move its devices out first' : 'Delete'}>
+                  <Tooltip
+                    label={
+                      fleet.is_default
+                        ? 'The default fleet stays'
+                        : fleet.agent_count > 0
+                          ? 'Move its devices out first'
+                          : 'Delete'
+                    }
+                  >
                     <ActionIcon
                       variant="subtle"
                       color="red"
@@ -128,7 +179,12 @@ function FleetList({ fleets, selected }: { fleets: Fleet[]; selected: number | n
 function FleetDevices({ fleetId }: { fleetId: number }) {
   const agents = useAgents();
   const members = useMemo(() => (agents.data ?? []).filter((agent) => agent.fleet_id === fleetId), [agents.data, fleetId]);
-  if (members.length === 0) return <Text size="sm" c="dimmed">No devices in this fleet yet: invite people into it, or move devices here from their panel.</Text>;
+  if (members.length === 0)
+    return (
+      <Text size="sm" c="dimmed">
+        No devices in this fleet yet: invite people into it, or move devices here from their panel.
+      </Text>
+    );
   return (
     <Table fz="sm" verticalSpacing={4} data-testid="fleet-devices">
       <Table.Tbody>
@@ -156,7 +212,10 @@ export function FleetsPage({ id }: { id: number | null }) {
   const fleets = useFleets();
   return (
     <>
-      <PageHeader title="Fleets" description="Groups of devices. What is deployed to a fleet reaches each of its devices, including the ones that join later." />
+      <PageHeader
+        title="Fleets"
+        description="Groups of devices. What is deployed to a fleet reaches each of its devices, including the ones that join later."
+      />
       <QueryView query={fleets}>
         {(items) => {
           const selected = items.find((fleet) => fleet.id === id) ?? null;
@@ -177,7 +236,10 @@ export function FleetsPage({ id }: { id: number | null }) {
                           Deploy a file or package…
                         </Button>
                       </Group>
-                      <DeploymentList filter={{ fleet_id: selected.id, state: 'active' }} emptyText="Nothing is deployed to this fleet. Use “Deploy to…” on a file or package." />
+                      <DeploymentList
+                        filter={{ fleet_id: selected.id, state: 'active' }}
+                        emptyText="Nothing is deployed to this fleet. Use “Deploy to…” on a file or package."
+                      />
                     </Card>
                     <Card withBorder radius="md" p="md">
                       <Title order={4} mb="sm">

@@ -1,24 +1,5 @@
-import {
-  Anchor,
-  Breadcrumbs,
-  Button,
-  Card,
-  Grid,
-  Group,
-  Menu,
-  Stack,
-  Table,
-  Text,
-  Title,
-} from '@mantine/core';
-import {
-  IconBan,
-  IconChevronDown,
-  IconDeviceMobile,
-  IconPlayerPlay,
-  IconPrinter,
-  IconTrash,
-} from '@tabler/icons-react';
+import { Anchor, Breadcrumbs, Button, Card, Grid, Group, Menu, Stack, Table, Text, Title } from '@mantine/core';
+import { IconBan, IconChevronDown, IconDeviceMobile, IconPlayerPlay, IconPrinter, IconTrash } from '@tabler/icons-react';
 import { useState } from 'react';
 import { AdminApiError } from '../api/client.ts';
 import { useDeleteInvitation, useInvitation, useRevokeInvitation, useSimulateDevice } from '../api/queries.ts';
@@ -76,7 +57,12 @@ function InvitationQrCard({ invitation }: { invitation: InvitationDetail }) {
       blockedReason={why}
       hint="Scan with the phone's camera: it opens the enrollment page."
       extraAction={
-        <Button component={Link} to={`/print${printQuery([invitation.id])}`} variant="default" leftSection={<IconPrinter size={16} />}>
+        <Button
+          component={Link}
+          to={`/print${printQuery([invitation.id])}`}
+          variant="default"
+          leftSection={<IconPrinter size={16} />}
+        >
           Print
         </Button>
       }
@@ -87,7 +73,14 @@ function InvitationQrCard({ invitation }: { invitation: InvitationDetail }) {
 function Details({ invitation }: { invitation: InvitationDetail }) {
   const rows: [string, React.ReactNode][] = [
     ['Email', invitation.email],
-    ['Name', fullName(invitation) || <Text span c="dimmed">—</Text>],
+    [
+      'Name',
+      fullName(invitation) || (
+        <Text span c="dimmed">
+          —
+        </Text>
+      ),
+    ],
     ['Fleet', invitation.fleet ?? '—'],
     ['Created', formatDateTime(invitation.created_at)],
     [
@@ -140,7 +133,13 @@ function Helpdesk({ invitation }: { invitation: InvitationDetail }) {
                 <Table.Th w={90} fw={500} c="dimmed">
                   {label}
                 </Table.Th>
-                <Table.Td>{value || <Text span c="dimmed">—</Text>}</Table.Td>
+                <Table.Td>
+                  {value || (
+                    <Text span c="dimmed">
+                      —
+                    </Text>
+                  )}
+                </Table.Td>
               </Table.Tr>
             ))}
           </Table.Tbody>
@@ -237,7 +236,12 @@ function Actions({ invitation }: { invitation: InvitationDetail }) {
         </Button>
         <Menu position="bottom-end">
           <Menu.Target>
-            <Button aria-label="Choose the simulated device type" px={8} disabled={simulate.isPending} style={{ borderTopLeftRadius: 0, borderBottomLeftRadius: 0, borderLeft: '1px solid rgba(255,255,255,.35)' }}>
+            <Button
+              aria-label="Choose the simulated device type"
+              px={8}
+              disabled={simulate.isPending}
+              style={{ borderTopLeftRadius: 0, borderBottomLeftRadius: 0, borderLeft: '1px solid rgba(255,255,255,.35)' }}
+            >
               <IconChevronDown size={16} />
             </Button>
           </Menu.Target>
@@ -264,7 +268,11 @@ function Actions({ invitation }: { invitation: InvitationDetail }) {
             message: `The QR code and deeplink sent to ${invitation.email} stop working at once. A device already enrolled is not affected.`,
             confirmLabel: 'Revoke',
           });
-          if (ok) revoke.mutate(invitation.id, { onSuccess: () => notifySuccess('Invitation revoked'), onError: (e) => notifyError('Not revoked', e) });
+          if (ok)
+            revoke.mutate(invitation.id, {
+              onSuccess: () => notifySuccess('Invitation revoked'),
+              onError: (e) => notifyError('Not revoked', e),
+            });
         }}
       >
         Revoke
@@ -339,7 +347,12 @@ function InvitationView({ invitation }: { invitation: InvitationDetail }) {
             <Card withBorder radius="md" p="md">
               <Details invitation={invitation} />
             </Card>
-            <LinksCard deeplink={invitation.deeplink} appLink={invitation.app_link} testIdPrefix="invitation" deeplinkHint="The enrollment page the QR code opens; send it by message to someone who cannot scan." />
+            <LinksCard
+              deeplink={invitation.deeplink}
+              appLink={invitation.app_link}
+              testIdPrefix="invitation"
+              deeplinkHint="The enrollment page the QR code opens; send it by message to someone who cannot scan."
+            />
             <RefusedLog invitation={invitation} />
             <History invitation={invitation} />
           </Stack>

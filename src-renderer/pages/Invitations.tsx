@@ -1,4 +1,17 @@
-import { Anchor, Button, Card, Checkbox, Group, Pagination, SegmentedControl, Select, Table, Text, TextInput, Tooltip } from '@mantine/core';
+import {
+  Anchor,
+  Button,
+  Card,
+  Checkbox,
+  Group,
+  Pagination,
+  SegmentedControl,
+  Select,
+  Table,
+  Text,
+  TextInput,
+  Tooltip,
+} from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
 import { IconMailPlus, IconPrinter, IconSearch, IconUsersPlus } from '@tabler/icons-react';
 import { useEffect, useMemo, useState } from 'react';
@@ -90,7 +103,13 @@ export function Invitations() {
       <Card withBorder radius="md" p={0}>
         <Group p="md" gap="sm" justify="space-between" wrap="wrap">
           <Group gap="sm" wrap="wrap">
-            <SegmentedControl data={STATUSES} value={status} onChange={(value) => setParam('status', value)} aria-label="Status" visibleFrom="md" />
+            <SegmentedControl
+              data={STATUSES}
+              value={status}
+              onChange={(value) => setParam('status', value)}
+              aria-label="Status"
+              visibleFrom="md"
+            />
             <Select
               data={STATUSES}
               value={status}
@@ -159,7 +178,12 @@ export function Invitations() {
           )
         ) : (
           <Table.ScrollContainer minWidth={820}>
-            <Table highlightOnHover verticalSpacing="sm" data-testid="invitations-table" style={{ opacity: list.isPlaceholderData ? 0.6 : 1 }}>
+            <Table
+              highlightOnHover
+              verticalSpacing="sm"
+              data-testid="invitations-table"
+              style={{ opacity: list.isPlaceholderData ? 0.6 : 1 }}
+            >
               <Table.Thead>
                 <Table.Tr>
                   <Table.Th w={40}>
@@ -189,9 +213,18 @@ export function Invitations() {
               </Table.Thead>
               <Table.Tbody>
                 {items.map((item) => (
-                  <Table.Tr key={item.id} data-invitation-id={item.id} data-status={item.status} bg={selected.has(item.id) ? 'var(--mantine-primary-color-light)' : undefined}>
+                  <Table.Tr
+                    key={item.id}
+                    data-invitation-id={item.id}
+                    data-status={item.status}
+                    bg={selected.has(item.id) ? 'var(--mantine-primary-color-light)' : undefined}
+                  >
                     <Table.Td>
-                      <Checkbox aria-label={`Select ${item.email}`} checked={selected.has(item.id)} onChange={() => toggle(item.id)} />
+                      <Checkbox
+                        aria-label={`Select ${item.email}`}
+                        checked={selected.has(item.id)}
+                        onChange={() => toggle(item.id)}
+                      />
                     </Table.Td>
                     <Table.Td>
                       <Anchor component={Link} to={`/invitations/${item.id}`} fw={500} size="sm">
@@ -221,7 +254,11 @@ export function Invitations() {
                     </Table.Td>
                     <Table.Td>
                       <Text size="sm" c={item.status === 'pending' ? undefined : 'dimmed'}>
-                        {item.status === 'pending' || item.status === 'expired' ? <RelativeTime iso={item.expires_at} future /> : '—'}
+                        {item.status === 'pending' || item.status === 'expired' ? (
+                          <RelativeTime iso={item.expires_at} future />
+                        ) : (
+                          '—'
+                        )}
                       </Text>
                     </Table.Td>
                     <Table.Td>
@@ -249,7 +286,8 @@ export function Invitations() {
         {total > PAGE_SIZE ? (
           <Group justify="space-between" p="md">
             <Text size="sm" c="dimmed">
-              {((page - 1) * PAGE_SIZE + 1).toLocaleString()}–{Math.min(page * PAGE_SIZE, total).toLocaleString()} of {total.toLocaleString()}
+              {((page - 1) * PAGE_SIZE + 1).toLocaleString()}–{Math.min(page * PAGE_SIZE, total).toLocaleString()} of{' '}
+              {total.toLocaleString()}
             </Text>
             <Pagination total={Math.ceil(total / PAGE_SIZE)} value={page} onChange={setPage} size="sm" />
           </Group>

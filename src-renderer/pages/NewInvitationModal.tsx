@@ -36,9 +36,8 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
   const showProblem = (blurred || email.includes('@')) && email.trim() !== '' ? problem : null;
   const defaultDays = settings.data?.invitation_lifetime_days ?? 7;
   const daysValue = days === '' ? null : Number(days);
-  const daysProblem = daysValue !== null && !isWholeNumberIn(daysValue, LIFETIME)
-    ? `Between ${LIFETIME.min} and ${LIFETIME.max} days`
-    : null;
+  const daysProblem =
+    daysValue !== null && !isWholeNumberIn(daysValue, LIFETIME) ? `Between ${LIFETIME.min} and ${LIFETIME.max} days` : null;
 
   const reset = () => {
     setEmail('');
@@ -93,7 +92,10 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
           finish(invitation);
         },
         onError: (error) => {
-          const existing = error instanceof AdminApiError && error.code === 'ERROR_INVITATION_PENDING' ? (error.body.invitation as Invitation | undefined) : undefined;
+          const existing =
+            error instanceof AdminApiError && error.code === 'ERROR_INVITATION_PENDING'
+              ? (error.body.invitation as Invitation | undefined)
+              : undefined;
           if (existing) setPending(existing);
           else if (error instanceof AdminApiError && error.status === 400) setServerError(error.message);
           else notifyError('The invitation was not created', error);
@@ -124,10 +126,17 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
             }}
             onBlur={() => setBlurred(true)}
             error={showProblem ?? serverError}
-            rightSection={!problem ? <IconCheck size={16} color="var(--mantine-color-teal-6)" aria-label="Valid address" /> : null}
+            rightSection={
+              !problem ? <IconCheck size={16} color="var(--mantine-color-teal-6)" aria-label="Valid address" /> : null
+            }
           />
           <SimpleGrid cols={2}>
-            <TextInput label="First name" maxLength={100} value={firstname} onChange={(e) => setFirstname(e.currentTarget.value)} />
+            <TextInput
+              label="First name"
+              maxLength={100}
+              value={firstname}
+              onChange={(e) => setFirstname(e.currentTarget.value)}
+            />
             <TextInput label="Last name" maxLength={100} value={lastname} onChange={(e) => setLastname(e.currentTarget.value)} />
           </SimpleGrid>
           <SimpleGrid cols={2}>
@@ -163,8 +172,9 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
             <Alert color="yellow" icon={<IconInfoCircle size={18} />} title="Already invited" data-testid="pending-invitation">
               <Stack gap="xs">
                 <Text size="sm">
-                  {pending.email} already has a pending invitation (#{pending.id}), valid until {new Date(pending.expires_at).toLocaleString()}. Resend it with the
-                  same link, or create a second one (for another device).
+                  {pending.email} already has a pending invitation (#{pending.id}), valid until{' '}
+                  {new Date(pending.expires_at).toLocaleString()}. Resend it with the same link, or create a second one (for
+                  another device).
                 </Text>
                 <Group gap="xs">
                   <Button size="xs" loading={resending} onClick={() => void resendPending()}>
@@ -191,9 +201,15 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
           <Text size="xs" c="dimmed">
             The invitation carries a QR code and a deeplink; the device that uses it enrolls into the chosen fleet.
           </Text>
-          <UnreachableWarning what={emailIt ? 'The email, QR code and link of this invitation' : 'The QR code and link of this invitation'} />
+          <UnreachableWarning
+            what={emailIt ? 'The email, QR code and link of this invitation' : 'The QR code and link of this invitation'}
+          />
           <Group justify="space-between" mt="xs">
-            <Checkbox label="Create another after this one" checked={another} onChange={(e) => setAnother(e.currentTarget.checked)} />
+            <Checkbox
+              label="Create another after this one"
+              checked={another}
+              onChange={(e) => setAnother(e.currentTarget.checked)}
+            />
             <Group gap="sm">
               <Button variant="default" onClick={onClose}>
                 Cancel

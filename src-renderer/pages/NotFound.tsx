@@ -7,14 +7,14 @@ export function NotFound() {
     <>
       <PageHeader title="Page not found" />
       <EmptyState
-      title="There is no page here"
-      action={
-        <Button component={Link} to="/" variant="light">
-          Go to the dashboard
-        </Button>
-      }
-    >
-      The address may be mistyped, or what it pointed to was deleted.
+        title="There is no page here"
+        action={
+          <Button component={Link} to="/" variant="light">
+            Go to the dashboard
+          </Button>
+        }
+      >
+        The address may be mistyped, or what it pointed to was deleted.
       </EmptyState>
     </>
   );

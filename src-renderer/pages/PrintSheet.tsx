@@ -12,7 +12,16 @@ import { UnreachableWarning } from '../features/reachability.tsx';
 import { desktop } from '../lib/desktop.ts';
 import { formatDate, fullName } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
-import { cardSize, defaultPaper, pageRule, paginate, PAPERS, parsePrintQuery, printQuery, type Paper } from '../lib/print-layout.ts';
+import {
+  cardSize,
+  defaultPaper,
+  pageRule,
+  paginate,
+  PAPERS,
+  parsePrintQuery,
+  printQuery,
+  type Paper,
+} from '../lib/print-layout.ts';
 
 function Card({ invitation, onLoad }: { invitation: InvitationDetail; onLoad: () => void }) {
   const { helpdesk } = invitation;
@@ -103,7 +112,10 @@ export function PrintSheet() {
     if (!bridge) return;
     setSaving(true);
     try {
-      const saved = await bridge.savePdf({ paper: spec.label as 'A4' | 'Letter', suggestedName: `invitations-${new Date().toISOString().slice(0, 10)}.pdf` });
+      const saved = await bridge.savePdf({
+        paper: spec.label as 'A4' | 'Letter',
+        suggestedName: `invitations-${new Date().toISOString().slice(0, 10)}.pdf`,
+      });
       if (saved) notifySuccess(`Saved ${saved.path}`);
     } catch (error) {
       notifyError('The PDF was not saved', error);
@@ -150,7 +162,13 @@ export function PrintSheet() {
                 </Button>
               </Tooltip>
               {bridge ? (
-                <Button variant="default" leftSection={<IconFileTypePdf size={16} />} disabled={!ready} loading={saving} onClick={() => void savePdf()}>
+                <Button
+                  variant="default"
+                  leftSection={<IconFileTypePdf size={16} />}
+                  disabled={!ready}
+                  loading={saving}
+                  onClick={() => void savePdf()}
+                >
                   Save PDF
                 </Button>
               ) : null}
@@ -166,7 +184,11 @@ export function PrintSheet() {
           ) : null}
           {unusable.length > 0 ? (
             <Alert color="orange" variant="light" mt="sm" p="xs">
-              {unusable.length} card{unusable.length === 1 ? ' is' : 's are'} for invitations that can no longer be used ({unusable.map((c) => c.email).slice(0, 3).join(', ')}
+              {unusable.length} card{unusable.length === 1 ? ' is' : 's are'} for invitations that can no longer be used (
+              {unusable
+                .map((c) => c.email)
+                .slice(0, 3)
+                .join(', ')}
               {unusable.length > 3 ? '…' : ''}).
             </Alert>
           ) : null}
@@ -188,14 +210,22 @@ export function PrintSheet() {
                   </Button>
                   <Button
                     disabled={(pending.data?.items.length ?? 0) === 0}
-                    onClick={() => navigate(`/print${printQuery(pending.data!.items.map((i) => i.id), paper)}`)}
+                    onClick={() =>
+                      navigate(
+                        `/print${printQuery(
+                          pending.data!.items.map((i) => i.id),
+                          paper,
+                        )}`,
+                      )
+                    }
                   >
                     All {pending.data?.items.length ?? 0} pending
                   </Button>
                 </Group>
               }
             >
-              Select invitations with the checkboxes on the invitations page and press “Print sheet”, or take every pending invitation.
+              Select invitations with the checkboxes on the invitations page and press “Print sheet”, or take every pending
+              invitation.
             </EmptyState>
           )}
         </Container>
@@ -206,7 +236,14 @@ export function PrintSheet() {
           <ErrorState error={invitations.error} />
         </Container>
       ) : cards.length === 0 ? (
-        <EmptyState title="None of these invitations exists any more" action={<Anchor component={Link} to="/invitations">Back to invitations</Anchor>} />
+        <EmptyState
+          title="None of these invitations exists any more"
+          action={
+            <Anchor component={Link} to="/invitations">
+              Back to invitations
+            </Anchor>
+          }
+        />
       ) : (
         <div style={style} data-testid="print-sheet" data-paper={paper} data-ready={ready}>
           {pages.map((page, index) => (
@@ -229,4 +266,3 @@ export function PrintSheet() {
     </div>
   );
 }
-

@@ -31,7 +31,17 @@ import { isLoopback } from '../../src-shared/contract/rules.ts';
 import { appliedNote, pickGeneral, settingsErrors, settingsPatch, type GeneralSettings } from '../lib/settings.ts';
 import { UnreachableWarning } from '../features/reachability.tsx';
 
-function Section({ id, title, description, children }: { id?: string; title: string; description?: ReactNode; children: ReactNode }) {
+function Section({
+  id,
+  title,
+  description,
+  children,
+}: {
+  id?: string;
+  title: string;
+  description?: ReactNode;
+  children: ReactNode;
+}) {
   return (
     <Card withBorder radius="md" p="lg" id={id}>
       <Title order={4}>{title}</Title>
@@ -79,9 +89,14 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
   }, [settings]);
 
   const values = form.getValues();
-  const hosts = [...new Set([...status.lan_addresses, status.public_host, ...(values.public_host ? [values.public_host] : []), '127.0.0.1'])];
-  const [hostChoice, setHostChoice] = useState<string>(values.public_host === '' ? '' : hosts.includes(values.public_host) ? values.public_host : CUSTOM);
-  const deeplinkMode = values.deeplink_base_url === '' && form.getInputProps('deeplink_base_url').error === undefined ? 'self' : 'own';
+  const hosts = [
+    ...new Set([...status.lan_addresses, status.public_host, ...(values.public_host ? [values.public_host] : []), '127.0.0.1']),
+  ];
+  const [hostChoice, setHostChoice] = useState<string>(
+    values.public_host === '' ? '' : hosts.includes(values.public_host) ? values.public_host : CUSTOM,
+  );
+  const deeplinkMode =
+    values.deeplink_base_url === '' && form.getInputProps('deeplink_base_url').error === undefined ? 'self' : 'own';
   const [ownDeeplink, setOwnDeeplink] = useState(settings.deeplink_base_url !== '');
 
   const submit = form.onSubmit((next) => {
@@ -128,7 +143,12 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
                 data-testid="public-host-select"
               />
               {hostChoice === CUSTOM ? (
-                <TextInput label="Host name or address" placeholder="mdm.example.lan" {...form.getInputProps('public_host')} data-testid="public-host-input" />
+                <TextInput
+                  label="Host name or address"
+                  placeholder="mdm.example.lan"
+                  {...form.getInputProps('public_host')}
+                  data-testid="public-host-input"
+                />
               ) : null}
             </SimpleGrid>
             {/* In force now: the warning with its one-click fix; about to be chosen: a note. */}
@@ -140,8 +160,8 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
             ) : null}
             {hostIgnored ? (
               <Alert color="orange" variant="light" p="sm">
-                Saved, but this server was started with <Code>--public-host {status.public_host}</Code>, which takes precedence: {hostIgnored} applies
-                after a restart without that option.
+                Saved, but this server was started with <Code>--public-host {status.public_host}</Code>, which takes precedence:{' '}
+                {hostIgnored} applies after a restart without that option.
               </Alert>
             ) : null}
             <Switch
@@ -154,7 +174,8 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
                 Ports
               </Text>
               <Text size="xs" c="dimmed" mb={6}>
-                Chosen when the server starts; changing one needs a restart (<Code>npm run serve -- --port P --admin-port A --mqtt-port M --mqtt-tls-port T</Code>).
+                Chosen when the server starts; changing one needs a restart (
+                <Code>npm run serve -- --port P --admin-port A --mqtt-port M --mqtt-tls-port T</Code>).
               </Text>
               <Table withTableBorder verticalSpacing={4} fz="sm" w="auto" data-testid="ports">
                 <Table.Tbody>
@@ -231,9 +252,24 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
 
         <Section id="helpdesk" title="Helpdesk" description="Shown to people on their device and on the printed cards.">
           <SimpleGrid cols={{ base: 1, sm: 2 }}>
-            <TextInput label="Name" placeholder="IT helpdesk" {...form.getInputProps('helpdesk_name')} data-testid="helpdesk-name" />
-            <TextInput label="Phone" placeholder="+1 555 0100" {...form.getInputProps('helpdesk_phone')} data-testid="helpdesk-phone" />
-            <TextInput label="Email" placeholder="help@example.com" {...form.getInputProps('helpdesk_email')} data-testid="helpdesk-email" />
+            <TextInput
+              label="Name"
+              placeholder="IT helpdesk"
+              {...form.getInputProps('helpdesk_name')}
+              data-testid="helpdesk-name"
+            />
+            <TextInput
+              label="Phone"
+              placeholder="+1 555 0100"
+              {...form.getInputProps('helpdesk_phone')}
+              data-testid="helpdesk-phone"
+            />
+            <TextInput
+              label="Email"
+              placeholder="help@example.com"
+              {...form.getInputProps('helpdesk_email')}
+              data-testid="helpdesk-email"
+            />
             <TextInput label="Website" placeholder="https://help.example.com" {...form.getInputProps('helpdesk_website')} />
           </SimpleGrid>
         </Section>
@@ -260,7 +296,15 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
         </Section>
 
         {/* Follows the view while there are unsaved changes, so Save is always at hand. */}
-        <Card withBorder radius="md" p="md" pos={form.isDirty() ? 'sticky' : 'static'} bottom={12} style={{ zIndex: 5 }} shadow={form.isDirty() ? 'md' : undefined}>
+        <Card
+          withBorder
+          radius="md"
+          p="md"
+          pos={form.isDirty() ? 'sticky' : 'static'}
+          bottom={12}
+          style={{ zIndex: 5 }}
+          shadow={form.isDirty() ? 'md' : undefined}
+        >
           <Group justify="space-between">
             <Text size="sm" c={saved && !form.isDirty() ? 'teal' : 'dimmed'} data-testid="settings-note">
               {form.isDirty() ? 'You have unsaved changes.' : saved ? saved.note : 'Changes apply as soon as they are saved.'}
@@ -271,12 +315,19 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
                 disabled={!form.isDirty()}
                 onClick={() => {
                   form.reset();
-                  setHostChoice(initial.public_host === '' ? '' : hosts.includes(initial.public_host) ? initial.public_host : CUSTOM);
+                  setHostChoice(
+                    initial.public_host === '' ? '' : hosts.includes(initial.public_host) ? initial.public_host : CUSTOM,
+                  );
                 }}
               >
                 Discard
               </Button>
-              <Button type="submit" leftSection={<IconDeviceFloppy size={16} />} disabled={!form.isDirty()} loading={save.isPending}>
+              <Button
+                type="submit"
+                leftSection={<IconDeviceFloppy size={16} />}
+                disabled={!form.isDirty()}
+                loading={save.isPending}
+              >
                 Save changes
               </Button>
             </Group>
@@ -312,7 +363,12 @@ function FleetRow({ fleet }: { fleet: Fleet }) {
               variant="light"
               loading={rename.isPending}
               disabled={name.trim() === '' || name.trim() === fleet.name}
-              onClick={() => rename.mutate({ id: fleet.id, name: name.trim() }, { onSuccess: () => setEditing(false), onError: (e) => notifyError('Not renamed', e) })}
+              onClick={() =>
+                rename.mutate(
+                  { id: fleet.id, name: name.trim() },
+                  { onSuccess: () => setEditing(false), onError: (e) => notifyError('Not renamed', e) },
+                )
+              }
             >
               <IconCheck size={14} />
             </ActionIcon>
@@ -380,12 +436,27 @@ function Fleets() {
               onSubmit={(e) => {
                 e.preventDefault();
                 if (!name.trim()) return;
-                create.mutate(name.trim(), { onSuccess: () => setName(''), onError: (err) => notifyError('No fleet created', err) });
+                create.mutate(name.trim(), {
+                  onSuccess: () => setName(''),
+                  onError: (err) => notifyError('No fleet created', err),
+                });
               }}
             >
               <Group gap="sm" align="flex-end">
-                <TextInput label="New fleet" placeholder="Sales phones" value={name} onChange={(e) => setName(e.currentTarget.value)} maxLength={100} />
-                <Button type="submit" variant="default" leftSection={<IconPlus size={16} />} loading={create.isPending} disabled={!name.trim()}>
+                <TextInput
+                  label="New fleet"
+                  placeholder="Sales phones"
+                  value={name}
+                  onChange={(e) => setName(e.currentTarget.value)}
+                  maxLength={100}
+                />
+                <Button
+                  type="submit"
+                  variant="default"
+                  leftSection={<IconPlus size={16} />}
+                  loading={create.isPending}
+                  disabled={!name.trim()}
+                >
                   Add fleet
                 </Button>
               </Group>

@@ -56,7 +56,8 @@ export function SignInPage() {
             </div>
             {usedLink ? (
               <Alert color="orange" variant="light" icon={<IconAlertTriangle size={18} />} data-testid="used-link">
-                That sign-in link has already been used or has expired: each link works once, within 15 minutes. Get a new one as shown below.
+                That sign-in link has already been used or has expired: each link works once, within 15 minutes. Get a new one as
+                shown below.
               </Alert>
             ) : null}
             <PasswordInput
@@ -82,11 +83,12 @@ export function SignInPage() {
               </Text>
               <List size="sm" spacing={6}>
                 <List.Item>
-                  A new sign-in link: run <Code>npm run cli -- console</Code> (or <Code>mdm-console console</Code>) on this computer, in the project folder. It
-                  prints a link; open it, or paste it here.
+                  A new sign-in link: run <Code>npm run cli -- console</Code> (or <Code>mdm-console console</Code>) on this
+                  computer, in the project folder. It prints a link; open it, or paste it here.
                 </List.Item>
                 <List.Item>
-                  The admin token: the file <Code>admin-token</Code> in the server&apos;s data folder (<Code>npm run serve</Code> names the folder when it starts).
+                  The admin token: the file <Code>admin-token</Code> in the server&apos;s data folder (<Code>npm run serve</Code>{' '}
+                  names the folder when it starts).
                 </List.Item>
                 <List.Item>The desktop app opens the console signed in: nothing to paste there.</List.Item>
               </List>

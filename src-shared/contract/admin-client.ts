@@ -19,7 +19,17 @@ import type {
   InvitationPage,
   InvitationValidation,
 } from './invitations.ts';
-import type { MailBatch, MailPreview, MailPreviewBody, MailRetryBody, MailRetryResult, MailSettingsPut, MailSettingsView, MailStatus, MailTestResult } from './mail.ts';
+import type {
+  MailBatch,
+  MailPreview,
+  MailPreviewBody,
+  MailRetryBody,
+  MailRetryResult,
+  MailSettingsPut,
+  MailSettingsView,
+  MailStatus,
+  MailTestResult,
+} from './mail.ts';
 import type { AgentCommand } from './rules.ts';
 import type { Settings, SettingsPatch } from './settings.ts';
 import type { CodeSimulateResult, SimulateResult } from './simulate.ts';
@@ -93,7 +103,10 @@ export function queryString(params: Query = {}): string {
 }
 
 async function errorOf(response: Response): Promise<AdminErrorBody> {
-  const fallback: AdminErrorBody = { error: `HTTP_${response.status}`, message: response.statusText || `HTTP ${response.status}` };
+  const fallback: AdminErrorBody = {
+    error: `HTTP_${response.status}`,
+    message: response.statusText || `HTTP ${response.status}`,
+  };
   try {
     const body = (await response.json()) as unknown;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) return fallback;
@@ -133,12 +146,15 @@ export function adminClient(options: AdminClientOptions = {}) {
       response = await fetch(`${baseUrl}${path}${queryString(query)}`, init);
     } catch (error) {
       if ((error as Error).name === 'AbortError') throw error;
-      const message = options.unreachableMessage?.(error as Error) ?? `Cannot reach the server at ${baseUrl || 'this page'}: ${(error as Error).message}`;
+      const message =
+        options.unreachableMessage?.(error as Error) ??
+        `Cannot reach the server at ${baseUrl || 'this page'}: ${(error as Error).message}`;
       throw new AdminApiError(0, { error: 'NETWORK_ERROR', message });
     }
     if (!response.ok) {
       const problem = await errorOf(response);
-      if (response.status === 401 && options.unauthorizedMessage && path.startsWith('/api/')) problem.message = options.unauthorizedMessage;
+      if (response.status === 401 && options.unauthorizedMessage && path.startsWith('/api/'))
+        problem.message = options.unauthorizedMessage;
       throw new AdminApiError(response.status, problem);
     }
     if (response.status === 204) return undefined as T;
@@ -178,7 +194,8 @@ export function adminClient(options: AdminClientOptions = {}) {
       create: (input: CodeCreate) => post<EnrollmentCode>('/codes', input),
       revoke: (id: number) => post<EnrollmentCode>(`/codes/${id}/revoke`),
       rotate: (id: number) => post<EnrollmentCode>(`/codes/${id}/rotate`),
-      simulate: (id: number, type?: SimulatedPhone, email?: string) => post<CodeSimulateResult>(`/codes/${id}/simulate`, email ? { email } : {}, { type }),
+      simulate: (id: number, type?: SimulatedPhone, email?: string) =>
+        post<CodeSimulateResult>(`/codes/${id}/simulate`, email ? { email } : {}, { type }),
     },
 
     agents: {
@@ -221,14 +238,19 @@ export function adminClient(options: AdminClientOptions = {}) {
       list: (signal?: AbortSignal) => get<StoredItem[]>(collection(kind), signal),
       /** The content is the raw body; Node streams it (give content-length in `headers`). */
       upload: (content: RequestBody, query: UploadQuery, headers: Record<string, string> = {}) =>
-        api<StoredItem>('POST', collection(kind), { content, query: { ...query }, headers: { 'content-type': 'application/octet-stream', ...headers } }),
+        api<StoredItem>('POST', collection(kind), {
+          content,
+          query: { ...query },
+          headers: { 'content-type': 'application/octet-stream', ...headers },
+        }),
       remove: (id: number) => api<void>('DELETE', `${collection(kind)}/${id}`),
     }),
     /** What the APK's manifest did not say, or says wrong. */
     updatePackage: (id: number, changes: PackagePatch) => api<StoredItem>('PATCH', `/packages/${id}`, { body: changes }),
 
     deployments: {
-      list: (filter: DeploymentFilter = {}, signal?: AbortSignal) => get<Items<Deployment>>('/deployments', signal, { ...filter }),
+      list: (filter: DeploymentFilter = {}, signal?: AbortSignal) =>
+        get<Items<Deployment>>('/deployments', signal, { ...filter }),
       get: (id: number, signal?: AbortSignal) => get<DeploymentDetail>(`/deployments/${id}`, signal),
       create: (deploy: DeployBody) => post<DeploymentDetail>('/deployments', deploy),
       /** Ends it; with remove_on_delete, the removal it published. */

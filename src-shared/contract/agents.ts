@@ -60,7 +60,9 @@ export const Inventory = Type.Object({
   /** Drives/partitions: label, total and free in MB as the agent reports them. */
   storage: Type.Array(Type.Object({ name: Type.String(), total_mb: Nullable(Type.Number()), free_mb: Nullable(Type.Number()) })),
   memory_mb: Nullable(Type.Number()),
-  applications: Type.Array(Type.Object({ name: Type.String(), version: Nullable(Type.String()), package: Nullable(Type.String()) })),
+  applications: Type.Array(
+    Type.Object({ name: Type.String(), version: Nullable(Type.String()), package: Nullable(Type.String()) }),
+  ),
   source: Type.Union([Type.Literal('enrollment'), Type.Literal('http'), Type.Literal('mqtt')]),
   received_at: Type.String(),
 });
@@ -98,7 +100,10 @@ export const AgentBrief = Type.Object({
 export type AgentBrief = Static<typeof AgentBrief>;
 
 /** POST /api/agents/approve: the pending-approval queue, approved in bulk. */
-export const ApproveManyBody = Type.Object({ ids: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1, maxItems: 10000 }) }, { additionalProperties: false });
+export const ApproveManyBody = Type.Object(
+  { ids: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1, maxItems: 10000 }) },
+  { additionalProperties: false },
+);
 export type ApproveManyBody = Static<typeof ApproveManyBody>;
 export const ApproveManyResult = Type.Object({
   approved: Type.Array(Type.Integer()),

@@ -45,7 +45,13 @@ export const DeviceTask = Type.Object({
   history: Type.Optional(Type.Array(TaskHistoryEntry)),
   /** In a device's task list: the deployment it belongs to. */
   deployment: Type.Optional(
-    Type.Object({ id: Type.Integer(), policy: Policy, item_name: Type.String(), target_name: Type.String(), state: Type.String() }),
+    Type.Object({
+      id: Type.Integer(),
+      policy: Policy,
+      item_name: Type.String(),
+      target_name: Type.String(),
+      state: Type.String(),
+    }),
   ),
 });
 export type DeviceTask = Static<typeof DeviceTask>;

@@ -23,7 +23,14 @@ type AttemptData = { remote_addr: string | null; email: string | null; serial: s
 type CommandData = { command: string; topic: string; payload: Record<string, unknown>; retained: boolean; online: boolean };
 type PresenceData = { reason: string; last_contact: string; [key: string]: unknown };
 type StoredItemData = { id: number; name: string; size: number };
-type MailStateData = { state: string; batch_id: string | null; attempts: number; error?: string; response?: string; [key: string]: unknown };
+type MailStateData = {
+  state: string;
+  batch_id: string | null;
+  attempts: number;
+  error?: string;
+  response?: string;
+  [key: string]: unknown;
+};
 
 /**
  * The server's events by type: what `data` carries. Types not listed here carry no data the
@@ -41,7 +48,14 @@ export interface ServerEvents {
   'code.rotated': { code_id: number };
   'code.refused': AttemptData & { code_id: number; code: string };
   'enrollment.refused': AttemptData & { code: string };
-  'agent.enrolled': { serial: string | null; uuid: string | null; type: string; version: string; code_id: number | null; enroll_status: string };
+  'agent.enrolled': {
+    serial: string | null;
+    uuid: string | null;
+    type: string;
+    version: string;
+    code_id: number | null;
+    enroll_status: string;
+  };
   'agent.reenrolled': ServerEvents['agent.enrolled'];
   'agent.approved': null;
   'agent.rejected': null;
@@ -53,8 +67,20 @@ export interface ServerEvents {
   'agent.ping_reply': { payload: string; rtt_ms: number; transport: 'mqtt' | 'http' };
   'agent.unenrolled': { previous_status: string };
   'agent.status': { topic: string; transport: 'mqtt' | 'http'; payload: string };
-  'agent.inventory': { source: string; model: string | null; os_name: string | null; os_version: string | null; [key: string]: unknown };
-  'agent.geolocation': { source: string; latitude: number | null; longitude: number | null; located_at: string; gps_off: boolean };
+  'agent.inventory': {
+    source: string;
+    model: string | null;
+    os_name: string | null;
+    os_version: string | null;
+    [key: string]: unknown;
+  };
+  'agent.geolocation': {
+    source: string;
+    latitude: number | null;
+    longitude: number | null;
+    located_at: string;
+    gps_off: boolean;
+  };
   'fleet.created': { fleet_id: number };
   'fleet.renamed': { fleet_id: number };
   'fleet.deleted': { fleet_id: number; name: string; [key: string]: unknown };
@@ -74,7 +100,14 @@ export interface ServerEvents {
   'deployment.removed': { deployment_id: number; fleet_id: number | null; removal_id: number | null };
   'deployment.error': null;
   'deployment.publish_failed': null;
-  'task.status': { deployment_id: number; task_id: number; status: string; reason: string | null; source: string; fleet_id: number | null };
+  'task.status': {
+    deployment_id: number;
+    task_id: number;
+    status: string;
+    reason: string | null;
+    source: string;
+    fleet_id: number | null;
+  };
   'task.report_refused': { task_id: number; reason: string; payload: string };
   'broker.started': Record<string, unknown>;
   'broker.stopped': { agent_ids: number[] };

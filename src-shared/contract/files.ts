@@ -27,7 +27,7 @@ export type StoredItem = Static<typeof StoredItem>;
 export const StoredItemList = Type.Array(StoredItem);
 
 /** A MIME type as uploads may declare it: RFC 6838 restricted-name for type and subtype; no parameters. */
-export const MIME_TYPE_PATTERN = "^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$";
+export const MIME_TYPE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$';
 /** An Android package name: dot-separated Java identifiers, at least two segments. */
 export const PACKAGE_NAME_PATTERN = '^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z][A-Za-z0-9_]*)+$';
 

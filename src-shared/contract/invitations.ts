@@ -58,7 +58,11 @@ export const InvitationLogEntry = Type.Object({
 export type InvitationLogEntry = Static<typeof InvitationLogEntry>;
 
 /** GET /api/invitations/:id: with its enrollment log and events. */
-export const InvitationDetail = Type.Object({ ...Invitation.properties, log: Type.Array(InvitationLogEntry), events: Type.Array(LiveEvent) });
+export const InvitationDetail = Type.Object({
+  ...Invitation.properties,
+  log: Type.Array(InvitationLogEntry),
+  events: Type.Array(LiveEvent),
+});
 export type InvitationDetail = Static<typeof InvitationDetail>;
 
 const Name = Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()]));
@@ -82,7 +86,10 @@ const SendEmail = Type.Optional(Type.Boolean());
 const Another = Type.Optional(Type.Boolean());
 
 /** POST /api/invitations. */
-export const InvitationCreate = Type.Object({ ...InvitationInput.properties, send_email: SendEmail, another: Another }, { additionalProperties: false });
+export const InvitationCreate = Type.Object(
+  { ...InvitationInput.properties, send_email: SendEmail, another: Another },
+  { additionalProperties: false },
+);
 export type InvitationCreate = Static<typeof InvitationCreate>;
 
 export const BULK_MAX = 5000;
@@ -119,9 +126,17 @@ export const InvitationPage = Type.Object({ ...Items(Invitation).properties, tot
 export type InvitationPage = Static<typeof InvitationPage>;
 
 /** 409 of POST /api/invitations: the address has a pending invitation, carried to resend it (ERROR_INVITATION_PENDING). */
-export const InvitationPendingError = Type.Object({ error: Type.String(), message: Type.String(), invitation: Type.Optional(Invitation) });
+export const InvitationPendingError = Type.Object({
+  error: Type.String(),
+  message: Type.String(),
+  invitation: Type.Optional(Invitation),
+});
 export type InvitationPendingError = Static<typeof InvitationPendingError>;
 
 /** 400 of POST /api/invitations/bulk: each invalid row, and nothing was created (other 400s carry no `errors`). */
-export const InvitationBulkError = Type.Object({ error: Type.String(), message: Type.String(), errors: Type.Optional(Type.Array(Type.String())) });
+export const InvitationBulkError = Type.Object({
+  error: Type.String(),
+  message: Type.String(),
+  errors: Type.Optional(Type.Array(Type.String())),
+});
 export type InvitationBulkError = Static<typeof InvitationBulkError>;

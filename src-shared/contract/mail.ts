@@ -184,7 +184,11 @@ export const MailPreview = Type.Object({
   subject: Nullable(Type.String()),
   html: Nullable(Type.String()),
   text: Nullable(Type.String()),
-  errors: Type.Object({ subject: Type.Optional(TemplateErrors), html: Type.Optional(TemplateErrors), text: Type.Optional(TemplateErrors) }),
+  errors: Type.Object({
+    subject: Type.Optional(TemplateErrors),
+    html: Type.Optional(TemplateErrors),
+    text: Type.Optional(TemplateErrors),
+  }),
   ok: Type.Boolean(),
   attachments: Type.Array(Type.Object({ filename: Type.String(), content_type: Type.String() })),
 });

@@ -51,7 +51,21 @@ export function isLoopback(host: string): boolean {
 }
 
 /** Schemes a browser handles itself: never an agent app's. */
-export const BROWSER_SCHEMES = ['javascript', 'data', 'vbscript', 'file', 'http', 'https', 'blob', 'about', 'ftp', 'mailto', 'tel', 'ws', 'wss'] as const;
+export const BROWSER_SCHEMES = [
+  'javascript',
+  'data',
+  'vbscript',
+  'file',
+  'http',
+  'https',
+  'blob',
+  'about',
+  'ftp',
+  'mailto',
+  'tel',
+  'ws',
+  'wss',
+] as const;
 /** The app link's scheme: a lower-case letter, then at most 31 of lower-case letters, digits, + . - */
 export const APP_LINK_SCHEME = /^[a-z][a-z0-9+.-]{0,31}$/;
 /** The same rule as one JSON-schema pattern (the settings schema). */

@@ -7,7 +7,10 @@ export type SimulateQuery = Static<typeof SimulateQuery>;
 
 /** A code's simulated person: this address, else one the code allows. */
 export const CodeSimulateBody = Type.Optional(
-  Type.Union([Type.Object({ email: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })) }, { additionalProperties: false }), Type.Null()]),
+  Type.Union([
+    Type.Object({ email: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })) }, { additionalProperties: false }),
+    Type.Null(),
+  ]),
 );
 export type CodeSimulateBody = Static<typeof CodeSimulateBody>;
 

@@ -63,7 +63,10 @@ export const ServerStatus = Type.Object({
 export type ServerStatus = Static<typeof ServerStatus>;
 
 /** POST /api/public-host: one click from "phones cannot reach this server". */
-export const PublicHostBody = Type.Object({ host: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false });
+export const PublicHostBody = Type.Object(
+  { host: Type.String({ minLength: 1, maxLength: 255 }) },
+  { additionalProperties: false },
+);
 export type PublicHostBody = Static<typeof PublicHostBody>;
 export const PublicHostResult = Type.Object({ public_host: Type.String(), api_url: Type.String(), deeplink_url: Type.String() });
 export type PublicHostResult = Static<typeof PublicHostResult>;
@@ -71,10 +74,12 @@ export type PublicHostResult = Static<typeof PublicHostResult>;
 /** POST /auth/sign-in: the admin token or a sign-in link, from the console's own page. */
 export const SignInBody = Type.Object({ credential: Type.String({ maxLength: 2048 }) }, { additionalProperties: false });
 export type SignInBody = Static<typeof SignInBody>;
-export const SignInResult = Type.Object({ signed_in: Type.Literal(true), with: Type.Union([Type.Literal('token'), Type.Literal('link')]) });
+export const SignInResult = Type.Object({
+  signed_in: Type.Literal(true),
+  with: Type.Union([Type.Literal('token'), Type.Literal('link')]),
+});
 export type SignInResult = Static<typeof SignInResult>;
 
 /** POST /api/console-tickets (201): a fresh one-time sign-in link. */
 export const ConsoleTicket = Type.Object({ console_url: Type.String() });
 export type ConsoleTicket = Static<typeof ConsoleTicket>;
-

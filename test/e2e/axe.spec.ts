@@ -22,13 +22,22 @@ async function seriousViolations(page: Page, where: string): Promise<string[]> {
   await page.waitForTimeout(400);
   await page.addScriptTag({ path: AXE });
   const violations = await page.evaluate(async () => {
-    const page = globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: unknown[] }> }; document: unknown };
+    const page = globalThis as unknown as {
+      axe: { run(context: unknown, options: unknown): Promise<{ violations: unknown[] }> };
+      document: unknown;
+    };
     const result = await page.axe.run(page.document, { resultTypes: ['violations'] });
     return result.violations as unknown[];
   });
   return (violations as Violation[])
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${where}: [${v.impact}] ${v.id} — ${v.help}\n${v.nodes.slice(0, 4).map((n) => `    ${n.target.join(" ")}: ${(n.failureSummary ?? "").replace(/\s+/g, " ").slice(0, 300)}`).join("\n")}`);
+    .map(
+      (v) =>
+        `${where}: [${v.impact}] ${v.id} — ${v.help}\n${v.nodes
+          .slice(0, 4)
+          .map((n) => `    ${n.target.join(' ')}: ${(n.failureSummary ?? '').replace(/\s+/g, ' ').slice(0, 300)}`)
+          .join('\n')}`,
+    );
 }
 
 let invitationId: number;
@@ -36,7 +45,12 @@ let deviceId: number;
 let codeId: number;
 
 test.beforeAll(async () => {
-  const pending = await admin.invitations.create({ email: `axe.${Date.now()}@example.com`, firstname: 'Ada', lastname: 'Axe', send_email: false });
+  const pending = await admin.invitations.create({
+    email: `axe.${Date.now()}@example.com`,
+    firstname: 'Ada',
+    lastname: 'Axe',
+    send_email: false,
+  });
   invitationId = pending.id;
   const used = await admin.invitations.create({ email: `axe.device.${Date.now()}@example.com`, send_email: false });
   const simulated = await admin.invitations.simulate(used.id);
@@ -64,7 +78,9 @@ for (const scheme of ['light', 'dark'] as const) {
     await visit('/approvals', () => expect(page.getByRole('heading', { level: 1 })).toBeVisible());
     await visit('/files', () => expect(page.getByRole('heading', { name: 'Files & packages', level: 1 })).toBeVisible());
     await visit('/settings', () => expect(page.getByRole('heading', { name: 'Settings', level: 1 })).toBeVisible());
-    await visit(`/print?ids=${invitationId}`, () => expect(page.getByTestId('print-sheet')).toHaveAttribute('data-ready', 'true'));
+    await visit(`/print?ids=${invitationId}`, () =>
+      expect(page.getByTestId('print-sheet')).toHaveAttribute('data-ready', 'true'),
+    );
     await visit('/print', () => expect(page.getByText('No invitations chosen')).toBeVisible());
     await visit('/no-such-page', () => expect(page.getByRole('heading', { level: 1 })).toBeVisible());
 

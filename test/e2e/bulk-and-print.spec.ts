@@ -5,7 +5,13 @@ import { admin, decodeQrOf, expect, SCREENSHOTS, shot, test } from './fixtures.t
 function pdfPages(pdf: Buffer): { count: number; sizes: string[] } {
   const text = pdf.toString('latin1');
   const pages = text.match(/\/Type\s*\/Page(?![s\w])/g) ?? [];
-  const sizes = [...text.matchAll(/\/MediaBox\s*\[\s*([\d.\s]+)\]/g)].map((m) => m[1]!.trim().split(/\s+/).map((n) => Math.round(Number(n))).join(' '));
+  const sizes = [...text.matchAll(/\/MediaBox\s*\[\s*([\d.\s]+)\]/g)].map((m) =>
+    m[1]!
+      .trim()
+      .split(/\s+/)
+      .map((n) => Math.round(Number(n)))
+      .join(' '),
+  );
   return { count: pages.length, sizes };
 }
 
@@ -18,7 +24,9 @@ test('bulk import from a CSV with a bad row: preview, progress, summary, then a 
   await page.getByRole('button', { name: 'Invite many' }).click();
   const dialog = page.getByRole('dialog', { name: 'Invite many people' });
   await dialog.getByRole('tab', { name: 'CSV file' }).click();
-  await dialog.locator('input[type="file"]').setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+  await dialog
+    .locator('input[type="file"]')
+    .setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
 
   // Every row checked in the preview; the bad one says why.
   const preview = dialog.getByTestId('bulk-preview');
@@ -50,9 +58,11 @@ test('pasted addresses: names, separators and duplicates', async ({ page }, test
   const stamp = Date.now();
   await page.goto('/invitations?bulk=1');
   const dialog = page.getByRole('dialog', { name: 'Invite many people' });
-  await dialog.getByRole('textbox', { name: 'Addresses' }).fill(
-    `Barbara Liskov <barbara.${stamp}@example.com>, edsger.${stamp}@example.com\nken.${stamp}@example.com; barbara.${stamp}@example.com\nradia.${stamp}@example`,
-  );
+  await dialog
+    .getByRole('textbox', { name: 'Addresses' })
+    .fill(
+      `Barbara Liskov <barbara.${stamp}@example.com>, edsger.${stamp}@example.com\nken.${stamp}@example.com; barbara.${stamp}@example.com\nradia.${stamp}@example`,
+    );
   const preview = dialog.getByTestId('bulk-preview');
   await expect(preview.locator('tbody tr')).toHaveCount(5);
   await expect(preview.locator('tbody tr').first()).toContainText('Barbara Liskov');
@@ -72,11 +82,17 @@ test('pasted addresses: names, separators and duplicates', async ({ page }, test
 
 test.describe('print sheet at print resolution', () => {
   test.use({ deviceScaleFactor: 2 });
-  test('print sheet: selected invitations on A4 and Letter, print stylesheet, PDF pages, scannable cards', async ({ page }, testInfo) => {
+  test('print sheet: selected invitations on A4 and Letter, print stylesheet, PDF pages, scannable cards', async ({
+    page,
+  }, testInfo) => {
     const stamp = Date.now();
     await admin.settings.update({ helpdesk_name: 'IT Desk', helpdesk_phone: '+1 555 0100', helpdesk_email: 'help@example.com' });
     const { items } = await admin.invitations.createMany({
-      invitations: Array.from({ length: 8 }, (_, i) => ({ email: `card${i}.${stamp}@example.com`, firstname: `Card`, lastname: `Holder ${i}` })),
+      invitations: Array.from({ length: 8 }, (_, i) => ({
+        email: `card${i}.${stamp}@example.com`,
+        firstname: `Card`,
+        lastname: `Holder ${i}`,
+      })),
       send_email: false,
     });
 
@@ -100,7 +116,9 @@ test.describe('print sheet at print resolution', () => {
     expect(await decodeQrOf(first.locator('img'))).toBe(invitation!.deeplink);
     await page.getByRole('radio', { name: 'A4' }).check({ force: true });
     const overflowing = () =>
-      page.getByTestId('sheet-card').evaluateAll((cards) => cards.filter((card) => card.scrollHeight > card.clientHeight + 1).length);
+      page
+        .getByTestId('sheet-card')
+        .evaluateAll((cards) => cards.filter((card) => card.scrollHeight > card.clientHeight + 1).length);
     expect(await overflowing()).toBe(0);
     await shot(page, 'print-sheet-a4', testInfo);
 

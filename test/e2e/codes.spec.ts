@@ -1,6 +1,9 @@
 import { admin, decodeQrOf, expect, shot, test } from './fixtures.ts';
 
-test('an enrollment code: made in the console, three simulated people (two allowed domains, one refused), one approved, rows live', async ({ page, context }, testInfo) => {
+test('an enrollment code: made in the console, three simulated people (two allowed domains, one refused), one approved, rows live', async ({
+  page,
+  context,
+}, testInfo) => {
   const name = `Reception ${Date.now()}`;
   await page.goto('/codes');
   await page.getByRole('button', { name: 'New code' }).click();
@@ -20,7 +23,13 @@ test('an enrollment code: made in the console, three simulated people (two allow
   await expect(page).toHaveURL(/\/codes\/\d+$/);
   const id = Number(new URL(page.url()).pathname.split('/').pop());
   const code = await admin.codes.get(id);
-  expect(code).toMatchObject({ name, domains: ['example.com', 'example.org'], max_uses: 10, approval: 'manual', status: 'active' });
+  expect(code).toMatchObject({
+    name,
+    domains: ['example.com', 'example.org'],
+    max_uses: 10,
+    approval: 'manual',
+    status: 'active',
+  });
   await expect(page.getByTestId('code-deeplink')).toHaveText(code.deeplink);
   const qr = page.getByTestId('code-qr');
   await expect(qr).toBeVisible();

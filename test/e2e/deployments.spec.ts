@@ -5,7 +5,9 @@ import { admin, expect, shot, test } from './fixtures.ts';
 
 const APK = readFileSync(fileURLToPath(new URL('../fixtures/field-app.apk', import.meta.url)));
 
-test('from the console alone: upload an APK, deploy it to a fleet of three devices, watch all three take it live', async ({ page }, testInfo) => {
+test('from the console alone: upload an APK, deploy it to a fleet of three devices, watch all three take it live', async ({
+  page,
+}, testInfo) => {
   const fleet = `Field ${Date.now()}`;
   const devices: SimulatedDevice[] = [];
   try {
@@ -21,13 +23,18 @@ test('from the console alone: upload an APK, deploy it to a fleet of three devic
     for (let i = 0; i < 3; i++) {
       const email = `field${i}.${Date.now()}@example.com`;
       const invitation = await admin.invitations.create({ email, fleet, send_email: false });
-      devices.push(await startDevice({ deeplink: invitation.deeplink, email, mqtt: { backoff: { initialMs: 200, maxMs: 2000 } } }));
+      devices.push(
+        await startDevice({ deeplink: invitation.deeplink, email, mqtt: { backoff: { initialMs: 200, maxMs: 2000 } } }),
+      );
     }
     await expect(row.getByTestId('fleet-device-count')).toHaveText('3');
 
     // The APK, uploaded by drag and drop: its manifest is read and shown.
     await page.goto('/files?tab=packages');
-    await page.getByTestId('package-dropzone').locator('input[type="file"]').setInputFiles({ name: 'field-app.apk', mimeType: 'application/vnd.android.package-archive', buffer: APK });
+    await page
+      .getByTestId('package-dropzone')
+      .locator('input[type="file"]')
+      .setInputFiles({ name: 'field-app.apk', mimeType: 'application/vnd.android.package-archive', buffer: APK });
     const item = page.getByTestId('package-table').locator('tr[data-item-name="field-app.apk"]').first();
     await expect(item.getByTestId('package-info')).toContainText('org.example.fieldapp · version 4.2.0 (code 42)');
     await expect(item).toContainText('Field App');
@@ -64,12 +71,18 @@ test('from the console alone: upload an APK, deploy it to a fleet of three devic
 test('bulk import creates the fleets a CSV names when asked', async ({ page }) => {
   const stamp = Date.now();
   const fleet = `Imported ${stamp}`;
-  const csv = ['email,firstname,lastname,fleet', `ann.${stamp}@example.com,Ann,Lee,${fleet}`, `bo.${stamp}@example.com,Bo,Kim,${fleet}`].join('\r\n');
+  const csv = [
+    'email,firstname,lastname,fleet',
+    `ann.${stamp}@example.com,Ann,Lee,${fleet}`,
+    `bo.${stamp}@example.com,Bo,Kim,${fleet}`,
+  ].join('\r\n');
   await page.goto('/invitations');
   await page.getByRole('button', { name: 'Invite many' }).click();
   const dialog = page.getByRole('dialog', { name: 'Invite many people' });
   await dialog.getByRole('tab', { name: 'CSV file' }).click();
-  await dialog.locator('input[type="file"]').setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+  await dialog
+    .locator('input[type="file"]')
+    .setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
   const preview = dialog.getByTestId('bulk-preview');
   await expect(preview.locator('tbody tr[data-valid="false"]')).toHaveCount(2);
   await expect(preview).toContainText(`unknown fleet "${fleet}"`);
@@ -88,7 +101,10 @@ test('bulk import creates the fleets a CSV names when asked', async ({ page }) =
 test('a package with no manifest read gets its package name from the admin, then can be deployed', async ({ page }) => {
   const name = `tool-${Date.now()}.ipa`;
   await page.goto('/files?tab=packages');
-  await page.getByTestId('package-dropzone').locator('input[type="file"]').setInputFiles({ name, mimeType: 'application/octet-stream', buffer: Buffer.from('not an apk') });
+  await page
+    .getByTestId('package-dropzone')
+    .locator('input[type="file"]')
+    .setInputFiles({ name, mimeType: 'application/octet-stream', buffer: Buffer.from('not an apk') });
   const item = page.getByTestId('package-table').locator(`tr[data-item-name="${name}"]`);
   await expect(item.getByTestId('package-info')).toContainText('no package name');
   await expect(item.getByRole('button', { name: `Deploy ${name}` })).toBeDisabled();

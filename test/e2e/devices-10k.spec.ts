@@ -13,8 +13,14 @@ test.afterAll(async () => {
   await serve?.stop();
 });
 
-test('devices: 10,000 rows, virtualized, sorted, filtered, searched, and a new enrollment appears live', async ({ browser }, testInfo) => {
-  const context = await browser.newContext({ storageState: undefined, baseURL: serve.info.admin_url, viewport: { width: 1400, height: 900 } });
+test('devices: 10,000 rows, virtualized, sorted, filtered, searched, and a new enrollment appears live', async ({
+  browser,
+}, testInfo) => {
+  const context = await browser.newContext({
+    storageState: undefined,
+    baseURL: serve.info.admin_url,
+    viewport: { width: 1400, height: 900 },
+  });
   const page = await context.newPage();
   await page.goto(serve.info.console_url);
   await page.goto('/devices');

@@ -62,7 +62,15 @@ test('create an invitation, scan its QR code, and watch a simulated device enrol
   // The QR code on screen carries exactly the API's deeplink.
   const qr = page.getByTestId('invitation-qr');
   await expect(qr).toBeVisible();
-  await expect.poll(() => qr.evaluate((img) => (img as unknown as { complete: boolean; naturalWidth: number }).complete && (img as unknown as { naturalWidth: number }).naturalWidth > 0)).toBe(true);
+  await expect
+    .poll(() =>
+      qr.evaluate(
+        (img) =>
+          (img as unknown as { complete: boolean; naturalWidth: number }).complete &&
+          (img as unknown as { naturalWidth: number }).naturalWidth > 0,
+      ),
+    )
+    .toBe(true);
   expect(await decodeQrOf(qr)).toBe(invitation.deeplink);
   await shot(page, 'invitation-page', testInfo, { fullPage: true });
 
@@ -84,10 +92,14 @@ test('create an invitation, scan its QR code, and watch a simulated device enrol
   };
   page.on('request', noteAgentFetch);
   const serial = `E2E${Date.now().toString(36).toUpperCase()}`;
-  const agent = spawn(process.execPath, [CLI, 'agent', '--deeplink', invitation.deeplink, '--email', email, '--serial', serial, '--stay'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const agent = spawn(
+    process.execPath,
+    [CLI, 'agent', '--deeplink', invitation.deeplink, '--email', email, '--serial', serial, '--stay'],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let agentOutput = '';
   agent.stdout!.on('data', (chunk) => (agentOutput += chunk));
   agent.stderr!.on('data', (chunk) => (agentOutput += chunk));
@@ -160,7 +172,12 @@ test('a created invitation is fetched once: its own event does not fetch it agai
 });
 
 test('simulate a device from the invitation page, then see the refusal when it is tried again', async ({ page }, testInfo) => {
-  const created = await admin.invitations.create({ email: `grace.${Date.now()}@example.com`, firstname: 'Grace', lastname: 'Hopper', send_email: false });
+  const created = await admin.invitations.create({
+    email: `grace.${Date.now()}@example.com`,
+    firstname: 'Grace',
+    lastname: 'Hopper',
+    send_email: false,
+  });
   await page.goto(`/invitations/${created.id}`);
   await page.getByRole('button', { name: 'Simulate a device' }).click();
   const dialog = page.getByRole('dialog', { name: 'Simulated device' });

@@ -10,7 +10,8 @@ export const SCREENSHOTS = join(ROOT, 'test-results', 'screenshots');
 mkdirSync(SCREENSHOTS, { recursive: true });
 
 /** The admin API of a server, with its admin token (what a script or the CLI would use). */
-export const adminOf = (info: Pick<ServerInfo, 'admin_url' | 'admin_token'>) => adminClient({ baseUrl: info.admin_url, token: info.admin_token });
+export const adminOf = (info: Pick<ServerInfo, 'admin_url' | 'admin_token'>) =>
+  adminClient({ baseUrl: info.admin_url, token: info.admin_token });
 /** The admin API of the server the specs share. */
 export const admin = adminOf(server ?? { admin_url: '', admin_token: '' });
 
@@ -18,8 +19,11 @@ export const admin = adminOf(server ?? { admin_url: '', admin_token: '' });
 export async function shot(page: Page | Locator, name: string, testInfo: TestInfo, options: { fullPage?: boolean } = {}) {
   const path = join(SCREENSHOTS, `${name}.png`);
   const isPage = 'goto' in page;
-  if (isPage && options.fullPage) await (page as Page).evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
-  const body = isPage ? await (page as Page).screenshot({ path, fullPage: options.fullPage ?? false, animations: 'disabled' }) : await (page as Locator).screenshot({ path, animations: 'disabled' });
+  if (isPage && options.fullPage)
+    await (page as Page).evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
+  const body = isPage
+    ? await (page as Page).screenshot({ path, fullPage: options.fullPage ?? false, animations: 'disabled' })
+    : await (page as Locator).screenshot({ path, animations: 'disabled' });
   await testInfo.attach(name, { body, contentType: 'image/png' });
   return body;
 }
@@ -41,7 +45,8 @@ export const test = base.extend<{ consoleErrors: string[] }>({
         // Expected, not errors: refused requests the console handles, and Chromium saying that the
         // email preview's sandboxed frame (no scripts, on purpose) ran none (logged at random, when
         // a script context is set up in that frame).
-        const expected = /Failed to load resource: the server responded with a status of 40[049]|^Blocked script execution in 'about:srcdoc' because the document's frame is sandboxed/;
+        const expected =
+          /Failed to load resource: the server responded with a status of 40[049]|^Blocked script execution in 'about:srcdoc' because the document's frame is sandboxed/;
         if (message.type() === 'error' && !expected.test(message.text())) {
           errors.push(`console: ${message.text()}`);
         }

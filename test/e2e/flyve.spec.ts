@@ -2,7 +2,9 @@ import { admin, expect, shot, test } from './fixtures.ts';
 
 // The agent app setting in the console, a simulated Flyve agent (rc.7, HTTP reports) enrolled from the
 // invitation page, and what its inventory and position look like in the device panel.
-test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated Flyve device and its inventory', async ({ page }, testInfo) => {
+test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated Flyve device and its inventory', async ({
+  page,
+}, testInfo) => {
   await page.goto('/settings');
   const select = page.getByTestId('agent-app');
   await select.click();

@@ -1,6 +1,8 @@
 import { admin, expect, shot, test } from './fixtures.ts';
 
-test('inviting an address with a pending invitation says so, and offers to resend it or create another', async ({ page }, testInfo) => {
+test('inviting an address with a pending invitation says so, and offers to resend it or create another', async ({
+  page,
+}, testInfo) => {
   const email = `pending.${Date.now()}@example.com`;
   const first = await admin.invitations.create({ email, send_email: false });
   await page.goto('/invitations');

@@ -17,11 +17,33 @@ export interface RunningServe {
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const CLI = join(ROOT, 'src-main/cli/main.ts');
 
-export async function startServe({ dataDir = mkdtempSync(join(tmpdir(), 'mdm-e2e-')), keepData = false } = {}): Promise<RunningServe> {
+export async function startServe({
+  dataDir = mkdtempSync(join(tmpdir(), 'mdm-e2e-')),
+  keepData = false,
+} = {}): Promise<RunningServe> {
   const child = spawn(
     process.execPath,
-    [CLI, 'serve', '--data-dir', dataDir, '--port', '0', '--admin-port', '0', '--mqtt-port', '0', '--mqtt-tls-port', '0', '--public-host', '127.0.0.1'],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MDM_CONSOLE_RENDERER_DIR: join(ROOT, 'out/renderer') } },
+    [
+      CLI,
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      '--mqtt-port',
+      '0',
+      '--mqtt-tls-port',
+      '0',
+      '--public-host',
+      '127.0.0.1',
+    ],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, MDM_CONSOLE_RENDERER_DIR: join(ROOT, 'out/renderer') },
+    },
   );
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));

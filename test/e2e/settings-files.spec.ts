@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { admin, expect, server, shot, test } from './fixtures.ts';
 
-test('settings round trip: validated as typed, saved, still there after a reload, used by invitations', async ({ page }, testInfo) => {
+test('settings round trip: validated as typed, saved, still there after a reload, used by invitations', async ({
+  page,
+}, testInfo) => {
   await page.goto('/settings');
   await expect(page.getByRole('heading', { name: 'Settings' })).toBeVisible();
   await expect(page.getByTestId('ports')).toContainText(String(server.mqtt_port));
@@ -24,7 +26,13 @@ test('settings round trip: validated as typed, saved, still there after a reload
   await expect(page.getByTestId('settings-note')).toContainText('Applied now, no restart needed');
 
   const saved = await admin.settings.get();
-  expect(saved).toMatchObject({ app_link_scheme: 'acme-mdm', helpdesk_name: 'Service Desk', helpdesk_phone: '+44 20 7946 0000', helpdesk_email: 'desk@example.org', invitation_lifetime_days: 14 });
+  expect(saved).toMatchObject({
+    app_link_scheme: 'acme-mdm',
+    helpdesk_name: 'Service Desk',
+    helpdesk_phone: '+44 20 7946 0000',
+    helpdesk_email: 'desk@example.org',
+    invitation_lifetime_days: 14,
+  });
 
   await page.reload();
   await expect(page.getByTestId('helpdesk-name')).toHaveValue('Service Desk');
@@ -58,7 +66,14 @@ test('settings round trip: validated as typed, saved, still there after a reload
   await page.getByRole('button', { name: 'Save the name' }).click();
   await expect(page.getByTestId('fleets')).toContainText(`${fleet} EMEA`);
 
-  await admin.settings.update({ app_link_scheme: 'mdmagent', helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '', invitation_lifetime_days: 7, public_host: '' });
+  await admin.settings.update({
+    app_link_scheme: 'mdmagent',
+    helpdesk_name: '',
+    helpdesk_phone: '',
+    helpdesk_email: '',
+    invitation_lifetime_days: 7,
+    public_host: '',
+  });
 });
 
 test('files and packages: upload by drop with progress, listed with size and checksum, deleted', async ({ page }, testInfo) => {
@@ -68,7 +83,10 @@ test('files and packages: upload by drop with progress, listed with size and che
   const name = `config-${Date.now()}.bin`;
   await page.goto('/files');
   await expect(page.getByRole('heading', { name: 'Files & packages' })).toBeVisible();
-  await page.getByTestId('file-dropzone').locator('input[type="file"]').setInputFiles({ name, mimeType: 'application/octet-stream', buffer: content });
+  await page
+    .getByTestId('file-dropzone')
+    .locator('input[type="file"]')
+    .setInputFiles({ name, mimeType: 'application/octet-stream', buffer: content });
   await expect(page.getByTestId('uploads')).toContainText(name);
   const row = page.getByTestId('file-table').locator(`tr[data-item-name="${name}"]`);
   await expect(row).toContainText('3.00 MB');
@@ -78,17 +96,29 @@ test('files and packages: upload by drop with progress, listed with size and che
   await shot(page, 'files', testInfo);
 
   await page.getByRole('tab', { name: /Packages/ }).click();
-  await page.getByTestId('package-dropzone').locator('input[type="file"]').setInputFiles({ name: 'agent.apk', mimeType: 'application/vnd.android.package-archive', buffer: Buffer.from('PK\u0003\u0004 not really an apk') });
+  await page
+    .getByTestId('package-dropzone')
+    .locator('input[type="file"]')
+    .setInputFiles({
+      name: 'agent.apk',
+      mimeType: 'application/vnd.android.package-archive',
+      buffer: Buffer.from('PK\u0003\u0004 not really an apk'),
+    });
   await expect(page.getByTestId('package-table')).toContainText('agent.apk');
   await shot(page, 'packages', testInfo);
 
   await page.getByRole('tab', { name: /Files/ }).click();
   await row.getByRole('button', { name: `Delete ${name}` }).click();
-  await page.getByRole('dialog', { name: `Delete ${name}?` }).getByRole('button', { name: 'Delete' }).click();
+  await page
+    .getByRole('dialog', { name: `Delete ${name}?` })
+    .getByRole('button', { name: 'Delete' })
+    .click();
   await expect(row).toHaveCount(0);
 });
 
-test('invitation email: transport, template preview, a template change, a test email and a resend', async ({ page }, testInfo) => {
+test('invitation email: transport, template preview, a template change, a test email and a resend', async ({
+  page,
+}, testInfo) => {
   await page.goto('/settings#email');
   const section = page.locator('#email');
   await expect(section.getByTestId('mail-transport')).toContainText('no SMTP server configured');

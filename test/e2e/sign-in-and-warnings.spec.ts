@@ -29,7 +29,10 @@ async function signedIn(browser: Browser, serve: RunningServe): Promise<BrowserC
   return context;
 }
 
-test('sign in with the admin token or a one-time link; a used link and a signed-out page say what to do', async ({ browser, serve }, testInfo) => {
+test('sign in with the admin token or a one-time link; a used link and a signed-out page say what to do', async ({
+  browser,
+  serve,
+}, testInfo) => {
   const context = await browser.newContext();
   const page = await context.newPage();
 
@@ -73,11 +76,17 @@ test('sign in with the admin token or a one-time link; a used link and a signed-
   await second.close();
 });
 
-test('phones-cannot-reach warning where codes are made or sent, and one click to a LAN address', async ({ browser, serve }, testInfo) => {
+test('phones-cannot-reach warning where codes are made or sent, and one click to a LAN address', async ({
+  browser,
+  serve,
+}, testInfo) => {
   const status = await adminOf(serve.info).status();
   expect(status.public_host).toBe('127.0.0.1');
   const lan = (status.lan_addresses as string[])[0];
-  const invitation = await adminOf(serve.info).invitations.create({ email: `reach.${Date.now()}@example.com`, send_email: false });
+  const invitation = await adminOf(serve.info).invitations.create({
+    email: `reach.${Date.now()}@example.com`,
+    send_email: false,
+  });
   const context = await signedIn(browser, serve);
   const page = await context.newPage();
   const base = serve.info.admin_url;

@@ -19,7 +19,9 @@ test('the print sheet remembers the paper size chosen last', async ({ page }) =>
   await expect(page.getByTestId('print-sheet')).toHaveAttribute('data-paper', 'a4');
 });
 
-test('devices at 1,280 px: every column shows, "Last contact" included, with the lock and wipe state', async ({ page }, testInfo) => {
+test('devices at 1,280 px: every column shows, "Last contact" included, with the lock and wipe state', async ({
+  page,
+}, testInfo) => {
   await page.setViewportSize({ width: 1280, height: 800 });
   const invitation = await admin.invitations.create({ email: `locked.${Date.now()}@example.com`, send_email: false });
   const simulated = await admin.invitations.simulate(invitation.id);
@@ -44,7 +46,9 @@ test('devices at 1,280 px: every column shows, "Last contact" included, with the
   await shot(page, 'devices-1280-locked', testInfo);
 });
 
-test('an invitation email refused for now (greylisting) reads "will retry at …" on its page and in the list', async ({ browser }, testInfo) => {
+test('an invitation email refused for now (greylisting) reads "will retry at …" on its page and in the list', async ({
+  browser,
+}, testInfo) => {
   // A server of its own: its mail goes to a real SMTP server that answers 451 (greylisting) until
   // told otherwise, so no automatic retry can go through while the page is looked at.
   let greylisting = true;

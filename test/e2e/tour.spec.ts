@@ -4,7 +4,12 @@ import { admin, expect, shot, test } from './fixtures.ts';
 test.describe('dark theme', () => {
   test.use({ colorScheme: 'dark' });
   test('every page renders in the dark theme', async ({ page }, testInfo) => {
-    const invitation = await admin.invitations.create({ email: `dark.${Date.now()}@example.com`, firstname: 'Dark', lastname: 'Mode', send_email: false });
+    const invitation = await admin.invitations.create({
+      email: `dark.${Date.now()}@example.com`,
+      firstname: 'Dark',
+      lastname: 'Mode',
+      send_email: false,
+    });
     for (const [path, name, heading] of [
       ['/', 'dark-dashboard', 'Dashboard'],
       ['/invitations', 'dark-invitations', 'Invitations'],

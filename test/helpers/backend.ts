@@ -94,7 +94,11 @@ export async function enrollByHand(
   const session = init.body.session_token as string;
   const full = await agentCall(apiUrl, 'GET', `getFullSession?session_token=${session}`);
   if (full.body.coreactiveprofile.id !== full.body.plugin_mdm_guest_profiles_id) {
-    await agentCall(apiUrl, 'POST', `changeActiveProfile?session_token=${session}&profiles_id=${full.body.plugin_mdm_guest_profiles_id}`);
+    await agentCall(
+      apiUrl,
+      'POST',
+      `changeActiveProfile?session_token=${session}&profiles_id=${full.body.plugin_mdm_guest_profiles_id}`,
+    );
   }
   const created = await agentCall(apiUrl, 'POST', `PluginMdmAgent?session_token=${session}`, {
     body: {

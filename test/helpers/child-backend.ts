@@ -20,10 +20,21 @@ export interface ChildBackend {
  */
 export async function startChildBackend(options: Partial<StartOptions> = {}, shellPrefix = ''): Promise<ChildBackend> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'mdm-child-'));
-  const json = JSON.stringify({ dataDir, port: 0, adminPort: 0, mqttPort: 0, mqttTlsPort: 0, host: '127.0.0.1', publicHost: '127.0.0.1', ...options });
+  const json = JSON.stringify({
+    dataDir,
+    port: 0,
+    adminPort: 0,
+    mqttPort: 0,
+    mqttTlsPort: 0,
+    host: '127.0.0.1',
+    publicHost: '127.0.0.1',
+    ...options,
+  });
   const main = new URL('./child-backend-main.ts', import.meta.url).pathname;
   const quoted = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
-  const child = spawn('sh', ['-c', `${shellPrefix} exec ${quoted(process.execPath)} ${quoted(main)} ${quoted(json)}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('sh', ['-c', `${shellPrefix} exec ${quoted(process.execPath)} ${quoted(main)} ${quoted(json)}`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const info = await new Promise<ServerInfo>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.once('line', (line) => resolve(JSON.parse(line) as ServerInfo));

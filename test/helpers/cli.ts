@@ -41,7 +41,24 @@ export async function startServe(dataDirPrefix: string, { timeoutMs = 20_000, un
   const dataDir = mkdtempSync(join(tmpdir(), dataDirPrefix));
   const server = spawn(
     process.execPath,
-    [CLI, 'serve', '--data-dir', dataDir, '--port', '0', '--admin-port', '0', '--mqtt-port', '0', '--mqtt-tls-port', '0', '--public-host', '127.0.0.1', '--host', '127.0.0.1'],
+    [
+      CLI,
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      '--mqtt-port',
+      '0',
+      '--mqtt-tls-port',
+      '0',
+      '--public-host',
+      '127.0.0.1',
+      '--host',
+      '127.0.0.1',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -54,7 +71,11 @@ export async function startServe(dataDirPrefix: string, { timeoutMs = 20_000, un
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
-  await waitFor(() => existsSync(join(dataDir, 'server.json')) && (!untilBanner || output.includes('Press Ctrl+C')), 'serve to start', timeoutMs);
+  await waitFor(
+    () => existsSync(join(dataDir, 'server.json')) && (!untilBanner || output.includes('Press Ctrl+C')),
+    'serve to start',
+    timeoutMs,
+  );
   return {
     dataDir,
     process: server,

@@ -53,11 +53,15 @@ export interface MosquittoProcess {
  * Mosquitto 2 with the dynamic-security plugin: an admin made by `mosquitto_ctrl dynsec init`,
  * anonymous logins refused, retained messages persisted across restarts.
  */
-export async function startMosquitto(options: { port?: number; notYet?: boolean; wrap?: (command: string[]) => string[] } = {}): Promise<MosquittoProcess> {
+export async function startMosquitto(
+  options: { port?: number; notYet?: boolean; wrap?: (command: string[]) => string[] } = {},
+): Promise<MosquittoProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'mdm-mosquitto-'));
   const port = options.port ?? (await freePort());
   const adminPassword = `admin-${Math.random().toString(36).slice(2)}`;
-  const init = spawnSync('mosquitto_ctrl', ['dynsec', 'init', join(dir, 'dynsec.json'), 'admin', adminPassword], { encoding: 'utf8' });
+  const init = spawnSync('mosquitto_ctrl', ['dynsec', 'init', join(dir, 'dynsec.json'), 'admin', adminPassword], {
+    encoding: 'utf8',
+  });
   if (init.status !== 0) throw new Error(`mosquitto_ctrl dynsec init failed: ${init.stderr || init.stdout}`);
   writeFileSync(
     join(dir, 'mosquitto.conf'),
@@ -116,10 +120,15 @@ export async function startMosquitto(options: { port?: number; notYet?: boolean;
   };
 }
 
-export const BROKER_MODES_UNDER_TEST = (process.env.MDM_TEST_BROKER_MODES ?? 'embedded,mosquitto,rabbitmq').split(',').map((mode) => mode.trim()) as ('embedded' | 'mosquitto' | 'rabbitmq')[];
+export const BROKER_MODES_UNDER_TEST = (process.env.MDM_TEST_BROKER_MODES ?? 'embedded,mosquitto,rabbitmq')
+  .split(',')
+  .map((mode) => mode.trim()) as ('embedded' | 'mosquitto' | 'rabbitmq')[];
 
 /** Waits until the backend says it is connected to its broker (and has reconciled). */
-export async function brokerReady(backend: { broker: { status(): { connected: boolean; problem: string | null } } }, timeoutMs = 60_000): Promise<void> {
+export async function brokerReady(
+  backend: { broker: { status(): { connected: boolean; problem: string | null } } },
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!backend.broker.status().connected) {
     if (Date.now() > deadline) throw new Error(`the backend did not reach its broker: ${backend.broker.status().problem}`);

@@ -28,7 +28,8 @@ export const isRouteFile = (path: string) => /(^|\/|-)routes\.ts$/.test(posix.ba
  * Repository files own the SQL: `repository.ts`, `*-repository.ts`, and `store.ts` / `*-store.ts`
  * for a repository that also keeps bytes on disk (files/store.ts). Plus the database room, db/.
  */
-export const mayPrepareSql = (path: string) => /^(.+-)?(repository|store)\.ts$/.test(posix.basename(path)) || path.startsWith(`${BACKEND}db/`);
+export const mayPrepareSql = (path: string) =>
+  /^(.+-)?(repository|store)\.ts$/.test(posix.basename(path)) || path.startsWith(`${BACKEND}db/`);
 
 /** The room of a backend file: its folder under src-main/backend, or the root file itself. */
 export function backendRoom(path: string): string | null {
@@ -55,7 +56,9 @@ export const RULES: Rule[] = [
   {
     name: 'the backend runs headless: no electron, CLI, device simulator or console code',
     applies: (path) => path.startsWith(BACKEND),
-    forbids: (target) => target === 'electron' || ['src-main/cli/', 'src-main/device/', 'src-main/electron/', 'src-renderer/'].some((room) => target.startsWith(room)),
+    forbids: (target) =>
+      target === 'electron' ||
+      ['src-main/cli/', 'src-main/device/', 'src-main/electron/', 'src-renderer/'].some((room) => target.startsWith(room)),
   },
   {
     name: 'the device simulator is the conformance oracle: its own copy of the wire, not the backend or the shared contract',
@@ -95,10 +98,13 @@ export function layerViolations(files: SourceFile[], options: CheckOptions = {})
       for (const target of file.imports) if (rule.forbids(target)) found.push(`${file.path} imports ${target}: ${rule.name}`);
     }
     if (file.prepareLines.length > 0 && !mayPrepareSql(file.path) && !options.prepareAllowList?.includes(file.path)) {
-      found.push(`${file.path}:${file.prepareLines.join(',')} calls prepare(: only repository files (repository.ts, *-repository.ts, *-store.ts) and db/ hold SQL`);
+      found.push(
+        `${file.path}:${file.prepareLines.join(',')} calls prepare(: only repository files (repository.ts, *-repository.ts, *-store.ts) and db/ hold SQL`,
+      );
     }
   }
-  for (const [rooms, ...steps] of roomCycles(files, options.cycleAllowList ?? [])) found.push(`backend rooms import each other in a cycle: ${rooms} (${steps.join('; ')})`);
+  for (const [rooms, ...steps] of roomCycles(files, options.cycleAllowList ?? []))
+    found.push(`backend rooms import each other in a cycle: ${rooms} (${steps.join('; ')})`);
   return found;
 }
 
@@ -188,17 +194,33 @@ function walk(dir: string): string[] {
 }
 
 export function parseSource(root: string, absolute: string, text = readFileSync(absolute, 'utf8')): SourceFile {
-  const source = ts.createSourceFile(absolute, text, ts.ScriptTarget.Latest, true, absolute.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const source = ts.createSourceFile(
+    absolute,
+    text,
+    ts.ScriptTarget.Latest,
+    true,
+    absolute.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  );
   const specifiers: string[] = [];
   const prepareLines: number[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       specifiers.push(node.moduleSpecifier.text);
-    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference) && ts.isStringLiteral(node.moduleReference.expression)) {
+    } else if (
+      ts.isImportEqualsDeclaration(node) &&
+      ts.isExternalModuleReference(node.moduleReference) &&
+      ts.isStringLiteral(node.moduleReference.expression)
+    ) {
       specifiers.push(node.moduleReference.expression.text);
     } else if (ts.isCallExpression(node)) {
       const [first] = node.arguments;
-      const loads = node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require');
+      const loads =
+        node.expression.kind === ts.SyntaxKind.ImportKeyword ||
+        (ts.isIdentifier(node.expression) && node.expression.text === 'require');
       if (loads && first && ts.isStringLiteralLike(first)) specifiers.push(first.text);
       if (ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'prepare') {
         prepareLines.push(source.getLineAndCharacterOfPosition(node.getStart()).line + 1);
@@ -217,7 +239,9 @@ export function parseSource(root: string, absolute: string, text = readFileSync(
 function resolveSpecifier(root: string, from: string, specifier: string): string {
   if (specifier.startsWith('.') || specifier.startsWith('/')) {
     const base = join(dirname(from), specifier);
-    const found = [base, `${base}.ts`, `${base}.tsx`, join(base, 'index.ts'), join(base, 'index.tsx')].find((candidate) => existsSync(candidate) && statSync(candidate).isFile());
+    const found = [base, `${base}.ts`, `${base}.tsx`, join(base, 'index.ts'), join(base, 'index.tsx')].find(
+      (candidate) => existsSync(candidate) && statSync(candidate).isFile(),
+    );
     return toPosix(relative(root, found ?? base));
   }
   if (specifier.startsWith('node:')) return specifier;

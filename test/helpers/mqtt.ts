@@ -30,10 +30,21 @@ export async function enrollAgent(t: TestBackend, options: { serial?: string; fl
 }
 
 /** GET PluginMdmAgent/<id>: a fresh mqttpasswd each time. */
-export async function readRecord(t: TestBackend, session: string, id: number): Promise<Omit<EnrolledAgent, 'serial'> & { serial: string }> {
+export async function readRecord(
+  t: TestBackend,
+  session: string,
+  id: number,
+): Promise<Omit<EnrolledAgent, 'serial'> & { serial: string }> {
   const read = await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${session}`);
   if (read.status !== 200) throw new Error(`record read failed: ${JSON.stringify(read.body)}`);
-  return { id, serial: String(read.body.name), password: read.body.mqttpasswd, topic: read.body.topic, record: read.body, session };
+  return {
+    id,
+    serial: String(read.body.name),
+    password: read.body.mqttpasswd,
+    topic: read.body.topic,
+    record: read.body,
+    session,
+  };
 }
 
 const openClients = new Set<MqttClient>();
@@ -67,7 +78,11 @@ export async function connectAgent(
 }
 
 /** The CONNACK refusal code of a login that must fail. */
-export async function refusalCode(t: TestBackend, agent: { serial: string; password: string }, options: IClientOptions = {}): Promise<number | string> {
+export async function refusalCode(
+  t: TestBackend,
+  agent: { serial: string; password: string },
+  options: IClientOptions = {},
+): Promise<number | string> {
   try {
     const client = await connectAgent(t, agent, options);
     client.end(true);
@@ -102,7 +117,10 @@ export function inbox(client: MqttClient) {
       const already = messages.find(match);
       if (already) return Promise.resolve(already);
       return new Promise<(typeof messages)[number]>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no matching message within ${timeoutMs} ms; got ${JSON.stringify(messages)}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`no matching message within ${timeoutMs} ms; got ${JSON.stringify(messages)}`)),
+          timeoutMs,
+        );
         waiters.push({ match, resolve: (m) => (clearTimeout(timer), resolve(m)) });
       });
     },
@@ -131,7 +149,10 @@ export function nextEvent(t: TestBackend, match: (event: RecordedEvent) => boole
 export const ofAgent = (id: number, type: string) => (event: RecordedEvent) => event.agent_id === id && event.type === type;
 
 /** Polls until `check` returns a value other than undefined/false. */
-export async function eventually<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -155,7 +176,11 @@ export interface ProcessResult {
  * Runs a program (mosquitto_sub, mosquitto_pub, the CLI) to its end, killed after `timeoutMs`.
  * `onStdout` sees the output as it comes (e.g. to act once mosquitto_sub reports its SUBACK).
  */
-export function run(command: string, args: string[], options: { timeoutMs?: number; onStdout?: (soFar: string) => void; env?: NodeJS.ProcessEnv } = {}): Promise<ProcessResult> {
+export function run(
+  command: string,
+  args: string[],
+  options: { timeoutMs?: number; onStdout?: (soFar: string) => void; env?: NodeJS.ProcessEnv } = {},
+): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
     let stdout = '';
@@ -204,4 +229,5 @@ export function useBrokerBackend(use: (backend: TestBackend) => void | Promise<v
 }
 
 /** Not the retained Command/Subscribe every agent finds at its first connection (its fleet topic). */
-export const notFleetAnnouncement = (message: { topic: string; retain: boolean }): boolean => !(message.retain && message.topic.endsWith('/Command/Subscribe'));
+export const notFleetAnnouncement = (message: { topic: string; retain: boolean }): boolean =>
+  !(message.retain && message.topic.endsWith('/Command/Subscribe'));

@@ -30,7 +30,9 @@ export interface RabbitCluster {
   destroy(): Promise<void>;
 }
 
-export async function startRabbitCluster(options: { nodes?: number; authPort?: number; wrap?: (command: string[]) => string[] } = {}): Promise<RabbitCluster> {
+export async function startRabbitCluster(
+  options: { nodes?: number; authPort?: number; wrap?: (command: string[]) => string[] } = {},
+): Promise<RabbitCluster> {
   const count = options.nodes ?? 2;
   const dir = mkdtempSync(join(tmpdir(), 'mdm-rabbit-'));
   const home = join(dir, 'home');
@@ -92,7 +94,8 @@ export async function startRabbitCluster(options: { nodes?: number; authPort?: n
     };
     writeFileSync(join(base, 'rabbitmq-env.conf'), '');
     let child: ChildProcess | null = null;
-    const ctl = (...args: string[]) => spawnSync(`${BIN}/rabbitmqctl`, ['-n', name, ...args], { env, encoding: 'utf8', timeout: 120_000 });
+    const ctl = (...args: string[]) =>
+      spawnSync(`${BIN}/rabbitmqctl`, ['-n', name, ...args], { env, encoding: 'utf8', timeout: 120_000 });
     const node: RabbitNode & { ctl: typeof ctl } = {
       name,
       mqttPort,
@@ -101,7 +104,11 @@ export async function startRabbitCluster(options: { nodes?: number; authPort?: n
         const [command, ...args] = (options.wrap ?? ((c: string[]) => c))([`${BIN}/rabbitmq-server`]);
         child = spawn(command!, args, { env, stdio: 'ignore' });
         children.push(child);
-        const waited = spawnSync(`${BIN}/rabbitmqctl`, ['-n', name, 'wait', join(base, 'pid'), '--timeout', '180'], { env, encoding: 'utf8', timeout: 200_000 });
+        const waited = spawnSync(`${BIN}/rabbitmqctl`, ['-n', name, 'wait', join(base, 'pid'), '--timeout', '180'], {
+          env,
+          encoding: 'utf8',
+          timeout: 200_000,
+        });
         if (waited.status !== 0) throw new Error(`RabbitMQ node ${name} did not start: ${waited.stderr || waited.stdout}`);
         await waitForPort(mqttPort, 120_000);
       },
@@ -139,7 +146,8 @@ export async function startRabbitCluster(options: { nodes?: number; authPort?: n
     for (const node of others) {
       for (const step of [['stop_app'], ['join_cluster', first!.name], ['start_app']]) {
         const result = node.ctl(...step);
-        if (result.status !== 0) throw new Error(`rabbitmqctl ${step.join(' ')} on ${node.name}: ${String(result.stderr || result.stdout)}`);
+        if (result.status !== 0)
+          throw new Error(`rabbitmqctl ${step.join(' ')} on ${node.name}: ${String(result.stderr || result.stdout)}`);
       }
       await waitForPort(node.mqttPort, 120_000);
     }

@@ -10,7 +10,20 @@ import { SqliteFleetRepository } from '../../src-main/backend/fleets/fleet-repos
 import { UserRepository } from '../../src-main/backend/sessions/user-repository.ts';
 
 const FIRST = ['Ada', 'Alan', 'Grace', 'Linus', 'Margaret', 'Ken', 'Barbara', 'Dennis', 'Frances', 'Edsger', 'Radia', 'Tim'];
-const LAST = ['Lovelace', 'Turing', 'Hopper', 'Torvalds', 'Hamilton', 'Thompson', 'Liskov', 'Ritchie', 'Allen', 'Dijkstra', 'Perlman', 'Berners-Lee'];
+const LAST = [
+  'Lovelace',
+  'Turing',
+  'Hopper',
+  'Torvalds',
+  'Hamilton',
+  'Thompson',
+  'Liskov',
+  'Ritchie',
+  'Allen',
+  'Dijkstra',
+  'Perlman',
+  'Berners-Lee',
+];
 
 export interface SeedOptions {
   count: number;
@@ -55,7 +68,14 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
         const person = personIds[i % personIds.length]!;
         const uuid = randomUUID();
         const created = now - (count - i) * 60_000;
-        const computerId = agents.insertComputer({ entity_id: 1, name: serial, serial, uuid, user_id: person, now: iso(created) });
+        const computerId = agents.insertComputer({
+          entity_id: 1,
+          name: serial,
+          serial,
+          uuid,
+          user_id: person,
+          now: iso(created),
+        });
         const p = i % personIds.length;
         const agentId = agents.insertAgent({
           entity_id: 1,

@@ -154,7 +154,11 @@ export function asBuffer(content: ArrayBuffer | Uint8Array | string): Buffer {
 }
 
 /** Polls until `check` returns something truthy (generous timeout; never a timing assertion). */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -165,7 +169,8 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

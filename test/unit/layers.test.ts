@@ -25,7 +25,10 @@ describe('the layers of the tree', () => {
 
   it('allows nothing it no longer needs to', () => {
     const preparing = new Set(files.filter((file) => file.prepareLines.length > 0).map((file) => file.path));
-    expect(PREPARE_ALLOW_LIST.filter((path) => !preparing.has(path)), 'these no longer prepare SQL: take them off PREPARE_ALLOW_LIST').toEqual([]);
+    expect(
+      PREPARE_ALLOW_LIST.filter((path) => !preparing.has(path)),
+      'these no longer prepare SQL: take them off PREPARE_ALLOW_LIST',
+    ).toEqual([]);
     const cycles = roomCycles(files).map(([rooms]) => rooms!.split(' ⇄ '));
     const stale = CYCLE_ALLOW_LIST.filter(([a, b]) => !cycles.some((rooms) => rooms.includes(a) && rooms.includes(b)));
     expect(stale, 'these rooms no longer import each other in a cycle: take them off CYCLE_ALLOW_LIST').toEqual([]);
@@ -54,10 +57,19 @@ describe('the layer check catches what it guards against', () => {
 
   it('the device simulator importing the backend or the shared contract', () => {
     const found = layerViolations(
-      tree({ 'src-main/device/enroll.ts': ['src-main/backend/deeplink/codec.ts', 'src-shared/contract/index.ts', 'node:crypto', 'mqtt'] }),
+      tree({
+        'src-main/device/enroll.ts': [
+          'src-main/backend/deeplink/codec.ts',
+          'src-shared/contract/index.ts',
+          'node:crypto',
+          'mqtt',
+        ],
+      }),
     );
     expect(found).toHaveLength(2);
-    expect(found[0]).toMatch(/^src-main\/device\/enroll\.ts imports src-main\/backend\/deeplink\/codec\.ts: the device simulator/);
+    expect(found[0]).toMatch(
+      /^src-main\/device\/enroll\.ts imports src-main\/backend\/deeplink\/codec\.ts: the device simulator/,
+    );
     expect(found[1]).toMatch(/imports src-shared\/contract\/index\.ts/);
   });
 
@@ -87,8 +99,12 @@ describe('the layer check catches what it guards against', () => {
       }),
     );
     expect(found).toEqual([
-      expect.stringMatching(/^src-main\/backend\/invitations\/invitations\.ts imports src-main\/backend\/admin-api\/errors\.ts: domain rooms/),
-      expect.stringMatching(/^src-main\/backend\/broker\/broker\.ts imports src-main\/backend\/http\/socket-limits\.ts: domain rooms/),
+      expect.stringMatching(
+        /^src-main\/backend\/invitations\/invitations\.ts imports src-main\/backend\/admin-api\/errors\.ts: domain rooms/,
+      ),
+      expect.stringMatching(
+        /^src-main\/backend\/broker\/broker\.ts imports src-main\/backend\/http\/socket-limits\.ts: domain rooms/,
+      ),
       expect.stringMatching(/^src-main\/backend\/config\.ts imports src-main\/backend\/agent-api\/tokens\.ts: domain rooms/),
     ]);
   });
@@ -103,7 +119,14 @@ describe('the layer check catches what it guards against', () => {
         'src-main/backend/files/store.ts': [],
         'src-main/backend/db/database.ts': [],
       },
-      ['src-main/backend/agents/agents.ts', 'src-main/backend/admin-api/app.ts', 'src-main/backend/agents/repository.ts', 'src-main/backend/fleets/fleet-repository.ts', 'src-main/backend/files/store.ts', 'src-main/backend/db/database.ts'],
+      [
+        'src-main/backend/agents/agents.ts',
+        'src-main/backend/admin-api/app.ts',
+        'src-main/backend/agents/repository.ts',
+        'src-main/backend/fleets/fleet-repository.ts',
+        'src-main/backend/files/store.ts',
+        'src-main/backend/db/database.ts',
+      ],
     );
     expect(layerViolations(files)).toEqual([
       expect.stringMatching(/^src-main\/backend\/agents\/agents\.ts:7 calls prepare\(/),

@@ -62,7 +62,20 @@ export interface AdminAppOptions {
 }
 
 /** The admin side: the admin API under /api and the console at /, on loopback by default; ready to serve. */
-export async function adminApp({ listener, services, files, deployments, auth, info, simulate, broker, choosePublicHost, bindHost = '127.0.0.1', maxConnections = 128, requestTimeoutMs }: AdminAppOptions): Promise<FastifyInstance> {
+export async function adminApp({
+  listener,
+  services,
+  files,
+  deployments,
+  auth,
+  info,
+  simulate,
+  broker,
+  choosePublicHost,
+  bindHost = '127.0.0.1',
+  maxConnections = 128,
+  requestTimeoutMs,
+}: AdminAppOptions): Promise<FastifyInstance> {
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
     serverFactory: listener.serverFactory,
@@ -70,7 +83,8 @@ export async function adminApp({ listener, services, files, deployments, auth, i
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
-    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
+    frameworkErrors: (_error, _request, reply) =>
+      void (reply as FastifyReply).code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
   });
   installAdminErrorHandling(app);
   await writeResponsesAsJson(app);
@@ -78,7 +92,11 @@ export async function adminApp({ listener, services, files, deployments, auth, i
   const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
   allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
   capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
-  enforceRequestDeadline(app, (request) => request.method === 'POST' && /^\/api\/(files|packages)(\?|$)/.test(request.url), requestTimeoutMs);
+  enforceRequestDeadline(
+    app,
+    (request) => request.method === 'POST' && /^\/api\/(files|packages)(\?|$)/.test(request.url),
+    requestTimeoutMs,
+  );
   closeWhenBodyUnread(app);
   refuseUnusableNumbers(app, () => new ApiError(400, 'ERROR_BAD_REQUEST', 'A number is out of range'));
   // A bodiless POST that still says `Content-Type: application/json` is fine (revoke, resend …).
@@ -95,10 +113,9 @@ export async function adminApp({ listener, services, files, deployments, auth, i
   });
 
   // The sign-in page posts the admin token or a sign-in link here; only from the console's own page.
-  app.withTypeProvider<TypeBoxTypeProvider>().post(
-    '/auth/sign-in',
-    { schema: { body: SignInBody, response: { 200: SignInResult } } },
-    async (request, reply) => {
+  app
+    .withTypeProvider<TypeBoxTypeProvider>()
+    .post('/auth/sign-in', { schema: { body: SignInBody, response: { 200: SignInResult } } }, async (request, reply) => {
       if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
       const how = auth.signIn(request.body.credential, reply);
       if (!how) {
@@ -109,89 +126,99 @@ export async function adminApp({ listener, services, files, deployments, auth, i
         );
       }
       return { signed_in: true as const, with: how };
-    },
-  );
-
-  await app.register(async (plain) => {
-    const api = plain.withTypeProvider<TypeBoxTypeProvider>();
-    api.setNotFoundHandler(() => {
-      throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
-    });
-    api.addHook('onRequest', async (request, reply) => {
-      if (!auth.isAuthenticated(request)) {
-        return reply.code(401).send({ error: 'ERROR_UNAUTHORIZED', message: 'Admin token required (Authorization: Bearer <token>)' });
-      }
     });
 
-    // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
-    api.post('/console-tickets', { schema: { response: { 201: ConsoleTicket } } }, async (_request, reply) =>
-      reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
-    );
+  await app.register(
+    async (plain) => {
+      const api = plain.withTypeProvider<TypeBoxTypeProvider>();
+      api.setNotFoundHandler(() => {
+        throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
+      });
+      api.addHook('onRequest', async (request, reply) => {
+        if (!auth.isAuthenticated(request)) {
+          return reply
+            .code(401)
+            .send({ error: 'ERROR_UNAUTHORIZED', message: 'Admin token required (Authorization: Bearer <token>)' });
+        }
+      });
 
-    // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
-    // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
-    const FLYVE_TLS_WARNING =
-      'MQTT TLS is on while codes are made for the Flyve MDM agent: its releases (2.0.0-rc.6, rc.7) trust only the flyve.org certificate built into them, so they cannot connect to this broker over TLS. Turn MQTT TLS off in Settings for Flyve agents.';
-    const flyveAgentsLockedOut = (settings: { agent_app: string; mqtt_tls: boolean }) => settings.agent_app === 'flyve' && settings.mqtt_tls;
-    api.get('/status', { schema: { response: { 200: ServerStatus } } }, async () => {
-      const current = info();
-      const publicHost = current.public_host;
-      const counts = services.statusCounts.counts();
-      const { admin_token: _hidden, ...visible } = current;
-      return {
-        ...visible,
-        counts,
-        mqtt: broker ? { ...broker.status(), agent_endpoint: broker.agentEndpoint(services.settings.get().mqtt_tls) } : null,
-        lan_addresses: lanAddresses(),
-        warnings: [
-          ...(isLoopback(publicHost)
-            ? [`The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`]
-            : []),
-          ...(flyveAgentsLockedOut(services.settings.get()) ? [FLYVE_TLS_WARNING] : []),
-        ],
-      };
-    });
+      // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
+      api.post('/console-tickets', { schema: { response: { 201: ConsoleTicket } } }, async (_request, reply) =>
+        reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
+      );
 
-    // One click from "phones cannot reach this server": use this LAN address from now on.
-    api.post(
-      '/public-host',
-      { schema: { body: PublicHostBody, response: { 200: PublicHostResult } } },
-      async (request) => {
+      // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
+      // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
+      const FLYVE_TLS_WARNING =
+        'MQTT TLS is on while codes are made for the Flyve MDM agent: its releases (2.0.0-rc.6, rc.7) trust only the flyve.org certificate built into them, so they cannot connect to this broker over TLS. Turn MQTT TLS off in Settings for Flyve agents.';
+      const flyveAgentsLockedOut = (settings: { agent_app: string; mqtt_tls: boolean }) =>
+        settings.agent_app === 'flyve' && settings.mqtt_tls;
+      api.get('/status', { schema: { response: { 200: ServerStatus } } }, async () => {
+        const current = info();
+        const publicHost = current.public_host;
+        const counts = services.statusCounts.counts();
+        const { admin_token: _hidden, ...visible } = current;
+        return {
+          ...visible,
+          counts,
+          mqtt: broker ? { ...broker.status(), agent_endpoint: broker.agentEndpoint(services.settings.get().mqtt_tls) } : null,
+          lan_addresses: lanAddresses(),
+          warnings: [
+            ...(isLoopback(publicHost)
+              ? [
+                  `The public host ${publicHost} is a loopback address: phones cannot reach it. Choose a LAN address in Settings or start with --public-host.`,
+                ]
+              : []),
+            ...(flyveAgentsLockedOut(services.settings.get()) ? [FLYVE_TLS_WARNING] : []),
+          ],
+        };
+      });
+
+      // One click from "phones cannot reach this server": use this LAN address from now on.
+      api.post('/public-host', { schema: { body: PublicHostBody, response: { 200: PublicHostResult } } }, async (request) => {
         const { host } = request.body;
         const lan = lanAddresses();
         if (!lan.includes(host)) {
-          throw new ApiError(400, 'ERROR_BAD_REQUEST', `${host} is not a network address of this machine (${lan.length ? `these are: ${lan.join(', ')}` : 'it has none besides loopback'})`);
+          throw new ApiError(
+            400,
+            'ERROR_BAD_REQUEST',
+            `${host} is not a network address of this machine (${lan.length ? `these are: ${lan.join(', ')}` : 'it has none besides loopback'})`,
+          );
         }
         services.settings.update({ public_host: host });
         choosePublicHost?.(host);
-        services.events.record('settings.updated', `Public host set to ${host}: phones reach the server there`, {}, { keys: ['public_host'] });
+        services.events.record(
+          'settings.updated',
+          `Public host set to ${host}: phones reach the server there`,
+          {},
+          { keys: ['public_host'] },
+        );
         const current = info();
         return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
-      },
-    );
+      });
 
-    api.get(
-      '/events',
-      { schema: { querystring: EventsQuery, response: { 200: EventList } } },
-      async (request) => ({ items: services.events.latest(request.query.limit) }),
-    );
-    api.get<{ Querystring: EventStreamQuery }>('/events/stream', async (request, reply) =>
-      streamEvents(services.events, (id) => services.agents.findSummary(id), request, reply),
-    );
+      api.get('/events', { schema: { querystring: EventsQuery, response: { 200: EventList } } }, async (request) => ({
+        items: services.events.latest(request.query.limit),
+      }));
+      api.get<{ Querystring: EventStreamQuery }>('/events/stream', async (request, reply) =>
+        streamEvents(services.events, (id) => services.agents.findSummary(id), request, reply),
+      );
 
-    // Each capability's routes get the services they use, nothing more (no database handle).
-    const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
-    await api.register(invitationRoutes, { invitations, events });
-    await api.register(codeRoutes, { codes, approval, agents });
-    await api.register(mailRoutes, { mail, invitations });
-    await api.register(simulateRoutes, { invitations, codes, settings, simulate });
-    await api.register(agentRoutes, { agents, events, reports });
-    if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
-    await api.register(fleetRoutes, { fleets });
-    await api.register(settingsRoutes, { settings, events, links });
-    await api.register(adminFileRoutes, { store: files });
-    if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
-  }, { prefix: '/api' });
+      // Each capability's routes get the services they use, nothing more (no database handle).
+      const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
+      await api.register(invitationRoutes, { invitations, events });
+      await api.register(codeRoutes, { codes, approval, agents });
+      await api.register(mailRoutes, { mail, invitations });
+      await api.register(simulateRoutes, { invitations, codes, settings, simulate });
+      await api.register(agentRoutes, { agents, events, reports });
+      if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
+      await api.register(fleetRoutes, { fleets });
+      await api.register(settingsRoutes, { settings, events, links });
+      await api.register(adminFileRoutes, { store: files });
+      if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
+    },
+    { prefix: '/api' },
+  );
 
   await app.register(serveConsole);
   await app.ready();

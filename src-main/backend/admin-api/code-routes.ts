@@ -1,10 +1,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { AgentSummary, ApproveManyBody, ApproveManyResult, CodeCreate, CodeDetail, CodeList, EnrollmentCode, IdParams } from '../../../src-shared/contract/index.ts';
+import {
+  AgentSummary,
+  ApproveManyBody,
+  ApproveManyResult,
+  CodeCreate,
+  CodeDetail,
+  CodeList,
+  EnrollmentCode,
+  IdParams,
+} from '../../../src-shared/contract/index.ts';
 import type { Services } from '../services.ts';
 import { qrRoutes } from './qr-routes.ts';
 
 /** Enrollment codes, and the approval of the devices that used a code needing it. */
-export const codeRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'codes' | 'approval' | 'agents'>> = async (app, { codes, approval, agents }) => {
+export const codeRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'codes' | 'approval' | 'agents'>> = async (
+  app,
+  { codes, approval, agents },
+) => {
   app.get('/codes', { schema: { response: { 200: CodeList } } }, async () => ({ items: codes.list() }));
 
   app.post('/codes', { schema: { body: CodeCreate, response: { 201: EnrollmentCode } } }, async (request, reply) =>

@@ -42,7 +42,8 @@ export const serveConsole: FastifyPluginAsync = async (app) => {
       // A malformed escape is no file of ours: fall through to the app's index.
     }
     // No file name of ours holds a NUL (and the file system calls would throw on one).
-    if (path.includes('\0')) return reply.code(400).type('text/plain; charset=utf-8').send('Bad Request: the path holds a NUL character');
+    if (path.includes('\0'))
+      return reply.code(400).type('text/plain; charset=utf-8').send('Bad Request: the path holds a NUL character');
     // A name too long (ENAMETOOLONG), a path through a file (ENOTDIR) …: no file of ours either.
     const isFile = (candidate: string) => {
       try {
@@ -57,7 +58,9 @@ export const serveConsole: FastifyPluginAsync = async (app) => {
       return reply
         .code(503)
         .type('text/html; charset=utf-8')
-        .send('<!doctype html><title>Console not built</title><p>The console has not been built yet: run <code>npm run build</code>, then reload.</p>');
+        .send(
+          '<!doctype html><title>Console not built</title><p>The console has not been built yet: run <code>npm run build</code>, then reload.</p>',
+        );
     }
     const isIndex = file.endsWith('index.html');
     return reply

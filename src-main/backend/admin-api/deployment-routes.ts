@@ -12,7 +12,10 @@ import type { DeploymentService } from '../deployments/deployments.ts';
 import type { Services } from '../services.ts';
 
 /** Deployments (admin API): publish a file or package to a fleet or a device, follow and remove it. */
-export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & { deployments: DeploymentService }> = async (app, { fleets, deployments }) => {
+export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & { deployments: DeploymentService }> = async (
+  app,
+  { fleets, deployments },
+) => {
   app.get('/deployments', { schema: { querystring: DeploymentFilter, response: { 200: DeploymentList } } }, async (request) => ({
     items: deployments.list(request.query),
   }));
@@ -31,9 +34,13 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
     return reply.code(201).send(deployments.detail(created.id));
   });
 
-  app.get('/deployments/:id', { schema: { params: SafeIdParams, response: { 200: DeploymentDetail } } }, async (request) => deployments.detail(request.params.id));
+  app.get('/deployments/:id', { schema: { params: SafeIdParams, response: { 200: DeploymentDetail } } }, async (request) =>
+    deployments.detail(request.params.id),
+  );
 
-  app.delete('/deployments/:id', { schema: { params: SafeIdParams, response: { 200: Undeployed } } }, async (request) => deployments.undeploy(request.params.id));
+  app.delete('/deployments/:id', { schema: { params: SafeIdParams, response: { 200: Undeployed } } }, async (request) =>
+    deployments.undeploy(request.params.id),
+  );
 
   app.get('/agents/:id/tasks', { schema: { params: SafeIdParams, response: { 200: DeviceTaskList } } }, async (request) => ({
     items: deployments.tasksOfAgent(request.params.id),

@@ -1,7 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentSummary } from '../agents/agents.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
-import { SSE_HEARTBEAT_MS, sseEventFrame, sseHeartbeatFrame, sseRetryFrame, type EventStreamQuery } from '../../../src-shared/contract/index.ts';
+import {
+  SSE_HEARTBEAT_MS,
+  sseEventFrame,
+  sseHeartbeatFrame,
+  sseRetryFrame,
+  type EventStreamQuery,
+} from '../../../src-shared/contract/index.ts';
 
 /** The device-list row of an agent, or null once it is gone. */
 export type AgentRowLookup = (agentId: number) => AgentSummary | null;
@@ -31,7 +37,12 @@ function frameOf(event: RecordedEvent, agentRow: AgentRowLookup): string {
  * Server-Sent Events: every recorded event as `event: <type>` with the JSON event as data and
  * its id, so a reconnecting EventSource (Last-Event-ID) first gets what it missed.
  */
-export function streamEvents(events: EventLog, agentRow: AgentRowLookup, request: FastifyRequest<{ Querystring: EventStreamQuery }>, reply: FastifyReply): void {
+export function streamEvents(
+  events: EventLog,
+  agentRow: AgentRowLookup,
+  request: FastifyRequest<{ Querystring: EventStreamQuery }>,
+  reply: FastifyReply,
+): void {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {

@@ -15,7 +15,10 @@ export function allowOnlyHosts(app: FastifyInstance, bindHosts: string[]): void 
     return reply
       .code(403)
       .header('connection', 'close')
-      .send({ error: 'ERROR_HOST_NOT_ALLOWED', message: `The admin side answers only to 127.0.0.1, localhost or [::1], not to "${host.slice(0, 100)}"` });
+      .send({
+        error: 'ERROR_HOST_NOT_ALLOWED',
+        message: `The admin side answers only to 127.0.0.1, localhost or [::1], not to "${host.slice(0, 100)}"`,
+      });
   });
 }
 

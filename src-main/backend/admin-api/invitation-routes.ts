@@ -16,44 +16,61 @@ import { pendingMessage } from '../invitations/invitations.ts';
 import type { Services } from '../services.ts';
 import { qrRoutes } from './qr-routes.ts';
 
-export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitations' | 'events'>> = async (app, { invitations, events }) => {
+export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitations' | 'events'>> = async (
+  app,
+  { invitations, events },
+) => {
   const view = (id: number) => invitations.view(invitations.get(id));
 
   app.get('/invitations', { schema: { querystring: InvitationFilter, response: { 200: InvitationPage } } }, async (request) =>
     invitations.list(request.query),
   );
 
-  app.post('/invitations', { schema: { body: InvitationCreate, response: { 201: Invitation, 409: InvitationPendingError } } }, async (request, reply) => {
-    const { send_email, another, ...input } = request.body;
-    // Saying so beats a silent second invitation: the answer carries the pending one, to resend.
-    const pending = another ? undefined : invitations.pendingFor(input.email);
-    if (pending) {
-      return reply.code(409).send({
-        error: 'ERROR_INVITATION_PENDING',
-        message: `${pendingMessage(pending)}. Resend it (POST /api/invitations/${pending.id}/resend), or create another with "another": true.`,
-        invitation: invitations.view(pending),
-      });
-    }
-    const { rows } = invitations.create([input], { send: send_email, allowPending: true });
-    return reply.code(201).send(invitations.view(rows[0]!));
-  });
+  app.post(
+    '/invitations',
+    { schema: { body: InvitationCreate, response: { 201: Invitation, 409: InvitationPendingError } } },
+    async (request, reply) => {
+      const { send_email, another, ...input } = request.body;
+      // Saying so beats a silent second invitation: the answer carries the pending one, to resend.
+      const pending = another ? undefined : invitations.pendingFor(input.email);
+      if (pending) {
+        return reply.code(409).send({
+          error: 'ERROR_INVITATION_PENDING',
+          message: `${pendingMessage(pending)}. Resend it (POST /api/invitations/${pending.id}/resend), or create another with "another": true.`,
+          invitation: invitations.view(pending),
+        });
+      }
+      const { rows } = invitations.create([input], { send: send_email, allowPending: true });
+      return reply.code(201).send(invitations.view(rows[0]!));
+    },
+  );
 
   // Checks rows without creating anything: the console's preview and the CLI's CSV import.
-  app.post('/invitations/validate', { schema: { body: InvitationBulk, response: { 200: InvitationValidation } } }, async (request) => {
-    const { invitations: rows, another } = request.body;
-    return { errors: invitations.validate(rows, 1, { allowPending: another === true }) };
-  });
+  app.post(
+    '/invitations/validate',
+    { schema: { body: InvitationBulk, response: { 200: InvitationValidation } } },
+    async (request) => {
+      const { invitations: rows, another } = request.body;
+      return { errors: invitations.validate(rows, 1, { allowPending: another === true }) };
+    },
+  );
 
-  app.post('/invitations/bulk', { schema: { body: InvitationBulk, response: { 201: InvitationBulkCreated, 400: InvitationBulkError } } }, async (request, reply) => {
-    const { invitations: rows, another, send_email } = request.body;
-    const errors = invitations.validate(rows, 1, { allowPending: another === true });
-    if (errors.length > 0) {
-      return reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: `${errors.length} row(s) are invalid; nothing was created`, errors });
-    }
-    // Emails go out in the background; `mail.batch_id` is for GET /api/mail/batches/:batch_id.
-    const { rows: created, batch_id, queued } = invitations.create(rows, { send: send_email, batch: true, allowPending: true });
-    return reply.code(201).send({ items: invitations.views(created), mail: { batch_id, queued } });
-  });
+  app.post(
+    '/invitations/bulk',
+    { schema: { body: InvitationBulk, response: { 201: InvitationBulkCreated, 400: InvitationBulkError } } },
+    async (request, reply) => {
+      const { invitations: rows, another, send_email } = request.body;
+      const errors = invitations.validate(rows, 1, { allowPending: another === true });
+      if (errors.length > 0) {
+        return reply
+          .code(400)
+          .send({ error: 'ERROR_BAD_REQUEST', message: `${errors.length} row(s) are invalid; nothing was created`, errors });
+      }
+      // Emails go out in the background; `mail.batch_id` is for GET /api/mail/batches/:batch_id.
+      const { rows: created, batch_id, queued } = invitations.create(rows, { send: send_email, batch: true, allowPending: true });
+      return reply.code(201).send({ items: invitations.views(created), mail: { batch_id, queued } });
+    },
+  );
 
   app.get('/invitations/:id', { schema: { params: IdParams, response: { 200: InvitationDetail } } }, async (request) => {
     const { id } = request.params;

@@ -13,7 +13,11 @@ async function orLinkTooLong<T>(drawing: Promise<T>): Promise<T> {
     return await drawing;
   } catch (error) {
     if (error instanceof QrTooLongError) {
-      throw new ApiError(400, 'ERROR_LINK_TOO_LONG', `${error.message}: shorten the helpdesk fields or the deeplink base in Settings.`);
+      throw new ApiError(
+        400,
+        'ERROR_LINK_TOO_LONG',
+        `${error.message}: shorten the helpdesk fields or the deeplink base in Settings.`,
+      );
     }
     throw error;
   }
@@ -25,18 +29,14 @@ async function orLinkTooLong<T>(drawing: Promise<T>): Promise<T> {
  */
 export function qrRoutes(plain: FastifyInstance, base: string, fileName: string, deeplinkOf: (id: number) => string): void {
   const app = plain.withTypeProvider<TypeBoxTypeProvider>();
-  app.get(
-    `${base}/:id/qr.png`,
-    { schema: { params: IdParams, querystring: QrSize } },
-    async (request, reply) => {
-      const { id } = request.params;
-      const width = request.query.size;
-      return reply
-        .type('image/png')
-        .header('content-disposition', `inline; filename="${fileName}-${id}.png"`)
-        .send(await orLinkTooLong(qrPng(deeplinkOf(id), width)));
-    },
-  );
+  app.get(`${base}/:id/qr.png`, { schema: { params: IdParams, querystring: QrSize } }, async (request, reply) => {
+    const { id } = request.params;
+    const width = request.query.size;
+    return reply
+      .type('image/png')
+      .header('content-disposition', `inline; filename="${fileName}-${id}.png"`)
+      .send(await orLinkTooLong(qrPng(deeplinkOf(id), width)));
+  });
 
   app.get(`${base}/:id/qr.svg`, { schema: { params: IdParams } }, async (request, reply) => {
     const { id } = request.params;

@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { CodeSimulateBody, CodeSimulateResult, IdParams, SimulateQuery, SimulateResult, type AgentApp } from '../../../src-shared/contract/index.ts';
+import {
+  CodeSimulateBody,
+  CodeSimulateResult,
+  IdParams,
+  SimulateQuery,
+  SimulateResult,
+  type AgentApp,
+} from '../../../src-shared/contract/index.ts';
 import { ApiError } from '../errors.ts';
 import type { Services } from '../services.ts';
 
@@ -27,21 +34,28 @@ export type DeviceSimulator = (request: SimulateRequest) => Promise<SimulateResu
 type SimulateOptions = Pick<Services, 'invitations' | 'codes' | 'settings'> & { simulate?: DeviceSimulator | undefined };
 
 /** POST /invitations/:id/simulate[?type=android|apple] — "simulate a device" for demos without a phone. */
-export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async (app, { invitations, codes, settings, simulate }) => {
-  app.post('/invitations/:id/simulate', { schema: { params: IdParams, querystring: SimulateQuery, response: { 200: SimulateResult } } }, async (request) => {
-    const { id } = request.params;
-    const { type } = request.query;
-    const invitation = invitations.view(invitations.get(id));
-    if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
-    return simulate({
-      deeplink: invitation.deeplink,
-      email: invitation.email,
-      firstname: invitation.firstname,
-      lastname: invitation.lastname,
-      type: type ?? 'android',
-      agent_app: settings.get().agent_app,
-    });
-  });
+export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async (
+  app,
+  { invitations, codes, settings, simulate },
+) => {
+  app.post(
+    '/invitations/:id/simulate',
+    { schema: { params: IdParams, querystring: SimulateQuery, response: { 200: SimulateResult } } },
+    async (request) => {
+      const { id } = request.params;
+      const { type } = request.query;
+      const invitation = invitations.view(invitations.get(id));
+      if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
+      return simulate({
+        deeplink: invitation.deeplink,
+        email: invitation.email,
+        firstname: invitation.firstname,
+        lastname: invitation.lastname,
+        type: type ?? 'android',
+        agent_app: settings.get().agent_app,
+      });
+    },
+  );
 
   // A code is used by people it does not name: the simulated person gets an address the code
   // allows unless one is given (a refused domain shows the refusal, as a real phone would).
@@ -63,7 +77,17 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
       const given = request.body?.email?.trim();
       const email = given || simulatedEmail(code.domains);
       const agentApp = settings.get().agent_app;
-      return { ...(await simulate({ deeplink: code.deeplink, email, firstname: null, lastname: null, type: type ?? 'android', agent_app: agentApp })), email };
+      return {
+        ...(await simulate({
+          deeplink: code.deeplink,
+          email,
+          firstname: null,
+          lastname: null,
+          type: type ?? 'android',
+          agent_app: agentApp,
+        })),
+        email,
+      };
     },
   );
 };

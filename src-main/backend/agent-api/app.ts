@@ -1,5 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchemaCompiler, type FastifyServerOptions, type HookHandlerDoneFunction, type RouteOptions } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifySchemaCompiler,
+  type FastifyServerOptions,
+  type HookHandlerDoneFunction,
+  type RouteOptions,
+} from 'fastify';
 import type { TSchema } from 'typebox';
 import type { EnrollmentService } from '../agents/enrollment.ts';
 import { deeplinkPageRoutes, type DeeplinkPageOptions } from '../deeplink/page.ts';
@@ -58,7 +66,8 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
     // Scalars are coerced (a numeric version is fine) but an array never passes for a string.
     ajv: { customOptions: { coerceTypes: true } },
     // A URL Fastify cannot decode (`/%C0%AF`) gets the spec's error shape too, not Fastify's own.
-    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
+    frameworkErrors: (_error, _request, reply) =>
+      void (reply as FastifyReply).code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']),
     // Flyve resource names and trailing slashes reach the same routes (agent-api/flyve-aliases.ts).
     rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
   });
@@ -70,7 +79,10 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
     connections = capConnections(app.server, {
       max: maxConnections,
       perAddress: maxConnectionsPerAddress,
-      refusal: JSON.stringify(['ERROR_TOO_MANY_CONNECTIONS', `This address already holds ${maxConnectionsPerAddress} connections: close some and try again`]),
+      refusal: JSON.stringify([
+        'ERROR_TOO_MANY_CONNECTIONS',
+        `This address already holds ${maxConnectionsPerAddress} connections: close some and try again`,
+      ]),
     });
   }
   closeWhenBodyUnread(app);
@@ -87,7 +99,11 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
     if (options.tasks) await scope.register(taskStatusRoutes, { deployments: options.tasks });
     if (options.reports) await scope.register(agentReportRoutes, options.reports);
     // An authenticated download leaves its address's connection cap (socket-limits.ts: phones behind one NAT).
-    if (options.downloads) await scope.register(agentDownloadRoutes, { ...options.downloads, onAllowed: (request) => connections?.trust(request.raw.socket) });
+    if (options.downloads)
+      await scope.register(agentDownloadRoutes, {
+        ...options.downloads,
+        onAllowed: (request) => connections?.trust(request.raw.socket),
+      });
   };
   await app.register(api, { prefix: '/api' });
   if (options.deeplinkPage) await app.register(deeplinkPageRoutes, options.deeplinkPage);

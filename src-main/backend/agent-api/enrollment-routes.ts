@@ -33,10 +33,14 @@ const AgentBody = Type.Object({
 /** The spec's enrollment and the records an enrolled agent reads, mounted under {base_url}. */
 export const agentEnrollmentRoutes: FastifyPluginAsyncTypebox<EnrollmentRoutesOptions> = async (app, { enrollment }) => {
   // The create input may carry the device's inventory: a bigger body than the API's default.
-  app.post('/PluginMdmAgent', { bodyLimit: INVENTORY_BODY_LIMIT, schema: { querystring: TokenQuery, body: AgentBody } }, async (request, reply) => {
-    const result = enrollment.enroll(request.session, request.body.input, request.ip ?? null);
-    return reply.code(201).send(result);
-  });
+  app.post(
+    '/PluginMdmAgent',
+    { bodyLimit: INVENTORY_BODY_LIMIT, schema: { querystring: TokenQuery, body: AgentBody } },
+    async (request, reply) => {
+      const result = enrollment.enroll(request.session, request.body.input, request.ip ?? null);
+      return reply.code(201).send(result);
+    },
+  );
 
   app.get('/PluginMdmAgent/:id', { schema: { params: IdParams, querystring: TokenQuery } }, async (request) =>
     enrollment.record(request.session, request.params.id),

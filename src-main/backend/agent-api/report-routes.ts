@@ -52,7 +52,11 @@ export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> =
     const agent = agents.row(id);
     if (!agent) throw itemNotFound();
     if (agent.account_user_id !== session.userId) {
-      throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'Only the agent itself may report for this device (open the session with its api_token)');
+      throw new ApiError(
+        403,
+        'ERROR_RIGHT_MISSING',
+        'Only the agent itself may report for this device (open the session with its api_token)',
+      );
     }
     return agent;
   };
@@ -64,7 +68,8 @@ export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> =
       const agent = ownAgent(request.session, request.params.id);
       const input = request.body.input;
       const unknown = Object.keys(input).filter((key) => !(REPORT_KEYS as readonly string[]).includes(key));
-      if (unknown.length > 0) throw badRequest(`Unknown field(s) ${unknown.join(', ')}: an agent may send ${REPORT_KEYS.join(', ')}`);
+      if (unknown.length > 0)
+        throw badRequest(`Unknown field(s) ${unknown.join(', ')}: an agent may send ${REPORT_KEYS.join(', ')}`);
       const given = REPORT_KEYS.filter((key) => input[key] !== undefined);
       if (given.length === 0) throw badRequest(`Nothing to record: send one of ${REPORT_KEYS.join(', ')}`);
       if (input._pong !== undefined && input._pong !== '!') throw badRequest('_pong must be "!"');
@@ -88,7 +93,12 @@ export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> =
   app.post('/PluginMdmGeolocation', { schema: { querystring: SessionQuery, body: GeolocationBody } }, async (request, reply) => {
     const input = request.body.input;
     const agent = ownAgent(request.session, input._agents_id);
-    const position = positionOf({ latitude: input.latitude ?? undefined, longitude: input.longitude ?? undefined, datetime: input._datetime, gps: input._gps });
+    const position = positionOf({
+      latitude: input.latitude ?? undefined,
+      longitude: input.longitude ?? undefined,
+      datetime: input._datetime,
+      gps: input._gps,
+    });
     if ('error' in position) throw badRequest(`Position refused: ${position.error}`);
     const id = reports.position(agent.id, position, 'http');
     return reply.code(201).send({ id, message: '' });

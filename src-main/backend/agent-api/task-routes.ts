@@ -11,7 +11,10 @@ export interface TaskRoutesOptions {
 }
 
 // Criteria arrive as GLPI's bracketed keys (criteria[0][field]=5 …), read from the raw URL below.
-const SearchQuery = Type.Object({ session_token: Type.Optional(Type.String({ maxLength: 256 })) }, { additionalProperties: true });
+const SearchQuery = Type.Object(
+  { session_token: Type.Optional(Type.String({ maxLength: 256 })) },
+  { additionalProperties: true },
+);
 const StatusBody = Type.Object({
   input: Type.Object(
     {
@@ -35,7 +38,12 @@ const MAX_CRITERIA = 8;
 export const taskStatusRoutes: FastifyPluginAsyncTypebox<TaskRoutesOptions> = async (app, { deployments }) => {
   const ownDevice = (request: FastifyRequest) => {
     const agent = deployments.agentOfAccount(request.session.userId);
-    if (!agent) throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'Only a device may read or report task statuses (open the session with its api_token)');
+    if (!agent)
+      throw new ApiError(
+        403,
+        'ERROR_RIGHT_MISSING',
+        'Only a device may read or report task statuses (open the session with its api_token)',
+      );
     return agent;
   };
 
@@ -92,9 +100,13 @@ export function searchCriteria(url: string): Map<string, number> {
   for (const { field, value } of byIndex.values()) {
     if (field === undefined || value === undefined) throw badRequest('Each criterion needs a field and a value');
     if (field === FIELD.status) continue; // a status filter narrows nothing a device needs
-    if (field !== FIELD.id && field !== FIELD.agent && field !== FIELD.task) throw badRequest(`Unknown search field ${JSON.stringify(field.slice(0, 20))}: use 2 (id), 5 (agent), 6 (task) or 7 (status)`);
+    if (field !== FIELD.id && field !== FIELD.agent && field !== FIELD.task)
+      throw badRequest(
+        `Unknown search field ${JSON.stringify(field.slice(0, 20))}: use 2 (id), 5 (agent), 6 (task) or 7 (status)`,
+      );
     const number = Number(value.trim());
-    if (!Number.isSafeInteger(number) || number < 1) throw badRequest(`Criterion ${field} needs a numeric id, got ${JSON.stringify(value.slice(0, 40))}`);
+    if (!Number.isSafeInteger(number) || number < 1)
+      throw badRequest(`Criterion ${field} needs a numeric id, got ${JSON.stringify(value.slice(0, 40))}`);
     criteria.set(field, number);
   }
   return criteria;

@@ -19,7 +19,13 @@ export class ApprovalService {
   private readonly sessions: SessionService;
   private readonly agents: AgentRepository;
 
-  constructor(deps: { agents: AgentRepository; events: EventLog; work: UnitOfWork; users: UserRepository; sessions: SessionService }) {
+  constructor(deps: {
+    agents: AgentRepository;
+    events: EventLog;
+    work: UnitOfWork;
+    users: UserRepository;
+    sessions: SessionService;
+  }) {
     this.agents = deps.agents;
     this.events = deps.events;
     this.work = deps.work;

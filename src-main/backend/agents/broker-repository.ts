@@ -55,7 +55,9 @@ export class BrokerAgentRepository implements BrokerAgentStore {
       wipe: db.prepare(`UPDATE agents SET wipe = ?, updated_at = ? WHERE id = ?`),
       enrollStatus: db.prepare(`UPDATE agents SET enroll_status = ?, updated_at = ? WHERE id = ?`),
       fleet: db.prepare(`UPDATE agents SET fleet_id = ?, updated_at = ? WHERE id = ?`),
-      connectable: db.prepare(`SELECT ${COLUMNS} FROM agents WHERE enroll_status IN ('${ENROLL_STATUS.enrolled}', '${ENROLL_STATUS.unenrolling}')`),
+      connectable: db.prepare(
+        `SELECT ${COLUMNS} FROM agents WHERE enroll_status IN ('${ENROLL_STATUS.enrolled}', '${ENROLL_STATUS.unenrolling}')`,
+      ),
       pending: db.prepare(
         `SELECT ${COLUMNS} FROM agents WHERE enroll_status != '${ENROLL_STATUS.unenrolled}' AND (lock = 1 OR wipe = 1 OR enroll_status = '${ENROLL_STATUS.unenrolling}')`,
       ),

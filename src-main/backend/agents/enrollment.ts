@@ -42,7 +42,8 @@ export const AGENT_TYPES = ['android', 'apple'] as const;
  * SemVer 2.0 (pre-release and build parts allowed: the reference agent sends `2.0.0-rc.7`), with the
  * numeric core as loose as the spec's `^\d+(\.\d+)*` (a `1.2` keeps being accepted).
  */
-const VERSION = /^(0|[1-9]\d*)(\.(0|[1-9]\d*))*(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$/;
+const VERSION =
+  /^(0|[1-9]\d*)(\.(0|[1-9]\d*))*(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$/;
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
 const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
 /**
@@ -123,7 +124,12 @@ export class EnrollmentService {
     const refuse = (message: string): never => {
       if (grant) grant.logRefusal(message, attempt);
       else {
-        this.events.record('enrollment.refused', `Enrollment refused: ${message}`, { entityId: session.entityId }, { ...attempt, code: 'ERROR_CORE_ADD' });
+        this.events.record(
+          'enrollment.refused',
+          `Enrollment refused: ${message}`,
+          { entityId: session.entityId },
+          { ...attempt, code: 'ERROR_CORE_ADD' },
+        );
       }
       throw enrollmentRefused(message);
     };
@@ -149,7 +155,11 @@ export class EnrollmentService {
     // Another person's device is not taken over by quoting its serial: an admin frees it first
     // (delete, unenroll or reject it). The same person enrolling again gets the records back.
     const existing = this.knownDevice(grant.entityId, serial, uuid);
-    if (existing && existing.enrolled_by_user_id !== grant.knownPersonId(session, email) && !FREED.includes(existing.enroll_status)) {
+    if (
+      existing &&
+      existing.enrolled_by_user_id !== grant.knownPersonId(session, email) &&
+      !FREED.includes(existing.enroll_status)
+    ) {
       refuse('This device is already enrolled for another user; ask your administrator to remove it first');
     }
     // The login (and the last level of the topic) is the serial, else the uuid: a uuid equal to
@@ -162,17 +172,26 @@ export class EnrollmentService {
       );
     }
 
-    const names = { firstname: clean(input.firstname) ?? grant.names.firstname, lastname: clean(input.lastname) ?? grant.names.lastname };
+    const names = {
+      firstname: clean(input.firstname) ?? grant.names.firstname,
+      lastname: clean(input.lastname) ?? grant.names.lastname,
+    };
     try {
       const agentId = this.work.run(() => {
-        const id = this.createOrReuse(grant, session, existing, {
-          serial,
-          uuid,
-          version: version!,
-          type: type as AgentRow['type'],
-          email,
-          ...names,
-        }, attempt);
+        const id = this.createOrReuse(
+          grant,
+          session,
+          existing,
+          {
+            serial,
+            uuid,
+            version: version!,
+            type: type as AgentRow['type'],
+            email,
+            ...names,
+          },
+          attempt,
+        );
         const permission = clean(input.has_system_permission);
         this.rows.setDeviceDetails(id, {
           phone: clean(input.phone),
@@ -183,7 +202,13 @@ export class EnrollmentService {
         if (typeof inventoryXml === 'string') this.reports.inventory(id, inventoryXml, 'enrollment');
         return id;
       });
-      return { id: String(agentId), message: grant.initialStatus === ENROLL_STATUS.pendingApproval ? 'Device enrolled; waiting for approval by an administrator' : 'Device enrolled' };
+      return {
+        id: String(agentId),
+        message:
+          grant.initialStatus === ENROLL_STATUS.pendingApproval
+            ? 'Device enrolled; waiting for approval by an administrator'
+            : 'Device enrolled',
+      };
     } catch (error) {
       if (error instanceof CodeUsedUp) return refuse('This enrollment code has been used up');
       throw error;
@@ -201,17 +226,22 @@ export class EnrollmentService {
 
   /** The agent a device already has in the entity: by serial first, then by uuid. */
   private knownDevice(entityId: number, serial: string | null, uuid: string | null): AgentRow | undefined {
-    return (
-      (serial ? this.rows.bySerial(entityId, serial) : undefined) ??
-      (uuid ? this.rows.byUuid(entityId, uuid) : undefined)
-    );
+    return (serial ? this.rows.bySerial(entityId, serial) : undefined) ?? (uuid ? this.rows.byUuid(entityId, uuid) : undefined);
   }
 
   private createOrReuse(
     grant: EnrollmentGrant,
     session: SessionContext,
     existing: AgentRow | undefined,
-    device: { serial: string | null; uuid: string | null; version: string; type: AgentRow['type']; email: string; firstname: string | null; lastname: string | null },
+    device: {
+      serial: string | null;
+      uuid: string | null;
+      version: string;
+      type: AgentRow['type'];
+      email: string;
+      firstname: string | null;
+      lastname: string | null;
+    },
     attempt: AttemptDetails,
   ): number {
     const entityId = grant.entityId;
@@ -247,7 +277,14 @@ export class EnrollmentService {
       this.sessions.closeAllOf(existing.account_user_id);
       this.users.rotateToken(existing.account_user_id);
     } else {
-      const computerId = this.rows.insertComputer({ entity_id: entityId, name: login, serial: device.serial, uuid: device.uuid, user_id: person.id, now });
+      const computerId = this.rows.insertComputer({
+        entity_id: entityId,
+        name: login,
+        serial: device.serial,
+        uuid: device.uuid,
+        user_id: person.id,
+        now,
+      });
       const account = this.users.createAgentAccount(entityId, login);
       agentId = this.rows.insertAgent({ ...fields, entity_id: entityId, computer_id: computerId, account_user_id: account.id });
     }
@@ -258,7 +295,14 @@ export class EnrollmentService {
       existing ? 'agent.reenrolled' : 'agent.enrolled',
       `${login} enrolled by ${person.email}${existing ? ' (again)' : ''}${waiting}`,
       { entityId, invitationId: grant.invitationId, agentId },
-      { serial: fields.serial, uuid: fields.uuid, type: device.type, version: device.version, code_id: grant.codeId, enroll_status: grant.initialStatus },
+      {
+        serial: fields.serial,
+        uuid: fields.uuid,
+        type: device.type,
+        version: device.version,
+        code_id: grant.codeId,
+        enroll_status: grant.initialStatus,
+      },
     );
     return agentId;
   }

@@ -3,7 +3,14 @@
  * people, many devices). A grant decides who the person is and what refuses them; the device rules
  * that follow are the same for both (enrollment.ts).
  */
-import { CodeUsedUp, domainsOf, emailDomainAllowed, statusOfCode, type CodeRow, type EnrollmentCodeService } from '../codes/codes.ts';
+import {
+  CodeUsedUp,
+  domainsOf,
+  emailDomainAllowed,
+  statusOfCode,
+  type CodeRow,
+  type EnrollmentCodeService,
+} from '../codes/codes.ts';
 import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
 import { statusOf } from '../invitations/invitations.ts';
 import { isValidEmail, normalizeEmail } from '../../../src-shared/contract/rules.ts';
@@ -26,7 +33,11 @@ export interface EnrollmentGrant {
   /** The person the device would belong to, when they exist already (for the other-person check). */
   knownPersonId(session: SessionContext, email: string): number | null;
   /** Inside the transaction: the person, created when new (login = email). */
-  person(session: SessionContext, email: string, names: { firstname: string | null; lastname: string | null }): { id: number; email: string };
+  person(
+    session: SessionContext,
+    email: string,
+    names: { firstname: string | null; lastname: string | null },
+  ): { id: number; email: string };
   /** Inside the transaction: records the use; throws CodeUsedUp when a concurrent use took the last one. */
   consume(agentId: number, personId: number, session: SessionContext, attempt: AttemptDetails): void;
   logRefusal(message: string, attempt: AttemptDetails): void;
@@ -90,7 +101,8 @@ export function codeGrant(codes: EnrollmentCodeService, users: UserRepository, c
       const person = users.findOrCreatePerson(normalizeEmail(email), code.entity_id, names);
       return { id: person.id, email: person.login };
     },
-    consume: (agentId, personId, session, attempt) => codes.consume(code, { agentId, userId: personId, sessionToken: session.token, attempt }),
+    consume: (agentId, personId, session, attempt) =>
+      codes.consume(code, { agentId, userId: personId, sessionToken: session.token, attempt }),
     logRefusal: (message, attempt) => codes.logRefusal(code, 'ERROR_CORE_ADD', message, attempt),
   };
 }

@@ -73,7 +73,17 @@ export class SqliteReportRepository implements ReportRepository {
     source: ReportSource,
     at: string,
   ): number {
-    const id = Number(this.s.insertPosition.run(agent.id, agent.computer_id, position.latitude, position.longitude, position.locatedAt, source, at).lastInsertRowid);
+    const id = Number(
+      this.s.insertPosition.run(
+        agent.id,
+        agent.computer_id,
+        position.latitude,
+        position.longitude,
+        position.locatedAt,
+        source,
+        at,
+      ).lastInsertRowid,
+    );
     this.s.reported.run(at, at, agent.id);
     return id;
   }

@@ -38,15 +38,26 @@ export class DeviceReports {
     const at = nowIso();
     this.work.run(() => {
       this.reports.saveInventory(agentId, xml, summary, source, at);
-      const what = [summary.manufacturer, summary.model, summary.os_name && `${summary.os_name} ${summary.os_version ?? ''}`.trim()].filter(Boolean).join(', ');
-      this.events.record('agent.inventory', `${agent.name} sent its inventory${what ? ` (${what})` : ''}${via(source)}`, refs(agent), {
-        source,
-        model: summary.model,
-        os_name: summary.os_name,
-        os_version: summary.os_version,
-        applications: summary.applications.length,
-        bytes: Buffer.byteLength(xml, 'utf8'),
-      });
+      const what = [
+        summary.manufacturer,
+        summary.model,
+        summary.os_name && `${summary.os_name} ${summary.os_version ?? ''}`.trim(),
+      ]
+        .filter(Boolean)
+        .join(', ');
+      this.events.record(
+        'agent.inventory',
+        `${agent.name} sent its inventory${what ? ` (${what})` : ''}${via(source)}`,
+        refs(agent),
+        {
+          source,
+          model: summary.model,
+          os_name: summary.os_name,
+          os_version: summary.os_version,
+          applications: summary.applications.length,
+          bytes: Buffer.byteLength(xml, 'utf8'),
+        },
+      );
     });
     return summary;
   }
@@ -59,9 +70,17 @@ export class DeviceReports {
       const id = this.reports.savePosition(agent, position, source, at);
       this.events.record(
         'agent.geolocation',
-        position.gpsOff ? `${agent.name} answered Geolocate: GPS off${via(source)}` : `${agent.name} is at ${position.latitude}, ${position.longitude}${via(source)}`,
+        position.gpsOff
+          ? `${agent.name} answered Geolocate: GPS off${via(source)}`
+          : `${agent.name} is at ${position.latitude}, ${position.longitude}${via(source)}`,
         refs(agent),
-        { source, latitude: position.latitude, longitude: position.longitude, located_at: position.locatedAt, gps_off: position.gpsOff },
+        {
+          source,
+          latitude: position.latitude,
+          longitude: position.longitude,
+          located_at: position.locatedAt,
+          gps_off: position.gpsOff,
+        },
       );
       return id;
     });
@@ -89,9 +108,15 @@ const via = (source: ReportSource) => (source === 'enrollment' ? ' at enrollment
  * A position as the reference agents send it: `latitude`/`longitude` (strings or numbers) and a
  * Unix time (`_datetime` over HTTP, `datetime` over MQTT), or `gps: "off"`. Null when unusable.
  */
-export function positionOf(input: { latitude?: unknown; longitude?: unknown; datetime?: unknown; gps?: unknown }): Position | { error: string } {
+export function positionOf(input: {
+  latitude?: unknown;
+  longitude?: unknown;
+  datetime?: unknown;
+  gps?: unknown;
+}): Position | { error: string } {
   const time = input.datetime === undefined || input.datetime === null || input.datetime === '' ? null : Number(input.datetime);
-  if (time !== null && (!Number.isFinite(time) || time < 0 || time > 1e11)) return { error: 'the date must be a Unix time in seconds' };
+  if (time !== null && (!Number.isFinite(time) || time < 0 || time > 1e11))
+    return { error: 'the date must be a Unix time in seconds' };
   const locatedAt = time === null ? nowIso() : new Date(time * 1000).toISOString();
   if (typeof input.gps === 'string' && input.gps.toLowerCase() === 'off' && input.latitude === undefined) {
     return { latitude: null, longitude: null, locatedAt, gpsOff: true };
@@ -99,7 +124,8 @@ export function positionOf(input: { latitude?: unknown; longitude?: unknown; dat
   const latitude = coordinate(input.latitude);
   const longitude = coordinate(input.longitude);
   if (latitude === null || longitude === null) return { error: 'latitude and longitude are required (or gps "off")' };
-  if (Math.abs(latitude) > 90 || Math.abs(longitude) > 180) return { error: 'latitude must be within ±90 and longitude within ±180' };
+  if (Math.abs(latitude) > 90 || Math.abs(longitude) > 180)
+    return { error: 'latitude must be within ±90 and longitude within ±180' };
   return { latitude, longitude, locatedAt, gpsOff: false };
 }
 

@@ -170,7 +170,9 @@ export class SqliteAgentRepository implements AgentRepository {
       ),
       computer: db.prepare(`SELECT * FROM computers WHERE id = ?`),
       computersWithUuid: db.prepare(`SELECT count(*) AS n FROM computers WHERE uuid = ?`),
-      computersWithSerialPrefix: db.prepare(`SELECT count(*) AS n FROM computers WHERE substr(serial, 1, length(@prefix)) = @prefix`),
+      computersWithSerialPrefix: db.prepare(
+        `SELECT count(*) AS n FROM computers WHERE substr(serial, 1, length(@prefix)) = @prefix`,
+      ),
       insertAgent: db.prepare(
         `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, enrollment_code_id,
            name, serial, uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
@@ -191,7 +193,9 @@ export class SqliteAgentRepository implements AgentRepository {
       ),
       setPasswordHash: db.prepare(`UPDATE agents SET mqtt_password_hash = ?, updated_at = ? WHERE id = ?`),
       remove: db.prepare(`DELETE FROM agents WHERE id = ?`),
-      removeComputer: db.prepare(`DELETE FROM computers WHERE id = ? AND NOT EXISTS (SELECT 1 FROM agents WHERE computer_id = ?)`),
+      removeComputer: db.prepare(
+        `DELETE FROM computers WHERE id = ? AND NOT EXISTS (SELECT 1 FROM agents WHERE computer_id = ?)`,
+      ),
       statusOfAccount: db.prepare(`SELECT enroll_status FROM agents WHERE account_user_id = ?`),
       decidePending: db.prepare(
         `UPDATE agents SET enroll_status = ?, mqtt_password_hash = ?, updated_at = ? WHERE id = ? AND enroll_status = '${ENROLL_STATUS.pendingApproval}'`,
@@ -243,7 +247,10 @@ export class SqliteAgentRepository implements AgentRepository {
   }
 
   countComputers(match: { uuid: string } | { serialPrefix: string }): number {
-    const row = 'uuid' in match ? this.s.computersWithUuid.get(match.uuid) : this.s.computersWithSerialPrefix.get({ prefix: match.serialPrefix });
+    const row =
+      'uuid' in match
+        ? this.s.computersWithUuid.get(match.uuid)
+        : this.s.computersWithSerialPrefix.get({ prefix: match.serialPrefix });
     return (row as { n: number }).n;
   }
 

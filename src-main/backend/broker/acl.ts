@@ -33,7 +33,12 @@ const ownPolicyReports = (agentTopic: string) => `${agentTopic}/Policy/+/Task/+/
 /** The table itself. Add a right here and every broker mode applies it. */
 export function agentTopicRules(agent: Pick<AgentIdentity, 'topic' | 'entityId' | 'fleetId'>): AgentTopicRules {
   const t = agent.topic;
-  const receive = [`${t}/Command/#`, `${t}/Policy/#`, ...MANIFEST_TOPICS.map((root) => `${root}/#`), `${fleetTopic(agent.entityId, agent.fleetId)}/#`];
+  const receive = [
+    `${t}/Command/#`,
+    `${t}/Policy/#`,
+    ...MANIFEST_TOPICS.map((root) => `${root}/#`),
+    `${fleetTopic(agent.entityId, agent.fleetId)}/#`,
+  ];
   return {
     // Task reports: `T/Status/Task/<id>` (within Status/#) and rc.6's under its own policy topic.
     // (rc.6 reports under the fleet's policy topic name no device: only the embedded broker, which
@@ -53,7 +58,7 @@ export function withinFilter(name: string, filter: string): boolean {
   const rule = filter.split('/');
   const levels = name.split('/');
   for (let i = 0; i < rule.length; i += 1) {
-    if (rule[i] === '#') return i === rule.length - 1 && (levels.length >= i);
+    if (rule[i] === '#') return i === rule.length - 1 && levels.length >= i;
     if (i >= levels.length) return false;
     if (rule[i] === '+' ? levels[i] === '#' : levels[i] !== rule[i]) return false;
   }
@@ -73,7 +78,8 @@ export function isUsableAgentTopic(topic: string): boolean {
 /** Whether rules allow publishing on `topic`. */
 export const rulesAllowPublish = (rules: AgentTopicRules, topic: string): boolean => allowedBy(rules.publish, topic);
 /** Whether rules allow subscribing with `filter`: one of the exact filters, or one within what may be received. */
-export const rulesAllowSubscribe = (rules: AgentTopicRules, filter: string): boolean => rules.subscribeExact.includes(filter) || allowedBy(rules.receive, filter);
+export const rulesAllowSubscribe = (rules: AgentTopicRules, filter: string): boolean =>
+  rules.subscribeExact.includes(filter) || allowedBy(rules.receive, filter);
 
 /** The agent may publish `T/Status/#`, `T/MdmManifest/#` and `T/FlyvemdmManifest/#`. */
 export function mayPublish(agent: AgentIdentity, topic: string): boolean {
@@ -100,8 +106,18 @@ export function maySubscribe(agent: AgentIdentity, filter: string): boolean {
 export const BACKEND_TOPIC_RULES: AgentTopicRules = {
   publish: ['/+/agent/+/Command/#', '/+/agent/+/Policy/#', '/+/fleet/#', ...MANIFEST_TOPICS.map((root) => `${root}/#`)],
   // (and it may read back the policies it keeps retained: MqttBroker.retained)
-  receive: ['/+/agent/+/Status/#', ownPolicyReports('/+/agent/+'), ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`), '/+/agent/+/Policy/#', '/+/fleet/+/Policy/#'],
-  subscribeExact: ['/+/agent/+/Status/#', ownPolicyReports('/+/agent/+'), ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`)],
+  receive: [
+    '/+/agent/+/Status/#',
+    ownPolicyReports('/+/agent/+'),
+    ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`),
+    '/+/agent/+/Policy/#',
+    '/+/fleet/+/Policy/#',
+  ],
+  subscribeExact: [
+    '/+/agent/+/Status/#',
+    ownPolicyReports('/+/agent/+'),
+    ...MANIFEST_TOPICS.map((root) => `/+/agent/+/${root}/#`),
+  ],
 };
 
 /**

@@ -5,7 +5,16 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { EventLog } from '../events/event-log.ts';
 import { verifySecret } from '../util/tokens.ts';
-import { agentTopicRules, BACKEND_TOPIC_RULES, isRabbitSafeTopic, isUsableAgentTopic, routingKeyToTopic, rulesAllowPublish, rulesAllowSubscribe, type AgentTopicRules } from './acl.ts';
+import {
+  agentTopicRules,
+  BACKEND_TOPIC_RULES,
+  isRabbitSafeTopic,
+  isUsableAgentTopic,
+  routingKeyToTopic,
+  rulesAllowPublish,
+  rulesAllowSubscribe,
+  type AgentTopicRules,
+} from './acl.ts';
 import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-repository.ts';
 import { MAY_CONNECT } from '../agents/status.ts';
 import { identityOf } from './external-link.ts';
@@ -22,19 +31,35 @@ export interface AuthEndpointOptions {
 const VHOST = '/';
 const EXCHANGE = 'amq.topic';
 const Field = Type.String({ maxLength: 1024 });
-const UserBody = Type.Object({ username: Field, password: Type.Optional(Field), client_id: Type.Optional(Field) }, { additionalProperties: true });
+const UserBody = Type.Object(
+  { username: Field, password: Type.Optional(Field), client_id: Type.Optional(Field) },
+  { additionalProperties: true },
+);
 const VhostBody = Type.Object({ username: Field, vhost: Field }, { additionalProperties: true });
-const ResourceBody = Type.Object({ username: Field, vhost: Field, resource: Field, name: Field, permission: Field }, { additionalProperties: true });
-const TopicBody = Type.Object({ username: Field, vhost: Field, resource: Field, name: Field, permission: Field, routing_key: Field }, { additionalProperties: true });
+const ResourceBody = Type.Object(
+  { username: Field, vhost: Field, resource: Field, name: Field, permission: Field },
+  { additionalProperties: true },
+);
+const TopicBody = Type.Object(
+  { username: Field, vhost: Field, resource: Field, name: Field, permission: Field, routing_key: Field },
+  { additionalProperties: true },
+);
 
 /** An agent that may log in now, by login; undefined when none. */
 function connectable(store: BrokerAgentStore, login: string): BrokerAgentRow | undefined {
-  return store.byLogin(login).find((row) => MAY_CONNECT.includes(row.enroll_status) && isUsableAgentTopic(row.topic) && isRabbitSafeTopic(row.topic));
+  return store
+    .byLogin(login)
+    .find((row) => MAY_CONNECT.includes(row.enroll_status) && isUsableAgentTopic(row.topic) && isRabbitSafeTopic(row.topic));
 }
 
 export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<FastifyInstance> {
   const { store, events, backend } = options;
-  const app = Fastify({ logger: false, bodyLimit: 16 * 1024, requestTimeout: 10_000, forceCloseConnections: true }).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 16 * 1024,
+    requestTimeout: 10_000,
+    forceCloseConnections: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
@@ -47,7 +72,9 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
   const lastRefusal = new Map<string, number>();
   /** An agent's MQTT client id is its login (or that login's first 23 characters). */
   const clientIdAllowed = (username: string, clientId: string) =>
-    username === backend.username ? clientId.startsWith(`${backend.clientIdPrefix}-`) : clientId === username || (clientId.length === 23 && username.startsWith(clientId));
+    username === backend.username
+      ? clientId.startsWith(`${backend.clientIdPrefix}-`)
+      : clientId === username || (clientId.length === 23 && username.startsWith(clientId));
 
   app.post('/auth/user', { schema: { body: UserBody } }, async (request) => {
     const { username, password = '', client_id: clientId } = request.body;
@@ -63,8 +90,19 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
       if (now - (lastRefusal.get(username) ?? 0) > 60_000) {
         if (lastRefusal.size > 10_000) lastRefusal.clear();
         lastRefusal.set(username, now);
-        const why = !agent ? (candidates.length > 0 ? 'wrong password' : 'unknown login') : isRabbitSafeTopic(agent.topic) ? `the agent is ${agent.enroll_status}` : `its topic ${agent.topic} has "." or "*", which RabbitMQ cannot carry`;
-        events.record('mqtt.login_refused', `MQTT login ${JSON.stringify(username.slice(0, 64))} refused by the RabbitMQ auth endpoint: ${why}`, agent ? { entityId: agent.entity_id, agentId: agent.id } : {}, { login: username.slice(0, 200), reason: why });
+        const why = !agent
+          ? candidates.length > 0
+            ? 'wrong password'
+            : 'unknown login'
+          : isRabbitSafeTopic(agent.topic)
+            ? `the agent is ${agent.enroll_status}`
+            : `its topic ${agent.topic} has "." or "*", which RabbitMQ cannot carry`;
+        events.record(
+          'mqtt.login_refused',
+          `MQTT login ${JSON.stringify(username.slice(0, 64))} refused by the RabbitMQ auth endpoint: ${why}`,
+          agent ? { entityId: agent.entity_id, agentId: agent.id } : {},
+          { login: username.slice(0, 200), reason: why },
+        );
       }
       return 'deny';
     }
@@ -105,7 +143,8 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
   app.setErrorHandler((error, _request, reply) => {
     // A malformed question is a refusal, never a 500 (RabbitMQ reads "deny").
     void reply.code(200).type('text/plain').send('deny');
-    if ((error as { statusCode?: number }).statusCode === undefined) events.record('broker.auth_error', `RabbitMQ auth endpoint: ${error instanceof Error ? error.message : String(error)}`);
+    if ((error as { statusCode?: number }).statusCode === undefined)
+      events.record('broker.auth_error', `RabbitMQ auth endpoint: ${error instanceof Error ? error.message : String(error)}`);
   });
   await app.listen({ host: options.host, port: options.port });
   return app;

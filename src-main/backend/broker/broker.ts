@@ -8,7 +8,16 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { isDiskFull, unlessDiskFull } from '../db/disk-full.ts';
 import { verifySecret } from '../util/tokens.ts';
 import type { DeviceReports } from '../agents/reports.ts';
-import { isUsableAgentTopic, MANIFEST_TOPICS, mayPublish, mayReceive, maySubscribe, policyStatusTaskId, statusTaskId, type AgentIdentity } from './acl.ts';
+import {
+  isUsableAgentTopic,
+  MANIFEST_TOPICS,
+  mayPublish,
+  mayReceive,
+  maySubscribe,
+  policyStatusTaskId,
+  statusTaskId,
+  type AgentIdentity,
+} from './acl.ts';
 import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-repository.ts';
 import { ENROLL_STATUS, MAY_CONNECT } from '../agents/status.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
@@ -83,7 +92,8 @@ function listen(server: Server, port: number, host: string, what: string): Promi
   });
 }
 
-const closeServer = (server: Server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+const closeServer = (server: Server) =>
+  new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
 
 /**
  * The embedded broker (aedes): a plain and a TLS listener, agent logins checked against the
@@ -102,7 +112,11 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   // Per login and address: one bad device behind a NAT slows only its own login, never the others.
   const throttle = new FailureThrottle(options.throttle);
   // Per address, whatever the login, with a higher threshold: a scan of logins; slows refusals only.
-  const scanThrottle = new FailureThrottle(options.throttle, Date.now, { ...DEFAULT_THROTTLE, ...options.throttle }.freeFailuresPerAddress);
+  const scanThrottle = new FailureThrottle(
+    options.throttle,
+    Date.now,
+    { ...DEFAULT_THROTTLE, ...options.throttle }.freeFailuresPerAddress,
+  );
   const pendingChecks = new Set<NodeJS.Timeout>();
   const deniedNoted = new WeakSet<Client>();
 
@@ -111,7 +125,9 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     publish: (topic, payload, retain) =>
       new Promise((resolve, reject) => {
         if (aedes.closed) return reject(new Error('The MQTT broker is stopped'));
-        aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain, dup: false }, (error) => (error ? reject(error) : resolve()));
+        aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain, dup: false }, (error) =>
+          error ? reject(error) : resolve(),
+        );
       }),
   };
   const presence = new PresenceTracker({
@@ -162,13 +178,21 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       new Promise((resolve, reject) =>
         client.subscribe(
           filters.map((topic) => ({ topic, qos: 0 as const })),
-          (error) => (error ? reject(error) : resolve(filters.filter((topic) => topic in (client as unknown as { subscriptions: object }).subscriptions))),
+          (error) =>
+            error
+              ? reject(error)
+              : resolve(filters.filter((topic) => topic in (client as unknown as { subscriptions: object }).subscriptions)),
         ),
       ),
     subscribed: (_client, agent, filters) =>
-      events.record('mqtt.resubscribed', `${agent.name} reconnected without subscribing; the broker subscribed it to ${filters.join(', ')}`, { entityId: agent.entityId, agentId: agent.id }, {
-        filters,
-      }),
+      events.record(
+        'mqtt.resubscribed',
+        `${agent.name} reconnected without subscribing; the broker subscribed it to ${filters.join(', ')}`,
+        { entityId: agent.entityId, agentId: agent.id },
+        {
+          filters,
+        },
+      ),
   });
 
   /**
@@ -176,7 +200,11 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
    * refusal waits what its (login, address) and its address have earned; a correct password at
    * most the first step, and nothing at all when its own (login, address) has no failures.
    */
-  const check = (client: Client, username: string | undefined, password: Buffer | undefined): { result: AuthenticateError | BrokerAgentRow; delay: number } => {
+  const check = (
+    client: Client,
+    username: string | undefined,
+    password: Buffer | undefined,
+  ): { result: AuthenticateError | BrokerAgentRow; delay: number } => {
     const address = connectionInfo(client, client.id).address ?? 'unknown';
     const login = username ?? '';
     const key = `${address}\u0000${login}`;
@@ -191,13 +219,20 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       if (delay === 0) {
         const slowed = throttle.isThrottled(key)
           ? `; further attempts for this login from ${address} are slowed down`
-          : scanThrottle.isThrottled(address) ? `; further refused logins from ${address} are slowed down` : '';
-        events.record('mqtt.login_refused', `MQTT login ${shown} from ${address} refused: ${why}${slowed}`, agent ? { entityId: agent.entity_id, agentId: agent.id } : {}, {
-          login: login.slice(0, 200),
-          address,
-          reason: why,
-          return_code: returnCode,
-        });
+          : scanThrottle.isThrottled(address)
+            ? `; further refused logins from ${address} are slowed down`
+            : '';
+        events.record(
+          'mqtt.login_refused',
+          `MQTT login ${shown} from ${address} refused: ${why}${slowed}`,
+          agent ? { entityId: agent.entity_id, agentId: agent.id } : {},
+          {
+            login: login.slice(0, 200),
+            address,
+            reason: why,
+            return_code: returnCode,
+          },
+        );
       }
       return { result: refusal(returnCode, why), delay };
     };
@@ -205,8 +240,14 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     if (!login || !secret) return refuse(4, 'login and password are required');
     const candidates = store.byLogin(login);
     const agent = candidates.find((row) => verifySecret(secret, row.mqtt_password_hash));
-    if (!agent) return refuse(4, candidates.length > 0 ? 'wrong password' : 'unknown login', candidates.length === 1 ? candidates[0] : undefined);
-    if (agent.enroll_status === ENROLL_STATUS.pendingApproval) return refuse(5, 'the device is waiting for approval by an administrator', agent);
+    if (!agent)
+      return refuse(
+        4,
+        candidates.length > 0 ? 'wrong password' : 'unknown login',
+        candidates.length === 1 ? candidates[0] : undefined,
+      );
+    if (agent.enroll_status === ENROLL_STATUS.pendingApproval)
+      return refuse(5, 'the device is waiting for approval by an administrator', agent);
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
     throttle.succeed(key);
@@ -266,7 +307,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       if (client.closed) {
         // The will of a connection that ended.
         if (!mayPublish(agent, packet.topic)) return callback(new Error('will topic not allowed'));
-        if (packet.topic === `${agent.topic}/${ONLINE_SUBTOPIC}` && !presence.willAllowed(agent)) return callback(new Error('superseded by a newer connection'));
+        if (packet.topic === `${agent.topic}/${ONLINE_SUBTOPIC}` && !presence.willAllowed(agent))
+          return callback(new Error('superseded by a newer connection'));
         return callback(null);
       }
       const policyTask = policyStatusTaskId(agent, packet.topic);
@@ -285,9 +327,14 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
       if (!deniedNoted.has(client)) {
         deniedNoted.add(client);
         unlessDiskFull(() =>
-          events.record('mqtt.publish_denied', `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`, { entityId: agent.entityId, agentId: agent.id }, {
-            topic: packet.topic.slice(0, 500),
-          }),
+          events.record(
+            'mqtt.publish_denied',
+            `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`,
+            { entityId: agent.entityId, agentId: agent.id },
+            {
+              topic: packet.topic.slice(0, 500),
+            },
+          ),
         );
       }
       packet.topic = `${DENIED_PREFIX}${agent.id}`;
@@ -311,7 +358,8 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   const restored = await commands.restoreRetained();
   await commands.restoreSubscriptions();
   // The manifest's version message, under both names (the Flyve agents subscribe to FlyvemdmManifest/Status/Version).
-  for (const manifest of MANIFEST_TOPICS) await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
+  for (const manifest of MANIFEST_TOPICS)
+    await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
 
   aedes.on('clientReady', (client) => {
     const agent = registry.identityOf(client);
@@ -387,17 +435,28 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   });
 
   if (certificate.change) {
-    events.record('broker.certificate', `MQTT TLS certificate ${certificate.change} (SHA-256 ${certificate.fingerprint256})`, {}, {
-      fingerprint_sha256: certificate.fingerprint256,
-      valid_to: certificate.validTo,
-      alt_names: certificate.altNames,
-    });
+    events.record(
+      'broker.certificate',
+      `MQTT TLS certificate ${certificate.change} (SHA-256 ${certificate.fingerprint256})`,
+      {},
+      {
+        fingerprint_sha256: certificate.fingerprint256,
+        valid_to: certificate.validTo,
+        alt_names: certificate.altNames,
+      },
+    );
   }
   events.record(
     'broker.started',
     `MQTT broker listening on port ${port} and ${tlsPort} (TLS)${wasOnline.length > 0 ? `; ${wasOnline.length} agent(s) left online by the previous run marked offline` : ''}`,
     {},
-    { port, tls_port: tlsPort, fingerprint_sha256: certificate.fingerprint256, marked_offline: wasOnline, restored_commands_for: restored },
+    {
+      port,
+      tls_port: tlsPort,
+      fingerprint_sha256: certificate.fingerprint256,
+      marked_offline: wasOnline,
+      restored_commands_for: restored,
+    },
   );
 
   let closing: Promise<void> | null = null;
@@ -414,7 +473,11 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     liveReports,
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: async (topic) => {
-      const persistence = (aedes as unknown as { persistence: { createRetainedStream(pattern: string): AsyncIterable<{ payload: Buffer | string }> } }).persistence;
+      const persistence = (
+        aedes as unknown as {
+          persistence: { createRetainedStream(pattern: string): AsyncIterable<{ payload: Buffer | string }> };
+        }
+      ).persistence;
       for await (const packet of persistence.createRetainedStream(topic.replace(/[+#]/g, ''))) return packet.payload.toString();
       return null;
     },
@@ -452,7 +515,12 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         for (const socket of sockets) socket.destroy();
         await stopped;
         if (options.db.open) {
-          events.record('broker.stopped', `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`, {}, { agent_ids: offline });
+          events.record(
+            'broker.stopped',
+            `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`,
+            {},
+            { agent_ids: offline },
+          );
         }
       })();
       return closing;

@@ -75,7 +75,15 @@ export class AgentCommands {
 
   private readonly reports: DeviceReports;
 
-  constructor(deps: { store: BrokerAgentStore; events: EventLog; work: UnitOfWork; fleets: FleetService; links: AgentLinks; publisher: Publisher; reports: DeviceReports }) {
+  constructor(deps: {
+    store: BrokerAgentStore;
+    events: EventLog;
+    work: UnitOfWork;
+    fleets: FleetService;
+    links: AgentLinks;
+    publisher: Publisher;
+    reports: DeviceReports;
+  }) {
     this.reports = deps.reports;
     this.store = deps.store;
     this.events = deps.events;
@@ -90,7 +98,11 @@ export class AgentCommands {
     const message = MESSAGES[command];
     const online = this.links.isConnected(agentId);
     if (LIVE_ONLY.includes(command) && !online) {
-      throw new ApiError(409, 'ERROR_AGENT_OFFLINE', `${agent.name} is offline: ${message.label.toLowerCase()} is not kept for later (lock, wipe and unenroll are)`);
+      throw new ApiError(
+        409,
+        'ERROR_AGENT_OFFLINE',
+        `${agent.name} is offline: ${message.label.toLowerCase()} is not kept for later (lock, wipe and unenroll are)`,
+      );
     }
     const topic = `${agent.topic}/${message.subtopic}`;
     const at = nowIso();
@@ -154,7 +166,13 @@ export class AgentCommands {
   /** After a restart: every enrolled agent's Command/Subscribe is retained again. */
   async restoreSubscriptions(): Promise<number> {
     const agents = this.store.connectable();
-    for (const agent of agents) await this.publish(agent, SUBSCRIBE_SUBTOPIC, { subscribe: [{ topic: fleetTopic(agent.entity_id, agent.fleet_id) }] }, true);
+    for (const agent of agents)
+      await this.publish(
+        agent,
+        SUBSCRIBE_SUBTOPIC,
+        { subscribe: [{ topic: fleetTopic(agent.entity_id, agent.fleet_id) }] },
+        true,
+      );
     return agents.length;
   }
 
@@ -170,7 +188,11 @@ export class AgentCommands {
       const rtt = Date.now() - this.pendingPings.get(agent.id)!;
       this.pendingPings.delete(agent.id);
       this.store.touch(agent.id, nowIso());
-      this.events.record('agent.ping_reply', `${agent.name} answered the ping (${rtt} ms)${over}`, refs, { payload: text.slice(0, 100), rtt_ms: rtt, transport });
+      this.events.record('agent.ping_reply', `${agent.name} answered the ping (${rtt} ms)${over}`, refs, {
+        payload: text.slice(0, 100),
+        rtt_ms: rtt,
+        transport,
+      });
       return;
     }
     if (subtopic === 'Status/Inventory' && this.inventoryReceived(agent, text)) return;
@@ -180,7 +202,9 @@ export class AgentCommands {
       if (row && row.enroll_status !== ENROLL_STATUS.unenrolled) {
         this.work.run(() => {
           this.store.setEnrollStatus(agent.id, ENROLL_STATUS.unenrolled, nowIso());
-          this.events.record('agent.unenrolled', `${agent.name} confirmed it is unenrolled`, refs, { previous_status: row.enroll_status });
+          this.events.record('agent.unenrolled', `${agent.name} confirmed it is unenrolled`, refs, {
+            previous_status: row.enroll_status,
+          });
         });
         this.forgetAgent(agent.id);
         // Only enrolled agents may stay connected.
@@ -229,11 +253,13 @@ export class AgentCommands {
   async restoreRetained(): Promise<number> {
     const agents = this.store.withPendingCommands();
     for (const agent of agents) {
-      for (const command of pendingCommands(agent)) await this.publish(agent, MESSAGES[command].subtopic, MESSAGES[command].payload, true);
+      for (const command of pendingCommands(agent))
+        await this.publish(agent, MESSAGES[command].subtopic, MESSAGES[command].payload, true);
     }
     for (const [agentId, entry] of this.retained) {
       if (agents.some((agent) => agent.id === agentId)) continue;
-      for (const [subtopic, payload] of entry.messages) if (payload !== '') await this.publisher.publish(`${entry.topic}/${subtopic}`, payload, true);
+      for (const [subtopic, payload] of entry.messages)
+        if (payload !== '') await this.publisher.publish(`${entry.topic}/${subtopic}`, payload, true);
     }
     return agents.length;
   }
@@ -263,27 +289,42 @@ export class AgentCommands {
     const entry = this.retained.get(agentId);
     this.retained.delete(agentId);
     this.pendingPings.delete(agentId);
-    for (const subtopic of entry?.messages.keys() ?? []) void this.publisher.publish(`${entry!.topic}/${subtopic}`, '', true).catch(() => {});
+    for (const subtopic of entry?.messages.keys() ?? [])
+      void this.publisher.publish(`${entry!.topic}/${subtopic}`, '', true).catch(() => {});
   }
 
   private commandable(agentId: number): BrokerAgentRow {
     const agent = this.store.byId(agentId);
     if (!agent) throw itemNotFound('Agent not found');
     if (agent.enroll_status === ENROLL_STATUS.unenrolled) {
-      throw new ApiError(409, 'ERROR_AGENT_UNENROLLED', `${agent.name} is unenrolled: enroll the device again before sending it commands`);
+      throw new ApiError(
+        409,
+        'ERROR_AGENT_UNENROLLED',
+        `${agent.name} is unenrolled: enroll the device again before sending it commands`,
+      );
     }
     if (!isUsableAgentTopic(agent.topic)) {
       // Its login was another device's (migration 3 disabled it): a command could reach the wrong device.
-      throw new ApiError(409, 'ERROR_AGENT_NO_TOPIC', `${agent.name} has no usable MQTT topic: remove it and enroll the device again`);
+      throw new ApiError(
+        409,
+        'ERROR_AGENT_NO_TOPIC',
+        `${agent.name} has no usable MQTT topic: remove it and enroll the device again`,
+      );
     }
     return agent;
   }
 
-  private async publish(agent: BrokerAgentRow, subtopic: string, payload: Record<string, unknown>, retain: boolean): Promise<void> {
+  private async publish(
+    agent: BrokerAgentRow,
+    subtopic: string,
+    payload: Record<string, unknown>,
+    retain: boolean,
+  ): Promise<void> {
     const text = JSON.stringify(payload);
     if (retain) {
       let entry = this.retained.get(agent.id);
-      if (!entry || entry.topic !== agent.topic) this.retained.set(agent.id, (entry = { topic: agent.topic, messages: new Map() }));
+      if (!entry || entry.topic !== agent.topic)
+        this.retained.set(agent.id, (entry = { topic: agent.topic, messages: new Map() }));
       entry.messages.set(subtopic, text);
     }
     await this.publisher.publish(`${agent.topic}/${subtopic}`, text, retain);

@@ -16,7 +16,13 @@ const PER_COMMAND_MS = 1_000;
 /** Commands per control message: big enough for a fast reconcile, small enough for any packet limit. */
 export const BATCH = 100;
 
-export type DynsecAclType = 'publishClientSend' | 'publishClientReceive' | 'subscribeLiteral' | 'subscribePattern' | 'unsubscribeLiteral' | 'unsubscribePattern';
+export type DynsecAclType =
+  | 'publishClientSend'
+  | 'publishClientReceive'
+  | 'subscribeLiteral'
+  | 'subscribePattern'
+  | 'unsubscribeLiteral'
+  | 'unsubscribePattern';
 
 export interface DynsecAcl {
   acltype: DynsecAclType;
@@ -74,7 +80,10 @@ export class DynsecClient {
 
   async listen(): Promise<void> {
     const granted = await this.client.subscribeAsync(RESPONSE_TOPIC, { qos: 1 });
-    if (granted.some((grant) => grant.qos === 128)) throw new Error(`the admin account may not subscribe to ${RESPONSE_TOPIC}: is it the one "mosquitto_ctrl dynsec init" made?`);
+    if (granted.some((grant) => grant.qos === 128))
+      throw new Error(
+        `the admin account may not subscribe to ${RESPONSE_TOPIC}: is it the one "mosquitto_ctrl dynsec init" made?`,
+      );
   }
 
   /** Runs commands (in batches) and returns their responses in order; errors are in each response. */
@@ -85,10 +94,13 @@ export class DynsecClient {
       const answers = batch.map(
         (command) =>
           new Promise<DynsecResponse>((resolve) => {
-            const timer = setTimeout(() => {
-              this.waiting.delete(command.correlationData);
-              resolve({ command: command.command, error: 'no answer from the broker' });
-            }, COMMAND_TIMEOUT_MS + batch.length * PER_COMMAND_MS);
+            const timer = setTimeout(
+              () => {
+                this.waiting.delete(command.correlationData);
+                resolve({ command: command.command, error: 'no answer from the broker' });
+              },
+              COMMAND_TIMEOUT_MS + batch.length * PER_COMMAND_MS,
+            );
             this.waiting.set(command.correlationData, { resolve, timer });
           }),
       );
@@ -103,7 +115,8 @@ export class DynsecClient {
   /** One command; throws on an error other than those `tolerated`. */
   async one(command: DynsecCommand, tolerated: RegExp | null = null): Promise<DynsecResponse> {
     const [response] = await this.run([command]);
-    if (response!.error && !(tolerated && tolerated.test(response!.error))) throw new Error(`${command.command}: ${response!.error}`);
+    if (response!.error && !(tolerated && tolerated.test(response!.error)))
+      throw new Error(`${command.command}: ${response!.error}`);
     return response!;
   }
 

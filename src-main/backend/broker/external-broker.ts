@@ -40,7 +40,11 @@ export interface ExternalBrokerParts {
  * The commands and retained policies of an external mode, both published over its link (the
  * backend's own account). `links` says how the mode follows an agent's fleet change and leaving.
  */
-export function commandsOverLink(link: ExternalLink, options: ExternalModeOptions, links: Omit<AgentLinks, 'isConnected'>): { commands: AgentCommands; policies: RetainedPolicies } {
+export function commandsOverLink(
+  link: ExternalLink,
+  options: ExternalModeOptions,
+  links: Omit<AgentLinks, 'isConnected'>,
+): { commands: AgentCommands; policies: RetainedPolicies } {
   const publish = (topic: string, payload: string, retain: boolean) => link.publish(topic, payload, retain);
   const policies = new RetainedPolicies(publish, () => link.connected);
   const commands = new AgentCommands({
@@ -74,7 +78,11 @@ export function externalBrokerFace({ mode, endpoint, link, store, commands, poli
 }
 
 /** Status of an external mode; `connected`/`problem` are the link's unless the mode knows worse. */
-export function externalBrokerStatus({ mode, url, endpoint, link }: ExternalBrokerParts, connected: boolean, problem: string | null): BrokerStatus {
+export function externalBrokerStatus(
+  { mode, url, endpoint, link }: ExternalBrokerParts,
+  connected: boolean,
+  problem: string | null,
+): BrokerStatus {
   return {
     mode,
     connected,
@@ -91,5 +99,10 @@ export function externalBrokerStatus({ mode, url, endpoint, link }: ExternalBrok
 /** Once disconnected: every agent is marked offline (no presence can reach us now), and it is said. */
 export function recordExternalStopped(events: EventLog, store: BrokerAgentStore, brokerName: string): void {
   const offline = store.allOffline();
-  events.record('broker.stopped', `Disconnected from ${brokerName}${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`, {}, { agent_ids: offline });
+  events.record(
+    'broker.stopped',
+    `Disconnected from ${brokerName}${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`,
+    {},
+    { agent_ids: offline },
+  );
 }

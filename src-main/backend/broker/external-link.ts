@@ -84,7 +84,15 @@ export class ExternalLink {
     const client = mqtt.connect(options);
     this.client = client;
     // On a full disk, what these handlers record is dropped (unlessDiskFull), not the process ended.
-    client.on('connect', () => void this.connectedNow(client).catch((error: unknown) => unlessDiskFull(() => { throw error; })));
+    client.on(
+      'connect',
+      () =>
+        void this.connectedNow(client).catch((error: unknown) =>
+          unlessDiskFull(() => {
+            throw error;
+          }),
+        ),
+    );
     client.on('error', (error) => unlessDiskFull(() => this.trouble(error.message)));
     client.on('close', () => {
       if (this.closed) return;
@@ -108,7 +116,11 @@ export class ExternalLink {
     const client = this.client;
     if (!client || !client.connected) {
       if (retain) return;
-      throw new ApiError(503, 'ERROR_BROKER_UNAVAILABLE', `The ${this.options.name} broker is unreachable (${this.problem ?? 'disconnected'}); try again when it is back`);
+      throw new ApiError(
+        503,
+        'ERROR_BROKER_UNAVAILABLE',
+        `The ${this.options.name} broker is unreachable (${this.problem ?? 'disconnected'}); try again when it is back`,
+      );
     }
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -163,7 +175,12 @@ export class ExternalLink {
     this.failures = 0;
     client.options.reconnectPeriod = BACKOFF.firstMs;
     this.reported = false;
-    this.options.events.record('broker.connected', `Connected to the ${this.options.name} broker ${this.options.url.display}${was && was !== 'connecting' ? ` (after: ${was})` : ''}`, {}, { url: this.options.url.display });
+    this.options.events.record(
+      'broker.connected',
+      `Connected to the ${this.options.name} broker ${this.options.url.display}${was && was !== 'connecting' ? ` (after: ${was})` : ''}`,
+      {},
+      { url: this.options.url.display },
+    );
   }
 
   private trouble(why: string): void {
@@ -174,7 +191,12 @@ export class ExternalLink {
     this.markAllOffline();
     if (first || !this.reported) {
       this.reported = true;
-      this.options.events.record('broker.unreachable', `The ${this.options.name} broker ${this.options.url.display} is unreachable: ${why}; retrying with back-off`, {}, { url: this.options.url.display, reason: why });
+      this.options.events.record(
+        'broker.unreachable',
+        `The ${this.options.name} broker ${this.options.url.display} is unreachable: ${why}; retrying with back-off`,
+        {},
+        { url: this.options.url.display, reason: why },
+      );
     }
   }
 
@@ -189,7 +211,9 @@ export class ExternalLink {
     const match = /^\/(\d+)\/agent\/([^/]+)\/(.+)$/.exec(topic);
     if (!match) return;
     const [, entity, login, subtopic] = match;
-    const row = this.options.store.byLogin(login!).find((candidate) => candidate.entity_id === Number(entity) && MAY_CONNECT.includes(candidate.enroll_status));
+    const row = this.options.store
+      .byLogin(login!)
+      .find((candidate) => candidate.entity_id === Number(entity) && MAY_CONNECT.includes(candidate.enroll_status));
     if (!row) return;
     const agent = identityOf(row);
     if (subtopic === ONLINE_SUBTOPIC) {
@@ -212,11 +236,16 @@ export class ExternalLink {
     const at = nowIso();
     this.options.work.run(() => {
       this.options.store.setPresence(agent.id, online, at);
-      this.options.events.record(online ? 'agent.online' : 'agent.offline', `${agent.name} ${online ? 'reported itself online' : 'is offline'} (${this.options.name})`, { entityId: agent.entityId, agentId: agent.id }, {
-        reason: online ? 'reported online' : 'reported offline or will',
-        last_contact: at,
-        broker: this.options.name,
-      });
+      this.options.events.record(
+        online ? 'agent.online' : 'agent.offline',
+        `${agent.name} ${online ? 'reported itself online' : 'is offline'} (${this.options.name})`,
+        { entityId: agent.entityId, agentId: agent.id },
+        {
+          reason: online ? 'reported online' : 'reported offline or will',
+          last_contact: at,
+          broker: this.options.name,
+        },
+      );
     });
   }
 
@@ -228,7 +257,12 @@ export class ExternalLink {
 }
 
 /** mqtt.js options for a broker URL: every host of a cluster in turn, back-off from the first period. */
-export function brokerClientOptions(url: BrokerUrl, account: { username: string; password: string }, clientId: string, caFile: string | undefined): IClientOptions {
+export function brokerClientOptions(
+  url: BrokerUrl,
+  account: { username: string; password: string },
+  clientId: string,
+  caFile: string | undefined,
+): IClientOptions {
   const protocol = url.tls ? ('mqtts' as const) : ('mqtt' as const);
   return {
     protocol,
@@ -265,11 +299,16 @@ export function externalLiveReports(store: BrokerAgentStore, commands: AgentComm
  * What every (re)connection of the backend publishes: the records' pending commands, each agent's
  * fleet topic (Command/Subscribe), the live policies, the manifest's version.
  */
-export async function announceOnConnect(commands: AgentCommands, policies: RetainedPolicies, publish: (topic: string, payload: string, retain: boolean) => Promise<void>): Promise<void> {
+export async function announceOnConnect(
+  commands: AgentCommands,
+  policies: RetainedPolicies,
+  publish: (topic: string, payload: string, retain: boolean) => Promise<void>,
+): Promise<void> {
   await commands.restoreRetained();
   await commands.restoreSubscriptions();
   await policies.restoreAll();
-  for (const manifest of MANIFEST_TOPICS) await publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
+  for (const manifest of MANIFEST_TOPICS)
+    await publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
 }
 
 /**

@@ -9,7 +9,13 @@ import type { BrokerAgentRow } from '../agents/broker-repository.ts';
 import { MAY_CONNECT } from '../agents/status.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
-import { commandsOverLink, externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
+import {
+  commandsOverLink,
+  externalBrokerFace,
+  externalBrokerStatus,
+  recordExternalStopped,
+  type ExternalModeOptions,
+} from './external-broker.ts';
 import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, identityOf } from './external-link.ts';
 import type { MqttBroker } from './port.ts';
 
@@ -80,7 +86,12 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     events.record('broker.sync_failed', `Mosquitto dynamic security: ${(error as Error).message}`);
   };
 
-  const agentCommands = (row: BrokerAgentRow, existingAcls: DynsecAcl[] | null, client: { roles: string[] } | null, password: string | undefined): DynsecCommand[] => {
+  const agentCommands = (
+    row: BrokerAgentRow,
+    existingAcls: DynsecAcl[] | null,
+    client: { roles: string[] } | null,
+    password: string | undefined,
+  ): DynsecCommand[] => {
     const rolename = roleOf(row.id);
     const wanted = rulesToAcls(agentTopicRules(identityOf(row)));
     const out: DynsecCommand[] = [];
@@ -88,13 +99,20 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     else {
       const have = new Set(existingAcls.map(aclKey));
       const want = new Set(wanted.map(aclKey));
-      for (const acl of existingAcls) if (!want.has(aclKey(acl))) out.push({ command: 'removeRoleACL', rolename, acltype: acl.acltype, topic: acl.topic });
+      for (const acl of existingAcls)
+        if (!want.has(aclKey(acl))) out.push({ command: 'removeRoleACL', rolename, acltype: acl.acltype, topic: acl.topic });
       for (const acl of wanted) if (!have.has(aclKey(acl))) out.push({ command: 'addRoleACL', rolename, ...acl });
     }
     loginOf.set(row.id, row.mqtt_login);
     if (client === null) {
       // Without a password (the backend keeps only hashes) the agent logs in again after its next record read.
-      out.push({ command: 'createClient', username: row.mqtt_login, textdescription: `${AGENT_DESCRIPTION_PREFIX}${row.id}`, roles: [{ rolename }], ...(password ? { password } : {}) });
+      out.push({
+        command: 'createClient',
+        username: row.mqtt_login,
+        textdescription: `${AGENT_DESCRIPTION_PREFIX}${row.id}`,
+        roles: [{ rolename }],
+        ...(password ? { password } : {}),
+      });
     } else {
       if (!client.roles.includes(rolename)) out.push({ command: 'addClientRole', username: row.mqtt_login, rolename });
       if (password) out.push({ command: 'setClientPassword', username: row.mqtt_login, password });
@@ -103,8 +121,16 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   };
 
   const check = (responses: { command: string; error?: string }[], tolerated: RegExp = ALREADY) => {
-    const failed = responses.filter((response) => response.error && !tolerated.test(response.error) && !MISSING.test(response.error));
-    if (failed.length > 0) throw new Error(failed.slice(0, 3).map((response) => `${response.command}: ${response.error}`).join('; '));
+    const failed = responses.filter(
+      (response) => response.error && !tolerated.test(response.error) && !MISSING.test(response.error),
+    );
+    if (failed.length > 0)
+      throw new Error(
+        failed
+          .slice(0, 3)
+          .map((response) => `${response.command}: ${response.error}`)
+          .join('; '),
+      );
   };
 
   /** One agent: the client and role it should have now, or none. */
@@ -132,7 +158,9 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       { command: 'getClient', username: row.mqtt_login },
     ]);
     const acls = role!.error ? null : ((role!.data?.role?.acls ?? []) as DynsecAcl[]);
-    const roles = client!.error ? null : { roles: ((client!.data?.client?.roles ?? []) as { rolename: string }[]).map((r) => r.rolename) };
+    const roles = client!.error
+      ? null
+      : { roles: ((client!.data?.client?.roles ?? []) as { rolename: string }[]).map((r) => r.rolename) };
     check(await dynsec.run(agentCommands(row, acls, roles, password)));
     pendingPasswords.delete(agentId);
   };
@@ -156,13 +184,22 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       { command: 'listClients', verbose: true, count: -1, offset: 0 },
       { command: 'listRoles', verbose: true, count: -1, offset: 0 },
     ]);
-    if (clientList!.error || roleList!.error) throw new Error(`cannot list clients and roles: ${clientList!.error ?? roleList!.error}`);
+    if (clientList!.error || roleList!.error)
+      throw new Error(`cannot list clients and roles: ${clientList!.error ?? roleList!.error}`);
     const clients = new Map<string, { roles: string[]; description: string }>();
-    for (const client of (clientList!.data?.clients ?? []) as { username: string; textdescription?: string; roles?: { rolename: string }[] }[]) {
-      clients.set(client.username, { roles: (client.roles ?? []).map((r) => r.rolename), description: client.textdescription ?? '' });
+    for (const client of (clientList!.data?.clients ?? []) as {
+      username: string;
+      textdescription?: string;
+      roles?: { rolename: string }[];
+    }[]) {
+      clients.set(client.username, {
+        roles: (client.roles ?? []).map((r) => r.rolename),
+        description: client.textdescription ?? '',
+      });
     }
     const roles = new Map<string, DynsecAcl[]>();
-    for (const role of (roleList!.data?.roles ?? []) as { rolename: string; acls?: DynsecAcl[] }[]) roles.set(role.rolename, role.acls ?? []);
+    for (const role of (roleList!.data?.roles ?? []) as { rolename: string; acls?: DynsecAcl[] }[])
+      roles.set(role.rolename, role.acls ?? []);
 
     const work: DynsecCommand[] = [];
     // The backend's own role and client.
@@ -172,14 +209,25 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     else {
       const have = new Set(haveBackend.map(aclKey));
       const want = new Set(backendAcls.map(aclKey));
-      for (const acl of haveBackend) if (!want.has(aclKey(acl))) work.push({ command: 'removeRoleACL', rolename: BACKEND_ACCOUNT, acltype: acl.acltype, topic: acl.topic });
-      for (const acl of backendAcls) if (!have.has(aclKey(acl))) work.push({ command: 'addRoleACL', rolename: BACKEND_ACCOUNT, ...acl });
+      for (const acl of haveBackend)
+        if (!want.has(aclKey(acl)))
+          work.push({ command: 'removeRoleACL', rolename: BACKEND_ACCOUNT, acltype: acl.acltype, topic: acl.topic });
+      for (const acl of backendAcls)
+        if (!have.has(aclKey(acl))) work.push({ command: 'addRoleACL', rolename: BACKEND_ACCOUNT, ...acl });
     }
     const backendClient = clients.get(BACKEND_ACCOUNT);
-    if (!backendClient) work.push({ command: 'createClient', username: BACKEND_ACCOUNT, password: backendPassword, textdescription: 'MDM Console backend', roles: [{ rolename: BACKEND_ACCOUNT }] });
+    if (!backendClient)
+      work.push({
+        command: 'createClient',
+        username: BACKEND_ACCOUNT,
+        password: backendPassword,
+        textdescription: 'MDM Console backend',
+        roles: [{ rolename: BACKEND_ACCOUNT }],
+      });
     else {
       work.push({ command: 'setClientPassword', username: BACKEND_ACCOUNT, password: backendPassword });
-      if (!backendClient.roles.includes(BACKEND_ACCOUNT)) work.push({ command: 'addClientRole', username: BACKEND_ACCOUNT, rolename: BACKEND_ACCOUNT });
+      if (!backendClient.roles.includes(BACKEND_ACCOUNT))
+        work.push({ command: 'addClientRole', username: BACKEND_ACCOUNT, rolename: BACKEND_ACCOUNT });
     }
 
     const wanted = store.connectable().filter(MAY_HOLD_ACCOUNT);
@@ -200,7 +248,8 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
         removed += 1;
       }
     }
-    for (const rolename of roles.keys()) if (rolename.startsWith(AGENT_ROLE_PREFIX) && !wantedRoles.has(rolename)) work.push({ command: 'deleteRole', rolename });
+    for (const rolename of roles.keys())
+      if (rolename.startsWith(AGENT_ROLE_PREFIX) && !wantedRoles.has(rolename)) work.push({ command: 'deleteRole', rolename });
     check(await control.run(work));
     pendingPasswords.clear();
     return { agents: wanted.length, removed };
@@ -213,7 +262,13 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     if (closed) return;
     const first = adminProblem === null || adminProblem === 'connecting';
     adminProblem = why;
-    if (first) events.record('broker.unreachable', `The Mosquitto broker ${url.display} is unreachable for its dynamic-security admin: ${why}; retrying with back-off`, {}, { url: url.display, reason: why });
+    if (first)
+      events.record(
+        'broker.unreachable',
+        `The Mosquitto broker ${url.display} is unreachable for its dynamic-security admin: ${why}; retrying with back-off`,
+        {},
+        { url: url.display, reason: why },
+      );
   };
   admin.on('error', (error) => adminTrouble(error.message));
   admin.on('close', () => {
@@ -233,7 +288,12 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       adminProblem = null;
       adminFailures = 0;
       admin.options.reconnectPeriod = BACKOFF.firstMs;
-      events.record('broker.reconciled', `Mosquitto dynamic security in step: ${result.agents} agent account(s)${result.removed > 0 ? `, ${result.removed} stale one(s) removed` : ''}`, {}, result);
+      events.record(
+        'broker.reconciled',
+        `Mosquitto dynamic security in step: ${result.agents} agent account(s)${result.removed > 0 ? `, ${result.removed} stale one(s) removed` : ''}`,
+        {},
+        result,
+      );
       if (!linkStarted) {
         linkStarted = true;
         link.start();
@@ -266,7 +326,12 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   });
 
   const wasOnline = store.allOffline();
-  events.record('broker.started', `Using the external Mosquitto broker ${url.display}; agents connect to ${endpoint.host}:${endpoint.port}${endpoint.tls ? ' (TLS)' : ''}`, {}, { url: url.display, endpoint, marked_offline: wasOnline });
+  events.record(
+    'broker.started',
+    `Using the external Mosquitto broker ${url.display}; agents connect to ${endpoint.host}:${endpoint.port}${endpoint.tls ? ' (TLS)' : ''}`,
+    {},
+    { url: url.display, endpoint, marked_offline: wasOnline },
+  );
 
   const parts = { mode: 'mosquitto' as const, url, endpoint, link, store, commands, policies };
   return {

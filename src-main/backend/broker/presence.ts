@@ -138,11 +138,16 @@ export class PresenceTracker {
     };
     this.work.run(() => {
       this.store.setPresence(agent.id, online, at);
-      this.events.record(online ? 'agent.online' : 'agent.offline', text[reason], { entityId: agent.entityId, agentId: agent.id }, {
-        reason,
-        last_contact: at,
-        ...(info ?? {}),
-      });
+      this.events.record(
+        online ? 'agent.online' : 'agent.offline',
+        text[reason],
+        { entityId: agent.entityId, agentId: agent.id },
+        {
+          reason,
+          last_contact: at,
+          ...(info ?? {}),
+        },
+      );
     });
     // Only once saved (a full disk throws above): memory never says what the database does not.
     this.lastWrite.set(agent.id, now);

@@ -5,7 +5,13 @@
 import type { FastifyInstance } from 'fastify';
 import { startAuthEndpoints } from './auth-endpoints.ts';
 import { parseBrokerUrl } from './broker-url.ts';
-import { commandsOverLink, externalBrokerFace, externalBrokerStatus, recordExternalStopped, type ExternalModeOptions } from './external-broker.ts';
+import {
+  commandsOverLink,
+  externalBrokerFace,
+  externalBrokerStatus,
+  recordExternalStopped,
+  type ExternalModeOptions,
+} from './external-broker.ts';
 import { routeReport, announceOnConnect, ExternalLink } from './external-link.ts';
 import { publicEndpoint } from './mosquitto.ts';
 import type { MqttBroker } from './port.ts';
@@ -20,7 +26,10 @@ export interface RabbitmqBrokerOptions extends ExternalModeOptions {
 export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promise<MqttBroker> {
   const { events } = options;
   const url = parseBrokerUrl(options.brokerUrl);
-  if (!url.username || !url.password) throw new Error('--mqtt-broker-url for rabbitmq needs USER:PASSWORD: the account the backend uses on the cluster (the backend itself accepts it)');
+  if (!url.username || !url.password)
+    throw new Error(
+      '--mqtt-broker-url for rabbitmq needs USER:PASSWORD: the account the backend uses on the cluster (the backend itself accepts it)',
+    );
   const endpoint = publicEndpoint(url, options.publicUrl);
   const store = options.agents;
   const clientIdPrefix = 'mdm-console-backend';
@@ -64,7 +73,8 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
       link.forget(event.agent_id);
     }
     // A new (or re-enrolled) agent is told its fleet topic, retained, as the reference does.
-    if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled') void commands.announceFleet(event.agent_id).catch(() => {});
+    if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled')
+      void commands.announceFleet(event.agent_id).catch(() => {});
   });
 
   const wasOnline = store.allOffline();

@@ -36,7 +36,11 @@ function addChild(level: Level, child: Level): void {
   const { children } = level;
   if (children === undefined) level.children = child;
   else if (children instanceof Map) children.set(child.name, child);
-  else level.children = new Map([[children.name, children], [child.name, child]]);
+  else
+    level.children = new Map([
+      [children.name, children],
+      [child.name, child],
+    ]);
 }
 
 function removeChild(level: Level, name: string): void {

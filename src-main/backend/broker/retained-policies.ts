@@ -55,7 +55,8 @@ export class RetainedPolicies implements PolicyPublisher {
     if (this.dueFleets.has(fleet) || ![...this.live.keys()].some((topic) => topic.startsWith(fleet))) return;
     const timer = setTimeout(() => {
       this.dueFleets.delete(fleet);
-      for (const [topic, payload] of this.live) if (topic.startsWith(fleet)) void this.publish(topic, payload, true).catch(() => {});
+      for (const [topic, payload] of this.live)
+        if (topic.startsWith(fleet)) void this.publish(topic, payload, true).catch(() => {});
     }, FLEET_REPUBLISH_DELAY_MS);
     timer.unref();
     this.dueFleets.set(fleet, timer);

@@ -15,8 +15,23 @@ export interface BrokerPortOptions extends BrokerOptions {
 
 export async function startBrokerPort(options: BrokerPortOptions): Promise<MqttBroker> {
   if (options.mode === 'embedded') return startBroker(options);
-  if (!options.brokerUrl) throw new Error(`--mqtt-broker ${options.mode} needs --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT`);
-  const external = { agents: options.agents, events: options.events, work: options.work, fleets: options.fleets, reports: options.reports, brokerUrl: options.brokerUrl, publicUrl: options.publicUrl, caFile: options.caFile, onTaskReport: options.onTaskReport };
+  if (!options.brokerUrl)
+    throw new Error(`--mqtt-broker ${options.mode} needs --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT`);
+  const external = {
+    agents: options.agents,
+    events: options.events,
+    work: options.work,
+    fleets: options.fleets,
+    reports: options.reports,
+    brokerUrl: options.brokerUrl,
+    publicUrl: options.publicUrl,
+    caFile: options.caFile,
+    onTaskReport: options.onTaskReport,
+  };
   if (options.mode === 'mosquitto') return (await import('./mosquitto.ts')).startMosquittoBroker(external);
-  return (await import('./rabbitmq.ts')).startRabbitmqBroker({ ...external, authHost: options.authHost, authPort: options.authPort });
+  return (await import('./rabbitmq.ts')).startRabbitmqBroker({
+    ...external,
+    authHost: options.authHost,
+    authPort: options.authPort,
+  });
 }

@@ -47,7 +47,8 @@ export class CertificateError extends Error {
  */
 export async function loadBrokerCertificate(options: CertificateOptions): Promise<BrokerCertificate> {
   if (options.certFile || options.keyFile) {
-    if (!options.certFile || !options.keyFile) throw new CertificateError('An MQTT TLS certificate needs both its certificate and its key file');
+    if (!options.certFile || !options.keyFile)
+      throw new CertificateError('An MQTT TLS certificate needs both its certificate and its key file');
     const cert = readPem(options.certFile, 'certificate');
     const key = readPem(options.keyFile, 'key');
     return describe(cert, key, 'provided', options.certFile, options.keyFile, null);

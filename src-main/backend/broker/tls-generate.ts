@@ -8,7 +8,12 @@ type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 import { isIP } from 'node:net';
 
-const RSA = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 } as const;
+const RSA = {
+  name: 'RSASSA-PKCS1-v1_5',
+  hash: 'SHA-256',
+  publicExponent: new Uint8Array([1, 0, 1]),
+  modulusLength: 2048,
+} as const;
 
 export interface GeneratedCertificate {
   cert: string;
@@ -20,7 +25,12 @@ export interface GeneratedCertificate {
  * own key. RSA 2048 + SHA-256 because every MQTT client in the field speaks it. With `keyPem`
  * the existing key is kept, so a renewal keeps the public key the agents may have pinned.
  */
-export async function generateSelfSigned(options: { commonName: string; hosts: string[]; days: number; keyPem?: string }): Promise<GeneratedCertificate> {
+export async function generateSelfSigned(options: {
+  commonName: string;
+  hosts: string[];
+  days: number;
+  keyPem?: string;
+}): Promise<GeneratedCertificate> {
   const subtle = webcrypto.subtle;
   let keys: CryptoKeyPair;
   if (options.keyPem) {

@@ -54,7 +54,10 @@ export interface CodeAttempt {
 // A DNS name: dotted labels of letters, digits and inner hyphens.
 const DOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
 
-export function statusOfCode(row: Pick<CodeRow, 'revoked_at' | 'expires_at' | 'max_uses' | 'uses'>, now = Date.now()): CodeStatus {
+export function statusOfCode(
+  row: Pick<CodeRow, 'revoked_at' | 'expires_at' | 'max_uses' | 'uses'>,
+  now = Date.now(),
+): CodeStatus {
   if (row.revoked_at) return 'revoked';
   if (row.expires_at && Date.parse(row.expires_at) <= now) return 'expired';
   if (row.max_uses !== null && row.uses >= row.max_uses) return 'used_up';
@@ -91,7 +94,15 @@ export class EnrollmentCodeService {
   private readonly settings: SettingsStore;
   private readonly links: LinkTargets;
 
-  constructor(deps: { repository: CodeRepository; events: EventLog; work: UnitOfWork; users: UserRepository; fleets: FleetService; settings: SettingsStore; links: LinkTargets }) {
+  constructor(deps: {
+    repository: CodeRepository;
+    events: EventLog;
+    work: UnitOfWork;
+    users: UserRepository;
+    fleets: FleetService;
+    settings: SettingsStore;
+    links: LinkTargets;
+  }) {
     this.repository = deps.repository;
     this.events = deps.events;
     this.work = deps.work;
@@ -111,7 +122,10 @@ export class EnrollmentCodeService {
     if (input.max_uses != null && (!Number.isInteger(input.max_uses) || input.max_uses < 1 || input.max_uses > CODE_MAX_USES)) {
       errors.push(`maximum uses must be 1 to ${CODE_MAX_USES} (or none for unlimited)`);
     }
-    if (input.days != null && (!Number.isInteger(input.days) || input.days < CODE_LIFETIME_DAYS.min || input.days > CODE_LIFETIME_DAYS.max)) {
+    if (
+      input.days != null &&
+      (!Number.isInteger(input.days) || input.days < CODE_LIFETIME_DAYS.min || input.days > CODE_LIFETIME_DAYS.max)
+    ) {
       errors.push(`lifetime must be ${CODE_LIFETIME_DAYS.min} to ${CODE_LIFETIME_DAYS.max} days (or none)`);
     }
     try {
@@ -143,14 +157,19 @@ export class EnrollmentCodeService {
         created_at: new Date(now).toISOString(),
         expires_at: input.days == null ? null : new Date(now + input.days * DAY_MS).toISOString(),
       });
-      this.events.record('code.created', `Enrollment code "${name}" created`, { entityId }, {
-        code_id: id,
-        fleet: fleet.name,
-        domains,
-        max_uses: input.max_uses ?? null,
-        days: input.days ?? null,
-        approval: input.approval ?? 'auto',
-      });
+      this.events.record(
+        'code.created',
+        `Enrollment code "${name}" created`,
+        { entityId },
+        {
+          code_id: id,
+          fleet: fleet.name,
+          domains,
+          max_uses: input.max_uses ?? null,
+          days: input.days ?? null,
+          approval: input.approval ?? 'auto',
+        },
+      );
       return this.get(id);
     });
   }
@@ -221,13 +240,28 @@ export class EnrollmentCodeService {
   logRefusal(row: CodeRow, code: string, message: string, attempt: CodeAttempt): void {
     const at = nowIso();
     this.work.run(() => {
-      this.repository.log({ code_id: row.id, at, outcome: 'refused', code, message, ...attempt, user_id: null, agent_id: null, session_hash: null });
-      this.repository.touch(row.id, at);
-      this.events.record('code.refused', `Enrollment with code "${row.name}" refused for ${attempt.email ?? '(no email)'}: ${message}`, { entityId: row.entity_id }, {
+      this.repository.log({
         code_id: row.id,
+        at,
+        outcome: 'refused',
         code,
+        message,
         ...attempt,
+        user_id: null,
+        agent_id: null,
+        session_hash: null,
       });
+      this.repository.touch(row.id, at);
+      this.events.record(
+        'code.refused',
+        `Enrollment with code "${row.name}" refused for ${attempt.email ?? '(no email)'}: ${message}`,
+        { entityId: row.entity_id },
+        {
+          code_id: row.id,
+          code,
+          ...attempt,
+        },
+      );
     });
   }
 

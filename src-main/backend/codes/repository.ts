@@ -1,7 +1,19 @@
 import type { Db } from '../db/database.ts';
 import type { CodeLogEntry, CodeRow } from './codes.ts';
 
-export type NewCode = Pick<CodeRow, 'entity_id' | 'fleet_id' | 'account_user_id' | 'name' | 'token' | 'domains' | 'max_uses' | 'approval' | 'created_at' | 'expires_at'>;
+export type NewCode = Pick<
+  CodeRow,
+  | 'entity_id'
+  | 'fleet_id'
+  | 'account_user_id'
+  | 'name'
+  | 'token'
+  | 'domains'
+  | 'max_uses'
+  | 'approval'
+  | 'created_at'
+  | 'expires_at'
+>;
 
 export interface NewCodeLogEntry {
   code_id: number;
@@ -87,7 +99,9 @@ export class SqliteCodeRepository implements CodeRepository {
          FROM enrollment_code_log l LEFT JOIN agents a ON a.id = l.agent_id
          WHERE l.code_id = ? ORDER BY l.id DESC LIMIT 1000`,
       ),
-      lastUse: db.prepare(`SELECT session_hash FROM enrollment_code_log WHERE agent_id = ? AND outcome = 'used' ORDER BY id DESC LIMIT 1`),
+      lastUse: db.prepare(
+        `SELECT session_hash FROM enrollment_code_log WHERE agent_id = ? AND outcome = 'used' ORDER BY id DESC LIMIT 1`,
+      ),
     };
   }
 

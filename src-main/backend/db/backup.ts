@@ -5,7 +5,19 @@
  * mail secrets and the admin token, plus `backup.json` describing it.
  */
 import Database from 'better-sqlite3';
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describeRunningServer, tryLockDataDir } from './data-dir-lock.ts';
 import { migrations } from './migrations.ts';
@@ -42,13 +54,17 @@ interface StoredRow {
 }
 
 function storedRows(db: Database.Database): { folder: string; rows: StoredRow[] }[] {
-  return STORED.map(({ table, folder }) => ({ folder, rows: db.prepare(`SELECT storage_name, size FROM ${table}`).all() as StoredRow[] }));
+  return STORED.map(({ table, folder }) => ({
+    folder,
+    rows: db.prepare(`SELECT storage_name, size FROM ${table}`).all() as StoredRow[],
+  }));
 }
 
 function assertEmptyFolder(dir: string): void {
   if (!existsSync(dir)) return;
   if (!statSync(dir).isDirectory()) throw new BackupError(`${dir} exists and is not a folder; name a new or empty folder`);
-  if (readdirSync(dir).length > 0) throw new BackupError(`${dir} is not empty; name a new or empty folder, so no earlier backup is overwritten`);
+  if (readdirSync(dir).length > 0)
+    throw new BackupError(`${dir} is not empty; name a new or empty folder, so no earlier backup is overwritten`);
 }
 
 /** Copies the data dir into `target` (new or empty). Works whether the server runs or not. */
@@ -72,7 +88,15 @@ export async function backupDataDir(dataDir: string, target: string): Promise<Ba
       if (snapshot.pragma('quick_check(1)', { simple: true }) !== 'ok') {
         throw new BackupError(`The database ${source} is damaged (its copy fails SQLite's integrity check); no backup was made`);
       }
-      manifest = { format: 1, created_at: new Date().toISOString(), data_dir: dataDir, schema_version: snapshot.pragma('user_version', { simple: true }) as number, files: 0, packages: 0, bytes: 0 };
+      manifest = {
+        format: 1,
+        created_at: new Date().toISOString(),
+        data_dir: dataDir,
+        schema_version: snapshot.pragma('user_version', { simple: true }) as number,
+        files: 0,
+        packages: 0,
+        bytes: 0,
+      };
       // Stored content never changes once written (a new upload gets a new storage name), so the
       // files the snapshot names are copied as they are now.
       for (const { folder, rows } of storedRows(snapshot)) {
@@ -93,7 +117,8 @@ export async function backupDataDir(dataDir: string, target: string): Promise<Ba
       snapshot.close();
     }
     for (const name of EXTRAS) {
-      if (existsSync(join(dataDir, name))) cpSync(join(dataDir, name), join(target, name), { recursive: true, preserveTimestamps: true });
+      if (existsSync(join(dataDir, name)))
+        cpSync(join(dataDir, name), join(target, name), { recursive: true, preserveTimestamps: true });
     }
     writeFileSync(join(target, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
     return manifest;
@@ -120,14 +145,19 @@ export function readBackup(backupDir: string): BackupManifest {
     throw new BackupError(`${file} is missing or unreadable: the backup is incomplete`);
   }
   try {
-    if (db.pragma('quick_check(1)', { simple: true }) !== 'ok') throw new BackupError(`${file} is damaged: this backup cannot be restored`);
+    if (db.pragma('quick_check(1)', { simple: true }) !== 'ok')
+      throw new BackupError(`${file} is damaged: this backup cannot be restored`);
     const version = db.pragma('user_version', { simple: true }) as number;
     const known = Math.max(...migrations.map((m) => m.version));
-    if (version > known) throw new BackupError(`${backupDir} was made by a newer version of MDM Console (database schema ${version}; this version knows up to ${known}): restore it with that version`);
+    if (version > known)
+      throw new BackupError(
+        `${backupDir} was made by a newer version of MDM Console (database schema ${version}; this version knows up to ${known}): restore it with that version`,
+      );
     for (const { folder, rows } of storedRows(db)) {
       for (const row of rows) {
         const path = join(backupDir, 'files', folder, row.storage_name);
-        if (statSync(path, { throwIfNoEntry: false })?.size !== row.size) throw new BackupError(`${path} is missing or has the wrong size: the backup is incomplete`);
+        if (statSync(path, { throwIfNoEntry: false })?.size !== row.size)
+          throw new BackupError(`${path} is missing or has the wrong size: the backup is incomplete`);
       }
     }
   } catch (error) {
@@ -148,9 +178,14 @@ export function restoreDataDir(dataDir: string, backupDir: string): { manifest: 
   const manifest = readBackup(backupDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lock = tryLockDataDir(dataDir);
-  if (!lock) throw new BackupError(`A server is running on ${dataDir}: ${describeRunningServer(dataDir)}. Stop it first (Ctrl+C in its terminal): a restore replaces its database.`);
+  if (!lock)
+    throw new BackupError(
+      `A server is running on ${dataDir}: ${describeRunningServer(dataDir)}. Stop it first (Ctrl+C in its terminal): a restore replaces its database.`,
+    );
   try {
-    const replaced = [DATABASE_FILE, `${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`, 'files', ...EXTRAS].filter((name) => existsSync(join(dataDir, name)));
+    const replaced = [DATABASE_FILE, `${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`, 'files', ...EXTRAS].filter((name) =>
+      existsSync(join(dataDir, name)),
+    );
     let previous: string | null = null;
     if (replaced.length > 0) {
       previous = join(dataDir, `before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`);
@@ -161,7 +196,8 @@ export function restoreDataDir(dataDir: string, backupDir: string): { manifest: 
     chmodSync(join(dataDir, DATABASE_FILE), 0o600);
     if (existsSync(join(backupDir, 'files'))) cpSync(join(backupDir, 'files'), join(dataDir, 'files'), { recursive: true });
     for (const name of EXTRAS) {
-      if (existsSync(join(backupDir, name))) cpSync(join(backupDir, name), join(dataDir, name), { recursive: true, preserveTimestamps: true });
+      if (existsSync(join(backupDir, name)))
+        cpSync(join(backupDir, name), join(dataDir, name), { recursive: true, preserveTimestamps: true });
     }
     return { manifest, previous };
   } finally {

@@ -4,7 +4,8 @@
  * that says so, and nothing is half written (SQLite rolled the transaction back).
  */
 export const DISK_FULL_CODE = 'ERROR_INSUFFICIENT_STORAGE';
-export const DISK_FULL_MESSAGE = "The server's disk is full: nothing was saved. Free some disk space on the server, then try again.";
+export const DISK_FULL_MESSAGE =
+  "The server's disk is full: nothing was saved. Free some disk space on the server, then try again.";
 
 export function isDiskFull(error: unknown): boolean {
   if (typeof error !== 'object' || error === null || !('code' in error)) return false;

@@ -59,7 +59,9 @@ export function encodeDeeplinkData(fields: DeeplinkFields): string {
  * callers refuse such values first (fieldsUnfitForFlyve).
  */
 export function encodeFlyveDeeplinkData(fields: DeeplinkFields): string {
-  const line = ORDER.map((key) => fields[key] ?? '').join(';').replace(/[\\;]/g, (char) => `\\${char}`);
+  const line = ORDER.map((key) => fields[key] ?? '')
+    .join(';')
+    .replace(/[\\;]/g, (char) => `\\${char}`);
   return Buffer.from(line, 'utf8').toString('base64');
 }
 
@@ -75,7 +77,9 @@ export function appLinkSchemeFor(app: AgentApp, configured: string): string {
 
 /** Values that would break the reference encoding (the agents split on `;`), as a message, or null. */
 export function fieldsUnfitForFlyve(values: Record<string, string>): string | null {
-  const bad = Object.entries(values).filter(([, value]) => value.includes(';')).map(([key]) => key);
+  const bad = Object.entries(values)
+    .filter(([, value]) => value.includes(';'))
+    .map(([key]) => key);
   return bad.length === 0
     ? null
     : `${bad.join(', ')} cannot contain ";" while the agent app is "flyve": the Flyve agents split the enrollment data on it`;

@@ -97,7 +97,15 @@ export function worstCaseQrTextBytes(inputs: LinkInputs): number {
 }
 
 function fieldsInOrder(fields: DeeplinkFields): string[] {
-  return [fields.backendUrl, fields.userToken, fields.invitationToken, fields.helpdeskName, fields.helpdeskPhone, fields.helpdeskWebsite, fields.helpdeskEmail];
+  return [
+    fields.backendUrl,
+    fields.userToken,
+    fields.invitationToken,
+    fields.helpdeskName,
+    fields.helpdeskPhone,
+    fields.helpdeskWebsite,
+    fields.helpdeskEmail,
+  ];
 }
 
 export type LinkField = 'deeplinkBase' | 'helpdeskName' | 'helpdeskPhone' | 'helpdeskWebsite' | 'helpdeskEmail';

@@ -44,10 +44,12 @@ export function checkLinkFitsQr(candidate: Settings, changed: string[], links: L
   const blamed = LINK_FIELDS.filter(([key, field]) => field !== null && changed.includes(key))
     .map(([key, field]) => ({ key, field: field!, length: [...inputs[field!]].length }))
     .sort((a, b) => b.length - a.length)[0];
-  if (!blamed) throw new ApiError(400, 'ERROR_LINK_TOO_LONG', `${head} Shorten the public host, the deeplink base or the helpdesk fields.`);
+  if (!blamed)
+    throw new ApiError(400, 'ERROR_LINK_TOO_LONG', `${head} Shorten the public host, the deeplink base or the helpdesk fields.`);
   const allowed = maxFieldLength(inputs, blamed.field);
-  const left = allowed === 0
-    ? `the other settings already fill the QR code, leaving no characters for ${blamed.key}: shorten them first`
-    : `${blamed.key} has ${allowed} characters left: it may have at most ${allowed} (it has ${blamed.length})`;
+  const left =
+    allowed === 0
+      ? `the other settings already fill the QR code, leaving no characters for ${blamed.key}: shorten them first`
+      : `${blamed.key} has ${allowed} characters left: it may have at most ${allowed} (it has ${blamed.length})`;
   throw new ApiError(400, 'ERROR_LINK_TOO_LONG', `${head} With the other settings as they are, ${left}.`);
 }

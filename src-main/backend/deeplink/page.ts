@@ -1,9 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { appLinkSchemeFor, appLinkUrl, canonicalBase64, decodeDeeplinkData, DeeplinkDataError, deeplinkEncodingOf, deeplinkPageUrl, type DeeplinkFields } from './codec.ts';
+import {
+  appLinkSchemeFor,
+  appLinkUrl,
+  canonicalBase64,
+  decodeDeeplinkData,
+  DeeplinkDataError,
+  deeplinkEncodingOf,
+  deeplinkPageUrl,
+  type DeeplinkFields,
+} from './codec.ts';
 import { escapeHtml } from '../util/html.ts';
 import { QrTooLongError, qrSvg } from './qr.ts';
-
 
 export function isPhone(userAgent: string | undefined): boolean {
   return /Android|iPhone|iPad|iPod/i.test(userAgent ?? '');
@@ -33,12 +41,18 @@ function helpdeskBlock(fields: DeeplinkFields): string {
   const rows: [string, string][] = [];
   if (fields.helpdeskName) rows.push(['Helpdesk', escapeHtml(fields.helpdeskName)]);
   if (fields.helpdeskPhone) {
-    rows.push(['Phone', `<a href="tel:${escapeHtml(fields.helpdeskPhone.replace(/[^\d+]/g, ''))}">${escapeHtml(fields.helpdeskPhone)}</a>`]);
+    rows.push([
+      'Phone',
+      `<a href="tel:${escapeHtml(fields.helpdeskPhone.replace(/[^\d+]/g, ''))}">${escapeHtml(fields.helpdeskPhone)}</a>`,
+    ]);
   }
   if (fields.helpdeskWebsite) {
     const site = escapeHtml(fields.helpdeskWebsite);
     // Only http(s) gets a link: a javascript: or data: "website" stays inert text.
-    rows.push(['Website', /^https?:\/\//i.test(fields.helpdeskWebsite) ? `<a href="${site}" rel="noopener noreferrer">${site}</a>` : site]);
+    rows.push([
+      'Website',
+      /^https?:\/\//i.test(fields.helpdeskWebsite) ? `<a href="${site}" rel="noopener noreferrer">${site}</a>` : site,
+    ]);
   }
   if (fields.helpdeskEmail) {
     const email = escapeHtml(fields.helpdeskEmail);
@@ -57,12 +71,24 @@ export interface DeeplinkPageOptions {
 }
 
 /** A used, expired or withdrawn invitation: the page says so instead of offering to enroll. */
-function notUsableBody(state: { status: 'done' | 'expired' | 'revoked'; expiresAt: string }, help: string): { title: string; html: string } {
+function notUsableBody(
+  state: { status: 'done' | 'expired' | 'revoked'; expiresAt: string },
+  help: string,
+): { title: string; html: string } {
   const expired = new Date(state.expiresAt).toUTCString().replace(/ \d\d:\d\d:\d\d GMT$/, '');
   const { title, text } = {
-    done: { title: 'This invitation has already been used', text: 'A device has enrolled with it, and it cannot enroll another one. If you need to enroll a new device, ask your administrator for a new invitation.' },
-    expired: { title: 'This invitation has expired', text: `It could be used until ${escapeHtml(expired)}. Ask your administrator for a new invitation.` },
-    revoked: { title: 'This invitation was withdrawn', text: 'Your administrator cancelled it. Ask them for a new invitation if you still need to enroll a device.' },
+    done: {
+      title: 'This invitation has already been used',
+      text: 'A device has enrolled with it, and it cannot enroll another one. If you need to enroll a new device, ask your administrator for a new invitation.',
+    },
+    expired: {
+      title: 'This invitation has expired',
+      text: `It could be used until ${escapeHtml(expired)}. Ask your administrator for a new invitation.`,
+    },
+    revoked: {
+      title: 'This invitation was withdrawn',
+      text: 'Your administrator cancelled it. Ask them for a new invitation if you still need to enroll a device.',
+    },
   }[state.status];
   return { title, html: `<h1>${title}</h1><p>${text}</p>${help}` };
 }
@@ -76,13 +102,17 @@ export const deeplinkPageRoutes: FastifyPluginAsyncTypebox<DeeplinkPageOptions> 
     'x-content-type-options': 'nosniff',
   };
   const badData = (message: string) =>
-    layout('Invalid enrollment link', `<h1>Invalid enrollment link</h1>
+    layout(
+      'Invalid enrollment link',
+      `<h1>Invalid enrollment link</h1>
       <p class="error">${escapeHtml(message)}</p>
-      <p>Ask your administrator for a new invitation.</p>`);
+      <p>Ask your administrator for a new invitation.</p>`,
+    );
 
   // Query validation failures (e.g. `data` given twice) get the same readable page, not JSON.
   app.setErrorHandler((error: { validation?: unknown }, request, reply) => {
-    if (error.validation) return reply.code(400).headers(headers).send(badData('This link cannot be used: the data parameter is malformed.'));
+    if (error.validation)
+      return reply.code(400).headers(headers).send(badData('This link cannot be used: the data parameter is malformed.'));
     request.log.error(error);
     return reply.code(500).headers(headers).send(layout('Error', '<h1>Something went wrong</h1>'));
   });
@@ -96,7 +126,10 @@ export const deeplinkPageRoutes: FastifyPluginAsyncTypebox<DeeplinkPageOptions> 
         fields = decodeDeeplinkData(data);
       } catch (error) {
         const message = error instanceof DeeplinkDataError ? error.message : 'the data could not be read';
-        return reply.code(400).headers(headers).send(badData(`This link cannot be used: ${message}.`));
+        return reply
+          .code(400)
+          .headers(headers)
+          .send(badData(`This link cannot be used: ${message}.`));
       }
       // Re-encode so both the QR code and the button carry canonical data whatever form arrived.
       const canonical = canonicalBase64(data!);
@@ -109,21 +142,34 @@ export const deeplinkPageRoutes: FastifyPluginAsyncTypebox<DeeplinkPageOptions> 
       if (isPhone(request.headers['user-agent'])) {
         // Data in the reference encoding is for a Flyve agent, which registers flyve://.
         const link = escapeHtml(appLinkUrl(appLinkSchemeFor(deeplinkEncodingOf(canonical), options.appLinkScheme()), canonical));
-        return reply.headers(headers).send(layout('Enroll this device', `<h1>Enroll this device</h1>
+        return reply.headers(headers).send(
+          layout(
+            'Enroll this device',
+            `<h1>Enroll this device</h1>
           <p>Tap the button to open the MDM agent and start enrollment.</p>
           <a class="button" href="${link}">Enroll this device</a>
-          <p>If nothing happens, install the MDM agent app first, then come back to this page.</p>${help}`));
+          <p>If nothing happens, install the MDM agent app first, then come back to this page.</p>${help}`,
+          ),
+        );
       }
       let svg: string;
       try {
         svg = await qrSvg(deeplinkPageUrl(options.deeplinkBase(), canonical));
       } catch (error) {
         if (!(error instanceof QrTooLongError)) throw error;
-        return reply.code(400).headers(headers).send(badData('This link cannot be used: it is too long to be shown as a QR code.'));
+        return reply
+          .code(400)
+          .headers(headers)
+          .send(badData('This link cannot be used: it is too long to be shown as a QR code.'));
       }
-      return reply.headers(headers).send(layout('Enroll your device', `<h1>Enroll your device</h1>
+      return reply.headers(headers).send(
+        layout(
+          'Enroll your device',
+          `<h1>Enroll your device</h1>
         <p>Open the MDM agent on the device to enroll and scan this code.</p>
-        <div class="qr" role="img" aria-label="Enrollment QR code">${svg}</div>${help}`));
+        <div class="qr" role="img" aria-label="Enrollment QR code">${svg}</div>${help}`,
+        ),
+      );
     },
   });
 };

@@ -16,7 +16,14 @@ import {
   type PolicyValue,
   type TaskStatus,
 } from './policies.ts';
-import { DeploymentRepository, type AgentInScope, type DeploymentRow, type DeploymentWithCounts, type TaskHistoryRow, type TaskRow } from './repository.ts';
+import {
+  DeploymentRepository,
+  type AgentInScope,
+  type DeploymentRow,
+  type DeploymentWithCounts,
+  type TaskHistoryRow,
+  type TaskRow,
+} from './repository.ts';
 
 /**
  * Where policies go: retained messages on the broker. The broker module provides it (one small
@@ -45,14 +52,24 @@ export type DeploymentView = Omit<DeploymentWithCounts, 'payload' | 'remove_on_d
   progress: string;
 };
 
-export type TaskView = TaskRow & { history?: TaskHistoryRow[]; deployment?: { id: number; policy: PolicyName; item_name: string; target_name: string; state: string } };
+export type TaskView = TaskRow & {
+  history?: TaskHistoryRow[];
+  deployment?: { id: number; policy: PolicyName; item_name: string; target_name: string; state: string };
+};
 
 export type ReportSource = 'mqtt' | 'http';
 
 const REASON_LIMIT = 1_000;
 const DEFAULT_DESTINATION = '%SDCARD%/Download/';
 
-export function progressText(counts: { total: number; done: number; failed: number; pending: number; in_progress: number; canceled: number }): string {
+export function progressText(counts: {
+  total: number;
+  done: number;
+  failed: number;
+  pending: number;
+  in_progress: number;
+  canceled: number;
+}): string {
   const parts = [`${counts.done} of ${counts.total - counts.canceled} done`];
   if (counts.failed > 0) parts.push(`${counts.failed} failed`);
   if (counts.in_progress > 0) parts.push(`${counts.in_progress} in progress`);
@@ -99,7 +116,8 @@ export class DeploymentService {
   }
 
   deploy(input: DeployInput): DeploymentView {
-    if ((input.fleetId === undefined) === (input.agentId === undefined)) throw badRequest('Give exactly one target: a fleet or an agent');
+    if ((input.fleetId === undefined) === (input.agentId === undefined))
+      throw badRequest('Give exactly one target: a fleet or an agent');
     const item = this.files.get(input.kind, input.itemId);
     if (!item) throw itemNotFound(`${input.kind === 'file' ? 'File' : 'Package'} #${input.itemId} not found`);
     const target = this.target(input, item.entityId);
@@ -108,31 +126,54 @@ export class DeploymentService {
     if (input.kind === 'package') {
       const packageName = item.packageInfo.packageName;
       if (!packageName) {
-        throw new ApiError(400, 'ERROR_PACKAGE_NAME_MISSING', `Package "${item.name}" has no Android package name: set it (PATCH /api/packages/${item.id}) before deploying`);
+        throw new ApiError(
+          400,
+          'ERROR_PACKAGE_NAME_MISSING',
+          `Package "${item.name}" has no Android package name: set it (PATCH /api/packages/${item.id}) before deploying`,
+        );
       }
       value = { policy: 'deployApp', value: packageName, itemId: item.id, version: item.packageInfo.versionCode };
     } else {
       destination = (input.destination ?? DEFAULT_DESTINATION).trim();
-      if (destination === '' || destination.length > 1024 || /[\u0000-\u001f]/.test(destination)) throw badRequest('The destination must be a folder path on the device (1 to 1024 characters)');
+      if (destination === '' || destination.length > 1024 || /[\u0000-\u001f]/.test(destination))
+        throw badRequest('The destination must be a folder path on the device (1 to 1024 characters)');
       value = { policy: 'deployFile', value: destination, itemId: item.id, version: item.version };
     }
     const base = { item_kind: input.kind, item_id: item.id, fleet_id: target.fleetId, agent_id: target.agentId } as const;
     if (this.repo.activeSame({ policy: value.policy, ...base }).length > 0) {
-      throw new ApiError(409, 'ERROR_ALREADY_DEPLOYED', `"${item.name}" is already deployed to ${target.name}: remove that deployment first`);
+      throw new ApiError(
+        409,
+        'ERROR_ALREADY_DEPLOYED',
+        `"${item.name}" is already deployed to ${target.name}: remove that deployment first`,
+      );
     }
     const id = this.transact(() => {
       // A removal of the same app or file still published on this target would undo this deployment.
       const opposite = input.kind === 'package' ? 'removeApp' : 'removeFile';
       const oppositeValue = input.kind === 'package' ? value.value : deployedFilePath(value.value, item.name);
-      for (const removal of this.repo.activeSame({ policy: opposite, item_kind: null, item_id: null, fleet_id: target.fleetId, agent_id: target.agentId })) {
-        if ((JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue) this.retire(removal, null, `replaced by a new deployment of "${item.name}"`);
+      for (const removal of this.repo.activeSame({
+        policy: opposite,
+        item_kind: null,
+        item_id: null,
+        fleet_id: target.fleetId,
+        agent_id: target.agentId,
+      })) {
+        if ((JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue)
+          this.retire(removal, null, `replaced by a new deployment of "${item.name}"`);
       }
-      return this.create(item.entityId, value, { ...base, item_name: item.name, destination, remove_on_delete: input.removeOnDelete ? 1 : 0 }, target);
+      return this.create(
+        item.entityId,
+        value,
+        { ...base, item_name: item.name, destination, remove_on_delete: input.removeOnDelete ? 1 : 0 },
+        target,
+      );
     });
     return this.view(id);
   }
 
-  list(filter: { fleet_id?: number | undefined; agent_id?: number | undefined; state?: 'active' | 'removed' | undefined } = {}): DeploymentView[] {
+  list(
+    filter: { fleet_id?: number | undefined; agent_id?: number | undefined; state?: 'active' | 'removed' | undefined } = {},
+  ): DeploymentView[] {
     return this.repo.list(filter).map((row) => this.toView(row));
   }
 
@@ -156,13 +197,29 @@ export class DeploymentService {
     const removalId = this.transact(() => {
       let removal: number | null = null;
       if (row.remove_on_delete === 1 && (row.policy === 'deployApp' || row.policy === 'deployFile')) {
-        const target = row.fleet_id !== null ? { ...this.fleetTarget(row.fleet_id), agentId: null } : { ...this.agentTarget(row.agent_id!), fleetId: null };
+        const target =
+          row.fleet_id !== null
+            ? { ...this.fleetTarget(row.fleet_id), agentId: null }
+            : { ...this.agentTarget(row.agent_id!), fleetId: null };
         const message = JSON.parse(row.payload) as Record<string, unknown>;
         const value: PolicyValue =
           row.policy === 'deployApp'
             ? { policy: 'removeApp', value: String(message.deployApp) }
             : { policy: 'removeFile', value: deployedFilePath(String(message.deployFile), row.item_name) };
-        removal = this.create(row.entity_id, value, { item_kind: null, item_id: null, item_name: row.item_name, fleet_id: row.fleet_id, agent_id: row.agent_id, destination: null, remove_on_delete: 0 }, target);
+        removal = this.create(
+          row.entity_id,
+          value,
+          {
+            item_kind: null,
+            item_id: null,
+            item_name: row.item_name,
+            fleet_id: row.fleet_id,
+            agent_id: row.agent_id,
+            destination: null,
+            remove_on_delete: 0,
+          },
+          target,
+        );
       }
       this.retire(row, removal, 'the deployment was removed');
       return removal;
@@ -176,7 +233,13 @@ export class DeploymentService {
       return {
         ...task,
         history: this.repo.historyOf(task.id),
-        deployment: { id: deployment.id, policy: deployment.policy, item_name: deployment.item_name, target_name: deployment.target_name, state: deployment.state },
+        deployment: {
+          id: deployment.id,
+          policy: deployment.policy,
+          item_name: deployment.item_name,
+          target_name: deployment.target_name,
+          state: deployment.state,
+        },
       };
     });
   }
@@ -227,12 +290,22 @@ export class DeploymentService {
       }
       for (const deployment of this.repo.activeForFleet(agent.fleet_id)) {
         const taskId = this.repo.openTask(deployment.id, agent.id, at);
-        if (taskId !== undefined) this.setStatus(taskId, deployment.id, agent, 'pending', `the device joined fleet "${fleet?.name ?? agent.fleet_id}"`, 'server', at);
+        if (taskId !== undefined)
+          this.setStatus(
+            taskId,
+            deployment.id,
+            agent,
+            'pending',
+            `the device joined fleet "${fleet?.name ?? agent.fleet_id}"`,
+            'server',
+            at,
+          );
       }
       // Its own deployments too: tasks canceled when it was unenrolled open again on re-enrollment.
       for (const deployment of this.repo.activeForAgent(agent.id)) {
         const taskId = this.repo.openTask(deployment.id, agent.id, at);
-        if (taskId !== undefined) this.setStatus(taskId, deployment.id, agent, 'pending', 'the device enrolled again', 'server', at);
+        if (taskId !== undefined)
+          this.setStatus(taskId, deployment.id, agent, 'pending', 'the device enrolled again', 'server', at);
       }
     });
   }
@@ -243,24 +316,32 @@ export class DeploymentService {
     if (!agent) return;
     this.transact(() => {
       const at = nowIso();
-      for (const task of this.repo.openTasksOfAgent(agentId)) this.setStatus(task.id, task.deployment_id, agent, 'canceled', why, 'server', at);
+      for (const task of this.repo.openTasksOfAgent(agentId))
+        this.setStatus(task.id, task.deployment_id, agent, 'canceled', why, 'server', at);
     });
   }
 
   private onEvent(event: RecordedEvent): void {
     try {
-      if (event.agent_id !== null && ['agent.enrolled', 'agent.reenrolled', 'agent.fleet_changed'].includes(event.type)) this.syncAgent(event.agent_id);
+      if (event.agent_id !== null && ['agent.enrolled', 'agent.reenrolled', 'agent.fleet_changed'].includes(event.type))
+        this.syncAgent(event.agent_id);
       if (event.type === 'fleet.deleted') {
         const fleetId = Number(event.data?.fleet_id);
         for (const row of this.repo.activeForFleet(fleetId)) this.transact(() => this.retire(row, null, 'its fleet was deleted'));
       }
-      if (event.type === 'agent.unenrolled' && event.agent_id !== null) this.cancelOpenTasks(event.agent_id, 'the device was unenrolled');
-      if (event.type === 'agent.rejected' && event.agent_id !== null) this.cancelOpenTasks(event.agent_id, 'the device was rejected');
+      if (event.type === 'agent.unenrolled' && event.agent_id !== null)
+        this.cancelOpenTasks(event.agent_id, 'the device was unenrolled');
+      if (event.type === 'agent.rejected' && event.agent_id !== null)
+        this.cancelOpenTasks(event.agent_id, 'the device was rejected');
       if (event.type === 'agent.deleted' && event.agent_id !== null) {
-        for (const row of this.repo.activeForAgent(event.agent_id)) this.transact(() => this.retire(row, null, 'its device was deleted'));
+        for (const row of this.repo.activeForAgent(event.agent_id))
+          this.transact(() => this.retire(row, null, 'its device was deleted'));
       }
     } catch (error) {
-      this.events.record('deployment.error', `Deployments could not follow ${event.type}: ${error instanceof Error ? error.message : String(error)}`);
+      this.events.record(
+        'deployment.error',
+        `Deployments could not follow ${event.type}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
 
@@ -268,20 +349,38 @@ export class DeploymentService {
     const input = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
     const status = input?.status;
     if (!isTaskStatus(status)) {
-      throw new ApiError(400, 'ERROR_BAD_REQUEST', `Unknown task status ${JSON.stringify(status ?? null).slice(0, 60)}: expected one of ${TASK_STATUSES.join(', ')}`);
+      throw new ApiError(
+        400,
+        'ERROR_BAD_REQUEST',
+        `Unknown task status ${JSON.stringify(status ?? null).slice(0, 60)}: expected one of ${TASK_STATUSES.join(', ')}`,
+      );
     }
     const rawReason = input?.reason ?? input?.message ?? null;
     const reason = typeof rawReason === 'string' && rawReason.trim() !== '' ? rawReason.trim().slice(0, REASON_LIMIT) : null;
     const deployment = this.repo.byId(task.deployment_id)!;
-    if (deployment.state !== 'active') throw new ApiError(409, 'ERROR_TASK_CLOSED', `Task ${deployment.id} was removed: its status can no longer change`);
-    if (task.status === 'canceled') throw new ApiError(409, 'ERROR_TASK_CLOSED', `Task ${deployment.id} was canceled for this device: its status can no longer change`);
+    if (deployment.state !== 'active')
+      throw new ApiError(409, 'ERROR_TASK_CLOSED', `Task ${deployment.id} was removed: its status can no longer change`);
+    if (task.status === 'canceled')
+      throw new ApiError(
+        409,
+        'ERROR_TASK_CLOSED',
+        `Task ${deployment.id} was canceled for this device: its status can no longer change`,
+      );
     const agent = this.repo.agent(task.agent_id)!;
     if (task.status === status && task.reason === reason) return task; // a repeated report (QoS 1 redelivery) changes nothing
     this.transact(() => this.setStatus(task.id, deployment.id, agent, status, reason, source, nowIso()));
     return this.repo.task(task.id)!;
   }
 
-  private setStatus(taskId: number, deploymentId: number, agent: AgentInScope, status: TaskStatus, reason: string | null, source: TaskHistoryRow['source'], at: string): void {
+  private setStatus(
+    taskId: number,
+    deploymentId: number,
+    agent: AgentInScope,
+    status: TaskStatus,
+    reason: string | null,
+    source: TaskHistoryRow['source'],
+    at: string,
+  ): void {
     this.repo.setStatus(taskId, status, reason, source, at);
     const deployment = this.repo.byId(deploymentId)!;
     this.events.record(
@@ -296,11 +395,20 @@ export class DeploymentService {
   private create(
     entityId: number,
     value: PolicyValue,
-    fields: Pick<DeploymentRow, 'item_kind' | 'item_id' | 'item_name' | 'fleet_id' | 'agent_id' | 'destination' | 'remove_on_delete'>,
+    fields: Pick<
+      DeploymentRow,
+      'item_kind' | 'item_id' | 'item_name' | 'fleet_id' | 'agent_id' | 'destination' | 'remove_on_delete'
+    >,
     target: { name: string; topic: string; agents: AgentInScope[] },
   ): number {
     const at = nowIso();
-    const id = this.repo.insert({ entity_id: entityId, policy: value.policy, target_name: target.name, created_at: at, ...fields });
+    const id = this.repo.insert({
+      entity_id: entityId,
+      policy: value.policy,
+      target_name: target.name,
+      created_at: at,
+      ...fields,
+    });
     const topic = policyTopic(target.topic, value.policy, id);
     const payload = JSON.stringify(policyMessage(value, id));
     this.repo.setMessage(id, topic, payload);
@@ -326,18 +434,27 @@ export class DeploymentService {
       const agent = this.repo.agent(task.agent_id);
       if (agent) this.setStatus(task.id, row.id, agent, 'canceled', why, 'server', at);
     }
-    this.events.record('deployment.removed', `${row.policy} "${row.item_name}" removed from ${row.target_name}: ${why}`, { entityId: row.entity_id, agentId: row.agent_id }, {
-      deployment_id: row.id,
-      fleet_id: row.fleet_id,
-      removal_id: replacedBy,
-    });
+    this.events.record(
+      'deployment.removed',
+      `${row.policy} "${row.item_name}" removed from ${row.target_name}: ${why}`,
+      { entityId: row.entity_id, agentId: row.agent_id },
+      {
+        deployment_id: row.id,
+        fleet_id: row.fleet_id,
+        removal_id: replacedBy,
+      },
+    );
     this.afterCommit(() => this.publish(row.topic, ''));
   }
 
-  private target(input: DeployInput, entityId: number): { fleetId: number | null; agentId: number | null; name: string; topic: string; agents: AgentInScope[] } {
+  private target(
+    input: DeployInput,
+    entityId: number,
+  ): { fleetId: number | null; agentId: number | null; name: string; topic: string; agents: AgentInScope[] } {
     if (input.fleetId !== undefined) {
       const target = this.fleetTarget(input.fleetId);
-      if (this.fleets.get(input.fleetId).entity_id !== entityId) throw badRequest('The fleet belongs to another entity than the item');
+      if (this.fleets.get(input.fleetId).entity_id !== entityId)
+        throw badRequest('The fleet belongs to another entity than the item');
       return { ...target, agentId: null };
     }
     const target = this.agentTarget(input.agentId!);
@@ -347,7 +464,12 @@ export class DeploymentService {
 
   private fleetTarget(fleetId: number) {
     const fleet = this.fleets.get(fleetId);
-    return { fleetId: fleet.id, name: `fleet "${fleet.name}"`, topic: `/${fleet.entity_id}/fleet/${fleet.id}`, agents: this.repo.agentsOfFleet(fleet.id) };
+    return {
+      fleetId: fleet.id,
+      name: `fleet "${fleet.name}"`,
+      topic: `/${fleet.entity_id}/fleet/${fleet.id}`,
+      agents: this.repo.agentsOfFleet(fleet.id),
+    };
   }
 
   private agentTarget(agentId: number) {
@@ -364,7 +486,12 @@ export class DeploymentService {
 
   private toView(row: DeploymentWithCounts): DeploymentView {
     const { payload, remove_on_delete, ...rest } = row;
-    return { ...rest, remove_on_delete: remove_on_delete === 1, message: JSON.parse(payload) as Record<string, unknown>, progress: progressText(row) };
+    return {
+      ...rest,
+      remove_on_delete: remove_on_delete === 1,
+      message: JSON.parse(payload) as Record<string, unknown>,
+      progress: progressText(row),
+    };
   }
 
   /** A transaction whose policy messages go out once it has committed (a rolled-back one publishes nothing). */
@@ -390,7 +517,10 @@ export class DeploymentService {
     try {
       await this.channel.publishRetained(topic, payload);
     } catch (error) {
-      this.events.record('deployment.publish_failed', `Policy on ${topic} not published: ${error instanceof Error ? error.message : String(error)}`);
+      this.events.record(
+        'deployment.publish_failed',
+        `Policy on ${topic} not published: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
 }

@@ -33,11 +33,16 @@ export function mqttTaskReports(deployments: DeploymentService, events: EventLog
       if (now - (lastRefusal.get(key) ?? 0) < REFUSAL_INTERVAL_MS) return;
       if (lastRefusal.size > 10_000) lastRefusal.clear();
       lastRefusal.set(key, now);
-      events.record('task.report_refused', `${agent.name} reported on task ${taskId} over MQTT: refused, ${message}`, { entityId: agent.entityId, agentId: agent.id }, {
-        task_id: taskId,
-        reason: message,
-        payload: payload.toString('utf8').slice(0, 300),
-      });
+      events.record(
+        'task.report_refused',
+        `${agent.name} reported on task ${taskId} over MQTT: refused, ${message}`,
+        { entityId: agent.entityId, agentId: agent.id },
+        {
+          task_id: taskId,
+          reason: message,
+          payload: payload.toString('utf8').slice(0, 300),
+        },
+      );
     }
   };
 }

@@ -9,9 +9,11 @@ export { POLICIES, TASK_STATUSES, type PolicyName, type TaskStatus };
 /** A task in one of these still expects the device to act. */
 export const OPEN_STATUSES: readonly TaskStatus[] = ['pending', 'received', 'in progress', 'waiting'];
 
-export const isTaskStatus = (value: unknown): value is TaskStatus => typeof value === 'string' && (TASK_STATUSES as readonly string[]).includes(value);
+export const isTaskStatus = (value: unknown): value is TaskStatus =>
+  typeof value === 'string' && (TASK_STATUSES as readonly string[]).includes(value);
 
-export const policyTopic = (notifiableTopic: string, policy: PolicyName, taskId: number): string => `${notifiableTopic}/Policy/${policy}/Task/${taskId}`;
+export const policyTopic = (notifiableTopic: string, policy: PolicyName, taskId: number): string =>
+  `${notifiableTopic}/Policy/${policy}/Task/${taskId}`;
 
 export interface PolicyValue {
   policy: PolicyName;

@@ -100,7 +100,9 @@ export class DeploymentRepository {
         `SELECT * FROM deployments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
            AND fleet_id IS @fleet_id AND agent_id IS @agent_id`,
       ),
-      remove: db.prepare(`UPDATE deployments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`),
+      remove: db.prepare(
+        `UPDATE deployments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`,
+      ),
       agentsOfFleet: db.prepare(
         `SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE fleet_id = ? AND enroll_status != '${ENROLL_STATUS.unenrolled}' ORDER BY id`,
       ),
@@ -160,8 +162,16 @@ export class DeploymentRepository {
     return this.s.withCounts.get(id) as DeploymentWithCounts | undefined;
   }
 
-  list(filter: { fleet_id?: number | undefined; agent_id?: number | undefined; state?: string | undefined }): DeploymentWithCounts[] {
-    return this.s.list.all({ fleet_id: filter.fleet_id ?? null, agent_id: filter.agent_id ?? null, state: filter.state ?? null }) as DeploymentWithCounts[];
+  list(filter: {
+    fleet_id?: number | undefined;
+    agent_id?: number | undefined;
+    state?: string | undefined;
+  }): DeploymentWithCounts[] {
+    return this.s.list.all({
+      fleet_id: filter.fleet_id ?? null,
+      agent_id: filter.agent_id ?? null,
+      state: filter.state ?? null,
+    }) as DeploymentWithCounts[];
   }
 
   active(): DeploymentRow[] {

@@ -48,7 +48,15 @@ export class SqliteEventRepository implements EventRepository {
 
   insert(event: Omit<RecordedEvent, 'id'>): number {
     const data = event.data === null ? null : JSON.stringify(event.data);
-    const result = this.s.insert.run(event.at, event.type, event.entity_id, event.invitation_id, event.agent_id, event.message, data);
+    const result = this.s.insert.run(
+      event.at,
+      event.type,
+      event.entity_id,
+      event.invitation_id,
+      event.agent_id,
+      event.message,
+      data,
+    );
     return Number(result.lastInsertRowid);
   }
 

@@ -38,7 +38,10 @@ export async function readApkManifest(path: string): Promise<PackageInfo | null>
   const packageName = typeof parsed.package === 'string' && parsed.package !== '' ? parsed.package : null;
   if (!packageName) return null;
   const versionCode = Number(parsed.versionCode);
-  const icon = typeof parsed.icon === 'string' && parsed.icon.startsWith('data:image/') && parsed.icon.length <= 512 * 1024 ? parsed.icon : null;
+  const icon =
+    typeof parsed.icon === 'string' && parsed.icon.startsWith('data:image/') && parsed.icon.length <= 512 * 1024
+      ? parsed.icon
+      : null;
   return {
     packageName,
     versionCode: Number.isSafeInteger(versionCode) && versionCode >= 0 ? versionCode : null,

@@ -114,6 +114,9 @@ export class FileRangeStream extends Readable {
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.limits.giveBack(this.pooled);
     this.pooled = 0;
-    this.handle.close().then(() => callback(error), () => callback(error));
+    this.handle.close().then(
+      () => callback(error),
+      () => callback(error),
+    );
   }
 }

@@ -229,7 +229,11 @@ export async function sendStoredItem(
     const slot = limits.acquire();
     if (!slot) {
       reply.header('retry-after', '5');
-      throw new ApiError(503, 'ERROR_TOO_MANY_DOWNLOADS', `${limits.maxConcurrent} downloads are already in progress: try again in a few seconds`);
+      throw new ApiError(
+        503,
+        'ERROR_TOO_MANY_DOWNLOADS',
+        `${limits.maxConcurrent} downloads are already in progress: try again in a few seconds`,
+      );
     }
     // Freed when the response is over, finished or cut short.
     reply.raw.once('close', () => slot.release());

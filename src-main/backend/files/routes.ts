@@ -7,7 +7,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type {} from '../http/agent-session.ts'; // request.session, config.session
 import { Type } from 'typebox';
-import { PackagePatch, SafeIdParams, StoredItem as WireItem, StoredItemList, UploadQuery } from '../../../src-shared/contract/index.ts';
+import {
+  PackagePatch,
+  SafeIdParams,
+  StoredItem as WireItem,
+  StoredItemList,
+  UploadQuery,
+} from '../../../src-shared/contract/index.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import { describePackage } from './package-info.ts';
@@ -120,15 +126,20 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
   for (const { kind, adminPath } of KINDS) {
-    app.get(adminPath, { schema: { response: { 200: StoredItemList } } }, async () =>
-      store.list(kind).map(adminItemView),
-    );
+    app.get(adminPath, { schema: { response: { 200: StoredItemList } } }, async () => store.list(kind).map(adminItemView));
 
     app.post(
       adminPath,
       { bodyLimit: store.maxSize, schema: { querystring: UploadQuery, response: { 201: WireItem } } },
       async (request, reply) => {
-        const { name, mime_type: mimeType, entity_id: entityId, package_name: packageName, version_code: versionCode, version_name: versionName } = request.query;
+        const {
+          name,
+          mime_type: mimeType,
+          entity_id: entityId,
+          package_name: packageName,
+          version_code: versionCode,
+          version_name: versionName,
+        } = request.query;
         const body = request.body;
         try {
           if (!isStream(body)) {
@@ -155,17 +166,21 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
     );
 
     if (kind === 'package') {
-      app.patch(adminPath + '/:id', { schema: { params: SafeIdParams, body: PackagePatch, response: { 200: WireItem } } }, async (request) => {
-        const body = request.body;
-        const item = store.setPackageInfo(request.params.id, {
-          packageName: body.package_name,
-          versionCode: body.version_code,
-          versionName: body.version_name,
-          label: body.label,
-        });
-        if (!item) throw itemNotFound();
-        return adminItemView(item);
-      });
+      app.patch(
+        adminPath + '/:id',
+        { schema: { params: SafeIdParams, body: PackagePatch, response: { 200: WireItem } } },
+        async (request) => {
+          const body = request.body;
+          const item = store.setPackageInfo(request.params.id, {
+            packageName: body.package_name,
+            versionCode: body.version_code,
+            versionName: body.version_name,
+            label: body.label,
+          });
+          if (!item) throw itemNotFound();
+          return adminItemView(item);
+        },
+      );
     }
 
     app.delete(adminPath + '/:id', { schema: { params: SafeIdParams } }, async (request, reply) => {

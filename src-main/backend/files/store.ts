@@ -209,7 +209,10 @@ function toItem(kind: StoredKind, row: Row): StoredRecord {
 function prepareStatements(db: Db, kind: StoredKind) {
   const table = TABLES[kind];
   return {
-    insert: db.prepare<[Pick<Row, 'entity_id' | 'name' | 'size' | 'mime_type' | 'sha256' | 'storage_name' | 'created_at' | 'updated_at'>], Row>(
+    insert: db.prepare<
+      [Pick<Row, 'entity_id' | 'name' | 'size' | 'mime_type' | 'sha256' | 'storage_name' | 'created_at' | 'updated_at'>],
+      Row
+    >(
       `INSERT INTO ${table} (entity_id, name, size, mime_type, sha256, storage_name, created_at, updated_at)
        VALUES (@entity_id, @name, @size, @mime_type, @sha256, @storage_name, @created_at, @updated_at)
        RETURNING *`,
@@ -278,7 +281,10 @@ export function createFileStore(
 
   const maxSize = options.maxSize ?? DEFAULT_MAX_UPLOAD_SIZE;
   const statements = { file: prepareStatements(db, 'file'), package: prepareStatements(db, 'package') };
-  const setPackageInfoStatement = db.prepare<[string | null, number | null, string | null, string | null, string | null, string, number], Row>(
+  const setPackageInfoStatement = db.prepare<
+    [string | null, number | null, string | null, string | null, string | null, string, number],
+    Row
+  >(
     `UPDATE packages SET package_name = ?, version_code = ?, version_name = ?, label = ?, icon = ?, updated_at = ? WHERE id = ? RETURNING *`,
   );
   const entityExists = db.prepare<[number], { one: number }>('SELECT 1 AS one FROM entities WHERE id = ?');
@@ -307,9 +313,8 @@ export function createFileStore(
     checkKind(kind);
     // Everything that can be refused is checked before a byte is read.
     const name = normalizeFileName(input.name);
-    const mimeType = input.mimeType === undefined || input.mimeType.trim() === ''
-      ? guessMimeType(name)
-      : normalizeMimeType(input.mimeType);
+    const mimeType =
+      input.mimeType === undefined || input.mimeType.trim() === '' ? guessMimeType(name) : normalizeMimeType(input.mimeType);
     const entityId = input.entityId ?? 1;
     if (!Number.isSafeInteger(entityId) || !entityExists.get(entityId)) {
       throw badRequest(`entity ${String(entityId)} does not exist`);
@@ -413,8 +418,19 @@ export function createFileStore(
   function setPackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined {
     const current = get('package', id);
     if (!current) return undefined;
-    const next = { ...current.packageInfo, ...Object.fromEntries(Object.entries(info).filter(([, value]) => value !== undefined)) };
-    const row = setPackageInfoStatement.get(next.packageName, next.versionCode, next.versionName, next.label, next.icon, nowIso(), id);
+    const next = {
+      ...current.packageInfo,
+      ...Object.fromEntries(Object.entries(info).filter(([, value]) => value !== undefined)),
+    };
+    const row = setPackageInfoStatement.get(
+      next.packageName,
+      next.versionCode,
+      next.versionName,
+      next.label,
+      next.icon,
+      nowIso(),
+      id,
+    );
     return row ? toItem('package', row) : undefined;
   }
 

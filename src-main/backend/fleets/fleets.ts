@@ -65,7 +65,12 @@ export class FleetService {
     if (clash && clash.id !== id) throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
     return this.work.run(() => {
       this.store.rename(id, clean);
-      this.events.record('fleet.renamed', `Fleet "${fleet.name}" renamed to "${clean}"`, { entityId: fleet.entity_id }, { fleet_id: id });
+      this.events.record(
+        'fleet.renamed',
+        `Fleet "${fleet.name}" renamed to "${clean}"`,
+        { entityId: fleet.entity_id },
+        { fleet_id: id },
+      );
       return this.byId(id)!;
     });
   }
@@ -78,11 +83,21 @@ export class FleetService {
     const fleet = this.get(id);
     if (fleet.is_default === 1) throw new ApiError(409, 'ERROR_DEFAULT_FLEET', 'The default fleet cannot be deleted');
     const n = this.store.agentCount(id);
-    if (n > 0) throw new ApiError(409, 'ERROR_FLEET_NOT_EMPTY', `Fleet "${fleet.name}" still has ${n} device${n === 1 ? '' : 's'}: move them to another fleet first`);
+    if (n > 0)
+      throw new ApiError(
+        409,
+        'ERROR_FLEET_NOT_EMPTY',
+        `Fleet "${fleet.name}" still has ${n} device${n === 1 ? '' : 's'}: move them to another fleet first`,
+      );
     return this.work.run(() => {
       const fallback = this.defaultOf(fleet.entity_id);
       const moved = this.store.remove(id, fallback.id);
-      this.events.record('fleet.deleted', `Fleet "${fleet.name}" deleted${moved > 0 ? `; its ${moved} invitation(s) now enroll into "${fallback.name}"` : ''}`, { entityId: fleet.entity_id }, { fleet_id: id, name: fleet.name });
+      this.events.record(
+        'fleet.deleted',
+        `Fleet "${fleet.name}" deleted${moved > 0 ? `; its ${moved} invitation(s) now enroll into "${fallback.name}"` : ''}`,
+        { entityId: fleet.entity_id },
+        { fleet_id: id, name: fleet.name },
+      );
       return fleet;
     });
   }

@@ -24,19 +24,22 @@ export function enforceRequestDeadline(
     const long = isLongUpload(request);
     let lastBytes = socket.bytesRead;
     let lastProgress = started;
-    const check = setInterval(() => {
-      if (raw.complete || socket.destroyed) return clearInterval(check);
-      const now = Date.now();
-      if (socket.bytesRead !== lastBytes) {
-        lastBytes = socket.bytesRead;
-        lastProgress = now;
-      }
-      const late = long ? now - lastProgress > timeoutMs : now - started > timeoutMs;
-      if (late) {
-        clearInterval(check);
-        socket.destroy();
-      }
-    }, Math.min(1000, timeoutMs / 4)).unref();
+    const check = setInterval(
+      () => {
+        if (raw.complete || socket.destroyed) return clearInterval(check);
+        const now = Date.now();
+        if (socket.bytesRead !== lastBytes) {
+          lastBytes = socket.bytesRead;
+          lastProgress = now;
+        }
+        const late = long ? now - lastProgress > timeoutMs : now - started > timeoutMs;
+        if (late) {
+          clearInterval(check);
+          socket.destroy();
+        }
+      },
+      Math.min(1000, timeoutMs / 4),
+    ).unref();
     raw.once('end', () => clearInterval(check));
     reply.raw.once('close', () => clearInterval(check));
   });

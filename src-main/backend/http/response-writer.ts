@@ -20,7 +20,9 @@ export async function writeResponsesAsJson(app: FastifyInstance): Promise<void> 
     return (data) => {
       if (!Check(schema as TSchema, data)) {
         const [first] = Errors(schema as TSchema, data);
-        throw new Error(`${method} ${url} (${httpStatus}) answered outside its response schema: ${JSON.stringify(first)?.slice(0, 300)}`);
+        throw new Error(
+          `${method} ${url} (${httpStatus}) answered outside its response schema: ${JSON.stringify(first)?.slice(0, 300)}`,
+        );
       }
       return JSON.stringify(data);
     };

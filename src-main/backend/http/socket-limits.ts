@@ -34,7 +34,9 @@ const MAX_MQTT_CONNECTIONS = 20_000;
 /** The soft limit on open files of this process (Linux: /proc/self/limits), or null. */
 export function openFileLimit(): number | null {
   try {
-    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const soft = line?.split(/\s{2,}/)[1];
     const value = Number(soft);
     return Number.isInteger(value) && value > 0 ? value : null; // "unlimited" → null

@@ -16,7 +16,13 @@ export interface InventorySummary {
   os_version: string | null;
   serial: string | null;
   imei: string | null;
-  battery: { level: string | null; health: string | null; status: string | null; chemistry: string | null; capacity: string | null } | null;
+  battery: {
+    level: string | null;
+    health: string | null;
+    status: string | null;
+    chemistry: string | null;
+    capacity: string | null;
+  } | null;
   /** Drives/partitions: label, total and free in MB as the agent reports them. */
   storage: { name: string; total_mb: number | null; free_mb: number | null }[];
   memory_mb: number | null;
@@ -40,7 +46,8 @@ const parser = new XMLParser({
 
 /** Parses and summarizes; throws InventoryError with a message fit for a 400. */
 export function parseInventory(xml: string): InventorySummary {
-  if (Buffer.byteLength(xml, 'utf8') > INVENTORY_MAX_BYTES) throw new InventoryError(`the inventory is larger than ${INVENTORY_MAX_BYTES / 1024} KiB`);
+  if (Buffer.byteLength(xml, 'utf8') > INVENTORY_MAX_BYTES)
+    throw new InventoryError(`the inventory is larger than ${INVENTORY_MAX_BYTES / 1024} KiB`);
   if (!xml.trim().startsWith('<')) throw new InventoryError('the inventory is not XML');
   const valid = XMLValidator.validate(xml);
   if (valid !== true) throw new InventoryError(`the inventory is not well-formed XML (line ${valid.err.line}: ${valid.err.msg})`);
@@ -51,14 +58,18 @@ export function parseInventory(xml: string): InventorySummary {
     throw new InventoryError(`the inventory could not be read: ${error instanceof Error ? error.message : String(error)}`);
   }
   const content = ((document.REQUEST as Node | undefined)?.CONTENT ?? null) as Record<string, Node[]> | null;
-  if (!content || typeof content !== 'object') throw new InventoryError('the inventory has no REQUEST/CONTENT element (FusionInventory format)');
+  if (!content || typeof content !== 'object')
+    throw new InventoryError('the inventory has no REQUEST/CONTENT element (FusionInventory format)');
   const first = (section: string): Node => content[section]?.[0] ?? {};
   const all = (section: string): Node[] => (Array.isArray(content[section]) ? content[section] : []);
   const bios = first('BIOS');
   const hardware = first('HARDWARE');
   const os = first('OPERATINGSYSTEM');
   const battery = all('BATTERIES')[0];
-  const imei = all('SIMCARDS').map((sim) => text(sim.IMEI)).find(Boolean) ?? text(hardware.IMEI);
+  const imei =
+    all('SIMCARDS')
+      .map((sim) => text(sim.IMEI))
+      .find(Boolean) ?? text(hardware.IMEI);
   return {
     model: text(bios.SMODEL) ?? text(bios.MMODEL),
     manufacturer: text(bios.SMANUFACTURER) ?? text(bios.MMANUFACTURER),
@@ -80,7 +91,12 @@ export function parseInventory(xml: string): InventorySummary {
       total_mb: number(drive.TOTAL),
       free_mb: number(drive.FREE),
     })),
-    memory_mb: number(hardware.MEMORY) ?? all('MEMORIES').reduce<number | null>((sum, m) => (number(m.CAPACITY) === null ? sum : (sum ?? 0) + number(m.CAPACITY)!), null),
+    memory_mb:
+      number(hardware.MEMORY) ??
+      all('MEMORIES').reduce<number | null>(
+        (sum, m) => (number(m.CAPACITY) === null ? sum : (sum ?? 0) + number(m.CAPACITY)!),
+        null,
+      ),
     applications: all('SOFTWARES')
       .slice(0, APPLICATIONS_MAX)
       .map((app) => ({ name: text(app.NAME) ?? '?', version: text(app.VERSION), package: text(app.FILENAME) ?? text(app.GUID) }))

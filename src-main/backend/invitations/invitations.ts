@@ -141,7 +141,10 @@ export class InvitationService {
    * Creates invitations, all or nothing after every row validated, and, when `send`, queues their
    * emails in the same transaction: either both happen or neither. Sending starts after the commit.
    */
-  create(inputs: InvitationInput[], options: CreateOptions = {}): { rows: InvitationRow[]; batch_id: string | null; queued: number } {
+  create(
+    inputs: InvitationInput[],
+    options: CreateOptions = {},
+  ): { rows: InvitationRow[]; batch_id: string | null; queued: number } {
     const entityId = options.entityId ?? 1;
     const send = options.send ?? this.settings.get().mail_send_on_create;
     if (inputs.length === 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'No invitations to create');
@@ -153,7 +156,12 @@ export class InvitationService {
     return this.work.run(() => {
       const rows = inputs.map((input) => this.insert(input, entityId));
       const batchId = send && (options.batch ?? rows.length > 1) ? randomUUID() : null;
-      const queued = send ? this.mailer.queue(rows.map((r) => r.id), batchId) : 0;
+      const queued = send
+        ? this.mailer.queue(
+            rows.map((r) => r.id),
+            batchId,
+          )
+        : 0;
       return { rows, batch_id: batchId, queued };
     });
   }
@@ -177,7 +185,12 @@ export class InvitationService {
       created_at: new Date(now).toISOString(),
       expires_at: new Date(now + days * DAY_MS).toISOString(),
     });
-    this.events.record('invitation.created', `Invitation created for ${email}`, { entityId, invitationId: id }, { email, fleet: fleet.name, days });
+    this.events.record(
+      'invitation.created',
+      `Invitation created for ${email}`,
+      { entityId, invitationId: id },
+      { email, fleet: fleet.name, days },
+    );
     return this.get(id);
   }
 
@@ -185,7 +198,9 @@ export class InvitationService {
   resend(id: number): InvitationRow {
     const status = statusOf(this.get(id));
     if (status !== 'pending') {
-      const why = { done: 'has already been used', revoked: 'was revoked', expired: 'has expired; create a new invitation' }[status];
+      const why = { done: 'has already been used', revoked: 'was revoked', expired: 'has expired; create a new invitation' }[
+        status
+      ];
       throw new ApiError(409, 'ERROR_INVITATION_NOT_PENDING', `This invitation ${why}`);
     }
     this.mailer.queue([id], null);
@@ -214,7 +229,10 @@ export class InvitationService {
     if (row.status === 'revoked') return row;
     return this.work.run(() => {
       this.repository.revoke(id, nowIso());
-      this.events.record('invitation.revoked', `Invitation for ${row.email} revoked`, { entityId: row.entity_id, invitationId: id });
+      this.events.record('invitation.revoked', `Invitation for ${row.email} revoked`, {
+        entityId: row.entity_id,
+        invitationId: id,
+      });
       return this.get(id);
     });
   }
@@ -223,14 +241,18 @@ export class InvitationService {
     const row = this.get(id);
     this.work.run(() => {
       this.repository.remove(id);
-      this.events.record('invitation.deleted', `Invitation for ${row.email} deleted`, { entityId: row.entity_id, invitationId: id });
+      this.events.record('invitation.deleted', `Invitation for ${row.email} deleted`, {
+        entityId: row.entity_id,
+        invitationId: id,
+      });
     });
   }
 
   /** Marks the invitation used; call inside the transaction that creates the agent. */
   consume(row: InvitationRow, agentId: number, attempt: AttemptDetails): void {
     const at = nowIso();
-    if (!this.repository.markUsed(row.id, agentId, at)) throw new ApiError(400, 'ERROR_CORE_ADD', 'This invitation has already been used');
+    if (!this.repository.markUsed(row.id, agentId, at))
+      throw new ApiError(400, 'ERROR_CORE_ADD', 'This invitation has already been used');
     this.repository.log({ invitation_id: row.id, at, outcome: 'used', code: null, message: 'Device enrolled', ...attempt });
   }
 
@@ -240,7 +262,12 @@ export class InvitationService {
     this.work.run(() => {
       this.repository.log({ invitation_id: row.id, at, outcome: 'refused', code, message, ...attempt });
       this.repository.touch(row.id, at);
-      this.events.record('invitation.refused', `Enrollment refused for ${row.email}: ${message}`, { entityId: row.entity_id, invitationId: row.id }, { code, ...attempt });
+      this.events.record(
+        'invitation.refused',
+        `Enrollment refused for ${row.email}: ${message}`,
+        { entityId: row.entity_id, invitationId: row.id },
+        { code, ...attempt },
+      );
     });
   }
 

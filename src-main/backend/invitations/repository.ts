@@ -3,7 +3,10 @@ import type { Db } from '../db/database.ts';
 import type { InvitationFilter, InvitationLogEntry, InvitationRow } from './invitations.ts';
 import type { AgentBrief } from '../../../src-shared/contract/index.ts';
 
-export type NewInvitation = Pick<InvitationRow, 'entity_id' | 'user_id' | 'fleet_id' | 'email' | 'firstname' | 'lastname' | 'token' | 'created_at' | 'expires_at'>;
+export type NewInvitation = Pick<
+  InvitationRow,
+  'entity_id' | 'user_id' | 'fleet_id' | 'email' | 'firstname' | 'lastname' | 'token' | 'created_at' | 'expires_at'
+>;
 export type NewLogEntry = Omit<InvitationLogEntry, 'id'> & { invitation_id: number };
 
 /** An invitation with what its views show beside it, read in the same statement. */
@@ -15,7 +18,10 @@ export interface InvitationDetails extends InvitationRow {
 }
 
 /** What an invitation's email needs of it, and no more. */
-export interface InvitationMailFacts extends Pick<InvitationRow, 'id' | 'entity_id' | 'email' | 'firstname' | 'lastname' | 'token' | 'status' | 'expires_at'> {
+export interface InvitationMailFacts extends Pick<
+  InvitationRow,
+  'id' | 'entity_id' | 'email' | 'firstname' | 'lastname' | 'token' | 'status' | 'expires_at'
+> {
   user_token: string;
 }
 
@@ -85,7 +91,9 @@ export class SqliteInvitationRepository implements InvitationRepository {
         `SELECT i.id, i.entity_id, i.email, i.firstname, i.lastname, i.token, i.status, i.expires_at, u.user_token
          FROM invitations i JOIN users u ON u.id = i.user_id WHERE i.id = ?`,
       ),
-      pendingAmong: db.prepare(`SELECT id FROM invitations WHERE id IN ${IDS} AND status = 'pending' AND expires_at > ? ORDER BY id`),
+      pendingAmong: db.prepare(
+        `SELECT id FROM invitations WHERE id IN ${IDS} AND status = 'pending' AND expires_at > ? ORDER BY id`,
+      ),
       revoke: db.prepare(`UPDATE invitations SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'pending'`),
       remove: db.prepare(`DELETE FROM invitations WHERE id = ?`),
       markUsed: db.prepare(
@@ -211,6 +219,13 @@ function detailsOf(record: DetailsRecord): InvitationDetails {
   const agent =
     agent_found === null
       ? null
-      : { id: agent_found, name: agent_name!, serial: agent_serial, uuid: agent_uuid, type: agent_type!, enroll_status: agent_enroll_status! };
+      : {
+          id: agent_found,
+          name: agent_name!,
+          serial: agent_serial,
+          uuid: agent_uuid,
+          type: agent_type!,
+          enroll_status: agent_enroll_status!,
+        };
   return { ...row, agent };
 }

@@ -24,7 +24,13 @@ export interface DeliveryRow {
 /** What invitation views carry as `delivery` (null: never emailed); declared by invitations/. */
 export type DeliveryView = InvitationDelivery;
 
-export type DeliveryOutcome = { state: 'sent' | 'failed' | 'outbox'; error?: string | null; response?: string | null; messageId?: string | null; outboxFile?: string | null };
+export type DeliveryOutcome = {
+  state: 'sent' | 'failed' | 'outbox';
+  error?: string | null;
+  response?: string | null;
+  messageId?: string | null;
+  outboxFile?: string | null;
+};
 
 /** The mail_deliveries table: the persisted queue of the mail worker and each invitation's delivery state. */
 export interface DeliveryRepository extends InvitationDeliveries {
@@ -73,14 +79,24 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
          WHERE invitation_id = @invitation_id AND state = 'sending'`,
       ),
       nextRetry: db.prepare(`SELECT min(retry_at) AS at FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL`),
-      waitingIds: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL ORDER BY invitation_id`),
-      waitingIdsOfBatch: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL AND batch_id = ? ORDER BY invitation_id`),
+      waitingIds: db.prepare(
+        `SELECT invitation_id FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL ORDER BY invitation_id`,
+      ),
+      waitingIdsOfBatch: db.prepare(
+        `SELECT invitation_id FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL AND batch_id = ? ORDER BY invitation_id`,
+      ),
       retrying: db.prepare(`SELECT count(*) AS n FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL`),
-      batchRetrying: db.prepare(`SELECT count(*) AS n FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL AND batch_id = ?`),
+      batchRetrying: db.prepare(
+        `SELECT count(*) AS n FROM mail_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL AND batch_id = ?`,
+      ),
       requeueInterrupted: db.prepare(`UPDATE mail_deliveries SET state = 'queued', updated_at = ? WHERE state = 'sending'`),
-      requeueOne: db.prepare(`UPDATE mail_deliveries SET state = 'queued', updated_at = ? WHERE invitation_id = ? AND state = 'sending'`),
+      requeueOne: db.prepare(
+        `UPDATE mail_deliveries SET state = 'queued', updated_at = ? WHERE invitation_id = ? AND state = 'sending'`,
+      ),
       failedIds: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'failed' ORDER BY invitation_id`),
-      failedIdsOfBatch: db.prepare(`SELECT invitation_id FROM mail_deliveries WHERE state = 'failed' AND batch_id = ? ORDER BY invitation_id`),
+      failedIdsOfBatch: db.prepare(
+        `SELECT invitation_id FROM mail_deliveries WHERE state = 'failed' AND batch_id = ? ORDER BY invitation_id`,
+      ),
       counts: db.prepare(`SELECT state, count(*) AS n FROM mail_deliveries GROUP BY state`),
       batchCounts: db.prepare(`SELECT state, count(*) AS n FROM mail_deliveries WHERE batch_id = ? GROUP BY state`),
     };
@@ -89,7 +105,10 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
   deliveriesOf(invitationIds: number[]): Map<number, DeliveryView> {
     const views = new Map<number, DeliveryView>();
     if (invitationIds.length === 0) return views;
-    for (const { invitation_id: id, ...view } of this.statements.ofInvitations.all(JSON.stringify(invitationIds)) as DeliveryRow[]) views.set(id, view);
+    for (const { invitation_id: id, ...view } of this.statements.ofInvitations.all(
+      JSON.stringify(invitationIds),
+    ) as DeliveryRow[])
+      views.set(id, view);
     return views;
   }
 
@@ -146,7 +165,9 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
 
   /** Deliveries waiting for a retry (of one batch): `mail retry` sends them now. */
   waitingIds(batchId?: string): number[] {
-    const rows = (batchId ? this.statements.waitingIdsOfBatch.all(batchId) : this.statements.waitingIds.all()) as { invitation_id: number }[];
+    const rows = (batchId ? this.statements.waitingIdsOfBatch.all(batchId) : this.statements.waitingIds.all()) as {
+      invitation_id: number;
+    }[];
     return rows.map((r) => r.invitation_id);
   }
 
@@ -161,18 +182,25 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
   }
 
   failedIds(batchId?: string): number[] {
-    const rows = (batchId ? this.statements.failedIdsOfBatch.all(batchId) : this.statements.failedIds.all()) as { invitation_id: number }[];
+    const rows = (batchId ? this.statements.failedIdsOfBatch.all(batchId) : this.statements.failedIds.all()) as {
+      invitation_id: number;
+    }[];
     return rows.map((r) => r.invitation_id);
   }
 
   counts(batchId?: string): DeliveryCounts {
     const counts: DeliveryCounts = { queued: 0, sending: 0, sent: 0, failed: 0, outbox: 0, total: 0, retrying: 0 };
-    const rows = (batchId ? this.statements.batchCounts.all(batchId) : this.statements.counts.all()) as { state: DeliveryState; n: number }[];
+    const rows = (batchId ? this.statements.batchCounts.all(batchId) : this.statements.counts.all()) as {
+      state: DeliveryState;
+      n: number;
+    }[];
     for (const { state, n } of rows) {
       counts[state] = n;
       counts.total += n;
     }
-    counts.retrying = ((batchId ? this.statements.batchRetrying.get(batchId) : this.statements.retrying.get()) as { n: number }).n;
+    counts.retrying = (
+      (batchId ? this.statements.batchRetrying.get(batchId) : this.statements.retrying.get()) as { n: number }
+    ).n;
     return counts;
   }
 }

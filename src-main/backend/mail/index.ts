@@ -16,7 +16,13 @@ import { TestMailSender } from './test-send.ts';
 import { TransportPool } from './transport-pool.ts';
 import { MailWorker } from './worker.ts';
 
-export { DELIVERY_STATES, SqliteDeliveryRepository, type DeliveryRepository, type DeliveryState, type DeliveryView } from './delivery-repository.ts';
+export {
+  DELIVERY_STATES,
+  SqliteDeliveryRepository,
+  type DeliveryRepository,
+  type DeliveryState,
+  type DeliveryView,
+} from './delivery-repository.ts';
 export type { MailSettings } from '../settings/mail-settings.ts';
 export { osSecretProtector, plainProtector, SecretStore, type OsSecretStorage, type SecretProtector } from './secrets.ts';
 export { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
@@ -46,7 +52,14 @@ export interface Mail {
 }
 
 export function createMail(
-  deps: { db: Db; events: EventLog; work: UnitOfWork; settings: SettingsStore; invitations: MailableInvitations; deliveries: DeliveryRepository },
+  deps: {
+    db: Db;
+    events: EventLog;
+    work: UnitOfWork;
+    settings: SettingsStore;
+    invitations: MailableInvitations;
+    deliveries: DeliveryRepository;
+  },
   options: MailOptions = {},
 ): Mail {
   const { db, events, work, settings, invitations, deliveries } = deps;

@@ -39,7 +39,12 @@ export function formatExpiry(iso: string): string {
   }).format(new Date(iso));
 }
 
-export function templateValues(invitation: InvitationForMail, settings: Settings, qrSrc: string, now = Date.now()): TemplateValues {
+export function templateValues(
+  invitation: InvitationForMail,
+  settings: Settings,
+  qrSrc: string,
+  now = Date.now(),
+): TemplateValues {
   const fullName = [invitation.firstname, invitation.lastname].filter(Boolean).join(' ');
   const helpdesk = [settings.helpdesk_name, settings.helpdesk_phone, settings.helpdesk_email, settings.helpdesk_website];
   return {
@@ -68,7 +73,12 @@ export function templateValues(invitation: InvitationForMail, settings: Settings
  * a PNG file, so that it shows in every client and can be saved. Throws TemplateError when a
  * stored template is broken.
  */
-export async function composeInvitationMail(invitation: InvitationForMail, settings: Settings, from: string, templates = templatesOf(settings)): Promise<SendMailOptions> {
+export async function composeInvitationMail(
+  invitation: InvitationForMail,
+  settings: Settings,
+  from: string,
+  templates = templatesOf(settings),
+): Promise<SendMailOptions> {
   const cid = `qr-${invitation.id}@mdm-console`;
   const png = await qrPngOrNone(invitation.deeplink);
   // Without a QR code, the template's image of it goes too, rather than showing as broken.
@@ -105,5 +115,11 @@ export async function qrPngOrNone(deeplink: string, width = QR_WIDTH): Promise<B
 
 export function testMail(from: string, to: string, target: string): SendMailOptions {
   const text = `This is a test message from MDM Console.\n\nIt was sent through ${target}. If you can read it, invitation emails will reach their recipients the same way.\n`;
-  return { from, to, subject: 'MDM Console test email', text, html: `<p>This is a test message from MDM Console.</p><p>It was sent through ${escapeHtml(target)}. If you can read it, invitation emails will reach their recipients the same way.</p>` };
+  return {
+    from,
+    to,
+    subject: 'MDM Console test email',
+    text,
+    html: `<p>This is a test message from MDM Console.</p><p>It was sent through ${escapeHtml(target)}. If you can read it, invitation emails will reach their recipients the same way.</p>`,
+  };
 }

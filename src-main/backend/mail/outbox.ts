@@ -19,7 +19,10 @@ export class Outbox {
     const info = await this.composer.sendMail(message);
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const stamp = new Date().toISOString().replace(/[-:]/g, '');
-    const safe = label.toLowerCase().replace(/[^a-z0-9._-]+/g, '_').slice(0, 80);
+    const safe = label
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '_')
+      .slice(0, 80);
     const file = join(this.dir, `${stamp}-${safe}.eml`);
     const temp = `${file}.tmp`;
     writeFileSync(temp, info.message as Buffer, { mode: 0o600 });

@@ -33,9 +33,15 @@ export class MailPreview {
   async render(input: PreviewInput) {
     const settings = this.settings.get();
     const inForce = templatesOf(settings);
-    const templates: MailTemplates = { subject: input.subject ?? inForce.subject, html: input.html ?? inForce.html, text: input.text ?? inForce.text };
+    const templates: MailTemplates = {
+      subject: input.subject ?? inForce.subject,
+      html: input.html ?? inForce.html,
+      text: input.text ?? inForce.text,
+    };
     const problems = checkTemplates(templates);
-    const invitation: InvitationForMail = input.invitation_id ? this.invitation(input.invitation_id) : sampleInvitation(settings.invitation_lifetime_days);
+    const invitation: InvitationForMail = input.invitation_id
+      ? this.invitation(input.invitation_id)
+      : sampleInvitation(settings.invitation_lifetime_days);
     const target = (() => {
       try {
         return this.mailSettings.target();
@@ -70,7 +76,9 @@ export class MailPreview {
 }
 
 function sampleInvitation(days: number): InvitationForMail {
-  const data = Buffer.from('https://mdm.example.com/api;sample-user-token;sample-invitation-token;Helpdesk;;;').toString('base64');
+  const data = Buffer.from('https://mdm.example.com/api;sample-user-token;sample-invitation-token;Helpdesk;;;').toString(
+    'base64',
+  );
   return {
     id: 0,
     email: 'alex.example@example.com',

@@ -17,7 +17,13 @@ export class MailQueue implements InvitationMailer {
   private readonly wake: () => void;
 
   /** `wake`: tells the worker there is work; called once the queueing has committed. */
-  constructor(deps: { deliveries: DeliveryRepository; invitations: MailableInvitations; events: EventLog; work: UnitOfWork; wake: () => void }) {
+  constructor(deps: {
+    deliveries: DeliveryRepository;
+    invitations: MailableInvitations;
+    events: EventLog;
+    work: UnitOfWork;
+    wake: () => void;
+  }) {
     this.deliveries = deps.deliveries;
     this.invitations = deps.invitations;
     this.events = deps.events;

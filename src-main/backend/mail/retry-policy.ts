@@ -6,7 +6,15 @@
  */
 
 /** Waits before retry 1, 2, …: the first within 2 minutes; 8 attempts over about 4 hours in all. */
-export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [60_000, 3 * 60_000, 10 * 60_000, 20 * 60_000, 30 * 60_000, 60 * 60_000, 90 * 60_000];
+export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [
+  60_000,
+  3 * 60_000,
+  10 * 60_000,
+  20 * 60_000,
+  30 * 60_000,
+  60 * 60_000,
+  90 * 60_000,
+];
 
 export interface RetryPolicy {
   /** Delay before each retry; its length bounds the retries (attempts = length + 1). */

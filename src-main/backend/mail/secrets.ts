@@ -42,7 +42,10 @@ export function osSecretProtector(storage: OsSecretStorage): SecretProtector {
  * the OS keychain when there is one; otherwise undefined, i.e. the 0600 file, as headless. On Linux
  * without a secret service safeStorage would fall back to a fixed built-in key: no better than the file.
  */
-export function keychainProtector(storage: OsSecretStorage, platform: NodeJS.Platform = process.platform): SecretProtector | undefined {
+export function keychainProtector(
+  storage: OsSecretStorage,
+  platform: NodeJS.Platform = process.platform,
+): SecretProtector | undefined {
   if (!storage.isEncryptionAvailable()) return undefined;
   if (platform === 'linux' && storage.getSelectedStorageBackend?.() === 'basic_text') return undefined;
   return osSecretProtector(storage);
@@ -131,7 +134,8 @@ export class SecretStore {
 
   private write(values: Partial<Record<SecretName, string>>): void {
     const stored: SecretFile = { version: 1, protection: this.protector.kind, values: {} };
-    for (const [name, value] of Object.entries(values) as [SecretName, string][]) stored.values[name] = this.protector.protect(value);
+    for (const [name, value] of Object.entries(values) as [SecretName, string][])
+      stored.values[name] = this.protector.protect(value);
     mkdirSync(dirname(this.file), { recursive: true });
     const temp = `${this.file}.${process.pid}.tmp`;
     writeFileSync(temp, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600 });

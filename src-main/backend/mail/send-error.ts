@@ -7,7 +7,8 @@ export function describeSendError(error: unknown): { message: string; response: 
   let message = (e?.message || String(error)).trim();
   const response = typeof e?.response === 'string' && e.response ? e.response.trim() : null;
   // Node's TLS errors say what is wrong with the certificate but not that it is about TLS.
-  if (!response && /certificate|self[- ]signed|tls|ssl|handshake/i.test(message) && !/^TLS/.test(message)) message = `TLS error: ${message}`;
+  if (!response && /certificate|self[- ]signed|tls|ssl|handshake/i.test(message) && !/^TLS/.test(message))
+    message = `TLS error: ${message}`;
   return { message: response && !message.includes(response) ? `${message}: ${response}` : message, response };
 }
 

@@ -25,7 +25,13 @@ export class MailSettingsService {
   private readonly overrides: MailOverrides;
   private readonly listeners: (() => void)[] = [];
 
-  constructor(deps: { settings: SettingsStore; secrets: SecretStore; events: EventLog; outboxDir: string; overrides?: MailOverrides }) {
+  constructor(deps: {
+    settings: SettingsStore;
+    secrets: SecretStore;
+    events: EventLog;
+    outboxDir: string;
+    overrides?: MailOverrides;
+  }) {
     this.settings = deps.settings;
     this.secrets = deps.secrets;
     this.events = deps.events;
@@ -47,7 +53,12 @@ export class MailSettingsService {
   /** Where mail goes, for the console and `serve`; never the password. */
   describeTarget(target = this.target()) {
     if (target.kind === 'outbox') {
-      return { kind: 'outbox' as const, from: target.from, outbox_dir: this.outboxDir, summary: `no SMTP server configured: messages are written to ${this.outboxDir}` };
+      return {
+        kind: 'outbox' as const,
+        from: target.from,
+        outbox_dir: this.outboxDir,
+        summary: `no SMTP server configured: messages are written to ${this.outboxDir}`,
+      };
     }
     const { smtp } = target;
     const url = `${smtp.security === 'tls' ? 'smtps' : 'smtp'}://${smtp.user ? `${encodeURIComponent(smtp.user)}@` : ''}${smtp.host.includes(':') ? `[${smtp.host}]` : smtp.host}:${smtpPort(smtp)}`;
@@ -124,7 +135,11 @@ export class MailSettingsService {
     } else if (url !== undefined) {
       changes.smtp_host = '';
     }
-    const problems = checkTemplates({ subject: fields.mail_subject_template, html: fields.mail_html_template, text: fields.mail_text_template });
+    const problems = checkTemplates({
+      subject: fields.mail_subject_template,
+      html: fields.mail_html_template,
+      text: fields.mail_text_template,
+    });
     const listed = Object.entries(problems).flatMap(([part, errors]) => errors.map((e) => `${part} template, ${e}`));
     if (listed.length > 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', listed.join('; '));
     if (Object.keys(changes).length > 0) this.settings.update(changes);

@@ -39,7 +39,8 @@ export function parseSmtpUrl(text: string): SmtpConfig {
   let security: SmtpSecurity = url.protocol === 'smtps:' ? 'tls' : 'auto';
   const asked = url.searchParams.get('security');
   if (asked !== null) {
-    if (!(SMTP_SECURITY as readonly string[]).includes(asked)) throw new SmtpUrlError(`security must be one of ${SMTP_SECURITY.join(', ')}, not "${asked}"`);
+    if (!(SMTP_SECURITY as readonly string[]).includes(asked))
+      throw new SmtpUrlError(`security must be one of ${SMTP_SECURITY.join(', ')}, not "${asked}"`);
     security = asked as SmtpSecurity;
   }
   const reject = url.searchParams.get('reject_unauthorized');
@@ -80,7 +81,10 @@ export function smtpPort(config: Pick<SmtpConfig, 'port' | 'security'>): number 
 /** Sender when none is configured: the SMTP user if it is an address, else no-reply@<host name>. */
 export function defaultFromAddress(smtpUser: string): string {
   if (/^[^\s@]+@[^\s@]+$/.test(smtpUser)) return smtpUser;
-  const host = hostname().toLowerCase().replace(/[^a-z0-9.-]/g, '') || 'localhost';
+  const host =
+    hostname()
+      .toLowerCase()
+      .replace(/[^a-z0-9.-]/g, '') || 'localhost';
   return `no-reply@${host.includes('.') ? host : `${host}.local`}`;
 }
 
@@ -96,7 +100,11 @@ export function formatFrom(name: string, address: string): string {
  * What the worker should use now: the command line / environment URL wins over the settings;
  * without either, the outbox folder.
  */
-export function resolveMailTarget(settings: MailSettings, password: string | undefined, override: { smtpUrl?: string; mailFrom?: string }): MailTarget {
+export function resolveMailTarget(
+  settings: MailSettings,
+  password: string | undefined,
+  override: { smtpUrl?: string; mailFrom?: string },
+): MailTarget {
   let smtp: SmtpConfig | null = null;
   let source: 'command line' | 'settings' = 'settings';
   if (override.smtpUrl) {
@@ -112,7 +120,9 @@ export function resolveMailTarget(settings: MailSettings, password: string | und
       rejectUnauthorized: settings.smtp_reject_unauthorized,
     };
   }
-  const from = override.mailFrom?.trim() || formatFrom(settings.mail_from_name, settings.mail_from_address || defaultFromAddress(smtp?.user ?? settings.smtp_user));
+  const from =
+    override.mailFrom?.trim() ||
+    formatFrom(settings.mail_from_name, settings.mail_from_address || defaultFromAddress(smtp?.user ?? settings.smtp_user));
   if (!smtp) return { kind: 'outbox', from };
   return { kind: 'smtp', source, smtp, from, maxConnections: settings.smtp_max_connections };
 }

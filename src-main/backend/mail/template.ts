@@ -96,7 +96,9 @@ function parse(source: string): ParsedTemplate {
     const inner = source.slice(open + 2, close).trim();
     const match = TAG.exec(inner);
     if (!match) {
-      errors.push(`line ${line}: "{{${inner}}}" is not a placeholder (write {{name}}, {{#name}}…{{/name}} or {{^name}}…{{/name}})`);
+      errors.push(
+        `line ${line}: "{{${inner}}}" is not a placeholder (write {{name}}, {{#name}}…{{/name}} or {{^name}}…{{/name}})`,
+      );
       continue;
     }
     const [, sigil, name] = match as unknown as [string, string, string];
@@ -114,7 +116,8 @@ function parse(source: string): ParsedTemplate {
     } else if (sigil === '/') {
       const top = stack.at(-1);
       if (!top) errors.push(`line ${line}: "{{/${name}}}" closes nothing`);
-      else if (top.name !== name) errors.push(`line ${line}: "{{/${name}}}" closes "{{#${top.name}}}" opened on line ${top.line}`);
+      else if (top.name !== name)
+        errors.push(`line ${line}: "{{/${name}}}" closes "{{#${top.name}}}" opened on line ${top.line}`);
       else current = stack.pop()!.body;
     } else {
       current.push({ kind: 'value', name });

@@ -37,13 +37,37 @@ export class TestMailSender {
     const mailer = nodemailer.createTransport(transportOptions(target.smtp, null) as never) as Transporter;
     mailer.on('error', () => {});
     try {
-      const info = (await mailer.sendMail(testMail(target.from, to, described.summary))) as { response?: string; messageId?: string; accepted?: unknown[]; rejected?: unknown[] };
-      this.events.record('mail.test', `Test email sent to ${to}: ${info.response ?? ''}`, {}, { to, response: info.response ?? null });
-      return { ok: true, via: 'smtp' as const, to, response: info.response ?? null, message_id: info.messageId ?? null, accepted: info.accepted ?? [], rejected: info.rejected ?? [], transport: described };
+      const info = (await mailer.sendMail(testMail(target.from, to, described.summary))) as {
+        response?: string;
+        messageId?: string;
+        accepted?: unknown[];
+        rejected?: unknown[];
+      };
+      this.events.record(
+        'mail.test',
+        `Test email sent to ${to}: ${info.response ?? ''}`,
+        {},
+        { to, response: info.response ?? null },
+      );
+      return {
+        ok: true,
+        via: 'smtp' as const,
+        to,
+        response: info.response ?? null,
+        message_id: info.messageId ?? null,
+        accepted: info.accepted ?? [],
+        rejected: info.rejected ?? [],
+        transport: described,
+      };
     } catch (error) {
       const { message, response } = describeSendError(error);
       this.events.record('mail.test', `Test email to ${to} failed: ${message}`, {}, { to, error: message, response });
-      throw new MailSendError(message, response, (error as NodemailerError).code ?? null, (error as NodemailerError).responseCode ?? null);
+      throw new MailSendError(
+        message,
+        response,
+        (error as NodemailerError).code ?? null,
+        (error as NodemailerError).responseCode ?? null,
+      );
     } finally {
       mailer.close();
     }

@@ -54,7 +54,8 @@ export class MailWorker {
     if (this.started) return;
     this.started = true;
     const resumed = this.deps.deliveries.requeueInterrupted();
-    if (resumed > 0) this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
+    if (resumed > 0)
+      this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
     this.kick();
     // Retries scheduled before the stop keep their time.
     this.armRetryTimer();
@@ -109,11 +110,14 @@ export class MailWorker {
     if (this.retryTimer && this.retryTimerAt <= at) return;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimerAt = at;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      this.kick();
-      this.armRetryTimer();
-    }, Math.max(0, at - Date.now()) + 5);
+    this.retryTimer = setTimeout(
+      () => {
+        this.retryTimer = null;
+        this.kick();
+        this.armRetryTimer();
+      },
+      Math.max(0, at - Date.now()) + 5,
+    );
     this.retryTimer.unref();
   }
 
@@ -144,23 +148,39 @@ export class MailWorker {
       outbox: `Invitation email for ${email} written to the outbox (no SMTP configured)`,
       failed: `Invitation email to ${email} failed: ${error ?? ''}`,
     }[state];
-    this.deps.events.record(`mail.${state}`, message, { entityId: invitation?.entity_id ?? null, invitationId: job.invitation_id }, {
-      state,
-      batch_id: job.batch_id,
-      attempts: job.attempts,
-      ...(error ? { error } : {}),
-      ...(response ? { response } : {}),
-    });
+    this.deps.events.record(
+      `mail.${state}`,
+      message,
+      { entityId: invitation?.entity_id ?? null, invitationId: job.invitation_id },
+      {
+        state,
+        batch_id: job.batch_id,
+        attempts: job.attempts,
+        ...(error ? { error } : {}),
+        ...(response ? { response } : {}),
+      },
+    );
   }
 
-  private scheduleRetry(job: DeliveryRow, invitation: MailableInvitation, outcome: { error: string; response: string | null; retryAt: Date }): void {
+  private scheduleRetry(
+    job: DeliveryRow,
+    invitation: MailableInvitation,
+    outcome: { error: string; response: string | null; retryAt: Date },
+  ): void {
     if (!this.deps.isOpen() || !this.deps.deliveries.scheduleRetry(job.invitation_id, outcome)) return;
     const at = outcome.retryAt.toISOString();
     this.deps.events.record(
       'mail.retrying',
       `Invitation email to ${invitation.email} failed (${outcome.error}); will retry ${inAbout(outcome.retryAt)} (at ${at.slice(11, 19)} UTC)`,
       { entityId: invitation.entity_id, invitationId: job.invitation_id },
-      { state: 'queued', batch_id: job.batch_id, attempts: job.attempts, error: outcome.error, retry_at: at, ...(outcome.response ? { response: outcome.response } : {}) },
+      {
+        state: 'queued',
+        batch_id: job.batch_id,
+        attempts: job.attempts,
+        error: outcome.error,
+        retry_at: at,
+        ...(outcome.response ? { response: outcome.response } : {}),
+      },
     );
     this.armRetryTimer();
   }
@@ -178,7 +198,12 @@ export class MailWorker {
       target = this.deps.mailSettings.target();
       message = await composeInvitationMail(invitation, this.deps.settings.get(), target.from);
     } catch (error) {
-      const what = error instanceof TemplateError ? 'The email template is broken' : error instanceof SmtpUrlError ? 'The SMTP URL is not valid' : 'The message could not be built';
+      const what =
+        error instanceof TemplateError
+          ? 'The email template is broken'
+          : error instanceof SmtpUrlError
+            ? 'The SMTP URL is not valid'
+            : 'The message could not be built';
       return this.finish(job, { state: 'failed', error: `${what}: ${(error as Error).message}` }, invitation);
     }
     if (target.kind === 'outbox') {
@@ -186,7 +211,11 @@ export class MailWorker {
         const { file, messageId } = await this.deps.outbox.write(message, `invitation-${invitation.id}-${invitation.email}`);
         return this.finish(job, { state: 'outbox', outboxFile: file, messageId }, invitation);
       } catch (error) {
-        return this.finish(job, { state: 'failed', error: `Could not write to the outbox ${this.deps.outbox.dir}: ${(error as Error).message}` }, invitation);
+        return this.finish(
+          job,
+          { state: 'failed', error: `Could not write to the outbox ${this.deps.outbox.dir}: ${(error as Error).message}` },
+          invitation,
+        );
       }
     }
     const lease = this.deps.transports.lease(target);
@@ -203,7 +232,10 @@ export class MailWorker {
       if (!isTransientSmtpError(error)) return this.finish(job, { state: 'failed', error: text, response }, invitation);
       const retryAt = nextRetryAt(job.attempts, new Date(), this.retryPolicy, invitation.expires_at);
       if (!retryAt) {
-        const why = job.attempts > this.retryPolicy.delaysMs.length ? `gave up after ${job.attempts} attempts` : 'no retry: the invitation expires first';
+        const why =
+          job.attempts > this.retryPolicy.delaysMs.length
+            ? `gave up after ${job.attempts} attempts`
+            : 'no retry: the invitation expires first';
         return this.finish(job, { state: 'failed', error: `${text} (${why})`, response }, invitation);
       }
       this.scheduleRetry(job, invitation, { error: text, response, retryAt });

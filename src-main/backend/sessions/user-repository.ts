@@ -51,9 +51,7 @@ export class UserRepository {
       ),
       setToken: db.prepare(`UPDATE users SET user_token = ? WHERE id = ?`),
       setDefaultProfile: db.prepare(`UPDATE users SET default_profile_id = ? WHERE id = ?`),
-      assign: db.prepare(
-        `INSERT OR IGNORE INTO profile_assignments (user_id, profile_id, entity_id) VALUES (?, ?, ?)`,
-      ),
+      assign: db.prepare(`INSERT OR IGNORE INTO profile_assignments (user_id, profile_id, entity_id) VALUES (?, ?, ?)`),
       // Plain lookups: SQLite runs a JOIN, DISTINCT or ORDER BY … LIMIT here several times slower
       // than the index lookup itself, and a user holds one to three assignments.
       unassign: db.prepare(`DELETE FROM profile_assignments WHERE user_id = ? AND profile_id = ?`),
@@ -79,7 +77,8 @@ export class UserRepository {
    * The profiles (seeded by the migrations, never changed at run time), read once: every agent
    * request asks for the guest profile, some more than once.
    */
-  private profileCache: { byId: Map<number, ProfileRow>; guest: ProfileRow; default: ProfileRow; agent: ProfileRow } | null = null;
+  private profileCache: { byId: Map<number, ProfileRow>; guest: ProfileRow; default: ProfileRow; agent: ProfileRow } | null =
+    null;
 
   private profiles(): NonNullable<UserRepository['profileCache']> {
     if (this.profileCache) return this.profileCache;
@@ -110,7 +109,8 @@ export class UserRepository {
   /** The entity in which the user holds `profileId`, if they hold it at all (the lowest id if several). */
   entityOfAssignment(userId: number, profileId: number): number | undefined {
     let entityId: number | undefined;
-    for (const a of this.assignmentsOf(userId)) if (a.profile_id === profileId && (entityId === undefined || a.entity_id < entityId)) entityId = a.entity_id;
+    for (const a of this.assignmentsOf(userId))
+      if (a.profile_id === profileId && (entityId === undefined || a.entity_id < entityId)) entityId = a.entity_id;
     return entityId;
   }
 

@@ -12,7 +12,9 @@ export class SqliteSettingsRepository implements SettingsRepository {
 
   constructor(db: Db) {
     this.selectAll = db.prepare(`SELECT key, value FROM settings`);
-    this.upsert = db.prepare(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`);
+    this.upsert = db.prepare(
+      `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+    );
   }
 
   all(): { key: string; value: string }[] {

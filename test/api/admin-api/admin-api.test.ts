@@ -35,7 +35,11 @@ function readEvents(headers: Record<string, string>, until: (events: StreamEvent
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           if (block.startsWith('retry: ')) markOpened();
-          const field = (name: string) => block.split('\n').find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2);
+          const field = (name: string) =>
+            block
+              .split('\n')
+              .find((line) => line.startsWith(`${name}: `))
+              ?.slice(name.length + 2);
           const data = field('data');
           if (data) events.push({ id: field('id')!, type: field('event')!, data: JSON.parse(data) });
         }
@@ -45,7 +49,9 @@ function readEvents(headers: Record<string, string>, until: (events: StreamEvent
         }
       });
     });
-    req.on('error', (error) => (error.message.includes('aborted') || (error as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(error)));
+    req.on('error', (error) =>
+      error.message.includes('aborted') || (error as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(error),
+    );
     req.end();
     setTimeout(() => reject(new Error(`timed out; got ${JSON.stringify(events.map((e) => e.type))}`)), 15_000).unref();
   });
@@ -57,7 +63,12 @@ const bearer = () => ({ authorization: `Bearer ${t.backend.info.admin_token}` })
 
 describe('admin authentication', () => {
   it('refuses calls without the admin token, or with a wrong one', async () => {
-    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer nope' }, { authorization: t.backend.info.admin_token }, { cookie: 'mdm_console=forged' }];
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: 'Bearer nope' },
+      { authorization: t.backend.info.admin_token },
+      { cookie: 'mdm_console=forged' },
+    ];
     for (const headers of attempts) {
       const response = await fetch(`${t.backend.info.admin_url}/api/invitations`, { headers });
       expect(response.status).toBe(401);
@@ -88,13 +99,19 @@ describe('admin authentication', () => {
 
   it('signs the console in with the admin token or a one-time link pasted on its sign-in page', async () => {
     const signIn = (credential: unknown, headers: Record<string, string> = { 'sec-fetch-site': 'same-origin' }) =>
-      fetch(`${t.backend.info.admin_url}/auth/sign-in`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ credential }) });
+      fetch(`${t.backend.info.admin_url}/auth/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ credential }),
+      });
     const withToken = await signIn(` ${t.backend.info.admin_token}\n`);
     expect(withToken.status).toBe(200);
     expect((await withToken.json()) as unknown).toEqual({ signed_in: true, with: 'token' });
     const cookie = withToken.headers.get('set-cookie')!;
     expect(cookie).toMatch(/HttpOnly; SameSite=Strict/);
-    expect((await fetch(`${t.backend.info.admin_url}/api/status`, { headers: { cookie: cookie.split(';')[0]! } })).status).toBe(200);
+    expect((await fetch(`${t.backend.info.admin_url}/api/status`, { headers: { cookie: cookie.split(';')[0]! } })).status).toBe(
+      200,
+    );
 
     const link = (await t.admin('POST', '/console-tickets')).body.console_url as string;
     const withLink = await signIn(link);
@@ -119,21 +136,23 @@ describe('admin authentication', () => {
     // A backend of its own: the choice applies to everything it serves from then on.
     const own = await startTestBackend();
     try {
-    const before = await own.admin('GET', '/status');
-    expect(before.body.public_host).toBe('127.0.0.1');
-    expect(before.body.warnings.join(' ')).toMatch(/loopback/);
-    expect((await own.admin('POST', '/public-host', { host: '203.0.113.9' })).status).toBe(400);
-    expect((await own.admin('POST', '/public-host', {})).status).toBe(400);
-    const lan = before.body.lan_addresses as string[];
-    if (lan.length === 0) return; // a machine with no network address has nothing to pick
-    const picked = await own.admin('POST', '/public-host', { host: lan[0] });
-    expect(picked.status).toBe(200);
-    expect(picked.body.api_url).toContain(`//${lan[0]}:`);
-    const after = await own.admin('GET', '/status');
-    expect(after.body).toMatchObject({ public_host: lan[0], warnings: [] });
-    const invitation = await own.admin('POST', '/invitations', { email: `lan.${Date.now()}@example.com`, send_email: false });
-    expect(invitation.body.deeplink).toContain(`//${lan[0]}:`);
-    expect(Buffer.from(decodeURIComponent(invitation.body.deeplink.split('data=')[1]), 'base64').toString()).toContain(`http://${lan[0]}:`);
+      const before = await own.admin('GET', '/status');
+      expect(before.body.public_host).toBe('127.0.0.1');
+      expect(before.body.warnings.join(' ')).toMatch(/loopback/);
+      expect((await own.admin('POST', '/public-host', { host: '203.0.113.9' })).status).toBe(400);
+      expect((await own.admin('POST', '/public-host', {})).status).toBe(400);
+      const lan = before.body.lan_addresses as string[];
+      if (lan.length === 0) return; // a machine with no network address has nothing to pick
+      const picked = await own.admin('POST', '/public-host', { host: lan[0] });
+      expect(picked.status).toBe(200);
+      expect(picked.body.api_url).toContain(`//${lan[0]}:`);
+      const after = await own.admin('GET', '/status');
+      expect(after.body).toMatchObject({ public_host: lan[0], warnings: [] });
+      const invitation = await own.admin('POST', '/invitations', { email: `lan.${Date.now()}@example.com`, send_email: false });
+      expect(invitation.body.deeplink).toContain(`//${lan[0]}:`);
+      expect(Buffer.from(decodeURIComponent(invitation.body.deeplink.split('data=')[1]), 'base64').toString()).toContain(
+        `http://${lan[0]}:`,
+      );
     } finally {
       await own.stop();
     }
@@ -144,7 +163,10 @@ describe('admin authentication', () => {
     const cookie = (await fetch(body.console_url, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0]!;
     const { body: invitation } = await t.admin('POST', '/invitations', { email: 'csrf@example.com' });
     const revoke = (headers: Record<string, string>) =>
-      fetch(`${t.backend.info.admin_url}/api/invitations/${invitation.id}/revoke`, { method: 'POST', headers: { cookie, ...headers } });
+      fetch(`${t.backend.info.admin_url}/api/invitations/${invitation.id}/revoke`, {
+        method: 'POST',
+        headers: { cookie, ...headers },
+      });
     expect((await revoke({ origin: 'http://127.0.0.1:5173', 'sec-fetch-site': 'same-site' })).status).toBe(401);
     expect((await revoke({ origin: 'http://127.0.0.1:5173' })).status).toBe(401);
     expect((await revoke({})).status).toBe(401);
@@ -212,7 +234,9 @@ describe('the event stream', () => {
   });
 
   it('relays every change live, then catches a reconnecting client up from Last-Event-ID', async () => {
-    const live = readEvents(bearer(), (events) => events.some((e) => e.type === 'agent.enrolled' && e.data.data.serial === 'SSE-1'));
+    const live = readEvents(bearer(), (events) =>
+      events.some((e) => e.type === 'agent.enrolled' && e.data.data.serial === 'SSE-1'),
+    );
     await live.opened;
     const { body: invitation } = await t.admin('POST', '/invitations', { email: 'sse@example.com' });
     await enrollByHand(t.apiUrl, invitation, { serial: 'SSE-1' });
@@ -225,7 +249,9 @@ describe('the event stream', () => {
     expect(Number.isInteger(enrolled.data.agent_id)).toBe(true);
 
     const created = events.find((e) => e.type === 'invitation.created')!;
-    const replay = await readEvents({ ...bearer(), 'last-event-id': created.id }, (seen) => seen.some((e) => e.type === 'agent.enrolled'));
+    const replay = await readEvents({ ...bearer(), 'last-event-id': created.id }, (seen) =>
+      seen.some((e) => e.type === 'agent.enrolled'),
+    );
     expect(replay[0]!.id).not.toBe(created.id);
     expect(replay.map((e) => e.type)).toContain('agent.enrolled');
   });
@@ -245,7 +271,13 @@ describe('the event stream', () => {
     expect(created.data).not.toHaveProperty('agent');
     const enrolled = events.find((e) => e.type === 'agent.enrolled' && e.data.agent_id === agentId)!;
     expect(Object.keys(enrolled.data.agent).sort()).toEqual(Object.keys(row).sort());
-    expect(enrolled.data.agent).toMatchObject({ id: agentId, serial: 'ROW-1', enroll_status: row.enroll_status, email: 'row@example.com', fleet: row.fleet });
+    expect(enrolled.data.agent).toMatchObject({
+      id: agentId,
+      serial: 'ROW-1',
+      enroll_status: row.enroll_status,
+      email: 'row@example.com',
+      fleet: row.fleet,
+    });
     expect(events.find((e) => e.type === 'agent.deleted')!.data.agent).toBeNull();
     // The feed (GET /events) lists the events as recorded, without rows.
     const feed = (await t.admin('GET', '/events?limit=20')).body.items;
@@ -256,10 +288,15 @@ describe('the event stream', () => {
 describe('invitations', () => {
   it('lists with status, search and fleet filters', async () => {
     const { body: fleet } = await t.admin('POST', '/fleets', { name: 'Filters' });
-    const { body: a } = await t.admin('POST', '/invitations', { email: 'filter-a@example.com', firstname: 'Zed', fleet: 'filters' });
+    const { body: a } = await t.admin('POST', '/invitations', {
+      email: 'filter-a@example.com',
+      firstname: 'Zed',
+      fleet: 'filters',
+    });
     const { body: b } = await t.admin('POST', '/invitations', { email: 'filter_b@example.com' });
     await t.admin('POST', `/invitations/${b.id}/revoke`);
-    const list = async (query: string) => (await t.admin('GET', `/invitations?${query}`)).body.items.map((i: { id: number }) => i.id);
+    const list = async (query: string) =>
+      (await t.admin('GET', `/invitations?${query}`)).body.items.map((i: { id: number }) => i.id);
     expect(await list(`fleet_id=${fleet.id}`)).toEqual([a.id]);
     expect(await list('q=zed')).toEqual([a.id]);
     expect(await list('q=filter_b')).toEqual([b.id]); // _ is literal, not a wildcard
@@ -298,11 +335,18 @@ describe('invitations', () => {
     // A pending invitation is said, with the invitation to resend, not silently doubled.
     const refused = await t.admin('POST', '/invitations', { email: 'again@example.COM' });
     expect(refused.status).toBe(409);
-    expect(refused.body).toMatchObject({ error: 'ERROR_INVITATION_PENDING', invitation: { id: first.id, invitation_token: first.invitation_token } });
+    expect(refused.body).toMatchObject({
+      error: 'ERROR_INVITATION_PENDING',
+      invitation: { id: first.id, invitation_token: first.invitation_token },
+    });
     expect(refused.body.message).toContain(`again@example.com already has a pending invitation (#${first.id}`);
-    const bulk = await t.admin('POST', '/invitations/bulk', { invitations: [{ email: 'fresh-one@example.com' }, { email: 'AGAIN@example.com' }] });
+    const bulk = await t.admin('POST', '/invitations/bulk', {
+      invitations: [{ email: 'fresh-one@example.com' }, { email: 'AGAIN@example.com' }],
+    });
     expect(bulk.status).toBe(400);
-    expect(bulk.body.errors).toEqual([expect.stringMatching(new RegExp(`^row 2: again@example.com already has a pending invitation \\(#${first.id}`))]);
+    expect(bulk.body.errors).toEqual([
+      expect.stringMatching(new RegExp(`^row 2: again@example.com already has a pending invitation \\(#${first.id}`)),
+    ]);
     expect((await t.admin('GET', '/invitations?q=fresh-one')).body.total).toBe(0);
     // A second device: asked for explicitly.
     const { status, body: second } = await t.admin('POST', '/invitations', { email: 'again@example.COM', another: true });
@@ -362,7 +406,12 @@ describe('agents, fleets and settings', () => {
       const response = await t.admin('PATCH', '/settings', bad);
       expect(response.status, JSON.stringify(bad)).toBe(400);
     }
-    for (const good of [{ public_host: '192.168.1.20' }, { public_host: 'fe80::1' }, { public_host: 'mdm.example.org' }, { deeplink_base_url: 'https://links.example.org/mdm' }]) {
+    for (const good of [
+      { public_host: '192.168.1.20' },
+      { public_host: 'fe80::1' },
+      { public_host: 'mdm.example.org' },
+      { deeplink_base_url: 'https://links.example.org/mdm' },
+    ]) {
       expect((await t.admin('PATCH', '/settings', good)).status, JSON.stringify(good)).toBe(200);
     }
     await t.admin('PATCH', '/settings', { public_host: '', deeplink_base_url: '' });

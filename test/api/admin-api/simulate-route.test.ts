@@ -31,7 +31,10 @@ describe('POST /api/invitations/:id/simulate ("simulate a device")', () => {
     running = await startTestBackend();
     const { admin } = running;
     const created = await admin('POST', '/invitations', { email: 'grace@example.com', send_email: false });
-    expect(await admin('POST', `/invitations/${created.body.id}/simulate`)).toMatchObject({ status: 501, body: { error: 'ERROR_NOT_AVAILABLE' } });
+    expect(await admin('POST', `/invitations/${created.body.id}/simulate`)).toMatchObject({
+      status: 501,
+      body: { error: 'ERROR_NOT_AVAILABLE' },
+    });
     expect((await admin('POST', '/invitations/999/simulate')).status).toBe(404);
     expect((await admin('POST', `/invitations/${created.body.id}/simulate?type=windows`)).status).toBe(400);
   });
@@ -44,10 +47,17 @@ describe('POST /api/invitations/:id/simulate ("simulate a device")', () => {
     expect(made.status).toBe(200);
     expect(made.body.email).toMatch(/^person-[0-9a-f]{6}@example\.org$/);
     expect(made.body).toMatchObject({ ok: true, error: null });
-    expect((await admin('GET', `/agents/${made.body.agent_id}`)).body).toMatchObject({ email: made.body.email, enrollment_code_id: code.body.id });
+    expect((await admin('GET', `/agents/${made.body.agent_id}`)).body).toMatchObject({
+      email: made.body.email,
+      enrollment_code_id: code.body.id,
+    });
 
     const refused = await admin('POST', `/codes/${code.body.id}/simulate`, { email: 'zed@elsewhere.test' });
-    expect(refused.body).toMatchObject({ ok: false, email: 'zed@elsewhere.test', error: 'Wrong email address: this code is for addresses at @example.org' });
+    expect(refused.body).toMatchObject({
+      ok: false,
+      email: 'zed@elsewhere.test',
+      error: 'Wrong email address: this code is for addresses at @example.org',
+    });
     expect((await admin('GET', `/codes/${code.body.id}`)).body).toMatchObject({ uses: 1, refused_attempts: 1 });
     expect((await admin('POST', '/codes/999/simulate')).status).toBe(404);
   });

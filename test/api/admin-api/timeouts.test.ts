@@ -24,14 +24,17 @@ function drip(head: string, dripping: () => boolean): { socket: Socket; closedAt
   const timer = setInterval(() => {
     if (dripping() && socket.writable) socket.write('x');
   }, 100);
-  const closedAt = new Promise<number>((resolve) => socket.once('close', () => {
-    clearInterval(timer);
-    resolve(Date.now());
-  }));
+  const closedAt = new Promise<number>((resolve) =>
+    socket.once('close', () => {
+      clearInterval(timer);
+      resolve(Date.now());
+    }),
+  );
   return { socket, closedAt };
 }
 
-const within = <T,>(promise: Promise<T>, ms: number) => Promise.race([promise, new Promise<null>((resolve) => setTimeout(() => resolve(null), ms))]);
+const within = <T>(promise: Promise<T>, ms: number) =>
+  Promise.race([promise, new Promise<null>((resolve) => setTimeout(() => resolve(null), ms))]);
 
 describe('admin request time-outs', () => {
   it('cuts an authenticated request whose body drips past the time-out', { timeout: 20_000 }, async () => {

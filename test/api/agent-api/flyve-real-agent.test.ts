@@ -37,7 +37,8 @@ describe('HTTP reports as the released agent 2.0.0-rc.7 sends them', () => {
   // (its cache keeps everything as text), and after a file task a bare word as the body.
   it('takes string ids and the octet-stream Accept header, and answers a bare-word body with a 400', async () => {
     const agent = await enrollAgent(t);
-    const own = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${agent.record.api_token}`)).body.session_token as string;
+    const own = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${agent.record.api_token}`)).body
+      .session_token as string;
     const send = async (method: string, path: string, body: string) => {
       const response = await fetch(`${t.apiUrl}/${path}`, {
         method,

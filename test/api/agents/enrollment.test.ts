@@ -49,7 +49,11 @@ describe('the enrollment sequence', () => {
     // A newly invited user starts under a profile that is not the guest one: the switch is exercised.
     expect(full.body.coreactiveprofile.id).not.toBe(full.body.plugin_mdm_guest_profiles_id);
 
-    const change = await agentCall(t.apiUrl, 'POST', `changeActiveProfile?session_token=${session}&profiles_id=${full.body.plugin_mdm_guest_profiles_id}`);
+    const change = await agentCall(
+      t.apiUrl,
+      'POST',
+      `changeActiveProfile?session_token=${session}&profiles_id=${full.body.plugin_mdm_guest_profiles_id}`,
+    );
     expect(change.status).toBe(200);
     const after = await agentCall(t.apiUrl, 'GET', `getFullSession?session_token=${session}`);
     expect(after.body.coreactiveprofile.id).toBe(after.body.plugin_mdm_guest_profiles_id);
@@ -74,9 +78,17 @@ describe('the enrollment sequence', () => {
     const r = record.body;
     expect(r.id).toBe(Number(created.body.id));
     const types: Record<string, string> = {
-      name: 'string', version: 'string', enroll_status: 'string', certificate: 'string', topic: 'string',
-      mqttpasswd: 'string', api_token: 'string', broker: 'string', android_bugcollecctor_url: 'string',
-      android_bugcollector_login: 'string', android_bugcollector_passwd: 'string',
+      name: 'string',
+      version: 'string',
+      enroll_status: 'string',
+      certificate: 'string',
+      topic: 'string',
+      mqttpasswd: 'string',
+      api_token: 'string',
+      broker: 'string',
+      android_bugcollecctor_url: 'string',
+      android_bugcollector_login: 'string',
+      android_bugcollector_passwd: 'string',
     };
     for (const [field, type] of Object.entries(types)) expect(typeof r[field], field).toBe(type);
     for (const field of ['id', 'computers_id', 'wipe', 'lock', 'entities_id', 'plugin_mdm_fleets_id', 'port', 'tls']) {
@@ -125,14 +137,18 @@ describe('the enrollment sequence', () => {
     const record = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${created.body.id}?session_token=${session}`)).body;
     const agentSession = await agentCall(t.apiUrl, 'GET', `initSession?user_token=${record.api_token}`);
     expect(agentSession.status).toBe(200);
-    const own = await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${created.body.id}`, { headers: { 'Session-Token': agentSession.body.session_token } });
+    const own = await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${created.body.id}`, {
+      headers: { 'Session-Token': agentSession.body.session_token },
+    });
     expect(own.status).toBe(200);
     expect(own.body.id).toBe(Number(created.body.id));
   });
 
   it('takes the tokens from headers as the reference agent sends them', async () => {
     const invitation = await invite();
-    const init = await agentCall(t.apiUrl, 'GET', 'initSession', { headers: { Authorization: `user_token ${invitation.user_token}` } });
+    const init = await agentCall(t.apiUrl, 'GET', 'initSession', {
+      headers: { Authorization: `user_token ${invitation.user_token}` },
+    });
     expect(init.status).toBe(200);
     const full = await agentCall(t.apiUrl, 'GET', 'getFullSession', { headers: { 'Session-Token': init.body.session_token } });
     expect(full.status).toBe(200);
@@ -155,7 +171,11 @@ describe('the enrollment sequence', () => {
     const full = await agentCall(t.apiUrl, 'GET', `getFullSession?session_token=${init.body.session_token}`);
     expect(full.body.coreactiveprofile.id).toBe(full.body.plugin_mdm_guest_profiles_id);
     const created = await createAgent(init.body.session_token, {
-      _email: invitation.email, _invitation_token: invitation.invitation_token, _serial: 'GUEST-ONLY', version: '1', type: 'apple',
+      _email: invitation.email,
+      _invitation_token: invitation.invitation_token,
+      _serial: 'GUEST-ONLY',
+      version: '1',
+      type: 'apple',
     });
     expect(created.status).toBe(201);
   });
@@ -163,7 +183,8 @@ describe('the enrollment sequence', () => {
 
 describe('changeActiveProfile', () => {
   it('answers 200 to a bodiless request that still says Content-Type: application/json', async () => {
-    const session = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${(await invite()).user_token}`)).body.session_token;
+    const session = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${(await invite()).user_token}`)).body
+      .session_token;
     const response = await fetch(`${t.apiUrl}/changeActiveProfile?session_token=${session}&profiles_id=2`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
@@ -172,7 +193,8 @@ describe('changeActiveProfile', () => {
   });
 
   it('answers 404 "Item not found" for a profile the user does not have, 400 "Bad Request" for garbage', async () => {
-    const session = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${(await invite()).user_token}`)).body.session_token;
+    const session = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${(await invite()).user_token}`)).body
+      .session_token;
     const unknown = await agentCall(t.apiUrl, 'POST', `changeActiveProfile?session_token=${session}&profiles_id=999`);
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual(['ERROR_ITEM_NOT_FOUND', 'Item not found']);
@@ -209,9 +231,18 @@ describe('agent creation refusals (ERROR_CORE_ADD, in DESIGN.md order, each logg
       [{ _email: undefined }, 'Wrong email address'],
       [{ _serial: undefined, _uuid: undefined, version: 'x' }, 'The device serial number or UUID is required'],
       [{ _serial: '', _uuid: '' }, 'The device serial number or UUID is required'],
-      [{ _serial: 'a/b', version: 'x' }, 'The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)'],
-      [{ _uuid: 'x#y' }, 'The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)'],
-      [{ _serial: 'SN 1' }, 'The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)'],
+      [
+        { _serial: 'a/b', version: 'x' },
+        'The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)',
+      ],
+      [
+        { _uuid: 'x#y' },
+        'The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)',
+      ],
+      [
+        { _serial: 'SN 1' },
+        'The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)',
+      ],
       [{ version: undefined, type: 'windows' }, 'The agent version is missing or invalid'],
       [{ version: 'v1.0' }, 'The agent version is missing or invalid'],
       [{ version: '1.' }, 'The agent version is missing or invalid'],
@@ -265,7 +296,7 @@ describe('agent creation refusals (ERROR_CORE_ADD, in DESIGN.md order, each logg
     }
   });
 
-  it('refuses an invitation presented by another user\'s session', async () => {
+  it("refuses an invitation presented by another user's session", async () => {
     const mine = await invite();
     const theirs = await invite();
     const response = await createAgent(await guestSession(theirs), { ...base(mine), _email: mine.email });
@@ -288,7 +319,9 @@ describe('re-enrollment', () => {
     // A different serial but a known uuid: the serial is looked up first, then the uuid.
     expect(c.created.status).toBe(201);
     expect(c.created.body.id).toBe(a.created.body.id);
-    const agents = (await t.admin('GET', '/agents')).body.items.filter((agent: { id: number }) => agent.id === Number(a.created.body.id));
+    const agents = (await t.admin('GET', '/agents')).body.items.filter(
+      (agent: { id: number }) => agent.id === Number(a.created.body.id),
+    );
     expect(agents.length).toBe(1);
     expect(t.backend.services.agentRepository.countComputers({ uuid })).toBe(1);
   });
@@ -305,14 +338,19 @@ describe('re-enrollment', () => {
     expect(two.created.body.id).not.toBe(one.created.body.id);
   });
 
-  it('does not hand one person\'s device to another who quotes its serial', async () => {
+  it("does not hand one person's device to another who quotes its serial", async () => {
     const alice = await invite();
     const enrolled = await enrollByHand(t.apiUrl, alice, { serial: 'TAKEOVER-1' });
-    const record = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${enrolled.created.body.id}?session_token=${enrolled.session}`)).body;
+    const record = (
+      await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${enrolled.created.body.id}?session_token=${enrolled.session}`)
+    ).body;
     const mallory = await invite();
     const attempt = await enrollByHand(t.apiUrl, mallory, { serial: 'TAKEOVER-1' });
     expect(attempt.created.status).toBe(400);
-    expect(attempt.created.body).toEqual(['ERROR_CORE_ADD', 'This device is already enrolled for another user; ask your administrator to remove it first']);
+    expect(attempt.created.body).toEqual([
+      'ERROR_CORE_ADD',
+      'This device is already enrolled for another user; ask your administrator to remove it first',
+    ]);
     expect((await agentCall(t.apiUrl, 'GET', `initSession?user_token=${record.api_token}`)).status).toBe(200);
     const { body } = await t.admin('GET', `/invitations/${mallory.id}`);
     expect(body.status).toBe('pending');
@@ -337,10 +375,12 @@ describe('re-enrollment', () => {
   it('retires the old api_token when a device enrolls again', async () => {
     const first = await invite();
     const a = await enrollByHand(t.apiUrl, first, { serial: 'RE-TOKEN' });
-    const oldToken = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${a.created.body.id}?session_token=${a.session}`)).body.api_token;
+    const oldToken = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${a.created.body.id}?session_token=${a.session}`)).body
+      .api_token;
     const second = await invite({ email: first.email });
     const b = await enrollByHand(t.apiUrl, second, { serial: 'RE-TOKEN' });
-    const newToken = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${b.created.body.id}?session_token=${b.session}`)).body.api_token;
+    const newToken = (await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${b.created.body.id}?session_token=${b.session}`)).body
+      .api_token;
     expect(newToken).not.toBe(oldToken);
     expect((await agentCall(t.apiUrl, 'GET', `initSession?user_token=${oldToken}`)).status).toBe(401);
     expect((await agentCall(t.apiUrl, 'GET', `initSession?user_token=${newToken}`)).status).toBe(200);
@@ -354,16 +394,40 @@ describe('bad input never ends in a 500', () => {
     const checks: [string, string, { rawBody?: string; body?: unknown; headers?: Record<string, string> }, number, string][] = [
       ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: '{"input": {' }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: 'null' }, 400, 'ERROR_BAD_REQUEST'],
-      ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: '{"input": {"__proto__": {"x": 1}}}' }, 400, 'ERROR_BAD_REQUEST'],
+      [
+        'POST',
+        `PluginMdmAgent?session_token=${session}`,
+        { rawBody: '{"input": {"__proto__": {"x": 1}}}' },
+        400,
+        'ERROR_BAD_REQUEST',
+      ],
       ['POST', `PluginMdmAgent?session_token=${session}`, { body: [] }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { body: { input: 'x' } }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { body: { input: { _serial: { a: 1 } } } }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, { body: { input: { _serial: ['a'] } } }, 400, 'ERROR_BAD_REQUEST'],
       ['POST', `PluginMdmAgent?session_token=${session}`, {}, 400, 'ERROR_BAD_REQUEST'],
       // The create input may carry an inventory (up to ~700 KB of base64): bigger bodies are refused unread.
-      ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: JSON.stringify({ input: { csr: 'x'.repeat(1_000_000) } }) }, 413, 'ERROR_BAD_REQUEST'],
-      ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: JSON.stringify({ input: { csr: 'x'.repeat(200_000) } }) }, 400, 'ERROR_BAD_REQUEST'],
-      ['POST', `PluginMdmAgent?session_token=${session}`, { rawBody: '\u0000\u0001binary', headers: { 'content-type': 'application/octet-stream' } }, 400, 'ERROR_BAD_REQUEST'],
+      [
+        'POST',
+        `PluginMdmAgent?session_token=${session}`,
+        { rawBody: JSON.stringify({ input: { csr: 'x'.repeat(1_000_000) } }) },
+        413,
+        'ERROR_BAD_REQUEST',
+      ],
+      [
+        'POST',
+        `PluginMdmAgent?session_token=${session}`,
+        { rawBody: JSON.stringify({ input: { csr: 'x'.repeat(200_000) } }) },
+        400,
+        'ERROR_BAD_REQUEST',
+      ],
+      [
+        'POST',
+        `PluginMdmAgent?session_token=${session}`,
+        { rawBody: '\u0000\u0001binary', headers: { 'content-type': 'application/octet-stream' } },
+        400,
+        'ERROR_BAD_REQUEST',
+      ],
       ['GET', `PluginMdmAgent/999999?session_token=${session}`, {}, 404, 'ERROR_ITEM_NOT_FOUND'],
       ['GET', `PluginMdmAgent/abc?session_token=${session}`, {}, 400, 'ERROR_BAD_REQUEST'],
       ['GET', `PluginMdmAgent/0?session_token=${session}`, {}, 400, 'ERROR_BAD_REQUEST'],
@@ -390,7 +454,7 @@ describe('bad input never ends in a 500', () => {
     }
   });
 
-  it('does not let one user read another user\'s agent record', async () => {
+  it("does not let one user read another user's agent record", async () => {
     const a = await invite();
     const enrolled = await enrollByHand(t.apiUrl, a);
     const other = await guestSession(await invite());
@@ -417,8 +481,12 @@ describe('concurrency', () => {
     expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
     expect(t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
     const used = t.backend.services.invitations.list({ q: '@load.example', status: 'done' });
-    expect(used.items.filter((invitation) => invitation.email.endsWith('@load.example') && invitation.agent !== null)).toHaveLength(200);
-    const enrolled = repositoriesOf(t).events.latest(1_000_000, 0).filter((e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)));
+    expect(
+      used.items.filter((invitation) => invitation.email.endsWith('@load.example') && invitation.agent !== null),
+    ).toHaveLength(200);
+    const enrolled = repositoriesOf(t)
+      .events.latest(1_000_000, 0)
+      .filter((e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)));
     expect(enrolled.length).toBe(200);
     // The database's own checks (db/ is the one room below the repositories).
     expect(db.pragma('foreign_key_check')).toEqual([]);

@@ -3,7 +3,16 @@
 // Real HTTP and a real broker, with mqtt.js clients.
 import { describe, expect, it } from 'vitest';
 import { agentCall, enrollByHand, type TestBackend } from '../../helpers/backend.ts';
-import { agentRow, connectAgent, enrollAgent, inbox, notFleetAnnouncement, readRecord, refusalCode, useBrokerBackend } from '../../helpers/mqtt.ts';
+import {
+  agentRow,
+  connectAgent,
+  enrollAgent,
+  inbox,
+  notFleetAnnouncement,
+  readRecord,
+  refusalCode,
+  useBrokerBackend,
+} from '../../helpers/mqtt.ts';
 import { repositoriesOf } from '../../helpers/repositories.ts';
 
 let t: TestBackend;
@@ -27,7 +36,11 @@ async function guestSession(userToken: string): Promise<string> {
   expect(init.status).toBe(200);
   const session = init.body.session_token as string;
   const full = await agentCall(t.apiUrl, 'GET', `getFullSession?session_token=${session}`);
-  const changed = await agentCall(t.apiUrl, 'POST', `changeActiveProfile?session_token=${session}&profiles_id=${full.body.plugin_mdm_guest_profiles_id}`);
+  const changed = await agentCall(
+    t.apiUrl,
+    'POST',
+    `changeActiveProfile?session_token=${session}&profiles_id=${full.body.plugin_mdm_guest_profiles_id}`,
+  );
   expect(changed.status).toBe(200);
   return session;
 }
@@ -39,10 +52,12 @@ async function apiSession(apiToken: string): Promise<string> {
 }
 
 const refusalsOf = async (invitationId: number) =>
-  ((await t.admin('GET', `/invitations/${invitationId}`)).body.log as { outcome: string; code: string; message: string }[]).filter((l) => l.outcome === 'refused');
+  (
+    (await t.admin('GET', `/invitations/${invitationId}`)).body.log as { outcome: string; code: string; message: string }[]
+  ).filter((l) => l.outcome === 'refused');
 
 describe('MQTT logins are unique across serials and uuids', () => {
-  it('refuses a serial equal to another device\'s uuid login, logs it, and a wipe to U never reaches V', async () => {
+  it("refuses a serial equal to another device's uuid login, logs it, and a wipe to U never reaches V", async () => {
     const shared = `SHARED-ID-${process.pid}-1`;
     // U: uuid only, so its login and topic come from its uuid.
     const u = await invite();
@@ -87,7 +102,10 @@ describe('MQTT logins are unique across serials and uuids', () => {
     const u = await invite();
     const refused = await enrollByHand(t.apiUrl, u, { serial: '', uuid: shared });
     expect(refused.created.status).toBe(400);
-    expect(refused.created.body).toEqual(['ERROR_CORE_ADD', expect.stringContaining(`Another device already uses ${shared} as its MQTT login`)]);
+    expect(refused.created.body).toEqual([
+      'ERROR_CORE_ADD',
+      expect.stringContaining(`Another device already uses ${shared} as its MQTT login`),
+    ]);
     expect(await refusalsOf(u.id)).toHaveLength(1);
     // The first device is untouched: same login, same password.
     expect((await connectAgent(t, first)).connected).toBe(true);
@@ -132,7 +150,17 @@ describe("a used invitation's QR code", () => {
     }
     // Enrolling again with the used invitation is refused, and logged.
     const retry = await agentCall(t.apiUrl, 'POST', `PluginMdmAgent?session_token=${session}`, {
-      body: { input: { _email: invitation.email, _invitation_token: invitation.invitation_token, _serial: serial, _uuid: '', csr: '', version: '1.0.0', type: 'android' } },
+      body: {
+        input: {
+          _email: invitation.email,
+          _invitation_token: invitation.invitation_token,
+          _serial: serial,
+          _uuid: '',
+          csr: '',
+          version: '1.0.0',
+          type: 'android',
+        },
+      },
     });
     expect(retry.body).toEqual(['ERROR_CORE_ADD', 'This invitation has already been used']);
 
@@ -161,13 +189,25 @@ describe("a used invitation's QR code", () => {
     expect(created.status).toBe(201);
     const replay = () =>
       agentCall(t.apiUrl, 'POST', `PluginMdmAgent?session_token=${session}`, {
-        body: { input: { _email: invitation.email, _invitation_token: invitation.invitation_token, _serial: 'X1', csr: '', version: '1.0.0', type: 'android' } },
+        body: {
+          input: {
+            _email: invitation.email,
+            _invitation_token: invitation.invitation_token,
+            _serial: 'X1',
+            csr: '',
+            version: '1.0.0',
+            type: 'android',
+          },
+        },
       });
     const statuses: number[] = [];
     for (let i = 0; i < 21; i++) statuses.push((await replay()).status);
     expect(statuses).toEqual([...Array(19).fill(400), 429, 429]);
     const last = await replay();
-    expect(last.body).toEqual(['ERROR_TOO_MANY_REQUESTS', expect.stringMatching(/^Too many enrollment attempts; retry in \d+ s$/)]);
+    expect(last.body).toEqual([
+      'ERROR_TOO_MANY_REQUESTS',
+      expect.stringMatching(/^Too many enrollment attempts; retry in \d+ s$/),
+    ]);
     const log = (await t.admin('GET', `/invitations/${invitation.id}`)).body.log as { outcome: string }[];
     expect(log.filter((l) => l.outcome === 'refused')).toHaveLength(19);
   });
@@ -189,7 +229,9 @@ describe('a session reads only its own agent, computer, entity and fleet', () =>
       const own = await agentCall(t.apiUrl, 'GET', `${link.href.slice(t.apiUrl.length + 1)}?session_token=${aSession}`);
       expect(own.status).toBe(200);
     }
-    expect((await agentCall(t.apiUrl, 'GET', `Computer/${a.record.computers_id}?session_token=${aSession}`)).body.serial).toBe(a.serial);
+    expect((await agentCall(t.apiUrl, 'GET', `Computer/${a.record.computers_id}?session_token=${aSession}`)).body.serial).toBe(
+      a.serial,
+    );
 
     // Another's: nothing, and none of its identifiers.
     const pending = await invite();

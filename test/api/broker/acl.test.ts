@@ -1,7 +1,18 @@
 // Topic isolation exactly as DESIGN.md "MQTT" says, checked with mqtt.js and mosquitto clients.
 import { describe, expect, it } from 'vitest';
 import type { TestBackend } from '../../helpers/backend.ts';
-import { connectAgent, enrollAgent, inbox, mosquittoLogin, nextEvent, ofAgent, run, type EnrolledAgent, useBrokerBackend, notFleetAnnouncement } from '../../helpers/mqtt.ts';
+import {
+  connectAgent,
+  enrollAgent,
+  inbox,
+  mosquittoLogin,
+  nextEvent,
+  ofAgent,
+  run,
+  type EnrolledAgent,
+  useBrokerBackend,
+  notFleetAnnouncement,
+} from '../../helpers/mqtt.ts';
 
 let t: TestBackend;
 let a: EnrolledAgent;
@@ -35,13 +46,30 @@ async function receivedUntilPing(agent: EnrolledAgent, box: ReturnType<typeof in
 
 describe('subscriptions', () => {
   it('allow the agent its own T/# and the topics it may receive', async () => {
-    for (const topic of [`${a.topic}/#`, `${a.topic}/Command/#`, `${a.topic}/Policy/+`, 'MdmManifest/#', `/1/fleet/${a.record.plugin_mdm_fleets_id}/#`]) {
+    for (const topic of [
+      `${a.topic}/#`,
+      `${a.topic}/Command/#`,
+      `${a.topic}/Policy/+`,
+      'MdmManifest/#',
+      `/1/fleet/${a.record.plugin_mdm_fleets_id}/#`,
+    ]) {
       expect(await granted(a, topic), topic).toBe(1);
     }
   });
 
   it("refuse #, $SYS, wildcards over agents, another agent's topics and other fleets", async () => {
-    for (const topic of ['#', '$SYS/#', '+/agent/#', '/1/agent/+/Command/#', `${b.topic}/#`, `${b.topic}/Command/Lock`, `${a.topic}/Status/#`, `${a.topic}/+`, '/1/fleet/999/#', 'anything']) {
+    for (const topic of [
+      '#',
+      '$SYS/#',
+      '+/agent/#',
+      '/1/agent/+/Command/#',
+      `${b.topic}/#`,
+      `${b.topic}/Command/Lock`,
+      `${a.topic}/Status/#`,
+      `${a.topic}/+`,
+      '/1/fleet/999/#',
+      'anything',
+    ]) {
       expect(await granted(a, topic), topic).toBe(128);
     }
   });
@@ -86,7 +114,10 @@ describe('publishing and delivery', () => {
     const client = await connectAgent(t, a);
     const box = inbox(client);
     await client.subscribeAsync({ [`${a.topic}/#`]: { qos: 1 } });
-    const status = nextEvent(t, (e) => ofAgent(a.id, 'agent.status')(e) && (e.data as { topic: string }).topic === 'Status/Inventory');
+    const status = nextEvent(
+      t,
+      (e) => ofAgent(a.id, 'agent.status')(e) && (e.data as { topic: string }).topic === 'Status/Inventory',
+    );
     await client.publishAsync(`${a.topic}/Status/Inventory`, '{"battery":90}', { qos: 1 });
     expect((await status).data).toMatchObject({ payload: '{"battery":90}' });
     await client.publishAsync(`${a.topic}/MdmManifest/Report`, 'x', { qos: 1 });
@@ -107,7 +138,12 @@ describe('publishing and delivery', () => {
     const received = await receivedUntilPing(a, box);
     // The manifest's version message is retained: it arrives on subscribing, in no set order with the rest.
     expect(received).toContain('MdmManifest/Status/Version');
-    expect(received.filter((topic) => topic !== 'MdmManifest/Status/Version')).toEqual([`${a.topic}/Policy/camera`, 'MdmManifest/apps', `${fleet}/apps`, `${a.topic}/Command/Ping`]);
+    expect(received.filter((topic) => topic !== 'MdmManifest/Status/Version')).toEqual([
+      `${a.topic}/Policy/camera`,
+      'MdmManifest/apps',
+      `${fleet}/apps`,
+      `${a.topic}/Command/Ping`,
+    ]);
   });
 
   it('stops delivering the old fleet topic once the agent is moved, and delivers the new one', async () => {
@@ -124,7 +160,11 @@ describe('publishing and delivery', () => {
     expect(grant?.qos).toBe(1);
     await t.backend.broker.publish(`${oldFleet}/apps`, 'old');
     await t.backend.broker.publish(`${newFleet}/apps`, 'new');
-    expect(await receivedUntilPing(agent, box)).toEqual([`${agent.topic}/Command/Subscribe`, `${newFleet}/apps`, `${agent.topic}/Command/Ping`]);
+    expect(await receivedUntilPing(agent, box)).toEqual([
+      `${agent.topic}/Command/Subscribe`,
+      `${newFleet}/apps`,
+      `${agent.topic}/Command/Ping`,
+    ]);
   });
 });
 
@@ -143,7 +183,15 @@ describe('with mosquitto clients', () => {
     const clientB = await connectAgent(t, b);
     const boxB = inbox(clientB);
     await clientB.subscribeAsync({ [`${b.topic}/#`]: { qos: 1 } });
-    const write = await run('mosquitto_pub', [...mosquittoLogin(t, a), '-q', '1', '-t', `${b.topic}/Command/Wipe`, '-m', '{"wipe":"now"}']);
+    const write = await run('mosquitto_pub', [
+      ...mosquittoLogin(t, a),
+      '-q',
+      '1',
+      '-t',
+      `${b.topic}/Command/Wipe`,
+      '-m',
+      '{"wipe":"now"}',
+    ]);
     expect(write.code).toBe(0); // acknowledged, then dropped
     expect(await receivedUntilPing(b, boxB)).toEqual([`${b.topic}/Command/Ping`]);
   });

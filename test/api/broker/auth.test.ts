@@ -116,20 +116,50 @@ describe("MQTT login with Debian's mosquitto clients", () => {
     const agent = await enrollAgent(t);
     expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'lock' })).status).toBe(202);
     for (const version of ['mqttv311', 'mqttv31']) {
-      const result = await run('mosquitto_sub', [...mosquittoLogin(t, agent), '-V', version, '-i', `sub-${version}`, '-t', `${agent.topic}/#`, '-v', '-C', '2', '-W', '15']);
+      const result = await run('mosquitto_sub', [
+        ...mosquittoLogin(t, agent),
+        '-V',
+        version,
+        '-i',
+        `sub-${version}`,
+        '-t',
+        `${agent.topic}/#`,
+        '-v',
+        '-C',
+        '2',
+        '-W',
+        '15',
+      ]);
       expect(result.stderr).toBe('');
       expect(result.code).toBe(0);
       // Beside the retained Command/Subscribe every agent finds (its fleet topic).
-      expect(result.stdout.trim().split('\n').sort()).toEqual([`${agent.topic}/Command/Lock {"lock":"now"}`, `${agent.topic}/Command/Subscribe {"subscribe":[{"topic":"/1/fleet/1"}]}`]);
+      expect(result.stdout.trim().split('\n').sort()).toEqual([
+        `${agent.topic}/Command/Lock {"lock":"now"}`,
+        `${agent.topic}/Command/Subscribe {"subscribe":[{"topic":"/1/fleet/1"}]}`,
+      ]);
     }
   });
 
   it('is refused with a wrong password or an unknown serial', async () => {
     const agent = await enrollAgent(t);
-    const wrong = await run('mosquitto_pub', [...mosquittoLogin(t, { serial: agent.serial, password: 'wrong' }), '-t', `${agent.topic}/Status/X`, '-m', 'x']);
+    const wrong = await run('mosquitto_pub', [
+      ...mosquittoLogin(t, { serial: agent.serial, password: 'wrong' }),
+      '-t',
+      `${agent.topic}/Status/X`,
+      '-m',
+      'x',
+    ]);
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toMatch(/bad user name or password/i);
-    const unknown = await run('mosquitto_pub', [...mosquittoLogin(t, { serial: 'UNKNOWN1', password: agent.password }), '-V', 'mqttv31', '-t', 'x', '-m', 'x']);
+    const unknown = await run('mosquitto_pub', [
+      ...mosquittoLogin(t, { serial: 'UNKNOWN1', password: agent.password }),
+      '-V',
+      'mqttv31',
+      '-t',
+      'x',
+      '-m',
+      'x',
+    ]);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/bad user name or password/i);
   });

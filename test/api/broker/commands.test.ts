@@ -48,7 +48,13 @@ describe('commands through the admin API', () => {
     const { client, box } = await listening(agent);
     const sent = await command(agent, 'ping');
     expect(sent.status).toBe(202);
-    expect(sent.body).toMatchObject({ command: 'ping', topic: `${agent.topic}/Command/Ping`, payload: { query: 'Ping' }, retained: false, online: true });
+    expect(sent.body).toMatchObject({
+      command: 'ping',
+      topic: `${agent.topic}/Command/Ping`,
+      payload: { query: 'Ping' },
+      retained: false,
+      online: true,
+    });
     const message = await box.next((m) => m.topic.endsWith('/Command/Ping'));
     expect(JSON.parse(message.text)).toEqual({ query: 'Ping' });
     const reply = nextEvent(t, ofAgent(agent.id, 'agent.ping_reply'));
@@ -64,10 +70,17 @@ describe('commands through the admin API', () => {
     expect((await command(agent, 'lock')).body).toMatchObject({ retained: true, payload: { lock: 'now' } });
     await box.next((m) => m.text === '{"lock":"now"}');
     expect(agentRow(t, agent.id).lock).toBe(1);
-    expect((await command(agent, 'unlock')).body).toMatchObject({ topic: `${agent.topic}/Command/Lock`, payload: { lock: 'unlock' } });
+    expect((await command(agent, 'unlock')).body).toMatchObject({
+      topic: `${agent.topic}/Command/Lock`,
+      payload: { lock: 'unlock' },
+    });
     await box.next((m) => m.text === '{"lock":"unlock"}');
     expect(agentRow(t, agent.id).lock).toBe(0);
-    expect((await command(agent, 'wipe')).body).toMatchObject({ topic: `${agent.topic}/Command/Wipe`, payload: { wipe: 'now' }, retained: true });
+    expect((await command(agent, 'wipe')).body).toMatchObject({
+      topic: `${agent.topic}/Command/Wipe`,
+      payload: { wipe: 'now' },
+      retained: true,
+    });
     await box.next((m) => m.topic.endsWith('/Command/Wipe'));
     expect(agentRow(t, agent.id).wipe).toBe(1);
     // Retained: a connection made later still gets the last Lock and the Wipe.
@@ -117,14 +130,23 @@ describe('commands through the admin API', () => {
     const fleet = (await t.admin('POST', '/fleets', { name: `Moved ${agent.serial}` })).body;
     const moved = await t.admin('PATCH', `/agents/${agent.id}`, { fleet_id: fleet.id });
     expect(moved.status).toBe(200);
-    expect(moved.body).toMatchObject({ fleet_id: fleet.id, fleet: fleet.name, command: { command: 'subscribe', retained: true } });
+    expect(moved.body).toMatchObject({
+      fleet_id: fleet.id,
+      fleet: fleet.name,
+      command: { command: 'subscribe', retained: true },
+    });
     const message = await box.next((m) => m.topic === `${agent.topic}/Command/Subscribe` && !m.retain);
     expect(JSON.parse(message.text)).toEqual({ subscribe: [{ topic: `/1/fleet/${fleet.id}` }] });
     expect(agentRow(t, agent.id).fleet_id).toBe(fleet.id);
     // By name, back to the default fleet; the same fleet again changes nothing.
-    expect((await t.admin('PATCH', `/agents/${agent.id}`, { fleet: 'Default fleet' })).body).toMatchObject({ fleet: 'Default fleet' });
+    expect((await t.admin('PATCH', `/agents/${agent.id}`, { fleet: 'Default fleet' })).body).toMatchObject({
+      fleet: 'Default fleet',
+    });
     expect((await t.admin('PATCH', `/agents/${agent.id}`, { fleet: 'Default fleet' })).body).toMatchObject({ command: null });
-    expect(await t.admin('PATCH', `/agents/${agent.id}`, { fleet: 'No such fleet' })).toMatchObject({ status: 400, body: { error: 'ERROR_UNKNOWN_FLEET' } });
+    expect(await t.admin('PATCH', `/agents/${agent.id}`, { fleet: 'No such fleet' })).toMatchObject({
+      status: 400,
+      body: { error: 'ERROR_UNKNOWN_FLEET' },
+    });
     expect((await t.admin('PATCH', `/agents/${agent.id}`, {})).status).toBe(400);
     expect((await t.admin('PATCH', `/agents/${agent.id}`, { fleet_id: 999_999 })).status).toBe(404);
   });
@@ -153,14 +175,16 @@ describe('a backend restart', () => {
     try {
       const first = await startTestBackend({ dataDir });
       const agent = await enrollAgent(first);
-      for (const name of ['lock', 'wipe', 'unenroll']) expect((await first.admin('POST', `/agents/${agent.id}/commands`, { command: name })).status).toBe(202);
+      for (const name of ['lock', 'wipe', 'unenroll'])
+        expect((await first.admin('POST', `/agents/${agent.id}/commands`, { command: name })).status).toBe(202);
       await first.stop();
       const second = await startTestBackend({ dataDir });
       try {
         const client = await connectAgent(second, agent);
         const box = inbox(client);
         await client.subscribeAsync({ [`${agent.topic}/#`]: { qos: 1 } });
-        for (const text of ['{"lock":"now"}', '{"wipe":"now"}', '{"unenroll":"now"}']) expect((await box.next((m) => m.text === text)).retain).toBe(true);
+        for (const text of ['{"lock":"now"}', '{"wipe":"now"}', '{"unenroll":"now"}'])
+          expect((await box.next((m) => m.text === text)).retain).toBe(true);
       } finally {
         await closeClients();
         await second.stop();
@@ -187,7 +211,23 @@ describe('command round trips with mosquitto clients', () => {
     const agent = await enrollAgent(t);
     let pinged = false;
     // stdbuf: mosquitto_sub's debug lines must arrive as they are written, to act on its SUBACK.
-    const sub = ['mosquitto_sub', ...mosquittoLogin(t, agent), '-V', 'mqttv31', '-i', agent.serial, '-t', `${agent.topic}/#`, '-v', '-R', '-C', '1', '-W', '20', '-d'];
+    const sub = [
+      'mosquitto_sub',
+      ...mosquittoLogin(t, agent),
+      '-V',
+      'mqttv31',
+      '-i',
+      agent.serial,
+      '-t',
+      `${agent.topic}/#`,
+      '-v',
+      '-R',
+      '-C',
+      '1',
+      '-W',
+      '20',
+      '-d',
+    ];
     const received = run('stdbuf', ['-oL', ...sub], {
       onStdout: (soFar) => {
         if (!pinged && soFar.includes('received SUBACK')) {
@@ -200,7 +240,15 @@ describe('command round trips with mosquitto clients', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`${agent.topic}/Command/Ping {"query":"Ping"}`);
     const reply = nextEvent(t, ofAgent(agent.id, 'agent.ping_reply'));
-    const published = await run('mosquitto_pub', [...mosquittoLogin(t, agent), '-q', '1', '-t', `${agent.topic}/Status/Ping`, '-m', '!']);
+    const published = await run('mosquitto_pub', [
+      ...mosquittoLogin(t, agent),
+      '-q',
+      '1',
+      '-t',
+      `${agent.topic}/Status/Ping`,
+      '-m',
+      '!',
+    ]);
     expect(published.code).toBe(0);
     await reply;
   });
@@ -208,7 +256,16 @@ describe('command round trips with mosquitto clients', () => {
   it('lock, wipe and unenroll reach mosquitto_sub (retained); its unenroll reply is recorded', async () => {
     const agent = await enrollAgent(t);
     for (const name of ['lock', 'wipe', 'unenroll']) expect((await command(agent, name)).status).toBe(202);
-    const result = await run('mosquitto_sub', [...mosquittoLogin(t, agent), '-t', `${agent.topic}/#`, '-v', '-C', '4', '-W', '20']);
+    const result = await run('mosquitto_sub', [
+      ...mosquittoLogin(t, agent),
+      '-t',
+      `${agent.topic}/#`,
+      '-v',
+      '-C',
+      '4',
+      '-W',
+      '20',
+    ]);
     expect(result.stdout.trim().split('\n').sort()).toEqual([
       `${agent.topic}/Command/Lock {"lock":"now"}`,
       `${agent.topic}/Command/Subscribe {"subscribe":[{"topic":"/1/fleet/1"}]}`,
@@ -216,14 +273,23 @@ describe('command round trips with mosquitto clients', () => {
       `${agent.topic}/Command/Wipe {"wipe":"now"}`,
     ]);
     const unenrolled = nextEvent(t, ofAgent(agent.id, 'agent.unenrolled'));
-    await run('mosquitto_pub', [...mosquittoLogin(t, agent), '-q', '1', '-t', `${agent.topic}/Status/Unenroll`, '-m', '{"unenroll":"unenrolled"}']);
+    await run('mosquitto_pub', [
+      ...mosquittoLogin(t, agent),
+      '-q',
+      '1',
+      '-t',
+      `${agent.topic}/Status/Unenroll`,
+      '-m',
+      '{"unenroll":"unenrolled"}',
+    ]);
     await unenrolled;
     expect(agentRow(t, agent.id).enroll_status).toBe('unenrolled');
   });
 });
 
 describe('the CLI: mdm-console command', () => {
-  const cli = (...args: string[]) => run(process.execPath, [CLI, 'command', ...args, '--data-dir', t.dataDir], { timeoutMs: 30_000 });
+  const cli = (...args: string[]) =>
+    run(process.execPath, [CLI, 'command', ...args, '--data-dir', t.dataDir], { timeoutMs: 30_000 });
 
   it('pings a device and prints its reply; --json gives the command and the reply', async () => {
     const agent = await enrollAgent(t);

@@ -28,43 +28,47 @@ afterAll(async () => {
 });
 
 describe.skipIf(!mounted)('the broker on a full disk', () => {
-  it('refuses logins it cannot record with CONNACK 3, drops traffic it cannot record, stays up, and lets devices in once space is freed', { timeout: 60_000 }, async () => {
-    const idle = await enrollAgent(t);
-    const busy = await enrollAgent(t);
-    const connected = await connectAgent(t, busy);
+  it(
+    'refuses logins it cannot record with CONNACK 3, drops traffic it cannot record, stays up, and lets devices in once space is freed',
+    { timeout: 60_000 },
+    async () => {
+      const idle = await enrollAgent(t);
+      const busy = await enrollAgent(t);
+      const connected = await connectAgent(t, busy);
 
-    disk.fill();
-    // SQLite first fills the space its write-ahead log already holds; a 507 says the log is full.
-    let full = false;
-    for (let i = 0; i < 500 && !full; i++) {
-      const attempt = await t.admin('POST', '/invitations/bulk', {
-        invitations: Array.from({ length: 50 }, (_, j) => ({ email: `mqtt-full-${i}-${j}@example.com` })),
-        send_email: false,
-      });
-      full = attempt.status === 507;
-    }
-    expect(full).toBe(true);
+      disk.fill();
+      // SQLite first fills the space its write-ahead log already holds; a 507 says the log is full.
+      let full = false;
+      for (let i = 0; i < 500 && !full; i++) {
+        const attempt = await t.admin('POST', '/invitations/bulk', {
+          invitations: Array.from({ length: 50 }, (_, j) => ({ email: `mqtt-full-${i}-${j}@example.com` })),
+          send_email: false,
+        });
+        full = attempt.status === 507;
+      }
+      expect(full).toBe(true);
 
-    // A correct login cannot be recorded as online: refused as "server unavailable", not a crash.
-    expect(await refusalCode(t, idle)).toBe(3);
-    // A wrong password: refused either way (its refusal cannot be logged either).
-    expect([3, 4]).toContain(await refusalCode(t, { serial: idle.serial, password: 'wrong' }));
-    // A connected device's traffic and its disconnection cannot be recorded: dropped.
-    await connected.publishAsync(`${busy.topic}/Status/Ping`, '!');
-    await connected.publishAsync(`${busy.topic}/Status/Online`, '{"online":true}');
-    await connected.publishAsync('/elsewhere/not/allowed', 'x');
-    await connected.endAsync();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+      // A correct login cannot be recorded as online: refused as "server unavailable", not a crash.
+      expect(await refusalCode(t, idle)).toBe(3);
+      // A wrong password: refused either way (its refusal cannot be logged either).
+      expect([3, 4]).toContain(await refusalCode(t, { serial: idle.serial, password: 'wrong' }));
+      // A connected device's traffic and its disconnection cannot be recorded: dropped.
+      await connected.publishAsync(`${busy.topic}/Status/Ping`, '!');
+      await connected.publishAsync(`${busy.topic}/Status/Online`, '{"online":true}');
+      await connected.publishAsync('/elsewhere/not/allowed', 'x');
+      await connected.endAsync();
+      await new Promise((resolve) => setTimeout(resolve, 300));
 
-    expect((await t.admin('GET', '/status')).status).toBe(200);
+      expect((await t.admin('GET', '/status')).status).toBe(200);
 
-    disk.free();
-    // Its password was never rotated by the failures: the same login now gets in, and is online.
-    const client = await connectAgent(t, idle);
-    await eventually(async () => (await t.admin('GET', `/agents/${idle.id}`)).body.is_online === true);
-    client.end(true);
-    // And the device that was connected throughout can come back too.
-    const again = await readRecord(t, busy.session, busy.id);
-    (await connectAgent(t, { serial: busy.serial, password: again.password })).end(true);
-  });
+      disk.free();
+      // Its password was never rotated by the failures: the same login now gets in, and is online.
+      const client = await connectAgent(t, idle);
+      await eventually(async () => (await t.admin('GET', `/agents/${idle.id}`)).body.is_online === true);
+      client.end(true);
+      // And the device that was connected throughout can come back too.
+      const again = await readRecord(t, busy.session, busy.id);
+      (await connectAgent(t, { serial: busy.serial, password: again.password })).end(true);
+    },
+  );
 });

@@ -14,7 +14,17 @@ import { ENROLL_STATUS } from '../../../src-main/backend/agents/status.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { withStoredAgents } from '../../helpers/stored-agents.ts';
 import { BROKER_MODES_UNDER_TEST, brokerReady, startMosquitto, type MosquittoProcess } from '../../helpers/external-brokers.ts';
-import { agentRow, closeClients, connectAgent, enrollAgent, eventually, inbox, nextEvent, ofAgent, refusalCode } from '../../helpers/mqtt.ts';
+import {
+  agentRow,
+  closeClients,
+  connectAgent,
+  enrollAgent,
+  eventually,
+  inbox,
+  nextEvent,
+  ofAgent,
+  refusalCode,
+} from '../../helpers/mqtt.ts';
 import { startRabbitCluster, type RabbitCluster } from '../../helpers/rabbitmq.ts';
 
 const agents: MqttAgent[] = [];
@@ -36,7 +46,12 @@ async function uploadFile(t: TestBackend, name: string): Promise<number> {
 
 async function deviceIn(t: TestBackend, fleet: string, email: string): Promise<SimulatedDevice> {
   const { body } = await t.admin('POST', '/invitations', { email, fleet, send_email: false });
-  const device = await startDevice({ deeplink: body.deeplink, email, reports: 'mqtt', mqtt: { backoff: { initialMs: 100, maxMs: 1000 } } });
+  const device = await startDevice({
+    deeplink: body.deeplink,
+    email,
+    reports: 'mqtt',
+    mqtt: { backoff: { initialMs: 100, maxMs: 1000 } },
+  });
   devices.push(device);
   return device;
 }
@@ -49,7 +64,11 @@ async function simulated(t: TestBackend, email: string) {
   const enrollment = await enrollDevice({ deeplink: body.deeplink, email });
   const id = Number(enrollment.agentId);
   const online = nextEvent(t, ofAgent(id, 'agent.online'));
-  const agent = await startMqttAgent({ ...mqttCredentialsOf(enrollment), backoff: { initialMs: 100, maxMs: 1000 }, firstConnectTimeoutMs: 60_000 });
+  const agent = await startMqttAgent({
+    ...mqttCredentialsOf(enrollment),
+    backoff: { initialMs: 100, maxMs: 1000 },
+    firstConnectTimeoutMs: 60_000,
+  });
   agents.push(agent);
   await online;
   return { id, agent };
@@ -64,7 +83,9 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto failure
       const status = await t.admin('GET', '/status');
       expect(status.body.mqtt).toMatchObject({ mode: 'mosquitto', connected: false });
       const events = (await t.admin('GET', '/events?limit=50')).body.items as { type: string; message: string }[];
-      expect(events.find((e) => e.type === 'broker.unreachable')?.message).toMatch(/unreachable.*ECONNREFUSED.*retrying with back-off/);
+      expect(events.find((e) => e.type === 'broker.unreachable')?.message).toMatch(
+        /unreachable.*ECONNREFUSED.*retrying with back-off/,
+      );
       // The agent API enrolls and serves records; commands are kept in the records.
       const agent = await enrollAgent(t);
       expect(agent.record.port).toBe(mosquitto.port);
@@ -120,8 +141,12 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto failure
     it('restarted (crashed): the fleet policies it lost are published again, and a removal made while it was down reaches it', async () => {
       const fleet = `Crash fleet ${Date.now()}`;
       const fleetId = (await t.admin('POST', '/fleets', { name: fleet })).body.id as number;
-      const kept = (await t.admin('POST', '/deployments', { kind: 'file', item_id: await uploadFile(t, 'kept.txt'), fleet_id: fleetId })).body;
-      const dropped = (await t.admin('POST', '/deployments', { kind: 'file', item_id: await uploadFile(t, 'dropped.txt'), fleet_id: fleetId })).body;
+      const kept = (
+        await t.admin('POST', '/deployments', { kind: 'file', item_id: await uploadFile(t, 'kept.txt'), fleet_id: fleetId })
+      ).body;
+      const dropped = (
+        await t.admin('POST', '/deployments', { kind: 'file', item_id: await uploadFile(t, 'dropped.txt'), fleet_id: fleetId })
+      ).body;
       await eventually(async () => (await t.backend.broker.retained(dropped.topic)) !== null);
       await mosquitto.stop({ crash: true });
       await eventually(() => !t.backend.broker.status().connected);
@@ -156,7 +181,12 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ cluster f
   beforeAll(async () => {
     rabbit = await startRabbitCluster();
     dataDir = mkdtempSync(join(tmpdir(), 'mdm-rabbit-failures-'));
-    t = await startTestBackend({ dataDir, mqttBroker: 'rabbitmq', mqttBrokerUrl: rabbit.backendUrl, mqttAuthPort: rabbit.authPort });
+    t = await startTestBackend({
+      dataDir,
+      mqttBroker: 'rabbitmq',
+      mqttBrokerUrl: rabbit.backendUrl,
+      mqttAuthPort: rabbit.authPort,
+    });
     await brokerReady(t.backend);
   }, 240_000);
   afterAll(async () => {
@@ -214,11 +244,20 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ cluster f
   it("an agent on the node that never held the fleet's retained policy gets it when it says it is online, and its report is taken in", async () => {
     const fleet = `Node fleet ${Date.now()}`;
     const fleetId = (await t.admin('POST', '/fleets', { name: fleet })).body.id as number;
-    const created = (await t.admin('POST', '/deployments', { kind: 'file', item_id: await uploadFile(t, 'node.txt'), fleet_id: fleetId })).body;
+    const created = (
+      await t.admin('POST', '/deployments', { kind: 'file', item_id: await uploadFile(t, 'node.txt'), fleet_id: fleetId })
+    ).body;
     const agent = await enrollAgent(t, { fleet });
     const second = rabbit.nodes[1]!;
     // On the second node only (the backend's link, and so the retained copy, is on the first).
-    const client = mqtt.connect({ host: '127.0.0.1', port: second.mqttPort, username: agent.serial, password: agent.password, clientId: agent.serial, reconnectPeriod: 0 });
+    const client = mqtt.connect({
+      host: '127.0.0.1',
+      port: second.mqttPort,
+      username: agent.serial,
+      password: agent.password,
+      clientId: agent.serial,
+      reconnectPeriod: 0,
+    });
     client.on('error', () => {});
     try {
       await new Promise<void>((resolve) => client.once('connect', () => resolve()));
@@ -248,16 +287,22 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ cluster f
     const silent: Server = createServer((socket) => (sockets.add(socket), socket.on('error', () => {})));
     await new Promise<void>((resolve) => silent.listen(rabbit.authPort, '127.0.0.1', () => resolve()));
     try {
-      const slow = await refusalCode({ backend: { info: { mqtt_port: port } } } as TestBackend, agent, { connectTimeout: 20_000 });
+      const slow = await refusalCode({ backend: { info: { mqtt_port: port } } } as TestBackend, agent, {
+        connectTimeout: 20_000,
+      });
       expect(slow).not.toBe(0);
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => silent.close(() => resolve()));
     }
-    t = await startTestBackend({ dataDir, mqttBroker: 'rabbitmq', mqttBrokerUrl: rabbit.backendUrl, mqttAuthPort: rabbit.authPort });
+    t = await startTestBackend({
+      dataDir,
+      mqttBroker: 'rabbitmq',
+      mqttBrokerUrl: rabbit.backendUrl,
+      mqttAuthPort: rabbit.authPort,
+    });
     await brokerReady(t.backend);
     const client = await connectAgent(t, agent);
     expect(client.connected).toBe(true);
   }, 120_000);
 });
-

@@ -13,13 +13,28 @@ import { startMqttAgent, type MqttAgent, type MqttAgentEvent } from '../../../sr
 import { enrollByHand, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { BROKER_MODES_UNDER_TEST, brokerReady, startMosquitto, type MosquittoProcess } from '../../helpers/external-brokers.ts';
 import { startRabbitCluster, type RabbitCluster } from '../../helpers/rabbitmq.ts';
-import { agentRow, closeClients, connectAgent, enrollAgent, eventually, inbox, nextEvent, ofAgent, readRecord, refusalCode } from '../../helpers/mqtt.ts';
+import {
+  agentRow,
+  closeClients,
+  connectAgent,
+  enrollAgent,
+  eventually,
+  inbox,
+  nextEvent,
+  ofAgent,
+  readRecord,
+  refusalCode,
+} from '../../helpers/mqtt.ts';
 
 const APK = readFileSync(fileURLToPath(new URL('../../fixtures/field-app.apk', import.meta.url)));
 
 /** Waits for an MQTT operation, or for the broker to close the connection instead of answering. */
 function settled(client: MqttClient, operation: Promise<unknown>): Promise<unknown> {
-  return Promise.race([operation.catch((error: unknown) => error), new Promise<void>((resolve) => client.once('close', () => resolve())), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  return Promise.race([
+    operation.catch((error: unknown) => error),
+    new Promise<void>((resolve) => client.once('close', () => resolve())),
+    new Promise((resolve) => setTimeout(resolve, 5_000)),
+  ]);
 }
 
 describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
@@ -62,7 +77,11 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
     const id = Number(enrollment.agentId);
     const events: MqttAgentEvent[] = [];
     const online = nextEvent(t, ofAgent(id, 'agent.online'));
-    const agent = await startMqttAgent({ ...mqttCredentialsOf(enrollment), backoff: { initialMs: 100, maxMs: 1000 }, onEvent: (e) => events.push(e) });
+    const agent = await startMqttAgent({
+      ...mqttCredentialsOf(enrollment),
+      backoff: { initialMs: 100, maxMs: 1000 },
+      onEvent: (e) => events.push(e),
+    });
     agents.push(agent);
     await online;
     return { id, agent, events, enrollment };
@@ -110,7 +129,10 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
 
   it('a lock sent while the agent is offline reaches it when it connects', async () => {
     const agent = await enrollAgent(t);
-    expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'lock' })).body).toMatchObject({ online: false, retained: true });
+    expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'lock' })).body).toMatchObject({
+      online: false,
+      retained: true,
+    });
     const client = await connectAgent(t, agent);
     const box = inbox(client);
     await client.subscribeAsync({ [`${agent.topic}/#`]: { qos: 1 } });
@@ -182,7 +204,13 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
     counter += 1;
     const email = `${mode}-deploy${counter}@example.com`;
     const { body } = await t.admin('POST', '/invitations', { email, fleet, send_email: false });
-    const started = await startDevice({ deeplink: body.deeplink, email, reports, chunkSize: 65_536, mqtt: { backoff: { initialMs: 100, maxMs: 1000 } } });
+    const started = await startDevice({
+      deeplink: body.deeplink,
+      email,
+      reports,
+      chunkSize: 65_536,
+      mqtt: { backoff: { initialMs: 100, maxMs: 1000 } },
+    });
     devices.push(started);
     return started;
   }
@@ -203,14 +231,23 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
       body: APK,
     });
     const pkg = (await upload.json()) as { id: number; sha256: string };
-    const created = await t.admin('POST', '/deployments', { kind: 'package', item_id: pkg.id, fleet_id: fleetId, remove_on_delete: true });
+    const created = await t.admin('POST', '/deployments', {
+      kind: 'package',
+      item_id: pkg.id,
+      fleet_id: fleetId,
+      remove_on_delete: true,
+    });
     expect(created.status).toBe(201);
     expect(created.body.topic).toBe(`/1/fleet/${fleetId}/Policy/deployApp/Task/${created.body.id}`);
     expect(await t.backend.broker.retained(created.body.topic)).toBe(JSON.stringify(created.body.message));
     const done = await allDone(created.body.id, 2);
-    for (const task of done.tasks) expect(task.history.map((h: any) => h.status)).toEqual(['pending', 'received', 'in progress', 'done']);
-    expect(new Set(done.tasks.flatMap((task: any) => task.history.slice(1).map((h: any) => h.source)))).toEqual(new Set(['mqtt', 'http']));
-    for (const phone of phones) expect(phone.policies.state.apps['org.example.fieldapp']).toMatchObject({ packageId: pkg.id, versionCode: 42 });
+    for (const task of done.tasks)
+      expect(task.history.map((h: any) => h.status)).toEqual(['pending', 'received', 'in progress', 'done']);
+    expect(new Set(done.tasks.flatMap((task: any) => task.history.slice(1).map((h: any) => h.source)))).toEqual(
+      new Set(['mqtt', 'http']),
+    );
+    for (const phone of phones)
+      expect(phone.policies.state.apps['org.example.fieldapp']).toMatchObject({ packageId: pkg.id, versionCode: 42 });
 
     // A device enrolling later finds the fleet's policy (retained; on RabbitMQ given again when it is online).
     const late = await device(fleetName, 'mqtt');
@@ -235,14 +272,20 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
       body: Buffer.from(`for one device on ${mode}`),
     });
     const file = (await upload.json()) as { id: number };
-    const created = (await t.admin('POST', '/deployments', { kind: 'file', item_id: file.id, agent_id: Number(phone.enrollment.agentId) })).body;
+    const created = (
+      await t.admin('POST', '/deployments', { kind: 'file', item_id: file.id, agent_id: Number(phone.enrollment.agentId) })
+    ).body;
     expect(created.topic).toMatch(/\/agent\/[^/]+\/Policy\/deployFile\/Task\/\d+$/);
     const done = await allDone(created.id, 1);
     expect(done.tasks[0].history.slice(1).every((h: any) => h.source === 'mqtt')).toBe(true);
 
     // Another agent reporting on this task, on its own topic: refused and noted, the task unchanged.
     const client = await connectAgent(t, other);
-    await client.publishAsync(`${other.topic}/Status/Task/${created.id}`, JSON.stringify({ status: 'failed', reason: 'forged' }), { qos: 1 });
+    await client.publishAsync(
+      `${other.topic}/Status/Task/${created.id}`,
+      JSON.stringify({ status: 'failed', reason: 'forged' }),
+      { qos: 1 },
+    );
     await eventually(() => t.backend.services.events.forAgent(other.id).some((e) => e.type === 'task.report_refused'), 15_000);
     expect((await deploymentOf(created.id)).tasks[0]).toMatchObject({ status: 'done' });
   });

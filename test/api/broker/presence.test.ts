@@ -6,7 +6,19 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { withStoredAgents } from '../../helpers/stored-agents.ts';
-import { agentRow, connectAgent, enrollAgent, eventually, mosquittoLogin, nextEvent, ofAgent, refusalCode, run, type EnrolledAgent, useBrokerBackend } from '../../helpers/mqtt.ts';
+import {
+  agentRow,
+  connectAgent,
+  enrollAgent,
+  eventually,
+  mosquittoLogin,
+  nextEvent,
+  ofAgent,
+  refusalCode,
+  run,
+  type EnrolledAgent,
+  useBrokerBackend,
+} from '../../helpers/mqtt.ts';
 
 let t: TestBackend;
 
@@ -14,7 +26,12 @@ useBrokerBackend((backend) => {
   t = backend;
 });
 
-const willOf = (agent: EnrolledAgent) => ({ topic: `${agent.topic}/Status/Online`, payload: Buffer.from('{"online":false}'), qos: 1 as const, retain: true });
+const willOf = (agent: EnrolledAgent) => ({
+  topic: `${agent.topic}/Status/Online`,
+  payload: Buffer.from('{"online":false}'),
+  qos: 1 as const,
+  retain: true,
+});
 
 describe('presence', () => {
   it('counts a mosquitto_sub client that never publishes Status/Online as online, and pings it', async () => {
@@ -36,7 +53,7 @@ describe('presence', () => {
     await checking;
     expect(seen).toEqual({ online: true, ping: 202 });
     expect(result.stdout).toContain(`${agent.topic}/Command/Ping {"query":"Ping"}`);
-    expect(result.stdout).not.toContain('PUBLISH (d0, q0, r0, m0, \'' + agent.topic + '/Status');
+    expect(result.stdout).not.toContain("PUBLISH (d0, q0, r0, m0, '" + agent.topic + '/Status');
     await eventually(() => agentRow(t, agent.id).is_online === 0);
   });
 
@@ -54,7 +71,13 @@ describe('presence', () => {
     const online = nextEvent(t, ofAgent(agent.id, 'agent.online'));
     const client = await connectAgent(t, agent);
     const event = await online;
-    expect(event.data).toMatchObject({ reason: 'connected', protocol: 'MQTT 3.1.1', tls: false, address: '127.0.0.1', client_id: agent.serial });
+    expect(event.data).toMatchObject({
+      reason: 'connected',
+      protocol: 'MQTT 3.1.1',
+      tls: false,
+      address: '127.0.0.1',
+      client_id: agent.serial,
+    });
     const row = agentRow(t, agent.id);
     expect(row.is_online).toBe(1);
     expect(row.last_contact! >= before).toBe(true);

@@ -7,13 +7,24 @@ import { join } from 'node:path';
 import type { MqttClient } from 'mqtt';
 import { describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
-import { agentRow, closeClients, connectAgent, enrollAgent, inbox, nextEvent, ofAgent, type EnrolledAgent, useBrokerBackend } from '../../helpers/mqtt.ts';
+import {
+  agentRow,
+  closeClients,
+  connectAgent,
+  enrollAgent,
+  inbox,
+  nextEvent,
+  ofAgent,
+  type EnrolledAgent,
+  useBrokerBackend,
+} from '../../helpers/mqtt.ts';
 import { DEFAULT_RESUBSCRIBE_GRACE_MS } from '../../../src-main/backend/broker/resubscribe.ts';
 
 /** Answers pings the way the agents do (`T/Status/Ping` `!`). */
 function answerPings(client: MqttClient, agent: EnrolledAgent) {
   client.on('message', (topic) => {
-    if (topic === `${agent.topic}/Command/Ping`) void client.publishAsync(`${agent.topic}/Status/Ping`, '!', { qos: 0 }).catch(() => {});
+    if (topic === `${agent.topic}/Command/Ping`)
+      void client.publishAsync(`${agent.topic}/Status/Ping`, '!', { qos: 0 }).catch(() => {});
   });
 }
 
@@ -48,7 +59,11 @@ describe('an agent that reconnects without subscribing after a broker restart', 
 
       const subscribed = await resubscribed;
       const fleet = agentRow(backend, agent.id) as unknown as { entity_id: number; fleet_id: number };
-      expect((subscribed.data as { filters: string[] }).filters).toEqual([`${agent.topic}/#`, `/${fleet.entity_id}/fleet/${fleet.fleet_id}/#`, 'FlyvemdmManifest/Status/Version']);
+      expect((subscribed.data as { filters: string[] }).filters).toEqual([
+        `${agent.topic}/#`,
+        `/${fleet.entity_id}/fleet/${fleet.fleet_id}/#`,
+        'FlyvemdmManifest/Status/Version',
+      ]);
 
       const reply = nextEvent(backend, ofAgent(agent.id, 'agent.ping_reply'));
       expect((await backend.admin('POST', `/agents/${agent.id}/commands`, { command: 'ping' })).status).toBe(202);
@@ -73,7 +88,8 @@ describe('retained commands', () => {
     t = backend;
   });
 
-  const lockMessages = (box: ReturnType<typeof inbox>, agent: EnrolledAgent) => box.messages.filter((m) => m.topic === `${agent.topic}/Command/Lock`);
+  const lockMessages = (box: ReturnType<typeof inbox>, agent: EnrolledAgent) =>
+    box.messages.filter((m) => m.topic === `${agent.topic}/Command/Lock`);
 
   it('reach an agent that subscribes only after the broker did, once', async () => {
     const agent = await enrollAgent(t);

@@ -38,7 +38,11 @@ async function simulatedAgent(backend: TestBackend, options: { tls?: boolean } =
   const id = Number(enrollment.agentId);
   const events: MqttAgentEvent[] = [];
   const online = nextEvent(backend, ofAgent(id, 'agent.online'));
-  const agent = await startMqttAgent({ ...mqttCredentialsOf(enrollment), backoff: { initialMs: 100, maxMs: 1000 }, onEvent: (e) => events.push(e) });
+  const agent = await startMqttAgent({
+    ...mqttCredentialsOf(enrollment),
+    backoff: { initialMs: 100, maxMs: 1000 },
+    onEvent: (e) => events.push(e),
+  });
   await online;
   return { id, agent, events, enrollment };
 }
@@ -90,7 +94,9 @@ describe('the simulator as an MQTT agent', () => {
   it('gives up when the broker refuses its login', async () => {
     const { email, deeplink } = await invitation(t);
     const enrollment = await enrollDevice({ deeplink, email });
-    await expect(startMqttAgent({ ...mqttCredentialsOf(enrollment), password: 'wrong' })).rejects.toThrow(/bad user name or password/);
+    await expect(startMqttAgent({ ...mqttCredentialsOf(enrollment), password: 'wrong' })).rejects.toThrow(
+      /bad user name or password/,
+    );
   });
 });
 
@@ -131,23 +137,35 @@ describe('mdm-console agent --stay, driven by mdm-console command', () => {
   it('a command sent from the CLI reaches the device and its reply is recorded; Ctrl+C leaves cleanly', async () => {
     const { email, deeplink } = await invitation(t);
     const serial = `STAY${Date.now() % 100000}`;
-    const child = spawn(process.execPath, [CLI, 'agent', '--deeplink', deeplink, '--email', email, '--serial', serial, '--stay'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [CLI, 'agent', '--deeplink', deeplink, '--email', email, '--serial', serial, '--stay'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
     try {
       await eventually(() => output.includes('staying connected'), 20_000);
-      const id = ((await t.admin('GET', '/agents')).body.items as { id: number; serial: string }[]).find((a) => a.serial === serial)!.id;
+      const id = ((await t.admin('GET', '/agents')).body.items as { id: number; serial: string }[]).find(
+        (a) => a.serial === serial,
+      )!.id;
       expect(agentRow(t, id).is_online).toBe(1);
 
-      const ping = await run(process.execPath, [CLI, 'command', String(id), 'ping', '--data-dir', t.dataDir], { timeoutMs: 30_000 });
+      const ping = await run(process.execPath, [CLI, 'command', String(id), 'ping', '--data-dir', t.dataDir], {
+        timeoutMs: 30_000,
+      });
       expect(ping.code).toBe(0);
       expect(ping.stdout).toMatch(/reply: .* answered the ping/);
-      const lock = await run(process.execPath, [CLI, 'command', String(id), 'lock', '--data-dir', t.dataDir], { timeoutMs: 30_000 });
+      const lock = await run(process.execPath, [CLI, 'command', String(id), 'lock', '--data-dir', t.dataDir], {
+        timeoutMs: 30_000,
+      });
       expect(lock.code).toBe(0);
       await eventually(() => output.includes('device LOCKED'));
-      expect(t.backend.services.events.forAgent(id).map((e) => e.type)).toEqual(expect.arrayContaining(['agent.command', 'agent.ping_reply']));
+      expect(t.backend.services.events.forAgent(id).map((e) => e.type)).toEqual(
+        expect.arrayContaining(['agent.command', 'agent.ping_reply']),
+      );
 
       const offline = nextEvent(t, ofAgent(id, 'agent.offline'));
       child.kill('SIGINT');

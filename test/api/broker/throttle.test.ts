@@ -9,7 +9,9 @@ import { closeClients, connectAgent, enrollAgent, mosquittoLogin, nextEvent, run
 let t: TestBackend;
 
 beforeAll(async () => {
-  t = await startTestBackend({ mqttThrottle: { freeFailures: 1, freeFailuresPerAddress: 1000, baseDelayMs: 2_000, maxDelayMs: 120_000 } });
+  t = await startTestBackend({
+    mqttThrottle: { freeFailures: 1, freeFailuresPerAddress: 1000, baseDelayMs: 2_000, maxDelayMs: 120_000 },
+  });
 });
 afterEach(async () => {
   await closeClients();
@@ -20,7 +22,11 @@ afterAll(async () => {
 
 /** A wrong password from 127.0.0.1 with mosquitto_pub: refused (exit code not 0) once its answer comes. */
 async function failLogin(serial: string): Promise<void> {
-  const result = await run('mosquitto_pub', [...mosquittoLogin(t, { serial, password: 'wrong-password' }), '-t', 'x', '-m', 'x'], { timeoutMs: 30_000 });
+  const result = await run(
+    'mosquitto_pub',
+    [...mosquittoLogin(t, { serial, password: 'wrong-password' }), '-t', 'x', '-m', 'x'],
+    { timeoutMs: 30_000 },
+  );
   expect(result.code).not.toBe(0);
   expect(result.stderr).toMatch(/not authori[sz]ed|bad user name or password/i);
 }

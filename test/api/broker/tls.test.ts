@@ -41,7 +41,9 @@ describe('the generated certificate', () => {
     const agent = await enrollAgent(t);
     const ca = readFileSync(certFile);
     expect((await connectAgent(t, agent, { tls: true, ca })).connected).toBe(true);
-    expect((await connectAgent(t, agent, { tls: true, ca, protocolVersion: 3, protocolId: 'MQIsdp', clientId: 'tls31' })).connected).toBe(true);
+    expect(
+      (await connectAgent(t, agent, { tls: true, ca, protocolVersion: 3, protocolId: 'MQIsdp', clientId: 'tls31' })).connected,
+    ).toBe(true);
   });
 
   it('is refused by a client that does not trust it', async () => {
@@ -53,14 +55,36 @@ describe('the generated certificate', () => {
     const agent = await enrollAgent(t);
     expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'wipe' })).status).toBe(202);
     for (const version of ['mqttv311', 'mqttv31']) {
-      const result = await run('mosquitto_sub', [...mosquittoLogin(t, agent, { cafile: certFile }), '-V', version, '-i', `tls-${version}`, '-t', `${agent.topic}/#`, '-v', '-C', '2', '-W', '15']);
+      const result = await run('mosquitto_sub', [
+        ...mosquittoLogin(t, agent, { cafile: certFile }),
+        '-V',
+        version,
+        '-i',
+        `tls-${version}`,
+        '-t',
+        `${agent.topic}/#`,
+        '-v',
+        '-C',
+        '2',
+        '-W',
+        '15',
+      ]);
       expect(result.stderr).toBe('');
       // Beside the retained Command/Subscribe every agent finds (its fleet topic).
-      expect(result.stdout.trim().split('\n').sort()).toEqual([`${agent.topic}/Command/Subscribe {"subscribe":[{"topic":"/1/fleet/1"}]}`, `${agent.topic}/Command/Wipe {"wipe":"now"}`]);
+      expect(result.stdout.trim().split('\n').sort()).toEqual([
+        `${agent.topic}/Command/Subscribe {"subscribe":[{"topic":"/1/fleet/1"}]}`,
+        `${agent.topic}/Command/Wipe {"wipe":"now"}`,
+      ]);
     }
     const wrongCa = join(t.dataDir, 'other-ca.pem');
     writeFileSync(wrongCa, (await generateSelfSigned({ commonName: 'other', hosts: ['127.0.0.1'], days: 1 })).cert);
-    const untrusted = await run('mosquitto_pub', [...mosquittoLogin(t, agent, { cafile: wrongCa }), '-t', `${agent.topic}/Status/X`, '-m', 'x']);
+    const untrusted = await run('mosquitto_pub', [
+      ...mosquittoLogin(t, agent, { cafile: wrongCa }),
+      '-t',
+      `${agent.topic}/Status/X`,
+      '-m',
+      'x',
+    ]);
     expect(untrusted.code).not.toBe(0);
   });
 
@@ -115,7 +139,11 @@ describe('certificates across restarts and provided by the admin', () => {
   it("serves the admin's own certificate, and refuses to start with a key that does not match it", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mdm-own-cert-'));
     try {
-      const own = await generateSelfSigned({ commonName: 'broker.example.org', hosts: ['broker.example.org', '127.0.0.1'], days: 30 });
+      const own = await generateSelfSigned({
+        commonName: 'broker.example.org',
+        hosts: ['broker.example.org', '127.0.0.1'],
+        days: 30,
+      });
       const other = await generateSelfSigned({ commonName: 'other', hosts: ['127.0.0.1'], days: 30 });
       writeFileSync(join(dir, 'cert.pem'), own.cert);
       writeFileSync(join(dir, 'key.pem'), own.key);
@@ -130,9 +158,9 @@ describe('certificates across restarts and provided by the admin', () => {
         await closeClients();
         await provided.stop();
       }
-      await expect(startTestBackend({ mqttTlsCertFile: join(dir, 'cert.pem'), mqttTlsKeyFile: join(dir, 'other-key.pem') })).rejects.toThrow(
-        /not the private key/,
-      );
+      await expect(
+        startTestBackend({ mqttTlsCertFile: join(dir, 'cert.pem'), mqttTlsKeyFile: join(dir, 'other-key.pem') }),
+      ).rejects.toThrow(/not the private key/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -20,11 +20,13 @@ describe('serve + CLI + simulator, as a user runs them', () => {
   it('serve prints where everything is and writes server.json (0600)', async () => {
     await serve.waitFor(() => serve.output().includes('Press Ctrl+C'), 'the banner');
     const info = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8'));
-    for (const key of ['api_url', 'deeplink_url', 'admin_url', 'admin_token', 'mqtt_port', 'pid', 'console_url']) expect(info).toHaveProperty(key);
+    for (const key of ['api_url', 'deeplink_url', 'admin_url', 'admin_token', 'mqtt_port', 'pid', 'console_url'])
+      expect(info).toHaveProperty(key);
     expect(info.pid).toBe(server.pid);
     expect(statSync(join(dataDir, 'server.json')).mode & 0o777).toBe(0o600);
     expect(statSync(join(dataDir, 'admin-token')).mode & 0o777).toBe(0o600);
-    for (const file of ['mdm-console.sqlite', 'mdm-console.sqlite-wal']) expect(statSync(join(dataDir, file)).mode & 0o777, file).toBe(0o600);
+    for (const file of ['mdm-console.sqlite', 'mdm-console.sqlite-wal'])
+      expect(statSync(join(dataDir, file)).mode & 0o777, file).toBe(0o600);
     expect(serve.output()).toContain(info.api_url);
     expect(serve.output()).toContain(`${info.deeplink_url}/deeplink/`);
     expect(serve.output()).not.toContain(info.admin_token);
@@ -34,7 +36,8 @@ describe('serve + CLI + simulator, as a user runs them', () => {
     const invited = await cli(['invite', '--email', 'Carol@Example.com', '--firstname', 'Carol', '--days', '3', '--json']);
     expect(invited.code, invited.stderr).toBe(0);
     const invitation = JSON.parse(invited.stdout);
-    for (const key of ['id', 'email', 'status', 'expires_at', 'deeplink', 'invitation_token', 'user_token']) expect(invitation).toHaveProperty(key);
+    for (const key of ['id', 'email', 'status', 'expires_at', 'deeplink', 'invitation_token', 'user_token'])
+      expect(invitation).toHaveProperty(key);
     expect(invitation.email).toBe('carol@example.com');
     expect(invitation.status).toBe('pending');
 
@@ -48,7 +51,17 @@ describe('serve + CLI + simulator, as a user runs them', () => {
     expect(file).toMatchObject({ name: 'manual ü.bin', size: payload.length });
     expect(Number.isInteger(file.id)).toBe(true);
 
-    const enrolled = await cli(['agent', '--deeplink', invitation.deeplink, '--email', 'carol@example.com', '--serial', 'CLI-0001', '--download', `file:${file.id}`]);
+    const enrolled = await cli([
+      'agent',
+      '--deeplink',
+      invitation.deeplink,
+      '--email',
+      'carol@example.com',
+      '--serial',
+      'CLI-0001',
+      '--download',
+      `file:${file.id}`,
+    ]);
     expect(enrolled.code, enrolled.stdout + enrolled.stderr).toBe(0);
     expect(enrolled.stdout).toMatch(/initSession/);
     expect(enrolled.stdout).toMatch(/PluginMdmAgent/);
@@ -69,7 +82,10 @@ describe('serve + CLI + simulator, as a user runs them', () => {
 
   it('bulk CSV: all or nothing, with row numbers', async () => {
     const good = join(dataDir, 'good.csv');
-    writeFileSync(good, 'email,firstname,lastname,fleet\n"dan@example.com",Dan,"O\'Neil, Jr",\nerin@example.com,Erin,,Default fleet\n');
+    writeFileSync(
+      good,
+      'email,firstname,lastname,fleet\n"dan@example.com",Dan,"O\'Neil, Jr",\nerin@example.com,Erin,,Default fleet\n',
+    );
     const created = await cli(['invite', '--csv', good, '--json']);
     expect(created.code, created.stderr).toBe(0);
     const rows = JSON.parse(created.stdout);

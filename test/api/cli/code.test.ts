@@ -22,8 +22,32 @@ afterAll(() => serve?.stop('SIGTERM'));
 describe('code commands', () => {
   it('code create prints deeplink, token and user_token; the simulator enrolls people with it; approve and reject; rotate and revoke', async () => {
     await json(['fleet', 'add', 'Lobby']);
-    const code = await json(['code', 'create', '--name', 'Lobby poster', '--fleet', 'Lobby', '--domain', 'example.com', '--domain', 'example.org', '--max-uses', '5', '--days', '10', '--approval', 'manual']);
-    expect(code).toMatchObject({ name: 'Lobby poster', fleet: 'Lobby', domains: ['example.com', 'example.org'], max_uses: 5, approval: 'manual', status: 'active' });
+    const code = await json([
+      'code',
+      'create',
+      '--name',
+      'Lobby poster',
+      '--fleet',
+      'Lobby',
+      '--domain',
+      'example.com',
+      '--domain',
+      'example.org',
+      '--max-uses',
+      '5',
+      '--days',
+      '10',
+      '--approval',
+      'manual',
+    ]);
+    expect(code).toMatchObject({
+      name: 'Lobby poster',
+      fleet: 'Lobby',
+      domains: ['example.com', 'example.org'],
+      max_uses: 5,
+      approval: 'manual',
+      status: 'active',
+    });
     for (const key of ['deeplink', 'token', 'user_token']) expect(typeof code[key]).toBe('string');
 
     // Manual approval: enrolled, but the broker refuses it until approved.
@@ -31,7 +55,15 @@ describe('code commands', () => {
     expect(first.code).toBe(1);
     expect(first.stdout).toMatch(/PluginMdmAgent/);
     expect(first.stdout).toContain('an administrator must approve this device');
-    const refusedDomain = await cli(['agent', '--deeplink', code.deeplink, '--email', 'ann@elsewhere.test', '--serial', 'CODE-CLI-2']);
+    const refusedDomain = await cli([
+      'agent',
+      '--deeplink',
+      code.deeplink,
+      '--email',
+      'ann@elsewhere.test',
+      '--serial',
+      'CODE-CLI-2',
+    ]);
     expect(refusedDomain.code).toBe(1);
     expect(refusedDomain.stdout + refusedDomain.stderr).toContain('this code is for addresses at @example.com, @example.org');
 
@@ -55,10 +87,28 @@ describe('code commands', () => {
 
     const rotated = await json(['code', 'rotate', String(code.id)]);
     expect(rotated.token).not.toBe(code.token);
-    const stale = await cli(['agent', '--deeplink', code.deeplink, '--email', 'cy@example.com', '--serial', 'CODE-CLI-4', '--no-mqtt']);
+    const stale = await cli([
+      'agent',
+      '--deeplink',
+      code.deeplink,
+      '--email',
+      'cy@example.com',
+      '--serial',
+      'CODE-CLI-4',
+      '--no-mqtt',
+    ]);
     expect(stale.code).toBe(1);
     expect(await json(['code', 'revoke', String(code.id)])).toMatchObject({ status: 'revoked' });
-    const revoked = await cli(['agent', '--deeplink', rotated.deeplink, '--email', 'cy@example.com', '--serial', 'CODE-CLI-4', '--no-mqtt']);
+    const revoked = await cli([
+      'agent',
+      '--deeplink',
+      rotated.deeplink,
+      '--email',
+      'cy@example.com',
+      '--serial',
+      'CODE-CLI-4',
+      '--no-mqtt',
+    ]);
     expect(revoked.stdout + revoked.stderr).toContain('This enrollment code has been revoked');
 
     const usage = await cli(['code', 'create', '--approval', 'sometimes', '--name', 'x']);

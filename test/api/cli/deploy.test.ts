@@ -47,9 +47,17 @@ describe('mdm-console deploy, deployments, undeploy, fleet', () => {
     const deployed = await cli('deploy', `package:${added.id}`, '--fleet', 'Couriers', '--json');
     expect(deployed.code).toBe(0);
     const deployment = JSON.parse(deployed.stdout);
-    expect(deployment).toMatchObject({ policy: 'deployApp', total: 2, remove_on_delete: true, message: { deployApp: 'org.example.fieldapp', versionCode: 42 } });
+    expect(deployment).toMatchObject({
+      policy: 'deployApp',
+      total: 2,
+      remove_on_delete: true,
+      message: { deployApp: 'org.example.fieldapp', versionCode: 42 },
+    });
     expect(deployment.tasks).toHaveLength(2);
-    await eventually(async () => JSON.parse((await cli('deployments', '--fleet', 'Couriers', '--json')).stdout)[0]?.done === 2, 20_000);
+    await eventually(
+      async () => JSON.parse((await cli('deployments', '--fleet', 'Couriers', '--json')).stdout)[0]?.done === 2,
+      20_000,
+    );
     expect((await cli('deployments')).stdout).toContain('2 of 2 done');
 
     const removed = JSON.parse((await cli('undeploy', String(deployment.id), '--json')).stdout);
@@ -65,7 +73,9 @@ describe('mdm-console deploy, deployments, undeploy, fleet', () => {
     expect((await cli('deploy', 'file:1', '--fleet', 'Nowhere')).stderr).toMatch(/not found|Unknown fleet/);
 
     // Fleets by name: rename, refuse to delete one with devices, delete an empty one.
-    expect((await cli('fleet', 'rename', 'Couriers', 'Bike couriers')).stdout).toContain('renamed from "Couriers" to "Bike couriers"');
+    expect((await cli('fleet', 'rename', 'Couriers', 'Bike couriers')).stdout).toContain(
+      'renamed from "Couriers" to "Bike couriers"',
+    );
     const busy = await cli('fleet', 'delete', 'Bike couriers');
     expect(busy.code).toBe(2);
     expect(busy.stderr).toMatch(/still has 2 devices/);

@@ -29,7 +29,9 @@ describe('invite', () => {
     for (const days of ['500', '0', '2.5', 'week']) {
       const result = await cli(['invite', '--email', 'days@example.com', '--days', days, '--no-email']);
       expect(result.code).toBe(2);
-      expect(result.stderr).toBe(`mdm-console: --days is how many days the invitation stays valid: a whole number from 1 to 180, not "${days}"\n`);
+      expect(result.stderr).toBe(
+        `mdm-console: --days is how many days the invitation stays valid: a whole number from 1 to 180, not "${days}"\n`,
+      );
     }
     expect((await admin().invitations.list({ q: 'days@' })).total).toBe(0);
   });
@@ -38,7 +40,9 @@ describe('invite', () => {
     const first = JSON.parse((await cli(['invite', '--email', 'twice@example.com', '--no-email', '--json'])).stdout);
     const again = await cli(['invite', '--email', 'Twice@Example.com', '--no-email']);
     expect(again.code).toBe(3);
-    expect(again.stderr).toContain(`twice@example.com already has a pending invitation: #${first.id}, valid until ${first.expires_at}`);
+    expect(again.stderr).toContain(
+      `twice@example.com already has a pending invitation: #${first.id}, valid until ${first.expires_at}`,
+    );
     expect(again.stderr).toContain(`mdm-console resend ${first.id}`);
     expect(again.stderr).toContain('--another');
     expect((await admin().invitations.list({ q: 'twice@' })).total).toBe(1);
@@ -46,7 +50,11 @@ describe('invite', () => {
     const resent = await cli(['invite', '--email', 'twice@example.com', '--resend', '--json']);
     expect(resent.code, resent.stderr).toBe(0);
     const view = JSON.parse(resent.stdout);
-    expect(view).toMatchObject({ id: first.id, invitation_token: first.invitation_token, delivery: { state: expect.stringMatching(/queued|sending|outbox|sent/) } });
+    expect(view).toMatchObject({
+      id: first.id,
+      invitation_token: first.invitation_token,
+      delivery: { state: expect.stringMatching(/queued|sending|outbox|sent/) },
+    });
     expect((await admin().invitations.list({ q: 'twice@' })).total).toBe(1);
 
     const second = await cli(['invite', '--email', 'twice@example.com', '--another', '--no-email', '--json']);

@@ -42,7 +42,26 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'mdm-mail-cli-'));
   server = spawn(
     process.execPath,
-    [CLI, 'serve', '--data-dir', dataDir, '--port', '0', '--admin-port', '0', '--mqtt-port', '0', '--mqtt-tls-port', '0', '--public-host', '127.0.0.1', '--host', '127.0.0.1', '--mail-from', 'Helpdesk <help@example.org>'],
+    [
+      CLI,
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      '--mqtt-port',
+      '0',
+      '--mqtt-tls-port',
+      '0',
+      '--public-host',
+      '127.0.0.1',
+      '--host',
+      '127.0.0.1',
+      '--mail-from',
+      'Helpdesk <help@example.org>',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MDM_CONSOLE_SMTP_URL: `smtp://127.0.0.1:${smtpPort}` } },
   );
   server.stdout!.on('data', (chunk) => (output += chunk));
@@ -98,12 +117,18 @@ describe('mail from the command line', () => {
     await smtp.close();
     const invited = await cli(['invite', '--email', 'down@example.com', '--json']);
     const created = JSON.parse(invited.stdout);
-    const waiting = await eventually(async () => {
-      const current = await invitation(created.id);
-      return current?.delivery?.state === 'queued' && current.delivery.retry_at ? current : null;
-    }, 30_000, 'a scheduled retry');
+    const waiting = await eventually(
+      async () => {
+        const current = await invitation(created.id);
+        return current?.delivery?.state === 'queued' && current.delivery.retry_at ? current : null;
+      },
+      30_000,
+      'a scheduled retry',
+    );
     expect(waiting.delivery!.error).toMatch(/ECONNREFUSED/);
-    expect((await cli(['invitations'])).stdout).toMatch(/down@example.com .* email will retry at \d\d:\d\d:\d\d \(last try: .*ECONNREFUSED/);
+    expect((await cli(['invitations'])).stdout).toMatch(
+      /down@example.com .* email will retry at \d\d:\d\d:\d\d \(last try: .*ECONNREFUSED/,
+    );
     expect((await cli(['mail', 'status'])).stdout).toMatch(/1 waiting for a retry; next at \d\d:\d\d:\d\d/);
 
     smtp = await startTestSmtp({ port: smtpPort });

@@ -15,7 +15,20 @@ vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 });
 
 const ROOT = join(import.meta.dirname, '../../..');
 const CLI = join(ROOT, 'src-main/cli/main.ts');
-const LOOPBACK = ['--port', '0', '--admin-port', '0', '--mqtt-port', '0', '--mqtt-tls-port', '0', '--public-host', '127.0.0.1', '--host', '127.0.0.1'];
+const LOOPBACK = [
+  '--port',
+  '0',
+  '--admin-port',
+  '0',
+  '--mqtt-port',
+  '0',
+  '--mqtt-tls-port',
+  '0',
+  '--public-host',
+  '127.0.0.1',
+  '--host',
+  '127.0.0.1',
+];
 const STACK_LINE = /^\s+at /m;
 
 const dirs: string[] = [];
@@ -34,12 +47,21 @@ afterAll(() => {
 });
 
 function cli(args: string[], options: { uid?: number; gid?: number; execPath?: string } = {}) {
-  const result = spawnSync(options.execPath ?? process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000, uid: options.uid, gid: options.gid, cwd: ROOT });
+  const result = spawnSync(options.execPath ?? process.execPath, [CLI, ...args], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    uid: options.uid,
+    gid: options.gid,
+    cwd: ROOT,
+  });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
 /** Starts `serve` and resolves once it printed its banner. */
-async function serve(dataDir: string, extra: string[] = LOOPBACK): Promise<{ process: ChildProcess; info: Record<string, any>; output: () => string }> {
+async function serve(
+  dataDir: string,
+  extra: string[] = LOOPBACK,
+): Promise<{ process: ChildProcess; info: Record<string, any>; output: () => string }> {
   const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   servers.push(child);
   let output = '';
@@ -59,7 +81,6 @@ function expectRefusal(result: { code: number | null; stdout: string; stderr: st
   expect(result.stderr).not.toMatch(STACK_LINE);
   expect(result.stdout).not.toContain('Press Ctrl+C');
 }
-
 
 describe('one server per data dir', () => {
   it('refuses a second serve, naming the running one; takes over the lock of a server killed with -9', async () => {
@@ -90,10 +111,26 @@ describe('start-up failures say what is wrong and what to do', () => {
     const port = (blocker.address() as { port: number }).port;
     try {
       const options = (flag: string) => LOOPBACK.map((value, i) => (LOOPBACK[i - 1] === flag ? String(port) : value));
-      expectRefusal(cli(['serve', '--data-dir', tempDir(), ...options('--port')]), `Port ${port} (the agent API and deeplink page) is already in use`, 'Choose another with --port P');
-      expectRefusal(cli(['serve', '--data-dir', tempDir(), ...options('--admin-port')]), `Port ${port} (the admin API and console) is already in use`, '--admin-port A');
-      expectRefusal(cli(['serve', '--data-dir', tempDir(), ...options('--mqtt-port')]), `Port ${port} (the MQTT broker; another broker such as mosquitto?) is already in use`, '--mqtt-port M');
-      expectRefusal(cli(['serve', '--data-dir', tempDir(), ...options('--mqtt-tls-port')]), `Port ${port} (the MQTT broker over TLS; another broker such as mosquitto?) is already in use`, '--mqtt-tls-port T');
+      expectRefusal(
+        cli(['serve', '--data-dir', tempDir(), ...options('--port')]),
+        `Port ${port} (the agent API and deeplink page) is already in use`,
+        'Choose another with --port P',
+      );
+      expectRefusal(
+        cli(['serve', '--data-dir', tempDir(), ...options('--admin-port')]),
+        `Port ${port} (the admin API and console) is already in use`,
+        '--admin-port A',
+      );
+      expectRefusal(
+        cli(['serve', '--data-dir', tempDir(), ...options('--mqtt-port')]),
+        `Port ${port} (the MQTT broker; another broker such as mosquitto?) is already in use`,
+        '--mqtt-port M',
+      );
+      expectRefusal(
+        cli(['serve', '--data-dir', tempDir(), ...options('--mqtt-tls-port')]),
+        `Port ${port} (the MQTT broker over TLS; another broker such as mosquitto?) is already in use`,
+        '--mqtt-tls-port T',
+      );
     } finally {
       blocker.close();
     }
@@ -102,7 +139,12 @@ describe('start-up failures say what is wrong and what to do', () => {
   it('a file that is not a database, and a damaged database: names the file and the way out', async () => {
     const garbage = tempDir();
     writeFileSync(join(garbage, 'mdm-console.sqlite'), Buffer.alloc(64 * 1024, 0x5a));
-    expectRefusal(cli(['serve', '--data-dir', garbage, ...LOOPBACK]), `${join(garbage, 'mdm-console.sqlite')} is not an SQLite database`, 'mdm-console restore', 'move the file aside');
+    expectRefusal(
+      cli(['serve', '--data-dir', garbage, ...LOOPBACK]),
+      `${join(garbage, 'mdm-console.sqlite')} is not an SQLite database`,
+      'mdm-console restore',
+      'move the file aside',
+    );
 
     const damaged = tempDir();
     const server = await serve(damaged);
@@ -113,7 +155,12 @@ describe('start-up failures say what is wrong and what to do', () => {
     const pageSize = bytes.readUInt16BE(16);
     bytes.fill(0xff, pageSize * 3, pageSize * 5); // two pages of tables, header intact
     writeFileSync(file, bytes);
-    expectRefusal(cli(['serve', '--data-dir', damaged, ...LOOPBACK]), `${file} is damaged`, 'Restore a backup', 'move the file aside');
+    expectRefusal(
+      cli(['serve', '--data-dir', damaged, ...LOOPBACK]),
+      `${file} is damaged`,
+      'Restore a backup',
+      'move the file aside',
+    );
   });
 
   it('a database from a newer version', () => {
@@ -135,7 +182,10 @@ describe('start-up failures say what is wrong and what to do', () => {
   it('the database path is a directory; the data dir is a file', () => {
     const dataDir = tempDir();
     mkdirSync(join(dataDir, 'mdm-console.sqlite'));
-    expectRefusal(cli(['serve', '--data-dir', dataDir, ...LOOPBACK]), `The database path ${join(dataDir, 'mdm-console.sqlite')} is a directory`);
+    expectRefusal(
+      cli(['serve', '--data-dir', dataDir, ...LOOPBACK]),
+      `The database path ${join(dataDir, 'mdm-console.sqlite')} is a directory`,
+    );
     const file = join(tempDir(), 'plain-file');
     writeFileSync(file, 'x');
     expectRefusal(cli(['serve', '--data-dir', file, ...LOOPBACK]), `The data dir ${file} is not a directory`);
@@ -155,7 +205,11 @@ describe('start-up failures say what is wrong and what to do', () => {
       chmodSync(dataDir, 0o755);
     } else chmodSync(dataDir, 0o555);
     const user = asRoot ? { uid: 65534, gid: 65534, execPath } : {};
-    expectRefusal(cli(['serve', '--data-dir', dataDir, ...LOOPBACK], user), `Cannot write to the data dir ${dataDir} (permission denied)`, 'give your user write access to it, or use another --data-dir');
+    expectRefusal(
+      cli(['serve', '--data-dir', dataDir, ...LOOPBACK], user),
+      `Cannot write to the data dir ${dataDir} (permission denied)`,
+      'give your user write access to it, or use another --data-dir',
+    );
     expectRefusal(cli(['serve', '--data-dir', join(dataDir, 'inside'), ...LOOPBACK], user), 'Cannot write to the data dir');
     chmodSync(dataDir, 0o700);
 
@@ -165,7 +219,10 @@ describe('start-up failures say what is wrong and what to do', () => {
     const file = join(shared, 'mdm-console.sqlite');
     new Database(file).close();
     chmodSync(file, asRoot ? 0o644 : 0o444);
-    expectRefusal(cli(['serve', '--data-dir', shared, ...LOOPBACK], user), `Cannot write to the database ${file} (permission denied)`);
+    expectRefusal(
+      cli(['serve', '--data-dir', shared, ...LOOPBACK], user),
+      `Cannot write to the database ${file} (permission denied)`,
+    );
   });
 });
 
@@ -221,34 +278,44 @@ describe('npm start without the Electron binary', () => {
   // The path of every fresh machine (and of this workplace, which cannot download Electron); where
   // the binary is installed, that path cannot be reached without deleting it, so it is skipped.
   const installed = existsSync(join(ROOT, 'node_modules/electron/path.txt'));
-  it.skipIf(installed)('tries Electron’s own download, then says in one paragraph why it cannot start and what to use instead', async () => {
-    const requested: string[] = [];
-    mirror = createServer((request, response) => {
-      requested.push(request.url ?? '');
-      response.writeHead(404).end('not here');
-    });
-    await new Promise<void>((resolve) => mirror.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(mirror.address() as { port: number }).port}/`;
-    const electronDir = join(ROOT, 'node_modules/electron');
-    const child = spawn(process.execPath, [join(ROOT, 'scripts/start.ts')], { cwd: ROOT, env: { ...process.env, ELECTRON_MIRROR: url }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect(code).toBe(1);
-    // Electron's installer asked the mirror for this platform's zip.
-    expect(requested.some((path) => /electron-v[\d.]+-\w+-\w+\.zip/.test(path)), requested.join(', ')).toBe(true);
-    const paragraph = stderr.trim();
-    const flat = paragraph.replace(/\s+/g, ' ');
-    expect(paragraph).toMatch(/^The desktop app cannot start: it runs on Electron [\d.]+/);
-    expect(paragraph).toContain(url);
-    expect(flat).toContain('npm run serve runs the same backend and gives the same console in your browser');
-    expect(paragraph.split('\n\n')).toHaveLength(1);
-    expect(stderr + stdout).not.toMatch(STACK_LINE);
-    expect(stdout).not.toMatch(/vite|building/i); // nothing was built for an app that cannot run
-    expect(existsSync(join(electronDir, 'path.txt'))).toBe(false);
-  });
+  it.skipIf(installed)(
+    'tries Electron’s own download, then says in one paragraph why it cannot start and what to use instead',
+    async () => {
+      const requested: string[] = [];
+      mirror = createServer((request, response) => {
+        requested.push(request.url ?? '');
+        response.writeHead(404).end('not here');
+      });
+      await new Promise<void>((resolve) => mirror.listen(0, '127.0.0.1', resolve));
+      const url = `http://127.0.0.1:${(mirror.address() as { port: number }).port}/`;
+      const electronDir = join(ROOT, 'node_modules/electron');
+      const child = spawn(process.execPath, [join(ROOT, 'scripts/start.ts')], {
+        cwd: ROOT,
+        env: { ...process.env, ELECTRON_MIRROR: url },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => (stdout += chunk));
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code).toBe(1);
+      // Electron's installer asked the mirror for this platform's zip.
+      expect(
+        requested.some((path) => /electron-v[\d.]+-\w+-\w+\.zip/.test(path)),
+        requested.join(', '),
+      ).toBe(true);
+      const paragraph = stderr.trim();
+      const flat = paragraph.replace(/\s+/g, ' ');
+      expect(paragraph).toMatch(/^The desktop app cannot start: it runs on Electron [\d.]+/);
+      expect(paragraph).toContain(url);
+      expect(flat).toContain('npm run serve runs the same backend and gives the same console in your browser');
+      expect(paragraph.split('\n\n')).toHaveLength(1);
+      expect(stderr + stdout).not.toMatch(STACK_LINE);
+      expect(stdout).not.toMatch(/vite|building/i); // nothing was built for an app that cannot run
+      expect(existsSync(join(electronDir, 'path.txt'))).toBe(false);
+    },
+  );
 });
 
 describe('CLI usage', () => {

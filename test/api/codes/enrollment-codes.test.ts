@@ -27,13 +27,27 @@ async function codeSession(code: { user_token: string }): Promise<string> {
   const session = init.body.session_token as string;
   const full = await agentCall(t.apiUrl, 'GET', `getFullSession?session_token=${session}`);
   expect(full.body.coreactiveprofile.id).not.toBe(full.body.plugin_mdm_guest_profiles_id);
-  await agentCall(t.apiUrl, 'POST', `changeActiveProfile?session_token=${session}&profiles_id=${full.body.plugin_mdm_guest_profiles_id}`);
+  await agentCall(
+    t.apiUrl,
+    'POST',
+    `changeActiveProfile?session_token=${session}&profiles_id=${full.body.plugin_mdm_guest_profiles_id}`,
+  );
   return session;
 }
 
 function createAgent(session: string, code: { token: string }, input: Record<string, unknown>) {
   return agentCall(t.apiUrl, 'POST', `PluginMdmAgent?session_token=${session}`, {
-    body: { input: { _invitation_token: code.token, _serial: nextSerial(), _uuid: crypto.randomUUID(), csr: '', version: '2.0.0', type: 'android', ...input } },
+    body: {
+      input: {
+        _invitation_token: code.token,
+        _serial: nextSerial(),
+        _uuid: crypto.randomUUID(),
+        csr: '',
+        version: '2.0.0',
+        type: 'android',
+        ...input,
+      },
+    },
   });
 }
 
@@ -43,13 +57,34 @@ async function enrollWith(code: Code, email: string, input: Record<string, unkno
   return { session, created };
 }
 
-const codeLog = async (id: number) => (await t.admin('GET', `/codes/${id}`)).body.log as { outcome: string; message: string; email: string | null; agent_id: number | null }[];
+const codeLog = async (id: number) =>
+  (await t.admin('GET', `/codes/${id}`)).body.log as {
+    outcome: string;
+    message: string;
+    email: string | null;
+    agent_id: number | null;
+  }[];
 
 describe('creating codes', () => {
   it('keeps name, fleet, domains, uses, expiry and approval; the deeplink carries the code account token and the code token', async () => {
     await t.admin('POST', '/fleets', { name: 'Front desk' });
-    const code = await makeCode({ name: 'Front door', fleet: 'Front desk', domains: ['Example.com', '@corp.example.org'], max_uses: 30, days: 30, approval: 'manual' });
-    expect(code).toMatchObject({ name: 'Front door', fleet: 'Front desk', domains: ['example.com', 'corp.example.org'], max_uses: 30, uses: 0, approval: 'manual', status: 'active' });
+    const code = await makeCode({
+      name: 'Front door',
+      fleet: 'Front desk',
+      domains: ['Example.com', '@corp.example.org'],
+      max_uses: 30,
+      days: 30,
+      approval: 'manual',
+    });
+    expect(code).toMatchObject({
+      name: 'Front door',
+      fleet: 'Front desk',
+      domains: ['example.com', 'corp.example.org'],
+      max_uses: 30,
+      uses: 0,
+      approval: 'manual',
+      status: 'active',
+    });
     const expires = Date.parse((code as unknown as { expires_at: string }).expires_at);
     expect(Math.round((expires - Date.now()) / 86_400_000)).toBe(30);
     const fields = decodeDeeplinkData(new URL(code.deeplink).searchParams.get('data'));
@@ -59,10 +94,14 @@ describe('creating codes', () => {
     const forever = await makeCode({ name: 'Poster' });
     expect(forever).toMatchObject({ domains: [], max_uses: null, approval: 'auto', expires_at: null });
 
-    const png = await fetch(`${t.backend.info.admin_url}/api/codes/${code.id}/qr.png`, { headers: { authorization: `Bearer ${t.backend.info.admin_token}` } });
+    const png = await fetch(`${t.backend.info.admin_url}/api/codes/${code.id}/qr.png`, {
+      headers: { authorization: `Bearer ${t.backend.info.admin_token}` },
+    });
     expect(png.headers.get('content-type')).toBe('image/png');
     expect((await png.arrayBuffer()).byteLength).toBeGreaterThan(500);
-    const svg = await fetch(`${t.backend.info.admin_url}/api/codes/${code.id}/qr.svg`, { headers: { authorization: `Bearer ${t.backend.info.admin_token}` } });
+    const svg = await fetch(`${t.backend.info.admin_url}/api/codes/${code.id}/qr.svg`, {
+      headers: { authorization: `Bearer ${t.backend.info.admin_token}` },
+    });
     expect(await svg.text()).toContain('<svg');
   });
 
@@ -98,7 +137,12 @@ describe('enrolling with a code', () => {
     const person = t.backend.services.users.byLogin('dana@example.com')!;
     expect(person).toMatchObject({ login: 'dana@example.com', kind: 'person', firstname: 'Dana', lastname: 'Scully' });
     const summary = (await t.admin('GET', `/agents/${agentId}`)).body;
-    expect(summary).toMatchObject({ email: 'dana@example.com', enroll_status: 'enrolled', enrollment_code_id: code.id, invitation_id: null });
+    expect(summary).toMatchObject({
+      email: 'dana@example.com',
+      enroll_status: 'enrolled',
+      enrollment_code_id: code.id,
+      invitation_id: null,
+    });
     const computer = t.backend.services.agentRepository.computer(summary.computer_id)!;
     expect(computer.user_id).toBe(person.id);
 
@@ -117,12 +161,19 @@ describe('enrolling with a code', () => {
     expect(Number(again.created.body.id)).toBe(agentId);
 
     const log = await codeLog(code.id);
-    expect(log.filter((entry) => entry.outcome === 'used').map((entry) => entry.email)).toEqual(['dana@example.com', 'dana@example.com', 'Dana@Example.com']);
+    expect(log.filter((entry) => entry.outcome === 'used').map((entry) => entry.email)).toEqual([
+      'dana@example.com',
+      'dana@example.com',
+      'Dana@Example.com',
+    ]);
     expect((await t.admin('GET', `/codes/${code.id}`)).body.uses).toBe(3);
 
     // Someone else quoting that serial does not take the device over.
     const other = await enrollWith(code, 'eve@example.com', { _serial: serial });
-    expect(other.created.body).toEqual(['ERROR_CORE_ADD', 'This device is already enrolled for another user; ask your administrator to remove it first']);
+    expect(other.created.body).toEqual([
+      'ERROR_CORE_ADD',
+      'This device is already enrolled for another user; ask your administrator to remove it first',
+    ]);
   });
 
   it("reads the record only in the session that enrolled: the code's account token is on every poster", async () => {
@@ -147,7 +198,10 @@ describe('enrolling with a code', () => {
       [{ _email: 'gus@example.com', version: 'one' }, 'The agent version is missing or invalid'],
       [{ _email: 'gus@example.com', type: 'windows' }, 'The MDM type must be android or apple'],
       // Email is checked before the device: a bad address and a bad type name the address.
-      [{ _email: 'mallory@evil.test', type: 'windows' }, 'Wrong email address: this code is for addresses at @example.com, @example.org'],
+      [
+        { _email: 'mallory@evil.test', type: 'windows' },
+        'Wrong email address: this code is for addresses at @example.com, @example.org',
+      ],
     ];
     for (const [input, message] of cases) {
       const result = await createAgent(session, code, input);
@@ -171,25 +225,41 @@ describe('enrolling with a code', () => {
     // A code token quoted from another account's session.
     const invitation = (await t.admin('POST', '/invitations', { email: 'hal@example.com', send_email: false })).body;
     const invited = await codeSession(invitation);
-    expect((await createAgent(invited, code, { _email: 'hal@example.com' })).body).toEqual(['ERROR_CORE_ADD', 'This enrollment code belongs to another account']);
+    expect((await createAgent(invited, code, { _email: 'hal@example.com' })).body).toEqual([
+      'ERROR_CORE_ADD',
+      'This enrollment code belongs to another account',
+    ]);
   });
 
   it('refuses a revoked, an expired and a used-up code before looking at the email', async () => {
     const revoked = await makeCode({ domains: ['example.com'] });
     const session = await codeSession(revoked);
     expect((await t.admin('POST', `/codes/${revoked.id}/revoke`)).body.status).toBe('revoked');
-    expect((await createAgent(session, revoked, { _email: 'x@elsewhere.test' })).body).toEqual(['ERROR_CORE_ADD', 'This enrollment code has been revoked']);
-    expect((await codeLog(revoked.id))[0]).toMatchObject({ outcome: 'refused', email: 'x@elsewhere.test', message: 'This enrollment code has been revoked' });
+    expect((await createAgent(session, revoked, { _email: 'x@elsewhere.test' })).body).toEqual([
+      'ERROR_CORE_ADD',
+      'This enrollment code has been revoked',
+    ]);
+    expect((await codeLog(revoked.id))[0]).toMatchObject({
+      outcome: 'refused',
+      email: 'x@elsewhere.test',
+      message: 'This enrollment code has been revoked',
+    });
 
     const expired = await makeCode({ days: 1 });
     t.backend.services.repositories.codes.setExpiry(expired.id, new Date(Date.now() - 1000).toISOString());
     expect((await t.admin('GET', `/codes/${expired.id}`)).body.status).toBe('expired');
-    expect((await enrollWith(expired, 'ida@example.com')).created.body).toEqual(['ERROR_CORE_ADD', 'This enrollment code has expired']);
+    expect((await enrollWith(expired, 'ida@example.com')).created.body).toEqual([
+      'ERROR_CORE_ADD',
+      'This enrollment code has expired',
+    ]);
 
     const once = await makeCode({ max_uses: 1 });
     expect((await enrollWith(once, 'jo@example.com')).created.status).toBe(201);
     expect((await t.admin('GET', `/codes/${once.id}`)).body).toMatchObject({ status: 'used_up', uses: 1 });
-    expect((await enrollWith(once, 'kim@example.com')).created.body).toEqual(['ERROR_CORE_ADD', 'This enrollment code has been used up']);
+    expect((await enrollWith(once, 'kim@example.com')).created.body).toEqual([
+      'ERROR_CORE_ADD',
+      'This enrollment code has been used up',
+    ]);
     expect((await codeLog(once.id))[0]).toMatchObject({ outcome: 'refused', email: 'kim@example.com' });
   });
 
@@ -203,7 +273,10 @@ describe('enrolling with a code', () => {
     expect(rotated.deeplink).not.toBe(code.deeplink);
     expect((await agentCall(t.apiUrl, 'GET', `initSession?user_token=${code.user_token}`)).status).toBe(401);
     const session = await codeSession(rotated);
-    expect((await createAgent(session, code, { _email: 'lee@example.com' })).body).toEqual(['ERROR_CORE_ADD', 'Invalid invitation token']);
+    expect((await createAgent(session, code, { _email: 'lee@example.com' })).body).toEqual([
+      'ERROR_CORE_ADD',
+      'Invalid invitation token',
+    ]);
     expect((await createAgent(session, rotated, { _email: 'lee@example.com' })).status).toBe(201);
   });
 
@@ -216,7 +289,9 @@ describe('enrolling with a code', () => {
     });
     const file = (await upload.json()) as { id: number };
     const session = await codeSession(code);
-    const download = await agentCall(t.apiUrl, 'GET', `PluginMdmFile/${file.id}?session_token=${session}`, { headers: { accept: 'application/octet-stream' } });
+    const download = await agentCall(t.apiUrl, 'GET', `PluginMdmFile/${file.id}?session_token=${session}`, {
+      headers: { accept: 'application/octet-stream' },
+    });
     expect(download.status).toBe(403);
     expect(download.body).toEqual(['ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can']);
   });
@@ -236,7 +311,10 @@ describe('manual approval', () => {
 
     const refusedEvent = nextEvent(t, ofAgent(id, 'mqtt.login_refused'));
     expect(await refusalCode(t, record)).toBe(5);
-    expect((await refusedEvent).data).toMatchObject({ reason: 'the device is waiting for approval by an administrator', return_code: 5 });
+    expect((await refusedEvent).data).toMatchObject({
+      reason: 'the device is waiting for approval by an administrator',
+      return_code: 5,
+    });
 
     const upload = await fetch(`${t.backend.info.admin_url}/api/files?name=policy.txt`, {
       method: 'POST',
@@ -246,8 +324,13 @@ describe('manual approval', () => {
     const file = (await upload.json()) as { id: number };
     const own = await agentCall(t.apiUrl, 'GET', `initSession?user_token=${record.record.api_token}`);
     const download = () =>
-      agentCall(t.apiUrl, 'GET', `PluginMdmFile/${file.id}?session_token=${own.body.session_token}`, { headers: { accept: 'application/octet-stream' } });
-    expect((await download()).body).toEqual(['ERROR_AGENT_NOT_APPROVED', 'This device is waiting for approval by an administrator']);
+      agentCall(t.apiUrl, 'GET', `PluginMdmFile/${file.id}?session_token=${own.body.session_token}`, {
+        headers: { accept: 'application/octet-stream' },
+      });
+    expect((await download()).body).toEqual([
+      'ERROR_AGENT_NOT_APPROVED',
+      'This device is waiting for approval by an administrator',
+    ]);
 
     const approved = await t.admin('POST', `/agents/${id}/approve`);
     expect(approved).toMatchObject({ status: 200, body: { enroll_status: 'enrolled' } });
@@ -271,7 +354,10 @@ describe('manual approval', () => {
     const next = await enrollWith(code, 'olga@example.com', { _serial: serial });
     expect(next.created.status).toBe(201);
     expect(Number(next.created.body.id)).toBe(id);
-    expect((await t.admin('GET', `/agents/${id}`)).body).toMatchObject({ email: 'olga@example.com', enroll_status: 'pending_approval' });
+    expect((await t.admin('GET', `/agents/${id}`)).body).toMatchObject({
+      email: 'olga@example.com',
+      enroll_status: 'pending_approval',
+    });
     // Ned's session (the same code account) no longer reads what is now Olga's device; hers does.
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${session}`)).status).toBe(404);
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${next.session}`)).status).toBe(200);
@@ -295,7 +381,9 @@ describe('concurrency', () => {
     for (let i = 0; i < 5; i++) expect((await enrollWith(code, `early${i}@example.com`)).created.status).toBe(201);
     // Every device has its session ready, then all create their agent at once.
     const sessions = await Promise.all(Array.from({ length: 50 }, () => codeSession(code)));
-    const results = await Promise.all(sessions.map((session, i) => createAgent(session, code, { _email: `racer${i}@example.com` })));
+    const results = await Promise.all(
+      sessions.map((session, i) => createAgent(session, code, { _email: `racer${i}@example.com` })),
+    );
     const won = results.filter((result) => result.status === 201);
     const lost = results.filter((result) => result.status === 400);
     expect(won.length).toBe(10);
@@ -303,7 +391,9 @@ describe('concurrency', () => {
     for (const result of lost) expect(result.body).toEqual(['ERROR_CORE_ADD', 'This enrollment code has been used up']);
     const view = (await t.admin('GET', `/codes/${code.id}`)).body;
     expect(view).toMatchObject({ uses: 15, status: 'used_up', refused_attempts: 40 });
-    const agents = (await t.admin('GET', '/agents')).body.items.filter((agent: { enrollment_code_id: number | null }) => agent.enrollment_code_id === code.id);
+    const agents = (await t.admin('GET', '/agents')).body.items.filter(
+      (agent: { enrollment_code_id: number | null }) => agent.enrollment_code_id === code.id,
+    );
     expect(agents.length).toBe(15);
   });
 });
@@ -316,10 +406,24 @@ describe("the agent app setting (issue 9's dialect)", () => {
       const data = new URL(code.deeplink).searchParams.get('data')!;
       expect(deeplinkEncodingOf(data)).toBe('flyve');
       expect((code as unknown as { app_link: string }).app_link).toMatch(/^flyve:\/\/register\?data=/);
-      expect(decodeDeeplinkData(data)).toMatchObject({ backendUrl: t.apiUrl, userToken: code.user_token, invitationToken: code.token });
-      const result = await simulateEnrollment({ deeplink: code.deeplink, email: 'rita@example.com', firstname: null, lastname: null, type: 'android', agent_app: 'flyve' });
+      expect(decodeDeeplinkData(data)).toMatchObject({
+        backendUrl: t.apiUrl,
+        userToken: code.user_token,
+        invitationToken: code.token,
+      });
+      const result = await simulateEnrollment({
+        deeplink: code.deeplink,
+        email: 'rita@example.com',
+        firstname: null,
+        lastname: null,
+        type: 'android',
+        agent_app: 'flyve',
+      });
       expect(result, result.log.join('\n')).toMatchObject({ ok: true, error: null });
-      expect((await t.admin('GET', `/agents/${result.agent_id}`)).body).toMatchObject({ email: 'rita@example.com', enrollment_code_id: code.id });
+      expect((await t.admin('GET', `/agents/${result.agent_id}`)).body).toMatchObject({
+        email: 'rita@example.com',
+        enrollment_code_id: code.id,
+      });
     } finally {
       await t.admin('PATCH', '/settings', { agent_app: 'spec' });
     }
@@ -331,10 +435,26 @@ describe("the agent app setting (issue 9's dialect)", () => {
 describe('the device simulator with a code', () => {
   it('enrolls with --deeplink and --email exactly as with an invitation; the simulate route makes up an allowed address', async () => {
     const code = await makeCode({ domains: ['example.com'] });
-    const result = await simulateEnrollment({ deeplink: code.deeplink, email: 'quinn@example.com', firstname: null, lastname: null, type: 'apple' });
+    const result = await simulateEnrollment({
+      deeplink: code.deeplink,
+      email: 'quinn@example.com',
+      firstname: null,
+      lastname: null,
+      type: 'apple',
+    });
     expect(result).toMatchObject({ ok: true, error: null });
-    expect((await t.admin('GET', `/agents/${result.agent_id}`)).body).toMatchObject({ email: 'quinn@example.com', enrollment_code_id: code.id, type: 'apple' });
-    const refused = await simulateEnrollment({ deeplink: code.deeplink, email: 'quinn@elsewhere.test', firstname: null, lastname: null, type: 'android' });
+    expect((await t.admin('GET', `/agents/${result.agent_id}`)).body).toMatchObject({
+      email: 'quinn@example.com',
+      enrollment_code_id: code.id,
+      type: 'apple',
+    });
+    const refused = await simulateEnrollment({
+      deeplink: code.deeplink,
+      email: 'quinn@elsewhere.test',
+      firstname: null,
+      lastname: null,
+      type: 'android',
+    });
     expect(refused).toMatchObject({ ok: false, error: 'Wrong email address: this code is for addresses at @example.com' });
   });
 });

@@ -57,9 +57,13 @@ describe('the deeplink page', () => {
 
   it('escapes every decoded field and links a website only when it is http(s)', async () => {
     const data = encodeDeeplinkData({
-      backendUrl: 'http://h/api', userToken: 'u', invitationToken: 'i',
-      helpdeskName: '<script>alert(1)</script>', helpdeskPhone: '"><img src=x onerror=alert(1)>',
-      helpdeskWebsite: 'javascript:alert(1)', helpdeskEmail: 'a@b.c"onmouseover="x',
+      backendUrl: 'http://h/api',
+      userToken: 'u',
+      invitationToken: 'i',
+      helpdeskName: '<script>alert(1)</script>',
+      helpdeskPhone: '"><img src=x onerror=alert(1)>',
+      helpdeskWebsite: 'javascript:alert(1)',
+      helpdeskEmail: 'a@b.c"onmouseover="x',
     });
     const { status, html } = await page(`?data=${encodeURIComponent(data)}`);
     expect(status).toBe(200);
@@ -73,7 +77,15 @@ describe('the deeplink page', () => {
   it('reads legacy separators, base64url and + read as space', async () => {
     const legacy = Buffer.from('http://h/api\\;ut\\;it\\;Legacy Desk\\;\\;\\;').toString('base64');
     expect((await page(`?data=${encodeURIComponent(legacy)}`)).html).toContain('Legacy Desk');
-    const data = encodeDeeplinkData({ backendUrl: 'http://h/api', userToken: 'u', invitationToken: 'i', helpdeskName: '>>>???', helpdeskPhone: '', helpdeskWebsite: '', helpdeskEmail: '' });
+    const data = encodeDeeplinkData({
+      backendUrl: 'http://h/api',
+      userToken: 'u',
+      invitationToken: 'i',
+      helpdeskName: '>>>???',
+      helpdeskPhone: '',
+      helpdeskWebsite: '',
+      helpdeskEmail: '',
+    });
     const url = data.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
     expect((await page(`?data=${url}`)).status).toBe(200);
     expect((await page(`?data=${data}`)).status).toBe(200); // raw '+' arrives as a space

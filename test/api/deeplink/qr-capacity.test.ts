@@ -20,7 +20,9 @@ afterAll(async () => {
 });
 
 const qrPng = async (id: number, size = 480) => {
-  const response = await fetch(`${t.backend.info.admin_url}/api/invitations/${id}/qr.png?size=${size}`, { headers: { authorization: `Bearer ${t.backend.info.admin_token}` } });
+  const response = await fetch(`${t.backend.info.admin_url}/api/invitations/${id}/qr.png?size=${size}`, {
+    headers: { authorization: `Bearer ${t.backend.info.admin_token}` },
+  });
   return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
 };
 
@@ -57,12 +59,17 @@ describe('settings and the QR code capacity', () => {
   it('answers 400, not 500, for links too long for any QR code; the email goes out with the link alone', async () => {
     const { body: invitation } = await t.admin('POST', '/invitations', { email: 'legacy@example.com', send_email: false });
     // As an older version could have saved them, unchecked.
-    t.backend.services.settings.update({ helpdesk_website: `https://help.example.com/${'w'.repeat(2020)}`, helpdesk_name: 'n'.repeat(200) });
+    t.backend.services.settings.update({
+      helpdesk_website: `https://help.example.com/${'w'.repeat(2020)}`,
+      helpdesk_name: 'n'.repeat(200),
+    });
 
     const png = await qrPng(invitation.id);
     expect(png.status).toBe(400);
     expect(JSON.parse(String(png.body))).toMatchObject({ error: 'ERROR_LINK_TOO_LONG' });
-    const svg = await fetch(`${t.backend.info.admin_url}/api/invitations/${invitation.id}/qr.svg`, { headers: { authorization: `Bearer ${t.backend.info.admin_token}` } });
+    const svg = await fetch(`${t.backend.info.admin_url}/api/invitations/${invitation.id}/qr.svg`, {
+      headers: { authorization: `Bearer ${t.backend.info.admin_token}` },
+    });
     expect(svg.status).toBe(400);
 
     const { body: view } = await t.admin('GET', `/invitations/${invitation.id}`);
@@ -72,10 +79,14 @@ describe('settings and the QR code capacity', () => {
 
     const resent = await t.admin('POST', `/invitations/${invitation.id}/resend`);
     expect(resent.status).toBeLessThan(300);
-    const delivered = await eventually(async () => {
-      const { body } = await t.admin('GET', `/invitations/${invitation.id}`);
-      return body.delivery && ['outbox', 'failed'].includes(body.delivery.state) ? body.delivery : null;
-    }, 20_000, 'the email of the too-long invitation');
+    const delivered = await eventually(
+      async () => {
+        const { body } = await t.admin('GET', `/invitations/${invitation.id}`);
+        return body.delivery && ['outbox', 'failed'].includes(body.delivery.state) ? body.delivery : null;
+      },
+      20_000,
+      'the email of the too-long invitation',
+    );
     expect(delivered.state).toBe('outbox');
     const mail = await PostalMime.parse(readFileSync(delivered.outbox_file as string));
     expect(mail.text).toContain(view.deeplink);

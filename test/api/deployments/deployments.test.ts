@@ -44,7 +44,13 @@ async function device(fleetName: string, reports: TaskReportChannel = 'mqtt'): P
   counter += 1;
   const email = `deploy${counter}@example.com`;
   const { body } = await t.admin('POST', '/invitations', { email, fleet: fleetName, send_email: false });
-  const started = await startDevice({ deeplink: body.deeplink, email, reports, chunkSize: 4096, mqtt: { backoff: { initialMs: 100, maxMs: 1000 } } });
+  const started = await startDevice({
+    deeplink: body.deeplink,
+    email,
+    reports,
+    chunkSize: 4096,
+    mqtt: { backoff: { initialMs: 100, maxMs: 1000 } },
+  });
   devices.push(started);
   return started;
 }
@@ -55,18 +61,29 @@ async function deployment(id: number): Promise<any> {
   return body;
 }
 
-const allDone = (id: number, count: number) => eventually(async () => {
-  const d = await deployment(id);
-  return d.done === count && d.total === count ? d : false;
-}, 20_000);
+const allDone = (id: number, count: number) =>
+  eventually(async () => {
+    const d = await deployment(id);
+    return d.done === count && d.total === count ? d : false;
+  }, 20_000);
 
 describe('packages', () => {
   it('an uploaded APK is described by its manifest, and devices read package_name, dl_filename and version_code', async () => {
     const item = await upload('packages', 'field-app.apk', APK);
-    expect(item).toMatchObject({ package_name: 'org.example.fieldapp', version_code: 42, version_name: '4.2.0', label: 'Field App' });
+    expect(item).toMatchObject({
+      package_name: 'org.example.fieldapp',
+      version_code: 42,
+      version_name: '4.2.0',
+      label: 'Field App',
+    });
     expect(item.icon).toMatch(/^data:image\/png;base64,/);
 
-    const other = await upload('packages', 'tool.ipa', Buffer.from('not an apk'), '&package_name=com.example.tool&version_code=7&version_name=1.0');
+    const other = await upload(
+      'packages',
+      'tool.ipa',
+      Buffer.from('not an apk'),
+      '&package_name=com.example.tool&version_code=7&version_name=1.0',
+    );
     expect(other).toMatchObject({ package_name: 'com.example.tool', version_code: 7, version_name: '1.0', label: null });
     const bad = await fetch(`${t.backend.info.admin_url}/api/packages/${other.id}`, {
       method: 'PATCH',
@@ -78,28 +95,51 @@ describe('packages', () => {
     const phone = await device('Default fleet');
     const session = await agentCall(t.apiUrl, 'GET', `initSession?user_token=${phone.enrollment.apiToken}`);
     const meta = await agentCall(t.apiUrl, 'GET', `PluginMdmPackage/${item.id}?session_token=${session.body.session_token}`);
-    expect(meta.body).toMatchObject({ id: item.id, name: 'field-app.apk', dl_filename: 'field-app.apk', package_name: 'org.example.fieldapp', version_code: 42 });
+    expect(meta.body).toMatchObject({
+      id: item.id,
+      name: 'field-app.apk',
+      dl_filename: 'field-app.apk',
+      package_name: 'org.example.fieldapp',
+      version_code: 42,
+    });
   });
 });
 
 describe('deploying to a fleet', () => {
   it('three devices take a package, report each step, and a device joining later gets it too', async () => {
     const fleetId = await fleet('Field team');
-    const phones = [await device('Field team'), await device('Field team', 'http'), await device('Field team', 'mqtt-policy-topic')];
+    const phones = [
+      await device('Field team'),
+      await device('Field team', 'http'),
+      await device('Field team', 'mqtt-policy-topic'),
+    ];
     const pkg = await upload('packages', 'field-app.apk', APK);
 
     const created = await t.admin('POST', '/deployments', { kind: 'package', item_id: pkg.id, fleet_id: fleetId });
     expect(created.status).toBe(201);
     expect(created.body.total).toBe(3);
     expect(created.body.topic).toBe(`/1/fleet/${fleetId}/Policy/deployApp/Task/${created.body.id}`);
-    expect(created.body.message).toEqual({ deployApp: 'org.example.fieldapp', id: pkg.id, versionCode: 42, taskId: created.body.id });
+    expect(created.body.message).toEqual({
+      deployApp: 'org.example.fieldapp',
+      id: pkg.id,
+      versionCode: 42,
+      taskId: created.body.id,
+    });
     expect(await t.backend.broker.retained(created.body.topic)).toBe(JSON.stringify(created.body.message));
 
     const done = await allDone(created.body.id, 3);
     expect(done.progress).toBe('3 of 3 done');
-    for (const task of done.tasks) expect(task.history.map((h: any) => h.status)).toEqual(['pending', 'received', 'in progress', 'done']);
-    expect(new Set(done.tasks.flatMap((task: any) => task.history.slice(1).map((h: any) => h.source)))).toEqual(new Set(['mqtt', 'http']));
-    for (const phone of phones) expect(phone.policies.state.apps['org.example.fieldapp']).toMatchObject({ packageId: pkg.id, versionCode: 42, size: APK.length });
+    for (const task of done.tasks)
+      expect(task.history.map((h: any) => h.status)).toEqual(['pending', 'received', 'in progress', 'done']);
+    expect(new Set(done.tasks.flatMap((task: any) => task.history.slice(1).map((h: any) => h.source)))).toEqual(
+      new Set(['mqtt', 'http']),
+    );
+    for (const phone of phones)
+      expect(phone.policies.state.apps['org.example.fieldapp']).toMatchObject({
+        packageId: pkg.id,
+        versionCode: 42,
+        size: APK.length,
+      });
 
     const late = await device('Field team');
     await allDone(created.body.id, 4);
@@ -121,11 +161,17 @@ describe('deploying to a fleet', () => {
     const fleetId = await fleet('Kiosks');
     const phones = [await device('Kiosks'), await device('Kiosks')];
     const pkg = await upload('packages', 'field-app.apk', APK);
-    const created = (await t.admin('POST', '/deployments', { kind: 'package', item_id: pkg.id, fleet_id: fleetId, remove_on_delete: true })).body;
+    const created = (
+      await t.admin('POST', '/deployments', { kind: 'package', item_id: pkg.id, fleet_id: fleetId, remove_on_delete: true })
+    ).body;
     await allDone(created.id, 2);
 
     const { body } = await t.admin('DELETE', `/deployments/${created.id}`);
-    expect(body.removal).toMatchObject({ policy: 'removeApp', total: 2, message: { removeApp: 'org.example.fieldapp', taskId: body.removal.id } });
+    expect(body.removal).toMatchObject({
+      policy: 'removeApp',
+      total: 2,
+      message: { removeApp: 'org.example.fieldapp', taskId: body.removal.id },
+    });
     await allDone(body.removal.id, 2);
     for (const phone of phones) expect(phone.policies.state.apps['org.example.fieldapp']).toBeUndefined();
   });
@@ -134,10 +180,22 @@ describe('deploying to a fleet', () => {
     const fleetId = await fleet('Warehouse');
     const phone = await device('Warehouse');
     const manual = await upload('files', 'manual.pdf', Buffer.alloc(10_000, 7));
-    const created = (await t.admin('POST', '/deployments', { kind: 'file', item_id: manual.id, fleet_id: fleetId, destination: '%SDCARD%/Docs', remove_on_delete: true })).body;
+    const created = (
+      await t.admin('POST', '/deployments', {
+        kind: 'file',
+        item_id: manual.id,
+        fleet_id: fleetId,
+        destination: '%SDCARD%/Docs',
+        remove_on_delete: true,
+      })
+    ).body;
     expect(created.message).toEqual({ deployFile: '%SDCARD%/Docs', id: manual.id, version: 1, taskId: created.id });
     await allDone(created.id, 1);
-    expect(phone.policies.state.files['%SDCARD%/Docs/manual.pdf']).toMatchObject({ fileId: manual.id, size: 10_000, sha256: manual.sha256 });
+    expect(phone.policies.state.files['%SDCARD%/Docs/manual.pdf']).toMatchObject({
+      fileId: manual.id,
+      size: 10_000,
+      sha256: manual.sha256,
+    });
     const { body } = await t.admin('DELETE', `/deployments/${created.id}`);
     expect(body.removal.message).toEqual({ removeFile: '%SDCARD%/Docs/manual.pdf', taskId: body.removal.id });
     await allDone(body.removal.id, 1);
@@ -172,7 +230,9 @@ describe('the reference agents (Flyve dialect)', () => {
     const pkg = await upload('packages', 'field-app.apk', APK);
     const created = (await t.admin('POST', '/deployments', { kind: 'package', item_id: pkg.id, fleet_id: fleetId })).body;
     const done = await allDone(created.id, 2);
-    const sources = Object.fromEntries(done.tasks.map((task: any) => [task.agent_id, task.history.slice(1).map((h: any) => h.source)]));
+    const sources = Object.fromEntries(
+      done.tasks.map((task: any) => [task.agent_id, task.history.slice(1).map((h: any) => h.source)]),
+    );
     expect(sources[phones[0]!.enrollment.agentId]).toEqual(['http', 'http', 'http']);
     expect(sources[phones[1]!.enrollment.agentId]).toEqual(['mqtt', 'mqtt', 'mqtt']);
     for (const phone of phones) expect(phone.policies.state.apps['org.example.fieldapp']?.sha256).toBe(pkg.sha256);
@@ -204,7 +264,14 @@ describe('fleet membership', () => {
     const agent = await enrollAgent(t, { fleet: 'Leavers' });
     const item = await upload('files', 'leaver.txt', Buffer.from('bye'));
     const toFleet = (await t.admin('POST', '/deployments', { kind: 'file', item_id: item.id, fleet_id: fleetId })).body;
-    const toDevice = (await t.admin('POST', '/deployments', { kind: 'file', item_id: item.id, agent_id: agent.id, destination: '%SDCARD%/own.txt' })).body;
+    const toDevice = (
+      await t.admin('POST', '/deployments', {
+        kind: 'file',
+        item_id: item.id,
+        agent_id: agent.id,
+        destination: '%SDCARD%/own.txt',
+      })
+    ).body;
     expect([toFleet.pending, toDevice.pending]).toEqual([1, 1]);
 
     const client = await connectAgent(t, agent);
@@ -265,30 +332,50 @@ describe('task reports', () => {
 
     // REST: the search shows nothing of the other's, and its row cannot be written.
     const mySession = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${mine.record.api_token}`)).body.session_token;
-    const search = await agentCall(t.apiUrl, 'GET', `search/PluginMdmTaskstatus/?criteria[0][field]=5&criteria[0][searchtype]=contains&criteria[0][value]=${theirs.id}&criteria[1][field]=6&criteria[1][searchtype]=contains&criteria[1][value]=${created.id}&forcedisplay=2&session_token=${mySession}`);
+    const search = await agentCall(
+      t.apiUrl,
+      'GET',
+      `search/PluginMdmTaskstatus/?criteria[0][field]=5&criteria[0][searchtype]=contains&criteria[0][value]=${theirs.id}&criteria[1][field]=6&criteria[1][searchtype]=contains&criteria[1][value]=${created.id}&forcedisplay=2&session_token=${mySession}`,
+    );
     expect(search.status).toBe(200);
     expect(search.body).toMatchObject({ totalcount: 0, data: [] });
     const rowId = (await deployment(created.id)).tasks[0].id;
-    const put = await agentCall(t.apiUrl, 'PUT', `PluginMdmTaskstatus/${rowId}?session_token=${mySession}`, { body: { input: { status: 'done' } } });
+    const put = await agentCall(t.apiUrl, 'PUT', `PluginMdmTaskstatus/${rowId}?session_token=${mySession}`, {
+      body: { input: { status: 'done' } },
+    });
     expect(put.status).toBe(404);
 
     // Its owner finds it, and may set it; an unknown status is a 400 that changes nothing.
-    const theirSession = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${theirs.record.api_token}`)).body.session_token;
-    const found = await agentCall(t.apiUrl, 'GET', `search/PluginMdmTaskstatus/?criteria[0][field]=5&criteria[0][searchtype]=contains&criteria[0][value]=${theirs.id}&criteria[1][field]=6&criteria[1][searchtype]=contains&criteria[1][value]=${created.id}&forcedisplay=2&session_token=${theirSession}`);
+    const theirSession = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${theirs.record.api_token}`)).body
+      .session_token;
+    const found = await agentCall(
+      t.apiUrl,
+      'GET',
+      `search/PluginMdmTaskstatus/?criteria[0][field]=5&criteria[0][searchtype]=contains&criteria[0][value]=${theirs.id}&criteria[1][field]=6&criteria[1][searchtype]=contains&criteria[1][value]=${created.id}&forcedisplay=2&session_token=${theirSession}`,
+    );
     expect(found.body.data).toEqual([{ 2: rowId, 5: theirs.id, 6: created.id, 7: 'pending' }]);
-    const unknown = await agentCall(t.apiUrl, 'PUT', `PluginMdmTaskstatus/${rowId}?session_token=${theirSession}`, { body: { input: { status: 'finished' } } });
+    const unknown = await agentCall(t.apiUrl, 'PUT', `PluginMdmTaskstatus/${rowId}?session_token=${theirSession}`, {
+      body: { input: { status: 'finished' } },
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.body[1]).toMatch(/Unknown task status "finished"/);
-    const badCriteria = await agentCall(t.apiUrl, 'GET', `search/PluginMdmTaskstatus/?criteria[0][field]=5&criteria[0][value]=abc&session_token=${theirSession}`);
+    const badCriteria = await agentCall(
+      t.apiUrl,
+      'GET',
+      `search/PluginMdmTaskstatus/?criteria[0][field]=5&criteria[0][value]=abc&session_token=${theirSession}`,
+    );
     expect(badCriteria.status).toBe(400);
-    const ok = await agentCall(t.apiUrl, 'PUT', `PluginMdmTaskstatus/${rowId}?session_token=${theirSession}`, { body: { input: { status: 'failed', reason: 'no space left' } } });
+    const ok = await agentCall(t.apiUrl, 'PUT', `PluginMdmTaskstatus/${rowId}?session_token=${theirSession}`, {
+      body: { input: { status: 'failed', reason: 'no space left' } },
+    });
     expect(ok.status).toBe(200);
     expect(ok.body).toEqual([{ [String(rowId)]: true, message: '' }]);
     expect((await deployment(created.id)).tasks[0]).toMatchObject({ status: 'failed', reason: 'no space left' });
 
     // A person's session (not a device) has no business here.
     const person = await t.admin('POST', '/invitations', { email: `person${Date.now()}@example.com`, send_email: false });
-    const personSession = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${person.body.user_token}`)).body.session_token;
+    const personSession = (await agentCall(t.apiUrl, 'GET', `initSession?user_token=${person.body.user_token}`)).body
+      .session_token;
     expect((await agentCall(t.apiUrl, 'GET', `search/PluginMdmTaskstatus?session_token=${personSession}`)).status).toBe(403);
   });
 
@@ -303,7 +390,9 @@ describe('task reports', () => {
     await listening.subscribeAsync(`/1/fleet/${fleetId}/#`, { qos: 1 });
     const client = await connectAgent(t, reporter);
     await client.publishAsync(`${created.topic}/Status/Task/${created.id}`, JSON.stringify({ status: 'received' }), { qos: 1 });
-    await eventually(async () => (await deployment(created.id)).tasks.find((task: any) => task.agent_id === reporter.id).status === 'received');
+    await eventually(
+      async () => (await deployment(created.id)).tasks.find((task: any) => task.agent_id === reporter.id).status === 'received',
+    );
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(seen.messages.some((m: { topic: string }) => m.topic.includes('/Status/Task/'))).toBe(false);
     expect(seen.messages.some((m: { topic: string }) => m.topic === created.topic)).toBe(true);

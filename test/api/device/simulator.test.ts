@@ -46,15 +46,23 @@ describe('the device simulator against the real backend', () => {
     expect(result.mqtt.username).toBe('SIM-0001');
     expect(result.downloads.map((d) => d.size)).toEqual([bytes.length, bytes.length * 2, 0]);
     expect(result.downloads[0]!.checks.filter((c) => c.status === 'failed')).toEqual([]);
-    expect(result.downloads[0]!.rangesChecked).toEqual(expect.arrayContaining(["bytes=0-", `bytes=-1023`, `bytes=${bytes.length}-`]));
+    expect(result.downloads[0]!.rangesChecked).toEqual(
+      expect.arrayContaining(['bytes=0-', `bytes=-1023`, `bytes=${bytes.length}-`]),
+    );
 
     const { body: agents } = await t.admin('GET', '/agents');
-    expect(agents.items.find((a: { serial: string }) => a.serial === 'SIM-0001')).toMatchObject({ type: 'apple', enroll_status: 'enrolled', email: 'sim@example.com' });
+    expect(agents.items.find((a: { serial: string }) => a.serial === 'SIM-0001')).toMatchObject({
+      type: 'apple',
+      enroll_status: 'enrolled',
+      email: 'sim@example.com',
+    });
   });
 
   it('reports the server refusal when the invitation was already used', async () => {
     const { body: invitation } = await t.admin('POST', '/invitations', { email: 'twice@example.com' });
     await runAgent({ deeplink: invitation.deeplink, email: 'twice@example.com', serial: 'TWICE-1' });
-    await expect(runAgent({ deeplink: invitation.deeplink, email: 'twice@example.com', serial: 'TWICE-2' })).rejects.toThrow(/already been used/);
+    await expect(runAgent({ deeplink: invitation.deeplink, email: 'twice@example.com', serial: 'TWICE-2' })).rejects.toThrow(
+      /already been used/,
+    );
   });
 });

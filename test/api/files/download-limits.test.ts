@@ -20,7 +20,6 @@ let session: string;
 let fileId: number;
 const content = randomBytes(FILE_SIZE);
 
-
 beforeAll(async () => {
   server = await startChildBackend({ sockets: { agentDownloads: MAX_DOWNLOADS } });
   const admin = adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token });
@@ -61,44 +60,53 @@ function stalledReader(): Promise<{ socket: Socket; status: number; head: string
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('downloads under stalled readers', () => {
-  it(`${STALLED} readers that never read cost a bounded buffer each; beyond ${MAX_DOWNLOADS}, a 503`, { timeout: 60_000 }, async () => {
-    // Warm: code loaded, one whole download served and checked.
-    const warm = await download();
-    expect(warm.status).toBe(200);
-    expect(warm.sha256).toBe(createHash('sha256').update(content).digest('hex'));
-    await settle(500);
-    const before = server.rss();
+  it(
+    `${STALLED} readers that never read cost a bounded buffer each; beyond ${MAX_DOWNLOADS}, a 503`,
+    { timeout: 60_000 },
+    async () => {
+      // Warm: code loaded, one whole download served and checked.
+      const warm = await download();
+      expect(warm.status).toBe(200);
+      expect(warm.sha256).toBe(createHash('sha256').update(content).digest('hex'));
+      await settle(500);
+      const before = server.rss();
 
-    const readers = await Promise.all(Array.from({ length: STALLED }, stalledReader));
-    await settle(2000); // the server writes what the sockets take, then waits on backpressure
-    const after = server.rss();
-    const growth = after - before;
+      const readers = await Promise.all(Array.from({ length: STALLED }, stalledReader));
+      await settle(2000); // the server writes what the sockets take, then waits on backpressure
+      const after = server.rss();
+      const growth = after - before;
 
-    const served = readers.filter((r) => r.status === 200);
-    const refused = readers.filter((r) => r.status === 503);
-    expect(served.length).toBe(MAX_DOWNLOADS);
-    expect(refused.length).toBe(STALLED - MAX_DOWNLOADS);
-    const body = refused[0]!.head.slice(refused[0]!.head.indexOf('\r\n\r\n') + 4);
-    expect(JSON.parse(body)).toEqual(['ERROR_TOO_MANY_DOWNLOADS', expect.stringContaining(`${MAX_DOWNLOADS} downloads are already in progress`)]);
-    expect(refused[0]!.head).toMatch(/retry-after: 5/i);
+      const served = readers.filter((r) => r.status === 200);
+      const refused = readers.filter((r) => r.status === 503);
+      expect(served.length).toBe(MAX_DOWNLOADS);
+      expect(refused.length).toBe(STALLED - MAX_DOWNLOADS);
+      const body = refused[0]!.head.slice(refused[0]!.head.indexOf('\r\n\r\n') + 4);
+      expect(JSON.parse(body)).toEqual([
+        'ERROR_TOO_MANY_DOWNLOADS',
+        expect.stringContaining(`${MAX_DOWNLOADS} downloads are already in progress`),
+      ]);
+      expect(refused[0]!.head).toMatch(/retry-after: 5/i);
 
-    // The bound: the shared 32 MiB read-ahead pool, 64 MiB for chunks already sent that the
-    // garbage collector has not freed yet, and 128 KiB per reader (its 64 KiB chunk, the socket's
-    // and the request's bookkeeping). Measured: +116 MiB for 240 and for 480 readers alike; before
-    // backpressure bounded it, each reader held up to two 1 MiB chunks (+313 MiB for 240 readers).
-    console.log(`RSS ${Math.round(before / MiB)} MiB → ${Math.round(after / MiB)} MiB (+${Math.round(growth / MiB)} MiB) with ${served.length} stalled downloads of ${FILE_SIZE / MiB} MiB`);
-    expect(growth).toBeLessThan(32 * MiB + 64 * MiB + MAX_DOWNLOADS * 128 * 1024);
+      // The bound: the shared 32 MiB read-ahead pool, 64 MiB for chunks already sent that the
+      // garbage collector has not freed yet, and 128 KiB per reader (its 64 KiB chunk, the socket's
+      // and the request's bookkeeping). Measured: +116 MiB for 240 and for 480 readers alike; before
+      // backpressure bounded it, each reader held up to two 1 MiB chunks (+313 MiB for 240 readers).
+      console.log(
+        `RSS ${Math.round(before / MiB)} MiB → ${Math.round(after / MiB)} MiB (+${Math.round(growth / MiB)} MiB) with ${served.length} stalled downloads of ${FILE_SIZE / MiB} MiB`,
+      );
+      expect(growth).toBeLessThan(32 * MiB + 64 * MiB + MAX_DOWNLOADS * 128 * 1024);
 
-    // The server still answers, and the slots come back once the stalled readers leave.
-    const metadata = await agentCall(server.info.api_url, 'GET', `PluginMdmFile/${fileId}?session_token=${session}`);
-    expect(metadata.status).toBe(200);
-    for (const reader of readers) reader.socket.destroy();
-    let again = await download();
-    for (let attempt = 0; again.status === 503 && attempt < 50; attempt++) {
-      await settle(100);
-      again = await download();
-    }
-    expect(again.status).toBe(200);
-    expect(again.body.equals(content)).toBe(true);
-  });
+      // The server still answers, and the slots come back once the stalled readers leave.
+      const metadata = await agentCall(server.info.api_url, 'GET', `PluginMdmFile/${fileId}?session_token=${session}`);
+      expect(metadata.status).toBe(200);
+      for (const reader of readers) reader.socket.destroy();
+      let again = await download();
+      for (let attempt = 0; again.status === 503 && attempt < 50; attempt++) {
+        await settle(100);
+        again = await download();
+      }
+      expect(again.status).toBe(200);
+      expect(again.body.equals(content)).toBe(true);
+    },
+  );
 });

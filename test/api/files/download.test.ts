@@ -89,7 +89,10 @@ beforeAll(async () => {
   store = createFileStore(db, dir, (action, kind, item) => changes.push(`${action} ${kind} ${item.name}`));
   const users = new UserRepository(db);
   sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work: new UnitOfWork(db) });
-  for (const [name, entityId] of [['good', 1], ['other', 2]] as const) {
+  for (const [name, entityId] of [
+    ['good', 1],
+    ['other', 2],
+  ] as const) {
     tokens[name] = sessions.open(users.createAgentAccount(entityId, name).user_token).session_token;
   }
 

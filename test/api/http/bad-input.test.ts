@@ -20,7 +20,14 @@ afterAll(async () => {
 
 describe('bad input gets a 4xx, never a 500', () => {
   it('numbers no column can hold: 1e309, Infinity, 1e20', async () => {
-    for (const path of ['/invitations?limit=1e309', '/events?limit=1e309', '/invitations?offset=Infinity', '/invitations/1e309', '/agents/1e20', '/invitations?fleet_id=-1e309']) {
+    for (const path of [
+      '/invitations?limit=1e309',
+      '/events?limit=1e309',
+      '/invitations?offset=Infinity',
+      '/invitations/1e309',
+      '/agents/1e20',
+      '/invitations?fleet_id=-1e309',
+    ]) {
       const { status, body } = await t.admin('GET', path);
       expect(status, path).toBe(400);
       expect(body.error, path).toBe('ERROR_BAD_REQUEST');
@@ -39,11 +46,13 @@ describe('bad input gets a 4xx, never a 500', () => {
     expect((await fetch(`${t.backend.info.admin_url}/assets/%00`)).status).toBe(400);
   });
 
-  it('a URL that cannot be decoded, in each listener\'s error shape', async () => {
+  it("a URL that cannot be decoded, in each listener's error shape", async () => {
     const agent = await agentCall(t.apiUrl.replace(/\/api$/, ''), 'GET', '%C0%AF');
     expect(agent.status).toBe(400);
     expect(agent.body).toEqual(['ERROR_BAD_REQUEST', 'Bad Request']);
-    const admin = await fetch(`${t.backend.info.admin_url}/api/%C0%AF`, { headers: { authorization: `Bearer ${t.backend.info.admin_token}` } });
+    const admin = await fetch(`${t.backend.info.admin_url}/api/%C0%AF`, {
+      headers: { authorization: `Bearer ${t.backend.info.admin_token}` },
+    });
     expect(admin.status).toBe(400);
     expect(await admin.json()).toMatchObject({ error: 'ERROR_BAD_REQUEST' });
   });

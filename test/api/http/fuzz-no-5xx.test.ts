@@ -26,7 +26,7 @@ function prng(seed: number) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
   const int = (n: number) => Math.floor(next() * n);
-  const pick = <T,>(items: readonly T[]): T => items[int(items.length)]!;
+  const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
   return { next, int, pick };
 }
 
@@ -45,7 +45,8 @@ beforeAll(async () => {
   t = await startTestBackend();
   await t.admin('PATCH', '/settings', { helpdesk_name: 'Desk', helpdesk_website: 'https://help.example.com' });
   const invitations = [];
-  for (let i = 0; i < 4; i++) invitations.push((await t.admin('POST', '/invitations', { email: `fuzz${i}@example.com`, send_email: false })).body);
+  for (let i = 0; i < 4; i++)
+    invitations.push((await t.admin('POST', '/invitations', { email: `fuzz${i}@example.com`, send_email: false })).body);
   const enrolled = await enrollByHand(t.apiUrl, { ...invitations[0], email: 'fuzz0@example.com' });
   const upload = await fetch(`${t.backend.info.admin_url}/api/files?name=fuzz.bin`, {
     method: 'POST',
@@ -72,14 +73,52 @@ type Case = { base: 'agent' | 'admin'; method: string; path: string; headers: Re
 
 function generator(seed: number) {
   const r = prng(seed);
-  const numbers = ['0', '-1', '1', '1e309', '-1e309', '1e20', 'NaN', 'Infinity', '0x10', '1.5', '9007199254740993', '', ' ', '%00', '1%00', '٣'];
-  const strings = ['', 'a', '%00', '%ZZ', '%', '..%2F..%2Fetc%2Fpasswd', '%F0%9F%98%80', '<script>', '%22%3B%22', 'x'.repeat(5000), '%C0%AF'];
+  const numbers = [
+    '0',
+    '-1',
+    '1',
+    '1e309',
+    '-1e309',
+    '1e20',
+    'NaN',
+    'Infinity',
+    '0x10',
+    '1.5',
+    '9007199254740993',
+    '',
+    ' ',
+    '%00',
+    '1%00',
+    '٣',
+  ];
+  const strings = [
+    '',
+    'a',
+    '%00',
+    '%ZZ',
+    '%',
+    '..%2F..%2Fetc%2Fpasswd',
+    '%F0%9F%98%80',
+    '<script>',
+    '%22%3B%22',
+    'x'.repeat(5000),
+    '%C0%AF',
+  ];
   const scalar = () => (r.next() < 0.5 ? r.pick(numbers) : r.pick(strings));
   const id = () => (r.next() < 0.4 ? String(r.pick(known.invitationIds)) : r.pick(numbers) || '0');
   // Mostly sensible values, so that the one odd value reaches the handler rather than the schema.
   const sensible: Record<string, string[]> = {
-    status: ['pending', 'done', 'expired', 'revoked'], q: ['fuzz', ''], fleet_id: ['1'], limit: ['10', '1'], offset: ['0', '2'],
-    size: ['128', '480'], name: ['a.bin'], mime_type: ['text/plain'], entity_id: ['1'], data: ['x'], ticket: ['abc'],
+    status: ['pending', 'done', 'expired', 'revoked'],
+    q: ['fuzz', ''],
+    fleet_id: ['1'],
+    limit: ['10', '1'],
+    offset: ['0', '2'],
+    size: ['128', '480'],
+    name: ['a.bin'],
+    mime_type: ['text/plain'],
+    entity_id: ['1'],
+    data: ['x'],
+    ticket: ['abc'],
   };
   // One odd value per query, the others sensible, so that it gets past the schema's other checks.
   const query = (names: string[]) => {
@@ -87,7 +126,8 @@ function generator(seed: number) {
     const parts: string[] = [];
     for (const name of names) {
       if (name !== odd && r.next() < 0.5) continue;
-      const value = name === odd || !sensible[name] ? (r.next() < 0.6 ? r.pick(numbers) : r.pick(strings)) : r.pick(sensible[name]!);
+      const value =
+        name === odd || !sensible[name] ? (r.next() < 0.6 ? r.pick(numbers) : r.pick(strings)) : r.pick(sensible[name]!);
       parts.push(`${name}=${value}`);
     }
     if (r.next() < 0.1) parts.push(`${odd}=${scalar()}`); // repeated keys become arrays
@@ -96,11 +136,39 @@ function generator(seed: number) {
   const jsonValue = (depth: number): unknown => {
     const choice = r.int(depth > 3 ? 4 : 7);
     if (choice === 0) return r.pick([0, -1, 1.5, 1e300, 2 ** 60, Number.MAX_SAFE_INTEGER]);
-    if (choice === 1) return r.pick(['', 'a@b.co', 'x'.repeat(r.int(4000)), '\u0000', 'https://x.example/' + 'p'.repeat(r.int(3000))]);
+    if (choice === 1)
+      return r.pick(['', 'a@b.co', 'x'.repeat(r.int(4000)), '\u0000', 'https://x.example/' + 'p'.repeat(r.int(3000))]);
     if (choice === 2) return r.pick([true, false, null]);
     if (choice === 3) return 'fuzz@example.com';
     if (choice === 4) return Array.from({ length: r.int(4) }, () => jsonValue(depth + 1));
-    const keys = ['latitude', 'longitude', 'datetime', 'computers_id', 'email', 'days', 'fleet', 'firstname', 'name', 'command', 'fleet_id', 'input', '_email', '_serial', '_uuid', 'version', 'type', 'invitations', 'helpdesk_website', 'helpdesk_name', 'deeplink_base_url', 'public_host', 'limit', 'to', '__proto__', 'constructor'];
+    const keys = [
+      'latitude',
+      'longitude',
+      'datetime',
+      'computers_id',
+      'email',
+      'days',
+      'fleet',
+      'firstname',
+      'name',
+      'command',
+      'fleet_id',
+      'input',
+      '_email',
+      '_serial',
+      '_uuid',
+      'version',
+      'type',
+      'invitations',
+      'helpdesk_website',
+      'helpdesk_name',
+      'deeplink_base_url',
+      'public_host',
+      'limit',
+      'to',
+      '__proto__',
+      'constructor',
+    ];
     return Object.fromEntries(Array.from({ length: r.int(5) }, () => [r.pick(keys), jsonValue(depth + 1)]));
   };
   const body = () => {
@@ -108,7 +176,7 @@ function generator(seed: number) {
     if (choice === 0) return '{"a":';
     if (choice === 1) return '1e309';
     if (choice === 2) return '{"limit": 1e309, "days": 1e400}';
-    if (choice === 3) return '[' .repeat(2000);
+    if (choice === 3) return '['.repeat(2000);
     if (choice === 4) return undefined;
     if (choice === 5) return '{"__proto__": {"x": 1}}';
     return JSON.stringify(jsonValue(0));
@@ -117,7 +185,8 @@ function generator(seed: number) {
   const agentCase = (): Case => {
     const session = r.next() < 0.6 ? known.session : scalar();
     const paths = [
-      () => `/api/initSession${r.next() < 0.5 ? `?user_token=${r.next() < 0.5 ? known.userToken : scalar()}` : query(['user_token'])}`,
+      () =>
+        `/api/initSession${r.next() < 0.5 ? `?user_token=${r.next() < 0.5 ? known.userToken : scalar()}` : query(['user_token'])}`,
       () => `/api/getFullSession?session_token=${session}`,
       () => `/api/changeActiveProfile?session_token=${session}&profiles_id=${scalar()}`,
       () => `/api/PluginMdmAgent?session_token=${session}`,
@@ -126,19 +195,44 @@ function generator(seed: number) {
       () => `/api/PluginMdmPackage/${id()}?session_token=${session}`,
       () => `/api/${r.pick(['Computer', 'Entity', 'PluginMdmFleet'])}/${id()}?session_token=${session}`,
       // the reference agents' names, reports and locations
-      () => `/api/${r.pick(['PluginFlyvemdmAgent', 'PluginFlyvemdmFile', 'search/PluginFlyvemdmTaskstatus', 'PluginFlyvemdmAgent/'])}/${r.next() < 0.5 ? known.agentId : id()}?session_token=${session}`,
+      () =>
+        `/api/${r.pick(['PluginFlyvemdmAgent', 'PluginFlyvemdmFile', 'search/PluginFlyvemdmTaskstatus', 'PluginFlyvemdmAgent/'])}/${r.next() < 0.5 ? known.agentId : id()}?session_token=${session}`,
       () => `/api/PluginMdmGeolocation?session_token=${session}`,
       () => `/api/${scalar()}${query(['session_token', 'user_token', 'range'])}`,
       () => `/${scalar()}`,
     ];
     const headers: Record<string, string> = {};
-    if (r.next() < 0.5) headers['content-type'] = r.pick(['application/json', 'text/plain', 'application/octet-stream', 'multipart/form-data; boundary=x']);
+    if (r.next() < 0.5)
+      headers['content-type'] = r.pick([
+        'application/json',
+        'text/plain',
+        'application/octet-stream',
+        'multipart/form-data; boundary=x',
+      ]);
     if (r.next() < 0.5) headers.accept = r.pick(['application/octet-stream', '*/*', 'APPLICATION/OCTET-STREAM']);
-    if (r.next() < 0.4) headers.range = r.pick(['bytes=0-', 'bytes=-5', 'bytes=5-1', 'bytes=99999999-', 'bytes=0-1e309', 'bytes=a-b', 'items=0-1', 'bytes=-', 'bytes=1-2,3-4', 'bytes=' + '1-2,'.repeat(500)]);
+    if (r.next() < 0.4)
+      headers.range = r.pick([
+        'bytes=0-',
+        'bytes=-5',
+        'bytes=5-1',
+        'bytes=99999999-',
+        'bytes=0-1e309',
+        'bytes=a-b',
+        'items=0-1',
+        'bytes=-',
+        'bytes=1-2,3-4',
+        'bytes=' + '1-2,'.repeat(500),
+      ]);
     if (r.next() < 0.2) headers['session-token'] = scalar();
     if (r.next() < 0.2) headers.authorization = `user_token ${r.next() < 0.5 ? known.userToken : scalar()}`;
     const method = r.pick(['GET', 'GET', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
-    return { base: 'agent', method, path: r.pick(paths)(), headers, body: method === 'GET' || method === 'HEAD' ? undefined : body() };
+    return {
+      base: 'agent',
+      method,
+      path: r.pick(paths)(),
+      headers,
+      body: method === 'GET' || method === 'HEAD' ? undefined : body(),
+    };
   };
 
   const deeplinkCase = (): Case => {
@@ -153,12 +247,16 @@ function generator(seed: number) {
     };
     const choice = r.int(5);
     const data =
-      choice === 0 ? scalar()
-      : choice === 1 ? encodeDeeplinkData(fields).slice(0, r.int(200))
-      : choice === 2 ? Buffer.from(Array.from({ length: r.int(400) }, () => r.int(256))).toString('base64')
-      : encodeURIComponent(encodeDeeplinkData(fields));
+      choice === 0
+        ? scalar()
+        : choice === 1
+          ? encodeDeeplinkData(fields).slice(0, r.int(200))
+          : choice === 2
+            ? Buffer.from(Array.from({ length: r.int(400) }, () => r.int(256))).toString('base64')
+            : encodeURIComponent(encodeDeeplinkData(fields));
     const path = r.next() < 0.9 ? `/deeplink/?data=${data}` : `/deeplink/${query(['data', 'x'])}`;
-    const headers: Record<string, string> = r.next() < 0.5 ? { 'user-agent': r.pick(['Mozilla/5.0 (Linux; Android 14)', 'Mozilla/5.0 (iPhone)', 'curl/8']) } : {};
+    const headers: Record<string, string> =
+      r.next() < 0.5 ? { 'user-agent': r.pick(['Mozilla/5.0 (Linux; Android 14)', 'Mozilla/5.0 (iPhone)', 'curl/8']) } : {};
     return { base: 'agent', method: r.pick(['GET', 'GET', 'GET', 'POST', 'HEAD']), path, headers };
   };
 
@@ -200,8 +298,15 @@ function generator(seed: number) {
     const [method, path] = r.pick(routes);
     const headers: Record<string, string> = {};
     if (r.next() < 0.9) headers.authorization = `Bearer ${t.backend.info.admin_token}`;
-    if (method !== 'GET' && r.next() < 0.8) headers['content-type'] = r.pick(['application/json', 'application/json', 'text/plain', 'application/octet-stream']);
-    return { base: 'admin', method: r.next() < 0.9 ? method : r.pick(['PUT', 'DELETE', 'GET', 'HEAD']), path: path(), headers, body: method === 'GET' ? undefined : body() };
+    if (method !== 'GET' && r.next() < 0.8)
+      headers['content-type'] = r.pick(['application/json', 'application/json', 'text/plain', 'application/octet-stream']);
+    return {
+      base: 'admin',
+      method: r.next() < 0.9 ? method : r.pick(['PUT', 'DELETE', 'GET', 'HEAD']),
+      path: path(),
+      headers,
+      body: method === 'GET' ? undefined : body(),
+    };
   };
 
   return () => {
@@ -222,7 +327,14 @@ function send(c: Case, retry = true): Promise<number> {
   if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: base.hostname, port: base.port, method: c.method, path: wireSafe(c.path), headers, agent: retry ? agentHttp : false },
+      {
+        host: base.hostname,
+        port: base.port,
+        method: c.method,
+        path: wireSafe(c.path),
+        headers,
+        agent: retry ? agentHttp : false,
+      },
       (response) => {
         response.resume();
         response.on('end', () => resolve(response.statusCode ?? 0));
@@ -247,11 +359,14 @@ describe('fuzzing every HTTP surface', () => {
       while (index < cases.length) {
         const c = cases[index++]!;
         const status = await send(c).catch((error: Error) => {
-          serverErrors.push(`no answer (${error.message}) ${c.base} ${c.method} ${c.path.slice(0, 160)} ${JSON.stringify(c.headers)} ${c.body?.slice(0, 120) ?? ''}`);
+          serverErrors.push(
+            `no answer (${error.message}) ${c.base} ${c.method} ${c.path.slice(0, 160)} ${JSON.stringify(c.headers)} ${c.body?.slice(0, 120) ?? ''}`,
+          );
           return 0;
         });
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
-        if (status >= 500) serverErrors.push(`${status} ${c.base} ${c.method} ${c.path.slice(0, 160)} ${c.body?.slice(0, 120) ?? ''}`);
+        if (status >= 500)
+          serverErrors.push(`${status} ${c.base} ${c.method} ${c.path.slice(0, 160)} ${c.body?.slice(0, 120) ?? ''}`);
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));

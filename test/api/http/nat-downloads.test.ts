@@ -35,11 +35,14 @@ beforeAll(async () => {
     body: JSON.stringify({ email: 'office@example.com', send_email: false }),
   }).then((r) => r.json() as Promise<{ user_token: string; invitation_token: string }>);
   session = (await enrollByHand(server.info.api_url, { ...invited, email: 'office@example.com' })).session;
-  const upload = await fetch(`${server.info.admin_url}/api/packages?name=office.apk&package_name=org.example.office&version_code=1`, {
-    method: 'POST',
-    headers: { ...admin, 'content-type': 'application/octet-stream' },
-    body: content,
-  });
+  const upload = await fetch(
+    `${server.info.admin_url}/api/packages?name=office.apk&package_name=org.example.office&version_code=1`,
+    {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'application/octet-stream' },
+      body: content,
+    },
+  );
   fileId = ((await upload.json()) as { id: number }).id;
 }, 60_000);
 
@@ -51,10 +54,14 @@ afterAll(async () => {
 function pausedDownload(localAddress: string): Promise<IncomingMessage> {
   const url = `${server.info.api_url}/PluginMdmPackage/${fileId}?session_token=${session}`;
   return new Promise((resolve, reject) => {
-    const req = request(url, { agent: false, localAddress, headers: { accept: 'application/octet-stream', 'content-type': 'application/json' } }, (response) => {
-      response.pause();
-      resolve(response);
-    });
+    const req = request(
+      url,
+      { agent: false, localAddress, headers: { accept: 'application/octet-stream', 'content-type': 'application/json' } },
+      (response) => {
+        response.pause();
+        resolve(response);
+      },
+    );
     req.once('error', reject);
     req.end();
   });
@@ -90,27 +97,36 @@ function slowConnection(localAddress: string): Promise<Socket> {
 }
 
 describe(`${DOWNLOADS} phones behind one address under ulimit -n ${FD_LIMIT}`, () => {
-  it(`${DOWNLOADS} authenticated downloads at once from one address all complete, past its cap of ${plan.agentConnectionsPerAddress}, through a flood that fills the listener`, { timeout: 180_000 }, async () => {
-    expect(plan.agentConnectionsPerAddress).toBeLessThan(DOWNLOADS);
-    expect(plan.agentDownloads).toBeGreaterThanOrEqual(DOWNLOADS);
-    // Connections come in waves under the per-address cap (it still applies to connections not yet
-    // authenticated); each download, once authenticated, leaves room for the next wave.
-    const downloads: IncomingMessage[] = [];
-    for (let i = 0; i < DOWNLOADS; i += 100) downloads.push(...(await Promise.all(Array.from({ length: Math.min(100, DOWNLOADS - i) }, () => pausedDownload(OFFICE)))));
-    expect(downloads.map((d) => d.statusCode)).toEqual(Array(DOWNLOADS).fill(200));
+  it(
+    `${DOWNLOADS} authenticated downloads at once from one address all complete, past its cap of ${plan.agentConnectionsPerAddress}, through a flood that fills the listener`,
+    { timeout: 180_000 },
+    async () => {
+      expect(plan.agentConnectionsPerAddress).toBeLessThan(DOWNLOADS);
+      expect(plan.agentDownloads).toBeGreaterThanOrEqual(DOWNLOADS);
+      // Connections come in waves under the per-address cap (it still applies to connections not yet
+      // authenticated); each download, once authenticated, leaves room for the next wave.
+      const downloads: IncomingMessage[] = [];
+      for (let i = 0; i < DOWNLOADS; i += 100)
+        downloads.push(
+          ...(await Promise.all(Array.from({ length: Math.min(100, DOWNLOADS - i) }, () => pausedDownload(OFFICE)))),
+        );
+      expect(downloads.map((d) => d.statusCode)).toEqual(Array(DOWNLOADS).fill(200));
 
-    // Slow connections from 10 other hosts fill the listener; fair-share eviction takes from them,
-    // never from the office's downloads (before, the office was the greediest address).
-    const flood: Socket[] = [];
-    for (let i = 0; i < plan.agentConnections; i += 100) {
-      flood.push(...(await Promise.all(Array.from({ length: 100 }, (_, j) => slowConnection(`127.0.2.${((i + j) % 10) + 1}`)))));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(flood.filter((s) => !s.destroyed).length).toBeGreaterThan(0);
+      // Slow connections from 10 other hosts fill the listener; fair-share eviction takes from them,
+      // never from the office's downloads (before, the office was the greediest address).
+      const flood: Socket[] = [];
+      for (let i = 0; i < plan.agentConnections; i += 100) {
+        flood.push(
+          ...(await Promise.all(Array.from({ length: 100 }, (_, j) => slowConnection(`127.0.2.${((i + j) % 10) + 1}`)))),
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(flood.filter((s) => !s.destroyed).length).toBeGreaterThan(0);
 
-    const bodies = await Promise.all(downloads.map(readAll));
-    for (const socket of flood) socket.destroy();
-    const expected = sha256(content);
-    expect(bodies.filter((body) => body.length === FILE_SIZE && body.sha256 === expected).length).toBe(DOWNLOADS);
-  });
+      const bodies = await Promise.all(downloads.map(readAll));
+      for (const socket of flood) socket.destroy();
+      const expected = sha256(content);
+      expect(bodies.filter((body) => body.length === FILE_SIZE && body.sha256 === expected).length).toBe(DOWNLOADS);
+    },
+  );
 });

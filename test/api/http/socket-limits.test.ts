@@ -22,7 +22,9 @@ beforeAll(async () => {
   const admin = adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token });
   const userToken = (await admin.invitations.create({ email: 'legit@example.com', send_email: false })).user_token;
   // One session, then its reads: initSession itself is rate-limited per token.
-  const init = await fetch(`${server.info.api_url}/initSession?user_token=${userToken}`, { headers: { 'content-type': 'application/json' } });
+  const init = await fetch(`${server.info.api_url}/initSession?user_token=${userToken}`, {
+    headers: { 'content-type': 'application/json' },
+  });
   session = ((await init.json()) as { session_token: string }).session_token;
 });
 
@@ -55,7 +57,13 @@ function slowConnection(url: string, localAddress: string): Promise<Slow> {
 async function flood(count: number, addresses: string[]): Promise<Slow[]> {
   const all: Slow[] = [];
   for (let i = 0; i < count; i += 100) {
-    all.push(...(await Promise.all(Array.from({ length: Math.min(100, count - i) }, (_, j) => slowConnection(server.info.api_url, addresses[(i + j) % addresses.length]!)))));
+    all.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(100, count - i) }, (_, j) =>
+          slowConnection(server.info.api_url, addresses[(i + j) % addresses.length]!),
+        ),
+      )),
+    );
   }
   await new Promise((resolve) => setTimeout(resolve, 1500)); // refusals arrive, refused sockets close
   return all;
@@ -64,8 +72,18 @@ async function flood(count: number, addresses: string[]): Promise<Slow[]> {
 const legitimate = async () => {
   const results: number[] = [];
   for (let i = 0; i < 10; i++) {
-    const agent = await fetch(`${server.info.api_url}/getFullSession?session_token=${session}`, { headers: { 'content-type': 'application/json' } }).then((r) => r.status, () => 0);
-    const admin = await fetch(`${server.info.admin_url}/api/status`, { headers: { authorization: `Bearer ${server.info.admin_token}` } }).then((r) => r.status, () => 0);
+    const agent = await fetch(`${server.info.api_url}/getFullSession?session_token=${session}`, {
+      headers: { 'content-type': 'application/json' },
+    }).then(
+      (r) => r.status,
+      () => 0,
+    );
+    const admin = await fetch(`${server.info.admin_url}/api/status`, {
+      headers: { authorization: `Bearer ${server.info.admin_token}` },
+    }).then(
+      (r) => r.status,
+      () => 0,
+    );
     results.push(agent, admin);
   }
   return results;
@@ -86,90 +104,128 @@ function freshConnectionStatus(url: string): Promise<number> {
 describe('socket caps under ulimit -n 1024', () => {
   it('plans descriptors: admin headroom, an agent share, a per-address part of it', () => {
     expect(plan.adminConnections).toBe(128);
-    expect(plan.agentConnections + plan.agentDownloads + plan.adminConnections + plan.mqttConnections).toBeLessThan(FD_LIMIT - 64);
+    expect(plan.agentConnections + plan.agentDownloads + plan.adminConnections + plan.mqttConnections).toBeLessThan(
+      FD_LIMIT - 64,
+    );
     expect(plan.agentConnectionsPerAddress).toBeLessThan(plan.agentConnections);
     expect(planSockets(1_048_576).agentConnections).toBe(10_000);
   });
 
-  it('1,100 slow connections from one address: that address gets its share, 20 of 20 legitimate requests succeed', { timeout: 60_000 }, async () => {
-    const slow = await flood(1100, ['127.0.0.2']);
-    const open = slow.filter((s) => s.state === 'open').length;
-    expect(open).toBe(plan.agentConnectionsPerAddress);
-    expect(slow.filter((s) => s.state === 'refused').length).toBeGreaterThan(0); // told why, in a 503
-    const results = await legitimate();
-    expect(results).toEqual(Array(20).fill(200));
-    for (const s of slow) s.socket.destroy();
-  });
+  it(
+    '1,100 slow connections from one address: that address gets its share, 20 of 20 legitimate requests succeed',
+    { timeout: 60_000 },
+    async () => {
+      const slow = await flood(1100, ['127.0.0.2']);
+      const open = slow.filter((s) => s.state === 'open').length;
+      expect(open).toBe(plan.agentConnectionsPerAddress);
+      expect(slow.filter((s) => s.state === 'refused').length).toBeGreaterThan(0); // told why, in a 503
+      const results = await legitimate();
+      expect(results).toEqual(Array(20).fill(200));
+      for (const s of slow) s.socket.destroy();
+    },
+  );
 
-  it('1,100 slow connections from many addresses fill the agent listener only: the admin side still answers, and the agent side recovers', { timeout: 60_000 }, async () => {
-    const addresses = Array.from({ length: 20 }, (_, i) => `127.0.0.${i + 2}`);
-    const slow = await flood(1100, addresses);
-    // the listener's cap, less the few kept-alive connections of the legitimate client
-    const open = slow.filter((s) => s.state === 'open').length;
-    expect(open).toBeLessThanOrEqual(plan.agentConnections);
-    expect(open).toBeGreaterThan(plan.agentConnections - 5);
-    for (let i = 0; i < 10; i++) {
-      const admin = await fetch(`${server.info.admin_url}/api/status`, { headers: { authorization: `Bearer ${server.info.admin_token}` } });
-      expect(admin.status).toBe(200);
-    }
-    for (const s of slow) s.socket.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(await legitimate()).toEqual(Array(20).fill(200));
-  });
+  it(
+    '1,100 slow connections from many addresses fill the agent listener only: the admin side still answers, and the agent side recovers',
+    { timeout: 60_000 },
+    async () => {
+      const addresses = Array.from({ length: 20 }, (_, i) => `127.0.0.${i + 2}`);
+      const slow = await flood(1100, addresses);
+      // the listener's cap, less the few kept-alive connections of the legitimate client
+      const open = slow.filter((s) => s.state === 'open').length;
+      expect(open).toBeLessThanOrEqual(plan.agentConnections);
+      expect(open).toBeGreaterThan(plan.agentConnections - 5);
+      for (let i = 0; i < 10; i++) {
+        const admin = await fetch(`${server.info.admin_url}/api/status`, {
+          headers: { authorization: `Bearer ${server.info.admin_token}` },
+        });
+        expect(admin.status).toBe(200);
+      }
+      for (const s of slow) s.socket.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await legitimate()).toEqual(Array(20).fill(200));
+    },
+  );
 
-  it('a few hosts under the per-address cap fill the agent listener: a device from another address still gets in', { timeout: 60_000 }, async () => {
-    // 5 × 60 slow connections, each host under its cap of 64: before, they held all 256 places.
-    const addresses = Array.from({ length: 5 }, (_, i) => `127.0.1.${i + 2}`);
-    const slow = await flood(300, addresses);
-    expect(slow.filter((s) => s.state === 'open').length).toBeGreaterThan(plan.agentConnections - 5);
-    // The greediest host's oldest connection makes room for a newcomer from 127.0.0.1, each on a
-    // connection of its own (fetch would reuse one opened before the flood).
-    const statuses: number[] = [];
-    for (let i = 0; i < 10; i++) statuses.push(await freshConnectionStatus(`${server.info.api_url}/getFullSession?session_token=${session}`));
-    expect(statuses).toEqual(Array(10).fill(200));
-    const stillOpen = slow.filter((s) => !s.socket.destroyed && s.state === 'open').length;
-    expect(stillOpen).toBeLessThanOrEqual(plan.agentConnections - 1);
-    for (const s of slow) s.socket.destroy();
-  });
+  it(
+    'a few hosts under the per-address cap fill the agent listener: a device from another address still gets in',
+    { timeout: 60_000 },
+    async () => {
+      // 5 × 60 slow connections, each host under its cap of 64: before, they held all 256 places.
+      const addresses = Array.from({ length: 5 }, (_, i) => `127.0.1.${i + 2}`);
+      const slow = await flood(300, addresses);
+      expect(slow.filter((s) => s.state === 'open').length).toBeGreaterThan(plan.agentConnections - 5);
+      // The greediest host's oldest connection makes room for a newcomer from 127.0.0.1, each on a
+      // connection of its own (fetch would reuse one opened before the flood).
+      const statuses: number[] = [];
+      for (let i = 0; i < 10; i++)
+        statuses.push(await freshConnectionStatus(`${server.info.api_url}/getFullSession?session_token=${session}`));
+      expect(statuses).toEqual(Array(10).fill(200));
+      const stillOpen = slow.filter((s) => !s.socket.destroyed && s.state === 'open').length;
+      expect(stillOpen).toBeLessThanOrEqual(plan.agentConnections - 1);
+      for (const s of slow) s.socket.destroy();
+    },
+  );
 });
 
 describe('the MQTT listener under ulimit -n 1024', () => {
-  it('sockets that never log in cannot hold it: a device still logs in, and one already logged in stays connected', { timeout: 60_000 }, async () => {
-    const device = async (email: string) => {
-      const invited = await adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token }).invitations.create({ email, send_email: false });
-      const serial = `CAP${Math.random().toString(36).slice(2, 10).toUpperCase()}`;
-      const { session: enrolling, created } = await enrollByHand(server.info.api_url, { ...invited, email }, { serial });
-      const record = await agentCall(server.info.api_url, 'GET', `PluginMdmAgent/${created.body.id}?session_token=${enrolling}`);
-      return { username: serial, password: record.body.mqttpasswd as string };
-    };
-    const login = (credentials: { username: string; password: string }) =>
-      new Promise<MqttClient>((resolve, reject) => {
-        const client = mqtt.connect({ host: '127.0.0.1', port: server.info.mqtt_port, ...credentials, reconnectPeriod: 0, connectTimeout: 10_000 });
-        client.once('connect', () => resolve(client));
-        client.once('error', reject);
-        client.once('close', () => reject(new Error('closed before CONNACK')));
-      });
-    const early = await login(await device('mqtt-early@example.com'));
-    const late = await device('mqtt-late@example.com');
+  it(
+    'sockets that never log in cannot hold it: a device still logs in, and one already logged in stays connected',
+    { timeout: 60_000 },
+    async () => {
+      const device = async (email: string) => {
+        const invited = await adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token }).invitations.create({
+          email,
+          send_email: false,
+        });
+        const serial = `CAP${Math.random().toString(36).slice(2, 10).toUpperCase()}`;
+        const { session: enrolling, created } = await enrollByHand(server.info.api_url, { ...invited, email }, { serial });
+        const record = await agentCall(
+          server.info.api_url,
+          'GET',
+          `PluginMdmAgent/${created.body.id}?session_token=${enrolling}`,
+        );
+        return { username: serial, password: record.body.mqttpasswd as string };
+      };
+      const login = (credentials: { username: string; password: string }) =>
+        new Promise<MqttClient>((resolve, reject) => {
+          const client = mqtt.connect({
+            host: '127.0.0.1',
+            port: server.info.mqtt_port,
+            ...credentials,
+            reconnectPeriod: 0,
+            connectTimeout: 10_000,
+          });
+          client.once('connect', () => resolve(client));
+          client.once('error', reject);
+          client.once('close', () => reject(new Error('closed before CONNACK')));
+        });
+      const early = await login(await device('mqtt-early@example.com'));
+      const late = await device('mqtt-late@example.com');
 
-    // More idle sockets than the broker's share (plan.mqttConnections), each never sending a CONNECT.
-    const idle = await Promise.all(
-      Array.from({ length: plan.mqttConnections + 50 }, () => new Promise<Socket>((resolve) => {
-        const socket = connect({ host: '127.0.0.1', port: server.info.mqtt_port, localAddress: '127.0.2.2' });
-        socket.on('error', () => {});
-        socket.once('connect', () => resolve(socket));
-        socket.once('close', () => resolve(socket));
-      })),
-    );
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(idle.filter((s) => !s.destroyed).length).toBeGreaterThan(plan.mqttConnections / 2); // they do fill it
+      // More idle sockets than the broker's share (plan.mqttConnections), each never sending a CONNECT.
+      const idle = await Promise.all(
+        Array.from(
+          { length: plan.mqttConnections + 50 },
+          () =>
+            new Promise<Socket>((resolve) => {
+              const socket = connect({ host: '127.0.0.1', port: server.info.mqtt_port, localAddress: '127.0.2.2' });
+              socket.on('error', () => {});
+              socket.once('connect', () => resolve(socket));
+              socket.once('close', () => resolve(socket));
+            }),
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(idle.filter((s) => !s.destroyed).length).toBeGreaterThan(plan.mqttConnections / 2); // they do fill it
 
-    const client = await login(late);
-    expect(client.connected).toBe(true);
-    expect(early.connected).toBe(true);
-    await Promise.all([client.endAsync(true), early.endAsync(true)]);
-    for (const s of idle) s.destroy();
-  });
+      const client = await login(late);
+      expect(client.connected).toBe(true);
+      expect(early.connected).toBe(true);
+      await Promise.all([client.endAsync(true), early.endAsync(true)]);
+      for (const s of idle) s.destroy();
+    },
+  );
 });
 
 describe('the admin listener', () => {
@@ -178,13 +234,16 @@ describe('the admin listener', () => {
     const raw = (host: string) =>
       new Promise<string>((resolve) => {
         const socket = connect(Number(port), '127.0.0.1', () =>
-          socket.write(`GET /api/status HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${server.info.admin_token}\r\nConnection: close\r\n\r\n`),
+          socket.write(
+            `GET /api/status HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${server.info.admin_token}\r\nConnection: close\r\n\r\n`,
+          ),
         );
         let text = '';
         socket.on('data', (d) => (text += d));
         socket.on('close', () => resolve(text));
       });
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost', `[::1]:${port}`]) expect(await raw(host)).toMatch(/^HTTP\/1\.1 200/);
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost', `[::1]:${port}`])
+      expect(await raw(host)).toMatch(/^HTTP\/1\.1 200/);
     const refused = await raw(`rebind.example:${port}`);
     expect(refused).toMatch(/^HTTP\/1\.1 403/);
     expect(refused).toContain('ERROR_HOST_NOT_ALLOWED');
@@ -193,7 +252,9 @@ describe('the admin listener', () => {
   it('closes a body-dripping connection once it has answered 401', { timeout: 20_000 }, async () => {
     const { port } = new URL(server.info.admin_url);
     const socket = connect(Number(port), '127.0.0.1');
-    socket.write(`POST /api/invitations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"email":`);
+    socket.write(
+      `POST /api/invitations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"email":`,
+    );
     const drip = setInterval(() => socket.writable && socket.write(' '), 200);
     const outcome = await new Promise<{ text: string; closed: boolean }>((resolve) => {
       let text = '';

@@ -54,8 +54,13 @@ describe('the invitation list', () => {
     const rows = Array.from({ length: 100 }, (_, i) => ({ email: `row${i}@list.example`, firstname: `Row${i}` }));
     // Some with an email delivery, one with an enrolled device and refusals: every detail a row shows.
     const { body } = await t.admin('POST', '/invitations/bulk', { invitations: rows, send_email: false });
-    for (const invitation of body.items.slice(0, 10)) expect((await t.admin('POST', `/invitations/${invitation.id}/resend`)).status).toBe(202);
-    await eventually(async () => ((await t.admin('GET', '/mail/status')).body.counts.outbox === 10 ? true : null), 30_000, 'ten emails in the outbox');
+    for (const invitation of body.items.slice(0, 10))
+      expect((await t.admin('POST', `/invitations/${invitation.id}/resend`)).status).toBe(202);
+    await eventually(
+      async () => ((await t.admin('GET', '/mail/status')).body.counts.outbox === 10 ? true : null),
+      30_000,
+      'ten emails in the outbox',
+    );
     const enrolled = body.items[0];
     await enrollByHand(t.apiUrl, { ...enrolled, email: 'someone.else@list.example' });
     expect((await enrollByHand(t.apiUrl, enrolled, { serial: 'LIST-1' })).created.status).toBe(201);
@@ -74,7 +79,13 @@ describe('the invitation list', () => {
     expect(one.body.items).toHaveLength(1);
     expect(hundred.body.items).toHaveLength(100);
     const first = hundred.body.items.find((item: { email: string }) => item.email === 'row0@list.example');
-    expect(first).toMatchObject({ status: 'done', fleet: expect.any(String), agent: { serial: 'LIST-1' }, refused_attempts: 1, delivery: { state: 'outbox' } });
+    expect(first).toMatchObject({
+      status: 'done',
+      fleet: expect.any(String),
+      agent: { serial: 'LIST-1' },
+      refused_attempts: 1,
+      delivery: { state: 'outbox' },
+    });
     expect(hundred.body.items.filter((item: { delivery: unknown }) => item.delivery).length).toBe(10);
     console.log(`statements for a list of 1: ${forOne}, of 100: ${forHundred}`);
     expect(forHundred).toBe(forOne);
@@ -88,7 +99,13 @@ describe('the invitation list', () => {
     let list: any;
     const forMany = await counter.count(async () => (list = await t.admin('GET', '/codes')));
     expect(list.body.items).toHaveLength(21);
-    expect(list.body.items[20]).toMatchObject({ name: 'First', fleet: expect.any(String), refused_attempts: 0, pending_approval: 0, user_token: expect.any(String) });
+    expect(list.body.items[20]).toMatchObject({
+      name: 'First',
+      fleet: expect.any(String),
+      refused_attempts: 0,
+      pending_approval: 0,
+      user_token: expect.any(String),
+    });
     expect(forMany).toBe(forOne);
   });
 });

@@ -92,8 +92,16 @@ describe('sending on create', () => {
     const page = await fetch(link);
     expect(page.status).toBe(200);
     const data = decodeDeeplink(link);
-    expect(data).toMatchObject({ backendUrl: t.apiUrl, userToken: created.user_token, invitationToken: created.invitation_token });
-    const { created: agent } = await enrollByHand(data.backendUrl, { user_token: data.userToken, invitation_token: data.invitationToken, email: created.email });
+    expect(data).toMatchObject({
+      backendUrl: t.apiUrl,
+      userToken: created.user_token,
+      invitationToken: created.invitation_token,
+    });
+    const { created: agent } = await enrollByHand(data.backendUrl, {
+      user_token: data.userToken,
+      invitation_token: data.invitationToken,
+      email: created.email,
+    });
     expect(agent.status).toBe(201);
   });
 
@@ -122,7 +130,11 @@ describe('switching it off, resending', () => {
     const mail = await mailFor(quiet.id);
     expect(mail.parsed.text).toContain(quiet.deeplink);
     const after = await deliveryState(quiet.id, 'sent');
-    expect(after).toMatchObject({ invitation_token: quiet.invitation_token, expires_at: quiet.expires_at, deeplink: quiet.deeplink });
+    expect(after).toMatchObject({
+      invitation_token: quiet.invitation_token,
+      expires_at: quiet.expires_at,
+      deeplink: quiet.deeplink,
+    });
 
     // Resending a sent one sends it again, same link.
     await t.admin('POST', `/invitations/${quiet.id}/resend`);
@@ -190,7 +202,10 @@ describe('bulk', () => {
   });
 
   it('creates bulk invitations without email when asked', async () => {
-    const { status, body } = await t.admin('POST', '/invitations/bulk', { invitations: [{ email: 'quiet1@example.net' }, { email: 'quiet2@example.net' }], send_email: false });
+    const { status, body } = await t.admin('POST', '/invitations/bulk', {
+      invitations: [{ email: 'quiet1@example.net' }, { email: 'quiet2@example.net' }],
+      send_email: false,
+    });
     expect(status).toBe(201);
     expect(body.mail).toEqual({ batch_id: null, queued: 0 });
     expect(body.items.map((i: Invitation) => i.delivery)).toEqual([null, null]);
@@ -200,7 +215,13 @@ describe('bulk', () => {
 describe('mail status', () => {
   it('says where mail goes (never the password) and counts the queue', async () => {
     const { body } = await t.admin('GET', '/mail/status');
-    expect(body.transport).toMatchObject({ kind: 'smtp', source: 'command line', host: '127.0.0.1', port: smtp.port, from: 'IT Desk <it@example.org>' });
+    expect(body.transport).toMatchObject({
+      kind: 'smtp',
+      source: 'command line',
+      host: '127.0.0.1',
+      port: smtp.port,
+      from: 'IT Desk <it@example.org>',
+    });
     expect(body.counts.sent).toBeGreaterThan(200);
   });
 });

@@ -76,7 +76,12 @@ describe('failures and retries', () => {
     );
     expect(waiting.delivery).toMatchObject({ state: 'queued', attempts: 1 });
     expect(waiting.delivery.error).toMatch(/ECONNREFUSED/);
-    expect(waiting).toMatchObject({ status: 'pending', invitation_token: created.invitation_token, expires_at: created.expires_at, deeplink: created.deeplink });
+    expect(waiting).toMatchObject({
+      status: 'pending',
+      invitation_token: created.invitation_token,
+      expires_at: created.expires_at,
+      deeplink: created.deeplink,
+    });
 
     const back = await smtpServer({ port });
     const retried = await t.admin('POST', '/mail/retry', {});
@@ -88,7 +93,7 @@ describe('failures and retries', () => {
     expect(mail.parsed.text).toContain(created.deeplink);
   });
 
-  it('authentication refused: failed with the server\'s 535 message; fixed password + retry sends', async () => {
+  it("authentication refused: failed with the server's 535 message; fixed password + retry sends", async () => {
     const server = await smtpServer(authRequired('mailer', 'right-password'));
     await configure({ smtp_url: `smtp://mailer:wrong-password@127.0.0.1:${server.port}` });
     const created = await invite();
@@ -133,7 +138,7 @@ describe('failures and retries', () => {
     expect(server.received).toHaveLength(0);
   });
 
-  it('a template broken behind the mail API\'s back fails the send with why, not the invitation', async () => {
+  it("a template broken behind the mail API's back fails the send with why, not the invitation", async () => {
     const server = await smtpServer();
     await configure({ smtp_url: `smtp://127.0.0.1:${server.port}` });
     // Both setting routes refuse broken templates, so break it in the store itself; the worker checks too.
@@ -150,7 +155,7 @@ describe('failures and retries', () => {
 });
 
 describe('send test email', () => {
-  it('answers with the server\'s reply, and with its refusal (502)', async () => {
+  it("answers with the server's reply, and with its refusal (502)", async () => {
     const server = await smtpServer(authRequired('mailer', 'pw'));
     await configure({ smtp_url: `smtp://mailer:pw@127.0.0.1:${server.port}`, mail_from_address: 'console@example.org' });
     const ok = await t.admin('POST', '/mail/test', { to: 'admin@example.org' });

@@ -94,7 +94,11 @@ describe('restart', () => {
     const { body } = await first.admin('POST', '/invitations/bulk', { invitations: rows });
     const ids = (body.items as { id: number }[]).map((i) => i.id);
     // Two in flight (bounded), three waiting.
-    await eventually(async () => (await first.admin('GET', '/mail/status')).body.counts.sending === 2, 20_000, 'two sends in flight');
+    await eventually(
+      async () => (await first.admin('GET', '/mail/status')).body.counts.sending === 2,
+      20_000,
+      'two sends in flight',
+    );
     expect((await first.admin('GET', '/mail/status')).body.counts.queued).toBe(3);
 
     await first.stop();
@@ -134,7 +138,9 @@ describe('restart', () => {
     const sent = await delivery(second, created.id, ['sent', 'failed']);
     expect(sent.delivery).toMatchObject({ state: 'sent', attempts: 2 });
     expect((await smtp.waitFor(1))[0]!.invitationId).toBe(created.id);
-    const resumed = (await second.admin('GET', '/events?limit=50')).body.items.find((e: { type: string }) => e.type === 'mail.resumed');
+    const resumed = (await second.admin('GET', '/events?limit=50')).body.items.find(
+      (e: { type: string }) => e.type === 'mail.resumed',
+    );
     expect(resumed?.data).toEqual({ count: 1 });
   });
 });

@@ -115,7 +115,10 @@ describe('automatic retries of invitation emails', () => {
 
   it('a server that stalls past the greeting time-out: the 8 messages in flight all go out once it answers', async () => {
     const server = await smtp({ stallGreetings: true });
-    const b = await backend({ smtpUrl: server.url(), mailTiming: { greetingTimeoutMs: 400, retryPolicy: { delaysMs: Array(40).fill(300) } } });
+    const b = await backend({
+      smtpUrl: server.url(),
+      mailTiming: { greetingTimeoutMs: 400, retryPolicy: { delaysMs: Array(40).fill(300) } },
+    });
     const invitations = Array.from({ length: 8 }, (_, i) => ({ email: `stall${i}@example.com` }));
     const bulk = await b.admin('POST', '/invitations/bulk', { invitations, send_email: true });
     expect(bulk.status, JSON.stringify(bulk.body)).toBe(201);

@@ -16,14 +16,33 @@ afterAll(async () => {
 
 describe('mail settings', () => {
   it('keeps the SMTP password out of SQLite and out of every answer, in a 0600 file', async () => {
-    const put = await t.admin('PUT', '/mail/settings', { smtp_url: `smtp://mailer%40corp.example:${encodeURIComponent(PASSWORD)}@smtp.example.com:2525`, mail_from_address: 'it@corp.example' });
+    const put = await t.admin('PUT', '/mail/settings', {
+      smtp_url: `smtp://mailer%40corp.example:${encodeURIComponent(PASSWORD)}@smtp.example.com:2525`,
+      mail_from_address: 'it@corp.example',
+    });
     expect(put.status).toBe(200);
-    expect(put.body.settings).toMatchObject({ smtp_host: 'smtp.example.com', smtp_port: 2525, smtp_user: 'mailer@corp.example', smtp_security: 'auto' });
+    expect(put.body.settings).toMatchObject({
+      smtp_host: 'smtp.example.com',
+      smtp_port: 2525,
+      smtp_user: 'mailer@corp.example',
+      smtp_security: 'auto',
+    });
     expect(put.body.smtp_password_set).toBe(true);
     expect(put.body.secret_storage).toBe('file-0600');
-    expect(put.body.effective).toMatchObject({ kind: 'smtp', source: 'settings', host: 'smtp.example.com', from: 'MDM Console <it@corp.example>' });
+    expect(put.body.effective).toMatchObject({
+      kind: 'smtp',
+      source: 'settings',
+      host: 'smtp.example.com',
+      from: 'MDM Console <it@corp.example>',
+    });
 
-    const answers = [put.body, (await t.admin('GET', '/mail/settings')).body, (await t.admin('GET', '/settings')).body, (await t.admin('GET', '/mail/status')).body, (await t.admin('GET', '/events?limit=1000')).body];
+    const answers = [
+      put.body,
+      (await t.admin('GET', '/mail/settings')).body,
+      (await t.admin('GET', '/settings')).body,
+      (await t.admin('GET', '/mail/status')).body,
+      (await t.admin('GET', '/events?limit=1000')).body,
+    ];
     for (const answer of answers) expect(JSON.stringify(answer)).not.toContain(PASSWORD);
     expect((await t.admin('GET', '/settings')).body).toMatchObject({ smtp_host: 'smtp.example.com', mail_send_on_create: true });
 
@@ -66,7 +85,9 @@ describe('mail settings', () => {
     const { body } = await t.admin('GET', '/mail/settings');
     expect(body.default_templates.html).toContain('{{deeplink}}');
     expect(body.default_templates.text).toContain('{{expires}}');
-    expect(Object.keys(body.placeholders)).toEqual(expect.arrayContaining(['name', 'deeplink', 'qr_src', 'expires', 'helpdesk_phone', 'agent_app_url', 'inviter']));
+    expect(Object.keys(body.placeholders)).toEqual(
+      expect.arrayContaining(['name', 'deeplink', 'qr_src', 'expires', 'helpdesk_phone', 'agent_app_url', 'inviter']),
+    );
     expect(body.settings.mail_html_template).toBe('');
   });
 
@@ -83,7 +104,11 @@ describe('mail settings', () => {
 
 describe('template preview', () => {
   it('renders the templates in force, or the ones being edited, with every value escaped', async () => {
-    const { body: invitation } = await t.admin('POST', '/invitations', { email: 'pre@example.com', firstname: '<b>Bold</b>', send_email: false });
+    const { body: invitation } = await t.admin('POST', '/invitations', {
+      email: 'pre@example.com',
+      firstname: '<b>Bold</b>',
+      send_email: false,
+    });
     const sample = await t.admin('POST', '/mail/preview', {});
     expect(sample.status).toBe(200);
     expect(sample.body.ok).toBe(true);

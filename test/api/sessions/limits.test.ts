@@ -44,7 +44,10 @@ describe('initSession bounds', () => {
     // The token's burst is spent.
     const tooMany = await init(first.user_token);
     expect(tooMany.status).toBe(429);
-    expect(tooMany.body).toEqual(['ERROR_TOO_MANY_REQUESTS', expect.stringMatching(/^Too many sessions opened with this token; retry in \d+ s$/)]);
+    expect(tooMany.body).toEqual([
+      'ERROR_TOO_MANY_REQUESTS',
+      expect.stringMatching(/^Too many sessions opened with this token; retry in \d+ s$/),
+    ]);
     expect(Number(tooMany.headers.get('retry-after'))).toBeGreaterThan(0);
 
     // Another token from the same address still gets sessions until the address's burst (8) is spent;
@@ -54,7 +57,10 @@ describe('initSession bounds', () => {
     expect((await init('0'.repeat(40))).status).toBe(401);
     const fromAddress = await init(second.user_token);
     expect(fromAddress.status).toBe(429);
-    expect(fromAddress.body).toEqual(['ERROR_TOO_MANY_REQUESTS', expect.stringMatching(/^Too many sessions opened from 127\.0\.0\.1; retry in \d+ s$/)]);
+    expect(fromAddress.body).toEqual([
+      'ERROR_TOO_MANY_REQUESTS',
+      expect.stringMatching(/^Too many sessions opened from 127\.0\.0\.1; retry in \d+ s$/),
+    ]);
     // What was refused created nothing.
     expect(liveSessions()).toBe(4);
   });

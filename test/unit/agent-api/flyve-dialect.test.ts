@@ -50,7 +50,9 @@ describe('the reference deeplink encoding', () => {
     // Spec mode keeps quoting a ";" as before; the reference encoding cannot carry one.
     const withSemicolon = { ...fields, helpdeskName: 'IT; floor 2' };
     expect(decodeDeeplinkData(encodeDeeplinkData(withSemicolon)).helpdeskName).toBe('IT; floor 2');
-    expect(fieldsUnfitForFlyve({ helpdesk_name: 'IT; floor 2', helpdesk_phone: '1' })).toMatch(/^helpdesk_name cannot contain ";"/);
+    expect(fieldsUnfitForFlyve({ helpdesk_name: 'IT; floor 2', helpdesk_phone: '1' })).toMatch(
+      /^helpdesk_name cannot contain ";"/,
+    );
     expect(fieldsUnfitForFlyve({ helpdesk_name: 'IT, floor 2' })).toBeNull();
   });
 });
@@ -59,7 +61,9 @@ describe('agent API aliases', () => {
   it('maps every Flyve resource name to ours and drops one trailing slash, under /api/ only', () => {
     expect(agentApiUrl('/api/PluginFlyvemdmAgent')).toBe('/api/PluginMdmAgent');
     expect(agentApiUrl('/api/PluginFlyvemdmAgent/12/?session_token=x')).toBe('/api/PluginMdmAgent/12?session_token=x');
-    expect(agentApiUrl('/api/search/PluginFlyvemdmTaskstatus/?criteria[0][field]=5')).toBe('/api/search/PluginMdmTaskstatus?criteria[0][field]=5');
+    expect(agentApiUrl('/api/search/PluginFlyvemdmTaskstatus/?criteria[0][field]=5')).toBe(
+      '/api/search/PluginMdmTaskstatus?criteria[0][field]=5',
+    );
     expect(agentApiUrl('/api/PluginFlyvemdmTaskstatus/3')).toBe('/api/PluginMdmTaskstatus/3');
     expect(agentApiUrl('/api/changeActiveProfile/?profiles_id=2')).toBe('/api/changeActiveProfile?profiles_id=2');
     expect(agentApiUrl('/deeplink/?data=abc')).toBe('/deeplink/?data=abc');
@@ -104,7 +108,12 @@ describe('inventories', () => {
   });
 
   it('reads positions as the agents send them', () => {
-    expect(positionOf({ latitude: '48.85', longitude: '2.35', datetime: 1700000000 })).toEqual({ latitude: 48.85, longitude: 2.35, locatedAt: '2023-11-14T22:13:20.000Z', gpsOff: false });
+    expect(positionOf({ latitude: '48.85', longitude: '2.35', datetime: 1700000000 })).toEqual({
+      latitude: 48.85,
+      longitude: 2.35,
+      locatedAt: '2023-11-14T22:13:20.000Z',
+      gpsOff: false,
+    });
     expect(positionOf({ gps: 'off', datetime: '1700000000' })).toMatchObject({ latitude: null, gpsOff: true });
     expect(positionOf({ latitude: 'x', longitude: '2' })).toHaveProperty('error');
     expect(positionOf({ latitude: '-91', longitude: '2' })).toHaveProperty('error');
@@ -116,8 +125,18 @@ describe('simulator dialects', () => {
   it('keep rc.7 (HTTP reports) and rc.6 (MQTT reports) apart, and refuse HTTP reports for the spec agent', () => {
     expect(dialectOf('flyve').reports).toBe('http');
     expect(dialectOf('flyve').defaultVersion).toBe('2.0.0-rc.7');
-    expect(dialectOf('flyve', 'mqtt')).toMatchObject({ defaultVersion: '2.0.0-rc.6', publishesOnline: true, confirmsUnenroll: true, pongAfterLock: false });
-    expect(dialectOf('flyve', 'http')).toMatchObject({ publishesOnline: false, confirmsUnenroll: false, pongAfterLock: true, sessionTokenIn: 'header' });
+    expect(dialectOf('flyve', 'mqtt')).toMatchObject({
+      defaultVersion: '2.0.0-rc.6',
+      publishesOnline: true,
+      confirmsUnenroll: true,
+      pongAfterLock: false,
+    });
+    expect(dialectOf('flyve', 'http')).toMatchObject({
+      publishesOnline: false,
+      confirmsUnenroll: false,
+      pongAfterLock: true,
+      sessionTokenIn: 'header',
+    });
     expect(dialectOf('spec').resource('Agent')).toBe('PluginMdmAgent');
     expect(dialectOf('flyve').resource('Geolocation')).toBe('PluginFlyvemdmGeolocation');
     expect(() => dialectOf('spec', 'http')).toThrow(/--dialect flyve/);

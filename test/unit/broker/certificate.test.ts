@@ -46,9 +46,16 @@ describe('loadBrokerCertificate', () => {
     const own = await loadBrokerCertificate({ dataDir, hosts: [] });
     const certFile = join(dataDir, 'own.pem');
     writeFileSync(certFile, own.cert);
-    await expect(loadBrokerCertificate({ dataDir, hosts: [], certFile, keyFile: own.keyFile })).resolves.toMatchObject({ source: 'provided', change: null });
+    await expect(loadBrokerCertificate({ dataDir, hosts: [], certFile, keyFile: own.keyFile })).resolves.toMatchObject({
+      source: 'provided',
+      change: null,
+    });
     await expect(loadBrokerCertificate({ dataDir, hosts: [], certFile })).rejects.toBeInstanceOf(CertificateError);
-    await expect(loadBrokerCertificate({ dataDir, hosts: [], certFile: own.keyFile, keyFile: own.keyFile })).rejects.toThrow(/not a PEM certificate/);
-    await expect(loadBrokerCertificate({ dataDir, hosts: [], certFile, keyFile: join(dataDir, 'missing.pem') })).rejects.toThrow(/Cannot read/);
+    await expect(loadBrokerCertificate({ dataDir, hosts: [], certFile: own.keyFile, keyFile: own.keyFile })).rejects.toThrow(
+      /not a PEM certificate/,
+    );
+    await expect(loadBrokerCertificate({ dataDir, hosts: [], certFile, keyFile: join(dataDir, 'missing.pem') })).rejects.toThrow(
+      /Cannot read/,
+    );
   });
 });

@@ -1,7 +1,15 @@
 // The one rule table as each external broker receives it: dynamic-security ACLs for Mosquitto,
 // routing keys for RabbitMQ; and the broker URLs of the serve flags.
 import { describe, expect, it } from 'vitest';
-import { agentTopicRules, isRabbitSafeTopic, mayPublish, routingKeyToTopic, rulesAllowPublish, rulesAllowSubscribe, BACKEND_TOPIC_RULES } from '../../../src-main/backend/broker/acl.ts';
+import {
+  agentTopicRules,
+  isRabbitSafeTopic,
+  mayPublish,
+  routingKeyToTopic,
+  rulesAllowPublish,
+  rulesAllowSubscribe,
+  BACKEND_TOPIC_RULES,
+} from '../../../src-main/backend/broker/acl.ts';
 import { parseBrokerUrl } from '../../../src-main/backend/broker/broker-url.ts';
 import { rulesToAcls } from '../../../src-main/backend/broker/dynsec.ts';
 
@@ -26,17 +34,20 @@ describe('the rule table for external brokers', () => {
   it('answers RabbitMQ routing keys as the embedded broker answers topics', () => {
     const rules = agentTopicRules(agent);
     expect(routingKeyToTopic('.1.agent.R58ABC.Status.Online')).toBe('/1/agent/R58ABC/Status/Online');
-    expect(rulesAllowPublish(rules, routingKeyToTopic('.1.agent.R58ABC.Status.Online'))).toBe(mayPublish(agent, '/1/agent/R58ABC/Status/Online'));
+    expect(rulesAllowPublish(rules, routingKeyToTopic('.1.agent.R58ABC.Status.Online'))).toBe(
+      mayPublish(agent, '/1/agent/R58ABC/Status/Online'),
+    );
     expect(rulesAllowPublish(rules, routingKeyToTopic('.1.agent.OTHER.Status.Online'))).toBe(false);
     expect(rulesAllowPublish(rules, routingKeyToTopic('.1.agent.R58ABC.Command.Lock'))).toBe(false);
     expect(rulesAllowSubscribe(rules, routingKeyToTopic('.1.agent.R58ABC.#'))).toBe(true);
     expect(rulesAllowSubscribe(rules, routingKeyToTopic('.1.fleet.3.#'))).toBe(true);
-    for (const key of ['#', '.1.agent.*.#', '.1.fleet.*.#', '.1.agent.R58ABC.Status.#', '.1.agent.R58ABC.*']) expect(rulesAllowSubscribe(rules, routingKeyToTopic(key)), key).toBe(false);
+    for (const key of ['#', '.1.agent.*.#', '.1.fleet.*.#', '.1.agent.R58ABC.Status.#', '.1.agent.R58ABC.*'])
+      expect(rulesAllowSubscribe(rules, routingKeyToTopic(key)), key).toBe(false);
     expect(isRabbitSafeTopic('/1/agent/R58ABC')).toBe(true);
     expect(isRabbitSafeTopic('/1/agent/my.phone')).toBe(false);
   });
 
-  it('gives the backend commands and reports, never the agents\' side', () => {
+  it("gives the backend commands and reports, never the agents' side", () => {
     expect(rulesAllowPublish(BACKEND_TOPIC_RULES, '/1/agent/R58ABC/Command/Lock')).toBe(true);
     expect(rulesAllowPublish(BACKEND_TOPIC_RULES, '/1/fleet/3/Policy/x/Task/1')).toBe(true);
     expect(rulesAllowPublish(BACKEND_TOPIC_RULES, '/1/agent/R58ABC/Status/Online')).toBe(false);
@@ -52,7 +63,9 @@ describe('the rule table for external brokers', () => {
     expect(mayPublish(agent, '/1/agent/OTHER/Status/Task/12')).toBe(false);
     expect(mayPublish(agent, '/1/fleet/3/Policy/deployApp/Task/12/Status/Task/12')).toBe(false);
     expect(rulesAllowSubscribe(BACKEND_TOPIC_RULES, '/+/agent/+/Policy/+/Task/+/Status/Task/+')).toBe(true);
-    expect(routingKeyToTopic('.1.agent.R58ABC.Policy.deployApp.Task.12.Status.Task.12')).toBe('/1/agent/R58ABC/Policy/deployApp/Task/12/Status/Task/12');
+    expect(routingKeyToTopic('.1.agent.R58ABC.Policy.deployApp.Task.12.Status.Task.12')).toBe(
+      '/1/agent/R58ABC/Policy/deployApp/Task/12/Status/Task/12',
+    );
     // The backend may read back the policies it keeps retained (MqttBroker.retained).
     expect(rulesAllowSubscribe(BACKEND_TOPIC_RULES, '/1/fleet/3/Policy/deployApp/Task/12')).toBe(true);
   });
@@ -74,6 +87,7 @@ describe('broker URLs', () => {
   });
 
   it('refuses what is not a broker URL, with the flag named', () => {
-    for (const bad of ['http://x:1883', 'mqtt://', 'mqtt://h:99999', 'mqtt://h:1883/path', 'h:1883']) expect(() => parseBrokerUrl(bad), bad).toThrow(/--mqtt-broker-url/);
+    for (const bad of ['http://x:1883', 'mqtt://', 'mqtt://h:99999', 'mqtt://h:1883/path', 'h:1883'])
+      expect(() => parseBrokerUrl(bad), bad).toThrow(/--mqtt-broker-url/);
   });
 });

@@ -13,7 +13,13 @@ const qlobberMatches = (filter: string, topic: string) => {
   return matcher.test(topic);
 };
 
-const packet = (topic: string, payload = 'x'): RetainedPacket => ({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain: true });
+const packet = (topic: string, payload = 'x'): RetainedPacket => ({
+  cmd: 'publish',
+  topic,
+  payload: Buffer.from(payload),
+  qos: 1,
+  retain: true,
+});
 const topicsOf = (packets: RetainedPacket[]) => packets.map((p) => p.topic).sort();
 
 const TOPICS = [
@@ -87,7 +93,11 @@ describe('RetainedIndex', () => {
     const index = new RetainedIndex();
     const topics = ['/1/agent/A/Status/Online', '/1/agent/A/Command/Lock', '/1/agent/B/Status/Online', '/1/agent/A/Command/Wipe'];
     for (const topic of topics) index.store(packet(topic));
-    expect(topicsOf(index.match('/1/agent/A/#'))).toEqual(['/1/agent/A/Command/Lock', '/1/agent/A/Command/Wipe', '/1/agent/A/Status/Online']);
+    expect(topicsOf(index.match('/1/agent/A/#'))).toEqual([
+      '/1/agent/A/Command/Lock',
+      '/1/agent/A/Command/Wipe',
+      '/1/agent/A/Status/Online',
+    ]);
     expect(topicsOf(index.match('/1/agent/+/Status/Online'))).toEqual(['/1/agent/A/Status/Online', '/1/agent/B/Status/Online']);
     index.store(packet('/1/agent/A/Command/Lock', ''));
     index.store(packet('/1/agent/A/Status/Online', ''));
@@ -114,16 +124,27 @@ describe('RetainedIndex', () => {
 
   it('replaces the retained messages of a real aedes broker, which still delivers them on SUBSCRIBE', async () => {
     const broker = await Aedes.createBroker();
-    const { persistence } = broker as unknown as { persistence: { createRetainedStreamCombi(patterns: string[]): AsyncIterable<RetainedPacket> } };
+    const { persistence } = broker as unknown as {
+      persistence: { createRetainedStreamCombi(patterns: string[]): AsyncIterable<RetainedPacket> };
+    };
     try {
       expect(indexRetainedMessages(persistence)).toBe(true);
       await new Promise<void>((resolve, reject) =>
-        broker.publish({ cmd: 'publish', topic: '/1/agent/A/Status/Online', payload: Buffer.from('{"online":true}'), qos: 0, retain: true, dup: false }, (error) =>
-          error ? reject(error) : resolve(),
+        broker.publish(
+          {
+            cmd: 'publish',
+            topic: '/1/agent/A/Status/Online',
+            payload: Buffer.from('{"online":true}'),
+            qos: 0,
+            retain: true,
+            dup: false,
+          },
+          (error) => (error ? reject(error) : resolve()),
         ),
       );
       const found: string[] = [];
-      for await (const retained of persistence.createRetainedStreamCombi(['/1/agent/A/#', '/1/agent/B/#'])) found.push(retained.topic);
+      for await (const retained of persistence.createRetainedStreamCombi(['/1/agent/A/#', '/1/agent/B/#']))
+        found.push(retained.topic);
       expect(found).toEqual(['/1/agent/A/Status/Online']);
     } finally {
       await new Promise<void>((resolve) => broker.close(() => resolve()));

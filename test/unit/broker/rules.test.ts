@@ -1,6 +1,12 @@
 // The broker's pure rules: DESIGN.md's topic ACL and the login throttle.
 import { describe, expect, it } from 'vitest';
-import { isUsableAgentTopic, mayPublish, mayReceive, maySubscribe, type AgentIdentity } from '../../../src-main/backend/broker/acl.ts';
+import {
+  isUsableAgentTopic,
+  mayPublish,
+  mayReceive,
+  maySubscribe,
+  type AgentIdentity,
+} from '../../../src-main/backend/broker/acl.ts';
 import { FailureThrottle } from '../../../src-main/backend/broker/auth-throttle.ts';
 
 const agent: AgentIdentity = { id: 7, entityId: 1, fleetId: 3, topic: '/1/agent/R58ABC', name: 'R58ABC' };
@@ -8,22 +14,73 @@ const T = agent.topic;
 
 describe('topic rules', () => {
   it('lets an agent publish only under its own Status and MdmManifest', () => {
-    for (const topic of [`${T}/Status/Online`, `${T}/Status/Ping`, `${T}/Status`, `${T}/MdmManifest/Report`]) expect(mayPublish(agent, topic), topic).toBe(true);
-    for (const topic of [`${T}/Command/Lock`, `${T}/Policy/x`, `${T}/StatusX`, `${T}`, '/1/agent/R58ABCD/Status/Online', '/1/agent/OTHER/Status/Online', 'MdmManifest/x', '/1/fleet/3/x', '$SYS/x']) {
+    for (const topic of [`${T}/Status/Online`, `${T}/Status/Ping`, `${T}/Status`, `${T}/MdmManifest/Report`])
+      expect(mayPublish(agent, topic), topic).toBe(true);
+    for (const topic of [
+      `${T}/Command/Lock`,
+      `${T}/Policy/x`,
+      `${T}/StatusX`,
+      `${T}`,
+      '/1/agent/R58ABCD/Status/Online',
+      '/1/agent/OTHER/Status/Online',
+      'MdmManifest/x',
+      '/1/fleet/3/x',
+      '$SYS/x',
+    ]) {
       expect(mayPublish(agent, topic), topic).toBe(false);
     }
   });
 
   it('delivers its Command and Policy topics, MdmManifest/# and its fleet, nothing else', () => {
-    for (const topic of [`${T}/Command/Ping`, `${T}/Policy/camera`, 'MdmManifest/apps', 'MdmManifest', '/1/fleet/3', '/1/fleet/3/apps']) expect(mayReceive(agent, topic), topic).toBe(true);
-    for (const topic of [`${T}/Status/Online`, `${T}/CommandX`, '/1/fleet/33/apps', '/1/fleet/4/apps', '/2/fleet/3/apps', '/1/agent/OTHER/Command/Lock', '$SYS/broker/x']) {
+    for (const topic of [
+      `${T}/Command/Ping`,
+      `${T}/Policy/camera`,
+      'MdmManifest/apps',
+      'MdmManifest',
+      '/1/fleet/3',
+      '/1/fleet/3/apps',
+    ])
+      expect(mayReceive(agent, topic), topic).toBe(true);
+    for (const topic of [
+      `${T}/Status/Online`,
+      `${T}/CommandX`,
+      '/1/fleet/33/apps',
+      '/1/fleet/4/apps',
+      '/2/fleet/3/apps',
+      '/1/agent/OTHER/Command/Lock',
+      '$SYS/broker/x',
+    ]) {
       expect(mayReceive(agent, topic), topic).toBe(false);
     }
   });
 
   it('allows the subscription T/# and filters within what it may receive', () => {
-    for (const filter of [`${T}/#`, `${T}/Command/#`, `${T}/Command/+`, `${T}/Policy/#`, 'MdmManifest/#', '/1/fleet/3/#', '/1/fleet/3']) expect(maySubscribe(agent, filter), filter).toBe(true);
-    for (const filter of ['#', '+', '$SYS/#', '+/agent/#', '/1/agent/+/Command/#', '/+/agent/R58ABC/#', `${T}/+`, `${T}/+/Ping`, `${T}/Status/#`, `${T}`, '/1/agent/R58ABCD/#', '/1/fleet/+/#', '/1/fleet/4/#', 'MdmManifes/#']) {
+    for (const filter of [
+      `${T}/#`,
+      `${T}/Command/#`,
+      `${T}/Command/+`,
+      `${T}/Policy/#`,
+      'MdmManifest/#',
+      '/1/fleet/3/#',
+      '/1/fleet/3',
+    ])
+      expect(maySubscribe(agent, filter), filter).toBe(true);
+    for (const filter of [
+      '#',
+      '+',
+      '$SYS/#',
+      '+/agent/#',
+      '/1/agent/+/Command/#',
+      '/+/agent/R58ABC/#',
+      `${T}/+`,
+      `${T}/+/Ping`,
+      `${T}/Status/#`,
+      `${T}`,
+      '/1/agent/R58ABCD/#',
+      '/1/fleet/+/#',
+      '/1/fleet/4/#',
+      'MdmManifes/#',
+    ]) {
       expect(maySubscribe(agent, filter), filter).toBe(false);
     }
   });
@@ -34,13 +91,15 @@ describe('topic rules', () => {
     expect(mayReceive(agent, 'FlyvemdmManifest/Status/Version')).toBe(true);
     expect(maySubscribe(agent, 'FlyvemdmManifest/Status/Version')).toBe(true);
     expect(maySubscribe(agent, 'FlyvemdmManifest/#')).toBe(true);
-    for (const filter of ['FlyvemdmManifestX/#', 'Flyvemdm/#', '+/Status/Version']) expect(maySubscribe(agent, filter), filter).toBe(false);
+    for (const filter of ['FlyvemdmManifestX/#', 'Flyvemdm/#', '+/Status/Version'])
+      expect(maySubscribe(agent, filter), filter).toBe(false);
   });
 
   it('refuses agent topics that MQTT would misread', () => {
     expect(isUsableAgentTopic('/1/agent/R58ABC')).toBe(true);
     expect(isUsableAgentTopic('/12/agent/0f8fad5b-d9cb-469f-a165-70867728950e')).toBe(true);
-    for (const topic of ['/1/agent/A/B', '/1/agent/A+', '/1/agent/#', '/1/agent/', 'agent/A', '/1/agent/A\u0000']) expect(isUsableAgentTopic(topic), topic).toBe(false);
+    for (const topic of ['/1/agent/A/B', '/1/agent/A+', '/1/agent/#', '/1/agent/', 'agent/A', '/1/agent/A\u0000'])
+      expect(isUsableAgentTopic(topic), topic).toBe(false);
   });
 });
 

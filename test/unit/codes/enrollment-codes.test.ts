@@ -12,7 +12,9 @@ describe('enrollment code rules', () => {
     expect(statusOfCode({ ...base, expires_at: '2026-01-09T23:59:59Z', max_uses: 3, uses: 3 }, now)).toBe('expired');
     expect(statusOfCode({ ...base, expires_at: '2026-01-10T00:00:00Z' }, now)).toBe('expired');
     expect(statusOfCode({ ...base, expires_at: '2026-01-10T00:00:01Z' }, now)).toBe('active');
-    expect(statusOfCode({ ...base, revoked_at: '2026-01-01T00:00:00Z', expires_at: '2026-01-02T00:00:00Z' }, now)).toBe('revoked');
+    expect(statusOfCode({ ...base, revoked_at: '2026-01-01T00:00:00Z', expires_at: '2026-01-02T00:00:00Z' }, now)).toBe(
+      'revoked',
+    );
   });
 
   it('matches email domains exactly, case-insensitively; no domains allows any address', () => {

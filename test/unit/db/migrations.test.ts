@@ -24,8 +24,25 @@ describe('migrations', () => {
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(statSync(db.name).mode & 0o777).toBe(0o600);
-    const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((t) => t.name);
-    for (const table of ['entities', 'users', 'profiles', 'profile_assignments', 'sessions', 'invitations', 'invitation_log', 'fleets', 'computers', 'agents', 'files', 'packages', 'events', 'settings']) {
+    const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map(
+      (t) => t.name,
+    );
+    for (const table of [
+      'entities',
+      'users',
+      'profiles',
+      'profile_assignments',
+      'sessions',
+      'invitations',
+      'invitation_log',
+      'fleets',
+      'computers',
+      'agents',
+      'files',
+      'packages',
+      'events',
+      'settings',
+    ]) {
       expect(tables).toContain(table);
     }
     db.close();
@@ -42,7 +59,10 @@ describe('migrations', () => {
 
   it('upgrade a database made by an older version and keep its data', () => {
     const file = tempFile();
-    const old = openDatabase(file, migrations.filter((m) => m.version === 1));
+    const old = openDatabase(
+      file,
+      migrations.filter((m) => m.version === 1),
+    );
     expect(old.pragma('user_version', { simple: true })).toBe(1);
     old.prepare(`INSERT INTO fleets (entity_id, name, created_at) VALUES (1, 'Sales', '2026-01-01T00:00:00Z')`).run();
     old.close();
@@ -54,15 +74,26 @@ describe('migrations', () => {
 
   it('give colliding MQTT logins of an older database to the oldest agent only, and keep logins unique', () => {
     const file = tempFile();
-    const old = openDatabase(file, migrations.filter((m) => m.version <= 2));
+    const old = openDatabase(
+      file,
+      migrations.filter((m) => m.version <= 2),
+    );
     const now = '2026-01-01T00:00:00Z';
     const agent = (login: string, n: number) => {
-      old.prepare(`INSERT INTO users (id, login, kind, user_token, default_profile_id, entity_id, created_at) VALUES (?, ?, 'agent', ?, 3, 1, ?)`).run(n, `agent:${n}`, `token${n}`, now);
-      old.prepare(`INSERT INTO computers (id, entity_id, name, created_at, updated_at) VALUES (?, 1, ?, ?, ?)`).run(n, login, now, now);
-      old.prepare(
-        `INSERT INTO agents (id, entity_id, computer_id, fleet_id, account_user_id, name, serial, uuid, version, type, topic, mqtt_login, mqtt_password_hash, created_at, updated_at)
+      old
+        .prepare(
+          `INSERT INTO users (id, login, kind, user_token, default_profile_id, entity_id, created_at) VALUES (?, ?, 'agent', ?, 3, 1, ?)`,
+        )
+        .run(n, `agent:${n}`, `token${n}`, now);
+      old
+        .prepare(`INSERT INTO computers (id, entity_id, name, created_at, updated_at) VALUES (?, 1, ?, ?, ?)`)
+        .run(n, login, now, now);
+      old
+        .prepare(
+          `INSERT INTO agents (id, entity_id, computer_id, fleet_id, account_user_id, name, serial, uuid, version, type, topic, mqtt_login, mqtt_password_hash, created_at, updated_at)
          VALUES (?, 1, ?, 1, ?, ?, ?, ?, '1.0', 'android', ?, ?, 'sha256$x$y', ?, ?)`,
-      ).run(n, n, n, login, n === 1 ? null : login, n === 1 ? login : null, `/1/agent/${login}`, login, now, now);
+        )
+        .run(n, n, n, login, n === 1 ? null : login, n === 1 ? login : null, `/1/agent/${login}`, login, now, now);
     };
     agent('SHARED-ID-1', 1); // uuid only
     agent('SHARED-ID-1', 2); // serial: the same login and topic, so it received the first one's commands
@@ -75,14 +106,19 @@ describe('migrations', () => {
       { id: 2, mqtt_login: 'SHARED-ID-1#2', topic: '/1/agent/SHARED-ID-1#2', mqtt_password_hash: null },
       { id: 3, mqtt_login: 'OTHER', topic: '/1/agent/OTHER', mqtt_password_hash: 'sha256$x$y' },
     ]);
-    expect(db.prepare(`SELECT agent_id, type FROM events WHERE type = 'agent.login_collision'`).all()).toEqual([{ agent_id: 2, type: 'agent.login_collision' }]);
+    expect(db.prepare(`SELECT agent_id, type FROM events WHERE type = 'agent.login_collision'`).all()).toEqual([
+      { agent_id: 2, type: 'agent.login_collision' },
+    ]);
     expect(() => db.prepare(`UPDATE agents SET mqtt_login = 'OTHER' WHERE id = 1`).run()).toThrow(/UNIQUE/);
     db.close();
   });
 
   it('roll back a failing migration whole and refuse a newer database', () => {
     const file = tempFile();
-    const broken = [...migrations, { version: latest + 1, name: 'broken', sql: `CREATE TABLE half (id INTEGER); INSERT INTO nowhere VALUES (1);` }];
+    const broken = [
+      ...migrations,
+      { version: latest + 1, name: 'broken', sql: `CREATE TABLE half (id INTEGER); INSERT INTO nowhere VALUES (1);` },
+    ];
     expect(() => openDatabase(file, broken)).toThrow();
     const db = openDatabase(file);
     expect(db.pragma('user_version', { simple: true })).toBe(latest);
@@ -97,8 +133,16 @@ describe('migrations', () => {
     db.prepare(`INSERT INTO events (at, type, message) VALUES ('now', 't', 'm')`).run();
     expect(() => db.prepare(`UPDATE events SET message = 'x'`).run()).toThrow(/append-only/);
     expect(() => db.prepare(`DELETE FROM events`).run()).toThrow(/append-only/);
-    expect(() => db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (1, 'Second', 1, 'now')`).run()).toThrow();
-    expect(() => db.prepare(`INSERT INTO users (login, kind, user_token, default_profile_id, entity_id, created_at) VALUES ('A@x.org', 'person', 't1', 1, 1, 'now'), ('a@X.org', 'person', 't2', 1, 1, 'now')`).run()).toThrow(/UNIQUE/);
+    expect(() =>
+      db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (1, 'Second', 1, 'now')`).run(),
+    ).toThrow();
+    expect(() =>
+      db
+        .prepare(
+          `INSERT INTO users (login, kind, user_token, default_profile_id, entity_id, created_at) VALUES ('A@x.org', 'person', 't1', 1, 1, 'now'), ('a@X.org', 'person', 't2', 1, 1, 'now')`,
+        )
+        .run(),
+    ).toThrow(/UNIQUE/);
     db.close();
   });
 });

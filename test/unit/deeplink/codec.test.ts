@@ -32,13 +32,21 @@ describe('deeplink data', () => {
 
   it('joins plain fields with ; exactly as the spec shows', () => {
     const text = Buffer.from(encodeDeeplinkData(fields({ helpdeskEmail: '' })), 'base64').toString();
-    expect(text).toBe(`http://192.168.1.20:8080/api;${'a'.repeat(40)};${'b'.repeat(64)};IT Desk;+33 1 23 45 67 89;https://help.example.com;`);
+    expect(text).toBe(
+      `http://192.168.1.20:8080/api;${'a'.repeat(40)};${'b'.repeat(64)};IT Desk;+33 1 23 45 67 89;https://help.example.com;`,
+    );
   });
 
   it('reads the legacy \\; separators of the reference implementation', () => {
     const legacy = Buffer.from(['http://h/api', 'ut', 'it', 'Desk', '', 'https://w', 'e@x'].join('\\;')).toString('base64');
     expect(decodeDeeplinkData(legacy)).toEqual({
-      backendUrl: 'http://h/api', userToken: 'ut', invitationToken: 'it', helpdeskName: 'Desk', helpdeskPhone: '', helpdeskWebsite: 'https://w', helpdeskEmail: 'e@x',
+      backendUrl: 'http://h/api',
+      userToken: 'ut',
+      invitationToken: 'it',
+      helpdeskName: 'Desk',
+      helpdeskPhone: '',
+      helpdeskWebsite: 'https://w',
+      helpdeskEmail: 'e@x',
     });
   });
 

@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
 import { describe, expect, it } from 'vitest';
 import { deeplinkPageUrl, encodeDeeplinkFor, type AgentApp } from '../../../src-main/backend/deeplink/codec.ts';
-import { INVITATION_TOKEN_HEX_LENGTH, USER_TOKEN_HEX_LENGTH, maxFieldLength, worstCaseQrTextBytes, type LinkInputs } from '../../../src-main/backend/deeplink/link-budget.ts';
+import {
+  INVITATION_TOKEN_HEX_LENGTH,
+  USER_TOKEN_HEX_LENGTH,
+  maxFieldLength,
+  worstCaseQrTextBytes,
+  type LinkInputs,
+} from '../../../src-main/backend/deeplink/link-budget.ts';
 import { QR_ERROR_CORRECTION, QR_MAX_BYTES, QrTooLongError, qrSvg } from '../../../src-main/backend/deeplink/qr.ts';
 
 describe('QR code capacity', () => {
@@ -32,18 +38,34 @@ describe('the worst-case deeplink length', () => {
     Buffer.byteLength(
       deeplinkPageUrl(
         fields.deeplinkBase,
-        encodeDeeplinkFor(fields.agentApp, { backendUrl: fields.apiUrl, userToken, invitationToken, helpdeskName: fields.helpdeskName, helpdeskPhone: fields.helpdeskPhone, helpdeskWebsite: fields.helpdeskWebsite, helpdeskEmail: fields.helpdeskEmail }),
+        encodeDeeplinkFor(fields.agentApp, {
+          backendUrl: fields.apiUrl,
+          userToken,
+          invitationToken,
+          helpdeskName: fields.helpdeskName,
+          helpdeskPhone: fields.helpdeskPhone,
+          helpdeskWebsite: fields.helpdeskWebsite,
+          helpdeskEmail: fields.helpdeskEmail,
+        }),
       ),
     );
 
   for (const agentApp of ['spec', 'flyve'] as AgentApp[]) {
     it(`is never exceeded by real tokens, and random ones come close to it (${agentApp} encoding)`, () => {
       // the reference encoding cannot carry ";": its fields escape "\" instead
-      const fields: LinkInputs = { ...inputs, agentApp, helpdeskName: agentApp === 'flyve' ? 'IT \\ "Help" desk' : inputs.helpdeskName };
+      const fields: LinkInputs = {
+        ...inputs,
+        agentApp,
+        helpdeskName: agentApp === 'flyve' ? 'IT \\ "Help" desk' : inputs.helpdeskName,
+      };
       const bound = worstCaseQrTextBytes(fields);
       let longest = 0;
       for (let i = 0; i < 3000; i++) {
-        const length = actual(randomBytes(USER_TOKEN_HEX_LENGTH / 2).toString('hex'), randomBytes(INVITATION_TOKEN_HEX_LENGTH / 2).toString('hex'), fields);
+        const length = actual(
+          randomBytes(USER_TOKEN_HEX_LENGTH / 2).toString('hex'),
+          randomBytes(INVITATION_TOKEN_HEX_LENGTH / 2).toString('hex'),
+          fields,
+        );
         expect(length).toBeLessThanOrEqual(bound);
         longest = Math.max(longest, length);
       }

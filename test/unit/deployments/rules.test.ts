@@ -9,10 +9,26 @@ const agent = { id: 7, entityId: 1, fleetId: 3, topic: '/1/agent/SN7', name: 'SN
 
 describe('policy messages (the reference payload shapes)', () => {
   it('carry the value, the item, its version and the taskId', () => {
-    expect(policyMessage({ policy: 'deployApp', value: 'org.example.app', itemId: 4, version: 42 }, 9)).toEqual({ deployApp: 'org.example.app', id: 4, versionCode: 42, taskId: 9 });
-    expect(policyMessage({ policy: 'deployFile', value: '%SDCARD%/Docs', itemId: 2, version: 1 }, 10)).toEqual({ deployFile: '%SDCARD%/Docs', id: 2, version: 1, taskId: 10 });
-    expect(policyMessage({ policy: 'removeApp', value: 'org.example.app' }, 11)).toEqual({ removeApp: 'org.example.app', taskId: 11 });
-    expect(policyMessage({ policy: 'removeFile', value: '/sdcard/a.pdf' }, 12)).toEqual({ removeFile: '/sdcard/a.pdf', taskId: 12 });
+    expect(policyMessage({ policy: 'deployApp', value: 'org.example.app', itemId: 4, version: 42 }, 9)).toEqual({
+      deployApp: 'org.example.app',
+      id: 4,
+      versionCode: 42,
+      taskId: 9,
+    });
+    expect(policyMessage({ policy: 'deployFile', value: '%SDCARD%/Docs', itemId: 2, version: 1 }, 10)).toEqual({
+      deployFile: '%SDCARD%/Docs',
+      id: 2,
+      version: 1,
+      taskId: 10,
+    });
+    expect(policyMessage({ policy: 'removeApp', value: 'org.example.app' }, 11)).toEqual({
+      removeApp: 'org.example.app',
+      taskId: 11,
+    });
+    expect(policyMessage({ policy: 'removeFile', value: '/sdcard/a.pdf' }, 12)).toEqual({
+      removeFile: '/sdcard/a.pdf',
+      taskId: 12,
+    });
     expect(policyTopic('/1/fleet/3', 'deployApp', 9)).toBe('/1/fleet/3/Policy/deployApp/Task/9');
     expect(deployedFilePath('%SDCARD%/Docs', 'a.pdf')).toBe('%SDCARD%/Docs/a.pdf');
     expect(deployedFilePath('%SDCARD%/Docs/', 'a.pdf')).toBe('%SDCARD%/Docs/a.pdf');
@@ -21,8 +37,12 @@ describe('policy messages (the reference payload shapes)', () => {
   });
 
   it('progress reads as a sentence', () => {
-    expect(progressText({ total: 40, done: 37, failed: 2, pending: 1, in_progress: 0, canceled: 0 })).toBe('37 of 40 done, 2 failed, 1 pending');
-    expect(progressText({ total: 3, done: 0, failed: 0, pending: 0, in_progress: 0, canceled: 3 })).toBe('0 of 0 done, 3 canceled');
+    expect(progressText({ total: 40, done: 37, failed: 2, pending: 1, in_progress: 0, canceled: 0 })).toBe(
+      '37 of 40 done, 2 failed, 1 pending',
+    );
+    expect(progressText({ total: 3, done: 0, failed: 0, pending: 0, in_progress: 0, canceled: 3 })).toBe(
+      '0 of 0 done, 3 canceled',
+    );
   });
 });
 
@@ -45,9 +65,15 @@ describe('status report topics', () => {
 
 describe('search criteria of search/PluginMdmTaskstatus', () => {
   it('reads the reference agent query', () => {
-    const criteria = searchCriteria('/api/search/PluginMdmTaskstatus/?criteria[0][field]=5&criteria[0][searchtype]=contains&criteria[0][value]=7&criteria[1][field]=6&criteria[1][searchtype]=contains&criteria[1][value]=12&forcedisplay=2');
+    const criteria = searchCriteria(
+      '/api/search/PluginMdmTaskstatus/?criteria[0][field]=5&criteria[0][searchtype]=contains&criteria[0][value]=7&criteria[1][field]=6&criteria[1][searchtype]=contains&criteria[1][value]=12&forcedisplay=2',
+    );
     expect(Object.fromEntries(criteria)).toEqual({ 5: 7, 6: 12 });
-    expect(Object.fromEntries(searchCriteria('/api/search/PluginMdmTaskstatus?criteria%5B0%5D%5Bfield%5D=6&criteria%5B0%5D%5Bvalue%5D=3'))).toEqual({ 6: 3 });
+    expect(
+      Object.fromEntries(
+        searchCriteria('/api/search/PluginMdmTaskstatus?criteria%5B0%5D%5Bfield%5D=6&criteria%5B0%5D%5Bvalue%5D=3'),
+      ),
+    ).toEqual({ 6: 3 });
   });
 
   it('refuses what it cannot answer with a 400', () => {

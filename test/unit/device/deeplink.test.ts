@@ -101,7 +101,10 @@ describe('deeplink round trips', () => {
     const url = `https://links.example.org/deeplink/?data=${encodeURIComponent(data)}`;
     expect(url).toContain('%2B');
     expect(decodeDeeplink(url)).toEqual({ ...fields, format: 'csv' });
-    expect(decodeDeeplink(`https://links.example.org/deeplink?lang=fr&data=${encodeURIComponent(data)}#top`)).toEqual({ ...fields, format: 'csv' });
+    expect(decodeDeeplink(`https://links.example.org/deeplink?lang=fr&data=${encodeURIComponent(data)}#top`)).toEqual({
+      ...fields,
+      format: 'csv',
+    });
   });
 
   it('decodes an app link', () => {

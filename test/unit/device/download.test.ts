@@ -20,7 +20,16 @@ import {
 const API_TOKEN = 'agent-api-token-0123456789';
 const SESSION = 'session-abcdef';
 
-type Bug = 'none' | 'suffix-is-last-n' | 'ignores-range' | 'wrong-content-range' | 'corrupt-part' | 'no-416' | 'wrong-sha256' | 'no-metadata' | 'always-206';
+type Bug =
+  | 'none'
+  | 'suffix-is-last-n'
+  | 'ignores-range'
+  | 'wrong-content-range'
+  | 'corrupt-part'
+  | 'no-416'
+  | 'wrong-sha256'
+  | 'no-metadata'
+  | 'always-206';
 
 interface Item {
   name: string;
@@ -56,12 +65,14 @@ function handle(fake: Fake, req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? '/', 'http://fake');
   fake.requests.push({ method: req.method ?? '', url, headers: req.headers });
   if (url.pathname === '/api/initSession') {
-    if (url.searchParams.get('user_token') !== API_TOKEN) return sendJson(res, 401, ['ERROR_LOGIN', 'Incorrect username or password']);
+    if (url.searchParams.get('user_token') !== API_TOKEN)
+      return sendJson(res, 401, ['ERROR_LOGIN', 'Incorrect username or password']);
     return sendJson(res, 200, { session_token: SESSION });
   }
   const match = /^\/api\/(PluginMdmFile|PluginMdmPackage)\/(\d+)$/.exec(url.pathname);
   if (!match) return sendJson(res, 404, ['ERROR_ITEM_NOT_FOUND', 'Item not found']);
-  if (url.searchParams.get('session_token') !== SESSION) return sendJson(res, 401, ['ERROR_SESSION_TOKEN_INVALID', 'session_token seems invalid']);
+  if (url.searchParams.get('session_token') !== SESSION)
+    return sendJson(res, 401, ['ERROR_SESSION_TOKEN_INVALID', 'session_token seems invalid']);
   const item = fake.items.get(`${match[1]}/${match[2]}`);
   if (!item) return sendJson(res, 404, ['ERROR_ITEM_NOT_FOUND', 'Item not found']);
   const size = item.content.length;
@@ -69,7 +80,14 @@ function handle(fake: Fake, req: IncomingMessage, res: ServerResponse): void {
   if (req.headers.accept !== 'application/octet-stream') {
     if (fake.bug === 'no-metadata') return sendJson(res, 406, ['ERROR_BAD_REQUEST', 'Bad Request']);
     const sha256 = fake.bug === 'wrong-sha256' ? '0'.repeat(64) : createHash('sha256').update(item.content).digest('hex');
-    return sendJson(res, 200, { id: Number(match[2]), name: item.name, filesize: size, mime_type: 'application/octet-stream', sha256, date_mod: '2024-01-01 00:00:00' });
+    return sendJson(res, 200, {
+      id: Number(match[2]),
+      name: item.name,
+      filesize: size,
+      mime_type: 'application/octet-stream',
+      sha256,
+      date_mod: '2024-01-01 00:00:00',
+    });
   }
 
   // The spec's forms: bytes=a-b, bytes=a-, bytes=-n meaning 0..n.
@@ -132,7 +150,9 @@ afterEach(() => {
 
 const download = (target: string, extra: { ranges?: string[]; saveTo?: string } = {}) => {
   const lines: string[] = [];
-  return downloadAndVerify({ backendUrl: fake.baseUrl, apiToken: API_TOKEN, target, ...extra }, (line) => lines.push(line)).then((summary) => ({ summary, lines }));
+  return downloadAndVerify({ backendUrl: fake.baseUrl, apiToken: API_TOKEN, target, ...extra }, (line) => lines.push(line)).then(
+    (summary) => ({ summary, lines }),
+  );
 };
 
 describe('range rules', () => {
@@ -151,8 +171,17 @@ describe('range rules', () => {
   });
 
   it('picks default ranges that tell bytes=-n apart from a suffix', () => {
-    expect(defaultRangeChecks(100_003)).toEqual(['bytes=0-', 'bytes=0-0', 'bytes=33334-37429', 'bytes=-1023', 'bytes=100002-', 'bytes=100003-']);
-    expect(defaultRangeChecks(1)).toEqual(['bytes=0-', 'bytes=0-0', 'bytes=0-', 'bytes=1-'].filter((v, i, a) => a.indexOf(v) === i));
+    expect(defaultRangeChecks(100_003)).toEqual([
+      'bytes=0-',
+      'bytes=0-0',
+      'bytes=33334-37429',
+      'bytes=-1023',
+      'bytes=100002-',
+      'bytes=100003-',
+    ]);
+    expect(defaultRangeChecks(1)).toEqual(
+      ['bytes=0-', 'bytes=0-0', 'bytes=0-', 'bytes=1-'].filter((v, i, a) => a.indexOf(v) === i),
+    );
     expect(defaultRangeChecks(0)).toEqual([]);
   });
 
@@ -236,7 +265,9 @@ describe('downloadAndVerify reports a faulty server', () => {
     fake.bug = bug;
     const { summary } = await download('file:7');
     expect(summary.ok).toBe(false);
-    return Object.fromEntries(summary.checks.filter((check) => check.status === 'failed').map((check) => [check.name, check.detail]));
+    return Object.fromEntries(
+      summary.checks.filter((check) => check.status === 'failed').map((check) => [check.name, check.detail]),
+    );
   };
 
   it('bytes=-n served as the last n bytes', async () => {
@@ -289,11 +320,18 @@ describe('download errors', () => {
   it('surfaces the server code and message', async () => {
     const error = await download('file:404').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AgentApiError);
-    expect(error).toMatchObject({ status: 404, code: 'ERROR_ITEM_NOT_FOUND', serverMessage: 'Item not found', endpoint: 'GET PluginMdmFile/404' });
+    expect(error).toMatchObject({
+      status: 404,
+      code: 'ERROR_ITEM_NOT_FOUND',
+      serverMessage: 'Item not found',
+      endpoint: 'GET PluginMdmFile/404',
+    });
   });
 
   it('a bad api_token fails at initSession', async () => {
-    const error = await downloadAndVerify({ backendUrl: fake.baseUrl, apiToken: 'nope', target: 'file:7' }).catch((e: unknown) => e);
+    const error = await downloadAndVerify({ backendUrl: fake.baseUrl, apiToken: 'nope', target: 'file:7' }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toMatchObject({ status: 401, code: 'ERROR_LOGIN', endpoint: 'GET initSession' });
   });
 
@@ -302,7 +340,11 @@ describe('download errors', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', () => resolve()));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const error = await downloadAndVerify({ backendUrl: `http://127.0.0.1:${port}/api`, apiToken: API_TOKEN, target: 'file:7' }).catch((e: unknown) => e);
+    const error = await downloadAndVerify({
+      backendUrl: `http://127.0.0.1:${port}/api`,
+      apiToken: API_TOKEN,
+      target: 'file:7',
+    }).catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 0, code: 'NETWORK_ERROR' });
   });
 });

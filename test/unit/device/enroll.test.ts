@@ -9,7 +9,13 @@ import { AgentApiError } from '../../../src-main/device/api-client.ts';
 import { runAgentCommand } from '../../../src-main/device/cli.ts';
 import { encodeDeeplinkData } from '../../../src-main/device/deeplink.ts';
 import { simulateEnrollment } from '../../../src-main/device/simulate.ts';
-import { checkAgentRecord, enrollDevice, mqttCredentialsOf, randomSerial, startAgentSession } from '../../../src-main/device/enroll.ts';
+import {
+  checkAgentRecord,
+  enrollDevice,
+  mqttCredentialsOf,
+  randomSerial,
+  startAgentSession,
+} from '../../../src-main/device/enroll.ts';
 import type { AgentRecord } from '../../../src-main/device/api-client.ts';
 
 const USER_TOKEN = 'user-token-abcdef0123456789';
@@ -56,14 +62,21 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     if (query['user_token'] === API_TOKEN) return sendJson(res, 200, { session_token: 'S-agent-0002' });
     return sendJson(res, 401, ['ERROR_LOGIN', 'Incorrect username or password']);
   }
-  if (!query['session_token']?.startsWith('S-')) return sendJson(res, 401, ['ERROR_SESSION_TOKEN_INVALID', 'session_token seems invalid']);
+  if (!query['session_token']?.startsWith('S-'))
+    return sendJson(res, 401, ['ERROR_SESSION_TOKEN_INVALID', 'session_token seems invalid']);
 
   if (path === 'getFullSession') {
-    const fields = { core_plugins: { 0: 'mdm' }, coreactiveprofile: { id: state.activeProfile, name: 'Self-Service' }, plugin_mdm_guest_profiles_id: state.guestProfile, glpiname: EMAIL };
+    const fields = {
+      core_plugins: { 0: 'mdm' },
+      coreactiveprofile: { id: state.activeProfile, name: 'Self-Service' },
+      plugin_mdm_guest_profiles_id: state.guestProfile,
+      glpiname: EMAIL,
+    };
     return sendJson(res, 200, state.nested ? { session: fields } : fields);
   }
   if (path === 'changeActiveProfile' && req.method === 'POST') {
-    if (state.refuseSwitch || query['profiles_id'] !== String(state.guestProfile)) return sendJson(res, 404, ['ERROR_ITEM_NOT_FOUND', 'Item not found']);
+    if (state.refuseSwitch || query['profiles_id'] !== String(state.guestProfile))
+      return sendJson(res, 404, ['ERROR_ITEM_NOT_FOUND', 'Item not found']);
     state.activeProfile = state.guestProfile;
     res.writeHead(200);
     return void res.end();
@@ -124,7 +137,10 @@ const deeplink = (): string =>
 describe('enrollDevice', () => {
   it('performs the five steps and switches to the guest profile', async () => {
     const lines: string[] = [];
-    const result = await enrollDevice({ deeplink: deeplink(), email: EMAIL, serial: 'R58N1234ABC', uuid: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' }, (line) => lines.push(line));
+    const result = await enrollDevice(
+      { deeplink: deeplink(), email: EMAIL, serial: 'R58N1234ABC', uuid: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' },
+      (line) => lines.push(line),
+    );
 
     expect(lines).toEqual([
       `deeplink … ok (backend ${baseUrl}, csv format)`,
@@ -173,7 +189,10 @@ describe('enrollDevice', () => {
   it('skips the switch when the guest profile is active, reading the `session` key and string ids', async () => {
     Object.assign(state, { activeProfile: '5', guestProfile: '5', nested: true });
     const lines: string[] = [];
-    const result = await enrollDevice({ deeplink: deeplink(), email: EMAIL, type: 'apple', version: '2.3', firstname: 'Alice', lastname: 'Liddell' }, (line) => lines.push(line));
+    const result = await enrollDevice(
+      { deeplink: deeplink(), email: EMAIL, type: 'apple', version: '2.3', firstname: 'Alice', lastname: 'Liddell' },
+      (line) => lines.push(line),
+    );
     expect(lines[3]).toBe('3/5 changeActiveProfile … skipped (profile 5 is already the guest profile)');
     expect(state.requests.map((r) => r.path)).not.toContain('changeActiveProfile');
     expect(result).toMatchObject({ switchedProfile: false, type: 'apple', version: '2.3' });
@@ -184,10 +203,19 @@ describe('enrollDevice', () => {
 
   it('stops at a refused creation with the server code and message', async () => {
     const lines: string[] = [];
-    const error = await enrollDevice({ deeplink: deeplink(), email: 'mallory@example.org' }, (line) => lines.push(line)).catch((e: unknown) => e);
+    const error = await enrollDevice({ deeplink: deeplink(), email: 'mallory@example.org' }, (line) => lines.push(line)).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(AgentApiError);
-    expect(error).toMatchObject({ status: 400, code: 'ERROR_CORE_ADD', serverMessage: 'Wrong email address', endpoint: 'POST PluginMdmAgent' });
-    expect(lines.at(-1)).toBe('4/5 POST PluginMdmAgent … failed: ERROR_CORE_ADD: Wrong email address (HTTP 400 from POST PluginMdmAgent)');
+    expect(error).toMatchObject({
+      status: 400,
+      code: 'ERROR_CORE_ADD',
+      serverMessage: 'Wrong email address',
+      endpoint: 'POST PluginMdmAgent',
+    });
+    expect(lines.at(-1)).toBe(
+      '4/5 POST PluginMdmAgent … failed: ERROR_CORE_ADD: Wrong email address (HTTP 400 from POST PluginMdmAgent)',
+    );
     expect(state.requests.map((r) => r.path)).not.toContain('PluginMdmAgent/12');
   });
 
@@ -196,15 +224,23 @@ describe('enrollDevice', () => {
     const lines: string[] = [];
     const error = await enrollDevice({ deeplink: deeplink(), email: EMAIL }, (line) => lines.push(line)).catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 404, code: 'ERROR_ITEM_NOT_FOUND', serverMessage: 'Item not found' });
-    expect(lines.at(-1)).toBe('3/5 changeActiveProfile 5 … failed: ERROR_ITEM_NOT_FOUND: Item not found (HTTP 404 from POST changeActiveProfile)');
+    expect(lines.at(-1)).toBe(
+      '3/5 changeActiveProfile 5 … failed: ERROR_ITEM_NOT_FOUND: Item not found (HTTP 404 from POST changeActiveProfile)',
+    );
     expect(state.requests.map((r) => r.path)).toEqual(['initSession', 'getFullSession', 'changeActiveProfile']);
   });
 
   it('reports a bad user token and bad deeplink clearly', async () => {
     const badToken = `${baseUrl.replace(/\/api$/, '')}/deeplink/?data=${encodeURIComponent(encodeDeeplinkData({ backendUrl: baseUrl, userToken: 'nope', invitationToken: INVITATION }))}`;
-    await expect(enrollDevice({ deeplink: badToken, email: EMAIL })).rejects.toMatchObject({ status: 401, code: 'ERROR_LOGIN', endpoint: 'GET initSession' });
+    await expect(enrollDevice({ deeplink: badToken, email: EMAIL })).rejects.toMatchObject({
+      status: 401,
+      code: 'ERROR_LOGIN',
+      endpoint: 'GET initSession',
+    });
     const lines: string[] = [];
-    await expect(enrollDevice({ deeplink: 'https://x/deeplink/?data=!!', email: EMAIL }, (l) => lines.push(l))).rejects.toThrow(/not base64/);
+    await expect(enrollDevice({ deeplink: 'https://x/deeplink/?data=!!', email: EMAIL }, (l) => lines.push(l))).rejects.toThrow(
+      /not base64/,
+    );
     expect(lines[0]).toMatch(/^deeplink … failed: deeplink data is not base64/);
     await expect(enrollDevice({ deeplink: deeplink(), email: ' ' })).rejects.toThrow(/email address is required/);
   });
@@ -226,7 +262,14 @@ describe('enrollDevice', () => {
         seen.push(enrollment.agentId, mqtt);
       },
     });
-    const expected = { host: 'mdm.local', port: 8883, tls: true, username: 'R58ABCDEFGH', password: 'p'.repeat(32), topic: '/1/agent/R58ABCDEFGH' };
+    const expected = {
+      host: 'mdm.local',
+      port: 8883,
+      tls: true,
+      username: 'R58ABCDEFGH',
+      password: 'p'.repeat(32),
+      topic: '/1/agent/R58ABCDEFGH',
+    };
     expect(run.mqtt).toEqual(expected);
     expect(mqttCredentialsOf(run.enrollment)).toEqual(expected);
     expect(seen).toEqual(['12', expected]);
@@ -236,11 +279,23 @@ describe('enrollDevice', () => {
 
 describe('simulateEnrollment (the console\'s "simulate a device")', () => {
   it('reports success and refusal as outcomes', async () => {
-    const ok = await simulateEnrollment({ deeplink: deeplink(), email: EMAIL, firstname: null, lastname: 'Liddell', type: 'apple' });
+    const ok = await simulateEnrollment({
+      deeplink: deeplink(),
+      email: EMAIL,
+      firstname: null,
+      lastname: 'Liddell',
+      type: 'apple',
+    });
     expect(ok).toMatchObject({ ok: true, agent_id: 12, type: 'apple', error: null });
     expect(ok.serial).toMatch(/^C02/);
     expect(ok.log).toHaveLength(6);
-    const refused = await simulateEnrollment({ deeplink: deeplink(), email: 'eve@example.org', firstname: null, lastname: null, type: 'android' });
+    const refused = await simulateEnrollment({
+      deeplink: deeplink(),
+      email: 'eve@example.org',
+      firstname: null,
+      lastname: null,
+      type: 'android',
+    });
     expect(refused).toMatchObject({ ok: false, agent_id: null, serial: null, error: 'Wrong email address' });
     expect(refused.log.at(-1)).toMatch(/^4\/5 POST PluginMdmAgent … failed/);
   });
@@ -275,9 +330,22 @@ describe('runAgentCommand', () => {
   };
 
   it('enrolls and prints one JSON object with --json', async () => {
-    const { code, stdout, stderr } = await run(['--deeplink', deeplink(), '--email', EMAIL, '--serial', 'R58JSON0001', '--json', '--no-mqtt']);
+    const { code, stdout, stderr } = await run([
+      '--deeplink',
+      deeplink(),
+      '--email',
+      EMAIL,
+      '--serial',
+      'R58JSON0001',
+      '--json',
+      '--no-mqtt',
+    ]);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-    const output = JSON.parse(stdout) as { ok: boolean; enrollment: { apiToken: string; agent: { mqttpasswd: string } }; mqtt: { username: string } };
+    const output = JSON.parse(stdout) as {
+      ok: boolean;
+      enrollment: { apiToken: string; agent: { mqttpasswd: string } };
+      mqtt: { username: string };
+    };
     expect(output.ok).toBe(true);
     expect(output.enrollment.apiToken).toBe(API_TOKEN);
     expect(output.mqtt.username).toBe('R58JSON0001');
@@ -295,9 +363,18 @@ describe('runAgentCommand', () => {
 
   it('requires --deeplink and --email, and checks --type and --download before any request', async () => {
     expect(await run(['--email', EMAIL])).toMatchObject({ code: 2, stderr: expect.stringContaining('--deeplink is required') });
-    expect(await run(['--deeplink', deeplink()])).toMatchObject({ code: 2, stderr: expect.stringContaining('--email is required: the deeplink does not carry the invited address') });
-    expect(await run(['--deeplink', deeplink(), '--email', EMAIL, '--type', 'windows'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--type must be android or apple') });
-    expect(await run(['--deeplink', deeplink(), '--email', EMAIL, '--download', 'file:x'])).toMatchObject({ code: 2, stderr: expect.stringContaining('file:ID or package:ID') });
+    expect(await run(['--deeplink', deeplink()])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--email is required: the deeplink does not carry the invited address'),
+    });
+    expect(await run(['--deeplink', deeplink(), '--email', EMAIL, '--type', 'windows'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--type must be android or apple'),
+    });
+    expect(await run(['--deeplink', deeplink(), '--email', EMAIL, '--download', 'file:x'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('file:ID or package:ID'),
+    });
     expect(await run(['--deeplink', deeplink(), '--email', EMAIL, '--bogus'])).toMatchObject({ code: 2 });
     expect(state.requests).toEqual([]);
     expect(await run(['--help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('usage: mdm-console agent') });
@@ -309,7 +386,10 @@ describe('runAgentCommand', () => {
     expect(human.stderr).toBe('error: ERROR_CORE_ADD: Wrong email address (HTTP 400 from POST PluginMdmAgent)');
     const json = await run(['--deeplink', deeplink(), '--email', 'bob@example.org', '--json']);
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toEqual({ ok: false, error: { status: 400, code: 'ERROR_CORE_ADD', message: 'Wrong email address', endpoint: 'POST PluginMdmAgent' } });
+    expect(JSON.parse(json.stdout)).toEqual({
+      ok: false,
+      error: { status: 400, code: 'ERROR_CORE_ADD', message: 'Wrong email address', endpoint: 'POST PluginMdmAgent' },
+    });
   });
 
   it('downloads after enrollment with a new api_token session', async () => {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { CONSOLE_CSP, isConsoleUrl, isExternalOpenable, isPermissionAllowed, pdfRequest, restoreBounds } from '../../../src-main/electron/policy.ts';
+import {
+  CONSOLE_CSP,
+  isConsoleUrl,
+  isExternalOpenable,
+  isPermissionAllowed,
+  pdfRequest,
+  restoreBounds,
+} from '../../../src-main/electron/policy.ts';
 
 describe('the desktop shell rules', () => {
   it('keeps navigation on the console origin and opens only web and mail links outside', () => {
@@ -28,13 +35,28 @@ describe('the desktop shell rules', () => {
   it('restores the window where it was, unless that display is gone', () => {
     const primary = { x: 0, y: 0, width: 1920, height: 1040 };
     const second = { x: 1920, y: 0, width: 1280, height: 1000 };
-    expect(restoreBounds({ x: 2000, y: 50, width: 1000, height: 700, maximized: true }, [primary, second], primary)).toEqual({ x: 2000, y: 50, width: 1000, height: 700, maximized: true });
+    expect(restoreBounds({ x: 2000, y: 50, width: 1000, height: 700, maximized: true }, [primary, second], primary)).toEqual({
+      x: 2000,
+      y: 50,
+      width: 1000,
+      height: 700,
+      maximized: true,
+    });
     // The second monitor was unplugged: centered on the primary one.
-    expect(restoreBounds({ x: 2000, y: 50, width: 1000, height: 700 }, [primary], primary)).toEqual({ x: 320, y: 90, width: 1280, height: 860, maximized: false });
+    expect(restoreBounds({ x: 2000, y: 50, width: 1000, height: 700 }, [primary], primary)).toEqual({
+      x: 320,
+      y: 90,
+      width: 1280,
+      height: 860,
+      maximized: false,
+    });
     expect(restoreBounds(null, [primary], primary).width).toBe(1280);
     expect(restoreBounds({ x: 'a' }, [primary], primary).x).toBe(320);
     // A tiny saved size grows to the minimum; a small screen caps the default.
-    expect(restoreBounds({ x: 10, y: 10, width: 100, height: 100 }, [primary], primary)).toMatchObject({ width: 640, height: 480 });
+    expect(restoreBounds({ x: 10, y: 10, width: 100, height: 100 }, [primary], primary)).toMatchObject({
+      width: 640,
+      height: 480,
+    });
     const small = { x: 0, y: 0, width: 1024, height: 700 };
     expect(restoreBounds(undefined, [small], small)).toMatchObject({ x: 0, y: 0, width: 1024, height: 700 });
   });

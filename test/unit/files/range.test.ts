@@ -156,20 +156,20 @@ describe('header values', () => {
 
   it('Content-disposition adds filename* for non-ASCII names', () => {
     expect(contentDisposition('Über résumé.pdf')).toBe(
-      "attachment; filename=\"_ber r_sum_.pdf\"; filename*=UTF-8''%C3%9Cber%20r%C3%A9sum%C3%A9.pdf",
+      'attachment; filename="_ber r_sum_.pdf"; filename*=UTF-8\'\'%C3%9Cber%20r%C3%A9sum%C3%A9.pdf',
     );
     expect(contentDisposition("l'app (1)*.apk")).toBe('attachment; filename="l\'app (1)*.apk"');
     expect(contentDisposition("日本's (1)*.apk")).toBe(
       "attachment; filename=\"__'s (1)*.apk\"; filename*=UTF-8''%E6%97%A5%E6%9C%AC%27s%20%281%29%2A.apk",
     );
-    expect(contentDisposition('😀.txt')).toBe("attachment; filename=\"_.txt\"; filename*=UTF-8''%F0%9F%98%80.txt");
+    expect(contentDisposition('😀.txt')).toBe('attachment; filename="_.txt"; filename*=UTF-8\'\'%F0%9F%98%80.txt');
   });
 
   it('a name cannot inject header content', () => {
     const value = contentDisposition('evil"\r\nSet-Cookie: x=1\r\n.txt');
     expect(value).not.toMatch(/[\r\n]/);
     expect(value).toMatch(/^attachment; filename="evil\\"__Set-Cookie: x=1__\.txt"; filename\*=UTF-8''/);
-    expect(value.slice(value.indexOf("filename*="))).toMatch(/^filename\*=UTF-8''[A-Za-z0-9!#$&+\-.^_`|~%]+$/);
+    expect(value.slice(value.indexOf('filename*='))).toMatch(/^filename\*=UTF-8''[A-Za-z0-9!#$&+\-.^_`|~%]+$/);
   });
 
   it('wantsBytes only for exactly application/octet-stream', () => {

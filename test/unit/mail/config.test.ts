@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_MAIL_SETTINGS } from '../../../src-main/backend/settings/mail-settings.ts';
 import { osSecretProtector, SecretStore, type SecretProtector } from '../../../src-main/backend/mail/secrets.ts';
-import { parseSmtpUrl, redactSmtpUrl, resolveMailTarget, SmtpUrlError, transportOptions } from '../../../src-main/backend/mail/smtp-config.ts';
+import {
+  parseSmtpUrl,
+  redactSmtpUrl,
+  resolveMailTarget,
+  SmtpUrlError,
+  transportOptions,
+} from '../../../src-main/backend/mail/smtp-config.ts';
 
 describe('SMTP URLs', () => {
   it('reads user, password (percent-decoded), host, port and the security mode', () => {
@@ -17,7 +23,10 @@ describe('SMTP URLs', () => {
       rejectUnauthorized: true,
     });
     expect(parseSmtpUrl('smtps://mail.example.com')).toMatchObject({ security: 'tls', port: 0, user: '' });
-    expect(parseSmtpUrl('smtp://h?security=starttls&reject_unauthorized=false')).toMatchObject({ security: 'starttls', rejectUnauthorized: false });
+    expect(parseSmtpUrl('smtp://h?security=starttls&reject_unauthorized=false')).toMatchObject({
+      security: 'starttls',
+      rejectUnauthorized: false,
+    });
     expect(parseSmtpUrl('smtp://[::1]:25').host).toBe('::1');
   });
 
@@ -32,9 +41,20 @@ describe('SMTP URLs', () => {
   });
 
   it('lets the command line win over the settings, and falls back to the outbox', () => {
-    const settings = { ...DEFAULT_MAIL_SETTINGS, smtp_host: 'from-settings', smtp_user: 'u', mail_from_address: 'it@example.com', mail_from_name: 'IT, Inc.' };
+    const settings = {
+      ...DEFAULT_MAIL_SETTINGS,
+      smtp_host: 'from-settings',
+      smtp_user: 'u',
+      mail_from_address: 'it@example.com',
+      mail_from_name: 'IT, Inc.',
+    };
     const fromSettings = resolveMailTarget(settings, 'pw', {});
-    expect(fromSettings).toMatchObject({ kind: 'smtp', source: 'settings', smtp: { host: 'from-settings', password: 'pw' }, from: '"IT, Inc." <it@example.com>' });
+    expect(fromSettings).toMatchObject({
+      kind: 'smtp',
+      source: 'settings',
+      smtp: { host: 'from-settings', password: 'pw' },
+      from: '"IT, Inc." <it@example.com>',
+    });
     expect(resolveMailTarget(settings, 'pw', { smtpUrl: 'smtp://cli:25', mailFrom: 'X <x@example.com>' })).toMatchObject({
       kind: 'smtp',
       source: 'command line',
@@ -47,7 +67,11 @@ describe('SMTP URLs', () => {
   it('maps security modes onto nodemailer options, pooled or not', () => {
     const base = parseSmtpUrl('smtp://h');
     expect(transportOptions({ ...base, security: 'tls' }, null)).toMatchObject({ secure: true, port: 465, requireTLS: false });
-    expect(transportOptions({ ...base, security: 'starttls' }, null)).toMatchObject({ secure: false, port: 587, requireTLS: true });
+    expect(transportOptions({ ...base, security: 'starttls' }, null)).toMatchObject({
+      secure: false,
+      port: 587,
+      requireTLS: true,
+    });
     expect(transportOptions({ ...base, security: 'none' }, null)).toMatchObject({ ignoreTLS: true });
     expect(transportOptions(base, { maxConnections: 4 })).toMatchObject({ pool: true, maxConnections: 4 });
     expect(transportOptions(base, null).auth).toBeUndefined();
@@ -94,7 +118,11 @@ describe('the secret store', () => {
     expect(readFileSync(join(dir, 'secrets.json'), 'utf8')).not.toContain('via-keychain');
     expect(new SecretStore(dir, osSecretProtector(fakeSafeStorage)).get('smtp_password')).toBe('via-keychain');
 
-    writeFileSync(join(dir, 'secrets.json'), JSON.stringify({ version: 1, protection: 'file-0600', values: { smtp_password: 'x' } }), { mode: 0o644 });
+    writeFileSync(
+      join(dir, 'secrets.json'),
+      JSON.stringify({ version: 1, protection: 'file-0600', values: { smtp_password: 'x' } }),
+      { mode: 0o644 },
+    );
     expect(new SecretStore(dir).get('smtp_password')).toBe('x');
     expect(statSync(join(dir, 'secrets.json')).mode & 0o777).toBe(0o600);
   });

@@ -12,7 +12,8 @@ import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 function fakeSafeStorage(options: { available?: boolean; backend?: string } = {}): OsSecretStorage {
   return {
     isEncryptionAvailable: () => options.available ?? true,
-    encryptString: (plain) => Buffer.concat([Buffer.from('v10'), Buffer.from([...Buffer.from(plain)].map((byte) => byte ^ 0xa5))]),
+    encryptString: (plain) =>
+      Buffer.concat([Buffer.from('v10'), Buffer.from([...Buffer.from(plain)].map((byte) => byte ^ 0xa5))]),
     decryptString: (data) => {
       if (data.subarray(0, 3).toString() !== 'v10') throw new Error('not encrypted by this keychain');
       return Buffer.from([...data.subarray(3)].map((byte) => byte ^ 0xa5)).toString();
@@ -67,7 +68,9 @@ describe('the desktop shell keeps the SMTP password in the OS keychain', () => {
   it('a backend started with the protector keeps a password set through the admin API encrypted', async () => {
     dir = mkdtempSync(join(tmpdir(), 'mdm-keychain-'));
     t = await startTestBackend({ dataDir: dir, secretProtector: keychainProtector(fakeSafeStorage(), 'linux') });
-    const put = await t.admin('PUT', '/mail/settings', { smtp_url: `smtp://mailer%40corp.example:${PASSWORD}@smtp.example.com:2525` });
+    const put = await t.admin('PUT', '/mail/settings', {
+      smtp_url: `smtp://mailer%40corp.example:${PASSWORD}@smtp.example.com:2525`,
+    });
     expect(put.status).toBe(200);
     expect(put.body.secret_storage).toBe('os-safe-storage');
     expect(put.body.smtp_password_set).toBe(true);
@@ -77,7 +80,11 @@ describe('the desktop shell keeps the SMTP password in the OS keychain', () => {
 
   it('a file of another protector is not misread as plain text', () => {
     dir = mkdtempSync(join(tmpdir(), 'mdm-keychain-'));
-    writeFileSync(join(dir, 'secrets.json'), JSON.stringify({ version: 1, protection: 'os-safe-storage', values: { smtp_password: 'bm90LWVuY3J5cHRlZA==' } }), { mode: 0o600 });
+    writeFileSync(
+      join(dir, 'secrets.json'),
+      JSON.stringify({ version: 1, protection: 'os-safe-storage', values: { smtp_password: 'bm90LWVuY3J5cHRlZA==' } }),
+      { mode: 0o600 },
+    );
     const store = new SecretStore(dir, keychainProtector(fakeSafeStorage(), 'linux'));
     expect(store.has('smtp_password')).toBe(false);
     expect(store.isUnreadable('smtp_password')).toBe(true);

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { composeInvitationMail, templateValues, type InvitationForMail } from '../../../src-main/backend/mail/message.ts';
-import { checkTemplate, checkTemplates, DEFAULT_TEMPLATES, escapeHtml, renderTemplate, TemplateError, type TemplateValues } from '../../../src-main/backend/mail/template.ts';
+import {
+  checkTemplate,
+  checkTemplates,
+  DEFAULT_TEMPLATES,
+  escapeHtml,
+  renderTemplate,
+  TemplateError,
+  type TemplateValues,
+} from '../../../src-main/backend/mail/template.ts';
 import { DEFAULT_SETTINGS, type Settings } from '../../../src-main/backend/settings/settings.ts';
 import { decodeQrPng } from '../../helpers/qr.ts';
 
@@ -36,7 +44,8 @@ describe('template rendering', () => {
   });
 
   it('shows a section only when its value is set, an inverted one only when it is not', () => {
-    const template = '{{#helpdesk_phone}}Call {{helpdesk_phone}}{{/helpdesk_phone}}{{^helpdesk_phone}}No phone{{/helpdesk_phone}}';
+    const template =
+      '{{#helpdesk_phone}}Call {{helpdesk_phone}}{{/helpdesk_phone}}{{^helpdesk_phone}}No phone{{/helpdesk_phone}}';
     expect(renderTemplate('text', template, values())).toBe('No phone');
     expect(renderTemplate('text', template, values({ helpdesk_phone: '+1 555' }))).toBe('Call +1 555');
     expect(renderTemplate('text', '{{#helpdesk}}help{{/helpdesk}}', values({ helpdesk_email: 'h@x.org' }))).toBe('help');
@@ -61,7 +70,12 @@ describe('template rendering', () => {
 
 describe('the invitation message', () => {
   it('has HTML and text with the deeplink, the QR code inline and attached, the helpdesk and the expiry', async () => {
-    const settings: Settings = { ...DEFAULT_SETTINGS, helpdesk_name: 'Desk <1>', helpdesk_phone: '+33 1 23', mail_agent_app_url: 'https://example.com/app' };
+    const settings: Settings = {
+      ...DEFAULT_SETTINGS,
+      helpdesk_name: 'Desk <1>',
+      helpdesk_phone: '+33 1 23',
+      mail_agent_app_url: 'https://example.com/app',
+    };
     const message = await composeInvitationMail(invitation, settings, 'MDM <mdm@example.com>');
     const html = String(message.html);
     const text = String(message.text);

@@ -6,7 +6,15 @@ import { funnelOf } from '../../../src-renderer/lib/dashboard.ts';
 import { changedIds, enrollStatusOf, matchesSearch, searchTerms } from '../../../src-renderer/lib/devices.ts';
 import { formatBytes, fullName, relativeTime } from '../../../src-renderer/lib/format.ts';
 import { shortFingerprint } from '../../../src-renderer/lib/hash.ts';
-import { cardSize, defaultPaper, pageRule, paginate, PAPERS, parsePrintQuery, printQuery } from '../../../src-renderer/lib/print-layout.ts';
+import {
+  cardSize,
+  defaultPaper,
+  pageRule,
+  paginate,
+  PAPERS,
+  parsePrintQuery,
+  printQuery,
+} from '../../../src-renderer/lib/print-layout.ts';
 import { appliedNote, settingsErrors, settingsPatch, type GeneralSettings } from '../../../src-renderer/lib/settings.ts';
 import { isLoopback, isValidHost } from '../../../src-shared/contract/rules.ts';
 
@@ -91,22 +99,58 @@ describe('settings', () => {
           android_bugcollector_url: 'ftp://x',
         }),
       ).sort(),
-    ).toEqual(['android_bugcollector_url', 'app_link_scheme', 'deeplink_base_url', 'helpdesk_email', 'helpdesk_website', 'invitation_lifetime_days', 'public_host']);
-    expect(settingsErrors({ ...base, deeplink_base_url: 'https://enroll.example.com/x?y' }).deeplink_base_url).toMatch(/without \?/);
+    ).toEqual([
+      'android_bugcollector_url',
+      'app_link_scheme',
+      'deeplink_base_url',
+      'helpdesk_email',
+      'helpdesk_website',
+      'invitation_lifetime_days',
+      'public_host',
+    ]);
+    expect(settingsErrors({ ...base, deeplink_base_url: 'https://enroll.example.com/x?y' }).deeplink_base_url).toMatch(
+      /without \?/,
+    );
     expect(settingsErrors({ ...base, helpdesk_website: 'help.example.com' })).toEqual({});
   });
   it('sends only what changed, cleaned, and says what applies at once', () => {
-    const patch = settingsPatch(base, { ...base, helpdesk_name: ' Desk ', deeplink_base_url: 'https://e.example.com/', android_bugcollector_passwd: ' secret ' });
-    expect(patch).toEqual({ helpdesk_name: 'Desk', deeplink_base_url: 'https://e.example.com', android_bugcollector_passwd: ' secret ' });
+    const patch = settingsPatch(base, {
+      ...base,
+      helpdesk_name: ' Desk ',
+      deeplink_base_url: 'https://e.example.com/',
+      android_bugcollector_passwd: ' secret ',
+    });
+    expect(patch).toEqual({
+      helpdesk_name: 'Desk',
+      deeplink_base_url: 'https://e.example.com',
+      android_bugcollector_passwd: ' secret ',
+    });
     expect(settingsPatch(base, { ...base })).toEqual({});
     expect(appliedNote({ public_host: 'x' })).toMatch(/QR codes and deeplinks/);
     expect(appliedNote({ invitation_lifetime_days: 3 })).toMatch(/existing ones keep theirs/);
     expect(appliedNote({})).toBe('Applied now, no restart needed.');
   });
   it('sends mail settings that changed, and the password only when typed', () => {
-    const before = { smtp_host: '', smtp_port: 0, smtp_security: 'auto', smtp_user: '', smtp_reject_unauthorized: true, smtp_max_connections: 3, mail_from_address: '', mail_from_name: 'MDM Console', mail_send_on_create: true, mail_inviter: '', mail_agent_app_url: '', mail_subject_template: '', mail_html_template: '', mail_text_template: '' } as const;
+    const before = {
+      smtp_host: '',
+      smtp_port: 0,
+      smtp_security: 'auto',
+      smtp_user: '',
+      smtp_reject_unauthorized: true,
+      smtp_max_connections: 3,
+      mail_from_address: '',
+      mail_from_name: 'MDM Console',
+      mail_send_on_create: true,
+      mail_inviter: '',
+      mail_agent_app_url: '',
+      mail_subject_template: '',
+      mail_html_template: '',
+      mail_text_template: '',
+    } as const;
     expect(mailPatch(before, { ...before, smtp_password: '' })).toEqual({});
-    expect(mailPatch(before, { ...before, smtp_host: ' smtp.example.com ', mail_text_template: ' {{name}} ', smtp_password: 'pw' })).toEqual({
+    expect(
+      mailPatch(before, { ...before, smtp_host: ' smtp.example.com ', mail_text_template: ' {{name}} ', smtp_password: 'pw' }),
+    ).toEqual({
       smtp_host: 'smtp.example.com',
       mail_text_template: ' {{name}} ',
       smtp_password: 'pw',
@@ -115,7 +159,38 @@ describe('settings', () => {
 });
 
 describe('devices', () => {
-  const agent = (patch: Partial<Agent>): Agent => ({ id: 1, name: 'R58ABC', serial: 'R58ABC', uuid: 'u-1', type: 'android', version: '1.2.0', enroll_status: 'enrolled', is_online: false, last_contact: null, last_report: null, lock: 0, wipe: 0, fleet_id: 1, fleet: 'Sales', email: 'ada@example.com', firstname: 'Ada', lastname: 'Lovelace', computer_id: 1, invitation_id: 1, enrollment_code_id: null, enrollment_code: null, topic: '', entity_id: 1, created_at: '', updated_at: '', model: null, manufacturer: null, os_name: null, os_version: null, ...patch });
+  const agent = (patch: Partial<Agent>): Agent => ({
+    id: 1,
+    name: 'R58ABC',
+    serial: 'R58ABC',
+    uuid: 'u-1',
+    type: 'android',
+    version: '1.2.0',
+    enroll_status: 'enrolled',
+    is_online: false,
+    last_contact: null,
+    last_report: null,
+    lock: 0,
+    wipe: 0,
+    fleet_id: 1,
+    fleet: 'Sales',
+    email: 'ada@example.com',
+    firstname: 'Ada',
+    lastname: 'Lovelace',
+    computer_id: 1,
+    invitation_id: 1,
+    enrollment_code_id: null,
+    enrollment_code: null,
+    topic: '',
+    entity_id: 1,
+    created_at: '',
+    updated_at: '',
+    model: null,
+    manufacturer: null,
+    os_name: null,
+    os_version: null,
+    ...patch,
+  });
   it('searches every word across the fields', () => {
     expect(matchesSearch(agent({}), searchTerms('  ada   sales '))).toBe(true);
     expect(matchesSearch(agent({}), searchTerms('r58abc lovelace'))).toBe(true);
@@ -125,7 +200,9 @@ describe('devices', () => {
   it('finds new and changed rows to flash, never on the first load', () => {
     const before = [agent({ id: 1 }), agent({ id: 2 })];
     expect(changedIds(undefined, before)).toEqual([]);
-    expect(changedIds(before, [agent({ id: 3 }), agent({ id: 1, is_online: true }), agent({ id: 2, last_contact: 'x' })])).toEqual([3, 1]);
+    expect(
+      changedIds(before, [agent({ id: 3 }), agent({ id: 1, is_online: true }), agent({ id: 2, last_contact: 'x' })]),
+    ).toEqual([3, 1]);
     expect(enrollStatusOf('enrolled').label).toBe('Enrolled');
     expect(enrollStatusOf('quarantined').label).toBe('Quarantined');
   });

@@ -3,7 +3,15 @@ import { createInBatches, validateInChunks } from '../../../src-renderer/lib/bul
 import { detectSeparator, parseCsv } from '../../../src-renderer/lib/csv.ts';
 import { emailProblem } from '../../../src-renderer/lib/email.ts';
 import { isValidEmail } from '../../../src-shared/contract/rules.ts';
-import { chunk, mergeServerErrors, parseCsvText, parsePasted, toInvitationInput, validateRows, type ImportRow } from '../../../src-renderer/lib/invitation-import.ts';
+import {
+  chunk,
+  mergeServerErrors,
+  parseCsvText,
+  parsePasted,
+  toInvitationInput,
+  validateRows,
+  type ImportRow,
+} from '../../../src-renderer/lib/invitation-import.ts';
 
 const emails = (rows: ImportRow[]) => rows.map((row) => row.email);
 
@@ -16,7 +24,10 @@ describe('CSV', () => {
     expect(detectSeparator('email;firstname\na@x.io;A')).toBe(';');
     expect(detectSeparator('email\tfirstname')).toBe('\t');
     expect(detectSeparator('"a;b",c')).toBe(',');
-    expect(parseCsv('a;b\n1;2')).toEqual([['a', 'b'], ['1', '2']]);
+    expect(parseCsv('a;b\n1;2')).toEqual([
+      ['a', 'b'],
+      ['1', '2'],
+    ]);
     expect(() => parseCsv('"open')).toThrow(/quoted field/);
   });
 
@@ -24,13 +35,23 @@ describe('CSV', () => {
     const result = parseCsvText('E-mail;Name;Group;Notes\nada@example.com;Ada King Lovelace;Sales;x\n\n');
     expect(result.errors).toEqual(['Ignored column(s): "Notes"']);
     expect(result.rows).toEqual([
-      { source: 2, email: 'ada@example.com', firstname: 'Ada King', lastname: 'Lovelace', fleet: 'Sales', days: null, problems: [] },
+      {
+        source: 2,
+        email: 'ada@example.com',
+        firstname: 'Ada King',
+        lastname: 'Lovelace',
+        fleet: 'Sales',
+        days: null,
+        problems: [],
+      },
     ]);
   });
 
   it('reads a headerless file: email first, or whichever cell has an @', () => {
     const result = parseCsvText('ada@example.com,Ada,Lovelace,Sales,30\nAlan,Turing,alan@example.com,Lab\n');
-    expect(result.rows.map(({ email, firstname, lastname, fleet, days }) => ({ email, firstname, lastname, fleet, days }))).toEqual([
+    expect(
+      result.rows.map(({ email, firstname, lastname, fleet, days }) => ({ email, firstname, lastname, fleet, days })),
+    ).toEqual([
       { email: 'ada@example.com', firstname: 'Ada', lastname: 'Lovelace', fleet: 'Sales', days: 30 },
       { email: 'alan@example.com', firstname: 'Alan', lastname: 'Turing', fleet: 'Lab', days: null },
     ]);
@@ -45,8 +66,17 @@ describe('CSV', () => {
 
 describe('pasted addresses', () => {
   it('takes commas, semicolons, spaces, new lines and "Name <address>"', () => {
-    const { rows } = parsePasted('Ada Lovelace <ada@example.com>, "Turing, Alan" <alan@example.com>\ngrace@example.com; linus@example.com ken@example.com\n\nmailto:tim@example.com');
-    expect(emails(rows)).toEqual(['ada@example.com', 'alan@example.com', 'grace@example.com', 'linus@example.com', 'ken@example.com', 'tim@example.com']);
+    const { rows } = parsePasted(
+      'Ada Lovelace <ada@example.com>, "Turing, Alan" <alan@example.com>\ngrace@example.com; linus@example.com ken@example.com\n\nmailto:tim@example.com',
+    );
+    expect(emails(rows)).toEqual([
+      'ada@example.com',
+      'alan@example.com',
+      'grace@example.com',
+      'linus@example.com',
+      'ken@example.com',
+      'tim@example.com',
+    ]);
     expect(rows[0]).toMatchObject({ firstname: 'Ada', lastname: 'Lovelace', source: 1 });
     expect(rows[1]).toMatchObject({ firstname: 'Turing,', lastname: 'Alan' });
     expect(rows[2]!.source).toBe(2);
@@ -54,15 +84,27 @@ describe('pasted addresses', () => {
   });
 
   it('treats a pasted spreadsheet selection or CSV with a header as a table', () => {
-    expect(parsePasted('ada@example.com\tAda\tLovelace').rows[0]).toMatchObject({ email: 'ada@example.com', firstname: 'Ada', lastname: 'Lovelace' });
-    expect(parsePasted('email,fleet\nada@example.com,Sales').rows[0]).toMatchObject({ email: 'ada@example.com', fleet: 'Sales', source: 2 });
+    expect(parsePasted('ada@example.com\tAda\tLovelace').rows[0]).toMatchObject({
+      email: 'ada@example.com',
+      firstname: 'Ada',
+      lastname: 'Lovelace',
+    });
+    expect(parsePasted('email,fleet\nada@example.com,Sales').rows[0]).toMatchObject({
+      email: 'ada@example.com',
+      fleet: 'Sales',
+      source: 2,
+    });
     expect(parsePasted('   ').rows).toEqual([]);
   });
 });
 
 describe('row validation', () => {
   it('checks addresses, duplicates (case-insensitive), names, fleets and lifetimes', () => {
-    const { rows } = parseCsvText('email,firstname,fleet,days\nada@example.com,,Sales,7\nADA@example.com,,,\nbad,,,\nb@example.com,,Nowhere,0\n,' + 'x'.repeat(101) + ',,');
+    const { rows } = parseCsvText(
+      'email,firstname,fleet,days\nada@example.com,,Sales,7\nADA@example.com,,,\nbad,,,\nb@example.com,,Nowhere,0\n,' +
+        'x'.repeat(101) +
+        ',,',
+    );
     const checked = validateRows(rows, { fleets: ['Default fleet', 'sales'] });
     expect(checked.map((row) => row.problems)).toEqual([
       [],
@@ -84,7 +126,13 @@ describe('row validation', () => {
 
   it('builds API bodies with defaults for what a row leaves empty', () => {
     const [row] = parsePasted('Ada Lovelace <ada@example.com>').rows;
-    expect(toInvitationInput(row!, { fleet: 'Sales', days: 30 })).toEqual({ email: 'ada@example.com', firstname: 'Ada', lastname: 'Lovelace', fleet: 'Sales', days: 30 });
+    expect(toInvitationInput(row!, { fleet: 'Sales', days: 30 })).toEqual({
+      email: 'ada@example.com',
+      firstname: 'Ada',
+      lastname: 'Lovelace',
+      fleet: 'Sales',
+      days: 30,
+    });
     expect(toInvitationInput({ ...row!, firstname: null, lastname: null })).toEqual({ email: 'ada@example.com' });
     expect(chunk([1, 2, 3, 4, 5], 2)).toEqual([[1, 2], [3, 4], [5]]);
     expect(() => chunk([1], 0)).toThrow(RangeError);
@@ -111,7 +159,8 @@ describe('creating in batches', () => {
     const outcome = await createInBatches(
       rows,
       async (batch) => {
-        if (batch[0]!.email === 'p3@example.com') throw Object.assign(new Error('1 row(s) are invalid'), { rows: ['row 2: taken'] });
+        if (batch[0]!.email === 'p3@example.com')
+          throw Object.assign(new Error('1 row(s) are invalid'), { rows: ['row 2: taken'] });
         return batch.map((row) => ({ email: row.email }));
       },
       {
@@ -121,7 +170,12 @@ describe('creating in batches', () => {
       },
     );
     expect(progress).toEqual(['0/7', '3/7', '6/7', '7/7']);
-    expect(outcome.created.map(({ item }) => item.email)).toEqual(['p0@example.com', 'p1@example.com', 'p2@example.com', 'p6@example.com']);
+    expect(outcome.created.map(({ item }) => item.email)).toEqual([
+      'p0@example.com',
+      'p1@example.com',
+      'p2@example.com',
+      'p6@example.com',
+    ]);
     expect(outcome.failed.map(({ row, message }) => `${row.email}: ${message}`)).toEqual([
       'p3@example.com: Not created: another row of its batch was refused',
       'p4@example.com: taken',
@@ -141,7 +195,10 @@ describe('creating in batches', () => {
       { batchSize: 5, signal: controller.signal },
     );
     expect(outcome.failed.slice(0, 5).every(({ message }) => message === 'The console cannot reach its server.')).toBe(true);
-    expect(outcome.failed.slice(5).map(({ message }) => message)).toEqual(['Cancelled before it was sent', 'Cancelled before it was sent']);
+    expect(outcome.failed.slice(5).map(({ message }) => message)).toEqual([
+      'Cancelled before it was sent',
+      'Cancelled before it was sent',
+    ]);
   });
 });
 

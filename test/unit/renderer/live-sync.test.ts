@@ -8,11 +8,52 @@ import { openEventStream, type StreamState } from '../../../src-renderer/live/ev
 
 let nextId = 1;
 function event(type: string, refs: Partial<Pick<StreamEvent, 'agent_id' | 'invitation_id'>> = {}): StreamEvent {
-  return { id: nextId++, at: new Date().toISOString(), type, entity_id: 1, agent_id: null, invitation_id: null, message: type, data: null, ...refs };
+  return {
+    id: nextId++,
+    at: new Date().toISOString(),
+    type,
+    entity_id: 1,
+    agent_id: null,
+    invitation_id: null,
+    message: type,
+    data: null,
+    ...refs,
+  };
 }
 
 function agent(id: number, patch: Partial<Agent> = {}): Agent {
-  return { id, name: `A${id}`, serial: `S${id}`, uuid: null, type: 'android', version: '1.0.0', enroll_status: 'enrolled', is_online: false, last_contact: null, last_report: null, lock: 0, wipe: 0, fleet_id: 1, fleet: 'Default fleet', email: null, firstname: null, lastname: null, computer_id: id, invitation_id: null, enrollment_code_id: null, enrollment_code: null, topic: `/1/agent/S${id}`, entity_id: 1, created_at: '', updated_at: '', model: null, manufacturer: null, os_name: null, os_version: null, ...patch };
+  return {
+    id,
+    name: `A${id}`,
+    serial: `S${id}`,
+    uuid: null,
+    type: 'android',
+    version: '1.0.0',
+    enroll_status: 'enrolled',
+    is_online: false,
+    last_contact: null,
+    last_report: null,
+    lock: 0,
+    wipe: 0,
+    fleet_id: 1,
+    fleet: 'Default fleet',
+    email: null,
+    firstname: null,
+    lastname: null,
+    computer_id: id,
+    invitation_id: null,
+    enrollment_code_id: null,
+    enrollment_code: null,
+    topic: `/1/agent/S${id}`,
+    entity_id: 1,
+    created_at: '',
+    updated_at: '',
+    model: null,
+    manufacturer: null,
+    os_name: null,
+    os_version: null,
+    ...patch,
+  };
 }
 
 describe('what an event means for the caches', () => {
@@ -39,7 +80,10 @@ describe('what an event means for the caches', () => {
     expect(effectsOf(event('agent.deleted', { agent_id: 9 }))).toContainEqual({ kind: 'invalidate', key: keys.fleets });
     expect(effectsOf(event('agent.online', { agent_id: 9 }))).not.toContainEqual({ kind: 'invalidate', key: keys.fleets });
     expect(effectsOf(event('agent.deleted', { agent_id: 9 }))).toContainEqual({ kind: 'agentRemoved', id: 9 });
-    expect(effectsOf(event('invitation.deleted', { invitation_id: 4 }))).toContainEqual({ kind: 'remove', key: keys.invitation(4) });
+    expect(effectsOf(event('invitation.deleted', { invitation_id: 4 }))).toContainEqual({
+      kind: 'remove',
+      key: keys.invitation(4),
+    });
     expect(effectsOf(event('file.added'))).toContainEqual({ kind: 'invalidate', key: keys.stored('file') });
     expect(effectsOf(event('mail.sent', { invitation_id: 4 }))).toContainEqual({ kind: 'invalidate', key: keys.mail });
     expect(effectsOf(event('settings.updated'))).toContainEqual({ kind: 'invalidate', key: keys.settings });
@@ -53,7 +97,9 @@ describe('what an event means for the caches', () => {
     expect(effectsOf(event('agent.approved', { agent_id: 5 }))).toContainEqual(codes);
     expect(effectsOf(event('agent.rejected', { agent_id: 5 }))).toContainEqual(codes);
     expect(effectsOf(event('settings.updated'))).toContainEqual(codes);
-    expect(effectsOf({ ...event('agent.enrolled', { agent_id: 5, invitation_id: 1 }), data: { code_id: null } })).not.toContainEqual(codes);
+    expect(
+      effectsOf({ ...event('agent.enrolled', { agent_id: 5, invitation_id: 1 }), data: { code_id: null } }),
+    ).not.toContainEqual(codes);
     expect(effectsOf(event('agent.online', { agent_id: 5 }))).not.toContainEqual(codes);
   });
 
@@ -69,7 +115,10 @@ describe('LiveSync', () => {
   it('prepends events to the feed at once, without duplicates, newest first, capped', () => {
     const client = new QueryClient();
     const sync = new LiveSync(client, { fetchAgent: async () => null });
-    client.setQueryData<LiveEvent[]>(keys.events, Array.from({ length: 100 }, (_, i) => ({ ...event('x'), id: 100 - i })));
+    client.setQueryData<LiveEvent[]>(
+      keys.events,
+      Array.from({ length: 100 }, (_, i) => ({ ...event('x'), id: 100 - i })),
+    );
     const fresh = { ...event('agent.enrolled'), id: 500 };
     sync.handle(fresh);
     sync.handle(fresh);
@@ -132,7 +181,9 @@ describe('LiveSync', () => {
       [3, true],
       [1, true],
     ]);
-    expect(invalidate.mock.calls.some(([filters]) => JSON.stringify(filters?.queryKey) === JSON.stringify(keys.agentList))).toBe(false);
+    expect(invalidate.mock.calls.some(([filters]) => JSON.stringify(filters?.queryKey) === JSON.stringify(keys.agentList))).toBe(
+      false,
+    );
   });
 
   it('patches rows the events carry without fetching, the latest per agent; fetches only when a later event carries none', async () => {
@@ -156,7 +207,9 @@ describe('LiveSync', () => {
       [3, false, null, 'fetched'],
       [1, false, 'later', 'A1'],
     ]);
-    expect(invalidate.mock.calls.some(([filters]) => JSON.stringify(filters?.queryKey) === JSON.stringify(keys.agentList))).toBe(false);
+    expect(invalidate.mock.calls.some(([filters]) => JSON.stringify(filters?.queryKey) === JSON.stringify(keys.agentList))).toBe(
+      false,
+    );
     // The feed keeps the events as GET /events lists them, without the rows.
     expect(client.getQueryData<LiveEvent[]>(keys.events)!.some((e) => 'agent' in e)).toBe(false);
   });
@@ -171,7 +224,9 @@ describe('LiveSync', () => {
     sync.handle(event('agent.deleted', { agent_id: 2 }));
     await sync.settled();
     expect(fetchAgent).not.toHaveBeenCalled();
-    expect(invalidate.mock.calls.filter(([filters]) => JSON.stringify(filters?.queryKey) === JSON.stringify(keys.agentList))).toHaveLength(1);
+    expect(
+      invalidate.mock.calls.filter(([filters]) => JSON.stringify(filters?.queryKey) === JSON.stringify(keys.agentList)),
+    ).toHaveLength(1);
     expect(client.getQueryData<Agent[]>(keys.agentList)!.map((a) => a.id)).toEqual([1]);
   });
 
@@ -210,7 +265,9 @@ describe('the event stream', () => {
     const requests: Record<string, string>[] = [];
     const fetchImpl = vi.fn(async (_url: string | URL | Request, init?: RequestInit) => {
       requests.push({ ...(init?.headers as Record<string, string>) });
-      return requests.length === 1 ? sseResponse(['retry: 5\n\n', frame(first).slice(0, 20), frame(first).slice(20)]) : sseResponse([frame(second)], { hold: true });
+      return requests.length === 1
+        ? sseResponse(['retry: 5\n\n', frame(first).slice(0, 20), frame(first).slice(20)])
+        : sseResponse([frame(second)], { hold: true });
     });
     const received: LiveEvent[] = [];
     const states: string[] = [];
