@@ -15,7 +15,7 @@ import {
   type PolicyName,
   type PolicyValue,
   type TaskStatus,
-} from './policies.ts';
+} from './wire.ts';
 import {
   DeploymentRepository,
   type AgentInScope,
@@ -83,7 +83,7 @@ export function progressText(counts: {
  * broker, one task per device in scope, and the statuses the devices report (MQTT or REST).
  * Devices that join a fleet get its tasks; devices that leave get their open tasks canceled.
  */
-export class DeploymentService {
+export class PolicyService {
   private readonly repo: DeploymentRepository;
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
