@@ -75,12 +75,11 @@ export default tseslint.config(
     rules: { 'react-hooks/rules-of-hooks': 'error', 'react-hooks/exhaustive-deps': 'error' },
   },
   walls(['src-main/backend/**'], BACKEND),
-  walls(['src-main/backend/**'], [...BACKEND, ...DOMAIN], [
-    'src-main/backend/{admin-api,agent-api,http}/**',
-    'src-main/backend/{server,services}.ts',
-    '**/routes.ts',
-    '**/*-routes.ts',
-  ]),
+  walls(
+    ['src-main/backend/**'],
+    [...BACKEND, ...DOMAIN],
+    ['src-main/backend/{admin-api,agent-api,http}/**', 'src-main/backend/{server,services}.ts', '**/routes.ts', '**/*-routes.ts'],
+  ),
   walls(['src-main/device/**'], DEVICE),
   walls(['src-renderer/**'], RENDERER),
   walls(['src-shared/**'], SHARED),

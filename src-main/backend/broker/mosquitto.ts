@@ -158,9 +158,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       { command: 'getClient', username: row.mqtt_login },
     ]);
     const acls = role!.error ? null : (role!.data?.role?.acls ?? []);
-    const roles = client!.error
-      ? null
-      : { roles: (client!.data?.client?.roles ?? []).map((r) => r.rolename) };
+    const roles = client!.error ? null : { roles: (client!.data?.client?.roles ?? []).map((r) => r.rolename) };
     check(await dynsec.run(agentCommands(row, acls, roles, password)));
     pendingPasswords.delete(agentId);
   };
@@ -194,8 +192,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       });
     }
     const roles = new Map<string, DynsecAcl[]>();
-    for (const role of roleList!.data?.roles ?? [])
-      roles.set(role.rolename, role.acls ?? []);
+    for (const role of roleList!.data?.roles ?? []) roles.set(role.rolename, role.acls ?? []);
 
     const work: DynsecCommand[] = [];
     // The backend's own role and client.
