@@ -196,6 +196,7 @@ export class PolicyService {
       value = { policy: 'deployApp', value: packageName, itemId: item.id, version: item.packageInfo.versionCode };
     } else {
       destination = (input.destination ?? DEFAULT_DESTINATION).trim();
+      // eslint-disable-next-line no-control-regex -- a path with control characters in it is refused
       if (destination === '' || destination.length > 1024 || /[\u0000-\u001f]/.test(destination))
         throw badRequest('The destination must be a folder path on the device (1 to 1024 characters)');
       value = { policy: 'deployFile', value: destination, itemId: item.id, version: item.version };
