@@ -388,6 +388,7 @@ function StorePanel({
     if (!incoming || incoming.id === handled.current) return;
     handled.current = incoming.id;
     for (const file of incoming.files) send(file);
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- only a new hand-over starts uploads (send is a new function each render)
   }, [incoming]);
 
   return (
