@@ -2,7 +2,7 @@
  * Backup and restore of a data dir. A backup is a folder holding a consistent copy of the
  * database (SQLite's online backup API: a snapshot, also while the server writes), the stored
  * files and packages that snapshot refers to, the broker's TLS certificate (devices pin it), the
- * mail secrets and the admin token, plus `backup.json` describing it.
+ * mail secrets, the admin token and the RabbitMQ nodes' secret, plus `backup.json` describing it.
  */
 import Database from 'better-sqlite3';
 import {
@@ -28,7 +28,7 @@ import { migrations } from './migrations.ts';
 export const DATABASE_FILE = 'mdm-console.sqlite';
 const MANIFEST = 'backup.json';
 /** Small files and folders copied as they are, when present. */
-const EXTRAS = ['mqtt-tls', 'secrets.json', 'admin-token'];
+const EXTRAS = ['mqtt-tls', 'secrets.json', 'admin-token', 'rabbitmq-auth-secret'];
 const STORED = [
   { table: 'files', folder: 'file' },
   { table: 'packages', folder: 'package' },
