@@ -1,7 +1,7 @@
 // External brokers for the tests and the bench: Debian's mosquitto and rabbitmq-server, started as
 // our own processes with configurations of our own on loopback ports (never the system services).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';

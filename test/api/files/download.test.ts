@@ -513,19 +513,18 @@ describe('big uploads, deletes and failures', () => {
         agent: false,
       });
       req.on('error', reject);
-      req.on('response', async (res) => {
+      req.on('response', (res) => {
         res.pause();
-        try {
+        const deleteThenRead = async () => {
           const removed = await send(`${adminUrl}/packages/${big.id}`, { method: 'DELETE' });
           expect(removed.status).toBe(204);
           for await (const chunk of res) {
             hash.update(chunk as Buffer);
             received += (chunk as Buffer).length;
           }
-          resolve({ status: res.statusCode ?? 0 });
-        } catch (error) {
-          reject(error);
-        }
+          return { status: res.statusCode ?? 0 };
+        };
+        deleteThenRead().then(resolve, reject);
       });
       req.end();
     });
