@@ -5,7 +5,6 @@ export interface Answer {
   headers: Record<string, string | string[] | undefined>;
   text: string;
   /** The body parsed as JSON, or undefined when it is not JSON (untyped, as agentCall's: tests read what they expect). */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;
 }
 
