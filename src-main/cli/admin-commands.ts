@@ -6,6 +6,7 @@ import { defaultDataDir } from '../backend/config.ts';
 import { codeCommands } from './code-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
+import { policyCommands } from './policy-commands.ts';
 import { invitationsFromCsv, type CsvInvitation } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { adminOf, CliError, readServerFile } from './server-file.ts';
@@ -428,5 +429,6 @@ export const adminCommands: Record<string, Handler> = {
   status,
   command: commandCommand,
   ...deployCommands,
+  ...policyCommands,
   ...codeCommands,
 };
