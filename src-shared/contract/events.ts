@@ -15,7 +15,7 @@ export const LiveEvent = Type.Object({
 });
 export type LiveEvent = Static<typeof LiveEvent>;
 
-export const EventsQuery = Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }) });
+export const EventsQuery = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })) });
 export const EventList = Items(LiveEvent);
 export type EventList = Static<typeof EventList>;
 
@@ -161,7 +161,6 @@ export const sseRetryFrame = (ms = SSE_RETRY_MS) => `retry: ${ms}\n\n`;
 export const sseEventFrame = (event: StreamEvent) => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 export const sseHeartbeatFrame = () => ': keep-alive\n\n';
 
-/** The stream's query: the id after which to replay (the Last-Event-ID header wins). */
-export interface EventStreamQuery {
-  after?: string;
-}
+/** The stream's query: the id after which to replay (the Last-Event-ID header wins; anything not a positive integer replays nothing). */
+export const EventStreamQuery = Type.Object({ after: Type.Optional(Type.String({ maxLength: 32 })) });
+export type EventStreamQuery = Static<typeof EventStreamQuery>;
