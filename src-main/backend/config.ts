@@ -10,14 +10,11 @@ import { isLoopback as isLoopbackHost } from '../../src-shared/contract/rules.ts
 export function defaultDataDir(): string {
   if (process.env.MDM_CONSOLE_DATA_DIR) return process.env.MDM_CONSOLE_DATA_DIR;
   const home = homedir();
-  switch (platform()) {
-    case 'darwin':
-      return join(home, 'Library', 'Application Support', 'mdm-console');
-    case 'win32':
-      return join(process.env.APPDATA ?? join(home, 'AppData', 'Roaming'), 'mdm-console');
-    default:
-      return join(process.env.XDG_DATA_HOME ?? join(home, '.local', 'share'), 'mdm-console');
-  }
+  const os = platform();
+  if (os === 'darwin') return join(home, 'Library', 'Application Support', 'mdm-console');
+  if (os === 'win32') return join(process.env.APPDATA ?? join(home, 'AppData', 'Roaming'), 'mdm-console');
+  // Linux and every other Unix: the XDG base directory.
+  return join(process.env.XDG_DATA_HOME ?? join(home, '.local', 'share'), 'mdm-console');
 }
 
 /** This machine's IPv4 addresses other than loopback, in interface order. */

@@ -22,14 +22,14 @@ import { planSockets, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
-import { DeploymentService } from './deployments/deployments.ts';
-import { mqttTaskReports } from './deployments/mqtt-reports.ts';
+import { PolicyService } from './policies/service.ts';
+import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
   services: Services;
-  deployments: DeploymentService;
+  deployments: PolicyService;
   options: BackendOptions;
   broker: MqttBroker;
   close(): Promise<void>;
@@ -181,7 +181,7 @@ async function startServing(
       { id: item.id, name: item.name, size: item.size },
     ),
   );
-  const deployments = new DeploymentService({ db, events: domain.events, work: domain.work, fleets: domain.fleets, files });
+  const deployments = new PolicyService({ db, events: domain.events, work: domain.work, fleets: domain.fleets, files });
   onClose(() => deployments.close());
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
@@ -286,7 +286,7 @@ async function agentHttpApp(
   sockets: SocketPlan,
   services: Services,
   files: FileStore,
-  deployments: DeploymentService,
+  deployments: PolicyService,
   broker: MqttBroker,
 ): Promise<FastifyInstance> {
   const agentApp = await buildAgentApp({

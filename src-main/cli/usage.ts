@@ -173,5 +173,6 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
 
-Every command but serve and agent talks to the server of --data-dir (default: $MDM_CONSOLE_DATA_DIR
-or the per-user data folder) and prints JSON with --json.`;
+Every command but serve, agent, backup and restore talks to the server of --data-dir (default:
+$MDM_CONSOLE_DATA_DIR or the per-user data folder) and prints JSON with --json; backup and restore
+work on the data dir's files, with no server needed (restore insists there is none).`;

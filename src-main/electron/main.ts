@@ -106,6 +106,13 @@ function hardenSession(): void {
   });
 }
 
+/** Electron's clipboard writes asynchronously (as the W3C one does): a failure is said, not lost. */
+function copyToClipboard(text: string): void {
+  clipboard.writeText(text).catch((error: unknown) => {
+    dialog.showErrorBox('Could not copy to the clipboard', error instanceof Error ? error.message : String(error));
+  });
+}
+
 function buildMenu(): void {
   const info = backend!.info;
   const isMac = process.platform === 'darwin';
@@ -117,11 +124,11 @@ function buildMenu(): void {
         {
           label: 'Copy Enrollment URL',
           accelerator: 'CmdOrCtrl+Shift+E',
-          click: () => clipboard.writeText(info.api_url),
+          click: () => copyToClipboard(info.api_url),
         },
         {
           label: 'Copy Deeplink Page URL',
-          click: () => clipboard.writeText(`${info.deeplink_url}/deeplink/`),
+          click: () => copyToClipboard(`${info.deeplink_url}/deeplink/`),
         },
         { type: 'separator' },
         {

@@ -2,7 +2,6 @@ import { useQueryClient } from '@tanstack/react-query';
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
 import { useFeed } from '../api/queries.ts';
-import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 import { LiveSync } from './cache-sync.ts';
 import { openEventStream, type StreamState } from './event-stream.ts';
 
@@ -49,7 +48,7 @@ export function LiveProvider({ children }: { children: ReactNode }) {
       sync.dispose();
     };
     // The stream is opened once per mount; later feed updates come from the stream itself.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- opened once per mount, as said above
   }, [feedReady, client]);
 
   return <LiveContext.Provider value={state}>{children}</LiveContext.Provider>;

@@ -178,18 +178,20 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
                       color="red"
                       aria-label={`Delete ${item.name}`}
                       loading={remove.isPending && remove.variables === item.id}
-                      onClick={async () => {
-                        const ok = await confirmAction({
-                          title: `Delete ${item.name}?`,
-                          message: 'Devices can no longer download it.',
-                          confirmLabel: 'Delete',
-                        });
-                        if (ok)
-                          remove.mutate(item.id, {
-                            onSuccess: () => notifySuccess(`${item.name} deleted`),
-                            onError: (e) => notifyError('Not deleted', e),
-                          });
-                      }}
+                      onClick={() =>
+                        confirmAction(
+                          {
+                            title: `Delete ${item.name}?`,
+                            message: 'Devices can no longer download it.',
+                            confirmLabel: 'Delete',
+                          },
+                          () =>
+                            remove.mutate(item.id, {
+                              onSuccess: () => notifySuccess(`${item.name} deleted`),
+                              onError: (e) => notifyError('Not deleted', e),
+                            }),
+                        )
+                      }
                     >
                       <IconTrash size={16} />
                     </ActionIcon>

@@ -30,7 +30,7 @@ import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-dea
 import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
-import type { DeploymentService } from '../deployments/deployments.ts';
+import type { PolicyService } from '../policies/service.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { streamEvents } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
@@ -44,7 +44,7 @@ export interface AdminAppOptions {
   listener: Listener;
   services: Services;
   files: FileStore;
-  deployments?: DeploymentService;
+  deployments?: PolicyService;
   auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */

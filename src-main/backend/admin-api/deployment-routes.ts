@@ -8,11 +8,11 @@ import {
   SafeIdParams,
   Undeployed,
 } from '../../../src-shared/contract/index.ts';
-import type { DeploymentService } from '../deployments/deployments.ts';
+import type { PolicyService } from '../policies/service.ts';
 import type { Services } from '../services.ts';
 
 /** Deployments (admin API): publish a file or package to a fleet or a device, follow and remove it. */
-export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & { deployments: DeploymentService }> = async (
+export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & { deployments: PolicyService }> = async (
   app,
   { fleets, deployments },
 ) => {

@@ -157,10 +157,8 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       { command: 'getRole', rolename: roleOf(agentId) },
       { command: 'getClient', username: row.mqtt_login },
     ]);
-    const acls = role!.error ? null : ((role!.data?.role?.acls ?? []) as DynsecAcl[]);
-    const roles = client!.error
-      ? null
-      : { roles: ((client!.data?.client?.roles ?? []) as { rolename: string }[]).map((r) => r.rolename) };
+    const acls = role!.error ? null : (role!.data?.role?.acls ?? []);
+    const roles = client!.error ? null : { roles: (client!.data?.client?.roles ?? []).map((r) => r.rolename) };
     check(await dynsec.run(agentCommands(row, acls, roles, password)));
     pendingPasswords.delete(agentId);
   };
@@ -187,19 +185,14 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     if (clientList!.error || roleList!.error)
       throw new Error(`cannot list clients and roles: ${clientList!.error ?? roleList!.error}`);
     const clients = new Map<string, { roles: string[]; description: string }>();
-    for (const client of (clientList!.data?.clients ?? []) as {
-      username: string;
-      textdescription?: string;
-      roles?: { rolename: string }[];
-    }[]) {
+    for (const client of clientList!.data?.clients ?? []) {
       clients.set(client.username, {
         roles: (client.roles ?? []).map((r) => r.rolename),
         description: client.textdescription ?? '',
       });
     }
     const roles = new Map<string, DynsecAcl[]>();
-    for (const role of (roleList!.data?.roles ?? []) as { rolename: string; acls?: DynsecAcl[] }[])
-      roles.set(role.rolename, role.acls ?? []);
+    for (const role of roleList!.data?.roles ?? []) roles.set(role.rolename, role.acls ?? []);
 
     const work: DynsecCommand[] = [];
     // The backend's own role and client.

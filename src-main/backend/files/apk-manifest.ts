@@ -23,6 +23,7 @@ function firstText(value: unknown): string | null {
   const text = Array.isArray(value) ? value.find((entry) => typeof entry === 'string') : value;
   if (typeof text !== 'string') return null;
   // The parser reads UTF-16 resource strings byte by byte, leaving NULs between the characters.
+  // eslint-disable-next-line no-control-regex -- NUL is what is taken out
   const clean = text.replace(/\u0000/g, '').trim();
   return clean === '' || clean.startsWith('resourceId:') ? null : clean.slice(0, 255);
 }

@@ -28,7 +28,7 @@ const RESERVE = 128;
 const ADMIN_CONNECTIONS = 128;
 const MAX_AGENT_CONNECTIONS = 10_000;
 const MAX_DOWNLOADS = 1024;
-/** Beyond this many agents, an external broker is the answer (README: when to move off the embedded one). */
+/** Beyond this many agents, an external broker is the answer (docs/brokers.md: when to move off the embedded one). */
 const MAX_MQTT_CONNECTIONS = 20_000;
 
 /** The soft limit on open files of this process (Linux: /proc/self/limits), or null. */

@@ -1,6 +1,6 @@
 import { ENROLL_STATUS } from '../agents/status.ts';
 import type { Db } from '../db/database.ts';
-import type { PolicyName, TaskStatus } from './policies.ts';
+import type { PolicyName, TaskStatus } from './wire.ts';
 
 export interface DeploymentRow {
   id: number;

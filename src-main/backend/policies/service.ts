@@ -15,7 +15,7 @@ import {
   type PolicyName,
   type PolicyValue,
   type TaskStatus,
-} from './policies.ts';
+} from './wire.ts';
 import {
   DeploymentRepository,
   type AgentInScope,
@@ -85,7 +85,7 @@ export function progressText(counts: {
  * broker, one task per device in scope, and the statuses the devices report (MQTT or REST).
  * Devices that join a fleet get its tasks; devices that leave get their open tasks canceled.
  */
-export class DeploymentService {
+export class PolicyService {
   private readonly repo: DeploymentRepository;
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
@@ -137,6 +137,7 @@ export class DeploymentService {
       value = { policy: 'deployApp', value: packageName, itemId: item.id, version: item.packageInfo.versionCode };
     } else {
       destination = (input.destination ?? DEFAULT_DESTINATION).trim();
+      // eslint-disable-next-line no-control-regex -- a path with control characters in it is refused
       if (destination === '' || destination.length > 1024 || /[\u0000-\u001f]/.test(destination))
         throw badRequest('The destination must be a folder path on the device (1 to 1024 characters)');
       value = { policy: 'deployFile', value: destination, itemId: item.id, version: item.version };
