@@ -25,8 +25,9 @@ export const USAGES: Record<string, string> = {
                          [--public-host HOST] [--host ADDR] [--mqtt-tls-cert FILE --mqtt-tls-key FILE]
                          [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
                          [--agent-app spec|flyve] [--mqtt-broker embedded|mosquitto|rabbitmq]
-                         [--mqtt-broker-url URL] [--mqtt-public-url URL] [--mqtt-broker-ca FILE]
-                         [--mqtt-auth-host H --mqtt-auth-port P] [--json]
+                         [--mqtt-broker-url URL] [--mqtt-broker-password-file FILE]
+                         [--mqtt-public-url URL] [--mqtt-broker-ca FILE]
+                         [--mqtt-auth-host H --mqtt-auth-port P] [--mqtt-auth-secret-file FILE] [--json]
 
 Runs the backend and the web console until Ctrl+C. One server per data dir.
 
@@ -40,10 +41,15 @@ Runs the backend and the web console until Ctrl+C. One server per data dir.
                       $MDM_CONSOLE_MAIL_FROM; none: .eml files in DIR/outbox)
   --agent-app spec|flyve   which agent app new codes are made for (kept as the agent_app setting)
   --mqtt-broker MODE  where agents' MQTT connections live (default embedded); mosquitto or rabbitmq
-                      need --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]
+                      need --mqtt-broker-url mqtt[s]://USER@HOST:PORT[,HOST:PORT…]
+  --mqtt-broker-password-file FILE   the password of the broker URL's account, on the file's
+                      first line (or $MDM_CONSOLE_MQTT_BROKER_PASSWORD); never put it on a command
+                      line. rabbitmq: optional (without one the backend draws its own)
   --mqtt-public-url URL    the broker address put into agent records (default: the broker URL's)
   --mqtt-broker-ca FILE    CA certificate for an mqtts:// broker URL
   --mqtt-auth-host H, --mqtt-auth-port P   rabbitmq: listener of the HTTP auth endpoints
+  --mqtt-auth-secret-file FILE   rabbitmq: the secret the nodes present to them (or
+                      $MDM_CONSOLE_MQTT_AUTH_SECRET; default: DIR/rabbitmq-auth-secret, drawn once)
   --data-dir DIR      database, files, token (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)
   --json              print the server's addresses as JSON`,
   invite: INVITE,

@@ -37,6 +37,8 @@ const STATUS_COLORS: Record<TaskStatus, string> = {
   done: 'teal',
   failed: 'red',
   canceled: 'dark',
+  incompatible: 'orange',
+  overriden: 'grape',
 };
 
 export function TaskStatusBadge({ status }: { status: TaskStatus }) {

@@ -1,4 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox';
+import { Items, Literals, Nullable } from './common.ts';
+import { Deployment, TASK_STATUSES } from './deployments.ts';
 
 // The policy catalogue: every policy the reference server (flyve-mdm/glpi-plugin,
 // install/policies/*.php) offers and the Flyve Android agent understands, as data. The admin API
@@ -447,3 +449,73 @@ export const PolicyCatalogueEntry = Type.Object({
   wire: Type.String(),
 });
 export type PolicyCatalogueEntry = Static<typeof PolicyCatalogueEntry>;
+export const PolicyCatalogue = Items(PolicyCatalogueEntry);
+
+const TargetId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+/** A value policy's value: checked against the catalogue entry's own schema by the service. */
+export const PolicyValue = Type.Union([Type.Boolean(), Type.Integer(), Type.String({ maxLength: 100 })]);
+
+/** POST /api/policy-assignments: a value policy on a fleet (by id or name) or one device. */
+export const AssignBody = Type.Object(
+  {
+    policy: Type.String({ minLength: 1, maxLength: 64 }),
+    value: PolicyValue,
+    fleet_id: Type.Optional(TargetId),
+    /** A fleet by name or id, as the CLI gives it. */
+    fleet: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    agent_id: Type.Optional(TargetId),
+  },
+  { additionalProperties: false },
+);
+export type AssignBody = Static<typeof AssignBody>;
+
+/** An assignment: a policy's value (or a deployment) on a fleet or a device; the deployments' shape. */
+export const Assignment = Deployment;
+export type Assignment = Static<typeof Assignment>;
+export const AssignmentList = Items(Assignment);
+
+/** DELETE /api/policy-assignments/:id: the removed assignment (and a deployment's removal, if any). */
+export const Unassigned = Type.Object({ removed: Assignment, removal: Nullable(Assignment) });
+export type Unassigned = Static<typeof Unassigned>;
+
+/** GET /api/agents/:id/policies: each task of the device's active assignments, and which value applies. */
+export const EffectivePolicy = Type.Object({
+  assignment_id: Type.Integer(),
+  task_id: Type.Integer(),
+  policy: Type.String(),
+  label: Type.String(),
+  value: Nullable(Type.Union([Type.Boolean(), Type.Number(), Type.String()])),
+  item_name: Type.String(),
+  source: Type.Union([Type.Literal('fleet'), Type.Literal('device')]),
+  source_name: Type.String(),
+  status: Literals(TASK_STATUSES),
+  reason: Nullable(Type.String()),
+  updated_at: Type.String(),
+  /** False when another value of the same policy applies (the task is overriden). */
+  effective: Type.Boolean(),
+});
+export type EffectivePolicy = Static<typeof EffectivePolicy>;
+export const EffectivePolicyList = Items(EffectivePolicy);
+
+/** GET /api/compliance?fleet_id=: each enrolled device's tasks of active assignments, counted. */
+export const DeviceCompliance = Type.Object({
+  agent_id: Type.Integer(),
+  agent_name: Type.String(),
+  fleet_id: Type.Integer(),
+  /** Tasks that apply (canceled and overriden ones left out). */
+  total: Type.Integer(),
+  done: Type.Integer(),
+  pending: Type.Integer(),
+  in_progress: Type.Integer(),
+  failed: Type.Integer(),
+  incompatible: Type.Integer(),
+  overriden: Type.Integer(),
+  /** compliant: all done; pending: some not done yet; failing: some failed or incompatible; none: no policy. */
+  state: Type.Union([Type.Literal('compliant'), Type.Literal('pending'), Type.Literal('failing'), Type.Literal('none')]),
+  /** "all 12 done", "2 pending", "1 failed, 1 incompatible" */
+  summary: Type.String(),
+  last_change: Nullable(Type.String()),
+});
+export type DeviceCompliance = Static<typeof DeviceCompliance>;
+export const ComplianceList = Items(DeviceCompliance);
+export const ComplianceFilter = Type.Object({ fleet_id: Type.Optional(TargetId) });

@@ -8,7 +8,7 @@ import { startServe, type RunningServe } from './serve.ts';
 // does not use the shared fixture that fails on them.
 void SCREENSHOTS;
 
-const test = base.extend<{}, { serve: RunningServe }>({
+const test = base.extend<Record<never, never>, { serve: RunningServe }>({
   serve: [
     async ({}, use) => {
       const serve = await startServe();

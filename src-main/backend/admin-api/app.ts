@@ -30,6 +30,7 @@ import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-dea
 import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
+import { policyRoutes } from './policy-routes.ts';
 import type { PolicyService } from '../policies/service.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { streamEvents } from './events-stream.ts';
@@ -216,6 +217,7 @@ export async function adminApp({
       await api.register(settingsRoutes, { settings, events, links });
       await api.register(adminFileRoutes, { store: files });
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
+      if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
     },
     { prefix: '/api' },
   );

@@ -17,7 +17,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
   { fleets, deployments },
 ) => {
   app.get('/deployments', { schema: { querystring: DeploymentFilter, response: { 200: DeploymentList } } }, async (request) => ({
-    items: deployments.list(request.query),
+    items: deployments.list({ ...request.query, kind: 'deployment' }),
   }));
 
   app.post('/deployments', { schema: { body: DeployBody, response: { 201: DeploymentDetail } } }, async (request, reply) => {
