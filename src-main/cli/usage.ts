@@ -116,16 +116,42 @@ ${COMMON}`,
 Removes a deployment: its retained policy is cleared, open tasks canceled (and, unless it was made
 with --keep-on-remove, a removeApp/removeFile follows).
 ${COMMON}`,
-  file: `usage: mdm-console file add PATH [--name NAME] | file rm ID | files
+  policies: `usage: mdm-console policies [--category TEXT]
 
-Uploads a file devices may download, or deletes one.
+The policy catalogue: each policy's symbol, label, explanation, what it takes (true/false, a bounded
+number with its unit, one of its choices), default and recommended value, minimum Android version,
+and whether it needs a system agent.
+${COMMON}`,
+  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID)
+       mdm-console policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID
+       mdm-console policy status (--fleet NAME|ID | --agent ID)
+
+set: publishes the value (retained) to the fleet's or the device's topic, one task per device.
+VALUE: true/false (yes/no, on/off) for switches, a whole number (maximumTimeToLock in milliseconds,
+periodicGeolocation in seconds), or a choice by key or label (passwordEnabled pin). A policy is set
+once per fleet and once per device: unset it to change it. A device's own value beats its fleet's.
+unset: clears the retained message and cancels open tasks. status: a fleet's policies with their
+progress, or a device's tasks with where each value comes from and whether it applies.
+${COMMON}`,
+  compliance: `usage: mdm-console compliance [--fleet NAME|ID]
+
+Each enrolled device: compliant (all done), pending, failing (failed or incompatible) or none, with
+its counts.
+${COMMON}`,
+  file: `usage: mdm-console file add PATH [--name NAME] [--as-file] | file rm ID | files
+
+Uploads a file devices may download, or deletes one. An APK is refused here (add it with
+package add, so that devices install it) unless --as-file stores it as a plain file.
 ${COMMON}`,
   files: `usage: mdm-console files
 ${COMMON}`,
-  package: `usage: mdm-console package add PATH [--name NAME] [--package-name N --version-code C --version-name V] | package rm ID | packages
+  package: `usage: mdm-console package add PATH [--name NAME] [--package-name N --version-code C --version-name V]
+                               [--if-unreadable refuse|keep] | package rm ID | packages
 
 Uploads an application package devices may download, or deletes one. An APK's package name and
-versions are read from its manifest; give them for any other package.
+versions are read from its manifest; give them for any other package. An APK whose manifest cannot
+be read is refused (nothing is stored), unless --if-unreadable keep with --package-name and
+--version-code keeps it as the package they describe.
 ${COMMON}`,
   packages: `usage: mdm-console packages
 ${COMMON}`,
@@ -168,10 +194,14 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
                                                          a command to a device over MQTT (--fleet moves it)
   fleets | fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID
-  deploy      file:ID|package:ID (--fleet NAME | --agent ID) [--destination PATH] [--keep-on-remove]
+  deploy      file:ID|package:ID (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
                                                          publish a file or package to a fleet or one device
   deployments [--fleet NAME] [--agent ID] [--all]        deployments and their progress
   undeploy    ID                                         remove a deployment (and, unless kept, what it installed)
+  policies    [--category TEXT]                          the policy catalogue
+  policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)
+                                                         a policy on a fleet or a device, and its progress
+  compliance  [--fleet NAME|ID]                          each device: compliant, pending or failing
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
               [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
   status                                                 where the running server is, and a sign-in link
