@@ -3,7 +3,7 @@ import { Alert, Badge, Box, Button, Card, Code, Group, Modal, Overlay, Stack, Ta
 import { IconDownload } from '@tabler/icons-react';
 import type { ReactNode } from 'react';
 import type { SimulateResult } from '../../src-shared/contract/index.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import { CopyIcon } from '../components/common.tsx';
 
 /** The QR code with a PNG/SVG download and one more action (print or poster); `blockedReason` greys it out ("Code expired"). */

@@ -6,7 +6,7 @@ import { useState } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { keys, useDeleteStored, useStored } from '../api/queries.ts';
 import type { StoredItem, StoredKind } from '../../src-shared/contract/index.ts';
-import { navigate, useLocation } from '../app/router.tsx';
+import { navigate, useLocation } from '../lib/router.tsx';
 import {
   confirmAction,
   CopyIcon,
