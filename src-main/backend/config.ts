@@ -56,6 +56,10 @@ export interface BackendOptions {
   mqttBroker: BrokerMode;
   /** mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]: the external broker and the backend's account on it. */
   mqttBrokerUrl?: string;
+  /** The broker account's password, apart from the URL (serve: --mqtt-broker-password-file, MDM_CONSOLE_MQTT_BROKER_PASSWORD). */
+  mqttBrokerPassword?: string;
+  /** rabbitmq: the secret the nodes present to the auth endpoints (default: DIR/rabbitmq-auth-secret, made on first use). */
+  mqttAuthSecret?: string;
   /** mqtt[s]://HOST:PORT agents are told, when they reach the external broker by another name. */
   mqttPublicUrl?: string;
   /** CA certificate (PEM) the backend trusts for an mqtts:// broker URL; default: the system's. */
@@ -91,6 +95,8 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     publicHost: partial.publicHost ?? defaultPublicHost(),
     mqttBroker: partial.mqttBroker ?? 'embedded',
     mqttBrokerUrl: partial.mqttBrokerUrl,
+    mqttBrokerPassword: partial.mqttBrokerPassword,
+    mqttAuthSecret: partial.mqttAuthSecret,
     mqttPublicUrl: partial.mqttPublicUrl,
     mqttBrokerCaFile: partial.mqttBrokerCaFile,
     mqttAuthHost: partial.mqttAuthHost ?? '127.0.0.1',

@@ -204,6 +204,8 @@ async function startServing(
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
     brokerUrl: options.mqttBrokerUrl,
+    brokerPassword: options.mqttBrokerPassword,
+    authSecret: options.mqttAuthSecret,
     publicUrl: options.mqttPublicUrl,
     caFile: options.mqttBrokerCaFile,
     authHost: options.mqttAuthHost,

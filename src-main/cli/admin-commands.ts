@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { codeCommands } from './code-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
+import { policyCommands } from './policy-commands.ts';
 import { invitationsFromCsv, type CsvInvitation } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { CliError } from './server-file.ts';
@@ -402,5 +403,6 @@ export const adminCommands: Record<string, Handler> = {
   status,
   command: commandCommand,
   ...deployCommands,
+  ...policyCommands,
   ...codeCommands,
 };

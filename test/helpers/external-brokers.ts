@@ -37,6 +37,9 @@ export interface MosquittoProcess {
   port: number;
   /** mqtt://admin:PASSWORD@127.0.0.1:PORT: the dynsec admin account, the only one given to the backend. */
   adminUrl: string;
+  /** The same without its password (mqtt://admin@127.0.0.1:PORT), which is then given apart. */
+  adminUrlWithoutPassword: string;
+  adminPassword: string;
   dir: string;
   /** Kills the process (SIGKILL when `crash`), keeping its files. */
   stop(options?: { crash?: boolean }): Promise<void>;
@@ -102,6 +105,8 @@ export async function startMosquitto(
   return {
     port,
     adminUrl: `mqtt://admin:${adminPassword}@127.0.0.1:${port}`,
+    adminUrlWithoutPassword: `mqtt://admin@127.0.0.1:${port}`,
+    adminPassword,
     dir,
     stop,
     restart: launch,

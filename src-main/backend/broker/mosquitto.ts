@@ -20,7 +20,7 @@ import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalL
 import type { MqttBroker } from './port.ts';
 
 export interface ExternalBrokerOptions extends ExternalModeOptions {
-  /** mqtt[s]://ADMIN:PASSWORD@HOST:PORT — the account `mosquitto_ctrl dynsec init` made. */
+  /** mqtt[s]://ADMIN[:PASSWORD]@HOST:PORT — the account `mosquitto_ctrl dynsec init` made (its password better in `brokerPassword`). */
   brokerUrl: string;
 }
 
@@ -41,7 +41,13 @@ const aclKey = (acl: DynsecAcl) => `${acl.acltype} ${acl.topic} ${acl.allow}`;
 
 export async function startMosquittoBroker(options: ExternalBrokerOptions): Promise<MqttBroker> {
   const { events } = options;
-  const url = parseBrokerUrl(options.brokerUrl);
+  const parsed = parseBrokerUrl(options.brokerUrl);
+  // The dynsec admin's password: given apart from the URL (a file, the environment), else the URL's.
+  const url = { ...parsed, password: options.brokerPassword ?? parsed.password };
+  if (!url.username || !url.password)
+    throw new Error(
+      "Mosquitto mode needs the dynamic-security admin's name in --mqtt-broker-url (mqtt://admin@HOST:PORT) and its password in --mqtt-broker-password-file FILE or MDM_CONSOLE_MQTT_BROKER_PASSWORD",
+    );
   const endpoint = publicEndpoint(url, options.publicUrl);
   const store = options.agents;
   // The backend's own account: a fresh password each run, set by the admin before the link logs in.

@@ -2,7 +2,7 @@
 // agent app (buildAgentApp, with its session hook), a real SQLite file and a real data dir. Sessions
 // are real too: 'good' is an agent account's session in entity 1, 'other' one in entity 2.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -611,6 +611,36 @@ describe('limits and odd cases', () => {
     expect(response.status).toBe(404);
     expect(json(response)).toEqual(['ERROR_ITEM_NOT_FOUND', 'Item not found']);
     expect(response.headers['content-range']).toBeUndefined();
+  });
+
+  it('content that is a link out of the store is not followed: 404, GET and HEAD (issue 19)', async () => {
+    const outside = join(dir, 'outside-secret.txt');
+    writeFileSync(outside, 'secret!!!');
+    const item = await upload('files', 'linked.txt', Buffer.from('innocent'));
+    const path = store.pathOf(store.get('file', item.id)!);
+    rmSync(path);
+    symlinkSync(outside, path);
+    for (const method of ['GET', 'HEAD']) {
+      const response = await send(`${agentUrl}/PluginMdmFile/${item.id}?session_token=${tokens.good}`, {
+        method,
+        headers: { accept: 'application/octet-stream' },
+      });
+      expect(response.status, method).toBe(404);
+      expect(response.body.toString()).not.toContain('secret');
+    }
+  });
+
+  it('a row whose storage name leaves the store is a 404, and deleting it touches nothing outside (issue 19)', async () => {
+    const outside = join(dir, 'outside-victim.txt');
+    writeFileSync(outside, 'victim!!');
+    const item = await upload('files', 'escaping.txt', Buffer.from('innocent'));
+    db.prepare('UPDATE files SET storage_name = ? WHERE id = ?').run('../../outside-victim.txt', item.id);
+    const response = await download(`PluginMdmFile/${item.id}`);
+    expect(response.status).toBe(404);
+    expect(json(response)).toEqual(['ERROR_ITEM_NOT_FOUND', 'Item not found']);
+    const removed = await send(`${adminUrl}/files/${item.id}`, { method: 'DELETE' });
+    expect(removed.status).toBeLessThan(300);
+    expect(readdirSync(dir)).toContain('outside-victim.txt');
   });
 });
 
