@@ -1,6 +1,7 @@
 // What every admin command of the CLI shares: its type, its argument parsing (with --data-dir and
-// --json), its output and its number checks. The command files (admin-, code-, deploy-commands.ts)
-// import this; admin-commands.ts gathers them into one table, so nothing here imports a command.
+// --json), its output and its number checks. The command files (admin-, code-, deploy-,
+// policy-commands.ts) import this; admin-commands.ts gathers them into one table, so nothing here
+// imports a command.
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
 import { adminOf, CliError, readServerFile } from './server-file.ts';
