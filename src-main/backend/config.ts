@@ -73,7 +73,7 @@ export interface BackendOptions {
   mailFrom?: string;
   /** Protects secrets at rest: the desktop shell passes the OS keychain (mail/secrets.ts keychainProtector); default, as headless: a 0600 file. */
   secretProtector?: SecretProtector;
-  /** Bounds on agent-API sessions (sessions/sessions.ts); env MDM_CONSOLE_SESSION_RATE_PER_ADDRESS sets perAddress. */
+  /** Bounds on agent-API sessions (sessions/sessions.ts); env MDM_CONSOLE_SESSION_RATE_PER_ADDRESS sets perAddress (unknown tokens). */
   sessionLimits?: Partial<SessionLimits>;
   /** Slowing down of refused MQTT logins (broker/auth-throttle.ts). */
   mqttThrottle?: Partial<ThrottleOptions>;
@@ -115,8 +115,8 @@ export function urlHost(host: string): string {
 }
 
 /**
- * MDM_CONSOLE_SESSION_RATE_PER_ADDRESS=N: initSession per client address and minute (burst N),
- * 0 for none. For load tests that enroll thousands of devices from one machine.
+ * MDM_CONSOLE_SESSION_RATE_PER_ADDRESS=N: initSession with an unknown user token per client address
+ * and minute (burst N), 0 for none. Valid tokens are never limited per address.
  */
 function addressRateFromEnv(): Partial<SessionLimits> {
   const raw = process.env.MDM_CONSOLE_SESSION_RATE_PER_ADDRESS;
@@ -124,7 +124,7 @@ function addressRateFromEnv(): Partial<SessionLimits> {
   const perMinute = Number(raw);
   if (!Number.isInteger(perMinute) || perMinute < 0) {
     throw new Error(
-      `MDM_CONSOLE_SESSION_RATE_PER_ADDRESS must be a whole number of sessions a minute (0 = no limit), not "${raw}"`,
+      `MDM_CONSOLE_SESSION_RATE_PER_ADDRESS must be a whole number of unknown tokens a minute (0 = no limit), not "${raw}"`,
     );
   }
   return { perAddress: { burst: perMinute || DEFAULT_SESSION_LIMITS.perAddress.burst, perMinute } };

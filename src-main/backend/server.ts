@@ -3,6 +3,10 @@ import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
 import { AdminAuth } from './admin-api/auth.ts';
+import { AdminSessionService, type AdminSessionLimits } from './admin-sessions/admin-sessions.ts';
+import { SqliteAdminSessionRepository } from './admin-sessions/repository.ts';
+import type { StreamCaps } from './admin-api/events-stream.ts';
+import type { RateOptions } from './sessions/rate-limit.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
 import { buildAgentApp } from './agent-api/app.ts';
@@ -32,6 +36,8 @@ export interface RunningBackend {
   deployments: PolicyService;
   options: BackendOptions;
   broker: MqttBroker;
+  /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
+  consoleUrl(): string;
   close(): Promise<void>;
 }
 
@@ -42,6 +48,12 @@ export interface StartOptions extends Partial<BackendOptions> {
   simulate?: DeviceSimulator;
   /** Mail timing: the retry back-off and the SMTP greeting time-out (tests shorten both). */
   mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs'>;
+  /** How long console sessions last on the server (admin-sessions/admin-sessions.ts). */
+  adminSessions?: Partial<AdminSessionLimits>;
+  /** Failed console sign-ins allowed per address (admin-api/auth.ts). */
+  signInFailures?: Partial<RateOptions>;
+  /** Open admin event streams per signed-in client and in all (admin-api/events-stream.ts). */
+  streamCaps?: Partial<StreamCaps>;
 }
 
 /**
@@ -133,7 +145,6 @@ async function startServing(
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
   onClose(() => db.open && db.close());
   const adminToken = loadOrCreateAdminToken(options.dataDir);
-  const adminAuth = new AdminAuth(adminToken);
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
   // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the accept
@@ -160,12 +171,20 @@ async function startServing(
     sessionLimits: options.sessionLimits,
   });
   onClose(() => domain.mail.worker.close());
+  const adminSessions = new AdminSessionService(new SqliteAdminSessionRepository(db), partial.adminSessions);
+  const adminAuth = new AdminAuth(adminToken, {
+    sessions: adminSessions,
+    events: domain.events,
+    failures: partial.signInFailures,
+  });
   domain.sessions.purgeIdle();
+  adminSessions.purgeExpired();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(
     () => {
       try {
         domain.sessions.purgeIdle();
+        adminSessions.purgeExpired();
       } catch (error) {
         if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
       }
@@ -267,6 +286,7 @@ async function startServing(
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
     requestTimeoutMs: sockets.requestTimeoutMs,
+    streamCaps: partial.streamCaps,
   });
   onClose(async () => {
     await adminListener.close();
@@ -279,7 +299,7 @@ async function startServing(
   services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
   services.mail.worker.start();
-  return { info, services, deployments, options, broker };
+  return { info, services, deployments, options, broker, consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}` };
 }
 
 /** The agent API, downloads and the deeplink page: the LAN side. */

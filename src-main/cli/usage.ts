@@ -138,16 +138,20 @@ ${COMMON}`,
 Each enrolled device: compliant (all done), pending, failing (failed or incompatible) or none, with
 its counts.
 ${COMMON}`,
-  file: `usage: mdm-console file add PATH [--name NAME] | file rm ID | files
+  file: `usage: mdm-console file add PATH [--name NAME] [--as-file] | file rm ID | files
 
-Uploads a file devices may download, or deletes one.
+Uploads a file devices may download, or deletes one. An APK is refused here (add it with
+package add, so that devices install it) unless --as-file stores it as a plain file.
 ${COMMON}`,
   files: `usage: mdm-console files
 ${COMMON}`,
-  package: `usage: mdm-console package add PATH [--name NAME] [--package-name N --version-code C --version-name V] | package rm ID | packages
+  package: `usage: mdm-console package add PATH [--name NAME] [--package-name N --version-code C --version-name V]
+                               [--if-unreadable refuse|keep] | package rm ID | packages
 
 Uploads an application package devices may download, or deletes one. An APK's package name and
-versions are read from its manifest; give them for any other package.
+versions are read from its manifest; give them for any other package. An APK whose manifest cannot
+be read is refused (nothing is stored), unless --if-unreadable keep with --package-name and
+--version-code keeps it as the package they describe.
 ${COMMON}`,
   packages: `usage: mdm-console packages
 ${COMMON}`,
@@ -200,6 +204,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   compliance  [--fleet NAME|ID]                          each device: compliant, pending or failing
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
               [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
+              [--android-version V] [--system]
   status                                                 where the running server is, and a sign-in link
   console                                                a new one-time link that opens the console signed in
   backup      DIR                                        copy the database and files (also while running)

@@ -36,6 +36,10 @@ then downloads and verifies files or packages with the agent's api_token.
                         (release 2.0.0-rc.7, the default) or over MQTT (release 2.0.0-rc.6)
   --firstname NAME, --lastname NAME
   --download file:ID|package:ID   download and verify byte ranges (repeatable)
+  --android-version V   the Android version the phone runs and its inventory reports (e.g. 4.4);
+                        value policies needing a newer one are reported incompatible
+  --system              the agent is a system app (has_system_permission; system-only policies
+                        are reported incompatible without it)
 ${MQTT_USAGE}
   --json                print one JSON object instead of progress lines
   -h, --help`;
@@ -93,6 +97,8 @@ function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: 
       firstname: { type: 'string' },
       lastname: { type: 'string' },
       download: { type: 'string', multiple: true },
+      'android-version': { type: 'string' },
+      system: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       ...MQTT_ARGUMENTS,
@@ -122,6 +128,13 @@ function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: 
   if (values.version !== undefined) options.version = values.version;
   if (values.firstname !== undefined) options.firstname = values.firstname;
   if (values.lastname !== undefined) options.lastname = values.lastname;
+  const androidVersion = values['android-version'];
+  if (androidVersion !== undefined) {
+    if (!/^\d{1,2}(\.\d{1,2}){0,2}$/.test(androidVersion))
+      throw new Error(`--android-version must look like 4.4, 9 or 13.0, got ${JSON.stringify(androidVersion)}`);
+    options.androidVersion = androidVersion;
+  }
+  if (values.system) options.system = true;
   return { options, json: values.json ?? false, mqtt: mqttFlagsOf(values) };
 }
 

@@ -81,6 +81,8 @@ export class MqttSession {
         this.agent ? this.agent.publish(topic, payload) : Promise.reject(new Error('not connected yet')),
       log,
       ...(this.flags.filesDir ? { storageDir: this.flags.filesDir } : {}),
+      ...(enrollment.androidVersion === undefined ? {} : { androidVersion: enrollment.androidVersion }),
+      ...(enrollment.system === undefined ? {} : { system: enrollment.system }),
     });
     this.policies = policies;
     const options = {

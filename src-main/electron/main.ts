@@ -85,9 +85,9 @@ function createWindow(): void {
   });
   contents.on('will-attach-webview', (event) => event.preventDefault());
 
-  // The first load redeems the one-time sign-in ticket (→ HttpOnly cookie); later windows of this
-  // session already have the cookie.
-  void window.loadURL(signedIn ? `${backend.info.admin_url}/` : backend.info.console_url);
+  // Each window redeems a one-time sign-in ticket of its own (→ a new console session and its
+  // HttpOnly cookie): the session a window had before may have ended on the server since.
+  void window.loadURL(signedIn ? backend.consoleUrl() : backend.info.console_url);
   signedIn = true;
 }
 

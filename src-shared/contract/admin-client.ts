@@ -42,7 +42,7 @@ import type {
 import type { AgentCommand } from './rules.ts';
 import type { Settings, SettingsPatch } from './settings.ts';
 import type { CodeSimulateResult, SimulateResult } from './simulate.ts';
-import type { ConsoleTicket, PublicHostResult, ServerStatus, SignInResult } from './status.ts';
+import type { ConsoleTicket, PublicHostResult, ServerStatus, SignInResult, SignOutResult } from './status.ts';
 
 /** An error body as the server sent it: `{ error, message }`, and what some errors carry besides (`errors`, `invitation` …). */
 export type AdminErrorBody = ApiErrorBody & Record<string, unknown>;
@@ -178,6 +178,8 @@ export function adminClient(options: AdminClientOptions = {}) {
     call,
     /** The console's sign-in page: the admin token or a sign-in link, exchanged for the session cookie. */
     signIn: (credential: string) => call<SignInResult>('POST', '/auth/sign-in', { body: { credential } }),
+    /** Ends the console's session on the server. */
+    signOut: () => call<SignOutResult>('POST', '/auth/sign-out'),
     status: (signal?: AbortSignal) => get<ServerStatus>('/status', signal),
     /** A fresh one-time link that opens the console signed in. */
     consoleTicket: () => post<ConsoleTicket>('/console-tickets'),

@@ -46,7 +46,7 @@ export const test = base.extend<{ consoleErrors: string[] }>({
         // email preview's sandboxed frame (no scripts, on purpose) ran none (logged at random, when
         // a script context is set up in that frame).
         const expected =
-          /Failed to load resource: the server responded with a status of 40[049]|^Blocked script execution in 'about:srcdoc' because the document's frame is sandboxed/;
+          /Failed to load resource: the server responded with a status of (40[049]|422)|^Blocked script execution in 'about:srcdoc' because the document's frame is sandboxed/;
         if (message.type() === 'error' && !expected.test(message.text())) {
           errors.push(`console: ${message.text()}`);
         }

@@ -57,6 +57,13 @@ export const ENROLLMENT_READ_WINDOW_MS = 15 * 60 * 1000;
  * history, so a used QR code replayed in a loop must not grow them without bound.
  */
 const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10, maxKeys: 50_000 };
+/**
+ * Unknown invitation tokens per client address, whatever session they come in: a code's QR opens
+ * as many sessions as an address may hold, each with its own attempts, so guesses at invitation
+ * tokens (and their lines in the history) are bounded by address too. Past it, a 429, not logged.
+ * Valid tokens never count: 1,000 phones behind one NAT enroll at once.
+ */
+const UNKNOWN_TOKENS_PER_ADDRESS = { burst: 30, perMinute: 30, maxKeys: 50_000 };
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
@@ -80,6 +87,7 @@ export class EnrollmentService {
   private readonly broker: BrokerTargets;
   private readonly reports: DeviceReports;
   private readonly attempts = new RateLimiter(ATTEMPTS_PER_USER);
+  private readonly unknownTokens = new RateLimiter(UNKNOWN_TOKENS_PER_ADDRESS);
 
   constructor(deps: {
     rows: AgentRepository;
@@ -134,7 +142,11 @@ export class EnrollmentService {
       throw enrollmentRefused(message);
     };
 
-    if (!grant) return refuse('Invalid invitation token');
+    if (!grant) {
+      const slowed = remoteAddr === null ? 0 : this.unknownTokens.take(remoteAddr);
+      if (slowed > 0) throw new TooManyRequests(`Too many unknown invitation tokens from ${remoteAddr}`, slowed);
+      return refuse('Invalid invitation token');
+    }
     const refusal = grant.refusal(session, attempt.email);
     if (refusal) refuse(refusal);
     const email = attempt.email!;

@@ -487,4 +487,27 @@ export const migrations: Migration[] = [
       CREATE INDEX task_history_task ON task_history(task_id);
     `,
   },
+  {
+    version: 13,
+    name: 'console sessions kept on the server; agent sessions know their address',
+    // The console's cookie is a random id whose SHA-256 is kept here (never the id itself): new on
+    // every sign-in, ended on sign-out and on expiry. account_id stays null until admins have accounts.
+    // An agent session's client address bounds the sessions an enrollment code opens from one address.
+    sql: `
+      CREATE TABLE admin_sessions (
+        id_hash       TEXT PRIMARY KEY,
+        account_id    INTEGER,
+        credential    TEXT NOT NULL,
+        address       TEXT,
+        user_agent    TEXT,
+        created_at    TEXT NOT NULL,
+        last_used_at  TEXT NOT NULL,
+        expires_at    TEXT NOT NULL
+      );
+      CREATE INDEX admin_sessions_expiry ON admin_sessions(expires_at);
+
+      ALTER TABLE sessions ADD COLUMN address TEXT;
+      CREATE INDEX sessions_user_address ON sessions(user_id, address, created_at);
+    `,
+  },
 ];

@@ -56,6 +56,11 @@ export interface AddInput {
   mimeType?: string | undefined;
   /** Defaults to the root entity (1). */
   entityId?: number | undefined;
+  /**
+   * Packages: reads the content once it is on disk (at `path`, not yet stored or listed) and says
+   * what it is. Throwing refuses the upload: nothing is stored, no row, no event.
+   */
+  describe?: ((path: string, upload: { name: string; mimeType: string }) => Promise<Partial<PackageInfo>>) | undefined;
 }
 
 export type FileStoreAction = 'added' | 'removed';
@@ -369,6 +374,16 @@ export function createFileStore(
       throw translateWriteError(error);
     }
 
+    let packageInfo: Partial<PackageInfo> | undefined;
+    if (input.describe) {
+      try {
+        packageInfo = await input.describe(tmpPath, { name, mimeType });
+      } catch (error) {
+        await unlinkQuietly(tmpPath);
+        throw error;
+      }
+    }
+
     try {
       await rename(tmpPath, finalPath);
     } catch (error) {
@@ -378,19 +393,25 @@ export function createFileStore(
 
     let item: StoredRecord;
     try {
-      const now = nowIso();
-      const row = statements[kind].insert.get({
-        entity_id: entityId,
-        name,
-        size,
-        mime_type: mimeType,
-        sha256: hash.digest('hex'),
-        storage_name: storageName,
-        created_at: now,
-        updated_at: now,
-      });
-      if (!row) throw new Error('insert returned no row');
-      item = toItem(kind, row);
+      // The row and its description land together (a refused description never leaves a row).
+      item = db.transaction(() => {
+        const now = nowIso();
+        const row = statements[kind].insert.get({
+          entity_id: entityId,
+          name,
+          size,
+          mime_type: mimeType,
+          sha256: hash.digest('hex'),
+          storage_name: storageName,
+          created_at: now,
+          updated_at: now,
+        });
+        if (!row) throw new Error('insert returned no row');
+        const added = toItem(kind, row);
+        const info = kind === 'package' ? packageInfo : undefined;
+        const described = info !== undefined && Object.values(info).some((value) => value !== undefined);
+        return described ? (setPackageInfo(added.id, info) ?? added) : added;
+      })();
     } catch (error) {
       await unlinkQuietly(finalPath);
       throw error;
