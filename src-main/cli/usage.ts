@@ -204,6 +204,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   compliance  [--fleet NAME|ID]                          each device: compliant, pending or failing
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
               [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
+              [--android-version V] [--system]
   status                                                 where the running server is, and a sign-in link
   console                                                a new one-time link that opens the console signed in
   backup      DIR                                        copy the database and files (also while running)
