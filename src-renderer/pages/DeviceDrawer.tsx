@@ -5,7 +5,7 @@ import { useAgent, useAgentTasks, useDeleteAgent } from '../api/queries.ts';
 import { DeviceTasks } from '../features/deployments.tsx';
 import { DevicePolicies } from '../features/policies.tsx';
 import type { AgentDetail } from '../../src-shared/contract/index.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import {
   confirmAction,
   EmptyState,

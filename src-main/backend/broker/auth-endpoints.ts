@@ -38,6 +38,9 @@ export interface AuthEndpointOptions {
   throttle?: Partial<ThrottleOptions> | undefined;
 }
 
+/** Attempts of one login through one node whose answers may be held at once while it is slowed down. */
+export const MAX_HELD_PER_LOGIN = 4;
+
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
 /** The password of `Authorization: Basic …` (whatever the user name), or null. */
@@ -126,6 +129,17 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     return row ? agentTopicRules(identityOf(row)) : null;
   };
   const lastRefusal = new Map<string, number>();
+  /** Answers held back per login and node: parallel guesses past MAX_HELD_PER_LOGIN are not checked. */
+  const held = new Map<string, number>();
+  const hold = (key: string, ms: number, answer: string): Promise<string> | string => {
+    if (ms <= 0) return answer;
+    held.set(key, (held.get(key) ?? 0) + 1);
+    return Promise.resolve(after(ms, answer)).finally(() => {
+      const left = (held.get(key) ?? 1) - 1;
+      if (left > 0) held.set(key, left);
+      else held.delete(key);
+    });
+  };
   /** An agent's MQTT client id is its login (or that login's first 23 characters). */
   const clientIdAllowed = (username: string, clientId: string) =>
     username === backend.username
@@ -137,6 +151,10 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     const node = request.ip;
     const key = `${node}\u0000${username}`;
     const keyDelay = throttle.delayFor(key);
+    // A login being slowed down with this many answers already held: further attempts in parallel
+    // are refused after the same wait without their password being looked at, so many connections
+    // at once guess no faster than a few (while they last, the device's own login is refused too).
+    if (keyDelay > 0 && (held.get(key) ?? 0) >= MAX_HELD_PER_LOGIN) return hold(key, keyDelay, 'deny');
     /** `guess`: a wrong password or an unknown login, counted (a right password for an agent that may not connect is not). */
     const refuse = (why: string, agent?: BrokerAgentRow, guess = true): Promise<string> | string => {
       const delay = Math.max(keyDelay, scanThrottle.delayFor(node));
@@ -161,12 +179,12 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
           { login: username.slice(0, 200), reason: why, node },
         );
       }
-      return after(delay, 'deny');
+      return hold(key, delay, 'deny');
     };
     const accept = (): Promise<string> | string => {
       throttle.succeed(key);
       // A correct password waits at most the first step, and not at all when its login has no failures.
-      return after(Math.min(keyDelay, throttle.firstStepMs), 'allow');
+      return hold(key, Math.min(keyDelay, throttle.firstStepMs), 'allow');
     };
     // Where the node passes the client id, one agent cannot take over another's session by its id.
     if (clientId !== undefined && !clientIdAllowed(username, clientId))

@@ -110,15 +110,15 @@ export class ApkReader {
         timeoutMs,
       );
       worker.once('message', (result: ApkWorkerResult) => finish(result));
-      worker.once('error', (error: Error & { code?: string }) =>
-        finish({
-          ok: false,
-          reason:
-            error.code === 'ERR_WORKER_OUT_OF_MEMORY'
-              ? `reading it needed more than ${maxHeapMb} MiB of memory`
-              : 'reading it failed',
-        }),
-      );
+      worker.once('error', (error: Error & { code?: string }) => {
+        if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+          finish({ ok: false, reason: `reading it needed more than ${maxHeapMb} MiB of memory` });
+          return;
+        }
+        // Not the file's fault (the worker could not start or load): the operator should hear of it.
+        process.emitWarning(`the APK reader failed: ${error.message}`);
+        finish({ ok: false, reason: 'reading it failed' });
+      });
       worker.once('exit', () =>
         finish({ ok: false, reason: this.closed ? 'the server is stopping' : 'reading it stopped before the end' }),
       );

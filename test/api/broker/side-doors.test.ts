@@ -61,8 +61,8 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ auth endp
       mqttBrokerUrl: `mqtt://127.0.0.1:${node().mqttPort}`,
       mqttAuthPort: rabbit.authPort,
       mqttAuthSecret: rabbit.authSecret,
-      // A refusal after the first of a login is answered 2 s later, then 4 s, 8 s…
-      mqttThrottle: { freeFailures: 1, freeFailuresPerAddress: 1000, baseDelayMs: 2_000, maxDelayMs: 120_000 },
+      // A refusal after the first of a login is answered 2 s later, then 4 s, then 8 s at most.
+      mqttThrottle: { freeFailures: 1, freeFailuresPerAddress: 1000, baseDelayMs: 2_000, maxDelayMs: 8_000 },
     });
     await brokerReady(t.backend);
   }, 240_000);
@@ -130,6 +130,21 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ auth endp
     expect((await fourth).body).toBe('deny');
     // The throttled login's right password: allowed (after at most the first step).
     expect((await guess(target.password)).body).toBe('allow');
+  });
+
+  it('guesses in parallel are no faster: past 4 held at once, an attempt is refused without its password being looked at', async () => {
+    const target = await enrollAgent(t);
+    const attempt = (password: string) =>
+      ask('user', { username: target.serial, password, client_id: target.serial }, rabbit.authSecret);
+    // Answered after 0 and 2 s: the next ones are held 4 s.
+    for (let i = 0; i < 2; i++) expect((await attempt(`wrong-${i}`)).body).toBe('deny');
+    const parallel = [0, 1, 2, 3].map((i) => attempt(`parallel-${i}`));
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // the four are held (4 s) by now
+    // The right password, while four guesses are held: refused, so it tells a guesser nothing.
+    expect((await attempt(target.password)).body).toBe('deny');
+    expect((await Promise.all(parallel)).map((answer) => answer.body)).toEqual(['deny', 'deny', 'deny', 'deny']);
+    // Once none is held, the right password gets in.
+    expect((await attempt(target.password)).body).toBe('allow');
   });
 
   it('through the MQTT port too: wrong passwords at the node are refused and slowed down', async () => {
