@@ -21,7 +21,8 @@ import { IconFile, IconPackage, IconRocket, IconTrash, IconUpload, IconX } from 
 import { useEffect, useRef, useState } from 'react';
 import { AdminApiError, errorMessage } from '../api/client.ts';
 import { keys, useDeleteStored, useStored } from '../api/queries.ts';
-import { PACKAGE_NAME_PATTERN, type StoredItem, type StoredKind } from '../../src-shared/contract/index.ts';
+import type { StoredItem, StoredKind } from '../../src-shared/contract/index.ts';
+import { PACKAGE_NAME_PATTERN } from '../../src-shared/contract/rules.ts';
 import { navigate, useLocation } from '../lib/router.tsx';
 import {
   confirmAction,

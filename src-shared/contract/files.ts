@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { Nullable } from './common.ts';
+import { PACKAGE_NAME_PATTERN } from './rules.ts';
 
 export const StoredKind = Type.Union([Type.Literal('file'), Type.Literal('package')]);
 export type StoredKind = Static<typeof StoredKind>;
@@ -28,8 +29,6 @@ export const StoredItemList = Type.Array(StoredItem);
 
 /** A MIME type as uploads may declare it: RFC 6838 restricted-name for type and subtype; no parameters. */
 export const MIME_TYPE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$';
-/** An Android package name: dot-separated Java identifiers, at least two segments. */
-export const PACKAGE_NAME_PATTERN = '^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z][A-Za-z0-9_]*)+$';
 
 const PackageInfoFields = {
   package_name: Type.Optional(Type.String({ maxLength: 255, pattern: PACKAGE_NAME_PATTERN })),

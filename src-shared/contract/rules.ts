@@ -74,3 +74,6 @@ export const APP_LINK_SCHEME_PATTERN = `^(?!(?:${BROWSER_SCHEMES.join('|')})$)${
 /** Commands the broker delivers to agents over MQTT (POST /api/agents/:id/commands). */
 export const AGENT_COMMANDS = ['ping', 'lock', 'unlock', 'wipe', 'unenroll', 'inventory', 'geolocate'] as const;
 export type AgentCommand = (typeof AGENT_COMMANDS)[number];
+
+/** An Android package name: dot-separated Java identifiers, at least two segments (the console checks it as typed). */
+export const PACKAGE_NAME_PATTERN = '^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z][A-Za-z0-9_]*)+$';
