@@ -14,7 +14,7 @@ export async function inviteMany(server: ServerJson, count: number, prefix: stri
   for (let start = 0; start < count; start += BULK_MAX) {
     const invitations = [];
     for (let i = start; i < Math.min(count, start + BULK_MAX); i++) invitations.push({ email: `${prefix}-${i}@bench.example` });
-    const { items } = await admin.invitations.createMany({ invitations, send_email: false });
+    const { items } = await admin.invitations.createMany({ body: { invitations, send_email: false } });
     all.push(...items);
   }
   return all;

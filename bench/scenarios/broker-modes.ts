@@ -123,7 +123,7 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
     );
     const started = performance.timeOrigin + performance.now();
     await pool(agents, 32, async (agent) => {
-      await adminOf(serve!.info).agents.command(agent.agentId, 'ping');
+      await adminOf(serve!.info).agents.command({ params: { id: agent.agentId }, body: { command: 'ping' } });
     });
     const pings = await awaitPings(workers, 120_000);
     const run: BrokerModeRun = {

@@ -183,7 +183,7 @@ export async function runServeBroker(
     const cpuBefore = cpuSeconds(serve.child.pid);
     const admin = adminOf(serve.info);
     await pool(held, 32, async (agent) => {
-      await admin.agents.command(agent.agentId, 'ping');
+      await admin.agents.command({ params: { id: agent.agentId }, body: { command: 'ping' } });
     });
     const pings = await awaitPings(workers, 60_000);
     const cpu = cpuSeconds(serve.child.pid) - cpuBefore;

@@ -86,13 +86,15 @@ export async function deploymentScenario(
   let nginx: Awaited<ReturnType<typeof startNginx>> | null = null;
   try {
     const fleet = 'Bench deployment';
-    await adminOf(serve.info).fleets.create(fleet);
+    await adminOf(serve.info).fleets.create({ body: { name: fleet } });
     const invitations = Array.from({ length: options.devices }, (_, i) => ({ email: `deploy-${i}@bench.example`, fleet }));
     const invites: { deeplink: string; email: string }[] = [];
     for (let start = 0; start < invitations.length; start += 5000) {
       const { items } = await adminOf(serve.info).invitations.createMany({
-        invitations: invitations.slice(start, start + 5000),
-        send_email: false,
+        body: {
+          invitations: invitations.slice(start, start + 5000),
+          send_email: false,
+        },
       });
       invites.push(...items);
     }
@@ -109,15 +111,13 @@ export async function deploymentScenario(
         .once('error', reject);
     });
     // Streamed, as the console and the CLI upload (not an APK: its package name is given).
-    const uploaded = await adminOf(serve.info)
-      .stored('package')
-      .upload(
-        Readable.toWeb(createReadStream(file)) as ReadableStream,
-        { name: 'bench-50MiB.apk', package_name: 'org.bench.deploy', version_code: 1 },
-        {
-          'content-length': String(statSync(file).size),
-        },
-      );
+    const uploaded = await adminOf(serve.info).packages.upload({
+      body: Readable.toWeb(createReadStream(file)) as ReadableStream,
+      query: { name: 'bench-50MiB.apk', package_name: 'org.bench.deploy', version_code: 1 },
+      headers: {
+        'content-length': String(statSync(file).size),
+      },
+    });
 
     for (let i = 0; i < options.workers; i++) workers.push(startWorker(workDir, i));
     const share = Math.ceil(invites.length / options.workers);
@@ -146,9 +146,11 @@ export async function deploymentScenario(
     const cpuBefore = cpuSeconds(pid);
     const t0 = now();
     const deployment = await adminOf(serve.info).deployments.create({
-      kind: 'package',
-      item_id: uploaded.id,
-      fleet: 'Bench deployment',
+      body: {
+        kind: 'package',
+        item_id: uploaded.id,
+        fleet: 'Bench deployment',
+      },
     });
     const finished = await Promise.all(
       workers.map((worker) => worker.request({ type: 'await-done', taskId: deployment.id, timeoutMs: 30 * 60_000 }, 'done')),
@@ -156,7 +158,9 @@ export async function deploymentScenario(
     // Done is when the server has every report (the devices' last MQTT messages may still be on their way).
     let counts = { done: 0, failed: 0 };
     for (const until = Date.now() + 60_000; counts.done + counts.failed < options.devices && Date.now() < until;) {
-      const { items } = await adminOf(serve.info).deployments.list({ fleet_id: deployment.fleet_id!, state: 'active' });
+      const { items } = await adminOf(serve.info).deployments.list({
+        query: { fleet_id: deployment.fleet_id!, state: 'active' },
+      });
       counts = items.find((item) => item.id === deployment.id) ?? counts;
       if (counts.done + counts.failed < options.devices) await new Promise((resolve) => setTimeout(resolve, 100));
     }

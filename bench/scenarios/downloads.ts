@@ -25,9 +25,7 @@ export function writeRandomFile(path: string, size: number): void {
 
 /** Uploads a file through the admin API (raw body, streamed). */
 function upload(serve: Serve, path: string, name: string): Promise<{ id: number }> {
-  return adminOf(serve.info)
-    .stored('package')
-    .upload(Readable.toWeb(createReadStream(path)) as ReadableStream, { name });
+  return adminOf(serve.info).packages.upload({ body: Readable.toWeb(createReadStream(path)) as ReadableStream, query: { name } });
 }
 
 interface Target {

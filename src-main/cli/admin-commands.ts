@@ -9,7 +9,7 @@ import { invitationsFromCsv, type CsvInvitation } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { CliError } from './server-file.ts';
 import { output, parse, positiveInt, type Handler } from './handler.ts';
-import { AdminApiError, type AdminClient } from '../../src-shared/contract/admin-client.ts';
+import { AdminApiError, collectionOf, type AdminClient } from '../../src-shared/contract/admin-client.ts';
 import type {
   Invitation,
   InvitationBulk,
@@ -102,7 +102,7 @@ async function inviteFromCsv(admin: AdminClient, rows: CsvInvitation[], extra: B
   const batches: CsvInvitation[][] = [];
   for (let start = 0; start < rows.length; start += BULK_BATCH) batches.push(rows.slice(start, start + BULK_BATCH));
   for (const [n, batch] of batches.entries()) {
-    const { errors: found } = await admin.invitations.validate({ invitations: batch, another: extra.another === true });
+    const { errors: found } = await admin.invitations.validate({ body: { invitations: batch, another: extra.another === true } });
     const offset = n * BULK_BATCH;
     errors.push(...found.map((text) => text.replace(/^row (\d+):/, (_m, row: string) => `row ${Number(row) + offset}:`)));
   }
@@ -120,7 +120,7 @@ async function inviteFromCsv(admin: AdminClient, rows: CsvInvitation[], extra: B
     if (batches.length > 1)
       progress(`Creating rows ${n * BULK_BATCH + 1} to ${n * BULK_BATCH + batch.length} of ${rows.length}…`);
     try {
-      const result = await admin.invitations.createMany({ invitations: batch, ...extra });
+      const result = await admin.invitations.createMany({ body: { invitations: batch, ...extra } });
       created.push(...result.items);
       queued += result.mail.queued;
     } catch (error) {
@@ -189,14 +189,14 @@ const invite: Handler = async (argv) => {
   };
   let created: Invitation;
   try {
-    created = await admin().invitations.create(body);
+    created = await admin().invitations.create({ body: body });
   } catch (error) {
     // 409 ERROR_INVITATION_PENDING carries the pending invitation.
     const pending =
       error instanceof AdminApiError && error.status === 409 ? (error.body.invitation as Invitation | undefined) : undefined;
     if (!pending) throw error;
     if (values.resend) {
-      const resent = await admin().invitations.resend(pending.id);
+      const resent = await admin().invitations.resend({ params: { id: pending.id } });
       return output(
         json,
         resent,
@@ -218,21 +218,21 @@ const invitations: Handler = async (argv) => {
   const { values, admin, json } = parse(argv, { status: { type: 'string' }, search: { type: 'string' } });
   // "enrolled" is what the console calls it; the API says "done". Other words: the server judges them.
   const status = values.status === 'enrolled' ? 'done' : (values.status as InvitationStatus | undefined);
-  const result = await admin().invitations.list({ status, q: values.search as string | undefined });
+  const result = await admin().invitations.list({ query: { status, q: values.search as string | undefined } });
   return output(json, result.items, () => result.items.map(invitationLine).join('\n') || 'No invitations.');
 };
 
 const revoke: Handler = async (argv) => {
   const { positionals, admin, json } = parse(argv, {});
   const id = positiveInt(positionals[0], 'the invitation id');
-  const result = await admin().invitations.revoke(id);
+  const result = await admin().invitations.revoke({ params: { id } });
   return output(json, result, () => `Invitation #${id} revoked`);
 };
 
 const resend: Handler = async (argv) => {
   const { positionals, admin, json } = parse(argv, {});
   const id = positiveInt(positionals[0], 'the invitation id');
-  const result = await admin().invitations.resend(id);
+  const result = await admin().invitations.resend({ params: { id } });
   return output(json, result, () => `Invitation #${id} email queued again (same link, same expiry)\n${invitationLine(result)}`);
 };
 
@@ -256,7 +256,7 @@ const mail: Handler = async (argv) => {
   }
   if (action === 'test') {
     if (!values.to) throw new CliError('mail test needs --to ADDRESS');
-    const result = await admin().mail.test(values.to as string);
+    const result = await admin().mail.test({ body: { to: values.to as string } });
     return output(json, result, () =>
       result.via === 'outbox'
         ? `No SMTP configured: test message written to ${result.file}`
@@ -264,7 +264,7 @@ const mail: Handler = async (argv) => {
     );
   }
   if (action === 'retry') {
-    const result = await admin().mail.retry({});
+    const result = await admin().mail.retry({ body: {} });
     return output(json, result, () => `${result.queued} failed or waiting email(s) queued again`);
   }
   throw new CliError('usage: mail status | mail test --to ADDRESS | mail retry');
@@ -298,7 +298,7 @@ const fleets: Handler = async (argv) => {
 function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler } {
   const list: Handler = async (argv) => {
     const { admin, json } = parse(argv, {});
-    const rows = await admin().stored(kind).list();
+    const rows = await admin()[collectionOf(kind)].list();
     return output(
       json,
       rows,
@@ -353,9 +353,7 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
       }
       let item: StoredItem;
       try {
-        item = await admin()
-          .stored(kind)
-          .upload(stream, query, { 'content-length': String(size) });
+        item = await admin()[collectionOf(kind)].upload({ body: stream, query, headers: { 'content-length': String(size) } });
       } catch (error) {
         if (error instanceof AdminApiError && error.code === 'ERROR_APK_UNREADABLE') {
           throw new CliError(
@@ -378,7 +376,7 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
     }
     if ((action === 'rm' || action === 'delete') && target) {
       const id = positiveInt(target, `the ${kind} id`);
-      await admin().stored(kind).remove(id);
+      await admin()[collectionOf(kind)].remove({ params: { id } });
       return output(json, { id, deleted: true }, () => `${kind} #${id} deleted`);
     }
     if (action === 'list' || action === undefined) return list(argv.filter((a) => a !== 'list'));

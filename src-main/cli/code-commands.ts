@@ -25,19 +25,21 @@ const code: Handler = async (argv) => {
       throw new CliError(`--approval must be manual or auto, not "${approval}"`);
     const domains = values.domain as unknown as string[] | undefined;
     const created = await admin().codes.create({
-      name: values.name as string,
-      ...(values.fleet ? { fleet: values.fleet as string } : {}),
-      ...(domains?.length ? { domains } : {}),
-      ...(values['max-uses'] === undefined ? {} : { max_uses: positiveInt(values['max-uses'] as string, '--max-uses') }),
-      ...(values.days === undefined ? {} : { days: positiveInt(values.days as string, '--days') }),
-      ...(approval ? { approval: approval as CodeApproval } : {}),
+      body: {
+        name: values.name as string,
+        ...(values.fleet ? { fleet: values.fleet as string } : {}),
+        ...(domains?.length ? { domains } : {}),
+        ...(values['max-uses'] === undefined ? {} : { max_uses: positiveInt(values['max-uses'] as string, '--max-uses') }),
+        ...(values.days === undefined ? {} : { days: positiveInt(values.days as string, '--days') }),
+        ...(approval ? { approval: approval as CodeApproval } : {}),
+      },
     });
     return output(json, created, () => `Enrollment code created\n${codeLine(created)}`);
   }
   if (action === 'revoke' || action === 'rotate') {
     const { positionals, admin, json } = parse(rest, {});
     const id = positiveInt(positionals[0], 'the code id');
-    const result = await admin().codes[action](id);
+    const result = await admin().codes[action]({ params: { id } });
     return output(json, result, () =>
       action === 'revoke'
         ? `Enrollment code #${id} revoked`
@@ -60,7 +62,7 @@ const decide =
   async (argv) => {
     const { positionals, admin, json } = parse(argv, {});
     const id = positiveInt(positionals[0], 'the agent id');
-    const agent = await admin().agents[decision](id);
+    const agent = await admin().agents[decision]({ params: { id } });
     return output(
       json,
       agent,

@@ -64,7 +64,7 @@ export async function commandCommand(argv: string[]): Promise<number> {
   const result: Record<string, unknown> = {};
 
   if (values.fleet !== undefined) {
-    const moved = await admin.agents.move(id, { fleet: values.fleet });
+    const moved = await admin.agents.move({ params: { id }, body: { fleet: values.fleet } });
     result.fleet = { fleet: moved.fleet, command: moved.command };
     lines.push(
       moved.command
@@ -75,7 +75,7 @@ export async function commandCommand(argv: string[]): Promise<number> {
 
   let exit = 0;
   if (verb) {
-    const sent = await admin.agents.command(id, verb);
+    const sent = await admin.agents.command({ params: { id }, body: { command: verb } });
     const { agent, ...command } = sent;
     result.command = command;
     const name = agent.name;
@@ -86,7 +86,12 @@ export async function commandCommand(argv: string[]): Promise<number> {
     const replyType = REPLY_EVENT[verb];
     const wait = values.wait ?? WAITED.includes(verb);
     if (wait && replyType) {
-      const reply = await waitForEvent(() => admin.agents.get(id), replyType, sent.event_id, timeoutSeconds * 1000);
+      const reply = await waitForEvent(
+        () => admin.agents.get({ params: { id } }),
+        replyType,
+        sent.event_id,
+        timeoutSeconds * 1000,
+      );
       result.reply = reply;
       if (reply) lines.push(`reply: ${reply.message}`);
       else {

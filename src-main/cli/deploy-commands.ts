@@ -38,7 +38,7 @@ const deploy: Handler = async (argv) => {
   if (values.fleet !== undefined) body.fleet = values.fleet as string;
   if (values.agent !== undefined) body.agent_id = positiveInt(values.agent as string, 'the agent id');
   if (values.destination !== undefined) body.destination = values.destination as string;
-  const created = await admin().deployments.create(body);
+  const created = await admin().deployments.create({ body: body });
   return print(
     json,
     created,
@@ -50,9 +50,11 @@ const deploy: Handler = async (argv) => {
 const deployments: Handler = async (argv) => {
   const { values, admin, json } = parse(argv, { fleet: { type: 'string' }, agent: { type: 'string' }, all: { type: 'boolean' } });
   const { items } = await admin().deployments.list({
-    ...(values.fleet !== undefined ? { fleet_id: (await findFleet(admin(), values.fleet as string)).id } : {}),
-    ...(values.agent !== undefined ? { agent_id: positiveInt(values.agent as string, 'the agent id') } : {}),
-    ...(values.all ? {} : { state: 'active' as const }),
+    query: {
+      ...(values.fleet !== undefined ? { fleet_id: (await findFleet(admin(), values.fleet as string)).id } : {}),
+      ...(values.agent !== undefined ? { agent_id: positiveInt(values.agent as string, 'the agent id') } : {}),
+      ...(values.all ? {} : { state: 'active' as const }),
+    },
   });
   return print(json, items, () => items.map(deploymentLine).join('\n') || 'No deployments.');
 };
@@ -60,7 +62,7 @@ const deployments: Handler = async (argv) => {
 const undeploy: Handler = async (argv) => {
   const { positionals, admin, json } = parse(argv, {});
   const id = positiveInt(positionals[0], 'the deployment id');
-  const result = await admin().deployments.remove(id);
+  const result = await admin().deployments.remove({ params: { id } });
   return print(
     json,
     result,
@@ -74,17 +76,17 @@ const fleet: Handler = async (argv) => {
   const { positionals, admin, json } = parse(argv, {});
   const [action, ...args] = positionals;
   if (action === 'add' && args.length > 0) {
-    const created = await admin().fleets.create(args.join(' '));
+    const created = await admin().fleets.create({ body: { name: args.join(' ') } });
     return print(json, created, () => `Fleet #${created.id} "${created.name}" created`);
   }
   if (action === 'rename' && args.length >= 2) {
     const target = await findFleet(admin(), args[0]!);
-    const renamed = await admin().fleets.rename(target.id, args.slice(1).join(' '));
+    const renamed = await admin().fleets.rename({ params: { id: target.id }, body: { name: args.slice(1).join(' ') } });
     return print(json, renamed, () => `Fleet #${target.id} renamed from "${target.name}" to "${renamed.name}"`);
   }
   if ((action === 'delete' || action === 'rm') && args.length > 0) {
     const target = await findFleet(admin(), args.join(' '));
-    await admin().fleets.remove(target.id);
+    await admin().fleets.remove({ params: { id: target.id } });
     return print(json, { id: target.id, name: target.name, deleted: true }, () => `Fleet #${target.id} "${target.name}" deleted`);
   }
   throw new CliError('usage: fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME');

@@ -114,7 +114,7 @@ const policy: Handler = async (argv) => {
   if (action === 'set' && rest.length === 1) {
     const definition = known(symbol);
     const value = parsePolicyValue(definition, rest[0]!);
-    const created = await admin().policies.set({ policy: definition.symbol, value, ...target(values, 'policy set') });
+    const created = await admin().policies.set({ body: { policy: definition.symbol, value, ...target(values, 'policy set') } });
     const tasks = created.tasks.map(
       (t) => `    ${t.agent_name} (agent ${t.agent_id}): ${t.status}${t.reason ? ` — ${t.reason}` : ''}`,
     );
@@ -133,12 +133,12 @@ const policy: Handler = async (argv) => {
       const where = target(values, 'policy unset');
       const filter =
         where.fleet !== undefined ? { fleet_id: (await findFleet(admin(), where.fleet)).id } : { agent_id: where.agent_id };
-      const { items } = await admin().policies.list({ ...filter, policy: definition.symbol, state: 'active' });
+      const { items } = await admin().policies.list({ query: { ...filter, policy: definition.symbol, state: 'active' } });
       if (items.length === 0) throw new CliError(`${definition.symbol} is not set there (see: policy status)`);
       if (items.length > 1) throw new CliError(`${definition.symbol} is set ${items.length} times there: unset one by its id`);
       id = items[0]!.id;
     }
-    const result = await admin().policies.unset(id);
+    const result = await admin().policies.unset({ params: { id } });
     return print(
       json,
       result,
@@ -151,11 +151,11 @@ const policy: Handler = async (argv) => {
     const where = target(values, 'policy status');
     if (where.agent_id !== undefined) {
       const agentId = where.agent_id;
-      const { items } = await admin().policies.ofAgent(agentId);
+      const { items } = await admin().policies.ofAgent({ params: { id: agentId } });
       return print(json, items, () => `Agent ${agentId}:\n${items.map(effectiveLine).join('\n') || '  no policy'}`);
     }
     const fleet = await findFleet(admin(), where.fleet);
-    const { items } = await admin().policies.list({ fleet_id: fleet.id, state: 'active' });
+    const { items } = await admin().policies.list({ query: { fleet_id: fleet.id, state: 'active' } });
     return print(
       json,
       items,
@@ -170,7 +170,7 @@ const policy: Handler = async (argv) => {
 const compliance: Handler = async (argv) => {
   const { values, admin, json } = parse(argv, { fleet: { type: 'string' } });
   const fleetId = values.fleet === undefined ? undefined : (await findFleet(admin(), values.fleet as string)).id;
-  const { items } = await admin().policies.compliance(fleetId);
+  const { items } = await admin().policies.compliance({ query: { fleet_id: fleetId } });
   return print(json, items, () => items.map(complianceLine).join('\n') || 'No enrolled device.');
 };
 

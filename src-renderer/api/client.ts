@@ -1,6 +1,6 @@
 import { adminClient } from '../../src-shared/contract/admin-client.ts';
 
-export { AdminApiError } from '../../src-shared/contract/admin-client.ts';
+export { AdminApiError, collectionOf } from '../../src-shared/contract/admin-client.ts';
 
 /**
  * The admin API, same origin: the console is served by the admin listener, and the HttpOnly

@@ -11,11 +11,11 @@ export const codeKeys = {
 };
 
 export function useCodes() {
-  return useQuery({ queryKey: codeKeys.list, queryFn: async ({ signal }) => (await admin.codes.list(signal)).items });
+  return useQuery({ queryKey: codeKeys.list, queryFn: async ({ signal }) => (await admin.codes.list({ signal })).items });
 }
 
 export function useCode(id: number) {
-  return useQuery({ queryKey: codeKeys.one(id), queryFn: ({ signal }) => admin.codes.get(id, signal) });
+  return useQuery({ queryKey: codeKeys.one(id), queryFn: ({ signal }) => admin.codes.get({ params: { id }, signal }) });
 }
 
 function useCodeMutation<I, O>(fn: (input: I) => Promise<O>) {
@@ -27,15 +27,15 @@ function useCodeMutation<I, O>(fn: (input: I) => Promise<O>) {
   });
 }
 
-export const useCreateCode = () => useCodeMutation((input: CodeCreate) => admin.codes.create(input));
-export const useRevokeCode = () => useCodeMutation((id: number) => admin.codes.revoke(id));
-export const useRotateCode = () => useCodeMutation((id: number) => admin.codes.rotate(id));
+export const useCreateCode = () => useCodeMutation((input: CodeCreate) => admin.codes.create({ body: input }));
+export const useRevokeCode = () => useCodeMutation((id: number) => admin.codes.revoke({ params: { id } }));
+export const useRotateCode = () => useCodeMutation((id: number) => admin.codes.rotate({ params: { id } }));
 export const useSimulateWithCode = () =>
   useCodeMutation(({ id, email, type }: { id: number; email?: string; type: 'android' | 'apple' }) =>
-    admin.codes.simulate(id, type, email),
+    admin.codes.simulate({ params: { id }, query: { type }, body: email ? { email } : {} }),
   );
-export const useApproveAgents = () => useCodeMutation((ids: number[]) => admin.agents.approveMany(ids));
-export const useRejectAgent = () => useCodeMutation((id: number) => admin.agents.reject(id));
+export const useApproveAgents = () => useCodeMutation((ids: number[]) => admin.agents.approveMany({ body: { ids } }));
+export const useRejectAgent = () => useCodeMutation((id: number) => admin.agents.reject({ params: { id } }));
 
 export const CODE_STATUS: Record<CodeStatus, { label: string; color: string }> = {
   active: { label: 'Active', color: 'teal' },

@@ -14,7 +14,7 @@ import type {
   SettingsPatch,
   StoredKind,
 } from '../../src-shared/contract/index.ts';
-import { admin } from './client.ts';
+import { admin, collectionOf } from './client.ts';
 
 /** Every query key of the console, in one place: the live event sync targets them. */
 export const keys = {
@@ -47,13 +47,13 @@ export const keys = {
 export const FEED_SIZE = 100;
 
 export function useStatus() {
-  return useQuery({ queryKey: keys.status, queryFn: ({ signal }) => admin.status(signal) });
+  return useQuery({ queryKey: keys.status, queryFn: ({ signal }) => admin.status({ signal }) });
 }
 
 export function useFeed() {
   return useQuery({
     queryKey: keys.events,
-    queryFn: async ({ signal }) => (await admin.events(FEED_SIZE, signal)).items,
+    queryFn: async ({ signal }) => (await admin.events({ query: { limit: FEED_SIZE }, signal })).items,
     staleTime: Infinity,
   });
 }
@@ -61,13 +61,13 @@ export function useFeed() {
 export function useInvitations(filter: InvitationFilter) {
   return useQuery({
     queryKey: keys.invitationList(filter),
-    queryFn: ({ signal }) => admin.invitations.list(filter, signal),
+    queryFn: ({ signal }) => admin.invitations.list({ query: filter, signal }),
     placeholderData: keepPreviousData,
   });
 }
 
 export function useInvitation(id: number) {
-  return useQuery({ queryKey: keys.invitation(id), queryFn: ({ signal }) => admin.invitations.get(id, signal) });
+  return useQuery({ queryKey: keys.invitation(id), queryFn: ({ signal }) => admin.invitations.get({ params: { id }, signal }) });
 }
 
 /** The invitations of a print sheet, in the order asked. */
@@ -75,7 +75,7 @@ export function useInvitationsByIds(ids: readonly number[]) {
   return useQuery({
     queryKey: keys.invitationsByIds(ids),
     queryFn: async ({ signal }) => {
-      const results = await Promise.all(ids.map((id) => admin.invitations.get(id, signal).catch(() => null)));
+      const results = await Promise.all(ids.map((id) => admin.invitations.get({ params: { id }, signal }).catch(() => null)));
       return results.filter((item): item is InvitationDetail => item !== null);
     },
     enabled: ids.length > 0,
@@ -85,7 +85,7 @@ export function useInvitationsByIds(ids: readonly number[]) {
 export function useAgents() {
   return useQuery({
     queryKey: keys.agentList,
-    queryFn: async ({ signal }) => (await admin.agents.list(signal)).items,
+    queryFn: async ({ signal }) => (await admin.agents.list({ signal })).items,
     // No deep comparison of the new list with the old one: with 10,000 devices it took half the
     // time of every live update (bench: console). Live updates keep unchanged rows as they were
     // (upsertAgents), so nothing relies on it.
@@ -96,23 +96,23 @@ export function useAgents() {
 export function useAgent(id: number | null) {
   return useQuery({
     queryKey: keys.agent(id ?? 0),
-    queryFn: ({ signal }) => admin.agents.get(id!, signal),
+    queryFn: ({ signal }) => admin.agents.get({ params: { id: id! }, signal }),
     enabled: id !== null,
   });
 }
 
 export function useFleets() {
-  return useQuery({ queryKey: keys.fleets, queryFn: async ({ signal }) => (await admin.fleets.list(signal)).items });
+  return useQuery({ queryKey: keys.fleets, queryFn: async ({ signal }) => (await admin.fleets.list({ signal })).items });
 }
 
 export function useSettings() {
-  return useQuery({ queryKey: keys.settings, queryFn: ({ signal }) => admin.settings.get(signal) });
+  return useQuery({ queryKey: keys.settings, queryFn: ({ signal }) => admin.settings.get({ signal }) });
 }
 
 export function useStored(kind: StoredKind) {
   return useQuery({
     queryKey: keys.stored(kind),
-    queryFn: ({ signal }) => admin.stored(kind).list(signal),
+    queryFn: ({ signal }) => admin[collectionOf(kind)].list({ signal }),
   });
 }
 
@@ -122,11 +122,11 @@ export function useStored(kind: StoredKind) {
 export function useCreateInvitation() {
   // No refresh of its own: the window opens the new invitation (one fetch), and its
   // invitation.created event refreshes the lists, in this window as in every other.
-  return useMutation({ mutationFn: (input: InvitationCreate) => admin.invitations.create(input) });
+  return useMutation({ mutationFn: (input: InvitationCreate) => admin.invitations.create({ body: input }) });
 }
 
 export function validateInvitations(invitations: InvitationInput[], another = false) {
-  return admin.invitations.validate({ invitations, ...(another ? { another } : {}) });
+  return admin.invitations.validate({ body: { invitations, ...(another ? { another } : {}) } });
 }
 
 export function createInvitations(invitations: InvitationInput[], sendEmail?: boolean, another = false) {
@@ -135,13 +135,13 @@ export function createInvitations(invitations: InvitationInput[], sendEmail?: bo
     ...(sendEmail === undefined ? {} : { send_email: sendEmail }),
     ...(another ? { another } : {}),
   };
-  return admin.invitations.createMany(bulk);
+  return admin.invitations.createMany({ body: bulk });
 }
 
 export function useRevokeInvitation() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => admin.invitations.revoke(id),
+    mutationFn: (id: number) => admin.invitations.revoke({ params: { id } }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.invitations }),
   });
 }
@@ -149,7 +149,7 @@ export function useRevokeInvitation() {
 export function useDeleteInvitation() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => admin.invitations.remove(id),
+    mutationFn: (id: number) => admin.invitations.remove({ params: { id } }),
     onSuccess: (_data, id) => {
       client.removeQueries({ queryKey: keys.invitation(id) });
       return client.invalidateQueries({ queryKey: keys.invitations });
@@ -160,7 +160,8 @@ export function useDeleteInvitation() {
 export function useSimulateDevice() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: ({ id, type }: { id: number; type: 'android' | 'apple' }) => admin.invitations.simulate(id, type),
+    mutationFn: ({ id, type }: { id: number; type: 'android' | 'apple' }) =>
+      admin.invitations.simulate({ params: { id }, query: { type } }),
     onSettled: (_data, _error, { id }) => client.invalidateQueries({ queryKey: keys.invitation(id) }),
   });
 }
@@ -168,7 +169,7 @@ export function useSimulateDevice() {
 export function useDeleteAgent() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => admin.agents.remove(id),
+    mutationFn: (id: number) => admin.agents.remove({ params: { id } }),
     onSuccess: (_data, id) => {
       client.setQueryData<AgentSummary[]>(keys.agentList, (list) => list?.filter((agent) => agent.id !== id));
       client.removeQueries({ queryKey: keys.agent(id) });
@@ -180,7 +181,7 @@ export function useDeleteAgent() {
 export function useChoosePublicHost() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (host: string) => admin.choosePublicHost(host),
+    mutationFn: (host: string) => admin.choosePublicHost({ body: { host } }),
     onSuccess: () =>
       Promise.all([
         client.invalidateQueries({ queryKey: keys.status }),
@@ -193,7 +194,7 @@ export function useChoosePublicHost() {
 export function useSaveSettings() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (changes: SettingsPatch) => admin.settings.update(changes),
+    mutationFn: (changes: SettingsPatch) => admin.settings.update({ body: changes }),
     onSuccess: (settings) => {
       client.setQueryData(keys.settings, settings);
       return Promise.all([
@@ -207,7 +208,7 @@ export function useSaveSettings() {
 export function useCreateFleet() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (name: string) => admin.fleets.create(name),
+    mutationFn: (name: string) => admin.fleets.create({ body: { name } }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.fleets }),
   });
 }
@@ -215,7 +216,7 @@ export function useCreateFleet() {
 export function useRenameFleet() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: ({ id, name }: { id: number; name: string }) => admin.fleets.rename(id, name),
+    mutationFn: ({ id, name }: { id: number; name: string }) => admin.fleets.rename({ params: { id }, body: { name } }),
     onSuccess: () =>
       Promise.all([client.invalidateQueries({ queryKey: keys.fleets }), client.invalidateQueries({ queryKey: keys.agents })]),
   });
@@ -224,7 +225,7 @@ export function useRenameFleet() {
 export function useDeleteStored(kind: StoredKind) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => admin.stored(kind).remove(id),
+    mutationFn: (id: number) => admin[collectionOf(kind)].remove({ params: { id } }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.stored(kind) }),
   });
 }
@@ -232,7 +233,7 @@ export function useDeleteStored(kind: StoredKind) {
 export function useDeleteFleet() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => admin.fleets.remove(id),
+    mutationFn: (id: number) => admin.fleets.remove({ params: { id } }),
     onSuccess: () =>
       Promise.all([
         client.invalidateQueries({ queryKey: keys.fleets }),
@@ -244,7 +245,7 @@ export function useDeleteFleet() {
 export function useDeployments(filter: DeploymentFilter, enabled = true) {
   return useQuery({
     queryKey: keys.deploymentList(filter),
-    queryFn: async ({ signal }) => (await admin.deployments.list(filter, signal)).items,
+    queryFn: async ({ signal }) => (await admin.deployments.list({ query: filter, signal })).items,
     placeholderData: keepPreviousData,
     enabled,
   });
@@ -253,7 +254,7 @@ export function useDeployments(filter: DeploymentFilter, enabled = true) {
 export function useDeployment(id: number | null) {
   return useQuery({
     queryKey: keys.deployment(id ?? 0),
-    queryFn: ({ signal }) => admin.deployments.get(id!, signal),
+    queryFn: ({ signal }) => admin.deployments.get({ params: { id: id! }, signal }),
     enabled: id !== null,
   });
 }
@@ -261,7 +262,7 @@ export function useDeployment(id: number | null) {
 export function useAgentTasks(id: number | null) {
   return useQuery({
     queryKey: keys.agentTasks(id ?? 0),
-    queryFn: async ({ signal }) => (await admin.agents.tasks(id!, signal)).items,
+    queryFn: async ({ signal }) => (await admin.agents.tasks({ params: { id: id! }, signal })).items,
     enabled: id !== null,
   });
 }
@@ -269,7 +270,7 @@ export function useAgentTasks(id: number | null) {
 export function useDeploy() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (input: DeployBody) => admin.deployments.create(input),
+    mutationFn: (input: DeployBody) => admin.deployments.create({ body: input }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.deployments }),
   });
 }
@@ -277,7 +278,7 @@ export function useDeploy() {
 export function useUndeploy() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => admin.deployments.remove(id),
+    mutationFn: (id: number) => admin.deployments.remove({ params: { id } }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.deployments }),
   });
 }
@@ -285,7 +286,7 @@ export function useUndeploy() {
 export function useUpdatePackage() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: ({ id, ...changes }: { id: number } & PackagePatch) => admin.updatePackage(id, changes),
+    mutationFn: ({ id, ...changes }: { id: number } & PackagePatch) => admin.packages.update({ params: { id }, body: changes }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.stored('package') }),
   });
 }
@@ -294,7 +295,7 @@ export function useUpdatePackage() {
 export function usePolicyCatalogue() {
   return useQuery({
     queryKey: keys.policyCatalogue,
-    queryFn: async ({ signal }) => (await admin.policies.catalogue(signal)).items,
+    queryFn: async ({ signal }) => (await admin.policies.catalogue({ signal })).items,
     staleTime: Infinity,
   });
 }
@@ -302,7 +303,7 @@ export function usePolicyCatalogue() {
 export function useAssignments(filter: AssignmentFilter, enabled = true) {
   return useQuery({
     queryKey: keys.assignmentList(filter),
-    queryFn: async ({ signal }) => (await admin.policies.list(filter, signal)).items,
+    queryFn: async ({ signal }) => (await admin.policies.list({ query: filter, signal })).items,
     placeholderData: keepPreviousData,
     enabled,
   });
@@ -311,7 +312,7 @@ export function useAssignments(filter: AssignmentFilter, enabled = true) {
 export function useAgentPolicies(id: number | null) {
   return useQuery({
     queryKey: keys.agentPolicies(id ?? 0),
-    queryFn: async ({ signal }) => (await admin.policies.ofAgent(id!, signal)).items,
+    queryFn: async ({ signal }) => (await admin.policies.ofAgent({ params: { id: id! }, signal })).items,
     enabled: id !== null,
   });
 }
@@ -319,7 +320,7 @@ export function useAgentPolicies(id: number | null) {
 export function useCompliance(fleetId: number | null) {
   return useQuery({
     queryKey: keys.compliance(fleetId),
-    queryFn: async ({ signal }) => (await admin.policies.compliance(fleetId ?? undefined, signal)).items,
+    queryFn: async ({ signal }) => (await admin.policies.compliance({ query: { fleet_id: fleetId ?? undefined }, signal })).items,
     placeholderData: keepPreviousData,
   });
 }
@@ -330,8 +331,8 @@ export function useSetPolicies() {
   return useMutation({
     mutationFn: async (changes: { set: AssignBody; replaces?: number | undefined }[]) => {
       for (const change of changes) {
-        if (change.replaces !== undefined) await admin.policies.unset(change.replaces);
-        await admin.policies.set(change.set);
+        if (change.replaces !== undefined) await admin.policies.unset({ params: { id: change.replaces } });
+        await admin.policies.set({ body: change.set });
       }
       return changes.length;
     },
@@ -342,7 +343,7 @@ export function useSetPolicies() {
 export function useUnsetPolicy() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => admin.policies.unset(id),
+    mutationFn: (id: number) => admin.policies.unset({ params: { id } }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.deployments }),
   });
 }

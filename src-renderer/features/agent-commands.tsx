@@ -70,7 +70,7 @@ export function AgentCommands({ agent }: { agent: Agent }) {
   };
 
   const send = useMutation({
-    mutationFn: (command: AgentCommand) => admin.agents.command(agent.id, command),
+    mutationFn: (command: AgentCommand) => admin.agents.command({ params: { id: agent.id }, body: { command } }),
     onSuccess: (result, command) => {
       const label = COMMANDS.find((c) => c.command === command)!.label;
       notifySuccess(
@@ -86,7 +86,7 @@ export function AgentCommands({ agent }: { agent: Agent }) {
   });
 
   const move = useMutation({
-    mutationFn: (fleetId: number) => admin.agents.move(agent.id, { fleet_id: fleetId }),
+    mutationFn: (fleetId: number) => admin.agents.move({ params: { id: agent.id }, body: { fleet_id: fleetId } }),
     onSuccess: (updated) => {
       notifySuccess(`${agent.name} moved to ${updated.fleet}`);
       setFleet(null);

@@ -77,7 +77,7 @@ function PreviewModal({
 }) {
   const preview = useQuery({
     queryKey: ['mail', 'preview', templates],
-    queryFn: () => admin.mail.preview(templates ?? {}),
+    queryFn: () => admin.mail.preview({ body: templates ?? {} }),
     enabled: opened && templates !== null,
     staleTime: 0,
   });
@@ -153,7 +153,7 @@ function TestEmail() {
   const test = useMutation({
     mutationFn: async (address: string) => {
       try {
-        return await admin.mail.test(address);
+        return await admin.mail.test({ body: { to: address } });
       } catch (error) {
         // 502: the mail server refused or could not be reached; said in place, not as an error.
         if (error instanceof AdminApiError && error.status === 502) return { ok: false, message: error.message } as const;
@@ -215,7 +215,7 @@ function MailForm({ view }: { view: MailSettingsView }) {
   }, [view]);
 
   const save = useMutation({
-    mutationFn: (patch: MailSettingsPut) => admin.mail.saveSettings(patch),
+    mutationFn: (patch: MailSettingsPut) => admin.mail.saveSettings({ body: patch }),
     onSuccess: (updated) => {
       client.setQueryData(keys.mailSettings, updated);
       void client.invalidateQueries({ queryKey: keys.settings });
@@ -226,7 +226,7 @@ function MailForm({ view }: { view: MailSettingsView }) {
     onError: (error) => setSaveError(errorMessage(error)),
   });
   const removePassword = useMutation({
-    mutationFn: () => admin.mail.saveSettings({ smtp_password: null }),
+    mutationFn: () => admin.mail.saveSettings({ body: { smtp_password: null } }),
     onSuccess: (updated) => client.setQueryData(keys.mailSettings, updated),
     onError: (error) => notifyError('Password not removed', error),
   });
@@ -460,7 +460,7 @@ function MailForm({ view }: { view: MailSettingsView }) {
 export function MailSettingsSection() {
   const view = useQuery({
     queryKey: keys.mailSettings,
-    queryFn: ({ signal }) => admin.mail.settings(signal),
+    queryFn: ({ signal }) => admin.mail.settings({ signal }),
     retry: false,
   });
   // A server without the mail capability: no section.

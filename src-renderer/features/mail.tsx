@@ -69,7 +69,7 @@ export function DeliveryMark({ delivery }: { delivery: MailDelivery | null | und
 function useResend(invitation: Invitation) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: () => admin.invitations.resend(invitation.id),
+    mutationFn: () => admin.invitations.resend({ params: { id: invitation.id } }),
     onSuccess: () => {
       notifySuccess(`The invitation email to ${invitation.email} is on its way again`);
       void client.invalidateQueries({ queryKey: keys.invitations });
@@ -196,11 +196,11 @@ export function MailBatchesProgress({ batchIds }: { batchIds: string[] }) {
   const batches = useQueries({
     queries: batchIds.map((id) => ({
       queryKey: keys.mailBatch(id),
-      queryFn: ({ signal }: { signal: AbortSignal }) => admin.mail.batch(id, signal),
+      queryFn: ({ signal }: { signal: AbortSignal }) => admin.mail.batch({ params: { batch_id: id }, signal }),
     })),
   });
   const retry = useMutation({
-    mutationFn: () => Promise.all(batchIds.map((batch_id) => admin.mail.retry({ batch_id }))),
+    mutationFn: () => Promise.all(batchIds.map((batch_id) => admin.mail.retry({ body: { batch_id } }))),
     onSuccess: (results) => {
       notifySuccess(`${results.reduce((n, r) => n + r.queued, 0)} email(s) queued again`);
       void client.invalidateQueries({ queryKey: keys.mail });

@@ -28,7 +28,7 @@ export function LiveProvider({ children }: { children: ReactNode }) {
     started.current = true;
     const sync = new LiveSync(client, {
       fetchAgent: (id) =>
-        admin.agents.get(id).catch((error: unknown) => {
+        admin.agents.get({ params: { id } }).catch((error: unknown) => {
           if (error instanceof AdminApiError && error.status === 404) return null;
           throw error;
         }),

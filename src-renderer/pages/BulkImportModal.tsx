@@ -182,7 +182,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
     if (createFleets) {
       for (const name of missingFleets) {
         try {
-          await admin.fleets.create(name);
+          await admin.fleets.create({ body: { name } });
         } catch (error) {
           // Created meanwhile (by someone else): fine; anything else stops here, nothing sent yet.
           if (!(error instanceof AdminApiError && error.status === 409)) {

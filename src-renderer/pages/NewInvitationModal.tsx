@@ -60,7 +60,7 @@ export function NewInvitationModal({ opened, onClose }: { opened: boolean; onClo
     if (!pending) return;
     setResending(true);
     try {
-      const resent = await admin.invitations.resend(pending.id);
+      const resent = await admin.invitations.resend({ params: { id: pending.id } });
       notifySuccess(`Invitation #${resent.id} emailed again to ${resent.email}`);
       finish(resent);
     } catch (error) {

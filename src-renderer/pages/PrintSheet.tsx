@@ -79,7 +79,7 @@ export function PrintSheet() {
   const [saving, setSaving] = useState(false);
   const pending = useQuery({
     queryKey: ['invitations', 'list', { status: 'pending', limit: 600 }],
-    queryFn: ({ signal }) => admin.invitations.list({ status: 'pending', limit: 600 }, signal),
+    queryFn: ({ signal }) => admin.invitations.list({ query: { status: 'pending', limit: 600 }, signal }),
     enabled: ids.length === 0,
   });
 

@@ -29,7 +29,7 @@ export function SignInPage() {
     setBusy(true);
     setError(null);
     try {
-      await admin.signIn(credential);
+      await admin.signIn({ body: { credential } });
       // A fresh start: every query and the event stream open with the new cookie.
       window.location.assign(from && from.startsWith('/') && !from.startsWith('//') ? from : '/');
     } catch (failure) {

@@ -1,48 +1,18 @@
 // The one admin HTTP client: the console, the CLI, the tests and the bench call the admin API
-// through it. fetch only, and type-only imports of the contract, so the browser bundle carries
-// no schema code and Node 22 needs nothing besides its own fetch.
-import type { AgentDetail, AgentMoved, AgentSummary, ApproveManyResult, CommandSent } from './agents.ts';
-import type { AgentPatch } from './commands.ts';
-import type { CodeCreate, CodeDetail, EnrollmentCode } from './codes.ts';
+// through it. One typed function per entry of the route table (admin-routes.ts), derived from it:
+// `admin.agents.get({ params: { id } })`, `admin.invitations.list({ query: { status: 'pending' } })`.
+// fetch only, and type-only imports of the schemas, so the browser bundle carries no schema code
+// and Node 22 needs nothing besides its own fetch.
+import type { Static, TSchema } from 'typebox';
+import {
+  adminRoutes,
+  type AdminEndpoint,
+  type AdminRouteName,
+  type AdminRoutes,
+  type ContractSchemas,
+  type SchemaName,
+} from './admin-routes.ts';
 import type { ApiErrorBody } from './errors.ts';
-import type { EventList } from './events.ts';
-import type {
-  AssignmentFilter,
-  DeployBody,
-  Deployment,
-  DeploymentDetail,
-  DeploymentFilter,
-  DeviceTask,
-  Undeployed,
-} from './deployments.ts';
-import type { PackagePatch, StoredItem, StoredKind, UploadQuery } from './files.ts';
-import type { AssignBody, Assignment, DeviceCompliance, EffectivePolicy, PolicyCatalogueEntry, Unassigned } from './policies.ts';
-import type { Fleet, FleetRecord } from './fleets.ts';
-import type {
-  Invitation,
-  InvitationBulk,
-  InvitationBulkCreated,
-  InvitationCreate,
-  InvitationDetail,
-  InvitationFilter,
-  InvitationPage,
-  InvitationValidation,
-} from './invitations.ts';
-import type {
-  MailBatch,
-  MailPreview,
-  MailPreviewBody,
-  MailRetryBody,
-  MailRetryResult,
-  MailSettingsPut,
-  MailSettingsView,
-  MailStatus,
-  MailTestResult,
-} from './mail.ts';
-import type { AgentCommand } from './rules.ts';
-import type { Settings, SettingsPatch } from './settings.ts';
-import type { CodeSimulateResult, SimulateResult } from './simulate.ts';
-import type { ConsoleTicket, PublicHostResult, ServerStatus, SignInResult, SignOutResult } from './status.ts';
 
 /** An error body as the server sent it: `{ error, message }`, and what some errors carry besides (`errors`, `invitation` …). */
 export type AdminErrorBody = ApiErrorBody & Record<string, unknown>;
@@ -130,14 +100,70 @@ async function errorOf(response: Response): Promise<AdminErrorBody> {
   }
 }
 
-export type SimulatedPhone = 'android' | 'apple';
-const collection = (kind: StoredKind) => (kind === 'file' ? '/files' : '/packages');
+/** The admin API's collection of a kind of stored item: `admin[collectionOf(kind)].list()`. */
+export const collectionOf = (kind: 'file' | 'package') => (kind === 'file' ? 'files' : 'packages') as 'files' | 'packages';
+
+type StaticOf<N> = N extends SchemaName ? (ContractSchemas[N] extends TSchema ? Static<ContractSchemas[N]> : never) : never;
+/** `{ key: T }`, or `{ key?: T }` when T has no required field. */
+type Field<Key extends string, T> = object extends T ? { [P in Key]?: T } : { [P in Key]: T };
+type ParamsIn<E> = E extends { params: infer N } ? { params: StaticOf<N> } : unknown;
+type QueryIn<E> = E extends { querystring: infer N } ? Field<'query', StaticOf<N>> : unknown;
+type BodyIn<E> = E extends { body: infer B }
+  ? B extends SchemaName
+    ? Field<'body', StaticOf<B>>
+    : { body: RequestBody }
+  : unknown;
+
+/** What one call carries besides its entry's params, query and body. */
+export interface CallExtras {
+  signal?: AbortSignal | undefined;
+  headers?: Record<string, string>;
+}
+
+/** The argument of an endpoint's function: `params`, `query`, `body` as its entry's schemas say. */
+export type EndpointInput<K extends AdminRouteName> = ParamsIn<AdminRoutes[K]> &
+  QueryIn<AdminRoutes[K]> &
+  BodyIn<AdminRoutes[K]> &
+  CallExtras;
+
+type Success<R> = {
+  [S in keyof R]: `${S & number}` extends `2${string}`
+    ? R[S] extends SchemaName
+      ? StaticOf<R[S]>
+      : R[S] extends null
+        ? void
+        : Response // bytes (a QR image, the event stream): the response itself, to read as the caller needs
+    : never;
+}[keyof R];
+/** What an endpoint's function resolves to: its success answer (an error status throws AdminApiError). */
+export type EndpointOutput<K extends AdminRouteName> = Success<AdminRoutes[K]['response']>;
+
+export type EndpointCall<K extends AdminRouteName> =
+  object extends EndpointInput<K>
+    ? (input?: EndpointInput<K>) => Promise<EndpointOutput<K>>
+    : (input: EndpointInput<K>) => Promise<EndpointOutput<K>>;
+
+type GroupOf<K> = K extends `${infer G}.${string}` ? G : never;
+/** `admin.name(…)` for a top-level entry, `admin.group.name(…)` for `group.name`. */
+export type AdminEndpoints = { [K in Exclude<AdminRouteName, `${string}.${string}`>]: EndpointCall<K> } & {
+  [G in GroupOf<AdminRouteName>]: { [K in AdminRouteName as K extends `${G}.${infer M}` ? M : never]: EndpointCall<K> };
+};
+
+interface LooseInput extends CallExtras {
+  params?: Record<string, string | number>;
+  query?: Query;
+  body?: unknown;
+}
 
 export function adminClient(options: AdminClientOptions = {}) {
   const baseUrl = options.baseUrl ?? '';
 
-  /** Any admin call: `path` is below the origin (`/api/…`, `/auth/…`). 204 gives undefined. */
-  async function call<T>(method: string, path: string, { body, content, query, headers, signal }: CallOptions = {}): Promise<T> {
+  /** Any admin call, answered with status < 400: `path` is below the origin (`/api/…`, `/auth/…`). */
+  async function send(
+    method: string,
+    path: string,
+    { body, content, query, headers, signal }: CallOptions = {},
+  ): Promise<Response> {
     const sent: Record<string, string> = { accept: 'application/json', ...headers };
     if (options.token) sent.authorization = `Bearer ${options.token}`;
     const init: RequestInit & { duplex?: 'half' } = { method, headers: sent, credentials: 'same-origin' };
@@ -166,121 +192,56 @@ export function adminClient(options: AdminClientOptions = {}) {
         problem.message = options.unauthorizedMessage;
       throw new AdminApiError(response.status, problem);
     }
+    return response;
+  }
+
+  /** Any admin call with a JSON answer (204 gives undefined). */
+  async function call<T>(method: string, path: string, callOptions: CallOptions = {}): Promise<T> {
+    const response = await send(method, path, callOptions);
     if (response.status === 204) return undefined as T;
     const text = await response.text();
     return (text ? JSON.parse(text) : undefined) as T;
   }
-  const api = <T>(method: string, path: string, callOptions?: CallOptions) => call<T>(method, `/api${path}`, callOptions);
-  const get = <T>(path: string, signal?: AbortSignal, query?: Query) => api<T>('GET', path, { signal, query });
-  const post = <T>(path: string, body?: unknown, query?: Query) => api<T>('POST', path, { body, query });
+
+  /** The path of an entry with its parameters filled in. */
+  function pathOf(entry: AdminEndpoint, params: Record<string, string | number> = {}): string {
+    return entry.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (_whole, key: string) => encodeURIComponent(String(params[key])));
+  }
+
+  /** Calls table entry `name`: JSON in and out, raw bytes where the entry says so. */
+  async function request(name: AdminRouteName, input: LooseInput = {}): Promise<unknown> {
+    const entry: AdminEndpoint = adminRoutes[name];
+    const { params, query, body, signal, headers } = input;
+    const path = pathOf(entry, params);
+    const raw = typeof entry.body === 'object' ? entry.body : undefined;
+    const response = await send(entry.method, path, {
+      query,
+      signal,
+      ...(raw
+        ? { content: body as RequestBody, headers: { 'content-type': raw.contentType, ...headers } }
+        : { body, ...(headers && { headers }) }),
+    });
+    const answer = entry.response[response.status];
+    if (answer !== undefined && answer !== null && typeof answer === 'object') return response;
+    if (response.status === 204) return undefined;
+    const text = await response.text();
+    return text ? (JSON.parse(text) as unknown) : undefined;
+  }
+
+  const endpoints: Record<string, unknown> = {};
+  for (const name of Object.keys(adminRoutes) as AdminRouteName[]) {
+    const fn = (input?: LooseInput) => request(name, input);
+    const dot = name.indexOf('.');
+    if (dot < 0) endpoints[name] = fn;
+    else ((endpoints[name.slice(0, dot)] ??= {}) as Record<string, unknown>)[name.slice(dot + 1)] = fn;
+  }
 
   return {
     call,
-    /** The console's sign-in page: the admin token or a sign-in link, exchanged for the session cookie. */
-    signIn: (credential: string) => call<SignInResult>('POST', '/auth/sign-in', { body: { credential } }),
-    /** Ends the console's session on the server. */
-    signOut: () => call<SignOutResult>('POST', '/auth/sign-out'),
-    status: (signal?: AbortSignal) => get<ServerStatus>('/status', signal),
-    /** A fresh one-time link that opens the console signed in. */
-    consoleTicket: () => post<ConsoleTicket>('/console-tickets'),
-    choosePublicHost: (host: string) => post<PublicHostResult>('/public-host', { host }),
-    events: (limit?: number, signal?: AbortSignal) => get<EventList>('/events', signal, { limit }),
-
-    invitations: {
-      list: (filter: InvitationFilter = {}, signal?: AbortSignal) => get<InvitationPage>('/invitations', signal, { ...filter }),
-      get: (id: number, signal?: AbortSignal) => get<InvitationDetail>(`/invitations/${id}`, signal),
-      create: (input: InvitationCreate) => post<Invitation>('/invitations', input),
-      validate: (bulk: InvitationBulk) => post<InvitationValidation>('/invitations/validate', bulk),
-      createMany: (bulk: InvitationBulk) => post<InvitationBulkCreated>('/invitations/bulk', bulk),
-      revoke: (id: number) => post<Invitation>(`/invitations/${id}/revoke`),
-      /** Emails it again: same link, same expiry. */
-      resend: (id: number) => post<Invitation>(`/invitations/${id}/resend`),
-      remove: (id: number) => api<void>('DELETE', `/invitations/${id}`),
-      simulate: (id: number, type?: SimulatedPhone) => post<SimulateResult>(`/invitations/${id}/simulate`, undefined, { type }),
-    },
-
-    codes: {
-      list: (signal?: AbortSignal) => get<Items<EnrollmentCode>>('/codes', signal),
-      get: (id: number, signal?: AbortSignal) => get<CodeDetail>(`/codes/${id}`, signal),
-      create: (input: CodeCreate) => post<EnrollmentCode>('/codes', input),
-      revoke: (id: number) => post<EnrollmentCode>(`/codes/${id}/revoke`),
-      rotate: (id: number) => post<EnrollmentCode>(`/codes/${id}/rotate`),
-      simulate: (id: number, type?: SimulatedPhone, email?: string) =>
-        post<CodeSimulateResult>(`/codes/${id}/simulate`, email ? { email } : {}, { type }),
-    },
-
-    agents: {
-      list: (signal?: AbortSignal) => get<Items<AgentSummary>>('/agents', signal),
-      get: (id: number, signal?: AbortSignal) => get<AgentDetail>(`/agents/${id}`, signal),
-      remove: (id: number) => api<void>('DELETE', `/agents/${id}`),
-      approve: (id: number) => post<AgentSummary>(`/agents/${id}/approve`),
-      reject: (id: number) => post<AgentSummary>(`/agents/${id}/reject`),
-      approveMany: (ids: number[]) => post<ApproveManyResult>('/agents/approve', { ids }),
-      command: (id: number, command: AgentCommand) => post<CommandSent>(`/agents/${id}/commands`, { command }),
-      /** Moves it to another fleet (by id or name); the agent is told with Command/Subscribe. */
-      move: (id: number, to: AgentPatch) => api<AgentMoved>('PATCH', `/agents/${id}`, { body: to }),
-      tasks: (id: number, signal?: AbortSignal) => get<Items<DeviceTask>>(`/agents/${id}/tasks`, signal),
-    },
-
-    fleets: {
-      list: (signal?: AbortSignal) => get<Items<Fleet>>('/fleets', signal),
-      create: (name: string) => post<FleetRecord>('/fleets', { name }),
-      rename: (id: number, name: string) => api<FleetRecord>('PATCH', `/fleets/${id}`, { body: { name } }),
-      remove: (id: number) => api<void>('DELETE', `/fleets/${id}`),
-    },
-
-    settings: {
-      get: (signal?: AbortSignal) => get<Settings>('/settings', signal),
-      update: (changes: SettingsPatch) => api<Settings>('PATCH', '/settings', { body: changes }),
-    },
-
-    mail: {
-      status: (signal?: AbortSignal) => get<MailStatus>('/mail/status', signal),
-      retry: (which: MailRetryBody = {}) => post<MailRetryResult>('/mail/retry', which),
-      batch: (batchId: string, signal?: AbortSignal) => get<MailBatch>(`/mail/batches/${encodeURIComponent(batchId)}`, signal),
-      settings: (signal?: AbortSignal) => get<MailSettingsView>('/mail/settings', signal),
-      saveSettings: (changes: MailSettingsPut) => api<MailSettingsView>('PUT', '/mail/settings', { body: changes }),
-      preview: (templates: MailPreviewBody = {}) => post<MailPreview>('/mail/preview', templates),
-      test: (to: string) => post<MailTestResult>('/mail/test', { to }),
-    },
-
-    /** Files and packages: `stored('file')`, `stored('package')`. */
-    stored: (kind: StoredKind) => ({
-      list: (signal?: AbortSignal) => get<StoredItem[]>(collection(kind), signal),
-      /** The content is the raw body; Node streams it (give content-length in `headers`). */
-      upload: (content: RequestBody, query: UploadQuery, headers: Record<string, string> = {}) =>
-        api<StoredItem>('POST', collection(kind), {
-          content,
-          query: { ...query },
-          headers: { 'content-type': 'application/octet-stream', ...headers },
-        }),
-      remove: (id: number) => api<void>('DELETE', `${collection(kind)}/${id}`),
-    }),
-    /** What the APK's manifest did not say, or says wrong. */
-    updatePackage: (id: number, changes: PackagePatch) => api<StoredItem>('PATCH', `/packages/${id}`, { body: changes }),
-
-    deployments: {
-      list: (filter: DeploymentFilter = {}, signal?: AbortSignal) =>
-        get<Items<Deployment>>('/deployments', signal, { ...filter }),
-      get: (id: number, signal?: AbortSignal) => get<DeploymentDetail>(`/deployments/${id}`, signal),
-      create: (deploy: DeployBody) => post<DeploymentDetail>('/deployments', deploy),
-      /** Ends it; with remove_on_delete, the removal it published. */
-      remove: (id: number) => api<Undeployed>('DELETE', `/deployments/${id}`),
-    },
-
-    policies: {
-      catalogue: (signal?: AbortSignal) => get<Items<PolicyCatalogueEntry>>('/policies', signal),
-      list: (filter: AssignmentFilter = {}, signal?: AbortSignal) =>
-        get<Items<Assignment>>('/policy-assignments', signal, { ...filter }),
-      get: (id: number, signal?: AbortSignal) => get<DeploymentDetail>(`/policy-assignments/${id}`, signal),
-      set: (assignment: AssignBody) => post<DeploymentDetail>('/policy-assignments', assignment),
-      /** Unsets a value policy (or undeploys a deployment). */
-      unset: (id: number) => api<Unassigned>('DELETE', `/policy-assignments/${id}`),
-      /** A device's tasks of active assignments and which value applies. */
-      ofAgent: (agentId: number, signal?: AbortSignal) => get<Items<EffectivePolicy>>(`/agents/${agentId}/policies`, signal),
-      compliance: (fleetId?: number, signal?: AbortSignal) =>
-        get<Items<DeviceCompliance>>('/compliance', signal, fleetId === undefined ? {} : { fleet_id: fleetId }),
-    },
+    /** The URL of an entry (for an <img>, a download link, an EventSource). */
+    urlOf: (name: AdminRouteName, params?: Record<string, string | number>, query?: Query) =>
+      `${baseUrl}${pathOf(adminRoutes[name], params)}${queryString(query)}`,
+    ...(endpoints as AdminEndpoints),
   };
 }
 

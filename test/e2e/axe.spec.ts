@@ -46,17 +46,20 @@ let codeId: number;
 
 test.beforeAll(async () => {
   const pending = await admin.invitations.create({
-    email: `axe.${Date.now()}@example.com`,
-    firstname: 'Ada',
-    lastname: 'Axe',
-    send_email: false,
+    body: {
+      email: `axe.${Date.now()}@example.com`,
+      firstname: 'Ada',
+      lastname: 'Axe',
+      send_email: false,
+    },
   });
   invitationId = pending.id;
-  const used = await admin.invitations.create({ email: `axe.device.${Date.now()}@example.com`, send_email: false });
-  const simulated = await admin.invitations.simulate(used.id);
+  const used = await admin.invitations.create({ body: { email: `axe.device.${Date.now()}@example.com`, send_email: false } });
+  const simulated = await admin.invitations.simulate({ params: { id: used.id } });
   expect(simulated.ok, simulated.error ?? '').toBe(true);
   deviceId = simulated.agent_id!;
-  codeId = (await admin.codes.create({ name: `Axe code ${Date.now()}`, domains: ['example.com'], approval: 'manual' })).id;
+  codeId = (await admin.codes.create({ body: { name: `Axe code ${Date.now()}`, domains: ['example.com'], approval: 'manual' } }))
+    .id;
 });
 
 for (const scheme of ['light', 'dark'] as const) {
@@ -110,7 +113,7 @@ test('axe: the sign-in page and the deeplink page', async ({ browser }) => {
   await page.goto(`${server.admin_url}/sign-in?link=used`);
   await expect(page.getByTestId('used-link')).toBeVisible();
   found.push(...(await seriousViolations(page, '/sign-in?link=used')));
-  const invitation = await admin.invitations.get(invitationId);
+  const invitation = await admin.invitations.get({ params: { id: invitationId } });
   await page.goto(invitation.deeplink);
   await expect(page.getByRole('heading', { name: 'Enroll your device' })).toBeVisible();
   found.push(...(await seriousViolations(page, 'deeplink page')));

@@ -44,7 +44,7 @@ test('bulk import from a CSV with a bad row: preview, progress, summary, then a 
   await expect(summary).toContainText('1 skipped');
   await expect(summary.getByTestId('mail-progress')).toContainText('30 of 30 written to the outbox');
   await shot(page, 'invitations-bulk-summary', testInfo);
-  const listed = await admin.invitations.list({ q: String(stamp) });
+  const listed = await admin.invitations.list({ query: { q: String(stamp) } });
   expect(listed.total).toBe(30);
 
   // A print sheet of what was just created: 30 cards, 6 a page.
@@ -86,14 +86,18 @@ test.describe('print sheet at print resolution', () => {
     page,
   }, testInfo) => {
     const stamp = Date.now();
-    await admin.settings.update({ helpdesk_name: 'IT Desk', helpdesk_phone: '+1 555 0100', helpdesk_email: 'help@example.com' });
+    await admin.settings.update({
+      body: { helpdesk_name: 'IT Desk', helpdesk_phone: '+1 555 0100', helpdesk_email: 'help@example.com' },
+    });
     const { items } = await admin.invitations.createMany({
-      invitations: Array.from({ length: 8 }, (_, i) => ({
-        email: `card${i}.${stamp}@example.com`,
-        firstname: `Card`,
-        lastname: `Holder ${i}`,
-      })),
-      send_email: false,
+      body: {
+        invitations: Array.from({ length: 8 }, (_, i) => ({
+          email: `card${i}.${stamp}@example.com`,
+          firstname: `Card`,
+          lastname: `Holder ${i}`,
+        })),
+        send_email: false,
+      },
     });
 
     await page.goto(`/invitations?q=${stamp}`);
@@ -145,7 +149,7 @@ test.describe('print sheet at print resolution', () => {
     await expect(page.locator('.print-toolbar')).toBeHidden();
     await shot(page, 'print-sheet-print-media', testInfo, { fullPage: true });
     await page.emulateMedia({ media: 'screen' });
-    await admin.settings.update({ helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '' });
+    await admin.settings.update({ body: { helpdesk_name: '', helpdesk_phone: '', helpdesk_email: '' } });
   });
 });
 

@@ -22,7 +22,7 @@ test('an enrollment code: made in the console, three simulated people (two allow
 
   await expect(page).toHaveURL(/\/codes\/\d+$/);
   const id = Number(new URL(page.url()).pathname.split('/').pop());
-  const code = await admin.codes.get(id);
+  const code = await admin.codes.get({ params: { id } });
   expect(code).toMatchObject({
     name,
     domains: ['example.com', 'example.org'],
@@ -86,7 +86,7 @@ test('an enrollment code: made in the console, three simulated people (two allow
   const ann = agents.items.find((a) => a.email === 'ann@example.com');
   expect(ann).toMatchObject({ enroll_status: 'enrolled', enrollment_code_id: id });
   // Approved, Ann's simulated device (which kept trying) comes online; Bob's still waits, offline.
-  await expect.poll(async () => (await admin.agents.get(ann!.id)).is_online).toBe(true);
+  await expect.poll(async () => (await admin.agents.get({ params: { id: ann!.id } })).is_online).toBe(true);
   expect((await admin.agents.list()).items.find((a) => a.email === 'bob@example.org')?.is_online).toBe(false);
 
   // Bob's device panel offers the decision too.
@@ -137,7 +137,7 @@ test('an enrollment code: made in the console, three simulated people (two allow
 test('"Simulate a device" on a code that needs approval: the dialog says it waits, Approve there, and it comes online live', async ({
   page,
 }, testInfo) => {
-  const code = await admin.codes.create({ name: `Front desk ${Date.now()}`, approval: 'manual' });
+  const code = await admin.codes.create({ body: { name: `Front desk ${Date.now()}`, approval: 'manual' } });
   await page.goto(`/codes/${code.id}`);
   await page.getByRole('button', { name: 'Simulate a device' }).click();
   const form = page.getByRole('dialog', { name: 'Simulate a person enrolling a device' });
@@ -157,7 +157,7 @@ test('"Simulate a device" on a code that needs approval: the dialog says it wait
 
   await waiting.getByRole('button', { name: 'Approve' }).click();
   await expect(result.getByTestId('simulation-approved')).toContainText('Approved: the simulated device is online');
-  expect(await admin.agents.get(agent.id)).toMatchObject({ enroll_status: 'enrolled', is_online: true });
+  expect(await admin.agents.get({ params: { id: agent.id } })).toMatchObject({ enroll_status: 'enrolled', is_online: true });
   await shot(result, 'simulate-approved-online', testInfo);
   await result.getByRole('button', { name: 'Close', exact: true }).click();
 });

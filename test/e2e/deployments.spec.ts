@@ -22,7 +22,7 @@ test('from the console alone: upload an APK, deploy it to a fleet of three devic
     // Three simulated devices enroll into it: the count follows live.
     for (let i = 0; i < 3; i++) {
       const email = `field${i}.${Date.now()}@example.com`;
-      const invitation = await admin.invitations.create({ email, fleet, send_email: false });
+      const invitation = await admin.invitations.create({ body: { email, fleet, send_email: false } });
       devices.push(
         await startDevice({ deeplink: invitation.deeplink, email, mqtt: { backoff: { initialMs: 200, maxMs: 2000 } } }),
       );
@@ -94,7 +94,7 @@ test('bulk import creates the fleets a CSV names when asked', async ({ page }) =
   const fleets = (await admin.fleets.list()).items;
   const created = fleets.find((f) => f.name === fleet);
   expect(created).toBeDefined();
-  const listed = await admin.invitations.list({ q: String(stamp) });
+  const listed = await admin.invitations.list({ query: { q: String(stamp) } });
   expect(listed.items.map((i) => i.fleet)).toEqual([fleet, fleet]);
 });
 

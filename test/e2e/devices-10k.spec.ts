@@ -6,7 +6,7 @@ import { startServe, type RunningServe } from './serve.ts';
 let serve: RunningServe;
 test.beforeAll(async () => {
   serve = await startServe();
-  await adminOf(serve.info).fleets.create('Warehouse');
+  await adminOf(serve.info).fleets.create({ body: { name: 'Warehouse' } });
   seedDevices(serve.info.data_dir, { count: 10_000, fleets: ['Default fleet', 'Warehouse', 'Field sales'], prefix: 'BIG' });
 });
 test.afterAll(async () => {
@@ -72,8 +72,10 @@ test('devices: 10,000 rows, virtualized, sorted, filtered, searched, and a new e
     if (new URL(request.url()).pathname === '/api/agents') listRequests.push(request.url());
   });
   await page.getByRole('button', { name: 'Serial' }).click(); // back to unsorted: newest first
-  const invitation = await adminOf(serve.info).invitations.create({ email: `live.${Date.now()}@example.com`, send_email: false });
-  const result = await adminOf(serve.info).invitations.simulate(invitation.id);
+  const invitation = await adminOf(serve.info).invitations.create({
+    body: { email: `live.${Date.now()}@example.com`, send_email: false },
+  });
+  const result = await adminOf(serve.info).invitations.simulate({ params: { id: invitation.id } });
   expect(result.ok).toBe(true);
   const started = Date.now();
   const fresh = page.locator(`tbody tr[data-agent-id="${result.agent_id}"]`);

@@ -24,7 +24,7 @@ test('dashboard: counts, funnel, server status and the loopback warning', async 
   await expect(status).toContainText(`port ${server.mqtt_port}`);
   // The feed shows the newest history (the other specs share this server, so "Server started" may
   // have scrolled out): the latest recorded event is there.
-  const { items } = await admin.events(1);
+  const { items } = await admin.events({ query: { limit: 1 } });
   await expect(page.getByTestId('activity-feed')).toContainText(items[0]!.message);
   await shot(page, 'dashboard', testInfo, { fullPage: true });
 });
@@ -32,7 +32,7 @@ test('dashboard: counts, funnel, server status and the loopback warning', async 
 test('create an invitation, scan its QR code, and watch a simulated device enroll live', async ({ page }, testInfo) => {
   const email = `ada.${Date.now()}@example.com`;
   const fleetName = `Lab ${Date.now()}`;
-  await admin.fleets.create(fleetName);
+  await admin.fleets.create({ body: { name: fleetName } });
   await page.goto('/invitations');
   await page.getByRole('button', { name: 'New invitation' }).click();
   const dialog = page.getByRole('dialog', { name: 'New invitation' });
@@ -52,7 +52,7 @@ test('create an invitation, scan its QR code, and watch a simulated device enrol
   // Lands on the invitation's page.
   await expect(page).toHaveURL(/\/invitations\/\d+$/);
   const id = Number(new URL(page.url()).pathname.split('/').pop());
-  const invitation = await admin.invitations.get(id);
+  const invitation = await admin.invitations.get({ params: { id } });
   expect(invitation.email).toBe(email);
   await expect(page.getByTestId('invitation-status')).toHaveText('Pending');
   await expect(page.getByTestId('invitation-deeplink')).toHaveText(invitation.deeplink);
@@ -173,10 +173,12 @@ test('a created invitation is fetched once: its own event does not fetch it agai
 
 test('simulate a device from the invitation page, then see the refusal when it is tried again', async ({ page }, testInfo) => {
   const created = await admin.invitations.create({
-    email: `grace.${Date.now()}@example.com`,
-    firstname: 'Grace',
-    lastname: 'Hopper',
-    send_email: false,
+    body: {
+      email: `grace.${Date.now()}@example.com`,
+      firstname: 'Grace',
+      lastname: 'Hopper',
+      send_email: false,
+    },
   });
   await page.goto(`/invitations/${created.id}`);
   await page.getByRole('button', { name: 'Simulate a device' }).click();
@@ -197,7 +199,7 @@ test('simulate a device from the invitation page, then see the refusal when it i
 });
 
 test('revoke and delete an invitation, with confirmation', async ({ page }) => {
-  const created = await admin.invitations.create({ email: `linus.${Date.now()}@example.com`, send_email: false });
+  const created = await admin.invitations.create({ body: { email: `linus.${Date.now()}@example.com`, send_email: false } });
   await page.goto(`/invitations/${created.id}`);
   await page.getByRole('button', { name: 'Revoke' }).click();
   const confirm = page.getByRole('dialog', { name: 'Revoke this invitation?' });

@@ -25,7 +25,7 @@ test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated
     await dialog.getByRole('button', { name: 'Create invitation' }).click();
     await expect(page).toHaveURL(/\/invitations\/\d+$/);
     const id = Number(new URL(page.url()).pathname.split('/').pop());
-    expect((await admin.invitations.get(id)).app_link).toMatch(/^flyve:\/\/register\?data=/);
+    expect((await admin.invitations.get({ params: { id } })).app_link).toMatch(/^flyve:\/\/register\?data=/);
 
     // "Simulate a device" follows the setting: a Flyve agent, Flyve resource names.
     await page.getByRole('button', { name: 'Simulate a device' }).click();
@@ -33,7 +33,7 @@ test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated
     await expect(simulated.getByText('The simulated device enrolled')).toBeVisible({ timeout: 20_000 });
     await expect(simulated.getByTestId('simulation-log')).toContainText('POST PluginFlyvemdmAgent');
     await simulated.getByRole('button', { name: 'Close', exact: true }).click();
-    const agentId = (await admin.invitations.get(id)).agent!.id;
+    const agentId = (await admin.invitations.get({ params: { id } })).agent!.id;
 
     await page.goto('/devices');
     const row = page.locator(`tr[data-agent-id="${agentId}"]`);
@@ -53,6 +53,6 @@ test('agent app "Flyve MDM": settings, dashboard, invitation dialog, a simulated
     await expect(inventory.getByTestId('agent-applications')).toContainText('org.flyve.mdm.agent');
     await shot(page, 'flyve-device-inventory', testInfo);
   } finally {
-    await admin.settings.update({ agent_app: 'spec' });
+    await admin.settings.update({ body: { agent_app: 'spec' } });
   }
 });

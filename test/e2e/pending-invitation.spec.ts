@@ -4,7 +4,7 @@ test('inviting an address with a pending invitation says so, and offers to resen
   page,
 }, testInfo) => {
   const email = `pending.${Date.now()}@example.com`;
-  const first = await admin.invitations.create({ email, send_email: false });
+  const first = await admin.invitations.create({ body: { email, send_email: false } });
   await page.goto('/invitations');
   await page.getByRole('button', { name: 'New invitation' }).click();
   const dialog = page.getByRole('dialog', { name: 'New invitation' });
@@ -14,13 +14,13 @@ test('inviting an address with a pending invitation says so, and offers to resen
   const alert = dialog.getByTestId('pending-invitation');
   await expect(alert).toContainText(`${email} already has a pending invitation (#${first.id})`);
   await shot(page, 'invitation-pending-alert', testInfo);
-  expect((await admin.invitations.list({ q: email })).total).toBe(1);
+  expect((await admin.invitations.list({ query: { q: email } })).total).toBe(1);
 
   // Resend: the same invitation is emailed again (no SMTP here: to the outbox), and its page opens.
   await alert.getByRole('button', { name: `Resend invitation #${first.id}` }).click();
   await expect(page).toHaveURL(new RegExp(`/invitations/${first.id}$`), { timeout: 15_000 });
   await expect(page.getByTestId('delivery-state')).toHaveText('Email in outbox');
-  expect((await admin.invitations.list({ q: email })).total).toBe(1);
+  expect((await admin.invitations.list({ query: { q: email } })).total).toBe(1);
 
   // A second device: asked for explicitly.
   await page.goto('/invitations');
@@ -31,5 +31,5 @@ test('inviting an address with a pending invitation says so, and offers to resen
   await expect(page).toHaveURL(/\/invitations\/\d+$/, { timeout: 15_000 });
   const second = Number(new URL(page.url()).pathname.split('/').pop());
   expect(second).not.toBe(first.id);
-  expect((await admin.invitations.list({ q: email })).total).toBe(2);
+  expect((await admin.invitations.list({ query: { q: email } })).total).toBe(2);
 });

@@ -8,12 +8,12 @@ test('from the console alone: apply the recommended baseline to a fleet of three
   const fleet = `Baseline ${Date.now()}`;
   const devices: SimulatedDevice[] = [];
   try {
-    const created = await admin.fleets.create(fleet);
+    const created = await admin.fleets.create({ body: { name: fleet } });
     // Three simulated phones: a system agent on Android 13, an Android 4.4 phone, an Android 12 one.
     const kinds = [{ androidVersion: '13', system: true }, { androidVersion: '4.4' }, { androidVersion: '12' }];
     for (const [i, kind] of kinds.entries()) {
       const email = `baseline${i}.${Date.now()}@example.com`;
-      const invitation = await admin.invitations.create({ email, fleet, send_email: false });
+      const invitation = await admin.invitations.create({ body: { email, fleet, send_email: false } });
       devices.push(
         await startDevice({ deeplink: invitation.deeplink, email, ...kind, mqtt: { backoff: { initialMs: 200, maxMs: 2000 } } }),
       );

@@ -44,7 +44,7 @@ test('settings round trip: validated as typed, saved, still there after a reload
   await expect(page.getByTestId('lifetime')).toHaveValue('14');
 
   // New invitations carry them.
-  const invitation = await admin.invitations.create({ email: `settings.${Date.now()}@example.com`, send_email: false });
+  const invitation = await admin.invitations.create({ body: { email: `settings.${Date.now()}@example.com`, send_email: false } });
   expect(invitation.app_link.startsWith('acme-mdm://register?data=')).toBe(true);
   expect(invitation.helpdesk.name).toBe('Service Desk');
   await page.goto(`/invitations/${invitation.id}`);
@@ -71,12 +71,14 @@ test('settings round trip: validated as typed, saved, still there after a reload
   await expect(page.getByTestId('fleets')).toContainText(`${fleet} EMEA`);
 
   await admin.settings.update({
-    app_link_scheme: 'mdmagent',
-    helpdesk_name: '',
-    helpdesk_phone: '',
-    helpdesk_email: '',
-    invitation_lifetime_days: 7,
-    public_host: '',
+    body: {
+      app_link_scheme: 'mdmagent',
+      helpdesk_name: '',
+      helpdesk_phone: '',
+      helpdesk_email: '',
+      invitation_lifetime_days: 7,
+      public_host: '',
+    },
   });
 });
 
@@ -95,7 +97,7 @@ test('files and packages: upload by drop with progress, listed with size and che
   const row = page.getByTestId('file-table').locator(`tr[data-item-name="${name}"]`);
   await expect(row).toContainText('3.00 MB');
   await expect(row).toContainText(sha256.slice(0, 16));
-  const listed = (await admin.stored('file').list()).find((item) => item.name === name);
+  const listed = (await admin.files.list()).find((item) => item.name === name);
   expect(listed).toMatchObject({ size: content.length, sha256 });
   await shot(page, 'files', testInfo);
 
@@ -113,7 +115,7 @@ test('files and packages: upload by drop with progress, listed with size and che
   const refused = page.getByTestId('unreadable-apk');
   await expect(refused).toContainText(`${fake} was not added`);
   await expect(refused).toContainText("this APK's manifest could not be read: it is not a zip archive");
-  expect((await admin.stored('package').list()).map((item) => item.name)).not.toContain(fake);
+  expect((await admin.packages.list()).map((item) => item.name)).not.toContain(fake);
   await shot(page, 'package-unreadable', testInfo);
   await refused.getByRole('button', { name: `Keep ${fake} as a package` }).click();
   const keep = page.getByRole('dialog', { name: `Keep ${fake} as a package` });
@@ -143,7 +145,7 @@ test('files and packages: upload by drop with progress, listed with size and che
   const added = page.getByTestId('package-table').locator(`tr[data-item-name="${apkName}"]`);
   await expect(added).toContainText('org.example.fieldapp');
   await expect(added).toContainText('Field App');
-  expect((await admin.stored('file').list()).map((item) => item.name)).not.toContain(apkName);
+  expect((await admin.files.list()).map((item) => item.name)).not.toContain(apkName);
 
   // Or, when the admin says so, stored as a plain file.
   await page.getByRole('tab', { name: /Files/ }).click();
@@ -192,11 +194,11 @@ test('invitation email: transport, template preview, a template change, a test e
   await shot(page, 'settings-email', testInfo);
 
   // Resend from an invitation page.
-  const invitation = await admin.invitations.create({ email: `resend.${Date.now()}@example.com` });
+  const invitation = await admin.invitations.create({ body: { email: `resend.${Date.now()}@example.com` } });
   await page.goto(`/invitations/${invitation.id}`);
   await expect(page.getByTestId('delivery-state')).toHaveText('Email in outbox');
   await page.getByRole('button', { name: 'Resend email' }).click();
   await expect(page.getByRole('alert').getByText('on its way again')).toBeVisible();
   await expect(page.getByTestId('invitation-history')).toContainText('written to the outbox');
-  await admin.mail.saveSettings({ mail_subject_template: '' });
+  await admin.mail.saveSettings({ body: { mail_subject_template: '' } });
 });

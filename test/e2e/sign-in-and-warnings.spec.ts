@@ -91,8 +91,10 @@ test('phones-cannot-reach warning where codes are made or sent, and one click to
   expect(status.public_host).toBe('127.0.0.1');
   const lan = (status.lan_addresses as string[])[0];
   const invitation = await adminOf(serve.info).invitations.create({
-    email: `reach.${Date.now()}@example.com`,
-    send_email: false,
+    body: {
+      email: `reach.${Date.now()}@example.com`,
+      send_email: false,
+    },
   });
   const context = await signedIn(browser, serve);
   const page = await context.newPage();
@@ -127,7 +129,7 @@ test('phones-cannot-reach warning where codes are made or sent, and one click to
   await expect(page.getByTestId('invitation-deeplink')).toContainText(`http://${lan}:`);
   const after = await adminOf(serve.info).status();
   expect(after).toMatchObject({ public_host: lan, warnings: [] });
-  expect((await adminOf(serve.info).invitations.get(invitation.id)).deeplink).toContain(`//${lan}:`);
+  expect((await adminOf(serve.info).invitations.get({ params: { id: invitation.id } })).deeplink).toContain(`//${lan}:`);
   await page.goto(`${base}/`);
   await expect(page.getByRole('heading', { name: 'Dashboard', level: 1 })).toBeVisible();
   await expect(page.getByTestId('loopback-warning')).toHaveCount(0);

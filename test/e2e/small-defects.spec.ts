@@ -6,7 +6,7 @@ import { startServe } from './serve.ts';
 // "Last contact" at 1,280 px and did not show a locked or wiped device.
 
 test('the print sheet remembers the paper size chosen last', async ({ page }) => {
-  const invitation = await admin.invitations.create({ email: `paper.${Date.now()}@example.com`, send_email: false });
+  const invitation = await admin.invitations.create({ body: { email: `paper.${Date.now()}@example.com`, send_email: false } });
   await page.goto(`/print?ids=${invitation.id}`);
   await expect(page.getByTestId('print-sheet')).toBeVisible();
   await page.getByText('Letter', { exact: true }).click();
@@ -23,11 +23,11 @@ test('devices at 1,280 px: every column shows, "Last contact" included, with the
   page,
 }, testInfo) => {
   await page.setViewportSize({ width: 1280, height: 800 });
-  const invitation = await admin.invitations.create({ email: `locked.${Date.now()}@example.com`, send_email: false });
-  const simulated = await admin.invitations.simulate(invitation.id);
+  const invitation = await admin.invitations.create({ body: { email: `locked.${Date.now()}@example.com`, send_email: false } });
+  const simulated = await admin.invitations.simulate({ params: { id: invitation.id } });
   expect(simulated.ok, simulated.error ?? '').toBe(true);
   const id = simulated.agent_id as number;
-  await admin.agents.command(id, 'lock');
+  await admin.agents.command({ params: { id }, body: { command: 'lock' } });
 
   await page.goto('/devices');
   const scroll = page.getByTestId('devices-scroll');

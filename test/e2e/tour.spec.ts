@@ -5,10 +5,12 @@ test.describe('dark theme', () => {
   test.use({ colorScheme: 'dark' });
   test('every page renders in the dark theme', async ({ page }, testInfo) => {
     const invitation = await admin.invitations.create({
-      email: `dark.${Date.now()}@example.com`,
-      firstname: 'Dark',
-      lastname: 'Mode',
-      send_email: false,
+      body: {
+        email: `dark.${Date.now()}@example.com`,
+        firstname: 'Dark',
+        lastname: 'Mode',
+        send_email: false,
+      },
     });
     for (const [path, name, heading] of [
       ['/', 'dark-dashboard', 'Dashboard'],

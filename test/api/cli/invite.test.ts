@@ -33,7 +33,7 @@ describe('invite', () => {
         `mdm-console: --days is how many days the invitation stays valid: a whole number from 1 to 180, not "${days}"\n`,
       );
     }
-    expect((await admin().invitations.list({ q: 'days@' })).total).toBe(0);
+    expect((await admin().invitations.list({ query: { q: 'days@' } })).total).toBe(0);
   });
 
   it('says an address already has a pending invitation, resends it with --resend, makes a second with --another', async () => {
@@ -45,7 +45,7 @@ describe('invite', () => {
     );
     expect(again.stderr).toContain(`mdm-console resend ${first.id}`);
     expect(again.stderr).toContain('--another');
-    expect((await admin().invitations.list({ q: 'twice@' })).total).toBe(1);
+    expect((await admin().invitations.list({ query: { q: 'twice@' } })).total).toBe(1);
 
     const resent = await cli(['invite', '--email', 'twice@example.com', '--resend', '--json']);
     expect(resent.code, resent.stderr).toBe(0);
@@ -55,12 +55,12 @@ describe('invite', () => {
       invitation_token: first.invitation_token,
       delivery: { state: expect.stringMatching(/queued|sending|outbox|sent/) },
     });
-    expect((await admin().invitations.list({ q: 'twice@' })).total).toBe(1);
+    expect((await admin().invitations.list({ query: { q: 'twice@' } })).total).toBe(1);
 
     const second = await cli(['invite', '--email', 'twice@example.com', '--another', '--no-email', '--json']);
     expect(second.code, second.stderr).toBe(0);
     expect(JSON.parse(second.stdout).id).not.toBe(first.id);
-    expect((await admin().invitations.list({ q: 'twice@' })).total).toBe(2);
+    expect((await admin().invitations.list({ query: { q: 'twice@' } })).total).toBe(2);
   });
 
   it('imports a CSV of more than 5,000 rows in batches, still all or nothing', async () => {
@@ -72,7 +72,7 @@ describe('invite', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('1 row(s) are invalid; nothing was created');
     expect(refused.stderr).toContain('row 5201: bulk3@example.com already appears in row 3');
-    expect((await admin().invitations.list({ q: 'bulk' })).total).toBe(0);
+    expect((await admin().invitations.list({ query: { q: 'bulk' } })).total).toBe(0);
 
     writeFileSync(csv, ['email,firstname,lastname', ...rows].join('\n'));
     const created = await cli(['invite', '--csv', csv, '--no-email', '--json']);
@@ -81,7 +81,7 @@ describe('invite', () => {
     expect(items).toHaveLength(5_200);
     expect(items[0]!.email).toBe('bulk1@example.com');
     expect(items.at(-1)!.email).toBe('bulk5200@example.com');
-    expect((await admin().invitations.list({ q: 'bulk', limit: 1 })).total).toBe(5_200);
+    expect((await admin().invitations.list({ query: { q: 'bulk', limit: 1 } })).total).toBe(5_200);
 
     // Importing it again: every row already has a pending invitation; the CLI says what to do.
     writeFileSync(csv, ['email', 'bulk7@example.com', 'new-person@example.com'].join('\n'));
@@ -89,7 +89,7 @@ describe('invite', () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/row 1: bulk7@example.com already has a pending invitation \(#\d+/);
     expect(again.stderr).toContain('--another');
-    expect((await admin().invitations.list({ q: 'new-person' })).total).toBe(0);
+    expect((await admin().invitations.list({ query: { q: 'new-person' } })).total).toBe(0);
   });
 });
 

@@ -33,7 +33,7 @@ async function cli(args: string[]) {
 /** Polls through the admin API (a CLI process per poll would be slow); the CLI output is checked too. */
 function invitation(id: number) {
   const info = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as ServerInfo;
-  return adminClient({ baseUrl: info.admin_url, token: info.admin_token }).invitations.get(id);
+  return adminClient({ baseUrl: info.admin_url, token: info.admin_token }).invitations.get({ params: { id } });
 }
 
 beforeAll(async () => {

@@ -23,9 +23,9 @@ const content = randomBytes(FILE_SIZE);
 beforeAll(async () => {
   server = await startChildBackend({ sockets: { agentDownloads: MAX_DOWNLOADS } });
   const admin = adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token });
-  const invitation = await admin.invitations.create({ email: 'stall@example.com', send_email: false });
+  const invitation = await admin.invitations.create({ body: { email: 'stall@example.com', send_email: false } });
   session = (await enrollByHand(server.info.api_url, invitation)).session;
-  fileId = (await admin.stored('file').upload(content, { name: 'big.bin' })).id;
+  fileId = (await admin.files.upload({ body: content, query: { name: 'big.bin' } })).id;
 });
 
 afterAll(async () => {

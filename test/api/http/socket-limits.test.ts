@@ -20,7 +20,7 @@ let session: string;
 beforeAll(async () => {
   server = await startChildBackend({}, `ulimit -n ${FD_LIMIT} &&`);
   const admin = adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token });
-  const userToken = (await admin.invitations.create({ email: 'legit@example.com', send_email: false })).user_token;
+  const userToken = (await admin.invitations.create({ body: { email: 'legit@example.com', send_email: false } })).user_token;
   // One session, then its reads: initSession itself is rate-limited per token.
   const init = await fetch(`${server.info.api_url}/initSession?user_token=${userToken}`, {
     headers: { 'content-type': 'application/json' },
@@ -193,8 +193,10 @@ describe('the MQTT listener under ulimit -n 1024', () => {
     async () => {
       const device = async (email: string) => {
         const invited = await adminClient({ baseUrl: server.info.admin_url, token: server.info.admin_token }).invitations.create({
-          email,
-          send_email: false,
+          body: {
+            email,
+            send_email: false,
+          },
         });
         const serial = `CAP${Math.random().toString(36).slice(2, 10).toUpperCase()}`;
         const { session: enrolling, created } = await enrollByHand(server.info.api_url, { ...invited, email }, { serial });
