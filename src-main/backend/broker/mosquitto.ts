@@ -8,6 +8,7 @@ import { agentTopicRules, BACKEND_TOPIC_RULES, isUsableAgentTopic } from './acl.
 import type { BrokerAgentRow } from '../agents/broker-repository.ts';
 import { MAY_CONNECT } from '../agents/status.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
+import { followAgentLifecycle, type AgentAccounts } from './agent-accounts.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
 import {
   commandsOverLink,
@@ -80,13 +81,16 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
     onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
   });
-  const { commands, policies } = commandsOverLink(link, options, {
-    fleetChanged: (agentId) => serially(() => syncAgent(agentId)).catch(noteFailure),
-    disconnect: (agentId) => {
+  const accounts: AgentAccounts = {
+    // deleteClient also disconnects it. Enrolled again: the old install's password stops working
+    // now (the new one comes with the record read).
+    revoke: (agentId, why) => {
       link.forget(agentId);
-      void serially(() => syncAgent(agentId)).catch(noteFailure);
+      void serially(() => syncAgent(agentId, undefined, why === 'reenrolled')).catch(noteFailure);
     },
-  });
+    moved: (agentId) => serially(() => syncAgent(agentId)).catch(noteFailure),
+  };
+  const { commands, policies } = commandsOverLink(link, options, accounts);
 
   const noteFailure = (error: unknown) => {
     events.record('broker.sync_failed', `Mosquitto dynamic security: ${(error as Error).message}`);
@@ -306,23 +310,8 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     });
   });
 
-  // Accounts follow the records: removed on delete, unenroll and re-enrollment (the new install
-  // gets its password with its record), rights changed with the fleet.
-  const unsubscribe = events.subscribe((event) => {
-    if (event.agent_id === null) return;
-    const id = event.agent_id;
-    // A new (or re-enrolled) agent is told its fleet topic, retained, as the reference does (after
-    // forgetAgent below cleared the old install's retained commands).
-    const announce = () => {
-      if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled') void commands.announceFleet(id).catch(() => {});
-    };
-    // (fleet moves are synced by commands.moveToFleet itself, before the agent is told)
-    if (!['agent.deleted', 'agent.reenrolled', 'agent.unenrolled'].includes(event.type)) return announce();
-    commands.forgetAgent(id);
-    link.forget(id);
-    void serially(() => syncAgent(id, undefined, event.type === 'agent.reenrolled')).catch(noteFailure);
-    announce();
-  });
+  // Accounts follow the records: removed on delete, unenroll and re-enrollment, rights changed with the fleet.
+  const unsubscribe = followAgentLifecycle(events, commands, accounts);
 
   const wasOnline = store.allOffline();
   events.record(
