@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
 import { codeCommands } from './code-commands.ts';
+import { tokenCommands } from './token-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { policyCommands } from './policy-commands.ts';
@@ -466,4 +467,5 @@ export const adminCommands: Record<string, Handler> = {
   ...deployCommands,
   ...policyCommands,
   ...codeCommands,
+  ...tokenCommands,
 };

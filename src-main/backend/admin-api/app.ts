@@ -18,6 +18,9 @@ import {
   SignInBody,
   SignInResult,
   SignOutResult,
+  OwnerSetupBody,
+  PasswordSignInBody,
+  PasswordSignInResult,
   type EventStreamQuery,
   type ServerInfo,
 } from '../../../src-shared/contract/index.ts';
@@ -25,6 +28,8 @@ import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin, type AdminClient } from './auth.ts';
+import { accountRoutes } from './account-routes.ts';
+import { accountView, type Actor } from '../accounts/accounts.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
@@ -101,6 +106,13 @@ export async function adminApp({
   const connections = capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
   const streams = new EventStreams(streamCaps);
   const clients = new WeakMap<object, AdminClient>();
+  // Who each authenticated request acts for (set by the /api hook before any handler runs).
+  const actors = new WeakMap<object, Actor>();
+  const actorOf = (request: object): Actor => {
+    const actor = actors.get(request);
+    if (!actor) throw new ApiError(401, 'ERROR_UNAUTHORIZED', 'Not signed in');
+    return actor;
+  };
   enforceRequestDeadline(
     app,
     (request) => request.method === 'POST' && /^\/api\/(files|packages)(\?|$)/.test(request.url),
@@ -149,6 +161,44 @@ export async function adminApp({
       return { signed_in: true as const, with: outcome.with };
     });
 
+  // The sign-in page's email and password: a new session for that account (the cookie).
+  app
+    .withTypeProvider<TypeBoxTypeProvider>()
+    .post(
+      '/auth/password',
+      { schema: { body: PasswordSignInBody, response: { 200: PasswordSignInResult } } },
+      async (request, reply) => {
+        if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+        const outcome = await auth.signInWithPassword(request.body.email, request.body.password, request, reply);
+        if (!outcome.ok && outcome.status === 429) {
+          reply.header('retry-after', String(outcome.retryAfterSeconds));
+          throw new ApiError(
+            429,
+            'ERROR_TOO_MANY_SIGN_INS',
+            `Too many failed sign-ins for this account or from this computer: try again in ${outcome.retryAfterSeconds} s.`,
+          );
+        }
+        if (!outcome.ok) throw new ApiError(401, 'ERROR_SIGN_IN', 'Wrong email or password.');
+        connections.authenticated(request.raw.socket);
+        return { signed_in: true as const, account: accountView(outcome.account) };
+      },
+    );
+
+  // The one-time set-up link's form: the first person chooses the owner's email and password, and is signed in.
+  app
+    .withTypeProvider<TypeBoxTypeProvider>()
+    .post(
+      '/auth/setup',
+      { schema: { body: OwnerSetupBody, response: { 200: PasswordSignInResult } } },
+      async (request, reply) => {
+        if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set up from the console page itself');
+        const owner = await services.accounts.completeSetup(request.body);
+        auth.signInAfterSetup(owner, request, reply);
+        connections.authenticated(request.raw.socket);
+        return { signed_in: true as const, account: accountView(services.accounts.byId(owner.id)!) };
+      },
+    );
+
   // Signing out ends the session on the server (the cookie is worthless afterwards, wherever it was copied).
   app
     .withTypeProvider<TypeBoxTypeProvider>()
@@ -169,6 +219,7 @@ export async function adminApp({
         if (outcome.ok) {
           connections.authenticated(request.raw.socket);
           clients.set(request, outcome.client);
+          actors.set(request, outcome.actor);
           return;
         }
         if (outcome.status === 429) {
@@ -200,7 +251,7 @@ export async function adminApp({
         const current = info();
         const publicHost = current.public_host;
         const counts = services.statusCounts.counts();
-        const { admin_token: _hidden, ...visible } = current;
+        const { admin_token: _hidden, setup_url: _once, ...visible } = current;
         return {
           ...visible,
           counts,
@@ -256,6 +307,7 @@ export async function adminApp({
 
       // Each capability's routes get the services they use, nothing more (no database handle).
       const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
+      await api.register(accountRoutes, { accounts: services.accounts, actorOf });
       await api.register(invitationRoutes, { invitations, events });
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });
