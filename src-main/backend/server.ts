@@ -327,13 +327,13 @@ async function agentHttpApp(
   const agentApp = await buildAgentApp({
     serverFactory: listener.serverFactory,
     sessions: services.sessions,
+    approval: services.approval,
     enrollment: services.enrollment,
     tasks: deployments,
     reports: { agents: services.agents, reports: services.reports, live: broker.liveReports },
     downloads: {
       store: files,
       mayDownload: (session) => {
-        services.approval.checkDownload(session);
         // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
         if (services.codes.isCodeAccount(session.userId))
           throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { lanAddresses } from '../backend/config.ts';
 import { isLoopback } from '../../src-shared/contract/rules.ts';
@@ -8,6 +9,7 @@ import { AUTH_SECRET_PATTERN, parseBrokerUrl } from '../backend/broker/broker-ur
 import { BROKER_MODES, type BrokerMode } from '../backend/broker/port.ts';
 import { startBackend, type RunningBackend } from '../backend/server.ts';
 import { StartupError } from '../backend/startup-error.ts';
+import { SIMULATED_DEVICES_FILE } from '../device/state-file.ts';
 import { CliError } from './server-file.ts';
 
 /** The flag that changes each option a start-up error can name. */
@@ -72,6 +74,25 @@ function secretFrom(file: string | undefined, flag: string, envName: string): st
 
 let simulator: Promise<typeof import('../device/simulate.ts')> | null = null;
 const loadSimulator = () => (simulator ??= import('../device/simulate.ts'));
+
+const simulatedDevicesFile = (backend: RunningBackend) => join(backend.info.data_dir, SIMULATED_DEVICES_FILE);
+
+/**
+ * The devices "Simulate a device" made in an earlier run come back (they keep their credentials as
+ * a phone does), and one waiting for approval is told at once when an admin approves it, as a push
+ * notification would tell a phone. Resolves with how many came back.
+ */
+async function resumeSimulatedDevices(backend: RunningBackend): Promise<number> {
+  backend.services.events.subscribe((event) => {
+    if (event.type === 'agent.approved' && event.agent_id !== null && simulator) {
+      const id = event.agent_id;
+      void simulator.then((loaded) => loaded.simulatedDeviceApproved(id));
+    }
+  });
+  const file = simulatedDevicesFile(backend);
+  if (!existsSync(file)) return 0;
+  return (await loadSimulator()).resumeSimulatedDevices(file);
+}
 
 /** `serve`: the backend headless, with the web console; stops cleanly on SIGINT/SIGTERM. */
 export async function serveCommand(argv: string[]): Promise<number> {
@@ -188,8 +209,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
       mqttBrokerCaFile: values['mqtt-broker-ca'],
       mqttAuthHost: values['mqtt-auth-host'],
       mqttAuthPort: port(values['mqtt-auth-port'], '--mqtt-auth-port'),
-      // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
-      simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
+      // "Simulate a device": it enrolls, then stays online on the broker like a phone would (once
+      // approved, when its code needs it), and is remembered in the data dir to come back after a restart.
+      simulate: async (request) =>
+        (await loadSimulator()).simulateEnrollment(request, { stayOnline: true, stateFile: simulatedDevicesFile(backend) }),
     });
   } catch (error) {
     if (error instanceof StartupError) throw new CliError(`cannot start: ${startupMessage(error)}`, 1);
@@ -212,6 +235,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     );
   }
   const { info } = backend;
+  const resumed = await resumeSimulatedDevices(backend);
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));
   else {
     console.log(`MDM Console backend is running (data in ${info.data_dir})
@@ -234,7 +258,7 @@ ${
                              : ''
                          }
   Mail:                  ${backend.services.mail.settings.describeTarget().summary}
-  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : "spec (codes for the spec's agent)"}${unreachableWarning(info.public_host)}
+  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : "spec (codes for the spec's agent)"}${resumed > 0 ? `\n  Simulated devices:     ${resumed} from the last run reconnecting` : ''}${unreachableWarning(info.public_host)}
 Press Ctrl+C to stop.`);
   }
   for (const warning of warnings) console.error(`WARNING: ${warning}`);

@@ -1,5 +1,5 @@
 // `whoami`, `tokens`, `token create|revoke`: who the CLI acts as, and personal API tokens.
-import { output, parse, positiveInt, type Handler } from './admin-commands.ts';
+import { output, parse, positiveInt, type Handler } from './handler.ts';
 import { CliError } from './server-file.ts';
 import { ROLES, type ApiToken, type Role } from '../../src-shared/contract/index.ts';
 

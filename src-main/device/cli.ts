@@ -7,6 +7,7 @@ import { DeeplinkError } from './deeplink.ts';
 import { dialectOf } from './dialect.ts';
 import { parseDownloadTarget } from './download.ts';
 import type { AgentType } from './enroll.ts';
+import { MqttRefusedError } from './mqtt-agent.ts';
 import { MQTT_ARGUMENTS, MQTT_USAGE, mqttFlagsOf, MqttSession, type MqttFlags } from './mqtt-cli.ts';
 
 export interface CliOutput {
@@ -69,7 +70,10 @@ export async function runAgentCommand(argv: string[], output: CliOutput = proces
     const result = await runAgent(options, json ? () => {} : output.stdout);
     const mqttSession = await session.finish();
     if (json) output.stdout(JSON.stringify({ ...result, mqtt_session: mqttSession }, null, 2));
-    else printSummary(result, output.stdout);
+    else {
+      printSummary(result, output.stdout);
+      if (mqttSession.state?.waitingForApproval) output.stdout('  still waiting for approval by an administrator');
+    }
     if (!result.ok && !json) output.stderr('error: some download checks failed');
     return result.ok && mqttSession.end !== 'refused' ? 0 : 1;
   } catch (error) {
@@ -174,6 +178,9 @@ function mask(secret: string): string {
 }
 
 function describeFailure(error: unknown): string {
+  if (error instanceof MqttRefusedError && error.code === 5) {
+    return `the broker refused the login: ${error.message} (a device waiting for approval by an administrator: run with --stay to wait until it is approved)`;
+  }
   if (error instanceof AgentApiError) {
     return `${error.code}: ${error.serverMessage} (${error.status === 0 ? 'no response' : `HTTP ${error.status}`} from ${error.endpoint})`;
   }

@@ -18,7 +18,8 @@ import { DEFAULT_PORTS } from '../backend/config.ts';
 import { keychainProtector } from '../backend/mail/secrets.ts';
 import { startBackend, type RunningBackend } from '../backend/server.ts';
 import { StartupError } from '../backend/startup-error.ts';
-import { simulateEnrollment, stopSimulatedDevices } from '../device/simulate.ts';
+import { resumeSimulatedDevices, simulateEnrollment, simulatedDeviceApproved, stopSimulatedDevices } from '../device/simulate.ts';
+import { SIMULATED_DEVICES_FILE } from '../device/state-file.ts';
 import { CONSOLE_CSP, isConsoleUrl, isExternalOpenable, isPermissionAllowed, pdfRequest } from './policy.ts';
 import { loadWindowState, trackWindowState } from './window-state.ts';
 
@@ -172,7 +173,10 @@ ipcMain.handle('console:save-pdf', async (event, input: unknown) => {
 });
 
 async function start(): Promise<void> {
-  const simulate = (request: Parameters<typeof simulateEnrollment>[0]) => simulateEnrollment(request, { stayOnline: true });
+  // Simulated devices stay online (once approved, when their code needs it) and come back after a restart.
+  const devicesFile = () => join(backend!.info.data_dir, SIMULATED_DEVICES_FILE);
+  const simulate = (request: Parameters<typeof simulateEnrollment>[0]) =>
+    simulateEnrollment(request, { stayOnline: true, stateFile: devicesFile() });
   // The SMTP password is encrypted by the OS keychain (safeStorage is usable once the app is ready).
   const secretProtector = keychainProtector(safeStorage);
   try {
@@ -196,6 +200,10 @@ async function start(): Promise<void> {
     app.exit(1);
     return;
   }
+  backend.services.events.subscribe((event) => {
+    if (event.type === 'agent.approved' && event.agent_id !== null) simulatedDeviceApproved(event.agent_id);
+  });
+  void resumeSimulatedDevices(devicesFile()).catch(() => {});
   consoleOrigin = new URL(backend.info.admin_url).origin;
   hardenSession();
   buildMenu();

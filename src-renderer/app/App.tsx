@@ -47,7 +47,7 @@ import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
 import { TokensPage } from '../pages/Tokens.tsx';
 import { useMe } from '../api/accounts.ts';
-import { Link, matchPath, navigate, useLocation } from './router.tsx';
+import { Link, matchPath, navigate, useLocation } from '../lib/router.tsx';
 
 const NAV = [
   { to: '/', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },

@@ -3,7 +3,7 @@ import { IconChecks } from '@tabler/icons-react';
 import { useMemo, useState } from 'react';
 import { useApproveAgents } from '../api/codes.ts';
 import { useAgents } from '../api/queries.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import {
   EmptyState,
   ErrorState,

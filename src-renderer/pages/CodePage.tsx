@@ -14,13 +14,14 @@ import {
   TextInput,
   Title,
 } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
 import { IconPlayerPlay, IconPrinter } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { AdminApiError } from '../api/client.ts';
 import { useCode, useSimulateWithCode, usesText } from '../api/codes.ts';
 import type { CodeDetail, CodeLogEntry } from '../../src-shared/contract/index.ts';
 import type { SimulateResult } from '../../src-shared/contract/index.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
 import { DecideButtons, EnrollStatusBadge } from '../features/approval.tsx';
 import { DetailsTable, LinksCard, LogCard, QrCard, SimulationResult } from '../features/enrollment-page.tsx';
@@ -180,7 +181,12 @@ function SimulateButton({ code }: { code: CodeDetail }) {
         onSuccess: (outcome) => {
           setOpened(false);
           setResult(outcome);
-          if (outcome.ok) notifySuccess(`${outcome.email} enrolled a simulated ${outcome.type} device`);
+          if (outcome.ok && outcome.waiting_for_approval)
+            notifications.show({
+              color: 'yellow',
+              message: `${outcome.email} enrolled a simulated ${outcome.type} device: it is waiting for approval`,
+            });
+          else if (outcome.ok) notifySuccess(`${outcome.email} enrolled a simulated ${outcome.type} device`);
         },
         onError: (error) => notifyError('The simulator could not run', error),
       },

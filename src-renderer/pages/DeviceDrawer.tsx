@@ -4,7 +4,7 @@ import { AdminApiError } from '../api/client.ts';
 import { useAgent, useAgentTasks, useDeleteAgent } from '../api/queries.ts';
 import { DeviceTasks } from '../features/deployments.tsx';
 import type { AgentDetail } from '../../src-shared/contract/index.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import {
   confirmAction,
   EmptyState,

@@ -17,7 +17,7 @@ import { IconPencil, IconPlus, IconTrash } from '@tabler/icons-react';
 import { useMemo, useState } from 'react';
 import { useAgents, useCreateFleet, useDeleteFleet, useFleets, useRenameFleet } from '../api/queries.ts';
 import type { Fleet } from '../../src-shared/contract/index.ts';
-import { Link, navigate } from '../app/router.tsx';
+import { Link, navigate } from '../lib/router.tsx';
 import { confirmAction, EmptyState, notifyError, notifySuccess, PageHeader, QueryView } from '../components/common.tsx';
 import { DeploymentList } from '../features/deployments.tsx';
 

@@ -2,7 +2,7 @@ import { Alert, Button, Center, Paper, PasswordInput, Stack, Text, TextInput, Ti
 import { IconAlertTriangle, IconUserShield } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { admin, errorMessage } from '../api/client.ts';
-import { useLocation } from '../app/router.tsx';
+import { useLocation } from '../lib/router.tsx';
 import { MIN_PASSWORD_LENGTH } from '../../src-shared/contract/accounts.ts';
 
 /**

@@ -16,7 +16,7 @@ import {
 import { IconAlertTriangle, IconLogin } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { admin, errorMessage } from '../api/client.ts';
-import { useLocation } from '../app/router.tsx';
+import { useLocation } from '../lib/router.tsx';
 
 /**
  * Signing in from a browser: an admin's email and password, or (the owner's ways, for the one at

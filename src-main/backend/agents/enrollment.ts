@@ -15,7 +15,7 @@ import { CodeUsedUp, codeGrant, invitationGrant, type EnrollmentGrant } from './
 import { parseInventory } from '../inventory/fusion-inventory.ts';
 import { InventoryError, type DeviceReports } from './reports.ts';
 import type { AgentRepository, AgentRow } from './repository.ts';
-import { ENROLL_STATUS, FREED } from './status.ts';
+import { ENROLL_STATUS, FREED, type EnrollStatus } from './status.ts';
 
 /** The `input` of POST PluginMdmAgent; everything optional here, the rules below decide. */
 export interface AgentInput {
@@ -189,8 +189,8 @@ export class EnrollmentService {
       lastname: clean(input.lastname) ?? grant.names.lastname,
     };
     try {
-      const agentId = this.work.run(() => {
-        const id = this.createOrReuse(
+      const { id: agentId, status } = this.work.run(() => {
+        const created = this.createOrReuse(
           grant,
           session,
           existing,
@@ -204,6 +204,7 @@ export class EnrollmentService {
           },
           attempt,
         );
+        const id = created.id;
         const permission = clean(input.has_system_permission);
         this.rows.setDeviceDetails(id, {
           phone: clean(input.phone),
@@ -211,13 +212,16 @@ export class EnrollmentService {
           notification_type: clean(input.notification_type),
           notification_token: clean(input.notification_token),
         });
-        if (typeof inventoryXml === 'string') this.reports.inventory(id, inventoryXml, 'enrollment');
-        return id;
+        // What a device waiting for approval says about itself is not taken as fact: its inventory
+        // is left out (ask for one once it is approved), as its reports are refused until then.
+        if (typeof inventoryXml === 'string' && created.status !== ENROLL_STATUS.pendingApproval)
+          this.reports.inventory(id, inventoryXml, 'enrollment');
+        return created;
       });
       return {
         id: String(agentId),
         message:
-          grant.initialStatus === ENROLL_STATUS.pendingApproval
+          status === ENROLL_STATUS.pendingApproval
             ? 'Device enrolled; waiting for approval by an administrator'
             : 'Device enrolled',
       };
@@ -255,7 +259,7 @@ export class EnrollmentService {
       lastname: string | null;
     },
     attempt: AttemptDetails,
-  ): number {
+  ): { id: number; status: EnrollStatus } {
     const entityId = grant.entityId;
     const now = nowIso();
     const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
@@ -263,12 +267,17 @@ export class EnrollmentService {
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
     const uuidOwner = device.uuid ? this.rows.byUuid(entityId, device.uuid) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
+    // The same person's device enrolling again (the app reinstalled, the simulator run again) keeps
+    // the approval it has: an admin approved this device for this person once. A device freed
+    // since (unenrolled, rejected) starts over as the grant says.
+    const status: EnrollStatus =
+      existing?.enroll_status === ENROLL_STATUS.enrolled ? ENROLL_STATUS.enrolled : grant.initialStatus;
     const fields = {
       fleet_id: grant.fleetId,
       enrolled_by_user_id: person.id,
       invitation_id: grant.invitationId,
       enrollment_code_id: grant.codeId,
-      enroll_status: grant.initialStatus,
+      enroll_status: status,
       name: login,
       serial: device.serial ?? existing?.serial ?? null,
       uuid: uuid ?? existing?.uuid ?? null,
@@ -302,7 +311,12 @@ export class EnrollmentService {
     }
     grant.consume(agentId, person.id, session, attempt);
     this.sessions.bindEnrollment(session.token, agentId, now);
-    const waiting = grant.initialStatus === ENROLL_STATUS.pendingApproval ? ', waiting for approval' : '';
+    const waiting =
+      status === ENROLL_STATUS.pendingApproval
+        ? ', waiting for approval'
+        : grant.initialStatus === ENROLL_STATUS.pendingApproval
+          ? ' (enrolled before: it needs no new approval)'
+          : '';
     this.events.record(
       existing ? 'agent.reenrolled' : 'agent.enrolled',
       `${login} enrolled by ${person.email}${existing ? ' (again)' : ''}${waiting}`,
@@ -313,10 +327,10 @@ export class EnrollmentService {
         type: device.type,
         version: device.version,
         code_id: grant.codeId,
-        enroll_status: grant.initialStatus,
+        enroll_status: status,
       },
     );
-    return agentId;
+    return { id: agentId, status };
   }
 
   /**

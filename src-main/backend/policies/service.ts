@@ -117,6 +117,8 @@ const CLOSED_FOR_REPORTS: readonly TaskStatus[] = ['canceled'];
 export type ReportSource = 'mqtt' | 'http';
 
 const REASON_LIMIT = 1_000;
+/** Statuses a device reports once a task is over on it; after them it may only repeat itself. */
+const FINISHED_FOR_DEVICE: readonly TaskStatus[] = ['done', 'failed'];
 const DEFAULT_DESTINATION = '%SDCARD%/Download/';
 
 export function progressText(counts: {
@@ -557,6 +559,16 @@ export class PolicyService {
         'ERROR_TASK_CLOSED',
         `Task ${deployment.id} was canceled for this device: its status can no longer change`,
       );
+    // A finished status (done, failed) is final for the device: it cannot take back what it reported
+    // (done → pending would hide a delivered file or run the task again); deploying again does.
+    if (FINISHED_FOR_DEVICE.includes(task.status)) {
+      if (task.status === status) return task; // the same report again (QoS 1 redelivery, a retry) changes nothing
+      throw new ApiError(
+        409,
+        'ERROR_TASK_CLOSED',
+        `Task ${deployment.id} is already ${task.status} on this device: a finished status is final (deploy again to run it again)`,
+      );
+    }
     const agent = this.repo.agent(task.agent_id)!;
     if (task.status === status && task.reason === reason) return task; // a repeated report (QoS 1 redelivery) changes nothing
     this.transact(() => this.setStatus(task.id, deployment.id, agent, status, reason, source, nowIso()));
