@@ -231,9 +231,12 @@ export async function adminApp({
               message: `Too many wrong admin tokens from this address: try again in ${outcome.retryAfterSeconds} s`,
             });
         }
-        return reply
-          .code(401)
-          .send({ error: 'ERROR_UNAUTHORIZED', message: 'Admin token required (Authorization: Bearer <token>)' });
+        return reply.code(401).send({
+          error: 'ERROR_UNAUTHORIZED',
+          message: request.headers.authorization
+            ? 'This token is not the admin token nor a live API token (unknown, revoked or expired)'
+            : 'Admin token or API token required (Authorization: Bearer <token>)',
+        });
       });
 
       // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
