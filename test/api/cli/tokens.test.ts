@@ -28,7 +28,8 @@ async function cliWithToken(token: string, args: string[]) {
   }
 }
 
-describe('API tokens from the CLI', () => {
+// Each command is a process of its own: on a busy machine a test of six of them takes a while.
+describe('API tokens from the CLI', { timeout: 120_000 }, () => {
   it('serve prints the one-time set-up link; the data dir token acts as the owner', async () => {
     expect(serve.output()).toMatch(/Set up the owner:\s+http:\/\/127\.0\.0\.1:\d+\/setup\?token=[0-9a-f]{48}/);
     const me = await cli(['whoami', '--json']);
