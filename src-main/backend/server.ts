@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -57,6 +57,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   streamCaps?: Partial<StreamCaps>;
   /** The owner's display name when the first start creates the owner; default: this machine's user name. */
   ownerName?: string;
+  /** Told of every route each listener registers (the route-table test, the agent API's OpenAPI document). */
+  onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
 }
 
 /**
@@ -277,7 +279,7 @@ async function startServing(
     setup_url: setupUrl(),
   });
 
-  const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker);
+  const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
   // Connections go first (an event stream never ends by itself), then the app's own close hooks.
   onClose(async () => {
     await agentListener.close();
@@ -300,6 +302,7 @@ async function startServing(
     maxConnections: sockets.adminConnections,
     requestTimeoutMs: sockets.requestTimeoutMs,
     streamCaps: partial.streamCaps,
+    onRoute: partial.onRoute && ((route) => partial.onRoute?.('admin', route)),
   });
   onClose(async () => {
     await adminListener.close();
@@ -323,8 +326,10 @@ async function agentHttpApp(
   files: FileStore,
   deployments: PolicyService,
   broker: MqttBroker,
+  onRoute: StartOptions['onRoute'],
 ): Promise<FastifyInstance> {
   const agentApp = await buildAgentApp({
+    onRoute: onRoute && ((route) => onRoute('agent', route)),
     serverFactory: listener.serverFactory,
     sessions: services.sessions,
     approval: services.approval,

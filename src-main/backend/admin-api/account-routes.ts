@@ -1,14 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { ApiToken, ApiTokenCreate, ApiTokenCreated, ApiTokenList, IdParams, Me } from '../../../src-shared/contract/index.ts';
 import { accountView, roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
+import { adminRoute } from '../http/route-table.ts';
 
 /** Who is calling and their API tokens: /me, /tokens. */
 export const accountRoutes: FastifyPluginAsyncTypebox<{
   accounts: AccountService;
   actorOf: (request: FastifyRequest) => Actor;
 }> = async (app, { accounts, actorOf }) => {
-  app.get('/me', { schema: { response: { 200: Me } } }, async (request) => {
+  adminRoute(app, 'me', async (request) => {
     const actor = actorOf(request);
     const { token } = actor;
     return {
@@ -19,16 +19,12 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
     };
   });
 
-  app.get('/tokens', { schema: { response: { 200: ApiTokenList } } }, async (request) => ({
-    items: accounts.tokens(actorOf(request)),
-  }));
+  adminRoute(app, 'tokens.list', async (request) => ({ items: accounts.tokens(actorOf(request)) }));
 
-  app.post('/tokens', { schema: { body: ApiTokenCreate, response: { 201: ApiTokenCreated } } }, async (request, reply) => {
+  adminRoute(app, 'tokens.create', async (request, reply) => {
     const { token, row } = accounts.createToken(actorOf(request), request.body);
     return reply.code(201).send({ ...row, token });
   });
 
-  app.post('/tokens/:id/revoke', { schema: { params: IdParams, response: { 200: ApiToken } } }, async (request) =>
-    accounts.revokeToken(actorOf(request), request.params.id),
-  );
+  adminRoute(app, 'tokens.revoke', async (request) => accounts.revokeToken(actorOf(request), request.params.id));
 };
