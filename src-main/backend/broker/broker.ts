@@ -234,10 +234,10 @@ function resubscribeGuard(events: EventLog, graceMs: number | undefined): Resubs
               : resolve(filters.filter((topic) => topic in (client as unknown as { subscriptions: object }).subscriptions)),
         ),
       ),
-    subscribed: (_client, agent, filters) =>
+    subscribed: (_client, agent, filters, why) =>
       events.record(
         'mqtt.resubscribed',
-        `${agent.name} reconnected without subscribing; the broker subscribed it to ${filters.join(', ')}`,
+        `${agent.name} ${why}; the broker subscribed it to ${filters.join(', ')}`,
         { entityId: agent.entityId, agentId: agent.id },
         {
           filters,
