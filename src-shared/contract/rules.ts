@@ -77,3 +77,13 @@ export type AgentCommand = (typeof AGENT_COMMANDS)[number];
 
 /** An Android package name: dot-separated Java identifiers, at least two segments (the console checks it as typed). */
 export const PACKAGE_NAME_PATTERN = '^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z][A-Za-z0-9_]*)+$';
+
+/** What an admin may do, from most to least (issue 22): owner, admin, operator (helpdesk), observer. */
+export const ROLES = ['owner', 'admin', 'operator', 'observer'] as const;
+
+/** True when `role` may do at least what `than` may (a token never outranks its account). */
+export const roleAtLeast = (role: (typeof ROLES)[number], than: (typeof ROLES)[number]): boolean =>
+  ROLES.indexOf(role) <= ROLES.indexOf(than);
+
+/** Passwords: at least this long (and at most 1,024 characters). */
+export const MIN_PASSWORD_LENGTH = 10;

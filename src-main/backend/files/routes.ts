@@ -29,7 +29,7 @@ const DownloadMetadataSchema = Type.Object({
   mime_type: Type.String(),
   sha256: Type.String(),
   date_mod: Type.String(),
-  dl_filename: Type.String(),
+  dl_filename: Type.Optional(Type.String()),
   version: Type.Optional(Type.Integer()),
   package_name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   version_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
