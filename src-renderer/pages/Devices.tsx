@@ -96,37 +96,39 @@ function StateIcon({
   );
 }
 
-/** The model and OS when the device has sent an inventory, else the agent app's type; its version below. */
-function modelLines(agent: Agent): { first: string; second: string } {
-  const os = [agent.os_name, agent.os_version].filter(Boolean).join(' ');
+/** What the device is: its model and OS once it has sent an inventory, else its agent app. */
+function modelLine(agent: Agent): { line: string; full: string } {
   const app = `${agent.type} agent ${agent.version}`;
-  return agent.model
-    ? { first: agent.model, second: [os, app].filter(Boolean).join(' · ') }
-    : { first: os || agent.type, second: app };
+  const hardware = [agent.model, [agent.os_name, agent.os_version].filter(Boolean).join(' ')].filter(Boolean).join(' · ');
+  return { line: hardware || app, full: hardware ? `${hardware} · ${app}` : app };
 }
 
-// Widths in px; the person column takes what is left. Six columns of two lines each (what was
-// nine: serial under the device, type under the model, online beside the last contact) add up to
-// 920 px, so every column shows uncut in a 1,280 px window with the navigation open.
+// Widths in px; the person column takes what is left. Five columns of two lines each (what was
+// nine: the model under the device, online beside the last contact) add up to 915 px, so every
+// column shows uncut in a 1,280 px window with the navigation open.
 const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
     header: 'Device',
-    size: 170,
+    size: 175,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
       const id = agent.serial ?? agent.uuid ?? '';
+      const model = modelLine(agent);
       return (
         <div style={{ minWidth: 0, lineHeight: 1.25 }}>
-          <Text size="sm" fw={500} truncate title={info.getValue()}>
+          <Text
+            size="sm"
+            fw={500}
+            truncate
+            title={id && id !== info.getValue() ? `${info.getValue()} (serial ${id})` : info.getValue()}
+          >
             {info.getValue()}
           </Text>
-          {id && id !== info.getValue() ? (
-            <Text size="xs" c="dimmed" className="mono" truncate title={id}>
-              {id}
-            </Text>
-          ) : null}
+          <Text size="xs" c="dimmed" truncate title={model.full} data-testid="device-model">
+            {model.line}
+          </Text>
         </div>
       );
     },
@@ -134,7 +136,7 @@ const columns = helper.columns([
   helper.accessor((agent) => agent.email ?? '', {
     id: 'person',
     header: 'Person',
-    size: 190,
+    size: 230,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
@@ -145,23 +147,15 @@ const columns = helper.columns([
   helper.accessor('fleet', {
     id: 'fleet',
     header: 'Fleet',
-    size: 140,
+    size: 180,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: plainCell,
   }),
-  // From the device's last inventory (the agent's type until it sends one), the agent below.
-  helper.accessor((agent) => agent.model ?? agent.type, {
-    id: 'model',
-    header: 'Model',
-    size: 150,
-    sortFn: 'alphanumeric',
-    cell: (info) => <TwoLines {...modelLines(info.row.original)} />,
-  }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
     header: 'Status',
-    size: 150,
+    size: 190,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: (info) => {
@@ -195,7 +189,7 @@ const columns = helper.columns([
   helper.accessor((agent) => agent.last_contact ?? undefined, {
     id: 'last_contact',
     header: 'Last contact',
-    size: 120,
+    size: 140,
     sortFn: 'alphanumeric',
     sortUndefined: 'last',
     cell: (info) => <LastContact iso={info.getValue() ?? null} online={info.row.original.is_online} />,
@@ -336,7 +330,7 @@ export function Devices() {
         title="Devices"
         description={
           agents.data
-            ? `${all.length.toLocaleString()} enrolled device${all.length === 1 ? '' : 's'}, ${online.toLocaleString()} online. Updated live.`
+            ? `${count(all.length)}, ${online.toLocaleString()} online. Updated live.`
             : 'Every device enrolled with an invitation, updated live.'
         }
       />

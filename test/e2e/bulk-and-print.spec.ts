@@ -50,18 +50,32 @@ test('bulk import from a CSV with a bad row: all or nothing unless told to skip 
     .locator('td')
     .nth(1)
     .evaluate((cell) => {
-      const text = cell.textContent ?? '';
-      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      // The little of the DOM this reads (this project's TypeScript has no DOM library).
+      interface TextNode {
+        textContent: string | null;
+      }
+      interface Doc {
+        createTreeWalker(root: unknown, what: number): { nextNode(): TextNode | null };
+        createRange(): {
+          setStart(n: TextNode, i: number): void;
+          setEnd(n: TextNode, i: number): void;
+          getBoundingClientRect(): { top: number };
+        };
+      }
+      const doc = (globalThis as unknown as { document: Doc }).document;
+      const text = (cell as unknown as TextNode).textContent ?? '';
+      const walker = doc.createTreeWalker(cell, 4 /* NodeFilter.SHOW_TEXT */);
       const tops: { top: number; index: number }[] = [];
       let offset = 0;
       for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-        for (let i = 0; i < node.textContent!.length; i++) {
-          const range = document.createRange();
+        const length = node.textContent?.length ?? 0;
+        for (let i = 0; i < length; i++) {
+          const range = doc.createRange();
           range.setStart(node, i);
           range.setEnd(node, i + 1);
           tops.push({ top: Math.round(range.getBoundingClientRect().top), index: offset + i });
         }
-        offset += node.textContent!.length;
+        offset += length;
       }
       const lines = tops.filter((t, i) => i === 0 || t.top > tops[i - 1]!.top + 2).map((t) => t.index);
       return { text, lines };

@@ -1,0 +1,130 @@
+import type { Locator, Page } from '@playwright/test';
+import { admin, expect, shot, test } from './fixtures.ts';
+
+// What a new admin met at 1,280 px (issue 19, item 8): tables cut or scrolling sideways, a funnel
+// that did not add up, cards printed for invitations that can no longer be used, a ping with no answer.
+
+const tag = () => Date.now().toString(36).slice(-5);
+
+/** The little of the DOM the checks below read (this project's TypeScript has no DOM library). */
+export interface Boxed {
+  tagName: string;
+  className: unknown;
+  textContent: string | null;
+  scrollWidth: number;
+  clientWidth: number;
+  namespaceURI: string | null;
+  querySelectorAll(selector: string): ArrayLike<Boxed>;
+}
+
+/** Elements inside `root` whose content is wider than their box: cut with an ellipsis, clipped, or scrolling. */
+export async function cutElements(root: Locator): Promise<string[]> {
+  return root.evaluate((element) => {
+    const top = element as unknown as Boxed;
+    const cut: string[] = [];
+    for (const el of [top, ...Array.from(top.querySelectorAll('*'))]) {
+      if (el.namespaceURI !== 'http://www.w3.org/1999/xhtml' || el.clientWidth === 0) continue;
+      if (el.scrollWidth > el.clientWidth + 1) {
+        cut.push(
+          `<${el.tagName.toLowerCase()} class="${String(el.className)}"> "${(el.textContent ?? '').slice(0, 60)}" (${el.scrollWidth} > ${el.clientWidth})`,
+        );
+      }
+    }
+    return cut;
+  });
+}
+
+async function enrolled(email: string, fleet?: string, { firstname = 'Maria', lastname = 'Gonzalez' } = {}) {
+  const invitation = await admin.invitations.create({ email, firstname, lastname, fleet, send_email: false });
+  const simulated = await admin.invitations.simulate(invitation.id);
+  expect(simulated.ok, simulated.error ?? '').toBe(true);
+  return { invitation, agentId: simulated.agent_id as number };
+}
+
+async function at1280(page: Page) {
+  await page.setViewportSize({ width: 1280, height: 800 });
+}
+
+test('devices at 1,280 px: no column, header or badge is cut', async ({ page }, testInfo) => {
+  await at1280(page);
+  const t = tag();
+  const fleet = await admin.fleets.create(`Field sales north ${t}`);
+  const first = await enrolled(`maria.gonzalez.${t}@example.com`, fleet.name);
+  await admin.agents.command(first.agentId, 'lock');
+  await enrolled(`j.smith.${t}@example.org`, undefined, { firstname: 'John', lastname: 'Smith' });
+  // One waiting for approval: the longest status there is.
+  const code = await admin.codes.create({ name: `Hall ${t}`, approval: 'manual' });
+  const waiting = await admin.codes.simulate(code.id, undefined, `visitor.${t}@example.com`);
+  expect(waiting.ok, waiting.error ?? '').toBe(true);
+
+  await page.goto('/devices');
+  await page.getByLabel('Search devices').fill(t);
+  const table = page.getByTestId('devices-table');
+  await expect(table.locator('tbody tr')).toHaveCount(3);
+  await expect(table.locator('tbody tr', { hasText: 'maria.gonzalez' }).getByTestId('device-locked')).toBeVisible();
+  await expect(table.getByText('Waiting for approval')).toBeVisible();
+
+  const scroll = page.getByTestId('devices-scroll');
+  expect(await scroll.evaluate((el) => el.scrollWidth - el.clientWidth), 'the table scrolls sideways').toBeLessThanOrEqual(0);
+  expect(await cutElements(table.locator('thead')), 'headers cut').toEqual([]);
+  expect(await cutElements(table.locator('tbody')), 'cells cut').toEqual([]);
+  await shot(page, 'devices-1280', testInfo);
+});
+
+test('fleets at 1,280 px: the deployments card shows its progress bars and device rows whole', async ({ page }, testInfo) => {
+  await at1280(page);
+  const t = tag();
+  const fleet = await admin.fleets.create(`Warehouse scanners ${t}`);
+  for (const who of ['ana', 'ben']) await enrolled(`${who}.${t}@example.com`, fleet.name);
+  const file = await admin
+    .stored('file')
+    .upload(
+      new Blob([new Uint8Array(2048)]).stream(),
+      { name: `scanner-configuration-profile-${t}.json` },
+      { 'content-length': '2048' },
+    );
+  await admin.deployments.create({ kind: 'file', item_id: file.id, fleet_id: fleet.id });
+
+  await page.goto(`/fleets/${fleet.id}`);
+  const card = page.getByTestId('fleet-deployments');
+  await expect(card.getByTestId('deployment-list')).toBeVisible();
+  await card.getByRole('button', { name: 'Show devices' }).click();
+  await expect(card.locator('[data-testid^="deployment-tasks-"] tr')).toHaveCount(2);
+  expect(await cutElements(card), 'clipped or scrolling inside the deployments card').toEqual([]);
+  const cardBox = (await card.boundingBox())!;
+  for (const bar of await card.locator('.mantine-Progress-root').all()) {
+    const box = (await bar.boundingBox())!;
+    expect(box.x + box.width, 'a progress bar runs past the card').toBeLessThanOrEqual(cardBox.x + cardBox.width);
+  }
+  await shot(page, 'fleets-1280-deployments', testInfo);
+});
+
+test('dashboard at 1,280 px: the funnel counts code enrollments and says what each number means; the agent-app badge whole', async ({
+  page,
+}, testInfo) => {
+  await at1280(page);
+  const t = tag();
+  await enrolled(`invited.${t}@example.com`);
+  const code = await admin.codes.create({ name: `Front desk ${t}` });
+  for (const who of ['desk1', 'desk2']) {
+    const simulated = await admin.codes.simulate(code.id, undefined, `${who}.${t}@example.com`);
+    expect(simulated.ok, simulated.error ?? '').toBe(true);
+  }
+  const { counts } = await admin.status();
+  expect(counts.code_enrolled).toBeGreaterThanOrEqual(2);
+
+  await page.goto('/');
+  const enrolledStep = page.getByTestId('funnel-enrolled');
+  // Every enrolled device, by invitation or by code (it counted used invitations only).
+  await expect(enrolledStep.getByTestId('funnel-value')).toHaveText(counts.enrolled.toLocaleString('en-GB'));
+  await expect(enrolledStep.getByTestId('funnel-means')).toHaveText(
+    new RegExp(`${counts.enrolled - counts.code_enrolled} with an invitation, ${counts.code_enrolled} with a code`),
+  );
+  await expect(page.getByTestId('funnel-invited').getByTestId('funnel-means')).toContainText(
+    `${counts.code_devices} devices came with an enrollment code`,
+  );
+  await expect(page.getByTestId('funnel-online').getByTestId('funnel-means')).toHaveText(/connected to the broker right now/);
+  await expect(page.getByTestId('agent-app-note')).toBeVisible();
+  expect(await cutElements(page.getByTestId('agent-app-note')), 'the agent-app badge is cut').toEqual([]);
+  await shot(page, 'dashboard-1280', testInfo, { fullPage: true });
+});
