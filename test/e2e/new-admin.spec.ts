@@ -128,3 +128,34 @@ test('dashboard at 1,280 px: the funnel counts code enrollments and says what ea
   expect(await cutElements(page.getByTestId('agent-app-note')), 'the agent-app badge is cut').toEqual([]);
   await shot(page, 'dashboard-1280', testInfo, { fullPage: true });
 });
+
+test('the print sheet leaves out used and revoked invitations, and prints them only when asked', async ({ page }, testInfo) => {
+  const t = tag();
+  const pending = await admin.invitations.create({ email: `card.pending.${t}@example.com`, send_email: false });
+  const used = (await enrolled(`card.used.${t}@example.com`)).invitation;
+  const revoked = await admin.invitations.create({ email: `card.revoked.${t}@example.com`, send_email: false });
+  await admin.invitations.revoke(revoked.id);
+
+  await page.goto(`/print?ids=${used.id},${pending.id},${revoked.id}`);
+  const sheet = page.getByTestId('print-sheet');
+  await expect(sheet).toHaveAttribute('data-ready', 'true', { timeout: 20_000 });
+  await expect(page.getByTestId('sheet-card')).toHaveCount(1);
+  await expect(page.getByTestId('sheet-card')).toHaveAttribute('data-invitation-id', String(pending.id));
+  const note = page.getByTestId('print-unusable');
+  await expect(note).toContainText('2 selected invitations were used, revoked or expired');
+  await expect(note).toContainText('left out');
+  await shot(page, 'print-sheet-left-out', testInfo);
+
+  await note.getByRole('button', { name: 'Print them too' }).click();
+  await expect(page).toHaveURL(/all=1/);
+  await expect(page.getByTestId('sheet-card')).toHaveCount(3);
+  await expect(sheet).toHaveAttribute('data-ready', 'true', { timeout: 20_000 });
+  await note.getByRole('button', { name: 'Leave them out' }).click();
+  await expect(page.getByTestId('sheet-card')).toHaveCount(1);
+  await expect(page.getByTestId('print-sheet')).toHaveAttribute('data-ready', 'true', { timeout: 20_000 });
+
+  // Only cards that cannot be used: none printed, and the page says why.
+  await page.goto(`/print?ids=${used.id},${revoked.id}`);
+  await expect(page.getByText('None of these invitations can enroll a device any more')).toBeVisible();
+  await expect(page.getByTestId('sheet-card')).toHaveCount(0);
+});

@@ -57,9 +57,11 @@ describe('print sheets', () => {
     expect(pageRule(PAPERS.letter)).toBe('@page { size: letter portrait; margin: 10mm; }');
   });
   it('reads and writes the print address', () => {
-    expect(parsePrintQuery('?ids=3,1,3,x,-2,0&paper=letter')).toEqual({ ids: [3, 1], paper: 'letter' });
-    expect(parsePrintQuery('?paper=tabloid')).toEqual({ ids: [], paper: null });
+    expect(parsePrintQuery('?ids=3,1,3,x,-2,0&paper=letter')).toEqual({ ids: [3, 1], paper: 'letter', all: false });
+    expect(parsePrintQuery('?paper=tabloid')).toEqual({ ids: [], paper: null, all: false });
     expect(printQuery([1, 2], 'a4')).toBe('?ids=1,2&paper=a4');
+    expect(printQuery([1, 2], 'a4', { all: true })).toBe('?ids=1,2&paper=a4&all=1');
+    expect(parsePrintQuery(printQuery([4], undefined, { all: true }))).toEqual({ ids: [4], paper: null, all: true });
     expect(defaultPaper('en-US')).toBe('letter');
     expect(defaultPaper('fr-CA')).toBe('letter');
     expect(defaultPaper('en-GB')).toBe('a4');
