@@ -159,3 +159,31 @@ test('the print sheet leaves out used and revoked invitations, and prints them o
   await expect(page.getByText('None of these invitations can enroll a device any more')).toBeVisible();
   await expect(page.getByTestId('sheet-card')).toHaveCount(0);
 });
+
+test('the console speaks in words: no raw field names or internal names on the device panel and the files page', async ({
+  page,
+}, testInfo) => {
+  const t = tag();
+  const code = await admin.codes.create({ name: `Words ${t}` });
+  const simulated = await admin.codes.simulate(code.id, undefined, `words.${t}@example.com`);
+  expect(simulated.ok, simulated.error ?? '').toBe(true);
+
+  await page.goto(`/devices?agent=${simulated.agent_id}`);
+  const record = page.getByRole('dialog', { name: 'Device' }).getByTestId('agent-record');
+  await expect(record).toBeVisible();
+  const labels = await record.locator('th').allInnerTexts();
+  expect(
+    labels.filter((label) => /[a-z]_[a-z]/.test(label)),
+    'snake_case labels',
+  ).toEqual([]);
+  expect(labels).toEqual(expect.arrayContaining(['OS version', 'Enrollment code', 'Status']));
+  // The code is named and linked; the wire name stays at hand on hover.
+  await expect(record.locator('tr[data-field="enrollment_code_id"] a')).toHaveText(`“Words ${t}”`);
+  await expect(record.locator('tr[data-field="os_version"] th')).toHaveAttribute('title', 'os_version in the admin API');
+  await expect(record.locator('tr[data-field="serial"]').getByRole('button', { name: /Copy the serial number/ })).toBeVisible();
+  await shot(page, 'device-record-words', testInfo);
+
+  await page.goto('/files');
+  await expect(page.getByRole('heading', { name: 'Files & packages' })).toBeVisible();
+  await expect(page.locator('body')).not.toContainText(/PluginMdm|api token/);
+});
