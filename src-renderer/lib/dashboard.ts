@@ -1,4 +1,5 @@
 import type { StatusCounts } from '../../src-shared/contract/index.ts';
+import { countOf } from './format.ts';
 
 export interface FunnelStep {
   label: string;
@@ -9,8 +10,6 @@ export interface FunnelStep {
   /** What the number counts, in words. */
   means: string;
 }
-
-const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString()} ${n === 1 ? one : many}`;
 
 /**
  * Ways in → enrolled → online. Devices come in two ways: an invitation (one person, one device)
@@ -28,14 +27,14 @@ export function funnelOf(
   const online = Math.min(Math.max(0, counts.online), enrolled);
   const rate = (value: number, of: number, name: string) => (of > 0 ? `${Math.round((value / of) * 100)}% of ${name}` : '—');
   const waiting =
-    counts.pending_approval > 0 ? `; ${plural(counts.pending_approval, 'more waits', 'more wait')} for approval` : '';
+    counts.pending_approval > 0 ? `; ${countOf(counts.pending_approval, 'more waits', 'more wait')} for approval` : '';
   return [
     {
       label: byCode > 0 ? 'Invited or with a code' : 'Invited',
       value: top,
       color: 'indigo.6',
       rate: '',
-      means: `${plural(invitations, 'invitation')} sent${byCode > 0 ? `, ${plural(byCode, 'device')} came with an enrollment code` : ''}`,
+      means: `${countOf(invitations, 'invitation')} sent${byCode > 0 ? `, ${countOf(byCode, 'device')} came with an enrollment code` : ''}`,
     },
     {
       label: 'Enrolled',

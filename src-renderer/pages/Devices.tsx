@@ -33,7 +33,7 @@ import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 import { Link, navigate, useLocation } from '../app/router.tsx';
 import { EmptyState, ErrorState, LoadingState, PageHeader, useNow } from '../components/common.tsx';
 import { changedIds, enrollStatusOf, matchesSearch, searchTerms } from '../lib/devices.ts';
-import { fullName, relativeTime } from '../lib/format.ts';
+import { countOf, fullName, relativeTime } from '../lib/format.ts';
 import { DeviceDrawer } from './DeviceDrawer.tsx';
 
 const features = tableFeatures({
@@ -300,6 +300,27 @@ export function Devices() {
     requestAnimationFrame(() => scrollRef.current?.querySelector<HTMLElement>(`tr[data-index="${clamped}"]`)?.focus());
   };
 
+  const [activeRow, setActiveRow] = useState(0);
+  const virtualItems = virtualizer.getVirtualItems();
+  // The row that takes the Tab key: the one last focused if it is drawn, else the first drawn.
+  const tabRow = virtualItems.some((item) => item.index === activeRow) ? activeRow : (virtualItems[0]?.index ?? 0);
+
+  // The column headers are one Tab stop (the last one used); the arrow keys move along them.
+  const [sortFocus, setSortFocus] = useState(0);
+  const onHeaderKey = (event: KeyboardEvent<HTMLTableRowElement>) => {
+    if (event.key !== 'ArrowRight' && event.key !== 'ArrowLeft' && event.key !== 'Home' && event.key !== 'End') return;
+    event.preventDefault();
+    const count = columns.length;
+    const next =
+      event.key === 'Home'
+        ? 0
+        : event.key === 'End'
+          ? count - 1
+          : (sortFocus + (event.key === 'ArrowRight' ? 1 : count - 1)) % count;
+    setSortFocus(next);
+    event.currentTarget.querySelector<HTMLElement>(`button[data-column="${next}"]`)?.focus();
+  };
+
   const onRowKey = (event: KeyboardEvent<HTMLTableRowElement>, index: number, id: number) => {
     if (event.key === 'Enter' || event.key === ' ') {
       event.preventDefault();
@@ -322,7 +343,7 @@ export function Devices() {
   const totalWidth = table.getTotalSize();
   const filtered = terms.length > 0 || columnFilters.length > 0 || typeFilter !== null || onlineFilter !== null;
   const online = useMemo(() => all.reduce((n, a) => n + (a.is_online ? 1 : 0), 0), [all]);
-  const count = (n: number) => `${n.toLocaleString()} device${n === 1 ? '' : 's'}`;
+  const count = (n: number) => countOf(n, 'device');
 
   return (
     <>
@@ -435,8 +456,8 @@ export function Devices() {
             >
               <thead>
                 {table.getHeaderGroups().map((group) => (
-                  <tr key={group.id} aria-rowindex={1}>
-                    {group.headers.map((header) => {
+                  <tr key={group.id} aria-rowindex={1} onKeyDown={onHeaderKey}>
+                    {group.headers.map((header, index) => {
                       const sorted = header.column.getIsSorted();
                       const grow = header.column.id === 'person';
                       return (
@@ -448,8 +469,12 @@ export function Devices() {
                           <button
                             type="button"
                             className="sort-button"
+                            // One Tab stop for the whole header row; ← → move between its columns.
+                            tabIndex={index === sortFocus ? 0 : -1}
+                            data-column={index}
+                            onFocus={() => setSortFocus(index)}
                             onClick={header.column.getToggleSortingHandler()}
-                            title="Sort"
+                            title="Sort (← → for the other columns)"
                           >
                             <table.FlexRender header={header} />
                             {sorted === 'asc' ? (
@@ -467,7 +492,7 @@ export function Devices() {
                 ))}
               </thead>
               <tbody style={{ height: virtualizer.getTotalSize() }}>
-                {virtualizer.getVirtualItems().map((item) => {
+                {virtualItems.map((item) => {
                   const row = rows[item.index]!;
                   const agent = row.original;
                   return (
@@ -478,7 +503,9 @@ export function Devices() {
                       data-selected={agent.id === selectedId}
                       data-fresh={fresh.has(agent.id)}
                       aria-rowindex={item.index + 2}
-                      tabIndex={0}
+                      // The rows are one Tab stop (the row last focused); ↑ ↓ move between them.
+                      tabIndex={item.index === tabRow ? 0 : -1}
+                      onFocus={() => setActiveRow(item.index)}
                       style={{ transform: `translateY(${item.start}px)`, minWidth: totalWidth }}
                       onClick={() => open(agent.id)}
                       onKeyDown={(event) => onRowKey(event, item.index, agent.id)}
@@ -497,7 +524,8 @@ export function Devices() {
           </div>
         )}
         <Text size="xs" c="dimmed" mt="xs">
-          Keyboard: ↑ ↓ PgUp PgDn Home End move between rows, Enter opens the device.
+          Keyboard: Tab reaches the column headers (← → between them) and the rows (↑ ↓ PgUp PgDn Home End), Enter opens the
+          device.
         </Text>
       </Card>
       <DeviceDrawer id={selectedId} onClose={() => open(null)} />

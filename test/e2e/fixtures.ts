@@ -36,7 +36,8 @@ export async function decodeQrOf(locator: Locator): Promise<string | null> {
 /**
  * What the browser console may say during a test without failing it. Nothing by default: any
  * warning or error, any script error, fails the test. A test that expects one (a refused request
- * it provokes on purpose) says so with `consoleGuard.allow(/narrow pattern/, why)`; an allowance
+ * it provokes on purpose) says so with `consoleGuard.allow(/narrow pattern/, why)`, the pattern matched
+ * against "<message> @ <url of its source>"; an allowance
  * that never matched fails the test too, so none outlives its reason.
  */
 export interface ConsoleGuard {
@@ -65,7 +66,8 @@ export const test = base.extend<{ consoleGuard: ConsoleGuard }>({
           if (type !== 'error' && type !== 'warning') return;
           const text = message.text();
           if (CHROMIUM_NOISE.some((pattern) => pattern.test(text))) return;
-          const allowance = allowed.find((a) => a.pattern.test(text));
+          // Matched against the message and where it came from: "<text> @ <url>".
+          const allowance = allowed.find((a) => a.pattern.test(`${text} @ ${message.location().url}`));
           if (allowance) allowance.seen++;
           else problems.push(`console ${type}: ${text} (at ${message.location().url})`);
         });

@@ -187,3 +187,36 @@ test('the console speaks in words: no raw field names or internal names on the d
   await expect(page.getByRole('heading', { name: 'Files & packages' })).toBeVisible();
   await expect(page.locator('body')).not.toContainText(/PluginMdm|api token/);
 });
+
+test('keyboard: a skip link to the main content, and few Tab stops to the first device row', async ({ page }, testInfo) => {
+  await enrolled(`keys.${tag()}@example.com`);
+  await page.goto('/devices');
+  await expect(page.getByTestId('devices-table').locator('tbody tr').first()).toBeVisible();
+
+  // The first Tab stop of the page: a link past the header and the navigation.
+  await page.keyboard.press('Tab');
+  const skip = page.getByRole('link', { name: 'Skip to main content' });
+  await expect(skip).toBeFocused();
+  await expect(skip).toBeInViewport();
+  await shot(page, 'skip-link', testInfo);
+  await page.keyboard.press('Enter');
+  await expect(page.locator('main')).toBeFocused();
+
+  // From there: the search, four filters, the column headers (one stop), then the rows (one stop).
+  const firstRow = page.locator('tbody tr[data-index="0"]');
+  let presses = 0;
+  while (
+    presses < 20 &&
+    !(await firstRow.evaluate((row) => row === (row.ownerDocument as unknown as { activeElement: unknown }).activeElement))
+  ) {
+    await page.keyboard.press('Tab');
+    presses++;
+  }
+  expect(presses, 'Tab presses from the main content to the first device row').toBeLessThanOrEqual(7);
+  // The rows are one stop: the next Tab leaves the table, ↓ moves to the next row.
+  await page.keyboard.press('ArrowDown');
+  const second = page.locator('tbody tr[data-index="1"]');
+  if ((await second.count()) > 0) await expect(second).toBeFocused();
+  await page.keyboard.press('Tab');
+  await expect(page.locator('tbody tr:focus')).toHaveCount(0);
+});

@@ -4,7 +4,7 @@ import { matchPath } from '../../../src-renderer/app/router.tsx';
 import { mailPatch } from '../../../src-renderer/features/mail-settings.tsx';
 import { funnelOf } from '../../../src-renderer/lib/dashboard.ts';
 import { changedIds, enrollStatusOf, matchesSearch, searchTerms } from '../../../src-renderer/lib/devices.ts';
-import { formatBytes, fullName, relativeTime } from '../../../src-renderer/lib/format.ts';
+import { countOf, formatBytes, fullName, relativeTime } from '../../../src-renderer/lib/format.ts';
 import { shortFingerprint } from '../../../src-renderer/lib/hash.ts';
 import {
   cardSize,
@@ -232,6 +232,12 @@ describe('dashboard and routing', () => {
     ]);
     expect(funnelOf({ ...counts, invitations: 0, enrolled: 0, online: 0 })[1]!.rate).toBe('—');
     expect(funnelOf({ ...counts, invitations: 2, enrolled: 5, online: 9 }).map((s) => s.value)).toEqual([5, 5, 5]);
+  });
+  it('counts with the noun in the right number ("1 device", never "1 devices")', () => {
+    expect(countOf(1, 'device')).toBe('1 device');
+    expect(countOf(0, 'device')).toBe('0 devices');
+    expect(countOf(1200, 'device')).toBe(`${(1200).toLocaleString()} devices`);
+    expect(countOf(1, 'more waits', 'more wait')).toBe('1 more waits');
   });
   it('matches console paths', () => {
     expect(matchPath('/invitations/:id', '/invitations/12')).toEqual({ id: '12' });
