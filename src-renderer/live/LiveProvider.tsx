@@ -2,7 +2,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
 import { useFeed } from '../api/queries.ts';
-import type { AgentSummary as Agent, StreamEvent } from '../../src-shared/contract/index.ts';
+import type { StreamEvent } from '../../src-shared/contract/index.ts';
 import { LiveSync } from './cache-sync.ts';
 import { openEventStream, type StreamState } from './event-stream.ts';
 

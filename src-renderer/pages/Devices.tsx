@@ -136,7 +136,7 @@ const columns = helper.columns([
   helper.accessor((agent) => agent.email ?? '', {
     id: 'person',
     header: 'Person',
-    size: 230,
+    size: 220,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
@@ -147,7 +147,7 @@ const columns = helper.columns([
   helper.accessor('fleet', {
     id: 'fleet',
     header: 'Fleet',
-    size: 180,
+    size: 190,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: plainCell,

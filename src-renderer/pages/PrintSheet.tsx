@@ -5,7 +5,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useMemo, useState, type CSSProperties } from 'react';
 import { admin } from '../api/client.ts';
 import { useInvitationsByIds } from '../api/queries.ts';
-import type { Invitation, InvitationDetail } from '../../src-shared/contract/index.ts';
+import type { InvitationDetail } from '../../src-shared/contract/index.ts';
 import { Link, navigate, useLocation } from '../app/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess } from '../components/common.tsx';
 import { UnreachableWarning } from '../features/reachability.tsx';

@@ -48,7 +48,7 @@ async function at1280(page: Page) {
 test('devices at 1,280 px: no column, header or badge is cut', async ({ page }, testInfo) => {
   await at1280(page);
   const t = tag();
-  const fleet = await admin.fleets.create(`Field sales north ${t}`);
+  const fleet = await admin.fleets.create(`Field sales ${t}`);
   const first = await enrolled(`maria.gonzalez.${t}@example.com`, fleet.name);
   await admin.agents.command(first.agentId, 'lock');
   await enrolled(`j.smith.${t}@example.org`, undefined, { firstname: 'John', lastname: 'Smith' });
