@@ -8,7 +8,13 @@ export default defineConfig({
   main: {
     build: {
       outDir: 'out/main',
-      rollupOptions: { input: { index: resolve(import.meta.dirname, 'src-main/electron/main.ts') } },
+      rollupOptions: {
+        input: {
+          index: resolve(import.meta.dirname, 'src-main/electron/main.ts'),
+          // The APK reader's worker thread, loaded by file (backend/files/apk-manifest.ts) as out/main/apk-worker.js.
+          'apk-worker': resolve(import.meta.dirname, 'src-main/backend/files/apk-worker.ts'),
+        },
+      },
     },
   },
   preload: {

@@ -1,5 +1,5 @@
-// `npm test`: the whole suite, as CI runs it. The typecheck and the console build go first, side
-// by side; then the Vitest suite (unit + API) and the Playwright suite (Chromium) run side by side,
+// `npm test`: the whole suite, as CI runs it. The typecheck, the linter (ESLint), the formatter's
+// check (Prettier) and the console build go first, side by side; then the Vitest suite (unit + API) and the Playwright suite (Chromium) run side by side,
 // since each starts its own servers on OS-chosen ports and shares nothing with the other. Each
 // suite's output is printed whole when it ends (not interleaved), then one closing line counts
 // every test of both.
@@ -53,9 +53,22 @@ async function stage(steps: Step[]): Promise<boolean> {
   return outcomes.every((outcome) => outcome.code === 0);
 }
 
-function readJson(file: string): any {
+/** The counts of Vitest's JSON report (Jest's format) that the closing line adds up. */
+interface VitestReport {
+  numPassedTests: number;
+  numFailedTests: number;
+  numPendingTests: number;
+  numTodoTests: number;
+}
+/** The counts of Playwright's JSON report. */
+interface PlaywrightReport {
+  stats: { expected: number; unexpected: number; flaky: number; skipped: number };
+}
+
+/** A report, or null when its suite did not run or died before writing it. */
+function readJson<T>(file: string): Partial<T> | null {
   try {
-    return JSON.parse(readFileSync(file, 'utf8'));
+    return JSON.parse(readFileSync(file, 'utf8')) as Partial<T>;
   } catch {
     return null;
   }
@@ -66,6 +79,8 @@ const playwrightJson = join(reports, 'playwright.json');
 
 let ok = await stage([
   { name: 'typecheck', command: 'npm', args: ['run', '--silent', 'typecheck'] },
+  { name: 'lint (ESLint)', command: 'npm', args: ['run', '--silent', 'lint'] },
+  { name: 'format check (Prettier)', command: 'npm', args: ['run', '--silent', 'format', '--', '--check'] },
   { name: 'console build', command: bin('electron-vite'), args: ['build', '--logLevel', 'warn'] },
 ]);
 if (ok) {
@@ -84,8 +99,8 @@ if (ok) {
   ]);
 }
 
-const vitest = readJson(vitestJson);
-const playwright = readJson(playwrightJson)?.stats;
+const vitest = readJson<VitestReport>(vitestJson);
+const playwright = readJson<PlaywrightReport>(playwrightJson)?.stats;
 const passed = (vitest?.numPassedTests ?? 0) + (playwright?.expected ?? 0);
 const failed = (vitest?.numFailedTests ?? 0) + (playwright?.unexpected ?? 0) + (playwright?.flaky ?? 0);
 const skipped = (vitest?.numPendingTests ?? 0) + (vitest?.numTodoTests ?? 0) + (playwright?.skipped ?? 0);

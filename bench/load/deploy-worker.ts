@@ -12,11 +12,14 @@ import { connectEnrolledDevice, enrollDevice, type SimulatedDevice } from '../..
 // net.connect, mqtt.js net.createConnection; neither has an option for it.
 const worker = Number(process.argv[2] ?? 0);
 let nextSource = 0;
-const fromOwnAddress = <F extends (...args: any[]) => net.Socket>(connect: F): F =>
-  ((options: unknown, ...rest: unknown[]) => {
+type Connect = typeof net.connect; // net.createConnection is the same function
+const fromOwnAddress = (original: Connect): Connect => {
+  const connect = original as (...args: unknown[]) => net.Socket; // its overloads, called with what was given
+  return ((options: unknown, ...rest: unknown[]) => {
     if (typeof options !== 'object' || options === null || ('path' in options && options.path)) return connect(options, ...rest);
     return connect({ ...options, localAddress: `127.0.${worker + 1}.${(nextSource++ % 64) + 1}` }, ...rest);
-  }) as F;
+  }) as Connect;
+};
 (net as { connect: typeof net.connect }).connect = fromOwnAddress(net.connect);
 (net as { createConnection: typeof net.createConnection }).createConnection = fromOwnAddress(net.createConnection);
 

@@ -2,6 +2,7 @@
 // an external Mosquitto 2 with dynamic security, a 2-node RabbitMQ cluster with the HTTP auth
 // backend. For each: agents held, RSS per connection of the broker process(es), connect rate, and
 // the time for a ping sent through the admin API to reach every agent.
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startMosquitto } from '../../test/helpers/external-brokers.ts';
 import { startRabbitCluster } from '../../test/helpers/rabbitmq.ts';
@@ -50,7 +51,16 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
   if (mode === 'mosquitto') {
     const mosquitto = await startMosquitto({ wrap });
     stopBroker = () => mosquitto.destroy();
-    extraArgs = ['--mqtt-broker', 'mosquitto', '--mqtt-broker-url', mosquitto.adminUrl];
+    // The admin's password from a file, as the README says (never on a command line).
+    writeFileSync(join(dir, 'mosquitto-admin-password'), mosquitto.adminPassword, { mode: 0o600 });
+    extraArgs = [
+      '--mqtt-broker',
+      'mosquitto',
+      '--mqtt-broker-url',
+      mosquitto.adminUrlWithoutPassword,
+      '--mqtt-broker-password-file',
+      join(dir, 'mosquitto-admin-password'),
+    ];
     // The wrapper's bash execs mosquitto: same pid.
     rss = () => rssBytes(mosquitto.pid()!);
     peak = () => peakRssBytes(mosquitto.pid()!);
@@ -67,7 +77,10 @@ async function oneMode(mode: BrokerModeName, dir: string, count: number): Promis
       cluster.backendUrl,
       '--mqtt-auth-port',
       String(cluster.authPort),
+      '--mqtt-auth-secret-file',
+      join(dir, 'rabbitmq-auth-secret'),
     ];
+    writeFileSync(join(dir, 'rabbitmq-auth-secret'), cluster.authSecret, { mode: 0o600 });
     rss = () => sum(cluster.nodes.map((node) => rssBytes(node.pid()!)));
     peak = () => sum(cluster.nodes.map((node) => peakRssBytes(node.pid()!)));
     // Agents spread over both nodes, as a load balancer in front of the cluster would.

@@ -108,6 +108,20 @@ export interface ConsoleResult {
   };
 }
 
+/** What PAGE_PROBE and the event reader below leave on the page's globalThis (window.__bench). */
+interface BenchProbe {
+  firstRowsAt: number;
+  firstRowsCount: string;
+  enrolledAt: Map<number, number>;
+  agentFetch: Map<number, number>;
+  eventAt: Map<number, number>;
+}
+/** The page's globalThis as page-side functions see it (this file is compiled without DOM types). */
+interface BenchPage {
+  __bench?: BenchProbe;
+  document: { querySelector(selector: string): { textContent: string | null } | null };
+}
+
 async function openDevicesPage(page: Page, adminUrl: string, agents: number): Promise<number> {
   await page.goto(`${adminUrl}/devices`, { waitUntil: 'commit' });
   const expected = agents.toLocaleString('en-US');
@@ -115,9 +129,9 @@ async function openDevicesPage(page: Page, adminUrl: string, agents: number): Pr
   // strings would be eval, which the console's CSP forbids).
   await page.waitForFunction(
     (text) => {
-      const page = globalThis as any;
+      const page = globalThis as unknown as BenchPage;
       return (
-        page.__bench?.firstRowsAt > 0 &&
+        (page.__bench?.firstRowsAt ?? 0) > 0 &&
         String(page.document.querySelector('[data-testid="devices-count"]')?.textContent ?? '').includes(text)
       );
     },
@@ -125,8 +139,8 @@ async function openDevicesPage(page: Page, adminUrl: string, agents: number): Pr
     { timeout: 60_000, polling: 50 },
   );
   const { firstRowsAt, firstRowsCount } = await page.evaluate(() => {
-    const bench = (globalThis as any).__bench;
-    return { firstRowsAt: bench.firstRowsAt as number, firstRowsCount: bench.firstRowsCount as string };
+    const bench = (globalThis as unknown as BenchPage).__bench!;
+    return { firstRowsAt: bench.firstRowsAt, firstRowsCount: bench.firstRowsCount };
   });
   if (!firstRowsCount.includes(expected))
     throw new Error(`the devices page first showed "${firstRowsCount}", expected ${expected} devices`);
@@ -166,7 +180,7 @@ export async function consoleScenario(
 
     // Reference for live rows: the server's event itself, read from the event stream by the page.
     await page.evaluate(() => {
-      const bench = (globalThis as any).__bench;
+      const bench = (globalThis as unknown as BenchPage).__bench!;
       bench.eventAt = new Map<number, number>();
       void (async () => {
         const response = await fetch('/api/events/stream', {
@@ -210,7 +224,7 @@ export async function consoleScenario(
       });
       const id = Number(result.agentId);
       const shownAt = await page
-        .waitForFunction((agentId) => ((globalThis as any).__bench.enrolledAt.get(agentId) as number | undefined) ?? 0, id, {
+        .waitForFunction((agentId) => (globalThis as unknown as BenchPage).__bench!.enrolledAt.get(agentId) ?? 0, id, {
           timeout: 10_000,
           polling: 20,
         })
@@ -220,7 +234,7 @@ export async function consoleScenario(
       else {
         latencies.push(Math.max(0, shownAt - answeredAt));
         const eventAt = await page.evaluate(
-          (agentId) => ((globalThis as any).__bench.eventAt.get(agentId) as number | undefined) ?? 0,
+          (agentId) => (globalThis as unknown as BenchPage).__bench!.eventAt.get(agentId) ?? 0,
           id,
         );
         if (eventAt > 0) {
@@ -228,7 +242,8 @@ export async function consoleScenario(
           segments.untilEvent.push(eventAt - answeredAt);
           segments.toRow.push(shownAt - eventAt);
         }
-        if (await page.evaluate((agentId) => (globalThis as any).__bench.agentFetch.has(agentId) as boolean, id)) agentFetches++;
+        if (await page.evaluate((agentId) => (globalThis as unknown as BenchPage).__bench!.agentFetch.has(agentId), id))
+          agentFetches++;
       }
       await sleep(150); // one enrollment at a time, as a live demo goes
     }

@@ -10,14 +10,11 @@ import { isLoopback as isLoopbackHost } from '../../src-shared/contract/rules.ts
 export function defaultDataDir(): string {
   if (process.env.MDM_CONSOLE_DATA_DIR) return process.env.MDM_CONSOLE_DATA_DIR;
   const home = homedir();
-  switch (platform()) {
-    case 'darwin':
-      return join(home, 'Library', 'Application Support', 'mdm-console');
-    case 'win32':
-      return join(process.env.APPDATA ?? join(home, 'AppData', 'Roaming'), 'mdm-console');
-    default:
-      return join(process.env.XDG_DATA_HOME ?? join(home, '.local', 'share'), 'mdm-console');
-  }
+  const os = platform();
+  if (os === 'darwin') return join(home, 'Library', 'Application Support', 'mdm-console');
+  if (os === 'win32') return join(process.env.APPDATA ?? join(home, 'AppData', 'Roaming'), 'mdm-console');
+  // Linux and every other Unix: the XDG base directory.
+  return join(process.env.XDG_DATA_HOME ?? join(home, '.local', 'share'), 'mdm-console');
 }
 
 /** This machine's IPv4 addresses other than loopback, in interface order. */
@@ -59,6 +56,10 @@ export interface BackendOptions {
   mqttBroker: BrokerMode;
   /** mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]: the external broker and the backend's account on it. */
   mqttBrokerUrl?: string;
+  /** The broker account's password, apart from the URL (serve: --mqtt-broker-password-file, MDM_CONSOLE_MQTT_BROKER_PASSWORD). */
+  mqttBrokerPassword?: string;
+  /** rabbitmq: the secret the nodes present to the auth endpoints (default: DIR/rabbitmq-auth-secret, made on first use). */
+  mqttAuthSecret?: string;
   /** mqtt[s]://HOST:PORT agents are told, when they reach the external broker by another name. */
   mqttPublicUrl?: string;
   /** CA certificate (PEM) the backend trusts for an mqtts:// broker URL; default: the system's. */
@@ -72,7 +73,7 @@ export interface BackendOptions {
   mailFrom?: string;
   /** Protects secrets at rest: the desktop shell passes the OS keychain (mail/secrets.ts keychainProtector); default, as headless: a 0600 file. */
   secretProtector?: SecretProtector;
-  /** Bounds on agent-API sessions (sessions/sessions.ts); env MDM_CONSOLE_SESSION_RATE_PER_ADDRESS sets perAddress. */
+  /** Bounds on agent-API sessions (sessions/sessions.ts); env MDM_CONSOLE_SESSION_RATE_PER_ADDRESS sets perAddress (unknown tokens). */
   sessionLimits?: Partial<SessionLimits>;
   /** Slowing down of refused MQTT logins (broker/auth-throttle.ts). */
   mqttThrottle?: Partial<ThrottleOptions>;
@@ -94,6 +95,8 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     publicHost: partial.publicHost ?? defaultPublicHost(),
     mqttBroker: partial.mqttBroker ?? 'embedded',
     mqttBrokerUrl: partial.mqttBrokerUrl,
+    mqttBrokerPassword: partial.mqttBrokerPassword,
+    mqttAuthSecret: partial.mqttAuthSecret,
     mqttPublicUrl: partial.mqttPublicUrl,
     mqttBrokerCaFile: partial.mqttBrokerCaFile,
     mqttAuthHost: partial.mqttAuthHost ?? '127.0.0.1',
@@ -112,8 +115,8 @@ export function urlHost(host: string): string {
 }
 
 /**
- * MDM_CONSOLE_SESSION_RATE_PER_ADDRESS=N: initSession per client address and minute (burst N),
- * 0 for none. For load tests that enroll thousands of devices from one machine.
+ * MDM_CONSOLE_SESSION_RATE_PER_ADDRESS=N: initSession with an unknown user token per client address
+ * and minute (burst N), 0 for none. Valid tokens are never limited per address.
  */
 function addressRateFromEnv(): Partial<SessionLimits> {
   const raw = process.env.MDM_CONSOLE_SESSION_RATE_PER_ADDRESS;
@@ -121,7 +124,7 @@ function addressRateFromEnv(): Partial<SessionLimits> {
   const perMinute = Number(raw);
   if (!Number.isInteger(perMinute) || perMinute < 0) {
     throw new Error(
-      `MDM_CONSOLE_SESSION_RATE_PER_ADDRESS must be a whole number of sessions a minute (0 = no limit), not "${raw}"`,
+      `MDM_CONSOLE_SESSION_RATE_PER_ADDRESS must be a whole number of unknown tokens a minute (0 = no limit), not "${raw}"`,
     );
   }
   return { perAddress: { burst: perMinute || DEFAULT_SESSION_LIMITS.perAddress.burst, perMinute } };

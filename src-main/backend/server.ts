@@ -3,6 +3,10 @@ import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
 import { AdminAuth } from './admin-api/auth.ts';
+import { AdminSessionService, type AdminSessionLimits } from './admin-sessions/admin-sessions.ts';
+import { SqliteAdminSessionRepository } from './admin-sessions/repository.ts';
+import type { StreamCaps } from './admin-api/events-stream.ts';
+import type { RateOptions } from './sessions/rate-limit.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
 import { buildAgentApp } from './agent-api/app.ts';
@@ -22,16 +26,18 @@ import { planSockets, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
-import { DeploymentService } from './deployments/deployments.ts';
-import { mqttTaskReports } from './deployments/mqtt-reports.ts';
+import { PolicyService } from './policies/service.ts';
+import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
   services: Services;
-  deployments: DeploymentService;
+  deployments: PolicyService;
   options: BackendOptions;
   broker: MqttBroker;
+  /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
+  consoleUrl(): string;
   close(): Promise<void>;
 }
 
@@ -42,6 +48,12 @@ export interface StartOptions extends Partial<BackendOptions> {
   simulate?: DeviceSimulator;
   /** Mail timing: the retry back-off and the SMTP greeting time-out (tests shorten both). */
   mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs'>;
+  /** How long console sessions last on the server (admin-sessions/admin-sessions.ts). */
+  adminSessions?: Partial<AdminSessionLimits>;
+  /** Failed console sign-ins allowed per address (admin-api/auth.ts). */
+  signInFailures?: Partial<RateOptions>;
+  /** Open admin event streams per signed-in client and in all (admin-api/events-stream.ts). */
+  streamCaps?: Partial<StreamCaps>;
 }
 
 /**
@@ -133,7 +145,6 @@ async function startServing(
   const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
   onClose(() => db.open && db.close());
   const adminToken = loadOrCreateAdminToken(options.dataDir);
-  const adminAuth = new AdminAuth(adminToken);
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
   // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the accept
@@ -160,12 +171,20 @@ async function startServing(
     sessionLimits: options.sessionLimits,
   });
   onClose(() => domain.mail.worker.close());
+  const adminSessions = new AdminSessionService(new SqliteAdminSessionRepository(db), partial.adminSessions);
+  const adminAuth = new AdminAuth(adminToken, {
+    sessions: adminSessions,
+    events: domain.events,
+    failures: partial.signInFailures,
+  });
   domain.sessions.purgeIdle();
+  adminSessions.purgeExpired();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sessionSweep = setInterval(
     () => {
       try {
         domain.sessions.purgeIdle();
+        adminSessions.purgeExpired();
       } catch (error) {
         if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
       }
@@ -181,7 +200,7 @@ async function startServing(
       { id: item.id, name: item.name, size: item.size },
     ),
   );
-  const deployments = new DeploymentService({ db, events: domain.events, work: domain.work, fleets: domain.fleets, files });
+  const deployments = new PolicyService({ db, events: domain.events, work: domain.work, fleets: domain.fleets, files });
   onClose(() => deployments.close());
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
@@ -204,6 +223,8 @@ async function startServing(
     tlsCertFile: options.mqttTlsCertFile,
     tlsKeyFile: options.mqttTlsKeyFile,
     brokerUrl: options.mqttBrokerUrl,
+    brokerPassword: options.mqttBrokerPassword,
+    authSecret: options.mqttAuthSecret,
     publicUrl: options.mqttPublicUrl,
     caFile: options.mqttBrokerCaFile,
     authHost: options.mqttAuthHost,
@@ -265,6 +286,7 @@ async function startServing(
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
     requestTimeoutMs: sockets.requestTimeoutMs,
+    streamCaps: partial.streamCaps,
   });
   onClose(async () => {
     await adminListener.close();
@@ -277,7 +299,7 @@ async function startServing(
   services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
   services.mail.worker.start();
-  return { info, services, deployments, options, broker };
+  return { info, services, deployments, options, broker, consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}` };
 }
 
 /** The agent API, downloads and the deeplink page: the LAN side. */
@@ -286,19 +308,19 @@ async function agentHttpApp(
   sockets: SocketPlan,
   services: Services,
   files: FileStore,
-  deployments: DeploymentService,
+  deployments: PolicyService,
   broker: MqttBroker,
 ): Promise<FastifyInstance> {
   const agentApp = await buildAgentApp({
     serverFactory: listener.serverFactory,
     sessions: services.sessions,
+    approval: services.approval,
     enrollment: services.enrollment,
     tasks: deployments,
     reports: { agents: services.agents, reports: services.reports, live: broker.liveReports },
     downloads: {
       store: files,
       mayDownload: (session) => {
-        services.approval.checkDownload(session);
         // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
         if (services.codes.isCodeAccount(session.userId))
           throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');

@@ -65,6 +65,7 @@ export function explainDatabaseError(error: unknown, file: string, dataDir: stri
         code,
         cause: error,
       });
+    case undefined:
     default:
       return error;
   }

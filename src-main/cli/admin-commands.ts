@@ -6,6 +6,7 @@ import { defaultDataDir } from '../backend/config.ts';
 import { codeCommands } from './code-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
+import { policyCommands } from './policy-commands.ts';
 import { invitationsFromCsv, type CsvRow } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { adminOf, CliError, readServerFile } from './server-file.ts';
@@ -15,6 +16,7 @@ import type {
   InvitationBulk,
   InvitationCreate,
   InvitationStatus,
+  StoredItem,
   UploadQuery,
 } from '../../src-shared/contract/index.ts';
 
@@ -391,6 +393,10 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
       'package-name': { type: 'string' },
       'version-code': { type: 'string' },
       'version-name': { type: 'string' },
+      // An APK whose manifest cannot be read: refuse it (the default) or keep it as described.
+      'if-unreadable': { type: 'string' },
+      // `file add x.apk`: store an APK as a plain file rather than as a package.
+      'as-file': { type: 'boolean' },
     });
     const [action, target] = positionals;
     if (action === 'add' && target) {
@@ -403,6 +409,17 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
         throw new CliError(`${target}: ${(error as Error).message}`);
       }
       const name = (values.name as string | undefined) ?? basename(target);
+      if (kind === 'file' && /\.apk$/i.test(name) && values['as-file'] !== true) {
+        throw new CliError(
+          `${name} is an Android app (APK): add it as a package, which devices install, with\n` +
+            `  mdm-console package add ${target}\n` +
+            'or pass --as-file to store it as a plain file that devices only download.',
+        );
+      }
+      const ifUnreadable = values['if-unreadable'] as string | undefined;
+      if (ifUnreadable !== undefined && ifUnreadable !== 'keep' && ifUnreadable !== 'refuse') {
+        throw new CliError(`--if-unreadable is keep or refuse, not "${ifUnreadable}"`);
+      }
       const stream = Readable.toWeb(createReadStream(target)) as ReadableStream;
       const query: UploadQuery = { name };
       if (kind === 'package') {
@@ -410,15 +427,34 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
         if (values['version-code'] !== undefined)
           query.version_code = wholeNumber(values['version-code'] as string, '--version-code');
         if (values['version-name'] !== undefined) query.version_name = values['version-name'] as string;
+        if (ifUnreadable !== undefined) query.if_unreadable = ifUnreadable;
+        if (ifUnreadable === 'keep' && (query.package_name === undefined || query.version_code === undefined)) {
+          throw new CliError('--if-unreadable keep needs --package-name and --version-code: they describe the package');
+        }
       }
-      const item = await admin()
-        .stored(kind)
-        .upload(stream, query, { 'content-length': String(size) });
+      let item: StoredItem;
+      try {
+        item = await admin()
+          .stored(kind)
+          .upload(stream, query, { 'content-length': String(size) });
+      } catch (error) {
+        if (error instanceof AdminApiError && error.code === 'ERROR_APK_UNREADABLE') {
+          throw new CliError(
+            `${error.message}\nNothing was stored. To keep it anyway, as the package you describe:\n` +
+              `  mdm-console package add ${target} --if-unreadable keep --package-name NAME --version-code N [--version-name V]`,
+          );
+        }
+        throw error;
+      }
+      const described =
+        kind === 'package' && item.package_name
+          ? `, ${item.package_name}${item.version_name ? ` ${item.version_name}` : ''}${item.version_code !== null && item.version_code !== undefined ? ` (code ${item.version_code})` : ''}`
+          : '';
       return output(
         json,
         item,
         () =>
-          `${kind === 'file' ? 'File' : 'Package'} #${item.id} "${item.name}" added (${item.size} bytes, sha256 ${item.sha256})`,
+          `${kind === 'file' ? 'File' : 'Package'} #${item.id} "${item.name}" added (${item.size} bytes${described}, sha256 ${item.sha256})`,
       );
     }
     if ((action === 'rm' || action === 'delete') && target) {
@@ -428,7 +464,7 @@ function storedItems(kind: 'file' | 'package'): { single: Handler; list: Handler
     }
     if (action === 'list' || action === undefined) return list(argv.filter((a) => a !== 'list'));
     throw new CliError(
-      `usage: ${kind} add PATH [--name NAME]${kind === 'package' ? ' [--package-name P --version-code N --version-name V]' : ''} | ${kind} rm ID | ${kind}s`,
+      `usage: ${kind} add PATH [--name NAME]${kind === 'package' ? ' [--package-name P --version-code N --version-name V] [--if-unreadable refuse|keep]' : ' [--as-file]'} | ${kind} rm ID | ${kind}s`,
     );
   };
   return { single, list };
@@ -483,5 +519,6 @@ export const adminCommands: Record<string, Handler> = {
   status,
   command: commandCommand,
   ...deployCommands,
+  ...policyCommands,
   ...codeCommands,
 };

@@ -8,7 +8,7 @@ const deploymentLine = (d: Deployment) => `#${d.id}  ${d.policy} "${d.item_name}
 const taskLine = (t: DeviceTask) => `    ${t.agent_name} (agent ${t.agent_id}): ${t.status}${t.reason ? ` — ${t.reason}` : ''}`;
 
 /** A fleet by id or by name (names are matched case-insensitively, as the server does). */
-async function findFleet(admin: AdminClient, idOrName: string): Promise<Fleet> {
+export async function findFleet(admin: AdminClient, idOrName: string): Promise<Fleet> {
   const { items } = await admin.fleets.list();
   const byId = /^\d+$/.test(idOrName) ? items.find((f) => f.id === Number(idOrName)) : undefined;
   const found = byId ?? items.find((f) => f.name.toLowerCase() === idOrName.trim().toLowerCase());

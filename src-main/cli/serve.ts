@@ -1,12 +1,15 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { lanAddresses } from '../backend/config.ts';
 import { isLoopback } from '../../src-shared/contract/rules.ts';
 import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
-import { parseBrokerUrl } from '../backend/broker/broker-url.ts';
+import { AUTH_SECRET_PATTERN, parseBrokerUrl } from '../backend/broker/broker-url.ts';
 import { BROKER_MODES, type BrokerMode } from '../backend/broker/port.ts';
 import { startBackend, type RunningBackend } from '../backend/server.ts';
 import { StartupError } from '../backend/startup-error.ts';
+import { SIMULATED_DEVICES_FILE } from '../device/state-file.ts';
 import { CliError } from './server-file.ts';
 
 /** The flag that changes each option a start-up error can name. */
@@ -50,8 +53,46 @@ function unreachableWarning(publicHost: string): string {
   what every QR code, deeplink and invitation email carries. To fix it: ${fix}.\n`;
 }
 
+/**
+ * A secret given in a file (its first line) or, when no file is named, an environment variable:
+ * never on a command line, where every local user's `ps` shows it.
+ */
+function secretFrom(file: string | undefined, flag: string, envName: string): string | undefined {
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new CliError(`${flag}: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+    const secret = text.split(/\r?\n/)[0]!.trim();
+    if (!secret) throw new CliError(`${flag}: ${file} is empty; put the password on its first line`);
+    return secret;
+  }
+  return process.env[envName] || undefined;
+}
+
 let simulator: Promise<typeof import('../device/simulate.ts')> | null = null;
 const loadSimulator = () => (simulator ??= import('../device/simulate.ts'));
+
+const simulatedDevicesFile = (backend: RunningBackend) => join(backend.info.data_dir, SIMULATED_DEVICES_FILE);
+
+/**
+ * The devices "Simulate a device" made in an earlier run come back (they keep their credentials as
+ * a phone does), and one waiting for approval is told at once when an admin approves it, as a push
+ * notification would tell a phone. Resolves with how many came back.
+ */
+async function resumeSimulatedDevices(backend: RunningBackend): Promise<number> {
+  backend.services.events.subscribe((event) => {
+    if (event.type === 'agent.approved' && event.agent_id !== null && simulator) {
+      const id = event.agent_id;
+      void simulator.then((loaded) => loaded.simulatedDeviceApproved(id));
+    }
+  });
+  const file = simulatedDevicesFile(backend);
+  if (!existsSync(file)) return 0;
+  return (await loadSimulator()).resumeSimulatedDevices(file);
+}
 
 /** `serve`: the backend headless, with the web console; stops cleanly on SIGINT/SIGTERM. */
 export async function serveCommand(argv: string[]): Promise<number> {
@@ -71,6 +112,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       'mail-from': { type: 'string' },
       'mqtt-broker': { type: 'string' },
       'mqtt-broker-url': { type: 'string' },
+      'mqtt-broker-password-file': { type: 'string' },
+      'mqtt-auth-secret-file': { type: 'string' },
       'mqtt-public-url': { type: 'string' },
       'mqtt-broker-ca': { type: 'string' },
       'mqtt-auth-host': { type: 'string' },
@@ -93,18 +136,51 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (!BROKER_MODES.includes(mqttBroker))
     throw new CliError(`--mqtt-broker must be one of ${BROKER_MODES.join(', ')}, not "${values['mqtt-broker']}"`);
   if (mqttBroker !== 'embedded' && !values['mqtt-broker-url'])
-    throw new CliError(`--mqtt-broker ${mqttBroker} needs --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]`);
+    throw new CliError(
+      mqttBroker === 'mosquitto'
+        ? '--mqtt-broker mosquitto needs --mqtt-broker-url mqtt[s]://ADMIN@HOST:PORT (the dynamic-security admin; its password in --mqtt-broker-password-file FILE or MDM_CONSOLE_MQTT_BROKER_PASSWORD)'
+        : "--mqtt-broker rabbitmq needs --mqtt-broker-url mqtt[s]://[USER@]HOST:PORT[,HOST:PORT…] (the cluster's nodes)",
+    );
   if (mqttBroker === 'embedded' && (values['mqtt-broker-url'] || values['mqtt-public-url']))
     throw new CliError('--mqtt-broker-url and --mqtt-public-url need --mqtt-broker mosquitto or rabbitmq');
+  if (mqttBroker !== 'rabbitmq' && values['mqtt-auth-secret-file'] !== undefined)
+    throw new CliError('--mqtt-auth-secret-file is for --mqtt-broker rabbitmq');
+  if (mqttBroker === 'embedded' && values['mqtt-broker-password-file'] !== undefined)
+    throw new CliError('--mqtt-broker-password-file needs --mqtt-broker mosquitto or rabbitmq');
+  const warnings: string[] = [];
+  let brokerUrlHasPassword = false;
   for (const flag of ['mqtt-broker-url', 'mqtt-public-url'] as const) {
     const value = values[flag];
     if (value === undefined) continue;
     try {
-      parseBrokerUrl(value, `--${flag}`);
+      const parsed = parseBrokerUrl(value, `--${flag}`);
+      if (flag === 'mqtt-broker-url') brokerUrlHasPassword = parsed.password !== '';
     } catch (error) {
       throw new CliError((error as Error).message);
     }
   }
+  const mqttBrokerPassword =
+    mqttBroker === 'embedded'
+      ? undefined
+      : secretFrom(values['mqtt-broker-password-file'], '--mqtt-broker-password-file', 'MDM_CONSOLE_MQTT_BROKER_PASSWORD');
+  if (brokerUrlHasPassword)
+    warnings.push(
+      mqttBrokerPassword !== undefined
+        ? 'the password in --mqtt-broker-url is ignored: the one of --mqtt-broker-password-file (or MDM_CONSOLE_MQTT_BROKER_PASSWORD) is used. Take it out of the URL: every local user sees command lines (ps).'
+        : 'the password in --mqtt-broker-url is on the command line, where every local user sees it (ps). Give it with --mqtt-broker-password-file FILE or MDM_CONSOLE_MQTT_BROKER_PASSWORD instead.',
+    );
+  if (mqttBroker === 'mosquitto' && !brokerUrlHasPassword && mqttBrokerPassword === undefined)
+    throw new CliError(
+      "--mqtt-broker mosquitto needs the dynamic-security admin's password: --mqtt-broker-password-file FILE (its first line) or MDM_CONSOLE_MQTT_BROKER_PASSWORD",
+    );
+  const mqttAuthSecret =
+    mqttBroker === 'rabbitmq'
+      ? secretFrom(values['mqtt-auth-secret-file'], '--mqtt-auth-secret-file', 'MDM_CONSOLE_MQTT_AUTH_SECRET')
+      : undefined;
+  if (mqttAuthSecret !== undefined && !AUTH_SECRET_PATTERN.test(mqttAuthSecret))
+    throw new CliError(
+      'the RabbitMQ auth secret must be 16 or more letters, digits, ".", "_", "~" or "-" (it goes into URLs in rabbitmq.conf)',
+    );
   const agentApp = values['agent-app'];
   if (agentApp !== undefined && agentApp !== 'spec' && agentApp !== 'flyve') {
     throw new CliError(
@@ -127,17 +203,22 @@ export async function serveCommand(argv: string[]): Promise<number> {
       mailFrom: values['mail-from'],
       mqttBroker,
       mqttBrokerUrl: values['mqtt-broker-url'],
+      mqttBrokerPassword,
+      mqttAuthSecret,
       mqttPublicUrl: values['mqtt-public-url'],
       mqttBrokerCaFile: values['mqtt-broker-ca'],
       mqttAuthHost: values['mqtt-auth-host'],
       mqttAuthPort: port(values['mqtt-auth-port'], '--mqtt-auth-port'),
-      // "Simulate a device": it enrolls, then stays online on the broker like a phone would.
-      simulate: async (request) => (await loadSimulator()).simulateEnrollment(request, { stayOnline: true }),
+      // "Simulate a device": it enrolls, then stays online on the broker like a phone would (once
+      // approved, when its code needs it), and is remembered in the data dir to come back after a restart.
+      simulate: async (request) =>
+        (await loadSimulator()).simulateEnrollment(request, { stayOnline: true, stateFile: simulatedDevicesFile(backend) }),
     });
   } catch (error) {
     if (error instanceof StartupError) throw new CliError(`cannot start: ${startupMessage(error)}`, 1);
     throw error;
   }
+  warnings.push(...(backend.broker.warnings ?? []));
   if (agentApp !== undefined && backend.services.settings.get().agent_app !== agentApp) {
     // The same rule as the settings page: the reference encoding cannot carry a ";".
     const unfit = agentApp === 'flyve' ? fieldsUnfitForFlyve(backend.services.settings.deeplinkFields()) : null;
@@ -154,6 +235,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     );
   }
   const { info } = backend;
+  const resumed = await resumeSimulatedDevices(backend);
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));
   else {
     console.log(`MDM Console backend is running (data in ${info.data_dir})
@@ -171,8 +253,9 @@ ${
                          (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)
   Mail:                  ${backend.services.mail.settings.describeTarget().summary}
   Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : "spec (codes for the spec's agent)"}${unreachableWarning(info.public_host)}
-Press Ctrl+C to stop.`);
+${resumed > 0 ? `\n  Simulated devices:     ${resumed} from the last run reconnecting\n` : ''}Press Ctrl+C to stop.`);
   }
+  for (const warning of warnings) console.error(`WARNING: ${warning}`);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       console.log(`\n${signal}: stopping…`);

@@ -26,8 +26,9 @@ export const USAGES: Record<string, string> = {
                          [--public-host HOST] [--host ADDR] [--mqtt-tls-cert FILE --mqtt-tls-key FILE]
                          [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
                          [--agent-app spec|flyve] [--mqtt-broker embedded|mosquitto|rabbitmq]
-                         [--mqtt-broker-url URL] [--mqtt-public-url URL] [--mqtt-broker-ca FILE]
-                         [--mqtt-auth-host H --mqtt-auth-port P] [--json]
+                         [--mqtt-broker-url URL] [--mqtt-broker-password-file FILE]
+                         [--mqtt-public-url URL] [--mqtt-broker-ca FILE]
+                         [--mqtt-auth-host H --mqtt-auth-port P] [--mqtt-auth-secret-file FILE] [--json]
 
 Runs the backend and the web console until Ctrl+C. One server per data dir.
 
@@ -41,10 +42,15 @@ Runs the backend and the web console until Ctrl+C. One server per data dir.
                       $MDM_CONSOLE_MAIL_FROM; none: .eml files in DIR/outbox)
   --agent-app spec|flyve   which agent app new codes are made for (kept as the agent_app setting)
   --mqtt-broker MODE  where agents' MQTT connections live (default embedded); mosquitto or rabbitmq
-                      need --mqtt-broker-url mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]
+                      need --mqtt-broker-url mqtt[s]://USER@HOST:PORT[,HOST:PORT…]
+  --mqtt-broker-password-file FILE   the password of the broker URL's account, on the file's
+                      first line (or $MDM_CONSOLE_MQTT_BROKER_PASSWORD); never put it on a command
+                      line. rabbitmq: optional (without one the backend draws its own)
   --mqtt-public-url URL    the broker address put into agent records (default: the broker URL's)
   --mqtt-broker-ca FILE    CA certificate for an mqtts:// broker URL
   --mqtt-auth-host H, --mqtt-auth-port P   rabbitmq: listener of the HTTP auth endpoints
+  --mqtt-auth-secret-file FILE   rabbitmq: the secret the nodes present to them (or
+                      $MDM_CONSOLE_MQTT_AUTH_SECRET; default: DIR/rabbitmq-auth-secret, drawn once)
   --data-dir DIR      database, files, token (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)
   --json              print the server's addresses as JSON`,
   invite: INVITE,
@@ -111,16 +117,42 @@ ${COMMON}`,
 Removes a deployment: its retained policy is cleared, open tasks canceled (and, unless it was made
 with --keep-on-remove, a removeApp/removeFile follows).
 ${COMMON}`,
-  file: `usage: mdm-console file add PATH [--name NAME] | file rm ID | files
+  policies: `usage: mdm-console policies [--category TEXT]
 
-Uploads a file devices may download, or deletes one.
+The policy catalogue: each policy's symbol, label, explanation, what it takes (true/false, a bounded
+number with its unit, one of its choices), default and recommended value, minimum Android version,
+and whether it needs a system agent.
+${COMMON}`,
+  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID)
+       mdm-console policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID
+       mdm-console policy status (--fleet NAME|ID | --agent ID)
+
+set: publishes the value (retained) to the fleet's or the device's topic, one task per device.
+VALUE: true/false (yes/no, on/off) for switches, a whole number (maximumTimeToLock in milliseconds,
+periodicGeolocation in seconds), or a choice by key or label (passwordEnabled pin). A policy is set
+once per fleet and once per device: unset it to change it. A device's own value beats its fleet's.
+unset: clears the retained message and cancels open tasks. status: a fleet's policies with their
+progress, or a device's tasks with where each value comes from and whether it applies.
+${COMMON}`,
+  compliance: `usage: mdm-console compliance [--fleet NAME|ID]
+
+Each enrolled device: compliant (all done), pending, failing (failed or incompatible) or none, with
+its counts.
+${COMMON}`,
+  file: `usage: mdm-console file add PATH [--name NAME] [--as-file] | file rm ID | files
+
+Uploads a file devices may download, or deletes one. An APK is refused here (add it with
+package add, so that devices install it) unless --as-file stores it as a plain file.
 ${COMMON}`,
   files: `usage: mdm-console files
 ${COMMON}`,
-  package: `usage: mdm-console package add PATH [--name NAME] [--package-name N --version-code C --version-name V] | package rm ID | packages
+  package: `usage: mdm-console package add PATH [--name NAME] [--package-name N --version-code C --version-name V]
+                               [--if-unreadable refuse|keep] | package rm ID | packages
 
 Uploads an application package devices may download, or deletes one. An APK's package name and
-versions are read from its manifest; give them for any other package.
+versions are read from its manifest; give them for any other package. An APK whose manifest cannot
+be read is refused (nothing is stored), unless --if-unreadable keep with --package-name and
+--version-code keeps it as the package they describe.
 ${COMMON}`,
   packages: `usage: mdm-console packages
 ${COMMON}`,
@@ -163,16 +195,22 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
                                                          a command to a device over MQTT (--fleet moves it)
   fleets | fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID
-  deploy      file:ID|package:ID (--fleet NAME | --agent ID) [--destination PATH] [--keep-on-remove]
+  deploy      file:ID|package:ID (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
                                                          publish a file or package to a fleet or one device
   deployments [--fleet NAME] [--agent ID] [--all]        deployments and their progress
   undeploy    ID                                         remove a deployment (and, unless kept, what it installed)
+  policies    [--category TEXT]                          the policy catalogue
+  policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)
+                                                         a policy on a fleet or a device, and its progress
+  compliance  [--fleet NAME|ID]                          each device: compliant, pending or failing
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
               [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
+              [--android-version V] [--system]
   status                                                 where the running server is, and a sign-in link
   console                                                a new one-time link that opens the console signed in
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
 
-Every command but serve and agent talks to the server of --data-dir (default: $MDM_CONSOLE_DATA_DIR
-or the per-user data folder) and prints JSON with --json.`;
+Every command but serve, agent, backup and restore talks to the server of --data-dir (default:
+$MDM_CONSOLE_DATA_DIR or the per-user data folder) and prints JSON with --json; backup and restore
+work on the data dir's files, with no server needed (restore insists there is none).`;

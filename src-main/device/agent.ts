@@ -55,7 +55,12 @@ export function reportingOf(enrollment: EnrollmentResult): Pick<MqttAgentOptions
   const computersId = Number(enrollment.agent.computers_id);
   return {
     dialect: enrollment.dialect,
-    device: { serial: enrollment.serial, uuid: enrollment.uuid, type: enrollment.type },
+    device: {
+      serial: enrollment.serial,
+      uuid: enrollment.uuid,
+      type: enrollment.type,
+      ...(enrollment.androidVersion ? { androidVersion: enrollment.androidVersion } : {}),
+    },
     http: {
       backendUrl: enrollment.backendUrl,
       apiToken: enrollment.apiToken,

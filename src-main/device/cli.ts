@@ -7,6 +7,7 @@ import { DeeplinkError } from './deeplink.ts';
 import { dialectOf } from './dialect.ts';
 import { parseDownloadTarget } from './download.ts';
 import type { AgentType } from './enroll.ts';
+import { MqttRefusedError } from './mqtt-agent.ts';
 import { MQTT_ARGUMENTS, MQTT_USAGE, mqttFlagsOf, MqttSession, type MqttFlags } from './mqtt-cli.ts';
 
 export interface CliOutput {
@@ -36,6 +37,10 @@ then downloads and verifies files or packages with the agent's api_token.
                         (release 2.0.0-rc.7, the default) or over MQTT (release 2.0.0-rc.6)
   --firstname NAME, --lastname NAME
   --download file:ID|package:ID   download and verify byte ranges (repeatable)
+  --android-version V   the Android version the phone runs and its inventory reports (e.g. 4.4);
+                        value policies needing a newer one are reported incompatible
+  --system              the agent is a system app (has_system_permission; system-only policies
+                        are reported incompatible without it)
 ${MQTT_USAGE}
   --json                print one JSON object instead of progress lines
   -h, --help`;
@@ -65,7 +70,10 @@ export async function runAgentCommand(argv: string[], output: CliOutput = proces
     const result = await runAgent(options, json ? () => {} : output.stdout);
     const mqttSession = await session.finish();
     if (json) output.stdout(JSON.stringify({ ...result, mqtt_session: mqttSession }, null, 2));
-    else printSummary(result, output.stdout);
+    else {
+      printSummary(result, output.stdout);
+      if (mqttSession.state?.waitingForApproval) output.stdout('  still waiting for approval by an administrator');
+    }
     if (!result.ok && !json) output.stderr('error: some download checks failed');
     return result.ok && mqttSession.end !== 'refused' ? 0 : 1;
   } catch (error) {
@@ -93,6 +101,8 @@ function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: 
       firstname: { type: 'string' },
       lastname: { type: 'string' },
       download: { type: 'string', multiple: true },
+      'android-version': { type: 'string' },
+      system: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       ...MQTT_ARGUMENTS,
@@ -122,6 +132,13 @@ function parseAgentArguments(argv: string[]): { options: AgentRunOptions; json: 
   if (values.version !== undefined) options.version = values.version;
   if (values.firstname !== undefined) options.firstname = values.firstname;
   if (values.lastname !== undefined) options.lastname = values.lastname;
+  const androidVersion = values['android-version'];
+  if (androidVersion !== undefined) {
+    if (!/^\d{1,2}(\.\d{1,2}){0,2}$/.test(androidVersion))
+      throw new Error(`--android-version must look like 4.4, 9 or 13.0, got ${JSON.stringify(androidVersion)}`);
+    options.androidVersion = androidVersion;
+  }
+  if (values.system) options.system = true;
   return { options, json: values.json ?? false, mqtt: mqttFlagsOf(values) };
 }
 
@@ -161,6 +178,9 @@ function mask(secret: string): string {
 }
 
 function describeFailure(error: unknown): string {
+  if (error instanceof MqttRefusedError && error.code === 5) {
+    return `the broker refused the login: ${error.message} (a device waiting for approval by an administrator: run with --stay to wait until it is approved)`;
+  }
   if (error instanceof AgentApiError) {
     return `${error.code}: ${error.serverMessage} (${error.status === 0 ? 'no response' : `HTTP ${error.status}`} from ${error.endpoint})`;
   }

@@ -129,6 +129,7 @@ function decodeBase64Text(data: string): string {
     throw new DeeplinkError('deeplink data does not decode to UTF-8 text');
   }
   // Random bytes that happen to be valid UTF-8 still tend to carry control characters.
+  // eslint-disable-next-line no-control-regex -- the control characters are what this looks for
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)) {
     throw new DeeplinkError('deeplink data decodes to binary, not invitation text');
   }

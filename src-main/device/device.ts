@@ -54,6 +54,8 @@ export async function connectEnrolledDevice(
     ...(options.storageDir ? { storageDir: options.storageDir } : {}),
     ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
     ...(options.downloadRetries ? { retries: options.downloadRetries } : {}),
+    ...(enrollment.androidVersion === undefined ? {} : { androidVersion: enrollment.androidVersion }),
+    ...(enrollment.system === undefined ? {} : { system: enrollment.system }),
   });
   agent = await startMqttAgent({
     ...credentials,

@@ -24,7 +24,7 @@ export interface Dialect {
   /** Record fields the agent cannot do without (the Android agent throws on a missing one). */
   requiredRecordFields: readonly string[];
   /** Extra fields of the create input (the Flyve agents send their inventory at enrollment). */
-  extraCreateFields(device: { inventoryXml: string }): Record<string, string>;
+  extraCreateFields(device: { inventoryXml: string; system: boolean }): Record<string, string>;
   /** Filters subscribed after connecting, besides the agent's `T/#`. */
   manifestFilters: readonly string[];
   /** Whether the agent says `{"online": true}` on `T/Status/Online` after connecting (rc.7 says it over HTTP). */
@@ -76,9 +76,9 @@ function flyve(reports: ReportTransport): Dialect {
       'plugin_flyvemdm_fleets_id',
       'api_token',
     ],
-    extraCreateFields: ({ inventoryXml }) => ({
+    extraCreateFields: ({ inventoryXml, system }) => ({
       phone: '',
-      has_system_permission: '0',
+      has_system_permission: system ? '1' : '0',
       inventory: Buffer.from(inventoryXml.trim(), 'utf8').toString('base64'),
       notification_type: 'mqtt',
       notification_token: '',

@@ -28,6 +28,10 @@ export interface EnrollOptions {
   timeoutMs?: number;
   /** The wire dialect (dialect.ts): the spec's agent (default) or a Flyve agent. */
   dialect?: Dialect;
+  /** The Android version the phone runs (its inventory says so; value policies above it are incompatible). Default: one per serial. */
+  androidVersion?: string;
+  /** Whether the agent is a system app (the Flyve agent says `has_system_permission`). Default false. */
+  system?: boolean;
 }
 
 /** Receives one human-readable line per step. */
@@ -47,6 +51,9 @@ export interface EnrollmentResult {
   serial: string;
   uuid: string;
   type: string;
+  /** As given in EnrollOptions. */
+  androidVersion?: string;
+  system?: boolean;
   version: string;
   /** Whether step 3 switched to the guest profile (false: already active). */
   switchedProfile: boolean;
@@ -143,7 +150,15 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
     csr: '', // the spec's CSR feature is not implemented: the field is sent empty
     version,
     type,
-    ...dialect.extraCreateFields({ inventoryXml: fakeInventoryXml({ serial, uuid, type }) }),
+    ...dialect.extraCreateFields({
+      inventoryXml: fakeInventoryXml({
+        serial,
+        uuid,
+        type,
+        ...(options.androidVersion ? { androidVersion: options.androidVersion } : {}),
+      }),
+      system: options.system ?? false,
+    }),
   };
   // Optional names are left out rather than sent empty, so they cannot blank the user's own.
   if (options.firstname !== undefined) input.firstname = options.firstname;
@@ -193,6 +208,8 @@ export async function enrollDevice(options: EnrollOptions, log: StepLog = () => 
     uuid,
     type,
     version,
+    ...(options.androidVersion ? { androidVersion: options.androidVersion } : {}),
+    ...(options.system === undefined ? {} : { system: options.system }),
     switchedProfile,
     guestProfileId,
     helpdesk: {

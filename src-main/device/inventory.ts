@@ -54,11 +54,17 @@ const element = (name: string, fields: Record<string, string | number>) =>
     .join('\n')}\n    </${name}>`;
 
 /** The inventory of the device with this serial (deterministic: the same serial, the same phone). */
-export function fakeInventoryXml(device: { serial: string; uuid: string; type: 'android' | 'apple' | string }): string {
+export function fakeInventoryXml(device: {
+  serial: string;
+  uuid: string;
+  type: 'android' | 'apple' | string;
+  androidVersion?: string;
+}): string {
   const seed = createHash('sha256').update(device.serial).digest();
   const phones = device.type === 'apple' ? APPLE : ANDROID;
   const phone = phones[seed[0]! % phones.length]!;
-  const version = phone.versions[seed[1]! % phone.versions.length]!;
+  const version =
+    device.type !== 'apple' && device.androidVersion ? device.androidVersion : phone.versions[seed[1]! % phone.versions.length]!;
   const imei = luhnComplete(`35${Array.from(seed.subarray(2, 14), (b) => b % 10).join('')}`);
   const free = Math.round(phone.storageMb * (0.2 + (seed[14]! / 255) * 0.6));
   const level = 20 + (seed[15]! % 80);

@@ -18,8 +18,15 @@ export interface MqttAgentOptions extends MqttCredentials {
   keepaliveSeconds?: number;
   /** With TLS: the SHA-256 fingerprint to expect; default: pin the certificate first seen. */
   fingerprint?: string;
-  /** How long start() keeps trying before it gives up (default 15 s). */
+  /** How long start() keeps trying before it gives up (default 15 s; Infinity: never). */
   firstConnectTimeoutMs?: number;
+  /**
+   * A device waiting for an admin's approval: the broker refuses its login (CONNACK 5, not
+   * authorized) until then. With this, such a refusal does not end the agent: it tries again every
+   * `retryMs` (default 30 s, as the reference agent does), or at once on retryNow(); start()
+   * resolves at the first refusal, with `state.waitingForApproval` set.
+   */
+  waitForApproval?: { retryMs?: number };
   /** Reconnection back-off: doubles from `initialMs` up to `maxMs`, with jitter. */
   backoff?: { initialMs: number; maxMs: number };
   log?: StepLog;
@@ -39,6 +46,7 @@ export type MqttAgentEvent =
   | { type: 'connected'; attempt: number; tls: boolean; fingerprint: string | null }
   | { type: 'connection-lost'; retryInMs: number; error: string | null }
   | { type: 'refused'; code: number; message: string }
+  | { type: 'waiting'; retryInMs: number }
   | { type: 'command'; name: string; payload: unknown }
   | { type: 'message'; topic: string; payload: string }
   | {
@@ -53,6 +61,8 @@ export type MqttAgentEndReason = 'stopped' | 'unenrolled' | 'refused';
 
 export interface MqttAgentState {
   connected: boolean;
+  /** The broker refuses the login as not authorized: the device waits for an admin's approval (waitForApproval). */
+  waitingForApproval: boolean;
   connections: number;
   locked: boolean;
   wiped: boolean;
@@ -89,6 +99,7 @@ export async function startMqttAgent(options: MqttAgentOptions): Promise<MqttAge
 export class MqttAgent {
   readonly state: MqttAgentState = {
     connected: false,
+    waitingForApproval: false,
     connections: 0,
     locked: false,
     wiped: false,
@@ -151,21 +162,31 @@ export class MqttAgent {
   start(): Promise<void> {
     const timeoutMs = this.options.firstConnectTimeoutMs ?? 15_000;
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        void this.end('stopped');
-        reject(
-          new Error(
-            `could not connect to the MQTT broker ${this.where()} within ${Math.round(timeoutMs / 1000)} s${this.lastError ? `: ${this.lastError}` : ''}`,
-          ),
-        );
-      }, timeoutMs);
+      const timer = Number.isFinite(timeoutMs)
+        ? setTimeout(() => {
+            void this.end('stopped');
+            reject(
+              new Error(
+                `could not connect to the MQTT broker ${this.where()} within ${Math.round(timeoutMs / 1000)} s${this.lastError ? `: ${this.lastError}` : ''}`,
+              ),
+            );
+          }, timeoutMs)
+        : undefined;
+      let settled = false;
       const settle = (error?: Error) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         if (error) reject(error);
         else resolve();
       };
       this.loop = this.run(settle);
     });
+  }
+
+  /** Tries the broker again now instead of at the next retry (told that the device was approved). */
+  retryNow(): void {
+    this.wakeUp?.();
   }
 
   /** Leaves cleanly: {"online": false} (retained), then DISCONNECT, so no will is sent. */
@@ -189,6 +210,20 @@ export class MqttAgent {
         client = await this.connectOnce();
       } catch (error) {
         this.lastError = error instanceof Error ? error.message : String(error);
+        if (error instanceof MqttRefusedError && error.code === 5 && this.options.waitForApproval) {
+          const retryMs = this.options.waitForApproval.retryMs ?? 30_000;
+          const seconds = `${Math.round(retryMs / 100) / 10} s`;
+          this.log(
+            this.state.waitingForApproval
+              ? `mqtt: still waiting for approval; next try in ${seconds}`
+              : `mqtt: the broker refused the login (not authorized): waiting for approval by an administrator, trying again every ${seconds}`,
+          );
+          this.state.waitingForApproval = true;
+          this.emit({ type: 'waiting', retryInMs: retryMs });
+          settleFirst();
+          await this.sleep(retryMs);
+          continue;
+        }
         if (error instanceof MqttRefusedError) {
           this.log(`mqtt: the broker refused the login: ${error.message}`);
           this.emit({ type: 'refused', code: error.code, message: error.message });
@@ -207,6 +242,10 @@ export class MqttAgent {
       }
       if (client) {
         attempt = 0;
+        if (this.state.waitingForApproval) {
+          this.state.waitingForApproval = false;
+          this.log('mqtt: approved: the broker let the device in');
+        }
         this.client = client;
         this.state.connected = true;
         this.state.connections += 1;
@@ -241,15 +280,20 @@ export class MqttAgent {
         );
         this.emit({ type: 'connection-lost', retryInMs: delay, error: this.lastError });
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, delay);
-        this.wakeUp = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wakeUp = null;
+      await this.sleep(delay);
     }
+  }
+
+  /** Waits `ms`, or less when retryNow() or stop() wakes it up. */
+  private async sleep(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wakeUp = null;
   }
 
   /** One connection attempt; resolves on CONNACK 0. */

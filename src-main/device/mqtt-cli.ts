@@ -8,12 +8,15 @@ import { createPolicyRunner, taskReportsOf, type TaskReportChannel } from './pol
 export const MQTT_ARGUMENTS = {
   'no-mqtt': { type: 'boolean' },
   stay: { type: 'boolean' },
+  'approval-retry': { type: 'string' },
   'mqtt-v31': { type: 'boolean' },
   'mqtt-fingerprint': { type: 'string' },
   'files-dir': { type: 'string' },
 } as const;
 
-export const MQTT_USAGE = `  --stay                stay connected to the broker (answering commands) until Ctrl+C or unenroll
+export const MQTT_USAGE = `  --stay                stay connected to the broker (answering commands) until Ctrl+C or unenroll;
+                        a device waiting for approval keeps trying until it is approved
+  --approval-retry S    with --stay: seconds between tries while waiting for approval (default 30)
   --mqtt-v31            speak MQTT 3.1 (default 3.1.1)
   --mqtt-fingerprint F  with TLS: the broker certificate's SHA-256 to expect (default: pin the first seen)
   --no-mqtt             enroll (and download) without connecting to the broker
@@ -23,6 +26,8 @@ export const MQTT_USAGE = `  --stay                stay connected to the broker 
 export interface MqttFlags {
   enabled: boolean;
   stay: boolean;
+  /** With --stay: how often a device waiting for approval tries the broker again. */
+  approvalRetryMs: number;
   protocolVersion: 3 | 4;
   fingerprint?: string;
   /** Where policy task statuses go (a dialect chooses; default mqtt). */
@@ -33,14 +38,21 @@ export interface MqttFlags {
 export function mqttFlagsOf(values: {
   'no-mqtt'?: boolean;
   stay?: boolean;
+  'approval-retry'?: string;
   'mqtt-v31'?: boolean;
   'mqtt-fingerprint'?: string;
   'files-dir'?: string;
 }): MqttFlags {
   if (values['no-mqtt'] && values.stay) throw new Error('--stay needs the MQTT connection: drop --no-mqtt');
+  const retry = values['approval-retry'];
+  if (retry !== undefined && !values.stay) throw new Error('--approval-retry needs --stay');
+  const retrySeconds = retry === undefined ? 30 : Number(retry);
+  if (!Number.isFinite(retrySeconds) || retrySeconds < 0.1 || retrySeconds > 3600)
+    throw new Error(`--approval-retry must be a number of seconds from 0.1 to 3600, got ${JSON.stringify(retry)}`);
   const flags: MqttFlags = {
     enabled: !values['no-mqtt'],
     stay: values.stay ?? false,
+    approvalRetryMs: Math.round(retrySeconds * 1000),
     protocolVersion: values['mqtt-v31'] ? 3 : 4,
   };
   if (values['mqtt-fingerprint'] !== undefined) flags.fingerprint = values['mqtt-fingerprint'];
@@ -81,6 +93,8 @@ export class MqttSession {
         this.agent ? this.agent.publish(topic, payload) : Promise.reject(new Error('not connected yet')),
       log,
       ...(this.flags.filesDir ? { storageDir: this.flags.filesDir } : {}),
+      ...(enrollment.androidVersion === undefined ? {} : { androidVersion: enrollment.androidVersion }),
+      ...(enrollment.system === undefined ? {} : { system: enrollment.system }),
     });
     this.policies = policies;
     const options = {
@@ -89,6 +103,8 @@ export class MqttSession {
       protocolVersion: this.flags.protocolVersion,
       log,
       onPolicy: (topic: string, payload: string) => policies.handle(topic, payload),
+      // Staying, a device waiting for approval keeps trying (CONNACK 5) instead of leaving.
+      ...(this.flags.stay ? { waitForApproval: { retryMs: this.flags.approvalRetryMs } } : {}),
     };
     this.agent = await startMqttAgent(
       this.flags.fingerprint === undefined ? options : { ...options, fingerprint: this.flags.fingerprint },
@@ -99,7 +115,11 @@ export class MqttSession {
   async finish(): Promise<MqttSessionSummary> {
     const agent = this.agent;
     if (agent && this.flags.stay) {
-      this.log('mqtt: staying connected; Ctrl+C to leave');
+      this.log(
+        agent.state.waitingForApproval
+          ? 'mqtt: staying until approved, then connected; Ctrl+C to leave'
+          : 'mqtt: staying connected; Ctrl+C to leave',
+      );
       let onSignal = () => {};
       const signalled = new Promise<void>((resolve) => (onSignal = () => resolve()));
       process.once('SIGINT', onSignal);

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { AgentApiError, type AgentApiClient, type ContentKind } from './api-client.ts';
 import type { StepLog } from './enroll.ts';
 import type { TaskReporter, TaskReportStatus } from './task-reports.ts';
+import { olderThan, readValue, VALUE_POLICIES } from './value-policies.ts';
 
 export const POLICY_NAMES = ['deployApp', 'deployFile', 'removeApp', 'removeFile'] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
@@ -36,10 +37,15 @@ export interface PolicyState {
   /** By path on the device. */
   files: Record<string, InstalledFile>;
   /** Last status of each task, by task id. */
-  tasks: Record<number, { policy: PolicyName; status: TaskReportStatus; reason?: string }>;
+  tasks: Record<number, { policy: string; status: TaskReportStatus; reason?: string }>;
+  /**
+   * The value policies in force, by symbol: what the device applied, from which task and topic. A
+   * value from the device's own topic has priority over its fleet's (as in the Flyve agent).
+   */
+  settings: Record<string, { value: boolean | number | string; taskId: number; fromFleet: boolean }>;
 }
 
-export type PolicyEvent = { type: 'task'; taskId: number; policy: PolicyName; status: TaskReportStatus; reason?: string };
+export type PolicyEvent = { type: 'task'; taskId: number; policy: string; status: TaskReportStatus; reason?: string };
 
 export interface PolicyRunnerOptions {
   /** A client with an open session (opened with the agent's api_token); called again after a 401. */
@@ -57,6 +63,10 @@ export interface PolicyRunnerOptions {
    * saturated machine, where a late connect or a busy server is not what is being tested.
    */
   retries?: number;
+  /** The Android version the device runs (value policies below their minimum are reported incompatible). */
+  androidVersion?: string;
+  /** Whether the agent is installed as a system app (system-only policies need it). */
+  system?: boolean;
 }
 
 const DEFAULT_CHUNK = 8 * 1024 * 1024;
@@ -71,7 +81,7 @@ export function parsePolicyTopic(topic: string): { policy: string; taskId: numbe
 class TaskFailure extends Error {}
 
 export class PolicyRunner {
-  readonly state: PolicyState = { apps: {}, files: {}, tasks: {} };
+  readonly state: PolicyState = { apps: {}, files: {}, tasks: {}, settings: {} };
   private readonly options: PolicyRunnerOptions;
   private readonly log: StepLog;
   /** Policy messages already taken up, by task id: a retained message seen again is not run twice. */
@@ -89,6 +99,9 @@ export class PolicyRunner {
     if (!parsed) return false;
     if (text === '') {
       this.log(`policy: task ${parsed.taskId} (${parsed.policy}) withdrawn by the server`);
+      const setting = this.state.settings[parsed.policy];
+      if (setting?.taskId === parsed.taskId) delete this.state.settings[parsed.policy];
+      this.seen.delete(parsed.taskId);
       return true;
     }
     if (this.seen.get(parsed.taskId) === text) return true;
@@ -112,11 +125,12 @@ export class PolicyRunner {
       this.log(`policy: task ${taskId}: message is not JSON, ignored`);
       return;
     }
-    if (!(POLICY_NAMES as readonly string[]).includes(policyText)) {
+    const valuePolicy = VALUE_POLICIES[policyText];
+    if (!(POLICY_NAMES as readonly string[]).includes(policyText) && !valuePolicy) {
       this.log(`policy: ${policyText} (task ${taskId}) is not a policy the simulator knows; ignored`);
       return;
     }
-    const policy = policyText as PolicyName;
+    const policy = policyText;
     const report = async (status: TaskReportStatus, reason?: string) => {
       this.state.tasks[taskId] = reason === undefined ? { policy, status } : { policy, status, reason };
       this.emit({ type: 'task', taskId, policy, status, ...(reason === undefined ? {} : { reason }) });
@@ -130,8 +144,25 @@ export class PolicyRunner {
       }
     };
     await report('received');
+    if (valuePolicy) {
+      const read = readValue(valuePolicy, message[policy]);
+      const version = this.options.androidVersion;
+      if ('error' in read) await report('failed', `${policy}: ${read.error}`);
+      else if (version !== undefined && olderThan(version, valuePolicy.android))
+        await report('incompatible', `Android ${version} cannot apply ${policy} (needs ${valuePolicy.android})`);
+      else if (valuePolicy.system && !this.options.system)
+        await report('incompatible', `${policy} needs the agent installed as a system app`);
+      else {
+        // The device's own topic has priority over its fleet's (the agent's policy priority).
+        const fromFleet = /\/fleet\/\d+\/Policy\//.test(topic);
+        const current = this.state.settings[policy];
+        if (!(current && !current.fromFleet && fromFleet)) this.state.settings[policy] = { value: read.value, taskId, fromFleet };
+        await report('done');
+      }
+      return;
+    }
     try {
-      switch (policy) {
+      switch (policy as PolicyName) {
         case 'deployApp':
           await this.deployApp(message, report);
           break;

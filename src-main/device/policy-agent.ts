@@ -34,6 +34,9 @@ export interface PolicyAgentOptions {
   timeoutMs?: number;
   /** PolicyRunnerOptions.retries. */
   retries?: number;
+  /** PolicyRunnerOptions.androidVersion and system. */
+  androidVersion?: string;
+  system?: boolean;
 }
 
 export function createPolicyRunner(options: PolicyAgentOptions): PolicyRunner {
@@ -60,5 +63,7 @@ export function createPolicyRunner(options: PolicyAgentOptions): PolicyRunner {
     ...(options.chunkSize ? { chunkSize: options.chunkSize } : {}),
     ...(options.storageDir ? { storageDir: options.storageDir } : {}),
     ...(options.retries ? { retries: options.retries } : {}),
+    ...(options.androidVersion === undefined ? {} : { androidVersion: options.androidVersion }),
+    ...(options.system === undefined ? {} : { system: options.system }),
   });
 }

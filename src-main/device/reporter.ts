@@ -12,6 +12,8 @@ export interface ReportingDevice {
   serial: string;
   uuid: string;
   type: string;
+  /** The Android version its inventory reports (default: one per serial). */
+  androidVersion?: string;
 }
 
 /** What HTTP reports need: the agent's record id and api_token, and where the API is. */

@@ -4,7 +4,7 @@
 // (policies.ts) does not care which.
 import type { AgentApiClient } from './api-client.ts';
 
-export type TaskReportStatus = 'received' | 'in progress' | 'waiting' | 'done' | 'failed' | 'canceled';
+export type TaskReportStatus = 'received' | 'in progress' | 'waiting' | 'done' | 'failed' | 'canceled' | 'incompatible';
 
 export interface TaskReport {
   taskId: number;

@@ -18,7 +18,8 @@ import { DEFAULT_PORTS } from '../backend/config.ts';
 import { keychainProtector } from '../backend/mail/secrets.ts';
 import { startBackend, type RunningBackend } from '../backend/server.ts';
 import { StartupError } from '../backend/startup-error.ts';
-import { simulateEnrollment, stopSimulatedDevices } from '../device/simulate.ts';
+import { resumeSimulatedDevices, simulateEnrollment, simulatedDeviceApproved, stopSimulatedDevices } from '../device/simulate.ts';
+import { SIMULATED_DEVICES_FILE } from '../device/state-file.ts';
 import { CONSOLE_CSP, isConsoleUrl, isExternalOpenable, isPermissionAllowed, pdfRequest } from './policy.ts';
 import { loadWindowState, trackWindowState } from './window-state.ts';
 
@@ -85,9 +86,9 @@ function createWindow(): void {
   });
   contents.on('will-attach-webview', (event) => event.preventDefault());
 
-  // The first load redeems the one-time sign-in ticket (→ HttpOnly cookie); later windows of this
-  // session already have the cookie.
-  void window.loadURL(signedIn ? `${backend.info.admin_url}/` : backend.info.console_url);
+  // Each window redeems a one-time sign-in ticket of its own (→ a new console session and its
+  // HttpOnly cookie): the session a window had before may have ended on the server since.
+  void window.loadURL(signedIn ? backend.consoleUrl() : backend.info.console_url);
   signedIn = true;
 }
 
@@ -105,6 +106,13 @@ function hardenSession(): void {
   });
 }
 
+/** Electron's clipboard writes asynchronously (as the W3C one does): a failure is said, not lost. */
+function copyToClipboard(text: string): void {
+  clipboard.writeText(text).catch((error: unknown) => {
+    dialog.showErrorBox('Could not copy to the clipboard', error instanceof Error ? error.message : String(error));
+  });
+}
+
 function buildMenu(): void {
   const info = backend!.info;
   const isMac = process.platform === 'darwin';
@@ -116,11 +124,11 @@ function buildMenu(): void {
         {
           label: 'Copy Enrollment URL',
           accelerator: 'CmdOrCtrl+Shift+E',
-          click: () => clipboard.writeText(info.api_url),
+          click: () => copyToClipboard(info.api_url),
         },
         {
           label: 'Copy Deeplink Page URL',
-          click: () => clipboard.writeText(`${info.deeplink_url}/deeplink/`),
+          click: () => copyToClipboard(`${info.deeplink_url}/deeplink/`),
         },
         { type: 'separator' },
         {
@@ -165,7 +173,10 @@ ipcMain.handle('console:save-pdf', async (event, input: unknown) => {
 });
 
 async function start(): Promise<void> {
-  const simulate = (request: Parameters<typeof simulateEnrollment>[0]) => simulateEnrollment(request, { stayOnline: true });
+  // Simulated devices stay online (once approved, when their code needs it) and come back after a restart.
+  const devicesFile = () => join(backend!.info.data_dir, SIMULATED_DEVICES_FILE);
+  const simulate = (request: Parameters<typeof simulateEnrollment>[0]) =>
+    simulateEnrollment(request, { stayOnline: true, stateFile: devicesFile() });
   // The SMTP password is encrypted by the OS keychain (safeStorage is usable once the app is ready).
   const secretProtector = keychainProtector(safeStorage);
   try {
@@ -189,6 +200,10 @@ async function start(): Promise<void> {
     app.exit(1);
     return;
   }
+  backend.services.events.subscribe((event) => {
+    if (event.type === 'agent.approved' && event.agent_id !== null) simulatedDeviceApproved(event.agent_id);
+  });
+  void resumeSimulatedDevices(devicesFile()).catch(() => {});
   consoleOrigin = new URL(backend.info.admin_url).origin;
   hardenSession();
   buildMenu();

@@ -36,6 +36,7 @@ export function pdfRequest(input: unknown): { paper: PaperSize; name: string } {
   let name = typeof suggestedName === 'string' ? suggestedName : 'invitations.pdf';
   name =
     name
+      // eslint-disable-next-line no-control-regex -- control characters are exactly what a file name may not hold
       .replace(/[\\/:*?"<>|\u0000-\u001f]/g, '_')
       .slice(0, 120)
       .trim() || 'invitations.pdf';

@@ -14,6 +14,7 @@ import { useDisclosure } from '@mantine/hooks';
 import {
   IconDeviceMobile,
   IconDeviceDesktopCog,
+  IconLogout,
   IconFiles,
   IconStack2,
   IconLayoutDashboard,
@@ -25,8 +26,9 @@ import {
   IconSettings,
   IconSun,
 } from '@tabler/icons-react';
-import { useEffect, type ReactNode } from 'react';
-import { AdminApiError } from '../api/client.ts';
+import { useEffect, useState, type ReactNode } from 'react';
+import { admin, AdminApiError } from '../api/client.ts';
+import { desktop } from '../lib/desktop.ts';
 import { useStatus } from '../api/queries.ts';
 import { useLiveState } from '../live/LiveProvider.tsx';
 import { ApprovalsPage } from '../pages/Approvals.tsx';
@@ -113,6 +115,35 @@ function ColorSchemeToggle() {
   );
 }
 
+/** Ends the console's session on the server; the desktop window signs its user in by itself, so it has none. */
+function SignOutButton() {
+  const [busy, setBusy] = useState(false);
+  if (desktop()) return null;
+  const signOut = async () => {
+    setBusy(true);
+    try {
+      await admin.signOut();
+    } catch {
+      // Already signed out, or the server is away: the sign-in page says what to do either way.
+    }
+    window.location.assign('/sign-in?signed-out=1');
+  };
+  return (
+    <Tooltip label="Sign out of this browser">
+      <ActionIcon
+        variant="default"
+        size="lg"
+        loading={busy}
+        onClick={() => void signOut()}
+        aria-label="Sign out"
+        data-testid="sign-out"
+      >
+        <IconLogout size={18} />
+      </ActionIcon>
+    </Tooltip>
+  );
+}
+
 export function App() {
   const { pathname } = useLocation();
   const [opened, { toggle, close }] = useDisclosure();
@@ -160,6 +191,7 @@ export function App() {
           <Group gap="sm" wrap="nowrap">
             <LiveIndicator />
             <ColorSchemeToggle />
+            <SignOutButton />
           </Group>
         </Group>
       </AppShell.Header>

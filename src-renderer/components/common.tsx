@@ -167,28 +167,30 @@ export function CopyIcon({ value, label }: { value: string; label: string }) {
   );
 }
 
-/** A confirmation dialog for destructive actions; resolves true when confirmed. */
-export function confirmAction({
-  title,
-  message,
-  confirmLabel,
-  danger = true,
-}: {
-  title: string;
-  message: ReactNode;
-  confirmLabel: string;
-  danger?: boolean;
-}): Promise<boolean> {
-  return new Promise((resolve) => {
-    modals.openConfirmModal({
-      title,
-      children: <Text size="sm">{message}</Text>,
-      labels: { confirm: confirmLabel, cancel: 'Cancel' },
-      confirmProps: { color: danger ? 'red' : undefined, 'data-autofocus': true } as Record<string, unknown>,
-      onConfirm: () => resolve(true),
-      onCancel: () => resolve(false),
-      onClose: () => resolve(false),
-    });
+/**
+ * A confirmation dialog for destructive actions: `onConfirm` runs when the admin confirms, nothing when
+ * they cancel or close it. A callback rather than a promise, so a click handler stays synchronous.
+ */
+export function confirmAction(
+  {
+    title,
+    message,
+    confirmLabel,
+    danger = true,
+  }: {
+    title: string;
+    message: ReactNode;
+    confirmLabel: string;
+    danger?: boolean;
+  },
+  onConfirm: () => void,
+): void {
+  modals.openConfirmModal({
+    title,
+    children: <Text size="sm">{message}</Text>,
+    labels: { confirm: confirmLabel, cancel: 'Cancel' },
+    confirmProps: { color: danger ? 'red' : undefined, 'data-autofocus': true } as Record<string, unknown>,
+    onConfirm,
   });
 }
 

@@ -180,16 +180,13 @@ export function AgentCommands({ agent }: { agent: Agent }) {
     onError: (error) => (unavailable(error) ? setMissing(true) : notifyError('The device was not moved', error)),
   });
 
-  const run = async (entry: (typeof COMMANDS)[number]) => {
-    if (entry.confirm) {
-      const ok = await confirmAction({
-        title: entry.confirm.title,
-        message: entry.confirm.message(agent),
-        confirmLabel: entry.confirm.label,
-      });
-      if (!ok) return;
-    }
-    send.mutate(entry.command);
+  const run = (entry: (typeof COMMANDS)[number]) => {
+    const sendIt = () => send.mutate(entry.command);
+    if (!entry.confirm) return sendIt();
+    confirmAction(
+      { title: entry.confirm.title, message: entry.confirm.message(agent), confirmLabel: entry.confirm.label },
+      sendIt,
+    );
   };
 
   const others = (fleets.data ?? []).filter((f) => f.id !== agent.fleet_id);
@@ -210,7 +207,7 @@ export function AgentCommands({ agent }: { agent: Agent }) {
             leftSection={<entry.icon size={14} />}
             loading={send.isPending && send.variables === entry.command}
             disabled={missing || (send.isPending && send.variables !== entry.command)}
-            onClick={() => void run(entry)}
+            onClick={() => run(entry)}
           >
             {entry.label}
           </Button>

@@ -37,6 +37,8 @@ const STATUS_COLORS: Record<TaskStatus, string> = {
   done: 'teal',
   failed: 'red',
   canceled: 'dark',
+  incompatible: 'orange',
+  overriden: 'grape',
 };
 
 export function TaskStatusBadge({ status }: { status: TaskStatus }) {
@@ -202,21 +204,23 @@ export function DeploymentList({
                             color="red"
                             aria-label={`Remove deployment of ${d.item_name}`}
                             loading={undeploy.isPending && undeploy.variables === d.id}
-                            onClick={async () => {
-                              const ok = await confirmAction({
-                                title: `Remove the deployment of ${d.item_name}?`,
-                                message:
-                                  d.remove_on_delete && (d.policy === 'deployApp' || d.policy === 'deployFile')
-                                    ? `Devices of ${d.target_name} are told to remove it (a "${d.policy === 'deployApp' ? 'removeApp' : 'removeFile'}" task follows).`
-                                    : 'Devices keep what they installed; devices that join later no longer get it.',
-                                confirmLabel: 'Remove',
-                              });
-                              if (ok)
-                                undeploy.mutate(d.id, {
-                                  onSuccess: () => notifySuccess(`Deployment of ${d.item_name} removed`),
-                                  onError: (e) => notifyError('Not removed', e),
-                                });
-                            }}
+                            onClick={() =>
+                              confirmAction(
+                                {
+                                  title: `Remove the deployment of ${d.item_name}?`,
+                                  message:
+                                    d.remove_on_delete && (d.policy === 'deployApp' || d.policy === 'deployFile')
+                                      ? `Devices of ${d.target_name} are told to remove it (a "${d.policy === 'deployApp' ? 'removeApp' : 'removeFile'}" task follows).`
+                                      : 'Devices keep what they installed; devices that join later no longer get it.',
+                                  confirmLabel: 'Remove',
+                                },
+                                () =>
+                                  undeploy.mutate(d.id, {
+                                    onSuccess: () => notifySuccess(`Deployment of ${d.item_name} removed`),
+                                    onError: (e) => notifyError('Not removed', e),
+                                  }),
+                              )
+                            }
                           >
                             <IconTrash size={16} />
                           </ActionIcon>

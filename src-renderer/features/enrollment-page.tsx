@@ -4,7 +4,10 @@ import { IconDownload } from '@tabler/icons-react';
 import type { ReactNode } from 'react';
 import type { SimulateResult } from '../../src-shared/contract/index.ts';
 import { Link } from '../app/router.tsx';
+import { useAgent } from '../api/queries.ts';
 import { CopyIcon } from '../components/common.tsx';
+import { enrollStatusOf } from '../lib/devices.ts';
+import { DecideButtons } from './approval.tsx';
 
 /** The QR code with a PNG/SVG download and one more action (print or poster); `blockedReason` greys it out ("Code expired"). */
 export function QrCard(props: {
@@ -168,12 +171,52 @@ export function LogCard(props: {
   );
 }
 
+/**
+ * A simulated device enrolled with a code that needs approval: it waits (the broker refuses it until
+ * then, and it keeps trying); approved here or anywhere else, it comes online, live.
+ */
+function ApprovalWait({ agentId, type, serial }: { agentId: number; type: string; serial: string | null }) {
+  const { data: agent } = useAgent(agentId);
+  const status = agent?.enroll_status ?? 'pending_approval';
+  if (status === 'pending_approval')
+    return (
+      <Alert color="yellow" variant="light" title="Waiting for approval" data-testid="simulation-waiting">
+        <Stack gap="xs">
+          <Text size="sm">
+            {type} device {serial} enrolled as agent {agentId} with a code that needs an admin&apos;s approval. Until it is
+            approved, it can do nothing but wait: it keeps trying and comes online once approved (here, on the Approvals page or
+            in the device&apos;s details).
+          </Text>
+          <DecideButtons agentId={agentId} />
+        </Stack>
+      </Alert>
+    );
+  if (status !== 'enrolled')
+    return (
+      <Alert color="red" variant="light" title={`The device was ${enrollStatusOf(status).label.toLowerCase()}`}>
+        {type} device {serial} (agent {agentId}) will not come online.
+      </Alert>
+    );
+  return (
+    <Alert
+      color="teal"
+      variant="light"
+      title={agent?.is_online ? 'Approved: the simulated device is online' : 'Approved: the simulated device is connecting…'}
+      data-testid="simulation-approved"
+    >
+      {type} device {serial} is agent {agentId}: it appears on the Devices page.
+    </Alert>
+  );
+}
+
 export function SimulationResult({ result, onClose }: { result: SimulateResult | null; onClose: () => void }) {
   return (
     <Modal opened={result !== null} onClose={onClose} title="Simulated device" size="lg">
       {result ? (
         <Stack>
-          {result.ok ? (
+          {result.ok && result.waiting_for_approval && result.agent_id ? (
+            <ApprovalWait agentId={result.agent_id} type={result.type} serial={result.serial} />
+          ) : result.ok ? (
             <Alert color="teal" variant="light" title="The simulated device enrolled">
               {result.type} device {result.serial} is now agent {result.agent_id}: it appears on the Devices page.
             </Alert>

@@ -211,7 +211,7 @@ function MailForm({ view }: { view: MailSettingsView }) {
       form.setInitialValues({ ...view.settings, smtp_password: '' });
       form.setValues({ ...view.settings, smtp_password: '' });
     }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- only a new view from the server resets the form (the form object is stable)
   }, [view]);
 
   const save = useMutation({

@@ -7,17 +7,26 @@ export interface UploadHandle {
   abort(): void;
 }
 
+/** What a package upload may say besides the file: the admin's description, and to keep an APK whose manifest cannot be read. */
+export type PackageDescription = Pick<UploadQuery, 'package_name' | 'version_code' | 'version_name' | 'if_unreadable'>;
+
 /**
  * Uploads one file as the raw request body (the admin API streams it to disk), reporting
  * progress. XMLHttpRequest because fetch has no upload progress events.
  */
-export function uploadFile(kind: StoredKind, file: File, onProgress: (fraction: number) => void): UploadHandle {
+export function uploadFile(
+  kind: StoredKind,
+  file: File,
+  onProgress: (fraction: number) => void,
+  description: PackageDescription = {},
+): UploadHandle {
   const xhr = new XMLHttpRequest();
   const promise = new Promise<StoredItem>((resolve, reject) => {
     const path = kind === 'file' ? 'files' : 'packages';
     const query: UploadQuery = {
       name: file.name,
       ...(file.type && /^[\w.+-]+\/[\w.+-]+$/.test(file.type) ? { mime_type: file.type } : {}),
+      ...description,
     };
     xhr.open('POST', `/api/${path}${queryString(query)}`);
     xhr.withCredentials = true;

@@ -64,7 +64,7 @@ export function LiveProvider({ children }: { children: ReactNode }) {
       sync.dispose();
     };
     // The stream is opened once per mount; later feed updates come from the stream itself.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- opened once per mount, as said above
   }, [feedReady, client]);
 
   return <LiveContext.Provider value={state}>{children}</LiveContext.Provider>;

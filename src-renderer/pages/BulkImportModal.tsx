@@ -143,13 +143,15 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
         .then((errors) => {
           if (!controller.signal.aborted) setServerErrors({ sent: candidates, errors });
         })
+        // The server's check is a preview on top of the console's own: when it fails (or is aborted by
+        // a newer edit), the rows keep the console's verdict and the import itself reports any refusal.
         .catch(() => {});
     }, 250);
     return () => {
       controller.abort();
       clearTimeout(timer);
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- `defaults` is rebuilt each render from fleet and daysValue, which are listed
   }, [checked, fleet, daysValue, alsoPending]);
 
   const readFile = async (files: File[]) => {

@@ -14,6 +14,7 @@ import {
   TextInput,
   Title,
 } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
 import { IconPlayerPlay, IconPrinter } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { AdminApiError } from '../api/client.ts';
@@ -180,7 +181,12 @@ function SimulateButton({ code }: { code: CodeDetail }) {
         onSuccess: (outcome) => {
           setOpened(false);
           setResult(outcome);
-          if (outcome.ok) notifySuccess(`${outcome.email} enrolled a simulated ${outcome.type} device`);
+          if (outcome.ok && outcome.waiting_for_approval)
+            notifications.show({
+              color: 'yellow',
+              message: `${outcome.email} enrolled a simulated ${outcome.type} device: it is waiting for approval`,
+            });
+          else if (outcome.ok) notifySuccess(`${outcome.email} enrolled a simulated ${outcome.type} device`);
         },
         onError: (error) => notifyError('The simulator could not run', error),
       },

@@ -177,19 +177,21 @@ export function CodeActions({ code }: { code: EnrollmentCode }) {
         leftSection={<IconRefresh size={14} />}
         loading={rotate.isPending}
         disabled={code.status === 'revoked'}
-        onClick={async () => {
-          const ok = await confirmAction({
-            title: `Rotate "${code.name}"?`,
-            message:
-              'A new QR code and link replace the current ones: every printed poster and shared copy stops working. Devices already enrolled are not affected.',
-            confirmLabel: 'Rotate',
-          });
-          if (ok)
-            rotate.mutate(code.id, {
-              onSuccess: () => notifySuccess('New QR code and link: print them again'),
-              onError: (e) => notifyError('Not rotated', e),
-            });
-        }}
+        onClick={() =>
+          confirmAction(
+            {
+              title: `Rotate "${code.name}"?`,
+              message:
+                'A new QR code and link replace the current ones: every printed poster and shared copy stops working. Devices already enrolled are not affected.',
+              confirmLabel: 'Rotate',
+            },
+            () =>
+              rotate.mutate(code.id, {
+                onSuccess: () => notifySuccess('New QR code and link: print them again'),
+                onError: (e) => notifyError('Not rotated', e),
+              }),
+          )
+        }
       >
         Rotate
       </Button>
@@ -200,18 +202,20 @@ export function CodeActions({ code }: { code: EnrollmentCode }) {
         leftSection={<IconBan size={14} />}
         loading={revoke.isPending}
         disabled={code.status === 'revoked'}
-        onClick={async () => {
-          const ok = await confirmAction({
-            title: `Revoke "${code.name}"?`,
-            message: 'No further device can enroll with it. Devices already enrolled are not affected.',
-            confirmLabel: 'Revoke',
-          });
-          if (ok)
-            revoke.mutate(code.id, {
-              onSuccess: () => notifySuccess('Code revoked'),
-              onError: (e) => notifyError('Not revoked', e),
-            });
-        }}
+        onClick={() =>
+          confirmAction(
+            {
+              title: `Revoke "${code.name}"?`,
+              message: 'No further device can enroll with it. Devices already enrolled are not affected.',
+              confirmLabel: 'Revoke',
+            },
+            () =>
+              revoke.mutate(code.id, {
+                onSuccess: () => notifySuccess('Code revoked'),
+                onError: (e) => notifyError('Not revoked', e),
+              }),
+          )
+        }
       >
         Revoke
       </Button>

@@ -255,6 +255,8 @@ const EVENT_ICONS: Record<string, { icon: ReactNode; color: string }> = {
   'invitation.refused': { icon: <IconBan size={16} />, color: 'red' },
   'enrollment.refused': { icon: <IconBan size={16} />, color: 'red' },
   'invitation.revoked': { icon: <IconBan size={16} />, color: 'orange' },
+  'admin.sign_in_failed': { icon: <IconBan size={16} />, color: 'red' },
+  'admin.sign_in_throttled': { icon: <IconBan size={16} />, color: 'orange' },
 };
 
 function iconOf(type: string) {

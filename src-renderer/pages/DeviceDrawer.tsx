@@ -261,22 +261,24 @@ function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
           variant="subtle"
           leftSection={<IconTrash size={14} />}
           loading={remove.isPending}
-          onClick={async () => {
-            const ok = await confirmAction({
-              title: 'Delete this device?',
-              message: `${agent.name} is removed from the console and its agent account is closed: it can no longer talk to this server. The device itself is not wiped.`,
-              confirmLabel: 'Delete',
-            });
-            if (ok) {
-              remove.mutate(agent.id, {
-                onSuccess: () => {
-                  notifySuccess(`${agent.name} deleted`);
-                  onClose();
-                },
-                onError: (e) => notifyError('Not deleted', e),
-              });
-            }
-          }}
+          onClick={() =>
+            confirmAction(
+              {
+                title: 'Delete this device?',
+                message: `${agent.name} is removed from the console and its agent account is closed: it can no longer talk to this server. The device itself is not wiped.`,
+                confirmLabel: 'Delete',
+              },
+              () => {
+                remove.mutate(agent.id, {
+                  onSuccess: () => {
+                    notifySuccess(`${agent.name} deleted`);
+                    onClose();
+                  },
+                  onError: (e) => notifyError('Not deleted', e),
+                });
+              },
+            )
+          }
         >
           Delete device
         </Button>

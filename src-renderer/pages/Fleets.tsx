@@ -145,22 +145,24 @@ function FleetList({ fleets, selected }: { fleets: Fleet[]; selected: number | n
                       color="red"
                       aria-label={`Delete ${fleet.name}`}
                       disabled={fleet.is_default === 1 || fleet.agent_count > 0}
-                      onClick={async () => {
-                        const ok = await confirmAction({
-                          title: `Delete fleet "${fleet.name}"?`,
-                          message: 'Its deployments are removed; invitations that name it enroll into the default fleet.',
-                          confirmLabel: 'Delete',
-                        });
-                        if (ok) {
-                          remove.mutate(fleet.id, {
-                            onSuccess: () => {
-                              notifySuccess(`Fleet "${fleet.name}" deleted`);
-                              if (selected === fleet.id) navigate('/fleets');
-                            },
-                            onError: (e) => notifyError('Not deleted', e),
-                          });
-                        }
-                      }}
+                      onClick={() =>
+                        confirmAction(
+                          {
+                            title: `Delete fleet "${fleet.name}"?`,
+                            message: 'Its deployments are removed; invitations that name it enroll into the default fleet.',
+                            confirmLabel: 'Delete',
+                          },
+                          () => {
+                            remove.mutate(fleet.id, {
+                              onSuccess: () => {
+                                notifySuccess(`Fleet "${fleet.name}" deleted`);
+                                if (selected === fleet.id) navigate('/fleets');
+                              },
+                              onError: (e) => notifyError('Not deleted', e),
+                            });
+                          },
+                        )
+                      }
                     >
                       <IconTrash size={16} />
                     </ActionIcon>

@@ -262,18 +262,20 @@ function Actions({ invitation }: { invitation: InvitationDetail }) {
         leftSection={<IconBan size={16} />}
         disabled={invitation.status !== 'pending' && invitation.status !== 'expired'}
         loading={revoke.isPending}
-        onClick={async () => {
-          const ok = await confirmAction({
-            title: 'Revoke this invitation?',
-            message: `The QR code and deeplink sent to ${invitation.email} stop working at once. A device already enrolled is not affected.`,
-            confirmLabel: 'Revoke',
-          });
-          if (ok)
-            revoke.mutate(invitation.id, {
-              onSuccess: () => notifySuccess('Invitation revoked'),
-              onError: (e) => notifyError('Not revoked', e),
-            });
-        }}
+        onClick={() =>
+          confirmAction(
+            {
+              title: 'Revoke this invitation?',
+              message: `The QR code and deeplink sent to ${invitation.email} stop working at once. A device already enrolled is not affected.`,
+              confirmLabel: 'Revoke',
+            },
+            () =>
+              revoke.mutate(invitation.id, {
+                onSuccess: () => notifySuccess('Invitation revoked'),
+                onError: (e) => notifyError('Not revoked', e),
+              }),
+          )
+        }
       >
         Revoke
       </Button>
@@ -282,22 +284,24 @@ function Actions({ invitation }: { invitation: InvitationDetail }) {
         color="red"
         leftSection={<IconTrash size={16} />}
         loading={remove.isPending}
-        onClick={async () => {
-          const ok = await confirmAction({
-            title: 'Delete this invitation?',
-            message: `The invitation for ${invitation.email} and its log are deleted. ${invitation.agent ? 'The device it enrolled stays.' : 'Its QR code stops working.'}`,
-            confirmLabel: 'Delete',
-          });
-          if (ok) {
-            remove.mutate(invitation.id, {
-              onSuccess: () => {
-                notifySuccess('Invitation deleted');
-                navigate('/invitations');
-              },
-              onError: (e) => notifyError('Not deleted', e),
-            });
-          }
-        }}
+        onClick={() =>
+          confirmAction(
+            {
+              title: 'Delete this invitation?',
+              message: `The invitation for ${invitation.email} and its log are deleted. ${invitation.agent ? 'The device it enrolled stays.' : 'Its QR code stops working.'}`,
+              confirmLabel: 'Delete',
+            },
+            () => {
+              remove.mutate(invitation.id, {
+                onSuccess: () => {
+                  notifySuccess('Invitation deleted');
+                  navigate('/invitations');
+                },
+                onError: (e) => notifyError('Not deleted', e),
+              });
+            },
+          )
+        }
       >
         Delete
       </Button>

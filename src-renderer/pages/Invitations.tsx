@@ -57,7 +57,9 @@ export function Invitations() {
     navigate(`/invitations${text ? `?${text}` : ''}`, { replace: true });
   };
 
-  useEffect(() => setParam('q', debouncedQ || null), [debouncedQ]); // eslint-disable-line react-hooks/exhaustive-deps
+  // Only the debounced text writes the address; setParam is a new function each render.
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- see above
+  useEffect(() => setParam('q', debouncedQ || null), [debouncedQ]);
   useEffect(() => setPage(1), [status, debouncedQ, fleetId]);
 
   const filter: InvitationFilter = useMemo(

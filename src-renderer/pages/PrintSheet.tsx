@@ -89,7 +89,7 @@ export function PrintSheet() {
     navigate(`/print${printQuery(ids, next, { all })}`, { replace: true });
   };
 
-  const found = invitations.data ?? [];
+  const found = useMemo(() => invitations.data ?? [], [invitations.data]);
   // Used, revoked and expired invitations can no longer enroll a device: their cards are left out
   // unless the admin asks for them.
   const unusable = found.filter((c) => c.status !== 'pending');

@@ -85,7 +85,7 @@ function GeneralForm({ settings, status }: { settings: Settings; status: ServerS
       form.setInitialValues(pickGeneral(settings));
       form.setValues(pickGeneral(settings));
     }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- only new settings from the server reset the form (the form object is stable)
   }, [settings]);
 
   const values = form.getValues();

@@ -15,7 +15,7 @@ export function SignInPage() {
   const usedLink = params.get('link') === 'used';
   // Sent here from a page of the console: the session ended (cookie expired, token changed).
   const from = params.get('from');
-  const signedOut = from !== null;
+  const signedOut = from !== null || params.has('signed-out');
   const [credential, setCredential] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);

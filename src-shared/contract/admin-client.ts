@@ -6,8 +6,17 @@ import type { AgentPatch } from './commands.ts';
 import type { CodeCreate, CodeDetail, EnrollmentCode } from './codes.ts';
 import type { ApiErrorBody } from './errors.ts';
 import type { EventList } from './events.ts';
-import type { DeployBody, Deployment, DeploymentDetail, DeploymentFilter, DeviceTask, Undeployed } from './deployments.ts';
+import type {
+  AssignmentFilter,
+  DeployBody,
+  Deployment,
+  DeploymentDetail,
+  DeploymentFilter,
+  DeviceTask,
+  Undeployed,
+} from './deployments.ts';
 import type { PackagePatch, StoredItem, StoredKind, UploadQuery } from './files.ts';
+import type { AssignBody, Assignment, DeviceCompliance, EffectivePolicy, PolicyCatalogueEntry, Unassigned } from './policies.ts';
 import type { Fleet, FleetRecord } from './fleets.ts';
 import type {
   Invitation,
@@ -33,7 +42,7 @@ import type {
 import type { AgentCommand } from './rules.ts';
 import type { Settings, SettingsPatch } from './settings.ts';
 import type { CodeSimulateResult, SimulateResult } from './simulate.ts';
-import type { ConsoleTicket, PublicHostResult, ServerStatus, SignInResult } from './status.ts';
+import type { ConsoleTicket, PublicHostResult, ServerStatus, SignInResult, SignOutResult } from './status.ts';
 
 /** An error body as the server sent it: `{ error, message }`, and what some errors carry besides (`errors`, `invitation` …). */
 export type AdminErrorBody = ApiErrorBody & Record<string, unknown>;
@@ -169,6 +178,8 @@ export function adminClient(options: AdminClientOptions = {}) {
     call,
     /** The console's sign-in page: the admin token or a sign-in link, exchanged for the session cookie. */
     signIn: (credential: string) => call<SignInResult>('POST', '/auth/sign-in', { body: { credential } }),
+    /** Ends the console's session on the server. */
+    signOut: () => call<SignOutResult>('POST', '/auth/sign-out'),
     status: (signal?: AbortSignal) => get<ServerStatus>('/status', signal),
     /** A fresh one-time link that opens the console signed in. */
     consoleTicket: () => post<ConsoleTicket>('/console-tickets'),
@@ -255,6 +266,20 @@ export function adminClient(options: AdminClientOptions = {}) {
       create: (deploy: DeployBody) => post<DeploymentDetail>('/deployments', deploy),
       /** Ends it; with remove_on_delete, the removal it published. */
       remove: (id: number) => api<Undeployed>('DELETE', `/deployments/${id}`),
+    },
+
+    policies: {
+      catalogue: (signal?: AbortSignal) => get<Items<PolicyCatalogueEntry>>('/policies', signal),
+      list: (filter: AssignmentFilter = {}, signal?: AbortSignal) =>
+        get<Items<Assignment>>('/policy-assignments', signal, { ...filter }),
+      get: (id: number, signal?: AbortSignal) => get<DeploymentDetail>(`/policy-assignments/${id}`, signal),
+      set: (assignment: AssignBody) => post<DeploymentDetail>('/policy-assignments', assignment),
+      /** Unsets a value policy (or undeploys a deployment). */
+      unset: (id: number) => api<Unassigned>('DELETE', `/policy-assignments/${id}`),
+      /** A device's tasks of active assignments and which value applies. */
+      ofAgent: (agentId: number, signal?: AbortSignal) => get<Items<EffectivePolicy>>(`/agents/${agentId}/policies`, signal),
+      compliance: (fleetId?: number, signal?: AbortSignal) =>
+        get<Items<DeviceCompliance>>('/compliance', signal, fleetId === undefined ? {} : { fleet_id: fleetId }),
     },
   };
 }

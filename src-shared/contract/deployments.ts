@@ -4,10 +4,25 @@ import { StoredKind } from './files.ts';
 
 export const POLICIES = ['deployApp', 'deployFile', 'removeApp', 'removeFile'] as const;
 export type PolicyName = (typeof POLICIES)[number];
-export const TASK_STATUSES = ['pending', 'received', 'in progress', 'waiting', 'done', 'failed', 'canceled'] as const;
+/**
+ * The reference's task statuses. `incompatible`: the device cannot apply the policy (its Android
+ * version is below the policy's minimum, or the policy needs a system agent it is not); decided by
+ * the server from what it knows, or reported by the device. `overriden` (the reference's spelling):
+ * a device-level value of the same policy applies instead of its fleet's; decided by the server.
+ */
+export const TASK_STATUSES = [
+  'pending',
+  'received',
+  'in progress',
+  'waiting',
+  'done',
+  'failed',
+  'canceled',
+  'incompatible',
+  'overriden',
+] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-const Policy = Literals(POLICIES);
 const Status = Literals(TASK_STATUSES);
 const DeploymentState = Type.Union([Type.Literal('active'), Type.Literal('removed')]);
 const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
@@ -20,6 +35,8 @@ export const TaskCounts = Type.Object({
   done: Type.Integer(),
   failed: Type.Integer(),
   canceled: Type.Integer(),
+  incompatible: Type.Integer(),
+  overriden: Type.Integer(),
 });
 export type TaskCounts = Static<typeof TaskCounts>;
 
@@ -47,7 +64,8 @@ export const DeviceTask = Type.Object({
   deployment: Type.Optional(
     Type.Object({
       id: Type.Integer(),
-      policy: Policy,
+      /** A symbol of the policy catalogue: the deployment kinds, or a value policy's. */
+      policy: Type.String(),
       item_name: Type.String(),
       target_name: Type.String(),
       state: Type.String(),
@@ -60,7 +78,12 @@ export const DeviceTaskList = Items(DeviceTask);
 export const Deployment = Type.Object({
   id: Type.Integer(),
   entity_id: Type.Integer(),
-  policy: Policy,
+  /** A symbol of the policy catalogue: one of the four deployment kinds here, any in /api/policy-assignments. */
+  policy: Type.String(),
+  /** The catalogue's label of the policy. */
+  label: Type.String(),
+  /** Value policies: the value set; null for the deployment kinds. */
+  value: Nullable(Type.Union([Type.Boolean(), Type.Number(), Type.String()])),
   item_kind: Nullable(StoredKind),
   item_id: Nullable(Type.Integer()),
   item_name: Type.String(),
@@ -114,4 +137,12 @@ export const DeploymentFilter = Type.Object({
   agent_id: Type.Optional(Id),
   state: Type.Optional(DeploymentState),
 });
+
+/** GET /api/policy-assignments?…: every assignment (deployments too, unless kind says otherwise). */
+export const AssignmentFilter = Type.Object({
+  ...DeploymentFilter.properties,
+  policy: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  kind: Type.Optional(Type.Union([Type.Literal('deployment'), Type.Literal('value')])),
+});
+export type AssignmentFilter = Static<typeof AssignmentFilter>;
 export type DeploymentFilter = Static<typeof DeploymentFilter>;

@@ -39,6 +39,10 @@ type MailStateData = {
 export interface ServerEvents {
   'server.started': null;
   'settings.updated': { keys: string[] };
+  /** A console sign-in, an admin API call or a sign-in link refused (wrong token, used link). */
+  'admin.sign_in_failed': { address: string; with: 'form' | 'link' | 'bearer' };
+  /** An address made too many failed sign-ins: further attempts get 429 for `retry_after_s`. */
+  'admin.sign_in_throttled': { address: string; retry_after_s: number };
   'invitation.created': { email: string; fleet: string; days: number };
   'invitation.revoked': null;
   'invitation.deleted': null;

@@ -44,9 +44,15 @@ export const PackagePatch = Type.Object(
 );
 export type PackagePatch = Static<typeof PackagePatch>;
 
+/** What POST /api/packages does with an APK whose manifest cannot be read: refuse it (422, the default) or keep it as the package the query describes. */
+export const IfUnreadable = Type.Union([Type.Literal('refuse'), Type.Literal('keep')]);
+export type IfUnreadable = Static<typeof IfUnreadable>;
+
 /** POST /api/files, /api/packages: the content is the raw body (application/octet-stream). */
 export const UploadQuery = Type.Object({
   ...PackageInfoFields,
+  /** Packages: `keep` (with package_name and version_code) stores an APK whose manifest cannot be read. */
+  if_unreadable: Type.Optional(IfUnreadable),
   // a path is accepted (the store keeps its last segment), hence more than 255
   name: Type.String({ minLength: 1, maxLength: 4096 }),
   mime_type: Type.Optional(Type.String({ maxLength: 255, pattern: MIME_TYPE_PATTERN })),

@@ -16,3 +16,4 @@ export * from './mail.ts';
 export * from './settings.ts';
 export * from './simulate.ts';
 export * from './rules.ts';
+export * from './policies.ts';

@@ -20,6 +20,11 @@ export const SimulateResult = Type.Object({
   agent_id: Nullable(Type.Integer()),
   serial: Nullable(Type.String()),
   type: Type.String(),
+  /**
+   * Enrolled with a code that needs an admin's approval: the device waits (the broker refuses it),
+   * trying again, and comes online once approved.
+   */
+  waiting_for_approval: Type.Boolean(),
   /** One line per enrollment step, as the simulator's CLI prints them. */
   log: Type.Array(Type.String()),
   /** The server's refusal or the failure, when ok is false. */

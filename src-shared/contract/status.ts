@@ -84,6 +84,10 @@ export const SignInResult = Type.Object({
 });
 export type SignInResult = Static<typeof SignInResult>;
 
+/** POST /auth/sign-out: the console session ends on the server, from the console's own page. */
+export const SignOutResult = Type.Object({ signed_out: Type.Literal(true) });
+export type SignOutResult = Static<typeof SignOutResult>;
+
 /** POST /api/console-tickets (201): a fresh one-time sign-in link. */
 export const ConsoleTicket = Type.Object({ console_url: Type.String() });
 export type ConsoleTicket = Static<typeof ConsoleTicket>;

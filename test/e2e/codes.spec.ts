@@ -49,8 +49,12 @@ test('an enrollment code: made in the console, three simulated people (two allow
     await expect(result).toHaveCount(0);
     return text;
   };
-  expect(await simulate('ann@example.com')).toContain('The simulated device enrolled');
-  expect(await simulate('bob@example.org')).toContain('The simulated device enrolled');
+  // A code that needs approval: the simulated devices say they wait (not a green "enrolled").
+  for (const email of ['ann@example.com', 'bob@example.org']) {
+    const said = await simulate(email);
+    expect(said).toContain('Waiting for approval');
+    expect(said).not.toContain('The simulated device enrolled');
+  }
   expect(await simulate('eve@evil.test')).toContain('this code is for addresses at @example.com, @example.org');
 
   const uses = page.getByTestId('code-use-row');
@@ -81,6 +85,9 @@ test('an enrollment code: made in the console, three simulated people (two allow
   const agents = await admin.agents.list();
   const ann = agents.items.find((a) => a.email === 'ann@example.com');
   expect(ann).toMatchObject({ enroll_status: 'enrolled', enrollment_code_id: id });
+  // Approved, Ann's simulated device (which kept trying) comes online; Bob's still waits, offline.
+  await expect.poll(async () => (await admin.agents.get(ann!.id)).is_online).toBe(true);
+  expect((await admin.agents.list()).items.find((a) => a.email === 'bob@example.org')?.is_online).toBe(false);
 
   // Bob's device panel offers the decision too.
   const bob = agents.items.find((a) => a.email === 'bob@example.org');
@@ -125,4 +132,32 @@ test('an enrollment code: made in the console, three simulated people (two allow
   await expect(page.getByTestId('code-deeplink')).not.toHaveText(code.deeplink);
   await expect(page.getByText('no longer work')).toBeVisible();
   await queue.close();
+});
+
+test('"Simulate a device" on a code that needs approval: the dialog says it waits, Approve there, and it comes online live', async ({
+  page,
+}, testInfo) => {
+  const code = await admin.codes.create({ name: `Front desk ${Date.now()}`, approval: 'manual' });
+  await page.goto(`/codes/${code.id}`);
+  await page.getByRole('button', { name: 'Simulate a device' }).click();
+  const form = page.getByRole('dialog', { name: 'Simulate a person enrolling a device' });
+  await form.getByTestId('simulate-email').fill('walk-in@example.com');
+  await form.getByRole('button', { name: 'Enroll' }).click();
+  const result = page.getByRole('dialog', { name: 'Simulated device' });
+  const waiting = result.getByTestId('simulation-waiting');
+  await expect(waiting).toContainText('Waiting for approval', { timeout: 30_000 });
+  await expect(waiting).toContainText('it keeps trying and comes online once approved');
+  await expect(result.getByText('The simulated device enrolled')).toHaveCount(0);
+  await expect(
+    page.getByText('walk-in@example.com enrolled a simulated android device: it is waiting for approval'),
+  ).toBeVisible();
+  const agent = (await admin.agents.list()).items.find((a) => a.email === 'walk-in@example.com')!;
+  expect(agent).toMatchObject({ enroll_status: 'pending_approval', is_online: false });
+  await shot(result, 'simulate-waiting-for-approval', testInfo);
+
+  await waiting.getByRole('button', { name: 'Approve' }).click();
+  await expect(result.getByTestId('simulation-approved')).toContainText('Approved: the simulated device is online');
+  expect(await admin.agents.get(agent.id)).toMatchObject({ enroll_status: 'enrolled', is_online: true });
+  await shot(result, 'simulate-approved-online', testInfo);
+  await result.getByRole('button', { name: 'Close', exact: true }).click();
 });

@@ -210,7 +210,7 @@ test('revoke and delete an invitation, with confirmation', async ({ page }) => {
   await page.getByRole('button', { name: 'Delete' }).click();
   await page.getByRole('dialog', { name: 'Delete this invitation?' }).getByRole('button', { name: 'Delete' }).click();
   await expect(page).toHaveURL(/\/invitations$/);
-  await expect((await page.request.get(`/api/invitations/${created.id}`)).status()).toBe(404);
+  expect((await page.request.get(`/api/invitations/${created.id}`)).status()).toBe(404);
 });
 
 test('the console is served with a strict Content-Security-Policy and no inline script', async ({ page }) => {

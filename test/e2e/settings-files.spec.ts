@@ -1,5 +1,9 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { admin, expect, server, shot, test } from './fixtures.ts';
+
+const FIELD_APP = readFileSync(fileURLToPath(new URL('../fixtures/field-app.apk', import.meta.url)));
 
 test('settings round trip: validated as typed, saved, still there after a reload, used by invitations', async ({
   page,
@@ -76,7 +80,16 @@ test('settings round trip: validated as typed, saved, still there after a reload
   });
 });
 
-test('files and packages: upload by drop with progress, listed with size and checksum, deleted', async ({ page }, testInfo) => {
+test('files and packages: upload by drop with progress, listed with size and checksum, deleted', async ({
+  page,
+  consoleGuard,
+}, testInfo) => {
+  // The server answers 422 to the .apk that is no APK (its manifest cannot be read); the page
+  // offers to keep it as a package. Chromium logs the refused upload itself.
+  consoleGuard.allow(
+    /^Failed to load resource: the server responded with a status of 422 \(Unprocessable (Content|Entity)\) @ http:\/\/127\.0\.0\.1:\d+\/api\/packages\?/,
+    'an unreadable APK refused on purpose',
+  );
   const content = Buffer.alloc(3 * 1024 * 1024, 7);
   content.write(`e2e ${Date.now()}`);
   const sha256 = createHash('sha256').update(content).digest('hex');
@@ -95,17 +108,64 @@ test('files and packages: upload by drop with progress, listed with size and che
   expect(listed).toMatchObject({ size: content.length, sha256 });
   await shot(page, 'files', testInfo);
 
+  // Something named .apk that is no APK: refused with the reason; the admin keeps it as the package they describe.
   await page.getByRole('tab', { name: /Packages/ }).click();
+  const fake = `agent-${Date.now()}.apk`;
   await page
     .getByTestId('package-dropzone')
     .locator('input[type="file"]')
     .setInputFiles({
-      name: 'agent.apk',
+      name: fake,
       mimeType: 'application/vnd.android.package-archive',
       buffer: Buffer.from('PK\u0003\u0004 not really an apk'),
     });
-  await expect(page.getByTestId('package-table')).toContainText('agent.apk');
+  const refused = page.getByTestId('unreadable-apk');
+  await expect(refused).toContainText(`${fake} was not added`);
+  await expect(refused).toContainText("this APK's manifest could not be read: it is not a zip archive");
+  expect((await admin.stored('package').list()).map((item) => item.name)).not.toContain(fake);
+  await shot(page, 'package-unreadable', testInfo);
+  await refused.getByRole('button', { name: `Keep ${fake} as a package` }).click();
+  const keep = page.getByRole('dialog', { name: `Keep ${fake} as a package` });
+  await keep.getByLabel('Package name').fill('no dots');
+  await expect(keep.getByText('Dot-separated names, e.g. com.example.app')).toBeVisible();
+  await keep.getByLabel('Package name').fill('org.example.agent');
+  await keep.getByLabel('Version code').fill('12');
+  await keep.getByRole('button', { name: 'Keep as a package' }).click();
+  const kept = page.getByTestId('package-table').locator(`tr[data-item-name="${fake}"]`);
+  await expect(kept).toContainText('org.example.agent');
+  await expect(kept).toContainText('(code 12)');
+  await expect(refused).toHaveCount(0);
   await shot(page, 'packages', testInfo);
+
+  // A real APK dropped on the Files tab is offered as a package, and added as one.
+  await page.getByRole('tab', { name: /Files/ }).click();
+  const apkName = `field-${Date.now()}.apk`;
+  await page
+    .getByTestId('file-dropzone')
+    .locator('input[type="file"]')
+    .setInputFiles({ name: apkName, mimeType: 'application/vnd.android.package-archive', buffer: FIELD_APP });
+  const offer = page.getByRole('dialog', { name: 'Add this app as a package?' });
+  await expect(offer.getByTestId('offered-apks')).toContainText(apkName);
+  await shot(page, 'apk-offered-as-package', testInfo);
+  await offer.getByRole('button', { name: 'Add as a package' }).click();
+  await expect(page).toHaveURL(/tab=packages/);
+  const added = page.getByTestId('package-table').locator(`tr[data-item-name="${apkName}"]`);
+  await expect(added).toContainText('org.example.fieldapp');
+  await expect(added).toContainText('Field App');
+  expect((await admin.stored('file').list()).map((item) => item.name)).not.toContain(apkName);
+
+  // Or, when the admin says so, stored as a plain file.
+  await page.getByRole('tab', { name: /Files/ }).click();
+  const asFile = `plain-${Date.now()}.apk`;
+  await page
+    .getByTestId('file-dropzone')
+    .locator('input[type="file"]')
+    .setInputFiles({ name: asFile, mimeType: 'application/vnd.android.package-archive', buffer: FIELD_APP });
+  await page
+    .getByRole('dialog', { name: 'Add this app as a package?' })
+    .getByRole('button', { name: 'Store as a plain file' })
+    .click();
+  await expect(page.getByTestId('file-table').locator(`tr[data-item-name="${asFile}"]`)).toBeVisible();
 
   await page.getByRole('tab', { name: /Files/ }).click();
   await row.getByRole('button', { name: `Delete ${name}` }).click();

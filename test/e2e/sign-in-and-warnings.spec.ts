@@ -8,7 +8,7 @@ import { startServe, type RunningServe } from './serve.ts';
 // does not use the shared fixture that fails on them.
 void SCREENSHOTS;
 
-const test = base.extend<{}, { serve: RunningServe }>({
+const test = base.extend<Record<never, never>, { serve: RunningServe }>({
   serve: [
     async ({}, use) => {
       const serve = await startServe();
@@ -73,6 +73,13 @@ test('sign in with the admin token or a one-time link; a used link and a signed-
   await again.getByRole('button', { name: 'Sign in' }).click();
   await expect(again.getByRole('heading', { name: 'Dashboard', level: 1 })).toBeVisible();
   await expect(again.getByTestId('live-state')).toHaveAttribute('data-state', 'live');
+
+  // Signing out ends the session on the server: the page says so, and the cookie it had is refused.
+  const cookie = (await second.cookies()).find((c) => c.name === 'mdm_console')!.value;
+  await again.getByTestId('sign-out').click();
+  await expect(again.getByRole('heading', { name: 'You are signed out', level: 1 })).toBeVisible();
+  const replayed = await fetch(`${serve.info.admin_url}/api/status`, { headers: { cookie: `mdm_console=${cookie}` } });
+  expect(replayed.status).toBe(401);
   await second.close();
 });
 

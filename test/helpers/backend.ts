@@ -88,7 +88,7 @@ export async function agentCall(
 export async function enrollByHand(
   apiUrl: string,
   invitation: { user_token: string; invitation_token: string; email: string },
-  device: { serial?: string; uuid?: string; version?: string; type?: string } = {},
+  device: { serial?: string; uuid?: string; version?: string; type?: string; extra?: Record<string, unknown> } = {},
 ) {
   const init = await agentCall(apiUrl, 'GET', `initSession?user_token=${invitation.user_token}`);
   const session = init.body.session_token as string;
@@ -112,6 +112,7 @@ export async function enrollByHand(
         lastname: 'Device',
         version: device.version ?? '1.2.3',
         type: device.type ?? 'android',
+        ...device.extra,
       },
     },
   });

@@ -37,7 +37,10 @@ export interface RunningServe {
 }
 
 /** `serve` on a fresh data dir, every port OS-chosen; resolves once server.json is written (and, with `untilBanner`, the banner printed). */
-export async function startServe(dataDirPrefix: string, { timeoutMs = 20_000, untilBanner = false } = {}): Promise<RunningServe> {
+export async function startServe(
+  dataDirPrefix: string,
+  { timeoutMs = 20_000, untilBanner = false, extraArgs = [] as string[], env = undefined as NodeJS.ProcessEnv | undefined } = {},
+): Promise<RunningServe> {
   const dataDir = mkdtempSync(join(tmpdir(), dataDirPrefix));
   const server = spawn(
     process.execPath,
@@ -58,8 +61,9 @@ export async function startServe(dataDirPrefix: string, { timeoutMs = 20_000, un
       '127.0.0.1',
       '--host',
       '127.0.0.1',
+      ...extraArgs,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env },
   );
   let output = '';
   server.stdout!.on('data', (chunk) => (output += chunk));

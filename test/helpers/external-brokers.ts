@@ -1,7 +1,7 @@
 // External brokers for the tests and the bench: Debian's mosquitto and rabbitmq-server, started as
 // our own processes with configurations of our own on loopback ports (never the system services).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +37,9 @@ export interface MosquittoProcess {
   port: number;
   /** mqtt://admin:PASSWORD@127.0.0.1:PORT: the dynsec admin account, the only one given to the backend. */
   adminUrl: string;
+  /** The same without its password (mqtt://admin@127.0.0.1:PORT), which is then given apart. */
+  adminUrlWithoutPassword: string;
+  adminPassword: string;
   dir: string;
   /** Kills the process (SIGKILL when `crash`), keeping its files. */
   stop(options?: { crash?: boolean }): Promise<void>;
@@ -102,6 +105,8 @@ export async function startMosquitto(
   return {
     port,
     adminUrl: `mqtt://admin:${adminPassword}@127.0.0.1:${port}`,
+    adminUrlWithoutPassword: `mqtt://admin@127.0.0.1:${port}`,
+    adminPassword,
     dir,
     stop,
     restart: launch,

@@ -1,4 +1,4 @@
-// The walls between the rooms of the code (README, "Architecture notes"), checked over the import
+// The walls between the rooms of the code (docs/architecture.md), checked over the import
 // graph that TypeScript's own parser reads. test/unit/layers.test.ts runs it in `npm test`.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, posix, relative } from 'node:path';

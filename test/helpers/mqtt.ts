@@ -18,13 +18,16 @@ export interface EnrolledAgent {
 let counter = 0;
 
 /** Invites, enrolls by the spec's HTTP sequence and reads the record: an agent with MQTT credentials. */
-export async function enrollAgent(t: TestBackend, options: { serial?: string; fleet?: string } = {}): Promise<EnrolledAgent> {
+export async function enrollAgent(
+  t: TestBackend,
+  options: { serial?: string; fleet?: string; extra?: Record<string, unknown> } = {},
+): Promise<EnrolledAgent> {
   counter += 1;
   const email = `mqtt${counter}-${process.pid}@example.com`;
   const invited = await t.admin('POST', '/invitations', { email, fleet: options.fleet, send_email: false });
   if (invited.status !== 201) throw new Error(`invitation failed: ${JSON.stringify(invited.body)}`);
   const serial = options.serial ?? `MQ${counter}X${Math.random().toString(36).slice(2, 8).toUpperCase()}`;
-  const { session, created } = await enrollByHand(t.apiUrl, { ...invited.body, email }, { serial });
+  const { session, created } = await enrollByHand(t.apiUrl, { ...invited.body, email }, { serial, extra: options.extra });
   if (created.status !== 201) throw new Error(`enrollment failed: ${JSON.stringify(created.body)}`);
   return { ...(await readRecord(t, session, Number(created.body.id))), serial };
 }

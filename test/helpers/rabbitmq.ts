@@ -3,6 +3,7 @@
 // shared Erlang cookie via HOME), clustered with `rabbitmqctl join_cluster`. MQTT plugin on, every
 // login and right asked of the backend's HTTP auth endpoints. Never the system service.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,12 +27,14 @@ export interface RabbitCluster {
   backendUrl: string;
   /** Where the nodes ask for logins and rights: the backend's --mqtt-auth-port. */
   authPort: number;
+  /** What the nodes present to the auth endpoints (HTTP basic credentials in their auth_http URLs): the backend's mqttAuthSecret. */
+  authSecret: string;
   dir: string;
   destroy(): Promise<void>;
 }
 
 export async function startRabbitCluster(
-  options: { nodes?: number; authPort?: number; wrap?: (command: string[]) => string[] } = {},
+  options: { nodes?: number; authPort?: number; authSecret?: string; wrap?: (command: string[]) => string[] } = {},
 ): Promise<RabbitCluster> {
   const count = options.nodes ?? 2;
   const dir = mkdtempSync(join(tmpdir(), 'mdm-rabbit-'));
@@ -41,6 +44,9 @@ export async function startRabbitCluster(
   writeFileSync(join(home, '.erlang.cookie'), `MDMCOOKIE${Math.random().toString(36).slice(2).toUpperCase()}`);
   chmodSync(join(home, '.erlang.cookie'), 0o400);
   const authPort = options.authPort ?? (await freePort());
+  const authSecret = options.authSecret ?? randomBytes(24).toString('base64url');
+  // As the README's rabbitmq.conf: the secret as the password of the URLs' user info.
+  const authBase = `http://rabbitmq:${authSecret}@127.0.0.1:${authPort}/auth`;
   const epmdPort = await freePort();
   const suffix = Math.random().toString(36).slice(2, 8);
   const nodes: RabbitNode[] = [];
@@ -62,10 +68,10 @@ export async function startRabbitCluster(
         'mqtt.exchange = amq.topic',
         'auth_backends.1 = http',
         'auth_http.http_method = post',
-        `auth_http.user_path = http://127.0.0.1:${authPort}/auth/user`,
-        `auth_http.vhost_path = http://127.0.0.1:${authPort}/auth/vhost`,
-        `auth_http.resource_path = http://127.0.0.1:${authPort}/auth/resource`,
-        `auth_http.topic_path = http://127.0.0.1:${authPort}/auth/topic`,
+        `auth_http.user_path = ${authBase}/user`,
+        `auth_http.vhost_path = ${authBase}/vhost`,
+        `auth_http.resource_path = ${authBase}/resource`,
+        `auth_http.topic_path = ${authBase}/topic`,
         // A slow or absent backend is a refused login after this long, not a hang.
         'auth_http.connection_timeout = 3000',
         'auth_http.request_timeout = 5000',
@@ -160,6 +166,7 @@ export async function startRabbitCluster(
     nodes,
     backendUrl: `mqtt://mdm-console-backend:${password}@${nodes.map((node) => `127.0.0.1:${node.mqttPort}`).join(',')}`,
     authPort,
+    authSecret,
     dir,
     destroy,
   };

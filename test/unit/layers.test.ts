@@ -1,4 +1,4 @@
-// The walls between rooms, made mechanical (README, "Architecture notes"; rules in test/helpers/layers.ts).
+// The walls between rooms, made mechanical (docs/architecture.md; rules in test/helpers/layers.ts).
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { layerViolations, parseSource, readSourceTree, roomCycles, type SourceFile } from '../helpers/layers.ts';

@@ -17,22 +17,24 @@ import {
   ServerStatus,
   SignInBody,
   SignInResult,
+  SignOutResult,
   type EventStreamQuery,
   type ServerInfo,
 } from '../../../src-shared/contract/index.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
-import { AdminAuth, isSameOrigin } from './auth.ts';
+import { AdminAuth, isSameOrigin, type AdminClient } from './auth.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
 import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
-import type { DeploymentService } from '../deployments/deployments.ts';
+import { policyRoutes } from './policy-routes.ts';
+import type { PolicyService } from '../policies/service.ts';
 import { installAdminErrorHandling } from './errors.ts';
-import { streamEvents } from './events-stream.ts';
+import { EventStreams, streamEvents, type StreamCaps } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
 import { mailRoutes } from './mail-routes.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
@@ -44,7 +46,7 @@ export interface AdminAppOptions {
   listener: Listener;
   services: Services;
   files: FileStore;
-  deployments?: DeploymentService;
+  deployments?: PolicyService;
   auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
@@ -59,6 +61,8 @@ export interface AdminAppOptions {
   maxConnections?: number;
   /** How long a request may take to arrive (uploads: to stall); the agent listener's value. */
   requestTimeoutMs?: number;
+  /** Open event streams per signed-in client and in all (events-stream.ts). */
+  streamCaps?: Partial<StreamCaps>;
 }
 
 /** The admin side: the admin API under /api and the console at /, on loopback by default; ready to serve. */
@@ -75,6 +79,7 @@ export async function adminApp({
   bindHost = '127.0.0.1',
   maxConnections = 128,
   requestTimeoutMs,
+  streamCaps,
 }: AdminAppOptions): Promise<FastifyInstance> {
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
@@ -91,7 +96,11 @@ export async function adminApp({
   // Guards before anything else: the Host allow-list, then the same time-outs as the agent side.
   const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
   allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
-  capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
+  // One address (loopback) for every client: a full listener closes its oldest connection that is
+  // not being answered, unauthenticated ones first, so idle or dripping sockets cannot lock the console out.
+  const connections = capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
+  const streams = new EventStreams(streamCaps);
+  const clients = new WeakMap<object, AdminClient>();
   enforceRequestDeadline(
     app,
     (request) => request.method === 'POST' && /^\/api\/(files|packages)(\?|$)/.test(request.url),
@@ -107,7 +116,10 @@ export async function adminApp({
   // No schema: a repeated or missing ticket lands on the sign-in page, not on a 400.
   app.get<{ Querystring: { ticket?: unknown } }>('/auth', async (request, reply) => {
     const { ticket } = request.query;
-    if (typeof ticket === 'string' && auth.redeemTicket(ticket, reply)) return reply.redirect('/');
+    if (typeof ticket === 'string' && ticket !== '' && auth.redeemTicket(ticket, request, reply)) {
+      connections.authenticated(request.raw.socket);
+      return reply.redirect('/');
+    }
     // The console's sign-in page says what happened and what to do.
     return reply.redirect(typeof ticket === 'string' && ticket !== '' ? '/sign-in?link=used' : '/sign-in');
   });
@@ -117,15 +129,33 @@ export async function adminApp({
     .withTypeProvider<TypeBoxTypeProvider>()
     .post('/auth/sign-in', { schema: { body: SignInBody, response: { 200: SignInResult } } }, async (request, reply) => {
       if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-      const how = auth.signIn(request.body.credential, reply);
-      if (!how) {
+      const outcome = auth.signIn(request.body.credential, request, reply);
+      if (!outcome.ok && outcome.status === 429) {
+        reply.header('retry-after', String(outcome.retryAfterSeconds));
+        throw new ApiError(
+          429,
+          'ERROR_TOO_MANY_SIGN_INS',
+          `Too many failed sign-ins from this computer: try again in ${outcome.retryAfterSeconds} s, or open a new sign-in link (npm run cli -- console).`,
+        );
+      }
+      if (!outcome.ok) {
         throw new ApiError(
           401,
           'ERROR_SIGN_IN',
           'That is neither the admin token nor a valid sign-in link. A link works once, within 15 minutes: get a new one with npm run cli -- console.',
         );
       }
-      return { signed_in: true as const, with: how };
+      connections.authenticated(request.raw.socket);
+      return { signed_in: true as const, with: outcome.with };
+    });
+
+  // Signing out ends the session on the server (the cookie is worthless afterwards, wherever it was copied).
+  app
+    .withTypeProvider<TypeBoxTypeProvider>()
+    .post('/auth/sign-out', { schema: { response: { 200: SignOutResult } } }, async (request, reply) => {
+      if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign out from the console page itself');
+      auth.signOut(request, reply);
+      return { signed_out: true as const };
     });
 
   await app.register(
@@ -135,11 +165,24 @@ export async function adminApp({
         throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
       });
       api.addHook('onRequest', async (request, reply) => {
-        if (!auth.isAuthenticated(request)) {
-          return reply
-            .code(401)
-            .send({ error: 'ERROR_UNAUTHORIZED', message: 'Admin token required (Authorization: Bearer <token>)' });
+        const outcome = auth.authenticate(request);
+        if (outcome.ok) {
+          connections.authenticated(request.raw.socket);
+          clients.set(request, outcome.client);
+          return;
         }
+        if (outcome.status === 429) {
+          return reply
+            .code(429)
+            .header('retry-after', String(outcome.retryAfterSeconds))
+            .send({
+              error: 'ERROR_TOO_MANY_SIGN_INS',
+              message: `Too many wrong admin tokens from this address: try again in ${outcome.retryAfterSeconds} s`,
+            });
+        }
+        return reply
+          .code(401)
+          .send({ error: 'ERROR_UNAUTHORIZED', message: 'Admin token required (Authorization: Bearer <token>)' });
       });
 
       // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
@@ -201,7 +244,14 @@ export async function adminApp({
         items: services.events.latest(request.query.limit),
       }));
       api.get<{ Querystring: EventStreamQuery }>('/events/stream', async (request, reply) =>
-        streamEvents(services.events, (id) => services.agents.findSummary(id), request, reply),
+        streamEvents(
+          services.events,
+          (id) => services.agents.findSummary(id),
+          request,
+          reply,
+          streams,
+          clients.get(request)?.key ?? 'token',
+        ),
       );
 
       // Each capability's routes get the services they use, nothing more (no database handle).
@@ -216,6 +266,7 @@ export async function adminApp({
       await api.register(settingsRoutes, { settings, events, links });
       await api.register(adminFileRoutes, { store: files });
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
+      if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
     },
     { prefix: '/api' },
   );

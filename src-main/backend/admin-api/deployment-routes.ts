@@ -8,16 +8,16 @@ import {
   SafeIdParams,
   Undeployed,
 } from '../../../src-shared/contract/index.ts';
-import type { DeploymentService } from '../deployments/deployments.ts';
+import type { PolicyService } from '../policies/service.ts';
 import type { Services } from '../services.ts';
 
 /** Deployments (admin API): publish a file or package to a fleet or a device, follow and remove it. */
-export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & { deployments: DeploymentService }> = async (
+export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & { deployments: PolicyService }> = async (
   app,
   { fleets, deployments },
 ) => {
   app.get('/deployments', { schema: { querystring: DeploymentFilter, response: { 200: DeploymentList } } }, async (request) => ({
-    items: deployments.list(request.query),
+    items: deployments.list({ ...request.query, kind: 'deployment' }),
   }));
 
   app.post('/deployments', { schema: { body: DeployBody, response: { 201: DeploymentDetail } } }, async (request, reply) => {

@@ -33,15 +33,75 @@ function frameOf(event: RecordedEvent, agentRow: AgentRowLookup): string {
   return frame;
 }
 
+/** How many event streams stay open: per signed-in client (a console session, the admin token), and in all. */
+export interface StreamCaps {
+  perClient: number;
+  total: number;
+}
+
+/**
+ * A browser holds at most 6 connections to one server, so a console never needs more streams
+ * than that; the total keeps half of the admin listener's 128 connections for everything else.
+ */
+export const DEFAULT_STREAM_CAPS: StreamCaps = { perClient: 6, total: 64 };
+
+/**
+ * The open event streams, oldest first. A stream never ends by itself: without a cap, 128 of them
+ * held every admin connection and the console could neither load nor sign in. A client opening
+ * one more than its share closes its own oldest; past the total, the oldest of all is closed.
+ */
+export class EventStreams {
+  private readonly caps: StreamCaps;
+  private readonly all = new Set<{ client: string; close: () => void }>();
+  private readonly byClient = new Map<string, number>();
+
+  constructor(caps: Partial<StreamCaps> = {}) {
+    this.caps = { ...DEFAULT_STREAM_CAPS, ...caps };
+  }
+
+  /** Registers a stream of `client`, closing the oldest over the caps; returns its unregister. */
+  add(client: string, close: () => void): () => void {
+    const entry = { client, close };
+    for (const open of this.all) {
+      if ((this.byClient.get(client) ?? 0) < this.caps.perClient) break;
+      if (open.client === client) this.drop(open);
+    }
+    while (this.all.size >= this.caps.total) this.drop(this.all.values().next().value!);
+    this.all.add(entry);
+    this.byClient.set(client, (this.byClient.get(client) ?? 0) + 1);
+    return () => this.remove(entry);
+  }
+
+  count(client?: string): number {
+    return client === undefined ? this.all.size : (this.byClient.get(client) ?? 0);
+  }
+
+  private drop(entry: { client: string; close: () => void }): void {
+    if (!this.remove(entry)) return;
+    entry.close();
+  }
+
+  private remove(entry: { client: string; close: () => void }): boolean {
+    if (!this.all.delete(entry)) return false;
+    const left = (this.byClient.get(entry.client) ?? 1) - 1;
+    if (left > 0) this.byClient.set(entry.client, left);
+    else this.byClient.delete(entry.client);
+    return true;
+  }
+}
+
 /**
  * Server-Sent Events: every recorded event as `event: <type>` with the JSON event as data and
- * its id, so a reconnecting EventSource (Last-Event-ID) first gets what it missed.
+ * its id, so a reconnecting EventSource (Last-Event-ID) first gets what it missed. The stream
+ * counts against `client`'s share of `streams`: past it, the client's oldest stream ends.
  */
 export function streamEvents(
   events: EventLog,
   agentRow: AgentRowLookup,
   request: FastifyRequest<{ Querystring: EventStreamQuery }>,
   reply: FastifyReply,
+  streams: EventStreams,
+  client: string,
 ): void {
   reply.hijack();
   const res = reply.raw;
@@ -66,10 +126,18 @@ export function streamEvents(
   }
   const unsubscribe = events.subscribe(send);
   const heartbeat = setInterval(() => res.write(sseHeartbeatFrame()), SSE_HEARTBEAT_MS);
+  let unregister = () => {};
   const stop = () => {
     clearInterval(heartbeat);
     unsubscribe();
+    unregister();
   };
+  // Closed for a newer stream: the connection goes too (a stream's socket is of no use after it).
+  unregister = streams.add(client, () => {
+    stop();
+    res.end();
+    res.socket?.destroySoon();
+  });
   request.raw.on('close', stop);
   res.on('error', stop);
 }

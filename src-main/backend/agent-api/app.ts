@@ -9,6 +9,7 @@ import Fastify, {
   type RouteOptions,
 } from 'fastify';
 import type { TSchema } from 'typebox';
+import type { ApprovalService } from '../agents/approval.ts';
 import type { EnrollmentService } from '../agents/enrollment.ts';
 import { deeplinkPageRoutes, type DeeplinkPageOptions } from '../deeplink/page.ts';
 import { badRequest, sessionTokenMissing } from '../errors.ts';
@@ -31,6 +32,11 @@ const AGENT_BODY_LIMIT = 64 * 1024;
 
 export interface AgentAppOptions {
   sessions: SessionService;
+  /**
+   * Refuses the sessions of devices not approved (yet) on every route but those marked `whileHeld`
+   * (the session endpoints and the record reads): they may wait, nothing they send is taken.
+   */
+  approval?: Pick<ApprovalService, 'checkApproved'>;
   /** Enrollment and the records an agent reads (PluginMdmAgent, Computer, Entity, PluginMdmFleet). */
   enrollment?: EnrollmentService;
   /** The reference agent's task-status calls. */
@@ -92,8 +98,9 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
   app.decorateRequest('session'); // set by the session hook: one shape for every request
 
   const api: FastifyPluginAsyncTypebox = async (scope) => {
-    const resolveSession = sessionHook(options.sessions);
-    scope.addHook('onRoute', (route) => attachSessionHook(route, resolveSession));
+    const resolveSession = sessionHook(options.sessions, options.approval);
+    const resolveHeldSession = sessionHook(options.sessions);
+    scope.addHook('onRoute', (route) => attachSessionHook(route, route.config?.whileHeld ? resolveHeldSession : resolveSession));
     await scope.register(agentSessionRoutes, { sessions: options.sessions });
     if (options.enrollment) await scope.register(agentEnrollmentRoutes, { enrollment: options.enrollment });
     if (options.tasks) await scope.register(taskStatusRoutes, { deployments: options.tasks });
@@ -112,13 +119,17 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
 
 type SessionHook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
 
-/** Resolves the request's session token (query or header) into `request.session`, or fails with the spec's token errors. */
-function sessionHook(sessions: Pick<SessionService, 'resolve'>): SessionHook {
+/**
+ * Resolves the request's session token (query or header) into `request.session`, or fails with the
+ * spec's token errors; with `approval`, a device not approved is refused too.
+ */
+function sessionHook(sessions: Pick<SessionService, 'resolve'>, approval?: AgentAppOptions['approval']): SessionHook {
   // Synchronous on purpose (no promise per request); Fastify turns a throw into the error reply.
   return (request, _reply, done) => {
     const token = sessionTokenOf(request);
     if (!token) return done(sessionTokenMissing());
     request.session = sessions.resolve(token);
+    approval?.checkApproved(request.session);
     done();
   };
 }

@@ -35,26 +35,34 @@ export const agentEnrollmentRoutes: FastifyPluginAsyncTypebox<EnrollmentRoutesOp
   // The create input may carry the device's inventory: a bigger body than the API's default.
   app.post(
     '/PluginMdmAgent',
-    { bodyLimit: INVENTORY_BODY_LIMIT, schema: { querystring: TokenQuery, body: AgentBody } },
+    { config: { whileHeld: true }, bodyLimit: INVENTORY_BODY_LIMIT, schema: { querystring: TokenQuery, body: AgentBody } },
     async (request, reply) => {
       const result = enrollment.enroll(request.session, request.body.input, request.ip ?? null);
       return reply.code(201).send(result);
     },
   );
 
-  app.get('/PluginMdmAgent/:id', { schema: { params: IdParams, querystring: TokenQuery } }, async (request) =>
-    enrollment.record(request.session, request.params.id),
+  app.get(
+    '/PluginMdmAgent/:id',
+    { config: { whileHeld: true }, schema: { params: IdParams, querystring: TokenQuery } },
+    async (request) => enrollment.record(request.session, request.params.id),
   );
 
-  app.get('/Computer/:id', { schema: { params: IdParams, querystring: TokenQuery } }, async (request) =>
-    enrollment.computer(request.session, request.params.id),
+  app.get(
+    '/Computer/:id',
+    { config: { whileHeld: true }, schema: { params: IdParams, querystring: TokenQuery } },
+    async (request) => enrollment.computer(request.session, request.params.id),
   );
 
-  app.get('/Entity/:id', { schema: { params: IdParams, querystring: TokenQuery } }, async (request) =>
-    enrollment.entity(request.session, request.params.id),
+  app.get(
+    '/Entity/:id',
+    { config: { whileHeld: true }, schema: { params: IdParams, querystring: TokenQuery } },
+    async (request) => enrollment.entity(request.session, request.params.id),
   );
 
-  app.get('/PluginMdmFleet/:id', { schema: { params: IdParams, querystring: TokenQuery } }, async (request) =>
-    enrollment.fleet(request.session, request.params.id),
+  app.get(
+    '/PluginMdmFleet/:id',
+    { config: { whileHeld: true }, schema: { params: IdParams, querystring: TokenQuery } },
+    async (request) => enrollment.fleet(request.session, request.params.id),
   );
 };

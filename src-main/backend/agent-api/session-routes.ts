@@ -19,17 +19,20 @@ export const agentSessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions>
     return { session_token: sessions.open(token, request.ip ?? null).session_token };
   });
 
-  app.get('/killSession', { schema: { querystring: TokenQuery } }, async (request) => {
+  app.get('/killSession', { config: { whileHeld: true }, schema: { querystring: TokenQuery } }, async (request) => {
     sessions.close(request.session.token);
     return true;
   });
 
-  app.get('/getFullSession', { schema: { querystring: TokenQuery } }, async (request) => sessions.fullSession(request.session));
+  app.get('/getFullSession', { config: { whileHeld: true }, schema: { querystring: TokenQuery } }, async (request) =>
+    sessions.fullSession(request.session),
+  );
 
   // profiles_id in the query (spec) or, as GLPI clients do, in a JSON body.
   app.post(
     '/changeActiveProfile',
     {
+      config: { whileHeld: true },
       schema: {
         querystring: Type.Object({
           session_token: Type.Optional(Type.String({ maxLength: 256 })),

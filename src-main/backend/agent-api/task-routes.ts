@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { DeploymentService } from '../deployments/deployments.ts';
-import type { TaskRow } from '../deployments/repository.ts';
+import type { PolicyService } from '../policies/service.ts';
+import type { TaskRow } from '../policies/repository.ts';
 import { ApiError, badRequest } from '../errors.ts';
 import { IdParams } from './schemas.ts';
 
 export interface TaskRoutesOptions {
-  deployments: Pick<DeploymentService, 'agentOfAccount' | 'searchStatuses' | 'reportByStatusId'>;
+  deployments: Pick<PolicyService, 'agentOfAccount' | 'searchStatuses' | 'reportByStatusId'>;
 }
 
 // Criteria arrive as GLPI's bracketed keys (criteria[0][field]=5 …), read from the raw URL below.

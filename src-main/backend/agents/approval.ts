@@ -9,8 +9,11 @@ import type { AgentRepository, AgentRow } from './repository.ts';
 import { ENROLL_STATUS, HELD } from './status.ts';
 
 /**
- * Devices enrolled with a code that needs an admin's approval. Until approved, the broker refuses
- * their login and downloads are refused; a rejected device is freed for whoever enrolls it next.
+ * Devices enrolled with a code that needs an admin's approval. Until approved, a device may only
+ * wait: its session may read its own record (and what it links to), but the broker refuses its
+ * login and the agent API refuses everything it would send or fetch (reports, positions, task
+ * statuses, downloads) with 403 ERROR_AGENT_NOT_APPROVED. A rejected device is freed for whoever
+ * enrolls it next.
  */
 export class ApprovalService {
   private readonly events: EventLog;
@@ -62,8 +65,8 @@ export class ApprovalService {
     return { approved, skipped };
   }
 
-  /** Refuses a download to the account of a device that waits for approval or was rejected. */
-  checkDownload(session: SessionContext): void {
+  /** Refuses the session of a device that waits for approval or was rejected (agent-api/app.ts). */
+  checkApproved(session: SessionContext): void {
     if (session.userKind !== 'agent') return;
     const status = this.agents.enrollStatusOfAccount(session.userId);
     if (status !== undefined && HELD.includes(status)) {

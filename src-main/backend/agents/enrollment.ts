@@ -15,7 +15,7 @@ import { CodeUsedUp, codeGrant, invitationGrant, type EnrollmentGrant } from './
 import { parseInventory } from '../inventory/fusion-inventory.ts';
 import { InventoryError, type DeviceReports } from './reports.ts';
 import type { AgentRepository, AgentRow } from './repository.ts';
-import { ENROLL_STATUS, FREED } from './status.ts';
+import { ENROLL_STATUS, FREED, type EnrollStatus } from './status.ts';
 
 /** The `input` of POST PluginMdmAgent; everything optional here, the rules below decide. */
 export interface AgentInput {
@@ -57,6 +57,13 @@ export const ENROLLMENT_READ_WINDOW_MS = 15 * 60 * 1000;
  * history, so a used QR code replayed in a loop must not grow them without bound.
  */
 const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10, maxKeys: 50_000 };
+/**
+ * Unknown invitation tokens per client address, whatever session they come in: a code's QR opens
+ * as many sessions as an address may hold, each with its own attempts, so guesses at invitation
+ * tokens (and their lines in the history) are bounded by address too. Past it, a 429, not logged.
+ * Valid tokens never count: 1,000 phones behind one NAT enroll at once.
+ */
+const UNKNOWN_TOKENS_PER_ADDRESS = { burst: 30, perMinute: 30, maxKeys: 50_000 };
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
@@ -80,6 +87,7 @@ export class EnrollmentService {
   private readonly broker: BrokerTargets;
   private readonly reports: DeviceReports;
   private readonly attempts = new RateLimiter(ATTEMPTS_PER_USER);
+  private readonly unknownTokens = new RateLimiter(UNKNOWN_TOKENS_PER_ADDRESS);
 
   constructor(deps: {
     rows: AgentRepository;
@@ -134,7 +142,11 @@ export class EnrollmentService {
       throw enrollmentRefused(message);
     };
 
-    if (!grant) return refuse('Invalid invitation token');
+    if (!grant) {
+      const slowed = remoteAddr === null ? 0 : this.unknownTokens.take(remoteAddr);
+      if (slowed > 0) throw new TooManyRequests(`Too many unknown invitation tokens from ${remoteAddr}`, slowed);
+      return refuse('Invalid invitation token');
+    }
     const refusal = grant.refusal(session, attempt.email);
     if (refusal) refuse(refusal);
     const email = attempt.email!;
@@ -177,8 +189,8 @@ export class EnrollmentService {
       lastname: clean(input.lastname) ?? grant.names.lastname,
     };
     try {
-      const agentId = this.work.run(() => {
-        const id = this.createOrReuse(
+      const { id: agentId, status } = this.work.run(() => {
+        const created = this.createOrReuse(
           grant,
           session,
           existing,
@@ -192,6 +204,7 @@ export class EnrollmentService {
           },
           attempt,
         );
+        const id = created.id;
         const permission = clean(input.has_system_permission);
         this.rows.setDeviceDetails(id, {
           phone: clean(input.phone),
@@ -199,13 +212,16 @@ export class EnrollmentService {
           notification_type: clean(input.notification_type),
           notification_token: clean(input.notification_token),
         });
-        if (typeof inventoryXml === 'string') this.reports.inventory(id, inventoryXml, 'enrollment');
-        return id;
+        // What a device waiting for approval says about itself is not taken as fact: its inventory
+        // is left out (ask for one once it is approved), as its reports are refused until then.
+        if (typeof inventoryXml === 'string' && created.status !== ENROLL_STATUS.pendingApproval)
+          this.reports.inventory(id, inventoryXml, 'enrollment');
+        return created;
       });
       return {
         id: String(agentId),
         message:
-          grant.initialStatus === ENROLL_STATUS.pendingApproval
+          status === ENROLL_STATUS.pendingApproval
             ? 'Device enrolled; waiting for approval by an administrator'
             : 'Device enrolled',
       };
@@ -243,7 +259,7 @@ export class EnrollmentService {
       lastname: string | null;
     },
     attempt: AttemptDetails,
-  ): number {
+  ): { id: number; status: EnrollStatus } {
     const entityId = grant.entityId;
     const now = nowIso();
     const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
@@ -251,12 +267,17 @@ export class EnrollmentService {
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
     const uuidOwner = device.uuid ? this.rows.byUuid(entityId, device.uuid) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
+    // The same person's device enrolling again (the app reinstalled, the simulator run again) keeps
+    // the approval it has: an admin approved this device for this person once. A device freed
+    // since (unenrolled, rejected) starts over as the grant says.
+    const status: EnrollStatus =
+      existing?.enroll_status === ENROLL_STATUS.enrolled ? ENROLL_STATUS.enrolled : grant.initialStatus;
     const fields = {
       fleet_id: grant.fleetId,
       enrolled_by_user_id: person.id,
       invitation_id: grant.invitationId,
       enrollment_code_id: grant.codeId,
-      enroll_status: grant.initialStatus,
+      enroll_status: status,
       name: login,
       serial: device.serial ?? existing?.serial ?? null,
       uuid: uuid ?? existing?.uuid ?? null,
@@ -290,7 +311,12 @@ export class EnrollmentService {
     }
     grant.consume(agentId, person.id, session, attempt);
     this.sessions.bindEnrollment(session.token, agentId, now);
-    const waiting = grant.initialStatus === ENROLL_STATUS.pendingApproval ? ', waiting for approval' : '';
+    const waiting =
+      status === ENROLL_STATUS.pendingApproval
+        ? ', waiting for approval'
+        : grant.initialStatus === ENROLL_STATUS.pendingApproval
+          ? ' (enrolled before: it needs no new approval)'
+          : '';
     this.events.record(
       existing ? 'agent.reenrolled' : 'agent.enrolled',
       `${login} enrolled by ${person.email}${existing ? ' (again)' : ''}${waiting}`,
@@ -301,10 +327,10 @@ export class EnrollmentService {
         type: device.type,
         version: device.version,
         code_id: grant.codeId,
-        enroll_status: grant.initialStatus,
+        enroll_status: status,
       },
     );
-    return agentId;
+    return { id: agentId, status };
   }
 
   /**

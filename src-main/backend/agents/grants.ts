@@ -59,6 +59,8 @@ export function invitationGrant(invitations: InvitationService, inv: InvitationR
           return 'This invitation has been revoked';
         case 'expired':
           return 'This invitation has expired';
+        case 'pending':
+          break;
       }
       if (!email || normalizeEmail(email) !== inv.email) return 'Wrong email address';
       if (session.userId !== inv.user_id) return 'This invitation belongs to another user';
@@ -87,6 +89,8 @@ export function codeGrant(codes: EnrollmentCodeService, users: UserRepository, c
           return 'This enrollment code has expired';
         case 'used_up':
           return 'This enrollment code has been used up';
+        case 'active':
+          break;
       }
       if (!email || !isValidEmail(email)) return 'Wrong email address: enter your own email address';
       const domains = domainsOf(code);

@@ -72,6 +72,7 @@ const allowedBy = (filters: readonly string[], name: string) => filters.some((fi
  * with `/` in it would make one agent's topic a sub-topic of another's, so such agents are refused.
  */
 export function isUsableAgentTopic(topic: string): boolean {
+  // eslint-disable-next-line no-control-regex -- NUL is refused in a topic (MQTT forbids it)
   return /^\/\d+\/agent\/[^/+#\u0000]+$/.test(topic);
 }
 

@@ -1,5 +1,10 @@
 // The HTTP endpoints of rabbitmq_auth_backend_http (user, vhost, resource, topic), on a listener
 // only the brokers reach. Every answer comes from the database and the one rule table (acl.ts).
+// Only the nodes may ask: each request carries the nodes' secret as HTTP basic credentials (the
+// `rabbitmq:SECRET@` of the `auth_http.*_path` URLs in rabbitmq.conf); any other caller gets a 401
+// and learns nothing. Refused logins are slowed down as the embedded broker slows them
+// (auth-throttle.ts), per login and per asking node.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
@@ -18,6 +23,7 @@ import {
 import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-repository.ts';
 import { MAY_CONNECT } from '../agents/status.ts';
 import { identityOf } from './external-link.ts';
+import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleOptions } from './auth-throttle.ts';
 
 export interface AuthEndpointOptions {
   host: string;
@@ -26,6 +32,24 @@ export interface AuthEndpointOptions {
   events: EventLog;
   /** The backend's own account on the cluster, and the prefix of its MQTT client ids. */
   backend: { username: string; password: string; clientIdPrefix: string };
+  /** What the nodes present as the password of HTTP basic credentials; nothing is answered without it. */
+  secret: string;
+  /** Slowing down of refused logins (default: the embedded broker's). */
+  throttle?: Partial<ThrottleOptions> | undefined;
+}
+
+/** Attempts of one login through one node whose answers may be held at once while it is slowed down. */
+export const MAX_HELD_PER_LOGIN = 4;
+
+const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+
+/** The password of `Authorization: Basic …` (whatever the user name), or null. */
+function basicPassword(header: string | undefined): string | null {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
+  if (!match) return null;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? null : decoded.slice(colon + 1);
 }
 
 const VHOST = '/';
@@ -54,12 +78,47 @@ function connectable(store: BrokerAgentStore, login: string): BrokerAgentRow | u
 
 export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<FastifyInstance> {
   const { store, events, backend } = options;
+  const secretDigest = digest(options.secret);
+  // Per login and asking node: a device that keeps failing slows only its own login. Per node,
+  // whatever the login, with a higher threshold: a scan of logins; slows refusals only.
+  const throttle = new FailureThrottle(options.throttle);
+  const scanThrottle = new FailureThrottle(
+    options.throttle,
+    Date.now,
+    { ...DEFAULT_THROTTLE, ...options.throttle }.freeFailuresPerAddress,
+  );
+  /** Answers held back, by timer; a closing listener refuses them at once. */
+  const pending = new Map<NodeJS.Timeout, (answer: string) => void>();
+  const after = (ms: number, answer: string): Promise<string> | string => {
+    if (ms <= 0) return answer;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        pending.delete(timer);
+        resolve(answer);
+      }, ms);
+      pending.set(timer, resolve);
+    });
+  };
   const app = Fastify({
     logger: false,
     bodyLimit: 16 * 1024,
     requestTimeout: 10_000,
     forceCloseConnections: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Before anything is read: a caller without the nodes' secret gets a 401, the same for every
+  // question (no login, serial or right can be told from another).
+  app.addHook('onRequest', async (request, reply) => {
+    const presented = basicPassword(request.headers.authorization);
+    if (presented !== null && timingSafeEqual(digest(presented), secretDigest)) return;
+    return reply.code(401).header('www-authenticate', 'Basic realm="mdm-console-rabbitmq-auth"').type('text/plain').send('deny');
+  });
+  app.addHook('onClose', async () => {
+    for (const [timer, resolve] of pending) {
+      clearTimeout(timer);
+      resolve('deny');
+    }
+    pending.clear();
+  });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
@@ -70,6 +129,17 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     return row ? agentTopicRules(identityOf(row)) : null;
   };
   const lastRefusal = new Map<string, number>();
+  /** Answers held back per login and node: parallel guesses past MAX_HELD_PER_LOGIN are not checked. */
+  const held = new Map<string, number>();
+  const hold = (key: string, ms: number, answer: string): Promise<string> | string => {
+    if (ms <= 0) return answer;
+    held.set(key, (held.get(key) ?? 0) + 1);
+    return Promise.resolve(after(ms, answer)).finally(() => {
+      const left = (held.get(key) ?? 1) - 1;
+      if (left > 0) held.set(key, left);
+      else held.delete(key);
+    });
+  };
   /** An agent's MQTT client id is its login (or that login's first 23 characters). */
   const clientIdAllowed = (username: string, clientId: string) =>
     username === backend.username
@@ -78,35 +148,66 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
 
   app.post('/auth/user', { schema: { body: UserBody } }, async (request) => {
     const { username, password = '', client_id: clientId } = request.body;
-    // Where the node passes the client id, one agent cannot take over another's session by its id.
-    if (clientId !== undefined && !clientIdAllowed(username, clientId)) return 'deny';
-    if (username === backend.username) return allow(password === backend.password);
-    const candidates = store.byLogin(username);
-    const agent = candidates.find((row) => verifySecret(password, row.mqtt_password_hash));
-    const usable = agent && connectable(store, username)?.id === agent.id;
-    if (!usable) {
+    const node = request.ip;
+    const key = `${node}\u0000${username}`;
+    const keyDelay = throttle.delayFor(key);
+    // A login being slowed down with this many answers already held: further attempts in parallel
+    // are refused after the same wait without their password being looked at, so many connections
+    // at once guess no faster than a few (while they last, the device's own login is refused too).
+    if (keyDelay > 0 && (held.get(key) ?? 0) >= MAX_HELD_PER_LOGIN) return hold(key, keyDelay, 'deny');
+    /** `guess`: a wrong password or an unknown login, counted (a right password for an agent that may not connect is not). */
+    const refuse = (why: string, agent?: BrokerAgentRow, guess = true): Promise<string> | string => {
+      const delay = Math.max(keyDelay, scanThrottle.delayFor(node));
+      if (guess) {
+        throttle.fail(key);
+        scanThrottle.fail(node);
+      }
       // One event per login and minute: a retrying device does not flood the history.
       const now = Date.now();
       if (now - (lastRefusal.get(username) ?? 0) > 60_000) {
         if (lastRefusal.size > 10_000) lastRefusal.clear();
         lastRefusal.set(username, now);
-        const why = !agent
-          ? candidates.length > 0
-            ? 'wrong password'
-            : 'unknown login'
-          : isRabbitSafeTopic(agent.topic)
-            ? `the agent is ${agent.enroll_status}`
-            : `its topic ${agent.topic} has "." or "*", which RabbitMQ cannot carry`;
+        const slowed = throttle.isThrottled(key)
+          ? '; further attempts for this login are slowed down'
+          : scanThrottle.isThrottled(node)
+            ? `; further refused logins through ${node} are slowed down`
+            : '';
         events.record(
           'mqtt.login_refused',
-          `MQTT login ${JSON.stringify(username.slice(0, 64))} refused by the RabbitMQ auth endpoint: ${why}`,
+          `MQTT login ${JSON.stringify(username.slice(0, 64))} refused by the RabbitMQ auth endpoint: ${why}${slowed}`,
           agent ? { entityId: agent.entity_id, agentId: agent.id } : {},
-          { login: username.slice(0, 200), reason: why },
+          { login: username.slice(0, 200), reason: why, node },
         );
       }
-      return 'deny';
+      return hold(key, delay, 'deny');
+    };
+    const accept = (): Promise<string> | string => {
+      throttle.succeed(key);
+      // A correct password waits at most the first step, and not at all when its login has no failures.
+      return hold(key, Math.min(keyDelay, throttle.firstStepMs), 'allow');
+    };
+    // Where the node passes the client id, one agent cannot take over another's session by its id.
+    if (clientId !== undefined && !clientIdAllowed(username, clientId))
+      return refuse(`client id ${JSON.stringify(clientId.slice(0, 64))} is not its own`, undefined, false);
+    if (username === backend.username) {
+      const right = timingSafeEqual(digest(password), digest(backend.password));
+      return right ? accept() : refuse("wrong password for the backend's own account");
     }
-    return 'allow';
+    const candidates = store.byLogin(username);
+    const agent = candidates.find((row) => verifySecret(password, row.mqtt_password_hash));
+    const usable = agent && connectable(store, username)?.id === agent.id;
+    if (!usable) {
+      if (!agent)
+        return refuse(
+          candidates.length > 0 ? 'wrong password' : 'unknown login',
+          candidates.length === 1 ? candidates[0] : undefined,
+        );
+      const why = isRabbitSafeTopic(agent.topic)
+        ? `the agent is ${agent.enroll_status}`
+        : `its topic ${agent.topic} has "." or "*", which RabbitMQ cannot carry`;
+      return refuse(why, agent, false);
+    }
+    return accept();
   });
 
   app.post('/auth/vhost', { schema: { body: VhostBody } }, async (request) => {

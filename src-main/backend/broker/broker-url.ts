@@ -16,6 +16,9 @@ export interface BrokerUrl {
 
 export class BrokerUrlError extends Error {}
 
+/** rabbitmq: a secret the nodes can present; it goes unescaped into the user info of URLs in rabbitmq.conf. */
+export const AUTH_SECRET_PATTERN = /^[A-Za-z0-9._~-]{16,}$/;
+
 /** Parses the URL of an external broker; several hosts (a cluster) are comma-separated. */
 export function parseBrokerUrl(text: string, what = '--mqtt-broker-url'): BrokerUrl {
   const match = /^(mqtts?):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)\/?$/.exec(text.trim());

@@ -75,6 +75,9 @@ function refusal(returnCode: 3 | 4 | 5, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode }) as unknown as AuthenticateError;
 }
 
+/** How often the history notes the refused logins of one device waiting for approval. */
+const WAITING_NOTE_MS = 10 * 60 * 1000;
+
 /** CONNACK 3 (server unavailable): the device retries later, as it does after any outage. */
 const DISK_FULL_REFUSAL = "the server's disk is full: nothing can be saved";
 
@@ -118,6 +121,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     { ...DEFAULT_THROTTLE, ...options.throttle }.freeFailuresPerAddress,
   );
   const pendingChecks = new Set<NodeJS.Timeout>();
+  const waitingNoted = new Map<number, number>();
   const deniedNoted = new WeakSet<Client>();
 
   let aedes!: Aedes;
@@ -210,13 +214,13 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     const key = `${address}\u0000${login}`;
     const shown = JSON.stringify(login.length > 64 ? `${login.slice(0, 64)}…` : login);
     const keyDelay = throttle.delayFor(key);
-    const refuse = (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow) => {
+    const refuse = (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow, noted = true) => {
       const delay = Math.max(keyDelay, scanThrottle.delayFor(address));
       if (returnCode === 4) {
         throttle.fail(key);
         scanThrottle.fail(address);
       }
-      if (delay === 0) {
+      if (delay === 0 && noted) {
         const slowed = throttle.isThrottled(key)
           ? `; further attempts for this login from ${address} are slowed down`
           : scanThrottle.isThrottled(address)
@@ -246,8 +250,17 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
         candidates.length > 0 ? 'wrong password' : 'unknown login',
         candidates.length === 1 ? candidates[0] : undefined,
       );
-    if (agent.enroll_status === ENROLL_STATUS.pendingApproval)
-      return refuse(5, 'the device is waiting for approval by an administrator', agent);
+    if (agent.enroll_status === ENROLL_STATUS.pendingApproval) {
+      // A waiting device retries until approved (every 30 s, as the reference agent does): the
+      // history notes it once per WAITING_NOTE_MS, not at every attempt.
+      const now = Date.now();
+      const noted = now - (waitingNoted.get(agent.id) ?? -Infinity) >= WAITING_NOTE_MS;
+      if (noted) {
+        if (waitingNoted.size >= 10_000) waitingNoted.clear();
+        waitingNoted.set(agent.id, now);
+      }
+      return refuse(5, 'the device is waiting for approval by an administrator', agent, noted);
+    }
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
     throttle.succeed(key);

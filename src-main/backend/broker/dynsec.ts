@@ -36,10 +36,22 @@ export interface DynsecCommand {
   [key: string]: unknown;
 }
 
+/** A role or client as the verbose getRole / getClient / listRoles / listClients answers describe them. */
+export interface DynsecRole {
+  rolename: string;
+  acls?: DynsecAcl[];
+}
+export interface DynsecClientEntry {
+  username: string;
+  textdescription?: string;
+  roles?: { rolename: string }[];
+}
+
+/** What Mosquitto's plugin answers, per command (only the fields this code reads). */
 export interface DynsecResponse {
   command: string;
   error?: string;
-  data?: any;
+  data?: { role?: DynsecRole; client?: DynsecClientEntry; roles?: DynsecRole[]; clients?: DynsecClientEntry[] };
   correlationData?: string;
 }
 
@@ -62,7 +74,7 @@ export class DynsecClient {
     this.client = client;
     client.on('message', (topic, payload) => {
       if (topic !== RESPONSE_TOPIC) return;
-      let responses: DynsecResponse[] = [];
+      let responses: DynsecResponse[];
       try {
         responses = (JSON.parse(payload.toString('utf8')) as { responses?: DynsecResponse[] }).responses ?? [];
       } catch {

@@ -19,6 +19,11 @@ export interface ExternalModeOptions {
   fleets: FleetService;
   reports: DeviceReports;
   brokerUrl: string;
+  /**
+   * The password of the broker URL's account, given apart from the URL (a file, the environment)
+   * so it is not on a command line; it replaces the URL's.
+   */
+  brokerPassword?: string | undefined;
   /** Where agents reach the broker, when not by the broker URL's name. */
   publicUrl?: string | undefined;
   caFile?: string | undefined;

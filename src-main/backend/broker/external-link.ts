@@ -52,6 +52,8 @@ export class ExternalLink {
   private client: MqttClient | null = null;
   private readonly options: ExternalLinkOptions;
   private readonly online = new Set<number>();
+  /** Agents whose retained "online" we found: asked with a ping, online once they answer live. */
+  private readonly verifying = new Set<number>();
   private failures = 0;
   private problem: string | null = 'connecting';
   private closed = false;
@@ -105,7 +107,7 @@ export class ExternalLink {
       client.options.username = fresh.username;
       client.options.password = fresh.password;
     });
-    client.on('message', (topic, payload) => unlessDiskFull(() => this.message(topic, payload)));
+    client.on('message', (topic, payload, packet) => unlessDiskFull(() => this.message(topic, payload, packet.retain)));
   }
 
   /**
@@ -201,13 +203,20 @@ export class ExternalLink {
   }
 
   private markAllOffline(): void {
+    this.verifying.clear();
     if (this.online.size === 0) return;
     const at = nowIso();
     for (const id of this.online) this.options.store.setPresence(id, false, at);
     this.online.clear();
   }
 
-  private message(topic: string, payload: Buffer): void {
+  /**
+   * `retained`: delivered because the broker kept it (our subscription is new), not because the
+   * agent sent it now. Such a message says what an agent once said, maybe before a backend
+   * restart, maybe from a connection long gone: never presence, never a sign of life. A retained
+   * "online" is checked with a ping instead: the agent is online once it answers.
+   */
+  private message(topic: string, payload: Buffer, retained: boolean): void {
     const match = /^\/(\d+)\/agent\/([^/]+)\/(.+)$/.exec(topic);
     if (!match) return;
     const [, entity, login, subtopic] = match;
@@ -219,14 +228,40 @@ export class ExternalLink {
     if (subtopic === ONLINE_SUBTOPIC) {
       const flag = onlineFlag(payload);
       if (flag === null) return;
+      if (retained) {
+        // Maybe an agent that left without its will, maybe one that said so just before our
+        // subscription: a ping tells (its live answer makes it online, below).
+        if (flag && !this.online.has(agent.id)) this.verify(agent);
+        return;
+      }
+      this.verifying.delete(agent.id);
       this.setPresence(agent, flag);
       if (flag) this.options.onAgentOnline?.(agent);
       return;
     }
     if (subtopic !== undefined) {
+      if (retained) {
+        this.options.onReport(agent, subtopic, payload);
+        return;
+      }
       this.options.store.touch(agent.id, nowIso());
+      if (this.verifying.delete(agent.id)) {
+        // Anything it publishes now proves a live connection: the answer to our ping, typically.
+        this.setPresence(agent, true);
+        this.options.onAgentOnline?.(agent);
+        if (subtopic === 'Status/Ping') return;
+      }
       this.options.onReport(agent, subtopic, payload);
     }
+  }
+
+  /** Asks an agent whose only sign is a retained "online" for a live answer. */
+  private verify(agent: AgentIdentity): void {
+    if (this.verifying.size >= 100_000) this.verifying.clear();
+    this.verifying.add(agent.id);
+    this.publish(`${agent.topic}/Command/Ping`, JSON.stringify({ query: 'Ping' }), false).catch(() => {
+      // Unreachable now: the agent says "online" again at its next connection.
+    });
   }
 
   private setPresence(agent: AgentIdentity, online: boolean): void {
@@ -251,6 +286,7 @@ export class ExternalLink {
 
   /** An agent that must not be connected any more: its presence ends now. */
   forget(agentId: number): void {
+    this.verifying.delete(agentId);
     if (!this.online.delete(agentId)) return;
     this.options.store.setPresence(agentId, false, nowIso());
   }

@@ -20,7 +20,7 @@ import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalL
 import type { MqttBroker } from './port.ts';
 
 export interface ExternalBrokerOptions extends ExternalModeOptions {
-  /** mqtt[s]://ADMIN:PASSWORD@HOST:PORT — the account `mosquitto_ctrl dynsec init` made. */
+  /** mqtt[s]://ADMIN[:PASSWORD]@HOST:PORT — the account `mosquitto_ctrl dynsec init` made (its password better in `brokerPassword`). */
   brokerUrl: string;
 }
 
@@ -41,7 +41,13 @@ const aclKey = (acl: DynsecAcl) => `${acl.acltype} ${acl.topic} ${acl.allow}`;
 
 export async function startMosquittoBroker(options: ExternalBrokerOptions): Promise<MqttBroker> {
   const { events } = options;
-  const url = parseBrokerUrl(options.brokerUrl);
+  const parsed = parseBrokerUrl(options.brokerUrl);
+  // The dynsec admin's password: given apart from the URL (a file, the environment), else the URL's.
+  const url = { ...parsed, password: options.brokerPassword ?? parsed.password };
+  if (!url.username || !url.password)
+    throw new Error(
+      "Mosquitto mode needs the dynamic-security admin's name in --mqtt-broker-url (mqtt://admin@HOST:PORT) and its password in --mqtt-broker-password-file FILE or MDM_CONSOLE_MQTT_BROKER_PASSWORD",
+    );
   const endpoint = publicEndpoint(url, options.publicUrl);
   const store = options.agents;
   // The backend's own account: a fresh password each run, set by the admin before the link logs in.
@@ -157,10 +163,8 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       { command: 'getRole', rolename: roleOf(agentId) },
       { command: 'getClient', username: row.mqtt_login },
     ]);
-    const acls = role!.error ? null : ((role!.data?.role?.acls ?? []) as DynsecAcl[]);
-    const roles = client!.error
-      ? null
-      : { roles: ((client!.data?.client?.roles ?? []) as { rolename: string }[]).map((r) => r.rolename) };
+    const acls = role!.error ? null : (role!.data?.role?.acls ?? []);
+    const roles = client!.error ? null : { roles: (client!.data?.client?.roles ?? []).map((r) => r.rolename) };
     check(await dynsec.run(agentCommands(row, acls, roles, password)));
     pendingPasswords.delete(agentId);
   };
@@ -187,19 +191,14 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     if (clientList!.error || roleList!.error)
       throw new Error(`cannot list clients and roles: ${clientList!.error ?? roleList!.error}`);
     const clients = new Map<string, { roles: string[]; description: string }>();
-    for (const client of (clientList!.data?.clients ?? []) as {
-      username: string;
-      textdescription?: string;
-      roles?: { rolename: string }[];
-    }[]) {
+    for (const client of clientList!.data?.clients ?? []) {
       clients.set(client.username, {
         roles: (client.roles ?? []).map((r) => r.rolename),
         description: client.textdescription ?? '',
       });
     }
     const roles = new Map<string, DynsecAcl[]>();
-    for (const role of (roleList!.data?.roles ?? []) as { rolename: string; acls?: DynsecAcl[] }[])
-      roles.set(role.rolename, role.acls ?? []);
+    for (const role of roleList!.data?.roles ?? []) roles.set(role.rolename, role.acls ?? []);
 
     const work: DynsecCommand[] = [];
     // The backend's own role and client.

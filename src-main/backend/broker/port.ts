@@ -51,6 +51,8 @@ export interface MqttBroker {
   /** A new mqttpasswd was drawn for the agent: a broker keeping its own credentials learns it first. */
   credentialsIssued(agentId: number, password: string): Promise<void>;
   status(): BrokerStatus;
+  /** What the operator should fix, said once at start (serve prints them): a weak password, say. */
+  warnings?: readonly string[];
   /** Disconnects (or stops serving) every agent; marks them offline. */
   close(): Promise<void>;
 }

@@ -6,11 +6,15 @@ export interface BrokerPortOptions extends BrokerOptions {
   mode: BrokerMode;
   /** External modes: mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…] */
   brokerUrl?: string | undefined;
+  /** External modes: the broker account's password, given apart from the URL. */
+  brokerPassword?: string | undefined;
   publicUrl?: string | undefined;
   caFile?: string | undefined;
   /** rabbitmq: where the HTTP auth backend listens. */
   authHost: string;
   authPort: number;
+  /** rabbitmq: the secret the nodes present (default: DIR/rabbitmq-auth-secret). */
+  authSecret?: string | undefined;
 }
 
 export async function startBrokerPort(options: BrokerPortOptions): Promise<MqttBroker> {
@@ -24,6 +28,7 @@ export async function startBrokerPort(options: BrokerPortOptions): Promise<MqttB
     fleets: options.fleets,
     reports: options.reports,
     brokerUrl: options.brokerUrl,
+    brokerPassword: options.brokerPassword,
     publicUrl: options.publicUrl,
     caFile: options.caFile,
     onTaskReport: options.onTaskReport,
@@ -33,5 +38,8 @@ export async function startBrokerPort(options: BrokerPortOptions): Promise<MqttB
     ...external,
     authHost: options.authHost,
     authPort: options.authPort,
+    authSecret: options.authSecret,
+    dataDir: options.dataDir,
+    throttle: options.throttle,
   });
 }

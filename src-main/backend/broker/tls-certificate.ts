@@ -99,7 +99,7 @@ function describe(
   } catch (error) {
     throw new CertificateError(`${certFile} is not a PEM certificate: ${(error as Error).message}`);
   }
-  let matches = false;
+  let matches: boolean;
   try {
     matches = parsed.checkPrivateKey(createPrivateKey(key));
   } catch (error) {

@@ -2,7 +2,7 @@
  * Backup and restore of a data dir. A backup is a folder holding a consistent copy of the
  * database (SQLite's online backup API: a snapshot, also while the server writes), the stored
  * files and packages that snapshot refers to, the broker's TLS certificate (devices pin it), the
- * mail secrets and the admin token, plus `backup.json` describing it.
+ * mail secrets, the admin token and the RabbitMQ nodes' secret, plus `backup.json` describing it.
  */
 import Database from 'better-sqlite3';
 import {
@@ -10,22 +10,25 @@ import {
   copyFileSync,
   cpSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   renameSync,
   rmSync,
   statSync,
   writeFileSync,
+  type Stats,
 } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describeRunningServer, tryLockDataDir } from './data-dir-lock.ts';
 import { migrations } from './migrations.ts';
 
 export const DATABASE_FILE = 'mdm-console.sqlite';
 const MANIFEST = 'backup.json';
 /** Small files and folders copied as they are, when present. */
-const EXTRAS = ['mqtt-tls', 'secrets.json', 'admin-token'];
+const EXTRAS = ['mqtt-tls', 'secrets.json', 'admin-token', 'rabbitmq-auth-secret'];
 const STORED = [
   { table: 'files', folder: 'file' },
   { table: 'packages', folder: 'package' },
@@ -58,6 +61,50 @@ function storedRows(db: Database.Database): { folder: string; rows: StoredRow[] 
     folder,
     rows: db.prepare(`SELECT storage_name, size FROM ${table}`).all() as StoredRow[],
   }));
+}
+
+/**
+ * A stored file's name is one plain file name (uploads get 32 hex digits): no separator, no `..`,
+ * no leading dot. The same rule as files/store.ts's isStorageName (kept here too: the database
+ * layer does not import the file store).
+ */
+function isStorageName(name: string): boolean {
+  return /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/.test(name);
+}
+
+function describeKind(stats: Stats, path: string): string {
+  if (stats.isSymbolicLink()) {
+    let target = '?';
+    try {
+      target = readlinkSync(path);
+    } catch {
+      // described without its target
+    }
+    return `a symbolic link (to ${target})`;
+  }
+  return 'not a regular file or folder';
+}
+
+/**
+ * Refuses a backup whose entries would put anything outside the data dir, or serve it: a link
+ * (to a file or a folder) or a special file anywhere in what a restore copies, the database
+ * included. `entries` are paths relative to the backup folder; folders are walked.
+ */
+function assertPlainEntries(backupDir: string, entries: string[]): void {
+  const pending = [...entries];
+  while (pending.length > 0) {
+    const entry = pending.pop()!;
+    const path = join(backupDir, entry);
+    const stats = lstatSync(path, { throwIfNoEntry: false });
+    if (!stats || stats.isFile()) continue;
+    if (stats.isDirectory()) {
+      for (const name of readdirSync(path)) pending.push(join(entry, name));
+      continue;
+    }
+    throw new BackupError(
+      `${backupDir} cannot be restored: its entry ${entry} is ${describeKind(stats, path)}; a backup holds only plain files, so nothing outside the data dir is written or served. Nothing was restored.`,
+    );
+  }
 }
 
 function assertEmptyFolder(dir: string): void {
@@ -102,7 +149,14 @@ export async function backupDataDir(dataDir: string, target: string): Promise<Ba
       for (const { folder, rows } of storedRows(snapshot)) {
         mkdirSync(join(target, 'files', folder), { recursive: true, mode: 0o700 });
         for (const row of rows) {
+          if (!isStorageName(row.storage_name))
+            throw new BackupError(
+              `The ${folder === 'file' ? 'files' : 'packages'} table names ${JSON.stringify(row.storage_name)} as stored content: a path that leaves the store; no backup was made`,
+            );
           const from = join(dataDir, 'files', folder, row.storage_name);
+          const stats = lstatSync(from, { throwIfNoEntry: false });
+          if (stats && !stats.isFile())
+            throw new BackupError(`${from} is ${describeKind(stats, from)}, not stored content; no backup was made`);
           try {
             copyFileSync(from, join(target, 'files', folder, row.storage_name));
           } catch {
@@ -131,6 +185,8 @@ export async function backupDataDir(dataDir: string, target: string): Promise<Ba
 
 /** Checks a backup folder; returns its manifest. */
 export function readBackup(backupDir: string): BackupManifest {
+  // Before anything is opened: the database itself may not be a link either.
+  assertPlainEntries(backupDir, [DATABASE_FILE, 'files', ...EXTRAS]);
   let manifest: BackupManifest;
   try {
     manifest = JSON.parse(readFileSync(join(backupDir, MANIFEST), 'utf8')) as BackupManifest;
@@ -155,9 +211,17 @@ export function readBackup(backupDir: string): BackupManifest {
       );
     for (const { folder, rows } of storedRows(db)) {
       for (const row of rows) {
+        if (!isStorageName(row.storage_name))
+          throw new BackupError(
+            `${backupDir} cannot be restored: its ${folder === 'file' ? 'files' : 'packages'} table names ${JSON.stringify(row.storage_name)} as stored content, a path that leaves the store. Nothing was restored.`,
+          );
         const path = join(backupDir, 'files', folder, row.storage_name);
-        if (statSync(path, { throwIfNoEntry: false })?.size !== row.size)
-          throw new BackupError(`${path} is missing or has the wrong size: the backup is incomplete`);
+        const stats = lstatSync(path, { throwIfNoEntry: false });
+        if (stats && !stats.isFile())
+          throw new BackupError(
+            `${backupDir} cannot be restored: its entry ${relative(backupDir, path)} is ${describeKind(stats, path)}; a backup holds only plain files, so nothing outside the data dir is written or served. Nothing was restored.`,
+          );
+        if (stats?.size !== row.size) throw new BackupError(`${path} is missing or has the wrong size: the backup is incomplete`);
       }
     }
   } catch (error) {
@@ -192,12 +256,33 @@ export function restoreDataDir(dataDir: string, backupDir: string): { manifest: 
       mkdirSync(previous, { mode: 0o700 });
       for (const name of replaced) renameSync(join(dataDir, name), join(previous, name));
     }
-    cpSync(join(backupDir, DATABASE_FILE), join(dataDir, DATABASE_FILE));
-    chmodSync(join(dataDir, DATABASE_FILE), 0o600);
-    if (existsSync(join(backupDir, 'files'))) cpSync(join(backupDir, 'files'), join(dataDir, 'files'), { recursive: true });
-    for (const name of EXTRAS) {
-      if (existsSync(join(backupDir, name)))
-        cpSync(join(backupDir, name), join(dataDir, name), { recursive: true, preserveTimestamps: true });
+    // Checked again while copying (the backup folder may change after readBackup looked): a link
+    // met now stops the restore, and what it had replaced is put back.
+    const plain = (source: string) => {
+      const stats = lstatSync(source);
+      if (stats.isFile() || stats.isDirectory()) return true;
+      throw new BackupError(
+        `${backupDir} cannot be restored: its entry ${relative(backupDir, source)} is ${describeKind(stats, source)}; a backup holds only plain files. Nothing was restored.`,
+      );
+    };
+    const restored = [DATABASE_FILE, 'files', ...EXTRAS].filter((name) => existsSync(join(backupDir, name)));
+    try {
+      for (const name of restored) {
+        cpSync(join(backupDir, name), join(dataDir, name), {
+          recursive: true,
+          filter: plain,
+          ...(name === DATABASE_FILE || name === 'files' ? {} : { preserveTimestamps: true }),
+        });
+      }
+      chmodSync(join(dataDir, DATABASE_FILE), 0o600);
+    } catch (error) {
+      for (const name of restored) rmSync(join(dataDir, name), { recursive: true, force: true });
+      if (previous) {
+        for (const name of replaced) renameSync(join(previous, name), join(dataDir, name));
+        rmSync(previous, { recursive: true, force: true });
+        previous = null;
+      }
+      throw error;
     }
     return { manifest, previous };
   } finally {

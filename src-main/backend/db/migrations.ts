@@ -416,4 +416,98 @@ export const migrations: Migration[] = [
       CREATE INDEX mail_deliveries_retry ON mail_deliveries(retry_at) WHERE retry_at IS NOT NULL;
     `,
   },
+  {
+    version: 12,
+    name: 'policy assignments: value policies beside deployments, incompatible and overriden tasks',
+    // Every policy of the catalogue is assigned the way deployments were: a row of `deployments`
+    // (now any catalogue symbol, checked by the service against the contract's catalogue; `value`
+    // holds the JSON value of the value policies) and one task per device. SQLite cannot change a
+    // CHECK in place: the three tables are rebuilt (new ones filled, old ones dropped children
+    // first, the new ones renamed; the renames carry the foreign keys along).
+    sql: /* sql */ `
+      CREATE TABLE deployments_new (
+        id                INTEGER PRIMARY KEY,
+        entity_id         INTEGER NOT NULL REFERENCES entities(id),
+        policy            TEXT NOT NULL CHECK (length(policy) BETWEEN 1 AND 64),
+        value             TEXT,
+        item_kind         TEXT CHECK (item_kind IN ('file', 'package')),
+        item_id           INTEGER,
+        item_name         TEXT NOT NULL,
+        fleet_id          INTEGER,
+        agent_id          INTEGER,
+        target_name       TEXT NOT NULL,
+        destination       TEXT,
+        remove_on_delete  INTEGER NOT NULL DEFAULT 0 CHECK (remove_on_delete IN (0, 1)),
+        topic             TEXT NOT NULL,
+        payload           TEXT NOT NULL,
+        state             TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'removed')),
+        removed_by        INTEGER,
+        created_at        TEXT NOT NULL,
+        removed_at        TEXT,
+        CHECK ((fleet_id IS NULL) <> (agent_id IS NULL))
+      );
+      INSERT INTO deployments_new (id, entity_id, policy, value, item_kind, item_id, item_name, fleet_id, agent_id, target_name,
+          destination, remove_on_delete, topic, payload, state, removed_by, created_at, removed_at)
+        SELECT id, entity_id, policy, NULL, item_kind, item_id, item_name, fleet_id, agent_id, target_name,
+          destination, remove_on_delete, topic, payload, state, removed_by, created_at, removed_at FROM deployments;
+
+      CREATE TABLE deployment_tasks_new (
+        id             INTEGER PRIMARY KEY,
+        deployment_id  INTEGER NOT NULL REFERENCES deployments_new(id) ON DELETE CASCADE,
+        agent_id       INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        status         TEXT NOT NULL CHECK (status IN ('pending', 'received', 'in progress', 'waiting', 'done', 'failed', 'canceled',
+                         'incompatible', 'overriden')),
+        reason         TEXT,
+        created_at     TEXT NOT NULL,
+        updated_at     TEXT NOT NULL,
+        UNIQUE (deployment_id, agent_id)
+      );
+      INSERT INTO deployment_tasks_new SELECT id, deployment_id, agent_id, status, reason, created_at, updated_at FROM deployment_tasks;
+
+      CREATE TABLE task_history_new (
+        id       INTEGER PRIMARY KEY,
+        task_id  INTEGER NOT NULL REFERENCES deployment_tasks_new(id) ON DELETE CASCADE,
+        status   TEXT NOT NULL,
+        reason   TEXT,
+        source   TEXT NOT NULL CHECK (source IN ('server', 'mqtt', 'http')),
+        at       TEXT NOT NULL
+      );
+      INSERT INTO task_history_new SELECT id, task_id, status, reason, source, at FROM task_history;
+
+      DROP TABLE task_history;
+      DROP TABLE deployment_tasks;
+      DROP TABLE deployments;
+      ALTER TABLE deployments_new RENAME TO deployments;
+      ALTER TABLE deployment_tasks_new RENAME TO deployment_tasks;
+      ALTER TABLE task_history_new RENAME TO task_history;
+
+      CREATE INDEX deployments_fleet ON deployments(fleet_id, state) WHERE fleet_id IS NOT NULL;
+      CREATE INDEX deployments_agent ON deployments(agent_id, state) WHERE agent_id IS NOT NULL;
+      CREATE INDEX deployment_tasks_agent ON deployment_tasks(agent_id);
+      CREATE INDEX task_history_task ON task_history(task_id);
+    `,
+  },
+  {
+    version: 13,
+    name: 'console sessions kept on the server; agent sessions know their address',
+    // The console's cookie is a random id whose SHA-256 is kept here (never the id itself): new on
+    // every sign-in, ended on sign-out and on expiry. account_id stays null until admins have accounts.
+    // An agent session's client address bounds the sessions an enrollment code opens from one address.
+    sql: `
+      CREATE TABLE admin_sessions (
+        id_hash       TEXT PRIMARY KEY,
+        account_id    INTEGER,
+        credential    TEXT NOT NULL,
+        address       TEXT,
+        user_agent    TEXT,
+        created_at    TEXT NOT NULL,
+        last_used_at  TEXT NOT NULL,
+        expires_at    TEXT NOT NULL
+      );
+      CREATE INDEX admin_sessions_expiry ON admin_sessions(expires_at);
+
+      ALTER TABLE sessions ADD COLUMN address TEXT;
+      CREATE INDEX sessions_user_address ON sessions(user_id, address, created_at);
+    `,
+  },
 ];

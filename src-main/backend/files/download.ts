@@ -20,7 +20,8 @@
  *   or with one starting at 0 (`bytes=0-`, `bytes=-N`: "the whole content" in the spec's words);
  *   a range starting further is a 416 `bytes *\/0`, as it is for any file.
  */
-import { access, open } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
@@ -182,12 +183,22 @@ export function downloadHeaders(
   ];
 }
 
+/** Not following a link at the last step; 0 where the platform has no such flag (Windows: links need privileges there). */
+const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
+
 /** Content missing on disk (row without file) is answered as an unknown item. */
 async function orNotFound<T>(operation: Promise<T>): Promise<T> {
   try {
     return await operation;
   } catch (error) {
-    if (typeof error === 'object' && error !== null && 'code' in error && error.code === 'ENOENT') throw itemNotFound();
+    // ENOENT: no content; ELOOP: a link, opened with O_NOFOLLOW (some systems say EMLINK).
+    if (
+      typeof error === 'object' &&
+      error !== null &&
+      'code' in error &&
+      ['ENOENT', 'ELOOP', 'EMLINK'].includes(String(error.code))
+    )
+      throw itemNotFound();
     throw error;
   }
 }
@@ -223,7 +234,8 @@ export async function sendStoredItem(
     // HEAD (Fastify's automatic HEAD route) gets the headers only; Fastify would read a stream
     // to its end and discard it. An empty stream rather than a Buffer: Fastify would rewrite
     // Content-Length (lower-cased) for a Buffer.
-    if (item.size > 0) await orNotFound(access(filePath));
+    // Only a regular file in the store is content: a link (to anywhere) is not served.
+    if (item.size > 0 && !(await orNotFound(lstat(filePath))).isFile()) throw itemNotFound();
     body = Readable.from([]);
   } else {
     const slot = limits.acquire();
@@ -239,7 +251,15 @@ export async function sendStoredItem(
     reply.raw.once('close', () => slot.release());
     // Opened before any header is set, so a missing file is a clean 404; once open, a concurrent
     // remove() (unlink) does not disturb this download.
-    const handle = await orNotFound(open(filePath, 'r')).catch((error: unknown) => {
+    // O_NOFOLLOW: a link put in the store (by hand, or by an old restore) is refused (ELOOP), not
+    // followed out of it; and only a regular file is served.
+    const handle = await orNotFound(
+      open(filePath, constants.O_RDONLY | NO_FOLLOW).then(async (opened) => {
+        if ((await opened.stat()).isFile()) return opened;
+        await opened.close();
+        throw itemNotFound();
+      }),
+    ).catch((error: unknown) => {
       slot.release();
       throw error;
     });

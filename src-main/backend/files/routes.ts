@@ -16,7 +16,8 @@ import {
 } from '../../../src-shared/contract/index.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
 import type { SessionContext } from '../sessions/types.ts';
-import { describePackage } from './package-info.ts';
+import { ApkReader, type ApkReaderOptions } from './apk-manifest.ts';
+import { checkGiven, describePackage } from './package-info.ts';
 import { sendStoredItem } from './download.ts';
 import { DownloadLimits } from './download-limits.ts';
 import type { FileStore, StoredRecord, StoredKind } from './store.ts';
@@ -108,6 +109,8 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
 
 export interface AdminFileRoutesOptions {
   store: FileStore;
+  /** Limits of the APK reader (a worker thread; stopped with the app). */
+  apkReading?: ApkReaderOptions;
 }
 
 /**
@@ -115,9 +118,13 @@ export interface AdminFileRoutesOptions {
  * application/octet-stream, query `name` required, `mime_type` and `entity_id` optional) → 201
  * with the item; DELETE /files/:id, /packages/:id → 204, unknown → 404. Admin authentication is
  * the parent scope's; errors are thrown as ApiError for the parent's error handler.
+ * A package that is an APK is read (apk-manifest.ts) before it is stored: one whose manifest
+ * cannot be read is refused with 422 ERROR_APK_UNREADABLE unless `if_unreadable=keep`.
  */
 export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> = async (app, options) => {
   const { store } = options;
+  const apkReader = new ApkReader(options.apkReading);
+  app.addHook('onClose', () => apkReader.close());
 
   // Encapsulated in this plugin: only these routes take raw bodies, streamed, never buffered.
   // (The stream is handed over as is: Fastify's bodyLimit does not apply to a pass-through
@@ -139,7 +146,9 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
           package_name: packageName,
           version_code: versionCode,
           version_name: versionName,
+          if_unreadable: ifUnreadable,
         } = request.query;
+        const given = { packageName, versionCode, versionName, ifUnreadable };
         const body = request.body;
         try {
           if (!isStream(body)) {
@@ -153,8 +162,12 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
           if (Number.isFinite(declared) && declared > store.maxSize) {
             throw new ApiError(413, 'ERROR_PAYLOAD_TOO_LARGE', `upload is larger than the limit of ${store.maxSize} bytes`);
           }
-          let item = await store.add(kind, { name, mimeType, entityId }, body);
-          if (kind === 'package') item = await describePackage(store, item, { packageName, versionCode, versionName });
+          if (kind === 'package') checkGiven(given);
+          const describe =
+            kind === 'package'
+              ? (path: string, upload: { name: string; mimeType: string }) => describePackage(apkReader, path, upload, given)
+              : undefined;
+          const item = await store.add(kind, { name, mimeType, entityId, describe }, body);
           return reply.code(201).send(adminItemView(item));
         } catch (error) {
           // Refused before the whole body was read: answer, then close the connection rather

@@ -15,7 +15,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
-import { ApiError, badRequest } from '../errors.ts';
+import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import { MIME_TYPE_PATTERN } from '../../../src-shared/contract/index.ts';
 
 export type StoredKind = 'file' | 'package';
@@ -56,6 +56,11 @@ export interface AddInput {
   mimeType?: string | undefined;
   /** Defaults to the root entity (1). */
   entityId?: number | undefined;
+  /**
+   * Packages: reads the content once it is on disk (at `path`, not yet stored or listed) and says
+   * what it is. Throwing refuses the upload: nothing is stored, no row, no event.
+   */
+  describe?: ((path: string, upload: { name: string; mimeType: string }) => Promise<Partial<PackageInfo>>) | undefined;
 }
 
 export type FileStoreAction = 'added' | 'removed';
@@ -81,7 +86,11 @@ export interface FileStore {
   get(kind: StoredKind, id: number): StoredRecord | undefined;
   /** Deletes the row and then the content; undefined when there was no such item. */
   remove(kind: StoredKind, id: number): Promise<StoredRecord | undefined>;
-  /** Absolute path of the item's content. */
+  /**
+   * Absolute path of the item's content, always inside the store's folder: a storage name that
+   * is not a plain file name (a row restored from a crafted backup, say) is ApiError 404, never a
+   * path elsewhere. The content may still be a link: readers open it with O_NOFOLLOW.
+   */
   pathOf(item: StoredRecord): string;
   /** Sets a package's install metadata (fields left undefined keep their value). */
   setPackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined;
@@ -96,6 +105,14 @@ const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
 const STALE_ORPHAN_MS = 60 * 60 * 1000;
 
 const TABLES: Record<StoredKind, string> = { file: 'files', package: 'packages' };
+
+/**
+ * A storage name is one plain file name (uploads get 32 hex digits): no separator, no `..`, no
+ * leading dot. backup.ts holds the same rule for the backups it reads.
+ */
+export function isStorageName(name: string): boolean {
+  return /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/.test(name);
+}
 
 const MIME_TYPES: Record<string, string> = {
   '.apk': 'application/vnd.android.package-archive',
@@ -357,6 +374,16 @@ export function createFileStore(
       throw translateWriteError(error);
     }
 
+    let packageInfo: Partial<PackageInfo> | undefined;
+    if (input.describe) {
+      try {
+        packageInfo = await input.describe(tmpPath, { name, mimeType });
+      } catch (error) {
+        await unlinkQuietly(tmpPath);
+        throw error;
+      }
+    }
+
     try {
       await rename(tmpPath, finalPath);
     } catch (error) {
@@ -366,19 +393,25 @@ export function createFileStore(
 
     let item: StoredRecord;
     try {
-      const now = nowIso();
-      const row = statements[kind].insert.get({
-        entity_id: entityId,
-        name,
-        size,
-        mime_type: mimeType,
-        sha256: hash.digest('hex'),
-        storage_name: storageName,
-        created_at: now,
-        updated_at: now,
-      });
-      if (!row) throw new Error('insert returned no row');
-      item = toItem(kind, row);
+      // The row and its description land together (a refused description never leaves a row).
+      item = db.transaction(() => {
+        const now = nowIso();
+        const row = statements[kind].insert.get({
+          entity_id: entityId,
+          name,
+          size,
+          mime_type: mimeType,
+          sha256: hash.digest('hex'),
+          storage_name: storageName,
+          created_at: now,
+          updated_at: now,
+        });
+        if (!row) throw new Error('insert returned no row');
+        const added = toItem(kind, row);
+        const info = kind === 'package' ? packageInfo : undefined;
+        const described = info !== undefined && Object.values(info).some((value) => value !== undefined);
+        return described ? (setPackageInfo(added.id, info) ?? added) : added;
+      })();
     } catch (error) {
       await unlinkQuietly(finalPath);
       throw error;
@@ -406,12 +439,13 @@ export function createFileStore(
     const item = toItem(kind, row);
     // A download in progress keeps its open descriptor: POSIX unlink, and libuv opens files with
     // FILE_SHARE_DELETE on Windows, so it finishes reading the content it started with.
-    await unlinkQuietly(pathOf(item));
+    if (isStorageName(item.storageName)) await unlinkQuietly(pathOf(item));
     notify('removed', kind, item);
     return item;
   }
 
   function pathOf(item: StoredRecord): string {
+    if (!isStorageName(item.storageName)) throw itemNotFound();
     return join(dirs[item.kind], item.storageName);
   }
 

@@ -36,11 +36,16 @@ export class FleetService {
     return this.store.defaultOf(entityId)!;
   }
 
-  /** The fleet called `name`, or the default when no name is given; unknown names are refused. */
+  /**
+   * The fleet called `name` or, failing that, whose id it is (the CLI's `--fleet NAME|ID`; a fleet
+   * named "2" wins over fleet #2), or the default when none is given; unknown ones are refused.
+   */
   resolve(entityId: number, name: string | null | undefined): FleetRow {
     if (!name?.trim()) return this.defaultOf(entityId);
-    const fleet = this.store.byName(entityId, name.trim());
-    if (!fleet) throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Unknown fleet "${name.trim()}"`);
+    const clean = name.trim();
+    const fleet =
+      this.store.byName(entityId, clean) ?? (/^[1-9]\d{0,15}$/.test(clean) ? this.store.byId(Number(clean)) : undefined);
+    if (!fleet || fleet.entity_id !== entityId) throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Unknown fleet "${clean}"`);
     return fleet;
   }
 

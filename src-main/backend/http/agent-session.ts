@@ -17,5 +17,11 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     session?: SessionPhase;
+    /**
+     * A device waiting for approval (or rejected) may call this route with its own account: the
+     * session endpoints and the records it reads while it waits. Every other route answers it
+     * 403 ERROR_AGENT_NOT_APPROVED (agents/approval.ts).
+     */
+    whileHeld?: boolean;
   }
 }

@@ -7,7 +7,7 @@
  * part of the agent listener, so a single host cannot take it all.
  */
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { REQUEST_TIMEOUT_MS } from './request-deadline.ts';
 
@@ -28,7 +28,7 @@ const RESERVE = 128;
 const ADMIN_CONNECTIONS = 128;
 const MAX_AGENT_CONNECTIONS = 10_000;
 const MAX_DOWNLOADS = 1024;
-/** Beyond this many agents, an external broker is the answer (README: when to move off the embedded one). */
+/** Beyond this many agents, an external broker is the answer (docs/brokers.md: when to move off the embedded one). */
 const MAX_MQTT_CONNECTIONS = 20_000;
 
 /** The soft limit on open files of this process (Linux: /proc/self/limits), or null. */
@@ -83,16 +83,39 @@ export interface ConnectionCap {
    * must not be cut off; the caps are against hosts holding connections they do nothing with.
    */
   trust(socket: Socket): void;
+  /**
+   * A request on the connection was authenticated (the admin listener: the token or a signed-in
+   * cookie). A full listener closes such a connection only when no unauthenticated one is left to
+   * close, and never while it is answering (or receiving) a request.
+   */
+  authenticated(socket: Socket): void;
+}
+
+interface Tracked {
+  address: string;
+  /** The request being received or answered on it; null between requests. */
+  request: IncomingMessage | null;
+  authenticated: boolean;
 }
 
 /**
- * Caps the connections `server` accepts. A connection over the listener's cap is closed at once
- * (as Node's maxConnections does: descriptors are what is short); one over its address's cap gets
- * a short 503 first, so a well-behaved client learns why.
+ * Caps the connections `server` accepts, without letting connections that do nothing hold it.
+ *
+ * A connection is *waiting* while it has no complete request being answered: just opened, still
+ * sending its headers or body (a slow or dripping client), or idle between requests. When its
+ * address is at its cap, or the listener is full, a newcomer takes the place of the oldest waiting
+ * connection (unauthenticated ones first) rather than being refused: 3,000 slow connections from
+ * one address (a host behind the same NAT as the phones, a local process on the admin port) no
+ * longer lock that address, or the admin console, out. A connection being answered is never
+ * closed for a newcomer; only when all of an address's connections are busy is the newcomer
+ * refused, with a short 503 saying why (past the listener's own cap, closed at once, as Node's
+ * maxConnections does: descriptors are what is short). The MQTT listener does the same
+ * (broker/connection-cap.ts).
  */
 export function capConnections(server: Server, caps: ConnectionCaps): ConnectionCap {
-  // Each address's untrusted open sockets, oldest first (a Set keeps insertion order).
+  // Each address's untrusted open sockets, in the order they last started waiting (a Set keeps insertion order).
   const byAddress = new Map<string, Set<Socket>>();
+  const tracked = new WeakMap<Socket, Tracked>();
   const trusted = new WeakSet<Socket>();
   let total = 0;
   let lingering = 0;
@@ -112,36 +135,89 @@ export function capConnections(server: Server, caps: ConnectionCaps): Connection
     setTimeout(() => socket.destroy(), LINGER_MS).unref();
   };
 
+  /** Busy: a complete request (or, once authenticated, any request: an upload) is being answered. */
+  const isBusy = (state: Tracked | undefined) => state?.request != null && (state.request.complete || state.authenticated);
+
+  /** The oldest waiting connection of `sockets`, unauthenticated ones first. */
+  const waitingOf = (sockets: Set<Socket> | undefined): Socket | undefined => {
+    if (!sockets) return undefined;
+    let authenticated: Socket | undefined;
+    for (const socket of sockets) {
+      const state = tracked.get(socket);
+      if (isBusy(state)) continue;
+      if (!state?.authenticated) return socket;
+      authenticated ??= socket;
+    }
+    return authenticated;
+  };
+
+  const evict = (socket: Socket) => {
+    const state = tracked.get(socket);
+    byAddress.get(state?.address ?? '')?.delete(socket); // counted out at once, so its 'close' does not count it again
+    total--;
+    socket.destroy();
+  };
+
   /**
-   * A full listener still takes a newcomer whose address holds fewer connections than the
-   * greediest address, by closing that address's oldest one. Without it, a few hosts each under
-   * the per-address cap (4 × 64 of 256) held the whole listener with slow connections, and no
-   * other device could enroll until their requests timed out. Now they must be as many as the
-   * connections they want to hold.
+   * A full listener takes a newcomer in place of a waiting connection. Of an address holding more
+   * connections than the newcomer's (so a few hosts cannot hold it all: before, 4 × 64 slow
+   * connections held 256 places), its oldest; else of the newcomer's own address. Without it, a
+   * few hosts each under the per-address cap held the whole listener with slow connections, and
+   * no other device could enroll until their requests timed out.
    */
-  const evictForFairShare = (newcomers: number): boolean => {
+  const makeRoom = (address: string, mine: number): boolean => {
     let greediest: Set<Socket> | undefined;
     for (const sockets of byAddress.values()) if (!greediest || sockets.size > greediest.size) greediest = sockets;
-    if (!greediest || greediest.size <= newcomers + 1) return false;
-    const oldest = greediest.values().next().value as Socket;
-    greediest.delete(oldest); // counted out at once, so its 'close' does not count it again
-    total--;
-    oldest.destroy();
+    if (greediest && greediest.size > mine + 1) {
+      const victim = waitingOf(greediest) ?? (greediest.values().next().value as Socket | undefined);
+      if (victim) {
+        evict(victim);
+        return true;
+      }
+    }
+    const own = waitingOf(byAddress.get(address));
+    if (!own) return false;
+    evict(own);
     return true;
+  };
+
+  /** The request is answered: the connection waits again, as the newest of its address. */
+  const answered = (socket: Socket, request: IncomingMessage) => {
+    const state = tracked.get(socket);
+    if (!state || state.request !== request) return;
+    state.request = null;
+    const sockets = byAddress.get(state.address);
+    if (sockets?.delete(socket)) sockets.add(socket);
   };
 
   // Connections are counted before http sees them: a refused one never reaches a parser.
   const emit = server.emit.bind(server) as (event: string | symbol, ...args: unknown[]) => boolean;
   server.emit = ((event: string | symbol, ...args: unknown[]) => {
+    if (event === 'request') {
+      const [request, reply] = args as [IncomingMessage, ServerResponse];
+      const socket = request.socket;
+      const state = tracked.get(socket);
+      if (state) {
+        state.request = request;
+        reply.once('finish', () => answered(socket, request));
+        reply.once('close', () => answered(socket, request));
+      }
+      return emit(event, ...args);
+    }
     if (event !== 'connection') return emit(event, ...args);
     const socket = args[0] as Socket;
     const address = socket.remoteAddress ?? '';
-    const mine = byAddress.get(address)?.size ?? 0;
+    let mine = byAddress.get(address)?.size ?? 0;
     if (mine >= caps.perAddress) {
-      refuse(socket);
-      return false;
+      const oldest = waitingOf(byAddress.get(address));
+      if (!oldest) {
+        refuse(socket);
+        return false;
+      }
+      evict(oldest);
+      mine--;
     }
-    if (total >= caps.max && !evictForFairShare(mine)) {
+    if (total >= caps.max && !makeRoom(address, mine)) {
       socket.destroy();
       return false;
     }
@@ -149,6 +225,7 @@ export function capConnections(server: Server, caps: ConnectionCaps): Connection
     let sockets = byAddress.get(address);
     if (!sockets) byAddress.set(address, (sockets = new Set()));
     sockets.add(socket);
+    tracked.set(socket, { address, request: null, authenticated: false });
     socket.once('close', () => {
       // An evicted socket was counted out already.
       if (sockets.delete(socket) || trusted.has(socket)) total--;
@@ -165,6 +242,10 @@ export function capConnections(server: Server, caps: ConnectionCaps): Connection
       if (!sockets?.delete(socket)) return;
       trusted.add(socket);
       if (sockets.size === 0) byAddress.delete(socket.remoteAddress ?? '');
+    },
+    authenticated: (socket) => {
+      const state = tracked.get(socket);
+      if (state) state.authenticated = true;
     },
   };
 }

@@ -8,7 +8,7 @@ import { ApiError, itemNotFound } from '../errors.ts';
 import type { UserRepository } from '../sessions/user-repository.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
-import type { InvitationDeliveries, InvitationDelivery, InvitationMailer } from './ports.ts';
+import type { InvitationDeliveries, InvitationMailer } from './ports.ts';
 import type { InvitationDetails, InvitationRepository } from './repository.ts';
 import { INVITATION_LIFETIME_DAYS, isValidEmail, normalizeEmail } from '../../../src-shared/contract/rules.ts';
 import type { Invitation, InvitationFilter, InvitationLogEntry, InvitationStatus } from '../../../src-shared/contract/index.ts';

@@ -143,6 +143,8 @@ export class SqliteInvitationRepository implements InvitationRepository {
         where.push(`i.status = @status`);
         params.status = filter.status;
         break;
+      case undefined:
+        break;
     }
     if (filter.q?.trim()) {
       where.push(`(i.email LIKE @q ESCAPE '\\' OR i.firstname LIKE @q ESCAPE '\\' OR i.lastname LIKE @q ESCAPE '\\')`);

@@ -23,6 +23,16 @@ export class RateLimiter {
     this.now = now;
   }
 
+  /** What `take` would answer, without taking anything: 0 when a request would be allowed. */
+  wait(key: string): number {
+    const { burst, perMinute } = this.options;
+    if (perMinute <= 0) return 0;
+    const bucket = this.buckets.get(key);
+    if (!bucket) return 0;
+    const tokens = Math.min(burst, bucket.tokens + ((this.now() - bucket.at) * perMinute) / 60_000);
+    return tokens >= 1 ? 0 : Math.max(1, Math.ceil(((1 - tokens) * 60) / perMinute));
+  }
+
   /** Takes one request from `key`'s bucket: 0 when allowed, else the seconds until one is. */
   take(key: string): number {
     const { burst, perMinute, maxKeys } = this.options;

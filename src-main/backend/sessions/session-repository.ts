@@ -10,6 +10,7 @@ export interface StoredSession {
   last_used_at: string;
   agent_id: number | null;
   enrolled_at: string | null;
+  address: string | null;
   kind: 'person' | 'agent' | null;
   login: string;
 }
@@ -20,6 +21,18 @@ export interface NewSession {
   profileId: number;
   entityId: number;
   at: string;
+  /** The client address it was opened from (null: unknown). */
+  address?: string | null;
+}
+
+/**
+ * When a session of an enrollment code's account is still needed by the device that opened it:
+ * its enrollment is under way (no agent yet, opened after `enrollingSince`) or just done (enrolled
+ * after `enrolledSince`, so the device can still read its record). Other sessions may be ended.
+ */
+export interface InUse {
+  enrollingSince: string;
+  enrolledSince: string;
 }
 
 /** The sessions table, as the session service uses it. */
@@ -27,6 +40,10 @@ export interface SessionRepository {
   insert(session: NewSession): void;
   /** Ends the user's sessions beyond the `keep` most recently used. */
   keepNewestOf(userId: number, keep: number): void;
+  /** The user's sessions (opened from `address`, when given; null is an address of its own). */
+  countOf(userId: number, address?: string | null): number;
+  /** Ends the user's oldest session (from `address`, when given) that is not in use; whether there was one. */
+  removeOldestNotInUse(userId: number, inUse: InUse, address?: string | null): boolean;
   byToken(token: string): StoredSession | undefined;
   touch(token: string, at: string): void;
   setProfile(token: string, profileId: number, entityId: number): void;
@@ -44,7 +61,21 @@ export class SqliteSessionRepository implements SessionRepository {
   constructor(db: Db) {
     this.s = {
       insert: db.prepare(
-        `INSERT INTO sessions (token, user_id, active_profile_id, entity_id, created_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO sessions (token, user_id, active_profile_id, entity_id, created_at, last_used_at, address) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      countOfUser: db.prepare(`SELECT count(*) FROM sessions WHERE user_id = ?`).pluck(),
+      countOfAddress: db.prepare(`SELECT count(*) FROM sessions WHERE user_id = ? AND address IS ?`).pluck(),
+      removeOldestOfUser: db.prepare(
+        `DELETE FROM sessions WHERE token = (
+           SELECT token FROM sessions WHERE user_id = @userId
+             AND ((agent_id IS NULL AND created_at < @enrollingSince) OR (agent_id IS NOT NULL AND enrolled_at < @enrolledSince))
+           ORDER BY created_at LIMIT 1)`,
+      ),
+      removeOldestOfAddress: db.prepare(
+        `DELETE FROM sessions WHERE token = (
+           SELECT token FROM sessions WHERE user_id = @userId AND address IS @address
+             AND ((agent_id IS NULL AND created_at < @enrollingSince) OR (agent_id IS NOT NULL AND enrolled_at < @enrolledSince))
+           ORDER BY created_at LIMIT 1)`,
       ),
       // Subqueries, not a JOIN: SQLite runs this (every agent request) about 3x faster so.
       byToken: db.prepare(
@@ -65,8 +96,19 @@ export class SqliteSessionRepository implements SessionRepository {
     };
   }
 
-  insert({ token, userId, profileId, entityId, at }: NewSession): void {
-    this.s.insert.run(token, userId, profileId, entityId, at, at);
+  insert({ token, userId, profileId, entityId, at, address }: NewSession): void {
+    this.s.insert.run(token, userId, profileId, entityId, at, at, address ?? null);
+  }
+
+  countOf(userId: number, address?: string | null): number {
+    return (address === undefined ? this.s.countOfUser.get(userId) : this.s.countOfAddress.get(userId, address)) as number;
+  }
+
+  removeOldestNotInUse(userId: number, inUse: InUse, address?: string | null): boolean {
+    const params = { userId, ...inUse };
+    const result =
+      address === undefined ? this.s.removeOldestOfUser.run(params) : this.s.removeOldestOfAddress.run({ ...params, address });
+    return result.changes > 0;
   }
 
   keepNewestOf(userId: number, keep: number): void {

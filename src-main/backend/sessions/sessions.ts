@@ -19,21 +19,40 @@ export interface SessionLimits {
   idleMs: number;
   /** Live sessions per user token; opening one more ends the least recently used. */
   livePerUser: number;
-  /** Live sessions of one enrollment code's account (one per device enrolling with it at once). */
+  /**
+   * Live sessions of one enrollment code's account opened from one client address (a school hall
+   * behind one NAT enrolls this many devices at once). Past it, a session no longer in use from that
+   * address ends for the newcomer; when all are in use, the newcomer gets 429.
+   */
+  livePerCodeAddress: number;
+  /** Live sessions of one enrollment code's account in all, on the same terms. */
   livePerCode: number;
-  /** initSession per user token: `burst` at once, then `perMinute`. */
+  /**
+   * How long a code session's enrollment may take: until then, and for ENROLLED_GRACE_MS after its
+   * device enrolled, no other session ends it.
+   */
+  enrollmentWindowMs: number;
+  /** initSession per (personal) user token: `burst` at once, then `perMinute`. */
   perToken: { burst: number; perMinute: number };
-  /** initSession per client address (a NAT of phones enrolling at once fits in the burst); 0 = none. */
+  /**
+   * initSession with an unknown user token, per client address; 0 = none. A valid token never
+   * counts here: 1,000 phones behind one NAT enroll at once, a flood of bad tokens is slowed.
+   */
   perAddress: { burst: number; perMinute: number };
 }
 
 export const DEFAULT_SESSION_LIMITS: SessionLimits = {
   idleMs: 60 * 60 * 1000,
   livePerUser: 10,
-  livePerCode: 1000,
+  livePerCodeAddress: 2000,
+  livePerCode: 10_000,
+  enrollmentWindowMs: 15 * 60 * 1000,
   perToken: { burst: 10, perMinute: 10 },
-  perAddress: { burst: 300, perMinute: 300 },
+  perAddress: { burst: 30, perMinute: 30 },
 };
+
+/** After its device enrolled, a code session stays in use this long: the device reads its record with it. */
+export const ENROLLED_GRACE_MS = 2 * 60 * 1000;
 
 /** 429 in the spec's shape, with the seconds to wait (also sent as Retry-After). */
 export class TooManyRequests extends ApiError {
@@ -69,32 +88,60 @@ export class SessionService {
   }
 
   /**
-   * initSession: the user token alone yields a session under the user's default profile. Rate
-   * limited per address (before the token is even looked up) and per token; a user holds at most
-   * `livePerUser` sessions, the least recently used one ends when another opens.
+   * initSession: the user token alone yields a session under the user's default profile. An unknown
+   * token counts against its address (past the allowance: 429); a person's token is rate limited
+   * and holds at most `livePerUser` sessions, the least recently used one ending when another opens.
+   * An enrollment code's token is on every printed copy: its sessions never end one another while
+   * in use, and are bounded per address and in all instead (sessionsOfCode).
    */
   open(userToken: string, address: string | null = null): { session_token: string; user: UserRow } {
-    if (address !== null) {
-      const wait = this.perAddress.take(address);
-      if (wait > 0) throw new TooManyRequests(`Too many sessions opened from ${address}`, wait);
-    }
     const user = this.users.byToken(userToken);
-    // An enrollment code's token is on every printed copy: many devices open sessions with it at
-    // once, so only the per-address limit applies to it, and it may hold more live sessions.
-    const shared = user !== undefined && isSharedAccount(user);
+    if (!user) {
+      const wait = address === null ? 0 : this.perAddress.take(address);
+      if (wait > 0) throw new TooManyRequests(`Too many unknown user tokens from ${address}`, wait);
+      throw loginFailed('Incorrect user token');
+    }
+    const shared = isSharedAccount(user);
     const wait = shared ? 0 : this.perToken.take(userToken);
     if (wait > 0) throw new TooManyRequests('Too many sessions opened with this token', wait);
-    if (!user) throw loginFailed('Incorrect user token');
     const token = randomHex(20);
     const now = nowIso();
     const entityId = this.users.entityOfAssignment(user.id, user.default_profile_id) ?? user.entity_id;
-    const keep = shared ? this.limits.livePerCode : this.limits.livePerUser;
-    // The new session and the end of the user's oldest ones: one write transaction, one commit.
+    // The new session and the end of the sessions it replaces: one write transaction, one commit.
     this.work.run(() => {
-      this.store.insert({ token, userId: user.id, profileId: user.default_profile_id, entityId, at: now });
-      this.store.keepNewestOf(user.id, keep);
+      if (shared) this.makeRoomForCodeSession(user.id, address);
+      this.store.insert({ token, userId: user.id, profileId: user.default_profile_id, entityId, at: now, address });
+      if (!shared) this.store.keepNewestOf(user.id, this.limits.livePerUser);
     });
     return { session_token: token, user };
+  }
+
+  /**
+   * Before 1,040 sessions opened with a code's QR from four addresses ended other people's
+   * enrollments (401), a code's sessions made room by ending the oldest. Now a session in use
+   * (enrolling, or just enrolled) is never ended for another: past the bound of its address, or of
+   * the code, a session no longer in use (its enrollment done or timed out) of that address, or of
+   * the code, makes room, else the newcomer gets 429.
+   */
+  private makeRoomForCodeSession(userId: number, address: string | null): void {
+    const now = Date.now();
+    const inUse = {
+      enrollingSince: new Date(now - this.limits.enrollmentWindowMs).toISOString(),
+      enrolledSince: new Date(now - ENROLLED_GRACE_MS).toISOString(),
+    };
+    if (this.store.countOf(userId, address) >= this.limits.livePerCodeAddress) {
+      if (!this.store.removeOldestNotInUse(userId, inUse, address)) {
+        throw new TooManyRequests(
+          `This enrollment code already has ${this.limits.livePerCodeAddress} enrollments under way from ${address ?? 'this address'}`,
+          60,
+        );
+      }
+    }
+    if (this.store.countOf(userId) >= this.limits.livePerCode) {
+      if (!this.store.removeOldestNotInUse(userId, inUse)) {
+        throw new TooManyRequests(`This enrollment code already has ${this.limits.livePerCode} enrollments under way`, 60);
+      }
+    }
   }
 
   /** The agent this session has just enrolled: what lets it read that agent's record. Inside the enrollment's transaction. */

@@ -186,6 +186,7 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ cluster f
       mqttBroker: 'rabbitmq',
       mqttBrokerUrl: rabbit.backendUrl,
       mqttAuthPort: rabbit.authPort,
+      mqttAuthSecret: rabbit.authSecret,
     });
     await brokerReady(t.backend);
   }, 240_000);
@@ -300,6 +301,7 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ cluster f
       mqttBroker: 'rabbitmq',
       mqttBrokerUrl: rabbit.backendUrl,
       mqttAuthPort: rabbit.authPort,
+      mqttAuthSecret: rabbit.authSecret,
     });
     await brokerReady(t.backend);
     const client = await connectAgent(t, agent);

@@ -50,7 +50,12 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
       t = await startTestBackend({ mqttBroker: 'mosquitto', mqttBrokerUrl: mosquitto.adminUrl });
     } else if (mode === 'rabbitmq') {
       rabbit = await startRabbitCluster();
-      t = await startTestBackend({ mqttBroker: 'rabbitmq', mqttBrokerUrl: rabbit.backendUrl, mqttAuthPort: rabbit.authPort });
+      t = await startTestBackend({
+        mqttBroker: 'rabbitmq',
+        mqttBrokerUrl: rabbit.backendUrl,
+        mqttAuthPort: rabbit.authPort,
+        mqttAuthSecret: rabbit.authSecret,
+      });
       // Agents are told the first node; the cluster's other node is tested in broker-rabbitmq.test.ts.
     } else {
       t = await startTestBackend();

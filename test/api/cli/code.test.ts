@@ -72,8 +72,10 @@ describe('code commands', () => {
     expect(pending).toMatchObject({ enroll_status: 'pending_approval', email: 'ann@example.com', fleet: 'Lobby' });
     expect(await json(['approve', String(pending.id)])).toMatchObject({ id: pending.id, enroll_status: 'enrolled' });
     const again = await cli(['agent', '--deeplink', code.deeplink, '--email', 'ann@example.com', '--serial', 'CODE-CLI-1']);
-    expect(again.code).toBe(1); // enrolling again puts it back in the queue
-    expect(await json(['approve', String(pending.id)])).toMatchObject({ enroll_status: 'enrolled' });
+    expect(again.code).toBe(0); // enrolling the same device again keeps it approved (issue 19): it connects
+    expect((await json(['agents'])).find((agent: { id: number }) => agent.id === pending.id)).toMatchObject({
+      enroll_status: 'enrolled',
+    });
     const bad = await cli(['approve', String(pending.id)]);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('is not waiting for approval');

@@ -250,6 +250,9 @@ describe('backup and restore', () => {
 
     server.process.kill('SIGTERM');
     await new Promise((resolve) => server.process.once('exit', resolve));
+    // No server needed for a backup either.
+    const stopped = cli(['backup', join(tempDir(), 'backup-2'), '--data-dir', dataDir]);
+    expect(stopped.code, stopped.stderr).toBe(0);
     const restored = cli(['restore', backup, '--data-dir', dataDir, '--json']);
     expect(restored.code, restored.stderr).toBe(0);
     const previous = JSON.parse(restored.stdout).previous as string;
@@ -334,6 +337,10 @@ describe('CLI usage', () => {
       expect(result.code, command).toBe(0);
       expect(result.stdout.startsWith(expected), `${command}: ${result.stdout.slice(0, 80)}`).toBe(true);
     }
+    // The overall usage says which commands need the running server: backup and restore do not.
+    const overall = cli(['--help']);
+    expect(overall.code).toBe(0);
+    expect(overall.stdout).toContain('Every command but serve, agent, backup and restore talks to the server');
     const unknown = cli(['invite', '--bogus']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("Unknown option '--bogus'");

@@ -11,8 +11,8 @@ afterAll(async () => {
   await t.stop();
 });
 
-async function store(kind: 'file' | 'package', name: string, bytes: Buffer) {
-  const response = await fetch(`${t.backend.info.admin_url}/api/${kind}s?name=${encodeURIComponent(name)}`, {
+async function store(kind: 'file' | 'package', name: string, bytes: Buffer, query = '') {
+  const response = await fetch(`${t.backend.info.admin_url}/api/${kind}s?name=${encodeURIComponent(name)}${query}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${t.backend.info.admin_token}`, 'content-type': 'application/octet-stream' },
     body: bytes,
@@ -25,7 +25,13 @@ describe('the device simulator against the real backend', () => {
   it('enrolls through the whole sequence and verifies every download form, empty files included', async () => {
     const bytes = Buffer.from(Array.from({ length: 70_001 }, (_, i) => (i * 31) % 256));
     const file = await store('file', 'policy.json', bytes);
-    const pkg = await store('package', 'agent-1.2.apk', Buffer.concat([bytes, bytes]));
+    // not a real APK: kept as the package the admin describes
+    const pkg = await store(
+      'package',
+      'agent-1.2.apk',
+      Buffer.concat([bytes, bytes]),
+      '&if_unreadable=keep&package_name=org.example.agent&version_code=12',
+    );
     const empty = await store('file', 'empty.txt', Buffer.alloc(0));
     const { body: invitation } = await t.admin('POST', '/invitations', { email: 'sim@example.com', firstname: 'Sim' });
 

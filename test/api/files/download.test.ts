@@ -2,7 +2,7 @@
 // agent app (buildAgentApp, with its session hook), a real SQLite file and a real data dir. Sessions
 // are real too: 'good' is an agent account's session in entity 1, 'other' one in entity 2.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -116,6 +116,9 @@ afterAll(async () => {
   db?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
+
+/** An APK-named upload that is no APK is kept only when the admin says so, and describes it. */
+const KEEP = { if_unreadable: 'keep', package_name: 'org.example.random', version_code: '1' };
 
 async function upload(
   kind: 'files' | 'packages',
@@ -389,8 +392,9 @@ describe('names, kinds and entities', () => {
   });
 
   it('packages: guessed mime type, given mime type, downloaded from PluginMdmPackage', async () => {
+    // random bytes are no APK: kept as the package the admin describes
     const apk = randomBytes(4096);
-    const item = await upload('packages', 'app-release.apk', apk);
+    const item = await upload('packages', 'app-release.apk', apk, KEEP);
     expect(item.mime_type).toBe('application/vnd.android.package-archive');
     const custom = await upload('packages', 'thing.bin', Buffer.from('x'), { mime_type: 'application/x-thing' });
     expect(custom.mime_type).toBe('application/x-thing');
@@ -458,7 +462,7 @@ describe('big uploads, deletes and failures', () => {
       }
     }
     // chunked transfer encoding, no Content-Length: streamed end to end
-    big = await upload('packages', 'big.apk', Readable.from(chunks()));
+    big = await upload('packages', 'big.apk', Readable.from(chunks()), KEEP);
     bigSha = hash.digest('hex');
   });
 
@@ -513,19 +517,18 @@ describe('big uploads, deletes and failures', () => {
         agent: false,
       });
       req.on('error', reject);
-      req.on('response', async (res) => {
+      req.on('response', (res) => {
         res.pause();
-        try {
+        const deleteThenRead = async () => {
           const removed = await send(`${adminUrl}/packages/${big.id}`, { method: 'DELETE' });
           expect(removed.status).toBe(204);
           for await (const chunk of res) {
             hash.update(chunk as Buffer);
             received += (chunk as Buffer).length;
           }
-          resolve({ status: res.statusCode ?? 0 });
-        } catch (error) {
-          reject(error);
-        }
+          return { status: res.statusCode ?? 0 };
+        };
+        deleteThenRead().then(resolve, reject);
       });
       req.end();
     });
@@ -612,6 +615,36 @@ describe('limits and odd cases', () => {
     expect(response.status).toBe(404);
     expect(json(response)).toEqual(['ERROR_ITEM_NOT_FOUND', 'Item not found']);
     expect(response.headers['content-range']).toBeUndefined();
+  });
+
+  it('content that is a link out of the store is not followed: 404, GET and HEAD (issue 19)', async () => {
+    const outside = join(dir, 'outside-secret.txt');
+    writeFileSync(outside, 'secret!!!');
+    const item = await upload('files', 'linked.txt', Buffer.from('innocent'));
+    const path = store.pathOf(store.get('file', item.id)!);
+    rmSync(path);
+    symlinkSync(outside, path);
+    for (const method of ['GET', 'HEAD']) {
+      const response = await send(`${agentUrl}/PluginMdmFile/${item.id}?session_token=${tokens.good}`, {
+        method,
+        headers: { accept: 'application/octet-stream' },
+      });
+      expect(response.status, method).toBe(404);
+      expect(response.body.toString()).not.toContain('secret');
+    }
+  });
+
+  it('a row whose storage name leaves the store is a 404, and deleting it touches nothing outside (issue 19)', async () => {
+    const outside = join(dir, 'outside-victim.txt');
+    writeFileSync(outside, 'victim!!');
+    const item = await upload('files', 'escaping.txt', Buffer.from('innocent'));
+    db.prepare('UPDATE files SET storage_name = ? WHERE id = ?').run('../../outside-victim.txt', item.id);
+    const response = await download(`PluginMdmFile/${item.id}`);
+    expect(response.status).toBe(404);
+    expect(json(response)).toEqual(['ERROR_ITEM_NOT_FOUND', 'Item not found']);
+    const removed = await send(`${adminUrl}/files/${item.id}`, { method: 'DELETE' });
+    expect(removed.status).toBeLessThan(300);
+    expect(readdirSync(dir)).toContain('outside-victim.txt');
   });
 });
 

@@ -343,7 +343,10 @@ function send(c: Case, retry = true): Promise<number> {
     );
     // A kept-alive connection the server closed meanwhile (after a 413, say) is retried once, as
     // Node's documentation advises, on a fresh connection; a fresh connection that fails is a real failure.
-    req.on('error', (error) => (retry && req.reusedSocket ? send(c, false).then(resolve, reject) : reject(error)));
+    req.on('error', (error) => {
+      if (retry && req.reusedSocket) send(c, false).then(resolve, reject);
+      else reject(error);
+    });
     req.end(body);
   });
 }

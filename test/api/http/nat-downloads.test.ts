@@ -36,7 +36,7 @@ beforeAll(async () => {
   }).then((r) => r.json() as Promise<{ user_token: string; invitation_token: string }>);
   session = (await enrollByHand(server.info.api_url, { ...invited, email: 'office@example.com' })).session;
   const upload = await fetch(
-    `${server.info.admin_url}/api/packages?name=office.apk&package_name=org.example.office&version_code=1`,
+    `${server.info.admin_url}/api/packages?name=office.apk&package_name=org.example.office&version_code=1&if_unreadable=keep`,
     {
       method: 'POST',
       headers: { ...admin, 'content-type': 'application/octet-stream' },

@@ -97,7 +97,7 @@ describe('inventories', () => {
     expect(() => parseInventory('<INVENTORY/>')).toThrow(/REQUEST\/CONTENT/);
     expect(() => parseInventory(`<REQUEST><CONTENT>${'x'.repeat(3 * 1024 * 1024)}</CONTENT></REQUEST>`)).toThrow(/larger than/);
     const bomb = `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "${'A'.repeat(100)}"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]><REQUEST><CONTENT><BIOS><SMODEL>&b;</SMODEL></BIOS></CONTENT></REQUEST>`;
-    let model: string | null = 'unparsed';
+    let model: string | null;
     try {
       model = parseInventory(bomb).model;
     } catch (error) {

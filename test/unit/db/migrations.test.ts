@@ -113,6 +113,73 @@ describe('migrations', () => {
     db.close();
   });
 
+  it('rebuild the deployments of an older database as policy assignments, keeping every task and its history', () => {
+    const file = tempFile();
+    const old = openDatabase(
+      file,
+      migrations.filter((m) => m.version <= 11),
+    );
+    const now = '2026-01-01T00:00:00Z';
+    old
+      .prepare(
+        `INSERT INTO users (id, login, kind, user_token, default_profile_id, entity_id, created_at) VALUES (9, 'agent:9', 'agent', 't9', 3, 1, ?)`,
+      )
+      .run(now);
+    old.prepare(`INSERT INTO computers (id, entity_id, name, created_at, updated_at) VALUES (9, 1, 'SN9', ?, ?)`).run(now, now);
+    old
+      .prepare(
+        `INSERT INTO agents (id, entity_id, computer_id, fleet_id, account_user_id, name, serial, version, type, topic, mqtt_login, created_at, updated_at)
+         VALUES (9, 1, 9, 1, 9, 'SN9', 'SN9', '1.0', 'android', '/1/agent/SN9', 'SN9', ?, ?)`,
+      )
+      .run(now, now);
+    old
+      .prepare(
+        `INSERT INTO deployments (id, entity_id, policy, item_kind, item_id, item_name, fleet_id, target_name, topic, payload, created_at)
+         VALUES (5, 1, 'deployApp', 'package', 3, 'app.apk', 1, 'fleet "Default fleet"', '/1/fleet/1/Policy/deployApp/Task/5', '{"deployApp":"org.x","id":3,"versionCode":1,"taskId":5}', ?)`,
+      )
+      .run(now);
+    old
+      .prepare(
+        `INSERT INTO deployment_tasks (id, deployment_id, agent_id, status, created_at, updated_at) VALUES (7, 5, 9, 'done', ?, ?)`,
+      )
+      .run(now, now);
+    old
+      .prepare(
+        `INSERT INTO task_history (task_id, status, source, at) VALUES (7, 'pending', 'server', ?), (7, 'done', 'mqtt', ?)`,
+      )
+      .run(now, now);
+    old.close();
+
+    const db = openDatabase(file);
+    expect(db.prepare(`SELECT id, policy, value, item_name, payload FROM deployments`).all()).toEqual([
+      {
+        id: 5,
+        policy: 'deployApp',
+        value: null,
+        item_name: 'app.apk',
+        payload: '{"deployApp":"org.x","id":3,"versionCode":1,"taskId":5}',
+      },
+    ]);
+    expect(db.prepare(`SELECT id, deployment_id, status FROM deployment_tasks`).all()).toEqual([
+      { id: 7, deployment_id: 5, status: 'done' },
+    ]);
+    expect(db.prepare(`SELECT status, source FROM task_history WHERE task_id = 7 ORDER BY id`).all()).toEqual([
+      { status: 'pending', source: 'server' },
+      { status: 'done', source: 'mqtt' },
+    ]);
+    expect(db.pragma('foreign_key_check')).toEqual([]);
+    // The new statuses and a value policy are taken; the foreign keys still cascade from the renamed tables.
+    db.prepare(`UPDATE deployment_tasks SET status = 'overriden' WHERE id = 7`).run();
+    db.prepare(
+      `INSERT INTO deployments (id, entity_id, policy, value, item_name, fleet_id, target_name, topic, payload, created_at)
+       VALUES (6, 1, 'disableCamera', 'true', 'true', 1, 'fleet', 't', '{}', ?)`,
+    ).run(now);
+    expect(() => db.prepare(`UPDATE deployment_tasks SET status = 'bogus' WHERE id = 7`).run()).toThrow(/CHECK/);
+    db.prepare(`DELETE FROM deployments WHERE id = 5`).run();
+    expect(db.prepare(`SELECT count(*) AS n FROM task_history`).get()).toEqual({ n: 0 });
+    db.close();
+  });
+
   it('roll back a failing migration whole and refuse a newer database', () => {
     const file = tempFile();
     const broken = [

@@ -21,7 +21,6 @@ import {
   normalizeFileName,
   normalizeMimeType,
   type FileStoreAction,
-  type StoredRecord,
   type StoredKind,
 } from '../../../src-main/backend/files/store.ts';
 import { ApiError } from '../../../src-main/backend/errors.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { searchCriteria } from '../../../src-main/backend/agent-api/task-routes.ts';
 import { policyStatusTaskId, statusTaskId } from '../../../src-main/backend/broker/acl.ts';
-import { progressText } from '../../../src-main/backend/deployments/deployments.ts';
-import { deployedFilePath, policyMessage, policyTopic } from '../../../src-main/backend/deployments/policies.ts';
+import { progressText } from '../../../src-main/backend/policies/service.ts';
+import { deployedFilePath, policyMessage, policyTopic } from '../../../src-main/backend/policies/wire.ts';
 import { parsePolicyTopic } from '../../../src-main/device/policies.ts';
 
 const agent = { id: 7, entityId: 1, fleetId: 3, topic: '/1/agent/SN7', name: 'SN7' };

@@ -12,7 +12,7 @@ export const OPEN_STATUSES: readonly TaskStatus[] = ['pending', 'received', 'in 
 export const isTaskStatus = (value: unknown): value is TaskStatus =>
   typeof value === 'string' && (TASK_STATUSES as readonly string[]).includes(value);
 
-export const policyTopic = (notifiableTopic: string, policy: PolicyName, taskId: number): string =>
+export const policyTopic = (notifiableTopic: string, policy: string, taskId: number): string =>
   `${notifiableTopic}/Policy/${policy}/Task/${taskId}`;
 
 export interface PolicyValue {

@@ -1,6 +1,6 @@
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError } from '../errors.ts';
-import type { DeploymentService } from './deployments.ts';
+import type { PolicyService } from './service.ts';
 
 interface Reporter {
   id: number;
@@ -15,7 +15,7 @@ const REFUSAL_INTERVAL_MS = 10_000;
  * Task status reports arriving over MQTT (`{"status": …, "reason"?: …}`): applied to the device's
  * own task, or refused and noted in the history (MQTT has no answer to carry the refusal).
  */
-export function mqttTaskReports(deployments: DeploymentService, events: EventLog) {
+export function mqttTaskReports(deployments: PolicyService, events: EventLog) {
   const lastRefusal = new Map<string, number>();
   return (agent: Reporter, taskId: number, payload: Buffer): void => {
     let body: unknown;

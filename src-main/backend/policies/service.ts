@@ -4,6 +4,14 @@ import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
 import type { FileStore, StoredRecord } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
+import { Value } from 'typebox/value';
+import {
+  compareAndroidVersions,
+  POLICY_CATALOGUE,
+  policyDefinition,
+  policyWireMessage,
+  type PolicyDefinition,
+} from '../../../src-shared/contract/index.ts';
 import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import {
   deployedFilePath,
@@ -12,15 +20,15 @@ import {
   policyMessage,
   policyTopic,
   TASK_STATUSES,
-  type PolicyName,
   type PolicyValue,
   type TaskStatus,
-} from './policies.ts';
+} from './wire.ts';
 import {
   DeploymentRepository,
   type AgentInScope,
   type DeploymentRow,
   type DeploymentWithCounts,
+  type LiveTask,
   type TaskHistoryRow,
   type TaskRow,
 } from './repository.ts';
@@ -45,8 +53,20 @@ export interface DeployInput {
   removeOnDelete?: boolean | undefined;
 }
 
-export type DeploymentView = Omit<DeploymentWithCounts, 'payload' | 'remove_on_delete'> & {
+/** A value policy set on a fleet or one device (POST /api/policy-assignments). */
+export interface AssignInput {
+  policy: string;
+  value: unknown;
+  fleetId?: number | undefined;
+  agentId?: number | undefined;
+}
+
+export type DeploymentView = Omit<DeploymentWithCounts, 'payload' | 'remove_on_delete' | 'value'> & {
   remove_on_delete: boolean;
+  /** Value policies: the value; null for the deployment kinds. */
+  value: boolean | number | string | null;
+  /** The catalogue's label of the policy. */
+  label: string;
   message: Record<string, unknown>;
   /** "37 of 40 done, 2 failed, 1 pending" */
   progress: string;
@@ -54,12 +74,51 @@ export type DeploymentView = Omit<DeploymentWithCounts, 'payload' | 'remove_on_d
 
 export type TaskView = TaskRow & {
   history?: TaskHistoryRow[];
-  deployment?: { id: number; policy: PolicyName; item_name: string; target_name: string; state: string };
+  deployment?: { id: number; policy: string; item_name: string; target_name: string; state: string };
 };
+
+/** One of a device's tasks of active assignments, and whether its value is the one that applies. */
+export interface EffectivePolicy {
+  assignment_id: number;
+  task_id: number;
+  policy: string;
+  label: string;
+  value: boolean | number | string | null;
+  item_name: string;
+  /** Where the value comes from: the device's fleet or the device itself. */
+  source: 'fleet' | 'device';
+  source_name: string;
+  status: TaskStatus;
+  reason: string | null;
+  updated_at: string;
+  /** False when another value of the same policy applies (this task is overriden). */
+  effective: boolean;
+}
+
+/** A device's compliance: its tasks of active assignments counted, and a one-line summary. */
+export interface ComplianceView {
+  agent_id: number;
+  agent_name: string;
+  fleet_id: number;
+  total: number;
+  done: number;
+  pending: number;
+  in_progress: number;
+  failed: number;
+  incompatible: number;
+  overriden: number;
+  state: 'compliant' | 'pending' | 'failing' | 'none';
+  summary: string;
+  last_change: string | null;
+}
+
+const CLOSED_FOR_REPORTS: readonly TaskStatus[] = ['canceled'];
 
 export type ReportSource = 'mqtt' | 'http';
 
 const REASON_LIMIT = 1_000;
+/** Statuses a device reports once a task is over on it; after them it may only repeat itself. */
+const FINISHED_FOR_DEVICE: readonly TaskStatus[] = ['done', 'failed'];
 const DEFAULT_DESTINATION = '%SDCARD%/Download/';
 
 export function progressText(counts: {
@@ -69,9 +128,13 @@ export function progressText(counts: {
   pending: number;
   in_progress: number;
   canceled: number;
+  incompatible?: number;
+  overriden?: number;
 }): string {
   const parts = [`${counts.done} of ${counts.total - counts.canceled} done`];
   if (counts.failed > 0) parts.push(`${counts.failed} failed`);
+  if ((counts.incompatible ?? 0) > 0) parts.push(`${counts.incompatible} incompatible`);
+  if ((counts.overriden ?? 0) > 0) parts.push(`${counts.overriden} overriden`);
   if (counts.in_progress > 0) parts.push(`${counts.in_progress} in progress`);
   if (counts.pending > 0) parts.push(`${counts.pending} pending`);
   if (counts.canceled > 0) parts.push(`${counts.canceled} canceled`);
@@ -83,7 +146,7 @@ export function progressText(counts: {
  * broker, one task per device in scope, and the statuses the devices report (MQTT or REST).
  * Devices that join a fleet get its tasks; devices that leave get their open tasks canceled.
  */
-export class DeploymentService {
+export class PolicyService {
   private readonly repo: DeploymentRepository;
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
@@ -135,6 +198,7 @@ export class DeploymentService {
       value = { policy: 'deployApp', value: packageName, itemId: item.id, version: item.packageInfo.versionCode };
     } else {
       destination = (input.destination ?? DEFAULT_DESTINATION).trim();
+      // eslint-disable-next-line no-control-regex -- a path with control characters in it is refused
       if (destination === '' || destination.length > 1024 || /[\u0000-\u001f]/.test(destination))
         throw badRequest('The destination must be a folder path on the device (1 to 1024 characters)');
       value = { policy: 'deployFile', value: destination, itemId: item.id, version: item.version };
@@ -147,24 +211,26 @@ export class DeploymentService {
         `"${item.name}" is already deployed to ${target.name}: remove that deployment first`,
       );
     }
+    // The reference's conflict rule: a removal of the same app or file still in force on this target
+    // would undo the deployment; it is refused, naming the removal to take away first.
+    const opposite = input.kind === 'package' ? 'removeApp' : 'removeFile';
+    const oppositeValue = input.kind === 'package' ? value.value : deployedFilePath(value.value, item.name);
+    const conflicting = this.repo
+      .activeSame({ policy: opposite, item_kind: null, item_id: null, fleet_id: target.fleetId, agent_id: target.agentId })
+      .find((removal) => (JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue);
+    if (conflicting) {
+      throw new ApiError(
+        409,
+        'ERROR_POLICY_CONFLICT',
+        `${opposite} "${oppositeValue}" is in force on ${target.name} (assignment #${conflicting.id}): remove it first (DELETE /api/deployments/${conflicting.id})`,
+      );
+    }
     const id = this.transact(() => {
-      // A removal of the same app or file still published on this target would undo this deployment.
-      const opposite = input.kind === 'package' ? 'removeApp' : 'removeFile';
-      const oppositeValue = input.kind === 'package' ? value.value : deployedFilePath(value.value, item.name);
-      for (const removal of this.repo.activeSame({
-        policy: opposite,
-        item_kind: null,
-        item_id: null,
-        fleet_id: target.fleetId,
-        agent_id: target.agentId,
-      })) {
-        if ((JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue)
-          this.retire(removal, null, `replaced by a new deployment of "${item.name}"`);
-      }
       return this.create(
         item.entityId,
-        value,
-        { ...base, item_name: item.name, destination, remove_on_delete: input.removeOnDelete ? 1 : 0 },
+        value.policy,
+        (id) => policyMessage(value, id),
+        { ...base, value: null, item_name: item.name, destination, remove_on_delete: input.removeOnDelete ? 1 : 0 },
         target,
       );
     });
@@ -172,9 +238,131 @@ export class DeploymentService {
   }
 
   list(
-    filter: { fleet_id?: number | undefined; agent_id?: number | undefined; state?: 'active' | 'removed' | undefined } = {},
+    filter: {
+      fleet_id?: number | undefined;
+      agent_id?: number | undefined;
+      state?: 'active' | 'removed' | undefined;
+      policy?: string | undefined;
+      kind?: 'deployment' | 'value' | undefined;
+    } = {},
   ): DeploymentView[] {
     return this.repo.list(filter).map((row) => this.toView(row));
+  }
+
+  /**
+   * Sets a value policy on a fleet or one device: validated against the catalogue, refused (409)
+   * while the same policy is already set there (the reference's unicity), published retained, one
+   * task per device in scope. A device-level value beats its fleet's: that fleet task is overriden.
+   */
+  assign(input: AssignInput): DeploymentView {
+    const definition = this.valuePolicy(input.policy);
+    if (!Value.Check(definition.schema, input.value)) throw badRequest(`${definition.symbol}: ${expected(definition)}`);
+    const value = input.value as boolean | number | string;
+    if ((input.fleetId === undefined) === (input.agentId === undefined))
+      throw badRequest('Give exactly one target: a fleet or an agent');
+    const target =
+      input.fleetId !== undefined
+        ? { ...this.fleetTarget(input.fleetId), agentId: null }
+        : { ...this.agentTarget(input.agentId!), fleetId: null };
+    const entityId = target.fleetId !== null ? this.fleets.get(target.fleetId).entity_id : target.agents[0]!.entity_id;
+    const same = {
+      policy: definition.symbol,
+      item_kind: null,
+      item_id: null,
+      fleet_id: target.fleetId,
+      agent_id: target.agentId,
+    };
+    const existing = this.repo.activeSame(same)[0];
+    if (existing) {
+      throw new ApiError(
+        409,
+        'ERROR_POLICY_ALREADY_SET',
+        `${definition.symbol} is already set on ${target.name} to ${existing.value ?? '?'} (assignment #${existing.id}): unset it first`,
+      );
+    }
+    const id = this.transact(() =>
+      this.create(
+        entityId,
+        definition.symbol,
+        (taskId) => policyWireMessage(definition, value, taskId),
+        {
+          value: JSON.stringify(value),
+          item_kind: null,
+          item_id: null,
+          item_name: String(value),
+          fleet_id: target.fleetId,
+          agent_id: target.agentId,
+          destination: null,
+          remove_on_delete: 0,
+        },
+        target,
+      ),
+    );
+    return this.view(id);
+  }
+
+  /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */
+  unassign(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
+    const row = this.repo.byId(id);
+    if (!row) throw itemNotFound('Assignment not found');
+    if (row.value === null) return this.undeploy(id);
+    if (row.state !== 'active') throw new ApiError(409, 'ERROR_ALREADY_REMOVED', `Assignment #${id} was already removed`);
+    this.transact(() => this.retire(row, null, 'the policy was unset'));
+    return { removed: this.view(id), removal: null };
+  }
+
+  /** The device's tasks of active assignments, with where each value comes from and which applies. */
+  effectiveOf(agentId: number): EffectivePolicy[] {
+    if (!this.repo.agent(agentId)) throw itemNotFound('Agent not found');
+    return this.repo.tasksOfAgent(agentId).flatMap((task) => {
+      const row = this.repo.byId(task.deployment_id);
+      if (!row || row.state !== 'active') return [];
+      return [
+        {
+          assignment_id: row.id,
+          task_id: task.id,
+          policy: row.policy,
+          label: policyDefinition(row.policy)?.label ?? row.policy,
+          value: parseValue(row.value),
+          item_name: row.item_name,
+          source: row.agent_id !== null ? ('device' as const) : ('fleet' as const),
+          source_name: this.repo.withCounts(row.id)?.target_name ?? row.target_name,
+          status: task.status,
+          reason: task.reason,
+          updated_at: task.updated_at,
+          effective: task.status !== 'overriden' && task.status !== 'canceled',
+        },
+      ];
+    });
+  }
+
+  /** Every enrolled device (of one fleet, or all) with its tasks of active assignments counted. */
+  compliance(fleetId: number | null): ComplianceView[] {
+    if (fleetId !== null) this.fleets.get(fleetId);
+    return this.repo.compliance(fleetId).map((row) => {
+      const failing = row.failed + row.incompatible;
+      const open = row.pending + row.in_progress;
+      const parts: string[] = [];
+      if (row.failed > 0) parts.push(`${row.failed} failed`);
+      if (row.incompatible > 0) parts.push(`${row.incompatible} incompatible`);
+      if (open > 0) parts.push(`${open} pending`);
+      const applicable = row.total - row.canceled - row.overriden;
+      return {
+        agent_id: row.agent_id,
+        agent_name: row.agent_name,
+        fleet_id: row.fleet_id,
+        total: applicable,
+        done: row.done,
+        pending: row.pending,
+        in_progress: row.in_progress,
+        failed: row.failed,
+        incompatible: row.incompatible,
+        overriden: row.overriden,
+        state: applicable === 0 ? 'none' : failing > 0 ? 'failing' : open > 0 ? 'pending' : 'compliant',
+        summary: applicable === 0 ? 'no policy' : parts.length === 0 ? `all ${row.done} done` : parts.join(', '),
+        last_change: row.last_change,
+      };
+    });
   }
 
   /** One deployment with its tasks and each task's history. */
@@ -208,8 +396,10 @@ export class DeploymentService {
             : { policy: 'removeFile', value: deployedFilePath(String(message.deployFile), row.item_name) };
         removal = this.create(
           row.entity_id,
-          value,
+          value.policy,
+          (taskId) => policyMessage(value, taskId),
           {
+            value: null,
             item_kind: null,
             item_id: null,
             item_name: row.item_name,
@@ -290,22 +480,21 @@ export class DeploymentService {
       }
       for (const deployment of this.repo.activeForFleet(agent.fleet_id)) {
         const taskId = this.repo.openTask(deployment.id, agent.id, at);
-        if (taskId !== undefined)
-          this.setStatus(
-            taskId,
-            deployment.id,
-            agent,
-            'pending',
-            `the device joined fleet "${fleet?.name ?? agent.fleet_id}"`,
-            'server',
-            at,
-          );
+        if (taskId !== undefined) {
+          const decided = this.decide(deployment, agent) ?? {
+            status: 'pending' as const,
+            reason: `the device joined fleet "${fleet?.name ?? agent.fleet_id}"`,
+          };
+          this.setStatus(taskId, deployment.id, agent, decided.status, decided.reason, 'server', at);
+        }
       }
       // Its own deployments too: tasks canceled when it was unenrolled open again on re-enrollment.
       for (const deployment of this.repo.activeForAgent(agent.id)) {
         const taskId = this.repo.openTask(deployment.id, agent.id, at);
-        if (taskId !== undefined)
-          this.setStatus(taskId, deployment.id, agent, 'pending', 'the device enrolled again', 'server', at);
+        if (taskId !== undefined) {
+          const decided = this.decide(deployment, agent) ?? { status: 'pending' as const, reason: 'the device enrolled again' };
+          this.setStatus(taskId, deployment.id, agent, decided.status, decided.reason, 'server', at);
+        }
       }
     });
   }
@@ -325,6 +514,8 @@ export class DeploymentService {
     try {
       if (event.agent_id !== null && ['agent.enrolled', 'agent.reenrolled', 'agent.fleet_changed'].includes(event.type))
         this.syncAgent(event.agent_id);
+      if (event.type === 'agent.inventory' && event.agent_id !== null) this.reassess(event.agent_id);
+      if (event.type === 'fleet.created') this.clearFleetTopics(Number(event.data?.fleet_id));
       if (event.type === 'fleet.deleted') {
         const fleetId = Number(event.data?.fleet_id);
         for (const row of this.repo.activeForFleet(fleetId)) this.transact(() => this.retire(row, null, 'its fleet was deleted'));
@@ -348,11 +539,11 @@ export class DeploymentService {
   private applyReport(task: TaskRow, body: unknown, source: ReportSource): TaskRow {
     const input = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
     const status = input?.status;
-    if (!isTaskStatus(status)) {
+    if (!isTaskStatus(status) || status === 'overriden') {
       throw new ApiError(
         400,
         'ERROR_BAD_REQUEST',
-        `Unknown task status ${JSON.stringify(status ?? null).slice(0, 60)}: expected one of ${TASK_STATUSES.join(', ')}`,
+        `Unknown task status ${JSON.stringify(status ?? null).slice(0, 60)}: expected one of ${TASK_STATUSES.filter((s) => s !== 'overriden').join(', ')}`,
       );
     }
     const rawReason = input?.reason ?? input?.message ?? null;
@@ -360,12 +551,24 @@ export class DeploymentService {
     const deployment = this.repo.byId(task.deployment_id)!;
     if (deployment.state !== 'active')
       throw new ApiError(409, 'ERROR_TASK_CLOSED', `Task ${deployment.id} was removed: its status can no longer change`);
-    if (task.status === 'canceled')
+    // The device applies every message it receives; which value applies is the server's decision.
+    if (task.status === 'overriden') return task;
+    if (CLOSED_FOR_REPORTS.includes(task.status))
       throw new ApiError(
         409,
         'ERROR_TASK_CLOSED',
         `Task ${deployment.id} was canceled for this device: its status can no longer change`,
       );
+    // A finished status (done, failed) is final for the device: it cannot take back what it reported
+    // (done → pending would hide a delivered file or run the task again); deploying again does.
+    if (FINISHED_FOR_DEVICE.includes(task.status)) {
+      if (task.status === status) return task; // the same report again (QoS 1 redelivery, a retry) changes nothing
+      throw new ApiError(
+        409,
+        'ERROR_TASK_CLOSED',
+        `Task ${deployment.id} is already ${task.status} on this device: a finished status is final (deploy again to run it again)`,
+      );
+    }
     const agent = this.repo.agent(task.agent_id)!;
     if (task.status === status && task.reason === reason) return task; // a repeated report (QoS 1 redelivery) changes nothing
     this.transact(() => this.setStatus(task.id, deployment.id, agent, status, reason, source, nowIso()));
@@ -391,39 +594,124 @@ export class DeploymentService {
     );
   }
 
-  /** Inserts a deployment, its message and a pending task per device in scope (inside a transaction). */
+  /**
+   * Inserts an assignment, its message and a task per device in scope (inside a transaction): pending,
+   * or incompatible / overriden where the server already knows. A device-level value of a unique
+   * policy makes that device's task of its fleet's value overriden.
+   */
   private create(
     entityId: number,
-    value: PolicyValue,
+    policy: string,
+    messageOf: (taskId: number) => Record<string, unknown>,
     fields: Pick<
       DeploymentRow,
-      'item_kind' | 'item_id' | 'item_name' | 'fleet_id' | 'agent_id' | 'destination' | 'remove_on_delete'
+      'value' | 'item_kind' | 'item_id' | 'item_name' | 'fleet_id' | 'agent_id' | 'destination' | 'remove_on_delete'
     >,
     target: { name: string; topic: string; agents: AgentInScope[] },
   ): number {
     const at = nowIso();
     const id = this.repo.insert({
       entity_id: entityId,
-      policy: value.policy,
+      policy,
       target_name: target.name,
       created_at: at,
       ...fields,
     });
-    const topic = policyTopic(target.topic, value.policy, id);
-    const payload = JSON.stringify(policyMessage(value, id));
+    const topic = policyTopic(target.topic, policy, id);
+    const payload = JSON.stringify(messageOf(id));
     this.repo.setMessage(id, topic, payload);
+    const row = this.repo.byId(id)!;
     for (const agent of target.agents) {
       const taskId = this.repo.openTask(id, agent.id, at)!;
-      this.repo.setStatus(taskId, 'pending', null, 'server', at);
+      const decided = this.decide(row, agent);
+      this.repo.setStatus(taskId, decided?.status ?? 'pending', decided?.reason ?? null, 'server', at);
+      if (fields.agent_id !== null && policyDefinition(policy)?.unique) {
+        const fleetTask = this.repo.activeFleetSymbolTask(agent.id, agent.fleet_id, policy);
+        if (fleetTask && fleetTask.status !== 'overriden' && fleetTask.status !== 'canceled')
+          this.setStatus(
+            fleetTask.id,
+            fleetTask.deployment_id,
+            agent,
+            'overriden',
+            `the device's own value applies (assignment #${id})`,
+            'server',
+            at,
+          );
+      }
     }
     this.events.record(
       'deployment.created',
-      `${value.policy} "${fields.item_name}" published to ${target.name} (${target.agents.length} device${target.agents.length === 1 ? '' : 's'})`,
+      `${policy} "${fields.item_name}" published to ${target.name} (${target.agents.length} device${target.agents.length === 1 ? '' : 's'})`,
       { entityId, agentId: fields.agent_id },
-      { deployment_id: id, policy: value.policy, fleet_id: fields.fleet_id, topic, devices: target.agents.length },
+      { deployment_id: id, policy, fleet_id: fields.fleet_id, topic, devices: target.agents.length },
     );
     this.afterCommit(() => this.publish(topic, payload));
     return id;
+  }
+
+  /**
+   * What the server knows before the device says anything: incompatible (Android version from its
+   * inventory below the policy's minimum; a system-only policy on an agent that reported no system
+   * permission), overriden (a fleet value where the device has its own), else nothing.
+   */
+  private decide(row: DeploymentRow, agent: AgentInScope): { status: TaskStatus; reason: string } | null {
+    const definition = policyDefinition(row.policy);
+    if (!definition) return null;
+    const incompatible = incompatibility(definition, agent);
+    if (incompatible) return { status: 'incompatible', reason: incompatible };
+    if (row.fleet_id !== null && definition.unique) {
+      const own = this.repo.activeSame({
+        policy: row.policy,
+        item_kind: null,
+        item_id: null,
+        fleet_id: null,
+        agent_id: agent.id,
+      })[0];
+      if (own) return { status: 'overriden', reason: `the device's own value applies (assignment #${own.id})` };
+    }
+    return null;
+  }
+
+  /** A new inventory may change what the device can apply: pending tasks become incompatible, or the reverse. */
+  private reassess(agentId: number): void {
+    const agent = this.repo.agent(agentId);
+    if (!agent) return;
+    const changes: { task: LiveTask; status: TaskStatus; reason: string }[] = [];
+    for (const task of this.repo.liveTasksOfAgent(agentId)) {
+      const definition = policyDefinition(task.policy);
+      if (!definition) continue;
+      const incompatible = incompatibility(definition, agent);
+      if (incompatible && task.status === 'pending') changes.push({ task, status: 'incompatible', reason: incompatible });
+      if (!incompatible && task.status === 'incompatible' && this.repo.historyOf(task.id).at(-1)?.source === 'server')
+        changes.push({ task, status: 'pending', reason: 'the device can now apply it (new inventory)' });
+    }
+    if (changes.length === 0) return;
+    this.transact(() => {
+      const at = nowIso();
+      for (const change of changes)
+        this.setStatus(change.task.id, change.task.deployment_id, agent, change.status, change.reason, 'server', at);
+    });
+  }
+
+  /** A new fleet: no stale retained policy of an earlier fleet of that id survives (the reference does the same). */
+  private clearFleetTopics(fleetId: number): void {
+    const fleet = this.fleets.byId(fleetId);
+    if (!fleet) return;
+    for (const policy of POLICY_CATALOGUE) void this.publish(`/${fleet.entity_id}/fleet/${fleet.id}/Policy/${policy.symbol}`, '');
+  }
+
+  /** The catalogue entry of a value policy, or a 400 naming what is wrong. */
+  private valuePolicy(symbol: string): PolicyDefinition {
+    const definition = policyDefinition(symbol);
+    if (!definition)
+      throw new ApiError(
+        400,
+        'ERROR_UNKNOWN_POLICY',
+        `Unknown policy "${symbol.slice(0, 64)}": see GET /api/policies for the catalogue`,
+      );
+    if (definition.type === 'deployment')
+      throw badRequest(`${symbol} deploys or removes an item: use POST /api/deployments (or the CLI's deploy command)`);
+    return definition;
   }
 
   /** Marks removed, cancels open tasks, clears the retained policy (inside a transaction). */
@@ -433,6 +721,24 @@ export class DeploymentService {
     for (const task of this.repo.openTasksOf(row.id)) {
       const agent = this.repo.agent(task.agent_id);
       if (agent) this.setStatus(task.id, row.id, agent, 'canceled', why, 'server', at);
+    }
+    // A device-level value gone: its fleet's value applies again, and is delivered again.
+    if (row.agent_id !== null && policyDefinition(row.policy)?.unique) {
+      const agent = this.repo.agent(row.agent_id);
+      const fleetTask = agent && this.repo.activeFleetSymbolTask(agent.id, agent.fleet_id, row.policy);
+      if (agent && fleetTask?.status === 'overriden') {
+        this.setStatus(
+          fleetTask.id,
+          fleetTask.deployment_id,
+          agent,
+          'pending',
+          `the device's own value was removed`,
+          'server',
+          at,
+        );
+        const fleetRow = this.repo.byId(fleetTask.deployment_id)!;
+        this.afterCommit(() => this.publish(fleetRow.topic, fleetRow.payload));
+      }
     }
     this.events.record(
       'deployment.removed',
@@ -485,9 +791,11 @@ export class DeploymentService {
   }
 
   private toView(row: DeploymentWithCounts): DeploymentView {
-    const { payload, remove_on_delete, ...rest } = row;
+    const { payload, remove_on_delete, value, ...rest } = row;
     return {
       ...rest,
+      value: parseValue(value),
+      label: policyDefinition(row.policy)?.label ?? row.policy,
       remove_on_delete: remove_on_delete === 1,
       message: JSON.parse(payload) as Record<string, unknown>,
       progress: progressText(row),
@@ -522,6 +830,38 @@ export class DeploymentService {
         `Policy on ${topic} not published: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
+  }
+}
+
+const parseValue = (json: string | null): boolean | number | string | null =>
+  json === null ? null : (JSON.parse(json) as boolean | number | string);
+
+/** Why the device cannot apply the policy, as far as the server knows; null when it can (or it does not know). */
+export function incompatibility(
+  definition: Pick<PolicyDefinition, 'androidMinVersion' | 'systemOnly'>,
+  agent: Pick<AgentInScope, 'os_version' | 'has_system_permission'>,
+): string | null {
+  const version = agent.os_version?.trim() ?? '';
+  if (/^\d+(\.\d+)*$/.test(version) && compareAndroidVersions(version, definition.androidMinVersion) < 0)
+    return `Android ${version} is older than ${definition.androidMinVersion}, the minimum of this policy`;
+  if (definition.systemOnly && agent.has_system_permission === 0)
+    return 'this policy needs an agent with system permission, and this one reported none';
+  return null;
+}
+
+/** What a value policy takes, for its 400. */
+function expected(definition: PolicyDefinition): string {
+  switch (definition.type) {
+    case 'bool':
+      return 'expected true or false';
+    case 'int': {
+      const schema = definition.schema as { minimum?: number; maximum?: number };
+      return `expected an integer from ${schema.minimum} to ${schema.maximum}${definition.unit ? ` (${definition.unit})` : ''}`;
+    }
+    case 'dropdown':
+      return `expected one of ${definition.choices!.map((choice) => choice.value).join(', ')}`;
+    case 'deployment':
+      return 'a deployment';
   }
 }
 

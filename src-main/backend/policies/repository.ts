@@ -1,11 +1,14 @@
 import { ENROLL_STATUS } from '../agents/status.ts';
 import type { Db } from '../db/database.ts';
-import type { PolicyName, TaskStatus } from './policies.ts';
+import type { TaskStatus } from './wire.ts';
 
 export interface DeploymentRow {
   id: number;
   entity_id: number;
-  policy: PolicyName;
+  /** A symbol of the policy catalogue. */
+  policy: string;
+  /** Value policies: the value as JSON; null for the deployment kinds. */
+  value: string | null;
   item_kind: 'file' | 'package' | null;
   item_id: number | null;
   item_name: string;
@@ -29,6 +32,8 @@ export interface TaskCounts {
   done: number;
   failed: number;
   canceled: number;
+  incompatible: number;
+  overriden: number;
 }
 
 export type DeploymentWithCounts = DeploymentRow & TaskCounts;
@@ -58,6 +63,28 @@ export interface AgentInScope {
   fleet_id: number;
   name: string;
   topic: string;
+  /** From the last inventory (null until one arrived). */
+  os_version: string | null;
+  /** From the enrollment: 1, 0, or null when the agent did not say. */
+  has_system_permission: number | null;
+}
+
+/** A task of an active assignment, with what decides its status. */
+export interface LiveTask {
+  id: number;
+  deployment_id: number;
+  agent_id: number;
+  status: TaskStatus;
+  policy: string;
+  fleet_id: number | null;
+}
+
+/** A device's tasks counted by status (the compliance of one device). */
+export interface AgentCompliance extends TaskCounts {
+  agent_id: number;
+  agent_name: string;
+  fleet_id: number;
+  last_change: string | null;
 }
 
 const COUNTS = `count(t.id) AS total,
@@ -65,7 +92,12 @@ const COUNTS = `count(t.id) AS total,
   coalesce(sum(t.status IN ('received', 'in progress', 'waiting')), 0) AS in_progress,
   coalesce(sum(t.status = 'done'), 0) AS done,
   coalesce(sum(t.status = 'failed'), 0) AS failed,
-  coalesce(sum(t.status = 'canceled'), 0) AS canceled`;
+  coalesce(sum(t.status = 'canceled'), 0) AS canceled,
+  coalesce(sum(t.status = 'incompatible'), 0) AS incompatible,
+  coalesce(sum(t.status = 'overriden'), 0) AS overriden`;
+
+const AGENT_COLUMNS = 'id, entity_id, fleet_id, name, topic, os_version, has_system_permission';
+const DEPLOYMENT_KINDS = `('deployApp', 'deployFile', 'removeApp', 'removeFile')`;
 
 /** The target's name as it is now (a fleet renamed since), else as it was when deployed. */
 const CURRENT_TARGET = `coalesce((SELECT 'fleet "' || f.name || '"' FROM fleets f WHERE f.id = d.fleet_id), (SELECT a.name FROM agents a WHERE a.id = d.agent_id), d.target_name) AS target_name`;
@@ -77,9 +109,9 @@ export class DeploymentRepository {
   constructor(db: Db) {
     this.s = {
       insert: db.prepare(
-        `INSERT INTO deployments (entity_id, policy, item_kind, item_id, item_name, fleet_id, agent_id, target_name, destination,
+        `INSERT INTO deployments (entity_id, policy, value, item_kind, item_id, item_name, fleet_id, agent_id, target_name, destination,
            remove_on_delete, topic, payload, created_at)
-         VALUES (@entity_id, @policy, @item_kind, @item_id, @item_name, @fleet_id, @agent_id, @target_name, @destination,
+         VALUES (@entity_id, @policy, @value, @item_kind, @item_id, @item_name, @fleet_id, @agent_id, @target_name, @destination,
            @remove_on_delete, '', '', @created_at)`,
       ),
       setMessage: db.prepare(`UPDATE deployments SET topic = ?, payload = ? WHERE id = ?`),
@@ -90,7 +122,8 @@ export class DeploymentRepository {
       list: db.prepare(
         `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM deployments d LEFT JOIN deployment_tasks t ON t.deployment_id = d.id
          WHERE (@fleet_id IS NULL OR d.fleet_id = @fleet_id) AND (@agent_id IS NULL OR d.agent_id = @agent_id)
-           AND (@state IS NULL OR d.state = @state)
+           AND (@state IS NULL OR d.state = @state) AND (@policy IS NULL OR d.policy = @policy)
+           AND (@kind IS NULL OR (d.policy IN ${DEPLOYMENT_KINDS}) = (@kind = 'deployment'))
          GROUP BY d.id ORDER BY d.id DESC LIMIT 1000`,
       ),
       active: db.prepare(`SELECT * FROM deployments WHERE state = 'active' ORDER BY id`),
@@ -104,10 +137,26 @@ export class DeploymentRepository {
         `UPDATE deployments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`,
       ),
       agentsOfFleet: db.prepare(
-        `SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE fleet_id = ? AND enroll_status != '${ENROLL_STATUS.unenrolled}' ORDER BY id`,
+        `SELECT ${AGENT_COLUMNS} FROM agents WHERE fleet_id = ? AND enroll_status != '${ENROLL_STATUS.unenrolled}' ORDER BY id`,
       ),
-      agent: db.prepare(`SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE id = ?`),
-      agentOfAccount: db.prepare(`SELECT id, entity_id, fleet_id, name, topic FROM agents WHERE account_user_id = ?`),
+      agent: db.prepare(`SELECT ${AGENT_COLUMNS} FROM agents WHERE id = ?`),
+      agentOfAccount: db.prepare(`SELECT ${AGENT_COLUMNS} FROM agents WHERE account_user_id = ?`),
+      liveTasksOfAgent: db.prepare(
+        `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM deployment_tasks t
+         JOIN deployments d ON d.id = t.deployment_id WHERE t.agent_id = ? AND d.state = 'active' ORDER BY t.id`,
+      ),
+      activeFleetSymbolTask: db.prepare(
+        `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM deployment_tasks t
+         JOIN deployments d ON d.id = t.deployment_id
+         WHERE t.agent_id = ? AND d.fleet_id = ? AND d.policy = ? AND d.state = 'active'`,
+      ),
+      compliance: db.prepare(
+        `SELECT a.id AS agent_id, a.name AS agent_name, a.fleet_id, max(t.updated_at) AS last_change, ${COUNTS}
+         FROM agents a
+         LEFT JOIN deployment_tasks t ON t.agent_id = a.id AND t.deployment_id IN (SELECT id FROM deployments WHERE state = 'active')
+         WHERE a.enroll_status != '${ENROLL_STATUS.unenrolled}' AND (@fleet_id IS NULL OR a.fleet_id = @fleet_id)
+         GROUP BY a.id ORDER BY a.id LIMIT 10000`,
+      ),
       insertTask: db.prepare(
         `INSERT INTO deployment_tasks (deployment_id, agent_id, status, reason, created_at, updated_at) VALUES (?, ?, 'pending', NULL, ?, ?)
          ON CONFLICT (deployment_id, agent_id) DO UPDATE SET status = 'pending', reason = NULL, updated_at = excluded.updated_at
@@ -131,7 +180,8 @@ export class DeploymentRepository {
       ),
       openFleetTasksElsewhere: db.prepare(
         `SELECT t.id, t.deployment_id, d.target_name FROM deployment_tasks t JOIN deployments d ON d.id = t.deployment_id
-         WHERE t.agent_id = ? AND d.fleet_id IS NOT NULL AND d.fleet_id != ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
+         WHERE t.agent_id = ? AND d.fleet_id IS NOT NULL AND d.fleet_id != ?
+           AND t.status IN ('pending', 'received', 'in progress', 'waiting', 'incompatible', 'overriden')`,
       ),
       openTasksOfAgent: db.prepare(
         `SELECT t.id, t.deployment_id FROM deployment_tasks t WHERE t.agent_id = ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
@@ -166,12 +216,32 @@ export class DeploymentRepository {
     fleet_id?: number | undefined;
     agent_id?: number | undefined;
     state?: string | undefined;
+    policy?: string | undefined;
+    /** Only the deployment kinds, or only the value policies. */
+    kind?: 'deployment' | 'value' | undefined;
   }): DeploymentWithCounts[] {
     return this.s.list.all({
       fleet_id: filter.fleet_id ?? null,
       agent_id: filter.agent_id ?? null,
       state: filter.state ?? null,
+      policy: filter.policy ?? null,
+      kind: filter.kind ?? null,
     }) as DeploymentWithCounts[];
+  }
+
+  /** Every task of the device's active assignments. */
+  liveTasksOfAgent(agentId: number): LiveTask[] {
+    return this.s.liveTasksOfAgent.all(agentId) as LiveTask[];
+  }
+
+  /** The device's task of its fleet's active assignment of `policy`, if any. */
+  activeFleetSymbolTask(agentId: number, fleetId: number, policy: string): LiveTask | undefined {
+    return this.s.activeFleetSymbolTask.get(agentId, fleetId, policy) as LiveTask | undefined;
+  }
+
+  /** Each enrolled device's tasks of active assignments, counted by status. */
+  compliance(fleetId: number | null): AgentCompliance[] {
+    return this.s.compliance.all({ fleet_id: fleetId }) as AgentCompliance[];
   }
 
   active(): DeploymentRow[] {
