@@ -11,7 +11,7 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { AdminApiError } from './api/client.ts';
 import { App } from './app/App.tsx';
-import { useLocation } from './app/router.tsx';
+import { useLocation } from './lib/router.tsx';
 import { SignInPage } from './pages/SignIn.tsx';
 import { cssVariablesResolver, theme } from './app/theme.ts';
 import { LiveProvider } from './live/LiveProvider.tsx';

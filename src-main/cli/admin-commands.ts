@@ -1,15 +1,14 @@
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
-import { parseArgs } from 'node:util';
-import { defaultDataDir } from '../backend/config.ts';
 import { codeCommands } from './code-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { policyCommands } from './policy-commands.ts';
 import { invitationsFromCsv, type CsvRow } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
-import { adminOf, CliError, readServerFile } from './server-file.ts';
+import { CliError } from './server-file.ts';
+import { output, parse, positiveInt, type Handler } from './handler.ts';
 import { AdminApiError, type AdminClient } from '../../src-shared/contract/admin-client.ts';
 import type {
   Invitation,
@@ -19,25 +18,6 @@ import type {
   StoredItem,
   UploadQuery,
 } from '../../src-shared/contract/index.ts';
-
-export type Handler = (argv: string[]) => Promise<number>;
-type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
-
-const COMMON = { 'data-dir': { type: 'string' }, json: { type: 'boolean' } } as const;
-
-export function parse<O extends Options>(argv: string[], options: O) {
-  const parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
-  const values = parsed.values as Record<string, string | boolean | undefined>;
-  const server = () => readServerFile((values['data-dir'] as string | undefined) ?? defaultDataDir());
-  /** The running server's admin API (server.json is read when a command first needs it). */
-  const admin = (): AdminClient => adminOf(server());
-  return { values, positionals: parsed.positionals, admin, json: values.json === true };
-}
-
-export function output(json: boolean, data: unknown, human: () => string): number {
-  console.log(json ? JSON.stringify(data, null, 2) : human());
-  return 0;
-}
 
 function deliveryText(d: Invitation['delivery']): string {
   if (!d) return 'not emailed';
@@ -78,12 +58,6 @@ function wholeNumber(value: string, what: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
     throw new CliError(`${what} must be a whole number, not "${value}"`);
-  return n;
-}
-
-export function positiveInt(value: string | undefined, what: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`${what} must be a positive integer, not "${value ?? ''}"`);
   return n;
 }
 

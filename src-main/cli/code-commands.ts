@@ -1,5 +1,5 @@
 // `code create|revoke|rotate`, `codes`, `approve`, `reject`: enrollment codes and the devices waiting for approval.
-import { output, parse, positiveInt, type Handler } from './admin-commands.ts';
+import { output, parse, positiveInt, type Handler } from './handler.ts';
 import { CliError } from './server-file.ts';
 import type { CodeApproval, EnrollmentCode } from '../../src-shared/contract/index.ts';
 

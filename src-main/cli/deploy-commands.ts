@@ -1,7 +1,7 @@
 // `deploy`, `deployments`, `undeploy` and `fleet add|rename|delete`: thin clients of the admin API.
 import type { AdminClient } from '../../src-shared/contract/admin-client.ts';
 import type { DeployBody, Deployment, DeviceTask, Fleet } from '../../src-shared/contract/index.ts';
-import { output as print, parse, positiveInt, type Handler } from './admin-commands.ts';
+import { output as print, parse, positiveInt, type Handler } from './handler.ts';
 import { CliError } from './server-file.ts';
 
 const deploymentLine = (d: Deployment) => `#${d.id}  ${d.policy} "${d.item_name}" → ${d.target_name}  ${d.state}  ${d.progress}`;

@@ -9,7 +9,7 @@ import {
   type EffectivePolicy,
   type PolicyDefinition,
 } from '../../src-shared/contract/index.ts';
-import { output as print, parse, positiveInt, type Handler } from './admin-commands.ts';
+import { output as print, parse, positiveInt, type Handler } from './handler.ts';
 import { findFleet } from './deploy-commands.ts';
 import { CliError } from './server-file.ts';
 

@@ -252,8 +252,8 @@ ${
   Console:               ${info.console_url}
                          (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)
   Mail:                  ${backend.services.mail.settings.describeTarget().summary}
-  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : "spec (codes for the spec's agent)"}${unreachableWarning(info.public_host)}
-${resumed > 0 ? `\n  Simulated devices:     ${resumed} from the last run reconnecting\n` : ''}Press Ctrl+C to stop.`);
+  Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : "spec (codes for the spec's agent)"}${resumed > 0 ? `\n  Simulated devices:     ${resumed} from the last run reconnecting` : ''}${unreachableWarning(info.public_host)}
+Press Ctrl+C to stop.`);
   }
   for (const warning of warnings) console.error(`WARNING: ${warning}`);
   await new Promise<void>((resolve) => {

@@ -1,6 +1,8 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type {
   AgentSummary,
+  AssignBody,
+  AssignmentFilter,
   DeployBody,
   DeploymentFilter,
   InvitationBulk,
@@ -35,6 +37,11 @@ export const keys = {
   deploymentList: (filter: DeploymentFilter) => ['deployments', 'list', filter] as const,
   deployment: (id: number) => ['deployments', 'one', id] as const,
   agentTasks: (id: number) => ['deployments', 'agentTasks', id] as const,
+  // Policies live under 'deployments': the same events (assignments, task statuses) refresh them.
+  policyCatalogue: ['policyCatalogue'] as const,
+  assignmentList: (filter: AssignmentFilter) => ['deployments', 'assignments', filter] as const,
+  agentPolicies: (id: number) => ['deployments', 'agentPolicies', id] as const,
+  compliance: (fleetId: number | null) => ['deployments', 'compliance', fleetId] as const,
 };
 
 export const FEED_SIZE = 100;
@@ -280,5 +287,62 @@ export function useUpdatePackage() {
   return useMutation({
     mutationFn: ({ id, ...changes }: { id: number } & PackagePatch) => admin.updatePackage(id, changes),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.stored('package') }),
+  });
+}
+
+/** The policy catalogue (GET /api/policies): it never changes while the server runs. */
+export function usePolicyCatalogue() {
+  return useQuery({
+    queryKey: keys.policyCatalogue,
+    queryFn: async ({ signal }) => (await admin.policies.catalogue(signal)).items,
+    staleTime: Infinity,
+  });
+}
+
+export function useAssignments(filter: AssignmentFilter, enabled = true) {
+  return useQuery({
+    queryKey: keys.assignmentList(filter),
+    queryFn: async ({ signal }) => (await admin.policies.list(filter, signal)).items,
+    placeholderData: keepPreviousData,
+    enabled,
+  });
+}
+
+export function useAgentPolicies(id: number | null) {
+  return useQuery({
+    queryKey: keys.agentPolicies(id ?? 0),
+    queryFn: async ({ signal }) => (await admin.policies.ofAgent(id!, signal)).items,
+    enabled: id !== null,
+  });
+}
+
+export function useCompliance(fleetId: number | null) {
+  return useQuery({
+    queryKey: keys.compliance(fleetId),
+    queryFn: async ({ signal }) => (await admin.policies.compliance(fleetId ?? undefined, signal)).items,
+    placeholderData: keepPreviousData,
+  });
+}
+
+/** Sets values (one request each, in order), unsetting first the assignments they replace. */
+export function useSetPolicies() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: async (changes: { set: AssignBody; replaces?: number | undefined }[]) => {
+      for (const change of changes) {
+        if (change.replaces !== undefined) await admin.policies.unset(change.replaces);
+        await admin.policies.set(change.set);
+      }
+      return changes.length;
+    },
+    onSettled: () => client.invalidateQueries({ queryKey: keys.deployments }),
+  });
+}
+
+export function useUnsetPolicy() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => admin.policies.unset(id),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.deployments }),
   });
 }

@@ -44,7 +44,7 @@ import { Invitations } from '../pages/Invitations.tsx';
 import { NotFound } from '../pages/NotFound.tsx';
 import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
-import { Link, matchPath, navigate, useLocation } from './router.tsx';
+import { Link, matchPath, navigate, useLocation } from '../lib/router.tsx';
 
 const NAV = [
   { to: '/', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },

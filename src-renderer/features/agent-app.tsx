@@ -1,6 +1,6 @@
 import { Anchor, Badge, Group, Text } from '@mantine/core';
 import { useSettings } from '../api/queries.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 
 /** Which agent app the codes are made for (setting `agent_app`), so an admin knows what phones need. */
 export function AgentAppNote({ compact = false }: { compact?: boolean }) {

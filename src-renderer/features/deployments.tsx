@@ -67,13 +67,14 @@ const POLICY_LABELS: Record<Deployment['policy'], string> = {
 
 /** One bar per deployment: done, failed, in progress and pending as sections, and the sentence. */
 export function DeploymentProgress({ counts, text }: { counts: TaskCounts; text: string }) {
-  const total = Math.max(1, counts.total - counts.canceled);
+  const total = Math.max(1, counts.total - counts.canceled - counts.overriden);
   const share = (n: number) => (n / total) * 100;
   return (
     <Stack gap={4} miw={140}>
       <Progress.Root size="lg" aria-label={text}>
         <Progress.Section value={share(counts.done)} color="teal" />
         <Progress.Section value={share(counts.failed)} color="red" />
+        <Progress.Section value={share(counts.incompatible)} color="orange" />
         <Progress.Section value={share(counts.in_progress)} color="blue" animated />
         <Progress.Section value={share(counts.pending)} color="gray.4" />
       </Progress.Root>
@@ -84,7 +85,7 @@ export function DeploymentProgress({ counts, text }: { counts: TaskCounts; text:
   );
 }
 
-function TaskRows({ id }: { id: number }) {
+export function TaskRows({ id }: { id: number }) {
   const detail = useDeployment(id);
   return (
     <QueryView query={detail}>

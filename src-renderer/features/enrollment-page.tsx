@@ -3,7 +3,7 @@ import { Alert, Badge, Box, Button, Card, Code, Group, Modal, Overlay, Stack, Ta
 import { IconDownload } from '@tabler/icons-react';
 import type { ReactNode } from 'react';
 import type { SimulateResult } from '../../src-shared/contract/index.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import { useAgent } from '../api/queries.ts';
 import { CopyIcon } from '../components/common.tsx';
 import { enrollStatusOf } from '../lib/devices.ts';

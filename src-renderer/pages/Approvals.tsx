@@ -3,7 +3,7 @@ import { IconChecks } from '@tabler/icons-react';
 import { useMemo, useState } from 'react';
 import { useApproveAgents } from '../api/codes.ts';
 import { useAgents } from '../api/queries.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import {
   EmptyState,
   ErrorState,
@@ -38,7 +38,7 @@ export function ApprovalsPage() {
     <>
       <PageHeader
         title="Waiting for approval"
-        description="Devices enrolled with an enrollment code that needs an admin's approval. Until approved they cannot connect to the broker or download anything; a rejected device is freed."
+        description="Devices enrolled with an enrollment code that needs an admin's approval. Until approved they can only wait: the broker refuses them, and no report, position, task status or download of theirs is accepted (nothing they send is shown). A rejected device is freed."
         actions={
           <Group gap="sm">
             <Button

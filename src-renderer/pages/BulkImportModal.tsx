@@ -34,7 +34,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { admin, AdminApiError, errorMessage } from '../api/client.ts';
 import { createInvitations, keys, useFleets, useSettings, validateInvitations } from '../api/queries.ts';
 import type { Invitation } from '../../src-shared/contract/index.ts';
-import { navigate } from '../app/router.tsx';
+import { navigate } from '../lib/router.tsx';
 import { fullName } from '../lib/format.ts';
 import { Email, notifyError } from '../components/common.tsx';
 import { createInBatches, validateInChunks, type BulkOutcome } from '../lib/bulk-create.ts';

@@ -21,7 +21,7 @@ import { AdminApiError } from '../api/client.ts';
 import { useCode, useSimulateWithCode, usesText } from '../api/codes.ts';
 import type { CodeDetail, CodeLogEntry } from '../../src-shared/contract/index.ts';
 import type { SimulateResult } from '../../src-shared/contract/index.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
 import { DecideButtons, EnrollStatusBadge } from '../features/approval.tsx';
 import { DetailsTable, LinksCard, LogCard, QrCard, SimulationResult } from '../features/enrollment-page.tsx';

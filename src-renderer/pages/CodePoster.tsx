@@ -3,7 +3,7 @@ import { Button, Container, Group, SegmentedControl, Text, Title } from '@mantin
 import { IconArrowLeft, IconPrinter } from '@tabler/icons-react';
 import { useState, type CSSProperties } from 'react';
 import { useCode } from '../api/codes.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import { ErrorState, LoadingState } from '../components/common.tsx';
 import { formatDate } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';

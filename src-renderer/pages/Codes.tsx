@@ -21,7 +21,7 @@ import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from '../../src-shared/contract/rul
 import { CODE_STATUS, useCodes, useCreateCode, useRevokeCode, useRotateCode, usesText } from '../api/codes.ts';
 import type { EnrollmentCode } from '../../src-shared/contract/index.ts';
 import { useFleets } from '../api/queries.ts';
-import { Link, navigate } from '../app/router.tsx';
+import { Link, navigate } from '../lib/router.tsx';
 import {
   confirmAction,
   EmptyState,

@@ -29,7 +29,7 @@ import {
 import type { ReactNode } from 'react';
 import { useFeed, useStatus } from '../api/queries.ts';
 import type { LiveEvent, ServerStatus } from '../../src-shared/contract/index.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import { AgentAppNote } from '../features/agent-app.tsx';
 import { CopyIcon, EmptyState, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
 import { funnelOf } from '../lib/dashboard.ts';

@@ -3,8 +3,9 @@ import { IconCircleFilled, IconTrash } from '@tabler/icons-react';
 import { AdminApiError } from '../api/client.ts';
 import { useAgent, useAgentTasks, useDeleteAgent } from '../api/queries.ts';
 import { DeviceTasks } from '../features/deployments.tsx';
+import { DevicePolicies } from '../features/policies.tsx';
 import type { AgentDetail } from '../../src-shared/contract/index.ts';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 import {
   confirmAction,
   EmptyState,
@@ -285,6 +286,13 @@ function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
       </div>
       <Divider />
       <InventorySection agent={agent} />
+      <Divider />
+      <div>
+        <Title order={5} mb="xs">
+          Policies
+        </Title>
+        <DevicePolicies agentId={agent.id} />
+      </div>
       <Divider />
       <div>
         <Title order={5} mb="xs">

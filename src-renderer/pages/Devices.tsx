@@ -30,7 +30,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent, type ReactNode } from 'react';
 import { useAgents, useFleets } from '../api/queries.ts';
 import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
-import { Link, navigate, useLocation } from '../app/router.tsx';
+import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { EmptyState, ErrorState, LoadingState, PageHeader, useNow } from '../components/common.tsx';
 import { changedIds, enrollStatusOf, matchesSearch, searchTerms } from '../lib/devices.ts';
 import { countOf, fullName, relativeTime } from '../lib/format.ts';

@@ -22,7 +22,7 @@ import { useEffect, useRef, useState } from 'react';
 import { AdminApiError, errorMessage } from '../api/client.ts';
 import { keys, useDeleteStored, useStored } from '../api/queries.ts';
 import { PACKAGE_NAME_PATTERN, type StoredItem, type StoredKind } from '../../src-shared/contract/index.ts';
-import { navigate, useLocation } from '../app/router.tsx';
+import { navigate, useLocation } from '../lib/router.tsx';
 import {
   confirmAction,
   CopyIcon,

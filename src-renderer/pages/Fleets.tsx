@@ -17,9 +17,10 @@ import { IconPencil, IconPlus, IconTrash } from '@tabler/icons-react';
 import { useMemo, useState } from 'react';
 import { useAgents, useCreateFleet, useDeleteFleet, useFleets, useRenameFleet } from '../api/queries.ts';
 import type { Fleet } from '../../src-shared/contract/index.ts';
-import { Link, navigate } from '../app/router.tsx';
+import { Link, navigate } from '../lib/router.tsx';
 import { confirmAction, EmptyState, notifyError, notifySuccess, PageHeader, QueryView } from '../components/common.tsx';
 import { DeploymentList } from '../features/deployments.tsx';
+import { FleetPolicies } from '../features/policies.tsx';
 
 function RenameModal({ fleet, onClose }: { fleet: Fleet | null; onClose: () => void }) {
   const rename = useRenameFleet();
@@ -222,44 +223,54 @@ export function FleetsPage({ id }: { id: number | null }) {
         {(items) => {
           const selected = items.find((fleet) => fleet.id === id) ?? null;
           return (
-            <Grid gap="lg">
-              <Grid.Col span={{ base: 12, md: 4 }}>
-                <Card withBorder radius="md" p="md">
-                  <FleetList fleets={items} selected={selected?.id ?? null} />
-                </Card>
-              </Grid.Col>
-              <Grid.Col span={{ base: 12, md: 8 }}>
-                {selected ? (
-                  <Stack gap="lg">
-                    <Card withBorder radius="md" p="md" data-testid="fleet-deployments">
-                      <Group justify="space-between" mb="sm" wrap="wrap" gap="xs">
-                        <Title order={4} style={{ overflowWrap: 'anywhere' }}>
-                          Deployments to {selected.name}
-                        </Title>
-                        <Button component={Link} to="/files" variant="light" size="xs">
-                          Deploy a file or package…
-                        </Button>
-                      </Group>
-                      <DeploymentList
-                        showTarget={false}
-                        filter={{ fleet_id: selected.id, state: 'active' }}
-                        emptyText="Nothing is deployed to this fleet. Use “Deploy to…” on a file or package."
-                      />
-                    </Card>
-                    <Card withBorder radius="md" p="md">
-                      <Title order={4} mb="sm">
-                        Devices ({selected.agent_count})
-                      </Title>
-                      <FleetDevices fleetId={selected.id} />
-                    </Card>
-                  </Stack>
-                ) : (
+            <>
+              <Grid gap="lg">
+                <Grid.Col span={{ base: 12, md: 4 }}>
                   <Card withBorder radius="md" p="md">
-                    <EmptyState title="Choose a fleet">Its devices and what is deployed to it are shown here.</EmptyState>
+                    <FleetList fleets={items} selected={selected?.id ?? null} />
                   </Card>
-                )}
-              </Grid.Col>
-            </Grid>
+                </Grid.Col>
+                <Grid.Col span={{ base: 12, md: 8 }}>
+                  {selected ? (
+                    <Stack gap="lg">
+                      <Card withBorder radius="md" p="md" data-testid="fleet-deployments">
+                        <Group justify="space-between" mb="sm" wrap="wrap" gap="xs">
+                          <Title order={4} style={{ overflowWrap: 'anywhere' }}>
+                            Deployments to {selected.name}
+                          </Title>
+                          <Button component={Link} to="/files" variant="light" size="xs">
+                            Deploy a file or package…
+                          </Button>
+                        </Group>
+                        <DeploymentList
+                          showTarget={false}
+                          filter={{ fleet_id: selected.id, state: 'active' }}
+                          emptyText="Nothing is deployed to this fleet. Use “Deploy to…” on a file or package."
+                        />
+                      </Card>
+                      <Card withBorder radius="md" p="md">
+                        <Title order={4} mb="sm">
+                          Devices ({selected.agent_count})
+                        </Title>
+                        <FleetDevices fleetId={selected.id} />
+                      </Card>
+                    </Stack>
+                  ) : (
+                    <Card withBorder radius="md" p="md">
+                      <EmptyState title="Choose a fleet">Its devices and what is deployed to it are shown here.</EmptyState>
+                    </Card>
+                  )}
+                </Grid.Col>
+              </Grid>
+              {selected ? (
+                <Card withBorder radius="md" p="md" mt="lg">
+                  <Title order={4} mb="sm">
+                    Policies of {selected.name}
+                  </Title>
+                  <FleetPolicies fleetId={selected.id} fleetName={selected.name} />
+                </Card>
+              ) : null}
+            </>
           );
         }}
       </QueryView>

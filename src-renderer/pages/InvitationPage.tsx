@@ -4,7 +4,7 @@ import { useState } from 'react';
 import { AdminApiError } from '../api/client.ts';
 import { useDeleteInvitation, useInvitation, useRevokeInvitation, useSimulateDevice } from '../api/queries.ts';
 import type { InvitationDetail, SimulateResult } from '../../src-shared/contract/index.ts';
-import { Link, navigate } from '../app/router.tsx';
+import { Link, navigate } from '../lib/router.tsx';
 import {
   confirmAction,
   EmptyState,

@@ -17,7 +17,7 @@ import { IconMailPlus, IconPrinter, IconSearch, IconUsersPlus } from '@tabler/ic
 import { useEffect, useMemo, useState } from 'react';
 import { useFleets, useInvitations } from '../api/queries.ts';
 import type { InvitationFilter, InvitationStatus } from '../../src-shared/contract/index.ts';
-import { Link, navigate, useLocation } from '../app/router.tsx';
+import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { EmptyState, ErrorState, InvitationStatusBadge, LoadingState, PageHeader, RelativeTime } from '../components/common.tsx';
 import { DeliveryMark } from '../features/mail.tsx';
 import { fullName } from '../lib/format.ts';

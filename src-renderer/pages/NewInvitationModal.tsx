@@ -4,7 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
 import { useCreateInvitation, useFleets, useSettings } from '../api/queries.ts';
 import { AgentAppNote } from '../features/agent-app.tsx';
-import { navigate } from '../app/router.tsx';
+import { navigate } from '../lib/router.tsx';
 import { notifyError, notifySuccess } from '../components/common.tsx';
 import { emailProblem } from '../lib/email.ts';
 import { INVITATION_LIFETIME_DAYS as LIFETIME, isWholeNumberIn } from '../../src-shared/contract/rules.ts';

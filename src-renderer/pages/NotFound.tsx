@@ -1,6 +1,6 @@
 import { Button } from '@mantine/core';
 import { EmptyState, PageHeader } from '../components/common.tsx';
-import { Link } from '../app/router.tsx';
+import { Link } from '../lib/router.tsx';
 
 export function NotFound() {
   return (

@@ -6,7 +6,7 @@ import { useMemo, useState, type CSSProperties } from 'react';
 import { admin } from '../api/client.ts';
 import { useInvitationsByIds } from '../api/queries.ts';
 import type { InvitationDetail } from '../../src-shared/contract/index.ts';
-import { Link, navigate, useLocation } from '../app/router.tsx';
+import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { EmptyState, ErrorState, LoadingState, notifyError, notifySuccess } from '../components/common.tsx';
 import { UnreachableWarning } from '../features/reachability.tsx';
 import { desktop } from '../lib/desktop.ts';

@@ -2,7 +2,7 @@ import { Alert, Button, Center, Code, List, Paper, PasswordInput, Stack, Text, T
 import { IconAlertTriangle, IconLogin } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { admin, errorMessage } from '../api/client.ts';
-import { useLocation } from '../app/router.tsx';
+import { useLocation } from '../lib/router.tsx';
 
 /**
  * Signing in from a browser: paste the admin token or a one-time sign-in link. The server sets

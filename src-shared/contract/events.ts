@@ -1,5 +1,4 @@
 import { Type, type Static } from 'typebox';
-import type { AgentSummary } from './agents.ts';
 import { AnyObject, Items, Nullable } from './common.ts';
 
 /** One recorded event: the history (GET /api/events) and each frame of the live stream. */
@@ -135,33 +134,4 @@ export type ServerEvent<K extends ServerEventType = ServerEventType> = {
 
 export function isServerEvent<K extends ServerEventType>(event: LiveEvent, type: K): event is LiveEvent & ServerEvent<K> {
   return event.type === type;
-}
-
-// ── GET /api/events/stream: Server-Sent Events ──────────────────────────────────────────────
-// The stream opens with a `retry:` preamble, then sends every recorded event as
-// `id: <id>\nevent: <type>\ndata: <StreamEvent JSON>\n\n`, and a comment line as heartbeat.
-// `?after=<id>` (or the Last-Event-ID header) replays what came after that id first.
-
-export const SSE_RETRY_MS = 2000;
-export const SSE_HEARTBEAT_MS = 15_000;
-
-/**
- * The data of an event frame: the event, and for an event naming an agent also `agent`, the agent's
- * device-list row as it stands after the event (null once it is gone).
- */
-export type StreamEvent = LiveEvent & { agent?: AgentSummary | null };
-
-/** The frames the stream sends, as a client parses them. */
-export type SseFrame =
-  | { kind: 'retry'; retry: number }
-  | { kind: 'event'; id: number; event: string; data: StreamEvent }
-  | { kind: 'comment'; text: string };
-
-export const sseRetryFrame = (ms = SSE_RETRY_MS) => `retry: ${ms}\n\n`;
-export const sseEventFrame = (event: StreamEvent) => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
-export const sseHeartbeatFrame = () => ': keep-alive\n\n';
-
-/** The stream's query: the id after which to replay (the Last-Event-ID header wins). */
-export interface EventStreamQuery {
-  after?: string;
 }

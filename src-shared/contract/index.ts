@@ -5,6 +5,7 @@ export * from './errors.ts';
 export * from './server-info.ts';
 export * from './status.ts';
 export * from './events.ts';
+export * from './event-stream.ts';
 export * from './commands.ts';
 export * from './agents.ts';
 export * from './invitations.ts';

@@ -452,8 +452,12 @@ export type PolicyCatalogueEntry = Static<typeof PolicyCatalogueEntry>;
 export const PolicyCatalogue = Items(PolicyCatalogueEntry);
 
 const TargetId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
-/** A value policy's value: checked against the catalogue entry's own schema by the service. */
-export const PolicyValue = Type.Union([Type.Boolean(), Type.Integer(), Type.String({ maxLength: 100 })]);
+/**
+ * A value policy's value, checked by the service against the catalogue entry's own schema (its type
+ * depends on the policy). Not a union here: the admin API coerces types, and a union would turn `0`
+ * into `false` (or `true` into `1`) before the catalogue saw it.
+ */
+export const PolicyValue = Type.Unknown();
 
 /** POST /api/policy-assignments: a value policy on a fleet (by id or name) or one device. */
 export const AssignBody = Type.Object(

@@ -38,6 +38,15 @@ export function backendRoom(path: string): string | null {
   return rest.includes('/') ? rest.slice(0, rest.indexOf('/')) : rest;
 }
 
+const CONSOLE = 'src-renderer/';
+
+/** The folder of a console file: its folder under src-renderer (app, pages, lib, ...), or the root file itself. */
+export function consoleFolder(path: string): string | null {
+  if (!path.startsWith(CONSOLE)) return null;
+  const rest = path.slice(CONSOLE.length);
+  return rest.includes('/') ? rest.slice(0, rest.indexOf('/')) : rest;
+}
+
 /** Domain files: every backend file outside the API rooms, the wiring files and route files. */
 export function isDomainFile(path: string): boolean {
   const room = backendRoom(path);
@@ -105,19 +114,53 @@ export function layerViolations(files: SourceFile[], options: CheckOptions = {})
   }
   for (const [rooms, ...steps] of roomCycles(files, options.cycleAllowList ?? []))
     found.push(`backend rooms import each other in a cycle: ${rooms} (${steps.join('; ')})`);
+  // The console's folders: the shell (app/) imports the pages, so nothing below may import app/.
+  for (const [folders, ...steps] of roomCycles(files, [], consoleFolder))
+    found.push(`console folders import each other in a cycle: ${folders} (${steps.join('; ')})`);
+  for (const [paths, ...steps] of fileCycles(files))
+    found.push(`files import each other in a cycle: ${paths} (${steps.join('; ')})`);
   return found;
 }
 
-/** The import graph between backend rooms (folders, and root files on their own). */
-export function roomGraph(files: SourceFile[]): Map<string, Map<string, string>> {
+/**
+ * Cycles between files anywhere in the tree, inside a room as well as across rooms: each is a pair
+ * (or ring) that cannot be read, tested or moved one without the other. Type-only imports count:
+ * a repository that takes its row type from its service is still tied to it. Each cycle comes with
+ * its imports, as `a → b`.
+ */
+export function fileCycles(files: SourceFile[]): string[][] {
   const graph = new Map<string, Map<string, string>>();
   for (const file of files) {
-    const from = backendRoom(file.path);
+    const edges = graph.get(file.path) ?? new Map<string, string>();
+    graph.set(file.path, edges);
+    for (const target of file.imports) edges.set(target, `${file.path} → ${target}`);
+  }
+  const cycles: string[][] = [];
+  for (const component of stronglyConnected(graph, () => false)) {
+    const [only] = component;
+    if (component.length === 1 && !graph.get(only!)?.has(only!)) continue;
+    const members = new Set(component);
+    const steps = component.flatMap((path) =>
+      [...(graph.get(path) ?? [])].filter(([to]) => members.has(to)).map(([, example]) => example),
+    );
+    cycles.push([component.sort().join(' ⇄ '), ...steps.sort()]);
+  }
+  return cycles;
+}
+
+/** The import graph between rooms: backend rooms by default (folders, and root files on their own). */
+export function roomGraph(
+  files: SourceFile[],
+  roomOf: (path: string) => string | null = backendRoom,
+): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  for (const file of files) {
+    const from = roomOf(file.path);
     if (from === null) continue;
     const edges = graph.get(from) ?? new Map<string, string>();
     graph.set(from, edges);
     for (const target of file.imports) {
-      const to = backendRoom(target);
+      const to = roomOf(target);
       // Keeps one example import per edge, to name it in the report.
       if (to !== null && to !== from && !edges.has(to)) edges.set(to, `${file.path} → ${target}`);
     }
@@ -126,8 +169,12 @@ export function roomGraph(files: SourceFile[]): Map<string, Map<string, string>>
 }
 
 /** Cycles between rooms (strongly connected components), each with one example import per step. */
-export function roomCycles(files: SourceFile[], allowed: ReadonlyArray<readonly [string, string]> = []): string[][] {
-  const graph = roomGraph(files);
+export function roomCycles(
+  files: SourceFile[],
+  allowed: ReadonlyArray<readonly [string, string]> = [],
+  roomOf: (path: string) => string | null = backendRoom,
+): string[][] {
+  const graph = roomGraph(files, roomOf);
   const isAllowed = (a: string, b: string) => allowed.some(([x, y]) => (x === a && y === b) || (x === b && y === a));
   const cycles: string[][] = [];
   for (const component of stronglyConnected(graph, isAllowed)) {

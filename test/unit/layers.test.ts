@@ -1,7 +1,7 @@
 // The walls between rooms, made mechanical (docs/architecture.md; rules in test/helpers/layers.ts).
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { layerViolations, parseSource, readSourceTree, roomCycles, type SourceFile } from '../helpers/layers.ts';
+import { fileCycles, layerViolations, parseSource, readSourceTree, roomCycles, type SourceFile } from '../helpers/layers.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -19,7 +19,7 @@ describe('the layers of the tree', () => {
     expect(files.map((file) => file.path)).toContain('src-main/backend/server.ts');
   });
 
-  it('holds: no forbidden import, no SQL outside repositories, no cycle between backend rooms', () => {
+  it('holds: no forbidden import, no SQL outside repositories, no cycle between rooms, console folders or files', () => {
     expect(layerViolations(files, { prepareAllowList: PREPARE_ALLOW_LIST, cycleAllowList: CYCLE_ALLOW_LIST })).toEqual([]);
   });
 
@@ -52,6 +52,8 @@ describe('the layer check catches what it guards against', () => {
       expect.stringMatching(/^src-main\/backend\/mail\/secrets\.ts imports electron: the backend runs headless/),
       expect.stringMatching(/^src-main\/backend\/server\.ts imports src-main\/cli\/serve\.ts: /),
       expect.stringMatching(/^src-main\/backend\/server\.ts imports src-main\/device\/simulate\.ts: /),
+      // serve.ts and server.ts importing each other is a file cycle as well.
+      expect.stringMatching(/^files import each other in a cycle: src-main\/backend\/server\.ts ⇄ src-main\/cli\/serve\.ts /),
     ]);
   });
 
@@ -136,18 +138,61 @@ describe('the layer check catches what it guards against', () => {
   });
 
   it('a cycle between backend rooms, naming an import of each step, unless allow-listed', () => {
+    // A cycle of rooms whose files form no cycle: settings.ts imports another file of invitations/.
     const files = tree({
       'src-main/backend/invitations/invitations.ts': ['src-main/backend/mail/index.ts'],
       'src-main/backend/mail/index.ts': ['src-main/backend/settings/settings.ts'],
-      'src-main/backend/settings/settings.ts': ['src-main/backend/invitations/invitations.ts'],
+      'src-main/backend/settings/settings.ts': ['src-main/backend/invitations/links.ts'],
+      'src-main/backend/invitations/links.ts': [],
       'src-main/backend/fleets/fleets.ts': ['src-main/backend/events/event-log.ts'],
       'src-main/backend/events/event-log.ts': ['src-main/backend/db/unit-of-work.ts'],
     });
     const found = layerViolations(files);
     expect(found).toHaveLength(1);
     expect(found[0]).toContain('invitations ⇄ mail ⇄ settings');
-    expect(found[0]).toContain('src-main/backend/settings/settings.ts → src-main/backend/invitations/invitations.ts');
+    expect(found[0]).toContain('src-main/backend/settings/settings.ts → src-main/backend/invitations/links.ts');
     expect(layerViolations(files, { cycleAllowList: [['settings', 'invitations']] })).toEqual([]);
+  });
+
+  it('a cycle between files of one room: a service and its repository, a dispatcher and its commands', () => {
+    const files = tree({
+      // codes.ts uses its repository; the repository takes its row type from the service.
+      'src-main/backend/codes/codes.ts': ['src-main/backend/codes/repository.ts', 'src-main/backend/db/database.ts'],
+      'src-main/backend/codes/repository.ts': ['src-main/backend/codes/codes.ts', 'src-main/backend/db/database.ts'],
+      'src-main/backend/db/database.ts': ['better-sqlite3'],
+      // A ring of three in the CLI; and one file that imports itself.
+      'src-main/cli/admin-commands.ts': ['src-main/cli/code-commands.ts'],
+      'src-main/cli/code-commands.ts': ['src-main/cli/deploy-commands.ts'],
+      'src-main/cli/deploy-commands.ts': ['src-main/cli/admin-commands.ts', 'src-main/cli/handler.ts'],
+      'src-main/cli/handler.ts': [],
+      'src-shared/contract/index.ts': ['src-shared/contract/index.ts'],
+    });
+    // No room cycle here (each cycle stays in its room): only the file check sees them.
+    expect(roomCycles(files)).toEqual([]);
+    expect(layerViolations(files)).toEqual([
+      'files import each other in a cycle: src-main/backend/codes/codes.ts ⇄ src-main/backend/codes/repository.ts (src-main/backend/codes/codes.ts → src-main/backend/codes/repository.ts; src-main/backend/codes/repository.ts → src-main/backend/codes/codes.ts)',
+      expect.stringMatching(
+        /^files import each other in a cycle: src-main\/cli\/admin-commands\.ts ⇄ src-main\/cli\/code-commands\.ts ⇄ src-main\/cli\/deploy-commands\.ts \(/,
+      ),
+      'files import each other in a cycle: src-shared/contract/index.ts (src-shared/contract/index.ts → src-shared/contract/index.ts)',
+    ]);
+    expect(fileCycles(files)[1]).toHaveLength(4); // the ring and its three imports
+  });
+
+  it('the console importing back up: a page importing the shell that imports it', () => {
+    const files = tree({
+      'src-renderer/main.tsx': ['src-renderer/app/App.tsx'],
+      'src-renderer/app/App.tsx': ['src-renderer/pages/Devices.tsx', 'src-renderer/lib/router.tsx'],
+      'src-renderer/pages/Devices.tsx': ['src-renderer/app/router.tsx', 'src-renderer/lib/format.ts'],
+      'src-renderer/app/router.tsx': ['react'],
+      'src-renderer/lib/router.tsx': ['react'],
+    });
+    expect(layerViolations(files)).toEqual([
+      'console folders import each other in a cycle: app ⇄ pages (src-renderer/pages/Devices.tsx → src-renderer/app/router.tsx; src-renderer/app/App.tsx → src-renderer/pages/Devices.tsx)',
+    ]);
+    // The router in lib/, as it is: pages import it, the shell imports the pages.
+    files.find((file) => file.path === 'src-renderer/pages/Devices.tsx')!.imports[0] = 'src-renderer/lib/router.tsx';
+    expect(layerViolations(files)).toEqual([]);
   });
 
   it('reads every kind of import with the TypeScript parser, and only real prepare( calls', () => {

@@ -52,7 +52,7 @@ const TARGETS = [
   'src-main/backend/http/listener.ts',
   'src-main/backend/files/routes.ts',
   'src-renderer/lib/format.ts',
-  'src-renderer/app/router.tsx',
+  'src-renderer/lib/router.tsx',
   'src-shared/contract/index.ts',
   'src-shared/delimited.ts',
 ];

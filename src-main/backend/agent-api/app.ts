@@ -87,7 +87,7 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
       perAddress: maxConnectionsPerAddress,
       refusal: JSON.stringify([
         'ERROR_TOO_MANY_CONNECTIONS',
-        `This address already holds ${maxConnectionsPerAddress} connections: close some and try again`,
+        `This address already has ${maxConnectionsPerAddress} requests being answered: try again in a moment`,
       ]),
     });
   }

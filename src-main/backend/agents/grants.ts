@@ -3,15 +3,10 @@
  * people, many devices). A grant decides who the person is and what refuses them; the device rules
  * that follow are the same for both (enrollment.ts).
  */
-import {
-  CodeUsedUp,
-  domainsOf,
-  emailDomainAllowed,
-  statusOfCode,
-  type CodeRow,
-  type EnrollmentCodeService,
-} from '../codes/codes.ts';
-import type { AttemptDetails, InvitationRow, InvitationService } from '../invitations/invitations.ts';
+import { CodeUsedUp, domainsOf, emailDomainAllowed, statusOfCode, type EnrollmentCodeService } from '../codes/codes.ts';
+import type { CodeRow } from '../codes/repository.ts';
+import type { AttemptDetails, InvitationService } from '../invitations/invitations.ts';
+import type { InvitationRow } from '../invitations/repository.ts';
 import { statusOf } from '../invitations/invitations.ts';
 import { isValidEmail, normalizeEmail } from '../../../src-shared/contract/rules.ts';
 import type { SessionContext } from '../sessions/types.ts';

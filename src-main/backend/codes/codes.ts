@@ -8,31 +8,13 @@ import { ApiError, itemNotFound } from '../errors.ts';
 import type { UserRepository } from '../sessions/user-repository.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
-import type { CodeDetails, CodeRepository } from './repository.ts';
+import type { CodeDetails, CodeRepository, CodeRow } from './repository.ts';
 import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from '../../../src-shared/contract/rules.ts';
 import type { CodeApproval, CodeLogEntry, CodeStatus, EnrollmentCode } from '../../../src-shared/contract/index.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export type { CodeApproval, CodeLogEntry, CodeStatus };
-
-export interface CodeRow {
-  id: number;
-  entity_id: number;
-  fleet_id: number;
-  account_user_id: number;
-  name: string;
-  token: string;
-  domains: string;
-  max_uses: number | null;
-  uses: number;
-  approval: CodeApproval;
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  rotated_at: string | null;
-  last_used_at: string | null;
-}
 
 export interface CodeInput {
   name: string;

@@ -1,5 +1,24 @@
 import type { Db } from '../db/database.ts';
-import type { CodeLogEntry, CodeRow } from './codes.ts';
+import type { CodeApproval, CodeLogEntry } from '../../../src-shared/contract/index.ts';
+
+/** A row of enrollment_codes, as stored. */
+export interface CodeRow {
+  id: number;
+  entity_id: number;
+  fleet_id: number;
+  account_user_id: number;
+  name: string;
+  token: string;
+  domains: string;
+  max_uses: number | null;
+  uses: number;
+  approval: CodeApproval;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  rotated_at: string | null;
+  last_used_at: string | null;
+}
 
 export type NewCode = Pick<
   CodeRow,

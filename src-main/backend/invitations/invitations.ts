@@ -9,31 +9,13 @@ import type { UserRepository } from '../sessions/user-repository.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import { randomHex } from '../util/tokens.ts';
 import type { InvitationDeliveries, InvitationMailer } from './ports.ts';
-import type { InvitationDetails, InvitationRepository } from './repository.ts';
+import type { InvitationDetails, InvitationRepository, InvitationRow } from './repository.ts';
 import { INVITATION_LIFETIME_DAYS, isValidEmail, normalizeEmail } from '../../../src-shared/contract/rules.ts';
 import type { Invitation, InvitationFilter, InvitationLogEntry, InvitationStatus } from '../../../src-shared/contract/index.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export type { InvitationFilter, InvitationLogEntry, InvitationStatus };
-
-export interface InvitationRow {
-  id: number;
-  entity_id: number;
-  user_id: number;
-  fleet_id: number;
-  email: string;
-  firstname: string | null;
-  lastname: string | null;
-  token: string;
-  status: 'pending' | 'done' | 'revoked';
-  created_at: string;
-  expires_at: string;
-  used_at: string | null;
-  last_used_at: string | null;
-  revoked_at: string | null;
-  agent_id: number | null;
-}
 
 export interface InvitationInput {
   email: string;

@@ -1,7 +1,25 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.ts';
-import type { InvitationFilter, InvitationLogEntry, InvitationRow } from './invitations.ts';
-import type { AgentBrief } from '../../../src-shared/contract/index.ts';
+import type { AgentBrief, InvitationFilter, InvitationLogEntry } from '../../../src-shared/contract/index.ts';
+
+/** A row of invitations, as stored. */
+export interface InvitationRow {
+  id: number;
+  entity_id: number;
+  user_id: number;
+  fleet_id: number;
+  email: string;
+  firstname: string | null;
+  lastname: string | null;
+  token: string;
+  status: 'pending' | 'done' | 'revoked';
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  agent_id: number | null;
+}
 
 export type NewInvitation = Pick<
   InvitationRow,

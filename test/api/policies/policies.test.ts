@@ -116,6 +116,14 @@ describe('value policies', () => {
       expect(refused.body.message).toMatch(message);
     }
     expect((await set({ policy: 'disableCamera', value: { x: 1 }, fleet_id: f.id })).status).toBe(400);
+    // Values are taken as they are, never coerced into another type (0 once became false, and was refused).
+    expect((await set({ policy: 'passwordMinLength', value: true, fleet_id: f.id })).body.message).toMatch(/expected an integer/);
+    expect((await set({ policy: 'disableCamera', value: 1, fleet_id: f.id })).body.message).toMatch(/expected true or false/);
+    expect((await set({ policy: 'passwordMinLength', value: '6', fleet_id: f.id })).status).toBe(400);
+    const zero = await set({ policy: 'periodicGeolocation', value: 0, fleet_id: f.id });
+    expect([zero.status, zero.body.value, zero.body.message]).toEqual([201, 0, { periodicGeolocation: 0, taskId: zero.body.id }]);
+    const no = await set({ policy: 'disableBluetooth', value: false, fleet_id: f.id });
+    expect([no.status, no.body.value, no.body.message]).toEqual([201, false, { disableBluetooth: 'false', taskId: no.body.id }]);
 
     const first = await set({ policy: 'disableWifi', value: true, fleet_id: f.id });
     expect(first.status).toBe(201);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_GENERAL_SETTINGS, type AgentSummary as Agent } from '../../../src-shared/contract/index.ts';
-import { matchPath } from '../../../src-renderer/app/router.tsx';
+import { matchPath } from '../../../src-renderer/lib/router.tsx';
 import { mailPatch } from '../../../src-renderer/features/mail-settings.tsx';
 import { funnelOf } from '../../../src-renderer/lib/dashboard.ts';
 import { changedIds, enrollStatusOf, matchesSearch, searchTerms } from '../../../src-renderer/lib/devices.ts';

@@ -27,3 +27,18 @@ describe('the initSession rate limiter', () => {
     for (let i = 0; i < 100; i++) expect(limiter.take('a')).toBe(0);
   });
 });
+
+describe('RateLimiter.wait', () => {
+  it('says what take would answer without taking anything', () => {
+    let now = 0;
+    const limiter = new RateLimiter({ burst: 2, perMinute: 6, maxKeys: 100 }, () => now);
+    expect(limiter.wait('a')).toBe(0); // an unknown key has its whole burst
+    limiter.take('a');
+    limiter.take('a');
+    expect(limiter.wait('a')).toBe(10);
+    expect(limiter.wait('a')).toBe(10); // asking twice takes nothing
+    now = 10_000;
+    expect(limiter.wait('a')).toBe(0);
+    expect(limiter.take('a')).toBe(0);
+  });
+});

@@ -1,0 +1,316 @@
+import { ActionIcon, Badge, Button, Group, NumberInput, Select, Stack, Switch, Table, Text, Title, Tooltip } from '@mantine/core';
+import { IconChevronDown, IconChevronRight, IconTrash } from '@tabler/icons-react';
+import { Fragment, useMemo, useState } from 'react';
+import { useAgentPolicies, useAssignments, usePolicyCatalogue, useSetPolicies, useUnsetPolicy } from '../api/queries.ts';
+import type { Assignment, EffectivePolicy, PolicyCatalogueEntry } from '../../src-shared/contract/index.ts';
+import { confirmAction, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
+import { DeploymentProgress, TaskRows, TaskStatusBadge } from './deployments.tsx';
+
+type Value = boolean | number | string;
+
+const showValue = (policy: PolicyCatalogueEntry | undefined, value: Value | null) => {
+  if (value === null) return '—';
+  if (typeof value === 'boolean') return value ? 'Yes' : 'No';
+  const choice = policy?.choices?.find((c) => c.value === value);
+  if (choice) return choice.label;
+  return policy?.unit ? `${value} ${policy.unit}` : String(value);
+};
+
+/** The control the catalogue asks for: a switch, a bounded number with its unit, or a list of choices. */
+function ValueControl({
+  policy,
+  value,
+  onChange,
+}: {
+  policy: PolicyCatalogueEntry;
+  value: Value;
+  onChange: (value: Value) => void;
+}) {
+  if (policy.type === 'bool')
+    return (
+      <Switch
+        checked={value === true}
+        onChange={(event) => onChange(event.currentTarget.checked)}
+        aria-label={policy.label}
+        label={value === true ? 'Yes' : 'No'}
+      />
+    );
+  if (policy.type === 'int') {
+    const schema = policy.schema as { minimum?: number; maximum?: number };
+    return (
+      <NumberInput
+        size="xs"
+        w={170}
+        value={typeof value === 'number' ? value : 0}
+        min={schema.minimum}
+        max={schema.maximum}
+        clampBehavior="strict"
+        allowDecimal={false}
+        allowNegative={false}
+        suffix={policy.unit ? ` ${policy.unit === 'milliseconds' ? 'ms' : policy.unit === 'seconds' ? 's' : ''}` : undefined}
+        onChange={(next) => onChange(typeof next === 'number' ? next : Number(next) || 0)}
+        aria-label={policy.label}
+      />
+    );
+  }
+  return (
+    <Select
+      size="xs"
+      w={170}
+      data={(policy.choices ?? []).map((c) => ({ value: c.value, label: c.label }))}
+      value={String(value)}
+      onChange={(next) => next !== null && onChange(next)}
+      allowDeselect={false}
+      aria-label={policy.label}
+    />
+  );
+}
+
+function Marks({ policy }: { policy: PolicyCatalogueEntry }) {
+  return (
+    <Group gap={4}>
+      <Badge size="xs" variant="outline" color="gray">
+        Android ≥ {policy.androidMinVersion}
+      </Badge>
+      {policy.systemOnly ? (
+        <Tooltip label="Needs the agent installed as a system app; other devices report it incompatible">
+          <Badge size="xs" variant="light" color="orange">
+            system agent
+          </Badge>
+        </Tooltip>
+      ) : null}
+    </Group>
+  );
+}
+
+/** One policy of a fleet: its control, the value in force with its progress, and each device's status. */
+function PolicyRow({
+  policy,
+  assignment,
+  fleetId,
+}: {
+  policy: PolicyCatalogueEntry;
+  assignment: Assignment | undefined;
+  fleetId: number;
+}) {
+  const current = (assignment?.value ?? null) as Value | null;
+  const [draft, setDraft] = useState<Value>(current ?? (policy.recommended as Value));
+  const [open, setOpen] = useState(false);
+  const set = useSetPolicies();
+  const unset = useUnsetPolicy();
+  const changed = current === null || draft !== current;
+  return (
+    <>
+      <Table.Tr data-policy={policy.symbol} data-set={assignment ? 'yes' : 'no'}>
+        <Table.Td w={36}>
+          {assignment ? (
+            <ActionIcon
+              variant="subtle"
+              color="gray"
+              aria-label={open ? 'Hide devices' : 'Show devices'}
+              aria-expanded={open}
+              onClick={() => setOpen(!open)}
+            >
+              {open ? <IconChevronDown size={16} /> : <IconChevronRight size={16} />}
+            </ActionIcon>
+          ) : null}
+        </Table.Td>
+        <Table.Td>
+          <Text size="sm" fw={500}>
+            {policy.label}
+          </Text>
+          <Text size="xs" c="dimmed">
+            {policy.explanation} Recommended: {showValue(policy, policy.recommended as Value)}.
+          </Text>
+          <Marks policy={policy} />
+        </Table.Td>
+        <Table.Td w={190}>
+          <ValueControl policy={policy} value={draft} onChange={setDraft} />
+        </Table.Td>
+        <Table.Td w={250}>
+          {assignment ? (
+            <Stack gap={2}>
+              <Text size="xs">In force: {showValue(policy, current)}</Text>
+              <DeploymentProgress counts={assignment} text={assignment.progress} />
+            </Stack>
+          ) : (
+            <Text size="xs" c="dimmed">
+              Not set (devices keep their own setting)
+            </Text>
+          )}
+        </Table.Td>
+        <Table.Td w={120}>
+          <Group gap={4} wrap="nowrap">
+            <Button
+              size="compact-xs"
+              variant={changed ? 'filled' : 'default'}
+              disabled={!changed}
+              loading={set.isPending}
+              onClick={() =>
+                set.mutate([{ set: { policy: policy.symbol, value: draft, fleet_id: fleetId }, replaces: assignment?.id }], {
+                  onSuccess: () => notifySuccess(`${policy.label}: ${showValue(policy, draft)}`),
+                  onError: (e) => notifyError('Not applied', e),
+                })
+              }
+            >
+              {assignment ? 'Change' : 'Apply'}
+            </Button>
+            {assignment ? (
+              <Tooltip label="Unset (devices keep their own setting)">
+                <ActionIcon
+                  variant="subtle"
+                  color="red"
+                  aria-label={`Unset ${policy.label}`}
+                  loading={unset.isPending}
+                  onClick={() =>
+                    unset.mutate(assignment.id, {
+                      onSuccess: () => notifySuccess(`${policy.label} unset`),
+                      onError: (e) => notifyError('Not unset', e),
+                    })
+                  }
+                >
+                  <IconTrash size={16} />
+                </ActionIcon>
+              </Tooltip>
+            ) : null}
+          </Group>
+        </Table.Td>
+      </Table.Tr>
+      {open && assignment ? (
+        <Table.Tr>
+          <Table.Td />
+          <Table.Td colSpan={4}>
+            <TaskRows id={assignment.id} />
+          </Table.Td>
+        </Table.Tr>
+      ) : null}
+    </>
+  );
+}
+
+/** A fleet's policies: forms generated from the catalogue, grouped by category, live progress per policy. */
+export function FleetPolicies({ fleetId, fleetName }: { fleetId: number; fleetName: string }) {
+  const catalogue = usePolicyCatalogue();
+  const assignments = useAssignments({ fleet_id: fleetId, state: 'active', kind: 'value' });
+  const set = useSetPolicies();
+  const byPolicy = useMemo(() => new Map((assignments.data ?? []).map((a) => [a.policy, a])), [assignments.data]);
+  return (
+    <QueryView query={catalogue}>
+      {(entries) => {
+        const values = entries.filter((p) => p.type !== 'deployment');
+        const categories = [...new Set(values.map((p) => p.category))];
+        const missing = values.filter((p) => !byPolicy.has(p.symbol));
+        return (
+          <Stack gap="sm" data-testid="fleet-policies">
+            <Group justify="space-between">
+              <Text size="sm" c="dimmed">
+                {values.length - missing.length} of {values.length} policies set on {fleetName}.
+              </Text>
+              <Button
+                size="xs"
+                variant="light"
+                disabled={missing.length === 0 || !assignments.data}
+                loading={set.isPending}
+                onClick={() =>
+                  confirmAction(
+                    {
+                      title: 'Apply the recommended baseline?',
+                      message: `Sets the ${missing.length} policies not set on ${fleetName} to their recommended values (the ones already set stay as they are). Devices that cannot apply one report it incompatible.`,
+                      confirmLabel: 'Apply baseline',
+                      danger: false,
+                    },
+                    () =>
+                      set.mutate(
+                        missing.map((p) => ({ set: { policy: p.symbol, value: p.recommended as Value, fleet_id: fleetId } })),
+                        {
+                          onSuccess: (n) => notifySuccess(`${n} policies applied to ${fleetName}`),
+                          onError: (e) => notifyError('Baseline not fully applied', e),
+                        },
+                      ),
+                  )
+                }
+              >
+                Apply the recommended baseline
+              </Button>
+            </Group>
+            <Table.ScrollContainer minWidth={760}>
+              <Table verticalSpacing="xs">
+                {categories.map((category) => (
+                  <Fragment key={category}>
+                    <Table.Thead>
+                      <Table.Tr>
+                        <Table.Th colSpan={5}>
+                          <Title order={6}>{category}</Title>
+                        </Table.Th>
+                      </Table.Tr>
+                    </Table.Thead>
+                    <Table.Tbody>
+                      {values
+                        .filter((p) => p.category === category)
+                        .map((p) => (
+                          <PolicyRow
+                            key={`${p.symbol}-${byPolicy.get(p.symbol)?.id ?? 'none'}`}
+                            policy={p}
+                            assignment={byPolicy.get(p.symbol)}
+                            fleetId={fleetId}
+                          />
+                        ))}
+                    </Table.Tbody>
+                  </Fragment>
+                ))}
+              </Table>
+            </Table.ScrollContainer>
+          </Stack>
+        );
+      }}
+    </QueryView>
+  );
+}
+
+/** A device's effective policies: each value, where it comes from, its status and last change. */
+export function DevicePolicies({ agentId }: { agentId: number }) {
+  const catalogue = usePolicyCatalogue();
+  const policies = useAgentPolicies(agentId);
+  const bySymbol = useMemo(() => new Map((catalogue.data ?? []).map((p) => [p.symbol, p])), [catalogue.data]);
+  return (
+    <QueryView query={policies}>
+      {(items: EffectivePolicy[]) =>
+        items.length === 0 ? (
+          <Text size="sm" c="dimmed">
+            No policy applies to this device.
+          </Text>
+        ) : (
+          <Table fz="sm" verticalSpacing={4} data-testid="device-policies">
+            <Table.Tbody>
+              {items.map((p) => (
+                <Table.Tr key={p.task_id} data-policy={p.policy} data-effective={p.effective} opacity={p.effective ? 1 : 0.55}>
+                  <Table.Td>
+                    <Text size="sm">{p.label}</Text>
+                    <Text size="xs" c="dimmed">
+                      {p.value === null ? p.item_name : showValue(bySymbol.get(p.policy), p.value)} · from{' '}
+                      {p.source === 'device' ? 'this device' : p.source_name}
+                      {p.effective ? '' : ' · not applied'}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td w={130}>
+                    <TaskStatusBadge status={p.status} />
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="xs" c={p.status === 'failed' ? 'red' : 'dimmed'}>
+                      {p.reason ?? ''}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td w={110}>
+                    <Text size="xs" c="dimmed">
+                      <RelativeTime iso={p.updated_at} />
+                    </Text>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        )
+      }
+    </QueryView>
+  );
+}
