@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
@@ -54,6 +54,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   signInFailures?: Partial<RateOptions>;
   /** Open admin event streams per signed-in client and in all (admin-api/events-stream.ts). */
   streamCaps?: Partial<StreamCaps>;
+  /** Told of every route each listener registers (the route-table test, the agent API's OpenAPI document). */
+  onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
 }
 
 /**
@@ -264,7 +266,7 @@ async function startServing(
     public_host: publicHost(),
   });
 
-  const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker);
+  const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
   // Connections go first (an event stream never ends by itself), then the app's own close hooks.
   onClose(async () => {
     await agentListener.close();
@@ -287,6 +289,7 @@ async function startServing(
     maxConnections: sockets.adminConnections,
     requestTimeoutMs: sockets.requestTimeoutMs,
     streamCaps: partial.streamCaps,
+    onRoute: partial.onRoute && ((route) => partial.onRoute?.('admin', route)),
   });
   onClose(async () => {
     await adminListener.close();
@@ -310,8 +313,10 @@ async function agentHttpApp(
   files: FileStore,
   deployments: PolicyService,
   broker: MqttBroker,
+  onRoute: StartOptions['onRoute'],
 ): Promise<FastifyInstance> {
   const agentApp = await buildAgentApp({
+    onRoute: onRoute && ((route) => onRoute('agent', route)),
     serverFactory: listener.serverFactory,
     sessions: services.sessions,
     approval: services.approval,

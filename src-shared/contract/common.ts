@@ -25,3 +25,6 @@ type LiteralTuple<T extends readonly TLiteralValue[]> = { -readonly [K in keyof 
 /** One of these words: `anyOf` of constants (what a list of `Type.Literal`s gives), typed as their union. */
 export const Literals = <const T extends readonly TLiteralValue[]>(values: T): TUnion<LiteralTuple<T>> =>
   Type.Union(values.map((value) => Type.Literal(value))) as unknown as TUnion<LiteralTuple<T>>;
+
+/** `?size=` of a QR image: its width in pixels. */
+export const QrQuery = Type.Object({ size: Type.Optional(Type.Integer({ minimum: 128, maximum: 2048, default: 480 })) });

@@ -27,7 +27,4 @@ export const sseRetryFrame = (ms = SSE_RETRY_MS) => `retry: ${ms}\n\n`;
 export const sseEventFrame = (event: StreamEvent) => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 export const sseHeartbeatFrame = () => ': keep-alive\n\n';
 
-/** The stream's query: the id after which to replay (the Last-Event-ID header wins). */
-export interface EventStreamQuery {
-  after?: string;
-}
+// Its query, EventStreamQuery, is a schema: in events.ts, with the other schemas (this file stays free of TypeBox).

@@ -14,7 +14,11 @@ export const LiveEvent = Type.Object({
 });
 export type LiveEvent = Static<typeof LiveEvent>;
 
-export const EventsQuery = Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }) });
+export const EventsQuery = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })) });
+
+/** GET /api/events/stream's query: the id after which to replay (the Last-Event-ID header wins; anything not a positive integer replays nothing). */
+export const EventStreamQuery = Type.Object({ after: Type.Optional(Type.String({ maxLength: 32 })) });
+export type EventStreamQuery = Static<typeof EventStreamQuery>;
 export const EventList = Items(LiveEvent);
 export type EventList = Static<typeof EventList>;
 

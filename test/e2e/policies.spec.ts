@@ -51,6 +51,12 @@ test('from the console alone: apply the recommended baseline to a fleet of three
     await expect(own.locator('tr[data-policy="disableRoaming"]')).toContainText('Android 4.4 cannot apply disableRoaming');
     await expect(own.locator('tr[data-policy="disableCamera"]')).toContainText(`from fleet "${fleet}"`);
     await shot(own, 'device-policies', testInfo);
+
+    // The dashboard's compliance per fleet: the system agent on Android 13 follows every policy.
+    await page.goto('/');
+    const summary = page.getByTestId('compliance-summary').locator(`tr[data-fleet-id="${created.id}"]`);
+    await expect(summary).toContainText('1 of 3', { timeout: 120_000 });
+    await expect(summary.locator('td').nth(3)).toHaveText('2');
   } finally {
     await Promise.all(devices.map((device) => device.stop()));
   }

@@ -1,6 +1,5 @@
 import { writeResponsesAsJson } from '../http/response-writer.ts';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type RouteOptions } from 'fastify';
 import { lanAddresses } from '../config.ts';
 import { isLoopback } from '../../../src-shared/contract/rules.ts';
 import { adminFileRoutes } from '../files/routes.ts';
@@ -8,19 +7,8 @@ import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
 import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
-import {
-  ConsoleTicket,
-  EventList,
-  EventsQuery,
-  PublicHostBody,
-  PublicHostResult,
-  ServerStatus,
-  SignInBody,
-  SignInResult,
-  SignOutResult,
-  type EventStreamQuery,
-  type ServerInfo,
-} from '../../../src-shared/contract/index.ts';
+import type { ServerInfo } from '../../../src-shared/contract/index.ts';
+import { adminRoute } from '../http/route-table.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
@@ -63,6 +51,8 @@ export interface AdminAppOptions {
   requestTimeoutMs?: number;
   /** Open event streams per signed-in client and in all (events-stream.ts). */
   streamCaps?: Partial<StreamCaps>;
+  /** Told of every route as it is registered (test/api/admin-api/route-table.test.ts). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 /** The admin side: the admin API under /api and the console at /, on loopback by default; ready to serve. */
@@ -80,6 +70,7 @@ export async function adminApp({
   maxConnections = 128,
   requestTimeoutMs,
   streamCaps,
+  onRoute,
 }: AdminAppOptions): Promise<FastifyInstance> {
   // Unknown keys are refused rather than silently dropped, so an admin's typo never goes unnoticed.
   const app = Fastify({
@@ -91,6 +82,7 @@ export async function adminApp({
     frameworkErrors: (_error, _request, reply) =>
       void (reply as FastifyReply).code(400).send({ error: 'ERROR_BAD_REQUEST', message: 'The URL cannot be decoded' }),
   });
+  if (onRoute) app.addHook('onRoute', onRoute);
   installAdminErrorHandling(app);
   await writeResponsesAsJson(app);
   // Guards before anything else: the Host allow-list, then the same time-outs as the agent side.
@@ -114,53 +106,48 @@ export async function adminApp({
 
   // One-time console sign-in: /auth?ticket=… sets the cookie and lands on the console.
   // No schema: a repeated or missing ticket lands on the sign-in page, not on a 400.
-  app.get<{ Querystring: { ticket?: unknown } }>('/auth', async (request, reply) => {
-    const { ticket } = request.query;
-    if (typeof ticket === 'string' && ticket !== '' && auth.redeemTicket(ticket, request, reply)) {
+  adminRoute(app, 'openSignInLink', async (request, reply) => {
+    const ticket = ticketOf(request.query);
+    if (ticket !== null && auth.redeemTicket(ticket, request, reply)) {
       connections.authenticated(request.raw.socket);
       return reply.redirect('/');
     }
     // The console's sign-in page says what happened and what to do.
-    return reply.redirect(typeof ticket === 'string' && ticket !== '' ? '/sign-in?link=used' : '/sign-in');
+    return reply.redirect(ticket !== null ? '/sign-in?link=used' : '/sign-in');
   });
 
   // The sign-in page posts the admin token or a sign-in link here; only from the console's own page.
-  app
-    .withTypeProvider<TypeBoxTypeProvider>()
-    .post('/auth/sign-in', { schema: { body: SignInBody, response: { 200: SignInResult } } }, async (request, reply) => {
-      if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-      const outcome = auth.signIn(request.body.credential, request, reply);
-      if (!outcome.ok && outcome.status === 429) {
-        reply.header('retry-after', String(outcome.retryAfterSeconds));
-        throw new ApiError(
-          429,
-          'ERROR_TOO_MANY_SIGN_INS',
-          `Too many failed sign-ins from this computer: try again in ${outcome.retryAfterSeconds} s, or open a new sign-in link (npm run cli -- console).`,
-        );
-      }
-      if (!outcome.ok) {
-        throw new ApiError(
-          401,
-          'ERROR_SIGN_IN',
-          'That is neither the admin token nor a valid sign-in link. A link works once, within 15 minutes: get a new one with npm run cli -- console.',
-        );
-      }
-      connections.authenticated(request.raw.socket);
-      return { signed_in: true as const, with: outcome.with };
-    });
+  adminRoute(app, 'signIn', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+    const outcome = auth.signIn(request.body.credential, request, reply);
+    if (!outcome.ok && outcome.status === 429) {
+      reply.header('retry-after', String(outcome.retryAfterSeconds));
+      throw new ApiError(
+        429,
+        'ERROR_TOO_MANY_SIGN_INS',
+        `Too many failed sign-ins from this computer: try again in ${outcome.retryAfterSeconds} s, or open a new sign-in link (npm run cli -- console).`,
+      );
+    }
+    if (!outcome.ok) {
+      throw new ApiError(
+        401,
+        'ERROR_SIGN_IN',
+        'That is neither the admin token nor a valid sign-in link. A link works once, within 15 minutes: get a new one with npm run cli -- console.',
+      );
+    }
+    connections.authenticated(request.raw.socket);
+    return { signed_in: true as const, with: outcome.with };
+  });
 
   // Signing out ends the session on the server (the cookie is worthless afterwards, wherever it was copied).
-  app
-    .withTypeProvider<TypeBoxTypeProvider>()
-    .post('/auth/sign-out', { schema: { response: { 200: SignOutResult } } }, async (request, reply) => {
-      if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign out from the console page itself');
-      auth.signOut(request, reply);
-      return { signed_out: true as const };
-    });
+  adminRoute(app, 'signOut', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign out from the console page itself');
+    auth.signOut(request, reply);
+    return { signed_out: true as const };
+  });
 
   await app.register(
-    async (plain) => {
-      const api = plain.withTypeProvider<TypeBoxTypeProvider>();
+    async (api) => {
       api.setNotFoundHandler(() => {
         throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
       });
@@ -186,7 +173,7 @@ export async function adminApp({
       });
 
       // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
-      api.post('/console-tickets', { schema: { response: { 201: ConsoleTicket } } }, async (_request, reply) =>
+      adminRoute(api, 'consoleTicket', async (_request, reply) =>
         reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
       );
 
@@ -196,7 +183,7 @@ export async function adminApp({
         'MQTT TLS is on while codes are made for the Flyve MDM agent: its releases (2.0.0-rc.6, rc.7) trust only the flyve.org certificate built into them, so they cannot connect to this broker over TLS. Turn MQTT TLS off in Settings for Flyve agents.';
       const flyveAgentsLockedOut = (settings: { agent_app: string; mqtt_tls: boolean }) =>
         settings.agent_app === 'flyve' && settings.mqtt_tls;
-      api.get('/status', { schema: { response: { 200: ServerStatus } } }, async () => {
+      adminRoute(api, 'status', async () => {
         const current = info();
         const publicHost = current.public_host;
         const counts = services.statusCounts.counts();
@@ -218,7 +205,7 @@ export async function adminApp({
       });
 
       // One click from "phones cannot reach this server": use this LAN address from now on.
-      api.post('/public-host', { schema: { body: PublicHostBody, response: { 200: PublicHostResult } } }, async (request) => {
+      adminRoute(api, 'choosePublicHost', async (request) => {
         const { host } = request.body;
         const lan = lanAddresses();
         if (!lan.includes(host)) {
@@ -240,10 +227,10 @@ export async function adminApp({
         return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
       });
 
-      api.get('/events', { schema: { querystring: EventsQuery, response: { 200: EventList } } }, async (request) => ({
+      adminRoute(api, 'events', async (request) => ({
         items: services.events.latest(request.query.limit),
       }));
-      api.get<{ Querystring: EventStreamQuery }>('/events/stream', async (request, reply) =>
+      adminRoute(api, 'eventStream', async (request, reply) =>
         streamEvents(
           services.events,
           (id) => services.agents.findSummary(id),
@@ -274,4 +261,10 @@ export async function adminApp({
   await app.register(serveConsole);
   await app.ready();
   return app;
+}
+
+/** `?ticket=` of a sign-in link: one non-empty value, else null (missing, empty or repeated). */
+function ticketOf(query: unknown): string | null {
+  if (typeof query !== 'object' || query === null || !('ticket' in query)) return null;
+  return typeof query.ticket === 'string' && query.ticket !== '' ? query.ticket : null;
 }

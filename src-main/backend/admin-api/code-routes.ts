@@ -1,14 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import {
-  AgentSummary,
-  ApproveManyBody,
-  ApproveManyResult,
-  CodeCreate,
-  CodeDetail,
-  CodeList,
-  EnrollmentCode,
-  IdParams,
-} from '../../../src-shared/contract/index.ts';
+import { adminRoute } from '../http/route-table.ts';
 import type { Services } from '../services.ts';
 import { qrRoutes } from './qr-routes.ts';
 
@@ -17,28 +8,22 @@ export const codeRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'codes' | 'app
   app,
   { codes, approval, agents },
 ) => {
-  app.get('/codes', { schema: { response: { 200: CodeList } } }, async () => ({ items: codes.list() }));
+  adminRoute(app, 'codes.list', async () => ({ items: codes.list() }));
 
-  app.post('/codes', { schema: { body: CodeCreate, response: { 201: EnrollmentCode } } }, async (request, reply) =>
-    reply.code(201).send(codes.view(codes.create(request.body))),
-  );
+  adminRoute(app, 'codes.create', async (request, reply) => reply.code(201).send(codes.view(codes.create(request.body))));
 
-  app.get('/codes/:id', { schema: { params: IdParams, response: { 200: CodeDetail } } }, async (request) => {
+  adminRoute(app, 'codes.get', async (request) => {
     const { id } = request.params;
     return { ...codes.view(codes.get(id)), log: codes.logOf(id) };
   });
 
-  qrRoutes(app, '/codes', 'enrollment-code', (id) => codes.deeplinkOf(codes.get(id)).url);
+  qrRoutes(app, { png: 'codes.qrPng', svg: 'codes.qrSvg' }, 'enrollment-code', (id) => codes.deeplinkOf(codes.get(id)).url);
 
-  const one = { params: IdParams, response: { 200: EnrollmentCode } };
-  app.post('/codes/:id/revoke', { schema: one }, async (request) => codes.view(codes.revoke(request.params.id)));
-  app.post('/codes/:id/rotate', { schema: one }, async (request) => codes.view(codes.rotate(request.params.id)));
+  adminRoute(app, 'codes.revoke', async (request) => codes.view(codes.revoke(request.params.id)));
+  adminRoute(app, 'codes.rotate', async (request) => codes.view(codes.rotate(request.params.id)));
 
-  const decided = { params: IdParams, response: { 200: AgentSummary } };
-  app.post('/agents/:id/approve', { schema: decided }, async (request) => agents.summary(approval.approve(request.params.id).id));
-  app.post('/agents/:id/reject', { schema: decided }, async (request) => agents.summary(approval.reject(request.params.id).id));
+  adminRoute(app, 'agents.approve', async (request) => agents.summary(approval.approve(request.params.id).id));
+  adminRoute(app, 'agents.reject', async (request) => agents.summary(approval.reject(request.params.id).id));
   // Bulk approve from the pending-approval queue: each id approved or listed with why not.
-  app.post('/agents/approve', { schema: { body: ApproveManyBody, response: { 200: ApproveManyResult } } }, async (request) =>
-    approval.approveMany(request.body.ids),
-  );
+  adminRoute(app, 'agents.approveMany', async (request) => approval.approveMany(request.body.ids));
 };

@@ -1,13 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import {
-  DeployBody,
-  DeploymentDetail,
-  DeploymentFilter,
-  DeploymentList,
-  DeviceTaskList,
-  SafeIdParams,
-  Undeployed,
-} from '../../../src-shared/contract/index.ts';
+import { adminRoute } from '../http/route-table.ts';
 import type { PolicyService } from '../policies/service.ts';
 import type { Services } from '../services.ts';
 
@@ -16,11 +8,11 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
   app,
   { fleets, deployments },
 ) => {
-  app.get('/deployments', { schema: { querystring: DeploymentFilter, response: { 200: DeploymentList } } }, async (request) => ({
+  adminRoute(app, 'deployments.list', async (request) => ({
     items: deployments.list({ ...request.query, kind: 'deployment' }),
   }));
 
-  app.post('/deployments', { schema: { body: DeployBody, response: { 201: DeploymentDetail } } }, async (request, reply) => {
+  adminRoute(app, 'deployments.create', async (request, reply) => {
     const body = request.body;
     const fleetId = body.fleet !== undefined ? fleets.resolve(1, body.fleet).id : body.fleet_id;
     const created = deployments.deploy({
@@ -34,15 +26,11 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
     return reply.code(201).send(deployments.detail(created.id));
   });
 
-  app.get('/deployments/:id', { schema: { params: SafeIdParams, response: { 200: DeploymentDetail } } }, async (request) =>
-    deployments.detail(request.params.id),
-  );
+  adminRoute(app, 'deployments.get', async (request) => deployments.detail(request.params.id));
 
-  app.delete('/deployments/:id', { schema: { params: SafeIdParams, response: { 200: Undeployed } } }, async (request) =>
-    deployments.undeploy(request.params.id),
-  );
+  adminRoute(app, 'deployments.remove', async (request) => deployments.undeploy(request.params.id));
 
-  app.get('/agents/:id/tasks', { schema: { params: SafeIdParams, response: { 200: DeviceTaskList } } }, async (request) => ({
+  adminRoute(app, 'agents.tasks', async (request) => ({
     items: deployments.tasksOfAgent(request.params.id),
   }));
 };

@@ -1,17 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import {
-  IdParams,
-  Invitation,
-  InvitationBulk,
-  InvitationBulkCreated,
-  InvitationBulkError,
-  InvitationCreate,
-  InvitationDetail,
-  InvitationFilter,
-  InvitationPage,
-  InvitationPendingError,
-  InvitationValidation,
-} from '../../../src-shared/contract/index.ts';
+import { adminRoute } from '../http/route-table.ts';
 import { pendingMessage } from '../invitations/invitations.ts';
 import type { Services } from '../services.ts';
 import { qrRoutes } from './qr-routes.ts';
@@ -22,68 +10,57 @@ export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitat
 ) => {
   const view = (id: number) => invitations.view(invitations.get(id));
 
-  app.get('/invitations', { schema: { querystring: InvitationFilter, response: { 200: InvitationPage } } }, async (request) =>
-    invitations.list(request.query),
-  );
+  adminRoute(app, 'invitations.list', async (request) => invitations.list(request.query));
 
-  app.post(
-    '/invitations',
-    { schema: { body: InvitationCreate, response: { 201: Invitation, 409: InvitationPendingError } } },
-    async (request, reply) => {
-      const { send_email, another, ...input } = request.body;
-      // Saying so beats a silent second invitation: the answer carries the pending one, to resend.
-      const pending = another ? undefined : invitations.pendingFor(input.email);
-      if (pending) {
-        return reply.code(409).send({
-          error: 'ERROR_INVITATION_PENDING',
-          message: `${pendingMessage(pending)}. Resend it (POST /api/invitations/${pending.id}/resend), or create another with "another": true.`,
-          invitation: invitations.view(pending),
-        });
-      }
-      const { rows } = invitations.create([input], { send: send_email, allowPending: true });
-      return reply.code(201).send(invitations.view(rows[0]!));
-    },
-  );
+  adminRoute(app, 'invitations.create', async (request, reply) => {
+    const { send_email, another, ...input } = request.body;
+    // Saying so beats a silent second invitation: the answer carries the pending one, to resend.
+    const pending = another ? undefined : invitations.pendingFor(input.email);
+    if (pending) {
+      return reply.code(409).send({
+        error: 'ERROR_INVITATION_PENDING',
+        message: `${pendingMessage(pending)}. Resend it (POST /api/invitations/${pending.id}/resend), or create another with "another": true.`,
+        invitation: invitations.view(pending),
+      });
+    }
+    const { rows } = invitations.create([input], { send: send_email, allowPending: true });
+    return reply.code(201).send(invitations.view(rows[0]!));
+  });
 
   // Checks rows without creating anything: the console's preview and the CLI's CSV import.
-  app.post(
-    '/invitations/validate',
-    { schema: { body: InvitationBulk, response: { 200: InvitationValidation } } },
-    async (request) => {
-      const { invitations: rows, another } = request.body;
-      return { errors: invitations.validate(rows, 1, { allowPending: another === true }) };
-    },
-  );
+  adminRoute(app, 'invitations.validate', async (request) => {
+    const { invitations: rows, another } = request.body;
+    return { errors: invitations.validate(rows, 1, { allowPending: another === true }) };
+  });
 
-  app.post(
-    '/invitations/bulk',
-    { schema: { body: InvitationBulk, response: { 201: InvitationBulkCreated, 400: InvitationBulkError } } },
-    async (request, reply) => {
-      const { invitations: rows, another, send_email } = request.body;
-      const errors = invitations.validate(rows, 1, { allowPending: another === true });
-      if (errors.length > 0) {
-        return reply
-          .code(400)
-          .send({ error: 'ERROR_BAD_REQUEST', message: `${errors.length} row(s) are invalid; nothing was created`, errors });
-      }
-      // Emails go out in the background; `mail.batch_id` is for GET /api/mail/batches/:batch_id.
-      const { rows: created, batch_id, queued } = invitations.create(rows, { send: send_email, batch: true, allowPending: true });
-      return reply.code(201).send({ items: invitations.views(created), mail: { batch_id, queued } });
-    },
-  );
+  adminRoute(app, 'invitations.createMany', async (request, reply) => {
+    const { invitations: rows, another, send_email } = request.body;
+    const errors = invitations.validate(rows, 1, { allowPending: another === true });
+    if (errors.length > 0) {
+      return reply
+        .code(400)
+        .send({ error: 'ERROR_BAD_REQUEST', message: `${errors.length} row(s) are invalid; nothing was created`, errors });
+    }
+    // Emails go out in the background; `mail.batch_id` is for GET /api/mail/batches/:batch_id.
+    const { rows: created, batch_id, queued } = invitations.create(rows, { send: send_email, batch: true, allowPending: true });
+    return reply.code(201).send({ items: invitations.views(created), mail: { batch_id, queued } });
+  });
 
-  app.get('/invitations/:id', { schema: { params: IdParams, response: { 200: InvitationDetail } } }, async (request) => {
+  adminRoute(app, 'invitations.get', async (request) => {
     const { id } = request.params;
     return { ...view(id), log: invitations.logOf(id), events: events.forInvitation(id) };
   });
 
-  qrRoutes(app, '/invitations', 'invitation', (id) => invitations.deeplinkOf(invitations.get(id)).url);
-
-  app.post('/invitations/:id/revoke', { schema: { params: IdParams, response: { 200: Invitation } } }, async (request) =>
-    invitations.view(invitations.revoke(request.params.id)),
+  qrRoutes(
+    app,
+    { png: 'invitations.qrPng', svg: 'invitations.qrSvg' },
+    'invitation',
+    (id) => invitations.deeplinkOf(invitations.get(id)).url,
   );
 
-  app.delete('/invitations/:id', { schema: { params: IdParams } }, async (request, reply) => {
+  adminRoute(app, 'invitations.revoke', async (request) => invitations.view(invitations.revoke(request.params.id)));
+
+  adminRoute(app, 'invitations.remove', async (request, reply) => {
     invitations.remove(request.params.id);
     return reply.code(204).send();
   });

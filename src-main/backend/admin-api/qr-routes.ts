@@ -1,11 +1,6 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
-import { IdParams } from '../../../src-shared/contract/index.ts';
 import { QrTooLongError, qrPng, qrSvg } from '../deeplink/qr.ts';
 import { ApiError } from '../errors.ts';
-
-const QrSize = Type.Object({ size: Type.Integer({ minimum: 128, maximum: 2048, default: 480 }) });
+import { adminRoute, type RouteScope } from '../http/route-table.ts';
 
 /** A link too long for a QR code is the admin's to fix (a 400 naming where), not a 500. */
 async function orLinkTooLong<T>(drawing: Promise<T>): Promise<T> {
@@ -27,9 +22,13 @@ async function orLinkTooLong<T>(drawing: Promise<T>): Promise<T> {
  * `GET <base>/:id/qr.png?size=` and `<base>/:id/qr.svg`: the QR code of whatever a device enrolls
  * with (invitations, enrollment codes), drawn from its deeplink page URL.
  */
-export function qrRoutes(plain: FastifyInstance, base: string, fileName: string, deeplinkOf: (id: number) => string): void {
-  const app = plain.withTypeProvider<TypeBoxTypeProvider>();
-  app.get(`${base}/:id/qr.png`, { schema: { params: IdParams, querystring: QrSize } }, async (request, reply) => {
+export function qrRoutes(
+  app: RouteScope,
+  names: { png: 'invitations.qrPng' | 'codes.qrPng'; svg: 'invitations.qrSvg' | 'codes.qrSvg' },
+  fileName: string,
+  deeplinkOf: (id: number) => string,
+): void {
+  adminRoute(app, names.png, async (request, reply) => {
     const { id } = request.params;
     const width = request.query.size;
     return reply
@@ -38,7 +37,7 @@ export function qrRoutes(plain: FastifyInstance, base: string, fileName: string,
       .send(await orLinkTooLong(qrPng(deeplinkOf(id), width)));
   });
 
-  app.get(`${base}/:id/qr.svg`, { schema: { params: IdParams } }, async (request, reply) => {
+  adminRoute(app, names.svg, async (request, reply) => {
     const { id } = request.params;
     return reply
       .type('image/svg+xml')

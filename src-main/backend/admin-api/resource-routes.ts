@@ -1,14 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import {
-  AgentDetail,
-  AgentList,
-  FleetList,
-  FleetName,
-  FleetRecord,
-  IdParams,
-  Settings,
-  SettingsPatch,
-} from '../../../src-shared/contract/index.ts';
+import { adminRoute } from '../http/route-table.ts';
 import { ApiError } from '../errors.ts';
 import { checkTemplates } from '../mail/template.ts';
 import type { Services } from '../services.ts';
@@ -19,9 +10,9 @@ export const agentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents' | 'e
   app,
   { agents, events, reports },
 ) => {
-  app.get('/agents', { schema: { response: { 200: AgentList } } }, async () => ({ items: agents.list() }));
+  adminRoute(app, 'agents.list', async () => ({ items: agents.list() }));
 
-  app.get('/agents/:id', { schema: { params: IdParams, response: { 200: AgentDetail } } }, async (request) => {
+  adminRoute(app, 'agents.get', async (request) => {
     const { id } = request.params;
     // The inventory and positions the device reported (Flyve agents; the spec's agent on request).
     return {
@@ -32,21 +23,17 @@ export const agentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents' | 'e
     };
   });
 
-  app.delete('/agents/:id', { schema: { params: IdParams } }, async (request, reply) => {
+  adminRoute(app, 'agents.remove', async (request, reply) => {
     agents.remove(request.params.id);
     return reply.code(204).send();
   });
 };
 
 export const fleetRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'>> = async (app, { fleets }) => {
-  app.get('/fleets', { schema: { response: { 200: FleetList } } }, async () => ({ items: fleets.list() }));
-  app.post('/fleets', { schema: { body: FleetName, response: { 201: FleetRecord } } }, async (request, reply) =>
-    reply.code(201).send(fleets.create(request.body.name)),
-  );
-  app.patch('/fleets/:id', { schema: { params: IdParams, body: FleetName, response: { 200: FleetRecord } } }, async (request) =>
-    fleets.rename(request.params.id, request.body.name),
-  );
-  app.delete('/fleets/:id', { schema: { params: IdParams } }, async (request, reply) => {
+  adminRoute(app, 'fleets.list', async () => ({ items: fleets.list() }));
+  adminRoute(app, 'fleets.create', async (request, reply) => reply.code(201).send(fleets.create(request.body.name)));
+  adminRoute(app, 'fleets.rename', async (request) => fleets.rename(request.params.id, request.body.name));
+  adminRoute(app, 'fleets.remove', async (request, reply) => {
     fleets.remove(request.params.id);
     return reply.code(204).send();
   });
@@ -56,8 +43,8 @@ export const settingsRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'settings'
   app,
   { settings, events, links },
 ) => {
-  app.get('/settings', { schema: { response: { 200: Settings } } }, async () => settings.get());
-  app.patch('/settings', { schema: { body: SettingsPatch, response: { 200: Settings } } }, async (request) => {
+  adminRoute(app, 'settings.get', async () => settings.get());
+  adminRoute(app, 'settings.update', async (request) => {
     const patch = request.body;
     // Email templates are checked here too: a broken one must not reach the mail queue.
     const problems = checkTemplates({

@@ -1,14 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import {
-  CodeSimulateBody,
-  CodeSimulateResult,
-  IdParams,
-  SimulateQuery,
-  SimulateResult,
-  type AgentApp,
-} from '../../../src-shared/contract/index.ts';
+import type { AgentApp, SimulateResult } from '../../../src-shared/contract/index.ts';
 import { ApiError } from '../errors.ts';
+import { adminRoute } from '../http/route-table.ts';
 import type { Services } from '../services.ts';
 
 /** What the backend hands the device simulator: the invitation as a phone would receive it. */
@@ -38,58 +32,43 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
   app,
   { invitations, codes, settings, simulate },
 ) => {
-  app.post(
-    '/invitations/:id/simulate',
-    { schema: { params: IdParams, querystring: SimulateQuery, response: { 200: SimulateResult } } },
-    async (request) => {
-      const { id } = request.params;
-      const { type } = request.query;
-      const invitation = invitations.view(invitations.get(id));
-      if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
-      return simulate({
-        deeplink: invitation.deeplink,
-        email: invitation.email,
-        firstname: invitation.firstname,
-        lastname: invitation.lastname,
-        type: type ?? 'android',
-        agent_app: settings.get().agent_app,
-      });
-    },
-  );
+  adminRoute(app, 'invitations.simulate', async (request) => {
+    const { id } = request.params;
+    const { type } = request.query;
+    const invitation = invitations.view(invitations.get(id));
+    if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
+    return simulate({
+      deeplink: invitation.deeplink,
+      email: invitation.email,
+      firstname: invitation.firstname,
+      lastname: invitation.lastname,
+      type: type ?? 'android',
+      agent_app: settings.get().agent_app,
+    });
+  });
 
   // A code is used by people it does not name: the simulated person gets an address the code
   // allows unless one is given (a refused domain shows the refusal, as a real phone would).
-  app.post(
-    '/codes/:id/simulate',
-    {
-      schema: {
-        params: IdParams,
-        querystring: SimulateQuery,
-        body: CodeSimulateBody,
-        response: { 200: CodeSimulateResult },
-      },
-    },
-    async (request) => {
-      const { id } = request.params;
-      const { type } = request.query;
-      const code = codes.view(codes.get(id));
-      if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
-      const given = request.body?.email?.trim();
-      const email = given || simulatedEmail(code.domains);
-      const agentApp = settings.get().agent_app;
-      return {
-        ...(await simulate({
-          deeplink: code.deeplink,
-          email,
-          firstname: null,
-          lastname: null,
-          type: type ?? 'android',
-          agent_app: agentApp,
-        })),
+  adminRoute(app, 'codes.simulate', async (request) => {
+    const { id } = request.params;
+    const { type } = request.query;
+    const code = codes.view(codes.get(id));
+    if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
+    const given = request.body?.email?.trim();
+    const email = given || simulatedEmail(code.domains);
+    const agentApp = settings.get().agent_app;
+    return {
+      ...(await simulate({
+        deeplink: code.deeplink,
         email,
-      };
-    },
-  );
+        firstname: null,
+        lastname: null,
+        type: type ?? 'android',
+        agent_app: agentApp,
+      })),
+      email,
+    };
+  });
 };
 
 /** A fresh address for a simulated person, in the first allowed domain (example.com when any is allowed). */

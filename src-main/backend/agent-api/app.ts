@@ -50,6 +50,8 @@ export interface AgentAppOptions {
   listener?: { requestTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number };
   /** Where the app answers (a listener bound before it is built); without it, Fastify's own server. */
   serverFactory?: FastifyServerOptions['serverFactory'];
+  /** Told of every route as it is registered (the OpenAPI document, scripts/openapi.ts). */
+  onRoute?: (route: RouteOptions) => void;
   /** Another validator compiler than Ajv (tests check the routes under TypeBox's own). */
   validatorCompiler?: FastifySchemaCompiler<TSchema>;
 }
@@ -77,6 +79,7 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
     // Flyve resource names and trailing slashes reach the same routes (agent-api/flyve-aliases.ts).
     rewriteUrl: (request) => agentApiUrl(request.url ?? '/'),
   });
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   if (options.validatorCompiler) app.setValidatorCompiler(options.validatorCompiler);
   let connections: ConnectionCap | null = null;
   if (options.listener) {

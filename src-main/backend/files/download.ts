@@ -126,8 +126,11 @@ export interface DownloadMetadata {
   mime_type: string;
   sha256: string;
   date_mod: string;
-  /** The name the device saves the download under (the reference agent reads it). */
-  dl_filename: string;
+  /**
+   * Packages only: the name the device saves the download under. The Flyve agent (`develop`) reads
+   * `package_name` whenever `dl_filename` is present and throws on a file; files go by `name`.
+   */
+  dl_filename?: string;
   /** Files: the version deployFile carries. */
   version?: number;
   /** Packages: what the reference agent reads before installing. */
@@ -144,11 +147,16 @@ export function downloadMetadata(item: StoredRecord): DownloadMetadata {
     mime_type: item.mimeType,
     sha256: item.sha256,
     date_mod: glpiDate(item.updatedAt),
-    dl_filename: item.name,
   };
   if (item.kind === 'file') return { ...common, version: item.version };
   const info = item.packageInfo;
-  return { ...common, package_name: info.packageName, version_code: info.versionCode, version_name: info.versionName };
+  return {
+    ...common,
+    dl_filename: item.name,
+    package_name: info.packageName,
+    version_code: info.versionCode,
+    version_name: info.versionName,
+  };
 }
 
 /** Media types are case-insensitive; anything but exactly this one type gets the metadata. */

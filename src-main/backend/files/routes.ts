@@ -7,13 +7,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type {} from '../http/agent-session.ts'; // request.session, config.session
 import { Type } from 'typebox';
-import {
-  PackagePatch,
-  SafeIdParams,
-  StoredItem as WireItem,
-  StoredItemList,
-  UploadQuery,
-} from '../../../src-shared/contract/index.ts';
+import { SafeIdParams, type StoredItem as WireItem } from '../../../src-shared/contract/index.ts';
+import { adminRoute } from '../http/route-table.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import { ApkReader, type ApkReaderOptions } from './apk-manifest.ts';
@@ -22,9 +17,9 @@ import { sendStoredItem } from './download.ts';
 import { DownloadLimits } from './download-limits.ts';
 import type { FileStore, StoredRecord, StoredKind } from './store.ts';
 
-const KINDS: ReadonlyArray<{ kind: StoredKind; agentPath: string; adminPath: string }> = [
-  { kind: 'file', agentPath: '/PluginMdmFile/:id', adminPath: '/files' },
-  { kind: 'package', agentPath: '/PluginMdmPackage/:id', adminPath: '/packages' },
+const KINDS: ReadonlyArray<{ kind: StoredKind; agentPath: string; admin: 'files' | 'packages' }> = [
+  { kind: 'file', agentPath: '/PluginMdmFile/:id', admin: 'files' },
+  { kind: 'package', agentPath: '/PluginMdmPackage/:id', admin: 'packages' },
 ];
 
 const DownloadMetadataSchema = Type.Object({
@@ -34,7 +29,7 @@ const DownloadMetadataSchema = Type.Object({
   mime_type: Type.String(),
   sha256: Type.String(),
   date_mod: Type.String(),
-  dl_filename: Type.String(),
+  dl_filename: Type.Optional(Type.String()),
   version: Type.Optional(Type.Integer()),
   package_name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   version_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
@@ -132,12 +127,12 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
   app.removeContentTypeParser('application/octet-stream');
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
-  for (const { kind, adminPath } of KINDS) {
-    app.get(adminPath, { schema: { response: { 200: StoredItemList } } }, async () => store.list(kind).map(adminItemView));
+  for (const { kind, admin } of KINDS) {
+    adminRoute(app, `${admin}.list`, async () => store.list(kind).map(adminItemView));
 
-    app.post(
-      adminPath,
-      { bodyLimit: store.maxSize, schema: { querystring: UploadQuery, response: { 201: WireItem } } },
+    adminRoute(
+      app,
+      `${admin}.upload`,
       async (request, reply) => {
         const {
           name,
@@ -176,32 +171,27 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
           throw error;
         }
       },
+      { bodyLimit: store.maxSize },
     );
 
-    if (kind === 'package') {
-      app.patch(
-        adminPath + '/:id',
-        { schema: { params: SafeIdParams, body: PackagePatch, response: { 200: WireItem } } },
-        async (request) => {
-          const body = request.body;
-          const item = store.setPackageInfo(request.params.id, {
-            packageName: body.package_name,
-            versionCode: body.version_code,
-            versionName: body.version_name,
-            label: body.label,
-          });
-          if (!item) throw itemNotFound();
-          return adminItemView(item);
-        },
-      );
-    }
-
-    app.delete(adminPath + '/:id', { schema: { params: SafeIdParams } }, async (request, reply) => {
+    adminRoute(app, `${admin}.remove`, async (request, reply) => {
       const removed = await store.remove(kind, request.params.id);
       if (!removed) throw itemNotFound();
       return reply.code(204).send();
     });
   }
+
+  adminRoute(app, 'packages.update', async (request) => {
+    const body = request.body;
+    const item = store.setPackageInfo(request.params.id, {
+      packageName: body.package_name,
+      versionCode: body.version_code,
+      versionName: body.version_name,
+      label: body.label,
+    });
+    if (!item) throw itemNotFound();
+    return adminItemView(item);
+  });
 };
 
 /** The octet-stream parser hands the body over as the request stream; anything else is no upload. */

@@ -201,6 +201,8 @@ export class PolicyService {
       // eslint-disable-next-line no-control-regex -- a path with control characters in it is refused
       if (destination === '' || destination.length > 1024 || /[\u0000-\u001f]/.test(destination))
         throw badRequest('The destination must be a folder path on the device (1 to 1024 characters)');
+      // The agents join folder and name with no separator (`path + fileName`): the folder ends in `/`.
+      destination = folderPath(destination);
       value = { policy: 'deployFile', value: destination, itemId: item.id, version: item.version };
     }
     const base = { item_kind: input.kind, item_id: item.id, fleet_id: target.fleetId, agent_id: target.agentId } as const;
@@ -832,6 +834,9 @@ export class PolicyService {
     }
   }
 }
+
+/** A folder on the device as the agents need it: ending in `/`. */
+export const folderPath = (folder: string): string => (folder.endsWith('/') ? folder : `${folder}/`);
 
 const parseValue = (json: string | null): boolean | number | string | null =>
   json === null ? null : (JSON.parse(json) as boolean | number | string);

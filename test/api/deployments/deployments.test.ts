@@ -189,7 +189,8 @@ describe('deploying to a fleet', () => {
         remove_on_delete: true,
       })
     ).body;
-    expect(created.message).toEqual({ deployFile: '%SDCARD%/Docs', id: manual.id, version: 1, taskId: created.id });
+    // Stored and sent with the trailing "/" the agents need (they join folder and name with no separator).
+    expect(created.message).toEqual({ deployFile: '%SDCARD%/Docs/', id: manual.id, version: 1, taskId: created.id });
     await allDone(created.id, 1);
     expect(phone.policies.state.files['%SDCARD%/Docs/manual.pdf']).toMatchObject({
       fileId: manual.id,

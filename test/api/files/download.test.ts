@@ -282,7 +282,6 @@ describe('upload and download over HTTP', () => {
       mime_type: 'application/octet-stream',
       sha256: sha256(content),
       date_mod: item.updated_at.slice(0, 19).replace('T', ' '),
-      dl_filename: 'report.bin',
       version: 1,
     };
     for (const accept of [undefined, '*/*', 'application/json', 'application/octet-stream, */*']) {
