@@ -104,13 +104,13 @@ function modelLine(agent: Agent): { line: string; full: string } {
 }
 
 // Widths in px; the person column takes what is left. Five columns of two lines each (what was
-// nine: the model under the device, online beside the last contact) add up to 915 px, so every
+// nine: the model under the device, online beside the last contact) add up to 890 px, so every
 // column shows uncut in a 1,280 px window with the navigation open.
 const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
     header: 'Device',
-    size: 175,
+    size: 165,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
@@ -147,7 +147,7 @@ const columns = helper.columns([
   helper.accessor('fleet', {
     id: 'fleet',
     header: 'Fleet',
-    size: 190,
+    size: 175,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: plainCell,
