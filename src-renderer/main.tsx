@@ -13,6 +13,7 @@ import { AdminApiError } from './api/client.ts';
 import { App } from './app/App.tsx';
 import { useLocation } from './lib/router.tsx';
 import { SignInPage } from './pages/SignIn.tsx';
+import { SetupPage } from './pages/Setup.tsx';
 import { cssVariablesResolver, theme } from './app/theme.ts';
 import { LiveProvider } from './live/LiveProvider.tsx';
 
@@ -31,6 +32,7 @@ const queryClient = new QueryClient({
 function Root() {
   const { pathname } = useLocation();
   if (pathname === '/sign-in') return <SignInPage />;
+  if (pathname === '/setup') return <SetupPage />;
   return (
     <LiveProvider>
       <App />

@@ -1,5 +1,6 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
 import { AdminAuth } from './admin-api/auth.ts';
@@ -54,6 +55,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   signInFailures?: Partial<RateOptions>;
   /** Open admin event streams per signed-in client and in all (admin-api/events-stream.ts). */
   streamCaps?: Partial<StreamCaps>;
+  /** The owner's display name when the first start creates the owner; default: this machine's user name. */
+  ownerName?: string;
   /** Told of every route each listener registers (the route-table test, the agent API's OpenAPI document). */
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
 }
@@ -173,9 +176,13 @@ async function startServing(
     sessionLimits: options.sessionLimits,
   });
   onClose(() => domain.mail.worker.close());
+  // First start: the owner account, whose API token the data dir's admin token is.
+  domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
+  domain.accounts.adoptDataDirToken(adminToken);
   const adminSessions = new AdminSessionService(new SqliteAdminSessionRepository(db), partial.adminSessions);
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
+    accounts: domain.accounts,
     events: domain.events,
     failures: partial.signInFailures,
   });
@@ -241,6 +248,10 @@ async function startServing(
   await deployments.attach(broker.policies);
   const services = withEnrollment(domain, broker);
 
+  const setupUrl = () => {
+    const secret = domain.accounts.setupSecret();
+    return secret === null ? null : `${adminUrl}/setup?token=${secret}`;
+  };
   const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
   const info: ServerInfo = {
     api_url: services.links.apiUrl(),
@@ -248,6 +259,7 @@ async function startServing(
     admin_url: adminUrl,
     console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
     admin_token: adminToken,
+    setup_url: setupUrl(),
     mqtt_port: broker.port,
     mqtt_tls_port: broker.tlsPort,
     mqtt_tls_fingerprint: broker.certificate?.fingerprint256 ?? null,
@@ -264,6 +276,7 @@ async function startServing(
     api_url: services.links.apiUrl(),
     deeplink_url: services.links.deeplinkBase(),
     public_host: publicHost(),
+    setup_url: setupUrl(),
   });
 
   const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
@@ -351,3 +364,12 @@ async function agentHttpApp(
 }
 
 export type { FastifyInstance };
+
+/** The name of the machine's user (the desktop app's owner); 'Owner' when the OS gives none. */
+function machineUser(): string {
+  try {
+    return userInfo().username || 'Owner';
+  } catch {
+    return 'Owner';
+  }
+}

@@ -1,3 +1,5 @@
+import { AccountService } from './accounts/accounts.ts';
+import { SqliteAccountRepository } from './accounts/repository.ts';
 import { AgentService } from './agents/agents.ts';
 import { ApprovalService } from './agents/approval.ts';
 import { EnrollmentService } from './agents/enrollment.ts';
@@ -41,6 +43,7 @@ export interface ServiceOptions {
 export function createServices(db: Db, options: ServiceOptions) {
   const work = new UnitOfWork(db);
   const events = new EventLog(new SqliteEventRepository(db), work);
+  const accounts = new AccountService({ store: new SqliteAccountRepository(db), events, work });
   const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
@@ -75,6 +78,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     work,
     links,
     events,
+    accounts,
     settings,
     users,
     sessions,

@@ -2,6 +2,7 @@ import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { codeCommands } from './code-commands.ts';
+import { tokenCommands } from './token-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { policyCommands } from './policy-commands.ts';
@@ -495,4 +496,5 @@ export const adminCommands: Record<string, Handler> = {
   ...deployCommands,
   ...policyCommands,
   ...codeCommands,
+  ...tokenCommands,
 };

@@ -250,7 +250,13 @@ ${
 }
   Admin API:             ${info.admin_url}/api   (token in ${info.data_dir}/admin-token)
   Console:               ${info.console_url}
-                         (a sign-in link: once, within 15 minutes; a new one: npm run cli -- console)
+                         (a sign-in link as the owner: once, within 15 minutes; a new one: npm run cli -- console)${
+                           info.setup_url
+                             ? `
+  Set up the owner:      ${info.setup_url}
+                         (once: the first person to open it chooses the owner's email and password)`
+                             : ''
+                         }
   Mail:                  ${backend.services.mail.settings.describeTarget().summary}
   Agent app:             ${backend.services.settings.get().agent_app === 'flyve' ? 'flyve (codes for the Flyve MDM agents: flyve://register, reference encoding)' : "spec (codes for the spec's agent)"}${resumed > 0 ? `\n  Simulated devices:     ${resumed} from the last run reconnecting` : ''}${unreachableWarning(info.public_host)}
 Press Ctrl+C to stop.`);

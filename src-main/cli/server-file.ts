@@ -44,9 +44,13 @@ export class CliError extends Error {
   }
 }
 
-/** The admin API of the running server, signed with its admin token. */
+/**
+ * The admin API of the running server, signed with its admin token, or with the personal API token
+ * in $MDM_CONSOLE_TOKEN when set (then the CLI acts as that token's account, with its role).
+ */
 export function adminOf(server: Pick<ServerInfo, 'admin_url' | 'admin_token'>): AdminClient {
-  return adminClient({ baseUrl: server.admin_url, token: server.admin_token });
+  const personal = process.env.MDM_CONSOLE_TOKEN?.trim();
+  return adminClient({ baseUrl: server.admin_url, token: personal || server.admin_token });
 }
 
 /** What the CLI says of a refusal: the server's message, and each problem of a bulk request on its own line. */

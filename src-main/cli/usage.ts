@@ -208,9 +208,15 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
               [--android-version V] [--system]
   status                                                 where the running server is, and a sign-in link
   console                                                a new one-time link that opens the console signed in
+  whoami                                                 the account (and API token) the CLI acts as
+  tokens | token revoke ID                               API tokens (yours; the owner sees all) and revoking one
+  token create --name N --role owner|admin|operator|observer [--days D]
+                                                         a personal API token, printed once
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
 
 Every command but serve, agent, backup and restore talks to the server of --data-dir (default:
 $MDM_CONSOLE_DATA_DIR or the per-user data folder) and prints JSON with --json; backup and restore
-work on the data dir's files, with no server needed (restore insists there is none).`;
+work on the data dir's files, with no server needed (restore insists there is none).
+With $MDM_CONSOLE_TOKEN set to a personal API token, commands act as that token (its account and role)
+instead of with the data dir's admin token.`;

@@ -24,6 +24,7 @@ import {
   IconQrcode,
   IconUserCheck,
   IconSettings,
+  IconKey,
   IconSun,
 } from '@tabler/icons-react';
 import { useEffect, useState, type ReactNode } from 'react';
@@ -44,6 +45,8 @@ import { Invitations } from '../pages/Invitations.tsx';
 import { NotFound } from '../pages/NotFound.tsx';
 import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
+import { TokensPage } from '../pages/Tokens.tsx';
+import { useMe } from '../api/accounts.ts';
 import { Link, matchPath, navigate, useLocation } from '../lib/router.tsx';
 
 const NAV = [
@@ -56,6 +59,7 @@ const NAV = [
   { to: '/print', label: 'Print sheets', icon: IconPrinter, match: (p: string) => p.startsWith('/print') },
   { to: '/files', label: 'Files & packages', icon: IconFiles, match: (p: string) => p.startsWith('/files') },
   { to: '/settings', label: 'Settings', icon: IconSettings, match: (p: string) => p.startsWith('/settings') },
+  { to: '/tokens', label: 'API tokens', icon: IconKey, match: (p: string) => p.startsWith('/tokens') },
 ];
 
 function route(pathname: string): { title: string; element: ReactNode } {
@@ -76,6 +80,7 @@ function route(pathname: string): { title: string; element: ReactNode } {
   if (fleet && /^\d+$/.test(fleet.id!)) return { title: 'Fleets', element: <FleetsPage id={Number(fleet.id)} /> };
   if (matchPath('/files', pathname)) return { title: 'Files & packages', element: <FilesPage /> };
   if (matchPath('/settings', pathname)) return { title: 'Settings', element: <SettingsPage /> };
+  if (matchPath('/tokens', pathname)) return { title: 'API tokens', element: <TokensPage /> };
   return { title: 'Not found', element: <NotFound /> };
 }
 
@@ -111,6 +116,25 @@ function ColorSchemeToggle() {
           <IconDeviceDesktopCog size={18} />
         )}
       </ActionIcon>
+    </Tooltip>
+  );
+}
+
+/** Who is signed in to this console, and with which role. */
+function SignedInAs() {
+  const me = useMe();
+  if (!me.data) return null;
+  const { account, role } = me.data;
+  return (
+    <Tooltip label={account.email ? `Signed in as ${account.email}` : 'The owner: this computer’s user'}>
+      <Group gap={6} wrap="nowrap" data-testid="signed-in-as" visibleFrom="sm">
+        <Text size="sm" fw={500}>
+          {account.display_name}
+        </Text>
+        <Badge variant="light" size="sm">
+          {role}
+        </Badge>
+      </Group>
     </Tooltip>
   );
 }
@@ -189,6 +213,7 @@ export function App() {
             </Text>
           </Group>
           <Group gap="sm" wrap="nowrap">
+            <SignedInAs />
             <LiveIndicator />
             <ColorSchemeToggle />
             <SignOutButton />

@@ -1,11 +1,26 @@
-import { Alert, Button, Center, Code, List, Paper, PasswordInput, Stack, Text, Title } from '@mantine/core';
+import {
+  Alert,
+  Anchor,
+  Button,
+  Center,
+  Code,
+  Divider,
+  List,
+  Paper,
+  PasswordInput,
+  Stack,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { IconAlertTriangle, IconLogin } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { admin, errorMessage } from '../api/client.ts';
 import { useLocation } from '../lib/router.tsx';
 
 /**
- * Signing in from a browser: paste the admin token or a one-time sign-in link. The server sets
+ * Signing in from a browser: an admin's email and password, or (the owner's ways, for the one at
+ * the server's keyboard) the admin token or a one-time sign-in link. The server sets
  * the HttpOnly cookie; the page then reloads into the console. Also shown in place of any page
  * when the console finds itself signed out, so it always says what to do.
  */
@@ -19,6 +34,29 @@ export function SignInPage() {
   const [credential, setCredential] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [passwordError, setPasswordError] = useState<string | null>(null);
+  const [withToken, setWithToken] = useState(usedLink);
+  const landing = from && from.startsWith('/') && !from.startsWith('//') ? from : '/';
+
+  const submitPassword = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!email.trim() || !password) {
+      setPasswordError('Enter your email and password.');
+      return;
+    }
+    setBusy(true);
+    setPasswordError(null);
+    try {
+      await admin.signInWithPassword(email.trim(), password);
+      window.location.assign(landing);
+    } catch (failure) {
+      setPasswordError(errorMessage(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -31,7 +69,7 @@ export function SignInPage() {
     try {
       await admin.signIn(credential);
       // A fresh start: every query and the event stream open with the new cookie.
-      window.location.assign(from && from.startsWith('/') && !from.startsWith('//') ? from : '/');
+      window.location.assign(landing);
     } catch (failure) {
       // The server's reason (not the token, not a valid link…), or that it cannot be reached.
       setError(errorMessage(failure));
@@ -44,57 +82,91 @@ export function SignInPage() {
     <Center mih="100vh" p="md">
       <title>Sign in · MDM Console</title>
       <Paper withBorder radius="md" p="xl" maw={560} w="100%" component="main">
-        <form onSubmit={(e) => void submit(e)} noValidate>
-          <Stack gap="md">
-            <div>
-              <Title order={1} size="h2">
-                {signedOut ? 'You are signed out' : 'Sign in to MDM Console'}
-              </Title>
-              <Text c="dimmed" size="sm" mt={4}>
-                Paste the admin token of this server, or a one-time sign-in link, to open the console in this browser.
-              </Text>
-            </div>
-            {usedLink ? (
-              <Alert color="orange" variant="light" icon={<IconAlertTriangle size={18} />} data-testid="used-link">
-                That sign-in link has already been used or has expired: each link works once, within 15 minutes. Get a new one as
-                shown below.
-              </Alert>
-            ) : null}
-            <PasswordInput
-              label="Admin token or sign-in link"
-              placeholder="http://127.0.0.1:8081/auth?ticket=… or the token"
-              value={credential}
+        <Title order={1} size="h2">
+          {signedOut ? 'You are signed out' : 'Sign in to MDM Console'}
+        </Title>
+        <form onSubmit={(e) => void submitPassword(e)} noValidate data-testid="password-sign-in">
+          <Stack gap="md" mt="md">
+            <TextInput
+              label="Email"
+              type="email"
+              value={email}
               onChange={(e) => {
-                setCredential(e.currentTarget.value);
-                setError(null);
+                setEmail(e.currentTarget.value);
+                setPasswordError(null);
               }}
-              error={error}
-              autoComplete="off"
-              data-autofocus
-              autoFocus
-              data-testid="sign-in-credential"
+              autoComplete="username"
+              autoFocus={!withToken}
+              data-testid="sign-in-email"
             />
-            <Button type="submit" loading={busy} leftSection={<IconLogin size={16} />}>
+            <PasswordInput
+              label="Password"
+              value={password}
+              onChange={(e) => {
+                setPassword(e.currentTarget.value);
+                setPasswordError(null);
+              }}
+              error={passwordError}
+              autoComplete="current-password"
+              data-testid="sign-in-password"
+            />
+            <Button type="submit" loading={busy} leftSection={<IconLogin size={16} />} data-testid="sign-in-submit">
               Sign in
             </Button>
-            <div>
-              <Text size="sm" fw={600} mb={4}>
-                Where to find them
-              </Text>
-              <List size="sm" spacing={6}>
-                <List.Item>
-                  A new sign-in link: run <Code>npm run cli -- console</Code> (or <Code>mdm-console console</Code>) on this
-                  computer, in the project folder. It prints a link; open it, or paste it here.
-                </List.Item>
-                <List.Item>
-                  The admin token: the file <Code>admin-token</Code> in the server&apos;s data folder (<Code>npm run serve</Code>{' '}
-                  names the folder when it starts).
-                </List.Item>
-                <List.Item>The desktop app opens the console signed in: nothing to paste there.</List.Item>
-              </List>
-            </div>
           </Stack>
         </form>
+        <Divider my="lg" label="or, as the owner, at the server" labelPosition="center" />
+        {!withToken ? (
+          <Anchor component="button" type="button" size="sm" onClick={() => setWithToken(true)} data-testid="use-token">
+            Use the admin token or a one-time sign-in link instead
+          </Anchor>
+        ) : (
+          <form onSubmit={(e) => void submit(e)} noValidate>
+            <Stack gap="md">
+              <Text c="dimmed" size="sm">
+                Paste the admin token of this server, or a one-time sign-in link: either signs you in as the owner.
+              </Text>
+              {usedLink ? (
+                <Alert color="orange" variant="light" icon={<IconAlertTriangle size={18} />} data-testid="used-link">
+                  That sign-in link has already been used or has expired: each link works once, within 15 minutes. Get a new one
+                  as shown below.
+                </Alert>
+              ) : null}
+              <PasswordInput
+                label="Admin token or sign-in link"
+                placeholder="http://127.0.0.1:8081/auth?ticket=… or the token"
+                value={credential}
+                onChange={(e) => {
+                  setCredential(e.currentTarget.value);
+                  setError(null);
+                }}
+                error={error}
+                autoComplete="off"
+                autoFocus={withToken}
+                data-testid="sign-in-credential"
+              />
+              <Button type="submit" variant="default" loading={busy} leftSection={<IconLogin size={16} />}>
+                Sign in as the owner
+              </Button>
+              <div>
+                <Text size="sm" fw={600} mb={4}>
+                  Where to find them
+                </Text>
+                <List size="sm" spacing={6}>
+                  <List.Item>
+                    A new sign-in link: run <Code>npm run cli -- console</Code> (or <Code>mdm-console console</Code>) on this
+                    computer, in the project folder. It prints a link; open it, or paste it here.
+                  </List.Item>
+                  <List.Item>
+                    The admin token: the file <Code>admin-token</Code> in the server&apos;s data folder (
+                    <Code>npm run serve</Code> names the folder when it starts).
+                  </List.Item>
+                  <List.Item>The desktop app opens the console signed in: nothing to paste there.</List.Item>
+                </List>
+              </div>
+            </Stack>
+          </form>
+        )}
       </Paper>
     </Center>
   );

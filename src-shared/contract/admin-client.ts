@@ -42,6 +42,15 @@ import type {
 import type { AgentCommand } from './rules.ts';
 import type { Settings, SettingsPatch } from './settings.ts';
 import type { CodeSimulateResult, SimulateResult } from './simulate.ts';
+import type {
+  ApiToken,
+  ApiTokenCreate,
+  ApiTokenCreated,
+  ApiTokenList,
+  Me,
+  OwnerSetupBody,
+  PasswordSignInResult,
+} from './accounts.ts';
 import type { ConsoleTicket, PublicHostResult, ServerStatus, SignInResult, SignOutResult } from './status.ts';
 
 /** An error body as the server sent it: `{ error, message }`, and what some errors carry besides (`errors`, `invitation` …). */
@@ -185,6 +194,19 @@ export function adminClient(options: AdminClientOptions = {}) {
     consoleTicket: () => post<ConsoleTicket>('/console-tickets'),
     choosePublicHost: (host: string) => post<PublicHostResult>('/public-host', { host }),
     events: (limit?: number, signal?: AbortSignal) => get<EventList>('/events', signal, { limit }),
+    /** The console's sign-in by email and password (a session cookie for that account). */
+    signInWithPassword: (email: string, password: string) =>
+      call<PasswordSignInResult>('POST', '/auth/password', { body: { email, password } }),
+    /** The one-time set-up link's form: the owner's email, name and password. */
+    setUpOwner: (input: OwnerSetupBody) => call<PasswordSignInResult>('POST', '/auth/setup', { body: input }),
+    /** Who is calling: the account, its role, and the API token used if any. */
+    me: (signal?: AbortSignal) => get<Me>('/me', signal),
+    tokens: {
+      list: (signal?: AbortSignal) => get<ApiTokenList>('/tokens', signal),
+      /** The token is in this answer only. */
+      create: (input: ApiTokenCreate) => post<ApiTokenCreated>('/tokens', input),
+      revoke: (id: number) => post<ApiToken>(`/tokens/${id}/revoke`),
+    },
 
     invitations: {
       list: (filter: InvitationFilter = {}, signal?: AbortSignal) => get<InvitationPage>('/invitations', signal, { ...filter }),

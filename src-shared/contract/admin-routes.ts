@@ -65,6 +65,50 @@ export const adminRoutes = {
     response: { 200: 'SignOutResult' },
   },
 
+  signInWithPassword: {
+    method: 'POST',
+    path: '/auth/password',
+    summary:
+      'An admin’s email and password, exchanged for a new console session (its cookie); throttled per address and per account',
+    body: 'PasswordSignInBody',
+    response: { 200: 'PasswordSignInResult' },
+  },
+  setUpOwner: {
+    method: 'POST',
+    path: '/auth/setup',
+    summary: 'The one-time set-up link’s form: the owner’s email, name and password; signs in (410 once used)',
+    body: 'OwnerSetupBody',
+    response: { 200: 'PasswordSignInResult' },
+  },
+
+  me: {
+    method: 'GET',
+    path: '/api/me',
+    summary: 'Who is calling: the account, how (session or API token) and the role the call acts with',
+    response: { 200: 'Me' },
+  },
+  'tokens.list': {
+    method: 'GET',
+    path: '/api/tokens',
+    summary: 'API tokens (the owner sees everyone’s, others their own), never the tokens themselves',
+    response: { 200: 'ApiTokenList' },
+  },
+  'tokens.create': {
+    method: 'POST',
+    path: '/api/tokens',
+    summary:
+      'A personal API token with a role no higher than the caller’s and an optional lifetime; the token is in this answer only',
+    body: 'ApiTokenCreate',
+    response: { 201: 'ApiTokenCreated' },
+  },
+  'tokens.revoke': {
+    method: 'POST',
+    path: '/api/tokens/:id/revoke',
+    summary: 'Revokes an API token at once (the data dir’s admin token cannot be: 409)',
+    params: 'IdParams',
+    response: { 200: 'ApiToken' },
+  },
+
   consoleTicket: {
     method: 'POST',
     path: '/api/console-tickets',

@@ -18,3 +18,4 @@ export * from './settings.ts';
 export * from './simulate.ts';
 export * from './rules.ts';
 export * from './policies.ts';
+export * from './accounts.ts';

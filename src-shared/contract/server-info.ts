@@ -9,6 +9,8 @@ export const ServerInfo = Type.Object({
   /** Opens the console signed in, once (a one-time ticket, not the admin token). */
   console_url: Type.String(),
   admin_token: Type.String(),
+  /** While the owner has no password: the one-time link where the first person chooses it (null after). */
+  setup_url: Nullable(Type.String()),
   mqtt_port: Type.Integer(),
   mqtt_tls_port: Type.Integer(),
   /** SHA-256 fingerprint of the MQTT TLS certificate (colon-separated hex). */

@@ -56,7 +56,7 @@ export type StatusCounts = Static<typeof StatusCounts>;
 
 /** GET /api/status: server.json without the admin token, plus counts, the broker and warnings. */
 export const ServerStatus = Type.Object({
-  ...Type.Omit(ServerInfo, ['admin_token']).properties,
+  ...Type.Omit(ServerInfo, ['admin_token', 'setup_url']).properties,
   counts: StatusCounts,
   /** The MQTT broker and where agents connect; null when the server runs without one. */
   mqtt: Nullable(Type.Object({ ...BrokerStatus.properties, agent_endpoint: AgentEndpoint })),

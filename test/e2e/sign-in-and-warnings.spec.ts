@@ -40,6 +40,9 @@ test('sign in with the admin token or a one-time link; a used link and a signed-
   await page.goto(`${serve.info.admin_url}/devices`);
   await expect(page).toHaveURL(/\/sign-in\?from=%2Fdevices$/);
   await expect(page.getByRole('heading', { name: 'You are signed out', level: 1 })).toBeVisible();
+  await expect(page.getByTestId('sign-in-email')).toBeVisible();
+  // The owner at the server may paste the admin token or a sign-in link instead.
+  await page.getByTestId('use-token').click();
   await expect(page.locator('main')).toContainText('npm run cli -- console');
   expect(await page.locator('body').innerText()).not.toContain('`');
   await shot(page, 'signed-out', testInfo);
@@ -47,10 +50,10 @@ test('sign in with the admin token or a one-time link; a used link and a signed-
   // A wrong token is refused with the reason; the admin token signs in and returns to the page.
   const field = page.getByTestId('sign-in-credential');
   await field.fill('not-the-token');
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in as the owner' }).click();
   await expect(page.getByText('That is neither the admin token nor a valid sign-in link')).toBeVisible();
   await field.fill(serve.info.admin_token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in as the owner' }).click();
   await expect(page.getByRole('heading', { name: 'Devices', level: 1 })).toBeVisible();
   await expect(page).toHaveURL(`${serve.info.admin_url}/devices`);
   await context.close();
@@ -65,12 +68,13 @@ test('sign in with the admin token or a one-time link; a used link and a signed-
   await again.goto(link);
   await expect(again).toHaveURL(/\/sign-in\?link=used$/);
   await expect(again.getByTestId('used-link')).toContainText('already been used or has expired');
+  await expect(again.getByTestId('sign-in-credential')).toBeVisible(); // the token form, open
   await expect(again.getByRole('heading', { name: 'Sign in to MDM Console', level: 1 })).toBeVisible();
   await shot(again, 'sign-in-used-link', testInfo);
   // Pasting a fresh link (what `cli console` prints) signs in.
   const { console_url: fresh } = await adminOf(serve.info).consoleTicket();
   await again.getByTestId('sign-in-credential').fill(fresh);
-  await again.getByRole('button', { name: 'Sign in' }).click();
+  await again.getByRole('button', { name: 'Sign in as the owner' }).click();
   await expect(again.getByRole('heading', { name: 'Dashboard', level: 1 })).toBeVisible();
   await expect(again.getByTestId('live-state')).toHaveAttribute('data-state', 'live');
 

@@ -13,6 +13,8 @@ import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin, type AdminClient } from './auth.ts';
+import { accountRoutes } from './account-routes.ts';
+import { accountView, type Actor } from '../accounts/accounts.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
@@ -93,6 +95,13 @@ export async function adminApp({
   const connections = capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
   const streams = new EventStreams(streamCaps);
   const clients = new WeakMap<object, AdminClient>();
+  // Who each authenticated request acts for (set by the /api hook before any handler runs).
+  const actors = new WeakMap<object, Actor>();
+  const actorOf = (request: object): Actor => {
+    const actor = actors.get(request);
+    if (!actor) throw new ApiError(401, 'ERROR_UNAUTHORIZED', 'Not signed in');
+    return actor;
+  };
   enforceRequestDeadline(
     app,
     (request) => request.method === 'POST' && /^\/api\/(files|packages)(\?|$)/.test(request.url),
@@ -139,6 +148,32 @@ export async function adminApp({
     return { signed_in: true as const, with: outcome.with };
   });
 
+  // The sign-in page's email and password: a new session for that account (the cookie).
+  adminRoute(app, 'signInWithPassword', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+    const outcome = await auth.signInWithPassword(request.body.email, request.body.password, request, reply);
+    if (!outcome.ok && outcome.status === 429) {
+      reply.header('retry-after', String(outcome.retryAfterSeconds));
+      throw new ApiError(
+        429,
+        'ERROR_TOO_MANY_SIGN_INS',
+        `Too many failed sign-ins for this account or from this computer: try again in ${outcome.retryAfterSeconds} s.`,
+      );
+    }
+    if (!outcome.ok) throw new ApiError(401, 'ERROR_SIGN_IN', 'Wrong email or password.');
+    connections.authenticated(request.raw.socket);
+    return { signed_in: true as const, account: accountView(outcome.account) };
+  });
+
+  // The one-time set-up link's form: the first person chooses the owner's email and password, and is signed in.
+  adminRoute(app, 'setUpOwner', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set up from the console page itself');
+    const owner = await services.accounts.completeSetup(request.body);
+    auth.signInAfterSetup(owner, request, reply);
+    connections.authenticated(request.raw.socket);
+    return { signed_in: true as const, account: accountView(services.accounts.byId(owner.id)!) };
+  });
+
   // Signing out ends the session on the server (the cookie is worthless afterwards, wherever it was copied).
   adminRoute(app, 'signOut', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign out from the console page itself');
@@ -156,6 +191,7 @@ export async function adminApp({
         if (outcome.ok) {
           connections.authenticated(request.raw.socket);
           clients.set(request, outcome.client);
+          actors.set(request, outcome.actor);
           return;
         }
         if (outcome.status === 429) {
@@ -167,9 +203,12 @@ export async function adminApp({
               message: `Too many wrong admin tokens from this address: try again in ${outcome.retryAfterSeconds} s`,
             });
         }
-        return reply
-          .code(401)
-          .send({ error: 'ERROR_UNAUTHORIZED', message: 'Admin token required (Authorization: Bearer <token>)' });
+        return reply.code(401).send({
+          error: 'ERROR_UNAUTHORIZED',
+          message: request.headers.authorization
+            ? 'This token is not the admin token nor a live API token (unknown, revoked or expired)'
+            : 'Admin token or API token required (Authorization: Bearer <token>)',
+        });
       });
 
       // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
@@ -187,7 +226,7 @@ export async function adminApp({
         const current = info();
         const publicHost = current.public_host;
         const counts = services.statusCounts.counts();
-        const { admin_token: _hidden, ...visible } = current;
+        const { admin_token: _hidden, setup_url: _once, ...visible } = current;
         return {
           ...visible,
           counts,
@@ -243,6 +282,7 @@ export async function adminApp({
 
       // Each capability's routes get the services they use, nothing more (no database handle).
       const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
+      await api.register(accountRoutes, { accounts: services.accounts, actorOf });
       await api.register(invitationRoutes, { invitations, events });
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });

@@ -1,5 +1,7 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AccountService, Actor } from '../accounts/accounts.ts';
+import type { StoredAccount } from '../accounts/repository.ts';
 import type { AdminSessionService } from '../admin-sessions/admin-sessions.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { RateLimiter, type RateOptions } from '../sessions/rate-limit.ts';
@@ -29,16 +31,20 @@ function same(a: string, b: string): boolean {
 }
 
 /** Who made an authenticated admin request: the event streams are capped per client. */
-export type AdminClient = { via: 'token'; key: 'token' } | { via: 'cookie'; key: string };
+export type AdminClient = { via: 'token'; key: string } | { via: 'cookie'; key: string };
 
 export type Authentication =
-  { ok: true; client: AdminClient } | { ok: false; status: 401 } | { ok: false; status: 429; retryAfterSeconds: number };
+  | { ok: true; client: AdminClient; actor: Actor }
+  | { ok: false; status: 401 }
+  | { ok: false; status: 429; retryAfterSeconds: number };
 
 export type SignInOutcome =
   { ok: true; with: 'token' | 'link' } | { ok: false; status: 401 } | { ok: false; status: 429; retryAfterSeconds: number };
 
 export interface AdminAuthOptions {
   sessions: AdminSessionService;
+  /** The admin accounts: whom a session, a password or a token stands for. */
+  accounts: AccountService;
   /** Where refused sign-ins are recorded (the console's activity). */
   events?: Pick<EventLog, 'record'>;
   failures?: Partial<RateOptions>;
@@ -57,6 +63,9 @@ export class AdminAuth {
   private readonly sessions: AdminSessionService;
   private readonly events: Pick<EventLog, 'record'> | undefined;
   private readonly failures: RateLimiter;
+  /** Failed password sign-ins per account (by email), besides those per address. */
+  private readonly accountFailures: RateLimiter;
+  private readonly accounts: AccountService;
   /** Addresses whose throttling was recorded, so one event says so rather than one per refusal. */
   private readonly throttled = new Set<string>();
   /** One-time sign-in tickets and when each stops being valid. */
@@ -68,6 +77,8 @@ export class AdminAuth {
     this.sessions = options.sessions;
     this.events = options.events;
     this.failures = new RateLimiter({ ...SIGN_IN_FAILURES, ...options.failures });
+    this.accountFailures = new RateLimiter({ ...SIGN_IN_FAILURES, ...options.failures });
+    this.accounts = options.accounts;
   }
 
   /** A URL path that signs a browser in once. */
@@ -85,7 +96,7 @@ export class AdminAuth {
    */
   redeemTicket(ticket: string, request: FastifyRequest, reply: FastifyReply): boolean {
     if (this.takeTicket(ticket)) {
-      this.startSession(request, reply);
+      this.startSession(request, reply, this.accounts.owner(), this.credential, 'link');
       return true;
     }
     const wait = this.failures.wait(request.ip);
@@ -110,14 +121,60 @@ export class AdminAuth {
       if (ticket !== null && this.takeTicket(ticket.toLowerCase())) how = 'link';
     }
     if (how === null) return this.failed(request, 'form');
-    this.startSession(request, reply);
+    this.startSession(request, reply, this.accounts.owner(), this.credential, how);
     return { ok: true, with: how };
+  }
+
+  /**
+   * The sign-in page's email and password. Throttled per address and per account (the same
+   * allowance each): past it, 429 without the password being checked. Every attempt is recorded.
+   */
+  async signInWithPassword(
+    email: string,
+    password: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<
+    { ok: true; account: StoredAccount } | { ok: false; status: 401 } | { ok: false; status: 429; retryAfterSeconds: number }
+  > {
+    const key = email.trim().toLowerCase();
+    const wait = Math.max(this.failures.wait(request.ip), this.accountFailures.wait(key));
+    if (wait > 0) return this.throttle(request.ip, wait, key);
+    const account = await this.accounts.checkPassword(key, password);
+    if (!account) {
+      this.accountFailures.take(key);
+      return this.failed(request, 'password', key);
+    }
+    this.accounts.signedIn(account);
+    this.startSession(request, reply, account, passwordCredential(account), 'password');
+    return { ok: true, account: this.accounts.byId(account.id)! };
+  }
+
+  /** The set-up link's end: the owner, just given a password, is signed in with it. */
+  signInAfterSetup(account: StoredAccount, request: FastifyRequest, reply: FastifyReply): void {
+    this.accounts.signedIn(account);
+    this.startSession(request, reply, account, passwordCredential(account), 'password');
   }
 
   /** Sign-out: the session ends on the server and the browser drops the cookie. */
   signOut(request: FastifyRequest, reply: FastifyReply): void {
     const id = cookieOf(request);
-    if (id !== undefined) this.sessions.end(id);
+    if (id !== undefined) {
+      const actor = this.sessionActor(id);
+      this.sessions.end(id);
+      if (actor) {
+        const who = actor.account.email ?? actor.account.display_name;
+        this.events?.record(
+          'admin.signed_out',
+          `${who} signed out, from ${request.ip}`,
+          {},
+          {
+            account_id: actor.account.id,
+            address: request.ip,
+          },
+        );
+      }
+    }
     reply.header('set-cookie', `${COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`);
   }
 
@@ -129,17 +186,19 @@ export class AdminAuth {
   authenticate(request: FastifyRequest): Authentication {
     const bearer = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
     if (bearer) {
-      if (same(bearer, this.adminToken)) return { ok: true, client: { via: 'token', key: 'token' } };
+      const actor = this.accounts.actorOfToken(bearer);
+      if (actor) return { ok: true, client: { via: 'token', key: `token:${actor.token!.id}` }, actor };
       const wait = this.failures.wait(request.ip);
       if (wait > 0) return this.throttle(request.ip, wait);
       return this.failed(request, 'bearer');
     }
     const id = cookieOf(request);
-    if (id === undefined || this.sessions.resolve(id, this.credential) === null) return { ok: false, status: 401 };
+    const actor = id === undefined ? null : this.sessionActor(id);
+    if (id === undefined || actor === null) return { ok: false, status: 401 };
     // SameSite treats every port of 127.0.0.1 as one site: a page served by another local program
     // could still send the cookie along. Changes must come from the console's own origin.
     if (!SAFE_METHODS.has(request.method) && !isSameOrigin(request)) return { ok: false, status: 401 };
-    return { ok: true, client: { via: 'cookie', key: `session:${id}` } };
+    return { ok: true, client: { via: 'cookie', key: `session:${id}` }, actor };
   }
 
   private takeTicket(ticket: string): boolean {
@@ -148,38 +207,100 @@ export class AdminAuth {
     return expires !== undefined && expires > Date.now();
   }
 
-  private startSession(request: FastifyRequest, reply: FastifyReply): void {
-    const { id } = this.sessions.open(this.credential, { address: request.ip, userAgent: request.headers['user-agent'] ?? null });
+  /**
+   * The account a console session is signed in as: still enabled, and still holding what it signed
+   * in with (the admin token for a link or the token; the password, which a change ends). A session
+   * from before accounts existed (no account) was the admin token's: the owner's.
+   */
+  private sessionActor(id: string): Actor | null {
+    let account: StoredAccount | undefined;
+    const session = this.sessions.resolve(id, (accountId, credential) => {
+      account = accountId === null ? this.accounts.owner() : this.accounts.byId(accountId);
+      if (!account || account.disabled === 1) return false;
+      return credential === this.credential || credential === passwordCredential(account);
+    });
+    return session && account ? { account, token: null } : null;
+  }
+
+  private startSession(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    account: StoredAccount,
+    credential: string,
+    how: 'token' | 'link' | 'password',
+  ): void {
+    const { id } = this.sessions.open(credential, {
+      accountId: account.id,
+      address: request.ip,
+      userAgent: request.headers['user-agent'] ?? null,
+    });
+    const who = account.email ?? account.display_name;
+    const by = { token: 'the admin token', link: 'a sign-in link', password: 'email and password' }[how];
+    this.events?.record(
+      'admin.signed_in',
+      `${who} signed in with ${by}, from ${request.ip}`,
+      {},
+      {
+        account_id: account.id,
+        address: request.ip,
+        with: how,
+      },
+    );
     const maxAge = Math.floor(this.sessions.limits.maxAgeMs / 1000);
     reply.header('set-cookie', `${COOKIE}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}`);
   }
 
-  private failed(request: FastifyRequest, how: 'form' | 'link' | 'bearer'): { ok: false; status: 401 } {
+  private failed(
+    request: FastifyRequest,
+    how: 'form' | 'link' | 'bearer' | 'password',
+    email?: string,
+  ): { ok: false; status: 401 } {
     const address = request.ip;
     this.failures.take(address);
     this.throttled.delete(address);
+    if (email !== undefined) this.throttled.delete(`account:${email}`);
     const what = {
       form: 'Console sign-in refused',
       link: 'Sign-in link refused (used, expired or unknown)',
-      bearer: 'Admin API call with a wrong token',
+      bearer: 'Admin API call with a wrong or revoked token',
+      password: `Wrong email or password for ${email ?? ''}`,
     }[how];
-    this.events?.record('admin.sign_in_failed', `${what}, from ${address}`, {}, { address, with: how });
+    this.events?.record(
+      'admin.sign_in_failed',
+      `${what}, from ${address}`,
+      {},
+      {
+        address,
+        with: how,
+        ...(email === undefined ? {} : { email }),
+      },
+    );
     return { ok: false, status: 401 };
   }
 
-  private throttle(address: string, wait: number): { ok: false; status: 429; retryAfterSeconds: number } {
-    if (!this.throttled.has(address)) {
+  private throttle(address: string, wait: number, email?: string): { ok: false; status: 429; retryAfterSeconds: number } {
+    const key = email === undefined ? address : `account:${email}`;
+    if (!this.throttled.has(key)) {
       if (this.throttled.size >= 10_000) this.throttled.clear();
-      this.throttled.add(address);
+      this.throttled.add(key);
       this.events?.record(
         'admin.sign_in_throttled',
-        `Too many failed sign-ins from ${address}: further attempts are refused for a while`,
+        email === undefined
+          ? `Too many failed sign-ins from ${address}: further attempts are refused for a while`
+          : `Too many failed sign-ins for ${email} or from ${address}: further attempts are refused for a while`,
         {},
-        { address, retry_after_s: wait },
+        { address, retry_after_s: wait, ...(email === undefined ? {} : { email }) },
       );
     }
     return { ok: false, status: 429, retryAfterSeconds: wait };
   }
+}
+
+/** What a password sign-in's session holds: a new password (a new hash, a new salt) ends it. */
+function passwordCredential(account: StoredAccount): string {
+  return account.password_hash === null
+    ? ''
+    : `pw:${createHash('sha256').update(account.password_hash).digest('hex').slice(0, 32)}`;
 }
 
 function cookieOf(request: FastifyRequest): string | undefined {

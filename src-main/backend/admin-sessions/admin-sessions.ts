@@ -30,7 +30,7 @@ const hashOf = (id: string) => createHash('sha256').update(id).digest('hex');
 /**
  * The console's sessions, kept on the server: the cookie carries a random id (32 bytes), new on
  * every sign-in; the database keeps only its hash, when it ends (idle time, maximum age) and who
- * it is (an account id, once admins have accounts; null for now). Signing out ends it at once.
+ * it is (the admin account signed in). Signing out ends it at once.
  */
 export class AdminSessionService {
   private readonly store: AdminSessionRepository;
@@ -66,15 +66,18 @@ export class AdminSessionService {
     return { id, expiresAt };
   }
 
-  /** The live session `id` names, signed in with `credential`; null (and ended) once expired. */
-  resolve(id: string, credential: string): AdminSession | null {
+  /**
+   * The live session `id` names, if `accepts` its account and credential still (a changed password or
+   * admin token, a disabled account); null, and ended, otherwise or once expired.
+   */
+  resolve(id: string, accepts: (accountId: number | null, credential: string) => boolean): AdminSession | null {
     if (!/^[0-9a-f]{64}$/.test(id)) return null;
     const hash = hashOf(id);
     const row = this.store.byHash(hash);
     if (!row) return null;
     const now = this.now();
     const lastUsed = Date.parse(row.last_used_at);
-    if (row.credential !== credential || Date.parse(row.expires_at) <= now || now - lastUsed > this.limits.idleMs) {
+    if (!accepts(row.account_id, row.credential) || Date.parse(row.expires_at) <= now || now - lastUsed > this.limits.idleMs) {
       this.store.remove(hash);
       return null;
     }

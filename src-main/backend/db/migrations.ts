@@ -510,4 +510,38 @@ export const migrations: Migration[] = [
       CREATE INDEX sessions_user_address ON sessions(user_id, address, created_at);
     `,
   },
+  {
+    version: 14,
+    name: 'admin accounts and personal API tokens',
+    // Admins are people: an email (null for the desktop's owner until one is chosen), a display name,
+    // a role and an Argon2id password hash (null until set). API tokens belong to an account and are
+    // kept as SHA-256 hashes; the data dir's admin token is one of them, the owner's.
+    sql: `
+      CREATE TABLE admin_accounts (
+        id               INTEGER PRIMARY KEY,
+        email            TEXT,
+        display_name     TEXT NOT NULL,
+        role             TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'operator', 'observer')),
+        password_hash    TEXT,
+        disabled         INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+        created_at       TEXT NOT NULL,
+        last_sign_in_at  TEXT
+      );
+      CREATE UNIQUE INDEX admin_accounts_email ON admin_accounts(email COLLATE NOCASE) WHERE email IS NOT NULL;
+
+      CREATE TABLE api_tokens (
+        id            INTEGER PRIMARY KEY,
+        account_id    INTEGER NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        name          TEXT NOT NULL,
+        role          TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'operator', 'observer')),
+        kind          TEXT NOT NULL DEFAULT 'personal' CHECK (kind IN ('personal', 'data-dir')),
+        token_hash    TEXT NOT NULL UNIQUE,
+        created_at    TEXT NOT NULL,
+        expires_at    TEXT,
+        last_used_at  TEXT,
+        revoked_at    TEXT
+      );
+      CREATE INDEX api_tokens_account ON api_tokens(account_id);
+    `,
+  },
 ];

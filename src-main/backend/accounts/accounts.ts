@@ -1,0 +1,256 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { nowIso } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { ApiError } from '../errors.ts';
+import { randomHex } from '../util/tokens.ts';
+import { roleAtLeast, type Account, type ApiToken, type Role } from '../../../src-shared/contract/accounts.ts';
+import { decoyHash, hashPassword, verifyPassword } from './passwords.ts';
+import type { AccountRepository, ListedApiToken, StoredAccount, StoredApiToken } from './repository.ts';
+
+/** The name the data dir's admin token goes by: the owner's token for the CLI and scripts. */
+export const DATA_DIR_TOKEN_NAME = 'admin token (data dir)';
+/** A token's last use is written at most this often. */
+const TOUCH_EVERY_MS = 60 * 1000;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export function accountView(row: StoredAccount): Account {
+  return {
+    id: row.id,
+    email: row.email,
+    display_name: row.display_name,
+    role: row.role,
+    has_password: row.password_hash !== null,
+    disabled: row.disabled === 1,
+    created_at: row.created_at,
+    last_sign_in_at: row.last_sign_in_at,
+  };
+}
+
+export function tokenView(row: ListedApiToken, now = Date.now()): ApiToken {
+  const status = row.revoked_at ? 'revoked' : row.expires_at && Date.parse(row.expires_at) <= now ? 'expired' : 'active';
+  return { ...row, status };
+}
+
+/** Who an admin request acts for: the account, and the API token when the call carried one. */
+export interface Actor {
+  account: StoredAccount;
+  token: StoredApiToken | null;
+}
+
+/** The role a request acts with: a token's own (never above its account's), else the account's. */
+export const roleOf = (actor: Actor): Role => actor.token?.role ?? actor.account.role;
+/** How the actor is named in the history: the person, and the token when one was used. */
+export const actorName = (actor: Actor): string => {
+  const who = actor.account.display_name || actor.account.email || `account ${actor.account.id}`;
+  return actor.token ? `${who} (token "${actor.token.name}")` : who;
+};
+
+/**
+ * Admins as people: accounts with an email, a display name, a role and an Argon2id password; the
+ * owner made on first start; personal API tokens (SHA-256 kept, shown once) beside the data dir's
+ * admin token, which is the owner's.
+ */
+export class AccountService {
+  private readonly store: AccountRepository;
+  private readonly events: Pick<EventLog, 'record'>;
+  private readonly work: UnitOfWork;
+  /** The one-time set-up link's secret while the owner has no password yet (this run only). */
+  private setupToken: string | null = null;
+
+  constructor(deps: { store: AccountRepository; events: Pick<EventLog, 'record'>; work: UnitOfWork }) {
+    this.store = deps.store;
+    this.events = deps.events;
+    this.work = deps.work;
+  }
+
+  /** First start: the owner, named after the machine's user, with no email or password yet. */
+  ensureOwner(displayName: string): StoredAccount {
+    return this.work.run(() => {
+      const existing = this.store.owner();
+      if (existing) return existing;
+      const id = this.store.insert({
+        email: null,
+        display_name: displayName.trim().slice(0, 100) || 'Owner',
+        role: 'owner',
+        password_hash: null,
+        created_at: nowIso(),
+      });
+      this.events.record('account.created', `Owner account created for ${displayName}`, {}, { account_id: id, role: 'owner' });
+      return this.store.byId(id)!;
+    });
+  }
+
+  owner(): StoredAccount {
+    const owner = this.store.owner();
+    if (!owner) throw new Error('No owner account: ensureOwner() runs at start');
+    return owner;
+  }
+
+  byId(id: number): StoredAccount | undefined {
+    return this.store.byId(id);
+  }
+
+  /** The data dir's admin token is the owner's API token (kept as a hash; a new file's token replaces it). */
+  adoptDataDirToken(adminToken: string): void {
+    this.work.run(() => {
+      const owner = this.owner();
+      const hash = sha256(adminToken);
+      const row = this.store.dataDirToken(owner.id);
+      if (!row) {
+        this.store.insertToken({
+          account_id: owner.id,
+          name: DATA_DIR_TOKEN_NAME,
+          role: 'owner',
+          kind: 'data-dir',
+          token_hash: hash,
+          created_at: nowIso(),
+          expires_at: null,
+        });
+      } else if (row.token_hash !== hash) this.store.setTokenHash(row.id, hash);
+    });
+  }
+
+  /** True until the first person has chosen the owner's email and password. */
+  needsSetup(): boolean {
+    return this.owner().password_hash === null;
+  }
+
+  /** The secret of this run's one-time set-up link, while the owner has no password; null after. */
+  setupSecret(): string | null {
+    if (!this.needsSetup()) return null;
+    this.setupToken ??= randomHex(24);
+    return this.setupToken;
+  }
+
+  /** The set-up link, used once: the owner's email, name and password; then no link works again. */
+  async completeSetup(input: { token: string; email: string; display_name: string; password: string }): Promise<StoredAccount> {
+    const expected = this.setupToken;
+    if (expected === null || !this.needsSetup() || !same(input.token, expected)) {
+      throw new ApiError(
+        410,
+        'ERROR_SETUP_USED',
+        'This set-up link was used already or is not this run’s: sign in with the owner’s email and password.',
+      );
+    }
+    const passwordHash = await hashPassword(input.password);
+    return this.work.run(() => {
+      // Checked again: another request may have used the link while the password was hashed.
+      if (this.setupToken !== expected || !this.needsSetup()) {
+        throw new ApiError(410, 'ERROR_SETUP_USED', 'This set-up link was used already.');
+      }
+      const email = input.email.trim();
+      const owner = this.owner();
+      const other = this.store.byEmail(email);
+      if (other && other.id !== owner.id) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is another admin’s email`);
+      this.store.setCredentials(owner.id, { email, display_name: input.display_name.trim(), password_hash: passwordHash });
+      this.setupToken = null;
+      this.events.record('account.owner_set_up', `Owner account set up for ${email}`, {}, { account_id: owner.id, email });
+      return this.store.byId(owner.id)!;
+    });
+  }
+
+  /** The account these credentials open, or null (wrong email, wrong password, disabled, no password). */
+  async checkPassword(email: string, password: string): Promise<StoredAccount | null> {
+    const account = this.store.byEmail(email.trim());
+    if (!account?.password_hash) {
+      await verifyPassword(await decoyHash(), password);
+      return null;
+    }
+    const good = await verifyPassword(account.password_hash, password);
+    return good && account.disabled === 0 ? account : null;
+  }
+
+  signedIn(account: StoredAccount): void {
+    this.store.signedIn(account.id, nowIso());
+  }
+
+  /** The actor an `Authorization: Bearer` token stands for: live, not revoked, its account enabled. */
+  actorOfToken(bearer: string, now = Date.now()): Actor | null {
+    const token = this.store.tokenByHash(sha256(bearer));
+    if (!token || token.revoked_at !== null) return null;
+    if (token.expires_at !== null && Date.parse(token.expires_at) <= now) return null;
+    const account = this.store.byId(token.account_id);
+    if (!account || account.disabled === 1) return null;
+    if (token.last_used_at === null || now - Date.parse(token.last_used_at) > TOUCH_EVERY_MS) {
+      this.store.tokenUsed(token.id, new Date(now).toISOString());
+    }
+    return { account, token };
+  }
+
+  /** A personal token, its role no higher than its maker's (the token's, when made with one); shown in the answer only. */
+  createToken(actor: Actor, input: { name: string; role: Role; days?: number | undefined }): { token: string; row: ApiToken } {
+    // A token acts with its own role: it hands out nothing above it, whatever its account may.
+    const mine = roleOf(actor);
+    if (!roleAtLeast(mine, input.role)) {
+      throw new ApiError(403, 'ERROR_FORBIDDEN', `A ${mine} cannot make a token with the role ${input.role}`);
+    }
+    const token = `mdm_${randomHex(32)}`;
+    const now = Date.now();
+    return this.work.run(() => {
+      const id = this.store.insertToken({
+        account_id: actor.account.id,
+        name: input.name.trim(),
+        role: input.role,
+        kind: 'personal',
+        token_hash: sha256(token),
+        created_at: new Date(now).toISOString(),
+        expires_at: input.days === undefined ? null : new Date(now + input.days * 86_400_000).toISOString(),
+      });
+      this.events.record(
+        'account.token_created',
+        `API token "${input.name.trim()}" (${input.role}) created by ${actorName(actor)}`,
+        {},
+        { token_id: id, role: input.role, days: input.days ?? null, by: actorName(actor) },
+      );
+      return { token, row: this.tokenOf(id) };
+    });
+  }
+
+  /** The owner sees every token; anyone else their own. */
+  tokens(actor: Actor): ApiToken[] {
+    const now = Date.now();
+    const rows = actor.account.role === 'owner' ? this.store.tokens() : this.store.tokens(actor.account.id);
+    return rows.map((row) => tokenView(row, now));
+  }
+
+  /** Revokes one's own token (the owner: anyone's). The data dir's token is replaced, not revoked. */
+  revokeToken(actor: Actor, id: number): ApiToken {
+    return this.work.run(() => {
+      const row = this.store.tokenById(id);
+      if (!row || (row.account_id !== actor.account.id && actor.account.role !== 'owner')) {
+        throw new ApiError(404, 'ERROR_NOT_FOUND', `No API token ${id}`);
+      }
+      if (row.kind === 'data-dir') {
+        throw new ApiError(
+          409,
+          'ERROR_CONFLICT',
+          'The data dir’s admin token cannot be revoked (the CLI uses it): to replace it, stop the server, delete DATA_DIR/admin-token and start again.',
+        );
+      }
+      if (row.revoked_at === null) {
+        this.store.revokeToken(id, nowIso());
+        this.events.record(
+          'account.token_revoked',
+          `API token "${row.name}" revoked by ${actorName(actor)}`,
+          {},
+          { token_id: id, by: actorName(actor) },
+        );
+      }
+      return this.tokenOf(id);
+    });
+  }
+
+  private tokenOf(id: number): ApiToken {
+    const row = this.store.tokens().find((token) => token.id === id);
+    if (!row) throw new ApiError(404, 'ERROR_NOT_FOUND', `No API token ${id}`);
+    return tokenView(row);
+  }
+}

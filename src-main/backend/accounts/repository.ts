@@ -1,0 +1,132 @@
+import type { Db } from '../db/database.ts';
+import type { Role } from '../../../src-shared/contract/accounts.ts';
+
+export interface StoredAccount {
+  id: number;
+  email: string | null;
+  display_name: string;
+  role: Role;
+  password_hash: string | null;
+  disabled: 0 | 1;
+  created_at: string;
+  last_sign_in_at: string | null;
+}
+
+export interface StoredApiToken {
+  id: number;
+  account_id: number;
+  name: string;
+  role: Role;
+  kind: 'personal' | 'data-dir';
+  token_hash: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+/** A token as listed, with its account's name. */
+export type ListedApiToken = Omit<StoredApiToken, 'token_hash'> & { account_name: string };
+
+/** The admin_accounts and api_tokens tables. */
+export interface AccountRepository {
+  count(): number;
+  byId(id: number): StoredAccount | undefined;
+  byEmail(email: string): StoredAccount | undefined;
+  owner(): StoredAccount | undefined;
+  insert(account: Omit<StoredAccount, 'id' | 'last_sign_in_at' | 'disabled'>): number;
+  setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void;
+  signedIn(id: number, at: string): void;
+
+  tokenByHash(hash: string): StoredApiToken | undefined;
+  tokenById(id: number): StoredApiToken | undefined;
+  dataDirToken(accountId: number): StoredApiToken | undefined;
+  insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at'>): number;
+  setTokenHash(id: number, hash: string): void;
+  tokenUsed(id: number, at: string): void;
+  revokeToken(id: number, at: string): void;
+  /** Every token, or those of one account; newest first. */
+  tokens(accountId?: number): ListedApiToken[];
+}
+
+export class SqliteAccountRepository implements AccountRepository {
+  private readonly s;
+
+  constructor(db: Db) {
+    const listed = `SELECT t.id, t.account_id, t.name, t.role, t.kind, t.created_at, t.expires_at, t.last_used_at, t.revoked_at,
+        coalesce(a.display_name, a.email) AS account_name
+      FROM api_tokens t JOIN admin_accounts a ON a.id = t.account_id`;
+    this.s = {
+      count: db.prepare(`SELECT count(*) FROM admin_accounts`).pluck(),
+      byId: db.prepare(`SELECT * FROM admin_accounts WHERE id = ?`),
+      byEmail: db.prepare(`SELECT * FROM admin_accounts WHERE email = ? COLLATE NOCASE`),
+      owner: db.prepare(`SELECT * FROM admin_accounts WHERE role = 'owner' ORDER BY id LIMIT 1`),
+      insert: db.prepare(
+        `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at)
+         VALUES (@email, @display_name, @role, @password_hash, @created_at)`,
+      ),
+      setCredentials: db.prepare(
+        `UPDATE admin_accounts SET email = @email, display_name = @display_name, password_hash = @password_hash WHERE id = @id`,
+      ),
+      signedIn: db.prepare(`UPDATE admin_accounts SET last_sign_in_at = ? WHERE id = ?`),
+      tokenByHash: db.prepare(`SELECT * FROM api_tokens WHERE token_hash = ?`),
+      tokenById: db.prepare(`SELECT * FROM api_tokens WHERE id = ?`),
+      dataDirToken: db.prepare(`SELECT * FROM api_tokens WHERE account_id = ? AND kind = 'data-dir' ORDER BY id LIMIT 1`),
+      insertToken: db.prepare(
+        `INSERT INTO api_tokens (account_id, name, role, kind, token_hash, created_at, expires_at)
+         VALUES (@account_id, @name, @role, @kind, @token_hash, @created_at, @expires_at)`,
+      ),
+      setTokenHash: db.prepare(`UPDATE api_tokens SET token_hash = ? WHERE id = ?`),
+      tokenUsed: db.prepare(`UPDATE api_tokens SET last_used_at = ? WHERE id = ?`),
+      revokeToken: db.prepare(`UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
+      allTokens: db.prepare(`${listed} ORDER BY t.id DESC`),
+      accountTokens: db.prepare(`${listed} WHERE t.account_id = ? ORDER BY t.id DESC`),
+    };
+  }
+
+  count(): number {
+    return this.s.count.get() as number;
+  }
+  byId(id: number): StoredAccount | undefined {
+    return this.s.byId.get(id) as StoredAccount | undefined;
+  }
+  byEmail(email: string): StoredAccount | undefined {
+    return this.s.byEmail.get(email) as StoredAccount | undefined;
+  }
+  owner(): StoredAccount | undefined {
+    return this.s.owner.get() as StoredAccount | undefined;
+  }
+  insert(account: Omit<StoredAccount, 'id' | 'last_sign_in_at' | 'disabled'>): number {
+    return Number(this.s.insert.run(account).lastInsertRowid);
+  }
+  setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void {
+    this.s.setCredentials.run({ id, ...fields });
+  }
+  signedIn(id: number, at: string): void {
+    this.s.signedIn.run(at, id);
+  }
+  tokenByHash(hash: string): StoredApiToken | undefined {
+    return this.s.tokenByHash.get(hash) as StoredApiToken | undefined;
+  }
+  tokenById(id: number): StoredApiToken | undefined {
+    return this.s.tokenById.get(id) as StoredApiToken | undefined;
+  }
+  dataDirToken(accountId: number): StoredApiToken | undefined {
+    return this.s.dataDirToken.get(accountId) as StoredApiToken | undefined;
+  }
+  insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at'>): number {
+    return Number(this.s.insertToken.run(token).lastInsertRowid);
+  }
+  setTokenHash(id: number, hash: string): void {
+    this.s.setTokenHash.run(hash, id);
+  }
+  tokenUsed(id: number, at: string): void {
+    this.s.tokenUsed.run(at, id);
+  }
+  revokeToken(id: number, at: string): void {
+    this.s.revokeToken.run(at, id);
+  }
+  tokens(accountId?: number): ListedApiToken[] {
+    return (accountId === undefined ? this.s.allTokens.all() : this.s.accountTokens.all(accountId)) as ListedApiToken[];
+  }
+}

@@ -1,0 +1,92 @@
+import { Type, type Static } from 'typebox';
+import { Items, Literals, Nullable } from './common.ts';
+
+/** What an admin may do, from most to least (issue 22): owner, admin, operator (helpdesk), observer. */
+export const ROLES = ['owner', 'admin', 'operator', 'observer'] as const;
+export const Role = Literals(ROLES);
+export type Role = Static<typeof Role>;
+
+/** True when `role` may do at least what `than` may (a token never outranks its account). */
+export const roleAtLeast = (role: Role, than: Role): boolean => ROLES.indexOf(role) <= ROLES.indexOf(than);
+
+/** An admin account as the API shows it: never its password hash. */
+export const Account = Type.Object({
+  id: Type.Integer(),
+  /** Null for the desktop app's owner until an email is chosen (the machine's user is the owner). */
+  email: Nullable(Type.String()),
+  display_name: Type.String(),
+  role: Role,
+  has_password: Type.Boolean(),
+  disabled: Type.Boolean(),
+  created_at: Type.String(),
+  last_sign_in_at: Nullable(Type.String()),
+});
+export type Account = Static<typeof Account>;
+
+/** GET /api/me: who is calling, and how (a console session or an API token). */
+export const Me = Type.Object({
+  account: Account,
+  via: Literals(['session', 'token'] as const),
+  /** The API token used, when the call carries one. */
+  token: Nullable(Type.Object({ id: Type.Integer(), name: Type.String(), role: Role })),
+  /** The role this call acts with: the token's when a token is used, else the account's. */
+  role: Role,
+});
+export type Me = Static<typeof Me>;
+
+/** A personal API token as listed: never the token itself (shown once, at creation). */
+export const ApiToken = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  role: Role,
+  /** `data-dir`: the admin token in the data dir (the CLI's); `personal`: made by an admin. */
+  kind: Literals(['personal', 'data-dir'] as const),
+  account_id: Type.Integer(),
+  account_name: Type.String(),
+  created_at: Type.String(),
+  expires_at: Nullable(Type.String()),
+  last_used_at: Nullable(Type.String()),
+  revoked_at: Nullable(Type.String()),
+  status: Literals(['active', 'expired', 'revoked'] as const),
+});
+export type ApiToken = Static<typeof ApiToken>;
+export const ApiTokenList = Items(ApiToken);
+export type ApiTokenList = Static<typeof ApiTokenList>;
+
+/** POST /api/tokens: a name, a role no higher than the caller's, and a lifetime (days; none: never expires). */
+export const ApiTokenCreate = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
+    role: Role,
+    days: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
+  },
+  { additionalProperties: false },
+);
+export type ApiTokenCreate = Static<typeof ApiTokenCreate>;
+/** The answer to POST /api/tokens (201): the token, shown this once. */
+export const ApiTokenCreated = Type.Object({ ...ApiToken.properties, token: Type.String() });
+export type ApiTokenCreated = Static<typeof ApiTokenCreated>;
+
+/** POST /auth/password: the console's sign-in by email and password. */
+export const PasswordSignInBody = Type.Object(
+  { email: Type.String({ minLength: 1, maxLength: 320 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
+  { additionalProperties: false },
+);
+export type PasswordSignInBody = Static<typeof PasswordSignInBody>;
+export const PasswordSignInResult = Type.Object({ signed_in: Type.Literal(true), account: Account });
+export type PasswordSignInResult = Static<typeof PasswordSignInResult>;
+
+/** Passwords: at least this long (and at most 1,024 characters). */
+export const MIN_PASSWORD_LENGTH = 10;
+
+/** POST /auth/setup: the first person, with the one-time set-up link, chooses the owner's email and password. */
+export const OwnerSetupBody = Type.Object(
+  {
+    token: Type.String({ minLength: 1, maxLength: 200 }),
+    email: Type.String({ minLength: 3, maxLength: 320, pattern: '^[^\\s@]+@[^\\s@]+$' }),
+    display_name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
+    password: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
+export type OwnerSetupBody = Static<typeof OwnerSetupBody>;
