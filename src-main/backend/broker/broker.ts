@@ -111,11 +111,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     ...authorizeHooks({ registry, presence, resubscribe, events, onTaskReport: options.onTaskReport }),
     published: publishedHook({ registry, presence, commands, onTaskReport: options.onTaskReport }),
   });
-  const restored = await commands.restoreRetained();
-  await commands.restoreSubscriptions();
-  // The manifest's version message, under both names (the Flyve agents subscribe to FlyvemdmManifest/Status/Version).
-  for (const manifest of MANIFEST_TOPICS)
-    await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
+  const restored = await restoreRetained(commands, publisher);
   aedes.on('clientReady', (client) => lifecycle.ready(client));
   aedes.on('ping', (_packet, client) => lifecycle.ping(client));
   (aedes as unknown as NodeJS.EventEmitter).on('error', (error: Error) => {
@@ -129,9 +125,56 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
   }
   const unsubscribe = followAgentLifecycle(events, commands, accounts);
   recordStarted(events, certificate, listeners, wasOnline, restored);
+  const stopping = listeners.stop;
+  const stop = async () => {
+    unsubscribe();
+    login.stop();
+    resubscribe.stop();
+    const offline = presence.stop();
+    const stopped = stopping();
+    await new Promise<void>((resolve) => aedes.close(() => resolve()));
+    stopped.destroy();
+    await stopped.closed;
+    if (options.db.open)
+      events.record(
+        'broker.stopped',
+        `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`,
+        {},
+        { agent_ids: offline },
+      );
+  };
+  return embeddedFace({ options, certificate, listeners, registry, store, commands, presence, publisher, persistence, stop });
+}
 
+/**
+ * What the records keep is retained again (commands, every agent's Command/Subscribe), and the
+ * manifest's version message under both names (the Flyve agents subscribe to
+ * FlyvemdmManifest/Status/Version). Returns how many agents had commands restored.
+ */
+async function restoreRetained(commands: AgentCommands, publisher: Publisher): Promise<number> {
+  const restored = await commands.restoreRetained();
+  await commands.restoreSubscriptions();
+  for (const manifest of MANIFEST_TOPICS)
+    await publisher.publish(`${manifest}/Status/Version`, JSON.stringify({ version: MANIFEST_VERSION }), true);
+  return restored;
+}
+
+/** The port (port.ts) over the embedded broker's parts. */
+function embeddedFace(parts: {
+  options: BrokerOptions;
+  certificate: BrokerCertificate;
+  listeners: Listeners;
+  registry: ConnectionRegistry;
+  store: BrokerAgentStore;
+  commands: AgentCommands;
+  presence: PresenceTracker;
+  publisher: Publisher;
+  persistence: IndexedMemoryPersistence;
+  stop: () => Promise<void>;
+}): MqttBroker {
+  const { options, certificate, registry, commands, publisher, persistence } = parts;
+  const { port, tlsPort } = parts.listeners;
   let closing: Promise<void> | null = null;
-  const { port, tlsPort } = listeners;
   return {
     mode: 'embedded',
     port,
@@ -142,31 +185,11 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     policies: { publishRetained: (topic, payload) => publisher.publish(topic, payload, true) },
     agentEndpoint: (tls) => ({ host: options.publicHost(), port: tls ? tlsPort : port, tls }),
     credentialsIssued: async () => {}, // logins are checked against the database itself
-    liveReports: embeddedLiveReports(registry, store, commands, presence),
+    liveReports: embeddedLiveReports(registry, parts.store, commands, parts.presence),
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: (topic) => Promise.resolve(persistence.retained(topic.replace(/[+#]/g, ''))),
     status: () => embeddedStatus(registry, certificate, port, tlsPort),
-    close: () => {
-      closing ??= (async () => {
-        unsubscribe();
-        login.stop();
-        resubscribe.stop();
-        const offline = presence.stop();
-        const stopping = listeners.stop();
-        await new Promise<void>((resolve) => aedes.close(() => resolve()));
-        stopping.destroy();
-        await stopping.closed;
-        if (options.db.open) {
-          events.record(
-            'broker.stopped',
-            `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`,
-            {},
-            { agent_ids: offline },
-          );
-        }
-      })();
-      return closing;
-    },
+    close: () => (closing ??= parts.stop()),
   };
 }
 

@@ -544,4 +544,11 @@ export const migrations: Migration[] = [
       CREATE INDEX api_tokens_account ON api_tokens(account_id);
     `,
   },
+  {
+    version: 15,
+    name: 'a task knows when its item was downloaded completely',
+    // Set when the answer carrying the last byte of a deployed file or package was sent in full to
+    // the device's session while its task was open: "downloaded, not confirmed" until it reports.
+    sql: `ALTER TABLE deployment_tasks ADD COLUMN downloaded_at TEXT;`,
+  },
 ];
