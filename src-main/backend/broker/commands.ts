@@ -18,8 +18,6 @@ export interface AgentLinks {
    * subscription to the new fleet's topic is allowed).
    */
   fleetChanged(agentId: number, fleetId: number): void | Promise<void>;
-  /** Ends the agent's connections (it confirmed it is unenrolled). */
-  disconnect(agentId: number): void;
 }
 
 // The command names are the contract's: the console offers the same ones.
@@ -206,9 +204,7 @@ export class AgentCommands {
             previous_status: row.enroll_status,
           });
         });
-        this.forgetAgent(agent.id);
-        // Only enrolled agents may stay connected.
-        setImmediate(() => this.links.disconnect(agent.id));
+        // Its retained commands and account go with the event (agent-accounts.ts).
         return;
       }
     }

@@ -6,7 +6,8 @@ import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { BrokerAgentStore } from '../agents/broker-repository.ts';
 import type { BrokerUrl } from './broker-url.ts';
-import { AgentCommands, type AgentLinks } from './commands.ts';
+import type { AgentAccounts } from './agent-accounts.ts';
+import { AgentCommands } from './commands.ts';
 import { externalLiveReports, type ExternalLink } from './external-link.ts';
 import type { AgentEndpoint, BrokerStatus, MqttBroker, TaskReportHandler } from './port.ts';
 import { RetainedPolicies } from './retained-policies.ts';
@@ -43,12 +44,12 @@ export interface ExternalBrokerParts {
 
 /**
  * The commands and retained policies of an external mode, both published over its link (the
- * backend's own account). `links` says how the mode follows an agent's fleet change and leaving.
+ * backend's own account). An agent's rights follow its fleet move as the mode's `accounts` say.
  */
 export function commandsOverLink(
   link: ExternalLink,
   options: ExternalModeOptions,
-  links: Omit<AgentLinks, 'isConnected'>,
+  accounts: Pick<AgentAccounts, 'moved'>,
 ): { commands: AgentCommands; policies: RetainedPolicies } {
   const publish = (topic: string, payload: string, retain: boolean) => link.publish(topic, payload, retain);
   const policies = new RetainedPolicies(publish, () => link.connected);
@@ -59,7 +60,10 @@ export function commandsOverLink(
     fleets: options.fleets,
     reports: options.reports,
     publisher: { publish },
-    links: { isConnected: (agentId) => link.isOnline(agentId), ...links },
+    links: {
+      isConnected: (agentId) => link.isOnline(agentId),
+      fleetChanged: (agentId, fleetId) => accounts.moved(agentId, fleetId),
+    },
   });
   return { commands, policies };
 }

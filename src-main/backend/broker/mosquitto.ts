@@ -8,6 +8,7 @@ import { agentTopicRules, BACKEND_TOPIC_RULES, isUsableAgentTopic } from './acl.
 import type { BrokerAgentRow } from '../agents/broker-repository.ts';
 import { MAY_CONNECT } from '../agents/status.ts';
 import { parseBrokerUrl, type BrokerUrl } from './broker-url.ts';
+import { followAgentLifecycle, type AgentAccounts } from './agent-accounts.ts';
 import { DynsecClient, rulesToAcls, type DynsecAcl, type DynsecCommand } from './dynsec.ts';
 import {
   commandsOverLink,
@@ -54,8 +55,10 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   const backendPassword = randomBytes(24).toString('base64url');
   /** Passwords drawn while the admin link was down: applied on reconnection. */
   const pendingPasswords = new Map<number, string>();
-  /** Logins of the agents we made clients for, to remove them when the row is gone. */
-  const loginOf = new Map<number, string>();
+  /** What the broker holds for each agent: read at each reconcile, kept up to date by our changes. */
+  const held = new Map<number, HeldAccount>();
+  /** Agents whose last change failed: what the broker holds is asked before the next one. */
+  const unsure = new Set<number>();
   let adminProblem: string | null = 'connecting';
   let dynsec: DynsecClient | null = null;
   let closed = false;
@@ -80,50 +83,60 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
     onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
   });
-  const { commands, policies } = commandsOverLink(link, options, {
-    fleetChanged: (agentId) => serially(() => syncAgent(agentId)).catch(noteFailure),
-    disconnect: (agentId) => {
+  const accounts: AgentAccounts = {
+    // deleteClient also disconnects it. Enrolled again: the old install's password stops working
+    // now (the new one comes with the record read).
+    revoke: (agentId, why) => {
       link.forget(agentId);
-      void serially(() => syncAgent(agentId)).catch(noteFailure);
+      void serially(() => syncAgent(agentId, undefined, why === 'reenrolled')).catch(noteFailure);
     },
-  });
+    moved: (agentId) => serially(() => syncAgent(agentId)).catch(noteFailure),
+  };
+  const { commands, policies } = commandsOverLink(link, options, accounts);
 
   const noteFailure = (error: unknown) => {
     events.record('broker.sync_failed', `Mosquitto dynamic security: ${(error as Error).message}`);
   };
 
+  /**
+   * The changes that give an agent the client and role it should have, from what the broker holds
+   * (`have`), and what it holds once they are made. A client is made only with its password (the
+   * backend keeps only hashes: without one, the agent gets its client at its next record read),
+   * with its role in the same command; a record read of an agent that has one is one password set.
+   */
   const agentCommands = (
     row: BrokerAgentRow,
-    existingAcls: DynsecAcl[] | null,
-    client: { roles: string[] } | null,
+    have: HeldAccount,
     password: string | undefined,
-  ): DynsecCommand[] => {
+  ): { commands: DynsecCommand[]; next: HeldAccount } => {
     const rolename = roleOf(row.id);
     const wanted = rulesToAcls(agentTopicRules(identityOf(row)));
     const out: DynsecCommand[] = [];
-    if (existingAcls === null) out.push({ command: 'createRole', rolename, acls: wanted });
+    if (have.acls === null) out.push({ command: 'createRole', rolename, acls: wanted });
     else {
-      const have = new Set(existingAcls.map(aclKey));
+      const held = new Set(have.acls.map(aclKey));
       const want = new Set(wanted.map(aclKey));
-      for (const acl of existingAcls)
+      for (const acl of have.acls)
         if (!want.has(aclKey(acl))) out.push({ command: 'removeRoleACL', rolename, acltype: acl.acltype, topic: acl.topic });
-      for (const acl of wanted) if (!have.has(aclKey(acl))) out.push({ command: 'addRoleACL', rolename, ...acl });
+      for (const acl of wanted) if (!held.has(aclKey(acl))) out.push({ command: 'addRoleACL', rolename, ...acl });
     }
-    loginOf.set(row.id, row.mqtt_login);
-    if (client === null) {
-      // Without a password (the backend keeps only hashes) the agent logs in again after its next record read.
-      out.push({
-        command: 'createClient',
-        username: row.mqtt_login,
-        textdescription: `${AGENT_DESCRIPTION_PREFIX}${row.id}`,
-        roles: [{ rolename }],
-        ...(password ? { password } : {}),
-      });
+    let login = have.login;
+    if (login === null) {
+      if (password) {
+        out.push({
+          command: 'createClient',
+          username: row.mqtt_login,
+          password,
+          textdescription: `${AGENT_DESCRIPTION_PREFIX}${row.id}`,
+          roles: [{ rolename }],
+        });
+        login = row.mqtt_login;
+      }
     } else {
-      if (!client.roles.includes(rolename)) out.push({ command: 'addClientRole', username: row.mqtt_login, rolename });
-      if (password) out.push({ command: 'setClientPassword', username: row.mqtt_login, password });
+      if (!have.roleGiven) out.push({ command: 'addClientRole', username: login, rolename });
+      if (password) out.push({ command: 'setClientPassword', username: login, password });
     }
-    return out;
+    return { commands: out, next: { login, roleGiven: login !== null, acls: wanted } };
   };
 
   const check = (responses: { command: string; error?: string }[], tolerated: RegExp = ALREADY) => {
@@ -139,33 +152,59 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       );
   };
 
-  /** One agent: the client and role it should have now, or none. */
+  /** What the broker holds for an agent we are unsure of (a change of it failed): asked again. */
+  const askHeld = async (control: DynsecClient, agentId: number): Promise<HeldAccount> => {
+    const login = held.get(agentId)?.login ?? store.byId(agentId)?.mqtt_login;
+    const [role, client] = await control.run([
+      { command: 'getRole', rolename: roleOf(agentId) },
+      ...(login ? [{ command: 'getClient', username: login }] : []),
+    ]);
+    const ours = client && !client.error && client.data?.client?.textdescription === `${AGENT_DESCRIPTION_PREFIX}${agentId}`;
+    return {
+      login: ours ? login! : null,
+      roleGiven: ours ? (client.data?.client?.roles ?? []).some((r) => r.rolename === roleOf(agentId)) : false,
+      acls: role!.error ? null : (role!.data?.role?.acls ?? []),
+    };
+  };
+
+  /**
+   * One agent: the client and role it should have now, or none, from what the broker holds (known
+   * since the last reconcile): nothing is sent when nothing the broker must know has changed.
+   */
   const syncAgent = async (agentId: number, password?: string, reset = false): Promise<void> => {
-    if (!dynsec) {
+    const control = dynsec;
+    if (!control) {
       if (password) pendingPasswords.set(agentId, password);
       return;
     }
     const row = store.byId(agentId);
-    const previousLogin = loginOf.get(agentId) ?? (reset ? row?.mqtt_login : undefined);
     const wanted = row && MAY_HOLD_ACCOUNT(row);
+    let have = unsure.has(agentId) ? await askHeld(control, agentId) : (held.get(agentId) ?? NOTHING_HELD);
+    const work: DynsecCommand[] = [];
     // reset: enrolled again, the old install's password must stop working now (the new one comes with the record).
-    if (previousLogin && (reset || !wanted || previousLogin !== row.mqtt_login)) {
-      // deleteClient also disconnects it.
-      check(await dynsec.run([{ command: 'deleteClient', username: previousLogin }]));
-      loginOf.delete(agentId);
+    if (have.login !== null && (reset || !wanted || have.login !== row.mqtt_login)) {
+      work.push({ command: 'deleteClient', username: have.login }); // which also disconnects it
+      have = { ...have, login: null, roleGiven: false };
     }
+    let next: HeldAccount | null = null;
     if (!wanted) {
-      check(await dynsec.run([{ command: 'deleteRole', rolename: roleOf(agentId) }]));
-      pendingPasswords.delete(agentId);
-      return;
+      if (have.acls !== null) work.push({ command: 'deleteRole', rolename: roleOf(agentId) });
+    } else {
+      const made = agentCommands(row, have, password);
+      work.push(...made.commands);
+      next = made.next;
     }
-    const [role, client] = await dynsec.run([
-      { command: 'getRole', rolename: roleOf(agentId) },
-      { command: 'getClient', username: row.mqtt_login },
-    ]);
-    const acls = role!.error ? null : (role!.data?.role?.acls ?? []);
-    const roles = client!.error ? null : { roles: (client!.data?.client?.roles ?? []).map((r) => r.rolename) };
-    check(await dynsec.run(agentCommands(row, acls, roles, password)));
+    if (work.length > 0) {
+      try {
+        check(await control.run(work));
+        unsure.delete(agentId);
+      } catch (error) {
+        unsure.add(agentId);
+        throw error;
+      }
+    }
+    if (next) held.set(agentId, next);
+    else held.delete(agentId);
     pendingPasswords.delete(agentId);
   };
 
@@ -232,13 +271,21 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     const wanted = store.connectable().filter(MAY_HOLD_ACCOUNT);
     const wantedLogins = new Set<string>();
     const wantedRoles = new Set<string>();
+    const nextHeld = new Map<number, HeldAccount>();
     for (const row of wanted) {
       wantedLogins.add(row.mqtt_login);
       wantedRoles.add(roleOf(row.id));
       const client = clients.get(row.mqtt_login);
       // A client of that name that is not ours (another application's) is left alone.
       if (client && !client.description.startsWith(AGENT_DESCRIPTION_PREFIX)) continue;
-      work.push(...agentCommands(row, roles.get(roleOf(row.id)) ?? null, client ?? null, pendingPasswords.get(row.id)));
+      const have: HeldAccount = {
+        login: client ? row.mqtt_login : null,
+        roleGiven: client?.roles.includes(roleOf(row.id)) ?? false,
+        acls: roles.get(roleOf(row.id)) ?? null,
+      };
+      const made = agentCommands(row, have, pendingPasswords.get(row.id));
+      work.push(...made.commands);
+      nextHeld.set(row.id, made.next);
     }
     let removed = 0;
     for (const [username, client] of clients) {
@@ -250,6 +297,9 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     for (const rolename of roles.keys())
       if (rolename.startsWith(AGENT_ROLE_PREFIX) && !wantedRoles.has(rolename)) work.push({ command: 'deleteRole', rolename });
     check(await control.run(work));
+    held.clear();
+    for (const [agentId, account] of nextHeld) held.set(agentId, account);
+    unsure.clear();
     pendingPasswords.clear();
     return { agents: wanted.length, removed };
   };
@@ -306,23 +356,8 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     });
   });
 
-  // Accounts follow the records: removed on delete, unenroll and re-enrollment (the new install
-  // gets its password with its record), rights changed with the fleet.
-  const unsubscribe = events.subscribe((event) => {
-    if (event.agent_id === null) return;
-    const id = event.agent_id;
-    // A new (or re-enrolled) agent is told its fleet topic, retained, as the reference does (after
-    // forgetAgent below cleared the old install's retained commands).
-    const announce = () => {
-      if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled') void commands.announceFleet(id).catch(() => {});
-    };
-    // (fleet moves are synced by commands.moveToFleet itself, before the agent is told)
-    if (!['agent.deleted', 'agent.reenrolled', 'agent.unenrolled'].includes(event.type)) return announce();
-    commands.forgetAgent(id);
-    link.forget(id);
-    void serially(() => syncAgent(id, undefined, event.type === 'agent.reenrolled')).catch(noteFailure);
-    announce();
-  });
+  // Accounts follow the records: removed on delete, unenroll and re-enrollment, rights changed with the fleet.
+  const unsubscribe = followAgentLifecycle(events, commands, accounts);
 
   const wasOnline = store.allOffline();
   events.record(
@@ -357,6 +392,14 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     },
   };
 }
+
+/** What the broker holds for one agent: its client (by login) with its role given, and its role's ACLs. */
+interface HeldAccount {
+  login: string | null;
+  roleGiven: boolean;
+  acls: DynsecAcl[] | null;
+}
+const NOTHING_HELD: HeldAccount = { login: null, roleGiven: false, acls: null };
 
 /** Enrolled or unenrolling (which must still receive its Unenroll), with a topic MQTT can carry. */
 function MAY_HOLD_ACCOUNT(row: BrokerAgentRow): boolean {

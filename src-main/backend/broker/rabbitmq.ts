@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { followAgentLifecycle, type AgentAccounts } from './agent-accounts.ts';
 import { startAuthEndpoints } from './auth-endpoints.ts';
 import type { ThrottleOptions } from './auth-throttle.ts';
 import { AUTH_SECRET_PATTERN, parseBrokerUrl } from './broker-url.ts';
@@ -119,23 +120,15 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
       policies.republishFor(agent);
     },
   });
-  const { commands, policies } = commandsOverLink(link, options, {
-    // Rights are asked of the database at each SUBSCRIBE: nothing to push.
-    fleetChanged: () => {},
+  const accounts: AgentAccounts = {
     // RabbitMQ offers no kick without its management API: the agent leaves by itself, and its
-    // next login is refused.
-    disconnect: (agentId) => link.forget(agentId),
-  });
-  const unsubscribe = events.subscribe((event) => {
-    if (event.agent_id === null) return;
-    if (['agent.deleted', 'agent.reenrolled', 'agent.unenrolled'].includes(event.type)) {
-      commands.forgetAgent(event.agent_id);
-      link.forget(event.agent_id);
-    }
-    // A new (or re-enrolled) agent is told its fleet topic, retained, as the reference does.
-    if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled')
-      void commands.announceFleet(event.agent_id).catch(() => {});
-  });
+    // next login is refused (the auth endpoints ask the database).
+    revoke: (agentId) => link.forget(agentId),
+    // Rights are asked of the database at each SUBSCRIBE: nothing to push.
+    moved: () => {},
+  };
+  const { commands, policies } = commandsOverLink(link, options, accounts);
+  const unsubscribe = followAgentLifecycle(events, commands, accounts);
 
   const wasOnline = store.allOffline();
   const authAddress = auth.server.address() as { port: number };

@@ -3,6 +3,9 @@
 // session and nobody subscribes again: they say they are online but receive nothing. So an agent
 // connection that has not subscribed to its own topic shortly after its CONNACK is subscribed by
 // the broker, to what the agent would have subscribed to.
+// Release rc.7 also loses its fleet subscription on its first connection (it subscribes to `T/#`,
+// then never to the fleet topic its retained Command/Subscribe names): a connection subscribed to
+// its own topic but not to its fleet's within the same grace is subscribed to the fleet's.
 import type { Client } from 'aedes';
 import { fleetTopic, type AgentIdentity } from './acl.ts';
 
@@ -18,17 +21,30 @@ export function agentFilters(agent: AgentIdentity): string[] {
   return [`${agent.topic}/#`, `${fleetTopic(agent.entityId, agent.fleetId)}/#`, 'FlyvemdmManifest/Status/Version'];
 }
 
+/** Whether a filter the agent subscribed with covers the topic `base` and what is under it. */
+const covers = (filter: string, base: string): boolean => filter === `${base}/#` || filter.startsWith(`${base}/`);
+
+/** What the broker subscribes an agent connection to when the grace is over: what it left out. */
+export function missingFilters(agent: AgentIdentity, subscribed: readonly string[]): string[] {
+  const fleet = fleetTopic(agent.entityId, agent.fleetId);
+  const own = subscribed.some((filter) => covers(filter, agent.topic));
+  const ofFleet = subscribed.some((filter) => covers(filter, fleet));
+  return agentFilters(agent).filter((filter) => (covers(filter, fleet) ? !ofFleet : !own));
+}
+
 export interface ResubscribeOptions {
   graceMs?: number;
   /** Subscribes the connection server-side (through the broker's ACL); resolves with the granted filters. */
   subscribe(client: Client, filters: string[]): Promise<string[]>;
-  /** Told once per connection the broker subscribed. */
-  subscribed(client: Client, agent: AgentIdentity, filters: string[]): void;
+  /** Told once per connection the broker subscribed; `why` says what the agent had left out. */
+  subscribed(client: Client, agent: AgentIdentity, filters: string[], why: string): void;
 }
 
 export class ResubscribeGuard {
   private readonly graceMs: number;
   private readonly timers = new Map<Client, NodeJS.Timeout>();
+  /** Connections in their grace → the filters the agent subscribed with so far. */
+  private readonly own = new Map<Client, string[]>();
   /** Connections the broker subscribed → the retained messages already delivered to them (topic → payload). */
   private readonly delivered = new WeakMap<Client, Map<string, Buffer>>();
 
@@ -42,13 +58,22 @@ export class ResubscribeGuard {
   /** After the CONNACK: the agent has graceMs to subscribe to its own topic. */
   ready(client: Client, agent: AgentIdentity): void {
     if (this.timers.has(client) || this.delivered.has(client)) return;
+    this.own.set(client, []);
     const timer = setTimeout(() => {
       this.timers.delete(client);
+      const subscribed = this.own.get(client) ?? [];
+      this.own.delete(client);
       if (client.closed) return;
+      const missing = missingFilters(agent, subscribed);
+      if (missing.length === 0) return;
+      const why =
+        subscribed.length === 0
+          ? 'connected without subscribing'
+          : `subscribed without its ${missing.some((filter) => filter.startsWith(`${agent.topic}/`)) ? 'own' : "fleet's"} topic`;
       this.delivered.set(client, new Map());
-      void this.options.subscribe(client, agentFilters(agent)).then(
+      void this.options.subscribe(client, missing).then(
         (granted) => {
-          if (granted.length > 0 && !client.closed) this.options.subscribed(client, agent, granted);
+          if (granted.length > 0 && !client.closed) this.options.subscribed(client, agent, granted, why);
         },
         () => {},
       );
@@ -57,12 +82,16 @@ export class ResubscribeGuard {
     this.timers.set(client, timer);
   }
 
-  /** A SUBSCRIBE of the agent's own: one to its topic means it looks after itself. */
+  /** A SUBSCRIBE of the agent's own: to its topic and its fleet's, it looks after itself. */
   clientSubscribed(client: Client, agent: AgentIdentity, grantedFilters: string[]): void {
     const timer = this.timers.get(client);
-    if (timer && grantedFilters.some((filter) => filter.startsWith(`${agent.topic}/`))) {
+    const subscribed = this.own.get(client);
+    if (!timer || !subscribed) return;
+    subscribed.push(...grantedFilters);
+    if (missingFilters(agent, subscribed).length === 0) {
       clearTimeout(timer);
       this.timers.delete(client);
+      this.own.delete(client);
     }
   }
 
@@ -70,6 +99,7 @@ export class ResubscribeGuard {
     const timer = this.timers.get(client);
     if (timer) clearTimeout(timer);
     this.timers.delete(client);
+    this.own.delete(client);
   }
 
   /**
@@ -90,5 +120,6 @@ export class ResubscribeGuard {
   stop(): void {
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
+    this.own.clear();
   }
 }

@@ -6,6 +6,9 @@
 // agents costs N² topic matches — the broker's connection rate fell with every thousand agents
 // held. A tree of topic levels finds the messages of `T/#` by walking T's levels: the cost of a
 // SUBSCRIBE no longer depends on how many other agents are connected.
+import type { AedesPacket } from 'aedes-packet';
+import MemoryPersistence from 'aedes-persistence/asyncPersistence.js';
+import { Readable } from 'node:stream';
 
 /** What aedes stores as a retained message (a copy of the packet; payload empty = delete). */
 export interface RetainedPacket {
@@ -138,31 +141,34 @@ function everything(level: Level, out: RetainedPacket[]): void {
   for (const child of childrenOf(level)) everything(child, out);
 }
 
-/** The part of aedes-persistence's in-memory store that holds retained messages. */
-interface RetainedStore {
-  storeRetained(packet: RetainedPacket): Promise<void>;
-  createRetainedStream(pattern: string): Iterable<RetainedPacket>;
-  createRetainedStreamCombi(patterns: string[]): Iterable<RetainedPacket>;
-}
-
 /**
- * Puts the index in place of the retained messages of aedes' default in-memory persistence.
- * Returns false (and changes nothing) when the persistence is not the one this was written for:
- * the broker then works as before, only slower with many retained messages.
+ * aedes-persistence's in-memory store with its retained messages kept in a RetainedIndex: handed to
+ * aedes as its `persistence` option. Subscriptions, wills and queued packets stay the store's own.
  */
-export function indexRetainedMessages(persistence: unknown): boolean {
-  const store = (persistence as { asyncPersistence?: Partial<RetainedStore> } | null)?.asyncPersistence;
-  if (
-    !store ||
-    typeof store.storeRetained !== 'function' ||
-    typeof store.createRetainedStream !== 'function' ||
-    typeof store.createRetainedStreamCombi !== 'function'
-  ) {
-    return false;
+export class IndexedMemoryPersistence extends MemoryPersistence {
+  private readonly index = new RetainedIndex();
+
+  override storeRetained(packet: AedesPacket): Promise<void> {
+    this.index.store(packet as unknown as RetainedPacket);
+    return Promise.resolve();
   }
-  const index = new RetainedIndex();
-  store.storeRetained = async (packet) => index.store(packet);
-  store.createRetainedStream = (pattern) => index.match(pattern);
-  store.createRetainedStreamCombi = (patterns) => index.matchAll(patterns);
-  return true;
+
+  override createRetainedStream(pattern: string): Readable {
+    return Readable.from(this.index.match(pattern));
+  }
+
+  override createRetainedStreamCombi(patterns: string[]): Readable {
+    return Readable.from(this.index.matchAll(patterns));
+  }
+
+  /** The payload of the first retained message matching `filter`, or null. */
+  retained(filter: string): string | null {
+    const [packet] = this.index.match(filter);
+    return packet ? packet.payload.toString() : null;
+  }
+
+  /** How many retained messages are held. */
+  get retainedCount(): number {
+    return this.index.size;
+  }
 }

@@ -121,13 +121,57 @@ describe('retained commands', () => {
     expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'lock' })).status).toBe(202);
     const client = await connectAgent(t, agent);
     const box = inbox(client);
-    await client.subscribeAsync({ [`${agent.topic}/#`]: { qos: 1 } });
+    const row = agentRow(t, agent.id) as unknown as { entity_id: number; fleet_id: number };
+    // Its own topic and its fleet's, as a working agent does.
+    await client.subscribeAsync({
+      [`${agent.topic}/#`]: { qos: 1 },
+      [`/${row.entity_id}/fleet/${row.fleet_id}/#`]: { qos: 1 },
+    });
     await box.next((m) => m.topic === `${agent.topic}/Command/Lock`);
     // Past the grace period, the broker has left it alone.
     await new Promise((resolve) => setTimeout(resolve, DEFAULT_RESUBSCRIBE_GRACE_MS + 1_000));
     expect(t.backend.services.events.forAgent(agent.id).map((e) => e.type)).not.toContain('mqtt.resubscribed');
     expect(lockMessages(box, agent)).toHaveLength(1);
     expect(box.messages.filter((m) => m.topic === 'FlyvemdmManifest/Status/Version')).toHaveLength(0);
+    await closeClients();
+  });
+});
+
+describe('an agent that subscribes to its own topic but not to its fleet (release rc.7, first connection)', () => {
+  let t: TestBackend;
+  useBrokerBackend((backend) => {
+    t = backend;
+  });
+
+  it("is subscribed to its fleet's topic by the broker: it gets the fleet's policies, once", async () => {
+    const { body: fleet } = await t.admin('POST', '/fleets', { name: 'Forgetful phones' });
+    const camera = await t.admin('POST', '/policy-assignments', { policy: 'disableCamera', value: true, fleet_id: fleet.id });
+    expect(camera.status).toBe(201);
+    const agent = await enrollAgent(t, { fleet: 'Forgetful phones' });
+    const fleetFilter = `/${fleet.entity_id}/fleet/${fleet.id}/#`;
+    const policyTopic = `/${fleet.entity_id}/fleet/${fleet.id}/Policy/disableCamera/Task/${camera.body.id}`;
+    const resubscribed = nextEvent(t, ofAgent(agent.id, 'mqtt.resubscribed'), 20_000);
+    const client = await connectAgent(t, agent);
+    const box = inbox(client);
+    answerPings(client, agent);
+    // rc.7: T/# and the manifest, then never the fleet topic its Command/Subscribe names.
+    await client.subscribeAsync({ [`${agent.topic}/#`]: { qos: 0 }, 'FlyvemdmManifest/Status/Version': { qos: 0 } });
+    await box.next((m) => m.topic === `${agent.topic}/Command/Subscribe`);
+
+    const event = await resubscribed;
+    expect((event.data as { filters: string[] }).filters).toEqual([fleetFilter]);
+    expect(event.message).toMatch(/subscribed without its fleet's topic/);
+    const policy = await box.next((m) => m.topic === policyTopic);
+    expect(JSON.parse(policy.text)).toEqual({ disableCamera: 'true', taskId: camera.body.id });
+
+    // Should it subscribe after all, the retained policy is not delivered a second time.
+    await client.subscribeAsync({ [fleetFilter]: { qos: 0 } });
+    const reply = nextEvent(t, ofAgent(agent.id, 'agent.ping_reply'));
+    await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'ping' });
+    await reply;
+    expect(box.messages.filter((m) => m.topic === policyTopic)).toHaveLength(1);
+    // Its own topic was left to it: the broker added only the fleet's.
+    expect(t.backend.services.events.forAgent(agent.id).filter((e) => e.type === 'mqtt.resubscribed')).toHaveLength(1);
     await closeClients();
   });
 });
