@@ -41,10 +41,12 @@ const STATUS_COLORS: Record<TaskStatus, string> = {
   overriden: 'grape',
 };
 
-export function TaskStatusBadge({ status }: { status: TaskStatus }) {
+/** A task's status; `text` (the API's status_text) says "downloaded, not confirmed" where that is so. */
+export function TaskStatusBadge({ status, text }: { status: TaskStatus; text?: string }) {
+  const shown = text ?? status;
   return (
-    <Badge color={STATUS_COLORS[status] ?? 'gray'} variant="light" data-status={status}>
-      {status}
+    <Badge color={shown === status ? (STATUS_COLORS[status] ?? 'gray') : 'cyan'} variant="light" data-status={status}>
+      {shown}
     </Badge>
   );
 }
@@ -101,7 +103,7 @@ export function TaskRows({ id }: { id: number }) {
                 <Table.Tr key={task.id} data-agent-id={task.agent_id}>
                   <Table.Td w="35%">{task.agent_name}</Table.Td>
                   <Table.Td w={120}>
-                    <TaskStatusBadge status={task.status} />
+                    <TaskStatusBadge status={task.status} text={task.status_text} />
                   </Table.Td>
                   <Table.Td>
                     <TaskReason task={task} />
@@ -371,7 +373,7 @@ export function DeviceTasks({ tasks }: { tasks: DeviceTask[] }) {
               </Text>
             </Table.Td>
             <Table.Td w={110}>
-              <TaskStatusBadge status={task.status} />
+              <TaskStatusBadge status={task.status} text={task.status_text} />
             </Table.Td>
             <Table.Td>
               <TaskReason task={task} />

@@ -546,6 +546,13 @@ export const migrations: Migration[] = [
   },
   {
     version: 15,
+    name: 'a task knows when its item was downloaded completely',
+    // Set when the answer carrying the last byte of a deployed file or package was sent in full to
+    // the device's session while its task was open: "downloaded, not confirmed" until it reports.
+    sql: `ALTER TABLE deployment_tasks ADD COLUMN downloaded_at TEXT;`,
+  },
+  {
+    version: 16,
     name: 'audit trail',
     // Who did what, on which object, when and from where: written in the transaction of the change.
     // The actor's names are copied (an account or token deleted later still reads in the history).
