@@ -183,6 +183,7 @@ async function startServing(
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
     accounts: domain.accounts,
+    audit: domain.audit,
     events: domain.events,
     failures: partial.signInFailures,
   });
@@ -343,6 +344,8 @@ async function agentHttpApp(
         if (services.codes.isCodeAccount(session.userId))
           throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
       },
+      // "downloaded, not confirmed" on the device's open tasks of that item.
+      onDownloaded: (session, item) => deployments.downloaded(session, item.kind, item.id),
       limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
     },
     deeplinkPage: {

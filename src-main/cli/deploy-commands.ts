@@ -5,7 +5,8 @@ import { output as print, parse, positiveInt, type Handler } from './handler.ts'
 import { CliError } from './server-file.ts';
 
 const deploymentLine = (d: Deployment) => `#${d.id}  ${d.policy} "${d.item_name}" → ${d.target_name}  ${d.state}  ${d.progress}`;
-const taskLine = (t: DeviceTask) => `    ${t.agent_name} (agent ${t.agent_id}): ${t.status}${t.reason ? ` — ${t.reason}` : ''}`;
+const taskLine = (t: DeviceTask) =>
+  `    ${t.agent_name} (agent ${t.agent_id}): ${t.status_text}${t.reason ? ` — ${t.reason}` : ''}`;
 
 /** A fleet by id or by name (names are matched case-insensitively, as the server does). */
 export async function findFleet(admin: AdminClient, idOrName: string): Promise<Fleet> {

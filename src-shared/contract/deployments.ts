@@ -59,6 +59,10 @@ export const DeviceTask = Type.Object({
   reason: Nullable(Type.String()),
   created_at: Type.String(),
   updated_at: Type.String(),
+  /** When the device was last sent the whole deployed item while the task was open (null: never). */
+  downloaded_at: Nullable(Type.String()),
+  /** The status as shown: `downloaded, not confirmed` for an open task whose item was downloaded. */
+  status_text: Type.String(),
   history: Type.Optional(Type.Array(TaskHistoryEntry)),
   /** In a device's task list: the deployment it belongs to. */
   deployment: Type.Optional(
@@ -73,6 +77,13 @@ export const DeviceTask = Type.Object({
   ),
 });
 export type DeviceTask = Static<typeof DeviceTask>;
+
+const OPEN_TASK_STATUSES: readonly TaskStatus[] = ['pending', 'received', 'in progress', 'waiting'];
+
+/** A task's status as the console and the admin API show it: a download the device never confirmed says so. */
+export function taskStatusText(task: { status: TaskStatus; downloaded_at?: string | null }): string {
+  return task.downloaded_at && OPEN_TASK_STATUSES.includes(task.status) ? 'downloaded, not confirmed' : task.status;
+}
 export const DeviceTaskList = Items(DeviceTask);
 
 export const Deployment = Type.Object({

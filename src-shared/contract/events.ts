@@ -115,6 +115,7 @@ export interface ServerEvents {
     source: string;
     fleet_id: number | null;
   };
+  'task.downloaded': { deployment_id: number; task_id: number; fleet_id: number | null };
   'task.report_refused': { task_id: number; reason: string; payload: string };
   'broker.started': Record<string, unknown>;
   'broker.stopped': { agent_ids: number[] };

@@ -223,6 +223,8 @@ export async function sendStoredItem(
   item: StoredRecord,
   filePath: string,
   limits: DownloadLimits,
+  /** Told when a GET answer carrying the content's last byte (the whole, or its final range) was sent in full. */
+  onLastByteSent?: () => void,
 ): Promise<FastifyReply> {
   if (!wantsBytes(request.headers.accept)) {
     return reply.code(200).send(downloadMetadata(item));
@@ -272,6 +274,10 @@ export async function sendStoredItem(
       throw error;
     });
     body = new FileRangeStream(handle, range.start, range.end, limits);
+  }
+  if (onLastByteSent && request.method === 'GET' && range.end === item.size - 1) {
+    // 'finish': every byte was handed to the connection (a download cut short only 'close's).
+    reply.raw.once('finish', onLastByteSent);
   }
 
   const connection = request.headers.connection;

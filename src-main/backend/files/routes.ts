@@ -67,6 +67,8 @@ export interface AgentDownloadRoutesOptions {
   limits?: DownloadLimits;
   /** Told of each request allowed to download (the listener stops capping its connection). */
   onAllowed?: (request: FastifyRequest) => void;
+  /** Told when a session was sent an item's content through its last byte (download.ts). */
+  onDownloaded?: (session: SessionContext, item: StoredRecord) => void;
 }
 
 /**
@@ -76,7 +78,7 @@ export interface AgentDownloadRoutesOptions {
  * ApiError for the parent's error handler.
  */
 export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesOptions> = async (app, options) => {
-  const { store, mayDownload, onAllowed } = options;
+  const { store, mayDownload, onAllowed, onDownloaded } = options;
   const limits = options.limits ?? new DownloadLimits();
 
   for (const { kind, agentPath } of KINDS) {
@@ -96,7 +98,8 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
       async (request, reply) => {
         const item = store.get(kind, request.params.id);
         if (!item || item.entityId !== request.session.entityId) throw itemNotFound();
-        return sendStoredItem(request, reply, item, store.pathOf(item), limits);
+        const session = request.session;
+        return sendStoredItem(request, reply, item, store.pathOf(item), limits, () => onDownloaded?.(session, item));
       },
     );
   }

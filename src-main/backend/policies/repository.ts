@@ -47,6 +47,8 @@ export interface TaskRow {
   reason: string | null;
   created_at: string;
   updated_at: string;
+  /** When the device last downloaded the deployed item completely while this task was open. */
+  downloaded_at: string | null;
 }
 
 export interface TaskHistoryRow {
@@ -159,7 +161,8 @@ export class DeploymentRepository {
       ),
       insertTask: db.prepare(
         `INSERT INTO deployment_tasks (deployment_id, agent_id, status, reason, created_at, updated_at) VALUES (?, ?, 'pending', NULL, ?, ?)
-         ON CONFLICT (deployment_id, agent_id) DO UPDATE SET status = 'pending', reason = NULL, updated_at = excluded.updated_at
+         ON CONFLICT (deployment_id, agent_id) DO UPDATE SET status = 'pending', reason = NULL, updated_at = excluded.updated_at,
+           downloaded_at = NULL
            WHERE deployment_tasks.status = 'canceled'
          RETURNING id`,
       ),
@@ -185,6 +188,13 @@ export class DeploymentRepository {
       ),
       openTasksOfAgent: db.prepare(
         `SELECT t.id, t.deployment_id FROM deployment_tasks t WHERE t.agent_id = ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
+      ),
+      markDownloaded: db.prepare(
+        `UPDATE deployment_tasks SET downloaded_at = @at
+         WHERE agent_id = @agent_id AND status IN ('pending', 'received', 'in progress', 'waiting')
+           AND deployment_id IN (SELECT id FROM deployments WHERE state = 'active' AND item_kind = @kind AND item_id = @item_id
+             AND policy IN ('deployApp', 'deployFile'))
+         RETURNING id, deployment_id`,
       ),
       setStatus: db.prepare(`UPDATE deployment_tasks SET status = ?, reason = ?, updated_at = ? WHERE id = ?`),
       history: db.prepare(`INSERT INTO task_history (task_id, status, reason, source, at) VALUES (?, ?, ?, ?, ?)`),
@@ -311,6 +321,11 @@ export class DeploymentRepository {
   /** Every task of the device still waiting for an outcome, whatever its deployment targets. */
   openTasksOfAgent(agentId: number): { id: number; deployment_id: number }[] {
     return this.s.openTasksOfAgent.all(agentId) as { id: number; deployment_id: number }[];
+  }
+
+  /** The device's open tasks of active deployments of this item: downloaded now. */
+  markDownloaded(agentId: number, kind: 'file' | 'package', itemId: number, at: string): { id: number; deployment_id: number }[] {
+    return this.s.markDownloaded.all({ agent_id: agentId, kind, item_id: itemId, at }) as { id: number; deployment_id: number }[];
   }
 
   setStatus(taskId: number, status: TaskStatus, reason: string | null, source: TaskHistoryRow['source'], at: string): void {

@@ -10,6 +10,7 @@ import {
   POLICY_CATALOGUE,
   policyDefinition,
   policyWireMessage,
+  taskStatusText,
   type PolicyDefinition,
 } from '../../../src-shared/contract/index.ts';
 import { ApiError, badRequest, itemNotFound } from '../errors.ts';
@@ -73,6 +74,8 @@ export type DeploymentView = Omit<DeploymentWithCounts, 'payload' | 'remove_on_d
 };
 
 export type TaskView = TaskRow & {
+  /** The status as shown ("downloaded, not confirmed" for an open task whose item was downloaded). */
+  status_text: string;
   history?: TaskHistoryRow[];
   deployment?: { id: number; policy: string; item_name: string; target_name: string; state: string };
 };
@@ -376,7 +379,12 @@ export class PolicyService {
       if (!list) history.set(entry.task_id, (list = []));
       list.push(entry);
     }
-    return { ...view, tasks: this.repo.tasksOf(id).map((task) => ({ ...task, history: history.get(task.id) ?? [] })) };
+    return {
+      ...view,
+      tasks: this.repo
+        .tasksOf(id)
+        .map((task) => ({ ...task, status_text: taskStatusText(task), history: history.get(task.id) ?? [] })),
+    };
   }
 
   /** Removes a deployment: its retained policy is cleared, open tasks canceled, and (remove_on_delete) the removal published. */
@@ -424,6 +432,7 @@ export class PolicyService {
       const deployment = this.repo.byId(task.deployment_id)!;
       return {
         ...task,
+        status_text: taskStatusText(task),
         history: this.repo.historyOf(task.id),
         deployment: {
           id: deployment.id,
@@ -452,6 +461,37 @@ export class PolicyService {
     // Another device's row is answered as an unknown one: a device learns nothing about others.
     if (!task || task.agent_id !== agentId) throw itemNotFound();
     return this.applyReport(task, body, 'http');
+  }
+
+  /**
+   * A device's session was sent the whole of a file or package (files/download.ts): its open tasks
+   * deploying that item note it, so they read "downloaded, not confirmed" until the device reports.
+   * A session that is not a device's (its own account, or the person's that enrolled it) changes nothing.
+   */
+  downloaded(session: { userId: number; enrolledAgentId: number | null }, kind: 'file' | 'package', itemId: number): void {
+    try {
+      const agent =
+        this.repo.agentOfAccount(session.userId) ??
+        (session.enrolledAgentId === null ? undefined : this.repo.agent(session.enrolledAgentId));
+      if (!agent) return;
+      const at = nowIso();
+      const tasks = this.transact(() => this.repo.markDownloaded(agent.id, kind, itemId, at));
+      for (const task of tasks) {
+        const deployment = this.repo.byId(task.deployment_id)!;
+        this.events.record(
+          'task.downloaded',
+          `${agent.name}: ${deployment.policy} "${deployment.item_name}" downloaded, not confirmed yet`,
+          { entityId: agent.entity_id, agentId: agent.id },
+          { deployment_id: deployment.id, task_id: task.id, fleet_id: deployment.fleet_id },
+        );
+      }
+    } catch (error) {
+      // A download that was served is never undone by the bookkeeping (a full disk, say).
+      this.events.record(
+        'deployment.error',
+        `A completed download could not be noted: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
   }
 
   /** The device behind an agent-API session (its own account), or null for a person's session. */

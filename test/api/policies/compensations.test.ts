@@ -2,7 +2,7 @@
 // each over the real broker, agent API and SQLite file.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentCall, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
-import { closeClients, connectAgent, enrollAgent, inbox } from '../../helpers/mqtt.ts';
+import { closeClients, connectAgent, enrollAgent, eventually, inbox } from '../../helpers/mqtt.ts';
 
 let t: TestBackend;
 
@@ -87,5 +87,75 @@ describe('file destinations', () => {
       await t.admin('DELETE', `/deployments/${removed.body.removal.id}`);
     }
     await closeClients();
+  });
+});
+
+describe('a deployed item downloaded completely but never confirmed', () => {
+  it('reads "downloaded, not confirmed" instead of pending until the device reports', async () => {
+    const { id: fleetId } = await fleet('Silent downloaders');
+    const agent = await enrollAgent(t, { fleet: 'Silent downloaders' });
+    const other = await enrollAgent(t, { fleet: 'Silent downloaders' });
+    const content = Buffer.alloc(10_000, 3);
+    const file = await upload('files', 'big.bin', content);
+    const created = await t.admin('POST', '/deployments', { kind: 'file', item_id: file.id, fleet_id: fleetId });
+    expect(created.status).toBe(201);
+    // The device's own session, as the agents open it from their api_token.
+    const own = await agentCall(t.apiUrl, 'GET', `initSession?user_token=${agent.record.api_token}`);
+    expect(own.status).toBe(200);
+    const session = own.body.session_token as string;
+    const get = (headers: Record<string, string>) =>
+      fetch(`${t.apiUrl}/PluginFlyvemdmFile/${file.id}?session_token=${session}`, {
+        headers: { accept: 'application/octet-stream', ...headers },
+      });
+    const taskOf = async (agentId: number) => {
+      const detail = await t.admin('GET', `/deployments/${created.body.id}`);
+      return detail.body.tasks.find((task: any) => task.agent_id === agentId);
+    };
+
+    // The metadata, a HEAD and a first part are no download of the whole.
+    await agentCall(t.apiUrl, 'GET', `PluginMdmFile/${file.id}?session_token=${session}`);
+    expect(
+      (
+        await fetch(`${t.apiUrl}/PluginMdmFile/${file.id}?session_token=${session}`, {
+          method: 'HEAD',
+          headers: { accept: 'application/octet-stream' },
+        })
+      ).status,
+    ).toBe(200);
+    const part = await get({ range: 'bytes=0-4999' });
+    expect(part.status).toBe(206);
+    await part.arrayBuffer();
+    expect(await taskOf(agent.id)).toMatchObject({ status: 'pending', downloaded_at: null, status_text: 'pending' });
+
+    // The rest, through the last byte: downloaded.
+    const rest = await get({ range: 'bytes=5000-' });
+    expect(rest.status).toBe(206);
+    expect(Buffer.from(await rest.arrayBuffer()).equals(content.subarray(5000))).toBe(true);
+    const downloaded = await eventually(async () => {
+      const task = await taskOf(agent.id);
+      return task.downloaded_at ? task : false;
+    });
+    expect(downloaded).toMatchObject({ status: 'pending', status_text: 'downloaded, not confirmed' });
+    const row = t.db.prepare('SELECT downloaded_at FROM deployment_tasks WHERE id = ?').get(downloaded.id) as {
+      downloaded_at: string;
+    };
+    expect(row.downloaded_at).toBe(downloaded.downloaded_at);
+    // The device's own task list says it too; the other device's task is untouched.
+    const listed = await t.admin('GET', `/agents/${agent.id}/tasks`);
+    expect(listed.body.items.find((task: any) => task.id === downloaded.id).status_text).toBe('downloaded, not confirmed');
+    expect(await taskOf(other.id)).toMatchObject({ status: 'pending', downloaded_at: null, status_text: 'pending' });
+
+    // Once it reports, its report is what shows.
+    const reported = await agentCall(
+      t.apiUrl,
+      'GET',
+      `search/PluginFlyvemdmTaskstatus/?criteria[0][field]=5&criteria[0][value]=${agent.id}&criteria[1][field]=6&criteria[1][value]=${created.body.id}&forcedisplay=2&session_token=${session}`,
+    );
+    const statusId = reported.body.data[0]['2'];
+    const put = await agentCall(t.apiUrl, 'PUT', `PluginFlyvemdmTaskstatus/${statusId}?session_token=${session}`, {
+      body: { input: { status: 'done' } },
+    });
+    expect(put.status).toBe(200);
+    expect(await taskOf(agent.id)).toMatchObject({ status: 'done', status_text: 'done' });
   });
 });
