@@ -183,6 +183,7 @@ async function startServing(
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
     accounts: domain.accounts,
+    audit: domain.audit,
     events: domain.events,
     failures: partial.signInFailures,
   });

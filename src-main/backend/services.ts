@@ -1,4 +1,6 @@
 import { AccountService } from './accounts/accounts.ts';
+import { AuditLog } from './audit/audit-log.ts';
+import { SqliteAuditRepository } from './audit/repository.ts';
 import { SqliteAccountRepository } from './accounts/repository.ts';
 import { AgentService } from './agents/agents.ts';
 import { ApprovalService } from './agents/approval.ts';
@@ -42,7 +44,8 @@ export interface ServiceOptions {
  */
 export function createServices(db: Db, options: ServiceOptions) {
   const work = new UnitOfWork(db);
-  const events = new EventLog(new SqliteEventRepository(db), work);
+  const audit = new AuditLog(new SqliteAuditRepository(db));
+  const events = new EventLog(new SqliteEventRepository(db), work, audit);
   const accounts = new AccountService({ store: new SqliteAccountRepository(db), events, work });
   const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
@@ -78,6 +81,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     work,
     links,
     events,
+    audit,
     accounts,
     settings,
     users,

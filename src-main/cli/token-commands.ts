@@ -1,7 +1,7 @@
-// `whoami`, `tokens`, `token create|revoke`: who the CLI acts as, and personal API tokens.
+// `whoami`, `tokens`, `token create|revoke`, `audit`: who the CLI acts as, personal API tokens, and who did what.
 import { output, parse, positiveInt, type Handler } from './handler.ts';
 import { CliError } from './server-file.ts';
-import { ROLES, type ApiToken, type Role } from '../../src-shared/contract/index.ts';
+import { ROLES, type ApiToken, type AuditEntry, type Role } from '../../src-shared/contract/index.ts';
 
 const tokenLine = (t: ApiToken) =>
   `#${t.id}  ${t.name}  ${t.role}  ${t.status}  of ${t.account_name}  ` +
@@ -52,4 +52,28 @@ const token: Handler = async (argv) => {
   throw new CliError(`usage: token create --name NAME --role ${ROLES.join('|')} [--days D] | token revoke ID`);
 };
 
-export const tokenCommands: Record<string, Handler> = { whoami, tokens, token };
+const auditLine = (e: AuditEntry) =>
+  `${e.at}  ${e.actor}${e.token_name ? ` (token "${e.token_name}")` : ''}${e.role ? ` [${e.role}]` : ''}  from ${e.address ?? '-'}  ` +
+  `${e.action}${e.target_kind ? `  ${e.target_kind}${e.target_id ? ` #${e.target_id}` : ''}${e.target_name ? ` ${e.target_name}` : ''}` : ''}\n    ${e.message}`;
+
+/** `audit [--actor A] [--action A] [--since ISO] [--until ISO] [--limit N]`: who did what, newest first. */
+const audit: Handler = async (argv) => {
+  const { values, admin, json } = parse(argv, {
+    actor: { type: 'string' },
+    action: { type: 'string' },
+    since: { type: 'string' },
+    until: { type: 'string' },
+    limit: { type: 'string' },
+  });
+  const text = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
+  const result = await admin().audit({
+    ...(text('actor') ? { actor: text('actor') } : {}),
+    ...(text('action') ? { action: text('action') } : {}),
+    ...(text('since') ? { since: text('since') } : {}),
+    ...(text('until') ? { until: text('until') } : {}),
+    ...(values.limit === undefined ? {} : { limit: positiveInt(values.limit as string, '--limit') }),
+  });
+  return output(json, result.items, () => result.items.map(auditLine).join('\n') || 'Nothing in the audit trail matches.');
+};
+
+export const tokenCommands: Record<string, Handler> = { whoami, tokens, token, audit };

@@ -211,6 +211,8 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   tokens | token revoke ID                               API tokens (yours; the owner sees all) and revoking one
   token create --name N --role owner|admin|operator|observer [--days D]
                                                          a personal API token, printed once
+  audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--since ISO] [--until ISO] [--limit N]
+                                                         the audit trail: who did what, from where, when
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
 

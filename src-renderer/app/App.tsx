@@ -25,6 +25,7 @@ import {
   IconUserCheck,
   IconSettings,
   IconKey,
+  IconHistory,
   IconSun,
 } from '@tabler/icons-react';
 import { useEffect, useState, type ReactNode } from 'react';
@@ -46,6 +47,7 @@ import { NotFound } from '../pages/NotFound.tsx';
 import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
 import { TokensPage } from '../pages/Tokens.tsx';
+import { AuditPage } from '../pages/Audit.tsx';
 import { useMe } from '../api/accounts.ts';
 import { Link, matchPath, navigate, useLocation } from '../lib/router.tsx';
 
@@ -60,6 +62,7 @@ const NAV = [
   { to: '/files', label: 'Files & packages', icon: IconFiles, match: (p: string) => p.startsWith('/files') },
   { to: '/settings', label: 'Settings', icon: IconSettings, match: (p: string) => p.startsWith('/settings') },
   { to: '/tokens', label: 'API tokens', icon: IconKey, match: (p: string) => p.startsWith('/tokens') },
+  { to: '/audit', label: 'Audit', icon: IconHistory, match: (p: string) => p.startsWith('/audit') },
 ];
 
 function route(pathname: string): { title: string; element: ReactNode } {
@@ -81,6 +84,7 @@ function route(pathname: string): { title: string; element: ReactNode } {
   if (matchPath('/files', pathname)) return { title: 'Files & packages', element: <FilesPage /> };
   if (matchPath('/settings', pathname)) return { title: 'Settings', element: <SettingsPage /> };
   if (matchPath('/tokens', pathname)) return { title: 'API tokens', element: <TokensPage /> };
+  if (matchPath('/audit', pathname)) return { title: 'Audit', element: <AuditPage /> };
   return { title: 'Not found', element: <NotFound /> };
 }
 

@@ -90,3 +90,46 @@ export const OwnerSetupBody = Type.Object(
   { additionalProperties: false },
 );
 export type OwnerSetupBody = Static<typeof OwnerSetupBody>;
+
+/** One entry of the audit trail: who (an admin, and the API token used), from where, did what to which object. */
+export const AuditEntry = Type.Object({
+  id: Type.Integer(),
+  at: Type.String(),
+  account_id: Nullable(Type.Integer()),
+  /** The admin's name ('unknown' for a failed sign-in). */
+  actor: Type.String(),
+  token_id: Nullable(Type.Integer()),
+  token_name: Nullable(Type.String()),
+  role: Nullable(Type.String()),
+  address: Nullable(Type.String()),
+  /** An event type (`invitation.created`, `admin.signed_in` …), or `METHOD /api/path` for a change that records none. */
+  action: Type.String(),
+  target_kind: Nullable(Type.String()),
+  target_id: Nullable(Type.Integer()),
+  target_name: Nullable(Type.String()),
+  message: Type.String(),
+});
+export type AuditEntry = Static<typeof AuditEntry>;
+export const AuditList = Items(AuditEntry);
+export type AuditList = Static<typeof AuditList>;
+
+const ISO_TIME = '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?)?$';
+
+/** GET /api/audit: newest first, filtered. */
+export const AuditQuery = Type.Object(
+  {
+    /** Part of the admin's name, their email, or part of a token's name. */
+    actor: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+    /** An action, or a prefix ending in `.` (`agent.`). */
+    action: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    target_kind: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+    target_id: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** ISO 8601: a date (`2026-05-01`) or a time (`2026-05-01T09:30:00Z`). */
+    since: Type.Optional(Type.String({ pattern: ISO_TIME })),
+    until: Type.Optional(Type.String({ pattern: ISO_TIME })),
+    before_id: Type.Optional(Type.Integer({ minimum: 1 })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 200 })),
+  },
+  { additionalProperties: false },
+);
+export type AuditQuery = Static<typeof AuditQuery>;

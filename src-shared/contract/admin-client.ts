@@ -47,6 +47,8 @@ import type {
   ApiTokenCreate,
   ApiTokenCreated,
   ApiTokenList,
+  AuditList,
+  AuditQuery,
   Me,
   OwnerSetupBody,
   PasswordSignInResult,
@@ -207,6 +209,8 @@ export function adminClient(options: AdminClientOptions = {}) {
       create: (input: ApiTokenCreate) => post<ApiTokenCreated>('/tokens', input),
       revoke: (id: number) => post<ApiToken>(`/tokens/${id}/revoke`),
     },
+    /** The audit trail, newest first. */
+    audit: (filter: AuditQuery = {}, signal?: AbortSignal) => get<AuditList>('/audit', signal, { ...filter }),
 
     invitations: {
       list: (filter: InvitationFilter = {}, signal?: AbortSignal) => get<InvitationPage>('/invitations', signal, { ...filter }),

@@ -109,6 +109,14 @@ export const adminRoutes = {
     response: { 200: 'ApiToken' },
   },
 
+  'audit.list': {
+    method: 'GET',
+    path: '/api/audit',
+    summary: 'The audit trail, newest first: who (admin and API token, role), from where, did what to which object; filtered',
+    querystring: 'AuditQuery',
+    response: { 200: 'AuditList' },
+  },
+
   consoleTicket: {
     method: 'POST',
     path: '/api/console-tickets',

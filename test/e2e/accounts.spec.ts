@@ -97,5 +97,25 @@ test('the set-up link makes the owner; email and password sign in; an API token 
   await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
   await expect(row.getByTestId('token-status')).toHaveText('revoked');
   expect((await fetch(`${base}/api/me`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+
+  // The Audit page answers who did it, when and from where; filtered, and live.
+  await page.goto(`${base}/audit`);
+  await expect(page.getByRole('heading', { name: 'Audit', level: 1 })).toBeVisible();
+  const table = page.getByTestId('audit-table');
+  await expect(table.getByRole('row').filter({ hasText: 'account.token_revoked' })).toContainText('Ana Ruiz');
+  await expect(table.getByRole('row').filter({ hasText: 'account.token_revoked' })).toContainText('127.0.0.1');
+  await expect(table.getByRole('row').filter({ hasText: 'admin.signed_in' }).first()).toBeVisible();
+  await page.getByTestId('audit-action').fill('admin.sign_in_failed');
+  // The header, the wrong password, and the revoked token tried above.
+  await expect(table.getByRole('row')).toHaveCount(3);
+  await expect(table).toContainText(`Wrong email or password for ${EMAIL}`);
+  await expect(table).toContainText('Admin API call with a wrong or revoked token');
+  await page.getByTestId('audit-action').fill('fleet.');
+  await expect(page.getByText('Nothing matches these filters')).toBeVisible();
+  // A change made elsewhere (a script with the admin token) shows up without a reload.
+  await adminOf(serve.info).fleets.create('Sales');
+  await expect(page.getByTestId('audit-table')).toContainText('Fleet "Sales" created');
+  await page.getByTestId('audit-action').fill('');
+  await shot(page, 'audit', testInfo);
   await context.close();
 });

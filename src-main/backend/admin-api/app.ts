@@ -12,7 +12,8 @@ import { adminRoute } from '../http/route-table.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
-import { AdminAuth, isSameOrigin, type AdminClient } from './auth.ts';
+import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.ts';
+import { requestContext, type RequestContext } from '../audit/context.ts';
 import { accountRoutes } from './account-routes.ts';
 import { accountView, type Actor } from '../accounts/accounts.ts';
 import { codeRoutes } from './code-routes.ts';
@@ -56,6 +57,8 @@ export interface AdminAppOptions {
   /** Told of every route as it is registered (test/api/admin-api/route-table.test.ts). */
   onRoute?: (route: RouteOptions) => void;
 }
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The admin side: the admin API under /api and the console at /, on loopback by default; ready to serve. */
 export async function adminApp({
@@ -209,6 +212,51 @@ export async function adminApp({
             ? 'This token is not the admin token nor a live API token (unknown, revoked or expired)'
             : 'Admin token or API token required (Authorization: Bearer <token>)',
         });
+      });
+
+      // Each authenticated request runs in its request context (who, from where): what it records
+      // is written to the audit trail with its actor, in the transaction of the change.
+      const contexts = new WeakMap<object, RequestContext>();
+      api.addHook('preHandler', (request, _reply, done) => {
+        const actor = actors.get(request);
+        if (!actor) return done();
+        const context: RequestContext = { actor: requestActor(actor), address: request.ip, audited: false };
+        contexts.set(request, context);
+        requestContext.run(context, done);
+      });
+      // A change that recorded nothing of its own is still audited, by its route (after its answer).
+      api.addHook('onResponse', async (request, reply) => {
+        const context = contexts.get(request);
+        if (!context || context.audited || SAFE_METHODS.has(request.method) || reply.statusCode >= 400) return;
+        const params = request.params as Record<string, unknown> | undefined;
+        const id = Number(params?.id);
+        const action = `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`;
+        services.audit.record(context.actor, context.address, action, `${action} answered ${reply.statusCode}`, {
+          kind: null,
+          id: Number.isSafeInteger(id) && id > 0 ? id : null,
+        });
+      });
+
+      adminRoute(api, 'audit.list', async (request) => {
+        const { actor, action, target_kind, target_id, since, until, before_id, limit } = request.query;
+        const time = (value: string | undefined, what: string) => {
+          if (value === undefined) return undefined;
+          const at = new Date(value);
+          if (Number.isNaN(at.getTime())) throw new ApiError(400, 'ERROR_BAD_REQUEST', `${what} is not a valid time: ${value}`);
+          return at.toISOString();
+        };
+        return {
+          items: services.audit.list({
+            actor,
+            action,
+            targetKind: target_kind,
+            targetId: target_id,
+            since: time(since, 'since'),
+            until: time(until, 'until'),
+            beforeId: before_id,
+            limit: limit ?? 200,
+          }),
+        };
       });
 
       // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).

@@ -1,6 +1,8 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AccountService, Actor } from '../accounts/accounts.ts';
+import { roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
+import type { AuditLog } from '../audit/audit-log.ts';
+import type { RequestActor } from '../audit/context.ts';
 import type { StoredAccount } from '../accounts/repository.ts';
 import type { AdminSessionService } from '../admin-sessions/admin-sessions.ts';
 import type { EventLog } from '../events/event-log.ts';
@@ -45,6 +47,8 @@ export interface AdminAuthOptions {
   sessions: AdminSessionService;
   /** The admin accounts: whom a session, a password or a token stands for. */
   accounts: AccountService;
+  /** Where sign-ins, failed ones and sign-outs are recorded with who and from where. */
+  audit?: Pick<AuditLog, 'record'>;
   /** Where refused sign-ins are recorded (the console's activity). */
   events?: Pick<EventLog, 'record'>;
   failures?: Partial<RateOptions>;
@@ -66,6 +70,7 @@ export class AdminAuth {
   /** Failed password sign-ins per account (by email), besides those per address. */
   private readonly accountFailures: RateLimiter;
   private readonly accounts: AccountService;
+  private readonly audit: Pick<AuditLog, 'record'> | undefined;
   /** Addresses whose throttling was recorded, so one event says so rather than one per refusal. */
   private readonly throttled = new Set<string>();
   /** One-time sign-in tickets and when each stops being valid. */
@@ -79,6 +84,7 @@ export class AdminAuth {
     this.failures = new RateLimiter({ ...SIGN_IN_FAILURES, ...options.failures });
     this.accountFailures = new RateLimiter({ ...SIGN_IN_FAILURES, ...options.failures });
     this.accounts = options.accounts;
+    this.audit = options.audit;
   }
 
   /** A URL path that signs a browser in once. */
@@ -173,6 +179,11 @@ export class AdminAuth {
             address: request.ip,
           },
         );
+        this.audit?.record(requestActor(actor), request.ip, 'admin.signed_out', `${who} signed out`, {
+          kind: 'account',
+          id: actor.account.id,
+          name: who,
+        });
       }
     }
     reply.header('set-cookie', `${COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`);
@@ -246,6 +257,11 @@ export class AdminAuth {
         with: how,
       },
     );
+    this.audit?.record(requestActor({ account, token: null }), request.ip, 'admin.signed_in', `${who} signed in with ${by}`, {
+      kind: 'account',
+      id: account.id,
+      name: who,
+    });
     const maxAge = Math.floor(this.sessions.limits.maxAgeMs / 1000);
     reply.header('set-cookie', `${COOKIE}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}`);
   }
@@ -275,6 +291,11 @@ export class AdminAuth {
         ...(email === undefined ? {} : { email }),
       },
     );
+    this.audit?.record(null, address, 'admin.sign_in_failed', what, {
+      kind: email === undefined ? null : 'account',
+      id: null,
+      name: email ?? null,
+    });
     return { ok: false, status: 401 };
   }
 
@@ -294,6 +315,17 @@ export class AdminAuth {
     }
     return { ok: false, status: 429, retryAfterSeconds: wait };
   }
+}
+
+/** An actor as the audit trail names it. */
+export function requestActor(actor: Actor): RequestActor {
+  return {
+    accountId: actor.account.id,
+    name: actor.account.display_name || actor.account.email || `account ${actor.account.id}`,
+    tokenId: actor.token?.id ?? null,
+    tokenName: actor.token?.name ?? null,
+    role: roleOf(actor),
+  };
 }
 
 /** What a password sign-in's session holds: a new password (a new hash, a new salt) ends it. */

@@ -2,8 +2,11 @@
 // only the brokers reach. Every answer comes from the database and the one rule table (acl.ts).
 // Only the nodes may ask: each request carries the nodes' secret as HTTP basic credentials (the
 // `rabbitmq:SECRET@` of the `auth_http.*_path` URLs in rabbitmq.conf); any other caller gets a 401
-// and learns nothing. Refused logins are slowed down as the embedded broker slows them
-// (auth-throttle.ts), per login and per asking node.
+// and learns nothing. Refused logins are throttled with the embedded broker's schedule
+// (auth-throttle.ts), per login and per asking node, but no answer is ever held back: a node asks
+// through a couple of keep-alive connections and queues every other question behind a held answer,
+// so holding one login's refusals would slow every device's login. A throttled login is refused at
+// once, unchecked, until its wait has passed; then one attempt is checked.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -37,9 +40,6 @@ export interface AuthEndpointOptions {
   /** Slowing down of refused logins (default: the embedded broker's). */
   throttle?: Partial<ThrottleOptions> | undefined;
 }
-
-/** Attempts of one login through one node whose answers may be held at once while it is slowed down. */
-export const MAX_HELD_PER_LOGIN = 4;
 
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
@@ -87,18 +87,6 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     Date.now,
     { ...DEFAULT_THROTTLE, ...options.throttle }.freeFailuresPerAddress,
   );
-  /** Answers held back, by timer; a closing listener refuses them at once. */
-  const pending = new Map<NodeJS.Timeout, (answer: string) => void>();
-  const after = (ms: number, answer: string): Promise<string> | string => {
-    if (ms <= 0) return answer;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        pending.delete(timer);
-        resolve(answer);
-      }, ms);
-      pending.set(timer, resolve);
-    });
-  };
   const app = Fastify({
     logger: false,
     bodyLimit: 16 * 1024,
@@ -112,13 +100,6 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     if (presented !== null && timingSafeEqual(digest(presented), secretDigest)) return;
     return reply.code(401).header('www-authenticate', 'Basic realm="mdm-console-rabbitmq-auth"').type('text/plain').send('deny');
   });
-  app.addHook('onClose', async () => {
-    for (const [timer, resolve] of pending) {
-      clearTimeout(timer);
-      resolve('deny');
-    }
-    pending.clear();
-  });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
@@ -129,17 +110,6 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     return row ? agentTopicRules(identityOf(row)) : null;
   };
   const lastRefusal = new Map<string, number>();
-  /** Answers held back per login and node: parallel guesses past MAX_HELD_PER_LOGIN are not checked. */
-  const held = new Map<string, number>();
-  const hold = (key: string, ms: number, answer: string): Promise<string> | string => {
-    if (ms <= 0) return answer;
-    held.set(key, (held.get(key) ?? 0) + 1);
-    return Promise.resolve(after(ms, answer)).finally(() => {
-      const left = (held.get(key) ?? 1) - 1;
-      if (left > 0) held.set(key, left);
-      else held.delete(key);
-    });
-  };
   /** An agent's MQTT client id is its login (or that login's first 23 characters). */
   const clientIdAllowed = (username: string, clientId: string) =>
     username === backend.username
@@ -150,41 +120,46 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     const { username, password = '', client_id: clientId } = request.body;
     const node = request.ip;
     const key = `${node}\u0000${username}`;
-    const keyDelay = throttle.delayFor(key);
-    // A login being slowed down with this many answers already held: further attempts in parallel
-    // are refused after the same wait without their password being looked at, so many connections
-    // at once guess no faster than a few (while they last, the device's own login is refused too).
-    if (keyDelay > 0 && (held.get(key) ?? 0) >= MAX_HELD_PER_LOGIN) return hold(key, keyDelay, 'deny');
+    // Past freeFailuresPerAddress refusals through this node whatever the login (a scan), a login
+    // refused through it is throttled from its first refusal instead of its sixth.
+    const free = scanThrottle.isThrottled(node) ? 0 : undefined;
+    /** One event per login and minute: a retrying device (or a flood) does not flood the history. */
+    const note = (why: string, agent?: BrokerAgentRow) => {
+      const now = Date.now();
+      if (now - (lastRefusal.get(username) ?? 0) <= 60_000) return;
+      if (lastRefusal.size > 10_000) lastRefusal.clear();
+      lastRefusal.set(username, now);
+      events.record(
+        'mqtt.login_refused',
+        `MQTT login ${JSON.stringify(username.slice(0, 64))} refused by the RabbitMQ auth endpoint: ${why}`,
+        agent ? { entityId: agent.entity_id, agentId: agent.id } : {},
+        { login: username.slice(0, 200), reason: why, node },
+      );
+    };
+    // A throttled login whose wait has not passed: refused at once, its password not looked at
+    // (so a guess in the window tells nothing, and many connections at once guess no faster than
+    // one); not counted, so the device's own login gets in once the wait has passed.
+    const wait = throttle.waitLeft(key, free);
+    if (wait > 0) {
+      note(`throttled after repeated failures; not checked for ${Math.ceil(wait / 100) / 10} s more`);
+      return 'deny';
+    }
     /** `guess`: a wrong password or an unknown login, counted (a right password for an agent that may not connect is not). */
-    const refuse = (why: string, agent?: BrokerAgentRow, guess = true): Promise<string> | string => {
-      const delay = Math.max(keyDelay, scanThrottle.delayFor(node));
+    const refuse = (why: string, agent?: BrokerAgentRow, guess = true): string => {
       if (guess) {
         throttle.fail(key);
         scanThrottle.fail(node);
       }
-      // One event per login and minute: a retrying device does not flood the history.
-      const now = Date.now();
-      if (now - (lastRefusal.get(username) ?? 0) > 60_000) {
-        if (lastRefusal.size > 10_000) lastRefusal.clear();
-        lastRefusal.set(username, now);
-        const slowed = throttle.isThrottled(key)
-          ? '; further attempts for this login are slowed down'
-          : scanThrottle.isThrottled(node)
-            ? `; further refused logins through ${node} are slowed down`
-            : '';
-        events.record(
-          'mqtt.login_refused',
-          `MQTT login ${JSON.stringify(username.slice(0, 64))} refused by the RabbitMQ auth endpoint: ${why}${slowed}`,
-          agent ? { entityId: agent.entity_id, agentId: agent.id } : {},
-          { login: username.slice(0, 200), reason: why, node },
-        );
-      }
-      return hold(key, delay, 'deny');
+      const throttled = throttle.waitLeft(key, scanThrottle.isThrottled(node) ? 0 : undefined) > 0;
+      note(
+        `${why}${throttled ? '; further attempts for this login are refused unchecked until its wait has passed' : ''}`,
+        agent,
+      );
+      return 'deny';
     };
-    const accept = (): Promise<string> | string => {
+    const accept = (): string => {
       throttle.succeed(key);
-      // A correct password waits at most the first step, and not at all when its login has no failures.
-      return hold(key, Math.min(keyDelay, throttle.firstStepMs), 'allow');
+      return 'allow';
     };
     // Where the node passes the client id, one agent cannot take over another's session by its id.
     if (clientId !== undefined && !clientIdAllowed(username, clientId))

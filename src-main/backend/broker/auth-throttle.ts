@@ -48,12 +48,26 @@ export class FailureThrottle {
     return this.options.baseDelayMs;
   }
 
-  /** How long the next attempt under `key` waits for its answer. */
-  delayFor(key: string): number {
+  /**
+   * How long the next attempt under `key` waits for its answer (the embedded broker holds it that
+   * long). `freeFailures` overrides the constructor's for this question.
+   */
+  delayFor(key: string, freeFailures = this.freeFailures): number {
     const failures = this.current(key)?.failures ?? 0;
-    const over = failures - Math.max(this.freeFailures, 1);
+    const over = failures - Math.max(freeFailures, 1);
     if (over < 0) return 0;
     return Math.min(this.options.baseDelayMs * 2 ** Math.min(over, 30), this.options.maxDelayMs);
+  }
+
+  /**
+   * How much longer `key` must wait before its next attempt may be checked: 0 when it is not
+   * throttled or its last failure is `delayFor` old (the RabbitMQ auth endpoints refuse an attempt
+   * unchecked, at once, while this is above 0, and never hold an answer).
+   */
+  waitLeft(key: string, freeFailures = this.freeFailures): number {
+    const delay = this.delayFor(key, freeFailures);
+    if (delay === 0) return 0;
+    return Math.max(0, (this.current(key)?.last ?? 0) + delay - this.now());
   }
 
   /** Records a refused login; returns how many in a row this key has now. */

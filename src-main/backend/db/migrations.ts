@@ -551,4 +551,30 @@ export const migrations: Migration[] = [
     // the device's session while its task was open: "downloaded, not confirmed" until it reports.
     sql: `ALTER TABLE deployment_tasks ADD COLUMN downloaded_at TEXT;`,
   },
+  {
+    version: 16,
+    name: 'audit trail',
+    // Who did what, on which object, when and from where: written in the transaction of the change.
+    // The actor's names are copied (an account or token deleted later still reads in the history).
+    sql: `
+      CREATE TABLE audit_log (
+        id           INTEGER PRIMARY KEY,
+        at           TEXT NOT NULL,
+        account_id   INTEGER,
+        actor        TEXT NOT NULL,
+        token_id     INTEGER,
+        token_name   TEXT,
+        role         TEXT,
+        address      TEXT,
+        action       TEXT NOT NULL,
+        target_kind  TEXT,
+        target_id    INTEGER,
+        target_name  TEXT,
+        message      TEXT NOT NULL
+      );
+      CREATE INDEX audit_log_at ON audit_log(at);
+      CREATE INDEX audit_log_account ON audit_log(account_id, id);
+      CREATE INDEX audit_log_action ON audit_log(action, id);
+    `,
+  },
 ];

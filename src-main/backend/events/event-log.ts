@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventRefs, EventRepository, RecordedEvent } from './event-repository.ts';
+import type { AuditLog, AuditTarget } from '../audit/audit-log.ts';
 
 export type { EventRefs, RecordedEvent };
 
@@ -13,10 +14,13 @@ export class EventLog {
   private readonly store: EventRepository;
   private readonly work: UnitOfWork;
   private readonly emitter = new EventEmitter();
+  private readonly audit: Pick<AuditLog, 'recordForRequest'> | undefined;
 
-  constructor(store: EventRepository, work: UnitOfWork) {
+  /** With `audit`, what an admin request records is also an audit entry of its actor, in the same transaction. */
+  constructor(store: EventRepository, work: UnitOfWork, audit?: Pick<AuditLog, 'recordForRequest'>) {
     this.store = store;
     this.work = work;
+    this.audit = audit;
     this.emitter.setMaxListeners(0);
   }
 
@@ -32,6 +36,7 @@ export class EventLog {
       data: data ?? null,
     };
     const event: RecordedEvent = { id: this.store.insert(fields), ...fields };
+    this.audit?.recordForRequest(type, message, targetOf(type, refs, data));
     this.work.afterCommit(() => this.emitter.emit('event', event));
     return event;
   }
@@ -53,4 +58,16 @@ export class EventLog {
   latest(limit = 100, afterId = 0): RecordedEvent[] {
     return this.store.latest(limit, afterId);
   }
+}
+
+/** The object an event is about: its kind from the type (`agent.locked` → agent), its id and name from the refs or the data. */
+function targetOf(type: string, refs: EventRefs, data: Record<string, unknown> | undefined): AuditTarget {
+  const kind = type.split('.')[0] ?? null;
+  const number = (value: unknown) => (typeof value === 'number' && Number.isSafeInteger(value) ? value : null);
+  const text = (value: unknown) => (typeof value === 'string' ? value : null);
+  if (refs.agentId != null) return { kind: 'agent', id: refs.agentId, name: text(data?.name) ?? text(data?.serial) };
+  if (refs.invitationId != null) return { kind: 'invitation', id: refs.invitationId, name: text(data?.email) };
+  if (number(data?.token_id) !== null) return { kind: 'api_token', id: number(data?.token_id) };
+  const id = number(data?.id) ?? number(data?.[`${kind}_id`]) ?? null;
+  return { kind, id, name: text(data?.name) ?? text(data?.email) };
 }

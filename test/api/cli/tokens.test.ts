@@ -66,6 +66,21 @@ describe('API tokens from the CLI', { timeout: 120_000 }, () => {
     expect(refused.stderr).toContain('not the admin token nor a live API token (unknown, revoked or expired)');
   });
 
+  it('audit shows who did what with which token, filtered, and as JSON', async () => {
+    const json = await cli(['audit', '--actor', 'admin token', '--json']);
+    expect(json.code, json.stderr).toBe(0);
+    const entries = JSON.parse(json.stdout) as { action: string; token_name: string | null; address: string }[];
+    expect(entries.map((e) => e.action)).toEqual(['account.token_revoked', 'account.token_created']);
+    expect(entries.every((e) => e.token_name === 'admin token (data dir)' && e.address === '127.0.0.1')).toBe(true);
+    const revoked = await cli(['audit', '--action', 'account.token_revoked']);
+    expect(revoked.stdout).toContain('account.token_revoked');
+    expect(revoked.stdout).toContain('from 127.0.0.1');
+    expect(revoked.stdout).toContain('API token "helpdesk laptop" revoked');
+    const bad = await cli(['audit', '--since', 'yesterday']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).not.toMatch(/at .*\.ts:\d+/);
+  });
+
   it('bad input is a clear error, not a stack trace', async () => {
     const noRole = await cli(['token', 'create', '--name', 'x']);
     expect(noRole.code).toBe(2);

@@ -123,6 +123,24 @@ describe('the login throttle', () => {
     expect(throttle.delayFor('10.0.0.1')).toBe(0);
   });
 
+  it('says how much of its wait a throttled key has left (the RabbitMQ endpoint refuses it unchecked until 0)', () => {
+    let now = 1_000_000;
+    const throttle = new FailureThrottle({ freeFailures: 2, baseDelayMs: 500, maxDelayMs: 4000 }, () => now);
+    throttle.fail('k');
+    expect(throttle.waitLeft('k')).toBe(0);
+    throttle.fail('k');
+    expect(throttle.waitLeft('k')).toBe(500);
+    now += 300;
+    expect(throttle.waitLeft('k')).toBe(200);
+    now += 200;
+    expect(throttle.waitLeft('k')).toBe(0); // one attempt may be checked now
+    throttle.fail('k'); // a wrong one: the next wait is twice as long, from now
+    expect(throttle.waitLeft('k')).toBe(1000);
+    // With no free failures (a node past its scan count), one failure starts the wait.
+    throttle.fail('j');
+    expect([throttle.waitLeft('j'), throttle.waitLeft('j', 0)]).toEqual([0, 500]);
+  });
+
   it('forgets an address on success, and keeps a bounded number of addresses', () => {
     const throttle = new FailureThrottle({ freeFailures: 0, maxAddresses: 2 });
     throttle.fail('a');

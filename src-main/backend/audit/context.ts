@@ -1,0 +1,34 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** Who a piece of work is done for: an admin (and the API token used), from an address. */
+export interface RequestActor {
+  accountId: number;
+  /** The person's name (or email). */
+  name: string;
+  tokenId: number | null;
+  tokenName: string | null;
+  /** The role the request acts with. */
+  role: string;
+}
+
+export interface RequestContext {
+  actor: RequestActor | null;
+  address: string | null;
+  /** Set once an audit entry was written for this request. */
+  audited: boolean;
+}
+
+const storage = new AsyncLocalStorage<RequestContext>();
+
+/**
+ * The small request context services see without being handed it: the admin API runs each
+ * authenticated request inside one (admin-api/app.ts), so what it changes is recorded with its actor.
+ */
+export const requestContext = {
+  run<T>(context: RequestContext, work: () => T): T {
+    return storage.run(context, work);
+  },
+  current(): RequestContext | undefined {
+    return storage.getStore();
+  },
+};

@@ -1,0 +1,93 @@
+import type { Db } from '../db/database.ts';
+
+export interface AuditRow {
+  id: number;
+  at: string;
+  account_id: number | null;
+  actor: string;
+  token_id: number | null;
+  token_name: string | null;
+  role: string | null;
+  address: string | null;
+  action: string;
+  target_kind: string | null;
+  target_id: number | null;
+  target_name: string | null;
+  message: string;
+}
+
+export interface AuditFilter {
+  /** Matches the actor's name or email, or the token's name (case-insensitive, part of it). */
+  actor?: string | undefined;
+  /** An action, or a prefix ending in `.` (`agent.`). */
+  action?: string | undefined;
+  targetKind?: string | undefined;
+  targetId?: number | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  limit: number;
+  beforeId?: number | undefined;
+}
+
+/** The append-only audit_log table; newest first. */
+export interface AuditRepository {
+  insert(row: Omit<AuditRow, 'id'>): number;
+  list(filter: AuditFilter): AuditRow[];
+}
+
+export class SqliteAuditRepository implements AuditRepository {
+  private readonly db: Db;
+  private readonly s;
+
+  constructor(db: Db) {
+    this.db = db;
+    this.s = {
+      insert: db.prepare(
+        `INSERT INTO audit_log (at, account_id, actor, token_id, token_name, role, address, action, target_kind, target_id, target_name, message)
+         VALUES (@at, @account_id, @actor, @token_id, @token_name, @role, @address, @action, @target_kind, @target_id, @target_name, @message)`,
+      ),
+    };
+  }
+
+  insert(row: Omit<AuditRow, 'id'>): number {
+    return Number(this.s.insert.run(row).lastInsertRowid);
+  }
+
+  list(filter: AuditFilter): AuditRow[] {
+    const where: string[] = [];
+    const args: Record<string, unknown> = { limit: filter.limit };
+    if (filter.actor) {
+      where.push(`(instr(lower(actor), lower(@actor)) > 0 OR instr(lower(coalesce(token_name, '')), lower(@actor)) > 0
+        OR account_id IN (SELECT id FROM admin_accounts WHERE email = @actor COLLATE NOCASE))`);
+      args.actor = filter.actor;
+    }
+    if (filter.action) {
+      if (filter.action.endsWith('.')) {
+        where.push(`substr(action, 1, length(@action)) = @action`);
+      } else where.push(`action = @action`);
+      args.action = filter.action;
+    }
+    if (filter.targetKind) {
+      where.push(`target_kind = @targetKind`);
+      args.targetKind = filter.targetKind;
+    }
+    if (filter.targetId !== undefined) {
+      where.push(`target_id = @targetId`);
+      args.targetId = filter.targetId;
+    }
+    if (filter.since) {
+      where.push(`at >= @since`);
+      args.since = filter.since;
+    }
+    if (filter.until) {
+      where.push(`at < @until`);
+      args.until = filter.until;
+    }
+    if (filter.beforeId !== undefined) {
+      where.push(`id < @beforeId`);
+      args.beforeId = filter.beforeId;
+    }
+    const sql = `SELECT * FROM audit_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
+    return this.db.prepare(sql).all(args) as AuditRow[];
+  }
+}
