@@ -20,17 +20,30 @@ export function detectSeparator(text: string): ',' | ';' | '\t' {
   return ',';
 }
 
+/** One record and the line of the text it starts on (1-based; a quoted field may span lines). */
+export interface DelimitedRecord {
+  fields: string[];
+  line: number;
+}
+
 /**
  * Records of `input`, each a list of fields. With `multiline` false the whole input is one record
  * and line breaks are ordinary characters (a deeplink's data line).
  */
 export function parseDelimited(input: string, separator: string, multiline = true): string[][] {
+  return parseDelimitedRecords(input, separator, multiline).map((record) => record.fields);
+}
+
+/** As parseDelimited, with the line each record starts on, so a problem can name its line of the file. */
+export function parseDelimitedRecords(input: string, separator: string, multiline = true): DelimitedRecord[] {
   const text = input.replace(/^\uFEFF/, '');
-  const rows: string[][] = [];
+  const rows: DelimitedRecord[] = [];
   let row: string[] = [];
   let field = '';
   let quoted = false;
   let wasQuoted = false;
+  let line = 1;
+  let start = 1;
   for (let i = 0; i < text.length; i++) {
     const char = text[i]!;
     if (quoted) {
@@ -39,7 +52,10 @@ export function parseDelimited(input: string, separator: string, multiline = tru
           field += '"';
           i++;
         } else quoted = false;
-      } else field += char;
+      } else {
+        if (char === '\n' || (char === '\r' && text[i + 1] !== '\n')) line++;
+        field += char;
+      }
       continue;
     }
     if (char === '"' && field.trim() === '' && !wasQuoted) {
@@ -53,7 +69,9 @@ export function parseDelimited(input: string, separator: string, multiline = tru
     } else if (multiline && (char === '\n' || char === '\r')) {
       if (char === '\r' && text[i + 1] === '\n') i++;
       row.push(field);
-      rows.push(row);
+      rows.push({ fields: row, line: start });
+      line++;
+      start = line;
       row = [];
       field = '';
       wasQuoted = false;
@@ -62,7 +80,7 @@ export function parseDelimited(input: string, separator: string, multiline = tru
   if (quoted) throw new DelimitedTextError('The text ends inside a quoted field (a " is not closed)');
   if (field !== '' || row.length > 0 || !multiline) {
     row.push(field);
-    rows.push(row);
+    rows.push({ fields: row, line: start });
   }
   return rows;
 }

@@ -6,7 +6,7 @@ import { tokenCommands } from './token-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { policyCommands } from './policy-commands.ts';
-import { invitationsFromCsv, type CsvInvitation } from './csv.ts';
+import { invitationsFromCsv, type CsvRow } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { CliError } from './server-file.ts';
 import { output, parse, positiveInt, type Handler } from './handler.ts';
@@ -41,6 +41,16 @@ function localTime(iso: string): string {
 /** The console's words for an invitation's state (the API says `done` for used). */
 const STATUS_LABEL: Record<string, string> = { pending: 'Pending', done: 'Enrolled', expired: 'Expired', revoked: 'Revoked' };
 const statusLabel = (status: string) => STATUS_LABEL[status] ?? status;
+
+/**
+ * An invitation as the CLI prints it with --json: the console's word "enrolled" for a used one
+ * (the API and the agent spec keep "done"), like --status enrolled and the text output.
+ */
+type AdminInvitation = Omit<Invitation, 'status'> & { status: Exclude<InvitationStatus, 'done'> | 'enrolled' };
+export const forAdmin = (invitation: Invitation): AdminInvitation => ({
+  ...invitation,
+  status: invitation.status === 'done' ? 'enrolled' : invitation.status,
+});
 
 const invitationLine = (i: Invitation) =>
   `#${i.id}  ${i.email}  ${statusLabel(i.status)}  expires ${i.expires_at}  fleet ${i.fleet ?? '-'}  ${deliveryText(i.delivery)}\n    ${i.deeplink}`;
@@ -82,58 +92,93 @@ function lifetimeDays(value: string): number {
 /** The bulk endpoint takes at most this many rows per request. */
 export const BULK_BATCH = 5000;
 
-/**
- * A CSV import, all or nothing even beyond one request: every row is checked first (duplicates
- * across the whole file here, the server's rules batch by batch with row numbers of the file),
- * then the rows are created in batches of BULK_BATCH.
- */
 type BulkOptions = Pick<InvitationBulk, 'send_email' | 'another'>;
 
-async function inviteFromCsv(admin: AdminClient, rows: CsvInvitation[], extra: BulkOptions, progress: (text: string) => void) {
-  const errors: string[] = [];
-  const firstRow = new Map<string, number>();
+/**
+ * What is wrong with each row of a CSV, by its line of the file: duplicates across the whole file
+ * here, the server's rules batch by batch (its `row N` is the row's place in the batch sent).
+ */
+async function csvProblems(admin: AdminClient, rows: CsvRow[], another: boolean): Promise<Map<CsvRow, string[]>> {
+  const problems = new Map<CsvRow, string[]>();
+  const add = (row: CsvRow, message: string) => problems.set(row, [...(problems.get(row) ?? []), message]);
+  const first = new Map<string, CsvRow>();
   rows.forEach((row, index) => {
-    const email = row.email.trim().toLowerCase();
+    const email = row.invitation.email.trim().toLowerCase();
     if (!email) return;
-    const earlier = firstRow.get(email);
-    if (earlier !== undefined && Math.floor(earlier / BULK_BATCH) !== Math.floor(index / BULK_BATCH)) {
-      errors.push(`row ${index + 1}: ${email} already appears in row ${earlier + 1}`);
-    } else if (earlier === undefined) firstRow.set(email, index);
+    const earlier = first.get(email);
+    if (earlier === undefined) first.set(email, row);
+    else if (Math.floor(rows.indexOf(earlier) / BULK_BATCH) !== Math.floor(index / BULK_BATCH))
+      add(row, `${email} already appears on line ${earlier.line}`);
   });
-  const batches: CsvInvitation[][] = [];
-  for (let start = 0; start < rows.length; start += BULK_BATCH) batches.push(rows.slice(start, start + BULK_BATCH));
-  for (const [n, batch] of batches.entries()) {
-    const { errors: found } = await admin.invitations.validate({ invitations: batch, another: extra.another === true });
-    const offset = n * BULK_BATCH;
-    errors.push(...found.map((text) => text.replace(/^row (\d+):/, (_m, row: string) => `row ${Number(row) + offset}:`)));
+  for (let start = 0; start < rows.length; start += BULK_BATCH) {
+    const batch = rows.slice(start, start + BULK_BATCH);
+    const { errors } = await admin.invitations.validate({ invitations: batch.map((row) => row.invitation), another });
+    for (const error of errors) {
+      const match = /^row (\d+): (.*)$/s.exec(error);
+      const row = match ? batch[Number(match[1]) - 1] : undefined;
+      if (!row) throw new CliError(`the server refused the file: ${error}`);
+      add(
+        row,
+        match![2]!.replace(/ in row (\d+)/, (_m, n: string) => ` on line ${batch[Number(n) - 1]?.line ?? n}`),
+      );
+    }
   }
-  if (errors.length > 0) {
-    errors.sort((a, b) => Number(/^row (\d+)/.exec(a)?.[1] ?? 0) - Number(/^row (\d+)/.exec(b)?.[1] ?? 0));
-    const pending = errors.some((text) => text.includes('already has a pending invitation'));
-    const hint = pending
-      ? '\n(For addresses with a pending invitation: remove their rows and resend with mdm-console resend ID, or add --another to invite them again.)'
-      : '';
-    throw new CliError(`${errors.length} row(s) are invalid; nothing was created:\n  ${errors.join('\n  ')}${hint}`);
+  return problems;
+}
+
+const problemLines = (problems: Map<CsvRow, string[]>) =>
+  [...problems].sort(([a], [b]) => a.line - b.line).map(([row, messages]) => `line ${row.line}: ${messages.join('; ')}`);
+
+/**
+ * A CSV import, the console's rule: every row is checked first; with a row in error nothing is
+ * created (each bad row named by its line of the file), unless `skipInvalid`, which creates the
+ * valid rows and names the others. Rows are created in batches of BULK_BATCH.
+ */
+async function inviteFromCsv(
+  admin: AdminClient,
+  rows: CsvRow[],
+  extra: BulkOptions & { skipInvalid: boolean },
+  progress: (text: string) => void,
+) {
+  const problems = await csvProblems(admin, rows, extra.another === true);
+  const skipped = problemLines(problems);
+  if (problems.size > 0 && (!extra.skipInvalid || problems.size === rows.length)) {
+    const pending = [...problems.values()].flat().some((text) => text.includes('already has a pending invitation'));
+    const hints = [
+      ...(pending
+        ? [
+            'For addresses with a pending invitation: remove their rows and resend with mdm-console resend ID, or add --another to invite them again.',
+          ]
+        : []),
+      ...(problems.size < rows.length ? ['--skip-invalid creates the valid rows and lists the others.'] : []),
+    ];
+    throw new CliError(
+      `${problems.size} of ${rows.length} row(s) are invalid; nothing was created:\n  ${skipped.join('\n  ')}` +
+        hints.map((hint) => `\n(${hint})`).join(''),
+    );
   }
+  const valid = rows.filter((row) => !problems.has(row));
   const created: Invitation[] = [];
   let queued = 0;
-  for (const [n, batch] of batches.entries()) {
-    if (batches.length > 1)
-      progress(`Creating rows ${n * BULK_BATCH + 1} to ${n * BULK_BATCH + batch.length} of ${rows.length}…`);
+  const { skipInvalid: _skip, ...options } = extra;
+  void _skip;
+  for (let start = 0; start < valid.length; start += BULK_BATCH) {
+    const batch = valid.slice(start, start + BULK_BATCH);
+    if (valid.length > BULK_BATCH) progress(`Creating rows ${start + 1} to ${start + batch.length} of ${valid.length}…`);
     try {
-      const result = await admin.invitations.createMany({ invitations: batch, ...extra });
+      const result = await admin.invitations.createMany({ invitations: batch.map((row) => row.invitation), ...options });
       created.push(...result.items);
       queued += result.mail.queued;
     } catch (error) {
       if (created.length === 0) throw error;
       // Checked a moment ago, so only a change meanwhile gets here: say exactly what exists.
       throw new CliError(
-        `rows ${n * BULK_BATCH + 1} to ${rows.length} were not created (${(error as Error).message}); ` +
-          `rows 1 to ${created.length} were (invitations #${created[0]!.id} to #${created.at(-1)!.id})`,
+        `the rows from line ${batch[0]!.line} on were not created (${(error as Error).message}); ` +
+          `those up to line ${valid[start - 1]!.line} were (invitations #${created[0]!.id} to #${created.at(-1)!.id})`,
       );
     }
   }
-  return { items: created, queued };
+  return { items: created, queued, skipped };
 }
 
 const invite: Handler = async (argv) => {
@@ -147,6 +192,7 @@ const invite: Handler = async (argv) => {
     'no-email': { type: 'boolean' },
     another: { type: 'boolean' },
     resend: { type: 'boolean' },
+    'skip-invalid': { type: 'boolean' },
   });
   const days = values.days === undefined ? undefined : lifetimeDays(values.days as string);
   // Absent: the server's mail_send_on_create setting decides (on by default).
@@ -168,15 +214,20 @@ const invite: Handler = async (argv) => {
       throw new CliError(`${values.csv}: ${(error as Error).message}`);
     }
     if (rows.length === 0) throw new CliError(`${values.csv}: no rows after the header`);
-    if (days !== undefined) rows = rows.map((row) => ({ ...row, days }));
-    const result = await inviteFromCsv(admin(), rows, extra, (text) => {
+    if (days !== undefined) rows = rows.map((row) => ({ ...row, invitation: { ...row.invitation, days } }));
+    const result = await inviteFromCsv(admin(), rows, { ...extra, skipInvalid: values['skip-invalid'] === true }, (text) => {
       if (!json) console.error(text);
     });
     const mailed = result.queued ? `; ${result.queued} email(s) queued` : '';
+    // The rows left out, on stderr so --json output stays the list of what was created.
+    if (result.skipped.length)
+      process.stderr.write(
+        `${result.skipped.length} invalid row(s) skipped (--skip-invalid):\n  ${result.skipped.join('\n  ')}\n`,
+      );
     return output(
       json,
-      result.items,
-      () => `${result.items.length} invitations created${mailed}\n${result.items.map(invitationLine).join('\n')}`,
+      result.items.map(forAdmin),
+      () => `${result.items.length} invitation(s) created${mailed}\n${result.items.map(invitationLine).join('\n')}`,
     );
   }
   if (!values.email) throw new CliError('invite needs --email ADDRESS (or --csv FILE); see mdm-console invite --help');
@@ -200,7 +251,7 @@ const invite: Handler = async (argv) => {
       const resent = await admin().invitations.resend(pending.id);
       return output(
         json,
-        resent,
+        forAdmin(resent),
         () =>
           `${resent.email} already had a pending invitation: #${resent.id} emailed again (same link, same expiry)\n${invitationLine(resent)}`,
       );
@@ -212,7 +263,7 @@ const invite: Handler = async (argv) => {
       3,
     );
   }
-  return output(json, created, () => `Invitation created\n${invitationLine(created)}`);
+  return output(json, forAdmin(created), () => `Invitation created\n${invitationLine(created)}`);
 };
 
 const invitations: Handler = async (argv) => {
@@ -220,21 +271,25 @@ const invitations: Handler = async (argv) => {
   // "enrolled" is what the console calls it; the API says "done". Other words: the server judges them.
   const status = values.status === 'enrolled' ? 'done' : (values.status as InvitationStatus | undefined);
   const result = await admin().invitations.list({ status, q: values.search as string | undefined });
-  return output(json, result.items, () => result.items.map(invitationLine).join('\n') || 'No invitations.');
+  return output(json, result.items.map(forAdmin), () => result.items.map(invitationLine).join('\n') || 'No invitations.');
 };
 
 const revoke: Handler = async (argv) => {
   const { positionals, admin, json } = parse(argv, {});
   const id = positiveInt(positionals[0], 'the invitation id');
   const result = await admin().invitations.revoke(id);
-  return output(json, result, () => `Invitation #${id} revoked`);
+  return output(json, forAdmin(result), () => `Invitation #${id} revoked`);
 };
 
 const resend: Handler = async (argv) => {
   const { positionals, admin, json } = parse(argv, {});
   const id = positiveInt(positionals[0], 'the invitation id');
   const result = await admin().invitations.resend(id);
-  return output(json, result, () => `Invitation #${id} email queued again (same link, same expiry)\n${invitationLine(result)}`);
+  return output(
+    json,
+    forAdmin(result),
+    () => `Invitation #${id} email queued again (same link, same expiry)\n${invitationLine(result)}`,
+  );
 };
 
 /** `mail status`, `mail test --to ADDRESS`, `mail retry`. */

@@ -5,7 +5,7 @@ const COMMON = `  --data-dir DIR    the server's data dir (default: $MDM_CONSOLE
 
 const INVITE = `usage: mdm-console invite --email E [--firstname F] [--lastname L] [--fleet NAME] [--days D]
                           [--no-email] [--another] [--resend]
-       mdm-console invite --csv FILE [--days D] [--no-email] [--another]
+       mdm-console invite --csv FILE [--days D] [--no-email] [--another] [--skip-invalid]
 
 Creates an invitation and prints its deeplink, invitation token and user token. The invitation
 is emailed unless --no-email (or the mail settings say otherwise).
@@ -13,8 +13,9 @@ is emailed unless --no-email (or the mail settings say otherwise).
   --days D      how long the invitation stays valid: 1 to 180 days (default: the settings, 7)
   --fleet NAME  the fleet the device joins (default: the default fleet)
   --csv FILE    one invitation per row; header: email[,firstname,lastname,fleet]. Every row is
-                checked first: a bad row creates nothing and is named. Files of more than 5,000
-                rows are sent in batches.
+                checked first: a bad row creates nothing, and each is named by its line of the
+                file. Files of more than 5,000 rows are sent in batches.
+  --skip-invalid  with --csv: create the valid rows and list the others (the console's other choice)
   An address that already has a pending invitation is refused (exit code 3), naming it:
   --resend      email that pending invitation again instead (same link, same expiry)
   --another     create a second invitation anyway (e.g. for a second device)
@@ -180,7 +181,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
 
   serve       run the backend and the web console (see serve --help for its flags)
   invite      --email E [--firstname F] [--lastname L] [--fleet NAME] [--days D] [--no-email]
-  invite      --csv FILE [--no-email]                    one invitation per row (all or nothing)
+  invite      --csv FILE [--no-email] [--skip-invalid]   one invitation per row (all or nothing, or skip the bad ones)
   invitations [--status pending|enrolled|expired|revoked] [--search TEXT]
   revoke      ID                                         revoke a pending invitation
   resend      ID                                         email the invitation again (same link and expiry)

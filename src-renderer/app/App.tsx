@@ -196,6 +196,17 @@ export function App() {
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 230, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="lg">
       <title>{`${current.title} · MDM Console`}</title>
+      {/* The first stop of the Tab key: past the header and the navigation, straight to the page. */}
+      <a
+        href="#main"
+        className="skip-link"
+        onClick={(event) => {
+          event.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
+        Skip to main content
+      </a>
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="sm" wrap="nowrap">
@@ -242,7 +253,7 @@ export function App() {
           ))}
         </nav>
       </AppShell.Navbar>
-      <AppShell.Main>
+      <AppShell.Main id="main" tabIndex={-1} style={{ outline: 'none' }}>
         <div className="page">{current.element}</div>
       </AppShell.Main>
     </AppShell>

@@ -17,7 +17,7 @@ import { modals } from '@mantine/modals';
 import { notifications } from '@mantine/notifications';
 import { IconAlertTriangle, IconCheck, IconCopy, IconInbox } from '@tabler/icons-react';
 import type { UseQueryResult } from '@tanstack/react-query';
-import { useEffect, useState, type ReactNode } from 'react';
+import { Fragment, useEffect, useState, type ReactNode } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { formatDateTime, INVITATION_STATUS, relativeTime } from '../lib/format.ts';
 
@@ -200,4 +200,19 @@ export function notifyError(title: string, error: unknown) {
 
 export function notifySuccess(message: string, title?: string) {
   notifications.show({ color: 'teal', icon: <IconCheck size={16} />, message, ...(title ? { title } : {}) });
+}
+
+/** An email address that may wrap after its @ and before each dot, not in the middle of a word. */
+export function Email({ address }: { address: string }) {
+  const parts = address.split(/(?=\.)|(?<=@)/);
+  return (
+    <span className="email">
+      {parts.map((part, index) => (
+        <Fragment key={index}>
+          {index > 0 ? <wbr /> : null}
+          {part}
+        </Fragment>
+      ))}
+    </span>
+  );
 }

@@ -9,8 +9,9 @@ export function AgentAppNote({ compact = false }: { compact?: boolean }) {
   if (!app) return null;
   const flyve = app === 'flyve';
   return (
-    <Group gap={6} wrap="nowrap" data-testid="agent-app-note">
-      <Badge variant="light" color={flyve ? 'grape' : 'blue'} size="sm">
+    // The badge keeps its width; the sentence beside it wraps (or goes below) in a narrow column.
+    <Group gap={6} wrap="wrap" data-testid="agent-app-note">
+      <Badge variant="light" color={flyve ? 'grape' : 'blue'} size="sm" style={{ flexShrink: 0 }}>
         {flyve ? 'Flyve MDM agent' : "Spec's MDM agent"}
       </Badge>
       {compact ? null : (

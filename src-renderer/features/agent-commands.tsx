@@ -1,10 +1,21 @@
 import { Button, Group, Select, Stack, Text, Tooltip } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { IconListDetails, IconLock, IconLockOpen, IconLogout, IconMapPin, IconRadar, IconTrashX } from '@tabler/icons-react';
+import { notifications } from '@mantine/notifications';
+import {
+  IconCheck,
+  IconListDetails,
+  IconLock,
+  IconLockOpen,
+  IconLogout,
+  IconMapPin,
+  IconRadar,
+  IconTrashX,
+} from '@tabler/icons-react';
 import { useState } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
 import { keys, useFleets } from '../api/queries.ts';
-import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
+import type { AgentSummary as Agent, StreamEvent } from '../../src-shared/contract/index.ts';
+import { onLiveEvent } from '../live/LiveProvider.tsx';
 import { confirmAction, notifyError, notifySuccess } from '../components/common.tsx';
 import type { AgentCommand } from '../../src-shared/contract/rules.ts';
 
@@ -53,6 +64,61 @@ const COMMANDS: {
   },
 ];
 
+/** How long a ping's toast waits for the answer before saying there was none. */
+const PING_WAIT_MS = 30_000;
+let pings = 0;
+
+/**
+ * One toast per ping: "waiting for the answer" until the device's answer (sent after
+ * `afterEventId`) arrives on the live stream, then the answer and its latency; or, after
+ * PING_WAIT_MS, that none came.
+ */
+function followPing(agentId: number, name: string, afterEventId: number, early: StreamEvent[]) {
+  const id = `ping-${++pings}`;
+  notifications.show({
+    id,
+    loading: true,
+    title: `Ping sent to ${name}`,
+    message: 'Waiting for its answer…',
+    autoClose: false,
+    withCloseButton: true,
+  });
+  let done = false;
+  const answer = (event: StreamEvent) => {
+    if (done || event.id <= afterEventId) return;
+    done = true;
+    stop();
+    clearTimeout(timer);
+    const data = (event.data ?? {}) as { rtt_ms?: number; transport?: string; payload?: string };
+    notifications.update({
+      id,
+      loading: false,
+      color: 'teal',
+      icon: <IconCheck size={16} />,
+      title: `${name} answered the ping`,
+      message: `Round trip ${data.rtt_ms ?? '?'} ms${data.transport ? ` over ${data.transport.toUpperCase()}` : ''}${data.payload ? ` (reply “${data.payload}”)` : ''}.`,
+      autoClose: 8000,
+    });
+  };
+  const stop = onLiveEvent((event) => {
+    if (event.type === 'agent.ping_reply' && event.agent_id === agentId) answer(event);
+  });
+  const timer = setTimeout(() => {
+    if (done) return;
+    done = true;
+    stop();
+    notifications.update({
+      id,
+      loading: false,
+      color: 'orange',
+      title: `No answer from ${name}`,
+      message: `The ping was delivered, but ${name} did not answer within ${PING_WAIT_MS / 1000} s.`,
+      autoClose: 10_000,
+    });
+  }, PING_WAIT_MS);
+  for (const event of early) answer(event);
+}
+
 const unavailable = (error: unknown) =>
   error instanceof AdminApiError && (error.status === 404 || error.status === 501) && error.code !== 'ERROR_ITEM_NOT_FOUND';
 
@@ -70,8 +136,27 @@ export function AgentCommands({ agent }: { agent: Agent }) {
   };
 
   const send = useMutation({
-    mutationFn: (command: AgentCommand) => admin.agents.command(agent.id, command),
+    mutationFn: async (command: AgentCommand) => {
+      // A ping's answer may arrive on the live stream before the request returns: listen first.
+      const replies: StreamEvent[] = [];
+      const stop =
+        command === 'ping'
+          ? onLiveEvent((event) => {
+              if (event.type === 'agent.ping_reply' && event.agent_id === agent.id) replies.push(event);
+            })
+          : null;
+      try {
+        const result = await admin.agents.command(agent.id, command);
+        if (command === 'ping' && result.online) followPing(agent.id, agent.name, result.event_id, replies);
+        return result;
+      } finally {
+        stop?.();
+      }
+    },
     onSuccess: (result, command) => {
+      void refresh(result.agent);
+      // A ping sent: its toast follows the answer (see followPing).
+      if (command === 'ping' && result.online) return;
       const label = COMMANDS.find((c) => c.command === command)!.label;
       notifySuccess(
         result.online
@@ -80,7 +165,6 @@ export function AgentCommands({ agent }: { agent: Agent }) {
             ? `${label} is waiting for ${agent.name}: it is delivered when the device connects.`
             : `${agent.name} is offline: the ${label.toLowerCase()} was not delivered.`,
       );
-      void refresh(result.agent);
     },
     onError: (error) => (unavailable(error) ? setMissing(true) : notifyError('The command was not sent', error)),
   });

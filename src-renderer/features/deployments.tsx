@@ -79,7 +79,7 @@ export function DeploymentProgress({ counts, text }: { counts: TaskCounts; text:
   const total = Math.max(1, counts.total - counts.canceled - counts.overriden);
   const share = (n: number) => (n / total) * 100;
   return (
-    <Stack gap={4} miw={220}>
+    <Stack gap={4} miw={140}>
       <Progress.Root size="lg" aria-label={text}>
         <Progress.Section value={share(counts.done)} color="teal" />
         <Progress.Section value={share(counts.failed)} color="red" />
@@ -104,18 +104,19 @@ export function TaskRows({ id }: { id: number }) {
             No device in scope yet: devices that join get a task.
           </Text>
         ) : (
-          <Table fz="sm" verticalSpacing={4} data-testid={`deployment-tasks-${id}`}>
+          // Fixed columns, long words wrapped: a row never pushes the card wider than the page.
+          <Table fz="sm" verticalSpacing={4} layout="fixed" className="wrap-anywhere" data-testid={`deployment-tasks-${id}`}>
             <Table.Tbody>
               {deployment.tasks.map((task) => (
                 <Table.Tr key={task.id} data-agent-id={task.agent_id}>
-                  <Table.Td w="35%">{task.agent_name}</Table.Td>
-                  <Table.Td w={120}>
+                  <Table.Td w="30%">{task.agent_name}</Table.Td>
+                  <Table.Td w={184}>
                     <TaskStatusBadge status={task.status} text={task.status_text} />
                   </Table.Td>
                   <Table.Td>
                     <TaskReason task={task} />
                   </Table.Td>
-                  <Table.Td w={120}>
+                  <Table.Td w={96}>
                     <Text size="xs" c="dimmed">
                       <RelativeTime iso={task.updated_at} />
                     </Text>
@@ -131,7 +132,16 @@ export function TaskRows({ id }: { id: number }) {
 }
 
 /** Deployments with live progress; a row opens to each device's task. */
-export function DeploymentList({ filter, emptyText }: { filter: DeploymentFilter; emptyText: string }) {
+export function DeploymentList({
+  filter,
+  emptyText,
+  showTarget = true,
+}: {
+  filter: DeploymentFilter;
+  emptyText: string;
+  /** Off where every deployment has the same target (a fleet's own card): one column less to fit. */
+  showTarget?: boolean;
+}) {
   const list = useDeployments(filter);
   const undeploy = useUndeploy();
   const [open, setOpen] = useState<Set<number>>(new Set());
@@ -148,97 +158,98 @@ export function DeploymentList({ filter, emptyText }: { filter: DeploymentFilter
         items.length === 0 ? (
           <EmptyState title="No deployments">{emptyText}</EmptyState>
         ) : (
-          <Table.ScrollContainer minWidth={720}>
-            <Table verticalSpacing="sm" data-testid="deployment-list">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th w={36} />
-                  <Table.Th>What</Table.Th>
-                  <Table.Th>To</Table.Th>
-                  <Table.Th>Progress</Table.Th>
-                  <Table.Th w={50} />
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {items.map((d) => (
-                  <Fragment key={d.id}>
-                    <Table.Tr data-deployment-id={d.id} data-item-name={d.item_name}>
-                      <Table.Td>
-                        <ActionIcon
-                          variant="subtle"
-                          color="gray"
-                          aria-label={open.has(d.id) ? 'Hide devices' : 'Show devices'}
-                          aria-expanded={open.has(d.id)}
-                          onClick={() => toggle(d.id)}
-                        >
-                          {open.has(d.id) ? <IconChevronDown size={16} /> : <IconChevronRight size={16} />}
-                        </ActionIcon>
-                      </Table.Td>
-                      <Table.Td>
-                        <Text size="sm" fw={500}>
-                          {d.item_name}
-                        </Text>
-                        <Text size="xs" c="dimmed">
-                          {POLICY_LABELS[d.policy]}
-                          {d.destination ? ` to ${d.destination}` : ''}
-                          {d.state === 'removed'
-                            ? ' · removed'
-                            : d.remove_on_delete
-                              ? ' · removed from devices with the deployment'
-                              : ''}
-                        </Text>
-                      </Table.Td>
+          // Fixed columns that share the card's width (no sideways scrolling); long names wrap.
+          <Table verticalSpacing="sm" layout="fixed" className="wrap-anywhere" data-testid="deployment-list">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th w={44} />
+                <Table.Th>What</Table.Th>
+                {showTarget ? <Table.Th>To</Table.Th> : null}
+                <Table.Th w={showTarget ? '28%' : '38%'}>Progress</Table.Th>
+                <Table.Th w={48} />
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {items.map((d) => (
+                <Fragment key={d.id}>
+                  <Table.Tr data-deployment-id={d.id} data-item-name={d.item_name}>
+                    <Table.Td>
+                      <ActionIcon
+                        variant="subtle"
+                        color="gray"
+                        aria-label={open.has(d.id) ? 'Hide devices' : 'Show devices'}
+                        aria-expanded={open.has(d.id)}
+                        onClick={() => toggle(d.id)}
+                      >
+                        {open.has(d.id) ? <IconChevronDown size={16} /> : <IconChevronRight size={16} />}
+                      </ActionIcon>
+                    </Table.Td>
+                    <Table.Td>
+                      <Text size="sm" fw={500}>
+                        {d.item_name}
+                      </Text>
+                      <Text size="xs" c="dimmed">
+                        {POLICY_LABELS[d.policy]}
+                        {d.destination ? ` to ${d.destination}` : ''}
+                        {d.state === 'removed'
+                          ? ' · removed'
+                          : d.remove_on_delete
+                            ? ' · removed from devices with the deployment'
+                            : ''}
+                      </Text>
+                    </Table.Td>
+                    {showTarget ? (
                       <Table.Td>
                         <Text size="sm">{d.target_name}</Text>
                       </Table.Td>
-                      <Table.Td>
-                        <DeploymentProgress counts={d} text={d.progress} />
-                      </Table.Td>
-                      <Table.Td>
-                        {d.state === 'active' ? (
-                          <Tooltip label="Remove deployment">
-                            <ActionIcon
-                              variant="subtle"
-                              color="red"
-                              aria-label={`Remove deployment of ${d.item_name}`}
-                              loading={undeploy.isPending && undeploy.variables === d.id}
-                              onClick={() =>
-                                confirmAction(
-                                  {
-                                    title: `Remove the deployment of ${d.item_name}?`,
-                                    message:
-                                      d.remove_on_delete && (d.policy === 'deployApp' || d.policy === 'deployFile')
-                                        ? `Devices of ${d.target_name} are told to remove it (a "${d.policy === 'deployApp' ? 'removeApp' : 'removeFile'}" task follows).`
-                                        : 'Devices keep what they installed; devices that join later no longer get it.',
-                                    confirmLabel: 'Remove',
-                                  },
-                                  () =>
-                                    undeploy.mutate(d.id, {
-                                      onSuccess: () => notifySuccess(`Deployment of ${d.item_name} removed`),
-                                      onError: (e) => notifyError('Not removed', e),
-                                    }),
-                                )
-                              }
-                            >
-                              <IconTrash size={16} />
-                            </ActionIcon>
-                          </Tooltip>
-                        ) : null}
+                    ) : null}
+                    <Table.Td>
+                      <DeploymentProgress counts={d} text={d.progress} />
+                    </Table.Td>
+                    <Table.Td>
+                      {d.state === 'active' ? (
+                        <Tooltip label="Remove deployment">
+                          <ActionIcon
+                            variant="subtle"
+                            color="red"
+                            aria-label={`Remove deployment of ${d.item_name}`}
+                            loading={undeploy.isPending && undeploy.variables === d.id}
+                            onClick={() =>
+                              confirmAction(
+                                {
+                                  title: `Remove the deployment of ${d.item_name}?`,
+                                  message:
+                                    d.remove_on_delete && (d.policy === 'deployApp' || d.policy === 'deployFile')
+                                      ? `Devices of ${d.target_name} are told to remove it (a "${d.policy === 'deployApp' ? 'removeApp' : 'removeFile'}" task follows).`
+                                      : 'Devices keep what they installed; devices that join later no longer get it.',
+                                  confirmLabel: 'Remove',
+                                },
+                                () =>
+                                  undeploy.mutate(d.id, {
+                                    onSuccess: () => notifySuccess(`Deployment of ${d.item_name} removed`),
+                                    onError: (e) => notifyError('Not removed', e),
+                                  }),
+                              )
+                            }
+                          >
+                            <IconTrash size={16} />
+                          </ActionIcon>
+                        </Tooltip>
+                      ) : null}
+                    </Table.Td>
+                  </Table.Tr>
+                  {open.has(d.id) ? (
+                    <Table.Tr>
+                      <Table.Td />
+                      <Table.Td colSpan={showTarget ? 4 : 3}>
+                        <TaskRows id={d.id} />
                       </Table.Td>
                     </Table.Tr>
-                    {open.has(d.id) ? (
-                      <Table.Tr>
-                        <Table.Td />
-                        <Table.Td colSpan={4}>
-                          <TaskRows id={d.id} />
-                        </Table.Td>
-                      </Table.Tr>
-                    ) : null}
-                  </Fragment>
-                ))}
-              </Table.Tbody>
-            </Table>
-          </Table.ScrollContainer>
+                  ) : null}
+                </Fragment>
+              ))}
+            </Table.Tbody>
+          </Table>
         )
       }
     </QueryView>

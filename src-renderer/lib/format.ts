@@ -70,3 +70,8 @@ export const INVITATION_STATUS: Record<string, { label: string; color: string }>
 export function shortHash(hash: string, length = 12): string {
   return hash.length > length ? `${hash.slice(0, length)}…` : hash;
 }
+
+/** "1 device", "2 devices", "1,200 devices": a count with its noun in the right number. */
+export function countOf(n: number, one: string, many = `${one}s`): string {
+  return `${n.toLocaleString()} ${n === 1 ? one : many}`;
+}

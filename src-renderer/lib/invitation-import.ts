@@ -1,10 +1,10 @@
-import { CsvError, parseCsv } from './csv.ts';
+import { CsvError, parseCsv, parseCsvRecords } from './csv.ts';
 import { emailProblem } from './email.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn, normalizeEmail } from '../../src-shared/contract/rules.ts';
 
 /** One invitation to create, as read from pasted text or a CSV file, with what is wrong with it. */
 export interface ImportRow {
-  /** Where it came from: line of the pasted text or row of the file (1-based). */
+  /** Where it came from: line of the pasted text or of the file (1-based; the header is a line too). */
   source: number;
   email: string;
   firstname: string | null;
@@ -80,7 +80,7 @@ function parseDays(value: string | null, row: ImportRow): number | null {
 }
 
 /** Rows of a table with a header naming an email column (other columns are ignored, and said so). */
-function fromTable(table: string[][], header: (Column | null)[], firstSource: number): ImportResult {
+function fromTable(table: string[][], header: (Column | null)[], lines: number[]): ImportResult {
   const errors: string[] = [];
   const raw = table[0] ?? [];
   const ignored = raw.filter((cell, i) => header[i] === null && cell.trim() !== '');
@@ -88,7 +88,7 @@ function fromTable(table: string[][], header: (Column | null)[], firstSource: nu
   const rows: ImportRow[] = [];
   table.slice(1).forEach((cells, index) => {
     if (cells.every((cell) => cell.trim() === '')) return;
-    const row = empty(firstSource + index + 1);
+    const row = empty(lines[index + 1]!);
     header.forEach((column, i) => {
       const value = clean(cells[i]);
       if (column === 'email') row.email = value ?? '';
@@ -108,11 +108,11 @@ function fromTable(table: string[][], header: (Column | null)[], firstSource: nu
 }
 
 /** Rows of a table without a header: email, first name, last name, fleet, days — or any cell with an @. */
-function fromHeaderless(table: string[][]): ImportResult {
+function fromHeaderless(table: string[][], lines: number[]): ImportResult {
   const rows: ImportRow[] = [];
   table.forEach((cells, index) => {
     if (cells.every((cell) => cell.trim() === '')) return;
-    const row = empty(index + 1);
+    const row = empty(lines[index]!);
     const at = cells.findIndex((cell) => cell.includes('@'));
     if (at <= 0) {
       const [email, firstname, lastname, fleet, days] = cells;
@@ -205,16 +205,19 @@ function headerOfLine(line: string): boolean {
 /** A CSV (or TSV) file's text: with a header row naming an email column, or headerless. */
 export function parseCsvText(text: string): ImportResult {
   let table: string[][];
+  let lines: number[];
   try {
-    table = parseCsv(text);
+    const records = parseCsvRecords(text);
+    table = records.map((record) => record.fields);
+    lines = records.map((record) => record.line);
   } catch (error) {
     return { rows: [], errors: [error instanceof CsvError ? error.message : String(error)] };
   }
   const firstIndex = table.findIndex((cells) => cells.some((cell) => cell.trim() !== ''));
   if (firstIndex === -1) return { rows: [], errors: ['The file is empty'] };
   const header = headerOf(table[firstIndex]!);
-  if (header) return fromTable(table.slice(firstIndex), header, firstIndex + 1);
-  return fromHeaderless(table);
+  if (header) return fromTable(table.slice(firstIndex), header, lines.slice(firstIndex));
+  return fromHeaderless(table, lines);
 }
 
 /**

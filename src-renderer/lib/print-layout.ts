@@ -50,8 +50,11 @@ export function pageRule(paper: PaperSpec): string {
   return `@page { size: ${paper.css} portrait; margin: ${paper.marginMm}mm; }`;
 }
 
-/** `?ids=1,2,3&paper=a4` ⇄ state. Unknown or repeated ids are dropped, order kept. */
-export function parsePrintQuery(search: string): { ids: number[]; paper: Paper | null } {
+/**
+ * `?ids=1,2,3&paper=a4[&all=1]` ⇄ state. Unknown or repeated ids are dropped, order kept. `all`:
+ * print cards for used, revoked and expired invitations too (left out unless asked).
+ */
+export function parsePrintQuery(search: string): { ids: number[]; paper: Paper | null; all: boolean } {
   const params = new URLSearchParams(search);
   const ids: number[] = [];
   for (const part of (params.get('ids') ?? '').split(',')) {
@@ -59,12 +62,13 @@ export function parsePrintQuery(search: string): { ids: number[]; paper: Paper |
     if (Number.isInteger(id) && id > 0 && !ids.includes(id)) ids.push(id);
   }
   const paper = params.get('paper');
-  return { ids, paper: isPaper(paper) ? paper : null };
+  return { ids, paper: isPaper(paper) ? paper : null, all: params.get('all') === '1' };
 }
 
-export function printQuery(ids: readonly number[], paper?: Paper): string {
+export function printQuery(ids: readonly number[], paper?: Paper, { all = false } = {}): string {
   const params = new URLSearchParams();
   params.set('ids', ids.join(','));
   if (paper) params.set('paper', paper);
+  if (all) params.set('all', '1');
   return `?${params.toString().replace(/%2C/g, ',')}`;
 }

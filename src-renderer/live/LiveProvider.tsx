@@ -2,10 +2,23 @@ import { useQueryClient } from '@tanstack/react-query';
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
 import { useFeed } from '../api/queries.ts';
+import type { StreamEvent } from '../../src-shared/contract/index.ts';
 import { LiveSync } from './cache-sync.ts';
 import { openEventStream, type StreamState } from './event-stream.ts';
 
 const LiveContext = createContext<StreamState>('connecting');
+
+type LiveListener = (event: StreamEvent) => void;
+const listeners = new Set<LiveListener>();
+
+/**
+ * Calls `listener` with every event the live stream brings from now on (e.g. the answer to a
+ * ping that was just sent); returns the function that stops it.
+ */
+export function onLiveEvent(listener: LiveListener): () => void {
+  listeners.add(listener);
+  return () => void listeners.delete(listener);
+}
 
 export function useLiveState(): StreamState {
   return useContext(LiveContext);
@@ -36,7 +49,10 @@ export function LiveProvider({ children }: { children: ReactNode }) {
     const stream = openEventStream({
       url: '/api/events/stream',
       lastEventId: feed.data?.[0]?.id ?? 0,
-      onEvent: (event) => sync.handle(event),
+      onEvent: (event) => {
+        sync.handle(event);
+        for (const listener of listeners) listener(event);
+      },
       onState: (next, detail) => {
         setState(next);
         if (next === 'live' && detail?.reconnected) void sync.refreshAll();

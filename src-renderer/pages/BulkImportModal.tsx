@@ -36,7 +36,7 @@ import { createInvitations, keys, useFleets, useSettings, validateInvitations } 
 import type { Invitation } from '../../src-shared/contract/index.ts';
 import { navigate } from '../lib/router.tsx';
 import { fullName } from '../lib/format.ts';
-import { notifyError } from '../components/common.tsx';
+import { Email, notifyError } from '../components/common.tsx';
 import { createInBatches, validateInChunks, type BulkOutcome } from '../lib/bulk-create.ts';
 import {
   mergeServerErrors,
@@ -73,6 +73,8 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
   const [sendEmail, setSendEmail] = useState<boolean | null>(null);
   // Addresses with a pending invitation are refused unless this says to invite them again.
   const [alsoPending, setAlsoPending] = useState(false);
+  // The CLI's rule too: all or nothing, unless the admin chooses to create the valid rows only.
+  const [skipInvalid, setSkipInvalid] = useState(false);
   const [batchIds, setBatchIds] = useState<string[]>([]);
   const mailOn = typeof settings.data?.mail_send_on_create === 'boolean';
   const emailThem = sendEmail ?? settings.data?.mail_send_on_create === true;
@@ -177,7 +179,7 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
   };
 
   const create = async () => {
-    if (valid.length === 0) return;
+    if (valid.length === 0 || (invalid > 0 && !skipInvalid)) return;
     setPhase('creating');
     if (createFleets) {
       for (const name of missingFleets) {
@@ -279,15 +281,14 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
                     onReject={() => setFileError('Drop one CSV or text file')}
                     maxFiles={1}
                     multiple={false}
-                    accept={[
-                      'text/csv',
-                      'text/plain',
-                      'text/tab-separated-values',
-                      'application/vnd.ms-excel',
-                      '.csv',
-                      '.tsv',
-                      '.txt',
-                    ]}
+                    // MIME types with their extensions (a bare ".csv" in a list is not a MIME type: the
+                    // drop zone warned about each one on every render).
+                    accept={{
+                      'text/csv': ['.csv'],
+                      'text/plain': ['.txt'],
+                      'text/tab-separated-values': ['.tsv'],
+                      'application/vnd.ms-excel': ['.csv'],
+                    }}
                     aria-label="CSV file"
                   >
                     <Group justify="center" gap="md" mih={140} style={{ pointerEvents: 'none' }}>
@@ -367,18 +368,33 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
             }
           />
           <Group justify="space-between">
-            <Text size="sm" c="dimmed" data-testid="bulk-counts">
-              {rows.length === 0
-                ? 'Nothing to import yet.'
-                : `${rows.length.toLocaleString()} row${rows.length === 1 ? '' : 's'}: ${valid.length.toLocaleString()} ready${invalid ? `, ${invalid.toLocaleString()} with problems (they will be skipped)` : ''}.`}
-            </Text>
+            <Stack gap={4}>
+              <Text size="sm" c="dimmed" data-testid="bulk-counts">
+                {rows.length === 0
+                  ? 'Nothing to import yet.'
+                  : `${rows.length.toLocaleString()} row${rows.length === 1 ? '' : 's'}: ${valid.length.toLocaleString()} ready${invalid ? `, ${invalid.toLocaleString()} with problems (${skipInvalid ? 'they will be skipped' : 'fix them, or skip them'})` : ''}.`}
+              </Text>
+              {invalid > 0 && valid.length > 0 ? (
+                <Checkbox
+                  size="xs"
+                  label={`Skip the ${invalid.toLocaleString()} row${invalid === 1 ? '' : 's'} with problems and create the others`}
+                  checked={skipInvalid}
+                  onChange={(e) => setSkipInvalid(e.currentTarget.checked)}
+                  data-testid="skip-invalid"
+                />
+              ) : null}
+            </Stack>
             <Group gap="sm">
               <Button variant="default" onClick={close}>
                 Cancel
               </Button>
               <Button
                 onClick={() => void create()}
-                disabled={valid.length === 0 || (daysValue !== null && (daysValue < LIFETIME.min || daysValue > LIFETIME.max))}
+                disabled={
+                  valid.length === 0 ||
+                  (invalid > 0 && !skipInvalid) ||
+                  (daysValue !== null && (daysValue < LIFETIME.min || daysValue > LIFETIME.max))
+                }
               >
                 {valid.length
                   ? `Create ${valid.length.toLocaleString()} invitation${valid.length === 1 ? '' : 's'}`
@@ -429,8 +445,10 @@ function Preview({ rows, errors }: { rows: ImportRow[]; errors: string[] }) {
               {shown.map((row, index) => (
                 <Table.Tr key={`${row.source}-${index}`} data-valid={row.problems.length === 0}>
                   <Table.Td c="dimmed">{row.source}</Table.Td>
-                  <Table.Td className="mono">
-                    {row.email || (
+                  <Table.Td className="mono email">
+                    {row.email ? (
+                      <Email address={row.email} />
+                    ) : (
                       <Text span c="dimmed">
                         (empty)
                       </Text>

@@ -80,7 +80,7 @@ function Funnel({ status }: { status: ServerStatus }) {
         Enrollment funnel
       </Title>
       <Text c="dimmed" size="sm" mb="md">
-        From invitation to a device that is connected right now.
+        From an invitation or an enrollment code to a device that is connected right now.
       </Text>
       {steps[0]!.value === 0 ? (
         <EmptyState title="Nothing to show yet">
@@ -100,8 +100,8 @@ function Funnel({ status }: { status: ServerStatus }) {
           <Table withRowBorders={false} verticalSpacing={6} w="auto" aria-label="Enrollment funnel">
             <Table.Tbody>
               {steps.map((step) => (
-                <Table.Tr key={step.label}>
-                  <Table.Td>
+                <Table.Tr key={step.label} data-testid={`funnel-${step.label.toLowerCase().split(' ')[0]}`}>
+                  <Table.Td style={{ verticalAlign: 'top' }}>
                     <Group gap={8} wrap="nowrap">
                       <span
                         style={{
@@ -113,14 +113,17 @@ function Funnel({ status }: { status: ServerStatus }) {
                       />
                       <Text size="sm">{step.label}</Text>
                     </Group>
+                    <Text size="xs" c="dimmed" ml={18} maw={260} data-testid="funnel-means">
+                      {step.means}
+                    </Text>
                   </Table.Td>
-                  <Table.Td ta="right">
-                    <Text size="sm" fw={600}>
+                  <Table.Td ta="right" style={{ verticalAlign: 'top' }}>
+                    <Text size="sm" fw={600} data-testid="funnel-value">
                       {step.value.toLocaleString()}
                     </Text>
                   </Table.Td>
-                  <Table.Td ta="right">
-                    <Text size="xs" c="dimmed">
+                  <Table.Td ta="right" style={{ verticalAlign: 'top' }}>
+                    <Text size="xs" c="dimmed" style={{ whiteSpace: 'nowrap' }}>
                       {step.rate}
                     </Text>
                   </Table.Td>
@@ -422,8 +425,9 @@ export function Dashboard() {
                     <Text span fw={700} data-testid="waiting-approval-count">
                       {data.counts.pending_approval.toLocaleString()}
                     </Text>{' '}
-                    device{data.counts.pending_approval === 1 ? '' : 's'} enrolled with an enrollment code wait for an admin's
-                    approval before they can connect.
+                    {data.counts.pending_approval === 1
+                      ? "device enrolled with an enrollment code waits for an admin's approval before it can connect."
+                      : "devices enrolled with an enrollment code wait for an admin's approval before they can connect."}
                   </Text>
                   <Button component={Link} to="/approvals" size="xs" variant="light" color="orange">
                     Review

@@ -9,6 +9,7 @@ import { Link } from '../lib/router.tsx';
 import {
   confirmAction,
   EmptyState,
+  CopyIcon,
   ErrorState,
   LoadingState,
   notifyError,
@@ -20,14 +21,22 @@ import { DecideButtons } from '../features/approval.tsx';
 import { enrollStatusOf } from '../lib/devices.ts';
 import { formatDateTime, fullName } from '../lib/format.ts';
 
+/**
+ * The agent record in an admin's words, in this order. Each row keeps the admin API's field name
+ * (shown on hover, copied with the value's button) for whoever scripts against the API.
+ */
 const FIELD_LABELS: Record<string, string> = {
   id: 'Agent id',
   name: 'Name',
-  serial: 'Serial',
+  serial: 'Serial number',
   uuid: 'UUID',
-  type: 'Type',
+  model: 'Model',
+  manufacturer: 'Manufacturer',
+  os_name: 'Operating system',
+  os_version: 'OS version',
+  type: 'Agent app',
   version: 'Agent version',
-  enroll_status: 'Enroll status',
+  enroll_status: 'Status',
   is_online: 'Online',
   last_contact: 'Last contact',
   last_report: 'Last report',
@@ -38,15 +47,23 @@ const FIELD_LABELS: Record<string, string> = {
   email: 'Enrolled by',
   firstname: 'First name',
   lastname: 'Last name',
-  computer_id: 'Computer id',
   invitation_id: 'Invitation',
+  enrollment_code_id: 'Enrollment code',
+  computer_id: 'Computer id',
   topic: 'MQTT topic',
   entity_id: 'Entity id',
   created_at: 'Enrolled',
   updated_at: 'Updated',
 };
+/** Shown elsewhere in the row above (the code's name beside its link). */
+const FOLDED = new Set(['events', 'inventory', 'positions', 'enrollment_code']);
+/** Values an admin may need elsewhere (a broker's ACL, a support ticket): with a copy button. */
+const COPYABLE = new Set(['serial', 'uuid', 'topic']);
 
-function value(key: string, raw: unknown) {
+/** A field the list above does not name yet, in words rather than as `snake_case`. */
+export const fieldLabel = (key: string) => FIELD_LABELS[key] ?? (key.charAt(0).toUpperCase() + key.slice(1)).replace(/_/g, ' ');
+
+function value(key: string, raw: unknown, agent: AgentDetail) {
   if (raw === null || raw === undefined || raw === '')
     return (
       <Text span c="dimmed">
@@ -54,6 +71,12 @@ function value(key: string, raw: unknown) {
       </Text>
     );
   if (key === 'invitation_id') return <Link to={`/invitations/${String(raw)}`}>Invitation {String(raw)}</Link>;
+  if (key === 'enrollment_code_id')
+    return (
+      <Link to={`/codes/${String(raw)}`}>{agent.enrollment_code ? `“${agent.enrollment_code}”` : `Code ${String(raw)}`}</Link>
+    );
+  if (key === 'enroll_status') return enrollStatusOf(String(raw)).label;
+  if (key === 'type') return String(raw) === 'apple' ? 'Apple (iOS)' : String(raw) === 'android' ? 'Android' : String(raw);
   if (key.endsWith('_at') || key === 'last_contact' || key === 'last_report') {
     return (
       <>
@@ -63,12 +86,18 @@ function value(key: string, raw: unknown) {
   }
   if (typeof raw === 'boolean' || key === 'lock' || key === 'wipe') return raw ? 'yes' : 'no';
   if (typeof raw === 'object') return <span className="mono">{JSON.stringify(raw)}</span>;
-  if (key === 'topic' || key === 'uuid' || key === 'serial') return <span className="mono">{String(raw)}</span>;
+  if (COPYABLE.has(key))
+    return (
+      <Group gap={4} wrap="nowrap" justify="space-between">
+        <span className="mono">{String(raw)}</span>
+        <CopyIcon value={String(raw)} label={`Copy the ${fieldLabel(key).toLowerCase()}`} />
+      </Group>
+    );
   return String(raw);
 }
 
 function Record({ agent }: { agent: AgentDetail }) {
-  const entries = Object.entries(agent).filter(([key]) => key !== 'events' && key !== 'inventory' && key !== 'positions');
+  const entries = Object.entries(agent).filter(([key]) => !FOLDED.has(key));
   entries.sort(([a], [b]) => {
     const order = Object.keys(FIELD_LABELS);
     const ia = order.indexOf(a);
@@ -79,11 +108,17 @@ function Record({ agent }: { agent: AgentDetail }) {
     <Table verticalSpacing={4} fz="sm" data-testid="agent-record">
       <Table.Tbody>
         {entries.map(([key, raw]) => (
-          <Table.Tr key={key}>
-            <Table.Th w={140} fw={500} c="dimmed" style={{ verticalAlign: 'top', whiteSpace: 'nowrap' }}>
-              {FIELD_LABELS[key] ?? key}
+          <Table.Tr key={key} data-field={key}>
+            <Table.Th
+              w={140}
+              fw={500}
+              c="dimmed"
+              style={{ verticalAlign: 'top', whiteSpace: 'nowrap' }}
+              title={`${key} in the admin API`}
+            >
+              {fieldLabel(key)}
             </Table.Th>
-            <Table.Td style={{ wordBreak: 'break-word' }}>{value(key, raw)}</Table.Td>
+            <Table.Td style={{ wordBreak: 'break-word' }}>{value(key, raw, agent)}</Table.Td>
           </Table.Tr>
         ))}
       </Table.Tbody>

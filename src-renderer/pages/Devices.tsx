@@ -15,7 +15,6 @@ import {
   createColumnHelper,
   createFilteredRowModel,
   createSortedRowModel,
-  filterFn_equals,
   filterFn_equalsString,
   globalFilteringFeature,
   rowSortingFeature,
@@ -34,7 +33,7 @@ import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { EmptyState, ErrorState, LoadingState, PageHeader, useNow } from '../components/common.tsx';
 import { changedIds, enrollStatusOf, matchesSearch, searchTerms } from '../lib/devices.ts';
-import { fullName, relativeTime } from '../lib/format.ts';
+import { countOf, fullName, relativeTime } from '../lib/format.ts';
 import { DeviceDrawer } from './DeviceDrawer.tsx';
 
 const features = tableFeatures({
@@ -45,7 +44,7 @@ const features = tableFeatures({
   columnFilteringFeature,
   globalFilteringFeature,
   filteredRowModel: createFilteredRowModel(),
-  filterFns: { equals: filterFn_equals, equalsString: filterFn_equalsString },
+  filterFns: { equalsString: filterFn_equalsString },
 });
 
 const helper = createColumnHelper<typeof features, Agent>();
@@ -74,8 +73,6 @@ function TwoLines({ first, second }: { first: string | null | undefined; second:
   );
 }
 
-// Widths in px; the person column takes what is left. They add up to 960 px, so every column
-// shows in a 1,280 px window with the navigation open.
 /** A small icon beside the status that marks a state (locked, wipe ordered), named for screen readers. */
 function StateIcon({
   tooltip,
@@ -99,73 +96,58 @@ function StateIcon({
   );
 }
 
+/** What the device is: its model and OS once it has sent an inventory, else its agent app. */
+function modelLine(agent: Agent): { line: string; full: string } {
+  const app = `${agent.type} agent ${agent.version}`;
+  const hardware = [agent.model, [agent.os_name, agent.os_version].filter(Boolean).join(' ')].filter(Boolean).join(' · ');
+  return { line: hardware || app, full: hardware ? `${hardware} · ${app}` : app };
+}
+
+// Widths in px; the person column takes what is left. Five columns of two lines each (what was
+// nine: the model under the device, online beside the last contact) add up to 890 px, so every
+// column shows uncut in a 1,280 px window with the navigation open.
 const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
     header: 'Device',
-    size: 105,
-    sortFn: 'alphanumeric',
-    cell: (info) => (
-      <Text size="sm" fw={500} truncate>
-        {info.getValue()}
-      </Text>
-    ),
-  }),
-  helper.accessor((agent) => agent.email ?? '', {
-    id: 'person',
-    header: 'Person',
-    size: 140,
+    size: 165,
     sortFn: 'alphanumeric',
     cell: (info) => {
       const agent = info.row.original;
-      const name = fullName(agent);
+      const id = agent.serial ?? agent.uuid ?? '';
+      const model = modelLine(agent);
       return (
         <div style={{ minWidth: 0, lineHeight: 1.25 }}>
-          <Text size="sm" truncate>
-            {agent.email ?? '—'}
+          <Text
+            size="sm"
+            fw={500}
+            truncate
+            title={id && id !== info.getValue() ? `${info.getValue()} (serial ${id})` : info.getValue()}
+          >
+            {info.getValue()}
           </Text>
-          {name ? (
-            <Text size="xs" c="dimmed" truncate>
-              {name}
-            </Text>
-          ) : null}
+          <Text size="xs" c="dimmed" truncate title={model.full} data-testid="device-model">
+            {model.line}
+          </Text>
         </div>
       );
     },
   }),
-  helper.accessor((agent) => agent.serial ?? agent.uuid ?? '', {
-    id: 'serial',
-    header: 'Serial',
-    size: 100,
+  helper.accessor((agent) => agent.email ?? '', {
+    id: 'person',
+    header: 'Person',
+    size: 220,
     sortFn: 'alphanumeric',
-    cell: (info) => <span className="mono">{info.getValue()}</span>,
-  }),
-  // Two lines, like the person: the agent type over its version.
-  helper.accessor('type', {
-    id: 'type',
-    header: 'Type',
-    size: 80,
-    filterFn: 'equalsString',
-    sortFn: 'alphanumeric',
-    cell: (info) => <TwoLines first={info.getValue()} second={info.row.original.version} />,
-  }),
-  // From the device's last inventory (empty until it sends one): the model over its OS.
-  helper.accessor((agent) => agent.model ?? '', {
-    id: 'model',
-    header: 'Model',
-    size: 120,
-    sortFn: 'alphanumeric',
-    cell: (info) => (
-      <TwoLines
-        first={info.getValue()}
-        second={[info.row.original.os_name, info.row.original.os_version].filter(Boolean).join(' ')}
-      />
-    ),
+    cell: (info) => {
+      const agent = info.row.original;
+      const name = fullName(agent);
+      return <TwoLines first={agent.email ?? '—'} second={name} />;
+    },
   }),
   helper.accessor('fleet', {
     id: 'fleet',
     header: 'Fleet',
-    size: 90,
+    size: 175,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: plainCell,
@@ -173,7 +155,7 @@ const columns = helper.columns([
   helper.accessor('enroll_status', {
     id: 'enroll_status',
     header: 'Status',
-    size: 125,
+    size: 190,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
     cell: (info) => {
@@ -181,7 +163,7 @@ const columns = helper.columns([
       const { lock, wipe } = info.row.original;
       return (
         <Group gap={4} wrap="nowrap">
-          <Badge color={status.color} variant="light" data-testid="enroll-status">
+          <Badge color={status.color} variant="light" size="sm" data-testid="enroll-status">
             {status.label}
           </Badge>
           {lock ? (
@@ -203,43 +185,31 @@ const columns = helper.columns([
       );
     },
   }),
-  helper.accessor('is_online', {
-    id: 'is_online',
-    header: 'Online',
-    size: 75,
-    filterFn: 'equals',
-    sortFn: 'basic',
-    cell: (info) =>
-      info.getValue() ? (
-        <Group gap={6} wrap="nowrap" data-testid="online" data-online="true">
-          <IconCircleFilled size={10} color="var(--mantine-color-green-6)" />
-          <Text size="sm">Online</Text>
-        </Group>
-      ) : (
-        <Group gap={6} wrap="nowrap" data-testid="online" data-online="false">
-          <IconCircleFilled size={10} color="var(--mantine-color-gray-5)" />
-          <Text size="sm" c="dimmed">
-            Offline
-          </Text>
-        </Group>
-      ),
-  }),
+  // Online or not, over when the device was last heard from.
   helper.accessor((agent) => agent.last_contact ?? undefined, {
     id: 'last_contact',
     header: 'Last contact',
-    size: 125,
+    size: 140,
     sortFn: 'alphanumeric',
     sortUndefined: 'last',
-    cell: (info) => <LastContact iso={info.getValue() ?? null} />,
+    cell: (info) => <LastContact iso={info.getValue() ?? null} online={info.row.original.is_online} />,
   }),
 ]);
 
-function LastContact({ iso }: { iso: string | null }) {
+function LastContact({ iso, online }: { iso: string | null; online: boolean }) {
   const now = useNow(30_000);
   return (
-    <Text size="sm" c={iso ? undefined : 'dimmed'} title={iso ?? undefined}>
-      {relativeTime(iso, Math.max(now, Date.now()), { past: true })}
-    </Text>
+    <div style={{ minWidth: 0, lineHeight: 1.25 }}>
+      <Group gap={6} wrap="nowrap" data-testid="online" data-online={String(online)}>
+        <IconCircleFilled size={10} color={online ? 'var(--mantine-color-green-6)' : 'var(--mantine-color-gray-5)'} />
+        <Text size="sm" c={online ? undefined : 'dimmed'}>
+          {online ? 'Online' : 'Offline'}
+        </Text>
+      </Group>
+      <Text size="xs" c="dimmed" title={iso ?? undefined}>
+        {relativeTime(iso, Math.max(now, Date.now()), { past: true })}
+      </Text>
+    </div>
   );
 }
 
@@ -256,7 +226,20 @@ export function Devices() {
   const [debouncedQuery] = useDebouncedValue(query, 150);
   const [sorting, setSorting] = useState<SortingState>([]);
   const [columnFilters, setColumnFilters] = useState<ColumnFiltersState>([]);
-  const data = agents.data ?? EMPTY;
+  // Type and online are not columns of their own (they share one with the model and the last
+  // contact): those two filters apply to the rows before the table sees them.
+  const [typeFilter, setTypeFilter] = useState<string | null>(null);
+  const [onlineFilter, setOnlineFilter] = useState<boolean | null>(null);
+  const all = agents.data ?? EMPTY;
+  const data = useMemo(
+    () =>
+      typeFilter === null && onlineFilter === null
+        ? all
+        : all.filter(
+            (a) => (typeFilter === null || a.type === typeFilter) && (onlineFilter === null || a.is_online === onlineFilter),
+          ),
+    [all, typeFilter, onlineFilter],
+  );
 
   // Rows that just appeared or changed flash once (a device enrolling during a demo).
   const previous = useRef<Agent[] | undefined>(undefined);
@@ -317,6 +300,27 @@ export function Devices() {
     requestAnimationFrame(() => scrollRef.current?.querySelector<HTMLElement>(`tr[data-index="${clamped}"]`)?.focus());
   };
 
+  const [activeRow, setActiveRow] = useState(0);
+  const virtualItems = virtualizer.getVirtualItems();
+  // The row that takes the Tab key: the one last focused if it is drawn, else the first drawn.
+  const tabRow = virtualItems.some((item) => item.index === activeRow) ? activeRow : (virtualItems[0]?.index ?? 0);
+
+  // The column headers are one Tab stop (the last one used); the arrow keys move along them.
+  const [sortFocus, setSortFocus] = useState(0);
+  const onHeaderKey = (event: KeyboardEvent<HTMLTableRowElement>) => {
+    if (event.key !== 'ArrowRight' && event.key !== 'ArrowLeft' && event.key !== 'Home' && event.key !== 'End') return;
+    event.preventDefault();
+    const count = columns.length;
+    const next =
+      event.key === 'Home'
+        ? 0
+        : event.key === 'End'
+          ? count - 1
+          : (sortFocus + (event.key === 'ArrowRight' ? 1 : count - 1)) % count;
+    setSortFocus(next);
+    event.currentTarget.querySelector<HTMLElement>(`button[data-column="${next}"]`)?.focus();
+  };
+
   const onRowKey = (event: KeyboardEvent<HTMLTableRowElement>, index: number, id: number) => {
     if (event.key === 'Enter' || event.key === ' ') {
       event.preventDefault();
@@ -335,10 +339,11 @@ export function Devices() {
   };
 
   const fleetNames = useMemo(() => (fleets.data ?? []).map((f) => f.name), [fleets.data]);
-  const statuses = useMemo(() => [...new Set(data.map((a) => a.enroll_status))].sort(), [data]);
+  const statuses = useMemo(() => [...new Set(all.map((a) => a.enroll_status))].sort(), [all]);
   const totalWidth = table.getTotalSize();
-  const filtered = terms.length > 0 || columnFilters.length > 0;
-  const online = useMemo(() => data.reduce((n, a) => n + (a.is_online ? 1 : 0), 0), [data]);
+  const filtered = terms.length > 0 || columnFilters.length > 0 || typeFilter !== null || onlineFilter !== null;
+  const online = useMemo(() => all.reduce((n, a) => n + (a.is_online ? 1 : 0), 0), [all]);
+  const count = (n: number) => countOf(n, 'device');
 
   return (
     <>
@@ -346,7 +351,7 @@ export function Devices() {
         title="Devices"
         description={
           agents.data
-            ? `${data.length.toLocaleString()} enrolled device${data.length === 1 ? '' : 's'}, ${online.toLocaleString()} online. Updated live.`
+            ? `${count(all.length)}, ${online.toLocaleString()} online. Updated live.`
             : 'Every device enrolled with an invitation, updated live.'
         }
       />
@@ -364,8 +369,8 @@ export function Devices() {
             aria-label="Type"
             placeholder="Any type"
             data={['android', 'apple']}
-            value={(filterValue('type') as string) ?? null}
-            onChange={(v) => setFilter('type', v)}
+            value={typeFilter}
+            onChange={setTypeFilter}
             clearable
             w={130}
           />
@@ -394,8 +399,8 @@ export function Devices() {
               { value: 'true', label: 'Online' },
               { value: 'false', label: 'Offline' },
             ]}
-            value={filterValue('is_online') === null ? null : String(filterValue('is_online'))}
-            onChange={(v) => setFilter('is_online', v === null ? null : v === 'true')}
+            value={onlineFilter === null ? null : String(onlineFilter)}
+            onChange={(v) => setOnlineFilter(v === null ? null : v === 'true')}
             clearable
             w={150}
           />
@@ -406,22 +411,22 @@ export function Devices() {
               onClick={() => {
                 setQuery('');
                 setColumnFilters([]);
+                setTypeFilter(null);
+                setOnlineFilter(null);
               }}
             >
               Clear filters
             </Button>
           ) : null}
           <Text size="sm" c="dimmed" ml="auto" data-testid="devices-count">
-            {filtered
-              ? `${rows.length.toLocaleString()} of ${data.length.toLocaleString()}`
-              : `${data.length.toLocaleString()} devices`}
+            {filtered ? `${rows.length.toLocaleString()} of ${all.length.toLocaleString()}` : count(all.length)}
           </Text>
         </Group>
         {agents.isPending ? (
           <LoadingState label="Loading devices…" />
         ) : agents.isError ? (
           <ErrorState error={agents.error} onRetry={() => void agents.refetch()} />
-        ) : data.length === 0 ? (
+        ) : all.length === 0 ? (
           <EmptyState
             title="No device has enrolled yet"
             action={
@@ -451,8 +456,8 @@ export function Devices() {
             >
               <thead>
                 {table.getHeaderGroups().map((group) => (
-                  <tr key={group.id} aria-rowindex={1}>
-                    {group.headers.map((header) => {
+                  <tr key={group.id} aria-rowindex={1} onKeyDown={onHeaderKey}>
+                    {group.headers.map((header, index) => {
                       const sorted = header.column.getIsSorted();
                       const grow = header.column.id === 'person';
                       return (
@@ -464,8 +469,12 @@ export function Devices() {
                           <button
                             type="button"
                             className="sort-button"
+                            // One Tab stop for the whole header row; ← → move between its columns.
+                            tabIndex={index === sortFocus ? 0 : -1}
+                            data-column={index}
+                            onFocus={() => setSortFocus(index)}
                             onClick={header.column.getToggleSortingHandler()}
-                            title="Sort"
+                            title="Sort (← → for the other columns)"
                           >
                             <table.FlexRender header={header} />
                             {sorted === 'asc' ? (
@@ -483,7 +492,7 @@ export function Devices() {
                 ))}
               </thead>
               <tbody style={{ height: virtualizer.getTotalSize() }}>
-                {virtualizer.getVirtualItems().map((item) => {
+                {virtualItems.map((item) => {
                   const row = rows[item.index]!;
                   const agent = row.original;
                   return (
@@ -494,7 +503,9 @@ export function Devices() {
                       data-selected={agent.id === selectedId}
                       data-fresh={fresh.has(agent.id)}
                       aria-rowindex={item.index + 2}
-                      tabIndex={0}
+                      // The rows are one Tab stop (the row last focused); ↑ ↓ move between them.
+                      tabIndex={item.index === tabRow ? 0 : -1}
+                      onFocus={() => setActiveRow(item.index)}
                       style={{ transform: `translateY(${item.start}px)`, minWidth: totalWidth }}
                       onClick={() => open(agent.id)}
                       onKeyDown={(event) => onRowKey(event, item.index, agent.id)}
@@ -513,7 +524,8 @@ export function Devices() {
           </div>
         )}
         <Text size="xs" c="dimmed" mt="xs">
-          Keyboard: ↑ ↓ PgUp PgDn Home End move between rows, Enter opens the device.
+          Keyboard: Tab reaches the column headers (← → between them) and the rows (↑ ↓ PgUp PgDn Home End), Enter opens the
+          device.
         </Text>
       </Card>
       <DeviceDrawer id={selectedId} onClose={() => open(null)} />

@@ -208,8 +208,8 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
   if (items.length === 0) {
     return (
       <EmptyState title={kind === 'file' ? 'No files yet' : 'No packages yet'}>
-        Drop {kind === 'file' ? 'files' : 'app packages (APK, IPA…)'} above: enrolled devices download them with their api token,
-        by byte ranges.
+        Drop {kind === 'file' ? 'files' : 'app packages (APK, IPA…)'} above: enrolled devices download them from this server, and
+        a download that breaks off resumes where it stopped. Deploy one to a fleet to have its devices fetch it.
       </EmptyState>
     );
   }
@@ -237,7 +237,11 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
                       {item.label ? `${item.label} · ${item.name}` : item.name}
                     </Text>
                     <Text size="xs" c="dimmed" data-testid="package-info">
-                      {kind === 'file' ? 'PluginMdmFile' : 'PluginMdmPackage'}/{item.id}
+                      <Tooltip label={`The CLI's name for it: mdm-console deploy ${kind}:${item.id} …`}>
+                        <span>
+                          {kind === 'file' ? 'File' : 'Package'} {item.id}
+                        </span>
+                      </Tooltip>
                       {kind === 'package' ? (item.package_name ? ` · ${item.package_name}` : ' · no package name') : ''}
                       {item.version_name ? ` · version ${item.version_name}` : ''}
                       {item.version_code !== null && item.version_code !== undefined ? ` (code ${item.version_code})` : ''}

@@ -233,14 +233,17 @@ export function FleetsPage({ id }: { id: number | null }) {
                 <Grid.Col span={{ base: 12, md: 8 }}>
                   {selected ? (
                     <Stack gap="lg">
-                      <Card withBorder radius="md" p="md">
-                        <Group justify="space-between" mb="sm">
-                          <Title order={4}>Deployments to {selected.name}</Title>
+                      <Card withBorder radius="md" p="md" data-testid="fleet-deployments">
+                        <Group justify="space-between" mb="sm" wrap="wrap" gap="xs">
+                          <Title order={4} style={{ overflowWrap: 'anywhere' }}>
+                            Deployments to {selected.name}
+                          </Title>
                           <Button component={Link} to="/files" variant="light" size="xs">
                             Deploy a file or package…
                           </Button>
                         </Group>
                         <DeploymentList
+                          showTarget={false}
                           filter={{ fleet_id: selected.id, state: 'active' }}
                           emptyText="Nothing is deployed to this fleet. Use “Deploy to…” on a file or package."
                         />

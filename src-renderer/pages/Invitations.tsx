@@ -29,7 +29,7 @@ const PAGE_SIZE = 50;
 const STATUSES: { value: string; label: string }[] = [
   { value: 'all', label: 'All' },
   { value: 'pending', label: 'Pending' },
-  { value: 'done', label: 'Enrolled' },
+  { value: 'enrolled', label: 'Enrolled' },
   { value: 'expired', label: 'Expired' },
   { value: 'revoked', label: 'Revoked' },
 ];
@@ -37,7 +37,9 @@ const STATUSES: { value: string; label: string }[] = [
 export function Invitations() {
   const { search } = useLocation();
   const params = new URLSearchParams(search);
-  const status = (STATUSES.some((s) => s.value === params.get('status')) ? params.get('status') : 'all')!;
+  // The address says "enrolled", as the console does; the API's word for it is "done" (an older link's too).
+  const asked = params.get('status') === 'done' ? 'enrolled' : params.get('status');
+  const status = (STATUSES.some((s) => s.value === asked) ? asked : 'all')!;
   const fleetId = params.get('fleet');
   const [q, setQ] = useState(params.get('q') ?? '');
   const [debouncedQ] = useDebouncedValue(q.trim(), 250);
@@ -62,7 +64,7 @@ export function Invitations() {
 
   const filter: InvitationFilter = useMemo(
     () => ({
-      ...(status !== 'all' ? { status: status as InvitationStatus } : {}),
+      ...(status !== 'all' ? { status: (status === 'enrolled' ? 'done' : status) as InvitationStatus } : {}),
       ...(debouncedQ ? { q: debouncedQ } : {}),
       ...(fleetId ? { fleet_id: Number(fleetId) } : {}),
       limit: PAGE_SIZE,

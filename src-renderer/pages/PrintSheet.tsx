@@ -71,7 +71,7 @@ function rememberPaper(paper: Paper): void {
 
 export function PrintSheet() {
   const { search } = useLocation();
-  const { ids, paper: asked } = parsePrintQuery(search);
+  const { ids, paper: asked, all } = parsePrintQuery(search);
   const [paper, setPaperState] = useState<Paper>(asked ?? rememberedPaper() ?? defaultPaper(navigator.language));
   const spec = PAPERS[paper];
   const invitations = useInvitationsByIds(ids);
@@ -86,15 +86,23 @@ export function PrintSheet() {
   const setPaper = (next: Paper) => {
     setPaperState(next);
     rememberPaper(next);
-    navigate(`/print${printQuery(ids, next)}`, { replace: true });
+    navigate(`/print${printQuery(ids, next, { all })}`, { replace: true });
   };
 
-  const cards = useMemo(() => invitations.data ?? [], [invitations.data]);
+  const found = useMemo(() => invitations.data ?? [], [invitations.data]);
+  // Used, revoked and expired invitations can no longer enroll a device: their cards are left out
+  // unless the admin asks for them.
+  const unusable = found.filter((c) => c.status !== 'pending');
+  const cards = useMemo(() => (all ? found : found.filter((c) => c.status === 'pending')), [all, found]);
+  const setAll = (next: boolean) => {
+    // The cards are drawn afresh (see the sheet's key), so their QR codes are counted afresh.
+    setLoaded(0);
+    navigate(`/print${printQuery(ids, paper, { all: next })}`, { replace: true });
+  };
   const pages = useMemo(() => paginate(cards, spec), [cards, spec]);
   const size = cardSize(spec);
   const ready = cards.length > 0 && loaded >= cards.length;
-  const skipped = ids.length - cards.length;
-  const unusable = cards.filter((c) => c.status !== 'pending');
+  const skipped = ids.length - found.length;
   const bridge = desktop();
 
   const style = {
@@ -183,13 +191,23 @@ export function PrintSheet() {
             </Alert>
           ) : null}
           {unusable.length > 0 ? (
-            <Alert color="orange" variant="light" mt="sm" p="xs">
-              {unusable.length} card{unusable.length === 1 ? ' is' : 's are'} for invitations that can no longer be used (
-              {unusable
-                .map((c) => c.email)
-                .slice(0, 3)
-                .join(', ')}
-              {unusable.length > 3 ? '…' : ''}).
+            <Alert color="orange" variant="light" mt="sm" p="xs" data-testid="print-unusable">
+              <Group justify="space-between" gap="xs" wrap="wrap">
+                <Text size="sm">
+                  {unusable.length} selected invitation{unusable.length === 1 ? ' was' : 's were'} used, revoked or expired (
+                  {unusable
+                    .map((c) => c.email)
+                    .slice(0, 3)
+                    .join(', ')}
+                  {unusable.length > 3 ? '…' : ''}):{' '}
+                  {all
+                    ? `${unusable.length === 1 ? 'its card is' : 'their cards are'} printed, though ${unusable.length === 1 ? 'it' : 'they'} can no longer enroll a device.`
+                    : `left out, as ${unusable.length === 1 ? 'it' : 'they'} can no longer enroll a device.`}
+                </Text>
+                <Button size="compact-sm" variant="light" color="orange" onClick={() => setAll(!all)}>
+                  {all ? 'Leave them out' : 'Print them too'}
+                </Button>
+              </Group>
             </Alert>
           ) : null}
         </Container>
@@ -237,7 +255,11 @@ export function PrintSheet() {
         </Container>
       ) : cards.length === 0 ? (
         <EmptyState
-          title="None of these invitations exists any more"
+          title={
+            found.length === 0
+              ? 'None of these invitations exists any more'
+              : 'None of these invitations can enroll a device any more'
+          }
           action={
             <Anchor component={Link} to="/invitations">
               Back to invitations
@@ -245,7 +267,7 @@ export function PrintSheet() {
           }
         />
       ) : (
-        <div style={style} data-testid="print-sheet" data-paper={paper} data-ready={ready}>
+        <div key={String(all)} style={style} data-testid="print-sheet" data-paper={paper} data-ready={ready}>
           {pages.map((page, index) => (
             <section key={index} className="sheet-page" aria-label={`Page ${index + 1} of ${pages.length}`}>
               {page.map((invitation) => (

@@ -47,6 +47,10 @@ export const StatusCounts = Type.Object({
   online: Type.Integer(),
   pending_approval: Type.Integer(),
   codes: Type.Integer(),
+  /** Devices that came in with an enrollment code (any state): the code's way in beside `invitations`. */
+  code_devices: Type.Integer(),
+  /** Of `enrolled`, those that came in with an enrollment code (the others came with an invitation). */
+  code_enrolled: Type.Integer(),
 });
 export type StatusCounts = Static<typeof StatusCounts>;
 

@@ -15,9 +15,13 @@ function pdfPages(pdf: Buffer): { count: number; sizes: string[] } {
   return { count: pages.length, sizes };
 }
 
-test('bulk import from a CSV with a bad row: preview, progress, summary, then a print sheet', async ({ page }, testInfo) => {
+test('bulk import from a CSV with a bad row: all or nothing unless told to skip it, then a print sheet', async ({
+  page,
+}, testInfo) => {
   const stamp = Date.now();
   const good = Array.from({ length: 30 }, (_, i) => `person${i}.${stamp}@example.com,First${i},Last${i}`);
+  // A long address, to see where it wraps in the preview.
+  good[3] = `alexandra.worthington-smythe.${stamp}@subsidiary.example-corporation.com,Alexandra,Worthington`;
   const csv = ['email,firstname,lastname', ...good.slice(0, 10), `not-an-address,Bad,Row`, ...good.slice(10)].join('\r\n');
 
   await page.goto('/invitations');
@@ -28,13 +32,62 @@ test('bulk import from a CSV with a bad row: preview, progress, summary, then a 
     .locator('input[type="file"]')
     .setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
 
-  // Every row checked in the preview; the bad one says why.
+  // Every row checked in the preview; the bad one says why, named by its line of the file.
   const preview = dialog.getByTestId('bulk-preview');
   await expect(preview.locator('tbody tr')).toHaveCount(31);
   const bad = preview.locator('tbody tr[data-valid="false"]');
   await expect(bad).toHaveCount(1);
   await expect(bad).toContainText('not-an-address');
   await expect(bad).toContainText('needs an @');
+  await expect(bad.locator('td').first()).toHaveText('12');
+  // The CLI's rule: nothing is created while a row has a problem, unless the admin skips those rows.
+  await expect(dialog.getByTestId('bulk-counts')).toHaveText('31 rows: 30 ready, 1 with problems (fix them, or skip them).');
+  await expect(dialog.getByRole('button', { name: 'Create 30 invitations' })).toBeDisabled();
+
+  // The long address wraps only after its @ or before a dot, never inside a word.
+  const starts = await preview
+    .locator('tbody tr', { hasText: 'alexandra.' })
+    .locator('td')
+    .nth(1)
+    .evaluate((cell) => {
+      // The little of the DOM this reads (this project's TypeScript has no DOM library).
+      interface TextNode {
+        textContent: string | null;
+      }
+      interface Doc {
+        createTreeWalker(root: unknown, what: number): { nextNode(): TextNode | null };
+        createRange(): {
+          setStart(n: TextNode, i: number): void;
+          setEnd(n: TextNode, i: number): void;
+          getBoundingClientRect(): { top: number };
+        };
+      }
+      const doc = (globalThis as unknown as { document: Doc }).document;
+      const text = (cell as unknown as TextNode).textContent ?? '';
+      const walker = doc.createTreeWalker(cell, 4 /* NodeFilter.SHOW_TEXT */);
+      const tops: { top: number; index: number }[] = [];
+      let offset = 0;
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const length = node.textContent?.length ?? 0;
+        for (let i = 0; i < length; i++) {
+          const range = doc.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          tops.push({ top: Math.round(range.getBoundingClientRect().top), index: offset + i });
+        }
+        offset += length;
+      }
+      const lines = tops.filter((t, i) => i === 0 || t.top > tops[i - 1]!.top + 2).map((t) => t.index);
+      return { text, lines };
+    });
+  expect(starts.lines.length, 'the long address wraps in this column').toBeGreaterThan(1);
+  for (const index of starts.lines.slice(1)) {
+    const before = starts.text[index - 1];
+    const at = starts.text[index];
+    expect(before === '@' || at === '.', `a line starts at "${starts.text.slice(index)}"`).toBe(true);
+  }
+
+  await dialog.getByRole('checkbox', { name: 'Skip the 1 row with problems and create the others' }).check();
   await expect(dialog.getByTestId('bulk-counts')).toHaveText('31 rows: 30 ready, 1 with problems (they will be skipped).');
   await shot(page, 'invitations-bulk-preview', testInfo);
 
@@ -70,6 +123,8 @@ test('pasted addresses: names, separators and duplicates', async ({ page }, test
   await expect(preview).toContainText('is already in line 1');
   await expect(preview).toContainText('needs a dot');
   await shot(page, 'invitations-bulk-paste', testInfo);
+  await expect(dialog.getByRole('button', { name: 'Create 3 invitations' })).toBeDisabled();
+  await dialog.getByRole('checkbox', { name: 'Skip the 2 rows with problems and create the others' }).check();
   await dialog.getByRole('button', { name: 'Create 3 invitations' }).click();
   await expect(dialog.getByTestId('bulk-summary')).toContainText('3 created');
   await dialog.getByRole('button', { name: 'Done' }).click();

@@ -36,11 +36,11 @@ test('devices: 10,000 rows, virtualized, sorted, filtered, searched, and a new e
   await expect(page.locator('tbody tr[aria-rowindex="10001"]')).toBeVisible();
   expect(await rows.count()).toBeLessThan(60);
 
-  // Sort by serial, both ways.
+  // Sort by device (named by its serial here), both ways.
   await scroller.evaluate((el) => el.scrollTo({ top: 0 }));
-  await page.getByRole('button', { name: 'Serial' }).click();
+  await page.getByRole('button', { name: 'Device' }).click();
   await expect(rows.first()).toContainText('BIG000000');
-  await page.getByRole('button', { name: 'Serial' }).click();
+  await page.getByRole('button', { name: 'Device' }).click();
   await expect(rows.first()).toContainText('BIG009999');
 
   // Filter and search.
@@ -71,7 +71,7 @@ test('devices: 10,000 rows, virtualized, sorted, filtered, searched, and a new e
   page.on('request', (request) => {
     if (new URL(request.url()).pathname === '/api/agents') listRequests.push(request.url());
   });
-  await page.getByRole('button', { name: 'Serial' }).click(); // back to unsorted: newest first
+  await page.getByRole('button', { name: 'Device' }).click(); // back to unsorted: newest first
   const invitation = await adminOf(serve.info).invitations.create({ email: `live.${Date.now()}@example.com`, send_email: false });
   const result = await adminOf(serve.info).invitations.simulate(invitation.id);
   expect(result.ok).toBe(true);

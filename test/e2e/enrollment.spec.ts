@@ -119,7 +119,10 @@ test('create an invitation, scan its QR code, and watch a simulated device enrol
     await expect(drawer.getByTestId('agent-record')).toContainText(serial);
     await expect(drawer.getByTestId('agent-history')).toContainText('enrolled');
     await drawer.getByRole('button', { name: 'Ping' }).click();
-    await expect(page.getByRole('alert').getByText(`Ping sent to ${serial}`)).toBeVisible();
+    // The toast follows the ping until the device answers, then shows the answer and its latency.
+    const pinged = page.getByRole('alert').filter({ hasText: `${serial} answered the ping` });
+    await expect(pinged).toBeVisible();
+    await expect(pinged).toContainText(/Round trip \d+ ms over MQTT \(reply “!”\)\./);
     await expect(drawer.getByTestId('agent-history')).toContainText(`Ping sent to ${serial}`);
     await shot(page, 'device-drawer', testInfo);
 

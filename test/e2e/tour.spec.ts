@@ -40,7 +40,12 @@ test.describe('narrow window', () => {
   });
 });
 
-test('an unknown address shows a way back', async ({ page }, testInfo) => {
+test('an unknown address shows a way back', async ({ page, consoleGuard }, testInfo) => {
+  // The console asks for the invitation, the server answers 404, and the page says so.
+  consoleGuard.allow(
+    /^Failed to load resource: the server responded with a status of 404 \(Not Found\) @ http:\/\/127\.0\.0\.1:\d+\/api\/invitations\/999999$/,
+    'an invitation that does not exist, asked for on purpose',
+  );
   await page.goto('/no/such/page');
   await expect(page.getByText('There is no page here')).toBeVisible();
   await page.goto('/invitations/999999');

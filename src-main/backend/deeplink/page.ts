@@ -22,6 +22,7 @@ function layout(title: string, body: string): string {
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
 <title>${escapeHtml(title)}</title>
 <style>
   :root { color-scheme: light dark; font-family: system-ui, sans-serif; }

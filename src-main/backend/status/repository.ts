@@ -23,7 +23,9 @@ export class SqliteStatusCounts implements StatusCountsRepository {
          (SELECT count(*) FROM agents WHERE enroll_status = '${ENROLL_STATUS.enrolled}') AS enrolled,
          (SELECT count(*) FROM agents WHERE is_online = 1) AS online,
          (SELECT count(*) FROM agents WHERE enroll_status = '${ENROLL_STATUS.pendingApproval}') AS pending_approval,
-         (SELECT count(*) FROM enrollment_codes) AS codes`,
+         (SELECT count(*) FROM enrollment_codes) AS codes,
+         (SELECT count(*) FROM agents WHERE enrollment_code_id IS NOT NULL) AS code_devices,
+         (SELECT count(*) FROM agents WHERE enrollment_code_id IS NOT NULL AND enroll_status = '${ENROLL_STATUS.enrolled}') AS code_enrolled`,
     );
   }
 

@@ -80,7 +80,7 @@ describe('serve + CLI + simulator, as a user runs them', () => {
     expect(again.stdout + again.stderr).toContain('This invitation has already been used');
   });
 
-  it('bulk CSV: all or nothing, with row numbers', async () => {
+  it('bulk CSV: all or nothing, each bad row named once by its line of the file; --skip-invalid creates the others', async () => {
     const good = join(dataDir, 'good.csv');
     writeFileSync(
       good,
@@ -92,16 +92,43 @@ describe('serve + CLI + simulator, as a user runs them', () => {
     expect(rows.map((r: { email: string }) => r.email)).toEqual(['dan@example.com', 'erin@example.com']);
     expect(rows[0].lastname).toBe("O'Neil, Jr");
 
+    // Six rows, five bad; line 4 is wrong twice (address and fleet), and the quoted name of line 2
+    // spans two lines, so each row after it is one line further down the file.
     const bad = join(dataDir, 'bad.csv');
-    writeFileSync(bad, 'email,firstname,fleet\nfrank@example.com,Frank,\nnot-an-email,X,\ngina@example.com,Gina,No such fleet\n');
+    writeFileSync(
+      bad,
+      [
+        'email,firstname,fleet',
+        'frank@example.com,"Frank',
+        'the second",',
+        'not-an-email,X,No such fleet',
+        'gina@example.com,Gina,No such fleet',
+        ',Nobody,',
+        'frank@example.com,Frank again,',
+        'hal@,Hal,',
+        '',
+      ].join('\n'),
+    );
     const before = JSON.parse((await cli(['invitations', '--json'])).stdout).length;
     const refused = await cli(['invite', '--csv', bad, '--json']);
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain('row 2');
-    expect(refused.stderr).toContain('row 3');
-    expect(refused.stderr).not.toContain('row 1:');
-    const after = JSON.parse((await cli(['invitations', '--json'])).stdout).length;
-    expect(after).toBe(before);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('5 of 6 row(s) are invalid; nothing was created');
+    expect(refused.stderr).toContain('line 4: "not-an-email" is not a valid email address; Unknown fleet "No such fleet"');
+    expect(refused.stderr).toContain('line 5: Unknown fleet "No such fleet"');
+    expect(refused.stderr).toContain('line 6: email is missing');
+    expect(refused.stderr).toContain('line 7: frank@example.com already appears on line 2');
+    expect(refused.stderr).toContain('line 8: ');
+    expect(refused.stderr).not.toMatch(/line [123]:|\brow \d/);
+    expect(refused.stderr).toContain('--skip-invalid');
+    expect(JSON.parse((await cli(['invitations', '--json'])).stdout).length).toBe(before);
+
+    // The console's other choice: the valid row created, the others listed by line, JSON still the created list.
+    const skipping = await cli(['invite', '--csv', bad, '--json', '--skip-invalid', '--no-email']);
+    expect(skipping.code, skipping.stderr).toBe(0);
+    expect(JSON.parse(skipping.stdout).map((r: { email: string }) => r.email)).toEqual(['frank@example.com']);
+    expect(skipping.stderr).toContain('5 invalid row(s) skipped (--skip-invalid):');
+    expect(skipping.stderr).toContain('line 6: email is missing');
+    expect(JSON.parse((await cli(['invitations', '--json'])).stdout).length).toBe(before + 1);
   });
 
   it('console prints a fresh one-time sign-in link', async () => {

@@ -70,8 +70,9 @@ describe('invite', () => {
     writeFileSync(csv, ['email,firstname,lastname', ...rows, 'bulk3@example.com,Again,3'].join('\n'));
     const refused = await cli(['invite', '--csv', csv, '--no-email']);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('1 row(s) are invalid; nothing was created');
-    expect(refused.stderr).toContain('row 5201: bulk3@example.com already appears in row 3');
+    expect(refused.stderr).toContain('1 of 5201 row(s) are invalid; nothing was created');
+    // Named by its line of the file: the header is line 1.
+    expect(refused.stderr).toContain('line 5202: bulk3@example.com already appears on line 4');
     expect((await admin().invitations.list({ q: 'bulk' })).total).toBe(0);
 
     writeFileSync(csv, ['email,firstname,lastname', ...rows].join('\n'));
@@ -87,7 +88,7 @@ describe('invite', () => {
     writeFileSync(csv, ['email', 'bulk7@example.com', 'new-person@example.com'].join('\n'));
     const again = await cli(['invite', '--csv', csv, '--no-email']);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/row 1: bulk7@example.com already has a pending invitation \(#\d+/);
+    expect(again.stderr).toMatch(/line 2: bulk7@example.com already has a pending invitation \(#\d+/);
     expect(again.stderr).toContain('--another');
     expect((await admin().invitations.list({ q: 'new-person' })).total).toBe(0);
   });
@@ -103,6 +104,23 @@ describe('the words of the console', () => {
     expect(listed.stdout).not.toMatch(/\bdone\b/);
     const pending = await cli(['invitations', '--search', 'twice@']);
     expect(pending.stdout).toContain('  Pending  ');
+  });
+
+  it('says "enrolled" in its JSON too, where the API says "done"', async () => {
+    const invitation = JSON.parse((await cli(['invite', '--email', 'json-enrolled@example.com', '--no-email', '--json'])).stdout);
+    expect(invitation.status).toBe('pending');
+    await enrollByHand(info().api_url, invitation);
+    expect((await admin().invitations.get(invitation.id)).status).toBe('done');
+    for (const args of [
+      ['invitations', '--json', '--search', 'json-enrolled@'],
+      ['invitations', '--json', '--status', 'enrolled', '--search', 'json-enrolled@'],
+    ]) {
+      const listed = await cli(args);
+      expect(listed.code, listed.stderr).toBe(0);
+      const items = JSON.parse(listed.stdout) as { id: number; status: string }[];
+      expect(items.map((i) => [i.id, i.status])).toEqual([[invitation.id, 'enrolled']]);
+      expect(listed.stdout).not.toMatch(/"done"/);
+    }
   });
 });
 

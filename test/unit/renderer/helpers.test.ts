@@ -4,7 +4,7 @@ import { matchPath } from '../../../src-renderer/lib/router.tsx';
 import { mailPatch } from '../../../src-renderer/features/mail-settings.tsx';
 import { funnelOf } from '../../../src-renderer/lib/dashboard.ts';
 import { changedIds, enrollStatusOf, matchesSearch, searchTerms } from '../../../src-renderer/lib/devices.ts';
-import { formatBytes, fullName, relativeTime } from '../../../src-renderer/lib/format.ts';
+import { countOf, formatBytes, fullName, relativeTime } from '../../../src-renderer/lib/format.ts';
 import { shortFingerprint } from '../../../src-renderer/lib/hash.ts';
 import {
   cardSize,
@@ -57,9 +57,11 @@ describe('print sheets', () => {
     expect(pageRule(PAPERS.letter)).toBe('@page { size: letter portrait; margin: 10mm; }');
   });
   it('reads and writes the print address', () => {
-    expect(parsePrintQuery('?ids=3,1,3,x,-2,0&paper=letter')).toEqual({ ids: [3, 1], paper: 'letter' });
-    expect(parsePrintQuery('?paper=tabloid')).toEqual({ ids: [], paper: null });
+    expect(parsePrintQuery('?ids=3,1,3,x,-2,0&paper=letter')).toEqual({ ids: [3, 1], paper: 'letter', all: false });
+    expect(parsePrintQuery('?paper=tabloid')).toEqual({ ids: [], paper: null, all: false });
     expect(printQuery([1, 2], 'a4')).toBe('?ids=1,2&paper=a4');
+    expect(printQuery([1, 2], 'a4', { all: true })).toBe('?ids=1,2&paper=a4&all=1');
+    expect(parsePrintQuery(printQuery([4], undefined, { all: true }))).toEqual({ ids: [4], paper: null, all: true });
     expect(defaultPaper('en-US')).toBe('letter');
     expect(defaultPaper('fr-CA')).toBe('letter');
     expect(defaultPaper('en-GB')).toBe('a4');
@@ -209,14 +211,33 @@ describe('devices', () => {
 });
 
 describe('dashboard and routing', () => {
-  it('builds the invited → enrolled → online funnel, never widening', () => {
-    expect(funnelOf({ invitations: 10, used: 4, enrolled: 4, online: 3 }).map((s) => [s.label, s.value, s.rate])).toEqual([
+  it('builds the ways in → enrolled → online funnel, invitations and codes both, never widening', () => {
+    const counts = { invitations: 10, enrolled: 4, online: 3, code_devices: 0, code_enrolled: 0, pending_approval: 0 };
+    expect(funnelOf(counts).map((s) => [s.label, s.value, s.rate])).toEqual([
       ['Invited', 10, ''],
       ['Enrolled', 4, '40% of invited'],
       ['Online', 3, '75% of enrolled'],
     ]);
-    expect(funnelOf({ invitations: 0, used: 0, enrolled: 0, online: 0 })[1]!.rate).toBe('—');
-    expect(funnelOf({ invitations: 2, used: 2, enrolled: 5, online: 9 })[2]!.value).toBe(5);
+    // What a new admin met: 4 devices by invitation and 2 by a code; the funnel said 4, Devices 6.
+    const both = funnelOf({ invitations: 8, enrolled: 6, online: 5, code_devices: 3, code_enrolled: 2, pending_approval: 1 });
+    expect(both.map((s) => [s.label, s.value, s.rate])).toEqual([
+      ['Invited or with a code', 11, ''],
+      ['Enrolled', 6, '55% of those'],
+      ['Online', 5, '83% of enrolled'],
+    ]);
+    expect(both.map((s) => s.means)).toEqual([
+      '8 invitations sent, 3 devices came with an enrollment code',
+      'devices enrolled now: 4 with an invitation, 2 with a code; 1 more waits for approval',
+      'enrolled devices connected to the broker right now',
+    ]);
+    expect(funnelOf({ ...counts, invitations: 0, enrolled: 0, online: 0 })[1]!.rate).toBe('—');
+    expect(funnelOf({ ...counts, invitations: 2, enrolled: 5, online: 9 }).map((s) => s.value)).toEqual([5, 5, 5]);
+  });
+  it('counts with the noun in the right number ("1 device", never "1 devices")', () => {
+    expect(countOf(1, 'device')).toBe('1 device');
+    expect(countOf(0, 'device')).toBe('0 devices');
+    expect(countOf(1200, 'device')).toBe(`${(1200).toLocaleString()} devices`);
+    expect(countOf(1, 'more waits', 'more wait')).toBe('1 more waits');
   });
   it('matches console paths', () => {
     expect(matchPath('/invitations/:id', '/invitations/12')).toEqual({ id: '12' });

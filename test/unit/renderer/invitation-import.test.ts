@@ -31,6 +31,18 @@ describe('CSV', () => {
     expect(() => parseCsv('"open')).toThrow(/quoted field/);
   });
 
+  it('names each row by its line of the file, also after a quoted cell that spans lines (as the CLI does)', () => {
+    const text =
+      'email,firstname\r\n\r\n"ada@example.com","Ada\r\nthe first"\nbob@example.com,Bob\n\ncy@example.com,"C\n\nY"\nd@example.com,D';
+    expect(parseCsvText(text).rows.map((row) => [row.source, row.email])).toEqual([
+      [3, 'ada@example.com'],
+      [5, 'bob@example.com'],
+      [7, 'cy@example.com'],
+      [10, 'd@example.com'],
+    ]);
+    expect(parseCsvText('ada@example.com\n"bob@example.com\n"\ncy@example.com').rows.map((row) => row.source)).toEqual([1, 2, 4]);
+  });
+
   it('reads a file with a header (aliases, any order, a full-name column), reporting ignored columns', () => {
     const result = parseCsvText('E-mail;Name;Group;Notes\nada@example.com;Ada King Lovelace;Sales;x\n\n');
     expect(result.errors).toEqual(['Ignored column(s): "Notes"']);
