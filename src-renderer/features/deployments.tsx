@@ -45,7 +45,14 @@ const STATUS_COLORS: Record<TaskStatus, string> = {
 export function TaskStatusBadge({ status, text }: { status: TaskStatus; text?: string }) {
   const shown = text ?? status;
   return (
-    <Badge color={shown === status ? (STATUS_COLORS[status] ?? 'gray') : 'cyan'} variant="light" data-status={status}>
+    <Badge
+      color={shown === status ? (STATUS_COLORS[status] ?? 'gray') : 'cyan'}
+      variant="light"
+      data-status={status}
+      // the longer wording is shown whole, never cut
+      style={{ flexShrink: 0, maxWidth: 'none' }}
+      styles={{ label: { overflow: 'visible' } }}
+    >
       {shown}
     </Badge>
   );
@@ -383,7 +390,7 @@ export function DeviceTasks({ tasks }: { tasks: DeviceTask[] }) {
                   : ''}
               </Text>
             </Table.Td>
-            <Table.Td w={110}>
+            <Table.Td w={task.status_text === task.status ? 110 : 200}>
               <TaskStatusBadge status={task.status} text={task.status_text} />
             </Table.Td>
             <Table.Td>

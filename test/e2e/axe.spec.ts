@@ -78,6 +78,8 @@ for (const scheme of ['light', 'dark'] as const) {
     await visit('/approvals', () => expect(page.getByRole('heading', { level: 1 })).toBeVisible());
     await visit('/files', () => expect(page.getByRole('heading', { name: 'Files & packages', level: 1 })).toBeVisible());
     await visit('/settings', () => expect(page.getByRole('heading', { name: 'Settings', level: 1 })).toBeVisible());
+    await visit('/tokens', () => expect(page.getByRole('heading', { name: 'API tokens', level: 1 })).toBeVisible());
+    await visit('/audit', () => expect(page.getByTestId('audit-table')).toBeVisible());
     await visit(`/print?ids=${invitationId}`, () =>
       expect(page.getByTestId('print-sheet')).toHaveAttribute('data-ready', 'true'),
     );
@@ -110,6 +112,9 @@ test('axe: the sign-in page and the deeplink page', async ({ browser }) => {
   await page.goto(`${server.admin_url}/sign-in?link=used`);
   await expect(page.getByTestId('used-link')).toBeVisible();
   found.push(...(await seriousViolations(page, '/sign-in?link=used')));
+  await page.goto(`${server.admin_url}/setup?token=unused`);
+  await expect(page.getByRole('heading', { name: 'Set up the owner' })).toBeVisible();
+  found.push(...(await seriousViolations(page, '/setup')));
   const invitation = await admin.invitations.get(invitationId);
   await page.goto(invitation.deeplink);
   await expect(page.getByRole('heading', { name: 'Enroll your device' })).toBeVisible();
