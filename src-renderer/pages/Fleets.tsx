@@ -197,7 +197,8 @@ function FleetDevices({ fleetId }: { fleetId: number }) {
               <Link to={`/devices?agent=${agent.id}`}>{agent.name}</Link>
             </Table.Td>
             <Table.Td>{agent.email ?? ''}</Table.Td>
-            <Table.Td>
+            {/* Its own width: a long name or address beside it wraps instead of cutting the badge. */}
+            <Table.Td style={{ width: 120, minWidth: 120 }}>
               <Badge size="sm" variant="dot" color={agent.is_online ? 'green' : 'gray'}>
                 {agent.is_online ? 'Online' : 'Offline'}
               </Badge>

@@ -76,7 +76,7 @@ test('fleets at 1,280 px: the deployments card shows its progress bars and devic
   await at1280(page);
   const t = tag();
   const fleet = await admin.fleets.create({ body: { name: `Warehouse scanners ${t}` } });
-  for (const who of ['ana', 'ben']) await enrolled(`${who}.${t}@example.com`, fleet.name);
+  for (const who of ['ana', 'benedict.worthington-smythe']) await enrolled(`${who}.${t}@example-corporation.com`, fleet.name);
   const file = await admin.files.upload({
     body: new Blob([new Uint8Array(2048)]).stream(),
     query: { name: `scanner-configuration-profile-${t}.json` },
@@ -95,6 +95,8 @@ test('fleets at 1,280 px: the deployments card shows its progress bars and devic
     const box = (await bar.boundingBox())!;
     expect(box.x + box.width, 'a progress bar runs past the card').toBeLessThanOrEqual(cardBox.x + cardBox.width);
   }
+  // The fleet's devices: each online badge whole beside a long address.
+  expect(await cutElements(page.getByTestId('fleet-devices')), 'cut in the fleet devices card').toEqual([]);
   await shot(page, 'fleets-1280-deployments', testInfo);
 });
 
