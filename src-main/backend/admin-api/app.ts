@@ -228,8 +228,9 @@ export async function adminApp({
       api.addHook('onResponse', async (request, reply) => {
         const context = contexts.get(request);
         if (!context || context.audited || SAFE_METHODS.has(request.method) || reply.statusCode >= 400) return;
-        const params = request.params as Record<string, unknown> | undefined;
-        const id = Number(params?.id);
+        // Any route passes here: its params are whatever its schema made of them.
+        const { params } = request;
+        const id = typeof params === 'object' && params !== null && 'id' in params ? Number(params.id) : NaN;
         const action = `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`;
         services.audit.record(context.actor, context.address, action, `${action} answered ${reply.statusCode}`, {
           kind: null,
