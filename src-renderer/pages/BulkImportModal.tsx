@@ -1,42 +1,11 @@
-import {
-  Alert,
-  Badge,
-  Button,
-  Checkbox,
-  Group,
-  List,
-  Modal,
-  NumberInput,
-  Progress,
-  ScrollArea,
-  Select,
-  SimpleGrid,
-  Stack,
-  Table,
-  Tabs,
-  Text,
-  Textarea,
-  ThemeIcon,
-} from '@mantine/core';
-import { Dropzone } from '@mantine/dropzone';
+import { Button, Checkbox, Group, Modal, NumberInput, Progress, Select, SimpleGrid, Stack, Text } from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
 import { useQueryClient } from '@tanstack/react-query';
-import {
-  IconAlertTriangle,
-  IconCheck,
-  IconClipboardText,
-  IconFileSpreadsheet,
-  IconPrinter,
-  IconUpload,
-  IconX,
-} from '@tabler/icons-react';
 import { useEffect, useMemo, useState } from 'react';
 import { admin, AdminApiError, errorMessage } from '../api/client.ts';
 import { createInvitations, keys, useFleets, useSettings, validateInvitations } from '../api/queries.ts';
 import type { Invitation } from '../../src-shared/contract/index.ts';
-import { navigate } from '../lib/router.tsx';
-import { fullName } from '../lib/format.ts';
-import { Email, notifyError } from '../components/common.tsx';
+import { notifyError } from '../components/common.tsx';
 import { createInBatches, validateInChunks, type BulkOutcome } from '../lib/bulk-create.ts';
 import {
   mergeServerErrors,
@@ -47,13 +16,13 @@ import {
   type ImportResult,
   type ImportRow,
 } from '../lib/invitation-import.ts';
-import { printQuery } from '../lib/print-layout.ts';
 import { INVITATION_LIFETIME_DAYS as LIFETIME } from '../../src-shared/contract/rules.ts';
-import { MailBatchesProgress } from '../features/mail.tsx';
 import { UnreachableWarning } from '../features/reachability.tsx';
+import { Preview } from './bulk-import/Preview.tsx';
+import { Summary } from './bulk-import/Summary.tsx';
+import { SourceTabs } from './bulk-import/SourceTabs.tsx';
 
 type Phase = 'input' | 'creating' | 'done';
-const PREVIEW_LIMIT = 500;
 
 /** Many invitations at once: paste addresses or drop a CSV, check every row, create, summarize. */
 export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose: () => void }) {
@@ -252,71 +221,16 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
         <Stack>
           <SimpleGrid cols={{ base: 1, md: 2 }} spacing="lg">
             <Stack gap="sm">
-              <Tabs value={tab} onChange={setTab} keepMounted={false}>
-                <Tabs.List>
-                  <Tabs.Tab value="paste" leftSection={<IconClipboardText size={16} />}>
-                    Paste addresses
-                  </Tabs.Tab>
-                  <Tabs.Tab value="csv" leftSection={<IconFileSpreadsheet size={16} />}>
-                    CSV file
-                  </Tabs.Tab>
-                </Tabs.List>
-                <Tabs.Panel value="paste" pt="sm">
-                  <Textarea
-                    label="Addresses"
-                    description="One or more a line, separated by commas or semicolons; “Name <address>” works, and so does a spreadsheet selection or a CSV with a header."
-                    placeholder={'ada@example.com\nAlan Turing <alan@example.com>\ngrace@example.com; linus@example.com'}
-                    autosize
-                    minRows={8}
-                    maxRows={16}
-                    value={text}
-                    onChange={(e) => setText(e.currentTarget.value)}
-                    data-autofocus
-                    styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 13 } }}
-                  />
-                </Tabs.Panel>
-                <Tabs.Panel value="csv" pt="sm">
-                  <Dropzone
-                    onDrop={(files) => void readFile(files)}
-                    onReject={() => setFileError('Drop one CSV or text file')}
-                    maxFiles={1}
-                    multiple={false}
-                    // MIME types with their extensions (a bare ".csv" in a list is not a MIME type: the
-                    // drop zone warned about each one on every render).
-                    accept={{
-                      'text/csv': ['.csv'],
-                      'text/plain': ['.txt'],
-                      'text/tab-separated-values': ['.tsv'],
-                      'application/vnd.ms-excel': ['.csv'],
-                    }}
-                    aria-label="CSV file"
-                  >
-                    <Group justify="center" gap="md" mih={140} style={{ pointerEvents: 'none' }}>
-                      <Dropzone.Accept>
-                        <IconUpload size={40} stroke={1.4} />
-                      </Dropzone.Accept>
-                      <Dropzone.Reject>
-                        <IconX size={40} stroke={1.4} />
-                      </Dropzone.Reject>
-                      <Dropzone.Idle>
-                        <IconFileSpreadsheet size={40} stroke={1.4} />
-                      </Dropzone.Idle>
-                      <div>
-                        <Text fw={600}>{file ? file.name : 'Drop a CSV file here, or click to choose one'}</Text>
-                        <Text size="sm" c="dimmed">
-                          Columns: email (required), firstname, lastname, fleet, days. A header row names them; without one, the
-                          first column is the email.
-                        </Text>
-                      </div>
-                    </Group>
-                  </Dropzone>
-                  {fileError ? (
-                    <Text c="red" size="sm" mt="xs">
-                      {fileError}
-                    </Text>
-                  ) : null}
-                </Tabs.Panel>
-              </Tabs>
+              <SourceTabs
+                tab={tab}
+                onTab={setTab}
+                text={text}
+                onText={setText}
+                fileName={file?.name ?? null}
+                fileError={fileError}
+                onFiles={(files) => void readFile(files)}
+                onReject={() => setFileError('Drop one CSV or text file')}
+              />
               <SimpleGrid cols={2}>
                 <Select
                   label="Fleet for rows without one"
@@ -405,140 +319,5 @@ export function BulkImportModal({ opened, onClose }: { opened: boolean; onClose:
         </Stack>
       )}
     </Modal>
-  );
-}
-
-function Preview({ rows, errors }: { rows: ImportRow[]; errors: string[] }) {
-  const shown = rows.slice(0, PREVIEW_LIMIT);
-  return (
-    <Stack gap="xs">
-      <Text fw={500} size="sm">
-        Preview
-      </Text>
-      {errors.map((error) => (
-        <Alert key={error} color="orange" variant="light" p="xs" icon={<IconAlertTriangle size={16} />}>
-          {error}
-        </Alert>
-      ))}
-      <ScrollArea
-        h={320}
-        type="auto"
-        offsetScrollbars
-        style={{ border: '1px solid var(--mantine-color-default-border)', borderRadius: 'var(--mantine-radius-md)' }}
-      >
-        {rows.length === 0 ? (
-          <Text c="dimmed" size="sm" p="md">
-            Rows appear here, each checked, as soon as you paste or drop them.
-          </Text>
-        ) : (
-          <Table stickyHeader striped verticalSpacing={4} fz="sm" data-testid="bulk-preview">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th w={48}>Line</Table.Th>
-                <Table.Th>Email</Table.Th>
-                <Table.Th>Name</Table.Th>
-                <Table.Th>Fleet</Table.Th>
-                <Table.Th>Check</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {shown.map((row, index) => (
-                <Table.Tr key={`${row.source}-${index}`} data-valid={row.problems.length === 0}>
-                  <Table.Td c="dimmed">{row.source}</Table.Td>
-                  <Table.Td className="mono email">
-                    {row.email ? (
-                      <Email address={row.email} />
-                    ) : (
-                      <Text span c="dimmed">
-                        (empty)
-                      </Text>
-                    )}
-                  </Table.Td>
-                  <Table.Td>{fullName(row)}</Table.Td>
-                  <Table.Td>{row.fleet ?? ''}</Table.Td>
-                  <Table.Td>
-                    {row.problems.length === 0 ? (
-                      <ThemeIcon color="teal" variant="light" size="sm" radius="xl" aria-label="OK">
-                        <IconCheck size={12} />
-                      </ThemeIcon>
-                    ) : (
-                      <Text c="red" size="xs">
-                        {row.problems.join('; ')}
-                      </Text>
-                    )}
-                  </Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        )}
-        {rows.length > PREVIEW_LIMIT ? (
-          <Text size="xs" c="dimmed" p="xs">
-            …and {(rows.length - PREVIEW_LIMIT).toLocaleString()} more rows (
-            {rows.slice(PREVIEW_LIMIT).filter((r) => r.problems.length).length} with problems).
-          </Text>
-        ) : null}
-      </ScrollArea>
-    </Stack>
-  );
-}
-
-function Summary({
-  outcome,
-  skipped,
-  onClose,
-  batchIds,
-}: {
-  outcome: BulkOutcome<Invitation>;
-  skipped: number;
-  onClose: () => void;
-  batchIds: string[];
-}) {
-  const ids = outcome.created.map(({ item }) => item.id);
-  return (
-    <Stack data-testid="bulk-summary">
-      <Group gap="sm">
-        <Badge color="teal" size="lg" variant="light">
-          {outcome.created.length.toLocaleString()} created
-        </Badge>
-        {skipped ? (
-          <Badge color="orange" size="lg" variant="light">
-            {skipped.toLocaleString()} skipped (problems in the preview)
-          </Badge>
-        ) : null}
-        {outcome.failed.length ? (
-          <Badge color="red" size="lg" variant="light">
-            {outcome.failed.length.toLocaleString()} failed
-          </Badge>
-        ) : null}
-      </Group>
-      <MailBatchesProgress batchIds={batchIds} />
-      {outcome.failed.length ? (
-        <Alert color="red" variant="light" title="Not created">
-          <List size="sm">
-            {outcome.failed.slice(0, 50).map(({ row, message }) => (
-              <List.Item key={`${row.source}-${row.email}`}>
-                Line {row.source} ({row.email || 'no email'}): {message}
-              </List.Item>
-            ))}
-          </List>
-        </Alert>
-      ) : null}
-      <Group justify="flex-end" gap="sm">
-        {ids.length ? (
-          <Button
-            variant="light"
-            leftSection={<IconPrinter size={16} />}
-            onClick={() => {
-              onClose();
-              navigate(`/print${printQuery(ids.slice(0, 600))}`);
-            }}
-          >
-            Print sheet for these
-          </Button>
-        ) : null}
-        <Button onClick={onClose}>Done</Button>
-      </Group>
-    </Stack>
   );
 }
