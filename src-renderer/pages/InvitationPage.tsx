@@ -1,26 +1,17 @@
-import { Anchor, Breadcrumbs, Button, Card, Grid, Group, Menu, Stack, Table, Text, Title } from '@mantine/core';
-import { IconBan, IconChevronDown, IconDeviceMobile, IconPlayerPlay, IconPrinter, IconTrash } from '@tabler/icons-react';
-import { useState } from 'react';
+import { Anchor, Breadcrumbs, Button, Card, Grid, Group, Stack, Table, Text, Title } from '@mantine/core';
+import { IconPrinter } from '@tabler/icons-react';
 import { AdminApiError } from '../api/client.ts';
-import { useDeleteInvitation, useInvitation, useRevokeInvitation, useSimulateDevice } from '../api/queries.ts';
-import type { InvitationDetail, SimulateResult } from '../../src-shared/contract/index.ts';
-import { Link, navigate } from '../lib/router.tsx';
-import {
-  confirmAction,
-  EmptyState,
-  ErrorState,
-  InvitationStatusBadge,
-  LoadingState,
-  notifyError,
-  notifySuccess,
-  RelativeTime,
-} from '../components/common.tsx';
-import { DetailsTable, LinksCard, LogCard, QrCard, SimulationResult } from '../features/enrollment-page.tsx';
-import { DeliveryCard, MailPanel } from '../features/mail.tsx';
+import { useInvitation } from '../api/queries.ts';
+import type { InvitationDetail } from '../../src-shared/contract/index.ts';
+import { Link } from '../lib/router.tsx';
+import { EmptyState, ErrorState, InvitationStatusBadge, LoadingState, RelativeTime } from '../components/common.tsx';
+import { DetailsTable, LinksCard, LogCard, QrCard } from '../features/enrollment-page.tsx';
+import { DeliveryCard } from '../features/mail.tsx';
 import { UnreachableWarning } from '../features/reachability.tsx';
 import { formatDateTime, fullName } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
 import { printQuery } from '../lib/print-layout.ts';
+import { Actions } from './invitation/Actions.tsx';
 
 export function InvitationPage({ id }: { id: number }) {
   const invitation = useInvitation(id);
@@ -207,106 +198,6 @@ function History({ invitation }: { invitation: InvitationDetail }) {
         </Stack>
       )}
     </Card>
-  );
-}
-
-function Actions({ invitation }: { invitation: InvitationDetail }) {
-  const revoke = useRevokeInvitation();
-  const remove = useDeleteInvitation();
-  const simulate = useSimulateDevice();
-  const [result, setResult] = useState<SimulateResult | null>(null);
-
-  const run = (type: 'android' | 'apple') =>
-    simulate.mutate(
-      { id: invitation.id, type },
-      { onSuccess: setResult, onError: (error) => notifyError('The simulator could not run', error) },
-    );
-
-  return (
-    <Group gap="sm">
-      <Group gap={0} wrap="nowrap">
-        <Button
-          leftSection={<IconPlayerPlay size={16} />}
-          loading={simulate.isPending}
-          onClick={() => run('android')}
-          style={{ borderTopRightRadius: 0, borderBottomRightRadius: 0 }}
-          title="Runs the device simulator against this invitation, as a phone would"
-        >
-          Simulate a device
-        </Button>
-        <Menu position="bottom-end">
-          <Menu.Target>
-            <Button
-              aria-label="Choose the simulated device type"
-              px={8}
-              disabled={simulate.isPending}
-              style={{ borderTopLeftRadius: 0, borderBottomLeftRadius: 0, borderLeft: '1px solid rgba(255,255,255,.35)' }}
-            >
-              <IconChevronDown size={16} />
-            </Button>
-          </Menu.Target>
-          <Menu.Dropdown>
-            <Menu.Item leftSection={<IconDeviceMobile size={16} />} onClick={() => run('android')}>
-              Android device
-            </Menu.Item>
-            <Menu.Item leftSection={<IconDeviceMobile size={16} />} onClick={() => run('apple')}>
-              Apple device
-            </Menu.Item>
-          </Menu.Dropdown>
-        </Menu>
-      </Group>
-      <MailPanel invitation={invitation} />
-      <Button
-        variant="default"
-        color="orange"
-        leftSection={<IconBan size={16} />}
-        disabled={invitation.status !== 'pending' && invitation.status !== 'expired'}
-        loading={revoke.isPending}
-        onClick={() =>
-          confirmAction(
-            {
-              title: 'Revoke this invitation?',
-              message: `The QR code and deeplink sent to ${invitation.email} stop working at once. A device already enrolled is not affected.`,
-              confirmLabel: 'Revoke',
-            },
-            () =>
-              revoke.mutate(invitation.id, {
-                onSuccess: () => notifySuccess('Invitation revoked'),
-                onError: (e) => notifyError('Not revoked', e),
-              }),
-          )
-        }
-      >
-        Revoke
-      </Button>
-      <Button
-        variant="default"
-        color="red"
-        leftSection={<IconTrash size={16} />}
-        loading={remove.isPending}
-        onClick={() =>
-          confirmAction(
-            {
-              title: 'Delete this invitation?',
-              message: `The invitation for ${invitation.email} and its log are deleted. ${invitation.agent ? 'The device it enrolled stays.' : 'Its QR code stops working.'}`,
-              confirmLabel: 'Delete',
-            },
-            () => {
-              remove.mutate(invitation.id, {
-                onSuccess: () => {
-                  notifySuccess('Invitation deleted');
-                  navigate('/invitations');
-                },
-                onError: (e) => notifyError('Not deleted', e),
-              });
-            },
-          )
-        }
-      >
-        Delete
-      </Button>
-      <SimulationResult result={result} onClose={() => setResult(null)} />
-    </Group>
   );
 }
 
