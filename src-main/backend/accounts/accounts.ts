@@ -175,11 +175,12 @@ export class AccountService {
 
   /** The actor an `Authorization: Bearer` token stands for: live, not revoked, its account enabled. */
   actorOfToken(bearer: string, now = Date.now()): Actor | null {
-    const token = this.store.tokenByHash(sha256(bearer));
-    if (!token || token.revoked_at !== null) return null;
+    const found = this.store.tokenByHash(sha256(bearer));
+    if (!found) return null;
+    const { token, account } = found;
+    if (token.revoked_at !== null) return null;
     if (token.expires_at !== null && Date.parse(token.expires_at) <= now) return null;
-    const account = this.store.byId(token.account_id);
-    if (!account || account.disabled === 1) return null;
+    if (account.disabled === 1) return null;
     if (token.last_used_at === null || now - Date.parse(token.last_used_at) > TOUCH_EVERY_MS) {
       this.store.tokenUsed(token.id, new Date(now).toISOString());
     }

@@ -25,6 +25,9 @@ export interface StoredApiToken {
   revoked_at: string | null;
 }
 
+/** An account's columns beside a token's, prefixed so the two rows' names do not collide. */
+type AccountColumns = { [K in Exclude<keyof StoredAccount, 'id'> as `a_${K}`]: StoredAccount[K] };
+
 /** A token as listed, with its account's name. */
 export type ListedApiToken = Omit<StoredApiToken, 'token_hash'> & { account_name: string };
 
@@ -38,7 +41,8 @@ export interface AccountRepository {
   setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void;
   signedIn(id: number, at: string): void;
 
-  tokenByHash(hash: string): StoredApiToken | undefined;
+  /** The token with this hash and its account, read in one statement (it runs on every bearer request). */
+  tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined;
   tokenById(id: number): StoredApiToken | undefined;
   dataDirToken(accountId: number): StoredApiToken | undefined;
   insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at'>): number;
@@ -69,7 +73,11 @@ export class SqliteAccountRepository implements AccountRepository {
         `UPDATE admin_accounts SET email = @email, display_name = @display_name, password_hash = @password_hash WHERE id = @id`,
       ),
       signedIn: db.prepare(`UPDATE admin_accounts SET last_sign_in_at = ? WHERE id = ?`),
-      tokenByHash: db.prepare(`SELECT * FROM api_tokens WHERE token_hash = ?`),
+      tokenByHash: db.prepare(
+        `SELECT t.*, a.email AS a_email, a.display_name AS a_display_name, a.role AS a_role, a.password_hash AS a_password_hash,
+           a.disabled AS a_disabled, a.created_at AS a_created_at, a.last_sign_in_at AS a_last_sign_in_at
+         FROM api_tokens t JOIN admin_accounts a ON a.id = t.account_id WHERE t.token_hash = ?`,
+      ),
       tokenById: db.prepare(`SELECT * FROM api_tokens WHERE id = ?`),
       dataDirToken: db.prepare(`SELECT * FROM api_tokens WHERE account_id = ? AND kind = 'data-dir' ORDER BY id LIMIT 1`),
       insertToken: db.prepare(
@@ -105,8 +113,21 @@ export class SqliteAccountRepository implements AccountRepository {
   signedIn(id: number, at: string): void {
     this.s.signedIn.run(at, id);
   }
-  tokenByHash(hash: string): StoredApiToken | undefined {
-    return this.s.tokenByHash.get(hash) as StoredApiToken | undefined;
+  tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined {
+    const row = this.s.tokenByHash.get(hash) as (StoredApiToken & AccountColumns) | undefined;
+    if (!row) return undefined;
+    const { a_email, a_display_name, a_role, a_password_hash, a_disabled, a_created_at, a_last_sign_in_at, ...token } = row;
+    const account: StoredAccount = {
+      id: token.account_id,
+      email: a_email,
+      display_name: a_display_name,
+      role: a_role,
+      password_hash: a_password_hash,
+      disabled: a_disabled,
+      created_at: a_created_at,
+      last_sign_in_at: a_last_sign_in_at,
+    };
+    return { token, account };
   }
   tokenById(id: number): StoredApiToken | undefined {
     return this.s.tokenById.get(id) as StoredApiToken | undefined;
