@@ -121,8 +121,12 @@ export function useStored(kind: StoredKind) {
 
 export function useCreateInvitation() {
   // No refresh of its own: the window opens the new invitation (one fetch), and its
-  // invitation.created event refreshes the lists, in this window as in every other.
-  return useMutation({ mutationFn: (input: InvitationCreate) => admin.invitations.create({ body: input }) });
+  // invitation.created event refreshes the lists, in this window as in every other. What this
+  // window fetches after the answer is not fetched again for that event (meta.causes, LiveSync).
+  return useMutation({
+    mutationFn: (input: InvitationCreate) => admin.invitations.create({ body: input }),
+    meta: { causes: 'invitation.created' },
+  });
 }
 
 export function validateInvitations(invitations: InvitationInput[], another = false) {

@@ -6,6 +6,9 @@ import type { AgentSummary as Agent, LiveEvent, StoredKind, StreamEvent } from '
 /** Agent events that change how many devices a fleet holds (presence and commands do not). */
 const FLEET_COUNT_ACTIONS = new Set(['enrolled', 'reenrolled', 'deleted', 'unenrolled', 'fleet_changed']);
 
+/** How many answers of this window's own mutations are kept waiting for their events. */
+const CAUSED_KEPT = 100;
+
 /** What one server event means for the console's caches. */
 export type Effect =
   | { kind: 'invalidate'; key: QueryKey }
@@ -116,8 +119,10 @@ export interface LiveSyncOptions {
  * flush — each key invalidated once, changed agents patched into the (possibly 10,000-row)
  * device list rather than refetching it: from the row an event naming the agent carries, or else
  * fetched one by one. A query whose fetch began after the event arrived already shows it (the
- * server emits after commit) and is left alone: a window that just created an invitation, and
- * fetched it, does not fetch it again for its own event.
+ * server emits after commit) and is left alone; so is one whose fetch began after the answer of
+ * this window's own mutation that caused the event (`meta.causes`), as the stream may bring the
+ * event a little later: a window that just created an invitation, and fetched it, does not fetch
+ * it again for its own event.
  */
 export class LiveSync {
   private readonly client: QueryClient;
@@ -134,7 +139,14 @@ export class LiveSync {
   /** Orders events handled and fetches begun, to tell which fetch came after which event. */
   private order = 0;
   private readonly fetchBegan = new Map<string, number>();
+  /**
+   * Events this window caused, by `type:id`, with the order number of the answer that created
+   * them: the server records the event before it answers, so what is fetched after that answer
+   * already shows the event, even when the event itself arrives on the stream later.
+   */
+  private readonly caused = new Map<string, number>();
   private readonly stopWatchingFetches: () => void;
+  private readonly stopWatchingMutations: () => void;
 
   constructor(client: QueryClient, options: LiveSyncOptions) {
     this.client = client;
@@ -143,10 +155,31 @@ export class LiveSync {
       if (change.type === 'updated' && change.action.type === 'fetch') this.fetchBegan.set(change.query.queryHash, ++this.order);
       else if (change.type === 'removed') this.fetchBegan.delete(change.query.queryHash);
     });
+    // A mutation whose options say `meta: { causes: '<event type>' }` and whose answer has the `id`
+    // of what it made (e.g. creating an invitation): its event counts from that answer on.
+    this.stopWatchingMutations = client.getMutationCache().subscribe((change) => {
+      if (change.type !== 'updated' || change.action.type !== 'success') return;
+      const causes = change.mutation.options.meta?.causes;
+      const data: unknown = change.action.data;
+      const id = typeof data === 'object' && data !== null && 'id' in data ? data.id : undefined;
+      if (typeof causes !== 'string' || typeof id !== 'number') return;
+      this.caused.set(`${causes}:${id}`, ++this.order);
+      // Its event may have come first (then nothing waits for it): keep only the latest few.
+      for (const key of this.caused.keys()) {
+        if (this.caused.size <= CAUSED_KEPT) break;
+        this.caused.delete(key);
+      }
+    });
   }
 
   handle(event: StreamEvent): void {
-    const order = ++this.order;
+    let order = ++this.order;
+    const causedKey = `${event.type}:${event.invitation_id ?? event.agent_id}`;
+    const answered = this.caused.get(causedKey);
+    if (answered !== undefined) {
+      this.caused.delete(causedKey);
+      order = Math.min(order, answered);
+    }
     this.client.setQueryData<LiveEvent[]>(keys.events, (feed) => {
       if (!feed) return feed;
       if (feed.some((item) => item.id === event.id)) return feed;
@@ -193,6 +226,7 @@ export class LiveSync {
 
   dispose(): void {
     this.stopWatchingFetches();
+    this.stopWatchingMutations();
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
   }

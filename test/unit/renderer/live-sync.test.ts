@@ -158,6 +158,36 @@ describe('LiveSync', () => {
     sync.dispose();
   });
 
+  it('leaves alone a query fetched after the answer that caused the event, when the event comes later', async () => {
+    const client = new QueryClient();
+    const sync = new LiveSync(client, { fetchAgent: async () => null, flushDelayMs: 5 });
+    const list = keys.invitationList({});
+    await client.fetchQuery({ queryKey: list, queryFn: async () => ({ items: [], total: 0 }) });
+    // This window creates an invitation (the server records its event before answering) ...
+    const create = (id: number, meta?: Record<string, unknown>) =>
+      client
+        .getMutationCache()
+        .build(client, { mutationFn: async () => ({ id }), ...(meta ? { meta } : {}) })
+        .execute(undefined);
+    await create(8, { causes: 'invitation.created' });
+    // ... opens it, and only then does the stream bring the event.
+    const fetches = vi.fn(async () => ({ id: 8 }));
+    await client.fetchQuery({ queryKey: keys.invitation(8), queryFn: fetches });
+    sync.handle(event('invitation.created', { invitation_id: 8 }));
+    await sync.settled();
+    expect(client.getQueryState(keys.invitation(8))!.isInvalidated).toBe(false);
+    expect(client.getQueryState(list)!.isInvalidated).toBe(true);
+    // Only its own event: another invitation's, or a later event about it, refreshes as before.
+    await create(9);
+    await client.fetchQuery({ queryKey: keys.invitation(9), queryFn: async () => ({ id: 9 }) });
+    sync.handle(event('invitation.created', { invitation_id: 9 }));
+    sync.handle(event('invitation.revoked', { invitation_id: 8 }));
+    await sync.settled();
+    expect(client.getQueryState(keys.invitation(9))!.isInvalidated).toBe(true);
+    expect(client.getQueryState(keys.invitation(8))!.isInvalidated).toBe(true);
+    sync.dispose();
+  });
+
   it('patches changed agents into the device list instead of refetching it', async () => {
     const client = new QueryClient();
     client.setQueryData<Agent[]>(keys.agentList, [agent(2), agent(1)]);
