@@ -12,6 +12,7 @@ import {
   policyWireMessage,
   taskStatusText,
   type PolicyDefinition,
+  type TaskVerification,
 } from '../../../src-shared/contract/index.ts';
 import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import {
@@ -76,6 +77,8 @@ export type DeploymentView = Omit<DeploymentWithCounts, 'payload' | 'remove_on_d
 export type TaskView = TaskRow & {
   /** The status as shown ("downloaded, not confirmed" for an open task whose item was downloaded). */
   status_text: string;
+  /** Package tasks: the install checked against the device's inventory. */
+  verification?: TaskVerification | null;
   history?: TaskHistoryRow[];
   deployment?: { id: number; policy: string; item_name: string; target_name: string; state: string };
 };
@@ -96,6 +99,14 @@ export interface EffectivePolicy {
   updated_at: string;
   /** False when another value of the same policy applies (this task is overriden). */
   effective: boolean;
+  /** Package tasks: the install checked against the device's inventory. */
+  verification: TaskVerification | null;
+}
+
+/** Each task's verification, by task id (package tasks only): verification.ts. */
+export interface VerificationSource {
+  ofDeployment(deploymentId: number): Map<number, TaskVerification | null>;
+  ofAgent(agentId: number): Map<number, TaskVerification | null>;
 }
 
 /** A device's compliance: its tasks of active assignments counted, and a one-line summary. */
@@ -155,12 +166,22 @@ export class PolicyService {
   private readonly work: UnitOfWork;
   private readonly fleets: FleetService;
   private readonly files: FileStore;
+  /** Package installs checked against the devices' inventories (verification.ts). */
+  private readonly verification: VerificationSource | undefined;
   private channel: PolicyChannel | null = null;
   private pendingPublishes: (() => Promise<void>)[] | null = null;
   private readonly unsubscribe: () => void;
 
-  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; fleets: FleetService; files: FileStore }) {
+  constructor(deps: {
+    db: Db;
+    events: EventLog;
+    work: UnitOfWork;
+    fleets: FleetService;
+    files: FileStore;
+    verification?: VerificationSource;
+  }) {
     this.repo = new DeploymentRepository(deps.db);
+    this.verification = deps.verification;
     this.events = deps.events;
     this.work = deps.work;
     this.fleets = deps.fleets;
@@ -319,6 +340,7 @@ export class PolicyService {
   /** The device's tasks of active assignments, with where each value comes from and which applies. */
   effectiveOf(agentId: number): EffectivePolicy[] {
     if (!this.repo.agent(agentId)) throw itemNotFound('Agent not found');
+    const verified = this.verification?.ofAgent(agentId);
     return this.repo.tasksOfAgent(agentId).flatMap((task) => {
       const row = this.repo.byId(task.deployment_id);
       if (!row || row.state !== 'active') return [];
@@ -336,6 +358,7 @@ export class PolicyService {
           reason: task.reason,
           updated_at: task.updated_at,
           effective: task.status !== 'overriden' && task.status !== 'canceled',
+          verification: verified?.get(task.id) ?? null,
         },
       ];
     });
@@ -379,11 +402,15 @@ export class PolicyService {
       if (!list) history.set(entry.task_id, (list = []));
       list.push(entry);
     }
+    const verified = this.verification?.ofDeployment(id);
     return {
       ...view,
-      tasks: this.repo
-        .tasksOf(id)
-        .map((task) => ({ ...task, status_text: taskStatusText(task), history: history.get(task.id) ?? [] })),
+      tasks: this.repo.tasksOf(id).map((task) => ({
+        ...task,
+        status_text: taskStatusText(task),
+        verification: verified?.get(task.id) ?? null,
+        history: history.get(task.id) ?? [],
+      })),
     };
   }
 
@@ -428,11 +455,13 @@ export class PolicyService {
   }
 
   tasksOfAgent(agentId: number): TaskView[] {
+    const verified = this.verification?.ofAgent(agentId);
     return this.repo.tasksOfAgent(agentId).map((task) => {
       const deployment = this.repo.byId(task.deployment_id)!;
       return {
         ...task,
         status_text: taskStatusText(task),
+        verification: verified?.get(task.id) ?? null,
         history: this.repo.historyOf(task.id),
         deployment: {
           id: deployment.id,
