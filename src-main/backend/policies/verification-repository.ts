@@ -34,7 +34,7 @@ export interface CheckedTask {
 const OPEN = `('pending', 'received', 'in progress', 'waiting')`;
 const DONE_AT = `(SELECT max(h.at) FROM task_history h WHERE h.task_id = t.id AND h.status = 'done') AS done_at`;
 const CHECKED = `SELECT t.id AS task_id, t.status, t.downloaded_at, ${DONE_AT}, v.result, v.detail, v.inventory_at
-  FROM deployment_tasks t JOIN deployments d ON d.id = t.deployment_id LEFT JOIN task_verifications v ON v.task_id = t.id
+  FROM policy_tasks t JOIN policy_assignments d ON d.id = t.deployment_id LEFT JOIN task_verifications v ON v.task_id = t.id
   WHERE d.policy = 'deployApp'`;
 
 export class VerificationRepository {
@@ -46,7 +46,7 @@ export class VerificationRepository {
       candidates: db.prepare(
         `SELECT t.id AS task_id, t.deployment_id, d.entity_id, a.name AS agent_name, d.fleet_id, d.item_id, d.item_name, d.payload, t.status,
            t.downloaded_at, ${DONE_AT}
-         FROM deployment_tasks t JOIN deployments d ON d.id = t.deployment_id JOIN agents a ON a.id = t.agent_id
+         FROM policy_tasks t JOIN policy_assignments d ON d.id = t.deployment_id JOIN agents a ON a.id = t.agent_id
          WHERE t.agent_id = ? AND d.state = 'active' AND d.policy = 'deployApp'
            AND (t.status = 'done' OR (t.status IN ${OPEN} AND t.downloaded_at IS NOT NULL))
          ORDER BY t.id`,
