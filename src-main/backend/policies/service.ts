@@ -557,9 +557,9 @@ export class PolicyService {
       if (event.agent_id !== null && ['agent.enrolled', 'agent.reenrolled', 'agent.fleet_changed'].includes(event.type))
         this.syncAgent(event.agent_id);
       if (event.type === 'agent.inventory' && event.agent_id !== null) this.reassess(event.agent_id);
-      if (event.type === 'fleet.created') this.clearFleetTopics(Number(event.data?.fleet_id));
-      if (event.type === 'fleet.deleted') {
-        const fleetId = Number(event.data?.fleet_id);
+      if (event.type === 'fleet.created' && event.data) this.clearFleetTopics(event.data.fleet_id);
+      if (event.type === 'fleet.deleted' && event.data) {
+        const fleetId = event.data.fleet_id;
         for (const row of this.repo.activeForFleet(fleetId)) this.transact(() => this.retire(row, null, 'its fleet was deleted'));
       }
       if (event.type === 'agent.unenrolled' && event.agent_id !== null)
