@@ -22,6 +22,20 @@ export type EventStreamQuery = Static<typeof EventStreamQuery>;
 export const EventList = Items(LiveEvent);
 export type EventList = Static<typeof EventList>;
 
+/**
+ * What a change did, field by field: the values before and after (null: the object did not exist
+ * before, or no longer does). The audit trail keeps the fields that differ, secrets redacted.
+ */
+export type ChangeData = { before: Record<string, unknown> | null; after: Record<string, unknown> | null };
+type AccountRef = { account_id: number; email: string | null; name: string };
+type AccountMailData = {
+  account_invite_id: number;
+  email?: string;
+  attempts: number;
+  error?: string;
+  [key: string]: unknown;
+};
+
 type AttemptData = { remote_addr: string | null; email: string | null; serial: string | null; uuid: string | null };
 type CommandData = { command: string; topic: string; payload: Record<string, unknown>; retained: boolean; online: boolean };
 type PresenceData = { reason: string; last_contact: string; [key: string]: unknown };
@@ -49,6 +63,17 @@ export interface ServerEvents {
   'account.owner_set_up': { account_id: number; email: string };
   'account.token_created': { token_id: number; role: string; days: number | null; by: string };
   'account.token_revoked': { token_id: number; by: string };
+  'account.invited': AccountRef & { role: string; email_queued: boolean; [key: string]: unknown };
+  'account.reinvited': AccountRef & { email_queued: boolean };
+  'account.role_changed': AccountRef & ChangeData;
+  'account.disabled': AccountRef & ChangeData & { sessions_ended: number };
+  'account.enabled': AccountRef & ChangeData;
+  'account.deleted': AccountRef & ChangeData;
+  'account.invitation_accepted': AccountRef & ChangeData;
+  'account.invitation_retrying': AccountMailData & { retry_at: string };
+  'account.invitation_sent': AccountMailData;
+  'account.invitation_failed': AccountMailData;
+  'account.invitation_outbox': AccountMailData;
   'admin.signed_in': { account_id: number; address: string; with: 'token' | 'link' | 'password' };
   'admin.signed_out': { account_id: number; address: string };
   /** A console sign-in, an admin API call or a sign-in link refused (wrong token, used link). */
