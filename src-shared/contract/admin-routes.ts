@@ -467,28 +467,30 @@ export const adminRoutes = {
   'deployments.list': {
     method: 'GET',
     path: '/api/deployments',
-    summary: 'Deployments with task counts and progress',
+    summary: 'The deployment kinds of GET /api/policy-assignments (kind=deployment): an alias',
     querystring: 'DeploymentFilter',
     response: { 200: 'DeploymentList' },
   },
   'deployments.create': {
     method: 'POST',
     path: '/api/deployments',
-    summary: 'Publishes a file or package to a fleet or a device',
+    summary:
+      'Publishes a file or package to a fleet or a device: an alias of POST /api/policy-assignments (deployApp, deployFile)',
     body: 'DeployBody',
     response: { 201: 'DeploymentDetail' },
   },
   'deployments.get': {
     method: 'GET',
     path: '/api/deployments/:id',
-    summary: 'One deployment with every task and its history',
+    summary: 'One assignment with every task and its history (an alias of GET /api/policy-assignments/:id)',
     params: 'SafeIdParams',
     response: { 200: 'DeploymentDetail' },
   },
   'deployments.remove': {
     method: 'DELETE',
     path: '/api/deployments/:id',
-    summary: 'Ends a deployment; with remove_on_delete, the removal it published',
+    summary:
+      'Ends an assignment; with remove_on_delete, the removal it published (an alias of DELETE /api/policy-assignments/:id)',
     params: 'SafeIdParams',
     response: { 200: 'Undeployed' },
   },
@@ -509,7 +511,7 @@ export const adminRoutes = {
   'policies.set': {
     method: 'POST',
     path: '/api/policy-assignments',
-    summary: 'Sets a value policy on a fleet or a device',
+    summary: 'Sets a policy on a fleet or a device: a value, or a deployment kind (an item id, or what to remove)',
     body: 'AssignBody',
     response: { 201: 'DeploymentDetail' },
   },
@@ -523,7 +525,7 @@ export const adminRoutes = {
   'policies.unset': {
     method: 'DELETE',
     path: '/api/policy-assignments/:id',
-    summary: 'Unsets a value policy (or undeploys a deployment)',
+    summary: 'Unsets a policy (a deployment: undeployed, its removal published with remove_on_delete)',
     params: 'SafeIdParams',
     response: { 200: 'Unassigned' },
   },
