@@ -8,9 +8,15 @@
 //
 // Schemas are named, not imported: this file holds plain data only, so the console's bundle, which
 // carries the client and this table, carries no TypeBox code. A name that is not a schema of the
-// contract does not compile. (Once accounts exist, each entry also names its permission.)
+// contract does not compile.
+//
+// Each entry also names the permission it needs (permissions.ts): the route table checks it before
+// the handler runs (backend/http/route-table.ts), so no handler checks a role. An entry without
+// one does not compile; `public` says a route is reached without signing in.
 import type { TSchema } from 'typebox';
 import type * as Contract from './index.ts';
+import { OWNER_SETTINGS, type Permission, type RoutePermission } from './permissions.ts';
+import type { AgentCommand } from './rules.ts';
 
 /** The contract's exports, as types. */
 export type ContractSchemas = typeof Contract;
@@ -35,7 +41,28 @@ export interface AdminEndpoint {
   body?: SchemaName | Bytes;
   /** By status: the schema of the JSON answer, its bytes, or null for an empty one (204, a redirect). Errors besides these are `ApiErrorBody`. */
   response: Readonly<Record<number, SchemaName | Bytes | null>>;
+  /** What the caller's role must hold (permissions.ts); checked by the route table before the handler. */
+  permission: RoutePermission;
 }
+
+/** Each command sent to a device, by the permission it needs (every command is listed: a new one does not compile). */
+export const COMMAND_PERMISSIONS = {
+  ping: 'devices.ping',
+  geolocate: 'devices.locate',
+  inventory: 'devices.inventory',
+  lock: 'devices.lock',
+  unlock: 'devices.lock',
+  wipe: 'devices.wipe',
+  unenroll: 'devices.unenroll',
+} as const satisfies Record<AgentCommand, Permission>;
+
+/** The owner's settings (permissions.ts) a body may change: each needs settings.server. */
+const ownerKeys = (keys: readonly (typeof OWNER_SETTINGS)[number][]) =>
+  Object.fromEntries(keys.map((key) => [key, 'settings.server'])) as Record<string, 'settings.server'>;
+/** PATCH /api/settings: all of them but the SMTP password and URL (set with the mail settings only). */
+const OWNER_SETTING_KEYS = ownerKeys(OWNER_SETTINGS.filter((key) => key !== 'smtp_password' && key !== 'smtp_url'));
+/** PUT /api/mail/settings: the SMTP server's. */
+const OWNER_MAIL_KEYS = ownerKeys(OWNER_SETTINGS.filter((key) => key.startsWith('smtp_')));
 
 const PNG = { contentType: 'image/png' } as const;
 const SVG = { contentType: 'image/svg+xml' } as const;
@@ -47,6 +74,7 @@ export const adminRoutes = {
   openSignInLink: {
     method: 'GET',
     path: '/auth',
+    permission: 'public',
     summary:
       'One-time sign-in link (`?ticket=`): sets the session cookie and redirects to the console; a used or unknown ticket redirects to the sign-in page. The query is read without a schema, so a missing or repeated ticket lands on that page rather than on a 400.',
     response: { 302: null },
@@ -54,6 +82,7 @@ export const adminRoutes = {
   signIn: {
     method: 'POST',
     path: '/auth/sign-in',
+    permission: 'public',
     summary: 'The admin token or a sign-in link, exchanged for a new console session (its cookie)',
     body: 'SignInBody',
     response: { 200: 'SignInResult' },
@@ -61,6 +90,7 @@ export const adminRoutes = {
   signOut: {
     method: 'POST',
     path: '/auth/sign-out',
+    permission: 'public',
     summary: 'Ends the console session on the server and clears its cookie',
     response: { 200: 'SignOutResult' },
   },
@@ -68,6 +98,7 @@ export const adminRoutes = {
   signInWithPassword: {
     method: 'POST',
     path: '/auth/password',
+    permission: 'public',
     summary:
       'An admin’s email and password, exchanged for a new console session (its cookie); throttled per address and per account',
     body: 'PasswordSignInBody',
@@ -76,6 +107,7 @@ export const adminRoutes = {
   setUpOwner: {
     method: 'POST',
     path: '/auth/setup',
+    permission: 'public',
     summary: 'The one-time set-up link’s form: the owner’s email, name and password; signs in (410 once used)',
     body: 'OwnerSetupBody',
     response: { 200: 'PasswordSignInResult' },
@@ -84,18 +116,21 @@ export const adminRoutes = {
   me: {
     method: 'GET',
     path: '/api/me',
+    permission: 'signed-in',
     summary: 'Who is calling: the account, how (session or API token) and the role the call acts with',
     response: { 200: 'Me' },
   },
   'tokens.list': {
     method: 'GET',
     path: '/api/tokens',
+    permission: 'tokens.own',
     summary: 'API tokens (the owner sees everyone’s, others their own), never the tokens themselves',
     response: { 200: 'ApiTokenList' },
   },
   'tokens.create': {
     method: 'POST',
     path: '/api/tokens',
+    permission: 'tokens.own',
     summary:
       'A personal API token with a role no higher than the caller’s and an optional lifetime; the token is in this answer only',
     body: 'ApiTokenCreate',
@@ -104,6 +139,7 @@ export const adminRoutes = {
   'tokens.revoke': {
     method: 'POST',
     path: '/api/tokens/:id/revoke',
+    permission: 'tokens.own',
     summary: 'Revokes an API token at once (the data dir’s admin token cannot be: 409)',
     params: 'IdParams',
     response: { 200: 'ApiToken' },
@@ -112,6 +148,7 @@ export const adminRoutes = {
   'audit.list': {
     method: 'GET',
     path: '/api/audit',
+    permission: 'audit.read',
     summary: 'The audit trail, newest first: who (admin and API token, role), from where, did what to which object; filtered',
     querystring: 'AuditQuery',
     response: { 200: 'AuditList' },
@@ -120,18 +157,21 @@ export const adminRoutes = {
   consoleTicket: {
     method: 'POST',
     path: '/api/console-tickets',
+    permission: 'accounts.manage',
     summary: 'A fresh one-time console sign-in link',
     response: { 201: 'ConsoleTicket' },
   },
   status: {
     method: 'GET',
     path: '/api/status',
+    permission: 'status.read',
     summary: 'URLs, ports, counts, broker, LAN addresses and warnings',
     response: { 200: 'ServerStatus' },
   },
   choosePublicHost: {
     method: 'POST',
     path: '/api/public-host',
+    permission: 'settings.server',
     summary: 'Makes a LAN address of this machine the public host now',
     body: 'PublicHostBody',
     response: { 200: 'PublicHostResult' },
@@ -139,6 +179,7 @@ export const adminRoutes = {
   events: {
     method: 'GET',
     path: '/api/events',
+    permission: 'events.read',
     summary: 'Event history, newest first',
     querystring: 'EventsQuery',
     response: { 200: 'EventList' },
@@ -146,6 +187,7 @@ export const adminRoutes = {
   eventStream: {
     method: 'GET',
     path: '/api/events/stream',
+    permission: 'events.read',
     summary:
       'Server-Sent Events: every change as it happens (`Last-Event-ID` or `?after=` replays what came after); each frame is an `Event`, plus `agent` (the device-list row) for events naming an agent',
     querystring: 'EventStreamQuery',
@@ -155,6 +197,7 @@ export const adminRoutes = {
   'invitations.list': {
     method: 'GET',
     path: '/api/invitations',
+    permission: 'invitations.read',
     summary: 'Invitations, filtered and paged',
     querystring: 'InvitationFilter',
     response: { 200: 'InvitationPage' },
@@ -162,6 +205,7 @@ export const adminRoutes = {
   'invitations.create': {
     method: 'POST',
     path: '/api/invitations',
+    permission: 'invitations.create',
     summary: 'Invites an address (409 with the pending invitation unless `another`)',
     body: 'InvitationCreate',
     response: { 201: 'Invitation', 409: 'InvitationPendingError' },
@@ -169,6 +213,7 @@ export const adminRoutes = {
   'invitations.validate': {
     method: 'POST',
     path: '/api/invitations/validate',
+    permission: 'invitations.create',
     summary: 'Checks rows without creating anything',
     body: 'InvitationBulk',
     response: { 200: 'InvitationValidation' },
@@ -176,6 +221,7 @@ export const adminRoutes = {
   'invitations.createMany': {
     method: 'POST',
     path: '/api/invitations/bulk',
+    permission: 'invitations.create',
     summary: 'Creates many invitations, all or nothing',
     body: 'InvitationBulk',
     response: { 201: 'InvitationBulkCreated', 400: 'InvitationBulkError' },
@@ -183,6 +229,7 @@ export const adminRoutes = {
   'invitations.get': {
     method: 'GET',
     path: '/api/invitations/:id',
+    permission: 'invitations.read',
     summary: 'One invitation with its log of attempts and its events',
     params: 'IdParams',
     response: { 200: 'InvitationDetail' },
@@ -190,6 +237,7 @@ export const adminRoutes = {
   'invitations.qrPng': {
     method: 'GET',
     path: '/api/invitations/:id/qr.png',
+    permission: 'invitations.read',
     summary: "The invitation's QR code (PNG)",
     params: 'IdParams',
     querystring: 'QrQuery',
@@ -198,6 +246,7 @@ export const adminRoutes = {
   'invitations.qrSvg': {
     method: 'GET',
     path: '/api/invitations/:id/qr.svg',
+    permission: 'invitations.read',
     summary: "The invitation's QR code (SVG)",
     params: 'IdParams',
     response: { 200: SVG },
@@ -205,6 +254,7 @@ export const adminRoutes = {
   'invitations.revoke': {
     method: 'POST',
     path: '/api/invitations/:id/revoke',
+    permission: 'invitations.revoke',
     summary: 'Revokes a pending invitation',
     params: 'IdParams',
     response: { 200: 'Invitation' },
@@ -212,6 +262,7 @@ export const adminRoutes = {
   'invitations.remove': {
     method: 'DELETE',
     path: '/api/invitations/:id',
+    permission: 'invitations.delete',
     summary: 'Deletes an invitation',
     params: 'IdParams',
     response: { 204: null },
@@ -219,6 +270,7 @@ export const adminRoutes = {
   'invitations.resend': {
     method: 'POST',
     path: '/api/invitations/:id/resend',
+    permission: 'invitations.resend',
     summary: 'Emails it again: same link, same expiry',
     params: 'IdParams',
     response: { 202: 'Invitation' },
@@ -226,16 +278,24 @@ export const adminRoutes = {
   'invitations.simulate': {
     method: 'POST',
     path: '/api/invitations/:id/simulate',
+    permission: 'simulator.run',
     summary: 'Runs the device simulator against the invitation',
     params: 'IdParams',
     querystring: 'SimulateQuery',
     response: { 200: 'SimulateResult' },
   },
 
-  'codes.list': { method: 'GET', path: '/api/codes', summary: 'Enrollment codes', response: { 200: 'CodeList' } },
+  'codes.list': {
+    method: 'GET',
+    path: '/api/codes',
+    summary: 'Enrollment codes',
+    permission: 'codes.read',
+    response: { 200: 'CodeList' },
+  },
   'codes.create': {
     method: 'POST',
     path: '/api/codes',
+    permission: 'codes.write',
     summary: 'Creates an enrollment code',
     body: 'CodeCreate',
     response: { 201: 'EnrollmentCode' },
@@ -243,6 +303,7 @@ export const adminRoutes = {
   'codes.get': {
     method: 'GET',
     path: '/api/codes/:id',
+    permission: 'codes.read',
     summary: 'One code with its log of uses and refusals',
     params: 'IdParams',
     response: { 200: 'CodeDetail' },
@@ -250,6 +311,7 @@ export const adminRoutes = {
   'codes.qrPng': {
     method: 'GET',
     path: '/api/codes/:id/qr.png',
+    permission: 'codes.read',
     summary: "The code's QR code (PNG)",
     params: 'IdParams',
     querystring: 'QrQuery',
@@ -258,6 +320,7 @@ export const adminRoutes = {
   'codes.qrSvg': {
     method: 'GET',
     path: '/api/codes/:id/qr.svg',
+    permission: 'codes.read',
     summary: "The code's QR code (SVG)",
     params: 'IdParams',
     response: { 200: SVG },
@@ -265,6 +328,7 @@ export const adminRoutes = {
   'codes.revoke': {
     method: 'POST',
     path: '/api/codes/:id/revoke',
+    permission: 'codes.revoke',
     summary: 'Revokes a code',
     params: 'IdParams',
     response: { 200: 'EnrollmentCode' },
@@ -272,6 +336,7 @@ export const adminRoutes = {
   'codes.rotate': {
     method: 'POST',
     path: '/api/codes/:id/rotate',
+    permission: 'codes.write',
     summary: 'Gives a code a new token (the old QR code stops working)',
     params: 'IdParams',
     response: { 200: 'EnrollmentCode' },
@@ -279,6 +344,7 @@ export const adminRoutes = {
   'codes.simulate': {
     method: 'POST',
     path: '/api/codes/:id/simulate',
+    permission: 'simulator.run',
     summary: 'Runs the device simulator as a person using the code',
     params: 'IdParams',
     querystring: 'SimulateQuery',
@@ -286,10 +352,17 @@ export const adminRoutes = {
     response: { 200: 'CodeSimulateResult' },
   },
 
-  'agents.list': { method: 'GET', path: '/api/agents', summary: 'Devices', response: { 200: 'AgentList' } },
+  'agents.list': {
+    method: 'GET',
+    path: '/api/agents',
+    summary: 'Devices',
+    permission: 'devices.read',
+    response: { 200: 'AgentList' },
+  },
   'agents.get': {
     method: 'GET',
     path: '/api/agents/:id',
+    permission: 'devices.read',
     summary: 'One device with its inventory, positions and events',
     params: 'IdParams',
     response: { 200: 'AgentDetail' },
@@ -297,6 +370,7 @@ export const adminRoutes = {
   'agents.remove': {
     method: 'DELETE',
     path: '/api/agents/:id',
+    permission: 'devices.delete',
     summary: 'Deletes a device (its api_token is retired)',
     params: 'IdParams',
     response: { 204: null },
@@ -304,6 +378,7 @@ export const adminRoutes = {
   'agents.move': {
     method: 'PATCH',
     path: '/api/agents/:id',
+    permission: 'devices.move',
     summary: 'Moves a device to another fleet (the agent is told with Command/Subscribe)',
     params: 'IdParams',
     body: 'AgentPatch',
@@ -312,6 +387,7 @@ export const adminRoutes = {
   'agents.command': {
     method: 'POST',
     path: '/api/agents/:id/commands',
+    permission: { field: 'command', values: COMMAND_PERMISSIONS },
     summary: 'Sends a command to the device over MQTT',
     params: 'IdParams',
     body: 'CommandBody',
@@ -320,6 +396,7 @@ export const adminRoutes = {
   'agents.approve': {
     method: 'POST',
     path: '/api/agents/:id/approve',
+    permission: 'devices.approve',
     summary: 'Approves a device enrolled with a manual code',
     params: 'IdParams',
     response: { 200: 'AgentSummary' },
@@ -327,6 +404,7 @@ export const adminRoutes = {
   'agents.reject': {
     method: 'POST',
     path: '/api/agents/:id/reject',
+    permission: 'devices.approve',
     summary: 'Rejects a device enrolled with a manual code',
     params: 'IdParams',
     response: { 200: 'AgentSummary' },
@@ -334,6 +412,7 @@ export const adminRoutes = {
   'agents.approveMany': {
     method: 'POST',
     path: '/api/agents/approve',
+    permission: 'devices.approve',
     summary: 'Approves many devices: each approved or listed with why not',
     body: 'ApproveManyBody',
     response: { 200: 'ApproveManyResult' },
@@ -341,15 +420,23 @@ export const adminRoutes = {
   'agents.tasks': {
     method: 'GET',
     path: '/api/agents/:id/tasks',
+    permission: 'devices.read',
     summary: "A device's tasks with their history",
     params: 'SafeIdParams',
     response: { 200: 'DeviceTaskList' },
   },
 
-  'fleets.list': { method: 'GET', path: '/api/fleets', summary: 'Fleets', response: { 200: 'FleetList' } },
+  'fleets.list': {
+    method: 'GET',
+    path: '/api/fleets',
+    summary: 'Fleets',
+    permission: 'fleets.read',
+    response: { 200: 'FleetList' },
+  },
   'fleets.create': {
     method: 'POST',
     path: '/api/fleets',
+    permission: 'fleets.write',
     summary: 'Creates a fleet',
     body: 'FleetName',
     response: { 201: 'FleetRecord' },
@@ -357,6 +444,7 @@ export const adminRoutes = {
   'fleets.rename': {
     method: 'PATCH',
     path: '/api/fleets/:id',
+    permission: 'fleets.write',
     summary: 'Renames a fleet',
     params: 'IdParams',
     body: 'FleetName',
@@ -365,24 +453,39 @@ export const adminRoutes = {
   'fleets.remove': {
     method: 'DELETE',
     path: '/api/fleets/:id',
+    permission: 'fleets.write',
     summary: 'Deletes an empty, non-default fleet',
     params: 'IdParams',
     response: { 204: null },
   },
 
-  'settings.get': { method: 'GET', path: '/api/settings', summary: 'Settings', response: { 200: 'Settings' } },
+  'settings.get': {
+    method: 'GET',
+    path: '/api/settings',
+    summary: 'Settings',
+    permission: 'settings.read',
+    response: { 200: 'Settings' },
+  },
   'settings.update': {
     method: 'PATCH',
     path: '/api/settings',
+    permission: { permission: 'settings.write', keys: OWNER_SETTING_KEYS },
     summary: "Changes settings (refused when an invitation's QR code would overflow)",
     body: 'SettingsPatch',
     response: { 200: 'Settings' },
   },
 
-  'mail.status': { method: 'GET', path: '/api/mail/status', summary: 'The mail queue', response: { 200: 'MailStatus' } },
+  'mail.status': {
+    method: 'GET',
+    path: '/api/mail/status',
+    summary: 'The mail queue',
+    permission: 'mail.read',
+    response: { 200: 'MailStatus' },
+  },
   'mail.retry': {
     method: 'POST',
     path: '/api/mail/retry',
+    permission: 'invitations.resend',
     summary: 'Retries failed deliveries: all, one bulk batch, or the listed invitations',
     body: 'MailRetryBody',
     response: { 202: 'MailRetryResult' },
@@ -390,6 +493,7 @@ export const adminRoutes = {
   'mail.batch': {
     method: 'GET',
     path: '/api/mail/batches/:batch_id',
+    permission: 'mail.read',
     summary: 'The deliveries of one bulk batch',
     params: 'MailBatchParams',
     response: { 200: 'MailBatch' },
@@ -397,12 +501,14 @@ export const adminRoutes = {
   'mail.settings': {
     method: 'GET',
     path: '/api/mail/settings',
+    permission: 'mail.read',
     summary: 'Mail settings (secrets left out)',
     response: { 200: 'MailSettingsView' },
   },
   'mail.saveSettings': {
     method: 'PUT',
     path: '/api/mail/settings',
+    permission: { permission: 'settings.write', keys: OWNER_MAIL_KEYS },
     summary: 'Saves the mail settings',
     body: 'MailSettingsPut',
     response: { 200: 'MailSettingsView' },
@@ -410,6 +516,7 @@ export const adminRoutes = {
   'mail.preview': {
     method: 'POST',
     path: '/api/mail/preview',
+    permission: 'mail.read',
     summary: 'The invitation email as it would be sent',
     body: 'MailPreviewBody',
     response: { 200: 'MailPreview' },
@@ -417,16 +524,24 @@ export const adminRoutes = {
   'mail.test': {
     method: 'POST',
     path: '/api/mail/test',
+    permission: 'settings.write',
     summary: "Sends a test email now; 502 with the server's answer on failure",
     body: 'MailTestBody',
     response: { 200: 'MailTestResult', 502: 'MailTestFailure' },
   },
 
   // Files and packages: the upload is the raw body, streamed to disk (a JSON schema cannot describe it).
-  'files.list': { method: 'GET', path: '/api/files', summary: 'Files', response: { 200: 'StoredItemList' } },
+  'files.list': {
+    method: 'GET',
+    path: '/api/files',
+    summary: 'Files',
+    permission: 'files.read',
+    response: { 200: 'StoredItemList' },
+  },
   'files.upload': {
     method: 'POST',
     path: '/api/files',
+    permission: 'files.write',
     summary: 'Uploads a file: the raw body (Content-Type: application/octet-stream)',
     querystring: 'UploadQuery',
     body: RAW,
@@ -435,14 +550,22 @@ export const adminRoutes = {
   'files.remove': {
     method: 'DELETE',
     path: '/api/files/:id',
+    permission: 'files.write',
     summary: 'Deletes a file',
     params: 'SafeIdParams',
     response: { 204: null },
   },
-  'packages.list': { method: 'GET', path: '/api/packages', summary: 'Packages', response: { 200: 'StoredItemList' } },
+  'packages.list': {
+    method: 'GET',
+    path: '/api/packages',
+    summary: 'Packages',
+    permission: 'files.read',
+    response: { 200: 'StoredItemList' },
+  },
   'packages.upload': {
     method: 'POST',
     path: '/api/packages',
+    permission: 'files.write',
     summary: 'Uploads a package (an APK is read; 422 ERROR_APK_UNREADABLE unless `if_unreadable=keep`)',
     querystring: 'UploadQuery',
     body: RAW,
@@ -451,6 +574,7 @@ export const adminRoutes = {
   'packages.update': {
     method: 'PATCH',
     path: '/api/packages/:id',
+    permission: 'files.write',
     summary: "What the APK's manifest did not say, or says wrong",
     params: 'SafeIdParams',
     body: 'PackagePatch',
@@ -459,6 +583,7 @@ export const adminRoutes = {
   'packages.remove': {
     method: 'DELETE',
     path: '/api/packages/:id',
+    permission: 'files.write',
     summary: 'Deletes a package',
     params: 'SafeIdParams',
     response: { 204: null },
@@ -467,6 +592,7 @@ export const adminRoutes = {
   'deployments.list': {
     method: 'GET',
     path: '/api/deployments',
+    permission: 'deployments.read',
     summary: 'Deployments with task counts and progress',
     querystring: 'DeploymentFilter',
     response: { 200: 'DeploymentList' },
@@ -474,6 +600,7 @@ export const adminRoutes = {
   'deployments.create': {
     method: 'POST',
     path: '/api/deployments',
+    permission: 'deployments.write',
     summary: 'Publishes a file or package to a fleet or a device',
     body: 'DeployBody',
     response: { 201: 'DeploymentDetail' },
@@ -481,6 +608,7 @@ export const adminRoutes = {
   'deployments.get': {
     method: 'GET',
     path: '/api/deployments/:id',
+    permission: 'deployments.read',
     summary: 'One deployment with every task and its history',
     params: 'SafeIdParams',
     response: { 200: 'DeploymentDetail' },
@@ -488,6 +616,7 @@ export const adminRoutes = {
   'deployments.remove': {
     method: 'DELETE',
     path: '/api/deployments/:id',
+    permission: 'deployments.write',
     summary: 'Ends a deployment; with remove_on_delete, the removal it published',
     params: 'SafeIdParams',
     response: { 200: 'Undeployed' },
@@ -496,12 +625,14 @@ export const adminRoutes = {
   'policies.catalogue': {
     method: 'GET',
     path: '/api/policies',
+    permission: 'policies.read',
     summary: 'The policy catalogue',
     response: { 200: 'PolicyCatalogue' },
   },
   'policies.list': {
     method: 'GET',
     path: '/api/policy-assignments',
+    permission: 'policies.read',
     summary: 'Every assignment (deployments included) with task counts and progress',
     querystring: 'AssignmentFilter',
     response: { 200: 'AssignmentList' },
@@ -509,6 +640,7 @@ export const adminRoutes = {
   'policies.set': {
     method: 'POST',
     path: '/api/policy-assignments',
+    permission: 'policies.write',
     summary: 'Sets a value policy on a fleet or a device',
     body: 'AssignBody',
     response: { 201: 'DeploymentDetail' },
@@ -516,6 +648,7 @@ export const adminRoutes = {
   'policies.get': {
     method: 'GET',
     path: '/api/policy-assignments/:id',
+    permission: 'policies.read',
     summary: 'One assignment with every task and its history',
     params: 'SafeIdParams',
     response: { 200: 'DeploymentDetail' },
@@ -523,6 +656,7 @@ export const adminRoutes = {
   'policies.unset': {
     method: 'DELETE',
     path: '/api/policy-assignments/:id',
+    permission: 'policies.write',
     summary: 'Unsets a value policy (or undeploys a deployment)',
     params: 'SafeIdParams',
     response: { 200: 'Unassigned' },
@@ -530,6 +664,7 @@ export const adminRoutes = {
   'policies.ofAgent': {
     method: 'GET',
     path: '/api/agents/:id/policies',
+    permission: 'policies.read',
     summary: "A device's tasks of active assignments and which value applies",
     params: 'SafeIdParams',
     response: { 200: 'EffectivePolicyList' },
@@ -537,6 +672,7 @@ export const adminRoutes = {
   'policies.compliance': {
     method: 'GET',
     path: '/api/compliance',
+    permission: 'policies.read',
     summary: 'Each enrolled device: its tasks counted and its compliance state',
     querystring: 'ComplianceFilter',
     response: { 200: 'ComplianceList' },

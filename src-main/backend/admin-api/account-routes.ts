@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { accountView, roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
 import { adminRoute } from '../http/route-table.ts';
+import { ROLE_PERMISSIONS } from '../../../src-shared/contract/permissions.ts';
 
 /** Who is calling and their API tokens: /me, /tokens. */
 export const accountRoutes: FastifyPluginAsyncTypebox<{
@@ -16,6 +17,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
       via: token ? ('token' as const) : ('session' as const),
       token: token ? { id: token.id, name: token.name, role: token.role } : null,
       role: roleOf(actor),
+      permissions: [...ROLE_PERMISSIONS[roleOf(actor)]],
     };
   });
 
