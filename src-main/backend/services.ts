@@ -28,6 +28,7 @@ import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
 import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
+import { SignInSettingsStore } from './settings/sign-in-settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
 
 export interface ServiceOptions {
@@ -36,6 +37,8 @@ export interface ServiceOptions {
   publicHost: PublicHostSources;
   mail?: MailOptions;
   sessionLimits?: Partial<SessionLimits> | undefined;
+  /** The clock of two-factor codes (tests drive it); default the real one. */
+  now?: (() => number) | undefined;
 }
 
 /**
@@ -46,8 +49,9 @@ export function createServices(db: Db, options: ServiceOptions) {
   const work = new UnitOfWork(db);
   const audit = new AuditLog(new SqliteAuditRepository(db));
   const events = new EventLog(new SqliteEventRepository(db), work, audit);
-  const accounts = new AccountService({ store: new SqliteAccountRepository(db), events, work });
+  const accounts = new AccountService({ store: new SqliteAccountRepository(db), events, work, now: options.now });
   const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
+  const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(db), work, events);
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
   const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
@@ -84,6 +88,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     audit,
     accounts,
     settings,
+    signInSettings,
     users,
     sessions,
     fleets,
