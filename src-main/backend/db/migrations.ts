@@ -579,12 +579,30 @@ export const migrations: Migration[] = [
   },
   {
     version: 17,
+    name: 'assignments: the tables of deployments and value policies named for what they hold',
+    // Since version 12 one table holds every assignment (a value policy or one of the four deployment
+    // kinds) and one table every device's task of them: named so now. The column deployment_id of a
+    // task keeps its name (the admin API and the events carry it): it is the assignment's id.
+    // The renames carry the foreign keys of task_history along; the indexes are renamed with them.
+    sql: /* sql */ `
+      ALTER TABLE deployments RENAME TO policy_assignments;
+      ALTER TABLE deployment_tasks RENAME TO policy_tasks;
+      DROP INDEX deployments_fleet;
+      DROP INDEX deployments_agent;
+      DROP INDEX deployment_tasks_agent;
+      CREATE INDEX policy_assignments_fleet ON policy_assignments(fleet_id, state) WHERE fleet_id IS NOT NULL;
+      CREATE INDEX policy_assignments_agent ON policy_assignments(agent_id, state) WHERE agent_id IS NOT NULL;
+      CREATE INDEX policy_tasks_agent ON policy_tasks(agent_id);
+    `,
+  },
+  {
+    version: 18,
     name: 'two-factor sign-in; console sessions listed by a public id',
     // TOTP: the secret (base32) is kept while enrolling (pending) and once confirmed (enabled);
     // totp_last_step refuses a code used already (replay). Recovery codes are kept as SHA-256
     // hashes, each used once. A console session gets a random public id: the API names sessions by
     // it (the id the cookie carries is never stored, only its hash).
-    sql: `
+    sql: /* sql */ `
       ALTER TABLE admin_accounts ADD COLUMN totp_secret TEXT;
       ALTER TABLE admin_accounts ADD COLUMN totp_pending_secret TEXT;
       ALTER TABLE admin_accounts ADD COLUMN totp_enabled_at TEXT;
