@@ -2,6 +2,11 @@ import { AccountService } from './accounts/accounts.ts';
 import { AuditLog } from './audit/audit-log.ts';
 import { SqliteAuditRepository } from './audit/repository.ts';
 import { SqliteAccountRepository } from './accounts/repository.ts';
+import { SqliteAccountInviteRepository } from './accounts/invite-repository.ts';
+import { AccountInviteMailQuery } from './accounts/mail-query.ts';
+import { AccountManagement } from './accounts/management.ts';
+import { AdminSessionService, type AdminSessionLimits } from './admin-sessions/admin-sessions.ts';
+import { SqliteAdminSessionRepository } from './admin-sessions/repository.ts';
 import { AgentService } from './agents/agents.ts';
 import { ApprovalService } from './agents/approval.ts';
 import { EnrollmentService } from './agents/enrollment.ts';
@@ -22,7 +27,7 @@ import { FleetService } from './fleets/fleets.ts';
 import { InvitationService } from './invitations/invitations.ts';
 import { InvitationMailQuery } from './invitations/mail-query.ts';
 import { SqliteInvitationRepository } from './invitations/repository.ts';
-import { createMail, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
+import { createMail, SqliteAccountDeliveryRepository, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
@@ -37,7 +42,11 @@ export interface ServiceOptions {
   publicHost: PublicHostSources;
   mail?: MailOptions;
   sessionLimits?: Partial<SessionLimits> | undefined;
-  /** The clock of two-factor codes (tests drive it); default the real one. */
+  /** The admin listener's address (`http://127.0.0.1:PORT`): invited admins' set-up links point there. */
+  adminUrl: string;
+  /** Console sessions' limits over the owner's sign-in settings (tests). */
+  adminSessionLimits?: Partial<AdminSessionLimits> | undefined;
+  /** The clock of console sessions and two-factor codes (tests drive it); default the real one. */
   now?: (() => number) | undefined;
 }
 
@@ -49,9 +58,18 @@ export function createServices(db: Db, options: ServiceOptions) {
   const work = new UnitOfWork(db);
   const audit = new AuditLog(new SqliteAuditRepository(db));
   const events = new EventLog(new SqliteEventRepository(db), work, audit);
-  const accounts = new AccountService({ store: new SqliteAccountRepository(db), events, work, now: options.now });
+  const accountStore = new SqliteAccountRepository(db);
+  const accounts = new AccountService({ store: accountStore, events, work, now: options.now });
   const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
   const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(db), work, events);
+  const adminSessions = new AdminSessionService(
+    new SqliteAdminSessionRepository(db),
+    () => signInSettings.sessionLimits(),
+    options.now,
+    options.adminSessionLimits,
+  );
+  const accountInvites = new SqliteAccountInviteRepository(db);
+  const setupLink = (token: string) => `${options.adminUrl}/set-password?token=${token}`;
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
   const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
@@ -59,7 +77,28 @@ export function createServices(db: Db, options: ServiceOptions) {
   const deliveries = new SqliteDeliveryRepository(db);
   const invitationRepository = new SqliteInvitationRepository(db);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });
-  const mail = createMail({ db, events, work, settings, invitations: mailable, deliveries }, options.mail);
+  const mail = createMail(
+    {
+      db,
+      events,
+      work,
+      settings,
+      invitations: mailable,
+      deliveries,
+      accountDeliveries: new SqliteAccountDeliveryRepository(db),
+      accountInvites: new AccountInviteMailQuery(accountInvites, setupLink),
+    },
+    options.mail,
+  );
+  const admins = new AccountManagement({
+    store: accountStore,
+    invites: accountInvites,
+    events,
+    work,
+    mailer: mail.queue,
+    sessions: adminSessions,
+    setupLink,
+  });
   const invitations = new InvitationService({
     repository: invitationRepository,
     events,
@@ -87,6 +126,8 @@ export function createServices(db: Db, options: ServiceOptions) {
     events,
     audit,
     accounts,
+    admins,
+    adminSessions,
     settings,
     signInSettings,
     users,

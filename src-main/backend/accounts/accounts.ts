@@ -31,6 +31,7 @@ export function accountView(row: StoredAccount): Account {
     role: row.role,
     has_password: row.password_hash !== null,
     disabled: row.disabled === 1,
+    status: row.disabled === 1 ? 'disabled' : row.password_hash === null && row.email !== null ? 'invited' : 'active',
     created_at: row.created_at,
     last_sign_in_at: row.last_sign_in_at,
     two_factor: row.totp_secret !== null,
@@ -101,7 +102,7 @@ export class AccountService {
     }
     const hash = await hashPassword(next);
     return this.work.run(() => {
-      this.store.setPassword(accountId, hash);
+      this.store.setPasswordHash(accountId, hash);
       const who = account.email ?? account.display_name;
       this.events.record('account.password_changed', `Password changed for ${who}`, {}, { account_id: accountId });
       return this.store.byId(accountId)!;

@@ -50,7 +50,7 @@ export interface AccountRepository {
   insert(account: NewAccount): number;
   setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void;
   signedIn(id: number, at: string): void;
-  setPassword(id: number, passwordHash: string): void;
+  setPasswordHash(id: number, passwordHash: string): void;
 
   /** Two-factor: the secret being enrolled (null: none). */
   setPendingTotp(id: number, secret: string | null): void;
@@ -63,6 +63,16 @@ export interface AccountRepository {
   /** Marks the unused recovery code with this hash used: false when there is none. */
   useRecoveryCode(id: number, hash: string, at: string): boolean;
   recoveryCodesLeft(id: number): number;
+  /** Every account, oldest first. */
+  list(): StoredAccount[];
+  setRole(id: number, role: Role): void;
+  setDisabled(id: number, disabled: boolean): void;
+  /** An invited admin's password (and name, when they chose one). */
+  setPassword(id: number, fields: { password_hash: string; display_name: string }): void;
+  /** Deletes the account; its tokens and invitations go with it. */
+  remove(id: number): void;
+  /** Owners not disabled. */
+  enabledOwners(): number;
 
   /** The token with this hash and its account, read in one statement (it runs on every bearer request). */
   tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined;
@@ -96,7 +106,7 @@ export class SqliteAccountRepository implements AccountRepository {
         `UPDATE admin_accounts SET email = @email, display_name = @display_name, password_hash = @password_hash WHERE id = @id`,
       ),
       signedIn: db.prepare(`UPDATE admin_accounts SET last_sign_in_at = ? WHERE id = ?`),
-      setPassword: db.prepare(`UPDATE admin_accounts SET password_hash = ? WHERE id = ?`),
+      setPasswordHash: db.prepare(`UPDATE admin_accounts SET password_hash = ? WHERE id = ?`),
       setPendingTotp: db.prepare(`UPDATE admin_accounts SET totp_pending_secret = ? WHERE id = ?`),
       enableTotp: db.prepare(
         `UPDATE admin_accounts SET totp_secret = @secret, totp_pending_secret = NULL, totp_enabled_at = @at, totp_last_step = @step
@@ -117,6 +127,14 @@ export class SqliteAccountRepository implements AccountRepository {
          WHERE id = (SELECT id FROM admin_recovery_codes WHERE account_id = @id AND code_hash = @hash AND used_at IS NULL LIMIT 1)`,
       ),
       recoveryCodesLeft: db.prepare(`SELECT count(*) FROM admin_recovery_codes WHERE account_id = ? AND used_at IS NULL`).pluck(),
+      list: db.prepare(`SELECT * FROM admin_accounts ORDER BY id`),
+      setRole: db.prepare(`UPDATE admin_accounts SET role = ? WHERE id = ?`),
+      setDisabled: db.prepare(`UPDATE admin_accounts SET disabled = ? WHERE id = ?`),
+      setPassword: db.prepare(
+        `UPDATE admin_accounts SET password_hash = @password_hash, display_name = @display_name WHERE id = @id`,
+      ),
+      remove: db.prepare(`DELETE FROM admin_accounts WHERE id = ?`),
+      enabledOwners: db.prepare(`SELECT count(*) FROM admin_accounts WHERE role = 'owner' AND disabled = 0`).pluck(),
       tokenByHash: db.prepare(
         `SELECT t.*, a.email AS a_email, a.display_name AS a_display_name, a.role AS a_role, a.password_hash AS a_password_hash,
            a.disabled AS a_disabled, a.created_at AS a_created_at, a.last_sign_in_at AS a_last_sign_in_at,
@@ -159,8 +177,8 @@ export class SqliteAccountRepository implements AccountRepository {
   signedIn(id: number, at: string): void {
     this.s.signedIn.run(at, id);
   }
-  setPassword(id: number, passwordHash: string): void {
-    this.s.setPassword.run(passwordHash, id);
+  setPasswordHash(id: number, passwordHash: string): void {
+    this.s.setPasswordHash.run(passwordHash, id);
   }
   setPendingTotp(id: number, secret: string | null): void {
     this.s.setPendingTotp.run(secret, id);
@@ -182,6 +200,24 @@ export class SqliteAccountRepository implements AccountRepository {
   }
   recoveryCodesLeft(id: number): number {
     return this.s.recoveryCodesLeft.get(id) as number;
+  }
+  list(): StoredAccount[] {
+    return this.s.list.all() as StoredAccount[];
+  }
+  setRole(id: number, role: Role): void {
+    this.s.setRole.run(role, id);
+  }
+  setDisabled(id: number, disabled: boolean): void {
+    this.s.setDisabled.run(disabled ? 1 : 0, id);
+  }
+  setPassword(id: number, fields: { password_hash: string; display_name: string }): void {
+    this.s.setPassword.run({ id, ...fields });
+  }
+  remove(id: number): void {
+    this.s.remove.run(id);
+  }
+  enabledOwners(): number {
+    return this.s.enabledOwners.get() as number;
   }
   tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined {
     const row = this.s.tokenByHash.get(hash) as (StoredApiToken & AccountColumns) | undefined;

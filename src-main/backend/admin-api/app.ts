@@ -14,7 +14,7 @@ import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.ts';
 import { requestContext, type RequestContext } from '../audit/context.ts';
-import { accountRoutes } from './account-routes.ts';
+import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
 import { accountView, roleOf, type Actor } from '../accounts/accounts.ts';
 import { qrDataUrl } from '../deeplink/qr.ts';
 import { signInRoutes } from './sign-in-routes.ts';
@@ -199,6 +199,16 @@ export async function adminApp({
     return { signed_in: true as const, account: accountView(services.accounts.byId(owner.id)!) };
   });
 
+  // An invited admin's set-up link: whom it is for (or why it no longer works), then their password, and signed in.
+  adminRoute(app, 'accountInvitation', async (request) => services.admins.setupInfo(request.query.token));
+  adminRoute(app, 'acceptAccountInvitation', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set your password from the console page itself');
+    const account = await services.admins.acceptInvite(request.body, request.ip);
+    auth.signInAfterSetup(account, request, reply);
+    connections.authenticated(request.raw.socket);
+    return { signed_in: true as const, account: accountView(services.accounts.byId(account.id)!) };
+  });
+
   // Signing out ends the session on the server (the cookie is worthless afterwards, wherever it was copied).
   adminRoute(app, 'signOut', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign out from the console page itself');
@@ -368,6 +378,7 @@ export async function adminApp({
       const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
       await api.register(accountRoutes, { accounts: services.accounts, actorOf });
       await api.register(signInRoutes, { accounts: services.accounts, signIn: services.signInSettings, auth, actorOf });
+      await api.register(accountManagementRoutes, { admins: services.admins, actorOf });
       await api.register(invitationRoutes, { invitations, events });
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });

@@ -153,7 +153,7 @@ export class AdminSessionService {
 
   /** Ends one of the account's sessions by its public id; false when it has no such session. */
   endOne(accountId: number, publicId: string, unowned = false): boolean {
-    return this.store.removeOfAccount(accountId, publicId, unowned);
+    return this.store.removeOneOfAccount(accountId, publicId, unowned);
   }
 
   /** Ends every session of the account but the one `keepId` (a cookie's id) names; how many ended. */
@@ -165,6 +165,11 @@ export class AdminSessionService {
   /** What the session `id` holds from now on (a new password's fingerprint: it stays signed in). */
   recredential(id: string, credential: string): void {
     if (COOKIE_ID.test(id)) this.store.setCredential(hashOf(id), credential);
+  }
+
+  /** Ends every session of an account (disabled or deleted); how many ended. */
+  endAllOf(accountId: number): number {
+    return this.store.removeOfAccount(accountId);
   }
 
   purgeExpired(): number {

@@ -26,10 +26,11 @@ export interface AdminSessionRepository {
   /** The sessions of an account (with `unowned`, also those from before accounts existed: the owner's), newest first. */
   ofAccount(accountId: number, unowned: boolean): StoredAdminSession[];
   /** Ends the account's session with this public id; false when it has none. */
-  removeOfAccount(accountId: number, publicId: string, unowned: boolean): boolean;
+  removeOneOfAccount(accountId: number, publicId: string, unowned: boolean): boolean;
   /** Ends the account's sessions but `keepHash`'s; how many ended. */
   removeOthers(accountId: number, keepHash: string | null, unowned: boolean): number;
   setCredential(idHash: string, credential: string): void;
+  removeOfAccount(accountId: number): number;
   /** Ends the sessions past their maximum age or unused since `idleCutoff`; how many ended. */
   removeExpired(now: string, idleCutoff: string): number;
   count(): number;
@@ -47,7 +48,7 @@ export class SqliteAdminSessionRepository implements AdminSessionRepository {
       ofAccount: db.prepare(
         `SELECT * FROM admin_sessions WHERE account_id = @id OR (@unowned = 1 AND account_id IS NULL) ORDER BY created_at DESC`,
       ),
-      removeOfAccount: db.prepare(
+      removeOneOfAccount: db.prepare(
         `DELETE FROM admin_sessions WHERE public_id = @publicId AND (account_id = @id OR (@unowned = 1 AND account_id IS NULL))`,
       ),
       removeOthers: db.prepare(
@@ -57,6 +58,7 @@ export class SqliteAdminSessionRepository implements AdminSessionRepository {
       byHash: db.prepare(`SELECT * FROM admin_sessions WHERE id_hash = ?`),
       touch: db.prepare(`UPDATE admin_sessions SET last_used_at = ? WHERE id_hash = ?`),
       remove: db.prepare(`DELETE FROM admin_sessions WHERE id_hash = ?`),
+      removeOfAccount: db.prepare(`DELETE FROM admin_sessions WHERE account_id = ?`),
       removeExpired: db.prepare(`DELETE FROM admin_sessions WHERE expires_at <= ? OR last_used_at < ?`),
       count: db.prepare(`SELECT count(*) FROM admin_sessions`).pluck(),
     };
@@ -82,8 +84,8 @@ export class SqliteAdminSessionRepository implements AdminSessionRepository {
     return this.s.ofAccount.all({ id: accountId, unowned: unowned ? 1 : 0 }) as StoredAdminSession[];
   }
 
-  removeOfAccount(accountId: number, publicId: string, unowned: boolean): boolean {
-    return this.s.removeOfAccount.run({ id: accountId, publicId, unowned: unowned ? 1 : 0 }).changes === 1;
+  removeOneOfAccount(accountId: number, publicId: string, unowned: boolean): boolean {
+    return this.s.removeOneOfAccount.run({ id: accountId, publicId, unowned: unowned ? 1 : 0 }).changes === 1;
   }
 
   removeOthers(accountId: number, keepHash: string | null, unowned: boolean): number {
@@ -92,6 +94,10 @@ export class SqliteAdminSessionRepository implements AdminSessionRepository {
 
   setCredential(idHash: string, credential: string): void {
     this.s.setCredential.run(credential, idHash);
+  }
+
+  removeOfAccount(accountId: number): number {
+    return this.s.removeOfAccount.run(accountId).changes;
   }
 
   removeExpired(now: string, idleCutoff: string): number {

@@ -597,6 +597,43 @@ export const migrations: Migration[] = [
   },
   {
     version: 18,
+    name: 'admin invitations',
+    // An admin invited by email: the account exists (no password yet) and holds one live set-up
+    // link at a time (its SHA-256 here; a new invitation replaces the old). Its email goes through
+    // the mail worker's queue like the devices' invitations, in a table of its own (mail_deliveries
+    // is keyed by device invitation); the link's secret waits there until the message is out.
+    sql: `
+      CREATE TABLE admin_invites (
+        id          INTEGER PRIMARY KEY,
+        account_id  INTEGER NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        token_hash  TEXT NOT NULL UNIQUE,
+        invited_by  INTEGER,
+        created_at  TEXT NOT NULL,
+        expires_at  TEXT NOT NULL,
+        used_at     TEXT,
+        replaced_at TEXT
+      );
+      CREATE INDEX admin_invites_account ON admin_invites(account_id, id);
+
+      CREATE TABLE admin_invite_deliveries (
+        invite_id    INTEGER PRIMARY KEY REFERENCES admin_invites(id) ON DELETE CASCADE,
+        token        TEXT,
+        state        TEXT NOT NULL CHECK (state IN ('queued', 'sending', 'sent', 'failed', 'outbox')),
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        error        TEXT,
+        response     TEXT,
+        message_id   TEXT,
+        outbox_file  TEXT,
+        queued_at    TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        sent_at      TEXT,
+        retry_at     TEXT
+      );
+      CREATE INDEX admin_invite_deliveries_queue ON admin_invite_deliveries(state, queued_at);
+    `,
+  },
+  {
+    version: 19,
     name: 'two-factor sign-in; console sessions listed by a public id',
     // TOTP: the secret (base32) is kept while enrolling (pending) and once confirmed (enabled);
     // totp_last_step refuses a code used already (replay). Recovery codes are kept as SHA-256
