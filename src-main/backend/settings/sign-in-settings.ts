@@ -37,15 +37,28 @@ export class SignInSettingsStore {
   update(patch: Partial<SignInSettings>): SignInSettings {
     const before = this.get();
     this.work.run(() => {
-      const changes: Record<string, { before: unknown; after: unknown }> = {};
+      const was: Record<string, unknown> = {};
+      const now: Record<string, unknown> = {};
       for (const [name, value] of Object.entries(patch) as [keyof SignInSettings, unknown][]) {
         if (!(name in DEFAULT_SIGN_IN_SETTINGS) || value === undefined) continue;
         this.repository.put(KEY_PREFIX + name, JSON.stringify(value));
-        if (before[name] !== value) changes[name] = { before: before[name], after: value };
+        if (before[name] !== value) {
+          was[name] = before[name];
+          now[name] = value;
+        }
       }
-      const keys = Object.keys(changes);
+      const keys = Object.keys(now);
       if (keys.length > 0) {
-        this.events.record('settings.sign_in_updated', `Sign-in settings changed: ${keys.join(', ')}`, {}, { keys, changes });
+        this.events.record(
+          'settings.sign_in_updated',
+          `Sign-in settings changed: ${keys.join(', ')}`,
+          {},
+          {
+            keys,
+            before: was,
+            after: now,
+          },
+        );
       }
     });
     this.cache = null;

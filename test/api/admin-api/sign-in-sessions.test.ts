@@ -196,9 +196,10 @@ describe('session expiry', () => {
     expect(set.body).toMatchObject({ session_idle_minutes: 30, session_max_age_hours: 2 });
     // Recorded with before and after values.
     const history = (await t.admin('GET', '/events?limit=50')).body.items as { type: string; data: Record<string, unknown> }[];
-    expect(history.find((e) => e.type === 'settings.sign_in_updated')!.data.changes).toEqual({
-      session_idle_minutes: { before: 720, after: 30 },
-      session_max_age_hours: { before: 168, after: 2 },
+    expect(history.find((e) => e.type === 'settings.sign_in_updated')!.data).toEqual({
+      keys: ['session_idle_minutes', 'session_max_age_hours'],
+      before: { session_idle_minutes: 720, session_max_age_hours: 168 },
+      after: { session_idle_minutes: 30, session_max_age_hours: 2 },
     });
 
     const fresh = await session(EMAIL, PASSWORD, '127.0.0.51');
