@@ -159,6 +159,14 @@ export interface ServerEvents {
     fleet_id: number | null;
   };
   'task.downloaded': { deployment_id: number; task_id: number; fleet_id: number | null };
+  /** A package install checked against the device's inventory. */
+  'task.verified': {
+    deployment_id: number;
+    task_id: number;
+    result: 'verified' | 'not_found';
+    inventory_at: string;
+    fleet_id: number | null;
+  };
   'task.report_refused': { task_id: number; reason: string; payload: string };
   'broker.started': Record<string, unknown>;
   'broker.stopped': { agent_ids: number[] };
