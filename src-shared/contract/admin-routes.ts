@@ -104,6 +104,32 @@ export const adminRoutes = {
     body: 'PasswordSignInBody',
     response: { 200: 'PasswordSignInResult' },
   },
+  signInWithCode: {
+    method: 'POST',
+    path: '/auth/two-factor',
+    permission: 'public',
+    summary:
+      'The second step of a password sign-in: a code of the authenticator app (each accepted once) or an unused recovery code (then used up); 410 once the challenge expired or took five wrong codes',
+    body: 'TwoFactorSignInBody',
+    response: { 200: 'SignedInResult' },
+  },
+  beginTwoFactorEnrolment: {
+    method: 'POST',
+    path: '/auth/two-factor/enrol',
+    permission: 'public',
+    summary:
+      'Two-factor required and this admin has none: a new secret to add to the authenticator app (text, otpauth URL and QR code), before anything else',
+    body: 'TwoFactorChallengeBody',
+    response: { 200: 'TwoFactorSetup' },
+  },
+  confirmTwoFactorEnrolment: {
+    method: 'POST',
+    path: '/auth/two-factor/enrol/confirm',
+    permission: 'public',
+    summary: 'The enrolment at sign-in confirmed by a code: two-factor on, signed in, and ten recovery codes shown this once',
+    body: 'TwoFactorSignInBody',
+    response: { 200: 'TwoFactorEnrolled' },
+  },
   setUpOwner: {
     method: 'POST',
     path: '/auth/setup',
@@ -162,6 +188,83 @@ export const adminRoutes = {
     response: { 200: 'ApiToken' },
   },
 
+  'twoFactor.status': {
+    method: 'GET',
+    path: '/api/me/two-factor',
+    permission: 'signed-in',
+    summary: 'One’s own two-factor sign-in: on or off, recovery codes left, whether the owner requires it',
+    response: { 200: 'TwoFactorStatus' },
+  },
+  'twoFactor.setup': {
+    method: 'POST',
+    path: '/api/me/two-factor/setup',
+    permission: 'signed-in',
+    summary:
+      'Starts enrolling an authenticator app: a new secret (text, otpauth URL, QR code), shown in this answer only; 409 while two-factor is on',
+    response: { 200: 'TwoFactorSetup' },
+  },
+  'twoFactor.confirm': {
+    method: 'POST',
+    path: '/api/me/two-factor/confirm',
+    permission: 'signed-in',
+    summary: 'Confirms the enrolment with a code of the app: two-factor on, and ten single-use recovery codes shown this once',
+    body: 'TwoFactorCodeBody',
+    response: { 200: 'RecoveryCodes' },
+  },
+  'twoFactor.disable': {
+    method: 'POST',
+    path: '/api/me/two-factor/disable',
+    permission: 'signed-in',
+    summary: 'Turns one’s own two-factor off, with a current code or a recovery code (409 when the owner requires it)',
+    body: 'TwoFactorCodeBody',
+    response: { 200: 'TwoFactorStatus' },
+  },
+  'password.change': {
+    method: 'POST',
+    path: '/api/me/password',
+    permission: 'signed-in',
+    summary: 'Changes one’s own password (the current one given); every other session of the account ends',
+    body: 'PasswordChangeBody',
+    response: { 200: 'PasswordChanged' },
+  },
+  'sessions.list': {
+    method: 'GET',
+    path: '/api/sessions',
+    permission: 'signed-in',
+    summary:
+      'One’s own console sessions: from which address and browser, when signed in, last seen, when each ends; the current one marked',
+    response: { 200: 'AdminSessionList' },
+  },
+  'sessions.end': {
+    method: 'DELETE',
+    path: '/api/sessions/:id',
+    permission: 'signed-in',
+    summary: 'Ends one of one’s own console sessions at once (404 for another admin’s)',
+    params: 'SessionIdParams',
+    response: { 200: 'SessionsEnded' },
+  },
+  'sessions.endOthers': {
+    method: 'DELETE',
+    path: '/api/sessions',
+    permission: 'signed-in',
+    summary: 'Ends every console session of one’s own but the current one',
+    response: { 200: 'SessionsEnded' },
+  },
+  'signInSettings.get': {
+    method: 'GET',
+    path: '/api/sign-in-settings',
+    permission: 'settings.read',
+    summary: 'The owner’s sign-in settings: two-factor required for everyone, session idle time and maximum age',
+    response: { 200: 'SignInSettings' },
+  },
+  'signInSettings.update': {
+    method: 'PATCH',
+    path: '/api/sign-in-settings',
+    permission: 'settings.server',
+    summary: 'Changes the sign-in settings (any of them); recorded with before and after values',
+    body: 'SignInSettingsPatch',
+    response: { 200: 'SignInSettings' },
+  },
   'accounts.list': {
     method: 'GET',
     path: '/api/accounts',
@@ -236,7 +339,9 @@ export const adminRoutes = {
     method: 'POST',
     path: '/api/console-tickets',
     permission: 'accounts.manage',
-    summary: 'A fresh one-time console sign-in link',
+    summary:
+      'A fresh one-time console sign-in link, as the caller’s own account or (the owner only) as the admin `?as=EMAIL` names (404 for an unknown email)',
+    querystring: 'ConsoleTicketQuery',
     response: { 201: 'ConsoleTicket' },
   },
   status: {
