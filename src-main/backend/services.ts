@@ -46,12 +46,13 @@ export function createServices(db: Db, options: ServiceOptions) {
   const work = new UnitOfWork(db);
   const audit = new AuditLog(new SqliteAuditRepository(db));
   const events = new EventLog(new SqliteEventRepository(db), work, audit);
-  const accounts = new AccountService({ store: new SqliteAccountRepository(db), events, work });
+  const accountRepository = new SqliteAccountRepository(db);
   const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
   const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
-  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work });
+  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work, scopes: accountRepository });
+  const accounts = new AccountService({ store: accountRepository, events, work, fleets });
   const deliveries = new SqliteDeliveryRepository(db);
   const invitationRepository = new SqliteInvitationRepository(db);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });

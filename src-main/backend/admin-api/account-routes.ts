@@ -1,13 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { accountView, roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
+import { accountView, fleetScopeOf, roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
+import type { FleetService } from '../fleets/fleets.ts';
 import { adminRoute } from '../http/route-table.ts';
 
 /** Who is calling and their API tokens: /me, /tokens. */
 export const accountRoutes: FastifyPluginAsyncTypebox<{
   accounts: AccountService;
+  fleets: Pick<FleetService, 'byId'>;
   actorOf: (request: FastifyRequest) => Actor;
-}> = async (app, { accounts, actorOf }) => {
+}> = async (app, { accounts, fleets, actorOf }) => {
   adminRoute(app, 'me', async (request) => {
     const actor = actorOf(request);
     const { token } = actor;
@@ -16,8 +18,13 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
       via: token ? ('token' as const) : ('session' as const),
       token: token ? { id: token.id, name: token.name, role: token.role } : null,
       role: roleOf(actor),
+      fleets: fleetScopeOf(actor)?.map((id) => ({ id, name: fleets.byId(id)?.name ?? `#${id}` })) ?? null,
     };
   });
+
+  adminRoute(app, 'accounts.setScope', async (request) =>
+    accountView(accounts.setAccountScope(actorOf(request), request.params.id, request.body.fleet_ids)),
+  );
 
   adminRoute(app, 'tokens.list', async (request) => ({ items: accounts.tokens(actorOf(request)) }));
 

@@ -33,6 +33,7 @@ import {
   type TaskHistoryRow,
   type TaskRow,
 } from './repository.ts';
+import { currentFleetScope, fleetScopeParam, inFleetScope } from '../fleets/scope.ts';
 
 /**
  * Where policies go: retained messages on the broker. The broker module provides it (one small
@@ -251,7 +252,7 @@ export class PolicyService {
       kind?: 'deployment' | 'value' | undefined;
     } = {},
   ): DeploymentView[] {
-    return this.repo.list(filter).map((row) => this.toView(row));
+    return this.repo.list({ ...filter, fleets: fleetScopeParam() }).map((row) => this.toView(row));
   }
 
   /**
@@ -309,7 +310,7 @@ export class PolicyService {
   /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */
   unassign(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
     const row = this.repo.byId(id);
-    if (!row) throw itemNotFound('Assignment not found');
+    if (!row || !this.visible(row)) throw itemNotFound('Assignment not found');
     if (row.value === null) return this.undeploy(id);
     if (row.state !== 'active') throw new ApiError(409, 'ERROR_ALREADY_REMOVED', `Assignment #${id} was already removed`);
     this.transact(() => this.retire(row, null, 'the policy was unset'));
@@ -318,7 +319,7 @@ export class PolicyService {
 
   /** The device's tasks of active assignments, with where each value comes from and which applies. */
   effectiveOf(agentId: number): EffectivePolicy[] {
-    if (!this.repo.agent(agentId)) throw itemNotFound('Agent not found');
+    if (!this.visibleAgent(agentId)) throw itemNotFound('Agent not found');
     return this.repo.tasksOfAgent(agentId).flatMap((task) => {
       const row = this.repo.byId(task.deployment_id);
       if (!row || row.state !== 'active') return [];
@@ -344,7 +345,7 @@ export class PolicyService {
   /** Every enrolled device (of one fleet, or all) with its tasks of active assignments counted. */
   compliance(fleetId: number | null): ComplianceView[] {
     if (fleetId !== null) this.fleets.get(fleetId);
-    return this.repo.compliance(fleetId).map((row) => {
+    return this.repo.compliance(fleetId, fleetScopeParam()).map((row) => {
       const failing = row.failed + row.incompatible;
       const open = row.pending + row.in_progress;
       const parts: string[] = [];
@@ -390,7 +391,7 @@ export class PolicyService {
   /** Removes a deployment: its retained policy is cleared, open tasks canceled, and (remove_on_delete) the removal published. */
   undeploy(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
     const row = this.repo.byId(id);
-    if (!row) throw itemNotFound('Deployment not found');
+    if (!row || !this.visible(row)) throw itemNotFound('Deployment not found');
     if (row.state !== 'active') throw new ApiError(409, 'ERROR_ALREADY_REMOVED', `Deployment #${id} was already removed`);
     const removalId = this.transact(() => {
       let removal: number | null = null;
@@ -428,6 +429,7 @@ export class PolicyService {
   }
 
   tasksOfAgent(agentId: number): TaskView[] {
+    if (!this.visibleAgent(agentId)) throw itemNotFound('Agent not found');
     return this.repo.tasksOfAgent(agentId).map((task) => {
       const deployment = this.repo.byId(task.deployment_id)!;
       return {
@@ -821,15 +823,32 @@ export class PolicyService {
   }
 
   private agentTarget(agentId: number) {
-    const agent = this.repo.agent(agentId);
+    const agent = this.visibleAgent(agentId);
     if (!agent) throw itemNotFound('Agent not found');
     return { agentId: agent.id, name: agent.name, topic: agent.topic, agents: [agent] };
   }
 
   private view(id: number): DeploymentView {
     const row = this.repo.withCounts(id);
-    if (!row) throw itemNotFound('Deployment not found');
+    if (!row || !this.visible(row)) throw itemNotFound('Deployment not found');
     return this.toView(row);
+  }
+
+  /** The agent, when the request's fleet scope (fleets/scope.ts) lets it see it. */
+  private visibleAgent(agentId: number): AgentInScope | undefined {
+    const agent = this.repo.agent(agentId);
+    return agent && inFleetScope(agent.fleet_id) ? agent : undefined;
+  }
+
+  /**
+   * Whether the request may see an assignment: its fleet's, or its device's fleet's, within the
+   * scope. Another one answers 404, as if it did not exist.
+   */
+  private visible(row: Pick<DeploymentRow, 'fleet_id' | 'agent_id'>): boolean {
+    const scope = currentFleetScope();
+    if (scope === null) return true;
+    if (row.fleet_id !== null) return scope.includes(row.fleet_id);
+    return row.agent_id !== null && this.visibleAgent(row.agent_id) !== undefined;
   }
 
   private toView(row: DeploymentWithCounts): DeploymentView {
