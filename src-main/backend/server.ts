@@ -4,8 +4,7 @@ import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { adminApp } from './admin-api/app.ts';
 import { AdminAuth } from './admin-api/auth.ts';
-import { AdminSessionService, type AdminSessionLimits } from './admin-sessions/admin-sessions.ts';
-import { SqliteAdminSessionRepository } from './admin-sessions/repository.ts';
+import type { AdminSessionLimits } from './admin-sessions/admin-sessions.ts';
 import type { StreamCaps } from './admin-api/events-stream.ts';
 import type { RateOptions } from './sessions/rate-limit.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
@@ -163,7 +162,10 @@ async function startServing(
   const adminListener = await Listener.bind(options.adminPort, options.adminHost);
   onClose(() => adminListener.close());
 
+  const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
   const domain = createServices(db, {
+    adminUrl,
+    adminSessionLimits: partial.adminSessions,
     agentPort: agentListener.port,
     publicHost: { flag: partial.publicHost, fallback: options.publicHost },
     mail: {
@@ -179,7 +181,7 @@ async function startServing(
   // First start: the owner account, whose API token the data dir's admin token is.
   domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
   domain.accounts.adoptDataDirToken(adminToken);
-  const adminSessions = new AdminSessionService(new SqliteAdminSessionRepository(db), partial.adminSessions);
+  const { adminSessions } = domain;
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
     accounts: domain.accounts,
@@ -253,7 +255,6 @@ async function startServing(
     const secret = domain.accounts.setupSecret();
     return secret === null ? null : `${adminUrl}/setup?token=${secret}`;
   };
-  const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
   const info: ServerInfo = {
     api_url: services.links.apiUrl(),
     deeplink_url: services.links.deeplinkBase(),

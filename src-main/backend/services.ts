@@ -2,6 +2,11 @@ import { AccountService } from './accounts/accounts.ts';
 import { AuditLog } from './audit/audit-log.ts';
 import { SqliteAuditRepository } from './audit/repository.ts';
 import { SqliteAccountRepository } from './accounts/repository.ts';
+import { SqliteAccountInviteRepository } from './accounts/invite-repository.ts';
+import { AccountInviteMailQuery } from './accounts/mail-query.ts';
+import { AccountManagement } from './accounts/management.ts';
+import { AdminSessionService, type AdminSessionLimits } from './admin-sessions/admin-sessions.ts';
+import { SqliteAdminSessionRepository } from './admin-sessions/repository.ts';
 import { AgentService } from './agents/agents.ts';
 import { ApprovalService } from './agents/approval.ts';
 import { EnrollmentService } from './agents/enrollment.ts';
@@ -22,7 +27,7 @@ import { FleetService } from './fleets/fleets.ts';
 import { InvitationService } from './invitations/invitations.ts';
 import { InvitationMailQuery } from './invitations/mail-query.ts';
 import { SqliteInvitationRepository } from './invitations/repository.ts';
-import { createMail, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
+import { createMail, SqliteAccountDeliveryRepository, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
@@ -36,6 +41,9 @@ export interface ServiceOptions {
   publicHost: PublicHostSources;
   mail?: MailOptions;
   sessionLimits?: Partial<SessionLimits> | undefined;
+  /** The admin listener's address (`http://127.0.0.1:PORT`): invited admins' set-up links point there. */
+  adminUrl: string;
+  adminSessionLimits?: Partial<AdminSessionLimits> | undefined;
 }
 
 /**
@@ -46,17 +54,41 @@ export function createServices(db: Db, options: ServiceOptions) {
   const work = new UnitOfWork(db);
   const audit = new AuditLog(new SqliteAuditRepository(db));
   const events = new EventLog(new SqliteEventRepository(db), work, audit);
-  const accountRepository = new SqliteAccountRepository(db);
+  const accountStore = new SqliteAccountRepository(db);
+  const adminSessions = new AdminSessionService(new SqliteAdminSessionRepository(db), options.adminSessionLimits);
+  const accountInvites = new SqliteAccountInviteRepository(db);
+  const setupLink = (token: string) => `${options.adminUrl}/set-password?token=${token}`;
   const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
   const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
-  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work, scopes: accountRepository });
-  const accounts = new AccountService({ store: accountRepository, events, work, fleets });
+  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work, scopes: accountStore });
+  const accounts = new AccountService({ store: accountStore, events, work, fleets });
   const deliveries = new SqliteDeliveryRepository(db);
   const invitationRepository = new SqliteInvitationRepository(db);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });
-  const mail = createMail({ db, events, work, settings, invitations: mailable, deliveries }, options.mail);
+  const mail = createMail(
+    {
+      db,
+      events,
+      work,
+      settings,
+      invitations: mailable,
+      deliveries,
+      accountDeliveries: new SqliteAccountDeliveryRepository(db),
+      accountInvites: new AccountInviteMailQuery(accountInvites, setupLink),
+    },
+    options.mail,
+  );
+  const admins = new AccountManagement({
+    store: accountStore,
+    invites: accountInvites,
+    events,
+    work,
+    mailer: mail.queue,
+    sessions: adminSessions,
+    setupLink,
+  });
   const invitations = new InvitationService({
     repository: invitationRepository,
     events,
@@ -84,6 +116,8 @@ export function createServices(db: Db, options: ServiceOptions) {
     events,
     audit,
     accounts,
+    admins,
+    adminSessions,
     settings,
     users,
     sessions,

@@ -15,6 +15,8 @@ export const Account = Type.Object({
   role: Role,
   has_password: Type.Boolean(),
   disabled: Type.Boolean(),
+  /** `invited`: asked by email, no password chosen yet; `disabled`: refused everywhere (sessions ended, tokens refused). */
+  status: Literals(['invited', 'active', 'disabled'] as const),
   created_at: Type.String(),
   last_sign_in_at: Nullable(Type.String()),
   /** The fleets an operator or observer is scoped to; empty: every fleet. */

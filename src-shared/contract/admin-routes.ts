@@ -81,6 +81,21 @@ export const adminRoutes = {
     response: { 200: 'PasswordSignInResult' },
   },
 
+  accountInvitation: {
+    method: 'GET',
+    path: '/auth/invitation',
+    summary: 'Whom an admin’s set-up link is for (410 saying why when it is used, expired or replaced)',
+    querystring: 'AccountSetupQuery',
+    response: { 200: 'AccountSetupInfo' },
+  },
+  acceptAccountInvitation: {
+    method: 'POST',
+    path: '/auth/invitation',
+    summary: 'The invited admin’s set-up link’s form: their password (and name); uses the link and signs in',
+    body: 'AccountSetupBody',
+    response: { 200: 'PasswordSignInResult' },
+  },
+
   me: {
     method: 'GET',
     path: '/api/me',
@@ -116,6 +131,60 @@ export const adminRoutes = {
     summary: 'Revokes an API token at once (the data dir’s admin token cannot be: 409)',
     params: 'IdParams',
     response: { 200: 'ApiToken' },
+  },
+
+  'accounts.list': {
+    method: 'GET',
+    path: '/api/accounts',
+    summary:
+      'The admins: role, status (invited, active, disabled), last sign-in, and an invited one’s set-up link’s expiry and email',
+    response: { 200: 'AccountList' },
+  },
+  'accounts.invite': {
+    method: 'POST',
+    path: '/api/accounts',
+    summary:
+      'Invites an admin by email with a role: the mail worker sends a set-up link (expiring, one use); with `no_email` the answer carries the link instead',
+    body: 'AccountInviteBody',
+    response: { 201: 'AccountInvited' },
+  },
+  'accounts.reinvite': {
+    method: 'POST',
+    path: '/api/accounts/:id/invitation',
+    summary: 'A new set-up link for an invited admin (the previous one stops working), emailed or, with `no_email`, answered',
+    params: 'IdParams',
+    body: 'AccountReinviteBody',
+    response: { 201: 'AccountInvited' },
+  },
+  'accounts.update': {
+    method: 'PATCH',
+    path: '/api/accounts/:id',
+    summary: 'Changes an admin’s role (never your own; never the last owner’s)',
+    params: 'IdParams',
+    body: 'AccountUpdate',
+    response: { 200: 'AccountEntry' },
+  },
+  'accounts.disable': {
+    method: 'POST',
+    path: '/api/accounts/:id/disable',
+    summary:
+      'Disables an admin: their console sessions end and their API tokens are refused (never yourself, never the last owner)',
+    params: 'IdParams',
+    response: { 200: 'AccountEntry' },
+  },
+  'accounts.enable': {
+    method: 'POST',
+    path: '/api/accounts/:id/enable',
+    summary: 'Enables a disabled admin again (their tokens work again; they sign in anew)',
+    params: 'IdParams',
+    response: { 200: 'AccountEntry' },
+  },
+  'accounts.remove': {
+    method: 'DELETE',
+    path: '/api/accounts/:id',
+    summary: 'Deletes an admin and their API tokens (never yourself, never the last owner: 409)',
+    params: 'IdParams',
+    response: { 204: null },
   },
 
   'audit.list': {

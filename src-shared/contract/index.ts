@@ -19,3 +19,4 @@ export * from './simulate.ts';
 export * from './rules.ts';
 export * from './policies.ts';
 export * from './accounts.ts';
+export * from './admins.ts';

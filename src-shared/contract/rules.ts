@@ -87,3 +87,6 @@ export const roleAtLeast = (role: (typeof ROLES)[number], than: (typeof ROLES)[n
 
 /** Passwords: at least this long (and at most 1,024 characters). */
 export const MIN_PASSWORD_LENGTH = 10;
+
+/** How long an invited admin's set-up link works, in whole days (default 7). */
+export const ACCOUNT_INVITE_DAYS = { min: 1, max: 30, default: 7 } as const;

@@ -30,6 +30,7 @@ export function accountView(row: StoredAccount): Account {
     role: row.role,
     has_password: row.password_hash !== null,
     disabled: row.disabled === 1,
+    status: row.disabled === 1 ? 'disabled' : row.password_hash === null && row.email !== null ? 'invited' : 'active',
     created_at: row.created_at,
     last_sign_in_at: row.last_sign_in_at,
     fleet_ids: row.fleet_ids,

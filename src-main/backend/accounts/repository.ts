@@ -67,6 +67,16 @@ export interface AccountRepository {
   scopedBy(fleetId: number): FleetScopedBy;
   setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void;
   signedIn(id: number, at: string): void;
+  /** Every account, oldest first. */
+  list(): StoredAccount[];
+  setRole(id: number, role: Role): void;
+  setDisabled(id: number, disabled: boolean): void;
+  /** An invited admin's password (and name, when they chose one). */
+  setPassword(id: number, fields: { password_hash: string; display_name: string }): void;
+  /** Deletes the account; its tokens and invitations go with it. */
+  remove(id: number): void;
+  /** Owners not disabled. */
+  enabledOwners(): number;
 
   /** The token with this hash and its account, read in one statement (it runs on every bearer request). */
   tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined;
@@ -114,6 +124,14 @@ export class SqliteAccountRepository implements AccountRepository {
         `UPDATE admin_accounts SET email = @email, display_name = @display_name, password_hash = @password_hash WHERE id = @id`,
       ),
       signedIn: db.prepare(`UPDATE admin_accounts SET last_sign_in_at = ? WHERE id = ?`),
+      list: db.prepare(`${ACCOUNT} ORDER BY a.id`),
+      setRole: db.prepare(`UPDATE admin_accounts SET role = ? WHERE id = ?`),
+      setDisabled: db.prepare(`UPDATE admin_accounts SET disabled = ? WHERE id = ?`),
+      setPassword: db.prepare(
+        `UPDATE admin_accounts SET password_hash = @password_hash, display_name = @display_name WHERE id = @id`,
+      ),
+      remove: db.prepare(`DELETE FROM admin_accounts WHERE id = ?`),
+      enabledOwners: db.prepare(`SELECT count(*) FROM admin_accounts WHERE role = 'owner' AND disabled = 0`).pluck(),
       tokenByHash: db.prepare(
         `SELECT t.*, a.email AS a_email, a.display_name AS a_display_name, a.role AS a_role, a.password_hash AS a_password_hash,
            a.disabled AS a_disabled, a.created_at AS a_created_at, a.last_sign_in_at AS a_last_sign_in_at,
@@ -170,6 +188,24 @@ export class SqliteAccountRepository implements AccountRepository {
   }
   signedIn(id: number, at: string): void {
     this.s.signedIn.run(at, id);
+  }
+  list(): StoredAccount[] {
+    return (this.s.list.all() as Raw<StoredAccount>[]).map((row) => parsed<StoredAccount>(row)!);
+  }
+  setRole(id: number, role: Role): void {
+    this.s.setRole.run(role, id);
+  }
+  setDisabled(id: number, disabled: boolean): void {
+    this.s.setDisabled.run(disabled ? 1 : 0, id);
+  }
+  setPassword(id: number, fields: { password_hash: string; display_name: string }): void {
+    this.s.setPassword.run({ id, ...fields });
+  }
+  remove(id: number): void {
+    this.s.remove.run(id);
+  }
+  enabledOwners(): number {
+    return this.s.enabledOwners.get() as number;
   }
   tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined {
     const row = this.s.tokenByHash.get(hash) as (Raw<StoredApiToken> & AccountColumns) | undefined;

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { accountView, fleetScopeOf, roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
+import type { AccountManagement } from '../accounts/management.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { adminRoute } from '../http/route-table.ts';
 
@@ -34,4 +35,25 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
   });
 
   adminRoute(app, 'tokens.revoke', async (request) => accounts.revokeToken(actorOf(request), request.params.id));
+};
+
+/** Admins managing admins: /accounts (list, invite, a new link, role, disable, enable, delete). */
+export const accountManagementRoutes: FastifyPluginAsyncTypebox<{
+  admins: AccountManagement;
+  actorOf: (request: FastifyRequest) => Actor;
+}> = async (app, { admins, actorOf }) => {
+  adminRoute(app, 'accounts.list', async () => ({ items: admins.list() }));
+  adminRoute(app, 'accounts.invite', async (request, reply) =>
+    reply.code(201).send(admins.invite(actorOf(request), request.body)),
+  );
+  adminRoute(app, 'accounts.reinvite', async (request, reply) =>
+    reply.code(201).send(admins.reinvite(actorOf(request), request.params.id, request.body ?? {})),
+  );
+  adminRoute(app, 'accounts.update', async (request) => admins.setRole(actorOf(request), request.params.id, request.body.role));
+  adminRoute(app, 'accounts.disable', async (request) => admins.disable(actorOf(request), request.params.id));
+  adminRoute(app, 'accounts.enable', async (request) => admins.enable(actorOf(request), request.params.id));
+  adminRoute(app, 'accounts.remove', async (request, reply) => {
+    admins.remove(actorOf(request), request.params.id);
+    return reply.code(204).send();
+  });
 };

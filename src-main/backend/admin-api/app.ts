@@ -16,7 +16,7 @@ import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.
 import { requestContext, type RequestContext } from '../audit/context.ts';
 import { currentFleetScope, fleetScopeParam } from '../fleets/scope.ts';
 import { eventVisible, type FleetOf } from './event-scope.ts';
-import { accountRoutes } from './account-routes.ts';
+import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
 import { accountView, fleetScopeOf, type Actor } from '../accounts/accounts.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
@@ -177,6 +177,16 @@ export async function adminApp({
     auth.signInAfterSetup(owner, request, reply);
     connections.authenticated(request.raw.socket);
     return { signed_in: true as const, account: accountView(services.accounts.byId(owner.id)!) };
+  });
+
+  // An invited admin's set-up link: whom it is for (or why it no longer works), then their password, and signed in.
+  adminRoute(app, 'accountInvitation', async (request) => services.admins.setupInfo(request.query.token));
+  adminRoute(app, 'acceptAccountInvitation', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set your password from the console page itself');
+    const account = await services.admins.acceptInvite(request.body, request.ip);
+    auth.signInAfterSetup(account, request, reply);
+    connections.authenticated(request.raw.socket);
+    return { signed_in: true as const, account: accountView(services.accounts.byId(account.id)!) };
   });
 
   // Signing out ends the session on the server (the cookie is worthless afterwards, wherever it was copied).
@@ -352,6 +362,7 @@ export async function adminApp({
       // Each capability's routes get the services they use, nothing more (no database handle).
       const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
       await api.register(accountRoutes, { accounts: services.accounts, fleets: services.fleets, actorOf });
+      await api.register(accountManagementRoutes, { admins: services.admins, actorOf });
       await api.register(invitationRoutes, { invitations, events });
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });

@@ -90,6 +90,11 @@ export class AdminSessionService {
     if (/^[0-9a-f]{64}$/.test(id)) this.store.remove(hashOf(id));
   }
 
+  /** Ends every session of an account (disabled or deleted); how many ended. */
+  endAllOf(accountId: number): number {
+    return this.store.removeOfAccount(accountId);
+  }
+
   purgeExpired(): number {
     const now = this.now();
     return this.store.removeExpired(new Date(now).toISOString(), new Date(now - this.limits.idleMs).toISOString());

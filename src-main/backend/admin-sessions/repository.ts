@@ -21,6 +21,7 @@ export interface AdminSessionRepository {
   byHash(idHash: string): StoredAdminSession | undefined;
   touch(idHash: string, at: string): void;
   remove(idHash: string): void;
+  removeOfAccount(accountId: number): number;
   /** Ends the sessions past their maximum age or unused since `idleCutoff`; how many ended. */
   removeExpired(now: string, idleCutoff: string): number;
   count(): number;
@@ -38,6 +39,7 @@ export class SqliteAdminSessionRepository implements AdminSessionRepository {
       byHash: db.prepare(`SELECT * FROM admin_sessions WHERE id_hash = ?`),
       touch: db.prepare(`UPDATE admin_sessions SET last_used_at = ? WHERE id_hash = ?`),
       remove: db.prepare(`DELETE FROM admin_sessions WHERE id_hash = ?`),
+      removeOfAccount: db.prepare(`DELETE FROM admin_sessions WHERE account_id = ?`),
       removeExpired: db.prepare(`DELETE FROM admin_sessions WHERE expires_at <= ? OR last_used_at < ?`),
       count: db.prepare(`SELECT count(*) FROM admin_sessions`).pluck(),
     };
@@ -57,6 +59,10 @@ export class SqliteAdminSessionRepository implements AdminSessionRepository {
 
   remove(idHash: string): void {
     this.s.remove.run(idHash);
+  }
+
+  removeOfAccount(accountId: number): number {
+    return this.s.removeOfAccount.run(accountId).changes;
   }
 
   removeExpired(now: string, idleCutoff: string): number {

@@ -579,6 +579,61 @@ export const migrations: Migration[] = [
   },
   {
     version: 17,
+    name: 'assignments: the tables of deployments and value policies named for what they hold',
+    // Since version 12 one table holds every assignment (a value policy or one of the four deployment
+    // kinds) and one table every device's task of them: named so now. The column deployment_id of a
+    // task keeps its name (the admin API and the events carry it): it is the assignment's id.
+    // The renames carry the foreign keys of task_history along; the indexes are renamed with them.
+    sql: /* sql */ `
+      ALTER TABLE deployments RENAME TO policy_assignments;
+      ALTER TABLE deployment_tasks RENAME TO policy_tasks;
+      DROP INDEX deployments_fleet;
+      DROP INDEX deployments_agent;
+      DROP INDEX deployment_tasks_agent;
+      CREATE INDEX policy_assignments_fleet ON policy_assignments(fleet_id, state) WHERE fleet_id IS NOT NULL;
+      CREATE INDEX policy_assignments_agent ON policy_assignments(agent_id, state) WHERE agent_id IS NOT NULL;
+      CREATE INDEX policy_tasks_agent ON policy_tasks(agent_id);
+    `,
+  },
+  {
+    version: 18,
+    name: 'admin invitations',
+    // An admin invited by email: the account exists (no password yet) and holds one live set-up
+    // link at a time (its SHA-256 here; a new invitation replaces the old). Its email goes through
+    // the mail worker's queue like the devices' invitations, in a table of its own (mail_deliveries
+    // is keyed by device invitation); the link's secret waits there until the message is out.
+    sql: `
+      CREATE TABLE admin_invites (
+        id          INTEGER PRIMARY KEY,
+        account_id  INTEGER NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        token_hash  TEXT NOT NULL UNIQUE,
+        invited_by  INTEGER,
+        created_at  TEXT NOT NULL,
+        expires_at  TEXT NOT NULL,
+        used_at     TEXT,
+        replaced_at TEXT
+      );
+      CREATE INDEX admin_invites_account ON admin_invites(account_id, id);
+
+      CREATE TABLE admin_invite_deliveries (
+        invite_id    INTEGER PRIMARY KEY REFERENCES admin_invites(id) ON DELETE CASCADE,
+        token        TEXT,
+        state        TEXT NOT NULL CHECK (state IN ('queued', 'sending', 'sent', 'failed', 'outbox')),
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        error        TEXT,
+        response     TEXT,
+        message_id   TEXT,
+        outbox_file  TEXT,
+        queued_at    TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        sent_at      TEXT,
+        retry_at     TEXT
+      );
+      CREATE INDEX admin_invite_deliveries_queue ON admin_invite_deliveries(state, queued_at);
+    `,
+  },
+  {
+    version: 19,
     name: 'fleet scopes of admin accounts and API tokens',
     // An operator or observer may be scoped to fleets: no row, every fleet; rows, those fleets only.
     // A token's rows narrow its account's (never widen them). A scoped fleet cannot be deleted

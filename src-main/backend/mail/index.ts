@@ -6,7 +6,8 @@ import type { EventLog } from '../events/event-log.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import type { DeliveryRepository } from './delivery-repository.ts';
 import { Outbox } from './outbox.ts';
-import type { MailableInvitations } from './ports.ts';
+import type { MailableAccountInvites, MailableInvitations } from './ports.ts';
+import type { AccountDeliveryRepository } from './account-delivery-repository.ts';
 import { MailPreview } from './preview.ts';
 import { MailQueue } from './queue.ts';
 import type { RetryPolicy } from './retry-policy.ts';
@@ -16,6 +17,7 @@ import { TestMailSender } from './test-send.ts';
 import { TransportPool } from './transport-pool.ts';
 import { MailWorker } from './worker.ts';
 
+export { SqliteAccountDeliveryRepository, type AccountDeliveryRepository } from './account-delivery-repository.ts';
 export {
   DELIVERY_STATES,
   SqliteDeliveryRepository,
@@ -59,10 +61,13 @@ export function createMail(
     settings: SettingsStore;
     invitations: MailableInvitations;
     deliveries: DeliveryRepository;
+    /** Admins' invitations: their emails' queue, and what they are composed from. */
+    accountDeliveries: AccountDeliveryRepository;
+    accountInvites: MailableAccountInvites;
   },
   options: MailOptions = {},
 ): Mail {
-  const { db, events, work, settings, invitations, deliveries } = deps;
+  const { db, events, work, settings, invitations, deliveries, accountDeliveries, accountInvites } = deps;
   const dataDir = options.dataDir ?? (db.memory ? tmpdir() : dirname(db.name));
   const outbox = new Outbox(dataDir);
   const mailSettings = new MailSettingsService({
@@ -75,6 +80,8 @@ export function createMail(
   const worker = new MailWorker({
     deliveries,
     invitations,
+    accountDeliveries,
+    accountInvites,
     settings,
     mailSettings,
     outbox,
@@ -87,7 +94,7 @@ export function createMail(
   // A changed configuration may let waiting messages go.
   mailSettings.onChange(() => worker.kick());
   return {
-    queue: new MailQueue({ deliveries, invitations, events, work, wake: () => worker.kick() }),
+    queue: new MailQueue({ deliveries, invitations, events, work, wake: () => worker.kick(), accountDeliveries }),
     worker,
     settings: mailSettings,
     preview: new MailPreview({ settings, mailSettings, invitations }),

@@ -14,3 +14,22 @@ export interface MailableInvitations {
   /** Of these invitations, those still pending. */
   pendingAmong(invitationIds: number[]): number[];
 }
+
+/** An admin's invitation as its email needs it (accounts/management.ts implements the read). */
+export interface MailableAccountInvite {
+  id: number;
+  email: string;
+  display_name: string;
+  role: string;
+  inviter: string | null;
+  expires_at: string;
+  /** Only a pending one is sent. */
+  status: 'pending' | 'used' | 'replaced' | 'expired' | 'disabled';
+}
+
+/** What the mail room reads of admins' invitations, and where their set-up page is. */
+export interface MailableAccountInvites {
+  forMail(inviteId: number): MailableAccountInvite | undefined;
+  /** The set-up page's URL for a link's secret. */
+  setupLink(token: string): string;
+}

@@ -4,6 +4,8 @@ import { ApiError } from '../errors.ts';
 import type { InvitationMailer } from '../invitations/ports.ts';
 import type { DeliveryCounts, DeliveryRepository } from './delivery-repository.ts';
 import type { MailableInvitations } from './ports.ts';
+import type { AccountDeliveryRepository } from './account-delivery-repository.ts';
+import type { AccountInviteDelivery } from '../../../src-shared/contract/index.ts';
 
 /**
  * The queue of invitation emails, persisted in mail_deliveries: what gets queued, retried, and
@@ -15,6 +17,7 @@ export class MailQueue implements InvitationMailer {
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
   private readonly wake: () => void;
+  private readonly accountDeliveries: AccountDeliveryRepository;
 
   /** `wake`: tells the worker there is work; called once the queueing has committed. */
   constructor(deps: {
@@ -23,7 +26,9 @@ export class MailQueue implements InvitationMailer {
     events: EventLog;
     work: UnitOfWork;
     wake: () => void;
+    accountDeliveries: AccountDeliveryRepository;
   }) {
+    this.accountDeliveries = deps.accountDeliveries;
     this.deliveries = deps.deliveries;
     this.invitations = deps.invitations;
     this.events = deps.events;
@@ -59,6 +64,19 @@ export class MailQueue implements InvitationMailer {
       ids = ids.filter((id) => wanted.has(id));
     }
     return this.queue(this.invitations.pendingAmong(ids), filter.batchId ?? null);
+  }
+
+  /** Queues the email of an admin's invitation in the caller's transaction; the worker sends it once that commits. */
+  queueAccountInvite(inviteId: number, token: string): void {
+    this.work.run(() => {
+      this.accountDeliveries.queue(inviteId, token);
+      this.work.afterCommit(this.wake);
+    });
+  }
+
+  /** The email of each of these admin invitations that has one. */
+  deliveriesOf(inviteIds: number[]): Map<number, AccountInviteDelivery> {
+    return this.accountDeliveries.deliveriesOf(inviteIds);
   }
 
   counts(batchId?: string): DeliveryCounts {

@@ -4,7 +4,9 @@ import type { SettingsStore } from '../settings/settings.ts';
 import type { DeliveryOutcome, DeliveryRepository, DeliveryRow } from './delivery-repository.ts';
 import { composeInvitationMail } from './message.ts';
 import type { Outbox } from './outbox.ts';
-import type { MailableInvitation, MailableInvitations } from './ports.ts';
+import type { MailableAccountInvites, MailableInvitation, MailableInvitations } from './ports.ts';
+import type { AccountDeliveryRepository, AccountDeliveryRow } from './account-delivery-repository.ts';
+import { composeAccountInviteMail } from './account-message.ts';
 import { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
 import { describeSendError } from './send-error.ts';
 import type { MailSettingsService } from './settings-service.ts';
@@ -15,6 +17,9 @@ import type { TransportPool } from './transport-pool.ts';
 interface WorkerDeps {
   deliveries: DeliveryRepository;
   invitations: MailableInvitations;
+  /** The second queue: admins' invitations (their set-up links). */
+  accountDeliveries: AccountDeliveryRepository;
+  accountInvites: MailableAccountInvites;
   settings: SettingsStore;
   mailSettings: MailSettingsService;
   transports: TransportPool;
@@ -27,6 +32,15 @@ interface WorkerDeps {
   /** When transient failures are retried; default DEFAULT_RETRY_DELAYS_MS. */
   retryPolicy?: RetryPolicy;
 }
+
+/** What became of one message handed to the transport (or the outbox). */
+type Transmitted =
+  | { state: 'sent'; response: string | null; messageId: string | undefined }
+  | { state: 'outbox'; file: string; messageId: string }
+  | { state: 'failed'; error: string; response?: string | null }
+  | { state: 'retry'; error: string; response: string | null; retryAt: Date }
+  /** Cut off by our own shutdown: queued again, sent after the restart. */
+  | { state: 'cut' };
 
 /**
  * Drains the queue in the background, keeping at most `smtp_max_connections` messages in flight
@@ -53,7 +67,7 @@ export class MailWorker {
   start(): void {
     if (this.started) return;
     this.started = true;
-    const resumed = this.deps.deliveries.requeueInterrupted();
+    const resumed = this.deps.deliveries.requeueInterrupted() + this.deps.accountDeliveries.requeueInterrupted();
     if (resumed > 0)
       this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
     this.kick();
@@ -104,7 +118,9 @@ export class MailWorker {
   /** Wakes the worker when the earliest scheduled retry is due (the schedule itself is in the database). */
   private armRetryTimer(): void {
     if (!this.started || this.stopping || !this.deps.isOpen()) return;
-    const next = this.deps.deliveries.nextRetryAt();
+    const next = [this.deps.deliveries.nextRetryAt(), this.deps.accountDeliveries.nextRetryAt()]
+      .filter((at): at is string => at !== null)
+      .sort()[0];
     if (!next) return;
     const at = Date.parse(next);
     if (this.retryTimer && this.retryTimerAt <= at) return;
@@ -126,15 +142,19 @@ export class MailWorker {
     const limit = this.deps.settings.get().smtp_max_connections;
     while (!this.stopping && this.active < limit) {
       const job = this.deps.deliveries.claim();
-      if (!job) break;
+      const accountJob = job ? undefined : this.deps.accountDeliveries.claim();
+      if (!job && !accountJob) break;
       this.active++;
-      void this.deliver(job)
-        .catch((error: unknown) => this.finish(job, { state: 'failed', error: `Internal error: ${(error as Error).message}` }))
-        .finally(() => {
-          this.active--;
-          if (this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake();
-          this.kick();
-        });
+      const failed = (error: unknown) => {
+        const outcome = { state: 'failed' as const, error: `Internal error: ${(error as Error).message}` };
+        if (job) this.finish(job, outcome);
+        else this.finishAccount(accountJob!, outcome);
+      };
+      void (job ? this.deliver(job) : this.deliverAccountInvite(accountJob!)).catch(failed).finally(() => {
+        this.active--;
+        if (this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+        this.kick();
+      });
     }
   }
 
@@ -206,42 +226,138 @@ export class MailWorker {
             : 'The message could not be built';
       return this.finish(job, { state: 'failed', error: `${what}: ${(error as Error).message}` }, invitation);
     }
+    const result = await this.transmit(
+      target,
+      message,
+      `invitation-${invitation.id}-${invitation.email}`,
+      job.attempts,
+      invitation.expires_at,
+    );
+    if (result.state === 'cut') {
+      if (this.deps.isOpen()) this.deps.deliveries.requeue(job.invitation_id);
+    } else if (result.state === 'retry') this.scheduleRetry(job, invitation, result);
+    else if (result.state === 'outbox')
+      this.finish(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invitation);
+    else this.finish(job, result, invitation);
+  }
+
+  /** Sends one composed message through the pool (or writes it to the outbox); failures are sorted into final and transient. */
+  private async transmit(
+    target: MailTarget,
+    message: SendMailOptions,
+    outboxLabel: string,
+    attempts: number,
+    expiresAt: string,
+  ): Promise<Transmitted> {
     if (target.kind === 'outbox') {
       try {
-        const { file, messageId } = await this.deps.outbox.write(message, `invitation-${invitation.id}-${invitation.email}`);
-        return this.finish(job, { state: 'outbox', outboxFile: file, messageId }, invitation);
+        const { file, messageId } = await this.deps.outbox.write(message, outboxLabel);
+        return { state: 'outbox', file, messageId };
       } catch (error) {
-        return this.finish(
-          job,
-          { state: 'failed', error: `Could not write to the outbox ${this.deps.outbox.dir}: ${(error as Error).message}` },
-          invitation,
-        );
+        return { state: 'failed', error: `Could not write to the outbox ${this.deps.outbox.dir}: ${(error as Error).message}` };
       }
     }
     const lease = this.deps.transports.lease(target);
     try {
       const info = (await lease.mailer.sendMail(message)) as { response?: string; messageId?: string };
-      this.finish(job, { state: 'sent', response: info.response ?? null, messageId: info.messageId }, invitation);
+      return { state: 'sent', response: info.response ?? null, messageId: info.messageId };
     } catch (error) {
-      if (this.stopping) {
-        // Cut off by our own shutdown, not refused by the server: sent after the restart.
-        if (this.deps.isOpen()) this.deps.deliveries.requeue(job.invitation_id);
-        return;
-      }
+      // Cut off by our own shutdown, not refused by the server: sent after the restart.
+      if (this.stopping) return { state: 'cut' };
       const { message: text, response } = describeSendError(error);
-      if (!isTransientSmtpError(error)) return this.finish(job, { state: 'failed', error: text, response }, invitation);
-      const retryAt = nextRetryAt(job.attempts, new Date(), this.retryPolicy, invitation.expires_at);
+      if (!isTransientSmtpError(error)) return { state: 'failed', error: text, response };
+      const retryAt = nextRetryAt(attempts, new Date(), this.retryPolicy, expiresAt);
       if (!retryAt) {
         const why =
-          job.attempts > this.retryPolicy.delaysMs.length
-            ? `gave up after ${job.attempts} attempts`
+          attempts > this.retryPolicy.delaysMs.length
+            ? `gave up after ${attempts} attempts`
             : 'no retry: the invitation expires first';
-        return this.finish(job, { state: 'failed', error: `${text} (${why})`, response }, invitation);
+        return { state: 'failed', error: `${text} (${why})`, response };
       }
-      this.scheduleRetry(job, invitation, { error: text, response, retryAt });
+      return { state: 'retry', error: text, response, retryAt };
     } finally {
       lease.release();
     }
+  }
+
+  /** An admin's invitation: the set-up link, sent while the invitation is pending. */
+  private async deliverAccountInvite(job: AccountDeliveryRow): Promise<void> {
+    const invite = this.deps.accountInvites.forMail(job.invite_id);
+    if (!invite) return; // the account was deleted meanwhile; its delivery row went with it
+    if (invite.status !== 'pending' || job.token === null) {
+      const why = {
+        pending: 'its link is no longer kept',
+        used: 'the link has been used already',
+        replaced: 'a newer invitation replaced it',
+        expired: 'it has expired',
+        disabled: 'the account is disabled',
+      }[invite.status];
+      return this.finishAccount(job, { state: 'failed', error: `Not sent: ${why}` }, invite.email);
+    }
+    let target: MailTarget;
+    let message: SendMailOptions;
+    try {
+      target = this.deps.mailSettings.target();
+      message = composeAccountInviteMail(
+        invite,
+        this.deps.accountInvites.setupLink(job.token),
+        this.deps.settings.get(),
+        target.from,
+      );
+    } catch (error) {
+      const what = error instanceof SmtpUrlError ? 'The SMTP URL is not valid' : 'The message could not be built';
+      return this.finishAccount(job, { state: 'failed', error: `${what}: ${(error as Error).message}` }, invite.email);
+    }
+    const result = await this.transmit(
+      target,
+      message,
+      `admin-invite-${invite.id}-${invite.email}`,
+      job.attempts,
+      invite.expires_at,
+    );
+    if (result.state === 'cut') {
+      if (this.deps.isOpen()) this.deps.accountDeliveries.requeue(job.invite_id);
+    } else if (result.state === 'retry') {
+      if (!this.deps.isOpen() || !this.deps.accountDeliveries.scheduleRetry(job.invite_id, result)) return;
+      this.deps.events.record(
+        'account.invitation_retrying',
+        `Admin invitation email to ${invite.email} failed (${result.error}); will retry ${inAbout(result.retryAt)}`,
+        {},
+        {
+          account_invite_id: job.invite_id,
+          email: invite.email,
+          attempts: job.attempts,
+          error: result.error,
+          retry_at: result.retryAt.toISOString(),
+        },
+      );
+      this.armRetryTimer();
+    } else if (result.state === 'outbox') {
+      this.finishAccount(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invite.email);
+    } else this.finishAccount(job, result, invite.email);
+  }
+
+  private finishAccount(job: AccountDeliveryRow, outcome: DeliveryOutcome & { error?: string }, email?: string): void {
+    if (!this.deps.isOpen() || !this.deps.accountDeliveries.finish(job.invite_id, outcome)) return;
+    const to = email ?? `admin invitation #${job.invite_id}`;
+    const message = {
+      sent: `Admin invitation email sent to ${to}`,
+      outbox: `Admin invitation email for ${to} written to the outbox (no SMTP configured)`,
+      failed: `Admin invitation email to ${to} failed: ${outcome.error ?? ''}`,
+    }[outcome.state];
+    this.deps.events.record(
+      `account.invitation_${outcome.state}`,
+      message,
+      {},
+      {
+        account_invite_id: job.invite_id,
+        state: outcome.state,
+        attempts: job.attempts,
+        ...(email ? { email } : {}),
+        ...(outcome.error ? { error: outcome.error } : {}),
+        ...(outcome.response ? { response: outcome.response } : {}),
+      },
+    );
   }
 }
 

@@ -112,33 +112,33 @@ export class DeploymentRepository {
   constructor(db: Db) {
     this.s = {
       insert: db.prepare(
-        `INSERT INTO deployments (entity_id, policy, value, item_kind, item_id, item_name, fleet_id, agent_id, target_name, destination,
+        `INSERT INTO policy_assignments (entity_id, policy, value, item_kind, item_id, item_name, fleet_id, agent_id, target_name, destination,
            remove_on_delete, topic, payload, created_at)
          VALUES (@entity_id, @policy, @value, @item_kind, @item_id, @item_name, @fleet_id, @agent_id, @target_name, @destination,
            @remove_on_delete, '', '', @created_at)`,
       ),
-      setMessage: db.prepare(`UPDATE deployments SET topic = ?, payload = ? WHERE id = ?`),
-      byId: db.prepare(`SELECT * FROM deployments WHERE id = ?`),
+      setMessage: db.prepare(`UPDATE policy_assignments SET topic = ?, payload = ? WHERE id = ?`),
+      byId: db.prepare(`SELECT * FROM policy_assignments WHERE id = ?`),
       withCounts: db.prepare(
-        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM deployments d LEFT JOIN deployment_tasks t ON t.deployment_id = d.id WHERE d.id = ? GROUP BY d.id`,
+        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM policy_assignments d LEFT JOIN policy_tasks t ON t.deployment_id = d.id WHERE d.id = ? GROUP BY d.id`,
       ),
       list: db.prepare(
-        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM deployments d LEFT JOIN deployment_tasks t ON t.deployment_id = d.id
+        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM policy_assignments d LEFT JOIN policy_tasks t ON t.deployment_id = d.id
          WHERE (@fleet_id IS NULL OR d.fleet_id = @fleet_id) AND (@agent_id IS NULL OR d.agent_id = @agent_id)
            AND (@state IS NULL OR d.state = @state) AND (@policy IS NULL OR d.policy = @policy)
            AND (@kind IS NULL OR (d.policy IN ${DEPLOYMENT_KINDS}) = (@kind = 'deployment'))
            AND ${inFleetsSql('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')}
          GROUP BY d.id ORDER BY d.id DESC LIMIT 1000`,
       ),
-      active: db.prepare(`SELECT * FROM deployments WHERE state = 'active' ORDER BY id`),
-      activeForFleet: db.prepare(`SELECT * FROM deployments WHERE state = 'active' AND fleet_id = ? ORDER BY id`),
-      activeForAgent: db.prepare(`SELECT * FROM deployments WHERE state = 'active' AND agent_id = ? ORDER BY id`),
+      active: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' ORDER BY id`),
+      activeForFleet: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' AND fleet_id = ? ORDER BY id`),
+      activeForAgent: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? ORDER BY id`),
       activeSame: db.prepare(
-        `SELECT * FROM deployments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
+        `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
            AND fleet_id IS @fleet_id AND agent_id IS @agent_id`,
       ),
       remove: db.prepare(
-        `UPDATE deployments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`,
+        `UPDATE policy_assignments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`,
       ),
       agentsOfFleet: db.prepare(
         `SELECT ${AGENT_COLUMNS} FROM agents WHERE fleet_id = ? AND enroll_status != '${ENROLL_STATUS.unenrolled}' ORDER BY id`,
@@ -146,64 +146,62 @@ export class DeploymentRepository {
       agent: db.prepare(`SELECT ${AGENT_COLUMNS} FROM agents WHERE id = ?`),
       agentOfAccount: db.prepare(`SELECT ${AGENT_COLUMNS} FROM agents WHERE account_user_id = ?`),
       liveTasksOfAgent: db.prepare(
-        `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM deployment_tasks t
-         JOIN deployments d ON d.id = t.deployment_id WHERE t.agent_id = ? AND d.state = 'active' ORDER BY t.id`,
+        `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM policy_tasks t
+         JOIN policy_assignments d ON d.id = t.deployment_id WHERE t.agent_id = ? AND d.state = 'active' ORDER BY t.id`,
       ),
       activeFleetSymbolTask: db.prepare(
-        `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM deployment_tasks t
-         JOIN deployments d ON d.id = t.deployment_id
+        `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM policy_tasks t
+         JOIN policy_assignments d ON d.id = t.deployment_id
          WHERE t.agent_id = ? AND d.fleet_id = ? AND d.policy = ? AND d.state = 'active'`,
       ),
       compliance: db.prepare(
         `SELECT a.id AS agent_id, a.name AS agent_name, a.fleet_id, max(t.updated_at) AS last_change, ${COUNTS}
          FROM agents a
-         LEFT JOIN deployment_tasks t ON t.agent_id = a.id AND t.deployment_id IN (SELECT id FROM deployments WHERE state = 'active')
+         LEFT JOIN policy_tasks t ON t.agent_id = a.id AND t.deployment_id IN (SELECT id FROM policy_assignments WHERE state = 'active')
          WHERE a.enroll_status != '${ENROLL_STATUS.unenrolled}' AND (@fleet_id IS NULL OR a.fleet_id = @fleet_id)
            AND ${inFleetsSql('a.fleet_id')}
          GROUP BY a.id ORDER BY a.id LIMIT 10000`,
       ),
       insertTask: db.prepare(
-        `INSERT INTO deployment_tasks (deployment_id, agent_id, status, reason, created_at, updated_at) VALUES (?, ?, 'pending', NULL, ?, ?)
+        `INSERT INTO policy_tasks (deployment_id, agent_id, status, reason, created_at, updated_at) VALUES (?, ?, 'pending', NULL, ?, ?)
          ON CONFLICT (deployment_id, agent_id) DO UPDATE SET status = 'pending', reason = NULL, updated_at = excluded.updated_at,
            downloaded_at = NULL
-           WHERE deployment_tasks.status = 'canceled'
+           WHERE policy_tasks.status = 'canceled'
          RETURNING id`,
       ),
-      task: db.prepare(
-        `SELECT t.*, a.name AS agent_name FROM deployment_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.id = ?`,
-      ),
+      task: db.prepare(`SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.id = ?`),
       taskOf: db.prepare(
-        `SELECT t.*, a.name AS agent_name FROM deployment_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? AND t.agent_id = ?`,
+        `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? AND t.agent_id = ?`,
       ),
       tasksOf: db.prepare(
-        `SELECT t.*, a.name AS agent_name FROM deployment_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? ORDER BY t.id`,
+        `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? ORDER BY t.id`,
       ),
       tasksOfAgent: db.prepare(
-        `SELECT t.*, a.name AS agent_name FROM deployment_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.agent_id = ? ORDER BY t.id DESC`,
+        `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.agent_id = ? ORDER BY t.id DESC`,
       ),
       openTasksOf: db.prepare(
-        `SELECT id, agent_id FROM deployment_tasks WHERE deployment_id = ? AND status IN ('pending', 'received', 'in progress', 'waiting')`,
+        `SELECT id, agent_id FROM policy_tasks WHERE deployment_id = ? AND status IN ('pending', 'received', 'in progress', 'waiting')`,
       ),
       openFleetTasksElsewhere: db.prepare(
-        `SELECT t.id, t.deployment_id, d.target_name FROM deployment_tasks t JOIN deployments d ON d.id = t.deployment_id
+        `SELECT t.id, t.deployment_id, d.target_name FROM policy_tasks t JOIN policy_assignments d ON d.id = t.deployment_id
          WHERE t.agent_id = ? AND d.fleet_id IS NOT NULL AND d.fleet_id != ?
            AND t.status IN ('pending', 'received', 'in progress', 'waiting', 'incompatible', 'overriden')`,
       ),
       openTasksOfAgent: db.prepare(
-        `SELECT t.id, t.deployment_id FROM deployment_tasks t WHERE t.agent_id = ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
+        `SELECT t.id, t.deployment_id FROM policy_tasks t WHERE t.agent_id = ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
       ),
       markDownloaded: db.prepare(
-        `UPDATE deployment_tasks SET downloaded_at = @at
+        `UPDATE policy_tasks SET downloaded_at = @at
          WHERE agent_id = @agent_id AND status IN ('pending', 'received', 'in progress', 'waiting')
-           AND deployment_id IN (SELECT id FROM deployments WHERE state = 'active' AND item_kind = @kind AND item_id = @item_id
+           AND deployment_id IN (SELECT id FROM policy_assignments WHERE state = 'active' AND item_kind = @kind AND item_id = @item_id
              AND policy IN ('deployApp', 'deployFile'))
          RETURNING id, deployment_id`,
       ),
-      setStatus: db.prepare(`UPDATE deployment_tasks SET status = ?, reason = ?, updated_at = ? WHERE id = ?`),
+      setStatus: db.prepare(`UPDATE policy_tasks SET status = ?, reason = ?, updated_at = ? WHERE id = ?`),
       history: db.prepare(`INSERT INTO task_history (task_id, status, reason, source, at) VALUES (?, ?, ?, ?, ?)`),
       historyOf: db.prepare(`SELECT task_id, status, reason, source, at FROM task_history WHERE task_id = ? ORDER BY id`),
       historyOfDeployment: db.prepare(
-        `SELECT h.task_id, h.status, h.reason, h.source, h.at FROM task_history h JOIN deployment_tasks t ON t.id = h.task_id
+        `SELECT h.task_id, h.status, h.reason, h.source, h.at FROM task_history h JOIN policy_tasks t ON t.id = h.task_id
          WHERE t.deployment_id = ? ORDER BY h.id`,
       ),
     };

@@ -1,91 +1,54 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminClient } from '../../../src-shared/contract/admin-client.ts';
 import type { ServerInfo } from '../../../src-shared/contract/server-info.ts';
+import { runCli, startServe, type RunningServe } from '../../helpers/cli.ts';
 import { decodeQrPng } from '../../helpers/qr.ts';
 import { asBuffer, eventually, startTestSmtp, type TestSmtp } from '../../helpers/smtp.ts';
 
 // The issue's "done when", as a user does it: serve --smtp-url, invite from the CLI, read the state;
 // SMTP down → waits for an automatic retry; `mail retry` once it is back → sent now.
 
-const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../../src-main/cli/main.ts');
-let dataDir: string;
-let server: ChildProcess;
-let output = '';
+let serve: RunningServe;
 let smtp: TestSmtp;
 let smtpPort: number;
-
-async function cli(args: string[]) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--data-dir', dataDir], { timeout: 60_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const cli = (args: string[]) => runCli(serve.dataDir, args);
 
 /** Polls through the admin API (a CLI process per poll would be slow); the CLI output is checked too. */
 function invitation(id: number) {
-  const info = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as ServerInfo;
+  const info = JSON.parse(readFileSync(join(serve.dataDir, 'server.json'), 'utf8')) as ServerInfo;
   return adminClient({ baseUrl: info.admin_url, token: info.admin_token }).invitations.get({ params: { id } });
 }
 
 beforeAll(async () => {
   smtp = await startTestSmtp();
   smtpPort = smtp.port;
-  dataDir = mkdtempSync(join(tmpdir(), 'mdm-mail-cli-'));
-  server = spawn(
-    process.execPath,
-    [
-      CLI,
-      'serve',
-      '--data-dir',
-      dataDir,
-      '--port',
-      '0',
-      '--admin-port',
-      '0',
-      '--mqtt-port',
-      '0',
-      '--mqtt-tls-port',
-      '0',
-      '--public-host',
-      '127.0.0.1',
-      '--host',
-      '127.0.0.1',
-      '--mail-from',
-      'Helpdesk <help@example.org>',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MDM_CONSOLE_SMTP_URL: `smtp://127.0.0.1:${smtpPort}` } },
-  );
-  server.stdout!.on('data', (chunk) => (output += chunk));
-  server.stderr!.on('data', (chunk) => (output += chunk));
-  await eventually(() => existsSync(join(dataDir, 'server.json')) && output.includes('Press Ctrl+C'), 30_000, 'serve to start');
+  serve = await startServe('mdm-mail-cli-', {
+    timeoutMs: 30_000,
+    untilBanner: true,
+    extraArgs: ['--mail-from', 'Helpdesk <help@example.org>'],
+    env: { ...process.env, MDM_CONSOLE_SMTP_URL: `smtp://127.0.0.1:${smtpPort}` },
+  });
 });
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((resolve) => server.once('exit', resolve));
-    server.kill('SIGTERM');
+  if (serve && serve.process.exitCode === null) {
+    const exited = new Promise((resolve) => serve.process.once('exit', resolve));
+    serve.process.kill('SIGTERM');
     await exited;
   }
+  serve?.stop('SIGTERM');
   await smtp?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('mail from the command line', () => {
   it('serve names the SMTP server (from MDM_CONSOLE_SMTP_URL) and the sender', () => {
-    expect(output).toContain(`Mail:                  SMTP smtp://127.0.0.1:${smtpPort}`);
-    expect(output).toContain('from Helpdesk <help@example.org>');
+    expect(serve.output()).toContain(`Mail:                  SMTP smtp://127.0.0.1:${smtpPort}`);
+    expect(serve.output()).toContain('from Helpdesk <help@example.org>');
     // Started on loopback: the banner says phones cannot reach it, and how to fix it.
-    expect(output).toContain('WARNING: phones cannot reach this server. The public host 127.0.0.1 is a loopback address');
-    expect(output).toMatch(/To fix it: (restart with --public-host \S+|connect this computer)/);
+    expect(serve.output()).toContain('WARNING: phones cannot reach this server. The public host 127.0.0.1 is a loopback address');
+    expect(serve.output()).toMatch(/To fix it: (restart with --public-host \S+|connect this computer)/);
   });
 
   it('invite --email: the message arrives with a scannable QR code and the state reads sent', async () => {

@@ -75,7 +75,7 @@ describe('file destinations', () => {
         (m) => m.topic === `/${entityId}/fleet/${fleetId}/Policy/deployFile/Task/${created.body.id}`,
       );
       expect(JSON.parse(message.text)).toEqual({ deployFile: stored, id: file.id, version: 1, taskId: created.body.id });
-      const row = t.db.prepare('SELECT destination, payload FROM deployments WHERE id = ?').get(created.body.id) as {
+      const row = t.db.prepare('SELECT destination, payload FROM policy_assignments WHERE id = ?').get(created.body.id) as {
         destination: string;
         payload: string;
       };
@@ -136,7 +136,7 @@ describe('a deployed item downloaded completely but never confirmed', () => {
       return task.downloaded_at ? task : false;
     });
     expect(downloaded).toMatchObject({ status: 'pending', status_text: 'downloaded, not confirmed' });
-    const row = t.db.prepare('SELECT downloaded_at FROM deployment_tasks WHERE id = ?').get(downloaded.id) as {
+    const row = t.db.prepare('SELECT downloaded_at FROM policy_tasks WHERE id = ?').get(downloaded.id) as {
       downloaded_at: string;
     };
     expect(row.downloaded_at).toBe(downloaded.downloaded_at);

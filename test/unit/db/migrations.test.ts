@@ -151,7 +151,7 @@ describe('migrations', () => {
     old.close();
 
     const db = openDatabase(file);
-    expect(db.prepare(`SELECT id, policy, value, item_name, payload FROM deployments`).all()).toEqual([
+    expect(db.prepare(`SELECT id, policy, value, item_name, payload FROM policy_assignments`).all()).toEqual([
       {
         id: 5,
         policy: 'deployApp',
@@ -160,7 +160,7 @@ describe('migrations', () => {
         payload: '{"deployApp":"org.x","id":3,"versionCode":1,"taskId":5}',
       },
     ]);
-    expect(db.prepare(`SELECT id, deployment_id, status FROM deployment_tasks`).all()).toEqual([
+    expect(db.prepare(`SELECT id, deployment_id, status FROM policy_tasks`).all()).toEqual([
       { id: 7, deployment_id: 5, status: 'done' },
     ]);
     expect(db.prepare(`SELECT status, source FROM task_history WHERE task_id = 7 ORDER BY id`).all()).toEqual([
@@ -168,14 +168,22 @@ describe('migrations', () => {
       { status: 'done', source: 'mqtt' },
     ]);
     expect(db.pragma('foreign_key_check')).toEqual([]);
+    expect(
+      db.prepare(`SELECT name FROM sqlite_master WHERE name LIKE 'deployment%' OR name LIKE 'policy%' ORDER BY name`).all(),
+    ).toEqual(
+      ['policy_assignments', 'policy_assignments_agent', 'policy_assignments_fleet', 'policy_tasks', 'policy_tasks_agent'].map(
+        (name) => ({ name }),
+      ),
+    );
+    // (Version 17 renamed the tables: the rows, checks and foreign keys went with them.)
     // The new statuses and a value policy are taken; the foreign keys still cascade from the renamed tables.
-    db.prepare(`UPDATE deployment_tasks SET status = 'overriden' WHERE id = 7`).run();
+    db.prepare(`UPDATE policy_tasks SET status = 'overriden' WHERE id = 7`).run();
     db.prepare(
-      `INSERT INTO deployments (id, entity_id, policy, value, item_name, fleet_id, target_name, topic, payload, created_at)
+      `INSERT INTO policy_assignments (id, entity_id, policy, value, item_name, fleet_id, target_name, topic, payload, created_at)
        VALUES (6, 1, 'disableCamera', 'true', 'true', 1, 'fleet', 't', '{}', ?)`,
     ).run(now);
-    expect(() => db.prepare(`UPDATE deployment_tasks SET status = 'bogus' WHERE id = 7`).run()).toThrow(/CHECK/);
-    db.prepare(`DELETE FROM deployments WHERE id = 5`).run();
+    expect(() => db.prepare(`UPDATE policy_tasks SET status = 'bogus' WHERE id = 7`).run()).toThrow(/CHECK/);
+    db.prepare(`DELETE FROM policy_assignments WHERE id = 5`).run();
     expect(db.prepare(`SELECT count(*) AS n FROM task_history`).get()).toEqual({ n: 0 });
     db.close();
   });

@@ -1,0 +1,45 @@
+import type { Db } from '../db/database.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
+import type { EventLog } from '../events/event-log.ts';
+import type { FileStore } from '../files/store.ts';
+import type { FleetService } from '../fleets/fleets.ts';
+import { PolicyOutbox } from './outbox.ts';
+import { DeploymentRepository, type AgentInScope, type TaskHistoryRow } from './repository.ts';
+import type { TaskStatus } from './wire.ts';
+
+/** What every part of the policies room works with: the SQL, the events, fleets, stored items, the outbox. */
+export class PolicyContext {
+  readonly repo: DeploymentRepository;
+  readonly events: EventLog;
+  readonly fleets: FleetService;
+  readonly files: FileStore;
+  readonly outbox: PolicyOutbox;
+
+  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; fleets: FleetService; files: FileStore }) {
+    this.repo = new DeploymentRepository(deps.db);
+    this.events = deps.events;
+    this.fleets = deps.fleets;
+    this.files = deps.files;
+    this.outbox = new PolicyOutbox(deps.work, deps.events);
+  }
+
+  /** A task's new status: written with its history line, and told as a `task.status` event. */
+  setStatus(
+    taskId: number,
+    deploymentId: number,
+    agent: AgentInScope,
+    status: TaskStatus,
+    reason: string | null,
+    source: TaskHistoryRow['source'],
+    at: string,
+  ): void {
+    this.repo.setStatus(taskId, status, reason, source, at);
+    const deployment = this.repo.byId(deploymentId)!;
+    this.events.record(
+      'task.status',
+      `${agent.name}: ${deployment.policy} "${deployment.item_name}" ${status}${reason ? ` (${reason})` : ''}`,
+      { entityId: agent.entity_id, agentId: agent.id },
+      { deployment_id: deploymentId, task_id: taskId, status, reason, source, fleet_id: deployment.fleet_id },
+    );
+  }
+}
