@@ -6,6 +6,7 @@ import { ApiError } from '../errors.ts';
 import { randomHex } from '../util/tokens.ts';
 import type { Account, ApiToken, Role } from '../../../src-shared/contract/accounts.ts';
 import { roleAtLeast } from '../../../src-shared/contract/rules.ts';
+import { roleWithArticle } from '../../../src-shared/contract/permissions.ts';
 import { decoyHash, hashPassword, verifyPassword } from './passwords.ts';
 import type { AccountRepository, ListedApiToken, StoredAccount, StoredApiToken } from './repository.ts';
 
@@ -227,7 +228,7 @@ export class AccountService {
     // A token acts with its own role: it hands out nothing above it, whatever its account may.
     const mine = roleOf(actor);
     if (!roleAtLeast(mine, input.role)) {
-      throw new ApiError(403, 'ERROR_FORBIDDEN', `A ${mine} cannot make a token with the role ${input.role}`);
+      throw new ApiError(403, 'ERROR_FORBIDDEN', `${roleWithArticle(mine)} cannot make a token with the role ${input.role}`);
     }
     const fleetIds = this.checkScope(input.role, input.fleet_ids ?? [], 'token');
     const makers = fleetScopeOf(actor);
@@ -318,7 +319,14 @@ export class AccountService {
           ? `${who} scoped to ${this.fleetNames(ids)} by ${actorName(actor)}`
           : `${who} sees every fleet again (scope removed by ${actorName(actor)})`,
         {},
-        { account_id: accountId, name: who, before: { fleet_ids: before }, after: { fleet_ids: ids }, by: actorName(actor) },
+        {
+          account_id: accountId,
+          email: account.email,
+          name: who,
+          before: { fleet_ids: before },
+          after: { fleet_ids: ids },
+          by: actorName(actor),
+        },
       );
       return this.store.byId(accountId)!;
     });

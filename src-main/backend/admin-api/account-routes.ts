@@ -4,6 +4,7 @@ import { accountView, fleetScopeOf, roleOf, type AccountService, type Actor } fr
 import type { AccountManagement } from '../accounts/management.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { adminRoute } from '../http/route-table.ts';
+import { ROLE_PERMISSIONS } from '../../../src-shared/contract/permissions.ts';
 
 /** Who is calling and their API tokens: /me, /tokens. */
 export const accountRoutes: FastifyPluginAsyncTypebox<{
@@ -20,6 +21,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
       token: token ? { id: token.id, name: token.name, role: token.role } : null,
       role: roleOf(actor),
       fleets: fleetScopeOf(actor)?.map((id) => ({ id, name: fleets.byId(id)?.name ?? `#${id}` })) ?? null,
+      permissions: [...ROLE_PERMISSIONS[roleOf(actor)]],
     };
   });
 

@@ -8,7 +8,7 @@ import type { MqttBroker } from '../broker/broker.ts';
 import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
 import type { ServerInfo } from '../../../src-shared/contract/index.ts';
-import { adminRoute } from '../http/route-table.ts';
+import { actsAs, adminRoute } from '../http/route-table.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
@@ -17,7 +17,7 @@ import { requestContext, type RequestContext } from '../audit/context.ts';
 import { currentFleetScope, fleetScopeParam } from '../fleets/scope.ts';
 import { eventVisible, type FleetOf } from './event-scope.ts';
 import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
-import { accountView, fleetScopeOf, type Actor } from '../accounts/accounts.ts';
+import { accountView, fleetScopeOf, roleOf, type Actor } from '../accounts/accounts.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
@@ -207,6 +207,8 @@ export async function adminApp({
           connections.authenticated(request.raw.socket);
           clients.set(request, outcome.client);
           actors.set(request, outcome.actor);
+          // What the route's declared permission is checked against (http/route-table.ts).
+          actsAs(request, roleOf(outcome.actor));
           return;
         }
         if (outcome.status === 429) {

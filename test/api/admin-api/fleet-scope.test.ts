@@ -6,6 +6,7 @@ import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src-main/backend/accounts/passwords.ts';
 import { adminRoutes } from '../../../src-shared/contract/admin-routes.ts';
+import { can, permissionsNeeded } from '../../../src-shared/contract/permissions.ts';
 import type { TestBackend } from '../../helpers/backend.ts';
 import { callFrom } from '../../helpers/from-address.ts';
 import {
@@ -261,11 +262,20 @@ describe('every route that takes a device, invitation, code, fleet or assignment
     const routes = Object.entries(adminRoutes).filter(([, entry]) => of(entry.path) !== null);
     expect(routes.length).toBeGreaterThan(25);
     const before = (await t.admin('GET', '/events?limit=1')).body.items[0].id as number;
+    let scoped = 0;
     for (const [name, entry] of routes) {
       const path = entry.path.slice('/api'.length).replace(':id', String(other[of(entry.path)!]));
-      const answer = await asOlga(entry.method, path, 'body' in entry ? (BODIES[name] ?? {}) : undefined);
-      expect(answer.status, `${name}: ${entry.method} ${path} ${answer.text}`).toBe(404);
+      const body = 'body' in entry ? (BODIES[name] ?? {}) : undefined;
+      const answer = await asOlga(entry.method, path, body);
+      // What her role may not do is refused first, whatever the id (403, the same for a missing one):
+      // only what it may do reaches the scope, which answers as for a missing object.
+      const allowed = permissionsNeeded(entry.permission, body).every((permission) => can('operator', permission));
+      if (allowed) scoped++;
+      const missing = await asOlga(entry.method, entry.path.slice('/api'.length).replace(':id', '999999'), body);
+      expect(answer.status, `${name}: ${entry.method} ${path} ${answer.text}`).toBe(allowed ? 404 : 403);
+      expect(answer.body, `${name}: the same answer as for a missing one`).toEqual(missing.body);
     }
+    expect(scoped).toBeGreaterThan(15);
     // Nothing happened to any of them.
     expect((await t.admin('GET', '/events?limit=1')).body.items[0].id).toBe(before);
     expect((await t.admin('GET', `/agents/${inB.id}`)).status).toBe(200);
