@@ -4,6 +4,7 @@ import { useMemo, useState } from 'react';
 import { useAgentPolicies, usePolicyCatalogue, useSetPolicies, useUnsetPolicy } from '../api/queries.ts';
 import type { EffectivePolicy } from '../../src-shared/contract/index.ts';
 import { notifyError, notifySuccess } from '../components/common.tsx';
+import { Gate } from '../components/permissions.tsx';
 import { Marks, showValue, ValueControl, type Value } from './policy-controls.tsx';
 
 // A device's own policy values, set and unset from its panel: the same catalogue forms as a fleet's.
@@ -13,22 +14,24 @@ import { Marks, showValue, ValueControl, type Value } from './policy-controls.ts
 export function UnsetOwnValue({ policy }: { policy: EffectivePolicy }) {
   const unset = useUnsetPolicy();
   return (
-    <Tooltip label="Unset this device's own value (its fleet's applies again)">
-      <ActionIcon
-        variant="subtle"
-        color="red"
-        aria-label={`Unset the device's ${policy.label}`}
-        loading={unset.isPending}
-        onClick={() =>
-          unset.mutate(policy.assignment_id, {
-            onSuccess: () => notifySuccess(`${policy.label}: the device's own value is unset`),
-            onError: (e) => notifyError('Not unset', e),
-          })
-        }
-      >
-        <IconTrash size={16} />
-      </ActionIcon>
-    </Tooltip>
+    <Gate permission="policies.write">
+      <Tooltip label="Unset this device's own value (its fleet's applies again)">
+        <ActionIcon
+          variant="subtle"
+          color="red"
+          aria-label={`Unset the device's ${policy.label}`}
+          loading={unset.isPending}
+          onClick={() =>
+            unset.mutate(policy.assignment_id, {
+              onSuccess: () => notifySuccess(`${policy.label}: the device's own value is unset`),
+              onError: (e) => notifyError('Not unset', e),
+            })
+          }
+        >
+          <IconTrash size={16} />
+        </ActionIcon>
+      </Tooltip>
+    </Gate>
   );
 }
 
@@ -80,22 +83,24 @@ export function DevicePolicyForm({ agentId }: { agentId: number }) {
         />
         {policy ? <ValueControl policy={policy} value={shown} onChange={setDraft} /> : null}
         {policy ? (
-          <Button
-            size="xs"
-            disabled={!changed}
-            loading={set.isPending}
-            onClick={() =>
-              set.mutate([{ set: { policy: policy.symbol, value: shown, agent_id: agentId }, replaces: own?.assignment_id }], {
-                onSuccess: () => {
-                  notifySuccess(`${policy.label}: ${showValue(policy, shown)} on this device`);
-                  setDraft(null);
-                },
-                onError: (e) => notifyError('Not applied', e),
-              })
-            }
-          >
-            {own ? 'Change for this device' : 'Set for this device'}
-          </Button>
+          <Gate permission="policies.write">
+            <Button
+              size="xs"
+              disabled={!changed}
+              loading={set.isPending}
+              onClick={() =>
+                set.mutate([{ set: { policy: policy.symbol, value: shown, agent_id: agentId }, replaces: own?.assignment_id }], {
+                  onSuccess: () => {
+                    notifySuccess(`${policy.label}: ${showValue(policy, shown)} on this device`);
+                    setDraft(null);
+                  },
+                  onError: (e) => notifyError('Not applied', e),
+                })
+              }
+            >
+              {own ? 'Change for this device' : 'Set for this device'}
+            </Button>
+          </Gate>
         ) : null}
       </Group>
       {policy ? (
