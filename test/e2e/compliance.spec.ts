@@ -1,10 +1,36 @@
+import type { Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { enrollSilently } from '../../src-main/device/agent.ts';
 import { startDevice, type SimulatedDevice } from '../../src-main/device/device.ts';
 import { admin, expect, server, shot, test } from './fixtures.ts';
 
 const APK = readFileSync(fileURLToPath(new URL('../fixtures/field-app.apk', import.meta.url)));
+
+// axe runs inside the page: the console's strict CSP would refuse the injected script.
+test.use({ bypassCSP: true });
+
+/** axe-core's serious and critical findings (as in axe.spec.ts): the compliance colours must read. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  await page.waitForTimeout(400);
+  await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+  const found = await page.evaluate(async () => {
+    const scope = globalThis as unknown as {
+      axe: {
+        run(
+          context: unknown,
+          options: unknown,
+        ): Promise<{ violations: { id: string; impact: string | null; nodes: { target: string[] }[] }[] }>;
+      };
+      document: unknown;
+    };
+    return (await scope.axe.run(scope.document, { resultTypes: ['violations'] })).violations;
+  });
+  return found
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
 
 async function invite(fleet: string, tag: string) {
   const email = `${tag}.${Date.now()}@example.com`;
@@ -43,6 +69,7 @@ test('the devices table: a compliance column, filterable, live; a device panel s
     await expect(cell(old.enrollment.agentId)).toHaveAttribute('data-compliance', 'failing');
     await expect(cell(silent.agentId)).toHaveText('2 pending');
     await shot(page, 'devices-compliance-column', testInfo);
+    expect(await seriousViolations(page), 'axe, the devices table with every compliance state').toEqual([]);
 
     // The filter: only the failing one, then only the pending one.
     await page.getByRole('combobox', { name: 'Compliance' }).click();

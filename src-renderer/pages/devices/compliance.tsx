@@ -12,7 +12,8 @@ export const COMPLIANCE_CHOICES: { value: ComplianceState; label: string }[] = [
   { value: 'none', label: 'No policy' },
 ];
 
-const COLORS: Record<ComplianceState, string> = { compliant: 'teal.8', pending: 'blue.8', failing: 'red.8', none: 'dimmed' };
+// Dark enough for 4.5:1 on white at 12 px (teal.8 and red.8 are not).
+const COLORS: Record<ComplianceState, string> = { compliant: 'teal.9', pending: 'blue.8', failing: 'red.9', none: 'dimmed' };
 
 /** "Policies: all 12 done"; nothing for a device the server does not count (unenrolled). */
 export function ComplianceLine({ compliance }: { compliance: DeviceCompliance | null }) {
