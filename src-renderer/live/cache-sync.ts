@@ -1,4 +1,5 @@
 import type { Query, QueryClient, QueryKey } from '@tanstack/react-query';
+import { accountKeys } from '../api/accounts.ts';
 import { codeKeys } from '../api/codes.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { AgentSummary as Agent, LiveEvent, StoredKind, StreamEvent } from '../../src-shared/contract/index.ts';
@@ -93,6 +94,10 @@ export function effectsOf(event: LiveEvent): Effect[] {
         { kind: 'invalidate', key: keys.mailSettings },
       );
       effects.push({ kind: 'invalidate', key: codeKeys.all }); // their deeplinks follow the settings
+      break;
+    case 'account':
+      // An admin invited, changed or gone, or their invitation's email: the Accounts page (and one's own role).
+      effects.push({ kind: 'invalidate', key: accountKeys.accounts }, { kind: 'invalidate', key: accountKeys.me });
       break;
     case 'file':
     case 'package':

@@ -390,6 +390,7 @@ export class AccountManagement {
     const view = accountView(row);
     return {
       ...view,
+      data_dir_owner: this.store.dataDirToken(row.id) !== undefined,
       invitation:
         view.status === 'invited' && invite
           ? {

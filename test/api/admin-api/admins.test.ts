@@ -220,6 +220,15 @@ describe('inviting an admin by email', () => {
 });
 
 describe('managing admins', () => {
+  it('lists each admin’s last sign-in, whatever the way in (a one-time sign-in link too)', async () => {
+    const before = (await t.admin('GET', '/accounts')).body.items.find((a: { id: number }) => a.id === 1);
+    const ticket = (await t.admin('POST', '/console-tickets')).body.console_url as string;
+    expect((await callFrom('127.0.0.1', ticket)).status).toBe(302);
+    const after = (await t.admin('GET', '/accounts')).body.items.find((a: { id: number }) => a.id === 1);
+    expect(after.last_sign_in_at).not.toBeNull();
+    expect(after.last_sign_in_at).not.toBe(before.last_sign_in_at);
+  });
+
   it('changes a role, audited with before and after', async () => {
     const dee = await activeAdmin('dee@example.org', 'observer');
     const changed = await t.admin('PATCH', `/accounts/${dee.id}`, { role: 'admin' });
