@@ -28,6 +28,7 @@ import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
 import { PolicyService } from './policies/service.ts';
 import { mqttTaskReports } from './policies/mqtt-reports.ts';
+import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 
 export interface RunningBackend {
@@ -212,7 +213,23 @@ async function startServing(
       { id: item.id, name: item.name, size: item.size },
     ),
   );
-  const deployments = new PolicyService({ db, events: domain.events, work: domain.work, fleets: domain.fleets, files });
+  // Package installs checked against each inventory a device sends afterwards.
+  const verification = new InstallVerification({
+    db,
+    events: domain.events,
+    work: domain.work,
+    files,
+    inventories: domain.reports,
+  });
+  onClose(() => verification.close());
+  const deployments = new PolicyService({
+    db,
+    events: domain.events,
+    work: domain.work,
+    fleets: domain.fleets,
+    files,
+    verification,
+  });
   onClose(() => deployments.close());
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is

@@ -11,6 +11,7 @@ import {
 } from '../../src-shared/contract/index.ts';
 import { output as print, parse, positiveInt, type Handler } from './handler.ts';
 import { findFleet } from './deploy-commands.ts';
+import { verificationLine } from './deployment-status.ts';
 import { CliError } from './server-file.ts';
 
 const TRUE = ['true', 'yes', 'on', '1'];
@@ -74,7 +75,8 @@ const assignmentLine = (a: Assignment) =>
 
 const effectiveLine = (p: EffectivePolicy) =>
   `  ${p.policy}${p.value === null ? ` "${p.item_name}"` : ` = ${show(p.value)}`}  from ${p.source === 'device' ? 'the device' : p.source_name}` +
-  `  ${p.status}${p.reason ? ` (${p.reason})` : ''}${p.effective ? '' : '  [not applied]'}  #${p.assignment_id} task ${p.task_id}`;
+  `  ${p.status}${p.reason ? ` (${p.reason})` : ''}${p.effective ? '' : '  [not applied]'}  #${p.assignment_id} task ${p.task_id}` +
+  verificationLine(p.verification);
 
 const complianceLine = (c: DeviceCompliance) =>
   `${c.agent_name} (agent ${c.agent_id}, fleet ${c.fleet_id})  ${c.state}  ${c.summary}`;

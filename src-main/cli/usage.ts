@@ -112,6 +112,13 @@ ${COMMON}`,
 
 Deployments and their progress ("37 of 40 done, 2 failed, 1 pending"); --all includes removed ones.
 ${COMMON}`,
+  deployment: `usage: mdm-console deployment [status] ID
+
+One deployment (or policy assignment) with each device's task: its status, reason and history, and
+for packages whether the device's own inventory shows the install: "verified", "not found in
+inventory" (with that inventory's time), or "awaiting inventory" until the device sends one after
+reporting done (ask for one: command AGENT_ID inventory).
+${COMMON}`,
   undeploy: `usage: mdm-console undeploy ID
 
 Removes a deployment: its retained policy is cleared, open tasks canceled (and, unless it was made
@@ -216,6 +223,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   deploy      file:ID|package:ID (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
                                                          publish a file or package to a fleet or one device
   deployments [--fleet NAME] [--agent ID] [--all]        deployments and their progress
+  deployment  [status] ID                                each device's task; package installs verified by inventory
   undeploy    ID                                         remove a deployment (and, unless kept, what it installed)
   policies    [--category TEXT]                          the policy catalogue
   policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)

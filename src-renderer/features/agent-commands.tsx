@@ -73,7 +73,12 @@ let pings = 0;
  * `afterEventId`) arrives on the live stream, then the answer and its latency; or, after
  * PING_WAIT_MS, that none came.
  */
-function followPing(agentId: number, name: string, afterEventId: number, early: StreamEvent[]) {
+function followPing(
+  agentId: number,
+  name: string,
+  afterEventId: number,
+  early: Array<StreamEvent & { type: 'agent.ping_reply' }>,
+) {
   const id = `ping-${++pings}`;
   notifications.show({
     id,
@@ -84,12 +89,12 @@ function followPing(agentId: number, name: string, afterEventId: number, early: 
     withCloseButton: true,
   });
   let done = false;
-  const answer = (event: StreamEvent) => {
+  const answer = (event: StreamEvent & { type: 'agent.ping_reply' }) => {
     if (done || event.id <= afterEventId) return;
     done = true;
     stop();
     clearTimeout(timer);
-    const data = (event.data ?? {}) as { rtt_ms?: number; transport?: string; payload?: string };
+    const data: Partial<NonNullable<typeof event.data>> = event.data ?? {};
     notifications.update({
       id,
       loading: false,
@@ -138,7 +143,7 @@ export function AgentCommands({ agent }: { agent: Agent }) {
   const send = useMutation({
     mutationFn: async (command: AgentCommand) => {
       // A ping's answer may arrive on the live stream before the request returns: listen first.
-      const replies: StreamEvent[] = [];
+      const replies: Array<StreamEvent & { type: 'agent.ping_reply' }> = [];
       const stop =
         command === 'ping'
           ? onLiveEvent((event) => {

@@ -2,7 +2,7 @@ import type { Query, QueryClient, QueryKey } from '@tanstack/react-query';
 import { accountKeys } from '../api/accounts.ts';
 import { codeKeys } from '../api/codes.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
-import type { AgentSummary as Agent, LiveEvent, StoredKind, StreamEvent } from '../../src-shared/contract/index.ts';
+import type { AgentSummary as Agent, LiveEvent, ServerEvent, StoredKind, StreamEvent } from '../../src-shared/contract/index.ts';
 
 /** Agent events that change how many devices a fleet holds (presence and commands do not). */
 const FLEET_COUNT_ACTIONS = new Set(['enrolled', 'reenrolled', 'deleted', 'unenrolled', 'fleet_changed']);
@@ -22,7 +22,7 @@ export type Effect =
  * types still refresh what their ids point at, so new capabilities (broker presence, mail
  * delivery) show up live without a change here.
  */
-export function effectsOf(event: LiveEvent): Effect[] {
+export function effectsOf(event: ServerEvent): Effect[] {
   const dot = event.type.indexOf('.');
   const domain = dot === -1 ? event.type : event.type.slice(0, dot);
   const action = dot === -1 ? '' : event.type.slice(dot + 1);
@@ -63,7 +63,11 @@ export function effectsOf(event: LiveEvent): Effect[] {
     case 'agent':
       effects.push(...agentEffect());
       // Uses, pending approvals and their rows on the code pages.
-      if (event.data?.code_id != null || action === 'approved' || action === 'rejected')
+      if (
+        (event.data !== null && 'code_id' in event.data && event.data.code_id != null) ||
+        action === 'approved' ||
+        action === 'rejected'
+      )
         effects.push({ kind: 'invalidate', key: codeKeys.all });
       if (event.invitation_id !== null) effects.push(...invitationEffect());
       // Fleets list how many devices each holds: a device that comes, goes or moves changes that.

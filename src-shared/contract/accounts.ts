@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Items, Literals, Nullable } from './common.ts';
 import { MIN_PASSWORD_LENGTH, ROLES } from './rules.ts';
+import { PERMISSION_NAMES, type Permission } from './permissions.ts';
 
 /** What an admin may do (ROLES, roleAtLeast and MIN_PASSWORD_LENGTH are in rules.ts: the console loads them, and no schema). */
 export const Role = Literals(ROLES);
@@ -30,6 +31,8 @@ export const Me = Type.Object({
   token: Nullable(Type.Object({ id: Type.Integer(), name: Type.String(), role: Role })),
   /** The role this call acts with: the token's when a token is used, else the account's. */
   role: Role,
+  /** What that role may do (permissions.ts): the console shows or disables its controls by these. */
+  permissions: Type.Array(Type.Unsafe<Permission>(Type.Union(PERMISSION_NAMES.map((name) => Type.Literal(name))))),
 });
 export type Me = Static<typeof Me>;
 

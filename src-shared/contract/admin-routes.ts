@@ -8,9 +8,15 @@
 //
 // Schemas are named, not imported: this file holds plain data only, so the console's bundle, which
 // carries the client and this table, carries no TypeBox code. A name that is not a schema of the
-// contract does not compile. (Once accounts exist, each entry also names its permission.)
+// contract does not compile.
+//
+// Each entry also names the permission it needs (permissions.ts): the route table checks it before
+// the handler runs (backend/http/route-table.ts), so no handler checks a role. An entry without
+// one does not compile; `public` says a route is reached without signing in.
 import type { TSchema } from 'typebox';
 import type * as Contract from './index.ts';
+import { OWNER_SETTINGS, type Permission, type RoutePermission } from './permissions.ts';
+import type { AgentCommand } from './rules.ts';
 
 /** The contract's exports, as types. */
 export type ContractSchemas = typeof Contract;
@@ -35,7 +41,28 @@ export interface AdminEndpoint {
   body?: SchemaName | Bytes;
   /** By status: the schema of the JSON answer, its bytes, or null for an empty one (204, a redirect). Errors besides these are `ApiErrorBody`. */
   response: Readonly<Record<number, SchemaName | Bytes | null>>;
+  /** What the caller's role must hold (permissions.ts); checked by the route table before the handler. */
+  permission: RoutePermission;
 }
+
+/** Each command sent to a device, by the permission it needs (every command is listed: a new one does not compile). */
+export const COMMAND_PERMISSIONS = {
+  ping: 'devices.ping',
+  geolocate: 'devices.locate',
+  inventory: 'devices.inventory',
+  lock: 'devices.lock',
+  unlock: 'devices.lock',
+  wipe: 'devices.wipe',
+  unenroll: 'devices.unenroll',
+} as const satisfies Record<AgentCommand, Permission>;
+
+/** The owner's settings (permissions.ts) a body may change: each needs settings.server. */
+const ownerKeys = (keys: readonly (typeof OWNER_SETTINGS)[number][]) =>
+  Object.fromEntries(keys.map((key) => [key, 'settings.server'])) as Record<string, 'settings.server'>;
+/** PATCH /api/settings: all of them but the SMTP password and URL (set with the mail settings only). */
+const OWNER_SETTING_KEYS = ownerKeys(OWNER_SETTINGS.filter((key) => key !== 'smtp_password' && key !== 'smtp_url'));
+/** PUT /api/mail/settings: the SMTP server's. */
+const OWNER_MAIL_KEYS = ownerKeys(OWNER_SETTINGS.filter((key) => key.startsWith('smtp_')));
 
 const PNG = { contentType: 'image/png' } as const;
 const SVG = { contentType: 'image/svg+xml' } as const;
@@ -47,6 +74,7 @@ export const adminRoutes = {
   openSignInLink: {
     method: 'GET',
     path: '/auth',
+    permission: 'public',
     summary:
       'One-time sign-in link (`?ticket=`): sets the session cookie and redirects to the console; a used or unknown ticket redirects to the sign-in page. The query is read without a schema, so a missing or repeated ticket lands on that page rather than on a 400.',
     response: { 302: null },
@@ -54,6 +82,7 @@ export const adminRoutes = {
   signIn: {
     method: 'POST',
     path: '/auth/sign-in',
+    permission: 'public',
     summary: 'The admin token or a sign-in link, exchanged for a new console session (its cookie)',
     body: 'SignInBody',
     response: { 200: 'SignInResult' },
@@ -61,6 +90,7 @@ export const adminRoutes = {
   signOut: {
     method: 'POST',
     path: '/auth/sign-out',
+    permission: 'public',
     summary: 'Ends the console session on the server and clears its cookie',
     response: { 200: 'SignOutResult' },
   },
@@ -68,6 +98,7 @@ export const adminRoutes = {
   signInWithPassword: {
     method: 'POST',
     path: '/auth/password',
+    permission: 'public',
     summary:
       'An admin’s email and password, exchanged for a new console session (its cookie); throttled per address and per account',
     body: 'PasswordSignInBody',
@@ -76,6 +107,7 @@ export const adminRoutes = {
   setUpOwner: {
     method: 'POST',
     path: '/auth/setup',
+    permission: 'public',
     summary: 'The one-time set-up link’s form: the owner’s email, name and password; signs in (410 once used)',
     body: 'OwnerSetupBody',
     response: { 200: 'PasswordSignInResult' },
@@ -84,6 +116,7 @@ export const adminRoutes = {
   accountInvitation: {
     method: 'GET',
     path: '/auth/invitation',
+    permission: 'public',
     summary: 'Whom an admin’s set-up link is for (410 saying why when it is used, expired or replaced)',
     querystring: 'AccountSetupQuery',
     response: { 200: 'AccountSetupInfo' },
@@ -91,6 +124,7 @@ export const adminRoutes = {
   acceptAccountInvitation: {
     method: 'POST',
     path: '/auth/invitation',
+    permission: 'public',
     summary: 'The invited admin’s set-up link’s form: their password (and name); uses the link and signs in',
     body: 'AccountSetupBody',
     response: { 200: 'PasswordSignInResult' },
@@ -99,18 +133,21 @@ export const adminRoutes = {
   me: {
     method: 'GET',
     path: '/api/me',
+    permission: 'signed-in',
     summary: 'Who is calling: the account, how (session or API token) and the role the call acts with',
     response: { 200: 'Me' },
   },
   'tokens.list': {
     method: 'GET',
     path: '/api/tokens',
+    permission: 'tokens.own',
     summary: 'API tokens (the owner sees everyone’s, others their own), never the tokens themselves',
     response: { 200: 'ApiTokenList' },
   },
   'tokens.create': {
     method: 'POST',
     path: '/api/tokens',
+    permission: 'tokens.own',
     summary:
       'A personal API token with a role no higher than the caller’s and an optional lifetime; the token is in this answer only',
     body: 'ApiTokenCreate',
@@ -119,6 +156,7 @@ export const adminRoutes = {
   'tokens.revoke': {
     method: 'POST',
     path: '/api/tokens/:id/revoke',
+    permission: 'tokens.own',
     summary: 'Revokes an API token at once (the data dir’s admin token cannot be: 409)',
     params: 'IdParams',
     response: { 200: 'ApiToken' },
@@ -127,6 +165,7 @@ export const adminRoutes = {
   'accounts.list': {
     method: 'GET',
     path: '/api/accounts',
+    permission: 'accounts.manage',
     summary:
       'The admins: role, status (invited, active, disabled), last sign-in, and an invited one’s set-up link’s expiry and email',
     response: { 200: 'AccountList' },
@@ -134,6 +173,7 @@ export const adminRoutes = {
   'accounts.invite': {
     method: 'POST',
     path: '/api/accounts',
+    permission: 'accounts.manage',
     summary:
       'Invites an admin by email with a role: the mail worker sends a set-up link (expiring, one use); with `no_email` the answer carries the link instead',
     body: 'AccountInviteBody',
@@ -142,6 +182,7 @@ export const adminRoutes = {
   'accounts.reinvite': {
     method: 'POST',
     path: '/api/accounts/:id/invitation',
+    permission: 'accounts.manage',
     summary: 'A new set-up link for an invited admin (the previous one stops working), emailed or, with `no_email`, answered',
     params: 'IdParams',
     body: 'AccountReinviteBody',
@@ -150,6 +191,7 @@ export const adminRoutes = {
   'accounts.update': {
     method: 'PATCH',
     path: '/api/accounts/:id',
+    permission: 'accounts.manage',
     summary: 'Changes an admin’s role (never your own; never the last owner’s)',
     params: 'IdParams',
     body: 'AccountUpdate',
@@ -158,6 +200,7 @@ export const adminRoutes = {
   'accounts.disable': {
     method: 'POST',
     path: '/api/accounts/:id/disable',
+    permission: 'accounts.manage',
     summary:
       'Disables an admin: their console sessions end and their API tokens are refused (never yourself, never the last owner)',
     params: 'IdParams',
@@ -166,6 +209,7 @@ export const adminRoutes = {
   'accounts.enable': {
     method: 'POST',
     path: '/api/accounts/:id/enable',
+    permission: 'accounts.manage',
     summary: 'Enables a disabled admin again (their tokens work again; they sign in anew)',
     params: 'IdParams',
     response: { 200: 'AccountEntry' },
@@ -173,6 +217,7 @@ export const adminRoutes = {
   'accounts.remove': {
     method: 'DELETE',
     path: '/api/accounts/:id',
+    permission: 'accounts.manage',
     summary: 'Deletes an admin and their API tokens (never yourself, never the last owner: 409)',
     params: 'IdParams',
     response: { 204: null },
@@ -181,6 +226,7 @@ export const adminRoutes = {
   'audit.list': {
     method: 'GET',
     path: '/api/audit',
+    permission: 'audit.read',
     summary: 'The audit trail, newest first: who (admin and API token, role), from where, did what to which object; filtered',
     querystring: 'AuditQuery',
     response: { 200: 'AuditList' },
@@ -189,18 +235,21 @@ export const adminRoutes = {
   consoleTicket: {
     method: 'POST',
     path: '/api/console-tickets',
+    permission: 'accounts.manage',
     summary: 'A fresh one-time console sign-in link',
     response: { 201: 'ConsoleTicket' },
   },
   status: {
     method: 'GET',
     path: '/api/status',
+    permission: 'status.read',
     summary: 'URLs, ports, counts, broker, LAN addresses and warnings',
     response: { 200: 'ServerStatus' },
   },
   choosePublicHost: {
     method: 'POST',
     path: '/api/public-host',
+    permission: 'settings.server',
     summary: 'Makes a LAN address of this machine the public host now',
     body: 'PublicHostBody',
     response: { 200: 'PublicHostResult' },
@@ -208,6 +257,7 @@ export const adminRoutes = {
   events: {
     method: 'GET',
     path: '/api/events',
+    permission: 'events.read',
     summary: 'Event history, newest first',
     querystring: 'EventsQuery',
     response: { 200: 'EventList' },
@@ -215,6 +265,7 @@ export const adminRoutes = {
   eventStream: {
     method: 'GET',
     path: '/api/events/stream',
+    permission: 'events.read',
     summary:
       'Server-Sent Events: every change as it happens (`Last-Event-ID` or `?after=` replays what came after); each frame is an `Event`, plus `agent` (the device-list row) for events naming an agent',
     querystring: 'EventStreamQuery',
@@ -224,6 +275,7 @@ export const adminRoutes = {
   'invitations.list': {
     method: 'GET',
     path: '/api/invitations',
+    permission: 'invitations.read',
     summary: 'Invitations, filtered and paged',
     querystring: 'InvitationFilter',
     response: { 200: 'InvitationPage' },
@@ -231,6 +283,7 @@ export const adminRoutes = {
   'invitations.create': {
     method: 'POST',
     path: '/api/invitations',
+    permission: 'invitations.create',
     summary: 'Invites an address (409 with the pending invitation unless `another`)',
     body: 'InvitationCreate',
     response: { 201: 'Invitation', 409: 'InvitationPendingError' },
@@ -238,6 +291,7 @@ export const adminRoutes = {
   'invitations.validate': {
     method: 'POST',
     path: '/api/invitations/validate',
+    permission: 'invitations.create',
     summary: 'Checks rows without creating anything',
     body: 'InvitationBulk',
     response: { 200: 'InvitationValidation' },
@@ -245,6 +299,7 @@ export const adminRoutes = {
   'invitations.createMany': {
     method: 'POST',
     path: '/api/invitations/bulk',
+    permission: 'invitations.create',
     summary: 'Creates many invitations, all or nothing',
     body: 'InvitationBulk',
     response: { 201: 'InvitationBulkCreated', 400: 'InvitationBulkError' },
@@ -252,6 +307,7 @@ export const adminRoutes = {
   'invitations.get': {
     method: 'GET',
     path: '/api/invitations/:id',
+    permission: 'invitations.read',
     summary: 'One invitation with its log of attempts and its events',
     params: 'IdParams',
     response: { 200: 'InvitationDetail' },
@@ -259,6 +315,7 @@ export const adminRoutes = {
   'invitations.qrPng': {
     method: 'GET',
     path: '/api/invitations/:id/qr.png',
+    permission: 'invitations.read',
     summary: "The invitation's QR code (PNG)",
     params: 'IdParams',
     querystring: 'QrQuery',
@@ -267,6 +324,7 @@ export const adminRoutes = {
   'invitations.qrSvg': {
     method: 'GET',
     path: '/api/invitations/:id/qr.svg',
+    permission: 'invitations.read',
     summary: "The invitation's QR code (SVG)",
     params: 'IdParams',
     response: { 200: SVG },
@@ -274,6 +332,7 @@ export const adminRoutes = {
   'invitations.revoke': {
     method: 'POST',
     path: '/api/invitations/:id/revoke',
+    permission: 'invitations.revoke',
     summary: 'Revokes a pending invitation',
     params: 'IdParams',
     response: { 200: 'Invitation' },
@@ -281,6 +340,7 @@ export const adminRoutes = {
   'invitations.remove': {
     method: 'DELETE',
     path: '/api/invitations/:id',
+    permission: 'invitations.delete',
     summary: 'Deletes an invitation',
     params: 'IdParams',
     response: { 204: null },
@@ -288,6 +348,7 @@ export const adminRoutes = {
   'invitations.resend': {
     method: 'POST',
     path: '/api/invitations/:id/resend',
+    permission: 'invitations.resend',
     summary: 'Emails it again: same link, same expiry',
     params: 'IdParams',
     response: { 202: 'Invitation' },
@@ -295,16 +356,24 @@ export const adminRoutes = {
   'invitations.simulate': {
     method: 'POST',
     path: '/api/invitations/:id/simulate',
+    permission: 'simulator.run',
     summary: 'Runs the device simulator against the invitation',
     params: 'IdParams',
     querystring: 'SimulateQuery',
     response: { 200: 'SimulateResult' },
   },
 
-  'codes.list': { method: 'GET', path: '/api/codes', summary: 'Enrollment codes', response: { 200: 'CodeList' } },
+  'codes.list': {
+    method: 'GET',
+    path: '/api/codes',
+    summary: 'Enrollment codes',
+    permission: 'codes.read',
+    response: { 200: 'CodeList' },
+  },
   'codes.create': {
     method: 'POST',
     path: '/api/codes',
+    permission: 'codes.write',
     summary: 'Creates an enrollment code',
     body: 'CodeCreate',
     response: { 201: 'EnrollmentCode' },
@@ -312,6 +381,7 @@ export const adminRoutes = {
   'codes.get': {
     method: 'GET',
     path: '/api/codes/:id',
+    permission: 'codes.read',
     summary: 'One code with its log of uses and refusals',
     params: 'IdParams',
     response: { 200: 'CodeDetail' },
@@ -319,6 +389,7 @@ export const adminRoutes = {
   'codes.qrPng': {
     method: 'GET',
     path: '/api/codes/:id/qr.png',
+    permission: 'codes.read',
     summary: "The code's QR code (PNG)",
     params: 'IdParams',
     querystring: 'QrQuery',
@@ -327,6 +398,7 @@ export const adminRoutes = {
   'codes.qrSvg': {
     method: 'GET',
     path: '/api/codes/:id/qr.svg',
+    permission: 'codes.read',
     summary: "The code's QR code (SVG)",
     params: 'IdParams',
     response: { 200: SVG },
@@ -334,6 +406,7 @@ export const adminRoutes = {
   'codes.revoke': {
     method: 'POST',
     path: '/api/codes/:id/revoke',
+    permission: 'codes.revoke',
     summary: 'Revokes a code',
     params: 'IdParams',
     response: { 200: 'EnrollmentCode' },
@@ -341,6 +414,7 @@ export const adminRoutes = {
   'codes.rotate': {
     method: 'POST',
     path: '/api/codes/:id/rotate',
+    permission: 'codes.write',
     summary: 'Gives a code a new token (the old QR code stops working)',
     params: 'IdParams',
     response: { 200: 'EnrollmentCode' },
@@ -348,6 +422,7 @@ export const adminRoutes = {
   'codes.simulate': {
     method: 'POST',
     path: '/api/codes/:id/simulate',
+    permission: 'simulator.run',
     summary: 'Runs the device simulator as a person using the code',
     params: 'IdParams',
     querystring: 'SimulateQuery',
@@ -355,10 +430,17 @@ export const adminRoutes = {
     response: { 200: 'CodeSimulateResult' },
   },
 
-  'agents.list': { method: 'GET', path: '/api/agents', summary: 'Devices', response: { 200: 'AgentList' } },
+  'agents.list': {
+    method: 'GET',
+    path: '/api/agents',
+    summary: 'Devices',
+    permission: 'devices.read',
+    response: { 200: 'AgentList' },
+  },
   'agents.get': {
     method: 'GET',
     path: '/api/agents/:id',
+    permission: 'devices.read',
     summary: 'One device with its inventory, positions and events',
     params: 'IdParams',
     response: { 200: 'AgentDetail' },
@@ -366,6 +448,7 @@ export const adminRoutes = {
   'agents.remove': {
     method: 'DELETE',
     path: '/api/agents/:id',
+    permission: 'devices.delete',
     summary: 'Deletes a device (its api_token is retired)',
     params: 'IdParams',
     response: { 204: null },
@@ -373,6 +456,7 @@ export const adminRoutes = {
   'agents.move': {
     method: 'PATCH',
     path: '/api/agents/:id',
+    permission: 'devices.move',
     summary: 'Moves a device to another fleet (the agent is told with Command/Subscribe)',
     params: 'IdParams',
     body: 'AgentPatch',
@@ -381,6 +465,7 @@ export const adminRoutes = {
   'agents.command': {
     method: 'POST',
     path: '/api/agents/:id/commands',
+    permission: { field: 'command', values: COMMAND_PERMISSIONS },
     summary: 'Sends a command to the device over MQTT',
     params: 'IdParams',
     body: 'CommandBody',
@@ -389,6 +474,7 @@ export const adminRoutes = {
   'agents.approve': {
     method: 'POST',
     path: '/api/agents/:id/approve',
+    permission: 'devices.approve',
     summary: 'Approves a device enrolled with a manual code',
     params: 'IdParams',
     response: { 200: 'AgentSummary' },
@@ -396,6 +482,7 @@ export const adminRoutes = {
   'agents.reject': {
     method: 'POST',
     path: '/api/agents/:id/reject',
+    permission: 'devices.approve',
     summary: 'Rejects a device enrolled with a manual code',
     params: 'IdParams',
     response: { 200: 'AgentSummary' },
@@ -403,6 +490,7 @@ export const adminRoutes = {
   'agents.approveMany': {
     method: 'POST',
     path: '/api/agents/approve',
+    permission: 'devices.approve',
     summary: 'Approves many devices: each approved or listed with why not',
     body: 'ApproveManyBody',
     response: { 200: 'ApproveManyResult' },
@@ -410,15 +498,23 @@ export const adminRoutes = {
   'agents.tasks': {
     method: 'GET',
     path: '/api/agents/:id/tasks',
+    permission: 'devices.read',
     summary: "A device's tasks with their history",
     params: 'SafeIdParams',
     response: { 200: 'DeviceTaskList' },
   },
 
-  'fleets.list': { method: 'GET', path: '/api/fleets', summary: 'Fleets', response: { 200: 'FleetList' } },
+  'fleets.list': {
+    method: 'GET',
+    path: '/api/fleets',
+    summary: 'Fleets',
+    permission: 'fleets.read',
+    response: { 200: 'FleetList' },
+  },
   'fleets.create': {
     method: 'POST',
     path: '/api/fleets',
+    permission: 'fleets.write',
     summary: 'Creates a fleet',
     body: 'FleetName',
     response: { 201: 'FleetRecord' },
@@ -426,6 +522,7 @@ export const adminRoutes = {
   'fleets.rename': {
     method: 'PATCH',
     path: '/api/fleets/:id',
+    permission: 'fleets.write',
     summary: 'Renames a fleet',
     params: 'IdParams',
     body: 'FleetName',
@@ -434,24 +531,39 @@ export const adminRoutes = {
   'fleets.remove': {
     method: 'DELETE',
     path: '/api/fleets/:id',
+    permission: 'fleets.write',
     summary: 'Deletes an empty, non-default fleet',
     params: 'IdParams',
     response: { 204: null },
   },
 
-  'settings.get': { method: 'GET', path: '/api/settings', summary: 'Settings', response: { 200: 'Settings' } },
+  'settings.get': {
+    method: 'GET',
+    path: '/api/settings',
+    summary: 'Settings',
+    permission: 'settings.read',
+    response: { 200: 'Settings' },
+  },
   'settings.update': {
     method: 'PATCH',
     path: '/api/settings',
+    permission: { permission: 'settings.write', keys: OWNER_SETTING_KEYS },
     summary: "Changes settings (refused when an invitation's QR code would overflow)",
     body: 'SettingsPatch',
     response: { 200: 'Settings' },
   },
 
-  'mail.status': { method: 'GET', path: '/api/mail/status', summary: 'The mail queue', response: { 200: 'MailStatus' } },
+  'mail.status': {
+    method: 'GET',
+    path: '/api/mail/status',
+    summary: 'The mail queue',
+    permission: 'mail.read',
+    response: { 200: 'MailStatus' },
+  },
   'mail.retry': {
     method: 'POST',
     path: '/api/mail/retry',
+    permission: 'invitations.resend',
     summary: 'Retries failed deliveries: all, one bulk batch, or the listed invitations',
     body: 'MailRetryBody',
     response: { 202: 'MailRetryResult' },
@@ -459,6 +571,7 @@ export const adminRoutes = {
   'mail.batch': {
     method: 'GET',
     path: '/api/mail/batches/:batch_id',
+    permission: 'mail.read',
     summary: 'The deliveries of one bulk batch',
     params: 'MailBatchParams',
     response: { 200: 'MailBatch' },
@@ -466,12 +579,14 @@ export const adminRoutes = {
   'mail.settings': {
     method: 'GET',
     path: '/api/mail/settings',
+    permission: 'mail.read',
     summary: 'Mail settings (secrets left out)',
     response: { 200: 'MailSettingsView' },
   },
   'mail.saveSettings': {
     method: 'PUT',
     path: '/api/mail/settings',
+    permission: { permission: 'settings.write', keys: OWNER_MAIL_KEYS },
     summary: 'Saves the mail settings',
     body: 'MailSettingsPut',
     response: { 200: 'MailSettingsView' },
@@ -479,6 +594,7 @@ export const adminRoutes = {
   'mail.preview': {
     method: 'POST',
     path: '/api/mail/preview',
+    permission: 'mail.read',
     summary: 'The invitation email as it would be sent',
     body: 'MailPreviewBody',
     response: { 200: 'MailPreview' },
@@ -486,16 +602,24 @@ export const adminRoutes = {
   'mail.test': {
     method: 'POST',
     path: '/api/mail/test',
+    permission: 'settings.write',
     summary: "Sends a test email now; 502 with the server's answer on failure",
     body: 'MailTestBody',
     response: { 200: 'MailTestResult', 502: 'MailTestFailure' },
   },
 
   // Files and packages: the upload is the raw body, streamed to disk (a JSON schema cannot describe it).
-  'files.list': { method: 'GET', path: '/api/files', summary: 'Files', response: { 200: 'StoredItemList' } },
+  'files.list': {
+    method: 'GET',
+    path: '/api/files',
+    summary: 'Files',
+    permission: 'files.read',
+    response: { 200: 'StoredItemList' },
+  },
   'files.upload': {
     method: 'POST',
     path: '/api/files',
+    permission: 'files.write',
     summary: 'Uploads a file: the raw body (Content-Type: application/octet-stream)',
     querystring: 'UploadQuery',
     body: RAW,
@@ -504,14 +628,22 @@ export const adminRoutes = {
   'files.remove': {
     method: 'DELETE',
     path: '/api/files/:id',
+    permission: 'files.write',
     summary: 'Deletes a file',
     params: 'SafeIdParams',
     response: { 204: null },
   },
-  'packages.list': { method: 'GET', path: '/api/packages', summary: 'Packages', response: { 200: 'StoredItemList' } },
+  'packages.list': {
+    method: 'GET',
+    path: '/api/packages',
+    summary: 'Packages',
+    permission: 'files.read',
+    response: { 200: 'StoredItemList' },
+  },
   'packages.upload': {
     method: 'POST',
     path: '/api/packages',
+    permission: 'files.write',
     summary: 'Uploads a package (an APK is read; 422 ERROR_APK_UNREADABLE unless `if_unreadable=keep`)',
     querystring: 'UploadQuery',
     body: RAW,
@@ -520,6 +652,7 @@ export const adminRoutes = {
   'packages.update': {
     method: 'PATCH',
     path: '/api/packages/:id',
+    permission: 'files.write',
     summary: "What the APK's manifest did not say, or says wrong",
     params: 'SafeIdParams',
     body: 'PackagePatch',
@@ -528,6 +661,7 @@ export const adminRoutes = {
   'packages.remove': {
     method: 'DELETE',
     path: '/api/packages/:id',
+    permission: 'files.write',
     summary: 'Deletes a package',
     params: 'SafeIdParams',
     response: { 204: null },
@@ -536,6 +670,7 @@ export const adminRoutes = {
   'deployments.list': {
     method: 'GET',
     path: '/api/deployments',
+    permission: 'deployments.read',
     summary: 'Deployments with task counts and progress',
     querystring: 'DeploymentFilter',
     response: { 200: 'DeploymentList' },
@@ -543,6 +678,7 @@ export const adminRoutes = {
   'deployments.create': {
     method: 'POST',
     path: '/api/deployments',
+    permission: 'deployments.write',
     summary: 'Publishes a file or package to a fleet or a device',
     body: 'DeployBody',
     response: { 201: 'DeploymentDetail' },
@@ -550,6 +686,7 @@ export const adminRoutes = {
   'deployments.get': {
     method: 'GET',
     path: '/api/deployments/:id',
+    permission: 'deployments.read',
     summary: 'One deployment with every task and its history',
     params: 'SafeIdParams',
     response: { 200: 'DeploymentDetail' },
@@ -557,6 +694,7 @@ export const adminRoutes = {
   'deployments.remove': {
     method: 'DELETE',
     path: '/api/deployments/:id',
+    permission: 'deployments.write',
     summary: 'Ends a deployment; with remove_on_delete, the removal it published',
     params: 'SafeIdParams',
     response: { 200: 'Undeployed' },
@@ -565,12 +703,14 @@ export const adminRoutes = {
   'policies.catalogue': {
     method: 'GET',
     path: '/api/policies',
+    permission: 'policies.read',
     summary: 'The policy catalogue',
     response: { 200: 'PolicyCatalogue' },
   },
   'policies.list': {
     method: 'GET',
     path: '/api/policy-assignments',
+    permission: 'policies.read',
     summary: 'Every assignment (deployments included) with task counts and progress',
     querystring: 'AssignmentFilter',
     response: { 200: 'AssignmentList' },
@@ -578,6 +718,7 @@ export const adminRoutes = {
   'policies.set': {
     method: 'POST',
     path: '/api/policy-assignments',
+    permission: 'policies.write',
     summary: 'Sets a value policy on a fleet or a device',
     body: 'AssignBody',
     response: { 201: 'DeploymentDetail' },
@@ -585,6 +726,7 @@ export const adminRoutes = {
   'policies.get': {
     method: 'GET',
     path: '/api/policy-assignments/:id',
+    permission: 'policies.read',
     summary: 'One assignment with every task and its history',
     params: 'SafeIdParams',
     response: { 200: 'DeploymentDetail' },
@@ -592,6 +734,7 @@ export const adminRoutes = {
   'policies.unset': {
     method: 'DELETE',
     path: '/api/policy-assignments/:id',
+    permission: 'policies.write',
     summary: 'Unsets a value policy (or undeploys a deployment)',
     params: 'SafeIdParams',
     response: { 200: 'Unassigned' },
@@ -599,6 +742,7 @@ export const adminRoutes = {
   'policies.ofAgent': {
     method: 'GET',
     path: '/api/agents/:id/policies',
+    permission: 'policies.read',
     summary: "A device's tasks of active assignments and which value applies",
     params: 'SafeIdParams',
     response: { 200: 'EffectivePolicyList' },
@@ -606,6 +750,7 @@ export const adminRoutes = {
   'policies.compliance': {
     method: 'GET',
     path: '/api/compliance',
+    permission: 'policies.read',
     summary: 'Each enrolled device: its tasks counted and its compliance state',
     querystring: 'ComplianceFilter',
     response: { 200: 'ComplianceList' },

@@ -1,7 +1,7 @@
 // The live stream of events, GET /api/events/stream: its own file because its frames carry the
 // agent's row (agents.ts), while an agent's detail carries its events (events.ts).
 import type { AgentSummary } from './agents.ts';
-import type { LiveEvent } from './events.ts';
+import type { ServerEvent } from './events.ts';
 
 // ── GET /api/events/stream: Server-Sent Events ──────────────────────────────────────────────
 // The stream opens with a `retry:` preamble, then sends every recorded event as
@@ -12,10 +12,11 @@ export const SSE_RETRY_MS = 2000;
 export const SSE_HEARTBEAT_MS = 15_000;
 
 /**
- * The data of an event frame: the event, and for an event naming an agent also `agent`, the agent's
- * device-list row as it stands after the event (null once it is gone).
+ * The data of an event frame: the event (its data typed by its type, from the ServerEvents map), and
+ * for an event naming an agent also `agent`, the agent's device-list row as it stands after the
+ * event (null once it is gone).
  */
-export type StreamEvent = LiveEvent & { agent?: AgentSummary | null };
+export type StreamEvent = ServerEvent & { agent?: AgentSummary | null };
 
 /** The frames the stream sends, as a client parses them. */
 export type SseFrame =

@@ -22,6 +22,20 @@ export type EventStreamQuery = Static<typeof EventStreamQuery>;
 export const EventList = Items(LiveEvent);
 export type EventList = Static<typeof EventList>;
 
+/**
+ * What a change did, field by field: the values before and after (null: the object did not exist
+ * before, or no longer does). The audit trail keeps the fields that differ, secrets redacted.
+ */
+export type ChangeData = { before: Record<string, unknown> | null; after: Record<string, unknown> | null };
+type AccountRef = { account_id: number; email: string | null; name: string };
+type AccountMailData = {
+  account_invite_id: number;
+  email?: string;
+  attempts: number;
+  error?: string;
+  [key: string]: unknown;
+};
+
 type AttemptData = { remote_addr: string | null; email: string | null; serial: string | null; uuid: string | null };
 type CommandData = { command: string; topic: string; payload: Record<string, unknown>; retained: boolean; online: boolean };
 type PresenceData = { reason: string; last_contact: string; [key: string]: unknown };
@@ -36,16 +50,36 @@ type MailStateData = {
 };
 
 /**
- * The server's events by type: what `data` carries. Types not listed here carry no data the
- * console relies on (`data` may still hold details for people).
+ * The server's events by type: what `data` carries. The one list of event types: the backend's
+ * `EventLog.record(type, message, refs, data)` takes only a key of this map and, for it, only this
+ * data (optional where it is null); the console's stream consumers and the CLI read events through
+ * `ServerEvent`, narrowed by `type`. A new event is one line here.
  */
 export interface ServerEvents {
   'server.started': null;
   'settings.updated': { keys: string[] };
+  /** The owner account made on first start (no email yet: the set-up link gives it one). */
+  'account.created': { account_id: number; role: string };
+  'account.owner_set_up': { account_id: number; email: string };
+  'account.token_created': { token_id: number; role: string; days: number | null; by: string };
+  'account.token_revoked': { token_id: number; by: string };
+  'account.invited': AccountRef & { role: string; email_queued: boolean; [key: string]: unknown };
+  'account.reinvited': AccountRef & { email_queued: boolean };
+  'account.role_changed': AccountRef & ChangeData;
+  'account.disabled': AccountRef & ChangeData & { sessions_ended: number };
+  'account.enabled': AccountRef & ChangeData;
+  'account.deleted': AccountRef & ChangeData;
+  'account.invitation_accepted': AccountRef & ChangeData;
+  'account.invitation_retrying': AccountMailData & { retry_at: string };
+  'account.invitation_sent': AccountMailData;
+  'account.invitation_failed': AccountMailData;
+  'account.invitation_outbox': AccountMailData;
+  'admin.signed_in': { account_id: number; address: string; with: 'token' | 'link' | 'password' };
+  'admin.signed_out': { account_id: number; address: string };
   /** A console sign-in, an admin API call or a sign-in link refused (wrong token, used link). */
-  'admin.sign_in_failed': { address: string; with: 'form' | 'link' | 'bearer' };
+  'admin.sign_in_failed': { address: string; with: 'form' | 'link' | 'bearer' | 'password'; email?: string };
   /** An address made too many failed sign-ins: further attempts get 429 for `retry_after_s`. */
-  'admin.sign_in_throttled': { address: string; retry_after_s: number };
+  'admin.sign_in_throttled': { address: string; retry_after_s: number; email?: string };
   'invitation.created': { email: string; fleet: string; days: number };
   'invitation.revoked': null;
   'invitation.deleted': null;
@@ -116,6 +150,14 @@ export interface ServerEvents {
     fleet_id: number | null;
   };
   'task.downloaded': { deployment_id: number; task_id: number; fleet_id: number | null };
+  /** A package install checked against the device's inventory. */
+  'task.verified': {
+    deployment_id: number;
+    task_id: number;
+    result: 'verified' | 'not_found';
+    inventory_at: string;
+    fleet_id: number | null;
+  };
   'task.report_refused': { task_id: number; reason: string; payload: string };
   'broker.started': Record<string, unknown>;
   'broker.stopped': { agent_ids: number[] };
@@ -125,12 +167,18 @@ export interface ServerEvents {
   'broker.reconciled': Record<string, unknown>;
   'broker.sync_failed': null;
   'broker.error': null;
+  'broker.weak_password': { account: string };
   'broker.auth_error': null;
   'mqtt.login_refused': { login: string; reason: string; [key: string]: unknown };
   'mqtt.publish_denied': { topic: string };
   'mqtt.resubscribed': { filters: string[] };
 }
 export type ServerEventType = keyof ServerEvents;
+
+/** `record`'s data argument for type `K`: required, unless that type's data is null. */
+export type EventDataArgs<K extends ServerEventType> = null extends ServerEvents[K]
+  ? [data?: ServerEvents[K]]
+  : [data: ServerEvents[K]];
 
 /** A live event whose `type` is known, with its data typed. */
 export type ServerEvent<K extends ServerEventType = ServerEventType> = {

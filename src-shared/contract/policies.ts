@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { Items, Literals, Nullable } from './common.ts';
-import { Deployment, TASK_STATUSES } from './deployments.ts';
+import { Deployment, TASK_STATUSES, TaskVerification } from './deployments.ts';
 
 // The policy catalogue: every policy the reference server (flyve-mdm/glpi-plugin,
 // install/policies/*.php) offers and the Flyve Android agent understands, as data. The admin API
@@ -497,6 +497,8 @@ export const EffectivePolicy = Type.Object({
   updated_at: Type.String(),
   /** False when another value of the same policy applies (the task is overriden). */
   effective: Type.Boolean(),
+  /** Package deployments: the install checked against the device's inventory. */
+  verification: Type.Optional(Nullable(TaskVerification)),
 });
 export type EffectivePolicy = Static<typeof EffectivePolicy>;
 export const EffectivePolicyList = Items(EffectivePolicy);

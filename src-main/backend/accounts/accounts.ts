@@ -6,6 +6,7 @@ import { ApiError } from '../errors.ts';
 import { randomHex } from '../util/tokens.ts';
 import type { Account, ApiToken, Role } from '../../../src-shared/contract/accounts.ts';
 import { roleAtLeast } from '../../../src-shared/contract/rules.ts';
+import { roleWithArticle } from '../../../src-shared/contract/permissions.ts';
 import { decoyHash, hashPassword, verifyPassword } from './passwords.ts';
 import type { AccountRepository, ListedApiToken, StoredAccount, StoredApiToken } from './repository.ts';
 
@@ -193,7 +194,7 @@ export class AccountService {
     // A token acts with its own role: it hands out nothing above it, whatever its account may.
     const mine = roleOf(actor);
     if (!roleAtLeast(mine, input.role)) {
-      throw new ApiError(403, 'ERROR_FORBIDDEN', `A ${mine} cannot make a token with the role ${input.role}`);
+      throw new ApiError(403, 'ERROR_FORBIDDEN', `${roleWithArticle(mine)} cannot make a token with the role ${input.role}`);
     }
     const token = `mdm_${randomHex(32)}`;
     const now = Date.now();

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { accountView, roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
 import type { AccountManagement } from '../accounts/management.ts';
 import { adminRoute } from '../http/route-table.ts';
+import { ROLE_PERMISSIONS } from '../../../src-shared/contract/permissions.ts';
 
 /** Who is calling and their API tokens: /me, /tokens. */
 export const accountRoutes: FastifyPluginAsyncTypebox<{
@@ -17,6 +18,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
       via: token ? ('token' as const) : ('session' as const),
       token: token ? { id: token.id, name: token.name, role: token.role } : null,
       role: roleOf(actor),
+      permissions: [...ROLE_PERMISSIONS[roleOf(actor)]],
     };
   });
 

@@ -8,14 +8,14 @@ import type { MqttBroker } from '../broker/broker.ts';
 import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
 import type { ServerInfo } from '../../../src-shared/contract/index.ts';
-import { adminRoute } from '../http/route-table.ts';
+import { actsAs, adminRoute } from '../http/route-table.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.ts';
 import { requestContext, type RequestContext } from '../audit/context.ts';
 import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
-import { accountView, type Actor } from '../accounts/accounts.ts';
+import { accountView, roleOf, type Actor } from '../accounts/accounts.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
@@ -205,6 +205,8 @@ export async function adminApp({
           connections.authenticated(request.raw.socket);
           clients.set(request, outcome.client);
           actors.set(request, outcome.actor);
+          // What the route's declared permission is checked against (http/route-table.ts).
+          actsAs(request, roleOf(outcome.actor));
           return;
         }
         if (outcome.status === 429) {

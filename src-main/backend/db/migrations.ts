@@ -632,4 +632,20 @@ export const migrations: Migration[] = [
       CREATE INDEX admin_invite_deliveries_queue ON admin_invite_deliveries(state, queued_at);
     `,
   },
+  {
+    version: 19,
+    name: 'package installs verified by the device inventory',
+    // A package deployment's task that reported done (or whose package was downloaded) is checked
+    // against the device's next inventory: is the package there, at the version deployed? One row
+    // per task, the latest check; inventory_at is when that inventory was received.
+    sql: `
+      CREATE TABLE task_verifications (
+        task_id       INTEGER PRIMARY KEY REFERENCES policy_tasks(id) ON DELETE CASCADE,
+        result        TEXT NOT NULL CHECK (result IN ('verified', 'not_found')),
+        detail        TEXT NOT NULL,
+        inventory_at  TEXT NOT NULL,
+        checked_at    TEXT NOT NULL
+      );
+    `,
+  },
 ];

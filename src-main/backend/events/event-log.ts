@@ -3,6 +3,7 @@ import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventRefs, EventRepository, RecordedEvent } from './event-repository.ts';
 import type { AuditLog, AuditTarget } from '../audit/audit-log.ts';
+import type { EventDataArgs, ServerEvent, ServerEventType } from '../../../src-shared/contract/events.ts';
 
 export type { EventRefs, RecordedEvent };
 
@@ -24,8 +25,11 @@ export class EventLog {
     this.emitter.setMaxListeners(0);
   }
 
-  /** Records an event; inside a unit of work it is emitted only after the commit. */
-  record(type: string, message: string, refs: EventRefs = {}, data?: Record<string, unknown>): RecordedEvent {
+  /**
+   * Records an event; inside a unit of work it is emitted only after the commit. `type` is a key of
+   * the contract's ServerEvents map and `data` its shape there (optional only where that is null).
+   */
+  record<K extends ServerEventType>(type: K, message: string, refs: EventRefs = {}, ...[data]: EventDataArgs<K>): ServerEvent<K> {
     const fields = {
       at: nowIso(),
       type,
@@ -34,9 +38,9 @@ export class EventLog {
       agent_id: refs.agentId ?? null,
       message,
       data: data ?? null,
-    };
-    const event: RecordedEvent = { id: this.store.insert(fields), ...fields };
-    this.audit?.recordForRequest(type, message, targetOf(type, refs, data));
+    } as Omit<ServerEvent<K>, 'id'>;
+    const event = { id: this.store.insert(fields), ...fields } as ServerEvent<K>;
+    this.audit?.recordForRequest(type, message, targetOf(type, refs, data ?? undefined));
     this.work.afterCommit(() => this.emitter.emit('event', event));
     return event;
   }
@@ -61,7 +65,8 @@ export class EventLog {
 }
 
 /** The object an event is about: its kind from the type (`agent.locked` → agent), its id and name from the refs or the data. */
-function targetOf(type: string, refs: EventRefs, data: Record<string, unknown> | undefined): AuditTarget {
+function targetOf(type: string, refs: EventRefs, fields: object | undefined): AuditTarget {
+  const data = fields as Record<string, unknown> | undefined;
   const kind = type.split('.')[0] ?? null;
   const number = (value: unknown) => (typeof value === 'number' && Number.isSafeInteger(value) ? value : null);
   const text = (value: unknown) => (typeof value === 'string' ? value : null);

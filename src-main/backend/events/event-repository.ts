@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.ts';
+import type { ServerEvent } from '../../../src-shared/contract/events.ts';
 
 export interface EventRefs {
   entityId?: number | null;
@@ -6,16 +7,8 @@ export interface EventRefs {
   agentId?: number | null;
 }
 
-export interface RecordedEvent {
-  id: number;
-  at: string;
-  type: string;
-  entity_id: number | null;
-  invitation_id: number | null;
-  agent_id: number | null;
-  message: string;
-  data: Record<string, unknown> | null;
-}
+/** A stored event: its type a key of the contract's ServerEvents map, its data that key's shape. */
+export type RecordedEvent = ServerEvent;
 
 /** The append-only events table. Lists are newest first. */
 export interface EventRepository {
@@ -27,9 +20,7 @@ export interface EventRepository {
   latest(limit: number, afterId: number): RecordedEvent[];
 }
 
-interface EventRow extends Omit<RecordedEvent, 'data'> {
-  data: string | null;
-}
+type EventRow = Omit<RecordedEvent, 'data'> & { data: string | null };
 
 export class SqliteEventRepository implements EventRepository {
   private readonly s;
@@ -73,6 +64,7 @@ export class SqliteEventRepository implements EventRepository {
   }
 }
 
+/** A row as its type's event: what `record` stored under that type (the table is written by it alone). */
 function parse(row: EventRow): RecordedEvent {
-  return { ...row, data: row.data ? (JSON.parse(row.data) as Record<string, unknown>) : null };
+  return { ...row, data: row.data ? JSON.parse(row.data) : null } as RecordedEvent;
 }

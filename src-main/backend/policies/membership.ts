@@ -65,9 +65,9 @@ export function followEvent(ctx: PolicyContext, event: RecordedEvent): void {
     if (event.agent_id !== null && ['agent.enrolled', 'agent.reenrolled', 'agent.fleet_changed'].includes(event.type))
       syncAgent(ctx, event.agent_id);
     if (event.type === 'agent.inventory' && event.agent_id !== null) reassess(ctx, event.agent_id);
-    if (event.type === 'fleet.created') clearFleetTopics(ctx, Number(event.data?.fleet_id));
-    if (event.type === 'fleet.deleted') {
-      const fleetId = Number(event.data?.fleet_id);
+    if (event.type === 'fleet.created' && event.data) clearFleetTopics(ctx, event.data.fleet_id);
+    if (event.type === 'fleet.deleted' && event.data) {
+      const fleetId = event.data.fleet_id;
       for (const row of ctx.repo.activeForFleet(fleetId))
         ctx.outbox.transact(() => retire(ctx, row, null, 'its fleet was deleted'));
     }

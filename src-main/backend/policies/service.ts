@@ -5,7 +5,7 @@ import type { FileStore, StoredRecord } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { itemNotFound } from '../errors.ts';
 import { assign, deploy, undeploy, unassignValue, type AssignInput, type DeployInput } from './assignments.ts';
-import { PolicyContext } from './context.ts';
+import { PolicyContext, type VerificationSource } from './context.ts';
 import { followEvent, syncAgent } from './membership.ts';
 import type { PolicyChannel } from './outbox.ts';
 import type { AgentInScope, TaskRow } from './repository.ts';
@@ -44,7 +44,15 @@ export class PolicyService {
   private readonly ctx: PolicyContext;
   private readonly unsubscribe: () => void;
 
-  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; fleets: FleetService; files: FileStore }) {
+  constructor(deps: {
+    db: Db;
+    events: EventLog;
+    work: UnitOfWork;
+    fleets: FleetService;
+    files: FileStore;
+    /** Package installs checked against the devices' inventories (verification.ts). */
+    verification?: VerificationSource;
+  }) {
     this.ctx = new PolicyContext(deps);
     this.unsubscribe = deps.events.subscribe((event) => followEvent(this.ctx, event));
   }

@@ -1,4 +1,4 @@
-import { policyDefinition, taskStatusText } from '../../../src-shared/contract/index.ts';
+import { policyDefinition, taskStatusText, type TaskVerification } from '../../../src-shared/contract/index.ts';
 import { itemNotFound } from '../errors.ts';
 import type { PolicyContext } from './context.ts';
 import type { DeploymentWithCounts, TaskHistoryRow, TaskRow } from './repository.ts';
@@ -21,6 +21,8 @@ export type DeploymentView = Omit<DeploymentWithCounts, 'payload' | 'remove_on_d
 export type TaskView = TaskRow & {
   /** The status as shown ("downloaded, not confirmed" for an open task whose item was downloaded). */
   status_text: string;
+  /** Package tasks: the install checked against the device's inventory (verification.ts). */
+  verification?: TaskVerification | null;
   history?: TaskHistoryRow[];
   deployment?: { id: number; policy: string; item_name: string; target_name: string; state: string };
 };
@@ -41,6 +43,8 @@ export interface EffectivePolicy {
   updated_at: string;
   /** False when another value of the same policy applies (this task is overriden). */
   effective: boolean;
+  /** Package tasks: the install checked against the device's inventory. */
+  verification: TaskVerification | null;
 }
 
 /** A device's compliance: its tasks of active assignments counted, and a one-line summary. */
@@ -107,21 +111,27 @@ export function detail(ctx: PolicyContext, id: number): DeploymentView & { tasks
     if (!entries) history.set(entry.task_id, (entries = []));
     entries.push(entry);
   }
+  const verified = ctx.verification?.ofDeployment(id);
   return {
     ...shown,
-    tasks: ctx.repo
-      .tasksOf(id)
-      .map((task) => ({ ...task, status_text: taskStatusText(task), history: history.get(task.id) ?? [] })),
+    tasks: ctx.repo.tasksOf(id).map((task) => ({
+      ...task,
+      status_text: taskStatusText(task),
+      verification: verified?.get(task.id) ?? null,
+      history: history.get(task.id) ?? [],
+    })),
   };
 }
 
 /** Every task of a device, each with its history and the assignment it belongs to. */
 export function tasksOfAgent(ctx: PolicyContext, agentId: number): TaskView[] {
+  const verified = ctx.verification?.ofAgent(agentId);
   return ctx.repo.tasksOfAgent(agentId).map((task) => {
     const deployment = ctx.repo.byId(task.deployment_id)!;
     return {
       ...task,
       status_text: taskStatusText(task),
+      verification: verified?.get(task.id) ?? null,
       history: ctx.repo.historyOf(task.id),
       deployment: {
         id: deployment.id,
@@ -137,6 +147,7 @@ export function tasksOfAgent(ctx: PolicyContext, agentId: number): TaskView[] {
 /** The device's tasks of active assignments, with where each value comes from and which applies. */
 export function effectiveOf(ctx: PolicyContext, agentId: number): EffectivePolicy[] {
   if (!ctx.repo.agent(agentId)) throw itemNotFound('Agent not found');
+  const verified = ctx.verification?.ofAgent(agentId);
   return ctx.repo.tasksOfAgent(agentId).flatMap((task) => {
     const row = ctx.repo.byId(task.deployment_id);
     if (!row || row.state !== 'active') return [];
@@ -154,6 +165,7 @@ export function effectiveOf(ctx: PolicyContext, agentId: number): EffectivePolic
         reason: task.reason,
         updated_at: task.updated_at,
         effective: task.status !== 'overriden' && task.status !== 'canceled',
+        verification: verified?.get(task.id) ?? null,
       },
     ];
   });

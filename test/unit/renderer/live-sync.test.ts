@@ -3,13 +3,17 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { codeKeys } from '../../../src-renderer/api/codes.ts';
 import { accountKeys } from '../../../src-renderer/api/accounts.ts';
 import { keys } from '../../../src-renderer/api/queries.ts';
-import type { AgentSummary as Agent, LiveEvent, StreamEvent } from '../../../src-shared/contract/index.ts';
+import type { AgentSummary as Agent, LiveEvent, ServerEventType, StreamEvent } from '../../../src-shared/contract/index.ts';
 import { effectsOf, LiveSync, upsertAgents } from '../../../src-renderer/live/cache-sync.ts';
 import { openEventStream, type StreamState } from '../../../src-renderer/live/event-stream.ts';
 
 let nextId = 1;
-function event(type: string, refs: Partial<Pick<StreamEvent, 'agent_id' | 'invitation_id'>> = {}): StreamEvent {
-  return {
+// A frame as it comes off the wire: some tests send types of no ServerEvents entry (a newer server's).
+function event(
+  type: ServerEventType | (string & {}),
+  refs: Partial<Pick<StreamEvent, 'agent_id' | 'invitation_id'>> = {},
+): StreamEvent {
+  const frame = {
     id: nextId++,
     at: new Date().toISOString(),
     type,
@@ -20,6 +24,7 @@ function event(type: string, refs: Partial<Pick<StreamEvent, 'agent_id' | 'invit
     data: null,
     ...refs,
   };
+  return frame as StreamEvent;
 }
 
 function agent(id: number, patch: Partial<Agent> = {}): Agent {
@@ -98,15 +103,18 @@ describe('what an event means for the caches', () => {
 
   it('refreshes enrollment codes on their events, on enrollments and decisions that name a code, and on settings', () => {
     const codes = { kind: 'invalidate', key: codeKeys.all };
+    const enrolled = (code_id: number | null, refs: Partial<Pick<StreamEvent, 'agent_id' | 'invitation_id'>>): StreamEvent => ({
+      ...event('agent.enrolled', refs),
+      type: 'agent.enrolled',
+      data: { serial: 'S5', uuid: null, type: 'android', version: '1.0.0', code_id, enroll_status: 'enrolled' },
+    });
     expect(effectsOf(event('code.created'))).toContainEqual(codes);
     expect(effectsOf(event('code.refused'))).toContainEqual(codes);
-    expect(effectsOf({ ...event('agent.enrolled', { agent_id: 5 }), data: { code_id: 2 } })).toContainEqual(codes);
+    expect(effectsOf(enrolled(2, { agent_id: 5 }))).toContainEqual(codes);
     expect(effectsOf(event('agent.approved', { agent_id: 5 }))).toContainEqual(codes);
     expect(effectsOf(event('agent.rejected', { agent_id: 5 }))).toContainEqual(codes);
     expect(effectsOf(event('settings.updated'))).toContainEqual(codes);
-    expect(
-      effectsOf({ ...event('agent.enrolled', { agent_id: 5, invitation_id: 1 }), data: { code_id: null } }),
-    ).not.toContainEqual(codes);
+    expect(effectsOf(enrolled(null, { agent_id: 5, invitation_id: 1 }))).not.toContainEqual(codes);
     expect(effectsOf(event('agent.online', { agent_id: 5 }))).not.toContainEqual(codes);
   });
 
