@@ -424,7 +424,8 @@ function AccountRow({
 /** The admins: invite by email with a role, change roles, disable, enable, delete; who signed in when. */
 export function AccountsPage() {
   const me = useMe();
-  const isOwner = me.data?.role === 'owner';
+  // Managing admins needs accounts.manage (the owner's): /api/me lists what this role may do.
+  const isOwner = me.data?.permissions.includes('accounts.manage') === true;
   const accounts = useAccounts(isOwner);
   const [inviting, setInviting] = useState(false);
   const [roleOf, setRoleOf] = useState<AccountEntry | null>(null);
@@ -445,8 +446,9 @@ export function AccountsPage() {
         }
       />
       {me.data && !isOwner ? (
-        <Alert color="gray" variant="light" title="Managing admins is the owner’s">
-          You are signed in as {me.data.role}: ask an owner to invite someone or change a role.
+        <Alert color="gray" variant="light" title="Managing admins is the owner’s" data-testid="accounts-not-allowed">
+          You are signed in as {me.data.role}, which cannot manage accounts (it needs accounts.manage): ask an owner to invite
+          someone or change a role.
         </Alert>
       ) : (
         <QueryView query={accounts}>

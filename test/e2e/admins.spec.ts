@@ -84,6 +84,11 @@ test('invite on the Accounts page -> email -> set password -> sign in as that ad
     await bo.getByTestId('sign-in-submit').click();
     await expect(bo.getByTestId('signed-in-as')).toContainText('Bo Díaz');
 
+    // As an operator, the Accounts page says managing admins is the owner's, and offers nothing.
+    await bo.goto(`${base}/accounts`);
+    await expect(bo.getByTestId('accounts-not-allowed')).toContainText('operator, which cannot manage accounts');
+    await expect(bo.getByTestId('invite-admin-button')).toHaveCount(0);
+
     // The owner's page shows Bo active, with a last sign-in, live.
     await expect(row.getByTestId('account-status')).toHaveText('active');
     await expect(row).toContainText('just now');

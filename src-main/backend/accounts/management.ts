@@ -7,7 +7,7 @@ import { ApiError } from '../errors.ts';
 import { randomHex } from '../util/tokens.ts';
 import type { AccountEntry, AccountInviteDelivery, AccountSetupInfo, Role } from '../../../src-shared/contract/index.ts';
 import { ACCOUNT_INVITE_DAYS, isValidEmail } from '../../../src-shared/contract/rules.ts';
-import { accountView, roleOf, type Actor } from './accounts.ts';
+import { accountView, type Actor } from './accounts.ts';
 import type { AccountInviteRepository, StoredAccountInvite } from './invite-repository.ts';
 import { hashPassword } from './passwords.ts';
 import type { AccountRepository, StoredAccount } from './repository.ts';
@@ -112,7 +112,6 @@ export class AccountManagement {
       no_email?: boolean | undefined;
     },
   ): { account: AccountEntry; setup_url: string | null; email_queued: boolean } {
-    this.mayManage(actor);
     const email = input.email.trim();
     if (!isValidEmail(email)) throw new ApiError(400, 'ERROR_BAD_REQUEST', `"${email}" is not an email address`);
     return this.work.run(() => {
@@ -159,7 +158,6 @@ export class AccountManagement {
     id: number,
     input: { days?: number | undefined; no_email?: boolean | undefined },
   ): { account: AccountEntry; setup_url: string | null; email_queued: boolean } {
-    this.mayManage(actor);
     return this.work.run(() => {
       const row = this.mustFind(id);
       if (row.password_hash !== null || row.email === null) {
@@ -183,7 +181,6 @@ export class AccountManagement {
 
   /** A new role (never one's own, never away from the last owner). */
   setRole(actor: Actor, id: number, role: Role): AccountEntry {
-    this.mayManage(actor);
     return this.work.run(() => {
       const row = this.mustFind(id);
       if (row.id === actor.account.id) {
@@ -205,7 +202,6 @@ export class AccountManagement {
 
   /** Disabled: their console sessions end now and their API tokens are refused (until enabled again). */
   disable(actor: Actor, id: number): AccountEntry {
-    this.mayManage(actor);
     return this.work.run(() => {
       const row = this.mustFind(id);
       if (row.id === actor.account.id) throw new ApiError(409, 'ERROR_CONFLICT', 'You cannot disable your own account.');
@@ -232,7 +228,6 @@ export class AccountManagement {
   }
 
   enable(actor: Actor, id: number): AccountEntry {
-    this.mayManage(actor);
     return this.work.run(() => {
       const row = this.mustFind(id);
       if (row.disabled === 0) return this.get(id);
@@ -249,7 +244,6 @@ export class AccountManagement {
 
   /** Deletes an admin with their tokens and sessions (never yourself, never the last owner). */
   remove(actor: Actor, id: number): void {
-    this.mayManage(actor);
     this.work.run(() => {
       const row = this.mustFind(id);
       if (row.id === actor.account.id) {
@@ -347,12 +341,6 @@ export class AccountManagement {
     if (noEmail) return { url: this.setupLink(token) };
     this.mailer.queueAccountInvite(inviteId, token);
     return { url: null };
-  }
-
-  /** Managing admins is the owner's (the route declares it too; a token acts with its own role). */
-  private mayManage(actor: Actor): void {
-    const role = roleOf(actor);
-    if (role !== 'owner') throw new ApiError(403, 'ERROR_FORBIDDEN', `Managing admins is the owner's: a ${role} cannot`);
   }
 
   private keepAnOwner(row: StoredAccount, what: string): void {
