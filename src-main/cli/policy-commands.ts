@@ -45,8 +45,24 @@ export function parsePolicyValue(policy: PolicyDefinition, text: string): boolea
         );
       return choice.value;
     }
-    case 'deployment':
-      throw new CliError(`${policy.symbol} deploys or removes an item: use deploy / undeploy`);
+    case 'deployment': {
+      // deployApp / deployFile: the package's or file's id (package:ID and file:ID as deploy takes them);
+      // removeApp: an Android package name; removeFile: a path on the device.
+      if (policy.symbol === 'removeApp' || policy.symbol === 'removeFile') {
+        if (clean === '')
+          throw new CliError(
+            `${policy.symbol} takes ${policy.symbol === 'removeApp' ? 'an Android package name' : 'a path on the device'}`,
+          );
+        return clean;
+      }
+      const kind = policy.symbol === 'deployApp' ? 'package' : 'file';
+      const id = new RegExp(`^(?:${kind}:)?([1-9]\\d*)$`).exec(clean)?.[1];
+      if (id === undefined || !Number.isSafeInteger(Number(id)))
+        throw new CliError(
+          `${policy.symbol} takes a ${kind} id (see: ${kind === 'package' ? 'packages' : 'files'}), not "${text}"`,
+        );
+      return Number(id);
+    }
   }
 }
 
@@ -111,12 +127,31 @@ function target(values: Record<string, string | boolean | undefined>, usage: str
 }
 
 const policy: Handler = async (argv) => {
-  const { positionals, values, admin, json } = parse(argv, { fleet: { type: 'string' }, agent: { type: 'string' } });
+  const { positionals, values, admin, json } = parse(argv, {
+    fleet: { type: 'string' },
+    agent: { type: 'string' },
+    destination: { type: 'string' },
+    'keep-on-remove': { type: 'boolean' },
+  });
   const [action, symbol, ...rest] = positionals;
   if (action === 'set' && rest.length === 1) {
     const definition = known(symbol);
     const value = parsePolicyValue(definition, rest[0]!);
-    const created = await admin().policies.set({ body: { policy: definition.symbol, value, ...target(values, 'policy set') } });
+    const deploys = definition.symbol === 'deployApp' || definition.symbol === 'deployFile';
+    if (values.destination !== undefined && definition.symbol !== 'deployFile')
+      throw new CliError('--destination is for deployFile only');
+    if (values['keep-on-remove'] !== undefined && !deploys)
+      throw new CliError('--keep-on-remove is for deployApp and deployFile only');
+    const created = await admin().policies.set({
+      body: {
+        policy: definition.symbol,
+        value,
+        ...target(values, 'policy set'),
+        // As deploy does: what the device installed is removed with the assignment unless --keep-on-remove.
+        ...(deploys ? { remove_on_delete: values['keep-on-remove'] !== true } : {}),
+        ...(values.destination !== undefined ? { destination: values.destination as string } : {}),
+      },
+    });
     const tasks = created.tasks.map(
       (t) => `    ${t.agent_name} (agent ${t.agent_id}): ${t.status}${t.reason ? ` — ${t.reason}` : ''}`,
     );
@@ -165,7 +200,7 @@ const policy: Handler = async (argv) => {
     );
   }
   throw new CliError(
-    'usage: policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID) | policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID | policy status (--fleet NAME|ID | --agent ID)',
+    'usage: policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove] | policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID | policy status (--fleet NAME|ID | --agent ID)',
   );
 };
 

@@ -106,7 +106,7 @@ ${COMMON}`,
 
 Publishes a file or package (retained policy) to a fleet or one device; prints the deployment with
 its per-device tasks. --destination: the folder on the device (files). Undeploying removes what it
-installed unless --keep-on-remove.
+installed unless --keep-on-remove. The same as policy set deployApp|deployFile ID (one mechanism).
 ${COMMON}`,
   deployments: `usage: mdm-console deployments [--fleet NAME] [--agent ID] [--all]
 
@@ -130,7 +130,7 @@ The policy catalogue: each policy's symbol, label, explanation, what it takes (t
 number with its unit, one of its choices), default and recommended value, minimum Android version,
 and whether it needs a system agent.
 ${COMMON}`,
-  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID)
+  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
        mdm-console policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID
        mdm-console policy status (--fleet NAME|ID | --agent ID)
 
@@ -138,6 +138,10 @@ set: publishes the value (retained) to the fleet's or the device's topic, one ta
 VALUE: true/false (yes/no, on/off) for switches, a whole number (maximumTimeToLock in milliseconds,
 periodicGeolocation in seconds), or a choice by key or label (passwordEnabled pin). A policy is set
 once per fleet and once per device: unset it to change it. A device's own value beats its fleet's.
+The deployment kinds are set the same way: deployApp ID (a package, package:ID too) and deployFile
+ID (a file; --destination FOLDER) are what deploy does, and are removed from the devices when unset
+unless --keep-on-remove; removeApp NAME (an Android package name) and removeFile PATH remove what
+they name, refused while a deployment of it is in force there.
 unset: clears the retained message and cancels open tasks. status: a fleet's policies with their
 progress, or a device's tasks with where each value comes from and whether it applies.
 ${COMMON}`,

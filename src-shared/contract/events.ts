@@ -74,10 +74,19 @@ export interface ServerEvents {
   'account.invitation_sent': AccountMailData;
   'account.invitation_failed': AccountMailData;
   'account.invitation_outbox': AccountMailData;
-  'admin.signed_in': { account_id: number; address: string; with: 'token' | 'link' | 'password' };
+  'account.password_changed': { account_id: number };
+  /** Two-factor sign-in turned on (enrolment confirmed), off by its admin, or reset by another. Never the secret. */
+  'account.two_factor_enabled': { account_id: number };
+  'account.two_factor_disabled': { account_id: number };
+  'account.two_factor_reset': { account_id: number };
+  'account.recovery_code_used': { account_id: number; left: number };
+  /** The owner's sign-in settings changed (two-factor required, session limits), with before and after values. */
+  'settings.sign_in_updated': ChangeData & { keys: string[] };
+  /** `totp`, `recovery`: with the password and a two-factor code, or a recovery code. */
+  'admin.signed_in': { account_id: number; address: string; with: 'token' | 'link' | 'password' | 'totp' | 'recovery' };
   'admin.signed_out': { account_id: number; address: string };
   /** A console sign-in, an admin API call or a sign-in link refused (wrong token, used link). */
-  'admin.sign_in_failed': { address: string; with: 'form' | 'link' | 'bearer' | 'password'; email?: string };
+  'admin.sign_in_failed': { address: string; with: 'form' | 'link' | 'bearer' | 'password' | 'two-factor'; email?: string };
   /** An address made too many failed sign-ins: further attempts get 429 for `retry_after_s`. */
   'admin.sign_in_throttled': { address: string; retry_after_s: number; email?: string };
   'invitation.created': { email: string; fleet: string; days: number };

@@ -9,6 +9,7 @@ import { roleAtLeast } from '../../../src-shared/contract/rules.ts';
 import { roleWithArticle } from '../../../src-shared/contract/permissions.ts';
 import { decoyHash, hashPassword, verifyPassword } from './passwords.ts';
 import type { AccountRepository, ListedApiToken, StoredAccount, StoredApiToken } from './repository.ts';
+import { TwoFactorService } from './two-factor.ts';
 
 /** The name the data dir's admin token goes by: the owner's token for the CLI and scripts. */
 export const DATA_DIR_TOKEN_NAME = 'admin token (data dir)';
@@ -34,6 +35,7 @@ export function accountView(row: StoredAccount): Account {
     status: row.disabled === 1 ? 'disabled' : row.password_hash === null && row.email !== null ? 'invited' : 'active',
     created_at: row.created_at,
     last_sign_in_at: row.last_sign_in_at,
+    two_factor: row.totp_secret !== null,
   };
 }
 
@@ -67,11 +69,45 @@ export class AccountService {
   private readonly work: UnitOfWork;
   /** The one-time set-up link's secret while the owner has no password yet (this run only). */
   private setupToken: string | null = null;
+  /** Two-factor sign-in (TOTP and recovery codes) of these accounts. */
+  readonly twoFactor: TwoFactorService;
 
-  constructor(deps: { store: AccountRepository; events: Pick<EventLog, 'record'>; work: UnitOfWork }) {
+  constructor(deps: {
+    store: AccountRepository;
+    events: Pick<EventLog, 'record'>;
+    work: UnitOfWork;
+    now?: (() => number) | undefined;
+  }) {
     this.store = deps.store;
     this.events = deps.events;
     this.work = deps.work;
+    this.twoFactor = new TwoFactorService(deps);
+  }
+
+  /**
+   * Resets an admin's two-factor sign-in (a lost phone): its secret and recovery codes are gone;
+   * recorded (with the request's actor, in the audit trail). 404 for an unknown account.
+   */
+  resetTwoFactor(accountId: number): void {
+    this.twoFactor.resetTwoFactor(accountId);
+  }
+
+  /**
+   * One's own password, the current one given: a new Argon2id hash. The caller ends the account's
+   * other sessions (sessions signed in with the old password no longer match it anyway).
+   */
+  async changePassword(accountId: number, current: string, next: string): Promise<StoredAccount> {
+    const account = this.store.byId(accountId);
+    if (!account?.password_hash || !(await verifyPassword(account.password_hash, current))) {
+      throw new ApiError(400, 'ERROR_WRONG_PASSWORD', 'The current password is not right.');
+    }
+    const hash = await hashPassword(next);
+    return this.work.run(() => {
+      this.store.setPasswordHash(accountId, hash);
+      const who = account.email ?? account.display_name;
+      this.events.record('account.password_changed', `Password changed for ${who}`, {}, { account_id: accountId });
+      return this.store.byId(accountId)!;
+    });
   }
 
   /** First start: the owner, named after the machine's user, with no email or password yet. */
@@ -99,6 +135,10 @@ export class AccountService {
 
   byId(id: number): StoredAccount | undefined {
     return this.store.byId(id);
+  }
+
+  byEmail(email: string): StoredAccount | undefined {
+    return this.store.byEmail(email.trim());
   }
 
   /** The data dir's admin token is the owner's API token (kept as a hash; a new file's token replaces it). */

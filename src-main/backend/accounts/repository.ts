@@ -10,6 +10,13 @@ export interface StoredAccount {
   disabled: 0 | 1;
   created_at: string;
   last_sign_in_at: string | null;
+  /** The confirmed TOTP secret (base32): two-factor is on while it is set. Never shown after enrolment. */
+  totp_secret: string | null;
+  /** A secret shown for enrolment, not confirmed by a code yet. */
+  totp_pending_secret: string | null;
+  totp_enabled_at: string | null;
+  /** The last TOTP time step accepted: a code is used once. */
+  totp_last_step: number | null;
 }
 
 export interface StoredApiToken {
@@ -31,15 +38,31 @@ type AccountColumns = { [K in Exclude<keyof StoredAccount, 'id'> as `a_${K}`]: S
 /** A token as listed, with its account's name. */
 export type ListedApiToken = Omit<StoredApiToken, 'token_hash'> & { account_name: string };
 
-/** The admin_accounts and api_tokens tables. */
+/** What a new account is made with (two-factor starts off). */
+export type NewAccount = Pick<StoredAccount, 'email' | 'display_name' | 'role' | 'password_hash' | 'created_at'>;
+
+/** The admin_accounts, api_tokens and admin_recovery_codes tables. */
 export interface AccountRepository {
   count(): number;
   byId(id: number): StoredAccount | undefined;
   byEmail(email: string): StoredAccount | undefined;
   owner(): StoredAccount | undefined;
-  insert(account: Omit<StoredAccount, 'id' | 'last_sign_in_at' | 'disabled'>): number;
+  insert(account: NewAccount): number;
   setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void;
   signedIn(id: number, at: string): void;
+  setPasswordHash(id: number, passwordHash: string): void;
+
+  /** Two-factor: the secret being enrolled (null: none). */
+  setPendingTotp(id: number, secret: string | null): void;
+  /** Turns two-factor on with the pending secret confirmed at `step`, and its recovery codes (hashes). */
+  enableTotp(id: number, secret: string, at: string, step: number, recoveryHashes: string[]): void;
+  /** Takes TOTP time step `step` if it is later than the last one taken: false for a code used already. */
+  takeTotpStep(id: number, step: number): boolean;
+  /** Two-factor off: secret, pending secret and recovery codes gone. */
+  clearTotp(id: number): void;
+  /** Marks the unused recovery code with this hash used: false when there is none. */
+  useRecoveryCode(id: number, hash: string, at: string): boolean;
+  recoveryCodesLeft(id: number): number;
   /** Every account, oldest first. */
   list(): StoredAccount[];
   setRole(id: number, role: Role): void;
@@ -83,6 +106,27 @@ export class SqliteAccountRepository implements AccountRepository {
         `UPDATE admin_accounts SET email = @email, display_name = @display_name, password_hash = @password_hash WHERE id = @id`,
       ),
       signedIn: db.prepare(`UPDATE admin_accounts SET last_sign_in_at = ? WHERE id = ?`),
+      setPasswordHash: db.prepare(`UPDATE admin_accounts SET password_hash = ? WHERE id = ?`),
+      setPendingTotp: db.prepare(`UPDATE admin_accounts SET totp_pending_secret = ? WHERE id = ?`),
+      enableTotp: db.prepare(
+        `UPDATE admin_accounts SET totp_secret = @secret, totp_pending_secret = NULL, totp_enabled_at = @at, totp_last_step = @step
+         WHERE id = @id`,
+      ),
+      takeTotpStep: db.prepare(
+        `UPDATE admin_accounts SET totp_last_step = @step WHERE id = @id AND totp_secret IS NOT NULL
+           AND (totp_last_step IS NULL OR totp_last_step < @step)`,
+      ),
+      clearTotp: db.prepare(
+        `UPDATE admin_accounts SET totp_secret = NULL, totp_pending_secret = NULL, totp_enabled_at = NULL, totp_last_step = NULL
+         WHERE id = ?`,
+      ),
+      clearRecoveryCodes: db.prepare(`DELETE FROM admin_recovery_codes WHERE account_id = ?`),
+      insertRecoveryCode: db.prepare(`INSERT INTO admin_recovery_codes (account_id, code_hash, created_at) VALUES (?, ?, ?)`),
+      useRecoveryCode: db.prepare(
+        `UPDATE admin_recovery_codes SET used_at = @at
+         WHERE id = (SELECT id FROM admin_recovery_codes WHERE account_id = @id AND code_hash = @hash AND used_at IS NULL LIMIT 1)`,
+      ),
+      recoveryCodesLeft: db.prepare(`SELECT count(*) FROM admin_recovery_codes WHERE account_id = ? AND used_at IS NULL`).pluck(),
       list: db.prepare(`SELECT * FROM admin_accounts ORDER BY id`),
       setRole: db.prepare(`UPDATE admin_accounts SET role = ? WHERE id = ?`),
       setDisabled: db.prepare(`UPDATE admin_accounts SET disabled = ? WHERE id = ?`),
@@ -93,7 +137,9 @@ export class SqliteAccountRepository implements AccountRepository {
       enabledOwners: db.prepare(`SELECT count(*) FROM admin_accounts WHERE role = 'owner' AND disabled = 0`).pluck(),
       tokenByHash: db.prepare(
         `SELECT t.*, a.email AS a_email, a.display_name AS a_display_name, a.role AS a_role, a.password_hash AS a_password_hash,
-           a.disabled AS a_disabled, a.created_at AS a_created_at, a.last_sign_in_at AS a_last_sign_in_at
+           a.disabled AS a_disabled, a.created_at AS a_created_at, a.last_sign_in_at AS a_last_sign_in_at,
+           a.totp_secret AS a_totp_secret, a.totp_pending_secret AS a_totp_pending_secret,
+           a.totp_enabled_at AS a_totp_enabled_at, a.totp_last_step AS a_totp_last_step
          FROM api_tokens t JOIN admin_accounts a ON a.id = t.account_id WHERE t.token_hash = ?`,
       ),
       tokenById: db.prepare(`SELECT * FROM api_tokens WHERE id = ?`),
@@ -122,7 +168,7 @@ export class SqliteAccountRepository implements AccountRepository {
   owner(): StoredAccount | undefined {
     return this.s.owner.get() as StoredAccount | undefined;
   }
-  insert(account: Omit<StoredAccount, 'id' | 'last_sign_in_at' | 'disabled'>): number {
+  insert(account: NewAccount): number {
     return Number(this.s.insert.run(account).lastInsertRowid);
   }
   setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void {
@@ -130,6 +176,30 @@ export class SqliteAccountRepository implements AccountRepository {
   }
   signedIn(id: number, at: string): void {
     this.s.signedIn.run(at, id);
+  }
+  setPasswordHash(id: number, passwordHash: string): void {
+    this.s.setPasswordHash.run(passwordHash, id);
+  }
+  setPendingTotp(id: number, secret: string | null): void {
+    this.s.setPendingTotp.run(secret, id);
+  }
+  enableTotp(id: number, secret: string, at: string, step: number, recoveryHashes: string[]): void {
+    this.s.enableTotp.run({ id, secret, at, step });
+    this.s.clearRecoveryCodes.run(id);
+    for (const hash of recoveryHashes) this.s.insertRecoveryCode.run(id, hash, at);
+  }
+  takeTotpStep(id: number, step: number): boolean {
+    return this.s.takeTotpStep.run({ id, step }).changes === 1;
+  }
+  clearTotp(id: number): void {
+    this.s.clearTotp.run(id);
+    this.s.clearRecoveryCodes.run(id);
+  }
+  useRecoveryCode(id: number, hash: string, at: string): boolean {
+    return this.s.useRecoveryCode.run({ id, hash, at }).changes === 1;
+  }
+  recoveryCodesLeft(id: number): number {
+    return this.s.recoveryCodesLeft.get(id) as number;
   }
   list(): StoredAccount[] {
     return this.s.list.all() as StoredAccount[];
@@ -152,7 +222,20 @@ export class SqliteAccountRepository implements AccountRepository {
   tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined {
     const row = this.s.tokenByHash.get(hash) as (StoredApiToken & AccountColumns) | undefined;
     if (!row) return undefined;
-    const { a_email, a_display_name, a_role, a_password_hash, a_disabled, a_created_at, a_last_sign_in_at, ...token } = row;
+    const {
+      a_email,
+      a_display_name,
+      a_role,
+      a_password_hash,
+      a_disabled,
+      a_created_at,
+      a_last_sign_in_at,
+      a_totp_secret,
+      a_totp_pending_secret,
+      a_totp_enabled_at,
+      a_totp_last_step,
+      ...token
+    } = row;
     const account: StoredAccount = {
       id: token.account_id,
       email: a_email,
@@ -162,6 +245,10 @@ export class SqliteAccountRepository implements AccountRepository {
       disabled: a_disabled,
       created_at: a_created_at,
       last_sign_in_at: a_last_sign_in_at,
+      totp_secret: a_totp_secret,
+      totp_pending_secret: a_totp_pending_secret,
+      totp_enabled_at: a_totp_enabled_at,
+      totp_last_step: a_totp_last_step,
     };
     return { token, account };
   }

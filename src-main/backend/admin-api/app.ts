@@ -16,6 +16,8 @@ import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.
 import { requestContext, type RequestContext } from '../audit/context.ts';
 import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
 import { accountView, roleOf, type Actor } from '../accounts/accounts.ts';
+import { qrDataUrl } from '../deeplink/qr.ts';
+import { signInRoutes } from './sign-in-routes.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
@@ -151,21 +153,41 @@ export async function adminApp({
     return { signed_in: true as const, with: outcome.with };
   });
 
-  // The sign-in page's email and password: a new session for that account (the cookie).
+  // The sign-in page's email and password: a new session for that account (the cookie), or the
+  // second step first (a two-factor code, or enrolment when the owner requires it).
   adminRoute(app, 'signInWithPassword', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
     const outcome = await auth.signInWithPassword(request.body.email, request.body.password, request, reply);
-    if (!outcome.ok && outcome.status === 429) {
-      reply.header('retry-after', String(outcome.retryAfterSeconds));
-      throw new ApiError(
-        429,
-        'ERROR_TOO_MANY_SIGN_INS',
-        `Too many failed sign-ins for this account or from this computer: try again in ${outcome.retryAfterSeconds} s.`,
-      );
-    }
-    if (!outcome.ok) throw new ApiError(401, 'ERROR_SIGN_IN', 'Wrong email or password.');
+    if (!outcome.ok) refuseSignIn(reply, outcome, 'Wrong email or password.');
+    if ('secondStep' in outcome)
+      return { signed_in: false as const, second_step: outcome.secondStep, challenge: outcome.challenge };
     connections.authenticated(request.raw.socket);
     return { signed_in: true as const, account: accountView(outcome.account) };
+  });
+
+  // The second step: a code of the authenticator app, or a recovery code.
+  adminRoute(app, 'signInWithCode', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+    const outcome = auth.signInWithCode(request.body.challenge, request.body.code, request, reply);
+    if (!outcome.ok)
+      refuseSignIn(reply, outcome, 'That code is not right: type the six digits the app shows now, or a recovery code.');
+    connections.authenticated(request.raw.socket);
+    return { signed_in: true as const, account: accountView(outcome.account) };
+  });
+
+  // Enrolment at sign-in, when the owner requires two-factor and this admin has none yet.
+  adminRoute(app, 'beginTwoFactorEnrolment', async (request) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+    const setup = auth.beginEnrolment(request.body.challenge);
+    if (!setup) refuseSignIn(undefined, { ok: false, status: 410 }, '');
+    return { ...setup, qr_data_url: await qrDataUrl(setup.otpauth_url, 280) };
+  });
+  adminRoute(app, 'confirmTwoFactorEnrolment', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+    const outcome = auth.confirmEnrolment(request.body.challenge, request.body.code, request, reply);
+    if (!outcome.ok) refuseSignIn(reply, outcome, 'That code is not right.');
+    connections.authenticated(request.raw.socket);
+    return { signed_in: true as const, account: accountView(outcome.account), recovery_codes: outcome.recoveryCodes };
   });
 
   // The one-time set-up link's form: the first person chooses the owner's email and password, and is signed in.
@@ -272,10 +294,23 @@ export async function adminApp({
         };
       });
 
-      // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
-      adminRoute(api, 'consoleTicket', async (_request, reply) =>
-        reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket()}` }),
-      );
+      // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI):
+      // as the caller's own account, or (the owner only) as the admin named by `?as=EMAIL`.
+      adminRoute(api, 'consoleTicket', async (request, reply) => {
+        const actor = actorOf(request);
+        let account = actor.account;
+        const email = request.query.as?.trim();
+        if (email !== undefined && email.toLowerCase() !== (account.email ?? '').toLowerCase()) {
+          const named = services.accounts.byEmail(email);
+          if (!named) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin has the email ${email}`);
+          if (roleOf(actor) !== 'owner') {
+            throw new ApiError(403, 'ERROR_FORBIDDEN', 'Only the owner makes sign-in links for another admin');
+          }
+          if (named.disabled === 1) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is disabled: enable the account first`);
+          account = named;
+        }
+        return reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket(account.id)}` });
+      });
 
       // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
       // (res/raw/flyve_org.crt), not the broker's: with TLS in their record they never connect.
@@ -344,6 +379,7 @@ export async function adminApp({
       // Each capability's routes get the services they use, nothing more (no database handle).
       const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
       await api.register(accountRoutes, { accounts: services.accounts, actorOf });
+      await api.register(signInRoutes, { accounts: services.accounts, signIn: services.signInSettings, auth, actorOf });
       await api.register(accountManagementRoutes, { admins: services.admins, actorOf });
       await api.register(invitationRoutes, { invitations, events });
       await api.register(codeRoutes, { codes, approval, agents });
@@ -363,6 +399,30 @@ export async function adminApp({
   await app.register(serveConsole);
   await app.ready();
   return app;
+}
+
+/** A refused sign-in step as its answer: 429 (with Retry-After), 410 (the step's challenge is gone), or 401. */
+function refuseSignIn(
+  reply: FastifyReply | undefined,
+  outcome: { ok: false; status: 401 } | { ok: false; status: 410 } | { ok: false; status: 429; retryAfterSeconds: number },
+  wrong: string,
+): never {
+  if (outcome.status === 429) {
+    reply?.header('retry-after', String(outcome.retryAfterSeconds));
+    throw new ApiError(
+      429,
+      'ERROR_TOO_MANY_SIGN_INS',
+      `Too many failed sign-ins for this account or from this computer: try again in ${outcome.retryAfterSeconds} s.`,
+    );
+  }
+  if (outcome.status === 410) {
+    throw new ApiError(
+      410,
+      'ERROR_SIGN_IN_EXPIRED',
+      'This sign-in has expired or had too many wrong codes: sign in again with your email and password.',
+    );
+  }
+  throw new ApiError(401, 'ERROR_SIGN_IN', wrong);
 }
 
 /** `?ticket=` of a sign-in link: one non-empty value, else null (missing, empty or repeated). */

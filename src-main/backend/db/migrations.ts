@@ -648,4 +648,32 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 20,
+    name: 'two-factor sign-in; console sessions listed by a public id',
+    // TOTP: the secret (base32) is kept while enrolling (pending) and once confirmed (enabled);
+    // totp_last_step refuses a code used already (replay). Recovery codes are kept as SHA-256
+    // hashes, each used once. A console session gets a random public id: the API names sessions by
+    // it (the id the cookie carries is never stored, only its hash).
+    sql: /* sql */ `
+      ALTER TABLE admin_accounts ADD COLUMN totp_secret TEXT;
+      ALTER TABLE admin_accounts ADD COLUMN totp_pending_secret TEXT;
+      ALTER TABLE admin_accounts ADD COLUMN totp_enabled_at TEXT;
+      ALTER TABLE admin_accounts ADD COLUMN totp_last_step INTEGER;
+
+      CREATE TABLE admin_recovery_codes (
+        id          INTEGER PRIMARY KEY,
+        account_id  INTEGER NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        code_hash   TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        used_at     TEXT
+      );
+      CREATE INDEX admin_recovery_codes_account ON admin_recovery_codes(account_id, code_hash);
+
+      ALTER TABLE admin_sessions ADD COLUMN public_id TEXT;
+      UPDATE admin_sessions SET public_id = lower(hex(randomblob(8)));
+      CREATE UNIQUE INDEX admin_sessions_public_id ON admin_sessions(public_id);
+      CREATE INDEX admin_sessions_account ON admin_sessions(account_id);
+    `,
+  },
 ];

@@ -131,6 +131,9 @@ export class DeploymentRepository {
       active: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' ORDER BY id`),
       activeForFleet: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' AND fleet_id = ? ORDER BY id`),
       activeForAgent: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? ORDER BY id`),
+      activeOnTarget: db.prepare(
+        `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = ? AND fleet_id IS ? AND agent_id IS ? ORDER BY id`,
+      ),
       activeSame: db.prepare(
         `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
            AND fleet_id IS @fleet_id AND agent_id IS @agent_id`,
@@ -262,6 +265,11 @@ export class DeploymentRepository {
 
   activeForAgent(agentId: number): DeploymentRow[] {
     return this.s.activeForAgent.all(agentId) as DeploymentRow[];
+  }
+
+  /** Active assignments of `policy` on a fleet (agentId null) or a device (fleetId null). */
+  activeOnTarget(policy: string, fleetId: number | null, agentId: number | null): DeploymentRow[] {
+    return this.s.activeOnTarget.all(policy, fleetId, agentId) as DeploymentRow[];
   }
 
   /** Active deployments of the same policy and item on the same target. */

@@ -4,7 +4,7 @@ import type { EventLog } from '../events/event-log.ts';
 import type { FileStore, StoredRecord } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { itemNotFound } from '../errors.ts';
-import { assign, deploy, undeploy, unassignValue, type AssignInput, type DeployInput } from './assignments.ts';
+import { assign, undeploy, unassignValue, type AssignInput } from './assignments.ts';
 import { PolicyContext, type VerificationSource } from './context.ts';
 import { followEvent, syncAgent } from './membership.ts';
 import type { PolicyChannel } from './outbox.ts';
@@ -70,15 +70,11 @@ export class PolicyService {
     this.ctx.outbox.attach(null);
   }
 
-  deploy(input: DeployInput): DeploymentView {
-    return view(this.ctx, deploy(this.ctx, input));
-  }
-
   list(filter: AssignmentFilter = {}): DeploymentView[] {
     return list(this.ctx, filter);
   }
 
-  /** Sets a value policy on a fleet or one device (see assignments.ts `assign`). */
+  /** Sets any policy (a value, or a deployment kind) on a fleet or one device (see assignments.ts `assign`). */
   assign(input: AssignInput): DeploymentView {
     return view(this.ctx, assign(this.ctx, input));
   }
