@@ -27,7 +27,7 @@ function invitationText(account: AccountEntry): string {
 
 const accountLine = (a: AccountEntry) =>
   `#${a.id}  ${a.email ?? '(no email: this computer’s user)'}  ${a.display_name}  ${a.role}  ${a.status}  ` +
-  `last sign-in ${when(a.last_sign_in_at)}${invitationText(a)}`;
+  `two-factor ${a.two_factor ? 'on' : 'off'}  last sign-in ${when(a.last_sign_in_at)}${invitationText(a)}`;
 
 function role(value: string | boolean | undefined, command: string): Role {
   if (typeof value !== 'string' || !(ROLES as readonly string[]).includes(value)) {
@@ -64,7 +64,7 @@ const admins: Handler = async (argv) => {
 const USAGE = `usage: admin add EMAIL --role ${ROLE_LIST} [--name N] [--days D] [--no-email]
        admin set EMAIL --role ${ROLE_LIST}
        admin invite-again EMAIL [--days D] [--no-email]
-       admin disable|enable|delete EMAIL`;
+       admin disable|enable|delete|reset-two-factor EMAIL`;
 
 const adminCommand: Handler = async (argv) => {
   const [action, ...rest] = argv;
@@ -112,6 +112,18 @@ const adminCommand: Handler = async (argv) => {
       account.role === changed.role
         ? `${changed.email} is already ${changed.role}`
         : `${changed.email}: role ${account.role} → ${changed.role}`,
+    );
+  }
+  if (action === 'reset-two-factor') {
+    const { positionals, admin, json } = parse(rest, {});
+    const client = admin();
+    const account = await accountNamed(client, positionals[0], 'admin reset-two-factor');
+    const changed = await client.accounts.resetTwoFactor({ params: { id: account.id } });
+    return output(
+      json,
+      changed,
+      () =>
+        `${changed.email ?? changed.display_name}: two-factor sign-in reset (their authenticator and recovery codes no longer work)`,
     );
   }
   if (action === 'disable' || action === 'enable' || action === 'delete') {

@@ -60,4 +60,5 @@ export const useSetAdminRole = () =>
   useAccountMutation(({ id, role }: { id: number; role: Role }) => admin.accounts.update({ params: { id }, body: { role } }));
 export const useDisableAdmin = () => useAccountMutation((id: number) => admin.accounts.disable({ params: { id } }));
 export const useEnableAdmin = () => useAccountMutation((id: number) => admin.accounts.enable({ params: { id } }));
+export const useResetAdminTwoFactor = () => useAccountMutation((id: number) => admin.accounts.resetTwoFactor({ params: { id } }));
 export const useDeleteAdmin = () => useAccountMutation((id: number) => admin.accounts.remove({ params: { id } }));

@@ -17,7 +17,16 @@ import {
   Tooltip,
   VisuallyHidden,
 } from '@mantine/core';
-import { IconDots, IconLock, IconLockOpen, IconMailForward, IconShieldHalf, IconTrash, IconUserPlus } from '@tabler/icons-react';
+import {
+  IconDots,
+  IconLock,
+  IconLockOpen,
+  IconMailForward,
+  IconShieldHalf,
+  IconShieldOff,
+  IconTrash,
+  IconUserPlus,
+} from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { formatDateTime } from '../lib/format.ts';
@@ -29,6 +38,7 @@ import {
   useInviteAdmin,
   useMe,
   useReinviteAdmin,
+  useResetAdminTwoFactor,
   useSetAdminRole,
 } from '../api/accounts.ts';
 import type { AccountEntry, AccountInvited, Role } from '../../src-shared/contract/index.ts';
@@ -296,6 +306,7 @@ function AccountRow({
   const enable = useEnableAdmin();
   const remove = useDeleteAdmin();
   const reinvite = useReinviteAdmin();
+  const resetTwoFactor = useResetAdminTwoFactor();
   const name = nameOf(account);
   const locked = lockedBecause(account, myId);
 
@@ -323,6 +334,20 @@ function AccountRow({
         remove.mutate(account.id, {
           onSuccess: () => notifySuccess(`${name} is deleted`),
           onError: (failure) => notifyError('Could not delete the account', failure),
+        }),
+    );
+  const askResetTwoFactor = () =>
+    confirmAction(
+      {
+        title: `Reset ${name}'s two-factor sign-in?`,
+        message:
+          'For a lost phone: their authenticator secret and recovery codes are deleted. They sign in with their password alone, or enrol a new app at their next sign-in when two-factor is required.',
+        confirmLabel: 'Reset two-factor',
+      },
+      () =>
+        resetTwoFactor.mutate(account.id, {
+          onSuccess: () => notifySuccess(`${name}'s two-factor sign-in is reset`),
+          onError: (failure) => notifyError('Could not reset two-factor sign-in', failure),
         }),
     );
   const sendLink = (noEmail: boolean) =>
@@ -362,6 +387,11 @@ function AccountRow({
         <StatusCell account={account} />
       </Table.Td>
       <Table.Td>
+        <Badge color={account.two_factor ? 'teal' : 'gray'} variant="outline" data-testid="account-two-factor">
+          {account.two_factor ? 'on' : 'off'}
+        </Badge>
+      </Table.Td>
+      <Table.Td>
         <RelativeTime iso={account.last_sign_in_at} />
       </Table.Td>
       <Table.Td>
@@ -391,6 +421,11 @@ function AccountRow({
                     New set-up link to hand over
                   </Menu.Item>
                 </>
+              ) : null}
+              {account.two_factor ? (
+                <Menu.Item leftSection={<IconShieldOff size={16} />} onClick={askResetTwoFactor}>
+                  Reset two-factor…
+                </Menu.Item>
               ) : null}
               {account.disabled ? (
                 <Menu.Item
@@ -463,6 +498,7 @@ export function AccountsPage() {
                       <Table.Th>Admin</Table.Th>
                       <Table.Th>Role</Table.Th>
                       <Table.Th>Status</Table.Th>
+                      <Table.Th>Two-factor</Table.Th>
                       <Table.Th>Last sign-in</Table.Th>
                       <Table.Th>
                         <VisuallyHidden>Actions</VisuallyHidden>

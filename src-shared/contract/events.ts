@@ -78,7 +78,7 @@ export interface ServerEvents {
   /** Two-factor sign-in turned on (enrolment confirmed), off by its admin, or reset by another. Never the secret. */
   'account.two_factor_enabled': { account_id: number };
   'account.two_factor_disabled': { account_id: number };
-  'account.two_factor_reset': { account_id: number };
+  'account.two_factor_reset': { account_id: number } & Partial<AccountRef & ChangeData>;
   'account.recovery_code_used': { account_id: number; left: number };
   /** The owner's sign-in settings changed (two-factor required, session limits), with before and after values. */
   'settings.sign_in_updated': ChangeData & { keys: string[] };

@@ -22,6 +22,11 @@ export interface AccountInviteMailer {
   deliveriesOf(inviteIds: number[]): Map<number, AccountInviteDelivery>;
 }
 
+/** Resets an account's two-factor sign-in (accounts.ts: TwoFactorService). */
+export interface AccountTwoFactor {
+  resetTwoFactor(accountId: number): void;
+}
+
 /** Ends the console sessions of an account (the admin-sessions room). */
 export interface AccountSessions {
   endAllOf(accountId: number): number;
@@ -66,6 +71,7 @@ export class AccountManagement {
   private readonly work: UnitOfWork;
   private readonly mailer: AccountInviteMailer;
   private readonly sessions: AccountSessions;
+  private readonly twoFactor: AccountTwoFactor;
   private readonly setupLink: (token: string) => string;
 
   constructor(deps: {
@@ -75,6 +81,7 @@ export class AccountManagement {
     work: UnitOfWork;
     mailer: AccountInviteMailer;
     sessions: AccountSessions;
+    twoFactor: AccountTwoFactor;
     /** The set-up page's URL for a link's secret (the admin listener's address). */
     setupLink: (token: string) => string;
   }) {
@@ -84,6 +91,7 @@ export class AccountManagement {
     this.work = deps.work;
     this.mailer = deps.mailer;
     this.sessions = deps.sessions;
+    this.twoFactor = deps.twoFactor;
     this.setupLink = deps.setupLink;
   }
 
@@ -238,6 +246,22 @@ export class AccountManagement {
         {},
         { account_id: id, email: row.email, name: row.display_name, before: { disabled: true }, after: { disabled: false } },
       );
+      return this.get(id);
+    });
+  }
+
+  /** Another admin's lost phone: their two-factor secret and recovery codes are gone; they sign in with the password alone (or enrol again when it is required). */
+  resetTwoFactor(actor: Actor, id: number): AccountEntry {
+    return this.work.run(() => {
+      const row = this.mustFind(id);
+      if (row.id === actor.account.id) {
+        throw new ApiError(
+          409,
+          'ERROR_CONFLICT',
+          'Your own two-factor sign-in is turned off or enrolled again on your own account’s page.',
+        );
+      }
+      this.twoFactor.resetTwoFactor(id);
       return this.get(id);
     });
   }

@@ -62,9 +62,9 @@ describe('admins from the CLI', { timeout: 180_000 }, () => {
       30_000,
       'admins to show the email sent',
     );
-    expect(text).toMatch(/#1 {2}\(no email: this computer’s user\) {2}\S+ {2}owner {2}active/);
+    expect(text).toMatch(/#1 {2}\(no email: this computer’s user\) {2}\S+ {2}owner {2}active {2}two-factor off {2}last sign-in/);
     expect(text).toMatch(
-      /#\d+ {2}bo@example\.org {2}Bo Díaz {2}operator {2}invited {2}last sign-in never {2}\(link until \d{4}-\d{2}-\d{2} \d{2}:\d{2}; no email \(link handed over\)\)/,
+      /#\d+ {2}bo@example\.org {2}Bo Díaz {2}operator {2}invited {2}two-factor off {2}last sign-in never {2}\(link until \d{4}-\d{2}-\d{2} \d{2}:\d{2}; no email \(link handed over\)\)/,
     );
     expect((await listed()).map((a) => [a.email, a.status])).toEqual([
       [null, 'active'],
@@ -87,6 +87,11 @@ describe('admins from the CLI', { timeout: 180_000 }, () => {
     const bo = (await listed()).find((a) => a.email === 'bo@example.org')!;
     const enabled = await cli(['admin', 'enable', `#${bo.id}`]);
     expect(enabled.stdout.trim()).toBe('bo@example.org enabled: their API tokens work again; they sign in anew');
+    const reset = await cli(['admin', 'reset-two-factor', 'bo@example.org']);
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.stdout.trim()).toBe(
+      'bo@example.org: two-factor sign-in reset (their authenticator and recovery codes no longer work)',
+    );
     const deleted = await cli(['admin', 'delete', 'bo@example.org', '--json']);
     expect(JSON.parse(deleted.stdout)).toEqual({ deleted: true, id: bo.id, email: 'bo@example.org' });
     expect((await listed()).map((a) => a.email)).not.toContain('bo@example.org');
