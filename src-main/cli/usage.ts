@@ -241,8 +241,9 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   console                                                a new one-time link that opens the console signed in
   whoami                                                 the account (and API token) the CLI acts as
   tokens | token revoke ID                               API tokens (yours; the owner sees all) and revoking one
-  token create --name N --role owner|admin|operator|observer [--days D]
-                                                         a personal API token, printed once
+  token create --name N --role owner|admin|operator|observer [--fleet NAME|ID]... [--days D]
+                                                         a personal API token, printed once; --fleet scopes
+                                                         an operator or observer token to those fleets
   admins                                                 the admins: role, status, last sign-in
   admin add EMAIL --role owner|admin|operator|observer [--name N] [--days D] [--no-email]
                                                          invite an admin (emails the set-up link; --no-email prints it)
