@@ -100,8 +100,13 @@ export function effectsOf(event: ServerEvent): Effect[] {
       effects.push({ kind: 'invalidate', key: codeKeys.all }); // their deeplinks follow the settings
       break;
     case 'account':
-      // An admin invited, changed or gone, or their invitation's email: the Accounts page (and one's own role).
-      effects.push({ kind: 'invalidate', key: accountKeys.accounts }, { kind: 'invalidate', key: accountKeys.me });
+      // An admin invited, changed or gone (perhaps this admin's own role), or their invitation's email:
+      // the Accounts page, what the console lets one do, and the tokens' view.
+      effects.push(
+        { kind: 'invalidate', key: accountKeys.accounts },
+        { kind: 'invalidate', key: accountKeys.me },
+        { kind: 'invalidate', key: accountKeys.tokens },
+      );
       break;
     case 'file':
     case 'package':

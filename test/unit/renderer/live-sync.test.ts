@@ -86,6 +86,7 @@ describe('what an event means for the caches', () => {
       { kind: 'invalidate', key: keys.status },
       { kind: 'invalidate', key: accountKeys.accounts },
       { kind: 'invalidate', key: accountKeys.me },
+      { kind: 'invalidate', key: accountKeys.tokens },
     ]);
     // Fleet device counts follow devices that come, go or move; presence leaves them alone.
     expect(effectsOf(event('agent.fleet_changed', { agent_id: 9 }))).toContainEqual({ kind: 'invalidate', key: keys.fleets });
@@ -99,6 +100,8 @@ describe('what an event means for the caches', () => {
     expect(effectsOf(event('file.added'))).toContainEqual({ kind: 'invalidate', key: keys.stored('file') });
     expect(effectsOf(event('mail.sent', { invitation_id: 4 }))).toContainEqual({ kind: 'invalidate', key: keys.mail });
     expect(effectsOf(event('settings.updated'))).toContainEqual({ kind: 'invalidate', key: keys.settings });
+    // A role changed: who may do what (GET /api/me) is read again, so the controls follow.
+    expect(effectsOf(event('account.role_changed'))).toContainEqual({ kind: 'invalidate', key: accountKeys.me });
   });
 
   it('refreshes enrollment codes on their events, on enrollments and decisions that name a code, and on settings', () => {
