@@ -211,10 +211,12 @@ export class InvitationService {
     if (row.status === 'revoked') return row;
     return this.work.run(() => {
       this.repository.revoke(id, nowIso());
-      this.events.record('invitation.revoked', `Invitation for ${row.email} revoked`, {
-        entityId: row.entity_id,
-        invitationId: id,
-      });
+      this.events.record(
+        'invitation.revoked',
+        `Invitation for ${row.email} revoked`,
+        { entityId: row.entity_id, invitationId: id },
+        { email: row.email, before: { status: row.status }, after: { status: 'revoked' } },
+      );
       return this.get(id);
     });
   }
@@ -223,10 +225,12 @@ export class InvitationService {
     const row = this.get(id);
     this.work.run(() => {
       this.repository.remove(id);
-      this.events.record('invitation.deleted', `Invitation for ${row.email} deleted`, {
-        entityId: row.entity_id,
-        invitationId: id,
-      });
+      this.events.record(
+        'invitation.deleted',
+        `Invitation for ${row.email} deleted`,
+        { entityId: row.entity_id, invitationId: id },
+        { email: row.email, before: { email: row.email, status: row.status }, after: null },
+      );
     });
   }
 
