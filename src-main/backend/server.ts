@@ -6,7 +6,7 @@ import { adminApp } from './admin-api/app.ts';
 import { AdminAuth } from './admin-api/auth.ts';
 import type { AdminSessionLimits } from './admin-sessions/admin-sessions.ts';
 import type { StreamCaps } from './admin-api/events-stream.ts';
-import type { RateOptions } from './sessions/rate-limit.ts';
+import type { BackoffOptions } from './admin-sessions/backoff.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
 import { buildAgentApp } from './agent-api/app.ts';
@@ -28,6 +28,7 @@ import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
 import { PolicyService } from './policies/service.ts';
 import { mqttTaskReports } from './policies/mqtt-reports.ts';
+import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 
 export interface RunningBackend {
@@ -48,10 +49,12 @@ export interface StartOptions extends Partial<BackendOptions> {
   simulate?: DeviceSimulator;
   /** Mail timing: the retry back-off and the SMTP greeting time-out (tests shorten both). */
   mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs'>;
-  /** How long console sessions last on the server (admin-sessions/admin-sessions.ts). */
+  /** How long console sessions last on the server, over the owner's sign-in settings (admin-sessions/admin-sessions.ts). */
   adminSessions?: Partial<AdminSessionLimits>;
-  /** Failed console sign-ins allowed per address (admin-api/auth.ts). */
-  signInFailures?: Partial<RateOptions>;
+  /** Failed console sign-ins allowed per address and per account before the growing delays (admin-sessions/backoff.ts). */
+  signInFailures?: Partial<BackoffOptions>;
+  /** The clock of console sessions, sign-in throttles and two-factor codes (tests drive it); default the real one. */
+  now?: () => number;
   /** Open admin event streams per signed-in client and in all (admin-api/events-stream.ts). */
   streamCaps?: Partial<StreamCaps>;
   /** The owner's display name when the first start creates the owner; default: this machine's user name. */
@@ -176,6 +179,7 @@ async function startServing(
       ...partial.mailTiming,
     },
     sessionLimits: options.sessionLimits,
+    now: partial.now,
   });
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
@@ -187,7 +191,10 @@ async function startServing(
     accounts: domain.accounts,
     audit: domain.audit,
     events: domain.events,
+    work: domain.work,
     failures: partial.signInFailures,
+    requireTwoFactor: () => domain.signInSettings.get().require_two_factor,
+    now: partial.now,
   });
   domain.sessions.purgeIdle();
   adminSessions.purgeExpired();
@@ -239,7 +246,23 @@ async function startServing(
     },
     { transact: (work) => domain.work.run(work) },
   );
-  const deployments = new PolicyService({ db, events: domain.events, work: domain.work, fleets: domain.fleets, files });
+  // Package installs checked against each inventory a device sends afterwards.
+  const verification = new InstallVerification({
+    db,
+    events: domain.events,
+    work: domain.work,
+    files,
+    inventories: domain.reports,
+  });
+  onClose(() => verification.close());
+  const deployments = new PolicyService({
+    db,
+    events: domain.events,
+    work: domain.work,
+    fleets: domain.fleets,
+    files,
+    verification,
+  });
   onClose(() => deployments.close());
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is

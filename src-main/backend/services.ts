@@ -33,6 +33,7 @@ import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
 import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
+import { SignInSettingsStore } from './settings/sign-in-settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
 
 export interface ServiceOptions {
@@ -43,7 +44,10 @@ export interface ServiceOptions {
   sessionLimits?: Partial<SessionLimits> | undefined;
   /** The admin listener's address (`http://127.0.0.1:PORT`): invited admins' set-up links point there. */
   adminUrl: string;
+  /** Console sessions' limits over the owner's sign-in settings (tests). */
   adminSessionLimits?: Partial<AdminSessionLimits> | undefined;
+  /** The clock of console sessions and two-factor codes (tests drive it); default the real one. */
+  now?: (() => number) | undefined;
 }
 
 /**
@@ -55,15 +59,21 @@ export function createServices(db: Db, options: ServiceOptions) {
   const audit = new AuditLog(new SqliteAuditRepository(db));
   const events = new EventLog(new SqliteEventRepository(db), work, audit);
   const accountStore = new SqliteAccountRepository(db);
-  const accounts = new AccountService({ store: accountStore, events, work });
-  const adminSessions = new AdminSessionService(new SqliteAdminSessionRepository(db), options.adminSessionLimits);
+  const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
+  const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(db), work, events);
+  const adminSessions = new AdminSessionService(
+    new SqliteAdminSessionRepository(db),
+    () => signInSettings.sessionLimits(),
+    options.now,
+    options.adminSessionLimits,
+  );
   const accountInvites = new SqliteAccountInviteRepository(db);
   const setupLink = (token: string) => `${options.adminUrl}/set-password?token=${token}`;
-  const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
   const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
-  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work });
+  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work, scopes: accountStore });
+  const accounts = new AccountService({ store: accountStore, events, work, now: options.now, fleets });
   const deliveries = new SqliteDeliveryRepository(db);
   const invitationRepository = new SqliteInvitationRepository(db);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });
@@ -119,6 +129,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     admins,
     adminSessions,
     settings,
+    signInSettings,
     users,
     sessions,
     fleets,

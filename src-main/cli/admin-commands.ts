@@ -5,6 +5,7 @@ import { codeCommands } from './code-commands.ts';
 import { tokenCommands } from './token-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
+import { deploymentStatusCommands } from './deployment-status.ts';
 import { policyCommands } from './policy-commands.ts';
 import { invitationsFromCsv, type CsvRow } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
@@ -494,6 +495,7 @@ export const adminCommands: Record<string, Handler> = {
   status,
   command: commandCommand,
   ...deployCommands,
+  ...deploymentStatusCommands,
   ...policyCommands,
   ...codeCommands,
   ...tokenCommands,

@@ -52,6 +52,12 @@ export async function main(argv: string[]): Promise<number> {
     }
     // The server refused (its message) or could not be reached: a usage-level failure, as before.
     if (error instanceof AdminApiError) {
+      // A role without the permission: the server's line names the role and the permission it lacks.
+      if (error.status === 403 && error.code === 'ERROR_FORBIDDEN') {
+        const via = process.env.MDM_CONSOLE_TOKEN?.trim() ? ' (with the API token in MDM_CONSOLE_TOKEN)' : '';
+        console.error(`mdm-console: not allowed: ${error.message}${via}`);
+        return 2;
+      }
       console.error(`mdm-console: ${refusalText(error)}`);
       return 2;
     }

@@ -11,6 +11,7 @@ import {
 } from '../../src-shared/contract/index.ts';
 import { output as print, parse, positiveInt, type Handler } from './handler.ts';
 import { findFleet } from './deploy-commands.ts';
+import { verificationLine } from './deployment-status.ts';
 import { CliError } from './server-file.ts';
 
 const TRUE = ['true', 'yes', 'on', '1'];
@@ -44,8 +45,24 @@ export function parsePolicyValue(policy: PolicyDefinition, text: string): boolea
         );
       return choice.value;
     }
-    case 'deployment':
-      throw new CliError(`${policy.symbol} deploys or removes an item: use deploy / undeploy`);
+    case 'deployment': {
+      // deployApp / deployFile: the package's or file's id (package:ID and file:ID as deploy takes them);
+      // removeApp: an Android package name; removeFile: a path on the device.
+      if (policy.symbol === 'removeApp' || policy.symbol === 'removeFile') {
+        if (clean === '')
+          throw new CliError(
+            `${policy.symbol} takes ${policy.symbol === 'removeApp' ? 'an Android package name' : 'a path on the device'}`,
+          );
+        return clean;
+      }
+      const kind = policy.symbol === 'deployApp' ? 'package' : 'file';
+      const id = new RegExp(`^(?:${kind}:)?([1-9]\\d*)$`).exec(clean)?.[1];
+      if (id === undefined || !Number.isSafeInteger(Number(id)))
+        throw new CliError(
+          `${policy.symbol} takes a ${kind} id (see: ${kind === 'package' ? 'packages' : 'files'}), not "${text}"`,
+        );
+      return Number(id);
+    }
   }
 }
 
@@ -74,7 +91,8 @@ const assignmentLine = (a: Assignment) =>
 
 const effectiveLine = (p: EffectivePolicy) =>
   `  ${p.policy}${p.value === null ? ` "${p.item_name}"` : ` = ${show(p.value)}`}  from ${p.source === 'device' ? 'the device' : p.source_name}` +
-  `  ${p.status}${p.reason ? ` (${p.reason})` : ''}${p.effective ? '' : '  [not applied]'}  #${p.assignment_id} task ${p.task_id}`;
+  `  ${p.status}${p.reason ? ` (${p.reason})` : ''}${p.effective ? '' : '  [not applied]'}  #${p.assignment_id} task ${p.task_id}` +
+  verificationLine(p.verification);
 
 const complianceLine = (c: DeviceCompliance) =>
   `${c.agent_name} (agent ${c.agent_id}, fleet ${c.fleet_id})  ${c.state}  ${c.summary}`;
@@ -109,12 +127,31 @@ function target(values: Record<string, string | boolean | undefined>, usage: str
 }
 
 const policy: Handler = async (argv) => {
-  const { positionals, values, admin, json } = parse(argv, { fleet: { type: 'string' }, agent: { type: 'string' } });
+  const { positionals, values, admin, json } = parse(argv, {
+    fleet: { type: 'string' },
+    agent: { type: 'string' },
+    destination: { type: 'string' },
+    'keep-on-remove': { type: 'boolean' },
+  });
   const [action, symbol, ...rest] = positionals;
   if (action === 'set' && rest.length === 1) {
     const definition = known(symbol);
     const value = parsePolicyValue(definition, rest[0]!);
-    const created = await admin().policies.set({ body: { policy: definition.symbol, value, ...target(values, 'policy set') } });
+    const deploys = definition.symbol === 'deployApp' || definition.symbol === 'deployFile';
+    if (values.destination !== undefined && definition.symbol !== 'deployFile')
+      throw new CliError('--destination is for deployFile only');
+    if (values['keep-on-remove'] !== undefined && !deploys)
+      throw new CliError('--keep-on-remove is for deployApp and deployFile only');
+    const created = await admin().policies.set({
+      body: {
+        policy: definition.symbol,
+        value,
+        ...target(values, 'policy set'),
+        // As deploy does: what the device installed is removed with the assignment unless --keep-on-remove.
+        ...(deploys ? { remove_on_delete: values['keep-on-remove'] !== true } : {}),
+        ...(values.destination !== undefined ? { destination: values.destination as string } : {}),
+      },
+    });
     const tasks = created.tasks.map(
       (t) => `    ${t.agent_name} (agent ${t.agent_id}): ${t.status}${t.reason ? ` — ${t.reason}` : ''}`,
     );
@@ -163,7 +200,7 @@ const policy: Handler = async (argv) => {
     );
   }
   throw new CliError(
-    'usage: policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID) | policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID | policy status (--fleet NAME|ID | --agent ID)',
+    'usage: policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove] | policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID | policy status (--fleet NAME|ID | --agent ID)',
   );
 };
 

@@ -106,11 +106,18 @@ ${COMMON}`,
 
 Publishes a file or package (retained policy) to a fleet or one device; prints the deployment with
 its per-device tasks. --destination: the folder on the device (files). Undeploying removes what it
-installed unless --keep-on-remove.
+installed unless --keep-on-remove. The same as policy set deployApp|deployFile ID (one mechanism).
 ${COMMON}`,
   deployments: `usage: mdm-console deployments [--fleet NAME] [--agent ID] [--all]
 
 Deployments and their progress ("37 of 40 done, 2 failed, 1 pending"); --all includes removed ones.
+${COMMON}`,
+  deployment: `usage: mdm-console deployment [status] ID
+
+One deployment (or policy assignment) with each device's task: its status, reason and history, and
+for packages whether the device's own inventory shows the install: "verified", "not found in
+inventory" (with that inventory's time), or "awaiting inventory" until the device sends one after
+reporting done (ask for one: command AGENT_ID inventory).
 ${COMMON}`,
   undeploy: `usage: mdm-console undeploy ID
 
@@ -123,7 +130,7 @@ The policy catalogue: each policy's symbol, label, explanation, what it takes (t
 number with its unit, one of its choices), default and recommended value, minimum Android version,
 and whether it needs a system agent.
 ${COMMON}`,
-  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID)
+  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
        mdm-console policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID
        mdm-console policy status (--fleet NAME|ID | --agent ID)
 
@@ -131,6 +138,10 @@ set: publishes the value (retained) to the fleet's or the device's topic, one ta
 VALUE: true/false (yes/no, on/off) for switches, a whole number (maximumTimeToLock in milliseconds,
 periodicGeolocation in seconds), or a choice by key or label (passwordEnabled pin). A policy is set
 once per fleet and once per device: unset it to change it. A device's own value beats its fleet's.
+The deployment kinds are set the same way: deployApp ID (a package, package:ID too) and deployFile
+ID (a file; --destination FOLDER) are what deploy does, and are removed from the devices when unset
+unless --keep-on-remove; removeApp NAME (an Android package name) and removeFile PATH remove what
+they name, refused while a deployment of it is in force there.
 unset: clears the retained message and cancels open tasks. status: a fleet's policies with their
 progress, or a device's tasks with where each value comes from and whether it applies.
 ${COMMON}`,
@@ -198,6 +209,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   deploy      file:ID|package:ID (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
                                                          publish a file or package to a fleet or one device
   deployments [--fleet NAME] [--agent ID] [--all]        deployments and their progress
+  deployment  [status] ID                                each device's task; package installs verified by inventory
   undeploy    ID                                         remove a deployment (and, unless kept, what it installed)
   policies    [--category TEXT]                          the policy catalogue
   policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)
@@ -210,8 +222,9 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   console                                                a new one-time link that opens the console signed in
   whoami                                                 the account (and API token) the CLI acts as
   tokens | token revoke ID                               API tokens (yours; the owner sees all) and revoking one
-  token create --name N --role owner|admin|operator|observer [--days D]
-                                                         a personal API token, printed once
+  token create --name N --role owner|admin|operator|observer [--fleet NAME|ID]... [--days D]
+                                                         a personal API token, printed once; --fleet scopes
+                                                         an operator or observer token to those fleets
   audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--since ISO] [--until ISO] [--limit N]
                                                          the audit trail: who did what, from where, when
   backup      DIR                                        copy the database and files (also while running)

@@ -15,6 +15,8 @@ export interface DeviceOptions extends EnrollOptions {
   /** Downloads resumed after a network error or a 503, up to this many times (default 0). */
   downloadRetries?: number;
   log?: StepLog;
+  /** False: packages are downloaded and reported done, never installed (its inventory does not list them). */
+  install?: boolean;
   onPolicyEvent?: (event: PolicyEvent) => void;
   mqtt?: Partial<Pick<MqttAgentOptions, 'backoff' | 'firstConnectTimeoutMs' | 'keepaliveSeconds' | 'onEvent'>>;
 }
@@ -56,6 +58,7 @@ export async function connectEnrolledDevice(
     ...(options.downloadRetries ? { retries: options.downloadRetries } : {}),
     ...(enrollment.androidVersion === undefined ? {} : { androidVersion: enrollment.androidVersion }),
     ...(enrollment.system === undefined ? {} : { system: enrollment.system }),
+    ...(options.install === undefined ? {} : { install: options.install }),
   });
   agent = await startMqttAgent({
     ...credentials,
@@ -64,6 +67,7 @@ export async function connectEnrolledDevice(
     protocolVersion: options.protocolVersion ?? 4,
     ...(options.log ? { log: options.log } : {}),
     onPolicy: (topic, payload) => policies.handle(topic, payload),
+    installedApps: () => policies.installedApps(),
   });
   const connected = agent;
   return { enrollment, agent: connected, policies, stop: () => connected.stop() };

@@ -53,13 +53,28 @@ const element = (name: string, fields: Record<string, string | number>) =>
     .map(([k, v]) => `      <${k}>${escapeXml(String(v))}</${k}>`)
     .join('\n')}\n    </${name}>`;
 
-/** The inventory of the device with this serial (deterministic: the same serial, the same phone). */
-export function fakeInventoryXml(device: {
-  serial: string;
-  uuid: string;
-  type: 'android' | 'apple' | string;
-  androidVersion?: string;
-}): string {
+/** A package the device installed (deployApp): listed in its inventory beside the phone's own apps. */
+export interface InventoryPackage {
+  packageName: string;
+  versionCode: number | null;
+  versionName: string | null;
+}
+
+/**
+ * The inventory of the device with this serial (deterministic: the same serial, the same phone),
+ * listing what it installed too. Each application as the Flyve agents' inventory library
+ * (org.flyve:inventory 1.4) writes it: NAME the label, COMMENTS the package name, VERSION the
+ * versionName (the version code when the package has none), INSTALLDATE as dd/MM/yyyy.
+ */
+export function fakeInventoryXml(
+  device: {
+    serial: string;
+    uuid: string;
+    type: 'android' | 'apple' | string;
+    androidVersion?: string;
+  },
+  installed: readonly InventoryPackage[] = [],
+): string {
   const seed = createHash('sha256').update(device.serial).digest();
   const phones = device.type === 'apple' ? APPLE : ANDROID;
   const phone = phones[seed[0]! % phones.length]!;
@@ -69,7 +84,18 @@ export function fakeInventoryXml(device: {
   const free = Math.round(phone.storageMb * (0.2 + (seed[14]! / 255) * 0.6));
   const level = 20 + (seed[15]! % 80);
   const now = new Date().toISOString().replace('T', ' ').slice(0, 19);
-  const apps = APPS.filter((_, i) => (seed[16 + (i % 10)]! & 3) !== 0 || i === 3);
+  const own = new Set(installed.map((app) => app.packageName));
+  const apps: [string, string, string, string][] = [
+    ...APPS.filter(([, pkg], i) => ((seed[16 + (i % 10)]! & 3) !== 0 || i === 3) && !own.has(pkg)).map(
+      ([name, pkg, version]): [string, string, string, string] => [name, pkg, version, '01/11/2023'],
+    ),
+    ...installed.map((app): [string, string, string, string] => [
+      app.packageName,
+      app.packageName,
+      app.versionName ?? (app.versionCode === null ? 'N/A' : String(app.versionCode)),
+      `${now.slice(8, 10)}/${now.slice(5, 7)}/${now.slice(0, 4)}`,
+    ]),
+  ];
   const parts = [
     element('ACCESSLOG', { LOGDATE: now, USERID: 'N/A' }),
     element('BIOS', {
@@ -106,13 +132,16 @@ export function fakeInventoryXml(device: {
     element('SIMCARDS', { IMEI: imei, OPERATOR_NAME: 'Orange F', COUNTRY: 'fr', STATE: 'SIM_STATE_READY' }),
     element('DRIVES', { VOLUMN: '/data', TOTAL: phone.storageMb, FREE: free, FILESYSTEM: 'ext4' }),
     element('MEMORIES', { CAPACITY: phone.memoryMb, DESCRIPTION: 'RAM', TYPE: 'LPDDR4X' }),
-    ...apps.map(([name, pkg, appVersion]) =>
+    ...apps.map(([name, pkg, appVersion, installDate]) =>
       element('SOFTWARES', {
         NAME: name,
-        FILENAME: pkg,
+        COMMENTS: pkg,
         VERSION: appVersion,
         FROM: 'Android',
-        INSTALLDATE: '2023-11-01 09:12:44',
+        INSTALLDATE: installDate,
+        FOLDER: `/data/app/${pkg}-1`,
+        NO_REMOVE: pkg.startsWith('com.android.') ? 'true' : 'false',
+        USERID: '0',
       }),
     ),
   ];

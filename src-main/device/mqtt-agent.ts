@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions, type PeerCertificate } from 'node:tls';
 import { SPEC_DIALECT, type Dialect } from './dialect.ts';
 import type { MqttCredentials, StepLog } from './enroll.ts';
-import { reporterFor, type HttpReportTarget, type Reporter, type ReportingDevice } from './reporter.ts';
+import { reporterFor, type HttpReportTarget, type InstalledList, type Reporter, type ReportingDevice } from './reporter.ts';
 
 export interface MqttAgentOptions extends MqttCredentials {
   /** 4 = MQTT 3.1.1 (default), 3 = MQTT 3.1 (the reference Android agent's). */
@@ -40,6 +40,8 @@ export interface MqttAgentOptions extends MqttCredentials {
   device?: ReportingDevice;
   /** Needed when the dialect reports over HTTP. */
   http?: HttpReportTarget;
+  /** What it installed (its policy runner's apps), listed in each inventory it sends. */
+  installedApps?: InstalledList;
 }
 
 export type MqttAgentEvent =
@@ -134,6 +136,7 @@ export class MqttAgent {
       topic: options.topic,
       device: options.device ?? { serial: options.username, uuid: options.username, type: 'android' },
       ...(options.http ? { http: options.http } : {}),
+      ...(options.installedApps ? { installed: options.installedApps } : {}),
     });
   }
 

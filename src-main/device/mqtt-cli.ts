@@ -12,6 +12,7 @@ export const MQTT_ARGUMENTS = {
   'mqtt-v31': { type: 'boolean' },
   'mqtt-fingerprint': { type: 'string' },
   'files-dir': { type: 'string' },
+  'no-install': { type: 'boolean' },
 } as const;
 
 export const MQTT_USAGE = `  --stay                stay connected to the broker (answering commands) until Ctrl+C or unenroll;
@@ -21,7 +22,9 @@ export const MQTT_USAGE = `  --stay                stay connected to the broker 
   --mqtt-fingerprint F  with TLS: the broker certificate's SHA-256 to expect (default: pin the first seen)
   --no-mqtt             enroll (and download) without connecting to the broker
   --files-dir DIR       with --stay: write what deployFile/deployApp policies download under DIR
-                        (default: downloads are only checked, size and SHA-256, and kept in memory)`;
+                        (default: downloads are only checked, size and SHA-256, and kept in memory)
+  --no-install          with --stay: deployApp downloads and checks the package and reports done, but
+                        installs nothing (its inventory does not list it: "not found in inventory")`;
 
 export interface MqttFlags {
   enabled: boolean;
@@ -33,6 +36,8 @@ export interface MqttFlags {
   /** Where policy task statuses go (a dialect chooses; default mqtt). */
   taskReports?: TaskReportChannel;
   filesDir?: string;
+  /** False (--no-install): packages are downloaded and reported done, never installed. */
+  install: boolean;
 }
 
 export function mqttFlagsOf(values: {
@@ -42,6 +47,7 @@ export function mqttFlagsOf(values: {
   'mqtt-v31'?: boolean;
   'mqtt-fingerprint'?: string;
   'files-dir'?: string;
+  'no-install'?: boolean;
 }): MqttFlags {
   if (values['no-mqtt'] && values.stay) throw new Error('--stay needs the MQTT connection: drop --no-mqtt');
   const retry = values['approval-retry'];
@@ -54,6 +60,7 @@ export function mqttFlagsOf(values: {
     stay: values.stay ?? false,
     approvalRetryMs: Math.round(retrySeconds * 1000),
     protocolVersion: values['mqtt-v31'] ? 3 : 4,
+    install: values['no-install'] !== true,
   };
   if (values['mqtt-fingerprint'] !== undefined) flags.fingerprint = values['mqtt-fingerprint'];
   if (values['files-dir'] !== undefined) flags.filesDir = values['files-dir'];
@@ -93,6 +100,7 @@ export class MqttSession {
         this.agent ? this.agent.publish(topic, payload) : Promise.reject(new Error('not connected yet')),
       log,
       ...(this.flags.filesDir ? { storageDir: this.flags.filesDir } : {}),
+      ...(this.flags.install ? {} : { install: false }),
       ...(enrollment.androidVersion === undefined ? {} : { androidVersion: enrollment.androidVersion }),
       ...(enrollment.system === undefined ? {} : { system: enrollment.system }),
     });
@@ -103,6 +111,7 @@ export class MqttSession {
       protocolVersion: this.flags.protocolVersion,
       log,
       onPolicy: (topic: string, payload: string) => policies.handle(topic, payload),
+      installedApps: () => policies.installedApps(),
       // Staying, a device waiting for approval keeps trying (CONNACK 5) instead of leaving.
       ...(this.flags.stay ? { waitForApproval: { retryMs: this.flags.approvalRetryMs } } : {}),
     };

@@ -18,6 +18,8 @@ export type PolicyName = (typeof POLICY_NAMES)[number];
 export interface InstalledApp {
   packageId: number;
   versionCode: number | null;
+  /** As the server's package metadata says (`version_name`); what the inventory reports as VERSION. */
+  versionName: string | null;
   size: number;
   sha256: string;
   at: string;
@@ -45,6 +47,13 @@ export interface PolicyState {
   settings: Record<string, { value: boolean | number | string; taskId: number; fromFleet: boolean }>;
 }
 
+/** An installed package as the device's inventory lists it. */
+export interface InstalledPackage {
+  packageName: string;
+  versionCode: number | null;
+  versionName: string | null;
+}
+
 export type PolicyEvent = { type: 'task'; taskId: number; policy: string; status: TaskReportStatus; reason?: string };
 
 export interface PolicyRunnerOptions {
@@ -67,6 +76,11 @@ export interface PolicyRunnerOptions {
   androidVersion?: string;
   /** Whether the agent is installed as a system app (system-only policies need it). */
   system?: boolean;
+  /**
+   * False: deployApp downloads and checks the package and reports done, but nothing is installed
+   * (its inventory does not list it), as a device where the install silently did not happen. Default true.
+   */
+  install?: boolean;
 }
 
 const DEFAULT_CHUNK = 8 * 1024 * 1024;
@@ -108,6 +122,15 @@ export class PolicyRunner {
     this.seen.set(parsed.taskId, text);
     this.queue = this.queue.then(() => this.run(topic, parsed.policy, parsed.taskId, text));
     return true;
+  }
+
+  /** What it installed, as its inventory lists it. */
+  installedApps(): InstalledPackage[] {
+    return Object.entries(this.state.apps).map(([packageName, app]) => ({
+      packageName,
+      versionCode: app.versionCode,
+      versionName: app.versionName,
+    }));
   }
 
   /** Resolves once every queued task has been run. */
@@ -191,10 +214,15 @@ export class PolicyRunner {
       throw new TaskFailure(`package ${id} is ${String(metadata.package_name)}, not ${packageName}`);
     }
     const fetched = await this.download('package', id, metadata, this.storagePath('apps', `${packageName}.apk`));
+    if (this.options.install === false) {
+      this.log(`policy: ${packageName} downloaded and checked, NOT installed (the device is told not to install)`);
+      return;
+    }
     const versionCode = message.versionCode === undefined ? null : Number(message.versionCode);
     this.state.apps[packageName] = {
       packageId: id,
       versionCode: Number.isFinite(versionCode) ? versionCode : null,
+      versionName: typeof metadata.version_name === 'string' && metadata.version_name !== '' ? metadata.version_name : null,
       ...fetched,
       at: new Date().toISOString(),
     };

@@ -37,6 +37,8 @@ export interface PolicyAgentOptions {
   /** PolicyRunnerOptions.androidVersion and system. */
   androidVersion?: string;
   system?: boolean;
+  /** PolicyRunnerOptions.install (false: packages are reported done, never installed). */
+  install?: boolean;
 }
 
 export function createPolicyRunner(options: PolicyAgentOptions): PolicyRunner {
@@ -65,5 +67,6 @@ export function createPolicyRunner(options: PolicyAgentOptions): PolicyRunner {
     ...(options.retries ? { retries: options.retries } : {}),
     ...(options.androidVersion === undefined ? {} : { androidVersion: options.androidVersion }),
     ...(options.system === undefined ? {} : { system: options.system }),
+    ...(options.install === undefined ? {} : { install: options.install }),
   });
 }

@@ -6,7 +6,11 @@ import { AgentApiError } from './api-client.ts';
 import type { Dialect } from './dialect.ts';
 import { startAgentSession } from './enroll.ts';
 import type { AgentApiClient } from './api-client.ts';
-import { fakeInventoryXml, fakePosition } from './inventory.ts';
+import { fakeInventoryXml, fakePosition, type InventoryPackage } from './inventory.ts';
+
+/** What the device installed, listed in each inventory it sends (policies.ts keeps it). */
+export type InstalledList = () => readonly InventoryPackage[];
+const NOTHING: InstalledList = () => [];
 
 export interface ReportingDevice {
   serial: string;
@@ -41,13 +45,15 @@ export function reporterFor(
     device: ReportingDevice;
     http?: HttpReportTarget;
     timeoutMs?: number;
+    installed?: InstalledList;
   },
 ): Reporter {
+  const installed = context.installed ?? NOTHING;
   if (dialect.reports === 'http') {
     if (!context.http) throw new Error('HTTP reports need the agent id and api_token');
-    return new HttpReporter(dialect, context.http, context.device, context.timeoutMs);
+    return new HttpReporter(dialect, context.http, context.device, installed, context.timeoutMs);
   }
-  return new MqttReporter(context.client, context.topic, context.device);
+  return new MqttReporter(context.client, context.topic, context.device, installed);
 }
 
 class MqttReporter implements Reporter {
@@ -55,11 +61,13 @@ class MqttReporter implements Reporter {
   private readonly client: () => MqttClient | null;
   private readonly topic: string;
   private readonly device: ReportingDevice;
+  private readonly installed: InstalledList;
 
-  constructor(client: () => MqttClient | null, topic: string, device: ReportingDevice) {
+  constructor(client: () => MqttClient | null, topic: string, device: ReportingDevice, installed: InstalledList) {
     this.client = client;
     this.topic = topic;
     this.device = device;
+    this.installed = installed;
   }
 
   private async publish(subtopic: string, message: string, retain = false): Promise<void> {
@@ -75,7 +83,7 @@ class MqttReporter implements Reporter {
     return this.publish('Ping', '!');
   }
   inventory() {
-    return this.publish('Inventory', fakeInventoryXml(this.device));
+    return this.publish('Inventory', fakeInventoryXml(this.device, this.installed()));
   }
   position() {
     const { latitude, longitude } = fakePosition(this.device.serial);
@@ -92,12 +100,14 @@ class HttpReporter implements Reporter {
   private readonly target: HttpReportTarget;
   private readonly device: ReportingDevice;
   private readonly timeoutMs: number | undefined;
+  private readonly installed: InstalledList;
   private session: Promise<AgentApiClient> | null = null;
 
-  constructor(dialect: Dialect, target: HttpReportTarget, device: ReportingDevice, timeoutMs?: number) {
+  constructor(dialect: Dialect, target: HttpReportTarget, device: ReportingDevice, installed: InstalledList, timeoutMs?: number) {
     this.dialect = dialect;
     this.target = target;
     this.device = device;
+    this.installed = installed;
     this.timeoutMs = timeoutMs;
   }
 
@@ -126,7 +136,7 @@ class HttpReporter implements Reporter {
     return this.send((client) => client.updateAgent(this.target.agentId, { _pong: '!' }));
   }
   inventory() {
-    const xml = fakeInventoryXml(this.device);
+    const xml = fakeInventoryXml(this.device, this.installed());
     return this.send((client) =>
       client.updateAgent(this.target.agentId, { _inventory: Buffer.from(xml, 'utf8').toString('base64') }),
     );

@@ -28,6 +28,7 @@ import type {
   TaskStatus,
 } from '../../src-shared/contract/index.ts';
 import { confirmAction, EmptyState, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
+import { TaskVerificationCell } from './verification.tsx';
 
 const STATUS_COLORS: Record<TaskStatus, string> = {
   pending: 'gray',
@@ -115,6 +116,7 @@ export function TaskRows({ id }: { id: number }) {
                   </Table.Td>
                   <Table.Td>
                     <TaskReason task={task} />
+                    <TaskVerificationCell verification={task.verification} agentId={task.agent_id} agentName={task.agent_name} />
                   </Table.Td>
                   <Table.Td w={96}>
                     <Text size="xs" c="dimmed">
@@ -398,6 +400,7 @@ export function DeviceTasks({ tasks }: { tasks: DeviceTask[] }) {
               <Text size="xs" c="dimmed">
                 {(task.history ?? []).map((h) => h.status).join(' → ')}
               </Text>
+              <TaskVerificationCell verification={task.verification} agentId={task.agent_id} agentName={task.agent_name} />
             </Table.Td>
           </Table.Tr>
         ))}

@@ -5,6 +5,7 @@ import { useAgentPolicies, useAssignments, usePolicyCatalogue, useSetPolicies, u
 import type { Assignment, EffectivePolicy, PolicyCatalogueEntry } from '../../src-shared/contract/index.ts';
 import { confirmAction, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
 import { DeploymentProgress, TaskRows, TaskStatusBadge } from './deployments.tsx';
+import { TaskVerificationCell } from './verification.tsx';
 
 type Value = boolean | number | string;
 
@@ -299,6 +300,7 @@ export function DevicePolicies({ agentId }: { agentId: number }) {
                     <Text size="xs" c={p.status === 'failed' ? 'red' : 'dimmed'}>
                       {p.reason ?? ''}
                     </Text>
+                    <TaskVerificationCell verification={p.verification} agentId={agentId} agentName="this device" />
                   </Table.Td>
                   <Table.Td w={110}>
                     <Text size="xs" c="dimmed">

@@ -8,9 +8,15 @@
 //
 // Schemas are named, not imported: this file holds plain data only, so the console's bundle, which
 // carries the client and this table, carries no TypeBox code. A name that is not a schema of the
-// contract does not compile. (Once accounts exist, each entry also names its permission.)
+// contract does not compile.
+//
+// Each entry also names the permission it needs (permissions.ts): the route table checks it before
+// the handler runs (backend/http/route-table.ts), so no handler checks a role. An entry without
+// one does not compile; `public` says a route is reached without signing in.
 import type { TSchema } from 'typebox';
 import type * as Contract from './index.ts';
+import { OWNER_SETTINGS, type Permission, type RoutePermission } from './permissions.ts';
+import type { AgentCommand } from './rules.ts';
 
 /** The contract's exports, as types. */
 export type ContractSchemas = typeof Contract;
@@ -35,7 +41,28 @@ export interface AdminEndpoint {
   body?: SchemaName | Bytes;
   /** By status: the schema of the JSON answer, its bytes, or null for an empty one (204, a redirect). Errors besides these are `ApiErrorBody`. */
   response: Readonly<Record<number, SchemaName | Bytes | null>>;
+  /** What the caller's role must hold (permissions.ts); checked by the route table before the handler. */
+  permission: RoutePermission;
 }
+
+/** Each command sent to a device, by the permission it needs (every command is listed: a new one does not compile). */
+export const COMMAND_PERMISSIONS = {
+  ping: 'devices.ping',
+  geolocate: 'devices.locate',
+  inventory: 'devices.inventory',
+  lock: 'devices.lock',
+  unlock: 'devices.lock',
+  wipe: 'devices.wipe',
+  unenroll: 'devices.unenroll',
+} as const satisfies Record<AgentCommand, Permission>;
+
+/** The owner's settings (permissions.ts) a body may change: each needs settings.server. */
+const ownerKeys = (keys: readonly (typeof OWNER_SETTINGS)[number][]) =>
+  Object.fromEntries(keys.map((key) => [key, 'settings.server'])) as Record<string, 'settings.server'>;
+/** PATCH /api/settings: all of them but the SMTP password and URL (set with the mail settings only). */
+const OWNER_SETTING_KEYS = ownerKeys(OWNER_SETTINGS.filter((key) => key !== 'smtp_password' && key !== 'smtp_url'));
+/** PUT /api/mail/settings: the SMTP server's. */
+const OWNER_MAIL_KEYS = ownerKeys(OWNER_SETTINGS.filter((key) => key.startsWith('smtp_')));
 
 const PNG = { contentType: 'image/png' } as const;
 const SVG = { contentType: 'image/svg+xml' } as const;
@@ -47,6 +74,7 @@ export const adminRoutes = {
   openSignInLink: {
     method: 'GET',
     path: '/auth',
+    permission: 'public',
     summary:
       'One-time sign-in link (`?ticket=`): sets the session cookie and redirects to the console; a used or unknown ticket redirects to the sign-in page. The query is read without a schema, so a missing or repeated ticket lands on that page rather than on a 400.',
     response: { 302: null },
@@ -54,6 +82,7 @@ export const adminRoutes = {
   signIn: {
     method: 'POST',
     path: '/auth/sign-in',
+    permission: 'public',
     summary: 'The admin token or a sign-in link, exchanged for a new console session (its cookie)',
     body: 'SignInBody',
     response: { 200: 'SignInResult' },
@@ -61,6 +90,7 @@ export const adminRoutes = {
   signOut: {
     method: 'POST',
     path: '/auth/sign-out',
+    permission: 'public',
     summary: 'Ends the console session on the server and clears its cookie',
     response: { 200: 'SignOutResult' },
   },
@@ -68,14 +98,42 @@ export const adminRoutes = {
   signInWithPassword: {
     method: 'POST',
     path: '/auth/password',
+    permission: 'public',
     summary:
       'An admin’s email and password, exchanged for a new console session (its cookie); throttled per address and per account',
     body: 'PasswordSignInBody',
     response: { 200: 'PasswordSignInResult' },
   },
+  signInWithCode: {
+    method: 'POST',
+    path: '/auth/two-factor',
+    permission: 'public',
+    summary:
+      'The second step of a password sign-in: a code of the authenticator app (each accepted once) or an unused recovery code (then used up); 410 once the challenge expired or took five wrong codes',
+    body: 'TwoFactorSignInBody',
+    response: { 200: 'SignedInResult' },
+  },
+  beginTwoFactorEnrolment: {
+    method: 'POST',
+    path: '/auth/two-factor/enrol',
+    permission: 'public',
+    summary:
+      'Two-factor required and this admin has none: a new secret to add to the authenticator app (text, otpauth URL and QR code), before anything else',
+    body: 'TwoFactorChallengeBody',
+    response: { 200: 'TwoFactorSetup' },
+  },
+  confirmTwoFactorEnrolment: {
+    method: 'POST',
+    path: '/auth/two-factor/enrol/confirm',
+    permission: 'public',
+    summary: 'The enrolment at sign-in confirmed by a code: two-factor on, signed in, and ten recovery codes shown this once',
+    body: 'TwoFactorSignInBody',
+    response: { 200: 'TwoFactorEnrolled' },
+  },
   setUpOwner: {
     method: 'POST',
     path: '/auth/setup',
+    permission: 'public',
     summary: 'The one-time set-up link’s form: the owner’s email, name and password; signs in (410 once used)',
     body: 'OwnerSetupBody',
     response: { 200: 'PasswordSignInResult' },
@@ -84,6 +142,7 @@ export const adminRoutes = {
   accountInvitation: {
     method: 'GET',
     path: '/auth/invitation',
+    permission: 'public',
     summary: 'Whom an admin’s set-up link is for (410 saying why when it is used, expired or replaced)',
     querystring: 'AccountSetupQuery',
     response: { 200: 'AccountSetupInfo' },
@@ -91,6 +150,7 @@ export const adminRoutes = {
   acceptAccountInvitation: {
     method: 'POST',
     path: '/auth/invitation',
+    permission: 'public',
     summary: 'The invited admin’s set-up link’s form: their password (and name); uses the link and signs in',
     body: 'AccountSetupBody',
     response: { 200: 'PasswordSignInResult' },
@@ -99,34 +159,126 @@ export const adminRoutes = {
   me: {
     method: 'GET',
     path: '/api/me',
+    permission: 'signed-in',
     summary: 'Who is calling: the account, how (session or API token) and the role the call acts with',
     response: { 200: 'Me' },
   },
   'tokens.list': {
     method: 'GET',
     path: '/api/tokens',
+    permission: 'tokens.own',
     summary: 'API tokens (the owner sees everyone’s, others their own), never the tokens themselves',
     response: { 200: 'ApiTokenList' },
   },
   'tokens.create': {
     method: 'POST',
     path: '/api/tokens',
+    permission: 'tokens.own',
     summary:
       'A personal API token with a role no higher than the caller’s and an optional lifetime; the token is in this answer only',
     body: 'ApiTokenCreate',
     response: { 201: 'ApiTokenCreated' },
   },
+  'accounts.setScope': {
+    method: 'PUT',
+    path: '/api/accounts/:id/scope',
+    permission: 'accounts.manage',
+    summary:
+      'Scopes an operator or observer to fleets (an empty list: every fleet); 400 for an owner or admin, or an unknown fleet',
+    params: 'IdParams',
+    body: 'AccountScopeBody',
+    response: { 200: 'Account' },
+  },
   'tokens.revoke': {
     method: 'POST',
     path: '/api/tokens/:id/revoke',
+    permission: 'tokens.own',
     summary: 'Revokes an API token at once (the data dir’s admin token cannot be: 409)',
     params: 'IdParams',
     response: { 200: 'ApiToken' },
   },
 
+  'twoFactor.status': {
+    method: 'GET',
+    path: '/api/me/two-factor',
+    permission: 'signed-in',
+    summary: 'One’s own two-factor sign-in: on or off, recovery codes left, whether the owner requires it',
+    response: { 200: 'TwoFactorStatus' },
+  },
+  'twoFactor.setup': {
+    method: 'POST',
+    path: '/api/me/two-factor/setup',
+    permission: 'signed-in',
+    summary:
+      'Starts enrolling an authenticator app: a new secret (text, otpauth URL, QR code), shown in this answer only; 409 while two-factor is on',
+    response: { 200: 'TwoFactorSetup' },
+  },
+  'twoFactor.confirm': {
+    method: 'POST',
+    path: '/api/me/two-factor/confirm',
+    permission: 'signed-in',
+    summary: 'Confirms the enrolment with a code of the app: two-factor on, and ten single-use recovery codes shown this once',
+    body: 'TwoFactorCodeBody',
+    response: { 200: 'RecoveryCodes' },
+  },
+  'twoFactor.disable': {
+    method: 'POST',
+    path: '/api/me/two-factor/disable',
+    permission: 'signed-in',
+    summary: 'Turns one’s own two-factor off, with a current code or a recovery code (409 when the owner requires it)',
+    body: 'TwoFactorCodeBody',
+    response: { 200: 'TwoFactorStatus' },
+  },
+  'password.change': {
+    method: 'POST',
+    path: '/api/me/password',
+    permission: 'signed-in',
+    summary: 'Changes one’s own password (the current one given); every other session of the account ends',
+    body: 'PasswordChangeBody',
+    response: { 200: 'PasswordChanged' },
+  },
+  'sessions.list': {
+    method: 'GET',
+    path: '/api/sessions',
+    permission: 'signed-in',
+    summary:
+      'One’s own console sessions: from which address and browser, when signed in, last seen, when each ends; the current one marked',
+    response: { 200: 'AdminSessionList' },
+  },
+  'sessions.end': {
+    method: 'DELETE',
+    path: '/api/sessions/:id',
+    permission: 'signed-in',
+    summary: 'Ends one of one’s own console sessions at once (404 for another admin’s)',
+    params: 'SessionIdParams',
+    response: { 200: 'SessionsEnded' },
+  },
+  'sessions.endOthers': {
+    method: 'DELETE',
+    path: '/api/sessions',
+    permission: 'signed-in',
+    summary: 'Ends every console session of one’s own but the current one',
+    response: { 200: 'SessionsEnded' },
+  },
+  'signInSettings.get': {
+    method: 'GET',
+    path: '/api/sign-in-settings',
+    permission: 'settings.read',
+    summary: 'The owner’s sign-in settings: two-factor required for everyone, session idle time and maximum age',
+    response: { 200: 'SignInSettings' },
+  },
+  'signInSettings.update': {
+    method: 'PATCH',
+    path: '/api/sign-in-settings',
+    permission: 'settings.server',
+    summary: 'Changes the sign-in settings (any of them); recorded with before and after values',
+    body: 'SignInSettingsPatch',
+    response: { 200: 'SignInSettings' },
+  },
   'accounts.list': {
     method: 'GET',
     path: '/api/accounts',
+    permission: 'accounts.manage',
     summary:
       'The admins: role, status (invited, active, disabled), last sign-in, and an invited one’s set-up link’s expiry and email',
     response: { 200: 'AccountList' },
@@ -134,6 +286,7 @@ export const adminRoutes = {
   'accounts.invite': {
     method: 'POST',
     path: '/api/accounts',
+    permission: 'accounts.manage',
     summary:
       'Invites an admin by email with a role: the mail worker sends a set-up link (expiring, one use); with `no_email` the answer carries the link instead',
     body: 'AccountInviteBody',
@@ -142,6 +295,7 @@ export const adminRoutes = {
   'accounts.reinvite': {
     method: 'POST',
     path: '/api/accounts/:id/invitation',
+    permission: 'accounts.manage',
     summary: 'A new set-up link for an invited admin (the previous one stops working), emailed or, with `no_email`, answered',
     params: 'IdParams',
     body: 'AccountReinviteBody',
@@ -150,6 +304,7 @@ export const adminRoutes = {
   'accounts.update': {
     method: 'PATCH',
     path: '/api/accounts/:id',
+    permission: 'accounts.manage',
     summary: 'Changes an admin’s role (never your own; never the last owner’s)',
     params: 'IdParams',
     body: 'AccountUpdate',
@@ -158,6 +313,7 @@ export const adminRoutes = {
   'accounts.disable': {
     method: 'POST',
     path: '/api/accounts/:id/disable',
+    permission: 'accounts.manage',
     summary:
       'Disables an admin: their console sessions end and their API tokens are refused (never yourself, never the last owner)',
     params: 'IdParams',
@@ -166,6 +322,7 @@ export const adminRoutes = {
   'accounts.enable': {
     method: 'POST',
     path: '/api/accounts/:id/enable',
+    permission: 'accounts.manage',
     summary: 'Enables a disabled admin again (their tokens work again; they sign in anew)',
     params: 'IdParams',
     response: { 200: 'AccountEntry' },
@@ -173,6 +330,7 @@ export const adminRoutes = {
   'accounts.remove': {
     method: 'DELETE',
     path: '/api/accounts/:id',
+    permission: 'accounts.manage',
     summary: 'Deletes an admin and their API tokens (never yourself, never the last owner: 409)',
     params: 'IdParams',
     response: { 204: null },
@@ -181,6 +339,7 @@ export const adminRoutes = {
   'audit.list': {
     method: 'GET',
     path: '/api/audit',
+    permission: 'audit.read',
     summary: 'The audit trail, newest first: who (admin and API token, role), from where, did what to which object; filtered',
     querystring: 'AuditQuery',
     response: { 200: 'AuditList' },
@@ -188,6 +347,7 @@ export const adminRoutes = {
   'audit.export': {
     method: 'GET',
     path: '/api/audit/export',
+    permission: 'audit.read',
     summary:
       "Every audit entry the filters match (those of GET /api/audit, no limit), newest first, streamed as a download: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one AuditEntry a line, Content-Type application/x-ndjson)",
     querystring: 'AuditExportQuery',
@@ -197,18 +357,23 @@ export const adminRoutes = {
   consoleTicket: {
     method: 'POST',
     path: '/api/console-tickets',
-    summary: 'A fresh one-time console sign-in link',
+    permission: 'accounts.manage',
+    summary:
+      'A fresh one-time console sign-in link, as the caller’s own account or (the owner only) as the admin `?as=EMAIL` names (404 for an unknown email)',
+    querystring: 'ConsoleTicketQuery',
     response: { 201: 'ConsoleTicket' },
   },
   status: {
     method: 'GET',
     path: '/api/status',
+    permission: 'status.read',
     summary: 'URLs, ports, counts, broker, LAN addresses and warnings',
     response: { 200: 'ServerStatus' },
   },
   choosePublicHost: {
     method: 'POST',
     path: '/api/public-host',
+    permission: 'settings.server',
     summary: 'Makes a LAN address of this machine the public host now',
     body: 'PublicHostBody',
     response: { 200: 'PublicHostResult' },
@@ -216,6 +381,7 @@ export const adminRoutes = {
   events: {
     method: 'GET',
     path: '/api/events',
+    permission: 'events.read',
     summary: 'Event history, newest first',
     querystring: 'EventsQuery',
     response: { 200: 'EventList' },
@@ -223,6 +389,7 @@ export const adminRoutes = {
   eventStream: {
     method: 'GET',
     path: '/api/events/stream',
+    permission: 'events.read',
     summary:
       'Server-Sent Events: every change as it happens (`Last-Event-ID` or `?after=` replays what came after); each frame is an `Event`, plus `agent` (the device-list row) for events naming an agent',
     querystring: 'EventStreamQuery',
@@ -232,6 +399,7 @@ export const adminRoutes = {
   'invitations.list': {
     method: 'GET',
     path: '/api/invitations',
+    permission: 'invitations.read',
     summary: 'Invitations, filtered and paged',
     querystring: 'InvitationFilter',
     response: { 200: 'InvitationPage' },
@@ -239,6 +407,7 @@ export const adminRoutes = {
   'invitations.create': {
     method: 'POST',
     path: '/api/invitations',
+    permission: 'invitations.create',
     summary: 'Invites an address (409 with the pending invitation unless `another`)',
     body: 'InvitationCreate',
     response: { 201: 'Invitation', 409: 'InvitationPendingError' },
@@ -246,6 +415,7 @@ export const adminRoutes = {
   'invitations.validate': {
     method: 'POST',
     path: '/api/invitations/validate',
+    permission: 'invitations.create',
     summary: 'Checks rows without creating anything',
     body: 'InvitationBulk',
     response: { 200: 'InvitationValidation' },
@@ -253,6 +423,7 @@ export const adminRoutes = {
   'invitations.createMany': {
     method: 'POST',
     path: '/api/invitations/bulk',
+    permission: 'invitations.create',
     summary: 'Creates many invitations, all or nothing',
     body: 'InvitationBulk',
     response: { 201: 'InvitationBulkCreated', 400: 'InvitationBulkError' },
@@ -260,6 +431,7 @@ export const adminRoutes = {
   'invitations.get': {
     method: 'GET',
     path: '/api/invitations/:id',
+    permission: 'invitations.read',
     summary: 'One invitation with its log of attempts and its events',
     params: 'IdParams',
     response: { 200: 'InvitationDetail' },
@@ -267,6 +439,7 @@ export const adminRoutes = {
   'invitations.qrPng': {
     method: 'GET',
     path: '/api/invitations/:id/qr.png',
+    permission: 'invitations.read',
     summary: "The invitation's QR code (PNG)",
     params: 'IdParams',
     querystring: 'QrQuery',
@@ -275,6 +448,7 @@ export const adminRoutes = {
   'invitations.qrSvg': {
     method: 'GET',
     path: '/api/invitations/:id/qr.svg',
+    permission: 'invitations.read',
     summary: "The invitation's QR code (SVG)",
     params: 'IdParams',
     response: { 200: SVG },
@@ -282,6 +456,7 @@ export const adminRoutes = {
   'invitations.revoke': {
     method: 'POST',
     path: '/api/invitations/:id/revoke',
+    permission: 'invitations.revoke',
     summary: 'Revokes a pending invitation',
     params: 'IdParams',
     response: { 200: 'Invitation' },
@@ -289,6 +464,7 @@ export const adminRoutes = {
   'invitations.remove': {
     method: 'DELETE',
     path: '/api/invitations/:id',
+    permission: 'invitations.delete',
     summary: 'Deletes an invitation',
     params: 'IdParams',
     response: { 204: null },
@@ -296,6 +472,7 @@ export const adminRoutes = {
   'invitations.resend': {
     method: 'POST',
     path: '/api/invitations/:id/resend',
+    permission: 'invitations.resend',
     summary: 'Emails it again: same link, same expiry',
     params: 'IdParams',
     response: { 202: 'Invitation' },
@@ -303,16 +480,24 @@ export const adminRoutes = {
   'invitations.simulate': {
     method: 'POST',
     path: '/api/invitations/:id/simulate',
+    permission: 'simulator.run',
     summary: 'Runs the device simulator against the invitation',
     params: 'IdParams',
     querystring: 'SimulateQuery',
     response: { 200: 'SimulateResult' },
   },
 
-  'codes.list': { method: 'GET', path: '/api/codes', summary: 'Enrollment codes', response: { 200: 'CodeList' } },
+  'codes.list': {
+    method: 'GET',
+    path: '/api/codes',
+    summary: 'Enrollment codes',
+    permission: 'codes.read',
+    response: { 200: 'CodeList' },
+  },
   'codes.create': {
     method: 'POST',
     path: '/api/codes',
+    permission: 'codes.write',
     summary: 'Creates an enrollment code',
     body: 'CodeCreate',
     response: { 201: 'EnrollmentCode' },
@@ -320,6 +505,7 @@ export const adminRoutes = {
   'codes.get': {
     method: 'GET',
     path: '/api/codes/:id',
+    permission: 'codes.read',
     summary: 'One code with its log of uses and refusals',
     params: 'IdParams',
     response: { 200: 'CodeDetail' },
@@ -327,6 +513,7 @@ export const adminRoutes = {
   'codes.qrPng': {
     method: 'GET',
     path: '/api/codes/:id/qr.png',
+    permission: 'codes.read',
     summary: "The code's QR code (PNG)",
     params: 'IdParams',
     querystring: 'QrQuery',
@@ -335,6 +522,7 @@ export const adminRoutes = {
   'codes.qrSvg': {
     method: 'GET',
     path: '/api/codes/:id/qr.svg',
+    permission: 'codes.read',
     summary: "The code's QR code (SVG)",
     params: 'IdParams',
     response: { 200: SVG },
@@ -342,6 +530,7 @@ export const adminRoutes = {
   'codes.revoke': {
     method: 'POST',
     path: '/api/codes/:id/revoke',
+    permission: 'codes.revoke',
     summary: 'Revokes a code',
     params: 'IdParams',
     response: { 200: 'EnrollmentCode' },
@@ -349,6 +538,7 @@ export const adminRoutes = {
   'codes.rotate': {
     method: 'POST',
     path: '/api/codes/:id/rotate',
+    permission: 'codes.write',
     summary: 'Gives a code a new token (the old QR code stops working)',
     params: 'IdParams',
     response: { 200: 'EnrollmentCode' },
@@ -356,6 +546,7 @@ export const adminRoutes = {
   'codes.simulate': {
     method: 'POST',
     path: '/api/codes/:id/simulate',
+    permission: 'simulator.run',
     summary: 'Runs the device simulator as a person using the code',
     params: 'IdParams',
     querystring: 'SimulateQuery',
@@ -363,10 +554,17 @@ export const adminRoutes = {
     response: { 200: 'CodeSimulateResult' },
   },
 
-  'agents.list': { method: 'GET', path: '/api/agents', summary: 'Devices', response: { 200: 'AgentList' } },
+  'agents.list': {
+    method: 'GET',
+    path: '/api/agents',
+    summary: 'Devices',
+    permission: 'devices.read',
+    response: { 200: 'AgentList' },
+  },
   'agents.get': {
     method: 'GET',
     path: '/api/agents/:id',
+    permission: 'devices.read',
     summary: 'One device with its inventory, positions and events',
     params: 'IdParams',
     response: { 200: 'AgentDetail' },
@@ -374,6 +572,7 @@ export const adminRoutes = {
   'agents.remove': {
     method: 'DELETE',
     path: '/api/agents/:id',
+    permission: 'devices.delete',
     summary: 'Deletes a device (its api_token is retired)',
     params: 'IdParams',
     response: { 204: null },
@@ -381,6 +580,7 @@ export const adminRoutes = {
   'agents.move': {
     method: 'PATCH',
     path: '/api/agents/:id',
+    permission: 'devices.move',
     summary: 'Moves a device to another fleet (the agent is told with Command/Subscribe)',
     params: 'IdParams',
     body: 'AgentPatch',
@@ -389,6 +589,7 @@ export const adminRoutes = {
   'agents.command': {
     method: 'POST',
     path: '/api/agents/:id/commands',
+    permission: { field: 'command', values: COMMAND_PERMISSIONS },
     summary: 'Sends a command to the device over MQTT',
     params: 'IdParams',
     body: 'CommandBody',
@@ -397,6 +598,7 @@ export const adminRoutes = {
   'agents.approve': {
     method: 'POST',
     path: '/api/agents/:id/approve',
+    permission: 'devices.approve',
     summary: 'Approves a device enrolled with a manual code',
     params: 'IdParams',
     response: { 200: 'AgentSummary' },
@@ -404,6 +606,7 @@ export const adminRoutes = {
   'agents.reject': {
     method: 'POST',
     path: '/api/agents/:id/reject',
+    permission: 'devices.approve',
     summary: 'Rejects a device enrolled with a manual code',
     params: 'IdParams',
     response: { 200: 'AgentSummary' },
@@ -411,6 +614,7 @@ export const adminRoutes = {
   'agents.approveMany': {
     method: 'POST',
     path: '/api/agents/approve',
+    permission: 'devices.approve',
     summary: 'Approves many devices: each approved or listed with why not',
     body: 'ApproveManyBody',
     response: { 200: 'ApproveManyResult' },
@@ -418,15 +622,23 @@ export const adminRoutes = {
   'agents.tasks': {
     method: 'GET',
     path: '/api/agents/:id/tasks',
+    permission: 'devices.read',
     summary: "A device's tasks with their history",
     params: 'SafeIdParams',
     response: { 200: 'DeviceTaskList' },
   },
 
-  'fleets.list': { method: 'GET', path: '/api/fleets', summary: 'Fleets', response: { 200: 'FleetList' } },
+  'fleets.list': {
+    method: 'GET',
+    path: '/api/fleets',
+    summary: 'Fleets',
+    permission: 'fleets.read',
+    response: { 200: 'FleetList' },
+  },
   'fleets.create': {
     method: 'POST',
     path: '/api/fleets',
+    permission: 'fleets.write',
     summary: 'Creates a fleet',
     body: 'FleetName',
     response: { 201: 'FleetRecord' },
@@ -434,6 +646,7 @@ export const adminRoutes = {
   'fleets.rename': {
     method: 'PATCH',
     path: '/api/fleets/:id',
+    permission: 'fleets.write',
     summary: 'Renames a fleet',
     params: 'IdParams',
     body: 'FleetName',
@@ -442,24 +655,39 @@ export const adminRoutes = {
   'fleets.remove': {
     method: 'DELETE',
     path: '/api/fleets/:id',
+    permission: 'fleets.write',
     summary: 'Deletes an empty, non-default fleet',
     params: 'IdParams',
     response: { 204: null },
   },
 
-  'settings.get': { method: 'GET', path: '/api/settings', summary: 'Settings', response: { 200: 'Settings' } },
+  'settings.get': {
+    method: 'GET',
+    path: '/api/settings',
+    summary: 'Settings',
+    permission: 'settings.read',
+    response: { 200: 'Settings' },
+  },
   'settings.update': {
     method: 'PATCH',
     path: '/api/settings',
+    permission: { permission: 'settings.write', keys: OWNER_SETTING_KEYS },
     summary: "Changes settings (refused when an invitation's QR code would overflow)",
     body: 'SettingsPatch',
     response: { 200: 'Settings' },
   },
 
-  'mail.status': { method: 'GET', path: '/api/mail/status', summary: 'The mail queue', response: { 200: 'MailStatus' } },
+  'mail.status': {
+    method: 'GET',
+    path: '/api/mail/status',
+    summary: 'The mail queue',
+    permission: 'mail.read',
+    response: { 200: 'MailStatus' },
+  },
   'mail.retry': {
     method: 'POST',
     path: '/api/mail/retry',
+    permission: 'invitations.resend',
     summary: 'Retries failed deliveries: all, one bulk batch, or the listed invitations',
     body: 'MailRetryBody',
     response: { 202: 'MailRetryResult' },
@@ -467,6 +695,7 @@ export const adminRoutes = {
   'mail.batch': {
     method: 'GET',
     path: '/api/mail/batches/:batch_id',
+    permission: 'mail.read',
     summary: 'The deliveries of one bulk batch',
     params: 'MailBatchParams',
     response: { 200: 'MailBatch' },
@@ -474,12 +703,14 @@ export const adminRoutes = {
   'mail.settings': {
     method: 'GET',
     path: '/api/mail/settings',
+    permission: 'mail.read',
     summary: 'Mail settings (secrets left out)',
     response: { 200: 'MailSettingsView' },
   },
   'mail.saveSettings': {
     method: 'PUT',
     path: '/api/mail/settings',
+    permission: { permission: 'settings.write', keys: OWNER_MAIL_KEYS },
     summary: 'Saves the mail settings',
     body: 'MailSettingsPut',
     response: { 200: 'MailSettingsView' },
@@ -487,6 +718,7 @@ export const adminRoutes = {
   'mail.preview': {
     method: 'POST',
     path: '/api/mail/preview',
+    permission: 'mail.read',
     summary: 'The invitation email as it would be sent',
     body: 'MailPreviewBody',
     response: { 200: 'MailPreview' },
@@ -494,16 +726,24 @@ export const adminRoutes = {
   'mail.test': {
     method: 'POST',
     path: '/api/mail/test',
+    permission: 'settings.write',
     summary: "Sends a test email now; 502 with the server's answer on failure",
     body: 'MailTestBody',
     response: { 200: 'MailTestResult', 502: 'MailTestFailure' },
   },
 
   // Files and packages: the upload is the raw body, streamed to disk (a JSON schema cannot describe it).
-  'files.list': { method: 'GET', path: '/api/files', summary: 'Files', response: { 200: 'StoredItemList' } },
+  'files.list': {
+    method: 'GET',
+    path: '/api/files',
+    summary: 'Files',
+    permission: 'files.read',
+    response: { 200: 'StoredItemList' },
+  },
   'files.upload': {
     method: 'POST',
     path: '/api/files',
+    permission: 'files.write',
     summary: 'Uploads a file: the raw body (Content-Type: application/octet-stream)',
     querystring: 'UploadQuery',
     body: RAW,
@@ -512,14 +752,22 @@ export const adminRoutes = {
   'files.remove': {
     method: 'DELETE',
     path: '/api/files/:id',
+    permission: 'files.write',
     summary: 'Deletes a file',
     params: 'SafeIdParams',
     response: { 204: null },
   },
-  'packages.list': { method: 'GET', path: '/api/packages', summary: 'Packages', response: { 200: 'StoredItemList' } },
+  'packages.list': {
+    method: 'GET',
+    path: '/api/packages',
+    summary: 'Packages',
+    permission: 'files.read',
+    response: { 200: 'StoredItemList' },
+  },
   'packages.upload': {
     method: 'POST',
     path: '/api/packages',
+    permission: 'files.write',
     summary: 'Uploads a package (an APK is read; 422 ERROR_APK_UNREADABLE unless `if_unreadable=keep`)',
     querystring: 'UploadQuery',
     body: RAW,
@@ -528,6 +776,7 @@ export const adminRoutes = {
   'packages.update': {
     method: 'PATCH',
     path: '/api/packages/:id',
+    permission: 'files.write',
     summary: "What the APK's manifest did not say, or says wrong",
     params: 'SafeIdParams',
     body: 'PackagePatch',
@@ -536,6 +785,7 @@ export const adminRoutes = {
   'packages.remove': {
     method: 'DELETE',
     path: '/api/packages/:id',
+    permission: 'files.write',
     summary: 'Deletes a package',
     params: 'SafeIdParams',
     response: { 204: null },
@@ -544,28 +794,34 @@ export const adminRoutes = {
   'deployments.list': {
     method: 'GET',
     path: '/api/deployments',
-    summary: 'Deployments with task counts and progress',
+    permission: 'deployments.read',
+    summary: 'The deployment kinds of GET /api/policy-assignments (kind=deployment): an alias',
     querystring: 'DeploymentFilter',
     response: { 200: 'DeploymentList' },
   },
   'deployments.create': {
     method: 'POST',
     path: '/api/deployments',
-    summary: 'Publishes a file or package to a fleet or a device',
+    permission: 'deployments.write',
+    summary:
+      'Publishes a file or package to a fleet or a device: an alias of POST /api/policy-assignments (deployApp, deployFile)',
     body: 'DeployBody',
     response: { 201: 'DeploymentDetail' },
   },
   'deployments.get': {
     method: 'GET',
     path: '/api/deployments/:id',
-    summary: 'One deployment with every task and its history',
+    permission: 'deployments.read',
+    summary: 'One assignment with every task and its history (an alias of GET /api/policy-assignments/:id)',
     params: 'SafeIdParams',
     response: { 200: 'DeploymentDetail' },
   },
   'deployments.remove': {
     method: 'DELETE',
     path: '/api/deployments/:id',
-    summary: 'Ends a deployment; with remove_on_delete, the removal it published',
+    permission: 'deployments.write',
+    summary:
+      'Ends an assignment; with remove_on_delete, the removal it published (an alias of DELETE /api/policy-assignments/:id)',
     params: 'SafeIdParams',
     response: { 200: 'Undeployed' },
   },
@@ -573,12 +829,14 @@ export const adminRoutes = {
   'policies.catalogue': {
     method: 'GET',
     path: '/api/policies',
+    permission: 'policies.read',
     summary: 'The policy catalogue',
     response: { 200: 'PolicyCatalogue' },
   },
   'policies.list': {
     method: 'GET',
     path: '/api/policy-assignments',
+    permission: 'policies.read',
     summary: 'Every assignment (deployments included) with task counts and progress',
     querystring: 'AssignmentFilter',
     response: { 200: 'AssignmentList' },
@@ -586,13 +844,15 @@ export const adminRoutes = {
   'policies.set': {
     method: 'POST',
     path: '/api/policy-assignments',
-    summary: 'Sets a value policy on a fleet or a device',
+    permission: 'policies.write',
+    summary: 'Sets a policy on a fleet or a device: a value, or a deployment kind (an item id, or what to remove)',
     body: 'AssignBody',
     response: { 201: 'DeploymentDetail' },
   },
   'policies.get': {
     method: 'GET',
     path: '/api/policy-assignments/:id',
+    permission: 'policies.read',
     summary: 'One assignment with every task and its history',
     params: 'SafeIdParams',
     response: { 200: 'DeploymentDetail' },
@@ -600,13 +860,15 @@ export const adminRoutes = {
   'policies.unset': {
     method: 'DELETE',
     path: '/api/policy-assignments/:id',
-    summary: 'Unsets a value policy (or undeploys a deployment)',
+    permission: 'policies.write',
+    summary: 'Unsets a policy (a deployment: undeployed, its removal published with remove_on_delete)',
     params: 'SafeIdParams',
     response: { 200: 'Unassigned' },
   },
   'policies.ofAgent': {
     method: 'GET',
     path: '/api/agents/:id/policies',
+    permission: 'policies.read',
     summary: "A device's tasks of active assignments and which value applies",
     params: 'SafeIdParams',
     response: { 200: 'EffectivePolicyList' },
@@ -614,6 +876,7 @@ export const adminRoutes = {
   'policies.compliance': {
     method: 'GET',
     path: '/api/compliance',
+    permission: 'policies.read',
     summary: 'Each enrolled device: its tasks counted and its compliance state',
     querystring: 'ComplianceFilter',
     response: { 200: 'ComplianceList' },

@@ -49,6 +49,27 @@ export const TaskHistoryEntry = Type.Object({
 });
 export type TaskHistoryEntry = Static<typeof TaskHistoryEntry>;
 
+/**
+ * A package deployment's task checked against the device's own inventory: once the task is done
+ * (or the package was downloaded), the next inventory's installed applications are searched for the
+ * package name and the version deployed. `awaiting_inventory` until an inventory arrives after that.
+ */
+export const TaskVerification = Type.Object({
+  state: Type.Union([Type.Literal('awaiting_inventory'), Type.Literal('verified'), Type.Literal('not_found')]),
+  /** "org.example.app 1.2 (version code 12) is installed", "org.example.app is not in the inventory", … */
+  detail: Type.String(),
+  /** When the inventory checked was received (null while awaiting one). */
+  inventory_at: Nullable(Type.String()),
+});
+export type TaskVerification = Static<typeof TaskVerification>;
+
+/** How a verification reads in the console and the CLI. */
+export function verificationText(verification: TaskVerification): string {
+  if (verification.state === 'verified') return 'verified';
+  if (verification.state === 'not_found') return 'not found in inventory';
+  return 'awaiting inventory';
+}
+
 /** A deployment's task on one device. */
 export const DeviceTask = Type.Object({
   id: Type.Integer(),
@@ -63,6 +84,8 @@ export const DeviceTask = Type.Object({
   downloaded_at: Nullable(Type.String()),
   /** The status as shown: `downloaded, not confirmed` for an open task whose item was downloaded. */
   status_text: Type.String(),
+  /** Package deployments: the install checked against the device's inventory (null: not checked, not a package, or not done yet). */
+  verification: Type.Optional(Nullable(TaskVerification)),
   history: Type.Optional(Type.Array(TaskHistoryEntry)),
   /** In a device's task list: the deployment it belongs to. */
   deployment: Type.Optional(

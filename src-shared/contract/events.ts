@@ -63,7 +63,9 @@ export interface ServerEvents {
   /** The owner account made on first start (no email yet: the set-up link gives it one). */
   'account.created': { account_id: number; role: string };
   'account.owner_set_up': { account_id: number; email: string };
-  'account.token_created': { token_id: number; role: string; days: number | null; by: string };
+  'account.token_created': { token_id: number; role: string; days: number | null; fleet_ids: number[]; by: string };
+  /** An operator's or observer's fleet scope set (`after.fleet_ids` empty: every fleet again). */
+  'account.scope_changed': AccountRef & ChangeData & { by: string };
   'account.token_revoked': { token_id: number; by: string };
   'account.invited': AccountRef & { role: string; email_queued: boolean; [key: string]: unknown };
   'account.reinvited': AccountRef & { email_queued: boolean };
@@ -76,17 +78,31 @@ export interface ServerEvents {
   'account.invitation_sent': AccountMailData;
   'account.invitation_failed': AccountMailData;
   'account.invitation_outbox': AccountMailData;
-  'admin.signed_in': { account_id: number; address: string; with: 'token' | 'link' | 'password' };
+  'account.password_changed': { account_id: number };
+  /** Two-factor sign-in turned on (enrolment confirmed), off by its admin, or reset by another. Never the secret. */
+  /** A new authenticator secret waits for its first code (never shown here). */
+  'account.two_factor_enrolment_started': { account_id: number };
+  'account.two_factor_enabled': { account_id: number };
+  'account.two_factor_disabled': { account_id: number };
+  'account.two_factor_reset': { account_id: number };
+  'account.recovery_code_used': { account_id: number; left: number };
+  /** The owner's sign-in settings changed (two-factor required, session limits), with before and after values. */
+  'settings.sign_in_updated': ChangeData & { keys: string[] };
+  /** `totp`, `recovery`: with the password and a two-factor code, or a recovery code. */
+  'admin.signed_in': { account_id: number; address: string; with: 'token' | 'link' | 'password' | 'totp' | 'recovery' };
   'admin.signed_out': { account_id: number; address: string };
+  /** An admin ended some of their own console sessions (one, or all but the current one). */
+  'admin.sessions_ended': { account_id: number; ended: number };
   /** A one-time console sign-in link (`cli console`) made for the caller's account. */
   'admin.sign_in_link_issued': { account_id: number; name: string };
   /** A console sign-in, an admin API call or a sign-in link refused (wrong token, used link). */
-  'admin.sign_in_failed': { address: string; with: 'form' | 'link' | 'bearer' | 'password'; email?: string };
+  'admin.sign_in_failed': { address: string; with: 'form' | 'link' | 'bearer' | 'password' | 'two-factor'; email?: string };
   /** An address made too many failed sign-ins: further attempts get 429 for `retry_after_s`. */
   'admin.sign_in_throttled': { address: string; retry_after_s: number; email?: string };
   'invitation.created': { email: string; fleet: string; days: number };
   'invitation.revoked': { email: string } & ChangeData;
-  'invitation.deleted': { email: string } & ChangeData;
+  /** `fleet_id`: where it was, so a scoped console is told (the invitation is gone). */
+  'invitation.deleted': { fleet_id: number; email: string } & ChangeData;
   'invitation.refused': AttemptData & { code: string };
   /** An admin ran the device simulator on the invitation ("simulate a device"). */
   'invitation.simulated': { email: string; type: string; ok: boolean };
@@ -107,7 +123,8 @@ export interface ServerEvents {
   'agent.reenrolled': ServerEvents['agent.enrolled'];
   'agent.approved': null;
   'agent.rejected': null;
-  'agent.deleted': null;
+  /** `fleet_id`: where it was, so a scoped console is told (the device is gone). */
+  'agent.deleted': { fleet_id: number };
   'agent.online': PresenceData;
   'agent.offline': PresenceData;
   'agent.command': CommandData & Partial<ChangeData>;
@@ -164,6 +181,14 @@ export interface ServerEvents {
     fleet_id: number | null;
   };
   'task.downloaded': { deployment_id: number; task_id: number; fleet_id: number | null };
+  /** A package install checked against the device's inventory. */
+  'task.verified': {
+    deployment_id: number;
+    task_id: number;
+    result: 'verified' | 'not_found';
+    inventory_at: string;
+    fleet_id: number | null;
+  };
   'task.report_refused': { task_id: number; reason: string; payload: string };
   'broker.started': Record<string, unknown>;
   'broker.stopped': { agent_ids: number[] };

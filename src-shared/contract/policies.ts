@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { Items, Literals, Nullable } from './common.ts';
-import { Deployment, TASK_STATUSES } from './deployments.ts';
+import { Deployment, TASK_STATUSES, TaskVerification } from './deployments.ts';
 
 // The policy catalogue: every policy the reference server (flyve-mdm/glpi-plugin,
 // install/policies/*.php) offers and the Flyve Android agent understands, as data. The admin API
@@ -177,7 +177,7 @@ const CONFIG_UI = 'Configuration > User interface';
 const count = { maximum: PASSWORD_COUNT_MAX, unit: 'characters' } as const;
 
 export const POLICY_CATALOGUE: readonly PolicyDefinition[] = [
-  // Deployment (the four kinds published today by POST /api/deployments)
+  // Deployment (the four kinds: an item's id, or what to remove, instead of a value)
   deployment(
     'deployApp',
     'Deploy application',
@@ -391,7 +391,7 @@ export const POLICY_CATALOGUE: readonly PolicyDefinition[] = [
   ),
 ];
 
-/** The four deployment kinds: assigned through POST /api/deployments (a package or file, not a value). */
+/** The four deployment kinds: assigned like any policy (POST /api/policy-assignments; POST /api/deployments is its alias for items). */
 export const DEPLOYMENT_SYMBOLS = ['deployApp', 'deployFile', 'removeApp', 'removeFile'] as const;
 
 const BY_SYMBOL = new Map(POLICY_CATALOGUE.map((policy) => [policy.symbol, policy]));
@@ -459,7 +459,11 @@ const TargetId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
  */
 export const PolicyValue = Type.Unknown();
 
-/** POST /api/policy-assignments: a value policy on a fleet (by id or name) or one device. */
+/**
+ * POST /api/policy-assignments: any policy of the catalogue on a fleet (by id or name) or one device.
+ * A value policy's value, or a deployment kind's item: deployApp takes a package id, deployFile a
+ * file id (and a destination folder), removeApp an Android package name, removeFile a path.
+ */
 export const AssignBody = Type.Object(
   {
     policy: Type.String({ minLength: 1, maxLength: 64 }),
@@ -468,6 +472,10 @@ export const AssignBody = Type.Object(
     /** A fleet by name or id, as the CLI gives it. */
     fleet: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     agent_id: Type.Optional(TargetId),
+    /** deployFile: the folder on the device (default %SDCARD%/Download/). */
+    destination: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    /** deployApp, deployFile: unsetting the assignment also publishes removeApp / removeFile. */
+    remove_on_delete: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -497,6 +505,8 @@ export const EffectivePolicy = Type.Object({
   updated_at: Type.String(),
   /** False when another value of the same policy applies (the task is overriden). */
   effective: Type.Boolean(),
+  /** Package deployments: the install checked against the device's inventory. */
+  verification: Type.Optional(Nullable(TaskVerification)),
 });
 export type EffectivePolicy = Static<typeof EffectivePolicy>;
 export const EffectivePolicyList = Items(EffectivePolicy);

@@ -91,3 +91,9 @@ export type SignOutResult = Static<typeof SignOutResult>;
 /** POST /api/console-tickets (201): a fresh one-time sign-in link. */
 export const ConsoleTicket = Type.Object({ console_url: Type.String() });
 export type ConsoleTicket = Static<typeof ConsoleTicket>;
+/** POST /api/console-tickets: `?as=EMAIL` signs in as that admin (the owner only); none: as the caller. */
+export const ConsoleTicketQuery = Type.Object(
+  { as: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })) },
+  { additionalProperties: false },
+);
+export type ConsoleTicketQuery = Static<typeof ConsoleTicketQuery>;

@@ -11,14 +11,18 @@ import type { AuditExportQuery, AuditQuery, ServerInfo } from '../../../src-shar
 import { Readable } from 'node:stream';
 import { auditExportLines } from '../audit/export.ts';
 import type { AuditFilter } from '../audit/repository.ts';
-import { adminRoute } from '../http/route-table.ts';
+import { actsAs, adminRoute } from '../http/route-table.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.ts';
 import { requestContext, type RequestContext } from '../audit/context.ts';
+import { currentFleetScope, fleetScopeParam } from '../fleets/scope.ts';
+import { eventVisible, type FleetOf } from './event-scope.ts';
 import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
-import { accountView, type Actor } from '../accounts/accounts.ts';
+import { accountView, fleetScopeOf, roleOf, type Actor } from '../accounts/accounts.ts';
+import { qrDataUrl } from '../deeplink/qr.ts';
+import { signInRoutes } from './sign-in-routes.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
@@ -152,21 +156,41 @@ export async function adminApp({
     return { signed_in: true as const, with: outcome.with };
   });
 
-  // The sign-in page's email and password: a new session for that account (the cookie).
+  // The sign-in page's email and password: a new session for that account (the cookie), or the
+  // second step first (a two-factor code, or enrolment when the owner requires it).
   adminRoute(app, 'signInWithPassword', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
     const outcome = await auth.signInWithPassword(request.body.email, request.body.password, request, reply);
-    if (!outcome.ok && outcome.status === 429) {
-      reply.header('retry-after', String(outcome.retryAfterSeconds));
-      throw new ApiError(
-        429,
-        'ERROR_TOO_MANY_SIGN_INS',
-        `Too many failed sign-ins for this account or from this computer: try again in ${outcome.retryAfterSeconds} s.`,
-      );
-    }
-    if (!outcome.ok) throw new ApiError(401, 'ERROR_SIGN_IN', 'Wrong email or password.');
+    if (!outcome.ok) refuseSignIn(reply, outcome, 'Wrong email or password.');
+    if ('secondStep' in outcome)
+      return { signed_in: false as const, second_step: outcome.secondStep, challenge: outcome.challenge };
     connections.authenticated(request.raw.socket);
     return { signed_in: true as const, account: accountView(outcome.account) };
+  });
+
+  // The second step: a code of the authenticator app, or a recovery code.
+  adminRoute(app, 'signInWithCode', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+    const outcome = auth.signInWithCode(request.body.challenge, request.body.code, request, reply);
+    if (!outcome.ok)
+      refuseSignIn(reply, outcome, 'That code is not right: type the six digits the app shows now, or a recovery code.');
+    connections.authenticated(request.raw.socket);
+    return { signed_in: true as const, account: accountView(outcome.account) };
+  });
+
+  // Enrolment at sign-in, when the owner requires two-factor and this admin has none yet.
+  adminRoute(app, 'beginTwoFactorEnrolment', async (request) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+    const setup = auth.beginEnrolment(request.body.challenge, request.ip);
+    if (!setup) refuseSignIn(undefined, { ok: false, status: 410 }, '');
+    return { ...setup, qr_data_url: await qrDataUrl(setup.otpauth_url, 280) };
+  });
+  adminRoute(app, 'confirmTwoFactorEnrolment', async (request, reply) => {
+    if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
+    const outcome = auth.confirmEnrolment(request.body.challenge, request.body.code, request, reply);
+    if (!outcome.ok) refuseSignIn(reply, outcome, 'That code is not right.');
+    connections.authenticated(request.raw.socket);
+    return { signed_in: true as const, account: accountView(outcome.account), recovery_codes: outcome.recoveryCodes };
   });
 
   // The one-time set-up link's form: the first person chooses the owner's email and password, and is signed in.
@@ -206,6 +230,8 @@ export async function adminApp({
           connections.authenticated(request.raw.socket);
           clients.set(request, outcome.client);
           actors.set(request, outcome.actor);
+          // What the route's declared permission is checked against (http/route-table.ts).
+          actsAs(request, roleOf(outcome.actor));
           return;
         }
         if (outcome.status === 429) {
@@ -231,7 +257,13 @@ export async function adminApp({
       api.addHook('preHandler', (request, _reply, done) => {
         const actor = actors.get(request);
         if (!actor) return done();
-        const context: RequestContext = { actor: requestActor(actor), address: request.ip, audited: false };
+        const context: RequestContext = {
+          actor: requestActor(actor),
+          address: request.ip,
+          audited: false,
+          // What it may see: services read it (fleets/scope.ts) and pass it into their queries.
+          fleets: fleetScopeOf(actor),
+        };
         requestContext.run(context, done);
       });
       adminRoute(api, 'audit.list', async (request) => ({
@@ -249,10 +281,22 @@ export async function adminApp({
           .send(Readable.from(auditExportLines(rows, format)));
       });
 
-      // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI).
+      // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI):
+      // as the caller's own account, or (the owner only) as the admin named by `?as=EMAIL`.
       adminRoute(api, 'consoleTicket', async (request, reply) => {
-        const url = `${info().admin_url}/auth?ticket=${auth.issueTicket()}`;
-        const { account } = actorOf(request);
+        const actor = actorOf(request);
+        let account = actor.account;
+        const email = request.query.as?.trim();
+        if (email !== undefined && email.toLowerCase() !== (account.email ?? '').toLowerCase()) {
+          const named = services.accounts.byEmail(email);
+          if (!named) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin has the email ${email}`);
+          if (roleOf(actor) !== 'owner') {
+            throw new ApiError(403, 'ERROR_FORBIDDEN', 'Only the owner makes sign-in links for another admin');
+          }
+          if (named.disabled === 1) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is disabled: enable the account first`);
+          account = named;
+        }
+        const url = `${info().admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
         services.events.record(
           'admin.sign_in_link_issued',
           `One-time console sign-in link issued for ${account.email ?? account.display_name}`,
@@ -271,7 +315,7 @@ export async function adminApp({
       adminRoute(api, 'status', async () => {
         const current = info();
         const publicHost = current.public_host;
-        const counts = services.statusCounts.counts();
+        const counts = services.statusCounts.counts(fleetScopeParam());
         const { admin_token: _hidden, setup_url: _once, ...visible } = current;
         return {
           ...visible,
@@ -308,23 +352,36 @@ export async function adminApp({
         return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
       });
 
-      adminRoute(api, 'events', async (request) => ({
-        items: services.events.latest(request.query.limit),
-      }));
+      // Where an event's device, invitation or code is now, whatever the request's scope.
+      const fleetOf: FleetOf = {
+        agent: (id) => services.agentRepository.byId(id)?.fleet_id,
+        invitation: (id) => services.repositories.invitations.get(id)?.fleet_id,
+        code: (id) => services.repositories.codes.get(id)?.fleet_id,
+      };
+      adminRoute(api, 'events', async (request) => {
+        const scope = currentFleetScope();
+        if (scope === null) return { items: services.events.latest(request.query.limit) };
+        // A scoped client's history: its fleets' events (and those about no fleet) among the last 1,000.
+        const visible = services.events.latest(1000).filter((event) => eventVisible(event, scope, fleetOf));
+        return { items: visible.slice(0, request.query.limit ?? 100) };
+      });
       adminRoute(api, 'eventStream', async (request, reply) =>
         streamEvents(
           services.events,
-          (id) => services.agents.findSummary(id),
+          // The row sent beside an event is shared by every stream: read whatever the scope.
+          (id) => services.agents.findSummary(id, null),
           request,
           reply,
           streams,
           clients.get(request)?.key ?? 'token',
+          { fleets: currentFleetScope(), fleetOf },
         ),
       );
 
       // Each capability's routes get the services they use, nothing more (no database handle).
       const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
-      await api.register(accountRoutes, { accounts: services.accounts, actorOf });
+      await api.register(accountRoutes, { accounts: services.accounts, fleets: services.fleets, actorOf });
+      await api.register(signInRoutes, { accounts: services.accounts, signIn: services.signInSettings, auth, actorOf });
       await api.register(accountManagementRoutes, { admins: services.admins, actorOf });
       await api.register(invitationRoutes, { invitations, events });
       await api.register(codeRoutes, { codes, approval, agents });
@@ -364,6 +421,30 @@ function auditFilter(query: AuditQuery | AuditExportQuery): Omit<AuditFilter, 'l
     until: time(query.until, 'until'),
     beforeId: query.before_id,
   };
+}
+
+/** A refused sign-in step as its answer: 429 (with Retry-After), 410 (the step's challenge is gone), or 401. */
+function refuseSignIn(
+  reply: FastifyReply | undefined,
+  outcome: { ok: false; status: 401 } | { ok: false; status: 410 } | { ok: false; status: 429; retryAfterSeconds: number },
+  wrong: string,
+): never {
+  if (outcome.status === 429) {
+    reply?.header('retry-after', String(outcome.retryAfterSeconds));
+    throw new ApiError(
+      429,
+      'ERROR_TOO_MANY_SIGN_INS',
+      `Too many failed sign-ins for this account or from this computer: try again in ${outcome.retryAfterSeconds} s.`,
+    );
+  }
+  if (outcome.status === 410) {
+    throw new ApiError(
+      410,
+      'ERROR_SIGN_IN_EXPIRED',
+      'This sign-in has expired or had too many wrong codes: sign in again with your email and password.',
+    );
+  }
+  throw new ApiError(401, 'ERROR_SIGN_IN', wrong);
 }
 
 /** `?ticket=` of a sign-in link: one non-empty value, else null (missing, empty or repeated). */

@@ -2,22 +2,23 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
-import type { RequestActor } from '../audit/context.ts';
+import { requestContext, type RequestActor } from '../audit/context.ts';
 import type { StoredAccount } from '../accounts/repository.ts';
 import type { AdminSessionService } from '../admin-sessions/admin-sessions.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { RateLimiter, type RateOptions } from '../sessions/rate-limit.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
+import { Backoff, type BackoffOptions } from '../admin-sessions/backoff.ts';
+import type { SecondFactor } from '../accounts/two-factor.ts';
 import { randomHex } from '../util/tokens.ts';
 
 const COOKIE = 'mdm_console';
 /** A sign-in link printed by `serve` or `mdm-console console` is good for this long, and once. */
 const TICKET_LIFETIME_MS = 15 * 60 * 1000;
+/** The second step of a sign-in (a code, or enrolment) must follow the password within this time. */
+const CHALLENGE_LIFETIME_MS = 5 * 60 * 1000;
+/** Wrong codes one challenge takes before the password must be given again. */
+const CHALLENGE_ATTEMPTS = 5;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-/**
- * Failed sign-ins (a wrong token pasted, a used link, a wrong bearer token) per client address:
- * 10 at once, then one every 10 s. Each is recorded; past the allowance the address gets 429.
- */
-export const SIGN_IN_FAILURES: RateOptions = { burst: 10, perMinute: 6, maxKeys: 10_000 };
 
 export function isSameOrigin(request: FastifyRequest): boolean {
   const site = request.headers['sec-fetch-site'];
@@ -43,6 +44,23 @@ export type Authentication =
 export type SignInOutcome =
   { ok: true; with: 'token' | 'link' } | { ok: false; status: 401 } | { ok: false; status: 429; retryAfterSeconds: number };
 
+type Refused = { ok: false; status: 401 } | { ok: false; status: 429; retryAfterSeconds: number };
+
+/** A password sign-in: signed in, or a second step asked for with its challenge. */
+export type PasswordOutcome =
+  { ok: true; account: StoredAccount } | { ok: true; secondStep: 'code' | 'enrol'; challenge: string } | Refused;
+
+/** A password accepted, waiting for its second step. */
+interface Challenge {
+  accountId: number;
+  step: 'code' | 'enrol';
+  expires: number;
+  attempts: number;
+}
+
+/** How a console session was opened. */
+type SignInWay = 'token' | 'link' | 'password' | SecondFactor;
+
 export interface AdminAuthOptions {
   sessions: AdminSessionService;
   /** The admin accounts: whom a session, a password or a token stands for. */
@@ -51,7 +69,14 @@ export interface AdminAuthOptions {
   audit?: Pick<AuditLog, 'record'>;
   /** Where refused sign-ins are recorded (the console's activity). */
   events?: Pick<EventLog, 'record'>;
-  failures?: Partial<RateOptions>;
+  /** The transaction that records a change with it (ending sessions). */
+  work?: UnitOfWork;
+  /** Failed sign-ins allowed per address and per account before the growing delays (admin-sessions/backoff.ts). */
+  failures?: Partial<BackoffOptions>;
+  /** Whether the owner requires two-factor sign-in for everyone (read at each sign-in). */
+  requireTwoFactor?: () => boolean;
+  /** The clock of the throttles and challenges (tests drive it). */
+  now?: () => number;
 }
 
 /**
@@ -66,33 +91,42 @@ export class AdminAuth {
   private readonly credential: string;
   private readonly sessions: AdminSessionService;
   private readonly events: Pick<EventLog, 'record'> | undefined;
-  private readonly failures: RateLimiter;
-  /** Failed password sign-ins per account (by email), besides those per address. */
-  private readonly accountFailures: RateLimiter;
+  private readonly work: UnitOfWork | undefined;
+  /** Failed sign-ins per address, of every kind. */
+  private readonly failures: Backoff;
+  /** Failed password and second-step sign-ins per account (by email), besides those per address. */
+  private readonly accountFailures: Backoff;
   private readonly accounts: AccountService;
+  private readonly requireTwoFactor: () => boolean;
+  private readonly now: () => number;
+  /** Passwords accepted, waiting for their second step, by challenge. */
+  private readonly challenges = new Map<string, Challenge>();
   private readonly audit: Pick<AuditLog, 'record'> | undefined;
   /** Addresses whose throttling was recorded, so one event says so rather than one per refusal. */
   private readonly throttled = new Set<string>();
-  /** One-time sign-in tickets and when each stops being valid. */
-  private readonly tickets = new Map<string, number>();
+  /** One-time sign-in tickets: when each stops being valid, and whom it signs in (null: the owner). */
+  private readonly tickets = new Map<string, { expires: number; accountId: number | null }>();
 
   constructor(adminToken: string, options: AdminAuthOptions) {
     this.adminToken = adminToken;
     this.credential = createHmac('sha256', adminToken).update('console-session').digest('hex').slice(0, 32);
     this.sessions = options.sessions;
     this.events = options.events;
-    this.failures = new RateLimiter({ ...SIGN_IN_FAILURES, ...options.failures });
-    this.accountFailures = new RateLimiter({ ...SIGN_IN_FAILURES, ...options.failures });
+    this.work = options.work;
+    this.now = options.now ?? Date.now;
+    this.failures = new Backoff(options.failures, this.now);
+    this.accountFailures = new Backoff(options.failures, this.now);
     this.accounts = options.accounts;
     this.audit = options.audit;
+    this.requireTwoFactor = options.requireTwoFactor ?? (() => false);
   }
 
-  /** A URL path that signs a browser in once. */
-  issueTicket(): string {
+  /** A URL path that signs a browser in once: as the owner, or as the admin `accountId`. */
+  issueTicket(accountId?: number): string {
     const now = Date.now();
-    for (const [old, expires] of this.tickets) if (expires <= now) this.tickets.delete(old);
+    for (const [old, ticket] of this.tickets) if (ticket.expires <= now) this.tickets.delete(old);
     const ticket = randomHex(24);
-    this.tickets.set(ticket, now + TICKET_LIFETIME_MS);
+    this.tickets.set(ticket, { expires: now + TICKET_LIFETIME_MS, accountId: accountId ?? null });
     return ticket;
   }
 
@@ -101,12 +135,13 @@ export class AdminAuth {
    * even while the address is throttled); a used, expired or unknown one counts as a failure.
    */
   redeemTicket(ticket: string, request: FastifyRequest, reply: FastifyReply): boolean {
-    if (this.takeTicket(ticket)) {
-      this.startSession(request, reply, this.accounts.owner(), this.credential, 'link');
+    const account = this.takeTicket(ticket);
+    if (account) {
+      this.startSession(request, reply, account, this.credential, 'link');
       return true;
     }
     const wait = this.failures.wait(request.ip);
-    if (wait > 0) this.throttle(request.ip, wait);
+    if (wait > 0) this.throttle(request, wait);
     else this.failed(request, 'link');
     return false;
   }
@@ -118,42 +153,180 @@ export class AdminAuth {
    */
   signIn(credential: string, request: FastifyRequest, reply: FastifyReply): SignInOutcome {
     const wait = this.failures.wait(request.ip);
-    if (wait > 0) return this.throttle(request.ip, wait);
+    if (wait > 0) return this.throttle(request, wait);
     const text = credential.trim();
     let how: 'token' | 'link' | null = null;
-    if (same(text, this.adminToken)) how = 'token';
-    else {
+    let account: StoredAccount | null;
+    if (same(text, this.adminToken)) {
+      how = 'token';
+      account = this.accounts.owner();
+    } else {
       const ticket = /[?&]ticket=([0-9a-f]+)/i.exec(text)?.[1] ?? (/^[0-9a-f]{48}$/i.test(text) ? text : null);
-      if (ticket !== null && this.takeTicket(ticket.toLowerCase())) how = 'link';
+      account = ticket === null ? null : this.takeTicket(ticket.toLowerCase());
+      if (account) how = 'link';
     }
-    if (how === null) return this.failed(request, 'form');
-    this.startSession(request, reply, this.accounts.owner(), this.credential, how);
+    if (how === null || account === null) return this.failed(request, 'form');
+    this.startSession(request, reply, account, this.credential, how);
     return { ok: true, with: how };
   }
 
   /**
-   * The sign-in page's email and password. Throttled per address and per account (the same
-   * allowance each): past it, 429 without the password being checked. Every attempt is recorded.
+   * The sign-in page's email and password. Throttled per address and per account (growing delays
+   * past the free failures): while waiting, 429 without the password being checked. Every attempt is
+   * recorded. With two-factor on (or required and not enrolled yet), a second step is asked for
+   * with a challenge instead of a session.
    */
   async signInWithPassword(
     email: string,
     password: string,
     request: FastifyRequest,
     reply: FastifyReply,
-  ): Promise<
-    { ok: true; account: StoredAccount } | { ok: false; status: 401 } | { ok: false; status: 429; retryAfterSeconds: number }
-  > {
+  ): Promise<PasswordOutcome> {
     const key = email.trim().toLowerCase();
-    const wait = Math.max(this.failures.wait(request.ip), this.accountFailures.wait(key));
-    if (wait > 0) return this.throttle(request.ip, wait, key);
+    const wait = this.waitOf(request.ip, key);
+    if (wait > 0) return this.throttle(request, wait, key);
     const account = await this.accounts.checkPassword(key, password);
-    if (!account) {
-      this.accountFailures.take(key);
-      return this.failed(request, 'password', key);
+    if (!account) return this.failed(request, 'password', key);
+    if (account.totp_secret !== null || this.requireTwoFactor()) {
+      const step = account.totp_secret !== null ? ('code' as const) : ('enrol' as const);
+      const challenge = this.openChallenge(account.id, step);
+      const who = account.email ?? account.display_name;
+      this.audit?.record(
+        requestActor({ account, token: null }),
+        request.ip,
+        'admin.sign_in_password_accepted',
+        step === 'code'
+          ? `${who}: password accepted, two-factor code asked`
+          : `${who}: password accepted, two-factor enrolment asked (required for everyone)`,
+        { kind: 'account', id: account.id, name: who },
+      );
+      return { ok: true, secondStep: step, challenge };
     }
+    this.accountFailures.reset(key);
     this.accounts.signedIn(account);
     this.startSession(request, reply, account, passwordCredential(account), 'password');
     return { ok: true, account: this.accounts.byId(account.id)! };
+  }
+
+  /**
+   * The second step: a code of the authenticator app (each once) or an unused recovery code (then
+   * used up). Wrong codes count as failed sign-ins of the address and the account; a challenge
+   * takes five, then the password must be given again.
+   */
+  signInWithCode(
+    challenge: string,
+    code: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): { ok: true; account: StoredAccount } | Refused | { ok: false; status: 410 } {
+    const pending = this.challengeOf(challenge, 'code');
+    if (!pending) return { ok: false, status: 410 };
+    const { account, key } = pending;
+    const wait = this.waitOf(request.ip, key);
+    if (wait > 0) return this.throttle(request, wait, key);
+    const how = this.accounts.twoFactor.verify(account, code);
+    if (how === null) {
+      const entry = this.challenges.get(challenge);
+      if (entry && ++entry.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challenge);
+      return this.failed(request, 'two-factor', key);
+    }
+    this.challenges.delete(challenge);
+    this.accountFailures.reset(key);
+    this.accounts.signedIn(account);
+    this.startSession(request, reply, account, passwordCredential(account), how);
+    return { ok: true, account: this.accounts.byId(account.id)! };
+  }
+
+  /** Enrolment at sign-in (two-factor required, none yet): the secret to add to the app. */
+  beginEnrolment(challenge: string, address: string | null = null): { secret: string; otpauth_url: string } | null {
+    const pending = this.challengeOf(challenge, 'enrol');
+    if (!pending) return null;
+    // Recorded as the admin's own doing (their password was right), from where they sign in.
+    const actor = requestActor({ account: pending.account, token: null });
+    return requestContext.run({ actor, address, audited: false }, () => this.accounts.twoFactor.begin(pending.account));
+  }
+
+  /** Enrolment at sign-in confirmed by a code: two-factor on, signed in, the recovery codes shown once. */
+  confirmEnrolment(
+    challenge: string,
+    code: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): { ok: true; account: StoredAccount; recoveryCodes: string[] } | Refused | { ok: false; status: 410 } {
+    const pending = this.challengeOf(challenge, 'enrol');
+    if (!pending) return { ok: false, status: 410 };
+    const { account, key } = pending;
+    const wait = this.waitOf(request.ip, key);
+    if (wait > 0) return this.throttle(request, wait, key);
+    let codes: string[];
+    try {
+      const actor = requestActor({ account, token: null });
+      codes = requestContext.run({ actor, address: request.ip, audited: false }, () =>
+        this.accounts.twoFactor.confirm(account, code),
+      ).recovery_codes;
+    } catch (error) {
+      const entry = this.challenges.get(challenge);
+      if (entry && ++entry.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challenge);
+      this.failed(request, 'two-factor', key);
+      throw error;
+    }
+    this.challenges.delete(challenge);
+    this.accountFailures.reset(key);
+    this.accounts.signedIn(account);
+    const enrolled = this.accounts.byId(account.id)!;
+    this.startSession(request, reply, enrolled, passwordCredential(enrolled), 'totp');
+    return { ok: true, account: enrolled, recoveryCodes: codes };
+  }
+
+  /**
+   * A new password for the session `request` carries: its other sessions end, this one stays
+   * signed in with the new password. How many ended.
+   */
+  passwordChanged(account: StoredAccount, request: FastifyRequest): number {
+    const id = cookieOf(request) ?? null;
+    const unowned = account.role === 'owner' && account.id === this.accounts.owner().id;
+    const ended = this.sessions.endOthers(account.id, id, unowned);
+    if (id !== null) this.sessions.recredential(id, passwordCredential(account));
+    return ended;
+  }
+
+  /** The console sessions of `actor`'s account, the request's own marked. */
+  sessionsOf(actor: Actor, request: FastifyRequest) {
+    return this.sessions.list(actor.account.id, cookieOf(request) ?? null, this.isFirstOwner(actor.account));
+  }
+
+  endSession(actor: Actor, publicId: string): boolean {
+    return (
+      this.recordingEnded(actor, () =>
+        this.sessions.endOne(actor.account.id, publicId, this.isFirstOwner(actor.account)) ? 1 : 0,
+      ) === 1
+    );
+  }
+
+  /** Ends every session of `actor`'s account but the request's own; how many ended. */
+  endOtherSessions(actor: Actor, request: FastifyRequest): number {
+    return this.recordingEnded(actor, () =>
+      this.sessions.endOthers(actor.account.id, cookieOf(request) ?? null, this.isFirstOwner(actor.account)),
+    );
+  }
+
+  /** Sessions ended by their admin, recorded (event and audit entry) in the same transaction. */
+  private recordingEnded(actor: Actor, end: () => number): number {
+    const work = this.work;
+    const run = (change: () => number) => (work ? work.run(change) : change());
+    return run(() => {
+      const ended = end();
+      if (ended > 0) {
+        const who = actor.account.email ?? actor.account.display_name;
+        this.events?.record(
+          'admin.sessions_ended',
+          `${who} ended ${ended} of their console session(s)`,
+          {},
+          { account_id: actor.account.id, ended },
+        );
+      }
+      return ended;
+    });
   }
 
   /** The set-up link's end: the owner, just given a password, is signed in with it. */
@@ -200,7 +373,8 @@ export class AdminAuth {
       const actor = this.accounts.actorOfToken(bearer);
       if (actor) return { ok: true, client: { via: 'token', key: `token:${actor.token!.id}` }, actor };
       const wait = this.failures.wait(request.ip);
-      if (wait > 0) return this.throttle(request.ip, wait);
+      // A flood of wrong tokens is not written to the audit trail call by call (the activity says it once).
+      if (wait > 0) return this.throttle(request, wait, undefined, false);
       return this.failed(request, 'bearer');
     }
     const id = cookieOf(request);
@@ -212,10 +386,47 @@ export class AdminAuth {
     return { ok: true, client: { via: 'cookie', key: `session:${id}` }, actor };
   }
 
-  private takeTicket(ticket: string): boolean {
-    const expires = this.tickets.get(ticket);
+  /** The account a ticket signs in (once): the owner's, or the one named when it was issued; null when used, expired or unknown. */
+  private takeTicket(ticket: string): StoredAccount | null {
+    const found = this.tickets.get(ticket);
     this.tickets.delete(ticket);
-    return expires !== undefined && expires > Date.now();
+    if (found === undefined || found.expires <= Date.now()) return null;
+    const account = found.accountId === null ? this.accounts.owner() : this.accounts.byId(found.accountId);
+    return account && account.disabled === 0 ? account : null;
+  }
+
+  /** Sessions from before accounts (no account) were the admin token's: the first owner's. */
+  private isFirstOwner(account: StoredAccount): boolean {
+    return account.id === this.accounts.owner().id;
+  }
+
+  private waitOf(address: string, key: string): number {
+    return Math.max(this.failures.wait(address), this.accountFailures.wait(key));
+  }
+
+  private openChallenge(accountId: number, step: 'code' | 'enrol'): string {
+    const now = this.now();
+    for (const [old, entry] of this.challenges) if (entry.expires <= now) this.challenges.delete(old);
+    if (this.challenges.size >= 10_000) this.challenges.delete(this.challenges.keys().next().value!);
+    const challenge = randomHex(24);
+    this.challenges.set(challenge, { accountId, step, expires: now + CHALLENGE_LIFETIME_MS, attempts: 0 });
+    return challenge;
+  }
+
+  /** The live challenge of this step and its account (still enabled); null when unknown, expired or used. */
+  private challengeOf(challenge: string, step: 'code' | 'enrol'): { account: StoredAccount; key: string } | null {
+    const entry = this.challenges.get(challenge);
+    if (!entry || entry.step !== step) return null;
+    if (entry.expires <= this.now()) {
+      this.challenges.delete(challenge);
+      return null;
+    }
+    const account = this.accounts.byId(entry.accountId);
+    if (!account || account.disabled === 1 || account.email === null) {
+      this.challenges.delete(challenge);
+      return null;
+    }
+    return { account, key: account.email.toLowerCase() };
   }
 
   /**
@@ -238,7 +449,7 @@ export class AdminAuth {
     reply: FastifyReply,
     account: StoredAccount,
     credential: string,
-    how: 'token' | 'link' | 'password',
+    how: SignInWay,
   ): void {
     const { id } = this.sessions.open(credential, {
       accountId: account.id,
@@ -246,7 +457,13 @@ export class AdminAuth {
       userAgent: request.headers['user-agent'] ?? null,
     });
     const who = account.email ?? account.display_name;
-    const by = { token: 'the admin token', link: 'a sign-in link', password: 'email and password' }[how];
+    const by = {
+      token: 'the admin token',
+      link: 'a sign-in link',
+      password: 'email and password',
+      totp: 'email, password and a two-factor code',
+      recovery: 'email, password and a recovery code',
+    }[how];
     this.events?.record(
       'admin.signed_in',
       `${who} signed in with ${by}, from ${request.ip}`,
@@ -268,18 +485,22 @@ export class AdminAuth {
 
   private failed(
     request: FastifyRequest,
-    how: 'form' | 'link' | 'bearer' | 'password',
+    how: 'form' | 'link' | 'bearer' | 'password' | 'two-factor',
     email?: string,
   ): { ok: false; status: 401 } {
     const address = request.ip;
-    this.failures.take(address);
+    this.failures.fail(address);
     this.throttled.delete(address);
-    if (email !== undefined) this.throttled.delete(`account:${email}`);
+    if (email !== undefined) {
+      this.accountFailures.fail(email);
+      this.throttled.delete(`account:${email}`);
+    }
     const what = {
       form: 'Console sign-in refused',
       link: 'Sign-in link refused (used, expired or unknown)',
       bearer: 'Admin API call with a wrong or revoked token',
       password: `Wrong email or password for ${email ?? ''}`,
+      'two-factor': `Wrong two-factor code for ${email ?? ''}`,
     }[how];
     this.events?.record(
       'admin.sign_in_failed',
@@ -299,7 +520,26 @@ export class AdminAuth {
     return { ok: false, status: 401 };
   }
 
-  private throttle(address: string, wait: number, email?: string): { ok: false; status: 429; retryAfterSeconds: number } {
+  /**
+   * A sign-in attempt refused unchecked while its address or account waits: in the audit trail
+   * each time (every attempt is), in the activity once per wait.
+   */
+  private throttle(
+    request: FastifyRequest,
+    wait: number,
+    email?: string,
+    audited = true,
+  ): { ok: false; status: 429; retryAfterSeconds: number } {
+    const address = request.ip;
+    if (audited) {
+      this.audit?.record(
+        null,
+        address,
+        'admin.sign_in_throttled',
+        `Sign-in refused unchecked${email === undefined ? '' : ` for ${email}`}: too many failures, ${wait} s to wait`,
+        { kind: email === undefined ? null : 'account', id: null, name: email ?? null },
+      );
+    }
     const key = email === undefined ? address : `account:${email}`;
     if (!this.throttled.has(key)) {
       if (this.throttled.size >= 10_000) this.throttled.clear();

@@ -3,7 +3,11 @@ import { adminRoute } from '../http/route-table.ts';
 import type { PolicyService } from '../policies/service.ts';
 import type { Services } from '../services.ts';
 
-/** Deployments (admin API): publish a file or package to a fleet or a device, follow and remove it. */
+/**
+ * Deployments (admin API): the deployment kinds of the policy assignments, under the paths the
+ * console and CLI have always used. Each route is an alias onto the same code as
+ * /api/policy-assignments (POST { kind: 'package', item_id } is { policy: 'deployApp', value: item_id }).
+ */
 export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & { deployments: PolicyService }> = async (
   app,
   { fleets, deployments },
@@ -15,9 +19,9 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
   adminRoute(app, 'deployments.create', async (request, reply) => {
     const body = request.body;
     const fleetId = body.fleet !== undefined ? fleets.resolve(1, body.fleet).id : body.fleet_id;
-    const created = deployments.deploy({
-      kind: body.kind,
-      itemId: body.item_id,
+    const created = deployments.assign({
+      policy: body.kind === 'package' ? 'deployApp' : 'deployFile',
+      value: body.item_id,
       fleetId,
       agentId: body.agent_id,
       destination: body.destination,
@@ -28,7 +32,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
 
   adminRoute(app, 'deployments.get', async (request) => deployments.detail(request.params.id));
 
-  adminRoute(app, 'deployments.remove', async (request) => deployments.undeploy(request.params.id));
+  adminRoute(app, 'deployments.remove', async (request) => deployments.unassign(request.params.id));
 
   adminRoute(app, 'agents.tasks', async (request) => ({
     items: deployments.tasksOfAgent(request.params.id),

@@ -4,7 +4,7 @@ import { adminRoute } from '../http/route-table.ts';
 import type { PolicyService } from '../policies/service.ts';
 import type { Services } from '../services.ts';
 
-/** Policies (admin API): the catalogue, values set on fleets or devices, each device's effective policies and compliance. */
+/** Policies (admin API): the catalogue, any policy (values and the deployment kinds) set on fleets or devices, each device's effective policies and compliance. */
 export const policyRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & { policies: PolicyService }> = async (
   app,
   { fleets, policies },
@@ -16,7 +16,14 @@ export const policyRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & 
   adminRoute(app, 'policies.set', async (request, reply) => {
     const body = request.body;
     const fleetId = body.fleet !== undefined ? fleets.resolve(1, body.fleet).id : body.fleet_id;
-    const created = policies.assign({ policy: body.policy, value: body.value, fleetId, agentId: body.agent_id });
+    const created = policies.assign({
+      policy: body.policy,
+      value: body.value,
+      fleetId,
+      agentId: body.agent_id,
+      destination: body.destination,
+      removeOnDelete: body.remove_on_delete,
+    });
     return reply.code(201).send(policies.detail(created.id));
   });
 

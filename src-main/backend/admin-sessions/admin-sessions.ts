@@ -10,50 +10,84 @@ export interface AdminSessionLimits {
   maxAgeMs: number;
 }
 
+/** Twelve hours unused, seven days at most (the owner changes both in the sign-in settings). */
 export const DEFAULT_ADMIN_SESSION_LIMITS: AdminSessionLimits = {
-  idleMs: 7 * 24 * 60 * 60 * 1000,
-  maxAgeMs: 30 * 24 * 60 * 60 * 1000,
+  idleMs: 12 * 60 * 60 * 1000,
+  maxAgeMs: 7 * 24 * 60 * 60 * 1000,
 };
 
 /** last_used_at is written at most this often per session. */
 const TOUCH_EVERY_MS = 60 * 1000;
 
 export interface AdminSession {
+  /** The id the API names it by (never the cookie's). */
+  publicId: string;
   accountId: number | null;
   address: string | null;
   createdAt: string;
   expiresAt: string;
 }
 
+/** A session as its admin sees it in the list of their sessions. */
+export interface ListedAdminSession {
+  id: string;
+  address: string | null;
+  user_agent: string | null;
+  created_at: string;
+  last_used_at: string;
+  /** When it ends unless used before (idle time), or at its maximum age, whichever comes first. */
+  expires_at: string;
+  current: boolean;
+}
+
 const hashOf = (id: string) => createHash('sha256').update(id).digest('hex');
+const COOKIE_ID = /^[0-9a-f]{64}$/;
 
 /**
  * The console's sessions, kept on the server: the cookie carries a random id (32 bytes), new on
- * every sign-in; the database keeps only its hash, when it ends (idle time, maximum age) and who
- * it is (the admin account signed in). Signing out ends it at once.
+ * every sign-in; the database keeps only its hash, a public id for the API, when it ends (idle
+ * time, maximum age) and who it is (the admin account signed in). Signing out ends it at once; an
+ * admin lists their sessions and ends any of them.
  */
 export class AdminSessionService {
   private readonly store: AdminSessionRepository;
-  readonly limits: AdminSessionLimits;
+  private readonly source: () => Partial<AdminSessionLimits>;
+  private readonly overrides: Partial<AdminSessionLimits>;
   private readonly now: () => number;
 
-  constructor(store: AdminSessionRepository, limits: Partial<AdminSessionLimits> = {}, now: () => number = Date.now) {
+  /**
+   * `limits`: fixed ones (tests), or read on each use from the sign-in settings; `overrides`
+   * win over what that gives.
+   */
+  constructor(
+    store: AdminSessionRepository,
+    limits: Partial<AdminSessionLimits> | (() => Partial<AdminSessionLimits>) = {},
+    now: () => number = Date.now,
+    overrides: Partial<AdminSessionLimits> = {},
+  ) {
     this.store = store;
-    this.limits = { ...DEFAULT_ADMIN_SESSION_LIMITS, ...limits };
+    this.source = typeof limits === 'function' ? limits : () => limits;
+    this.overrides = overrides;
     this.now = now;
+  }
+
+  get limits(): AdminSessionLimits {
+    return { ...DEFAULT_ADMIN_SESSION_LIMITS, ...this.source(), ...this.overrides };
   }
 
   /** A new session; its id is what the cookie carries, and is nowhere else. */
   open(
     credential: string,
     client: { accountId?: number | null; address?: string | null; userAgent?: string | null } = {},
-  ): { id: string; expiresAt: string } {
+  ): { id: string; publicId: string; expiresAt: string } {
     const id = randomHex(32);
+    const publicId = randomHex(8);
     const now = this.now();
     const at = new Date(now).toISOString();
     const expiresAt = new Date(now + this.limits.maxAgeMs).toISOString();
     const row: StoredAdminSession = {
       id_hash: hashOf(id),
+      public_id: publicId,
       account_id: client.accountId ?? null,
       credential,
       address: client.address ?? null,
@@ -63,7 +97,7 @@ export class AdminSessionService {
       expires_at: expiresAt,
     };
     this.store.insert(row);
-    return { id, expiresAt };
+    return { id, publicId, expiresAt };
   }
 
   /**
@@ -71,23 +105,66 @@ export class AdminSessionService {
    * admin token, a disabled account); null, and ended, otherwise or once expired.
    */
   resolve(id: string, accepts: (accountId: number | null, credential: string) => boolean): AdminSession | null {
-    if (!/^[0-9a-f]{64}$/.test(id)) return null;
+    if (!COOKIE_ID.test(id)) return null;
     const hash = hashOf(id);
     const row = this.store.byHash(hash);
     if (!row) return null;
     const now = this.now();
-    const lastUsed = Date.parse(row.last_used_at);
-    if (!accepts(row.account_id, row.credential) || Date.parse(row.expires_at) <= now || now - lastUsed > this.limits.idleMs) {
+    if (!accepts(row.account_id, row.credential) || !this.alive(row, now)) {
       this.store.remove(hash);
       return null;
     }
-    if (now - lastUsed > TOUCH_EVERY_MS) this.store.touch(hash, new Date(now).toISOString());
-    return { accountId: row.account_id, address: row.address, createdAt: row.created_at, expiresAt: row.expires_at };
+    if (now - Date.parse(row.last_used_at) > TOUCH_EVERY_MS) this.store.touch(hash, new Date(now).toISOString());
+    return {
+      publicId: row.public_id,
+      accountId: row.account_id,
+      address: row.address,
+      createdAt: row.created_at,
+      expiresAt: row.expires_at,
+    };
   }
 
   /** Sign-out: the session ends on the server, whatever the browser keeps. */
   end(id: string): void {
-    if (/^[0-9a-f]{64}$/.test(id)) this.store.remove(hashOf(id));
+    if (COOKIE_ID.test(id)) this.store.remove(hashOf(id));
+  }
+
+  /** An account's live sessions, newest first; `currentId` (the cookie's id) is marked. `unowned`: the owner's, from before accounts. */
+  list(accountId: number, currentId: string | null, unowned = false): ListedAdminSession[] {
+    const now = this.now();
+    const current = currentId !== null && COOKIE_ID.test(currentId) ? hashOf(currentId) : null;
+    const { idleMs } = this.limits;
+    return this.store
+      .ofAccount(accountId, unowned)
+      .filter((row) => this.alive(row, now))
+      .map((row) => {
+        const idleEnd = Date.parse(row.last_used_at) + idleMs;
+        return {
+          id: row.public_id,
+          address: row.address,
+          user_agent: row.user_agent,
+          created_at: row.created_at,
+          last_used_at: row.last_used_at,
+          expires_at: new Date(Math.min(idleEnd, this.endOf(row))).toISOString(),
+          current: row.id_hash === current,
+        };
+      });
+  }
+
+  /** Ends one of the account's sessions by its public id; false when it has no such session. */
+  endOne(accountId: number, publicId: string, unowned = false): boolean {
+    return this.store.removeOneOfAccount(accountId, publicId, unowned);
+  }
+
+  /** Ends every session of the account but the one `keepId` (a cookie's id) names; how many ended. */
+  endOthers(accountId: number, keepId: string | null, unowned = false): number {
+    const keep = keepId !== null && COOKIE_ID.test(keepId) ? hashOf(keepId) : null;
+    return this.store.removeOthers(accountId, keep, unowned);
+  }
+
+  /** What the session `id` holds from now on (a new password's fingerprint: it stays signed in). */
+  recredential(id: string, credential: string): void {
+    if (COOKIE_ID.test(id)) this.store.setCredential(hashOf(id), credential);
   }
 
   /** Ends every session of an account (disabled or deleted); how many ended. */
@@ -102,5 +179,14 @@ export class AdminSessionService {
 
   count(): number {
     return this.store.count();
+  }
+
+  /** When the session ends at the latest: at its own maximum age, or the current setting's when that was lowered since. */
+  private endOf(row: StoredAdminSession): number {
+    return Math.min(Date.parse(row.expires_at), Date.parse(row.created_at) + this.limits.maxAgeMs);
+  }
+
+  private alive(row: StoredAdminSession, now: number): boolean {
+    return this.endOf(row) > now && now - Date.parse(row.last_used_at) <= this.limits.idleMs;
   }
 }

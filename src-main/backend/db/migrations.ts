@@ -634,6 +634,72 @@ export const migrations: Migration[] = [
   },
   {
     version: 19,
+    name: 'package installs verified by the device inventory',
+    // A package deployment's task that reported done (or whose package was downloaded) is checked
+    // against the device's next inventory: is the package there, at the version deployed? One row
+    // per task, the latest check; inventory_at is when that inventory was received.
+    sql: `
+      CREATE TABLE task_verifications (
+        task_id       INTEGER PRIMARY KEY REFERENCES policy_tasks(id) ON DELETE CASCADE,
+        result        TEXT NOT NULL CHECK (result IN ('verified', 'not_found')),
+        detail        TEXT NOT NULL,
+        inventory_at  TEXT NOT NULL,
+        checked_at    TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 20,
+    name: 'two-factor sign-in; console sessions listed by a public id',
+    // TOTP: the secret (base32) is kept while enrolling (pending) and once confirmed (enabled);
+    // totp_last_step refuses a code used already (replay). Recovery codes are kept as SHA-256
+    // hashes, each used once. A console session gets a random public id: the API names sessions by
+    // it (the id the cookie carries is never stored, only its hash).
+    sql: /* sql */ `
+      ALTER TABLE admin_accounts ADD COLUMN totp_secret TEXT;
+      ALTER TABLE admin_accounts ADD COLUMN totp_pending_secret TEXT;
+      ALTER TABLE admin_accounts ADD COLUMN totp_enabled_at TEXT;
+      ALTER TABLE admin_accounts ADD COLUMN totp_last_step INTEGER;
+
+      CREATE TABLE admin_recovery_codes (
+        id          INTEGER PRIMARY KEY,
+        account_id  INTEGER NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        code_hash   TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        used_at     TEXT
+      );
+      CREATE INDEX admin_recovery_codes_account ON admin_recovery_codes(account_id, code_hash);
+
+      ALTER TABLE admin_sessions ADD COLUMN public_id TEXT;
+      UPDATE admin_sessions SET public_id = lower(hex(randomblob(8)));
+      CREATE UNIQUE INDEX admin_sessions_public_id ON admin_sessions(public_id);
+      CREATE INDEX admin_sessions_account ON admin_sessions(account_id);
+    `,
+  },
+  {
+    version: 21,
+    name: 'fleet scopes of admin accounts and API tokens',
+    // An operator or observer may be scoped to fleets: no row, every fleet; rows, those fleets only.
+    // A token's rows narrow its account's (never widen them). A scoped fleet cannot be deleted
+    // (no ON DELETE on fleet_id: the fleet service says who it scopes, 409).
+    sql: `
+      CREATE TABLE account_fleets (
+        account_id  INTEGER NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        fleet_id    INTEGER NOT NULL REFERENCES fleets(id),
+        PRIMARY KEY (account_id, fleet_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX account_fleets_fleet ON account_fleets(fleet_id);
+
+      CREATE TABLE token_fleets (
+        token_id  INTEGER NOT NULL REFERENCES api_tokens(id) ON DELETE CASCADE,
+        fleet_id  INTEGER NOT NULL REFERENCES fleets(id),
+        PRIMARY KEY (token_id, fleet_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX token_fleets_fleet ON token_fleets(fleet_id);
+    `,
+  },
+  {
+    version: 22,
     name: 'audit changes and event actors',
     // The audit entry's changed fields ({"field": {"before": …, "after": …}}, secrets redacted), and
     // who caused an event ("Ana Ruiz", "token ci-bot (admin)"; null: a device or the server itself).

@@ -6,6 +6,8 @@ import type { RouteOptions } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import * as contract from '../../../src-shared/contract/index.ts';
 import { adminRoutes, type AdminEndpoint, type SchemaName } from '../../../src-shared/contract/admin-routes.ts';
+import { ROLE_PERMISSIONS, type Permission, type RoutePermission } from '../../../src-shared/contract/permissions.ts';
+import { ROLES } from '../../../src-shared/contract/rules.ts';
 
 type Json = Record<string, unknown>;
 
@@ -87,6 +89,26 @@ function statusText(status: string): string {
 }
 
 /** The admin API: every entry of the table, its named schemas under components. */
+/** Who may call a route, in its description: the permission and the roles that hold it (403 for the others). */
+function permissionText(rule: RoutePermission): string {
+  const holders = (permission: Permission) => ROLES.filter((role) => ROLE_PERMISSIONS[role].includes(permission)).join(', ');
+  if (rule === 'public') return 'Public: no credential needed.';
+  if (rule === 'signed-in') return 'Any signed-in role.';
+  if (typeof rule === 'string') return `Needs \`${rule}\` (${holders(rule)}); other roles get 403 ERROR_FORBIDDEN.`;
+  if ('field' in rule) {
+    const each = Object.entries(rule.values).map(([value, permission]) => `${value}: \`${permission}\` (${holders(permission)})`);
+    return `Needs, by \`${rule.field}\`: ${each.join('; ')}; other roles get 403 ERROR_FORBIDDEN.`;
+  }
+  const extra = [...new Set(Object.values(rule.keys))].map(
+    (permission) =>
+      `${Object.keys(rule.keys)
+        .filter((key) => rule.keys[key] === permission)
+        .map((key) => `\`${key}\``)
+        .join(', ')} also need \`${permission}\` (${holders(permission)})`,
+  );
+  return `Needs \`${rule.permission}\` (${holders(rule.permission)}); ${extra.join('; ')}; other roles get 403 ERROR_FORBIDDEN.`;
+}
+
 export function adminOpenApi(version: string): Json {
   const used = new Set<SchemaName>(['ApiErrorBody']);
   const named = (name: SchemaName) => {
@@ -99,6 +121,8 @@ export function adminOpenApi(version: string): Json {
     const operation: Json = {
       operationId: name,
       summary: entry.summary,
+      description: permissionText(entry.permission),
+      'x-permission': entry.permission,
       tags: [name.includes('.') ? name.slice(0, name.indexOf('.')) : signIn ? 'sign-in' : 'server'],
     };
     const parameterList = [

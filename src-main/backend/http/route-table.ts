@@ -1,5 +1,7 @@
 // Registers an admin endpoint from its entry in the contract's table (src-shared/contract/admin-routes.ts):
-// method, path and schemas come from the entry, the handler's request and reply are typed by them.
+// method, path and schemas come from the entry, the handler's request and reply are typed by them,
+// and the permission the entry declares is checked here, before the handler runs: the one place a
+// role is enforced (handlers never check one).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type {
   ContextConfigDefault,
@@ -11,6 +13,8 @@ import type {
   RouteHandlerMethod,
   RouteOptions,
   RouteShorthandOptions,
+  onRequestHookHandler,
+  preHandlerHookHandler,
 } from 'fastify';
 import type { TSchema } from 'typebox';
 import * as contract from '../../../src-shared/contract/index.ts';
@@ -22,6 +26,61 @@ import {
   type ContractSchemas,
   type SchemaName,
 } from '../../../src-shared/contract/admin-routes.ts';
+import {
+  permissionsNeeded,
+  ROLE_PERMISSIONS,
+  refusalMessage,
+  type Role,
+  type RoutePermission,
+} from '../../../src-shared/contract/permissions.ts';
+import { ApiError } from '../errors.ts';
+
+/** The role each authenticated request acts with, set by the authentication hook (admin-api/app.ts). */
+const actingRoles = new WeakMap<object, Role>();
+
+/** Says which role a request acts with: called once it is authenticated, before its route's check. */
+export function actsAs(request: object, role: Role): void {
+  actingRoles.set(request, role);
+}
+
+/**
+ * The check of a route's declared permission: 401 when nobody signed in (a route that is not
+ * public, registered where no authentication ran, stays closed), 403 naming the role and the
+ * permission it lacks. A permission that depends on the body is checked once the body is validated.
+ */
+function refusalOf(rule: RoutePermission, request: object, body: unknown): ApiError | undefined {
+  if (rule === 'public') return undefined;
+  const role = actingRoles.get(request);
+  if (role === undefined) return new ApiError(401, 'ERROR_UNAUTHORIZED', 'Not signed in');
+  const missing = permissionsNeeded(rule, body).find((permission) => !ROLE_PERMISSIONS[role].includes(permission));
+  return missing === undefined ? undefined : new ApiError(403, 'ERROR_FORBIDDEN', refusalMessage(role, missing));
+}
+
+/** A declaration that reads the body must name fields its body schema has, every value of a field it maps. */
+function checkDeclaration(name: string, entry: AdminEndpoint): void {
+  const rule = entry.permission;
+  if (typeof rule === 'string') return;
+  const body = typeof entry.body === 'string' ? (schemaNamed(entry.body) as { properties?: Record<string, TSchema> }) : null;
+  const properties = body?.properties ?? {};
+  const fields = 'field' in rule ? [rule.field] : Object.keys(rule.keys);
+  const unknown = fields.filter((field) => !Object.hasOwn(properties, field));
+  if (unknown.length > 0) throw new Error(`admin route ${name}: its permission names ${unknown.join(', ')}, not in its body`);
+  if ('field' in rule) {
+    const values = literalsOf(properties[rule.field]!);
+    const unmapped = values === null ? ['(any string)'] : values.filter((value) => !Object.hasOwn(rule.values, value));
+    if (unmapped.length > 0) throw new Error(`admin route ${name}: no permission for ${rule.field} ${unmapped.join(', ')}`);
+  }
+}
+
+/** The values a schema of string literals allows (a literal or a union of them), else null. */
+function literalsOf(schema: TSchema): string[] | null {
+  const { const: value, anyOf, enum: members } = schema as { const?: unknown; anyOf?: TSchema[]; enum?: unknown[] };
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(members) && members.every((member) => typeof member === 'string')) return members as string[];
+  if (!Array.isArray(anyOf)) return null;
+  const all = anyOf.map(literalsOf);
+  return all.every((values) => values !== null) ? all.flat() : null;
+}
 
 type Named<E, Key extends string> = E extends { readonly [P in Key]: infer N extends SchemaName }
   ? { [P in Key]: ContractSchemas[N] }
@@ -81,8 +140,22 @@ export function adminRoute<K extends AdminRouteName>(
   if (!entry.path.startsWith(`${scope.prefix}/`)) {
     throw new Error(`admin route ${name} (${entry.path}) registered in a scope mounted at ${scope.prefix}`);
   }
+  checkDeclaration(name, entry);
+  const rule = entry.permission;
+  // A permission of the route alone is checked on arrival (a refused upload is not read); one that
+  // depends on the body, once the body is parsed and validated.
+  const byBody = typeof rule === 'object';
+  const onArrival: onRequestHookHandler = (request, _reply, done) => {
+    done(refusalOf(byBody ? 'signed-in' : rule, request, undefined));
+  };
+  const beforeHandler: preHandlerHookHandler = (request, _reply, done) => {
+    done(refusalOf(rule, request, request.body));
+  };
+  const own = extras.onRequest === undefined ? [] : Array.isArray(extras.onRequest) ? extras.onRequest : [extras.onRequest];
   scope.route({
     ...extras,
+    onRequest: rule === 'public' ? own : [onArrival, ...own],
+    ...(byBody ? { preHandler: beforeHandler } : {}),
     method: entry.method,
     url: entry.path.slice(scope.prefix.length),
     schema: fastifySchemaOf(entry),

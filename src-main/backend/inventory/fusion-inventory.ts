@@ -99,9 +99,23 @@ export function parseInventory(xml: string): InventorySummary {
       ),
     applications: all('SOFTWARES')
       .slice(0, APPLICATIONS_MAX)
-      .map((app) => ({ name: text(app.NAME) ?? '?', version: text(app.VERSION), package: text(app.FILENAME) ?? text(app.GUID) }))
+      .map((app) => ({ name: text(app.NAME) ?? '?', version: text(app.VERSION), package: packageOf(app) }))
       .sort((a, b) => a.name.localeCompare(b.name)),
   };
+}
+
+/** An Android package name: dot-separated Java identifiers, e.g. `org.flyve.mdm.agent`. */
+const PACKAGE_NAME = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
+
+/**
+ * The application's package name. The Flyve agents' inventory library (org.flyve:inventory 1.4)
+ * puts it in COMMENTS (NAME is the label, VERSION the versionName); other FusionInventory agents
+ * use FILENAME or GUID. COMMENTS counts only when it is a package name ("N/A" when unknown).
+ */
+function packageOf(app: Node): string | null {
+  const comments = text(app.COMMENTS);
+  if (comments && PACKAGE_NAME.test(comments)) return comments;
+  return text(app.FILENAME) ?? text(app.GUID);
 }
 
 function text(value: unknown): string | null {

@@ -4,6 +4,7 @@ import { policyDefinition, policyWireMessage, type PolicyDefinition } from '../.
 import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import type { PolicyContext } from './context.ts';
 import { decide } from './server-decisions.ts';
+import { visibleAgent, visibleAssignment } from './views.ts';
 import type { AgentInScope, DeploymentRow } from './repository.ts';
 import { deployedFilePath, policyMessage, policyTopic, type PolicyValue } from './wire.ts';
 
@@ -21,12 +22,20 @@ export interface DeployInput {
   removeOnDelete?: boolean | undefined;
 }
 
-/** A value policy set on a fleet or one device (POST /api/policy-assignments). */
+/**
+ * Any policy of the catalogue set on a fleet or one device (POST /api/policy-assignments): a value
+ * policy's value, or a deployment kind's item (deployApp: a package id; deployFile: a file id;
+ * removeApp: an Android package name; removeFile: a path on the device).
+ */
 export interface AssignInput {
   policy: string;
   value: unknown;
   fleetId?: number | undefined;
   agentId?: number | undefined;
+  /** deployFile: the folder on the device. */
+  destination?: string | undefined;
+  /** deployApp, deployFile: removing the assignment also publishes removeApp / removeFile. */
+  removeOnDelete?: boolean | undefined;
 }
 
 const DEFAULT_DESTINATION = '%SDCARD%/Download/';
@@ -89,7 +98,7 @@ export function deploy(ctx: PolicyContext, input: DeployInput): number {
     throw new ApiError(
       409,
       'ERROR_POLICY_CONFLICT',
-      `${opposite} "${oppositeValue}" is in force on ${target.name} (assignment #${conflicting.id}): remove it first (DELETE /api/deployments/${conflicting.id})`,
+      `${opposite} "${oppositeValue}" is in force on ${target.name} (assignment #${conflicting.id}): remove it first (DELETE /api/policy-assignments/${conflicting.id})`,
     );
   }
   return ctx.outbox.transact(() =>
@@ -105,22 +114,38 @@ export function deploy(ctx: PolicyContext, input: DeployInput): number {
 }
 
 /**
- * Sets a value policy on a fleet or one device: validated against the catalogue, refused (409)
+ * Sets any policy of the catalogue on a fleet or one device: the one way in for value policies and
+ * the four deployment kinds alike. Validated against the catalogue; a value policy is refused (409)
  * while the same policy is already set there (the reference's unicity), published retained, one
  * task per device in scope. A device-level value beats its fleet's: that fleet task is overriden.
  * Returns the assignment's id.
  */
 export function assign(ctx: PolicyContext, input: AssignInput): number {
-  const definition = valuePolicy(input.policy);
+  const definition = knownPolicy(input.policy);
   if (!Value.Check(definition.schema, input.value)) throw badRequest(`${definition.symbol}: ${expected(definition)}`);
-  const value = input.value as boolean | number | string;
   if ((input.fleetId === undefined) === (input.agentId === undefined))
     throw badRequest('Give exactly one target: a fleet or an agent');
-  const target: Target =
-    input.fleetId !== undefined
-      ? { ...fleetTarget(ctx, input.fleetId), agentId: null }
-      : { ...agentTarget(ctx, input.agentId!), fleetId: null };
-  const entityId = target.fleetId !== null ? ctx.fleets.get(target.fleetId).entity_id : target.agents[0]!.entity_id;
+  if (input.destination !== undefined && definition.symbol !== 'deployFile')
+    throw badRequest(`destination is for deployFile only, not ${definition.symbol}`);
+  if (input.removeOnDelete !== undefined && definition.symbol !== 'deployApp' && definition.symbol !== 'deployFile')
+    throw badRequest(`remove_on_delete is for deployApp and deployFile only, not ${definition.symbol}`);
+  switch (definition.symbol) {
+    case 'deployApp':
+    case 'deployFile':
+      return deploy(ctx, {
+        kind: definition.symbol === 'deployApp' ? 'package' : 'file',
+        itemId: input.value as number,
+        fleetId: input.fleetId,
+        agentId: input.agentId,
+        destination: input.destination,
+        removeOnDelete: input.removeOnDelete,
+      });
+    case 'removeApp':
+    case 'removeFile':
+      return removeItem(ctx, definition.symbol, input.value as string, targetOf(ctx, input.fleetId, input.agentId));
+  }
+  const value = input.value as boolean | number | string;
+  const target = targetOf(ctx, input.fleetId, input.agentId);
   const same = {
     policy: definition.symbol,
     item_kind: null,
@@ -139,7 +164,7 @@ export function assign(ctx: PolicyContext, input: AssignInput): number {
   return ctx.outbox.transact(() =>
     create(
       ctx,
-      entityId,
+      target.entityId,
       definition.symbol,
       (taskId) => policyWireMessage(definition, value, taskId),
       {
@@ -147,6 +172,65 @@ export function assign(ctx: PolicyContext, input: AssignInput): number {
         item_kind: null,
         item_id: null,
         item_name: String(value),
+        fleet_id: target.fleetId,
+        agent_id: target.agentId,
+        destination: null,
+        remove_on_delete: 0,
+      },
+      target,
+    ),
+  );
+}
+
+/**
+ * removeApp (an Android package name) or removeFile (a path on the device) assigned directly, as the
+ * reference does: refused while the same removal is in force there (unicity), or while a deployment
+ * of that app or file is (the reference's conflict rule, the other way round).
+ */
+function removeItem(
+  ctx: PolicyContext,
+  policy: 'removeApp' | 'removeFile',
+  raw: string,
+  target: Target & { entityId: number },
+): number {
+  const value = raw.trim();
+  // eslint-disable-next-line no-control-regex -- a name or path with control characters in it is refused
+  if (value === '' || /[\u0000-\u001f]/.test(value))
+    throw badRequest(`${policy}: expected ${policy === 'removeApp' ? 'an Android package name' : 'a path on the device'}`);
+  const same = ctx.repo
+    .activeOnTarget(policy, target.fleetId, target.agentId)
+    .find((row) => (JSON.parse(row.payload) as Record<string, unknown>)[policy] === value);
+  if (same)
+    throw new ApiError(
+      409,
+      'ERROR_POLICY_ALREADY_SET',
+      `${policy} "${value}" is already in force on ${target.name} (assignment #${same.id}): unset it first`,
+    );
+  const deployment = policy === 'removeApp' ? 'deployApp' : 'deployFile';
+  const conflicting = ctx.repo.activeOnTarget(deployment, target.fleetId, target.agentId).find((row) => {
+    const message = JSON.parse(row.payload) as Record<string, unknown>;
+    return policy === 'removeApp'
+      ? message.deployApp === value
+      : deployedFilePath(String(message.deployFile), row.item_name) === value;
+  });
+  if (conflicting)
+    throw new ApiError(
+      409,
+      'ERROR_POLICY_CONFLICT',
+      `${deployment} "${conflicting.item_name}" is in force on ${target.name} (assignment #${conflicting.id}): remove it first (DELETE /api/policy-assignments/${conflicting.id})`,
+    );
+  const removal: PolicyValue = { policy, value };
+  return ctx.outbox.transact(() =>
+    create(
+      ctx,
+      target.entityId,
+      policy,
+      (taskId) => policyMessage(removal, taskId),
+      {
+        value: null,
+        item_kind: null,
+        item_id: null,
+        item_name: value,
         fleet_id: target.fleetId,
         agent_id: target.agentId,
         destination: null,
@@ -169,7 +253,7 @@ export function unassignValue(ctx: PolicyContext, row: DeploymentRow): void {
  */
 export function undeploy(ctx: PolicyContext, id: number): number | null {
   const row = ctx.repo.byId(id);
-  if (!row) throw itemNotFound('Deployment not found');
+  if (!row || !visibleAssignment(ctx, row)) throw itemNotFound('Deployment not found');
   if (row.state !== 'active') throw new ApiError(409, 'ERROR_ALREADY_REMOVED', `Deployment #${id} was already removed`);
   return ctx.outbox.transact(() => {
     let removal: number | null = null;
@@ -320,6 +404,13 @@ function itemTarget(ctx: PolicyContext, input: DeployInput, entityId: number): T
   return { ...target, fleetId: null };
 }
 
+/** A fleet or one device, with the entity the assignment belongs to. */
+function targetOf(ctx: PolicyContext, fleetId: number | undefined, agentId: number | undefined): Target & { entityId: number } {
+  if (fleetId !== undefined) return { ...fleetTarget(ctx, fleetId), agentId: null, entityId: ctx.fleets.get(fleetId).entity_id };
+  const target = agentTarget(ctx, agentId!);
+  return { ...target, fleetId: null, entityId: target.agents[0]!.entity_id };
+}
+
 function fleetTarget(ctx: PolicyContext, fleetId: number) {
   const fleet = ctx.fleets.get(fleetId);
   return {
@@ -331,13 +422,13 @@ function fleetTarget(ctx: PolicyContext, fleetId: number) {
 }
 
 function agentTarget(ctx: PolicyContext, agentId: number) {
-  const agent = ctx.repo.agent(agentId);
+  const agent = visibleAgent(ctx, agentId);
   if (!agent) throw itemNotFound('Agent not found');
   return { agentId: agent.id, name: agent.name, topic: agent.topic, agents: [agent] };
 }
 
-/** The catalogue entry of a value policy, or a 400 naming what is wrong. */
-function valuePolicy(symbol: string): PolicyDefinition {
+/** The catalogue entry of a policy, or a 400 naming what is wrong. */
+function knownPolicy(symbol: string): PolicyDefinition {
   const definition = policyDefinition(symbol);
   if (!definition)
     throw new ApiError(
@@ -345,12 +436,10 @@ function valuePolicy(symbol: string): PolicyDefinition {
       'ERROR_UNKNOWN_POLICY',
       `Unknown policy "${symbol.slice(0, 64)}": see GET /api/policies for the catalogue`,
     );
-  if (definition.type === 'deployment')
-    throw badRequest(`${symbol} deploys or removes an item: use POST /api/deployments (or the CLI's deploy command)`);
   return definition;
 }
 
-/** What a value policy takes, for its 400. */
+/** What a policy takes, for its 400. */
 function expected(definition: PolicyDefinition): string {
   switch (definition.type) {
     case 'bool':
@@ -362,6 +451,6 @@ function expected(definition: PolicyDefinition): string {
     case 'dropdown':
       return `expected one of ${definition.choices!.map((choice) => choice.value).join(', ')}`;
     case 'deployment':
-      return 'a deployment';
+      return `expected ${(definition.schema as { description?: string }).description ?? 'an item'}`;
   }
 }

@@ -3,9 +3,16 @@ import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FileStore } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
+import type { TaskVerification } from '../../../src-shared/contract/index.ts';
 import { PolicyOutbox } from './outbox.ts';
 import { DeploymentRepository, type AgentInScope, type TaskHistoryRow } from './repository.ts';
 import type { TaskStatus } from './wire.ts';
+
+/** Each package task's check against the device's inventory, by task id (verification.ts). */
+export interface VerificationSource {
+  ofDeployment(deploymentId: number): Map<number, TaskVerification | null>;
+  ofAgent(agentId: number): Map<number, TaskVerification | null>;
+}
 
 /** What every part of the policies room works with: the SQL, the events, fleets, stored items, the outbox. */
 export class PolicyContext {
@@ -14,13 +21,23 @@ export class PolicyContext {
   readonly fleets: FleetService;
   readonly files: FileStore;
   readonly outbox: PolicyOutbox;
+  /** Package installs checked against the devices' inventories (absent: not checked). */
+  readonly verification: VerificationSource | undefined;
 
-  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; fleets: FleetService; files: FileStore }) {
+  constructor(deps: {
+    db: Db;
+    events: EventLog;
+    work: UnitOfWork;
+    fleets: FleetService;
+    files: FileStore;
+    verification?: VerificationSource | undefined;
+  }) {
     this.repo = new DeploymentRepository(deps.db);
     this.events = deps.events;
     this.fleets = deps.fleets;
     this.files = deps.files;
     this.outbox = new PolicyOutbox(deps.work, deps.events);
+    this.verification = deps.verification;
   }
 
   /** A task's new status: written with its history line, and told as a `task.status` event. */

@@ -4,8 +4,8 @@ import type { EventLog } from '../events/event-log.ts';
 import type { FileStore, StoredRecord } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { itemNotFound } from '../errors.ts';
-import { assign, deploy, undeploy, unassignValue, type AssignInput, type DeployInput } from './assignments.ts';
-import { PolicyContext } from './context.ts';
+import { assign, undeploy, unassignValue, type AssignInput } from './assignments.ts';
+import { PolicyContext, type VerificationSource } from './context.ts';
 import { followEvent, syncAgent } from './membership.ts';
 import type { PolicyChannel } from './outbox.ts';
 import type { AgentInScope, TaskRow } from './repository.ts';
@@ -17,6 +17,7 @@ import {
   list,
   tasksOfAgent,
   view,
+  visibleAssignment,
   type AssignmentFilter,
   type ComplianceView,
   type DeploymentView,
@@ -44,7 +45,15 @@ export class PolicyService {
   private readonly ctx: PolicyContext;
   private readonly unsubscribe: () => void;
 
-  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; fleets: FleetService; files: FileStore }) {
+  constructor(deps: {
+    db: Db;
+    events: EventLog;
+    work: UnitOfWork;
+    fleets: FleetService;
+    files: FileStore;
+    /** Package installs checked against the devices' inventories (verification.ts). */
+    verification?: VerificationSource;
+  }) {
     this.ctx = new PolicyContext(deps);
     this.unsubscribe = deps.events.subscribe((event) => followEvent(this.ctx, event));
   }
@@ -62,15 +71,11 @@ export class PolicyService {
     this.ctx.outbox.attach(null);
   }
 
-  deploy(input: DeployInput): DeploymentView {
-    return view(this.ctx, deploy(this.ctx, input));
-  }
-
   list(filter: AssignmentFilter = {}): DeploymentView[] {
     return list(this.ctx, filter);
   }
 
-  /** Sets a value policy on a fleet or one device (see assignments.ts `assign`). */
+  /** Sets any policy (a value, or a deployment kind) on a fleet or one device (see assignments.ts `assign`). */
   assign(input: AssignInput): DeploymentView {
     return view(this.ctx, assign(this.ctx, input));
   }
@@ -78,7 +83,7 @@ export class PolicyService {
   /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */
   unassign(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
     const row = this.ctx.repo.byId(id);
-    if (!row) throw itemNotFound('Assignment not found');
+    if (!row || !visibleAssignment(this.ctx, row)) throw itemNotFound('Assignment not found');
     if (row.value === null) return this.undeploy(id);
     unassignValue(this.ctx, row);
     return { removed: view(this.ctx, id), removal: null };

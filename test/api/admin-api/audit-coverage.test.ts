@@ -5,6 +5,7 @@
 // here fails with what to add. Then: refused calls (400, 403, 404, 409) and a change undone after
 // its audit entry was written inside its transaction leave no entry.
 import { Readable } from 'node:stream';
+import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminRoutes, type AdminRouteName } from '../../../src-shared/contract/admin-routes.ts';
 import { simulateEnrollment } from '../../../src-main/device/simulate.ts';
@@ -13,9 +14,15 @@ import { callFrom, type Answer } from '../../helpers/from-address.ts';
 
 let t: TestBackend;
 let adminUrl: string;
+/** The backend's clock: moved 31 s before each authenticator code, as a code is accepted once per 30 s step. */
+let clock = Date.now();
+const codeOf = (secret: string) => {
+  clock += 31_000;
+  return new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp: clock });
+};
 
 beforeAll(async () => {
-  t = await startTestBackend({ ownerName: 'Ana Ruiz', simulate: (request) => simulateEnrollment(request) });
+  t = await startTestBackend({ ownerName: 'Ana Ruiz', simulate: (request) => simulateEnrollment(request), now: () => clock });
   adminUrl = t.backend.info.admin_url;
 });
 afterAll(async () => {
@@ -35,12 +42,15 @@ type Entry = {
 
 const ADDRESS = '127.0.0.3';
 const sameOrigin = { 'sec-fetch-site': 'same-origin' };
+const tokenOf = (url: string) => new URL(url).searchParams.get('token')!;
+const cookieOf = (answer: Answer) => /mdm_console=([^;]*)/.exec(String(answer.headers['set-cookie']))?.[1];
 /** The admin API with the data dir's token, from ADDRESS. */
 const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> =>
   callFrom(ADDRESS, `${adminUrl}${path}`, {
     method,
     headers: {
-      authorization: `Bearer ${t.backend.info.admin_token}`,
+      // A console session's cookie, or the data dir's token.
+      ...(headers.cookie ? {} : { authorization: `Bearer ${t.backend.info.admin_token}` }),
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       ...headers,
     },
@@ -64,12 +74,17 @@ const entriesAfter = async (id: number): Promise<Entry[]> => {
   return rows.map((row) => ({ ...row, changes: row.changes === null ? null : JSON.parse(row.changes) }));
 };
 const lastId = () => (t.db.prepare('SELECT coalesce(max(id), 0) AS id FROM audit_log').get() as { id: number }).id;
-const tokenOf = (url: string) => new URL(url).searchParams.get('token')!;
-const cookieOf = (answer: Answer) => /mdm_console=([^;]*)/.exec(String(answer.headers['set-cookie']))?.[1];
 
 /** What the cases share: ids made by earlier cases. */
 const made: Record<string, number> = {};
-let ownerCookie = '';
+/** The owner's console session for the routes of one's own account (two-factor, password, sessions). */
+let session = '';
+let secret = '';
+let ownerPassword = 'a long enough password';
+/** The admin API with the owner's console session (from the console's own page). */
+const own = (method: string, path: string, body?: unknown, cookie = session) =>
+  call(method, path, body, { ...sameOrigin, cookie: `mdm_console=${cookie}` });
+const passwordSignIn = (email: string, password: string) => call('POST', '/auth/password', { email, password }, sameOrigin);
 
 interface Case {
   /** Makes the call; its answer must be a success (2xx). */
@@ -99,16 +114,107 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
         },
         sameOrigin,
       );
-      ownerCookie = cookieOf(answer) ?? '';
       return answer;
     },
     action: 'account.owner_set_up',
     actor: 'Ana Ruiz',
   },
   signInWithPassword: {
-    run: () => call('POST', '/auth/password', { email: 'ana@example.org', password: 'a long enough password' }, sameOrigin),
+    run: async () => {
+      const answer = await passwordSignIn('ana@example.org', ownerPassword);
+      session = cookieOf(answer) ?? '';
+      return answer;
+    },
     action: 'admin.signed_in',
     actor: 'Ana Ruiz',
+  },
+  'twoFactor.setup': {
+    run: async () => {
+      const answer = await own('POST', '/api/me/two-factor/setup');
+      secret = answer.body?.secret;
+      return answer;
+    },
+    action: 'account.two_factor_enrolment_started',
+  },
+  'twoFactor.confirm': {
+    run: () => own('POST', '/api/me/two-factor/confirm', { code: codeOf(secret) }),
+    action: 'account.two_factor_enabled',
+  },
+  signInWithCode: {
+    run: async () => {
+      const first = await passwordSignIn('ana@example.org', ownerPassword);
+      return call('POST', '/auth/two-factor', { challenge: first.body?.challenge, code: codeOf(secret) }, sameOrigin);
+    },
+    action: 'admin.signed_in',
+  },
+  'twoFactor.disable': {
+    run: () => own('POST', '/api/me/two-factor/disable', { code: codeOf(secret) }),
+    action: 'account.two_factor_disabled',
+  },
+  'password.change': {
+    run: async () => {
+      const answer = await own('POST', '/api/me/password', {
+        current_password: ownerPassword,
+        new_password: 'a new long password',
+      });
+      if (answer.status === 200) ownerPassword = 'a new long password';
+      return answer;
+    },
+    action: 'account.password_changed',
+  },
+  'sessions.endOthers': {
+    run: async () => {
+      await passwordSignIn('ana@example.org', ownerPassword);
+      return own('DELETE', '/api/sessions');
+    },
+    action: 'admin.sessions_ended',
+  },
+  'sessions.end': {
+    run: async () => {
+      await passwordSignIn('ana@example.org', ownerPassword);
+      const other = (await own('GET', '/api/sessions')).body.items.find((item: { current: boolean }) => !item.current);
+      return own('DELETE', `/api/sessions/${other?.id}`);
+    },
+    action: 'admin.sessions_ended',
+  },
+  'signInSettings.update': {
+    run: () => call('PATCH', '/api/sign-in-settings', { require_two_factor: true }),
+    action: 'settings.sign_in_updated',
+    changes: { require_two_factor: { before: false, after: true } },
+  },
+  beginTwoFactorEnrolment: {
+    run: async () => {
+      // An admin without two-factor signs in while it is required: they enrol before anything else.
+      const invited = await call('POST', '/api/accounts', { email: 'cy@example.org', role: 'admin', no_email: true });
+      await call(
+        'POST',
+        '/auth/invitation',
+        { token: tokenOf(invited.body.setup_url), password: 'cy long password' },
+        sameOrigin,
+      );
+      const first = await passwordSignIn('cy@example.org', 'cy long password');
+      (made as Record<string, unknown>).challenge = first.body?.challenge;
+      const answer = await call('POST', '/auth/two-factor/enrol', { challenge: first.body?.challenge }, sameOrigin);
+      (made as Record<string, unknown>).cySecret = answer.body?.secret;
+      return answer;
+    },
+    action: 'account.two_factor_enrolment_started',
+    actor: 'cy@example.org',
+  },
+  confirmTwoFactorEnrolment: {
+    run: async () => {
+      const { challenge, cySecret } = made as Record<string, unknown>;
+      const answer = await call(
+        'POST',
+        '/auth/two-factor/enrol/confirm',
+        { challenge, code: codeOf(String(cySecret)) },
+        sameOrigin,
+      );
+      await call('PATCH', '/api/sign-in-settings', { require_two_factor: false });
+      return answer;
+    },
+    action: 'account.two_factor_enabled',
+    actor: 'cy@example.org',
   },
   signIn: {
     run: () => call('POST', '/auth/sign-in', { credential: t.backend.info.admin_token }, sameOrigin),
@@ -116,7 +222,7 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
     actor: 'Ana Ruiz',
   },
   signOut: {
-    run: () => call('POST', '/auth/sign-out', undefined, { ...sameOrigin, cookie: `mdm_console=${ownerCookie}` }),
+    run: () => call('POST', '/auth/sign-out', undefined, { ...sameOrigin, cookie: `mdm_console=${session}` }),
     action: 'admin.signed_out',
     actor: 'Ana Ruiz',
   },
@@ -164,6 +270,13 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
   },
   'accounts.disable': { run: () => call('POST', `/api/accounts/${made.account}/disable`), action: 'account.disabled' },
   'accounts.enable': { run: () => call('POST', `/api/accounts/${made.account}/enable`), action: 'account.enabled' },
+  'accounts.setScope': {
+    run: async () => {
+      await call('PATCH', `/api/accounts/${made.account}`, { role: 'operator' });
+      return call('PUT', `/api/accounts/${made.account}/scope`, { fleet_ids: [1] });
+    },
+    action: 'account.scope_changed',
+  },
   'accounts.remove': { run: () => call('DELETE', `/api/accounts/${made.account}`), action: 'account.deleted' },
   consoleTicket: { run: () => call('POST', '/api/console-tickets'), action: 'admin.sign_in_link_issued' },
   'fleets.create': {
@@ -425,6 +538,7 @@ describe('no entry without the change', () => {
   it('a refused call (400, 403, 404, 409) records nothing', async () => {
     const before = lastId();
     const fleet = (await call('POST', '/api/fleets', { name: 'Refusals' })).body;
+    const operator = (await call('POST', '/api/tokens', { name: 'helpdesk', role: 'operator' })).body.token as string;
     const after = lastId();
     expect(after).toBeGreaterThan(before);
     expect((await call('POST', '/api/fleets', { name: 'Refusals' })).status).toBe(409);
@@ -437,6 +551,10 @@ describe('no entry without the change', () => {
       (await call('POST', '/auth/sign-in', { credential: t.backend.info.admin_token }, { 'sec-fetch-site': 'cross-site' }))
         .status,
     ).toBe(403);
+    // An operator may not change settings nor delete a fleet: 403, nothing recorded.
+    const asOperator = { authorization: `Bearer ${operator}` };
+    expect((await call('PATCH', '/api/settings', { helpdesk_name: 'x' }, asOperator)).status).toBe(403);
+    expect((await call('DELETE', `/api/fleets/${fleet.id}`, undefined, asOperator)).status).toBe(403);
     expect(await entriesAfter(after)).toEqual([]);
   });
 

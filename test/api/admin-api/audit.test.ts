@@ -57,25 +57,30 @@ describe('the audit trail', () => {
     expect(Date.parse(entry!.at)).toBeGreaterThan(Date.now() - 60_000);
 
     // A personal token, from another address: its name and role are recorded.
-    const token = (await t.admin('POST', '/tokens', { name: 'helpdesk laptop', role: 'operator' })).body.token as string;
+    const token = (await t.admin('POST', '/tokens', { name: 'helpdesk laptop', role: 'admin' })).body.token as string;
     const fleet = await asToken(token, '127.0.0.7', 'POST', '/fleets', { name: 'Sales' });
     expect(fleet.status).toBe(201);
     const byToken = await audit('?actor=helpdesk');
     expect(byToken[0]).toMatchObject({
       actor: 'Ana Ruiz',
       token_name: 'helpdesk laptop',
-      role: 'operator',
+      role: 'admin',
       address: '127.0.0.7',
       target_kind: 'fleet',
       target_id: fleet.body.id,
       message: 'Fleet "Sales" created',
     });
 
-    // Refused (a duplicate fleet name, bad input): nothing is recorded.
+    // Refused (a duplicate fleet name, bad input, a role without the permission): nothing is recorded.
     const before = (await audit()).length;
     expect((await asToken(token, '127.0.0.7', 'POST', '/fleets', { name: 'Sales' })).status).toBe(409);
+    const operator = (await t.admin('POST', '/tokens', { name: 'helpdesk phone', role: 'operator' })).body.token as string;
+    expect((await asToken(operator, '127.0.0.7', 'POST', '/fleets', { name: 'Support' })).status).toBe(403);
+    const made = (await audit()).length;
+    expect(made).toBe(before + 1); // the token made just now, not the refused fleet
+    expect((await audit())[0]).toMatchObject({ action: 'account.token_created' });
     expect((await t.admin('POST', '/invitations', { email: 'not an email', send_email: false })).status).toBe(400);
-    expect((await audit()).length).toBe(before);
+    expect((await audit()).length).toBe(made);
 
     // Revoking an invitation, a token: each its own entry, with the object.
     expect((await t.admin('POST', `/invitations/${created.body.id}/revoke`)).status).toBe(200);

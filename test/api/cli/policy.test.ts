@@ -109,7 +109,15 @@ describe('mdm-console policies, policy, compliance', () => {
         ['policy', 'set', 'disablecamera', 'true', '--fleet', 'Strict'],
         /Unknown policy "disablecamera" \(did you mean disableCamera\?\)/,
       ],
-      [['policy', 'set', 'deployApp', '1', '--fleet', 'Strict'], /use deploy \/ undeploy/],
+      [
+        ['policy', 'set', 'deployApp', 'org.x', '--fleet', 'Strict'],
+        /deployApp takes a package id \(see: packages\), not "org.x"/,
+      ],
+      [['policy', 'set', 'deployApp', 'file:1', '--fleet', 'Strict'], /deployApp takes a package id/],
+      [
+        ['policy', 'set', 'removeApp', 'org.x', '--fleet', 'Strict', '--destination', '/x/'],
+        /--destination is for deployFile only/,
+      ],
       [['policy', 'set', 'disableCamera', 'true'], /exactly one of --fleet NAME\|ID or --agent ID/],
       [['policy', 'set', 'disableCamera', 'true', '--fleet', 'Nowhere'], /Unknown fleet "Nowhere"/],
       [['policy', 'frobnicate'], /usage: policy set SYMBOL VALUE/],
@@ -131,6 +139,36 @@ describe('mdm-console policies, policy, compliance', () => {
       body: Buffer.from('read me'),
     });
     const file = (await upload.json()) as { id: number };
+    // The deployment kinds are policies like the others: set, refused by the conflict rule, unset.
+    const byPolicy = await cli(
+      'policy',
+      'set',
+      'deployFile',
+      `file:${file.id}`,
+      '--fleet',
+      'Default fleet',
+      '--destination',
+      '/sdcard/Docs',
+      '--json',
+    );
+    expect(byPolicy.code, byPolicy.stderr).toBe(0);
+    expect(JSON.parse(byPolicy.stdout)).toMatchObject({
+      policy: 'deployFile',
+      item_id: file.id,
+      remove_on_delete: true,
+      message: { deployFile: '/sdcard/Docs/', id: file.id },
+    });
+    const undo = await cli('policy', 'set', 'removeFile', '/sdcard/Docs/readme.txt', '--fleet', '1');
+    expect(undo.stderr).toMatch(/deployFile "readme.txt" is in force on fleet "Default fleet" \(assignment #\d+\)/);
+    const unset = await cli('policy', 'unset', 'deployFile', '--fleet', '1', '--json');
+    expect(unset.code, unset.stderr).toBe(0);
+    expect(JSON.parse(unset.stdout).removal).toMatchObject({
+      policy: 'removeFile',
+      message: { removeFile: '/sdcard/Docs/readme.txt' },
+    });
+    const removeApp = await cli('policy', 'set', 'removeApp', 'org.example.gone', '--fleet', '1');
+    expect(removeApp.stdout).toMatch(/^Policy #\d+ {2}removeApp "org.example.gone" → fleet "Default fleet" {2}active/);
+
     const deployed = await cli('deploy', `file:${file.id}`, '--fleet', '1', '--json');
     expect(deployed.code, deployed.stderr).toBe(0);
     expect(JSON.parse(deployed.stdout)).toMatchObject({ fleet_id: 1, target_name: 'fleet "Default fleet"' });

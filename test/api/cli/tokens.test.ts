@@ -48,8 +48,26 @@ describe('API tokens from the CLI', { timeout: 120_000 }, () => {
     expect(me.code, me.stderr).toBe(0);
     expect(me.stdout).toContain('operator (API token');
     expect(me.stdout).toContain('"helpdesk laptop"');
-    // Any command works with it (roles are not checked per route yet: issue 22, item 2).
+    // It does what an operator may (read, lock), and is told in one line what it may not.
     expect((await cliWithToken(token!, ['agents'])).code).toBe(0);
+    const lock = await cliWithToken(token!, ['command', '999', 'lock']);
+    expect(lock.code).toBe(2);
+    expect(lock.stderr).not.toContain('not allowed');
+    const wipe = await cliWithToken(token!, ['command', '999', 'wipe']);
+    expect(wipe.code).toBe(2);
+    expect(wipe.stderr).toBe(
+      'mdm-console: not allowed: An operator cannot wipe devices: needs devices.wipe (with the API token in MDM_CONSOLE_TOKEN)\n',
+    );
+    const higher = await cliWithToken(token!, ['token', 'create', '--name', 'mine', '--role', 'admin']);
+    expect(higher.code).toBe(2);
+    expect(higher.stderr).toBe(
+      'mdm-console: not allowed: An operator cannot make a token with the role admin (with the API token in MDM_CONSOLE_TOKEN)\n',
+    );
+    // A sign-in link signs in as the owner: only the owner may make one.
+    const link = await cliWithToken(token!, ['console']);
+    expect(link.code).toBe(2);
+    expect(link.stderr).toContain('An operator cannot manage accounts: needs accounts.manage');
+    expect(link.stderr.trim().split('\n')).toHaveLength(1);
 
     const listed = await cli(['tokens', '--json']);
     const rows = JSON.parse(listed.stdout) as { id: number; name: string; last_used_at: string | null }[];

@@ -16,6 +16,7 @@ import { buildAgentApp as buildAgentApi } from '../../../src-main/backend/agent-
 import { nowIso, openDatabase, type Db } from '../../../src-main/backend/db/database.ts';
 import { UnitOfWork } from '../../../src-main/backend/db/unit-of-work.ts';
 import { adminFileRoutes } from '../../../src-main/backend/files/routes.ts';
+import { actsAs } from '../../../src-main/backend/http/route-table.ts';
 import { createFileStore, type FileStore } from '../../../src-main/backend/files/store.ts';
 import { ApiError } from '../../../src-main/backend/errors.ts';
 import { SqliteSessionRepository } from '../../../src-main/backend/sessions/session-repository.ts';
@@ -104,6 +105,11 @@ beforeAll(async () => {
     if (error instanceof ApiError) return reply.code(error.status).send({ error: error.code, message: error.message });
     if ((error as FastifyError).validation) return reply.code(400).send({ error: 'ERROR_BAD_REQUEST', message: error.message });
     return reply.code((error as FastifyError).statusCode ?? 500).send({ error: 'ERROR', message: error.message });
+  });
+  // The admin listener's authentication, in short: every request here acts as the owner.
+  adminApp.addHook('onRequest', (request, _reply, done) => {
+    actsAs(request, 'owner');
+    done();
   });
   await adminApp.register(adminFileRoutes, { prefix: '/api', store });
   await adminApp.listen({ port: 0, host: '127.0.0.1' });
@@ -558,6 +564,10 @@ describe('limits and odd cases', () => {
         ? reply.code(error.status).send({ error: error.code, message: error.message })
         : reply.code((error as FastifyError).statusCode ?? 500).send({ error: 'ERROR', message: error.message }),
     );
+    app.addHook('onRequest', (request, _reply, done) => {
+      actsAs(request, 'owner');
+      done();
+    });
     await app.register(adminFileRoutes, { prefix: '/api', store: small });
     await app.listen({ port: 0, host: '127.0.0.1' });
     try {

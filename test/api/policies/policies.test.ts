@@ -107,7 +107,7 @@ describe('value policies', () => {
         /expected one of PASSWORD_NONE, PASSWORD_PIN, PASSWORD_PASSWD/,
       ],
       [{ policy: 'noSuchPolicy', value: true, fleet_id: f.id }, /Unknown policy "noSuchPolicy"/],
-      [{ policy: 'deployApp', value: 1, fleet_id: f.id }, /use POST \/api\/deployments/],
+      [{ policy: 'deployApp', value: 'org.x', fleet_id: f.id }, /deployApp: expected package id/],
       [{ policy: 'disableCamera', value: true }, /exactly one target/],
       [{ policy: 'disableCamera', value: true, fleet: 'Nope' }, /Unknown fleet "Nope"/],
     ] as const) {
@@ -290,7 +290,7 @@ describe('deployments keep the reference conflict rule', () => {
     expect(refused.status).toBe(409);
     expect(refused.body).toEqual({
       error: 'ERROR_POLICY_CONFLICT',
-      message: `removeFile "%SDCARD%/Docs/notes.txt" is in force on fleet "Conflict" (assignment #${removalId}): remove it first (DELETE /api/deployments/${removalId})`,
+      message: `removeFile "%SDCARD%/Docs/notes.txt" is in force on fleet "Conflict" (assignment #${removalId}): remove it first (DELETE /api/policy-assignments/${removalId})`,
     });
     expect((await t.admin('DELETE', `/deployments/${removalId}`)).status).toBe(200);
     expect((await deploy()).status).toBe(201);
