@@ -49,20 +49,64 @@ import { SettingsPage } from '../pages/Settings.tsx';
 import { TokensPage } from '../pages/Tokens.tsx';
 import { AuditPage } from '../pages/Audit.tsx';
 import { useMe } from '../api/accounts.ts';
+import type { Permission } from '../../src-shared/contract/permissions.ts';
 import { Link, matchPath, navigate, useLocation } from '../lib/router.tsx';
 
-const NAV = [
-  { to: '/', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },
-  { to: '/invitations', label: 'Invitations', icon: IconMail, match: (p: string) => p.startsWith('/invitations') },
-  { to: '/codes', label: 'Enrollment codes', icon: IconQrcode, match: (p: string) => p.startsWith('/codes') },
-  { to: '/approvals', label: 'Approvals', icon: IconUserCheck, match: (p: string) => p.startsWith('/approvals') },
-  { to: '/devices', label: 'Devices', icon: IconDeviceMobile, match: (p: string) => p.startsWith('/devices') },
-  { to: '/fleets', label: 'Fleets', icon: IconStack2, match: (p: string) => p.startsWith('/fleets') },
-  { to: '/print', label: 'Print sheets', icon: IconPrinter, match: (p: string) => p.startsWith('/print') },
-  { to: '/files', label: 'Files & packages', icon: IconFiles, match: (p: string) => p.startsWith('/files') },
-  { to: '/settings', label: 'Settings', icon: IconSettings, match: (p: string) => p.startsWith('/settings') },
-  { to: '/tokens', label: 'API tokens', icon: IconKey, match: (p: string) => p.startsWith('/tokens') },
-  { to: '/audit', label: 'Audit', icon: IconHistory, match: (p: string) => p.startsWith('/audit') },
+/** The pages, each with the permission it needs to be of use: an entry the role lacks it for is not shown. */
+const NAV: { to: string; permission: Permission; label: string; icon: typeof IconMail; match: (p: string) => boolean }[] = [
+  { to: '/', permission: 'status.read', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },
+  {
+    to: '/invitations',
+    permission: 'invitations.read',
+    label: 'Invitations',
+    icon: IconMail,
+    match: (p: string) => p.startsWith('/invitations'),
+  },
+  {
+    to: '/codes',
+    permission: 'codes.read',
+    label: 'Enrollment codes',
+    icon: IconQrcode,
+    match: (p: string) => p.startsWith('/codes'),
+  },
+  {
+    to: '/approvals',
+    permission: 'devices.read',
+    label: 'Approvals',
+    icon: IconUserCheck,
+    match: (p: string) => p.startsWith('/approvals'),
+  },
+  {
+    to: '/devices',
+    permission: 'devices.read',
+    label: 'Devices',
+    icon: IconDeviceMobile,
+    match: (p: string) => p.startsWith('/devices'),
+  },
+  { to: '/fleets', permission: 'fleets.read', label: 'Fleets', icon: IconStack2, match: (p: string) => p.startsWith('/fleets') },
+  {
+    to: '/print',
+    permission: 'invitations.read',
+    label: 'Print sheets',
+    icon: IconPrinter,
+    match: (p: string) => p.startsWith('/print'),
+  },
+  {
+    to: '/files',
+    permission: 'files.read',
+    label: 'Files & packages',
+    icon: IconFiles,
+    match: (p: string) => p.startsWith('/files'),
+  },
+  {
+    to: '/settings',
+    permission: 'settings.read',
+    label: 'Settings',
+    icon: IconSettings,
+    match: (p: string) => p.startsWith('/settings'),
+  },
+  { to: '/tokens', permission: 'tokens.own', label: 'API tokens', icon: IconKey, match: (p: string) => p.startsWith('/tokens') },
+  { to: '/audit', permission: 'audit.read', label: 'Audit', icon: IconHistory, match: (p: string) => p.startsWith('/audit') },
 ];
 
 function route(pathname: string): { title: string; element: ReactNode } {
@@ -128,18 +172,34 @@ function ColorSchemeToggle() {
 function SignedInAs() {
   const me = useMe();
   if (!me.data) return null;
-  const { account, role } = me.data;
+  const { account, role, fleets } = me.data;
+  // An operator or observer scoped to fleets sees those fleets' devices, invitations and codes only.
+  const scope =
+    fleets === null
+      ? null
+      : fleets.length > 0
+        ? `Scoped to fleets: ${fleets.map((f) => f.name).join(', ')}`
+        : 'Scoped to no fleet';
   return (
-    <Tooltip label={account.email ? `Signed in as ${account.email}` : 'The owner: this computer’s user'}>
-      <Group gap={6} wrap="nowrap" data-testid="signed-in-as" visibleFrom="sm">
-        <Text size="sm" fw={500}>
-          {account.display_name}
-        </Text>
-        <Badge variant="light" size="sm">
-          {role}
-        </Badge>
-      </Group>
-    </Tooltip>
+    <Group gap={6} wrap="nowrap">
+      <Tooltip label={account.email ? `Signed in as ${account.email}` : 'The owner: this computer’s user'}>
+        <Group gap={6} wrap="nowrap" data-testid="signed-in-as" visibleFrom="sm">
+          <Text size="sm" fw={500}>
+            {account.display_name}
+          </Text>
+          <Badge variant="light" size="sm">
+            {role}
+          </Badge>
+        </Group>
+      </Tooltip>
+      {scope && (
+        <Tooltip label="Lists, counts, the activity and the live updates show these fleets only">
+          <Badge variant="outline" color="grape" size="sm" maw={260} data-testid="fleet-scope">
+            {scope}
+          </Badge>
+        </Tooltip>
+      )}
+    </Group>
   );
 }
 
@@ -176,6 +236,7 @@ export function App() {
   const { pathname } = useLocation();
   const [opened, { toggle, close }] = useDisclosure();
   const status = useStatus();
+  const me = useMe();
   useEffect(close, [pathname, close]);
   const live = useLiveState();
   const signedOut = live === 'signed-out' || (status.error instanceof AdminApiError && status.error.status === 401);
@@ -226,7 +287,7 @@ export function App() {
       </AppShell.Header>
       <AppShell.Navbar p="sm" aria-label="Main">
         <nav>
-          {NAV.map((item) => (
+          {NAV.filter((item) => !me.data || me.data.permissions.includes(item.permission)).map((item) => (
             <NavLink
               key={item.to}
               component={Link}

@@ -18,7 +18,7 @@ import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.ts';
 import { requestContext, type RequestContext } from '../audit/context.ts';
 import { currentFleetScope, fleetScopeParam } from '../fleets/scope.ts';
-import { eventVisible, type FleetOf } from './event-scope.ts';
+import { auditVisible, eventVisible, type FleetOf } from './event-scope.ts';
 import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
 import { accountView, fleetScopeOf, roleOf, type Actor } from '../accounts/accounts.ts';
 import { qrDataUrl } from '../deeplink/qr.ts';
@@ -266,13 +266,27 @@ export async function adminApp({
         };
         requestContext.run(context, done);
       });
-      adminRoute(api, 'audit.list', async (request) => ({
-        items: services.audit.list({ ...auditFilter(request.query), limit: request.query.limit ?? 200 }),
-      }));
-      // Streamed from a paged iterator (one page of rows in memory, however long the trail).
+      // Where an event's device, invitation or code is now, whatever the request's scope.
+      const fleetOf: FleetOf = {
+        agent: (id) => services.agentRepository.byId(id)?.fleet_id,
+        invitation: (id) => services.repositories.invitations.get(id)?.fleet_id,
+        code: (id) => services.repositories.codes.get(id)?.fleet_id,
+      };
+      adminRoute(api, 'audit.list', async (request) => {
+        const filter = { ...auditFilter(request.query), limit: request.query.limit ?? 200 };
+        const scope = currentFleetScope();
+        if (scope === null) return { items: services.audit.list(filter) };
+        // A scoped client's trail: its fleets' objects (and what concerns no fleet) among the 1,000 matching last.
+        const visible = services.audit.list({ ...filter, limit: 1000 }).filter((entry) => auditVisible(entry, scope, fleetOf));
+        return { items: visible.slice(0, filter.limit) };
+      });
+      // Streamed from a paged iterator (one page of rows in memory, however long the trail); a
+      // scoped client's export holds what its list shows: its fleets' objects and what concerns no fleet.
       adminRoute(api, 'audit.export', async (request, reply) => {
         const format = request.query.format ?? 'csv';
-        const rows = services.audit.iterate(auditFilter(request.query));
+        const scope = currentFleetScope();
+        const all = services.audit.iterate(auditFilter(request.query));
+        const rows = scope === null ? all : filterRows(all, (entry) => auditVisible(entry, scope, fleetOf));
         const day = new Date().toISOString().slice(0, 10);
         return reply
           .header('content-type', format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8')
@@ -352,12 +366,6 @@ export async function adminApp({
         return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
       });
 
-      // Where an event's device, invitation or code is now, whatever the request's scope.
-      const fleetOf: FleetOf = {
-        agent: (id) => services.agentRepository.byId(id)?.fleet_id,
-        invitation: (id) => services.repositories.invitations.get(id)?.fleet_id,
-        code: (id) => services.repositories.codes.get(id)?.fleet_id,
-      };
       adminRoute(api, 'events', async (request) => {
         const scope = currentFleetScope();
         if (scope === null) return { items: services.events.latest(request.query.limit) };
@@ -401,6 +409,11 @@ export async function adminApp({
   await app.register(serveConsole);
   await app.ready();
   return app;
+}
+
+/** The rows `keep` accepts, read as they are used. */
+function* filterRows<T>(rows: Iterable<T>, keep: (row: T) => boolean): Generator<T> {
+  for (const row of rows) if (keep(row)) yield row;
 }
 
 /** The audit filters of a list or export query, times checked and made UTC. */
