@@ -353,6 +353,15 @@ export const adminRoutes = {
     querystring: 'AuditQuery',
     response: { 200: 'AuditList' },
   },
+  'audit.export': {
+    method: 'GET',
+    path: '/api/audit/export',
+    permission: 'audit.read',
+    summary:
+      "Every audit entry the filters match (those of GET /api/audit, no limit), newest first, streamed as a download: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one AuditEntry a line, Content-Type application/x-ndjson)",
+    querystring: 'AuditExportQuery',
+    response: { 200: { contentType: 'text/csv' } },
+  },
 
   consoleTicket: {
     method: 'POST',
