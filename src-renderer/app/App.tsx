@@ -27,6 +27,7 @@ import {
   IconKey,
   IconHistory,
   IconSun,
+  IconUserCircle,
 } from '@tabler/icons-react';
 import { useEffect, useState, type ReactNode } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
@@ -48,6 +49,7 @@ import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
 import { TokensPage } from '../pages/Tokens.tsx';
 import { AuditPage } from '../pages/Audit.tsx';
+import { AccountPage } from '../pages/Account.tsx';
 import { useMe } from '../api/accounts.ts';
 import { Link, matchPath, navigate, useLocation } from '../lib/router.tsx';
 
@@ -63,6 +65,7 @@ const NAV = [
   { to: '/settings', label: 'Settings', icon: IconSettings, match: (p: string) => p.startsWith('/settings') },
   { to: '/tokens', label: 'API tokens', icon: IconKey, match: (p: string) => p.startsWith('/tokens') },
   { to: '/audit', label: 'Audit', icon: IconHistory, match: (p: string) => p.startsWith('/audit') },
+  { to: '/account', label: 'My account', icon: IconUserCircle, match: (p: string) => p.startsWith('/account') },
 ];
 
 function route(pathname: string): { title: string; element: ReactNode } {
@@ -85,6 +88,7 @@ function route(pathname: string): { title: string; element: ReactNode } {
   if (matchPath('/settings', pathname)) return { title: 'Settings', element: <SettingsPage /> };
   if (matchPath('/tokens', pathname)) return { title: 'API tokens', element: <TokensPage /> };
   if (matchPath('/audit', pathname)) return { title: 'Audit', element: <AuditPage /> };
+  if (matchPath('/account', pathname)) return { title: 'My account', element: <AccountPage /> };
   return { title: 'Not found', element: <NotFound /> };
 }
 
@@ -131,14 +135,16 @@ function SignedInAs() {
   const { account, role } = me.data;
   return (
     <Tooltip label={account.email ? `Signed in as ${account.email}` : 'The owner: this computer’s user'}>
-      <Group gap={6} wrap="nowrap" data-testid="signed-in-as" visibleFrom="sm">
-        <Text size="sm" fw={500}>
-          {account.display_name}
-        </Text>
-        <Badge variant="light" size="sm">
-          {role}
-        </Badge>
-      </Group>
+      <Link to="/account" data-testid="signed-in-as" style={{ color: 'inherit', textDecoration: 'none' }}>
+        <Group gap={6} wrap="nowrap" visibleFrom="sm">
+          <Text size="sm" fw={500}>
+            {account.display_name}
+          </Text>
+          <Badge variant="light" size="sm">
+            {role}
+          </Badge>
+        </Group>
+      </Link>
     </Tooltip>
   );
 }
