@@ -59,7 +59,6 @@ export function createServices(db: Db, options: ServiceOptions) {
   const audit = new AuditLog(new SqliteAuditRepository(db));
   const events = new EventLog(new SqliteEventRepository(db), work, audit);
   const accountStore = new SqliteAccountRepository(db);
-  const accounts = new AccountService({ store: accountStore, events, work, now: options.now });
   const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
   const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(db), work, events);
   const adminSessions = new AdminSessionService(
@@ -73,7 +72,8 @@ export function createServices(db: Db, options: ServiceOptions) {
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(db);
   const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
-  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work });
+  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work, scopes: accountStore });
+  const accounts = new AccountService({ store: accountStore, events, work, now: options.now, fleets });
   const deliveries = new SqliteDeliveryRepository(db);
   const invitationRepository = new SqliteInvitationRepository(db);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });

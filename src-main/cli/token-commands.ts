@@ -2,17 +2,37 @@
 import { output, parse, positiveInt, type Handler } from './handler.ts';
 import { CliError } from './server-file.ts';
 import { ROLES, type ApiToken, type AuditEntry, type Role } from '../../src-shared/contract/index.ts';
+import type { AdminClient } from '../../src-shared/contract/admin-client.ts';
 
 const tokenLine = (t: ApiToken) =>
   `#${t.id}  ${t.name}  ${t.role}  ${t.status}  of ${t.account_name}  ` +
-  `${t.expires_at ? `expires ${t.expires_at}` : 'never expires'}  last used ${t.last_used_at ?? 'never'}`;
+  `${t.expires_at ? `expires ${t.expires_at}` : 'never expires'}  last used ${t.last_used_at ?? 'never'}` +
+  (t.fleet_ids.length > 0 ? `  fleets #${t.fleet_ids.join(', #')}` : '');
+
+/**
+ * `--fleet NAME|ID` (repeatable) as fleet ids: a fleet called so (case-insensitive) or, failing
+ * that, whose id it is, among the fleets the caller sees; an unknown one is an error.
+ */
+async function fleetIds(admin: AdminClient, given: string[]): Promise<number[]> {
+  if (given.length === 0) return [];
+  const { items } = await admin.fleets.list();
+  return given.map((text) => {
+    const clean = text.trim();
+    const fleet =
+      items.find((f) => f.name.toLowerCase() === clean.toLowerCase()) ??
+      (/^[1-9]\d{0,15}$/.test(clean) ? items.find((f) => f.id === Number(clean)) : undefined);
+    if (!fleet) throw new CliError(`Unknown fleet "${clean}" (fleets: ${items.map((f) => f.name).join(', ') || 'none'})`);
+    return fleet.id;
+  });
+}
 
 const whoami: Handler = async (argv) => {
   const { admin, json } = parse(argv, {});
   const me = await admin().me();
   return output(json, me, () => {
     const who = me.account.email ? `${me.account.display_name} <${me.account.email}>` : me.account.display_name;
-    return `${who}, ${me.role}${me.token ? ` (API token #${me.token.id} "${me.token.name}")` : ''}`;
+    const scope = me.fleets === null ? '' : `, scoped to fleets: ${me.fleets.map((f) => f.name).join(', ') || 'none'}`;
+    return `${who}, ${me.role}${me.token ? ` (API token #${me.token.id} "${me.token.name}")` : ''}${scope}`;
   });
 };
 
@@ -25,17 +45,25 @@ const tokens: Handler = async (argv) => {
 const token: Handler = async (argv) => {
   const [action, ...rest] = argv;
   if (action === 'create') {
-    const { values, admin, json } = parse(rest, { name: { type: 'string' }, role: { type: 'string' }, days: { type: 'string' } });
+    const { values, admin, json } = parse(rest, {
+      name: { type: 'string' },
+      role: { type: 'string' },
+      days: { type: 'string' },
+      fleet: { type: 'string', multiple: true },
+    });
     if (!values.name) throw new CliError('token create needs --name NAME');
     const role = values.role as string | undefined;
     if (!role || !(ROLES as readonly string[]).includes(role)) {
       throw new CliError(`token create needs --role ${ROLES.join('|')}${role ? `, not "${role}"` : ''}`);
     }
-    const created = await admin().tokens.create({
+    const client = admin();
+    const fleets = await fleetIds(client, (values.fleet as unknown as string[] | undefined) ?? []);
+    const created = await client.tokens.create({
       body: {
         name: values.name as string,
         role: role as Role,
         ...(values.days === undefined ? {} : { days: positiveInt(values.days as string, '--days') }),
+        ...(fleets.length > 0 ? { fleet_ids: fleets } : {}),
       },
     });
     return output(
@@ -51,7 +79,9 @@ const token: Handler = async (argv) => {
     const revoked = await admin().tokens.revoke({ params: { id: positiveInt(positionals[0], 'the token id') } });
     return output(json, revoked, () => `API token #${revoked.id} "${revoked.name}" revoked`);
   }
-  throw new CliError(`usage: token create --name NAME --role ${ROLES.join('|')} [--days D] | token revoke ID`);
+  throw new CliError(
+    `usage: token create --name NAME --role ${ROLES.join('|')} [--fleet NAME|ID]... [--days D] | token revoke ID`,
+  );
 };
 
 const auditLine = (e: AuditEntry) =>

@@ -225,8 +225,9 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   console     [--as EMAIL]                               a new one-time link that opens the console signed in
   whoami                                                 the account (and API token) the CLI acts as
   tokens | token revoke ID                               API tokens (yours; the owner sees all) and revoking one
-  token create --name N --role owner|admin|operator|observer [--days D]
-                                                         a personal API token, printed once
+  token create --name N --role owner|admin|operator|observer [--fleet NAME|ID]... [--days D]
+                                                         a personal API token, printed once; --fleet scopes
+                                                         an operator or observer token to those fleets
   audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--since ISO] [--until ISO] [--limit N]
                                                          the audit trail: who did what, from where, when
   backup      DIR                                        copy the database and files (also while running)

@@ -20,10 +20,16 @@ export const Account = Type.Object({
   status: Literals(['invited', 'active', 'disabled'] as const),
   created_at: Type.String(),
   last_sign_in_at: Nullable(Type.String()),
+  /** The fleets an operator or observer is scoped to; empty: every fleet. */
+  fleet_ids: Type.Array(Type.Integer()),
   /** Two-factor sign-in (TOTP) is on for this admin. */
   two_factor: Type.Boolean(),
 });
 export type Account = Static<typeof Account>;
+
+/** A fleet as a scope names it. */
+export const ScopeFleet = Type.Object({ id: Type.Integer(), name: Type.String() });
+export type ScopeFleet = Static<typeof ScopeFleet>;
 
 /** GET /api/me: who is calling, and how (a console session or an API token). */
 export const Me = Type.Object({
@@ -33,10 +39,22 @@ export const Me = Type.Object({
   token: Nullable(Type.Object({ id: Type.Integer(), name: Type.String(), role: Role })),
   /** The role this call acts with: the token's when a token is used, else the account's. */
   role: Role,
+  /**
+   * The fleets this call sees and acts on (the account's scope, narrowed by the token's): null,
+   * every fleet; else those only (possibly none).
+   */
+  fleets: Nullable(Type.Array(ScopeFleet)),
   /** What that role may do (permissions.ts): the console shows or disables its controls by these. */
   permissions: Type.Array(Type.Unsafe<Permission>(Type.Union(PERMISSION_NAMES.map((name) => Type.Literal(name))))),
 });
 export type Me = Static<typeof Me>;
+
+/** PUT /api/accounts/:id/scope: the fleets an operator or observer is scoped to (empty: every fleet). */
+export const AccountScopeBody = Type.Object(
+  { fleet_ids: Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 1000 }) },
+  { additionalProperties: false },
+);
+export type AccountScopeBody = Static<typeof AccountScopeBody>;
 
 /** A personal API token as listed: never the token itself (shown once, at creation). */
 export const ApiToken = Type.Object({
@@ -52,6 +70,8 @@ export const ApiToken = Type.Object({
   last_used_at: Nullable(Type.String()),
   revoked_at: Nullable(Type.String()),
   status: Literals(['active', 'expired', 'revoked'] as const),
+  /** The fleets the token is scoped to, within its account's; empty: its account's scope. */
+  fleet_ids: Type.Array(Type.Integer()),
 });
 export type ApiToken = Static<typeof ApiToken>;
 export const ApiTokenList = Items(ApiToken);
@@ -63,6 +83,11 @@ export const ApiTokenCreate = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
     role: Role,
     days: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
+    /**
+     * Scopes the token to these fleets (an operator or observer token only; within the caller's own
+     * scope). None: the caller's scope (every fleet for an unscoped caller).
+     */
+    fleet_ids: Type.Optional(Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 1000 })),
   },
   { additionalProperties: false },
 );

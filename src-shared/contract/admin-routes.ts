@@ -179,6 +179,16 @@ export const adminRoutes = {
     body: 'ApiTokenCreate',
     response: { 201: 'ApiTokenCreated' },
   },
+  'accounts.setScope': {
+    method: 'PUT',
+    path: '/api/accounts/:id/scope',
+    permission: 'accounts.manage',
+    summary:
+      'Scopes an operator or observer to fleets (an empty list: every fleet); 400 for an owner or admin, or an unknown fleet',
+    params: 'IdParams',
+    body: 'AccountScopeBody',
+    response: { 200: 'Account' },
+  },
   'tokens.revoke': {
     method: 'POST',
     path: '/api/tokens/:id/revoke',

@@ -61,7 +61,9 @@ export interface ServerEvents {
   /** The owner account made on first start (no email yet: the set-up link gives it one). */
   'account.created': { account_id: number; role: string };
   'account.owner_set_up': { account_id: number; email: string };
-  'account.token_created': { token_id: number; role: string; days: number | null; by: string };
+  'account.token_created': { token_id: number; role: string; days: number | null; fleet_ids: number[]; by: string };
+  /** An operator's or observer's fleet scope set (`after.fleet_ids` empty: every fleet again). */
+  'account.scope_changed': AccountRef & ChangeData & { by: string };
   'account.token_revoked': { token_id: number; by: string };
   'account.invited': AccountRef & { role: string; email_queued: boolean; [key: string]: unknown };
   'account.reinvited': AccountRef & { email_queued: boolean };
@@ -91,7 +93,8 @@ export interface ServerEvents {
   'admin.sign_in_throttled': { address: string; retry_after_s: number; email?: string };
   'invitation.created': { email: string; fleet: string; days: number };
   'invitation.revoked': null;
-  'invitation.deleted': null;
+  /** `fleet_id`: where it was, so a scoped console is told (the invitation is gone). */
+  'invitation.deleted': { fleet_id: number };
   'invitation.refused': AttemptData & { code: string };
   'code.created': { code_id: number; fleet: string; domains: string[]; max_uses: number | null; [key: string]: unknown };
   'code.revoked': { code_id: number };
@@ -109,7 +112,8 @@ export interface ServerEvents {
   'agent.reenrolled': ServerEvents['agent.enrolled'];
   'agent.approved': null;
   'agent.rejected': null;
-  'agent.deleted': null;
+  /** `fleet_id`: where it was, so a scoped console is told (the device is gone). */
+  'agent.deleted': { fleet_id: number };
   'agent.online': PresenceData;
   'agent.offline': PresenceData;
   'agent.command': CommandData;

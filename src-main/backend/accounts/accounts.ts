@@ -35,6 +35,7 @@ export function accountView(row: StoredAccount): Account {
     status: row.disabled === 1 ? 'disabled' : row.password_hash === null && row.email !== null ? 'invited' : 'active',
     created_at: row.created_at,
     last_sign_in_at: row.last_sign_in_at,
+    fleet_ids: row.fleet_ids,
     two_factor: row.totp_secret !== null,
   };
 }
@@ -52,6 +53,30 @@ export interface Actor {
 
 /** The role a request acts with: a token's own (never above its account's), else the account's. */
 export const roleOf = (actor: Actor): Role => actor.token?.role ?? actor.account.role;
+
+/** The roles that may be scoped to fleets; an owner or an admin always sees every fleet. */
+export const SCOPABLE_ROLES: readonly Role[] = ['operator', 'observer'];
+const scopable = (role: Role) => SCOPABLE_ROLES.includes(role);
+
+/**
+ * The fleets a request may see and act on: null, every fleet; else those listed (possibly none).
+ * An operator's or observer's account scope applies to its sessions and tokens; a token's own
+ * scope narrows it (the two intersect, so a token never sees more than its account, even after
+ * the account's scope was narrowed). An owner or admin role (the account's for its own scope, the
+ * token's for the request) is never scoped.
+ */
+export function fleetScopeOf(actor: Actor): number[] | null {
+  if (!scopable(roleOf(actor))) return null;
+  const own = scopable(actor.account.role) && actor.account.fleet_ids.length > 0 ? actor.account.fleet_ids : null;
+  const token = actor.token && actor.token.fleet_ids.length > 0 ? actor.token.fleet_ids : null;
+  if (own && token) return token.filter((id) => own.includes(id));
+  return token ?? own;
+}
+
+/** The fleets a scope may name: those that exist (the fleet service's lookup). */
+export interface FleetLookup {
+  byId(id: number): { id: number; name: string } | undefined;
+}
 /** How the actor is named in the history: the person, and the token when one was used. */
 export const actorName = (actor: Actor): string => {
   const who = actor.account.display_name || actor.account.email || `account ${actor.account.id}`;
@@ -67,6 +92,7 @@ export class AccountService {
   private readonly store: AccountRepository;
   private readonly events: Pick<EventLog, 'record'>;
   private readonly work: UnitOfWork;
+  private readonly fleets: FleetLookup | undefined;
   /** The one-time set-up link's secret while the owner has no password yet (this run only). */
   private setupToken: string | null = null;
   /** Two-factor sign-in (TOTP and recovery codes) of these accounts. */
@@ -77,10 +103,12 @@ export class AccountService {
     events: Pick<EventLog, 'record'>;
     work: UnitOfWork;
     now?: (() => number) | undefined;
+    fleets?: FleetLookup;
   }) {
     this.store = deps.store;
     this.events = deps.events;
     this.work = deps.work;
+    this.fleets = deps.fleets;
     this.twoFactor = new TwoFactorService(deps);
   }
 
@@ -229,13 +257,33 @@ export class AccountService {
     return { account, token };
   }
 
-  /** A personal token, its role no higher than its maker's (the token's, when made with one); shown in the answer only. */
-  createToken(actor: Actor, input: { name: string; role: Role; days?: number | undefined }): { token: string; row: ApiToken } {
+  /**
+   * A personal token, its role no higher than its maker's (the token's, when made with one), its
+   * fleets within its maker's scope (a scoped maker's token is scoped to the maker's fleets when it
+   * names none); shown in the answer only.
+   */
+  createToken(
+    actor: Actor,
+    input: { name: string; role: Role; days?: number | undefined; fleet_ids?: number[] | undefined },
+  ): { token: string; row: ApiToken } {
     // A token acts with its own role: it hands out nothing above it, whatever its account may.
     const mine = roleOf(actor);
     if (!roleAtLeast(mine, input.role)) {
       throw new ApiError(403, 'ERROR_FORBIDDEN', `${roleWithArticle(mine)} cannot make a token with the role ${input.role}`);
     }
+    const fleetIds = this.checkScope(input.role, input.fleet_ids ?? [], 'token');
+    const makers = fleetScopeOf(actor);
+    if (makers !== null) {
+      const wider = fleetIds.filter((id) => !makers.includes(id));
+      if (wider.length > 0) {
+        throw new ApiError(
+          403,
+          'ERROR_FORBIDDEN',
+          `A token’s fleets must be within yours: you are not scoped to ${this.fleetNames(wider)}`,
+        );
+      }
+    }
+    const scope = fleetIds.length > 0 ? fleetIds : (makers ?? []);
     const token = `mdm_${randomHex(32)}`;
     const now = Date.now();
     return this.work.run(() => {
@@ -248,11 +296,13 @@ export class AccountService {
         created_at: new Date(now).toISOString(),
         expires_at: input.days === undefined ? null : new Date(now + input.days * 86_400_000).toISOString(),
       });
+      if (scope.length > 0) this.store.setTokenFleets(id, scope);
+      const scoped = scope.length > 0 ? `, scoped to ${this.fleetNames(scope)}` : '';
       this.events.record(
         'account.token_created',
-        `API token "${input.name.trim()}" (${input.role}) created by ${actorName(actor)}`,
+        `API token "${input.name.trim()}" (${input.role}${scoped}) created by ${actorName(actor)}`,
         {},
-        { token_id: id, role: input.role, days: input.days ?? null, by: actorName(actor) },
+        { token_id: id, role: input.role, days: input.days ?? null, fleet_ids: scope, by: actorName(actor) },
       );
       return { token, row: this.tokenOf(id) };
     });
@@ -290,6 +340,58 @@ export class AccountService {
       }
       return this.tokenOf(id);
     });
+  }
+
+  /**
+   * Scopes an account to fleets (an empty list: every fleet again). Only an operator or an
+   * observer may be scoped; its tokens keep their own scopes, intersected with this one on use.
+   */
+  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): StoredAccount {
+    return this.work.run(() => {
+      const account = this.store.byId(accountId);
+      if (!account) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin account ${accountId}`);
+      const ids = this.checkScope(account.role, fleetIds, 'account');
+      const before = account.fleet_ids;
+      this.store.setAccountFleets(accountId, ids);
+      const who = account.display_name || account.email || `account ${accountId}`;
+      this.events.record(
+        'account.scope_changed',
+        ids.length > 0
+          ? `${who} scoped to ${this.fleetNames(ids)} by ${actorName(actor)}`
+          : `${who} sees every fleet again (scope removed by ${actorName(actor)})`,
+        {},
+        {
+          account_id: accountId,
+          email: account.email,
+          name: who,
+          before: { fleet_ids: before },
+          after: { fleet_ids: ids },
+          by: actorName(actor),
+        },
+      );
+      return this.store.byId(accountId)!;
+    });
+  }
+
+  /** The fleets named, each existing, de-duplicated; none unless the role may be scoped (400). */
+  private checkScope(role: Role, fleetIds: readonly number[], what: 'account' | 'token'): number[] {
+    const ids = [...new Set(fleetIds)].sort((a, b) => a - b);
+    if (ids.length === 0) return ids;
+    if (!scopable(role)) {
+      throw new ApiError(
+        400,
+        'ERROR_BAD_REQUEST',
+        `An ${role} ${what} cannot be scoped to fleets: only operators and observers can (an ${role} sees every fleet)`,
+      );
+    }
+    const unknown = ids.filter((id) => !this.fleets?.byId(id));
+    if (unknown.length > 0)
+      throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `No fleet ${unknown.map((id) => `#${id}`).join(', ')}`);
+    return ids;
+  }
+
+  private fleetNames(ids: readonly number[]): string {
+    return ids.map((id) => `"${this.fleets?.byId(id)?.name ?? `#${id}`}"`).join(', ');
   }
 
   private tokenOf(id: number): ApiToken {

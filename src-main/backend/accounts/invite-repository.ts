@@ -46,7 +46,10 @@ export class SqliteAccountInviteRepository implements AccountInviteRepository {
         `SELECT i.*, coalesce(b.display_name, b.email) AS inviter FROM admin_invites i
          LEFT JOIN admin_accounts b ON b.id = i.invited_by WHERE i.id = ?`,
       ),
-      account: db.prepare(`SELECT * FROM admin_accounts WHERE id = ?`),
+      account: db.prepare(
+        `SELECT a.*, (SELECT json_group_array(fleet_id) FROM account_fleets WHERE account_id = a.id) AS fleet_ids
+         FROM admin_accounts a WHERE a.id = ?`,
+      ),
       latestOf: db.prepare(
         `SELECT i.* FROM admin_invites i
          WHERE i.id IN (SELECT max(id) FROM admin_invites WHERE account_id IN (SELECT value FROM json_each(?)) GROUP BY account_id)`,
@@ -76,8 +79,11 @@ export class SqliteAccountInviteRepository implements AccountInviteRepository {
     const row = found as (StoredAccountInvite & { inviter: string | null }) | undefined;
     if (!row) return undefined;
     const { inviter, ...invite } = row;
-    const account = this.s.account.get(invite.account_id) as StoredAccount | undefined;
-    return account ? { invite, account, inviter } : undefined;
+    const stored = this.s.account.get(invite.account_id) as
+      (Omit<StoredAccount, 'fleet_ids'> & { fleet_ids: string }) | undefined;
+    if (!stored) return undefined;
+    const account: StoredAccount = { ...stored, fleet_ids: JSON.parse(stored.fleet_ids) as number[] };
+    return { invite, account, inviter };
   }
 
   latestOf(accountIds: number[]): Map<number, StoredAccountInvite> {

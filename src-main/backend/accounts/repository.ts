@@ -10,6 +10,8 @@ export interface StoredAccount {
   disabled: 0 | 1;
   created_at: string;
   last_sign_in_at: string | null;
+  /** The fleets an operator or observer is scoped to (account_fleets); empty: every fleet. */
+  fleet_ids: number[];
   /** The confirmed TOTP secret (base32): two-factor is on while it is set. Never shown after enrolment. */
   totp_secret: string | null;
   /** A secret shown for enrolment, not confirmed by a code yet. */
@@ -30,13 +32,32 @@ export interface StoredApiToken {
   expires_at: string | null;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** The fleets the token is scoped to (token_fleets), within its account's; empty: its account's scope. */
+  fleet_ids: number[];
 }
 
+/** A row as read: its fleets as a JSON array. */
+type Raw<T> = Omit<T, 'fleet_ids'> & { fleet_ids: string };
 /** An account's columns beside a token's, prefixed so the two rows' names do not collide. */
-type AccountColumns = { [K in Exclude<keyof StoredAccount, 'id'> as `a_${K}`]: StoredAccount[K] };
+type AccountColumns = { [K in Exclude<keyof Raw<StoredAccount>, 'id'> as `a_${K}`]: Raw<StoredAccount>[K] };
+
+const ids = (json: string | null | undefined): number[] => (json ? (JSON.parse(json) as number[]) : []);
+function parsed<T extends { fleet_ids: number[] }>(row: Raw<T> | undefined): T | undefined {
+  return row ? ({ ...row, fleet_ids: ids(row.fleet_ids) } as unknown as T) : undefined;
+}
+const ACCOUNT_FLEETS = `(SELECT json_group_array(fleet_id) FROM (SELECT fleet_id FROM account_fleets WHERE account_id = a.id ORDER BY fleet_id))`;
+const TOKEN_FLEETS = `(SELECT json_group_array(fleet_id) FROM (SELECT fleet_id FROM token_fleets WHERE token_id = t.id ORDER BY fleet_id))`;
+const ACCOUNT = `SELECT a.*, ${ACCOUNT_FLEETS} AS fleet_ids FROM admin_accounts a`;
+const TOKEN = `SELECT t.*, ${TOKEN_FLEETS} AS fleet_ids FROM api_tokens t`;
 
 /** A token as listed, with its account's name. */
 export type ListedApiToken = Omit<StoredApiToken, 'token_hash'> & { account_name: string };
+
+/** Who a fleet scopes: the accounts and the live tokens naming it (a scoped fleet is not deleted). */
+export interface FleetScopedBy {
+  accounts: { id: number; name: string }[];
+  tokens: { id: number; name: string }[];
+}
 
 /** What a new account is made with (two-factor starts off). */
 export type NewAccount = Pick<StoredAccount, 'email' | 'display_name' | 'role' | 'password_hash' | 'created_at'>;
@@ -48,6 +69,12 @@ export interface AccountRepository {
   byEmail(email: string): StoredAccount | undefined;
   owner(): StoredAccount | undefined;
   insert(account: NewAccount): number;
+  /** Replaces an account's fleet scope (empty: every fleet). */
+  setAccountFleets(id: number, fleetIds: readonly number[]): void;
+  /** Replaces a token's fleet scope (empty: its account's). */
+  setTokenFleets(id: number, fleetIds: readonly number[]): void;
+  /** The accounts and unrevoked tokens scoped to this fleet. */
+  scopedBy(fleetId: number): FleetScopedBy;
   setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void;
   signedIn(id: number, at: string): void;
   setPasswordHash(id: number, passwordHash: string): void;
@@ -78,7 +105,7 @@ export interface AccountRepository {
   tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined;
   tokenById(id: number): StoredApiToken | undefined;
   dataDirToken(accountId: number): StoredApiToken | undefined;
-  insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at'>): number;
+  insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at' | 'fleet_ids'>): number;
   setTokenHash(id: number, hash: string): void;
   tokenUsed(id: number, at: string): void;
   revokeToken(id: number, at: string): void;
@@ -91,13 +118,27 @@ export class SqliteAccountRepository implements AccountRepository {
 
   constructor(db: Db) {
     const listed = `SELECT t.id, t.account_id, t.name, t.role, t.kind, t.created_at, t.expires_at, t.last_used_at, t.revoked_at,
-        coalesce(a.display_name, a.email) AS account_name
+        coalesce(a.display_name, a.email) AS account_name, ${TOKEN_FLEETS} AS fleet_ids
       FROM api_tokens t JOIN admin_accounts a ON a.id = t.account_id`;
     this.s = {
       count: db.prepare(`SELECT count(*) FROM admin_accounts`).pluck(),
-      byId: db.prepare(`SELECT * FROM admin_accounts WHERE id = ?`),
-      byEmail: db.prepare(`SELECT * FROM admin_accounts WHERE email = ? COLLATE NOCASE`),
-      owner: db.prepare(`SELECT * FROM admin_accounts WHERE role = 'owner' ORDER BY id LIMIT 1`),
+      byId: db.prepare(`${ACCOUNT} WHERE a.id = ?`),
+      byEmail: db.prepare(`${ACCOUNT} WHERE a.email = ? COLLATE NOCASE`),
+      owner: db.prepare(`${ACCOUNT} WHERE a.role = 'owner' ORDER BY a.id LIMIT 1`),
+      clearAccountFleets: db.prepare(`DELETE FROM account_fleets WHERE account_id = ?`),
+      addAccountFleet: db.prepare(`INSERT OR IGNORE INTO account_fleets (account_id, fleet_id) VALUES (?, ?)`),
+      clearTokenFleets: db.prepare(`DELETE FROM token_fleets WHERE token_id = ?`),
+      addTokenFleet: db.prepare(`INSERT OR IGNORE INTO token_fleets (token_id, fleet_id) VALUES (?, ?)`),
+      accountsOfFleet: db.prepare(
+        `SELECT a.id, coalesce(nullif(a.display_name, ''), a.email, 'account ' || a.id) AS name
+         FROM account_fleets s JOIN admin_accounts a ON a.id = s.account_id WHERE s.fleet_id = ? ORDER BY a.id`,
+      ),
+      tokensOfFleet: db.prepare(
+        `SELECT t.id, t.name FROM token_fleets s JOIN api_tokens t ON t.id = s.token_id WHERE s.fleet_id = ? ORDER BY t.id`,
+      ),
+      dropRevokedTokenFleets: db.prepare(
+        `DELETE FROM token_fleets WHERE fleet_id = ? AND token_id IN (SELECT id FROM api_tokens WHERE revoked_at IS NOT NULL)`,
+      ),
       insert: db.prepare(
         `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at)
          VALUES (@email, @display_name, @role, @password_hash, @created_at)`,
@@ -127,7 +168,7 @@ export class SqliteAccountRepository implements AccountRepository {
          WHERE id = (SELECT id FROM admin_recovery_codes WHERE account_id = @id AND code_hash = @hash AND used_at IS NULL LIMIT 1)`,
       ),
       recoveryCodesLeft: db.prepare(`SELECT count(*) FROM admin_recovery_codes WHERE account_id = ? AND used_at IS NULL`).pluck(),
-      list: db.prepare(`SELECT * FROM admin_accounts ORDER BY id`),
+      list: db.prepare(`${ACCOUNT} ORDER BY a.id`),
       setRole: db.prepare(`UPDATE admin_accounts SET role = ? WHERE id = ?`),
       setDisabled: db.prepare(`UPDATE admin_accounts SET disabled = ? WHERE id = ?`),
       setPassword: db.prepare(
@@ -139,11 +180,12 @@ export class SqliteAccountRepository implements AccountRepository {
         `SELECT t.*, a.email AS a_email, a.display_name AS a_display_name, a.role AS a_role, a.password_hash AS a_password_hash,
            a.disabled AS a_disabled, a.created_at AS a_created_at, a.last_sign_in_at AS a_last_sign_in_at,
            a.totp_secret AS a_totp_secret, a.totp_pending_secret AS a_totp_pending_secret,
-           a.totp_enabled_at AS a_totp_enabled_at, a.totp_last_step AS a_totp_last_step
+           a.totp_enabled_at AS a_totp_enabled_at, a.totp_last_step AS a_totp_last_step,
+           ${TOKEN_FLEETS} AS fleet_ids, ${ACCOUNT_FLEETS} AS a_fleet_ids
          FROM api_tokens t JOIN admin_accounts a ON a.id = t.account_id WHERE t.token_hash = ?`,
       ),
-      tokenById: db.prepare(`SELECT * FROM api_tokens WHERE id = ?`),
-      dataDirToken: db.prepare(`SELECT * FROM api_tokens WHERE account_id = ? AND kind = 'data-dir' ORDER BY id LIMIT 1`),
+      tokenById: db.prepare(`${TOKEN} WHERE t.id = ?`),
+      dataDirToken: db.prepare(`${TOKEN} WHERE t.account_id = ? AND t.kind = 'data-dir' ORDER BY t.id LIMIT 1`),
       insertToken: db.prepare(
         `INSERT INTO api_tokens (account_id, name, role, kind, token_hash, created_at, expires_at)
          VALUES (@account_id, @name, @role, @kind, @token_hash, @created_at, @expires_at)`,
@@ -160,16 +202,32 @@ export class SqliteAccountRepository implements AccountRepository {
     return this.s.count.get() as number;
   }
   byId(id: number): StoredAccount | undefined {
-    return this.s.byId.get(id) as StoredAccount | undefined;
+    return parsed<StoredAccount>(this.s.byId.get(id) as Raw<StoredAccount> | undefined);
   }
   byEmail(email: string): StoredAccount | undefined {
-    return this.s.byEmail.get(email) as StoredAccount | undefined;
+    return parsed<StoredAccount>(this.s.byEmail.get(email) as Raw<StoredAccount> | undefined);
   }
   owner(): StoredAccount | undefined {
-    return this.s.owner.get() as StoredAccount | undefined;
+    return parsed<StoredAccount>(this.s.owner.get() as Raw<StoredAccount> | undefined);
   }
   insert(account: NewAccount): number {
     return Number(this.s.insert.run(account).lastInsertRowid);
+  }
+  setAccountFleets(id: number, fleetIds: readonly number[]): void {
+    this.s.clearAccountFleets.run(id);
+    for (const fleetId of fleetIds) this.s.addAccountFleet.run(id, fleetId);
+  }
+  setTokenFleets(id: number, fleetIds: readonly number[]): void {
+    this.s.clearTokenFleets.run(id);
+    for (const fleetId of fleetIds) this.s.addTokenFleet.run(id, fleetId);
+  }
+  scopedBy(fleetId: number): FleetScopedBy {
+    // A revoked token's scope is history: it does not keep its fleet from being deleted.
+    this.s.dropRevokedTokenFleets.run(fleetId);
+    return {
+      accounts: this.s.accountsOfFleet.all(fleetId) as { id: number; name: string }[],
+      tokens: this.s.tokensOfFleet.all(fleetId) as { id: number; name: string }[],
+    };
   }
   setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void {
     this.s.setCredentials.run({ id, ...fields });
@@ -202,7 +260,7 @@ export class SqliteAccountRepository implements AccountRepository {
     return this.s.recoveryCodesLeft.get(id) as number;
   }
   list(): StoredAccount[] {
-    return this.s.list.all() as StoredAccount[];
+    return (this.s.list.all() as Raw<StoredAccount>[]).map((row) => parsed<StoredAccount>(row)!);
   }
   setRole(id: number, role: Role): void {
     this.s.setRole.run(role, id);
@@ -220,7 +278,7 @@ export class SqliteAccountRepository implements AccountRepository {
     return this.s.enabledOwners.get() as number;
   }
   tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined {
-    const row = this.s.tokenByHash.get(hash) as (StoredApiToken & AccountColumns) | undefined;
+    const row = this.s.tokenByHash.get(hash) as (Raw<StoredApiToken> & AccountColumns) | undefined;
     if (!row) return undefined;
     const {
       a_email,
@@ -234,8 +292,10 @@ export class SqliteAccountRepository implements AccountRepository {
       a_totp_pending_secret,
       a_totp_enabled_at,
       a_totp_last_step,
-      ...token
+      a_fleet_ids,
+      ...raw
     } = row;
+    const token = parsed<StoredApiToken>(raw)!;
     const account: StoredAccount = {
       id: token.account_id,
       email: a_email,
@@ -245,6 +305,7 @@ export class SqliteAccountRepository implements AccountRepository {
       disabled: a_disabled,
       created_at: a_created_at,
       last_sign_in_at: a_last_sign_in_at,
+      fleet_ids: ids(a_fleet_ids),
       totp_secret: a_totp_secret,
       totp_pending_secret: a_totp_pending_secret,
       totp_enabled_at: a_totp_enabled_at,
@@ -253,12 +314,12 @@ export class SqliteAccountRepository implements AccountRepository {
     return { token, account };
   }
   tokenById(id: number): StoredApiToken | undefined {
-    return this.s.tokenById.get(id) as StoredApiToken | undefined;
+    return parsed<StoredApiToken>(this.s.tokenById.get(id) as Raw<StoredApiToken> | undefined);
   }
   dataDirToken(accountId: number): StoredApiToken | undefined {
-    return this.s.dataDirToken.get(accountId) as StoredApiToken | undefined;
+    return parsed<StoredApiToken>(this.s.dataDirToken.get(accountId) as Raw<StoredApiToken> | undefined);
   }
-  insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at'>): number {
+  insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at' | 'fleet_ids'>): number {
     return Number(this.s.insertToken.run(token).lastInsertRowid);
   }
   setTokenHash(id: number, hash: string): void {
@@ -271,6 +332,9 @@ export class SqliteAccountRepository implements AccountRepository {
     this.s.revokeToken.run(at, id);
   }
   tokens(accountId?: number): ListedApiToken[] {
-    return (accountId === undefined ? this.s.allTokens.all() : this.s.accountTokens.all(accountId)) as ListedApiToken[];
+    const rows = (
+      accountId === undefined ? this.s.allTokens.all() : this.s.accountTokens.all(accountId)
+    ) as Raw<ListedApiToken>[];
+    return rows.map((row) => parsed<ListedApiToken>(row)!);
   }
 }

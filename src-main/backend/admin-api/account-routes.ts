@@ -1,15 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { accountView, roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
+import { accountView, fleetScopeOf, roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
 import type { AccountManagement } from '../accounts/management.ts';
+import type { FleetService } from '../fleets/fleets.ts';
 import { adminRoute } from '../http/route-table.ts';
 import { ROLE_PERMISSIONS } from '../../../src-shared/contract/permissions.ts';
 
 /** Who is calling and their API tokens: /me, /tokens. */
 export const accountRoutes: FastifyPluginAsyncTypebox<{
   accounts: AccountService;
+  fleets: Pick<FleetService, 'byId'>;
   actorOf: (request: FastifyRequest) => Actor;
-}> = async (app, { accounts, actorOf }) => {
+}> = async (app, { accounts, fleets, actorOf }) => {
   adminRoute(app, 'me', async (request) => {
     const actor = actorOf(request);
     const { token } = actor;
@@ -18,9 +20,14 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
       via: token ? ('token' as const) : ('session' as const),
       token: token ? { id: token.id, name: token.name, role: token.role } : null,
       role: roleOf(actor),
+      fleets: fleetScopeOf(actor)?.map((id) => ({ id, name: fleets.byId(id)?.name ?? `#${id}` })) ?? null,
       permissions: [...ROLE_PERMISSIONS[roleOf(actor)]],
     };
   });
+
+  adminRoute(app, 'accounts.setScope', async (request) =>
+    accountView(accounts.setAccountScope(actorOf(request), request.params.id, request.body.fleet_ids)),
+  );
 
   adminRoute(app, 'tokens.list', async (request) => ({ items: accounts.tokens(actorOf(request)) }));
 

@@ -14,8 +14,10 @@ import { ApiError } from '../errors.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.ts';
 import { requestContext, type RequestContext } from '../audit/context.ts';
+import { currentFleetScope, fleetScopeParam } from '../fleets/scope.ts';
+import { eventVisible, type FleetOf } from './event-scope.ts';
 import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
-import { accountView, roleOf, type Actor } from '../accounts/accounts.ts';
+import { accountView, fleetScopeOf, roleOf, type Actor } from '../accounts/accounts.ts';
 import { qrDataUrl } from '../deeplink/qr.ts';
 import { signInRoutes } from './sign-in-routes.ts';
 import { codeRoutes } from './code-routes.ts';
@@ -259,7 +261,13 @@ export async function adminApp({
       api.addHook('preHandler', (request, _reply, done) => {
         const actor = actors.get(request);
         if (!actor) return done();
-        const context: RequestContext = { actor: requestActor(actor), address: request.ip, audited: false };
+        const context: RequestContext = {
+          actor: requestActor(actor),
+          address: request.ip,
+          audited: false,
+          // What it may see: services read it (fleets/scope.ts) and pass it into their queries.
+          fleets: fleetScopeOf(actor),
+        };
         contexts.set(request, context);
         requestContext.run(context, done);
       });
@@ -326,7 +334,7 @@ export async function adminApp({
       adminRoute(api, 'status', async () => {
         const current = info();
         const publicHost = current.public_host;
-        const counts = services.statusCounts.counts();
+        const counts = services.statusCounts.counts(fleetScopeParam());
         const { admin_token: _hidden, setup_url: _once, ...visible } = current;
         return {
           ...visible,
@@ -367,23 +375,35 @@ export async function adminApp({
         return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
       });
 
-      adminRoute(api, 'events', async (request) => ({
-        items: services.events.latest(request.query.limit),
-      }));
+      // Where an event's device, invitation or code is now, whatever the request's scope.
+      const fleetOf: FleetOf = {
+        agent: (id) => services.agentRepository.byId(id)?.fleet_id,
+        invitation: (id) => services.repositories.invitations.get(id)?.fleet_id,
+        code: (id) => services.repositories.codes.get(id)?.fleet_id,
+      };
+      adminRoute(api, 'events', async (request) => {
+        const scope = currentFleetScope();
+        if (scope === null) return { items: services.events.latest(request.query.limit) };
+        // A scoped client's history: its fleets' events (and those about no fleet) among the last 1,000.
+        const visible = services.events.latest(1000).filter((event) => eventVisible(event, scope, fleetOf));
+        return { items: visible.slice(0, request.query.limit ?? 100) };
+      });
       adminRoute(api, 'eventStream', async (request, reply) =>
         streamEvents(
           services.events,
-          (id) => services.agents.findSummary(id),
+          // The row sent beside an event is shared by every stream: read whatever the scope.
+          (id) => services.agents.findSummary(id, null),
           request,
           reply,
           streams,
           clients.get(request)?.key ?? 'token',
+          { fleets: currentFleetScope(), fleetOf },
         ),
       );
 
       // Each capability's routes get the services they use, nothing more (no database handle).
       const { invitations, events, mail, codes, approval, agents, reports, fleets, settings, links } = services;
-      await api.register(accountRoutes, { accounts: services.accounts, actorOf });
+      await api.register(accountRoutes, { accounts: services.accounts, fleets: services.fleets, actorOf });
       await api.register(signInRoutes, { accounts: services.accounts, signIn: services.signInSettings, auth, actorOf });
       await api.register(accountManagementRoutes, { admins: services.admins, actorOf });
       await api.register(invitationRoutes, { invitations, events });

@@ -1,6 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentSummary } from '../agents/agents.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
+import type { FleetScope } from '../fleets/scope.ts';
+import { eventVisible, type FleetOf } from './event-scope.ts';
 import {
   SSE_HEARTBEAT_MS,
   sseEventFrame,
@@ -90,10 +92,17 @@ export class EventStreams {
   }
 }
 
+/** Who a stream is for: the fleets its client may see, and where each event's fleet is looked up. */
+export interface StreamScope {
+  fleets: FleetScope;
+  fleetOf: FleetOf;
+}
+
 /**
  * Server-Sent Events: every recorded event as `event: <type>` with the JSON event as data and
  * its id, so a reconnecting EventSource (Last-Event-ID) first gets what it missed. The stream
- * counts against `client`'s share of `streams`: past it, the client's oldest stream ends.
+ * counts against `client`'s share of `streams`: past it, the client's oldest stream ends. A
+ * client scoped to fleets gets, live and in the replay, only the events it may see (event-scope.ts).
  */
 export function streamEvents(
   events: EventLog,
@@ -102,6 +111,7 @@ export function streamEvents(
   reply: FastifyReply,
   streams: EventStreams,
   client: string,
+  scope: StreamScope = { fleets: null, fleetOf: { agent: () => undefined, invitation: () => undefined, code: () => undefined } },
 ): void {
   reply.hijack();
   const res = reply.raw;
@@ -117,6 +127,7 @@ export function streamEvents(
     return;
   }
   const send = (event: RecordedEvent) => {
+    if (!eventVisible(event, scope.fleets, scope.fleetOf)) return;
     res.write(frameOf(event, agentRow));
   };
   res.write(sseRetryFrame());

@@ -3,10 +3,14 @@ import type { EventLog } from '../events/event-log.ts';
 import { itemNotFound } from '../errors.ts';
 import type { UserRepository } from '../sessions/user-repository.ts';
 import type { AgentRepository, AgentRow, AgentSummary } from './repository.ts';
+import { currentFleetScope, fleetScopeParam, inFleetScope, type FleetScope } from '../fleets/scope.ts';
 
 export type { AgentRow, AgentSummary } from './repository.ts';
 
-/** Enrolled agents as the admin side sees them: list, read, delete. */
+/**
+ * Enrolled agents as the admin side sees them: list, read, delete. Each read takes the request's
+ * fleet scope (fleets/scope.ts): a device of a fleet it may not see answers as if it did not exist.
+ */
 export class AgentService {
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
@@ -20,8 +24,9 @@ export class AgentService {
     this.users = deps.users;
   }
 
-  row(id: number): AgentRow | undefined {
-    return this.agents.byId(id);
+  row(id: number, scope: FleetScope = currentFleetScope()): AgentRow | undefined {
+    const row = this.agents.byId(id);
+    return row && inFleetScope(row.fleet_id, scope) ? row : undefined;
   }
 
   get(id: number): AgentRow {
@@ -30,8 +35,8 @@ export class AgentService {
     return row;
   }
 
-  list(): AgentSummary[] {
-    return this.agents.summaries();
+  list(scope: FleetScope = currentFleetScope()): AgentSummary[] {
+    return this.agents.summaries(fleetScopeParam(scope));
   }
 
   summary(id: number): AgentSummary {
@@ -40,9 +45,9 @@ export class AgentService {
     return row;
   }
 
-  /** The device-list row, or null once the agent is gone. */
-  findSummary(id: number): AgentSummary | null {
-    return this.agents.summary(id) ?? null;
+  /** The device-list row, or null once the agent is gone (or outside `scope`). */
+  findSummary(id: number, scope: FleetScope = currentFleetScope()): AgentSummary | null {
+    return this.agents.summary(id, fleetScopeParam(scope)) ?? null;
   }
 
   /** Deletes the agent, its computer and its account (so its api_token stops working). */
@@ -51,7 +56,13 @@ export class AgentService {
     this.work.run(() => {
       this.agents.remove(agent);
       this.users.remove(agent.account_user_id); // its sessions go with it (ON DELETE CASCADE)
-      this.events.record('agent.deleted', `Agent ${agent.name} deleted`, { entityId: agent.entity_id, agentId: id });
+      // Its fleet is named: once the agent is gone, the live stream still knows whom to tell.
+      this.events.record(
+        'agent.deleted',
+        `Agent ${agent.name} deleted`,
+        { entityId: agent.entity_id, agentId: id },
+        { fleet_id: agent.fleet_id },
+      );
     });
     return agent;
   }

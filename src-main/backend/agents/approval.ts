@@ -7,6 +7,7 @@ import type { SessionContext } from '../sessions/types.ts';
 import type { UserRepository } from '../sessions/user-repository.ts';
 import type { AgentRepository, AgentRow } from './repository.ts';
 import { ENROLL_STATUS, HELD } from './status.ts';
+import { inFleetScope } from '../fleets/scope.ts';
 
 /**
  * Devices enrolled with a code that needs an admin's approval. Until approved, a device may only
@@ -82,7 +83,8 @@ export class ApprovalService {
 
   private decide(id: number, decision: 'approve' | 'reject'): AgentRow {
     const agent = this.agents.byId(id);
-    if (!agent) throw itemNotFound('Agent not found');
+    // A device of a fleet the request may not see answers as if it did not exist.
+    if (!agent || !inFleetScope(agent.fleet_id)) throw itemNotFound('Agent not found');
     if (agent.enroll_status !== ENROLL_STATUS.pendingApproval) {
       throw new ApiError(409, 'ERROR_NOT_PENDING', `${agent.name} is not waiting for approval (it is ${agent.enroll_status})`);
     }

@@ -4,6 +4,7 @@
 import type { Db } from '../db/database.ts';
 import { ENROLL_STATUS, type EnrollStatus } from './status.ts';
 import type { AgentSummary } from '../../../src-shared/contract/index.ts';
+import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
 export interface AgentRow {
   id: number;
@@ -109,8 +110,9 @@ export interface AgentRepository {
   byUuid(entityId: number, uuid: string): AgentRow | undefined;
   /** The agent holding this MQTT login (unique across entities). */
   loginOwner(login: string): { id: number; name: string } | undefined;
-  summaries(): AgentSummary[];
-  summary(id: number): AgentSummary | undefined;
+  /** The device list; `fleets` (fleets/scope.ts fleetScopeParam): null, every fleet; else a JSON array of fleet ids. */
+  summaries(fleets: string | null): AgentSummary[];
+  summary(id: number, fleets: string | null): AgentSummary | undefined;
 
   insertComputer(computer: NewComputer): number;
   /** The device enrolls again: a serial or uuid it does not send is kept. */
@@ -160,8 +162,8 @@ export class SqliteAgentRepository implements AgentRepository {
       byUuid: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`),
       // MQTT logins are unique across all agents and entities (migration 3's unique index).
       loginOwner: db.prepare(`SELECT id, name FROM agents WHERE mqtt_login = ?`),
-      summaries: db.prepare(`${SUMMARY_SQL} ORDER BY a.id DESC`),
-      summary: db.prepare(`${SUMMARY_SQL} WHERE a.id = ?`),
+      summaries: db.prepare(`${SUMMARY_SQL} WHERE ${inFleetsSql('a.fleet_id')} ORDER BY a.id DESC`),
+      summary: db.prepare(`${SUMMARY_SQL} WHERE a.id = @id AND ${inFleetsSql('a.fleet_id')}`),
       insertComputer: db.prepare(
         `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
@@ -225,12 +227,12 @@ export class SqliteAgentRepository implements AgentRepository {
     return this.s.loginOwner.get(login) as { id: number; name: string } | undefined;
   }
 
-  summaries(): AgentSummary[] {
-    return (this.s.summaries.all() as AgentSummary[]).map(toSummary);
+  summaries(fleets: string | null): AgentSummary[] {
+    return (this.s.summaries.all({ fleets }) as AgentSummary[]).map(toSummary);
   }
 
-  summary(id: number): AgentSummary | undefined {
-    const row = this.s.summary.get(id) as AgentSummary | undefined;
+  summary(id: number, fleets: string | null): AgentSummary | undefined {
+    const row = this.s.summary.get({ id, fleets }) as AgentSummary | undefined;
     return row ? toSummary(row) : undefined;
   }
 

@@ -16,6 +16,11 @@ export interface RequestContext {
   address: string | null;
   /** Set once an audit entry was written for this request. */
   audited: boolean;
+  /**
+   * The fleets this request may see and act on (fleets/scope.ts): null or absent, every fleet;
+   * a list, those only (an operator or observer scoped to fleets).
+   */
+  fleets?: readonly number[] | null;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();

@@ -182,7 +182,10 @@ function embeddedFace(parts: {
     certificate,
     commands,
     // Retained in aedes's own memory, where every agent connects: nothing to give again.
-    policies: { publishRetained: (topic, payload) => publisher.publish(topic, payload, true) },
+    policies: {
+      publishRetained: (topic, payload) => publisher.publish(topic, payload, true),
+      retainedTopicsUnder: (prefix) => Promise.resolve(persistence.retainedTopics(`${prefix}/#`)),
+    },
     agentEndpoint: (tls) => ({ host: options.publicHost(), port: tls ? tlsPort : port, tls }),
     credentialsIssued: async () => {}, // logins are checked against the database itself
     liveReports: embeddedLiveReports(registry, parts.store, commands, parts.presence),

@@ -8,6 +8,7 @@ import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-reposito
 import { ENROLL_STATUS } from '../agents/status.ts';
 import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';
 import { AGENT_COMMANDS, type AgentCommand, type CommandResult } from '../../../src-shared/contract/index.ts';
+import { inFleetScope } from '../fleets/scope.ts';
 
 /** What the commands need to know of an agent's connections, whatever broker holds them. */
 export interface AgentLinks {
@@ -291,7 +292,8 @@ export class AgentCommands {
 
   private commandable(agentId: number): BrokerAgentRow {
     const agent = this.store.byId(agentId);
-    if (!agent) throw itemNotFound('Agent not found');
+    // A device of a fleet the request may not see answers as if it did not exist (fleets/scope.ts).
+    if (!agent || !inFleetScope(agent.fleet_id)) throw itemNotFound('Agent not found');
     if (agent.enroll_status === ENROLL_STATUS.unenrolled) {
       throw new ApiError(
         409,

@@ -52,7 +52,11 @@ export function commandsOverLink(
   accounts: Pick<AgentAccounts, 'moved'>,
 ): { commands: AgentCommands; policies: RetainedPolicies } {
   const publish = (topic: string, payload: string, retain: boolean) => link.publish(topic, payload, retain);
-  const policies = new RetainedPolicies(publish, () => link.connected);
+  const policies = new RetainedPolicies(
+    publish,
+    () => link.connected,
+    (prefix) => link.retainedTopicsUnder(prefix),
+  );
   const commands = new AgentCommands({
     store: options.agents,
     events: options.events,

@@ -24,6 +24,9 @@ const ONLINE_SUBTOPIC = 'Status/Online';
 export const BACKOFF = { firstMs: 500, maxMs: 30_000 };
 /** A publish not acknowledged in this time is left to the client's own queue; the caller goes on. */
 const PUBLISH_WAIT_MS = 10_000;
+/** Listing retained messages: done once none came for this long after the SUBACK (the broker sends them at once). */
+const RETAINED_QUIET_MS = 500;
+const RETAINED_MAX_MS = 5_000;
 
 export interface ExternalLinkOptions {
   url: BrokerUrl;
@@ -149,6 +152,39 @@ export class ExternalLink {
       };
       client.on('message', onMessage);
       client.subscribeAsync(topic, { qos: 1 }).catch(() => finish(null));
+    });
+  }
+
+  /**
+   * The topics under `prefix/` on which the broker keeps a retained message: a one-off subscription
+   * to `prefix/#`, read until no retained message came for RETAINED_QUIET_MS (at most RETAINED_MAX_MS).
+   */
+  async retainedTopicsUnder(prefix: string): Promise<string[]> {
+    const client = this.client;
+    if (!client?.connected) return [];
+    const filter = `${prefix}/#`;
+    const found = new Set<string>();
+    return new Promise((resolve) => {
+      let quiet: NodeJS.Timeout | undefined;
+      const settle = () => {
+        clearTimeout(quiet);
+        quiet = setTimeout(finish, RETAINED_QUIET_MS);
+      };
+      const onMessage = (received: string, payload: Buffer, packet: { retain: boolean }) => {
+        if (!received.startsWith(`${prefix}/`) || !packet.retain) return;
+        if (payload.length > 0) found.add(received);
+        settle();
+      };
+      const longest = setTimeout(() => finish(), RETAINED_MAX_MS);
+      const finish = () => {
+        clearTimeout(quiet);
+        clearTimeout(longest);
+        client.off('message', onMessage);
+        void client.unsubscribeAsync(filter).catch(() => {});
+        resolve([...found]);
+      };
+      client.on('message', onMessage);
+      client.subscribeAsync(filter, { qos: 1 }).then(settle, () => finish());
     });
   }
 

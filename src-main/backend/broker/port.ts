@@ -21,6 +21,8 @@ export interface LiveReports {
 export interface PolicyPublisher {
   /** Publishes `payload` retained on `topic`; an empty payload clears the retained message. */
   publishRetained(topic: string, payload: string): Promise<void>;
+  /** The topics under `prefix/` on which the broker keeps a retained message (what it held, as far as it tells). */
+  retainedTopicsUnder(prefix: string): Promise<string[]>;
 }
 
 /**

@@ -167,6 +167,11 @@ export class IndexedMemoryPersistence extends MemoryPersistence {
     return packet ? packet.payload.toString() : null;
   }
 
+  /** The topics of the retained messages matching `filter`. */
+  retainedTopics(filter: string): string[] {
+    return this.index.match(filter).map((packet) => packet.topic);
+  }
+
   /** How many retained messages are held. */
   get retainedCount(): number {
     return this.index.size;

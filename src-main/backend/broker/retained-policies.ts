@@ -17,10 +17,21 @@ export class RetainedPolicies implements PolicyPublisher {
   private readonly dueFleets = new Map<string, NodeJS.Timeout>();
   private readonly publish: (topic: string, payload: string, retain: boolean) => Promise<void>;
   private readonly isConnected: () => boolean;
+  private readonly listRetained: (prefix: string) => Promise<string[]>;
 
-  constructor(publish: (topic: string, payload: string, retain: boolean) => Promise<void>, isConnected: () => boolean) {
+  constructor(
+    publish: (topic: string, payload: string, retain: boolean) => Promise<void>,
+    isConnected: () => boolean,
+    listRetained: (prefix: string) => Promise<string[]> = () => Promise.resolve([]),
+  ) {
     this.publish = publish;
     this.isConnected = isConnected;
+    this.listRetained = listRetained;
+  }
+
+  /** What the broker retains under `prefix/` (a one-off subscription of the backend's link). */
+  retainedTopicsUnder(prefix: string): Promise<string[]> {
+    return this.listRetained(prefix);
   }
 
   async publishRetained(topic: string, payload: string): Promise<void> {

@@ -11,6 +11,7 @@ import { randomHex } from '../util/tokens.ts';
 import type { CodeDetails, CodeRepository, CodeRow } from './repository.ts';
 import { CODE_LIFETIME_DAYS, CODE_MAX_USES } from '../../../src-shared/contract/rules.ts';
 import type { CodeApproval, CodeLogEntry, CodeStatus, EnrollmentCode } from '../../../src-shared/contract/index.ts';
+import { fleetScopeParam, inFleetScope } from '../fleets/scope.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -156,9 +157,10 @@ export class EnrollmentCodeService {
     });
   }
 
+  /** A code of a fleet the request may see (fleets/scope.ts): another one answers 404, as if it did not exist. */
   get(id: number): CodeRow {
     const row = this.repository.get(id);
-    if (!row) throw itemNotFound('Enrollment code not found');
+    if (!row || !inFleetScope(row.fleet_id)) throw itemNotFound('Enrollment code not found');
     return row;
   }
 
@@ -173,7 +175,7 @@ export class EnrollmentCodeService {
 
   /** Every code as the admin sees it, newest first: a fixed number of statements. */
   list(): CodeView[] {
-    return this.repository.details().map((row) => this.present(row));
+    return this.repository.details(undefined, fleetScopeParam()).map((row) => this.present(row));
   }
 
   revoke(id: number): CodeRow {

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
 import type { CodeApproval, CodeLogEntry } from '../../../src-shared/contract/index.ts';
+import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
 /** A row of enrollment_codes, as stored. */
 export interface CodeRow {
@@ -63,8 +64,11 @@ export interface CodeRepository {
   get(id: number): CodeRow | undefined;
   byToken(token: string): CodeRow | undefined;
   isAccount(userId: number): boolean;
-  /** Newest first, or only these ids. */
-  details(ids?: number[]): CodeDetails[];
+  /**
+   * Newest first, or only these ids; `fleets` (fleets/scope.ts fleetScopeParam): null, every
+   * fleet; else a JSON array of the fleets whose codes are listed.
+   */
+  details(ids?: number[], fleets?: string | null): CodeDetails[];
   revoke(id: number, at: string): void;
   rotate(id: number, token: string, at: string): void;
   /** Counts one use, atomically, unless the code is revoked, expired or used up at `at`; false then. */
@@ -97,7 +101,7 @@ export class SqliteCodeRepository implements CodeRepository {
       byId: db.prepare(`SELECT * FROM enrollment_codes WHERE id = ?`),
       byToken: db.prepare(`SELECT * FROM enrollment_codes WHERE token = ?`),
       byAccount: db.prepare(`SELECT id FROM enrollment_codes WHERE account_user_id = ?`),
-      all: db.prepare(`${DETAILS} ORDER BY c.id DESC`),
+      all: db.prepare(`${DETAILS} WHERE ${inFleetsSql('c.fleet_id')} ORDER BY c.id DESC`),
       some: db.prepare(`${DETAILS} WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id DESC`),
       revoke: db.prepare(`UPDATE enrollment_codes SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
       rotate: db.prepare(`UPDATE enrollment_codes SET token = ?, rotated_at = ? WHERE id = ?`),
@@ -140,9 +144,9 @@ export class SqliteCodeRepository implements CodeRepository {
     return this.statements.byAccount.get(userId) !== undefined;
   }
 
-  details(ids?: number[]): CodeDetails[] {
+  details(ids?: number[], fleets: string | null = null): CodeDetails[] {
     if (ids?.length === 0) return [];
-    return (ids ? this.statements.some.all(JSON.stringify(ids)) : this.statements.all.all()) as CodeDetails[];
+    return (ids ? this.statements.some.all(JSON.stringify(ids)) : this.statements.all.all({ fleets })) as CodeDetails[];
   }
 
   revoke(id: number, at: string): void {

@@ -676,4 +676,26 @@ export const migrations: Migration[] = [
       CREATE INDEX admin_sessions_account ON admin_sessions(account_id);
     `,
   },
+  {
+    version: 21,
+    name: 'fleet scopes of admin accounts and API tokens',
+    // An operator or observer may be scoped to fleets: no row, every fleet; rows, those fleets only.
+    // A token's rows narrow its account's (never widen them). A scoped fleet cannot be deleted
+    // (no ON DELETE on fleet_id: the fleet service says who it scopes, 409).
+    sql: `
+      CREATE TABLE account_fleets (
+        account_id  INTEGER NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        fleet_id    INTEGER NOT NULL REFERENCES fleets(id),
+        PRIMARY KEY (account_id, fleet_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX account_fleets_fleet ON account_fleets(fleet_id);
+
+      CREATE TABLE token_fleets (
+        token_id  INTEGER NOT NULL REFERENCES api_tokens(id) ON DELETE CASCADE,
+        fleet_id  INTEGER NOT NULL REFERENCES fleets(id),
+        PRIMARY KEY (token_id, fleet_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX token_fleets_fleet ON token_fleets(fleet_id);
+    `,
+  },
 ];

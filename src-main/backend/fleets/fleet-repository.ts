@@ -84,3 +84,9 @@ export class SqliteFleetRepository implements FleetRepository {
     return moved;
   }
 }
+
+/**
+ * The SQL condition on a fleet column for the `@fleets` parameter (fleets/scope.ts,
+ * fleetScopeParam): null for every fleet, else a JSON array of the fleets' ids.
+ */
+export const inFleetsSql = (column: string): string => `(@fleets IS NULL OR ${column} IN (SELECT value FROM json_each(@fleets)))`;

@@ -3,32 +3,45 @@ import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError, itemNotFound } from '../errors.ts';
 import type { FleetRepository, FleetRow, FleetView } from './fleet-repository.ts';
+import { currentFleetScope, inFleetScope } from './scope.ts';
 
 export type { FleetRow, FleetView };
+
+/** Who is scoped to a fleet (the accounts room's account_fleets and token_fleets). */
+export interface FleetScopes {
+  scopedBy(fleetId: number): { accounts: { id: number; name: string }[]; tokens: { id: number; name: string }[] };
+}
 
 /** Fleets group agents; each entity has exactly one default fleet. */
 export class FleetService {
   private readonly store: FleetRepository;
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
+  private readonly scopes: FleetScopes | undefined;
 
-  constructor(deps: { store: FleetRepository; events: EventLog; work: UnitOfWork }) {
+  constructor(deps: { store: FleetRepository; events: EventLog; work: UnitOfWork; scopes?: FleetScopes }) {
     this.store = deps.store;
     this.events = deps.events;
     this.work = deps.work;
+    this.scopes = deps.scopes;
   }
 
+  /** The entity's fleets a scoped request may see (all of them otherwise). */
   list(entityId = 1): FleetView[] {
-    return this.store.list(entityId);
+    const scope = currentFleetScope();
+    const all = this.store.list(entityId);
+    return scope === null ? all : all.filter((fleet) => scope.includes(fleet.id));
   }
 
+  /** Any fleet, whatever the request's scope (names in messages, internal lookups). */
   byId(id: number): FleetRow | undefined {
     return this.store.byId(id);
   }
 
+  /** A fleet the request may see: another one answers 404, as if it did not exist. */
   get(id: number): FleetRow {
     const fleet = this.byId(id);
-    if (!fleet) throw itemNotFound('Fleet not found');
+    if (!fleet || !inFleetScope(fleet.id)) throw itemNotFound('Fleet not found');
     return fleet;
   }
 
@@ -41,11 +54,25 @@ export class FleetService {
    * named "2" wins over fleet #2), or the default when none is given; unknown ones are refused.
    */
   resolve(entityId: number, name: string | null | undefined): FleetRow {
-    if (!name?.trim()) return this.defaultOf(entityId);
+    const scope = currentFleetScope();
+    if (!name?.trim()) {
+      const fallback = this.defaultOf(entityId);
+      if (scope === null || scope.includes(fallback.id)) return fallback;
+      // A scoped request without a fleet: its only fleet, else it must choose (never one it cannot see).
+      const mine = this.list(entityId);
+      if (mine.length === 1) return mine[0]!;
+      throw new ApiError(
+        400,
+        'ERROR_UNKNOWN_FLEET',
+        `Name a fleet: you are scoped to ${mine.map((fleet) => `"${fleet.name}"`).join(', ') || 'no fleet'}`,
+      );
+    }
     const clean = name.trim();
     const fleet =
       this.store.byName(entityId, clean) ?? (/^[1-9]\d{0,15}$/.test(clean) ? this.store.byId(Number(clean)) : undefined);
-    if (!fleet || fleet.entity_id !== entityId) throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Unknown fleet "${clean}"`);
+    if (!fleet || fleet.entity_id !== entityId || !inFleetScope(fleet.id, scope)) {
+      throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Unknown fleet "${clean}"`);
+    }
     return fleet;
   }
 
@@ -94,6 +121,20 @@ export class FleetService {
         'ERROR_FLEET_NOT_EMPTY',
         `Fleet "${fleet.name}" still has ${n} device${n === 1 ? '' : 's'}: move them to another fleet first`,
       );
+    // An operator or observer scoped to it would otherwise lose their only fleet (or, scoped to
+    // none left, see nothing): the admin changes their scope first, knowingly.
+    const scoped = this.scopes?.scopedBy(id);
+    if (scoped && scoped.accounts.length + scoped.tokens.length > 0) {
+      const who = [
+        ...scoped.accounts.map((account) => account.name),
+        ...scoped.tokens.map((token) => `API token "${token.name}"`),
+      ];
+      throw new ApiError(
+        409,
+        'ERROR_FLEET_SCOPES_ADMINS',
+        `Fleet "${fleet.name}" scopes ${who.join(', ')}: change their fleet scope (or revoke the token) first`,
+      );
+    }
     return this.work.run(() => {
       const fallback = this.defaultOf(fleet.entity_id);
       const moved = this.store.remove(id, fallback.id);

@@ -12,6 +12,7 @@ import type { InvitationDeliveries, InvitationMailer } from './ports.ts';
 import type { InvitationDetails, InvitationRepository, InvitationRow } from './repository.ts';
 import { INVITATION_LIFETIME_DAYS, isValidEmail, normalizeEmail } from '../../../src-shared/contract/rules.ts';
 import type { Invitation, InvitationFilter, InvitationLogEntry, InvitationStatus } from '../../../src-shared/contract/index.ts';
+import { fleetScopeParam, inFleetScope } from '../fleets/scope.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -189,9 +190,10 @@ export class InvitationService {
     return this.get(id);
   }
 
+  /** An invitation of a fleet the request may see (fleets/scope.ts): another one answers 404, as if it did not exist. */
   get(id: number): InvitationRow {
     const row = this.repository.get(id);
-    if (!row) throw itemNotFound('Invitation not found');
+    if (!row || !inFleetScope(row.fleet_id)) throw itemNotFound('Invitation not found');
     return row;
   }
 
@@ -201,7 +203,7 @@ export class InvitationService {
 
   /** A page of invitations as the admin sees them: a fixed number of statements whatever its length. */
   list(filter: InvitationFilter = {}): { items: InvitationView[]; total: number } {
-    const { rows, total } = this.repository.list(filter, nowIso());
+    const { rows, total } = this.repository.list(filter, nowIso(), fleetScopeParam());
     return { items: this.present(rows), total };
   }
 
@@ -223,10 +225,13 @@ export class InvitationService {
     const row = this.get(id);
     this.work.run(() => {
       this.repository.remove(id);
-      this.events.record('invitation.deleted', `Invitation for ${row.email} deleted`, {
-        entityId: row.entity_id,
-        invitationId: id,
-      });
+      // Its fleet is named: once the invitation is gone, the live stream still knows whom to tell.
+      this.events.record(
+        'invitation.deleted',
+        `Invitation for ${row.email} deleted`,
+        { entityId: row.entity_id, invitationId: id },
+        { fleet_id: row.fleet_id },
+      );
     });
   }
 

@@ -50,8 +50,11 @@ export interface InvitationRepository {
   byToken(token: string): InvitationRow | undefined;
   /** The newest pending invitation of an address not expired at `now`. */
   pendingFor(email: string, entityId: number, now: string): InvitationRow | undefined;
-  /** One page and the total matching the filter; `now` decides what counts as expired. */
-  list(filter: InvitationFilter, now: string): { rows: InvitationDetails[]; total: number };
+  /**
+   * One page and the total matching the filter; `now` decides what counts as expired; `fleets`
+   * (fleets/scope.ts fleetScopeParam): null, every fleet; else a JSON array of the fleets listed.
+   */
+  list(filter: InvitationFilter, now: string, fleets?: string | null): { rows: InvitationDetails[]; total: number };
   details(ids: number[]): InvitationDetails[];
   mailFacts(id: number): InvitationMailFacts | undefined;
   /** Of these ids, those still pending at `now`. */
@@ -146,9 +149,13 @@ export class SqliteInvitationRepository implements InvitationRepository {
     return this.statements.pendingFor.get(email, entityId, now) as InvitationRow | undefined;
   }
 
-  list(filter: InvitationFilter, now: string): { rows: InvitationDetails[]; total: number } {
+  list(filter: InvitationFilter, now: string, fleets: string | null = null): { rows: InvitationDetails[]; total: number } {
     const where: string[] = [];
     const params: Record<string, unknown> = { now };
+    if (fleets !== null) {
+      where.push(`i.fleet_id IN (SELECT value FROM json_each(@fleets))`);
+      params.fleets = fleets;
+    }
     switch (filter.status) {
       case 'pending':
         where.push(`i.status = 'pending' AND i.expires_at > @now`);

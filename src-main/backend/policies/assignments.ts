@@ -4,6 +4,7 @@ import { policyDefinition, policyWireMessage, type PolicyDefinition } from '../.
 import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import type { PolicyContext } from './context.ts';
 import { decide } from './server-decisions.ts';
+import { visibleAgent, visibleAssignment } from './views.ts';
 import type { AgentInScope, DeploymentRow } from './repository.ts';
 import { deployedFilePath, policyMessage, policyTopic, type PolicyValue } from './wire.ts';
 
@@ -252,7 +253,7 @@ export function unassignValue(ctx: PolicyContext, row: DeploymentRow): void {
  */
 export function undeploy(ctx: PolicyContext, id: number): number | null {
   const row = ctx.repo.byId(id);
-  if (!row) throw itemNotFound('Deployment not found');
+  if (!row || !visibleAssignment(ctx, row)) throw itemNotFound('Deployment not found');
   if (row.state !== 'active') throw new ApiError(409, 'ERROR_ALREADY_REMOVED', `Deployment #${id} was already removed`);
   return ctx.outbox.transact(() => {
     let removal: number | null = null;
@@ -406,7 +407,7 @@ function fleetTarget(ctx: PolicyContext, fleetId: number) {
 }
 
 function agentTarget(ctx: PolicyContext, agentId: number) {
-  const agent = ctx.repo.agent(agentId);
+  const agent = visibleAgent(ctx, agentId);
   if (!agent) throw itemNotFound('Agent not found');
   return { agentId: agent.id, name: agent.name, topic: agent.topic, agents: [agent] };
 }

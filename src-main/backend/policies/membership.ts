@@ -51,12 +51,25 @@ function cancelOpenTasks(ctx: PolicyContext, agentId: number, why: string): void
   });
 }
 
-/** A new fleet: no stale retained policy of an earlier fleet of that id survives (the reference does the same). */
+/**
+ * A new fleet: no stale retained policy of an earlier fleet of that id survives (a database restored
+ * from an older backup, a data dir started afresh on a Mosquitto that persists its retained messages).
+ * As the reference: an empty retained message on every `<fleet topic>/Policy/<symbol>`. And, since
+ * our messages live on `…/Policy/<symbol>/Task/<id>`, every retained message the broker holds under
+ * `<fleet topic>/Policy/` is cleared too, except those of the fleet's own assignments (set meanwhile).
+ */
 function clearFleetTopics(ctx: PolicyContext, fleetId: number): void {
   const fleet = ctx.fleets.byId(fleetId);
   if (!fleet) return;
-  for (const policy of POLICY_CATALOGUE)
-    void ctx.outbox.publish(`/${fleet.entity_id}/fleet/${fleet.id}/Policy/${policy.symbol}`, '');
+  const prefix = `/${fleet.entity_id}/fleet/${fleet.id}/Policy`;
+  for (const policy of POLICY_CATALOGUE) void ctx.outbox.publish(`${prefix}/${policy.symbol}`, '');
+  void ctx.outbox
+    .retainedTopicsUnder(prefix)
+    .then(async (topics) => {
+      const own = new Set(ctx.repo.activeForFleet(fleet.id).map((row) => row.topic));
+      for (const topic of topics) if (!own.has(topic)) await ctx.outbox.publish(topic, '');
+    })
+    .catch(() => {}); // the server closing meanwhile: nothing left to clear for
 }
 
 /** The events the assignments follow; a failure is noted, never thrown back at the event's writer. */

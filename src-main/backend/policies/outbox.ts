@@ -8,6 +8,8 @@ import type { EventLog } from '../events/event-log.ts';
 export interface PolicyChannel {
   /** Publishes `payload` retained on `topic`; an empty payload clears the retained message. */
   publishRetained(topic: string, payload: string): Promise<void>;
+  /** The topics under `prefix/` on which the broker keeps a retained message. */
+  retainedTopicsUnder?(prefix: string): Promise<string[]>;
 }
 
 /**
@@ -46,6 +48,15 @@ export class PolicyOutbox {
   afterCommit(work: () => Promise<void>): void {
     if (this.pendingPublishes) this.pendingPublishes.push(work);
     else void work();
+  }
+
+  /** The topics under `prefix/` the broker retains a message on ([] without a broker, or when it cannot tell). */
+  async retainedTopicsUnder(prefix: string): Promise<string[]> {
+    try {
+      return (await this.channel?.retainedTopicsUnder?.(prefix)) ?? [];
+    } catch {
+      return [];
+    }
   }
 
   /** Publishes retained now; a failure is noted in the events, never thrown. */

@@ -1,6 +1,7 @@
 import { ENROLL_STATUS } from '../agents/status.ts';
 import type { Db } from '../db/database.ts';
 import type { TaskStatus } from './wire.ts';
+import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
 export interface DeploymentRow {
   id: number;
@@ -126,6 +127,7 @@ export class DeploymentRepository {
          WHERE (@fleet_id IS NULL OR d.fleet_id = @fleet_id) AND (@agent_id IS NULL OR d.agent_id = @agent_id)
            AND (@state IS NULL OR d.state = @state) AND (@policy IS NULL OR d.policy = @policy)
            AND (@kind IS NULL OR (d.policy IN ${DEPLOYMENT_KINDS}) = (@kind = 'deployment'))
+           AND ${inFleetsSql('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')}
          GROUP BY d.id ORDER BY d.id DESC LIMIT 1000`,
       ),
       active: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' ORDER BY id`),
@@ -160,6 +162,7 @@ export class DeploymentRepository {
          FROM agents a
          LEFT JOIN policy_tasks t ON t.agent_id = a.id AND t.deployment_id IN (SELECT id FROM policy_assignments WHERE state = 'active')
          WHERE a.enroll_status != '${ENROLL_STATUS.unenrolled}' AND (@fleet_id IS NULL OR a.fleet_id = @fleet_id)
+           AND ${inFleetsSql('a.fleet_id')}
          GROUP BY a.id ORDER BY a.id LIMIT 10000`,
       ),
       insertTask: db.prepare(
@@ -230,8 +233,11 @@ export class DeploymentRepository {
     policy?: string | undefined;
     /** Only the deployment kinds, or only the value policies. */
     kind?: 'deployment' | 'value' | undefined;
+    /** fleets/scope.ts fleetScopeParam: null, every fleet; else those whose (or whose devices') assignments are listed. */
+    fleets?: string | null | undefined;
   }): DeploymentWithCounts[] {
     return this.s.list.all({
+      fleets: filter.fleets ?? null,
       fleet_id: filter.fleet_id ?? null,
       agent_id: filter.agent_id ?? null,
       state: filter.state ?? null,
@@ -251,8 +257,8 @@ export class DeploymentRepository {
   }
 
   /** Each enrolled device's tasks of active assignments, counted by status. */
-  compliance(fleetId: number | null): AgentCompliance[] {
-    return this.s.compliance.all({ fleet_id: fleetId }) as AgentCompliance[];
+  compliance(fleetId: number | null, fleets: string | null = null): AgentCompliance[] {
+    return this.s.compliance.all({ fleet_id: fleetId, fleets }) as AgentCompliance[];
   }
 
   active(): DeploymentRow[] {

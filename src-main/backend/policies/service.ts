@@ -17,6 +17,7 @@ import {
   list,
   tasksOfAgent,
   view,
+  visibleAssignment,
   type AssignmentFilter,
   type ComplianceView,
   type DeploymentView,
@@ -82,7 +83,7 @@ export class PolicyService {
   /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */
   unassign(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
     const row = this.ctx.repo.byId(id);
-    if (!row) throw itemNotFound('Assignment not found');
+    if (!row || !visibleAssignment(this.ctx, row)) throw itemNotFound('Assignment not found');
     if (row.value === null) return this.undeploy(id);
     unassignValue(this.ctx, row);
     return { removed: view(this.ctx, id), removal: null };

@@ -1,7 +1,8 @@
 import { policyDefinition, taskStatusText, type TaskVerification } from '../../../src-shared/contract/index.ts';
 import { itemNotFound } from '../errors.ts';
 import type { PolicyContext } from './context.ts';
-import type { DeploymentWithCounts, TaskHistoryRow, TaskRow } from './repository.ts';
+import type { AgentInScope, DeploymentRow, DeploymentWithCounts, TaskHistoryRow, TaskRow } from './repository.ts';
+import { currentFleetScope, fleetScopeParam, inFleetScope } from '../fleets/scope.ts';
 import type { TaskStatus } from './wire.ts';
 
 // What the admin API shows of the assignments: each with its progress, its tasks and their
@@ -93,13 +94,30 @@ export function progressText(counts: {
 }
 
 export function list(ctx: PolicyContext, filter: AssignmentFilter = {}): DeploymentView[] {
-  return ctx.repo.list(filter).map((row) => toView(row));
+  return ctx.repo.list({ ...filter, fleets: fleetScopeParam() }).map((row) => toView(row));
 }
 
 export function view(ctx: PolicyContext, id: number): DeploymentView {
   const row = ctx.repo.withCounts(id);
-  if (!row) throw itemNotFound('Deployment not found');
+  if (!row || !visibleAssignment(ctx, row)) throw itemNotFound('Deployment not found');
   return toView(row);
+}
+
+/** The device, when the request's fleet scope (fleets/scope.ts) lets it see it. */
+export function visibleAgent(ctx: PolicyContext, agentId: number): AgentInScope | undefined {
+  const agent = ctx.repo.agent(agentId);
+  return agent && inFleetScope(agent.fleet_id) ? agent : undefined;
+}
+
+/**
+ * Whether the request may see an assignment: its fleet's, or its device's fleet's, within the
+ * scope. Another one answers 404, as if it did not exist.
+ */
+export function visibleAssignment(ctx: PolicyContext, row: Pick<DeploymentRow, 'fleet_id' | 'agent_id'>): boolean {
+  const scope = currentFleetScope();
+  if (scope === null) return true;
+  if (row.fleet_id !== null) return scope.includes(row.fleet_id);
+  return row.agent_id !== null && visibleAgent(ctx, row.agent_id) !== undefined;
 }
 
 /** One assignment with its tasks and each task's history. */
@@ -125,6 +143,7 @@ export function detail(ctx: PolicyContext, id: number): DeploymentView & { tasks
 
 /** Every task of a device, each with its history and the assignment it belongs to. */
 export function tasksOfAgent(ctx: PolicyContext, agentId: number): TaskView[] {
+  if (!visibleAgent(ctx, agentId)) throw itemNotFound('Agent not found');
   const verified = ctx.verification?.ofAgent(agentId);
   return ctx.repo.tasksOfAgent(agentId).map((task) => {
     const deployment = ctx.repo.byId(task.deployment_id)!;
@@ -146,7 +165,7 @@ export function tasksOfAgent(ctx: PolicyContext, agentId: number): TaskView[] {
 
 /** The device's tasks of active assignments, with where each value comes from and which applies. */
 export function effectiveOf(ctx: PolicyContext, agentId: number): EffectivePolicy[] {
-  if (!ctx.repo.agent(agentId)) throw itemNotFound('Agent not found');
+  if (!visibleAgent(ctx, agentId)) throw itemNotFound('Agent not found');
   const verified = ctx.verification?.ofAgent(agentId);
   return ctx.repo.tasksOfAgent(agentId).flatMap((task) => {
     const row = ctx.repo.byId(task.deployment_id);
@@ -174,7 +193,7 @@ export function effectiveOf(ctx: PolicyContext, agentId: number): EffectivePolic
 /** Every enrolled device (of one fleet, or all) with its tasks of active assignments counted. */
 export function compliance(ctx: PolicyContext, fleetId: number | null): ComplianceView[] {
   if (fleetId !== null) ctx.fleets.get(fleetId);
-  return ctx.repo.compliance(fleetId).map((row) => {
+  return ctx.repo.compliance(fleetId, fleetScopeParam()).map((row) => {
     const failing = row.failed + row.incompatible;
     const open = row.pending + row.in_progress;
     const parts: string[] = [];

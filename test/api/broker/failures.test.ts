@@ -160,6 +160,36 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto failure
       expect(Object.keys(phone.policies.state.tasks).map(Number)).toEqual([kept.id]);
     });
 
+    it('restarted (crashed): the value policies it lost, a device-level one too, are published again; one unset while it was down stays cleared', async () => {
+      const fleet = `Values fleet ${Date.now()}`;
+      const fleetId = (await t.admin('POST', '/fleets', { name: fleet })).body.id as number;
+      const agent = await enrollAgent(t, { fleet });
+      const set = async (body: Record<string, unknown>) => {
+        const { status, body: created } = await t.admin('POST', '/policy-assignments', body);
+        expect(status).toBe(201);
+        return created as { id: number; topic: string; message: unknown };
+      };
+      const camera = await set({ policy: 'disableCamera', value: true, fleet_id: fleetId });
+      const wifi = await set({ policy: 'disableWifi', value: true, fleet_id: fleetId });
+      const own = await set({ policy: 'passwordMinLength', value: 8, agent_id: agent.id });
+      await eventually(async () => (await t.backend.broker.retained(wifi.topic)) !== null);
+      await mosquitto.stop({ crash: true });
+      await eventually(() => !t.backend.broker.status().connected);
+      expect((await t.admin('DELETE', `/policy-assignments/${wifi.id}`)).status).toBe(200);
+      await mosquitto.restart();
+      await brokerReady(t.backend);
+      // The device connecting after the restart, subscribed as the Flyve agent is, reads them retained.
+      const client = await connectAgent(t, agent);
+      const box = inbox(client);
+      await client.subscribeAsync({ [`${agent.topic}/#`]: { qos: 1 }, [`/1/fleet/${fleetId}/#`]: { qos: 1 } });
+      for (const kept of [camera, own]) {
+        const message = await box.next((m) => m.topic === kept.topic && m.text !== '', 20_000);
+        expect([message.text, message.retain]).toEqual([JSON.stringify(kept.message), true]);
+      }
+      await eventually(async () => (await t.backend.broker.retained(wifi.topic)) === null);
+      expect(box.messages.filter((m) => m.topic === wifi.topic && m.text !== '')).toEqual([]);
+    });
+
     it('after its own restart the backend reconciles: an agent unenrolled meanwhile loses its account', async () => {
       const keep = await enrollAgent(t);
       const drop = await enrollAgent(t);

@@ -1,0 +1,44 @@
+import type { RecordedEvent } from '../events/event-log.ts';
+import type { FleetScope } from '../fleets/scope.ts';
+
+/** The fleet each kind of object is in now, whatever the request's scope (undefined once it is gone). */
+export interface FleetOf {
+  agent(id: number): number | undefined;
+  invitation(id: number): number | undefined;
+  code(id: number): number | undefined;
+}
+
+const idIn = (data: Record<string, unknown> | null, key: string): number | null => {
+  const value = data?.[key];
+  return typeof value === 'number' && Number.isSafeInteger(value) ? value : null;
+};
+
+/**
+ * The fleets an event is about: its device's (and, for a move, the fleet it left), its
+ * invitation's, its code's, or the fleet its data names; null when it is about no fleet (a
+ * setting, a sign-in, the mail queue). A device or invitation already deleted is placed by the
+ * `fleet_id` its deletion recorded; one that cannot be placed is about no fleet a scope holds ([]).
+ */
+export function fleetsOfEvent(event: RecordedEvent, fleetOf: FleetOf): number[] | null {
+  const named = idIn(event.data, 'fleet_id');
+  const placed = (found: number | undefined) => [found ?? named].filter((id): id is number => id !== null);
+  if (event.agent_id !== null) {
+    const from = idIn(event.data, 'from_fleet_id');
+    return [...placed(fleetOf.agent(event.agent_id)), ...(from === null ? [] : [from])];
+  }
+  if (event.invitation_id !== null) return placed(fleetOf.invitation(event.invitation_id));
+  const code = idIn(event.data, 'code_id');
+  if (code !== null) return placed(fleetOf.code(code));
+  return named === null ? null : [named];
+}
+
+/**
+ * Whether a client of this fleet scope is told of the event (the live stream, its replay and the
+ * event history): everything for an unscoped one; for a scoped one, what concerns one of its
+ * fleets or no fleet at all, never another fleet's device, invitation, code or deployment.
+ */
+export function eventVisible(event: RecordedEvent, scope: FleetScope, fleetOf: FleetOf): boolean {
+  if (scope === null) return true;
+  const fleets = fleetsOfEvent(event, fleetOf);
+  return fleets === null || fleets.some((id) => scope.includes(id));
+}
