@@ -2,7 +2,7 @@
 // this same run on this same machine. Writes bench/results/latest.json and the results table
 // of docs/benchmarks.md. Loopback only; every process started here is stopped here.
 //
-//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,broker-modes,downloads,deployments,cold-start] [--modes mosquitto,rabbitmq] [--keep]
+//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,broker-modes,downloads,deployments,policies,cold-start] [--modes mosquitto,rabbitmq] [--keep]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -23,8 +23,18 @@ import { consoleBuildNeeded, consoleScenario } from './scenarios/console.ts';
 import { downloadScenario } from './scenarios/downloads.ts';
 import { enrollmentScenario } from './scenarios/enrollment.ts';
 import { deploymentScenario } from './scenarios/deployments.ts';
+import { policyBaselineScenario } from './scenarios/policies.ts';
 
-const SCENARIOS = ['enrollment', 'console', 'broker', 'broker-modes', 'downloads', 'deployments', 'cold-start'] as const;
+const SCENARIOS = [
+  'enrollment',
+  'console',
+  'broker',
+  'broker-modes',
+  'downloads',
+  'deployments',
+  'policies',
+  'cold-start',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -195,6 +205,13 @@ try {
     const devices = count(1000);
     phase(`deployments: a 50 MiB package to ${devices} connected devices, then the same downloads from nginx`);
     results.deployments = await deploymentScenario(dir, { devices, workers: 2 });
+  }
+
+  // 7. Policies: the recommended baseline to connected devices; its own serve and data dir.
+  if (only.has('policies')) {
+    const devices = count(1000);
+    phase(`policies: the recommended baseline to ${devices} connected devices`);
+    results.policies = await policyBaselineScenario(dir, { devices, workers: 2 });
   }
 
   // 5. Cold start: fresh data dirs, and the data dir of this run with its agents.

@@ -6,6 +6,7 @@ import type { BrokerRun } from '../scenarios/broker.ts';
 import type { ColdStartResult } from '../scenarios/cold-start.ts';
 import type { ConsoleResult } from '../scenarios/console.ts';
 import type { DeploymentResult } from '../scenarios/deployments.ts';
+import type { PolicyBaselineResult } from '../scenarios/policies.ts';
 import type { DownloadResult } from '../scenarios/downloads.ts';
 import type { EnrollmentResult } from '../scenarios/enrollment.ts';
 import type { Machine } from './machine.ts';
@@ -37,6 +38,7 @@ export interface Results {
   broker_modes?: BrokerModesResult;
   downloads?: DownloadResult;
   deployments?: DeploymentResult;
+  policies?: PolicyBaselineResult;
   cold_start?: ColdStartResult;
 }
 
@@ -264,6 +266,36 @@ export function resultsTable(r: Results): string {
         '',
         '',
       );
+  }
+  const pb = r.policies;
+  if (pb) {
+    row(
+      'Policies',
+      `recommended baseline (${n(pb.policies)} policies) to ${n(pb.devices)} connected devices: first POST until every task done (${n(pb.done)} done, ${n(pb.failed)} failed, ${n(pb.incompatible)} incompatible of ${n(pb.tasks)})`,
+      `${n(pb.seconds_to_all_done, 1)} s`,
+      '',
+      '',
+      '',
+      pb.done + pb.failed + pb.incompatible === pb.tasks && pb.tasks === pb.devices * pb.policies ? '' : '❌ not all done',
+    );
+    row(
+      '',
+      'messages: retained policies published / delivered to and acted on by devices / status reports back',
+      `${n(pb.published)} / ${n(pb.delivered)} / ${n(pb.reports)}`,
+      '',
+      '',
+      '',
+      '',
+    );
+    row(
+      '',
+      'server CPU / peak RSS while applying',
+      `${n(pb.server_cpu_s, 1)} s / ${n(pb.server_rss_peak_mib)} MiB`,
+      '',
+      '',
+      '',
+      '',
+    );
   }
   const c = r.console;
   if (c) {

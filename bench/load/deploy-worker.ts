@@ -1,6 +1,7 @@
-// A load-generator process holding simulated devices that obey deployment policies (the device
-// simulator's enrollment, MQTT agent and policy runner), driven over IPC by the bench. It also
-// downloads the same bytes the same way (ranged, SHA-256 checked) from a reference server.
+// A load-generator process holding simulated devices that obey policies, deployments and value
+// policies alike (the device simulator's enrollment, MQTT agent and policy runner), driven over
+// IPC by the bench. It also downloads the same bytes the same way (ranged, SHA-256 checked) from a
+// reference server.
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { connectEnrolledDevice, enrollDevice, type SimulatedDevice } from '../../src-main/device/index.ts';
@@ -24,25 +25,67 @@ const fromOwnAddress = (original: Connect): Connect => {
 (net as { createConnection: typeof net.createConnection }).createConnection = fromOwnAddress(net.createConnection);
 
 export type DeployWorkerRequest =
-  | { type: 'start'; invites: { deeplink: string; email: string }[]; concurrency: number; chunkSize: number; retries: number }
+  | {
+      type: 'start';
+      invites: { deeplink: string; email: string }[];
+      concurrency: number;
+      chunkSize: number;
+      retries: number;
+      /** What the devices say at enrollment (their inventory's Android version, a system agent). */
+      androidVersion?: string;
+      system?: boolean;
+    }
   | { type: 'await-done'; taskId: number; timeoutMs: number }
+  /** Every device has finished every one of these tasks (done, failed or incompatible). */
+  | { type: 'await-all'; taskIds: number[]; timeoutMs: number }
   | { type: 'reference'; url: string; size: number; sha256: string; chunkSize: number; timeoutMs: number; retries: number }
   | { type: 'exit' };
 
 export type DeployWorkerReply =
   | { type: 'started'; ok: number; errors: string[] }
   | { type: 'done'; done: number; failed: number; reasons: string[]; lastAt: number; resumed: number }
+  | {
+      type: 'all-done';
+      done: number;
+      failed: number;
+      incompatible: number;
+      reasons: string[];
+      lastAt: number;
+      /** Policy messages the devices received and acted on (one per device and task). */
+      received: number;
+      /** Status reports the devices published (received, in progress, done, …). */
+      reports: number;
+    }
   | { type: 'reference-done'; ok: number; errors: string[]; lastAt: number; resumed: number };
 
 const now = () => performance.timeOrigin + performance.now();
 const devices: SimulatedDevice[] = [];
 const finished = new Map<number, { done: number; failed: number; reasons: string[]; lastAt: number }>();
 let waiter: { taskId: number; resolve: () => void } | null = null;
+/** Tasks finished on a device, by task (await-all), and what the devices received and reported. */
+const closed = new Map<number, { done: number; failed: number; incompatible: number; lastAt: number }>();
+let allWaiter: { taskIds: number[]; resolve: () => void } | null = null;
+let receivedCount = 0;
+let reportCount = 0;
+const allFinished = (taskIds: number[]) =>
+  taskIds.every((id) => {
+    const entry = closed.get(id);
+    return entry !== undefined && entry.done + entry.failed + entry.incompatible >= devices.length;
+  });
 /** Requests tried again after a network error or a 503 (each resumes at the byte reached). */
 let resumed = 0;
 const send = (message: DeployWorkerReply) => process.send!(message);
 
 function onTask(taskId: number, status: string, reason: string | undefined): void {
+  reportCount++;
+  if (status === 'received') receivedCount++;
+  if (status === 'done' || status === 'failed' || status === 'incompatible') {
+    let entry = closed.get(taskId);
+    if (!entry) closed.set(taskId, (entry = { done: 0, failed: 0, incompatible: 0, lastAt: 0 }));
+    entry[status]++;
+    entry.lastAt = now();
+    if (allWaiter && allFinished(allWaiter.taskIds)) allWaiter.resolve();
+  }
   if (status !== 'done' && status !== 'failed') return;
   let entry = finished.get(taskId);
   if (!entry) finished.set(taskId, (entry = { done: 0, failed: 0, reasons: [], lastAt: 0 }));
@@ -62,7 +105,13 @@ async function start(request: Extract<DeployWorkerRequest, { type: 'start' }>): 
     while (next < request.invites.length) {
       const invite = request.invites[next++]!;
       try {
-        const enrollment = await enrollDevice({ deeplink: invite.deeplink, email: invite.email, timeoutMs: 120_000 });
+        const enrollment = await enrollDevice({
+          deeplink: invite.deeplink,
+          email: invite.email,
+          timeoutMs: 120_000,
+          ...(request.androidVersion === undefined ? {} : { androidVersion: request.androidVersion }),
+          ...(request.system === undefined ? {} : { system: request.system }),
+        });
         devices.push(
           await connectEnrolledDevice(enrollment, {
             reports: 'mqtt',
@@ -97,6 +146,27 @@ async function awaitDone(taskId: number, timeoutMs: number): Promise<void> {
   }
   const e = entry();
   send({ type: 'done', done: e?.done ?? 0, failed: e?.failed ?? 0, reasons: e?.reasons ?? [], lastAt: e?.lastAt ?? 0, resumed });
+}
+
+async function awaitAll(taskIds: number[], timeoutMs: number): Promise<void> {
+  if (!allFinished(taskIds)) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      allWaiter = { taskIds, resolve: () => (clearTimeout(timer), resolve()) };
+    });
+    allWaiter = null;
+  }
+  const entries = taskIds.map((id) => closed.get(id) ?? { done: 0, failed: 0, incompatible: 0, lastAt: 0 });
+  send({
+    type: 'all-done',
+    done: entries.reduce((sum, e) => sum + e.done, 0),
+    failed: entries.reduce((sum, e) => sum + e.failed, 0),
+    incompatible: entries.reduce((sum, e) => sum + e.incompatible, 0),
+    reasons: [...new Set(taskIds.flatMap((id) => finished.get(id)?.reasons ?? []))].slice(0, 5),
+    lastAt: Math.max(0, ...entries.map((e) => e.lastAt)),
+    received: receivedCount,
+    reports: reportCount,
+  });
 }
 
 /**
@@ -147,6 +217,7 @@ async function reference(request: Extract<DeployWorkerRequest, { type: 'referenc
 process.on('message', (message: DeployWorkerRequest) => {
   if (message.type === 'start') void start(message);
   else if (message.type === 'await-done') void awaitDone(message.taskId, message.timeoutMs);
+  else if (message.type === 'await-all') void awaitAll(message.taskIds, message.timeoutMs);
   else if (message.type === 'reference') void reference(message);
   else if (message.type === 'exit') process.exit(0);
 });

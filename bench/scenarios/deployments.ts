@@ -24,7 +24,7 @@ const CHUNK = 8 * MiB;
  */
 const RETRIES = 10;
 
-interface Worker {
+export interface Worker {
   child: Child;
   request<T extends DeployWorkerReply['type']>(
     message: DeployWorkerRequest,
@@ -32,7 +32,7 @@ interface Worker {
   ): Promise<Extract<DeployWorkerReply, { type: T }>>;
 }
 
-function startWorker(workDir: string, index: number): Worker {
+export function startWorker(workDir: string, index: number): Worker {
   const child = startChild(withFileLimit([process.execPath, join(ROOT, 'bench', 'load', 'deploy-worker.ts'), String(index)]), {
     logFile: join(workDir, `deploy-worker-${index}.log`),
     ipc: true,

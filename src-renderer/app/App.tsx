@@ -51,21 +51,77 @@ import { TokensPage } from '../pages/Tokens.tsx';
 import { AuditPage } from '../pages/Audit.tsx';
 import { AccountPage } from '../pages/Account.tsx';
 import { useMe } from '../api/accounts.ts';
+import type { Permission } from '../../src-shared/contract/permissions.ts';
 import { Link, matchPath, navigate, useLocation } from '../lib/router.tsx';
 
-const NAV = [
-  { to: '/', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },
-  { to: '/invitations', label: 'Invitations', icon: IconMail, match: (p: string) => p.startsWith('/invitations') },
-  { to: '/codes', label: 'Enrollment codes', icon: IconQrcode, match: (p: string) => p.startsWith('/codes') },
-  { to: '/approvals', label: 'Approvals', icon: IconUserCheck, match: (p: string) => p.startsWith('/approvals') },
-  { to: '/devices', label: 'Devices', icon: IconDeviceMobile, match: (p: string) => p.startsWith('/devices') },
-  { to: '/fleets', label: 'Fleets', icon: IconStack2, match: (p: string) => p.startsWith('/fleets') },
-  { to: '/print', label: 'Print sheets', icon: IconPrinter, match: (p: string) => p.startsWith('/print') },
-  { to: '/files', label: 'Files & packages', icon: IconFiles, match: (p: string) => p.startsWith('/files') },
-  { to: '/settings', label: 'Settings', icon: IconSettings, match: (p: string) => p.startsWith('/settings') },
-  { to: '/tokens', label: 'API tokens', icon: IconKey, match: (p: string) => p.startsWith('/tokens') },
-  { to: '/audit', label: 'Audit', icon: IconHistory, match: (p: string) => p.startsWith('/audit') },
-  { to: '/account', label: 'My account', icon: IconUserCircle, match: (p: string) => p.startsWith('/account') },
+/** The pages, each with the permission it needs to be of use: an entry the role lacks it for is not shown. */
+const NAV: {
+  to: string;
+  permission: Permission | 'signed-in';
+  label: string;
+  icon: typeof IconMail;
+  match: (p: string) => boolean;
+}[] = [
+  { to: '/', permission: 'status.read', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },
+  {
+    to: '/invitations',
+    permission: 'invitations.read',
+    label: 'Invitations',
+    icon: IconMail,
+    match: (p: string) => p.startsWith('/invitations'),
+  },
+  {
+    to: '/codes',
+    permission: 'codes.read',
+    label: 'Enrollment codes',
+    icon: IconQrcode,
+    match: (p: string) => p.startsWith('/codes'),
+  },
+  {
+    to: '/approvals',
+    permission: 'devices.read',
+    label: 'Approvals',
+    icon: IconUserCheck,
+    match: (p: string) => p.startsWith('/approvals'),
+  },
+  {
+    to: '/devices',
+    permission: 'devices.read',
+    label: 'Devices',
+    icon: IconDeviceMobile,
+    match: (p: string) => p.startsWith('/devices'),
+  },
+  { to: '/fleets', permission: 'fleets.read', label: 'Fleets', icon: IconStack2, match: (p: string) => p.startsWith('/fleets') },
+  {
+    to: '/print',
+    permission: 'invitations.read',
+    label: 'Print sheets',
+    icon: IconPrinter,
+    match: (p: string) => p.startsWith('/print'),
+  },
+  {
+    to: '/files',
+    permission: 'files.read',
+    label: 'Files & packages',
+    icon: IconFiles,
+    match: (p: string) => p.startsWith('/files'),
+  },
+  {
+    to: '/settings',
+    permission: 'settings.read',
+    label: 'Settings',
+    icon: IconSettings,
+    match: (p: string) => p.startsWith('/settings'),
+  },
+  { to: '/tokens', permission: 'tokens.own', label: 'API tokens', icon: IconKey, match: (p: string) => p.startsWith('/tokens') },
+  { to: '/audit', permission: 'audit.read', label: 'Audit', icon: IconHistory, match: (p: string) => p.startsWith('/audit') },
+  {
+    to: '/account',
+    permission: 'signed-in',
+    label: 'My account',
+    icon: IconUserCircle,
+    match: (p: string) => p.startsWith('/account'),
+  },
 ];
 
 function route(pathname: string): { title: string; element: ReactNode } {
@@ -182,6 +238,7 @@ export function App() {
   const { pathname } = useLocation();
   const [opened, { toggle, close }] = useDisclosure();
   const status = useStatus();
+  const me = useMe();
   useEffect(close, [pathname, close]);
   const live = useLiveState();
   const signedOut = live === 'signed-out' || (status.error instanceof AdminApiError && status.error.status === 401);
@@ -232,31 +289,33 @@ export function App() {
       </AppShell.Header>
       <AppShell.Navbar p="sm" aria-label="Main">
         <nav>
-          {NAV.map((item) => (
-            <NavLink
-              key={item.to}
-              component={Link}
-              to={item.to}
-              label={item.label}
-              leftSection={<item.icon size={18} stroke={1.6} />}
-              active={item.match(pathname)}
-              aria-current={item.match(pathname) ? 'page' : undefined}
-              rightSection={
-                item.to === '/approvals' && waiting > 0 ? (
-                  <Badge size="xs" color="orange" circle data-testid="nav-waiting">
-                    {waiting}
-                    <VisuallyHidden> devices waiting</VisuallyHidden>
-                  </Badge>
-                ) : item.to === '/' && warnings > 0 ? (
-                  <Badge size="xs" color="orange" circle>
-                    {warnings}
-                    <VisuallyHidden> warnings</VisuallyHidden>
-                  </Badge>
-                ) : undefined
-              }
-              styles={{ root: { borderRadius: 'var(--mantine-radius-md)' } }}
-            />
-          ))}
+          {NAV.filter((item) => !me.data || item.permission === 'signed-in' || me.data.permissions.includes(item.permission)).map(
+            (item) => (
+              <NavLink
+                key={item.to}
+                component={Link}
+                to={item.to}
+                label={item.label}
+                leftSection={<item.icon size={18} stroke={1.6} />}
+                active={item.match(pathname)}
+                aria-current={item.match(pathname) ? 'page' : undefined}
+                rightSection={
+                  item.to === '/approvals' && waiting > 0 ? (
+                    <Badge size="xs" color="orange" circle data-testid="nav-waiting">
+                      {waiting}
+                      <VisuallyHidden> devices waiting</VisuallyHidden>
+                    </Badge>
+                  ) : item.to === '/' && warnings > 0 ? (
+                    <Badge size="xs" color="orange" circle>
+                      {warnings}
+                      <VisuallyHidden> warnings</VisuallyHidden>
+                    </Badge>
+                  ) : undefined
+                }
+                styles={{ root: { borderRadius: 'var(--mantine-radius-md)' } }}
+              />
+            ),
+          )}
         </nav>
       </AppShell.Navbar>
       <AppShell.Main id="main" tabIndex={-1} style={{ outline: 'none' }}>

@@ -1,4 +1,4 @@
-import { Button, Group, Select, Stack, Text, Tooltip } from '@mantine/core';
+import { Button, Group, Select, Stack, Text } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { notifications } from '@mantine/notifications';
 import {
@@ -18,6 +18,8 @@ import type { AgentSummary as Agent, StreamEvent } from '../../src-shared/contra
 import { onLiveEvent } from '../live/LiveProvider.tsx';
 import { confirmAction, notifyError, notifySuccess } from '../components/common.tsx';
 import type { AgentCommand } from '../../src-shared/contract/rules.ts';
+import { COMMAND_PERMISSIONS } from '../../src-shared/contract/admin-routes.ts';
+import { Gate } from '../components/permissions.tsx';
 
 const COMMANDS: {
   command: AgentCommand;
@@ -204,42 +206,47 @@ export function AgentCommands({ agent }: { agent: Agent }) {
       ) : null}
       <Group gap="xs">
         {COMMANDS.map((entry) => (
-          <Button
-            key={entry.command}
-            size="xs"
-            variant={entry.color ? 'light' : 'default'}
-            color={entry.color}
-            leftSection={<entry.icon size={14} />}
-            loading={send.isPending && send.variables === entry.command}
-            disabled={missing || (send.isPending && send.variables !== entry.command)}
-            onClick={() => run(entry)}
-          >
-            {entry.label}
-          </Button>
+          <Gate key={entry.command} permission={COMMAND_PERMISSIONS[entry.command]}>
+            <Button
+              size="xs"
+              variant={entry.color ? 'light' : 'default'}
+              color={entry.color}
+              leftSection={<entry.icon size={14} />}
+              loading={send.isPending && send.variables === entry.command}
+              disabled={missing || (send.isPending && send.variables !== entry.command)}
+              onClick={() => run(entry)}
+              data-command={entry.command}
+            >
+              {entry.label}
+            </Button>
+          </Gate>
         ))}
       </Group>
       <Group gap="xs" align="flex-end">
-        <Select
-          label="Move to fleet"
-          placeholder={others.length ? 'Choose a fleet' : 'No other fleet'}
-          data={others.map((f) => ({ value: String(f.id), label: f.name }))}
-          value={fleet}
-          onChange={setFleet}
-          size="xs"
-          w={200}
-          disabled={missing || others.length === 0}
-        />
-        <Tooltip label="The agent is told to follow the new fleet's topic" disabled={!fleet}>
+        <Gate permission="devices.move">
+          <Select
+            label="Move to fleet"
+            placeholder={others.length ? 'Choose a fleet' : 'No other fleet'}
+            data={others.map((f) => ({ value: String(f.id), label: f.name }))}
+            value={fleet}
+            onChange={setFleet}
+            size="xs"
+            w={200}
+            disabled={missing || others.length === 0}
+          />
+        </Gate>
+        <Gate permission="devices.move">
           <Button
             size="xs"
             variant="default"
             disabled={!fleet || missing}
             loading={move.isPending}
             onClick={() => fleet && move.mutate(Number(fleet))}
+            title="The agent is told to follow the new fleet's topic"
           >
             Move
           </Button>
-        </Tooltip>
+        </Gate>
       </Group>
     </Stack>
   );

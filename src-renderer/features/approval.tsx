@@ -4,6 +4,7 @@ import { IconCheck, IconX } from '@tabler/icons-react';
 import { useApproveAgents, useRejectAgent } from '../api/codes.ts';
 import { notifyError } from '../components/common.tsx';
 import { enrollStatusOf } from '../lib/devices.ts';
+import { Gate } from '../components/permissions.tsx';
 
 export function EnrollStatusBadge({ status }: { status: string | null }) {
   if (!status)
@@ -26,25 +27,29 @@ export function DecideButtons({ agentId }: { agentId: number }) {
   const reject = useRejectAgent();
   return (
     <Group gap={4} wrap="nowrap">
-      <Button
-        size="compact-xs"
-        color="teal"
-        leftSection={<IconCheck size={12} />}
-        loading={approve.isPending}
-        onClick={() => approve.mutate([agentId], { onError: (e) => notifyError('Not approved', e) })}
-      >
-        Approve
-      </Button>
-      <Button
-        size="compact-xs"
-        variant="default"
-        color="red"
-        leftSection={<IconX size={12} />}
-        loading={reject.isPending}
-        onClick={() => reject.mutate(agentId, { onError: (e) => notifyError('Not rejected', e) })}
-      >
-        Reject
-      </Button>
+      <Gate permission="devices.approve">
+        <Button
+          size="compact-xs"
+          color="teal"
+          leftSection={<IconCheck size={12} />}
+          loading={approve.isPending}
+          onClick={() => approve.mutate([agentId], { onError: (e) => notifyError('Not approved', e) })}
+        >
+          Approve
+        </Button>
+      </Gate>
+      <Gate permission="devices.approve">
+        <Button
+          size="compact-xs"
+          variant="default"
+          color="red"
+          leftSection={<IconX size={12} />}
+          loading={reject.isPending}
+          onClick={() => reject.mutate(agentId, { onError: (e) => notifyError('Not rejected', e) })}
+        >
+          Reject
+        </Button>
+      </Gate>
     </Group>
   );
 }

@@ -29,6 +29,7 @@ import type {
 } from '../../src-shared/contract/index.ts';
 import { confirmAction, EmptyState, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
 import { TaskVerificationCell } from './verification.tsx';
+import { Gate } from '../components/permissions.tsx';
 
 const STATUS_COLORS: Record<TaskStatus, string> = {
   pending: 'gray',
@@ -210,33 +211,35 @@ export function DeploymentList({
                     </Table.Td>
                     <Table.Td>
                       {d.state === 'active' ? (
-                        <Tooltip label="Remove deployment">
-                          <ActionIcon
-                            variant="subtle"
-                            color="red"
-                            aria-label={`Remove deployment of ${d.item_name}`}
-                            loading={undeploy.isPending && undeploy.variables === d.id}
-                            onClick={() =>
-                              confirmAction(
-                                {
-                                  title: `Remove the deployment of ${d.item_name}?`,
-                                  message:
-                                    d.remove_on_delete && (d.policy === 'deployApp' || d.policy === 'deployFile')
-                                      ? `Devices of ${d.target_name} are told to remove it (a "${d.policy === 'deployApp' ? 'removeApp' : 'removeFile'}" task follows).`
-                                      : 'Devices keep what they installed; devices that join later no longer get it.',
-                                  confirmLabel: 'Remove',
-                                },
-                                () =>
-                                  undeploy.mutate(d.id, {
-                                    onSuccess: () => notifySuccess(`Deployment of ${d.item_name} removed`),
-                                    onError: (e) => notifyError('Not removed', e),
-                                  }),
-                              )
-                            }
-                          >
-                            <IconTrash size={16} />
-                          </ActionIcon>
-                        </Tooltip>
+                        <Gate permission="deployments.write">
+                          <Tooltip label="Remove deployment">
+                            <ActionIcon
+                              variant="subtle"
+                              color="red"
+                              aria-label={`Remove deployment of ${d.item_name}`}
+                              loading={undeploy.isPending && undeploy.variables === d.id}
+                              onClick={() =>
+                                confirmAction(
+                                  {
+                                    title: `Remove the deployment of ${d.item_name}?`,
+                                    message:
+                                      d.remove_on_delete && (d.policy === 'deployApp' || d.policy === 'deployFile')
+                                        ? `Devices of ${d.target_name} are told to remove it (a "${d.policy === 'deployApp' ? 'removeApp' : 'removeFile'}" task follows).`
+                                        : 'Devices keep what they installed; devices that join later no longer get it.',
+                                    confirmLabel: 'Remove',
+                                  },
+                                  () =>
+                                    undeploy.mutate(d.id, {
+                                      onSuccess: () => notifySuccess(`Deployment of ${d.item_name} removed`),
+                                      onError: (e) => notifyError('Not removed', e),
+                                    }),
+                                )
+                              }
+                            >
+                              <IconTrash size={16} />
+                            </ActionIcon>
+                          </Tooltip>
+                        </Gate>
                       ) : null}
                     </Table.Td>
                   </Table.Tr>
@@ -356,14 +359,16 @@ export function DeployModal({ item, kind, onClose }: { item: StoredItem | null; 
           <Button variant="default" onClick={onClose}>
             Cancel
           </Button>
-          <Button
-            leftSection={<IconRocket size={16} />}
-            disabled={!chosen || (kind === 'file' && destination.trim() === '')}
-            loading={deploy.isPending}
-            onClick={submit}
-          >
-            Deploy
-          </Button>
+          <Gate permission="deployments.write">
+            <Button
+              leftSection={<IconRocket size={16} />}
+              disabled={!chosen || (kind === 'file' && destination.trim() === '')}
+              loading={deploy.isPending}
+              onClick={submit}
+            >
+              Deploy
+            </Button>
+          </Gate>
         </Group>
       </Stack>
     </Modal>
@@ -457,9 +462,11 @@ export function PackageInfoModal({ item, onClose }: { item: StoredItem | null; o
             maxLength={100}
           />
           <Group justify="flex-end">
-            <Button type="submit" loading={update.isPending} disabled={packageName === '' || nameProblem !== null}>
-              Save
-            </Button>
+            <Gate permission="files.write">
+              <Button type="submit" loading={update.isPending} disabled={packageName === '' || nameProblem !== null}>
+                Save
+              </Button>
+            </Gate>
           </Group>
         </Stack>
       </form>

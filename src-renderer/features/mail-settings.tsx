@@ -9,6 +9,7 @@ import {
   Card,
   Code,
   Collapse,
+  Fieldset,
   Group,
   Modal,
   NumberInput,
@@ -35,6 +36,7 @@ import type { MailSettings, MailSettingsPut, MailSettingsView } from '../../src-
 import { notifyError, QueryView } from '../components/common.tsx';
 import { isValidEmail } from '../../src-shared/contract/rules.ts';
 import { isHttpUrl } from '../lib/settings.ts';
+import { Gate, OWNER_SETTINGS_NOTE, RoleNotice, useCan } from '../components/permissions.tsx';
 
 type Form = MailSettings & { smtp_password: string };
 
@@ -174,15 +176,17 @@ function TestEmail() {
           error={to && !isValidEmail(to) ? 'Not a valid email address' : null}
           w={300}
         />
-        <Button
-          variant="default"
-          leftSection={<IconMailShare size={16} />}
-          disabled={!isValidEmail(to)}
-          loading={test.isPending}
-          onClick={() => test.mutate(to.trim())}
-        >
-          Send test
-        </Button>
+        <Gate permission="settings.write">
+          <Button
+            variant="default"
+            leftSection={<IconMailShare size={16} />}
+            disabled={!isValidEmail(to)}
+            loading={test.isPending}
+            onClick={() => test.mutate(to.trim())}
+          >
+            Send test
+          </Button>
+        </Gate>
       </Group>
       {result ? (
         <Alert color={result.ok ? 'teal' : 'red'} variant="light" p="sm" data-testid="mail-test-result">
@@ -205,6 +209,8 @@ function MailForm({ view }: { view: MailSettingsView }) {
   const [previewOpen, previewControls] = useDisclosure(false);
   const [templatesOpen, templatesControls] = useDisclosure(false);
   const [saveError, setSaveError] = useState<string | null>(null);
+  const mayWrite = useCan('settings.write').allowed;
+  const mayServer = useCan('settings.server').allowed;
 
   useEffect(() => {
     if (!form.isDirty()) {
@@ -263,90 +269,100 @@ function MailForm({ view }: { view: MailSettingsView }) {
             below until a restart without it.
           </Alert>
         ) : null}
-        <Title order={5}>SMTP server</Title>
-        <Text size="xs" c="dimmed" mt={-10}>
-          Empty host: no email leaves this machine; each message is written to {view.outbox_dir} as a .eml file.
-        </Text>
-        <SimpleGrid cols={{ base: 1, sm: 3 }}>
-          <TextInput label="Host" placeholder="smtp.example.com" {...form.getInputProps('smtp_host')} />
-          <NumberInput
-            label="Port"
-            description="0 = 465 for TLS, else 587"
-            min={0}
-            max={65535}
-            allowDecimal={false}
-            {...form.getInputProps('smtp_port')}
-          />
-          <Select
-            label="Security"
-            data={[
-              { value: 'auto', label: 'STARTTLS when offered' },
-              { value: 'starttls', label: 'STARTTLS required' },
-              { value: 'tls', label: 'TLS (smtps)' },
-              { value: 'none', label: 'None' },
-            ]}
-            allowDeselect={false}
-            {...form.getInputProps('smtp_security')}
-          />
-          <TextInput
-            label="User"
-            placeholder="Empty: no authentication"
-            autoComplete="off"
-            {...form.getInputProps('smtp_user')}
-          />
-          <PasswordInput
-            label="Password"
-            placeholder={view.smtp_password_set ? '•••••••• (set; type to replace)' : 'Not set'}
-            autoComplete="new-password"
-            {...form.getInputProps('smtp_password')}
-            description={
-              view.smtp_password_set ? (
-                <Anchor component="button" type="button" size="xs" onClick={() => removePassword.mutate()}>
-                  Remove the saved password
-                </Anchor>
-              ) : (
-                'Kept in the data folder, readable only by you; never shown again'
-              )
-            }
-          />
-          <NumberInput
-            label="Connections"
-            description="Messages in flight at once"
-            min={1}
-            max={20}
-            allowDecimal={false}
-            {...form.getInputProps('smtp_max_connections')}
-          />
-        </SimpleGrid>
-        <Switch
-          label="Check the server's certificate"
-          description="Turn off only for a server with a self-signed certificate you trust."
-          {...form.getInputProps('smtp_reject_unauthorized', { type: 'checkbox' })}
-        />
+        <RoleNotice permission="settings.write" />
+        {mayWrite ? <RoleNotice permission="settings.server">{OWNER_SETTINGS_NOTE}</RoleNotice> : null}
+        <Fieldset variant="unstyled" disabled={!mayServer} data-testid="smtp-fieldset">
+          <Stack gap="md">
+            <Title order={5}>SMTP server</Title>
+            <Text size="xs" c="dimmed" mt={-10}>
+              Empty host: no email leaves this machine; each message is written to {view.outbox_dir} as a .eml file.
+            </Text>
+            <SimpleGrid cols={{ base: 1, sm: 3 }}>
+              <TextInput label="Host" placeholder="smtp.example.com" {...form.getInputProps('smtp_host')} />
+              <NumberInput
+                label="Port"
+                description="0 = 465 for TLS, else 587"
+                min={0}
+                max={65535}
+                allowDecimal={false}
+                {...form.getInputProps('smtp_port')}
+              />
+              <Select
+                label="Security"
+                data={[
+                  { value: 'auto', label: 'STARTTLS when offered' },
+                  { value: 'starttls', label: 'STARTTLS required' },
+                  { value: 'tls', label: 'TLS (smtps)' },
+                  { value: 'none', label: 'None' },
+                ]}
+                allowDeselect={false}
+                {...form.getInputProps('smtp_security')}
+              />
+              <TextInput
+                label="User"
+                placeholder="Empty: no authentication"
+                autoComplete="off"
+                {...form.getInputProps('smtp_user')}
+              />
+              <PasswordInput
+                label="Password"
+                placeholder={view.smtp_password_set ? '•••••••• (set; type to replace)' : 'Not set'}
+                autoComplete="new-password"
+                {...form.getInputProps('smtp_password')}
+                description={
+                  view.smtp_password_set ? (
+                    <Anchor component="button" type="button" size="xs" onClick={() => removePassword.mutate()}>
+                      Remove the saved password
+                    </Anchor>
+                  ) : (
+                    'Kept in the data folder, readable only by you; never shown again'
+                  )
+                }
+              />
+              <NumberInput
+                label="Connections"
+                description="Messages in flight at once"
+                min={1}
+                max={20}
+                allowDecimal={false}
+                {...form.getInputProps('smtp_max_connections')}
+              />
+            </SimpleGrid>
+            <Switch
+              label="Check the server's certificate"
+              description="Turn off only for a server with a self-signed certificate you trust."
+              {...form.getInputProps('smtp_reject_unauthorized', { type: 'checkbox' })}
+            />
+          </Stack>
+        </Fieldset>
         <Title order={5}>Sender and content</Title>
-        <SimpleGrid cols={{ base: 1, sm: 2 }}>
-          <TextInput
-            label="From address"
-            placeholder="Empty: the SMTP user, or no-reply@this host"
-            {...form.getInputProps('mail_from_address')}
-          />
-          <TextInput label="From name" {...form.getInputProps('mail_from_name')} />
-          <TextInput
-            label="Who invites"
-            placeholder="Empty: the helpdesk name, else “Your IT team”"
-            {...form.getInputProps('mail_inviter')}
-          />
-          <TextInput
-            label="Where to get the agent app"
-            placeholder="https://play.google.com/store/apps/…"
-            {...form.getInputProps('mail_agent_app_url')}
-          />
-        </SimpleGrid>
-        <Switch
-          label="Email new invitations by default"
-          description="The invitation dialogs start with “email it” checked."
-          {...form.getInputProps('mail_send_on_create', { type: 'checkbox' })}
-        />
+        <Fieldset variant="unstyled" disabled={!mayWrite}>
+          <Stack gap="md">
+            <SimpleGrid cols={{ base: 1, sm: 2 }}>
+              <TextInput
+                label="From address"
+                placeholder="Empty: the SMTP user, or no-reply@this host"
+                {...form.getInputProps('mail_from_address')}
+              />
+              <TextInput label="From name" {...form.getInputProps('mail_from_name')} />
+              <TextInput
+                label="Who invites"
+                placeholder="Empty: the helpdesk name, else “Your IT team”"
+                {...form.getInputProps('mail_inviter')}
+              />
+              <TextInput
+                label="Where to get the agent app"
+                placeholder="https://play.google.com/store/apps/…"
+                {...form.getInputProps('mail_agent_app_url')}
+              />
+            </SimpleGrid>
+            <Switch
+              label="Email new invitations by default"
+              description="The invitation dialogs start with “email it” checked."
+              {...form.getInputProps('mail_send_on_create', { type: 'checkbox' })}
+            />
+          </Stack>
+        </Fieldset>
         <Group gap="sm">
           <Button variant="subtle" size="compact-sm" onClick={templatesControls.toggle}>
             {templatesOpen ? 'Hide the templates' : 'Edit the templates'}
@@ -367,60 +383,62 @@ function MailForm({ view }: { view: MailSettingsView }) {
           ) : null}
         </Group>
         <Collapse expanded={templatesOpen}>
-          <Stack gap="sm">
-            <Text size="xs" c="dimmed">
-              Empty = the built-in template. <Code>{'{{name}}'}</Code> inserts a value (escaped);{' '}
-              <Code>{'{{#name}}…{{/name}}'}</Code> keeps its content when the value is not empty.
-            </Text>
-            <TextInput
-              label="Subject"
-              placeholder={view.default_templates.subject}
-              {...form.getInputProps('mail_subject_template')}
-            />
-            <Textarea
-              label="HTML"
-              placeholder="(built-in)"
-              autosize
-              minRows={4}
-              maxRows={14}
-              styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }}
-              {...form.getInputProps('mail_html_template')}
-            />
-            <Textarea
-              label="Plain text"
-              placeholder={view.default_templates.text}
-              autosize
-              minRows={4}
-              maxRows={14}
-              styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }}
-              {...form.getInputProps('mail_text_template')}
-            />
-            <Group gap="xs">
-              <Button
-                size="compact-xs"
-                variant="subtle"
-                onClick={() =>
-                  form.setValues({
-                    mail_html_template: view.default_templates.html,
-                    mail_text_template: view.default_templates.text,
-                    mail_subject_template: view.default_templates.subject,
-                  })
-                }
-              >
-                Start from the built-in templates
-              </Button>
-            </Group>
-            <Table fz="xs" verticalSpacing={2} withTableBorder>
-              <Table.Tbody>
-                {Object.entries(view.placeholders).map(([name, description]) => (
-                  <Table.Tr key={name}>
-                    <Table.Td className="mono" w={160}>{`{{${name}}}`}</Table.Td>
-                    <Table.Td>{description}</Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-          </Stack>
+          <Fieldset variant="unstyled" disabled={!mayWrite}>
+            <Stack gap="sm">
+              <Text size="xs" c="dimmed">
+                Empty = the built-in template. <Code>{'{{name}}'}</Code> inserts a value (escaped);{' '}
+                <Code>{'{{#name}}…{{/name}}'}</Code> keeps its content when the value is not empty.
+              </Text>
+              <TextInput
+                label="Subject"
+                placeholder={view.default_templates.subject}
+                {...form.getInputProps('mail_subject_template')}
+              />
+              <Textarea
+                label="HTML"
+                placeholder="(built-in)"
+                autosize
+                minRows={4}
+                maxRows={14}
+                styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }}
+                {...form.getInputProps('mail_html_template')}
+              />
+              <Textarea
+                label="Plain text"
+                placeholder={view.default_templates.text}
+                autosize
+                minRows={4}
+                maxRows={14}
+                styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }}
+                {...form.getInputProps('mail_text_template')}
+              />
+              <Group gap="xs">
+                <Button
+                  size="compact-xs"
+                  variant="subtle"
+                  onClick={() =>
+                    form.setValues({
+                      mail_html_template: view.default_templates.html,
+                      mail_text_template: view.default_templates.text,
+                      mail_subject_template: view.default_templates.subject,
+                    })
+                  }
+                >
+                  Start from the built-in templates
+                </Button>
+              </Group>
+              <Table fz="xs" verticalSpacing={2} withTableBorder>
+                <Table.Tbody>
+                  {Object.entries(view.placeholders).map(([name, description]) => (
+                    <Table.Tr key={name}>
+                      <Table.Td className="mono" w={160}>{`{{${name}}}`}</Table.Td>
+                      <Table.Td>{description}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            </Stack>
+          </Fieldset>
         </Collapse>
         {saveError ? (
           <Alert color="red" variant="light" p="sm">
@@ -439,14 +457,16 @@ function MailForm({ view }: { view: MailSettingsView }) {
             <Button variant="default" disabled={!form.isDirty()} onClick={() => form.reset()}>
               Discard
             </Button>
-            <Button
-              type="submit"
-              leftSection={<IconDeviceFloppy size={16} />}
-              disabled={!form.isDirty()}
-              loading={save.isPending}
-            >
-              Save email settings
-            </Button>
+            <Gate permission="settings.write">
+              <Button
+                type="submit"
+                leftSection={<IconDeviceFloppy size={16} />}
+                disabled={!form.isDirty()}
+                loading={save.isPending}
+              >
+                Save email settings
+              </Button>
+            </Gate>
           </Group>
         </Group>
         <TestEmail />

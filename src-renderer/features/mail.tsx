@@ -13,6 +13,7 @@ import { admin } from '../api/client.ts';
 import { keys } from '../api/queries.ts';
 import type { Invitation, InvitationDetail, MailBatch, MailDelivery } from '../../src-shared/contract/index.ts';
 import { notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
+import { Gate, useCan } from '../components/permissions.tsx';
 
 export const DELIVERY: Record<string, { label: string; color: string; hint: string }> = {
   queued: { label: 'Email queued', color: 'blue', hint: 'Waiting for its turn to be sent' },
@@ -81,8 +82,17 @@ function useResend(invitation: Invitation) {
 /** The "Resend email" action of an invitation page (same link, same expiry). */
 export function MailPanel({ invitation }: { invitation: InvitationDetail }) {
   const resend = useResend(invitation);
+  const mayResend = useCan('invitations.resend').allowed;
   if (!('delivery' in invitation)) return null; // a server without the mail capability
   const usable = invitation.status === 'pending';
+  if (!mayResend)
+    return (
+      <Gate permission="invitations.resend">
+        <Button variant="default" leftSection={<IconMailForward size={16} />}>
+          {invitation.delivery ? 'Resend email' : 'Send email'}
+        </Button>
+      </Gate>
+    );
   return (
     <Tooltip
       label={usable ? 'Sends the same invitation (same QR code, same expiry) again' : 'Only a pending invitation can be sent'}
@@ -226,9 +236,11 @@ export function MailBatchesProgress({ batchIds }: { batchIds: string[] }) {
           {retrying ? `, ${retrying.toLocaleString()} will be retried` : ''}
         </Text>
         {failed || retrying ? (
-          <Button size="compact-xs" variant="light" color="red" loading={retry.isPending} onClick={() => retry.mutate()}>
-            Retry now
-          </Button>
+          <Gate permission="invitations.resend">
+            <Button size="compact-xs" variant="light" color="red" loading={retry.isPending} onClick={() => retry.mutate()}>
+              Retry now
+            </Button>
+          </Gate>
         ) : null}
       </Group>
       <Progress.Root size="md" aria-label="Invitation emails">

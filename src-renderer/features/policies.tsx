@@ -6,6 +6,7 @@ import type { Assignment, EffectivePolicy, PolicyCatalogueEntry } from '../../sr
 import { confirmAction, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
 import { DeploymentProgress, TaskRows, TaskStatusBadge } from './deployments.tsx';
 import { TaskVerificationCell } from './verification.tsx';
+import { Gate, RoleNotice } from '../components/permissions.tsx';
 
 type Value = boolean | number | string;
 
@@ -142,37 +143,41 @@ function PolicyRow({
         </Table.Td>
         <Table.Td w={120}>
           <Group gap={4} wrap="nowrap">
-            <Button
-              size="compact-xs"
-              variant={changed ? 'filled' : 'default'}
-              disabled={!changed}
-              loading={set.isPending}
-              onClick={() =>
-                set.mutate([{ set: { policy: policy.symbol, value: draft, fleet_id: fleetId }, replaces: assignment?.id }], {
-                  onSuccess: () => notifySuccess(`${policy.label}: ${showValue(policy, draft)}`),
-                  onError: (e) => notifyError('Not applied', e),
-                })
-              }
-            >
-              {assignment ? 'Change' : 'Apply'}
-            </Button>
+            <Gate permission="policies.write">
+              <Button
+                size="compact-xs"
+                variant={changed ? 'filled' : 'default'}
+                disabled={!changed}
+                loading={set.isPending}
+                onClick={() =>
+                  set.mutate([{ set: { policy: policy.symbol, value: draft, fleet_id: fleetId }, replaces: assignment?.id }], {
+                    onSuccess: () => notifySuccess(`${policy.label}: ${showValue(policy, draft)}`),
+                    onError: (e) => notifyError('Not applied', e),
+                  })
+                }
+              >
+                {assignment ? 'Change' : 'Apply'}
+              </Button>
+            </Gate>
             {assignment ? (
-              <Tooltip label="Unset (devices keep their own setting)">
-                <ActionIcon
-                  variant="subtle"
-                  color="red"
-                  aria-label={`Unset ${policy.label}`}
-                  loading={unset.isPending}
-                  onClick={() =>
-                    unset.mutate(assignment.id, {
-                      onSuccess: () => notifySuccess(`${policy.label} unset`),
-                      onError: (e) => notifyError('Not unset', e),
-                    })
-                  }
-                >
-                  <IconTrash size={16} />
-                </ActionIcon>
-              </Tooltip>
+              <Gate permission="policies.write">
+                <Tooltip label="Unset (devices keep their own setting)">
+                  <ActionIcon
+                    variant="subtle"
+                    color="red"
+                    aria-label={`Unset ${policy.label}`}
+                    loading={unset.isPending}
+                    onClick={() =>
+                      unset.mutate(assignment.id, {
+                        onSuccess: () => notifySuccess(`${policy.label} unset`),
+                        onError: (e) => notifyError('Not unset', e),
+                      })
+                    }
+                  >
+                    <IconTrash size={16} />
+                  </ActionIcon>
+                </Tooltip>
+              </Gate>
             ) : null}
           </Group>
         </Table.Td>
@@ -203,36 +208,39 @@ export function FleetPolicies({ fleetId, fleetName }: { fleetId: number; fleetNa
         const missing = values.filter((p) => !byPolicy.has(p.symbol));
         return (
           <Stack gap="sm" data-testid="fleet-policies">
+            <RoleNotice permission="policies.write" />
             <Group justify="space-between">
               <Text size="sm" c="dimmed">
                 {values.length - missing.length} of {values.length} policies set on {fleetName}.
               </Text>
-              <Button
-                size="xs"
-                variant="light"
-                disabled={missing.length === 0 || !assignments.data}
-                loading={set.isPending}
-                onClick={() =>
-                  confirmAction(
-                    {
-                      title: 'Apply the recommended baseline?',
-                      message: `Sets the ${missing.length} policies not set on ${fleetName} to their recommended values (the ones already set stay as they are). Devices that cannot apply one report it incompatible.`,
-                      confirmLabel: 'Apply baseline',
-                      danger: false,
-                    },
-                    () =>
-                      set.mutate(
-                        missing.map((p) => ({ set: { policy: p.symbol, value: p.recommended as Value, fleet_id: fleetId } })),
-                        {
-                          onSuccess: (n) => notifySuccess(`${n} policies applied to ${fleetName}`),
-                          onError: (e) => notifyError('Baseline not fully applied', e),
-                        },
-                      ),
-                  )
-                }
-              >
-                Apply the recommended baseline
-              </Button>
+              <Gate permission="policies.write">
+                <Button
+                  size="xs"
+                  variant="light"
+                  disabled={missing.length === 0 || !assignments.data}
+                  loading={set.isPending}
+                  onClick={() =>
+                    confirmAction(
+                      {
+                        title: 'Apply the recommended baseline?',
+                        message: `Sets the ${missing.length} policies not set on ${fleetName} to their recommended values (the ones already set stay as they are). Devices that cannot apply one report it incompatible.`,
+                        confirmLabel: 'Apply baseline',
+                        danger: false,
+                      },
+                      () =>
+                        set.mutate(
+                          missing.map((p) => ({ set: { policy: p.symbol, value: p.recommended as Value, fleet_id: fleetId } })),
+                          {
+                            onSuccess: (n) => notifySuccess(`${n} policies applied to ${fleetName}`),
+                            onError: (e) => notifyError('Baseline not fully applied', e),
+                          },
+                        ),
+                    )
+                  }
+                >
+                  Apply the recommended baseline
+                </Button>
+              </Gate>
             </Group>
             <Table.ScrollContainer minWidth={760}>
               <Table verticalSpacing="xs">

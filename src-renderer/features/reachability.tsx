@@ -3,6 +3,7 @@ import { IconAlertTriangle } from '@tabler/icons-react';
 import { useChoosePublicHost, useStatus } from '../api/queries.ts';
 import { notifyError, notifySuccess } from '../components/common.tsx';
 import { isLoopback } from '../../src-shared/contract/rules.ts';
+import { Gate } from '../components/permissions.tsx';
 
 /**
  * "Phones cannot reach this server", wherever codes are made or sent: the public host goes into
@@ -33,21 +34,23 @@ export function UnreachableWarning({ what = 'QR codes and links' }: { what?: str
       {lan.length > 0 ? (
         <Group gap="xs" mt="xs">
           {lan.map((address) => (
-            <Button
-              key={address}
-              size="xs"
-              variant="default"
-              loading={choose.isPending && choose.variables === address}
-              onClick={() =>
-                choose.mutate(address, {
-                  onSuccess: () => notifySuccess(`Phones now reach this server at ${address}`, 'Public host changed'),
-                  onError: (error) => notifyError('The public host was not changed', error),
-                })
-              }
-              data-testid="use-lan-address"
-            >
-              Use {address}
-            </Button>
+            <Gate permission="settings.server">
+              <Button
+                key={address}
+                size="xs"
+                variant="default"
+                loading={choose.isPending && choose.variables === address}
+                onClick={() =>
+                  choose.mutate(address, {
+                    onSuccess: () => notifySuccess(`Phones now reach this server at ${address}`, 'Public host changed'),
+                    onError: (error) => notifyError('The public host was not changed', error),
+                  })
+                }
+                data-testid="use-lan-address"
+              >
+                Use {address}
+              </Button>
+            </Gate>
           ))}
         </Group>
       ) : null}

@@ -4,6 +4,7 @@ import { IconListDetails } from '@tabler/icons-react';
 import { admin } from '../api/client.ts';
 import type { TaskVerification } from '../../src-shared/contract/index.ts';
 import { notifyError, notifySuccess, RelativeTime } from '../components/common.tsx';
+import { Gate } from '../components/permissions.tsx';
 
 // The contract's verificationText, here too: the console imports no schema module of the contract.
 const LABELS: Record<TaskVerification['state'], string> = {
@@ -58,21 +59,23 @@ export function AskInventoryButton({ agentId, agentName }: { agentId: number; ag
     onError: (error) => notifyError('The inventory was not asked for', error),
   });
   return (
-    <Tooltip label={`Ask ${agentName} for its inventory now, to check the install`} openDelay={300}>
-      <Button
-        size="compact-xs"
-        variant="default"
-        leftSection={<IconListDetails size={12} />}
-        loading={ask.isPending}
-        onClick={(event) => {
-          event.stopPropagation();
-          ask.mutate();
-        }}
-        aria-label={`Ask ${agentName} for an inventory`}
-      >
-        Ask for inventory
-      </Button>
-    </Tooltip>
+    <Gate permission="devices.inventory">
+      <Tooltip label={`Ask ${agentName} for its inventory now, to check the install`} openDelay={300}>
+        <Button
+          size="compact-xs"
+          variant="default"
+          leftSection={<IconListDetails size={12} />}
+          loading={ask.isPending}
+          onClick={(event) => {
+            event.stopPropagation();
+            ask.mutate();
+          }}
+          aria-label={`Ask ${agentName} for an inventory`}
+        >
+          Ask for inventory
+        </Button>
+      </Tooltip>
+    </Gate>
   );
 }
 

@@ -14,6 +14,7 @@ import {
   RelativeTime,
 } from '../components/common.tsx';
 import { DecideButtons } from '../features/approval.tsx';
+import { Gate } from '../components/permissions.tsx';
 
 /** Devices enrolled with a code that needs approval: approve (one, some or all) or reject. */
 export function ApprovalsPage() {
@@ -41,23 +42,27 @@ export function ApprovalsPage() {
         description="Devices enrolled with an enrollment code that needs an admin's approval. Until approved they can only wait: the broker refuses them, and no report, position, task status or download of theirs is accepted (nothing they send is shown). A rejected device is freed."
         actions={
           <Group gap="sm">
-            <Button
-              variant="default"
-              leftSection={<IconChecks size={16} />}
-              disabled={chosen.length === 0}
-              loading={approve.isPending}
-              onClick={() => approveMany(chosen)}
-            >
-              Approve selected ({chosen.length})
-            </Button>
-            <Button
-              leftSection={<IconChecks size={16} />}
-              disabled={waiting.length === 0}
-              loading={approve.isPending}
-              onClick={() => approveMany(waiting.map((a) => a.id))}
-            >
-              Approve all ({waiting.length})
-            </Button>
+            <Gate permission="devices.approve">
+              <Button
+                variant="default"
+                leftSection={<IconChecks size={16} />}
+                disabled={chosen.length === 0}
+                loading={approve.isPending}
+                onClick={() => approveMany(chosen)}
+              >
+                Approve selected ({chosen.length})
+              </Button>
+            </Gate>
+            <Gate permission="devices.approve">
+              <Button
+                leftSection={<IconChecks size={16} />}
+                disabled={waiting.length === 0}
+                loading={approve.isPending}
+                onClick={() => approveMany(waiting.map((a) => a.id))}
+              >
+                Approve all ({waiting.length})
+              </Button>
+            </Gate>
           </Group>
         }
       />

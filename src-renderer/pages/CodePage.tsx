@@ -28,6 +28,7 @@ import { DetailsTable, LinksCard, LogCard, QrCard, SimulationResult } from '../f
 import { formatDateTime } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
 import { CodeActions, CodeStatusBadge } from './Codes.tsx';
+import { Gate } from '../components/permissions.tsx';
 
 export function CodePage({ id }: { id: number }) {
   const code = useCode(id);
@@ -194,13 +195,15 @@ function SimulateButton({ code }: { code: CodeDetail }) {
   };
   return (
     <>
-      <Button
-        leftSection={<IconPlayerPlay size={16} />}
-        onClick={open}
-        title="Runs the device simulator with this code, as a person's phone would"
-      >
-        Simulate a device
-      </Button>
+      <Gate permission="simulator.run">
+        <Button
+          leftSection={<IconPlayerPlay size={16} />}
+          onClick={open}
+          title="Runs the device simulator with this code, as a person's phone would"
+        >
+          Simulate a device
+        </Button>
+      </Gate>
       <Modal opened={opened} onClose={() => setOpened(false)} title="Simulate a person enrolling a device">
         <form onSubmit={submit}>
           <Stack>

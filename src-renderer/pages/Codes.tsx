@@ -32,6 +32,7 @@ import {
   PageHeader,
   RelativeTime,
 } from '../components/common.tsx';
+import { Gate } from '../components/permissions.tsx';
 
 const DOMAIN = /^@?[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/i;
 
@@ -171,54 +172,58 @@ export function CodeActions({ code }: { code: EnrollmentCode }) {
   const rotate = useRotateCode();
   return (
     <Group gap="xs" wrap="nowrap">
-      <Button
-        size="xs"
-        variant="default"
-        leftSection={<IconRefresh size={14} />}
-        loading={rotate.isPending}
-        disabled={code.status === 'revoked'}
-        onClick={() =>
-          confirmAction(
-            {
-              title: `Rotate "${code.name}"?`,
-              message:
-                'A new QR code and link replace the current ones: every printed poster and shared copy stops working. Devices already enrolled are not affected.',
-              confirmLabel: 'Rotate',
-            },
-            () =>
-              rotate.mutate(code.id, {
-                onSuccess: () => notifySuccess('New QR code and link: print them again'),
-                onError: (e) => notifyError('Not rotated', e),
-              }),
-          )
-        }
-      >
-        Rotate
-      </Button>
-      <Button
-        size="xs"
-        variant="default"
-        color="red"
-        leftSection={<IconBan size={14} />}
-        loading={revoke.isPending}
-        disabled={code.status === 'revoked'}
-        onClick={() =>
-          confirmAction(
-            {
-              title: `Revoke "${code.name}"?`,
-              message: 'No further device can enroll with it. Devices already enrolled are not affected.',
-              confirmLabel: 'Revoke',
-            },
-            () =>
-              revoke.mutate(code.id, {
-                onSuccess: () => notifySuccess('Code revoked'),
-                onError: (e) => notifyError('Not revoked', e),
-              }),
-          )
-        }
-      >
-        Revoke
-      </Button>
+      <Gate permission="codes.write">
+        <Button
+          size="xs"
+          variant="default"
+          leftSection={<IconRefresh size={14} />}
+          loading={rotate.isPending}
+          disabled={code.status === 'revoked'}
+          onClick={() =>
+            confirmAction(
+              {
+                title: `Rotate "${code.name}"?`,
+                message:
+                  'A new QR code and link replace the current ones: every printed poster and shared copy stops working. Devices already enrolled are not affected.',
+                confirmLabel: 'Rotate',
+              },
+              () =>
+                rotate.mutate(code.id, {
+                  onSuccess: () => notifySuccess('New QR code and link: print them again'),
+                  onError: (e) => notifyError('Not rotated', e),
+                }),
+            )
+          }
+        >
+          Rotate
+        </Button>
+      </Gate>
+      <Gate permission="codes.revoke">
+        <Button
+          size="xs"
+          variant="default"
+          color="red"
+          leftSection={<IconBan size={14} />}
+          loading={revoke.isPending}
+          disabled={code.status === 'revoked'}
+          onClick={() =>
+            confirmAction(
+              {
+                title: `Revoke "${code.name}"?`,
+                message: 'No further device can enroll with it. Devices already enrolled are not affected.',
+                confirmLabel: 'Revoke',
+              },
+              () =>
+                revoke.mutate(code.id, {
+                  onSuccess: () => notifySuccess('Code revoked'),
+                  onError: (e) => notifyError('Not revoked', e),
+                }),
+            )
+          }
+        >
+          Revoke
+        </Button>
+      </Gate>
     </Group>
   );
 }
@@ -232,9 +237,11 @@ export function CodesPage() {
         title="Enrollment codes"
         description="One QR code for many devices: each person enrolls with their own email address, within the domains, uses, expiry and approval you set."
         actions={
-          <Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)}>
-            New code
-          </Button>
+          <Gate permission="codes.write">
+            <Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)}>
+              New code
+            </Button>
+          </Gate>
         }
       />
       <NewCodeModal opened={creating} onClose={() => setCreating(false)} />
@@ -243,7 +250,14 @@ export function CodesPage() {
       ) : codes.isError ? (
         <ErrorState error={codes.error} onRetry={() => void codes.refetch()} />
       ) : codes.data.length === 0 ? (
-        <EmptyState title="No enrollment codes yet" action={<Button onClick={() => setCreating(true)}>Create one</Button>}>
+        <EmptyState
+          title="No enrollment codes yet"
+          action={
+            <Gate permission="codes.write">
+              <Button onClick={() => setCreating(true)}>Create one</Button>
+            </Gate>
+          }
+        >
           Print one code on a poster or hand it to a team: everyone enrolls their own device with it.
         </EmptyState>
       ) : (

@@ -9,6 +9,7 @@ import { Funnel } from './dashboard/Funnel.tsx';
 import { ServerCard } from './dashboard/ServerCard.tsx';
 import { ActivityFeed } from './dashboard/ActivityFeed.tsx';
 import { ComplianceCard } from './dashboard/ComplianceCard.tsx';
+import { Gate } from '../components/permissions.tsx';
 
 export function Dashboard() {
   const status = useStatus();
@@ -18,9 +19,11 @@ export function Dashboard() {
         title="Dashboard"
         description="Invitations, devices and the server at a glance."
         actions={
-          <Button component={Link} to="/invitations?new=1" leftSection={<IconMail size={16} />}>
-            Invite someone
-          </Button>
+          <Gate permission="invitations.create">
+            <Button component={Link} to="/invitations?new=1" leftSection={<IconMail size={16} />}>
+              Invite someone
+            </Button>
+          </Gate>
         }
       />
       <QueryView query={status}>

@@ -20,6 +20,7 @@ import { AgentCommands } from '../features/agent-commands.tsx';
 import { DecideButtons } from '../features/approval.tsx';
 import { enrollStatusOf } from '../lib/devices.ts';
 import { formatDateTime, fullName } from '../lib/format.ts';
+import { Gate } from '../components/permissions.tsx';
 
 /**
  * The agent record in an admin's words, in this order. Each row keeps the admin API's field name
@@ -255,34 +256,36 @@ function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
           Actions
         </Title>
         <AgentCommands agent={agent} />
-        <Button
-          mt="sm"
-          size="xs"
-          color="red"
-          variant="subtle"
-          leftSection={<IconTrash size={14} />}
-          loading={remove.isPending}
-          onClick={() =>
-            confirmAction(
-              {
-                title: 'Delete this device?',
-                message: `${agent.name} is removed from the console and its agent account is closed: it can no longer talk to this server. The device itself is not wiped.`,
-                confirmLabel: 'Delete',
-              },
-              () => {
-                remove.mutate(agent.id, {
-                  onSuccess: () => {
-                    notifySuccess(`${agent.name} deleted`);
-                    onClose();
-                  },
-                  onError: (e) => notifyError('Not deleted', e),
-                });
-              },
-            )
-          }
-        >
-          Delete device
-        </Button>
+        <Gate permission="devices.delete">
+          <Button
+            mt="sm"
+            size="xs"
+            color="red"
+            variant="subtle"
+            leftSection={<IconTrash size={14} />}
+            loading={remove.isPending}
+            onClick={() =>
+              confirmAction(
+                {
+                  title: 'Delete this device?',
+                  message: `${agent.name} is removed from the console and its agent account is closed: it can no longer talk to this server. The device itself is not wiped.`,
+                  confirmLabel: 'Delete',
+                },
+                () => {
+                  remove.mutate(agent.id, {
+                    onSuccess: () => {
+                      notifySuccess(`${agent.name} deleted`);
+                      onClose();
+                    },
+                    onError: (e) => notifyError('Not deleted', e),
+                  });
+                },
+              )
+            }
+          >
+            Delete device
+          </Button>
+        </Gate>
       </div>
       <Divider />
       <InventorySection agent={agent} />

@@ -37,6 +37,7 @@ import {
 import { formatBytes, shortHash } from '../lib/format.ts';
 import { uploadFile, type PackageDescription, type UploadHandle } from '../lib/upload.ts';
 import { DeployModal, PackageInfoModal } from '../features/deployments.tsx';
+import { Gate, RoleNotice, useCan } from '../components/permissions.tsx';
 
 interface Upload {
   key: string;
@@ -276,57 +277,63 @@ function StoredTable({ kind, items }: { kind: StoredKind; items: StoredItem[] })
               <Table.Td>
                 <Group gap={4} wrap="nowrap" justify="flex-end">
                   {kind === 'package' && !item.package_name ? (
-                    <Button
-                      size="xs"
-                      variant="default"
-                      onClick={() => setDescribing(item)}
-                      aria-label={`Set the package name of ${item.name}`}
-                    >
-                      Set package name…
-                    </Button>
+                    <Gate permission="files.write">
+                      <Button
+                        size="xs"
+                        variant="default"
+                        onClick={() => setDescribing(item)}
+                        aria-label={`Set the package name of ${item.name}`}
+                      >
+                        Set package name…
+                      </Button>
+                    </Gate>
                   ) : null}
-                  <Tooltip
-                    label={
-                      kind === 'package' && !item.package_name
-                        ? 'Set its package name first'
-                        : 'Publish it to a fleet or a device'
-                    }
-                  >
-                    <Button
-                      size="xs"
-                      variant="light"
-                      leftSection={<IconRocket size={14} />}
-                      disabled={kind === 'package' && !item.package_name}
-                      onClick={() => setDeploying(item)}
-                      aria-label={`Deploy ${item.name}`}
-                    >
-                      Deploy to…
-                    </Button>
-                  </Tooltip>
-                  <Tooltip label="Delete">
-                    <ActionIcon
-                      variant="subtle"
-                      color="red"
-                      aria-label={`Delete ${item.name}`}
-                      loading={remove.isPending && remove.variables === item.id}
-                      onClick={() =>
-                        confirmAction(
-                          {
-                            title: `Delete ${item.name}?`,
-                            message: 'Devices can no longer download it.',
-                            confirmLabel: 'Delete',
-                          },
-                          () =>
-                            remove.mutate(item.id, {
-                              onSuccess: () => notifySuccess(`${item.name} deleted`),
-                              onError: (e) => notifyError('Not deleted', e),
-                            }),
-                        )
+                  <Gate permission="deployments.write">
+                    <Tooltip
+                      label={
+                        kind === 'package' && !item.package_name
+                          ? 'Set its package name first'
+                          : 'Publish it to a fleet or a device'
                       }
                     >
-                      <IconTrash size={16} />
-                    </ActionIcon>
-                  </Tooltip>
+                      <Button
+                        size="xs"
+                        variant="light"
+                        leftSection={<IconRocket size={14} />}
+                        disabled={kind === 'package' && !item.package_name}
+                        onClick={() => setDeploying(item)}
+                        aria-label={`Deploy ${item.name}`}
+                      >
+                        Deploy to…
+                      </Button>
+                    </Tooltip>
+                  </Gate>
+                  <Gate permission="files.write">
+                    <Tooltip label="Delete">
+                      <ActionIcon
+                        variant="subtle"
+                        color="red"
+                        aria-label={`Delete ${item.name}`}
+                        loading={remove.isPending && remove.variables === item.id}
+                        onClick={() =>
+                          confirmAction(
+                            {
+                              title: `Delete ${item.name}?`,
+                              message: 'Devices can no longer download it.',
+                              confirmLabel: 'Delete',
+                            },
+                            () =>
+                              remove.mutate(item.id, {
+                                onSuccess: () => notifySuccess(`${item.name} deleted`),
+                                onError: (e) => notifyError('Not deleted', e),
+                              }),
+                          )
+                        }
+                      >
+                        <IconTrash size={16} />
+                      </ActionIcon>
+                    </Tooltip>
+                  </Gate>
                 </Group>
               </Table.Td>
             </Table.Tr>
@@ -387,6 +394,7 @@ function StorePanel({
     if (offered.length > 0) onApks?.(offered);
   };
 
+  const mayWrite = useCan('files.write').allowed;
   // Each hand-over once (the id changes with each).
   const handled = useRef(0);
   useEffect(() => {
@@ -399,30 +407,33 @@ function StorePanel({
   return (
     <Stack gap="md">
       <div>
-        <Dropzone
-          onDrop={start}
-          multiple
-          aria-label={`Upload ${kind === 'file' ? 'files' : 'packages'}`}
-          data-testid={`${kind}-dropzone`}
-        >
-          <Group justify="center" gap="lg" mih={110} style={{ pointerEvents: 'none' }}>
-            <Dropzone.Accept>
-              <IconUpload size={42} stroke={1.4} />
-            </Dropzone.Accept>
-            <Dropzone.Reject>
-              <IconX size={42} stroke={1.4} />
-            </Dropzone.Reject>
-            <Dropzone.Idle>
-              {kind === 'file' ? <IconFile size={42} stroke={1.4} /> : <IconPackage size={42} stroke={1.4} />}
-            </Dropzone.Idle>
-            <div>
-              <Text fw={600}>Drop {kind === 'file' ? 'files' : 'packages'} here, or click to choose</Text>
-              <Text size="sm" c="dimmed">
-                Several at once; each is streamed to the server with its progress shown.
-              </Text>
-            </div>
-          </Group>
-        </Dropzone>
+        <RoleNotice permission="files.write" />
+        {mayWrite ? (
+          <Dropzone
+            onDrop={start}
+            multiple
+            aria-label={`Upload ${kind === 'file' ? 'files' : 'packages'}`}
+            data-testid={`${kind}-dropzone`}
+          >
+            <Group justify="center" gap="lg" mih={110} style={{ pointerEvents: 'none' }}>
+              <Dropzone.Accept>
+                <IconUpload size={42} stroke={1.4} />
+              </Dropzone.Accept>
+              <Dropzone.Reject>
+                <IconX size={42} stroke={1.4} />
+              </Dropzone.Reject>
+              <Dropzone.Idle>
+                {kind === 'file' ? <IconFile size={42} stroke={1.4} /> : <IconPackage size={42} stroke={1.4} />}
+              </Dropzone.Idle>
+              <div>
+                <Text fw={600}>Drop {kind === 'file' ? 'files' : 'packages'} here, or click to choose</Text>
+                <Text size="sm" c="dimmed">
+                  Several at once; each is streamed to the server with its progress shown.
+                </Text>
+              </div>
+            </Group>
+          </Dropzone>
+        ) : null}
         <UploadList
           uploads={uploads}
           onDismiss={(key) => setUploads((all) => all.filter((u) => u.key !== key))}

@@ -21,6 +21,7 @@ import { Link, navigate } from '../lib/router.tsx';
 import { confirmAction, EmptyState, notifyError, notifySuccess, PageHeader, QueryView } from '../components/common.tsx';
 import { DeploymentList } from '../features/deployments.tsx';
 import { FleetPolicies } from '../features/policies.tsx';
+import { Gate } from '../components/permissions.tsx';
 
 function RenameModal({ fleet, onClose }: { fleet: Fleet | null; onClose: () => void }) {
   const rename = useRenameFleet();
@@ -50,9 +51,11 @@ function RenameModal({ fleet, onClose }: { fleet: Fleet | null; onClose: () => v
             required
           />
           <Group justify="flex-end">
-            <Button type="submit" loading={rename.isPending} disabled={name.trim() === ''}>
-              Rename
-            </Button>
+            <Gate permission="fleets.write">
+              <Button type="submit" loading={rename.isPending} disabled={name.trim() === ''}>
+                Rename
+              </Button>
+            </Gate>
           </Group>
         </Stack>
       </form>
@@ -89,9 +92,11 @@ function FleetList({ fleets, selected }: { fleets: Fleet[]; selected: number | n
             maxLength={100}
             style={{ flex: 1 }}
           />
-          <Button type="submit" leftSection={<IconPlus size={16} />} loading={create.isPending} disabled={name.trim() === ''}>
-            Create
-          </Button>
+          <Gate permission="fleets.write">
+            <Button type="submit" leftSection={<IconPlus size={16} />} loading={create.isPending} disabled={name.trim() === ''}>
+              Create
+            </Button>
+          </Gate>
         </Group>
       </form>
       <Table highlightOnHover verticalSpacing="xs" data-testid="fleet-list">
@@ -122,52 +127,56 @@ function FleetList({ fleets, selected }: { fleets: Fleet[]; selected: number | n
               </Table.Td>
               <Table.Td>
                 <Group gap={2} wrap="nowrap" justify="flex-end">
-                  <Tooltip label="Rename">
-                    <ActionIcon
-                      variant="subtle"
-                      color="gray"
-                      aria-label={`Rename ${fleet.name}`}
-                      onClick={() => setRenaming(fleet)}
-                    >
-                      <IconPencil size={16} />
-                    </ActionIcon>
-                  </Tooltip>
-                  <Tooltip
-                    label={
-                      fleet.is_default
-                        ? 'The default fleet stays'
-                        : fleet.agent_count > 0
-                          ? 'Move its devices out first'
-                          : 'Delete'
-                    }
-                  >
-                    <ActionIcon
-                      variant="subtle"
-                      color="red"
-                      aria-label={`Delete ${fleet.name}`}
-                      disabled={fleet.is_default === 1 || fleet.agent_count > 0}
-                      onClick={() =>
-                        confirmAction(
-                          {
-                            title: `Delete fleet "${fleet.name}"?`,
-                            message: 'Its deployments are removed; invitations that name it enroll into the default fleet.',
-                            confirmLabel: 'Delete',
-                          },
-                          () => {
-                            remove.mutate(fleet.id, {
-                              onSuccess: () => {
-                                notifySuccess(`Fleet "${fleet.name}" deleted`);
-                                if (selected === fleet.id) navigate('/fleets');
-                              },
-                              onError: (e) => notifyError('Not deleted', e),
-                            });
-                          },
-                        )
+                  <Gate permission="fleets.write">
+                    <Tooltip label="Rename">
+                      <ActionIcon
+                        variant="subtle"
+                        color="gray"
+                        aria-label={`Rename ${fleet.name}`}
+                        onClick={() => setRenaming(fleet)}
+                      >
+                        <IconPencil size={16} />
+                      </ActionIcon>
+                    </Tooltip>
+                  </Gate>
+                  <Gate permission="fleets.write">
+                    <Tooltip
+                      label={
+                        fleet.is_default
+                          ? 'The default fleet stays'
+                          : fleet.agent_count > 0
+                            ? 'Move its devices out first'
+                            : 'Delete'
                       }
                     >
-                      <IconTrash size={16} />
-                    </ActionIcon>
-                  </Tooltip>
+                      <ActionIcon
+                        variant="subtle"
+                        color="red"
+                        aria-label={`Delete ${fleet.name}`}
+                        disabled={fleet.is_default === 1 || fleet.agent_count > 0}
+                        onClick={() =>
+                          confirmAction(
+                            {
+                              title: `Delete fleet "${fleet.name}"?`,
+                              message: 'Its deployments are removed; invitations that name it enroll into the default fleet.',
+                              confirmLabel: 'Delete',
+                            },
+                            () => {
+                              remove.mutate(fleet.id, {
+                                onSuccess: () => {
+                                  notifySuccess(`Fleet "${fleet.name}" deleted`);
+                                  if (selected === fleet.id) navigate('/fleets');
+                                },
+                                onError: (e) => notifyError('Not deleted', e),
+                              });
+                            },
+                          )
+                        }
+                      >
+                        <IconTrash size={16} />
+                      </ActionIcon>
+                    </Tooltip>
+                  </Gate>
                 </Group>
               </Table.Td>
             </Table.Tr>

@@ -24,6 +24,7 @@ import { fullName } from '../lib/format.ts';
 import { printQuery } from '../lib/print-layout.ts';
 import { BulkImportModal } from './BulkImportModal.tsx';
 import { NewInvitationModal } from './NewInvitationModal.tsx';
+import { Gate, useCan } from '../components/permissions.tsx';
 
 const PAGE_SIZE = 50;
 const STATUSES: { value: string; label: string }[] = [
@@ -47,6 +48,7 @@ export function Invitations() {
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const newOpen = params.get('new') === '1';
   const bulkOpen = params.get('bulk') === '1';
+  const mayInvite = useCan('invitations.create').allowed;
   const fleets = useFleets();
 
   const setParam = (name: string, value: string | null) => {
@@ -95,12 +97,16 @@ export function Invitations() {
         description="Each invitation carries a QR code and a deeplink that enrolls one device."
         actions={
           <>
-            <Button variant="default" leftSection={<IconUsersPlus size={16} />} onClick={() => setParam('bulk', '1')}>
-              Invite many
-            </Button>
-            <Button leftSection={<IconMailPlus size={16} />} onClick={() => setParam('new', '1')}>
-              New invitation
-            </Button>
+            <Gate permission="invitations.create">
+              <Button variant="default" leftSection={<IconUsersPlus size={16} />} onClick={() => setParam('bulk', '1')}>
+                Invite many
+              </Button>
+            </Gate>
+            <Gate permission="invitations.create">
+              <Button leftSection={<IconMailPlus size={16} />} onClick={() => setParam('new', '1')}>
+                New invitation
+              </Button>
+            </Gate>
           </>
         }
       />
@@ -172,9 +178,11 @@ export function Invitations() {
             <EmptyState
               title="No invitations yet"
               action={
-                <Button leftSection={<IconMailPlus size={16} />} onClick={() => setParam('new', '1')}>
-                  Create the first one
-                </Button>
+                <Gate permission="invitations.create">
+                  <Button leftSection={<IconMailPlus size={16} />} onClick={() => setParam('new', '1')}>
+                    Create the first one
+                  </Button>
+                </Gate>
               }
             >
               Invite people by email: each gets a QR code to scan with the device to enroll.
@@ -301,8 +309,8 @@ export function Invitations() {
           </Text>
         ) : null}
       </Card>
-      <NewInvitationModal opened={newOpen} onClose={() => setParam('new', null)} />
-      <BulkImportModal opened={bulkOpen} onClose={() => setParam('bulk', null)} />
+      <NewInvitationModal opened={newOpen && mayInvite} onClose={() => setParam('new', null)} />
+      <BulkImportModal opened={bulkOpen && mayInvite} onClose={() => setParam('bulk', null)} />
     </>
   );
 }

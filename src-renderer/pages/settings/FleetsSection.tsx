@@ -6,6 +6,7 @@ import type { Fleet } from '../../../src-shared/contract/index.ts';
 import { notifyError, QueryView } from '../../components/common.tsx';
 
 import { Section } from './Section.tsx';
+import { Gate } from '../../components/permissions.tsx';
 
 function FleetRow({ fleet }: { fleet: Fleet }) {
   const rename = useRenameFleet();
@@ -59,19 +60,21 @@ function FleetRow({ fleet }: { fleet: Fleet }) {
       <Table.Td ta="right">{fleet.agent_count.toLocaleString()}</Table.Td>
       <Table.Td w={50}>
         {!editing ? (
-          <Tooltip label="Rename">
-            <ActionIcon
-              variant="subtle"
-              color="gray"
-              aria-label={`Rename ${fleet.name}`}
-              onClick={() => {
-                setName(fleet.name);
-                setEditing(true);
-              }}
-            >
-              <IconPencil size={16} />
-            </ActionIcon>
-          </Tooltip>
+          <Gate permission="fleets.write">
+            <Tooltip label="Rename">
+              <ActionIcon
+                variant="subtle"
+                color="gray"
+                aria-label={`Rename ${fleet.name}`}
+                onClick={() => {
+                  setName(fleet.name);
+                  setEditing(true);
+                }}
+              >
+                <IconPencil size={16} />
+              </ActionIcon>
+            </Tooltip>
+          </Gate>
         ) : null}
       </Table.Td>
     </Table.Tr>
@@ -120,15 +123,17 @@ export function FleetsSection() {
                   onChange={(e) => setName(e.currentTarget.value)}
                   maxLength={100}
                 />
-                <Button
-                  type="submit"
-                  variant="default"
-                  leftSection={<IconPlus size={16} />}
-                  loading={create.isPending}
-                  disabled={!name.trim()}
-                >
-                  Add fleet
-                </Button>
+                <Gate permission="fleets.write">
+                  <Button
+                    type="submit"
+                    variant="default"
+                    leftSection={<IconPlus size={16} />}
+                    loading={create.isPending}
+                    disabled={!name.trim()}
+                  >
+                    Add fleet
+                  </Button>
+                </Gate>
               </Group>
             </form>
           </Stack>

@@ -1,14 +1,14 @@
 import { Button, Group, NumberInput, SimpleGrid, Stack, Switch, Text } from '@mantine/core';
 import { IconDeviceFloppy } from '@tabler/icons-react';
 import { useEffect, useState, type FormEvent } from 'react';
-import { useMe, useSignInSettings, useUpdateSignInSettings } from '../../api/accounts.ts';
+import { useSignInSettings, useUpdateSignInSettings } from '../../api/accounts.ts';
+import { useCan } from '../../components/permissions.tsx';
 import { errorMessage } from '../../api/client.ts';
 import type { SignInSettings } from '../../../src-shared/contract/index.ts';
-import { ROLE_PERMISSIONS } from '../../../src-shared/contract/permissions.ts';
 import { notifySuccess, QueryView } from '../../components/common.tsx';
 import { Section } from './Section.tsx';
 
-function SignInForm({ settings, canChange }: { settings: SignInSettings; canChange: boolean }) {
+function SignInForm({ settings, canChange, refusal }: { settings: SignInSettings; canChange: boolean; refusal: string | null }) {
   const save = useUpdateSignInSettings();
   const [form, setForm] = useState(settings);
   const [error, setError] = useState<string | null>(null);
@@ -26,7 +26,7 @@ function SignInForm({ settings, canChange }: { settings: SignInSettings; canChan
       onError: (failure) => setError(errorMessage(failure)),
     });
   };
-  const reason = canChange ? undefined : 'Only the owner changes the sign-in settings.';
+  const reason = canChange ? undefined : (refusal ?? 'Only the owner changes the sign-in settings.');
   return (
     <form onSubmit={submit} noValidate data-testid="sign-in-settings">
       <Stack gap="md">
@@ -87,15 +87,16 @@ function SignInForm({ settings, canChange }: { settings: SignInSettings; canChan
 /** The owner's sign-in settings: two-factor for everyone, how long console sessions last. */
 export function SignInSection() {
   const settings = useSignInSettings();
-  const me = useMe();
-  const canChange = me.data ? ROLE_PERMISSIONS[me.data.role].includes('settings.server') : false;
+  const can = useCan('settings.server');
   return (
     <Section
       id="sign-in"
       title="Sign-in"
       description="Two-factor sign-in for everyone, and how long a console session lasts. Changes apply to sessions already open."
     >
-      <QueryView query={settings}>{(data) => <SignInForm settings={data} canChange={canChange} />}</QueryView>
+      <QueryView query={settings}>
+        {(data) => <SignInForm settings={data} canChange={can.allowed} refusal={can.reason} />}
+      </QueryView>
     </Section>
   );
 }
