@@ -188,20 +188,36 @@ function ColorSchemeToggle() {
 function SignedInAs() {
   const me = useMe();
   if (!me.data) return null;
-  const { account, role } = me.data;
+  const { account, role, fleets } = me.data;
+  // An operator or observer scoped to fleets sees those fleets' devices, invitations and codes only.
+  const scope =
+    fleets === null
+      ? null
+      : fleets.length > 0
+        ? `Scoped to fleets: ${fleets.map((f) => f.name).join(', ')}`
+        : 'Scoped to no fleet';
   return (
-    <Tooltip label={account.email ? `Signed in as ${account.email}` : 'The owner: this computer’s user'}>
-      <Link to="/account" data-testid="signed-in-as" style={{ color: 'inherit', textDecoration: 'none' }}>
-        <Group gap={6} wrap="nowrap" visibleFrom="sm">
-          <Text size="sm" fw={500}>
-            {account.display_name}
-          </Text>
-          <Badge variant="light" size="sm">
-            {role}
+    <Group gap={6} wrap="nowrap">
+      <Tooltip label={account.email ? `Signed in as ${account.email}` : 'The owner: this computer’s user'}>
+        <Link to="/account" data-testid="signed-in-as" style={{ color: 'inherit', textDecoration: 'none' }}>
+          <Group gap={6} wrap="nowrap" visibleFrom="sm">
+            <Text size="sm" fw={500}>
+              {account.display_name}
+            </Text>
+            <Badge variant="light" size="sm">
+              {role}
+            </Badge>
+          </Group>
+        </Link>
+      </Tooltip>
+      {scope && (
+        <Tooltip label="Lists, counts, the activity and the live updates show these fleets only">
+          <Badge variant="outline" color="grape" size="sm" maw={260} data-testid="fleet-scope">
+            {scope}
           </Badge>
-        </Group>
-      </Link>
-    </Tooltip>
+        </Tooltip>
+      )}
+    </Group>
   );
 }
 

@@ -18,7 +18,7 @@ export interface Can {
 
 /** After "Your role (admin) cannot change the server settings": which they are (OWNER_SETTINGS in the contract). */
 export const OWNER_SETTINGS_NOTE =
-  ': the public host, the MQTT TLS port, the deeplink page, the bug collector and the SMTP server are the owner’s.';
+  ': the public host, the MQTT TLS port, the deeplink page, the bug collector, the SMTP server and the sign-in settings are the owner’s.';
 
 /** "Your role (operator) cannot wipe devices". */
 export const refusalReason = (role: string, permission: Permission) => `Your role (${role}) cannot ${PERMISSIONS[permission]}`;
@@ -74,7 +74,7 @@ export function RoleNotice({ permission, children }: { permission: Permission; c
   return (
     <Alert color="gray" variant="light" icon={<IconLock size={16} />} data-refused={permission} mb="sm">
       {can.reason}
-      {children ? <> {children}</> : '.'}
+      {children ?? '.'}
     </Alert>
   );
 }

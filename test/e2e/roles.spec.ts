@@ -90,6 +90,14 @@ test('an operator: wipe, delete and settings disabled with the reason; lock work
   await expect(operator.getByTestId('file-dropzone')).toHaveCount(0);
   await operator.goto('/invitations');
   await expect(operator.getByRole('button', { name: 'New invitation' })).toBeEnabled();
+
+  // The owner makes them an observer: their open console follows at once (the live stream), no reload.
+  await operator.goto(`/devices?agent=${agentId}`);
+  await expect(drawer.getByRole('button', { name: 'Lock', exact: true })).toBeEnabled();
+  await admin.accounts.update({ params: { id: invited.account.id }, body: { role: 'observer' } });
+  await expect(operator.getByTestId('signed-in-as')).toContainText('observer');
+  await expect(drawer.getByRole('button', { name: 'Lock', exact: true })).toBeDisabled();
+  await expect(drawer.getByLabel('Your role (observer) cannot lock or unlock devices')).toHaveCount(2); // lock, unlock
   await context.close();
 
   // The owner (this suite's session) keeps every control.
@@ -98,4 +106,35 @@ test('an operator: wipe, delete and settings disabled with the reason; lock work
   await expect(ownerDrawer.getByRole('button', { name: 'Wipe', exact: true })).toBeEnabled();
   await expect(ownerDrawer.getByRole('button', { name: 'Delete device' })).toBeEnabled();
   await expect(ownerDrawer.getByLabel(/^Your role/)).toHaveCount(0);
+});
+
+test('an admin: everything but the owner’s settings, which show why', async ({ browser }, testInfo) => {
+  const t = tag();
+  const invited = await admin.accounts.invite({
+    body: { email: `alex.admin.${t}@example.org`, role: 'admin', display_name: 'Alex Admin', no_email: true },
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: server.admin_url });
+  const accepted = await context.request.post('/auth/invitation', {
+    headers: { origin: server.admin_url },
+    data: { token: new URL(invited.setup_url!).searchParams.get('token')!, password: 'an admin password' },
+  });
+  expect(accepted.status(), await accepted.text()).toBe(200);
+  const page = await context.newPage();
+  await page.goto('/settings');
+  await expect(page.getByTestId('signed-in-as')).toContainText('admin');
+  await expect(
+    page
+      .getByText('Your role (admin) cannot change the server settings: the public host, the MQTT TLS port', { exact: false })
+      .first(),
+  ).toBeVisible();
+  await expect(page.getByTestId('public-host-select')).toBeDisabled();
+  await expect(page.getByRole('switch', { name: 'Send devices to the MQTT TLS port' })).toBeDisabled();
+  await expect(page.getByTestId('helpdesk-name')).toBeEnabled();
+  await expect(page.getByRole('textbox', { name: 'Host', exact: true })).toBeDisabled();
+  await expect(page.getByRole('textbox', { name: 'From name' })).toBeEnabled();
+  await page.getByTestId('helpdesk-name').fill(`Desk ${t}`);
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await expect.poll(async () => (await admin.settings.get()).helpdesk_name).toBe(`Desk ${t}`);
+  await shot(page, 'admin-settings', testInfo);
+  await context.close();
 });

@@ -15,7 +15,7 @@ import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.ts';
 import { requestContext, type RequestContext } from '../audit/context.ts';
 import { currentFleetScope, fleetScopeParam } from '../fleets/scope.ts';
-import { eventVisible, type FleetOf } from './event-scope.ts';
+import { auditVisible, eventVisible, type FleetOf } from './event-scope.ts';
 import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
 import { accountView, fleetScopeOf, roleOf, type Actor } from '../accounts/accounts.ts';
 import { qrDataUrl } from '../deeplink/qr.ts';
@@ -285,6 +285,12 @@ export async function adminApp({
         });
       });
 
+      // Where an event's device, invitation or code is now, whatever the request's scope.
+      const fleetOf: FleetOf = {
+        agent: (id) => services.agentRepository.byId(id)?.fleet_id,
+        invitation: (id) => services.repositories.invitations.get(id)?.fleet_id,
+        code: (id) => services.repositories.codes.get(id)?.fleet_id,
+      };
       adminRoute(api, 'audit.list', async (request) => {
         const { actor, action, target_kind, target_id, since, until, before_id, limit } = request.query;
         const time = (value: string | undefined, what: string) => {
@@ -293,18 +299,21 @@ export async function adminApp({
           if (Number.isNaN(at.getTime())) throw new ApiError(400, 'ERROR_BAD_REQUEST', `${what} is not a valid time: ${value}`);
           return at.toISOString();
         };
-        return {
-          items: services.audit.list({
-            actor,
-            action,
-            targetKind: target_kind,
-            targetId: target_id,
-            since: time(since, 'since'),
-            until: time(until, 'until'),
-            beforeId: before_id,
-            limit: limit ?? 200,
-          }),
+        const filter = {
+          actor,
+          action,
+          targetKind: target_kind,
+          targetId: target_id,
+          since: time(since, 'since'),
+          until: time(until, 'until'),
+          beforeId: before_id,
+          limit: limit ?? 200,
         };
+        const scope = currentFleetScope();
+        if (scope === null) return { items: services.audit.list(filter) };
+        // A scoped client's trail: its fleets' objects (and what concerns no fleet) among the 1,000 matching last.
+        const visible = services.audit.list({ ...filter, limit: 1000 }).filter((entry) => auditVisible(entry, scope, fleetOf));
+        return { items: visible.slice(0, filter.limit) };
       });
 
       // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI):
@@ -375,12 +384,6 @@ export async function adminApp({
         return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
       });
 
-      // Where an event's device, invitation or code is now, whatever the request's scope.
-      const fleetOf: FleetOf = {
-        agent: (id) => services.agentRepository.byId(id)?.fleet_id,
-        invitation: (id) => services.repositories.invitations.get(id)?.fleet_id,
-        code: (id) => services.repositories.codes.get(id)?.fleet_id,
-      };
       adminRoute(api, 'events', async (request) => {
         const scope = currentFleetScope();
         if (scope === null) return { items: services.events.latest(request.query.limit) };

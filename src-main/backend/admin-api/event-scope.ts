@@ -42,3 +42,32 @@ export function eventVisible(event: RecordedEvent, scope: FleetScope, fleetOf: F
   const fleets = fleetsOfEvent(event, fleetOf);
   return fleets === null || fleets.some((id) => scope.includes(id));
 }
+
+/** Kinds of audit target that belong to a fleet, and how each is placed. */
+const PLACED_KINDS: Record<string, (fleetOf: FleetOf, id: number) => number | undefined> = {
+  agent: (fleetOf, id) => fleetOf.agent(id),
+  invitation: (fleetOf, id) => fleetOf.invitation(id),
+  code: (fleetOf, id) => fleetOf.code(id),
+  fleet: (_fleetOf, id) => id,
+};
+/** Assignments (a fleet's or a device's) are not placed here: a scoped client does not see their entries. */
+const UNPLACED_KINDS = new Set(['deployment', 'policy', 'assignment', 'task']);
+
+/**
+ * Whether a client of this fleet scope sees an audit entry: one about a device, invitation, code
+ * or fleet of its fleets, or about no fleet (sign-ins, settings, tokens); never one about another
+ * fleet's object, nor one whose object can no longer be placed (deleted), nor an assignment's.
+ */
+export function auditVisible(
+  entry: { target_kind: string | null; target_id: number | null },
+  scope: FleetScope,
+  fleetOf: FleetOf,
+): boolean {
+  if (scope === null || entry.target_kind === null) return true;
+  if (UNPLACED_KINDS.has(entry.target_kind)) return false;
+  const place = PLACED_KINDS[entry.target_kind];
+  if (!place) return true;
+  if (entry.target_id === null) return false;
+  const fleet = place(fleetOf, entry.target_id);
+  return fleet !== undefined && scope.includes(fleet);
+}

@@ -227,6 +227,25 @@ describe('an operator scoped to one fleet', () => {
   });
 });
 
+describe('the audit trail of a scoped observer or operator', () => {
+  it('holds her fleets’ devices’ entries, none of another fleet’s', async () => {
+    await scopeOlga([fleet.A]);
+    expect((await t.admin('POST', `/agents/${inB.id}/commands`, { command: 'unlock' })).status).toBe(202);
+    expect((await t.admin('POST', `/agents/${inA.id}/commands`, { command: 'lock' })).status).toBe(202);
+    const owners = (await t.admin('GET', '/audit?target_kind=agent')).body.items as { target_id: number }[];
+    expect(owners.some((e) => e.target_id === inB.id)).toBe(true);
+    const hers = await asOlga('GET', '/audit');
+    expect(hers.status).toBe(200);
+    const entries = hers.body.items as { target_kind: string | null; target_id: number | null }[];
+    expect(entries.some((e) => e.target_kind === 'agent' && e.target_id === inA.id)).toBe(true);
+    expect(entries.filter((e) => e.target_kind === 'agent' && e.target_id === inB.id)).toEqual([]);
+    const invitationsB = ((await t.admin('GET', `/invitations?fleet_id=${fleet.B}`)).body.items as { id: number }[]).map(
+      (i) => i.id,
+    );
+    expect(entries.filter((e) => e.target_kind === 'invitation' && invitationsB.includes(e.target_id!))).toEqual([]);
+  });
+});
+
 describe('every route that takes a device, invitation, code, fleet or assignment by id', () => {
   /** Its group's object of fleet B, and a body the route accepts, so only the scope can refuse it. */
   const of = (path: string): 'agent' | 'invitation' | 'code' | 'fleet' | 'assignment' | null =>

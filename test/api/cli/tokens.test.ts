@@ -99,6 +99,41 @@ describe('API tokens from the CLI', { timeout: 120_000 }, () => {
     expect(bad.stderr).not.toMatch(/at .*\.ts:\d+/);
   });
 
+  it('token create --fleet scopes an operator or observer token to those fleets (by name or id)', async () => {
+    expect((await cli(['fleet', 'add', 'North'])).code).toBe(0);
+    expect((await cli(['fleet', 'add', 'South'])).code).toBe(0);
+    const fleets = JSON.parse((await cli(['fleets', '--json'])).stdout) as { id: number; name: string }[];
+    const north = fleets.find((f) => f.name === 'North')!.id;
+    const south = fleets.find((f) => f.name === 'South')!.id;
+    const created = await cli([
+      'token',
+      'create',
+      '--name',
+      'desks',
+      '--role',
+      'observer',
+      '--fleet',
+      'north',
+      '--fleet',
+      String(south),
+      '--json',
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    const token = JSON.parse(created.stdout) as { token: string; fleet_ids: number[] };
+    expect(token.fleet_ids).toEqual([north, south].sort((a, b) => a - b));
+    const me = await cliWithToken(token.token, ['whoami']);
+    expect(me.stdout).toContain('scoped to fleets: North, South');
+    expect((await cli(['tokens'])).stdout).toMatch(/desks .* fleets #\d+, #\d+/);
+    // An admin token cannot be scoped; an unknown fleet is named.
+    const admin = await cli(['token', 'create', '--name', 'x', '--role', 'admin', '--fleet', 'North']);
+    expect(admin.code).toBe(2);
+    expect(admin.stderr).toContain('only operators and observers');
+    const unknown = await cli(['token', 'create', '--name', 'x', '--role', 'observer', '--fleet', 'Nowhere']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('Unknown fleet "Nowhere"');
+    expect(unknown.stderr).not.toMatch(/at .*\.ts:\d+/);
+  });
+
   it('bad input is a clear error, not a stack trace', async () => {
     const noRole = await cli(['token', 'create', '--name', 'x']);
     expect(noRole.code).toBe(2);

@@ -4,6 +4,7 @@ import { codeKeys } from '../../../src-renderer/api/codes.ts';
 import { keys } from '../../../src-renderer/api/queries.ts';
 import type { AgentSummary as Agent, LiveEvent, ServerEventType, StreamEvent } from '../../../src-shared/contract/index.ts';
 import { effectsOf, LiveSync, upsertAgents } from '../../../src-renderer/live/cache-sync.ts';
+import { accountKeys } from '../../../src-renderer/api/accounts.ts';
 import { openEventStream, type StreamState } from '../../../src-renderer/live/event-stream.ts';
 
 let nextId = 1;
@@ -92,6 +93,8 @@ describe('what an event means for the caches', () => {
     expect(effectsOf(event('file.added'))).toContainEqual({ kind: 'invalidate', key: keys.stored('file') });
     expect(effectsOf(event('mail.sent', { invitation_id: 4 }))).toContainEqual({ kind: 'invalidate', key: keys.mail });
     expect(effectsOf(event('settings.updated'))).toContainEqual({ kind: 'invalidate', key: keys.settings });
+    // A role changed: who may do what (GET /api/me) is read again, so the controls follow.
+    expect(effectsOf(event('account.role_changed'))).toContainEqual({ kind: 'invalidate', key: accountKeys.me });
   });
 
   it('refreshes enrollment codes on their events, on enrollments and decisions that name a code, and on settings', () => {
