@@ -3,6 +3,7 @@ import { enrollmentLinks, type LinkTargets } from '../deeplink/enrollment-links.
 import type { SettingsStore } from '../settings/settings.ts';
 import { statusOf, type InvitationStatus } from './invitations.ts';
 import type { InvitationRepository } from './repository.ts';
+import { fleetScopeParam } from '../fleets/scope.ts';
 
 /** What an invitation's email is composed from: recipient, names, expiry and links, nothing of the admin view. */
 export interface InvitationForMailing {
@@ -47,8 +48,11 @@ export class InvitationMailQuery {
     };
   }
 
-  /** Of these invitations, those still pending (neither used, revoked nor expired). */
+  /**
+   * Of these invitations, those still pending (neither used, revoked nor expired), and within the
+   * request's fleet scope (a scoped operator's retry of every failed email retries its fleets' only).
+   */
   pendingAmong(ids: number[]): number[] {
-    return this.repository.pendingAmong(ids, nowIso());
+    return this.repository.pendingAmong(ids, nowIso(), fleetScopeParam());
   }
 }

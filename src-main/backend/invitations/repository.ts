@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.ts';
 import type { AgentBrief, InvitationFilter, InvitationLogEntry } from '../../../src-shared/contract/index.ts';
+import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
 /** A row of invitations, as stored. */
 export interface InvitationRow {
@@ -57,8 +58,8 @@ export interface InvitationRepository {
   list(filter: InvitationFilter, now: string, fleets?: string | null): { rows: InvitationDetails[]; total: number };
   details(ids: number[]): InvitationDetails[];
   mailFacts(id: number): InvitationMailFacts | undefined;
-  /** Of these ids, those still pending at `now`. */
-  pendingAmong(ids: number[], now: string): number[];
+  /** Of these ids, those still pending at `now` (and, with `fleets`, in one of those fleets: fleets/scope.ts). */
+  pendingAmong(ids: number[], now: string, fleets?: string | null): number[];
   revoke(id: number, at: string): void;
   remove(id: number): void;
   /** Marks a pending invitation used by an agent; false when it was not pending any more. */
@@ -113,7 +114,8 @@ export class SqliteInvitationRepository implements InvitationRepository {
          FROM invitations i JOIN users u ON u.id = i.user_id WHERE i.id = ?`,
       ),
       pendingAmong: db.prepare(
-        `SELECT id FROM invitations WHERE id IN ${IDS} AND status = 'pending' AND expires_at > ? ORDER BY id`,
+        `SELECT id FROM invitations WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending' AND expires_at > @now
+           AND ${inFleetsSql('fleet_id')} ORDER BY id`,
       ),
       revoke: db.prepare(`UPDATE invitations SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'pending'`),
       remove: db.prepare(`DELETE FROM invitations WHERE id = ?`),
@@ -207,9 +209,10 @@ export class SqliteInvitationRepository implements InvitationRepository {
     return this.statements.mailFacts.get(id) as InvitationMailFacts | undefined;
   }
 
-  pendingAmong(ids: number[], now: string): number[] {
+  pendingAmong(ids: number[], now: string, fleets: string | null = null): number[] {
     if (ids.length === 0) return [];
-    return (this.statements.pendingAmong.all(JSON.stringify(ids), now) as { id: number }[]).map((r) => r.id);
+    const rows = this.statements.pendingAmong.all({ ids: JSON.stringify(ids), now, fleets }) as { id: number }[];
+    return rows.map((r) => r.id);
   }
 
   revoke(id: number, at: string): void {

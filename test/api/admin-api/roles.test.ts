@@ -303,6 +303,20 @@ describe('a refused action on a real device', () => {
     expect(auditCount()).toBeGreaterThan(audited);
   });
 
+  it('the HEAD twin of a GET route is checked as the GET is', async () => {
+    const refusedGets = (Object.keys(adminRoutes) as AdminRouteName[]).filter(
+      (name) => adminRoutes[name].method === 'GET' && adminRoutes[name].permission === 'accounts.manage',
+    );
+    expect(refusedGets.length).toBeGreaterThan(0);
+    for (const name of refusedGets) {
+      const url = `${adminUrl}${pathOf(adminRoutes[name].path)}`;
+      const head = await fetch(url, { method: 'HEAD', headers: { authorization: `Bearer ${tokens.operator}` } });
+      expect(head.status, name).toBe(403);
+      const owner = await fetch(url, { method: 'HEAD', headers: { authorization: `Bearer ${tokens.owner}` } });
+      expect(owner.status, name).not.toBe(403);
+    }
+  });
+
   it('/api/me says what the calling role may do', async () => {
     for (const role of ROLES) {
       const me = await fetch(`${adminUrl}/api/me`, { headers: { authorization: `Bearer ${tokens[role]}` } });
