@@ -4,7 +4,7 @@ import { enrollDevice, mqttCredentialsOf, type EnrollmentResult, type EnrollOpti
 import { startMqttAgent, type MqttAgent, type MqttAgentOptions } from './mqtt-agent.ts';
 import type { PolicyEvent, PolicyRunner } from './policies.ts';
 import { reportingOf } from './agent.ts';
-import { createPolicyRunner, taskReportsOf, type TaskReportChannel } from './policy-agent.ts';
+import { policyHandling, taskReportsOf, type TaskReportChannel } from './policy-agent.ts';
 
 export interface DeviceOptions extends EnrollOptions {
   /** How task statuses reach the server (default: as the dialect's agent does, `T/Status/Task/<id>` for the spec's). */
@@ -42,32 +42,33 @@ export async function connectEnrolledDevice(
 ): Promise<SimulatedDevice> {
   const credentials = mqttCredentialsOf(enrollment);
   let agent: MqttAgent | null = null;
-  const policies = createPolicyRunner({
-    backendUrl: enrollment.backendUrl,
-    apiToken: enrollment.apiToken,
-    agentId: enrollment.agentId,
-    topic: credentials.topic,
-    reports: options.reports ?? taskReportsOf(enrollment.dialect),
-    dialect: enrollment.dialect,
-    publish: (topic, payload) => (agent ? agent.publish(topic, payload) : Promise.reject(new Error('not connected yet'))),
-    ...(options.log ? { log: options.log } : {}),
-    ...(options.onPolicyEvent ? { onEvent: options.onPolicyEvent } : {}),
-    ...(options.chunkSize ? { chunkSize: options.chunkSize } : {}),
-    ...(options.storageDir ? { storageDir: options.storageDir } : {}),
-    ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
-    ...(options.downloadRetries ? { retries: options.downloadRetries } : {}),
-    ...(enrollment.androidVersion === undefined ? {} : { androidVersion: enrollment.androidVersion }),
-    ...(enrollment.system === undefined ? {} : { system: enrollment.system }),
-    ...(options.install === undefined ? {} : { install: options.install }),
-  });
+  const { policies, mqtt } = policyHandling(
+    {
+      backendUrl: enrollment.backendUrl,
+      apiToken: enrollment.apiToken,
+      agentId: enrollment.agentId,
+      topic: credentials.topic,
+      reports: options.reports ?? taskReportsOf(enrollment.dialect),
+      dialect: enrollment.dialect,
+      ...(options.log ? { log: options.log } : {}),
+      ...(options.onPolicyEvent ? { onEvent: options.onPolicyEvent } : {}),
+      ...(options.chunkSize ? { chunkSize: options.chunkSize } : {}),
+      ...(options.storageDir ? { storageDir: options.storageDir } : {}),
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.downloadRetries ? { retries: options.downloadRetries } : {}),
+      ...(enrollment.androidVersion === undefined ? {} : { androidVersion: enrollment.androidVersion }),
+      ...(enrollment.system === undefined ? {} : { system: enrollment.system }),
+      ...(options.install === undefined ? {} : { install: options.install }),
+    },
+    () => agent,
+  );
   agent = await startMqttAgent({
     ...credentials,
     ...reportingOf(enrollment),
     ...(options.mqtt ?? {}),
     protocolVersion: options.protocolVersion ?? 4,
     ...(options.log ? { log: options.log } : {}),
-    onPolicy: (topic, payload) => policies.handle(topic, payload),
-    installedApps: () => policies.installedApps(),
+    ...mqtt,
   });
   const connected = agent;
   return { enrollment, agent: connected, policies, stop: () => connected.stop() };

@@ -3,7 +3,7 @@ import { reportingOf, type AfterEnrollmentHook } from './agent.ts';
 import type { StepLog } from './enroll.ts';
 import { startMqttAgent, type MqttAgent, type MqttAgentEndReason, type MqttAgentState } from './mqtt-agent.ts';
 import type { PolicyRunner, PolicyState } from './policies.ts';
-import { createPolicyRunner, taskReportsOf, type TaskReportChannel } from './policy-agent.ts';
+import { policyHandling, taskReportsOf, type TaskReportChannel } from './policy-agent.ts';
 
 export const MQTT_ARGUMENTS = {
   'no-mqtt': { type: 'boolean' },
@@ -89,29 +89,29 @@ export class MqttSession {
   }
 
   readonly hook: AfterEnrollmentHook = async (enrollment, credentials, log) => {
-    const policies = createPolicyRunner({
-      backendUrl: enrollment.backendUrl,
-      apiToken: enrollment.apiToken,
-      agentId: enrollment.agentId,
-      topic: credentials.topic,
-      reports: this.flags.taskReports ?? taskReportsOf(enrollment.dialect),
-      dialect: enrollment.dialect,
-      publish: (topic, payload) =>
-        this.agent ? this.agent.publish(topic, payload) : Promise.reject(new Error('not connected yet')),
-      log,
-      ...(this.flags.filesDir ? { storageDir: this.flags.filesDir } : {}),
-      ...(this.flags.install ? {} : { install: false }),
-      ...(enrollment.androidVersion === undefined ? {} : { androidVersion: enrollment.androidVersion }),
-      ...(enrollment.system === undefined ? {} : { system: enrollment.system }),
-    });
+    const { policies, mqtt } = policyHandling(
+      {
+        backendUrl: enrollment.backendUrl,
+        apiToken: enrollment.apiToken,
+        agentId: enrollment.agentId,
+        topic: credentials.topic,
+        reports: this.flags.taskReports ?? taskReportsOf(enrollment.dialect),
+        dialect: enrollment.dialect,
+        log,
+        ...(this.flags.filesDir ? { storageDir: this.flags.filesDir } : {}),
+        ...(this.flags.install ? {} : { install: false }),
+        ...(enrollment.androidVersion === undefined ? {} : { androidVersion: enrollment.androidVersion }),
+        ...(enrollment.system === undefined ? {} : { system: enrollment.system }),
+      },
+      () => this.agent,
+    );
     this.policies = policies;
     const options = {
       ...credentials,
       ...reportingOf(enrollment),
       protocolVersion: this.flags.protocolVersion,
       log,
-      onPolicy: (topic: string, payload: string) => policies.handle(topic, payload),
-      installedApps: () => policies.installedApps(),
+      ...mqtt,
       // Staying, a device waiting for approval keeps trying (CONNACK 5) instead of leaving.
       ...(this.flags.stay ? { waitForApproval: { retryMs: this.flags.approvalRetryMs } } : {}),
     };

@@ -3,6 +3,7 @@
 import type { AgentApiClient } from './api-client.ts';
 import type { Dialect } from './dialect.ts';
 import { startAgentSession, type StepLog } from './enroll.ts';
+import type { MqttAgent, MqttAgentOptions } from './mqtt-agent.ts';
 import { PolicyRunner, type PolicyEvent } from './policies.ts';
 import { HttpTaskReporter, MqttTaskReporter, type MqttPublish, type TaskReporter } from './task-reports.ts';
 
@@ -69,4 +70,29 @@ export function createPolicyRunner(options: PolicyAgentOptions): PolicyRunner {
     ...(options.system === undefined ? {} : { system: options.system }),
     ...(options.install === undefined ? {} : { install: options.install }),
   });
+}
+
+/**
+ * The policy half of an agent that stays on the broker (`agent --stay`, startDevice, the console's
+ * "Simulate a device"): a runner whose MQTT reports go out on the agent once it exists, and the
+ * MqttAgentOptions that hand it the policy messages and list what it installed in each inventory.
+ */
+export function policyHandling(
+  options: Omit<PolicyAgentOptions, 'publish'>,
+  agent: () => MqttAgent | null,
+): { policies: PolicyRunner; mqtt: Required<Pick<MqttAgentOptions, 'onPolicy' | 'installedApps'>> } {
+  const policies = createPolicyRunner({
+    ...options,
+    publish: (topic, payload) => {
+      const connected = agent();
+      return connected ? connected.publish(topic, payload) : Promise.reject(new Error('not connected yet'));
+    },
+  });
+  return {
+    policies,
+    mqtt: {
+      onPolicy: (topic, payload) => policies.handle(topic, payload),
+      installedApps: () => policies.installedApps(),
+    },
+  };
 }

@@ -1,7 +1,7 @@
 // "Simulate a device" for the console: one enrollment run, its step log collected, never thrown.
 // Its shape matches the backend's DeviceSimulator structurally: nothing here imports the backend.
 // With stayOnline, after enrolling the device connects to the broker and stays online (answering pings, obeying
-// lock/wipe/unenroll), as a phone would, until it is unenrolled or stopSimulatedDevices() runs. A device that
+// lock/wipe/unenroll, and every policy and deployment as the CLI's `agent --stay` does), as a phone would, until it is unenrolled or stopSimulatedDevices() runs. A device that
 // waits for an admin's approval keeps trying the broker until it is approved, as the reference agent does.
 // With a state file, the devices are remembered (their credentials, as a phone keeps them) and
 // resumeSimulatedDevices() brings them back after a server restart.
@@ -12,6 +12,7 @@ import { dialectOf, type DialectName, type ReportTransport } from './dialect.ts'
 import { AgentApiError } from './api-client.ts';
 import type { MqttCredentials } from './enroll.ts';
 import { MqttAgent, type MqttAgentOptions } from './mqtt-agent.ts';
+import { policyHandling, taskReportsOf } from './policy-agent.ts';
 import type { HttpReportTarget, ReportingDevice } from './reporter.ts';
 
 export interface SimulateEnrollmentRequest {
@@ -53,6 +54,8 @@ interface RememberedDevice {
   dialect: { name: DialectName; reports: ReportTransport };
   device: ReportingDevice;
   http: HttpReportTarget;
+  /** Whether it said it is a system app (system-only policies need it). */
+  system?: boolean;
 }
 
 /** Simulated devices still running (connected, or waiting to be), by agent id. */
@@ -95,6 +98,7 @@ export async function simulateEnrollment(
       dialect: { name: result.enrollment.dialect.name, reports: result.enrollment.dialect.reports },
       device: reporting.device!,
       http: reporting.http!,
+      ...(result.enrollment.system === undefined ? {} : { system: result.enrollment.system }),
     };
     // Enrolled either way; a broker that cannot be reached only means the device shows offline.
     try {
@@ -158,9 +162,27 @@ async function stay(
   options: Pick<SimulateOptions, 'stateFile' | 'approvalRetryMs'> & Pick<MqttAgentOptions, 'firstConnectTimeoutMs' | 'log'>,
 ): Promise<MqttAgent> {
   const { stateFile } = options;
+  const dialect = dialectOf(device.dialect.name, device.dialect.name === 'flyve' ? device.dialect.reports : undefined);
+  let current: MqttAgent | null = null;
+  // What it installed lives as long as this run (a resumed device starts with nothing installed).
+  const { mqtt } = policyHandling(
+    {
+      backendUrl: device.http.backendUrl,
+      apiToken: device.http.apiToken,
+      agentId: device.http.agentId,
+      topic: device.mqtt.topic,
+      reports: taskReportsOf(dialect),
+      dialect,
+      ...(options.log ? { log: options.log } : {}),
+      ...(device.device.androidVersion === undefined ? {} : { androidVersion: device.device.androidVersion }),
+      ...(device.system === undefined ? {} : { system: device.system }),
+    },
+    () => current,
+  );
   const agentOptions: MqttAgentOptions = {
     ...device.mqtt,
-    dialect: dialectOf(device.dialect.name, device.dialect.name === 'flyve' ? device.dialect.reports : undefined),
+    ...mqtt,
+    dialect,
     device: device.device,
     http: device.http,
     waitForApproval: { retryMs: options.approvalRetryMs ?? 30_000 },
@@ -169,6 +191,7 @@ async function stay(
     ...(options.log ? { log: options.log } : {}),
   };
   const agent = new MqttAgent(agentOptions);
+  current = agent;
   running
     .get(device.agent_id)
     ?.stop()

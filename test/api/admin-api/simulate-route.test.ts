@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { simulateEnrollment } from '../../../src-main/device/simulate.ts';
+import { simulateEnrollment, stopSimulatedDevices } from '../../../src-main/device/simulate.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { eventually } from '../../helpers/mqtt.ts';
 
 let running: TestBackend | null = null;
 afterEach(async () => {
+  await stopSimulatedDevices();
   await running?.stop();
   running = null;
 });
@@ -60,5 +62,31 @@ describe('POST /api/invitations/:id/simulate ("simulate a device")', () => {
     });
     expect((await admin('GET', `/codes/${code.body.id}`)).body).toMatchObject({ uses: 1, refused_attempts: 1 });
     expect((await admin('POST', '/codes/999/simulate')).status).toBe(404);
+  });
+
+  it('a device that stays online obeys its fleet policies, in both dialects: the tasks reach done', async () => {
+    running = await startTestBackend({ simulate: (request) => simulateEnrollment(request, { stayOnline: true }) });
+    const { admin } = running;
+    await admin('POST', '/fleets', { name: 'Staying' });
+    const simulated: number[] = [];
+    for (const email of ['stays-spec@example.com', 'stays-flyve@example.com']) {
+      // The second invitation is for the Flyve agent (rc.7: reports its tasks over REST).
+      if (email.includes('flyve')) expect((await admin('PATCH', '/settings', { agent_app: 'flyve' })).status).toBe(200);
+      const invitation = await admin('POST', '/invitations', { email, fleet: 'Staying', send_email: false });
+      const result = await admin('POST', `/invitations/${invitation.body.id}/simulate`);
+      expect(result.body).toMatchObject({ ok: true, error: null });
+      simulated.push(result.body.agent_id);
+    }
+    for (const id of simulated)
+      await eventually(async () => (await admin('GET', `/agents/${id}`)).body.is_online === true, 20_000);
+
+    const assigned = await admin('POST', '/policy-assignments', { policy: 'passwordMinLength', value: 6, fleet: 'Staying' });
+    expect(assigned.status).toBe(201);
+    const statuses = async () =>
+      (await admin('GET', `/policy-assignments/${assigned.body.id}`)).body.tasks.map(
+        (task: { agent_id: number; status: string }) => [task.agent_id, task.status],
+      );
+    await eventually(async () => (await statuses()).every(([, status]: [number, string]) => status === 'done'), 20_000);
+    expect(await statuses()).toEqual(expect.arrayContaining(simulated.map((id) => [id, 'done'])));
   });
 });

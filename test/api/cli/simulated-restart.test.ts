@@ -1,6 +1,6 @@
 // "Simulate a device" across a restart of `serve`, as a user runs it: the simulated devices (one
 // waiting for approval, then approved; one enrolled at once) come back online when the server
-// starts again on the same ports.
+// starts again on the same ports, and obey the policies assigned to them then.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -104,6 +104,15 @@ it('devices simulated from the console reconnect after serve restarts; one that 
   try {
     expect(second.output()).toContain('Simulated devices:     2 from the last run reconnecting');
     for (const id of [waiting.body.agent_id, enrolled.body.agent_id]) await eventually(() => online(second, id), 30_000);
+    // Back, they obey policies as before the restart: a value assigned to each reaches done.
+    for (const id of [waiting.body.agent_id, enrolled.body.agent_id]) {
+      const assigned = await second.admin('POST', '/policy-assignments', { policy: 'disableCamera', value: true, agent_id: id });
+      expect(assigned.status).toBe(201);
+      await eventually(
+        async () => (await second.admin('GET', `/policy-assignments/${assigned.body.id}`)).body.tasks[0]?.status === 'done',
+        30_000,
+      );
+    }
   } finally {
     await second.stop();
   }
