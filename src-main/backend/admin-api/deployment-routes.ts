@@ -24,7 +24,8 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
       value: body.item_id,
       fleetId,
       agentId: body.agent_id,
-      destination: body.destination,
+      // A package's destination was ignored here before the alias: it still is (POST /api/policy-assignments refuses it).
+      destination: body.kind === 'file' ? body.destination : undefined,
       removeOnDelete: body.remove_on_delete,
     });
     return reply.code(201).send(deployments.detail(created.id));

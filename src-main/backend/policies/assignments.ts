@@ -340,10 +340,23 @@ function create(
     'deployment.created',
     `${policy} "${fields.item_name}" published to ${target.name} (${target.agents.length} device${target.agents.length === 1 ? '' : 's'})`,
     { entityId, agentId: fields.agent_id },
-    { deployment_id: id, policy, fleet_id: fields.fleet_id, topic, devices: target.agents.length },
+    {
+      deployment_id: id,
+      policy,
+      fleet_id: fields.fleet_id,
+      topic,
+      devices: target.agents.length,
+      before: null,
+      after: { [policy]: policyValueOf(fields), target: target.name },
+    },
   );
   ctx.outbox.afterCommit(() => ctx.outbox.publish(topic, payload));
   return id;
+}
+
+/** An assignment's value as the audit trail shows it: the policy's value, or the deployed item's name. */
+function policyValueOf(fields: Pick<DeploymentRow, 'value' | 'item_name'>): unknown {
+  return fields.value !== null ? (JSON.parse(fields.value) as unknown) : fields.item_name;
 }
 
 /** Marks removed, cancels open tasks, clears the retained policy (inside a transaction). */
@@ -372,6 +385,8 @@ export function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy: numbe
       deployment_id: row.id,
       fleet_id: row.fleet_id,
       removal_id: replacedBy,
+      before: { [row.policy]: policyValueOf(row), target: row.target_name },
+      after: null,
     },
   );
   ctx.outbox.afterCommit(() => ctx.outbox.publish(row.topic, ''));

@@ -72,6 +72,15 @@ describe('the deployment kinds as assignments', () => {
     expect(listed.map((d) => d.id)).toEqual([created.body.id]);
     const again = await t.admin('POST', '/deployments', { kind: 'package', item_id: packageId, fleet_id: f.id });
     expect([again.status, again.body.error]).toEqual([409, 'ERROR_ALREADY_DEPLOYED']);
+    // The alias keeps what it always took: a package's destination is ignored there, as before.
+    const other = await fleet('One way too');
+    const withDestination = await t.admin('POST', '/deployments', {
+      kind: 'package',
+      item_id: packageId,
+      fleet_id: other.id,
+      destination: '/sdcard/x',
+    });
+    expect([withDestination.status, withDestination.body.destination]).toEqual([201, null]);
     expect((await t.admin('GET', `/deployments/${created.body.id}`)).body).toEqual(
       (await t.admin('GET', `/policy-assignments/${created.body.id}`)).body,
     );
