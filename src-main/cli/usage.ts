@@ -145,10 +145,10 @@ they name, refused while a deployment of it is in force there.
 unset: clears the retained message and cancels open tasks. status: a fleet's policies with their
 progress, or a device's tasks with where each value comes from and whether it applies.
 ${COMMON}`,
-  compliance: `usage: mdm-console compliance [--fleet NAME|ID]
+  compliance: `usage: mdm-console compliance [--fleet NAME|ID] [--state compliant|pending|failing|none]
 
 Each enrolled device: compliant (all done), pending, failing (failed or incompatible) or none, with
-its counts.
+its counts; --state keeps the devices in that state (the console's compliance filter).
 ${COMMON}`,
   file: `usage: mdm-console file add PATH [--name NAME] [--as-file] | file rm ID | files
 
@@ -233,7 +233,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   policies    [--category TEXT]                          the policy catalogue
   policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)
                                                          a policy on a fleet or a device, and its progress
-  compliance  [--fleet NAME|ID]                          each device: compliant, pending or failing
+  compliance  [--fleet NAME|ID] [--state S]              each device: compliant, pending, failing or none
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
               [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
               [--android-version V] [--system]
