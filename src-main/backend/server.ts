@@ -191,6 +191,7 @@ async function startServing(
     accounts: domain.accounts,
     audit: domain.audit,
     events: domain.events,
+    work: domain.work,
     failures: partial.signInFailures,
     requireTwoFactor: () => domain.signInSettings.get().require_two_factor,
     now: partial.now,
@@ -210,13 +211,40 @@ async function startServing(
     60 * 60 * 1000,
   ).unref();
   onClose(() => clearInterval(sessionSweep));
-  const files = createFileStore(db, options.dataDir, (action, kind, item) =>
-    domain.events.record(
-      `${kind}.${action}`,
-      `${kind === 'file' ? 'File' : 'Package'} "${item.name}" ${action}`,
-      { entityId: item.entityId },
-      { id: item.id, name: item.name, size: item.size },
-    ),
+  // Each change is recorded (event and audit entry) in its own transaction: if that fails, it is undone.
+  const files = createFileStore(
+    db,
+    options.dataDir,
+    (action, kind, item, before) => {
+      const label = `${kind === 'file' ? 'File' : 'Package'} "${item.name}"`;
+      // What the audit trail shows of an item (the package's icon is left out: an image).
+      const view = (it: typeof item) => {
+        const { icon: _icon, ...described } = it.packageInfo ?? {};
+        return { name: it.name, size: it.size, ...described };
+      };
+      if (action === 'updated') {
+        domain.events.record(
+          'package.updated',
+          `${label} described`,
+          { entityId: item.entityId },
+          { id: item.id, name: item.name, size: item.size, before: before ? view(before) : null, after: view(item) },
+        );
+      } else {
+        domain.events.record(
+          `${kind}.${action}`,
+          `${label} ${action}`,
+          { entityId: item.entityId },
+          {
+            id: item.id,
+            name: item.name,
+            size: item.size,
+            before: action === 'removed' ? view(item) : null,
+            after: action === 'added' ? view(item) : null,
+          },
+        );
+      }
+    },
+    { transact: (work) => domain.work.run(work) },
   );
   // Package installs checked against each inventory a device sends afterwards.
   const verification = new InstallVerification({

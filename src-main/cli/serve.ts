@@ -226,12 +226,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
       await backend.close();
       throw new CliError(`--agent-app flyve: ${unfit}; change them in the settings first`);
     }
-    backend.services.settings.update({ agent_app: agentApp });
-    backend.services.events.record(
-      'settings.updated',
-      `Settings changed: agent_app (serve --agent-app ${agentApp})`,
-      {},
-      { keys: ['agent_app'] },
+    backend.services.settings.update({ agent_app: agentApp }, (change) =>
+      backend.services.events.record(
+        'settings.updated',
+        `Settings changed: agent_app (serve --agent-app ${agentApp})`,
+        {},
+        change,
+      ),
     );
   }
   const { info } = backend;

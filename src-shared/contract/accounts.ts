@@ -240,6 +240,8 @@ export const AuditEntry = Type.Object({
   target_id: Nullable(Type.Integer()),
   target_name: Nullable(Type.String()),
   message: Type.String(),
+  /** The fields the action changed: `{ field: { before, after } }` (null: it did not exist, or no longer does); secrets read "[redacted]". Null when it changed no field. */
+  changes: Nullable(Type.Record(Type.String(), Type.Object({ before: Type.Unknown(), after: Type.Unknown() }))),
 });
 export type AuditEntry = Static<typeof AuditEntry>;
 export const AuditList = Items(AuditEntry);
@@ -247,21 +249,35 @@ export type AuditList = Static<typeof AuditList>;
 
 const ISO_TIME = '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?)?$';
 
+/** The audit trail's filters: the list's and the export's. */
+const AuditFilters = {
+  /** Part of the admin's name, their email, or part of a token's name. */
+  actor: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+  /** An action, or a prefix ending in `.` (`agent.`). */
+  action: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  target_kind: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+  target_id: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** Part of the object's name (a device's, an invitation's email, a fleet's …). */
+  target_name: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+  /** ISO 8601: a date (`2026-05-01`) or a time (`2026-05-01T09:30:00Z`). */
+  since: Type.Optional(Type.String({ pattern: ISO_TIME })),
+  until: Type.Optional(Type.String({ pattern: ISO_TIME })),
+  before_id: Type.Optional(Type.Integer({ minimum: 1 })),
+};
+
 /** GET /api/audit: newest first, filtered. */
 export const AuditQuery = Type.Object(
-  {
-    /** Part of the admin's name, their email, or part of a token's name. */
-    actor: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
-    /** An action, or a prefix ending in `.` (`agent.`). */
-    action: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    target_kind: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
-    target_id: Type.Optional(Type.Integer({ minimum: 1 })),
-    /** ISO 8601: a date (`2026-05-01`) or a time (`2026-05-01T09:30:00Z`). */
-    since: Type.Optional(Type.String({ pattern: ISO_TIME })),
-    until: Type.Optional(Type.String({ pattern: ISO_TIME })),
-    before_id: Type.Optional(Type.Integer({ minimum: 1 })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 200 })),
-  },
+  { ...AuditFilters, limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 200 })) },
   { additionalProperties: false },
 );
 export type AuditQuery = Static<typeof AuditQuery>;
+
+export const AUDIT_EXPORT_FORMATS = ['csv', 'jsonl'] as const;
+export type AuditExportFormat = (typeof AUDIT_EXPORT_FORMATS)[number];
+
+/** GET /api/audit/export: every entry the filters match (no limit), newest first, as CSV or JSON lines. */
+export const AuditExportQuery = Type.Object(
+  { ...AuditFilters, format: Type.Optional(Literals(AUDIT_EXPORT_FORMATS)) },
+  { additionalProperties: false },
+);
+export type AuditExportQuery = Static<typeof AuditExportQuery>;

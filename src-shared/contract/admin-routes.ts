@@ -327,6 +327,15 @@ export const adminRoutes = {
     params: 'IdParams',
     response: { 200: 'AccountEntry' },
   },
+  'accounts.resetTwoFactor': {
+    method: 'POST',
+    path: '/api/accounts/:id/two-factor/reset',
+    summary:
+      'Resets an admin’s two-factor sign-in (a lost phone): secret and recovery codes gone; they sign in with the password alone, or enrol again when it is required (not your own: 409)',
+    permission: 'accounts.manage',
+    params: 'IdParams',
+    response: { 200: 'AccountEntry' },
+  },
   'accounts.remove': {
     method: 'DELETE',
     path: '/api/accounts/:id',
@@ -343,6 +352,15 @@ export const adminRoutes = {
     summary: 'The audit trail, newest first: who (admin and API token, role), from where, did what to which object; filtered',
     querystring: 'AuditQuery',
     response: { 200: 'AuditList' },
+  },
+  'audit.export': {
+    method: 'GET',
+    path: '/api/audit/export',
+    permission: 'audit.read',
+    summary:
+      "Every audit entry the filters match (those of GET /api/audit, no limit), newest first, streamed as a download: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one AuditEntry a line, Content-Type application/x-ndjson)",
+    querystring: 'AuditExportQuery',
+    response: { 200: { contentType: 'text/csv' } },
   },
 
   consoleTicket: {

@@ -11,6 +11,8 @@ export const LiveEvent = Type.Object({
   agent_id: Nullable(Type.Integer()),
   message: Type.String(),
   data: Nullable(AnyObject),
+  /** Who caused it: an admin ("Ana Ruiz") or an API token and its role ("token ci-bot (admin)"); null for a device or the server. */
+  actor: Nullable(Type.String()),
 });
 export type LiveEvent = Static<typeof LiveEvent>;
 
@@ -39,7 +41,7 @@ type AccountMailData = {
 type AttemptData = { remote_addr: string | null; email: string | null; serial: string | null; uuid: string | null };
 type CommandData = { command: string; topic: string; payload: Record<string, unknown>; retained: boolean; online: boolean };
 type PresenceData = { reason: string; last_contact: string; [key: string]: unknown };
-type StoredItemData = { id: number; name: string; size: number };
+type StoredItemData = { id: number; name: string; size: number } & ChangeData;
 type MailStateData = {
   state: string;
   batch_id: string | null;
@@ -57,7 +59,7 @@ type MailStateData = {
  */
 export interface ServerEvents {
   'server.started': null;
-  'settings.updated': { keys: string[] };
+  'settings.updated': { keys: string[] } & ChangeData;
   /** The owner account made on first start (no email yet: the set-up link gives it one). */
   'account.created': { account_id: number; role: string };
   'account.owner_set_up': { account_id: number; email: string };
@@ -78,28 +80,37 @@ export interface ServerEvents {
   'account.invitation_outbox': AccountMailData;
   'account.password_changed': { account_id: number };
   /** Two-factor sign-in turned on (enrolment confirmed), off by its admin, or reset by another. Never the secret. */
+  /** A new authenticator secret waits for its first code (never shown here). */
+  'account.two_factor_enrolment_started': { account_id: number };
   'account.two_factor_enabled': { account_id: number };
   'account.two_factor_disabled': { account_id: number };
-  'account.two_factor_reset': { account_id: number };
+  'account.two_factor_reset': { account_id: number } & Partial<AccountRef & ChangeData>;
   'account.recovery_code_used': { account_id: number; left: number };
   /** The owner's sign-in settings changed (two-factor required, session limits), with before and after values. */
   'settings.sign_in_updated': ChangeData & { keys: string[] };
   /** `totp`, `recovery`: with the password and a two-factor code, or a recovery code. */
   'admin.signed_in': { account_id: number; address: string; with: 'token' | 'link' | 'password' | 'totp' | 'recovery' };
   'admin.signed_out': { account_id: number; address: string };
+  /** An admin ended some of their own console sessions (one, or all but the current one). */
+  'admin.sessions_ended': { account_id: number; ended: number };
+  /** A one-time console sign-in link (`cli console`) made for the caller's account. */
+  'admin.sign_in_link_issued': { account_id: number; name: string };
   /** A console sign-in, an admin API call or a sign-in link refused (wrong token, used link). */
   'admin.sign_in_failed': { address: string; with: 'form' | 'link' | 'bearer' | 'password' | 'two-factor'; email?: string };
   /** An address made too many failed sign-ins: further attempts get 429 for `retry_after_s`. */
   'admin.sign_in_throttled': { address: string; retry_after_s: number; email?: string };
   'invitation.created': { email: string; fleet: string; days: number };
-  'invitation.revoked': null;
+  'invitation.revoked': { email: string } & ChangeData;
   /** `fleet_id`: where it was, so a scoped console is told (the invitation is gone). */
-  'invitation.deleted': { fleet_id: number };
+  'invitation.deleted': { fleet_id: number; email: string } & ChangeData;
   'invitation.refused': AttemptData & { code: string };
+  /** An admin ran the device simulator on the invitation ("simulate a device"). */
+  'invitation.simulated': { email: string; type: string; ok: boolean };
   'code.created': { code_id: number; fleet: string; domains: string[]; max_uses: number | null; [key: string]: unknown };
   'code.revoked': { code_id: number };
   'code.rotated': { code_id: number };
   'code.refused': AttemptData & { code_id: number; code: string };
+  'code.simulated': { code_id: number; name: string; email: string; type: string; ok: boolean };
   'enrollment.refused': AttemptData & { code: string };
   'agent.enrolled': {
     serial: string | null;
@@ -116,8 +127,8 @@ export interface ServerEvents {
   'agent.deleted': { fleet_id: number };
   'agent.online': PresenceData;
   'agent.offline': PresenceData;
-  'agent.command': CommandData;
-  'agent.fleet_changed': CommandData & { from_fleet_id: number; fleet_id: number };
+  'agent.command': CommandData & Partial<ChangeData>;
+  'agent.fleet_changed': CommandData & { from_fleet_id: number; fleet_id: number } & ChangeData;
   'agent.ping_reply': { payload: string; rtt_ms: number; transport: 'mqtt' | 'http' };
   'agent.unenrolled': { previous_status: string };
   'agent.status': { topic: string; transport: 'mqtt' | 'http'; payload: string };
@@ -135,9 +146,9 @@ export interface ServerEvents {
     located_at: string;
     gps_off: boolean;
   };
-  'fleet.created': { fleet_id: number };
-  'fleet.renamed': { fleet_id: number };
-  'fleet.deleted': { fleet_id: number; name: string; [key: string]: unknown };
+  'fleet.created': { fleet_id: number; name: string } & ChangeData;
+  'fleet.renamed': { fleet_id: number; name: string } & ChangeData;
+  'fleet.deleted': { fleet_id: number; name: string; [key: string]: unknown } & ChangeData;
   'mail.queued': { count: number; batch_id: string | null; invitation_id?: number };
   'mail.sending': MailStateData;
   'mail.sent': MailStateData;
@@ -150,8 +161,15 @@ export interface ServerEvents {
   'file.removed': StoredItemData;
   'package.added': StoredItemData;
   'package.removed': StoredItemData;
-  'deployment.created': { deployment_id: number; policy: string; fleet_id: number | null; topic: string; devices: number };
-  'deployment.removed': { deployment_id: number; fleet_id: number | null; removal_id: number | null };
+  'package.updated': StoredItemData;
+  'deployment.created': {
+    deployment_id: number;
+    policy: string;
+    fleet_id: number | null;
+    topic: string;
+    devices: number;
+  } & ChangeData;
+  'deployment.removed': { deployment_id: number; fleet_id: number | null; removal_id: number | null } & ChangeData;
   'deployment.error': null;
   'deployment.publish_failed': null;
   'task.status': {

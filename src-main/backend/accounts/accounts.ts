@@ -3,6 +3,7 @@ import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ApiError } from '../errors.ts';
+import { requestContext } from '../audit/context.ts';
 import { randomHex } from '../util/tokens.ts';
 import type { Account, ApiToken, Role } from '../../../src-shared/contract/accounts.ts';
 import { roleAtLeast } from '../../../src-shared/contract/rules.ts';
@@ -202,7 +203,11 @@ export class AccountService {
   }
 
   /** The set-up link, used once: the owner's email, name and password; then no link works again. */
-  async completeSetup(input: { token: string; email: string; display_name: string; password: string }): Promise<StoredAccount> {
+  /** `address`: where the set-up form was sent from (the audit trail records the new owner doing it, from there). */
+  async completeSetup(
+    input: { token: string; email: string; display_name: string; password: string },
+    address: string | null = null,
+  ): Promise<StoredAccount> {
     const expected = this.setupToken;
     if (expected === null || !this.needsSetup() || !same(input.token, expected)) {
       throw new ApiError(
@@ -212,20 +217,23 @@ export class AccountService {
       );
     }
     const passwordHash = await hashPassword(input.password);
-    return this.work.run(() => {
-      // Checked again: another request may have used the link while the password was hashed.
-      if (this.setupToken !== expected || !this.needsSetup()) {
-        throw new ApiError(410, 'ERROR_SETUP_USED', 'This set-up link was used already.');
-      }
-      const email = input.email.trim();
-      const owner = this.owner();
-      const other = this.store.byEmail(email);
-      if (other && other.id !== owner.id) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is another admin’s email`);
-      this.store.setCredentials(owner.id, { email, display_name: input.display_name.trim(), password_hash: passwordHash });
-      this.setupToken = null;
-      this.events.record('account.owner_set_up', `Owner account set up for ${email}`, {}, { account_id: owner.id, email });
-      return this.store.byId(owner.id)!;
-    });
+    const owner = this.owner();
+    const actor = { accountId: owner.id, name: input.display_name.trim(), tokenId: null, tokenName: null, role: 'owner' };
+    return requestContext.run({ actor, address, audited: false }, () =>
+      this.work.run(() => {
+        // Checked again: another request may have used the link while the password was hashed.
+        if (this.setupToken !== expected || !this.needsSetup()) {
+          throw new ApiError(410, 'ERROR_SETUP_USED', 'This set-up link was used already.');
+        }
+        const email = input.email.trim();
+        const other = this.store.byEmail(email);
+        if (other && other.id !== owner.id) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is another admin’s email`);
+        this.store.setCredentials(owner.id, { email, display_name: input.display_name.trim(), password_hash: passwordHash });
+        this.setupToken = null;
+        this.events.record('account.owner_set_up', `Owner account set up for ${email}`, {}, { account_id: owner.id, email });
+        return this.store.byId(owner.id)!;
+      }),
+    );
   }
 
   /** The account these credentials open, or null (wrong email, wrong password, disabled, no password). */

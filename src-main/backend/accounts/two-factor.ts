@@ -90,7 +90,15 @@ export class TwoFactorService {
       throw new ApiError(409, 'ERROR_CONFLICT', 'Two-factor sign-in is on already: turn it off first to enrol another app.');
     }
     const secret = new Secret({ size: 20 }).base32;
-    this.store.setPendingTotp(account.id, secret);
+    this.work.run(() => {
+      this.store.setPendingTotp(account.id, secret);
+      this.events.record(
+        'account.two_factor_enrolment_started',
+        `${account.email ?? account.display_name} started enrolling an authenticator app`,
+        {},
+        { account_id: account.id },
+      );
+    });
     return { secret, otpauth_url: totpFor(account, secret).toString() };
   }
 
@@ -201,6 +209,10 @@ export class TwoFactorService {
         {},
         {
           account_id: accountId,
+          email: account.email,
+          name: account.display_name,
+          before: { two_factor: account.totp_secret !== null },
+          after: { two_factor: false },
         },
       );
     });

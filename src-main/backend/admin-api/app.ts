@@ -7,7 +7,10 @@ import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
 import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
-import type { ServerInfo } from '../../../src-shared/contract/index.ts';
+import type { AuditExportQuery, AuditQuery, ServerInfo } from '../../../src-shared/contract/index.ts';
+import { Readable } from 'node:stream';
+import { auditExportLines } from '../audit/export.ts';
+import type { AuditFilter } from '../audit/repository.ts';
 import { actsAs, adminRoute } from '../http/route-table.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
@@ -61,8 +64,6 @@ export interface AdminAppOptions {
   /** Told of every route as it is registered (test/api/admin-api/route-table.test.ts). */
   onRoute?: (route: RouteOptions) => void;
 }
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The admin side: the admin API under /api and the console at /, on loopback by default; ready to serve. */
 export async function adminApp({
@@ -180,7 +181,7 @@ export async function adminApp({
   // Enrolment at sign-in, when the owner requires two-factor and this admin has none yet.
   adminRoute(app, 'beginTwoFactorEnrolment', async (request) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-    const setup = auth.beginEnrolment(request.body.challenge);
+    const setup = auth.beginEnrolment(request.body.challenge, request.ip);
     if (!setup) refuseSignIn(undefined, { ok: false, status: 410 }, '');
     return { ...setup, qr_data_url: await qrDataUrl(setup.otpauth_url, 280) };
   });
@@ -195,7 +196,7 @@ export async function adminApp({
   // The one-time set-up link's form: the first person chooses the owner's email and password, and is signed in.
   adminRoute(app, 'setUpOwner', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set up from the console page itself');
-    const owner = await services.accounts.completeSetup(request.body);
+    const owner = await services.accounts.completeSetup(request.body, request.ip);
     auth.signInAfterSetup(owner, request, reply);
     connections.authenticated(request.raw.socket);
     return { signed_in: true as const, account: accountView(services.accounts.byId(owner.id)!) };
@@ -251,8 +252,8 @@ export async function adminApp({
       });
 
       // Each authenticated request runs in its request context (who, from where): what it records
-      // is written to the audit trail with its actor, in the transaction of the change.
-      const contexts = new WeakMap<object, RequestContext>();
+      // is written to the audit trail with its actor, in the transaction of the change. Every
+      // state-changing route records (test/api/admin-api/audit-coverage.test.ts walks them all).
       api.addHook('preHandler', (request, _reply, done) => {
         const actor = actors.get(request);
         if (!actor) return done();
@@ -263,23 +264,8 @@ export async function adminApp({
           // What it may see: services read it (fleets/scope.ts) and pass it into their queries.
           fleets: fleetScopeOf(actor),
         };
-        contexts.set(request, context);
         requestContext.run(context, done);
       });
-      // A change that recorded nothing of its own is still audited, by its route (after its answer).
-      api.addHook('onResponse', async (request, reply) => {
-        const context = contexts.get(request);
-        if (!context || context.audited || SAFE_METHODS.has(request.method) || reply.statusCode >= 400) return;
-        // Any route passes here: its params are whatever its schema made of them.
-        const { params } = request;
-        const id = typeof params === 'object' && params !== null && 'id' in params ? Number(params.id) : NaN;
-        const action = `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`;
-        services.audit.record(context.actor, context.address, action, `${action} answered ${reply.statusCode}`, {
-          kind: null,
-          id: Number.isSafeInteger(id) && id > 0 ? id : null,
-        });
-      });
-
       // Where an event's device, invitation or code is now, whatever the request's scope.
       const fleetOf: FleetOf = {
         agent: (id) => services.agentRepository.byId(id)?.fleet_id,
@@ -287,28 +273,26 @@ export async function adminApp({
         code: (id) => services.repositories.codes.get(id)?.fleet_id,
       };
       adminRoute(api, 'audit.list', async (request) => {
-        const { actor, action, target_kind, target_id, since, until, before_id, limit } = request.query;
-        const time = (value: string | undefined, what: string) => {
-          if (value === undefined) return undefined;
-          const at = new Date(value);
-          if (Number.isNaN(at.getTime())) throw new ApiError(400, 'ERROR_BAD_REQUEST', `${what} is not a valid time: ${value}`);
-          return at.toISOString();
-        };
-        const filter = {
-          actor,
-          action,
-          targetKind: target_kind,
-          targetId: target_id,
-          since: time(since, 'since'),
-          until: time(until, 'until'),
-          beforeId: before_id,
-          limit: limit ?? 200,
-        };
+        const filter = { ...auditFilter(request.query), limit: request.query.limit ?? 200 };
         const scope = currentFleetScope();
         if (scope === null) return { items: services.audit.list(filter) };
         // A scoped client's trail: its fleets' objects (and what concerns no fleet) among the 1,000 matching last.
         const visible = services.audit.list({ ...filter, limit: 1000 }).filter((entry) => auditVisible(entry, scope, fleetOf));
         return { items: visible.slice(0, filter.limit) };
+      });
+      // Streamed from a paged iterator (one page of rows in memory, however long the trail); a
+      // scoped client's export holds what its list shows: its fleets' objects and what concerns no fleet.
+      adminRoute(api, 'audit.export', async (request, reply) => {
+        const format = request.query.format ?? 'csv';
+        const scope = currentFleetScope();
+        const all = services.audit.iterate(auditFilter(request.query));
+        const rows = scope === null ? all : filterRows(all, (entry) => auditVisible(entry, scope, fleetOf));
+        const day = new Date().toISOString().slice(0, 10);
+        return reply
+          .header('content-type', format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8')
+          .header('content-disposition', `attachment; filename="audit-${day}.${format}"`)
+          .header('cache-control', 'no-store')
+          .send(Readable.from(auditExportLines(rows, format)));
       });
 
       // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI):
@@ -326,7 +310,14 @@ export async function adminApp({
           if (named.disabled === 1) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is disabled: enable the account first`);
           account = named;
         }
-        return reply.code(201).send({ console_url: `${info().admin_url}/auth?ticket=${auth.issueTicket(account.id)}` });
+        const url = `${info().admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
+        services.events.record(
+          'admin.sign_in_link_issued',
+          `One-time console sign-in link issued for ${account.email ?? account.display_name}`,
+          {},
+          { account_id: account.id, name: account.display_name },
+        );
+        return reply.code(201).send({ console_url: url });
       });
 
       // The released Flyve agents (2.0.0-rc.6, rc.7) trust only the flyve.org certificate bundled in the app
@@ -367,14 +358,10 @@ export async function adminApp({
             `${host} is not a network address of this machine (${lan.length ? `these are: ${lan.join(', ')}` : 'it has none besides loopback'})`,
           );
         }
-        services.settings.update({ public_host: host });
-        choosePublicHost?.(host);
-        services.events.record(
-          'settings.updated',
-          `Public host set to ${host}: phones reach the server there`,
-          {},
-          { keys: ['public_host'] },
+        services.settings.update({ public_host: host }, (change) =>
+          services.events.record('settings.updated', `Public host set to ${host}: phones reach the server there`, {}, change),
         );
+        choosePublicHost?.(host);
         const current = info();
         return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
       });
@@ -407,7 +394,7 @@ export async function adminApp({
       await api.register(invitationRoutes, { invitations, events });
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });
-      await api.register(simulateRoutes, { invitations, codes, settings, simulate });
+      await api.register(simulateRoutes, { invitations, codes, settings, events, simulate });
       await api.register(agentRoutes, { agents, events, reports });
       if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
       await api.register(fleetRoutes, { fleets });
@@ -422,6 +409,31 @@ export async function adminApp({
   await app.register(serveConsole);
   await app.ready();
   return app;
+}
+
+/** The rows `keep` accepts, read as they are used. */
+function* filterRows<T>(rows: Iterable<T>, keep: (row: T) => boolean): Generator<T> {
+  for (const row of rows) if (keep(row)) yield row;
+}
+
+/** The audit filters of a list or export query, times checked and made UTC. */
+function auditFilter(query: AuditQuery | AuditExportQuery): Omit<AuditFilter, 'limit'> {
+  const time = (value: string | undefined, what: string) => {
+    if (value === undefined) return undefined;
+    const at = new Date(value);
+    if (Number.isNaN(at.getTime())) throw new ApiError(400, 'ERROR_BAD_REQUEST', `${what} is not a valid time: ${value}`);
+    return at.toISOString();
+  };
+  return {
+    actor: query.actor,
+    action: query.action,
+    targetKind: query.target_kind,
+    targetId: query.target_id,
+    targetName: query.target_name,
+    since: time(query.since, 'since'),
+    until: time(query.until, 'until'),
+    beforeId: query.before_id,
+  };
 }
 
 /** A refused sign-in step as its answer: 429 (with Retry-After), 410 (the step's challenge is gone), or 401. */

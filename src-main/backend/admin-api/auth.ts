@@ -2,10 +2,11 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { roleOf, type AccountService, type Actor } from '../accounts/accounts.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
-import type { RequestActor } from '../audit/context.ts';
+import { requestContext, type RequestActor } from '../audit/context.ts';
 import type { StoredAccount } from '../accounts/repository.ts';
 import type { AdminSessionService } from '../admin-sessions/admin-sessions.ts';
 import type { EventLog } from '../events/event-log.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import { Backoff, type BackoffOptions } from '../admin-sessions/backoff.ts';
 import type { SecondFactor } from '../accounts/two-factor.ts';
 import { randomHex } from '../util/tokens.ts';
@@ -68,6 +69,8 @@ export interface AdminAuthOptions {
   audit?: Pick<AuditLog, 'record'>;
   /** Where refused sign-ins are recorded (the console's activity). */
   events?: Pick<EventLog, 'record'>;
+  /** The transaction that records a change with it (ending sessions). */
+  work?: UnitOfWork;
   /** Failed sign-ins allowed per address and per account before the growing delays (admin-sessions/backoff.ts). */
   failures?: Partial<BackoffOptions>;
   /** Whether the owner requires two-factor sign-in for everyone (read at each sign-in). */
@@ -88,6 +91,7 @@ export class AdminAuth {
   private readonly credential: string;
   private readonly sessions: AdminSessionService;
   private readonly events: Pick<EventLog, 'record'> | undefined;
+  private readonly work: UnitOfWork | undefined;
   /** Failed sign-ins per address, of every kind. */
   private readonly failures: Backoff;
   /** Failed password and second-step sign-ins per account (by email), besides those per address. */
@@ -108,6 +112,7 @@ export class AdminAuth {
     this.credential = createHmac('sha256', adminToken).update('console-session').digest('hex').slice(0, 32);
     this.sessions = options.sessions;
     this.events = options.events;
+    this.work = options.work;
     this.now = options.now ?? Date.now;
     this.failures = new Backoff(options.failures, this.now);
     this.accountFailures = new Backoff(options.failures, this.now);
@@ -233,9 +238,12 @@ export class AdminAuth {
   }
 
   /** Enrolment at sign-in (two-factor required, none yet): the secret to add to the app. */
-  beginEnrolment(challenge: string): { secret: string; otpauth_url: string } | null {
+  beginEnrolment(challenge: string, address: string | null = null): { secret: string; otpauth_url: string } | null {
     const pending = this.challengeOf(challenge, 'enrol');
-    return pending ? this.accounts.twoFactor.begin(pending.account) : null;
+    if (!pending) return null;
+    // Recorded as the admin's own doing (their password was right), from where they sign in.
+    const actor = requestActor({ account: pending.account, token: null });
+    return requestContext.run({ actor, address, audited: false }, () => this.accounts.twoFactor.begin(pending.account));
   }
 
   /** Enrolment at sign-in confirmed by a code: two-factor on, signed in, the recovery codes shown once. */
@@ -252,7 +260,10 @@ export class AdminAuth {
     if (wait > 0) return this.throttle(request, wait, key);
     let codes: string[];
     try {
-      codes = this.accounts.twoFactor.confirm(account, code).recovery_codes;
+      const actor = requestActor({ account, token: null });
+      codes = requestContext.run({ actor, address: request.ip, audited: false }, () =>
+        this.accounts.twoFactor.confirm(account, code),
+      ).recovery_codes;
     } catch (error) {
       const entry = this.challenges.get(challenge);
       if (entry && ++entry.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challenge);
@@ -285,12 +296,37 @@ export class AdminAuth {
   }
 
   endSession(actor: Actor, publicId: string): boolean {
-    return this.sessions.endOne(actor.account.id, publicId, this.isFirstOwner(actor.account));
+    return (
+      this.recordingEnded(actor, () =>
+        this.sessions.endOne(actor.account.id, publicId, this.isFirstOwner(actor.account)) ? 1 : 0,
+      ) === 1
+    );
   }
 
   /** Ends every session of `actor`'s account but the request's own; how many ended. */
   endOtherSessions(actor: Actor, request: FastifyRequest): number {
-    return this.sessions.endOthers(actor.account.id, cookieOf(request) ?? null, this.isFirstOwner(actor.account));
+    return this.recordingEnded(actor, () =>
+      this.sessions.endOthers(actor.account.id, cookieOf(request) ?? null, this.isFirstOwner(actor.account)),
+    );
+  }
+
+  /** Sessions ended by their admin, recorded (event and audit entry) in the same transaction. */
+  private recordingEnded(actor: Actor, end: () => number): number {
+    const work = this.work;
+    const run = (change: () => number) => (work ? work.run(change) : change());
+    return run(() => {
+      const ended = end();
+      if (ended > 0) {
+        const who = actor.account.email ?? actor.account.display_name;
+        this.events?.record(
+          'admin.sessions_ended',
+          `${who} ended ${ended} of their console session(s)`,
+          {},
+          { account_id: actor.account.id, ended },
+        );
+      }
+      return ended;
+    });
   }
 
   /** The set-up link's end: the owner, just given a password, is signed in with it. */
@@ -415,6 +451,8 @@ export class AdminAuth {
     credential: string,
     how: SignInWay,
   ): void {
+    // Every way in counts as a sign-in (the Accounts page shows the last one).
+    if (how !== 'password') this.accounts.signedIn(account);
     const { id } = this.sessions.open(credential, {
       accountId: account.id,
       address: request.ip,

@@ -62,8 +62,8 @@ export const settingsRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'settings'
     }
     // Every invitation's QR code must still be drawable under the new settings.
     checkLinkFitsQr(next, Object.keys(patch), links);
-    const updated = settings.update(patch);
-    events.record('settings.updated', `Settings changed: ${Object.keys(patch).join(', ')}`, {}, { keys: Object.keys(patch) });
-    return updated;
+    return settings.update(patch, (change) =>
+      events.record('settings.updated', `Settings changed: ${change.keys.join(', ')}`, {}, change),
+    );
   });
 };

@@ -25,19 +25,21 @@ export type { SimulateResult };
  */
 export type DeviceSimulator = (request: SimulateRequest) => Promise<SimulateResult>;
 
-type SimulateOptions = Pick<Services, 'invitations' | 'codes' | 'settings'> & { simulate?: DeviceSimulator | undefined };
+type SimulateOptions = Pick<Services, 'invitations' | 'codes' | 'settings' | 'events'> & {
+  simulate?: DeviceSimulator | undefined;
+};
 
 /** POST /invitations/:id/simulate[?type=android|apple] — "simulate a device" for demos without a phone. */
 export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async (
   app,
-  { invitations, codes, settings, simulate },
+  { invitations, codes, settings, events, simulate },
 ) => {
   adminRoute(app, 'invitations.simulate', async (request) => {
     const { id } = request.params;
     const { type } = request.query;
     const invitation = invitations.view(invitations.get(id));
     if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
-    return simulate({
+    const result = await simulate({
       deeplink: invitation.deeplink,
       email: invitation.email,
       firstname: invitation.firstname,
@@ -45,6 +47,14 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
       type: type ?? 'android',
       agent_app: settings.get().agent_app,
     });
+    // The enrollment itself is the simulated device's (no admin); that an admin ran it is recorded here.
+    events.record(
+      'invitation.simulated',
+      `Simulated ${type ?? 'android'} device run on the invitation for ${invitation.email}`,
+      { entityId: invitation.entity_id, invitationId: id },
+      { email: invitation.email, type: type ?? 'android', ok: result.ok },
+    );
+    return result;
   });
 
   // A code is used by people it does not name: the simulated person gets an address the code
@@ -57,17 +67,21 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
     const given = request.body?.email?.trim();
     const email = given || simulatedEmail(code.domains);
     const agentApp = settings.get().agent_app;
-    return {
-      ...(await simulate({
-        deeplink: code.deeplink,
-        email,
-        firstname: null,
-        lastname: null,
-        type: type ?? 'android',
-        agent_app: agentApp,
-      })),
+    const result = await simulate({
+      deeplink: code.deeplink,
       email,
-    };
+      firstname: null,
+      lastname: null,
+      type: type ?? 'android',
+      agent_app: agentApp,
+    });
+    events.record(
+      'code.simulated',
+      `Simulated ${type ?? 'android'} device run on enrollment code "${code.name}" as ${email}`,
+      { entityId: code.entity_id },
+      { code_id: id, name: code.name, email, type: type ?? 'android', ok: result.ok },
+    );
+    return { ...result, email };
   });
 };
 

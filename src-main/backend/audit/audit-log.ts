@@ -1,8 +1,9 @@
 import { nowIso } from '../db/database.ts';
 import { requestContext, type RequestActor } from './context.ts';
+import type { FieldChanges } from './redact.ts';
 import type { AuditFilter, AuditRepository, AuditRow } from './repository.ts';
 
-export type { AuditRow, AuditFilter };
+export type { AuditRow, AuditFilter, FieldChanges };
 
 export interface AuditTarget {
   kind: string | null;
@@ -10,10 +11,16 @@ export interface AuditTarget {
   name?: string | null;
 }
 
+/** How an actor reads in a history: the person, or the API token and its role ("token ci-bot (admin)"). */
+export function actorLabel(actor: RequestActor): string {
+  return actor.tokenName !== null ? `token ${actor.tokenName} (${actor.role})` : actor.name;
+}
+
 /**
- * The audit trail: who (an admin, and the API token used), from where, did what to which object.
- * Written with the connection of the change, so inside a unit of work it commits or rolls back
- * with it: a refused or undone change leaves no entry.
+ * The audit trail: who (an admin, and the API token used), from where, did what to which object,
+ * and which fields changed (before and after, secrets redacted: audit/redact.ts). Written with the
+ * connection of the change, so inside a unit of work it commits or rolls back with it: a refused
+ * or undone change leaves no entry.
  */
 export class AuditLog {
   private readonly store: AuditRepository;
@@ -23,15 +30,22 @@ export class AuditLog {
   }
 
   /** Records `action` for the current request's actor; nothing outside an admin request (agents, the server itself). */
-  recordForRequest(action: string, message: string, target: AuditTarget): void {
+  recordForRequest(action: string, message: string, target: AuditTarget, changes: FieldChanges | null = null): void {
     const context = requestContext.current();
     if (!context?.actor) return;
-    this.record(context.actor, context.address, action, message, target);
+    this.record(context.actor, context.address, action, message, target, changes);
     context.audited = true;
   }
 
   /** Records for a known actor (sign-in happens before a request has one); `actor` null: someone unknown. */
-  record(actor: RequestActor | null, address: string | null, action: string, message: string, target: AuditTarget): void {
+  record(
+    actor: RequestActor | null,
+    address: string | null,
+    action: string,
+    message: string,
+    target: AuditTarget,
+    changes: FieldChanges | null = null,
+  ): void {
     this.store.insert({
       at: nowIso(),
       account_id: actor?.accountId ?? null,
@@ -45,10 +59,16 @@ export class AuditLog {
       target_id: target.id,
       target_name: target.name ?? null,
       message,
+      changes,
     });
   }
 
   list(filter: AuditFilter): AuditRow[] {
     return this.store.list(filter);
+  }
+
+  /** Every entry the filter matches (no limit), newest first, read as they are used: an export's rows. */
+  iterate(filter: Omit<AuditFilter, 'limit'>): IterableIterator<AuditRow> {
+    return this.store.iterate(filter);
   }
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.ts';
+import type { FieldChanges } from './redact.ts';
 
 export interface AuditRow {
   id: number;
@@ -14,6 +15,8 @@ export interface AuditRow {
   target_id: number | null;
   target_name: string | null;
   message: string;
+  /** The changed fields, before and after (secrets redacted); null when the action changed no field (a sign-in, a command). */
+  changes: FieldChanges | null;
 }
 
 export interface AuditFilter {
@@ -23,6 +26,8 @@ export interface AuditFilter {
   action?: string | undefined;
   targetKind?: string | undefined;
   targetId?: number | undefined;
+  /** Part of the object's name (case-insensitive). */
+  targetName?: string | undefined;
   since?: string | undefined;
   until?: string | undefined;
   limit: number;
@@ -33,7 +38,18 @@ export interface AuditFilter {
 export interface AuditRepository {
   insert(row: Omit<AuditRow, 'id'>): number;
   list(filter: AuditFilter): AuditRow[];
+  /** All matching rows, newest first, read a page at a time (no statement stays open between pages). */
+  iterate(filter: Omit<AuditFilter, 'limit'>): IterableIterator<AuditRow>;
 }
+
+type StoredRow = Omit<AuditRow, 'changes'> & { changes: string | null };
+const parse = (row: StoredRow): AuditRow => ({
+  ...row,
+  changes: row.changes === null ? null : (JSON.parse(row.changes) as FieldChanges),
+});
+
+/** Rows an export reads at a time: memory stays flat whatever the trail's length. */
+const PAGE = 500;
 
 export class SqliteAuditRepository implements AuditRepository {
   private readonly db: Db;
@@ -43,14 +59,26 @@ export class SqliteAuditRepository implements AuditRepository {
     this.db = db;
     this.s = {
       insert: db.prepare(
-        `INSERT INTO audit_log (at, account_id, actor, token_id, token_name, role, address, action, target_kind, target_id, target_name, message)
-         VALUES (@at, @account_id, @actor, @token_id, @token_name, @role, @address, @action, @target_kind, @target_id, @target_name, @message)`,
+        `INSERT INTO audit_log (at, account_id, actor, token_id, token_name, role, address, action, target_kind, target_id, target_name, message, changes)
+         VALUES (@at, @account_id, @actor, @token_id, @token_name, @role, @address, @action, @target_kind, @target_id, @target_name, @message, @changes)`,
       ),
     };
   }
 
   insert(row: Omit<AuditRow, 'id'>): number {
-    return Number(this.s.insert.run(row).lastInsertRowid);
+    return Number(
+      this.s.insert.run({ ...row, changes: row.changes === null ? null : JSON.stringify(row.changes) }).lastInsertRowid,
+    );
+  }
+
+  *iterate(filter: Omit<AuditFilter, 'limit'>): IterableIterator<AuditRow> {
+    let beforeId = filter.beforeId;
+    for (;;) {
+      const page = this.list({ ...filter, beforeId, limit: PAGE });
+      yield* page;
+      if (page.length < PAGE) return;
+      beforeId = page.at(-1)!.id;
+    }
   }
 
   list(filter: AuditFilter): AuditRow[] {
@@ -75,6 +103,10 @@ export class SqliteAuditRepository implements AuditRepository {
       where.push(`target_id = @targetId`);
       args.targetId = filter.targetId;
     }
+    if (filter.targetName) {
+      where.push(`instr(lower(coalesce(target_name, '')), lower(@targetName)) > 0`);
+      args.targetName = filter.targetName;
+    }
     if (filter.since) {
       where.push(`at >= @since`);
       args.since = filter.since;
@@ -88,6 +120,6 @@ export class SqliteAuditRepository implements AuditRepository {
       args.beforeId = filter.beforeId;
     }
     const sql = `SELECT * FROM audit_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
-    return this.db.prepare(sql).all(args) as AuditRow[];
+    return (this.db.prepare(sql).all(args) as StoredRow[]).map(parse);
   }
 }

@@ -113,7 +113,7 @@ export class AgentCommands {
         'agent.command',
         `${message.label} sent to ${agent.name}${online || !message.retain ? '' : ' (kept until it connects)'}`,
         { entityId: agent.entity_id, agentId },
-        { command, topic, payload: message.payload, retained: message.retain, online },
+        { command, topic, payload: message.payload, retained: message.retain, online, ...stateChange(agent, command) },
       );
     });
     if (command === 'ping') this.pendingPings.set(agentId, Date.now());
@@ -144,7 +144,17 @@ export class AgentCommands {
         'agent.fleet_changed',
         `${agent.name} moved from fleet "${previous?.name ?? agent.fleet_id}" to "${fleet.name}"`,
         { entityId: agent.entity_id, agentId },
-        { from_fleet_id: agent.fleet_id, fleet_id: fleet.id, command: 'subscribe', topic, payload, retained: true, online },
+        {
+          from_fleet_id: agent.fleet_id,
+          fleet_id: fleet.id,
+          command: 'subscribe',
+          topic,
+          payload,
+          retained: true,
+          online,
+          before: { fleet: previous?.name ?? null },
+          after: { fleet: fleet.name },
+        },
       );
     });
     await this.links.fleetChanged(agentId, fleet.id);
@@ -345,4 +355,15 @@ function parseJson(text: string): Record<string, unknown> | null {
   } catch {
     return null;
   }
+}
+
+/** The device's state a command changes, before and after (a ping changes none). */
+function stateChange(agent: { lock: number; wipe: number; enroll_status: string }, command: AgentCommand) {
+  if (command === 'lock' || command === 'unlock') {
+    return { before: { locked: agent.lock === 1 }, after: { locked: command === 'lock' } };
+  }
+  if (command === 'wipe') return { before: { wipe: agent.wipe === 1 }, after: { wipe: true } };
+  if (command === 'unenroll')
+    return { before: { enroll_status: agent.enroll_status }, after: { enroll_status: ENROLL_STATUS.unenrolling } };
+  return {};
 }

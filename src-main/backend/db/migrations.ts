@@ -698,4 +698,15 @@ export const migrations: Migration[] = [
       CREATE INDEX token_fleets_fleet ON token_fleets(fleet_id);
     `,
   },
+  {
+    version: 22,
+    name: 'audit changes and event actors',
+    // The audit entry's changed fields ({"field": {"before": …, "after": …}}, secrets redacted), and
+    // who caused an event ("Ana Ruiz", "token ci-bot (admin)"; null: a device or the server itself).
+    sql: `
+      ALTER TABLE audit_log ADD COLUMN changes TEXT;
+      ALTER TABLE events ADD COLUMN actor TEXT;
+      CREATE INDEX audit_log_target ON audit_log(target_kind, target_id, id);
+    `,
+  },
 ];

@@ -2,7 +2,9 @@ import { EventEmitter } from 'node:events';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventRefs, EventRepository, RecordedEvent } from './event-repository.ts';
-import type { AuditLog, AuditTarget } from '../audit/audit-log.ts';
+import { actorLabel, type AuditLog, type AuditTarget } from '../audit/audit-log.ts';
+import { requestContext } from '../audit/context.ts';
+import { changedFields, redactFields } from '../audit/redact.ts';
 import type { EventDataArgs, ServerEvent, ServerEventType } from '../../../src-shared/contract/events.ts';
 
 export type { EventRefs, RecordedEvent };
@@ -30,6 +32,10 @@ export class EventLog {
    * the contract's ServerEvents map and `data` its shape there (optional only where that is null).
    */
   record<K extends ServerEventType>(type: K, message: string, refs: EventRefs = {}, ...[data]: EventDataArgs<K>): ServerEvent<K> {
+    // A change's before/after (ChangeData) is kept without its secrets, here and in the audit trail.
+    const change = changeOf(data);
+    const kept = change ? { ...data, before: change.before, after: change.after } : (data ?? null);
+    const actor = requestContext.current()?.actor ?? null;
     const fields = {
       at: nowIso(),
       type,
@@ -37,10 +43,16 @@ export class EventLog {
       invitation_id: refs.invitationId ?? null,
       agent_id: refs.agentId ?? null,
       message,
-      data: data ?? null,
+      data: kept,
+      actor: actor ? actorLabel(actor) : null,
     } as Omit<ServerEvent<K>, 'id'>;
     const event = { id: this.store.insert(fields), ...fields } as ServerEvent<K>;
-    this.audit?.recordForRequest(type, message, targetOf(type, refs, data ?? undefined));
+    this.audit?.recordForRequest(
+      type,
+      message,
+      targetOf(type, refs, data ?? undefined),
+      change ? changedFields(change.before, change.after) : null,
+    );
     this.work.afterCommit(() => this.emitter.emit('event', event));
     return event;
   }
@@ -64,6 +76,14 @@ export class EventLog {
   }
 }
 
+/** The data's before/after, redacted, when it carries a change (the contract's ChangeData). */
+function changeOf(data: object | null | undefined) {
+  if (!data || !('before' in data) || !('after' in data)) return null;
+  const side = (value: unknown) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value) ? redactFields(value as Record<string, unknown>) : null;
+  return { before: side(data.before), after: side(data.after) };
+}
+
 /** The object an event is about: its kind from the type (`agent.locked` → agent), its id and name from the refs or the data. */
 function targetOf(type: string, refs: EventRefs, fields: object | undefined): AuditTarget {
   const data = fields as Record<string, unknown> | undefined;
@@ -73,6 +93,9 @@ function targetOf(type: string, refs: EventRefs, fields: object | undefined): Au
   if (refs.agentId != null) return { kind: 'agent', id: refs.agentId, name: text(data?.name) ?? text(data?.serial) };
   if (refs.invitationId != null) return { kind: 'invitation', id: refs.invitationId, name: text(data?.email) };
   if (number(data?.token_id) !== null) return { kind: 'api_token', id: number(data?.token_id) };
+  if (number(data?.account_id) !== null) {
+    return { kind: 'account', id: number(data?.account_id), name: text(data?.email) ?? text(data?.name) };
+  }
   const id = number(data?.id) ?? number(data?.[`${kind}_id`]) ?? null;
   return { kind, id, name: text(data?.name) ?? text(data?.email) };
 }

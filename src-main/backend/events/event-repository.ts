@@ -28,8 +28,8 @@ export class SqliteEventRepository implements EventRepository {
   constructor(db: Db) {
     this.s = {
       insert: db.prepare(
-        `INSERT INTO events (at, type, entity_id, invitation_id, agent_id, message, data)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO events (at, type, entity_id, invitation_id, agent_id, message, data, actor)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       byAgent: db.prepare(`SELECT * FROM events WHERE agent_id = ? ORDER BY id DESC LIMIT ?`),
       byInvitation: db.prepare(`SELECT * FROM events WHERE invitation_id = ? ORDER BY id DESC LIMIT ?`),
@@ -47,6 +47,7 @@ export class SqliteEventRepository implements EventRepository {
       event.agent_id,
       event.message,
       data,
+      event.actor,
     );
     return Number(result.lastInsertRowid);
   }

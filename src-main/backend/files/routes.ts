@@ -186,7 +186,7 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
 
   adminRoute(app, 'packages.update', async (request) => {
     const body = request.body;
-    const item = store.setPackageInfo(request.params.id, {
+    const item = store.updatePackageInfo(request.params.id, {
       packageName: body.package_name,
       versionCode: body.version_code,
       versionName: body.version_name,

@@ -63,12 +63,18 @@ export interface AddInput {
   describe?: ((path: string, upload: { name: string; mimeType: string }) => Promise<Partial<PackageInfo>>) | undefined;
 }
 
-export type FileStoreAction = 'added' | 'removed';
-export type FileStoreListener = (action: FileStoreAction, kind: StoredKind, item: StoredRecord) => void;
+export type FileStoreAction = 'added' | 'removed' | 'updated';
+/**
+ * Told of each change inside its transaction (`before`: the item as it was, for an update): it
+ * records the change. If it throws, the change is undone and the error is the operation's.
+ */
+export type FileStoreListener = (action: FileStoreAction, kind: StoredKind, item: StoredRecord, before?: StoredRecord) => void;
 
 export interface FileStoreOptions {
   /** Largest accepted upload in bytes (default 4 GiB). */
   maxSize?: number;
+  /** Runs a change in a transaction (the backend's unit of work, so events are emitted after the commit); default: the connection's own. */
+  transact?: <T>(work: () => T) => T;
 }
 
 export interface FileStore {
@@ -94,6 +100,8 @@ export interface FileStore {
   pathOf(item: StoredRecord): string;
   /** Sets a package's install metadata (fields left undefined keep their value). */
   setPackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined;
+  /** setPackageInfo as an admin's change: told to the listener with the item before, in one transaction. */
+  updatePackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined;
 }
 
 export const DEFAULT_MAX_UPLOAD_SIZE = 4 * 1024 ** 3;
@@ -312,15 +320,7 @@ export function createFileStore(
     sweep(dirs[kind], STALE_ORPHAN_MS, (name) => known.has(name));
   }
 
-  function notify(action: FileStoreAction, kind: StoredKind, item: StoredRecord): void {
-    if (!onChange) return;
-    try {
-      onChange(action, kind, item);
-    } catch (error) {
-      // The store's work is done; a failing listener must not turn it into an error.
-      process.emitWarning(`file store listener failed on ${action} ${kind} ${item.id}: ${String(error)}`);
-    }
-  }
+  const transact = options.transact ?? (<T>(work: () => T): T => db.transaction(work)());
 
   function checkKind(kind: StoredKind): void {
     if (!STORED_KINDS.includes(kind)) throw new TypeError(`unknown stored kind: ${String(kind)}`);
@@ -394,7 +394,7 @@ export function createFileStore(
     let item: StoredRecord;
     try {
       // The row and its description land together (a refused description never leaves a row).
-      item = db.transaction(() => {
+      item = transact(() => {
         const now = nowIso();
         const row = statements[kind].insert.get({
           entity_id: entityId,
@@ -410,13 +410,14 @@ export function createFileStore(
         const added = toItem(kind, row);
         const info = kind === 'package' ? packageInfo : undefined;
         const described = info !== undefined && Object.values(info).some((value) => value !== undefined);
-        return described ? (setPackageInfo(added.id, info) ?? added) : added;
-      })();
+        const stored = described ? (setPackageInfo(added.id, info) ?? added) : added;
+        onChange?.('added', kind, stored);
+        return stored;
+      });
     } catch (error) {
       await unlinkQuietly(finalPath);
       throw error;
     }
-    notify('added', kind, item);
     return item;
   }
 
@@ -434,13 +435,17 @@ export function createFileStore(
 
   async function remove(kind: StoredKind, id: number): Promise<StoredRecord | undefined> {
     checkKind(kind);
-    const row = statements[kind].remove.get(id);
-    if (!row) return undefined;
-    const item = toItem(kind, row);
+    const item = transact(() => {
+      const row = statements[kind].remove.get(id);
+      if (!row) return undefined;
+      const removed = toItem(kind, row);
+      onChange?.('removed', kind, removed);
+      return removed;
+    });
+    if (!item) return undefined;
     // A download in progress keeps its open descriptor: POSIX unlink, and libuv opens files with
     // FILE_SHARE_DELETE on Windows, so it finishes reading the content it started with.
     if (isStorageName(item.storageName)) await unlinkQuietly(pathOf(item));
-    notify('removed', kind, item);
     return item;
   }
 
@@ -468,7 +473,17 @@ export function createFileStore(
     return row ? toItem('package', row) : undefined;
   }
 
-  return { maxSize, add, list, get, remove, pathOf, setPackageInfo };
+  /** An admin's change of a package's description: recorded (`updated`, with the item before) in its transaction. */
+  function updatePackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined {
+    return transact(() => {
+      const before = get('package', id);
+      const updated = setPackageInfo(id, info);
+      if (before && updated) onChange?.('updated', 'package', updated, before);
+      return updated;
+    });
+  }
+
+  return { maxSize, add, list, get, remove, pathOf, setPackageInfo, updatePackageInfo };
 }
 
 function translateWriteError(error: unknown): unknown {

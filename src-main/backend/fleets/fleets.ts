@@ -84,7 +84,12 @@ export class FleetService {
     }
     return this.work.run(() => {
       const id = this.store.insert(entityId, clean, nowIso());
-      this.events.record('fleet.created', `Fleet "${clean}" created`, { entityId }, { fleet_id: id });
+      this.events.record(
+        'fleet.created',
+        `Fleet "${clean}" created`,
+        { entityId },
+        { fleet_id: id, name: clean, before: null, after: { name: clean } },
+      );
       return this.byId(id)!;
     });
   }
@@ -101,7 +106,7 @@ export class FleetService {
         'fleet.renamed',
         `Fleet "${fleet.name}" renamed to "${clean}"`,
         { entityId: fleet.entity_id },
-        { fleet_id: id },
+        { fleet_id: id, name: clean, before: { name: fleet.name }, after: { name: clean } },
       );
       return this.byId(id)!;
     });
@@ -142,7 +147,7 @@ export class FleetService {
         'fleet.deleted',
         `Fleet "${fleet.name}" deleted${moved > 0 ? `; its ${moved} invitation(s) now enroll into "${fallback.name}"` : ''}`,
         { entityId: fleet.entity_id },
-        { fleet_id: id, name: fleet.name },
+        { fleet_id: id, name: fleet.name, before: { name: fleet.name }, after: null },
       );
       return fleet;
     });

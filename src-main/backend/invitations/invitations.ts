@@ -213,10 +213,12 @@ export class InvitationService {
     if (row.status === 'revoked') return row;
     return this.work.run(() => {
       this.repository.revoke(id, nowIso());
-      this.events.record('invitation.revoked', `Invitation for ${row.email} revoked`, {
-        entityId: row.entity_id,
-        invitationId: id,
-      });
+      this.events.record(
+        'invitation.revoked',
+        `Invitation for ${row.email} revoked`,
+        { entityId: row.entity_id, invitationId: id },
+        { email: row.email, before: { status: row.status }, after: { status: 'revoked' } },
+      );
       return this.get(id);
     });
   }
@@ -230,7 +232,7 @@ export class InvitationService {
         'invitation.deleted',
         `Invitation for ${row.email} deleted`,
         { entityId: row.entity_id, invitationId: id },
-        { fleet_id: row.fleet_id },
+        { fleet_id: row.fleet_id, email: row.email, before: { email: row.email, status: row.status }, after: null },
       );
     });
   }

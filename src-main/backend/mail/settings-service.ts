@@ -142,10 +142,22 @@ export class MailSettingsService {
     });
     const listed = Object.entries(problems).flatMap(([part, errors]) => errors.map((e) => `${part} template, ${e}`));
     if (listed.length > 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', listed.join('; '));
-    if (Object.keys(changes).length > 0) this.settings.update(changes);
-    if (newPassword !== undefined) this.secrets.set('smtp_password', newPassword === '' ? null : newPassword);
-    const keys = [...Object.keys(changes), ...(newPassword !== undefined ? ['smtp_password'] : [])];
-    if (keys.length > 0) this.events.record('settings.updated', `Mail settings changed: ${keys.join(', ')}`, {}, { keys });
+    // One transaction: the settings, their audited change, and last the password (a file): if it
+    // cannot be written, nothing is changed. The password's change is recorded, never its value
+    // (the audit trail's one rule redacts it).
+    const hadPassword = this.secrets.has('smtp_password');
+    const secret = newPassword === undefined ? undefined : newPassword === '' ? null : newPassword;
+    this.settings.update(changes, (change) => {
+      if (secret !== undefined) {
+        change.keys.push('smtp_password');
+        change.before.smtp_password = hadPassword ? 'set' : null;
+        change.after.smtp_password = secret === null ? null : 'set';
+      }
+      if (change.keys.length > 0) {
+        this.events.record('settings.updated', `Mail settings changed: ${change.keys.join(', ')}`, {}, change);
+      }
+      if (secret !== undefined) this.secrets.set('smtp_password', secret);
+    });
     for (const listener of this.listeners) listener();
     return this.view();
   }

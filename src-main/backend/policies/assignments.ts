@@ -340,10 +340,23 @@ function create(
     'deployment.created',
     `${policy} "${fields.item_name}" published to ${target.name} (${target.agents.length} device${target.agents.length === 1 ? '' : 's'})`,
     { entityId, agentId: fields.agent_id },
-    { deployment_id: id, policy, fleet_id: fields.fleet_id, topic, devices: target.agents.length },
+    {
+      deployment_id: id,
+      policy,
+      fleet_id: fields.fleet_id,
+      topic,
+      devices: target.agents.length,
+      before: null,
+      after: { [policy]: policyValueOf(fields), target: target.name },
+    },
   );
   ctx.outbox.afterCommit(() => ctx.outbox.publish(topic, payload));
   return id;
+}
+
+/** An assignment's value as the audit trail shows it: the policy's value, or the deployed item's name. */
+function policyValueOf(fields: Pick<DeploymentRow, 'value' | 'item_name'>): unknown {
+  return fields.value !== null ? (JSON.parse(fields.value) as unknown) : fields.item_name;
 }
 
 /** Marks removed, cancels open tasks, clears the retained policy (inside a transaction). */
@@ -354,6 +367,9 @@ export function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy: numbe
     const agent = ctx.repo.agent(task.agent_id);
     if (agent) ctx.setStatus(task.id, row.id, agent, 'canceled', why, 'server', at);
   }
+  // Cleared first: a device that reads the empty message as "back to my default" then receives its
+  // fleet's value, delivered again just below, and keeps it.
+  ctx.outbox.afterCommit(() => ctx.outbox.publish(row.topic, ''));
   // A device-level value gone: its fleet's value applies again, and is delivered again.
   if (row.agent_id !== null && policyDefinition(row.policy)?.unique) {
     const agent = ctx.repo.agent(row.agent_id);
@@ -372,9 +388,10 @@ export function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy: numbe
       deployment_id: row.id,
       fleet_id: row.fleet_id,
       removal_id: replacedBy,
+      before: { [row.policy]: policyValueOf(row), target: row.target_name },
+      after: null,
     },
   );
-  ctx.outbox.afterCommit(() => ctx.outbox.publish(row.topic, ''));
 }
 
 function itemTarget(ctx: PolicyContext, input: DeployInput, entityId: number): Target {

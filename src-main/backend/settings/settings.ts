@@ -48,14 +48,36 @@ export class SettingsStore {
     };
   }
 
-  /** Applies a validated partial update; returns the whole new settings. */
-  update(patch: Partial<Settings>): Settings {
-    this.work.run(() => {
-      for (const [key, value] of Object.entries(patch)) {
-        if (key in DEFAULT_SETTINGS && value !== undefined) this.repository.put(key, JSON.stringify(value));
-      }
-    });
-    this.cache = null;
+  /**
+   * Applies a validated partial update; returns the whole new settings. `changed` runs in the same
+   * transaction with the changed keys' values before and after (it records the change: if it
+   * throws, nothing is changed).
+   */
+  update(patch: Partial<Settings>, changed?: (change: SettingsChange) => void): Settings {
+    try {
+      this.work.run(() => {
+        const current = this.get();
+        const change: SettingsChange = { keys: [], before: {}, after: {} };
+        for (const [key, value] of Object.entries(patch)) {
+          if (!(key in DEFAULT_SETTINGS) || value === undefined) continue;
+          this.repository.put(key, JSON.stringify(value));
+          change.keys.push(key);
+          change.before[key] = current[key as keyof Settings];
+          change.after[key] = value;
+        }
+        this.cache = null;
+        changed?.(change);
+      });
+    } finally {
+      this.cache = null;
+    }
     return this.get();
   }
+}
+
+/** What an update changed: its keys, their values before and after. */
+export interface SettingsChange {
+  keys: string[];
+  before: Record<string, unknown>;
+  after: Record<string, unknown>;
 }

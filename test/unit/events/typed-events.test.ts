@@ -26,7 +26,7 @@ function eventLog() {
 /** Never called: it only has to compile, each marked line being refused. */
 export function refusedAtCompileTime(events: EventLog, event: StreamEvent): void {
   // @ts-expect-error a type that is not in the ServerEvents map
-  events.record('fleet.creatd', 'typo', {}, { fleet_id: 1 });
+  events.record('fleet.creatd', 'typo', {}, { fleet_id: 1, name: 'x', before: null, after: null });
   // @ts-expect-error the data of another type
   events.record('fleet.created', 'wrong field', {}, { fleetId: 1 });
   // @ts-expect-error a field of the wrong type
@@ -51,8 +51,18 @@ describe('typed events', () => {
     const { db, events } = eventLog();
     const seen: ServerEvent[] = [];
     events.subscribe((event) => seen.push(event));
-    const fleet = events.record('fleet.created', 'Fleet "Sales" created', { entityId: 1 }, { fleet_id: 7 });
-    expect(fleet.data).toEqual({ fleet_id: 7 });
+    const fleet = events.record(
+      'fleet.created',
+      'Fleet "Sales" created',
+      { entityId: 1 },
+      {
+        fleet_id: 7,
+        name: 'Sales',
+        before: null,
+        after: { name: 'Sales' },
+      },
+    );
+    expect(fleet.data).toMatchObject({ fleet_id: 7, name: 'Sales' });
     events.record('agent.ping_reply', 'answered', { agentId: 3 }, { payload: '!', rtt_ms: 12, transport: 'mqtt' });
     events.record('server.started', 'up');
     const [latest] = events.latest(1);
