@@ -197,9 +197,11 @@ export async function adminApp({
   adminRoute(app, 'setUpOwner', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set up from the console page itself');
     const owner = await services.accounts.completeSetup(request.body, request.ip);
-    auth.signInAfterSetup(owner, request, reply);
+    const outcome = auth.signInAfterSetup(owner, request, reply);
+    if ('secondStep' in outcome)
+      return { signed_in: false as const, second_step: outcome.secondStep, challenge: outcome.challenge };
     connections.authenticated(request.raw.socket);
-    return { signed_in: true as const, account: accountView(services.accounts.byId(owner.id)!) };
+    return { signed_in: true as const, account: accountView(outcome.account) };
   });
 
   // An invited admin's set-up link: whom it is for (or why it no longer works), then their password, and signed in.
@@ -207,9 +209,12 @@ export async function adminApp({
   adminRoute(app, 'acceptAccountInvitation', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set your password from the console page itself');
     const account = await services.admins.acceptInvite(request.body, request.ip);
-    auth.signInAfterSetup(account, request, reply);
+    // With two-factor required, the answer's challenge leads to enrolment first (as at sign-in).
+    const outcome = auth.signInAfterSetup(account, request, reply);
+    if ('secondStep' in outcome)
+      return { signed_in: false as const, second_step: outcome.secondStep, challenge: outcome.challenge };
     connections.authenticated(request.raw.socket);
-    return { signed_in: true as const, account: accountView(services.accounts.byId(account.id)!) };
+    return { signed_in: true as const, account: accountView(outcome.account) };
   });
 
   // Signing out ends the session on the server (the cookie is worthless afterwards, wherever it was copied).
