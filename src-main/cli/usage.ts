@@ -225,8 +225,9 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   token create --name N --role owner|admin|operator|observer [--fleet NAME|ID]... [--days D]
                                                          a personal API token, printed once; --fleet scopes
                                                          an operator or observer token to those fleets
-  audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--since ISO] [--until ISO] [--limit N]
-                                                         the audit trail: who did what, from where, when
+  audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--target NAME] [--since ISO] [--until ISO] [--limit N]
+                                                         the audit trail: who did what, from where, when, what changed
+  audit --format csv|jsonl [the same filters]            every matching entry, streamed to stdout (> audit.csv)
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
 
