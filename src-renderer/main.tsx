@@ -14,6 +14,7 @@ import { App } from './app/App.tsx';
 import { useLocation } from './lib/router.tsx';
 import { SignInPage } from './pages/SignIn.tsx';
 import { SetupPage } from './pages/Setup.tsx';
+import { SetPasswordPage } from './pages/SetPassword.tsx';
 import { cssVariablesResolver, theme } from './app/theme.ts';
 import { LiveProvider } from './live/LiveProvider.tsx';
 
@@ -33,6 +34,7 @@ function Root() {
   const { pathname } = useLocation();
   if (pathname === '/sign-in') return <SignInPage />;
   if (pathname === '/setup') return <SetupPage />;
+  if (pathname === '/set-password') return <SetPasswordPage />;
   return (
     <LiveProvider>
       <App />

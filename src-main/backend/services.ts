@@ -97,6 +97,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     work,
     mailer: mail.queue,
     sessions: adminSessions,
+    twoFactor: accounts,
     setupLink,
   });
   const invitations = new InvitationService({

@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { codeCommands } from './code-commands.ts';
 import { tokenCommands } from './token-commands.ts';
+import { accountCommands } from './account-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { deploymentStatusCommands } from './deployment-status.ts';
@@ -499,4 +500,5 @@ export const adminCommands: Record<string, Handler> = {
   ...policyCommands,
   ...codeCommands,
   ...tokenCommands,
+  ...accountCommands,
 };

@@ -2,7 +2,9 @@
 // read by the catalogue of the contract (the table the server validates with), so
 // `policy set disableCamera yes` and `policy set passwordEnabled pin` mean what they say.
 import {
+  COMPLIANCE_STATES,
   POLICY_CATALOGUE,
+  type ComplianceState,
   policyDefinition,
   type Assignment,
   type DeviceCompliance,
@@ -205,9 +207,14 @@ const policy: Handler = async (argv) => {
 };
 
 const compliance: Handler = async (argv) => {
-  const { values, admin, json } = parse(argv, { fleet: { type: 'string' } });
+  const { values, admin, json } = parse(argv, { fleet: { type: 'string' }, state: { type: 'string' } });
+  const state = values.state as string | undefined;
+  if (state !== undefined && !(COMPLIANCE_STATES as readonly string[]).includes(state))
+    throw new CliError(`--state takes one of ${COMPLIANCE_STATES.join(', ')}, not "${state}"`);
   const fleetId = values.fleet === undefined ? undefined : (await findFleet(admin(), values.fleet as string)).id;
-  const { items } = await admin().policies.compliance({ query: { fleet_id: fleetId } });
+  const { items } = await admin().policies.compliance({
+    query: { fleet_id: fleetId, ...(state === undefined ? {} : { state: state as ComplianceState }) },
+  });
   return print(json, items, () => items.map(complianceLine).join('\n') || 'No enrolled device.');
 };
 

@@ -145,10 +145,10 @@ they name, refused while a deployment of it is in force there.
 unset: clears the retained message and cancels open tasks. status: a fleet's policies with their
 progress, or a device's tasks with where each value comes from and whether it applies.
 ${COMMON}`,
-  compliance: `usage: mdm-console compliance [--fleet NAME|ID]
+  compliance: `usage: mdm-console compliance [--fleet NAME|ID] [--state compliant|pending|failing|none]
 
 Each enrolled device: compliant (all done), pending, failing (failed or incompatible) or none, with
-its counts.
+its counts; --state keeps the devices in that state (the console's compliance filter).
 ${COMMON}`,
   file: `usage: mdm-console file add PATH [--name NAME] [--as-file] | file rm ID | files
 
@@ -170,6 +170,25 @@ ${COMMON}`,
   status: `usage: mdm-console status
 
 Where the running server is (URLs, ports, counts, warnings), with a fresh sign-in link for the console.
+${COMMON}`,
+  admins: `usage: mdm-console admins
+
+The admins: email, name, role, status (invited, active, disabled) and last sign-in; for an invited
+one, until when their set-up link works and what became of its email.
+${COMMON}`,
+  admin: `usage: mdm-console admin add EMAIL --role owner|admin|operator|observer [--name N] [--days D] [--no-email]
+       mdm-console admin set EMAIL --role owner|admin|operator|observer
+       mdm-console admin invite-again EMAIL [--days D] [--no-email]
+       mdm-console admin disable|enable|delete|reset-two-factor EMAIL
+
+Managing admins (the owner's). add invites an admin by email: the mail worker sends them a set-up
+link (one use, for --days D, 7 by default, at most 30) to the page where they choose their
+password; with --no-email nothing is sent and the link is printed, to hand over another way.
+invite-again makes a new link (the previous one stops working). set changes the role. disable ends
+their console sessions and refuses their API tokens until enable. delete removes them and their
+API tokens. reset-two-factor is for a lost phone: their authenticator secret and recovery codes
+are deleted. You cannot change your own role, disable or delete yourself, nor the owner holding the
+data dir's admin token (the CLI's). EMAIL may also be #ID.
 ${COMMON}`,
   console: `usage: mdm-console console
 
@@ -214,7 +233,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   policies    [--category TEXT]                          the policy catalogue
   policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)
                                                          a policy on a fleet or a device, and its progress
-  compliance  [--fleet NAME|ID]                          each device: compliant, pending or failing
+  compliance  [--fleet NAME|ID] [--state S]              each device: compliant, pending, failing or none
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
               [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
               [--android-version V] [--system]
@@ -225,6 +244,11 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   token create --name N --role owner|admin|operator|observer [--fleet NAME|ID]... [--days D]
                                                          a personal API token, printed once; --fleet scopes
                                                          an operator or observer token to those fleets
+  admins                                                 the admins: role, status, last sign-in
+  admin add EMAIL --role owner|admin|operator|observer [--name N] [--days D] [--no-email]
+                                                         invite an admin (emails the set-up link; --no-email prints it)
+  admin set EMAIL --role R | admin invite-again EMAIL | admin disable|enable|delete|reset-two-factor EMAIL
+                                                         change a role, a new link, disable, enable, delete, reset 2FA
   audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--target NAME] [--since ISO] [--until ISO] [--limit N]
                                                          the audit trail: who did what, from where, when, what changed
   audit --format csv|jsonl [the same filters]            every matching entry, streamed to stdout (> audit.csv)

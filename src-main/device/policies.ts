@@ -100,6 +100,8 @@ export class PolicyRunner {
   private readonly log: StepLog;
   /** Policy messages already taken up, by task id: a retained message seen again is not run twice. */
   private readonly seen = new Map<number, string>();
+  /** The policy of each task seen, by task id. */
+  private readonly seenPolicy = new Map<number, string>();
   private queue: Promise<void> = Promise.resolve();
 
   constructor(options: PolicyRunnerOptions) {
@@ -116,10 +118,16 @@ export class PolicyRunner {
       const setting = this.state.settings[parsed.policy];
       if (setting?.taskId === parsed.taskId) delete this.state.settings[parsed.policy];
       this.seen.delete(parsed.taskId);
+      // Its own value gone, its fleet's value of that policy applies again: the server sends that
+      // message anew, and it is run again (not skipped as one already seen).
+      if (!/\/fleet\/\d+\/Policy\//.test(topic))
+        for (const [taskId, policy] of this.seenPolicy)
+          if (policy === parsed.policy && taskId !== parsed.taskId) this.seen.delete(taskId);
       return true;
     }
     if (this.seen.get(parsed.taskId) === text) return true;
     this.seen.set(parsed.taskId, text);
+    this.seenPolicy.set(parsed.taskId, parsed.policy);
     this.queue = this.queue.then(() => this.run(topic, parsed.policy, parsed.taskId, text));
     return true;
   }

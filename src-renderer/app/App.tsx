@@ -25,6 +25,7 @@ import {
   IconUserCheck,
   IconSettings,
   IconKey,
+  IconUsers,
   IconHistory,
   IconSun,
 } from '@tabler/icons-react';
@@ -48,6 +49,7 @@ import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
 import { TokensPage } from '../pages/Tokens.tsx';
 import { AuditPage } from '../pages/Audit.tsx';
+import { AccountsPage } from '../pages/Accounts.tsx';
 import { useMe } from '../api/accounts.ts';
 import type { Permission } from '../../src-shared/contract/permissions.ts';
 import { Link, matchPath, navigate, useLocation } from '../lib/router.tsx';
@@ -105,6 +107,13 @@ const NAV: { to: string; permission: Permission; label: string; icon: typeof Ico
     icon: IconSettings,
     match: (p: string) => p.startsWith('/settings'),
   },
+  {
+    to: '/accounts',
+    permission: 'accounts.manage',
+    label: 'Accounts',
+    icon: IconUsers,
+    match: (p: string) => p.startsWith('/accounts'),
+  },
   { to: '/tokens', permission: 'tokens.own', label: 'API tokens', icon: IconKey, match: (p: string) => p.startsWith('/tokens') },
   { to: '/audit', permission: 'audit.read', label: 'Audit', icon: IconHistory, match: (p: string) => p.startsWith('/audit') },
 ];
@@ -127,6 +136,7 @@ function route(pathname: string): { title: string; element: ReactNode } {
   if (fleet && /^\d+$/.test(fleet.id!)) return { title: 'Fleets', element: <FleetsPage id={Number(fleet.id)} /> };
   if (matchPath('/files', pathname)) return { title: 'Files & packages', element: <FilesPage /> };
   if (matchPath('/settings', pathname)) return { title: 'Settings', element: <SettingsPage /> };
+  if (matchPath('/accounts', pathname)) return { title: 'Accounts', element: <AccountsPage /> };
   if (matchPath('/tokens', pathname)) return { title: 'API tokens', element: <TokensPage /> };
   if (matchPath('/audit', pathname)) return { title: 'Audit', element: <AuditPage /> };
   return { title: 'Not found', element: <NotFound /> };

@@ -1,89 +1,14 @@
-import { ActionIcon, Badge, Button, Group, NumberInput, Select, Stack, Switch, Table, Text, Title, Tooltip } from '@mantine/core';
+import { ActionIcon, Button, Group, Stack, Table, Text, Title, Tooltip } from '@mantine/core';
 import { IconChevronDown, IconChevronRight, IconTrash } from '@tabler/icons-react';
 import { Fragment, useMemo, useState } from 'react';
 import { useAgentPolicies, useAssignments, usePolicyCatalogue, useSetPolicies, useUnsetPolicy } from '../api/queries.ts';
 import type { Assignment, EffectivePolicy, PolicyCatalogueEntry } from '../../src-shared/contract/index.ts';
 import { confirmAction, notifyError, notifySuccess, QueryView, RelativeTime } from '../components/common.tsx';
 import { DeploymentProgress, TaskRows, TaskStatusBadge } from './deployments.tsx';
+import { DevicePolicyForm, UnsetOwnValue } from './device-policy-form.tsx';
+import { Marks, showValue, ValueControl, type Value } from './policy-controls.tsx';
 import { TaskVerificationCell } from './verification.tsx';
 import { Gate, RoleNotice } from '../components/permissions.tsx';
-
-type Value = boolean | number | string;
-
-const showValue = (policy: PolicyCatalogueEntry | undefined, value: Value | null) => {
-  if (value === null) return '—';
-  if (typeof value === 'boolean') return value ? 'Yes' : 'No';
-  const choice = policy?.choices?.find((c) => c.value === value);
-  if (choice) return choice.label;
-  return policy?.unit ? `${value} ${policy.unit}` : String(value);
-};
-
-/** The control the catalogue asks for: a switch, a bounded number with its unit, or a list of choices. */
-function ValueControl({
-  policy,
-  value,
-  onChange,
-}: {
-  policy: PolicyCatalogueEntry;
-  value: Value;
-  onChange: (value: Value) => void;
-}) {
-  if (policy.type === 'bool')
-    return (
-      <Switch
-        checked={value === true}
-        onChange={(event) => onChange(event.currentTarget.checked)}
-        aria-label={policy.label}
-        label={value === true ? 'Yes' : 'No'}
-      />
-    );
-  if (policy.type === 'int') {
-    const schema = policy.schema as { minimum?: number; maximum?: number };
-    return (
-      <NumberInput
-        size="xs"
-        w={170}
-        value={typeof value === 'number' ? value : 0}
-        min={schema.minimum}
-        max={schema.maximum}
-        clampBehavior="strict"
-        allowDecimal={false}
-        allowNegative={false}
-        suffix={policy.unit ? ` ${policy.unit === 'milliseconds' ? 'ms' : policy.unit === 'seconds' ? 's' : ''}` : undefined}
-        onChange={(next) => onChange(typeof next === 'number' ? next : Number(next) || 0)}
-        aria-label={policy.label}
-      />
-    );
-  }
-  return (
-    <Select
-      size="xs"
-      w={170}
-      data={(policy.choices ?? []).map((c) => ({ value: c.value, label: c.label }))}
-      value={String(value)}
-      onChange={(next) => next !== null && onChange(next)}
-      allowDeselect={false}
-      aria-label={policy.label}
-    />
-  );
-}
-
-function Marks({ policy }: { policy: PolicyCatalogueEntry }) {
-  return (
-    <Group gap={4}>
-      <Badge size="xs" variant="outline" color="gray">
-        Android ≥ {policy.androidMinVersion}
-      </Badge>
-      {policy.systemOnly ? (
-        <Tooltip label="Needs the agent installed as a system app; other devices report it incompatible">
-          <Badge size="xs" variant="light" color="orange">
-            system agent
-          </Badge>
-        </Tooltip>
-      ) : null}
-    </Group>
-  );
-}
 
 /** One policy of a fleet: its control, the value in force with its progress, and each device's status. */
 function PolicyRow({
@@ -282,45 +207,49 @@ export function DevicePolicies({ agentId }: { agentId: number }) {
   const policies = useAgentPolicies(agentId);
   const bySymbol = useMemo(() => new Map((catalogue.data ?? []).map((p) => [p.symbol, p])), [catalogue.data]);
   return (
-    <QueryView query={policies}>
-      {(items: EffectivePolicy[]) =>
-        items.length === 0 ? (
-          <Text size="sm" c="dimmed">
-            No policy applies to this device.
-          </Text>
-        ) : (
-          <Table fz="sm" verticalSpacing={4} data-testid="device-policies">
-            <Table.Tbody>
-              {items.map((p) => (
-                <Table.Tr key={p.task_id} data-policy={p.policy} data-effective={p.effective} opacity={p.effective ? 1 : 0.55}>
-                  <Table.Td>
-                    <Text size="sm">{p.label}</Text>
-                    <Text size="xs" c="dimmed">
-                      {p.value === null ? p.item_name : showValue(bySymbol.get(p.policy), p.value)} · from{' '}
-                      {p.source === 'device' ? 'this device' : p.source_name}
-                      {p.effective ? '' : ' · not applied'}
-                    </Text>
-                  </Table.Td>
-                  <Table.Td w={130}>
-                    <TaskStatusBadge status={p.status} />
-                  </Table.Td>
-                  <Table.Td>
-                    <Text size="xs" c={p.status === 'failed' ? 'red' : 'dimmed'}>
-                      {p.reason ?? ''}
-                    </Text>
-                    <TaskVerificationCell verification={p.verification} agentId={agentId} agentName="this device" />
-                  </Table.Td>
-                  <Table.Td w={110}>
-                    <Text size="xs" c="dimmed">
-                      <RelativeTime iso={p.updated_at} />
-                    </Text>
-                  </Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        )
-      }
-    </QueryView>
+    <Stack gap="sm">
+      <QueryView query={policies}>
+        {(items: EffectivePolicy[]) =>
+          items.length === 0 ? (
+            <Text size="sm" c="dimmed">
+              No policy applies to this device.
+            </Text>
+          ) : (
+            <Table fz="sm" verticalSpacing={4} data-testid="device-policies">
+              <Table.Tbody>
+                {items.map((p) => (
+                  <Table.Tr key={p.task_id} data-policy={p.policy} data-effective={p.effective} opacity={p.effective ? 1 : 0.55}>
+                    <Table.Td>
+                      <Text size="sm">{p.label}</Text>
+                      <Text size="xs" c="dimmed">
+                        {p.value === null ? p.item_name : showValue(bySymbol.get(p.policy), p.value)} · from{' '}
+                        {p.source === 'device' ? 'this device' : p.source_name}
+                        {p.effective ? '' : ' · not applied'}
+                      </Text>
+                    </Table.Td>
+                    <Table.Td w={130}>
+                      <TaskStatusBadge status={p.status} />
+                    </Table.Td>
+                    <Table.Td>
+                      <Text size="xs" c={p.status === 'failed' ? 'red' : 'dimmed'}>
+                        {p.reason ?? ''}
+                      </Text>
+                      <TaskVerificationCell verification={p.verification} agentId={agentId} agentName="this device" />
+                    </Table.Td>
+                    <Table.Td w={110}>
+                      <Text size="xs" c="dimmed">
+                        <RelativeTime iso={p.updated_at} />
+                      </Text>
+                    </Table.Td>
+                    <Table.Td w={40}>{p.source === 'device' && p.value !== null ? <UnsetOwnValue policy={p} /> : null}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          )
+        }
+      </QueryView>
+      <DevicePolicyForm agentId={agentId} />
+    </Stack>
   );
 }

@@ -23,7 +23,7 @@ const COLORS: Record<TaskVerification['state'], string> = {
 export function VerificationBadge({ verification }: { verification: TaskVerification | null | undefined }) {
   if (!verification) return null;
   return (
-    <Group gap={6} wrap="nowrap" data-testid="task-verification" data-verification={verification.state}>
+    <Group gap={4} wrap="wrap" data-testid="task-verification" data-verification={verification.state}>
       <Tooltip label={verification.detail} multiline maw={360} openDelay={200}>
         <Badge
           size="sm"
@@ -36,7 +36,7 @@ export function VerificationBadge({ verification }: { verification: TaskVerifica
         </Badge>
       </Tooltip>
       {verification.inventory_at ? (
-        <Text size="xs" c="dimmed" style={{ whiteSpace: 'nowrap' }}>
+        <Text size="xs" c="dimmed">
           inventory <RelativeTime iso={verification.inventory_at} />
         </Text>
       ) : null}

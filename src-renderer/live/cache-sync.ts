@@ -1,6 +1,6 @@
 import type { Query, QueryClient, QueryKey } from '@tanstack/react-query';
-import { codeKeys } from '../api/codes.ts';
 import { accountKeys } from '../api/accounts.ts';
+import { codeKeys } from '../api/codes.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { AgentSummary as Agent, LiveEvent, ServerEvent, StoredKind, StreamEvent } from '../../src-shared/contract/index.ts';
 
@@ -100,8 +100,13 @@ export function effectsOf(event: ServerEvent): Effect[] {
       effects.push({ kind: 'invalidate', key: codeKeys.all }); // their deeplinks follow the settings
       break;
     case 'account':
-      // A role changed (perhaps this admin's own): what the console lets one do follows at once.
-      effects.push({ kind: 'invalidate', key: accountKeys.me }, { kind: 'invalidate', key: accountKeys.tokens });
+      // An admin invited, changed or gone (perhaps this admin's own role), or their invitation's email:
+      // the Accounts page, what the console lets one do, and the tokens' view.
+      effects.push(
+        { kind: 'invalidate', key: accountKeys.accounts },
+        { kind: 'invalidate', key: accountKeys.me },
+        { kind: 'invalidate', key: accountKeys.tokens },
+      );
       break;
     case 'file':
     case 'package':

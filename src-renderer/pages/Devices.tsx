@@ -4,21 +4,23 @@ import { IconArrowDown, IconArrowUp, IconArrowsSort, IconSearch } from '@tabler/
 import { useTable, type ColumnFiltersState, type SortingState } from '@tanstack/react-table';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useMemo, useRef, useState, type KeyboardEvent } from 'react';
-import { useAgents, useFleets } from '../api/queries.ts';
-import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
+import { useAgents, useCompliance, useFleets } from '../api/queries.ts';
 import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { EmptyState, ErrorState, LoadingState, PageHeader } from '../components/common.tsx';
 import { enrollStatusOf, matchesSearch, searchTerms } from '../lib/devices.ts';
 import { countOf } from '../lib/format.ts';
 import { DeviceDrawer } from './DeviceDrawer.tsx';
-import { columns, features, ROW_HEIGHT } from './devices/columns.tsx';
+import { columns, features, ROW_HEIGHT, type DeviceRow } from './devices/columns.tsx';
+import { COMPLIANCE_CHOICES } from './devices/compliance.tsx';
 import { useFreshRows } from './devices/useFreshRows.ts';
 
-const EMPTY: Agent[] = [];
+const EMPTY: DeviceRow[] = [];
 
 export function Devices() {
   const agents = useAgents();
   const fleets = useFleets();
+  // Each device's compliance, counted by the server; refreshed live with the tasks (the 'deployments' keys).
+  const compliance = useCompliance(null);
   const { search } = useLocation();
   const params = new URLSearchParams(search);
   const selectedId = params.get('agent') && /^\d+$/.test(params.get('agent')!) ? Number(params.get('agent')) : null;
@@ -31,15 +33,24 @@ export function Devices() {
   // contact): those two filters apply to the rows before the table sees them.
   const [typeFilter, setTypeFilter] = useState<string | null>(null);
   const [onlineFilter, setOnlineFilter] = useState<boolean | null>(null);
-  const all = agents.data ?? EMPTY;
+  // Compliance shares the status column: its filter applies to the rows first too.
+  const [complianceFilter, setComplianceFilter] = useState<string | null>(null);
+  const all = useMemo(() => {
+    if (!agents.data) return EMPTY;
+    const byAgent = new Map((compliance.data ?? []).map((c) => [c.agent_id, c]));
+    return agents.data.map((agent): DeviceRow => ({ ...agent, compliance: byAgent.get(agent.id) ?? null }));
+  }, [agents.data, compliance.data]);
   const data = useMemo(
     () =>
-      typeFilter === null && onlineFilter === null
+      typeFilter === null && onlineFilter === null && complianceFilter === null
         ? all
         : all.filter(
-            (a) => (typeFilter === null || a.type === typeFilter) && (onlineFilter === null || a.is_online === onlineFilter),
+            (a) =>
+              (typeFilter === null || a.type === typeFilter) &&
+              (onlineFilter === null || a.is_online === onlineFilter) &&
+              (complianceFilter === null || a.compliance?.state === complianceFilter),
           ),
-    [all, typeFilter, onlineFilter],
+    [all, typeFilter, onlineFilter, complianceFilter],
   );
 
   const fresh = useFreshRows(agents.data);
@@ -131,7 +142,8 @@ export function Devices() {
   const fleetNames = useMemo(() => (fleets.data ?? []).map((f) => f.name), [fleets.data]);
   const statuses = useMemo(() => [...new Set(all.map((a) => a.enroll_status))].sort(), [all]);
   const totalWidth = table.getTotalSize();
-  const filtered = terms.length > 0 || columnFilters.length > 0 || typeFilter !== null || onlineFilter !== null;
+  const filtered =
+    terms.length > 0 || columnFilters.length > 0 || typeFilter !== null || onlineFilter !== null || complianceFilter !== null;
   const online = useMemo(() => all.reduce((n, a) => n + (a.is_online ? 1 : 0), 0), [all]);
   const count = (n: number) => countOf(n, 'device');
 
@@ -194,6 +206,15 @@ export function Devices() {
             clearable
             w={150}
           />
+          <Select
+            aria-label="Compliance"
+            placeholder="Any compliance"
+            data={COMPLIANCE_CHOICES}
+            value={complianceFilter}
+            onChange={setComplianceFilter}
+            clearable
+            w={190}
+          />
           {filtered ? (
             <Button
               variant="subtle"
@@ -203,6 +224,7 @@ export function Devices() {
                 setColumnFilters([]);
                 setTypeFilter(null);
                 setOnlineFilter(null);
+                setComplianceFilter(null);
               }}
             >
               Clear filters

@@ -5,6 +5,7 @@ import {
   Code,
   Group,
   Modal,
+  MultiSelect,
   NumberInput,
   Select,
   Stack,
@@ -17,6 +18,7 @@ import { IconBan, IconKey, IconPlus } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { useMe, useRevokeToken, useTokens, useCreateToken } from '../api/accounts.ts';
+import { useFleets } from '../api/queries.ts';
 import type { ApiToken, ApiTokenCreated, Role } from '../../src-shared/contract/index.ts';
 import { ROLES, roleAtLeast } from '../../src-shared/contract/rules.ts';
 import {
@@ -37,6 +39,8 @@ const ROLE_HELP: Record<Role, string> = {
   observer: 'observer: read only',
 };
 const STATUS_COLOR = { active: 'teal', expired: 'gray', revoked: 'red' } as const;
+/** The roles a token can be scoped to fleets with (an owner or admin sees every fleet). */
+const SCOPABLE: readonly Role[] = ['operator', 'observer'];
 
 /** A new personal token: a name, a role no higher than one's own, an optional lifetime; shown once. */
 function NewTokenModal({ opened, onClose, mine }: { opened: boolean; onClose: () => void; mine: Role }) {
@@ -44,12 +48,16 @@ function NewTokenModal({ opened, onClose, mine }: { opened: boolean; onClose: ()
   const [name, setName] = useState('');
   const [role, setRole] = useState<Role>(mine === 'owner' ? 'admin' : mine);
   const [days, setDays] = useState<number | string>(90);
+  const [fleetIds, setFleetIds] = useState<string[]>([]);
+  const fleets = useFleets();
+  const scopable = SCOPABLE.includes(role);
   const [created, setCreated] = useState<ApiTokenCreated | null>(null);
   const [error, setError] = useState<string | null>(null);
 
   const close = () => {
     setCreated(null);
     setName('');
+    setFleetIds([]);
     setError(null);
     onClose();
   };
@@ -61,7 +69,12 @@ function NewTokenModal({ opened, onClose, mine }: { opened: boolean; onClose: ()
     }
     setError(null);
     create.mutate(
-      { name: name.trim(), role, ...(days === '' ? {} : { days: Number(days) }) },
+      {
+        name: name.trim(),
+        role,
+        ...(days === '' ? {} : { days: Number(days) }),
+        ...(scopable && fleetIds.length > 0 ? { fleet_ids: fleetIds.map(Number) } : {}),
+      },
       { onSuccess: setCreated, onError: (failure) => setError(errorMessage(failure)) },
     );
   };
@@ -104,6 +117,19 @@ function NewTokenModal({ opened, onClose, mine }: { opened: boolean; onClose: ()
               allowDeselect={false}
               data-testid="token-role"
             />
+            {scopable ? (
+              <MultiSelect
+                label="Fleets"
+                description="Only these fleets’ devices, invitations and codes; none chosen: every fleet you see"
+                placeholder={fleetIds.length === 0 ? 'Every fleet you see' : undefined}
+                data={(fleets.data ?? []).map((fleet) => ({ value: String(fleet.id), label: fleet.name }))}
+                value={fleetIds}
+                onChange={setFleetIds}
+                searchable
+                clearable
+                data-testid="token-fleets"
+              />
+            ) : null}
             <NumberInput
               label="Expires after (days)"
               description="Leave empty for a token that never expires"
@@ -135,6 +161,8 @@ function NewTokenModal({ opened, onClose, mine }: { opened: boolean; onClose: ()
 
 function TokenRow({ token }: { token: ApiToken }) {
   const revoke = useRevokeToken();
+  const fleets = useFleets();
+  const fleetNames = (ids: number[]) => ids.map((id) => fleets.data?.find((f) => f.id === id)?.name ?? `#${id}`).join(', ');
   const ask = () =>
     confirmAction(
       {
@@ -156,6 +184,7 @@ function TokenRow({ token }: { token: ApiToken }) {
         </Text>
         <Text size="xs" c="dimmed">
           of {token.account_name}
+          {token.fleet_ids.length > 0 ? ` · fleets ${fleetNames(token.fleet_ids)}` : ''}
         </Text>
       </Table.Td>
       <Table.Td>

@@ -327,6 +327,15 @@ export const adminRoutes = {
     params: 'IdParams',
     response: { 200: 'AccountEntry' },
   },
+  'accounts.resetTwoFactor': {
+    method: 'POST',
+    path: '/api/accounts/:id/two-factor/reset',
+    summary:
+      'Resets an admin’s two-factor sign-in (a lost phone): secret and recovery codes gone; they sign in with the password alone, or enrol again when it is required (not your own: 409)',
+    permission: 'accounts.manage',
+    params: 'IdParams',
+    response: { 200: 'AccountEntry' },
+  },
   'accounts.remove': {
     method: 'DELETE',
     path: '/api/accounts/:id',

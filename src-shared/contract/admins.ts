@@ -27,7 +27,12 @@ export const AccountInvite = Type.Object({
 export type AccountInvite = Static<typeof AccountInvite>;
 
 /** An admin as the Accounts page lists them: the account, and its invitation while it is `invited`. */
-export const AccountEntry = Type.Object({ ...Account.properties, invitation: Nullable(AccountInvite) });
+export const AccountEntry = Type.Object({
+  ...Account.properties,
+  invitation: Nullable(AccountInvite),
+  /** Holds the data dir's admin token (the CLI's): never demoted, disabled or deleted. */
+  data_dir_owner: Type.Boolean(),
+});
 export type AccountEntry = Static<typeof AccountEntry>;
 export const AccountList = Items(AccountEntry);
 export type AccountList = Static<typeof AccountList>;

@@ -84,7 +84,7 @@ export interface ServerEvents {
   'account.two_factor_enrolment_started': { account_id: number };
   'account.two_factor_enabled': { account_id: number };
   'account.two_factor_disabled': { account_id: number };
-  'account.two_factor_reset': { account_id: number };
+  'account.two_factor_reset': { account_id: number } & Partial<AccountRef & ChangeData>;
   'account.recovery_code_used': { account_id: number; left: number };
   /** The owner's sign-in settings changed (two-factor required, session limits), with before and after values. */
   'settings.sign_in_updated': ChangeData & { keys: string[] };

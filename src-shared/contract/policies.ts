@@ -511,6 +511,10 @@ export const EffectivePolicy = Type.Object({
 export type EffectivePolicy = Static<typeof EffectivePolicy>;
 export const EffectivePolicyList = Items(EffectivePolicy);
 
+/** A device's compliance: all done, some not done yet, some failed or incompatible, no policy at all. */
+export const COMPLIANCE_STATES = ['compliant', 'pending', 'failing', 'none'] as const;
+export type ComplianceState = (typeof COMPLIANCE_STATES)[number];
+
 /** GET /api/compliance?fleet_id=: each enrolled device's tasks of active assignments, counted. */
 export const DeviceCompliance = Type.Object({
   agent_id: Type.Integer(),
@@ -525,11 +529,16 @@ export const DeviceCompliance = Type.Object({
   incompatible: Type.Integer(),
   overriden: Type.Integer(),
   /** compliant: all done; pending: some not done yet; failing: some failed or incompatible; none: no policy. */
-  state: Type.Union([Type.Literal('compliant'), Type.Literal('pending'), Type.Literal('failing'), Type.Literal('none')]),
+  state: Literals(COMPLIANCE_STATES),
   /** "all 12 done", "2 pending", "1 failed, 1 incompatible" */
   summary: Type.String(),
   last_change: Nullable(Type.String()),
 });
 export type DeviceCompliance = Static<typeof DeviceCompliance>;
 export const ComplianceList = Items(DeviceCompliance);
-export const ComplianceFilter = Type.Object({ fleet_id: Type.Optional(TargetId) });
+/** GET /api/compliance?fleet_id=&state=: one fleet's devices, those in one state (the devices table's filter). */
+export const ComplianceFilter = Type.Object({
+  fleet_id: Type.Optional(TargetId),
+  state: Type.Optional(Literals(COMPLIANCE_STATES)),
+});
+export type ComplianceFilter = Static<typeof ComplianceFilter>;

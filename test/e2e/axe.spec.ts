@@ -83,6 +83,7 @@ for (const scheme of ['light', 'dark'] as const) {
     await visit('/settings', () => expect(page.getByRole('heading', { name: 'Settings', level: 1 })).toBeVisible());
     await visit('/tokens', () => expect(page.getByRole('heading', { name: 'API tokens', level: 1 })).toBeVisible());
     await visit('/audit', () => expect(page.getByTestId('audit-table')).toBeVisible());
+    await visit('/accounts', () => expect(page.getByTestId('accounts-table')).toBeVisible());
     await visit(`/print?ids=${invitationId}`, () =>
       expect(page.getByTestId('print-sheet')).toHaveAttribute('data-ready', 'true'),
     );
@@ -118,6 +119,16 @@ test('axe: the sign-in page and the deeplink page', async ({ browser }) => {
   await page.goto(`${server.admin_url}/setup?token=unused`);
   await expect(page.getByRole('heading', { name: 'Set up the owner' })).toBeVisible();
   found.push(...(await seriousViolations(page, '/setup')));
+  // An invited admin's set-password page, and what it says without its link.
+  const invited = await admin.accounts.invite({
+    body: { email: `axe.${Date.now()}@example.org`, role: 'observer', no_email: true },
+  });
+  await page.goto(invited.setup_url!);
+  await expect(page.getByRole('heading', { name: 'Welcome to MDM Console' })).toBeVisible();
+  found.push(...(await seriousViolations(page, '/set-password')));
+  await page.goto(`${server.admin_url}/set-password`);
+  await expect(page.getByRole('heading', { name: 'This link no longer works' })).toBeVisible();
+  found.push(...(await seriousViolations(page, '/set-password without its link')));
   const invitation = await admin.invitations.get({ params: { id: invitationId } });
   await page.goto(invitation.deeplink);
   await expect(page.getByRole('heading', { name: 'Enroll your device' })).toBeVisible();

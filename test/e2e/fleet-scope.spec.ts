@@ -1,4 +1,4 @@
-import { admin, expect, server, shot, test } from './fixtures.ts';
+import { admin, adminOf, expect, server, shot, test } from './fixtures.ts';
 
 // Fleet scopes in the console (issue 22, item 2): an operator scoped to one fleet sees, at the top
 // right, which; the device list holds that fleet's devices only, and a device enrolled meanwhile
@@ -55,4 +55,24 @@ test('an operator scoped to one fleet sees its devices only, live', async ({ bro
   const answer = await context.request.get(`/api/agents/${theirs.id}`);
   expect(answer.status()).toBe(404);
   await context.close();
+});
+
+test('the owner makes an observer token scoped to one fleet on the API tokens page', async ({ page }, testInfo) => {
+  const t = tag();
+  const east = await admin.fleets.create({ body: { name: `East ${t}` } });
+  await page.goto('/tokens');
+  await page.getByTestId('new-token-button').click();
+  await page.getByTestId('token-name').fill(`east wall screen ${t}`);
+  await page.getByTestId('token-role').click();
+  await page.getByRole('option', { name: 'observer: read only' }).click();
+  await page.getByTestId('token-fleets').click();
+  await page.getByRole('option', { name: `East ${t}` }).click();
+  await page.keyboard.press('Escape');
+  await shot(page, 'token-scoped-form', testInfo);
+  await page.getByTestId('token-create').click();
+  const token = (await page.getByTestId('new-token').innerText()).trim();
+  await page.getByRole('button', { name: 'Done' }).click();
+  const me = await adminOf({ admin_url: server.admin_url, admin_token: token }).me();
+  expect(me.fleets).toEqual([{ id: east.id, name: `East ${t}` }]);
+  await expect(page.getByRole('row').filter({ hasText: `east wall screen ${t}` })).toContainText(`fleets East ${t}`);
 });

@@ -7,7 +7,7 @@ import { ApiError } from '../errors.ts';
 import { randomHex } from '../util/tokens.ts';
 import type { AccountEntry, AccountInviteDelivery, AccountSetupInfo, Role } from '../../../src-shared/contract/index.ts';
 import { ACCOUNT_INVITE_DAYS, isValidEmail } from '../../../src-shared/contract/rules.ts';
-import { accountView, roleOf, type Actor } from './accounts.ts';
+import { accountView, type Actor } from './accounts.ts';
 import type { AccountInviteRepository, StoredAccountInvite } from './invite-repository.ts';
 import { hashPassword } from './passwords.ts';
 import type { AccountRepository, StoredAccount } from './repository.ts';
@@ -20,6 +20,11 @@ export interface AccountInviteMailer {
   /** Queues the email of this invitation in the caller's transaction (sent once it commits); the link's secret waits with it. */
   queueAccountInvite(inviteId: number, token: string): void;
   deliveriesOf(inviteIds: number[]): Map<number, AccountInviteDelivery>;
+}
+
+/** Resets an account's two-factor sign-in (accounts.ts: TwoFactorService). */
+export interface AccountTwoFactor {
+  resetTwoFactor(accountId: number): void;
 }
 
 /** Ends the console sessions of an account (the admin-sessions room). */
@@ -66,6 +71,7 @@ export class AccountManagement {
   private readonly work: UnitOfWork;
   private readonly mailer: AccountInviteMailer;
   private readonly sessions: AccountSessions;
+  private readonly twoFactor: AccountTwoFactor;
   private readonly setupLink: (token: string) => string;
 
   constructor(deps: {
@@ -75,6 +81,7 @@ export class AccountManagement {
     work: UnitOfWork;
     mailer: AccountInviteMailer;
     sessions: AccountSessions;
+    twoFactor: AccountTwoFactor;
     /** The set-up page's URL for a link's secret (the admin listener's address). */
     setupLink: (token: string) => string;
   }) {
@@ -84,6 +91,7 @@ export class AccountManagement {
     this.work = deps.work;
     this.mailer = deps.mailer;
     this.sessions = deps.sessions;
+    this.twoFactor = deps.twoFactor;
     this.setupLink = deps.setupLink;
   }
 
@@ -112,7 +120,6 @@ export class AccountManagement {
       no_email?: boolean | undefined;
     },
   ): { account: AccountEntry; setup_url: string | null; email_queued: boolean } {
-    this.mayManage(actor);
     const email = input.email.trim();
     if (!isValidEmail(email)) throw new ApiError(400, 'ERROR_BAD_REQUEST', `"${email}" is not an email address`);
     return this.work.run(() => {
@@ -159,7 +166,6 @@ export class AccountManagement {
     id: number,
     input: { days?: number | undefined; no_email?: boolean | undefined },
   ): { account: AccountEntry; setup_url: string | null; email_queued: boolean } {
-    this.mayManage(actor);
     return this.work.run(() => {
       const row = this.mustFind(id);
       if (row.password_hash !== null || row.email === null) {
@@ -183,7 +189,6 @@ export class AccountManagement {
 
   /** A new role (never one's own, never away from the last owner). */
   setRole(actor: Actor, id: number, role: Role): AccountEntry {
-    this.mayManage(actor);
     return this.work.run(() => {
       const row = this.mustFind(id);
       if (row.id === actor.account.id) {
@@ -205,7 +210,6 @@ export class AccountManagement {
 
   /** Disabled: their console sessions end now and their API tokens are refused (until enabled again). */
   disable(actor: Actor, id: number): AccountEntry {
-    this.mayManage(actor);
     return this.work.run(() => {
       const row = this.mustFind(id);
       if (row.id === actor.account.id) throw new ApiError(409, 'ERROR_CONFLICT', 'You cannot disable your own account.');
@@ -232,7 +236,6 @@ export class AccountManagement {
   }
 
   enable(actor: Actor, id: number): AccountEntry {
-    this.mayManage(actor);
     return this.work.run(() => {
       const row = this.mustFind(id);
       if (row.disabled === 0) return this.get(id);
@@ -247,9 +250,24 @@ export class AccountManagement {
     });
   }
 
+  /** Another admin's lost phone: their two-factor secret and recovery codes are gone; they sign in with the password alone (or enrol again when it is required). */
+  resetTwoFactor(actor: Actor, id: number): AccountEntry {
+    return this.work.run(() => {
+      const row = this.mustFind(id);
+      if (row.id === actor.account.id) {
+        throw new ApiError(
+          409,
+          'ERROR_CONFLICT',
+          'Your own two-factor sign-in is turned off or enrolled again on your own account’s page.',
+        );
+      }
+      this.twoFactor.resetTwoFactor(id);
+      return this.get(id);
+    });
+  }
+
   /** Deletes an admin with their tokens and sessions (never yourself, never the last owner). */
   remove(actor: Actor, id: number): void {
-    this.mayManage(actor);
     this.work.run(() => {
       const row = this.mustFind(id);
       if (row.id === actor.account.id) {
@@ -349,12 +367,6 @@ export class AccountManagement {
     return { url: null };
   }
 
-  /** Managing admins is the owner's (the route declares it too; a token acts with its own role). */
-  private mayManage(actor: Actor): void {
-    const role = roleOf(actor);
-    if (role !== 'owner') throw new ApiError(403, 'ERROR_FORBIDDEN', `Managing admins is the owner's: a ${role} cannot`);
-  }
-
   private keepAnOwner(row: StoredAccount, what: string): void {
     if (row.disabled === 0 && this.store.enabledOwners() <= 1) {
       throw new ApiError(
@@ -390,6 +402,7 @@ export class AccountManagement {
     const view = accountView(row);
     return {
       ...view,
+      data_dir_owner: this.store.dataDirToken(row.id) !== undefined,
       invitation:
         view.status === 'invited' && invite
           ? {

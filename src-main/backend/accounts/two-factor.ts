@@ -209,6 +209,10 @@ export class TwoFactorService {
         {},
         {
           account_id: accountId,
+          email: account.email,
+          name: account.display_name,
+          before: { two_factor: account.totp_secret !== null },
+          after: { two_factor: false },
         },
       );
     });

@@ -54,6 +54,7 @@ export const accountManagementRoutes: FastifyPluginAsyncTypebox<{
   adminRoute(app, 'accounts.update', async (request) => admins.setRole(actorOf(request), request.params.id, request.body.role));
   adminRoute(app, 'accounts.disable', async (request) => admins.disable(actorOf(request), request.params.id));
   adminRoute(app, 'accounts.enable', async (request) => admins.enable(actorOf(request), request.params.id));
+  adminRoute(app, 'accounts.resetTwoFactor', async (request) => admins.resetTwoFactor(actorOf(request), request.params.id));
   adminRoute(app, 'accounts.remove', async (request, reply) => {
     admins.remove(actorOf(request), request.params.id);
     return reply.code(204).send();

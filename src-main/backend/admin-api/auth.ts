@@ -451,6 +451,8 @@ export class AdminAuth {
     credential: string,
     how: SignInWay,
   ): void {
+    // Every way in counts as a sign-in (the Accounts page shows the last one).
+    if (how !== 'password') this.accounts.signedIn(account);
     const { id } = this.sessions.open(credential, {
       accountId: account.id,
       address: request.ip,

@@ -33,7 +33,9 @@ export const policyRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & 
 
   adminRoute(app, 'policies.ofAgent', async (request) => ({ items: policies.effectiveOf(request.params.id) }));
 
-  adminRoute(app, 'policies.compliance', async (request) => ({
-    items: policies.compliance(request.query.fleet_id ?? null),
-  }));
+  adminRoute(app, 'policies.compliance', async (request) => {
+    const { fleet_id, state } = request.query;
+    const items = policies.compliance(fleet_id ?? null);
+    return { items: state === undefined ? items : items.filter((device) => device.state === state) };
+  });
 };

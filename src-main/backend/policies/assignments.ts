@@ -367,6 +367,9 @@ export function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy: numbe
     const agent = ctx.repo.agent(task.agent_id);
     if (agent) ctx.setStatus(task.id, row.id, agent, 'canceled', why, 'server', at);
   }
+  // Cleared first: a device that reads the empty message as "back to my default" then receives its
+  // fleet's value, delivered again just below, and keeps it.
+  ctx.outbox.afterCommit(() => ctx.outbox.publish(row.topic, ''));
   // A device-level value gone: its fleet's value applies again, and is delivered again.
   if (row.agent_id !== null && policyDefinition(row.policy)?.unique) {
     const agent = ctx.repo.agent(row.agent_id);
@@ -389,7 +392,6 @@ export function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy: numbe
       after: null,
     },
   );
-  ctx.outbox.afterCommit(() => ctx.outbox.publish(row.topic, ''));
 }
 
 function itemTarget(ctx: PolicyContext, input: DeployInput, entityId: number): Target {

@@ -15,10 +15,15 @@ import {
   tableFeatures,
 } from '@tanstack/react-table';
 import type { ReactNode } from 'react';
-import type { AgentSummary as Agent } from '../../../src-shared/contract/index.ts';
+import type { AgentSummary, DeviceCompliance } from '../../../src-shared/contract/index.ts';
 import { useNow } from '../../components/common.tsx';
 import { enrollStatusOf } from '../../lib/devices.ts';
 import { fullName, relativeTime } from '../../lib/format.ts';
+import { ComplianceLine } from './compliance.tsx';
+
+/** A row of the devices table: the device, and its compliance (null for a device not counted: unenrolled). */
+export type DeviceRow = AgentSummary & { compliance: DeviceCompliance | null };
+type Agent = DeviceRow;
 
 // The devices table's features, its five columns and their cells.
 export const features = tableFeatures({
@@ -89,8 +94,8 @@ function modelLine(agent: Agent): { line: string; full: string } {
 }
 
 // Widths in px; the person column takes what is left. Five columns of two lines each (what was
-// nine: the model under the device, online beside the last contact) add up to 890 px, so every
-// column shows uncut in a 1,280 px window with the navigation open.
+// nine: the model under the device, online beside the last contact, compliance under the status)
+// add up to 890 px, so every column shows uncut in a 1,280 px window with the navigation open.
 export const columns = helper.columns([
   helper.accessor('name', {
     id: 'name',
@@ -139,34 +144,38 @@ export const columns = helper.columns([
   }),
   helper.accessor('enroll_status', {
     id: 'enroll_status',
-    header: 'Status',
+    header: 'Status, compliance',
     size: 190,
     filterFn: 'equalsString',
     sortFn: 'alphanumeric',
+    // The enrollment status over the device's compliance (the policies in force on it).
     cell: (info) => {
       const status = enrollStatusOf(info.getValue());
-      const { lock, wipe } = info.row.original;
+      const { lock, wipe, compliance } = info.row.original;
       return (
-        <Group gap={4} wrap="nowrap">
-          <Badge color={status.color} variant="light" size="sm" data-testid="enroll-status">
-            {status.label}
-          </Badge>
-          {lock ? (
-            <StateIcon tooltip="Locked (a lock command was sent)" color="orange.8" testId="device-locked" label="Locked">
-              <IconLock size={16} />
-            </StateIcon>
-          ) : null}
-          {wipe ? (
-            <StateIcon
-              tooltip="Wipe ordered: the device erases itself when it gets the command"
-              color="red.8"
-              testId="device-wiped"
-              label="Wipe ordered"
-            >
-              <IconEraser size={16} />
-            </StateIcon>
-          ) : null}
-        </Group>
+        <div style={{ minWidth: 0, lineHeight: 1.25 }}>
+          <Group gap={4} wrap="nowrap">
+            <Badge color={status.color} variant="light" size="sm" data-testid="enroll-status">
+              {status.label}
+            </Badge>
+            {lock ? (
+              <StateIcon tooltip="Locked (a lock command was sent)" color="orange.8" testId="device-locked" label="Locked">
+                <IconLock size={16} />
+              </StateIcon>
+            ) : null}
+            {wipe ? (
+              <StateIcon
+                tooltip="Wipe ordered: the device erases itself when it gets the command"
+                color="red.8"
+                testId="device-wiped"
+                label="Wipe ordered"
+              >
+                <IconEraser size={16} />
+              </StateIcon>
+            ) : null}
+          </Group>
+          <ComplianceLine compliance={compliance} />
+        </div>
       );
     },
   }),

@@ -3,6 +3,7 @@
 // person chooses a password and is signed in; list, role change, disable (sessions end, tokens
 // refused), enable, delete; never yourself, never the last owner; each change audited with before
 // and after. Real HTTP, a real SQLite file and a real SMTP server on loopback.
+import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { callFrom, type Answer } from '../../helpers/from-address.ts';
@@ -220,6 +221,15 @@ describe('inviting an admin by email', () => {
 });
 
 describe('managing admins', () => {
+  it('lists each admin’s last sign-in, whatever the way in (a one-time sign-in link too)', async () => {
+    const before = (await t.admin('GET', '/accounts')).body.items.find((a: { id: number }) => a.id === 1);
+    const ticket = (await t.admin('POST', '/console-tickets')).body.console_url as string;
+    expect((await callFrom('127.0.0.1', ticket)).status).toBe(302);
+    const after = (await t.admin('GET', '/accounts')).body.items.find((a: { id: number }) => a.id === 1);
+    expect(after.last_sign_in_at).not.toBeNull();
+    expect(after.last_sign_in_at).not.toBe(before.last_sign_in_at);
+  });
+
   it('changes a role, audited with before and after', async () => {
     const dee = await activeAdmin('dee@example.org', 'observer');
     const changed = await t.admin('PATCH', `/accounts/${dee.id}`, { role: 'admin' });
@@ -261,6 +271,34 @@ describe('managing admins', () => {
     expect((await asBearer(token, '/me')).status).toBe(200);
     expect((await asCookie(eve.cookie, '/me')).status).toBe(401); // a session ended stays ended
     expect((await audit('account.enabled'))[0]).toMatchObject({ actor: 'ana', target_id: eve.id });
+  });
+
+  it('resets another admin’s two-factor sign-in (a lost phone), audited with before and after; not one’s own', async () => {
+    const jo = await activeAdmin('jo@example.org', 'operator');
+    const setup = await asCookie(jo.cookie, '/me/two-factor/setup', 'POST');
+    expect(setup.status, JSON.stringify(setup.body)).toBe(200);
+    const code = new TOTP({ secret: Secret.fromBase32(setup.body.secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate();
+    expect((await asCookie(jo.cookie, '/me/two-factor/confirm', 'POST', { code })).status).toBe(200);
+    expect((await account('jo@example.org')) as unknown).toMatchObject({ two_factor: true });
+
+    const reset = await t.admin('POST', `/accounts/${jo.id}/two-factor/reset`);
+    expect(reset.status, JSON.stringify(reset.body)).toBe(200);
+    expect(reset.body).toMatchObject({ email: 'jo@example.org', two_factor: false, status: 'active' });
+    // Signed in with the password alone again.
+    const again = await post('/auth/password', { email: 'jo@example.org', password: 'a long enough password' });
+    expect(again.body).toMatchObject({ signed_in: true });
+    const [event] = await events('account.two_factor_reset');
+    expect(event!.data).toMatchObject({ account_id: jo.id, before: { two_factor: true }, after: { two_factor: false } });
+    expect((await audit('account.two_factor_reset'))[0]).toMatchObject({
+      actor: 'ana',
+      target_kind: 'account',
+      target_id: jo.id,
+    });
+
+    const own = await t.admin('POST', '/accounts/1/two-factor/reset');
+    expect(own.status).toBe(409);
+    expect((await asCookie(jo.cookie, `/accounts/${jo.id}/two-factor/reset`, 'POST')).status).toBe(403);
+    expect((await t.admin('POST', '/accounts/9999/two-factor/reset')).status).toBe(404);
   });
 
   it('deletes an admin with their tokens; never yourself, never the last owner (409, nothing changed)', async () => {

@@ -186,6 +186,7 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
     run: async () => {
       // An admin without two-factor signs in while it is required: they enrol before anything else.
       const invited = await call('POST', '/api/accounts', { email: 'cy@example.org', role: 'admin', no_email: true });
+      (made as Record<string, unknown>).cy = invited.body?.account?.id;
       await call(
         'POST',
         '/auth/invitation',
@@ -276,6 +277,11 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
       return call('PUT', `/api/accounts/${made.account}/scope`, { fleet_ids: [1] });
     },
     action: 'account.scope_changed',
+  },
+  'accounts.resetTwoFactor': {
+    run: () => call('POST', `/api/accounts/${String((made as Record<string, unknown>).cy)}/two-factor/reset`),
+    action: 'account.two_factor_reset',
+    changes: { two_factor: { before: true, after: false } },
   },
   'accounts.remove': { run: () => call('DELETE', `/api/accounts/${made.account}`), action: 'account.deleted' },
   consoleTicket: { run: () => call('POST', '/api/console-tickets'), action: 'admin.sign_in_link_issued' },

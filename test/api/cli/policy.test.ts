@@ -83,6 +83,12 @@ describe('mdm-console policies, policy, compliance', () => {
       expect.objectContaining({ agent_id: agent.id, state: 'pending', done: 1, pending: 2, summary: '2 pending' }),
     ]);
     expect((await cli('compliance')).stdout).toContain(`(agent ${agent.id}, fleet ${fleet.id})  pending  2 pending`);
+    // --state: only the devices in that state (the console's compliance filter).
+    expect(JSON.parse((await cli('compliance', '--state', 'pending', '--json')).stdout).map((c: any) => c.agent_id)).toContain(
+      agent.id,
+    );
+    expect(JSON.parse((await cli('compliance', '--state', 'compliant', '--json')).stdout)).toEqual([]);
+    expect((await cli('compliance', '--state', 'fine')).stderr).toMatch(/--state takes one of compliant, pending, failing, none/);
 
     const unset = await cli('policy', 'unset', 'disableCamera', '--fleet', 'Field');
     expect(unset.stdout).toMatch(/^Unset: #\d+ {2}disableCamera = true → fleet "Field" {2}removed/);

@@ -1,10 +1,10 @@
 import { QueryClient } from '@tanstack/react-query';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { codeKeys } from '../../../src-renderer/api/codes.ts';
+import { accountKeys } from '../../../src-renderer/api/accounts.ts';
 import { keys } from '../../../src-renderer/api/queries.ts';
 import type { AgentSummary as Agent, LiveEvent, ServerEventType, StreamEvent } from '../../../src-shared/contract/index.ts';
 import { effectsOf, LiveSync, upsertAgents } from '../../../src-renderer/live/cache-sync.ts';
-import { accountKeys } from '../../../src-renderer/api/accounts.ts';
 import { openEventStream, type StreamState } from '../../../src-renderer/live/event-stream.ts';
 
 let nextId = 1;
@@ -81,6 +81,13 @@ describe('what an event means for the caches', () => {
       { kind: 'invalidate', key: keys.deployments },
     ]);
     expect(effectsOf(event('deployment.created'))).toContainEqual({ kind: 'invalidate', key: keys.deployments });
+    // An admin invited, changed or removed (by another window, the CLI): the Accounts page, and one's own role.
+    expect(effectsOf(event('account.role_changed'))).toEqual([
+      { kind: 'invalidate', key: keys.status },
+      { kind: 'invalidate', key: accountKeys.accounts },
+      { kind: 'invalidate', key: accountKeys.me },
+      { kind: 'invalidate', key: accountKeys.tokens },
+    ]);
     // Fleet device counts follow devices that come, go or move; presence leaves them alone.
     expect(effectsOf(event('agent.fleet_changed', { agent_id: 9 }))).toContainEqual({ kind: 'invalidate', key: keys.fleets });
     expect(effectsOf(event('agent.deleted', { agent_id: 9 }))).toContainEqual({ kind: 'invalidate', key: keys.fleets });
