@@ -473,11 +473,14 @@ const status: Handler = async (argv) => {
   );
 };
 
-/** `console`: a fresh one-time link that opens the console signed in. */
+/** `console [--as EMAIL]`: a fresh one-time link that opens the console signed in, as the owner or the admin named. */
 const consoleLink: Handler = async (argv) => {
-  const { admin, json } = parse(argv, {});
-  const ticket = await admin().consoleTicket();
-  return output(json, ticket, () => `Open this link once to sign in to the console:\n  ${ticket.console_url}`);
+  const { admin, json, values } = parse(argv, { as: { type: 'string' } });
+  const as = typeof values.as === 'string' ? values.as.trim() : undefined;
+  if (as === '') throw new CliError('--as needs the email of an admin');
+  const ticket = await admin().consoleTicket(as === undefined ? {} : { query: { as } });
+  const who = as === undefined ? '' : ` as ${as}`;
+  return output(json, ticket, () => `Open this link once to sign in to the console${who}:\n  ${ticket.console_url}`);
 };
 
 export const adminCommands: Record<string, Handler> = {

@@ -190,9 +190,12 @@ API tokens. reset-two-factor is for a lost phone: their authenticator secret and
 are deleted. You cannot change your own role, disable or delete yourself, nor the owner holding the
 data dir's admin token (the CLI's). EMAIL may also be #ID.
 ${COMMON}`,
-  console: `usage: mdm-console console
+  console: `usage: mdm-console console [--as EMAIL]
 
-Prints a new one-time link (valid 15 minutes) that opens the console signed in.
+Prints a new one-time link (valid 15 minutes) that opens the console signed in: as the owner (the
+data dir's admin token is the owner's), or with --as as the admin with that email. The link skips
+the password and the two-factor code: it comes from whoever holds the admin token.
+  --as EMAIL   sign in as this admin (an unknown email is an error)
 ${COMMON}`,
   backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR]
 
@@ -238,7 +241,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
               [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
               [--android-version V] [--system]
   status                                                 where the running server is, and a sign-in link
-  console                                                a new one-time link that opens the console signed in
+  console     [--as EMAIL]                               a new one-time link that opens the console signed in
   whoami                                                 the account (and API token) the CLI acts as
   tokens | token revoke ID                               API tokens (yours; the owner sees all) and revoking one
   token create --name N --role owner|admin|operator|observer [--fleet NAME|ID]... [--days D]

@@ -1,5 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import type { AccountInviteBody, AccountReinviteBody, ApiTokenCreate, Role } from '../../src-shared/contract/index.ts';
+import type {
+  AccountInviteBody,
+  AccountReinviteBody,
+  ApiTokenCreate,
+  PasswordChangeBody,
+  Role,
+  SignInSettingsPatch,
+} from '../../src-shared/contract/index.ts';
 import { admin } from './client.ts';
 
 export const accountKeys = {
@@ -30,6 +37,88 @@ export function useRevokeToken() {
   return useMutation({
     mutationFn: (id: number) => admin.tokens.revoke({ params: { id } }),
     onSuccess: () => void client.invalidateQueries({ queryKey: accountKeys.tokens }),
+  });
+}
+
+export const signInKeys = {
+  twoFactor: ['two-factor'] as const,
+  sessions: ['admin-sessions'] as const,
+  settings: ['sign-in-settings'] as const,
+};
+
+/** One's own two-factor sign-in: on or off, recovery codes left, whether the owner requires it. */
+export function useTwoFactor() {
+  return useQuery({ queryKey: signInKeys.twoFactor, queryFn: ({ signal }) => admin.twoFactor.status({ signal }) });
+}
+
+/** Turns two-factor on (the enrolment confirmed by a code): the recovery codes, shown once. */
+export function useConfirmTwoFactor() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (code: string) => admin.twoFactor.confirm({ body: { code } }),
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: signInKeys.twoFactor });
+      void client.invalidateQueries({ queryKey: accountKeys.me });
+    },
+  });
+}
+
+export function useDisableTwoFactor() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (code: string) => admin.twoFactor.disable({ body: { code } }),
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: signInKeys.twoFactor });
+      void client.invalidateQueries({ queryKey: accountKeys.me });
+    },
+  });
+}
+
+export function useChangePassword() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: PasswordChangeBody) => admin.password.change({ body }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: signInKeys.sessions }),
+  });
+}
+
+/** One's own console sessions, the current one marked. */
+export function useAdminSessions() {
+  return useQuery({
+    queryKey: signInKeys.sessions,
+    queryFn: async ({ signal }) => (await admin.sessions.list({ signal })).items,
+  });
+}
+
+export function useEndSession() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (id: string) => admin.sessions.end({ params: { id } }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: signInKeys.sessions }),
+  });
+}
+
+export function useEndOtherSessions() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () => admin.sessions.endOthers(),
+    onSuccess: () => void client.invalidateQueries({ queryKey: signInKeys.sessions }),
+  });
+}
+
+/** The owner's sign-in settings: two-factor for everyone, session idle time and maximum age. */
+export function useSignInSettings() {
+  return useQuery({ queryKey: signInKeys.settings, queryFn: ({ signal }) => admin.signInSettings.get({ signal }) });
+}
+
+export function useUpdateSignInSettings() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: SignInSettingsPatch) => admin.signInSettings.update({ body }),
+    onSuccess: (settings) => {
+      client.setQueryData(signInKeys.settings, settings);
+      void client.invalidateQueries({ queryKey: signInKeys.twoFactor });
+    },
   });
 }
 

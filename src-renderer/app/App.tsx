@@ -28,6 +28,7 @@ import {
   IconUsers,
   IconHistory,
   IconSun,
+  IconUserCircle,
 } from '@tabler/icons-react';
 import { useEffect, useState, type ReactNode } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
@@ -49,13 +50,20 @@ import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
 import { TokensPage } from '../pages/Tokens.tsx';
 import { AuditPage } from '../pages/Audit.tsx';
+import { AccountPage } from '../pages/Account.tsx';
 import { AccountsPage } from '../pages/Accounts.tsx';
 import { useMe } from '../api/accounts.ts';
 import type { Permission } from '../../src-shared/contract/permissions.ts';
 import { Link, matchPath, navigate, useLocation } from '../lib/router.tsx';
 
 /** The pages, each with the permission it needs to be of use: an entry the role lacks it for is not shown. */
-const NAV: { to: string; permission: Permission; label: string; icon: typeof IconMail; match: (p: string) => boolean }[] = [
+const NAV: {
+  to: string;
+  permission: Permission | 'signed-in';
+  label: string;
+  icon: typeof IconMail;
+  match: (p: string) => boolean;
+}[] = [
   { to: '/', permission: 'status.read', label: 'Dashboard', icon: IconLayoutDashboard, match: (p: string) => p === '/' },
   {
     to: '/invitations',
@@ -116,6 +124,13 @@ const NAV: { to: string; permission: Permission; label: string; icon: typeof Ico
   },
   { to: '/tokens', permission: 'tokens.own', label: 'API tokens', icon: IconKey, match: (p: string) => p.startsWith('/tokens') },
   { to: '/audit', permission: 'audit.read', label: 'Audit', icon: IconHistory, match: (p: string) => p.startsWith('/audit') },
+  {
+    to: '/account',
+    permission: 'signed-in',
+    label: 'My account',
+    icon: IconUserCircle,
+    match: (p: string) => p === '/account',
+  },
 ];
 
 function route(pathname: string): { title: string; element: ReactNode } {
@@ -139,6 +154,7 @@ function route(pathname: string): { title: string; element: ReactNode } {
   if (matchPath('/accounts', pathname)) return { title: 'Accounts', element: <AccountsPage /> };
   if (matchPath('/tokens', pathname)) return { title: 'API tokens', element: <TokensPage /> };
   if (matchPath('/audit', pathname)) return { title: 'Audit', element: <AuditPage /> };
+  if (matchPath('/account', pathname)) return { title: 'My account', element: <AccountPage /> };
   return { title: 'Not found', element: <NotFound /> };
 }
 
@@ -193,14 +209,16 @@ function SignedInAs() {
   return (
     <Group gap={6} wrap="nowrap">
       <Tooltip label={account.email ? `Signed in as ${account.email}` : 'The owner: this computer’s user'}>
-        <Group gap={6} wrap="nowrap" data-testid="signed-in-as" visibleFrom="sm">
-          <Text size="sm" fw={500}>
-            {account.display_name}
-          </Text>
-          <Badge variant="light" size="sm">
-            {role}
-          </Badge>
-        </Group>
+        <Link to="/account" data-testid="signed-in-as" style={{ color: 'inherit', textDecoration: 'none' }}>
+          <Group gap={6} wrap="nowrap" visibleFrom="sm">
+            <Text size="sm" fw={500}>
+              {account.display_name}
+            </Text>
+            <Badge variant="light" size="sm">
+              {role}
+            </Badge>
+          </Group>
+        </Link>
       </Tooltip>
       {scope && (
         <Tooltip label="Lists, counts, the activity and the live updates show these fleets only">
@@ -297,31 +315,33 @@ export function App() {
       </AppShell.Header>
       <AppShell.Navbar p="sm" aria-label="Main">
         <nav>
-          {NAV.filter((item) => !me.data || me.data.permissions.includes(item.permission)).map((item) => (
-            <NavLink
-              key={item.to}
-              component={Link}
-              to={item.to}
-              label={item.label}
-              leftSection={<item.icon size={18} stroke={1.6} />}
-              active={item.match(pathname)}
-              aria-current={item.match(pathname) ? 'page' : undefined}
-              rightSection={
-                item.to === '/approvals' && waiting > 0 ? (
-                  <Badge size="xs" color="orange" circle data-testid="nav-waiting">
-                    {waiting}
-                    <VisuallyHidden> devices waiting</VisuallyHidden>
-                  </Badge>
-                ) : item.to === '/' && warnings > 0 ? (
-                  <Badge size="xs" color="orange" circle>
-                    {warnings}
-                    <VisuallyHidden> warnings</VisuallyHidden>
-                  </Badge>
-                ) : undefined
-              }
-              styles={{ root: { borderRadius: 'var(--mantine-radius-md)' } }}
-            />
-          ))}
+          {NAV.filter((item) => !me.data || item.permission === 'signed-in' || me.data.permissions.includes(item.permission)).map(
+            (item) => (
+              <NavLink
+                key={item.to}
+                component={Link}
+                to={item.to}
+                label={item.label}
+                leftSection={<item.icon size={18} stroke={1.6} />}
+                active={item.match(pathname)}
+                aria-current={item.match(pathname) ? 'page' : undefined}
+                rightSection={
+                  item.to === '/approvals' && waiting > 0 ? (
+                    <Badge size="xs" color="orange" circle data-testid="nav-waiting">
+                      {waiting}
+                      <VisuallyHidden> devices waiting</VisuallyHidden>
+                    </Badge>
+                  ) : item.to === '/' && warnings > 0 ? (
+                    <Badge size="xs" color="orange" circle>
+                      {warnings}
+                      <VisuallyHidden> warnings</VisuallyHidden>
+                    </Badge>
+                  ) : undefined
+                }
+                styles={{ root: { borderRadius: 'var(--mantine-radius-md)' } }}
+              />
+            ),
+          )}
         </nav>
       </AppShell.Navbar>
       <AppShell.Main id="main" tabIndex={-1} style={{ outline: 'none' }}>

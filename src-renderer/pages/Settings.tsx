@@ -4,6 +4,7 @@ import { PageHeader, QueryView } from '../components/common.tsx';
 import { MailSettingsSection } from '../features/mail-settings.tsx';
 import { GeneralForm } from './settings/GeneralForm.tsx';
 import { FleetsSection } from './settings/FleetsSection.tsx';
+import { SignInSection } from './settings/SignInSection.tsx';
 
 export function SettingsPage() {
   const settings = useSettings();
@@ -28,6 +29,7 @@ export function SettingsPage() {
         </QueryView>
         <FleetsSection />
         <MailSettingsSection />
+        <SignInSection />
       </Stack>
     </>
   );

@@ -13,10 +13,127 @@ import {
   TextInput,
   Title,
 } from '@mantine/core';
-import { IconAlertTriangle, IconLogin } from '@tabler/icons-react';
-import { useState, type FormEvent } from 'react';
-import { admin, errorMessage } from '../api/client.ts';
+import { IconAlertTriangle, IconLogin, IconShieldLock } from '@tabler/icons-react';
+import { useCallback, useEffect, useState, type FormEvent } from 'react';
+import { admin, AdminApiError, errorMessage } from '../api/client.ts';
+import type { TwoFactorSetup } from '../../src-shared/contract/index.ts';
+import { EnrolTwoFactor, RecoveryCodesNotice } from '../features/two-factor.tsx';
 import { useLocation } from '../lib/router.tsx';
+
+/** After the password: a two-factor code, or enrolment when the owner requires two-factor. */
+type SecondStep = { step: 'code' | 'enrol'; challenge: string; email: string };
+
+/** The second step's answer said the challenge is gone (expired, too many wrong codes): back to the password. */
+const challengeGone = (failure: unknown) => failure instanceof AdminApiError && failure.status === 410;
+
+/** A code of the authenticator app, or a recovery code. */
+function CodeStep({ second, landing, onRestart }: { second: SecondStep; landing: string; onRestart: (why: string) => void }) {
+  const [code, setCode] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!code.trim()) {
+      setError('Type the six digits your authenticator app shows, or a recovery code.');
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      await admin.signInWithCode({ body: { challenge: second.challenge, code: code.trim() } });
+      window.location.assign(landing);
+    } catch (failure) {
+      if (challengeGone(failure)) onRestart(errorMessage(failure));
+      else setError(errorMessage(failure));
+      setBusy(false);
+    }
+  };
+  return (
+    <form onSubmit={(e) => void submit(e)} noValidate data-testid="two-factor-sign-in">
+      <Stack gap="md" mt="md">
+        <Text size="sm">
+          Two-factor sign-in is on for <b>{second.email}</b>: type the six-digit code your authenticator app shows now. Lost your
+          phone? Type one of your recovery codes instead (each works once).
+        </Text>
+        <TextInput
+          label="Code"
+          placeholder="123456 or a recovery code"
+          value={code}
+          onChange={(e) => {
+            setCode(e.currentTarget.value);
+            setError(null);
+          }}
+          autoComplete="one-time-code"
+          autoFocus
+          error={error}
+          data-testid="two-factor-code"
+        />
+        <Button type="submit" loading={busy} leftSection={<IconShieldLock size={16} />} data-testid="two-factor-submit">
+          Verify and sign in
+        </Button>
+        <Anchor component="button" type="button" size="sm" onClick={() => onRestart('')}>
+          Use another account
+        </Anchor>
+      </Stack>
+    </form>
+  );
+}
+
+/** The owner requires two-factor and this admin has none: enrol an app now, before anything else. */
+function EnrolStep({ second, landing, onRestart }: { second: SecondStep; landing: string; onRestart: (why: string) => void }) {
+  const [setup, setSetup] = useState<TwoFactorSetup | null>(null);
+  const [codes, setCodes] = useState<string[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    let live = true;
+    admin
+      .beginTwoFactorEnrolment({ body: { challenge: second.challenge } })
+      .then((answer) => live && setSetup(answer))
+      .catch((failure: unknown) => live && onRestart(errorMessage(failure)));
+    return () => {
+      live = false;
+    };
+  }, [second.challenge, onRestart]);
+  const confirm = async (code: string) => {
+    setBusy(true);
+    setError(null);
+    try {
+      const done = await admin.confirmTwoFactorEnrolment({ body: { challenge: second.challenge, code } });
+      setCodes(done.recovery_codes);
+    } catch (failure) {
+      if (challengeGone(failure)) onRestart(errorMessage(failure));
+      else setError(errorMessage(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (codes) {
+    return (
+      <Stack mt="md">
+        <RecoveryCodesNotice
+          codes={codes}
+          doneLabel="I have saved them: continue"
+          onDone={() => window.location.assign(landing)}
+        />
+      </Stack>
+    );
+  }
+  return (
+    <Stack gap="md" mt="md">
+      <Alert color="blue" variant="light" icon={<IconShieldLock size={18} />} data-testid="two-factor-required">
+        The owner of this console requires two-factor sign-in. Set it up for <b>{second.email}</b> now to continue.
+      </Alert>
+      {setup ? (
+        <EnrolTwoFactor setup={setup} busy={busy} error={error} onConfirm={(code) => void confirm(code)} />
+      ) : (
+        <Text size="sm" c="dimmed">
+          Preparing…
+        </Text>
+      )}
+    </Stack>
+  );
+}
 
 /**
  * Signing in from a browser: an admin's email and password, or (the owner's ways, for the one at
@@ -38,7 +155,13 @@ export function SignInPage() {
   const [password, setPassword] = useState('');
   const [passwordError, setPasswordError] = useState<string | null>(null);
   const [withToken, setWithToken] = useState(usedLink);
+  const [second, setSecond] = useState<SecondStep | null>(null);
   const landing = from && from.startsWith('/') && !from.startsWith('//') ? from : '/';
+  const restart = useCallback((why: string) => {
+    setSecond(null);
+    setPassword('');
+    setPasswordError(why || null);
+  }, []);
 
   const submitPassword = async (event: FormEvent) => {
     event.preventDefault();
@@ -49,8 +172,9 @@ export function SignInPage() {
     setBusy(true);
     setPasswordError(null);
     try {
-      await admin.signInWithPassword({ body: { email: email.trim(), password } });
-      window.location.assign(landing);
+      const answer = await admin.signInWithPassword({ body: { email: email.trim(), password } });
+      if (answer.signed_in) window.location.assign(landing);
+      else setSecond({ step: answer.second_step, challenge: answer.challenge, email: email.trim() });
     } catch (failure) {
       setPasswordError(errorMessage(failure));
     } finally {
@@ -83,89 +207,95 @@ export function SignInPage() {
       <title>Sign in · MDM Console</title>
       <Paper withBorder radius="md" p="xl" maw={560} w="100%" component="main">
         <Title order={1} size="h2">
-          {signedOut ? 'You are signed out' : 'Sign in to MDM Console'}
+          {second?.step === 'enrol' ? 'Set up two-factor sign-in' : signedOut ? 'You are signed out' : 'Sign in to MDM Console'}
         </Title>
-        <form onSubmit={(e) => void submitPassword(e)} noValidate data-testid="password-sign-in">
-          <Stack gap="md" mt="md">
-            <TextInput
-              label="Email"
-              type="email"
-              value={email}
-              onChange={(e) => {
-                setEmail(e.currentTarget.value);
-                setPasswordError(null);
-              }}
-              autoComplete="username"
-              autoFocus={!withToken}
-              data-testid="sign-in-email"
-            />
-            <PasswordInput
-              label="Password"
-              value={password}
-              onChange={(e) => {
-                setPassword(e.currentTarget.value);
-                setPasswordError(null);
-              }}
-              error={passwordError}
-              autoComplete="current-password"
-              data-testid="sign-in-password"
-            />
-            <Button type="submit" loading={busy} leftSection={<IconLogin size={16} />} data-testid="sign-in-submit">
-              Sign in
-            </Button>
-          </Stack>
-        </form>
-        <Divider my="lg" label="or, as the owner, at the server" labelPosition="center" />
-        {!withToken ? (
-          <Anchor component="button" type="button" size="sm" onClick={() => setWithToken(true)} data-testid="use-token">
-            Use the admin token or a one-time sign-in link instead
-          </Anchor>
-        ) : (
-          <form onSubmit={(e) => void submit(e)} noValidate>
-            <Stack gap="md">
-              <Text c="dimmed" size="sm">
-                Paste the admin token of this server, or a one-time sign-in link: either signs you in as the owner.
-              </Text>
-              {usedLink ? (
-                <Alert color="orange" variant="light" icon={<IconAlertTriangle size={18} />} data-testid="used-link">
-                  That sign-in link has already been used or has expired: each link works once, within 15 minutes. Get a new one
-                  as shown below.
-                </Alert>
-              ) : null}
-              <PasswordInput
-                label="Admin token or sign-in link"
-                placeholder="http://127.0.0.1:8081/auth?ticket=… or the token"
-                value={credential}
-                onChange={(e) => {
-                  setCredential(e.currentTarget.value);
-                  setError(null);
-                }}
-                error={error}
-                autoComplete="off"
-                autoFocus={withToken}
-                data-testid="sign-in-credential"
-              />
-              <Button type="submit" variant="default" loading={busy} leftSection={<IconLogin size={16} />}>
-                Sign in as the owner
-              </Button>
-              <div>
-                <Text size="sm" fw={600} mb={4}>
-                  Where to find them
-                </Text>
-                <List size="sm" spacing={6}>
-                  <List.Item>
-                    A new sign-in link: run <Code>npm run cli -- console</Code> (or <Code>mdm-console console</Code>) on this
-                    computer, in the project folder. It prints a link; open it, or paste it here.
-                  </List.Item>
-                  <List.Item>
-                    The admin token: the file <Code>admin-token</Code> in the server&apos;s data folder (
-                    <Code>npm run serve</Code> names the folder when it starts).
-                  </List.Item>
-                  <List.Item>The desktop app opens the console signed in: nothing to paste there.</List.Item>
-                </List>
-              </div>
-            </Stack>
-          </form>
+        {second?.step === 'code' ? <CodeStep second={second} landing={landing} onRestart={restart} /> : null}
+        {second?.step === 'enrol' ? <EnrolStep second={second} landing={landing} onRestart={restart} /> : null}
+        {second ? null : (
+          <>
+            <form onSubmit={(e) => void submitPassword(e)} noValidate data-testid="password-sign-in">
+              <Stack gap="md" mt="md">
+                <TextInput
+                  label="Email"
+                  type="email"
+                  value={email}
+                  onChange={(e) => {
+                    setEmail(e.currentTarget.value);
+                    setPasswordError(null);
+                  }}
+                  autoComplete="username"
+                  autoFocus={!withToken}
+                  data-testid="sign-in-email"
+                />
+                <PasswordInput
+                  label="Password"
+                  value={password}
+                  onChange={(e) => {
+                    setPassword(e.currentTarget.value);
+                    setPasswordError(null);
+                  }}
+                  error={passwordError}
+                  autoComplete="current-password"
+                  data-testid="sign-in-password"
+                />
+                <Button type="submit" loading={busy} leftSection={<IconLogin size={16} />} data-testid="sign-in-submit">
+                  Sign in
+                </Button>
+              </Stack>
+            </form>
+            <Divider my="lg" label="or, as the owner, at the server" labelPosition="center" />
+            {!withToken ? (
+              <Anchor component="button" type="button" size="sm" onClick={() => setWithToken(true)} data-testid="use-token">
+                Use the admin token or a one-time sign-in link instead
+              </Anchor>
+            ) : (
+              <form onSubmit={(e) => void submit(e)} noValidate>
+                <Stack gap="md">
+                  <Text c="dimmed" size="sm">
+                    Paste the admin token of this server, or a one-time sign-in link: either signs you in as the owner.
+                  </Text>
+                  {usedLink ? (
+                    <Alert color="orange" variant="light" icon={<IconAlertTriangle size={18} />} data-testid="used-link">
+                      That sign-in link has already been used or has expired: each link works once, within 15 minutes. Get a new
+                      one as shown below.
+                    </Alert>
+                  ) : null}
+                  <PasswordInput
+                    label="Admin token or sign-in link"
+                    placeholder="http://127.0.0.1:8081/auth?ticket=… or the token"
+                    value={credential}
+                    onChange={(e) => {
+                      setCredential(e.currentTarget.value);
+                      setError(null);
+                    }}
+                    error={error}
+                    autoComplete="off"
+                    autoFocus={withToken}
+                    data-testid="sign-in-credential"
+                  />
+                  <Button type="submit" variant="default" loading={busy} leftSection={<IconLogin size={16} />}>
+                    Sign in as the owner
+                  </Button>
+                  <div>
+                    <Text size="sm" fw={600} mb={4}>
+                      Where to find them
+                    </Text>
+                    <List size="sm" spacing={6}>
+                      <List.Item>
+                        A new sign-in link: run <Code>npm run cli -- console</Code> (or <Code>mdm-console console</Code>) on this
+                        computer, in the project folder. It prints a link; open it, or paste it here.
+                      </List.Item>
+                      <List.Item>
+                        The admin token: the file <Code>admin-token</Code> in the server&apos;s data folder (
+                        <Code>npm run serve</Code> names the folder when it starts).
+                      </List.Item>
+                      <List.Item>The desktop app opens the console signed in: nothing to paste there.</List.Item>
+                    </List>
+                  </div>
+                </Stack>
+              </form>
+            )}
+          </>
         )}
       </Paper>
     </Center>

@@ -329,10 +329,21 @@ export class AdminAuth {
     });
   }
 
-  /** The set-up link's end: the owner, just given a password, is signed in with it. */
-  signInAfterSetup(account: StoredAccount, request: FastifyRequest, reply: FastifyReply): void {
+  /**
+   * A set-up link's end (the owner's, an invited admin's): just given a password, signed in with it;
+   * or, when the owner requires two-factor, sent to enrol first (the challenge).
+   */
+  signInAfterSetup(
+    account: StoredAccount,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): { ok: true; account: StoredAccount } | { ok: true; secondStep: 'enrol'; challenge: string } {
+    if (account.totp_secret === null && this.requireTwoFactor()) {
+      return { ok: true, secondStep: 'enrol', challenge: this.openChallenge(account.id, 'enrol') };
+    }
     this.accounts.signedIn(account);
     this.startSession(request, reply, account, passwordCredential(account), 'password');
+    return { ok: true, account: this.accounts.byId(account.id)! };
   }
 
   /** Sign-out: the session ends on the server and the browser drops the cookie. */

@@ -242,6 +242,23 @@ describe('two-factor required for everyone', () => {
     expect((await signIn(BO, BO_PASSWORD, '127.0.0.20')).body.second_step).toBe('enrol');
     expect(() => t.backend.services.accounts.resetTwoFactor(9999)).toThrow(/No admin 9999/);
 
+    // An invited admin choosing a password through their set-up link enrols before being signed in, too.
+    const invited = await api(ownerCookie, 'POST', '/accounts', { email: 'cy@example.org', role: 'observer', no_email: true });
+    expect(invited.status).toBe(201);
+    const setupToken = new URL(invited.body.setup_url).searchParams.get('token')!;
+    const accepted = await post('/auth/invitation', { token: setupToken, password: 'cy’s long password' }, '127.0.0.21');
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toMatchObject({ signed_in: false, second_step: 'enrol' });
+    expect(cookieOf(accepted)).toBeUndefined();
+    const cySetup = await post('/auth/two-factor/enrol', { challenge: accepted.body.challenge }, '127.0.0.21');
+    const cyDone = await post(
+      '/auth/two-factor/enrol/confirm',
+      { challenge: accepted.body.challenge, code: codeOf(cySetup.body.secret) },
+      '127.0.0.21',
+    );
+    expect(cyDone.status).toBe(200);
+    expect(cyDone.body.account).toMatchObject({ email: 'cy@example.org', two_factor: true });
+
     await api(ownerCookie, 'PATCH', '/sign-in-settings', { require_two_factor: false });
     const free = await signIn(BO, BO_PASSWORD, '127.0.0.20');
     expect(free.body).toMatchObject({ signed_in: true });
