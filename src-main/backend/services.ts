@@ -98,6 +98,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     mailer: mail.queue,
     sessions: adminSessions,
     twoFactor: accounts,
+    scopes: accounts,
     setupLink,
   });
   const invitations = new InvitationService({

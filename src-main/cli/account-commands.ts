@@ -1,8 +1,16 @@
 // `admins`, `admin add|set|invite-again|disable|enable|delete EMAIL`: managing admins (the owner's).
 import { output, parse, positiveInt, type Handler } from './handler.ts';
 import { CliError } from './server-file.ts';
+import { fleetIds } from './token-commands.ts';
 import type { AdminClient } from '../../src-shared/contract/admin-client.ts';
-import { isValidEmail, ROLES, type AccountEntry, type AccountInvited, type Role } from '../../src-shared/contract/index.ts';
+import {
+  isValidEmail,
+  ROLES,
+  type Account,
+  type AccountEntry,
+  type AccountInvited,
+  type Role,
+} from '../../src-shared/contract/index.ts';
 
 const ROLE_LIST = ROLES.join('|');
 
@@ -26,7 +34,8 @@ function invitationText(account: AccountEntry): string {
 }
 
 const accountLine = (a: AccountEntry) =>
-  `#${a.id}  ${a.email ?? '(no email: this computer’s user)'}  ${a.display_name}  ${a.role}  ${a.status}  ` +
+  `#${a.id}  ${a.email ?? '(no email: this computer’s user)'}  ${a.display_name}  ${a.role}` +
+  `${a.fleet_ids.length > 0 ? ` (fleets #${a.fleet_ids.join(', #')})` : ''}  ${a.status}  ` +
   `two-factor ${a.two_factor ? 'on' : 'off'}  last sign-in ${when(a.last_sign_in_at)}${invitationText(a)}`;
 
 function role(value: string | boolean | undefined, command: string): Role {
@@ -61,8 +70,8 @@ const admins: Handler = async (argv) => {
   return output(json, items, () => items.map(accountLine).join('\n'));
 };
 
-const USAGE = `usage: admin add EMAIL --role ${ROLE_LIST} [--name N] [--days D] [--no-email]
-       admin set EMAIL --role ${ROLE_LIST}
+const USAGE = `usage: admin add EMAIL --role ${ROLE_LIST} [--fleet NAME|ID]... [--name N] [--days D] [--no-email]
+       admin set EMAIL --role ${ROLE_LIST} [--fleet NAME|ID]... [--all-fleets]
        admin invite-again EMAIL [--days D] [--no-email]
        admin disable|enable|delete|reset-two-factor EMAIL`;
 
@@ -71,6 +80,7 @@ const adminCommand: Handler = async (argv) => {
   if (action === 'add') {
     const { values, positionals, admin, json } = parse(rest, {
       role: { type: 'string' },
+      fleet: { type: 'string', multiple: true },
       name: { type: 'string' },
       days: { type: 'string' },
       'no-email': { type: 'boolean' },
@@ -78,10 +88,14 @@ const adminCommand: Handler = async (argv) => {
     const email = positionals[0];
     if (!email || positionals.length > 1) throw new CliError(`admin add needs one EMAIL\n${USAGE}`);
     if (!isValidEmail(email)) throw new CliError(`"${email}" is not an email address`);
-    const invited = await admin().accounts.invite({
+    const wanted = role(values.role, 'admin add');
+    const client = admin();
+    const fleets = await fleetIds(client, (values.fleet as string[] | undefined) ?? []);
+    const invited = await client.accounts.invite({
       body: {
         email,
-        role: role(values.role, 'admin add'),
+        role: wanted,
+        ...(fleets.length > 0 ? { fleet_ids: fleets } : {}),
         ...(typeof values.name === 'string' ? { display_name: values.name } : {}),
         ...(values.days === undefined ? {} : { days: positiveInt(values.days as string, '--days') }),
         ...(values['no-email'] === true ? { no_email: true } : {}),
@@ -103,15 +117,27 @@ const adminCommand: Handler = async (argv) => {
     return output(json, invited, () => `${invitedText(invited, 'invited again')}\nThe previous link no longer works.`);
   }
   if (action === 'set') {
-    const { values, positionals, admin, json } = parse(rest, { role: { type: 'string' } });
+    const { values, positionals, admin, json } = parse(rest, {
+      role: { type: 'string' },
+      fleet: { type: 'string', multiple: true },
+      'all-fleets': { type: 'boolean' },
+    });
+    const given = (values.fleet as string[] | undefined) ?? [];
+    if (given.length > 0 && values['all-fleets'] === true)
+      throw new CliError('admin set takes --fleet or --all-fleets, not both');
     const client = admin();
     const account = await accountNamed(client, positionals[0], 'admin set');
     const wanted = role(values.role, 'admin set');
-    const changed = await client.accounts.update({ params: { id: account.id }, body: { role: wanted } });
+    const fleets = await fleetIds(client, given);
+    let changed: AccountEntry | Account = await client.accounts.update({ params: { id: account.id }, body: { role: wanted } });
+    if (fleets.length > 0 || values['all-fleets'] === true) {
+      changed = await client.accounts.setScope({ params: { id: account.id }, body: { fleet_ids: fleets } });
+    }
+    const scope = changed.fleet_ids.length > 0 ? `, fleets #${changed.fleet_ids.join(', #')}` : '';
     return output(json, changed, () =>
       account.role === changed.role
-        ? `${changed.email} is already ${changed.role}`
-        : `${changed.email}: role ${account.role} → ${changed.role}`,
+        ? `${changed.email} is ${changed.role}${scope || (changed.role === 'operator' || changed.role === 'observer' ? ', every fleet' : '')}`
+        : `${changed.email}: role ${account.role} → ${changed.role}${scope}`,
     );
   }
   if (action === 'reset-two-factor') {

@@ -13,7 +13,7 @@ const tokenLine = (t: ApiToken) =>
  * `--fleet NAME|ID` (repeatable) as fleet ids: a fleet called so (case-insensitive) or, failing
  * that, whose id it is, among the fleets the caller sees; an unknown one is an error.
  */
-async function fleetIds(admin: AdminClient, given: string[]): Promise<number[]> {
+export async function fleetIds(admin: AdminClient, given: string[]): Promise<number[]> {
   if (given.length === 0) return [];
   const { items } = await admin.fleets.list();
   return given.map((text) => {

@@ -176,15 +176,18 @@ ${COMMON}`,
 The admins: email, name, role, status (invited, active, disabled) and last sign-in; for an invited
 one, until when their set-up link works and what became of its email.
 ${COMMON}`,
-  admin: `usage: mdm-console admin add EMAIL --role owner|admin|operator|observer [--name N] [--days D] [--no-email]
-       mdm-console admin set EMAIL --role owner|admin|operator|observer
+  admin: `usage: mdm-console admin add EMAIL --role owner|admin|operator|observer [--fleet NAME|ID]... [--name N] [--days D] [--no-email]
+       mdm-console admin set EMAIL --role owner|admin|operator|observer [--fleet NAME|ID]... [--all-fleets]
        mdm-console admin invite-again EMAIL [--days D] [--no-email]
        mdm-console admin disable|enable|delete|reset-two-factor EMAIL
 
 Managing admins (the owner's). add invites an admin by email: the mail worker sends them a set-up
 link (one use, for --days D, 7 by default, at most 30) to the page where they choose their
 password; with --no-email nothing is sent and the link is printed, to hand over another way.
-invite-again makes a new link (the previous one stops working). set changes the role. disable ends
+--fleet (repeatable; an operator or observer only) scopes them to those fleets: they see and act on
+those fleets' devices, invitations and codes only. invite-again makes a new link (the previous one
+stops working). set changes the role, and with --fleet the fleets (they replace the scope;
+--all-fleets removes it); an owner or admin always sees every fleet, so promoting one drops its scope. disable ends
 their console sessions and refuses their API tokens until enable. delete removes them and their
 API tokens. reset-two-factor is for a lost phone: their authenticator secret and recovery codes
 are deleted. You cannot change your own role, disable or delete yourself, nor the owner holding the
@@ -248,9 +251,9 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
                                                          a personal API token, printed once; --fleet scopes
                                                          an operator or observer token to those fleets
   admins                                                 the admins: role, status, last sign-in
-  admin add EMAIL --role owner|admin|operator|observer [--name N] [--days D] [--no-email]
+  admin add EMAIL --role owner|admin|operator|observer [--fleet NAME|ID]... [--name N] [--days D] [--no-email]
                                                          invite an admin (emails the set-up link; --no-email prints it)
-  admin set EMAIL --role R | admin invite-again EMAIL | admin disable|enable|delete|reset-two-factor EMAIL
+  admin set EMAIL --role R [--fleet NAME|ID]... [--all-fleets] | admin invite-again EMAIL | admin disable|enable|delete|reset-two-factor EMAIL
                                                          change a role, a new link, disable, enable, delete, reset 2FA
   audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--since ISO] [--until ISO] [--limit N]
                                                          the audit trail: who did what, from where, when

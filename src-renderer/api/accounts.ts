@@ -145,8 +145,13 @@ export const useReinviteAdmin = () =>
   useAccountMutation(({ id, body }: { id: number; body: AccountReinviteBody }) =>
     admin.accounts.reinvite({ params: { id }, body }),
   );
+/** A new role and, for an operator or observer, the fleets they are scoped to (none: every fleet). */
 export const useSetAdminRole = () =>
-  useAccountMutation(({ id, role }: { id: number; role: Role }) => admin.accounts.update({ params: { id }, body: { role } }));
+  useAccountMutation(async ({ id, role, fleetIds }: { id: number; role: Role; fleetIds: number[] | null }) => {
+    const changed = await admin.accounts.update({ params: { id }, body: { role } });
+    if (fleetIds === null) return changed;
+    return admin.accounts.setScope({ params: { id }, body: { fleet_ids: fleetIds } });
+  });
 export const useDisableAdmin = () => useAccountMutation((id: number) => admin.accounts.disable({ params: { id } }));
 export const useEnableAdmin = () => useAccountMutation((id: number) => admin.accounts.enable({ params: { id } }));
 export const useResetAdminTwoFactor = () => useAccountMutation((id: number) => admin.accounts.resetTwoFactor({ params: { id } }));

@@ -8,6 +8,7 @@ import {
   Group,
   Menu,
   Modal,
+  MultiSelect,
   NumberInput,
   Select,
   Stack,
@@ -30,6 +31,7 @@ import {
 import { useState, type FormEvent } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { formatDateTime } from '../lib/format.ts';
+import { useFleets } from '../api/queries.ts';
 import {
   useAccounts,
   useDeleteAdmin,
@@ -65,6 +67,25 @@ const ROLE_CHOICES = ROLES.map((value) => ({ value, label: ROLE_HELP[value] }));
 const STATUS_COLOR = { active: 'teal', invited: 'blue', disabled: 'gray' } as const;
 
 const nameOf = (account: AccountEntry) => account.email ?? account.display_name;
+const scopable = (role: Role) => role === 'operator' || role === 'observer';
+
+/** The fleets an operator or observer is scoped to; none chosen: every fleet. */
+function FleetScope({ value, onChange, testId }: { value: string[]; onChange: (ids: string[]) => void; testId: string }) {
+  const fleets = useFleets();
+  return (
+    <MultiSelect
+      label="Fleets"
+      description="Only these fleets’ devices, invitations and codes; none chosen: every fleet"
+      placeholder={value.length === 0 ? 'Every fleet' : undefined}
+      data={(fleets.data ?? []).map((fleet) => ({ value: String(fleet.id), label: fleet.name }))}
+      value={value}
+      onChange={onChange}
+      searchable
+      clearable
+      data-testid={testId}
+    />
+  );
+}
 const EMAIL_STATE = {
   queued: 'email queued',
   sending: 'email being sent',
@@ -99,12 +120,14 @@ function InviteModal({ opened, onClose }: { opened: boolean; onClose: () => void
   const [role, setRole] = useState<Role>('operator');
   const [days, setDays] = useState<number | string>(ACCOUNT_INVITE_DAYS.default);
   const [sendEmail, setSendEmail] = useState(true);
+  const [fleetIds, setFleetIds] = useState<string[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [result, setResult] = useState<AccountInvited | null>(null);
 
   const close = () => {
     setEmail('');
     setName('');
+    setFleetIds([]);
     setError(null);
     setResult(null);
     onClose();
@@ -123,6 +146,7 @@ function InviteModal({ opened, onClose }: { opened: boolean; onClose: () => void
         ...(name.trim() ? { display_name: name.trim() } : {}),
         ...(days === '' ? {} : { days: Number(days) }),
         ...(sendEmail ? {} : { no_email: true }),
+        ...(scopable(role) && fleetIds.length > 0 ? { fleet_ids: fleetIds.map(Number) } : {}),
       },
       {
         onSuccess: (answer) => {
@@ -173,6 +197,7 @@ function InviteModal({ opened, onClose }: { opened: boolean; onClose: () => void
               allowDeselect={false}
               data-testid="invite-admin-role"
             />
+            {scopable(role) ? <FleetScope value={fleetIds} onChange={setFleetIds} testId="invite-admin-fleets" /> : null}
             <NumberInput
               label="The link works for (days)"
               min={ACCOUNT_INVITE_DAYS.min}
@@ -216,18 +241,23 @@ function InviteModal({ opened, onClose }: { opened: boolean; onClose: () => void
 function RoleModal({ account, onClose }: { account: AccountEntry | null; onClose: () => void }) {
   const setRole = useSetAdminRole();
   const [role, setChosen] = useState<Role | null>(null);
+  const [fleets, setFleets] = useState<string[] | null>(null);
   const chosen = role ?? account?.role ?? 'operator';
+  const chosenFleets = fleets ?? (account?.fleet_ids ?? []).map(String);
   const close = () => {
     setChosen(null);
+    setFleets(null);
     onClose();
   };
   const save = () => {
     if (!account) return;
     setRole.mutate(
-      { id: account.id, role: chosen },
+      { id: account.id, role: chosen, fleetIds: scopable(chosen) ? chosenFleets.map(Number) : null },
       {
         onSuccess: (changed) => {
-          notifySuccess(`${nameOf(changed)} is now ${changed.role}`);
+          notifySuccess(
+            `${nameOf(account)} is now ${changed.role}${changed.fleet_ids.length > 0 ? `, scoped to ${changed.fleet_ids.length} fleet(s)` : ''}`,
+          );
           close();
         },
         onError: (failure) => notifyError('Could not change the role', failure),
@@ -235,7 +265,7 @@ function RoleModal({ account, onClose }: { account: AccountEntry | null; onClose
     );
   };
   return (
-    <Modal opened={account !== null} onClose={close} title={account ? `Role of ${nameOf(account)}` : ''}>
+    <Modal opened={account !== null} onClose={close} title={account ? `Role and fleets of ${nameOf(account)}` : ''}>
       <Stack gap="md">
         <Select
           label="Role"
@@ -245,16 +275,27 @@ function RoleModal({ account, onClose }: { account: AccountEntry | null; onClose
           allowDeselect={false}
           data-testid="role-select"
         />
+        {scopable(chosen) ? <FleetScope value={chosenFleets} onChange={setFleets} testId="role-fleets" /> : null}
         <Group justify="flex-end">
           <Button variant="default" onClick={close}>
             Cancel
           </Button>
-          <Button onClick={save} loading={setRole.isPending} disabled={chosen === account?.role} data-testid="role-save">
-            Change role
+          <Button onClick={save} loading={setRole.isPending} data-testid="role-save">
+            Save
           </Button>
         </Group>
       </Stack>
     </Modal>
+  );
+}
+
+function ScopeNames({ ids }: { ids: number[] }) {
+  const fleets = useFleets();
+  const names = ids.map((id) => fleets.data?.find((fleet) => fleet.id === id)?.name ?? `#${id}`);
+  return (
+    <Text size="xs" c="dimmed" mt={2} data-testid="account-fleets">
+      fleets: {names.join(', ')}
+    </Text>
   );
 }
 
@@ -382,6 +423,7 @@ function AccountRow({
         <Badge variant="light" data-testid="account-role">
           {account.role}
         </Badge>
+        {account.fleet_ids.length > 0 ? <ScopeNames ids={account.fleet_ids} /> : null}
       </Table.Td>
       <Table.Td>
         <StatusCell account={account} />
@@ -410,7 +452,7 @@ function AccountRow({
             </Menu.Target>
             <Menu.Dropdown>
               <Menu.Item leftSection={<IconShieldHalf size={16} />} onClick={() => onRole(account)}>
-                Change role…
+                Change role or fleets…
               </Menu.Item>
               {account.status === 'invited' ? (
                 <>

@@ -48,6 +48,8 @@ export const AccountInviteBody = Type.Object(
     display_name: Type.Optional(DisplayName),
     /** How long the set-up link works, in days (default 7). */
     days: Type.Optional(Type.Integer({ minimum: ACCOUNT_INVITE_DAYS.min, maximum: ACCOUNT_INVITE_DAYS.max })),
+    /** An operator or observer only: the fleets they see and act on (none: every fleet). */
+    fleet_ids: Type.Optional(Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 1000 })),
     /** True: no email; the answer carries the set-up link to hand over another way. */
     no_email: Type.Optional(Type.Boolean()),
   },

@@ -42,6 +42,10 @@ test('invite on the Accounts page -> email -> set password -> sign in as that ad
     await owner.getByTestId('invite-admin-name').fill('Bo Díaz');
     await owner.getByTestId('invite-admin-role').click();
     await owner.getByRole('option', { name: /^Operator:/ }).click();
+    // Scoped to the default fleet: Bo sees that fleet's devices, invitations and codes only.
+    await owner.getByTestId('invite-admin-fleets').click();
+    await owner.getByRole('option', { name: 'Default fleet' }).click();
+    await owner.getByTestId('invite-admin-name').click();
     await owner.getByTestId('invite-admin-submit').click();
     const row = owner.getByRole('row').filter({ hasText: 'bo.diaz@example.org' });
     await expect(row.getByTestId('account-status')).toHaveText('invited');
@@ -93,6 +97,7 @@ test('invite on the Accounts page -> email -> set password -> sign in as that ad
     await expect(row.getByTestId('account-status')).toHaveText('active');
     await expect(row).toContainText('just now');
     await expect(row.getByTestId('account-role')).toHaveText('operator');
+    await expect(row.getByTestId('account-fleets')).toHaveText('fleets: Default fleet');
     await shot(owner, 'accounts', testInfo);
 
     // The link worked once: opened again, it says so.

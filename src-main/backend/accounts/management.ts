@@ -27,6 +27,11 @@ export interface AccountTwoFactor {
   resetTwoFactor(accountId: number): void;
 }
 
+/** Scopes an account to fleets (accounts.ts: AccountService.setAccountScope; 400 for an owner or admin, or an unknown fleet). */
+export interface AccountScopes {
+  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): unknown;
+}
+
 /** Ends the console sessions of an account (the admin-sessions room). */
 export interface AccountSessions {
   endAllOf(accountId: number): number;
@@ -72,6 +77,7 @@ export class AccountManagement {
   private readonly mailer: AccountInviteMailer;
   private readonly sessions: AccountSessions;
   private readonly twoFactor: AccountTwoFactor;
+  private readonly scopes: AccountScopes;
   private readonly setupLink: (token: string) => string;
 
   constructor(deps: {
@@ -82,6 +88,7 @@ export class AccountManagement {
     mailer: AccountInviteMailer;
     sessions: AccountSessions;
     twoFactor: AccountTwoFactor;
+    scopes: AccountScopes;
     /** The set-up page's URL for a link's secret (the admin listener's address). */
     setupLink: (token: string) => string;
   }) {
@@ -92,6 +99,7 @@ export class AccountManagement {
     this.mailer = deps.mailer;
     this.sessions = deps.sessions;
     this.twoFactor = deps.twoFactor;
+    this.scopes = deps.scopes;
     this.setupLink = deps.setupLink;
   }
 
@@ -118,6 +126,7 @@ export class AccountManagement {
       display_name?: string | undefined;
       days?: number | undefined;
       no_email?: boolean | undefined;
+      fleet_ids?: number[] | undefined;
     },
   ): { account: AccountEntry; setup_url: string | null; email_queued: boolean } {
     const email = input.email.trim();
@@ -142,6 +151,8 @@ export class AccountManagement {
         password_hash: null,
         created_at: nowIso(),
       });
+      // Scoped in the same transaction: an owner or admin with fleets, or an unknown fleet, makes nothing (400).
+      if (input.fleet_ids && input.fleet_ids.length > 0) this.scopes.setAccountScope(actor, id, input.fleet_ids);
       const link = this.newInvite(actor, id, input.days, input.no_email === true);
       this.events.record(
         'account.invited',
@@ -198,6 +209,8 @@ export class AccountManagement {
       if (row.role === 'owner') this.keepAnOwner(row, 'lose the owner role');
       this.keepDataDirOwner(row, 'change its role');
       this.store.setRole(id, role);
+      // An owner or admin sees every fleet: a scope left from operator days goes (recorded as its own change).
+      if ((role === 'owner' || role === 'admin') && row.fleet_ids.length > 0) this.scopes.setAccountScope(actor, id, []);
       this.events.record(
         'account.role_changed',
         `${nameOf(row)}: role ${row.role} → ${role}`,

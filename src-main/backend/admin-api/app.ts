@@ -18,7 +18,7 @@ import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { AdminAuth, isSameOrigin, requestActor, type AdminClient } from './auth.ts';
 import { requestContext, type RequestContext } from '../audit/context.ts';
 import { currentFleetScope, fleetScopeParam } from '../fleets/scope.ts';
-import { auditVisible, eventVisible, type FleetOf } from './event-scope.ts';
+import { auditVisible, eventVisible, rememberingFleetOf, type FleetOf } from './event-scope.ts';
 import { accountManagementRoutes, accountRoutes } from './account-routes.ts';
 import { accountView, fleetScopeOf, roleOf, type Actor } from '../accounts/accounts.ts';
 import { qrDataUrl } from '../deeplink/qr.ts';
@@ -282,7 +282,8 @@ export async function adminApp({
         const scope = currentFleetScope();
         if (scope === null) return { items: services.audit.list(filter) };
         // A scoped client's trail: its fleets' objects (and what concerns no fleet) among the 1,000 matching last.
-        const visible = services.audit.list({ ...filter, limit: 1000 }).filter((entry) => auditVisible(entry, scope, fleetOf));
+        const where = rememberingFleetOf(fleetOf);
+        const visible = services.audit.list({ ...filter, limit: 1000 }).filter((entry) => auditVisible(entry, scope, where));
         return { items: visible.slice(0, filter.limit) };
       });
       // Streamed from a paged iterator (one page of rows in memory, however long the trail); a
@@ -375,7 +376,8 @@ export async function adminApp({
         const scope = currentFleetScope();
         if (scope === null) return { items: services.events.latest(request.query.limit) };
         // A scoped client's history: its fleets' events (and those about no fleet) among the last 1,000.
-        const visible = services.events.latest(1000).filter((event) => eventVisible(event, scope, fleetOf));
+        const where = rememberingFleetOf(fleetOf);
+        const visible = services.events.latest(1000).filter((event) => eventVisible(event, scope, where));
         return { items: visible.slice(0, request.query.limit ?? 100) };
       });
       adminRoute(api, 'eventStream', async (request, reply) =>

@@ -71,3 +71,17 @@ export function auditVisible(
   const fleet = place(fleetOf, entry.target_id);
   return fleet !== undefined && scope.includes(fleet);
 }
+
+/** `fleetOf` remembering each answer for as long as it is kept: one lookup per object in a list of many events. */
+export function rememberingFleetOf(fleetOf: FleetOf): FleetOf {
+  const seen = { agent: new Map<number, number | undefined>(), invitation: new Map(), code: new Map() } as Record<
+    keyof FleetOf,
+    Map<number, number | undefined>
+  >;
+  const remember = (kind: keyof FleetOf) => (id: number) => {
+    const map = seen[kind];
+    if (!map.has(id)) map.set(id, fleetOf[kind](id));
+    return map.get(id);
+  };
+  return { agent: remember('agent'), invitation: remember('invitation'), code: remember('code') };
+}

@@ -247,6 +247,37 @@ describe('managing admins', () => {
     });
   });
 
+  it('invites an operator scoped to fleets; an admin with fleets is refused and nothing is made; promoted, the scope goes', async () => {
+    const fleet = (await t.admin('POST', '/fleets', { name: 'North office' })).body as { id: number };
+    const invited = await t.admin('POST', '/accounts', {
+      email: 'kim@example.org',
+      role: 'operator',
+      fleet_ids: [fleet.id],
+      no_email: true,
+    });
+    expect(invited.status, JSON.stringify(invited.body)).toBe(201);
+    expect(invited.body.account).toMatchObject({ role: 'operator', fleet_ids: [fleet.id] });
+    const me = await post('/auth/invitation', { token: tokenOf(invited.body.setup_url), password: 'a long enough password' });
+    expect((await asCookie(cookieOf(me)!, '/me')).body.fleets).toEqual([
+      expect.objectContaining({ id: fleet.id, name: 'North office' }),
+    ]);
+
+    const count = (await t.admin('GET', '/accounts')).body.items.length;
+    const admin = await t.admin('POST', '/accounts', { email: 'lee@example.org', role: 'admin', fleet_ids: [fleet.id] });
+    expect(admin.status).toBe(400);
+    expect(admin.body.message).toMatch(/cannot be scoped to fleets/);
+    const unknown = await t.admin('POST', '/accounts', { email: 'lee@example.org', role: 'operator', fleet_ids: [9999] });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.message).toBe('No fleet #9999');
+    expect((await t.admin('GET', '/accounts')).body.items).toHaveLength(count);
+    expect(await account('lee@example.org')).toBeUndefined();
+
+    const promoted = await t.admin('PATCH', `/accounts/${invited.body.account.id}`, { role: 'admin' });
+    expect(promoted.body).toMatchObject({ role: 'admin', fleet_ids: [] });
+    const [scope] = await events('account.scope_changed');
+    expect(scope!.data).toMatchObject({ before: { fleet_ids: [fleet.id] }, after: { fleet_ids: [] } });
+  });
+
   it('disables an admin: their sessions end and their API tokens are refused; enabled, the tokens work again', async () => {
     const eve = await activeAdmin('eve@example.org', 'admin');
     const token = (await asCookie(eve.cookie, '/tokens', 'POST', { name: 'eve script', role: 'operator' })).body.token as string;

@@ -228,6 +228,25 @@ describe('an operator scoped to one fleet', () => {
   });
 });
 
+describe('a device deleted while she watches', () => {
+  it('is told of her fleet’s by the fleet its deletion recorded, not of another fleet’s', async () => {
+    await scopeOlga([fleet.A]);
+    const gone = { A: await enrollAgent(t, { fleet: 'A' }), B: await enrollAgent(t, { fleet: 'B' }) };
+    const stream = openStream({ cookie: `mdm_console=${olga}` });
+    expect(await stream.opened).toBe(200);
+    const deletedA = nextEvent(t, ofAgent(gone.A.id, 'agent.deleted'));
+    expect((await t.admin('DELETE', `/agents/${gone.B.id}`)).status).toBe(204);
+    expect((await t.admin('DELETE', `/agents/${gone.A.id}`)).status).toBe(204);
+    const last = await deletedA;
+    await Promise.race([
+      stream.until((f) => f.id === last.id),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('her fleet’s deletion never reached her stream')), 10_000)),
+    ]);
+    stream.close();
+    expect(stream.frames.filter((f) => f.agent_id === gone.B.id)).toEqual([]);
+  });
+});
+
 describe('the audit trail of a scoped observer or operator', () => {
   it('holds her fleets’ devices’ entries, none of another fleet’s', async () => {
     await scopeOlga([fleet.A]);

@@ -92,6 +92,25 @@ describe('admins from the CLI', { timeout: 180_000 }, () => {
     expect(reset.stdout.trim()).toBe(
       'bo@example.org: two-factor sign-in reset (their authenticator and recovery codes no longer work)',
     );
+    // Scoped to fleets: an observer of the default fleet, by name; promoted to admin, the scope goes.
+    const scoped = await cli([
+      'admin',
+      'add',
+      'dee@example.org',
+      '--role',
+      'observer',
+      '--fleet',
+      'default FLEET',
+      '--no-email',
+      '--json',
+    ]);
+    expect(scoped.code, scoped.stderr).toBe(0);
+    expect(JSON.parse(scoped.stdout).account).toMatchObject({ role: 'observer', fleet_ids: [1] });
+    const promoted = await cli(['admin', 'set', 'dee@example.org', '--role', 'admin']);
+    expect(promoted.stdout.trim()).toBe('dee@example.org: role observer → admin');
+    const unknownFleet = await cli(['admin', 'set', 'dee@example.org', '--role', 'operator', '--fleet', 'Nowhere']);
+    expect(unknownFleet.code).toBe(2);
+    expect(unknownFleet.stderr).toMatch(/Unknown fleet "Nowhere" \(fleets: Default fleet\)/);
     const deleted = await cli(['admin', 'delete', 'bo@example.org', '--json']);
     expect(JSON.parse(deleted.stdout)).toEqual({ deleted: true, id: bo.id, email: 'bo@example.org' });
     expect((await listed()).map((a) => a.email)).not.toContain('bo@example.org');
