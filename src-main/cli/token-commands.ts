@@ -3,6 +3,7 @@ import { output, parse, positiveInt, type Handler } from './handler.ts';
 import { CliError } from './server-file.ts';
 import { ROLES, type ApiToken, type AuditEntry, type Role } from '../../src-shared/contract/index.ts';
 import type { AdminClient } from '../../src-shared/contract/admin-client.ts';
+import { PERMISSION_NAMES, PERMISSIONS } from '../../src-shared/contract/permissions.ts';
 
 const tokenLine = (t: ApiToken) =>
   `#${t.id}  ${t.name}  ${t.role}  ${t.status}  of ${t.account_name}  ` +
@@ -32,7 +33,11 @@ const whoami: Handler = async (argv) => {
   return output(json, me, () => {
     const who = me.account.email ? `${me.account.display_name} <${me.account.email}>` : me.account.display_name;
     const scope = me.fleets === null ? '' : `, scoped to fleets: ${me.fleets.map((f) => f.name).join(', ') || 'none'}`;
-    return `${who}, ${me.role}${me.token ? ` (API token #${me.token.id} "${me.token.name}")` : ''}${scope}`;
+    const denied = PERMISSION_NAMES.filter((permission) => !me.permissions.includes(permission));
+    return (
+      `${who}, ${me.role}${me.token ? ` (API token #${me.token.id} "${me.token.name}")` : ''}${scope}` +
+      (denied.length > 0 ? `\ncannot: ${denied.map((permission) => PERMISSIONS[permission]).join('; ')}` : '')
+    );
   });
 };
 

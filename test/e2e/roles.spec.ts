@@ -51,6 +51,9 @@ test('an operator: wipe, delete and settings disabled with the reason; lock work
 
   await operator.goto(`/devices?agent=${agentId}`);
   await expect(operator.getByTestId('signed-in-as')).toContainText('operator');
+  // Pages the role cannot use are not offered: Accounts is the owner's.
+  await expect(operator.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Devices' })).toBeVisible();
+  await expect(operator.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Accounts' })).toHaveCount(0);
   const drawer = operator.getByRole('dialog', { name: 'Device' });
   for (const [name, reason] of [
     ['Wipe', 'Your role (operator) cannot wipe devices'],
@@ -102,6 +105,7 @@ test('an operator: wipe, delete and settings disabled with the reason; lock work
 
   // The owner (this suite's session) keeps every control.
   await page.goto(`/devices?agent=${agentId}`);
+  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Accounts' })).toBeVisible();
   const ownerDrawer = page.getByRole('dialog', { name: 'Device' });
   await expect(ownerDrawer.getByRole('button', { name: 'Wipe', exact: true })).toBeEnabled();
   await expect(ownerDrawer.getByRole('button', { name: 'Delete device' })).toBeEnabled();

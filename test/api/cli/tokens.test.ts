@@ -48,6 +48,9 @@ describe('API tokens from the CLI', { timeout: 120_000 }, () => {
     expect(me.code, me.stderr).toBe(0);
     expect(me.stdout).toContain('operator (API token');
     expect(me.stdout).toContain('"helpdesk laptop"');
+    // What the role may not do, in the words the refusals use.
+    expect(me.stdout).toMatch(/\ncannot: .*wipe devices; unenroll devices; delete devices/);
+    expect(me.stdout).not.toMatch(/cannot: .*lock or unlock devices/);
     // It does what an operator may (read, lock), and is told in one line what it may not.
     expect((await cliWithToken(token!, ['agents'])).code).toBe(0);
     const lock = await cliWithToken(token!, ['command', '999', 'lock']);
