@@ -1,7 +1,15 @@
 // `whoami`, `tokens`, `token create|revoke`, `audit`: who the CLI acts as, personal API tokens, and who did what.
 import { output, parse, positiveInt, type Handler } from './handler.ts';
 import { CliError } from './server-file.ts';
-import { ROLES, type ApiToken, type AuditEntry, type Role } from '../../src-shared/contract/index.ts';
+import { once } from 'node:events';
+import {
+  AUDIT_EXPORT_FORMATS,
+  ROLES,
+  type ApiToken,
+  type AuditEntry,
+  type AuditExportFormat,
+  type Role,
+} from '../../src-shared/contract/index.ts';
 import type { AdminClient } from '../../src-shared/contract/admin-client.ts';
 import { PERMISSION_NAMES, PERMISSIONS } from '../../src-shared/contract/permissions.ts';
 
@@ -89,28 +97,55 @@ const token: Handler = async (argv) => {
   );
 };
 
+const auditChanges = (e: AuditEntry) =>
+  e.changes
+    ? Object.entries(e.changes)
+        .map(([field, c]) => `\n    ${field}: ${JSON.stringify(c.before ?? null)} -> ${JSON.stringify(c.after ?? null)}`)
+        .join('')
+    : '';
 const auditLine = (e: AuditEntry) =>
   `${e.at}  ${e.actor}${e.token_name ? ` (token "${e.token_name}")` : ''}${e.role ? ` [${e.role}]` : ''}  from ${e.address ?? '-'}  ` +
-  `${e.action}${e.target_kind ? `  ${e.target_kind}${e.target_id ? ` #${e.target_id}` : ''}${e.target_name ? ` ${e.target_name}` : ''}` : ''}\n    ${e.message}`;
+  `${e.action}${e.target_kind ? `  ${e.target_kind}${e.target_id ? ` #${e.target_id}` : ''}${e.target_name ? ` ${e.target_name}` : ''}` : ''}\n    ${e.message}` +
+  auditChanges(e);
 
-/** `audit [--actor A] [--action A] [--since ISO] [--until ISO] [--limit N]`: who did what, newest first. */
+/**
+ * `audit [--actor A] [--action A] [--target NAME] [--since ISO] [--until ISO] [--limit N]`: who did
+ * what, newest first; `--format csv|jsonl`: every matching entry (no limit), streamed to stdout.
+ */
 const audit: Handler = async (argv) => {
   const { values, admin, json } = parse(argv, {
     actor: { type: 'string' },
     action: { type: 'string' },
+    target: { type: 'string' },
     since: { type: 'string' },
     until: { type: 'string' },
     limit: { type: 'string' },
+    format: { type: 'string' },
   });
   const text = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
+  const filters = {
+    ...(text('actor') ? { actor: text('actor') } : {}),
+    ...(text('action') ? { action: text('action') } : {}),
+    ...(text('target') ? { target_name: text('target') } : {}),
+    ...(text('since') ? { since: text('since') } : {}),
+    ...(text('until') ? { until: text('until') } : {}),
+  };
+  const format = text('format');
+  if (format !== undefined) {
+    if (!(AUDIT_EXPORT_FORMATS as readonly string[]).includes(format)) {
+      throw new CliError(`--format must be ${AUDIT_EXPORT_FORMATS.join(' or ')}, not "${format}"`);
+    }
+    if (values.limit !== undefined || json)
+      throw new CliError('--format exports every matching entry: leave out --limit and --json');
+    const response = await admin().audit.export({ query: { ...filters, format: format as AuditExportFormat } });
+    // Written as it arrives: an export of any length never sits whole in memory.
+    for await (const chunk of response.body ?? []) {
+      if (!process.stdout.write(chunk)) await once(process.stdout, 'drain');
+    }
+    return 0;
+  }
   const result = await admin().audit.list({
-    query: {
-      ...(text('actor') ? { actor: text('actor') } : {}),
-      ...(text('action') ? { action: text('action') } : {}),
-      ...(text('since') ? { since: text('since') } : {}),
-      ...(text('until') ? { until: text('until') } : {}),
-      ...(values.limit === undefined ? {} : { limit: positiveInt(values.limit as string, '--limit') }),
-    },
+    query: { ...filters, ...(values.limit === undefined ? {} : { limit: positiveInt(values.limit as string, '--limit') }) },
   });
   return output(json, result.items, () => result.items.map(auditLine).join('\n') || 'Nothing in the audit trail matches.');
 };

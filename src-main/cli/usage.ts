@@ -255,8 +255,9 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
                                                          invite an admin (emails the set-up link; --no-email prints it)
   admin set EMAIL --role R [--fleet NAME|ID]... [--all-fleets] | admin invite-again EMAIL | admin disable|enable|delete|reset-two-factor EMAIL
                                                          change a role, a new link, disable, enable, delete, reset 2FA
-  audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--since ISO] [--until ISO] [--limit N]
-                                                         the audit trail: who did what, from where, when
+  audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--target NAME] [--since ISO] [--until ISO] [--limit N]
+                                                         the audit trail: who did what, from where, when, what changed
+  audit --format csv|jsonl [the same filters]            every matching entry, streamed to stdout (> audit.csv)
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
 

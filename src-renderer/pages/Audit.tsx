@@ -1,22 +1,59 @@
-import { Button, Group, Table, Text, TextInput } from '@mantine/core';
+import { Button, Code, Group, Menu, Table, Text, TextInput } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { IconFilterOff } from '@tabler/icons-react';
+import { IconDownload, IconFilterOff } from '@tabler/icons-react';
 import { useState } from 'react';
 import { admin } from '../api/client.ts';
 import { useFeed } from '../api/queries.ts';
-import type { AuditQuery } from '../../src-shared/contract/index.ts';
+import type { AuditEntry, AuditExportFormat, AuditQuery } from '../../src-shared/contract/index.ts';
 import { EmptyState, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
 
-/** Who did what, from where, when: the audit trail, newest first, filtered by actor, action, object and time. */
+/** A date input's value (`2026-05-01`) as the start of that day, or its end (`until` is exclusive). */
+function dayBound(value: string, end: boolean): string | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return undefined;
+  const day = new Date(`${value}T00:00:00`);
+  if (Number.isNaN(day.getTime())) return undefined;
+  if (end) day.setDate(day.getDate() + 1);
+  return day.toISOString();
+}
+
+/** The export's address for the filters in force: the same filters, every matching entry. */
+export function exportUrl(filter: Omit<AuditQuery, 'limit'>, format: AuditExportFormat): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(filter)) if (value !== undefined) params.set(key, String(value));
+  params.set('format', format);
+  return `/api/audit/export?${params.toString()}`;
+}
+
+const show = (value: unknown) => (value === null || value === undefined ? '—' : JSON.stringify(value));
+
+function Changes({ changes }: { changes: AuditEntry['changes'] }) {
+  if (!changes) return null;
+  return (
+    <Text size="xs" c="dimmed" component="div" data-testid="audit-changes">
+      {Object.entries(changes).map(([field, change]) => (
+        <div key={field}>
+          <Code>{field}</Code> {show(change.before)} → {show(change.after)}
+        </div>
+      ))}
+    </Text>
+  );
+}
+
+/** Who did what, from where, when: the audit trail, newest first, filtered by actor, action, object and time; live; exported as CSV or JSON lines. */
 export function AuditPage() {
   const [actor, setActor] = useState('');
   const [action, setAction] = useState('');
+  const [target, setTarget] = useState('');
   const [since, setSince] = useState('');
-  const filter: AuditQuery = {
+  const [until, setUntil] = useState('');
+  const sinceAt = dayBound(since, false);
+  const untilAt = dayBound(until, true);
+  const filter: Omit<AuditQuery, 'limit'> = {
     ...(actor.trim() ? { actor: actor.trim() } : {}),
     ...(action.trim() ? { action: action.trim() } : {}),
-    ...(/^\d{4}-\d{2}-\d{2}$/.test(since) ? { since } : {}),
-    limit: 500,
+    ...(target.trim() ? { target_name: target.trim() } : {}),
+    ...(sinceAt ? { since: sinceAt } : {}),
+    ...(untilAt ? { until: untilAt } : {}),
   };
   // Live: every change records an event, and the event stream keeps the feed current; the newest
   // event's id in the key fetches the trail again when something happens (no polling).
@@ -24,15 +61,33 @@ export function AuditPage() {
   const newest = feed.data?.[0]?.id ?? 0;
   const entries = useQuery({
     queryKey: ['audit', filter, newest],
-    queryFn: async ({ signal }) => (await admin.audit.list({ query: filter, signal })).items,
+    queryFn: async ({ signal }) => (await admin.audit.list({ query: { ...filter, limit: 500 }, signal })).items,
     placeholderData: keepPreviousData,
   });
-  const filtered = actor !== '' || action !== '' || since !== '';
+  const filtered = actor !== '' || action !== '' || target !== '' || since !== '' || until !== '';
   return (
     <>
       <PageHeader
         title="Audit"
-        description="Every change made through the console, the CLI or the admin API: who (and with which API token), from where, what, on which object. Sign-ins too."
+        description="Every change made through the console, the CLI or the admin API: who (and with which API token), from where, what, on which object, and the fields it changed. Sign-ins too."
+        actions={
+          <Menu position="bottom-end">
+            <Menu.Target>
+              <Button variant="default" leftSection={<IconDownload size={16} />} data-testid="audit-export">
+                Download
+              </Button>
+            </Menu.Target>
+            <Menu.Dropdown>
+              <Menu.Label>{filtered ? 'The entries these filters match' : 'The whole trail'}</Menu.Label>
+              <Menu.Item component="a" href={exportUrl(filter, 'csv')} download data-testid="audit-export-csv">
+                CSV (spreadsheets)
+              </Menu.Item>
+              <Menu.Item component="a" href={exportUrl(filter, 'jsonl')} download data-testid="audit-export-jsonl">
+                JSON lines
+              </Menu.Item>
+            </Menu.Dropdown>
+          </Menu>
+        }
       />
       <Group gap="sm" mb="md" align="flex-end" wrap="wrap">
         <TextInput
@@ -50,11 +105,25 @@ export function AuditPage() {
           data-testid="audit-action"
         />
         <TextInput
-          label="Since"
+          label="Object"
+          placeholder="device, email, fleet …"
+          value={target}
+          onChange={(e) => setTarget(e.currentTarget.value)}
+          data-testid="audit-target"
+        />
+        <TextInput
+          label="From"
           type="date"
           value={since}
           onChange={(e) => setSince(e.currentTarget.value)}
           data-testid="audit-since"
+        />
+        <TextInput
+          label="To"
+          type="date"
+          value={until}
+          onChange={(e) => setUntil(e.currentTarget.value)}
+          data-testid="audit-until"
         />
         {filtered ? (
           <Button
@@ -63,7 +132,9 @@ export function AuditPage() {
             onClick={() => {
               setActor('');
               setAction('');
+              setTarget('');
               setSince('');
+              setUntil('');
             }}
           >
             Clear filters
@@ -119,6 +190,7 @@ export function AuditPage() {
                       </Table.Td>
                       <Table.Td>
                         <Text size="sm">{e.message}</Text>
+                        <Changes changes={e.changes} />
                       </Table.Td>
                     </Table.Tr>
                   ))}

@@ -5,6 +5,7 @@ import { useAgent, useAgentTasks, useDeleteAgent } from '../api/queries.ts';
 import { DeviceTasks } from '../features/deployments.tsx';
 import { DevicePolicies } from '../features/policies.tsx';
 import type { AgentDetail } from '../../src-shared/contract/index.ts';
+import { whoDid } from '../lib/who-did.ts';
 import { Link } from '../lib/router.tsx';
 import {
   confirmAction,
@@ -331,6 +332,11 @@ function Body({ agent, onClose }: { agent: AgentDetail; onClose: () => void }) {
               <Group key={event.id} gap="sm" wrap="nowrap" align="baseline">
                 <IconCircleFilled size={8} color="var(--mantine-color-dimmed)" style={{ flexShrink: 0 }} />
                 <div>
+                  {whoDid(event) ? (
+                    <Text size="sm" fw={500} data-testid="history-actor">
+                      {whoDid(event)}
+                    </Text>
+                  ) : null}
                   <Text size="sm">{event.message}</Text>
                   <Text size="xs" c="dimmed">
                     <RelativeTime iso={event.at} /> · {event.type}

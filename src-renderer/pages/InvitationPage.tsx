@@ -11,6 +11,7 @@ import { UnreachableWarning } from '../features/reachability.tsx';
 import { formatDateTime, fullName } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
 import { printQuery } from '../lib/print-layout.ts';
+import { whoDid } from '../lib/who-did.ts';
 import { Actions } from './invitation/Actions.tsx';
 
 export function InvitationPage({ id }: { id: number }) {
@@ -192,7 +193,14 @@ function History({ invitation }: { invitation: InvitationDetail }) {
               <Text size="xs" c="dimmed" w={110} style={{ flexShrink: 0 }}>
                 <RelativeTime iso={event.at} />
               </Text>
-              <Text size="sm">{event.message}</Text>
+              <div>
+                {whoDid(event) ? (
+                  <Text size="sm" fw={500} data-testid="history-actor">
+                    {whoDid(event)}
+                  </Text>
+                ) : null}
+                <Text size="sm">{event.message}</Text>
+              </div>
             </Group>
           ))}
         </Stack>
