@@ -1,6 +1,7 @@
 import { Alert, Button, Code, CopyButton, Group, Image, SimpleGrid, Stack, Text, TextInput } from '@mantine/core';
 import { IconCheck, IconCopy, IconDownload, IconShieldLock } from '@tabler/icons-react';
-import { useState, type FormEvent } from 'react';
+import { useEffect, useEffectEvent, useState, type FormEvent } from 'react';
+import { admin, AdminApiError, errorMessage } from '../api/client.ts';
 import type { TwoFactorSetup } from '../../src-shared/contract/index.ts';
 
 /** The secret in groups of four, as authenticator apps ask for it typed. */
@@ -137,3 +138,81 @@ export function RecoveryCodesNotice({ codes, onDone, doneLabel }: { codes: strin
     </Stack>
   );
 }
+
+/**
+ * The owner requires two-factor and this admin has none: enrol an app now, before anything else (at
+ * sign-in, and at the end of an invited admin's set-up link). `onRestart`: the challenge is gone.
+ */
+export function EnrolAtSignIn({
+  challenge,
+  email,
+  landing,
+  onRestart,
+}: {
+  challenge: string;
+  email: string;
+  landing: string;
+  onRestart: (why: string) => void;
+}) {
+  const [setup, setSetup] = useState<TwoFactorSetup | null>(null);
+  const [codes, setCodes] = useState<string[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  // The secret is drawn once per challenge, whatever callback the page passes on each render.
+  const gone = useEffectEvent((failure: unknown) => onRestart(errorMessage(failure)));
+  useEffect(() => {
+    let live = true;
+    admin
+      .beginTwoFactorEnrolment({ body: { challenge } })
+      .then((answer) => live && setSetup(answer))
+      .catch((failure: unknown) => live && gone(failure));
+    return () => {
+      live = false;
+    };
+  }, [challenge]);
+  const confirm = async (code: string) => {
+    setBusy(true);
+    setError(null);
+    try {
+      const done = await admin.confirmTwoFactorEnrolment({ body: { challenge: challenge, code } });
+      setCodes(done.recovery_codes);
+    } catch (failure) {
+      if (failure instanceof AdminApiError && failure.status === 410) onRestart(errorMessage(failure));
+      else setError(errorMessage(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (codes) {
+    return (
+      <Stack mt="md">
+        <RecoveryCodesNotice
+          codes={codes}
+          doneLabel="I have saved them: continue"
+          onDone={() => window.location.assign(landing)}
+        />
+      </Stack>
+    );
+  }
+  return (
+    <Stack gap="md" mt="md">
+      <Alert color="blue" variant="light" icon={<IconShieldLock size={18} />} data-testid="two-factor-required">
+        The owner of this console requires two-factor sign-in. Set it up for <b>{email}</b> now to continue.
+      </Alert>
+      {setup ? (
+        <EnrolTwoFactor setup={setup} busy={busy} error={error} onConfirm={(code) => void confirm(code)} />
+      ) : (
+        <Text size="sm" c="dimmed">
+          Preparing…
+        </Text>
+      )}
+    </Stack>
+  );
+}
+
+/**
+ * Signing in from a browser: an admin's email and password, or (the owner's ways, for the one at
+ * the server's keyboard) the admin token or a one-time sign-in link. The server sets
+ * the HttpOnly cookie; the page then reloads into the console. Also shown in place of any page
+ * when the console finds itself signed out, so it always says what to do.
+ */

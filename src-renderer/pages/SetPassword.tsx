@@ -6,6 +6,7 @@ import { admin, AdminApiError, errorMessage } from '../api/client.ts';
 import { useLocation } from '../lib/router.tsx';
 import { MIN_PASSWORD_LENGTH } from '../../src-shared/contract/rules.ts';
 import { formatDateTime } from '../lib/format.ts';
+import { EnrolAtSignIn } from '../features/two-factor.tsx';
 
 const ROLE_WORDS = {
   owner: 'an owner: everything, accounts and settings included',
@@ -64,6 +65,8 @@ export function SetPasswordPage() {
   const [error, setError] = useState<string | null>(null);
   const [gone, setGone] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  /** The enrolment challenge, when the owner requires two-factor: set up before the console. */
+  const [enrol, setEnrol] = useState<string | null>(null);
 
   if (token === '') return <LinkGone message="This page needs the link from your invitation email, whole." />;
   if (gone) return <LinkGone message={gone} />;
@@ -89,6 +92,21 @@ export function SetPasswordPage() {
     );
   }
   const invitation = info.data;
+  if (enrol !== null) {
+    return (
+      <Card title="Set up two-factor sign-in">
+        <Title order={1} size="h2">
+          Set up two-factor sign-in
+        </Title>
+        <EnrolAtSignIn
+          challenge={enrol}
+          email={invitation.email}
+          landing="/"
+          onRestart={() => window.location.assign('/sign-in')}
+        />
+      </Card>
+    );
+  }
   const shownName = name ?? (invitation.display_name === invitation.email ? '' : invitation.display_name);
 
   const submit = async (event: FormEvent) => {
@@ -104,10 +122,12 @@ export function SetPasswordPage() {
     setBusy(true);
     setError(null);
     try {
-      await admin.acceptAccountInvitation({
+      const answer = await admin.acceptAccountInvitation({
         body: { token, password, ...(shownName.trim() ? { display_name: shownName.trim() } : {}) },
       });
-      window.location.assign('/');
+      // The owner requires two-factor sign-in: set it up now, before the console.
+      if (!answer.signed_in) setEnrol(answer.challenge);
+      else window.location.assign('/');
     } catch (failure) {
       if (failure instanceof AdminApiError && failure.status === 410) setGone(failure.message);
       else setError(errorMessage(failure));

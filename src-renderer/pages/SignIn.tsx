@@ -14,10 +14,9 @@ import {
   Title,
 } from '@mantine/core';
 import { IconAlertTriangle, IconLogin, IconShieldLock } from '@tabler/icons-react';
-import { useCallback, useEffect, useState, type FormEvent } from 'react';
+import { useCallback, useState, type FormEvent } from 'react';
 import { admin, AdminApiError, errorMessage } from '../api/client.ts';
-import type { TwoFactorSetup } from '../../src-shared/contract/index.ts';
-import { EnrolTwoFactor, RecoveryCodesNotice } from '../features/two-factor.tsx';
+import { EnrolAtSignIn } from '../features/two-factor.tsx';
 import { useLocation } from '../lib/router.tsx';
 
 /** After the password: a two-factor code, or enrolment when the owner requires two-factor. */
@@ -79,68 +78,6 @@ function CodeStep({ second, landing, onRestart }: { second: SecondStep; landing:
   );
 }
 
-/** The owner requires two-factor and this admin has none: enrol an app now, before anything else. */
-function EnrolStep({ second, landing, onRestart }: { second: SecondStep; landing: string; onRestart: (why: string) => void }) {
-  const [setup, setSetup] = useState<TwoFactorSetup | null>(null);
-  const [codes, setCodes] = useState<string[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => {
-    let live = true;
-    admin
-      .beginTwoFactorEnrolment({ body: { challenge: second.challenge } })
-      .then((answer) => live && setSetup(answer))
-      .catch((failure: unknown) => live && onRestart(errorMessage(failure)));
-    return () => {
-      live = false;
-    };
-  }, [second.challenge, onRestart]);
-  const confirm = async (code: string) => {
-    setBusy(true);
-    setError(null);
-    try {
-      const done = await admin.confirmTwoFactorEnrolment({ body: { challenge: second.challenge, code } });
-      setCodes(done.recovery_codes);
-    } catch (failure) {
-      if (challengeGone(failure)) onRestart(errorMessage(failure));
-      else setError(errorMessage(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
-  if (codes) {
-    return (
-      <Stack mt="md">
-        <RecoveryCodesNotice
-          codes={codes}
-          doneLabel="I have saved them: continue"
-          onDone={() => window.location.assign(landing)}
-        />
-      </Stack>
-    );
-  }
-  return (
-    <Stack gap="md" mt="md">
-      <Alert color="blue" variant="light" icon={<IconShieldLock size={18} />} data-testid="two-factor-required">
-        The owner of this console requires two-factor sign-in. Set it up for <b>{second.email}</b> now to continue.
-      </Alert>
-      {setup ? (
-        <EnrolTwoFactor setup={setup} busy={busy} error={error} onConfirm={(code) => void confirm(code)} />
-      ) : (
-        <Text size="sm" c="dimmed">
-          Preparing…
-        </Text>
-      )}
-    </Stack>
-  );
-}
-
-/**
- * Signing in from a browser: an admin's email and password, or (the owner's ways, for the one at
- * the server's keyboard) the admin token or a one-time sign-in link. The server sets
- * the HttpOnly cookie; the page then reloads into the console. Also shown in place of any page
- * when the console finds itself signed out, so it always says what to do.
- */
 export function SignInPage() {
   const { search } = useLocation();
   const params = new URLSearchParams(search);
@@ -210,7 +147,9 @@ export function SignInPage() {
           {second?.step === 'enrol' ? 'Set up two-factor sign-in' : signedOut ? 'You are signed out' : 'Sign in to MDM Console'}
         </Title>
         {second?.step === 'code' ? <CodeStep second={second} landing={landing} onRestart={restart} /> : null}
-        {second?.step === 'enrol' ? <EnrolStep second={second} landing={landing} onRestart={restart} /> : null}
+        {second?.step === 'enrol' ? (
+          <EnrolAtSignIn challenge={second.challenge} email={second.email} landing={landing} onRestart={restart} />
+        ) : null}
         {second ? null : (
           <>
             <form onSubmit={(e) => void submitPassword(e)} noValidate data-testid="password-sign-in">

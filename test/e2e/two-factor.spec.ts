@@ -144,5 +144,24 @@ test('an admin enrols an authenticator app, then signs in with a code; the owner
   await expect(bo.getByRole('heading', { name: 'Devices', level: 1 })).toBeVisible();
   await expect(bo.getByTestId('signed-in-as')).toContainText('Bo Berg');
   await boContext.close();
+
+  // Cy, invited now, sets up two-factor right after choosing a password on the set-password page.
+  const cy = await adminOf(serve.info).accounts.invite({
+    body: { email: 'cy@example.org', role: 'observer', display_name: 'Cy', no_email: true },
+  });
+  const cyContext = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const cyPage = await cyContext.newPage();
+  await cyPage.goto(cy.setup_url!);
+  await cyPage.getByTestId('set-password-password').fill('cy’s long password');
+  await cyPage.getByTestId('set-password-again').fill('cy’s long password');
+  await cyPage.getByTestId('set-password-submit').click();
+  await expect(cyPage.getByRole('heading', { name: 'Set up two-factor sign-in', level: 1 })).toBeVisible();
+  await cyPage.getByTestId('two-factor-enrol-code').fill(codeOf(await shownSecret(cyPage)));
+  await cyPage.getByTestId('two-factor-enrol-confirm').click();
+  await expect(cyPage.getByTestId('recovery-code')).toHaveCount(10);
+  await cyPage.getByTestId('recovery-codes-done').click();
+  await expect(cyPage.getByRole('heading', { name: 'Dashboard', level: 1 })).toBeVisible();
+  await expect(cyPage.getByTestId('signed-in-as')).toContainText('Cy');
+  await cyContext.close();
   await context.close();
 });
