@@ -1,4 +1,5 @@
-import { isServerEvent, type LiveEvent } from '../../src-shared/contract/index.ts';
+import { isServerEvent } from '../../src-shared/contract/event-stream.ts';
+import type { LiveEvent } from '../../src-shared/contract/index.ts';
 
 const COMMAND_DONE: Record<string, string> = {
   lock: 'Locked',

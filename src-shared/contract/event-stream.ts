@@ -1,7 +1,7 @@
 // The live stream of events, GET /api/events/stream: its own file because its frames carry the
 // agent's row (agents.ts), while an agent's detail carries its events (events.ts).
 import type { AgentSummary } from './agents.ts';
-import type { ServerEvent } from './events.ts';
+import type { LiveEvent, ServerEvent, ServerEventType } from './events.ts';
 
 // ── GET /api/events/stream: Server-Sent Events ──────────────────────────────────────────────
 // The stream opens with a `retry:` preamble, then sends every recorded event as
@@ -29,3 +29,8 @@ export const sseEventFrame = (event: StreamEvent) => `id: ${event.id}\nevent: ${
 export const sseHeartbeatFrame = () => ': keep-alive\n\n';
 
 // Its query, EventStreamQuery, is a schema: in events.ts, with the other schemas (this file stays free of TypeBox).
+
+/** Narrows an event by its type, its data typed from the ServerEvents map (here, not in events.ts: the console loads it, and events.ts builds schemas). */
+export function isServerEvent<K extends ServerEventType>(event: LiveEvent, type: K): event is LiveEvent & ServerEvent<K> {
+  return event.type === type;
+}

@@ -215,7 +215,3 @@ export type EventDataArgs<K extends ServerEventType> = null extends ServerEvents
 export type ServerEvent<K extends ServerEventType = ServerEventType> = {
   [T in K]: Omit<LiveEvent, 'type' | 'data'> & { type: T; data: ServerEvents[T] | null };
 }[K];
-
-export function isServerEvent<K extends ServerEventType>(event: LiveEvent, type: K): event is LiveEvent & ServerEvent<K> {
-  return event.type === type;
-}
