@@ -199,6 +199,13 @@ test('simulate a device from the invitation page, then see the refusal when it i
   await dialog.getByRole('button', { name: 'Close', exact: true }).click();
   await expect(page.getByTestId('refused-log')).toContainText('already been used');
   await shot(page, 'invitation-refused-log', testInfo, { fullPage: true });
+
+  // The simulated device stays online and obeys policies: one set on it reaches done in its panel.
+  const { agent } = await admin.invitations.get({ params: { id: created.id } });
+  await admin.policies.set({ body: { policy: 'disableCamera', value: true, agent_id: agent!.id } });
+  await page.goto(`/devices?agent=${agent!.id}`);
+  const camera = page.getByTestId('device-policies').locator('tr[data-policy="disableCamera"] [data-status]');
+  await expect(camera).toHaveAttribute('data-status', 'done', { timeout: 30_000 });
 });
 
 test('revoke and delete an invitation, with confirmation', async ({ page }) => {
