@@ -5,7 +5,8 @@
 // Real HTTP against a real backend and SQLite file; other clients come from 127.0.0.2 ….
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
-import { callFrom, type Answer } from '../../helpers/from-address.ts';
+import { callFrom } from '../../helpers/from-address.ts';
+import { sameOriginJson, sessionCookieOf, withBearer } from '../../helpers/console-session.ts';
 
 let t: TestBackend;
 let adminUrl: string;
@@ -20,22 +21,14 @@ afterAll(async () => {
   await t?.stop();
 });
 
-const json = (body: unknown, extra: Record<string, string> = {}) => ({
-  method: 'POST',
-  headers: { 'sec-fetch-site': 'same-origin', 'content-type': 'application/json', ...extra },
-  body: JSON.stringify(body),
-});
-const cookieOf = (answer: Answer) => /mdm_console=([^;]*)/.exec(String(answer.headers['set-cookie']))?.[1];
+const json = sameOriginJson;
+const cookieOf = sessionCookieOf;
 const signIn = (email: string, password: string, address = '127.0.0.1') =>
   callFrom(address, `${adminUrl}/auth/password`, json({ email, password }));
 const withCookie = (cookie: string, path: string) =>
   callFrom('127.0.0.1', `${adminUrl}/api${path}`, { headers: { cookie: `mdm_console=${cookie}` } });
-const withBearer = (bearer: string, path: string, method = 'GET', body?: unknown) =>
-  callFrom('127.0.0.1', `${adminUrl}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const asBearer = (bearer: string, path: string, method = 'GET', body?: unknown) =>
+  withBearer(adminUrl, bearer, path, method, body);
 const events = async (type: string) =>
   (
     (await t.admin('GET', '/events?limit=1000')).body.items as { type: string; message: string; data: Record<string, unknown> }[]
@@ -158,7 +151,7 @@ describe('personal API tokens', () => {
     expect(days).toBeGreaterThan(29.9);
     expect(days).toBeLessThanOrEqual(30);
 
-    const me = await withBearer(token, '/me');
+    const me = await asBearer(token, '/me');
     expect(me.status).toBe(200);
     expect(me.body).toMatchObject({ via: 'token', role: 'observer', token: { id, name: 'backup script' }, account: { id: 1 } });
     const listed = (await t.admin('GET', '/tokens')).body.items;
@@ -172,16 +165,16 @@ describe('personal API tokens', () => {
     const revoked = await t.admin('POST', `/tokens/${id}/revoke`);
     expect(revoked.status).toBe(200);
     expect(revoked.body.status).toBe('revoked');
-    expect((await withBearer(token, '/me')).status).toBe(401);
+    expect((await asBearer(token, '/me')).status).toBe(401);
     expect((await events('account.token_revoked')).some((e) => e.data.token_id === id)).toBe(true);
     expect((await t.admin('POST', '/tokens/9999/revoke')).status).toBe(404);
   });
 
   it('stop working once expired', async () => {
     const { token, id } = (await t.admin('POST', '/tokens', { name: 'short-lived', role: 'admin', days: 1 })).body;
-    expect((await withBearer(token, '/status')).status).toBe(200);
+    expect((await asBearer(token, '/status')).status).toBe(200);
     t.db.prepare(`UPDATE api_tokens SET expires_at = ? WHERE id = ?`).run(new Date(Date.now() - 1000).toISOString(), id);
-    expect((await withBearer(token, '/status')).status).toBe(401);
+    expect((await asBearer(token, '/status')).status).toBe(401);
     const row = (await t.admin('GET', '/tokens')).body.items.find((x: { id: number }) => x.id === id);
     expect(row.status).toBe('expired');
   });
@@ -189,7 +182,7 @@ describe('personal API tokens', () => {
   it('are refused a role above their maker, and bad input gets a 400', async () => {
     const operator = (await t.admin('POST', '/tokens', { name: 'helpdesk', role: 'operator' })).body.token;
     // A token acts with its own role: an operator token of the owner makes no admin token.
-    const escalate = await withBearer(operator, '/tokens', 'POST', { name: 'up', role: 'admin' });
+    const escalate = await asBearer(operator, '/tokens', 'POST', { name: 'up', role: 'admin' });
     expect(escalate.status).toBe(403);
     expect(escalate.body.message).toBe('An operator cannot make a token with the role admin');
     expect((await t.admin('POST', '/tokens', { name: 'x', role: 'root' })).status).toBe(400);
@@ -206,16 +199,16 @@ describe('personal API tokens', () => {
     t.db
       .prepare(`INSERT INTO api_tokens (account_id, name, role, token_hash, created_at) VALUES (?, 'bo', 'admin', ?, ?)`)
       .run(boId, createHash('sha256').update(bo).digest('hex'), new Date().toISOString());
-    const refused = await withBearer(bo, '/tokens', 'POST', { name: 'escalate', role: 'owner' });
+    const refused = await asBearer(bo, '/tokens', 'POST', { name: 'escalate', role: 'owner' });
     expect(refused.status).toBe(403);
     expect(refused.body.message).toBe('An admin cannot make a token with the role owner');
-    expect((await withBearer(bo, '/tokens', 'POST', { name: 'mine', role: 'operator' })).status).toBe(201);
+    expect((await asBearer(bo, '/tokens', 'POST', { name: 'mine', role: 'operator' })).status).toBe(201);
     // Bo sees Bo's tokens only, and cannot revoke the owner's.
-    const bos = (await withBearer(bo, '/tokens')).body.items as { account_id: number }[];
+    const bos = (await asBearer(bo, '/tokens')).body.items as { account_id: number }[];
     expect(bos.every((x) => x.account_id === boId)).toBe(true);
     const ownerToken = (await t.admin('GET', '/tokens')).body.items.find((x: { name: string }) => x.name === 'helpdesk');
-    expect((await withBearer(bo, `/tokens/${ownerToken.id}/revoke`, 'POST')).status).toBe(404);
-    expect((await withBearer(operator, '/me')).status).toBe(200);
+    expect((await asBearer(bo, `/tokens/${ownerToken.id}/revoke`, 'POST')).status).toBe(404);
+    expect((await asBearer(operator, '/me')).status).toBe(200);
   });
 });
 

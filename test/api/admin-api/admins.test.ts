@@ -6,7 +6,8 @@
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
-import { callFrom, type Answer } from '../../helpers/from-address.ts';
+import { callFrom } from '../../helpers/from-address.ts';
+import { sessionCookieOf, withBearer, withSession } from '../../helpers/console-session.ts';
 import { eventually, startTestSmtp, type ReceivedMail, type TestSmtp } from '../../helpers/smtp.ts';
 
 let smtp: TestSmtp;
@@ -29,23 +30,11 @@ const post = (path: string, body: unknown, extra: Record<string, string> = {}) =
     headers: { 'sec-fetch-site': 'same-origin', 'content-type': 'application/json', ...extra },
     body: JSON.stringify(body),
   });
-const cookieOf = (answer: Answer) => /mdm_console=([^;]*)/.exec(String(answer.headers['set-cookie']))?.[1];
+const cookieOf = sessionCookieOf;
 const asCookie = (cookie: string, path: string, method = 'GET', body?: unknown) =>
-  callFrom('127.0.0.1', `${adminUrl}/api${path}`, {
-    method,
-    headers: {
-      cookie: `mdm_console=${cookie}`,
-      'sec-fetch-site': 'same-origin',
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  withSession(adminUrl, cookie, method, path, body);
 const asBearer = (bearer: string, path: string, method = 'GET', body?: unknown) =>
-  callFrom('127.0.0.1', `${adminUrl}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  withBearer(adminUrl, bearer, path, method, body);
 const mailTo = (address: string): Promise<ReceivedMail> =>
   eventually(() => smtp.received.find((m) => m.envelope.to.includes(address)), 20_000, `the email to ${address}`);
 const linkIn = (mail: ReceivedMail) => /https?:\/\/\S+\/set-password\?token=[0-9a-f]{64}/.exec(mail.parsed.text ?? '')?.[0];

@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src-main/backend/accounts/passwords.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
-import { callFrom, type Answer } from '../../helpers/from-address.ts';
+import { callFrom } from '../../helpers/from-address.ts';
+import { sameOriginJson, sessionCookieOf, withSession } from '../../helpers/console-session.ts';
 
 let t: TestBackend;
 let adminUrl: string;
@@ -19,12 +20,8 @@ const PASSWORD = 'correct horse battery';
 const BO = 'bo.berg@example.org';
 const BO_PASSWORD = 'bo’s long password';
 
-const json = (body: unknown, extra: Record<string, string> = {}) => ({
-  method: 'POST',
-  headers: { 'sec-fetch-site': 'same-origin', 'content-type': 'application/json', ...extra },
-  body: JSON.stringify(body),
-});
-const cookieOf = (answer: Answer) => /mdm_console=([^;]*)/.exec(String(answer.headers['set-cookie']))?.[1];
+const json = sameOriginJson;
+const cookieOf = sessionCookieOf;
 const signIn = (email: string, password: string, address = '127.0.0.1', userAgent = 'test') =>
   callFrom(address, `${adminUrl}/auth/password`, json({ email, password }, { 'user-agent': userAgent }));
 const session = async (email: string, password: string, address = '127.0.0.1', userAgent = 'test') => {
@@ -32,16 +29,7 @@ const session = async (email: string, password: string, address = '127.0.0.1', u
   expect(answer.status).toBe(200);
   return cookieOf(answer)!;
 };
-const api = (cookie: string, method: string, path: string, body?: unknown) =>
-  callFrom('127.0.0.1', `${adminUrl}/api${path}`, {
-    method,
-    headers: {
-      cookie: `mdm_console=${cookie}`,
-      'sec-fetch-site': 'same-origin',
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const api = (cookie: string, method: string, path: string, body?: unknown) => withSession(adminUrl, cookie, method, path, body);
 const alive = async (cookie: string) => (await api(cookie, 'GET', '/me')).status === 200;
 const audit = async () =>
   (await t.admin('GET', '/audit?limit=1000')).body.items as {

@@ -8,7 +8,8 @@ import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src-main/backend/accounts/passwords.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
-import { callFrom, type Answer } from '../../helpers/from-address.ts';
+import { callFrom } from '../../helpers/from-address.ts';
+import { sameOriginJson, sessionCookieOf, withSession } from '../../helpers/console-session.ts';
 import { decodeQrPng } from '../../helpers/qr.ts';
 
 let t: TestBackend;
@@ -21,25 +22,12 @@ const BO_PASSWORD = 'bo’s long password';
 let ownerCookie = '';
 let boId = 0;
 
-const json = (body: unknown, extra: Record<string, string> = {}) => ({
-  method: 'POST',
-  headers: { 'sec-fetch-site': 'same-origin', 'content-type': 'application/json', ...extra },
-  body: JSON.stringify(body),
-});
-const cookieOf = (answer: Answer) => /mdm_console=([^;]*)/.exec(String(answer.headers['set-cookie']))?.[1];
+const json = sameOriginJson;
+const cookieOf = sessionCookieOf;
 const post = (path: string, body: unknown, address = '127.0.0.1') => callFrom(address, `${adminUrl}${path}`, json(body));
 const signIn = (email: string, password: string, address = '127.0.0.1') => post('/auth/password', { email, password }, address);
 /** An admin API call with a console session's cookie (from the console's own origin). */
-const api = (cookie: string, method: string, path: string, body?: unknown) =>
-  callFrom('127.0.0.1', `${adminUrl}/api${path}`, {
-    method,
-    headers: {
-      cookie: `mdm_console=${cookie}`,
-      'sec-fetch-site': 'same-origin',
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const api = (cookie: string, method: string, path: string, body?: unknown) => withSession(adminUrl, cookie, method, path, body);
 /** The code an authenticator app holding `secret` shows at the server's clock (plus `periods` × 30 s). */
 const codeOf = (secret: string, periods = 0) =>
   new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({
