@@ -10,7 +10,9 @@ export const showValue = (policy: PolicyCatalogueEntry | undefined, value: Value
   if (typeof value === 'boolean') return value ? 'Yes' : 'No';
   const choice = policy?.choices?.find((c) => c.value === value);
   if (choice) return choice.label;
-  return policy?.unit ? `${value} ${policy.unit}` : String(value);
+  if (!policy?.unit) return String(value);
+  // "1 character", "1 attempt", not "1 characters".
+  return `${value} ${value === 1 ? policy.unit.replace(/s$/, '') : policy.unit}`;
 };
 
 /** The control the catalogue asks for: a switch, a bounded number with its unit, or a list of choices. */
