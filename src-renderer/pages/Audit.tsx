@@ -92,14 +92,14 @@ export function AuditPage() {
       <Group gap="sm" mb="md" align="flex-end" wrap="wrap">
         <TextInput
           label="Actor"
-          placeholder="name, email or token name"
+          placeholder="name, email, token"
           value={actor}
           onChange={(e) => setActor(e.currentTarget.value)}
           data-testid="audit-actor"
         />
         <TextInput
           label="Action"
-          placeholder="agent. or invitation.revoked"
+          placeholder="e.g. agent.command"
           value={action}
           onChange={(e) => setAction(e.currentTarget.value)}
           data-testid="audit-action"

@@ -60,7 +60,7 @@ export class AgentService {
       this.events.record(
         'agent.deleted',
         `Agent ${agent.name} deleted`,
-        { entityId: agent.entity_id, agentId: id },
+        { entityId: agent.entity_id, agentId: id, agentName: agent.name },
         { fleet_id: agent.fleet_id },
       );
     });

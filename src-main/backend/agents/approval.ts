@@ -92,13 +92,21 @@ export class ApprovalService {
       if (decision === 'approve') {
         // The password drawn at enrollment stays: the device logs in with it once approved.
         this.agents.decidePending(id, ENROLL_STATUS.enrolled, agent.mqtt_password_hash, nowIso());
-        this.events.record('agent.approved', `${agent.name} approved`, { entityId: agent.entity_id, agentId: id });
+        this.events.record('agent.approved', `${agent.name} approved`, {
+          entityId: agent.entity_id,
+          agentId: id,
+          agentName: agent.name,
+        });
       } else {
         // Rejected: its credentials die with it, and the device is free for its next enrollment.
         this.agents.decidePending(id, ENROLL_STATUS.rejected, null, nowIso());
         this.sessions.closeAllOf(agent.account_user_id);
         this.users.rotateToken(agent.account_user_id);
-        this.events.record('agent.rejected', `${agent.name} rejected`, { entityId: agent.entity_id, agentId: id });
+        this.events.record('agent.rejected', `${agent.name} rejected`, {
+          entityId: agent.entity_id,
+          agentId: id,
+          agentName: agent.name,
+        });
       }
       return this.agents.byId(id)!;
     });

@@ -112,7 +112,7 @@ export class AgentCommands {
       return this.events.record(
         'agent.command',
         `${message.label} sent to ${agent.name}${online || !message.retain ? '' : ' (kept until it connects)'}`,
-        { entityId: agent.entity_id, agentId },
+        { entityId: agent.entity_id, agentId, agentName: agent.name },
         { command, topic, payload: message.payload, retained: message.retain, online, ...stateChange(agent, command) },
       );
     });
@@ -143,7 +143,7 @@ export class AgentCommands {
       return this.events.record(
         'agent.fleet_changed',
         `${agent.name} moved from fleet "${previous?.name ?? agent.fleet_id}" to "${fleet.name}"`,
-        { entityId: agent.entity_id, agentId },
+        { entityId: agent.entity_id, agentId, agentName: agent.name },
         {
           from_fleet_id: agent.fleet_id,
           fleet_id: fleet.id,

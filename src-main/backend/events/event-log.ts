@@ -90,7 +90,8 @@ function targetOf(type: string, refs: EventRefs, fields: object | undefined): Au
   const kind = type.split('.')[0] ?? null;
   const number = (value: unknown) => (typeof value === 'number' && Number.isSafeInteger(value) ? value : null);
   const text = (value: unknown) => (typeof value === 'string' ? value : null);
-  if (refs.agentId != null) return { kind: 'agent', id: refs.agentId, name: text(data?.name) ?? text(data?.serial) };
+  if (refs.agentId != null)
+    return { kind: 'agent', id: refs.agentId, name: refs.agentName ?? text(data?.name) ?? text(data?.serial) };
   if (refs.invitationId != null) return { kind: 'invitation', id: refs.invitationId, name: text(data?.email) };
   if (number(data?.token_id) !== null) return { kind: 'api_token', id: number(data?.token_id) };
   if (number(data?.account_id) !== null) {

@@ -5,6 +5,8 @@ export interface EventRefs {
   entityId?: number | null;
   invitationId?: number | null;
   agentId?: number | null;
+  /** The agent's name, for the audit entry's object (not stored with the event). */
+  agentName?: string | null;
 }
 
 /** A stored event: its type a key of the contract's ServerEvents map, its data that key's shape. */

@@ -3,7 +3,7 @@
 // object, in the transaction of the change (a refused change leaves none); sign-ins, failed ones and
 // sign-outs too. Real HTTP against a real backend and SQLite file.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { enrollByHand, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { callFrom } from '../../helpers/from-address.ts';
 
 let t: TestBackend;
@@ -40,6 +40,23 @@ const asToken = (token: string, address: string, method: string, path: string, b
   });
 
 describe('the audit trail', () => {
+  it('answers "who locked this phone": the lock is found by the device name in the Object filter', async () => {
+    const invitation = (await t.admin('POST', '/invitations', { email: 'lena@example.com', send_email: false })).body;
+    const { created } = await enrollByHand(t.apiUrl, invitation, { serial: 'LOCKME-0042' });
+    const agentId = Number(created.body.id);
+    const name = (await t.admin('GET', `/agents/${agentId}`)).body.name as string;
+    expect((await t.admin('POST', `/agents/${agentId}/commands`, { command: 'lock' })).status).toBeLessThan(300);
+    const found = await audit(`?target_name=${encodeURIComponent(name.toLowerCase())}&action=agent.command`);
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatchObject({
+      actor: 'Ana Ruiz',
+      address: '127.0.0.1',
+      target_kind: 'agent',
+      target_id: agentId,
+      target_name: name,
+    });
+  });
+
   it('records who, from where, what and on which object for each change; nothing for a refused one', async () => {
     const created = await t.admin('POST', '/invitations', { email: 'carol@example.com', send_email: false });
     expect(created.status).toBe(201);
