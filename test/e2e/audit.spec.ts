@@ -148,3 +148,31 @@ test('the audit trail: filtered by action and actor, before and after, live, CSV
   expect(body[0]).toMatchObject({ action: 'agent.command', token_name: botName, target_id: String(agentId) });
   expect(body[0]!.message).toMatch(/^Unlock sent to/);
 });
+
+test('an invitation revoked in the console: its history and its audit entry say who did it', async ({ page }, testInfo) => {
+  const t = tag();
+  const me = await (await page.request.get('/api/me')).json();
+  const owner = me.account.display_name as string;
+  const email = `revoked.${t}@example.com`;
+  const invitation = await admin.invitations.create({ body: { email, send_email: false } });
+
+  await page.goto(`/invitations/${invitation.id}`);
+  await page.getByRole('button', { name: 'Revoke', exact: true }).click();
+  const confirm = page.getByRole('dialog', { name: 'Revoke this invitation?' });
+  await confirm.getByRole('button', { name: 'Revoke' }).click();
+  await expect(confirm).toBeHidden();
+  const history = page.getByTestId('invitation-history');
+  await expect(history.getByTestId('history-actor').first()).toHaveText(`Revoked by ${owner}`);
+  // Created with the data dir's admin token (a script's, not the owner in the console): said so.
+  await expect(history.getByTestId('history-actor').last()).toHaveText('Invited by token admin token (data dir) (owner)');
+  await shot(history, 'audit-invitation-history-who', testInfo);
+
+  await page.goto('/audit');
+  await page.getByTestId('audit-action').fill('invitation.revoked');
+  await page.getByTestId('audit-target').fill(email);
+  const rows = page.getByTestId('audit-table').locator('tbody tr');
+  await expect(rows).toHaveCount(1);
+  await expect(rows.first()).toContainText(owner);
+  await expect(rows.first()).not.toContainText('token "');
+  await expect(rows.first().getByTestId('audit-changes')).toContainText('status "pending" → "revoked"');
+});
