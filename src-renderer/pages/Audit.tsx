@@ -24,7 +24,9 @@ export function exportUrl(filter: Omit<AuditQuery, 'limit'>, format: AuditExport
   return `/api/audit/export?${params.toString()}`;
 }
 
-const show = (value: unknown) => (value === null || value === undefined ? '—' : JSON.stringify(value));
+/** A changed field's value as the Changes column shows it: a text in quotes as it is (no JSON backslashes), others as JSON. */
+export const show = (value: unknown) =>
+  value === null || value === undefined ? '—' : typeof value === 'string' ? `"${value}"` : JSON.stringify(value);
 
 function Changes({ changes }: { changes: AuditEntry['changes'] }) {
   if (!changes) return null;
