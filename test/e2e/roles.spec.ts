@@ -52,7 +52,9 @@ test('an operator: wipe, delete and settings disabled with the reason; lock work
   await operator.goto(`/devices?agent=${agentId}`);
   await expect(operator.getByTestId('signed-in-as')).toContainText('operator');
   // Pages the role cannot use are not offered: Accounts is the owner's.
-  await expect(operator.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Devices', exact: true })).toBeVisible();
+  await expect(
+    operator.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Devices', exact: true }),
+  ).toBeVisible();
   await expect(operator.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Accounts' })).toHaveCount(0);
   const drawer = operator.getByRole('dialog', { name: 'Device' });
   for (const [name, reason] of [
