@@ -1,10 +1,13 @@
 import { Anchor, Badge, Group, Text } from '@mantine/core';
 import { useSettings } from '../api/queries.ts';
 import { Link } from '../lib/router.tsx';
+import { useCan } from '../components/permissions.tsx';
 
 /** Which agent app the codes are made for (setting `agent_app`), so an admin knows what phones need. */
 export function AgentAppNote({ compact = false }: { compact?: boolean }) {
   const settings = useSettings();
+  // Only a role that may change the setting is offered the way there.
+  const canChange = useCan('settings.write').allowed;
   const app = settings.data?.agent_app;
   if (!app) return null;
   const flyve = app === 'flyve';
@@ -16,10 +19,15 @@ export function AgentAppNote({ compact = false }: { compact?: boolean }) {
       </Badge>
       {compact ? null : (
         <Text size="xs" c="dimmed">
-          {flyve ? 'Codes carry flyve://register and the Flyve encoding.' : 'Codes are for the spec’s agent app.'}{' '}
-          <Anchor component={Link} to="/settings" size="xs" underline="always">
-            Change
-          </Anchor>
+          {flyve ? 'Codes carry flyve://register and the Flyve encoding.' : 'Codes are for the spec’s agent app.'}
+          {canChange ? (
+            <>
+              {' '}
+              <Anchor component={Link} to="/settings" size="xs" underline="always">
+                Change
+              </Anchor>
+            </>
+          ) : null}
         </Text>
       )}
     </Group>

@@ -187,7 +187,7 @@ function InventorySection({ agent }: { agent: AgentDetail }) {
       </Title>
       {rows.length === 0 ? (
         <Text size="sm" c="dimmed">
-          No inventory yet. The Flyve agents send one at enrollment; ask any connected device with Inventory above.
+          No inventory yet. Ask a connected device with Inventory above (the Flyve agents also send one at enrollment).
         </Text>
       ) : (
         <Table verticalSpacing={4} fz="sm">

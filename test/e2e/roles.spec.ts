@@ -95,6 +95,10 @@ test('an operator: wipe, delete and settings disabled with the reason; lock work
   await expect(operator.getByTestId('file-dropzone')).toHaveCount(0);
   await operator.goto('/invitations');
   await expect(operator.getByRole('button', { name: 'New invitation' })).toBeEnabled();
+  // The dashboard names the agent app without offering to change it.
+  await operator.goto('/');
+  await expect(operator.getByTestId('agent-app-note').first()).toBeVisible();
+  await expect(operator.getByTestId('agent-app-note').getByRole('link', { name: 'Change' })).toHaveCount(0);
 
   // The owner makes them an observer: their open console follows at once (the live stream), no reload.
   await operator.goto(`/devices?agent=${agentId}`);
