@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { parseCsv } from '../helpers/csv.ts';
 import { admin, adminOf, expect, server, shot, test } from './fixtures.ts';
 
 // The Audit page (issue 22, item 4), as the owner in Chromium: a device locked and a fleet renamed
@@ -8,29 +9,6 @@ import { admin, adminOf, expect, server, shot, test } from './fixtures.ts';
 // history says who locked it.
 
 const tag = () => String(Date.now()).slice(-6);
-
-/** The cells of one CSV line (RFC 4180: quoted cells, doubled quotes). */
-function csvCells(line: string): string[] {
-  const cells: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (quoted) {
-      if (c === '"' && line[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      cells.push(cell);
-      cell = '';
-    } else cell += c;
-  }
-  cells.push(cell);
-  return cells;
-}
 
 test('the audit trail: filtered by action and actor, before and after, live, CSV of the filter, and who locked the device', async ({
   page,
@@ -126,8 +104,7 @@ test('the audit trail: filtered by action and actor, before and after, live, CSV
   const download = await downloading;
   expect(download.suggestedFilename()).toMatch(/\.csv$/);
   const text = await readFile((await download.path())!, 'utf8');
-  const lines = text.split('\r\n').filter((line) => line !== '');
-  const header = csvCells(lines[0]!);
+  const [header = [], ...csvRows] = parseCsv(text);
   expect(header).toEqual([
     'id',
     'at',
@@ -143,7 +120,7 @@ test('the audit trail: filtered by action and actor, before and after, live, CSV
     'message',
     'changes',
   ]);
-  const body = lines.slice(1).map((line) => Object.fromEntries(csvCells(line).map((cell, i) => [header[i], cell])));
+  const body = csvRows.map((cells) => Object.fromEntries(cells.map((cell, i) => [header[i], cell])));
   expect(body).toHaveLength(1);
   expect(body[0]).toMatchObject({ action: 'agent.command', token_name: botName, target_id: String(agentId) });
   expect(body[0]!.message).toMatch(/^Unlock sent to/);

@@ -2,6 +2,7 @@
 // lines, streamed from a paged iterator. Real HTTP, a real backend and SQLite file.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { parseCsv } from '../../helpers/csv.ts';
 
 let t: TestBackend;
 
@@ -16,35 +17,6 @@ const exported = (query: string) =>
   fetch(`${t.backend.info.admin_url}/api/audit/export?${query}`, {
     headers: { authorization: `Bearer ${t.backend.info.admin_token}` },
   });
-
-/** RFC 4180 lines into cells (what a spreadsheet reads). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(cell);
-      cell = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = '';
-      i++;
-    } else cell += c;
-  }
-  return rows;
-}
 
 describe('the audit export', () => {
   it('CSV: the filtered entries, quoted, formulas defused; JSON lines: the list’s entries', async () => {
