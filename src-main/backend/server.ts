@@ -16,6 +16,7 @@ import type { MqttBroker } from './broker/port.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
 import { lockDataDir, SERVER_FILE, type DataDirLock } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
+import { SqliteSql } from './db/sqlite-sql.ts';
 import { createFileStore, type FileStore } from './files/store.ts';
 import { isDiskFull } from './db/disk-full.ts';
 import { Listener } from './http/listener.ts';
@@ -149,8 +150,9 @@ async function startServing(
   onClose: (close: () => unknown) => void,
 ): Promise<Omit<RunningBackend, 'close'>> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
-  const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
-  onClose(() => db.open && db.close());
+  const sqlite = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
+  const db = new SqliteSql(sqlite);
+  onClose(() => db.close());
   const adminToken = loadOrCreateAdminToken(options.dataDir);
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
@@ -166,7 +168,8 @@ async function startServing(
   onClose(() => adminListener.close());
 
   const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
-  const domain = createServices(db, {
+  const domain = await createServices(db, {
+    isOpen: () => sqlite.open,
     adminUrl,
     adminSessionLimits: partial.adminSessions,
     agentPort: agentListener.port,
@@ -183,8 +186,8 @@ async function startServing(
   });
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
-  domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
-  domain.accounts.adoptDataDirToken(adminToken);
+  await domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
+  await domain.accounts.adoptDataDirToken(adminToken);
   const { adminSessions } = domain;
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
@@ -196,26 +199,29 @@ async function startServing(
     requireTwoFactor: () => domain.signInSettings.get().require_two_factor,
     now: partial.now,
   });
-  domain.sessions.purgeIdle();
-  adminSessions.purgeExpired();
+  await domain.sessions.purgeIdle();
+  await adminSessions.purgeExpired();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
+  const sweepSessions = async () => {
+    try {
+      await domain.sessions.purgeIdle();
+      await adminSessions.purgeExpired();
+    } catch (error) {
+      if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
+    }
+  };
   const sessionSweep = setInterval(
     () => {
-      try {
-        domain.sessions.purgeIdle();
-        adminSessions.purgeExpired();
-      } catch (error) {
-        if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
-      }
+      void sweepSessions();
     },
     60 * 60 * 1000,
   ).unref();
   onClose(() => clearInterval(sessionSweep));
   // Each change is recorded (event and audit entry) in its own transaction: if that fails, it is undone.
-  const files = createFileStore(
+  const files = await createFileStore(
     db,
     options.dataDir,
-    (action, kind, item, before) => {
+    async (action, kind, item, before) => {
       const label = `${kind === 'file' ? 'File' : 'Package'} "${item.name}"`;
       // What the audit trail shows of an item (the package's icon is left out: an image).
       const view = (it: typeof item) => {
@@ -223,14 +229,14 @@ async function startServing(
         return { name: it.name, size: it.size, ...described };
       };
       if (action === 'updated') {
-        domain.events.record(
+        await domain.events.record(
           'package.updated',
           `${label} described`,
           { entityId: item.entityId },
           { id: item.id, name: item.name, size: item.size, before: before ? view(before) : null, after: view(item) },
         );
       } else {
-        domain.events.record(
+        await domain.events.record(
           `${kind}.${action}`,
           `${label} ${action}`,
           { entityId: item.entityId },

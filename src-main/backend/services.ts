@@ -17,7 +17,7 @@ import { SqliteAgentRepository } from './agents/repository.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
 import { SqliteCodeRepository } from './codes/repository.ts';
-import type { Db } from './db/database.ts';
+import type { Sql } from './db/sql.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
@@ -48,44 +48,48 @@ export interface ServiceOptions {
   adminSessionLimits?: Partial<AdminSessionLimits> | undefined;
   /** The clock of console sessions and two-factor codes (tests drive it); default the real one. */
   now?: (() => number) | undefined;
+  /** Whether the database is still open (the mail worker stops once it closes); default: always. */
+  isOpen?: (() => boolean) | undefined;
 }
 
 /**
  * The domain services, wired once over one database. The database itself stays here: callers get
  * services and repositories, never `db`. Enrollment joins once the broker is up (`withEnrollment`).
  */
-export function createServices(db: Db, options: ServiceOptions) {
-  const work = new UnitOfWork(db);
-  const audit = new AuditLog(new SqliteAuditRepository(db));
-  const events = new EventLog(new SqliteEventRepository(db), work, audit);
-  const accountStore = new SqliteAccountRepository(db);
-  const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
-  const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(db), work, events);
+export async function createServices(sql: Sql, options: ServiceOptions) {
+  const work = new UnitOfWork(sql);
+  const audit = new AuditLog(new SqliteAuditRepository(sql));
+  const events = new EventLog(new SqliteEventRepository(sql), work, audit);
+  const accountStore = new SqliteAccountRepository(sql);
+  const settings = new SettingsStore(new SqliteSettingsRepository(sql), work);
+  const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(sql), work, events);
+  await settings.load();
+  await signInSettings.load();
   const adminSessions = new AdminSessionService(
-    new SqliteAdminSessionRepository(db),
+    new SqliteAdminSessionRepository(sql),
     () => signInSettings.sessionLimits(),
     options.now,
     options.adminSessionLimits,
   );
-  const accountInvites = new SqliteAccountInviteRepository(db);
+  const accountInvites = new SqliteAccountInviteRepository(sql);
   const setupLink = (token: string) => `${options.adminUrl}/set-password?token=${token}`;
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
-  const users = new UserRepository(db);
-  const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
-  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work, scopes: accountStore });
+  const users = new UserRepository(sql);
+  const sessions = new SessionService({ store: new SqliteSessionRepository(sql), users, work }, options.sessionLimits);
+  const fleets = new FleetService({ store: new SqliteFleetRepository(sql), events, work, scopes: accountStore });
   const accounts = new AccountService({ store: accountStore, events, work, now: options.now, fleets });
-  const deliveries = new SqliteDeliveryRepository(db);
-  const invitationRepository = new SqliteInvitationRepository(db);
+  const deliveries = new SqliteDeliveryRepository(sql);
+  const invitationRepository = new SqliteInvitationRepository(sql);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });
   const mail = createMail(
     {
-      db,
+      isOpen: options.isOpen ?? (() => true),
       events,
       work,
       settings,
       invitations: mailable,
       deliveries,
-      accountDeliveries: new SqliteAccountDeliveryRepository(db),
+      accountDeliveries: new SqliteAccountDeliveryRepository(sql),
       accountInvites: new AccountInviteMailQuery(accountInvites, setupLink),
     },
     options.mail,
@@ -112,12 +116,12 @@ export function createServices(db: Db, options: ServiceOptions) {
     mailer: mail.queue,
     deliveries,
   });
-  const agentRepository = new SqliteAgentRepository(db);
-  const brokerAgents = new BrokerAgentRepository(db);
-  const statusCounts = new SqliteStatusCounts(db);
+  const agentRepository = new SqliteAgentRepository(sql);
+  const brokerAgents = new BrokerAgentRepository(sql);
+  const statusCounts = new SqliteStatusCounts(sql);
   const agents = new AgentService({ agents: agentRepository, events, work, users });
-  const reports = new DeviceReports({ reports: new SqliteReportRepository(db), events, work });
-  const codeRepository = new SqliteCodeRepository(db);
+  const reports = new DeviceReports({ reports: new SqliteReportRepository(sql), events, work });
+  const codeRepository = new SqliteCodeRepository(sql);
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
   // Tests reach these tables only through their repositories.
@@ -148,7 +152,7 @@ export function createServices(db: Db, options: ServiceOptions) {
   };
 }
 
-export type DomainServices = ReturnType<typeof createServices>;
+export type DomainServices = Awaited<ReturnType<typeof createServices>>;
 
 /** Enrollment hands out the broker's endpoint and credentials, so it is made once the broker runs. */
 export function withEnrollment(services: DomainServices, broker: MqttBroker) {

@@ -1,42 +1,71 @@
-import type { Db } from './database.ts';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Sql } from './sql.ts';
+
+/** One outermost transaction's effects, in the order they were asked for. */
+interface Pending {
+  effects: Array<() => void>;
+  /** Committed (effects may run), rolled back (dropped), or still open. */
+  state: 'open' | 'committed' | 'rolled back';
+}
 
 /**
- * One SQLite transaction around a piece of work, and what must wait for its commit: events are
- * emitted to the live stream only once the rows they describe are durable, and never if the work
- * rolls back. Nested `run` calls join the outer transaction.
+ * One transaction around a piece of work, and what must wait for its commit: events are emitted to
+ * the live stream only once the rows they describe are durable, and never if the work rolls back.
+ * Nested `run` calls join the outer transaction. Each outermost transaction keeps its own effects
+ * (in its async context: two requests interleave), and effects leave in commit order.
  */
 export class UnitOfWork {
-  private readonly db: Db;
-  private pending: Array<() => void> = [];
-  /** Wrapped once: better-sqlite3 builds four functions for each `transaction()` call. */
-  private readonly transaction: <T>(work: () => T) => T;
+  private readonly sql: Sql;
+  private readonly current = new AsyncLocalStorage<Pending>();
+  /** Transactions whose work has finished, oldest first: their effects leave in this order. */
+  private readonly committing: Pending[] = [];
 
-  constructor(db: Db) {
-    this.db = db;
-    this.transaction = db.transaction((work: () => unknown) => work()) as <T>(work: () => T) => T;
+  constructor(sql: Sql) {
+    this.sql = sql;
   }
 
-  run<T>(work: () => T): T {
-    const outer = !this.db.inTransaction;
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    const open = this.current.getStore();
+    if (open?.state === 'open' && this.sql.inTransaction()) return this.sql.transaction(work);
+    const pending: Pending = { effects: [], state: 'open' };
+    let queued = false;
     try {
-      const result = this.transaction(work);
-      if (outer) this.flush();
+      const result = await this.sql.transaction(() =>
+        this.current.run(pending, async () => {
+          const value = await work();
+          // Queued as the last thing inside the transaction: the order of commits.
+          this.committing.push(pending);
+          queued = true;
+          return value;
+        }),
+      );
+      pending.state = 'committed';
       return result;
     } catch (error) {
-      if (outer) this.pending = [];
+      pending.state = 'rolled back';
       throw error;
+    } finally {
+      if (!queued) pending.state = 'rolled back';
+      this.flush();
     }
   }
 
   /** Runs `effect` after the open transaction commits, or now when none is open. */
   afterCommit(effect: () => void): void {
-    if (this.db.inTransaction) this.pending.push(effect);
+    const open = this.current.getStore();
+    if (open?.state === 'open' && this.sql.inTransaction()) open.effects.push(effect);
     else effect();
   }
 
+  /** Runs the effects of every committed transaction at the head of the line; drops rolled-back ones. */
   private flush(): void {
-    const effects = this.pending;
-    this.pending = [];
-    for (const effect of effects) effect();
+    while (this.committing.length > 0) {
+      const head = this.committing[0]!;
+      if (head.state === 'open') return;
+      this.committing.shift();
+      if (head.state !== 'committed') continue;
+      const effects = head.effects.splice(0);
+      for (const effect of effects) effect();
+    }
   }
 }

@@ -31,7 +31,12 @@ export class EventLog {
    * Records an event; inside a unit of work it is emitted only after the commit. `type` is a key of
    * the contract's ServerEvents map and `data` its shape there (optional only where that is null).
    */
-  record<K extends ServerEventType>(type: K, message: string, refs: EventRefs = {}, ...[data]: EventDataArgs<K>): ServerEvent<K> {
+  async record<K extends ServerEventType>(
+    type: K,
+    message: string,
+    refs: EventRefs = {},
+    ...[data]: EventDataArgs<K>
+  ): Promise<ServerEvent<K>> {
     // A change's before/after (ChangeData) is kept without its secrets, here and in the audit trail.
     const change = changeOf(data);
     const kept = change ? { ...data, before: change.before, after: change.after } : (data ?? null);
@@ -46,8 +51,8 @@ export class EventLog {
       data: kept,
       actor: actor ? actorLabel(actor) : null,
     } as Omit<ServerEvent<K>, 'id'>;
-    const event = { id: this.store.insert(fields), ...fields } as ServerEvent<K>;
-    this.audit?.recordForRequest(
+    const event = { id: await this.store.insert(fields), ...fields } as ServerEvent<K>;
+    await this.audit?.recordForRequest(
       type,
       message,
       targetOf(type, refs, data ?? undefined),
@@ -62,16 +67,16 @@ export class EventLog {
     return () => this.emitter.off('event', listener);
   }
 
-  forAgent(agentId: number, limit = 200): RecordedEvent[] {
+  forAgent(agentId: number, limit = 200): Promise<RecordedEvent[]> {
     return this.store.forAgent(agentId, limit);
   }
 
-  forInvitation(invitationId: number, limit = 200): RecordedEvent[] {
+  forInvitation(invitationId: number, limit = 200): Promise<RecordedEvent[]> {
     return this.store.forInvitation(invitationId, limit);
   }
 
   /** Newest first; `afterId` lets a reconnecting stream catch up. */
-  latest(limit = 100, afterId = 0): RecordedEvent[] {
+  latest(limit = 100, afterId = 0): Promise<RecordedEvent[]> {
     return this.store.latest(limit, afterId);
   }
 }
