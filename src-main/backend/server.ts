@@ -307,8 +307,8 @@ async function startServing(
   await deployments.attach(broker.policies);
   const services = withEnrollment(domain, broker);
 
-  const setupUrl = () => {
-    const secret = domain.accounts.setupSecret();
+  const setupUrl = async () => {
+    const secret = await domain.accounts.setupSecret();
     return secret === null ? null : `${adminUrl}/setup?token=${secret}`;
   };
   const info: ServerInfo = {
@@ -317,7 +317,7 @@ async function startServing(
     admin_url: adminUrl,
     console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
     admin_token: adminToken,
-    setup_url: setupUrl(),
+    setup_url: (await setupUrl()),
     mqtt_port: broker.port,
     mqtt_tls_port: broker.tlsPort,
     mqtt_tls_fingerprint: broker.certificate?.fingerprint256 ?? null,
@@ -329,12 +329,12 @@ async function startServing(
     started_at: new Date().toISOString(),
   };
   // What the admin side reports follows the public host as it changes while running.
-  const currentInfo = (): ServerInfo => ({
+  const currentInfo = async (): Promise<ServerInfo> => ({
     ...info,
     api_url: services.links.apiUrl(),
     deeplink_url: services.links.deeplinkBase(),
     public_host: publicHost(),
-    setup_url: setupUrl(),
+    setup_url: (await setupUrl()),
   });
 
   const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
@@ -370,9 +370,9 @@ async function startServing(
   adminListener.serve();
 
   writeInfoFile(infoFile, info);
-  services.events.record('server.started', `Server started at ${info.api_url}`);
+  await services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
-  services.mail.worker.start();
+  await services.mail.worker.start();
   return { info, services, deployments, options, broker, consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}` };
 }
 

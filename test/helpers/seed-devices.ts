@@ -46,10 +46,10 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
   const now = Date.now();
   const iso = (ms: number) => new Date(ms).toISOString();
   try {
-    db.transaction(() => {
+    db.transaction(async () => {
       const fleetRepository = new SqliteFleetRepository(db);
       const fleetIds = fleets.map((name) => fleetRepository.byName(1, name)?.id ?? fleetRepository.insert(1, name, iso(now)));
-      if (fleetIds.length === 0) fleetIds.push(fleetRepository.defaultOf(1)!.id);
+      if (fleetIds.length === 0) fleetIds.push((await fleetRepository.defaultOf(1))!.id);
       const users = new UserRepository(db);
       const agents = new SqliteAgentRepository(db);
       const presence = new BrokerAgentRepository(db);
@@ -59,16 +59,16 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
         const firstname = FIRST[i % FIRST.length]!;
         const lastname = LAST[Math.floor(i / FIRST.length) % LAST.length]!;
         const email = `${firstname}.${lastname}.${prefix}${i}@example.com`.toLowerCase();
-        personIds.push(users.findOrCreatePerson(email, 1, { firstname, lastname }).id);
+        personIds.push((await users.findOrCreatePerson(email, 1, { firstname, lastname })).id);
       }
       for (let i = 0; i < count; i++) {
         const type = seededType(i);
         const serial = `${prefix}${String(i).padStart(6, '0')}`;
-        const account = users.createAgentAccount(1, serial).id;
+        const account = (await users.createAgentAccount(1, serial)).id;
         const person = personIds[i % personIds.length]!;
         const uuid = randomUUID();
         const created = now - (count - i) * 60_000;
-        const computerId = agents.insertComputer({
+        const computerId = await agents.insertComputer({
           entity_id: 1,
           name: serial,
           serial,
@@ -77,7 +77,7 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
           now: iso(created),
         });
         const p = i % personIds.length;
-        const agentId = agents.insertAgent({
+        const agentId = await agents.insertAgent({
           entity_id: 1,
           computer_id: computerId,
           fleet_id: fleetIds[seededFleet(i, fleetIds.length)]!,
@@ -97,7 +97,7 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
           mqtt_login: serial,
           now: iso(created),
         });
-        presence.setPresence(agentId, (i * 7919) % 100 < onlineShare * 100, iso(now - ((i * 7919) % 86_400) * 1000));
+        await presence.setPresence(agentId, (i * 7919) % 100 < onlineShare * 100, iso(now - ((i * 7919) % 86_400) * 1000));
       }
     })();
   } finally {

@@ -117,8 +117,8 @@ export class AccountService {
    * Resets an admin's two-factor sign-in (a lost phone): its secret and recovery codes are gone;
    * recorded (with the request's actor, in the audit trail). 404 for an unknown account.
    */
-  resetTwoFactor(accountId: number): void {
-    this.twoFactor.resetTwoFactor(accountId);
+  async resetTwoFactor(accountId: number): Promise<void> {
+    await this.twoFactor.resetTwoFactor(accountId);
   }
 
   /**
@@ -126,38 +126,38 @@ export class AccountService {
    * other sessions (sessions signed in with the old password no longer match it anyway).
    */
   async changePassword(accountId: number, current: string, next: string): Promise<StoredAccount> {
-    const account = this.store.byId(accountId);
+    const account = await this.store.byId(accountId);
     if (!account?.password_hash || !(await verifyPassword(account.password_hash, current))) {
       throw new ApiError(400, 'ERROR_WRONG_PASSWORD', 'The current password is not right.');
     }
     const hash = await hashPassword(next);
-    return this.work.run(() => {
-      this.store.setPasswordHash(accountId, hash);
+    return this.work.run(async () => {
+      await this.store.setPasswordHash(accountId, hash);
       const who = account.email ?? account.display_name;
-      this.events.record('account.password_changed', `Password changed for ${who}`, {}, { account_id: accountId });
-      return this.store.byId(accountId)!;
+      await this.events.record('account.password_changed', `Password changed for ${who}`, {}, { account_id: accountId });
+      return (await this.store.byId(accountId))!;
     });
   }
 
   /** First start: the owner, named after the machine's user, with no email or password yet. */
   ensureOwner(displayName: string): StoredAccount {
-    return this.work.run(() => {
-      const existing = this.store.owner();
+    return this.work.run(async () => {
+      const existing = await this.store.owner();
       if (existing) return existing;
-      const id = this.store.insert({
+      const id = await this.store.insert({
         email: null,
         display_name: displayName.trim().slice(0, 100) || 'Owner',
         role: 'owner',
         password_hash: null,
         created_at: nowIso(),
       });
-      this.events.record('account.created', `Owner account created for ${displayName}`, {}, { account_id: id, role: 'owner' });
-      return this.store.byId(id)!;
+      await this.events.record('account.created', `Owner account created for ${displayName}`, {}, { account_id: id, role: 'owner' });
+      return (await this.store.byId(id))!;
     });
   }
 
-  owner(): StoredAccount {
-    const owner = this.store.owner();
+  async owner(): Promise<StoredAccount> {
+    const owner = await this.store.owner();
     if (!owner) throw new Error('No owner account: ensureOwner() runs at start');
     return owner;
   }
@@ -171,13 +171,13 @@ export class AccountService {
   }
 
   /** The data dir's admin token is the owner's API token (kept as a hash; a new file's token replaces it). */
-  adoptDataDirToken(adminToken: string): void {
-    this.work.run(() => {
-      const owner = this.owner();
+  async adoptDataDirToken(adminToken: string): Promise<void> {
+    await this.work.run(async () => {
+      const owner = await this.owner();
       const hash = sha256(adminToken);
-      const row = this.store.dataDirToken(owner.id);
+      const row = await this.store.dataDirToken(owner.id);
       if (!row) {
-        this.store.insertToken({
+        await this.store.insertToken({
           account_id: owner.id,
           name: DATA_DIR_TOKEN_NAME,
           role: 'owner',
@@ -186,18 +186,18 @@ export class AccountService {
           created_at: nowIso(),
           expires_at: null,
         });
-      } else if (row.token_hash !== hash) this.store.setTokenHash(row.id, hash);
+      } else if (row.token_hash !== hash) await this.store.setTokenHash(row.id, hash);
     });
   }
 
   /** True until the first person has chosen the owner's email and password. */
-  needsSetup(): boolean {
-    return this.owner().password_hash === null;
+  async needsSetup(): Promise<boolean> {
+    return (await this.owner()).password_hash === null;
   }
 
   /** The secret of this run's one-time set-up link, while the owner has no password; null after. */
-  setupSecret(): string | null {
-    if (!this.needsSetup()) return null;
+  async setupSecret(): Promise<string | null> {
+    if (!(await this.needsSetup())) return null;
     this.setupToken ??= randomHex(24);
     return this.setupToken;
   }
@@ -209,7 +209,7 @@ export class AccountService {
     address: string | null = null,
   ): Promise<StoredAccount> {
     const expected = this.setupToken;
-    if (expected === null || !this.needsSetup() || !same(input.token, expected)) {
+    if (expected === null || !(await this.needsSetup()) || !same(input.token, expected)) {
       throw new ApiError(
         410,
         'ERROR_SETUP_USED',
@@ -217,28 +217,28 @@ export class AccountService {
       );
     }
     const passwordHash = await hashPassword(input.password);
-    const owner = this.owner();
+    const owner = await this.owner();
     const actor = { accountId: owner.id, name: input.display_name.trim(), tokenId: null, tokenName: null, role: 'owner' };
     return requestContext.run({ actor, address, audited: false }, () =>
-      this.work.run(() => {
+      this.work.run(async () => {
         // Checked again: another request may have used the link while the password was hashed.
-        if (this.setupToken !== expected || !this.needsSetup()) {
+        if (this.setupToken !== expected || !(await this.needsSetup())) {
           throw new ApiError(410, 'ERROR_SETUP_USED', 'This set-up link was used already.');
         }
         const email = input.email.trim();
-        const other = this.store.byEmail(email);
+        const other = await this.store.byEmail(email);
         if (other && other.id !== owner.id) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is another admin’s email`);
-        this.store.setCredentials(owner.id, { email, display_name: input.display_name.trim(), password_hash: passwordHash });
+        await this.store.setCredentials(owner.id, { email, display_name: input.display_name.trim(), password_hash: passwordHash });
         this.setupToken = null;
-        this.events.record('account.owner_set_up', `Owner account set up for ${email}`, {}, { account_id: owner.id, email });
-        return this.store.byId(owner.id)!;
+        await this.events.record('account.owner_set_up', `Owner account set up for ${email}`, {}, { account_id: owner.id, email });
+        return (await this.store.byId(owner.id))!;
       }),
     );
   }
 
   /** The account these credentials open, or null (wrong email, wrong password, disabled, no password). */
   async checkPassword(email: string, password: string): Promise<StoredAccount | null> {
-    const account = this.store.byEmail(email.trim());
+    const account = await this.store.byEmail(email.trim());
     if (!account?.password_hash) {
       await verifyPassword(await decoyHash(), password);
       return null;
@@ -247,20 +247,20 @@ export class AccountService {
     return good && account.disabled === 0 ? account : null;
   }
 
-  signedIn(account: StoredAccount): void {
-    this.store.signedIn(account.id, nowIso());
+  async signedIn(account: StoredAccount): Promise<void> {
+    await this.store.signedIn(account.id, nowIso());
   }
 
   /** The actor an `Authorization: Bearer` token stands for: live, not revoked, its account enabled. */
-  actorOfToken(bearer: string, now = Date.now()): Actor | null {
-    const found = this.store.tokenByHash(sha256(bearer));
+  async actorOfToken(bearer: string, now = Date.now()): Promise<Actor | null> {
+    const found = await this.store.tokenByHash(sha256(bearer));
     if (!found) return null;
     const { token, account } = found;
     if (token.revoked_at !== null) return null;
     if (token.expires_at !== null && Date.parse(token.expires_at) <= now) return null;
     if (account.disabled === 1) return null;
     if (token.last_used_at === null || now - Date.parse(token.last_used_at) > TOUCH_EVERY_MS) {
-      this.store.tokenUsed(token.id, new Date(now).toISOString());
+      await this.store.tokenUsed(token.id, new Date(now).toISOString());
     }
     return { account, token };
   }
@@ -294,8 +294,8 @@ export class AccountService {
     const scope = fleetIds.length > 0 ? fleetIds : (makers ?? []);
     const token = `mdm_${randomHex(32)}`;
     const now = Date.now();
-    return this.work.run(() => {
-      const id = this.store.insertToken({
+    return this.work.run(async () => {
+      const id = await this.store.insertToken({
         account_id: actor.account.id,
         name: input.name.trim(),
         role: input.role,
@@ -304,29 +304,29 @@ export class AccountService {
         created_at: new Date(now).toISOString(),
         expires_at: input.days === undefined ? null : new Date(now + input.days * 86_400_000).toISOString(),
       });
-      if (scope.length > 0) this.store.setTokenFleets(id, scope);
+      if (scope.length > 0) await this.store.setTokenFleets(id, scope);
       const scoped = scope.length > 0 ? `, scoped to ${this.fleetNames(scope)}` : '';
-      this.events.record(
+      await this.events.record(
         'account.token_created',
         `API token "${input.name.trim()}" (${input.role}${scoped}) created by ${actorName(actor)}`,
         {},
         { token_id: id, role: input.role, days: input.days ?? null, fleet_ids: scope, by: actorName(actor) },
       );
-      return { token, row: this.tokenOf(id) };
+      return { token, row: (await this.tokenOf(id)) };
     });
   }
 
   /** The owner sees every token; anyone else their own. */
-  tokens(actor: Actor): ApiToken[] {
+  async tokens(actor: Actor): Promise<ApiToken[]> {
     const now = Date.now();
-    const rows = actor.account.role === 'owner' ? this.store.tokens() : this.store.tokens(actor.account.id);
+    const rows = actor.account.role === 'owner' ? (await this.store.tokens()) : (await this.store.tokens(actor.account.id));
     return rows.map((row) => tokenView(row, now));
   }
 
   /** Revokes one's own token (the owner: anyone's). The data dir's token is replaced, not revoked. */
   revokeToken(actor: Actor, id: number): ApiToken {
-    return this.work.run(() => {
-      const row = this.store.tokenById(id);
+    return this.work.run(async () => {
+      const row = await this.store.tokenById(id);
       if (!row || (row.account_id !== actor.account.id && actor.account.role !== 'owner')) {
         throw new ApiError(404, 'ERROR_NOT_FOUND', `No API token ${id}`);
       }
@@ -338,8 +338,8 @@ export class AccountService {
         );
       }
       if (row.revoked_at === null) {
-        this.store.revokeToken(id, nowIso());
-        this.events.record(
+        await this.store.revokeToken(id, nowIso());
+        await this.events.record(
           'account.token_revoked',
           `API token "${row.name}" revoked by ${actorName(actor)}`,
           {},
@@ -355,14 +355,14 @@ export class AccountService {
    * observer may be scoped; its tokens keep their own scopes, intersected with this one on use.
    */
   setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): StoredAccount {
-    return this.work.run(() => {
-      const account = this.store.byId(accountId);
+    return this.work.run(async () => {
+      const account = await this.store.byId(accountId);
       if (!account) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin account ${accountId}`);
       const ids = this.checkScope(account.role, fleetIds, 'account');
       const before = account.fleet_ids;
-      this.store.setAccountFleets(accountId, ids);
+      await this.store.setAccountFleets(accountId, ids);
       const who = account.display_name || account.email || `account ${accountId}`;
-      this.events.record(
+      await this.events.record(
         'account.scope_changed',
         ids.length > 0
           ? `${who} scoped to ${this.fleetNames(ids)} by ${actorName(actor)}`
@@ -377,7 +377,7 @@ export class AccountService {
           by: actorName(actor),
         },
       );
-      return this.store.byId(accountId)!;
+      return (await this.store.byId(accountId))!;
     });
   }
 
@@ -402,8 +402,8 @@ export class AccountService {
     return ids.map((id) => `"${this.fleets?.byId(id)?.name ?? `#${id}`}"`).join(', ');
   }
 
-  private tokenOf(id: number): ApiToken {
-    const row = this.store.tokens().find((token) => token.id === id);
+  private async tokenOf(id: number): Promise<ApiToken> {
+    const row = (await this.store.tokens()).find((token) => token.id === id);
     if (!row) throw new ApiError(404, 'ERROR_NOT_FOUND', `No API token ${id}`);
     return tokenView(row);
   }

@@ -29,7 +29,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
     accountView(accounts.setAccountScope(actorOf(request), request.params.id, request.body.fleet_ids)),
   );
 
-  adminRoute(app, 'tokens.list', async (request) => ({ items: accounts.tokens(actorOf(request)) }));
+  adminRoute(app, 'tokens.list', async (request) => ({ items: (await accounts.tokens(actorOf(request))) }));
 
   adminRoute(app, 'tokens.create', async (request, reply) => {
     const { token, row } = accounts.createToken(actorOf(request), request.body);
@@ -44,7 +44,7 @@ export const accountManagementRoutes: FastifyPluginAsyncTypebox<{
   admins: AccountManagement;
   actorOf: (request: FastifyRequest) => Actor;
 }> = async (app, { admins, actorOf }) => {
-  adminRoute(app, 'accounts.list', async () => ({ items: admins.list() }));
+  adminRoute(app, 'accounts.list', async () => ({ items: (await admins.list()) }));
   adminRoute(app, 'accounts.invite', async (request, reply) =>
     reply.code(201).send(admins.invite(actorOf(request), request.body)),
   );
@@ -56,7 +56,7 @@ export const accountManagementRoutes: FastifyPluginAsyncTypebox<{
   adminRoute(app, 'accounts.enable', async (request) => admins.enable(actorOf(request), request.params.id));
   adminRoute(app, 'accounts.resetTwoFactor', async (request) => admins.resetTwoFactor(actorOf(request), request.params.id));
   adminRoute(app, 'accounts.remove', async (request, reply) => {
-    admins.remove(actorOf(request), request.params.id);
+    await admins.remove(actorOf(request), request.params.id);
     return reply.code(204).send();
   });
 };

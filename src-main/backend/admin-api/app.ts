@@ -125,7 +125,7 @@ export async function adminApp({
   // No schema: a repeated or missing ticket lands on the sign-in page, not on a 400.
   adminRoute(app, 'openSignInLink', async (request, reply) => {
     const ticket = ticketOf(request.query);
-    if (ticket !== null && auth.redeemTicket(ticket, request, reply)) {
+    if (ticket !== null && (await auth.redeemTicket(ticket, request, reply))) {
       connections.authenticated(request.raw.socket);
       return reply.redirect('/');
     }
@@ -136,7 +136,7 @@ export async function adminApp({
   // The sign-in page posts the admin token or a sign-in link here; only from the console's own page.
   adminRoute(app, 'signIn', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-    const outcome = auth.signIn(request.body.credential, request, reply);
+    const outcome = await auth.signIn(request.body.credential, request, reply);
     if (!outcome.ok && outcome.status === 429) {
       reply.header('retry-after', String(outcome.retryAfterSeconds));
       throw new ApiError(
@@ -171,7 +171,7 @@ export async function adminApp({
   // The second step: a code of the authenticator app, or a recovery code.
   adminRoute(app, 'signInWithCode', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-    const outcome = auth.signInWithCode(request.body.challenge, request.body.code, request, reply);
+    const outcome = await auth.signInWithCode(request.body.challenge, request.body.code, request, reply);
     if (!outcome.ok)
       refuseSignIn(reply, outcome, 'That code is not right: type the six digits the app shows now, or a recovery code.');
     connections.authenticated(request.raw.socket);
@@ -187,7 +187,7 @@ export async function adminApp({
   });
   adminRoute(app, 'confirmTwoFactorEnrolment', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-    const outcome = auth.confirmEnrolment(request.body.challenge, request.body.code, request, reply);
+    const outcome = await auth.confirmEnrolment(request.body.challenge, request.body.code, request, reply);
     if (!outcome.ok) refuseSignIn(reply, outcome, 'That code is not right.');
     connections.authenticated(request.raw.socket);
     return { signed_in: true as const, account: accountView(outcome.account), recovery_codes: outcome.recoveryCodes };
@@ -197,7 +197,7 @@ export async function adminApp({
   adminRoute(app, 'setUpOwner', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set up from the console page itself');
     const owner = await services.accounts.completeSetup(request.body, request.ip);
-    const outcome = auth.signInAfterSetup(owner, request, reply);
+    const outcome = await auth.signInAfterSetup(owner, request, reply);
     if ('secondStep' in outcome)
       return { signed_in: false as const, second_step: outcome.secondStep, challenge: outcome.challenge };
     connections.authenticated(request.raw.socket);
@@ -210,7 +210,7 @@ export async function adminApp({
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set your password from the console page itself');
     const account = await services.admins.acceptInvite(request.body, request.ip);
     // With two-factor required, the answer's challenge leads to enrolment first (as at sign-in).
-    const outcome = auth.signInAfterSetup(account, request, reply);
+    const outcome = await auth.signInAfterSetup(account, request, reply);
     if ('secondStep' in outcome)
       return { signed_in: false as const, second_step: outcome.secondStep, challenge: outcome.challenge };
     connections.authenticated(request.raw.socket);
@@ -220,7 +220,7 @@ export async function adminApp({
   // Signing out ends the session on the server (the cookie is worthless afterwards, wherever it was copied).
   adminRoute(app, 'signOut', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign out from the console page itself');
-    auth.signOut(request, reply);
+    await auth.signOut(request, reply);
     return { signed_out: true as const };
   });
 
@@ -230,7 +230,7 @@ export async function adminApp({
         throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
       });
       api.addHook('onRequest', async (request, reply) => {
-        const outcome = auth.authenticate(request);
+        const outcome = await auth.authenticate(request);
         if (outcome.ok) {
           connections.authenticated(request.raw.socket);
           clients.set(request, outcome.client);
@@ -273,17 +273,17 @@ export async function adminApp({
       });
       // Where an event's device, invitation or code is now, whatever the request's scope.
       const fleetOf: FleetOf = {
-        agent: (id) => services.agentRepository.byId(id)?.fleet_id,
-        invitation: (id) => services.repositories.invitations.get(id)?.fleet_id,
-        code: (id) => services.repositories.codes.get(id)?.fleet_id,
+        agent: async (id) => (await services.agentRepository.byId(id))?.fleet_id,
+        invitation: async (id) => (await services.repositories.invitations.get(id))?.fleet_id,
+        code: async (id) => (await services.repositories.codes.get(id))?.fleet_id,
       };
       adminRoute(api, 'audit.list', async (request) => {
         const filter = { ...auditFilter(request.query), limit: request.query.limit ?? 200 };
         const scope = currentFleetScope();
-        if (scope === null) return { items: services.audit.list(filter) };
+        if (scope === null) return { items: (await services.audit.list(filter)) };
         // A scoped client's trail: its fleets' objects (and what concerns no fleet) among the 1,000 matching last.
         const where = rememberingFleetOf(fleetOf);
-        const visible = services.audit.list({ ...filter, limit: 1000 }).filter((entry) => auditVisible(entry, scope, where));
+        const visible = (await services.audit.list({ ...filter, limit: 1000 })).filter((entry) => auditVisible(entry, scope, where));
         return { items: visible.slice(0, filter.limit) };
       });
       // Streamed from a paged iterator (one page of rows in memory, however long the trail); a
@@ -317,7 +317,7 @@ export async function adminApp({
           account = named;
         }
         const url = `${info().admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
-        services.events.record(
+        await services.events.record(
           'admin.sign_in_link_issued',
           `One-time console sign-in link issued for ${account.email ?? account.display_name}`,
           {},
@@ -335,7 +335,7 @@ export async function adminApp({
       adminRoute(api, 'status', async () => {
         const current = info();
         const publicHost = current.public_host;
-        const counts = services.statusCounts.counts(fleetScopeParam());
+        const counts = await services.statusCounts.counts(fleetScopeParam());
         const { admin_token: _hidden, setup_url: _once, ...visible } = current;
         return {
           ...visible,
@@ -364,7 +364,7 @@ export async function adminApp({
             `${host} is not a network address of this machine (${lan.length ? `these are: ${lan.join(', ')}` : 'it has none besides loopback'})`,
           );
         }
-        services.settings.update({ public_host: host }, (change) =>
+        await services.settings.update({ public_host: host }, (change) =>
           services.events.record('settings.updated', `Public host set to ${host}: phones reach the server there`, {}, change),
         );
         choosePublicHost?.(host);
@@ -374,10 +374,10 @@ export async function adminApp({
 
       adminRoute(api, 'events', async (request) => {
         const scope = currentFleetScope();
-        if (scope === null) return { items: services.events.latest(request.query.limit) };
+        if (scope === null) return { items: (await services.events.latest(request.query.limit)) };
         // A scoped client's history: its fleets' events (and those about no fleet) among the last 1,000.
         const where = rememberingFleetOf(fleetOf);
-        const visible = services.events.latest(1000).filter((event) => eventVisible(event, scope, where));
+        const visible = (await services.events.latest(1000)).filter((event) => eventVisible(event, scope, where));
         return { items: visible.slice(0, request.query.limit ?? 100) };
       });
       adminRoute(api, 'eventStream', async (request, reply) =>

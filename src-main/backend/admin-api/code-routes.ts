@@ -8,16 +8,16 @@ export const codeRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'codes' | 'app
   app,
   { codes, approval, agents },
 ) => {
-  adminRoute(app, 'codes.list', async () => ({ items: codes.list() }));
+  adminRoute(app, 'codes.list', async () => ({ items: (await codes.list()) }));
 
   adminRoute(app, 'codes.create', async (request, reply) => reply.code(201).send(codes.view(codes.create(request.body))));
 
   adminRoute(app, 'codes.get', async (request) => {
     const { id } = request.params;
-    return { ...codes.view(codes.get(id)), log: codes.logOf(id) };
+    return { ...(await codes.view(codes.get(id))), log: codes.logOf(id) };
   });
 
-  qrRoutes(app, { png: 'codes.qrPng', svg: 'codes.qrSvg' }, 'enrollment-code', (id) => codes.deeplinkOf(codes.get(id)).url);
+  qrRoutes(app, { png: 'codes.qrPng', svg: 'codes.qrSvg' }, 'enrollment-code', async (id) => (await codes.deeplinkOf(codes.get(id))).url);
 
   adminRoute(app, 'codes.revoke', async (request) => codes.view(codes.revoke(request.params.id)));
   adminRoute(app, 'codes.rotate', async (request) => codes.view(codes.rotate(request.params.id)));

@@ -18,7 +18,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
 
   adminRoute(app, 'deployments.create', async (request, reply) => {
     const body = request.body;
-    const fleetId = body.fleet !== undefined ? fleets.resolve(1, body.fleet).id : body.fleet_id;
+    const fleetId = body.fleet !== undefined ? (await fleets.resolve(1, body.fleet)).id : body.fleet_id;
     const created = deployments.assign({
       policy: body.kind === 'package' ? 'deployApp' : 'deployFile',
       value: body.item_id,

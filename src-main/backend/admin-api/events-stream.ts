@@ -104,7 +104,7 @@ export interface StreamScope {
  * counts against `client`'s share of `streams`: past it, the client's oldest stream ends. A
  * client scoped to fleets gets, live and in the replay, only the events it may see (event-scope.ts).
  */
-export function streamEvents(
+export async function streamEvents(
   events: EventLog,
   agentRow: AgentRowLookup,
   request: FastifyRequest<{ Querystring: EventStreamQuery }>,
@@ -112,7 +112,7 @@ export function streamEvents(
   streams: EventStreams,
   client: string,
   scope: StreamScope = { fleets: null, fleetOf: { agent: () => undefined, invitation: () => undefined, code: () => undefined } },
-): void {
+): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -133,7 +133,7 @@ export function streamEvents(
   res.write(sseRetryFrame());
   const lastId = Number(request.headers['last-event-id'] ?? request.query.after ?? 0);
   if (Number.isInteger(lastId) && lastId > 0) {
-    for (const event of events.latest(1000, lastId).reverse()) send(event);
+    for (const event of (await events.latest(1000, lastId)).reverse()) send(event);
   }
   const unsubscribe = events.subscribe(send);
   const heartbeat = setInterval(() => res.write(sseHeartbeatFrame()), SSE_HEARTBEAT_MS);

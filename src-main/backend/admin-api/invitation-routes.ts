@@ -20,7 +20,7 @@ export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitat
       return reply.code(409).send({
         error: 'ERROR_INVITATION_PENDING',
         message: `${pendingMessage(pending)}. Resend it (POST /api/invitations/${pending.id}/resend), or create another with "another": true.`,
-        invitation: invitations.view(pending),
+        invitation: (await invitations.view(pending)),
       });
     }
     const { rows } = invitations.create([input], { send: send_email, allowPending: true });
@@ -43,25 +43,25 @@ export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitat
     }
     // Emails go out in the background; `mail.batch_id` is for GET /api/mail/batches/:batch_id.
     const { rows: created, batch_id, queued } = invitations.create(rows, { send: send_email, batch: true, allowPending: true });
-    return reply.code(201).send({ items: invitations.views(created), mail: { batch_id, queued } });
+    return reply.code(201).send({ items: (await invitations.views(created)), mail: { batch_id, queued } });
   });
 
   adminRoute(app, 'invitations.get', async (request) => {
     const { id } = request.params;
-    return { ...view(id), log: invitations.logOf(id), events: events.forInvitation(id) };
+    return { ...(await view(id)), log: invitations.logOf(id), events: (await events.forInvitation(id)) };
   });
 
   qrRoutes(
     app,
     { png: 'invitations.qrPng', svg: 'invitations.qrSvg' },
     'invitation',
-    (id) => invitations.deeplinkOf(invitations.get(id)).url,
+    async (id) => (await invitations.deeplinkOf(invitations.get(id))).url,
   );
 
   adminRoute(app, 'invitations.revoke', async (request) => invitations.view(invitations.revoke(request.params.id)));
 
   adminRoute(app, 'invitations.remove', async (request, reply) => {
-    invitations.remove(request.params.id);
+    await invitations.remove(request.params.id);
     return reply.code(204).send();
   });
 };

@@ -23,7 +23,7 @@ export const mailRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'mail' | 'invi
     const body = request.body ?? {};
     return reply
       .code(202)
-      .send({ queued: mail.queue.retryFailed({ batchId: body.batch_id, invitationIds: body.invitation_ids }) });
+      .send({ queued: (await mail.queue.retryFailed({ batchId: body.batch_id, invitationIds: body.invitation_ids })) });
   });
 
   adminRoute(app, 'mail.batch', async (request) => mail.queue.batch(request.params.batch_id));

@@ -15,7 +15,7 @@ export const policyRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & 
 
   adminRoute(app, 'policies.set', async (request, reply) => {
     const body = request.body;
-    const fleetId = body.fleet !== undefined ? fleets.resolve(1, body.fleet).id : body.fleet_id;
+    const fleetId = body.fleet !== undefined ? (await fleets.resolve(1, body.fleet)).id : body.fleet_id;
     const created = policies.assign({
       policy: body.policy,
       value: body.value,

@@ -16,25 +16,25 @@ export const agentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents' | 'e
     const { id } = request.params;
     // The inventory and positions the device reported (Flyve agents; the spec's agent on request).
     return {
-      ...agents.summary(id),
+      ...(await agents.summary(id)),
       inventory: reports.inventoryOf(id),
       positions: reports.positionsOf(id, 10),
-      events: events.forAgent(id),
+      events: (await events.forAgent(id)),
     };
   });
 
   adminRoute(app, 'agents.remove', async (request, reply) => {
-    agents.remove(request.params.id);
+    await agents.remove(request.params.id);
     return reply.code(204).send();
   });
 };
 
 export const fleetRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'>> = async (app, { fleets }) => {
-  adminRoute(app, 'fleets.list', async () => ({ items: fleets.list() }));
+  adminRoute(app, 'fleets.list', async () => ({ items: (await fleets.list()) }));
   adminRoute(app, 'fleets.create', async (request, reply) => reply.code(201).send(fleets.create(request.body.name)));
   adminRoute(app, 'fleets.rename', async (request) => fleets.rename(request.params.id, request.body.name));
   adminRoute(app, 'fleets.remove', async (request, reply) => {
-    fleets.remove(request.params.id);
+    await fleets.remove(request.params.id);
     return reply.code(204).send();
   });
 };

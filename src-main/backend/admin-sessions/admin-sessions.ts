@@ -76,10 +76,10 @@ export class AdminSessionService {
   }
 
   /** A new session; its id is what the cookie carries, and is nowhere else. */
-  open(
+  async open(
     credential: string,
     client: { accountId?: number | null; address?: string | null; userAgent?: string | null } = {},
-  ): { id: string; publicId: string; expiresAt: string } {
+  ): Promise<{ id: string; publicId: string; expiresAt: string }> {
     const id = randomHex(32);
     const publicId = randomHex(8);
     const now = this.now();
@@ -96,7 +96,7 @@ export class AdminSessionService {
       last_used_at: at,
       expires_at: expiresAt,
     };
-    this.store.insert(row);
+    await this.store.insert(row);
     return { id, publicId, expiresAt };
   }
 
@@ -104,17 +104,17 @@ export class AdminSessionService {
    * The live session `id` names, if `accepts` its account and credential still (a changed password or
    * admin token, a disabled account); null, and ended, otherwise or once expired.
    */
-  resolve(id: string, accepts: (accountId: number | null, credential: string) => boolean): AdminSession | null {
+  async resolve(id: string, accepts: (accountId: number | null, credential: string) => boolean): Promise<AdminSession | null> {
     if (!COOKIE_ID.test(id)) return null;
     const hash = hashOf(id);
-    const row = this.store.byHash(hash);
+    const row = await this.store.byHash(hash);
     if (!row) return null;
     const now = this.now();
     if (!accepts(row.account_id, row.credential) || !this.alive(row, now)) {
-      this.store.remove(hash);
+      await this.store.remove(hash);
       return null;
     }
-    if (now - Date.parse(row.last_used_at) > TOUCH_EVERY_MS) this.store.touch(hash, new Date(now).toISOString());
+    if (now - Date.parse(row.last_used_at) > TOUCH_EVERY_MS) await this.store.touch(hash, new Date(now).toISOString());
     return {
       publicId: row.public_id,
       accountId: row.account_id,
@@ -125,17 +125,17 @@ export class AdminSessionService {
   }
 
   /** Sign-out: the session ends on the server, whatever the browser keeps. */
-  end(id: string): void {
-    if (COOKIE_ID.test(id)) this.store.remove(hashOf(id));
+  async end(id: string): Promise<void> {
+    if (COOKIE_ID.test(id)) await this.store.remove(hashOf(id));
   }
 
   /** An account's live sessions, newest first; `currentId` (the cookie's id) is marked. `unowned`: the owner's, from before accounts. */
-  list(accountId: number, currentId: string | null, unowned = false): ListedAdminSession[] {
+  async list(accountId: number, currentId: string | null, unowned = false): Promise<ListedAdminSession[]> {
     const now = this.now();
     const current = currentId !== null && COOKIE_ID.test(currentId) ? hashOf(currentId) : null;
     const { idleMs } = this.limits;
-    return this.store
-      .ofAccount(accountId, unowned)
+    return (await this.store
+      .ofAccount(accountId, unowned))
       .filter((row) => this.alive(row, now))
       .map((row) => {
         const idleEnd = Date.parse(row.last_used_at) + idleMs;
@@ -163,8 +163,8 @@ export class AdminSessionService {
   }
 
   /** What the session `id` holds from now on (a new password's fingerprint: it stays signed in). */
-  recredential(id: string, credential: string): void {
-    if (COOKIE_ID.test(id)) this.store.setCredential(hashOf(id), credential);
+  async recredential(id: string, credential: string): Promise<void> {
+    if (COOKIE_ID.test(id)) await this.store.setCredential(hashOf(id), credential);
   }
 
   /** Ends every session of an account (disabled or deleted); how many ended. */

@@ -128,11 +128,11 @@ type SessionHook = (request: FastifyRequest, reply: FastifyReply, done: HookHand
  */
 function sessionHook(sessions: Pick<SessionService, 'resolve'>, approval?: AgentAppOptions['approval']): SessionHook {
   // Synchronous on purpose (no promise per request); Fastify turns a throw into the error reply.
-  return (request, _reply, done) => {
+  return async (request, _reply, done) => {
     const token = sessionTokenOf(request);
     if (!token) return done(sessionTokenMissing());
-    request.session = sessions.resolve(token);
-    approval?.checkApproved(request.session);
+    request.session = await sessions.resolve(token);
+    await approval?.checkApproved(request.session);
     done();
   };
 }

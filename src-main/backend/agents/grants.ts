@@ -95,9 +95,9 @@ export function codeGrant(codes: EnrollmentCodeService, users: UserRepository, c
       if (session.userId !== code.account_user_id) return 'This enrollment code belongs to another account';
       return null;
     },
-    knownPersonId: (_session, email) => users.byLogin(normalizeEmail(email))?.id ?? null,
-    person(_session, email, names) {
-      const person = users.findOrCreatePerson(normalizeEmail(email), code.entity_id, names);
+    knownPersonId: async (_session, email) => (await users.byLogin(normalizeEmail(email)))?.id ?? null,
+    async person(_session, email, names) {
+      const person = await users.findOrCreatePerson(normalizeEmail(email), code.entity_id, names);
       return { id: person.id, email: person.login };
     },
     consume: (agentId, personId, session, attempt) =>

@@ -124,19 +124,19 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     throw error;
   }
   const unsubscribe = followAgentLifecycle(events, commands, accounts);
-  recordStarted(events, certificate, listeners, wasOnline, restored);
+  await recordStarted(events, certificate, listeners, wasOnline, restored);
   const stopping = listeners.stop;
   const stop = async () => {
     unsubscribe();
     login.stop();
     resubscribe.stop();
-    const offline = presence.stop();
+    const offline = await presence.stop();
     const stopped = stopping();
     await new Promise<void>((resolve) => aedes.close(() => resolve()));
     stopped.destroy();
     await stopped.closed;
     if (options.db.open)
-      events.record(
+      await events.record(
         'broker.stopped',
         `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`,
         {},
@@ -192,7 +192,7 @@ function embeddedFace(parts: {
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: (topic) => Promise.resolve(persistence.retained(topic.replace(/[+#]/g, ''))),
     status: () => embeddedStatus(registry, certificate, port, tlsPort),
-    close: () => (closing ??= parts.stop()),
+    close: async () => (closing ??= (await parts.stop())),
   };
 }
 
@@ -256,33 +256,33 @@ function embeddedLiveReports(
   commands: AgentCommands,
   presence: PresenceTracker,
 ): LiveReports {
-  const identityOf = (agentId: number): AgentIdentity | null => {
+  const identityOf = async (agentId: number): Promise<AgentIdentity | null> => {
     const live = registry.identity(agentId);
     if (live) return live;
-    const row = store.byId(agentId);
+    const row = await store.byId(agentId);
     return row ? { id: row.id, entityId: row.entity_id, fleetId: row.fleet_id, topic: row.topic, name: row.name } : null;
   };
   return {
-    pong: (agentId) => {
-      const agent = identityOf(agentId);
-      if (agent) commands.received(agent, 'Status/Ping', Buffer.from('!'), 'http');
+    pong: async (agentId) => {
+      const agent = await identityOf(agentId);
+      if (agent) await commands.received(agent, 'Status/Ping', Buffer.from('!'), 'http');
     },
-    online: (agentId) => {
-      const agent = identityOf(agentId);
-      if (agent) presence.reportedOverHttp(agent);
+    online: async (agentId) => {
+      const agent = await identityOf(agentId);
+      if (agent) await presence.reportedOverHttp(agent);
     },
   };
 }
 
-function recordStarted(
+async function recordStarted(
   events: EventLog,
   certificate: BrokerCertificate,
   { port, tlsPort }: Listeners,
   wasOnline: number[],
   restored: number,
-): void {
+): Promise<void> {
   if (certificate.change) {
-    events.record(
+    await events.record(
       'broker.certificate',
       `MQTT TLS certificate ${certificate.change} (SHA-256 ${certificate.fingerprint256})`,
       {},
@@ -293,7 +293,7 @@ function recordStarted(
       },
     );
   }
-  events.record(
+  await events.record(
     'broker.started',
     `MQTT broker listening on port ${port} and ${tlsPort} (TLS)${wasOnline.length > 0 ? `; ${wasOnline.length} agent(s) left online by the previous run marked offline` : ''}`,
     {},

@@ -96,7 +96,7 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
         },
       },
       async (request, reply) => {
-        const item = store.get(kind, request.params.id);
+        const item = await store.get(kind, request.params.id);
         if (!item || item.entityId !== request.session.entityId) throw itemNotFound();
         const session = request.session;
         return sendStoredItem(request, reply, item, store.pathOf(item), limits, () => onDownloaded?.(session, item));
@@ -131,7 +131,7 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
   for (const { kind, admin } of KINDS) {
-    adminRoute(app, `${admin}.list`, async () => store.list(kind).map(adminItemView));
+    adminRoute(app, `${admin}.list`, async () => (await store.list(kind)).map(adminItemView));
 
     adminRoute(
       app,
@@ -186,7 +186,7 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
 
   adminRoute(app, 'packages.update', async (request) => {
     const body = request.body;
-    const item = store.updatePackageInfo(request.params.id, {
+    const item = await store.updatePackageInfo(request.params.id, {
       packageName: body.package_name,
       versionCode: body.version_code,
       versionName: body.version_name,

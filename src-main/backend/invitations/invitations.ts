@@ -136,28 +136,28 @@ export class InvitationService {
       const single = inputs.length === 1;
       throw new ApiError(400, 'ERROR_BAD_REQUEST', single ? errors[0]!.replace(/^row 1: /, '') : errors.join('; '));
     }
-    return this.work.run(() => {
+    return this.work.run(async () => {
       const rows = inputs.map((input) => this.insert(input, entityId));
       const batchId = send && (options.batch ?? rows.length > 1) ? randomUUID() : null;
       const queued = send
-        ? this.mailer.queue(
+        ? (await this.mailer.queue(
             rows.map((r) => r.id),
             batchId,
-          )
+          ))
         : 0;
       return { rows, batch_id: batchId, queued };
     });
   }
 
-  private insert(input: InvitationInput, entityId: number): InvitationRow {
+  private async insert(input: InvitationInput, entityId: number): Promise<InvitationRow> {
     const email = normalizeEmail(input.email);
     const firstname = input.firstname?.trim() || null;
     const lastname = input.lastname?.trim() || null;
-    const fleet = this.fleets.resolve(entityId, input.fleet);
-    const user = this.users.findOrCreatePerson(email, entityId, { firstname, lastname });
+    const fleet = await this.fleets.resolve(entityId, input.fleet);
+    const user = await this.users.findOrCreatePerson(email, entityId, { firstname, lastname });
     const days = input.days ?? this.settings.get().invitation_lifetime_days;
     const now = Date.now();
-    const id = this.repository.insert({
+    const id = await this.repository.insert({
       entity_id: entityId,
       user_id: user.id,
       fleet_id: fleet.id,
@@ -168,7 +168,7 @@ export class InvitationService {
       created_at: new Date(now).toISOString(),
       expires_at: new Date(now + days * DAY_MS).toISOString(),
     });
-    this.events.record(
+    await this.events.record(
       'invitation.created',
       `Invitation created for ${email}`,
       { entityId, invitationId: id },
@@ -178,7 +178,7 @@ export class InvitationService {
   }
 
   /** Sends an invitation's email again: same token, same expiry. Only for pending invitations. */
-  resend(id: number): InvitationRow {
+  async resend(id: number): Promise<InvitationRow> {
     const status = statusOf(this.get(id));
     if (status !== 'pending') {
       const why = { done: 'has already been used', revoked: 'was revoked', expired: 'has expired; create a new invitation' }[
@@ -186,13 +186,13 @@ export class InvitationService {
       ];
       throw new ApiError(409, 'ERROR_INVITATION_NOT_PENDING', `This invitation ${why}`);
     }
-    this.mailer.queue([id], null);
+    await this.mailer.queue([id], null);
     return this.get(id);
   }
 
   /** An invitation of a fleet the request may see (fleets/scope.ts): another one answers 404, as if it did not exist. */
-  get(id: number): InvitationRow {
-    const row = this.repository.get(id);
+  async get(id: number): Promise<InvitationRow> {
+    const row = await this.repository.get(id);
     if (!row || !inFleetScope(row.fleet_id)) throw itemNotFound('Invitation not found');
     return row;
   }
@@ -202,18 +202,18 @@ export class InvitationService {
   }
 
   /** A page of invitations as the admin sees them: a fixed number of statements whatever its length. */
-  list(filter: InvitationFilter = {}): { items: InvitationView[]; total: number } {
-    const { rows, total } = this.repository.list(filter, nowIso(), fleetScopeParam());
-    return { items: this.present(rows), total };
+  async list(filter: InvitationFilter = {}): Promise<{ items: InvitationView[]; total: number }> {
+    const { rows, total } = await this.repository.list(filter, nowIso(), fleetScopeParam());
+    return { items: (await this.present(rows)), total };
   }
 
-  revoke(id: number): InvitationRow {
-    const row = this.get(id);
+  async revoke(id: number): Promise<InvitationRow> {
+    const row = await this.get(id);
     if (row.status === 'done') throw new ApiError(409, 'ERROR_INVITATION_USED', 'This invitation has already been used');
     if (row.status === 'revoked') return row;
-    return this.work.run(() => {
-      this.repository.revoke(id, nowIso());
-      this.events.record(
+    return this.work.run(async () => {
+      await this.repository.revoke(id, nowIso());
+      await this.events.record(
         'invitation.revoked',
         `Invitation for ${row.email} revoked`,
         { entityId: row.entity_id, invitationId: id },
@@ -223,12 +223,12 @@ export class InvitationService {
     });
   }
 
-  remove(id: number): void {
-    const row = this.get(id);
-    this.work.run(() => {
-      this.repository.remove(id);
+  async remove(id: number): Promise<void> {
+    const row = await this.get(id);
+    await this.work.run(async () => {
+      await this.repository.remove(id);
       // Its fleet is named: once the invitation is gone, the live stream still knows whom to tell.
-      this.events.record(
+      await this.events.record(
         'invitation.deleted',
         `Invitation for ${row.email} deleted`,
         { entityId: row.entity_id, invitationId: id },
@@ -238,20 +238,20 @@ export class InvitationService {
   }
 
   /** Marks the invitation used; call inside the transaction that creates the agent. */
-  consume(row: InvitationRow, agentId: number, attempt: AttemptDetails): void {
+  async consume(row: InvitationRow, agentId: number, attempt: AttemptDetails): Promise<void> {
     const at = nowIso();
-    if (!this.repository.markUsed(row.id, agentId, at))
+    if (!(await this.repository.markUsed(row.id, agentId, at)))
       throw new ApiError(400, 'ERROR_CORE_ADD', 'This invitation has already been used');
-    this.repository.log({ invitation_id: row.id, at, outcome: 'used', code: null, message: 'Device enrolled', ...attempt });
+    await this.repository.log({ invitation_id: row.id, at, outcome: 'used', code: null, message: 'Device enrolled', ...attempt });
   }
 
   /** Writes a refused attempt to the invitation's log, and notes when its token was last used. */
-  logRefusal(row: InvitationRow, code: string, message: string, attempt: AttemptDetails): void {
+  async logRefusal(row: InvitationRow, code: string, message: string, attempt: AttemptDetails): Promise<void> {
     const at = nowIso();
-    this.work.run(() => {
-      this.repository.log({ invitation_id: row.id, at, outcome: 'refused', code, message, ...attempt });
-      this.repository.touch(row.id, at);
-      this.events.record(
+    await this.work.run(async () => {
+      await this.repository.log({ invitation_id: row.id, at, outcome: 'refused', code, message, ...attempt });
+      await this.repository.touch(row.id, at);
+      await this.events.record(
         'invitation.refused',
         `Enrollment refused for ${row.email}: ${message}`,
         { entityId: row.entity_id, invitationId: row.id },
@@ -265,25 +265,25 @@ export class InvitationService {
   }
 
   /** The deeplink data and URLs for an invitation, with today's settings. */
-  deeplinkOf(row: InvitationRow): EnrollmentLinks {
-    return enrollmentLinks(this.settings, this.links, this.users.byId(row.user_id)!.user_token, row.token);
+  async deeplinkOf(row: InvitationRow): Promise<EnrollmentLinks> {
+    return enrollmentLinks(this.settings, this.links, (await this.users.byId(row.user_id))!.user_token, row.token);
   }
 
   /** What the admin API and CLI show of an invitation. */
-  view(row: Pick<InvitationRow, 'id'>): InvitationView {
-    const [view] = this.views([row]);
+  async view(row: Pick<InvitationRow, 'id'>): Promise<InvitationView> {
+    const [view] = await this.views([row]);
     if (!view) throw itemNotFound('Invitation not found');
     return view;
   }
 
   /** Views of many invitations (a bulk creation), in their order, read at once. */
-  views(rows: Pick<InvitationRow, 'id'>[]): InvitationView[] {
-    const byId = new Map(this.present(this.repository.details(rows.map((r) => r.id))).map((view) => [view.id, view]));
+  async views(rows: Pick<InvitationRow, 'id'>[]): Promise<InvitationView[]> {
+    const byId = new Map((await this.present(this.repository.details(rows.map((r) => r.id)))).map((view) => [view.id, view]));
     return rows.flatMap((r) => byId.get(r.id) ?? []);
   }
 
-  private present(rows: InvitationDetails[]): InvitationView[] {
-    const deliveries = this.deliveries.deliveriesOf(rows.map((r) => r.id));
+  private async present(rows: InvitationDetails[]): Promise<InvitationView[]> {
+    const deliveries = await this.deliveries.deliveriesOf(rows.map((r) => r.id));
     const helpdesk = this.settings.helpdesk();
     return rows.map((row) => {
       const deeplink = enrollmentLinks(this.settings, this.links, row.user_token, row.token);

@@ -31,8 +31,8 @@ export class InvitationMailQuery {
   }
 
   /** Undefined when the invitation is gone. */
-  forMail(id: number): InvitationForMailing | undefined {
-    const facts = this.repository.mailFacts(id);
+  async forMail(id: number): Promise<InvitationForMailing | undefined> {
+    const facts = await this.repository.mailFacts(id);
     if (!facts) return undefined;
     const links = enrollmentLinks(this.settings, this.links, facts.user_token, facts.token);
     return {

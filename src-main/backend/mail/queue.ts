@@ -39,11 +39,11 @@ export class MailQueue implements InvitationMailer {
   /** Queues emails of existing invitations, in the caller's transaction if any; returns how many were queued. */
   queue(invitationIds: number[], batchId: string | null = null): number {
     if (invitationIds.length === 0) return 0;
-    return this.work.run(() => {
-      const queued = this.deliveries.queue(invitationIds, batchId);
+    return this.work.run(async () => {
+      const queued = await this.deliveries.queue(invitationIds, batchId);
       if (queued > 0) {
         const single = invitationIds.length === 1 ? invitationIds[0] : undefined;
-        this.events.record(
+        await this.events.record(
           'mail.queued',
           queued === 1 ? `Invitation email queued` : `${queued} invitation emails queued`,
           single === undefined ? {} : { invitationId: single },
@@ -56,9 +56,9 @@ export class MailQueue implements InvitationMailer {
   }
 
   /** Queues every failed delivery again (of one batch, or of the given invitations). */
-  retryFailed(filter: { batchId?: string; invitationIds?: number[] } = {}): number {
+  async retryFailed(filter: { batchId?: string; invitationIds?: number[] } = {}): Promise<number> {
     // Those waiting for an automatic retry go now too.
-    let ids = [...this.deliveries.failedIds(filter.batchId), ...this.deliveries.waitingIds(filter.batchId)];
+    let ids = [...(await this.deliveries.failedIds(filter.batchId)), ...(await this.deliveries.waitingIds(filter.batchId))];
     if (filter.invitationIds) {
       const wanted = new Set(filter.invitationIds);
       ids = ids.filter((id) => wanted.has(id));
@@ -67,9 +67,9 @@ export class MailQueue implements InvitationMailer {
   }
 
   /** Queues the email of an admin's invitation in the caller's transaction; the worker sends it once that commits. */
-  queueAccountInvite(inviteId: number, token: string): void {
-    this.work.run(() => {
-      this.accountDeliveries.queue(inviteId, token);
+  async queueAccountInvite(inviteId: number, token: string): Promise<void> {
+    await this.work.run(async () => {
+      await this.accountDeliveries.queue(inviteId, token);
       this.work.afterCommit(this.wake);
     });
   }
@@ -84,8 +84,8 @@ export class MailQueue implements InvitationMailer {
   }
 
   /** Progress of a bulk send, for the console's progress bar. */
-  batch(batchId: string) {
-    const counts = this.deliveries.counts(batchId);
+  async batch(batchId: string) {
+    const counts = await this.deliveries.counts(batchId);
     if (counts.total === 0) throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such mail batch');
     // One waiting for a retry has had its try: it counts as finished for the progress bar, shown apart.
     const finished = counts.sent + counts.failed + counts.outbox + counts.retrying;

@@ -64,12 +64,12 @@ export class MailWorker {
   }
 
   /** Starts the worker: deliveries interrupted by the last stop go first. Call once listening. */
-  start(): void {
+  async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    const resumed = this.deps.deliveries.requeueInterrupted() + this.deps.accountDeliveries.requeueInterrupted();
+    const resumed = (await this.deps.deliveries.requeueInterrupted()) + (await this.deps.accountDeliveries.requeueInterrupted());
     if (resumed > 0)
-      this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
+      await this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
     this.kick();
     // Retries scheduled before the stop keep their time.
     this.armRetryTimer();
@@ -86,15 +86,15 @@ export class MailWorker {
   }
 
   /** What the console's mail page shows: where mail goes, the queue, what is in flight. */
-  status() {
+  async status() {
     const { transport, error } = this.deps.mailSettings.describeOrError();
     return {
       transport,
       error,
       outbox_dir: this.deps.mailSettings.outboxDir,
-      counts: this.deps.deliveries.counts(),
+      counts: (await this.deps.deliveries.counts()),
       in_flight: this.active,
-      next_retry_at: this.deps.deliveries.nextRetryAt(),
+      next_retry_at: (await this.deps.deliveries.nextRetryAt()),
     };
   }
 
@@ -102,9 +102,9 @@ export class MailWorker {
   kick(): void {
     if (!this.started || this.stopping || this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => {
+    setImmediate(async () => {
       this.scheduled = false;
-      this.pump();
+      await this.pump();
     });
   }
 
@@ -137,18 +137,18 @@ export class MailWorker {
     this.retryTimer.unref();
   }
 
-  private pump(): void {
+  private async pump(): Promise<void> {
     if (this.stopping || !this.deps.isOpen()) return;
     const limit = this.deps.settings.get().smtp_max_connections;
     while (!this.stopping && this.active < limit) {
-      const job = this.deps.deliveries.claim();
-      const accountJob = job ? undefined : this.deps.accountDeliveries.claim();
+      const job = await this.deps.deliveries.claim();
+      const accountJob = job ? undefined : (await this.deps.accountDeliveries.claim());
       if (!job && !accountJob) break;
       this.active++;
-      const failed = (error: unknown) => {
+      const failed = async (error: unknown) => {
         const outcome = { state: 'failed' as const, error: `Internal error: ${(error as Error).message}` };
-        if (job) this.finish(job, outcome);
-        else this.finishAccount(accountJob!, outcome);
+        if (job) await this.finish(job, outcome);
+        else await this.finishAccount(accountJob!, outcome);
       };
       void (job ? this.deliver(job) : this.deliverAccountInvite(accountJob!)).catch(failed).finally(() => {
         this.active--;
@@ -158,9 +158,9 @@ export class MailWorker {
     }
   }
 
-  private finish(job: DeliveryRow, outcome: DeliveryOutcome & { error?: string }, invitation?: MailableInvitation): void {
+  private async finish(job: DeliveryRow, outcome: DeliveryOutcome & { error?: string }, invitation?: MailableInvitation): Promise<void> {
     if (!this.deps.isOpen()) return;
-    if (!this.deps.deliveries.finish(job.invitation_id, outcome)) return;
+    if (!(await this.deps.deliveries.finish(job.invitation_id, outcome))) return;
     const { state, error, response } = outcome;
     const email = invitation?.email ?? `invitation #${job.invitation_id}`;
     const message = {
@@ -168,7 +168,7 @@ export class MailWorker {
       outbox: `Invitation email for ${email} written to the outbox (no SMTP configured)`,
       failed: `Invitation email to ${email} failed: ${error ?? ''}`,
     }[state];
-    this.deps.events.record(
+    await this.deps.events.record(
       `mail.${state}`,
       message,
       { entityId: invitation?.entity_id ?? null, invitationId: job.invitation_id },
@@ -182,14 +182,14 @@ export class MailWorker {
     );
   }
 
-  private scheduleRetry(
+  private async scheduleRetry(
     job: DeliveryRow,
     invitation: MailableInvitation,
     outcome: { error: string; response: string | null; retryAt: Date },
-  ): void {
-    if (!this.deps.isOpen() || !this.deps.deliveries.scheduleRetry(job.invitation_id, outcome)) return;
+  ): Promise<void> {
+    if (!this.deps.isOpen() || !(await this.deps.deliveries.scheduleRetry(job.invitation_id, outcome))) return;
     const at = outcome.retryAt.toISOString();
-    this.deps.events.record(
+    await this.deps.events.record(
       'mail.retrying',
       `Invitation email to ${invitation.email} failed (${outcome.error}); will retry ${inAbout(outcome.retryAt)} (at ${at.slice(11, 19)} UTC)`,
       { entityId: invitation.entity_id, invitationId: job.invitation_id },
@@ -234,11 +234,11 @@ export class MailWorker {
       invitation.expires_at,
     );
     if (result.state === 'cut') {
-      if (this.deps.isOpen()) this.deps.deliveries.requeue(job.invitation_id);
-    } else if (result.state === 'retry') this.scheduleRetry(job, invitation, result);
+      if (this.deps.isOpen()) await this.deps.deliveries.requeue(job.invitation_id);
+    } else if (result.state === 'retry') await this.scheduleRetry(job, invitation, result);
     else if (result.state === 'outbox')
-      this.finish(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invitation);
-    else this.finish(job, result, invitation);
+      await this.finish(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invitation);
+    else await this.finish(job, result, invitation);
   }
 
   /** Sends one composed message through the pool (or writes it to the outbox); failures are sorted into final and transient. */
@@ -316,10 +316,10 @@ export class MailWorker {
       invite.expires_at,
     );
     if (result.state === 'cut') {
-      if (this.deps.isOpen()) this.deps.accountDeliveries.requeue(job.invite_id);
+      if (this.deps.isOpen()) await this.deps.accountDeliveries.requeue(job.invite_id);
     } else if (result.state === 'retry') {
-      if (!this.deps.isOpen() || !this.deps.accountDeliveries.scheduleRetry(job.invite_id, result)) return;
-      this.deps.events.record(
+      if (!this.deps.isOpen() || !(await this.deps.accountDeliveries.scheduleRetry(job.invite_id, result))) return;
+      await this.deps.events.record(
         'account.invitation_retrying',
         `Admin invitation email to ${invite.email} failed (${result.error}); will retry ${inAbout(result.retryAt)}`,
         {},
@@ -333,19 +333,19 @@ export class MailWorker {
       );
       this.armRetryTimer();
     } else if (result.state === 'outbox') {
-      this.finishAccount(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invite.email);
-    } else this.finishAccount(job, result, invite.email);
+      await this.finishAccount(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invite.email);
+    } else await this.finishAccount(job, result, invite.email);
   }
 
-  private finishAccount(job: AccountDeliveryRow, outcome: DeliveryOutcome & { error?: string }, email?: string): void {
-    if (!this.deps.isOpen() || !this.deps.accountDeliveries.finish(job.invite_id, outcome)) return;
+  private async finishAccount(job: AccountDeliveryRow, outcome: DeliveryOutcome & { error?: string }, email?: string): Promise<void> {
+    if (!this.deps.isOpen() || !(await this.deps.accountDeliveries.finish(job.invite_id, outcome))) return;
     const to = email ?? `admin invitation #${job.invite_id}`;
     const message = {
       sent: `Admin invitation email sent to ${to}`,
       outbox: `Admin invitation email for ${to} written to the outbox (no SMTP configured)`,
       failed: `Admin invitation email to ${to} failed: ${outcome.error ?? ''}`,
     }[outcome.state];
-    this.deps.events.record(
+    await this.deps.events.record(
       `account.invitation_${outcome.state}`,
       message,
       {},

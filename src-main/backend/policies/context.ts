@@ -41,7 +41,7 @@ export class PolicyContext {
   }
 
   /** A task's new status: written with its history line, and told as a `task.status` event. */
-  setStatus(
+  async setStatus(
     taskId: number,
     deploymentId: number,
     agent: AgentInScope,
@@ -49,10 +49,10 @@ export class PolicyContext {
     reason: string | null,
     source: TaskHistoryRow['source'],
     at: string,
-  ): void {
-    this.repo.setStatus(taskId, status, reason, source, at);
-    const deployment = this.repo.byId(deploymentId)!;
-    this.events.record(
+  ): Promise<void> {
+    await this.repo.setStatus(taskId, status, reason, source, at);
+    const deployment = (await this.repo.byId(deploymentId))!;
+    await this.events.record(
       'task.status',
       `${agent.name}: ${deployment.policy} "${deployment.item_name}" ${status}${reason ? ` (${reason})` : ''}`,
       { entityId: agent.entity_id, agentId: agent.id },

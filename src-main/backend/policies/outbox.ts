@@ -32,11 +32,11 @@ export class PolicyOutbox {
   }
 
   /** A transaction whose policy messages go out once it has committed. */
-  transact<T>(work: () => T): T {
+  async transact<T>(work: () => T): Promise<T> {
     const outer = this.pendingPublishes === null;
     if (outer) this.pendingPublishes = [];
     try {
-      const result = this.work.run(work);
+      const result = await this.work.run(work);
       if (outer) for (const publish of this.pendingPublishes!) void publish();
       return result;
     } finally {
@@ -65,7 +65,7 @@ export class PolicyOutbox {
     try {
       await this.channel.publishRetained(topic, payload);
     } catch (error) {
-      this.events.record(
+      await this.events.record(
         'deployment.publish_failed',
         `Policy on ${topic} not published: ${error instanceof Error ? error.message : String(error)}`,
       );

@@ -61,7 +61,7 @@ export class PolicyService {
   /** Starts publishing through `channel`; every active policy is retained again (a broker keeps them in memory). */
   async attach(channel: PolicyChannel): Promise<number> {
     this.ctx.outbox.attach(channel);
-    const active = this.ctx.repo.active();
+    const active = await this.ctx.repo.active();
     for (const row of active) await this.ctx.outbox.publish(row.topic, row.payload);
     return active.length;
   }
@@ -81,12 +81,12 @@ export class PolicyService {
   }
 
   /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */
-  unassign(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
-    const row = this.ctx.repo.byId(id);
-    if (!row || !visibleAssignment(this.ctx, row)) throw itemNotFound('Assignment not found');
+  async unassign(id: number): Promise<{ removed: DeploymentView; removal: DeploymentView | null }> {
+    const row = await this.ctx.repo.byId(id);
+    if (!row || !(await visibleAssignment(this.ctx, row))) throw itemNotFound('Assignment not found');
     if (row.value === null) return this.undeploy(id);
-    unassignValue(this.ctx, row);
-    return { removed: view(this.ctx, id), removal: null };
+    await unassignValue(this.ctx, row);
+    return { removed: (await view(this.ctx, id)), removal: null };
   }
 
   /** The device's tasks of active assignments, with where each value comes from and which applies. */
@@ -105,9 +105,9 @@ export class PolicyService {
   }
 
   /** Removes a deployment: its retained policy is cleared, open tasks canceled, and (remove_on_delete) the removal published. */
-  undeploy(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
-    const removal = undeploy(this.ctx, id);
-    return { removed: view(this.ctx, id), removal: removal === null ? null : view(this.ctx, removal) };
+  async undeploy(id: number): Promise<{ removed: DeploymentView; removal: DeploymentView | null }> {
+    const removal = await undeploy(this.ctx, id);
+    return { removed: (await view(this.ctx, id)), removal: removal === null ? null : (await view(this.ctx, removal)) };
   }
 
   tasksOfAgent(agentId: number): TaskView[] {
@@ -125,8 +125,8 @@ export class PolicyService {
   }
 
   /** A device's session was sent the whole of a file or package: its open tasks of that item note it. */
-  downloaded(session: { userId: number; enrolledAgentId: number | null }, kind: 'file' | 'package', itemId: number): void {
-    downloaded(this.ctx, session, kind, itemId);
+  async downloaded(session: { userId: number; enrolledAgentId: number | null }, kind: 'file' | 'package', itemId: number): Promise<void> {
+    await downloaded(this.ctx, session, kind, itemId);
   }
 
   /** The device behind an agent-API session (its own account), or null for a person's session. */
@@ -140,8 +140,8 @@ export class PolicyService {
   }
 
   /** Fleet membership changed (enrolled, enrolled again, moved): tasks of the new fleet opened, of the old one canceled. */
-  syncAgent(agentId: number): void {
-    syncAgent(this.ctx, agentId);
+  async syncAgent(agentId: number): Promise<void> {
+    await syncAgent(this.ctx, agentId);
   }
 }
 

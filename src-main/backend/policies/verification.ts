@@ -103,20 +103,20 @@ export class InstallVerification {
   }
 
   /** Checks the device's package tasks against its last inventory; returns how many were checked. */
-  verifyAgent(agentId: number): number {
+  async verifyAgent(agentId: number): Promise<number> {
     const inventory = this.inventories.inventoryOf(agentId);
     if (!inventory) return 0;
-    const tasks = this.repo.candidates(agentId).filter((task) => {
+    const tasks = (await this.repo.candidates(agentId)).filter((task) => {
       const since = checkableSince(task);
       return since !== null && inventory.received_at >= since;
     });
     if (tasks.length === 0) return 0;
     const at = nowIso();
-    this.work.run(() => {
+    await this.work.run(async () => {
       for (const task of tasks) {
         const { result, detail } = checkInstalled(inventory.applications, this.expected(task));
-        this.repo.save(task.task_id, result, detail, inventory.received_at, at);
-        this.events.record(
+        await this.repo.save(task.task_id, result, detail, inventory.received_at, at);
+        await this.events.record(
           'task.verified',
           `${task.agent_name}: deployApp "${task.item_name}" ${result === 'verified' ? 'verified by the inventory' : 'not found in the inventory'}: ${detail}`,
           { agentId, entityId: task.entity_id },
@@ -134,18 +134,18 @@ export class InstallVerification {
   }
 
   /** The tasks of a deployment (or a device) with their verification, by task id; only package tasks appear. */
-  ofDeployment(deploymentId: number): Map<number, TaskVerification | null> {
-    return new Map(this.repo.ofDeployment(deploymentId).map((task) => [task.task_id, verificationOf(task)]));
+  async ofDeployment(deploymentId: number): Promise<Map<number, TaskVerification | null>> {
+    return new Map((await this.repo.ofDeployment(deploymentId)).map((task) => [task.task_id, verificationOf(task)]));
   }
 
-  ofAgent(agentId: number): Map<number, TaskVerification | null> {
-    return new Map(this.repo.ofAgent(agentId).map((task) => [task.task_id, verificationOf(task)]));
+  async ofAgent(agentId: number): Promise<Map<number, TaskVerification | null>> {
+    return new Map((await this.repo.ofAgent(agentId)).map((task) => [task.task_id, verificationOf(task)]));
   }
 
   /** What was deployed: the package name and version code of the message, the versionName of the package kept. */
-  private expected(task: PackageTask): ExpectedPackage {
+  private async expected(task: PackageTask): Promise<ExpectedPackage> {
     const message = JSON.parse(task.payload) as { deployApp?: unknown; versionCode?: unknown };
-    const item = task.item_id === null ? undefined : this.files.get('package', task.item_id);
+    const item = task.item_id === null ? undefined : (await this.files.get('package', task.item_id));
     const code = Number(message.versionCode);
     const versionCode = Number.isSafeInteger(code) && code > 0 ? code : (item?.packageInfo.versionCode ?? null);
     return {
@@ -155,12 +155,12 @@ export class InstallVerification {
     };
   }
 
-  private onEvent(event: RecordedEvent): void {
+  private async onEvent(event: RecordedEvent): Promise<void> {
     if (event.type !== 'agent.inventory' || event.agent_id === null) return;
     try {
-      this.verifyAgent(event.agent_id);
+      await this.verifyAgent(event.agent_id);
     } catch (error) {
-      this.events.record(
+      await this.events.record(
         'deployment.error',
         `Installs could not be checked against the inventory: ${error instanceof Error ? error.message : String(error)}`,
         { agentId: event.agent_id },

@@ -196,7 +196,7 @@ describe('the agent API in both dialects', () => {
     // Accepted reports, recorded as their MQTT counterparts are: is_online is a sign of life, and
     // presence follows the broker connections (none here: it stays offline, its last contact moves).
     const longAgo = '2000-01-01T00:00:00.000Z';
-    t.backend.services.brokerAgents.touch(id, longAgo);
+    await t.backend.services.brokerAgents.touch(id, longAgo);
     expect((await put(own, id, { is_online: true })).status).toBe(200);
     expect(agentRow(t, id).is_online).toBe(0);
     expect(agentRow(t, id).last_contact).not.toBeNull();

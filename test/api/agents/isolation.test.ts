@@ -109,7 +109,7 @@ describe('MQTT logins are unique across serials and uuids', () => {
     expect(await refusalsOf(u.id)).toHaveLength(1);
     // The first device is untouched: same login, same password.
     expect((await connectAgent(t, first)).connected).toBe(true);
-    const logins = t.backend.services.brokerAgents.byLogin(shared);
+    const logins = await t.backend.services.brokerAgents.byLogin(shared);
     expect(logins).toHaveLength(1);
   });
 
@@ -179,7 +179,7 @@ describe("a used invitation's QR code", () => {
     const id = Number(enrolled.created.body.id);
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(200);
     // The same session, 16 minutes later (ENROLLMENT_READ_WINDOW_MS is 15).
-    repositoriesOf(t).sessions.bindEnrollment(enrolled.session, id, new Date(Date.now() - 16 * 60_000).toISOString());
+    await repositoriesOf(t).sessions.bindEnrollment(enrolled.session, id, new Date(Date.now() - 16 * 60_000).toISOString());
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(404);
   });
 

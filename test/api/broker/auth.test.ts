@@ -166,7 +166,7 @@ describe("MQTT login with Debian's mosquitto clients", () => {
 
   it('is refused once the agent is unenrolled (not authorised)', async () => {
     const agent = await enrollAgent(t);
-    t.backend.services.brokerAgents.setEnrollStatus(agent.id, ENROLL_STATUS.unenrolled, new Date().toISOString());
+    await t.backend.services.brokerAgents.setEnrollStatus(agent.id, ENROLL_STATUS.unenrolled, new Date().toISOString());
     const result = await run('mosquitto_pub', [...mosquittoLogin(t, agent), '-t', `${agent.topic}/Status/X`, '-m', 'x']);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/not authori[sz]ed/i);

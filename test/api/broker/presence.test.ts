@@ -209,7 +209,7 @@ describe('a backend that did not stop cleanly', () => {
       const second = await startTestBackend({ dataDir });
       try {
         expect(agentRow(second, agent.id).is_online).toBe(0);
-        const started = second.backend.services.events.latest(20).find((e) => e.type === 'broker.started');
+        const started = (await second.backend.services.events.latest(20)).find((e) => e.type === 'broker.started');
         expect(started?.data).toMatchObject({ marked_offline: [agent.id] });
       } finally {
         await second.stop();

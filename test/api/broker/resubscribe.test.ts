@@ -130,7 +130,7 @@ describe('retained commands', () => {
     await box.next((m) => m.topic === `${agent.topic}/Command/Lock`);
     // Past the grace period, the broker has left it alone.
     await new Promise((resolve) => setTimeout(resolve, DEFAULT_RESUBSCRIBE_GRACE_MS + 1_000));
-    expect(t.backend.services.events.forAgent(agent.id).map((e) => e.type)).not.toContain('mqtt.resubscribed');
+    expect((await t.backend.services.events.forAgent(agent.id)).map((e) => e.type)).not.toContain('mqtt.resubscribed');
     expect(lockMessages(box, agent)).toHaveLength(1);
     expect(box.messages.filter((m) => m.topic === 'FlyvemdmManifest/Status/Version')).toHaveLength(0);
     await closeClients();
@@ -171,7 +171,7 @@ describe('an agent that subscribes to its own topic but not to its fleet (releas
     await reply;
     expect(box.messages.filter((m) => m.topic === policyTopic)).toHaveLength(1);
     // Its own topic was left to it: the broker added only the fleet's.
-    expect(t.backend.services.events.forAgent(agent.id).filter((e) => e.type === 'mqtt.resubscribed')).toHaveLength(1);
+    expect((await t.backend.services.events.forAgent(agent.id)).filter((e) => e.type === 'mqtt.resubscribed')).toHaveLength(1);
     await closeClients();
   });
 });

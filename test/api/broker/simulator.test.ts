@@ -163,7 +163,7 @@ describe('mdm-console agent --stay, driven by mdm-console command', () => {
       });
       expect(lock.code).toBe(0);
       await eventually(() => output.includes('device LOCKED'));
-      expect(t.backend.services.events.forAgent(id).map((e) => e.type)).toEqual(
+      expect((await t.backend.services.events.forAgent(id)).map((e) => e.type)).toEqual(
         expect.arrayContaining(['agent.command', 'agent.ping_reply']),
       );
 

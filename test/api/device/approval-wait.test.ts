@@ -106,7 +106,7 @@ describe('agent --stay with a manual-approval code', () => {
     expect(again.code).toBe(0);
     expect(again.stdout).not.toContain('pending_approval');
     expect(agentRow(t, id).enroll_status).toBe('enrolled');
-    const reenrolled = t.backend.services.events.forAgent(id).find((e) => e.type === 'agent.reenrolled');
+    const reenrolled = (await t.backend.services.events.forAgent(id)).find((e) => e.type === 'agent.reenrolled');
     expect(reenrolled?.message).toMatch(/enrolled before: it needs no new approval/);
   });
 
@@ -150,7 +150,7 @@ describe("the console's simulated device", () => {
     expect(result.log.join('\n')).toMatch(/waits for approval by an administrator: it comes online once approved/);
     const id = result.agent_id!;
     // Its tries are refused (CONNACK 5): still waiting, offline.
-    await eventually(() => t.backend.services.events.forAgent(id).some((e) => e.type === 'mqtt.login_refused'));
+    await eventually(async () => (await t.backend.services.events.forAgent(id)).some((e) => e.type === 'mqtt.login_refused'));
     expect(agentRow(t, id)).toMatchObject({ enroll_status: 'pending_approval' });
     expect(agentRow(t, id).is_online).toBeFalsy();
 

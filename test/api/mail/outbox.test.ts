@@ -105,7 +105,7 @@ describe('restart', () => {
     firstStopped = true;
     // Nothing was lost or marked failed by the stop: every delivery is queued for the next start.
     const db = openDatabase(join(dataDir, 'mdm-console.sqlite'));
-    const counts = new SqliteDeliveryRepository(db).counts();
+    const counts = await new SqliteDeliveryRepository(db).counts();
     db.close();
     // All five, and nothing in any other state.
     expect(counts).toMatchObject({ queued: 5, total: 5 });
@@ -128,7 +128,7 @@ describe('restart', () => {
     // What a process killed mid-send leaves behind.
     const db = openDatabase(join(dataDir, 'mdm-console.sqlite'));
     const deliveries = new SqliteDeliveryRepository(db);
-    deliveries.queue([created.id], null);
+    await deliveries.queue([created.id], null);
     expect(deliveries.claim()).toMatchObject({ invitation_id: created.id, state: 'sending', attempts: 1 });
     db.close();
 

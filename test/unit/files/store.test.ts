@@ -172,7 +172,7 @@ describe('createFileStore', () => {
   });
 
   it('refuses bad names and unknown entities before reading the source', async () => {
-    const store = createFileStore(db, dir);
+    const store = await createFileStore(db, dir);
     let read = false;
     const source = () =>
       new Readable({
@@ -191,7 +191,7 @@ describe('createFileStore', () => {
 
   it('a source that fails midway leaves no row, no temp file and no content', async () => {
     const events: string[] = [];
-    const store = createFileStore(db, dir, (action) => events.push(action));
+    const store = await createFileStore(db, dir, (action) => events.push(action));
     let sent = 0;
     const source = new Readable({
       read() {
@@ -217,7 +217,7 @@ describe('createFileStore', () => {
   });
 
   it("a failing listener (the change's record) undoes the change: no row, no file, its error is the operation's", async () => {
-    const store = createFileStore(db, dir, () => {
+    const store = await createFileStore(db, dir, () => {
       throw new Error('cannot record');
     });
     await expect(store.add('file', { name: 'a.txt' }, Readable.from(['x']))).rejects.toThrow('cannot record');
@@ -256,7 +256,7 @@ describe('createFileStore', () => {
     utimesSync(join(dir, 'files', 'file', 'orphan'), old, old);
     utimesSync(first.pathOf(kept), old, old);
 
-    createFileStore(db, dir);
+    await createFileStore(db, dir);
     expect(tmpFiles()).toEqual(['fresh.part']);
     expect(stored('file')).toEqual([kept.storageName]);
   });

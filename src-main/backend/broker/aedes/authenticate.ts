@@ -55,17 +55,17 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
    * refusal waits what its (login, address) and its address have earned; a correct password at
    * most the first step, and nothing at all when its own (login, address) has no failures.
    */
-  const check = (
+  const check = async (
     client: Client,
     username: string | undefined,
     password: Buffer | undefined,
-  ): { result: AuthenticateError | BrokerAgentRow; delay: number } => {
+  ): Promise<{ result: AuthenticateError | BrokerAgentRow; delay: number }> => {
     const address = connectionInfo(client, client.id).address ?? 'unknown';
     const login = username ?? '';
     const key = `${address}\u0000${login}`;
     const shown = JSON.stringify(login.length > 64 ? `${login.slice(0, 64)}…` : login);
     const keyDelay = throttle.delayFor(key);
-    const refuse = (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow, noted = true) => {
+    const refuse = async (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow, noted = true) => {
       const delay = Math.max(keyDelay, scanThrottle.delayFor(address));
       if (returnCode === 4) {
         throttle.fail(key);
@@ -77,7 +77,7 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
           : scanThrottle.isThrottled(address)
             ? `; further refused logins from ${address} are slowed down`
             : '';
-        events.record(
+        await events.record(
           'mqtt.login_refused',
           `MQTT login ${shown} from ${address} refused: ${why}${slowed}`,
           agent ? { entityId: agent.entity_id, agentId: agent.id } : {},
@@ -93,7 +93,7 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
     };
     const secret = password?.toString('utf8') ?? '';
     if (!login || !secret) return refuse(4, 'login and password are required');
-    const candidates = store.byLogin(login);
+    const candidates = await store.byLogin(login);
     const agent = candidates.find((row) => verifySecret(secret, row.mqtt_password_hash));
     if (!agent)
       return refuse(
@@ -118,10 +118,10 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
     return { result: agent, delay: Math.min(keyDelay, throttle.firstStepMs) };
   };
 
-  const authenticate: AuthenticateHook['authenticate'] = (client, username, password, done) => {
+  const authenticate: AuthenticateHook['authenticate'] = async (client, username, password, done) => {
     let checked: ReturnType<typeof check>;
     try {
-      checked = check(client, username ?? undefined, password ?? undefined);
+      checked = await check(client, username ?? undefined, password ?? undefined);
     } catch (error) {
       if (!isDiskFull(error)) throw error;
       return done(refusal(3, DISK_FULL_REFUSAL), false); // a refusal could not be logged

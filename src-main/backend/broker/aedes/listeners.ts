@@ -64,8 +64,8 @@ export async function startListeners(
       port,
       tlsPort,
       cap,
-      stop: () => ({
-        closed: closeBoth(),
+      stop: async () => ({
+        closed: (await closeBoth()),
         destroy: () => {
           for (const socket of sockets) socket.destroy();
         },
