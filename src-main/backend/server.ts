@@ -352,9 +352,9 @@ async function startServing(
     info: currentInfo,
     broker,
     simulate: partial.simulate,
-    choosePublicHost: (host) => {
+    choosePublicHost: async (host) => {
       services.links.choose(host);
-      writeInfoFile(infoFile, currentInfo());
+      writeInfoFile(infoFile, (await currentInfo()));
     },
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
@@ -396,9 +396,9 @@ async function agentHttpApp(
     reports: { agents: services.agents, reports: services.reports, live: broker.liveReports },
     downloads: {
       store: files,
-      mayDownload: (session) => {
+      mayDownload: async (session) => {
         // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
-        if (services.codes.isCodeAccount(session.userId))
+        if ((await services.codes.isCodeAccount(session.userId)))
           throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
       },
       // "downloaded, not confirmed" on the device's open tasks of that item.
@@ -408,8 +408,8 @@ async function agentHttpApp(
     deeplinkPage: {
       deeplinkBase: () => services.links.deeplinkBase(),
       appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
-      invitationState: (token) => {
-        const row = /^[0-9a-f]{64}$/.test(token) ? services.invitations.byToken(token) : undefined;
+      invitationState: async (token) => {
+        const row = /^[0-9a-f]{64}$/.test(token) ? (await services.invitations.byToken(token)) : undefined;
         return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
       },
     },

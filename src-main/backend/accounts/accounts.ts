@@ -140,7 +140,7 @@ export class AccountService {
   }
 
   /** First start: the owner, named after the machine's user, with no email or password yet. */
-  ensureOwner(displayName: string): StoredAccount {
+  ensureOwner(displayName: string): Promise<StoredAccount> {
     return this.work.run(async () => {
       const existing = await this.store.owner();
       if (existing) return existing;
@@ -162,11 +162,11 @@ export class AccountService {
     return owner;
   }
 
-  byId(id: number): StoredAccount | undefined {
+  byId(id: number): Promise<StoredAccount | undefined> {
     return this.store.byId(id);
   }
 
-  byEmail(email: string): StoredAccount | undefined {
+  byEmail(email: string): Promise<StoredAccount | undefined> {
     return this.store.byEmail(email.trim());
   }
 
@@ -273,7 +273,7 @@ export class AccountService {
   createToken(
     actor: Actor,
     input: { name: string; role: Role; days?: number | undefined; fleet_ids?: number[] | undefined },
-  ): { token: string; row: ApiToken } {
+  ): Promise<{ token: string; row: ApiToken }> {
     // A token acts with its own role: it hands out nothing above it, whatever its account may.
     const mine = roleOf(actor);
     if (!roleAtLeast(mine, input.role)) {
@@ -324,7 +324,7 @@ export class AccountService {
   }
 
   /** Revokes one's own token (the owner: anyone's). The data dir's token is replaced, not revoked. */
-  revokeToken(actor: Actor, id: number): ApiToken {
+  revokeToken(actor: Actor, id: number): Promise<ApiToken> {
     return this.work.run(async () => {
       const row = await this.store.tokenById(id);
       if (!row || (row.account_id !== actor.account.id && actor.account.role !== 'owner')) {
@@ -354,7 +354,7 @@ export class AccountService {
    * Scopes an account to fleets (an empty list: every fleet again). Only an operator or an
    * observer may be scoped; its tokens keep their own scopes, intersected with this one on use.
    */
-  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): StoredAccount {
+  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): Promise<StoredAccount> {
     return this.work.run(async () => {
       const account = await this.store.byId(accountId);
       if (!account) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin account ${accountId}`);

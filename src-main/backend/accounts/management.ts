@@ -128,7 +128,7 @@ export class AccountManagement {
       no_email?: boolean | undefined;
       fleet_ids?: number[] | undefined;
     },
-  ): { account: AccountEntry; setup_url: string | null; email_queued: boolean } {
+  ): Promise<{ account: AccountEntry; setup_url: string | null; email_queued: boolean }> {
     const email = input.email.trim();
     if (!isValidEmail(email)) throw new ApiError(400, 'ERROR_BAD_REQUEST', `"${email}" is not an email address`);
     return this.work.run(async () => {
@@ -156,7 +156,7 @@ export class AccountManagement {
       const link = await this.newInvite(actor, id, input.days, input.no_email === true);
       await this.events.record(
         'account.invited',
-        `${nameOf(this.mustFind(id))} invited as ${input.role}${link.url ? ' (set-up link handed over, no email)' : ''}`,
+        `${nameOf((await this.mustFind(id)))} invited as ${input.role}${link.url ? ' (set-up link handed over, no email)' : ''}`,
         {},
         {
           account_id: id,
@@ -176,7 +176,7 @@ export class AccountManagement {
     actor: Actor,
     id: number,
     input: { days?: number | undefined; no_email?: boolean | undefined },
-  ): { account: AccountEntry; setup_url: string | null; email_queued: boolean } {
+  ): Promise<{ account: AccountEntry; setup_url: string | null; email_queued: boolean }> {
     return this.work.run(async () => {
       const row = await this.mustFind(id);
       if (row.password_hash !== null || row.email === null) {
@@ -199,7 +199,7 @@ export class AccountManagement {
   }
 
   /** A new role (never one's own, never away from the last owner). */
-  setRole(actor: Actor, id: number, role: Role): AccountEntry {
+  setRole(actor: Actor, id: number, role: Role): Promise<AccountEntry> {
     return this.work.run(async () => {
       const row = await this.mustFind(id);
       if (row.id === actor.account.id) {
@@ -222,7 +222,7 @@ export class AccountManagement {
   }
 
   /** Disabled: their console sessions end now and their API tokens are refused (until enabled again). */
-  disable(actor: Actor, id: number): AccountEntry {
+  disable(actor: Actor, id: number): Promise<AccountEntry> {
     return this.work.run(async () => {
       const row = await this.mustFind(id);
       if (row.id === actor.account.id) throw new ApiError(409, 'ERROR_CONFLICT', 'You cannot disable your own account.');
@@ -248,7 +248,7 @@ export class AccountManagement {
     });
   }
 
-  enable(actor: Actor, id: number): AccountEntry {
+  enable(actor: Actor, id: number): Promise<AccountEntry> {
     return this.work.run(async () => {
       const row = await this.mustFind(id);
       if (row.disabled === 0) return this.get(id);
@@ -264,7 +264,7 @@ export class AccountManagement {
   }
 
   /** Another admin's lost phone: their two-factor secret and recovery codes are gone; they sign in with the password alone (or enrol again when it is required). */
-  resetTwoFactor(actor: Actor, id: number): AccountEntry {
+  resetTwoFactor(actor: Actor, id: number): Promise<AccountEntry> {
     return this.work.run(async () => {
       const row = await this.mustFind(id);
       if (row.id === actor.account.id) {

@@ -103,7 +103,7 @@ export class TwoFactorService {
   }
 
   /** The enrolment confirmed by a code of the app: two-factor on, and ten recovery codes returned (this once). */
-  confirm(account: StoredAccount, code: string): { recovery_codes: string[] } {
+  confirm(account: StoredAccount, code: string): Promise<{ recovery_codes: string[] }> {
     return this.work.run(async () => {
       const current = await this.store.byId(account.id);
       if (!current) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin ${account.id}`);

@@ -26,13 +26,13 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
   });
 
   adminRoute(app, 'accounts.setScope', async (request) =>
-    accountView(accounts.setAccountScope(actorOf(request), request.params.id, request.body.fleet_ids)),
+    accountView((await accounts.setAccountScope(actorOf(request), request.params.id, request.body.fleet_ids))),
   );
 
   adminRoute(app, 'tokens.list', async (request) => ({ items: (await accounts.tokens(actorOf(request))) }));
 
   adminRoute(app, 'tokens.create', async (request, reply) => {
-    const { token, row } = accounts.createToken(actorOf(request), request.body);
+    const { token, row } = await accounts.createToken(actorOf(request), request.body);
     return reply.code(201).send({ ...row, token });
   });
 
@@ -46,10 +46,10 @@ export const accountManagementRoutes: FastifyPluginAsyncTypebox<{
 }> = async (app, { admins, actorOf }) => {
   adminRoute(app, 'accounts.list', async () => ({ items: (await admins.list()) }));
   adminRoute(app, 'accounts.invite', async (request, reply) =>
-    reply.code(201).send(admins.invite(actorOf(request), request.body)),
+    reply.code(201).send((await admins.invite(actorOf(request), request.body))),
   );
   adminRoute(app, 'accounts.reinvite', async (request, reply) =>
-    reply.code(201).send(admins.reinvite(actorOf(request), request.params.id, request.body ?? {})),
+    reply.code(201).send((await admins.reinvite(actorOf(request), request.params.id, request.body ?? {}))),
   );
   adminRoute(app, 'accounts.update', async (request) => admins.setRole(actorOf(request), request.params.id, request.body.role));
   adminRoute(app, 'accounts.disable', async (request) => admins.disable(actorOf(request), request.params.id));

@@ -181,7 +181,7 @@ export async function adminApp({
   // Enrolment at sign-in, when the owner requires two-factor and this admin has none yet.
   adminRoute(app, 'beginTwoFactorEnrolment', async (request) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-    const setup = auth.beginEnrolment(request.body.challenge, request.ip);
+    const setup = await auth.beginEnrolment(request.body.challenge, request.ip);
     if (!setup) refuseSignIn(undefined, { ok: false, status: 410 }, '');
     return { ...setup, qr_data_url: await qrDataUrl(setup.otpauth_url, 280) };
   });
@@ -308,7 +308,7 @@ export async function adminApp({
         let account = actor.account;
         const email = request.query.as?.trim();
         if (email !== undefined && email.toLowerCase() !== (account.email ?? '').toLowerCase()) {
-          const named = services.accounts.byEmail(email);
+          const named = await services.accounts.byEmail(email);
           if (!named) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin has the email ${email}`);
           if (roleOf(actor) !== 'owner') {
             throw new ApiError(403, 'ERROR_FORBIDDEN', 'Only the owner makes sign-in links for another admin');

@@ -205,7 +205,7 @@ export class AdminAuth {
     this.accountFailures.reset(key);
     await this.accounts.signedIn(account);
     await this.startSession(request, reply, account, passwordCredential(account), 'password');
-    return { ok: true, account: this.accounts.byId(account.id)! };
+    return { ok: true, account: (await this.accounts.byId(account.id))! };
   }
 
   /**
@@ -219,7 +219,7 @@ export class AdminAuth {
     request: FastifyRequest,
     reply: FastifyReply,
   ): Promise<{ ok: true; account: StoredAccount } | Refused | { ok: false; status: 410 }> {
-    const pending = this.challengeOf(challenge, 'code');
+    const pending = await this.challengeOf(challenge, 'code');
     if (!pending) return { ok: false, status: 410 };
     const { account, key } = pending;
     const wait = this.waitOf(request.ip, key);
@@ -234,12 +234,12 @@ export class AdminAuth {
     this.accountFailures.reset(key);
     await this.accounts.signedIn(account);
     await this.startSession(request, reply, account, passwordCredential(account), how);
-    return { ok: true, account: this.accounts.byId(account.id)! };
+    return { ok: true, account: (await this.accounts.byId(account.id))! };
   }
 
   /** Enrolment at sign-in (two-factor required, none yet): the secret to add to the app. */
-  beginEnrolment(challenge: string, address: string | null = null): { secret: string; otpauth_url: string } | null {
-    const pending = this.challengeOf(challenge, 'enrol');
+  async beginEnrolment(challenge: string, address: string | null = null): Promise<{ secret: string; otpauth_url: string } | null> {
+    const pending = await this.challengeOf(challenge, 'enrol');
     if (!pending) return null;
     // Recorded as the admin's own doing (their password was right), from where they sign in.
     const actor = requestActor({ account: pending.account, token: null });
@@ -253,7 +253,7 @@ export class AdminAuth {
     request: FastifyRequest,
     reply: FastifyReply,
   ): Promise<{ ok: true; account: StoredAccount; recoveryCodes: string[] } | Refused | { ok: false; status: 410 }> {
-    const pending = this.challengeOf(challenge, 'enrol');
+    const pending = await this.challengeOf(challenge, 'enrol');
     if (!pending) return { ok: false, status: 410 };
     const { account, key } = pending;
     const wait = this.waitOf(request.ip, key);
@@ -261,9 +261,9 @@ export class AdminAuth {
     let codes: string[];
     try {
       const actor = requestActor({ account, token: null });
-      codes = requestContext.run({ actor, address: request.ip, audited: false }, () =>
+      codes = (await requestContext.run({ actor, address: request.ip, audited: false }, () =>
         this.accounts.twoFactor.confirm(account, code),
-      ).recovery_codes;
+      )).recovery_codes;
     } catch (error) {
       const entry = this.challenges.get(challenge);
       if (entry && ++entry.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challenge);
@@ -273,7 +273,7 @@ export class AdminAuth {
     this.challenges.delete(challenge);
     this.accountFailures.reset(key);
     await this.accounts.signedIn(account);
-    const enrolled = this.accounts.byId(account.id)!;
+    const enrolled = (await this.accounts.byId(account.id))!;
     await this.startSession(request, reply, enrolled, passwordCredential(enrolled), 'totp');
     return { ok: true, account: enrolled, recoveryCodes: codes };
   }
@@ -285,33 +285,33 @@ export class AdminAuth {
   async passwordChanged(account: StoredAccount, request: FastifyRequest): Promise<number> {
     const id = cookieOf(request) ?? null;
     const unowned = account.role === 'owner' && account.id === (await this.accounts.owner()).id;
-    const ended = this.sessions.endOthers(account.id, id, unowned);
+    const ended = await this.sessions.endOthers(account.id, id, unowned);
     if (id !== null) await this.sessions.recredential(id, passwordCredential(account));
     return ended;
   }
 
   /** The console sessions of `actor`'s account, the request's own marked. */
-  sessionsOf(actor: Actor, request: FastifyRequest) {
-    return this.sessions.list(actor.account.id, cookieOf(request) ?? null, this.isFirstOwner(actor.account));
+  async sessionsOf(actor: Actor, request: FastifyRequest) {
+    return this.sessions.list(actor.account.id, cookieOf(request) ?? null, (await this.isFirstOwner(actor.account)));
   }
 
-  endSession(actor: Actor, publicId: string): boolean {
+  async endSession(actor: Actor, publicId: string): Promise<boolean> {
     return (
-      this.recordingEnded(actor, () =>
-        this.sessions.endOne(actor.account.id, publicId, this.isFirstOwner(actor.account)) ? 1 : 0,
-      ) === 1
+      (await this.recordingEnded(actor, async () =>
+        (await this.sessions.endOne(actor.account.id, publicId, (await this.isFirstOwner(actor.account)))) ? 1 : 0,
+      )) === 1
     );
   }
 
   /** Ends every session of `actor`'s account but the request's own; how many ended. */
-  endOtherSessions(actor: Actor, request: FastifyRequest): number {
-    return this.recordingEnded(actor, () =>
-      this.sessions.endOthers(actor.account.id, cookieOf(request) ?? null, this.isFirstOwner(actor.account)),
+  endOtherSessions(actor: Actor, request: FastifyRequest): Promise<number> {
+    return this.recordingEnded(actor, async () =>
+      this.sessions.endOthers(actor.account.id, cookieOf(request) ?? null, (await this.isFirstOwner(actor.account))),
     );
   }
 
   /** Sessions ended by their admin, recorded (event and audit entry) in the same transaction. */
-  private recordingEnded(actor: Actor, end: () => number): number {
+  private recordingEnded(actor: Actor, end: () => number): Promise<number> {
     const work = this.work;
     const run = async (change: () => number) => (work ? (await work.run(change)) : change());
     return run(async () => {
@@ -343,7 +343,7 @@ export class AdminAuth {
     }
     await this.accounts.signedIn(account);
     await this.startSession(request, reply, account, passwordCredential(account), 'password');
-    return { ok: true, account: this.accounts.byId(account.id)! };
+    return { ok: true, account: (await this.accounts.byId(account.id))! };
   }
 
   /** Sign-out: the session ends on the server and the browser drops the cookie. */
@@ -402,7 +402,7 @@ export class AdminAuth {
     const found = this.tickets.get(ticket);
     this.tickets.delete(ticket);
     if (found === undefined || found.expires <= Date.now()) return null;
-    const account = found.accountId === null ? (await this.accounts.owner()) : this.accounts.byId(found.accountId);
+    const account = found.accountId === null ? (await this.accounts.owner()) : (await this.accounts.byId(found.accountId));
     return account && account.disabled === 0 ? account : null;
   }
 
@@ -425,14 +425,14 @@ export class AdminAuth {
   }
 
   /** The live challenge of this step and its account (still enabled); null when unknown, expired or used. */
-  private challengeOf(challenge: string, step: 'code' | 'enrol'): { account: StoredAccount; key: string } | null {
+  private async challengeOf(challenge: string, step: 'code' | 'enrol'): Promise<{ account: StoredAccount; key: string } | null> {
     const entry = this.challenges.get(challenge);
     if (!entry || entry.step !== step) return null;
     if (entry.expires <= this.now()) {
       this.challenges.delete(challenge);
       return null;
     }
-    const account = this.accounts.byId(entry.accountId);
+    const account = await this.accounts.byId(entry.accountId);
     if (!account || account.disabled === 1 || account.email === null) {
       this.challenges.delete(challenge);
       return null;
@@ -448,7 +448,7 @@ export class AdminAuth {
   private async sessionActor(id: string): Promise<Actor | null> {
     let account: StoredAccount | undefined;
     const session = await this.sessions.resolve(id, async (accountId, credential) => {
-      account = accountId === null ? (await this.accounts.owner()) : this.accounts.byId(accountId);
+      account = accountId === null ? (await this.accounts.owner()) : (await this.accounts.byId(accountId));
       if (!account || account.disabled === 1) return false;
       return credential === this.credential || credential === passwordCredential(account);
     });

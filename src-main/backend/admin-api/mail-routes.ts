@@ -13,7 +13,7 @@ export const mailRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'mail' | 'invi
 ) => {
   // Same token, same expiry; queued again even when it was sent (the person lost it).
   adminRoute(app, 'invitations.resend', async (request, reply) =>
-    reply.code(202).send(invitations.view(invitations.resend(request.params.id))),
+    reply.code(202).send((await invitations.view((await invitations.resend(request.params.id))))),
   );
 
   adminRoute(app, 'mail.status', async () => mail.worker.status());

@@ -18,7 +18,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
   actorOf: (request: FastifyRequest) => Actor;
 }> = async (app, { accounts, signIn, auth, actorOf }) => {
   const twoFactorOf = async (actor: Actor) => {
-    const account = accounts.byId(actor.account.id) ?? actor.account;
+    const account = (await accounts.byId(actor.account.id)) ?? actor.account;
     return { ...(await accounts.twoFactor.status(account)), required: signIn.get().require_two_factor };
   };
 
@@ -48,13 +48,13 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
   adminRoute(app, 'sessions.list', async (request) => ({ items: (await auth.sessionsOf(actorOf(request), request)) }));
 
   adminRoute(app, 'sessions.end', async (request) => {
-    if (!auth.endSession(actorOf(request), request.params.id)) {
+    if (!(await auth.endSession(actorOf(request), request.params.id))) {
       throw new ApiError(404, 'ERROR_NOT_FOUND', `You have no session ${request.params.id} (ended already, or another admin’s)`);
     }
     return { ended: 1 };
   });
 
-  adminRoute(app, 'sessions.endOthers', async (request) => ({ ended: auth.endOtherSessions(actorOf(request), request) }));
+  adminRoute(app, 'sessions.endOthers', async (request) => ({ ended: (await auth.endOtherSessions(actorOf(request), request)) }));
 
   adminRoute(app, 'signInSettings.get', async () => signIn.get());
 

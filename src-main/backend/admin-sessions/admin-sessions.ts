@@ -152,12 +152,12 @@ export class AdminSessionService {
   }
 
   /** Ends one of the account's sessions by its public id; false when it has no such session. */
-  endOne(accountId: number, publicId: string, unowned = false): boolean {
+  endOne(accountId: number, publicId: string, unowned = false): Promise<boolean> {
     return this.store.removeOneOfAccount(accountId, publicId, unowned);
   }
 
   /** Ends every session of the account but the one `keepId` (a cookie's id) names; how many ended. */
-  endOthers(accountId: number, keepId: string | null, unowned = false): number {
+  endOthers(accountId: number, keepId: string | null, unowned = false): Promise<number> {
     const keep = keepId !== null && COOKIE_ID.test(keepId) ? hashOf(keepId) : null;
     return this.store.removeOthers(accountId, keep, unowned);
   }
@@ -168,16 +168,16 @@ export class AdminSessionService {
   }
 
   /** Ends every session of an account (disabled or deleted); how many ended. */
-  endAllOf(accountId: number): number {
+  endAllOf(accountId: number): Promise<number> {
     return this.store.removeOfAccount(accountId);
   }
 
-  purgeExpired(): number {
+  purgeExpired(): Promise<number> {
     const now = this.now();
     return this.store.removeExpired(new Date(now).toISOString(), new Date(now - this.limits.idleMs).toISOString());
   }
 
-  count(): number {
+  count(): Promise<number> {
     return this.store.count();
   }
 

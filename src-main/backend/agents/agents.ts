@@ -35,7 +35,7 @@ export class AgentService {
     return row;
   }
 
-  list(scope: FleetScope = currentFleetScope()): AgentSummary[] {
+  list(scope: FleetScope = currentFleetScope()): Promise<AgentSummary[]> {
     return this.agents.summaries(fleetScopeParam(scope));
   }
 

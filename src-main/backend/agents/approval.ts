@@ -37,15 +37,15 @@ export class ApprovalService {
     this.sessions = deps.sessions;
   }
 
-  pendingCount(): number {
+  pendingCount(): Promise<number> {
     return this.agents.pendingApprovalCount();
   }
 
-  approve(id: number): AgentRow {
+  approve(id: number): Promise<AgentRow> {
     return this.decide(id, 'approve');
   }
 
-  reject(id: number): AgentRow {
+  reject(id: number): Promise<AgentRow> {
     return this.decide(id, 'reject');
   }
 

@@ -127,7 +127,7 @@ export class EnrollmentService {
     const serial = clean(input._serial);
     const uuid = clean(input._uuid);
     const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };
-    const grant = this.grantOf(clean(input._invitation_token));
+    const grant = await this.grantOf(clean(input._invitation_token));
 
     const refuse = async (message: string): Promise<never> => {
       if (grant) grant.logRefusal(message, attempt);
@@ -232,11 +232,11 @@ export class EnrollmentService {
   }
 
   /** The invitation or enrollment code a token names. */
-  private grantOf(token: string | null): EnrollmentGrant | undefined {
+  private async grantOf(token: string | null): Promise<EnrollmentGrant | undefined> {
     if (!token) return undefined;
-    const invitation = this.invitations.byToken(token);
+    const invitation = await this.invitations.byToken(token);
     if (invitation) return invitationGrant(this.invitations, invitation);
-    const code = this.codes.byToken(token);
+    const code = await this.codes.byToken(token);
     return code ? codeGrant(this.codes, this.users, code) : undefined;
   }
 
@@ -427,7 +427,7 @@ export class EnrollmentService {
   }
 
   async fleet(session: SessionContext, id: number): Promise<Record<string, unknown>> {
-    const row = (await this.ownAgent(session))?.fleet_id === id ? this.fleets.byId(id) : undefined;
+    const row = (await this.ownAgent(session))?.fleet_id === id ? (await this.fleets.byId(id)) : undefined;
     if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, entities_id: row.entity_id, is_default: row.is_default, date_creation: row.created_at };
   }

@@ -86,11 +86,11 @@ export class DeviceReports {
     });
   }
 
-  inventoryOf(agentId: number): StoredInventory | null {
+  inventoryOf(agentId: number): Promise<StoredInventory | null> {
     return this.reports.inventoryOf(agentId);
   }
 
-  positionsOf(agentId: number, limit = 20): StoredPosition[] {
+  positionsOf(agentId: number, limit = 20): Promise<StoredPosition[]> {
     return this.reports.positionsOf(agentId, limit);
   }
 

@@ -91,7 +91,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     publisher,
     links: { isConnected: (agentId) => registry.live(agentId).length > 0, fleetChanged: accounts.moved },
   });
-  const wasOnline = presence.start();
+  const wasOnline = await presence.start();
   const resubscribe = resubscribeGuard(events, options.resubscribeGraceMs);
   let listeners: Listeners | undefined;
   const lifecycle = new ClientLifecycle({ registry, presence, resubscribe, connectionCap: () => listeners?.cap });

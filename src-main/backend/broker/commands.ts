@@ -126,7 +126,7 @@ export class AgentCommands {
     const agent = await this.commandable(agentId);
     let fleet: FleetRow;
     if (target.fleet_id !== undefined) {
-      fleet = this.fleets.get(target.fleet_id);
+      fleet = await this.fleets.get(target.fleet_id);
       if (fleet.entity_id !== agent.entity_id) {
         throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Fleet #${fleet.id} belongs to another entity than ${agent.name}`);
       }
@@ -134,7 +134,7 @@ export class AgentCommands {
       fleet = await this.fleets.resolve(agent.entity_id, target.fleet ?? '');
     }
     if (fleet.id === agent.fleet_id) return null;
-    const previous = this.fleets.byId(agent.fleet_id);
+    const previous = await this.fleets.byId(agent.fleet_id);
     const payload = { subscribe: [{ topic: fleetTopic(agent.entity_id, fleet.id) }] };
     const topic = `${agent.topic}/${SUBSCRIBE_SUBTOPIC}`;
     const online = this.links.isConnected(agentId);

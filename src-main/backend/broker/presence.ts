@@ -46,7 +46,7 @@ export class PresenceTracker {
   }
 
   /** Nobody is connected to a broker that is just starting: clears what a crash left behind. */
-  start(): number[] {
+  start(): Promise<number[]> {
     return this.store.allOffline();
   }
 

@@ -164,12 +164,12 @@ export class EnrollmentCodeService {
     return row;
   }
 
-  byToken(token: string): CodeRow | undefined {
+  byToken(token: string): Promise<CodeRow | undefined> {
     return this.repository.byToken(token);
   }
 
   /** Whether this user is a code's account (it enrolls devices, it never downloads). */
-  isCodeAccount(userId: number): boolean {
+  isCodeAccount(userId: number): Promise<boolean> {
     return this.repository.isAccount(userId);
   }
 
@@ -257,7 +257,7 @@ export class EnrollmentCodeService {
     return (await this.repository.lastUseSession(agentId)) === sessionHash(sessionToken);
   }
 
-  logOf(id: number): CodeLogEntry[] {
+  logOf(id: number): Promise<CodeLogEntry[]> {
     return this.repository.logOf(id);
   }
 

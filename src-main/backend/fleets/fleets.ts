@@ -34,13 +34,13 @@ export class FleetService {
   }
 
   /** Any fleet, whatever the request's scope (names in messages, internal lookups). */
-  byId(id: number): FleetRow | undefined {
+  byId(id: number): Promise<FleetRow | undefined> {
     return this.store.byId(id);
   }
 
   /** A fleet the request may see: another one answers 404, as if it did not exist. */
-  get(id: number): FleetRow {
-    const fleet = this.byId(id);
+  async get(id: number): Promise<FleetRow> {
+    const fleet = await this.byId(id);
     if (!fleet || !inFleetScope(fleet.id)) throw itemNotFound('Fleet not found');
     return fleet;
   }
@@ -90,12 +90,12 @@ export class FleetService {
         { entityId },
         { fleet_id: id, name: clean, before: null, after: { name: clean } },
       );
-      return this.byId(id)!;
+      return (await this.byId(id))!;
     });
   }
 
   async rename(id: number, name: string): Promise<FleetRow> {
-    const fleet = this.get(id);
+    const fleet = await this.get(id);
     const clean = name.trim();
     if (!clean) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'A fleet needs a name');
     const clash = await this.store.byName(fleet.entity_id, clean);
@@ -108,7 +108,7 @@ export class FleetService {
         { entityId: fleet.entity_id },
         { fleet_id: id, name: clean, before: { name: fleet.name }, after: { name: clean } },
       );
-      return this.byId(id)!;
+      return (await this.byId(id))!;
     });
   }
 
@@ -117,7 +117,7 @@ export class FleetService {
    * default fleet from now on; its deployments are removed (deployments.ts follows fleet.deleted).
    */
   async remove(id: number): Promise<FleetRow> {
-    const fleet = this.get(id);
+    const fleet = await this.get(id);
     if (fleet.is_default === 1) throw new ApiError(409, 'ERROR_DEFAULT_FLEET', 'The default fleet cannot be deleted');
     const n = await this.store.agentCount(id);
     if (n > 0)

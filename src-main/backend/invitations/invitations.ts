@@ -85,7 +85,7 @@ export class InvitationService {
   }
 
   /** The newest pending, unexpired invitation of an address, if any. */
-  pendingFor(email: string, entityId = 1): InvitationRow | undefined {
+  pendingFor(email: string, entityId = 1): Promise<InvitationRow | undefined> {
     return this.repository.pendingFor(normalizeEmail(email), entityId, nowIso());
   }
 
@@ -127,7 +127,7 @@ export class InvitationService {
   create(
     inputs: InvitationInput[],
     options: CreateOptions = {},
-  ): { rows: InvitationRow[]; batch_id: string | null; queued: number } {
+  ): Promise<{ rows: InvitationRow[]; batch_id: string | null; queued: number }> {
     const entityId = options.entityId ?? 1;
     const send = options.send ?? this.settings.get().mail_send_on_create;
     if (inputs.length === 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'No invitations to create');
@@ -179,7 +179,7 @@ export class InvitationService {
 
   /** Sends an invitation's email again: same token, same expiry. Only for pending invitations. */
   async resend(id: number): Promise<InvitationRow> {
-    const status = statusOf(this.get(id));
+    const status = statusOf((await this.get(id)));
     if (status !== 'pending') {
       const why = { done: 'has already been used', revoked: 'was revoked', expired: 'has expired; create a new invitation' }[
         status
@@ -197,7 +197,7 @@ export class InvitationService {
     return row;
   }
 
-  byToken(token: string): InvitationRow | undefined {
+  byToken(token: string): Promise<InvitationRow | undefined> {
     return this.repository.byToken(token);
   }
 
@@ -260,7 +260,7 @@ export class InvitationService {
     });
   }
 
-  logOf(id: number): InvitationLogEntry[] {
+  logOf(id: number): Promise<InvitationLogEntry[]> {
     return this.repository.logOf(id);
   }
 
@@ -278,7 +278,7 @@ export class InvitationService {
 
   /** Views of many invitations (a bulk creation), in their order, read at once. */
   async views(rows: Pick<InvitationRow, 'id'>[]): Promise<InvitationView[]> {
-    const byId = new Map((await this.present(this.repository.details(rows.map((r) => r.id)))).map((view) => [view.id, view]));
+    const byId = new Map((await this.present((await this.repository.details(rows.map((r) => r.id))))).map((view) => [view.id, view]));
     return rows.flatMap((r) => byId.get(r.id) ?? []);
   }
 

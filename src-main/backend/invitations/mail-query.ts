@@ -52,7 +52,7 @@ export class InvitationMailQuery {
    * Of these invitations, those still pending (neither used, revoked nor expired), and within the
    * request's fleet scope (a scoped operator's retry of every failed email retries its fleets' only).
    */
-  pendingAmong(ids: number[]): number[] {
+  pendingAmong(ids: number[]): Promise<number[]> {
     return this.repository.pendingAmong(ids, nowIso(), fleetScopeParam());
   }
 }

@@ -37,7 +37,7 @@ export class MailQueue implements InvitationMailer {
   }
 
   /** Queues emails of existing invitations, in the caller's transaction if any; returns how many were queued. */
-  queue(invitationIds: number[], batchId: string | null = null): number {
+  queue(invitationIds: number[], batchId: string | null = null): Promise<number> {
     if (invitationIds.length === 0) return 0;
     return this.work.run(async () => {
       const queued = await this.deliveries.queue(invitationIds, batchId);
@@ -75,11 +75,11 @@ export class MailQueue implements InvitationMailer {
   }
 
   /** The email of each of these admin invitations that has one. */
-  deliveriesOf(inviteIds: number[]): Map<number, AccountInviteDelivery> {
+  deliveriesOf(inviteIds: number[]): Promise<Map<number, AccountInviteDelivery>> {
     return this.accountDeliveries.deliveriesOf(inviteIds);
   }
 
-  counts(batchId?: string): DeliveryCounts {
+  counts(batchId?: string): Promise<DeliveryCounts> {
     return this.deliveries.counts(batchId);
   }
 

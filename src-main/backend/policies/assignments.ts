@@ -142,7 +142,7 @@ export async function assign(ctx: PolicyContext, input: AssignInput): Promise<nu
       });
     case 'removeApp':
     case 'removeFile':
-      return removeItem(ctx, definition.symbol, input.value as string, targetOf(ctx, input.fleetId, input.agentId));
+      return removeItem(ctx, definition.symbol, input.value as string, (await targetOf(ctx, input.fleetId, input.agentId)));
   }
   const value = input.value as boolean | number | string;
   const target = await targetOf(ctx, input.fleetId, input.agentId);
@@ -397,7 +397,7 @@ export async function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy:
 async function itemTarget(ctx: PolicyContext, input: DeployInput, entityId: number): Promise<Target> {
   if (input.fleetId !== undefined) {
     const target = await fleetTarget(ctx, input.fleetId);
-    if (ctx.fleets.get(input.fleetId).entity_id !== entityId)
+    if ((await ctx.fleets.get(input.fleetId)).entity_id !== entityId)
       throw badRequest('The fleet belongs to another entity than the item');
     return { ...target, agentId: null };
   }
@@ -408,13 +408,13 @@ async function itemTarget(ctx: PolicyContext, input: DeployInput, entityId: numb
 
 /** A fleet or one device, with the entity the assignment belongs to. */
 async function targetOf(ctx: PolicyContext, fleetId: number | undefined, agentId: number | undefined): Promise<Target & { entityId: number }> {
-  if (fleetId !== undefined) return { ...(await fleetTarget(ctx, fleetId)), agentId: null, entityId: ctx.fleets.get(fleetId).entity_id };
+  if (fleetId !== undefined) return { ...(await fleetTarget(ctx, fleetId)), agentId: null, entityId: (await ctx.fleets.get(fleetId)).entity_id };
   const target = await agentTarget(ctx, agentId!);
   return { ...target, fleetId: null, entityId: target.agents[0]!.entity_id };
 }
 
 async function fleetTarget(ctx: PolicyContext, fleetId: number) {
-  const fleet = ctx.fleets.get(fleetId);
+  const fleet = await ctx.fleets.get(fleetId);
   return {
     fleetId: fleet.id,
     name: `fleet "${fleet.name}"`,

@@ -13,7 +13,7 @@ import { decide, reassess } from './server-decisions.ts';
 export async function syncAgent(ctx: PolicyContext, agentId: number): Promise<void> {
   const agent = await ctx.repo.agent(agentId);
   if (!agent) return;
-  const fleet = ctx.fleets.byId(agent.fleet_id);
+  const fleet = await ctx.fleets.byId(agent.fleet_id);
   await ctx.outbox.transact(async () => {
     const at = nowIso();
     for (const task of (await ctx.repo.openFleetTasksElsewhere(agent.id, agent.fleet_id))) {
@@ -58,8 +58,8 @@ async function cancelOpenTasks(ctx: PolicyContext, agentId: number, why: string)
  * our messages live on `…/Policy/<symbol>/Task/<id>`, every retained message the broker holds under
  * `<fleet topic>/Policy/` is cleared too, except those of the fleet's own assignments (set meanwhile).
  */
-function clearFleetTopics(ctx: PolicyContext, fleetId: number): void {
-  const fleet = ctx.fleets.byId(fleetId);
+async function clearFleetTopics(ctx: PolicyContext, fleetId: number): Promise<void> {
+  const fleet = await ctx.fleets.byId(fleetId);
   if (!fleet) return;
   const prefix = `/${fleet.entity_id}/fleet/${fleet.id}/Policy`;
   for (const policy of POLICY_CATALOGUE) void ctx.outbox.publish(`${prefix}/${policy.symbol}`, '');
@@ -78,7 +78,7 @@ export async function followEvent(ctx: PolicyContext, event: RecordedEvent): Pro
     if (event.agent_id !== null && ['agent.enrolled', 'agent.reenrolled', 'agent.fleet_changed'].includes(event.type))
       await syncAgent(ctx, event.agent_id);
     if (event.type === 'agent.inventory' && event.agent_id !== null) await reassess(ctx, event.agent_id);
-    if (event.type === 'fleet.created' && event.data) clearFleetTopics(ctx, event.data.fleet_id);
+    if (event.type === 'fleet.created' && event.data) await clearFleetTopics(ctx, event.data.fleet_id);
     if (event.type === 'fleet.deleted' && event.data) {
       const fleetId = event.data.fleet_id;
       for (const row of (await ctx.repo.activeForFleet(fleetId)))

@@ -25,7 +25,7 @@ export function mqttTaskReports(deployments: PolicyService, events: EventLog) {
       body = null;
     }
     try {
-      deployments.report(agent.id, taskId, body, 'mqtt');
+      await deployments.report(agent.id, taskId, body, 'mqtt');
     } catch (error) {
       const message = error instanceof ApiError ? error.message : 'the report could not be applied';
       const key = `${agent.id} ${taskId}`;

@@ -71,13 +71,13 @@ export class PolicyService {
     this.ctx.outbox.attach(null);
   }
 
-  list(filter: AssignmentFilter = {}): DeploymentView[] {
+  list(filter: AssignmentFilter = {}): Promise<DeploymentView[]> {
     return list(this.ctx, filter);
   }
 
   /** Sets any policy (a value, or a deployment kind) on a fleet or one device (see assignments.ts `assign`). */
-  assign(input: AssignInput): DeploymentView {
-    return view(this.ctx, assign(this.ctx, input));
+  async assign(input: AssignInput): Promise<DeploymentView> {
+    return view(this.ctx, (await assign(this.ctx, input)));
   }
 
   /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */
@@ -90,17 +90,17 @@ export class PolicyService {
   }
 
   /** The device's tasks of active assignments, with where each value comes from and which applies. */
-  effectiveOf(agentId: number): EffectivePolicy[] {
+  effectiveOf(agentId: number): Promise<EffectivePolicy[]> {
     return effectiveOf(this.ctx, agentId);
   }
 
   /** Every enrolled device (of one fleet, or all) with its tasks of active assignments counted. */
-  compliance(fleetId: number | null): ComplianceView[] {
+  compliance(fleetId: number | null): Promise<ComplianceView[]> {
     return compliance(this.ctx, fleetId);
   }
 
   /** One assignment with its tasks and each task's history. */
-  detail(id: number): DeploymentView & { tasks: TaskView[] } {
+  detail(id: number): Promise<DeploymentView & { tasks: TaskView[] }> {
     return detail(this.ctx, id);
   }
 
@@ -110,17 +110,17 @@ export class PolicyService {
     return { removed: (await view(this.ctx, id)), removal: removal === null ? null : (await view(this.ctx, removal)) };
   }
 
-  tasksOfAgent(agentId: number): TaskView[] {
+  tasksOfAgent(agentId: number): Promise<TaskView[]> {
     return tasksOfAgent(this.ctx, agentId);
   }
 
   /** A status report of a device for the task `taskId` (an assignment id) of its own. */
-  report(agentId: number, taskId: number, body: unknown, source: ReportSource): TaskRow {
+  report(agentId: number, taskId: number, body: unknown, source: ReportSource): Promise<TaskRow> {
     return report(this.ctx, agentId, taskId, body, source);
   }
 
   /** PUT PluginMdmTaskstatus/<id>: the status row `statusId`, which must belong to the session's device. */
-  reportByStatusId(agentId: number, statusId: number, body: unknown): TaskRow {
+  reportByStatusId(agentId: number, statusId: number, body: unknown): Promise<TaskRow> {
     return reportByStatusId(this.ctx, agentId, statusId, body);
   }
 
@@ -130,12 +130,12 @@ export class PolicyService {
   }
 
   /** The device behind an agent-API session (its own account), or null for a person's session. */
-  agentOfAccount(userId: number): AgentInScope | undefined {
+  agentOfAccount(userId: number): Promise<AgentInScope | undefined> {
     return this.ctx.repo.agentOfAccount(userId);
   }
 
   /** search/PluginMdmTaskstatus as the reference agent asks it: its agent id and the task id. */
-  searchStatuses(agentId: number, criteria: { agentId?: number | undefined; taskId?: number | undefined }): TaskRow[] {
+  searchStatuses(agentId: number, criteria: { agentId?: number | undefined; taskId?: number | undefined }): Promise<TaskRow[]> {
     return searchStatuses(this.ctx, agentId, criteria);
   }
 

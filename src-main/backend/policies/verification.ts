@@ -114,7 +114,7 @@ export class InstallVerification {
     const at = nowIso();
     await this.work.run(async () => {
       for (const task of tasks) {
-        const { result, detail } = checkInstalled(inventory.applications, this.expected(task));
+        const { result, detail } = checkInstalled(inventory.applications, (await this.expected(task)));
         await this.repo.save(task.task_id, result, detail, inventory.received_at, at);
         await this.events.record(
           'task.verified',

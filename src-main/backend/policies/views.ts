@@ -192,7 +192,7 @@ export async function effectiveOf(ctx: PolicyContext, agentId: number): Promise<
 
 /** Every enrolled device (of one fleet, or all) with its tasks of active assignments counted. */
 export async function compliance(ctx: PolicyContext, fleetId: number | null): Promise<ComplianceView[]> {
-  if (fleetId !== null) ctx.fleets.get(fleetId);
+  if (fleetId !== null) await ctx.fleets.get(fleetId);
   return (await ctx.repo.compliance(fleetId, fleetScopeParam())).map((row) => {
     const failing = row.failed + row.incompatible;
     const open = row.pending + row.in_progress;

@@ -219,7 +219,7 @@ export class SessionService {
     await this.store.removeOfUser(userId);
   }
 
-  purgeIdle(): number {
+  purgeIdle(): Promise<number> {
     return this.store.removeUnusedSince(new Date(Date.now() - this.limits.idleMs).toISOString());
   }
 }
