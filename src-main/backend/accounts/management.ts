@@ -18,8 +18,8 @@ const DAY_MS = 86_400_000;
 /** What accounts ask of the mail room (implemented there): an invited admin's email, queued and reported. */
 export interface AccountInviteMailer {
   /** Queues the email of this invitation in the caller's transaction (sent once it commits); the link's secret waits with it. */
-  queueAccountInvite(inviteId: number, token: string): void;
-  deliveriesOf(inviteIds: number[]): Map<number, AccountInviteDelivery>;
+  queueAccountInvite(inviteId: number, token: string): Promise<void>;
+  deliveriesOf(inviteIds: number[]): Promise<Map<number, AccountInviteDelivery>>;
 }
 
 /** Resets an account's two-factor sign-in (accounts.ts: TwoFactorService). */
@@ -34,7 +34,7 @@ export interface AccountScopes {
 
 /** Ends the console sessions of an account (the admin-sessions room). */
 export interface AccountSessions {
-  endAllOf(accountId: number): number;
+  endAllOf(accountId: number): Promise<number>;
 }
 
 /** What the mail worker reads of an admin's invitation to compose its email (mail/ports.ts declares it). */
@@ -107,14 +107,14 @@ export class AccountManagement {
   async list(now = Date.now()): Promise<AccountEntry[]> {
     const rows = await this.store.list();
     const invites = await this.invites.latestOf(rows.filter((row) => row.password_hash === null).map((row) => row.id));
-    const deliveries = this.mailer.deliveriesOf([...invites.values()].map((invite) => invite.id));
-    return rows.map((row) => this.entry(row, invites.get(row.id), deliveries, now));
+    const deliveries = await this.mailer.deliveriesOf([...invites.values()].map((invite) => invite.id));
+    return Promise.all(rows.map((row) => this.entry(row, invites.get(row.id), deliveries, now)));
   }
 
   async get(id: number): Promise<AccountEntry> {
     const row = await this.mustFind(id);
     const invite = row.password_hash === null ? (await this.invites.latestOf([id])).get(id) : undefined;
-    return this.entry(row, invite, this.mailer.deliveriesOf(invite ? [invite.id] : []), Date.now());
+    return this.entry(row, invite, (await this.mailer.deliveriesOf(invite ? [invite.id] : [])), Date.now());
   }
 
   /** Invites an admin by email with a role: a new account (`invited`) and its set-up link, emailed unless `noEmail`. */
@@ -230,7 +230,7 @@ export class AccountManagement {
       if (row.role === 'owner') await this.keepAnOwner(row, 'be disabled');
       await this.keepDataDirOwner(row, 'be disabled');
       await this.store.setDisabled(id, true);
-      const ended = this.sessions.endAllOf(id);
+      const ended = await this.sessions.endAllOf(id);
       await this.events.record(
         'account.disabled',
         `${nameOf(row)} disabled: ${ended} console session(s) ended, API tokens refused`,
@@ -288,7 +288,7 @@ export class AccountManagement {
       }
       if (row.role === 'owner') await this.keepAnOwner(row, 'be deleted');
       await this.keepDataDirOwner(row, 'be deleted');
-      this.sessions.endAllOf(id);
+      await this.sessions.endAllOf(id);
       await this.store.remove(id);
       await this.events.record(
         'account.deleted',
@@ -376,7 +376,7 @@ export class AccountManagement {
       expires_at: new Date(at + (days ?? ACCOUNT_INVITE_DAYS.default) * DAY_MS).toISOString(),
     });
     if (noEmail) return { url: this.setupLink(token) };
-    this.mailer.queueAccountInvite(inviteId, token);
+    await this.mailer.queueAccountInvite(inviteId, token);
     return { url: null };
   }
 

@@ -15,12 +15,14 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
   adminRoute(app, 'me', async (request) => {
     const actor = actorOf(request);
     const { token } = actor;
+    const fleetNames = async (ids: number[] | null) =>
+      ids === null ? null : Promise.all(ids.map(async (id) => ({ id, name: (await fleets.byId(id))?.name ?? `#${id}` })));
     return {
       account: accountView(actor.account),
       via: token ? ('token' as const) : ('session' as const),
       token: token ? { id: token.id, name: token.name, role: token.role } : null,
       role: roleOf(actor),
-      fleets: fleetScopeOf(actor)?.map((id) => ({ id, name: fleets.byId(id)?.name ?? `#${id}` })) ?? null,
+      fleets: await fleetNames(fleetScopeOf(actor)),
       permissions: [...ROLE_PERMISSIONS[roleOf(actor)]],
     };
   });

@@ -283,7 +283,9 @@ export async function adminApp({
         if (scope === null) return { items: (await services.audit.list(filter)) };
         // A scoped client's trail: its fleets' objects (and what concerns no fleet) among the 1,000 matching last.
         const where = rememberingFleetOf(fleetOf);
-        const visible = (await services.audit.list({ ...filter, limit: 1000 })).filter((entry) => auditVisible(entry, scope, where));
+        const visible = await filterAsync(await services.audit.list({ ...filter, limit: 1000 }), (entry) =>
+          auditVisible(entry, scope, where),
+        );
         return { items: visible.slice(0, filter.limit) };
       });
       // Streamed from a paged iterator (one page of rows in memory, however long the trail); a
@@ -377,7 +379,7 @@ export async function adminApp({
         if (scope === null) return { items: (await services.events.latest(request.query.limit)) };
         // A scoped client's history: its fleets' events (and those about no fleet) among the last 1,000.
         const where = rememberingFleetOf(fleetOf);
-        const visible = (await services.events.latest(1000)).filter((event) => eventVisible(event, scope, where));
+        const visible = await filterAsync(await services.events.latest(1000), (event) => eventVisible(event, scope, where));
         return { items: visible.slice(0, request.query.limit ?? 100) };
       });
       adminRoute(api, 'eventStream', async (request, reply) =>
@@ -419,8 +421,14 @@ export async function adminApp({
 }
 
 /** The rows `keep` accepts, read as they are used. */
-function* filterRows<T>(rows: Iterable<T>, keep: (row: T) => boolean): Generator<T> {
-  for (const row of rows) if (keep(row)) yield row;
+async function* filterRows<T>(rows: AsyncIterable<T>, keep: (row: T) => Promise<boolean>): AsyncGenerator<T> {
+  for await (const row of rows) if (await keep(row)) yield row;
+}
+
+/** The items `keep` accepts, in their order. */
+async function filterAsync<T>(items: T[], keep: (item: T) => Promise<boolean>): Promise<T[]> {
+  const kept = await Promise.all(items.map(keep));
+  return items.filter((_item, index) => kept[index]);
 }
 
 /** The audit filters of a list or export query, times checked and made UTC. */

@@ -311,11 +311,11 @@ export class AdminAuth {
   }
 
   /** Sessions ended by their admin, recorded (event and audit entry) in the same transaction. */
-  private recordingEnded(actor: Actor, end: () => number): Promise<number> {
+  private recordingEnded(actor: Actor, end: () => Promise<number>): Promise<number> {
     const work = this.work;
-    const run = async (change: () => number) => (work ? (await work.run(change)) : change());
+    const run = async (change: () => Promise<number>) => (work ? (await work.run(change)) : (await change()));
     return run(async () => {
-      const ended = end();
+      const ended = await end();
       if (ended > 0) {
         const who = actor.account.email ?? actor.account.display_name;
         await this.events?.record(

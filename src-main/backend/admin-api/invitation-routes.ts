@@ -30,12 +30,12 @@ export const invitationRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'invitat
   // Checks rows without creating anything: the console's preview and the CLI's CSV import.
   adminRoute(app, 'invitations.validate', async (request) => {
     const { invitations: rows, another } = request.body;
-    return { errors: invitations.validate(rows, 1, { allowPending: another === true }) };
+    return { errors: (await invitations.validate(rows, 1, { allowPending: another === true })) };
   });
 
   adminRoute(app, 'invitations.createMany', async (request, reply) => {
     const { invitations: rows, another, send_email } = request.body;
-    const errors = invitations.validate(rows, 1, { allowPending: another === true });
+    const errors = await invitations.validate(rows, 1, { allowPending: another === true });
     if (errors.length > 0) {
       return reply
         .code(400)

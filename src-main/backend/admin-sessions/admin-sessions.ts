@@ -104,13 +104,16 @@ export class AdminSessionService {
    * The live session `id` names, if `accepts` its account and credential still (a changed password or
    * admin token, a disabled account); null, and ended, otherwise or once expired.
    */
-  async resolve(id: string, accepts: (accountId: number | null, credential: string) => boolean): Promise<AdminSession | null> {
+  async resolve(
+    id: string,
+    accepts: (accountId: number | null, credential: string) => Promise<boolean>,
+  ): Promise<AdminSession | null> {
     if (!COOKIE_ID.test(id)) return null;
     const hash = hashOf(id);
     const row = await this.store.byHash(hash);
     if (!row) return null;
     const now = this.now();
-    if (!accepts(row.account_id, row.credential) || !this.alive(row, now)) {
+    if (!(await accepts(row.account_id, row.credential)) || !this.alive(row, now)) {
       await this.store.remove(hash);
       return null;
     }

@@ -130,7 +130,7 @@ export class EnrollmentService {
     const grant = await this.grantOf(clean(input._invitation_token));
 
     const refuse = async (message: string): Promise<never> => {
-      if (grant) grant.logRefusal(message, attempt);
+      if (grant) await grant.logRefusal(message, attempt);
       else {
         await this.events.record(
           'enrollment.refused',
@@ -169,7 +169,7 @@ export class EnrollmentService {
     const existing = await this.knownDevice(grant.entityId, serial, uuid);
     if (
       existing &&
-      existing.enrolled_by_user_id !== grant.knownPersonId(session, email) &&
+      existing.enrolled_by_user_id !== (await grant.knownPersonId(session, email)) &&
       !FREED.includes(existing.enroll_status)
     ) {
       await refuse('This device is already enrolled for another user; ask your administrator to remove it first');
@@ -263,7 +263,7 @@ export class EnrollmentService {
     const entityId = grant.entityId;
     const now = nowIso();
     const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
-    const person = grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
+    const person = await grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
     const uuidOwner = device.uuid ? (await this.rows.byUuid(entityId, device.uuid)) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
@@ -309,7 +309,7 @@ export class EnrollmentService {
       const account = await this.users.createAgentAccount(entityId, login);
       agentId = await this.rows.insertAgent({ ...fields, entity_id: entityId, computer_id: computerId, account_user_id: account.id });
     }
-    grant.consume(agentId, person.id, session, attempt);
+    await grant.consume(agentId, person.id, session, attempt);
     await this.sessions.bindEnrollment(session.token, agentId, now);
     const waiting =
       status === ENROLL_STATUS.pendingApproval

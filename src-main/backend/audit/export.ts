@@ -32,11 +32,11 @@ export function csvCell(value: unknown): string {
 }
 
 /** The export's lines (each ending with a line break): a header and one line per entry for CSV, one JSON object per entry for JSON lines. */
-export function* auditExportLines(rows: Iterable<AuditRow>, format: AuditExportFormat): Generator<string> {
+export async function* auditExportLines(rows: AsyncIterable<AuditRow>, format: AuditExportFormat): AsyncGenerator<string> {
   if (format === 'jsonl') {
-    for (const row of rows) yield `${JSON.stringify(row)}\n`;
+    for await (const row of rows) yield `${JSON.stringify(row)}\n`;
     return;
   }
   yield `${AUDIT_CSV_COLUMNS.join(',')}\r\n`;
-  for (const row of rows) yield `${AUDIT_CSV_COLUMNS.map((column) => csvCell(row[column])).join(',')}\r\n`;
+  for await (const row of rows) yield `${AUDIT_CSV_COLUMNS.map((column) => csvCell(row[column])).join(',')}\r\n`;
 }

@@ -2,11 +2,11 @@
 // client lifecycle), retained messages in an indexed persistence (retained-index.ts), presence,
 // commands, and the agents' lifecycle (agent-accounts.ts). startBroker assembles them.
 import { Aedes } from 'aedes';
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
-import { unlessDiskFull } from '../db/disk-full.ts';
+import { isClosedDatabase, unlessDiskFull } from '../db/disk-full.ts';
 import type { DeviceReports } from '../agents/reports.ts';
 import { MANIFEST_TOPICS, type AgentIdentity } from './acl.ts';
 import type { BrokerAgentStore } from '../agents/broker-repository.ts';
@@ -27,7 +27,7 @@ import { loadBrokerCertificate, type BrokerCertificate } from './tls-certificate
 import { MANIFEST_VERSION } from './manifest.ts';
 
 export interface BrokerOptions {
-  db: Db;
+  db: Sql;
   /** The agents' logins, presence and command flags. */
   agents: BrokerAgentStore;
   events: EventLog;
@@ -135,13 +135,16 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     await new Promise<void>((resolve) => aedes.close(() => resolve()));
     stopped.destroy();
     await stopped.closed;
-    if (options.db.open)
-      await events.record(
+    await events
+      .record(
         'broker.stopped',
         `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`,
         {},
         { agent_ids: offline },
-      );
+      )
+      .catch((error: unknown) => {
+        if (!isClosedDatabase(error)) throw error; // a start that failed closes the database first
+      });
   };
   return embeddedFace({ options, certificate, listeners, registry, store, commands, presence, publisher, persistence, stop });
 }
@@ -192,7 +195,7 @@ function embeddedFace(parts: {
     publish: (topic, payload, publishOptions) => publisher.publish(topic, payload, publishOptions?.retain ?? false),
     retained: (topic) => Promise.resolve(persistence.retained(topic.replace(/[+#]/g, ''))),
     status: () => embeddedStatus(registry, certificate, port, tlsPort),
-    close: async () => (closing ??= (await parts.stop())),
+    close: () => (closing ??= parts.stop()),
   };
 }
 

@@ -93,10 +93,14 @@ export class InvitationService {
    * Validates every input first, so a bad row creates nothing; row numbers start at 1. An address
    * that already has a pending invitation is refused unless `allowPending` (a second device).
    */
-  validate(inputs: InvitationInput[], entityId = 1, { allowPending = true }: { allowPending?: boolean } = {}): string[] {
+  async validate(
+    inputs: InvitationInput[],
+    entityId = 1,
+    { allowPending = true }: { allowPending?: boolean } = {},
+  ): Promise<string[]> {
     const errors: string[] = [];
     const seen = new Map<string, number>();
-    inputs.forEach((input, index) => {
+    for (const [index, input] of inputs.entries()) {
       const row = index + 1;
       const email = normalizeEmail(input.email ?? '');
       if (!email) errors.push(`row ${row}: email is missing`);
@@ -104,7 +108,7 @@ export class InvitationService {
       else if (seen.has(email)) errors.push(`row ${row}: ${email} already appears in row ${seen.get(email)}`);
       else {
         seen.set(email, row);
-        const pending = allowPending ? undefined : this.pendingFor(email, entityId);
+        const pending = allowPending ? undefined : await this.pendingFor(email, entityId);
         if (pending) errors.push(`row ${row}: ${pendingMessage(pending)}`);
       }
       const days = input.days ?? this.settings.get().invitation_lifetime_days;
@@ -112,11 +116,11 @@ export class InvitationService {
         errors.push(`row ${row}: lifetime must be ${INVITATION_LIFETIME_DAYS.min} to ${INVITATION_LIFETIME_DAYS.max} days`);
       }
       try {
-        this.fleets.resolve(entityId, input.fleet);
+        await this.fleets.resolve(entityId, input.fleet);
       } catch (error) {
         errors.push(`row ${row}: ${(error as Error).message}`);
       }
-    });
+    }
     return errors;
   }
 
@@ -131,13 +135,15 @@ export class InvitationService {
     const entityId = options.entityId ?? 1;
     const send = options.send ?? this.settings.get().mail_send_on_create;
     if (inputs.length === 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'No invitations to create');
-    const errors = this.validate(inputs, entityId, { allowPending: options.allowPending });
-    if (errors.length > 0) {
-      const single = inputs.length === 1;
-      throw new ApiError(400, 'ERROR_BAD_REQUEST', single ? errors[0]!.replace(/^row 1: /, '') : errors.join('; '));
-    }
+    // Checked in the transaction that inserts: two requests for one email cannot both pass.
     return this.work.run(async () => {
-      const rows = inputs.map((input) => this.insert(input, entityId));
+      const errors = await this.validate(inputs, entityId, { allowPending: options.allowPending });
+      if (errors.length > 0) {
+        const single = inputs.length === 1;
+        throw new ApiError(400, 'ERROR_BAD_REQUEST', single ? errors[0]!.replace(/^row 1: /, '') : errors.join('; '));
+      }
+      const rows: InvitationRow[] = [];
+      for (const input of inputs) rows.push(await this.insert(input, entityId));
       const batchId = send && (options.batch ?? rows.length > 1) ? randomUUID() : null;
       const queued = send
         ? (await this.mailer.queue(

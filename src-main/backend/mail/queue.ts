@@ -37,7 +37,7 @@ export class MailQueue implements InvitationMailer {
   }
 
   /** Queues emails of existing invitations, in the caller's transaction if any; returns how many were queued. */
-  queue(invitationIds: number[], batchId: string | null = null): Promise<number> {
+  async queue(invitationIds: number[], batchId: string | null = null): Promise<number> {
     if (invitationIds.length === 0) return 0;
     return this.work.run(async () => {
       const queued = await this.deliveries.queue(invitationIds, batchId);
@@ -63,7 +63,7 @@ export class MailQueue implements InvitationMailer {
       const wanted = new Set(filter.invitationIds);
       ids = ids.filter((id) => wanted.has(id));
     }
-    return this.queue(this.invitations.pendingAmong(ids), filter.batchId ?? null);
+    return this.queue((await this.invitations.pendingAmong(ids)), filter.batchId ?? null);
   }
 
   /** Queues the email of an admin's invitation in the caller's transaction; the worker sends it once that commits. */

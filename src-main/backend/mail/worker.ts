@@ -1,4 +1,5 @@
 import type { SendMailOptions } from 'nodemailer';
+import { isClosedDatabase, isDiskFull } from '../db/disk-full.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import type { DeliveryOutcome, DeliveryRepository, DeliveryRow } from './delivery-repository.ts';
@@ -53,6 +54,8 @@ export class MailWorker {
   private started = false;
   private stopping = false;
   private scheduled = false;
+  private pumping = false;
+  private pumpAgain = false;
   private active = 0;
   private idleWaiters: (() => void)[] = [];
   private retryTimer: NodeJS.Timeout | null = null;
@@ -72,7 +75,7 @@ export class MailWorker {
       await this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
     this.kick();
     // Retries scheduled before the stop keep their time.
-    this.armRetryTimer();
+    await this.armRetryTimer();
   }
 
   /** Stops taking work, lets messages in flight finish for a moment, then cuts them off. */
@@ -102,10 +105,31 @@ export class MailWorker {
   kick(): void {
     if (!this.started || this.stopping || this.scheduled) return;
     this.scheduled = true;
-    setImmediate(async () => {
+    setImmediate(() => {
       this.scheduled = false;
-      await this.pump();
+      void this.pump();
     });
+  }
+
+  /** One pump at a time (each claims with awaits in between): a kick meanwhile makes it look again. */
+  private async pump(): Promise<void> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        await this.pumpOnce();
+      } while (this.pumpAgain);
+    } catch (error) {
+      // The database went away under the worker (the server is closing) or its disk is full: the
+      // queue is in the database, looked at again on the next kick or start.
+      if (!isDiskFull(error) && !isClosedDatabase(error)) console.error(error);
+    } finally {
+      this.pumping = false;
+    }
   }
 
   private async idleOrAfter(ms: number): Promise<void> {
@@ -116,9 +140,9 @@ export class MailWorker {
   }
 
   /** Wakes the worker when the earliest scheduled retry is due (the schedule itself is in the database). */
-  private armRetryTimer(): void {
+  private async armRetryTimer(): Promise<void> {
     if (!this.started || this.stopping || !this.deps.isOpen()) return;
-    const next = [this.deps.deliveries.nextRetryAt(), this.deps.accountDeliveries.nextRetryAt()]
+    const next = [await this.deps.deliveries.nextRetryAt(), await this.deps.accountDeliveries.nextRetryAt()]
       .filter((at): at is string => at !== null)
       .sort()[0];
     if (!next) return;
@@ -130,14 +154,14 @@ export class MailWorker {
       () => {
         this.retryTimer = null;
         this.kick();
-        this.armRetryTimer();
+        this.armRetryTimer().catch(reportUnlessClosing);
       },
       Math.max(0, at - Date.now()) + 5,
     );
     this.retryTimer.unref();
   }
 
-  private async pump(): Promise<void> {
+  private async pumpOnce(): Promise<void> {
     if (this.stopping || !this.deps.isOpen()) return;
     const limit = this.deps.settings.get().smtp_max_connections;
     while (!this.stopping && this.active < limit) {
@@ -202,11 +226,11 @@ export class MailWorker {
         ...(outcome.response ? { response: outcome.response } : {}),
       },
     );
-    this.armRetryTimer();
+    await this.armRetryTimer();
   }
 
   private async deliver(job: DeliveryRow): Promise<void> {
-    const invitation = this.deps.invitations.forMail(job.invitation_id);
+    const invitation = await this.deps.invitations.forMail(job.invitation_id);
     if (!invitation) return; // deleted meanwhile; its delivery row went with it
     if (invitation.status !== 'pending') {
       const why = { done: 'it has already been used', revoked: 'it was revoked', expired: 'it has expired' }[invitation.status];
@@ -282,7 +306,7 @@ export class MailWorker {
 
   /** An admin's invitation: the set-up link, sent while the invitation is pending. */
   private async deliverAccountInvite(job: AccountDeliveryRow): Promise<void> {
-    const invite = this.deps.accountInvites.forMail(job.invite_id);
+    const invite = await this.deps.accountInvites.forMail(job.invite_id);
     if (!invite) return; // the account was deleted meanwhile; its delivery row went with it
     if (invite.status !== 'pending' || job.token === null) {
       const why = {
@@ -331,7 +355,7 @@ export class MailWorker {
           retry_at: result.retryAt.toISOString(),
         },
       );
-      this.armRetryTimer();
+      await this.armRetryTimer();
     } else if (result.state === 'outbox') {
       await this.finishAccount(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invite.email);
     } else await this.finishAccount(job, result, invite.email);
@@ -367,4 +391,9 @@ function inAbout(at: Date): string {
   if (minutes < 90) return `in about ${minutes} minute${minutes === 1 ? '' : 's'}`;
   const hours = Math.round(minutes / 60);
   return `in about ${hours} hours`;
+}
+
+/** An error of the worker's own timers: dropped when the server is closing or its disk is full, else reported. */
+function reportUnlessClosing(error: unknown): void {
+  if (!isDiskFull(error) && !isClosedDatabase(error)) console.error(error);
 }

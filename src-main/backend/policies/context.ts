@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FileStore } from '../files/store.ts';
@@ -25,7 +25,7 @@ export class PolicyContext {
   readonly verification: VerificationSource | undefined;
 
   constructor(deps: {
-    db: Db;
+    db: Sql;
     events: EventLog;
     work: UnitOfWork;
     fleets: FleetService;

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FileStore, StoredRecord } from '../files/store.ts';
@@ -46,7 +46,7 @@ export class PolicyService {
   private readonly unsubscribe: () => void;
 
   constructor(deps: {
-    db: Db;
+    db: Sql;
     events: EventLog;
     work: UnitOfWork;
     fleets: FleetService;

@@ -10,7 +10,7 @@
 // APK manifest when the package was uploaded, so the deployed version code is checked through its
 // versionName; an inventory that reports the code itself (other agents) matches too.
 import { nowIso } from '../db/database.ts';
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
 import type { FileStore } from '../files/store.ts';
@@ -21,7 +21,7 @@ import { VerificationRepository, type CheckedTask, type PackageTask } from './ve
 export interface InventorySource {
   inventoryOf(
     agentId: number,
-  ): { applications: { name: string; version: string | null; package: string | null }[]; received_at: string } | null;
+  ): Promise<{ applications: { name: string; version: string | null; package: string | null }[]; received_at: string } | null>;
 }
 
 export interface ExpectedPackage {
@@ -89,7 +89,7 @@ export class InstallVerification {
   private readonly inventories: InventorySource;
   private readonly unsubscribe: () => void;
 
-  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; files: Pick<FileStore, 'get'>; inventories: InventorySource }) {
+  constructor(deps: { db: Sql; events: EventLog; work: UnitOfWork; files: Pick<FileStore, 'get'>; inventories: InventorySource }) {
     this.repo = new VerificationRepository(deps.db);
     this.events = deps.events;
     this.work = deps.work;
@@ -104,7 +104,7 @@ export class InstallVerification {
 
   /** Checks the device's package tasks against its last inventory; returns how many were checked. */
   async verifyAgent(agentId: number): Promise<number> {
-    const inventory = this.inventories.inventoryOf(agentId);
+    const inventory = await this.inventories.inventoryOf(agentId);
     if (!inventory) return 0;
     const tasks = (await this.repo.candidates(agentId)).filter((task) => {
       const since = checkableSince(task);

@@ -124,7 +124,7 @@ export async function visibleAssignment(ctx: PolicyContext, row: Pick<Deployment
 export async function detail(ctx: PolicyContext, id: number): Promise<DeploymentView & { tasks: TaskView[] }> {
   const shown = await view(ctx, id);
   const history = new Map<number, TaskHistoryRow[]>();
-  for (const entry of (await ctx.repo.historyOfDeployment(id))) {
+  for (const entry of await ctx.repo.historyOfDeployment(id)) {
     let entries = history.get(entry.task_id);
     if (!entries) history.set(entry.task_id, (entries = []));
     entries.push(entry);
@@ -145,13 +145,14 @@ export async function detail(ctx: PolicyContext, id: number): Promise<Deployment
 export async function tasksOfAgent(ctx: PolicyContext, agentId: number): Promise<TaskView[]> {
   if (!(await visibleAgent(ctx, agentId))) throw itemNotFound('Agent not found');
   const verified = ctx.verification?.ofAgent(agentId);
-  return (await ctx.repo.tasksOfAgent(agentId)).map((task) => {
-    const deployment = ctx.repo.byId(task.deployment_id)!;
-    return {
+  const views: TaskView[] = [];
+  for (const task of await ctx.repo.tasksOfAgent(agentId)) {
+    const deployment = (await ctx.repo.byId(task.deployment_id))!;
+    views.push({
       ...task,
       status_text: taskStatusText(task),
       verification: verified?.get(task.id) ?? null,
-      history: ctx.repo.historyOf(task.id),
+      history: await ctx.repo.historyOf(task.id),
       deployment: {
         id: deployment.id,
         policy: deployment.policy,
@@ -159,35 +160,36 @@ export async function tasksOfAgent(ctx: PolicyContext, agentId: number): Promise
         target_name: deployment.target_name,
         state: deployment.state,
       },
-    };
-  });
+    });
+  }
+  return views;
 }
 
 /** The device's tasks of active assignments, with where each value comes from and which applies. */
 export async function effectiveOf(ctx: PolicyContext, agentId: number): Promise<EffectivePolicy[]> {
   if (!(await visibleAgent(ctx, agentId))) throw itemNotFound('Agent not found');
   const verified = ctx.verification?.ofAgent(agentId);
-  return (await ctx.repo.tasksOfAgent(agentId)).flatMap((task) => {
-    const row = ctx.repo.byId(task.deployment_id);
-    if (!row || row.state !== 'active') return [];
-    return [
-      {
-        assignment_id: row.id,
-        task_id: task.id,
-        policy: row.policy,
-        label: policyDefinition(row.policy)?.label ?? row.policy,
-        value: parseValue(row.value),
-        item_name: row.item_name,
-        source: row.agent_id !== null ? ('device' as const) : ('fleet' as const),
-        source_name: ctx.repo.withCounts(row.id)?.target_name ?? row.target_name,
-        status: task.status,
-        reason: task.reason,
-        updated_at: task.updated_at,
-        effective: task.status !== 'overriden' && task.status !== 'canceled',
-        verification: verified?.get(task.id) ?? null,
-      },
-    ];
-  });
+  const effective: EffectivePolicy[] = [];
+  for (const task of await ctx.repo.tasksOfAgent(agentId)) {
+    const row = await ctx.repo.byId(task.deployment_id);
+    if (!row || row.state !== 'active') continue;
+    effective.push({
+      assignment_id: row.id,
+      task_id: task.id,
+      policy: row.policy,
+      label: policyDefinition(row.policy)?.label ?? row.policy,
+      value: parseValue(row.value),
+      item_name: row.item_name,
+      source: row.agent_id !== null ? ('device' as const) : ('fleet' as const),
+      source_name: (await ctx.repo.withCounts(row.id))?.target_name ?? row.target_name,
+      status: task.status,
+      reason: task.reason,
+      updated_at: task.updated_at,
+      effective: task.status !== 'overriden' && task.status !== 'canceled',
+      verification: verified?.get(task.id) ?? null,
+    });
+  }
+  return effective;
 }
 
 /** Every enrolled device (of one fleet, or all) with its tasks of active assignments counted. */

@@ -59,7 +59,7 @@ export class SettingsStore {
    * transaction with the changed keys' values before and after (it records the change: if it
    * throws, nothing is changed).
    */
-  async update(patch: Partial<Settings>, changed?: (change: SettingsChange) => Promise<void> | void): Promise<Settings> {
+  async update(patch: Partial<Settings>, changed?: (change: SettingsChange) => Promise<unknown> | void): Promise<Settings> {
     try {
       await this.work.run(async () => {
         const current = await this.load();

@@ -26,7 +26,7 @@ export interface AuthenticateOptions {
   events: EventLog;
   throttle?: Partial<ThrottleOptions> | undefined;
   /** The login is accepted: the connection becomes the agent's (throws when that cannot be saved). */
-  accepted(client: Client, agent: BrokerAgentRow): void;
+  accepted(client: Client, agent: BrokerAgentRow): Promise<void>;
   /** Whether the broker is closed (a delayed answer is then not given). */
   closed(): boolean;
 }
@@ -64,9 +64,10 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
     const login = username ?? '';
     const key = `${address}\u0000${login}`;
     const shown = JSON.stringify(login.length > 64 ? `${login.slice(0, 64)}…` : login);
-    const keyDelay = throttle.delayFor(key);
+    // The throttles are read and counted with no await in between (after the database read), so
+    // concurrent attempts each see the failures counted before them.
     const refuse = async (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow, noted = true) => {
-      const delay = Math.max(keyDelay, scanThrottle.delayFor(address));
+      const delay = Math.max(throttle.delayFor(key), scanThrottle.delayFor(address));
       if (returnCode === 4) {
         throttle.fail(key);
         scanThrottle.fail(address);
@@ -114,28 +115,37 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
     }
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
+    const keyDelay = throttle.delayFor(key);
     throttle.succeed(key);
     return { result: agent, delay: Math.min(keyDelay, throttle.firstStepMs) };
   };
 
-  const authenticate: AuthenticateHook['authenticate'] = async (client, username, password, done) => {
-    let checked: ReturnType<typeof check>;
-    try {
-      checked = await check(client, username ?? undefined, password ?? undefined);
-    } catch (error) {
-      if (!isDiskFull(error)) throw error;
-      return done(refusal(3, DISK_FULL_REFUSAL), false); // a refusal could not be logged
-    }
-    const { result, delay } = checked;
+  /** A login that could not be checked or saved: refused as "server unavailable", the agent retries. */
+  const unavailable = (error: unknown) => {
+    if (isDiskFull(error)) return refusal(3, DISK_FULL_REFUSAL);
+    console.error(error);
+    return refusal(3, 'the server could not check the login');
+  };
+
+  const authenticate: AuthenticateHook['authenticate'] = (client, username, password, done) => {
+    check(client, username ?? undefined, password ?? undefined).then(
+      (checked) => answerLater(client, checked, done),
+      (error: unknown) => done(unavailable(error), false), // a refusal could not be logged
+    );
+  };
+
+  const answerLater = (
+    client: Client,
+    { result, delay }: { result: AuthenticateError | BrokerAgentRow; delay: number },
+    done: Parameters<AuthenticateHook['authenticate']>[3],
+  ) => {
     const answer = () => {
       if (result instanceof Error) return done(result, false);
-      try {
-        options.accepted(client, result);
-      } catch (error) {
-        if (!isDiskFull(error)) throw error;
-        return done(refusal(3, DISK_FULL_REFUSAL), false); // not online, since that could not be saved
-      }
-      done(null, true);
+      options.accepted(client, result).then(
+        () => done(null, true),
+        // not online, since that could not be saved
+        (error: unknown) => done(unavailable(error), false),
+      );
     };
     if (delay === 0) return answer();
     const timer = setTimeout(() => {

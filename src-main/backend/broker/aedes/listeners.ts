@@ -64,8 +64,8 @@ export async function startListeners(
       port,
       tlsPort,
       cap,
-      stop: async () => ({
-        closed: (await closeBoth()),
+      stop: () => ({
+        closed: closeBoth(),
         destroy: () => {
           for (const socket of sockets) socket.destroy();
         },
