@@ -76,7 +76,7 @@ export function fleetScopeOf(actor: Actor): number[] | null {
 
 /** The fleets a scope may name: those that exist (the fleet service's lookup). */
 export interface FleetLookup {
-  byId(id: number): { id: number; name: string } | undefined;
+  byId(id: number): Promise<{ id: number; name: string } | undefined>;
 }
 /** How the actor is named in the history: the person, and the token when one was used. */
 export const actorName = (actor: Actor): string => {
@@ -270,7 +270,7 @@ export class AccountService {
    * fleets within its maker's scope (a scoped maker's token is scoped to the maker's fleets when it
    * names none); shown in the answer only.
    */
-  createToken(
+  async createToken(
     actor: Actor,
     input: { name: string; role: Role; days?: number | undefined; fleet_ids?: number[] | undefined },
   ): Promise<{ token: string; row: ApiToken }> {
@@ -279,7 +279,7 @@ export class AccountService {
     if (!roleAtLeast(mine, input.role)) {
       throw new ApiError(403, 'ERROR_FORBIDDEN', `${roleWithArticle(mine)} cannot make a token with the role ${input.role}`);
     }
-    const fleetIds = this.checkScope(input.role, input.fleet_ids ?? [], 'token');
+    const fleetIds = await this.checkScope(input.role, input.fleet_ids ?? [], 'token');
     const makers = fleetScopeOf(actor);
     if (makers !== null) {
       const wider = fleetIds.filter((id) => !makers.includes(id));
@@ -287,7 +287,7 @@ export class AccountService {
         throw new ApiError(
           403,
           'ERROR_FORBIDDEN',
-          `A token’s fleets must be within yours: you are not scoped to ${this.fleetNames(wider)}`,
+          `A token’s fleets must be within yours: you are not scoped to ${(await this.fleetNames(wider))}`,
         );
       }
     }
@@ -305,7 +305,7 @@ export class AccountService {
         expires_at: input.days === undefined ? null : new Date(now + input.days * 86_400_000).toISOString(),
       });
       if (scope.length > 0) await this.store.setTokenFleets(id, scope);
-      const scoped = scope.length > 0 ? `, scoped to ${this.fleetNames(scope)}` : '';
+      const scoped = scope.length > 0 ? `, scoped to ${(await this.fleetNames(scope))}` : '';
       await this.events.record(
         'account.token_created',
         `API token "${input.name.trim()}" (${input.role}${scoped}) created by ${actorName(actor)}`,
@@ -358,14 +358,14 @@ export class AccountService {
     return this.work.run(async () => {
       const account = await this.store.byId(accountId);
       if (!account) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin account ${accountId}`);
-      const ids = this.checkScope(account.role, fleetIds, 'account');
+      const ids = await this.checkScope(account.role, fleetIds, 'account');
       const before = account.fleet_ids;
       await this.store.setAccountFleets(accountId, ids);
       const who = account.display_name || account.email || `account ${accountId}`;
       await this.events.record(
         'account.scope_changed',
         ids.length > 0
-          ? `${who} scoped to ${this.fleetNames(ids)} by ${actorName(actor)}`
+          ? `${who} scoped to ${(await this.fleetNames(ids))} by ${actorName(actor)}`
           : `${who} sees every fleet again (scope removed by ${actorName(actor)})`,
         {},
         {
@@ -382,7 +382,7 @@ export class AccountService {
   }
 
   /** The fleets named, each existing, de-duplicated; none unless the role may be scoped (400). */
-  private checkScope(role: Role, fleetIds: readonly number[], what: 'account' | 'token'): number[] {
+  private async checkScope(role: Role, fleetIds: readonly number[], what: 'account' | 'token'): Promise<number[]> {
     const ids = [...new Set(fleetIds)].sort((a, b) => a - b);
     if (ids.length === 0) return ids;
     if (!scopable(role)) {
@@ -392,14 +392,17 @@ export class AccountService {
         `An ${role} ${what} cannot be scoped to fleets: only operators and observers can (an ${role} sees every fleet)`,
       );
     }
-    const unknown = ids.filter((id) => !this.fleets?.byId(id));
+    const unknown: number[] = [];
+    for (const id of ids) if (this.fleets && !(await this.fleets.byId(id))) unknown.push(id);
     if (unknown.length > 0)
       throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `No fleet ${unknown.map((id) => `#${id}`).join(', ')}`);
     return ids;
   }
 
-  private fleetNames(ids: readonly number[]): string {
-    return ids.map((id) => `"${this.fleets?.byId(id)?.name ?? `#${id}`}"`).join(', ');
+  private async fleetNames(ids: readonly number[]): Promise<string> {
+    const names: string[] = [];
+    for (const id of ids) names.push(`"${(await this.fleets?.byId(id))?.name ?? `#${id}`}"`);
+    return names.join(', ');
   }
 
   private async tokenOf(id: number): Promise<ApiToken> {

@@ -46,13 +46,13 @@ export interface AdminAppOptions {
   files: FileStore;
   deployments?: PolicyService;
   auth: AdminAuth;
-  info: () => ServerInfo;
+  info: () => Promise<ServerInfo>;
   /** The MQTT broker: its status and the commands to agents. */
   broker?: MqttBroker;
   /** The device simulator, injected by the caller (the backend never imports it). */
   simulate?: DeviceSimulator;
   /** Makes a LAN address the public host now (the one-click fix of the loopback warning). */
-  choosePublicHost?: (host: string) => void;
+  choosePublicHost?: (host: string) => Promise<void>;
   /** The address the listener binds to: its name is served besides the loopback ones. */
   bindHost?: string;
   /** Connections the listener accepts at once (http/socket-limits.ts). */
@@ -318,7 +318,7 @@ export async function adminApp({
           if (named.disabled === 1) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is disabled: enable the account first`);
           account = named;
         }
-        const url = `${info().admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
+        const url = `${(await info()).admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
         await services.events.record(
           'admin.sign_in_link_issued',
           `One-time console sign-in link issued for ${account.email ?? account.display_name}`,
@@ -335,7 +335,7 @@ export async function adminApp({
       const flyveAgentsLockedOut = (settings: { agent_app: string; mqtt_tls: boolean }) =>
         settings.agent_app === 'flyve' && settings.mqtt_tls;
       adminRoute(api, 'status', async () => {
-        const current = info();
+        const current = await info();
         const publicHost = current.public_host;
         const counts = await services.statusCounts.counts(fleetScopeParam());
         const { admin_token: _hidden, setup_url: _once, ...visible } = current;
@@ -369,8 +369,8 @@ export async function adminApp({
         await services.settings.update({ public_host: host }, (change) =>
           services.events.record('settings.updated', `Public host set to ${host}: phones reach the server there`, {}, change),
         );
-        choosePublicHost?.(host);
-        const current = info();
+        await choosePublicHost?.(host);
+        const current = await info();
         return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
       });
 

@@ -80,12 +80,8 @@ export function rememberingFleetOf(fleetOf: FleetOf): FleetOf {
   >;
   const remember = (kind: keyof FleetOf) => async (id: number) => {
     const map = seen[kind];
-    let found = map.get(id);
-    if (!found) {
-      found = fleetOf[kind](id);
-      map.set(id, found);
-    }
-    return found;
+    if (!map.has(id)) map.set(id, fleetOf[kind](id));
+    return map.get(id)!;
   };
   return { agent: remember('agent'), invitation: remember('invitation'), code: remember('code') };
 }

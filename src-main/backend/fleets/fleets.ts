@@ -9,7 +9,7 @@ export type { FleetRow, FleetView };
 
 /** Who is scoped to a fleet (the accounts room's account_fleets and token_fleets). */
 export interface FleetScopes {
-  scopedBy(fleetId: number): { accounts: { id: number; name: string }[]; tokens: { id: number; name: string }[] };
+  scopedBy(fleetId: number): Promise<{ accounts: { id: number; name: string }[]; tokens: { id: number; name: string }[] }>;
 }
 
 /** Fleets group agents; each entity has exactly one default fleet. */
@@ -128,7 +128,7 @@ export class FleetService {
       );
     // An operator or observer scoped to it would otherwise lose their only fleet (or, scoped to
     // none left, see nothing): the admin changes their scope first, knowingly.
-    const scoped = this.scopes?.scopedBy(id);
+    const scoped = await this.scopes?.scopedBy(id);
     if (scoped && scoped.accounts.length + scoped.tokens.length > 0) {
       const who = [
         ...scoped.accounts.map((account) => account.name),

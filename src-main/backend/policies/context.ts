@@ -10,8 +10,8 @@ import type { TaskStatus } from './wire.ts';
 
 /** Each package task's check against the device's inventory, by task id (verification.ts). */
 export interface VerificationSource {
-  ofDeployment(deploymentId: number): Map<number, TaskVerification | null>;
-  ofAgent(agentId: number): Map<number, TaskVerification | null>;
+  ofDeployment(deploymentId: number): Promise<Map<number, TaskVerification | null>>;
+  ofAgent(agentId: number): Promise<Map<number, TaskVerification | null>>;
 }
 
 /** What every part of the policies room works with: the SQL, the events, fleets, stored items, the outbox. */

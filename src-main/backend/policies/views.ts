@@ -129,7 +129,7 @@ export async function detail(ctx: PolicyContext, id: number): Promise<Deployment
     if (!entries) history.set(entry.task_id, (entries = []));
     entries.push(entry);
   }
-  const verified = ctx.verification?.ofDeployment(id);
+  const verified = await ctx.verification?.ofDeployment(id);
   return {
     ...shown,
     tasks: (await ctx.repo.tasksOf(id)).map((task) => ({
@@ -144,7 +144,7 @@ export async function detail(ctx: PolicyContext, id: number): Promise<Deployment
 /** Every task of a device, each with its history and the assignment it belongs to. */
 export async function tasksOfAgent(ctx: PolicyContext, agentId: number): Promise<TaskView[]> {
   if (!(await visibleAgent(ctx, agentId))) throw itemNotFound('Agent not found');
-  const verified = ctx.verification?.ofAgent(agentId);
+  const verified = await ctx.verification?.ofAgent(agentId);
   const views: TaskView[] = [];
   for (const task of await ctx.repo.tasksOfAgent(agentId)) {
     const deployment = (await ctx.repo.byId(task.deployment_id))!;
@@ -168,7 +168,7 @@ export async function tasksOfAgent(ctx: PolicyContext, agentId: number): Promise
 /** The device's tasks of active assignments, with where each value comes from and which applies. */
 export async function effectiveOf(ctx: PolicyContext, agentId: number): Promise<EffectivePolicy[]> {
   if (!(await visibleAgent(ctx, agentId))) throw itemNotFound('Agent not found');
-  const verified = ctx.verification?.ofAgent(agentId);
+  const verified = await ctx.verification?.ofAgent(agentId);
   const effective: EffectivePolicy[] = [];
   for (const task of await ctx.repo.tasksOfAgent(agentId)) {
     const row = await ctx.repo.byId(task.deployment_id);
