@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type Database from 'better-sqlite3';
+import { openDatabase } from './database.ts';
 import type { Sql, SqlParams, SqlRunResult } from './sql.ts';
 
 type Statement = Database.Statement<unknown[], unknown>;
@@ -175,4 +176,9 @@ function bind<R>(statement: Statement, params: SqlParams | undefined, call: (s: 
   if (params === undefined) return call(statement, []);
   if (Array.isArray(params)) return call(statement, params as unknown[]);
   return call(statement, [params]);
+}
+
+/** Opens (creating and migrating if needed) the SQLite file, as `openDatabase` does, behind the SQL port. */
+export function openSqliteSql(file: string): SqliteSql {
+  return new SqliteSql(openDatabase(file));
 }

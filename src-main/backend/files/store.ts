@@ -73,7 +73,7 @@ export type FileStoreListener = (
   kind: StoredKind,
   item: StoredRecord,
   before?: StoredRecord,
-) => Promise<void> | void;
+) => unknown;
 
 export interface FileStoreOptions {
   /** Largest accepted upload in bytes (default 4 GiB). */

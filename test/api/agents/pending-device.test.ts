@@ -167,7 +167,7 @@ describe('a device waiting for approval', () => {
     const { id } = await pendingDevice({ inventory: forgedInventory(serial) });
     const detail = (await t.admin('GET', `/agents/${id}`)).body;
     expect(detail).toMatchObject({ enroll_status: 'pending_approval', model: null, manufacturer: null, inventory: null });
-    expect(agentRow(t, id).model).toBeNull();
+    expect((await agentRow(t, id)).model).toBeNull();
   });
 
   it('a rejected device is refused alike (its token is dead: 401)', async () => {

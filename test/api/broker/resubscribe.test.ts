@@ -55,10 +55,10 @@ describe('an agent that reconnects without subscribing after a broker restart', 
       await new Promise<void>((resolve) => client.once('connect', () => resolve()));
       await client.publishAsync(`${agent.topic}/Status/Online`, '{"online": true}', { qos: 0, retain: true });
       await online;
-      expect(agentRow(backend, agent.id).is_online).toBe(1);
+      expect((await agentRow(backend, agent.id)).is_online).toBe(1);
 
       const subscribed = await resubscribed;
-      const fleet = agentRow(backend, agent.id) as unknown as { entity_id: number; fleet_id: number };
+      const fleet = (await agentRow(backend, agent.id)) as unknown as { entity_id: number; fleet_id: number };
       expect((subscribed.data as { filters: string[] }).filters).toEqual([
         `${agent.topic}/#`,
         `/${fleet.entity_id}/fleet/${fleet.fleet_id}/#`,
@@ -121,7 +121,7 @@ describe('retained commands', () => {
     expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'lock' })).status).toBe(202);
     const client = await connectAgent(t, agent);
     const box = inbox(client);
-    const row = agentRow(t, agent.id) as unknown as { entity_id: number; fleet_id: number };
+    const row = (await agentRow(t, agent.id)) as unknown as { entity_id: number; fleet_id: number };
     // Its own topic and its fleet's, as a working agent does.
     await client.subscribeAsync({
       [`${agent.topic}/#`]: { qos: 1 },

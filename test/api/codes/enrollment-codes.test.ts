@@ -338,7 +338,7 @@ describe('manual approval', () => {
 
     const approved = await t.admin('POST', `/agents/${id}/approve`);
     expect(approved).toMatchObject({ status: 200, body: { enroll_status: 'enrolled' } });
-    expect(agentRow(t, id).enroll_status).toBe('enrolled');
+    expect((await agentRow(t, id)).enroll_status).toBe('enrolled');
     expect((await t.admin('GET', '/status')).body.counts).toMatchObject({
       code_devices: before.code_devices + 1,
       code_enrolled: before.code_enrolled + 1,
@@ -379,7 +379,7 @@ describe('manual approval', () => {
     const result = await t.admin('POST', '/agents/approve', { ids: [...ids, 999999] });
     expect(result.body.approved).toEqual(ids);
     expect(result.body.skipped).toEqual([{ id: 999999, reason: 'Agent not found' }]);
-    for (const id of ids) expect(agentRow(t, id).enroll_status).toBe('enrolled');
+    for (const id of ids) expect((await agentRow(t, id)).enroll_status).toBe('enrolled');
   });
 });
 

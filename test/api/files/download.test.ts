@@ -13,7 +13,8 @@ import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAgentApp as buildAgentApi } from '../../../src-main/backend/agent-api/app.ts';
-import { nowIso, openDatabase, type Db } from '../../../src-main/backend/db/database.ts';
+import { nowIso } from '../../../src-main/backend/db/database.ts';
+import { openSqliteSql, type SqliteSql } from '../../../src-main/backend/db/sqlite-sql.ts';
 import { UnitOfWork } from '../../../src-main/backend/db/unit-of-work.ts';
 import { adminFileRoutes } from '../../../src-main/backend/files/routes.ts';
 import { actsAs } from '../../../src-main/backend/http/route-table.ts';
@@ -63,7 +64,7 @@ function rawHeaderMap(response: Response): Map<string, string> {
 }
 
 let dir: string;
-let db: Db;
+let db: SqliteSql;
 let store: FileStore;
 let agentApp: FastifyInstance;
 let adminApp: FastifyInstance;
@@ -84,9 +85,9 @@ const urlOf = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address(
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'files-api-'));
-  db = openDatabase(join(dir, 'mdm.sqlite'));
+  db = openSqliteSql(join(dir, 'mdm.sqlite'));
   // No capability creates entities (the spec serves the root one): a second one for the isolation checks.
-  db.prepare('INSERT INTO entities (id, name, parent_id, created_at) VALUES (2, ?, 1, ?)').run('Branch', nowIso());
+  db.db.prepare('INSERT INTO entities (id, name, parent_id, created_at) VALUES (2, ?, 1, ?)').run('Branch', nowIso());
   store = await createFileStore(db, dir, (action, kind, item) => changes.push(`${action} ${kind} ${item.name}`));
   const users = new UserRepository(db);
   sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work: new UnitOfWork(db) });
@@ -119,7 +120,7 @@ beforeAll(async () => {
 afterAll(async () => {
   httpAgent.destroy();
   await Promise.allSettled([agentApp?.close(), adminApp?.close()]);
-  db?.close();
+  await db?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -647,7 +648,7 @@ describe('limits and odd cases', () => {
     const outside = join(dir, 'outside-victim.txt');
     writeFileSync(outside, 'victim!!');
     const item = await upload('files', 'escaping.txt', Buffer.from('innocent'));
-    db.prepare('UPDATE files SET storage_name = ? WHERE id = ?').run('../../outside-victim.txt', item.id);
+    db.db.prepare('UPDATE files SET storage_name = ? WHERE id = ?').run('../../outside-victim.txt', item.id);
     const response = await download(`PluginMdmFile/${item.id}`);
     expect(response.status).toBe(404);
     expect(json(response)).toEqual(['ERROR_ITEM_NOT_FOUND', 'Item not found']);

@@ -26,7 +26,7 @@ describe('csvCell', () => {
     expect(csvCell(-1)).toBe('-1');
   });
 
-  it('writes a header and one line per entry; JSON lines one object per line', () => {
+  it('writes a header and one line per entry; JSON lines one object per line', async () => {
     const row: AuditRow = {
       id: 7,
       at: '2026-05-01T09:00:00.000Z',
@@ -43,14 +43,14 @@ describe('csvCell', () => {
       message: 'Fleet "A" renamed\nto "B"',
       changes: { name: { before: 'A', after: 'B' } },
     };
-    const csv = await Array.fromAsync(auditExportLines(rowsOf([row]), 'csv'));
+    const csv = await collect(auditExportLines(rowsOf([row]), 'csv'));
     expect(csv[0]).toBe(
       'id,at,actor,account_id,token_name,role,address,action,target_kind,target_id,target_name,message,changes\r\n',
     );
     expect(csv[1]).toBe(
       `7,2026-05-01T09:00:00.000Z,"Ana, ""the owner""",1,,owner,127.0.0.1,fleet.renamed,fleet,3,'=cmd,"Fleet ""A"" renamed\nto ""B""","{""name"":{""before"":""A"",""after"":""B""}}"\r\n`,
     );
-    const jsonl = await Array.fromAsync(auditExportLines(rowsOf([row, { ...row, id: 8 }]), 'jsonl'));
+    const jsonl = await collect(auditExportLines(rowsOf([row, { ...row, id: 8 }]), 'jsonl'));
     expect(jsonl.map((line) => JSON.parse(line) as AuditRow)).toEqual([row, { ...row, id: 8 }]);
     expect(jsonl.every((line) => line.endsWith('\n') && !line.slice(0, -1).includes('\n'))).toBe(true);
   });
@@ -91,4 +91,10 @@ describe('the redaction rule', () => {
 
 async function* rowsOf<T>(rows: T[]): AsyncGenerator<T> {
   for (const row of rows) yield await Promise.resolve(row);
+}
+
+async function collect(lines: AsyncIterable<string>): Promise<string[]> {
+  const all: string[] = [];
+  for await (const line of lines) all.push(line);
+  return all;
 }

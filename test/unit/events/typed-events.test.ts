@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src-main/backend/db/database.ts';
+import { openSqliteSql } from '../../../src-main/backend/db/sqlite-sql.ts';
 import { UnitOfWork } from '../../../src-main/backend/db/unit-of-work.ts';
 import { EventLog } from '../../../src-main/backend/events/event-log.ts';
 import { SqliteEventRepository } from '../../../src-main/backend/events/event-repository.ts';
@@ -19,7 +19,7 @@ afterEach(() => {
 function eventLog() {
   const dir = mkdtempSync(join(tmpdir(), 'mdm-events-'));
   dirs.push(dir);
-  const db = openDatabase(join(dir, 'db.sqlite'));
+  const db = openSqliteSql(join(dir, 'db.sqlite'));
   return { db, events: new EventLog(new SqliteEventRepository(db), new UnitOfWork(db)) };
 }
 
@@ -73,6 +73,6 @@ describe('typed events', () => {
     expect(rtts).toEqual([12]);
     expect(seen.map((event) => event.type)).toEqual(['fleet.created', 'agent.ping_reply', 'server.started']);
     expect(refusedAtCompileTime).toBeTypeOf('function');
-    db.close();
+    await db.close();
   });
 });

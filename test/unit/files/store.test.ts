@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Db } from '../../../src-main/backend/db/database.ts';
+import { openSqliteSql, type SqliteSql } from '../../../src-main/backend/db/sqlite-sql.ts';
 import {
   createFileStore,
   guessMimeType,
@@ -26,15 +26,15 @@ import {
 import { ApiError } from '../../../src-main/backend/errors.ts';
 
 let dir: string;
-let db: Db;
+let db: SqliteSql;
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'files-store-'));
-  db = openDatabase(join(dir, 'db.sqlite'));
+  db = openSqliteSql(join(dir, 'db.sqlite'));
 });
 
-afterEach(() => {
-  db.close();
+afterEach(async () => {
+  await db.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -107,7 +107,7 @@ describe('mime types', () => {
 describe('createFileStore', () => {
   it('adds, lists, gets and removes, with sha256 and size computed while streaming', async () => {
     const events: Array<[FileStoreAction, StoredKind, number]> = [];
-    const store = createFileStore(db, dir, (action, kind, item) => events.push([action, kind, item.id]));
+    const store = await createFileStore(db, dir, (action, kind, item) => events.push([action, kind, item.id]));
     const content = Buffer.from('hello, device');
 
     const item = await store.add('file', { name: 'dir/hello.txt' }, Readable.from([content]));
@@ -129,8 +129,8 @@ describe('createFileStore', () => {
     expect(pkg).toMatchObject({ kind: 'package', size: 0, mimeType: 'application/x-custom', sha256: sha('') });
     expect(stored('package')).toEqual([pkg.storageName]);
 
-    expect(store.list('file').map((i) => i.id)).toEqual([item.id]);
-    expect(store.list('package').map((i) => i.id)).toEqual([pkg.id]);
+    expect((await store.list('file')).map((i) => i.id)).toEqual([item.id]);
+    expect((await store.list('package')).map((i) => i.id)).toEqual([pkg.id]);
     expect(store.list('file', 1)).toHaveLength(1);
     expect(store.list('file', 2)).toHaveLength(0);
     expect(store.get('file', item.id)).toEqual(item);
@@ -149,7 +149,7 @@ describe('createFileStore', () => {
   });
 
   it('streams a multi-chunk source and never holds the whole of it', async () => {
-    const store = createFileStore(db, dir);
+    const store = await createFileStore(db, dir);
     const chunk = Buffer.alloc(64 * 1024, 7);
     const hash = createHash('sha256');
     function* chunks() {
@@ -164,7 +164,7 @@ describe('createFileStore', () => {
   });
 
   it('accepts a file read stream as the source (CLI use)', async () => {
-    const store = createFileStore(db, dir);
+    const store = await createFileStore(db, dir);
     const source = join(dir, 'local.pdf');
     writeFileSync(source, 'pdf bytes');
     const item = await store.add('file', { name: source }, createReadStream(source));
@@ -207,7 +207,7 @@ describe('createFileStore', () => {
   });
 
   it('an upload over the limit is a 413 and leaves nothing', async () => {
-    const store = createFileStore(db, dir, undefined, { maxSize: 10 });
+    const store = await createFileStore(db, dir, undefined, { maxSize: 10 });
     expect(store.maxSize).toBe(10);
     await expectApiError(store.add('file', { name: 'a.bin' }, Readable.from([Buffer.alloc(6), Buffer.alloc(6)])), 413);
     expect(store.list('file')).toEqual([]);
@@ -224,7 +224,7 @@ describe('createFileStore', () => {
     expect(store.list('file')).toEqual([]);
     expect(stored('file')).toEqual([]);
     expect(tmpFiles()).toEqual([]);
-    const quiet = createFileStore(db, dir);
+    const quiet = await createFileStore(db, dir);
     const kept = await quiet.add('file', { name: 'b.txt' }, Readable.from(['y']));
     await expect(store.remove('file', kept.id)).rejects.toThrow('cannot record');
     expect(quiet.get('file', kept.id)).toEqual(kept);
@@ -232,7 +232,7 @@ describe('createFileStore', () => {
   });
 
   it('a read that started before remove() finishes with the original content', async () => {
-    const store = createFileStore(db, dir);
+    const store = await createFileStore(db, dir);
     const content = Buffer.alloc(256 * 1024, 3);
     const item = await store.add('file', { name: 'a.bin' }, Readable.from([content]));
     const reader = createReadStream(store.pathOf(item), { highWaterMark: 1024 });
@@ -244,7 +244,7 @@ describe('createFileStore', () => {
   });
 
   it('sweeps stale temp files and orphaned content at start, keeps fresh and known ones', async () => {
-    const first = createFileStore(db, dir);
+    const first = await createFileStore(db, dir);
     const kept = await first.add('file', { name: 'kept.txt' }, Readable.from(['keep']));
     const old = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000);
     const tmp = join(dir, 'files', 'tmp');
