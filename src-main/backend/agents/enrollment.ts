@@ -1,5 +1,6 @@
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
+import { SerialQueue } from '../util/serial.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../errors.ts';
@@ -78,6 +79,7 @@ export class EnrollmentService {
   private readonly rows: AgentRepository;
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
+  private readonly serial = new SerialQueue();
   private readonly users: UserRepository;
   private readonly sessions: SessionService;
   private readonly invitations: InvitationService;
@@ -124,6 +126,17 @@ export class EnrollmentService {
     // A code's sessions share its account: each device (session) gets its own bucket.
     const wait = this.attempts.take(isSharedAccount(session) ? `session:${session.token}` : String(session.userId));
     if (wait > 0) throw new TooManyRequests('Too many enrollment attempts', wait);
+    // One enrollment's checks and writes at a time (the device, its login, the grant's state are
+    // read before the transaction that writes them): two devices racing for one serial, login or
+    // last use of a grant are decided one after the other, as when all of it was synchronous.
+    return this.serial.run(() => this.enrollChecked(session, input, remoteAddr));
+  }
+
+  private async enrollChecked(
+    session: SessionContext,
+    input: AgentInput,
+    remoteAddr: string | null,
+  ): Promise<{ id: string; message: string }> {
     const serial = clean(input._serial);
     const uuid = clean(input._uuid);
     const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };

@@ -323,7 +323,7 @@ describe('re-enrollment', () => {
       (agent: { id: number }) => agent.id === Number(a.created.body.id),
     );
     expect(agents.length).toBe(1);
-    expect(t.backend.services.agentRepository.countComputers({ uuid })).toBe(1);
+    expect((await t.backend.services.agentRepository.countComputers({ uuid }))).toBe(1);
   });
 
   it('keeps both records intact when the serial names one agent and the uuid another', async () => {
@@ -479,7 +479,7 @@ describe('concurrency', () => {
     const db = t.db;
     const agents = (await t.admin('GET', '/agents')).body.items as { serial: string | null }[];
     expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
-    expect(t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
+    expect((await t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' }))).toBe(200);
     const used = await t.backend.services.invitations.list({ q: '@load.example', status: 'done' });
     expect(
       used.items.filter((invitation) => invitation.email.endsWith('@load.example') && invitation.agent !== null),
