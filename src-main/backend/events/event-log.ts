@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventRefs, EventRepository, RecordedEvent } from './event-repository.ts';
@@ -16,7 +15,8 @@ export type { EventRefs, RecordedEvent };
 export class EventLog {
   private readonly store: EventRepository;
   private readonly work: UnitOfWork;
-  private readonly emitter = new EventEmitter();
+  /** Told of each event once it is committed, in order; a listener's promise is awaited before the next. */
+  private readonly listeners = new Set<(event: RecordedEvent) => unknown>();
   private readonly audit: Pick<AuditLog, 'recordForRequest'> | undefined;
 
   /** With `audit`, what an admin request records is also an audit entry of its actor, in the same transaction. */
@@ -24,7 +24,6 @@ export class EventLog {
     this.store = store;
     this.work = work;
     this.audit = audit;
-    this.emitter.setMaxListeners(0);
   }
 
   /**
@@ -58,13 +57,18 @@ export class EventLog {
       targetOf(type, refs, data ?? undefined),
       change ? changedFields(change.before, change.after) : null,
     );
-    this.work.afterCommit(() => this.emitter.emit('event', event));
+    await this.work.afterCommit(() => this.emit(event as RecordedEvent));
     return event;
   }
 
-  subscribe(listener: (event: RecordedEvent) => void): () => void {
-    this.emitter.on('event', listener);
-    return () => this.emitter.off('event', listener);
+  /** `listener` may return a promise: the event's transaction is done once it settles. */
+  subscribe(listener: (event: RecordedEvent) => unknown): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private async emit(event: RecordedEvent): Promise<void> {
+    for (const listener of [...this.listeners]) await listener(event);
   }
 
   forAgent(agentId: number, limit = 200): Promise<RecordedEvent[]> {

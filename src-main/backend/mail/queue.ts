@@ -50,7 +50,7 @@ export class MailQueue implements InvitationMailer {
           { count: queued, batch_id: batchId, ...(single === undefined ? {} : { invitation_id: single }) },
         );
       }
-      this.work.afterCommit(this.wake);
+      await this.work.afterCommit(this.wake);
       return queued;
     });
   }
@@ -70,7 +70,7 @@ export class MailQueue implements InvitationMailer {
   async queueAccountInvite(inviteId: number, token: string): Promise<void> {
     await this.work.run(async () => {
       await this.accountDeliveries.queue(inviteId, token);
-      this.work.afterCommit(this.wake);
+      await this.work.afterCommit(this.wake);
     });
   }
 

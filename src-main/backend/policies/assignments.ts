@@ -350,7 +350,7 @@ async function create(
       after: { [policy]: policyValueOf(fields), target: target.name },
     },
   );
-  ctx.outbox.afterCommit(() => ctx.outbox.publish(topic, payload));
+  await ctx.outbox.afterCommit(() => ctx.outbox.publish(topic, payload));
   return id;
 }
 
@@ -369,7 +369,7 @@ export async function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy:
   }
   // Cleared first: a device that reads the empty message as "back to my default" then receives its
   // fleet's value, delivered again just below, and keeps it.
-  ctx.outbox.afterCommit(() => ctx.outbox.publish(row.topic, ''));
+  await ctx.outbox.afterCommit(() => ctx.outbox.publish(row.topic, ''));
   // A device-level value gone: its fleet's value applies again, and is delivered again.
   if (row.agent_id !== null && policyDefinition(row.policy)?.unique) {
     const agent = await ctx.repo.agent(row.agent_id);
@@ -377,7 +377,7 @@ export async function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy:
     if (agent && fleetTask?.status === 'overriden') {
       await ctx.setStatus(fleetTask.id, fleetTask.deployment_id, agent, 'pending', `the device's own value was removed`, 'server', at);
       const fleetRow = (await ctx.repo.byId(fleetTask.deployment_id))!;
-      ctx.outbox.afterCommit(() => ctx.outbox.publish(fleetRow.topic, fleetRow.payload));
+      await ctx.outbox.afterCommit(() => ctx.outbox.publish(fleetRow.topic, fleetRow.payload));
     }
   }
   await ctx.events.record(

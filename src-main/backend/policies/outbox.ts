@@ -36,8 +36,8 @@ export class PolicyOutbox {
   }
 
   /** Publishes after the current transaction commits (at once outside one), in order with its events. */
-  afterCommit(work: () => Promise<void>): void {
-    this.work.afterCommit(() => void work());
+  afterCommit(work: () => Promise<void>): Promise<void> {
+    return this.work.afterCommit(() => void work());
   }
 
   /** The topics under `prefix/` the broker retains a message on ([] without a broker, or when it cannot tell). */

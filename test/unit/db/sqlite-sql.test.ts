@@ -45,7 +45,7 @@ describe('SqliteSql', () => {
 
   it('joins a nested transaction to the open one, and rolls the whole back when the work throws', async () => {
     await expect(
-      (await sql.transaction(async () => {
+      sql.transaction(async () => {
         expect(sql.inTransaction()).toBe(true);
         await sql.run('INSERT INTO t (name) VALUES (?)', ['outer']);
         await sql.transaction(async () => {
@@ -54,7 +54,7 @@ describe('SqliteSql', () => {
         });
         expect(await names()).toEqual(['outer', 'inner']);
         throw new Error('no');
-      })),
+      }),
     ).rejects.toThrow('no');
     expect(sql.inTransaction()).toBe(false);
     expect(await names()).toEqual([]);
@@ -98,7 +98,7 @@ describe('SqliteSql', () => {
     const insertedYet = new Promise<void>((resolve) => (inserted = resolve));
     let finish!: () => void;
     const finishing = new Promise<void>((resolve) => (finish = resolve));
-    const transaction = await sql.transaction(async () => {
+    const transaction = sql.transaction(async () => {
       await sql.run('INSERT INTO t (name) VALUES (?)', ['uncommitted']);
       inserted();
       await finishing;
@@ -123,7 +123,7 @@ describe('SqliteSql', () => {
       await held;
     });
     await tick();
-    const duplicate = await sql.run('INSERT INTO t (name) VALUES (?)', ['a']);
+    const duplicate = sql.run('INSERT INTO t (name) VALUES (?)', ['a']);
     const later = sql.run('INSERT INTO t (name) VALUES (?)', ['b']);
     release();
     await first;
@@ -139,29 +139,29 @@ describe('UnitOfWork', () => {
     const seen: string[] = [];
     const committed = work.run(async () => {
       await sql.run('INSERT INTO t (name) VALUES (?)', ['one']);
-      work.afterCommit(() => seen.push('one'));
+      await work.afterCommit(() => seen.push('one'));
       await tick();
       expect(seen).toEqual([]); // not before the commit
     });
-    const rolledBack = await work.run(async () => {
-      work.afterCommit(() => seen.push('never'));
+    const rolledBack = work.run(async () => {
+      await work.afterCommit(() => seen.push('never'));
       await tick();
       throw new Error('undone');
     });
     const nested = work.run(async () => {
       await work.run(async () => {
-        work.afterCommit(() => seen.push('nested'));
+        await work.afterCommit(() => seen.push('nested'));
         await tick();
       });
       expect(seen).not.toContain('nested'); // the outer one has not committed yet
-      work.afterCommit(() => seen.push('outer'));
+      await work.afterCommit(() => seen.push('outer'));
     });
     await committed;
     await expect(rolledBack).rejects.toThrow('undone');
     await nested;
     expect(seen).toEqual(['one', 'nested', 'outer']);
     // Outside a transaction an effect runs at once.
-    work.afterCommit(() => seen.push('now'));
+    await work.afterCommit(() => seen.push('now'));
     expect(seen.at(-1)).toBe('now');
   });
 });
