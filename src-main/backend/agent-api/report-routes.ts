@@ -84,8 +84,8 @@ export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> =
         if (error instanceof InventoryError) throw badRequest(`The inventory could not be read: ${error.message}`);
         throw error;
       }
-      if (typeof input.is_online === 'boolean') live.online(agent.id, input.is_online);
-      if (input._pong === '!') live.pong(agent.id);
+      if (typeof input.is_online === 'boolean') await live.online(agent.id, input.is_online);
+      if (input._pong === '!') await live.pong(agent.id);
       return [{ [String(agent.id)]: true, message: '' }];
     },
   );

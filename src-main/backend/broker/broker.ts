@@ -241,13 +241,15 @@ function resubscribeGuard(events: EventLog, graceMs: number | undefined): Resubs
         ),
       ),
     subscribed: (_client, agent, filters, why) =>
-      events.record(
-        'mqtt.resubscribed',
-        `${agent.name} ${why}; the broker subscribed it to ${filters.join(', ')}`,
-        { entityId: agent.entityId, agentId: agent.id },
-        {
-          filters,
-        },
+      unlessDiskFull(() =>
+        events.record(
+          'mqtt.resubscribed',
+          `${agent.name} ${why}; the broker subscribed it to ${filters.join(', ')}`,
+          { entityId: agent.entityId, agentId: agent.id },
+          {
+            filters,
+          },
+        ),
       ),
   });
 }

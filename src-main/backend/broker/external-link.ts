@@ -40,9 +40,9 @@ export interface ExternalLinkOptions {
   /** Runs on every (re)connection before anything else: reconcile, then publish what was missed. */
   onConnected: () => Promise<void>;
   /** An agent's report other than presence. */
-  onReport: (agent: AgentIdentity, subtopic: string, payload: Buffer) => void;
+  onReport: (agent: AgentIdentity, subtopic: string, payload: Buffer) => Promise<void>;
   /** An agent said it is online (after it subscribed): time to give it what it must find. */
-  onAgentOnline?: (agent: AgentIdentity) => void;
+  onAgentOnline?: (agent: AgentIdentity) => Promise<void>;
   /** What the broker is called in messages ("Mosquitto", "RabbitMQ"). */
   name: string;
 }
@@ -272,22 +272,22 @@ export class ExternalLink {
       }
       this.verifying.delete(agent.id);
       await this.setPresence(agent, flag);
-      if (flag) this.options.onAgentOnline?.(agent);
+      if (flag) await this.options.onAgentOnline?.(agent);
       return;
     }
     if (subtopic !== undefined) {
       if (retained) {
-        this.options.onReport(agent, subtopic, payload);
+        await this.options.onReport(agent, subtopic, payload);
         return;
       }
       await this.options.store.touch(agent.id, nowIso());
       if (this.verifying.delete(agent.id)) {
         // Anything it publishes now proves a live connection: the answer to our ping, typically.
         await this.setPresence(agent, true);
-        this.options.onAgentOnline?.(agent);
+        await this.options.onAgentOnline?.(agent);
         if (subtopic === 'Status/Ping') return;
       }
-      this.options.onReport(agent, subtopic, payload);
+      await this.options.onReport(agent, subtopic, payload);
     }
   }
 
@@ -393,7 +393,7 @@ export function routeReport(commands: AgentCommands, onTaskReport: TaskReportHan
     const topic = `${agent.topic}/${subtopic}`;
     const taskId = statusTaskId(agent, topic) ?? policyStatusTaskId(agent, topic);
     if (taskId !== null) {
-      onTaskReport?.(agent, taskId, payload);
+      await onTaskReport?.(agent, taskId, payload);
       return;
     }
     // Other messages under the policy topic are not reports: never taken for one.

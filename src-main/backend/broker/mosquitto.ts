@@ -19,6 +19,7 @@ import {
 } from './external-broker.ts';
 import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, identityOf } from './external-link.ts';
 import type { MqttBroker } from './port.ts';
+import { unlessDiskFull } from '../db/disk-full.ts';
 
 export interface ExternalBrokerOptions extends ExternalModeOptions {
   /** mqtt[s]://ADMIN[:PASSWORD]@HOST:PORT — the account `mosquitto_ctrl dynsec init` made (its password better in `brokerPassword`). */
@@ -319,12 +320,12 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
         { url: url.display, reason: why },
       );
   };
-  admin.on('error', (error) => adminTrouble(error.message));
-  admin.on('close', async () => {
+  admin.on('error', (error) => unlessDiskFull(() => adminTrouble(error.message)));
+  admin.on('close', () => {
     dynsec?.stop();
     dynsec = null;
     if (closed) return;
-    if (adminProblem === null) await adminTrouble('connection lost');
+    if (adminProblem === null) unlessDiskFull(() => adminTrouble('connection lost'));
     adminFailures += 1;
     admin.options.reconnectPeriod = Math.min(BACKOFF.maxMs, BACKOFF.firstMs * 2 ** Math.min(adminFailures, 10));
   });

@@ -115,9 +115,9 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
     // Retained messages live on the node that took them: the agent may be on another one now.
     // Its commands (Command/Subscribe among them) and its fleet's and own policies.
-    onAgentOnline: (agent) => {
+    onAgentOnline: async (agent) => {
       void commands.republishFor(agent.id).catch(() => {});
-      policies.republishFor(agent);
+      await policies.republishFor(agent);
     },
   });
   const accounts: AgentAccounts = {

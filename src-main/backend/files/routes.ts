@@ -62,13 +62,13 @@ export function adminItemView(item: StoredRecord): WireItem {
 export interface AgentDownloadRoutesOptions {
   store: FileStore;
   /** Throws ApiError (403) when the session may not download at all; runs before validation. */
-  mayDownload?: (session: SessionContext) => void;
+  mayDownload?: (session: SessionContext) => Promise<void>;
   /** Concurrent downloads and read-ahead of this listener; defaults apply without it. */
   limits?: DownloadLimits;
   /** Told of each request allowed to download (the listener stops capping its connection). */
   onAllowed?: (request: FastifyRequest) => void;
   /** Told when a session was sent an item's content through its last byte (download.ts). */
-  onDownloaded?: (session: SessionContext, item: StoredRecord) => void;
+  onDownloaded?: (session: SessionContext, item: StoredRecord) => Promise<void>;
 }
 
 /**
@@ -91,7 +91,7 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
         // before validation: a request without a valid session learns nothing, not even a 400
         config: { session: 'on-request' },
         onRequest: async (request) => {
-          mayDownload?.(request.session);
+          await mayDownload?.(request.session);
           onAllowed?.(request);
         },
       },

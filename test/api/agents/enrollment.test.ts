@@ -367,9 +367,9 @@ describe('re-enrollment', () => {
     const head = await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
     expect(head.status).toBe(404);
     const hashOf = async () => (await t.backend.services.agentRepository.byId(Number(created.body.id)))!.mqtt_password_hash;
-    const before = hashOf();
+    const before = await hashOf();
     await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
-    expect(hashOf()).toEqual(before);
+    expect((await hashOf())).toEqual(before);
   });
 
   it('retires the old api_token when a device enrolls again', async () => {

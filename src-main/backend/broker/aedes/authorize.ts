@@ -28,7 +28,7 @@ type AuthorizeHooks = Required<Pick<AedesOptions, 'authorizePublish' | 'authoriz
 export function authorizeHooks({ registry, presence, resubscribe, events, onTaskReport }: AuthorizeOptions): AuthorizeHooks {
   const deniedNoted = new WeakSet<Client>();
   return {
-    authorizePublish(client, packet, callback) {
+    async authorizePublish(client, packet, callback) {
       const agent = registry.identityOf(client);
       if (!client || !agent) return callback(new Error('not an agent'));
       if (client.closed) {
@@ -40,7 +40,7 @@ export function authorizeHooks({ registry, presence, resubscribe, events, onTask
       }
       const policyTask = policyStatusTaskId(agent, packet.topic);
       if (policyTask !== null) {
-        onTaskReport?.(agent, policyTask, toBuffer(packet.payload));
+        await onTaskReport?.(agent, policyTask, toBuffer(packet.payload));
         packet.topic = `${TAKEN_PREFIX}${agent.id}`;
         packet.retain = false;
         return callback(null);

@@ -39,7 +39,7 @@ export function publishedHook({
       if (!client.closed) await presence.touch(agent);
       const taskId = statusTaskId(agent, packet.topic);
       if (taskId !== null && onTaskReport) {
-        onTaskReport(agent, taskId, payload);
+        await onTaskReport(agent, taskId, payload);
         return;
       }
       await commands.received(agent, subtopic, payload);
