@@ -317,7 +317,7 @@ async function startServing(
     admin_url: adminUrl,
     console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
     admin_token: adminToken,
-    setup_url: (await setupUrl()),
+    setup_url: await setupUrl(),
     mqtt_port: broker.port,
     mqtt_tls_port: broker.tlsPort,
     mqtt_tls_fingerprint: broker.certificate?.fingerprint256 ?? null,
@@ -334,7 +334,7 @@ async function startServing(
     api_url: services.links.apiUrl(),
     deeplink_url: services.links.deeplinkBase(),
     public_host: publicHost(),
-    setup_url: (await setupUrl()),
+    setup_url: await setupUrl(),
   });
 
   const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
@@ -354,7 +354,7 @@ async function startServing(
     simulate: partial.simulate,
     choosePublicHost: async (host) => {
       services.links.choose(host);
-      writeInfoFile(infoFile, (await currentInfo()));
+      writeInfoFile(infoFile, await currentInfo());
     },
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
@@ -398,7 +398,7 @@ async function agentHttpApp(
       store: files,
       mayDownload: async (session) => {
         // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
-        if ((await services.codes.isCodeAccount(session.userId)))
+        if (await services.codes.isCodeAccount(session.userId))
           throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
       },
       // "downloaded, not confirmed" on the device's open tasks of that item.
@@ -409,7 +409,7 @@ async function agentHttpApp(
       deeplinkBase: () => services.links.deeplinkBase(),
       appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
       invitationState: async (token) => {
-        const row = /^[0-9a-f]{64}$/.test(token) ? (await services.invitations.byToken(token)) : undefined;
+        const row = /^[0-9a-f]{64}$/.test(token) ? await services.invitations.byToken(token) : undefined;
         return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
       },
     },

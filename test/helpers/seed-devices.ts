@@ -54,7 +54,8 @@ export async function seedDevices(
     await sql.transaction(async () => {
       const fleetRepository = new SqliteFleetRepository(sql);
       const fleetIds: number[] = [];
-      for (const name of fleets) fleetIds.push((await fleetRepository.byName(1, name))?.id ?? (await fleetRepository.insert(1, name, iso(now))));
+      for (const name of fleets)
+        fleetIds.push((await fleetRepository.byName(1, name))?.id ?? (await fleetRepository.insert(1, name, iso(now))));
       if (fleetIds.length === 0) fleetIds.push((await fleetRepository.defaultOf(1))!.id);
       const users = new UserRepository(sql);
       const agents = new SqliteAgentRepository(sql);

@@ -151,7 +151,12 @@ export class AccountService {
         password_hash: null,
         created_at: nowIso(),
       });
-      await this.events.record('account.created', `Owner account created for ${displayName}`, {}, { account_id: id, role: 'owner' });
+      await this.events.record(
+        'account.created',
+        `Owner account created for ${displayName}`,
+        {},
+        { account_id: id, role: 'owner' },
+      );
       return (await this.store.byId(id))!;
     });
   }
@@ -228,9 +233,18 @@ export class AccountService {
         const email = input.email.trim();
         const other = await this.store.byEmail(email);
         if (other && other.id !== owner.id) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is another admin’s email`);
-        await this.store.setCredentials(owner.id, { email, display_name: input.display_name.trim(), password_hash: passwordHash });
+        await this.store.setCredentials(owner.id, {
+          email,
+          display_name: input.display_name.trim(),
+          password_hash: passwordHash,
+        });
         this.setupToken = null;
-        await this.events.record('account.owner_set_up', `Owner account set up for ${email}`, {}, { account_id: owner.id, email });
+        await this.events.record(
+          'account.owner_set_up',
+          `Owner account set up for ${email}`,
+          {},
+          { account_id: owner.id, email },
+        );
         return (await this.store.byId(owner.id))!;
       }),
     );
@@ -287,7 +301,7 @@ export class AccountService {
         throw new ApiError(
           403,
           'ERROR_FORBIDDEN',
-          `A token’s fleets must be within yours: you are not scoped to ${(await this.fleetNames(wider))}`,
+          `A token’s fleets must be within yours: you are not scoped to ${await this.fleetNames(wider)}`,
         );
       }
     }
@@ -305,21 +319,21 @@ export class AccountService {
         expires_at: input.days === undefined ? null : new Date(now + input.days * 86_400_000).toISOString(),
       });
       if (scope.length > 0) await this.store.setTokenFleets(id, scope);
-      const scoped = scope.length > 0 ? `, scoped to ${(await this.fleetNames(scope))}` : '';
+      const scoped = scope.length > 0 ? `, scoped to ${await this.fleetNames(scope)}` : '';
       await this.events.record(
         'account.token_created',
         `API token "${input.name.trim()}" (${input.role}${scoped}) created by ${actorName(actor)}`,
         {},
         { token_id: id, role: input.role, days: input.days ?? null, fleet_ids: scope, by: actorName(actor) },
       );
-      return { token, row: (await this.tokenOf(id)) };
+      return { token, row: await this.tokenOf(id) };
     });
   }
 
   /** The owner sees every token; anyone else their own. */
   async tokens(actor: Actor): Promise<ApiToken[]> {
     const now = Date.now();
-    const rows = actor.account.role === 'owner' ? (await this.store.tokens()) : (await this.store.tokens(actor.account.id));
+    const rows = actor.account.role === 'owner' ? await this.store.tokens() : await this.store.tokens(actor.account.id);
     return rows.map((row) => tokenView(row, now));
   }
 
@@ -365,7 +379,7 @@ export class AccountService {
       await this.events.record(
         'account.scope_changed',
         ids.length > 0
-          ? `${who} scoped to ${(await this.fleetNames(ids))} by ${actorName(actor)}`
+          ? `${who} scoped to ${await this.fleetNames(ids)} by ${actorName(actor)}`
           : `${who} sees every fleet again (scope removed by ${actorName(actor)})`,
         {},
         {

@@ -55,7 +55,9 @@ export class SqliteAccountInviteRepository implements AccountInviteRepository {
     return Number(await this.sql.value<number>(this.s.insert, invite));
   }
 
-  async byHash(hash: string): Promise<{ invite: StoredAccountInvite; account: StoredAccount; inviter: string | null } | undefined> {
+  async byHash(
+    hash: string,
+  ): Promise<{ invite: StoredAccountInvite; account: StoredAccount; inviter: string | null } | undefined> {
     return this.withAccount(await this.sql.get(this.s.byHash, [hash]));
   }
 
@@ -79,7 +81,8 @@ export class SqliteAccountInviteRepository implements AccountInviteRepository {
   async latestOf(accountIds: number[]): Promise<Map<number, StoredAccountInvite>> {
     const found = new Map<number, StoredAccountInvite>();
     if (accountIds.length === 0) return found;
-    for (const row of (await this.sql.all(this.s.latestOf, [JSON.stringify(accountIds)])) as StoredAccountInvite[]) found.set(row.account_id, row);
+    for (const row of (await this.sql.all(this.s.latestOf, [JSON.stringify(accountIds)])) as StoredAccountInvite[])
+      found.set(row.account_id, row);
     return found;
   }
 

@@ -114,7 +114,7 @@ export class AccountManagement {
   async get(id: number): Promise<AccountEntry> {
     const row = await this.mustFind(id);
     const invite = row.password_hash === null ? (await this.invites.latestOf([id])).get(id) : undefined;
-    return this.entry(row, invite, (await this.mailer.deliveriesOf(invite ? [invite.id] : [])), Date.now());
+    return this.entry(row, invite, await this.mailer.deliveriesOf(invite ? [invite.id] : []), Date.now());
   }
 
   /** Invites an admin by email with a role: a new account (`invited`) and its set-up link, emailed unless `noEmail`. */
@@ -156,7 +156,7 @@ export class AccountManagement {
       const link = await this.newInvite(actor, id, input.days, input.no_email === true);
       await this.events.record(
         'account.invited',
-        `${nameOf((await this.mustFind(id)))} invited as ${input.role}${link.url ? ' (set-up link handed over, no email)' : ''}`,
+        `${nameOf(await this.mustFind(id))} invited as ${input.role}${link.url ? ' (set-up link handed over, no email)' : ''}`,
         {},
         {
           account_id: id,
@@ -167,7 +167,7 @@ export class AccountManagement {
           after: { role: input.role },
         },
       );
-      return { account: (await this.get(id)), setup_url: link.url, email_queued: link.url === null };
+      return { account: await this.get(id), setup_url: link.url, email_queued: link.url === null };
     });
   }
 
@@ -194,7 +194,7 @@ export class AccountManagement {
         {},
         { account_id: id, email: row.email, name: row.display_name, email_queued: link.url === null },
       );
-      return { account: (await this.get(id)), setup_url: link.url, email_queued: link.url === null };
+      return { account: await this.get(id), setup_url: link.url, email_queued: link.url === null };
     });
   }
 
@@ -347,7 +347,7 @@ export class AccountManagement {
   }
 
   private async liveInvite(token: string, now = Date.now()) {
-    const found = /^[0-9a-f]{64}$/.test(token) ? (await this.invites.byHash(sha256(token))) : undefined;
+    const found = /^[0-9a-f]{64}$/.test(token) ? await this.invites.byHash(sha256(token)) : undefined;
     if (!found) {
       throw this.gone('This set-up link is not valid: check that it was copied whole, or ask for a new invitation.');
     }
@@ -364,7 +364,12 @@ export class AccountManagement {
     return new ApiError(410, 'ERROR_SETUP_LINK_GONE', message);
   }
 
-  private async newInvite(actor: Actor, accountId: number, days: number | undefined, noEmail: boolean): Promise<{ url: string | null }> {
+  private async newInvite(
+    actor: Actor,
+    accountId: number,
+    days: number | undefined,
+    noEmail: boolean,
+  ): Promise<{ url: string | null }> {
     const token = randomHex(32);
     const at = Date.now();
     await this.invites.replaceAll(accountId, new Date(at).toISOString());
@@ -391,7 +396,7 @@ export class AccountManagement {
   }
 
   private async keepDataDirOwner(row: StoredAccount, what: string): Promise<void> {
-    if ((await this.store.dataDirToken(row.id))) {
+    if (await this.store.dataDirToken(row.id)) {
       throw new ApiError(
         409,
         'ERROR_CONFLICT',

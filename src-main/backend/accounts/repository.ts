@@ -193,11 +193,11 @@ export class SqliteAccountRepository implements AccountRepository {
   }
   async setAccountFleets(id: number, fleetIds: readonly number[]): Promise<void> {
     await this.sql.run(this.s.clearAccountFleets, [id]);
-    for (const fleetId of fleetIds) (await this.sql.run(this.s.addAccountFleet, [id, fleetId]));
+    for (const fleetId of fleetIds) await this.sql.run(this.s.addAccountFleet, [id, fleetId]);
   }
   async setTokenFleets(id: number, fleetIds: readonly number[]): Promise<void> {
     await this.sql.run(this.s.clearTokenFleets, [id]);
-    for (const fleetId of fleetIds) (await this.sql.run(this.s.addTokenFleet, [id, fleetId]));
+    for (const fleetId of fleetIds) await this.sql.run(this.s.addTokenFleet, [id, fleetId]);
   }
   async scopedBy(fleetId: number): Promise<FleetScopedBy> {
     // A revoked token's scope is history: it does not keep its fleet from being deleted.
@@ -222,7 +222,7 @@ export class SqliteAccountRepository implements AccountRepository {
   async enableTotp(id: number, secret: string, at: string, step: number, recoveryHashes: string[]): Promise<void> {
     await this.sql.run(this.s.enableTotp, { id, secret, at, step });
     await this.sql.run(this.s.clearRecoveryCodes, [id]);
-    for (const hash of recoveryHashes) (await this.sql.run(this.s.insertRecoveryCode, [id, hash, at]));
+    for (const hash of recoveryHashes) await this.sql.run(this.s.insertRecoveryCode, [id, hash, at]);
   }
   async takeTotpStep(id: number, step: number): Promise<boolean> {
     return (await this.sql.run(this.s.takeTotpStep, { id, step })).changes === 1;
@@ -311,7 +311,7 @@ export class SqliteAccountRepository implements AccountRepository {
   }
   async tokens(accountId?: number): Promise<ListedApiToken[]> {
     const rows = (
-      accountId === undefined ? (await this.sql.all(this.s.allTokens)) : (await this.sql.all(this.s.accountTokens, [accountId]))
+      accountId === undefined ? await this.sql.all(this.s.allTokens) : await this.sql.all(this.s.accountTokens, [accountId])
     ) as Raw<ListedApiToken>[];
     return rows.map((row) => parsed<ListedApiToken>(row)!);
   }

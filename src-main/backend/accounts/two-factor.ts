@@ -80,7 +80,7 @@ export class TwoFactorService {
     return {
       enabled,
       enabled_at: account.totp_enabled_at,
-      recovery_codes_left: enabled ? (await this.store.recoveryCodesLeft(account.id)) : 0,
+      recovery_codes_left: enabled ? await this.store.recoveryCodesLeft(account.id) : 0,
     };
   }
 
@@ -159,9 +159,9 @@ export class TwoFactorService {
       }
       await this.events.record(
         'account.recovery_code_used',
-        `A recovery code was used to sign in as ${nameOf(current)} (${(await this.store.recoveryCodesLeft(current.id))} left)`,
+        `A recovery code was used to sign in as ${nameOf(current)} (${await this.store.recoveryCodesLeft(current.id)} left)`,
         {},
-        { account_id: current.id, left: (await this.store.recoveryCodesLeft(current.id)) },
+        { account_id: current.id, left: await this.store.recoveryCodesLeft(current.id) },
       );
       return 'recovery' as const;
     });

@@ -28,10 +28,10 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
   });
 
   adminRoute(app, 'accounts.setScope', async (request) =>
-    accountView((await accounts.setAccountScope(actorOf(request), request.params.id, request.body.fleet_ids))),
+    accountView(await accounts.setAccountScope(actorOf(request), request.params.id, request.body.fleet_ids)),
   );
 
-  adminRoute(app, 'tokens.list', async (request) => ({ items: (await accounts.tokens(actorOf(request))) }));
+  adminRoute(app, 'tokens.list', async (request) => ({ items: await accounts.tokens(actorOf(request)) }));
 
   adminRoute(app, 'tokens.create', async (request, reply) => {
     const { token, row } = await accounts.createToken(actorOf(request), request.body);
@@ -46,12 +46,12 @@ export const accountManagementRoutes: FastifyPluginAsyncTypebox<{
   admins: AccountManagement;
   actorOf: (request: FastifyRequest) => Actor;
 }> = async (app, { admins, actorOf }) => {
-  adminRoute(app, 'accounts.list', async () => ({ items: (await admins.list()) }));
+  adminRoute(app, 'accounts.list', async () => ({ items: await admins.list() }));
   adminRoute(app, 'accounts.invite', async (request, reply) =>
-    reply.code(201).send((await admins.invite(actorOf(request), request.body))),
+    reply.code(201).send(await admins.invite(actorOf(request), request.body)),
   );
   adminRoute(app, 'accounts.reinvite', async (request, reply) =>
-    reply.code(201).send((await admins.reinvite(actorOf(request), request.params.id, request.body ?? {}))),
+    reply.code(201).send(await admins.reinvite(actorOf(request), request.params.id, request.body ?? {})),
   );
   adminRoute(app, 'accounts.update', async (request) => admins.setRole(actorOf(request), request.params.id, request.body.role));
   adminRoute(app, 'accounts.disable', async (request) => admins.disable(actorOf(request), request.params.id));

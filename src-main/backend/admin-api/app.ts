@@ -280,7 +280,7 @@ export async function adminApp({
       adminRoute(api, 'audit.list', async (request) => {
         const filter = { ...auditFilter(request.query), limit: request.query.limit ?? 200 };
         const scope = currentFleetScope();
-        if (scope === null) return { items: (await services.audit.list(filter)) };
+        if (scope === null) return { items: await services.audit.list(filter) };
         // A scoped client's trail: its fleets' objects (and what concerns no fleet) among the 1,000 matching last.
         const where = rememberingFleetOf(fleetOf);
         const visible = await filterAsync(await services.audit.list({ ...filter, limit: 1000 }), (entry) =>
@@ -376,7 +376,7 @@ export async function adminApp({
 
       adminRoute(api, 'events', async (request) => {
         const scope = currentFleetScope();
-        if (scope === null) return { items: (await services.events.latest(request.query.limit)) };
+        if (scope === null) return { items: await services.events.latest(request.query.limit) };
         // A scoped client's history: its fleets' events (and those about no fleet) among the last 1,000.
         const where = rememberingFleetOf(fleetOf);
         const visible = await filterAsync(await services.events.latest(1000), (event) => eventVisible(event, scope, where));

@@ -162,7 +162,7 @@ export class AdminAuth {
       account = await this.accounts.owner();
     } else {
       const ticket = /[?&]ticket=([0-9a-f]+)/i.exec(text)?.[1] ?? (/^[0-9a-f]{48}$/i.test(text) ? text : null);
-      account = ticket === null ? null : (await this.takeTicket(ticket.toLowerCase()));
+      account = ticket === null ? null : await this.takeTicket(ticket.toLowerCase());
       if (account) how = 'link';
     }
     if (how === null || account === null) return this.failed(request, 'form');
@@ -238,7 +238,10 @@ export class AdminAuth {
   }
 
   /** Enrolment at sign-in (two-factor required, none yet): the secret to add to the app. */
-  async beginEnrolment(challenge: string, address: string | null = null): Promise<{ secret: string; otpauth_url: string } | null> {
+  async beginEnrolment(
+    challenge: string,
+    address: string | null = null,
+  ): Promise<{ secret: string; otpauth_url: string } | null> {
     const pending = await this.challengeOf(challenge, 'enrol');
     if (!pending) return null;
     // Recorded as the admin's own doing (their password was right), from where they sign in.
@@ -261,9 +264,11 @@ export class AdminAuth {
     let codes: string[];
     try {
       const actor = requestActor({ account, token: null });
-      codes = (await requestContext.run({ actor, address: request.ip, audited: false }, () =>
-        this.accounts.twoFactor.confirm(account, code),
-      )).recovery_codes;
+      codes = (
+        await requestContext.run({ actor, address: request.ip, audited: false }, () =>
+          this.accounts.twoFactor.confirm(account, code),
+        )
+      ).recovery_codes;
     } catch (error) {
       const entry = this.challenges.get(challenge);
       if (entry && ++entry.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challenge);
@@ -292,13 +297,13 @@ export class AdminAuth {
 
   /** The console sessions of `actor`'s account, the request's own marked. */
   async sessionsOf(actor: Actor, request: FastifyRequest) {
-    return this.sessions.list(actor.account.id, cookieOf(request) ?? null, (await this.isFirstOwner(actor.account)));
+    return this.sessions.list(actor.account.id, cookieOf(request) ?? null, await this.isFirstOwner(actor.account));
   }
 
   async endSession(actor: Actor, publicId: string): Promise<boolean> {
     return (
       (await this.recordingEnded(actor, async () =>
-        (await this.sessions.endOne(actor.account.id, publicId, (await this.isFirstOwner(actor.account)))) ? 1 : 0,
+        (await this.sessions.endOne(actor.account.id, publicId, await this.isFirstOwner(actor.account))) ? 1 : 0,
       )) === 1
     );
   }
@@ -306,14 +311,14 @@ export class AdminAuth {
   /** Ends every session of `actor`'s account but the request's own; how many ended. */
   endOtherSessions(actor: Actor, request: FastifyRequest): Promise<number> {
     return this.recordingEnded(actor, async () =>
-      this.sessions.endOthers(actor.account.id, cookieOf(request) ?? null, (await this.isFirstOwner(actor.account))),
+      this.sessions.endOthers(actor.account.id, cookieOf(request) ?? null, await this.isFirstOwner(actor.account)),
     );
   }
 
   /** Sessions ended by their admin, recorded (event and audit entry) in the same transaction. */
   private recordingEnded(actor: Actor, end: () => Promise<number>): Promise<number> {
     const work = this.work;
-    const run = async (change: () => Promise<number>) => (work ? (await work.run(change)) : (await change()));
+    const run = async (change: () => Promise<number>) => (work ? await work.run(change) : await change());
     return run(async () => {
       const ended = await end();
       if (ended > 0) {
@@ -389,7 +394,7 @@ export class AdminAuth {
       return this.failed(request, 'bearer');
     }
     const id = cookieOf(request);
-    const actor = id === undefined ? null : (await this.sessionActor(id));
+    const actor = id === undefined ? null : await this.sessionActor(id);
     if (id === undefined || actor === null) return { ok: false, status: 401 };
     // SameSite treats every port of 127.0.0.1 as one site: a page served by another local program
     // could still send the cookie along. Changes must come from the console's own origin.
@@ -402,7 +407,7 @@ export class AdminAuth {
     const found = this.tickets.get(ticket);
     this.tickets.delete(ticket);
     if (found === undefined || found.expires <= Date.now()) return null;
-    const account = found.accountId === null ? (await this.accounts.owner()) : (await this.accounts.byId(found.accountId));
+    const account = found.accountId === null ? await this.accounts.owner() : await this.accounts.byId(found.accountId);
     return account && account.disabled === 0 ? account : null;
   }
 
@@ -448,7 +453,7 @@ export class AdminAuth {
   private async sessionActor(id: string): Promise<Actor | null> {
     let account: StoredAccount | undefined;
     const session = await this.sessions.resolve(id, async (accountId, credential) => {
-      account = accountId === null ? (await this.accounts.owner()) : (await this.accounts.byId(accountId));
+      account = accountId === null ? await this.accounts.owner() : await this.accounts.byId(accountId);
       if (!account || account.disabled === 1) return false;
       return credential === this.credential || credential === passwordCredential(account);
     });
@@ -487,11 +492,17 @@ export class AdminAuth {
         with: how,
       },
     );
-    await this.audit?.record(requestActor({ account, token: null }), request.ip, 'admin.signed_in', `${who} signed in with ${by}`, {
-      kind: 'account',
-      id: account.id,
-      name: who,
-    });
+    await this.audit?.record(
+      requestActor({ account, token: null }),
+      request.ip,
+      'admin.signed_in',
+      `${who} signed in with ${by}`,
+      {
+        kind: 'account',
+        id: account.id,
+        name: who,
+      },
+    );
     const maxAge = Math.floor(this.sessions.limits.maxAgeMs / 1000);
     reply.header('set-cookie', `${COOKIE}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}`);
   }

@@ -8,19 +8,26 @@ export const codeRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'codes' | 'app
   app,
   { codes, approval, agents },
 ) => {
-  adminRoute(app, 'codes.list', async () => ({ items: (await codes.list()) }));
+  adminRoute(app, 'codes.list', async () => ({ items: await codes.list() }));
 
-  adminRoute(app, 'codes.create', async (request, reply) => reply.code(201).send((await codes.view((await codes.create(request.body))))));
+  adminRoute(app, 'codes.create', async (request, reply) =>
+    reply.code(201).send(await codes.view(await codes.create(request.body))),
+  );
 
   adminRoute(app, 'codes.get', async (request) => {
     const { id } = request.params;
-    return { ...(await codes.view((await codes.get(id)))), log: (await codes.logOf(id)) };
+    return { ...(await codes.view(await codes.get(id))), log: await codes.logOf(id) };
   });
 
-  qrRoutes(app, { png: 'codes.qrPng', svg: 'codes.qrSvg' }, 'enrollment-code', async (id) => (await codes.deeplinkOf((await codes.get(id)))).url);
+  qrRoutes(
+    app,
+    { png: 'codes.qrPng', svg: 'codes.qrSvg' },
+    'enrollment-code',
+    async (id) => (await codes.deeplinkOf(await codes.get(id))).url,
+  );
 
-  adminRoute(app, 'codes.revoke', async (request) => codes.view((await codes.revoke(request.params.id))));
-  adminRoute(app, 'codes.rotate', async (request) => codes.view((await codes.rotate(request.params.id))));
+  adminRoute(app, 'codes.revoke', async (request) => codes.view(await codes.revoke(request.params.id)));
+  adminRoute(app, 'codes.rotate', async (request) => codes.view(await codes.rotate(request.params.id)));
 
   adminRoute(app, 'agents.approve', async (request) => agents.summary((await approval.approve(request.params.id)).id));
   adminRoute(app, 'agents.reject', async (request) => agents.summary((await approval.reject(request.params.id)).id));

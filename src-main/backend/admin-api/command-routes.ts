@@ -11,7 +11,7 @@ export const commandRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents'> &
   adminRoute(app, 'agents.command', async (request, reply) => {
     const { id } = request.params;
     const sent = await commands.send(id, request.body.command);
-    return reply.code(202).send({ ...sent, agent: (await agents.summary(id)) });
+    return reply.code(202).send({ ...sent, agent: await agents.summary(id) });
   });
 
   adminRoute(app, 'agents.move', async (request) => {

@@ -13,7 +13,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
   { fleets, deployments },
 ) => {
   adminRoute(app, 'deployments.list', async (request) => ({
-    items: (await deployments.list({ ...request.query, kind: 'deployment' })),
+    items: await deployments.list({ ...request.query, kind: 'deployment' }),
   }));
 
   adminRoute(app, 'deployments.create', async (request, reply) => {
@@ -28,7 +28,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
       destination: body.kind === 'file' ? body.destination : undefined,
       removeOnDelete: body.remove_on_delete,
     });
-    return reply.code(201).send((await deployments.detail(created.id)));
+    return reply.code(201).send(await deployments.detail(created.id));
   });
 
   adminRoute(app, 'deployments.get', async (request) => deployments.detail(request.params.id));
@@ -36,6 +36,6 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
   adminRoute(app, 'deployments.remove', async (request) => deployments.unassign(request.params.id));
 
   adminRoute(app, 'agents.tasks', async (request) => ({
-    items: (await deployments.tasksOfAgent(request.params.id)),
+    items: await deployments.tasksOfAgent(request.params.id),
   }));
 };

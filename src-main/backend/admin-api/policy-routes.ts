@@ -11,7 +11,7 @@ export const policyRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & 
 ) => {
   adminRoute(app, 'policies.catalogue', async () => ({ items: [...POLICY_CATALOGUE] }));
 
-  adminRoute(app, 'policies.list', async (request) => ({ items: (await policies.list(request.query)) }));
+  adminRoute(app, 'policies.list', async (request) => ({ items: await policies.list(request.query) }));
 
   adminRoute(app, 'policies.set', async (request, reply) => {
     const body = request.body;
@@ -24,14 +24,14 @@ export const policyRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & 
       destination: body.destination,
       removeOnDelete: body.remove_on_delete,
     });
-    return reply.code(201).send((await policies.detail(created.id)));
+    return reply.code(201).send(await policies.detail(created.id));
   });
 
   adminRoute(app, 'policies.get', async (request) => policies.detail(request.params.id));
 
   adminRoute(app, 'policies.unset', async (request) => policies.unassign(request.params.id));
 
-  adminRoute(app, 'policies.ofAgent', async (request) => ({ items: (await policies.effectiveOf(request.params.id)) }));
+  adminRoute(app, 'policies.ofAgent', async (request) => ({ items: await policies.effectiveOf(request.params.id) }));
 
   adminRoute(app, 'policies.compliance', async (request) => {
     const { fleet_id, state } = request.query;

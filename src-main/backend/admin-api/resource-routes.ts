@@ -10,16 +10,16 @@ export const agentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents' | 'e
   app,
   { agents, events, reports },
 ) => {
-  adminRoute(app, 'agents.list', async () => ({ items: (await agents.list()) }));
+  adminRoute(app, 'agents.list', async () => ({ items: await agents.list() }));
 
   adminRoute(app, 'agents.get', async (request) => {
     const { id } = request.params;
     // The inventory and positions the device reported (Flyve agents; the spec's agent on request).
     return {
       ...(await agents.summary(id)),
-      inventory: (await reports.inventoryOf(id)),
-      positions: (await reports.positionsOf(id, 10)),
-      events: (await events.forAgent(id)),
+      inventory: await reports.inventoryOf(id),
+      positions: await reports.positionsOf(id, 10),
+      events: await events.forAgent(id),
     };
   });
 
@@ -30,8 +30,8 @@ export const agentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents' | 'e
 };
 
 export const fleetRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'>> = async (app, { fleets }) => {
-  adminRoute(app, 'fleets.list', async () => ({ items: (await fleets.list()) }));
-  adminRoute(app, 'fleets.create', async (request, reply) => reply.code(201).send((await fleets.create(request.body.name))));
+  adminRoute(app, 'fleets.list', async () => ({ items: await fleets.list() }));
+  adminRoute(app, 'fleets.create', async (request, reply) => reply.code(201).send(await fleets.create(request.body.name)));
   adminRoute(app, 'fleets.rename', async (request) => fleets.rename(request.params.id, request.body.name));
   adminRoute(app, 'fleets.remove', async (request, reply) => {
     await fleets.remove(request.params.id);

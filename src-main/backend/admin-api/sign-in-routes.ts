@@ -42,10 +42,10 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
   adminRoute(app, 'password.change', async (request) => {
     const actor = actorOf(request);
     const account = await accounts.changePassword(actor.account.id, request.body.current_password, request.body.new_password);
-    return { changed: true as const, ended_sessions: (await auth.passwordChanged(account, request)) };
+    return { changed: true as const, ended_sessions: await auth.passwordChanged(account, request) };
   });
 
-  adminRoute(app, 'sessions.list', async (request) => ({ items: (await auth.sessionsOf(actorOf(request), request)) }));
+  adminRoute(app, 'sessions.list', async (request) => ({ items: await auth.sessionsOf(actorOf(request), request) }));
 
   adminRoute(app, 'sessions.end', async (request) => {
     if (!(await auth.endSession(actorOf(request), request.params.id))) {
@@ -54,7 +54,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
     return { ended: 1 };
   });
 
-  adminRoute(app, 'sessions.endOthers', async (request) => ({ ended: (await auth.endOtherSessions(actorOf(request), request)) }));
+  adminRoute(app, 'sessions.endOthers', async (request) => ({ ended: await auth.endOtherSessions(actorOf(request), request) }));
 
   adminRoute(app, 'signInSettings.get', async () => signIn.get());
 

@@ -37,7 +37,7 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
   adminRoute(app, 'invitations.simulate', async (request) => {
     const { id } = request.params;
     const { type } = request.query;
-    const invitation = await invitations.view((await invitations.get(id)));
+    const invitation = await invitations.view(await invitations.get(id));
     if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
     const result = await simulate({
       deeplink: invitation.deeplink,
@@ -62,7 +62,7 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
   adminRoute(app, 'codes.simulate', async (request) => {
     const { id } = request.params;
     const { type } = request.query;
-    const code = await codes.view((await codes.get(id)));
+    const code = await codes.view(await codes.get(id));
     if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
     const given = request.body?.email?.trim();
     const email = given || simulatedEmail(code.domains);

@@ -137,8 +137,7 @@ export class AdminSessionService {
     const now = this.now();
     const current = currentId !== null && COOKIE_ID.test(currentId) ? hashOf(currentId) : null;
     const { idleMs } = this.limits;
-    return (await this.store
-      .ofAccount(accountId, unowned))
+    return (await this.store.ofAccount(accountId, unowned))
       .filter((row) => this.alive(row, now))
       .map((row) => {
         const idleEnd = Date.parse(row.last_used_at) + idleMs;

@@ -54,7 +54,10 @@ export const taskStatusRoutes: FastifyPluginAsyncTypebox<TaskRoutesOptions> = as
   const search = async (request: FastifyRequest) => {
     const agent = await ownDevice(request);
     const criteria = searchCriteria(request.url);
-    let rows = await deployments.searchStatuses(agent.id, { agentId: criteria.get(FIELD.agent), taskId: criteria.get(FIELD.task) });
+    let rows = await deployments.searchStatuses(agent.id, {
+      agentId: criteria.get(FIELD.agent),
+      taskId: criteria.get(FIELD.task),
+    });
     const id = criteria.get(FIELD.id);
     if (id !== undefined) rows = rows.filter((row) => row.id === id);
     const data = rows.map(searchRow);

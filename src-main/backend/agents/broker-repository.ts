@@ -84,7 +84,7 @@ export class BrokerAgentRepository implements BrokerAgentStore {
 
   async allOffline(): Promise<number[]> {
     const ids = ((await this.sql.all(this.s.online)) as { id: number }[]).map((row) => row.id);
-    if (ids.length > 0) (await this.sql.run(this.s.allOffline));
+    if (ids.length > 0) await this.sql.run(this.s.allOffline);
     return ids;
   }
 

@@ -163,11 +163,14 @@ export class EnrollmentService {
     const refusal = grant.refusal(session, attempt.email);
     if (refusal) await refuse(refusal);
     const email = attempt.email!;
-    if (session.activeProfileId !== (await this.users.guestProfile()).id) await refuse('Switch to the guest profile before enrolling');
+    if (session.activeProfileId !== (await this.users.guestProfile()).id)
+      await refuse('Switch to the guest profile before enrolling');
     if (!serial && !uuid) await refuse('The device serial number or UUID is required');
     // Either becomes the agent's MQTT login and the last level of its topic.
     if ([serial, uuid].some((id) => id !== null && !MQTT_SAFE_ID.test(id))) {
-      await refuse('The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)');
+      await refuse(
+        'The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)',
+      );
     }
     const version = clean(input.version);
     if (!version || !VERSION.test(version)) await refuse('The agent version is missing or invalid');
@@ -255,7 +258,10 @@ export class EnrollmentService {
 
   /** The agent a device already has in the entity: by serial first, then by uuid. */
   private async knownDevice(entityId: number, serial: string | null, uuid: string | null): Promise<AgentRow | undefined> {
-    return (serial ? (await this.rows.bySerial(entityId, serial)) : undefined) ?? (uuid ? (await this.rows.byUuid(entityId, uuid)) : undefined);
+    return (
+      (serial ? await this.rows.bySerial(entityId, serial) : undefined) ??
+      (uuid ? await this.rows.byUuid(entityId, uuid) : undefined)
+    );
   }
 
   private async createOrReuse(
@@ -278,7 +284,7 @@ export class EnrollmentService {
     const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
     const person = await grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
-    const uuidOwner = device.uuid ? (await this.rows.byUuid(entityId, device.uuid)) : undefined;
+    const uuidOwner = device.uuid ? await this.rows.byUuid(entityId, device.uuid) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
     // The same person's device enrolling again (the app reinstalled, the simulator run again) keeps
     // the approval it has: an admin approved this device for this person once. A device freed
@@ -320,7 +326,12 @@ export class EnrollmentService {
         now,
       });
       const account = await this.users.createAgentAccount(entityId, login);
-      agentId = await this.rows.insertAgent({ ...fields, entity_id: entityId, computer_id: computerId, account_user_id: account.id });
+      agentId = await this.rows.insertAgent({
+        ...fields,
+        entity_id: entityId,
+        computer_id: computerId,
+        account_user_id: account.id,
+      });
     }
     await grant.consume(agentId, person.id, session, attempt);
     await this.sessions.bindEnrollment(session.token, agentId, now);
@@ -411,7 +422,8 @@ export class EnrollmentService {
     const agent = await this.rows.byId(session.enrolledAgentId);
     if (!agent) return undefined;
     // A code's sessions all share its account: the code's log names the session of the latest use.
-    if (agent.enrollment_code_id !== null) return (await this.codes.lastEnrolledInSession(agent.id, session.token)) ? agent : undefined;
+    if (agent.enrollment_code_id !== null)
+      return (await this.codes.lastEnrolledInSession(agent.id, session.token)) ? agent : undefined;
     // Freed by an admin and enrolled by someone else since: no longer this session's.
     return agent.enrolled_by_user_id === session.userId ? agent : undefined;
   }
@@ -419,7 +431,7 @@ export class EnrollmentService {
   /** The targets of the record's links: only those of the session's own agent (404 for any other). */
   async computer(session: SessionContext, id: number): Promise<Record<string, unknown>> {
     const own = await this.ownAgent(session);
-    const row = own?.computer_id === id ? (await this.rows.computer(id)) : undefined;
+    const row = own?.computer_id === id ? await this.rows.computer(id) : undefined;
     if (!row) throw itemNotFound();
     return {
       id: row.id,
@@ -434,13 +446,13 @@ export class EnrollmentService {
   }
 
   async entity(session: SessionContext, id: number): Promise<Record<string, unknown>> {
-    const row = (await this.ownAgent(session))?.entity_id === id ? (await this.rows.entity(id)) : undefined;
+    const row = (await this.ownAgent(session))?.entity_id === id ? await this.rows.entity(id) : undefined;
     if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, completename: row.name, entities_id: row.parent_id ?? 0, date_creation: row.created_at };
   }
 
   async fleet(session: SessionContext, id: number): Promise<Record<string, unknown>> {
-    const row = (await this.ownAgent(session))?.fleet_id === id ? (await this.fleets.byId(id)) : undefined;
+    const row = (await this.ownAgent(session))?.fleet_id === id ? await this.fleets.byId(id) : undefined;
     if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, entities_id: row.entity_id, is_default: row.is_default, date_creation: row.created_at };
   }

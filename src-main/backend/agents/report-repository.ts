@@ -58,7 +58,15 @@ export class SqliteReportRepository implements ReportRepository {
 
   async saveInventory(agentId: number, xml: string, summary: InventorySummary, source: ReportSource, at: string): Promise<void> {
     await this.sql.run(this.s.saveInventory, [agentId, xml, JSON.stringify(summary), source, at]);
-    await this.sql.run(this.s.inventoryColumns, [summary.model, summary.manufacturer, summary.os_name, summary.os_version, at, at, agentId]);
+    await this.sql.run(this.s.inventoryColumns, [
+      summary.model,
+      summary.manufacturer,
+      summary.os_name,
+      summary.os_version,
+      at,
+      at,
+      agentId,
+    ]);
   }
 
   async savePosition(
@@ -68,14 +76,23 @@ export class SqliteReportRepository implements ReportRepository {
     at: string,
   ): Promise<number> {
     const id = Number(
-      await this.sql.value<number>(this.s.insertPosition, [agent.id, agent.computer_id, position.latitude, position.longitude, position.locatedAt, source, at]),
+      await this.sql.value<number>(this.s.insertPosition, [
+        agent.id,
+        agent.computer_id,
+        position.latitude,
+        position.longitude,
+        position.locatedAt,
+        source,
+        at,
+      ]),
     );
     await this.sql.run(this.s.reported, [at, at, agent.id]);
     return id;
   }
 
   async inventoryOf(agentId: number): Promise<StoredInventory | null> {
-    const row = (await this.sql.get(this.s.inventoryOf, [agentId])) as { summary: string; source: ReportSource; received_at: string } | undefined;
+    const row = (await this.sql.get(this.s.inventoryOf, [agentId])) as
+      { summary: string; source: ReportSource; received_at: string } | undefined;
     return row ? { ...(JSON.parse(row.summary) as InventorySummary), source: row.source, received_at: row.received_at } : null;
   }
 

@@ -223,7 +223,9 @@ export class SqliteAgentRepository implements AgentRepository {
   }
 
   async insertComputer(c: NewComputer): Promise<number> {
-    return Number(await this.sql.value<number>(this.s.insertComputer, [c.entity_id, c.name, c.serial, c.uuid, c.user_id, c.now, c.now]));
+    return Number(
+      await this.sql.value<number>(this.s.insertComputer, [c.entity_id, c.name, c.serial, c.uuid, c.user_id, c.now, c.now]),
+    );
   }
 
   async updateComputer(id: number, c: Omit<NewComputer, 'entity_id'>): Promise<void> {
@@ -237,12 +239,14 @@ export class SqliteAgentRepository implements AgentRepository {
   async countComputers(match: { uuid: string } | { serialPrefix: string }): Promise<number> {
     const row =
       'uuid' in match
-        ? (await this.sql.get(this.s.computersWithUuid, [match.uuid]))
-        : (await this.sql.get(this.s.computersWithSerialPrefix, { prefix: match.serialPrefix }));
+        ? await this.sql.get(this.s.computersWithUuid, [match.uuid])
+        : await this.sql.get(this.s.computersWithSerialPrefix, { prefix: match.serialPrefix });
     return (row as { n: number }).n;
   }
 
-  async insertAgent(fields: EnrollmentFields & { entity_id: number; computer_id: number; account_user_id: number }): Promise<number> {
+  async insertAgent(
+    fields: EnrollmentFields & { entity_id: number; computer_id: number; account_user_id: number },
+  ): Promise<number> {
     return Number(await this.sql.value<number>(this.s.insertAgent, { ...fields }));
   }
 

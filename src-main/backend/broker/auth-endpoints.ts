@@ -71,9 +71,9 @@ const TopicBody = Type.Object(
 
 /** An agent that may log in now, by login; undefined when none. */
 async function connectable(store: BrokerAgentStore, login: string): Promise<BrokerAgentRow | undefined> {
-  return (await store
-    .byLogin(login))
-    .find((row) => MAY_CONNECT.includes(row.enroll_status) && isUsableAgentTopic(row.topic) && isRabbitSafeTopic(row.topic));
+  return (await store.byLogin(login)).find(
+    (row) => MAY_CONNECT.includes(row.enroll_status) && isUsableAgentTopic(row.topic) && isRabbitSafeTopic(row.topic),
+  );
 }
 
 export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<FastifyInstance> {
@@ -166,7 +166,7 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
       return refuse(`client id ${JSON.stringify(clientId.slice(0, 64))} is not its own`, undefined, false);
     if (username === backend.username) {
       const right = timingSafeEqual(digest(password), digest(backend.password));
-      return right ? accept() : (await refuse("wrong password for the backend's own account"));
+      return right ? accept() : await refuse("wrong password for the backend's own account");
     }
     const candidates = await store.byLogin(username);
     const agent = candidates.find((row) => verifySecret(password, row.mqtt_password_hash));
@@ -220,7 +220,10 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     // A malformed question is a refusal, never a 500 (RabbitMQ reads "deny").
     void reply.code(200).type('text/plain').send('deny');
     if ((error as { statusCode?: number }).statusCode === undefined)
-      await events.record('broker.auth_error', `RabbitMQ auth endpoint: ${error instanceof Error ? error.message : String(error)}`);
+      await events.record(
+        'broker.auth_error',
+        `RabbitMQ auth endpoint: ${error instanceof Error ? error.message : String(error)}`,
+      );
   });
   await app.listen({ host: options.host, port: options.port });
   return app;

@@ -219,7 +219,10 @@ function embeddedAccounts(registry: ConnectionRegistry): AgentAccounts {
   };
   return {
     // An agent that confirmed its unenrollment did so in a publish still being handled: closed after it.
-    revoke: (agentId, why) => (why === 'unenrolled' ? setImmediate(() => disconnect(agentId)) : disconnect(agentId)),
+    revoke: (agentId, why) => {
+      if (why === 'unenrolled') setImmediate(() => disconnect(agentId));
+      else disconnect(agentId);
+    },
     moved: (agentId, fleetId) => {
       const identity = registry.identity(agentId);
       if (identity) identity.fleetId = fleetId; // open connections receive the new fleet's topic from now on

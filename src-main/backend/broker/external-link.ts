@@ -256,9 +256,9 @@ export class ExternalLink {
     const match = /^\/(\d+)\/agent\/([^/]+)\/(.+)$/.exec(topic);
     if (!match) return;
     const [, entity, login, subtopic] = match;
-    const row = (await this.options.store
-      .byLogin(login!))
-      .find((candidate) => candidate.entity_id === Number(entity) && MAY_CONNECT.includes(candidate.enroll_status));
+    const row = (await this.options.store.byLogin(login!)).find(
+      (candidate) => candidate.entity_id === Number(entity) && MAY_CONNECT.includes(candidate.enroll_status),
+    );
     if (!row) return;
     const agent = identityOf(row);
     if (subtopic === ONLINE_SUBTOPIC) {

@@ -115,9 +115,10 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
     // Retained messages live on the node that took them: the agent may be on another one now.
     // Its commands (Command/Subscribe among them) and its fleet's and own policies.
-    onAgentOnline: async (agent) => {
+    onAgentOnline: (agent) => {
       void commands.republishFor(agent.id).catch(() => {});
-      await policies.republishFor(agent);
+      policies.republishFor(agent);
+      return Promise.resolve();
     },
   });
   const accounts: AgentAccounts = {

@@ -183,7 +183,12 @@ export class EnrollmentCodeService {
     if (row.revoked_at) return row;
     return this.work.run(async () => {
       await this.repository.revoke(id, nowIso());
-      await this.events.record('code.revoked', `Enrollment code "${row.name}" revoked`, { entityId: row.entity_id }, { code_id: id });
+      await this.events.record(
+        'code.revoked',
+        `Enrollment code "${row.name}" revoked`,
+        { entityId: row.entity_id },
+        { code_id: id },
+      );
       return this.get(id);
     });
   }
@@ -205,7 +210,10 @@ export class EnrollmentCodeService {
   }
 
   /** Counts one use; call inside the transaction that creates the agent. Throws CodeUsedUp when none is left. */
-  async consume(row: CodeRow, use: { agentId: number; userId: number; sessionToken: string; attempt: CodeAttempt }): Promise<void> {
+  async consume(
+    row: CodeRow,
+    use: { agentId: number; userId: number; sessionToken: string; attempt: CodeAttempt },
+  ): Promise<void> {
     const at = nowIso();
     if (!(await this.repository.use(row.id, at))) throw new CodeUsedUp();
     await this.repository.log({

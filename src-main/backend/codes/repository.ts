@@ -138,7 +138,9 @@ export class SqliteCodeRepository implements CodeRepository {
 
   async details(ids?: number[], fleets: string | null = null): Promise<CodeDetails[]> {
     if (ids?.length === 0) return [];
-    return (ids ? (await this.sql.all(this.statements.some, [JSON.stringify(ids)])) : (await this.sql.all(this.statements.all, { fleets }))) as CodeDetails[];
+    return (
+      ids ? await this.sql.all(this.statements.some, [JSON.stringify(ids)]) : await this.sql.all(this.statements.all, { fleets })
+    ) as CodeDetails[];
   }
 
   async revoke(id: number, at: string): Promise<void> {
@@ -166,7 +168,8 @@ export class SqliteCodeRepository implements CodeRepository {
   }
 
   async lastUseSession(agentId: number): Promise<string | null | undefined> {
-    return ((await this.sql.get(this.statements.lastUse, [agentId])) as { session_hash: string | null } | undefined)?.session_hash;
+    return ((await this.sql.get(this.statements.lastUse, [agentId])) as { session_hash: string | null } | undefined)
+      ?.session_hash;
   }
 
   async setExpiry(id: number, expiresAt: string | null): Promise<void> {

@@ -2,6 +2,7 @@
  * HTTP surface of the file store: the devices' downloads (agent API) and the admin's
  * list/upload/delete (admin API). Thin: schemas validate, the store and `sendStoredItem` do the work.
  */
+import { unlessDiskFull } from '../db/disk-full.ts';
 import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
@@ -99,7 +100,9 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
         const item = await store.get(kind, request.params.id);
         if (!item || item.entityId !== request.session.entityId) throw itemNotFound();
         const session = request.session;
-        return sendStoredItem(request, reply, item, store.pathOf(item), limits, () => onDownloaded?.(session, item));
+        return sendStoredItem(request, reply, item, store.pathOf(item), limits, () =>
+          unlessDiskFull(() => onDownloaded?.(session, item)),
+        );
       },
     );
   }

@@ -68,12 +68,7 @@ export type FileStoreAction = 'added' | 'removed' | 'updated';
  * Told of each change inside its transaction (`before`: the item as it was, for an update): it
  * records the change. If it throws, the change is undone and the error is the operation's.
  */
-export type FileStoreListener = (
-  action: FileStoreAction,
-  kind: StoredKind,
-  item: StoredRecord,
-  before?: StoredRecord,
-) => unknown;
+export type FileStoreListener = (action: FileStoreAction, kind: StoredKind, item: StoredRecord, before?: StoredRecord) => unknown;
 
 export interface FileStoreOptions {
   /** Largest accepted upload in bytes (default 4 GiB). */

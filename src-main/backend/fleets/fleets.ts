@@ -69,7 +69,8 @@ export class FleetService {
     }
     const clean = name.trim();
     const fleet =
-      (await this.store.byName(entityId, clean)) ?? (/^[1-9]\d{0,15}$/.test(clean) ? (await this.store.byId(Number(clean))) : undefined);
+      (await this.store.byName(entityId, clean)) ??
+      (/^[1-9]\d{0,15}$/.test(clean) ? await this.store.byId(Number(clean)) : undefined);
     if (!fleet || fleet.entity_id !== entityId || !inFleetScope(fleet.id, scope)) {
       throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Unknown fleet "${clean}"`);
     }
@@ -79,7 +80,7 @@ export class FleetService {
   async create(name: string, entityId = 1): Promise<FleetRow> {
     const clean = name.trim();
     if (!clean) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'A fleet needs a name');
-    if ((await this.store.byName(entityId, clean))) {
+    if (await this.store.byName(entityId, clean)) {
       throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
     }
     return this.work.run(async () => {

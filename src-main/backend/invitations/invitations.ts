@@ -146,10 +146,10 @@ export class InvitationService {
       for (const input of inputs) rows.push(await this.insert(input, entityId));
       const batchId = send && (options.batch ?? rows.length > 1) ? randomUUID() : null;
       const queued = send
-        ? (await this.mailer.queue(
+        ? await this.mailer.queue(
             rows.map((r) => r.id),
             batchId,
-          ))
+          )
         : 0;
       return { rows, batch_id: batchId, queued };
     });
@@ -185,7 +185,7 @@ export class InvitationService {
 
   /** Sends an invitation's email again: same token, same expiry. Only for pending invitations. */
   async resend(id: number): Promise<InvitationRow> {
-    const status = statusOf((await this.get(id)));
+    const status = statusOf(await this.get(id));
     if (status !== 'pending') {
       const why = { done: 'has already been used', revoked: 'was revoked', expired: 'has expired; create a new invitation' }[
         status
@@ -210,7 +210,7 @@ export class InvitationService {
   /** A page of invitations as the admin sees them: a fixed number of statements whatever its length. */
   async list(filter: InvitationFilter = {}): Promise<{ items: InvitationView[]; total: number }> {
     const { rows, total } = await this.repository.list(filter, nowIso(), fleetScopeParam());
-    return { items: (await this.present(rows)), total };
+    return { items: await this.present(rows), total };
   }
 
   async revoke(id: number): Promise<InvitationRow> {
@@ -284,7 +284,9 @@ export class InvitationService {
 
   /** Views of many invitations (a bulk creation), in their order, read at once. */
   async views(rows: Pick<InvitationRow, 'id'>[]): Promise<InvitationView[]> {
-    const byId = new Map((await this.present((await this.repository.details(rows.map((r) => r.id))))).map((view) => [view.id, view]));
+    const byId = new Map(
+      (await this.present(await this.repository.details(rows.map((r) => r.id)))).map((view) => [view.id, view]),
+    );
     return rows.flatMap((r) => byId.get(r.id) ?? []);
   }
 

@@ -193,7 +193,9 @@ export class SqliteInvitationRepository implements InvitationRepository {
 
   async pendingAmong(ids: number[], now: string, fleets: string | null = null): Promise<number[]> {
     if (ids.length === 0) return [];
-    const rows = (await this.sql.all(this.statements.pendingAmong, { ids: JSON.stringify(ids), now, fleets })) as { id: number }[];
+    const rows = (await this.sql.all(this.statements.pendingAmong, { ids: JSON.stringify(ids), now, fleets })) as {
+      id: number;
+    }[];
     return rows.map((r) => r.id);
   }
 

@@ -75,28 +75,32 @@ export class SqliteAccountDeliveryRepository implements AccountDeliveryRepositor
   async finish(inviteId: number, outcome: DeliveryOutcome): Promise<boolean> {
     const at = nowIso();
     return (
-      (await this.sql.run(this.s.finish, {
-        invite_id: inviteId,
-        state: outcome.state,
-        error: outcome.error ?? null,
-        response: outcome.response ?? null,
-        message_id: outcome.messageId ?? null,
-        outbox_file: outcome.outboxFile ?? null,
-        sent_at: outcome.state === 'failed' ? null : at,
-        at,
-      })).changes === 1
+      (
+        await this.sql.run(this.s.finish, {
+          invite_id: inviteId,
+          state: outcome.state,
+          error: outcome.error ?? null,
+          response: outcome.response ?? null,
+          message_id: outcome.messageId ?? null,
+          outbox_file: outcome.outboxFile ?? null,
+          sent_at: outcome.state === 'failed' ? null : at,
+          at,
+        })
+      ).changes === 1
     );
   }
 
   async scheduleRetry(inviteId: number, outcome: { error: string; response: string | null; retryAt: Date }): Promise<boolean> {
     return (
-      (await this.sql.run(this.s.scheduleRetry, {
-        invite_id: inviteId,
-        error: outcome.error,
-        response: outcome.response,
-        retry_at: outcome.retryAt.toISOString(),
-        at: nowIso(),
-      })).changes === 1
+      (
+        await this.sql.run(this.s.scheduleRetry, {
+          invite_id: inviteId,
+          error: outcome.error,
+          response: outcome.response,
+          retry_at: outcome.retryAt.toISOString(),
+          at: nowIso(),
+        })
+      ).changes === 1
     );
   }
 
@@ -115,7 +119,9 @@ export class SqliteAccountDeliveryRepository implements AccountDeliveryRepositor
   async deliveriesOf(inviteIds: number[]): Promise<Map<number, AccountInviteDelivery>> {
     const found = new Map<number, AccountInviteDelivery>();
     if (inviteIds.length === 0) return found;
-    for (const { invite_id: id, ...delivery } of (await this.sql.all(this.s.of, [JSON.stringify(inviteIds)])) as (AccountInviteDelivery & {
+    for (const { invite_id: id, ...delivery } of (await this.sql.all(this.s.of, [
+      JSON.stringify(inviteIds),
+    ])) as (AccountInviteDelivery & {
       invite_id: number;
     })[])
       found.set(id, delivery);

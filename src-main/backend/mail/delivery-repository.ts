@@ -68,7 +68,8 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
       finish: `UPDATE mail_deliveries SET state = @state, error = @error, response = @response, message_id = coalesce(@message_id, message_id),
            outbox_file = @outbox_file, sent_at = coalesce(@sent_at, sent_at), updated_at = @at
          WHERE invitation_id = @invitation_id AND state = 'sending'`,
-      scheduleRetry: // Back in the queue at its retry time, behind what was queued before: a server that keeps
+      // Back in the queue at its retry time, behind what was queued before: a server that keeps
+      scheduleRetry:
         // failing some messages never starves the others.
         `UPDATE mail_deliveries SET state = 'queued', error = @error, response = @response, retry_at = @retry_at, queued_at = @retry_at, updated_at = @at
          WHERE invitation_id = @invitation_id AND state = 'sending'`,
@@ -89,7 +90,9 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
   async deliveriesOf(invitationIds: number[]): Promise<Map<number, DeliveryView>> {
     const views = new Map<number, DeliveryView>();
     if (invitationIds.length === 0) return views;
-    for (const { invitation_id: id, ...view } of (await this.sql.all(this.statements.ofInvitations, [JSON.stringify(invitationIds)])) as DeliveryRow[])
+    for (const { invitation_id: id, ...view } of (await this.sql.all(this.statements.ofInvitations, [
+      JSON.stringify(invitationIds),
+    ])) as DeliveryRow[])
       views.set(id, view);
     return views;
   }
@@ -102,7 +105,8 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
   async queue(invitationIds: number[], batchId: string | null): Promise<number> {
     const at = nowIso();
     let queued = 0;
-    for (const id of invitationIds) queued += (await this.sql.run(this.statements.queue, { invitation_id: id, batch_id: batchId, at })).changes;
+    for (const id of invitationIds)
+      queued += (await this.sql.run(this.statements.queue, { invitation_id: id, batch_id: batchId, at })).changes;
     return queued;
   }
 
@@ -114,29 +118,36 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
   async finish(invitationId: number, outcome: DeliveryOutcome): Promise<boolean> {
     const at = nowIso();
     return (
-      (await this.sql.run(this.statements.finish, {
-        invitation_id: invitationId,
-        state: outcome.state,
-        error: outcome.error ?? null,
-        response: outcome.response ?? null,
-        message_id: outcome.messageId ?? null,
-        outbox_file: outcome.outboxFile ?? null,
-        sent_at: outcome.state === 'failed' ? null : at,
-        at,
-      })).changes === 1
+      (
+        await this.sql.run(this.statements.finish, {
+          invitation_id: invitationId,
+          state: outcome.state,
+          error: outcome.error ?? null,
+          response: outcome.response ?? null,
+          message_id: outcome.messageId ?? null,
+          outbox_file: outcome.outboxFile ?? null,
+          sent_at: outcome.state === 'failed' ? null : at,
+          at,
+        })
+      ).changes === 1
     );
   }
 
   /** A transient failure: back in the queue, not to be taken before `retryAt`; the error is kept to show. */
-  async scheduleRetry(invitationId: number, outcome: { error: string; response: string | null; retryAt: Date }): Promise<boolean> {
+  async scheduleRetry(
+    invitationId: number,
+    outcome: { error: string; response: string | null; retryAt: Date },
+  ): Promise<boolean> {
     return (
-      (await this.sql.run(this.statements.scheduleRetry, {
-        invitation_id: invitationId,
-        error: outcome.error,
-        response: outcome.response,
-        retry_at: outcome.retryAt.toISOString(),
-        at: nowIso(),
-      })).changes === 1
+      (
+        await this.sql.run(this.statements.scheduleRetry, {
+          invitation_id: invitationId,
+          error: outcome.error,
+          response: outcome.response,
+          retry_at: outcome.retryAt.toISOString(),
+          at: nowIso(),
+        })
+      ).changes === 1
     );
   }
 
@@ -147,7 +158,9 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
 
   /** Deliveries waiting for a retry (of one batch): `mail retry` sends them now. */
   async waitingIds(batchId?: string): Promise<number[]> {
-    const rows = (batchId ? (await this.sql.all(this.statements.waitingIdsOfBatch, [batchId])) : (await this.sql.all(this.statements.waitingIds))) as {
+    const rows = (
+      batchId ? await this.sql.all(this.statements.waitingIdsOfBatch, [batchId]) : await this.sql.all(this.statements.waitingIds)
+    ) as {
       invitation_id: number;
     }[];
     return rows.map((r) => r.invitation_id);
@@ -164,7 +177,9 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
   }
 
   async failedIds(batchId?: string): Promise<number[]> {
-    const rows = (batchId ? (await this.sql.all(this.statements.failedIdsOfBatch, [batchId])) : (await this.sql.all(this.statements.failedIds))) as {
+    const rows = (
+      batchId ? await this.sql.all(this.statements.failedIdsOfBatch, [batchId]) : await this.sql.all(this.statements.failedIds)
+    ) as {
       invitation_id: number;
     }[];
     return rows.map((r) => r.invitation_id);
@@ -172,7 +187,9 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
 
   async counts(batchId?: string): Promise<DeliveryCounts> {
     const counts: DeliveryCounts = { queued: 0, sending: 0, sent: 0, failed: 0, outbox: 0, total: 0, retrying: 0 };
-    const rows = (batchId ? (await this.sql.all(this.statements.batchCounts, [batchId])) : (await this.sql.all(this.statements.counts))) as {
+    const rows = (
+      batchId ? await this.sql.all(this.statements.batchCounts, [batchId]) : await this.sql.all(this.statements.counts)
+    ) as {
       state: DeliveryState;
       n: number;
     }[];
@@ -181,7 +198,9 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
       counts.total += n;
     }
     counts.retrying = (
-      (batchId ? (await this.sql.get(this.statements.batchRetrying, [batchId])) : (await this.sql.get(this.statements.retrying))) as { n: number }
+      (batchId ? await this.sql.get(this.statements.batchRetrying, [batchId]) : await this.sql.get(this.statements.retrying)) as {
+        n: number;
+      }
     ).n;
     return counts;
   }

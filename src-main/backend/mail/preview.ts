@@ -40,7 +40,7 @@ export class MailPreview {
     };
     const problems = checkTemplates(templates);
     const invitation: InvitationForMail = input.invitation_id
-      ? (await this.invitation(input.invitation_id))
+      ? await this.invitation(input.invitation_id)
       : sampleInvitation(settings.invitation_lifetime_days);
     const target = (() => {
       try {

@@ -63,7 +63,7 @@ export class MailQueue implements InvitationMailer {
       const wanted = new Set(filter.invitationIds);
       ids = ids.filter((id) => wanted.has(id));
     }
-    return this.queue((await this.invitations.pendingAmong(ids)), filter.batchId ?? null);
+    return this.queue(await this.invitations.pendingAmong(ids), filter.batchId ?? null);
   }
 
   /** Queues the email of an admin's invitation in the caller's transaction; the worker sends it once that commits. */

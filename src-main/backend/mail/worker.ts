@@ -72,7 +72,12 @@ export class MailWorker {
     this.started = true;
     const resumed = (await this.deps.deliveries.requeueInterrupted()) + (await this.deps.accountDeliveries.requeueInterrupted());
     if (resumed > 0)
-      await this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
+      await this.deps.events.record(
+        'mail.resumed',
+        `${resumed} interrupted invitation email(s) queued again`,
+        {},
+        { count: resumed },
+      );
     this.kick();
     // Retries scheduled before the stop keep their time.
     await this.armRetryTimer();
@@ -95,9 +100,9 @@ export class MailWorker {
       transport,
       error,
       outbox_dir: this.deps.mailSettings.outboxDir,
-      counts: (await this.deps.deliveries.counts()),
+      counts: await this.deps.deliveries.counts(),
       in_flight: this.active,
-      next_retry_at: (await this.deps.deliveries.nextRetryAt()),
+      next_retry_at: await this.deps.deliveries.nextRetryAt(),
     };
   }
 
@@ -166,7 +171,7 @@ export class MailWorker {
     const limit = this.deps.settings.get().smtp_max_connections;
     while (!this.stopping && this.active < limit) {
       const job = await this.deps.deliveries.claim();
-      const accountJob = job ? undefined : (await this.deps.accountDeliveries.claim());
+      const accountJob = job ? undefined : await this.deps.accountDeliveries.claim();
       if (!job && !accountJob) break;
       this.active++;
       const failed = async (error: unknown) => {
@@ -182,7 +187,11 @@ export class MailWorker {
     }
   }
 
-  private async finish(job: DeliveryRow, outcome: DeliveryOutcome & { error?: string }, invitation?: MailableInvitation): Promise<void> {
+  private async finish(
+    job: DeliveryRow,
+    outcome: DeliveryOutcome & { error?: string },
+    invitation?: MailableInvitation,
+  ): Promise<void> {
     if (!this.deps.isOpen()) return;
     if (!(await this.deps.deliveries.finish(job.invitation_id, outcome))) return;
     const { state, error, response } = outcome;
@@ -361,7 +370,11 @@ export class MailWorker {
     } else await this.finishAccount(job, result, invite.email);
   }
 
-  private async finishAccount(job: AccountDeliveryRow, outcome: DeliveryOutcome & { error?: string }, email?: string): Promise<void> {
+  private async finishAccount(
+    job: AccountDeliveryRow,
+    outcome: DeliveryOutcome & { error?: string },
+    email?: string,
+  ): Promise<void> {
     if (!this.deps.isOpen() || !(await this.deps.accountDeliveries.finish(job.invite_id, outcome))) return;
     const to = email ?? `admin invitation #${job.invite_id}`;
     const message = {

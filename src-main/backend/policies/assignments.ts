@@ -91,9 +91,15 @@ export async function deploy(ctx: PolicyContext, input: DeployInput): Promise<nu
   // would undo the deployment; it is refused, naming the removal to take away first.
   const opposite = input.kind === 'package' ? 'removeApp' : 'removeFile';
   const oppositeValue = input.kind === 'package' ? value.value : deployedFilePath(value.value, item.name);
-  const conflicting = (await ctx.repo
-    .activeSame({ policy: opposite, item_kind: null, item_id: null, fleet_id: target.fleetId, agent_id: target.agentId }))
-    .find((removal) => (JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue);
+  const conflicting = (
+    await ctx.repo.activeSame({
+      policy: opposite,
+      item_kind: null,
+      item_id: null,
+      fleet_id: target.fleetId,
+      agent_id: target.agentId,
+    })
+  ).find((removal) => (JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue);
   if (conflicting) {
     throw new ApiError(
       409,
@@ -142,7 +148,7 @@ export async function assign(ctx: PolicyContext, input: AssignInput): Promise<nu
       });
     case 'removeApp':
     case 'removeFile':
-      return removeItem(ctx, definition.symbol, input.value as string, (await targetOf(ctx, input.fleetId, input.agentId)));
+      return removeItem(ctx, definition.symbol, input.value as string, await targetOf(ctx, input.fleetId, input.agentId));
   }
   const value = input.value as boolean | number | string;
   const target = await targetOf(ctx, input.fleetId, input.agentId);
@@ -197,9 +203,9 @@ async function removeItem(
   // eslint-disable-next-line no-control-regex -- a name or path with control characters in it is refused
   if (value === '' || /[\u0000-\u001f]/.test(value))
     throw badRequest(`${policy}: expected ${policy === 'removeApp' ? 'an Android package name' : 'a path on the device'}`);
-  const same = (await ctx.repo
-    .activeOnTarget(policy, target.fleetId, target.agentId))
-    .find((row) => (JSON.parse(row.payload) as Record<string, unknown>)[policy] === value);
+  const same = (await ctx.repo.activeOnTarget(policy, target.fleetId, target.agentId)).find(
+    (row) => (JSON.parse(row.payload) as Record<string, unknown>)[policy] === value,
+  );
   if (same)
     throw new ApiError(
       409,
@@ -363,7 +369,7 @@ function policyValueOf(fields: Pick<DeploymentRow, 'value' | 'item_name'>): unkn
 export async function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy: number | null, why: string): Promise<void> {
   const at = nowIso();
   if (!(await ctx.repo.markRemoved(row.id, at, replacedBy))) return;
-  for (const task of (await ctx.repo.openTasksOf(row.id))) {
+  for (const task of await ctx.repo.openTasksOf(row.id)) {
     const agent = await ctx.repo.agent(task.agent_id);
     if (agent) await ctx.setStatus(task.id, row.id, agent, 'canceled', why, 'server', at);
   }
@@ -375,7 +381,15 @@ export async function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy:
     const agent = await ctx.repo.agent(row.agent_id);
     const fleetTask = agent && (await ctx.repo.activeFleetSymbolTask(agent.id, agent.fleet_id, row.policy));
     if (agent && fleetTask?.status === 'overriden') {
-      await ctx.setStatus(fleetTask.id, fleetTask.deployment_id, agent, 'pending', `the device's own value was removed`, 'server', at);
+      await ctx.setStatus(
+        fleetTask.id,
+        fleetTask.deployment_id,
+        agent,
+        'pending',
+        `the device's own value was removed`,
+        'server',
+        at,
+      );
       const fleetRow = (await ctx.repo.byId(fleetTask.deployment_id))!;
       await ctx.outbox.afterCommit(() => ctx.outbox.publish(fleetRow.topic, fleetRow.payload));
     }
@@ -407,8 +421,13 @@ async function itemTarget(ctx: PolicyContext, input: DeployInput, entityId: numb
 }
 
 /** A fleet or one device, with the entity the assignment belongs to. */
-async function targetOf(ctx: PolicyContext, fleetId: number | undefined, agentId: number | undefined): Promise<Target & { entityId: number }> {
-  if (fleetId !== undefined) return { ...(await fleetTarget(ctx, fleetId)), agentId: null, entityId: (await ctx.fleets.get(fleetId)).entity_id };
+async function targetOf(
+  ctx: PolicyContext,
+  fleetId: number | undefined,
+  agentId: number | undefined,
+): Promise<Target & { entityId: number }> {
+  if (fleetId !== undefined)
+    return { ...(await fleetTarget(ctx, fleetId)), agentId: null, entityId: (await ctx.fleets.get(fleetId)).entity_id };
   const target = await agentTarget(ctx, agentId!);
   return { ...target, fleetId: null, entityId: target.agents[0]!.entity_id };
 }
@@ -419,7 +438,7 @@ async function fleetTarget(ctx: PolicyContext, fleetId: number) {
     fleetId: fleet.id,
     name: `fleet "${fleet.name}"`,
     topic: `/${fleet.entity_id}/fleet/${fleet.id}`,
-    agents: (await ctx.repo.agentsOfFleet(fleet.id)),
+    agents: await ctx.repo.agentsOfFleet(fleet.id),
   };
 }
 

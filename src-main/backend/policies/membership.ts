@@ -16,10 +16,10 @@ export async function syncAgent(ctx: PolicyContext, agentId: number): Promise<vo
   const fleet = await ctx.fleets.byId(agent.fleet_id);
   await ctx.outbox.transact(async () => {
     const at = nowIso();
-    for (const task of (await ctx.repo.openFleetTasksElsewhere(agent.id, agent.fleet_id))) {
+    for (const task of await ctx.repo.openFleetTasksElsewhere(agent.id, agent.fleet_id)) {
       await ctx.setStatus(task.id, task.deployment_id, agent, 'canceled', `the device left ${task.target_name}`, 'server', at);
     }
-    for (const deployment of (await ctx.repo.activeForFleet(agent.fleet_id))) {
+    for (const deployment of await ctx.repo.activeForFleet(agent.fleet_id)) {
       const taskId = await ctx.repo.openTask(deployment.id, agent.id, at);
       if (taskId !== undefined) {
         const decided = (await decide(ctx, deployment, agent)) ?? {
@@ -30,10 +30,13 @@ export async function syncAgent(ctx: PolicyContext, agentId: number): Promise<vo
       }
     }
     // Its own deployments too: tasks canceled when it was unenrolled open again on re-enrollment.
-    for (const deployment of (await ctx.repo.activeForAgent(agent.id))) {
+    for (const deployment of await ctx.repo.activeForAgent(agent.id)) {
       const taskId = await ctx.repo.openTask(deployment.id, agent.id, at);
       if (taskId !== undefined) {
-        const decided = (await decide(ctx, deployment, agent)) ?? { status: 'pending' as const, reason: 'the device enrolled again' };
+        const decided = (await decide(ctx, deployment, agent)) ?? {
+          status: 'pending' as const,
+          reason: 'the device enrolled again',
+        };
         await ctx.setStatus(taskId, deployment.id, agent, decided.status, decided.reason, 'server', at);
       }
     }
@@ -46,7 +49,7 @@ async function cancelOpenTasks(ctx: PolicyContext, agentId: number, why: string)
   if (!agent) return;
   await ctx.outbox.transact(async () => {
     const at = nowIso();
-    for (const task of (await ctx.repo.openTasksOfAgent(agentId)))
+    for (const task of await ctx.repo.openTasksOfAgent(agentId))
       await ctx.setStatus(task.id, task.deployment_id, agent, 'canceled', why, 'server', at);
   });
 }
@@ -81,7 +84,7 @@ export async function followEvent(ctx: PolicyContext, event: RecordedEvent): Pro
     if (event.type === 'fleet.created' && event.data) await clearFleetTopics(ctx, event.data.fleet_id);
     if (event.type === 'fleet.deleted' && event.data) {
       const fleetId = event.data.fleet_id;
-      for (const row of (await ctx.repo.activeForFleet(fleetId)))
+      for (const row of await ctx.repo.activeForFleet(fleetId))
         await ctx.outbox.transact(() => retire(ctx, row, null, 'its fleet was deleted'));
     }
     if (event.type === 'agent.unenrolled' && event.agent_id !== null)
@@ -89,7 +92,7 @@ export async function followEvent(ctx: PolicyContext, event: RecordedEvent): Pro
     if (event.type === 'agent.rejected' && event.agent_id !== null)
       await cancelOpenTasks(ctx, event.agent_id, 'the device was rejected');
     if (event.type === 'agent.deleted' && event.agent_id !== null) {
-      for (const row of (await ctx.repo.activeForAgent(event.agent_id)))
+      for (const row of await ctx.repo.activeForAgent(event.agent_id))
         await ctx.outbox.transact(() => retire(ctx, row, null, 'its device was deleted'));
     }
   } catch (error) {

@@ -243,7 +243,9 @@ export class DeploymentRepository {
   }
 
   /** Active deployments of the same policy and item on the same target. */
-  async activeSame(row: Pick<DeploymentRow, 'policy' | 'item_kind' | 'item_id' | 'fleet_id' | 'agent_id'>): Promise<DeploymentRow[]> {
+  async activeSame(
+    row: Pick<DeploymentRow, 'policy' | 'item_kind' | 'item_id' | 'fleet_id' | 'agent_id'>,
+  ): Promise<DeploymentRow[]> {
     return (await this.sql.all(this.s.activeSame, row)) as DeploymentRow[];
   }
 
@@ -290,8 +292,15 @@ export class DeploymentRepository {
   }
 
   /** Open tasks of fleet deployments other than `fleetId`'s: what a device that left a fleet still has. */
-  async openFleetTasksElsewhere(agentId: number, fleetId: number): Promise<{ id: number; deployment_id: number; target_name: string }[]> {
-    return (await this.sql.all(this.s.openFleetTasksElsewhere, [agentId, fleetId])) as { id: number; deployment_id: number; target_name: string }[];
+  async openFleetTasksElsewhere(
+    agentId: number,
+    fleetId: number,
+  ): Promise<{ id: number; deployment_id: number; target_name: string }[]> {
+    return (await this.sql.all(this.s.openFleetTasksElsewhere, [agentId, fleetId])) as {
+      id: number;
+      deployment_id: number;
+      target_name: string;
+    }[];
   }
 
   /** Every task of the device still waiting for an outcome, whatever its deployment targets. */
@@ -300,11 +309,25 @@ export class DeploymentRepository {
   }
 
   /** The device's open tasks of active deployments of this item: downloaded now. */
-  async markDownloaded(agentId: number, kind: 'file' | 'package', itemId: number, at: string): Promise<{ id: number; deployment_id: number }[]> {
-    return (await this.sql.all(this.s.markDownloaded, { agent_id: agentId, kind, item_id: itemId, at })) as { id: number; deployment_id: number }[];
+  async markDownloaded(
+    agentId: number,
+    kind: 'file' | 'package',
+    itemId: number,
+    at: string,
+  ): Promise<{ id: number; deployment_id: number }[]> {
+    return (await this.sql.all(this.s.markDownloaded, { agent_id: agentId, kind, item_id: itemId, at })) as {
+      id: number;
+      deployment_id: number;
+    }[];
   }
 
-  async setStatus(taskId: number, status: TaskStatus, reason: string | null, source: TaskHistoryRow['source'], at: string): Promise<void> {
+  async setStatus(
+    taskId: number,
+    status: TaskStatus,
+    reason: string | null,
+    source: TaskHistoryRow['source'],
+    at: string,
+  ): Promise<void> {
     await this.sql.run(this.s.setStatus, [status, reason, at, taskId]);
     await this.sql.run(this.s.history, [taskId, status, reason, source, at]);
   }

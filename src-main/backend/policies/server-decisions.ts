@@ -35,13 +35,15 @@ export async function decide(
   const incompatible = incompatibility(definition, agent);
   if (incompatible) return { status: 'incompatible', reason: incompatible };
   if (row.fleet_id !== null && definition.unique) {
-    const own = (await ctx.repo.activeSame({
-      policy: row.policy,
-      item_kind: null,
-      item_id: null,
-      fleet_id: null,
-      agent_id: agent.id,
-    }))[0];
+    const own = (
+      await ctx.repo.activeSame({
+        policy: row.policy,
+        item_kind: null,
+        item_id: null,
+        fleet_id: null,
+        agent_id: agent.id,
+      })
+    )[0];
     if (own) return { status: 'overriden', reason: `the device's own value applies (assignment #${own.id})` };
   }
   return null;
@@ -52,7 +54,7 @@ export async function reassess(ctx: PolicyContext, agentId: number): Promise<voi
   const agent = await ctx.repo.agent(agentId);
   if (!agent) return;
   const changes: { task: LiveTask; status: TaskStatus; reason: string }[] = [];
-  for (const task of (await ctx.repo.liveTasksOfAgent(agentId))) {
+  for (const task of await ctx.repo.liveTasksOfAgent(agentId)) {
     const definition = policyDefinition(task.policy);
     if (!definition) continue;
     const incompatible = incompatibility(definition, agent);

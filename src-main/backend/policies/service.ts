@@ -77,7 +77,7 @@ export class PolicyService {
 
   /** Sets any policy (a value, or a deployment kind) on a fleet or one device (see assignments.ts `assign`). */
   async assign(input: AssignInput): Promise<DeploymentView> {
-    return view(this.ctx, (await assign(this.ctx, input)));
+    return view(this.ctx, await assign(this.ctx, input));
   }
 
   /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */
@@ -86,7 +86,7 @@ export class PolicyService {
     if (!row || !(await visibleAssignment(this.ctx, row))) throw itemNotFound('Assignment not found');
     if (row.value === null) return this.undeploy(id);
     await unassignValue(this.ctx, row);
-    return { removed: (await view(this.ctx, id)), removal: null };
+    return { removed: await view(this.ctx, id), removal: null };
   }
 
   /** The device's tasks of active assignments, with where each value comes from and which applies. */
@@ -107,7 +107,7 @@ export class PolicyService {
   /** Removes a deployment: its retained policy is cleared, open tasks canceled, and (remove_on_delete) the removal published. */
   async undeploy(id: number): Promise<{ removed: DeploymentView; removal: DeploymentView | null }> {
     const removal = await undeploy(this.ctx, id);
-    return { removed: (await view(this.ctx, id)), removal: removal === null ? null : (await view(this.ctx, removal)) };
+    return { removed: await view(this.ctx, id), removal: removal === null ? null : await view(this.ctx, removal) };
   }
 
   tasksOfAgent(agentId: number): Promise<TaskView[]> {
@@ -125,7 +125,11 @@ export class PolicyService {
   }
 
   /** A device's session was sent the whole of a file or package: its open tasks of that item note it. */
-  async downloaded(session: { userId: number; enrolledAgentId: number | null }, kind: 'file' | 'package', itemId: number): Promise<void> {
+  async downloaded(
+    session: { userId: number; enrolledAgentId: number | null },
+    kind: 'file' | 'package',
+    itemId: number,
+  ): Promise<void> {
     await downloaded(this.ctx, session, kind, itemId);
   }
 

@@ -18,7 +18,13 @@ const FINISHED_FOR_DEVICE: readonly TaskStatus[] = ['done', 'failed'];
  * A status report of a device for the task `taskId` (an assignment id) of its own. Refused when the
  * device has no task there (another device's, or a fleet it is not in), or the task is closed.
  */
-export async function report(ctx: PolicyContext, agentId: number, taskId: number, body: unknown, source: ReportSource): Promise<TaskRow> {
+export async function report(
+  ctx: PolicyContext,
+  agentId: number,
+  taskId: number,
+  body: unknown,
+  source: ReportSource,
+): Promise<TaskRow> {
   const task = await ctx.repo.taskOf(taskId, agentId);
   if (!task) throw new ApiError(404, 'ERROR_ITEM_NOT_FOUND', `Task ${taskId} is not a task of this device`);
   return applyReport(ctx, task, body, source);
@@ -46,7 +52,7 @@ export async function downloaded(
   try {
     const agent =
       (await ctx.repo.agentOfAccount(session.userId)) ??
-      (session.enrolledAgentId === null ? undefined : (await ctx.repo.agent(session.enrolledAgentId)));
+      (session.enrolledAgentId === null ? undefined : await ctx.repo.agent(session.enrolledAgentId));
     if (!agent) return;
     const at = nowIso();
     const tasks = await ctx.outbox.transact(() => ctx.repo.markDownloaded(agent.id, kind, itemId, at));

@@ -89,7 +89,13 @@ export class InstallVerification {
   private readonly inventories: InventorySource;
   private readonly unsubscribe: () => void;
 
-  constructor(deps: { db: Sql; events: EventLog; work: UnitOfWork; files: Pick<FileStore, 'get'>; inventories: InventorySource }) {
+  constructor(deps: {
+    db: Sql;
+    events: EventLog;
+    work: UnitOfWork;
+    files: Pick<FileStore, 'get'>;
+    inventories: InventorySource;
+  }) {
     this.repo = new VerificationRepository(deps.db);
     this.events = deps.events;
     this.work = deps.work;
@@ -114,7 +120,7 @@ export class InstallVerification {
     const at = nowIso();
     await this.work.run(async () => {
       for (const task of tasks) {
-        const { result, detail } = checkInstalled(inventory.applications, (await this.expected(task)));
+        const { result, detail } = checkInstalled(inventory.applications, await this.expected(task));
         await this.repo.save(task.task_id, result, detail, inventory.received_at, at);
         await this.events.record(
           'task.verified',
@@ -145,7 +151,7 @@ export class InstallVerification {
   /** What was deployed: the package name and version code of the message, the versionName of the package kept. */
   private async expected(task: PackageTask): Promise<ExpectedPackage> {
     const message = JSON.parse(task.payload) as { deployApp?: unknown; versionCode?: unknown };
-    const item = task.item_id === null ? undefined : (await this.files.get('package', task.item_id));
+    const item = task.item_id === null ? undefined : await this.files.get('package', task.item_id);
     const code = Number(message.versionCode);
     const versionCode = Number.isSafeInteger(code) && code > 0 ? code : (item?.packageInfo.versionCode ?? null);
     return {

@@ -93,13 +93,19 @@ export class SqliteSessionRepository implements SessionRepository {
   }
 
   async countOf(userId: number, address?: string | null): Promise<number> {
-    return (address === undefined ? (await this.sql.value(this.s.countOfUser, [userId])) : (await this.sql.value(this.s.countOfAddress, [userId, address]))) as number;
+    return (
+      address === undefined
+        ? await this.sql.value(this.s.countOfUser, [userId])
+        : await this.sql.value(this.s.countOfAddress, [userId, address])
+    ) as number;
   }
 
   async removeOldestNotInUse(userId: number, inUse: InUse, address?: string | null): Promise<boolean> {
     const params = { userId, ...inUse };
     const result =
-      address === undefined ? (await this.sql.run(this.s.removeOldestOfUser, params)) : (await this.sql.run(this.s.removeOldestOfAddress, { ...params, address }));
+      address === undefined
+        ? await this.sql.run(this.s.removeOldestOfUser, params)
+        : await this.sql.run(this.s.removeOldestOfAddress, { ...params, address });
     return result.changes > 0;
   }
 

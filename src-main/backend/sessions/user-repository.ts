@@ -122,7 +122,11 @@ export class UserRepository {
    * (active at login, so the agent has to switch) and the guest profile in the entity.
    * Call inside a transaction.
    */
-  async findOrCreatePerson(email: string, entityId: number, names: { firstname?: string | null; lastname?: string | null }): Promise<UserRow> {
+  async findOrCreatePerson(
+    email: string,
+    entityId: number,
+    names: { firstname?: string | null; lastname?: string | null },
+  ): Promise<UserRow> {
     const existing = await this.byLogin(email);
     if (existing) {
       await this.sql.run(this.statements.updateNames, [names.firstname ?? null, names.lastname ?? null, existing.id]);
@@ -202,6 +206,8 @@ export class UserRepository {
   }
 
   private async insert(user: Omit<UserRow, 'id' | 'user_token' | 'created_at'>): Promise<number> {
-    return Number(await this.sql.value<number>(this.statements.insert, { ...user, user_token: randomHex(20), created_at: nowIso() }));
+    return Number(
+      await this.sql.value<number>(this.statements.insert, { ...user, user_token: randomHex(20), created_at: nowIso() }),
+    );
   }
 }

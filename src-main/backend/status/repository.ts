@@ -18,8 +18,7 @@ export class SqliteStatusCounts implements StatusCountsRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
-    this.statement =
-      `WITH i AS (SELECT * FROM invitations WHERE ${inFleetsSql('fleet_id')}),
+    this.statement = `WITH i AS (SELECT * FROM invitations WHERE ${inFleetsSql('fleet_id')}),
             a AS (SELECT * FROM agents WHERE ${inFleetsSql('fleet_id')}),
             c AS (SELECT * FROM enrollment_codes WHERE ${inFleetsSql('fleet_id')})
        SELECT

@@ -141,7 +141,10 @@ describe('the agent API in both dialects', () => {
     expect(record.status).toBe(200);
     expect(record.body.plugin_flyvemdm_fleets_id).toBe(record.body.plugin_mdm_fleets_id);
     expect(record.body.version).toBe('2.0.0-rc.7+build.12');
-    const { phone, has_system_permission, notification_type, model, os_name, os_version } = await agentRow(t, Number(created.body.id));
+    const { phone, has_system_permission, notification_type, model, os_name, os_version } = await agentRow(
+      t,
+      Number(created.body.id),
+    );
     expect({ phone, has_system_permission, notification_type, model, os_name, os_version }).toEqual({
       phone: '+33 6 12 34 56 78',
       has_system_permission: 0,

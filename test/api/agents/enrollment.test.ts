@@ -323,7 +323,7 @@ describe('re-enrollment', () => {
       (agent: { id: number }) => agent.id === Number(a.created.body.id),
     );
     expect(agents.length).toBe(1);
-    expect((await t.backend.services.agentRepository.countComputers({ uuid }))).toBe(1);
+    expect(await t.backend.services.agentRepository.countComputers({ uuid })).toBe(1);
   });
 
   it('keeps both records intact when the serial names one agent and the uuid another', async () => {
@@ -369,7 +369,7 @@ describe('re-enrollment', () => {
     const hashOf = async () => (await t.backend.services.agentRepository.byId(Number(created.body.id)))!.mqtt_password_hash;
     const before = await hashOf();
     await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
-    expect((await hashOf())).toEqual(before);
+    expect(await hashOf()).toEqual(before);
   });
 
   it('retires the old api_token when a device enrolls again', async () => {
@@ -479,14 +479,14 @@ describe('concurrency', () => {
     const db = t.db;
     const agents = (await t.admin('GET', '/agents')).body.items as { serial: string | null }[];
     expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
-    expect((await t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' }))).toBe(200);
+    expect(await t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
     const used = await t.backend.services.invitations.list({ q: '@load.example', status: 'done' });
     expect(
       used.items.filter((invitation) => invitation.email.endsWith('@load.example') && invitation.agent !== null),
     ).toHaveLength(200);
-    const enrolled = (await repositoriesOf(t)
-      .events.latest(1_000_000, 0))
-      .filter((e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)));
+    const enrolled = (await repositoriesOf(t).events.latest(1_000_000, 0)).filter(
+      (e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)),
+    );
     expect(enrolled.length).toBe(200);
     // The database's own checks (db/ is the one room below the repositories).
     expect(db.pragma('foreign_key_check')).toEqual([]);

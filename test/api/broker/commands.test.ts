@@ -110,7 +110,7 @@ describe('commands through the admin API', () => {
     await client.publishAsync(`${agent.topic}/Status/Unenroll`, '{"unenroll":"unenrolled"}', { qos: 1 });
     await done;
     await offline;
-    expect((await agentRow(t, agent.id))).toMatchObject({ enroll_status: 'unenrolled', is_online: 0 });
+    expect(await agentRow(t, agent.id)).toMatchObject({ enroll_status: 'unenrolled', is_online: 0 });
     const refused = await command(agent, 'lock');
     expect(refused).toMatchObject({ status: 409, body: { error: 'ERROR_AGENT_UNENROLLED' } });
   });
@@ -317,7 +317,7 @@ describe('the CLI: mdm-console command', () => {
     const parsed = JSON.parse(result.stdout);
     expect(parsed.fleet).toMatchObject({ fleet: fleet.name, command: { command: 'subscribe' } });
     expect(parsed.command).toMatchObject({ command: 'lock', retained: true, online: false });
-    expect((await agentRow(t, agent.id))).toMatchObject({ lock: 1, fleet_id: fleet.id });
+    expect(await agentRow(t, agent.id)).toMatchObject({ lock: 1, fleet_id: fleet.id });
 
     const offlinePing = await cli(String(agent.id), 'ping');
     expect(offlinePing.code).toBe(2);

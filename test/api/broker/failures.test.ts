@@ -194,7 +194,9 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto failure
       const keep = await enrollAgent(t);
       const drop = await enrollAgent(t);
       await t.stop();
-      await withStoredAgents(dataDir, (agents) => agents.setEnrollStatus(drop.id, ENROLL_STATUS.unenrolled, new Date().toISOString()));
+      await withStoredAgents(dataDir, (agents) =>
+        agents.setEnrollStatus(drop.id, ENROLL_STATUS.unenrolled, new Date().toISOString()),
+      );
       t = await startTestBackend({ dataDir, mqttBroker: 'mosquitto', mqttBrokerUrl: mosquitto.adminUrl });
       await brokerReady(t.backend);
       expect(await refusalCode(t, drop)).not.toBe(0);

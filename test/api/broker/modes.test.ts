@@ -291,7 +291,10 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
       JSON.stringify({ status: 'failed', reason: 'forged' }),
       { qos: 1 },
     );
-    await eventually(async () => (await t.backend.services.events.forAgent(other.id)).some((e) => e.type === 'task.report_refused'), 15_000);
+    await eventually(
+      async () => (await t.backend.services.events.forAgent(other.id)).some((e) => e.type === 'task.report_refused'),
+      15_000,
+    );
     expect((await deploymentOf(created.id)).tasks[0]).toMatchObject({ status: 'done' });
   });
 

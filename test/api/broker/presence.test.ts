@@ -66,7 +66,7 @@ describe('presence', () => {
 
   it('goes online on connect and offline on a clean disconnect, with last_contact', async () => {
     const agent = await enrollAgent(t);
-    expect((await agentRow(t, agent.id))).toMatchObject({ is_online: 0, last_contact: null });
+    expect(await agentRow(t, agent.id)).toMatchObject({ is_online: 0, last_contact: null });
     const before = new Date().toISOString();
     const online = nextEvent(t, ofAgent(agent.id, 'agent.online'));
     const client = await connectAgent(t, agent);

@@ -38,7 +38,9 @@ const SECRET = 'outside the data dir: not for devices\n';
 async function dataDirWithAFile(dir: string, content = 'x'.repeat(SECRET.length)): Promise<string> {
   const db = openSqliteSql(join(dir, 'mdm-console.sqlite'));
   try {
-    const item = await (await createFileStore(db, dir)).add('file', { name: 'report.txt' }, Readable.from([Buffer.from(content)]));
+    const item = await (
+      await createFileStore(db, dir)
+    ).add('file', { name: 'report.txt' }, Readable.from([Buffer.from(content)]));
     return item.storageName;
   } finally {
     await db.close();

@@ -151,7 +151,7 @@ describe("the console's simulated device", () => {
     const id = result.agent_id!;
     // Its tries are refused (CONNACK 5): still waiting, offline.
     await eventually(async () => (await t.backend.services.events.forAgent(id)).some((e) => e.type === 'mqtt.login_refused'));
-    expect((await agentRow(t, id))).toMatchObject({ enroll_status: 'pending_approval' });
+    expect(await agentRow(t, id)).toMatchObject({ enroll_status: 'pending_approval' });
     expect((await agentRow(t, id)).is_online).toBeFalsy();
 
     expect((await t.admin('POST', `/agents/${id}/approve`)).status).toBe(200);

@@ -129,7 +129,7 @@ describe('restart', () => {
     const db = openSqliteSql(join(dataDir, 'mdm-console.sqlite'));
     const deliveries = new SqliteDeliveryRepository(db);
     await deliveries.queue([created.id], null);
-    expect((await deliveries.claim())).toMatchObject({ invitation_id: created.id, state: 'sending', attempts: 1 });
+    expect(await deliveries.claim()).toMatchObject({ invitation_id: created.id, state: 'sending', attempts: 1 });
     await db.close();
 
     const smtp = await startTestSmtp();

@@ -67,9 +67,9 @@ describe('typed events', () => {
     await events.record('server.started', 'up');
     const [latest] = await events.latest(1);
     expect(latest).toMatchObject({ type: 'server.started', data: null });
-    const rtts = (await events
-      .latest(10))
-      .flatMap((event) => (event.type === 'agent.ping_reply' && event.data ? [event.data.rtt_ms] : []));
+    const rtts = (await events.latest(10)).flatMap((event) =>
+      event.type === 'agent.ping_reply' && event.data ? [event.data.rtt_ms] : [],
+    );
     expect(rtts).toEqual([12]);
     expect(seen.map((event) => event.type)).toEqual(['fleet.created', 'agent.ping_reply', 'server.started']);
     expect(refusedAtCompileTime).toBeTypeOf('function');

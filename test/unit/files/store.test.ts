@@ -131,14 +131,14 @@ describe('createFileStore', () => {
 
     expect((await store.list('file')).map((i) => i.id)).toEqual([item.id]);
     expect((await store.list('package')).map((i) => i.id)).toEqual([pkg.id]);
-    expect((await store.list('file', 1))).toHaveLength(1);
-    expect((await store.list('file', 2))).toHaveLength(0);
-    expect((await store.get('file', item.id))).toEqual(item);
-    expect((await store.get('package', item.id === pkg.id ? 999 : item.id))).toBeUndefined();
+    expect(await store.list('file', 1)).toHaveLength(1);
+    expect(await store.list('file', 2)).toHaveLength(0);
+    expect(await store.get('file', item.id)).toEqual(item);
+    expect(await store.get('package', item.id === pkg.id ? 999 : item.id)).toBeUndefined();
 
     expect(await store.remove('file', item.id)).toEqual(item);
     expect(existsSync(store.pathOf(item))).toBe(false);
-    expect((await store.get('file', item.id))).toBeUndefined();
+    expect(await store.get('file', item.id)).toBeUndefined();
     expect(await store.remove('file', item.id)).toBeUndefined();
 
     expect(events).toEqual([
@@ -185,7 +185,7 @@ describe('createFileStore', () => {
     await expectApiError(store.add('file', { name: 'a.txt', mimeType: 'nope' }, source()), 400, /mime type/);
     await expectApiError(store.add('file', { name: 'a.txt', entityId: 42 }, source()), 400, /entity 42/);
     expect(read).toBe(false);
-    expect((await store.list('file'))).toEqual([]);
+    expect(await store.list('file')).toEqual([]);
     expect(tmpFiles()).toEqual([]);
   });
 
@@ -200,7 +200,7 @@ describe('createFileStore', () => {
       },
     });
     await expectApiError(store.add('file', { name: 'broken.bin' }, source), 400, /interrupted/);
-    expect((await store.list('file'))).toEqual([]);
+    expect(await store.list('file')).toEqual([]);
     expect(tmpFiles()).toEqual([]);
     expect(stored('file')).toEqual([]);
     expect(events).toEqual([]);
@@ -210,7 +210,7 @@ describe('createFileStore', () => {
     const store = await createFileStore(db, dir, undefined, { maxSize: 10 });
     expect(store.maxSize).toBe(10);
     await expectApiError(store.add('file', { name: 'a.bin' }, Readable.from([Buffer.alloc(6), Buffer.alloc(6)])), 413);
-    expect((await store.list('file'))).toEqual([]);
+    expect(await store.list('file')).toEqual([]);
     expect(tmpFiles()).toEqual([]);
     const exact = await store.add('file', { name: 'b.bin' }, Readable.from([Buffer.alloc(10)]));
     expect(exact.size).toBe(10);
@@ -221,13 +221,13 @@ describe('createFileStore', () => {
       throw new Error('cannot record');
     });
     await expect(store.add('file', { name: 'a.txt' }, Readable.from(['x']))).rejects.toThrow('cannot record');
-    expect((await store.list('file'))).toEqual([]);
+    expect(await store.list('file')).toEqual([]);
     expect(stored('file')).toEqual([]);
     expect(tmpFiles()).toEqual([]);
     const quiet = await createFileStore(db, dir);
     const kept = await quiet.add('file', { name: 'b.txt' }, Readable.from(['y']));
     await expect(store.remove('file', kept.id)).rejects.toThrow('cannot record');
-    expect((await quiet.get('file', kept.id))).toEqual(kept);
+    expect(await quiet.get('file', kept.id)).toEqual(kept);
     expect(existsSync(quiet.pathOf(kept))).toBe(true);
   });
 
