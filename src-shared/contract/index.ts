@@ -20,3 +20,5 @@ export * from './rules.ts';
 export * from './policies.ts';
 export * from './accounts.ts';
 export * from './admins.ts';
+export * from './bulk.ts';
+export * from './jobs.ts';
