@@ -113,8 +113,7 @@ ${COMMON}`,
        mdm-console view rm NAME|ID
 
 A saved view (dynamic group) is a name and an expression of the filter language (docs/where.md):
-it stays current as devices change. Use it with devices --view NAME, or as the target of a policy
-or a deployment (policy set … --view NAME).
+it stays current as devices change. Use it with devices --view NAME.
 ${COMMON}`,
   fleets: `usage: mdm-console fleets
 
