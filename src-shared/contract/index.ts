@@ -22,3 +22,5 @@ export * from './accounts.ts';
 export * from './admins.ts';
 export * from './bulk.ts';
 export * from './jobs.ts';
+export * from './views.ts';
+export * from './where.ts';
