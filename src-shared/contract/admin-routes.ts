@@ -566,8 +566,10 @@ export const adminRoutes = {
   'agents.list': {
     method: 'GET',
     path: '/api/agents',
-    summary: 'Devices',
+    summary:
+      'Devices; `where` filters them by the device filter language (docs/where.md), `view` by a saved view, `fleet` by a fleet',
     permission: 'devices.read',
+    querystring: 'AgentListQuery',
     response: { 200: 'AgentList' },
   },
   'agents.get': {
@@ -635,6 +637,47 @@ export const adminRoutes = {
     summary: "A device's tasks with their history",
     params: 'SafeIdParams',
     response: { 200: 'DeviceTaskList' },
+  },
+
+  'views.list': {
+    method: 'GET',
+    path: '/api/views',
+    summary: 'Saved device views, each with how many devices match now (within your fleet scope)',
+    permission: 'devices.read',
+    response: { 200: 'DeviceViewList' },
+  },
+  'views.get': {
+    method: 'GET',
+    path: '/api/views/:id',
+    summary: 'One saved device view with its live count',
+    permission: 'devices.read',
+    params: 'IdParams',
+    response: { 200: 'DeviceView' },
+  },
+  'views.create': {
+    method: 'POST',
+    path: '/api/views',
+    summary: 'Saves a device view: a name (unique) and an expression of the filter language',
+    permission: 'fleets.write',
+    body: 'DeviceViewBody',
+    response: { 201: 'DeviceView' },
+  },
+  'views.update': {
+    method: 'PATCH',
+    path: '/api/views/:id',
+    summary: 'Renames a view or changes its expression (its assignments follow the new members)',
+    permission: 'fleets.write',
+    params: 'IdParams',
+    body: 'DeviceViewPatch',
+    response: { 200: 'DeviceView' },
+  },
+  'views.remove': {
+    method: 'DELETE',
+    path: '/api/views/:id',
+    summary: 'Deletes a view (refused while a policy or deployment is assigned to it)',
+    permission: 'fleets.write',
+    params: 'IdParams',
+    response: { 204: null },
   },
 
   'fleets.list': {

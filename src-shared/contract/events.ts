@@ -148,6 +148,10 @@ export interface ServerEvents {
   };
   'fleet.created': { fleet_id: number; name: string } & ChangeData;
   'fleet.renamed': { fleet_id: number; name: string } & ChangeData;
+  /** A saved device view (dynamic group): its name and expression. */
+  'view.created': { view_id: number; name: string; where: string } & ChangeData;
+  'view.updated': { view_id: number; name: string; where: string } & ChangeData;
+  'view.deleted': { view_id: number; name: string; where: string } & ChangeData;
   'fleet.deleted': { fleet_id: number; name: string; [key: string]: unknown } & ChangeData;
   'mail.queued': { count: number; batch_id: string | null; invitation_id?: number };
   'mail.sending': MailStateData;

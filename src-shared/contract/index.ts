@@ -20,3 +20,5 @@ export * from './rules.ts';
 export * from './policies.ts';
 export * from './accounts.ts';
 export * from './admins.ts';
+export * from './views.ts';
+export * from './where.ts';

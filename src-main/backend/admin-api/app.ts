@@ -36,6 +36,7 @@ import { EventStreams, streamEvents, type StreamCaps } from './events-stream.ts'
 import { invitationRoutes } from './invitation-routes.ts';
 import { mailRoutes } from './mail-routes.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
+import { viewRoutes } from './view-routes.ts';
 import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 
@@ -402,7 +403,8 @@ export async function adminApp({
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });
       await api.register(simulateRoutes, { invitations, codes, settings, events, simulate });
-      await api.register(agentRoutes, { agents, events, reports });
+      await api.register(agentRoutes, { agents, events, reports, views: services.views });
+      await api.register(viewRoutes, { views: services.views });
       if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
       await api.register(fleetRoutes, { fleets });
       await api.register(settingsRoutes, { settings, events, links });
