@@ -76,14 +76,17 @@ describe('opening PostgreSQL', () => {
 
   it('opens a migrated database again without migrating it again', async () => {
     const sql = await openPostgresDatabase(database.url);
-    expect(await sql.value('SELECT count(*) FROM schema_version')).toBe(1);
+    expect(await sql.value('SELECT count(*) FROM schema_version')).toBe(postgresMigrations.length);
     await sql.close();
   });
 
   it('migrates once when several nodes start on one empty database at the same moment', async () => {
     const shared = await fresh('race');
     const opened = await Promise.all([1, 2, 3, 4].map(() => openPostgresDatabase(shared.url)));
-    expect(await opened[0]!.all('SELECT version FROM schema_version')).toEqual([{ version: latest }]);
+    // Each migration applied once (a second run of the baseline would have failed on its CREATE TABLEs).
+    expect(await opened[0]!.all('SELECT version FROM schema_version ORDER BY version')).toEqual(
+      postgresMigrations.map((m) => ({ version: m.version })),
+    );
     expect(await opened[0]!.value('SELECT count(*) FROM profiles')).toBe(3);
     for (const sql of opened) await sql.close();
   });
