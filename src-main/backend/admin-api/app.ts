@@ -31,12 +31,15 @@ import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
 import { reportRoutes } from './report-routes.ts';
+import { jobRoutes } from './job-routes.ts';
+import type { JobService } from '../jobs/jobs.ts';
 import type { PolicyService } from '../policies/service.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { EventStreams, streamEvents, type StreamCaps } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
 import { mailRoutes } from './mail-routes.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
+import { viewRoutes } from './view-routes.ts';
 import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 
@@ -46,6 +49,8 @@ export interface AdminAppOptions {
   services: Services;
   files: FileStore;
   deployments?: PolicyService;
+  /** Bulk jobs (with a broker only: they send its commands). */
+  jobs?: JobService;
   auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
@@ -72,6 +77,7 @@ export async function adminApp({
   services,
   files,
   deployments,
+  jobs,
   auth,
   info,
   simulate,
@@ -403,7 +409,8 @@ export async function adminApp({
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });
       await api.register(simulateRoutes, { invitations, codes, settings, events, simulate });
-      await api.register(agentRoutes, { agents, events, reports });
+      await api.register(agentRoutes, { agents, events, reports, views: services.views });
+      await api.register(viewRoutes, { views: services.views });
       if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
       await api.register(fleetRoutes, { fleets });
       await api.register(settingsRoutes, { settings, events, links });
@@ -411,6 +418,7 @@ export async function adminApp({
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
       if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
       await api.register(reportRoutes, { figures: services.figures });
+      if (jobs) await api.register(jobRoutes, { jobs, files });
     },
     { prefix: '/api' },
   );
