@@ -193,7 +193,8 @@ describe('scope and bad input', () => {
 });
 
 describe('the CLI: report', () => {
-  it('prints a report as a table, CSV or JSON, by fleet name, and refuses bad input clearly', async () => {
+  // Each command is a Node process of its own: seconds apiece on a busy machine.
+  it('prints a report as a table, CSV or JSON, by fleet name, and refuses bad input clearly', { timeout: 120_000 }, async () => {
     const table = await runCli(t.dataDir, ['report', 'deployments', '--days', '2']);
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')).toEqual([
@@ -222,19 +223,20 @@ describe('the CLI: report', () => {
     const models = await runCli(t.dataDir, ['report', 'models', '--days', '1', '--fleet', String(fleet.south)]);
     expect(models.stdout).toContain('Now:\n  Google Pixel 6: 1\n  samsung SM-G973F: 1');
 
-    for (const [args, message] of [
+    const refusals = [
       [['report'], /which report\? one of enrollments, online, compliance, os, models, deployments/],
       [['report', 'weather'], /no report "weather"/],
       [['report', 'online', '--days', '0'], /--days takes 1 to 366, not "0"/],
       [['report', 'online', '--days', 'week'], /--days takes 1 to 366, not "week"/],
       [['report', 'online', '--fleet', 'Nowhere'], /No fleet "Nowhere"/],
       [['report', 'online', '--json', '--csv'], /--json or --csv, not both/],
-    ] as const) {
-      const refused = await runCli(t.dataDir, [...args]);
-      expect(refused.code, args.join(' ')).not.toBe(0);
-      expect(refused.stderr).toMatch(message);
-      expect(refused.stderr).not.toMatch(/\n\s+at /); // no stack trace
-    }
+    ] as const;
+    const refused = await Promise.all(refusals.map(([args]) => runCli(t.dataDir, [...args])));
+    refusals.forEach(([args, message], index) => {
+      expect(refused[index]!.code, args.join(' ')).not.toBe(0);
+      expect(refused[index]!.stderr).toMatch(message);
+      expect(refused[index]!.stderr).not.toMatch(/\n\s+at /); // no stack trace
+    });
   });
 });
 
