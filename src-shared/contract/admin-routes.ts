@@ -17,6 +17,7 @@ import type { TSchema } from 'typebox';
 import type * as Contract from './index.ts';
 import { OWNER_SETTINGS, type Permission, type RoutePermission } from './permissions.ts';
 import type { AgentCommand } from './rules.ts';
+import type { JobAction } from './bulk.ts';
 
 /** The contract's exports, as types. */
 export type ContractSchemas = typeof Contract;
@@ -55,6 +56,15 @@ export const COMMAND_PERMISSIONS = {
   wipe: 'devices.wipe',
   unenroll: 'devices.unenroll',
 } as const satisfies Record<AgentCommand, Permission>;
+
+/** Each bulk action, by the permission it needs: the single-device route's for the same act. */
+export const JOB_PERMISSIONS = {
+  ...COMMAND_PERMISSIONS,
+  move: 'devices.move',
+  assign_policy: 'policies.write',
+  deploy: 'deployments.write',
+  delete: 'devices.delete',
+} as const satisfies Record<JobAction, Permission>;
 
 /** The owner's settings (permissions.ts) a body may change: each needs settings.server. */
 const ownerKeys = (keys: readonly (typeof OWNER_SETTINGS)[number][]) =>
@@ -639,6 +649,33 @@ export const adminRoutes = {
     response: { 200: 'DeviceTaskList' },
   },
 
+  'jobs.create': {
+    method: 'POST',
+    path: '/api/jobs',
+    permission: { field: 'action', values: JOB_PERMISSIONS },
+    summary:
+      'Starts a bulk job: one action on a selection of devices (ids, or a filter resolved in the caller’s fleets); answers at once with the job. Unenroll, wipe and delete need expected_count (409 when the selection differs)',
+    body: 'JobBody',
+    response: { 202: 'Job' },
+  },
+  'jobs.list': {
+    method: 'GET',
+    path: '/api/jobs',
+    permission: 'devices.read',
+    summary: 'Bulk jobs, newest first, with their counts',
+    querystring: 'JobListQuery',
+    response: { 200: 'JobList' },
+  },
+  'jobs.get': {
+    method: 'GET',
+    path: '/api/jobs/:id',
+    permission: 'devices.read',
+    summary: 'One bulk job with each device’s result (sent, answered, offline, done, refused, failed)',
+    params: 'SafeIdParams',
+    querystring: 'JobResultsQuery',
+    response: { 200: 'JobDetail' },
+  },
+
   'views.list': {
     method: 'GET',
     path: '/api/views',
@@ -932,6 +969,16 @@ export const adminRoutes = {
     summary: 'Each enrolled device: its tasks counted and its compliance state',
     querystring: 'ComplianceFilter',
     response: { 200: 'ComplianceList' },
+  },
+  'reports.get': {
+    method: 'GET',
+    path: '/api/reports/:report',
+    permission: 'devices.read',
+    summary:
+      'A report over the last `days` days (UTC, today included), for one fleet or every fleet the caller sees: enrollments, online, compliance, os, models or deployments, one value per series and day',
+    params: 'ReportParams',
+    querystring: 'ReportQuery',
+    response: { 200: 'Report' },
   },
 } as const satisfies Record<string, AdminEndpoint>;
 

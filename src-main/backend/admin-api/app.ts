@@ -30,6 +30,9 @@ import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
+import { reportRoutes } from './report-routes.ts';
+import { jobRoutes } from './job-routes.ts';
+import type { JobService } from '../jobs/jobs.ts';
 import type { PolicyService } from '../policies/service.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { EventStreams, streamEvents, type StreamCaps } from './events-stream.ts';
@@ -46,6 +49,8 @@ export interface AdminAppOptions {
   services: Services;
   files: FileStore;
   deployments?: PolicyService;
+  /** Bulk jobs (with a broker only: they send its commands). */
+  jobs?: JobService;
   auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
@@ -72,6 +77,7 @@ export async function adminApp({
   services,
   files,
   deployments,
+  jobs,
   auth,
   info,
   simulate,
@@ -411,6 +417,8 @@ export async function adminApp({
       await api.register(adminFileRoutes, { store: files });
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
       if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
+      await api.register(reportRoutes, { figures: services.figures });
+      if (jobs) await api.register(jobRoutes, { jobs, files });
     },
     { prefix: '/api' },
   );

@@ -766,4 +766,72 @@ export const migrations: Migration[] = [
       CREATE INDEX policy_assignments_view ON policy_assignments(view_assignment_id, state) WHERE view_assignment_id IS NOT NULL;
     `,
   },
+  {
+    version: 24,
+    name: 'bulk jobs and their per-device results',
+    // One admin request acting on many devices (issue 25): the job (action, the selection in words
+    // and as given, what the action was given, who asked) and one result row per device. A result
+    // keeps the device's name and fleet: it outlives a device the job deleted (no foreign key).
+    // fleet_ids: the fleets of its devices, so a scoped admin sees their fleets' jobs only.
+    sql: `
+      CREATE TABLE jobs (
+        id           INTEGER PRIMARY KEY,
+        action       TEXT NOT NULL,
+        state        TEXT NOT NULL CHECK (state IN ('running', 'done', 'failed', 'interrupted')),
+        selection    TEXT NOT NULL,
+        description  TEXT NOT NULL,
+        params       TEXT,
+        total        INTEGER NOT NULL,
+        fleet_ids    TEXT NOT NULL,
+        account_id   INTEGER REFERENCES admin_accounts(id) ON DELETE SET NULL,
+        actor        TEXT,
+        error        TEXT,
+        created_at   TEXT NOT NULL,
+        finished_at  TEXT
+      );
+      CREATE INDEX jobs_state ON jobs(state);
+
+      CREATE TABLE job_results (
+        job_id       INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+        agent_id     INTEGER NOT NULL,
+        name         TEXT NOT NULL,
+        fleet_id     INTEGER,
+        status       TEXT NOT NULL CHECK (status IN ('sent', 'answered', 'offline', 'done', 'refused', 'failed')),
+        reason       TEXT,
+        at           TEXT NOT NULL,
+        answered_at  TEXT,
+        PRIMARY KEY (job_id, agent_id)
+      );
+      CREATE INDEX job_results_status ON job_results(job_id, status);
+    `,
+  },
+  {
+    version: 25,
+    name: 'daily figures for the reports',
+    // What the Reports page charts, kept as the server runs (backend/reports/): one value per UTC
+    // day, fleet, metric and key. Counted metrics grow as things happen (enrolled; deploy done /
+    // failed); sampled ones are overwritten by each sample of the day (online: key = the hour, the
+    // count at that hour's last sample; devices, compliance by state, os and model: the day's last
+    // sample). fleet_id is not a foreign key: a deleted fleet's history stays in the totals.
+    // report_cursor: the last event the figures counted, and when the one-time backfill from the
+    // existing rows ran (a restart counts the events recorded while no server listened, once).
+    sql: `
+      CREATE TABLE daily_figures (
+        day       TEXT NOT NULL,
+        fleet_id  INTEGER NOT NULL,
+        metric    TEXT NOT NULL,
+        key       TEXT NOT NULL DEFAULT '',
+        value     INTEGER NOT NULL,
+        PRIMARY KEY (day, fleet_id, metric, key)
+      );
+      CREATE INDEX daily_figures_metric ON daily_figures(metric, day);
+
+      CREATE TABLE report_cursor (
+        id             INTEGER PRIMARY KEY CHECK (id = 1),
+        event_id       INTEGER NOT NULL,
+        backfilled_at  TEXT NOT NULL,
+        sampled_at     TEXT
+      );
+    `,
+  },
 ];

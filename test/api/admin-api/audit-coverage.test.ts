@@ -394,6 +394,10 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
     action: 'agent.command',
     changes: { locked: { before: false, after: true } },
   },
+  'jobs.create': {
+    run: () => call('POST', '/api/jobs', { action: 'unlock', selection: { ids: [made.agent] } }),
+    action: 'job.started',
+  },
   'agents.move': {
     run: () => call('PATCH', `/api/agents/${made.agent}`, { fleet_id: made.fleet }),
     action: 'agent.fleet_changed',
