@@ -268,6 +268,7 @@ async function startServing(
     fleets: domain.fleets,
     files,
     verification,
+    views: domain.views,
   });
   onClose(() => deployments.close());
 
