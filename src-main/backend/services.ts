@@ -21,6 +21,8 @@ import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
+import { ExportService } from './exports/exports.ts';
+import { ExportRepository } from './exports/repository.ts';
 import { SqliteEventRepository } from './events/event-repository.ts';
 import { SqliteFleetRepository } from './fleets/fleet-repository.ts';
 import { FleetService } from './fleets/fleets.ts';
@@ -120,6 +122,7 @@ export function createServices(db: Db, options: ServiceOptions) {
   const codeRepository = new SqliteCodeRepository(db);
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
+  const exportService = new ExportService({ repository: new ExportRepository(db), invitations });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
   return {
@@ -144,6 +147,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     agentRepository,
     brokerAgents,
     statusCounts,
+    exports: exportService,
     repositories,
   };
 }
