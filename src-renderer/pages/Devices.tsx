@@ -7,6 +7,7 @@ import { useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { useAgents, useCompliance, useFleets } from '../api/queries.ts';
 import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { EmptyState, ErrorState, LoadingState, PageHeader } from '../components/common.tsx';
+import { ExportMenu } from '../components/export-menu.tsx';
 import { enrollStatusOf, matchesSearch, searchTerms } from '../lib/devices.ts';
 import { countOf } from '../lib/format.ts';
 import { DeviceDrawer } from './DeviceDrawer.tsx';
@@ -233,6 +234,21 @@ export function Devices() {
           <Text size="sm" c="dimmed" ml="auto" data-testid="devices-count">
             {filtered ? `${rows.length.toLocaleString()} of ${all.length.toLocaleString()}` : count(all.length)}
           </Text>
+          {/* The table's filters as the export's (its rows by id, whatever the sort). */}
+          <ExportMenu
+            path="/api/agents/export"
+            what="devices"
+            filtered={filtered}
+            testId="devices-export"
+            params={{
+              fleet: filterValue('fleet') as string | null,
+              status: filterValue('enroll_status') as string | null,
+              type: typeFilter,
+              online: onlineFilter,
+              compliance: complianceFilter,
+              q: debouncedQuery.trim(),
+            }}
+          />
         </Group>
         {agents.isPending ? (
           <LoadingState label="Loading devices…" />
