@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { codeCommands } from './code-commands.ts';
 import { tokenCommands } from './token-commands.ts';
 import { accountCommands } from './account-commands.ts';
+import { exportCommands } from './export-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { deploymentStatusCommands } from './deployment-status.ts';
@@ -504,4 +505,5 @@ export const adminCommands: Record<string, Handler> = {
   ...codeCommands,
   ...tokenCommands,
   ...accountCommands,
+  ...exportCommands,
 };

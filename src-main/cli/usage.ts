@@ -200,6 +200,22 @@ data dir's admin token is the owner's), or with --as as the admin with that emai
 the password and the two-factor code: it comes from whoever holds the admin token.
   --as EMAIL   sign in as this admin (an unknown email is an error)
 ${COMMON}`,
+  export: `usage: mdm-console export devices [--fleet NAME|ID] [--status S] [--type android|apple] [--online|--offline]
+                                [--compliance compliant|pending|failing|none] [--search WORDS]
+       mdm-console export invitations [--status pending|enrolled|expired|revoked] [--search TEXT] [--fleet NAME|ID]
+       mdm-console export codes [--fleet NAME|ID]
+       mdm-console export code-uses [--code ID] [--outcome used|refused]
+       mdm-console export results [--assignment ID] [--fleet NAME|ID] [--agent ID] [--policy SYMBOL]
+                                  [--kind deployment|value] [--state active|removed] [--status S]
+       mdm-console export audit [--actor A] [--action A] [--target NAME] [--since ISO] [--until ISO]
+  each with [--format csv|jsonl] [--out FILE]
+
+Every row the filters match (the console's lists' filters), as CSV (the default: a header line,
+cells starting with = + - @ prefixed with ' for spreadsheets) or JSON lines (one object a line),
+streamed to stdout or, with --out, to FILE (written whole or not at all). Devices come with their
+inventory's fields (model, OS, serial, IMEI, battery, storage, apps) and compliance; tokens and
+enrollment links are never exported. An operator or observer scoped to fleets exports theirs only.
+  --data-dir DIR    the server's data dir (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)`,
   backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR]
 
 Copies the database (a consistent snapshot, also while the server runs), the stored files and
@@ -258,6 +274,8 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--target NAME] [--since ISO] [--until ISO] [--limit N]
                                                          the audit trail: who did what, from where, when, what changed
   audit --format csv|jsonl [the same filters]            every matching entry, streamed to stdout (> audit.csv)
+  export      devices|invitations|codes|code-uses|results|audit [--format csv|jsonl] [--out FILE] [filters]
+                                                         a list as CSV or JSON lines, streamed (export --help)
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
 
