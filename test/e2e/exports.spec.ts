@@ -50,11 +50,15 @@ test('devices: the Export button downloads the filtered list as CSV and as JSON 
   expect(download.suggestedFilename()).toMatch(/^devices-\d{4}-\d{2}-\d{2}-\d{4}\.csv$/);
   const [header = [], ...rows] = parseCsv(await readFile((await download.path())!, 'utf8'));
   const cell = (row: string[], name: string) => row[header.indexOf(name)];
-  expect(header).toEqual(expect.arrayContaining(['name', 'model', 'os_version', 'imei', 'installed_apps', 'fleet', 'compliance']));
+  expect(header).toEqual(
+    expect.arrayContaining(['name', 'model', 'os_version', 'imei', 'installed_apps', 'fleet', 'compliance']),
+  );
   // The rows the table shows (by id, whatever the table's sort): those devices, and only them.
   expect(rows.map((row) => cell(row, 'name')).sort()).toEqual(expected);
   expect(new Set(rows.map((row) => `${cell(row, 'fleet')} ${cell(row, 'type')}`))).toEqual(new Set(['Warehouse apple']));
-  const shown = await page.locator('tbody tr[data-agent-id]').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-agent-id')));
+  const shown = await page
+    .locator('tbody tr[data-agent-id]')
+    .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-agent-id')));
   expect(rows.map((row) => cell(row, 'id')).sort()).toEqual([...shown].sort());
 
   // JSON lines: the same devices, one object a line.
