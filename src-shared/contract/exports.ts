@@ -6,6 +6,7 @@ import { Literals } from './common.ts';
 import { INVITATION_STATUSES } from './invitations.ts';
 import { COMPLIANCE_STATES } from './policies.ts';
 import { TASK_STATUSES } from './deployments.ts';
+import { WHERE_MAX_LENGTH } from './where.ts';
 
 export const EXPORT_FORMATS = ['csv', 'jsonl'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -14,13 +15,17 @@ export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 const Format = Type.Optional(Literals(EXPORT_FORMATS));
 const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 
-/** GET /api/agents/export: the devices table's filters. */
+/** GET /api/agents/export: the device list's selection (where, view, fleet) and the devices table's filters. */
 export const DeviceExportQuery = Type.Object(
   {
     format: Format,
-    fleet_id: Type.Optional(Id),
-    /** A fleet by its name (case-insensitive), as the table's fleet filter and the CLI's --fleet give it. */
+    /** An expression of the --where language (docs/where.md), as GET /api/agents?where= takes it. */
+    where: Type.Optional(Type.String({ maxLength: WHERE_MAX_LENGTH })),
+    /** A saved view, by name or id: its expression is ANDed with the rest. */
+    view: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    /** A fleet by name (case-insensitive) or id, as GET /api/agents?fleet= and the table's fleet filter give it. */
     fleet: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    fleet_id: Type.Optional(Id),
     /** An enrollment status: enrolled, pending_approval, unenrolled … */
     status: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
     type: Type.Optional(Type.Union([Type.Literal('android'), Type.Literal('apple')])),

@@ -20,4 +20,8 @@ export * from './rules.ts';
 export * from './policies.ts';
 export * from './accounts.ts';
 export * from './admins.ts';
+export * from './bulk.ts';
+export * from './jobs.ts';
+export * from './views.ts';
+export * from './where.ts';
 export * from './exports.ts';

@@ -27,6 +27,8 @@ import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
+import { jobRoutes } from './job-routes.ts';
+import type { JobService } from '../jobs/jobs.ts';
 import type { PolicyService } from '../policies/service.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { EventStreams, streamEvents, type StreamCaps } from './events-stream.ts';
@@ -34,6 +36,7 @@ import { invitationRoutes } from './invitation-routes.ts';
 import { auditFilter, exportRoutes } from './export-routes.ts';
 import { mailRoutes } from './mail-routes.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
+import { viewRoutes } from './view-routes.ts';
 import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 
@@ -43,6 +46,8 @@ export interface AdminAppOptions {
   services: Services;
   files: FileStore;
   deployments?: PolicyService;
+  /** Bulk jobs (with a broker only: they send its commands). */
+  jobs?: JobService;
   auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
@@ -69,6 +74,7 @@ export async function adminApp({
   services,
   files,
   deployments,
+  jobs,
   auth,
   info,
   simulate,
@@ -385,14 +391,16 @@ export async function adminApp({
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });
       await api.register(simulateRoutes, { invitations, codes, settings, events, simulate });
-      await api.register(agentRoutes, { agents, events, reports });
+      await api.register(agentRoutes, { agents, events, reports, views: services.views });
+      await api.register(viewRoutes, { views: services.views });
       if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
       await api.register(fleetRoutes, { fleets });
       await api.register(settingsRoutes, { settings, events, links });
       await api.register(adminFileRoutes, { store: files });
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
       if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
-      await api.register(exportRoutes, { exports: services.exports, audit: services.audit, fleetOf });
+      if (jobs) await api.register(jobRoutes, { jobs, files });
+      await api.register(exportRoutes, { exports: services.exports, audit: services.audit, views: services.views, fleetOf });
     },
     { prefix: '/api' },
   );

@@ -18,6 +18,8 @@ import type { InventorySummary } from '../inventory/fusion-inventory.ts';
 import { complianceOf } from '../policies/views.ts';
 import { verificationOf } from '../policies/verification.ts';
 import { ENROLL_STATUS } from '../agents/status.ts';
+import { compileWhere } from '../agents/device-query-repository.ts';
+import type { WhereNode } from '../../../src-shared/contract/where.ts';
 import {
   CODE_EXPORT,
   CODE_USE_EXPORT,
@@ -51,11 +53,14 @@ export class ExportService {
     this.invitationViews = deps.invitations;
   }
 
-  /** The devices the table's filters match, by id, with their inventory's fields and compliance. */
-  devices(query: DeviceExportQuery, fleets: ScopeParam): AsyncGenerator<string> {
+  /**
+   * The devices the selection (`where`: the list's where, view and fleet, parsed; null for none)
+   * and the table's filters match, by id, with their inventory's fields and compliance.
+   */
+  devices(query: DeviceExportQuery, fleets: ScopeParam, where: WhereNode | null): AsyncGenerator<string> {
     const filter = {
+      where: where === null ? undefined : compileWhere(where, Date.now()),
       fleetId: query.fleet_id,
-      fleetName: query.fleet,
       status: query.status,
       type: query.type,
       online: query.online,

@@ -2,6 +2,7 @@
 // never OFFSET), with the list's filters and the caller's fleet scope in the statement. A page
 // holds what its columns need and no more (an invitation page, its ids: the invitations room
 // presents them as its list does).
+import type { CompiledWhere } from '../agents/device-query-repository.ts';
 import type { Db } from '../db/database.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 import type { TaskStatus } from '../policies/wire.ts';
@@ -11,9 +12,9 @@ import type { AgentCompliance } from '../policies/repository.ts';
 type Fleets = string | null;
 
 export interface DeviceFilter {
+  /** The device list's selection (where, view, fleet) compiled (agents/device-query-repository.ts): over `a`, `f` and `u`. */
+  where?: CompiledWhere | undefined;
   fleetId?: number | undefined;
-  /** A fleet's name, case-insensitive. */
-  fleetName?: string | undefined;
   status?: string | undefined;
   type?: string | undefined;
   online?: boolean | undefined;
@@ -187,9 +188,9 @@ export class ExportRepository {
       clauses.push('a.fleet_id = @fleet_id');
       params.fleet_id = filter.fleetId;
     }
-    if (filter.fleetName !== undefined) {
-      clauses.push('lower(f.name) = lower(@fleet_name)');
-      params.fleet_name = filter.fleetName;
+    if (filter.where !== undefined) {
+      clauses.push(`(${filter.where.sql})`);
+      Object.assign(params, filter.where.params);
     }
     if (filter.status !== undefined) {
       clauses.push('a.enroll_status = @status');

@@ -288,11 +288,55 @@ describe('the devices export', () => {
     }
   });
 
+  it('takes the device list’s where, view and fleet, as GET /api/agents does, with the table’s filters on top', async () => {
+    const listedBy = async (query: string) =>
+      (await list<{ items: AgentSummary[] }>(`/agents?${query}`)).items.map((a) => a.id).sort((a, b) => a - b);
+    expect((await t.admin('POST', '/views', { name: 'Field app', where: 'app=org.example.fieldapp' })).status).toBe(201);
+    const cases = [
+      'where=app%3Dorg.example.fieldapp',
+      'where=os%3E%3D1',
+      `where=${encodeURIComponent('fleet=Warehouse online=no')}`,
+      `where=${encodeURIComponent('compliance=pending OR status=unenrolled')}`,
+      `where=${encodeURIComponent('"phone1@"')}`,
+      'view=field%20app',
+      'fleet=WAREHOUSE',
+      `fleet=${fleet.sales}&where=${encodeURIComponent('last_contact<1d')}`,
+    ];
+    for (const query of cases) {
+      const expected = await listedBy(query);
+      expect(expected.length, query).toBeGreaterThan(0);
+      expect(
+        (await exportJson(`agents/export?${query}`)).map((row) => row.id),
+        query,
+      ).toEqual(expected);
+    }
+    expect(await listedBy('view=Field%20app')).toHaveLength(2);
+    // The table's filters narrow the selection further.
+    const warehouse = (await list<{ items: AgentSummary[] }>('/agents?fleet=Warehouse')).items;
+    const apple = warehouse
+      .filter((a) => a.type === 'apple')
+      .map((a) => a.id)
+      .sort((a, b) => a - b);
+    expect((await exportJson('agents/export?fleet=Warehouse&type=apple')).map((row) => row.id)).toEqual(apple);
+  });
+
   it('refuses what it cannot read with a 400, never a 500', async () => {
-    for (const query of ['format=xml', 'online=perhaps', 'compliance=good', 'fleet_id=0', 'type=windows', 'limit=5', 'fleet=']) {
+    const refusals: [string, string][] = [
+      ['format=xml', 'ERROR_BAD_REQUEST'],
+      ['online=perhaps', 'ERROR_BAD_REQUEST'],
+      ['compliance=good', 'ERROR_BAD_REQUEST'],
+      ['fleet_id=0', 'ERROR_BAD_REQUEST'],
+      ['type=windows', 'ERROR_BAD_REQUEST'],
+      ['limit=5', 'ERROR_BAD_REQUEST'],
+      ['fleet=', 'ERROR_BAD_REQUEST'],
+      ['where=os%3C%3C10', 'ERROR_BAD_WHERE'],
+      ['view=nowhere', 'ERROR_UNKNOWN_VIEW'],
+      ['fleet=Nowhere', 'ERROR_UNKNOWN_FLEET'],
+    ];
+    for (const [query, error] of refusals) {
       const response = await get(`agents/export?${query}`);
       expect(response.status, query).toBe(400);
-      expect(((await response.json()) as { error: string }).error).toBe('ERROR_BAD_REQUEST');
+      expect(((await response.json()) as { error: string }).error, query).toBe(error);
     }
   });
 });
