@@ -50,6 +50,8 @@ const defined = (entries: Record<string, string | number | boolean | undefined>)
 const KINDS: Record<string, ExportKind> = {
   devices: {
     options: {
+      where: { type: 'string' },
+      view: { type: 'string' },
       fleet: { type: 'string' },
       status: { type: 'string' },
       type: { type: 'string' },
@@ -58,10 +60,13 @@ const KINDS: Record<string, ExportKind> = {
       compliance: { type: 'string' },
       search: { type: 'string' },
     },
-    async query(values, admin) {
+    async query(values) {
       if (values.online && values.offline) throw new CliError('give --online or --offline, not both');
+      // The selection as the device list takes it: the server resolves the fleet (name or id) and the view.
       return defined({
-        ...(await fleetOf(values, admin)),
+        where: text(values, 'where'),
+        view: text(values, 'view'),
+        fleet: text(values, 'fleet'),
         status: text(values, 'status'),
         type: oneOf(values, 'type', ['android', 'apple'] as const),
         online: values.online ? true : values.offline ? false : undefined,

@@ -221,7 +221,7 @@ data dir's admin token is the owner's), or with --as as the admin with that emai
 the password and the two-factor code: it comes from whoever holds the admin token.
   --as EMAIL   sign in as this admin (an unknown email is an error)
 ${COMMON}`,
-  export: `usage: mdm-console export devices [--fleet NAME|ID] [--status S] [--type android|apple] [--online|--offline]
+  export: `usage: mdm-console export devices [--where EXPR] [--view NAME] [--fleet NAME|ID] [--status S] [--type android|apple] [--online|--offline]
                                 [--compliance compliant|pending|failing|none] [--search WORDS]
        mdm-console export invitations [--status pending|enrolled|expired|revoked] [--search TEXT] [--fleet NAME|ID]
        mdm-console export codes [--fleet NAME|ID]
@@ -233,7 +233,8 @@ ${COMMON}`,
 
 Every row the filters match (the console's lists' filters), as CSV (the default: a header line,
 cells starting with = + - @ prefixed with ' for spreadsheets) or JSON lines (one object a line),
-streamed to stdout or, with --out, to FILE (written whole or not at all). Devices come with their
+streamed to stdout or, with --out, to FILE (written whole or not at all). --where takes the
+language of \`devices --where\` (docs/where.md), --view a saved view. Devices come with their
 inventory's fields (model, OS, serial, IMEI, battery, storage, apps) and compliance; tokens and
 enrollment links are never exported. An operator or observer scoped to fleets exports theirs only.
   --data-dir DIR    the server's data dir (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)`,

@@ -32,6 +32,11 @@ describe('cli export', { timeout: 120_000 }, () => {
     expect(rows.map((row) => row[1])).toEqual(north.map((i) => `CLI${String(i).padStart(6, '0')}`));
     expect(new Set(rows.map((row) => row[header!.indexOf('fleet')]))).toEqual(new Set(['North']));
 
+    // The same devices by the filter language.
+    const where = await cli(['export', 'devices', '--where', 'fleet=North type=apple']);
+    expect(where.code, where.stderr).toBe(0);
+    expect(where.stdout).toBe(csv.stdout);
+
     const south = await cli(['export', 'devices', '--fleet', '=South', '--search', 'cli00001']);
     expect(south.code, south.stderr).toBe(0);
     expect(south.stdout).toContain(",'=South,");
@@ -69,6 +74,7 @@ describe('cli export', { timeout: 120_000 }, () => {
       [['export', 'devices', '--fleet', 'Nowhere', '--out', out], 'Unknown fleet "Nowhere"'],
       [['export', 'devices', '--format', 'xml', '--out', out], '--format must be csv or jsonl, not "xml"'],
       [['export', 'devices', '--compliance', 'good', '--out', out], '--compliance must be'],
+      [['export', 'devices', '--where', 'os<<10', '--out', out], 'where: at column 4'],
       [['export', 'gadgets'], 'cannot export "gadgets"'],
       [['export', 'devices', '--json'], 'use --format jsonl'],
     ] as const) {
