@@ -17,7 +17,9 @@ test.afterAll(async () => {
   await serve?.stop();
 });
 
-test('devices: the Export button downloads the filtered list as CSV and as JSON lines', async ({ browser }, testInfo) => {
+test('devices: the Export button downloads the filtered list (filter language, table filters, search) as CSV and as JSON lines', async ({
+  browser,
+}, testInfo) => {
   const context = await browser.newContext({
     storageState: undefined,
     baseURL: serve.info.admin_url,
@@ -29,9 +31,9 @@ test('devices: the Export button downloads the filtered list as CSV and as JSON 
   await page.goto('/devices');
   await expect(page.getByTestId('devices-count')).toHaveText('600 devices');
 
-  // Warehouse, apple, and a search: the table narrows, and so does the export.
-  await page.getByRole('combobox', { name: 'Fleet' }).click();
-  await page.getByRole('option', { name: 'Warehouse' }).click();
+  // The filter language's fleet=Warehouse, the type filter's apple, and a search: the table
+  // narrows, and so does the export.
+  await page.getByTestId('where-input').fill('fleet=Warehouse');
   await page.getByRole('combobox', { name: 'Type' }).click();
   await page.getByRole('option', { name: 'apple' }).click();
   await page.getByRole('textbox', { name: 'Search devices' }).fill('exp0001');
@@ -47,6 +49,7 @@ test('devices: the Export button downloads the filtered list as CSV and as JSON 
   const downloading = page.waitForEvent('download');
   await page.getByTestId('devices-export-csv').click();
   const download = await downloading;
+  expect(new URL(download.url()).searchParams.get('where')).toBe('fleet=Warehouse');
   expect(download.suggestedFilename()).toMatch(/^devices-\d{4}-\d{2}-\d{2}-\d{4}\.csv$/);
   const [header = [], ...rows] = parseCsv(await readFile((await download.path())!, 'utf8'));
   const cell = (row: string[], name: string) => row[header.indexOf(name)];

@@ -27,6 +27,7 @@ import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
+import { reportRoutes } from './report-routes.ts';
 import { jobRoutes } from './job-routes.ts';
 import type { JobService } from '../jobs/jobs.ts';
 import type { PolicyService } from '../policies/service.ts';
@@ -399,6 +400,7 @@ export async function adminApp({
       await api.register(adminFileRoutes, { store: files });
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
       if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
+      await api.register(reportRoutes, { figures: services.figures });
       if (jobs) await api.register(jobRoutes, { jobs, files });
       await api.register(exportRoutes, { exports: services.exports, audit: services.audit, views: services.views, fleetOf });
     },
