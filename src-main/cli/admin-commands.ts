@@ -1,4 +1,5 @@
 import { viewCommands } from './view-commands.ts';
+import { jobCommands } from './job-commands.ts';
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
@@ -493,5 +494,6 @@ export const adminCommands: Record<string, Handler> = {
   ...tokenCommands,
   ...accountCommands,
   ...viewCommands,
+  ...jobCommands,
   ...exportCommands,
 };
