@@ -1,10 +1,12 @@
 import { viewCommands } from './view-commands.ts';
+import { jobCommands } from './job-commands.ts';
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { codeCommands } from './code-commands.ts';
 import { tokenCommands } from './token-commands.ts';
 import { accountCommands } from './account-commands.ts';
+import { exportCommands } from './export-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { deploymentStatusCommands } from './deployment-status.ts';
@@ -492,4 +494,6 @@ export const adminCommands: Record<string, Handler> = {
   ...tokenCommands,
   ...accountCommands,
   ...viewCommands,
+  ...jobCommands,
+  ...exportCommands,
 };
