@@ -57,8 +57,10 @@ export interface StartOptions extends Partial<BackendOptions> {
   adminSessions?: Partial<AdminSessionLimits>;
   /** Failed console sign-ins allowed per address and per account before the growing delays (admin-sessions/backoff.ts). */
   signInFailures?: Partial<BackoffOptions>;
-  /** The clock of console sessions, sign-in throttles and two-factor codes (tests drive it); default the real one. */
+  /** The clock of console sessions, sign-in throttles, two-factor codes and the reports' days (tests drive it); default the real one. */
   now?: () => number;
+  /** How often the reports sample the devices (online, compliance, OS versions, models); default 5 minutes. */
+  reportSampleEveryMs?: number;
   /** Open admin event streams per signed-in client and in all (admin-api/events-stream.ts). */
   streamCaps?: Partial<StreamCaps>;
   /** The owner's display name when the first start creates the owner; default: this machine's user name. */
@@ -186,6 +188,7 @@ async function startServing(
     },
     sessionLimits: options.sessionLimits,
     now: partial.now,
+    reportSampleEveryMs: partial.reportSampleEveryMs,
   });
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
@@ -271,6 +274,9 @@ async function startServing(
     views: domain.views,
   });
   onClose(() => deployments.close());
+  // The reports' daily figures: backfilled on the first start, then kept as things happen and sampled on a timer.
+  domain.figures.start();
+  onClose(() => domain.figures.close());
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
   // served) or an external one the backend connects to, retrying in the background.
@@ -316,6 +322,7 @@ async function startServing(
     work: domain.work,
     commands: broker.commands,
     policies: deployments,
+    views: domain.views,
     answerWindowMs: partial.jobAnswerWindowMs,
   });
   onClose(() => jobs.close());

@@ -29,6 +29,7 @@ import {
   IconHistory,
   IconSun,
   IconUserCircle,
+  IconChartBar,
 } from '@tabler/icons-react';
 import { Fragment, useEffect, useState, type ReactNode } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
@@ -50,6 +51,7 @@ import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
 import { TokensPage } from '../pages/Tokens.tsx';
 import { AuditPage } from '../pages/Audit.tsx';
+import { ReportsPage } from '../pages/Reports.tsx';
 import { AccountPage } from '../pages/Account.tsx';
 import { AccountsPage } from '../pages/Accounts.tsx';
 import { useMe } from '../api/accounts.ts';
@@ -94,6 +96,13 @@ const NAV: {
     match: (p: string) => p.startsWith('/devices'),
   },
   { to: '/fleets', permission: 'fleets.read', label: 'Fleets', icon: IconStack2, match: (p: string) => p.startsWith('/fleets') },
+  {
+    to: '/reports',
+    permission: 'devices.read',
+    label: 'Reports',
+    icon: IconChartBar,
+    match: (p: string) => p.startsWith('/reports'),
+  },
   {
     to: '/print',
     permission: 'invitations.read',
@@ -149,6 +158,7 @@ function route(pathname: string): { title: string; element: ReactNode } {
   if (matchPath('/fleets', pathname)) return { title: 'Fleets', element: <FleetsPage id={null} /> };
   const fleet = matchPath('/fleets/:id', pathname);
   if (fleet && /^\d+$/.test(fleet.id!)) return { title: 'Fleets', element: <FleetsPage id={Number(fleet.id)} /> };
+  if (matchPath('/reports', pathname)) return { title: 'Reports', element: <ReportsPage /> };
   if (matchPath('/files', pathname)) return { title: 'Files & packages', element: <FilesPage /> };
   if (matchPath('/settings', pathname)) return { title: 'Settings', element: <SettingsPage /> };
   if (matchPath('/accounts', pathname)) return { title: 'Accounts', element: <AccountsPage /> };

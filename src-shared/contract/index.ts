@@ -24,3 +24,5 @@ export * from './bulk.ts';
 export * from './jobs.ts';
 export * from './views.ts';
 export * from './where.ts';
+export * from './reports.ts';
+export * from './exports.ts';
