@@ -30,11 +30,14 @@ import { PolicyService } from './policies/service.ts';
 import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
+import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
   services: Services;
   deployments: PolicyService;
+  /** Alert rules, incidents, webhooks and their worker. */
+  alerts: Alerts;
   options: BackendOptions;
   broker: MqttBroker;
   /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
@@ -59,6 +62,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   streamCaps?: Partial<StreamCaps>;
   /** The owner's display name when the first start creates the owner; default: this machine's user name. */
   ownerName?: string;
+  /** The alert clock, evaluation interval and webhook timing (tests drive and shorten them). */
+  alerts?: AlertOptions;
   /** Told of every route each listener registers (the route-table test, the agent API's OpenAPI document). */
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
 }
@@ -301,6 +306,32 @@ async function startServing(
   await deployments.attach(broker.policies);
   const services = withEnrollment(domain, broker);
 
+  // Alerts: rules evaluated each minute and on events, notices by email (the mail worker) and webhooks.
+  const alerts = createAlerts(
+    {
+      db,
+      events: domain.events,
+      work: domain.work,
+      mail: domain.mail.queue,
+      fleetName: (id) => domain.fleets.get(id).name,
+      brokerProblem: () => {
+        const status = broker.status();
+        return status.connected ? null : (status.problem ?? 'not connected to the broker');
+      },
+      smtpEndpoint: () => {
+        try {
+          const target = domain.mail.settings.target();
+          return target.kind === 'smtp' ? { host: target.smtp.host, port: target.smtp.port } : null;
+        } catch {
+          return null; // a broken SMTP URL is the mail page's warning, not unreachability
+        }
+      },
+      consoleUrl: () => `${adminUrl}/alerts`,
+    },
+    partial.alerts,
+  );
+  onClose(() => alerts.close());
+
   const setupUrl = () => {
     const secret = domain.accounts.setupSecret();
     return secret === null ? null : `${adminUrl}/setup?token=${secret}`;
@@ -342,6 +373,7 @@ async function startServing(
     services,
     files,
     deployments,
+    alerts,
     auth: adminAuth,
     info: currentInfo,
     broker,
@@ -367,7 +399,16 @@ async function startServing(
   services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
   services.mail.worker.start();
-  return { info, services, deployments, options, broker, consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}` };
+  alerts.start();
+  return {
+    info,
+    services,
+    deployments,
+    alerts,
+    options,
+    broker,
+    consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+  };
 }
 
 /** The agent API, downloads and the deeplink page: the LAN side. */

@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { codeCommands } from './code-commands.ts';
 import { tokenCommands } from './token-commands.ts';
+import { alertCommands } from './alert-commands.ts';
 import { accountCommands } from './account-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
@@ -504,4 +505,5 @@ export const adminCommands: Record<string, Handler> = {
   ...codeCommands,
   ...tokenCommands,
   ...accountCommands,
+  ...alertCommands,
 };

@@ -20,3 +20,4 @@ export * from './rules.ts';
 export * from './policies.ts';
 export * from './accounts.ts';
 export * from './admins.ts';
+export * from './alerts.ts';

@@ -35,6 +35,8 @@ import { installAdminErrorHandling } from './errors.ts';
 import { EventStreams, streamEvents, type StreamCaps } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
 import { mailRoutes } from './mail-routes.ts';
+import { alertRoutes } from './alert-routes.ts';
+import type { Alerts } from '../alerts/index.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
 import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
@@ -45,6 +47,8 @@ export interface AdminAppOptions {
   services: Services;
   files: FileStore;
   deployments?: PolicyService;
+  /** Alert rules and webhooks (absent: their routes answer 404 as unknown). */
+  alerts?: Alerts;
   auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
@@ -71,6 +75,7 @@ export async function adminApp({
   services,
   files,
   deployments,
+  alerts,
   auth,
   info,
   simulate,
@@ -409,6 +414,7 @@ export async function adminApp({
       await api.register(adminFileRoutes, { store: files });
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
       if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
+      if (alerts) await api.register(alertRoutes, { alerts });
     },
     { prefix: '/api' },
   );
