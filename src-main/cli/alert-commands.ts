@@ -17,7 +17,7 @@ import type { AdminClient } from '../../src-shared/contract/admin-client.ts';
 
 const ruleLine = (r: AlertRule) =>
   `#${r.id}  ${r.enabled ? 'enabled ' : 'disabled'}  ${r.name}` +
-  (r.name === r.condition ? '' : `  (${r.condition})`) +
+  (r.name.startsWith(r.condition) ? '' : `  (${r.condition})`) +
   (r.fleet_name ? `  fleet ${r.fleet_name}` : '') +
   `\n     notifies: ${[...r.emails, ...r.webhook_ids.map((id) => `webhook #${id}`)].join(', ') || 'nobody (console only)'}` +
   `  open incidents: ${r.open_incidents}`;
