@@ -27,6 +27,8 @@ import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits
 import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
 import { PolicyService } from './policies/service.ts';
+import { JobService } from './jobs/jobs.ts';
+import { SqliteJobRepository } from './jobs/repository.ts';
 import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
@@ -38,6 +40,8 @@ export interface RunningBackend {
   deployments: PolicyService;
   /** Alert rules, incidents, webhooks and their worker. */
   alerts: Alerts;
+  /** Bulk jobs (`idle()` resolves once the running ones have acted on every device). */
+  jobs: JobService;
   options: BackendOptions;
   broker: MqttBroker;
   /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
@@ -66,6 +70,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   alerts?: AlertOptions;
   /** Told of every route each listener registers (the route-table test, the agent API's OpenAPI document). */
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
+  /** How long a bulk job awaits its devices' answers (jobs/jobs.ts; default 15 minutes). */
+  jobAnswerWindowMs?: number;
 }
 
 /**
@@ -305,6 +311,18 @@ async function startServing(
   // Retained messages may be gone (the embedded broker's memory, an external broker restarted): every active policy is published again.
   await deployments.attach(broker.policies);
   const services = withEnrollment(domain, broker);
+  // Bulk jobs: closed before the broker they publish through (closers run in reverse).
+  const jobs = new JobService({
+    store: new SqliteJobRepository(db),
+    agents: domain.agents,
+    fleets: domain.fleets,
+    events: domain.events,
+    work: domain.work,
+    commands: broker.commands,
+    policies: deployments,
+    answerWindowMs: partial.jobAnswerWindowMs,
+  });
+  onClose(() => jobs.close());
 
   // Alerts: rules evaluated each minute and on events, notices by email (the mail worker) and webhooks.
   const alerts = createAlerts(
@@ -374,6 +392,7 @@ async function startServing(
     files,
     deployments,
     alerts,
+    jobs,
     auth: adminAuth,
     info: currentInfo,
     broker,
@@ -405,6 +424,7 @@ async function startServing(
     services,
     deployments,
     alerts,
+    jobs,
     options,
     broker,
     consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,

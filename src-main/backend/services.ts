@@ -14,6 +14,10 @@ import { DeviceReports } from './agents/reports.ts';
 import { BrokerAgentRepository } from './agents/broker-repository.ts';
 import { SqliteReportRepository } from './agents/report-repository.ts';
 import { SqliteAgentRepository } from './agents/repository.ts';
+import { DeviceQueryRepository } from './agents/device-query-repository.ts';
+import { DeviceFilter } from './agents/device-filter.ts';
+import { SqliteViewRepository } from './views/repository.ts';
+import { ViewService } from './views/views.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
 import { SqliteCodeRepository } from './codes/repository.ts';
@@ -127,6 +131,11 @@ export function createServices(db: Db, options: ServiceOptions) {
   const codeRepository = new SqliteCodeRepository(db);
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
+  const deviceQueries = new DeviceQueryRepository(db);
+  // Devices inventoried before version keys existed (migration 23) are keyed once, here.
+  deviceQueries.backfill();
+  const deviceFilter = new DeviceFilter({ queries: deviceQueries });
+  const views = new ViewService({ store: new SqliteViewRepository(db), filter: deviceFilter, events, work, fleets });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
   return {
@@ -146,6 +155,8 @@ export function createServices(db: Db, options: ServiceOptions) {
     codes,
     approval,
     agents,
+    deviceFilter,
+    views,
     mail,
     reports,
     agentRepository,

@@ -1,3 +1,4 @@
+import { viewCommands } from './view-commands.ts';
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
@@ -331,22 +332,6 @@ const mail: Handler = async (argv) => {
   throw new CliError('usage: mail status | mail test --to ADDRESS | mail retry');
 };
 
-const agents: Handler = async (argv) => {
-  const { admin, json } = parse(argv, {});
-  const { items } = await admin().agents.list();
-  return output(
-    json,
-    items,
-    () =>
-      items
-        .map(
-          (a) =>
-            `#${a.id}  ${a.name}  ${a.type} ${a.version}  ${a.enroll_status}  ${a.is_online ? 'online' : 'offline'}  fleet ${a.fleet}  ${a.email ?? ''}  last contact ${a.last_contact ?? 'never'}`,
-        )
-        .join('\n') || 'No agents.',
-  );
-};
-
 const fleets: Handler = async (argv) => {
   const { admin, json } = parse(argv, {});
   const { items } = await admin().fleets.list();
@@ -491,7 +476,7 @@ export const adminCommands: Record<string, Handler> = {
   revoke,
   resend,
   mail,
-  agents,
+  agents: viewCommands.devices!,
   fleets,
   file: files.single,
   files: files.list,
@@ -506,4 +491,5 @@ export const adminCommands: Record<string, Handler> = {
   ...tokenCommands,
   ...accountCommands,
   ...alertCommands,
+  ...viewCommands,
 };

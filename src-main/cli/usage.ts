@@ -90,9 +90,30 @@ ${COMMON}`,
   test     sends a test email
   retry    queues the failed invitation emails again
 ${COMMON}`,
-  agents: `usage: mdm-console agents
+  agents: `usage: mdm-console agents [--where EXPR] [--view NAME|ID] [--fleet NAME|ID]
 
-Lists enrolled devices: id, name, serial, state, online, fleet, email, last contact.
+The same as devices.
+${COMMON}`,
+  devices: `usage: mdm-console devices [--where EXPR] [--view NAME|ID] [--fleet NAME|ID]
+
+Lists devices: id, name, type and agent version, state, online, fleet, OS, model, email, last contact.
+  --where EXPR      only those the expression selects (docs/where.md), e.g.
+                    --where 'os<10 last_contact>7d fleet=Warehouse'
+                    --where 'app=com.example.scanner app_version<2.3 model~"Galaxy"'
+  --view NAME|ID    only a saved view's devices (mdm-console views)
+  --fleet NAME|ID   only one fleet's
+All given must hold. A mistake in EXPR is refused with its column and what was expected there.
+${COMMON}`,
+  views: `usage: mdm-console views
+
+Lists the saved device views with how many devices each holds now.
+${COMMON}`,
+  view: `usage: mdm-console view add NAME --where EXPR
+       mdm-console view edit NAME|ID [--where EXPR] [--name NEW_NAME]
+       mdm-console view rm NAME|ID
+
+A saved view (dynamic group) is a name and an expression of the filter language (docs/where.md):
+it stays current as devices change. Use it with devices --view NAME.
 ${COMMON}`,
   fleets: `usage: mdm-console fleets
 
@@ -259,7 +280,9 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   codes | code revoke ID | code rotate ID                list, revoke, new tokens (printed copies stop working)
   approve AGENT_ID | reject AGENT_ID                     a device enrolled with a code needing approval
   mail        status | test --to ADDRESS | retry         mail transport, test email, retry failed emails
-  agents                                                 enrolled devices
+  devices     [--where EXPR] [--view NAME] [--fleet NAME]  devices, or those a filter selects (docs/where.md); also: agents
+  views | view add NAME --where EXPR | view edit NAME [--where EXPR] [--name N] | view rm NAME
+                                                         saved device views (dynamic groups) with live counts
   command     AGENT_ID ping|lock|unlock|wipe|unenroll|inventory|geolocate [--fleet NAME] [--no-wait]
                                                          a command to a device over MQTT (--fleet moves it)
   fleets | fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME

@@ -17,6 +17,7 @@ import type { TSchema } from 'typebox';
 import type * as Contract from './index.ts';
 import { OWNER_SETTINGS, type Permission, type RoutePermission } from './permissions.ts';
 import type { AgentCommand } from './rules.ts';
+import type { JobAction } from './bulk.ts';
 
 /** The contract's exports, as types. */
 export type ContractSchemas = typeof Contract;
@@ -55,6 +56,15 @@ export const COMMAND_PERMISSIONS = {
   wipe: 'devices.wipe',
   unenroll: 'devices.unenroll',
 } as const satisfies Record<AgentCommand, Permission>;
+
+/** Each bulk action, by the permission it needs: the single-device route's for the same act. */
+export const JOB_PERMISSIONS = {
+  ...COMMAND_PERMISSIONS,
+  move: 'devices.move',
+  assign_policy: 'policies.write',
+  deploy: 'deployments.write',
+  delete: 'devices.delete',
+} as const satisfies Record<JobAction, Permission>;
 
 /** The owner's settings (permissions.ts) a body may change: each needs settings.server. */
 const ownerKeys = (keys: readonly (typeof OWNER_SETTINGS)[number][]) =>
@@ -566,8 +576,10 @@ export const adminRoutes = {
   'agents.list': {
     method: 'GET',
     path: '/api/agents',
-    summary: 'Devices',
+    summary:
+      'Devices; `where` filters them by the device filter language (docs/where.md), `view` by a saved view, `fleet` by a fleet',
     permission: 'devices.read',
+    querystring: 'AgentListQuery',
     response: { 200: 'AgentList' },
   },
   'agents.get': {
@@ -635,6 +647,74 @@ export const adminRoutes = {
     summary: "A device's tasks with their history",
     params: 'SafeIdParams',
     response: { 200: 'DeviceTaskList' },
+  },
+
+  'jobs.create': {
+    method: 'POST',
+    path: '/api/jobs',
+    permission: { field: 'action', values: JOB_PERMISSIONS },
+    summary:
+      'Starts a bulk job: one action on a selection of devices (ids, or a filter resolved in the caller’s fleets); answers at once with the job. Unenroll, wipe and delete need expected_count (409 when the selection differs)',
+    body: 'JobBody',
+    response: { 202: 'Job' },
+  },
+  'jobs.list': {
+    method: 'GET',
+    path: '/api/jobs',
+    permission: 'devices.read',
+    summary: 'Bulk jobs, newest first, with their counts',
+    querystring: 'JobListQuery',
+    response: { 200: 'JobList' },
+  },
+  'jobs.get': {
+    method: 'GET',
+    path: '/api/jobs/:id',
+    permission: 'devices.read',
+    summary: 'One bulk job with each device’s result (sent, answered, offline, done, refused, failed)',
+    params: 'SafeIdParams',
+    querystring: 'JobResultsQuery',
+    response: { 200: 'JobDetail' },
+  },
+
+  'views.list': {
+    method: 'GET',
+    path: '/api/views',
+    summary: 'Saved device views, each with how many devices match now (within your fleet scope)',
+    permission: 'devices.read',
+    response: { 200: 'DeviceViewList' },
+  },
+  'views.get': {
+    method: 'GET',
+    path: '/api/views/:id',
+    summary: 'One saved device view with its live count',
+    permission: 'devices.read',
+    params: 'IdParams',
+    response: { 200: 'DeviceView' },
+  },
+  'views.create': {
+    method: 'POST',
+    path: '/api/views',
+    summary: 'Saves a device view: a name (unique) and an expression of the filter language',
+    permission: 'fleets.write',
+    body: 'DeviceViewBody',
+    response: { 201: 'DeviceView' },
+  },
+  'views.update': {
+    method: 'PATCH',
+    path: '/api/views/:id',
+    summary: 'Renames a view or changes its expression (its assignments follow the new members)',
+    permission: 'fleets.write',
+    params: 'IdParams',
+    body: 'DeviceViewPatch',
+    response: { 200: 'DeviceView' },
+  },
+  'views.remove': {
+    method: 'DELETE',
+    path: '/api/views/:id',
+    summary: 'Deletes a view (refused while a policy or deployment is assigned to it)',
+    permission: 'fleets.write',
+    params: 'IdParams',
+    response: { 204: null },
   },
 
   'fleets.list': {

@@ -41,6 +41,15 @@ type AccountMailData = {
 type AttemptData = { remote_addr: string | null; email: string | null; serial: string | null; uuid: string | null };
 type CommandData = { command: string; topic: string; payload: Record<string, unknown>; retained: boolean; online: boolean };
 type PresenceData = { reason: string; last_contact: string; [key: string]: unknown };
+type JobEventData = {
+  job_id: number;
+  action: string;
+  state: string;
+  total: number;
+  processed: number;
+  counts: { sent: number; answered: number; offline: number; done: number; refused: number; failed: number };
+  fleet_ids: number[];
+};
 type StoredItemData = { id: number; name: string; size: number } & ChangeData;
 type MailStateData = {
   state: string;
@@ -165,8 +174,20 @@ export interface ServerEvents {
     located_at: string;
     gps_off: boolean;
   };
+  /**
+   * A bulk job started (its one audit entry: the action, the selection and the count), made
+   * progress, or finished. `fleet_ids`: the fleets of its devices, so a scoped console is told of
+   * its own fleets' jobs only.
+   */
+  'job.started': JobEventData & { name: string; selection: string };
+  'job.progress': JobEventData;
+  'job.finished': JobEventData;
   'fleet.created': { fleet_id: number; name: string } & ChangeData;
   'fleet.renamed': { fleet_id: number; name: string } & ChangeData;
+  /** A saved device view (dynamic group): its name and expression. */
+  'view.created': { view_id: number; name: string; where: string } & ChangeData;
+  'view.updated': { view_id: number; name: string; where: string } & ChangeData;
+  'view.deleted': { view_id: number; name: string; where: string } & ChangeData;
   'fleet.deleted': { fleet_id: number; name: string; [key: string]: unknown } & ChangeData;
   'mail.queued': { count: number; batch_id: string | null; invitation_id?: number };
   'mail.sending': MailStateData;

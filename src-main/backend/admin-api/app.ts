@@ -30,6 +30,8 @@ import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
+import { jobRoutes } from './job-routes.ts';
+import type { JobService } from '../jobs/jobs.ts';
 import type { PolicyService } from '../policies/service.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { EventStreams, streamEvents, type StreamCaps } from './events-stream.ts';
@@ -38,6 +40,7 @@ import { mailRoutes } from './mail-routes.ts';
 import { alertRoutes } from './alert-routes.ts';
 import type { Alerts } from '../alerts/index.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
+import { viewRoutes } from './view-routes.ts';
 import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 
@@ -49,6 +52,8 @@ export interface AdminAppOptions {
   deployments?: PolicyService;
   /** Alert rules and webhooks (absent: their routes answer 404 as unknown). */
   alerts?: Alerts;
+  /** Bulk jobs (with a broker only: they send its commands). */
+  jobs?: JobService;
   auth: AdminAuth;
   info: () => ServerInfo;
   /** The MQTT broker: its status and the commands to agents. */
@@ -76,6 +81,7 @@ export async function adminApp({
   files,
   deployments,
   alerts,
+  jobs,
   auth,
   info,
   simulate,
@@ -407,7 +413,8 @@ export async function adminApp({
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });
       await api.register(simulateRoutes, { invitations, codes, settings, events, simulate });
-      await api.register(agentRoutes, { agents, events, reports });
+      await api.register(agentRoutes, { agents, events, reports, views: services.views });
+      await api.register(viewRoutes, { views: services.views });
       if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
       await api.register(fleetRoutes, { fleets });
       await api.register(settingsRoutes, { settings, events, links });
@@ -415,6 +422,7 @@ export async function adminApp({
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
       if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
       if (alerts) await api.register(alertRoutes, { alerts });
+      if (jobs) await api.register(jobRoutes, { jobs, files });
     },
     { prefix: '/api' },
   );

@@ -3,6 +3,7 @@
 import type { Db } from '../db/database.ts';
 import type { InventorySummary } from '../inventory/fusion-inventory.ts';
 import type { Inventory, Position } from '../../../src-shared/contract/index.ts';
+import { versionKey } from '../../../src-shared/contract/where.ts';
 
 export type ReportSource = Inventory['source'];
 
@@ -45,7 +46,13 @@ export class SqliteReportRepository implements ReportRepository {
          ON CONFLICT(agent_id) DO UPDATE SET xml = excluded.xml, summary = excluded.summary, source = excluded.source, received_at = excluded.received_at`,
       ),
       inventoryColumns: db.prepare(
-        `UPDATE agents SET model = ?, manufacturer = ?, os_name = ?, os_version = ?, last_report = ?, last_contact = ? WHERE id = ?`,
+        `UPDATE agents SET model = ?, manufacturer = ?, os_name = ?, os_version = ?, os_version_key = ?, last_report = ?, last_contact = ? WHERE id = ?`,
+      ),
+      // The installed apps as rows (the --where language's app= and app_version), replaced by each inventory.
+      clearApps: db.prepare(`DELETE FROM agent_apps WHERE agent_id = ?`),
+      insertApp: db.prepare(
+        `INSERT INTO agent_apps (agent_id, package, name, version, version_key) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (agent_id, package) DO NOTHING`,
       ),
       reported: db.prepare(`UPDATE agents SET last_report = ?, last_contact = ? WHERE id = ?`),
       insertPosition: db.prepare(
@@ -64,7 +71,20 @@ export class SqliteReportRepository implements ReportRepository {
 
   saveInventory(agentId: number, xml: string, summary: InventorySummary, source: ReportSource, at: string): void {
     this.s.saveInventory.run(agentId, xml, JSON.stringify(summary), source, at);
-    this.s.inventoryColumns.run(summary.model, summary.manufacturer, summary.os_name, summary.os_version, at, at, agentId);
+    this.s.inventoryColumns.run(
+      summary.model,
+      summary.manufacturer,
+      summary.os_name,
+      summary.os_version,
+      versionKey(summary.os_version),
+      at,
+      at,
+      agentId,
+    );
+    this.s.clearApps.run(agentId);
+    for (const app of summary.applications) {
+      if (app.package) this.s.insertApp.run(agentId, app.package, app.name, app.version, versionKey(app.version));
+    }
   }
 
   savePosition(

@@ -710,6 +710,102 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    version: 23,
+    name: 'device views: version keys, installed apps, saved views and their assignments',
+    // The --where language (src-shared/contract/where.ts) compares versions as versions: each OS and
+    // app version is kept beside a sortable key (contract versionKey: zero-padded numbers), written
+    // when an inventory arrives (rows older than this are keyed once at start). The installed apps
+    // of the last inventory are rows, so `app=… app_version<…` is an indexed EXISTS. A saved view is
+    // a name and an expression; a policy assigned to a view (view_assignments) is carried by one
+    // device-level assignment per member (policy_assignments.view_assignment_id), opened when a
+    // device enters the view and retired when it leaves.
+    sql: /* sql */ `
+      ALTER TABLE agents ADD COLUMN os_version_key TEXT;
+      CREATE INDEX agents_os_version_key ON agents(os_version_key);
+
+      CREATE TABLE agent_apps (
+        agent_id     INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        package      TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        version      TEXT,
+        version_key  TEXT,
+        PRIMARY KEY (agent_id, package)
+      );
+      CREATE INDEX agent_apps_package ON agent_apps(package, version_key);
+
+      CREATE TABLE device_views (
+        id          INTEGER PRIMARY KEY,
+        entity_id   INTEGER NOT NULL DEFAULT 1 REFERENCES entities(id),
+        name        TEXT NOT NULL,
+        name_key    TEXT NOT NULL,
+        where_expr  TEXT NOT NULL,
+        created_by  TEXT,
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL,
+        UNIQUE (entity_id, name_key)
+      );
+
+      CREATE TABLE view_assignments (
+        id                INTEGER PRIMARY KEY,
+        entity_id         INTEGER NOT NULL REFERENCES entities(id),
+        view_id           INTEGER NOT NULL REFERENCES device_views(id),
+        policy            TEXT NOT NULL,
+        value             TEXT,
+        item_kind         TEXT CHECK (item_kind IN ('file', 'package')),
+        item_id           INTEGER,
+        item_name         TEXT NOT NULL,
+        destination       TEXT,
+        remove_on_delete  INTEGER NOT NULL DEFAULT 0 CHECK (remove_on_delete IN (0, 1)),
+        state             TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'removed')),
+        created_at        TEXT NOT NULL,
+        removed_at        TEXT
+      );
+      CREATE INDEX view_assignments_view ON view_assignments(view_id, state);
+
+      ALTER TABLE policy_assignments ADD COLUMN view_assignment_id INTEGER;
+      CREATE INDEX policy_assignments_view ON policy_assignments(view_assignment_id, state) WHERE view_assignment_id IS NOT NULL;
+    `,
+  },
+  {
+    version: 24,
+    name: 'bulk jobs and their per-device results',
+    // One admin request acting on many devices (issue 25): the job (action, the selection in words
+    // and as given, what the action was given, who asked) and one result row per device. A result
+    // keeps the device's name and fleet: it outlives a device the job deleted (no foreign key).
+    // fleet_ids: the fleets of its devices, so a scoped admin sees their fleets' jobs only.
+    sql: `
+      CREATE TABLE jobs (
+        id           INTEGER PRIMARY KEY,
+        action       TEXT NOT NULL,
+        state        TEXT NOT NULL CHECK (state IN ('running', 'done', 'failed', 'interrupted')),
+        selection    TEXT NOT NULL,
+        description  TEXT NOT NULL,
+        params       TEXT,
+        total        INTEGER NOT NULL,
+        fleet_ids    TEXT NOT NULL,
+        account_id   INTEGER REFERENCES admin_accounts(id) ON DELETE SET NULL,
+        actor        TEXT,
+        error        TEXT,
+        created_at   TEXT NOT NULL,
+        finished_at  TEXT
+      );
+      CREATE INDEX jobs_state ON jobs(state);
+
+      CREATE TABLE job_results (
+        job_id       INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+        agent_id     INTEGER NOT NULL,
+        name         TEXT NOT NULL,
+        fleet_id     INTEGER,
+        status       TEXT NOT NULL CHECK (status IN ('sent', 'answered', 'offline', 'done', 'refused', 'failed')),
+        reason       TEXT,
+        at           TEXT NOT NULL,
+        answered_at  TEXT,
+        PRIMARY KEY (job_id, agent_id)
+      );
+      CREATE INDEX job_results_status ON job_results(job_id, status);
+    `,
+  },
+  {
     version: 26,
     name: 'alerts: rules, incidents, webhooks and their deliveries, notification emails',
     // A rule watches one condition (kind + threshold, optionally one fleet) and notifies its emails

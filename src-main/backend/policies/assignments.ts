@@ -121,8 +121,7 @@ export function deploy(ctx: PolicyContext, input: DeployInput): number {
  * Returns the assignment's id.
  */
 export function assign(ctx: PolicyContext, input: AssignInput): number {
-  const definition = knownPolicy(input.policy);
-  if (!Value.Check(definition.schema, input.value)) throw badRequest(`${definition.symbol}: ${expected(definition)}`);
+  const definition = checkedPolicy(input.policy, input.value);
   if ((input.fleetId === undefined) === (input.agentId === undefined))
     throw badRequest('Give exactly one target: a fleet or an agent');
   if (input.destination !== undefined && definition.symbol !== 'deployFile')
@@ -430,6 +429,13 @@ function agentTarget(ctx: PolicyContext, agentId: number) {
 }
 
 /** The catalogue entry of a policy, or a 400 naming what is wrong. */
+/** The catalogue's entry of `symbol`, `value` checked against it: 400 for an unknown policy or a value it does not take. */
+export function checkedPolicy(symbol: string, value: unknown): PolicyDefinition {
+  const definition = knownPolicy(symbol);
+  if (!Value.Check(definition.schema, value)) throw badRequest(`${definition.symbol}: ${expected(definition)}`);
+  return definition;
+}
+
 function knownPolicy(symbol: string): PolicyDefinition {
   const definition = policyDefinition(symbol);
   if (!definition)

@@ -4,7 +4,7 @@ import type { EventLog } from '../events/event-log.ts';
 import type { FileStore, StoredRecord } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { itemNotFound } from '../errors.ts';
-import { assign, undeploy, unassignValue, type AssignInput } from './assignments.ts';
+import { assign, checkedPolicy, undeploy, unassignValue, type AssignInput } from './assignments.ts';
 import { PolicyContext, type VerificationSource } from './context.ts';
 import { followEvent, syncAgent } from './membership.ts';
 import type { PolicyChannel } from './outbox.ts';
@@ -78,6 +78,11 @@ export class PolicyService {
   /** Sets any policy (a value, or a deployment kind) on a fleet or one device (see assignments.ts `assign`). */
   assign(input: AssignInput): DeploymentView {
     return view(this.ctx, assign(this.ctx, input));
+  }
+
+  /** Checks a policy and its value against the catalogue (400 when unknown or not taken), as `assign` does first. */
+  checkValue(policy: string, value: unknown): void {
+    checkedPolicy(policy, value);
   }
 
   /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */

@@ -298,6 +298,19 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
     action: 'fleet.renamed',
     changes: { name: { before: 'Sales', after: 'Field sales' } },
   },
+  'views.create': {
+    run: async () => {
+      const answer = await call('POST', '/api/views', { name: 'Old Android', where: 'type=android os<10' });
+      made.view = answer.body?.id;
+      return answer;
+    },
+    action: 'view.created',
+  },
+  'views.update': {
+    run: () => call('PATCH', `/api/views/${made.view}`, { where: 'os<11' }),
+    action: 'view.updated',
+    changes: { where: { before: 'type=android os<10', after: 'os<11' } },
+  },
   'invitations.create': {
     run: async () => {
       const answer = await call('POST', '/api/invitations', { email: 'carol@example.com', send_email: false });
@@ -381,6 +394,10 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
     action: 'agent.command',
     changes: { locked: { before: false, after: true } },
   },
+  'jobs.create': {
+    run: () => call('POST', '/api/jobs', { action: 'unlock', selection: { ids: [made.agent] } }),
+    action: 'job.started',
+  },
   'agents.move': {
     run: () => call('PATCH', `/api/agents/${made.agent}`, { fleet_id: made.fleet }),
     action: 'agent.fleet_changed',
@@ -440,6 +457,7 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
   'packages.remove': { run: () => call('DELETE', `/api/packages/${made.package}`), action: 'package.removed' },
   'agents.remove': { run: () => call('DELETE', `/api/agents/${made.agent}`), action: 'agent.deleted' },
   'fleets.remove': { run: () => call('DELETE', `/api/fleets/${made.fleet}`), action: 'fleet.deleted' },
+  'views.remove': { run: () => call('DELETE', `/api/views/${made.view}`), action: 'view.deleted' },
   'settings.update': {
     run: () => call('PATCH', '/api/settings', { helpdesk_name: 'IT desk' }),
     action: 'settings.updated',
