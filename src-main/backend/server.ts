@@ -60,8 +60,10 @@ export interface StartOptions extends Partial<BackendOptions> {
   adminSessions?: Partial<AdminSessionLimits>;
   /** Failed console sign-ins allowed per address and per account before the growing delays (admin-sessions/backoff.ts). */
   signInFailures?: Partial<BackoffOptions>;
-  /** The clock of console sessions, sign-in throttles and two-factor codes (tests drive it); default the real one. */
+  /** The clock of console sessions, sign-in throttles, two-factor codes and the reports' days (tests drive it); default the real one. */
   now?: () => number;
+  /** How often the reports sample the devices (online, compliance, OS versions, models); default 5 minutes. */
+  reportSampleEveryMs?: number;
   /** Open admin event streams per signed-in client and in all (admin-api/events-stream.ts). */
   streamCaps?: Partial<StreamCaps>;
   /** The owner's display name when the first start creates the owner; default: this machine's user name. */
@@ -191,6 +193,7 @@ async function startServing(
     },
     sessionLimits: options.sessionLimits,
     now: partial.now,
+    reportSampleEveryMs: partial.reportSampleEveryMs,
   });
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
@@ -275,6 +278,9 @@ async function startServing(
     verification,
   });
   onClose(() => deployments.close());
+  // The reports' daily figures: backfilled on the first start, then kept as things happen and sampled on a timer.
+  domain.figures.start();
+  onClose(() => domain.figures.close());
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
   // served) or an external one the backend connects to, retrying in the background.

@@ -45,6 +45,8 @@ import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
 import { SignInSettingsStore } from './settings/sign-in-settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
+import { DailyFigures } from './reports/figures.ts';
+import { FigureRepository } from './reports/repository.ts';
 
 export interface ServiceOptions {
   /** The agent listener's port, already bound: every link and agent record names it. */
@@ -58,6 +60,8 @@ export interface ServiceOptions {
   adminSessionLimits?: Partial<AdminSessionLimits> | undefined;
   /** The clock of console sessions and two-factor codes (tests drive it); default the real one. */
   now?: (() => number) | undefined;
+  /** How often the reports sample the devices (reports/figures.ts); default 5 minutes. */
+  reportSampleEveryMs?: number | undefined;
 }
 
 /**
@@ -131,6 +135,10 @@ export function createServices(db: Db, options: ServiceOptions) {
   const codeRepository = new SqliteCodeRepository(db);
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
+  const figures = new DailyFigures(
+    { repository: new FigureRepository(db), events, work, fleets },
+    { now: options.now, sampleEveryMs: options.reportSampleEveryMs },
+  );
   const deviceQueries = new DeviceQueryRepository(db);
   // Devices inventoried before version keys existed (migration 23) are keyed once, here.
   deviceQueries.backfill();
@@ -162,6 +170,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     agentRepository,
     brokerAgents,
     statusCounts,
+    figures,
     repositories,
   };
 }

@@ -10,6 +10,7 @@ import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { deploymentStatusCommands } from './deployment-status.ts';
 import { policyCommands } from './policy-commands.ts';
+import { reportCommands } from './report-commands.ts';
 import { invitationsFromCsv, type CsvRow } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { CliError } from './server-file.ts';
@@ -487,6 +488,7 @@ export const adminCommands: Record<string, Handler> = {
   ...deployCommands,
   ...deploymentStatusCommands,
   ...policyCommands,
+  ...reportCommands,
   ...codeCommands,
   ...tokenCommands,
   ...accountCommands,

@@ -171,6 +171,18 @@ ${COMMON}`,
 Each enrolled device: compliant (all done), pending, failing (failed or incompatible) or none, with
 its counts; --state keeps the devices in that state (the console's compliance filter).
 ${COMMON}`,
+  report: `usage: mdm-console report enrollments|online|compliance|os|models|deployments [--days N] [--fleet NAME|ID] [--csv]
+
+The daily figures the server keeps as it runs (the console's Reports page), over the last N days
+(default 30, at most 366; UTC days, today included), for every fleet you see or one:
+  enrollments   devices enrolled per day
+  online        per day: the most devices online at once (hourly samples), at the last sample, devices
+  compliance    devices compliant, pending, failing or with no policy, at each day's last sample
+  os, models    devices by OS version or by model: each day's last sample, and now
+  deployments   deployment tasks devices reported done or failed, per day
+Sampled figures read – on a day the server took no sample (it samples every 5 minutes).
+--csv prints the data as CSV (day, then one column per line of the chart); --json the whole report.
+${COMMON}`,
   file: `usage: mdm-console file add PATH [--name NAME] [--as-file] | file rm ID | files
 
 Uploads a file devices may download, or deletes one. An APK is refused here (add it with
@@ -296,6 +308,8 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)
                                                          a policy on a fleet or a device, and its progress
   compliance  [--fleet NAME|ID] [--state S]              each device: compliant, pending, failing or none
+  report      enrollments|online|compliance|os|models|deployments [--days N] [--fleet NAME|ID] [--csv]
+                                                         the fleet's daily figures (the console's Reports)
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
               [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
               [--android-version V] [--system]

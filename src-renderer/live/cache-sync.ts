@@ -52,6 +52,10 @@ export function effectsOf(event: ServerEvent): Effect[] {
     return [{ kind: 'invalidate', key: keys.invitations }];
   };
 
+  // Who matches a filter or a saved view changes with the devices and their tasks (compliance).
+  if (domain === 'agent' || domain === 'deployment' || domain === 'task' || domain === 'fleet' || domain === 'view')
+    effects.push({ kind: 'invalidate', key: keys.views }, { kind: 'invalidate', key: keys.agentsWhere });
+
   switch (domain) {
     case 'invitation':
       effects.push(...invitationEffect());

@@ -1067,6 +1067,16 @@ export const adminRoutes = {
     querystring: 'ComplianceFilter',
     response: { 200: 'ComplianceList' },
   },
+  'reports.get': {
+    method: 'GET',
+    path: '/api/reports/:report',
+    permission: 'devices.read',
+    summary:
+      'A report over the last `days` days (UTC, today included), for one fleet or every fleet the caller sees: enrollments, online, compliance, os, models or deployments, one value per series and day',
+    params: 'ReportParams',
+    querystring: 'ReportQuery',
+    response: { 200: 'Report' },
+  },
 } as const satisfies Record<string, AdminEndpoint>;
 
 export type AdminRoutes = typeof adminRoutes;

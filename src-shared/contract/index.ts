@@ -25,3 +25,4 @@ export * from './bulk.ts';
 export * from './jobs.ts';
 export * from './views.ts';
 export * from './where.ts';
+export * from './reports.ts';

@@ -30,6 +30,7 @@ import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
+import { reportRoutes } from './report-routes.ts';
 import { jobRoutes } from './job-routes.ts';
 import type { JobService } from '../jobs/jobs.ts';
 import type { PolicyService } from '../policies/service.ts';
@@ -422,6 +423,7 @@ export async function adminApp({
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
       if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
       if (alerts) await api.register(alertRoutes, { alerts });
+      await api.register(reportRoutes, { figures: services.figures });
       if (jobs) await api.register(jobRoutes, { jobs, files });
     },
     { prefix: '/api' },

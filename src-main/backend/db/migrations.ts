@@ -806,6 +806,35 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    version: 25,
+    name: 'daily figures for the reports',
+    // What the Reports page charts, kept as the server runs (backend/reports/): one value per UTC
+    // day, fleet, metric and key. Counted metrics grow as things happen (enrolled; deploy done /
+    // failed); sampled ones are overwritten by each sample of the day (online: key = the hour, the
+    // count at that hour's last sample; devices, compliance by state, os and model: the day's last
+    // sample). fleet_id is not a foreign key: a deleted fleet's history stays in the totals.
+    // report_cursor: the last event the figures counted, and when the one-time backfill from the
+    // existing rows ran (a restart counts the events recorded while no server listened, once).
+    sql: `
+      CREATE TABLE daily_figures (
+        day       TEXT NOT NULL,
+        fleet_id  INTEGER NOT NULL,
+        metric    TEXT NOT NULL,
+        key       TEXT NOT NULL DEFAULT '',
+        value     INTEGER NOT NULL,
+        PRIMARY KEY (day, fleet_id, metric, key)
+      );
+      CREATE INDEX daily_figures_metric ON daily_figures(metric, day);
+
+      CREATE TABLE report_cursor (
+        id             INTEGER PRIMARY KEY CHECK (id = 1),
+        event_id       INTEGER NOT NULL,
+        backfilled_at  TEXT NOT NULL,
+        sampled_at     TEXT
+      );
+    `,
+  },
+  {
     version: 26,
     name: 'alerts: rules, incidents, webhooks and their deliveries, notification emails',
     // A rule watches one condition (kind + threshold, optionally one fleet) and notifies its emails

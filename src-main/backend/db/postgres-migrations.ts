@@ -576,6 +576,28 @@ export const postgresMigrations: PostgresMigration[] = [
     `,
   },
   {
+    version: 25,
+    name: 'daily figures for the reports',
+    sql: /* sql */ `
+      CREATE TABLE daily_figures (
+        day       text NOT NULL,
+        fleet_id  bigint NOT NULL,
+        metric    text NOT NULL,
+        key       text NOT NULL DEFAULT '',
+        value     bigint NOT NULL,
+        PRIMARY KEY (day, fleet_id, metric, key)
+      );
+      CREATE INDEX daily_figures_metric ON daily_figures (metric, day);
+
+      CREATE TABLE report_cursor (
+        id             integer PRIMARY KEY CHECK (id = 1),
+        event_id       bigint NOT NULL,
+        backfilled_at  text NOT NULL,
+        sampled_at     text
+      );
+    `,
+  },
+  {
     version: 26,
     name: 'alerts: rules, incidents, webhooks and their deliveries, notification emails',
     sql: /* sql */ `

@@ -68,8 +68,14 @@ describe('what an event means for the caches', () => {
       { kind: 'invalidate', key: keys.status },
       { kind: 'invalidate', key: keys.invitations },
     ]);
+    // Who matches a filter or a saved view follows the devices and their tasks.
+    const matches = [
+      { kind: 'invalidate', key: keys.views },
+      { kind: 'invalidate', key: keys.agentsWhere },
+    ];
     expect(effectsOf(event('agent.enrolled', { agent_id: 9, invitation_id: 4 }))).toEqual([
       { kind: 'invalidate', key: keys.status },
+      ...matches,
       { kind: 'agent', id: 9 },
       { kind: 'invalidate', key: keys.agent(9) },
       { kind: 'invalidate', key: keys.invitations },
@@ -78,9 +84,12 @@ describe('what an event means for the caches', () => {
     // Deployments and task statuses refresh the progress bars and the device's task list.
     expect(effectsOf(event('task.status', { agent_id: 9 }))).toEqual([
       { kind: 'invalidate', key: keys.status },
+      ...matches,
       { kind: 'invalidate', key: keys.deployments },
     ]);
     expect(effectsOf(event('deployment.created'))).toContainEqual({ kind: 'invalidate', key: keys.deployments });
+    expect(effectsOf(event('view.created'))).toEqual([{ kind: 'invalidate', key: keys.status }, ...matches]);
+    expect(effectsOf(event('invitation.created', { invitation_id: 4 }))).not.toContainEqual(matches[0]);
     // An admin invited, changed or removed (by another window, the CLI): the Accounts page, and one's own role.
     expect(effectsOf(event('account.role_changed'))).toEqual([
       { kind: 'invalidate', key: keys.status },
