@@ -274,6 +274,15 @@ packages, the broker's TLS certificate and the mail secrets into DIR, a new or e
 
 Replaces the data of DATA_DIR with the backup in DIR. The server must be stopped. What it
 replaces is kept in DATA_DIR/before-restore-<time>/.`,
+  'migrate-db': `usage: mdm-console migrate-db --to postgres://USER:PASSWORD@HOST:PORT/DATABASE [--data-dir DATA_DIR] [--json]
+
+Copies the SQLite database of DATA_DIR (its server stopped) into an empty PostgreSQL database, in
+one transaction that commits only once every table's row count and checksum match on both sides
+and every stored file and package matches its SHA-256; then prints the serve command to run
+next. The stored files stay in DATA_DIR/files; the SQLite file is left as it was. A database
+holding MDM Console data, or other tables, is refused. Ctrl+C rolls the copy back.
+  --to URL     the PostgreSQL database (or $MDM_CONSOLE_DATABASE_URL); its user must be able to
+               create tables in it (its owner). See docs/scaling.md.`,
 };
 
 export const OVERALL_USAGE = `mdm-console — device-enrollment console and backend
@@ -340,9 +349,10 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
                                                          send a test event; the delivery log
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
+  migrate-db  --to postgres://USER:PASSWORD@HOST:PORT/DB  move a stopped server's SQLite data to an empty PostgreSQL
 
-Every command but serve, agent, backup and restore talks to the server of --data-dir (default:
-$MDM_CONSOLE_DATA_DIR or the per-user data folder) and prints JSON with --json; backup and restore
-work on the data dir's files, with no server needed (restore insists there is none).
+Every command but serve, agent, backup, restore and migrate-db talks to the server of --data-dir (default:
+$MDM_CONSOLE_DATA_DIR or the per-user data folder) and prints JSON with --json; backup, restore and migrate-db
+work on the data dir's files, with no server needed (restore and migrate-db insist there is none).
 With $MDM_CONSOLE_TOKEN set to a personal API token, commands act as that token (its account and role)
 instead of with the data dir's admin token.`;
