@@ -326,6 +326,7 @@ async function startServing(
     work: domain.work,
     commands: broker.commands,
     policies: deployments,
+    views: domain.views,
     answerWindowMs: partial.jobAnswerWindowMs,
   });
   onClose(() => jobs.close());

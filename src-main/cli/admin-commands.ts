@@ -1,4 +1,5 @@
 import { viewCommands } from './view-commands.ts';
+import { jobCommands } from './job-commands.ts';
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
@@ -494,4 +495,5 @@ export const adminCommands: Record<string, Handler> = {
   ...accountCommands,
   ...alertCommands,
   ...viewCommands,
+  ...jobCommands,
 };

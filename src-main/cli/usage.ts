@@ -104,6 +104,15 @@ Lists devices: id, name, type and agent version, state, online, fleet, OS, model
   --fleet NAME|ID   only one fleet's
 All given must hold. A mistake in EXPR is refused with its column and what was expected there.
 ${COMMON}`,
+  jobs: `usage: mdm-console jobs [--limit N]
+
+Lists the bulk jobs, newest first: action, devices, state and how many were sent, answered,
+offline, done, refused or failed.
+${COMMON}`,
+  job: `usage: mdm-console job ID [--status sent|answered|offline|done|refused|failed]
+
+One bulk job and each device's result (with the reason of those refused or failed).
+${COMMON}`,
   views: `usage: mdm-console views
 
 Lists the saved device views with how many devices each holds now.
@@ -306,6 +315,11 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
                                                          saved device views (dynamic groups) with live counts
   command     AGENT_ID ping|lock|unlock|wipe|unenroll|inventory|geolocate [--fleet NAME] [--no-wait]
                                                          a command to a device over MQTT (--fleet moves it)
+  command     (--ids 1,2,3 | --fleet NAME | --where EXPR | --view NAME)... ACTION [--yes --count N]
+                                                         one bulk job on every device selected: ping, lock, unlock,
+                                                         inventory, locate, move --to F, policy, deploy, unenroll,
+                                                         wipe, delete (the last three ask for the count)
+  jobs | job ID [--status S]                             bulk jobs, and each device's result in one
   fleets | fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID
   deploy      file:ID|package:ID (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
