@@ -25,6 +25,8 @@ import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
+import { ExportService } from './exports/exports.ts';
+import { ExportRepository } from './exports/repository.ts';
 import { SqliteEventRepository } from './events/event-repository.ts';
 import { SqliteFleetRepository } from './fleets/fleet-repository.ts';
 import { FleetService } from './fleets/fleets.ts';
@@ -144,6 +146,7 @@ export function createServices(db: Db, options: ServiceOptions) {
   deviceQueries.backfill();
   const deviceFilter = new DeviceFilter({ queries: deviceQueries });
   const views = new ViewService({ store: new SqliteViewRepository(db), filter: deviceFilter, events, work, fleets });
+  const exportService = new ExportService({ repository: new ExportRepository(db), invitations });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
   return {
@@ -171,6 +174,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     brokerAgents,
     statusCounts,
     figures,
+    exports: exportService,
     repositories,
   };
 }

@@ -7,6 +7,7 @@ import { codeCommands } from './code-commands.ts';
 import { tokenCommands } from './token-commands.ts';
 import { alertCommands } from './alert-commands.ts';
 import { accountCommands } from './account-commands.ts';
+import { exportCommands } from './export-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { deploymentStatusCommands } from './deployment-status.ts';
@@ -496,4 +497,5 @@ export const adminCommands: Record<string, Handler> = {
   ...alertCommands,
   ...viewCommands,
   ...jobCommands,
+  ...exportCommands,
 };

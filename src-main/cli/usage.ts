@@ -275,6 +275,23 @@ test: queues a signed test event and waits (up to 20 s) for the first answer; ex
 it was delivered. log: the deliveries, newest first: state, attempts, HTTP status, response time,
 error, next retry.
 ${COMMON}`,
+  export: `usage: mdm-console export devices [--where EXPR] [--view NAME] [--fleet NAME|ID] [--status S] [--type android|apple] [--online|--offline]
+                                [--compliance compliant|pending|failing|none] [--search WORDS]
+       mdm-console export invitations [--status pending|enrolled|expired|revoked] [--search TEXT] [--fleet NAME|ID]
+       mdm-console export codes [--fleet NAME|ID]
+       mdm-console export code-uses [--code ID] [--outcome used|refused]
+       mdm-console export results [--assignment ID] [--fleet NAME|ID] [--agent ID] [--policy SYMBOL]
+                                  [--kind deployment|value] [--state active|removed] [--status S]
+       mdm-console export audit [--actor A] [--action A] [--target NAME] [--since ISO] [--until ISO]
+  each with [--format csv|jsonl] [--out FILE]
+
+Every row the filters match (the console's lists' filters), as CSV (the default: a header line,
+cells starting with = + - @ prefixed with ' for spreadsheets) or JSON lines (one object a line),
+streamed to stdout or, with --out, to FILE (written whole or not at all). --where takes the
+language of \`devices --where\` (docs/where.md), --view a saved view. Devices come with their
+inventory's fields (model, OS, serial, IMEI, battery, storage, apps) and compliance; tokens and
+enrollment links are never exported. An operator or observer scoped to fleets exports theirs only.
+  --data-dir DIR    the server's data dir (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)`,
   backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR]
 
 Copies the database (a consistent snapshot, also while the server runs), the stored files and
@@ -361,6 +378,8 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   webhook add URL [--secret S|--secret-file FILE] [--name N]   a signed webhook (no secret: one is drawn, printed once)
   webhook     rm|enable|disable ID | test ID [--no-wait] | log ID [--limit N]
                                                          send a test event; the delivery log
+  export      devices|invitations|codes|code-uses|results|audit [--format csv|jsonl] [--out FILE] [filters]
+                                                         a list as CSV or JSON lines, streamed (export --help)
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
   migrate-db  --to postgres://USER:PASSWORD@HOST:PORT/DB  move a stopped server's SQLite data to an empty PostgreSQL

@@ -26,3 +26,4 @@ export * from './jobs.ts';
 export * from './views.ts';
 export * from './where.ts';
 export * from './reports.ts';
+export * from './exports.ts';
