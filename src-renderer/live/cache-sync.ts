@@ -56,6 +56,11 @@ export function effectsOf(event: ServerEvent): Effect[] {
   if (domain === 'agent' || domain === 'deployment' || domain === 'task' || domain === 'fleet' || domain === 'view')
     effects.push({ kind: 'invalidate', key: keys.views }, { kind: 'invalidate', key: keys.agentsWhere });
 
+  // The reports count enrollments and deployment results as they happen: their charts follow.
+  if (event.type === 'agent.enrolled') effects.push({ kind: 'invalidate', key: keys.reportsOf('enrollments') });
+  if (event.type === 'task.status' && (event.data?.status === 'done' || event.data?.status === 'failed'))
+    effects.push({ kind: 'invalidate', key: keys.reportsOf('deployments') });
+
   switch (domain) {
     case 'invitation':
       effects.push(...invitationEffect());
