@@ -249,6 +249,8 @@ ${COMMON}`,
        mdm-console export code-uses [--code ID] [--outcome used|refused]
        mdm-console export results [--assignment ID] [--fleet NAME|ID] [--agent ID] [--policy SYMBOL]
                                   [--kind deployment|value] [--state active|removed] [--status S]
+       mdm-console export jobs
+       mdm-console export job-results [--job ID] [--status sent|answered|offline|done|refused|failed]
        mdm-console export audit [--actor A] [--action A] [--target NAME] [--since ISO] [--until ISO]
   each with [--format csv|jsonl] [--out FILE]
 
@@ -335,7 +337,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--target NAME] [--since ISO] [--until ISO] [--limit N]
                                                          the audit trail: who did what, from where, when, what changed
   audit --format csv|jsonl [the same filters]            every matching entry, streamed to stdout (> audit.csv)
-  export      devices|invitations|codes|code-uses|results|audit [--format csv|jsonl] [--out FILE] [filters]
+  export      devices|invitations|codes|code-uses|results|jobs|job-results|audit [--format csv|jsonl] [--out FILE] [filters]
                                                          a list as CSV or JSON lines, streamed (export --help)
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
