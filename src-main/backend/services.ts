@@ -33,7 +33,13 @@ import { FleetService } from './fleets/fleets.ts';
 import { InvitationService } from './invitations/invitations.ts';
 import { InvitationMailQuery } from './invitations/mail-query.ts';
 import { SqliteInvitationRepository } from './invitations/repository.ts';
-import { createMail, SqliteAccountDeliveryRepository, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
+import {
+  createMail,
+  SqliteAccountDeliveryRepository,
+  SqliteDeliveryRepository,
+  SqliteNotificationRepository,
+  type MailOptions,
+} from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
@@ -97,6 +103,7 @@ export function createServices(db: Db, options: ServiceOptions) {
       deliveries,
       accountDeliveries: new SqliteAccountDeliveryRepository(db),
       accountInvites: new AccountInviteMailQuery(accountInvites, setupLink),
+      notifications: new SqliteNotificationRepository(db),
     },
     options.mail,
   );

@@ -20,6 +20,7 @@ export * from './rules.ts';
 export * from './policies.ts';
 export * from './accounts.ts';
 export * from './admins.ts';
+export * from './alerts.ts';
 export * from './bulk.ts';
 export * from './jobs.ts';
 export * from './views.ts';

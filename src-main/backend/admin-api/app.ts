@@ -36,6 +36,8 @@ import { EventStreams, streamEvents, type StreamCaps } from './events-stream.ts'
 import { invitationRoutes } from './invitation-routes.ts';
 import { auditFilter, exportRoutes } from './export-routes.ts';
 import { mailRoutes } from './mail-routes.ts';
+import { alertRoutes } from './alert-routes.ts';
+import type { Alerts } from '../alerts/index.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
 import { viewRoutes } from './view-routes.ts';
 import { serveConsole } from './console-static.ts';
@@ -47,6 +49,8 @@ export interface AdminAppOptions {
   services: Services;
   files: FileStore;
   deployments?: PolicyService;
+  /** Alert rules and webhooks (absent: their routes answer 404 as unknown). */
+  alerts?: Alerts;
   /** Bulk jobs (with a broker only: they send its commands). */
   jobs?: JobService;
   auth: AdminAuth;
@@ -75,6 +79,7 @@ export async function adminApp({
   services,
   files,
   deployments,
+  alerts,
   jobs,
   auth,
   info,
@@ -400,6 +405,7 @@ export async function adminApp({
       await api.register(adminFileRoutes, { store: files });
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
       if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
+      if (alerts) await api.register(alertRoutes, { alerts });
       await api.register(reportRoutes, { figures: services.figures });
       if (jobs) await api.register(jobRoutes, { jobs, files });
       await api.register(exportRoutes, { exports: services.exports, audit: services.audit, views: services.views, fleetOf });
