@@ -1,11 +1,11 @@
-// `export devices|invitations|codes|code-uses|results|audit [--format csv|jsonl] [--out FILE] [filters]`:
+// `export devices|invitations|codes|code-uses|results|jobs|job-results|audit [--format csv|jsonl] [--out FILE] [filters]`:
 // a list as CSV or JSON lines, written as it arrives (an export of any length never sits whole in
 // memory), to stdout or to FILE. FILE appears only once the export is complete: it is written
 // beside it first and renamed at the end, so a failed export leaves no half file.
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
-import { EXPORT_FORMATS, type ExportFormat } from '../../src-shared/contract/index.ts';
+import { EXPORT_FORMATS, JOB_RESULT_STATUSES, type ExportFormat } from '../../src-shared/contract/index.ts';
 import type { AdminClient } from '../../src-shared/contract/admin-client.ts';
 import { parse, positiveInt, type Handler } from './handler.ts';
 import { CliError } from './server-file.ts';
@@ -124,6 +124,16 @@ const KINDS: Record<string, ExportKind> = {
       });
     },
     fetch: (admin, query) => admin.policies.exportResults({ query }),
+  },
+  jobs: {
+    options: {},
+    query: async () => ({}),
+    fetch: (admin, query) => admin.jobs.export({ query }),
+  },
+  'job-results': {
+    options: { job: { type: 'string' }, status: { type: 'string' } },
+    query: async (values) => defined({ ...id(values, 'job', 'job_id'), status: oneOf(values, 'status', JOB_RESULT_STATUSES) }),
+    fetch: (admin, query) => admin.jobs.exportResults({ query }),
   },
   audit: {
     options: {

@@ -282,6 +282,8 @@ ${COMMON}`,
        mdm-console export code-uses [--code ID] [--outcome used|refused]
        mdm-console export results [--assignment ID] [--fleet NAME|ID] [--agent ID] [--policy SYMBOL]
                                   [--kind deployment|value] [--state active|removed] [--status S]
+       mdm-console export jobs
+       mdm-console export job-results [--job ID] [--status sent|answered|offline|done|refused|failed]
        mdm-console export audit [--actor A] [--action A] [--target NAME] [--since ISO] [--until ISO]
   each with [--format csv|jsonl] [--out FILE]
 
@@ -378,7 +380,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   webhook add URL [--secret S|--secret-file FILE] [--name N]   a signed webhook (no secret: one is drawn, printed once)
   webhook     rm|enable|disable ID | test ID [--no-wait] | log ID [--limit N]
                                                          send a test event; the delivery log
-  export      devices|invitations|codes|code-uses|results|audit [--format csv|jsonl] [--out FILE] [filters]
+  export      devices|invitations|codes|code-uses|results|jobs|job-results|audit [--format csv|jsonl] [--out FILE] [filters]
                                                          a list as CSV or JSON lines, streamed (export --help)
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)

@@ -714,6 +714,25 @@ export const adminRoutes = {
     response: { 200: 'JobDetail' },
   },
 
+  'jobs.export': {
+    method: 'GET',
+    path: '/api/jobs/export',
+    permission: 'devices.read',
+    summary:
+      "Every bulk job the caller sees (those acting on a device of its fleets), newest first: action, state, selection, params, devices, each result's count, actor, error, times. Streamed as a download by keyset pages: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one object a line, Content-Type application/x-ndjson); the file name says what and when.",
+    querystring: 'JobExportQuery',
+    response: { 200: EXPORT },
+  },
+  'jobs.exportResults': {
+    method: 'GET',
+    path: '/api/job-results/export',
+    permission: 'devices.read',
+    summary:
+      "Each device's result in the bulk jobs (one job's with `job_id`, one status with `status`), of the caller's fleets, newest job first: device, fleet, status, reason, when sent and answered. Streamed as a download by keyset pages: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one object a line, Content-Type application/x-ndjson); the file name says what and when.",
+    querystring: 'JobResultExportQuery',
+    response: { 200: EXPORT },
+  },
+
   'views.list': {
     method: 'GET',
     path: '/api/views',

@@ -7,6 +7,7 @@ import { INVITATION_STATUSES } from './invitations.ts';
 import { COMPLIANCE_STATES } from './policies.ts';
 import { TASK_STATUSES } from './deployments.ts';
 import { WHERE_MAX_LENGTH } from './where.ts';
+import { JOB_RESULT_STATUSES } from './bulk.ts';
 
 export const EXPORT_FORMATS = ['csv', 'jsonl'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -83,8 +84,19 @@ export const ResultExportQuery = Type.Object(
 );
 export type ResultExportQuery = Static<typeof ResultExportQuery>;
 
+/** GET /api/jobs/export: the bulk jobs' history, newest first. */
+export const JobExportQuery = Type.Object({ format: Format }, { additionalProperties: false });
+export type JobExportQuery = Static<typeof JobExportQuery>;
+
+/** GET /api/job-results/export: each device's result in the bulk jobs (one job's with `job_id`), of the caller's fleets. */
+export const JobResultExportQuery = Type.Object(
+  { format: Format, job_id: Type.Optional(Id), status: Type.Optional(Literals(JOB_RESULT_STATUSES)) },
+  { additionalProperties: false },
+);
+export type JobResultExportQuery = Static<typeof JobResultExportQuery>;
+
 /** What each export is called in its file name and the CLI: `devices-2026-05-01-0930.csv`. */
-export const EXPORT_KINDS = ['devices', 'invitations', 'codes', 'code-uses', 'results', 'audit'] as const;
+export const EXPORT_KINDS = ['devices', 'invitations', 'codes', 'code-uses', 'results', 'jobs', 'job-results', 'audit'] as const;
 export type ExportKind = (typeof EXPORT_KINDS)[number];
 
 /** The download's file name: what, and when (UTC, to the minute): `devices-2026-05-01-0930.csv`. */

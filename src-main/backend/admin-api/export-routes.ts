@@ -53,6 +53,12 @@ export const exportRoutes: FastifyPluginAsyncTypebox<{
   adminRoute(app, 'policies.exportResults', async (request, reply) =>
     download(reply, 'results', format(request.query), exports.results(request.query, fleetScopeParam())),
   );
+  adminRoute(app, 'jobs.export', async (request, reply) =>
+    download(reply, 'jobs', format(request.query), exports.jobs(request.query, fleetScopeParam())),
+  );
+  adminRoute(app, 'jobs.exportResults', async (request, reply) =>
+    download(reply, 'job-results', format(request.query), exports.jobResults(request.query, fleetScopeParam())),
+  );
 
   // The audit trail, newest first, by pages before the last id read; a scoped client's export holds
   // what its list shows: its fleets' objects and what concerns no fleet.

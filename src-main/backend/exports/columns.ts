@@ -1,13 +1,13 @@
 // What each export holds: its columns, in order, by name (the CSV header and the JSON lines' keys).
 // Secrets stay out: no invitation or code token, user token or enrollment link (a spreadsheet is
 // handed around; those links enroll a device).
-import type { Invitation, TaskVerification } from '../../../src-shared/contract/index.ts';
-import { verificationText } from '../../../src-shared/contract/index.ts';
+import type { Invitation, JobResultStatus, TaskVerification } from '../../../src-shared/contract/index.ts';
+import { JOB_RESULT_STATUSES, verificationText } from '../../../src-shared/contract/index.ts';
 import type { AuditRow } from '../audit/repository.ts';
 import type { InventorySummary } from '../inventory/fusion-inventory.ts';
 import type { ComplianceView } from '../policies/views.ts';
 import type { Column, ExportSpec } from './format.ts';
-import type { CodeRecord, CodeUseRecord, DeviceRecord, ResultRecord } from './repository.ts';
+import type { CodeRecord, CodeUseRecord, DeviceRecord, JobRecord, JobResultRecord, ResultRecord } from './repository.ts';
 
 /** A device with its last inventory read and its compliance (null: unenrolled, as in the compliance list). */
 export interface DeviceExportRow extends DeviceRecord {
@@ -180,6 +180,41 @@ export const RESULT_EXPORT: ExportSpec<ResultExportRow> = {
     column('created_at', (r) => r.created_at),
     column('updated_at', (r) => r.updated_at),
     column('downloaded_at', (r) => r.downloaded_at),
+  ],
+};
+
+/** A bulk job with its results counted (of the caller's fleets), as GET /api/jobs lists it. */
+export type JobExportRow = JobRecord & { counts: Record<JobResultStatus, number>; processed: number };
+export const JOB_EXPORT: ExportSpec<JobExportRow> = {
+  columns: [
+    column('id', (j) => j.id),
+    column('action', (j) => j.action),
+    column('state', (j) => j.state),
+    column('selection', (j) => j.description),
+    column('params', (j) => (j.params === null ? null : (JSON.parse(j.params) as unknown))),
+    column('total', (j) => j.total),
+    column('processed', (j) => j.processed),
+    ...JOB_RESULT_STATUSES.map((status) => column<JobExportRow>(status, (j) => j.counts[status])),
+    column('actor', (j) => j.actor),
+    column('error', (j) => j.error),
+    column('created_at', (j) => j.created_at),
+    column('finished_at', (j) => j.finished_at),
+  ],
+};
+
+/** Each device's result in a job. */
+export const JOB_RESULT_EXPORT: ExportSpec<JobResultRecord> = {
+  columns: [
+    column('job_id', (r) => r.job_id),
+    column('action', (r) => r.action),
+    column('device_id', (r) => r.agent_id),
+    column('device', (r) => r.name),
+    column('fleet_id', (r) => r.fleet_id),
+    column('fleet', (r) => r.fleet),
+    column('status', (r) => r.status),
+    column('reason', (r) => r.reason),
+    column('at', (r) => r.at),
+    column('answered_at', (r) => r.answered_at),
   ],
 };
 

@@ -9,9 +9,12 @@ import type {
   ExportFormat,
   Invitation,
   InvitationExportQuery,
+  JobExportQuery,
+  JobResultExportQuery,
+  JobResultStatus,
   ResultExportQuery,
 } from '../../../src-shared/contract/index.ts';
-import { policyDefinition, taskStatusText } from '../../../src-shared/contract/index.ts';
+import { JOB_RESULT_STATUSES, policyDefinition, taskStatusText } from '../../../src-shared/contract/index.ts';
 import { nowIso } from '../db/database.ts';
 import { statusOfCode } from '../codes/codes.ts';
 import type { InventorySummary } from '../inventory/fusion-inventory.ts';
@@ -25,6 +28,8 @@ import {
   CODE_USE_EXPORT,
   DEVICE_EXPORT,
   INVITATION_EXPORT,
+  JOB_EXPORT,
+  JOB_RESULT_EXPORT,
   RESULT_EXPORT,
   type DeviceExportRow,
   type ResultExportRow,
@@ -142,6 +147,49 @@ export class ExportService {
     return exportChunks(rows, query.format ?? 'csv', RESULT_EXPORT);
   }
 
+  /** The bulk jobs the caller sees (acting on a device of its fleets), newest first, their results counted within its fleets. */
+  jobs(query: JobExportQuery, fleets: ScopeParam): AsyncGenerator<string> {
+    const scope = scopeOf(fleets);
+    const pages = filterPages(
+      keysetPages(
+        (before: number | undefined, size) => this.repository.jobs(before, size),
+        (row) => row.id,
+      ),
+      (job) => jobVisible(job.fleet_ids, scope),
+    );
+    const rows = mapPages(pages, (page) => {
+      const counted = new Map<number, Record<JobResultStatus, number>>();
+      for (const { job_id, status, n } of this.repository.jobCounts(
+        page.map((job) => job.id),
+        fleets,
+      )) {
+        const counts = counted.get(job_id) ?? noResults();
+        counts[status as JobResultStatus] = n;
+        counted.set(job_id, counts);
+      }
+      return page.map((job) => {
+        const counts = counted.get(job.id) ?? noResults();
+        return { ...job, counts, processed: Object.values(counts).reduce((total, n) => total + n, 0) };
+      });
+    });
+    return exportChunks(rows, query.format ?? 'csv', JOB_EXPORT);
+  }
+
+  /** Each device's result in the jobs the caller sees (one job's, one status's), newest job first. */
+  jobResults(query: JobResultExportQuery, fleets: ScopeParam): AsyncGenerator<string> {
+    const scope = scopeOf(fleets);
+    const filter = { jobId: query.job_id, status: query.status };
+    const pages = keysetPages(
+      (after: { job: number; agent: number } | undefined, size) => this.repository.jobResults(filter, fleets, after, size),
+      (row) => ({ job: row.job_id, agent: row.agent_id }),
+    );
+    return exportChunks(
+      filterPages(pages, (row) => jobVisible(row.job_fleet_ids, scope)),
+      query.format ?? 'csv',
+      JOB_RESULT_EXPORT,
+    );
+  }
+
   /** A page of devices with their inventory read and their compliance counted (one statement for the page). */
   private withCompliance(page: readonly DeviceRecord[]): DeviceExportRow[] {
     const counted = new Map(this.repository.complianceOf(page.map((d) => d.id)).map((c) => [c.agent_id, c]));
@@ -172,5 +220,15 @@ export class ExportService {
     });
   }
 }
+
+/** Each status at zero. */
+const noResults = () => Object.fromEntries(JOB_RESULT_STATUSES.map((status) => [status, 0])) as Record<JobResultStatus, number>;
+
+/** The scope as fleet ids (null: every fleet). */
+const scopeOf = (fleets: ScopeParam): number[] | null => (fleets === null ? null : (JSON.parse(fleets) as number[]));
+
+/** Whether a client of `scope` sees a job: one acting on a device of its fleets (jobs/jobs.ts). */
+const jobVisible = (fleetIds: string, scope: number[] | null) =>
+  scope === null || (JSON.parse(fleetIds) as number[]).some((id) => scope.includes(id));
 
 export type { ExportFormat };

@@ -130,6 +130,37 @@ export interface ResultRecord {
   inventory_at: string | null;
 }
 
+/** A bulk job as its history lists it (jobs/repository.ts JobRow, the columns an export shows). */
+export interface JobRecord {
+  id: number;
+  action: string;
+  state: string;
+  description: string;
+  params: string | null;
+  total: number;
+  /** JSON array of the fleets its devices were in: who may see the job. */
+  fleet_ids: string;
+  actor: string | null;
+  error: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+/** One device's result in a job, with its job's action and fleets. */
+export interface JobResultRecord {
+  job_id: number;
+  action: string;
+  job_fleet_ids: string;
+  agent_id: number;
+  name: string;
+  fleet_id: number | null;
+  fleet: string | null;
+  status: string;
+  reason: string | null;
+  at: string;
+  answered_at: string | null;
+}
+
 const DEPLOYMENT_KINDS = `('deployApp', 'deployFile', 'removeApp', 'removeFile')`;
 const count = (condition: string) => `coalesce(sum(CASE WHEN ${condition} THEN 1 ELSE 0 END), 0)`;
 /** `%word%` for LIKE … ESCAPE '\', the word's own % _ \ taken literally. */
@@ -367,5 +398,61 @@ export class ExportRepository {
          ${where(clauses)} ORDER BY t.id LIMIT @limit`,
       )
       .all(params) as ResultRecord[];
+  }
+
+  /** The page of jobs before `before` (newest first). */
+  jobs(before: number | undefined, limit: number): JobRecord[] {
+    return this.db
+      .prepare(
+        `SELECT id, action, state, description, params, total, fleet_ids, actor, error, created_at, finished_at FROM jobs
+         ${before === undefined ? '' : 'WHERE id < @before'} ORDER BY id DESC LIMIT @limit`,
+      )
+      .all(before === undefined ? { limit } : { before, limit }) as JobRecord[];
+  }
+
+  /** These jobs' results counted by status, those of devices in `fleets` (and of no fleet) only. */
+  jobCounts(ids: readonly number[], fleets: Fleets): { job_id: number; status: string; n: number }[] {
+    if (ids.length === 0) return [];
+    return this.db
+      .prepare(
+        `SELECT r.job_id, r.status, count(*) AS n FROM job_results r
+         WHERE r.job_id IN (SELECT value FROM json_each(@ids)) AND (r.fleet_id IS NULL OR ${inFleetsSql('r.fleet_id')})
+         GROUP BY r.job_id, r.status`,
+      )
+      .all({ ids: JSON.stringify(ids), fleets }) as { job_id: number; status: string; n: number }[];
+  }
+
+  /**
+   * The page of job results after `after` (newest job first, then by device id), those of devices
+   * in `fleets` (and of no fleet: the caller checks the job is theirs).
+   */
+  jobResults(
+    filter: { jobId?: number | undefined; status?: string | undefined },
+    fleets: Fleets,
+    after: { job: number; agent: number } | undefined,
+    limit: number,
+  ): JobResultRecord[] {
+    const clauses = [`(r.fleet_id IS NULL OR ${inFleetsSql('r.fleet_id')})`];
+    const params: Record<string, unknown> = { fleets, limit };
+    if (after !== undefined) {
+      clauses.push('(r.job_id < @job OR (r.job_id = @job AND r.agent_id > @agent))');
+      Object.assign(params, after);
+    }
+    if (filter.jobId !== undefined) {
+      clauses.push('r.job_id = @job_id');
+      params.job_id = filter.jobId;
+    }
+    if (filter.status !== undefined) {
+      clauses.push('r.status = @status');
+      params.status = filter.status;
+    }
+    return this.db
+      .prepare(
+        `SELECT r.job_id, j.action, j.fleet_ids AS job_fleet_ids, r.agent_id, r.name, r.fleet_id, f.name AS fleet, r.status, r.reason,
+           r.at, r.answered_at
+         FROM job_results r JOIN jobs j ON j.id = r.job_id LEFT JOIN fleets f ON f.id = r.fleet_id
+         ${where(clauses)} ORDER BY r.job_id DESC, r.agent_id LIMIT @limit`,
+      )
+      .all(params) as JobResultRecord[];
   }
 }

@@ -17,6 +17,8 @@ import type {
   DeviceTask,
   EnrollmentCode,
   Invitation,
+  Job,
+  JobDetail,
 } from '../../../src-shared/contract/index.ts';
 import { verificationText } from '../../../src-shared/contract/index.ts';
 import { matchesSearch, searchTerms } from '../../../src-renderer/lib/devices.ts';
@@ -449,6 +451,68 @@ describe('the other exports against their lists', () => {
   });
 });
 
+describe('the bulk jobs’ exports', () => {
+  it('jobs and each device’s result, as GET /api/jobs and GET /api/jobs/:id list them; a scoped operator’s, their fleets’ only', async () => {
+    const ping = (await t.admin('POST', '/jobs', { action: 'ping', selection: { filter: { fleet: 'Warehouse' } } })).body as Job;
+    const lock = (
+      await t.admin('POST', '/jobs', { action: 'lock', selection: { ids: [Number(devices[2]!.enrollment.agentId)] } })
+    ).body as Job;
+    for (const job of [ping, lock]) await eventually(async () => (await list<Job>(`/jobs/${job.id}`)).state !== 'running');
+
+    const jobs = (await list<{ items: Job[] }>('/jobs')).items;
+    expect(jobs.map((job) => job.id)).toEqual([lock.id, ping.id]);
+    const rows = await exportJson('jobs/export');
+    expect(rows).toEqual(
+      jobs.map((job) => ({
+        id: job.id,
+        action: job.action,
+        state: job.state,
+        selection: job.selection,
+        params: job.params,
+        total: job.total,
+        processed: job.processed,
+        ...job.counts,
+        actor: job.actor,
+        error: job.error,
+        created_at: job.created_at,
+        finished_at: job.finished_at,
+      })),
+    );
+    for (const job of jobs) {
+      const results = (await list<JobDetail>(`/jobs/${job.id}`)).results;
+      expect(results.length).toBeGreaterThan(0);
+      expect(await exportJson(`job-results/export?job_id=${job.id}`), `job ${job.id}`).toEqual(
+        results.map((r) => ({
+          job_id: job.id,
+          action: job.action,
+          device_id: r.agent_id,
+          device: r.name,
+          fleet_id: r.fleet_id,
+          fleet: r.fleet_id === fleet.warehouse ? 'Warehouse' : r.fleet_id === fleet.sales ? FORMULA_FLEET : null,
+          status: r.status,
+          reason: r.reason,
+          at: r.at,
+          answered_at: r.answered_at,
+        })),
+      );
+    }
+    // Every job's results: the newest job's first; one status only.
+    const all = await exportJson('job-results/export');
+    expect(all.map((row) => row.job_id)).toEqual([lock.id, ...Array<number>(all.length - 1).fill(ping.id)]);
+    const offline = await exportJson(`job-results/export?job_id=${ping.id}&status=offline`);
+    expect(offline.length).toBeGreaterThan(0);
+    expect(offline.every((row) => row.status === 'offline')).toBe(true);
+
+    // Olga sees the Warehouse's job and its devices' results, not the lock of a Sales phone.
+    const asOlga = async (path: string) => jsonLines((await withSession(adminUrl, operator, 'GET', `${path}format=jsonl`)).text);
+    expect((await asOlga('/jobs/export?')).map((row) => row.id)).toEqual([ping.id]);
+    const theirs = await asOlga('/job-results/export?');
+    expect(theirs.length).toBe(all.length - 1);
+    expect(theirs.every((row) => row.job_id === ping.id && row.fleet === 'Warehouse')).toBe(true);
+    expect(await asOlga(`/job-results/export?job_id=${lock.id}&`)).toEqual([]);
+  });
+});
+
 describe('every export, within the caller’s fleets and the list’s permission', () => {
   it('each export route needs its list’s permission', () => {
     expect(adminRoutes['agents.export'].permission).toBe(adminRoutes['agents.list'].permission);
@@ -456,6 +520,8 @@ describe('every export, within the caller’s fleets and the list’s permission
     expect(adminRoutes['codes.export'].permission).toBe(adminRoutes['codes.list'].permission);
     expect(adminRoutes['codes.exportUses'].permission).toBe(adminRoutes['codes.get'].permission);
     expect(adminRoutes['policies.exportResults'].permission).toBe(adminRoutes['policies.get'].permission);
+    expect(adminRoutes['jobs.export'].permission).toBe(adminRoutes['jobs.list'].permission);
+    expect(adminRoutes['jobs.exportResults'].permission).toBe(adminRoutes['jobs.get'].permission);
   });
 
   it('a scoped operator exports their fleets’ rows only, as their lists show them', async () => {

@@ -65,6 +65,29 @@ describe('cli export', { timeout: 120_000 }, () => {
         .split('\n')
         .map((line) => (JSON.parse(line) as { email: string }).email),
     ).toEqual(['ana@example.com']);
+    const job = await cli(['command', '--fleet', 'North', 'lock']);
+    expect(job.code, job.stderr).toBe(0);
+    const jobs = await cli(['export', 'jobs', '--format', 'jsonl']);
+    expect(jobs.code, jobs.stderr).toBe(0);
+    expect(
+      jobs.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { action: string }).action),
+    ).toEqual(['lock']);
+    const results = await cli(['export', 'job-results']);
+    expect(results.code, results.stderr).toBe(0);
+    const [header = [], ...rows] = parseCsv(results.stdout);
+    expect(rows).toHaveLength([...Array(COUNT).keys()].filter((i) => seededFleet(i, 2) === 0).length);
+    const status = rows[0]![header.indexOf('status')]!;
+    const some = await cli(['export', 'job-results', '--status', status, '--format', 'jsonl']);
+    const lines = some.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { status: string });
+    expect(lines.length).toBe(rows.filter((row) => row[header.indexOf('status')] === status).length);
+    expect(lines.every((line) => line.status === status)).toBe(true);
+
     const audit = await cli(['export', 'audit', '--action', 'fleet.created']);
     expect(audit.code, audit.stderr).toBe(0);
     expect(parseCsv(audit.stdout)).toHaveLength(3);
