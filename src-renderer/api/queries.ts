@@ -13,6 +13,7 @@ import type {
   PackagePatch,
   SettingsPatch,
   StoredKind,
+  ViewAssignBody,
 } from '../../src-shared/contract/index.ts';
 import { admin, collectionOf } from './client.ts';
 
@@ -42,6 +43,9 @@ export const keys = {
   assignmentList: (filter: AssignmentFilter) => ['deployments', 'assignments', filter] as const,
   agentPolicies: (id: number) => ['deployments', 'agentPolicies', id] as const,
   compliance: (fleetId: number | null) => ['deployments', 'compliance', fleetId] as const,
+  /** The Reports page's figures: one query per report, range and fleet. */
+  reportsOf: (name: string) => ['reports', name] as const,
+  report: (name: string, days: number, fleetId: number | null) => ['reports', name, days, fleetId] as const,
   // Saved views with their live counts, and the devices a filter expression selects: refreshed by
   // the events that can change who matches (devices, tasks, views).
   views: ['views'] as const,
@@ -122,6 +126,17 @@ export function useSaveView() {
         ? admin.views.create({ body: { name: input.name, where: input.where } })
         : admin.views.update({ params: { id: input.id }, body: { name: input.name, where: input.where } }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.views }),
+  });
+}
+
+/** A policy or deployment assigned to a saved view (carried to its members as they come and go). */
+export function useAssignToView() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ viewId, body }: { viewId: number; body: ViewAssignBody }) =>
+      admin.views.assign({ params: { id: viewId }, body }),
+    onSuccess: () =>
+      Promise.all([client.invalidateQueries({ queryKey: keys.views }), client.invalidateQueries({ queryKey: keys.deployments })]),
   });
 }
 
