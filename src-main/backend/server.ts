@@ -32,11 +32,14 @@ import { SqliteJobRepository } from './jobs/repository.ts';
 import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
+import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
   services: Services;
   deployments: PolicyService;
+  /** Alert rules, incidents, webhooks and their worker. */
+  alerts: Alerts;
   /** Bulk jobs (`idle()` resolves once the running ones have acted on every device). */
   jobs: JobService;
   options: BackendOptions;
@@ -65,6 +68,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   streamCaps?: Partial<StreamCaps>;
   /** The owner's display name when the first start creates the owner; default: this machine's user name. */
   ownerName?: string;
+  /** The alert clock, evaluation interval and webhook timing (tests drive and shorten them). */
+  alerts?: AlertOptions;
   /** Told of every route each listener registers (the route-table test, the agent API's OpenAPI document). */
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
   /** How long a bulk job awaits its devices' answers (jobs/jobs.ts; default 15 minutes). */
@@ -321,9 +326,36 @@ async function startServing(
     work: domain.work,
     commands: broker.commands,
     policies: deployments,
+    views: domain.views,
     answerWindowMs: partial.jobAnswerWindowMs,
   });
   onClose(() => jobs.close());
+
+  // Alerts: rules evaluated each minute and on events, notices by email (the mail worker) and webhooks.
+  const alerts = createAlerts(
+    {
+      db,
+      events: domain.events,
+      work: domain.work,
+      mail: domain.mail.queue,
+      fleetName: (id) => domain.fleets.get(id).name,
+      brokerProblem: () => {
+        const status = broker.status();
+        return status.connected ? null : (status.problem ?? 'not connected to the broker');
+      },
+      smtpEndpoint: () => {
+        try {
+          const target = domain.mail.settings.target();
+          return target.kind === 'smtp' ? { host: target.smtp.host, port: target.smtp.port } : null;
+        } catch {
+          return null; // a broken SMTP URL is the mail page's warning, not unreachability
+        }
+      },
+      consoleUrl: () => `${adminUrl}/alerts`,
+    },
+    partial.alerts,
+  );
+  onClose(() => alerts.close());
 
   const setupUrl = () => {
     const secret = domain.accounts.setupSecret();
@@ -366,6 +398,7 @@ async function startServing(
     services,
     files,
     deployments,
+    alerts,
     jobs,
     auth: adminAuth,
     info: currentInfo,
@@ -392,10 +425,12 @@ async function startServing(
   services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
   services.mail.worker.start();
+  alerts.start();
   return {
     info,
     services,
     deployments,
+    alerts,
     jobs,
     options,
     broker,

@@ -25,13 +25,21 @@ import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
+import { ExportService } from './exports/exports.ts';
+import { ExportRepository } from './exports/repository.ts';
 import { SqliteEventRepository } from './events/event-repository.ts';
 import { SqliteFleetRepository } from './fleets/fleet-repository.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService } from './invitations/invitations.ts';
 import { InvitationMailQuery } from './invitations/mail-query.ts';
 import { SqliteInvitationRepository } from './invitations/repository.ts';
-import { createMail, SqliteAccountDeliveryRepository, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
+import {
+  createMail,
+  SqliteAccountDeliveryRepository,
+  SqliteDeliveryRepository,
+  SqliteNotificationRepository,
+  type MailOptions,
+} from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
@@ -95,6 +103,7 @@ export function createServices(db: Db, options: ServiceOptions) {
       deliveries,
       accountDeliveries: new SqliteAccountDeliveryRepository(db),
       accountInvites: new AccountInviteMailQuery(accountInvites, setupLink),
+      notifications: new SqliteNotificationRepository(db),
     },
     options.mail,
   );
@@ -137,6 +146,7 @@ export function createServices(db: Db, options: ServiceOptions) {
   deviceQueries.backfill();
   const deviceFilter = new DeviceFilter({ queries: deviceQueries });
   const views = new ViewService({ store: new SqliteViewRepository(db), filter: deviceFilter, events, work, fleets });
+  const exportService = new ExportService({ repository: new ExportRepository(db), invitations });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
   return {
@@ -164,6 +174,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     brokerAgents,
     statusCounts,
     figures,
+    exports: exportService,
     repositories,
   };
 }

@@ -1,10 +1,13 @@
 import { viewCommands } from './view-commands.ts';
+import { jobCommands } from './job-commands.ts';
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { codeCommands } from './code-commands.ts';
 import { tokenCommands } from './token-commands.ts';
+import { alertCommands } from './alert-commands.ts';
 import { accountCommands } from './account-commands.ts';
+import { exportCommands } from './export-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { deploymentStatusCommands } from './deployment-status.ts';
@@ -491,5 +494,8 @@ export const adminCommands: Record<string, Handler> = {
   ...codeCommands,
   ...tokenCommands,
   ...accountCommands,
+  ...alertCommands,
   ...viewCommands,
+  ...jobCommands,
+  ...exportCommands,
 };

@@ -104,6 +104,15 @@ Lists devices: id, name, type and agent version, state, online, fleet, OS, model
   --fleet NAME|ID   only one fleet's
 All given must hold. A mistake in EXPR is refused with its column and what was expected there.
 ${COMMON}`,
+  jobs: `usage: mdm-console jobs [--limit N]
+
+Lists the bulk jobs, newest first: action, devices, state and how many were sent, answered,
+offline, done, refused or failed.
+${COMMON}`,
+  job: `usage: mdm-console job ID [--status sent|answered|offline|done|refused|failed]
+
+One bulk job and each device's result (with the reason of those refused or failed).
+${COMMON}`,
   views: `usage: mdm-console views
 
 Lists the saved device views with how many devices each holds now.
@@ -233,6 +242,58 @@ data dir's admin token is the owner's), or with --as as the admin with that emai
 the password and the two-factor code: it comes from whoever holds the admin token.
   --as EMAIL   sign in as this admin (an unknown email is an error)
 ${COMMON}`,
+  alerts: `usage: mdm-console alerts [--state open|resolved|all] [--limit N]
+
+The alert rules (condition, fleet, who they notify, open incidents), then their incidents, newest
+first: open ones by default (docs/alerts.md).
+${COMMON}`,
+  alert: `usage: mdm-console alert add KIND [--days N | --hours N] [--fleet NAME|ID] [--email ADDR]... [--webhook ID]...
+                              [--name N] [--disabled]
+       mdm-console alert rm|enable|disable ID
+
+KIND: device_silent (--days, default 7), task_failed, approval_waiting (--hours, default 24),
+compliance_lost, invitation_expiring (--hours, default 24), broker_unreachable, smtp_unreachable.
+An incident opens once per rule and subject (a device, a task, an invitation …) and resolves once
+when the condition clears; each is emailed (--email, repeatable) and posted to the webhooks
+(--webhook ID, repeatable) once, not repeated while it lasts. Disabling a rule closes its
+incidents without a notice.
+${COMMON}`,
+  webhooks: `usage: mdm-console webhooks
+
+The webhooks: URL, the secret's last four characters, the rules notifying each, the last delivery.
+${COMMON}`,
+  webhook: `usage: mdm-console webhook add URL [--secret S | --secret-file FILE] [--name N] [--disabled]
+       mdm-console webhook rm|enable|disable ID
+       mdm-console webhook test ID [--no-wait]
+       mdm-console webhook log ID [--limit N]
+
+add: an http:// or https:// URL. Each delivery is a JSON POST signed with HMAC-SHA256 of
+"<timestamp>.<body>" keyed with the secret (X-MDM-Signature: sha256=<hex>, X-MDM-Timestamp);
+docs/alerts.md shows how a receiver checks it. Without a secret the server draws one and it is
+printed this once; --secret-file reads it from a file's first line (kept out of the process list).
+test: queues a signed test event and waits (up to 20 s) for the first answer; exit code 1 unless
+it was delivered. log: the deliveries, newest first: state, attempts, HTTP status, response time,
+error, next retry.
+${COMMON}`,
+  export: `usage: mdm-console export devices [--where EXPR] [--view NAME] [--fleet NAME|ID] [--status S] [--type android|apple] [--online|--offline]
+                                [--compliance compliant|pending|failing|none] [--search WORDS]
+       mdm-console export invitations [--status pending|enrolled|expired|revoked] [--search TEXT] [--fleet NAME|ID]
+       mdm-console export codes [--fleet NAME|ID]
+       mdm-console export code-uses [--code ID] [--outcome used|refused]
+       mdm-console export results [--assignment ID] [--fleet NAME|ID] [--agent ID] [--policy SYMBOL]
+                                  [--kind deployment|value] [--state active|removed] [--status S]
+       mdm-console export jobs
+       mdm-console export job-results [--job ID] [--status sent|answered|offline|done|refused|failed]
+       mdm-console export audit [--actor A] [--action A] [--target NAME] [--since ISO] [--until ISO]
+  each with [--format csv|jsonl] [--out FILE]
+
+Every row the filters match (the console's lists' filters), as CSV (the default: a header line,
+cells starting with = + - @ prefixed with ' for spreadsheets) or JSON lines (one object a line),
+streamed to stdout or, with --out, to FILE (written whole or not at all). --where takes the
+language of \`devices --where\` (docs/where.md), --view a saved view. Devices come with their
+inventory's fields (model, OS, serial, IMEI, battery, storage, apps) and compliance; tokens and
+enrollment links are never exported. An operator or observer scoped to fleets exports theirs only.
+  --data-dir DIR    the server's data dir (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)`,
   backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR] [--database-url postgres://…]
 
 Copies the database (a consistent snapshot, also while the server runs), the stored files and
@@ -280,6 +341,11 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
                                                          saved device views (dynamic groups) with live counts
   command     AGENT_ID ping|lock|unlock|wipe|unenroll|inventory|geolocate [--fleet NAME] [--no-wait]
                                                          a command to a device over MQTT (--fleet moves it)
+  command     (--ids 1,2,3 | --fleet NAME | --where EXPR | --view NAME)... ACTION [--yes --count N]
+                                                         one bulk job on every device selected: ping, lock, unlock,
+                                                         inventory, locate, move --to F, policy, deploy, unenroll,
+                                                         wipe, delete (the last three ask for the count)
+  jobs | job ID [--status S]                             bulk jobs, and each device's result in one
   fleets | fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID
   deploy      file:ID|package:ID (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
@@ -311,6 +377,18 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--target NAME] [--since ISO] [--until ISO] [--limit N]
                                                          the audit trail: who did what, from where, when, what changed
   audit --format csv|jsonl [the same filters]            every matching entry, streamed to stdout (> audit.csv)
+  alerts      [--state open|resolved|all]                alert rules and their incidents
+  alert add   KIND [--days N|--hours N] [--fleet NAME|ID] [--email ADDR]... [--webhook ID]... [--name N]
+                                                         a rule: device_silent, task_failed, approval_waiting,
+                                                         compliance_lost, invitation_expiring, broker_unreachable,
+                                                         smtp_unreachable (docs/alerts.md)
+  alert       rm|enable|disable ID
+  webhooks                                               webhooks, each with its last delivery
+  webhook add URL [--secret S|--secret-file FILE] [--name N]   a signed webhook (no secret: one is drawn, printed once)
+  webhook     rm|enable|disable ID | test ID [--no-wait] | log ID [--limit N]
+                                                         send a test event; the delivery log
+  export      devices|invitations|codes|code-uses|results|jobs|job-results|audit [--format csv|jsonl] [--out FILE] [filters]
+                                                         a list as CSV or JSON lines, streamed (export --help)
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
   migrate-db  --to postgres://USER:PASSWORD@HOST:PORT/DB  move a stopped server's SQLite data to an empty PostgreSQL

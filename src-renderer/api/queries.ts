@@ -42,6 +42,9 @@ export const keys = {
   assignmentList: (filter: AssignmentFilter) => ['deployments', 'assignments', filter] as const,
   agentPolicies: (id: number) => ['deployments', 'agentPolicies', id] as const,
   compliance: (fleetId: number | null) => ['deployments', 'compliance', fleetId] as const,
+  /** The Reports page's figures: one query per report, range and fleet. */
+  reportsOf: (name: string) => ['reports', name] as const,
+  report: (name: string, days: number, fleetId: number | null) => ['reports', name, days, fleetId] as const,
   // Saved views with their live counts, and the devices a filter expression selects: refreshed by
   // the events that can change who matches (devices, tasks, views).
   views: ['views'] as const,

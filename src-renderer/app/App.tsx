@@ -12,6 +12,7 @@ import {
 } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import {
+  IconBell,
   IconDeviceMobile,
   IconDeviceDesktopCog,
   IconLogout,
@@ -51,6 +52,7 @@ import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
 import { TokensPage } from '../pages/Tokens.tsx';
 import { AuditPage } from '../pages/Audit.tsx';
+import { AlertsPage } from '../pages/Alerts.tsx';
 import { ReportsPage } from '../pages/Reports.tsx';
 import { AccountPage } from '../pages/Account.tsx';
 import { AccountsPage } from '../pages/Accounts.tsx';
@@ -117,6 +119,7 @@ const NAV: {
     icon: IconFiles,
     match: (p: string) => p.startsWith('/files'),
   },
+  { to: '/alerts', permission: 'alerts.read', label: 'Alerts', icon: IconBell, match: (p: string) => p.startsWith('/alerts') },
   {
     to: '/settings',
     permission: 'settings.read',
@@ -160,6 +163,7 @@ function route(pathname: string): { title: string; element: ReactNode } {
   if (fleet && /^\d+$/.test(fleet.id!)) return { title: 'Fleets', element: <FleetsPage id={Number(fleet.id)} /> };
   if (matchPath('/reports', pathname)) return { title: 'Reports', element: <ReportsPage /> };
   if (matchPath('/files', pathname)) return { title: 'Files & packages', element: <FilesPage /> };
+  if (matchPath('/alerts', pathname)) return { title: 'Alerts', element: <AlertsPage /> };
   if (matchPath('/settings', pathname)) return { title: 'Settings', element: <SettingsPage /> };
   if (matchPath('/accounts', pathname)) return { title: 'Accounts', element: <AccountsPage /> };
   if (matchPath('/tokens', pathname)) return { title: 'API tokens', element: <TokensPage /> };

@@ -8,6 +8,7 @@ import { useAgents, useAgentsMatching, useCompliance, useFleets, useViews } from
 import { AdminApiError } from '../../src-shared/contract/admin-client.ts';
 import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { EmptyState, ErrorState, LoadingState, PageHeader } from '../components/common.tsx';
+import { ExportMenu } from '../components/export-menu.tsx';
 import { enrollStatusOf, matchesSearch, searchTerms } from '../lib/devices.ts';
 import { countOf } from '../lib/format.ts';
 import { DeviceDrawer } from './DeviceDrawer.tsx';
@@ -286,6 +287,22 @@ export function Devices() {
           <Text size="sm" c="dimmed" ml="auto" data-testid="devices-count">
             {filtered ? `${rows.length.toLocaleString()} of ${all.length.toLocaleString()}` : count(all.length)}
           </Text>
+          {/* The filter bar's expression and the table's filters as the export's (its rows by id, whatever the sort). */}
+          <ExportMenu
+            path="/api/agents/export"
+            what="devices"
+            filtered={filtered}
+            testId="devices-export"
+            params={{
+              where: activeWhere,
+              fleet: filterValue('fleet') as string | null,
+              status: filterValue('enroll_status') as string | null,
+              type: typeFilter,
+              online: onlineFilter,
+              compliance: complianceFilter,
+              q: debouncedQuery.trim(),
+            }}
+          />
         </Group>
         {agents.isPending ? (
           <LoadingState label="Loading devices…" />

@@ -4,7 +4,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { IconFileSpreadsheet, IconPhoto } from '@tabler/icons-react';
 import { useRef, useState } from 'react';
 import { admin } from '../api/client.ts';
-import { useFleets } from '../api/queries.ts';
+import { keys, useFleets } from '../api/queries.ts';
 import type { Report, ReportName } from '../../src-shared/contract/index.ts';
 import { REPORT_RANGES } from '../../src-shared/contract/report-names.ts';
 import { EmptyState, notifyError, PageHeader, QueryView } from '../components/common.tsx';
@@ -137,7 +137,7 @@ function ReportCard({
   const chart = useRef<HTMLDivElement>(null);
   const [saving, setSaving] = useState(false);
   const query = useQuery({
-    queryKey: ['reports', name, days, fleetId],
+    queryKey: keys.report(name, days, fleetId),
     queryFn: ({ signal }) =>
       admin.reports.get({
         params: { report: name },

@@ -66,6 +66,9 @@ export interface DeviceFilterFields {
   online?: boolean | undefined;
   compliance?: 'compliant' | 'pending' | 'failing' | 'none' | undefined;
   search?: string | undefined;
+  /** The filter language's expression and a saved view: resolved by the server (matchesDeviceFilter leaves them out). */
+  where?: string | undefined;
+  view?: string | undefined;
 }
 
 /** What the filter reads of a device: a row of the device list. */
@@ -115,7 +118,8 @@ export function matchesSearch(device: FilterableDevice, terms: readonly string[]
 }
 
 /**
- * Whether a device matches every field of `filter`. `complianceOf` gives its compliance state
+ * Whether a device matches every field of `filter` but `where` and `view` (the server resolves
+ * those, GET /api/agents?where=&view=, before this applies the rest). `complianceOf` gives its compliance state
  * (null: the server does not count it, e.g. unenrolled), read only when the filter names one.
  * A fleet given by name matches the fleet's name case-insensitively; `fleet_id` its id.
  */
@@ -144,6 +148,8 @@ export function describeDeviceFilter(filter: DeviceFilterFields): string {
     filter.online === undefined ? '' : filter.online ? 'online' : 'offline',
     filter.compliance !== undefined ? `compliance ${filter.compliance}` : '',
     filter.search !== undefined && filter.search.trim() !== '' ? `search "${filter.search.trim()}"` : '',
+    filter.view !== undefined ? `view "${filter.view}"` : '',
+    filter.where !== undefined && filter.where.trim() !== '' ? `where ${filter.where.trim()}` : '',
   ].filter(Boolean);
   return parts.length === 0 ? 'every device' : parts.join(', ');
 }

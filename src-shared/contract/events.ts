@@ -60,6 +60,25 @@ type MailStateData = {
   [key: string]: unknown;
 };
 
+type NotificationMailData = { notification_id: number; to: string[]; subject: string; attempts: number; error?: string };
+type AlertRuleRef = { id: number; name: string };
+type AlertNoticeData = {
+  rule_id: number;
+  name: string;
+  kind: string;
+  /** How many incidents the notice names (the list below stops at 50). */
+  count: number;
+  incidents: { id: number; subject_key: string; subject: string; agent_id: number | null; detail: string }[];
+};
+type WebhookDeliveryData = {
+  webhook_id: number;
+  delivery_id: number;
+  event: string;
+  attempts: number;
+  response_code: number | null;
+  error: string | null;
+};
+
 /**
  * The server's events by type: what `data` carries. The one list of event types: the backend's
  * `EventLog.record(type, message, refs, data)` takes only a key of this map and, for it, only this
@@ -178,6 +197,24 @@ export interface ServerEvents {
   'mail.retrying': MailStateData & { retry_at: string };
   'mail.resumed': { count: number };
   'mail.test': { to: string; [key: string]: unknown };
+  'mail.notification_sent': NotificationMailData;
+  'mail.notification_outbox': NotificationMailData;
+  'mail.notification_failed': NotificationMailData;
+  'mail.notification_retrying': NotificationMailData & { retry_at: string };
+  'alert.rule_created': AlertRuleRef & ChangeData;
+  'alert.rule_updated': AlertRuleRef & ChangeData;
+  'alert.rule_deleted': AlertRuleRef & ChangeData;
+  /** Incidents opened by one evaluation of a rule (one notice for all of them). */
+  'alert.fired': AlertNoticeData;
+  /** Incidents whose condition cleared (their one resolved notice). */
+  'alert.resolved': AlertNoticeData;
+  'webhook.created': { id: number; name: string } & ChangeData;
+  'webhook.updated': { id: number; name: string } & ChangeData;
+  'webhook.deleted': { id: number; name: string } & ChangeData;
+  'webhook.test': WebhookDeliveryData;
+  'webhook.delivered': WebhookDeliveryData;
+  'webhook.retrying': WebhookDeliveryData & { next_attempt_at: string };
+  'webhook.failed': WebhookDeliveryData;
   'file.added': StoredItemData;
   'file.removed': StoredItemData;
   'package.added': StoredItemData;

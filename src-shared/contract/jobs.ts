@@ -3,6 +3,7 @@ import { StoredKind } from './files.ts';
 import { Items, Literals, Nullable } from './common.ts';
 import { COMPLIANCE_STATES, PolicyValue } from './policies.ts';
 import { JOB_ACTIONS, JOB_RESULT_STATUSES, JOB_STATES } from './bulk.ts';
+import { WHERE_MAX_LENGTH } from './where.ts';
 
 const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 
@@ -18,6 +19,10 @@ export const DeviceFilter = Type.Object(
     compliance: Type.Optional(Literals(COMPLIANCE_STATES)),
     /** The table's search box: every word must appear in one of the device's text fields. */
     search: Type.Optional(Type.String({ maxLength: 200 })),
+    /** An expression of the filter language (docs/where.md), as the devices page's filter bar and `--where` give it. */
+    where: Type.Optional(Type.String({ maxLength: WHERE_MAX_LENGTH })),
+    /** A saved view, by name or id: its devices (now). */
+    view: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   },
   { additionalProperties: false },
 );

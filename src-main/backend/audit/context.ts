@@ -41,4 +41,8 @@ export const requestContext = {
   current(): RequestContext | undefined {
     return storage.getStore();
   },
+  /** Runs `work` outside any request: the server's own work (a timer, a worker) started from a request is nobody's action. */
+  outside<T>(work: () => T): T {
+    return storage.exit(work);
+  },
 };

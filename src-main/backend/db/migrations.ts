@@ -834,4 +834,96 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 26,
+    name: 'alerts: rules, incidents, webhooks and their deliveries, notification emails',
+    // A rule watches one condition (kind + threshold, optionally one fleet) and notifies its emails
+    // and webhooks. An incident is one subject (a device, a task, an invitation, the broker, SMTP)
+    // for which a rule's condition holds: one open incident per rule and subject (the partial unique
+    // index), resolved once when the condition clears. Webhook deliveries are the webhook worker's
+    // queue (state, attempts, next attempt, last answer); notification_mails is the mail worker's
+    // third queue (emails composed by the caller: alerts). Times are ISO strings computed in
+    // TypeScript; booleans 0/1.
+    sql: `
+      CREATE TABLE webhooks (
+        id          INTEGER PRIMARY KEY,
+        name        TEXT NOT NULL,
+        url         TEXT NOT NULL,
+        secret      TEXT NOT NULL,
+        enabled     INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+      );
+
+      CREATE TABLE alert_rules (
+        id          INTEGER PRIMARY KEY,
+        name        TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        enabled     INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+        threshold   INTEGER,
+        fleet_id    INTEGER REFERENCES fleets(id) ON DELETE CASCADE,
+        emails      TEXT NOT NULL DEFAULT '[]',
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+      );
+
+      CREATE TABLE alert_rule_webhooks (
+        rule_id     INTEGER NOT NULL REFERENCES alert_rules(id) ON DELETE CASCADE,
+        webhook_id  INTEGER NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        PRIMARY KEY (rule_id, webhook_id)
+      );
+      CREATE INDEX alert_rule_webhooks_webhook ON alert_rule_webhooks(webhook_id);
+
+      CREATE TABLE alert_incidents (
+        id            INTEGER PRIMARY KEY,
+        rule_id       INTEGER NOT NULL REFERENCES alert_rules(id) ON DELETE CASCADE,
+        subject_key   TEXT NOT NULL,
+        subject       TEXT NOT NULL,
+        agent_id      INTEGER,
+        detail        TEXT NOT NULL,
+        state         TEXT NOT NULL CHECK (state IN ('open', 'resolved')),
+        opened_at     TEXT NOT NULL,
+        last_seen_at  TEXT NOT NULL,
+        resolved_at   TEXT
+      );
+      CREATE UNIQUE INDEX alert_incidents_one_open ON alert_incidents(rule_id, subject_key) WHERE state = 'open';
+      CREATE INDEX alert_incidents_state ON alert_incidents(state, id);
+
+      CREATE TABLE webhook_deliveries (
+        id               INTEGER PRIMARY KEY,
+        webhook_id       INTEGER NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        event            TEXT NOT NULL,
+        payload          TEXT NOT NULL,
+        state            TEXT NOT NULL CHECK (state IN ('queued', 'sending', 'delivered', 'failed')),
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at  TEXT,
+        response_code    INTEGER,
+        response_ms      INTEGER,
+        error            TEXT,
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL,
+        delivered_at     TEXT
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_attempt_at);
+      CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries(webhook_id, id);
+
+      CREATE TABLE notification_mails (
+        id           INTEGER PRIMARY KEY,
+        recipients   TEXT NOT NULL,
+        subject      TEXT NOT NULL,
+        body         TEXT NOT NULL,
+        state        TEXT NOT NULL CHECK (state IN ('queued', 'sending', 'sent', 'failed', 'outbox')),
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        error        TEXT,
+        response     TEXT,
+        message_id   TEXT,
+        outbox_file  TEXT,
+        queued_at    TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        sent_at      TEXT,
+        retry_at     TEXT
+      );
+      CREATE INDEX notification_mails_queue ON notification_mails(state, queued_at);
+    `,
+  },
 ];

@@ -5,6 +5,7 @@ import type { EventLog, RecordedEvent } from '../events/event-log.ts';
 import type { AgentService, AgentSummary } from '../agents/agents.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { PolicyService } from '../policies/service.ts';
+import type { ViewService } from '../views/views.ts';
 import { commandRefusal, isLiveOnlyCommand, type AgentCommands } from '../broker/commands.ts';
 import { requestContext, type RequestContext } from '../audit/context.ts';
 import { currentFleetScope, type FleetScope } from '../fleets/scope.ts';
@@ -96,6 +97,8 @@ export interface JobServiceDeps {
   commands: AgentCommands;
   /** Policies and deployments (assign_policy, deploy) and the compliance filter. */
   policies?: PolicyService | undefined;
+  /** The filter language and saved views (`where`, `view` of a filter). */
+  views?: Pick<ViewService, 'devices'> | undefined;
   /** How long answers are awaited after a command was sent (tests shorten it). */
   answerWindowMs?: number;
 }
@@ -108,6 +111,7 @@ export class JobService {
   private readonly work: UnitOfWork;
   private readonly commands: AgentCommands;
   private readonly policies: PolicyService | undefined;
+  private readonly views: Pick<ViewService, 'devices'> | undefined;
   private readonly answerWindowMs: number;
   private readonly unsubscribe: () => void;
   /** Jobs still acting, by id. */
@@ -130,6 +134,7 @@ export class JobService {
     this.work = deps.work;
     this.commands = deps.commands;
     this.policies = deps.policies;
+    this.views = deps.views;
     this.answerWindowMs = deps.answerWindowMs ?? DEFAULT_ANSWER_WINDOW_MS;
     // A job the last run left half done stays so, said as much (its devices' results say how far it went).
     this.store.interruptRunning(nowIso());
@@ -339,6 +344,13 @@ export class JobService {
       return { devices, missing, description: `${plural(ids.length)} chosen` };
     }
     const filter: DeviceFilter = { ...selection.filter };
+    if (filter.where !== undefined && filter.where.trim() === '') delete filter.where;
+    // The filter language and saved views: the server's query (within the scope), then the table's filters.
+    let base = all;
+    if (filter.where !== undefined || filter.view !== undefined) {
+      if (!this.views) throw new ApiError(503, 'ERROR_UNAVAILABLE', 'The filter language is not available on this server');
+      base = this.views.devices({ where: filter.where, view: filter.view });
+    }
     if (filter.fleet !== undefined) {
       // By name (or id), as the table and the CLI name it: an unknown fleet is a 400, not "no device".
       const fleet = this.fleets.resolve(1, filter.fleet);
@@ -352,7 +364,7 @@ export class JobService {
       const states = new Map(this.policies.compliance(null).map((row) => [row.agent_id, row.state]));
       complianceOf = (id) => states.get(id) ?? null;
     }
-    const devices = all.filter((device) => matchesDeviceFilter(device, filter, complianceOf));
+    const devices = base.filter((device) => matchesDeviceFilter(device, filter, complianceOf));
     return { devices, missing: [], description: describeDeviceFilter(filter) };
   }
 

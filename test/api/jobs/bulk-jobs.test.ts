@@ -176,6 +176,33 @@ describe('a bulk ping by ids', () => {
   });
 });
 
+describe('the filter language and saved views', () => {
+  it('a where expression or a view selects what GET /api/agents?where= lists, the table filters on top', async () => {
+    const a = await device('Field');
+    const b = await device('Field');
+    const c = await device('Warehouse');
+    const where = `serial=${a.agent.serial} OR serial=${b.agent.serial} OR serial=${c.agent.serial}`;
+    const listed = await t.admin('GET', `/agents?where=${encodeURIComponent(where)}`);
+    expect(listed.body.items).toHaveLength(3);
+    const started = await t.admin('POST', '/jobs', { action: 'ping', selection: { filter: { where, fleet: 'Field' } } });
+    expect(started.status).toBe(202);
+    expect(started.body).toMatchObject({ total: 2, selection: `fleet Field, where ${where}` });
+    for (const { box } of [a, b]) await box!.next((m) => m.topic.endsWith('/Command/Ping'));
+    const detail = await finished(started.body.id);
+    expect(detail.results.map((r: { agent_id: number }) => r.agent_id).sort()).toEqual([a.agent.id, b.agent.id].sort());
+
+    expect((await t.admin('POST', '/views', { name: 'Bulk trio', where })).status).toBe(201);
+    const byView = await t.admin('POST', '/jobs', { action: 'ping', selection: { filter: { view: 'Bulk trio' } } });
+    expect(byView.body).toMatchObject({ total: 3, selection: 'view "Bulk trio"' });
+    const bad = await t.admin('POST', '/jobs', { action: 'ping', selection: { filter: { where: 'os<<10' } } });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ error: 'ERROR_BAD_WHERE' });
+    expect((await t.admin('POST', '/jobs', { action: 'ping', selection: { filter: { view: 'No such view' } } })).status).toBe(
+      400,
+    );
+  });
+});
+
 describe('scope: a scoped operator', () => {
   it('acts on the devices of their fleets only, whatever the selection says', async () => {
     const mine = await device('Warehouse');

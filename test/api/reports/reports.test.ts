@@ -18,6 +18,7 @@ const fleet = { north: 0, south: 0 };
 const devices: Record<string, EnrolledAgent> = {};
 let fileDeployment = 0;
 let northLink: MqttClient;
+let southLink: MqttClient;
 
 /** A FusionInventory report naming the device's model and OS, sent at enrollment (base64). */
 const inventory = (manufacturer: string, model: string, version: string) =>
@@ -61,7 +62,7 @@ beforeAll(async () => {
   await enroll('n2', 'North', 'motorola', 'moto g(8)', '11');
   await enroll('s1', 'South', 'Google', 'Pixel 6', '13');
   northLink = await connectAgent(t, devices.n1!);
-  await connectAgent(t, devices.s1!);
+  southLink = await connectAgent(t, devices.s1!);
   await eventually(async () => (await t.admin('GET', '/status')).body.counts.online === 2);
 
   // A file deployed to North: one device installs it today; a value policy on South, done (not a deployment).
@@ -87,6 +88,11 @@ beforeAll(async () => {
   await enroll('s2', 'South', 'samsung', 'SM-G973F', '12');
   northLink.end(true);
   await eventually(async () => (await t.admin('GET', '/status')).body.counts.online === 1);
+  t.backend.services.figures.sample();
+  // An hour later the South device goes offline too: the day's peak stays the 00:00 hour's.
+  clock = Date.parse(`${DAY2}T01:30:00.000Z`);
+  southLink.end(true);
+  await eventually(async () => (await t.admin('GET', '/status')).body.counts.online === 0);
   t.backend.services.figures.sample();
 });
 
@@ -118,18 +124,18 @@ describe('the daily figures across midnight (UTC)', () => {
     expect(values(body)).toEqual({ [DAY1]: { done: 1, failed: 0 }, [DAY2]: { done: 0, failed: 1 } });
   });
 
-  it('devices online: each day its busiest sample, its last, and the devices; a day without a sample is null', async () => {
+  it('devices online: each day its busiest hour, its last sample, and the devices; a day without a sample is null', async () => {
     const { body } = await get('/reports/online?days=3');
     expect(values(body)).toEqual({
       '2026-03-08': { peak: null, latest: null, devices: null },
       [DAY1]: { peak: 2, latest: 2, devices: 3 },
-      [DAY2]: { peak: 1, latest: 1, devices: 4 },
+      [DAY2]: { peak: 1, latest: 0, devices: 4 },
     });
-    expect(body.sampled_at).toBe(`${DAY2}T00:20:00.000Z`);
+    expect(body.sampled_at).toBe(`${DAY2}T01:30:00.000Z`);
     const south = await get(`/reports/online?days=2&fleet_id=${fleet.south}`);
     expect(values(south.body)).toEqual({
       [DAY1]: { peak: 1, latest: 1, devices: 1 },
-      [DAY2]: { peak: 1, latest: 1, devices: 2 },
+      [DAY2]: { peak: 1, latest: 0, devices: 2 },
     });
   });
 
@@ -278,5 +284,19 @@ describe('restarts', () => {
       { day: realDay, key: 'done', n: 1 },
       { day: realDay, key: 'failed', n: 1 },
     ]);
+  });
+});
+
+describe('the timer', () => {
+  it('samples on its own, at start and then every sampleEveryMs', async () => {
+    const own = await startTestBackend({ reportSampleEveryMs: 50 });
+    try {
+      const sampledAt = async () => (await own.admin('GET', '/reports/online?days=1')).body.sampled_at as string | null;
+      const first = await sampledAt();
+      expect(first).not.toBeNull(); // the start's own sample
+      await eventually(async () => ((await sampledAt()) ?? '') > first!);
+    } finally {
+      await own.stop();
+    }
   });
 });

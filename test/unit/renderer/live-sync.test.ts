@@ -76,6 +76,8 @@ describe('what an event means for the caches', () => {
     expect(effectsOf(event('agent.enrolled', { agent_id: 9, invitation_id: 4 }))).toEqual([
       { kind: 'invalidate', key: keys.status },
       ...matches,
+      // The Reports page's enrollments chart counts it at once.
+      { kind: 'invalidate', key: keys.reportsOf('enrollments') },
       { kind: 'agent', id: 9 },
       { kind: 'invalidate', key: keys.agent(9) },
       { kind: 'invalidate', key: keys.invitations },
@@ -87,6 +89,15 @@ describe('what an event means for the caches', () => {
       ...matches,
       { kind: 'invalidate', key: keys.deployments },
     ]);
+    // A deployment task done or failed is a point of the Reports page's deployments chart; pending is not.
+    const result = (status: string): StreamEvent => ({
+      ...event('task.status', { agent_id: 9 }),
+      type: 'task.status',
+      data: { deployment_id: 1, task_id: 2, status, reason: null, source: 'mqtt', fleet_id: 1 },
+    });
+    expect(effectsOf(result('failed'))).toContainEqual({ kind: 'invalidate', key: keys.reportsOf('deployments') });
+    expect(effectsOf(result('done'))).toContainEqual({ kind: 'invalidate', key: keys.reportsOf('deployments') });
+    expect(effectsOf(result('pending'))).not.toContainEqual({ kind: 'invalidate', key: keys.reportsOf('deployments') });
     expect(effectsOf(event('deployment.created'))).toContainEqual({ kind: 'invalidate', key: keys.deployments });
     expect(effectsOf(event('view.created'))).toEqual([{ kind: 'invalidate', key: keys.status }, ...matches]);
     expect(effectsOf(event('invitation.created', { invitation_id: 4 }))).not.toContainEqual(matches[0]);
