@@ -41,6 +41,8 @@ export interface Dialect {
   offsetOnly(param: string): string;
   /** `a` equals `b`, NULL equal to NULL (SQLite: IS; PostgreSQL: IS NOT DISTINCT FROM). */
   same(a: string, b: string): string;
+  /** `a` differs from `b`, NULL differing from any value (SQLite: IS NOT; PostgreSQL: IS DISTINCT FROM). */
+  differs(a: string, b: string): string;
 }
 
 const sqlite: Dialect = {
@@ -55,6 +57,7 @@ const sqlite: Dialect = {
     `(SELECT json_group_array(${expression}) FROM (SELECT ${expression} ${from} ORDER BY ${orderBy}))`,
   offsetOnly: (param) => `LIMIT -1 OFFSET ${param}`,
   same: (a, b) => `${a} IS ${b}`,
+  differs: (a, b) => `${a} IS NOT ${b}`,
 };
 
 const postgres: Dialect = {
@@ -70,6 +73,7 @@ const postgres: Dialect = {
     `(SELECT coalesce(json_agg(${expression} ORDER BY ${orderBy})::text, '[]') ${from})`,
   offsetOnly: (param) => `OFFSET ${param}`,
   same: (a, b) => `${a} IS NOT DISTINCT FROM ${b}`,
+  differs: (a, b) => `${a} IS DISTINCT FROM ${b}`,
 };
 
 export function dialect(engine: SqlEngine): Dialect {
