@@ -25,13 +25,21 @@ import type { Db } from './db/database.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
+import { ExportService } from './exports/exports.ts';
+import { ExportRepository } from './exports/repository.ts';
 import { SqliteEventRepository } from './events/event-repository.ts';
 import { SqliteFleetRepository } from './fleets/fleet-repository.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService } from './invitations/invitations.ts';
 import { InvitationMailQuery } from './invitations/mail-query.ts';
 import { SqliteInvitationRepository } from './invitations/repository.ts';
-import { createMail, SqliteAccountDeliveryRepository, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
+import {
+  createMail,
+  SqliteAccountDeliveryRepository,
+  SqliteDeliveryRepository,
+  SqliteNotificationRepository,
+  type MailOptions,
+} from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
@@ -39,6 +47,8 @@ import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
 import { SignInSettingsStore } from './settings/sign-in-settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
+import { DailyFigures } from './reports/figures.ts';
+import { FigureRepository } from './reports/repository.ts';
 
 export interface ServiceOptions {
   /** The agent listener's port, already bound: every link and agent record names it. */
@@ -52,6 +62,8 @@ export interface ServiceOptions {
   adminSessionLimits?: Partial<AdminSessionLimits> | undefined;
   /** The clock of console sessions and two-factor codes (tests drive it); default the real one. */
   now?: (() => number) | undefined;
+  /** How often the reports sample the devices (reports/figures.ts); default 5 minutes. */
+  reportSampleEveryMs?: number | undefined;
 }
 
 /**
@@ -91,6 +103,7 @@ export function createServices(db: Db, options: ServiceOptions) {
       deliveries,
       accountDeliveries: new SqliteAccountDeliveryRepository(db),
       accountInvites: new AccountInviteMailQuery(accountInvites, setupLink),
+      notifications: new SqliteNotificationRepository(db),
     },
     options.mail,
   );
@@ -124,11 +137,16 @@ export function createServices(db: Db, options: ServiceOptions) {
   const codeRepository = new SqliteCodeRepository(db);
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
+  const figures = new DailyFigures(
+    { repository: new FigureRepository(db), events, work, fleets },
+    { now: options.now, sampleEveryMs: options.reportSampleEveryMs },
+  );
   const deviceQueries = new DeviceQueryRepository(db);
   // Devices inventoried before version keys existed (migration 23) are keyed once, here.
   deviceQueries.backfill();
   const deviceFilter = new DeviceFilter({ queries: deviceQueries });
   const views = new ViewService({ store: new SqliteViewRepository(db), filter: deviceFilter, events, work, fleets });
+  const exportService = new ExportService({ repository: new ExportRepository(db), invitations });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
   return {
@@ -155,6 +173,8 @@ export function createServices(db: Db, options: ServiceOptions) {
     agentRepository,
     brokerAgents,
     statusCounts,
+    figures,
+    exports: exportService,
     repositories,
   };
 }

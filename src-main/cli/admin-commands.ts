@@ -1,14 +1,18 @@
 import { viewCommands } from './view-commands.ts';
+import { jobCommands } from './job-commands.ts';
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { codeCommands } from './code-commands.ts';
 import { tokenCommands } from './token-commands.ts';
+import { alertCommands } from './alert-commands.ts';
 import { accountCommands } from './account-commands.ts';
+import { exportCommands } from './export-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { deploymentStatusCommands } from './deployment-status.ts';
 import { policyCommands } from './policy-commands.ts';
+import { reportCommands } from './report-commands.ts';
 import { invitationsFromCsv, type CsvRow } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { CliError } from './server-file.ts';
@@ -486,8 +490,12 @@ export const adminCommands: Record<string, Handler> = {
   ...deployCommands,
   ...deploymentStatusCommands,
   ...policyCommands,
+  ...reportCommands,
   ...codeCommands,
   ...tokenCommands,
   ...accountCommands,
+  ...alertCommands,
   ...viewCommands,
+  ...jobCommands,
+  ...exportCommands,
 };

@@ -84,6 +84,8 @@ for (const scheme of ['light', 'dark'] as const) {
     await visit('/tokens', () => expect(page.getByRole('heading', { name: 'API tokens', level: 1 })).toBeVisible());
     await visit('/audit', () => expect(page.getByTestId('audit-table')).toBeVisible());
     await visit('/accounts', () => expect(page.getByTestId('accounts-table')).toBeVisible());
+    await visit('/alerts', () => expect(page.getByRole('heading', { name: 'Alerts', level: 1 })).toBeVisible());
+    await visit('/reports', () => expect(page.getByTestId('report-enrollments-legend')).toBeVisible());
     await visit(`/print?ids=${invitationId}`, () =>
       expect(page.getByTestId('print-sheet')).toHaveAttribute('data-ready', 'true'),
     );
@@ -91,6 +93,10 @@ for (const scheme of ['light', 'dark'] as const) {
     await visit('/no-such-page', () => expect(page.getByRole('heading', { level: 1 })).toBeVisible());
 
     // Dialogs and panels.
+    await page.goto('/alerts');
+    await page.getByTestId('new-rule-button').click();
+    await expect(page.getByRole('dialog', { name: 'New alert rule' })).toBeVisible();
+    found.push(...(await seriousViolations(page, 'new alert rule dialog')));
     await page.goto('/invitations?new=1');
     await expect(page.getByRole('dialog', { name: 'New invitation' })).toBeVisible();
     found.push(...(await seriousViolations(page, 'new invitation dialog')));

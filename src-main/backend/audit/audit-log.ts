@@ -32,7 +32,8 @@ export class AuditLog {
   /** Records `action` for the current request's actor; nothing outside an admin request (agents, the server itself). */
   recordForRequest(action: string, message: string, target: AuditTarget, changes: FieldChanges | null = null): void {
     const context = requestContext.current();
-    if (!context?.actor) return;
+    // A bulk job's work: the job's own entry (written when it started) stands for every device.
+    if (!context?.actor || context.jobId !== undefined) return;
     this.record(context.actor, context.address, action, message, target, changes);
     context.audited = true;
   }

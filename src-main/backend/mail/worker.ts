@@ -7,6 +7,7 @@ import type { Outbox } from './outbox.ts';
 import type { MailableAccountInvites, MailableInvitation, MailableInvitations } from './ports.ts';
 import type { AccountDeliveryRepository, AccountDeliveryRow } from './account-delivery-repository.ts';
 import { composeAccountInviteMail } from './account-message.ts';
+import type { NotificationRepository, NotificationRow } from './notification-repository.ts';
 import { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
 import { describeSendError } from './send-error.ts';
 import type { MailSettingsService } from './settings-service.ts';
@@ -20,6 +21,8 @@ interface WorkerDeps {
   /** The second queue: admins' invitations (their set-up links). */
   accountDeliveries: AccountDeliveryRepository;
   accountInvites: MailableAccountInvites;
+  /** The third queue: notification emails composed by their sender (alerts). */
+  notifications: NotificationRepository;
   settings: SettingsStore;
   mailSettings: MailSettingsService;
   transports: TransportPool;
@@ -67,7 +70,10 @@ export class MailWorker {
   start(): void {
     if (this.started) return;
     this.started = true;
-    const resumed = this.deps.deliveries.requeueInterrupted() + this.deps.accountDeliveries.requeueInterrupted();
+    const resumed =
+      this.deps.deliveries.requeueInterrupted() +
+      this.deps.accountDeliveries.requeueInterrupted() +
+      this.deps.notifications.requeueInterrupted();
     if (resumed > 0)
       this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
     this.kick();
@@ -118,7 +124,11 @@ export class MailWorker {
   /** Wakes the worker when the earliest scheduled retry is due (the schedule itself is in the database). */
   private armRetryTimer(): void {
     if (!this.started || this.stopping || !this.deps.isOpen()) return;
-    const next = [this.deps.deliveries.nextRetryAt(), this.deps.accountDeliveries.nextRetryAt()]
+    const next = [
+      this.deps.deliveries.nextRetryAt(),
+      this.deps.accountDeliveries.nextRetryAt(),
+      this.deps.notifications.nextRetryAt(),
+    ]
       .filter((at): at is string => at !== null)
       .sort()[0];
     if (!next) return;
@@ -143,14 +153,21 @@ export class MailWorker {
     while (!this.stopping && this.active < limit) {
       const job = this.deps.deliveries.claim();
       const accountJob = job ? undefined : this.deps.accountDeliveries.claim();
-      if (!job && !accountJob) break;
+      const notification = job || accountJob ? undefined : this.deps.notifications.claim();
+      if (!job && !accountJob && !notification) break;
       this.active++;
       const failed = (error: unknown) => {
         const outcome = { state: 'failed' as const, error: `Internal error: ${(error as Error).message}` };
         if (job) this.finish(job, outcome);
-        else this.finishAccount(accountJob!, outcome);
+        else if (accountJob) this.finishAccount(accountJob, outcome);
+        else this.finishNotification(notification!, outcome);
       };
-      void (job ? this.deliver(job) : this.deliverAccountInvite(accountJob!)).catch(failed).finally(() => {
+      const delivery = job
+        ? this.deliver(job)
+        : accountJob
+          ? this.deliverAccountInvite(accountJob)
+          : this.deliverNotification(notification!);
+      void delivery.catch(failed).finally(() => {
         this.active--;
         if (this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake();
         this.kick();
@@ -247,7 +264,7 @@ export class MailWorker {
     message: SendMailOptions,
     outboxLabel: string,
     attempts: number,
-    expiresAt: string,
+    expiresAt?: string,
   ): Promise<Transmitted> {
     if (target.kind === 'outbox') {
       try {
@@ -269,7 +286,7 @@ export class MailWorker {
       const retryAt = nextRetryAt(attempts, new Date(), this.retryPolicy, expiresAt);
       if (!retryAt) {
         const why =
-          attempts > this.retryPolicy.delaysMs.length
+          attempts > this.retryPolicy.delaysMs.length || expiresAt === undefined
             ? `gave up after ${attempts} attempts`
             : 'no retry: the invitation expires first';
         return { state: 'failed', error: `${text} (${why})`, response };
@@ -337,6 +354,71 @@ export class MailWorker {
     } else this.finishAccount(job, result, invite.email);
   }
 
+  /** A notification email (an alert): composed by its sender, sent as it is, retried like the others. */
+  private async deliverNotification(job: NotificationRow): Promise<void> {
+    const to = recipientsOf(job);
+    let target: MailTarget;
+    try {
+      target = this.deps.mailSettings.target();
+    } catch (error) {
+      return this.finishNotification(
+        job,
+        { state: 'failed', error: `The SMTP URL is not valid: ${(error as Error).message}` },
+        to,
+      );
+    }
+    const message: SendMailOptions = {
+      from: target.from,
+      to,
+      subject: job.subject.replace(/[\r\n\t]+/g, ' '),
+      text: job.body,
+      headers: { 'X-MDM-Notification-Id': String(job.id) },
+    };
+    const result = await this.transmit(target, message, `notification-${job.id}`, job.attempts);
+    if (result.state === 'cut') {
+      if (this.deps.isOpen()) this.deps.notifications.requeue(job.id);
+    } else if (result.state === 'retry') {
+      if (!this.deps.isOpen() || !this.deps.notifications.scheduleRetry(job.id, result)) return;
+      this.deps.events.record(
+        'mail.notification_retrying',
+        `Email "${job.subject}" to ${to.join(', ')} failed (${result.error}); will retry ${inAbout(result.retryAt)}`,
+        {},
+        {
+          notification_id: job.id,
+          to,
+          subject: job.subject,
+          attempts: job.attempts,
+          error: result.error,
+          retry_at: result.retryAt.toISOString(),
+        },
+      );
+      this.armRetryTimer();
+    } else if (result.state === 'outbox') {
+      this.finishNotification(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, to);
+    } else this.finishNotification(job, result, to);
+  }
+
+  private finishNotification(job: NotificationRow, outcome: DeliveryOutcome & { error?: string }, to = recipientsOf(job)): void {
+    if (!this.deps.isOpen() || !this.deps.notifications.finish(job.id, outcome)) return;
+    const message = {
+      sent: `Email "${job.subject}" sent to ${to.join(', ')}`,
+      outbox: `Email "${job.subject}" written to the outbox (no SMTP configured)`,
+      failed: `Email "${job.subject}" to ${to.join(', ')} failed: ${outcome.error ?? ''}`,
+    }[outcome.state];
+    this.deps.events.record(
+      `mail.notification_${outcome.state}`,
+      message,
+      {},
+      {
+        notification_id: job.id,
+        to,
+        subject: job.subject,
+        attempts: job.attempts,
+        ...(outcome.error ? { error: outcome.error } : {}),
+      },
+    );
+  }
+
   private finishAccount(job: AccountDeliveryRow, outcome: DeliveryOutcome & { error?: string }, email?: string): void {
     if (!this.deps.isOpen() || !this.deps.accountDeliveries.finish(job.invite_id, outcome)) return;
     const to = email ?? `admin invitation #${job.invite_id}`;
@@ -359,6 +441,12 @@ export class MailWorker {
       },
     );
   }
+}
+
+/** Addresses of a queued notification (stored as a JSON array). */
+function recipientsOf(row: NotificationRow): string[] {
+  const parsed = JSON.parse(row.recipients) as unknown;
+  return Array.isArray(parsed) ? parsed.filter((to): to is string => typeof to === 'string') : [];
 }
 
 /** "in about 3 minutes", for event messages read by people. */

@@ -220,5 +220,5 @@ describe('the CLI', () => {
     const removed = await cli('view', 'rm', 'Scanner outdated', '--json');
     expect(JSON.parse(removed.stdout)).toMatchObject({ name: 'Scanner outdated' });
     expect((await cli('views', '--json')).stdout.trim()).toBe('[]');
-  });
+  }, 180_000);
 });
