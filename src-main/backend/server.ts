@@ -28,14 +28,21 @@ import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits
 import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
 import { PolicyService } from './policies/service.ts';
+import { JobService } from './jobs/jobs.ts';
+import { SqliteJobRepository } from './jobs/repository.ts';
 import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
+import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
   services: Services;
   deployments: PolicyService;
+  /** Alert rules, incidents, webhooks and their worker. */
+  alerts: Alerts;
+  /** Bulk jobs (`idle()` resolves once the running ones have acted on every device). */
+  jobs: JobService;
   options: BackendOptions;
   broker: MqttBroker;
   /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
@@ -54,14 +61,20 @@ export interface StartOptions extends Partial<BackendOptions> {
   adminSessions?: Partial<AdminSessionLimits>;
   /** Failed console sign-ins allowed per address and per account before the growing delays (admin-sessions/backoff.ts). */
   signInFailures?: Partial<BackoffOptions>;
-  /** The clock of console sessions, sign-in throttles and two-factor codes (tests drive it); default the real one. */
+  /** The clock of console sessions, sign-in throttles, two-factor codes and the reports' days (tests drive it); default the real one. */
   now?: () => number;
+  /** How often the reports sample the devices (online, compliance, OS versions, models); default 5 minutes. */
+  reportSampleEveryMs?: number;
   /** Open admin event streams per signed-in client and in all (admin-api/events-stream.ts). */
   streamCaps?: Partial<StreamCaps>;
   /** The owner's display name when the first start creates the owner; default: this machine's user name. */
   ownerName?: string;
+  /** The alert clock, evaluation interval and webhook timing (tests drive and shorten them). */
+  alerts?: AlertOptions;
   /** Told of every route each listener registers (the route-table test, the agent API's OpenAPI document). */
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
+  /** How long a bulk job awaits its devices' answers (jobs/jobs.ts; default 15 minutes). */
+  jobAnswerWindowMs?: number;
 }
 
 /**
@@ -183,6 +196,7 @@ async function startServing(
     },
     sessionLimits: options.sessionLimits,
     now: partial.now,
+    reportSampleEveryMs: partial.reportSampleEveryMs,
   });
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
@@ -268,8 +282,12 @@ async function startServing(
     fleets: domain.fleets,
     files,
     verification,
+    views: domain.views,
   });
   onClose(() => deployments.close());
+  // The reports' daily figures: backfilled on the first start, then kept as things happen and sampled on a timer.
+  await domain.figures.start();
+  onClose(() => domain.figures.close());
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
   // served) or an external one the backend connects to, retrying in the background.
@@ -306,6 +324,46 @@ async function startServing(
   // Retained messages may be gone (the embedded broker's memory, an external broker restarted): every active policy is published again.
   await deployments.attach(broker.policies);
   const services = withEnrollment(domain, broker);
+  // Bulk jobs: closed before the broker they publish through (closers run in reverse).
+  const jobs = new JobService({
+    store: new SqliteJobRepository(db),
+    agents: domain.agents,
+    fleets: domain.fleets,
+    events: domain.events,
+    work: domain.work,
+    commands: broker.commands,
+    policies: deployments,
+    views: domain.views,
+    answerWindowMs: partial.jobAnswerWindowMs,
+  });
+  onClose(() => jobs.close());
+
+  // Alerts: rules evaluated each minute and on events, notices by email (the mail worker) and webhooks.
+  const alerts = createAlerts(
+    {
+      db,
+      isOpen: () => sqlite.open,
+      events: domain.events,
+      work: domain.work,
+      mail: domain.mail.queue,
+      fleetName: async (id) => (await domain.fleets.get(id)).name,
+      brokerProblem: () => {
+        const status = broker.status();
+        return status.connected ? null : (status.problem ?? 'not connected to the broker');
+      },
+      smtpEndpoint: () => {
+        try {
+          const target = domain.mail.settings.target();
+          return target.kind === 'smtp' ? { host: target.smtp.host, port: target.smtp.port } : null;
+        } catch {
+          return null; // a broken SMTP URL is the mail page's warning, not unreachability
+        }
+      },
+      consoleUrl: () => `${adminUrl}/alerts`,
+    },
+    partial.alerts,
+  );
+  onClose(() => alerts.close());
 
   const setupUrl = async () => {
     const secret = await domain.accounts.setupSecret();
@@ -348,6 +406,8 @@ async function startServing(
     services,
     files,
     deployments,
+    alerts,
+    jobs,
     auth: adminAuth,
     info: currentInfo,
     broker,
@@ -373,7 +433,17 @@ async function startServing(
   await services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
   await services.mail.worker.start();
-  return { info, services, deployments, options, broker, consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}` };
+  alerts.start();
+  return {
+    info,
+    services,
+    deployments,
+    alerts,
+    jobs,
+    options,
+    broker,
+    consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+  };
 }
 
 /** The agent API, downloads and the deeplink page: the LAN side. */

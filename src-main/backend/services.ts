@@ -14,6 +14,10 @@ import { DeviceReports } from './agents/reports.ts';
 import { BrokerAgentRepository } from './agents/broker-repository.ts';
 import { SqliteReportRepository } from './agents/report-repository.ts';
 import { SqliteAgentRepository } from './agents/repository.ts';
+import { DeviceQueryRepository } from './agents/device-query-repository.ts';
+import { DeviceFilter } from './agents/device-filter.ts';
+import { SqliteViewRepository } from './views/repository.ts';
+import { ViewService } from './views/views.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
 import { SqliteCodeRepository } from './codes/repository.ts';
@@ -21,13 +25,21 @@ import type { Sql } from './db/sql.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
+import { ExportService } from './exports/exports.ts';
+import { ExportRepository } from './exports/repository.ts';
 import { SqliteEventRepository } from './events/event-repository.ts';
 import { SqliteFleetRepository } from './fleets/fleet-repository.ts';
 import { FleetService } from './fleets/fleets.ts';
 import { InvitationService } from './invitations/invitations.ts';
 import { InvitationMailQuery } from './invitations/mail-query.ts';
 import { SqliteInvitationRepository } from './invitations/repository.ts';
-import { createMail, SqliteAccountDeliveryRepository, SqliteDeliveryRepository, type MailOptions } from './mail/index.ts';
+import {
+  createMail,
+  SqliteAccountDeliveryRepository,
+  SqliteDeliveryRepository,
+  SqliteNotificationRepository,
+  type MailOptions,
+} from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
@@ -35,6 +47,8 @@ import { SqliteSettingsRepository } from './settings/repository.ts';
 import { SettingsStore } from './settings/settings.ts';
 import { SignInSettingsStore } from './settings/sign-in-settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
+import { DailyFigures } from './reports/figures.ts';
+import { FigureRepository } from './reports/repository.ts';
 
 export interface ServiceOptions {
   /** The agent listener's port, already bound: every link and agent record names it. */
@@ -50,6 +64,8 @@ export interface ServiceOptions {
   now?: (() => number) | undefined;
   /** Whether the database is still open (the mail worker stops once it closes); default: always. */
   isOpen?: (() => boolean) | undefined;
+  /** How often the reports sample the devices (reports/figures.ts); default 5 minutes. */
+  reportSampleEveryMs?: number | undefined;
 }
 
 /**
@@ -91,6 +107,7 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
       deliveries,
       accountDeliveries: new SqliteAccountDeliveryRepository(sql),
       accountInvites: new AccountInviteMailQuery(accountInvites, setupLink),
+      notifications: new SqliteNotificationRepository(sql),
     },
     options.mail,
   );
@@ -124,6 +141,16 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
   const codeRepository = new SqliteCodeRepository(sql);
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
+  const figures = new DailyFigures(
+    { repository: new FigureRepository(sql), events, work, fleets },
+    { now: options.now, sampleEveryMs: options.reportSampleEveryMs },
+  );
+  const deviceQueries = new DeviceQueryRepository(sql);
+  // Devices inventoried before version keys existed (migration 23) are keyed once, here.
+  await deviceQueries.backfill();
+  const deviceFilter = new DeviceFilter({ queries: deviceQueries });
+  const views = new ViewService({ store: new SqliteViewRepository(sql), filter: deviceFilter, events, work, fleets });
+  const exportService = new ExportService({ repository: new ExportRepository(sql), invitations });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
   return {
@@ -143,11 +170,15 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
     codes,
     approval,
     agents,
+    deviceFilter,
+    views,
     mail,
     reports,
     agentRepository,
     brokerAgents,
     statusCounts,
+    figures,
+    exports: exportService,
     repositories,
   };
 }

@@ -1,13 +1,18 @@
+import { viewCommands } from './view-commands.ts';
+import { jobCommands } from './job-commands.ts';
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { codeCommands } from './code-commands.ts';
 import { tokenCommands } from './token-commands.ts';
+import { alertCommands } from './alert-commands.ts';
 import { accountCommands } from './account-commands.ts';
+import { exportCommands } from './export-commands.ts';
 import { commandCommand } from './command-command.ts';
 import { deployCommands } from './deploy-commands.ts';
 import { deploymentStatusCommands } from './deployment-status.ts';
 import { policyCommands } from './policy-commands.ts';
+import { reportCommands } from './report-commands.ts';
 import { invitationsFromCsv, type CsvRow } from './csv.ts';
 import { INVITATION_LIFETIME_DAYS, isWholeNumberIn } from '../../src-shared/contract/rules.ts';
 import { CliError } from './server-file.ts';
@@ -330,22 +335,6 @@ const mail: Handler = async (argv) => {
   throw new CliError('usage: mail status | mail test --to ADDRESS | mail retry');
 };
 
-const agents: Handler = async (argv) => {
-  const { admin, json } = parse(argv, {});
-  const { items } = await admin().agents.list();
-  return output(
-    json,
-    items,
-    () =>
-      items
-        .map(
-          (a) =>
-            `#${a.id}  ${a.name}  ${a.type} ${a.version}  ${a.enroll_status}  ${a.is_online ? 'online' : 'offline'}  fleet ${a.fleet}  ${a.email ?? ''}  last contact ${a.last_contact ?? 'never'}`,
-        )
-        .join('\n') || 'No agents.',
-  );
-};
-
 const fleets: Handler = async (argv) => {
   const { admin, json } = parse(argv, {});
   const { items } = await admin().fleets.list();
@@ -490,7 +479,7 @@ export const adminCommands: Record<string, Handler> = {
   revoke,
   resend,
   mail,
-  agents,
+  agents: viewCommands.devices!,
   fleets,
   file: files.single,
   files: files.list,
@@ -501,7 +490,12 @@ export const adminCommands: Record<string, Handler> = {
   ...deployCommands,
   ...deploymentStatusCommands,
   ...policyCommands,
+  ...reportCommands,
   ...codeCommands,
   ...tokenCommands,
   ...accountCommands,
+  ...alertCommands,
+  ...viewCommands,
+  ...jobCommands,
+  ...exportCommands,
 };

@@ -1,10 +1,12 @@
 // `mdm-console command <agent-id> ping|lock|unlock|wipe|unenroll|inventory|geolocate [--fleet NAME]`: commands to a
-// device over MQTT through the running server's admin API.
+// device over MQTT through the running server's admin API; with a selection (`--fleet NAME lock`,
+// `--where EXPR ping`, `--ids 1,2,3 …`) instead of an id, one bulk job (job-commands.ts).
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
 import { adminOf, CliError, readServerFile } from './server-file.ts';
 import type { AgentDetail } from '../../src-shared/contract/index.ts';
 import { AGENT_COMMANDS, type AgentCommand } from '../../src-shared/contract/rules.ts';
+import { BULK_USAGE, bulkCommand } from './job-commands.ts';
 
 export const COMMAND_USAGE = `usage: mdm-console command AGENT_ID [ping|lock|unlock|wipe|unenroll|inventory|geolocate] [--fleet NAME]
                           [--wait | --no-wait] [--timeout SECONDS] [--json] [--data-dir DIR]
@@ -13,7 +15,9 @@ export const COMMAND_USAGE = `usage: mdm-console command AGENT_ID [ping|lock|unl
   inventory, geolocate   ask for the device's inventory or position; wait for it (unless --no-wait)
   lock, unlock, wipe, unenroll   retained: a device that is offline gets them when it connects
                                  (--wait waits for the confirmation of unenroll)
-  --fleet NAME   moves the device to that fleet (it is told with Command/Subscribe)`;
+  --fleet NAME   moves the device to that fleet (it is told with Command/Subscribe)
+
+${BULK_USAGE}`;
 
 const VERBS = AGENT_COMMANDS;
 type Verb = AgentCommand;
@@ -27,7 +31,15 @@ const REPLY_EVENT: Partial<Record<Verb, string>> = {
 /** Commands whose answer is waited for by default. */
 const WAITED: readonly Verb[] = ['ping', 'inventory', 'geolocate'];
 
+/** Whether `command`'s arguments select devices (a bulk job) rather than name one device by its id. */
+function isBulk(argv: string[]): boolean {
+  if (argv.some((arg) => /^--(ids|where|view)(=|$)/.test(arg))) return true;
+  const first = argv.find((arg, i) => !arg.startsWith('-') && !/^--(data-dir|fleet|timeout)$/.test(argv[i - 1] ?? ''));
+  return first !== undefined && !/^\d+$/.test(first);
+}
+
 export async function commandCommand(argv: string[]): Promise<number> {
+  if (isBulk(argv) && !argv.includes('--help') && !argv.includes('-h')) return bulkCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

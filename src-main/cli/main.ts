@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { adminCommands } from './admin-commands.ts';
 import { serveCommand } from './serve.ts';
 import { backupCommand, restoreCommand } from './backup-commands.ts';
+import { migrateDbCommand } from './migrate-db-command.ts';
 import { COMMAND_USAGE } from './command-command.ts';
 import { CliError, refusalText } from './server-file.ts';
 import { AdminApiError } from '../../src-shared/contract/admin-client.ts';
@@ -35,6 +36,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') return await serveCommand(rest);
     if (command === 'backup') return await backupCommand(rest);
     if (command === 'restore') return await restoreCommand(rest);
+    if (command === 'migrate-db') return await migrateDbCommand(rest);
     if (command === 'agent') {
       const { runAgentCommand } = await import('../device/cli.ts');
       return await runAgentCommand(rest);

@@ -90,9 +90,39 @@ ${COMMON}`,
   test     sends a test email
   retry    queues the failed invitation emails again
 ${COMMON}`,
-  agents: `usage: mdm-console agents
+  agents: `usage: mdm-console agents [--where EXPR] [--view NAME|ID] [--fleet NAME|ID]
 
-Lists enrolled devices: id, name, serial, state, online, fleet, email, last contact.
+The same as devices.
+${COMMON}`,
+  devices: `usage: mdm-console devices [--where EXPR] [--view NAME|ID] [--fleet NAME|ID]
+
+Lists devices: id, name, type and agent version, state, online, fleet, OS, model, email, last contact.
+  --where EXPR      only those the expression selects (docs/where.md), e.g.
+                    --where 'os<10 last_contact>7d fleet=Warehouse'
+                    --where 'app=com.example.scanner app_version<2.3 model~"Galaxy"'
+  --view NAME|ID    only a saved view's devices (mdm-console views)
+  --fleet NAME|ID   only one fleet's
+All given must hold. A mistake in EXPR is refused with its column and what was expected there.
+${COMMON}`,
+  jobs: `usage: mdm-console jobs [--limit N]
+
+Lists the bulk jobs, newest first: action, devices, state and how many were sent, answered,
+offline, done, refused or failed.
+${COMMON}`,
+  job: `usage: mdm-console job ID [--status sent|answered|offline|done|refused|failed]
+
+One bulk job and each device's result (with the reason of those refused or failed).
+${COMMON}`,
+  views: `usage: mdm-console views
+
+Lists the saved device views with how many devices each holds now.
+${COMMON}`,
+  view: `usage: mdm-console view add NAME --where EXPR
+       mdm-console view edit NAME|ID [--where EXPR] [--name NEW_NAME]
+       mdm-console view rm NAME|ID
+
+A saved view (dynamic group) is a name and an expression of the filter language (docs/where.md):
+it stays current as devices change. Use it with devices --view NAME.
 ${COMMON}`,
   fleets: `usage: mdm-console fleets
 
@@ -150,6 +180,18 @@ ${COMMON}`,
 Each enrolled device: compliant (all done), pending, failing (failed or incompatible) or none, with
 its counts; --state keeps the devices in that state (the console's compliance filter).
 ${COMMON}`,
+  report: `usage: mdm-console report enrollments|online|compliance|os|models|deployments [--days N] [--fleet NAME|ID] [--csv]
+
+The daily figures the server keeps as it runs (the console's Reports page), over the last N days
+(default 30, at most 366; UTC days, today included), for every fleet you see or one:
+  enrollments   devices enrolled per day
+  online        per day: the most devices online at once (hourly samples), at the last sample, devices
+  compliance    devices compliant, pending, failing or with no policy, at each day's last sample
+  os, models    devices by OS version or by model: each day's last sample, and now
+  deployments   deployment tasks devices reported done or failed, per day
+Sampled figures read – on a day the server took no sample (it samples every 5 minutes).
+--csv prints the data as CSV (day, then one column per line of the chart); --json the whole report.
+${COMMON}`,
   file: `usage: mdm-console file add PATH [--name NAME] [--as-file] | file rm ID | files
 
 Uploads a file devices may download, or deletes one. An APK is refused here (add it with
@@ -200,14 +242,82 @@ data dir's admin token is the owner's), or with --as as the admin with that emai
 the password and the two-factor code: it comes from whoever holds the admin token.
   --as EMAIL   sign in as this admin (an unknown email is an error)
 ${COMMON}`,
-  backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR]
+  alerts: `usage: mdm-console alerts [--state open|resolved|all] [--limit N]
+
+The alert rules (condition, fleet, who they notify, open incidents), then their incidents, newest
+first: open ones by default (docs/alerts.md).
+${COMMON}`,
+  alert: `usage: mdm-console alert add KIND [--days N | --hours N] [--fleet NAME|ID] [--email ADDR]... [--webhook ID]...
+                              [--name N] [--disabled]
+       mdm-console alert rm|enable|disable ID
+
+KIND: device_silent (--days, default 7), task_failed, approval_waiting (--hours, default 24),
+compliance_lost, invitation_expiring (--hours, default 24), broker_unreachable, smtp_unreachable.
+An incident opens once per rule and subject (a device, a task, an invitation …) and resolves once
+when the condition clears; each is emailed (--email, repeatable) and posted to the webhooks
+(--webhook ID, repeatable) once, not repeated while it lasts. Disabling a rule closes its
+incidents without a notice.
+${COMMON}`,
+  webhooks: `usage: mdm-console webhooks
+
+The webhooks: URL, the secret's last four characters, the rules notifying each, the last delivery.
+${COMMON}`,
+  webhook: `usage: mdm-console webhook add URL [--secret S | --secret-file FILE] [--name N] [--disabled]
+       mdm-console webhook rm|enable|disable ID
+       mdm-console webhook test ID [--no-wait]
+       mdm-console webhook log ID [--limit N]
+
+add: an http:// or https:// URL. Each delivery is a JSON POST signed with HMAC-SHA256 of
+"<timestamp>.<body>" keyed with the secret (X-MDM-Signature: sha256=<hex>, X-MDM-Timestamp);
+docs/alerts.md shows how a receiver checks it. Without a secret the server draws one and it is
+printed this once; --secret-file reads it from a file's first line (kept out of the process list).
+test: queues a signed test event and waits (up to 20 s) for the first answer; exit code 1 unless
+it was delivered. log: the deliveries, newest first: state, attempts, HTTP status, response time,
+error, next retry.
+${COMMON}`,
+  export: `usage: mdm-console export devices [--where EXPR] [--view NAME] [--fleet NAME|ID] [--status S] [--type android|apple] [--online|--offline]
+                                [--compliance compliant|pending|failing|none] [--search WORDS]
+       mdm-console export invitations [--status pending|enrolled|expired|revoked] [--search TEXT] [--fleet NAME|ID]
+       mdm-console export codes [--fleet NAME|ID]
+       mdm-console export code-uses [--code ID] [--outcome used|refused]
+       mdm-console export results [--assignment ID] [--fleet NAME|ID] [--agent ID] [--policy SYMBOL]
+                                  [--kind deployment|value] [--state active|removed] [--status S]
+       mdm-console export jobs
+       mdm-console export job-results [--job ID] [--status sent|answered|offline|done|refused|failed]
+       mdm-console export audit [--actor A] [--action A] [--target NAME] [--since ISO] [--until ISO]
+  each with [--format csv|jsonl] [--out FILE]
+
+Every row the filters match (the console's lists' filters), as CSV (the default: a header line,
+cells starting with = + - @ prefixed with ' for spreadsheets) or JSON lines (one object a line),
+streamed to stdout or, with --out, to FILE (written whole or not at all). --where takes the
+language of \`devices --where\` (docs/where.md), --view a saved view. Devices come with their
+inventory's fields (model, OS, serial, IMEI, battery, storage, apps) and compliance; tokens and
+enrollment links are never exported. An operator or observer scoped to fleets exports theirs only.
+  --data-dir DIR    the server's data dir (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)`,
+  backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR] [--database-url postgres://…]
 
 Copies the database (a consistent snapshot, also while the server runs), the stored files and
-packages, the broker's TLS certificate and the mail secrets into DIR, a new or empty folder.`,
-  restore: `usage: mdm-console restore DIR [--data-dir DATA_DIR]
+packages, the broker's TLS certificate and the mail secrets into DIR, a new or empty folder.
+  --database-url URL   PostgreSQL mode (or $MDM_CONSOLE_DATABASE_URL): the database is that one,
+                       read in one snapshot while servers keep running, into the backup's SQLite
+                       file (each table checked); the files come from DATA_DIR as ever.`,
+  restore: `usage: mdm-console restore DIR [--data-dir DATA_DIR] [--database-url postgres://…]
 
 Replaces the data of DATA_DIR with the backup in DIR. The server must be stopped. What it
-replaces is kept in DATA_DIR/before-restore-<time>/.`,
+replaces is kept in DATA_DIR/before-restore-<time>/.
+  --database-url URL   PostgreSQL mode (or $MDM_CONSOLE_DATABASE_URL): the backup's database goes
+                       into that database, which must be empty (one transaction, each table
+                       checked); its files, certificate and secrets into DATA_DIR. A backup of
+                       either engine restores into either.`,
+  'migrate-db': `usage: mdm-console migrate-db --to postgres://USER:PASSWORD@HOST:PORT/DATABASE [--data-dir DATA_DIR] [--json]
+
+Copies the SQLite database of DATA_DIR (its server stopped) into an empty PostgreSQL database, in
+one transaction that commits only once every table's row count and checksum match on both sides
+and every stored file and package matches its SHA-256; then prints the serve command to run
+next. The stored files stay in DATA_DIR/files; the SQLite file is left as it was. A database
+holding MDM Console data, or other tables, is refused. Ctrl+C rolls the copy back.
+  --to URL     the PostgreSQL database (or $MDM_CONSOLE_DATABASE_URL); its user must be able to
+               create tables in it (its owner). See docs/scaling.md.`,
 };
 
 export const OVERALL_USAGE = `mdm-console — device-enrollment console and backend
@@ -226,9 +336,16 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   codes | code revoke ID | code rotate ID                list, revoke, new tokens (printed copies stop working)
   approve AGENT_ID | reject AGENT_ID                     a device enrolled with a code needing approval
   mail        status | test --to ADDRESS | retry         mail transport, test email, retry failed emails
-  agents                                                 enrolled devices
+  devices     [--where EXPR] [--view NAME] [--fleet NAME]  devices, or those a filter selects (docs/where.md); also: agents
+  views | view add NAME --where EXPR | view edit NAME [--where EXPR] [--name N] | view rm NAME
+                                                         saved device views (dynamic groups) with live counts
   command     AGENT_ID ping|lock|unlock|wipe|unenroll|inventory|geolocate [--fleet NAME] [--no-wait]
                                                          a command to a device over MQTT (--fleet moves it)
+  command     (--ids 1,2,3 | --fleet NAME | --where EXPR | --view NAME)... ACTION [--yes --count N]
+                                                         one bulk job on every device selected: ping, lock, unlock,
+                                                         inventory, locate, move --to F, policy, deploy, unenroll,
+                                                         wipe, delete (the last three ask for the count)
+  jobs | job ID [--status S]                             bulk jobs, and each device's result in one
   fleets | fleet add NAME | fleet rename ID|NAME NEW_NAME | fleet delete ID|NAME
   file add PATH | package add PATH | files | packages | file rm ID | package rm ID
   deploy      file:ID|package:ID (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
@@ -240,6 +357,8 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)
                                                          a policy on a fleet or a device, and its progress
   compliance  [--fleet NAME|ID] [--state S]              each device: compliant, pending, failing or none
+  report      enrollments|online|compliance|os|models|deployments [--days N] [--fleet NAME|ID] [--csv]
+                                                         the fleet's daily figures (the console's Reports)
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]
               [--download file:ID|package:ID] [--stay]   the device simulator (with --stay it obeys policies)
               [--android-version V] [--system]
@@ -258,11 +377,24 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   audit       [--actor NAME|EMAIL|TOKEN] [--action A|PREFIX.] [--target NAME] [--since ISO] [--until ISO] [--limit N]
                                                          the audit trail: who did what, from where, when, what changed
   audit --format csv|jsonl [the same filters]            every matching entry, streamed to stdout (> audit.csv)
+  alerts      [--state open|resolved|all]                alert rules and their incidents
+  alert add   KIND [--days N|--hours N] [--fleet NAME|ID] [--email ADDR]... [--webhook ID]... [--name N]
+                                                         a rule: device_silent, task_failed, approval_waiting,
+                                                         compliance_lost, invitation_expiring, broker_unreachable,
+                                                         smtp_unreachable (docs/alerts.md)
+  alert       rm|enable|disable ID
+  webhooks                                               webhooks, each with its last delivery
+  webhook add URL [--secret S|--secret-file FILE] [--name N]   a signed webhook (no secret: one is drawn, printed once)
+  webhook     rm|enable|disable ID | test ID [--no-wait] | log ID [--limit N]
+                                                         send a test event; the delivery log
+  export      devices|invitations|codes|code-uses|results|jobs|job-results|audit [--format csv|jsonl] [--out FILE] [filters]
+                                                         a list as CSV or JSON lines, streamed (export --help)
   backup      DIR                                        copy the database and files (also while running)
   restore     DIR                                        put a backup back (server stopped)
+  migrate-db  --to postgres://USER:PASSWORD@HOST:PORT/DB  move a stopped server's SQLite data to an empty PostgreSQL
 
-Every command but serve, agent, backup and restore talks to the server of --data-dir (default:
-$MDM_CONSOLE_DATA_DIR or the per-user data folder) and prints JSON with --json; backup and restore
-work on the data dir's files, with no server needed (restore insists there is none).
+Every command but serve, agent, backup, restore and migrate-db talks to the server of --data-dir (default:
+$MDM_CONSOLE_DATA_DIR or the per-user data folder) and prints JSON with --json; backup, restore and migrate-db
+work on the data dir's files, with no server needed (restore and migrate-db insist there is none).
 With $MDM_CONSOLE_TOKEN set to a personal API token, commands act as that token (its account and role)
 instead of with the data dir's admin token.`;

@@ -13,6 +13,7 @@ import type {
   PackagePatch,
   SettingsPatch,
   StoredKind,
+  ViewAssignBody,
 } from '../../src-shared/contract/index.ts';
 import { admin, collectionOf } from './client.ts';
 
@@ -42,6 +43,16 @@ export const keys = {
   assignmentList: (filter: AssignmentFilter) => ['deployments', 'assignments', filter] as const,
   agentPolicies: (id: number) => ['deployments', 'agentPolicies', id] as const,
   compliance: (fleetId: number | null) => ['deployments', 'compliance', fleetId] as const,
+  /** The Reports page's figures: one query per report, range and fleet. */
+  reportsOf: (name: string) => ['reports', name] as const,
+  report: (name: string, days: number, fleetId: number | null) => ['reports', name, days, fleetId] as const,
+  // Saved views with their live counts, and the devices a filter expression selects: refreshed by
+  // the events that can change who matches (devices, tasks, views).
+  views: ['views'] as const,
+  agentsWhere: ['agentsWhere'] as const,
+  // Under 'views': membership and task events refresh them with the counts.
+  viewAssignments: (viewId: number) => ['views', 'assignments', viewId] as const,
+  agentsMatching: (where: string) => ['agentsWhere', where] as const,
 };
 
 export const FEED_SIZE = 100;
@@ -90,6 +101,69 @@ export function useAgents() {
     // time of every live update (bench: console). Live updates keep unchanged rows as they were
     // (upsertAgents), so nothing relies on it.
     structuralSharing: false,
+  });
+}
+
+/** The ids of the devices an expression of the filter language selects (null: no filter). */
+export function useAgentsMatching(where: string | null) {
+  return useQuery({
+    queryKey: keys.agentsMatching(where ?? ''),
+    queryFn: async ({ signal }) =>
+      new Set((await admin.agents.list({ query: { where: where! }, signal })).items.map((a) => a.id)),
+    enabled: where !== null,
+    placeholderData: keepPreviousData,
+    retry: false,
+  });
+}
+
+export function useViews(enabled = true) {
+  return useQuery({ queryKey: keys.views, queryFn: async ({ signal }) => (await admin.views.list({ signal })).items, enabled });
+}
+
+export function useSaveView() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (input: { id?: number; name: string; where: string }) =>
+      input.id === undefined
+        ? admin.views.create({ body: { name: input.name, where: input.where } })
+        : admin.views.update({ params: { id: input.id }, body: { name: input.name, where: input.where } }),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.views }),
+  });
+}
+
+export function useViewAssignments(viewId: number | null) {
+  return useQuery({
+    queryKey: keys.viewAssignments(viewId ?? 0),
+    queryFn: async ({ signal }) => (await admin.views.assignments({ params: { id: viewId! }, signal })).items,
+    enabled: viewId !== null,
+  });
+}
+
+export function useUnassignView() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => admin.views.unassign({ params: { id } }),
+    onSuccess: () =>
+      Promise.all([client.invalidateQueries({ queryKey: keys.views }), client.invalidateQueries({ queryKey: keys.deployments })]),
+  });
+}
+
+/** A policy or deployment assigned to a saved view (carried to its members as they come and go). */
+export function useAssignToView() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ viewId, body }: { viewId: number; body: ViewAssignBody }) =>
+      admin.views.assign({ params: { id: viewId }, body }),
+    onSuccess: () =>
+      Promise.all([client.invalidateQueries({ queryKey: keys.views }), client.invalidateQueries({ queryKey: keys.deployments })]),
+  });
+}
+
+export function useDeleteView() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => admin.views.remove({ params: { id } }),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.views }),
   });
 }
 

@@ -12,6 +12,7 @@ import {
 } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import {
+  IconBell,
   IconDeviceMobile,
   IconDeviceDesktopCog,
   IconLogout,
@@ -29,11 +30,13 @@ import {
   IconHistory,
   IconSun,
   IconUserCircle,
+  IconChartBar,
+  IconListCheck,
 } from '@tabler/icons-react';
-import { useEffect, useState, type ReactNode } from 'react';
+import { Fragment, useEffect, useState, type ReactNode } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
 import { desktop } from '../lib/desktop.ts';
-import { useStatus } from '../api/queries.ts';
+import { useStatus, useViews } from '../api/queries.ts';
 import { useLiveState } from '../live/LiveProvider.tsx';
 import { ApprovalsPage } from '../pages/Approvals.tsx';
 import { CodePage } from '../pages/CodePage.tsx';
@@ -50,6 +53,9 @@ import { PrintSheet } from '../pages/PrintSheet.tsx';
 import { SettingsPage } from '../pages/Settings.tsx';
 import { TokensPage } from '../pages/Tokens.tsx';
 import { AuditPage } from '../pages/Audit.tsx';
+import { AlertsPage } from '../pages/Alerts.tsx';
+import { ReportsPage } from '../pages/Reports.tsx';
+import { JobPage, JobsPage } from '../pages/Jobs.tsx';
 import { AccountPage } from '../pages/Account.tsx';
 import { AccountsPage } from '../pages/Accounts.tsx';
 import { useMe } from '../api/accounts.ts';
@@ -93,7 +99,15 @@ const NAV: {
     icon: IconDeviceMobile,
     match: (p: string) => p.startsWith('/devices'),
   },
+  { to: '/jobs', permission: 'devices.read', label: 'Jobs', icon: IconListCheck, match: (p: string) => p.startsWith('/jobs') },
   { to: '/fleets', permission: 'fleets.read', label: 'Fleets', icon: IconStack2, match: (p: string) => p.startsWith('/fleets') },
+  {
+    to: '/reports',
+    permission: 'devices.read',
+    label: 'Reports',
+    icon: IconChartBar,
+    match: (p: string) => p.startsWith('/reports'),
+  },
   {
     to: '/print',
     permission: 'invitations.read',
@@ -108,6 +122,7 @@ const NAV: {
     icon: IconFiles,
     match: (p: string) => p.startsWith('/files'),
   },
+  { to: '/alerts', permission: 'alerts.read', label: 'Alerts', icon: IconBell, match: (p: string) => p.startsWith('/alerts') },
   {
     to: '/settings',
     permission: 'settings.read',
@@ -146,10 +161,15 @@ function route(pathname: string): { title: string; element: ReactNode } {
     return { title: 'Enrollment code', element: <CodePage key={code.id} id={Number(code.id)} /> };
   if (matchPath('/approvals', pathname)) return { title: 'Waiting for approval', element: <ApprovalsPage /> };
   if (matchPath('/devices', pathname)) return { title: 'Devices', element: <Devices /> };
+  if (matchPath('/jobs', pathname)) return { title: 'Jobs', element: <JobsPage /> };
+  const job = matchPath('/jobs/:id', pathname);
+  if (job && /^\d+$/.test(job.id!)) return { title: `Job #${job.id}`, element: <JobPage key={job.id} id={Number(job.id)} /> };
   if (matchPath('/fleets', pathname)) return { title: 'Fleets', element: <FleetsPage id={null} /> };
   const fleet = matchPath('/fleets/:id', pathname);
   if (fleet && /^\d+$/.test(fleet.id!)) return { title: 'Fleets', element: <FleetsPage id={Number(fleet.id)} /> };
+  if (matchPath('/reports', pathname)) return { title: 'Reports', element: <ReportsPage /> };
   if (matchPath('/files', pathname)) return { title: 'Files & packages', element: <FilesPage /> };
+  if (matchPath('/alerts', pathname)) return { title: 'Alerts', element: <AlertsPage /> };
   if (matchPath('/settings', pathname)) return { title: 'Settings', element: <SettingsPage /> };
   if (matchPath('/accounts', pathname)) return { title: 'Accounts', element: <AccountsPage /> };
   if (matchPath('/tokens', pathname)) return { title: 'API tokens', element: <TokensPage /> };
@@ -260,8 +280,42 @@ function SignOutButton() {
   );
 }
 
+/** The saved views under Devices, each with how many devices it holds now (live). */
+function ViewLinks({ pathname, search }: { pathname: string; search: string }) {
+  const views = useViews();
+  if (!views.data?.length) return null;
+  const open = pathname === '/devices' ? new URLSearchParams(search).get('view') : null;
+  return (
+    <div role="group" aria-label="Saved views" data-testid="nav-views">
+      {views.data.map((view) => {
+        const active = open === String(view.id);
+        return (
+          <NavLink
+            key={view.id}
+            component={Link}
+            to={`/devices?view=${view.id}`}
+            label={view.name}
+            title={view.where || 'every device'}
+            pl={38}
+            active={active}
+            aria-current={active ? 'page' : undefined}
+            data-testid="nav-view"
+            rightSection={
+              <Badge size="xs" variant="light" color="gray" data-testid="nav-view-count">
+                {view.count.toLocaleString()}
+                <VisuallyHidden> devices</VisuallyHidden>
+              </Badge>
+            }
+            styles={{ root: { borderRadius: 'var(--mantine-radius-md)' }, label: { fontSize: 'var(--mantine-font-size-sm)' } }}
+          />
+        );
+      })}
+    </div>
+  );
+}
+
 export function App() {
-  const { pathname } = useLocation();
+  const { pathname, search } = useLocation();
   const [opened, { toggle, close }] = useDisclosure();
   const status = useStatus();
   const me = useMe();
@@ -317,29 +371,33 @@ export function App() {
         <nav>
           {NAV.filter((item) => !me.data || item.permission === 'signed-in' || me.data.permissions.includes(item.permission)).map(
             (item) => (
-              <NavLink
-                key={item.to}
-                component={Link}
-                to={item.to}
-                label={item.label}
-                leftSection={<item.icon size={18} stroke={1.6} />}
-                active={item.match(pathname)}
-                aria-current={item.match(pathname) ? 'page' : undefined}
-                rightSection={
-                  item.to === '/approvals' && waiting > 0 ? (
-                    <Badge size="xs" color="orange" circle data-testid="nav-waiting">
-                      {waiting}
-                      <VisuallyHidden> devices waiting</VisuallyHidden>
-                    </Badge>
-                  ) : item.to === '/' && warnings > 0 ? (
-                    <Badge size="xs" color="orange" circle>
-                      {warnings}
-                      <VisuallyHidden> warnings</VisuallyHidden>
-                    </Badge>
-                  ) : undefined
-                }
-                styles={{ root: { borderRadius: 'var(--mantine-radius-md)' } }}
-              />
+              <Fragment key={item.to}>
+                <NavLink
+                  component={Link}
+                  to={item.to}
+                  label={item.label}
+                  leftSection={<item.icon size={18} stroke={1.6} />}
+                  active={item.match(pathname) && !(item.to === '/devices' && search.includes('view='))}
+                  aria-current={
+                    item.match(pathname) && !(item.to === '/devices' && search.includes('view=')) ? 'page' : undefined
+                  }
+                  rightSection={
+                    item.to === '/approvals' && waiting > 0 ? (
+                      <Badge size="xs" color="orange" circle data-testid="nav-waiting">
+                        {waiting}
+                        <VisuallyHidden> devices waiting</VisuallyHidden>
+                      </Badge>
+                    ) : item.to === '/' && warnings > 0 ? (
+                      <Badge size="xs" color="orange" circle>
+                        {warnings}
+                        <VisuallyHidden> warnings</VisuallyHidden>
+                      </Badge>
+                    ) : undefined
+                  }
+                  styles={{ root: { borderRadius: 'var(--mantine-radius-md)' } }}
+                />
+                {item.to === '/devices' ? <ViewLinks pathname={pathname} search={search} /> : null}
+              </Fragment>
             ),
           )}
         </nav>

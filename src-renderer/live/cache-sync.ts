@@ -1,6 +1,8 @@
 import type { Query, QueryClient, QueryKey } from '@tanstack/react-query';
 import { accountKeys } from '../api/accounts.ts';
 import { codeKeys } from '../api/codes.ts';
+import { jobKeys } from '../api/jobs.ts';
+import { alertKeys } from '../api/alerts.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { AgentSummary as Agent, LiveEvent, ServerEvent, StoredKind, StreamEvent } from '../../src-shared/contract/index.ts';
 
@@ -50,6 +52,15 @@ export function effectsOf(event: ServerEvent): Effect[] {
     }
     return [{ kind: 'invalidate', key: keys.invitations }];
   };
+
+  // Who matches a filter or a saved view changes with the devices and their tasks (compliance).
+  if (domain === 'agent' || domain === 'deployment' || domain === 'task' || domain === 'fleet' || domain === 'view')
+    effects.push({ kind: 'invalidate', key: keys.views }, { kind: 'invalidate', key: keys.agentsWhere });
+
+  // The reports count enrollments and deployment results as they happen: their charts follow.
+  if (event.type === 'agent.enrolled') effects.push({ kind: 'invalidate', key: keys.reportsOf('enrollments') });
+  if (event.type === 'task.status' && (event.data?.status === 'done' || event.data?.status === 'failed'))
+    effects.push({ kind: 'invalidate', key: keys.reportsOf('deployments') });
 
   switch (domain) {
     case 'invitation':
@@ -107,6 +118,17 @@ export function effectsOf(event: ServerEvent): Effect[] {
         { kind: 'invalidate', key: accountKeys.me },
         { kind: 'invalidate', key: accountKeys.tokens },
       );
+      break;
+    case 'job':
+      // A bulk job's progress; once done, the devices it changed (lock flags, fleets) are read again.
+      effects.push({ kind: 'invalidate', key: jobKeys.all });
+      if (action === 'finished') effects.push({ kind: 'invalidate', key: keys.agents });
+      break;
+    case 'alert':
+    case 'webhook':
+      // Rules, incidents, webhooks and their delivery logs.
+      effects.push({ kind: 'invalidate', key: alertKeys.all });
+      if (event.agent_id !== null) effects.push(...agentEffect());
       break;
     case 'file':
     case 'package':

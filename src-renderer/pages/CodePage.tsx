@@ -29,6 +29,7 @@ import { formatDateTime } from '../lib/format.ts';
 import { shortFingerprint } from '../lib/hash.ts';
 import { CodeActions, CodeStatusBadge } from './Codes.tsx';
 import { Gate } from '../components/permissions.tsx';
+import { ExportMenu } from '../components/export-menu.tsx';
 
 export function CodePage({ id }: { id: number }) {
   const code = useCode(id);
@@ -262,6 +263,14 @@ function CodeView({ code }: { code: CodeDetail }) {
           <CodeStatusBadge code={code} size="lg" />
         </Group>
         <Group gap="sm">
+          <ExportMenu
+            path="/api/code-uses/export"
+            what="uses and refusals"
+            filtered
+            params={{ code_id: code.id }}
+            testId="code-log-export"
+            label="Export log"
+          />
           <SimulateButton code={code} />
           <CodeActions code={code} />
         </Group>

@@ -33,6 +33,7 @@ import {
   RelativeTime,
 } from '../components/common.tsx';
 import { Gate } from '../components/permissions.tsx';
+import { ExportMenu } from '../components/export-menu.tsx';
 
 const DOMAIN = /^@?[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/i;
 
@@ -237,11 +238,15 @@ export function CodesPage() {
         title="Enrollment codes"
         description="One QR code for many devices: each person enrolls with their own email address, within the domains, uses, expiry and approval you set."
         actions={
-          <Gate permission="codes.write">
-            <Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)}>
-              New code
-            </Button>
-          </Gate>
+          <>
+            <ExportMenu path="/api/codes/export" what="codes" filtered={false} testId="codes-export" label="Export codes" />
+            <ExportMenu path="/api/code-uses/export" what="uses" filtered={false} testId="code-uses-export" label="Export uses" />
+            <Gate permission="codes.write">
+              <Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)}>
+                New code
+              </Button>
+            </Gate>
+          </>
         }
       />
       <NewCodeModal opened={creating} onClose={() => setCreating(false)} />

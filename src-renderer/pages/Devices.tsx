@@ -3,16 +3,20 @@ import { useDebouncedValue } from '@mantine/hooks';
 import { IconArrowDown, IconArrowUp, IconArrowsSort, IconSearch } from '@tabler/icons-react';
 import { useTable, type ColumnFiltersState, type SortingState } from '@tanstack/react-table';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useMemo, useRef, useState, type KeyboardEvent } from 'react';
-import { useAgents, useCompliance, useFleets } from '../api/queries.ts';
+import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import { useAgents, useAgentsMatching, useCompliance, useFleets, useViews } from '../api/queries.ts';
+import { AdminApiError } from '../../src-shared/contract/admin-client.ts';
 import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { EmptyState, ErrorState, LoadingState, PageHeader } from '../components/common.tsx';
+import { ExportMenu } from '../components/export-menu.tsx';
 import { enrollStatusOf, matchesSearch, searchTerms } from '../lib/devices.ts';
 import { countOf } from '../lib/format.ts';
 import { DeviceDrawer } from './DeviceDrawer.tsx';
 import { columns, features, ROW_HEIGHT, type DeviceRow } from './devices/columns.tsx';
 import { COMPLIANCE_CHOICES } from './devices/compliance.tsx';
 import { useFreshRows } from './devices/useFreshRows.ts';
+import { FilterBar, whereProblem } from './devices/FilterBar.tsx';
+import { BulkBar, SELECT_WIDTH, SelectAllBox, SelectRowBox, tableFilter, useBulkSelection } from './devices/BulkActions.tsx';
 
 const EMPTY: DeviceRow[] = [];
 
@@ -24,6 +28,38 @@ export function Devices() {
   const { search } = useLocation();
   const params = new URLSearchParams(search);
   const selectedId = params.get('agent') && /^\d+$/.test(params.get('agent')!) ? Number(params.get('agent')) : null;
+
+  // The filter language (docs/where.md): from the URL (?where=), or the saved view opened (?view=ID).
+  const viewId = params.get('view') && /^\d+$/.test(params.get('view')!) ? Number(params.get('view')) : null;
+  const views = useViews();
+  const openView = viewId === null ? null : (views.data?.find((v) => v.id === viewId) ?? null);
+  const urlWhere = params.get('where');
+  const [whereText, setWhereText] = useState(urlWhere ?? '');
+  const [loadedView, setLoadedView] = useState<number | null>(null);
+  useEffect(() => {
+    // A view opened from the sidebar (or another one): its expression fills the bar; closed: emptied.
+    if (openView && loadedView !== openView.id) {
+      setWhereText(urlWhere ?? openView.where);
+      setLoadedView(openView.id);
+    } else if (viewId === null && loadedView !== null) {
+      setWhereText(urlWhere ?? '');
+      setLoadedView(null);
+    }
+  }, [openView, viewId, loadedView, urlWhere]);
+  const [debouncedWhere] = useDebouncedValue(whereText, 250);
+  const activeWhere = debouncedWhere.trim() !== '' && whereProblem(debouncedWhere) === null ? debouncedWhere.trim() : null;
+  const matching = useAgentsMatching(activeWhere);
+  const serverWhereError = matching.error instanceof AdminApiError ? matching.error.message : null;
+  useEffect(() => {
+    // The URL keeps the filter (reload, bookmark, share); a view's own expression is its ?view= alone.
+    const next = new URLSearchParams(window.location.search);
+    const text = debouncedWhere.trim();
+    if (text === '' || (openView !== null && text === openView.where)) next.delete('where');
+    else if (whereProblem(text) === null) next.set('where', text);
+    else return;
+    const query = next.toString();
+    navigate(`/devices${query ? `?${query}` : ''}`, { replace: true });
+  }, [debouncedWhere, openView]);
 
   const [query, setQuery] = useState('');
   const [debouncedQuery] = useDebouncedValue(query, 150);
@@ -40,17 +76,19 @@ export function Devices() {
     const byAgent = new Map((compliance.data ?? []).map((c) => [c.agent_id, c]));
     return agents.data.map((agent): DeviceRow => ({ ...agent, compliance: byAgent.get(agent.id) ?? null }));
   }, [agents.data, compliance.data]);
+  const matchingIds = activeWhere === null ? null : (matching.data ?? null);
   const data = useMemo(
     () =>
-      typeFilter === null && onlineFilter === null && complianceFilter === null
+      typeFilter === null && onlineFilter === null && complianceFilter === null && matchingIds === null
         ? all
         : all.filter(
             (a) =>
+              (matchingIds === null || matchingIds.has(a.id)) &&
               (typeFilter === null || a.type === typeFilter) &&
               (onlineFilter === null || a.is_online === onlineFilter) &&
               (complianceFilter === null || a.compliance?.state === complianceFilter),
           ),
-    [all, typeFilter, onlineFilter, complianceFilter],
+    [all, typeFilter, onlineFilter, complianceFilter, matchingIds],
   );
 
   const fresh = useFreshRows(agents.data);
@@ -70,6 +108,19 @@ export function Devices() {
     enableSortingRemoval: true,
   });
   const rows = table.getRowModel().rows;
+  // Bulk actions (devices/BulkActions.tsx): rows chosen, or all those the filters in force match.
+  const filterOf = (id: string) => (columnFilters.find((f) => f.id === id)?.value as string | undefined) ?? null;
+  const bulkFilter = tableFilter({
+    where: activeWhere,
+    search: debouncedQuery,
+    type: typeFilter,
+    fleet: filterOf('fleet'),
+    enrollStatus: filterOf('enroll_status'),
+    online: onlineFilter,
+    compliance: complianceFilter,
+  });
+  const rowIds = useMemo(() => rows.map((row) => row.original.id), [rows]);
+  const selection = useBulkSelection(rowIds, bulkFilter);
 
   const filterValue = (id: string) => (columnFilters.find((f) => f.id === id)?.value as string | boolean | undefined) ?? null;
   const setFilter = (id: string, value: unknown) =>
@@ -136,21 +187,29 @@ export function Devices() {
     } else if (event.key === 'Home' || event.key === 'End') {
       event.preventDefault();
       focusRow(event.key === 'Home' ? 0 : rows.length - 1);
+    } else if (event.key === 'x') {
+      event.preventDefault();
+      selection.toggle(id, index, event.shiftKey);
     }
   };
 
   const fleetNames = useMemo(() => (fleets.data ?? []).map((f) => f.name), [fleets.data]);
   const statuses = useMemo(() => [...new Set(all.map((a) => a.enroll_status))].sort(), [all]);
-  const totalWidth = table.getTotalSize();
+  const totalWidth = table.getTotalSize() + SELECT_WIDTH;
   const filtered =
-    terms.length > 0 || columnFilters.length > 0 || typeFilter !== null || onlineFilter !== null || complianceFilter !== null;
+    terms.length > 0 ||
+    columnFilters.length > 0 ||
+    typeFilter !== null ||
+    onlineFilter !== null ||
+    complianceFilter !== null ||
+    matchingIds !== null;
   const online = useMemo(() => all.reduce((n, a) => n + (a.is_online ? 1 : 0), 0), [all]);
   const count = (n: number) => countOf(n, 'device');
 
   return (
     <>
       <PageHeader
-        title="Devices"
+        title={openView ? `Devices: ${openView.name}` : 'Devices'}
         description={
           agents.data
             ? `${count(all.length)}, ${online.toLocaleString()} online. Updated live.`
@@ -158,6 +217,16 @@ export function Devices() {
         }
       />
       <Card withBorder radius="md" p="md">
+        <FilterBar
+          value={whereText}
+          onChange={setWhereText}
+          serverError={serverWhereError}
+          view={openView}
+          onSaved={(saved) => {
+            setLoadedView(saved.id);
+            navigate(`/devices?view=${saved.id}`, { replace: true });
+          }}
+        />
         <Group gap="sm" mb="md" wrap="wrap">
           <TextInput
             placeholder="Search name, email, serial…"
@@ -225,6 +294,8 @@ export function Devices() {
                 setTypeFilter(null);
                 setOnlineFilter(null);
                 setComplianceFilter(null);
+                setWhereText('');
+                navigate('/devices', { replace: true });
               }}
             >
               Clear filters
@@ -233,7 +304,24 @@ export function Devices() {
           <Text size="sm" c="dimmed" ml="auto" data-testid="devices-count">
             {filtered ? `${rows.length.toLocaleString()} of ${all.length.toLocaleString()}` : count(all.length)}
           </Text>
+          {/* The filter bar's expression and the table's filters as the export's (its rows by id, whatever the sort). */}
+          <ExportMenu
+            path="/api/agents/export"
+            what="devices"
+            filtered={filtered}
+            testId="devices-export"
+            params={{
+              where: activeWhere,
+              fleet: filterValue('fleet') as string | null,
+              status: filterValue('enroll_status') as string | null,
+              type: typeFilter,
+              online: onlineFilter,
+              compliance: complianceFilter,
+              q: debouncedQuery.trim(),
+            }}
+          />
         </Group>
+        <BulkBar selection={selection} matching={rows.length} filter={bulkFilter} />
         {agents.isPending ? (
           <LoadingState label="Loading devices…" />
         ) : agents.isError ? (
@@ -269,6 +357,9 @@ export function Devices() {
               <thead>
                 {table.getHeaderGroups().map((group) => (
                   <tr key={group.id} aria-rowindex={1} onKeyDown={onHeaderKey}>
+                    <th style={{ width: SELECT_WIDTH }}>
+                      <SelectAllBox selection={selection} matching={rows.length} />
+                    </th>
                     {group.headers.map((header, index) => {
                       const sorted = header.column.getIsSorted();
                       const grow = header.column.id === 'person';
@@ -322,6 +413,9 @@ export function Devices() {
                       onClick={() => open(agent.id)}
                       onKeyDown={(event) => onRowKey(event, item.index, agent.id)}
                     >
+                      <td style={{ width: SELECT_WIDTH }}>
+                        <SelectRowBox selection={selection} id={agent.id} index={item.index} name={agent.name} />
+                      </td>
                       {row.getAllCells().map((cell) => (
                         <td key={cell.id} style={{ width: cell.column.getSize(), flexGrow: cell.column.id === 'person' ? 1 : 0 }}>
                           <table.FlexRender cell={cell} />
@@ -337,7 +431,7 @@ export function Devices() {
         )}
         <Text size="xs" c="dimmed" mt="xs">
           Keyboard: Tab reaches the column headers (← → between them) and the rows (↑ ↓ PgUp PgDn Home End), Enter opens the
-          device.
+          device, x selects it (shift-x or shift-click: a range).
         </Text>
       </Card>
       <DeviceDrawer id={selectedId} onClose={() => open(null)} />

@@ -20,6 +20,7 @@ import type { Fleet } from '../../src-shared/contract/index.ts';
 import { Link, navigate } from '../lib/router.tsx';
 import { confirmAction, EmptyState, notifyError, notifySuccess, PageHeader, QueryView } from '../components/common.tsx';
 import { DeploymentList } from '../features/deployments.tsx';
+import { ExportMenu } from '../components/export-menu.tsx';
 import { FleetPolicies } from '../features/policies.tsx';
 import { Gate } from '../components/permissions.tsx';
 
@@ -248,9 +249,20 @@ export function FleetsPage({ id }: { id: number | null }) {
                           <Title order={4} style={{ overflowWrap: 'anywhere' }}>
                             Deployments to {selected.name}
                           </Title>
-                          <Button component={Link} to="/files" variant="light" size="xs">
-                            Deploy a file or package…
-                          </Button>
+                          <Group gap="xs">
+                            <ExportMenu
+                              path="/api/policy-results/export"
+                              what="results"
+                              filtered
+                              params={{ fleet_id: selected.id, kind: 'deployment', state: 'active' }}
+                              testId="fleet-deployment-results-export"
+                              label="Export results"
+                              size="xs"
+                            />
+                            <Button component={Link} to="/files" variant="light" size="xs">
+                              Deploy a file or package…
+                            </Button>
+                          </Group>
                         </Group>
                         <DeploymentList
                           showTarget={false}
@@ -274,9 +286,20 @@ export function FleetsPage({ id }: { id: number | null }) {
               </Grid>
               {selected ? (
                 <Card withBorder radius="md" p="md" mt="lg">
-                  <Title order={4} mb="sm">
-                    Policies of {selected.name}
-                  </Title>
+                  <Group justify="space-between" mb="sm" wrap="wrap" gap="xs">
+                    <Title order={4} style={{ overflowWrap: 'anywhere' }}>
+                      Policies of {selected.name}
+                    </Title>
+                    <ExportMenu
+                      path="/api/policy-results/export"
+                      what="results"
+                      filtered
+                      params={{ fleet_id: selected.id, kind: 'value', state: 'active' }}
+                      testId="fleet-policy-results-export"
+                      label="Export results"
+                      size="xs"
+                    />
+                  </Group>
                   <FleetPolicies fleetId={selected.id} fleetName={selected.name} />
                 </Card>
               ) : null}
@@ -285,9 +308,18 @@ export function FleetsPage({ id }: { id: number | null }) {
         }}
       </QueryView>
       <Card withBorder radius="md" p="md" mt="lg">
-        <Title order={4} mb="sm">
-          All deployments
-        </Title>
+        <Group justify="space-between" mb="sm" wrap="wrap" gap="xs">
+          <Title order={4}>All deployments</Title>
+          <ExportMenu
+            path="/api/policy-results/export"
+            what="results"
+            filtered
+            params={{ kind: 'deployment', state: 'active' }}
+            testId="deployment-results-export"
+            label="Export results"
+            size="xs"
+          />
+        </Group>
         <DeploymentList filter={{ state: 'active' }} emptyText="Nothing is deployed yet." />
       </Card>
     </>

@@ -19,6 +19,7 @@ import { useFleets, useInvitations } from '../api/queries.ts';
 import type { InvitationFilter, InvitationStatus } from '../../src-shared/contract/index.ts';
 import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { EmptyState, ErrorState, InvitationStatusBadge, LoadingState, PageHeader, RelativeTime } from '../components/common.tsx';
+import { ExportMenu } from '../components/export-menu.tsx';
 import { DeliveryMark } from '../features/mail.tsx';
 import { fullName } from '../lib/format.ts';
 import { printQuery } from '../lib/print-layout.ts';
@@ -97,6 +98,13 @@ export function Invitations() {
         description="Each invitation carries a QR code and a deeplink that enrolls one device."
         actions={
           <>
+            <ExportMenu
+              path="/api/invitations/export"
+              what="invitations"
+              filtered={filtered}
+              testId="invitations-export"
+              params={{ status: filter.status, q: filter.q, fleet_id: filter.fleet_id }}
+            />
             <Gate permission="invitations.create">
               <Button variant="default" leftSection={<IconUsersPlus size={16} />} onClick={() => setParam('bulk', '1')}>
                 Invite many

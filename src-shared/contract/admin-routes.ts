@@ -17,6 +17,7 @@ import type { TSchema } from 'typebox';
 import type * as Contract from './index.ts';
 import { OWNER_SETTINGS, type Permission, type RoutePermission } from './permissions.ts';
 import type { AgentCommand } from './rules.ts';
+import type { JobAction } from './bulk.ts';
 
 /** The contract's exports, as types. */
 export type ContractSchemas = typeof Contract;
@@ -56,6 +57,15 @@ export const COMMAND_PERMISSIONS = {
   unenroll: 'devices.unenroll',
 } as const satisfies Record<AgentCommand, Permission>;
 
+/** Each bulk action, by the permission it needs: the single-device route's for the same act. */
+export const JOB_PERMISSIONS = {
+  ...COMMAND_PERMISSIONS,
+  move: 'devices.move',
+  assign_policy: 'policies.write',
+  deploy: 'deployments.write',
+  delete: 'devices.delete',
+} as const satisfies Record<JobAction, Permission>;
+
 /** The owner's settings (permissions.ts) a body may change: each needs settings.server. */
 const ownerKeys = (keys: readonly (typeof OWNER_SETTINGS)[number][]) =>
   Object.fromEntries(keys.map((key) => [key, 'settings.server'])) as Record<string, 'settings.server'>;
@@ -67,6 +77,8 @@ const OWNER_MAIL_KEYS = ownerKeys(OWNER_SETTINGS.filter((key) => key.startsWith(
 const PNG = { contentType: 'image/png' } as const;
 const SVG = { contentType: 'image/svg+xml' } as const;
 const RAW = { contentType: 'application/octet-stream' } as const;
+/** An export (issue 25): CSV, or JSON lines with `format=jsonl`. */
+const EXPORT = { contentType: 'text/csv' } as const;
 
 /** `group.name` entries become `admin.group.name(…)`; a name without a dot, `admin.name(…)`. */
 export const adminRoutes = {
@@ -360,7 +372,7 @@ export const adminRoutes = {
     summary:
       "Every audit entry the filters match (those of GET /api/audit, no limit), newest first, streamed as a download: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one AuditEntry a line, Content-Type application/x-ndjson)",
     querystring: 'AuditExportQuery',
-    response: { 200: { contentType: 'text/csv' } },
+    response: { 200: EXPORT },
   },
 
   consoleTicket: {
@@ -437,6 +449,15 @@ export const adminRoutes = {
     body: 'InvitationBulk',
     response: { 201: 'InvitationBulkCreated', 400: 'InvitationBulkError' },
   },
+  'invitations.export': {
+    method: 'GET',
+    path: '/api/invitations/export',
+    permission: 'invitations.read',
+    summary:
+      "Every invitation the list's filters match (no paging), newest first, without tokens or links: status, fleet, dates, the device enrolled, refused attempts, the email's delivery. Streamed as a download by keyset pages: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one object a line, Content-Type application/x-ndjson); the file name says what and when.",
+    querystring: 'InvitationExportQuery',
+    response: { 200: EXPORT },
+  },
   'invitations.get': {
     method: 'GET',
     path: '/api/invitations/:id',
@@ -511,6 +532,24 @@ export const adminRoutes = {
     body: 'CodeCreate',
     response: { 201: 'EnrollmentCode' },
   },
+  'codes.export': {
+    method: 'GET',
+    path: '/api/codes/export',
+    permission: 'codes.read',
+    summary:
+      "Every enrollment code (of one fleet, or all), newest first, without tokens or links: status, domains, uses, devices, approvals waiting, refusals, dates. Streamed as a download by keyset pages: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one object a line, Content-Type application/x-ndjson); the file name says what and when.",
+    querystring: 'CodeExportQuery',
+    response: { 200: EXPORT },
+  },
+  'codes.exportUses': {
+    method: 'GET',
+    path: '/api/code-uses/export',
+    permission: 'codes.read',
+    summary:
+      "The codes' logs (one code's with `code_id`), newest first: each use and refusal with its message, email, serial, address and the device it enrolled. Streamed as a download by keyset pages: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one object a line, Content-Type application/x-ndjson); the file name says what and when.",
+    querystring: 'CodeUseExportQuery',
+    response: { 200: EXPORT },
+  },
   'codes.get': {
     method: 'GET',
     path: '/api/codes/:id',
@@ -566,9 +605,20 @@ export const adminRoutes = {
   'agents.list': {
     method: 'GET',
     path: '/api/agents',
-    summary: 'Devices',
+    summary:
+      'Devices; `where` filters them by the device filter language (docs/where.md), `view` by a saved view, `fleet` by a fleet',
     permission: 'devices.read',
+    querystring: 'AgentListQuery',
     response: { 200: 'AgentList' },
+  },
+  'agents.export': {
+    method: 'GET',
+    path: '/api/agents/export',
+    permission: 'devices.read',
+    summary:
+      "Every device the devices table's filters match (fleet, status, type, online, compliance, search), by id, with the inventory's fields (model, OS, serial, IMEI, battery, storage, memory, apps), person, fleet, status, last contact, online and compliance. Streamed as a download by keyset pages: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one object a line, Content-Type application/x-ndjson); the file name says what and when.",
+    querystring: 'DeviceExportQuery',
+    response: { 200: EXPORT },
   },
   'agents.get': {
     method: 'GET',
@@ -637,6 +687,119 @@ export const adminRoutes = {
     response: { 200: 'DeviceTaskList' },
   },
 
+  'jobs.create': {
+    method: 'POST',
+    path: '/api/jobs',
+    permission: { field: 'action', values: JOB_PERMISSIONS },
+    summary:
+      'Starts a bulk job: one action on a selection of devices (ids, or a filter resolved in the caller’s fleets); answers at once with the job. Unenroll, wipe and delete need expected_count (409 when the selection differs)',
+    body: 'JobBody',
+    response: { 202: 'Job' },
+  },
+  'jobs.list': {
+    method: 'GET',
+    path: '/api/jobs',
+    permission: 'devices.read',
+    summary: 'Bulk jobs, newest first, with their counts',
+    querystring: 'JobListQuery',
+    response: { 200: 'JobList' },
+  },
+  'jobs.get': {
+    method: 'GET',
+    path: '/api/jobs/:id',
+    permission: 'devices.read',
+    summary: 'One bulk job with each device’s result (sent, answered, offline, done, refused, failed)',
+    params: 'SafeIdParams',
+    querystring: 'JobResultsQuery',
+    response: { 200: 'JobDetail' },
+  },
+
+  'jobs.export': {
+    method: 'GET',
+    path: '/api/jobs/export',
+    permission: 'devices.read',
+    summary:
+      "Every bulk job the caller sees (those acting on a device of its fleets), newest first: action, state, selection, params, devices, each result's count, actor, error, times. Streamed as a download by keyset pages: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one object a line, Content-Type application/x-ndjson); the file name says what and when.",
+    querystring: 'JobExportQuery',
+    response: { 200: EXPORT },
+  },
+  'jobs.exportResults': {
+    method: 'GET',
+    path: '/api/job-results/export',
+    permission: 'devices.read',
+    summary:
+      "Each device's result in the bulk jobs (one job's with `job_id`, one status with `status`), of the caller's fleets, newest job first: device, fleet, status, reason, when sent and answered. Streamed as a download by keyset pages: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one object a line, Content-Type application/x-ndjson); the file name says what and when.",
+    querystring: 'JobResultExportQuery',
+    response: { 200: EXPORT },
+  },
+
+  'views.list': {
+    method: 'GET',
+    path: '/api/views',
+    summary: 'Saved device views, each with how many devices match now (within your fleet scope)',
+    permission: 'devices.read',
+    response: { 200: 'DeviceViewList' },
+  },
+  'views.get': {
+    method: 'GET',
+    path: '/api/views/:id',
+    summary: 'One saved device view with its live count',
+    permission: 'devices.read',
+    params: 'IdParams',
+    response: { 200: 'DeviceView' },
+  },
+  'views.create': {
+    method: 'POST',
+    path: '/api/views',
+    summary: 'Saves a device view: a name (unique) and an expression of the filter language',
+    permission: 'fleets.write',
+    body: 'DeviceViewBody',
+    response: { 201: 'DeviceView' },
+  },
+  'views.update': {
+    method: 'PATCH',
+    path: '/api/views/:id',
+    summary: 'Renames a view or changes its expression (its assignments follow the new members)',
+    permission: 'fleets.write',
+    params: 'IdParams',
+    body: 'DeviceViewPatch',
+    response: { 200: 'DeviceView' },
+  },
+  'views.assignments': {
+    method: 'GET',
+    path: '/api/views/:id/assignments',
+    summary: "The policies and deployments assigned to a view, each with its member devices' tasks counted",
+    permission: 'policies.read',
+    params: 'IdParams',
+    response: { 200: 'ViewAssignmentList' },
+  },
+  'views.assign': {
+    method: 'POST',
+    path: '/api/views/:id/assignments',
+    summary:
+      "Assigns a policy or deployment to a view: carried to each member on its own topic, opened when a device enters the view, canceled when it leaves (the device's own value ranks above a view's, a view's above the fleet's)",
+    permission: 'policies.write',
+    params: 'IdParams',
+    body: 'ViewAssignBody',
+    response: { 201: 'ViewAssignment' },
+  },
+  'views.unassign': {
+    method: 'DELETE',
+    path: '/api/view-assignments/:id',
+    summary: "Removes a view's assignment from every member (a deployment's removal published with remove_on_delete)",
+    permission: 'policies.write',
+    params: 'IdParams',
+    response: { 200: 'ViewAssignment' },
+  },
+  'views.remove': {
+    method: 'DELETE',
+    path: '/api/views/:id',
+    summary: 'Deletes a view (refused while a policy or deployment is assigned to it)',
+    permission: 'fleets.write',
+    params: 'IdParams',
+    response: { 204: null },
+  },
+
   'fleets.list': {
     method: 'GET',
     path: '/api/fleets',
@@ -686,6 +849,103 @@ export const adminRoutes = {
     response: { 200: 'Settings' },
   },
 
+  'alerts.rules': {
+    method: 'GET',
+    path: '/api/alerts/rules',
+    permission: 'alerts.read',
+    summary: 'Alert rules, each with its channels and open incidents',
+    response: { 200: 'AlertRuleList' },
+  },
+  'alerts.createRule': {
+    method: 'POST',
+    path: '/api/alerts/rules',
+    permission: 'alerts.write',
+    summary: 'Creates an alert rule (emails and webhooks optional: incidents show in the console either way); evaluated at once',
+    body: 'AlertRuleCreate',
+    response: { 201: 'AlertRule' },
+  },
+  'alerts.updateRule': {
+    method: 'PATCH',
+    path: '/api/alerts/rules/:id',
+    permission: 'alerts.write',
+    summary:
+      'Changes an alert rule (enable, disable, threshold, fleet, channels); disabling resolves its open incidents without notice',
+    params: 'IdParams',
+    body: 'AlertRulePatch',
+    response: { 200: 'AlertRule' },
+  },
+  'alerts.deleteRule': {
+    method: 'DELETE',
+    path: '/api/alerts/rules/:id',
+    permission: 'alerts.write',
+    summary: 'Deletes an alert rule and its incidents',
+    params: 'IdParams',
+    response: { 200: 'AlertRule' },
+  },
+  'alerts.incidents': {
+    method: 'GET',
+    path: '/api/alerts/incidents',
+    permission: 'alerts.read',
+    summary: 'Incidents, newest first: open, resolved, or both; of one rule',
+    querystring: 'AlertIncidentsQuery',
+    response: { 200: 'AlertIncidentList' },
+  },
+  'alerts.evaluate': {
+    method: 'POST',
+    path: '/api/alerts/evaluate',
+    permission: 'alerts.write',
+    summary: 'Evaluates every enabled rule now (they are evaluated each minute and on events anyway)',
+    response: { 200: 'AlertEvaluation' },
+  },
+  'webhooks.list': {
+    method: 'GET',
+    path: '/api/webhooks',
+    permission: 'alerts.read',
+    summary: 'Webhooks (secrets shown by their last four characters only), each with its last delivery',
+    response: { 200: 'WebhookList' },
+  },
+  'webhooks.create': {
+    method: 'POST',
+    path: '/api/webhooks',
+    permission: 'alerts.write',
+    summary: 'Adds a webhook (an http or https URL); without a secret the server draws one and shows it this once',
+    body: 'WebhookCreate',
+    response: { 201: 'WebhookCreated' },
+  },
+  'webhooks.update': {
+    method: 'PATCH',
+    path: '/api/webhooks/:id',
+    permission: 'alerts.write',
+    summary: 'Changes a webhook: URL, name, secret, enabled',
+    params: 'IdParams',
+    body: 'WebhookPatch',
+    response: { 200: 'Webhook' },
+  },
+  'webhooks.delete': {
+    method: 'DELETE',
+    path: '/api/webhooks/:id',
+    permission: 'alerts.write',
+    summary: 'Deletes a webhook and its delivery log (rules stop notifying it)',
+    params: 'IdParams',
+    response: { 200: 'Webhook' },
+  },
+  'webhooks.test': {
+    method: 'POST',
+    path: '/api/webhooks/:id/test',
+    permission: 'alerts.write',
+    summary: 'Queues a test event to the webhook (signed, retried like any delivery); answers the queued delivery',
+    params: 'IdParams',
+    response: { 202: 'WebhookDelivery' },
+  },
+  'webhooks.deliveries': {
+    method: 'GET',
+    path: '/api/webhooks/:id/deliveries',
+    permission: 'alerts.read',
+    summary: 'The webhook’s delivery log, newest first: state, attempts, response code and time, next retry',
+    params: 'IdParams',
+    querystring: 'WebhookDeliveriesQuery',
+    response: { 200: 'WebhookDeliveryList' },
+  },
   'mail.status': {
     method: 'GET',
     path: '/api/mail/status',
@@ -858,6 +1118,15 @@ export const adminRoutes = {
     body: 'AssignBody',
     response: { 201: 'DeploymentDetail' },
   },
+  'policies.exportResults': {
+    method: 'GET',
+    path: '/api/policy-results/export',
+    permission: 'policies.read',
+    summary:
+      "Each device's task of the assignments (deployments and policies) the filters match, by task id: status, reason, and a package's install verified against the inventory; `assignment_id` one assignment's, `agent_id` one device's. Streamed as a download by keyset pages: CSV (`format=csv`, the default; cells starting with = + - @ are prefixed with ') or JSON lines (`format=jsonl`, one object a line, Content-Type application/x-ndjson); the file name says what and when.",
+    querystring: 'ResultExportQuery',
+    response: { 200: EXPORT },
+  },
   'policies.get': {
     method: 'GET',
     path: '/api/policy-assignments/:id',
@@ -889,6 +1158,16 @@ export const adminRoutes = {
     summary: 'Each enrolled device: its tasks counted and its compliance state',
     querystring: 'ComplianceFilter',
     response: { 200: 'ComplianceList' },
+  },
+  'reports.get': {
+    method: 'GET',
+    path: '/api/reports/:report',
+    permission: 'devices.read',
+    summary:
+      'A report over the last `days` days (UTC, today included), for one fleet or every fleet the caller sees: enrollments, online, compliance, os, models or deployments, one value per series and day',
+    params: 'ReportParams',
+    querystring: 'ReportQuery',
+    response: { 200: 'Report' },
   },
 } as const satisfies Record<string, AdminEndpoint>;
 

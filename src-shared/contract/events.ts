@@ -41,6 +41,15 @@ type AccountMailData = {
 type AttemptData = { remote_addr: string | null; email: string | null; serial: string | null; uuid: string | null };
 type CommandData = { command: string; topic: string; payload: Record<string, unknown>; retained: boolean; online: boolean };
 type PresenceData = { reason: string; last_contact: string; [key: string]: unknown };
+type JobEventData = {
+  job_id: number;
+  action: string;
+  state: string;
+  total: number;
+  processed: number;
+  counts: { sent: number; answered: number; offline: number; done: number; refused: number; failed: number };
+  fleet_ids: number[];
+};
 type StoredItemData = { id: number; name: string; size: number } & ChangeData;
 type MailStateData = {
   state: string;
@@ -49,6 +58,25 @@ type MailStateData = {
   error?: string;
   response?: string;
   [key: string]: unknown;
+};
+
+type NotificationMailData = { notification_id: number; to: string[]; subject: string; attempts: number; error?: string };
+type AlertRuleRef = { id: number; name: string };
+type AlertNoticeData = {
+  rule_id: number;
+  name: string;
+  kind: string;
+  /** How many incidents the notice names (the list below stops at 50). */
+  count: number;
+  incidents: { id: number; subject_key: string; subject: string; agent_id: number | null; detail: string }[];
+};
+type WebhookDeliveryData = {
+  webhook_id: number;
+  delivery_id: number;
+  event: string;
+  attempts: number;
+  response_code: number | null;
+  error: string | null;
 };
 
 /**
@@ -146,8 +174,23 @@ export interface ServerEvents {
     located_at: string;
     gps_off: boolean;
   };
+  /**
+   * A bulk job started (its one audit entry: the action, the selection and the count), made
+   * progress, or finished. `fleet_ids`: the fleets of its devices, so a scoped console is told of
+   * its own fleets' jobs only.
+   */
+  'job.started': JobEventData & { name: string; selection: string };
+  'job.progress': JobEventData;
+  'job.finished': JobEventData;
   'fleet.created': { fleet_id: number; name: string } & ChangeData;
   'fleet.renamed': { fleet_id: number; name: string } & ChangeData;
+  /** A saved device view (dynamic group): its name and expression. */
+  'view.created': { view_id: number; name: string; where: string } & ChangeData;
+  'view.updated': { view_id: number; name: string; where: string } & ChangeData;
+  'view.deleted': { view_id: number; name: string; where: string } & ChangeData;
+  /** A policy or deployment assigned to a view (carried to each member by device-level assignments), or removed from it. */
+  'view.assigned': { view_id: number; view_assignment_id: number; policy: string; name: string } & ChangeData;
+  'view.unassigned': { view_id: number; view_assignment_id: number; policy: string; name: string } & ChangeData;
   'fleet.deleted': { fleet_id: number; name: string; [key: string]: unknown } & ChangeData;
   'mail.queued': { count: number; batch_id: string | null; invitation_id?: number };
   'mail.sending': MailStateData;
@@ -157,6 +200,24 @@ export interface ServerEvents {
   'mail.retrying': MailStateData & { retry_at: string };
   'mail.resumed': { count: number };
   'mail.test': { to: string; [key: string]: unknown };
+  'mail.notification_sent': NotificationMailData;
+  'mail.notification_outbox': NotificationMailData;
+  'mail.notification_failed': NotificationMailData;
+  'mail.notification_retrying': NotificationMailData & { retry_at: string };
+  'alert.rule_created': AlertRuleRef & ChangeData;
+  'alert.rule_updated': AlertRuleRef & ChangeData;
+  'alert.rule_deleted': AlertRuleRef & ChangeData;
+  /** Incidents opened by one evaluation of a rule (one notice for all of them). */
+  'alert.fired': AlertNoticeData;
+  /** Incidents whose condition cleared (their one resolved notice). */
+  'alert.resolved': AlertNoticeData;
+  'webhook.created': { id: number; name: string } & ChangeData;
+  'webhook.updated': { id: number; name: string } & ChangeData;
+  'webhook.deleted': { id: number; name: string } & ChangeData;
+  'webhook.test': WebhookDeliveryData;
+  'webhook.delivered': WebhookDeliveryData;
+  'webhook.retrying': WebhookDeliveryData & { next_attempt_at: string };
+  'webhook.failed': WebhookDeliveryData;
   'file.added': StoredItemData;
   'file.removed': StoredItemData;
   'package.added': StoredItemData;

@@ -42,6 +42,8 @@ export const PERMISSIONS = {
   'policies.read': 'see policies',
   'policies.write': 'set or unset policies',
   'mail.read': 'see the mail queue and settings',
+  'alerts.read': 'see alert rules, incidents and webhooks',
+  'alerts.write': 'change alert rules and webhooks',
   'settings.read': 'see settings',
   'settings.write': 'change settings',
   'settings.server': 'change the server settings',
@@ -64,6 +66,7 @@ const OBSERVER: readonly Permission[] = [
   'deployments.read',
   'policies.read',
   'mail.read',
+  'alerts.read',
   'settings.read',
   'tokens.own',
 ];
@@ -94,6 +97,7 @@ const ADMIN: readonly Permission[] = [
   'files.write',
   'deployments.write',
   'policies.write',
+  'alerts.write',
   'settings.write',
 ];
 const OWNER: readonly Permission[] = [...ADMIN, 'settings.server', 'accounts.manage'];

@@ -7,10 +7,7 @@ import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
 import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
-import type { AuditExportQuery, AuditQuery, ServerInfo } from '../../../src-shared/contract/index.ts';
-import { Readable } from 'node:stream';
-import { auditExportLines } from '../audit/export.ts';
-import type { AuditFilter } from '../audit/repository.ts';
+import type { ServerInfo } from '../../../src-shared/contract/index.ts';
 import { actsAs, adminRoute } from '../http/route-table.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
@@ -30,12 +27,19 @@ import { capConnections } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
+import { reportRoutes } from './report-routes.ts';
+import { jobRoutes } from './job-routes.ts';
+import type { JobService } from '../jobs/jobs.ts';
 import type { PolicyService } from '../policies/service.ts';
 import { installAdminErrorHandling } from './errors.ts';
 import { EventStreams, streamEvents, type StreamCaps } from './events-stream.ts';
 import { invitationRoutes } from './invitation-routes.ts';
+import { auditFilter, exportRoutes } from './export-routes.ts';
 import { mailRoutes } from './mail-routes.ts';
+import { alertRoutes } from './alert-routes.ts';
+import type { Alerts } from '../alerts/index.ts';
 import { agentRoutes, fleetRoutes, settingsRoutes } from './resource-routes.ts';
+import { viewRoutes } from './view-routes.ts';
 import { serveConsole } from './console-static.ts';
 import { simulateRoutes, type DeviceSimulator } from './simulate-routes.ts';
 
@@ -45,6 +49,10 @@ export interface AdminAppOptions {
   services: Services;
   files: FileStore;
   deployments?: PolicyService;
+  /** Alert rules and webhooks (absent: their routes answer 404 as unknown). */
+  alerts?: Alerts;
+  /** Bulk jobs (with a broker only: they send its commands). */
+  jobs?: JobService;
   auth: AdminAuth;
   info: () => Promise<ServerInfo>;
   /** The MQTT broker: its status and the commands to agents. */
@@ -71,6 +79,8 @@ export async function adminApp({
   services,
   files,
   deployments,
+  alerts,
+  jobs,
   auth,
   info,
   simulate,
@@ -288,21 +298,6 @@ export async function adminApp({
         );
         return { items: visible.slice(0, filter.limit) };
       });
-      // Streamed from a paged iterator (one page of rows in memory, however long the trail); a
-      // scoped client's export holds what its list shows: its fleets' objects and what concerns no fleet.
-      adminRoute(api, 'audit.export', async (request, reply) => {
-        const format = request.query.format ?? 'csv';
-        const scope = currentFleetScope();
-        const all = services.audit.iterate(auditFilter(request.query));
-        const rows = scope === null ? all : filterRows(all, (entry) => auditVisible(entry, scope, fleetOf));
-        const day = new Date().toISOString().slice(0, 10);
-        return reply
-          .header('content-type', format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8')
-          .header('content-disposition', `attachment; filename="audit-${day}.${format}"`)
-          .header('cache-control', 'no-store')
-          .send(Readable.from(auditExportLines(rows, format)));
-      });
-
       // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI):
       // as the caller's own account, or (the owner only) as the admin named by `?as=EMAIL`.
       adminRoute(api, 'consoleTicket', async (request, reply) => {
@@ -404,13 +399,18 @@ export async function adminApp({
       await api.register(codeRoutes, { codes, approval, agents });
       await api.register(mailRoutes, { mail, invitations });
       await api.register(simulateRoutes, { invitations, codes, settings, events, simulate });
-      await api.register(agentRoutes, { agents, events, reports });
+      await api.register(agentRoutes, { agents, events, reports, views: services.views });
+      await api.register(viewRoutes, { views: services.views, policies: deployments });
       if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
       await api.register(fleetRoutes, { fleets });
       await api.register(settingsRoutes, { settings, events, links });
       await api.register(adminFileRoutes, { store: files });
       if (deployments) await api.register(deploymentRoutes, { fleets, deployments });
       if (deployments) await api.register(policyRoutes, { fleets, policies: deployments });
+      if (alerts) await api.register(alertRoutes, { alerts });
+      await api.register(reportRoutes, { figures: services.figures });
+      if (jobs) await api.register(jobRoutes, { jobs, files });
+      await api.register(exportRoutes, { exports: services.exports, audit: services.audit, views: services.views, fleetOf });
     },
     { prefix: '/api' },
   );
@@ -418,37 +418,6 @@ export async function adminApp({
   await app.register(serveConsole);
   await app.ready();
   return app;
-}
-
-/** The rows `keep` accepts, read as they are used. */
-async function* filterRows<T>(rows: AsyncIterable<T>, keep: (row: T) => Promise<boolean>): AsyncGenerator<T> {
-  for await (const row of rows) if (await keep(row)) yield row;
-}
-
-/** The items `keep` accepts, in their order. */
-async function filterAsync<T>(items: T[], keep: (item: T) => Promise<boolean>): Promise<T[]> {
-  const kept = await Promise.all(items.map(keep));
-  return items.filter((_item, index) => kept[index]);
-}
-
-/** The audit filters of a list or export query, times checked and made UTC. */
-function auditFilter(query: AuditQuery | AuditExportQuery): Omit<AuditFilter, 'limit'> {
-  const time = (value: string | undefined, what: string) => {
-    if (value === undefined) return undefined;
-    const at = new Date(value);
-    if (Number.isNaN(at.getTime())) throw new ApiError(400, 'ERROR_BAD_REQUEST', `${what} is not a valid time: ${value}`);
-    return at.toISOString();
-  };
-  return {
-    actor: query.actor,
-    action: query.action,
-    targetKind: query.target_kind,
-    targetId: query.target_id,
-    targetName: query.target_name,
-    since: time(query.since, 'since'),
-    until: time(query.until, 'until'),
-    beforeId: query.before_id,
-  };
 }
 
 /** A refused sign-in step as its answer: 429 (with Retry-After), 410 (the step's challenge is gone), or 401. */
@@ -479,4 +448,10 @@ function refuseSignIn(
 function ticketOf(query: unknown): string | null {
   if (typeof query !== 'object' || query === null || !('ticket' in query)) return null;
   return typeof query.ticket === 'string' && query.ticket !== '' ? query.ticket : null;
+}
+
+/** The items `keep` accepts, in their order. */
+async function filterAsync<T>(items: T[], keep: (item: T) => Promise<boolean>): Promise<T[]> {
+  const kept = await Promise.all(items.map(keep));
+  return items.filter((_item, index) => kept[index]);
 }

@@ -1,5 +1,6 @@
 import type { RecordedEvent } from '../events/event-log.ts';
 import type { FleetScope } from '../fleets/scope.ts';
+import { isServerEvent } from '../../../src-shared/contract/event-stream.ts';
 
 /** The fleet each kind of object is in now, whatever the request's scope (undefined once it is gone). */
 export interface FleetOf {
@@ -29,6 +30,9 @@ export async function fleetsOfEvent(event: RecordedEvent, fleetOf: FleetOf): Pro
   if (event.invitation_id !== null) return placed(await fleetOf.invitation(event.invitation_id));
   const code = idIn(event.data, 'code_id');
   if (code !== null) return placed(await fleetOf.code(code));
+  // A bulk job names the fleets of its devices.
+  if (isServerEvent(event, 'job.started') || isServerEvent(event, 'job.progress') || isServerEvent(event, 'job.finished'))
+    return event.data?.fleet_ids ?? [];
   return named === null ? null : [named];
 }
 
@@ -50,8 +54,8 @@ const PLACED_KINDS: Record<string, (fleetOf: FleetOf, id: number) => Promise<num
   code: (fleetOf, id) => fleetOf.code(id),
   fleet: (_fleetOf, id) => Promise.resolve(id),
 };
-/** Assignments (a fleet's or a device's) are not placed here: a scoped client does not see their entries. */
-const UNPLACED_KINDS = new Set(['deployment', 'policy', 'assignment', 'task']);
+/** Assignments (a fleet's or a device's) and bulk jobs are not placed here: a scoped client does not see their entries. */
+const UNPLACED_KINDS = new Set(['deployment', 'policy', 'assignment', 'task', 'job']);
 
 /**
  * Whether a client of this fleet scope sees an audit entry: one about a device, invitation, code

@@ -6,11 +6,16 @@ import type { Services } from '../services.ts';
 import { checkLinkFitsQr } from '../deeplink/link-check.ts';
 import { fieldsUnfitForFlyve } from '../deeplink/codec.ts';
 
-export const agentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents' | 'events' | 'reports'>> = async (
+export const agentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents' | 'events' | 'reports' | 'views'>> = async (
   app,
-  { agents, events, reports },
+  { agents, events, reports, views },
 ) => {
-  adminRoute(app, 'agents.list', async () => ({ items: await agents.list() }));
+  // Filtered by the --where language (docs/where.md), a saved view or a fleet: within the admin's fleet scope either way.
+  adminRoute(app, 'agents.list', async (request) => {
+    const { where, view, fleet } = request.query;
+    if (where === undefined && view === undefined && fleet === undefined) return { items: await agents.list() };
+    return { items: await views.devices({ where, view, fleet }) };
+  });
 
   adminRoute(app, 'agents.get', async (request) => {
     const { id } = request.params;

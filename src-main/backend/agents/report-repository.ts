@@ -3,6 +3,7 @@
 import type { Sql } from '../db/sql.ts';
 import type { InventorySummary } from '../inventory/fusion-inventory.ts';
 import type { Inventory, Position } from '../../../src-shared/contract/index.ts';
+import { versionKey } from '../../../src-shared/contract/where.ts';
 
 export type ReportSource = Inventory['source'];
 
@@ -44,7 +45,11 @@ export class SqliteReportRepository implements ReportRepository {
       agent: `SELECT id, name, entity_id, computer_id FROM agents WHERE id = ?`,
       saveInventory: `INSERT INTO agent_inventories (agent_id, xml, summary, source, received_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT(agent_id) DO UPDATE SET xml = excluded.xml, summary = excluded.summary, source = excluded.source, received_at = excluded.received_at`,
-      inventoryColumns: `UPDATE agents SET model = ?, manufacturer = ?, os_name = ?, os_version = ?, last_report = ?, last_contact = ? WHERE id = ?`,
+      inventoryColumns: `UPDATE agents SET model = ?, manufacturer = ?, os_name = ?, os_version = ?, os_version_key = ?, last_report = ?, last_contact = ? WHERE id = ?`,
+      // The installed apps as rows (the --where language's app= and app_version), replaced by each inventory.
+      clearApps: `DELETE FROM agent_apps WHERE agent_id = ?`,
+      insertApp: `INSERT INTO agent_apps (agent_id, package, name, version, version_key) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (agent_id, package) DO NOTHING`,
       reported: `UPDATE agents SET last_report = ?, last_contact = ? WHERE id = ?`,
       insertPosition: `INSERT INTO geolocations (agent_id, computer_id, latitude, longitude, located_at, source, received_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
       inventoryOf: `SELECT summary, source, received_at FROM agent_inventories WHERE agent_id = ?`,
@@ -63,10 +68,16 @@ export class SqliteReportRepository implements ReportRepository {
       summary.manufacturer,
       summary.os_name,
       summary.os_version,
+      versionKey(summary.os_version),
       at,
       at,
       agentId,
     ]);
+    await this.sql.run(this.s.clearApps, [agentId]);
+    for (const app of summary.applications) {
+      if (app.package)
+        await this.sql.run(this.s.insertApp, [agentId, app.package, app.name, app.version, versionKey(app.version)]);
+    }
   }
 
   async savePosition(

@@ -137,7 +137,7 @@ export interface AgentRepository {
   entity(id: number): Promise<EntityRow | undefined>;
 }
 
-const SUMMARY_SQL = `
+export const SUMMARY_SQL = `
   SELECT a.id, a.name, a.serial, a.uuid, a.type, a.version, a.enroll_status, a.is_online, a.last_contact,
          a.last_report, a.lock, a.wipe, a.fleet_id, f.name AS fleet, u.email, a.firstname, a.lastname,
          a.computer_id, a.invitation_id, a.enrollment_code_id, c.name AS enrollment_code, a.topic, a.entity_id, a.created_at, a.updated_at,
@@ -147,7 +147,7 @@ const SUMMARY_SQL = `
   LEFT JOIN users u ON u.id = a.enrolled_by_user_id
   LEFT JOIN enrollment_codes c ON c.id = a.enrollment_code_id`;
 
-function toSummary(row: AgentSummary & { is_online: number | boolean }): AgentSummary {
+export function toSummary(row: AgentSummary & { is_online: number | boolean }): AgentSummary {
   return { ...row, is_online: Boolean(row.is_online) };
 }
 

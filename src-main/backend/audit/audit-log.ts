@@ -37,7 +37,8 @@ export class AuditLog {
     changes: FieldChanges | null = null,
   ): Promise<void> {
     const context = requestContext.current();
-    if (!context?.actor) return;
+    // A bulk job's work: the job's own entry (written when it started) stands for every device.
+    if (!context?.actor || context.jobId !== undefined) return;
     await this.record(context.actor, context.address, action, message, target, changes);
     context.audited = true;
   }

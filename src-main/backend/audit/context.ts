@@ -21,6 +21,11 @@ export interface RequestContext {
    * a list, those only (an operator or observer scoped to fleets).
    */
   fleets?: readonly number[] | null;
+  /**
+   * Work done by a bulk job (jobs/) for this actor: what it records carries the actor, but its
+   * audit entry is the job's own, written once when the job started (not one per device).
+   */
+  jobId?: number;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
@@ -35,5 +40,9 @@ export const requestContext = {
   },
   current(): RequestContext | undefined {
     return storage.getStore();
+  },
+  /** Runs `work` outside any request: the server's own work (a timer, a worker) started from a request is nobody's action. */
+  outside<T>(work: () => T): T {
+    return storage.exit(work);
   },
 };

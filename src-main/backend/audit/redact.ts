@@ -18,12 +18,30 @@ export function isSecretField(name: string): boolean {
   return SECRET_WORDS.has(last) || words.includes('totp') || words.includes('recovery');
 }
 
-/** A value as it may be kept: nested objects field by field, URLs without their password. */
+/** A value as it may be kept: nested objects field by field, URLs without their password nor secret query values. */
 export function redactValue(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/i, `$1:${REDACTED}@`);
+  if (typeof value === 'string') return redactUrl(value);
   if (Array.isArray(value)) return value.map(redactValue);
   if (value !== null && typeof value === 'object') return redactFields(value as Record<string, unknown>);
   return value;
+}
+
+/**
+ * A URL's password (`smtp://user:pw@host` → `smtp://user:[redacted]@host`) and the values of its
+ * query parameters named like secrets (a webhook's `?token=…`, `&api_key=…`) replaced; any other text as it is.
+ */
+function redactUrl(text: string): string {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return text;
+  const withoutPassword = text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/i, `$1:${REDACTED}@`);
+  return withoutPassword.replace(/([?&;])([^=&#;]+)=([^&#;]*)/g, (whole, separator: string, name: string) => {
+    let decoded = name;
+    try {
+      decoded = decodeURIComponent(name);
+    } catch {
+      // a malformed escape: judged by its raw name
+    }
+    return isSecretField(decoded) ? `${separator}${name}=${REDACTED}` : whole;
+  });
 }
 
 /** An object with each secret field's value replaced by REDACTED (null and absent stay so: "none" is no secret). */

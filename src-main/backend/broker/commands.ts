@@ -121,6 +121,23 @@ export class AgentCommands {
     return { agent_id: agentId, command, topic, payload: message.payload, retained: message.retain, online, event_id: event.id };
   }
 
+  /** Whether the agent is connected now (to this broker or the external one). */
+  isConnected(agentId: number): boolean {
+    return this.links.isConnected(agentId);
+  }
+
+  /**
+   * The bulk path (jobs/): publishes `command` to an agent the caller already checked
+   * (commandRefusal) and whose record it already changed, in one statement for many agents. No
+   * lookup, no event: the job records each device's result. A ping's reply is awaited as a single
+   * ping's is (agent.ping_reply).
+   */
+  async publishCommand(agent: { id: number; topic: string }, command: AgentCommand): Promise<void> {
+    const message = MESSAGES[command];
+    if (command === 'ping') this.pendingPings.set(agent.id, Date.now());
+    await this.publish(agent, message.subtopic, message.payload, message.retain);
+  }
+
   /** Moves the agent to another fleet of its entity and tells it with a retained Command/Subscribe. */
   async moveToFleet(agentId: number, target: { fleet_id?: number; fleet?: string }): Promise<CommandResult | null> {
     const agent = await this.commandable(agentId);
@@ -304,26 +321,13 @@ export class AgentCommands {
     const agent = await this.store.byId(agentId);
     // A device of a fleet the request may not see answers as if it did not exist (fleets/scope.ts).
     if (!agent || !inFleetScope(agent.fleet_id)) throw itemNotFound('Agent not found');
-    if (agent.enroll_status === ENROLL_STATUS.unenrolled) {
-      throw new ApiError(
-        409,
-        'ERROR_AGENT_UNENROLLED',
-        `${agent.name} is unenrolled: enroll the device again before sending it commands`,
-      );
-    }
-    if (!isUsableAgentTopic(agent.topic)) {
-      // Its login was another device's (migration 3 disabled it): a command could reach the wrong device.
-      throw new ApiError(
-        409,
-        'ERROR_AGENT_NO_TOPIC',
-        `${agent.name} has no usable MQTT topic: remove it and enroll the device again`,
-      );
-    }
+    const refusal = commandRefusal(agent);
+    if (refusal) throw refusal;
     return agent;
   }
 
   private async publish(
-    agent: BrokerAgentRow,
+    agent: { id: number; topic: string },
     subtopic: string,
     payload: Record<string, unknown>,
     retain: boolean,
@@ -338,6 +342,29 @@ export class AgentCommands {
     await this.publisher.publish(`${agent.topic}/${subtopic}`, text, retain);
   }
 }
+
+/** Why no command may go to this agent (an ApiError to throw or to record), or null when one may. */
+export function commandRefusal(agent: { name: string; enroll_status: string; topic: string }): ApiError | null {
+  if (agent.enroll_status === ENROLL_STATUS.unenrolled) {
+    return new ApiError(
+      409,
+      'ERROR_AGENT_UNENROLLED',
+      `${agent.name} is unenrolled: enroll the device again before sending it commands`,
+    );
+  }
+  if (!isUsableAgentTopic(agent.topic)) {
+    // Its login was another device's (migration 3 disabled it): a command could reach the wrong device.
+    return new ApiError(
+      409,
+      'ERROR_AGENT_NO_TOPIC',
+      `${agent.name} has no usable MQTT topic: remove it and enroll the device again`,
+    );
+  }
+  return null;
+}
+
+/** Commands only a connected agent can act on (ping, inventory, geolocate): never kept for later. */
+export const isLiveOnlyCommand = (command: AgentCommand): boolean => LIVE_ONLY.includes(command);
 
 /** The retained commands an agent's record still holds. */
 function pendingCommands(agent: BrokerAgentRow): AgentCommand[] {

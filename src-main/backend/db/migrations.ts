@@ -709,4 +709,221 @@ export const migrations: Migration[] = [
       CREATE INDEX audit_log_target ON audit_log(target_kind, target_id, id);
     `,
   },
+  {
+    version: 23,
+    name: 'device views: version keys, installed apps, saved views and their assignments',
+    // The --where language (src-shared/contract/where.ts) compares versions as versions: each OS and
+    // app version is kept beside a sortable key (contract versionKey: zero-padded numbers), written
+    // when an inventory arrives (rows older than this are keyed once at start). The installed apps
+    // of the last inventory are rows, so `app=… app_version<…` is an indexed EXISTS. A saved view is
+    // a name and an expression; a policy assigned to a view (view_assignments) is carried by one
+    // device-level assignment per member (policy_assignments.view_assignment_id), opened when a
+    // device enters the view and retired when it leaves.
+    sql: /* sql */ `
+      ALTER TABLE agents ADD COLUMN os_version_key TEXT;
+      CREATE INDEX agents_os_version_key ON agents(os_version_key);
+
+      CREATE TABLE agent_apps (
+        agent_id     INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        package      TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        version      TEXT,
+        version_key  TEXT,
+        PRIMARY KEY (agent_id, package)
+      );
+      CREATE INDEX agent_apps_package ON agent_apps(package, version_key);
+
+      CREATE TABLE device_views (
+        id          INTEGER PRIMARY KEY,
+        entity_id   INTEGER NOT NULL DEFAULT 1 REFERENCES entities(id),
+        name        TEXT NOT NULL,
+        name_key    TEXT NOT NULL,
+        where_expr  TEXT NOT NULL,
+        created_by  TEXT,
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL,
+        UNIQUE (entity_id, name_key)
+      );
+
+      CREATE TABLE view_assignments (
+        id                INTEGER PRIMARY KEY,
+        entity_id         INTEGER NOT NULL REFERENCES entities(id),
+        view_id           INTEGER NOT NULL REFERENCES device_views(id),
+        policy            TEXT NOT NULL,
+        value             TEXT,
+        item_kind         TEXT CHECK (item_kind IN ('file', 'package')),
+        item_id           INTEGER,
+        item_name         TEXT NOT NULL,
+        destination       TEXT,
+        remove_on_delete  INTEGER NOT NULL DEFAULT 0 CHECK (remove_on_delete IN (0, 1)),
+        state             TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'removed')),
+        created_at        TEXT NOT NULL,
+        removed_at        TEXT
+      );
+      CREATE INDEX view_assignments_view ON view_assignments(view_id, state);
+
+      ALTER TABLE policy_assignments ADD COLUMN view_assignment_id INTEGER;
+      CREATE INDEX policy_assignments_view ON policy_assignments(view_assignment_id, state) WHERE view_assignment_id IS NOT NULL;
+    `,
+  },
+  {
+    version: 24,
+    name: 'bulk jobs and their per-device results',
+    // One admin request acting on many devices (issue 25): the job (action, the selection in words
+    // and as given, what the action was given, who asked) and one result row per device. A result
+    // keeps the device's name and fleet: it outlives a device the job deleted (no foreign key).
+    // fleet_ids: the fleets of its devices, so a scoped admin sees their fleets' jobs only.
+    sql: `
+      CREATE TABLE jobs (
+        id           INTEGER PRIMARY KEY,
+        action       TEXT NOT NULL,
+        state        TEXT NOT NULL CHECK (state IN ('running', 'done', 'failed', 'interrupted')),
+        selection    TEXT NOT NULL,
+        description  TEXT NOT NULL,
+        params       TEXT,
+        total        INTEGER NOT NULL,
+        fleet_ids    TEXT NOT NULL,
+        account_id   INTEGER REFERENCES admin_accounts(id) ON DELETE SET NULL,
+        actor        TEXT,
+        error        TEXT,
+        created_at   TEXT NOT NULL,
+        finished_at  TEXT
+      );
+      CREATE INDEX jobs_state ON jobs(state);
+
+      CREATE TABLE job_results (
+        job_id       INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+        agent_id     INTEGER NOT NULL,
+        name         TEXT NOT NULL,
+        fleet_id     INTEGER,
+        status       TEXT NOT NULL CHECK (status IN ('sent', 'answered', 'offline', 'done', 'refused', 'failed')),
+        reason       TEXT,
+        at           TEXT NOT NULL,
+        answered_at  TEXT,
+        PRIMARY KEY (job_id, agent_id)
+      );
+      CREATE INDEX job_results_status ON job_results(job_id, status);
+    `,
+  },
+  {
+    version: 25,
+    name: 'daily figures for the reports',
+    // What the Reports page charts, kept as the server runs (backend/reports/): one value per UTC
+    // day, fleet, metric and key. Counted metrics grow as things happen (enrolled; deploy done /
+    // failed); sampled ones are overwritten by each sample of the day (online: key = the hour, the
+    // count at that hour's last sample; devices, compliance by state, os and model: the day's last
+    // sample). fleet_id is not a foreign key: a deleted fleet's history stays in the totals.
+    // report_cursor: the last event the figures counted, and when the one-time backfill from the
+    // existing rows ran (a restart counts the events recorded while no server listened, once).
+    sql: `
+      CREATE TABLE daily_figures (
+        day       TEXT NOT NULL,
+        fleet_id  INTEGER NOT NULL,
+        metric    TEXT NOT NULL,
+        key       TEXT NOT NULL DEFAULT '',
+        value     INTEGER NOT NULL,
+        PRIMARY KEY (day, fleet_id, metric, key)
+      );
+      CREATE INDEX daily_figures_metric ON daily_figures(metric, day);
+
+      CREATE TABLE report_cursor (
+        id             INTEGER PRIMARY KEY CHECK (id = 1),
+        event_id       INTEGER NOT NULL,
+        backfilled_at  TEXT NOT NULL,
+        sampled_at     TEXT
+      );
+    `,
+  },
+  {
+    version: 26,
+    name: 'alerts: rules, incidents, webhooks and their deliveries, notification emails',
+    // A rule watches one condition (kind + threshold, optionally one fleet) and notifies its emails
+    // and webhooks. An incident is one subject (a device, a task, an invitation, the broker, SMTP)
+    // for which a rule's condition holds: one open incident per rule and subject (the partial unique
+    // index), resolved once when the condition clears. Webhook deliveries are the webhook worker's
+    // queue (state, attempts, next attempt, last answer); notification_mails is the mail worker's
+    // third queue (emails composed by the caller: alerts). Times are ISO strings computed in
+    // TypeScript; booleans 0/1.
+    sql: `
+      CREATE TABLE webhooks (
+        id          INTEGER PRIMARY KEY,
+        name        TEXT NOT NULL,
+        url         TEXT NOT NULL,
+        secret      TEXT NOT NULL,
+        enabled     INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+      );
+
+      CREATE TABLE alert_rules (
+        id          INTEGER PRIMARY KEY,
+        name        TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        enabled     INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+        threshold   INTEGER,
+        fleet_id    INTEGER REFERENCES fleets(id) ON DELETE CASCADE,
+        emails      TEXT NOT NULL DEFAULT '[]',
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+      );
+
+      CREATE TABLE alert_rule_webhooks (
+        rule_id     INTEGER NOT NULL REFERENCES alert_rules(id) ON DELETE CASCADE,
+        webhook_id  INTEGER NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        PRIMARY KEY (rule_id, webhook_id)
+      );
+      CREATE INDEX alert_rule_webhooks_webhook ON alert_rule_webhooks(webhook_id);
+
+      CREATE TABLE alert_incidents (
+        id            INTEGER PRIMARY KEY,
+        rule_id       INTEGER NOT NULL REFERENCES alert_rules(id) ON DELETE CASCADE,
+        subject_key   TEXT NOT NULL,
+        subject       TEXT NOT NULL,
+        agent_id      INTEGER,
+        detail        TEXT NOT NULL,
+        state         TEXT NOT NULL CHECK (state IN ('open', 'resolved')),
+        opened_at     TEXT NOT NULL,
+        last_seen_at  TEXT NOT NULL,
+        resolved_at   TEXT
+      );
+      CREATE UNIQUE INDEX alert_incidents_one_open ON alert_incidents(rule_id, subject_key) WHERE state = 'open';
+      CREATE INDEX alert_incidents_state ON alert_incidents(state, id);
+
+      CREATE TABLE webhook_deliveries (
+        id               INTEGER PRIMARY KEY,
+        webhook_id       INTEGER NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        event            TEXT NOT NULL,
+        payload          TEXT NOT NULL,
+        state            TEXT NOT NULL CHECK (state IN ('queued', 'sending', 'delivered', 'failed')),
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at  TEXT,
+        response_code    INTEGER,
+        response_ms      INTEGER,
+        error            TEXT,
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL,
+        delivered_at     TEXT
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_attempt_at);
+      CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries(webhook_id, id);
+
+      CREATE TABLE notification_mails (
+        id           INTEGER PRIMARY KEY,
+        recipients   TEXT NOT NULL,
+        subject      TEXT NOT NULL,
+        body         TEXT NOT NULL,
+        state        TEXT NOT NULL CHECK (state IN ('queued', 'sending', 'sent', 'failed', 'outbox')),
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        error        TEXT,
+        response     TEXT,
+        message_id   TEXT,
+        outbox_file  TEXT,
+        queued_at    TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        sent_at      TEXT,
+        retry_at     TEXT
+      );
+      CREATE INDEX notification_mails_queue ON notification_mails(state, queued_at);
+    `,
+  },
 ];

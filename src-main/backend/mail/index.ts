@@ -6,6 +6,7 @@ import type { DeliveryRepository } from './delivery-repository.ts';
 import { Outbox } from './outbox.ts';
 import type { MailableAccountInvites, MailableInvitations } from './ports.ts';
 import type { AccountDeliveryRepository } from './account-delivery-repository.ts';
+import type { NotificationRepository } from './notification-repository.ts';
 import { MailPreview } from './preview.ts';
 import { MailQueue } from './queue.ts';
 import type { RetryPolicy } from './retry-policy.ts';
@@ -16,6 +17,7 @@ import { TransportPool } from './transport-pool.ts';
 import { MailWorker } from './worker.ts';
 
 export { SqliteAccountDeliveryRepository, type AccountDeliveryRepository } from './account-delivery-repository.ts';
+export { SqliteNotificationRepository, type NotificationRepository } from './notification-repository.ts';
 export {
   DELIVERY_STATES,
   SqliteDeliveryRepository,
@@ -63,10 +65,12 @@ export function createMail(
     /** Admins' invitations: their emails' queue, and what they are composed from. */
     accountDeliveries: AccountDeliveryRepository;
     accountInvites: MailableAccountInvites;
+    /** Notification emails (alerts): the worker's third queue. */
+    notifications: NotificationRepository;
   },
   options: MailOptions = {},
 ): Mail {
-  const { isOpen, events, work, settings, invitations, deliveries, accountDeliveries, accountInvites } = deps;
+  const { isOpen, events, work, settings, invitations, deliveries, accountDeliveries, accountInvites, notifications } = deps;
   const dataDir = options.dataDir ?? tmpdir();
   const outbox = new Outbox(dataDir);
   const mailSettings = new MailSettingsService({
@@ -81,6 +85,7 @@ export function createMail(
     invitations,
     accountDeliveries,
     accountInvites,
+    notifications,
     settings,
     mailSettings,
     outbox,
@@ -93,7 +98,7 @@ export function createMail(
   // A changed configuration may let waiting messages go.
   mailSettings.onChange(() => worker.kick());
   return {
-    queue: new MailQueue({ deliveries, invitations, events, work, wake: () => worker.kick(), accountDeliveries }),
+    queue: new MailQueue({ deliveries, invitations, events, work, wake: () => worker.kick(), accountDeliveries, notifications }),
     worker,
     settings: mailSettings,
     preview: new MailPreview({ settings, mailSettings, invitations }),

@@ -5,6 +5,7 @@ import type { InvitationMailer } from '../invitations/ports.ts';
 import type { DeliveryCounts, DeliveryRepository } from './delivery-repository.ts';
 import type { MailableInvitations } from './ports.ts';
 import type { AccountDeliveryRepository } from './account-delivery-repository.ts';
+import type { NotificationRepository } from './notification-repository.ts';
 import type { AccountInviteDelivery } from '../../../src-shared/contract/index.ts';
 
 /**
@@ -18,6 +19,7 @@ export class MailQueue implements InvitationMailer {
   private readonly work: UnitOfWork;
   private readonly wake: () => void;
   private readonly accountDeliveries: AccountDeliveryRepository;
+  private readonly notifications: NotificationRepository;
 
   /** `wake`: tells the worker there is work; called once the queueing has committed. */
   constructor(deps: {
@@ -27,7 +29,9 @@ export class MailQueue implements InvitationMailer {
     work: UnitOfWork;
     wake: () => void;
     accountDeliveries: AccountDeliveryRepository;
+    notifications: NotificationRepository;
   }) {
+    this.notifications = deps.notifications;
     this.accountDeliveries = deps.accountDeliveries;
     this.deliveries = deps.deliveries;
     this.invitations = deps.invitations;
@@ -71,6 +75,18 @@ export class MailQueue implements InvitationMailer {
     await this.work.run(async () => {
       await this.accountDeliveries.queue(inviteId, token);
       await this.work.afterCommit(this.wake);
+    });
+  }
+
+  /**
+   * Queues a notification email (plain text, composed by the caller: an alert) in the caller's
+   * transaction; the worker sends it once that commits, with the invitations' retries and outbox.
+   */
+  queueNotification(to: string[], subject: string, body: string): Promise<number> {
+    return this.work.run(async () => {
+      const id = await this.notifications.queue(to, subject, body);
+      await this.work.afterCommit(this.wake);
+      return id;
     });
   }
 

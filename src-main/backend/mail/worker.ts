@@ -8,6 +8,7 @@ import type { Outbox } from './outbox.ts';
 import type { MailableAccountInvites, MailableInvitation, MailableInvitations } from './ports.ts';
 import type { AccountDeliveryRepository, AccountDeliveryRow } from './account-delivery-repository.ts';
 import { composeAccountInviteMail } from './account-message.ts';
+import type { NotificationRepository, NotificationRow } from './notification-repository.ts';
 import { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
 import { describeSendError } from './send-error.ts';
 import type { MailSettingsService } from './settings-service.ts';
@@ -21,6 +22,8 @@ interface WorkerDeps {
   /** The second queue: admins' invitations (their set-up links). */
   accountDeliveries: AccountDeliveryRepository;
   accountInvites: MailableAccountInvites;
+  /** The third queue: notification emails composed by their sender (alerts). */
+  notifications: NotificationRepository;
   settings: SettingsStore;
   mailSettings: MailSettingsService;
   transports: TransportPool;
@@ -70,7 +73,10 @@ export class MailWorker {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    const resumed = (await this.deps.deliveries.requeueInterrupted()) + (await this.deps.accountDeliveries.requeueInterrupted());
+    const resumed =
+      (await this.deps.deliveries.requeueInterrupted()) +
+      (await this.deps.accountDeliveries.requeueInterrupted()) +
+      (await this.deps.notifications.requeueInterrupted());
     if (resumed > 0)
       await this.deps.events.record(
         'mail.resumed',
@@ -147,7 +153,11 @@ export class MailWorker {
   /** Wakes the worker when the earliest scheduled retry is due (the schedule itself is in the database). */
   private async armRetryTimer(): Promise<void> {
     if (!this.started || this.stopping || !this.deps.isOpen()) return;
-    const next = [await this.deps.deliveries.nextRetryAt(), await this.deps.accountDeliveries.nextRetryAt()]
+    const next = [
+      await this.deps.deliveries.nextRetryAt(),
+      await this.deps.accountDeliveries.nextRetryAt(),
+      await this.deps.notifications.nextRetryAt(),
+    ]
       .filter((at): at is string => at !== null)
       .sort()[0];
     if (!next) return;
@@ -172,14 +182,21 @@ export class MailWorker {
     while (!this.stopping && this.active < limit) {
       const job = await this.deps.deliveries.claim();
       const accountJob = job ? undefined : await this.deps.accountDeliveries.claim();
-      if (!job && !accountJob) break;
+      const notification = job || accountJob ? undefined : await this.deps.notifications.claim();
+      if (!job && !accountJob && !notification) break;
       this.active++;
       const failed = async (error: unknown) => {
         const outcome = { state: 'failed' as const, error: `Internal error: ${(error as Error).message}` };
         if (job) await this.finish(job, outcome);
-        else await this.finishAccount(accountJob!, outcome);
+        else if (accountJob) await this.finishAccount(accountJob, outcome);
+        else await this.finishNotification(notification!, outcome);
       };
-      void (job ? this.deliver(job) : this.deliverAccountInvite(accountJob!)).catch(failed).finally(() => {
+      const delivery = job
+        ? this.deliver(job)
+        : accountJob
+          ? this.deliverAccountInvite(accountJob)
+          : this.deliverNotification(notification!);
+      void delivery.catch(failed).finally(() => {
         this.active--;
         if (this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake();
         this.kick();
@@ -280,7 +297,7 @@ export class MailWorker {
     message: SendMailOptions,
     outboxLabel: string,
     attempts: number,
-    expiresAt: string,
+    expiresAt?: string,
   ): Promise<Transmitted> {
     if (target.kind === 'outbox') {
       try {
@@ -302,7 +319,7 @@ export class MailWorker {
       const retryAt = nextRetryAt(attempts, new Date(), this.retryPolicy, expiresAt);
       if (!retryAt) {
         const why =
-          attempts > this.retryPolicy.delaysMs.length
+          attempts > this.retryPolicy.delaysMs.length || expiresAt === undefined
             ? `gave up after ${attempts} attempts`
             : 'no retry: the invitation expires first';
         return { state: 'failed', error: `${text} (${why})`, response };
@@ -370,6 +387,75 @@ export class MailWorker {
     } else await this.finishAccount(job, result, invite.email);
   }
 
+  /** A notification email (an alert): composed by its sender, sent as it is, retried like the others. */
+  private async deliverNotification(job: NotificationRow): Promise<void> {
+    const to = recipientsOf(job);
+    let target: MailTarget;
+    try {
+      target = this.deps.mailSettings.target();
+    } catch (error) {
+      return this.finishNotification(
+        job,
+        { state: 'failed', error: `The SMTP URL is not valid: ${(error as Error).message}` },
+        to,
+      );
+    }
+    const message: SendMailOptions = {
+      from: target.from,
+      to,
+      subject: job.subject.replace(/[\r\n\t]+/g, ' '),
+      text: job.body,
+      headers: { 'X-MDM-Notification-Id': String(job.id) },
+    };
+    const result = await this.transmit(target, message, `notification-${job.id}`, job.attempts);
+    if (result.state === 'cut') {
+      if (this.deps.isOpen()) await this.deps.notifications.requeue(job.id);
+    } else if (result.state === 'retry') {
+      if (!this.deps.isOpen() || !(await this.deps.notifications.scheduleRetry(job.id, result))) return;
+      await this.deps.events.record(
+        'mail.notification_retrying',
+        `Email "${job.subject}" to ${to.join(', ')} failed (${result.error}); will retry ${inAbout(result.retryAt)}`,
+        {},
+        {
+          notification_id: job.id,
+          to,
+          subject: job.subject,
+          attempts: job.attempts,
+          error: result.error,
+          retry_at: result.retryAt.toISOString(),
+        },
+      );
+      await this.armRetryTimer();
+    } else if (result.state === 'outbox') {
+      await this.finishNotification(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, to);
+    } else await this.finishNotification(job, result, to);
+  }
+
+  private async finishNotification(
+    job: NotificationRow,
+    outcome: DeliveryOutcome & { error?: string },
+    to = recipientsOf(job),
+  ): Promise<void> {
+    if (!this.deps.isOpen() || !(await this.deps.notifications.finish(job.id, outcome))) return;
+    const message = {
+      sent: `Email "${job.subject}" sent to ${to.join(', ')}`,
+      outbox: `Email "${job.subject}" written to the outbox (no SMTP configured)`,
+      failed: `Email "${job.subject}" to ${to.join(', ')} failed: ${outcome.error ?? ''}`,
+    }[outcome.state];
+    await this.deps.events.record(
+      `mail.notification_${outcome.state}`,
+      message,
+      {},
+      {
+        notification_id: job.id,
+        to,
+        subject: job.subject,
+        attempts: job.attempts,
+        ...(outcome.error ? { error: outcome.error } : {}),
+      },
+    );
+  }
+
   private async finishAccount(
     job: AccountDeliveryRow,
     outcome: DeliveryOutcome & { error?: string },
@@ -396,6 +482,12 @@ export class MailWorker {
       },
     );
   }
+}
+
+/** Addresses of a queued notification (stored as a JSON array). */
+function recipientsOf(row: NotificationRow): string[] {
+  const parsed = JSON.parse(row.recipients) as unknown;
+  return Array.isArray(parsed) ? parsed.filter((to): to is string => typeof to === 'string') : [];
 }
 
 /** "in about 3 minutes", for event messages read by people. */

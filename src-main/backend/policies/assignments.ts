@@ -80,7 +80,7 @@ export async function deploy(ctx: PolicyContext, input: DeployInput): Promise<nu
     value = { policy: 'deployFile', value: destination, itemId: item.id, version: item.version };
   }
   const base = { item_kind: input.kind, item_id: item.id, fleet_id: target.fleetId, agent_id: target.agentId } as const;
-  if ((await ctx.repo.activeSame({ policy: value.policy, ...base })).length > 0) {
+  if ((await ctx.repo.activeSameOwn({ policy: value.policy, ...base })).length > 0) {
     throw new ApiError(
       409,
       'ERROR_ALREADY_DEPLOYED',
@@ -92,7 +92,7 @@ export async function deploy(ctx: PolicyContext, input: DeployInput): Promise<nu
   const opposite = input.kind === 'package' ? 'removeApp' : 'removeFile';
   const oppositeValue = input.kind === 'package' ? value.value : deployedFilePath(value.value, item.name);
   const conflicting = (
-    await ctx.repo.activeSame({
+    await ctx.repo.activeSameOwn({
       policy: opposite,
       item_kind: null,
       item_id: null,
@@ -127,8 +127,7 @@ export async function deploy(ctx: PolicyContext, input: DeployInput): Promise<nu
  * Returns the assignment's id.
  */
 export async function assign(ctx: PolicyContext, input: AssignInput): Promise<number> {
-  const definition = knownPolicy(input.policy);
-  if (!Value.Check(definition.schema, input.value)) throw badRequest(`${definition.symbol}: ${expected(definition)}`);
+  const definition = checkedPolicy(input.policy, input.value);
   if ((input.fleetId === undefined) === (input.agentId === undefined))
     throw badRequest('Give exactly one target: a fleet or an agent');
   if (input.destination !== undefined && definition.symbol !== 'deployFile')
@@ -159,7 +158,7 @@ export async function assign(ctx: PolicyContext, input: AssignInput): Promise<nu
     fleet_id: target.fleetId,
     agent_id: target.agentId,
   };
-  const existing = (await ctx.repo.activeSame(same))[0];
+  const existing = (await ctx.repo.activeSameOwn(same))[0];
   if (existing) {
     throw new ApiError(
       409,
@@ -301,7 +300,7 @@ export async function undeploy(ctx: PolicyContext, id: number): Promise<number |
  * or incompatible / overriden where the server already knows. A device-level value of a unique
  * policy makes that device's task of its fleet's value overriden.
  */
-async function create(
+export async function create(
   ctx: PolicyContext,
   entityId: number,
   policy: string,
@@ -309,10 +308,15 @@ async function create(
   fields: Pick<
     DeploymentRow,
     'value' | 'item_kind' | 'item_id' | 'item_name' | 'fleet_id' | 'agent_id' | 'destination' | 'remove_on_delete'
-  >,
+  > & { view_assignment_id?: number | null },
   target: { name: string; topic: string; agents: AgentInScope[] },
 ): Promise<number> {
   const at = nowIso();
+  // The device's own value of a unique policy beats a view's (view-targets.ts): the view's row on it is retired.
+  if (fields.agent_id !== null && !fields.view_assignment_id && policyDefinition(policy)?.unique) {
+    for (const row of await ctx.repo.activeViewRows(fields.agent_id, policy))
+      await retire(ctx, row, null, "the device's own value applies");
+  }
   const id = await ctx.repo.insert({
     entity_id: entityId,
     policy,
@@ -448,6 +452,13 @@ async function agentTarget(ctx: PolicyContext, agentId: number) {
   return { agentId: agent.id, name: agent.name, topic: agent.topic, agents: [agent] };
 }
 
+/** The catalogue's entry of `symbol`, `value` checked against it: 400 for an unknown policy or a value it does not take. */
+export function checkedPolicy(symbol: string, value: unknown): PolicyDefinition {
+  const definition = knownPolicy(symbol);
+  if (!Value.Check(definition.schema, value)) throw badRequest(`${definition.symbol}: ${expected(definition)}`);
+  return definition;
+}
+
 /** The catalogue entry of a policy, or a 400 naming what is wrong. */
 function knownPolicy(symbol: string): PolicyDefinition {
   const definition = policyDefinition(symbol);
@@ -461,7 +472,7 @@ function knownPolicy(symbol: string): PolicyDefinition {
 }
 
 /** What a policy takes, for its 400. */
-function expected(definition: PolicyDefinition): string {
+export function expected(definition: PolicyDefinition): string {
   switch (definition.type) {
     case 'bool':
       return 'expected true or false';

@@ -4,7 +4,7 @@ import type { EventLog } from '../events/event-log.ts';
 import type { FileStore, StoredRecord } from '../files/store.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { itemNotFound } from '../errors.ts';
-import { assign, undeploy, unassignValue, type AssignInput } from './assignments.ts';
+import { assign, checkedPolicy, undeploy, unassignValue, type AssignInput } from './assignments.ts';
 import { PolicyContext, type VerificationSource } from './context.ts';
 import { followEvent, syncAgent } from './membership.ts';
 import type { PolicyChannel } from './outbox.ts';
@@ -25,6 +25,9 @@ import {
   type TaskView,
 } from './views.ts';
 import { OPEN_STATUSES } from './wire.ts';
+import { assignToView, syncAllViews, unassignView, type ViewAssignInput, type ViewMembership } from './view-targets.ts';
+import { policyDefinition, type ViewAssignment } from '../../../src-shared/contract/index.ts';
+import type { ViewAssignmentRow } from './view-assignment-repository.ts';
 
 // The policies room's one entry point. Its parts, each in a module of its own:
 //   assignments.ts       assigning and removing (value policies and the four deployment kinds)
@@ -53,9 +56,67 @@ export class PolicyService {
     files: FileStore;
     /** Package installs checked against the devices' inventories (verification.ts). */
     verification?: VerificationSource;
+    /** Saved views, as targets of assignments (view-targets.ts). */
+    views?: ViewMembership;
+    /** How often views are evaluated again for their terms of time (last_contact); default a minute. */
+    viewSyncMs?: number;
   }) {
     this.ctx = new PolicyContext(deps);
     this.unsubscribe = deps.events.subscribe((event) => followEvent(this.ctx, event));
+    if (deps.views) {
+      this.viewTimer = setInterval(() => this.syncViews(), deps.viewSyncMs ?? 60_000);
+      this.viewTimer.unref();
+    }
+  }
+
+  private viewTimer: ReturnType<typeof setInterval> | null = null;
+
+  /** Assigns a policy or deployment to a saved view: carried to each member device, following membership. */
+  async assignToView(viewId: number, input: ViewAssignInput): Promise<ViewAssignment> {
+    return this.viewAssignmentOf((await this.ctx.viewAssignments.byId(await assignToView(this.ctx, viewId, input)))!);
+  }
+
+  async unassignView(id: number): Promise<ViewAssignment> {
+    return this.viewAssignmentOf(await unassignView(this.ctx, id));
+  }
+
+  /** A view's assignments, newest first, each with its members' tasks counted. */
+  async viewAssignments(viewId: number): Promise<ViewAssignment[]> {
+    if (!(await this.ctx.views?.view(viewId))) throw itemNotFound('View not found');
+    return Promise.all((await this.ctx.viewAssignments.ofView(viewId)).map((row) => this.viewAssignmentOf(row)));
+  }
+
+  /** Every view assignment's members evaluated again (the timer does this; terms of time move devices in and out). */
+  async syncViews(): Promise<void> {
+    try {
+      await syncAllViews(this.ctx);
+    } catch (error) {
+      await this.ctx.events.record(
+        'deployment.error',
+        `Views could not be evaluated: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+
+  private async viewAssignmentOf(row: ViewAssignmentRow): Promise<ViewAssignment> {
+    const counts = await this.ctx.viewAssignments.counts(row.id);
+    return {
+      id: row.id,
+      view_id: row.view_id,
+      view: (await this.ctx.views?.view(row.view_id))?.name ?? '',
+      policy: row.policy,
+      label: policyDefinition(row.policy)?.label ?? row.policy,
+      value: row.value === null ? null : (JSON.parse(row.value) as boolean | number | string),
+      item_name: row.item_name,
+      state: row.state,
+      created_at: row.created_at,
+      removed_at: row.removed_at,
+      devices: counts.devices,
+      done: counts.done,
+      pending: counts.pending,
+      failed: counts.failed,
+      overriden: counts.overriden,
+    };
   }
 
   /** Starts publishing through `channel`; every active policy is retained again (a broker keeps them in memory). */
@@ -67,6 +128,7 @@ export class PolicyService {
   }
 
   close(): void {
+    if (this.viewTimer) clearInterval(this.viewTimer);
     this.unsubscribe();
     this.ctx.outbox.attach(null);
   }
@@ -78,6 +140,11 @@ export class PolicyService {
   /** Sets any policy (a value, or a deployment kind) on a fleet or one device (see assignments.ts `assign`). */
   async assign(input: AssignInput): Promise<DeploymentView> {
     return view(this.ctx, await assign(this.ctx, input));
+  }
+
+  /** Checks a policy and its value against the catalogue (400 when unknown or not taken), as `assign` does first. */
+  checkValue(policy: string, value: unknown): void {
+    checkedPolicy(policy, value);
   }
 
   /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */

@@ -1,7 +1,14 @@
 import { policyDefinition, taskStatusText, type TaskVerification } from '../../../src-shared/contract/index.ts';
 import { itemNotFound } from '../errors.ts';
 import type { PolicyContext } from './context.ts';
-import type { AgentInScope, DeploymentRow, DeploymentWithCounts, TaskHistoryRow, TaskRow } from './repository.ts';
+import type {
+  AgentCompliance,
+  AgentInScope,
+  DeploymentRow,
+  DeploymentWithCounts,
+  TaskHistoryRow,
+  TaskRow,
+} from './repository.ts';
 import { currentFleetScope, fleetScopeParam, inFleetScope } from '../fleets/scope.ts';
 import type { TaskStatus } from './wire.ts';
 
@@ -195,30 +202,33 @@ export async function effectiveOf(ctx: PolicyContext, agentId: number): Promise<
 /** Every enrolled device (of one fleet, or all) with its tasks of active assignments counted. */
 export async function compliance(ctx: PolicyContext, fleetId: number | null): Promise<ComplianceView[]> {
   if (fleetId !== null) await ctx.fleets.get(fleetId);
-  return (await ctx.repo.compliance(fleetId, fleetScopeParam())).map((row) => {
-    const failing = row.failed + row.incompatible;
-    const open = row.pending + row.in_progress;
-    const parts: string[] = [];
-    if (row.failed > 0) parts.push(`${row.failed} failed`);
-    if (row.incompatible > 0) parts.push(`${row.incompatible} incompatible`);
-    if (open > 0) parts.push(`${open} pending`);
-    const applicable = row.total - row.canceled - row.overriden;
-    return {
-      agent_id: row.agent_id,
-      agent_name: row.agent_name,
-      fleet_id: row.fleet_id,
-      total: applicable,
-      done: row.done,
-      pending: row.pending,
-      in_progress: row.in_progress,
-      failed: row.failed,
-      incompatible: row.incompatible,
-      overriden: row.overriden,
-      state: applicable === 0 ? 'none' : failing > 0 ? 'failing' : open > 0 ? 'pending' : 'compliant',
-      summary: applicable === 0 ? 'no policy' : parts.length === 0 ? `all ${row.done} done` : parts.join(', '),
-      last_change: row.last_change,
-    };
-  });
+  return (await ctx.repo.compliance(fleetId, fleetScopeParam())).map(complianceOf);
+}
+
+/** A device's compliance from its tasks counted: its state and one-line summary (the list's and the exports'). */
+export function complianceOf(row: AgentCompliance): ComplianceView {
+  const failing = row.failed + row.incompatible;
+  const open = row.pending + row.in_progress;
+  const parts: string[] = [];
+  if (row.failed > 0) parts.push(`${row.failed} failed`);
+  if (row.incompatible > 0) parts.push(`${row.incompatible} incompatible`);
+  if (open > 0) parts.push(`${open} pending`);
+  const applicable = row.total - row.canceled - row.overriden;
+  return {
+    agent_id: row.agent_id,
+    agent_name: row.agent_name,
+    fleet_id: row.fleet_id,
+    total: applicable,
+    done: row.done,
+    pending: row.pending,
+    in_progress: row.in_progress,
+    failed: row.failed,
+    incompatible: row.incompatible,
+    overriden: row.overriden,
+    state: applicable === 0 ? 'none' : failing > 0 ? 'failing' : open > 0 ? 'pending' : 'compliant',
+    summary: applicable === 0 ? 'no policy' : parts.length === 0 ? `all ${row.done} done` : parts.join(', '),
+    last_change: row.last_change,
+  };
 }
 
 function toView(row: DeploymentWithCounts): DeploymentView {

@@ -298,6 +298,28 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
     action: 'fleet.renamed',
     changes: { name: { before: 'Sales', after: 'Field sales' } },
   },
+  'views.create': {
+    run: async () => {
+      const answer = await call('POST', '/api/views', { name: 'Old Android', where: 'type=android os<10' });
+      made.view = answer.body?.id;
+      return answer;
+    },
+    action: 'view.created',
+  },
+  'views.update': {
+    run: () => call('PATCH', `/api/views/${made.view}`, { where: 'os<11' }),
+    action: 'view.updated',
+    changes: { where: { before: 'type=android os<10', after: 'os<11' } },
+  },
+  'views.assign': {
+    run: async () => {
+      const answer = await call('POST', `/api/views/${made.view}/assignments`, { policy: 'disableCamera', value: true });
+      made.viewAssignment = answer.body?.id;
+      return answer;
+    },
+    action: 'view.assigned',
+  },
+  'views.unassign': { run: () => call('DELETE', `/api/view-assignments/${made.viewAssignment}`), action: 'view.unassigned' },
   'invitations.create': {
     run: async () => {
       const answer = await call('POST', '/api/invitations', { email: 'carol@example.com', send_email: false });
@@ -381,6 +403,10 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
     action: 'agent.command',
     changes: { locked: { before: false, after: true } },
   },
+  'jobs.create': {
+    run: () => call('POST', '/api/jobs', { action: 'unlock', selection: { ids: [made.agent] } }),
+    action: 'job.started',
+  },
   'agents.move': {
     run: () => call('PATCH', `/api/agents/${made.agent}`, { fleet_id: made.fleet }),
     action: 'agent.fleet_changed',
@@ -440,6 +466,7 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
   'packages.remove': { run: () => call('DELETE', `/api/packages/${made.package}`), action: 'package.removed' },
   'agents.remove': { run: () => call('DELETE', `/api/agents/${made.agent}`), action: 'agent.deleted' },
   'fleets.remove': { run: () => call('DELETE', `/api/fleets/${made.fleet}`), action: 'fleet.deleted' },
+  'views.remove': { run: () => call('DELETE', `/api/views/${made.view}`), action: 'view.deleted' },
   'settings.update': {
     run: () => call('PATCH', '/api/settings', { helpdesk_name: 'IT desk' }),
     action: 'settings.updated',
@@ -470,6 +497,41 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
     },
     action: 'mail.test',
   },
+  'webhooks.create': {
+    run: async () => {
+      // Nothing listens on port 9: deliveries are queued and retried, which this test does not wait for.
+      const answer = await call('POST', '/api/webhooks', { url: 'http://127.0.0.1:9/hook', secret: 'hunter2-secret-webhook' });
+      made.webhook = answer.body?.id;
+      return answer;
+    },
+    action: 'webhook.created',
+    changes: { secret: { before: null, after: '[redacted]' }, url: { before: null, after: 'http://127.0.0.1:9/hook' } },
+  },
+  'webhooks.update': {
+    run: () => call('PATCH', `/api/webhooks/${made.webhook}`, { name: 'Ops hook' }),
+    action: 'webhook.updated',
+    changes: { name: { before: '127.0.0.1:9', after: 'Ops hook' } },
+  },
+  'webhooks.test': { run: () => call('POST', `/api/webhooks/${made.webhook}/test`), action: 'webhook.test' },
+  'alerts.createRule': {
+    run: async () => {
+      const answer = await call('POST', '/api/alerts/rules', {
+        kind: 'device_silent',
+        threshold: 3,
+        webhook_ids: [made.webhook!],
+      });
+      made.rule = answer.body?.id;
+      return answer;
+    },
+    action: 'alert.rule_created',
+  },
+  'alerts.updateRule': {
+    run: () => call('PATCH', `/api/alerts/rules/${made.rule}`, { threshold: 5 }),
+    action: 'alert.rule_updated',
+    changes: { threshold: { before: 3, after: 5 } },
+  },
+  'alerts.deleteRule': { run: () => call('DELETE', `/api/alerts/rules/${made.rule}`), action: 'alert.rule_deleted' },
+  'webhooks.delete': { run: () => call('DELETE', `/api/webhooks/${made.webhook}`), action: 'webhook.deleted' },
   // Last: phones (and the simulator) reach the server at the new host from then on.
   choosePublicHost: {
     run: async () => {
@@ -486,6 +548,8 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
 const CHANGE_NOTHING: Partial<Record<AdminRouteName, string>> = {
   'invitations.validate': 'checks rows and creates nothing',
   'mail.preview': 'renders a template with the given values and stores nothing',
+  'alerts.evaluate':
+    'evaluates the rules now: the incidents it opens or resolves are the server’s own (events alert.fired/resolved), as each minute',
 };
 
 const mutating = (Object.keys(adminRoutes) as AdminRouteName[]).filter((name) => adminRoutes[name].method !== 'GET');

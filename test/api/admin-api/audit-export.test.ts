@@ -28,7 +28,7 @@ describe('the audit export', () => {
     const csv = await exported('action=fleet.created&format=csv');
     expect(csv.status).toBe(200);
     expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
-    expect(csv.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-\d{4}-\d{2}-\d{2}\.csv"$/);
+    expect(csv.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-\d{4}-\d{2}-\d{2}-\d{4}\.csv"$/);
     const [header, ...rows] = parseCsv(await csv.text());
     expect(header).toEqual([
       'id',

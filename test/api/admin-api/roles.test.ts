@@ -14,6 +14,7 @@ import {
   type Role,
 } from '../../../src-shared/contract/permissions.ts';
 import { AGENT_COMMANDS, ROLES } from '../../../src-shared/contract/rules.ts';
+import { JOB_ACTIONS } from '../../../src-shared/contract/bulk.ts';
 import { enrollByHand, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 
 let t: TestBackend;
@@ -44,6 +45,8 @@ interface Call {
 /** Bodies that pass validation, where a route's permission depends on its body. */
 const BODY_CALLS: Partial<Record<AdminRouteName, Call[]>> = {
   'agents.command': AGENT_COMMANDS.map((command) => ({ label: command, body: { command } })),
+  // Devices that do not exist: an allowed action answers 404, a refused one 403.
+  'jobs.create': JOB_ACTIONS.map((action) => ({ label: action, body: { action, selection: { ids: [999999] } } })),
   'settings.update': [
     { label: 'helpdesk name', body: { helpdesk_name: 'IT desk' } },
     { label: 'public host', body: { public_host: '127.0.0.1' } },

@@ -1,8 +1,19 @@
-// The audit export's CSV (RFC 4180 quoting, CSV injection) and the one redaction rule.
+// The audit export's CSV (RFC 4180 quoting, CSV injection), on the one exporter every list uses, and the one redaction rule.
 import { describe, expect, it } from 'vitest';
-import { auditExportLines, csvCell } from '../../../src-main/backend/audit/export.ts';
+import { AUDIT_EXPORT } from '../../../src-main/backend/exports/columns.ts';
+import { csvCell, exportChunks } from '../../../src-main/backend/exports/format.ts';
 import { changedFields, isSecretField, redactFields } from '../../../src-main/backend/audit/redact.ts';
 import type { AuditRow } from '../../../src-main/backend/audit/repository.ts';
+
+async function collect(chunks: AsyncIterable<string>): Promise<string[]> {
+  const all: string[] = [];
+  for await (const chunk of chunks) all.push(chunk);
+  return all;
+}
+
+async function* pagesOf<T>(...pages: T[][]): AsyncGenerator<T[]> {
+  for (const page of pages) yield await Promise.resolve(page);
+}
 
 describe('csvCell', () => {
   it('quotes commas, quotes and line breaks, doubling quotes', () => {
@@ -43,15 +54,18 @@ describe('csvCell', () => {
       message: 'Fleet "A" renamed\nto "B"',
       changes: { name: { before: 'A', after: 'B' } },
     };
-    const csv = await collect(auditExportLines(rowsOf([row]), 'csv'));
+    const csv = await collect(exportChunks(pagesOf([row]), 'csv', AUDIT_EXPORT));
     expect(csv[0]).toBe(
       'id,at,actor,account_id,token_name,role,address,action,target_kind,target_id,target_name,message,changes\r\n',
     );
     expect(csv[1]).toBe(
       `7,2026-05-01T09:00:00.000Z,"Ana, ""the owner""",1,,owner,127.0.0.1,fleet.renamed,fleet,3,'=cmd,"Fleet ""A"" renamed\nto ""B""","{""name"":{""before"":""A"",""after"":""B""}}"\r\n`,
     );
-    const jsonl = await collect(auditExportLines(rowsOf([row, { ...row, id: 8 }]), 'jsonl'));
-    expect(jsonl.map((line) => JSON.parse(line) as AuditRow)).toEqual([row, { ...row, id: 8 }]);
+    // One chunk per page: two pages, three entries, each a line of its own.
+    const chunks = await collect(exportChunks(pagesOf([row, { ...row, id: 8 }], [{ ...row, id: 9 }]), 'jsonl', AUDIT_EXPORT));
+    expect(chunks).toHaveLength(2);
+    const jsonl = chunks.join('').split(/(?<=\n)/);
+    expect(jsonl.map((line) => JSON.parse(line) as AuditRow)).toEqual([row, { ...row, id: 8 }, { ...row, id: 9 }]);
     expect(jsonl.every((line) => line.endsWith('\n') && !line.slice(0, -1).includes('\n'))).toBe(true);
   });
 });
@@ -88,13 +102,3 @@ describe('the redaction rule', () => {
     expect(changedFields(null, { name: 'Sales' })).toEqual({ name: { before: null, after: 'Sales' } });
   });
 });
-
-async function* rowsOf<T>(rows: T[]): AsyncGenerator<T> {
-  for (const row of rows) yield await Promise.resolve(row);
-}
-
-async function collect(lines: AsyncIterable<string>): Promise<string[]> {
-  const all: string[] = [];
-  for await (const line of lines) all.push(line);
-  return all;
-}

@@ -171,9 +171,14 @@ describe('migrations', () => {
     expect(
       db.prepare(`SELECT name FROM sqlite_master WHERE name LIKE 'deployment%' OR name LIKE 'policy%' ORDER BY name`).all(),
     ).toEqual(
-      ['policy_assignments', 'policy_assignments_agent', 'policy_assignments_fleet', 'policy_tasks', 'policy_tasks_agent'].map(
-        (name) => ({ name }),
-      ),
+      [
+        'policy_assignments',
+        'policy_assignments_agent',
+        'policy_assignments_fleet',
+        'policy_assignments_view', // version 23: the device-level assignments carrying a view's
+        'policy_tasks',
+        'policy_tasks_agent',
+      ].map((name) => ({ name })),
     );
     // (Version 17 renamed the tables: the rows, checks and foreign keys went with them.)
     // The new statuses and a value policy are taken; the foreign keys still cascade from the renamed tables.

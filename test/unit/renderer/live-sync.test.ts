@@ -68,8 +68,16 @@ describe('what an event means for the caches', () => {
       { kind: 'invalidate', key: keys.status },
       { kind: 'invalidate', key: keys.invitations },
     ]);
+    // Who matches a filter or a saved view follows the devices and their tasks.
+    const matches = [
+      { kind: 'invalidate', key: keys.views },
+      { kind: 'invalidate', key: keys.agentsWhere },
+    ];
     expect(effectsOf(event('agent.enrolled', { agent_id: 9, invitation_id: 4 }))).toEqual([
       { kind: 'invalidate', key: keys.status },
+      ...matches,
+      // The Reports page's enrollments chart counts it at once.
+      { kind: 'invalidate', key: keys.reportsOf('enrollments') },
       { kind: 'agent', id: 9 },
       { kind: 'invalidate', key: keys.agent(9) },
       { kind: 'invalidate', key: keys.invitations },
@@ -78,9 +86,21 @@ describe('what an event means for the caches', () => {
     // Deployments and task statuses refresh the progress bars and the device's task list.
     expect(effectsOf(event('task.status', { agent_id: 9 }))).toEqual([
       { kind: 'invalidate', key: keys.status },
+      ...matches,
       { kind: 'invalidate', key: keys.deployments },
     ]);
+    // A deployment task done or failed is a point of the Reports page's deployments chart; pending is not.
+    const result = (status: string): StreamEvent => ({
+      ...event('task.status', { agent_id: 9 }),
+      type: 'task.status',
+      data: { deployment_id: 1, task_id: 2, status, reason: null, source: 'mqtt', fleet_id: 1 },
+    });
+    expect(effectsOf(result('failed'))).toContainEqual({ kind: 'invalidate', key: keys.reportsOf('deployments') });
+    expect(effectsOf(result('done'))).toContainEqual({ kind: 'invalidate', key: keys.reportsOf('deployments') });
+    expect(effectsOf(result('pending'))).not.toContainEqual({ kind: 'invalidate', key: keys.reportsOf('deployments') });
     expect(effectsOf(event('deployment.created'))).toContainEqual({ kind: 'invalidate', key: keys.deployments });
+    expect(effectsOf(event('view.created'))).toEqual([{ kind: 'invalidate', key: keys.status }, ...matches]);
+    expect(effectsOf(event('invitation.created', { invitation_id: 4 }))).not.toContainEqual(matches[0]);
     // An admin invited, changed or removed (by another window, the CLI): the Accounts page, and one's own role.
     expect(effectsOf(event('account.role_changed'))).toEqual([
       { kind: 'invalidate', key: keys.status },
