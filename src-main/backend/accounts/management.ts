@@ -24,12 +24,12 @@ export interface AccountInviteMailer {
 
 /** Resets an account's two-factor sign-in (accounts.ts: TwoFactorService). */
 export interface AccountTwoFactor {
-  resetTwoFactor(accountId: number): void;
+  resetTwoFactor(accountId: number): Promise<void>;
 }
 
 /** Scopes an account to fleets (accounts.ts: AccountService.setAccountScope; 400 for an owner or admin, or an unknown fleet). */
 export interface AccountScopes {
-  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): unknown;
+  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): Promise<unknown>;
 }
 
 /** Ends the console sessions of an account (the admin-sessions room). */
@@ -152,7 +152,7 @@ export class AccountManagement {
         created_at: nowIso(),
       });
       // Scoped in the same transaction: an owner or admin with fleets, or an unknown fleet, makes nothing (400).
-      if (input.fleet_ids && input.fleet_ids.length > 0) this.scopes.setAccountScope(actor, id, input.fleet_ids);
+      if (input.fleet_ids && input.fleet_ids.length > 0) await this.scopes.setAccountScope(actor, id, input.fleet_ids);
       const link = await this.newInvite(actor, id, input.days, input.no_email === true);
       await this.events.record(
         'account.invited',
@@ -210,7 +210,7 @@ export class AccountManagement {
       await this.keepDataDirOwner(row, 'change its role');
       await this.store.setRole(id, role);
       // An owner or admin sees every fleet: a scope left from operator days goes (recorded as its own change).
-      if ((role === 'owner' || role === 'admin') && row.fleet_ids.length > 0) this.scopes.setAccountScope(actor, id, []);
+      if ((role === 'owner' || role === 'admin') && row.fleet_ids.length > 0) await this.scopes.setAccountScope(actor, id, []);
       await this.events.record(
         'account.role_changed',
         `${nameOf(row)}: role ${row.role} → ${role}`,
@@ -274,7 +274,7 @@ export class AccountManagement {
           'Your own two-factor sign-in is turned off or enrolled again on your own account’s page.',
         );
       }
-      this.twoFactor.resetTwoFactor(id);
+      await this.twoFactor.resetTwoFactor(id);
       return this.get(id);
     });
   }
