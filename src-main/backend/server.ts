@@ -433,7 +433,7 @@ async function startServing(
   await services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
   await services.mail.worker.start();
-  alerts.start();
+  await alerts.start();
   return {
     info,
     services,

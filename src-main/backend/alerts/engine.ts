@@ -7,8 +7,8 @@ import type { AlertRepository, FiringSubject, IncidentRow, RuleRow } from './rep
 
 /** Where notices go: the mail worker's queue and the webhooks' (ports, so alerts import neither room's internals). */
 export interface AlertChannels {
-  queueEmail(to: string[], subject: string, body: string): void;
-  queueWebhooks(webhookIds: number[], event: string, data: Record<string, unknown>): void;
+  queueEmail(to: string[], subject: string, body: string): Promise<void>;
+  queueWebhooks(webhookIds: number[], event: string, data: Record<string, unknown>): Promise<void>;
 }
 
 /** The state of the outside services the connectivity rules watch: null, fine; a text, what is wrong. */
@@ -249,7 +249,9 @@ export class AlertEngine {
   /** Resolves a rule's open incidents without a notice (the rule was disabled). */
   async closeQuietly(ruleId: number): Promise<number> {
     const at = new Date(this.now()).toISOString();
-    return (await this.repo.openIncidents(ruleId)).filter((incident) => this.repo.resolveIncident(incident.id, at)).length;
+    let closed = 0;
+    for (const incident of await this.repo.openIncidents(ruleId)) if (await this.repo.resolveIncident(incident.id, at)) closed++;
+    return closed;
   }
 
   /** One notice for all the incidents one evaluation opened (or resolved): an event, an email, a delivery per webhook. */
@@ -276,7 +278,7 @@ export class AlertEngine {
     const emails = parseEmails(rule.emails);
     const stillOpen = (await this.repo.openIncidents(rule.id)).length;
     if (emails.length > 0) {
-      this.channels.queueEmail(
+      await this.channels.queueEmail(
         emails,
         `[MDM Console] ${message}`,
         emailBody(rule, condition, fired, incidents, stillOpen, this.consoleUrl()),
@@ -284,7 +286,7 @@ export class AlertEngine {
     }
     const webhookIds = await this.repo.webhookIds(rule.id);
     if (webhookIds.length > 0) {
-      this.channels.queueWebhooks(webhookIds, type, {
+      await this.channels.queueWebhooks(webhookIds, type, {
         rule: { id: rule.id, name: rule.name, kind: rule.kind, condition, threshold: rule.threshold, fleet_id: rule.fleet_id },
         state: fired ? 'firing' : 'resolved',
         count: incidents.length,

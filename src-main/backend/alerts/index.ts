@@ -30,7 +30,7 @@ export interface Alerts {
   engine: AlertEngine;
   webhooks: WebhookService;
   worker: WebhookWorker;
-  start(): void;
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -58,7 +58,7 @@ export async function* filterPages<T>(
   keep: (row: T) => boolean | Promise<boolean>,
 ): AsyncGenerator<readonly T[]> {
   for await (const page of pages) {
-    const keeps = await Promise.all(page.map(keep));
+    const keeps = await Promise.all(page.map(async (row) => keep(row)));
     const kept = page.filter((_row, index) => keeps[index]);
     if (kept.length > 0) yield kept;
   }

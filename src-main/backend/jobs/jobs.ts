@@ -548,7 +548,7 @@ export class JobService {
       if (row) await this.recordProgress('job.progress', row);
     };
     if (wait <= 0) await emit();
-    else this.progressTimers.set(job.id, setTimeout(emit, wait).unref());
+    else this.progressTimers.set(job.id, setTimeout(() => unlessDiskFull(emit), wait).unref());
   }
 
   private async recordProgress(type: 'job.progress' | 'job.finished', job: JobRow): Promise<void> {
@@ -606,9 +606,9 @@ export class JobService {
     if (left.length > 0) this.awaiting.set(event.agent_id, left);
     else this.awaiting.delete(event.agent_id);
     if (this.answers.size > 0 && !this.answerTimer) {
-      this.answerTimer = setTimeout(async () => {
+      this.answerTimer = setTimeout(() => {
         this.answerTimer = null;
-        await this.flushAnswers();
+        unlessDiskFull(() => this.flushAnswers());
       }, ANSWER_FLUSH_MS).unref();
     }
   }

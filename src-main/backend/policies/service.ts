@@ -1,3 +1,4 @@
+import { unlessDiskFull } from '../db/disk-full.ts';
 import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
@@ -64,7 +65,7 @@ export class PolicyService {
     this.ctx = new PolicyContext(deps);
     this.unsubscribe = deps.events.subscribe((event) => followEvent(this.ctx, event));
     if (deps.views) {
-      this.viewTimer = setInterval(() => this.syncViews(), deps.viewSyncMs ?? 60_000);
+      this.viewTimer = setInterval(() => unlessDiskFull(() => this.syncViews()), deps.viewSyncMs ?? 60_000);
       this.viewTimer.unref();
     }
   }

@@ -1,3 +1,4 @@
+import { unlessDiskFull } from '../db/disk-full.ts';
 import type { Report, ReportName, ReportPoint, ReportSeriesKey, ReportShare } from '../../../src-shared/contract/index.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
@@ -111,7 +112,7 @@ export class DailyFigures {
     await this.catchUp();
     this.unsubscribe = this.events.subscribe((event) => this.follow(event));
     await this.sampleQuietly();
-    this.timer = setInterval(() => this.sampleQuietly(), this.sampleEveryMs);
+    this.timer = setInterval(() => unlessDiskFull(() => this.sampleQuietly()), this.sampleEveryMs);
     this.timer.unref();
   }
 

@@ -1,3 +1,4 @@
+import { unlessDiskFull } from '../db/disk-full.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { requestContext } from '../audit/context.ts';
 import { WEBHOOK_HEADERS } from '../../../src-shared/contract/index.ts';
@@ -87,9 +88,9 @@ export class WebhookWorker {
     if (!this.started || this.stopping || this.scheduled) return;
     this.scheduled = true;
     requestContext.outside(() =>
-      setImmediate(async () => {
+      setImmediate(() => {
         this.scheduled = false;
-        await this.pump();
+        unlessDiskFull(() => this.pump());
       }),
     );
   }
