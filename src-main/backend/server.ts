@@ -276,6 +276,7 @@ async function startServing(
     fleets: domain.fleets,
     files,
     verification,
+    views: domain.views,
   });
   onClose(() => deployments.close());
   // The reports' daily figures: backfilled on the first start, then kept as things happen and sampled on a timer.

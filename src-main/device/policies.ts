@@ -147,6 +147,13 @@ export class PolicyRunner {
   }
 
   private async run(topic: string, policyText: string, taskId: number, text: string): Promise<void> {
+    // Withdrawn (an empty retained message) while it waited its turn: nothing to apply any more. A
+    // device that reconnects gets every retained policy at once, and the server may clear one of
+    // them right after (it left a view): applying it late would keep a value no longer in force.
+    if (this.seen.get(taskId) !== text) {
+      this.log(`policy: task ${taskId} (${policyText}) was withdrawn before it ran; skipped`);
+      return;
+    }
     let message: Record<string, unknown>;
     try {
       const value = JSON.parse(text) as unknown;
@@ -175,6 +182,11 @@ export class PolicyRunner {
       }
     };
     await report('received');
+    // Withdrawn while its report travelled: it is not applied.
+    if (this.seen.get(taskId) !== text) {
+      this.log(`policy: task ${taskId} (${policy}) was withdrawn while it ran; not applied`);
+      return;
+    }
     if (valuePolicy) {
       const read = readValue(valuePolicy, message[policy]);
       const version = this.options.androidVersion;

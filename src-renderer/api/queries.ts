@@ -13,6 +13,7 @@ import type {
   PackagePatch,
   SettingsPatch,
   StoredKind,
+  ViewAssignBody,
 } from '../../src-shared/contract/index.ts';
 import { admin, collectionOf } from './client.ts';
 
@@ -125,6 +126,17 @@ export function useSaveView() {
         ? admin.views.create({ body: { name: input.name, where: input.where } })
         : admin.views.update({ params: { id: input.id }, body: { name: input.name, where: input.where } }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.views }),
+  });
+}
+
+/** A policy or deployment assigned to a saved view (carried to its members as they come and go). */
+export function useAssignToView() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ viewId, body }: { viewId: number; body: ViewAssignBody }) =>
+      admin.views.assign({ params: { id: viewId }, body }),
+    onSuccess: () =>
+      Promise.all([client.invalidateQueries({ queryKey: keys.views }), client.invalidateQueries({ queryKey: keys.deployments })]),
   });
 }
 

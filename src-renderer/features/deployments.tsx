@@ -17,7 +17,17 @@ import {
 } from '@mantine/core';
 import { IconChevronDown, IconChevronRight, IconRocket, IconTrash } from '@tabler/icons-react';
 import { Fragment, useState } from 'react';
-import { useAgents, useDeploy, useDeployment, useDeployments, useFleets, useUndeploy, useUpdatePackage } from '../api/queries.ts';
+import {
+  useAgents,
+  useAssignToView,
+  useDeploy,
+  useDeployment,
+  useDeployments,
+  useFleets,
+  useUndeploy,
+  useUpdatePackage,
+  useViews,
+} from '../api/queries.ts';
 import type {
   Deployment,
   DeploymentFilter,
@@ -266,14 +276,42 @@ export function DeployModal({ item, kind, onClose }: { item: StoredItem | null; 
   const fleets = useFleets();
   const agents = useAgents();
   const deploy = useDeploy();
-  const [target, setTarget] = useState<'fleet' | 'device'>('fleet');
+  const views = useViews();
+  const assignToView = useAssignToView();
+  const [target, setTarget] = useState<'fleet' | 'device' | 'view'>('fleet');
   const [fleetId, setFleetId] = useState<string | null>(null);
   const [agentId, setAgentId] = useState<string | null>(null);
+  const [viewId, setViewId] = useState<string | null>(null);
   const [destination, setDestination] = useState('%SDCARD%/Download/');
   const [removeOnDelete, setRemoveOnDelete] = useState(true);
-  const chosen = target === 'fleet' ? fleetId : agentId;
+  const chosen = target === 'fleet' ? fleetId : target === 'view' ? viewId : agentId;
   const submit = () => {
     if (!item || !chosen) return;
+    if (target === 'view') {
+      // A saved view: carried to each device in it now, and to those that enter it later.
+      assignToView.mutate(
+        {
+          viewId: Number(chosen),
+          body: {
+            policy: kind === 'package' ? 'deployApp' : 'deployFile',
+            value: item.id,
+            ...(kind === 'file' ? { destination } : {}),
+            remove_on_delete: removeOnDelete,
+          },
+        },
+        {
+          onSuccess: (created) => {
+            notifySuccess(
+              `${item.name} published to view "${created.view}": ${created.devices} device${created.devices === 1 ? '' : 's'}`,
+              'Deployed',
+            );
+            onClose();
+          },
+          onError: (error) => notifyError('Not deployed', error),
+        },
+      );
+      return;
+    }
     deploy.mutate(
       {
         kind,
@@ -303,13 +341,28 @@ export function DeployModal({ item, kind, onClose }: { item: StoredItem | null; 
         ) : null}
         <SegmentedControl
           value={target}
-          onChange={(value) => setTarget(value as 'fleet' | 'device')}
+          onChange={(value) => setTarget(value as 'fleet' | 'device' | 'view')}
           data={[
             { value: 'fleet', label: 'A fleet' },
+            { value: 'view', label: 'A saved view' },
             { value: 'device', label: 'One device' },
           ]}
         />
-        {target === 'fleet' ? (
+        {target === 'view' ? (
+          <Select
+            label="Saved view"
+            description="Devices entering the view later get it too; a device leaving the view has its task canceled"
+            placeholder={views.data?.length ? 'Choose a view' : 'No saved view yet: save one from the Devices filter bar'}
+            searchable
+            data={(views.data ?? []).map((v) => ({
+              value: String(v.id),
+              label: `${v.name} (${v.count} device${v.count === 1 ? '' : 's'})`,
+            }))}
+            value={viewId}
+            onChange={setViewId}
+            comboboxProps={{ withinPortal: true }}
+          />
+        ) : target === 'fleet' ? (
           <Select
             label="Fleet"
             placeholder="Choose a fleet"
@@ -363,7 +416,7 @@ export function DeployModal({ item, kind, onClose }: { item: StoredItem | null; 
             <Button
               leftSection={<IconRocket size={16} />}
               disabled={!chosen || (kind === 'file' && destination.trim() === '')}
-              loading={deploy.isPending}
+              loading={deploy.isPending || assignToView.isPending}
               onClick={submit}
             >
               Deploy

@@ -765,6 +765,32 @@ export const adminRoutes = {
     body: 'DeviceViewPatch',
     response: { 200: 'DeviceView' },
   },
+  'views.assignments': {
+    method: 'GET',
+    path: '/api/views/:id/assignments',
+    summary: "The policies and deployments assigned to a view, each with its member devices' tasks counted",
+    permission: 'policies.read',
+    params: 'IdParams',
+    response: { 200: 'ViewAssignmentList' },
+  },
+  'views.assign': {
+    method: 'POST',
+    path: '/api/views/:id/assignments',
+    summary:
+      "Assigns a policy or deployment to a view: carried to each member on its own topic, opened when a device enters the view, canceled when it leaves (the device's own value ranks above a view's, a view's above the fleet's)",
+    permission: 'policies.write',
+    params: 'IdParams',
+    body: 'ViewAssignBody',
+    response: { 201: 'ViewAssignment' },
+  },
+  'views.unassign': {
+    method: 'DELETE',
+    path: '/api/view-assignments/:id',
+    summary: "Removes a view's assignment from every member (a deployment's removal published with remove_on_delete)",
+    permission: 'policies.write',
+    params: 'IdParams',
+    response: { 200: 'ViewAssignment' },
+  },
   'views.remove': {
     method: 'DELETE',
     path: '/api/views/:id',

@@ -188,6 +188,9 @@ export interface ServerEvents {
   'view.created': { view_id: number; name: string; where: string } & ChangeData;
   'view.updated': { view_id: number; name: string; where: string } & ChangeData;
   'view.deleted': { view_id: number; name: string; where: string } & ChangeData;
+  /** A policy or deployment assigned to a view (carried to each member by device-level assignments), or removed from it. */
+  'view.assigned': { view_id: number; view_assignment_id: number; policy: string; name: string } & ChangeData;
+  'view.unassigned': { view_id: number; view_assignment_id: number; policy: string; name: string } & ChangeData;
   'fleet.deleted': { fleet_id: number; name: string; [key: string]: unknown } & ChangeData;
   'mail.queued': { count: number; batch_id: string | null; invitation_id?: number };
   'mail.sending': MailStateData;

@@ -85,6 +85,7 @@ for (const scheme of ['light', 'dark'] as const) {
     await visit('/audit', () => expect(page.getByTestId('audit-table')).toBeVisible());
     await visit('/accounts', () => expect(page.getByTestId('accounts-table')).toBeVisible());
     await visit('/alerts', () => expect(page.getByRole('heading', { name: 'Alerts', level: 1 })).toBeVisible());
+    await visit('/reports', () => expect(page.getByTestId('report-enrollments-legend')).toBeVisible());
     await visit(`/print?ids=${invitationId}`, () =>
       expect(page.getByTestId('print-sheet')).toHaveAttribute('data-ready', 'true'),
     );

@@ -398,7 +398,7 @@ export async function adminApp({
       await api.register(mailRoutes, { mail, invitations });
       await api.register(simulateRoutes, { invitations, codes, settings, events, simulate });
       await api.register(agentRoutes, { agents, events, reports, views: services.views });
-      await api.register(viewRoutes, { views: services.views });
+      await api.register(viewRoutes, { views: services.views, policies: deployments });
       if (broker) await api.register(commandRoutes, { agents, commands: broker.commands });
       await api.register(fleetRoutes, { fleets });
       await api.register(settingsRoutes, { settings, events, links });

@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.ts';
 
 /** The most subjects one rule tracks at once (a fleet-wide outage of more is one incident per device up to this). */
-export const MAX_SUBJECTS = 10_000;
+export const MAX_SUBJECTS = 100_000;
 
 export interface SilentDevice {
   id: number;

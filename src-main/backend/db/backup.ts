@@ -49,6 +49,10 @@ export interface BackupManifest {
   files: number;
   packages: number;
   bytes: number;
+  /** The engine the backup was taken from (absent in backups of SQLite made before PostgreSQL mode). */
+  engine?: 'sqlite' | 'postgres';
+  /** PostgreSQL mode: the database it was taken from, without its password. */
+  database?: string;
 }
 
 interface StoredRow {
@@ -107,7 +111,7 @@ function assertPlainEntries(backupDir: string, entries: string[]): void {
   }
 }
 
-function assertEmptyFolder(dir: string): void {
+export function assertEmptyFolder(dir: string): void {
   if (!existsSync(dir)) return;
   if (!statSync(dir).isDirectory()) throw new BackupError(`${dir} exists and is not a folder; name a new or empty folder`);
   if (readdirSync(dir).length > 0)
@@ -144,43 +148,60 @@ export async function backupDataDir(dataDir: string, target: string): Promise<Ba
         packages: 0,
         bytes: 0,
       };
-      // Stored content never changes once written (a new upload gets a new storage name), so the
-      // files the snapshot names are copied as they are now.
-      for (const { folder, rows } of storedRows(snapshot)) {
-        mkdirSync(join(target, 'files', folder), { recursive: true, mode: 0o700 });
-        for (const row of rows) {
-          if (!isStorageName(row.storage_name))
-            throw new BackupError(
-              `The ${folder === 'file' ? 'files' : 'packages'} table names ${JSON.stringify(row.storage_name)} as stored content: a path that leaves the store; no backup was made`,
-            );
-          const from = join(dataDir, 'files', folder, row.storage_name);
-          const stats = lstatSync(from, { throwIfNoEntry: false });
-          if (stats && !stats.isFile())
-            throw new BackupError(`${from} is ${describeKind(stats, from)}, not stored content; no backup was made`);
-          try {
-            copyFileSync(from, join(target, 'files', folder, row.storage_name));
-          } catch {
-            throw new BackupError(`${from} is missing (deleted while backing up?): run the backup again`);
-          }
-          manifest.bytes += row.size;
-        }
-        if (folder === 'file') manifest.files = rows.length;
-        else manifest.packages = rows.length;
-      }
+      copyStoredContent(snapshot, dataDir, target, manifest);
     } finally {
       snapshot.close();
     }
-    for (const name of EXTRAS) {
-      if (existsSync(join(dataDir, name)))
-        cpSync(join(dataDir, name), join(target, name), { recursive: true, preserveTimestamps: true });
-    }
-    writeFileSync(join(target, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+    finishBackup(dataDir, target, manifest);
     return manifest;
   } catch (error) {
-    // No half backup that looks like a whole one.
-    for (const name of readdirSync(target)) rmSync(join(target, name), { recursive: true, force: true });
+    emptyFolder(target);
     throw error;
   }
+}
+
+/** No half backup that looks like a whole one. */
+export function emptyFolder(target: string): void {
+  if (!existsSync(target)) return;
+  for (const name of readdirSync(target)) rmSync(join(target, name), { recursive: true, force: true });
+}
+
+/**
+ * Copies into the backup folder the stored files and packages that the snapshot `db` names,
+ * counting them into `manifest`. Stored content never changes once written (a new upload gets a
+ * new storage name), so the files the snapshot names are copied as they are now.
+ */
+export function copyStoredContent(db: Database.Database, dataDir: string, target: string, manifest: BackupManifest): void {
+  for (const { folder, rows } of storedRows(db)) {
+    mkdirSync(join(target, 'files', folder), { recursive: true, mode: 0o700 });
+    for (const row of rows) {
+      if (!isStorageName(row.storage_name))
+        throw new BackupError(
+          `The ${folder === 'file' ? 'files' : 'packages'} table names ${JSON.stringify(row.storage_name)} as stored content: a path that leaves the store; no backup was made`,
+        );
+      const from = join(dataDir, 'files', folder, row.storage_name);
+      const stats = lstatSync(from, { throwIfNoEntry: false });
+      if (stats && !stats.isFile())
+        throw new BackupError(`${from} is ${describeKind(stats, from)}, not stored content; no backup was made`);
+      try {
+        copyFileSync(from, join(target, 'files', folder, row.storage_name));
+      } catch {
+        throw new BackupError(`${from} is missing (deleted while backing up?): run the backup again`);
+      }
+      manifest.bytes += row.size;
+    }
+    if (folder === 'file') manifest.files = rows.length;
+    else manifest.packages = rows.length;
+  }
+}
+
+/** The certificate and secrets, then the manifest, which makes the folder a backup. */
+export function finishBackup(dataDir: string, target: string, manifest: BackupManifest): void {
+  for (const name of EXTRAS) {
+    if (existsSync(join(dataDir, name)))
+      cpSync(join(dataDir, name), join(target, name), { recursive: true, preserveTimestamps: true });
+  }
+  writeFileSync(join(target, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** Checks a backup folder; returns its manifest. */
@@ -233,6 +254,75 @@ export function readBackup(backupDir: string): BackupManifest {
   return manifest;
 }
 
+/** What a restore put in place, and how to take it back while the data dir is still locked. */
+export interface PlacedBackup {
+  /** Where what it replaced went (DATA_DIR/before-restore-<time>/), or null when nothing was replaced. */
+  previous: string | null;
+  /** Removes what was restored and puts back what it had replaced. */
+  undo(): void;
+}
+
+/**
+ * Moves the data dir's `entries` that exist to DATA_DIR/before-restore-<time>/ (also `alsoMoved`,
+ * such as the SQLite file's -wal and -shm) and copies the backup's in their place. The caller holds
+ * the data dir's lock. A failure while copying puts everything back and throws.
+ */
+export function placeBackup(dataDir: string, backupDir: string, entries: string[], alsoMoved: string[] = []): PlacedBackup {
+  const replaced = [...entries, ...alsoMoved].filter((name) => existsSync(join(dataDir, name)));
+  let previous: string | null = null;
+  if (replaced.length > 0) {
+    previous = join(dataDir, `before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    mkdirSync(previous, { mode: 0o700 });
+    for (const name of replaced) renameSync(join(dataDir, name), join(previous, name));
+  }
+  // Checked again while copying (the backup folder may change after readBackup looked): a link
+  // met now stops the restore, and what it had replaced is put back.
+  const plain = (source: string) => {
+    const stats = lstatSync(source);
+    if (stats.isFile() || stats.isDirectory()) return true;
+    throw new BackupError(
+      `${backupDir} cannot be restored: its entry ${relative(backupDir, source)} is ${describeKind(stats, source)}; a backup holds only plain files. Nothing was restored.`,
+    );
+  };
+  const restored = entries.filter((name) => existsSync(join(backupDir, name)));
+  const undo = () => {
+    for (const name of restored) rmSync(join(dataDir, name), { recursive: true, force: true });
+    if (previous) {
+      for (const name of replaced) renameSync(join(previous, name), join(dataDir, name));
+      rmSync(previous, { recursive: true, force: true });
+      previous = null;
+    }
+  };
+  try {
+    for (const name of restored) {
+      cpSync(join(backupDir, name), join(dataDir, name), {
+        recursive: true,
+        filter: plain,
+        ...(name === DATABASE_FILE || name === 'files' ? {} : { preserveTimestamps: true }),
+      });
+    }
+    if (restored.includes(DATABASE_FILE)) chmodSync(join(dataDir, DATABASE_FILE), 0o600);
+  } catch (error) {
+    undo();
+    throw error;
+  }
+  return { previous, undo };
+}
+
+/** Takes the data dir's lock for a restore, or says which server holds it. */
+export function lockForRestore(dataDir: string, what = 'its database'): { release(): void } {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const lock = tryLockDataDir(dataDir);
+  if (!lock)
+    throw new BackupError(
+      `A server is running on ${dataDir}: ${describeRunningServer(dataDir)}. Stop it first (Ctrl+C in its terminal): a restore replaces ${what}.`,
+    );
+  return lock;
+}
+
+/** The entries of a backup besides the database: stored content, certificate, secrets. */
+export const BACKUP_FILES = ['files', ...EXTRAS];
+
 /**
  * Puts a backup in place of the data dir's database, files, certificate and secrets. Refuses
  * while a server runs on the data dir (and holds its lock meanwhile, so none starts). What it
@@ -240,50 +330,14 @@ export function readBackup(backupDir: string): BackupManifest {
  */
 export function restoreDataDir(dataDir: string, backupDir: string): { manifest: BackupManifest; previous: string | null } {
   const manifest = readBackup(backupDir);
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const lock = tryLockDataDir(dataDir);
-  if (!lock)
-    throw new BackupError(
-      `A server is running on ${dataDir}: ${describeRunningServer(dataDir)}. Stop it first (Ctrl+C in its terminal): a restore replaces its database.`,
-    );
+  const lock = lockForRestore(dataDir);
   try {
-    const replaced = [DATABASE_FILE, `${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`, 'files', ...EXTRAS].filter((name) =>
-      existsSync(join(dataDir, name)),
+    const { previous } = placeBackup(
+      dataDir,
+      backupDir,
+      [DATABASE_FILE, ...BACKUP_FILES],
+      [`${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`],
     );
-    let previous: string | null = null;
-    if (replaced.length > 0) {
-      previous = join(dataDir, `before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`);
-      mkdirSync(previous, { mode: 0o700 });
-      for (const name of replaced) renameSync(join(dataDir, name), join(previous, name));
-    }
-    // Checked again while copying (the backup folder may change after readBackup looked): a link
-    // met now stops the restore, and what it had replaced is put back.
-    const plain = (source: string) => {
-      const stats = lstatSync(source);
-      if (stats.isFile() || stats.isDirectory()) return true;
-      throw new BackupError(
-        `${backupDir} cannot be restored: its entry ${relative(backupDir, source)} is ${describeKind(stats, source)}; a backup holds only plain files. Nothing was restored.`,
-      );
-    };
-    const restored = [DATABASE_FILE, 'files', ...EXTRAS].filter((name) => existsSync(join(backupDir, name)));
-    try {
-      for (const name of restored) {
-        cpSync(join(backupDir, name), join(dataDir, name), {
-          recursive: true,
-          filter: plain,
-          ...(name === DATABASE_FILE || name === 'files' ? {} : { preserveTimestamps: true }),
-        });
-      }
-      chmodSync(join(dataDir, DATABASE_FILE), 0o600);
-    } catch (error) {
-      for (const name of restored) rmSync(join(dataDir, name), { recursive: true, force: true });
-      if (previous) {
-        for (const name of replaced) renameSync(join(previous, name), join(dataDir, name));
-        rmSync(previous, { recursive: true, force: true });
-        previous = null;
-      }
-      throw error;
-    }
     return { manifest, previous };
   } finally {
     lock.release();

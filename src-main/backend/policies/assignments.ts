@@ -80,7 +80,7 @@ export function deploy(ctx: PolicyContext, input: DeployInput): number {
     value = { policy: 'deployFile', value: destination, itemId: item.id, version: item.version };
   }
   const base = { item_kind: input.kind, item_id: item.id, fleet_id: target.fleetId, agent_id: target.agentId } as const;
-  if (ctx.repo.activeSame({ policy: value.policy, ...base }).length > 0) {
+  if (ctx.repo.activeSameOwn({ policy: value.policy, ...base }).length > 0) {
     throw new ApiError(
       409,
       'ERROR_ALREADY_DEPLOYED',
@@ -92,7 +92,7 @@ export function deploy(ctx: PolicyContext, input: DeployInput): number {
   const opposite = input.kind === 'package' ? 'removeApp' : 'removeFile';
   const oppositeValue = input.kind === 'package' ? value.value : deployedFilePath(value.value, item.name);
   const conflicting = ctx.repo
-    .activeSame({ policy: opposite, item_kind: null, item_id: null, fleet_id: target.fleetId, agent_id: target.agentId })
+    .activeSameOwn({ policy: opposite, item_kind: null, item_id: null, fleet_id: target.fleetId, agent_id: target.agentId })
     .find((removal) => (JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue);
   if (conflicting) {
     throw new ApiError(
@@ -152,7 +152,7 @@ export function assign(ctx: PolicyContext, input: AssignInput): number {
     fleet_id: target.fleetId,
     agent_id: target.agentId,
   };
-  const existing = ctx.repo.activeSame(same)[0];
+  const existing = ctx.repo.activeSameOwn(same)[0];
   if (existing) {
     throw new ApiError(
       409,
@@ -294,7 +294,7 @@ export function undeploy(ctx: PolicyContext, id: number): number | null {
  * or incompatible / overriden where the server already knows. A device-level value of a unique
  * policy makes that device's task of its fleet's value overriden.
  */
-function create(
+export function create(
   ctx: PolicyContext,
   entityId: number,
   policy: string,
@@ -302,10 +302,14 @@ function create(
   fields: Pick<
     DeploymentRow,
     'value' | 'item_kind' | 'item_id' | 'item_name' | 'fleet_id' | 'agent_id' | 'destination' | 'remove_on_delete'
-  >,
+  > & { view_assignment_id?: number | null },
   target: { name: string; topic: string; agents: AgentInScope[] },
 ): number {
   const at = nowIso();
+  // The device's own value of a unique policy beats a view's (view-targets.ts): the view's row on it is retired.
+  if (fields.agent_id !== null && !fields.view_assignment_id && policyDefinition(policy)?.unique) {
+    for (const row of ctx.repo.activeViewRows(fields.agent_id, policy)) retire(ctx, row, null, "the device's own value applies");
+  }
   const id = ctx.repo.insert({
     entity_id: entityId,
     policy,
@@ -428,7 +432,6 @@ function agentTarget(ctx: PolicyContext, agentId: number) {
   return { agentId: agent.id, name: agent.name, topic: agent.topic, agents: [agent] };
 }
 
-/** The catalogue entry of a policy, or a 400 naming what is wrong. */
 /** The catalogue's entry of `symbol`, `value` checked against it: 400 for an unknown policy or a value it does not take. */
 export function checkedPolicy(symbol: string, value: unknown): PolicyDefinition {
   const definition = knownPolicy(symbol);
@@ -436,6 +439,7 @@ export function checkedPolicy(symbol: string, value: unknown): PolicyDefinition 
   return definition;
 }
 
+/** The catalogue entry of a policy, or a 400 naming what is wrong. */
 function knownPolicy(symbol: string): PolicyDefinition {
   const definition = policyDefinition(symbol);
   if (!definition)
@@ -448,7 +452,7 @@ function knownPolicy(symbol: string): PolicyDefinition {
 }
 
 /** What a policy takes, for its 400. */
-function expected(definition: PolicyDefinition): string {
+export function expected(definition: PolicyDefinition): string {
   switch (definition.type) {
     case 'bool':
       return 'expected true or false';

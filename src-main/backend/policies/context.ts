@@ -7,11 +7,21 @@ import type { TaskVerification } from '../../../src-shared/contract/index.ts';
 import { PolicyOutbox } from './outbox.ts';
 import { DeploymentRepository, type AgentInScope, type TaskHistoryRow } from './repository.ts';
 import type { TaskStatus } from './wire.ts';
+import { ViewAssignmentRepository } from './view-assignment-repository.ts';
 
 /** Each package task's check against the device's inventory, by task id (verification.ts). */
 export interface VerificationSource {
   ofDeployment(deploymentId: number): Map<number, TaskVerification | null>;
   ofAgent(agentId: number): Map<number, TaskVerification | null>;
+}
+
+/** What the policies room needs to know of saved views (the views room implements it). */
+export interface ViewMembership {
+  view(id: number): { id: number; entity_id: number; name: string; where_expr: string } | undefined;
+  /** The enrolled devices the view selects now, in every fleet. */
+  memberIds(viewId: number): number[];
+  /** Whether one device is in the view now. */
+  isMember(viewId: number, agentId: number): boolean;
 }
 
 /** What every part of the policies room works with: the SQL, the events, fleets, stored items, the outbox. */
@@ -23,6 +33,9 @@ export class PolicyContext {
   readonly outbox: PolicyOutbox;
   /** Package installs checked against the devices' inventories (absent: not checked). */
   readonly verification: VerificationSource | undefined;
+  /** Saved views as targets (view-targets.ts); absent: no view can be a target. */
+  readonly views: ViewMembership | undefined;
+  readonly viewAssignments: ViewAssignmentRepository;
 
   constructor(deps: {
     db: Db;
@@ -31,6 +44,7 @@ export class PolicyContext {
     fleets: FleetService;
     files: FileStore;
     verification?: VerificationSource | undefined;
+    views?: ViewMembership | undefined;
   }) {
     this.repo = new DeploymentRepository(deps.db);
     this.events = deps.events;
@@ -38,6 +52,8 @@ export class PolicyContext {
     this.files = deps.files;
     this.outbox = new PolicyOutbox(deps.work, deps.events);
     this.verification = deps.verification;
+    this.views = deps.views;
+    this.viewAssignments = new ViewAssignmentRepository(deps.db);
   }
 
   /** A task's new status: written with its history line, and told as a `task.status` event. */

@@ -4,6 +4,20 @@ import { POLICY_CATALOGUE } from '../../../src-shared/contract/index.ts';
 import { retire } from './assignments.ts';
 import type { PolicyContext } from './context.ts';
 import { decide, reassess } from './server-decisions.ts';
+import { syncAgentViews, syncViewAssignment } from './view-targets.ts';
+
+/** What may move a device into or out of a saved view (view-targets.ts): its inventory, status, presence, fleet. */
+const VIEW_AGENT_EVENTS = new Set([
+  'agent.enrolled',
+  'agent.reenrolled',
+  'agent.fleet_changed',
+  'agent.inventory',
+  'agent.online',
+  'agent.offline',
+  'agent.approved',
+  'agent.rejected',
+  'agent.unenrolled',
+]);
 
 // The tasks follow the devices and fleets: a device joining a fleet gets its assignments, leaving
 // cancels them, a device no longer managed has its open tasks canceled, a new inventory is
@@ -92,6 +106,11 @@ export function followEvent(ctx: PolicyContext, event: RecordedEvent): void {
       for (const row of ctx.repo.activeForAgent(event.agent_id))
         ctx.outbox.transact(() => retire(ctx, row, null, 'its device was deleted'));
     }
+    // Saved views as targets: the device entered or left one; a device's own value removed lets a view's apply.
+    if (event.agent_id !== null && (VIEW_AGENT_EVENTS.has(event.type) || event.type === 'deployment.removed'))
+      syncAgentViews(ctx, event.agent_id);
+    if (event.type === 'view.updated' && event.data)
+      for (const row of ctx.viewAssignments.activeOfView(event.data.view_id)) syncViewAssignment(ctx, row);
   } catch (error) {
     ctx.events.record(
       'deployment.error',

@@ -24,6 +24,8 @@ export interface DeploymentRow {
   removed_by: number | null;
   created_at: string;
   removed_at: string | null;
+  /** Set on the device-level row that carries a view's assignment to one member device (view-targets.ts). */
+  view_assignment_id: number | null;
 }
 
 export interface TaskCounts {
@@ -102,8 +104,12 @@ const COUNTS = `count(t.id) AS total,
 const AGENT_COLUMNS = 'id, entity_id, fleet_id, name, topic, os_version, has_system_permission';
 const DEPLOYMENT_KINDS = `('deployApp', 'deployFile', 'removeApp', 'removeFile')`;
 
-/** The target's name as it is now (a fleet renamed since), else as it was when deployed. */
-const CURRENT_TARGET = `coalesce((SELECT 'fleet "' || f.name || '"' FROM fleets f WHERE f.id = d.fleet_id), (SELECT a.name FROM agents a WHERE a.id = d.agent_id), d.target_name) AS target_name`;
+/** The target's name as it is now (a fleet or view renamed since), else as it was when deployed. */
+const CURRENT_TARGET = `coalesce(
+  (SELECT 'view "' || v.name || '" (' || a.name || ')' FROM view_assignments va JOIN device_views v ON v.id = va.view_id
+     JOIN agents a ON a.id = d.agent_id WHERE va.id = d.view_assignment_id),
+  (SELECT 'fleet "' || f.name || '"' FROM fleets f WHERE f.id = d.fleet_id), (SELECT a.name FROM agents a WHERE a.id = d.agent_id),
+  d.target_name) AS target_name`;
 
 /** The SQL of deployments, their per-device tasks and the tasks' history. */
 export class DeploymentRepository {
@@ -113,9 +119,9 @@ export class DeploymentRepository {
     this.s = {
       insert: db.prepare(
         `INSERT INTO policy_assignments (entity_id, policy, value, item_kind, item_id, item_name, fleet_id, agent_id, target_name, destination,
-           remove_on_delete, topic, payload, created_at)
+           remove_on_delete, topic, payload, created_at, view_assignment_id)
          VALUES (@entity_id, @policy, @value, @item_kind, @item_id, @item_name, @fleet_id, @agent_id, @target_name, @destination,
-           @remove_on_delete, '', '', @created_at)`,
+           @remove_on_delete, '', '', @created_at, @view_assignment_id)`,
       ),
       setMessage: db.prepare(`UPDATE policy_assignments SET topic = ?, payload = ? WHERE id = ?`),
       byId: db.prepare(`SELECT * FROM policy_assignments WHERE id = ?`),
@@ -127,18 +133,28 @@ export class DeploymentRepository {
          WHERE (@fleet_id IS NULL OR d.fleet_id = @fleet_id) AND (@agent_id IS NULL OR d.agent_id = @agent_id)
            AND (@state IS NULL OR d.state = @state) AND (@policy IS NULL OR d.policy = @policy)
            AND (@kind IS NULL OR (d.policy IN ${DEPLOYMENT_KINDS}) = (@kind = 'deployment'))
+           AND (d.view_assignment_id IS NULL OR @agent_id IS NOT NULL)
            AND ${inFleetsSql('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')}
          GROUP BY d.id ORDER BY d.id DESC LIMIT 1000`,
       ),
       active: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' ORDER BY id`),
       activeForFleet: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' AND fleet_id = ? ORDER BY id`),
       activeForAgent: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? ORDER BY id`),
+      // Set on the target itself: a view's rows on a device are not the device's own (view-targets.ts).
       activeOnTarget: db.prepare(
-        `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = ? AND fleet_id IS ? AND agent_id IS ? ORDER BY id`,
+        `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = ? AND fleet_id IS ? AND agent_id IS ? AND view_assignment_id IS NULL
+         ORDER BY id`,
       ),
       activeSame: db.prepare(
         `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
            AND fleet_id IS @fleet_id AND agent_id IS @agent_id`,
+      ),
+      activeViewRows: db.prepare(
+        `SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? AND policy = ? AND view_assignment_id IS NOT NULL ORDER BY id`,
+      ),
+      activeSameOwn: db.prepare(
+        `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
+           AND fleet_id IS @fleet_id AND agent_id IS @agent_id AND view_assignment_id IS NULL`,
       ),
       remove: db.prepare(
         `UPDATE policy_assignments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`,
@@ -210,8 +226,12 @@ export class DeploymentRepository {
     };
   }
 
-  insert(row: Omit<DeploymentRow, 'id' | 'topic' | 'payload' | 'state' | 'removed_by' | 'removed_at'>): number {
-    return Number(this.s.insert.run(row).lastInsertRowid);
+  insert(
+    row: Omit<DeploymentRow, 'id' | 'topic' | 'payload' | 'state' | 'removed_by' | 'removed_at' | 'view_assignment_id'> & {
+      view_assignment_id?: number | null | undefined;
+    },
+  ): number {
+    return Number(this.s.insert.run({ ...row, view_assignment_id: row.view_assignment_id ?? null }).lastInsertRowid);
   }
 
   setMessage(id: number, topic: string, payload: string): void {
@@ -281,6 +301,16 @@ export class DeploymentRepository {
   /** Active deployments of the same policy and item on the same target. */
   activeSame(row: Pick<DeploymentRow, 'policy' | 'item_kind' | 'item_id' | 'fleet_id' | 'agent_id'>): DeploymentRow[] {
     return this.s.activeSame.all(row) as DeploymentRow[];
+  }
+
+  /** The rows carrying views' assignments of `policy` to this device. */
+  activeViewRows(agentId: number, policy: string): DeploymentRow[] {
+    return this.s.activeViewRows.all(agentId, policy) as DeploymentRow[];
+  }
+
+  /** As activeSame, set on the target itself (not a view's row on a device). */
+  activeSameOwn(row: Pick<DeploymentRow, 'policy' | 'item_kind' | 'item_id' | 'fleet_id' | 'agent_id'>): DeploymentRow[] {
+    return this.s.activeSameOwn.all(row) as DeploymentRow[];
   }
 
   markRemoved(id: number, at: string, removedBy: number | null): boolean {

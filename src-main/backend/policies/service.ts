@@ -25,6 +25,9 @@ import {
   type TaskView,
 } from './views.ts';
 import { OPEN_STATUSES } from './wire.ts';
+import { assignToView, syncAllViews, unassignView, type ViewAssignInput, type ViewMembership } from './view-targets.ts';
+import { policyDefinition, type ViewAssignment } from '../../../src-shared/contract/index.ts';
+import type { ViewAssignmentRow } from './view-assignment-repository.ts';
 
 // The policies room's one entry point. Its parts, each in a module of its own:
 //   assignments.ts       assigning and removing (value policies and the four deployment kinds)
@@ -53,9 +56,67 @@ export class PolicyService {
     files: FileStore;
     /** Package installs checked against the devices' inventories (verification.ts). */
     verification?: VerificationSource;
+    /** Saved views, as targets of assignments (view-targets.ts). */
+    views?: ViewMembership;
+    /** How often views are evaluated again for their terms of time (last_contact); default a minute. */
+    viewSyncMs?: number;
   }) {
     this.ctx = new PolicyContext(deps);
     this.unsubscribe = deps.events.subscribe((event) => followEvent(this.ctx, event));
+    if (deps.views) {
+      this.viewTimer = setInterval(() => this.syncViews(), deps.viewSyncMs ?? 60_000);
+      this.viewTimer.unref();
+    }
+  }
+
+  private viewTimer: ReturnType<typeof setInterval> | null = null;
+
+  /** Assigns a policy or deployment to a saved view: carried to each member device, following membership. */
+  assignToView(viewId: number, input: ViewAssignInput): ViewAssignment {
+    return this.viewAssignmentOf(this.ctx.viewAssignments.byId(assignToView(this.ctx, viewId, input))!);
+  }
+
+  unassignView(id: number): ViewAssignment {
+    return this.viewAssignmentOf(unassignView(this.ctx, id));
+  }
+
+  /** A view's assignments, newest first, each with its members' tasks counted. */
+  viewAssignments(viewId: number): ViewAssignment[] {
+    if (!this.ctx.views?.view(viewId)) throw itemNotFound('View not found');
+    return this.ctx.viewAssignments.ofView(viewId).map((row) => this.viewAssignmentOf(row));
+  }
+
+  /** Every view assignment's members evaluated again (the timer does this; terms of time move devices in and out). */
+  syncViews(): void {
+    try {
+      syncAllViews(this.ctx);
+    } catch (error) {
+      this.ctx.events.record(
+        'deployment.error',
+        `Views could not be evaluated: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+
+  private viewAssignmentOf(row: ViewAssignmentRow): ViewAssignment {
+    const counts = this.ctx.viewAssignments.counts(row.id);
+    return {
+      id: row.id,
+      view_id: row.view_id,
+      view: this.ctx.views?.view(row.view_id)?.name ?? '',
+      policy: row.policy,
+      label: policyDefinition(row.policy)?.label ?? row.policy,
+      value: row.value === null ? null : (JSON.parse(row.value) as boolean | number | string),
+      item_name: row.item_name,
+      state: row.state,
+      created_at: row.created_at,
+      removed_at: row.removed_at,
+      devices: counts.devices,
+      done: counts.done,
+      pending: counts.pending,
+      failed: counts.failed,
+      overriden: counts.overriden,
+    };
   }
 
   /** Starts publishing through `channel`; every active policy is retained again (a broker keeps them in memory). */
@@ -67,6 +128,7 @@ export class PolicyService {
   }
 
   close(): void {
+    if (this.viewTimer) clearInterval(this.viewTimer);
     this.unsubscribe();
     this.ctx.outbox.attach(null);
   }

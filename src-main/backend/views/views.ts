@@ -79,6 +79,32 @@ export class ViewService {
     return this.filter.parse(row.where_expr, `view "${row.name}"`);
   }
 
+  /** A saved view (the policies room's ViewMembership: views as targets of assignments). */
+  view(id: number): ViewRow | undefined {
+    return this.store.byId(id);
+  }
+
+  /** The enrolled devices a view selects now, in every fleet (its assignments' members). */
+  memberIds(viewId: number): number[] {
+    const node = this.enrolledOf(viewId);
+    return node ? this.filter.ids(node, null).map((row) => row.id) : [];
+  }
+
+  isMember(viewId: number, agentId: number): boolean {
+    const node = this.enrolledOf(viewId);
+    return node !== null && this.filter.matches(agentId, node);
+  }
+
+  private enrolledOf(viewId: number): WhereNode | null {
+    const row = this.store.byId(viewId);
+    if (!row) return null;
+    try {
+      return allOf(this.nodeOf(row), this.filter.parse('status!=unenrolled'));
+    } catch {
+      return null; // an expression that no longer parses selects nothing
+    }
+  }
+
   /** A selection as one expression: a 400 names the part that is wrong. */
   selection(selection: DeviceSelection): WhereNode {
     const parts: WhereNode[] = [];

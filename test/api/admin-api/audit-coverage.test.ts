@@ -311,6 +311,15 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
     action: 'view.updated',
     changes: { where: { before: 'type=android os<10', after: 'os<11' } },
   },
+  'views.assign': {
+    run: async () => {
+      const answer = await call('POST', `/api/views/${made.view}/assignments`, { policy: 'disableCamera', value: true });
+      made.viewAssignment = answer.body?.id;
+      return answer;
+    },
+    action: 'view.assigned',
+  },
+  'views.unassign': { run: () => call('DELETE', `/api/view-assignments/${made.viewAssignment}`), action: 'view.unassigned' },
   'invitations.create': {
     run: async () => {
       const answer = await call('POST', '/api/invitations', { email: 'carol@example.com', send_email: false });

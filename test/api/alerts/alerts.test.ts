@@ -3,9 +3,11 @@
 // once when the device comes back. Rules are checked, audited, and disabling one closes its incidents
 // quietly; an unreachable SMTP server is an incident that clears when the server answers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { simulateEnrollment } from '../../../src-main/device/simulate.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { agentRow, closeClients, connectAgent, enrollAgent, eventually } from '../../helpers/mqtt.ts';
 import { startTestSmtp, type TestSmtp } from '../../helpers/smtp.ts';
+import { BROKER_MODES_UNDER_TEST, brokerReady, startMosquitto } from '../../helpers/external-brokers.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.ts';
 
 const SECRET = 'alert-receiver-secret-42';
@@ -240,6 +242,78 @@ describe('alert rules', () => {
   });
 });
 
+describe('a failed task, compliance and approval', () => {
+  const clock = testClock();
+  let t: TestBackend;
+  beforeAll(async () => {
+    t = await startTestBackend({ alerts: { now: clock.now }, simulate: (request) => simulateEnrollment(request) });
+  });
+  afterAll(async () => {
+    await closeClients();
+    await t.stop();
+  });
+
+  it('a task reported failed over MQTT opens a task incident and a compliance one; the deployment removed, both resolve', async () => {
+    const agent = await enrollAgent(t);
+    const upload = await fetch(`${t.backend.info.admin_url}/api/files?name=config.txt`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.backend.info.admin_token}`, 'content-type': 'application/octet-stream' },
+      body: Buffer.from('setting=1'),
+    });
+    const file = (await upload.json()) as { id: number };
+    const deployed = (await t.admin('POST', '/deployments', { kind: 'file', item_id: file.id, agent_id: agent.id })).body;
+    const task = await t.admin('POST', '/alerts/rules', { kind: 'task_failed' });
+    const compliance = await t.admin('POST', '/alerts/rules', { kind: 'compliance_lost' });
+    expect(await evaluate(t)).toEqual({ opened: 0, resolved: 0 });
+
+    const client = await connectAgent(t, agent);
+    const report = (body: object) =>
+      client.publishAsync(`${agent.topic}/Status/Task/${deployed.id}`, JSON.stringify(body), { qos: 1 });
+    await report({ status: 'failed', reason: 'no space left' });
+    await eventually(async () => (await incidents(t, '?state=open')).length === 2);
+    const open = await incidents(t, '?state=open');
+    const taskIncident = open.find((i) => i.rule_id === task.body.id);
+    expect(taskIncident).toMatchObject({ agent_id: agent.id, subject: `config.txt on ${agent.record.name}` });
+    expect(taskIncident.detail).toMatch(/^deployFile failed: no space left/);
+    expect(open.find((i) => i.rule_id === compliance.body.id)).toMatchObject({
+      subject_key: `agent:${agent.id}`,
+      detail: '1 policy failed or incompatible',
+    });
+
+    // Evaluated every minute: still one incident each, no new ones.
+    for (let minute = 0; minute < 3; minute++) {
+      clock.advance(MINUTE);
+      expect(await evaluate(t)).toEqual({ opened: 0, resolved: 0 });
+    }
+    // The admin removes the failing deployment: its task is canceled, the device compliant again.
+    expect((await t.admin('DELETE', `/deployments/${deployed.id}`)).status).toBe(200);
+    await eventually(async () => (await incidents(t, '?state=open')).length === 0);
+    expect(await incidents(t, '?state=resolved')).toHaveLength(2);
+    await t.admin('DELETE', `/alerts/rules/${task.body.id}`);
+    await t.admin('DELETE', `/alerts/rules/${compliance.body.id}`);
+  });
+
+  it('a device waiting for approval for more than N hours; approved, it resolves', async () => {
+    const code = await t.admin('POST', '/codes', { name: 'Front desk', domains: ['example.com'], approval: 'manual' });
+    expect(code.status).toBe(201);
+    const simulated = await t.admin('POST', `/codes/${code.body.id}/simulate`, {});
+    expect(simulated.body.ok).toBe(true);
+    const agentId = simulated.body.agent_id as number;
+    const rule = (await t.admin('POST', '/alerts/rules', { kind: 'approval_waiting', threshold: 2 })).body;
+    expect(rule.name).toBe('Device waiting for approval for 2 hours');
+    expect(await evaluate(t)).toEqual({ opened: 0, resolved: 0 });
+    clock.advance(3 * 60 * MINUTE);
+    expect(await evaluate(t)).toEqual({ opened: 1, resolved: 0 });
+    const [incident] = await incidents(t, '?state=open');
+    expect(incident).toMatchObject({ agent_id: agentId, subject_key: `agent:${agentId}` });
+    expect(incident.detail).toMatch(/^waiting for approval since .* \(3 hours\)$/);
+
+    expect((await t.admin('POST', `/agents/${agentId}/approve`)).status).toBe(200);
+    await eventually(async () => (await incidents(t, `?state=open&rule_id=${rule.id}`)).length === 0);
+    expect((await incidents(t, `?state=resolved&rule_id=${rule.id}`)).map((i) => i.agent_id)).toEqual([agentId]);
+  });
+});
+
 describe('the SMTP server unreachable', () => {
   it('is an incident while nothing answers on its port, resolved once it does', async () => {
     const probe = await startTestSmtp();
@@ -265,6 +339,35 @@ describe('the SMTP server unreachable', () => {
       await t.stop();
       await receiver.close();
       await smtp?.close();
+    }
+  });
+});
+
+describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('the MQTT broker unreachable', () => {
+  it('an external broker down is one incident while the server retries; it resolves once connected', async () => {
+    const mosquitto = await startMosquitto({ notYet: true });
+    const receiver = await startWebhookReceiver(SECRET);
+    const t = await startTestBackend({ mqttBroker: 'mosquitto', mqttBrokerUrl: mosquitto.adminUrl });
+    try {
+      await eventually(() => t.backend.broker.status().problem?.includes('ECONNREFUSED'));
+      const { body: hook } = await t.admin('POST', '/webhooks', { url: receiver.url, secret: SECRET });
+      await t.admin('POST', '/alerts/rules', { kind: 'broker_unreachable', webhook_ids: [hook.id] });
+      await eventually(async () => (await incidents(t, '?state=open')).length === 1);
+      const [incident] = await incidents(t, '?state=open');
+      expect(incident).toMatchObject({ subject_key: 'broker', subject: 'MQTT broker' });
+      expect(incident.detail).toContain('ECONNREFUSED');
+      await evaluate(t);
+      expect(await incidents(t)).toHaveLength(1);
+
+      await mosquitto.restart();
+      await brokerReady(t.backend);
+      await eventually(async () => (await incidents(t, '?state=resolved')).length === 1);
+      await eventually(() => receiver.received.length === 2);
+      expect(receiver.received.map((r) => r.json.data.state)).toEqual(['firing', 'resolved']);
+    } finally {
+      await t.stop();
+      await receiver.close();
+      await mosquitto.destroy();
     }
   });
 });

@@ -328,6 +328,7 @@ describe('CLI usage', () => {
       ['serve', 'usage: mdm-console serve'],
       ['backup', 'usage: mdm-console backup DIR'],
       ['restore', 'usage: mdm-console restore DIR'],
+      ['migrate-db', 'usage: mdm-console migrate-db --to postgres://'],
       ['status', 'usage: mdm-console status'],
       ['command', 'usage: mdm-console command AGENT_ID'],
       ['agent', 'usage: mdm-console agent --deeplink URL'],
@@ -337,10 +338,10 @@ describe('CLI usage', () => {
       expect(result.code, command).toBe(0);
       expect(result.stdout.startsWith(expected), `${command}: ${result.stdout.slice(0, 80)}`).toBe(true);
     }
-    // The overall usage says which commands need the running server: backup and restore do not.
+    // The overall usage says which commands need the running server: backup, restore and migrate-db do not.
     const overall = cli(['--help']);
     expect(overall.code).toBe(0);
-    expect(overall.stdout).toContain('Every command but serve, agent, backup and restore talks to the server');
+    expect(overall.stdout).toContain('Every command but serve, agent, backup, restore and migrate-db talks to the server');
     const unknown = cli(['invite', '--bogus']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("Unknown option '--bogus'");

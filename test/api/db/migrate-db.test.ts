@@ -12,6 +12,7 @@ import { migrations } from '../../../src-main/backend/db/migrations.ts';
 import { PostgresSql } from '../../../src-main/backend/db/postgres-sql.ts';
 import { startTestBackend } from '../../helpers/backend.ts';
 import { runCli } from '../../helpers/cli.ts';
+import { postgresContent, sqliteContent } from '../../helpers/db-content.ts';
 import { populateOffice, type PopulatedOffice } from '../../helpers/populated-office.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 
@@ -53,44 +54,6 @@ function expectRefusal(result: { code: number; stderr: string }, ...phrases: str
   for (const phrase of phrases) expect(result.stderr).toContain(phrase);
   expect(result.stderr).not.toMatch(/\n\s+at /);
   expect(result.stderr).not.toContain('unexpected error');
-}
-
-type Rows = Record<string, string[]>;
-
-/** A row as JSON with its columns by name (the engines may order a table's columns differently). */
-const rowText = (row: object) => JSON.stringify(Object.fromEntries(Object.entries(row).sort(([a], [b]) => a.localeCompare(b))));
-
-/** Every row of every table, each as JSON in column order, sorted: what a table holds, whatever the engine. */
-function sqliteContent(file: string): Rows {
-  const db = new Database(file, { readonly: true });
-  try {
-    const tables = db
-      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
-      .pluck()
-      .all() as string[];
-    return Object.fromEntries(
-      tables.map((table) => [table, (db.prepare(`SELECT * FROM "${table}"`).all() as object[]).map(rowText).sort()]),
-    );
-  } finally {
-    db.close();
-  }
-}
-
-async function postgresContent(url: string): Promise<Rows> {
-  const sql = new PostgresSql(url);
-  try {
-    const tables = await sql.all<{ name: string }>(
-      `SELECT table_name AS name FROM information_schema.tables
-        WHERE table_schema = current_schema() AND table_name <> 'schema_version' ORDER BY 1`,
-    );
-    const content: Rows = {};
-    for (const { name } of tables) {
-      content[name] = (await sql.all<object>(`SELECT * FROM "${name}"`)).map(rowText).sort();
-    }
-    return content;
-  } finally {
-    await sql.close();
-  }
 }
 
 const count = async (url: string, table: string) => {
