@@ -31,6 +31,7 @@ import {
   IconSun,
   IconUserCircle,
   IconChartBar,
+  IconListCheck,
 } from '@tabler/icons-react';
 import { Fragment, useEffect, useState, type ReactNode } from 'react';
 import { admin, AdminApiError } from '../api/client.ts';
@@ -54,6 +55,7 @@ import { TokensPage } from '../pages/Tokens.tsx';
 import { AuditPage } from '../pages/Audit.tsx';
 import { AlertsPage } from '../pages/Alerts.tsx';
 import { ReportsPage } from '../pages/Reports.tsx';
+import { JobPage, JobsPage } from '../pages/Jobs.tsx';
 import { AccountPage } from '../pages/Account.tsx';
 import { AccountsPage } from '../pages/Accounts.tsx';
 import { useMe } from '../api/accounts.ts';
@@ -97,6 +99,7 @@ const NAV: {
     icon: IconDeviceMobile,
     match: (p: string) => p.startsWith('/devices'),
   },
+  { to: '/jobs', permission: 'devices.read', label: 'Jobs', icon: IconListCheck, match: (p: string) => p.startsWith('/jobs') },
   { to: '/fleets', permission: 'fleets.read', label: 'Fleets', icon: IconStack2, match: (p: string) => p.startsWith('/fleets') },
   {
     to: '/reports',
@@ -158,6 +161,9 @@ function route(pathname: string): { title: string; element: ReactNode } {
     return { title: 'Enrollment code', element: <CodePage key={code.id} id={Number(code.id)} /> };
   if (matchPath('/approvals', pathname)) return { title: 'Waiting for approval', element: <ApprovalsPage /> };
   if (matchPath('/devices', pathname)) return { title: 'Devices', element: <Devices /> };
+  if (matchPath('/jobs', pathname)) return { title: 'Jobs', element: <JobsPage /> };
+  const job = matchPath('/jobs/:id', pathname);
+  if (job && /^\d+$/.test(job.id!)) return { title: `Job #${job.id}`, element: <JobPage key={job.id} id={Number(job.id)} /> };
   if (matchPath('/fleets', pathname)) return { title: 'Fleets', element: <FleetsPage id={null} /> };
   const fleet = matchPath('/fleets/:id', pathname);
   if (fleet && /^\d+$/.test(fleet.id!)) return { title: 'Fleets', element: <FleetsPage id={Number(fleet.id)} /> };

@@ -1,33 +1,7 @@
 import type { AgentSummary as Agent } from '../../src-shared/contract/index.ts';
 
-/** Words of the search, each of which must appear in one of the agent's searchable fields. */
-export function searchTerms(query: string): string[] {
-  return query.trim().toLowerCase().split(/\s+/).filter(Boolean);
-}
-
-export function searchText(agent: Agent): string {
-  return [
-    agent.name,
-    agent.serial,
-    agent.uuid,
-    agent.email,
-    agent.firstname,
-    agent.lastname,
-    agent.fleet,
-    agent.type,
-    agent.version,
-    agent.enroll_status,
-  ]
-    .filter(Boolean)
-    .join(' ')
-    .toLowerCase();
-}
-
-export function matchesSearch(agent: Agent, terms: string[]): boolean {
-  if (terms.length === 0) return true;
-  const text = searchText(agent);
-  return terms.every((term) => text.includes(term));
-}
+// The table's search is the server's (a bulk job's `search` selects the same devices): one copy, in the contract.
+export { matchesSearch, searchTerms, searchText } from '../../src-shared/contract/bulk.ts';
 
 export const ENROLL_STATUS: Record<string, { label: string; color: string }> = {
   enrolled: { label: 'Enrolled', color: 'teal' },

@@ -1,6 +1,7 @@
 import type { Query, QueryClient, QueryKey } from '@tanstack/react-query';
 import { accountKeys } from '../api/accounts.ts';
 import { codeKeys } from '../api/codes.ts';
+import { jobKeys } from '../api/jobs.ts';
 import { alertKeys } from '../api/alerts.ts';
 import { FEED_SIZE, keys } from '../api/queries.ts';
 import type { AgentSummary as Agent, LiveEvent, ServerEvent, StoredKind, StreamEvent } from '../../src-shared/contract/index.ts';
@@ -117,6 +118,11 @@ export function effectsOf(event: ServerEvent): Effect[] {
         { kind: 'invalidate', key: accountKeys.me },
         { kind: 'invalidate', key: accountKeys.tokens },
       );
+      break;
+    case 'job':
+      // A bulk job's progress; once done, the devices it changed (lock flags, fleets) are read again.
+      effects.push({ kind: 'invalidate', key: jobKeys.all });
+      if (action === 'finished') effects.push({ kind: 'invalidate', key: keys.agents });
       break;
     case 'alert':
     case 'webhook':

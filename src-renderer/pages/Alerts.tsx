@@ -79,25 +79,40 @@ function DeliveryBadge({ delivery }: { delivery: WebhookDelivery }) {
   );
 }
 
-/** A new rule: the condition and its threshold, a fleet, who to tell. */
-function NewRuleModal({ opened, onClose, webhooks }: { opened: boolean; onClose: () => void; webhooks: Webhook[] }) {
+/** A new rule (or one to edit: its kind stays): the condition and its threshold, a fleet, who to tell. */
+function RuleModal({
+  opened,
+  onClose,
+  webhooks,
+  rule = null,
+}: {
+  opened: boolean;
+  onClose: () => void;
+  webhooks: Webhook[];
+  rule?: AlertRule | null;
+}) {
   const create = useCreateRule();
+  const update = useUpdateRule();
   const fleets = useFleets();
-  const [kind, setKind] = useState<AlertKind>('device_silent');
-  const [threshold, setThreshold] = useState<number | string>(ALERT_KIND_INFO.device_silent.threshold!.default);
-  const [fleet, setFleet] = useState<string | null>(null);
-  const [emails, setEmails] = useState<string[]>([]);
-  const [hooks, setHooks] = useState<string[]>([]);
-  const [name, setName] = useState('');
+  const [kind, setKind] = useState<AlertKind>(rule?.kind ?? 'device_silent');
+  const [threshold, setThreshold] = useState<number | string>(
+    rule ? (rule.threshold ?? '') : ALERT_KIND_INFO.device_silent.threshold!.default,
+  );
+  const [fleet, setFleet] = useState<string | null>(rule?.fleet_id ? String(rule.fleet_id) : null);
+  const [emails, setEmails] = useState<string[]>(rule?.emails ?? []);
+  const [hooks, setHooks] = useState<string[]>(rule?.webhook_ids.map(String) ?? []);
+  const [name, setName] = useState(rule?.name ?? '');
   const [error, setError] = useState<string | null>(null);
   const info = ALERT_KIND_INFO[kind].threshold;
 
   const close = () => {
     setError(null);
-    setName('');
-    setEmails([]);
-    setHooks([]);
-    setFleet(null);
+    if (!rule) {
+      setName('');
+      setEmails([]);
+      setHooks([]);
+      setFleet(null);
+    }
     onClose();
   };
   const submit = (event: FormEvent) => {
@@ -108,6 +123,29 @@ function NewRuleModal({ opened, onClose, webhooks }: { opened: boolean; onClose:
       return;
     }
     setError(null);
+    const done = {
+      onSuccess: (saved: AlertRule) => {
+        notifySuccess(`Alert rule "${saved.name}" ${rule ? 'saved' : 'created'}`);
+        close();
+      },
+      onError: (failure: unknown) => setError(errorMessage(failure)),
+    };
+    if (rule) {
+      update.mutate(
+        {
+          id: rule.id,
+          patch: {
+            ...(info && threshold !== '' ? { threshold: Number(threshold) } : {}),
+            fleet_id: fleet ? Number(fleet) : null,
+            emails,
+            webhook_ids: hooks.map(Number),
+            ...(name.trim() ? { name: name.trim() } : {}),
+          },
+        },
+        done,
+      );
+      return;
+    }
     create.mutate(
       {
         kind,
@@ -117,18 +155,12 @@ function NewRuleModal({ opened, onClose, webhooks }: { opened: boolean; onClose:
         ...(hooks.length > 0 ? { webhook_ids: hooks.map(Number) } : {}),
         ...(name.trim() ? { name: name.trim() } : {}),
       },
-      {
-        onSuccess: (rule) => {
-          notifySuccess(`Alert rule "${rule.name}" created`);
-          close();
-        },
-        onError: (failure) => setError(errorMessage(failure)),
-      },
+      done,
     );
   };
 
   return (
-    <Modal opened={opened} onClose={close} title="New alert rule" size="lg">
+    <Modal opened={opened} onClose={close} title={rule ? `Edit "${rule.name}"` : 'New alert rule'} size="lg">
       <form onSubmit={submit} noValidate>
         <Stack gap="md">
           <Select
@@ -142,6 +174,8 @@ function NewRuleModal({ opened, onClose, webhooks }: { opened: boolean; onClose:
               setThreshold(ALERT_KIND_INFO[next].threshold?.default ?? '');
             }}
             allowDeselect={false}
+            disabled={rule !== null}
+            description={rule ? 'A rule keeps its condition: make another rule for another one' : undefined}
             data-testid="rule-kind"
           />
           {info ? (
@@ -181,7 +215,7 @@ function NewRuleModal({ opened, onClose, webhooks }: { opened: boolean; onClose:
           />
           <TextInput
             label="Name"
-            description="Leave empty to name it after its condition"
+            description={rule ? undefined : 'Leave empty to name it after its condition'}
             value={name}
             onChange={(e) => setName(e.currentTarget.value)}
           />
@@ -194,8 +228,13 @@ function NewRuleModal({ opened, onClose, webhooks }: { opened: boolean; onClose:
             <Button variant="default" onClick={close}>
               Cancel
             </Button>
-            <Button type="submit" loading={create.isPending} leftSection={<IconBell size={16} />} data-testid="rule-create">
-              Create rule
+            <Button
+              type="submit"
+              loading={create.isPending || update.isPending}
+              leftSection={<IconBell size={16} />}
+              data-testid="rule-create"
+            >
+              {rule ? 'Save' : 'Create rule'}
             </Button>
           </Group>
         </Stack>
@@ -205,6 +244,7 @@ function NewRuleModal({ opened, onClose, webhooks }: { opened: boolean; onClose:
 }
 
 function RuleRow({ rule, webhooks }: { rule: AlertRule; webhooks: Webhook[] }) {
+  const [editing, setEditing] = useState(false);
   const update = useUpdateRule();
   const remove = useDeleteRule();
   const can = useCan('alerts.write');
@@ -266,18 +306,25 @@ function RuleRow({ rule, webhooks }: { rule: AlertRule; webhooks: Webhook[] }) {
         />
       </Table.Td>
       <Table.Td>
-        <Gate permission="alerts.write">
-          <Button
-            size="xs"
-            variant="subtle"
-            color="red"
-            leftSection={<IconTrash size={14} />}
-            onClick={ask}
-            aria-label={`Delete ${rule.name}`}
-          >
-            Delete
-          </Button>
-        </Gate>
+        {editing ? <RuleModal opened rule={rule} webhooks={webhooks} onClose={() => setEditing(false)} /> : null}
+        <Group gap={4} wrap="nowrap" justify="flex-end">
+          <Gate permission="alerts.write">
+            <Button
+              size="xs"
+              variant="subtle"
+              leftSection={<IconPencil size={14} />}
+              onClick={() => setEditing(true)}
+              aria-label={`Edit ${rule.name}`}
+            >
+              Edit
+            </Button>
+          </Gate>
+          <Gate permission="alerts.write">
+            <Button size="xs" variant="subtle" color="red" onClick={ask} aria-label={`Delete ${rule.name}`}>
+              <IconTrash size={14} />
+            </Button>
+          </Gate>
+        </Group>
       </Table.Td>
     </Table.Tr>
   );
@@ -732,7 +779,12 @@ export function AlertsPage() {
           </Group>
         }
       />
-      <NewRuleModal opened={adding} onClose={() => setAdding(false)} webhooks={webhooks.data ?? []} />
+      <RuleModal
+        key={adding ? 'adding' : 'idle'}
+        opened={adding}
+        onClose={() => setAdding(false)}
+        webhooks={webhooks.data ?? []}
+      />
       <Tabs value={tab} onChange={setTab} keepMounted={false}>
         <Tabs.List mb="md">
           <Tabs.Tab

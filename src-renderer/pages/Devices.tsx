@@ -16,6 +16,7 @@ import { columns, features, ROW_HEIGHT, type DeviceRow } from './devices/columns
 import { COMPLIANCE_CHOICES } from './devices/compliance.tsx';
 import { useFreshRows } from './devices/useFreshRows.ts';
 import { FilterBar, whereProblem } from './devices/FilterBar.tsx';
+import { BulkBar, SELECT_WIDTH, SelectAllBox, SelectRowBox, tableFilter, useBulkSelection } from './devices/BulkActions.tsx';
 
 const EMPTY: DeviceRow[] = [];
 
@@ -107,6 +108,19 @@ export function Devices() {
     enableSortingRemoval: true,
   });
   const rows = table.getRowModel().rows;
+  // Bulk actions (devices/BulkActions.tsx): rows chosen, or all those the filters in force match.
+  const filterOf = (id: string) => (columnFilters.find((f) => f.id === id)?.value as string | undefined) ?? null;
+  const bulkFilter = tableFilter({
+    where: activeWhere,
+    search: debouncedQuery,
+    type: typeFilter,
+    fleet: filterOf('fleet'),
+    enrollStatus: filterOf('enroll_status'),
+    online: onlineFilter,
+    compliance: complianceFilter,
+  });
+  const rowIds = useMemo(() => rows.map((row) => row.original.id), [rows]);
+  const selection = useBulkSelection(rowIds, bulkFilter);
 
   const filterValue = (id: string) => (columnFilters.find((f) => f.id === id)?.value as string | boolean | undefined) ?? null;
   const setFilter = (id: string, value: unknown) =>
@@ -173,12 +187,15 @@ export function Devices() {
     } else if (event.key === 'Home' || event.key === 'End') {
       event.preventDefault();
       focusRow(event.key === 'Home' ? 0 : rows.length - 1);
+    } else if (event.key === 'x') {
+      event.preventDefault();
+      selection.toggle(id, index, event.shiftKey);
     }
   };
 
   const fleetNames = useMemo(() => (fleets.data ?? []).map((f) => f.name), [fleets.data]);
   const statuses = useMemo(() => [...new Set(all.map((a) => a.enroll_status))].sort(), [all]);
-  const totalWidth = table.getTotalSize();
+  const totalWidth = table.getTotalSize() + SELECT_WIDTH;
   const filtered =
     terms.length > 0 ||
     columnFilters.length > 0 ||
@@ -304,6 +321,7 @@ export function Devices() {
             }}
           />
         </Group>
+        <BulkBar selection={selection} matching={rows.length} filter={bulkFilter} />
         {agents.isPending ? (
           <LoadingState label="Loading devices…" />
         ) : agents.isError ? (
@@ -339,6 +357,9 @@ export function Devices() {
               <thead>
                 {table.getHeaderGroups().map((group) => (
                   <tr key={group.id} aria-rowindex={1} onKeyDown={onHeaderKey}>
+                    <th style={{ width: SELECT_WIDTH }}>
+                      <SelectAllBox selection={selection} matching={rows.length} />
+                    </th>
                     {group.headers.map((header, index) => {
                       const sorted = header.column.getIsSorted();
                       const grow = header.column.id === 'person';
@@ -392,6 +413,9 @@ export function Devices() {
                       onClick={() => open(agent.id)}
                       onKeyDown={(event) => onRowKey(event, item.index, agent.id)}
                     >
+                      <td style={{ width: SELECT_WIDTH }}>
+                        <SelectRowBox selection={selection} id={agent.id} index={item.index} name={agent.name} />
+                      </td>
                       {row.getAllCells().map((cell) => (
                         <td key={cell.id} style={{ width: cell.column.getSize(), flexGrow: cell.column.id === 'person' ? 1 : 0 }}>
                           <table.FlexRender cell={cell} />
@@ -407,7 +431,7 @@ export function Devices() {
         )}
         <Text size="xs" c="dimmed" mt="xs">
           Keyboard: Tab reaches the column headers (← → between them) and the rows (↑ ↓ PgUp PgDn Home End), Enter opens the
-          device.
+          device, x selects it (shift-x or shift-click: a range).
         </Text>
       </Card>
       <DeviceDrawer id={selectedId} onClose={() => open(null)} />

@@ -65,6 +65,22 @@ test('a webhook added in the console gets a signed test event; its log shows it 
     await expect(page.getByTestId(`rule-${rule.id}`)).toContainText(`Receiver ${t}`);
     await expect(page.getByTestId(`rule-${rule.id}`)).toContainText('Device not seen for 5 days');
     await shot(page, 'alerts-rules', testInfo);
+
+    // Edited: another threshold and an email address.
+    await page.getByRole('button', { name: `Edit Silent ${t}` }).click();
+    const editDialog = page.getByRole('dialog', { name: `Edit "Silent ${t}"` });
+    await editDialog.getByTestId('rule-threshold').fill('9');
+    await editDialog.getByTestId('rule-emails').fill('ops@example.org');
+    await editDialog.getByTestId('rule-emails').press('Enter');
+    await editDialog.getByTestId('rule-create').click();
+    await expect(editDialog).toBeHidden();
+    await expect(page.getByTestId(`rule-${rule.id}`)).toContainText('Device not seen for 9 days');
+    await expect(page.getByTestId(`rule-${rule.id}`)).toContainText(`ops@example.org, Receiver ${t}`);
+    expect((await admin.alerts.rules()).items.find((r) => r.id === rule.id)).toMatchObject({
+      threshold: 9,
+      emails: ['ops@example.org'],
+      webhook_ids: [hook.id],
+    });
     await admin.alerts.deleteRule({ params: { id: rule.id } });
     await admin.webhooks.delete({ params: { id: hook.id } });
   } finally {

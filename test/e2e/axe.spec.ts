@@ -83,6 +83,9 @@ for (const scheme of ['light', 'dark'] as const) {
     await visit('/settings', () => expect(page.getByRole('heading', { name: 'Settings', level: 1 })).toBeVisible());
     await visit('/tokens', () => expect(page.getByRole('heading', { name: 'API tokens', level: 1 })).toBeVisible());
     await visit('/audit', () => expect(page.getByTestId('audit-table')).toBeVisible());
+    const job = await admin.jobs.create({ body: { action: 'ping', selection: { ids: [deviceId] } } });
+    await visit('/jobs', () => expect(page.getByTestId('jobs-table')).toBeVisible());
+    await visit(`/jobs/${job.id}`, () => expect(page.getByTestId('job-processed')).toContainText('1 of 1 device processed'));
     await visit('/accounts', () => expect(page.getByTestId('accounts-table')).toBeVisible());
     await visit('/alerts', () => expect(page.getByRole('heading', { name: 'Alerts', level: 1 })).toBeVisible());
     await visit('/reports', () => expect(page.getByTestId('report-enrollments-legend')).toBeVisible());
@@ -104,6 +107,13 @@ for (const scheme of ['light', 'dark'] as const) {
     await page.getByRole('button', { name: /Invite many/ }).click();
     await expect(page.getByRole('dialog', { name: 'Invite many people' })).toBeVisible();
     found.push(...(await seriousViolations(page, 'bulk dialog')));
+    await page.goto('/devices');
+    await page.getByTestId('select-row').first().click();
+    await expect(page.getByTestId('bulk-bar')).toBeVisible();
+    found.push(...(await seriousViolations(page, 'bulk actions bar')));
+    await page.getByTestId('bulk-bar').getByRole('button', { name: 'Lock', exact: true }).click();
+    await expect(page.getByRole('dialog', { name: 'Lock: 1 device?' })).toBeVisible();
+    found.push(...(await seriousViolations(page, 'bulk confirmation')));
     await page.goto(`/devices?agent=${deviceId}`);
     await expect(page.getByRole('dialog')).toBeVisible();
     found.push(...(await seriousViolations(page, 'device panel')));
