@@ -50,6 +50,8 @@ export const keys = {
   // the events that can change who matches (devices, tasks, views).
   views: ['views'] as const,
   agentsWhere: ['agentsWhere'] as const,
+  // Under 'views': membership and task events refresh them with the counts.
+  viewAssignments: (viewId: number) => ['views', 'assignments', viewId] as const,
   agentsMatching: (where: string) => ['agentsWhere', where] as const,
 };
 
@@ -126,6 +128,23 @@ export function useSaveView() {
         ? admin.views.create({ body: { name: input.name, where: input.where } })
         : admin.views.update({ params: { id: input.id }, body: { name: input.name, where: input.where } }),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.views }),
+  });
+}
+
+export function useViewAssignments(viewId: number | null) {
+  return useQuery({
+    queryKey: keys.viewAssignments(viewId ?? 0),
+    queryFn: async ({ signal }) => (await admin.views.assignments({ params: { id: viewId! }, signal })).items,
+    enabled: viewId !== null,
+  });
+}
+
+export function useUnassignView() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => admin.views.unassign({ params: { id } }),
+    onSuccess: () =>
+      Promise.all([client.invalidateQueries({ queryKey: keys.views }), client.invalidateQueries({ queryKey: keys.deployments })]),
   });
 }
 

@@ -77,6 +77,22 @@ test('the filter bar, Save as view, and the view in the sidebar with its live co
     await expect(row(modern)).toHaveCount(0);
     await expect(page.getByTestId('devices-count')).toHaveText(/^2 of \d+$/);
     await shot(page, 'devices-view-live-count', testInfo);
+
+    // A policy for the view's devices, from the console: its two devices take it on their own topic, the third does not.
+    await page.getByRole('button', { name: 'Policies' }).click();
+    const camera = page.getByTestId('view-policies').locator('tr[data-policy="disableCamera"]');
+    const toggle = camera.getByRole('switch');
+    if (!(await toggle.isChecked())) await toggle.click({ force: true });
+    await camera.getByRole('button', { name: 'Apply' }).click();
+    await expect(camera.getByTestId('view-policy-progress')).toHaveText('2 devices · 2 done', { timeout: 30_000 });
+    await expect.poll(() => old.policies.state.settings.disableCamera?.value, { timeout: 30_000 }).toBe(true);
+    await expect.poll(() => other.policies.state.settings.disableCamera?.value, { timeout: 30_000 }).toBe(true);
+    expect(modern.policies.state.settings.disableCamera).toBeUndefined();
+    await shot(page, 'devices-view-policies', testInfo);
+    await camera.getByRole('button', { name: 'Unset Disable camera on the view' }).click();
+    await expect(camera).toHaveAttribute('data-set', 'no');
+    await expect.poll(() => old.policies.state.settings.disableCamera, { timeout: 30_000 }).toBeUndefined();
+    await page.keyboard.press('Escape');
   } finally {
     await Promise.all(devices.map((device) => device.stop()));
     const view = (await admin.views.list()).items.find((v) => v.name === viewName);

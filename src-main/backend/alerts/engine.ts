@@ -102,7 +102,8 @@ export class AlertEngine {
   /** Evaluates now, then each interval and after the events that may change a condition. */
   start(): void {
     this.unsubscribe = this.events.subscribe((event: RecordedEvent) => {
-      if (TRIGGERS.has(event.type)) this.schedule();
+      // A second's grace: a thousand devices connecting at once make one evaluation, not a thousand.
+      if (TRIGGERS.has(event.type)) this.schedule(1000);
     });
     this.timer = requestContext.outside(() =>
       setInterval(() => {

@@ -1,11 +1,12 @@
 import { Button, Group, Modal, Stack, Text, TextInput } from '@mantine/core';
-import { IconDeviceFloppy, IconFilter } from '@tabler/icons-react';
+import { IconDeviceFloppy, IconFilter, IconShieldCheck } from '@tabler/icons-react';
 import { useState } from 'react';
 import { useSaveView } from '../../api/queries.ts';
 import { notifyError, notifySuccess } from '../../components/common.tsx';
 import { useCan } from '../../components/permissions.tsx';
 import { checkWhere } from '../../../src-shared/contract/where.ts';
 import type { DeviceView } from '../../../src-shared/contract/index.ts';
+import { ViewPoliciesModal } from '../../features/view-policies.tsx';
 
 /** The filter language's mistake in `text`, as the bar shows it under the field; null when it parses. */
 export function whereProblem(text: string): string | null {
@@ -35,6 +36,7 @@ export function FilterBar({
 }) {
   const problem = whereProblem(value) ?? serverError;
   const [naming, setNaming] = useState(false);
+  const [policies, setPolicies] = useState(false);
   const [name, setName] = useState('');
   const save = useSaveView();
   const canSave = useCan('fleets.write').allowed;
@@ -56,6 +58,11 @@ export function FilterBar({
           style={{ flex: 1 }}
           data-testid="where-input"
         />
+        {view !== null ? (
+          <Button variant="default" leftSection={<IconShieldCheck size={16} />} onClick={() => setPolicies(true)}>
+            Policies{view.assignments ? ` (${view.assignments})` : ''}
+          </Button>
+        ) : null}
         {canSave && view !== null && changed && valid ? (
           <Button
             variant="light"
@@ -86,6 +93,7 @@ export function FilterBar({
           </Button>
         ) : null}
       </Group>
+      {view !== null ? <ViewPoliciesModal view={view} opened={policies} onClose={() => setPolicies(false)} /> : null}
       <Modal opened={naming} onClose={() => setNaming(false)} title="Save as view">
         <form
           onSubmit={(event) => {
