@@ -2,7 +2,7 @@
 // this same run on this same machine. Writes bench/results/latest.json and the results table
 // of docs/benchmarks.md. Loopback only; every process started here is stopped here.
 //
-//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,broker-modes,downloads,deployments,policies,cold-start] [--modes mosquitto,rabbitmq] [--keep]
+//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,broker-modes,downloads,deployments,policies,cold-start,bulk] [--modes mosquitto,rabbitmq] [--keep]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -24,6 +24,7 @@ import { downloadScenario } from './scenarios/downloads.ts';
 import { enrollmentScenario } from './scenarios/enrollment.ts';
 import { deploymentScenario } from './scenarios/deployments.ts';
 import { policyBaselineScenario } from './scenarios/policies.ts';
+import { bulkPingScenario } from './scenarios/bulk-ping.ts';
 
 const SCENARIOS = [
   'enrollment',
@@ -34,6 +35,7 @@ const SCENARIOS = [
   'deployments',
   'policies',
   'cold-start',
+  'bulk',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
@@ -66,6 +68,8 @@ const N = {
   /** Agents the broker holds at the last step (capped by the open-files limit). */
   agents: count(20_000),
   liveEnrollments: count(100),
+  /** Connected agents a bulk ping (one POST /api/jobs) reaches. */
+  bulkAgents: count(10_000),
 };
 
 const started = new Date();
@@ -212,6 +216,12 @@ try {
     const devices = count(1000);
     phase(`policies: the recommended baseline to ${devices} connected devices`);
     results.policies = await policyBaselineScenario(dir, { devices, workers: 2 });
+  }
+
+  // 8. Bulk ping: one request to every connected agent; its own serve and data dir.
+  if (only.has('bulk')) {
+    phase(`bulk: one ping job to ${N.bulkAgents} connected agents, then a request per agent, then mosquitto`);
+    results.bulk = await bulkPingScenario(dir, { agents: N.bulkAgents, workers: 2 });
   }
 
   // 5. Cold start: fresh data dirs, and the data dir of this run with its agents.

@@ -7,6 +7,7 @@ import type { ColdStartResult } from '../scenarios/cold-start.ts';
 import type { ConsoleResult } from '../scenarios/console.ts';
 import type { DeploymentResult } from '../scenarios/deployments.ts';
 import type { PolicyBaselineResult } from '../scenarios/policies.ts';
+import type { BulkPingResult } from '../scenarios/bulk-ping.ts';
 import type { DownloadResult } from '../scenarios/downloads.ts';
 import type { EnrollmentResult } from '../scenarios/enrollment.ts';
 import type { Machine } from './machine.ts';
@@ -40,6 +41,7 @@ export interface Results {
   deployments?: DeploymentResult;
   policies?: PolicyBaselineResult;
   cold_start?: ColdStartResult;
+  bulk?: BulkPingResult;
 }
 
 export const BEGIN = '<!-- bench:results:begin (written by npm run bench) -->';
@@ -338,6 +340,18 @@ export function resultsTable(r: Results): string {
       x(s.median_existing_ms / s.median_bare_ms),
       '< 1.5 s',
       ok(s.median_existing_ms < s.target_ms),
+    );
+  }
+  const k = r.bulk;
+  if (k) {
+    row(
+      'Bulk ping',
+      `one POST /api/jobs → every one of ${n(k.agents)} connected agents has its ping (the request answered in ${n(k.job.request_ms)} ms; every answer recorded after ${n(k.job.answered_s ?? undefined, 2)} s)`,
+      `${n(k.job.seconds, 2)} s`,
+      `${n(k.mosquitto.seconds, 2)} s (mosquitto, the same messages); a request per agent: ${n(k.per_request.seconds, 2)} s`,
+      x(k.ratio_to_mosquitto),
+      '',
+      '',
     );
   }
   lines.push('', `Raw figures: \`bench/results/${r.scale === 1 ? 'latest' : 'partial'}.json\`.`);

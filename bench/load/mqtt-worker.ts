@@ -25,11 +25,14 @@ const createConnection = net.createConnection;
 export type WorkerRequest =
   | { type: 'connect'; agents: MqttCredentials[]; port: number; concurrency: number }
   | { type: 'await-command'; name: string; timeoutMs: number }
+  /** Forgets the receipts of a command (a second fan-out of the same command is then measured afresh). */
+  | { type: 'forget'; name: string }
   | { type: 'exit' };
 
 export type WorkerReply =
   | { type: 'connected'; ok: number; failed: number; errors: string[]; startedAt: number; doneAt: number; held: number }
-  | { type: 'commands'; name: string; received: number; expected: number; lastAt: number };
+  | { type: 'commands'; name: string; received: number; expected: number; lastAt: number }
+  | { type: 'forgotten'; name: string };
 
 const now = () => performance.timeOrigin + performance.now();
 const agents: MqttAgent[] = [];
@@ -103,6 +106,10 @@ async function awaitCommand(name: string, timeoutMs: number): Promise<void> {
 process.on('message', (message: WorkerRequest) => {
   if (message.type === 'connect') void connect(message);
   else if (message.type === 'await-command') void awaitCommand(message.name, message.timeoutMs);
+  else if (message.type === 'forget') {
+    received.delete(message.name);
+    send({ type: 'forgotten', name: message.name });
+  }
   // Leaving at once: sockets close with the process, as when a fleet of phones drops off.
   else if (message.type === 'exit') process.exit(0);
 });

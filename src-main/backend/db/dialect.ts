@@ -39,6 +39,10 @@ export interface Dialect {
   jsonArrayOf(expression: string, from: string, orderBy: string): string;
   /** `OFFSET param` with no limit (SQLite needs LIMIT -1 before it). */
   offsetOnly(param: string): string;
+  /** `a` equals `b`, NULL equal to NULL (SQLite: IS; PostgreSQL: IS NOT DISTINCT FROM). */
+  same(a: string, b: string): string;
+  /** `a` differs from `b`, NULL differing from any value (SQLite: IS NOT; PostgreSQL: IS DISTINCT FROM). */
+  differs(a: string, b: string): string;
 }
 
 const sqlite: Dialect = {
@@ -52,6 +56,8 @@ const sqlite: Dialect = {
   jsonArrayOf: (expression, from, orderBy) =>
     `(SELECT json_group_array(${expression}) FROM (SELECT ${expression} ${from} ORDER BY ${orderBy}))`,
   offsetOnly: (param) => `LIMIT -1 OFFSET ${param}`,
+  same: (a, b) => `${a} IS ${b}`,
+  differs: (a, b) => `${a} IS NOT ${b}`,
 };
 
 const postgres: Dialect = {
@@ -66,6 +72,8 @@ const postgres: Dialect = {
   jsonArrayOf: (expression, from, orderBy) =>
     `(SELECT coalesce(json_agg(${expression} ORDER BY ${orderBy})::text, '[]') ${from})`,
   offsetOnly: (param) => `OFFSET ${param}`,
+  same: (a, b) => `${a} IS NOT DISTINCT FROM ${b}`,
+  differs: (a, b) => `${a} IS DISTINCT FROM ${b}`,
 };
 
 export function dialect(engine: SqlEngine): Dialect {

@@ -155,6 +155,7 @@ export class PostgresSql implements Sql {
     await transaction.client.query(`SAVEPOINT ${name}`);
     try {
       const result = await work();
+      if (!transaction.open) throw outlived();
       await explained(transaction.client.query(`RELEASE SAVEPOINT ${name}`));
       return result;
     } catch (error) {
@@ -180,6 +181,13 @@ export class PostgresSql implements Sql {
     }
     return statement;
   }
+}
+
+/** A nested transaction whose outer one ended first: its work was not awaited inside the outer one. */
+function outlived(): Error {
+  return new Error(
+    'A nested transaction outlived the transaction it joined (its work ended after the outer one committed or rolled back): an await is missing where it was started',
+  );
 }
 
 /** A failed statement of an already-failed transaction says what went wrong, in the port's terms. */

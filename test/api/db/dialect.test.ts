@@ -86,6 +86,21 @@ describe.each(testEngines('dialect'))('the dialect of $name', (engine) => {
     expect(await ids(9)).toEqual([]);
   });
 
+  it('same and differs: NULL equal to NULL, different from a value', async () => {
+    await sql.run('INSERT INTO items (name, fleet_id) VALUES (?, ?)', ['nameless', 7]);
+    await sql.exec(`UPDATE items SET name = 'x' WHERE fleet_id = 7`);
+    const same = (value: string | null) =>
+      names(`SELECT name FROM items WHERE ${d.same('CASE WHEN fleet_id = 7 THEN NULL ELSE name END', '?')} ORDER BY id`, [value]);
+    expect(await same(null)).toEqual(['x']);
+    expect(await same('Beta')).toEqual(['Beta']);
+    const differs = (value: string | null) =>
+      names(`SELECT name FROM items WHERE ${d.differs('CASE WHEN fleet_id = 7 THEN NULL ELSE name END', '?')} ORDER BY id`, [
+        value,
+      ]);
+    expect(await differs(null)).toEqual(['alpha', 'Beta', 'gamma', '100% delta']);
+    expect(await differs('Beta')).toEqual(['alpha', 'gamma', '100% delta', 'x']);
+  });
+
   it('offsetOnly: every row after the first N', async () => {
     expect(await names(`SELECT name FROM items ORDER BY id ${d.offsetOnly('?')}`, [2])).toEqual(['gamma', '100% delta']);
   });

@@ -231,6 +231,21 @@ describe.each(testEngines('sql_port'))('the SQL port on $name', (engine) => {
     expect([a, b]).toEqual(['first', 'second']);
   });
 
+  it('fails a nested transaction that outlives its outer one (a missing await), clearly', async () => {
+    let nested: Promise<unknown> | undefined;
+    const gateOpen = gate();
+    await sql.transaction(async () => {
+      nested = sql.transaction(async () => {
+        await gateOpen.promise;
+        await sql.run('INSERT INTO items (name) VALUES (?)', ['late']);
+      });
+    });
+    gateOpen.open();
+    // Its statements ran outside any transaction by then; its end is an error, not a silent success.
+    await expect(nested).rejects.toThrow(engine.name === 'postgres' ? /outlived the transaction it joined/ : /savepoint/i);
+    expect(await sql.value('SELECT count(*) FROM items')).toBe(1);
+  });
+
   it('exec() runs several statements', async () => {
     await sql.exec(`INSERT INTO items (name) VALUES ('e1'); INSERT INTO items (name) VALUES ('e2');`);
     expect(await sql.value('SELECT count(*) FROM items')).toBe(2);
