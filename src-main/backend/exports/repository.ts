@@ -4,7 +4,7 @@
 // presents them as its list does).
 import type { CompiledWhere } from '../agents/device-query-repository.ts';
 import type { Db } from '../db/database.ts';
-import { inFleetsSql } from '../fleets/fleet-repository.ts';
+import { dialect, type Dialect } from '../db/dialect.ts';
 import type { TaskStatus } from '../policies/wire.ts';
 import type { AgentCompliance } from '../policies/repository.ts';
 
@@ -185,6 +185,8 @@ const DEVICE_SEARCH_TEXT = `lower(${[
 
 export class ExportRepository {
   private readonly db: Db;
+  /** What SQLite and PostgreSQL write differently (the fleet scope, a JSON list of ids). */
+  private readonly d: Dialect = dialect('sqlite');
   private readonly s;
 
   constructor(db: Db) {
@@ -200,7 +202,7 @@ export class ExportRepository {
            ${count(`t.status = 'incompatible'`)} AS incompatible,
            ${count(`t.status = 'overriden'`)} AS overriden
          FROM policy_tasks t
-         WHERE t.agent_id IN (SELECT value FROM json_each(@ids))
+         WHERE t.agent_id IN ${this.d.jsonIds('@ids')}
            AND t.deployment_id IN (SELECT id FROM policy_assignments WHERE state = 'active')
          GROUP BY t.agent_id`,
       ),
@@ -209,7 +211,7 @@ export class ExportRepository {
 
   /** The page of devices after `after` (by id), filtered, within `fleets`. */
   devices(filter: DeviceFilter, fleets: Fleets, after: number | undefined, limit: number): DeviceRecord[] {
-    const clauses = [inFleetsSql('a.fleet_id')];
+    const clauses = [this.d.inFleets('a.fleet_id')];
     const params: Record<string, unknown> = { fleets, limit };
     if (after !== undefined) {
       clauses.push('a.id > @after');
@@ -268,7 +270,7 @@ export class ExportRepository {
     before: number | undefined,
     limit: number,
   ): { id: number }[] {
-    const clauses = [inFleetsSql('i.fleet_id')];
+    const clauses = [this.d.inFleets('i.fleet_id')];
     const params: Record<string, unknown> = { fleets, limit };
     if (before !== undefined) {
       clauses.push('i.id < @before');
@@ -306,7 +308,7 @@ export class ExportRepository {
 
   /** The page of codes before `before` (newest first). */
   codes(fleetId: number | undefined, fleets: Fleets, before: number | undefined, limit: number): CodeRecord[] {
-    const clauses = [inFleetsSql('c.fleet_id')];
+    const clauses = [this.d.inFleets('c.fleet_id')];
     const params: Record<string, unknown> = { fleets, limit };
     if (before !== undefined) {
       clauses.push('c.id < @before');
@@ -336,7 +338,7 @@ export class ExportRepository {
     before: number | undefined,
     limit: number,
   ): CodeUseRecord[] {
-    const clauses = [inFleetsSql('c.fleet_id')];
+    const clauses = [this.d.inFleets('c.fleet_id')];
     const params: Record<string, unknown> = { fleets, limit };
     if (before !== undefined) {
       clauses.push('l.id < @before');
@@ -362,7 +364,7 @@ export class ExportRepository {
 
   /** The page of tasks after `after` (by id) of the assignments the caller sees, filtered. */
   results(filter: ResultFilter, fleets: Fleets, after: number | undefined, limit: number): ResultRecord[] {
-    const clauses = [inFleetsSql('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')];
+    const clauses = [this.d.inFleets('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')];
     const params: Record<string, unknown> = { fleets, limit };
     const equal = (column: string, name: string, value: unknown) => {
       if (value === undefined) return;
@@ -416,7 +418,7 @@ export class ExportRepository {
     return this.db
       .prepare(
         `SELECT r.job_id, r.status, count(*) AS n FROM job_results r
-         WHERE r.job_id IN (SELECT value FROM json_each(@ids)) AND (r.fleet_id IS NULL OR ${inFleetsSql('r.fleet_id')})
+         WHERE r.job_id IN ${this.d.jsonIds('@ids')} AND (r.fleet_id IS NULL OR ${this.d.inFleets('r.fleet_id')})
          GROUP BY r.job_id, r.status`,
       )
       .all({ ids: JSON.stringify(ids), fleets }) as { job_id: number; status: string; n: number }[];
@@ -432,7 +434,7 @@ export class ExportRepository {
     after: { job: number; agent: number } | undefined,
     limit: number,
   ): JobResultRecord[] {
-    const clauses = [`(r.fleet_id IS NULL OR ${inFleetsSql('r.fleet_id')})`];
+    const clauses = [`(r.fleet_id IS NULL OR ${this.d.inFleets('r.fleet_id')})`];
     const params: Record<string, unknown> = { fleets, limit };
     if (after !== undefined) {
       clauses.push('(r.job_id < @job OR (r.job_id = @job AND r.agent_id > @agent))');
