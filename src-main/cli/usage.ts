@@ -122,7 +122,8 @@ ${COMMON}`,
        mdm-console view rm NAME|ID
 
 A saved view (dynamic group) is a name and an expression of the filter language (docs/where.md):
-it stays current as devices change. Use it with devices --view NAME.
+it stays current as devices change. Use it with devices --view NAME, or as the target of a policy
+or a deployment: policy set SYMBOL VALUE --view NAME (docs/where.md, views as targets).
 ${COMMON}`,
   fleets: `usage: mdm-console fleets
 
@@ -160,9 +161,9 @@ The policy catalogue: each policy's symbol, label, explanation, what it takes (t
 number with its unit, one of its choices), default and recommended value, minimum Android version,
 and whether it needs a system agent.
 ${COMMON}`,
-  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
-       mdm-console policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID
-       mdm-console policy status (--fleet NAME|ID | --agent ID)
+  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID | --view NAME) [--destination PATH] [--keep-on-remove]
+       mdm-console policy unset SYMBOL (--fleet NAME|ID | --agent ID | --view NAME) | policy unset ID
+       mdm-console policy status (--fleet NAME|ID | --agent ID | --view NAME)
 
 set: publishes the value (retained) to the fleet's or the device's topic, one task per device.
 VALUE: true/false (yes/no, on/off) for switches, a whole number (maximumTimeToLock in milliseconds,
@@ -354,8 +355,8 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   deployment  [status] ID                                each device's task; package installs verified by inventory
   undeploy    ID                                         remove a deployment (and, unless kept, what it installed)
   policies    [--category TEXT]                          the policy catalogue
-  policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)
-                                                         a policy on a fleet or a device, and its progress
+  policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID | --view NAME)
+                                                         a policy on a fleet, a device or a saved view, and its progress
   compliance  [--fleet NAME|ID] [--state S]              each device: compliant, pending, failing or none
   report      enrollments|online|compliance|os|models|deployments [--days N] [--fleet NAME|ID] [--csv]
                                                          the fleet's daily figures (the console's Reports)
