@@ -73,7 +73,7 @@ describe('migrate-db', () => {
     expect(result.code, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout);
     expect(report.stored).toMatchObject({ files: 1, packages: 1 });
-    expect(report.next).toContain(`serve --database-url postgres://`);
+    expect(report.next).toMatch(/^MDM_CONSOLE_DATABASE_URL=postgres:\/\/\S+ mdm-console serve --data-dir /);
     expect(report.next).not.toContain(new URL(target.url).password);
 
     const lite = sqliteContent(join(dataDir, 'mdm-console.sqlite'));
