@@ -1,7 +1,7 @@
 // `policies`, `policy set|unset|status` and `compliance`: thin clients of the admin API. Values are
 // read by the catalogue of the contract (the table the server validates with), so
 // `policy set disableCamera yes` and `policy set passwordEnabled pin` mean what they say.
-import { findView } from './view-commands.ts';
+import { findView, selectionOf } from './view-commands.ts';
 import type { ViewAssignment } from '../../src-shared/contract/index.ts';
 import {
   COMPLIANCE_STATES,
@@ -245,14 +245,26 @@ const policy: Handler = async (argv) => {
 };
 
 const compliance: Handler = async (argv) => {
-  const { values, admin, json } = parse(argv, { fleet: { type: 'string' }, state: { type: 'string' } });
+  const { values, admin, json } = parse(argv, {
+    fleet: { type: 'string' },
+    state: { type: 'string' },
+    view: { type: 'string' },
+    where: { type: 'string' },
+  });
   const state = values.state as string | undefined;
   if (state !== undefined && !(COMPLIANCE_STATES as readonly string[]).includes(state))
     throw new CliError(`--state takes one of ${COMPLIANCE_STATES.join(', ')}, not "${state}"`);
   const fleetId = values.fleet === undefined ? undefined : (await findFleet(admin(), values.fleet as string)).id;
-  const { items } = await admin().policies.compliance({
+  const { items: all } = await admin().policies.compliance({
     query: { fleet_id: fleetId, ...(state === undefined ? {} : { state: state as ComplianceState }) },
   });
+  // --view NAME / --where EXPR: only the devices they select (docs/where.md).
+  const selection = selectionOf({ view: values.view, where: values.where });
+  const selected =
+    Object.keys(selection).length === 0
+      ? null
+      : new Set((await admin().agents.list({ query: selection })).items.map((agent) => agent.id));
+  const items = selected === null ? all : all.filter((item) => selected.has(item.agent_id));
   return print(json, items, () => items.map(complianceLine).join('\n') || 'No enrolled device.');
 };
 

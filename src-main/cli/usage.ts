@@ -176,10 +176,11 @@ they name, refused while a deployment of it is in force there.
 unset: clears the retained message and cancels open tasks. status: a fleet's policies with their
 progress, or a device's tasks with where each value comes from and whether it applies.
 ${COMMON}`,
-  compliance: `usage: mdm-console compliance [--fleet NAME|ID] [--state compliant|pending|failing|none]
+  compliance: `usage: mdm-console compliance [--fleet NAME|ID] [--view NAME|ID] [--where EXPR] [--state compliant|pending|failing|none]
 
 Each enrolled device: compliant (all done), pending, failing (failed or incompatible) or none, with
-its counts; --state keeps the devices in that state (the console's compliance filter).
+its counts; --state keeps the devices in that state (the console's compliance filter); --view and
+--where keep those a saved view or an expression selects (docs/where.md).
 ${COMMON}`,
   report: `usage: mdm-console report enrollments|online|compliance|os|models|deployments [--days N] [--fleet NAME|ID] [--csv]
 
@@ -357,7 +358,7 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   policies    [--category TEXT]                          the policy catalogue
   policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID | --view NAME)
                                                          a policy on a fleet, a device or a saved view, and its progress
-  compliance  [--fleet NAME|ID] [--state S]              each device: compliant, pending, failing or none
+  compliance  [--fleet NAME|ID] [--view NAME] [--state S]  each device: compliant, pending, failing or none
   report      enrollments|online|compliance|os|models|deployments [--days N] [--fleet NAME|ID] [--csv]
                                                          the fleet's daily figures (the console's Reports)
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]

@@ -186,6 +186,11 @@ describe('a policy assigned to a saved view', () => {
     expect(JSON.parse(await cli('policy', 'status', '--view', 'Silent', '--json'))).toEqual([
       expect.objectContaining({ devices: 0 }),
     ]);
+    // The view's devices' compliance (none in it now); by expression, the phone alone.
+    expect(await cli('compliance', '--view', 'Silent')).toBe('No enrolled device.\n');
+    expect(await cli('compliance', '--where', `serial=${phone.enrollment.serial}`)).toMatch(
+      new RegExp(`${phone.enrollment.serial}`),
+    );
     expect(await cli('policy', 'unset', 'disableBluetooth', '--view', 'Silent')).toMatch(/^Unset: #\d+ {2}disableBluetooth true/);
     const both = await runCli(t.dataDir, ['policy', 'set', 'disableCamera', 'true', '--view', 'Silent', '--fleet', 'Field']);
     expect(both.code).toBe(2);
