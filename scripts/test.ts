@@ -1,5 +1,6 @@
 // `npm test`: the whole suite, as CI runs it. The typecheck, the linter (ESLint), the formatter's
-// check (Prettier) and the console build go first, side by side; then the Vitest suite (unit + API) and the Playwright suite (Chromium) run side by side,
+// check (Prettier) and the console build go first, side by side; then the Vitest suite (unit + API),
+// the agent and admin API suites again on PostgreSQL, and the Playwright suite (Chromium) run side by side,
 // since each starts its own servers on OS-chosen ports and shares nothing with the other. Each
 // suite's output is printed whole when it ends (not interleaved), then one closing line counts
 // every test of both.
@@ -9,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
+/** The suites that run a second time on PostgreSQL. */
+const POSTGRES_SUITES = ['test/api/agent-api', 'test/api/admin-api'];
 const bin = (name: string) => join(root, 'node_modules/.bin', name);
 const reports = mkdtempSync(join(tmpdir(), 'mdm-test-report-'));
 
@@ -75,6 +78,7 @@ function readJson<T>(file: string): Partial<T> | null {
 }
 
 const vitestJson = join(reports, 'vitest.json');
+const postgresJson = join(reports, 'vitest-postgres.json');
 const playwrightJson = join(reports, 'playwright.json');
 
 let ok = await stage([
@@ -91,6 +95,14 @@ if (ok) {
       args: ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`],
     },
     {
+      // The same agent API and admin API suites again, every test backend on PostgreSQL (a cluster of
+      // the run's own, scripts/postgres.ts): the backend keeps its word on both engines.
+      name: 'agent and admin API tests on PostgreSQL (Vitest, MDM_TEST_ENGINE=postgres)',
+      command: bin('vitest'),
+      args: ['run', ...POSTGRES_SUITES, '--reporter=default', '--reporter=json', `--outputFile.json=${postgresJson}`],
+      env: { MDM_TEST_ENGINE: 'postgres' },
+    },
+    {
       name: 'end-to-end tests (Playwright, Chromium)',
       command: bin('playwright'),
       args: ['test', '--reporter=list,json'],
@@ -99,11 +111,13 @@ if (ok) {
   ]);
 }
 
-const vitest = readJson<VitestReport>(vitestJson);
+const vitests = [readJson<VitestReport>(vitestJson), readJson<VitestReport>(postgresJson)];
 const playwright = readJson<PlaywrightReport>(playwrightJson)?.stats;
-const passed = (vitest?.numPassedTests ?? 0) + (playwright?.expected ?? 0);
-const failed = (vitest?.numFailedTests ?? 0) + (playwright?.unexpected ?? 0) + (playwright?.flaky ?? 0);
-const skipped = (vitest?.numPendingTests ?? 0) + (vitest?.numTodoTests ?? 0) + (playwright?.skipped ?? 0);
+const sum = (count: (report: Partial<VitestReport>) => number | undefined) =>
+  vitests.reduce((total, report) => total + (report ? (count(report) ?? 0) : 0), 0);
+const passed = sum((r) => r.numPassedTests) + (playwright?.expected ?? 0);
+const failed = sum((r) => r.numFailedTests) + (playwright?.unexpected ?? 0) + (playwright?.flaky ?? 0);
+const skipped = sum((r) => r.numPendingTests) + sum((r) => r.numTodoTests) + (playwright?.skipped ?? 0);
 rmSync(reports, { recursive: true, force: true });
 console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(ok && failed === 0 && passed > 0 ? 0 : 1);

@@ -38,6 +38,12 @@ export { isLoopbackHost };
 
 export interface BackendOptions {
   dataDir: string;
+  /**
+   * postgres://USER:PASSWORD@HOST:PORT/DATABASE: the database on PostgreSQL instead of the data
+   * dir's SQLite file (which then is not made). The data dir still holds server.json, the
+   * certificates and the files. Env: MDM_CONSOLE_DATABASE_URL.
+   */
+  databaseUrl?: string;
   /** Agent API + deeplink page; 0 = any free port. */
   port: number;
   /** Address the agent API listens on (LAN). */
@@ -84,6 +90,7 @@ export const DEFAULT_PORTS = { port: 8080, adminPort: 8081, mqttPort: 1883, mqtt
 export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOptions {
   return {
     dataDir: partial.dataDir ?? defaultDataDir(),
+    databaseUrl: partial.databaseUrl ?? (process.env.MDM_CONSOLE_DATABASE_URL || undefined),
     port: partial.port ?? DEFAULT_PORTS.port,
     host: partial.host ?? '0.0.0.0',
     adminPort: partial.adminPort ?? DEFAULT_PORTS.adminPort,

@@ -17,6 +17,8 @@ import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './co
 import { lockDataDir, SERVER_FILE, type DataDirLock } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
 import { SqliteSql } from './db/sqlite-sql.ts';
+import { openPostgresDatabase } from './db/postgres-database.ts';
+import type { Sql } from './db/sql.ts';
 import { createFileStore, type FileStore } from './files/store.ts';
 import { isDiskFull } from './db/disk-full.ts';
 import { Listener } from './http/listener.ts';
@@ -163,9 +165,15 @@ async function startServing(
   onClose: (close: () => unknown) => void,
 ): Promise<Omit<RunningBackend, 'close'>> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
-  const sqlite = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
-  const db = new SqliteSql(sqlite);
-  onClose(() => db.close());
+  // PostgreSQL when a database URL is given (the data dir's SQLite file is then not made), else SQLite.
+  const db: Sql = options.databaseUrl
+    ? await openPostgresDatabase(options.databaseUrl)
+    : new SqliteSql(openDatabase(join(options.dataDir, 'mdm-console.sqlite')));
+  let open = true;
+  onClose(() => {
+    open = false;
+    return db.close();
+  });
   const adminToken = loadOrCreateAdminToken(options.dataDir);
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
@@ -182,7 +190,7 @@ async function startServing(
 
   const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
   const domain = await createServices(db, {
-    isOpen: () => sqlite.open,
+    isOpen: () => open,
     adminUrl,
     adminSessionLimits: partial.adminSessions,
     agentPort: agentListener.port,
@@ -342,7 +350,7 @@ async function startServing(
   const alerts = createAlerts(
     {
       db,
-      isOpen: () => sqlite.open,
+      isOpen: () => open,
       events: domain.events,
       work: domain.work,
       mail: domain.mail.queue,

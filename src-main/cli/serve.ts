@@ -100,6 +100,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     args: argv,
     options: {
       'data-dir': { type: 'string' },
+      'database-url': { type: 'string' },
       port: { type: 'string' },
       'admin-port': { type: 'string' },
       'mqtt-port': { type: 'string' },
@@ -169,6 +170,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
         ? 'the password in --mqtt-broker-url is ignored: the one of --mqtt-broker-password-file (or MDM_CONSOLE_MQTT_BROKER_PASSWORD) is used. Take it out of the URL: every local user sees command lines (ps).'
         : 'the password in --mqtt-broker-url is on the command line, where every local user sees it (ps). Give it with --mqtt-broker-password-file FILE or MDM_CONSOLE_MQTT_BROKER_PASSWORD instead.',
     );
+  const databaseUrl = values['database-url'];
+  if (databaseUrl !== undefined && /^postgres(ql)?:\/\/[^/@]*:[^/@]*@/.test(databaseUrl))
+    warnings.push(
+      'the password in --database-url is on the command line, where every local user sees it (ps). Give the URL in MDM_CONSOLE_DATABASE_URL instead, or the password in PGPASSWORD or ~/.pgpass.',
+    );
   if (mqttBroker === 'mosquitto' && !brokerUrlHasPassword && mqttBrokerPassword === undefined)
     throw new CliError(
       "--mqtt-broker mosquitto needs the dynamic-security admin's password: --mqtt-broker-password-file FILE (its first line) or MDM_CONSOLE_MQTT_BROKER_PASSWORD",
@@ -191,6 +197,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   try {
     backend = await startBackend({
       dataDir: values['data-dir'],
+      // Env MDM_CONSOLE_DATABASE_URL applies when the flag is absent (config.ts).
+      databaseUrl: values['database-url'],
       port: port(values.port, '--port'),
       adminPort: port(values['admin-port'], '--admin-port'),
       mqttPort: port(values['mqtt-port'], '--mqtt-port'),

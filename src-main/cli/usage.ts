@@ -22,7 +22,8 @@ is emailed unless --no-email (or the mail settings say otherwise).
 ${COMMON}`;
 
 export const USAGES: Record<string, string> = {
-  serve: `usage: mdm-console serve [--data-dir DIR] [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
+  serve: `usage: mdm-console serve [--data-dir DIR] [--database-url postgres://USER:PASSWORD@HOST:PORT/DB]
+                         [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
                          [--public-host HOST] [--host ADDR] [--mqtt-tls-cert FILE --mqtt-tls-key FILE]
                          [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
                          [--agent-app spec|flyve] [--mqtt-broker embedded|mosquitto|rabbitmq]
@@ -52,6 +53,8 @@ Runs the backend and the web console until Ctrl+C. One server per data dir.
   --mqtt-auth-secret-file FILE   rabbitmq: the secret the nodes present to them (or
                       $MDM_CONSOLE_MQTT_AUTH_SECRET; default: DIR/rabbitmq-auth-secret, drawn once)
   --data-dir DIR      database, files, token (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)
+  --database-url URL  the database on PostgreSQL (13 or newer) instead of DIR's SQLite file (or
+                      $MDM_CONSOLE_DATABASE_URL, which keeps the password off the command line)
   --json              print the server's addresses as JSON`,
   invite: INVITE,
   invitations: `usage: mdm-console invitations [--status pending|enrolled|expired|revoked] [--search TEXT]

@@ -1,18 +1,31 @@
 import Database from 'better-sqlite3';
-import { SqliteSql } from '../../src-main/backend/db/sqlite-sql.ts';
-import type { Sql } from '../../src-main/backend/db/sql.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PostgresSql } from '../../src-main/backend/db/postgres-sql.ts';
+import type { Sql, SqlEngine } from '../../src-main/backend/db/sql.ts';
+import { SqliteSql } from '../../src-main/backend/db/sqlite-sql.ts';
 import { startBackend, type RunningBackend } from '../../src-main/backend/server.ts';
+import { createTestDatabase, type TestDatabase } from './postgres.ts';
+
+/**
+ * The engine the test backends run on: MDM_TEST_ENGINE=postgres puts each on a PostgreSQL database
+ * of its own (test/helpers/postgres.ts); otherwise SQLite in its data dir, the default.
+ */
+export const TEST_ENGINE: SqlEngine = process.env.MDM_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 
 export interface TestBackend {
   backend: RunningBackend;
   dataDir: string;
-  /** The test's own connection to the backend's SQLite file, for what no API shows (the backend hands out no database). */
-  readonly db: Database.Database;
-  /** The SQL port over `db` (what repositories take). */
+  /** The engine it runs on. */
+  engine: SqlEngine;
+  /**
+   * The test's own connection to the backend's database, whichever engine, for what no API shows
+   * (the backend hands out no database). Write SQL both engines accept.
+   */
   readonly sql: Sql;
+  /** SQLite only: the test's own better-sqlite3 connection to the backend's file (`sql` runs on it). */
+  readonly db: Database.Database;
   apiUrl: string;
   /** Calls the admin API with the admin token; returns status and parsed JSON. */
   admin<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
@@ -22,8 +35,12 @@ export interface TestBackend {
 /** A real backend on loopback with every port chosen by the OS and a fresh SQLite file. */
 export async function startTestBackend(extra: Parameters<typeof startBackend>[0] = {}): Promise<TestBackend> {
   const dataDir = extra.dataDir ?? mkdtempSync(join(tmpdir(), 'mdm-test-'));
+  const database: TestDatabase | undefined =
+    TEST_ENGINE === 'postgres' && extra.databaseUrl === undefined ? await createTestDatabase('backend') : undefined;
+  const databaseUrl = extra.databaseUrl ?? database?.url;
   const backend = await startBackend({
     dataDir,
+    ...(databaseUrl ? { databaseUrl } : {}),
     port: 0,
     adminPort: 0,
     mqttPort: 0,
@@ -45,8 +62,9 @@ export async function startTestBackend(extra: Parameters<typeof startBackend>[0]
     return { status: response.status, body: text ? JSON.parse(text) : undefined };
   };
   let db: Database.Database | undefined;
-  let sql: SqliteSql | undefined;
+  let sql: Sql | undefined;
   const openDb = () => {
+    if (databaseUrl) throw new Error('t.db is the SQLite file of a SQLite backend: this one runs on PostgreSQL (use t.sql)');
     if (!db) {
       db = new Database(join(dataDir, 'mdm-console.sqlite'));
       db.pragma('busy_timeout = 5000');
@@ -57,19 +75,24 @@ export async function startTestBackend(extra: Parameters<typeof startBackend>[0]
   return {
     backend,
     dataDir,
+    engine: databaseUrl ? 'postgres' : 'sqlite',
+    get sql() {
+      if (!sql) {
+        sql = databaseUrl ? new PostgresSql(databaseUrl, { poolSize: 2 }) : new SqliteSql(openDb());
+      }
+      return sql;
+    },
     get db() {
       return openDb();
-    },
-    get sql() {
-      sql ??= new SqliteSql(openDb());
-      return sql;
     },
     apiUrl: backend.info.api_url,
     admin,
     stop: async () => {
+      await sql?.close();
       db?.close();
       await backend.close();
       if (!extra.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      await database?.drop();
     },
   };
 }

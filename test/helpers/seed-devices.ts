@@ -9,6 +9,7 @@ import { ENROLL_STATUS } from '../../src-main/backend/agents/status.ts';
 import { SqliteFleetRepository } from '../../src-main/backend/fleets/fleet-repository.ts';
 import { UserRepository } from '../../src-main/backend/sessions/user-repository.ts';
 import { SqliteSql } from '../../src-main/backend/db/sqlite-sql.ts';
+import type { Sql } from '../../src-main/backend/db/sql.ts';
 
 const FIRST = ['Ada', 'Alan', 'Grace', 'Linus', 'Margaret', 'Ken', 'Barbara', 'Dennis', 'Frances', 'Edsger', 'Radia', 'Tim'];
 const LAST = [
@@ -40,16 +41,23 @@ export interface SeedOptions {
 export const seededType = (i: number) => (i % 3 === 0 ? 'apple' : 'android');
 export const seededFleet = (i: number, fleets: number) => Math.floor(i / 7) % fleets;
 
-/** Inserts `count` agents (with their accounts, enrolling people and computers) into DATA_DIR's database. */
+/**
+ * Inserts `count` agents (with their accounts, enrolling people and computers) into the database of
+ * a data dir (its SQLite file) or of a connection (`t.sql`: either engine).
+ */
 export async function seedDevices(
-  dataDir: string,
+  target: string | Sql,
   { count, fleets = [], onlineShare = 0.3, prefix = 'SEED' }: SeedOptions,
 ): Promise<void> {
-  const db = new Database(join(dataDir, 'mdm-console.sqlite'));
-  db.pragma('busy_timeout = 10000');
+  const own = typeof target === 'string';
+  let sql: Sql;
+  if (typeof target === 'string') {
+    const db = new Database(join(target, 'mdm-console.sqlite'));
+    db.pragma('busy_timeout = 10000');
+    sql = new SqliteSql(db);
+  } else sql = target;
   const now = Date.now();
   const iso = (ms: number) => new Date(ms).toISOString();
-  const sql = new SqliteSql(db);
   try {
     await sql.transaction(async () => {
       const fleetRepository = new SqliteFleetRepository(sql);
@@ -108,6 +116,6 @@ export async function seedDevices(
       }
     });
   } finally {
-    await sql.close();
+    if (own) await sql.close();
   }
 }

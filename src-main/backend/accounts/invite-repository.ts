@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 import type { StoredAccount } from './repository.ts';
 
 /** An admin's set-up link as stored: the SHA-256 of its secret, never the secret. */
@@ -35,6 +36,7 @@ export class SqliteAccountInviteRepository implements AccountInviteRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
     this.s = {
       insert: `INSERT INTO admin_invites (account_id, token_hash, invited_by, created_at, expires_at)
          VALUES (@account_id, @token_hash, @invited_by, @created_at, @expires_at) RETURNING id`,
@@ -42,10 +44,10 @@ export class SqliteAccountInviteRepository implements AccountInviteRepository {
          LEFT JOIN admin_accounts b ON b.id = i.invited_by WHERE i.token_hash = ?`,
       byId: `SELECT i.*, coalesce(b.display_name, b.email) AS inviter FROM admin_invites i
          LEFT JOIN admin_accounts b ON b.id = i.invited_by WHERE i.id = ?`,
-      account: `SELECT a.*, (SELECT json_group_array(fleet_id) FROM account_fleets WHERE account_id = a.id) AS fleet_ids
+      account: `SELECT a.*, ${d.jsonArrayOf('fleet_id', 'FROM account_fleets WHERE account_id = a.id', 'fleet_id')} AS fleet_ids
          FROM admin_accounts a WHERE a.id = ?`,
       latestOf: `SELECT i.* FROM admin_invites i
-         WHERE i.id IN (SELECT max(id) FROM admin_invites WHERE account_id IN (SELECT value FROM json_each(?)) GROUP BY account_id)`,
+         WHERE i.id IN (SELECT max(id) FROM admin_invites WHERE account_id IN ${d.jsonIds('?')} GROUP BY account_id)`,
       replaceAll: `UPDATE admin_invites SET replaced_at = ? WHERE account_id = ? AND used_at IS NULL AND replaced_at IS NULL`,
       use: `UPDATE admin_invites SET used_at = ? WHERE id = ? AND used_at IS NULL AND replaced_at IS NULL`,
     };

@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.ts';
+import { dialect, type Dialect } from '../db/dialect.ts';
 import type { Role } from '../../../src-shared/contract/accounts.ts';
 
 export interface StoredAccount {
@@ -45,10 +46,8 @@ const ids = (json: string | null | undefined): number[] => (json ? (JSON.parse(j
 function parsed<T extends { fleet_ids: number[] }>(row: Raw<T> | undefined): T | undefined {
   return row ? ({ ...row, fleet_ids: ids(row.fleet_ids) } as unknown as T) : undefined;
 }
-const ACCOUNT_FLEETS = `(SELECT json_group_array(fleet_id) FROM (SELECT fleet_id FROM account_fleets WHERE account_id = a.id ORDER BY fleet_id))`;
-const TOKEN_FLEETS = `(SELECT json_group_array(fleet_id) FROM (SELECT fleet_id FROM token_fleets WHERE token_id = t.id ORDER BY fleet_id))`;
-const ACCOUNT = `SELECT a.*, ${ACCOUNT_FLEETS} AS fleet_ids FROM admin_accounts a`;
-const TOKEN = `SELECT t.*, ${TOKEN_FLEETS} AS fleet_ids FROM api_tokens t`;
+const accountFleets = (d: Dialect) => d.jsonArrayOf('fleet_id', 'FROM account_fleets WHERE account_id = a.id', 'fleet_id');
+const tokenFleets = (d: Dialect) => d.jsonArrayOf('fleet_id', 'FROM token_fleets WHERE token_id = t.id', 'fleet_id');
 
 /** A token as listed, with its account's name. */
 export type ListedApiToken = Omit<StoredApiToken, 'token_hash'> & { account_name: string };
@@ -119,13 +118,16 @@ export class SqliteAccountRepository implements AccountRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
+    const ACCOUNT = `SELECT a.*, ${accountFleets(d)} AS fleet_ids FROM admin_accounts a`;
+    const TOKEN = `SELECT t.*, ${tokenFleets(d)} AS fleet_ids FROM api_tokens t`;
     const listed = `SELECT t.id, t.account_id, t.name, t.role, t.kind, t.created_at, t.expires_at, t.last_used_at, t.revoked_at,
-        coalesce(a.display_name, a.email) AS account_name, ${TOKEN_FLEETS} AS fleet_ids
+        coalesce(a.display_name, a.email) AS account_name, ${tokenFleets(d)} AS fleet_ids
       FROM api_tokens t JOIN admin_accounts a ON a.id = t.account_id`;
     this.s = {
       count: `SELECT count(*) FROM admin_accounts`,
       byId: `${ACCOUNT} WHERE a.id = ?`,
-      byEmail: `${ACCOUNT} WHERE a.email = ? COLLATE NOCASE`,
+      byEmail: `${ACCOUNT} WHERE ${d.equalsIgnoringCase('a.email', '?')}`,
       owner: `${ACCOUNT} WHERE a.role = 'owner' ORDER BY a.id LIMIT 1`,
       clearAccountFleets: `DELETE FROM account_fleets WHERE account_id = ?`,
       addAccountFleet: `INSERT INTO account_fleets (account_id, fleet_id) VALUES (?, ?) ON CONFLICT DO NOTHING`,
@@ -162,7 +164,7 @@ export class SqliteAccountRepository implements AccountRepository {
            a.disabled AS a_disabled, a.created_at AS a_created_at, a.last_sign_in_at AS a_last_sign_in_at,
            a.totp_secret AS a_totp_secret, a.totp_pending_secret AS a_totp_pending_secret,
            a.totp_enabled_at AS a_totp_enabled_at, a.totp_last_step AS a_totp_last_step,
-           ${TOKEN_FLEETS} AS fleet_ids, ${ACCOUNT_FLEETS} AS a_fleet_ids
+           ${tokenFleets(d)} AS fleet_ids, ${accountFleets(d)} AS a_fleet_ids
          FROM api_tokens t JOIN admin_accounts a ON a.id = t.account_id WHERE t.token_hash = ?`,
       tokenById: `${TOKEN} WHERE t.id = ?`,
       dataDirToken: `${TOKEN} WHERE t.account_id = ? AND t.kind = 'data-dir' ORDER BY t.id LIMIT 1`,

@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 
 /** A console session as stored: the SHA-256 of its id, never the id the cookie carries. */
 export interface StoredAdminSession {
@@ -42,12 +43,13 @@ export class SqliteAdminSessionRepository implements AdminSessionRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
     this.s = {
       insert: `INSERT INTO admin_sessions (id_hash, public_id, account_id, credential, address, user_agent, created_at, last_used_at, expires_at)
          VALUES (@id_hash, @public_id, @account_id, @credential, @address, @user_agent, @created_at, @last_used_at, @expires_at)`,
       ofAccount: `SELECT * FROM admin_sessions WHERE account_id = @id OR (@unowned = 1 AND account_id IS NULL) ORDER BY created_at DESC`,
       removeOneOfAccount: `DELETE FROM admin_sessions WHERE public_id = @publicId AND (account_id = @id OR (@unowned = 1 AND account_id IS NULL))`,
-      removeOthers: `DELETE FROM admin_sessions WHERE (account_id = @id OR (@unowned = 1 AND account_id IS NULL)) AND id_hash IS NOT @keep`,
+      removeOthers: `DELETE FROM admin_sessions WHERE (account_id = @id OR (@unowned = 1 AND account_id IS NULL)) AND ${d.differs('id_hash', '@keep')}`,
       setCredential: `UPDATE admin_sessions SET credential = ? WHERE id_hash = ?`,
       byHash: `SELECT * FROM admin_sessions WHERE id_hash = ?`,
       touch: `UPDATE admin_sessions SET last_used_at = ? WHERE id_hash = ?`,

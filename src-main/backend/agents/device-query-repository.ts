@@ -134,7 +134,7 @@ export class DeviceQueryRepository {
   /** The device list filtered by an expression, within the fleets of `fleets` (fleets/scope.ts fleetScopeParam). */
   async summaries(where: CompiledWhere, fleets: string | null, limit = 100000): Promise<AgentSummary[]> {
     const rows = (await this.sql.all(
-      `${SUMMARY_SQL} WHERE ${inFleetsSql('a.fleet_id')} AND ${where.sql} ORDER BY a.id DESC LIMIT @limit`,
+      `${SUMMARY_SQL} WHERE ${inFleetsSql(this.sql.engine, 'a.fleet_id')} AND ${where.sql} ORDER BY a.id DESC LIMIT @limit`,
       { ...where.params, fleets, limit },
     )) as AgentSummary[];
     return rows.map(toSummary);
@@ -142,7 +142,7 @@ export class DeviceQueryRepository {
 
   /** How many devices the expression selects (within `fleets`). */
   async count(where: CompiledWhere, fleets: string | null): Promise<number> {
-    const row = (await this.sql.get(`SELECT count(*) AS n ${FROM} WHERE ${inFleetsSql('a.fleet_id')} AND ${where.sql}`, {
+    const row = (await this.sql.get(`SELECT count(*) AS n ${FROM} WHERE ${inFleetsSql(this.sql.engine, 'a.fleet_id')} AND ${where.sql}`, {
       ...where.params,
       fleets,
     })) as { n: number };
@@ -152,7 +152,7 @@ export class DeviceQueryRepository {
   /** The ids (and fleets) of the devices selected, enrolled or not. */
   async ids(where: CompiledWhere, fleets: string | null): Promise<{ id: number; fleet_id: number }[]> {
     return (await this.sql.all(
-      `SELECT a.id, a.fleet_id ${FROM} WHERE ${inFleetsSql('a.fleet_id')} AND ${where.sql} ORDER BY a.id`,
+      `SELECT a.id, a.fleet_id ${FROM} WHERE ${inFleetsSql(this.sql.engine, 'a.fleet_id')} AND ${where.sql} ORDER BY a.id`,
       { ...where.params, fleets },
     )) as { id: number; fleet_id: number }[];
   }

@@ -164,8 +164,8 @@ export class SqliteAgentRepository implements AgentRepository {
       byUuid: `SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`,
       // MQTT logins are unique across all agents and entities (migration 3's unique index).
       loginOwner: `SELECT id, name FROM agents WHERE mqtt_login = ?`,
-      summaries: `${SUMMARY_SQL} WHERE ${inFleetsSql('a.fleet_id')} ORDER BY a.id DESC`,
-      summary: `${SUMMARY_SQL} WHERE a.id = @id AND ${inFleetsSql('a.fleet_id')}`,
+      summaries: `${SUMMARY_SQL} WHERE ${inFleetsSql(sql.engine, 'a.fleet_id')} ORDER BY a.id DESC`,
+      summary: `${SUMMARY_SQL} WHERE a.id = @id AND ${inFleetsSql(sql.engine, 'a.fleet_id')}`,
       insertComputer: `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
       updateComputer: `UPDATE computers SET name = ?, serial = coalesce(?, serial), uuid = coalesce(?, uuid), user_id = ?, updated_at = ? WHERE id = ?`,
       computer: `SELECT * FROM computers WHERE id = ?`,

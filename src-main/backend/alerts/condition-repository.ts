@@ -62,24 +62,24 @@ export class SqliteConditionRepository implements ConditionRepository {
     this.s = {
       silent: `SELECT a.id, a.name, a.serial, coalesce(a.last_contact, a.created_at) AS seen_at FROM agents a
          WHERE a.enroll_status = 'enrolled' AND a.is_online = 0 AND coalesce(a.last_contact, a.created_at) < @before
-           AND (@fleet_id IS NULL OR a.fleet_id = @fleet_id)
+           AND (CAST(@fleet_id AS bigint) IS NULL OR a.fleet_id = @fleet_id)
          ORDER BY a.id LIMIT ${MAX_SUBJECTS}`,
       failedTasks: `SELECT t.id, t.agent_id, a.name AS agent_name, d.policy, d.item_name, t.reason, t.updated_at
          FROM policy_tasks t JOIN policy_assignments d ON d.id = t.deployment_id JOIN agents a ON a.id = t.agent_id
          WHERE d.state = 'active' AND t.status = 'failed' AND a.enroll_status != 'unenrolled'
-           AND (@fleet_id IS NULL OR a.fleet_id = @fleet_id)
+           AND (CAST(@fleet_id AS bigint) IS NULL OR a.fleet_id = @fleet_id)
          ORDER BY t.id LIMIT ${MAX_SUBJECTS}`,
       waiting: `SELECT a.id, a.name, a.serial, a.created_at FROM agents a
-         WHERE a.enroll_status = 'pending_approval' AND a.created_at < @before AND (@fleet_id IS NULL OR a.fleet_id = @fleet_id)
+         WHERE a.enroll_status = 'pending_approval' AND a.created_at < @before AND (CAST(@fleet_id AS bigint) IS NULL OR a.fleet_id = @fleet_id)
          ORDER BY a.id LIMIT ${MAX_SUBJECTS}`,
       failing: `SELECT a.id, a.name, count(*) AS failing
          FROM agents a JOIN policy_tasks t ON t.agent_id = a.id JOIN policy_assignments d ON d.id = t.deployment_id
          WHERE d.state = 'active' AND t.status IN ('failed', 'incompatible') AND a.enroll_status != 'unenrolled'
-           AND (@fleet_id IS NULL OR a.fleet_id = @fleet_id)
+           AND (CAST(@fleet_id AS bigint) IS NULL OR a.fleet_id = @fleet_id)
          GROUP BY a.id, a.name ORDER BY a.id LIMIT ${MAX_SUBJECTS}`,
       expiring: `SELECT i.id, i.email, i.expires_at FROM invitations i
          WHERE i.status = 'pending' AND i.expires_at > @now AND i.expires_at <= @until
-           AND (@fleet_id IS NULL OR i.fleet_id = @fleet_id)
+           AND (CAST(@fleet_id AS bigint) IS NULL OR i.fleet_id = @fleet_id)
          ORDER BY i.id LIMIT ${MAX_SUBJECTS}`,
     };
   }

@@ -97,7 +97,7 @@ export class SqliteAlertRepository implements AlertRepository {
       resolveIncident: `UPDATE alert_incidents SET state = 'resolved', resolved_at = ? WHERE id = ? AND state = 'open'`,
       touchOpen: `UPDATE alert_incidents SET last_seen_at = ? WHERE rule_id = ? AND state = 'open'`,
       incidents: `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id
-         WHERE (@state IS NULL OR i.state = @state) AND (@rule_id IS NULL OR i.rule_id = @rule_id)
+         WHERE (CAST(@state AS text) IS NULL OR i.state = @state) AND (CAST(@rule_id AS bigint) IS NULL OR i.rule_id = @rule_id)
          ORDER BY i.id DESC LIMIT @limit`,
       incident: `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id WHERE i.id = ?`,
     };

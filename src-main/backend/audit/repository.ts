@@ -1,4 +1,5 @@
 import type { Sql, SqlValue } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 import type { FieldChanges } from './redact.ts';
 
 export interface AuditRow {
@@ -80,11 +81,12 @@ export class SqliteAuditRepository implements AuditRepository {
   }
 
   async list(filter: AuditFilter): Promise<AuditRow[]> {
+    const d = dialect(this.sql.engine);
     const where: string[] = [];
     const args: Record<string, SqlValue> = { limit: filter.limit };
     if (filter.actor) {
-      where.push(`(instr(lower(actor), lower(@actor)) > 0 OR instr(lower(coalesce(token_name, '')), lower(@actor)) > 0
-        OR account_id IN (SELECT id FROM admin_accounts WHERE email = @actor COLLATE NOCASE))`);
+      where.push(`(${d.contains('lower(actor)', 'lower(@actor)')} OR ${d.contains("lower(coalesce(token_name, ''))", 'lower(@actor)')}
+        OR account_id IN (SELECT id FROM admin_accounts WHERE ${d.equalsIgnoringCase('email', '@actor')}))`);
       args.actor = filter.actor;
     }
     if (filter.action) {
@@ -102,7 +104,7 @@ export class SqliteAuditRepository implements AuditRepository {
       args.targetId = filter.targetId;
     }
     if (filter.targetName) {
-      where.push(`instr(lower(coalesce(target_name, '')), lower(@targetName)) > 0`);
+      where.push(d.contains("lower(coalesce(target_name, ''))", 'lower(@targetName)'));
       args.targetName = filter.targetName;
     }
     if (filter.since) {

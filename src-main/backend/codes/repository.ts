@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 import type { CodeApproval, CodeLogEntry } from '../../../src-shared/contract/index.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
@@ -95,14 +96,15 @@ export class SqliteCodeRepository implements CodeRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
     this.statements = {
       insert: `INSERT INTO enrollment_codes (entity_id, fleet_id, account_user_id, name, token, domains, max_uses, approval, created_at, expires_at)
          VALUES (@entity_id, @fleet_id, @account_user_id, @name, @token, @domains, @max_uses, @approval, @created_at, @expires_at) RETURNING id`,
       byId: `SELECT * FROM enrollment_codes WHERE id = ?`,
       byToken: `SELECT * FROM enrollment_codes WHERE token = ?`,
       byAccount: `SELECT id FROM enrollment_codes WHERE account_user_id = ?`,
-      all: `${DETAILS} WHERE ${inFleetsSql('c.fleet_id')} ORDER BY c.id DESC`,
-      some: `${DETAILS} WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id DESC`,
+      all: `${DETAILS} WHERE ${inFleetsSql(sql.engine, 'c.fleet_id')} ORDER BY c.id DESC`,
+      some: `${DETAILS} WHERE c.id IN ${d.jsonIds('?')} ORDER BY c.id DESC`,
       revoke: `UPDATE enrollment_codes SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
       rotate: `UPDATE enrollment_codes SET token = ?, rotated_at = ? WHERE id = ?`,
       // The one place a use is counted: atomic, so concurrent enrollments never pass max_uses.

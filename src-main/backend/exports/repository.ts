@@ -295,7 +295,8 @@ export class ExportRepository {
         break;
     }
     if (filter.q?.trim()) {
-      clauses.push(`(i.email LIKE @q ESCAPE '\\' OR i.firstname LIKE @q ESCAPE '\\' OR i.lastname LIKE @q ESCAPE '\\')`);
+      const like = this.d.likeIgnoringCase;
+      clauses.push(`(i.email ${like} @q ESCAPE '\\' OR i.firstname ${like} @q ESCAPE '\\' OR i.lastname ${like} @q ESCAPE '\\')`);
       params.q = containing(filter.q.trim());
     }
     if (filter.fleetId !== undefined) {

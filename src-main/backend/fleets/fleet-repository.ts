@@ -1,4 +1,5 @@
-import type { Sql } from '../db/sql.ts';
+import type { Sql, SqlEngine } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 
 export interface FleetRow {
   id: number;
@@ -36,11 +37,12 @@ export class SqliteFleetRepository implements FleetRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
     this.s = {
       list: `SELECT f.*, (SELECT count(*) FROM agents a WHERE a.fleet_id = f.id) AS agent_count
-         FROM fleets f WHERE f.entity_id = ? ORDER BY f.is_default DESC, f.name COLLATE NOCASE`,
+         FROM fleets f WHERE f.entity_id = ? ORDER BY f.is_default DESC, ${d.orderIgnoringCase('f.name')}`,
       byId: `SELECT * FROM fleets WHERE id = ?`,
-      byName: `SELECT * FROM fleets WHERE entity_id = ? AND name = ? COLLATE NOCASE`,
+      byName: `SELECT * FROM fleets WHERE entity_id = ? AND ${d.equalsIgnoringCase('name', '?')}`,
       defaultOf: `SELECT * FROM fleets WHERE entity_id = ? AND is_default = 1`,
       insert: `INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (?, ?, 0, ?) RETURNING id`,
       rename: `UPDATE fleets SET name = ? WHERE id = ?`,
@@ -89,4 +91,4 @@ export class SqliteFleetRepository implements FleetRepository {
  * The SQL condition on a fleet column for the `@fleets` parameter (fleets/scope.ts,
  * fleetScopeParam): null for every fleet, else a JSON array of the fleets' ids.
  */
-export const inFleetsSql = (column: string): string => `(@fleets IS NULL OR ${column} IN (SELECT value FROM json_each(@fleets)))`;
+export const inFleetsSql = (engine: SqlEngine, column: string): string => dialect(engine).inFleets(column);

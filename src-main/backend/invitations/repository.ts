@@ -1,4 +1,5 @@
 import type { Sql, SqlValue } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 import type { AgentBrief, InvitationFilter, InvitationLogEntry } from '../../../src-shared/contract/index.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
@@ -91,7 +92,6 @@ const DETAILS = `SELECT i.*, u.user_token, f.name AS fleet,
   LEFT JOIN fleets f ON f.id = i.fleet_id
   LEFT JOIN agents a ON a.id = i.agent_id`;
 
-const IDS = `(SELECT value FROM json_each(?))`;
 
 export class SqliteInvitationRepository implements InvitationRepository {
   private readonly sql: Sql;
@@ -99,16 +99,17 @@ export class SqliteInvitationRepository implements InvitationRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
     this.statements = {
       insert: `INSERT INTO invitations (entity_id, user_id, fleet_id, email, firstname, lastname, token, status, created_at, expires_at)
          VALUES (@entity_id, @user_id, @fleet_id, @email, @firstname, @lastname, @token, 'pending', @created_at, @expires_at) RETURNING id`,
       byId: `SELECT * FROM invitations WHERE id = ?`,
       byToken: `SELECT * FROM invitations WHERE token = ?`,
-      details: `${DETAILS} WHERE i.id IN ${IDS}`,
+      details: `${DETAILS} WHERE i.id IN ${d.jsonIds('?')}`,
       mailFacts: `SELECT i.id, i.entity_id, i.email, i.firstname, i.lastname, i.token, i.status, i.expires_at, u.user_token
          FROM invitations i JOIN users u ON u.id = i.user_id WHERE i.id = ?`,
-      pendingAmong: `SELECT id FROM invitations WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending' AND expires_at > @now
-           AND ${inFleetsSql('fleet_id')} ORDER BY id`,
+      pendingAmong: `SELECT id FROM invitations WHERE id IN ${d.jsonIds('@ids')} AND status = 'pending' AND expires_at > @now
+           AND ${inFleetsSql(sql.engine, 'fleet_id')} ORDER BY id`,
       revoke: `UPDATE invitations SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'pending'`,
       remove: `DELETE FROM invitations WHERE id = ?`,
       markUsed: `UPDATE invitations SET status = 'done', used_at = @at, last_used_at = @at, agent_id = @agent_id WHERE id = @id AND status = 'pending'`,
@@ -117,7 +118,7 @@ export class SqliteInvitationRepository implements InvitationRepository {
       log: `INSERT INTO invitation_log (invitation_id, at, outcome, code, message, remote_addr, email, serial, uuid)
          VALUES (@invitation_id, @at, @outcome, @code, @message, @remote_addr, @email, @serial, @uuid)`,
       logOf: `SELECT * FROM invitation_log WHERE invitation_id = ? ORDER BY id DESC LIMIT 500`,
-      pendingFor: `SELECT * FROM invitations WHERE email = ? COLLATE NOCASE AND entity_id = ? AND status = 'pending' AND expires_at > ? ORDER BY id DESC LIMIT 1`,
+      pendingFor: `SELECT * FROM invitations WHERE ${d.equalsIgnoringCase('email', '?')} AND entity_id = ? AND status = 'pending' AND expires_at > ? ORDER BY id DESC LIMIT 1`,
     };
   }
 
@@ -145,7 +146,7 @@ export class SqliteInvitationRepository implements InvitationRepository {
     const where: string[] = [];
     const params: Record<string, SqlValue> = { now };
     if (fleets !== null) {
-      where.push(`i.fleet_id IN (SELECT value FROM json_each(@fleets))`);
+      where.push(`i.fleet_id IN ${dialect(this.sql.engine).jsonIds('@fleets')}`);
       params.fleets = fleets;
     }
     switch (filter.status) {
@@ -164,7 +165,8 @@ export class SqliteInvitationRepository implements InvitationRepository {
         break;
     }
     if (filter.q?.trim()) {
-      where.push(`(i.email LIKE @q ESCAPE '\\' OR i.firstname LIKE @q ESCAPE '\\' OR i.lastname LIKE @q ESCAPE '\\')`);
+      const like = dialect(this.sql.engine).likeIgnoringCase;
+      where.push(`(i.email ${like} @q ESCAPE '\\' OR i.firstname ${like} @q ESCAPE '\\' OR i.lastname ${like} @q ESCAPE '\\')`);
       params.q = `%${filter.q.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     }
     if (filter.fleet_id !== undefined) {

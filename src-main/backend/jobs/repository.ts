@@ -92,7 +92,7 @@ export class SqliteJobRepository implements JobRepository {
       interrupt: `UPDATE jobs SET state = 'interrupted', error = 'The server stopped while it ran', finished_at = ? WHERE state = 'running'`,
       counts: `SELECT status, count(*) AS n FROM job_results WHERE job_id = ? GROUP BY status`,
       results: `SELECT agent_id, name, fleet_id, status, reason, at, answered_at FROM job_results
-         WHERE job_id = @job AND (@status IS NULL OR status = @status) ORDER BY agent_id`,
+         WHERE job_id = @job AND (CAST(@status AS text) IS NULL OR status = @status) ORDER BY agent_id`,
     };
   }
 

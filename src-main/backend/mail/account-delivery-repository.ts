@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 import { nowIso } from '../db/database.ts';
 import type { AccountInviteDelivery } from '../../../src-shared/contract/index.ts';
 import type { DeliveryOutcome } from './delivery-repository.ts';
@@ -41,6 +42,7 @@ export class SqliteAccountDeliveryRepository implements AccountDeliveryRepositor
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
     this.s = {
       queue: `INSERT INTO admin_invite_deliveries (invite_id, token, state, attempts, queued_at, updated_at)
          VALUES (?, ?, 'queued', 0, ?, ?)`,
@@ -59,7 +61,7 @@ export class SqliteAccountDeliveryRepository implements AccountDeliveryRepositor
       requeueInterrupted: `UPDATE admin_invite_deliveries SET state = 'queued', updated_at = ? WHERE state = 'sending'`,
       requeueOne: `UPDATE admin_invite_deliveries SET state = 'queued', updated_at = ? WHERE invite_id = ? AND state = 'sending'`,
       of: `SELECT invite_id, state, attempts, error, sent_at, retry_at FROM admin_invite_deliveries
-         WHERE invite_id IN (SELECT value FROM json_each(?))`,
+         WHERE invite_id IN ${d.jsonIds('?')}`,
     };
   }
 

@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 import { nowIso } from '../db/database.ts';
 import type { InvitationDeliveries, InvitationDelivery } from '../invitations/ports.ts';
 import { DELIVERY_STATES, type DeliveryCounts, type DeliveryState } from '../../../src-shared/contract/index.ts';
@@ -54,8 +55,9 @@ export class SqliteDeliveryRepository implements DeliveryRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
     this.statements = {
-      ofInvitations: `SELECT * FROM mail_deliveries WHERE invitation_id IN (SELECT value FROM json_each(?))`,
+      ofInvitations: `SELECT * FROM mail_deliveries WHERE invitation_id IN ${d.jsonIds('?')}`,
       queue: `INSERT INTO mail_deliveries (invitation_id, state, batch_id, attempts, queued_at, updated_at)
          VALUES (@invitation_id, 'queued', @batch_id, 0, @at, @at)
          ON CONFLICT(invitation_id) DO UPDATE SET

@@ -1,5 +1,6 @@
 import { ENROLL_STATUS } from '../agents/status.ts';
 import type { Sql } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 import type { TaskStatus } from './wire.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
@@ -93,13 +94,13 @@ export interface AgentCompliance extends TaskCounts {
 }
 
 const COUNTS = `count(t.id) AS total,
-  coalesce(sum(t.status = 'pending'), 0) AS pending,
-  coalesce(sum(t.status IN ('received', 'in progress', 'waiting')), 0) AS in_progress,
-  coalesce(sum(t.status = 'done'), 0) AS done,
-  coalesce(sum(t.status = 'failed'), 0) AS failed,
-  coalesce(sum(t.status = 'canceled'), 0) AS canceled,
-  coalesce(sum(t.status = 'incompatible'), 0) AS incompatible,
-  coalesce(sum(t.status = 'overriden'), 0) AS overriden`;
+  coalesce(sum(CASE WHEN t.status = 'pending' THEN 1 ELSE 0 END), 0) AS pending,
+  coalesce(sum(CASE WHEN t.status IN ('received', 'in progress', 'waiting') THEN 1 ELSE 0 END), 0) AS in_progress,
+  coalesce(sum(CASE WHEN t.status = 'done' THEN 1 ELSE 0 END), 0) AS done,
+  coalesce(sum(CASE WHEN t.status = 'failed' THEN 1 ELSE 0 END), 0) AS failed,
+  coalesce(sum(CASE WHEN t.status = 'canceled' THEN 1 ELSE 0 END), 0) AS canceled,
+  coalesce(sum(CASE WHEN t.status = 'incompatible' THEN 1 ELSE 0 END), 0) AS incompatible,
+  coalesce(sum(CASE WHEN t.status = 'overriden' THEN 1 ELSE 0 END), 0) AS overriden`;
 
 const AGENT_COLUMNS = 'id, entity_id, fleet_id, name, topic, os_version, has_system_permission';
 const DEPLOYMENT_KINDS = `('deployApp', 'deployFile', 'removeApp', 'removeFile')`;
@@ -127,23 +128,23 @@ export class DeploymentRepository {
       byId: `SELECT * FROM policy_assignments WHERE id = ?`,
       withCounts: `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM policy_assignments d LEFT JOIN policy_tasks t ON t.deployment_id = d.id WHERE d.id = ? GROUP BY d.id`,
       list: `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM policy_assignments d LEFT JOIN policy_tasks t ON t.deployment_id = d.id
-         WHERE (@fleet_id IS NULL OR d.fleet_id = @fleet_id) AND (@agent_id IS NULL OR d.agent_id = @agent_id)
-           AND (@state IS NULL OR d.state = @state) AND (@policy IS NULL OR d.policy = @policy)
-           AND (@kind IS NULL OR (d.policy IN ${DEPLOYMENT_KINDS}) = (@kind = 'deployment'))
-           AND (d.view_assignment_id IS NULL OR @agent_id IS NOT NULL)
-           AND ${inFleetsSql('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')}
+         WHERE (CAST(@fleet_id AS bigint) IS NULL OR d.fleet_id = @fleet_id) AND (CAST(@agent_id AS bigint) IS NULL OR d.agent_id = @agent_id)
+           AND (CAST(@state AS text) IS NULL OR d.state = @state) AND (CAST(@policy AS text) IS NULL OR d.policy = @policy)
+           AND (CAST(@kind AS text) IS NULL OR (d.policy IN ${DEPLOYMENT_KINDS}) = (@kind = 'deployment'))
+           AND (d.view_assignment_id IS NULL OR CAST(@agent_id AS bigint) IS NOT NULL)
+           AND ${inFleetsSql(this.sql.engine, 'coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')}
          GROUP BY d.id ORDER BY d.id DESC LIMIT 1000`,
       active: `SELECT * FROM policy_assignments WHERE state = 'active' ORDER BY id`,
       activeForFleet: `SELECT * FROM policy_assignments WHERE state = 'active' AND fleet_id = ? ORDER BY id`,
       activeForAgent: `SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? ORDER BY id`,
       // Set on the target itself: a view's rows on a device are not the device's own (view-targets.ts).
-      activeOnTarget: `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = ? AND fleet_id IS ? AND agent_id IS ? AND view_assignment_id IS NULL
+      activeOnTarget: `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = ? AND ${dialect(this.sql.engine).same('fleet_id', '?')} AND ${dialect(this.sql.engine).same('agent_id', '?')} AND view_assignment_id IS NULL
          ORDER BY id`,
-      activeSame: `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
-           AND fleet_id IS @fleet_id AND agent_id IS @agent_id`,
+      activeSame: `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND ${dialect(this.sql.engine).same('item_kind', '@item_kind')} AND ${dialect(this.sql.engine).same('item_id', '@item_id')}
+           AND ${dialect(this.sql.engine).same('fleet_id', '@fleet_id')} AND ${dialect(this.sql.engine).same('agent_id', '@agent_id')}`,
       activeViewRows: `SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? AND policy = ? AND view_assignment_id IS NOT NULL ORDER BY id`,
-      activeSameOwn: `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
-           AND fleet_id IS @fleet_id AND agent_id IS @agent_id AND view_assignment_id IS NULL`,
+      activeSameOwn: `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND ${dialect(this.sql.engine).same('item_kind', '@item_kind')} AND ${dialect(this.sql.engine).same('item_id', '@item_id')}
+           AND ${dialect(this.sql.engine).same('fleet_id', '@fleet_id')} AND ${dialect(this.sql.engine).same('agent_id', '@agent_id')} AND view_assignment_id IS NULL`,
       remove: `UPDATE policy_assignments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`,
       agentsOfFleet: `SELECT ${AGENT_COLUMNS} FROM agents WHERE fleet_id = ? AND enroll_status != '${ENROLL_STATUS.unenrolled}' ORDER BY id`,
       agent: `SELECT ${AGENT_COLUMNS} FROM agents WHERE id = ?`,
@@ -156,8 +157,8 @@ export class DeploymentRepository {
       compliance: `SELECT a.id AS agent_id, a.name AS agent_name, a.fleet_id, max(t.updated_at) AS last_change, ${COUNTS}
          FROM agents a
          LEFT JOIN policy_tasks t ON t.agent_id = a.id AND t.deployment_id IN (SELECT id FROM policy_assignments WHERE state = 'active')
-         WHERE a.enroll_status != '${ENROLL_STATUS.unenrolled}' AND (@fleet_id IS NULL OR a.fleet_id = @fleet_id)
-           AND ${inFleetsSql('a.fleet_id')}
+         WHERE a.enroll_status != '${ENROLL_STATUS.unenrolled}' AND (CAST(@fleet_id AS bigint) IS NULL OR a.fleet_id = @fleet_id)
+           AND ${inFleetsSql(this.sql.engine, 'a.fleet_id')}
          GROUP BY a.id ORDER BY a.id LIMIT 10000`,
       insertTask: `INSERT INTO policy_tasks (deployment_id, agent_id, status, reason, created_at, updated_at) VALUES (?, ?, 'pending', NULL, ?, ?)
          ON CONFLICT (deployment_id, agent_id) DO UPDATE SET status = 'pending', reason = NULL, updated_at = excluded.updated_at,

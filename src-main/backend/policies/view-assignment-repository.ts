@@ -1,6 +1,7 @@
 // The SQL of policies and deployments assigned to saved views (view_assignments) and of the
 // device-level rows that carry each to the view's members (policy_assignments.view_assignment_id).
 import type { Sql } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 import type { DeploymentRow } from './repository.ts';
 
 export interface ViewAssignmentRow {
@@ -44,7 +45,7 @@ export class ViewAssignmentRepository {
       activeOfView: `SELECT * FROM view_assignments WHERE view_id = ? AND state = 'active' ORDER BY id`,
       active: `SELECT * FROM view_assignments WHERE state = 'active' ORDER BY id`,
       activeSame: `SELECT * FROM view_assignments WHERE view_id = @view_id AND state = 'active' AND policy = @policy
-           AND item_kind IS @item_kind AND item_id IS @item_id AND value IS @value`,
+           AND ${dialect(this.sql.engine).same('item_kind', '@item_kind')} AND ${dialect(this.sql.engine).same('item_id', '@item_id')} AND ${dialect(this.sql.engine).same('value', '@value')}`,
       markRemoved: `UPDATE view_assignments SET state = 'removed', removed_at = ? WHERE id = ? AND state = 'active'`,
       members: `SELECT * FROM policy_assignments WHERE view_assignment_id = ? AND state = 'active' ORDER BY id`,
       member: `SELECT * FROM policy_assignments WHERE view_assignment_id = ? AND agent_id = ? AND state = 'active' ORDER BY id LIMIT 1`,

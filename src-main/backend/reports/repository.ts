@@ -107,12 +107,12 @@ export class FigureRepository {
       compliance: COMPLIANCE_BY_FLEET,
       osByFleet: `SELECT fleet_id, ${OS_LABEL} AS key, count(*) AS value FROM agents WHERE ${COUNTED_DEVICE} GROUP BY 1, 2`,
       modelByFleet: `SELECT fleet_id, ${MODEL_LABEL} AS key, count(*) AS value FROM agents WHERE ${COUNTED_DEVICE} GROUP BY 1, 2`,
-      osNow: `SELECT ${OS_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql('fleet_id')}
+      osNow: `SELECT ${OS_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql(this.sql.engine, 'fleet_id')}
          GROUP BY 1 ORDER BY 2 DESC, 1`,
-      modelNow: `SELECT ${MODEL_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql('fleet_id')}
+      modelNow: `SELECT ${MODEL_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql(this.sql.engine, 'fleet_id')}
          GROUP BY 1 ORDER BY 2 DESC, 1`,
       range: `SELECT day, key, sum(value) AS value FROM daily_figures
-         WHERE metric = @metric AND day >= @from AND day <= @to AND ${inFleetsSql('fleet_id')}
+         WHERE metric = @metric AND day >= @from AND day <= @to AND ${inFleetsSql(this.sql.engine, 'fleet_id')}
          GROUP BY day, key ORDER BY day, key`,
     };
   }

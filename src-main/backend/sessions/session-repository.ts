@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 
 /** A stored session with its user's kind and login (kind null: the user is gone). */
 export interface StoredSession {
@@ -61,16 +62,17 @@ export class SqliteSessionRepository implements SessionRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
     this.s = {
       insert: `INSERT INTO sessions (token, user_id, active_profile_id, entity_id, created_at, last_used_at, address) VALUES (?, ?, ?, ?, ?, ?, ?)`,
       countOfUser: `SELECT count(*) FROM sessions WHERE user_id = ?`,
-      countOfAddress: `SELECT count(*) FROM sessions WHERE user_id = ? AND address IS ?`,
+      countOfAddress: `SELECT count(*) FROM sessions WHERE user_id = ? AND ${d.same('address', '?')}`,
       removeOldestOfUser: `DELETE FROM sessions WHERE token = (
            SELECT token FROM sessions WHERE user_id = @userId
              AND ((agent_id IS NULL AND created_at < @enrollingSince) OR (agent_id IS NOT NULL AND enrolled_at < @enrolledSince))
            ORDER BY created_at LIMIT 1)`,
       removeOldestOfAddress: `DELETE FROM sessions WHERE token = (
-           SELECT token FROM sessions WHERE user_id = @userId AND address IS @address
+           SELECT token FROM sessions WHERE user_id = @userId AND ${d.same('address', '@address')}
              AND ((agent_id IS NULL AND created_at < @enrollingSince) OR (agent_id IS NOT NULL AND enrolled_at < @enrolledSince))
            ORDER BY created_at LIMIT 1)`,
       // Subqueries, not a JOIN: SQLite runs this (every agent request) about 3x faster so.
@@ -81,7 +83,8 @@ export class SqliteSessionRepository implements SessionRepository {
       remove: `DELETE FROM sessions WHERE token = ?`,
       removeOfUser: `DELETE FROM sessions WHERE user_id = ?`,
       keepNewestOf: `DELETE FROM sessions WHERE token IN (
-           SELECT token FROM sessions WHERE user_id = ? ORDER BY last_used_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
+           SELECT token FROM sessions WHERE user_id = ?
+             ORDER BY last_used_at DESC, ${sql.engine === 'sqlite' ? 'rowid' : 'created_at'} DESC ${d.offsetOnly('?')})`,
       bindEnrollment: `UPDATE sessions SET agent_id = ?, enrolled_at = ? WHERE token = ?`,
       removeUnusedSince: `DELETE FROM sessions WHERE last_used_at < ?`,
       count: `SELECT count(*) AS n FROM sessions`,

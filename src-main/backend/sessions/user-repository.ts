@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.ts';
+import { dialect } from '../db/dialect.ts';
 import { nowIso } from '../db/database.ts';
 import { randomHex } from '../util/tokens.ts';
 
@@ -40,10 +41,11 @@ export class UserRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const d = dialect(sql.engine);
     this.statements = {
       byId: `SELECT * FROM users WHERE id = ?`,
       byToken: `SELECT * FROM users WHERE user_token = ?`,
-      byLogin: `SELECT * FROM users WHERE login = ? COLLATE NOCASE`,
+      byLogin: `SELECT * FROM users WHERE ${d.equalsIgnoringCase('login', '?')}`,
       insert: `INSERT INTO users (login, kind, email, firstname, lastname, user_token, default_profile_id, entity_id, created_at)
          VALUES (@login, @kind, @email, @firstname, @lastname, @user_token, @default_profile_id, @entity_id, @created_at) RETURNING id`,
       updateNames: `UPDATE users SET firstname = coalesce(?, firstname), lastname = coalesce(?, lastname) WHERE id = ?`,

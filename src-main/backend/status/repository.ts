@@ -18,9 +18,9 @@ export class SqliteStatusCounts implements StatusCountsRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
-    this.statement = `WITH i AS (SELECT * FROM invitations WHERE ${inFleetsSql('fleet_id')}),
-            a AS (SELECT * FROM agents WHERE ${inFleetsSql('fleet_id')}),
-            c AS (SELECT * FROM enrollment_codes WHERE ${inFleetsSql('fleet_id')})
+    this.statement = `WITH i AS (SELECT * FROM invitations WHERE ${inFleetsSql(this.sql.engine, 'fleet_id')}),
+            a AS (SELECT * FROM agents WHERE ${inFleetsSql(this.sql.engine, 'fleet_id')}),
+            c AS (SELECT * FROM enrollment_codes WHERE ${inFleetsSql(this.sql.engine, 'fleet_id')})
        SELECT
          (SELECT count(*) FROM i) AS invitations,
          (SELECT count(*) FROM i WHERE status = 'pending' AND expires_at > @now) AS pending,

@@ -81,7 +81,7 @@ describe('the owner', () => {
     expect(again.body.error).toBe('ERROR_SETUP_USED');
     expect((await signIn(EMAIL, PASSWORD)).status).toBe(200);
     // Only a hash is kept: Argon2id.
-    const stored = t.db.prepare(`SELECT password_hash FROM admin_accounts WHERE id = 1`).pluck().get() as string;
+    const stored = (await t.sql.value(`SELECT password_hash FROM admin_accounts WHERE id = 1`)) as string;
     expect(stored).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
     expect(stored).not.toContain(PASSWORD);
   });
@@ -110,7 +110,7 @@ describe('signing in with email and password', () => {
     const me = await withCookie(cookie, '/me');
     expect(me.body).toMatchObject({ via: 'session', role: 'owner', account: { id: 1, email: EMAIL } });
     expect(me.body.account.last_sign_in_at).not.toBeNull();
-    const stored = t.db.prepare(`SELECT account_id, address FROM admin_sessions WHERE account_id IS NOT NULL`).all();
+    const stored = await t.sql.all(`SELECT account_id, address FROM admin_sessions WHERE account_id IS NOT NULL`);
     expect(stored).toContainEqual({ account_id: 1, address: '127.0.0.6' });
     const signedIn = await events('admin.signed_in');
     expect(signedIn.some((e) => e.data.address === '127.0.0.6' && e.data.with === 'password' && e.data.account_id === 1)).toBe(
@@ -160,7 +160,7 @@ describe('personal API tokens', () => {
     expect(row.token).toBeUndefined();
     expect(JSON.stringify(listed)).not.toContain(token);
     // Only its hash is stored.
-    expect(JSON.stringify(t.db.prepare(`SELECT * FROM api_tokens`).all())).not.toContain(token.slice(4));
+    expect(JSON.stringify(await t.sql.all(`SELECT * FROM api_tokens`))).not.toContain(token.slice(4));
 
     const revoked = await t.admin('POST', `/tokens/${id}/revoke`);
     expect(revoked.status).toBe(200);
@@ -173,7 +173,7 @@ describe('personal API tokens', () => {
   it('stop working once expired', async () => {
     const { token, id } = (await t.admin('POST', '/tokens', { name: 'short-lived', role: 'admin', days: 1 })).body;
     expect((await asBearer(token, '/status')).status).toBe(200);
-    t.db.prepare(`UPDATE api_tokens SET expires_at = ? WHERE id = ?`).run(new Date(Date.now() - 1000).toISOString(), id);
+    await t.sql.run(`UPDATE api_tokens SET expires_at = ? WHERE id = ?`, [new Date(Date.now() - 1000).toISOString(), id]);
     expect((await asBearer(token, '/status')).status).toBe(401);
     const row = (await t.admin('GET', '/tokens')).body.items.find((x: { id: number }) => x.id === id);
     expect(row.status).toBe('expired');
@@ -190,15 +190,18 @@ describe('personal API tokens', () => {
     expect((await t.admin('POST', '/tokens', { name: 'x', role: 'admin', days: 0 })).status).toBe(400);
     expect((await t.admin('POST', '/tokens', { name: 'x', role: 'admin', extra: 1 })).status).toBe(400);
     // An admin account (made here in its table: inviting admins is a later step) cannot mint an owner token.
-    t.db
-      .prepare(`INSERT INTO admin_accounts (email, display_name, role, created_at) VALUES ('bo@example.org', 'Bo', 'admin', ?)`)
-      .run(new Date().toISOString());
-    const boId = t.db.prepare(`SELECT id FROM admin_accounts WHERE email = 'bo@example.org'`).pluck().get() as number;
+    await t.sql.run(
+      `INSERT INTO admin_accounts (email, display_name, role, created_at) VALUES ('bo@example.org', 'Bo', 'admin', ?)`,
+      [new Date().toISOString()],
+    );
+    const boId = (await t.sql.value(`SELECT id FROM admin_accounts WHERE email = 'bo@example.org'`)) as number;
     const bo = 'mdm_' + 'b'.repeat(64);
     const { createHash } = await import('node:crypto');
-    t.db
-      .prepare(`INSERT INTO api_tokens (account_id, name, role, token_hash, created_at) VALUES (?, 'bo', 'admin', ?, ?)`)
-      .run(boId, createHash('sha256').update(bo).digest('hex'), new Date().toISOString());
+    await t.sql.run(`INSERT INTO api_tokens (account_id, name, role, token_hash, created_at) VALUES (?, 'bo', 'admin', ?, ?)`, [
+      boId,
+      createHash('sha256').update(bo).digest('hex'),
+      new Date().toISOString(),
+    ]);
     const refused = await asBearer(bo, '/tokens', 'POST', { name: 'escalate', role: 'owner' });
     expect(refused.status).toBe(403);
     expect(refused.body.message).toBe('An admin cannot make a token with the role owner');

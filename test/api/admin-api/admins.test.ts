@@ -104,9 +104,7 @@ describe('inviting an admin by email', () => {
     });
     expect(listed).toMatchObject({ status: 'invited', last_sign_in_at: null, invitation: { expired: false } });
     // The secret is kept only until the message is out: its hash stays, not the link.
-    expect(JSON.stringify(t.db.prepare(`SELECT * FROM admin_invites, admin_invite_deliveries`).all())).not.toContain(
-      tokenOf(link),
-    );
+    expect(JSON.stringify(await t.sql.all(`SELECT * FROM admin_invites, admin_invite_deliveries`))).not.toContain(tokenOf(link));
 
     // The set-up page reads whom the link is for.
     const info = await callFrom('127.0.0.1', `${adminUrl}/auth/invitation?token=${tokenOf(link)}`);
@@ -171,9 +169,10 @@ describe('inviting an admin by email', () => {
 
   it('says so when the link has expired, or is unknown', async () => {
     const invited = await t.admin('POST', '/accounts', { email: 'late@example.org', role: 'operator', no_email: true });
-    t.db
-      .prepare(`UPDATE admin_invites SET expires_at = ? WHERE account_id = ?`)
-      .run(new Date(Date.now() - 1000).toISOString(), invited.body.account.id);
+    await t.sql.run(`UPDATE admin_invites SET expires_at = ? WHERE account_id = ?`, [
+      new Date(Date.now() - 1000).toISOString(),
+      invited.body.account.id,
+    ]);
     const expired = await callFrom('127.0.0.1', `${adminUrl}/auth/invitation?token=${tokenOf(invited.body.setup_url)}`);
     expect(expired.status).toBe(410);
     expect(expired.body.message).toMatch(/^This set-up link expired on \d{4}-\d{2}-\d{2}: ask ana for a new one\.$/);
@@ -277,7 +276,7 @@ describe('managing admins', () => {
     expect(disabled.body).toMatchObject({ status: 'disabled', disabled: true });
     expect((await asCookie(eve.cookie, '/me')).status).toBe(401);
     expect((await asBearer(token, '/me')).status).toBe(401);
-    expect(t.db.prepare(`SELECT count(*) FROM admin_sessions WHERE account_id = ?`).pluck().get(eve.id)).toBe(0);
+    expect(await t.sql.value(`SELECT count(*) FROM admin_sessions WHERE account_id = ?`, [eve.id])).toBe(0);
     expect((await post('/auth/password', { email: 'eve@example.org', password: 'a long enough password' })).status).toBe(401);
     const [event] = await events('account.disabled');
     expect(event!.data).toMatchObject({

@@ -172,7 +172,7 @@ describe('the console cookie', () => {
     ];
     expect(new Set([a, b, c]).size).toBe(3);
     for (const cookie of [a, b, c]) expect((await withCookie(cookie)).status).toBe(200);
-    const stored = t.db.prepare('SELECT * FROM admin_sessions').all() as Record<string, unknown>[];
+    const stored = (await t.sql.all('SELECT * FROM admin_sessions')) as Record<string, unknown>[];
     expect(JSON.stringify(stored)).not.toContain(a);
 
     // Sign-out ends that session on the server: the cookie is worthless wherever it was copied.
@@ -188,12 +188,14 @@ describe('the console cookie', () => {
     // Past its maximum age, or idle too long, a session ends on the server whatever the browser keeps.
     const hashOf = async (cookie: string) =>
       Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(cookie))).toString('hex');
-    t.db
-      .prepare('UPDATE admin_sessions SET expires_at = ? WHERE id_hash = ?')
-      .run(new Date(Date.now() - 1000).toISOString(), await hashOf(b));
-    t.db
-      .prepare('UPDATE admin_sessions SET last_used_at = ? WHERE id_hash = ?')
-      .run(new Date(Date.now() - 8 * 86_400_000).toISOString(), await hashOf(c));
+    await t.sql.run('UPDATE admin_sessions SET expires_at = ? WHERE id_hash = ?', [
+      new Date(Date.now() - 1000).toISOString(),
+      await hashOf(b),
+    ]);
+    await t.sql.run('UPDATE admin_sessions SET last_used_at = ? WHERE id_hash = ?', [
+      new Date(Date.now() - 8 * 86_400_000).toISOString(),
+      await hashOf(c),
+    ]);
     expect((await withCookie(b)).status).toBe(401);
     expect((await withCookie(c)).status).toBe(401);
     expect((await withCookie(b, '/api/events/stream')).status).toBe(401);

@@ -68,12 +68,12 @@ const upload = async (kind: 'files' | 'packages', name: string): Promise<Answer>
   return { status: response.status, headers: {}, text, body: JSON.parse(text) };
 };
 const entriesAfter = async (id: number): Promise<Entry[]> => {
-  const rows = t.db.prepare('SELECT * FROM audit_log WHERE id > ? ORDER BY id').all(id) as Array<
+  const rows = (await t.sql.all('SELECT * FROM audit_log WHERE id > ? ORDER BY id', [id])) as Array<
     Entry & { changes: string | null }
   >;
   return rows.map((row) => ({ ...row, changes: row.changes === null ? null : JSON.parse(row.changes) }));
 };
-const lastId = () => (t.db.prepare('SELECT coalesce(max(id), 0) AS id FROM audit_log').get() as { id: number }).id;
+const lastId = async () => ((await t.sql.get('SELECT coalesce(max(id), 0) AS id FROM audit_log')) as { id: number }).id;
 
 /** What the cases share: ids made by earlier cases. */
 const made: Record<string, number> = {};
@@ -571,7 +571,7 @@ describe('audit coverage', () => {
   it('every state-changing route, called successfully, writes its audit entry with actor, address and changes', async () => {
     const problems: string[] = [];
     for (const [name, c] of Object.entries(CASES) as Array<[AdminRouteName, Case]>) {
-      const before = lastId();
+      const before = await lastId();
       const answer = await c.run();
       if (answer.status === 299) continue;
       if (answer.status < 200 || answer.status >= 300) {
@@ -598,7 +598,7 @@ describe('audit coverage', () => {
     }
     expect(problems).toEqual([]);
     // No secret reached the trail or the events, whatever the field.
-    const all = JSON.stringify([t.db.prepare('SELECT * FROM audit_log').all(), t.db.prepare('SELECT * FROM events').all()]);
+    const all = JSON.stringify([await t.sql.all('SELECT * FROM audit_log'), await t.sql.all('SELECT * FROM events')]);
     expect(all).not.toContain('hunter2-secret');
     expect(all).not.toContain(t.backend.info.admin_token);
   });
@@ -606,10 +606,10 @@ describe('audit coverage', () => {
 
 describe('no entry without the change', () => {
   it('a refused call (400, 403, 404, 409) records nothing', async () => {
-    const before = lastId();
+    const before = await lastId();
     const fleet = (await call('POST', '/api/fleets', { name: 'Refusals' })).body;
     const operator = (await call('POST', '/api/tokens', { name: 'helpdesk', role: 'operator' })).body.token as string;
-    const after = lastId();
+    const after = await lastId();
     expect(after).toBeGreaterThan(before);
     expect((await call('POST', '/api/fleets', { name: 'Refusals' })).status).toBe(409);
     expect((await call('PATCH', `/api/fleets/${fleet.id}`, { name: '' })).status).toBe(400);
@@ -630,20 +630,31 @@ describe('no entry without the change', () => {
 
   it('a change that fails after its audit entry was written, in its transaction, leaves neither change nor entry', async () => {
     const fleet = (await call('POST', '/api/fleets', { name: 'Undone' })).body;
-    const events = () => (t.db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
+    const events = async () => ((await t.sql.get('SELECT count(*) AS n FROM events')) as { n: number }).n;
     // 1. The audit row is written, then the statement fails (a trigger on the real table).
-    t.db.exec(`CREATE TRIGGER fail_after_audit AFTER INSERT ON audit_log WHEN NEW.action = 'fleet.renamed'
-               BEGIN SELECT RAISE(ABORT, 'injected failure after the audit entry'); END`);
+    await t.sql.exec(
+      t.engine === 'postgres'
+        ? `CREATE FUNCTION fail_after_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN RAISE EXCEPTION 'injected failure after the audit entry'; END $$;
+           CREATE TRIGGER fail_after_audit AFTER INSERT ON audit_log FOR EACH ROW WHEN (NEW.action = 'fleet.renamed')
+             EXECUTE FUNCTION fail_after_audit()`
+        : `CREATE TRIGGER fail_after_audit AFTER INSERT ON audit_log WHEN NEW.action = 'fleet.renamed'
+             BEGIN SELECT RAISE(ABORT, 'injected failure after the audit entry'); END`,
+    );
     try {
-      const before = lastId();
-      const eventCount = events();
+      const before = await lastId();
+      const eventCount = await events();
       const renamed = await call('PATCH', `/api/fleets/${fleet.id}`, { name: 'Renamed' });
       expect(renamed.status).toBe(500);
       expect(await entriesAfter(before)).toEqual([]);
-      expect(events()).toBe(eventCount);
+      expect(await events()).toBe(eventCount);
       expect((await call('GET', '/api/fleets')).body.items.map((f: { name: string }) => f.name)).toContain('Undone');
     } finally {
-      t.db.exec('DROP TRIGGER fail_after_audit');
+      await t.sql.exec(
+        t.engine === 'postgres'
+          ? 'DROP TRIGGER fail_after_audit ON audit_log; DROP FUNCTION fail_after_audit()'
+          : 'DROP TRIGGER fail_after_audit',
+      );
     }
 
     // 2. The mail settings: the audit entry is written, then the SMTP password cannot be (its
@@ -654,13 +665,13 @@ describe('no entry without the change', () => {
     rmSync(secrets, { force: true });
     mkdirSync(secrets);
     try {
-      const before = lastId();
-      const eventCount = events();
+      const before = await lastId();
+      const eventCount = await events();
       const hostBefore = (await call('GET', '/api/mail/settings')).body.settings?.smtp_host;
       const saved = await call('PUT', '/api/mail/settings', { smtp_host: 'mail.example.org', smtp_password: 'another-secret' });
       expect(saved.status).toBe(500);
       expect(await entriesAfter(before)).toEqual([]);
-      expect(events()).toBe(eventCount);
+      expect(await events()).toBe(eventCount);
       expect((await call('GET', '/api/mail/settings')).body.settings?.smtp_host).toBe(hostBefore);
     } finally {
       rmSync(secrets, { recursive: true, force: true });

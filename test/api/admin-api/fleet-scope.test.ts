@@ -38,12 +38,11 @@ useBrokerBackend(async (backend) => {
   for (const name of ['A', 'B'])
     expect((await t.admin('POST', '/codes', { name: `code ${name}`, fleet: name })).status).toBe(201);
   // Olga, an operator (made in her table: inviting admins is another step of the issue), signs in.
-  t.db
-    .prepare(
-      `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at) VALUES ('olga@example.org', 'Olga', 'operator', ?, ?)`,
-    )
-    .run(await hashPassword(PASSWORD), new Date().toISOString());
-  olgaId = t.db.prepare(`SELECT id FROM admin_accounts WHERE email = 'olga@example.org'`).pluck().get() as number;
+  await t.sql.run(
+    `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at) VALUES ('olga@example.org', 'Olga', 'operator', ?, ?)`,
+    [await hashPassword(PASSWORD), new Date().toISOString()],
+  );
+  olgaId = (await t.sql.value(`SELECT id FROM admin_accounts WHERE email = 'olga@example.org'`)) as number;
   const signedIn = await callFrom('127.0.0.1', `${adminUrl}/auth/password`, {
     method: 'POST',
     headers: { 'sec-fetch-site': 'same-origin', 'content-type': 'application/json' },
@@ -275,19 +274,19 @@ describe('retrying every failed invitation email', () => {
         .body.id as number;
       // Its email failed (as an SMTP server refusing it would leave it; written here, the test has no such server).
       const at = new Date().toISOString();
-      t.db
-        .prepare(
-          `INSERT INTO mail_deliveries (invitation_id, state, attempts, error, queued_at, updated_at) VALUES (?, 'failed', 5, 'refused', ?, ?)`,
-        )
-        .run(id, at, at);
+      await t.sql.run(
+        `INSERT INTO mail_deliveries (invitation_id, state, attempts, error, queued_at, updated_at) VALUES (?, 'failed', 5, 'refused', ?, ?)`,
+        [id, at, at],
+      );
       failed.push(id);
     }
     const retried = await asOlga('POST', '/mail/retry', {});
     expect(retried.status, retried.text).toBe(202);
     expect(retried.body.queued).toBe(1);
-    const states = t.db
-      .prepare(`SELECT invitation_id, state FROM mail_deliveries WHERE invitation_id IN (?, ?)`)
-      .all(...failed) as {
+    const states = (await t.sql.all(
+      `SELECT invitation_id, state FROM mail_deliveries WHERE invitation_id IN (?, ?)`,
+      failed,
+    )) as {
       invitation_id: number;
       state: string;
     }[];

@@ -108,7 +108,7 @@ async function call(
   return { status: response.status, body: parsed };
 }
 
-const auditCount = () => (t.db.prepare('SELECT count(*) AS n FROM audit_log').get() as { n: number }).n;
+const auditCount = async () => ((await t.sql.get('SELECT count(*) AS n FROM audit_log')) as { n: number }).n;
 
 describe('every admin route, every role', () => {
   const names = Object.keys(adminRoutes) as AdminRouteName[];
@@ -147,7 +147,7 @@ describe('every admin route, every role', () => {
         if (anonymous.status !== 401) wrong.push(`${name} ${one.label}: answered ${anonymous.status} without a token`);
         for (const role of ROLES) {
           const missing = permissionsNeeded(rule, one.body).find((permission) => !ROLE_PERMISSIONS[role].includes(permission));
-          const before = missing === undefined ? 0 : auditCount();
+          const before = missing === undefined ? 0 : await auditCount();
           const answer = await call(name, one, tokens[role]);
           checked++;
           const what = `${name}${one.label ? ` (${one.label})` : ''} as ${role}`;
@@ -160,7 +160,7 @@ describe('every admin route, every role', () => {
           } else if (answer.body.message !== refusalMessage(role, missing)) {
             wrong.push(`${what}: says "${answer.body.message}", not "${refusalMessage(role, missing)}"`);
           }
-          if (auditCount() !== before) wrong.push(`${what}: refused, yet audited`);
+          if ((await auditCount()) !== before) wrong.push(`${what}: refused, yet audited`);
         }
       }
     }
@@ -276,10 +276,10 @@ describe('a refused action on a real device', () => {
     expect(locked.status).toBe(202);
     expect((await t.admin('GET', `/agents/${id}`)).body).toMatchObject({ lock: 1 });
 
-    const audited = auditCount();
-    const commands = () =>
-      t.db.prepare(`SELECT count(*) AS n FROM events WHERE type = 'agent.command' AND agent_id = ?`).get(id) as { n: number };
-    const sent = commands().n;
+    const audited = await auditCount();
+    const commands = async () =>
+      (await t.sql.get(`SELECT count(*) AS n FROM events WHERE type = 'agent.command' AND agent_id = ?`, [id])) as { n: number };
+    const sent = (await commands()).n;
     const wipe = await send('operator', 'wipe');
     expect(wipe.status).toBe(403);
     expect(await wipe.json()).toEqual({
@@ -287,8 +287,8 @@ describe('a refused action on a real device', () => {
       message: 'An operator cannot wipe devices: needs devices.wipe',
     });
     expect((await t.admin('GET', `/agents/${id}`)).body).toMatchObject({ wipe: 0 });
-    expect(commands().n).toBe(sent);
-    expect(auditCount()).toBe(audited);
+    expect((await commands()).n).toBe(sent);
+    expect(await auditCount()).toBe(audited);
 
     const deleted = await fetch(`${adminUrl}/api/agents/${id}`, {
       method: 'DELETE',
@@ -299,11 +299,11 @@ describe('a refused action on a real device', () => {
       'An operator cannot delete devices: needs devices.delete',
     );
     expect((await t.admin('GET', `/agents/${id}`)).status).toBe(200);
-    expect(auditCount()).toBe(audited);
+    expect(await auditCount()).toBe(audited);
 
     expect((await send('admin', 'wipe')).status).toBe(202);
     expect((await t.admin('GET', `/agents/${id}`)).body).toMatchObject({ wipe: 1 });
-    expect(auditCount()).toBeGreaterThan(audited);
+    expect(await auditCount()).toBeGreaterThan(audited);
   });
 
   it('the HEAD twin of a GET route is checked as the GET is', async () => {

@@ -48,11 +48,10 @@ beforeAll(async () => {
     `${adminUrl}/auth/setup`,
     json({ token, email: EMAIL, display_name: 'Ana Ruiz', password: PASSWORD }),
   );
-  t.db
-    .prepare(
-      `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at) VALUES (?, 'Bo Berg', 'admin', ?, ?)`,
-    )
-    .run(BO, await hashPassword(BO_PASSWORD), new Date().toISOString());
+  await t.sql.run(
+    `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at) VALUES (?, 'Bo Berg', 'admin', ?, ?)`,
+    [BO, await hashPassword(BO_PASSWORD), new Date().toISOString()],
+  );
 });
 afterAll(async () => {
   await t?.stop();
@@ -163,7 +162,7 @@ describe('session expiry', () => {
     expect(seen).toEqual(seen.map(() => true));
     clock = start + 7 * 24 * HOUR + MINUTE;
     expect(await alive(busy)).toBe(false);
-    expect(t.db.prepare(`SELECT count(*) FROM admin_sessions WHERE address = '127.0.0.42'`).pluck().get()).toBe(0);
+    expect(await t.sql.value(`SELECT count(*) FROM admin_sessions WHERE address = '127.0.0.42'`)).toBe(0);
   });
 
   it('follows the owner’s sign-in settings, which say the limits and are refused out of range', async () => {

@@ -43,12 +43,11 @@ beforeAll(async () => {
   const done = await post('/auth/setup', { token, email: EMAIL, display_name: 'Ana Ruiz', password: PASSWORD });
   ownerCookie = cookieOf(done)!;
   // A second admin (inviting admins is another item's: made here in its table).
-  t.db
-    .prepare(
-      `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at) VALUES (?, 'Bo Berg', 'admin', ?, ?)`,
-    )
-    .run(BO, await hashPassword(BO_PASSWORD), new Date().toISOString());
-  boId = t.db.prepare(`SELECT id FROM admin_accounts WHERE email = ?`).pluck().get(BO) as number;
+  await t.sql.run(
+    `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at) VALUES (?, 'Bo Berg', 'admin', ?, ?)`,
+    [BO, await hashPassword(BO_PASSWORD), new Date().toISOString()],
+  );
+  boId = (await t.sql.value(`SELECT id FROM admin_accounts WHERE email = ?`, [BO])) as number;
 });
 afterAll(async () => {
   await t?.stop();
@@ -105,7 +104,7 @@ describe('enrolling an authenticator app on one’s own page', () => {
     expect(everywhere).not.toContain(secret);
     for (const code of recovery) expect(everywhere).not.toContain(code);
     // Recovery codes are kept as hashes only.
-    const stored = JSON.stringify(t.db.prepare(`SELECT * FROM admin_recovery_codes`).all());
+    const stored = JSON.stringify(await t.sql.all(`SELECT * FROM admin_recovery_codes`));
     for (const code of recovery) expect(stored).not.toContain(code.replace('-', ''));
     expect((await audit()).some((e) => e.action === 'account.two_factor_enabled')).toBe(true);
   });
@@ -225,8 +224,8 @@ describe('two-factor required for everyone', () => {
 
     // Reset by another admin (a lost phone): enrolment at the next sign-in again.
     await t.backend.services.accounts.resetTwoFactor(boId);
-    expect(t.db.prepare(`SELECT totp_secret FROM admin_accounts WHERE id = ?`).pluck().get(boId)).toBeNull();
-    expect(t.db.prepare(`SELECT count(*) FROM admin_recovery_codes WHERE account_id = ?`).pluck().get(boId)).toBe(0);
+    expect(await t.sql.value(`SELECT totp_secret FROM admin_accounts WHERE id = ?`, [boId])).toBeNull();
+    expect(await t.sql.value(`SELECT count(*) FROM admin_recovery_codes WHERE account_id = ?`, [boId])).toBe(0);
     expect((await signIn(BO, BO_PASSWORD, '127.0.0.20')).body.second_step).toBe('enrol');
     await expect(t.backend.services.accounts.resetTwoFactor(9999)).rejects.toThrow(/No admin 9999/);
 
