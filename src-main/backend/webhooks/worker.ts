@@ -48,6 +48,9 @@ export class WebhookWorker {
   private started = false;
   private stopping = false;
   private scheduled = false;
+  /** A pump is running (it awaits its claims): a kick meanwhile asks for one more round, never a second pump. */
+  private pumping = false;
+  private pumpAgain = false;
   private readonly inFlight = new Set<AbortController>();
   private idle: (() => void)[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -85,7 +88,8 @@ export class WebhookWorker {
 
   /** There may be due work (queued, or the clock moved): look on a later tick, outside any request. */
   kick(): void {
-    if (!this.started || this.stopping || this.scheduled) return;
+    if (this.pumping) this.pumpAgain = true;
+    if (!this.started || this.stopping || this.scheduled || this.pumping) return;
     this.scheduled = true;
     requestContext.outside(() =>
       setImmediate(() => {
@@ -97,9 +101,9 @@ export class WebhookWorker {
 
   /** Resolves once nothing is in flight (tests, after a kick). */
   async settled(): Promise<void> {
-    while (this.scheduled || this.inFlight.size > 0) {
+    while (this.scheduled || this.pumping || this.inFlight.size > 0) {
       await new Promise<void>((resolve) => {
-        if (this.inFlight.size === 0) setImmediate(resolve);
+        if (this.inFlight.size === 0) setTimeout(resolve, 5);
         else this.idle.push(resolve);
       });
     }
@@ -110,6 +114,20 @@ export class WebhookWorker {
   }
 
   private async pump(): Promise<void> {
+    if (this.stopping || !this.isOpen() || this.pumping) return;
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        await this.pumpOnce();
+      } while (this.pumpAgain && !this.stopping);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Claims due deliveries while there is room, starts each, then arms the timer for the next one due. */
+  private async pumpOnce(): Promise<void> {
     if (this.stopping || !this.isOpen()) return;
     while (!this.stopping && this.inFlight.size < this.timing.concurrency) {
       const delivery = await this.repo.claim(this.iso());
