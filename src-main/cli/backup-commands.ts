@@ -51,7 +51,7 @@ export async function backupCommand(argv: string[]): Promise<number> {
         json
           ? JSON.stringify({ backup: folder, ...report }, null, 2)
           : `Backed up ${report.database} and the files of ${dataDir} to ${folder}: ${report.rows} rows in ${report.tables.length} tables (schema ${report.schema_version}, one snapshot, each table checked), ${report.files} file(s) and ${report.packages} package(s) (${size(report.bytes)}).\n` +
-              `Restore it into an empty PostgreSQL database with: mdm-console restore ${folder} --database-url ${urlToType(databaseUrl)} --data-dir ${dataDir}   (with the servers stopped)\n` +
+              `Restore it into an empty PostgreSQL database with: MDM_CONSOLE_DATABASE_URL=${urlToType(databaseUrl)} mdm-console restore ${folder} --data-dir ${dataDir}   (with the servers stopped)\n` +
               `or onto SQLite with: mdm-console restore ${folder} --data-dir DATA_DIR`,
       );
       return 0;
@@ -78,7 +78,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
           ? JSON.stringify({ restored: folder, ...report, data_dir: dataDir }, null, 2)
           : `Restored the backup of ${report.manifest.created_at} into ${report.database} (${report.rows} rows, each table checked) and ${dataDir}.` +
               (report.previous ? `\nWhat it replaced in the data dir is in ${report.previous}.` : '') +
-              `\nStart the server again: mdm-console serve --database-url ${urlToType(databaseUrl)} --data-dir ${dataDir}`,
+              `\nStart the server again: MDM_CONSOLE_DATABASE_URL=${urlToType(databaseUrl)} mdm-console serve --data-dir ${dataDir}`,
       );
       return 0;
     }

@@ -21,13 +21,19 @@ export function urlToType(url: string): string {
 /** A single-quoted shell word. */
 const shellWord = (text: string) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`);
 
+/** The command that starts the server on the migrated database (the URL in the environment, where `ps` does not show it). */
+export function serveLine(dataDir: string, url: string): string {
+  return `MDM_CONSOLE_DATABASE_URL=${shellWord(urlToType(url))} mdm-console serve --data-dir ${shellWord(dataDir)}`;
+}
+
 export function nextSteps(report: MigrateReport, url: string): string {
   return [
     'Next: start the server on PostgreSQL, with the same data dir (its certificate, secrets and stored files):',
-    `  mdm-console serve --database-url ${shellWord(urlToType(url))} --data-dir ${shellWord(report.dataDir)}`,
-    '  (with the real password; or set MDM_CONSOLE_DATABASE_URL and leave --database-url out)',
+    `  ${serveLine(report.dataDir, url)}`,
+    '  (with the real password, or the URL without it and the password in PGPASSWORD or ~/.pgpass;',
+    '  --database-url URL works too, but puts the password on the command line, where every local user sees it)',
     `The stored files stay in ${report.stored.dir}. The SQLite file is left as it was, as the way back:`,
-    'do not start the server on it again (without --database-url) unless you give up PostgreSQL, as it no longer sees changes.',
+    'do not start the server on it again (without the database URL) unless you give up PostgreSQL, as it no longer sees changes.',
   ].join('\n');
 }
 
@@ -79,9 +85,7 @@ export async function migrateDbCommand(argv: string[]): Promise<number> {
       },
     });
     if (json) {
-      console.log(
-        JSON.stringify({ ...report, next: `mdm-console serve --database-url ${urlToType(url)} --data-dir ${dataDir}` }, null, 2),
-      );
+      console.log(JSON.stringify({ ...report, next: serveLine(dataDir, url) }, null, 2));
     } else {
       console.log(
         `Migrated ${dataDir} to ${report.database}: ${count(report.rows)} rows in ${report.tables.length} tables ` +

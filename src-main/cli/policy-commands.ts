@@ -1,6 +1,8 @@
 // `policies`, `policy set|unset|status` and `compliance`: thin clients of the admin API. Values are
 // read by the catalogue of the contract (the table the server validates with), so
 // `policy set disableCamera yes` and `policy set passwordEnabled pin` mean what they say.
+import { findView, selectionOf } from './view-commands.ts';
+import type { ViewAssignment } from '../../src-shared/contract/index.ts';
 import {
   COMPLIANCE_STATES,
   POLICY_CATALOGUE,
@@ -132,10 +134,46 @@ const policy: Handler = async (argv) => {
   const { positionals, values, admin, json } = parse(argv, {
     fleet: { type: 'string' },
     agent: { type: 'string' },
+    view: { type: 'string' },
     destination: { type: 'string' },
     'keep-on-remove': { type: 'boolean' },
   });
   const [action, symbol, ...rest] = positionals;
+  if (values.view !== undefined) {
+    // A saved view as the target: carried to each device in it, following who enters and leaves.
+    if (values.fleet !== undefined || values.agent !== undefined)
+      throw new CliError(`policy ${action ?? ''}: give exactly one of --fleet NAME|ID, --agent ID or --view NAME`);
+    const view = await findView(admin(), values.view as string);
+    const line = (a: ViewAssignment) =>
+      `#${a.id}  ${a.policy} ${a.value === null ? a.item_name : JSON.stringify(a.value)}  view "${a.view}"  ${a.devices} device(s), ${a.done} done, ${a.pending} pending, ${a.failed} failed`;
+    if (action === 'set' && rest.length === 1) {
+      const definition = known(symbol);
+      const deploys = definition.symbol === 'deployApp' || definition.symbol === 'deployFile';
+      const created = await admin().views.assign({
+        params: { id: view.id },
+        body: {
+          policy: definition.symbol,
+          value: parsePolicyValue(definition, rest[0]!),
+          ...(deploys ? { remove_on_delete: values['keep-on-remove'] !== true } : {}),
+          ...(values.destination !== undefined ? { destination: values.destination as string } : {}),
+        },
+      });
+      return print(json, created, () => `Policy ${line(created)}`);
+    }
+    const { items } = await admin().views.assignments({ params: { id: view.id } });
+    const active = items.filter((a) => a.state === 'active');
+    if (action === 'unset' && symbol !== undefined && rest.length === 0) {
+      const definition = known(symbol);
+      const found = active.filter((a) => a.policy === definition.symbol);
+      if (found.length === 0)
+        throw new CliError(`${definition.symbol} is not set on view "${view.name}" (see: policy status --view)`);
+      if (found.length > 1) throw new CliError(`${definition.symbol} is set ${found.length} times on view "${view.name}"`);
+      const removed = await admin().views.unassign({ params: { id: found[0]!.id } });
+      return print(json, removed, () => `Unset: ${line(removed)}`);
+    }
+    if (action === 'status' && symbol === undefined)
+      return print(json, active, () => `View "${view.name}":\n${active.map((a) => `  ${line(a)}`).join('\n') || '  no policy'}`);
+  }
   if (action === 'set' && rest.length === 1) {
     const definition = known(symbol);
     const value = parsePolicyValue(definition, rest[0]!);
@@ -202,19 +240,31 @@ const policy: Handler = async (argv) => {
     );
   }
   throw new CliError(
-    'usage: policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove] | policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID | policy status (--fleet NAME|ID | --agent ID)',
+    'usage: policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID | --view NAME) [--destination PATH] [--keep-on-remove] | policy unset SYMBOL (--fleet NAME|ID | --agent ID | --view NAME) | policy unset ID | policy status (--fleet NAME|ID | --agent ID | --view NAME)',
   );
 };
 
 const compliance: Handler = async (argv) => {
-  const { values, admin, json } = parse(argv, { fleet: { type: 'string' }, state: { type: 'string' } });
+  const { values, admin, json } = parse(argv, {
+    fleet: { type: 'string' },
+    state: { type: 'string' },
+    view: { type: 'string' },
+    where: { type: 'string' },
+  });
   const state = values.state as string | undefined;
   if (state !== undefined && !(COMPLIANCE_STATES as readonly string[]).includes(state))
     throw new CliError(`--state takes one of ${COMPLIANCE_STATES.join(', ')}, not "${state}"`);
   const fleetId = values.fleet === undefined ? undefined : (await findFleet(admin(), values.fleet as string)).id;
-  const { items } = await admin().policies.compliance({
+  const { items: all } = await admin().policies.compliance({
     query: { fleet_id: fleetId, ...(state === undefined ? {} : { state: state as ComplianceState }) },
   });
+  // --view NAME / --where EXPR: only the devices they select (docs/where.md).
+  const selection = selectionOf({ view: values.view, where: values.where });
+  const selected =
+    Object.keys(selection).length === 0
+      ? null
+      : new Set((await admin().agents.list({ query: selection })).items.map((agent) => agent.id));
+  const items = selected === null ? all : all.filter((item) => selected.has(item.agent_id));
   return print(json, items, () => items.map(complianceLine).join('\n') || 'No enrolled device.');
 };
 

@@ -122,7 +122,8 @@ ${COMMON}`,
        mdm-console view rm NAME|ID
 
 A saved view (dynamic group) is a name and an expression of the filter language (docs/where.md):
-it stays current as devices change. Use it with devices --view NAME.
+it stays current as devices change. Use it with devices --view NAME, or as the target of a policy
+or a deployment: policy set SYMBOL VALUE --view NAME (docs/where.md, views as targets).
 ${COMMON}`,
   fleets: `usage: mdm-console fleets
 
@@ -160,9 +161,9 @@ The policy catalogue: each policy's symbol, label, explanation, what it takes (t
 number with its unit, one of its choices), default and recommended value, minimum Android version,
 and whether it needs a system agent.
 ${COMMON}`,
-  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID) [--destination PATH] [--keep-on-remove]
-       mdm-console policy unset SYMBOL (--fleet NAME|ID | --agent ID) | policy unset ID
-       mdm-console policy status (--fleet NAME|ID | --agent ID)
+  policy: `usage: mdm-console policy set SYMBOL VALUE (--fleet NAME|ID | --agent ID | --view NAME) [--destination PATH] [--keep-on-remove]
+       mdm-console policy unset SYMBOL (--fleet NAME|ID | --agent ID | --view NAME) | policy unset ID
+       mdm-console policy status (--fleet NAME|ID | --agent ID | --view NAME)
 
 set: publishes the value (retained) to the fleet's or the device's topic, one task per device.
 VALUE: true/false (yes/no, on/off) for switches, a whole number (maximumTimeToLock in milliseconds,
@@ -175,10 +176,11 @@ they name, refused while a deployment of it is in force there.
 unset: clears the retained message and cancels open tasks. status: a fleet's policies with their
 progress, or a device's tasks with where each value comes from and whether it applies.
 ${COMMON}`,
-  compliance: `usage: mdm-console compliance [--fleet NAME|ID] [--state compliant|pending|failing|none]
+  compliance: `usage: mdm-console compliance [--fleet NAME|ID] [--view NAME|ID] [--where EXPR] [--state compliant|pending|failing|none]
 
 Each enrolled device: compliant (all done), pending, failing (failed or incompatible) or none, with
-its counts; --state keeps the devices in that state (the console's compliance filter).
+its counts; --state keeps the devices in that state (the console's compliance filter); --view and
+--where keep those a saved view or an expression selects (docs/where.md).
 ${COMMON}`,
   report: `usage: mdm-console report enrollments|online|compliance|os|models|deployments [--days N] [--fleet NAME|ID] [--csv]
 
@@ -354,9 +356,9 @@ Usage: mdm-console <command> [options]        (or: npm run cli -- <command> [opt
   deployment  [status] ID                                each device's task; package installs verified by inventory
   undeploy    ID                                         remove a deployment (and, unless kept, what it installed)
   policies    [--category TEXT]                          the policy catalogue
-  policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID)
-                                                         a policy on a fleet or a device, and its progress
-  compliance  [--fleet NAME|ID] [--state S]              each device: compliant, pending, failing or none
+  policy      set SYMBOL VALUE | unset SYMBOL|ID | status   (--fleet NAME|ID | --agent ID | --view NAME)
+                                                         a policy on a fleet, a device or a saved view, and its progress
+  compliance  [--fleet NAME|ID] [--view NAME] [--state S]  each device: compliant, pending, failing or none
   report      enrollments|online|compliance|os|models|deployments [--days N] [--fleet NAME|ID] [--csv]
                                                          the fleet's daily figures (the console's Reports)
   agent       --deeplink URL --email E [--serial S] [--uuid U] [--type android|apple]

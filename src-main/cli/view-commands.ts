@@ -34,7 +34,8 @@ export async function viewWhere(admin: AdminClient, nameOrId: string): Promise<s
   return (await findView(admin, nameOrId)).where;
 }
 
-async function findView(admin: AdminClient, nameOrId: string): Promise<DeviceView> {
+/** A saved view by name (case-insensitively) or id; a usage error naming it when there is none. */
+export async function findView(admin: AdminClient, nameOrId: string): Promise<DeviceView> {
   const { items } = await admin.views.list();
   const key = nameOrId.trim().toLowerCase();
   const view = items.find((v) => v.name.toLowerCase() === key) ?? items.find((v) => String(v.id) === key);

@@ -3,6 +3,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { useRef, useState } from 'react';
 import { useJob, useJobs } from '../api/jobs.ts';
 import { EmptyState, PageHeader, QueryView, RelativeTime } from '../components/common.tsx';
+import { ExportMenu } from '../components/export-menu.tsx';
 import { Link, navigate } from '../lib/router.tsx';
 import { JOB_ACTION_LABELS, JOB_RESULT_STATUSES, type JobResultStatus, type JobState } from '../../src-shared/contract/bulk.ts';
 import type { Job, JobResult } from '../../src-shared/contract/index.ts';
@@ -69,6 +70,18 @@ export function JobsPage() {
       <PageHeader
         title="Jobs"
         description="Actions on many devices at once (select devices on the Devices page), and how far each went. Updated live."
+        actions={
+          <>
+            <ExportMenu path="/api/jobs/export" what="jobs" filtered={false} testId="jobs-export" label="Export jobs" />
+            <ExportMenu
+              path="/api/job-results/export"
+              what="results"
+              filtered={false}
+              testId="job-results-export"
+              label="Export results"
+            />
+          </>
+        }
       />
       <Card withBorder radius="md" p="md">
         <QueryView query={jobs}>
@@ -156,9 +169,20 @@ export function JobPage({ id }: { id: number }) {
               </>
             }
             actions={
-              <Anchor component={Link} to="/jobs" size="sm">
-                All jobs
-              </Anchor>
+              <>
+                <Anchor component={Link} to="/jobs" size="sm">
+                  All jobs
+                </Anchor>
+                {/* The results shown: this job's, of the status chosen below. */}
+                <ExportMenu
+                  path="/api/job-results/export"
+                  what="results"
+                  filtered={status !== 'all'}
+                  params={{ job_id: detail.id, status: status === 'all' ? null : status }}
+                  testId="job-export"
+                  label="Export results"
+                />
+              </>
             }
           />
           <Card withBorder radius="md" p="md" mb="md">

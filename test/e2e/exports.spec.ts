@@ -17,7 +17,7 @@ test.afterAll(async () => {
   await serve?.stop();
 });
 
-test('devices: the Export button downloads the filtered list (filter language, table filters, search) as CSV and as JSON lines', async ({
+test('devices: the Export button downloads the filtered list (filter language, table filters, search) as CSV and as JSON lines; a job’s results too', async ({
   browser,
 }, testInfo) => {
   const context = await browser.newContext({
@@ -76,5 +76,20 @@ test('devices: the Export button downloads the filtered list (filter language, t
     .map((line) => JSON.parse(line) as { name: string; online: boolean });
   expect(lines.map((line) => line.name).sort()).toEqual(expected);
   expect(lines.every((line) => typeof line.online === 'boolean')).toBe(true);
+
+  // A bulk job's page exports its per-device results.
+  const job = await adminOf(serve.info).jobs.create({ body: { action: 'lock', selection: { filter: { fleet: 'Warehouse' } } } });
+  await page.goto(`/jobs/${job.id}`);
+  await expect(page.getByTestId('job-processed')).toHaveText(`${job.total} of ${job.total} devices processed`);
+  await page.getByTestId('job-export').click();
+  const downloadingResults = page.waitForEvent('download');
+  await page.getByTestId('job-export-csv').click();
+  const results = await downloadingResults;
+  expect(results.suggestedFilename()).toMatch(/^job-results-.*\.csv$/);
+  const [resultHeader = [], ...resultRows] = parseCsv(await readFile((await results.path())!, 'utf8'));
+  expect(resultRows).toHaveLength(job.total);
+  expect(new Set(resultRows.map((row) => row[resultHeader.indexOf('job_id')]))).toEqual(new Set([String(job.id)]));
+  expect(new Set(resultRows.map((row) => row[resultHeader.indexOf('fleet')]))).toEqual(new Set(['Warehouse']));
+  await shot(page, 'job-export', testInfo);
   await context.close();
 });

@@ -2,9 +2,11 @@
 // invitation and a code with their uses, devices enrolled by the device simulator over the real
 // agent API and broker (one by invitation, one by code), a stored file and a package deployed to
 // a fleet and downloaded by its devices, a policy, an admin account, an API token, and the audit
-// trail all that leaves. The backend is stopped when it returns: the data dir is at rest.
+// trail all that leaves. The backend is stopped when it returns: the data dir is at rest. Its
+// ports are kept, so that a server started again on them is the one the devices know.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../scripts/postgres.ts';
 import { startDevice, type SimulatedDevice } from '../../src-main/device/device.ts';
 import { startTestBackend } from './backend.ts';
 import { eventually } from './mqtt.ts';
@@ -19,15 +21,28 @@ export interface OfficeDevice {
   enrollment: SimulatedDevice['enrollment'];
 }
 
+/** The listeners' ports: a server started again on them is, to the devices, the same server. */
+export interface OfficePorts {
+  port: number;
+  adminPort: number;
+  mqttPort: number;
+  mqttTlsPort: number;
+}
+
 export interface PopulatedOffice {
   dataDir: string;
+  ports: OfficePorts;
   devices: OfficeDevice[];
   file: { id: number; sha256: string; bytes: Buffer };
   packageId: number;
 }
 
 export async function populateOffice(dataDir: string): Promise<PopulatedOffice> {
-  const t = await startTestBackend({ dataDir });
+  const taken = new Set<number>();
+  while (taken.size < 4) taken.add(await freePort());
+  const [port, adminPort, mqttPort, mqttTlsPort] = [...taken] as [number, number, number, number];
+  const ports: OfficePorts = { port, adminPort, mqttPort, mqttTlsPort };
+  const t = await startTestBackend({ dataDir, ...ports });
   const devices: SimulatedDevice[] = [];
   try {
     const must = async (method: string, path: string, body?: unknown, status = 201) => {
@@ -85,7 +100,7 @@ export async function populateOffice(dataDir: string): Promise<PopulatedOffice> 
     // People: an admin invited, an API token.
     await must('POST', '/accounts', { email: 'helpdesk@example.com', role: 'operator', no_email: true });
     await must('POST', '/tokens', { name: 'backup script', role: 'observer', days: 30 });
-    return { dataDir, devices: office, file: { ...file, bytes }, packageId: pkg.id };
+    return { dataDir, ports, devices: office, file: { ...file, bytes }, packageId: pkg.id };
   } finally {
     await Promise.all(devices.map((device) => device.stop()));
     await t.stop();

@@ -332,11 +332,12 @@ export function restoreDataDir(dataDir: string, backupDir: string): { manifest: 
   const manifest = readBackup(backupDir);
   const lock = lockForRestore(dataDir);
   try {
+    // The note of a move to PostgreSQL (migrate-db) goes aside too: the data dir is on SQLite again.
     const { previous } = placeBackup(
       dataDir,
       backupDir,
       [DATABASE_FILE, ...BACKUP_FILES],
-      [`${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`],
+      [`${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`, 'moved-to-postgres.json'],
     );
     return { manifest, previous };
   } finally {

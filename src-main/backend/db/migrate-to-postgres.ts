@@ -7,7 +7,7 @@
  */
 import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, lstatSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, lstatSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { DATABASE_FILE } from './backup.ts';
@@ -51,6 +51,24 @@ export interface MigrateOptions extends CopyOptions {
   url: string;
   /** Told each step as it starts ("Checking the stored files"). */
   onStep?: (text: string) => void;
+}
+
+export interface MovedNote {
+  moved_at?: string;
+  database?: string;
+  schema_version?: number;
+  rows?: number;
+}
+
+/** What DATA_DIR/moved-to-postgres.json says, or null when the data dir's data was never moved. */
+export function movedNote(dataDir: string): MovedNote | null {
+  const file = join(dataDir, MOVED_FILE);
+  if (!existsSync(file)) return null;
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as MovedNote;
+  } catch {
+    return {};
+  }
 }
 
 /** Same rule as files/store.ts (the database room does not import the file store). */
@@ -113,6 +131,14 @@ export async function migrateDataDirToPostgres(options: MigrateOptions): Promise
   if (!existsSync(file)) {
     throw new CopyError(
       `There is no SQLite database in ${dataDir} (no ${DATABASE_FILE}): nothing to migrate. Name the data dir with --data-dir.`,
+    );
+  }
+  const moved = movedNote(dataDir);
+  if (moved) {
+    throw new CopyError(
+      `${dataDir} was already moved to PostgreSQL (${moved.database ?? 'a database'}, on ${moved.moved_at ?? 'an earlier run'}): its SQLite file is the data as it was then, ` +
+        'and a server on PostgreSQL may have written more since. Back up that database instead (mdm-console backup DIR --database-url …). ' +
+        `To make the move again from the SQLite file anyway (nothing ran on PostgreSQL, or you give that up), remove ${join(dataDir, MOVED_FILE)} and run migrate-db again.`,
     );
   }
   const lock = tryLockDataDir(dataDir);

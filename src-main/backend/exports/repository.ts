@@ -4,7 +4,7 @@
 // presents them as its list does).
 import type { CompiledWhere } from '../agents/device-query-repository.ts';
 import type { Sql, SqlValue } from '../db/sql.ts';
-import { inFleetsSql } from '../fleets/fleet-repository.ts';
+import { dialect, type Dialect } from '../db/dialect.ts';
 import type { TaskStatus } from '../policies/wire.ts';
 import type { AgentCompliance } from '../policies/repository.ts';
 
@@ -185,10 +185,13 @@ const DEVICE_SEARCH_TEXT = `lower(${[
 
 export class ExportRepository {
   private readonly sql: Sql;
+  /** What SQLite and PostgreSQL write differently (the fleet scope, a JSON list of ids). */
+  private readonly d: Dialect;
   private readonly s;
 
   constructor(sql: Sql) {
     this.sql = sql;
+    this.d = dialect(sql.engine);
     this.s = {
       compliance: `SELECT t.agent_id, max(t.updated_at) AS last_change, count(t.id) AS total,
            ${count(`t.status = 'pending'`)} AS pending,
@@ -199,7 +202,7 @@ export class ExportRepository {
            ${count(`t.status = 'incompatible'`)} AS incompatible,
            ${count(`t.status = 'overriden'`)} AS overriden
          FROM policy_tasks t
-         WHERE t.agent_id IN (SELECT value FROM json_each(@ids))
+         WHERE t.agent_id IN ${this.d.jsonIds('@ids')}
            AND t.deployment_id IN (SELECT id FROM policy_assignments WHERE state = 'active')
          GROUP BY t.agent_id`,
     };
@@ -207,7 +210,7 @@ export class ExportRepository {
 
   /** The page of devices after `after` (by id), filtered, within `fleets`. */
   async devices(filter: DeviceFilter, fleets: Fleets, after: number | undefined, limit: number): Promise<DeviceRecord[]> {
-    const clauses = [inFleetsSql('a.fleet_id')];
+    const clauses = [this.d.inFleets('a.fleet_id')];
     const params: Record<string, SqlValue> = { fleets, limit };
     if (after !== undefined) {
       clauses.push('a.id > @after');
@@ -268,7 +271,7 @@ export class ExportRepository {
     before: number | undefined,
     limit: number,
   ): Promise<{ id: number }[]> {
-    const clauses = [inFleetsSql('i.fleet_id')];
+    const clauses = [this.d.inFleets('i.fleet_id')];
     const params: Record<string, SqlValue> = { fleets, limit };
     if (before !== undefined) {
       clauses.push('i.id < @before');
@@ -306,7 +309,7 @@ export class ExportRepository {
 
   /** The page of codes before `before` (newest first). */
   async codes(fleetId: number | undefined, fleets: Fleets, before: number | undefined, limit: number): Promise<CodeRecord[]> {
-    const clauses = [inFleetsSql('c.fleet_id')];
+    const clauses = [this.d.inFleets('c.fleet_id')];
     const params: Record<string, SqlValue> = { fleets, limit };
     if (before !== undefined) {
       clauses.push('c.id < @before');
@@ -335,7 +338,7 @@ export class ExportRepository {
     before: number | undefined,
     limit: number,
   ): Promise<CodeUseRecord[]> {
-    const clauses = [inFleetsSql('c.fleet_id')];
+    const clauses = [this.d.inFleets('c.fleet_id')];
     const params: Record<string, SqlValue> = { fleets, limit };
     if (before !== undefined) {
       clauses.push('l.id < @before');
@@ -360,7 +363,7 @@ export class ExportRepository {
 
   /** The page of tasks after `after` (by id) of the assignments the caller sees, filtered. */
   async results(filter: ResultFilter, fleets: Fleets, after: number | undefined, limit: number): Promise<ResultRecord[]> {
-    const clauses = [inFleetsSql('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')];
+    const clauses = [this.d.inFleets('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')];
     const params: Record<string, SqlValue> = { fleets, limit };
     const equal = (column: string, name: string, value: SqlValue | undefined) => {
       if (value === undefined) return;
@@ -411,7 +414,7 @@ export class ExportRepository {
     if (ids.length === 0) return [];
     return (await this.sql.all(
       `SELECT r.job_id, r.status, count(*) AS n FROM job_results r
-         WHERE r.job_id IN (SELECT value FROM json_each(@ids)) AND (r.fleet_id IS NULL OR ${inFleetsSql('r.fleet_id')})
+         WHERE r.job_id IN ${this.d.jsonIds('@ids')} AND (r.fleet_id IS NULL OR ${this.d.inFleets('r.fleet_id')})
          GROUP BY r.job_id, r.status`,
       { ids: JSON.stringify(ids), fleets },
     )) as { job_id: number; status: string; n: number }[];
@@ -427,7 +430,7 @@ export class ExportRepository {
     after: { job: number; agent: number } | undefined,
     limit: number,
   ): Promise<JobResultRecord[]> {
-    const clauses = [`(r.fleet_id IS NULL OR ${inFleetsSql('r.fleet_id')})`];
+    const clauses = [`(r.fleet_id IS NULL OR ${this.d.inFleets('r.fleet_id')})`];
     const params: Record<string, SqlValue> = { fleets, limit };
     if (after !== undefined) {
       clauses.push('(r.job_id < @job OR (r.job_id = @job AND r.agent_id > @agent))');

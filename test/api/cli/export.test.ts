@@ -22,7 +22,7 @@ afterAll(() => serve?.stop('SIGKILL'));
 
 const cli = (args: string[]) => runCli(serve.dataDir, args);
 
-describe('cli export', { timeout: 120_000 }, () => {
+describe('cli export', { timeout: 240_000 }, () => {
   it('streams the filtered devices as CSV to stdout, formulas defused, and JSON lines to a file', async () => {
     const csv = await cli(['export', 'devices', '--fleet', 'north', '--type', 'apple']);
     expect(csv.code, csv.stderr).toBe(0);

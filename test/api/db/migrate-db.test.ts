@@ -73,7 +73,7 @@ describe('migrate-db', () => {
     expect(result.code, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout);
     expect(report.stored).toMatchObject({ files: 1, packages: 1 });
-    expect(report.next).toContain(`serve --database-url postgres://`);
+    expect(report.next).toMatch(/^MDM_CONSOLE_DATABASE_URL=postgres:\/\/\S+ mdm-console serve --data-dir /);
     expect(report.next).not.toContain(new URL(target.url).password);
 
     const lite = sqliteContent(join(dataDir, 'mdm-console.sqlite'));
@@ -120,6 +120,27 @@ describe('migrate-db', () => {
     // The data dir says where its data went.
     expect(JSON.parse(readFileSync(join(dataDir, 'moved-to-postgres.json'), 'utf8'))).toMatchObject({ rows: report.rows });
   }, 60_000);
+
+  it('refuses a data dir already moved (its SQLite file is the past); a restore onto SQLite puts the note aside', async () => {
+    const dataDir = officeCopy();
+    const backup = join(tempDir(), 'backup');
+    expect((await runCli(dataDir, ['backup', backup])).code).toBe(0);
+    const first = await database('moved');
+    expect((await migrate(dataDir, first.url)).code).toBe(0);
+    const second = await database('movedagain');
+    expectRefusal(
+      await migrate(dataDir, second.url),
+      `${dataDir} was already moved to PostgreSQL (postgres://`,
+      `remove ${join(dataDir, 'moved-to-postgres.json')}`,
+    );
+    expect(await count(first.url, 'agents')).toBe(2);
+    // Back on SQLite: the note goes aside with what the restore replaces, and a move may be made again.
+    const restored = await runCli(dataDir, ['restore', backup, '--json']);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(existsSync(join(dataDir, 'moved-to-postgres.json'))).toBe(false);
+    expect(existsSync(join(JSON.parse(restored.stdout).previous as string, 'moved-to-postgres.json'))).toBe(true);
+    expect((await migrate(dataDir, second.url)).code).toBe(0);
+  }, 90_000);
 
   it('refuses a target holding MDM Console data, and leaves it as it was', async () => {
     const dataDir = officeCopy();

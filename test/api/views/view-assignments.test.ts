@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectEnrolledDevice, startDevice, type SimulatedDevice } from '../../../src-main/device/device.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { eventually } from '../../helpers/mqtt.ts';
+import { runCli } from '../../helpers/cli.ts';
+import { BrokerAgentRepository } from '../../../src-main/backend/agents/broker-repository.ts';
 
 let t: TestBackend;
 const devices: SimulatedDevice[] = [];
@@ -156,4 +158,42 @@ describe('a policy assigned to a saved view', () => {
     expect((await t.admin('POST', '/views/9999/assignments', { policy: 'disableCamera', value: true })).status).toBe(404);
     expect((await t.admin('DELETE', '/view-assignments/9999')).status).toBe(404);
   });
+
+  it('follows terms of time on the timer, and is set, listed and unset from the CLI with --view', async () => {
+    const phone = await device('Field', '11');
+    await inventoried(phone, '11');
+    const cli = async (...args: string[]) => {
+      const result = await runCli(t.dataDir, args);
+      expect(result.code, result.stderr).toBe(0);
+      return result.stdout;
+    };
+    await cli('view', 'add', 'Silent', '--where', 'last_contact>7d fleet=Field');
+    expect(await cli('policy', 'set', 'disableBluetooth', 'true', '--view', 'silent')).toMatch(
+      /^Policy #\d+ {2}disableBluetooth true {2}view "Silent" {2}0 device\(s\)/,
+    );
+    // Not seen for ten days (what the server would record of a device gone quiet): the next evaluation
+    // (each minute; run here at once) moves it into the view, and the policy waits for it, retained.
+    await new BrokerAgentRepository(t.sql).setPresence(idOf(phone), false, new Date(Date.now() - 10 * 86_400_000).toISOString());
+    await t.backend.deployments.syncViews();
+    const status = JSON.parse(await cli('policy', 'status', '--view', 'Silent', '--json')) as {
+      devices: number;
+      pending: number;
+    }[];
+    expect(status).toEqual([expect.objectContaining({ devices: 1 })]);
+    // Seen again: the next evaluation takes it out.
+    await new BrokerAgentRepository(t.sql).setPresence(idOf(phone), true, new Date().toISOString());
+    await t.backend.deployments.syncViews();
+    expect(JSON.parse(await cli('policy', 'status', '--view', 'Silent', '--json'))).toEqual([
+      expect.objectContaining({ devices: 0 }),
+    ]);
+    // The view's devices' compliance (none in it now); by expression, the phone alone.
+    expect(await cli('compliance', '--view', 'Silent')).toBe('No enrolled device.\n');
+    expect(await cli('compliance', '--where', `serial=${phone.enrollment.serial}`)).toMatch(
+      new RegExp(`${phone.enrollment.serial}`),
+    );
+    expect(await cli('policy', 'unset', 'disableBluetooth', '--view', 'Silent')).toMatch(/^Unset: #\d+ {2}disableBluetooth true/);
+    const both = await runCli(t.dataDir, ['policy', 'set', 'disableCamera', 'true', '--view', 'Silent', '--fleet', 'Field']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('give exactly one of --fleet NAME|ID, --agent ID or --view NAME');
+  }, 120_000);
 });
