@@ -1,4 +1,3 @@
-import { unlessDiskFull } from '../db/disk-full.ts';
 import type { Report, ReportName, ReportPoint, ReportSeriesKey, ReportShare } from '../../../src-shared/contract/index.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
@@ -86,6 +85,10 @@ export class DailyFigures {
   private caughtUp = 0;
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
+  /** Live events told while the start catches up: counted after it, those it did not count. */
+  private waiting: RecordedEvent[] | null = null;
+  /** Samples and counts under way (close() waits for them). */
+  private readonly running = new Set<Promise<unknown>>();
 
   constructor(
     deps: {
@@ -106,21 +109,30 @@ export class DailyFigures {
 
   /** The first start backfills; every start counts the events it missed, then follows the live ones and samples on its timer. */
   async start(): Promise<void> {
+    // Following first (events told meanwhile wait), so nothing committed during the catch-up is missed.
+    this.waiting = [];
+    this.unsubscribe = this.events.subscribe((event) => {
+      if (this.waiting) this.waiting.push(event);
+      else this.track(this.follow(event));
+    });
     await this.work.run(async () => {
       if (!(await this.repository.cursor())) await this.repository.backfill(new Date(this.now()).toISOString());
     });
     await this.catchUp();
-    this.unsubscribe = this.events.subscribe((event) => this.follow(event));
+    const waiting = this.waiting;
+    this.waiting = null;
+    for (const event of waiting) await this.follow(event);
     await this.sampleQuietly();
-    this.timer = setInterval(() => unlessDiskFull(() => this.sampleQuietly()), this.sampleEveryMs);
+    this.timer = setInterval(() => this.track(this.sampleQuietly()), this.sampleEveryMs);
     this.timer.unref();
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.unsubscribe?.();
     this.unsubscribe = null;
+    await Promise.allSettled([...this.running]);
   }
 
   /** Samples the devices now (the timer's work; tests call it after moving the clock). */
@@ -129,18 +141,23 @@ export class DailyFigures {
     await this.work.run(() => this.repository.sample(dayOf(now), hourOf(now), new Date(now).toISOString()));
   }
 
+  private track(work: Promise<unknown>): void {
+    this.running.add(work);
+    void work.finally(() => this.running.delete(work));
+  }
+
   private async sampleQuietly(): Promise<void> {
     try {
       await this.sample();
     } catch {
-      // A full disk or a busy database: the next sample writes the figures again.
+      // A full disk, a busy or closed database: the next sample writes the figures again.
     }
   }
 
   /** The events recorded after the cursor, counted on the day each happened. */
   private async catchUp(): Promise<void> {
     const upto = await this.repository.lastEventId();
-    let after = (await this.repository.cursor())?.event_id ?? 0;
+    let after = Number((await this.repository.cursor())?.event_id ?? 0);
     for (;;) {
       const page = await this.repository.countedEvents(after, upto, CATCH_UP_PAGE);
       if (page.length === 0) break;
@@ -165,8 +182,9 @@ export class DailyFigures {
         agent_id: event.agent_id,
         data: event.data === null ? null : JSON.stringify(event.data),
       };
+      const day = dayOf(this.now());
       await this.work.run(async () => {
-        await this.count(row, dayOf(this.now()));
+        await this.count(row, day);
         await this.repository.advance(event.id);
       });
     } catch {

@@ -2,7 +2,7 @@
 // sampled ones overwritten by each sample of the day, the cursor over the events already counted,
 // and the reads of a range of days. Written in SQL both SQLite and PostgreSQL accept.
 import type { Sql } from '../db/sql.ts';
-import { inFleetsSql } from '../fleets/fleet-repository.ts';
+import { dialect } from '../db/dialect.ts';
 import { ENROLL_STATUS } from '../agents/status.ts';
 
 /** What is kept per day, fleet and key. */
@@ -74,6 +74,8 @@ export class FigureRepository {
 
   constructor(sql: Sql) {
     this.sql = sql;
+    const sqlDialect = dialect(sql.engine);
+    const inFleets = (column: string) => sqlDialect.inFleets(column);
     this.s = {
       cursor: `SELECT event_id, backfilled_at, sampled_at FROM report_cursor WHERE id = 1`,
       startCursor: `INSERT INTO report_cursor (id, event_id, backfilled_at) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING`,
@@ -107,22 +109,22 @@ export class FigureRepository {
       compliance: COMPLIANCE_BY_FLEET,
       osByFleet: `SELECT fleet_id, ${OS_LABEL} AS key, count(*) AS value FROM agents WHERE ${COUNTED_DEVICE} GROUP BY 1, 2`,
       modelByFleet: `SELECT fleet_id, ${MODEL_LABEL} AS key, count(*) AS value FROM agents WHERE ${COUNTED_DEVICE} GROUP BY 1, 2`,
-      osNow: `SELECT ${OS_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql(this.sql.engine, 'fleet_id')}
+      osNow: `SELECT ${OS_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleets('fleet_id')}
          GROUP BY 1 ORDER BY 2 DESC, 1`,
-      modelNow: `SELECT ${MODEL_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql(this.sql.engine, 'fleet_id')}
+      modelNow: `SELECT ${MODEL_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleets('fleet_id')}
          GROUP BY 1 ORDER BY 2 DESC, 1`,
       range: `SELECT day, key, sum(value) AS value FROM daily_figures
-         WHERE metric = @metric AND day >= @from AND day <= @to AND ${inFleetsSql(this.sql.engine, 'fleet_id')}
+         WHERE metric = @metric AND day >= @from AND day <= @to AND ${inFleets('fleet_id')}
          GROUP BY day, key ORDER BY day, key`,
     };
   }
 
   async cursor(): Promise<ReportCursor | undefined> {
-    return (await this.sql.get(this.s.cursor)) as ReportCursor | undefined;
+    return this.sql.get<ReportCursor>(this.s.cursor);
   }
 
   async lastEventId(): Promise<number> {
-    return (await this.sql.value<number>(this.s.lastEventId))!;
+    return Number(await this.sql.value<number>(this.s.lastEventId));
   }
 
   /**
@@ -138,7 +140,8 @@ export class FigureRepository {
 
   /** Events to count after `afterId`, up to `uptoId`, oldest first. */
   async countedEvents(afterId: number, uptoId: number, limit: number): Promise<CountedEvent[]> {
-    return (await this.sql.all(this.s.countedEvents, [afterId, uptoId, limit])) as CountedEvent[];
+    const rows = await this.sql.all<CountedEvent>(this.s.countedEvents, [afterId, uptoId, limit]);
+    return rows.map((row) => ({ ...row, id: Number(row.id) }));
   }
 
   async advance(eventId: number): Promise<void> {
@@ -146,12 +149,14 @@ export class FigureRepository {
   }
 
   async fleetOfAgent(agentId: number): Promise<number | undefined> {
-    return ((await this.sql.get(this.s.fleetOfAgent, [agentId])) as { fleet_id: number } | undefined)?.fleet_id;
+    const fleet = await this.sql.value<number>(this.s.fleetOfAgent, [agentId]);
+    return fleet === undefined || fleet === null ? undefined : Number(fleet);
   }
 
   /** The device's fleet, when the task is one of a deployment (not a value policy's). */
   async fleetOfDeploymentTask(taskId: number): Promise<number | undefined> {
-    return ((await this.sql.get(this.s.deploymentTask, [taskId])) as { fleet_id: number } | undefined)?.fleet_id;
+    const fleet = await this.sql.value<number>(this.s.deploymentTask, [taskId]);
+    return fleet === undefined || fleet === null ? undefined : Number(fleet);
   }
 
   async add(day: string, fleetId: number, metric: FigureMetric, key: string, by = 1): Promise<void> {
@@ -164,30 +169,31 @@ export class FigureRepository {
    * what they are now. Call inside a transaction.
    */
   async sample(day: string, hour: string, at: string): Promise<void> {
-    const presence = (await this.sql.all(this.s.presence)) as { fleet_id: number; devices: number; online: number }[];
-    for (const row of presence)
-      await this.sql.run(this.s.put, { day, fleet_id: row.fleet_id, metric: 'online', key: hour, value: row.online });
+    const presence = await this.sql.all<{ fleet_id: number; devices: number; online: number }>(this.s.presence);
+    const put = (fleetId: number, metric: FigureMetric, key: string, value: number) =>
+      this.sql.run(this.s.put, { day, fleet_id: fleetId, metric, key, value: Number(value) });
+    for (const row of presence) await put(row.fleet_id, 'online', hour, row.online);
     for (const metric of SNAPSHOT_METRICS) await this.sql.run(this.s.clearDay, [day, metric]);
-    for (const row of presence)
-      await this.sql.run(this.s.put, { day, fleet_id: row.fleet_id, metric: 'devices', key: '', value: row.devices });
-    const snapshots: [FigureMetric, FleetSample[]][] = [
-      ['compliance', (await this.sql.all(this.s.compliance)) as FleetSample[]],
-      ['os', (await this.sql.all(this.s.osByFleet)) as FleetSample[]],
-      ['model', (await this.sql.all(this.s.modelByFleet)) as FleetSample[]],
+    for (const row of presence) await put(row.fleet_id, 'devices', '', row.devices);
+    const snapshots: [FigureMetric, string][] = [
+      ['compliance', this.s.compliance],
+      ['os', this.s.osByFleet],
+      ['model', this.s.modelByFleet],
     ];
-    for (const [metric, rows] of snapshots)
-      for (const row of rows)
-        await this.sql.run(this.s.put, { day, fleet_id: row.fleet_id, metric, key: row.key, value: row.value });
+    for (const [metric, statement] of snapshots)
+      for (const row of await this.sql.all<FleetSample>(statement)) await put(row.fleet_id, metric, row.key, row.value);
     await this.sql.run(this.s.sampledAt, [at]);
   }
 
   /** A metric's values from `from` to `to` (days, both included), summed over the fleets (`fleets`: null, all; else a JSON array). */
   async range(metric: FigureMetric, from: string, to: string, fleets: string | null): Promise<FigureRow[]> {
-    return (await this.sql.all(this.s.range, { metric, from, to, fleets })) as FigureRow[];
+    const rows = await this.sql.all<FigureRow>(this.s.range, { metric, from, to, fleets });
+    return rows.map((row) => ({ ...row, value: Number(row.value) }));
   }
 
   /** The devices by OS version or model now, most common first. */
-  current(what: 'os' | 'model', fleets: string | null): Promise<{ key: string; devices: number }[]> {
-    return this.sql.all<{ key: string; devices: number }>(what === 'os' ? this.s.osNow : this.s.modelNow, { fleets });
+  async current(what: 'os' | 'model', fleets: string | null): Promise<{ key: string; devices: number }[]> {
+    const rows = await this.sql.all<{ key: string; devices: number }>(what === 'os' ? this.s.osNow : this.s.modelNow, { fleets });
+    return rows.map((row) => ({ key: row.key, devices: Number(row.devices) }));
   }
 }

@@ -250,7 +250,7 @@ describe('restarts', () => {
   it('a restart counts nothing twice; events recorded while the figures did not listen are counted at the next start', async () => {
     const before = values((await get('/reports/enrollments?days=2')).body);
     // The figures stop following (as in a crash between a commit and its count); a device enrolls.
-    t.backend.services.figures.close();
+    await t.backend.services.figures.close();
     await enroll('s3', 'South', 'Google', 'Pixel 7', '14');
     const realDay = new Date().toISOString().slice(0, 10);
     const dataDir = t.dataDir;
