@@ -142,10 +142,13 @@ export class DeviceQueryRepository {
 
   /** How many devices the expression selects (within `fleets`). */
   async count(where: CompiledWhere, fleets: string | null): Promise<number> {
-    const row = (await this.sql.get(`SELECT count(*) AS n ${FROM} WHERE ${inFleetsSql(this.sql.engine, 'a.fleet_id')} AND ${where.sql}`, {
-      ...where.params,
-      fleets,
-    })) as { n: number };
+    const row = (await this.sql.get(
+      `SELECT count(*) AS n ${FROM} WHERE ${inFleetsSql(this.sql.engine, 'a.fleet_id')} AND ${where.sql}`,
+      {
+        ...where.params,
+        fleets,
+      },
+    )) as { n: number };
     return row.n;
   }
 

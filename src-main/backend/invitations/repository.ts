@@ -92,7 +92,6 @@ const DETAILS = `SELECT i.*, u.user_token, f.name AS fleet,
   LEFT JOIN fleets f ON f.id = i.fleet_id
   LEFT JOIN agents a ON a.id = i.agent_id`;
 
-
 export class SqliteInvitationRepository implements InvitationRepository {
   private readonly sql: Sql;
   private readonly statements;
