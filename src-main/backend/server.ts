@@ -16,6 +16,7 @@ import type { MqttBroker } from './broker/port.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
 import { lockDataDir, SERVER_FILE, type DataDirLock } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
+import { SqliteSql } from './db/sqlite-sql.ts';
 import { createFileStore, type FileStore } from './files/store.ts';
 import { isDiskFull } from './db/disk-full.ts';
 import { Listener } from './http/listener.ts';
@@ -162,8 +163,9 @@ async function startServing(
   onClose: (close: () => unknown) => void,
 ): Promise<Omit<RunningBackend, 'close'>> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
-  const db = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
-  onClose(() => db.open && db.close());
+  const sqlite = openDatabase(join(options.dataDir, 'mdm-console.sqlite'));
+  const db = new SqliteSql(sqlite);
+  onClose(() => db.close());
   const adminToken = loadOrCreateAdminToken(options.dataDir);
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
@@ -179,7 +181,8 @@ async function startServing(
   onClose(() => adminListener.close());
 
   const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
-  const domain = createServices(db, {
+  const domain = await createServices(db, {
+    isOpen: () => sqlite.open,
     adminUrl,
     adminSessionLimits: partial.adminSessions,
     agentPort: agentListener.port,
@@ -197,8 +200,8 @@ async function startServing(
   });
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
-  domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
-  domain.accounts.adoptDataDirToken(adminToken);
+  await domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
+  await domain.accounts.adoptDataDirToken(adminToken);
   const { adminSessions } = domain;
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
@@ -210,26 +213,29 @@ async function startServing(
     requireTwoFactor: () => domain.signInSettings.get().require_two_factor,
     now: partial.now,
   });
-  domain.sessions.purgeIdle();
-  adminSessions.purgeExpired();
+  await domain.sessions.purgeIdle();
+  await adminSessions.purgeExpired();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
+  const sweepSessions = async () => {
+    try {
+      await domain.sessions.purgeIdle();
+      await adminSessions.purgeExpired();
+    } catch (error) {
+      if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
+    }
+  };
   const sessionSweep = setInterval(
     () => {
-      try {
-        domain.sessions.purgeIdle();
-        adminSessions.purgeExpired();
-      } catch (error) {
-        if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
-      }
+      void sweepSessions();
     },
     60 * 60 * 1000,
   ).unref();
   onClose(() => clearInterval(sessionSweep));
   // Each change is recorded (event and audit entry) in its own transaction: if that fails, it is undone.
-  const files = createFileStore(
+  const files = await createFileStore(
     db,
     options.dataDir,
-    (action, kind, item, before) => {
+    async (action, kind, item, before) => {
       const label = `${kind === 'file' ? 'File' : 'Package'} "${item.name}"`;
       // What the audit trail shows of an item (the package's icon is left out: an image).
       const view = (it: typeof item) => {
@@ -237,14 +243,14 @@ async function startServing(
         return { name: it.name, size: it.size, ...described };
       };
       if (action === 'updated') {
-        domain.events.record(
+        await domain.events.record(
           'package.updated',
           `${label} described`,
           { entityId: item.entityId },
           { id: item.id, name: item.name, size: item.size, before: before ? view(before) : null, after: view(item) },
         );
       } else {
-        domain.events.record(
+        await domain.events.record(
           `${kind}.${action}`,
           `${label} ${action}`,
           { entityId: item.entityId },
@@ -280,7 +286,7 @@ async function startServing(
   });
   onClose(() => deployments.close());
   // The reports' daily figures: backfilled on the first start, then kept as things happen and sampled on a timer.
-  domain.figures.start();
+  await domain.figures.start();
   onClose(() => domain.figures.close());
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
@@ -336,10 +342,11 @@ async function startServing(
   const alerts = createAlerts(
     {
       db,
+      isOpen: () => sqlite.open,
       events: domain.events,
       work: domain.work,
       mail: domain.mail.queue,
-      fleetName: (id) => domain.fleets.get(id).name,
+      fleetName: async (id) => (await domain.fleets.get(id)).name,
       brokerProblem: () => {
         const status = broker.status();
         return status.connected ? null : (status.problem ?? 'not connected to the broker');
@@ -358,8 +365,8 @@ async function startServing(
   );
   onClose(() => alerts.close());
 
-  const setupUrl = () => {
-    const secret = domain.accounts.setupSecret();
+  const setupUrl = async () => {
+    const secret = await domain.accounts.setupSecret();
     return secret === null ? null : `${adminUrl}/setup?token=${secret}`;
   };
   const info: ServerInfo = {
@@ -368,7 +375,7 @@ async function startServing(
     admin_url: adminUrl,
     console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
     admin_token: adminToken,
-    setup_url: setupUrl(),
+    setup_url: await setupUrl(),
     mqtt_port: broker.port,
     mqtt_tls_port: broker.tlsPort,
     mqtt_tls_fingerprint: broker.certificate?.fingerprint256 ?? null,
@@ -380,12 +387,12 @@ async function startServing(
     started_at: new Date().toISOString(),
   };
   // What the admin side reports follows the public host as it changes while running.
-  const currentInfo = (): ServerInfo => ({
+  const currentInfo = async (): Promise<ServerInfo> => ({
     ...info,
     api_url: services.links.apiUrl(),
     deeplink_url: services.links.deeplinkBase(),
     public_host: publicHost(),
-    setup_url: setupUrl(),
+    setup_url: await setupUrl(),
   });
 
   const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
@@ -405,9 +412,9 @@ async function startServing(
     info: currentInfo,
     broker,
     simulate: partial.simulate,
-    choosePublicHost: (host) => {
+    choosePublicHost: async (host) => {
       services.links.choose(host);
-      writeInfoFile(infoFile, currentInfo());
+      writeInfoFile(infoFile, await currentInfo());
     },
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
@@ -423,10 +430,10 @@ async function startServing(
   adminListener.serve();
 
   writeInfoFile(infoFile, info);
-  services.events.record('server.started', `Server started at ${info.api_url}`);
+  await services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
-  services.mail.worker.start();
-  alerts.start();
+  await services.mail.worker.start();
+  await alerts.start();
   return {
     info,
     services,
@@ -459,9 +466,9 @@ async function agentHttpApp(
     reports: { agents: services.agents, reports: services.reports, live: broker.liveReports },
     downloads: {
       store: files,
-      mayDownload: (session) => {
+      mayDownload: async (session) => {
         // A code's account token is on every printed copy of the code: it enrolls, it never downloads.
-        if (services.codes.isCodeAccount(session.userId))
+        if (await services.codes.isCodeAccount(session.userId))
           throw new ApiError(403, 'ERROR_RIGHT_MISSING', 'An enrollment code cannot download files; the enrolled device can');
       },
       // "downloaded, not confirmed" on the device's open tasks of that item.
@@ -471,8 +478,8 @@ async function agentHttpApp(
     deeplinkPage: {
       deeplinkBase: () => services.links.deeplinkBase(),
       appLinkScheme: () => appLinkSchemeFor(services.settings.get().agent_app, services.settings.get().app_link_scheme),
-      invitationState: (token) => {
-        const row = /^[0-9a-f]{64}$/.test(token) ? services.invitations.byToken(token) : undefined;
+      invitationState: async (token) => {
+        const row = /^[0-9a-f]{64}$/.test(token) ? await services.invitations.byToken(token) : undefined;
         return row ? { status: statusOf(row), expiresAt: row.expires_at } : null;
       },
     },

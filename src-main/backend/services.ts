@@ -21,7 +21,7 @@ import { ViewService } from './views/views.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { EnrollmentCodeService } from './codes/codes.ts';
 import { SqliteCodeRepository } from './codes/repository.ts';
-import type { Db } from './db/database.ts';
+import type { Sql } from './db/sql.ts';
 import { UnitOfWork } from './db/unit-of-work.ts';
 import { PublicLinks, type PublicHostSources } from './public-links.ts';
 import { EventLog } from './events/event-log.ts';
@@ -62,6 +62,8 @@ export interface ServiceOptions {
   adminSessionLimits?: Partial<AdminSessionLimits> | undefined;
   /** The clock of console sessions and two-factor codes (tests drive it); default the real one. */
   now?: (() => number) | undefined;
+  /** Whether the database is still open (the mail worker stops once it closes); default: always. */
+  isOpen?: (() => boolean) | undefined;
   /** How often the reports sample the devices (reports/figures.ts); default 5 minutes. */
   reportSampleEveryMs?: number | undefined;
 }
@@ -70,40 +72,42 @@ export interface ServiceOptions {
  * The domain services, wired once over one database. The database itself stays here: callers get
  * services and repositories, never `db`. Enrollment joins once the broker is up (`withEnrollment`).
  */
-export function createServices(db: Db, options: ServiceOptions) {
-  const work = new UnitOfWork(db);
-  const audit = new AuditLog(new SqliteAuditRepository(db));
-  const events = new EventLog(new SqliteEventRepository(db), work, audit);
-  const accountStore = new SqliteAccountRepository(db);
-  const settings = new SettingsStore(new SqliteSettingsRepository(db), work);
-  const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(db), work, events);
+export async function createServices(sql: Sql, options: ServiceOptions) {
+  const work = new UnitOfWork(sql);
+  const audit = new AuditLog(new SqliteAuditRepository(sql));
+  const events = new EventLog(new SqliteEventRepository(sql), work, audit);
+  const accountStore = new SqliteAccountRepository(sql);
+  const settings = new SettingsStore(new SqliteSettingsRepository(sql), work);
+  const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(sql), work, events);
+  await settings.load();
+  await signInSettings.load();
   const adminSessions = new AdminSessionService(
-    new SqliteAdminSessionRepository(db),
+    new SqliteAdminSessionRepository(sql),
     () => signInSettings.sessionLimits(),
     options.now,
     options.adminSessionLimits,
   );
-  const accountInvites = new SqliteAccountInviteRepository(db);
+  const accountInvites = new SqliteAccountInviteRepository(sql);
   const setupLink = (token: string) => `${options.adminUrl}/set-password?token=${token}`;
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
-  const users = new UserRepository(db);
-  const sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work }, options.sessionLimits);
-  const fleets = new FleetService({ store: new SqliteFleetRepository(db), events, work, scopes: accountStore });
+  const users = new UserRepository(sql);
+  const sessions = new SessionService({ store: new SqliteSessionRepository(sql), users, work }, options.sessionLimits);
+  const fleets = new FleetService({ store: new SqliteFleetRepository(sql), events, work, scopes: accountStore });
   const accounts = new AccountService({ store: accountStore, events, work, now: options.now, fleets });
-  const deliveries = new SqliteDeliveryRepository(db);
-  const invitationRepository = new SqliteInvitationRepository(db);
+  const deliveries = new SqliteDeliveryRepository(sql);
+  const invitationRepository = new SqliteInvitationRepository(sql);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });
   const mail = createMail(
     {
-      db,
+      isOpen: options.isOpen ?? (() => true),
       events,
       work,
       settings,
       invitations: mailable,
       deliveries,
-      accountDeliveries: new SqliteAccountDeliveryRepository(db),
+      accountDeliveries: new SqliteAccountDeliveryRepository(sql),
       accountInvites: new AccountInviteMailQuery(accountInvites, setupLink),
-      notifications: new SqliteNotificationRepository(db),
+      notifications: new SqliteNotificationRepository(sql),
     },
     options.mail,
   );
@@ -129,24 +133,24 @@ export function createServices(db: Db, options: ServiceOptions) {
     mailer: mail.queue,
     deliveries,
   });
-  const agentRepository = new SqliteAgentRepository(db);
-  const brokerAgents = new BrokerAgentRepository(db);
-  const statusCounts = new SqliteStatusCounts(db);
+  const agentRepository = new SqliteAgentRepository(sql);
+  const brokerAgents = new BrokerAgentRepository(sql);
+  const statusCounts = new SqliteStatusCounts(sql);
   const agents = new AgentService({ agents: agentRepository, events, work, users });
-  const reports = new DeviceReports({ reports: new SqliteReportRepository(db), events, work });
-  const codeRepository = new SqliteCodeRepository(db);
+  const reports = new DeviceReports({ reports: new SqliteReportRepository(sql), events, work });
+  const codeRepository = new SqliteCodeRepository(sql);
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
   const figures = new DailyFigures(
-    { repository: new FigureRepository(db), events, work, fleets },
+    { repository: new FigureRepository(sql), events, work, fleets },
     { now: options.now, sampleEveryMs: options.reportSampleEveryMs },
   );
-  const deviceQueries = new DeviceQueryRepository(db);
+  const deviceQueries = new DeviceQueryRepository(sql);
   // Devices inventoried before version keys existed (migration 23) are keyed once, here.
-  deviceQueries.backfill();
+  await deviceQueries.backfill();
   const deviceFilter = new DeviceFilter({ queries: deviceQueries });
-  const views = new ViewService({ store: new SqliteViewRepository(db), filter: deviceFilter, events, work, fleets });
-  const exportService = new ExportService({ repository: new ExportRepository(db), invitations });
+  const views = new ViewService({ store: new SqliteViewRepository(sql), filter: deviceFilter, events, work, fleets });
+  const exportService = new ExportService({ repository: new ExportRepository(sql), invitations });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
   return {
@@ -179,7 +183,7 @@ export function createServices(db: Db, options: ServiceOptions) {
   };
 }
 
-export type DomainServices = ReturnType<typeof createServices>;
+export type DomainServices = Awaited<ReturnType<typeof createServices>>;
 
 /** Enrollment hands out the broker's endpoint and credentials, so it is made once the broker runs. */
 export function withEnrollment(services: DomainServices, broker: MqttBroker) {

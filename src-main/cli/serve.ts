@@ -226,7 +226,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       await backend.close();
       throw new CliError(`--agent-app flyve: ${unfit}; change them in the settings first`);
     }
-    backend.services.settings.update({ agent_app: agentApp }, (change) =>
+    await backend.services.settings.update({ agent_app: agentApp }, (change) =>
       backend.services.events.record(
         'settings.updated',
         `Settings changed: agent_app (serve --agent-app ${agentApp})`,

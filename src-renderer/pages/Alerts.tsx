@@ -38,15 +38,8 @@ import {
 } from '../api/alerts.ts';
 import { errorMessage } from '../api/client.ts';
 import { useFleets } from '../api/queries.ts';
-import {
-  ALERT_KIND_INFO,
-  ALERT_KINDS,
-  type AlertKind,
-  type AlertRule,
-  type Webhook,
-  type WebhookCreated,
-  type WebhookDelivery,
-} from '../../src-shared/contract/index.ts';
+import { ALERT_KIND_INFO, ALERT_KINDS, type AlertKind } from '../../src-shared/contract/alert-kinds.ts';
+import type { AlertRule, Webhook, WebhookCreated, WebhookDelivery } from '../../src-shared/contract/index.ts';
 import { isValidEmail } from '../../src-shared/contract/rules.ts';
 import {
   confirmAction,

@@ -16,7 +16,7 @@ test.beforeAll(async () => {
   const admin = adminOf(serve.info);
   await admin.fleets.create({ body: { name: 'Warehouse' } });
   await admin.fleets.create({ body: { name: 'Couriers' } });
-  seedDevices(serve.info.data_dir, { count: 10_000, fleets: ['Default fleet', 'Warehouse', 'Field sales'], prefix: 'BIG' });
+  await seedDevices(serve.info.data_dir, { count: 10_000, fleets: ['Default fleet', 'Warehouse', 'Field sales'], prefix: 'BIG' });
   // Three real (simulated) devices, connected to the broker: they answer.
   for (let i = 0; i < 3; i++) {
     const email = `courier${i}@example.com`;

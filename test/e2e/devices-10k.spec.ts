@@ -7,7 +7,7 @@ let serve: RunningServe;
 test.beforeAll(async () => {
   serve = await startServe();
   await adminOf(serve.info).fleets.create({ body: { name: 'Warehouse' } });
-  seedDevices(serve.info.data_dir, { count: 10_000, fleets: ['Default fleet', 'Warehouse', 'Field sales'], prefix: 'BIG' });
+  await seedDevices(serve.info.data_dir, { count: 10_000, fleets: ['Default fleet', 'Warehouse', 'Field sales'], prefix: 'BIG' });
 });
 test.afterAll(async () => {
   await serve?.stop();

@@ -11,7 +11,7 @@ let serve: RunningServe;
 test.beforeAll(async () => {
   serve = await startServe();
   await adminOf(serve.info).fleets.create({ body: { name: 'Warehouse' } });
-  seedDevices(serve.info.data_dir, { count: COUNT, fleets: ['Default fleet', 'Warehouse'], prefix: 'EXP' });
+  await seedDevices(serve.info.data_dir, { count: COUNT, fleets: ['Default fleet', 'Warehouse'], prefix: 'EXP' });
 });
 test.afterAll(async () => {
   await serve?.stop();

@@ -1,4 +1,6 @@
 import Database from 'better-sqlite3';
+import { SqliteSql } from '../../src-main/backend/db/sqlite-sql.ts';
+import type { Sql } from '../../src-main/backend/db/sql.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +11,8 @@ export interface TestBackend {
   dataDir: string;
   /** The test's own connection to the backend's SQLite file, for what no API shows (the backend hands out no database). */
   readonly db: Database.Database;
+  /** The SQL port over `db` (what repositories take). */
+  readonly sql: Sql;
   apiUrl: string;
   /** Calls the admin API with the admin token; returns status and parsed JSON. */
   admin<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
@@ -41,16 +45,24 @@ export async function startTestBackend(extra: Parameters<typeof startBackend>[0]
     return { status: response.status, body: text ? JSON.parse(text) : undefined };
   };
   let db: Database.Database | undefined;
+  let sql: SqliteSql | undefined;
+  const openDb = () => {
+    if (!db) {
+      db = new Database(join(dataDir, 'mdm-console.sqlite'));
+      db.pragma('busy_timeout = 5000');
+      db.pragma('foreign_keys = ON');
+    }
+    return db;
+  };
   return {
     backend,
     dataDir,
     get db() {
-      if (!db) {
-        db = new Database(join(dataDir, 'mdm-console.sqlite'));
-        db.pragma('busy_timeout = 5000');
-        db.pragma('foreign_keys = ON');
-      }
-      return db;
+      return openDb();
+    },
+    get sql() {
+      sql ??= new SqliteSql(openDb());
+      return sql;
     },
     apiUrl: backend.info.api_url,
     admin,

@@ -165,8 +165,8 @@ export async function eventually<T>(
   }
 }
 
-export function agentRow(t: TestBackend, id: number) {
-  return t.backend.services.agentRepository.byId(id)!;
+export async function agentRow(t: TestBackend, id: number) {
+  return (await t.backend.services.agentRepository.byId(id))!;
 }
 
 export interface ProcessResult {

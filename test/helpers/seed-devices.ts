@@ -8,6 +8,7 @@ import { SqliteAgentRepository } from '../../src-main/backend/agents/repository.
 import { ENROLL_STATUS } from '../../src-main/backend/agents/status.ts';
 import { SqliteFleetRepository } from '../../src-main/backend/fleets/fleet-repository.ts';
 import { UserRepository } from '../../src-main/backend/sessions/user-repository.ts';
+import { SqliteSql } from '../../src-main/backend/db/sqlite-sql.ts';
 
 const FIRST = ['Ada', 'Alan', 'Grace', 'Linus', 'Margaret', 'Ken', 'Barbara', 'Dennis', 'Frances', 'Edsger', 'Radia', 'Tim'];
 const LAST = [
@@ -40,35 +41,41 @@ export const seededType = (i: number) => (i % 3 === 0 ? 'apple' : 'android');
 export const seededFleet = (i: number, fleets: number) => Math.floor(i / 7) % fleets;
 
 /** Inserts `count` agents (with their accounts, enrolling people and computers) into DATA_DIR's database. */
-export function seedDevices(dataDir: string, { count, fleets = [], onlineShare = 0.3, prefix = 'SEED' }: SeedOptions): void {
+export async function seedDevices(
+  dataDir: string,
+  { count, fleets = [], onlineShare = 0.3, prefix = 'SEED' }: SeedOptions,
+): Promise<void> {
   const db = new Database(join(dataDir, 'mdm-console.sqlite'));
   db.pragma('busy_timeout = 10000');
   const now = Date.now();
   const iso = (ms: number) => new Date(ms).toISOString();
+  const sql = new SqliteSql(db);
   try {
-    db.transaction(() => {
-      const fleetRepository = new SqliteFleetRepository(db);
-      const fleetIds = fleets.map((name) => fleetRepository.byName(1, name)?.id ?? fleetRepository.insert(1, name, iso(now)));
-      if (fleetIds.length === 0) fleetIds.push(fleetRepository.defaultOf(1)!.id);
-      const users = new UserRepository(db);
-      const agents = new SqliteAgentRepository(db);
-      const presence = new BrokerAgentRepository(db);
+    await sql.transaction(async () => {
+      const fleetRepository = new SqliteFleetRepository(sql);
+      const fleetIds: number[] = [];
+      for (const name of fleets)
+        fleetIds.push((await fleetRepository.byName(1, name))?.id ?? (await fleetRepository.insert(1, name, iso(now))));
+      if (fleetIds.length === 0) fleetIds.push((await fleetRepository.defaultOf(1))!.id);
+      const users = new UserRepository(sql);
+      const agents = new SqliteAgentRepository(sql);
+      const presence = new BrokerAgentRepository(sql);
       const people = Math.max(1, Math.ceil(count / 2));
       const personIds: number[] = [];
       for (let i = 0; i < people; i++) {
         const firstname = FIRST[i % FIRST.length]!;
         const lastname = LAST[Math.floor(i / FIRST.length) % LAST.length]!;
         const email = `${firstname}.${lastname}.${prefix}${i}@example.com`.toLowerCase();
-        personIds.push(users.findOrCreatePerson(email, 1, { firstname, lastname }).id);
+        personIds.push((await users.findOrCreatePerson(email, 1, { firstname, lastname })).id);
       }
       for (let i = 0; i < count; i++) {
         const type = seededType(i);
         const serial = `${prefix}${String(i).padStart(6, '0')}`;
-        const account = users.createAgentAccount(1, serial).id;
+        const account = (await users.createAgentAccount(1, serial)).id;
         const person = personIds[i % personIds.length]!;
         const uuid = randomUUID();
         const created = now - (count - i) * 60_000;
-        const computerId = agents.insertComputer({
+        const computerId = await agents.insertComputer({
           entity_id: 1,
           name: serial,
           serial,
@@ -77,7 +84,7 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
           now: iso(created),
         });
         const p = i % personIds.length;
-        const agentId = agents.insertAgent({
+        const agentId = await agents.insertAgent({
           entity_id: 1,
           computer_id: computerId,
           fleet_id: fleetIds[seededFleet(i, fleetIds.length)]!,
@@ -97,10 +104,10 @@ export function seedDevices(dataDir: string, { count, fleets = [], onlineShare =
           mqtt_login: serial,
           now: iso(created),
         });
-        presence.setPresence(agentId, (i * 7919) % 100 < onlineShare * 100, iso(now - ((i * 7919) % 86_400) * 1000));
+        await presence.setPresence(agentId, (i * 7919) % 100 < onlineShare * 100, iso(now - ((i * 7919) % 86_400) * 1000));
       }
-    })();
+    });
   } finally {
-    db.close();
+    await sql.close();
   }
 }

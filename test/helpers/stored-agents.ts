@@ -3,12 +3,13 @@
 import { join } from 'node:path';
 import { BrokerAgentRepository, type BrokerAgentStore } from '../../src-main/backend/agents/broker-repository.ts';
 import { openDatabase } from '../../src-main/backend/db/database.ts';
+import { SqliteSql } from '../../src-main/backend/db/sqlite-sql.ts';
 
-export function withStoredAgents(dataDir: string, change: (agents: BrokerAgentStore) => void): void {
-  const db = openDatabase(join(dataDir, 'mdm-console.sqlite'));
+export async function withStoredAgents(dataDir: string, change: (agents: BrokerAgentStore) => Promise<void>): Promise<void> {
+  const sql = new SqliteSql(openDatabase(join(dataDir, 'mdm-console.sqlite')));
   try {
-    change(new BrokerAgentRepository(db));
+    await change(new BrokerAgentRepository(sql));
   } finally {
-    db.close();
+    await sql.close();
   }
 }

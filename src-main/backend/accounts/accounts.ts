@@ -76,7 +76,7 @@ export function fleetScopeOf(actor: Actor): number[] | null {
 
 /** The fleets a scope may name: those that exist (the fleet service's lookup). */
 export interface FleetLookup {
-  byId(id: number): { id: number; name: string } | undefined;
+  byId(id: number): Promise<{ id: number; name: string } | undefined>;
 }
 /** How the actor is named in the history: the person, and the token when one was used. */
 export const actorName = (actor: Actor): string => {
@@ -117,8 +117,8 @@ export class AccountService {
    * Resets an admin's two-factor sign-in (a lost phone): its secret and recovery codes are gone;
    * recorded (with the request's actor, in the audit trail). 404 for an unknown account.
    */
-  resetTwoFactor(accountId: number): void {
-    this.twoFactor.resetTwoFactor(accountId);
+  async resetTwoFactor(accountId: number): Promise<void> {
+    await this.twoFactor.resetTwoFactor(accountId);
   }
 
   /**
@@ -126,58 +126,63 @@ export class AccountService {
    * other sessions (sessions signed in with the old password no longer match it anyway).
    */
   async changePassword(accountId: number, current: string, next: string): Promise<StoredAccount> {
-    const account = this.store.byId(accountId);
+    const account = await this.store.byId(accountId);
     if (!account?.password_hash || !(await verifyPassword(account.password_hash, current))) {
       throw new ApiError(400, 'ERROR_WRONG_PASSWORD', 'The current password is not right.');
     }
     const hash = await hashPassword(next);
-    return this.work.run(() => {
-      this.store.setPasswordHash(accountId, hash);
+    return this.work.run(async () => {
+      await this.store.setPasswordHash(accountId, hash);
       const who = account.email ?? account.display_name;
-      this.events.record('account.password_changed', `Password changed for ${who}`, {}, { account_id: accountId });
-      return this.store.byId(accountId)!;
+      await this.events.record('account.password_changed', `Password changed for ${who}`, {}, { account_id: accountId });
+      return (await this.store.byId(accountId))!;
     });
   }
 
   /** First start: the owner, named after the machine's user, with no email or password yet. */
-  ensureOwner(displayName: string): StoredAccount {
-    return this.work.run(() => {
-      const existing = this.store.owner();
+  ensureOwner(displayName: string): Promise<StoredAccount> {
+    return this.work.run(async () => {
+      const existing = await this.store.owner();
       if (existing) return existing;
-      const id = this.store.insert({
+      const id = await this.store.insert({
         email: null,
         display_name: displayName.trim().slice(0, 100) || 'Owner',
         role: 'owner',
         password_hash: null,
         created_at: nowIso(),
       });
-      this.events.record('account.created', `Owner account created for ${displayName}`, {}, { account_id: id, role: 'owner' });
-      return this.store.byId(id)!;
+      await this.events.record(
+        'account.created',
+        `Owner account created for ${displayName}`,
+        {},
+        { account_id: id, role: 'owner' },
+      );
+      return (await this.store.byId(id))!;
     });
   }
 
-  owner(): StoredAccount {
-    const owner = this.store.owner();
+  async owner(): Promise<StoredAccount> {
+    const owner = await this.store.owner();
     if (!owner) throw new Error('No owner account: ensureOwner() runs at start');
     return owner;
   }
 
-  byId(id: number): StoredAccount | undefined {
+  byId(id: number): Promise<StoredAccount | undefined> {
     return this.store.byId(id);
   }
 
-  byEmail(email: string): StoredAccount | undefined {
+  byEmail(email: string): Promise<StoredAccount | undefined> {
     return this.store.byEmail(email.trim());
   }
 
   /** The data dir's admin token is the owner's API token (kept as a hash; a new file's token replaces it). */
-  adoptDataDirToken(adminToken: string): void {
-    this.work.run(() => {
-      const owner = this.owner();
+  async adoptDataDirToken(adminToken: string): Promise<void> {
+    await this.work.run(async () => {
+      const owner = await this.owner();
       const hash = sha256(adminToken);
-      const row = this.store.dataDirToken(owner.id);
+      const row = await this.store.dataDirToken(owner.id);
       if (!row) {
-        this.store.insertToken({
+        await this.store.insertToken({
           account_id: owner.id,
           name: DATA_DIR_TOKEN_NAME,
           role: 'owner',
@@ -186,18 +191,18 @@ export class AccountService {
           created_at: nowIso(),
           expires_at: null,
         });
-      } else if (row.token_hash !== hash) this.store.setTokenHash(row.id, hash);
+      } else if (row.token_hash !== hash) await this.store.setTokenHash(row.id, hash);
     });
   }
 
   /** True until the first person has chosen the owner's email and password. */
-  needsSetup(): boolean {
-    return this.owner().password_hash === null;
+  async needsSetup(): Promise<boolean> {
+    return (await this.owner()).password_hash === null;
   }
 
   /** The secret of this run's one-time set-up link, while the owner has no password; null after. */
-  setupSecret(): string | null {
-    if (!this.needsSetup()) return null;
+  async setupSecret(): Promise<string | null> {
+    if (!(await this.needsSetup())) return null;
     this.setupToken ??= randomHex(24);
     return this.setupToken;
   }
@@ -209,7 +214,7 @@ export class AccountService {
     address: string | null = null,
   ): Promise<StoredAccount> {
     const expected = this.setupToken;
-    if (expected === null || !this.needsSetup() || !same(input.token, expected)) {
+    if (expected === null || !(await this.needsSetup()) || !same(input.token, expected)) {
       throw new ApiError(
         410,
         'ERROR_SETUP_USED',
@@ -217,28 +222,37 @@ export class AccountService {
       );
     }
     const passwordHash = await hashPassword(input.password);
-    const owner = this.owner();
+    const owner = await this.owner();
     const actor = { accountId: owner.id, name: input.display_name.trim(), tokenId: null, tokenName: null, role: 'owner' };
     return requestContext.run({ actor, address, audited: false }, () =>
-      this.work.run(() => {
+      this.work.run(async () => {
         // Checked again: another request may have used the link while the password was hashed.
-        if (this.setupToken !== expected || !this.needsSetup()) {
+        if (this.setupToken !== expected || !(await this.needsSetup())) {
           throw new ApiError(410, 'ERROR_SETUP_USED', 'This set-up link was used already.');
         }
         const email = input.email.trim();
-        const other = this.store.byEmail(email);
+        const other = await this.store.byEmail(email);
         if (other && other.id !== owner.id) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is another admin’s email`);
-        this.store.setCredentials(owner.id, { email, display_name: input.display_name.trim(), password_hash: passwordHash });
+        await this.store.setCredentials(owner.id, {
+          email,
+          display_name: input.display_name.trim(),
+          password_hash: passwordHash,
+        });
         this.setupToken = null;
-        this.events.record('account.owner_set_up', `Owner account set up for ${email}`, {}, { account_id: owner.id, email });
-        return this.store.byId(owner.id)!;
+        await this.events.record(
+          'account.owner_set_up',
+          `Owner account set up for ${email}`,
+          {},
+          { account_id: owner.id, email },
+        );
+        return (await this.store.byId(owner.id))!;
       }),
     );
   }
 
   /** The account these credentials open, or null (wrong email, wrong password, disabled, no password). */
   async checkPassword(email: string, password: string): Promise<StoredAccount | null> {
-    const account = this.store.byEmail(email.trim());
+    const account = await this.store.byEmail(email.trim());
     if (!account?.password_hash) {
       await verifyPassword(await decoyHash(), password);
       return null;
@@ -247,20 +261,20 @@ export class AccountService {
     return good && account.disabled === 0 ? account : null;
   }
 
-  signedIn(account: StoredAccount): void {
-    this.store.signedIn(account.id, nowIso());
+  async signedIn(account: StoredAccount): Promise<void> {
+    await this.store.signedIn(account.id, nowIso());
   }
 
   /** The actor an `Authorization: Bearer` token stands for: live, not revoked, its account enabled. */
-  actorOfToken(bearer: string, now = Date.now()): Actor | null {
-    const found = this.store.tokenByHash(sha256(bearer));
+  async actorOfToken(bearer: string, now = Date.now()): Promise<Actor | null> {
+    const found = await this.store.tokenByHash(sha256(bearer));
     if (!found) return null;
     const { token, account } = found;
     if (token.revoked_at !== null) return null;
     if (token.expires_at !== null && Date.parse(token.expires_at) <= now) return null;
     if (account.disabled === 1) return null;
     if (token.last_used_at === null || now - Date.parse(token.last_used_at) > TOUCH_EVERY_MS) {
-      this.store.tokenUsed(token.id, new Date(now).toISOString());
+      await this.store.tokenUsed(token.id, new Date(now).toISOString());
     }
     return { account, token };
   }
@@ -270,16 +284,16 @@ export class AccountService {
    * fleets within its maker's scope (a scoped maker's token is scoped to the maker's fleets when it
    * names none); shown in the answer only.
    */
-  createToken(
+  async createToken(
     actor: Actor,
     input: { name: string; role: Role; days?: number | undefined; fleet_ids?: number[] | undefined },
-  ): { token: string; row: ApiToken } {
+  ): Promise<{ token: string; row: ApiToken }> {
     // A token acts with its own role: it hands out nothing above it, whatever its account may.
     const mine = roleOf(actor);
     if (!roleAtLeast(mine, input.role)) {
       throw new ApiError(403, 'ERROR_FORBIDDEN', `${roleWithArticle(mine)} cannot make a token with the role ${input.role}`);
     }
-    const fleetIds = this.checkScope(input.role, input.fleet_ids ?? [], 'token');
+    const fleetIds = await this.checkScope(input.role, input.fleet_ids ?? [], 'token');
     const makers = fleetScopeOf(actor);
     if (makers !== null) {
       const wider = fleetIds.filter((id) => !makers.includes(id));
@@ -287,15 +301,15 @@ export class AccountService {
         throw new ApiError(
           403,
           'ERROR_FORBIDDEN',
-          `A token’s fleets must be within yours: you are not scoped to ${this.fleetNames(wider)}`,
+          `A token’s fleets must be within yours: you are not scoped to ${await this.fleetNames(wider)}`,
         );
       }
     }
     const scope = fleetIds.length > 0 ? fleetIds : (makers ?? []);
     const token = `mdm_${randomHex(32)}`;
     const now = Date.now();
-    return this.work.run(() => {
-      const id = this.store.insertToken({
+    return this.work.run(async () => {
+      const id = await this.store.insertToken({
         account_id: actor.account.id,
         name: input.name.trim(),
         role: input.role,
@@ -304,29 +318,29 @@ export class AccountService {
         created_at: new Date(now).toISOString(),
         expires_at: input.days === undefined ? null : new Date(now + input.days * 86_400_000).toISOString(),
       });
-      if (scope.length > 0) this.store.setTokenFleets(id, scope);
-      const scoped = scope.length > 0 ? `, scoped to ${this.fleetNames(scope)}` : '';
-      this.events.record(
+      if (scope.length > 0) await this.store.setTokenFleets(id, scope);
+      const scoped = scope.length > 0 ? `, scoped to ${await this.fleetNames(scope)}` : '';
+      await this.events.record(
         'account.token_created',
         `API token "${input.name.trim()}" (${input.role}${scoped}) created by ${actorName(actor)}`,
         {},
         { token_id: id, role: input.role, days: input.days ?? null, fleet_ids: scope, by: actorName(actor) },
       );
-      return { token, row: this.tokenOf(id) };
+      return { token, row: await this.tokenOf(id) };
     });
   }
 
   /** The owner sees every token; anyone else their own. */
-  tokens(actor: Actor): ApiToken[] {
+  async tokens(actor: Actor): Promise<ApiToken[]> {
     const now = Date.now();
-    const rows = actor.account.role === 'owner' ? this.store.tokens() : this.store.tokens(actor.account.id);
+    const rows = actor.account.role === 'owner' ? await this.store.tokens() : await this.store.tokens(actor.account.id);
     return rows.map((row) => tokenView(row, now));
   }
 
   /** Revokes one's own token (the owner: anyone's). The data dir's token is replaced, not revoked. */
-  revokeToken(actor: Actor, id: number): ApiToken {
-    return this.work.run(() => {
-      const row = this.store.tokenById(id);
+  revokeToken(actor: Actor, id: number): Promise<ApiToken> {
+    return this.work.run(async () => {
+      const row = await this.store.tokenById(id);
       if (!row || (row.account_id !== actor.account.id && actor.account.role !== 'owner')) {
         throw new ApiError(404, 'ERROR_NOT_FOUND', `No API token ${id}`);
       }
@@ -338,8 +352,8 @@ export class AccountService {
         );
       }
       if (row.revoked_at === null) {
-        this.store.revokeToken(id, nowIso());
-        this.events.record(
+        await this.store.revokeToken(id, nowIso());
+        await this.events.record(
           'account.token_revoked',
           `API token "${row.name}" revoked by ${actorName(actor)}`,
           {},
@@ -354,18 +368,18 @@ export class AccountService {
    * Scopes an account to fleets (an empty list: every fleet again). Only an operator or an
    * observer may be scoped; its tokens keep their own scopes, intersected with this one on use.
    */
-  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): StoredAccount {
-    return this.work.run(() => {
-      const account = this.store.byId(accountId);
+  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): Promise<StoredAccount> {
+    return this.work.run(async () => {
+      const account = await this.store.byId(accountId);
       if (!account) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin account ${accountId}`);
-      const ids = this.checkScope(account.role, fleetIds, 'account');
+      const ids = await this.checkScope(account.role, fleetIds, 'account');
       const before = account.fleet_ids;
-      this.store.setAccountFleets(accountId, ids);
+      await this.store.setAccountFleets(accountId, ids);
       const who = account.display_name || account.email || `account ${accountId}`;
-      this.events.record(
+      await this.events.record(
         'account.scope_changed',
         ids.length > 0
-          ? `${who} scoped to ${this.fleetNames(ids)} by ${actorName(actor)}`
+          ? `${who} scoped to ${await this.fleetNames(ids)} by ${actorName(actor)}`
           : `${who} sees every fleet again (scope removed by ${actorName(actor)})`,
         {},
         {
@@ -377,12 +391,12 @@ export class AccountService {
           by: actorName(actor),
         },
       );
-      return this.store.byId(accountId)!;
+      return (await this.store.byId(accountId))!;
     });
   }
 
   /** The fleets named, each existing, de-duplicated; none unless the role may be scoped (400). */
-  private checkScope(role: Role, fleetIds: readonly number[], what: 'account' | 'token'): number[] {
+  private async checkScope(role: Role, fleetIds: readonly number[], what: 'account' | 'token'): Promise<number[]> {
     const ids = [...new Set(fleetIds)].sort((a, b) => a - b);
     if (ids.length === 0) return ids;
     if (!scopable(role)) {
@@ -392,18 +406,21 @@ export class AccountService {
         `An ${role} ${what} cannot be scoped to fleets: only operators and observers can (an ${role} sees every fleet)`,
       );
     }
-    const unknown = ids.filter((id) => !this.fleets?.byId(id));
+    const unknown: number[] = [];
+    for (const id of ids) if (this.fleets && !(await this.fleets.byId(id))) unknown.push(id);
     if (unknown.length > 0)
       throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `No fleet ${unknown.map((id) => `#${id}`).join(', ')}`);
     return ids;
   }
 
-  private fleetNames(ids: readonly number[]): string {
-    return ids.map((id) => `"${this.fleets?.byId(id)?.name ?? `#${id}`}"`).join(', ');
+  private async fleetNames(ids: readonly number[]): Promise<string> {
+    const names: string[] = [];
+    for (const id of ids) names.push(`"${(await this.fleets?.byId(id))?.name ?? `#${id}`}"`);
+    return names.join(', ');
   }
 
-  private tokenOf(id: number): ApiToken {
-    const row = this.store.tokens().find((token) => token.id === id);
+  private async tokenOf(id: number): Promise<ApiToken> {
+    const row = (await this.store.tokens()).find((token) => token.id === id);
     if (!row) throw new ApiError(404, 'ERROR_NOT_FOUND', `No API token ${id}`);
     return tokenView(row);
   }

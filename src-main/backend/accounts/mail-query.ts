@@ -11,8 +11,8 @@ export class AccountInviteMailQuery {
     this.setupLink = setupLink;
   }
 
-  forMail(inviteId: number, now = Date.now()): AccountInviteForMail | undefined {
-    const found = this.invites.byId(inviteId);
+  async forMail(inviteId: number, now = Date.now()): Promise<AccountInviteForMail | undefined> {
+    const found = await this.invites.byId(inviteId);
     if (!found) return undefined;
     const { invite, account, inviter } = found;
     return {

@@ -18,23 +18,23 @@ const DAY_MS = 86_400_000;
 /** What accounts ask of the mail room (implemented there): an invited admin's email, queued and reported. */
 export interface AccountInviteMailer {
   /** Queues the email of this invitation in the caller's transaction (sent once it commits); the link's secret waits with it. */
-  queueAccountInvite(inviteId: number, token: string): void;
-  deliveriesOf(inviteIds: number[]): Map<number, AccountInviteDelivery>;
+  queueAccountInvite(inviteId: number, token: string): Promise<void>;
+  deliveriesOf(inviteIds: number[]): Promise<Map<number, AccountInviteDelivery>>;
 }
 
 /** Resets an account's two-factor sign-in (accounts.ts: TwoFactorService). */
 export interface AccountTwoFactor {
-  resetTwoFactor(accountId: number): void;
+  resetTwoFactor(accountId: number): Promise<void>;
 }
 
 /** Scopes an account to fleets (accounts.ts: AccountService.setAccountScope; 400 for an owner or admin, or an unknown fleet). */
 export interface AccountScopes {
-  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): unknown;
+  setAccountScope(actor: Actor, accountId: number, fleetIds: number[]): Promise<unknown>;
 }
 
 /** Ends the console sessions of an account (the admin-sessions room). */
 export interface AccountSessions {
-  endAllOf(accountId: number): number;
+  endAllOf(accountId: number): Promise<number>;
 }
 
 /** What the mail worker reads of an admin's invitation to compose its email (mail/ports.ts declares it). */
@@ -104,17 +104,17 @@ export class AccountManagement {
   }
 
   /** Every admin, with an invited one's latest link and its email. */
-  list(now = Date.now()): AccountEntry[] {
-    const rows = this.store.list();
-    const invites = this.invites.latestOf(rows.filter((row) => row.password_hash === null).map((row) => row.id));
-    const deliveries = this.mailer.deliveriesOf([...invites.values()].map((invite) => invite.id));
-    return rows.map((row) => this.entry(row, invites.get(row.id), deliveries, now));
+  async list(now = Date.now()): Promise<AccountEntry[]> {
+    const rows = await this.store.list();
+    const invites = await this.invites.latestOf(rows.filter((row) => row.password_hash === null).map((row) => row.id));
+    const deliveries = await this.mailer.deliveriesOf([...invites.values()].map((invite) => invite.id));
+    return Promise.all(rows.map((row) => this.entry(row, invites.get(row.id), deliveries, now)));
   }
 
-  get(id: number): AccountEntry {
-    const row = this.mustFind(id);
-    const invite = row.password_hash === null ? this.invites.latestOf([id]).get(id) : undefined;
-    return this.entry(row, invite, this.mailer.deliveriesOf(invite ? [invite.id] : []), Date.now());
+  async get(id: number): Promise<AccountEntry> {
+    const row = await this.mustFind(id);
+    const invite = row.password_hash === null ? (await this.invites.latestOf([id])).get(id) : undefined;
+    return this.entry(row, invite, await this.mailer.deliveriesOf(invite ? [invite.id] : []), Date.now());
   }
 
   /** Invites an admin by email with a role: a new account (`invited`) and its set-up link, emailed unless `noEmail`. */
@@ -128,11 +128,11 @@ export class AccountManagement {
       no_email?: boolean | undefined;
       fleet_ids?: number[] | undefined;
     },
-  ): { account: AccountEntry; setup_url: string | null; email_queued: boolean } {
+  ): Promise<{ account: AccountEntry; setup_url: string | null; email_queued: boolean }> {
     const email = input.email.trim();
     if (!isValidEmail(email)) throw new ApiError(400, 'ERROR_BAD_REQUEST', `"${email}" is not an email address`);
-    return this.work.run(() => {
-      const existing = this.store.byEmail(email);
+    return this.work.run(async () => {
+      const existing = await this.store.byEmail(email);
       if (existing) {
         const status = accountView(existing).status;
         throw new ApiError(
@@ -144,7 +144,7 @@ export class AccountManagement {
         );
       }
       const displayName = input.display_name?.trim() || email;
-      const id = this.store.insert({
+      const id = await this.store.insert({
         email,
         display_name: displayName,
         role: input.role,
@@ -152,11 +152,11 @@ export class AccountManagement {
         created_at: nowIso(),
       });
       // Scoped in the same transaction: an owner or admin with fleets, or an unknown fleet, makes nothing (400).
-      if (input.fleet_ids && input.fleet_ids.length > 0) this.scopes.setAccountScope(actor, id, input.fleet_ids);
-      const link = this.newInvite(actor, id, input.days, input.no_email === true);
-      this.events.record(
+      if (input.fleet_ids && input.fleet_ids.length > 0) await this.scopes.setAccountScope(actor, id, input.fleet_ids);
+      const link = await this.newInvite(actor, id, input.days, input.no_email === true);
+      await this.events.record(
         'account.invited',
-        `${nameOf(this.mustFind(id))} invited as ${input.role}${link.url ? ' (set-up link handed over, no email)' : ''}`,
+        `${nameOf(await this.mustFind(id))} invited as ${input.role}${link.url ? ' (set-up link handed over, no email)' : ''}`,
         {},
         {
           account_id: id,
@@ -167,7 +167,7 @@ export class AccountManagement {
           after: { role: input.role },
         },
       );
-      return { account: this.get(id), setup_url: link.url, email_queued: link.url === null };
+      return { account: await this.get(id), setup_url: link.url, email_queued: link.url === null };
     });
   }
 
@@ -176,9 +176,9 @@ export class AccountManagement {
     actor: Actor,
     id: number,
     input: { days?: number | undefined; no_email?: boolean | undefined },
-  ): { account: AccountEntry; setup_url: string | null; email_queued: boolean } {
-    return this.work.run(() => {
-      const row = this.mustFind(id);
+  ): Promise<{ account: AccountEntry; setup_url: string | null; email_queued: boolean }> {
+    return this.work.run(async () => {
+      const row = await this.mustFind(id);
       if (row.password_hash !== null || row.email === null) {
         throw new ApiError(
           409,
@@ -187,31 +187,31 @@ export class AccountManagement {
         );
       }
       if (row.disabled === 1) throw new ApiError(409, 'ERROR_CONFLICT', `${nameOf(row)} is disabled: enable the account first`);
-      const link = this.newInvite(actor, id, input.days, input.no_email === true);
-      this.events.record(
+      const link = await this.newInvite(actor, id, input.days, input.no_email === true);
+      await this.events.record(
         'account.reinvited',
         `${nameOf(row)} sent a new set-up link${link.url ? ' (handed over, no email)' : ''}; the previous one no longer works`,
         {},
         { account_id: id, email: row.email, name: row.display_name, email_queued: link.url === null },
       );
-      return { account: this.get(id), setup_url: link.url, email_queued: link.url === null };
+      return { account: await this.get(id), setup_url: link.url, email_queued: link.url === null };
     });
   }
 
   /** A new role (never one's own, never away from the last owner). */
-  setRole(actor: Actor, id: number, role: Role): AccountEntry {
-    return this.work.run(() => {
-      const row = this.mustFind(id);
+  setRole(actor: Actor, id: number, role: Role): Promise<AccountEntry> {
+    return this.work.run(async () => {
+      const row = await this.mustFind(id);
       if (row.id === actor.account.id) {
         throw new ApiError(409, 'ERROR_CONFLICT', 'You cannot change your own role: ask another owner to do it.');
       }
       if (row.role === role) return this.get(id);
-      if (row.role === 'owner') this.keepAnOwner(row, 'lose the owner role');
-      this.keepDataDirOwner(row, 'change its role');
-      this.store.setRole(id, role);
+      if (row.role === 'owner') await this.keepAnOwner(row, 'lose the owner role');
+      await this.keepDataDirOwner(row, 'change its role');
+      await this.store.setRole(id, role);
       // An owner or admin sees every fleet: a scope left from operator days goes (recorded as its own change).
-      if ((role === 'owner' || role === 'admin') && row.fleet_ids.length > 0) this.scopes.setAccountScope(actor, id, []);
-      this.events.record(
+      if ((role === 'owner' || role === 'admin') && row.fleet_ids.length > 0) await this.scopes.setAccountScope(actor, id, []);
+      await this.events.record(
         'account.role_changed',
         `${nameOf(row)}: role ${row.role} → ${role}`,
         {},
@@ -222,16 +222,16 @@ export class AccountManagement {
   }
 
   /** Disabled: their console sessions end now and their API tokens are refused (until enabled again). */
-  disable(actor: Actor, id: number): AccountEntry {
-    return this.work.run(() => {
-      const row = this.mustFind(id);
+  disable(actor: Actor, id: number): Promise<AccountEntry> {
+    return this.work.run(async () => {
+      const row = await this.mustFind(id);
       if (row.id === actor.account.id) throw new ApiError(409, 'ERROR_CONFLICT', 'You cannot disable your own account.');
       if (row.disabled === 1) return this.get(id);
-      if (row.role === 'owner') this.keepAnOwner(row, 'be disabled');
-      this.keepDataDirOwner(row, 'be disabled');
-      this.store.setDisabled(id, true);
-      const ended = this.sessions.endAllOf(id);
-      this.events.record(
+      if (row.role === 'owner') await this.keepAnOwner(row, 'be disabled');
+      await this.keepDataDirOwner(row, 'be disabled');
+      await this.store.setDisabled(id, true);
+      const ended = await this.sessions.endAllOf(id);
+      await this.events.record(
         'account.disabled',
         `${nameOf(row)} disabled: ${ended} console session(s) ended, API tokens refused`,
         {},
@@ -248,12 +248,12 @@ export class AccountManagement {
     });
   }
 
-  enable(actor: Actor, id: number): AccountEntry {
-    return this.work.run(() => {
-      const row = this.mustFind(id);
+  enable(actor: Actor, id: number): Promise<AccountEntry> {
+    return this.work.run(async () => {
+      const row = await this.mustFind(id);
       if (row.disabled === 0) return this.get(id);
-      this.store.setDisabled(id, false);
-      this.events.record(
+      await this.store.setDisabled(id, false);
+      await this.events.record(
         'account.enabled',
         `${nameOf(row)} enabled again`,
         {},
@@ -264,9 +264,9 @@ export class AccountManagement {
   }
 
   /** Another admin's lost phone: their two-factor secret and recovery codes are gone; they sign in with the password alone (or enrol again when it is required). */
-  resetTwoFactor(actor: Actor, id: number): AccountEntry {
-    return this.work.run(() => {
-      const row = this.mustFind(id);
+  resetTwoFactor(actor: Actor, id: number): Promise<AccountEntry> {
+    return this.work.run(async () => {
+      const row = await this.mustFind(id);
       if (row.id === actor.account.id) {
         throw new ApiError(
           409,
@@ -274,23 +274,23 @@ export class AccountManagement {
           'Your own two-factor sign-in is turned off or enrolled again on your own account’s page.',
         );
       }
-      this.twoFactor.resetTwoFactor(id);
+      await this.twoFactor.resetTwoFactor(id);
       return this.get(id);
     });
   }
 
   /** Deletes an admin with their tokens and sessions (never yourself, never the last owner). */
-  remove(actor: Actor, id: number): void {
-    this.work.run(() => {
-      const row = this.mustFind(id);
+  async remove(actor: Actor, id: number): Promise<void> {
+    await this.work.run(async () => {
+      const row = await this.mustFind(id);
       if (row.id === actor.account.id) {
         throw new ApiError(409, 'ERROR_CONFLICT', 'You cannot delete your own account: ask another owner to do it.');
       }
-      if (row.role === 'owner') this.keepAnOwner(row, 'be deleted');
-      this.keepDataDirOwner(row, 'be deleted');
-      this.sessions.endAllOf(id);
-      this.store.remove(id);
-      this.events.record(
+      if (row.role === 'owner') await this.keepAnOwner(row, 'be deleted');
+      await this.keepDataDirOwner(row, 'be deleted');
+      await this.sessions.endAllOf(id);
+      await this.store.remove(id);
+      await this.events.record(
         'account.deleted',
         `${nameOf(row)} (${row.role}) deleted, with their API tokens`,
         {},
@@ -306,8 +306,8 @@ export class AccountManagement {
   }
 
   /** Whom a set-up link is for, or a 410 saying why it no longer works. */
-  setupInfo(token: string, now = Date.now()): AccountSetupInfo {
-    const { invite, account, inviter } = this.liveInvite(token, now);
+  async setupInfo(token: string, now = Date.now()): Promise<AccountSetupInfo> {
+    const { invite, account, inviter } = await this.liveInvite(token, now);
     return {
       email: account.email ?? '',
       display_name: account.display_name,
@@ -325,17 +325,17 @@ export class AccountManagement {
     input: { token: string; password: string; display_name?: string | undefined },
     address: string | null,
   ): Promise<StoredAccount> {
-    this.liveInvite(input.token);
+    await this.liveInvite(input.token);
     const passwordHash = await hashPassword(input.password);
     // Checked again: the link may have been used, replaced or the account disabled while hashing.
-    const { invite, account } = this.liveInvite(input.token);
+    const { invite, account } = await this.liveInvite(input.token);
     const name = input.display_name?.trim() || account.display_name;
     const actor = { accountId: account.id, name, tokenId: null, tokenName: null, role: account.role };
     return requestContext.run({ actor, address, audited: false }, () =>
-      this.work.run(() => {
-        if (!this.invites.use(invite.id, nowIso())) throw this.gone('This set-up link was used already.');
-        this.store.setPassword(account.id, { password_hash: passwordHash, display_name: name });
-        this.events.record(
+      this.work.run(async () => {
+        if (!(await this.invites.use(invite.id, nowIso()))) throw this.gone('This set-up link was used already.');
+        await this.store.setPassword(account.id, { password_hash: passwordHash, display_name: name });
+        await this.events.record(
           'account.invitation_accepted',
           `${name} <${account.email ?? ''}> chose a password: the account is active`,
           {},
@@ -346,8 +346,8 @@ export class AccountManagement {
     );
   }
 
-  private liveInvite(token: string, now = Date.now()) {
-    const found = /^[0-9a-f]{64}$/.test(token) ? this.invites.byHash(sha256(token)) : undefined;
+  private async liveInvite(token: string, now = Date.now()) {
+    const found = /^[0-9a-f]{64}$/.test(token) ? await this.invites.byHash(sha256(token)) : undefined;
     if (!found) {
       throw this.gone('This set-up link is not valid: check that it was copied whole, or ask for a new invitation.');
     }
@@ -364,11 +364,16 @@ export class AccountManagement {
     return new ApiError(410, 'ERROR_SETUP_LINK_GONE', message);
   }
 
-  private newInvite(actor: Actor, accountId: number, days: number | undefined, noEmail: boolean): { url: string | null } {
+  private async newInvite(
+    actor: Actor,
+    accountId: number,
+    days: number | undefined,
+    noEmail: boolean,
+  ): Promise<{ url: string | null }> {
     const token = randomHex(32);
     const at = Date.now();
-    this.invites.replaceAll(accountId, new Date(at).toISOString());
-    const inviteId = this.invites.insert({
+    await this.invites.replaceAll(accountId, new Date(at).toISOString());
+    const inviteId = await this.invites.insert({
       account_id: accountId,
       token_hash: sha256(token),
       invited_by: actor.account.id,
@@ -376,12 +381,12 @@ export class AccountManagement {
       expires_at: new Date(at + (days ?? ACCOUNT_INVITE_DAYS.default) * DAY_MS).toISOString(),
     });
     if (noEmail) return { url: this.setupLink(token) };
-    this.mailer.queueAccountInvite(inviteId, token);
+    await this.mailer.queueAccountInvite(inviteId, token);
     return { url: null };
   }
 
-  private keepAnOwner(row: StoredAccount, what: string): void {
-    if (row.disabled === 0 && this.store.enabledOwners() <= 1) {
+  private async keepAnOwner(row: StoredAccount, what: string): Promise<void> {
+    if (row.disabled === 0 && (await this.store.enabledOwners()) <= 1) {
       throw new ApiError(
         409,
         'ERROR_CONFLICT',
@@ -390,8 +395,8 @@ export class AccountManagement {
     }
   }
 
-  private keepDataDirOwner(row: StoredAccount, what: string): void {
-    if (this.store.dataDirToken(row.id)) {
+  private async keepDataDirOwner(row: StoredAccount, what: string): Promise<void> {
+    if (await this.store.dataDirToken(row.id)) {
       throw new ApiError(
         409,
         'ERROR_CONFLICT',
@@ -400,22 +405,22 @@ export class AccountManagement {
     }
   }
 
-  private mustFind(id: number): StoredAccount {
-    const row = this.store.byId(id);
+  private async mustFind(id: number): Promise<StoredAccount> {
+    const row = await this.store.byId(id);
     if (!row) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin account ${id}`);
     return row;
   }
 
-  private entry(
+  private async entry(
     row: StoredAccount,
     invite: StoredAccountInvite | undefined,
     deliveries: Map<number, AccountInviteDelivery>,
     now: number,
-  ): AccountEntry {
+  ): Promise<AccountEntry> {
     const view = accountView(row);
     return {
       ...view,
-      data_dir_owner: this.store.dataDirToken(row.id) !== undefined,
+      data_dir_owner: (await this.store.dataDirToken(row.id)) !== undefined,
       invitation:
         view.status === 'invited' && invite
           ? {

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { Role } from '../../../src-shared/contract/accounts.ts';
 
 export interface StoredAccount {
@@ -64,221 +64,199 @@ export type NewAccount = Pick<StoredAccount, 'email' | 'display_name' | 'role' |
 
 /** The admin_accounts, api_tokens and admin_recovery_codes tables. */
 export interface AccountRepository {
-  count(): number;
-  byId(id: number): StoredAccount | undefined;
-  byEmail(email: string): StoredAccount | undefined;
-  owner(): StoredAccount | undefined;
-  insert(account: NewAccount): number;
+  count(): Promise<number>;
+  byId(id: number): Promise<StoredAccount | undefined>;
+  byEmail(email: string): Promise<StoredAccount | undefined>;
+  owner(): Promise<StoredAccount | undefined>;
+  insert(account: NewAccount): Promise<number>;
   /** Replaces an account's fleet scope (empty: every fleet). */
-  setAccountFleets(id: number, fleetIds: readonly number[]): void;
+  setAccountFleets(id: number, fleetIds: readonly number[]): Promise<void>;
   /** Replaces a token's fleet scope (empty: its account's). */
-  setTokenFleets(id: number, fleetIds: readonly number[]): void;
+  setTokenFleets(id: number, fleetIds: readonly number[]): Promise<void>;
   /** The accounts and unrevoked tokens scoped to this fleet. */
-  scopedBy(fleetId: number): FleetScopedBy;
-  setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void;
-  signedIn(id: number, at: string): void;
-  setPasswordHash(id: number, passwordHash: string): void;
+  scopedBy(fleetId: number): Promise<FleetScopedBy>;
+  setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): Promise<void>;
+  signedIn(id: number, at: string): Promise<void>;
+  setPasswordHash(id: number, passwordHash: string): Promise<void>;
 
   /** Two-factor: the secret being enrolled (null: none). */
-  setPendingTotp(id: number, secret: string | null): void;
+  setPendingTotp(id: number, secret: string | null): Promise<void>;
   /** Turns two-factor on with the pending secret confirmed at `step`, and its recovery codes (hashes). */
-  enableTotp(id: number, secret: string, at: string, step: number, recoveryHashes: string[]): void;
+  enableTotp(id: number, secret: string, at: string, step: number, recoveryHashes: string[]): Promise<void>;
   /** Takes TOTP time step `step` if it is later than the last one taken: false for a code used already. */
-  takeTotpStep(id: number, step: number): boolean;
+  takeTotpStep(id: number, step: number): Promise<boolean>;
   /** Two-factor off: secret, pending secret and recovery codes gone. */
-  clearTotp(id: number): void;
+  clearTotp(id: number): Promise<void>;
   /** Marks the unused recovery code with this hash used: false when there is none. */
-  useRecoveryCode(id: number, hash: string, at: string): boolean;
-  recoveryCodesLeft(id: number): number;
+  useRecoveryCode(id: number, hash: string, at: string): Promise<boolean>;
+  recoveryCodesLeft(id: number): Promise<number>;
   /** Every account, oldest first. */
-  list(): StoredAccount[];
-  setRole(id: number, role: Role): void;
-  setDisabled(id: number, disabled: boolean): void;
+  list(): Promise<StoredAccount[]>;
+  setRole(id: number, role: Role): Promise<void>;
+  setDisabled(id: number, disabled: boolean): Promise<void>;
   /** An invited admin's password (and name, when they chose one). */
-  setPassword(id: number, fields: { password_hash: string; display_name: string }): void;
+  setPassword(id: number, fields: { password_hash: string; display_name: string }): Promise<void>;
   /** Deletes the account; its tokens and invitations go with it. */
-  remove(id: number): void;
+  remove(id: number): Promise<void>;
   /** Owners not disabled. */
-  enabledOwners(): number;
+  enabledOwners(): Promise<number>;
 
   /** The token with this hash and its account, read in one statement (it runs on every bearer request). */
-  tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined;
-  tokenById(id: number): StoredApiToken | undefined;
-  dataDirToken(accountId: number): StoredApiToken | undefined;
-  insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at' | 'fleet_ids'>): number;
-  setTokenHash(id: number, hash: string): void;
-  tokenUsed(id: number, at: string): void;
-  revokeToken(id: number, at: string): void;
+  tokenByHash(hash: string): Promise<{ token: StoredApiToken; account: StoredAccount } | undefined>;
+  tokenById(id: number): Promise<StoredApiToken | undefined>;
+  dataDirToken(accountId: number): Promise<StoredApiToken | undefined>;
+  insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at' | 'fleet_ids'>): Promise<number>;
+  setTokenHash(id: number, hash: string): Promise<void>;
+  tokenUsed(id: number, at: string): Promise<void>;
+  revokeToken(id: number, at: string): Promise<void>;
   /** Every token, or those of one account; newest first. */
-  tokens(accountId?: number): ListedApiToken[];
+  tokens(accountId?: number): Promise<ListedApiToken[]>;
 }
 
 export class SqliteAccountRepository implements AccountRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     const listed = `SELECT t.id, t.account_id, t.name, t.role, t.kind, t.created_at, t.expires_at, t.last_used_at, t.revoked_at,
         coalesce(a.display_name, a.email) AS account_name, ${TOKEN_FLEETS} AS fleet_ids
       FROM api_tokens t JOIN admin_accounts a ON a.id = t.account_id`;
     this.s = {
-      count: db.prepare(`SELECT count(*) FROM admin_accounts`).pluck(),
-      byId: db.prepare(`${ACCOUNT} WHERE a.id = ?`),
-      byEmail: db.prepare(`${ACCOUNT} WHERE a.email = ? COLLATE NOCASE`),
-      owner: db.prepare(`${ACCOUNT} WHERE a.role = 'owner' ORDER BY a.id LIMIT 1`),
-      clearAccountFleets: db.prepare(`DELETE FROM account_fleets WHERE account_id = ?`),
-      addAccountFleet: db.prepare(`INSERT OR IGNORE INTO account_fleets (account_id, fleet_id) VALUES (?, ?)`),
-      clearTokenFleets: db.prepare(`DELETE FROM token_fleets WHERE token_id = ?`),
-      addTokenFleet: db.prepare(`INSERT OR IGNORE INTO token_fleets (token_id, fleet_id) VALUES (?, ?)`),
-      accountsOfFleet: db.prepare(
-        `SELECT a.id, coalesce(nullif(a.display_name, ''), a.email, 'account ' || a.id) AS name
+      count: `SELECT count(*) FROM admin_accounts`,
+      byId: `${ACCOUNT} WHERE a.id = ?`,
+      byEmail: `${ACCOUNT} WHERE a.email = ? COLLATE NOCASE`,
+      owner: `${ACCOUNT} WHERE a.role = 'owner' ORDER BY a.id LIMIT 1`,
+      clearAccountFleets: `DELETE FROM account_fleets WHERE account_id = ?`,
+      addAccountFleet: `INSERT INTO account_fleets (account_id, fleet_id) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+      clearTokenFleets: `DELETE FROM token_fleets WHERE token_id = ?`,
+      addTokenFleet: `INSERT INTO token_fleets (token_id, fleet_id) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+      accountsOfFleet: `SELECT a.id, coalesce(nullif(a.display_name, ''), a.email, 'account ' || a.id) AS name
          FROM account_fleets s JOIN admin_accounts a ON a.id = s.account_id WHERE s.fleet_id = ? ORDER BY a.id`,
-      ),
-      tokensOfFleet: db.prepare(
-        `SELECT t.id, t.name FROM token_fleets s JOIN api_tokens t ON t.id = s.token_id WHERE s.fleet_id = ? ORDER BY t.id`,
-      ),
-      dropRevokedTokenFleets: db.prepare(
-        `DELETE FROM token_fleets WHERE fleet_id = ? AND token_id IN (SELECT id FROM api_tokens WHERE revoked_at IS NOT NULL)`,
-      ),
-      insert: db.prepare(
-        `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at)
-         VALUES (@email, @display_name, @role, @password_hash, @created_at)`,
-      ),
-      setCredentials: db.prepare(
-        `UPDATE admin_accounts SET email = @email, display_name = @display_name, password_hash = @password_hash WHERE id = @id`,
-      ),
-      signedIn: db.prepare(`UPDATE admin_accounts SET last_sign_in_at = ? WHERE id = ?`),
-      setPasswordHash: db.prepare(`UPDATE admin_accounts SET password_hash = ? WHERE id = ?`),
-      setPendingTotp: db.prepare(`UPDATE admin_accounts SET totp_pending_secret = ? WHERE id = ?`),
-      enableTotp: db.prepare(
-        `UPDATE admin_accounts SET totp_secret = @secret, totp_pending_secret = NULL, totp_enabled_at = @at, totp_last_step = @step
+      tokensOfFleet: `SELECT t.id, t.name FROM token_fleets s JOIN api_tokens t ON t.id = s.token_id WHERE s.fleet_id = ? ORDER BY t.id`,
+      dropRevokedTokenFleets: `DELETE FROM token_fleets WHERE fleet_id = ? AND token_id IN (SELECT id FROM api_tokens WHERE revoked_at IS NOT NULL)`,
+      insert: `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at)
+         VALUES (@email, @display_name, @role, @password_hash, @created_at) RETURNING id`,
+      setCredentials: `UPDATE admin_accounts SET email = @email, display_name = @display_name, password_hash = @password_hash WHERE id = @id`,
+      signedIn: `UPDATE admin_accounts SET last_sign_in_at = ? WHERE id = ?`,
+      setPasswordHash: `UPDATE admin_accounts SET password_hash = ? WHERE id = ?`,
+      setPendingTotp: `UPDATE admin_accounts SET totp_pending_secret = ? WHERE id = ?`,
+      enableTotp: `UPDATE admin_accounts SET totp_secret = @secret, totp_pending_secret = NULL, totp_enabled_at = @at, totp_last_step = @step
          WHERE id = @id`,
-      ),
-      takeTotpStep: db.prepare(
-        `UPDATE admin_accounts SET totp_last_step = @step WHERE id = @id AND totp_secret IS NOT NULL
+      takeTotpStep: `UPDATE admin_accounts SET totp_last_step = @step WHERE id = @id AND totp_secret IS NOT NULL
            AND (totp_last_step IS NULL OR totp_last_step < @step)`,
-      ),
-      clearTotp: db.prepare(
-        `UPDATE admin_accounts SET totp_secret = NULL, totp_pending_secret = NULL, totp_enabled_at = NULL, totp_last_step = NULL
+      clearTotp: `UPDATE admin_accounts SET totp_secret = NULL, totp_pending_secret = NULL, totp_enabled_at = NULL, totp_last_step = NULL
          WHERE id = ?`,
-      ),
-      clearRecoveryCodes: db.prepare(`DELETE FROM admin_recovery_codes WHERE account_id = ?`),
-      insertRecoveryCode: db.prepare(`INSERT INTO admin_recovery_codes (account_id, code_hash, created_at) VALUES (?, ?, ?)`),
-      useRecoveryCode: db.prepare(
-        `UPDATE admin_recovery_codes SET used_at = @at
+      clearRecoveryCodes: `DELETE FROM admin_recovery_codes WHERE account_id = ?`,
+      insertRecoveryCode: `INSERT INTO admin_recovery_codes (account_id, code_hash, created_at) VALUES (?, ?, ?)`,
+      useRecoveryCode: `UPDATE admin_recovery_codes SET used_at = @at
          WHERE id = (SELECT id FROM admin_recovery_codes WHERE account_id = @id AND code_hash = @hash AND used_at IS NULL LIMIT 1)`,
-      ),
-      recoveryCodesLeft: db.prepare(`SELECT count(*) FROM admin_recovery_codes WHERE account_id = ? AND used_at IS NULL`).pluck(),
-      list: db.prepare(`${ACCOUNT} ORDER BY a.id`),
-      setRole: db.prepare(`UPDATE admin_accounts SET role = ? WHERE id = ?`),
-      setDisabled: db.prepare(`UPDATE admin_accounts SET disabled = ? WHERE id = ?`),
-      setPassword: db.prepare(
-        `UPDATE admin_accounts SET password_hash = @password_hash, display_name = @display_name WHERE id = @id`,
-      ),
-      remove: db.prepare(`DELETE FROM admin_accounts WHERE id = ?`),
-      enabledOwners: db.prepare(`SELECT count(*) FROM admin_accounts WHERE role = 'owner' AND disabled = 0`).pluck(),
-      tokenByHash: db.prepare(
-        `SELECT t.*, a.email AS a_email, a.display_name AS a_display_name, a.role AS a_role, a.password_hash AS a_password_hash,
+      recoveryCodesLeft: `SELECT count(*) FROM admin_recovery_codes WHERE account_id = ? AND used_at IS NULL`,
+      list: `${ACCOUNT} ORDER BY a.id`,
+      setRole: `UPDATE admin_accounts SET role = ? WHERE id = ?`,
+      setDisabled: `UPDATE admin_accounts SET disabled = ? WHERE id = ?`,
+      setPassword: `UPDATE admin_accounts SET password_hash = @password_hash, display_name = @display_name WHERE id = @id`,
+      remove: `DELETE FROM admin_accounts WHERE id = ?`,
+      enabledOwners: `SELECT count(*) FROM admin_accounts WHERE role = 'owner' AND disabled = 0`,
+      tokenByHash: `SELECT t.*, a.email AS a_email, a.display_name AS a_display_name, a.role AS a_role, a.password_hash AS a_password_hash,
            a.disabled AS a_disabled, a.created_at AS a_created_at, a.last_sign_in_at AS a_last_sign_in_at,
            a.totp_secret AS a_totp_secret, a.totp_pending_secret AS a_totp_pending_secret,
            a.totp_enabled_at AS a_totp_enabled_at, a.totp_last_step AS a_totp_last_step,
            ${TOKEN_FLEETS} AS fleet_ids, ${ACCOUNT_FLEETS} AS a_fleet_ids
          FROM api_tokens t JOIN admin_accounts a ON a.id = t.account_id WHERE t.token_hash = ?`,
-      ),
-      tokenById: db.prepare(`${TOKEN} WHERE t.id = ?`),
-      dataDirToken: db.prepare(`${TOKEN} WHERE t.account_id = ? AND t.kind = 'data-dir' ORDER BY t.id LIMIT 1`),
-      insertToken: db.prepare(
-        `INSERT INTO api_tokens (account_id, name, role, kind, token_hash, created_at, expires_at)
-         VALUES (@account_id, @name, @role, @kind, @token_hash, @created_at, @expires_at)`,
-      ),
-      setTokenHash: db.prepare(`UPDATE api_tokens SET token_hash = ? WHERE id = ?`),
-      tokenUsed: db.prepare(`UPDATE api_tokens SET last_used_at = ? WHERE id = ?`),
-      revokeToken: db.prepare(`UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
-      allTokens: db.prepare(`${listed} ORDER BY t.id DESC`),
-      accountTokens: db.prepare(`${listed} WHERE t.account_id = ? ORDER BY t.id DESC`),
+      tokenById: `${TOKEN} WHERE t.id = ?`,
+      dataDirToken: `${TOKEN} WHERE t.account_id = ? AND t.kind = 'data-dir' ORDER BY t.id LIMIT 1`,
+      insertToken: `INSERT INTO api_tokens (account_id, name, role, kind, token_hash, created_at, expires_at)
+         VALUES (@account_id, @name, @role, @kind, @token_hash, @created_at, @expires_at) RETURNING id`,
+      setTokenHash: `UPDATE api_tokens SET token_hash = ? WHERE id = ?`,
+      tokenUsed: `UPDATE api_tokens SET last_used_at = ? WHERE id = ?`,
+      revokeToken: `UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
+      allTokens: `${listed} ORDER BY t.id DESC`,
+      accountTokens: `${listed} WHERE t.account_id = ? ORDER BY t.id DESC`,
     };
   }
 
-  count(): number {
-    return this.s.count.get() as number;
+  async count(): Promise<number> {
+    return (await this.sql.value(this.s.count)) as number;
   }
-  byId(id: number): StoredAccount | undefined {
-    return parsed<StoredAccount>(this.s.byId.get(id) as Raw<StoredAccount> | undefined);
+  async byId(id: number): Promise<StoredAccount | undefined> {
+    return parsed<StoredAccount>((await this.sql.get(this.s.byId, [id])) as Raw<StoredAccount> | undefined);
   }
-  byEmail(email: string): StoredAccount | undefined {
-    return parsed<StoredAccount>(this.s.byEmail.get(email) as Raw<StoredAccount> | undefined);
+  async byEmail(email: string): Promise<StoredAccount | undefined> {
+    return parsed<StoredAccount>((await this.sql.get(this.s.byEmail, [email])) as Raw<StoredAccount> | undefined);
   }
-  owner(): StoredAccount | undefined {
-    return parsed<StoredAccount>(this.s.owner.get() as Raw<StoredAccount> | undefined);
+  async owner(): Promise<StoredAccount | undefined> {
+    return parsed<StoredAccount>((await this.sql.get(this.s.owner)) as Raw<StoredAccount> | undefined);
   }
-  insert(account: NewAccount): number {
-    return Number(this.s.insert.run(account).lastInsertRowid);
+  async insert(account: NewAccount): Promise<number> {
+    return Number(await this.sql.value<number>(this.s.insert, account));
   }
-  setAccountFleets(id: number, fleetIds: readonly number[]): void {
-    this.s.clearAccountFleets.run(id);
-    for (const fleetId of fleetIds) this.s.addAccountFleet.run(id, fleetId);
+  async setAccountFleets(id: number, fleetIds: readonly number[]): Promise<void> {
+    await this.sql.run(this.s.clearAccountFleets, [id]);
+    for (const fleetId of fleetIds) await this.sql.run(this.s.addAccountFleet, [id, fleetId]);
   }
-  setTokenFleets(id: number, fleetIds: readonly number[]): void {
-    this.s.clearTokenFleets.run(id);
-    for (const fleetId of fleetIds) this.s.addTokenFleet.run(id, fleetId);
+  async setTokenFleets(id: number, fleetIds: readonly number[]): Promise<void> {
+    await this.sql.run(this.s.clearTokenFleets, [id]);
+    for (const fleetId of fleetIds) await this.sql.run(this.s.addTokenFleet, [id, fleetId]);
   }
-  scopedBy(fleetId: number): FleetScopedBy {
+  async scopedBy(fleetId: number): Promise<FleetScopedBy> {
     // A revoked token's scope is history: it does not keep its fleet from being deleted.
-    this.s.dropRevokedTokenFleets.run(fleetId);
+    await this.sql.run(this.s.dropRevokedTokenFleets, [fleetId]);
     return {
-      accounts: this.s.accountsOfFleet.all(fleetId) as { id: number; name: string }[],
-      tokens: this.s.tokensOfFleet.all(fleetId) as { id: number; name: string }[],
+      accounts: (await this.sql.all(this.s.accountsOfFleet, [fleetId])) as { id: number; name: string }[],
+      tokens: (await this.sql.all(this.s.tokensOfFleet, [fleetId])) as { id: number; name: string }[],
     };
   }
-  setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): void {
-    this.s.setCredentials.run({ id, ...fields });
+  async setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): Promise<void> {
+    await this.sql.run(this.s.setCredentials, { id, ...fields });
   }
-  signedIn(id: number, at: string): void {
-    this.s.signedIn.run(at, id);
+  async signedIn(id: number, at: string): Promise<void> {
+    await this.sql.run(this.s.signedIn, [at, id]);
   }
-  setPasswordHash(id: number, passwordHash: string): void {
-    this.s.setPasswordHash.run(passwordHash, id);
+  async setPasswordHash(id: number, passwordHash: string): Promise<void> {
+    await this.sql.run(this.s.setPasswordHash, [passwordHash, id]);
   }
-  setPendingTotp(id: number, secret: string | null): void {
-    this.s.setPendingTotp.run(secret, id);
+  async setPendingTotp(id: number, secret: string | null): Promise<void> {
+    await this.sql.run(this.s.setPendingTotp, [secret, id]);
   }
-  enableTotp(id: number, secret: string, at: string, step: number, recoveryHashes: string[]): void {
-    this.s.enableTotp.run({ id, secret, at, step });
-    this.s.clearRecoveryCodes.run(id);
-    for (const hash of recoveryHashes) this.s.insertRecoveryCode.run(id, hash, at);
+  async enableTotp(id: number, secret: string, at: string, step: number, recoveryHashes: string[]): Promise<void> {
+    await this.sql.run(this.s.enableTotp, { id, secret, at, step });
+    await this.sql.run(this.s.clearRecoveryCodes, [id]);
+    for (const hash of recoveryHashes) await this.sql.run(this.s.insertRecoveryCode, [id, hash, at]);
   }
-  takeTotpStep(id: number, step: number): boolean {
-    return this.s.takeTotpStep.run({ id, step }).changes === 1;
+  async takeTotpStep(id: number, step: number): Promise<boolean> {
+    return (await this.sql.run(this.s.takeTotpStep, { id, step })).changes === 1;
   }
-  clearTotp(id: number): void {
-    this.s.clearTotp.run(id);
-    this.s.clearRecoveryCodes.run(id);
+  async clearTotp(id: number): Promise<void> {
+    await this.sql.run(this.s.clearTotp, [id]);
+    await this.sql.run(this.s.clearRecoveryCodes, [id]);
   }
-  useRecoveryCode(id: number, hash: string, at: string): boolean {
-    return this.s.useRecoveryCode.run({ id, hash, at }).changes === 1;
+  async useRecoveryCode(id: number, hash: string, at: string): Promise<boolean> {
+    return (await this.sql.run(this.s.useRecoveryCode, { id, hash, at })).changes === 1;
   }
-  recoveryCodesLeft(id: number): number {
-    return this.s.recoveryCodesLeft.get(id) as number;
+  async recoveryCodesLeft(id: number): Promise<number> {
+    return (await this.sql.value(this.s.recoveryCodesLeft, [id])) as number;
   }
-  list(): StoredAccount[] {
-    return (this.s.list.all() as Raw<StoredAccount>[]).map((row) => parsed<StoredAccount>(row)!);
+  async list(): Promise<StoredAccount[]> {
+    return ((await this.sql.all(this.s.list)) as Raw<StoredAccount>[]).map((row) => parsed<StoredAccount>(row)!);
   }
-  setRole(id: number, role: Role): void {
-    this.s.setRole.run(role, id);
+  async setRole(id: number, role: Role): Promise<void> {
+    await this.sql.run(this.s.setRole, [role, id]);
   }
-  setDisabled(id: number, disabled: boolean): void {
-    this.s.setDisabled.run(disabled ? 1 : 0, id);
+  async setDisabled(id: number, disabled: boolean): Promise<void> {
+    await this.sql.run(this.s.setDisabled, [disabled ? 1 : 0, id]);
   }
-  setPassword(id: number, fields: { password_hash: string; display_name: string }): void {
-    this.s.setPassword.run({ id, ...fields });
+  async setPassword(id: number, fields: { password_hash: string; display_name: string }): Promise<void> {
+    await this.sql.run(this.s.setPassword, { id, ...fields });
   }
-  remove(id: number): void {
-    this.s.remove.run(id);
+  async remove(id: number): Promise<void> {
+    await this.sql.run(this.s.remove, [id]);
   }
-  enabledOwners(): number {
-    return this.s.enabledOwners.get() as number;
+  async enabledOwners(): Promise<number> {
+    return (await this.sql.value(this.s.enabledOwners)) as number;
   }
-  tokenByHash(hash: string): { token: StoredApiToken; account: StoredAccount } | undefined {
-    const row = this.s.tokenByHash.get(hash) as (Raw<StoredApiToken> & AccountColumns) | undefined;
+  async tokenByHash(hash: string): Promise<{ token: StoredApiToken; account: StoredAccount } | undefined> {
+    const row = (await this.sql.get(this.s.tokenByHash, [hash])) as (Raw<StoredApiToken> & AccountColumns) | undefined;
     if (!row) return undefined;
     const {
       a_email,
@@ -313,27 +291,27 @@ export class SqliteAccountRepository implements AccountRepository {
     };
     return { token, account };
   }
-  tokenById(id: number): StoredApiToken | undefined {
-    return parsed<StoredApiToken>(this.s.tokenById.get(id) as Raw<StoredApiToken> | undefined);
+  async tokenById(id: number): Promise<StoredApiToken | undefined> {
+    return parsed<StoredApiToken>((await this.sql.get(this.s.tokenById, [id])) as Raw<StoredApiToken> | undefined);
   }
-  dataDirToken(accountId: number): StoredApiToken | undefined {
-    return parsed<StoredApiToken>(this.s.dataDirToken.get(accountId) as Raw<StoredApiToken> | undefined);
+  async dataDirToken(accountId: number): Promise<StoredApiToken | undefined> {
+    return parsed<StoredApiToken>((await this.sql.get(this.s.dataDirToken, [accountId])) as Raw<StoredApiToken> | undefined);
   }
-  insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at' | 'fleet_ids'>): number {
-    return Number(this.s.insertToken.run(token).lastInsertRowid);
+  async insertToken(token: Omit<StoredApiToken, 'id' | 'last_used_at' | 'revoked_at' | 'fleet_ids'>): Promise<number> {
+    return Number(await this.sql.value<number>(this.s.insertToken, token));
   }
-  setTokenHash(id: number, hash: string): void {
-    this.s.setTokenHash.run(hash, id);
+  async setTokenHash(id: number, hash: string): Promise<void> {
+    await this.sql.run(this.s.setTokenHash, [hash, id]);
   }
-  tokenUsed(id: number, at: string): void {
-    this.s.tokenUsed.run(at, id);
+  async tokenUsed(id: number, at: string): Promise<void> {
+    await this.sql.run(this.s.tokenUsed, [at, id]);
   }
-  revokeToken(id: number, at: string): void {
-    this.s.revokeToken.run(at, id);
+  async revokeToken(id: number, at: string): Promise<void> {
+    await this.sql.run(this.s.revokeToken, [at, id]);
   }
-  tokens(accountId?: number): ListedApiToken[] {
+  async tokens(accountId?: number): Promise<ListedApiToken[]> {
     const rows = (
-      accountId === undefined ? this.s.allTokens.all() : this.s.accountTokens.all(accountId)
+      accountId === undefined ? await this.sql.all(this.s.allTokens) : await this.sql.all(this.s.accountTokens, [accountId])
     ) as Raw<ListedApiToken>[];
     return rows.map((row) => parsed<ListedApiToken>(row)!);
   }

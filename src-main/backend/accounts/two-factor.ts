@@ -75,24 +75,24 @@ export class TwoFactorService {
     this.now = deps.now ?? Date.now;
   }
 
-  status(account: StoredAccount): TwoFactorStatus {
+  async status(account: StoredAccount): Promise<TwoFactorStatus> {
     const enabled = account.totp_secret !== null;
     return {
       enabled,
       enabled_at: account.totp_enabled_at,
-      recovery_codes_left: enabled ? this.store.recoveryCodesLeft(account.id) : 0,
+      recovery_codes_left: enabled ? await this.store.recoveryCodesLeft(account.id) : 0,
     };
   }
 
   /** A new secret to enrol (replacing one not confirmed): shown in this answer only. 409 while two-factor is on. */
-  begin(account: StoredAccount): { secret: string; otpauth_url: string } {
+  async begin(account: StoredAccount): Promise<{ secret: string; otpauth_url: string }> {
     if (account.totp_secret !== null) {
       throw new ApiError(409, 'ERROR_CONFLICT', 'Two-factor sign-in is on already: turn it off first to enrol another app.');
     }
     const secret = new Secret({ size: 20 }).base32;
-    this.work.run(() => {
-      this.store.setPendingTotp(account.id, secret);
-      this.events.record(
+    await this.work.run(async () => {
+      await this.store.setPendingTotp(account.id, secret);
+      await this.events.record(
         'account.two_factor_enrolment_started',
         `${account.email ?? account.display_name} started enrolling an authenticator app`,
         {},
@@ -103,9 +103,9 @@ export class TwoFactorService {
   }
 
   /** The enrolment confirmed by a code of the app: two-factor on, and ten recovery codes returned (this once). */
-  confirm(account: StoredAccount, code: string): { recovery_codes: string[] } {
-    return this.work.run(() => {
-      const current = this.store.byId(account.id);
+  confirm(account: StoredAccount, code: string): Promise<{ recovery_codes: string[] }> {
+    return this.work.run(async () => {
+      const current = await this.store.byId(account.id);
       if (!current) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin ${account.id}`);
       if (current.totp_secret !== null) throw new ApiError(409, 'ERROR_CONFLICT', 'Two-factor sign-in is on already.');
       const pending = current.totp_pending_secret;
@@ -121,14 +121,14 @@ export class TwoFactorService {
         );
       }
       const codes = Array.from({ length: RECOVERY_CODE_COUNT }, drawRecoveryCode);
-      this.store.enableTotp(
+      await this.store.enableTotp(
         current.id,
         pending,
         new Date(this.now()).toISOString(),
         step,
         codes.map((c) => recoveryHash(current.id, c)),
       );
-      this.events.record(
+      await this.events.record(
         'account.two_factor_enabled',
         `Two-factor sign-in turned on for ${nameOf(current)}`,
         {},
@@ -144,31 +144,31 @@ export class TwoFactorService {
    * The sign-in's second step: a code of the app (each accepted once) or an unused recovery code
    * (then used up). Null when neither matches, or two-factor is off.
    */
-  verify(account: StoredAccount, code: string): SecondFactor | null {
-    const current = this.store.byId(account.id);
+  async verify(account: StoredAccount, code: string): Promise<SecondFactor | null> {
+    const current = await this.store.byId(account.id);
     if (!current?.totp_secret) return null;
     const typed = code.trim();
     if (/^\d[\d\s]*$/.test(typed)) {
       const step = this.stepOf(current, current.totp_secret, typed);
-      return step !== null && this.store.takeTotpStep(current.id, step) ? 'totp' : null;
+      return step !== null && (await this.store.takeTotpStep(current.id, step)) ? 'totp' : null;
     }
     if (!/^[a-z0-9\s-]{10,20}$/i.test(typed)) return null;
-    return this.work.run(() => {
-      if (!this.store.useRecoveryCode(current.id, recoveryHash(current.id, typed), new Date(this.now()).toISOString())) {
+    return this.work.run(async () => {
+      if (!(await this.store.useRecoveryCode(current.id, recoveryHash(current.id, typed), new Date(this.now()).toISOString()))) {
         return null;
       }
-      this.events.record(
+      await this.events.record(
         'account.recovery_code_used',
-        `A recovery code was used to sign in as ${nameOf(current)} (${this.store.recoveryCodesLeft(current.id)} left)`,
+        `A recovery code was used to sign in as ${nameOf(current)} (${await this.store.recoveryCodesLeft(current.id)} left)`,
         {},
-        { account_id: current.id, left: this.store.recoveryCodesLeft(current.id) },
+        { account_id: current.id, left: await this.store.recoveryCodesLeft(current.id) },
       );
       return 'recovery' as const;
     });
   }
 
   /** Turns one's own two-factor off, with a current code or a recovery code. */
-  disable(account: StoredAccount, code: string, required: boolean): void {
+  async disable(account: StoredAccount, code: string, required: boolean): Promise<void> {
     if (account.totp_secret === null) return;
     if (required) {
       throw new ApiError(
@@ -177,12 +177,12 @@ export class TwoFactorService {
         'The owner requires two-factor sign-in for everyone: it cannot be turned off (an owner or admin can reset it, to enrol again).',
       );
     }
-    if (this.verify(account, code) === null) {
+    if ((await this.verify(account, code)) === null) {
       throw new ApiError(400, 'ERROR_TWO_FACTOR_CODE', 'That is neither a current code of the app nor an unused recovery code.');
     }
-    this.work.run(() => {
-      this.store.clearTotp(account.id);
-      this.events.record(
+    await this.work.run(async () => {
+      await this.store.clearTotp(account.id);
+      await this.events.record(
         'account.two_factor_disabled',
         `Two-factor sign-in turned off by ${nameOf(account)}`,
         {},
@@ -197,13 +197,13 @@ export class TwoFactorService {
    * Another admin's two-factor reset (a lost phone): secret and recovery codes gone; the admin
    * signs in with the password alone, or enrols again at sign-in when two-factor is required.
    */
-  resetTwoFactor(accountId: number): void {
-    this.work.run(() => {
-      const account = this.store.byId(accountId);
+  async resetTwoFactor(accountId: number): Promise<void> {
+    await this.work.run(async () => {
+      const account = await this.store.byId(accountId);
       if (!account) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin ${accountId}`);
       if (account.totp_secret === null && account.totp_pending_secret === null) return;
-      this.store.clearTotp(accountId);
-      this.events.record(
+      await this.store.clearTotp(accountId);
+      await this.events.record(
         'account.two_factor_reset',
         `Two-factor sign-in reset for ${nameOf(account)}`,
         {},

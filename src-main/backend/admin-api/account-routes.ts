@@ -15,24 +15,26 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
   adminRoute(app, 'me', async (request) => {
     const actor = actorOf(request);
     const { token } = actor;
+    const fleetNames = async (ids: number[] | null) =>
+      ids === null ? null : Promise.all(ids.map(async (id) => ({ id, name: (await fleets.byId(id))?.name ?? `#${id}` })));
     return {
       account: accountView(actor.account),
       via: token ? ('token' as const) : ('session' as const),
       token: token ? { id: token.id, name: token.name, role: token.role } : null,
       role: roleOf(actor),
-      fleets: fleetScopeOf(actor)?.map((id) => ({ id, name: fleets.byId(id)?.name ?? `#${id}` })) ?? null,
+      fleets: await fleetNames(fleetScopeOf(actor)),
       permissions: [...ROLE_PERMISSIONS[roleOf(actor)]],
     };
   });
 
   adminRoute(app, 'accounts.setScope', async (request) =>
-    accountView(accounts.setAccountScope(actorOf(request), request.params.id, request.body.fleet_ids)),
+    accountView(await accounts.setAccountScope(actorOf(request), request.params.id, request.body.fleet_ids)),
   );
 
-  adminRoute(app, 'tokens.list', async (request) => ({ items: accounts.tokens(actorOf(request)) }));
+  adminRoute(app, 'tokens.list', async (request) => ({ items: await accounts.tokens(actorOf(request)) }));
 
   adminRoute(app, 'tokens.create', async (request, reply) => {
-    const { token, row } = accounts.createToken(actorOf(request), request.body);
+    const { token, row } = await accounts.createToken(actorOf(request), request.body);
     return reply.code(201).send({ ...row, token });
   });
 
@@ -44,19 +46,19 @@ export const accountManagementRoutes: FastifyPluginAsyncTypebox<{
   admins: AccountManagement;
   actorOf: (request: FastifyRequest) => Actor;
 }> = async (app, { admins, actorOf }) => {
-  adminRoute(app, 'accounts.list', async () => ({ items: admins.list() }));
+  adminRoute(app, 'accounts.list', async () => ({ items: await admins.list() }));
   adminRoute(app, 'accounts.invite', async (request, reply) =>
-    reply.code(201).send(admins.invite(actorOf(request), request.body)),
+    reply.code(201).send(await admins.invite(actorOf(request), request.body)),
   );
   adminRoute(app, 'accounts.reinvite', async (request, reply) =>
-    reply.code(201).send(admins.reinvite(actorOf(request), request.params.id, request.body ?? {})),
+    reply.code(201).send(await admins.reinvite(actorOf(request), request.params.id, request.body ?? {})),
   );
   adminRoute(app, 'accounts.update', async (request) => admins.setRole(actorOf(request), request.params.id, request.body.role));
   adminRoute(app, 'accounts.disable', async (request) => admins.disable(actorOf(request), request.params.id));
   adminRoute(app, 'accounts.enable', async (request) => admins.enable(actorOf(request), request.params.id));
   adminRoute(app, 'accounts.resetTwoFactor', async (request) => admins.resetTwoFactor(actorOf(request), request.params.id));
   adminRoute(app, 'accounts.remove', async (request, reply) => {
-    admins.remove(actorOf(request), request.params.id);
+    await admins.remove(actorOf(request), request.params.id);
     return reply.code(204).send();
   });
 };

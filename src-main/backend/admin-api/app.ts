@@ -54,13 +54,13 @@ export interface AdminAppOptions {
   /** Bulk jobs (with a broker only: they send its commands). */
   jobs?: JobService;
   auth: AdminAuth;
-  info: () => ServerInfo;
+  info: () => Promise<ServerInfo>;
   /** The MQTT broker: its status and the commands to agents. */
   broker?: MqttBroker;
   /** The device simulator, injected by the caller (the backend never imports it). */
   simulate?: DeviceSimulator;
   /** Makes a LAN address the public host now (the one-click fix of the loopback warning). */
-  choosePublicHost?: (host: string) => void;
+  choosePublicHost?: (host: string) => Promise<void>;
   /** The address the listener binds to: its name is served besides the loopback ones. */
   bindHost?: string;
   /** Connections the listener accepts at once (http/socket-limits.ts). */
@@ -135,7 +135,7 @@ export async function adminApp({
   // No schema: a repeated or missing ticket lands on the sign-in page, not on a 400.
   adminRoute(app, 'openSignInLink', async (request, reply) => {
     const ticket = ticketOf(request.query);
-    if (ticket !== null && auth.redeemTicket(ticket, request, reply)) {
+    if (ticket !== null && (await auth.redeemTicket(ticket, request, reply))) {
       connections.authenticated(request.raw.socket);
       return reply.redirect('/');
     }
@@ -146,7 +146,7 @@ export async function adminApp({
   // The sign-in page posts the admin token or a sign-in link here; only from the console's own page.
   adminRoute(app, 'signIn', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-    const outcome = auth.signIn(request.body.credential, request, reply);
+    const outcome = await auth.signIn(request.body.credential, request, reply);
     if (!outcome.ok && outcome.status === 429) {
       reply.header('retry-after', String(outcome.retryAfterSeconds));
       throw new ApiError(
@@ -181,7 +181,7 @@ export async function adminApp({
   // The second step: a code of the authenticator app, or a recovery code.
   adminRoute(app, 'signInWithCode', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-    const outcome = auth.signInWithCode(request.body.challenge, request.body.code, request, reply);
+    const outcome = await auth.signInWithCode(request.body.challenge, request.body.code, request, reply);
     if (!outcome.ok)
       refuseSignIn(reply, outcome, 'That code is not right: type the six digits the app shows now, or a recovery code.');
     connections.authenticated(request.raw.socket);
@@ -191,13 +191,13 @@ export async function adminApp({
   // Enrolment at sign-in, when the owner requires two-factor and this admin has none yet.
   adminRoute(app, 'beginTwoFactorEnrolment', async (request) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-    const setup = auth.beginEnrolment(request.body.challenge, request.ip);
+    const setup = await auth.beginEnrolment(request.body.challenge, request.ip);
     if (!setup) refuseSignIn(undefined, { ok: false, status: 410 }, '');
     return { ...setup, qr_data_url: await qrDataUrl(setup.otpauth_url, 280) };
   });
   adminRoute(app, 'confirmTwoFactorEnrolment', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign in from the console page itself');
-    const outcome = auth.confirmEnrolment(request.body.challenge, request.body.code, request, reply);
+    const outcome = await auth.confirmEnrolment(request.body.challenge, request.body.code, request, reply);
     if (!outcome.ok) refuseSignIn(reply, outcome, 'That code is not right.');
     connections.authenticated(request.raw.socket);
     return { signed_in: true as const, account: accountView(outcome.account), recovery_codes: outcome.recoveryCodes };
@@ -207,7 +207,7 @@ export async function adminApp({
   adminRoute(app, 'setUpOwner', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set up from the console page itself');
     const owner = await services.accounts.completeSetup(request.body, request.ip);
-    const outcome = auth.signInAfterSetup(owner, request, reply);
+    const outcome = await auth.signInAfterSetup(owner, request, reply);
     if ('secondStep' in outcome)
       return { signed_in: false as const, second_step: outcome.secondStep, challenge: outcome.challenge };
     connections.authenticated(request.raw.socket);
@@ -220,7 +220,7 @@ export async function adminApp({
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Set your password from the console page itself');
     const account = await services.admins.acceptInvite(request.body, request.ip);
     // With two-factor required, the answer's challenge leads to enrolment first (as at sign-in).
-    const outcome = auth.signInAfterSetup(account, request, reply);
+    const outcome = await auth.signInAfterSetup(account, request, reply);
     if ('secondStep' in outcome)
       return { signed_in: false as const, second_step: outcome.secondStep, challenge: outcome.challenge };
     connections.authenticated(request.raw.socket);
@@ -230,7 +230,7 @@ export async function adminApp({
   // Signing out ends the session on the server (the cookie is worthless afterwards, wherever it was copied).
   adminRoute(app, 'signOut', async (request, reply) => {
     if (!isSameOrigin(request)) throw new ApiError(403, 'ERROR_FORBIDDEN', 'Sign out from the console page itself');
-    auth.signOut(request, reply);
+    await auth.signOut(request, reply);
     return { signed_out: true as const };
   });
 
@@ -240,7 +240,7 @@ export async function adminApp({
         throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such admin endpoint');
       });
       api.addHook('onRequest', async (request, reply) => {
-        const outcome = auth.authenticate(request);
+        const outcome = await auth.authenticate(request);
         if (outcome.ok) {
           connections.authenticated(request.raw.socket);
           clients.set(request, outcome.client);
@@ -283,17 +283,19 @@ export async function adminApp({
       });
       // Where an event's device, invitation or code is now, whatever the request's scope.
       const fleetOf: FleetOf = {
-        agent: (id) => services.agentRepository.byId(id)?.fleet_id,
-        invitation: (id) => services.repositories.invitations.get(id)?.fleet_id,
-        code: (id) => services.repositories.codes.get(id)?.fleet_id,
+        agent: async (id) => (await services.agentRepository.byId(id))?.fleet_id,
+        invitation: async (id) => (await services.repositories.invitations.get(id))?.fleet_id,
+        code: async (id) => (await services.repositories.codes.get(id))?.fleet_id,
       };
       adminRoute(api, 'audit.list', async (request) => {
         const filter = { ...auditFilter(request.query), limit: request.query.limit ?? 200 };
         const scope = currentFleetScope();
-        if (scope === null) return { items: services.audit.list(filter) };
+        if (scope === null) return { items: await services.audit.list(filter) };
         // A scoped client's trail: its fleets' objects (and what concerns no fleet) among the 1,000 matching last.
         const where = rememberingFleetOf(fleetOf);
-        const visible = services.audit.list({ ...filter, limit: 1000 }).filter((entry) => auditVisible(entry, scope, where));
+        const visible = await filterAsync(await services.audit.list({ ...filter, limit: 1000 }), (entry) =>
+          auditVisible(entry, scope, where),
+        );
         return { items: visible.slice(0, filter.limit) };
       });
       // A fresh one-time sign-in link, for `mdm-console console` (the admin token never leaves the CLI):
@@ -303,7 +305,7 @@ export async function adminApp({
         let account = actor.account;
         const email = request.query.as?.trim();
         if (email !== undefined && email.toLowerCase() !== (account.email ?? '').toLowerCase()) {
-          const named = services.accounts.byEmail(email);
+          const named = await services.accounts.byEmail(email);
           if (!named) throw new ApiError(404, 'ERROR_NOT_FOUND', `No admin has the email ${email}`);
           if (roleOf(actor) !== 'owner') {
             throw new ApiError(403, 'ERROR_FORBIDDEN', 'Only the owner makes sign-in links for another admin');
@@ -311,8 +313,8 @@ export async function adminApp({
           if (named.disabled === 1) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is disabled: enable the account first`);
           account = named;
         }
-        const url = `${info().admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
-        services.events.record(
+        const url = `${(await info()).admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
+        await services.events.record(
           'admin.sign_in_link_issued',
           `One-time console sign-in link issued for ${account.email ?? account.display_name}`,
           {},
@@ -328,9 +330,9 @@ export async function adminApp({
       const flyveAgentsLockedOut = (settings: { agent_app: string; mqtt_tls: boolean }) =>
         settings.agent_app === 'flyve' && settings.mqtt_tls;
       adminRoute(api, 'status', async () => {
-        const current = info();
+        const current = await info();
         const publicHost = current.public_host;
-        const counts = services.statusCounts.counts(fleetScopeParam());
+        const counts = await services.statusCounts.counts(fleetScopeParam());
         const { admin_token: _hidden, setup_url: _once, ...visible } = current;
         return {
           ...visible,
@@ -359,20 +361,20 @@ export async function adminApp({
             `${host} is not a network address of this machine (${lan.length ? `these are: ${lan.join(', ')}` : 'it has none besides loopback'})`,
           );
         }
-        services.settings.update({ public_host: host }, (change) =>
+        await services.settings.update({ public_host: host }, (change) =>
           services.events.record('settings.updated', `Public host set to ${host}: phones reach the server there`, {}, change),
         );
-        choosePublicHost?.(host);
-        const current = info();
+        await choosePublicHost?.(host);
+        const current = await info();
         return { public_host: current.public_host, api_url: current.api_url, deeplink_url: current.deeplink_url };
       });
 
       adminRoute(api, 'events', async (request) => {
         const scope = currentFleetScope();
-        if (scope === null) return { items: services.events.latest(request.query.limit) };
+        if (scope === null) return { items: await services.events.latest(request.query.limit) };
         // A scoped client's history: its fleets' events (and those about no fleet) among the last 1,000.
         const where = rememberingFleetOf(fleetOf);
-        const visible = services.events.latest(1000).filter((event) => eventVisible(event, scope, where));
+        const visible = await filterAsync(await services.events.latest(1000), (event) => eventVisible(event, scope, where));
         return { items: visible.slice(0, request.query.limit ?? 100) };
       });
       adminRoute(api, 'eventStream', async (request, reply) =>
@@ -446,4 +448,10 @@ function refuseSignIn(
 function ticketOf(query: unknown): string | null {
   if (typeof query !== 'object' || query === null || !('ticket' in query)) return null;
   return typeof query.ticket === 'string' && query.ticket !== '' ? query.ticket : null;
+}
+
+/** The items `keep` accepts, in their order. */
+async function filterAsync<T>(items: T[], keep: (item: T) => Promise<boolean>): Promise<T[]> {
+  const kept = await Promise.all(items.map(keep));
+  return items.filter((_item, index) => kept[index]);
 }

@@ -134,15 +134,15 @@ export class AdminAuth {
    * `/auth?ticket=…`: a good ticket signs in (a link comes from the token's holder, so it passes
    * even while the address is throttled); a used, expired or unknown one counts as a failure.
    */
-  redeemTicket(ticket: string, request: FastifyRequest, reply: FastifyReply): boolean {
-    const account = this.takeTicket(ticket);
+  async redeemTicket(ticket: string, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    const account = await this.takeTicket(ticket);
     if (account) {
-      this.startSession(request, reply, account, this.credential, 'link');
+      await this.startSession(request, reply, account, this.credential, 'link');
       return true;
     }
     const wait = this.failures.wait(request.ip);
-    if (wait > 0) this.throttle(request, wait);
-    else this.failed(request, 'link');
+    if (wait > 0) await this.throttle(request, wait);
+    else await this.failed(request, 'link');
     return false;
   }
 
@@ -151,7 +151,7 @@ export class AdminAuth {
    * (`…/auth?ticket=…`) or the ticket alone. An address past its allowance of failures gets 429
    * without its credential being looked at; a good credential opens a new session (the cookie).
    */
-  signIn(credential: string, request: FastifyRequest, reply: FastifyReply): SignInOutcome {
+  async signIn(credential: string, request: FastifyRequest, reply: FastifyReply): Promise<SignInOutcome> {
     const wait = this.failures.wait(request.ip);
     if (wait > 0) return this.throttle(request, wait);
     const text = credential.trim();
@@ -159,14 +159,14 @@ export class AdminAuth {
     let account: StoredAccount | null;
     if (same(text, this.adminToken)) {
       how = 'token';
-      account = this.accounts.owner();
+      account = await this.accounts.owner();
     } else {
       const ticket = /[?&]ticket=([0-9a-f]+)/i.exec(text)?.[1] ?? (/^[0-9a-f]{48}$/i.test(text) ? text : null);
-      account = ticket === null ? null : this.takeTicket(ticket.toLowerCase());
+      account = ticket === null ? null : await this.takeTicket(ticket.toLowerCase());
       if (account) how = 'link';
     }
     if (how === null || account === null) return this.failed(request, 'form');
-    this.startSession(request, reply, account, this.credential, how);
+    await this.startSession(request, reply, account, this.credential, how);
     return { ok: true, with: how };
   }
 
@@ -191,7 +191,7 @@ export class AdminAuth {
       const step = account.totp_secret !== null ? ('code' as const) : ('enrol' as const);
       const challenge = this.openChallenge(account.id, step);
       const who = account.email ?? account.display_name;
-      this.audit?.record(
+      await this.audit?.record(
         requestActor({ account, token: null }),
         request.ip,
         'admin.sign_in_password_accepted',
@@ -203,9 +203,9 @@ export class AdminAuth {
       return { ok: true, secondStep: step, challenge };
     }
     this.accountFailures.reset(key);
-    this.accounts.signedIn(account);
-    this.startSession(request, reply, account, passwordCredential(account), 'password');
-    return { ok: true, account: this.accounts.byId(account.id)! };
+    await this.accounts.signedIn(account);
+    await this.startSession(request, reply, account, passwordCredential(account), 'password');
+    return { ok: true, account: (await this.accounts.byId(account.id))! };
   }
 
   /**
@@ -213,18 +213,18 @@ export class AdminAuth {
    * used up). Wrong codes count as failed sign-ins of the address and the account; a challenge
    * takes five, then the password must be given again.
    */
-  signInWithCode(
+  async signInWithCode(
     challenge: string,
     code: string,
     request: FastifyRequest,
     reply: FastifyReply,
-  ): { ok: true; account: StoredAccount } | Refused | { ok: false; status: 410 } {
-    const pending = this.challengeOf(challenge, 'code');
+  ): Promise<{ ok: true; account: StoredAccount } | Refused | { ok: false; status: 410 }> {
+    const pending = await this.challengeOf(challenge, 'code');
     if (!pending) return { ok: false, status: 410 };
     const { account, key } = pending;
     const wait = this.waitOf(request.ip, key);
     if (wait > 0) return this.throttle(request, wait, key);
-    const how = this.accounts.twoFactor.verify(account, code);
+    const how = await this.accounts.twoFactor.verify(account, code);
     if (how === null) {
       const entry = this.challenges.get(challenge);
       if (entry && ++entry.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challenge);
@@ -232,14 +232,17 @@ export class AdminAuth {
     }
     this.challenges.delete(challenge);
     this.accountFailures.reset(key);
-    this.accounts.signedIn(account);
-    this.startSession(request, reply, account, passwordCredential(account), how);
-    return { ok: true, account: this.accounts.byId(account.id)! };
+    await this.accounts.signedIn(account);
+    await this.startSession(request, reply, account, passwordCredential(account), how);
+    return { ok: true, account: (await this.accounts.byId(account.id))! };
   }
 
   /** Enrolment at sign-in (two-factor required, none yet): the secret to add to the app. */
-  beginEnrolment(challenge: string, address: string | null = null): { secret: string; otpauth_url: string } | null {
-    const pending = this.challengeOf(challenge, 'enrol');
+  async beginEnrolment(
+    challenge: string,
+    address: string | null = null,
+  ): Promise<{ secret: string; otpauth_url: string } | null> {
+    const pending = await this.challengeOf(challenge, 'enrol');
     if (!pending) return null;
     // Recorded as the admin's own doing (their password was right), from where they sign in.
     const actor = requestActor({ account: pending.account, token: null });
@@ -247,13 +250,13 @@ export class AdminAuth {
   }
 
   /** Enrolment at sign-in confirmed by a code: two-factor on, signed in, the recovery codes shown once. */
-  confirmEnrolment(
+  async confirmEnrolment(
     challenge: string,
     code: string,
     request: FastifyRequest,
     reply: FastifyReply,
-  ): { ok: true; account: StoredAccount; recoveryCodes: string[] } | Refused | { ok: false; status: 410 } {
-    const pending = this.challengeOf(challenge, 'enrol');
+  ): Promise<{ ok: true; account: StoredAccount; recoveryCodes: string[] } | Refused | { ok: false; status: 410 }> {
+    const pending = await this.challengeOf(challenge, 'enrol');
     if (!pending) return { ok: false, status: 410 };
     const { account, key } = pending;
     const wait = this.waitOf(request.ip, key);
@@ -261,20 +264,22 @@ export class AdminAuth {
     let codes: string[];
     try {
       const actor = requestActor({ account, token: null });
-      codes = requestContext.run({ actor, address: request.ip, audited: false }, () =>
-        this.accounts.twoFactor.confirm(account, code),
+      codes = (
+        await requestContext.run({ actor, address: request.ip, audited: false }, () =>
+          this.accounts.twoFactor.confirm(account, code),
+        )
       ).recovery_codes;
     } catch (error) {
       const entry = this.challenges.get(challenge);
       if (entry && ++entry.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challenge);
-      this.failed(request, 'two-factor', key);
+      await this.failed(request, 'two-factor', key);
       throw error;
     }
     this.challenges.delete(challenge);
     this.accountFailures.reset(key);
-    this.accounts.signedIn(account);
-    const enrolled = this.accounts.byId(account.id)!;
-    this.startSession(request, reply, enrolled, passwordCredential(enrolled), 'totp');
+    await this.accounts.signedIn(account);
+    const enrolled = (await this.accounts.byId(account.id))!;
+    await this.startSession(request, reply, enrolled, passwordCredential(enrolled), 'totp');
     return { ok: true, account: enrolled, recoveryCodes: codes };
   }
 
@@ -282,43 +287,43 @@ export class AdminAuth {
    * A new password for the session `request` carries: its other sessions end, this one stays
    * signed in with the new password. How many ended.
    */
-  passwordChanged(account: StoredAccount, request: FastifyRequest): number {
+  async passwordChanged(account: StoredAccount, request: FastifyRequest): Promise<number> {
     const id = cookieOf(request) ?? null;
-    const unowned = account.role === 'owner' && account.id === this.accounts.owner().id;
-    const ended = this.sessions.endOthers(account.id, id, unowned);
-    if (id !== null) this.sessions.recredential(id, passwordCredential(account));
+    const unowned = account.role === 'owner' && account.id === (await this.accounts.owner()).id;
+    const ended = await this.sessions.endOthers(account.id, id, unowned);
+    if (id !== null) await this.sessions.recredential(id, passwordCredential(account));
     return ended;
   }
 
   /** The console sessions of `actor`'s account, the request's own marked. */
-  sessionsOf(actor: Actor, request: FastifyRequest) {
-    return this.sessions.list(actor.account.id, cookieOf(request) ?? null, this.isFirstOwner(actor.account));
+  async sessionsOf(actor: Actor, request: FastifyRequest) {
+    return this.sessions.list(actor.account.id, cookieOf(request) ?? null, await this.isFirstOwner(actor.account));
   }
 
-  endSession(actor: Actor, publicId: string): boolean {
+  async endSession(actor: Actor, publicId: string): Promise<boolean> {
     return (
-      this.recordingEnded(actor, () =>
-        this.sessions.endOne(actor.account.id, publicId, this.isFirstOwner(actor.account)) ? 1 : 0,
-      ) === 1
+      (await this.recordingEnded(actor, async () =>
+        (await this.sessions.endOne(actor.account.id, publicId, await this.isFirstOwner(actor.account))) ? 1 : 0,
+      )) === 1
     );
   }
 
   /** Ends every session of `actor`'s account but the request's own; how many ended. */
-  endOtherSessions(actor: Actor, request: FastifyRequest): number {
-    return this.recordingEnded(actor, () =>
-      this.sessions.endOthers(actor.account.id, cookieOf(request) ?? null, this.isFirstOwner(actor.account)),
+  endOtherSessions(actor: Actor, request: FastifyRequest): Promise<number> {
+    return this.recordingEnded(actor, async () =>
+      this.sessions.endOthers(actor.account.id, cookieOf(request) ?? null, await this.isFirstOwner(actor.account)),
     );
   }
 
   /** Sessions ended by their admin, recorded (event and audit entry) in the same transaction. */
-  private recordingEnded(actor: Actor, end: () => number): number {
+  private recordingEnded(actor: Actor, end: () => Promise<number>): Promise<number> {
     const work = this.work;
-    const run = (change: () => number) => (work ? work.run(change) : change());
-    return run(() => {
-      const ended = end();
+    const run = async (change: () => Promise<number>) => (work ? await work.run(change) : await change());
+    return run(async () => {
+      const ended = await end();
       if (ended > 0) {
         const who = actor.account.email ?? actor.account.display_name;
-        this.events?.record(
+        await this.events?.record(
           'admin.sessions_ended',
           `${who} ended ${ended} of their console session(s)`,
           {},
@@ -333,28 +338,28 @@ export class AdminAuth {
    * A set-up link's end (the owner's, an invited admin's): just given a password, signed in with it;
    * or, when the owner requires two-factor, sent to enrol first (the challenge).
    */
-  signInAfterSetup(
+  async signInAfterSetup(
     account: StoredAccount,
     request: FastifyRequest,
     reply: FastifyReply,
-  ): { ok: true; account: StoredAccount } | { ok: true; secondStep: 'enrol'; challenge: string } {
+  ): Promise<{ ok: true; account: StoredAccount } | { ok: true; secondStep: 'enrol'; challenge: string }> {
     if (account.totp_secret === null && this.requireTwoFactor()) {
       return { ok: true, secondStep: 'enrol', challenge: this.openChallenge(account.id, 'enrol') };
     }
-    this.accounts.signedIn(account);
-    this.startSession(request, reply, account, passwordCredential(account), 'password');
-    return { ok: true, account: this.accounts.byId(account.id)! };
+    await this.accounts.signedIn(account);
+    await this.startSession(request, reply, account, passwordCredential(account), 'password');
+    return { ok: true, account: (await this.accounts.byId(account.id))! };
   }
 
   /** Sign-out: the session ends on the server and the browser drops the cookie. */
-  signOut(request: FastifyRequest, reply: FastifyReply): void {
+  async signOut(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const id = cookieOf(request);
     if (id !== undefined) {
-      const actor = this.sessionActor(id);
-      this.sessions.end(id);
+      const actor = await this.sessionActor(id);
+      await this.sessions.end(id);
       if (actor) {
         const who = actor.account.email ?? actor.account.display_name;
-        this.events?.record(
+        await this.events?.record(
           'admin.signed_out',
           `${who} signed out, from ${request.ip}`,
           {},
@@ -363,7 +368,7 @@ export class AdminAuth {
             address: request.ip,
           },
         );
-        this.audit?.record(requestActor(actor), request.ip, 'admin.signed_out', `${who} signed out`, {
+        await this.audit?.record(requestActor(actor), request.ip, 'admin.signed_out', `${who} signed out`, {
           kind: 'account',
           id: actor.account.id,
           name: who,
@@ -378,10 +383,10 @@ export class AdminAuth {
    * as a failed sign-in of its address (recorded; past the allowance, 429); the right one always
    * passes (the CLI and scripts keep working while a flood from the same machine is slowed).
    */
-  authenticate(request: FastifyRequest): Authentication {
+  async authenticate(request: FastifyRequest): Promise<Authentication> {
     const bearer = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
     if (bearer) {
-      const actor = this.accounts.actorOfToken(bearer);
+      const actor = await this.accounts.actorOfToken(bearer);
       if (actor) return { ok: true, client: { via: 'token', key: `token:${actor.token!.id}` }, actor };
       const wait = this.failures.wait(request.ip);
       // A flood of wrong tokens is not written to the audit trail call by call (the activity says it once).
@@ -389,7 +394,7 @@ export class AdminAuth {
       return this.failed(request, 'bearer');
     }
     const id = cookieOf(request);
-    const actor = id === undefined ? null : this.sessionActor(id);
+    const actor = id === undefined ? null : await this.sessionActor(id);
     if (id === undefined || actor === null) return { ok: false, status: 401 };
     // SameSite treats every port of 127.0.0.1 as one site: a page served by another local program
     // could still send the cookie along. Changes must come from the console's own origin.
@@ -398,17 +403,17 @@ export class AdminAuth {
   }
 
   /** The account a ticket signs in (once): the owner's, or the one named when it was issued; null when used, expired or unknown. */
-  private takeTicket(ticket: string): StoredAccount | null {
+  private async takeTicket(ticket: string): Promise<StoredAccount | null> {
     const found = this.tickets.get(ticket);
     this.tickets.delete(ticket);
     if (found === undefined || found.expires <= Date.now()) return null;
-    const account = found.accountId === null ? this.accounts.owner() : this.accounts.byId(found.accountId);
+    const account = found.accountId === null ? await this.accounts.owner() : await this.accounts.byId(found.accountId);
     return account && account.disabled === 0 ? account : null;
   }
 
   /** Sessions from before accounts (no account) were the admin token's: the first owner's. */
-  private isFirstOwner(account: StoredAccount): boolean {
-    return account.id === this.accounts.owner().id;
+  private async isFirstOwner(account: StoredAccount): Promise<boolean> {
+    return account.id === (await this.accounts.owner()).id;
   }
 
   private waitOf(address: string, key: string): number {
@@ -425,14 +430,14 @@ export class AdminAuth {
   }
 
   /** The live challenge of this step and its account (still enabled); null when unknown, expired or used. */
-  private challengeOf(challenge: string, step: 'code' | 'enrol'): { account: StoredAccount; key: string } | null {
+  private async challengeOf(challenge: string, step: 'code' | 'enrol'): Promise<{ account: StoredAccount; key: string } | null> {
     const entry = this.challenges.get(challenge);
     if (!entry || entry.step !== step) return null;
     if (entry.expires <= this.now()) {
       this.challenges.delete(challenge);
       return null;
     }
-    const account = this.accounts.byId(entry.accountId);
+    const account = await this.accounts.byId(entry.accountId);
     if (!account || account.disabled === 1 || account.email === null) {
       this.challenges.delete(challenge);
       return null;
@@ -445,26 +450,26 @@ export class AdminAuth {
    * in with (the admin token for a link or the token; the password, which a change ends). A session
    * from before accounts existed (no account) was the admin token's: the owner's.
    */
-  private sessionActor(id: string): Actor | null {
+  private async sessionActor(id: string): Promise<Actor | null> {
     let account: StoredAccount | undefined;
-    const session = this.sessions.resolve(id, (accountId, credential) => {
-      account = accountId === null ? this.accounts.owner() : this.accounts.byId(accountId);
+    const session = await this.sessions.resolve(id, async (accountId, credential) => {
+      account = accountId === null ? await this.accounts.owner() : await this.accounts.byId(accountId);
       if (!account || account.disabled === 1) return false;
       return credential === this.credential || credential === passwordCredential(account);
     });
     return session && account ? { account, token: null } : null;
   }
 
-  private startSession(
+  private async startSession(
     request: FastifyRequest,
     reply: FastifyReply,
     account: StoredAccount,
     credential: string,
     how: SignInWay,
-  ): void {
+  ): Promise<void> {
     // Every way in counts as a sign-in (the Accounts page shows the last one).
-    if (how !== 'password') this.accounts.signedIn(account);
-    const { id } = this.sessions.open(credential, {
+    if (how !== 'password') await this.accounts.signedIn(account);
+    const { id } = await this.sessions.open(credential, {
       accountId: account.id,
       address: request.ip,
       userAgent: request.headers['user-agent'] ?? null,
@@ -477,7 +482,7 @@ export class AdminAuth {
       totp: 'email, password and a two-factor code',
       recovery: 'email, password and a recovery code',
     }[how];
-    this.events?.record(
+    await this.events?.record(
       'admin.signed_in',
       `${who} signed in with ${by}, from ${request.ip}`,
       {},
@@ -487,20 +492,26 @@ export class AdminAuth {
         with: how,
       },
     );
-    this.audit?.record(requestActor({ account, token: null }), request.ip, 'admin.signed_in', `${who} signed in with ${by}`, {
-      kind: 'account',
-      id: account.id,
-      name: who,
-    });
+    await this.audit?.record(
+      requestActor({ account, token: null }),
+      request.ip,
+      'admin.signed_in',
+      `${who} signed in with ${by}`,
+      {
+        kind: 'account',
+        id: account.id,
+        name: who,
+      },
+    );
     const maxAge = Math.floor(this.sessions.limits.maxAgeMs / 1000);
     reply.header('set-cookie', `${COOKIE}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}`);
   }
 
-  private failed(
+  private async failed(
     request: FastifyRequest,
     how: 'form' | 'link' | 'bearer' | 'password' | 'two-factor',
     email?: string,
-  ): { ok: false; status: 401 } {
+  ): Promise<{ ok: false; status: 401 }> {
     const address = request.ip;
     this.failures.fail(address);
     this.throttled.delete(address);
@@ -515,7 +526,7 @@ export class AdminAuth {
       password: `Wrong email or password for ${email ?? ''}`,
       'two-factor': `Wrong two-factor code for ${email ?? ''}`,
     }[how];
-    this.events?.record(
+    await this.events?.record(
       'admin.sign_in_failed',
       `${what}, from ${address}`,
       {},
@@ -525,7 +536,7 @@ export class AdminAuth {
         ...(email === undefined ? {} : { email }),
       },
     );
-    this.audit?.record(null, address, 'admin.sign_in_failed', what, {
+    await this.audit?.record(null, address, 'admin.sign_in_failed', what, {
       kind: email === undefined ? null : 'account',
       id: null,
       name: email ?? null,
@@ -537,15 +548,15 @@ export class AdminAuth {
    * A sign-in attempt refused unchecked while its address or account waits: in the audit trail
    * each time (every attempt is), in the activity once per wait.
    */
-  private throttle(
+  private async throttle(
     request: FastifyRequest,
     wait: number,
     email?: string,
     audited = true,
-  ): { ok: false; status: 429; retryAfterSeconds: number } {
+  ): Promise<{ ok: false; status: 429; retryAfterSeconds: number }> {
     const address = request.ip;
     if (audited) {
-      this.audit?.record(
+      await this.audit?.record(
         null,
         address,
         'admin.sign_in_throttled',
@@ -557,7 +568,7 @@ export class AdminAuth {
     if (!this.throttled.has(key)) {
       if (this.throttled.size >= 10_000) this.throttled.clear();
       this.throttled.add(key);
-      this.events?.record(
+      await this.events?.record(
         'admin.sign_in_throttled',
         email === undefined
           ? `Too many failed sign-ins from ${address}: further attempts are refused for a while`

@@ -11,12 +11,12 @@ export const commandRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents'> &
   adminRoute(app, 'agents.command', async (request, reply) => {
     const { id } = request.params;
     const sent = await commands.send(id, request.body.command);
-    return reply.code(202).send({ ...sent, agent: agents.summary(id) });
+    return reply.code(202).send({ ...sent, agent: await agents.summary(id) });
   });
 
   adminRoute(app, 'agents.move', async (request) => {
     const { id } = request.params;
     const sent = await commands.moveToFleet(id, request.body);
-    return { ...agents.summary(id), command: sent };
+    return { ...(await agents.summary(id)), command: sent };
   });
 };

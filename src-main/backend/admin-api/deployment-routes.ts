@@ -13,13 +13,13 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
   { fleets, deployments },
 ) => {
   adminRoute(app, 'deployments.list', async (request) => ({
-    items: deployments.list({ ...request.query, kind: 'deployment' }),
+    items: await deployments.list({ ...request.query, kind: 'deployment' }),
   }));
 
   adminRoute(app, 'deployments.create', async (request, reply) => {
     const body = request.body;
-    const fleetId = body.fleet !== undefined ? fleets.resolve(1, body.fleet).id : body.fleet_id;
-    const created = deployments.assign({
+    const fleetId = body.fleet !== undefined ? (await fleets.resolve(1, body.fleet)).id : body.fleet_id;
+    const created = await deployments.assign({
       policy: body.kind === 'package' ? 'deployApp' : 'deployFile',
       value: body.item_id,
       fleetId,
@@ -28,7 +28,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
       destination: body.kind === 'file' ? body.destination : undefined,
       removeOnDelete: body.remove_on_delete,
     });
-    return reply.code(201).send(deployments.detail(created.id));
+    return reply.code(201).send(await deployments.detail(created.id));
   });
 
   adminRoute(app, 'deployments.get', async (request) => deployments.detail(request.params.id));
@@ -36,6 +36,6 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'
   adminRoute(app, 'deployments.remove', async (request) => deployments.unassign(request.params.id));
 
   adminRoute(app, 'agents.tasks', async (request) => ({
-    items: deployments.tasksOfAgent(request.params.id),
+    items: await deployments.tasksOfAgent(request.params.id),
   }));
 };

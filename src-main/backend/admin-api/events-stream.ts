@@ -12,24 +12,24 @@ import {
 } from '../../../src-shared/contract/index.ts';
 
 /** The device-list row of an agent, or null once it is gone. */
-export type AgentRowLookup = (agentId: number) => AgentSummary | null;
+export type AgentRowLookup = (agentId: number) => Promise<AgentSummary | null>;
 
 /**
  * One SSE frame per event object, shared by every open stream: the row is read and the JSON
  * written once per event, however many consoles are connected.
  */
-const frames = new WeakMap<RecordedEvent, string>();
+const frames = new WeakMap<RecordedEvent, Promise<string>>();
 
 /**
  * An event that names an agent (`agent.*`, and e.g. `mqtt.login_refused`) carries `agent`: the
  * agent's device-list row as it stands after the event (null once it is gone), so a console
  * updates the row without fetching it.
  */
-function frameOf(event: RecordedEvent, agentRow: AgentRowLookup): string {
+function frameOf(event: RecordedEvent, agentRow: AgentRowLookup): Promise<string> {
   let frame = frames.get(event);
   if (frame === undefined) {
-    const payload = event.agent_id !== null ? { ...event, agent: agentRow(event.agent_id) } : event;
-    frame = sseEventFrame(payload);
+    const agentId = event.agent_id;
+    frame = (async () => sseEventFrame(agentId !== null ? { ...event, agent: await agentRow(agentId) } : event))();
     frames.set(event, frame);
   }
   return frame;
@@ -92,6 +92,13 @@ export class EventStreams {
   }
 }
 
+/** A lookup placing nothing (an unscoped stream never asks). */
+const UNPLACED: FleetOf = {
+  agent: () => Promise.resolve(undefined),
+  invitation: () => Promise.resolve(undefined),
+  code: () => Promise.resolve(undefined),
+};
+
 /** Who a stream is for: the fleets its client may see, and where each event's fleet is looked up. */
 export interface StreamScope {
   fleets: FleetScope;
@@ -104,15 +111,15 @@ export interface StreamScope {
  * counts against `client`'s share of `streams`: past it, the client's oldest stream ends. A
  * client scoped to fleets gets, live and in the replay, only the events it may see (event-scope.ts).
  */
-export function streamEvents(
+export async function streamEvents(
   events: EventLog,
   agentRow: AgentRowLookup,
   request: FastifyRequest<{ Querystring: EventStreamQuery }>,
   reply: FastifyReply,
   streams: EventStreams,
   client: string,
-  scope: StreamScope = { fleets: null, fleetOf: { agent: () => undefined, invitation: () => undefined, code: () => undefined } },
-): void {
+  scope: StreamScope = { fleets: null, fleetOf: UNPLACED },
+): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -126,16 +133,35 @@ export function streamEvents(
     res.end();
     return;
   }
+  // Frames leave in the order of the events, whatever each one's lookups take.
+  let sending = Promise.resolve();
   const send = (event: RecordedEvent) => {
-    if (!eventVisible(event, scope.fleets, scope.fleetOf)) return;
-    res.write(frameOf(event, agentRow));
+    sending = sending
+      .then(async () => {
+        if (!(await eventVisible(event, scope.fleets, scope.fleetOf))) return;
+        const frame = await frameOf(event, agentRow);
+        if (!res.writableEnded) res.write(frame);
+      })
+      .catch(() => {}); // the database closed under a stream: it ends with the server
   };
   res.write(sseRetryFrame());
   const lastId = Number(request.headers['last-event-id'] ?? request.query.after ?? 0);
+  // Listening before the replay is read: what is recorded meanwhile follows it, once.
+  let replaying = true;
+  const meanwhile: RecordedEvent[] = [];
+  const unsubscribe = events.subscribe((event) => {
+    if (replaying) meanwhile.push(event);
+    else send(event);
+  });
+  let lastSent = 0;
   if (Number.isInteger(lastId) && lastId > 0) {
-    for (const event of events.latest(1000, lastId).reverse()) send(event);
+    for (const event of (await events.latest(1000, lastId)).reverse()) {
+      send(event);
+      lastSent = event.id;
+    }
   }
-  const unsubscribe = events.subscribe(send);
+  replaying = false;
+  for (const event of meanwhile) if (event.id > lastSent) send(event);
   const heartbeat = setInterval(() => res.write(sseHeartbeatFrame()), SSE_HEARTBEAT_MS);
   let unregister = () => {};
   const stop = () => {

@@ -38,7 +38,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<{
   adminRoute(app, 'agents.export', async (request, reply) => {
     const { where, view, fleet } = request.query;
     const selection =
-      where === undefined && view === undefined && fleet === undefined ? null : views.selection({ where, view, fleet });
+      where === undefined && view === undefined && fleet === undefined ? null : await views.selection({ where, view, fleet });
     return download(reply, 'devices', format(request.query), exports.devices(request.query, fleetScopeParam(), selection));
   });
   adminRoute(app, 'invitations.export', async (request, reply) =>

@@ -9,12 +9,17 @@ export const jobRoutes: FastifyPluginAsyncTypebox<{ jobs: JobService; files: Fil
   adminRoute(app, 'jobs.create', async (request, reply) => {
     const body = request.body;
     // What to deploy must exist: one 404 now rather than one refusal per device.
-    if (body.action === 'deploy' && body.kind !== undefined && body.item_id !== undefined && !files.get(body.kind, body.item_id))
+    if (
+      body.action === 'deploy' &&
+      body.kind !== undefined &&
+      body.item_id !== undefined &&
+      !(await files.get(body.kind, body.item_id))
+    )
       throw itemNotFound(`${body.kind === 'file' ? 'File' : 'Package'} #${body.item_id} not found`);
-    return reply.code(202).send(jobs.create(body));
+    return reply.code(202).send(await jobs.create(body));
   });
 
-  adminRoute(app, 'jobs.list', async (request) => ({ items: jobs.list(request.query.limit) }));
+  adminRoute(app, 'jobs.list', async (request) => ({ items: await jobs.list(request.query.limit) }));
 
   adminRoute(app, 'jobs.get', async (request) => jobs.get(request.params.id, request.query.status));
 };

@@ -13,7 +13,7 @@ export const mailRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'mail' | 'invi
 ) => {
   // Same token, same expiry; queued again even when it was sent (the person lost it).
   adminRoute(app, 'invitations.resend', async (request, reply) =>
-    reply.code(202).send(invitations.view(invitations.resend(request.params.id))),
+    reply.code(202).send(await invitations.view(await invitations.resend(request.params.id))),
   );
 
   adminRoute(app, 'mail.status', async () => mail.worker.status());
@@ -23,7 +23,7 @@ export const mailRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'mail' | 'invi
     const body = request.body ?? {};
     return reply
       .code(202)
-      .send({ queued: mail.queue.retryFailed({ batchId: body.batch_id, invitationIds: body.invitation_ids }) });
+      .send({ queued: await mail.queue.retryFailed({ batchId: body.batch_id, invitationIds: body.invitation_ids }) });
   });
 
   adminRoute(app, 'mail.batch', async (request) => mail.queue.batch(request.params.batch_id));

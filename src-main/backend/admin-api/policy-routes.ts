@@ -11,12 +11,12 @@ export const policyRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & 
 ) => {
   adminRoute(app, 'policies.catalogue', async () => ({ items: [...POLICY_CATALOGUE] }));
 
-  adminRoute(app, 'policies.list', async (request) => ({ items: policies.list(request.query) }));
+  adminRoute(app, 'policies.list', async (request) => ({ items: await policies.list(request.query) }));
 
   adminRoute(app, 'policies.set', async (request, reply) => {
     const body = request.body;
-    const fleetId = body.fleet !== undefined ? fleets.resolve(1, body.fleet).id : body.fleet_id;
-    const created = policies.assign({
+    const fleetId = body.fleet !== undefined ? (await fleets.resolve(1, body.fleet)).id : body.fleet_id;
+    const created = await policies.assign({
       policy: body.policy,
       value: body.value,
       fleetId,
@@ -24,18 +24,18 @@ export const policyRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'> & 
       destination: body.destination,
       removeOnDelete: body.remove_on_delete,
     });
-    return reply.code(201).send(policies.detail(created.id));
+    return reply.code(201).send(await policies.detail(created.id));
   });
 
   adminRoute(app, 'policies.get', async (request) => policies.detail(request.params.id));
 
   adminRoute(app, 'policies.unset', async (request) => policies.unassign(request.params.id));
 
-  adminRoute(app, 'policies.ofAgent', async (request) => ({ items: policies.effectiveOf(request.params.id) }));
+  adminRoute(app, 'policies.ofAgent', async (request) => ({ items: await policies.effectiveOf(request.params.id) }));
 
   adminRoute(app, 'policies.compliance', async (request) => {
     const { fleet_id, state } = request.query;
-    const items = policies.compliance(fleet_id ?? null);
+    const items = await policies.compliance(fleet_id ?? null);
     return { items: state === undefined ? items : items.filter((device) => device.state === state) };
   });
 };

@@ -26,7 +26,7 @@ export function qrRoutes(
   app: RouteScope,
   names: { png: 'invitations.qrPng' | 'codes.qrPng'; svg: 'invitations.qrSvg' | 'codes.qrSvg' },
   fileName: string,
-  deeplinkOf: (id: number) => string,
+  deeplinkOf: (id: number) => Promise<string>,
 ): void {
   adminRoute(app, names.png, async (request, reply) => {
     const { id } = request.params;
@@ -34,7 +34,7 @@ export function qrRoutes(
     return reply
       .type('image/png')
       .header('content-disposition', `inline; filename="${fileName}-${id}.png"`)
-      .send(await orLinkTooLong(qrPng(deeplinkOf(id), width)));
+      .send(await orLinkTooLong(qrPng(await deeplinkOf(id), width)));
   });
 
   adminRoute(app, names.svg, async (request, reply) => {
@@ -42,6 +42,6 @@ export function qrRoutes(
     return reply
       .type('image/svg+xml')
       .header('content-disposition', `inline; filename="${fileName}-${id}.svg"`)
-      .send(await orLinkTooLong(qrSvg(deeplinkOf(id))));
+      .send(await orLinkTooLong(qrSvg(await deeplinkOf(id))));
   });
 }

@@ -13,33 +13,33 @@ export const agentRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'agents' | 'e
   // Filtered by the --where language (docs/where.md), a saved view or a fleet: within the admin's fleet scope either way.
   adminRoute(app, 'agents.list', async (request) => {
     const { where, view, fleet } = request.query;
-    if (where === undefined && view === undefined && fleet === undefined) return { items: agents.list() };
-    return { items: views.devices({ where, view, fleet }) };
+    if (where === undefined && view === undefined && fleet === undefined) return { items: await agents.list() };
+    return { items: await views.devices({ where, view, fleet }) };
   });
 
   adminRoute(app, 'agents.get', async (request) => {
     const { id } = request.params;
     // The inventory and positions the device reported (Flyve agents; the spec's agent on request).
     return {
-      ...agents.summary(id),
-      inventory: reports.inventoryOf(id),
-      positions: reports.positionsOf(id, 10),
-      events: events.forAgent(id),
+      ...(await agents.summary(id)),
+      inventory: await reports.inventoryOf(id),
+      positions: await reports.positionsOf(id, 10),
+      events: await events.forAgent(id),
     };
   });
 
   adminRoute(app, 'agents.remove', async (request, reply) => {
-    agents.remove(request.params.id);
+    await agents.remove(request.params.id);
     return reply.code(204).send();
   });
 };
 
 export const fleetRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'fleets'>> = async (app, { fleets }) => {
-  adminRoute(app, 'fleets.list', async () => ({ items: fleets.list() }));
-  adminRoute(app, 'fleets.create', async (request, reply) => reply.code(201).send(fleets.create(request.body.name)));
+  adminRoute(app, 'fleets.list', async () => ({ items: await fleets.list() }));
+  adminRoute(app, 'fleets.create', async (request, reply) => reply.code(201).send(await fleets.create(request.body.name)));
   adminRoute(app, 'fleets.rename', async (request) => fleets.rename(request.params.id, request.body.name));
   adminRoute(app, 'fleets.remove', async (request, reply) => {
-    fleets.remove(request.params.id);
+    await fleets.remove(request.params.id);
     return reply.code(204).send();
   });
 };

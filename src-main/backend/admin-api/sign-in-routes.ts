@@ -17,15 +17,15 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
   auth: AdminAuth;
   actorOf: (request: FastifyRequest) => Actor;
 }> = async (app, { accounts, signIn, auth, actorOf }) => {
-  const twoFactorOf = (actor: Actor) => {
-    const account = accounts.byId(actor.account.id) ?? actor.account;
-    return { ...accounts.twoFactor.status(account), required: signIn.get().require_two_factor };
+  const twoFactorOf = async (actor: Actor) => {
+    const account = (await accounts.byId(actor.account.id)) ?? actor.account;
+    return { ...(await accounts.twoFactor.status(account)), required: signIn.get().require_two_factor };
   };
 
   adminRoute(app, 'twoFactor.status', async (request) => twoFactorOf(actorOf(request)));
 
   adminRoute(app, 'twoFactor.setup', async (request) => {
-    const setup = accounts.twoFactor.begin(actorOf(request).account);
+    const setup = await accounts.twoFactor.begin(actorOf(request).account);
     return { ...setup, qr_data_url: await qrDataUrl(setup.otpauth_url, 280) };
   });
 
@@ -35,26 +35,26 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
 
   adminRoute(app, 'twoFactor.disable', async (request) => {
     const actor = actorOf(request);
-    accounts.twoFactor.disable(actor.account, request.body.code, signIn.get().require_two_factor);
+    await accounts.twoFactor.disable(actor.account, request.body.code, signIn.get().require_two_factor);
     return twoFactorOf(actor);
   });
 
   adminRoute(app, 'password.change', async (request) => {
     const actor = actorOf(request);
     const account = await accounts.changePassword(actor.account.id, request.body.current_password, request.body.new_password);
-    return { changed: true as const, ended_sessions: auth.passwordChanged(account, request) };
+    return { changed: true as const, ended_sessions: await auth.passwordChanged(account, request) };
   });
 
-  adminRoute(app, 'sessions.list', async (request) => ({ items: auth.sessionsOf(actorOf(request), request) }));
+  adminRoute(app, 'sessions.list', async (request) => ({ items: await auth.sessionsOf(actorOf(request), request) }));
 
   adminRoute(app, 'sessions.end', async (request) => {
-    if (!auth.endSession(actorOf(request), request.params.id)) {
+    if (!(await auth.endSession(actorOf(request), request.params.id))) {
       throw new ApiError(404, 'ERROR_NOT_FOUND', `You have no session ${request.params.id} (ended already, or another admin’s)`);
     }
     return { ended: 1 };
   });
 
-  adminRoute(app, 'sessions.endOthers', async (request) => ({ ended: auth.endOtherSessions(actorOf(request), request) }));
+  adminRoute(app, 'sessions.endOthers', async (request) => ({ ended: await auth.endOtherSessions(actorOf(request), request) }));
 
   adminRoute(app, 'signInSettings.get', async () => signIn.get());
 

@@ -37,7 +37,7 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
   adminRoute(app, 'invitations.simulate', async (request) => {
     const { id } = request.params;
     const { type } = request.query;
-    const invitation = invitations.view(invitations.get(id));
+    const invitation = await invitations.view(await invitations.get(id));
     if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
     const result = await simulate({
       deeplink: invitation.deeplink,
@@ -48,7 +48,7 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
       agent_app: settings.get().agent_app,
     });
     // The enrollment itself is the simulated device's (no admin); that an admin ran it is recorded here.
-    events.record(
+    await events.record(
       'invitation.simulated',
       `Simulated ${type ?? 'android'} device run on the invitation for ${invitation.email}`,
       { entityId: invitation.entity_id, invitationId: id },
@@ -62,7 +62,7 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
   adminRoute(app, 'codes.simulate', async (request) => {
     const { id } = request.params;
     const { type } = request.query;
-    const code = codes.view(codes.get(id));
+    const code = await codes.view(await codes.get(id));
     if (!simulate) throw new ApiError(501, 'ERROR_NOT_AVAILABLE', 'The device simulator is not available in this server');
     const given = request.body?.email?.trim();
     const email = given || simulatedEmail(code.domains);
@@ -75,7 +75,7 @@ export const simulateRoutes: FastifyPluginAsyncTypebox<SimulateOptions> = async 
       type: type ?? 'android',
       agent_app: agentApp,
     });
-    events.record(
+    await events.record(
       'code.simulated',
       `Simulated ${type ?? 'android'} device run on enrollment code "${code.name}" as ${email}`,
       { entityId: code.entity_id },

@@ -8,22 +8,22 @@ export const viewRoutes: FastifyPluginAsyncTypebox<Pick<Services, 'views'> & { p
   app,
   { views, policies },
 ) => {
-  adminRoute(app, 'views.list', async () => ({ items: views.list() }));
+  adminRoute(app, 'views.list', async () => ({ items: await views.list() }));
   adminRoute(app, 'views.get', async (request) => views.get(request.params.id));
-  adminRoute(app, 'views.create', async (request, reply) => reply.code(201).send(views.create(request.body)));
+  adminRoute(app, 'views.create', async (request, reply) => reply.code(201).send(await views.create(request.body)));
   adminRoute(app, 'views.update', async (request) => views.update(request.params.id, request.body));
   adminRoute(app, 'views.remove', async (request, reply) => {
-    views.remove(request.params.id);
+    await views.remove(request.params.id);
     return reply.code(204).send();
   });
   if (!policies) return;
   // Policies and deployments assigned to a view (policies/view-targets.ts).
-  adminRoute(app, 'views.assignments', async (request) => ({ items: policies.viewAssignments(request.params.id) }));
+  adminRoute(app, 'views.assignments', async (request) => ({ items: await policies.viewAssignments(request.params.id) }));
   adminRoute(app, 'views.assign', async (request, reply) => {
     const { policy, value, destination, remove_on_delete } = request.body;
     return reply
       .code(201)
-      .send(policies.assignToView(request.params.id, { policy, value, destination, removeOnDelete: remove_on_delete }));
+      .send(await policies.assignToView(request.params.id, { policy, value, destination, removeOnDelete: remove_on_delete }));
   });
   adminRoute(app, 'views.unassign', async (request) => policies.unassignView(request.params.id));
 };

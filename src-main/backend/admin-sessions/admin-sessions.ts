@@ -76,10 +76,10 @@ export class AdminSessionService {
   }
 
   /** A new session; its id is what the cookie carries, and is nowhere else. */
-  open(
+  async open(
     credential: string,
     client: { accountId?: number | null; address?: string | null; userAgent?: string | null } = {},
-  ): { id: string; publicId: string; expiresAt: string } {
+  ): Promise<{ id: string; publicId: string; expiresAt: string }> {
     const id = randomHex(32);
     const publicId = randomHex(8);
     const now = this.now();
@@ -96,7 +96,7 @@ export class AdminSessionService {
       last_used_at: at,
       expires_at: expiresAt,
     };
-    this.store.insert(row);
+    await this.store.insert(row);
     return { id, publicId, expiresAt };
   }
 
@@ -104,17 +104,20 @@ export class AdminSessionService {
    * The live session `id` names, if `accepts` its account and credential still (a changed password or
    * admin token, a disabled account); null, and ended, otherwise or once expired.
    */
-  resolve(id: string, accepts: (accountId: number | null, credential: string) => boolean): AdminSession | null {
+  async resolve(
+    id: string,
+    accepts: (accountId: number | null, credential: string) => Promise<boolean>,
+  ): Promise<AdminSession | null> {
     if (!COOKIE_ID.test(id)) return null;
     const hash = hashOf(id);
-    const row = this.store.byHash(hash);
+    const row = await this.store.byHash(hash);
     if (!row) return null;
     const now = this.now();
-    if (!accepts(row.account_id, row.credential) || !this.alive(row, now)) {
-      this.store.remove(hash);
+    if (!(await accepts(row.account_id, row.credential)) || !this.alive(row, now)) {
+      await this.store.remove(hash);
       return null;
     }
-    if (now - Date.parse(row.last_used_at) > TOUCH_EVERY_MS) this.store.touch(hash, new Date(now).toISOString());
+    if (now - Date.parse(row.last_used_at) > TOUCH_EVERY_MS) await this.store.touch(hash, new Date(now).toISOString());
     return {
       publicId: row.public_id,
       accountId: row.account_id,
@@ -125,17 +128,16 @@ export class AdminSessionService {
   }
 
   /** Sign-out: the session ends on the server, whatever the browser keeps. */
-  end(id: string): void {
-    if (COOKIE_ID.test(id)) this.store.remove(hashOf(id));
+  async end(id: string): Promise<void> {
+    if (COOKIE_ID.test(id)) await this.store.remove(hashOf(id));
   }
 
   /** An account's live sessions, newest first; `currentId` (the cookie's id) is marked. `unowned`: the owner's, from before accounts. */
-  list(accountId: number, currentId: string | null, unowned = false): ListedAdminSession[] {
+  async list(accountId: number, currentId: string | null, unowned = false): Promise<ListedAdminSession[]> {
     const now = this.now();
     const current = currentId !== null && COOKIE_ID.test(currentId) ? hashOf(currentId) : null;
     const { idleMs } = this.limits;
-    return this.store
-      .ofAccount(accountId, unowned)
+    return (await this.store.ofAccount(accountId, unowned))
       .filter((row) => this.alive(row, now))
       .map((row) => {
         const idleEnd = Date.parse(row.last_used_at) + idleMs;
@@ -152,32 +154,32 @@ export class AdminSessionService {
   }
 
   /** Ends one of the account's sessions by its public id; false when it has no such session. */
-  endOne(accountId: number, publicId: string, unowned = false): boolean {
+  endOne(accountId: number, publicId: string, unowned = false): Promise<boolean> {
     return this.store.removeOneOfAccount(accountId, publicId, unowned);
   }
 
   /** Ends every session of the account but the one `keepId` (a cookie's id) names; how many ended. */
-  endOthers(accountId: number, keepId: string | null, unowned = false): number {
+  endOthers(accountId: number, keepId: string | null, unowned = false): Promise<number> {
     const keep = keepId !== null && COOKIE_ID.test(keepId) ? hashOf(keepId) : null;
     return this.store.removeOthers(accountId, keep, unowned);
   }
 
   /** What the session `id` holds from now on (a new password's fingerprint: it stays signed in). */
-  recredential(id: string, credential: string): void {
-    if (COOKIE_ID.test(id)) this.store.setCredential(hashOf(id), credential);
+  async recredential(id: string, credential: string): Promise<void> {
+    if (COOKIE_ID.test(id)) await this.store.setCredential(hashOf(id), credential);
   }
 
   /** Ends every session of an account (disabled or deleted); how many ended. */
-  endAllOf(accountId: number): number {
+  endAllOf(accountId: number): Promise<number> {
     return this.store.removeOfAccount(accountId);
   }
 
-  purgeExpired(): number {
+  purgeExpired(): Promise<number> {
     const now = this.now();
     return this.store.removeExpired(new Date(now).toISOString(), new Date(now - this.limits.idleMs).toISOString());
   }
 
-  count(): number {
+  count(): Promise<number> {
     return this.store.count();
   }
 

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 
 /** A console session as stored: the SHA-256 of its id, never the id the cookie carries. */
 export interface StoredAdminSession {
@@ -19,92 +19,86 @@ export interface StoredAdminSession {
 
 /** The admin_sessions table, as the console session service uses it. */
 export interface AdminSessionRepository {
-  insert(session: StoredAdminSession): void;
-  byHash(idHash: string): StoredAdminSession | undefined;
-  touch(idHash: string, at: string): void;
-  remove(idHash: string): void;
+  insert(session: StoredAdminSession): Promise<void>;
+  byHash(idHash: string): Promise<StoredAdminSession | undefined>;
+  touch(idHash: string, at: string): Promise<void>;
+  remove(idHash: string): Promise<void>;
   /** The sessions of an account (with `unowned`, also those from before accounts existed: the owner's), newest first. */
-  ofAccount(accountId: number, unowned: boolean): StoredAdminSession[];
+  ofAccount(accountId: number, unowned: boolean): Promise<StoredAdminSession[]>;
   /** Ends the account's session with this public id; false when it has none. */
-  removeOneOfAccount(accountId: number, publicId: string, unowned: boolean): boolean;
+  removeOneOfAccount(accountId: number, publicId: string, unowned: boolean): Promise<boolean>;
   /** Ends the account's sessions but `keepHash`'s; how many ended. */
-  removeOthers(accountId: number, keepHash: string | null, unowned: boolean): number;
-  setCredential(idHash: string, credential: string): void;
-  removeOfAccount(accountId: number): number;
+  removeOthers(accountId: number, keepHash: string | null, unowned: boolean): Promise<number>;
+  setCredential(idHash: string, credential: string): Promise<void>;
+  removeOfAccount(accountId: number): Promise<number>;
   /** Ends the sessions past their maximum age or unused since `idleCutoff`; how many ended. */
-  removeExpired(now: string, idleCutoff: string): number;
-  count(): number;
+  removeExpired(now: string, idleCutoff: string): Promise<number>;
+  count(): Promise<number>;
 }
 
 export class SqliteAdminSessionRepository implements AdminSessionRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      insert: db.prepare(
-        `INSERT INTO admin_sessions (id_hash, public_id, account_id, credential, address, user_agent, created_at, last_used_at, expires_at)
+      insert: `INSERT INTO admin_sessions (id_hash, public_id, account_id, credential, address, user_agent, created_at, last_used_at, expires_at)
          VALUES (@id_hash, @public_id, @account_id, @credential, @address, @user_agent, @created_at, @last_used_at, @expires_at)`,
-      ),
-      ofAccount: db.prepare(
-        `SELECT * FROM admin_sessions WHERE account_id = @id OR (@unowned = 1 AND account_id IS NULL) ORDER BY created_at DESC`,
-      ),
-      removeOneOfAccount: db.prepare(
-        `DELETE FROM admin_sessions WHERE public_id = @publicId AND (account_id = @id OR (@unowned = 1 AND account_id IS NULL))`,
-      ),
-      removeOthers: db.prepare(
-        `DELETE FROM admin_sessions WHERE (account_id = @id OR (@unowned = 1 AND account_id IS NULL)) AND id_hash IS NOT @keep`,
-      ),
-      setCredential: db.prepare(`UPDATE admin_sessions SET credential = ? WHERE id_hash = ?`),
-      byHash: db.prepare(`SELECT * FROM admin_sessions WHERE id_hash = ?`),
-      touch: db.prepare(`UPDATE admin_sessions SET last_used_at = ? WHERE id_hash = ?`),
-      remove: db.prepare(`DELETE FROM admin_sessions WHERE id_hash = ?`),
-      removeOfAccount: db.prepare(`DELETE FROM admin_sessions WHERE account_id = ?`),
-      removeExpired: db.prepare(`DELETE FROM admin_sessions WHERE expires_at <= ? OR last_used_at < ?`),
-      count: db.prepare(`SELECT count(*) FROM admin_sessions`).pluck(),
+      ofAccount: `SELECT * FROM admin_sessions WHERE account_id = @id OR (@unowned = 1 AND account_id IS NULL) ORDER BY created_at DESC`,
+      removeOneOfAccount: `DELETE FROM admin_sessions WHERE public_id = @publicId AND (account_id = @id OR (@unowned = 1 AND account_id IS NULL))`,
+      removeOthers: `DELETE FROM admin_sessions WHERE (account_id = @id OR (@unowned = 1 AND account_id IS NULL)) AND id_hash IS NOT @keep`,
+      setCredential: `UPDATE admin_sessions SET credential = ? WHERE id_hash = ?`,
+      byHash: `SELECT * FROM admin_sessions WHERE id_hash = ?`,
+      touch: `UPDATE admin_sessions SET last_used_at = ? WHERE id_hash = ?`,
+      remove: `DELETE FROM admin_sessions WHERE id_hash = ?`,
+      removeOfAccount: `DELETE FROM admin_sessions WHERE account_id = ?`,
+      removeExpired: `DELETE FROM admin_sessions WHERE expires_at <= ? OR last_used_at < ?`,
+      count: `SELECT count(*) FROM admin_sessions`,
     };
   }
 
-  insert(session: StoredAdminSession): void {
-    this.s.insert.run(session);
+  async insert(session: StoredAdminSession): Promise<void> {
+    await this.sql.run(this.s.insert, { ...session });
   }
 
-  byHash(idHash: string): StoredAdminSession | undefined {
-    return this.s.byHash.get(idHash) as StoredAdminSession | undefined;
+  async byHash(idHash: string): Promise<StoredAdminSession | undefined> {
+    return (await this.sql.get(this.s.byHash, [idHash])) as StoredAdminSession | undefined;
   }
 
-  touch(idHash: string, at: string): void {
-    this.s.touch.run(at, idHash);
+  async touch(idHash: string, at: string): Promise<void> {
+    await this.sql.run(this.s.touch, [at, idHash]);
   }
 
-  remove(idHash: string): void {
-    this.s.remove.run(idHash);
+  async remove(idHash: string): Promise<void> {
+    await this.sql.run(this.s.remove, [idHash]);
   }
 
-  ofAccount(accountId: number, unowned: boolean): StoredAdminSession[] {
-    return this.s.ofAccount.all({ id: accountId, unowned: unowned ? 1 : 0 }) as StoredAdminSession[];
+  async ofAccount(accountId: number, unowned: boolean): Promise<StoredAdminSession[]> {
+    return (await this.sql.all(this.s.ofAccount, { id: accountId, unowned: unowned ? 1 : 0 })) as StoredAdminSession[];
   }
 
-  removeOneOfAccount(accountId: number, publicId: string, unowned: boolean): boolean {
-    return this.s.removeOneOfAccount.run({ id: accountId, publicId, unowned: unowned ? 1 : 0 }).changes === 1;
+  async removeOneOfAccount(accountId: number, publicId: string, unowned: boolean): Promise<boolean> {
+    return (await this.sql.run(this.s.removeOneOfAccount, { id: accountId, publicId, unowned: unowned ? 1 : 0 })).changes === 1;
   }
 
-  removeOthers(accountId: number, keepHash: string | null, unowned: boolean): number {
-    return this.s.removeOthers.run({ id: accountId, keep: keepHash, unowned: unowned ? 1 : 0 }).changes;
+  async removeOthers(accountId: number, keepHash: string | null, unowned: boolean): Promise<number> {
+    return (await this.sql.run(this.s.removeOthers, { id: accountId, keep: keepHash, unowned: unowned ? 1 : 0 })).changes;
   }
 
-  setCredential(idHash: string, credential: string): void {
-    this.s.setCredential.run(credential, idHash);
+  async setCredential(idHash: string, credential: string): Promise<void> {
+    await this.sql.run(this.s.setCredential, [credential, idHash]);
   }
 
-  removeOfAccount(accountId: number): number {
-    return this.s.removeOfAccount.run(accountId).changes;
+  async removeOfAccount(accountId: number): Promise<number> {
+    return (await this.sql.run(this.s.removeOfAccount, [accountId])).changes;
   }
 
-  removeExpired(now: string, idleCutoff: string): number {
-    return this.s.removeExpired.run(now, idleCutoff).changes;
+  async removeExpired(now: string, idleCutoff: string): Promise<number> {
+    return (await this.sql.run(this.s.removeExpired, [now, idleCutoff])).changes;
   }
 
-  count(): number {
-    return this.s.count.get() as number;
+  async count(): Promise<number> {
+    return (await this.sql.value(this.s.count)) as number;
   }
 }

@@ -5,7 +5,6 @@ import Fastify, {
   type FastifyRequest,
   type FastifySchemaCompiler,
   type FastifyServerOptions,
-  type HookHandlerDoneFunction,
   type RouteOptions,
 } from 'fastify';
 import type { TSchema } from 'typebox';
@@ -120,20 +119,19 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
   return app;
 }
 
-type SessionHook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
+type SessionHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 /**
  * Resolves the request's session token (query or header) into `request.session`, or fails with the
  * spec's token errors; with `approval`, a device not approved is refused too.
  */
 function sessionHook(sessions: Pick<SessionService, 'resolve'>, approval?: AgentAppOptions['approval']): SessionHook {
-  // Synchronous on purpose (no promise per request); Fastify turns a throw into the error reply.
-  return (request, _reply, done) => {
+  // Fastify turns a rejection into the error reply.
+  return async (request) => {
     const token = sessionTokenOf(request);
-    if (!token) return done(sessionTokenMissing());
-    request.session = sessions.resolve(token);
-    approval?.checkApproved(request.session);
-    done();
+    if (!token) throw sessionTokenMissing();
+    request.session = await sessions.resolve(token);
+    await approval?.checkApproved(request.session);
   };
 }
 

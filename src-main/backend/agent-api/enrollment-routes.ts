@@ -37,7 +37,7 @@ export const agentEnrollmentRoutes: FastifyPluginAsyncTypebox<EnrollmentRoutesOp
     '/PluginMdmAgent',
     { config: { whileHeld: true }, bodyLimit: INVENTORY_BODY_LIMIT, schema: { querystring: TokenQuery, body: AgentBody } },
     async (request, reply) => {
-      const result = enrollment.enroll(request.session, request.body.input, request.ip ?? null);
+      const result = await enrollment.enroll(request.session, request.body.input, request.ip ?? null);
       return reply.code(201).send(result);
     },
   );

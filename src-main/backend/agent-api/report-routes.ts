@@ -48,8 +48,8 @@ const GeolocationBody = Type.Object({
  * account may report for it; each report is recorded exactly as its MQTT counterpart.
  */
 export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = async (app, { agents, reports, live }) => {
-  const ownAgent = (session: SessionContext, id: number) => {
-    const agent = agents.row(id);
+  const ownAgent = async (session: SessionContext, id: number) => {
+    const agent = await agents.row(id);
     if (!agent) throw itemNotFound();
     if (agent.account_user_id !== session.userId) {
       throw new ApiError(
@@ -65,7 +65,7 @@ export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> =
     '/PluginMdmAgent/:id',
     { bodyLimit: INVENTORY_BODY_LIMIT, schema: { params: IdParams, querystring: SessionQuery, body: ReportBody } },
     async (request) => {
-      const agent = ownAgent(request.session, request.params.id);
+      const agent = await ownAgent(request.session, request.params.id);
       const input = request.body.input;
       const unknown = Object.keys(input).filter((key) => !(REPORT_KEYS as readonly string[]).includes(key));
       if (unknown.length > 0)
@@ -79,20 +79,20 @@ export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> =
         if (xml === null) throw badRequest('_inventory must be the base64 of the FusionInventory XML');
       }
       try {
-        if (xml !== null) reports.inventory(agent.id, xml, 'http');
+        if (xml !== null) await reports.inventory(agent.id, xml, 'http');
       } catch (error) {
         if (error instanceof InventoryError) throw badRequest(`The inventory could not be read: ${error.message}`);
         throw error;
       }
-      if (typeof input.is_online === 'boolean') live.online(agent.id, input.is_online);
-      if (input._pong === '!') live.pong(agent.id);
+      if (typeof input.is_online === 'boolean') await live.online(agent.id, input.is_online);
+      if (input._pong === '!') await live.pong(agent.id);
       return [{ [String(agent.id)]: true, message: '' }];
     },
   );
 
   app.post('/PluginMdmGeolocation', { schema: { querystring: SessionQuery, body: GeolocationBody } }, async (request, reply) => {
     const input = request.body.input;
-    const agent = ownAgent(request.session, input._agents_id);
+    const agent = await ownAgent(request.session, input._agents_id);
     const position = positionOf({
       latitude: input.latitude ?? undefined,
       longitude: input.longitude ?? undefined,
@@ -100,7 +100,7 @@ export const agentReportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> =
       gps: input._gps,
     });
     if ('error' in position) throw badRequest(`Position refused: ${position.error}`);
-    const id = reports.position(agent.id, position, 'http');
+    const id = await reports.position(agent.id, position, 'http');
     return reply.code(201).send({ id, message: '' });
   });
 };

@@ -16,11 +16,11 @@ export const agentSessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions>
   app.get('/initSession', { config: { session: 'none' }, schema: { querystring: TokenQuery } }, async (request) => {
     const token = userTokenOf(request);
     if (!token) throw loginFailed('parameter user_token is missing or empty');
-    return { session_token: sessions.open(token, request.ip ?? null).session_token };
+    return { session_token: (await sessions.open(token, request.ip ?? null)).session_token };
   });
 
   app.get('/killSession', { config: { whileHeld: true }, schema: { querystring: TokenQuery } }, async (request) => {
-    sessions.close(request.session.token);
+    await sessions.close(request.session.token);
     return true;
   });
 
@@ -44,7 +44,7 @@ export const agentSessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions>
     async (request, reply) => {
       const profileId = request.query.profiles_id ?? request.body?.profiles_id;
       if (profileId === undefined) return reply.code(400).send(['ERROR_BAD_REQUEST', 'Bad Request']);
-      sessions.changeProfile(request.session, profileId);
+      await sessions.changeProfile(request.session, profileId);
       return { message: 'Profile changed', profiles_id: profileId };
     },
   );

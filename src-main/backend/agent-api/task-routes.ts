@@ -36,8 +36,8 @@ const MAX_CRITERIA = 8;
  * device's own account may do either, and it only ever sees its own rows.
  */
 export const taskStatusRoutes: FastifyPluginAsyncTypebox<TaskRoutesOptions> = async (app, { deployments }) => {
-  const ownDevice = (request: FastifyRequest) => {
-    const agent = deployments.agentOfAccount(request.session.userId);
+  const ownDevice = async (request: FastifyRequest) => {
+    const agent = await deployments.agentOfAccount(request.session.userId);
     if (!agent)
       throw new ApiError(
         403,
@@ -51,10 +51,13 @@ export const taskStatusRoutes: FastifyPluginAsyncTypebox<TaskRoutesOptions> = as
   app.get('/search/PluginMdmTaskstatus/', { schema: { querystring: SearchQuery } }, async (request) => search(request));
   app.get('/search/PluginMdmTaskstatus', { schema: { querystring: SearchQuery } }, async (request) => search(request));
 
-  const search = (request: FastifyRequest) => {
-    const agent = ownDevice(request);
+  const search = async (request: FastifyRequest) => {
+    const agent = await ownDevice(request);
     const criteria = searchCriteria(request.url);
-    let rows = deployments.searchStatuses(agent.id, { agentId: criteria.get(FIELD.agent), taskId: criteria.get(FIELD.task) });
+    let rows = await deployments.searchStatuses(agent.id, {
+      agentId: criteria.get(FIELD.agent),
+      taskId: criteria.get(FIELD.task),
+    });
     const id = criteria.get(FIELD.id);
     if (id !== undefined) rows = rows.filter((row) => row.id === id);
     const data = rows.map(searchRow);
@@ -68,17 +71,17 @@ export const taskStatusRoutes: FastifyPluginAsyncTypebox<TaskRoutesOptions> = as
   };
 
   app.get('/PluginMdmTaskstatus/:id', { schema: { params: IdParams } }, async (request) => {
-    const agent = ownDevice(request);
-    const rows = deployments.searchStatuses(agent.id, {}).filter((row) => row.id === request.params.id);
+    const agent = await ownDevice(request);
+    const rows = (await deployments.searchStatuses(agent.id, {})).filter((row) => row.id === request.params.id);
     if (rows.length === 0) throw new ApiError(404, 'ERROR_ITEM_NOT_FOUND', 'Item not found');
     return itemView(rows[0]!);
   });
 
   app.put('/PluginMdmTaskstatus/:id', { schema: { params: IdParams, body: StatusBody } }, async (request) => {
-    const agent = ownDevice(request);
+    const agent = await ownDevice(request);
     const { id } = request.params;
     const { input } = request.body;
-    deployments.reportByStatusId(agent.id, id, input);
+    await deployments.reportByStatusId(agent.id, id, input);
     return [{ [String(id)]: true, message: '' }];
   });
 };

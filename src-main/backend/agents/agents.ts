@@ -24,40 +24,40 @@ export class AgentService {
     this.users = deps.users;
   }
 
-  row(id: number, scope: FleetScope = currentFleetScope()): AgentRow | undefined {
-    const row = this.agents.byId(id);
+  async row(id: number, scope: FleetScope = currentFleetScope()): Promise<AgentRow | undefined> {
+    const row = await this.agents.byId(id);
     return row && inFleetScope(row.fleet_id, scope) ? row : undefined;
   }
 
-  get(id: number): AgentRow {
-    const row = this.row(id);
+  async get(id: number): Promise<AgentRow> {
+    const row = await this.row(id);
     if (!row) throw itemNotFound('Agent not found');
     return row;
   }
 
-  list(scope: FleetScope = currentFleetScope()): AgentSummary[] {
+  list(scope: FleetScope = currentFleetScope()): Promise<AgentSummary[]> {
     return this.agents.summaries(fleetScopeParam(scope));
   }
 
-  summary(id: number): AgentSummary {
-    const row = this.findSummary(id);
+  async summary(id: number): Promise<AgentSummary> {
+    const row = await this.findSummary(id);
     if (!row) throw itemNotFound('Agent not found');
     return row;
   }
 
   /** The device-list row, or null once the agent is gone (or outside `scope`). */
-  findSummary(id: number, scope: FleetScope = currentFleetScope()): AgentSummary | null {
-    return this.agents.summary(id, fleetScopeParam(scope)) ?? null;
+  async findSummary(id: number, scope: FleetScope = currentFleetScope()): Promise<AgentSummary | null> {
+    return (await this.agents.summary(id, fleetScopeParam(scope))) ?? null;
   }
 
   /** Deletes the agent, its computer and its account (so its api_token stops working). */
-  remove(id: number): AgentRow {
-    const agent = this.get(id);
-    this.work.run(() => {
-      this.agents.remove(agent);
-      this.users.remove(agent.account_user_id); // its sessions go with it (ON DELETE CASCADE)
+  async remove(id: number): Promise<AgentRow> {
+    const agent = await this.get(id);
+    await this.work.run(async () => {
+      await this.agents.remove(agent);
+      await this.users.remove(agent.account_user_id); // its sessions go with it (ON DELETE CASCADE)
       // Its fleet is named: once the agent is gone, the live stream still knows whom to tell.
-      this.events.record(
+      await this.events.record(
         'agent.deleted',
         `Agent ${agent.name} deleted`,
         { entityId: agent.entity_id, agentId: id, agentName: agent.name },

@@ -37,26 +37,26 @@ export class ApprovalService {
     this.sessions = deps.sessions;
   }
 
-  pendingCount(): number {
+  pendingCount(): Promise<number> {
     return this.agents.pendingApprovalCount();
   }
 
-  approve(id: number): AgentRow {
+  approve(id: number): Promise<AgentRow> {
     return this.decide(id, 'approve');
   }
 
-  reject(id: number): AgentRow {
+  reject(id: number): Promise<AgentRow> {
     return this.decide(id, 'reject');
   }
 
   /** Approves each pending agent of `ids` in one transaction; unknown or already decided ones are listed, not fatal. */
-  approveMany(ids: number[]): { approved: number[]; skipped: { id: number; reason: string }[] } {
+  async approveMany(ids: number[]): Promise<{ approved: number[]; skipped: { id: number; reason: string }[] }> {
     const approved: number[] = [];
     const skipped: { id: number; reason: string }[] = [];
-    this.work.run(() => {
+    await this.work.run(async () => {
       for (const id of ids) {
         try {
-          this.decide(id, 'approve');
+          await this.decide(id, 'approve');
           approved.push(id);
         } catch (error) {
           skipped.push({ id, reason: (error as Error).message });
@@ -67,9 +67,9 @@ export class ApprovalService {
   }
 
   /** Refuses the session of a device that waits for approval or was rejected (agent-api/app.ts). */
-  checkApproved(session: SessionContext): void {
+  async checkApproved(session: SessionContext): Promise<void> {
     if (session.userKind !== 'agent') return;
-    const status = this.agents.enrollStatusOfAccount(session.userId);
+    const status = await this.agents.enrollStatusOfAccount(session.userId);
     if (status !== undefined && HELD.includes(status)) {
       throw new ApiError(
         403,
@@ -81,34 +81,34 @@ export class ApprovalService {
     }
   }
 
-  private decide(id: number, decision: 'approve' | 'reject'): AgentRow {
-    const agent = this.agents.byId(id);
+  private async decide(id: number, decision: 'approve' | 'reject'): Promise<AgentRow> {
+    const agent = await this.agents.byId(id);
     // A device of a fleet the request may not see answers as if it did not exist.
     if (!agent || !inFleetScope(agent.fleet_id)) throw itemNotFound('Agent not found');
     if (agent.enroll_status !== ENROLL_STATUS.pendingApproval) {
       throw new ApiError(409, 'ERROR_NOT_PENDING', `${agent.name} is not waiting for approval (it is ${agent.enroll_status})`);
     }
-    return this.work.run(() => {
+    return this.work.run(async () => {
       if (decision === 'approve') {
         // The password drawn at enrollment stays: the device logs in with it once approved.
-        this.agents.decidePending(id, ENROLL_STATUS.enrolled, agent.mqtt_password_hash, nowIso());
-        this.events.record('agent.approved', `${agent.name} approved`, {
+        await this.agents.decidePending(id, ENROLL_STATUS.enrolled, agent.mqtt_password_hash, nowIso());
+        await this.events.record('agent.approved', `${agent.name} approved`, {
           entityId: agent.entity_id,
           agentId: id,
           agentName: agent.name,
         });
       } else {
         // Rejected: its credentials die with it, and the device is free for its next enrollment.
-        this.agents.decidePending(id, ENROLL_STATUS.rejected, null, nowIso());
-        this.sessions.closeAllOf(agent.account_user_id);
-        this.users.rotateToken(agent.account_user_id);
-        this.events.record('agent.rejected', `${agent.name} rejected`, {
+        await this.agents.decidePending(id, ENROLL_STATUS.rejected, null, nowIso());
+        await this.sessions.closeAllOf(agent.account_user_id);
+        await this.users.rotateToken(agent.account_user_id);
+        await this.events.record('agent.rejected', `${agent.name} rejected`, {
           entityId: agent.entity_id,
           agentId: id,
           agentName: agent.name,
         });
       }
-      return this.agents.byId(id)!;
+      return (await this.agents.byId(id))!;
     });
   }
 }

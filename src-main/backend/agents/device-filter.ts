@@ -28,19 +28,19 @@ export class DeviceFilter {
     }
   }
 
-  list(node: WhereNode, scope: FleetScope = currentFleetScope()): AgentSummary[] {
+  list(node: WhereNode, scope: FleetScope = currentFleetScope()): Promise<AgentSummary[]> {
     return this.queries.summaries(compileWhere(node, this.now()), fleetScopeParam(scope));
   }
 
-  count(node: WhereNode, scope: FleetScope = currentFleetScope()): number {
+  count(node: WhereNode, scope: FleetScope = currentFleetScope()): Promise<number> {
     return this.queries.count(compileWhere(node, this.now()), fleetScopeParam(scope));
   }
 
-  ids(node: WhereNode, scope: FleetScope = currentFleetScope()): { id: number; fleet_id: number }[] {
+  ids(node: WhereNode, scope: FleetScope = currentFleetScope()): Promise<{ id: number; fleet_id: number }[]> {
     return this.queries.ids(compileWhere(node, this.now()), fleetScopeParam(scope));
   }
 
-  matches(agentId: number, node: WhereNode): boolean {
+  matches(agentId: number, node: WhereNode): Promise<boolean> {
     return this.queries.matches(agentId, compileWhere(node, this.now()));
   }
 }

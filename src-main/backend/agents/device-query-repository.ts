@@ -3,7 +3,7 @@
 // parameter (@w0, @w1 …), never inside the SQL text; the text is built from the parsed expression's
 // fields and operators only. Written in SQL both SQLite and PostgreSQL accept (CASE rather than
 // boolean sums, lower() on both sides of LIKE, times computed here as ISO strings).
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { AgentSummary } from '../../../src-shared/contract/index.ts';
 import { versionKey, type WhereComparison, type WhereNode } from '../../../src-shared/contract/where.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
@@ -117,72 +117,72 @@ const FROM = `FROM agents a
 
 /** The devices an expression selects, and the keys and app rows it reads. */
 export class DeviceQueryRepository {
-  private readonly db: Db;
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
-    this.db = db;
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      setOsKey: db.prepare(`UPDATE agents SET os_version_key = ? WHERE id = ?`),
-      insertApp: db.prepare(
-        `INSERT INTO agent_apps (agent_id, package, name, version, version_key) VALUES (?, ?, ?, ?, ?)
+      setOsKey: `UPDATE agents SET os_version_key = ? WHERE id = ?`,
+      insertApp: `INSERT INTO agent_apps (agent_id, package, name, version, version_key) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (agent_id, package) DO NOTHING`,
-      ),
-      unkeyed: db.prepare(`SELECT id, os_version FROM agents WHERE os_version IS NOT NULL AND os_version_key IS NULL`),
-      inventoriesWithoutApps: db.prepare(
-        `SELECT i.agent_id, i.summary FROM agent_inventories i WHERE NOT EXISTS (SELECT 1 FROM agent_apps p WHERE p.agent_id = i.agent_id)`,
-      ),
+      unkeyed: `SELECT id, os_version FROM agents WHERE os_version IS NOT NULL AND os_version_key IS NULL`,
+      inventoriesWithoutApps: `SELECT i.agent_id, i.summary FROM agent_inventories i WHERE NOT EXISTS (SELECT 1 FROM agent_apps p WHERE p.agent_id = i.agent_id)`,
     };
   }
 
   /** The device list filtered by an expression, within the fleets of `fleets` (fleets/scope.ts fleetScopeParam). */
-  summaries(where: CompiledWhere, fleets: string | null, limit = 100000): AgentSummary[] {
-    const rows = this.db
-      .prepare(`${SUMMARY_SQL} WHERE ${inFleetsSql('a.fleet_id')} AND ${where.sql} ORDER BY a.id DESC LIMIT @limit`)
-      .all({ ...where.params, fleets, limit }) as AgentSummary[];
+  async summaries(where: CompiledWhere, fleets: string | null, limit = 100000): Promise<AgentSummary[]> {
+    const rows = (await this.sql.all(
+      `${SUMMARY_SQL} WHERE ${inFleetsSql('a.fleet_id')} AND ${where.sql} ORDER BY a.id DESC LIMIT @limit`,
+      { ...where.params, fleets, limit },
+    )) as AgentSummary[];
     return rows.map(toSummary);
   }
 
   /** How many devices the expression selects (within `fleets`). */
-  count(where: CompiledWhere, fleets: string | null): number {
-    const row = this.db
-      .prepare(`SELECT count(*) AS n ${FROM} WHERE ${inFleetsSql('a.fleet_id')} AND ${where.sql}`)
-      .get({ ...where.params, fleets }) as { n: number };
+  async count(where: CompiledWhere, fleets: string | null): Promise<number> {
+    const row = (await this.sql.get(`SELECT count(*) AS n ${FROM} WHERE ${inFleetsSql('a.fleet_id')} AND ${where.sql}`, {
+      ...where.params,
+      fleets,
+    })) as { n: number };
     return row.n;
   }
 
   /** The ids (and fleets) of the devices selected, enrolled or not. */
-  ids(where: CompiledWhere, fleets: string | null): { id: number; fleet_id: number }[] {
-    return this.db
-      .prepare(`SELECT a.id, a.fleet_id ${FROM} WHERE ${inFleetsSql('a.fleet_id')} AND ${where.sql} ORDER BY a.id`)
-      .all({ ...where.params, fleets }) as { id: number; fleet_id: number }[];
+  async ids(where: CompiledWhere, fleets: string | null): Promise<{ id: number; fleet_id: number }[]> {
+    return (await this.sql.all(
+      `SELECT a.id, a.fleet_id ${FROM} WHERE ${inFleetsSql('a.fleet_id')} AND ${where.sql} ORDER BY a.id`,
+      { ...where.params, fleets },
+    )) as { id: number; fleet_id: number }[];
   }
 
   /** Whether one device matches. */
-  matches(agentId: number, where: CompiledWhere): boolean {
+  async matches(agentId: number, where: CompiledWhere): Promise<boolean> {
     return (
-      this.db
-        .prepare(`SELECT 1 AS hit ${FROM} WHERE a.id = @agent_id AND ${where.sql}`)
-        .get({ ...where.params, agent_id: agentId }) !== undefined
+      (await this.sql.get(`SELECT 1 AS hit ${FROM} WHERE a.id = @agent_id AND ${where.sql}`, {
+        ...where.params,
+        agent_id: agentId,
+      })) !== undefined
     );
   }
 
   /** Keys the rows written before version keys existed (migration 23); returns how many devices. */
-  backfill(): number {
+  async backfill(): Promise<number> {
     let n = 0;
-    for (const row of this.s.unkeyed.all() as { id: number; os_version: string }[]) {
+    for (const row of (await this.sql.all(this.s.unkeyed)) as { id: number; os_version: string }[]) {
       const key = versionKey(row.os_version);
       if (key === null) continue;
-      this.s.setOsKey.run(key, row.id);
+      await this.sql.run(this.s.setOsKey, [key, row.id]);
       n++;
     }
-    for (const row of this.s.inventoriesWithoutApps.all() as { agent_id: number; summary: string }[]) {
+    for (const row of (await this.sql.all(this.s.inventoriesWithoutApps)) as { agent_id: number; summary: string }[]) {
       const summary = JSON.parse(row.summary) as {
         applications?: { name: string; version: string | null; package: string | null }[];
       };
       for (const app of summary.applications ?? []) {
         if (!app.package) continue;
-        this.s.insertApp.run(row.agent_id, app.package, app.name, app.version, versionKey(app.version));
+        await this.sql.run(this.s.insertApp, [row.agent_id, app.package, app.name, app.version, versionKey(app.version)]);
       }
     }
     return n;

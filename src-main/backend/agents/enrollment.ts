@@ -1,5 +1,6 @@
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
+import { SerialQueue } from '../util/serial.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../errors.ts';
@@ -78,6 +79,7 @@ export class EnrollmentService {
   private readonly rows: AgentRepository;
   private readonly events: EventLog;
   private readonly work: UnitOfWork;
+  private readonly serial = new SerialQueue();
   private readonly users: UserRepository;
   private readonly sessions: SessionService;
   private readonly invitations: InvitationService;
@@ -120,19 +122,30 @@ export class EnrollmentService {
    * invitation or code named; success creates (or, for a known device, reuses) computer + agent and
    * consumes the grant in one transaction.
    */
-  enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): { id: string; message: string } {
+  async enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): Promise<{ id: string; message: string }> {
     // A code's sessions share its account: each device (session) gets its own bucket.
     const wait = this.attempts.take(isSharedAccount(session) ? `session:${session.token}` : String(session.userId));
     if (wait > 0) throw new TooManyRequests('Too many enrollment attempts', wait);
+    // One enrollment's checks and writes at a time (the device, its login, the grant's state are
+    // read before the transaction that writes them): two devices racing for one serial, login or
+    // last use of a grant are decided one after the other, as when all of it was synchronous.
+    return this.serial.run(() => this.enrollChecked(session, input, remoteAddr));
+  }
+
+  private async enrollChecked(
+    session: SessionContext,
+    input: AgentInput,
+    remoteAddr: string | null,
+  ): Promise<{ id: string; message: string }> {
     const serial = clean(input._serial);
     const uuid = clean(input._uuid);
     const attempt: AttemptDetails = { remote_addr: remoteAddr, email: clean(input._email), serial, uuid };
-    const grant = this.grantOf(clean(input._invitation_token));
+    const grant = await this.grantOf(clean(input._invitation_token));
 
-    const refuse = (message: string): never => {
-      if (grant) grant.logRefusal(message, attempt);
+    const refuse = async (message: string): Promise<never> => {
+      if (grant) await grant.logRefusal(message, attempt);
       else {
-        this.events.record(
+        await this.events.record(
           'enrollment.refused',
           `Enrollment refused: ${message}`,
           { entityId: session.entityId },
@@ -148,38 +161,41 @@ export class EnrollmentService {
       return refuse('Invalid invitation token');
     }
     const refusal = grant.refusal(session, attempt.email);
-    if (refusal) refuse(refusal);
+    if (refusal) await refuse(refusal);
     const email = attempt.email!;
-    if (session.activeProfileId !== this.users.guestProfile().id) refuse('Switch to the guest profile before enrolling');
-    if (!serial && !uuid) refuse('The device serial number or UUID is required');
+    if (session.activeProfileId !== (await this.users.guestProfile()).id)
+      await refuse('Switch to the guest profile before enrolling');
+    if (!serial && !uuid) await refuse('The device serial number or UUID is required');
     // Either becomes the agent's MQTT login and the last level of its topic.
     if ([serial, uuid].some((id) => id !== null && !MQTT_SAFE_ID.test(id))) {
-      refuse('The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)');
+      await refuse(
+        'The device serial number or UUID contains characters that cannot be used (/, +, #, spaces or control characters)',
+      );
     }
     const version = clean(input.version);
-    if (!version || !VERSION.test(version)) refuse('The agent version is missing or invalid');
+    if (!version || !VERSION.test(version)) await refuse('The agent version is missing or invalid');
     const type = clean(input.type);
-    if (!type || !(AGENT_TYPES as readonly string[]).includes(type)) refuse('The MDM type must be android or apple');
+    if (!type || !(AGENT_TYPES as readonly string[]).includes(type)) await refuse('The MDM type must be android or apple');
     const inventory = clean(input.inventory);
     const inventoryXml = inventory === null ? null : decodeInventory(inventory);
-    if (inventoryXml instanceof InventoryError) refuse(`The inventory could not be read: ${inventoryXml.message}`);
+    if (inventoryXml instanceof InventoryError) await refuse(`The inventory could not be read: ${inventoryXml.message}`);
 
     // Another person's device is not taken over by quoting its serial: an admin frees it first
     // (delete, unenroll or reject it). The same person enrolling again gets the records back.
-    const existing = this.knownDevice(grant.entityId, serial, uuid);
+    const existing = await this.knownDevice(grant.entityId, serial, uuid);
     if (
       existing &&
-      existing.enrolled_by_user_id !== grant.knownPersonId(session, email) &&
+      existing.enrolled_by_user_id !== (await grant.knownPersonId(session, email)) &&
       !FREED.includes(existing.enroll_status)
     ) {
-      refuse('This device is already enrolled for another user; ask your administrator to remove it first');
+      await refuse('This device is already enrolled for another user; ask your administrator to remove it first');
     }
     // The login (and the last level of the topic) is the serial, else the uuid: a uuid equal to
     // another device's serial (or the reverse) would share that device's login, topic and commands.
     const login = loginOf(serial ?? existing?.serial ?? null, uuid);
-    const owner = this.rows.loginOwner(login);
+    const owner = await this.rows.loginOwner(login);
     if (owner && owner.id !== existing?.id) {
-      refuse(
+      await refuse(
         `Another device already uses ${login} as its MQTT login (its serial number or UUID): this device cannot be enrolled with it; ask your administrator`,
       );
     }
@@ -189,8 +205,8 @@ export class EnrollmentService {
       lastname: clean(input.lastname) ?? grant.names.lastname,
     };
     try {
-      const { id: agentId, status } = this.work.run(() => {
-        const created = this.createOrReuse(
+      const { id: agentId, status } = await this.work.run(async () => {
+        const created = await this.createOrReuse(
           grant,
           session,
           existing,
@@ -206,7 +222,7 @@ export class EnrollmentService {
         );
         const id = created.id;
         const permission = clean(input.has_system_permission);
-        this.rows.setDeviceDetails(id, {
+        await this.rows.setDeviceDetails(id, {
           phone: clean(input.phone),
           has_system_permission: permission === null ? null : ['1', 'true'].includes(permission.toLowerCase()) ? 1 : 0,
           notification_type: clean(input.notification_type),
@@ -215,7 +231,7 @@ export class EnrollmentService {
         // What a device waiting for approval says about itself is not taken as fact: its inventory
         // is left out (ask for one once it is approved), as its reports are refused until then.
         if (typeof inventoryXml === 'string' && created.status !== ENROLL_STATUS.pendingApproval)
-          this.reports.inventory(id, inventoryXml, 'enrollment');
+          await this.reports.inventory(id, inventoryXml, 'enrollment');
         return created;
       });
       return {
@@ -232,20 +248,23 @@ export class EnrollmentService {
   }
 
   /** The invitation or enrollment code a token names. */
-  private grantOf(token: string | null): EnrollmentGrant | undefined {
+  private async grantOf(token: string | null): Promise<EnrollmentGrant | undefined> {
     if (!token) return undefined;
-    const invitation = this.invitations.byToken(token);
+    const invitation = await this.invitations.byToken(token);
     if (invitation) return invitationGrant(this.invitations, invitation);
-    const code = this.codes.byToken(token);
+    const code = await this.codes.byToken(token);
     return code ? codeGrant(this.codes, this.users, code) : undefined;
   }
 
   /** The agent a device already has in the entity: by serial first, then by uuid. */
-  private knownDevice(entityId: number, serial: string | null, uuid: string | null): AgentRow | undefined {
-    return (serial ? this.rows.bySerial(entityId, serial) : undefined) ?? (uuid ? this.rows.byUuid(entityId, uuid) : undefined);
+  private async knownDevice(entityId: number, serial: string | null, uuid: string | null): Promise<AgentRow | undefined> {
+    return (
+      (serial ? await this.rows.bySerial(entityId, serial) : undefined) ??
+      (uuid ? await this.rows.byUuid(entityId, uuid) : undefined)
+    );
   }
 
-  private createOrReuse(
+  private async createOrReuse(
     grant: EnrollmentGrant,
     session: SessionContext,
     existing: AgentRow | undefined,
@@ -259,13 +278,13 @@ export class EnrollmentService {
       lastname: string | null;
     },
     attempt: AttemptDetails,
-  ): { id: number; status: EnrollStatus } {
+  ): Promise<{ id: number; status: EnrollStatus }> {
     const entityId = grant.entityId;
     const now = nowIso();
     const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
-    const person = grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
+    const person = await grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
-    const uuidOwner = device.uuid ? this.rows.byUuid(entityId, device.uuid) : undefined;
+    const uuidOwner = device.uuid ? await this.rows.byUuid(entityId, device.uuid) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
     // The same person's device enrolling again (the app reinstalled, the simulator run again) keeps
     // the approval it has: an admin approved this device for this person once. A device freed
@@ -293,12 +312,12 @@ export class EnrollmentService {
     if (existing) {
       // Same device again: keep its records, give it a fresh account token (the old install loses it).
       agentId = existing.id;
-      this.rows.updateComputer(existing.computer_id, { name: login, serial: device.serial, uuid, user_id: person.id, now });
-      this.rows.reenroll(agentId, fields);
-      this.sessions.closeAllOf(existing.account_user_id);
-      this.users.rotateToken(existing.account_user_id);
+      await this.rows.updateComputer(existing.computer_id, { name: login, serial: device.serial, uuid, user_id: person.id, now });
+      await this.rows.reenroll(agentId, fields);
+      await this.sessions.closeAllOf(existing.account_user_id);
+      await this.users.rotateToken(existing.account_user_id);
     } else {
-      const computerId = this.rows.insertComputer({
+      const computerId = await this.rows.insertComputer({
         entity_id: entityId,
         name: login,
         serial: device.serial,
@@ -306,18 +325,23 @@ export class EnrollmentService {
         user_id: person.id,
         now,
       });
-      const account = this.users.createAgentAccount(entityId, login);
-      agentId = this.rows.insertAgent({ ...fields, entity_id: entityId, computer_id: computerId, account_user_id: account.id });
+      const account = await this.users.createAgentAccount(entityId, login);
+      agentId = await this.rows.insertAgent({
+        ...fields,
+        entity_id: entityId,
+        computer_id: computerId,
+        account_user_id: account.id,
+      });
     }
-    grant.consume(agentId, person.id, session, attempt);
-    this.sessions.bindEnrollment(session.token, agentId, now);
+    await grant.consume(agentId, person.id, session, attempt);
+    await this.sessions.bindEnrollment(session.token, agentId, now);
     const waiting =
       status === ENROLL_STATUS.pendingApproval
         ? ', waiting for approval'
         : grant.initialStatus === ENROLL_STATUS.pendingApproval
           ? ' (enrolled before: it needs no new approval)'
           : '';
-    this.events.record(
+    await this.events.record(
       existing ? 'agent.reenrolled' : 'agent.enrolled',
       `${login} enrolled by ${person.email}${existing ? ' (again)' : ''}${waiting}`,
       { entityId, invitationId: grant.invitationId, agentId },
@@ -338,15 +362,15 @@ export class EnrollmentService {
    * or the agent's own account. Each read draws a new MQTT password and keeps only its hash.
    */
   async record(session: SessionContext, id: number): Promise<Record<string, unknown>> {
-    const agent = this.ownAgent(session);
+    const agent = await this.ownAgent(session);
     if (!agent || agent.id !== id) throw itemNotFound();
     const mqttpasswd = randomPassword(40);
-    this.rows.setPasswordHash(id, hashSecret(mqttpasswd), nowIso());
+    await this.rows.setPasswordHash(id, hashSecret(mqttpasswd), nowIso());
     // The broker must know the password before the agent, which connects right after this read.
     await this.broker.credentialsIssued(id, mqttpasswd);
     const settings = this.settings.get();
     const endpoint = this.broker.endpoint(settings.mqtt_tls);
-    const account = this.users.byId(agent.account_user_id)!;
+    const account = (await this.users.byId(agent.account_user_id))!;
     const base = this.broker.apiUrl();
     return {
       id: agent.id,
@@ -390,23 +414,24 @@ export class EnrollmentService {
    * agent that very session enrolled, within ENROLLMENT_READ_WINDOW_MS, under the guest profile.
    * Any other session (another of the person's, e.g. opened with a used QR code) has none.
    */
-  private ownAgent(session: SessionContext): AgentRow | undefined {
+  private async ownAgent(session: SessionContext): Promise<AgentRow | undefined> {
     if (session.userKind === 'agent') return this.rows.byAccount(session.userId);
     if (session.enrolledAgentId === null || session.enrolledAt === null) return undefined;
     if (Date.now() - Date.parse(session.enrolledAt) > ENROLLMENT_READ_WINDOW_MS) return undefined;
-    if (session.activeProfileId !== this.users.guestProfile().id) return undefined;
-    const agent = this.rows.byId(session.enrolledAgentId);
+    if (session.activeProfileId !== (await this.users.guestProfile()).id) return undefined;
+    const agent = await this.rows.byId(session.enrolledAgentId);
     if (!agent) return undefined;
     // A code's sessions all share its account: the code's log names the session of the latest use.
-    if (agent.enrollment_code_id !== null) return this.codes.lastEnrolledInSession(agent.id, session.token) ? agent : undefined;
+    if (agent.enrollment_code_id !== null)
+      return (await this.codes.lastEnrolledInSession(agent.id, session.token)) ? agent : undefined;
     // Freed by an admin and enrolled by someone else since: no longer this session's.
     return agent.enrolled_by_user_id === session.userId ? agent : undefined;
   }
 
   /** The targets of the record's links: only those of the session's own agent (404 for any other). */
-  computer(session: SessionContext, id: number): Record<string, unknown> {
-    const own = this.ownAgent(session);
-    const row = own?.computer_id === id ? this.rows.computer(id) : undefined;
+  async computer(session: SessionContext, id: number): Promise<Record<string, unknown>> {
+    const own = await this.ownAgent(session);
+    const row = own?.computer_id === id ? await this.rows.computer(id) : undefined;
     if (!row) throw itemNotFound();
     return {
       id: row.id,
@@ -420,14 +445,14 @@ export class EnrollmentService {
     };
   }
 
-  entity(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.ownAgent(session)?.entity_id === id ? this.rows.entity(id) : undefined;
+  async entity(session: SessionContext, id: number): Promise<Record<string, unknown>> {
+    const row = (await this.ownAgent(session))?.entity_id === id ? await this.rows.entity(id) : undefined;
     if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, completename: row.name, entities_id: row.parent_id ?? 0, date_creation: row.created_at };
   }
 
-  fleet(session: SessionContext, id: number): Record<string, unknown> {
-    const row = this.ownAgent(session)?.fleet_id === id ? this.fleets.byId(id) : undefined;
+  async fleet(session: SessionContext, id: number): Promise<Record<string, unknown>> {
+    const row = (await this.ownAgent(session))?.fleet_id === id ? await this.fleets.byId(id) : undefined;
     if (!row) throw itemNotFound();
     return { id: row.id, name: row.name, entities_id: row.entity_id, is_default: row.is_default, date_creation: row.created_at };
   }

@@ -26,16 +26,16 @@ export interface EnrollmentGrant {
   /** The refusals of the grant itself, in DESIGN.md's order (token state, email, account), or null. */
   refusal(session: SessionContext, email: string | null): string | null;
   /** The person the device would belong to, when they exist already (for the other-person check). */
-  knownPersonId(session: SessionContext, email: string): number | null;
+  knownPersonId(session: SessionContext, email: string): Promise<number | null>;
   /** Inside the transaction: the person, created when new (login = email). */
   person(
     session: SessionContext,
     email: string,
     names: { firstname: string | null; lastname: string | null },
-  ): { id: number; email: string };
+  ): Promise<{ id: number; email: string }>;
   /** Inside the transaction: records the use; throws CodeUsedUp when a concurrent use took the last one. */
-  consume(agentId: number, personId: number, session: SessionContext, attempt: AttemptDetails): void;
-  logRefusal(message: string, attempt: AttemptDetails): void;
+  consume(agentId: number, personId: number, session: SessionContext, attempt: AttemptDetails): Promise<void>;
+  logRefusal(message: string, attempt: AttemptDetails): Promise<void>;
 }
 
 export function invitationGrant(invitations: InvitationService, inv: InvitationRow): EnrollmentGrant {
@@ -61,8 +61,8 @@ export function invitationGrant(invitations: InvitationService, inv: InvitationR
       if (session.userId !== inv.user_id) return 'This invitation belongs to another user';
       return null;
     },
-    knownPersonId: (session) => session.userId,
-    person: (session) => ({ id: session.userId, email: inv.email }),
+    knownPersonId: (session) => Promise.resolve(session.userId),
+    person: (session) => Promise.resolve({ id: session.userId, email: inv.email }),
     consume: (agentId, _personId, _session, attempt) => invitations.consume(inv, agentId, attempt),
     logRefusal: (message, attempt) => invitations.logRefusal(inv, 'ERROR_CORE_ADD', message, attempt),
   };
@@ -95,9 +95,9 @@ export function codeGrant(codes: EnrollmentCodeService, users: UserRepository, c
       if (session.userId !== code.account_user_id) return 'This enrollment code belongs to another account';
       return null;
     },
-    knownPersonId: (_session, email) => users.byLogin(normalizeEmail(email))?.id ?? null,
-    person(_session, email, names) {
-      const person = users.findOrCreatePerson(normalizeEmail(email), code.entity_id, names);
+    knownPersonId: async (_session, email) => (await users.byLogin(normalizeEmail(email)))?.id ?? null,
+    async person(_session, email, names) {
+      const person = await users.findOrCreatePerson(normalizeEmail(email), code.entity_id, names);
       return { id: person.id, email: person.login };
     },
     consume: (agentId, personId, session, attempt) =>

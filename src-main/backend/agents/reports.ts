@@ -32,12 +32,12 @@ export class DeviceReports {
   }
 
   /** Stores an inventory (FusionInventory XML). Throws InventoryError when it cannot be read. */
-  inventory(agentId: number, xml: string, source: ReportSource): InventorySummary {
-    const agent = this.agent(agentId);
+  async inventory(agentId: number, xml: string, source: ReportSource): Promise<InventorySummary> {
+    const agent = await this.agent(agentId);
     const summary = parseInventory(xml);
     const at = nowIso();
-    this.work.run(() => {
-      this.reports.saveInventory(agentId, xml, summary, source, at);
+    await this.work.run(async () => {
+      await this.reports.saveInventory(agentId, xml, summary, source, at);
       const what = [
         summary.manufacturer,
         summary.model,
@@ -45,7 +45,7 @@ export class DeviceReports {
       ]
         .filter(Boolean)
         .join(', ');
-      this.events.record(
+      await this.events.record(
         'agent.inventory',
         `${agent.name} sent its inventory${what ? ` (${what})` : ''}${via(source)}`,
         refs(agent),
@@ -63,12 +63,12 @@ export class DeviceReports {
   }
 
   /** Records a position (or that the device has no GPS fix). */
-  position(agentId: number, position: Position, source: 'http' | 'mqtt'): number {
-    const agent = this.agent(agentId);
+  async position(agentId: number, position: Position, source: 'http' | 'mqtt'): Promise<number> {
+    const agent = await this.agent(agentId);
     const at = nowIso();
-    return this.work.run(() => {
-      const id = this.reports.savePosition(agent, position, source, at);
-      this.events.record(
+    return this.work.run(async () => {
+      const id = await this.reports.savePosition(agent, position, source, at);
+      await this.events.record(
         'agent.geolocation',
         position.gpsOff
           ? `${agent.name} answered Geolocate: GPS off${via(source)}`
@@ -86,16 +86,16 @@ export class DeviceReports {
     });
   }
 
-  inventoryOf(agentId: number): StoredInventory | null {
+  inventoryOf(agentId: number): Promise<StoredInventory | null> {
     return this.reports.inventoryOf(agentId);
   }
 
-  positionsOf(agentId: number, limit = 20): StoredPosition[] {
+  positionsOf(agentId: number, limit = 20): Promise<StoredPosition[]> {
     return this.reports.positionsOf(agentId, limit);
   }
 
-  private agent(agentId: number): ReportingAgent {
-    const agent = this.reports.reportingAgent(agentId);
+  private async agent(agentId: number): Promise<ReportingAgent> {
+    const agent = await this.reports.reportingAgent(agentId);
     if (!agent) throw new Error(`agent ${agentId} does not exist`);
     return agent;
   }

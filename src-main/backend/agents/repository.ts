@@ -1,7 +1,7 @@
 // The SQL of agents and their computers as the admin side and enrollment see them: identity rows,
 // the admin's list, approval and deletion. Reports live in report-repository.ts, the broker's
 // lookups in broker-repository.ts.
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import { ENROLL_STATUS, type EnrollStatus } from './status.ts';
 import type { AgentSummary } from '../../../src-shared/contract/index.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
@@ -104,37 +104,37 @@ export interface NewComputer {
 }
 
 export interface AgentRepository {
-  byId(id: number): AgentRow | undefined;
-  byAccount(userId: number): AgentRow | undefined;
-  bySerial(entityId: number, serial: string): AgentRow | undefined;
-  byUuid(entityId: number, uuid: string): AgentRow | undefined;
+  byId(id: number): Promise<AgentRow | undefined>;
+  byAccount(userId: number): Promise<AgentRow | undefined>;
+  bySerial(entityId: number, serial: string): Promise<AgentRow | undefined>;
+  byUuid(entityId: number, uuid: string): Promise<AgentRow | undefined>;
   /** The agent holding this MQTT login (unique across entities). */
-  loginOwner(login: string): { id: number; name: string } | undefined;
+  loginOwner(login: string): Promise<{ id: number; name: string } | undefined>;
   /** The device list; `fleets` (fleets/scope.ts fleetScopeParam): null, every fleet; else a JSON array of fleet ids. */
-  summaries(fleets: string | null): AgentSummary[];
-  summary(id: number, fleets: string | null): AgentSummary | undefined;
+  summaries(fleets: string | null): Promise<AgentSummary[]>;
+  summary(id: number, fleets: string | null): Promise<AgentSummary | undefined>;
 
-  insertComputer(computer: NewComputer): number;
+  insertComputer(computer: NewComputer): Promise<number>;
   /** The device enrolls again: a serial or uuid it does not send is kept. */
-  updateComputer(id: number, computer: Omit<NewComputer, 'entity_id'>): void;
-  computer(id: number): ComputerRow | undefined;
+  updateComputer(id: number, computer: Omit<NewComputer, 'entity_id'>): Promise<void>;
+  computer(id: number): Promise<ComputerRow | undefined>;
   /** Computers with this uuid, or whose serial starts with this prefix (audits and tests). */
-  countComputers(match: { uuid: string } | { serialPrefix: string }): number;
-  insertAgent(fields: EnrollmentFields & { entity_id: number; computer_id: number; account_user_id: number }): number;
+  countComputers(match: { uuid: string } | { serialPrefix: string }): Promise<number>;
+  insertAgent(fields: EnrollmentFields & { entity_id: number; computer_id: number; account_user_id: number }): Promise<number>;
   /** The device enrolls again: fresh status, commands cleared, its broker password dropped. */
-  reenroll(id: number, fields: EnrollmentFields): void;
-  setDeviceDetails(id: number, details: DeviceDetails): void;
-  setPasswordHash(id: number, hash: string, at: string): void;
+  reenroll(id: number, fields: EnrollmentFields): Promise<void>;
+  setDeviceDetails(id: number, details: DeviceDetails): Promise<void>;
+  setPasswordHash(id: number, hash: string, at: string): Promise<void>;
   /** Deletes the agent and its computer when no other agent uses it. */
-  remove(agent: Pick<AgentRow, 'id' | 'computer_id'>): void;
+  remove(agent: Pick<AgentRow, 'id' | 'computer_id'>): Promise<void>;
 
-  enrollStatusOfAccount(userId: number): string | undefined;
+  enrollStatusOfAccount(userId: number): Promise<string | undefined>;
   /** Decides a pending agent; false when it was no longer pending. */
-  decidePending(id: number, status: EnrollStatus, passwordHash: string | null, at: string): boolean;
-  pendingApprovalCount(): number;
+  decidePending(id: number, status: EnrollStatus, passwordHash: string | null, at: string): Promise<boolean>;
+  pendingApprovalCount(): Promise<number>;
 
   /** The entity an agent's record links to. */
-  entity(id: number): EntityRow | undefined;
+  entity(id: number): Promise<EntityRow | undefined>;
 }
 
 export const SUMMARY_SQL = `
@@ -152,144 +152,134 @@ export function toSummary(row: AgentSummary & { is_online: number | boolean }): 
 }
 
 export class SqliteAgentRepository implements AgentRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      byId: db.prepare(`SELECT * FROM agents WHERE id = ?`),
-      byAccount: db.prepare(`SELECT * FROM agents WHERE account_user_id = ?`),
-      bySerial: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND serial = ?`),
-      byUuid: db.prepare(`SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`),
+      byId: `SELECT * FROM agents WHERE id = ?`,
+      byAccount: `SELECT * FROM agents WHERE account_user_id = ?`,
+      bySerial: `SELECT * FROM agents WHERE entity_id = ? AND serial = ?`,
+      byUuid: `SELECT * FROM agents WHERE entity_id = ? AND uuid = ?`,
       // MQTT logins are unique across all agents and entities (migration 3's unique index).
-      loginOwner: db.prepare(`SELECT id, name FROM agents WHERE mqtt_login = ?`),
-      summaries: db.prepare(`${SUMMARY_SQL} WHERE ${inFleetsSql('a.fleet_id')} ORDER BY a.id DESC`),
-      summary: db.prepare(`${SUMMARY_SQL} WHERE a.id = @id AND ${inFleetsSql('a.fleet_id')}`),
-      insertComputer: db.prepare(
-        `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      updateComputer: db.prepare(
-        `UPDATE computers SET name = ?, serial = coalesce(?, serial), uuid = coalesce(?, uuid), user_id = ?, updated_at = ? WHERE id = ?`,
-      ),
-      computer: db.prepare(`SELECT * FROM computers WHERE id = ?`),
-      computersWithUuid: db.prepare(`SELECT count(*) AS n FROM computers WHERE uuid = ?`),
-      computersWithSerialPrefix: db.prepare(
-        `SELECT count(*) AS n FROM computers WHERE substr(serial, 1, length(@prefix)) = @prefix`,
-      ),
-      insertAgent: db.prepare(
-        `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, enrollment_code_id,
+      loginOwner: `SELECT id, name FROM agents WHERE mqtt_login = ?`,
+      summaries: `${SUMMARY_SQL} WHERE ${inFleetsSql('a.fleet_id')} ORDER BY a.id DESC`,
+      summary: `${SUMMARY_SQL} WHERE a.id = @id AND ${inFleetsSql('a.fleet_id')}`,
+      insertComputer: `INSERT INTO computers (entity_id, name, serial, uuid, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+      updateComputer: `UPDATE computers SET name = ?, serial = coalesce(?, serial), uuid = coalesce(?, uuid), user_id = ?, updated_at = ? WHERE id = ?`,
+      computer: `SELECT * FROM computers WHERE id = ?`,
+      computersWithUuid: `SELECT count(*) AS n FROM computers WHERE uuid = ?`,
+      computersWithSerialPrefix: `SELECT count(*) AS n FROM computers WHERE substr(serial, 1, length(@prefix)) = @prefix`,
+      insertAgent: `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, enrollment_code_id,
            name, serial, uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
          VALUES (@entity_id, @computer_id, @fleet_id, @account_user_id, @enrolled_by_user_id, @invitation_id, @enrollment_code_id,
-           @name, @serial, @uuid, @version, @type, @firstname, @lastname, @enroll_status, @topic, @mqtt_login, @now, @now)`,
-      ),
-      reenroll: db.prepare(
-        `UPDATE agents SET fleet_id = @fleet_id, enrolled_by_user_id = @enrolled_by_user_id, invitation_id = @invitation_id,
+           @name, @serial, @uuid, @version, @type, @firstname, @lastname, @enroll_status, @topic, @mqtt_login, @now, @now) RETURNING id`,
+      reenroll: `UPDATE agents SET fleet_id = @fleet_id, enrolled_by_user_id = @enrolled_by_user_id, invitation_id = @invitation_id,
            enrollment_code_id = @enrollment_code_id, name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type,
            firstname = @firstname, lastname = @lastname, enroll_status = @enroll_status, wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
            mqtt_password_hash = NULL, updated_at = @now
          WHERE id = @id`,
-      ),
-      setDeviceDetails: db.prepare(
-        `UPDATE agents SET phone = coalesce(@phone, phone), has_system_permission = coalesce(@has_system_permission, has_system_permission),
+      setDeviceDetails: `UPDATE agents SET phone = coalesce(@phone, phone), has_system_permission = coalesce(@has_system_permission, has_system_permission),
            notification_type = coalesce(@notification_type, notification_type), notification_token = coalesce(@notification_token, notification_token)
          WHERE id = @id`,
-      ),
-      setPasswordHash: db.prepare(`UPDATE agents SET mqtt_password_hash = ?, updated_at = ? WHERE id = ?`),
-      remove: db.prepare(`DELETE FROM agents WHERE id = ?`),
-      removeComputer: db.prepare(
-        `DELETE FROM computers WHERE id = ? AND NOT EXISTS (SELECT 1 FROM agents WHERE computer_id = ?)`,
-      ),
-      statusOfAccount: db.prepare(`SELECT enroll_status FROM agents WHERE account_user_id = ?`),
-      decidePending: db.prepare(
-        `UPDATE agents SET enroll_status = ?, mqtt_password_hash = ?, updated_at = ? WHERE id = ? AND enroll_status = '${ENROLL_STATUS.pendingApproval}'`,
-      ),
-      pendingApproval: db.prepare(`SELECT count(*) AS n FROM agents WHERE enroll_status = '${ENROLL_STATUS.pendingApproval}'`),
-      entity: db.prepare(`SELECT * FROM entities WHERE id = ?`),
+      setPasswordHash: `UPDATE agents SET mqtt_password_hash = ?, updated_at = ? WHERE id = ?`,
+      remove: `DELETE FROM agents WHERE id = ?`,
+      removeComputer: `DELETE FROM computers WHERE id = ? AND NOT EXISTS (SELECT 1 FROM agents WHERE computer_id = ?)`,
+      statusOfAccount: `SELECT enroll_status FROM agents WHERE account_user_id = ?`,
+      decidePending: `UPDATE agents SET enroll_status = ?, mqtt_password_hash = ?, updated_at = ? WHERE id = ? AND enroll_status = '${ENROLL_STATUS.pendingApproval}'`,
+      pendingApproval: `SELECT count(*) AS n FROM agents WHERE enroll_status = '${ENROLL_STATUS.pendingApproval}'`,
+      entity: `SELECT * FROM entities WHERE id = ?`,
     };
   }
 
-  byId(id: number): AgentRow | undefined {
-    return this.s.byId.get(id) as AgentRow | undefined;
+  async byId(id: number): Promise<AgentRow | undefined> {
+    return (await this.sql.get(this.s.byId, [id])) as AgentRow | undefined;
   }
 
-  byAccount(userId: number): AgentRow | undefined {
-    return this.s.byAccount.get(userId) as AgentRow | undefined;
+  async byAccount(userId: number): Promise<AgentRow | undefined> {
+    return (await this.sql.get(this.s.byAccount, [userId])) as AgentRow | undefined;
   }
 
-  bySerial(entityId: number, serial: string): AgentRow | undefined {
-    return this.s.bySerial.get(entityId, serial) as AgentRow | undefined;
+  async bySerial(entityId: number, serial: string): Promise<AgentRow | undefined> {
+    return (await this.sql.get(this.s.bySerial, [entityId, serial])) as AgentRow | undefined;
   }
 
-  byUuid(entityId: number, uuid: string): AgentRow | undefined {
-    return this.s.byUuid.get(entityId, uuid) as AgentRow | undefined;
+  async byUuid(entityId: number, uuid: string): Promise<AgentRow | undefined> {
+    return (await this.sql.get(this.s.byUuid, [entityId, uuid])) as AgentRow | undefined;
   }
 
-  loginOwner(login: string): { id: number; name: string } | undefined {
-    return this.s.loginOwner.get(login) as { id: number; name: string } | undefined;
+  async loginOwner(login: string): Promise<{ id: number; name: string } | undefined> {
+    return (await this.sql.get(this.s.loginOwner, [login])) as { id: number; name: string } | undefined;
   }
 
-  summaries(fleets: string | null): AgentSummary[] {
-    return (this.s.summaries.all({ fleets }) as AgentSummary[]).map(toSummary);
+  async summaries(fleets: string | null): Promise<AgentSummary[]> {
+    return ((await this.sql.all(this.s.summaries, { fleets })) as AgentSummary[]).map(toSummary);
   }
 
-  summary(id: number, fleets: string | null): AgentSummary | undefined {
-    const row = this.s.summary.get({ id, fleets }) as AgentSummary | undefined;
+  async summary(id: number, fleets: string | null): Promise<AgentSummary | undefined> {
+    const row = (await this.sql.get(this.s.summary, { id, fleets })) as AgentSummary | undefined;
     return row ? toSummary(row) : undefined;
   }
 
-  insertComputer(c: NewComputer): number {
-    return Number(this.s.insertComputer.run(c.entity_id, c.name, c.serial, c.uuid, c.user_id, c.now, c.now).lastInsertRowid);
+  async insertComputer(c: NewComputer): Promise<number> {
+    return Number(
+      await this.sql.value<number>(this.s.insertComputer, [c.entity_id, c.name, c.serial, c.uuid, c.user_id, c.now, c.now]),
+    );
   }
 
-  updateComputer(id: number, c: Omit<NewComputer, 'entity_id'>): void {
-    this.s.updateComputer.run(c.name, c.serial, c.uuid, c.user_id, c.now, id);
+  async updateComputer(id: number, c: Omit<NewComputer, 'entity_id'>): Promise<void> {
+    await this.sql.run(this.s.updateComputer, [c.name, c.serial, c.uuid, c.user_id, c.now, id]);
   }
 
-  computer(id: number): ComputerRow | undefined {
-    return this.s.computer.get(id) as ComputerRow | undefined;
+  async computer(id: number): Promise<ComputerRow | undefined> {
+    return (await this.sql.get(this.s.computer, [id])) as ComputerRow | undefined;
   }
 
-  countComputers(match: { uuid: string } | { serialPrefix: string }): number {
+  async countComputers(match: { uuid: string } | { serialPrefix: string }): Promise<number> {
     const row =
       'uuid' in match
-        ? this.s.computersWithUuid.get(match.uuid)
-        : this.s.computersWithSerialPrefix.get({ prefix: match.serialPrefix });
+        ? await this.sql.get(this.s.computersWithUuid, [match.uuid])
+        : await this.sql.get(this.s.computersWithSerialPrefix, { prefix: match.serialPrefix });
     return (row as { n: number }).n;
   }
 
-  insertAgent(fields: EnrollmentFields & { entity_id: number; computer_id: number; account_user_id: number }): number {
-    return Number(this.s.insertAgent.run(fields).lastInsertRowid);
+  async insertAgent(
+    fields: EnrollmentFields & { entity_id: number; computer_id: number; account_user_id: number },
+  ): Promise<number> {
+    return Number(await this.sql.value<number>(this.s.insertAgent, { ...fields }));
   }
 
-  reenroll(id: number, fields: EnrollmentFields): void {
-    this.s.reenroll.run({ ...fields, id });
+  async reenroll(id: number, fields: EnrollmentFields): Promise<void> {
+    await this.sql.run(this.s.reenroll, { ...fields, id });
   }
 
-  setDeviceDetails(id: number, details: DeviceDetails): void {
-    this.s.setDeviceDetails.run({ ...details, id });
+  async setDeviceDetails(id: number, details: DeviceDetails): Promise<void> {
+    await this.sql.run(this.s.setDeviceDetails, { ...details, id });
   }
 
-  setPasswordHash(id: number, hash: string, at: string): void {
-    this.s.setPasswordHash.run(hash, at, id);
+  async setPasswordHash(id: number, hash: string, at: string): Promise<void> {
+    await this.sql.run(this.s.setPasswordHash, [hash, at, id]);
   }
 
-  remove(agent: Pick<AgentRow, 'id' | 'computer_id'>): void {
-    this.s.remove.run(agent.id);
-    this.s.removeComputer.run(agent.computer_id, agent.computer_id);
+  async remove(agent: Pick<AgentRow, 'id' | 'computer_id'>): Promise<void> {
+    await this.sql.run(this.s.remove, [agent.id]);
+    await this.sql.run(this.s.removeComputer, [agent.computer_id, agent.computer_id]);
   }
 
-  enrollStatusOfAccount(userId: number): string | undefined {
-    return (this.s.statusOfAccount.get(userId) as { enroll_status: string } | undefined)?.enroll_status;
+  async enrollStatusOfAccount(userId: number): Promise<string | undefined> {
+    return ((await this.sql.get(this.s.statusOfAccount, [userId])) as { enroll_status: string } | undefined)?.enroll_status;
   }
 
-  decidePending(id: number, status: EnrollStatus, passwordHash: string | null, at: string): boolean {
-    return this.s.decidePending.run(status, passwordHash, at, id).changes > 0;
+  async decidePending(id: number, status: EnrollStatus, passwordHash: string | null, at: string): Promise<boolean> {
+    return (await this.sql.run(this.s.decidePending, [status, passwordHash, at, id])).changes > 0;
   }
 
-  pendingApprovalCount(): number {
-    return (this.s.pendingApproval.get() as { n: number }).n;
+  async pendingApprovalCount(): Promise<number> {
+    return ((await this.sql.get(this.s.pendingApproval)) as { n: number }).n;
   }
 
-  entity(id: number): EntityRow | undefined {
-    return this.s.entity.get(id) as EntityRow | undefined;
+  async entity(id: number): Promise<EntityRow | undefined> {
+    return (await this.sql.get(this.s.entity, [id])) as EntityRow | undefined;
   }
 }

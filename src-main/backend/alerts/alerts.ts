@@ -20,8 +20,8 @@ import type { AlertRepository, IncidentRow, RuleRow } from './repository.ts';
 /** What the rules check of fleets and webhooks they name. */
 export interface AlertRuleTargets {
   /** Throws a 404 when the fleet does not exist (or is out of the caller's scope). */
-  fleetName(id: number): string;
-  webhookExists(id: number): boolean;
+  fleetName(id: number): Promise<string>;
+  webhookExists(id: number): Promise<boolean>;
 }
 
 /**
@@ -51,31 +51,38 @@ export class AlertService {
   }
 
   /** The rules; an actor scoped to fleets sees those of its fleets only (a rule over every fleet names devices of others). */
-  list(): AlertRule[] {
-    const webhooks = this.repo.allWebhookIds();
-    return this.repo
-      .rules()
+  async list(): Promise<AlertRule[]> {
+    const webhooks = await this.repo.allWebhookIds();
+    return (await this.repo.rules())
       .filter((row) => inFleetScope(row.fleet_id))
       .map((row) => view(row, webhooks.get(row.id) ?? []));
   }
 
-  get(id: number): AlertRule {
-    return view(this.row(id), this.repo.webhookIds(id));
+  async get(id: number): Promise<AlertRule> {
+    return view(await this.row(id), await this.repo.webhookIds(id));
   }
 
-  create(body: AlertRuleCreate): AlertRule {
+  async create(body: AlertRuleCreate): Promise<AlertRule> {
     const threshold = thresholdOf(body.kind, body.threshold);
     const fleetId = body.fleet_id ?? null;
-    const fleetName = fleetId === null ? null : this.targets.fleetName(fleetId);
+    const fleetName = fleetId === null ? null : await this.targets.fleetName(fleetId);
     const emails = this.emails(body.emails ?? []);
-    const webhookIds = this.webhooks(body.webhook_ids ?? []);
+    const webhookIds = await this.webhooks(body.webhook_ids ?? []);
     const name = body.name?.trim() || describeAlertCondition(body.kind, threshold) + (fleetName ? ` (${fleetName})` : '');
-    return this.work.run(() => {
+    return this.work.run(async () => {
       const at = new Date(this.engine.now()).toISOString();
-      const id = this.repo.insertRule({ name, kind: body.kind, enabled: body.enabled ?? true, threshold, fleetId, emails, at });
-      this.repo.setWebhooks(id, webhookIds);
-      const created = this.get(id);
-      this.events.record(
+      const id = await this.repo.insertRule({
+        name,
+        kind: body.kind,
+        enabled: body.enabled ?? true,
+        threshold,
+        fleetId,
+        emails,
+        at,
+      });
+      await this.repo.setWebhooks(id, webhookIds);
+      const created = await this.get(id);
+      await this.events.record(
         'alert.rule_created',
         `Alert rule "${name}" created: ${created.condition}`,
         {},
@@ -86,29 +93,29 @@ export class AlertService {
           after: auditView(created),
         },
       );
-      this.work.afterCommit(() => this.engine.schedule(0));
+      await this.work.afterCommit(() => this.engine.schedule(0));
       return created;
     });
   }
 
-  update(id: number, patch: AlertRulePatch): AlertRule {
-    const before = this.get(id);
+  async update(id: number, patch: AlertRulePatch): Promise<AlertRule> {
+    const before = await this.get(id);
     const threshold = patch.threshold === undefined ? before.threshold : thresholdOf(before.kind, patch.threshold);
     const fleetId = patch.fleet_id === undefined ? before.fleet_id : patch.fleet_id;
-    if (fleetId !== null && fleetId !== before.fleet_id) this.targets.fleetName(fleetId);
+    if (fleetId !== null && fleetId !== before.fleet_id) await this.targets.fleetName(fleetId);
     const emails = patch.emails === undefined ? before.emails : this.emails(patch.emails);
-    const webhookIds = patch.webhook_ids === undefined ? before.webhook_ids : this.webhooks(patch.webhook_ids);
+    const webhookIds = patch.webhook_ids === undefined ? before.webhook_ids : await this.webhooks(patch.webhook_ids);
     const enabled = patch.enabled ?? before.enabled;
     const name = patch.name?.trim() || before.name;
-    return this.work.run(() => {
+    return this.work.run(async () => {
       const at = new Date(this.engine.now()).toISOString();
-      this.repo.updateRule(id, { name, kind: before.kind, enabled, threshold, fleetId, emails, at });
-      if (patch.webhook_ids !== undefined) this.repo.setWebhooks(id, webhookIds);
+      await this.repo.updateRule(id, { name, kind: before.kind, enabled, threshold, fleetId, emails, at });
+      if (patch.webhook_ids !== undefined) await this.repo.setWebhooks(id, webhookIds);
       // A disabled rule watches nothing: its incidents close without a notice.
-      if (before.enabled && !enabled) this.engine.closeQuietly(id);
-      const after = this.get(id);
+      if (before.enabled && !enabled) await this.engine.closeQuietly(id);
+      const after = await this.get(id);
       const verb = before.enabled === after.enabled ? 'changed' : after.enabled ? 'enabled' : 'disabled';
-      this.events.record(
+      await this.events.record(
         'alert.rule_updated',
         `Alert rule "${name}" ${verb}`,
         {},
@@ -119,16 +126,16 @@ export class AlertService {
           after: auditView(after),
         },
       );
-      this.work.afterCommit(() => this.engine.schedule(0));
+      await this.work.afterCommit(() => this.engine.schedule(0));
       return after;
     });
   }
 
-  delete(id: number): AlertRule {
-    return this.work.run(() => {
-      const before = this.get(id);
-      this.repo.deleteRule(id);
-      this.events.record(
+  delete(id: number): Promise<AlertRule> {
+    return this.work.run(async () => {
+      const before = await this.get(id);
+      await this.repo.deleteRule(id);
+      await this.events.record(
         'alert.rule_deleted',
         `Alert rule "${before.name}" deleted`,
         {},
@@ -144,20 +151,20 @@ export class AlertService {
   }
 
   /** Newest first; an actor scoped to fleets sees the incidents of its fleets' rules only. */
-  incidents(query: AlertIncidentsQuery): AlertIncident[] {
+  async incidents(query: AlertIncidentsQuery): Promise<AlertIncident[]> {
     const limit = query.limit ?? 200;
     const scope = currentFleetScope();
-    if (scope === null) return this.repo.incidents({ state: query.state, ruleId: query.rule_id, limit }).map(incidentView);
-    const visible = new Set(this.list().map((rule) => rule.id));
-    return this.repo
-      .incidents({ state: query.state, ruleId: query.rule_id, limit: 10 * limit })
+    if (scope === null)
+      return (await this.repo.incidents({ state: query.state, ruleId: query.rule_id, limit })).map(incidentView);
+    const visible = new Set((await this.list()).map((rule) => rule.id));
+    return (await this.repo.incidents({ state: query.state, ruleId: query.rule_id, limit: 10 * limit }))
       .filter((row) => visible.has(row.rule_id))
       .slice(0, limit)
       .map(incidentView);
   }
 
-  private row(id: number): RuleRow {
-    const row = this.repo.rule(id);
+  private async row(id: number): Promise<RuleRow> {
+    const row = await this.repo.rule(id);
     if (!row) throw new ApiError(404, 'ERROR_NOT_FOUND', `No alert rule #${id}`);
     return row;
   }
@@ -168,8 +175,9 @@ export class AlertService {
     return [...new Set(given.map(normalizeEmail))];
   }
 
-  private webhooks(ids: number[]): number[] {
-    const unknown = ids.filter((id) => !this.targets.webhookExists(id));
+  private async webhooks(ids: number[]): Promise<number[]> {
+    const unknown: number[] = [];
+    for (const id of ids) if (!(await this.targets.webhookExists(id))) unknown.push(id);
     if (unknown.length > 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', `No webhook #${unknown.join(', #')}`);
     return ids;
   }

@@ -7,8 +7,8 @@ import type { AlertRepository, FiringSubject, IncidentRow, RuleRow } from './rep
 
 /** Where notices go: the mail worker's queue and the webhooks' (ports, so alerts import neither room's internals). */
 export interface AlertChannels {
-  queueEmail(to: string[], subject: string, body: string): void;
-  queueWebhooks(webhookIds: number[], event: string, data: Record<string, unknown>): void;
+  queueEmail(to: string[], subject: string, body: string): Promise<void>;
+  queueWebhooks(webhookIds: number[], event: string, data: Record<string, unknown>): Promise<void>;
 }
 
 /** The state of the outside services the connectivity rules watch: null, fine; a text, what is wrong. */
@@ -135,7 +135,7 @@ export class AlertEngine {
   }
 
   /** Evaluates every enabled rule once (one at a time: a call during an evaluation runs right after it). */
-  evaluate(): Promise<{ opened: number; resolved: number }> {
+  async evaluate(): Promise<{ opened: number; resolved: number }> {
     if (this.running) {
       this.again = true;
       return this.running;
@@ -158,11 +158,11 @@ export class AlertEngine {
   private async evaluateOnce(): Promise<{ opened: number; resolved: number }> {
     let opened = 0;
     let resolved = 0;
-    for (const rule of this.repo.rules()) {
+    for (const rule of await this.repo.rules()) {
       if (this.closed) break;
       if (rule.enabled !== 1) continue;
       const firing = await this.firing(rule);
-      const result = this.work.run(() => this.apply(rule.id, firing));
+      const result = await this.work.run(() => this.apply(rule.id, firing));
       opened += result.opened;
       resolved += result.resolved;
     }
@@ -177,35 +177,35 @@ export class AlertEngine {
     const fleet = rule.fleet_id;
     switch (rule.kind) {
       case 'device_silent':
-        return this.conditions.silentDevices(iso(now - threshold * DAY), fleet).map((d) => ({
+        return (await this.conditions.silentDevices(iso(now - threshold * DAY), fleet)).map((d) => ({
           key: `agent:${d.id}`,
           subject: deviceLabel(d.name, d.serial),
           agentId: d.id,
           detail: `last seen ${readable(d.seen_at)}, ${ago(now, d.seen_at)} ago`,
         }));
       case 'task_failed':
-        return this.conditions.failedTasks(fleet).map((t) => ({
+        return (await this.conditions.failedTasks(fleet)).map((t) => ({
           key: `task:${t.id}`,
           subject: `${t.item_name || t.policy} on ${t.agent_name}`,
           agentId: t.agent_id,
           detail: `${t.policy} failed${t.reason ? `: ${t.reason}` : ''} (${readable(t.updated_at)})`,
         }));
       case 'approval_waiting':
-        return this.conditions.waitingDevices(iso(now - threshold * HOUR), fleet).map((d) => ({
+        return (await this.conditions.waitingDevices(iso(now - threshold * HOUR), fleet)).map((d) => ({
           key: `agent:${d.id}`,
           subject: deviceLabel(d.name, d.serial),
           agentId: d.id,
           detail: `waiting for approval since ${readable(d.created_at)} (${ago(now, d.created_at)})`,
         }));
       case 'compliance_lost':
-        return this.conditions.failingDevices(fleet).map((d) => ({
+        return (await this.conditions.failingDevices(fleet)).map((d) => ({
           key: `agent:${d.id}`,
           subject: d.name,
           agentId: d.id,
           detail: `${d.failing} ${d.failing === 1 ? 'policy' : 'policies'} failed or incompatible`,
         }));
       case 'invitation_expiring':
-        return this.conditions.expiringInvitations(iso(now), iso(now + threshold * HOUR), fleet).map((i) => ({
+        return (await this.conditions.expiringInvitations(iso(now), iso(now + threshold * HOUR), fleet)).map((i) => ({
           key: `invitation:${i.id}`,
           subject: `Invitation of ${i.email}`,
           agentId: null,
@@ -223,22 +223,22 @@ export class AlertEngine {
   }
 
   /** Opens, keeps and resolves the rule's incidents against what fires now; queues the notices. In a unit of work. */
-  private apply(ruleId: number, firing: FiringSubject[]): { opened: number; resolved: number } {
-    const rule = this.repo.rule(ruleId);
+  private async apply(ruleId: number, firing: FiringSubject[]): Promise<{ opened: number; resolved: number }> {
+    const rule = await this.repo.rule(ruleId);
     if (!rule || rule.enabled !== 1) return { opened: 0, resolved: 0 }; // deleted or disabled meanwhile
     const at = new Date(this.now()).toISOString();
-    const open = this.repo.openIncidents(ruleId);
+    const open = await this.repo.openIncidents(ruleId);
     const openKeys = new Set(open.map((incident) => incident.subject_key));
     const firingKeys = new Set(firing.map((subject) => subject.key));
     const cleared = open.filter((incident) => !firingKeys.has(incident.subject_key));
-    for (const incident of cleared) this.repo.resolveIncident(incident.id, at);
-    const fresh = firing
-      .filter((subject) => !openKeys.has(subject.key))
-      .map((subject) => this.repo.incident(this.repo.openIncident(ruleId, subject, at))!);
-    this.repo.touchOpen(ruleId, at);
-    if (fresh.length > 0) this.notify(rule, 'alert.fired', fresh);
+    for (const incident of cleared) await this.repo.resolveIncident(incident.id, at);
+    const fresh: IncidentRow[] = [];
+    for (const subject of firing.filter((s) => !openKeys.has(s.key)))
+      fresh.push((await this.repo.incident(await this.repo.openIncident(ruleId, subject, at)))!);
+    await this.repo.touchOpen(ruleId, at);
+    if (fresh.length > 0) await this.notify(rule, 'alert.fired', fresh);
     if (cleared.length > 0)
-      this.notify(
+      await this.notify(
         rule,
         'alert.resolved',
         cleared.map((incident) => ({ ...incident, resolved_at: at })),
@@ -247,13 +247,15 @@ export class AlertEngine {
   }
 
   /** Resolves a rule's open incidents without a notice (the rule was disabled). */
-  closeQuietly(ruleId: number): number {
+  async closeQuietly(ruleId: number): Promise<number> {
     const at = new Date(this.now()).toISOString();
-    return this.repo.openIncidents(ruleId).filter((incident) => this.repo.resolveIncident(incident.id, at)).length;
+    let closed = 0;
+    for (const incident of await this.repo.openIncidents(ruleId)) if (await this.repo.resolveIncident(incident.id, at)) closed++;
+    return closed;
   }
 
   /** One notice for all the incidents one evaluation opened (or resolved): an event, an email, a delivery per webhook. */
-  private notify(rule: RuleRow, type: 'alert.fired' | 'alert.resolved', incidents: IncidentRow[]): void {
+  private async notify(rule: RuleRow, type: 'alert.fired' | 'alert.resolved', incidents: IncidentRow[]): Promise<void> {
     const fired = type === 'alert.fired';
     const condition = describeAlertCondition(rule.kind, rule.threshold);
     const what = incidents.length === 1 ? incidents[0]!.subject : `${incidents.length} ${fired ? 'new incidents' : 'incidents'}`;
@@ -266,7 +268,7 @@ export class AlertEngine {
       detail: incident.detail,
     }));
     const single = incidents.length === 1 ? incidents[0]!.agent_id : null;
-    this.events.record(type, message, single === null ? {} : { agentId: single }, {
+    await this.events.record(type, message, single === null ? {} : { agentId: single }, {
       rule_id: rule.id,
       name: rule.name,
       kind: rule.kind,
@@ -274,17 +276,17 @@ export class AlertEngine {
       incidents: listed,
     });
     const emails = parseEmails(rule.emails);
-    const stillOpen = this.repo.openIncidents(rule.id).length;
+    const stillOpen = (await this.repo.openIncidents(rule.id)).length;
     if (emails.length > 0) {
-      this.channels.queueEmail(
+      await this.channels.queueEmail(
         emails,
         `[MDM Console] ${message}`,
         emailBody(rule, condition, fired, incidents, stillOpen, this.consoleUrl()),
       );
     }
-    const webhookIds = this.repo.webhookIds(rule.id);
+    const webhookIds = await this.repo.webhookIds(rule.id);
     if (webhookIds.length > 0) {
-      this.channels.queueWebhooks(webhookIds, type, {
+      await this.channels.queueWebhooks(webhookIds, type, {
         rule: { id: rule.id, name: rule.name, kind: rule.kind, condition, threshold: rule.threshold, fleet_id: rule.fleet_id },
         state: fired ? 'firing' : 'resolved',
         count: incidents.length,

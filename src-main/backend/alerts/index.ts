@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { MailQueue } from '../mail/index.ts';
@@ -30,18 +30,20 @@ export interface Alerts {
   engine: AlertEngine;
   webhooks: WebhookService;
   worker: WebhookWorker;
-  start(): void;
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
 export function createAlerts(
   deps: {
-    db: Db;
+    db: Sql;
+    /** Whether the database is still open (the webhook worker stops once it closes). */
+    isOpen: () => boolean;
     events: EventLog;
     work: UnitOfWork;
     mail: Pick<MailQueue, 'queueNotification'>;
     /** Throws a 404 for a fleet that does not exist (or is out of the caller's scope). */
-    fleetName: (id: number) => string;
+    fleetName: (id: number) => Promise<string>;
     /** Null while the broker is fine, else what is wrong. */
     brokerProblem: () => string | null;
     /** Where SMTP mail goes (null: no SMTP, the outbox). */
@@ -57,14 +59,14 @@ export function createAlerts(
     events,
     timing: options.webhooks,
     now,
-    isOpen: () => db.open,
+    isOpen: deps.isOpen,
   });
   const webhooks = new WebhookService({ repo: new SqliteWebhookRepository(db), events, work, worker, now });
   const probes: AlertProbes = {
     broker: deps.brokerProblem,
     smtp: async () => {
       const endpoint = deps.smtpEndpoint();
-      return endpoint === null ? null : tcpProblem(endpoint.host, endpoint.port);
+      return endpoint === null ? null : await tcpProblem(endpoint.host, endpoint.port);
     },
   };
   const engine = new AlertEngine(
@@ -74,11 +76,11 @@ export function createAlerts(
       events,
       work,
       channels: {
-        queueEmail: (to, subject, body) => {
-          deps.mail.queueNotification(to, subject, body);
+        queueEmail: async (to, subject, body) => {
+          await deps.mail.queueNotification(to, subject, body);
         },
-        queueWebhooks: (ids, event, data) => {
-          webhooks.queue(ids, event, data);
+        queueWebhooks: async (ids, event, data) => {
+          await webhooks.queue(ids, event, data);
         },
       },
       probes,
@@ -98,8 +100,8 @@ export function createAlerts(
     engine,
     webhooks,
     worker,
-    start: () => {
-      worker.start();
+    start: async () => {
+      await worker.start();
       engine.start();
     },
     close: async () => {

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { AlertKind } from '../../../src-shared/contract/index.ts';
 
 export interface RuleRow {
@@ -51,21 +51,21 @@ export interface FiringSubject {
 
 /** alert_rules, their webhooks (alert_rule_webhooks) and alert_incidents. */
 export interface AlertRepository {
-  rules(): RuleRow[];
-  rule(id: number): RuleRow | undefined;
-  insertRule(fields: RuleFields): number;
-  updateRule(id: number, fields: RuleFields): void;
-  deleteRule(id: number): void;
-  webhookIds(ruleId: number): number[];
-  allWebhookIds(): Map<number, number[]>;
-  setWebhooks(ruleId: number, webhookIds: number[]): void;
-  openIncidents(ruleId: number): IncidentRow[];
-  openIncident(ruleId: number, subject: FiringSubject, at: string): number;
-  resolveIncident(id: number, at: string): boolean;
+  rules(): Promise<RuleRow[]>;
+  rule(id: number): Promise<RuleRow | undefined>;
+  insertRule(fields: RuleFields): Promise<number>;
+  updateRule(id: number, fields: RuleFields): Promise<void>;
+  deleteRule(id: number): Promise<void>;
+  webhookIds(ruleId: number): Promise<number[]>;
+  allWebhookIds(): Promise<Map<number, number[]>>;
+  setWebhooks(ruleId: number, webhookIds: number[]): Promise<void>;
+  openIncidents(ruleId: number): Promise<IncidentRow[]>;
+  openIncident(ruleId: number, subject: FiringSubject, at: string): Promise<number>;
+  resolveIncident(id: number, at: string): Promise<boolean>;
   /** Every open incident of the rule was seen again at `at` (those just resolved are no longer open). */
-  touchOpen(ruleId: number, at: string): void;
-  incidents(filter: { state?: 'open' | 'resolved'; ruleId?: number; limit: number }): IncidentRow[];
-  incident(id: number): IncidentRow | undefined;
+  touchOpen(ruleId: number, at: string): Promise<void>;
+  incidents(filter: { state?: 'open' | 'resolved'; ruleId?: number; limit: number }): Promise<IncidentRow[]>;
+  incident(id: number): Promise<IncidentRow | undefined>;
 }
 
 const RULE_COLUMNS = `r.*, f.name AS fleet_name,
@@ -73,121 +73,109 @@ const RULE_COLUMNS = `r.*, f.name AS fleet_name,
 const INCIDENT_COLUMNS = `i.*, r.name AS rule_name, r.kind`;
 
 export class SqliteAlertRepository implements AlertRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      rules: db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules r LEFT JOIN fleets f ON f.id = r.fleet_id ORDER BY r.id`),
-      rule: db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules r LEFT JOIN fleets f ON f.id = r.fleet_id WHERE r.id = ?`),
-      insertRule: db.prepare(
-        `INSERT INTO alert_rules (name, kind, enabled, threshold, fleet_id, emails, created_at, updated_at)
+      rules: `SELECT ${RULE_COLUMNS} FROM alert_rules r LEFT JOIN fleets f ON f.id = r.fleet_id ORDER BY r.id`,
+      rule: `SELECT ${RULE_COLUMNS} FROM alert_rules r LEFT JOIN fleets f ON f.id = r.fleet_id WHERE r.id = ?`,
+      insertRule: `INSERT INTO alert_rules (name, kind, enabled, threshold, fleet_id, emails, created_at, updated_at)
          VALUES (@name, @kind, @enabled, @threshold, @fleet_id, @emails, @at, @at) RETURNING id`,
-      ),
-      updateRule: db.prepare(
-        `UPDATE alert_rules SET name = @name, enabled = @enabled, threshold = @threshold, fleet_id = @fleet_id, emails = @emails,
+      updateRule: `UPDATE alert_rules SET name = @name, enabled = @enabled, threshold = @threshold, fleet_id = @fleet_id, emails = @emails,
            updated_at = @at WHERE id = @id`,
-      ),
-      deleteRule: db.prepare(`DELETE FROM alert_rules WHERE id = ?`),
-      webhookIds: db.prepare(`SELECT webhook_id FROM alert_rule_webhooks WHERE rule_id = ? ORDER BY webhook_id`),
-      allWebhookIds: db.prepare(`SELECT rule_id, webhook_id FROM alert_rule_webhooks ORDER BY rule_id, webhook_id`),
-      clearWebhooks: db.prepare(`DELETE FROM alert_rule_webhooks WHERE rule_id = ?`),
-      addWebhook: db.prepare(`INSERT INTO alert_rule_webhooks (rule_id, webhook_id) VALUES (?, ?) ON CONFLICT DO NOTHING`),
-      openIncidents: db.prepare(
-        `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id
+      deleteRule: `DELETE FROM alert_rules WHERE id = ?`,
+      webhookIds: `SELECT webhook_id FROM alert_rule_webhooks WHERE rule_id = ? ORDER BY webhook_id`,
+      allWebhookIds: `SELECT rule_id, webhook_id FROM alert_rule_webhooks ORDER BY rule_id, webhook_id`,
+      clearWebhooks: `DELETE FROM alert_rule_webhooks WHERE rule_id = ?`,
+      addWebhook: `INSERT INTO alert_rule_webhooks (rule_id, webhook_id) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+      openIncidents: `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id
          WHERE i.rule_id = ? AND i.state = 'open' ORDER BY i.id`,
-      ),
-      openIncident: db.prepare(
-        `INSERT INTO alert_incidents (rule_id, subject_key, subject, agent_id, detail, state, opened_at, last_seen_at)
+      openIncident: `INSERT INTO alert_incidents (rule_id, subject_key, subject, agent_id, detail, state, opened_at, last_seen_at)
          VALUES (@rule_id, @key, @subject, @agent_id, @detail, 'open', @at, @at) RETURNING id`,
-      ),
-      resolveIncident: db.prepare(
-        `UPDATE alert_incidents SET state = 'resolved', resolved_at = ? WHERE id = ? AND state = 'open'`,
-      ),
-      touchOpen: db.prepare(`UPDATE alert_incidents SET last_seen_at = ? WHERE rule_id = ? AND state = 'open'`),
-      incidents: db.prepare(
-        `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id
+      resolveIncident: `UPDATE alert_incidents SET state = 'resolved', resolved_at = ? WHERE id = ? AND state = 'open'`,
+      touchOpen: `UPDATE alert_incidents SET last_seen_at = ? WHERE rule_id = ? AND state = 'open'`,
+      incidents: `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id
          WHERE (@state IS NULL OR i.state = @state) AND (@rule_id IS NULL OR i.rule_id = @rule_id)
          ORDER BY i.id DESC LIMIT @limit`,
-      ),
-      incident: db.prepare(
-        `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id WHERE i.id = ?`,
-      ),
+      incident: `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id WHERE i.id = ?`,
     };
   }
 
-  rules(): RuleRow[] {
-    return this.s.rules.all() as RuleRow[];
+  async rules(): Promise<RuleRow[]> {
+    return (await this.sql.all(this.s.rules)) as RuleRow[];
   }
 
-  rule(id: number): RuleRow | undefined {
-    return this.s.rule.get(id) as RuleRow | undefined;
+  async rule(id: number): Promise<RuleRow | undefined> {
+    return (await this.sql.get(this.s.rule, [id])) as RuleRow | undefined;
   }
 
-  insertRule(fields: RuleFields): number {
-    return (this.s.insertRule.get(ruleParams(fields)) as { id: number }).id;
+  async insertRule(fields: RuleFields): Promise<number> {
+    return ((await this.sql.get(this.s.insertRule, ruleParams(fields))) as { id: number }).id;
   }
 
-  updateRule(id: number, fields: RuleFields): void {
+  async updateRule(id: number, fields: RuleFields): Promise<void> {
     const { kind: _kind, ...params } = ruleParams(fields);
-    this.s.updateRule.run({ id, ...params });
+    await this.sql.run(this.s.updateRule, { id, ...params });
   }
 
-  deleteRule(id: number): void {
-    this.s.deleteRule.run(id);
+  async deleteRule(id: number): Promise<void> {
+    await this.sql.run(this.s.deleteRule, [id]);
   }
 
-  webhookIds(ruleId: number): number[] {
-    return (this.s.webhookIds.all(ruleId) as { webhook_id: number }[]).map((row) => row.webhook_id);
+  async webhookIds(ruleId: number): Promise<number[]> {
+    return ((await this.sql.all(this.s.webhookIds, [ruleId])) as { webhook_id: number }[]).map((row) => row.webhook_id);
   }
 
-  allWebhookIds(): Map<number, number[]> {
+  async allWebhookIds(): Promise<Map<number, number[]>> {
     const found = new Map<number, number[]>();
-    for (const row of this.s.allWebhookIds.all() as { rule_id: number; webhook_id: number }[]) {
+    for (const row of (await this.sql.all(this.s.allWebhookIds)) as { rule_id: number; webhook_id: number }[]) {
       found.set(row.rule_id, [...(found.get(row.rule_id) ?? []), row.webhook_id]);
     }
     return found;
   }
 
-  setWebhooks(ruleId: number, webhookIds: number[]): void {
-    this.s.clearWebhooks.run(ruleId);
-    for (const id of webhookIds) this.s.addWebhook.run(ruleId, id);
+  async setWebhooks(ruleId: number, webhookIds: number[]): Promise<void> {
+    await this.sql.run(this.s.clearWebhooks, [ruleId]);
+    for (const id of webhookIds) await this.sql.run(this.s.addWebhook, [ruleId, id]);
   }
 
-  openIncidents(ruleId: number): IncidentRow[] {
-    return this.s.openIncidents.all(ruleId) as IncidentRow[];
+  async openIncidents(ruleId: number): Promise<IncidentRow[]> {
+    return (await this.sql.all(this.s.openIncidents, [ruleId])) as IncidentRow[];
   }
 
-  openIncident(ruleId: number, subject: FiringSubject, at: string): number {
+  async openIncident(ruleId: number, subject: FiringSubject, at: string): Promise<number> {
     return (
-      this.s.openIncident.get({
+      (await this.sql.get(this.s.openIncident, {
         rule_id: ruleId,
         key: subject.key,
         subject: subject.subject,
         agent_id: subject.agentId,
         detail: subject.detail,
         at,
-      }) as { id: number }
+      })) as { id: number }
     ).id;
   }
 
-  resolveIncident(id: number, at: string): boolean {
-    return this.s.resolveIncident.run(at, id).changes === 1;
+  async resolveIncident(id: number, at: string): Promise<boolean> {
+    return (await this.sql.run(this.s.resolveIncident, [at, id])).changes === 1;
   }
 
-  touchOpen(ruleId: number, at: string): void {
-    this.s.touchOpen.run(at, ruleId);
+  async touchOpen(ruleId: number, at: string): Promise<void> {
+    await this.sql.run(this.s.touchOpen, [at, ruleId]);
   }
 
-  incidents(filter: { state?: 'open' | 'resolved'; ruleId?: number; limit: number }): IncidentRow[] {
-    return this.s.incidents.all({
+  async incidents(filter: { state?: 'open' | 'resolved'; ruleId?: number; limit: number }): Promise<IncidentRow[]> {
+    return (await this.sql.all(this.s.incidents, {
       state: filter.state ?? null,
       rule_id: filter.ruleId ?? null,
       limit: filter.limit,
-    }) as IncidentRow[];
+    })) as IncidentRow[];
   }
 
-  incident(id: number): IncidentRow | undefined {
-    return this.s.incident.get(id) as IncidentRow | undefined;
+  async incident(id: number): Promise<IncidentRow | undefined> {
+    return (await this.sql.get(this.s.incident, [id])) as IncidentRow | undefined;
   }
 }
 

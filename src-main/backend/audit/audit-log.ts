@@ -30,24 +30,29 @@ export class AuditLog {
   }
 
   /** Records `action` for the current request's actor; nothing outside an admin request (agents, the server itself). */
-  recordForRequest(action: string, message: string, target: AuditTarget, changes: FieldChanges | null = null): void {
+  async recordForRequest(
+    action: string,
+    message: string,
+    target: AuditTarget,
+    changes: FieldChanges | null = null,
+  ): Promise<void> {
     const context = requestContext.current();
     // A bulk job's work: the job's own entry (written when it started) stands for every device.
     if (!context?.actor || context.jobId !== undefined) return;
-    this.record(context.actor, context.address, action, message, target, changes);
+    await this.record(context.actor, context.address, action, message, target, changes);
     context.audited = true;
   }
 
   /** Records for a known actor (sign-in happens before a request has one); `actor` null: someone unknown. */
-  record(
+  async record(
     actor: RequestActor | null,
     address: string | null,
     action: string,
     message: string,
     target: AuditTarget,
     changes: FieldChanges | null = null,
-  ): void {
-    this.store.insert({
+  ): Promise<void> {
+    await this.store.insert({
       at: nowIso(),
       account_id: actor?.accountId ?? null,
       actor: actor?.name ?? 'unknown',
@@ -64,12 +69,12 @@ export class AuditLog {
     });
   }
 
-  list(filter: AuditFilter): AuditRow[] {
+  list(filter: AuditFilter): Promise<AuditRow[]> {
     return this.store.list(filter);
   }
 
   /** Every entry the filter matches (no limit), newest first, read as they are used: an export's rows. */
-  iterate(filter: Omit<AuditFilter, 'limit'>): IterableIterator<AuditRow> {
+  iterate(filter: Omit<AuditFilter, 'limit'>): AsyncIterableIterator<AuditRow> {
     return this.store.iterate(filter);
   }
 }

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql, SqlValue } from '../db/sql.ts';
 import type { FieldChanges } from './redact.ts';
 
 export interface AuditRow {
@@ -36,10 +36,10 @@ export interface AuditFilter {
 
 /** The append-only audit_log table; newest first. */
 export interface AuditRepository {
-  insert(row: Omit<AuditRow, 'id'>): number;
-  list(filter: AuditFilter): AuditRow[];
+  insert(row: Omit<AuditRow, 'id'>): Promise<number>;
+  list(filter: AuditFilter): Promise<AuditRow[]>;
   /** All matching rows, newest first, read a page at a time (no statement stays open between pages). */
-  iterate(filter: Omit<AuditFilter, 'limit'>): IterableIterator<AuditRow>;
+  iterate(filter: Omit<AuditFilter, 'limit'>): AsyncIterableIterator<AuditRow>;
 }
 
 type StoredRow = Omit<AuditRow, 'changes'> & { changes: string | null };
@@ -52,38 +52,36 @@ const parse = (row: StoredRow): AuditRow => ({
 const PAGE = 500;
 
 export class SqliteAuditRepository implements AuditRepository {
-  private readonly db: Db;
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
-    this.db = db;
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      insert: db.prepare(
-        `INSERT INTO audit_log (at, account_id, actor, token_id, token_name, role, address, action, target_kind, target_id, target_name, message, changes)
-         VALUES (@at, @account_id, @actor, @token_id, @token_name, @role, @address, @action, @target_kind, @target_id, @target_name, @message, @changes)`,
-      ),
+      insert: `INSERT INTO audit_log (at, account_id, actor, token_id, token_name, role, address, action, target_kind, target_id, target_name, message, changes)
+         VALUES (@at, @account_id, @actor, @token_id, @token_name, @role, @address, @action, @target_kind, @target_id, @target_name, @message, @changes) RETURNING id`,
     };
   }
 
-  insert(row: Omit<AuditRow, 'id'>): number {
+  async insert(row: Omit<AuditRow, 'id'>): Promise<number> {
     return Number(
-      this.s.insert.run({ ...row, changes: row.changes === null ? null : JSON.stringify(row.changes) }).lastInsertRowid,
+      await this.sql.value<number>(this.s.insert, { ...row, changes: row.changes === null ? null : JSON.stringify(row.changes) }),
     );
   }
 
-  *iterate(filter: Omit<AuditFilter, 'limit'>): IterableIterator<AuditRow> {
+  async *iterate(filter: Omit<AuditFilter, 'limit'>): AsyncIterableIterator<AuditRow> {
     let beforeId = filter.beforeId;
     for (;;) {
-      const page = this.list({ ...filter, beforeId, limit: PAGE });
+      const page = await this.list({ ...filter, beforeId, limit: PAGE });
       yield* page;
       if (page.length < PAGE) return;
       beforeId = page.at(-1)!.id;
     }
   }
 
-  list(filter: AuditFilter): AuditRow[] {
+  async list(filter: AuditFilter): Promise<AuditRow[]> {
     const where: string[] = [];
-    const args: Record<string, unknown> = { limit: filter.limit };
+    const args: Record<string, SqlValue> = { limit: filter.limit };
     if (filter.actor) {
       where.push(`(instr(lower(actor), lower(@actor)) > 0 OR instr(lower(coalesce(token_name, '')), lower(@actor)) > 0
         OR account_id IN (SELECT id FROM admin_accounts WHERE email = @actor COLLATE NOCASE))`);
@@ -120,6 +118,6 @@ export class SqliteAuditRepository implements AuditRepository {
       args.beforeId = filter.beforeId;
     }
     const sql = `SELECT * FROM audit_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
-    return (this.db.prepare(sql).all(args) as StoredRow[]).map(parse);
+    return (await this.sql.all<StoredRow>(sql, args)).map(parse);
   }
 }

@@ -19,7 +19,7 @@ export interface AgentAccounts {
    * The account's connections end and its login stops working now (a re-enrolled agent's new
    * install gets its account with its record read, `credentialsIssued`).
    */
-  revoke(agentId: number, why: Revocation): void;
+  revoke(agentId: number, why: Revocation): Promise<void> | void;
   /**
    * The agent moved to another fleet: its rights follow. Awaited by the move itself
    * (AgentCommands.moveToFleet), before the agent is told to subscribe to the new fleet's topic.
@@ -33,13 +33,13 @@ export interface AgentAccounts {
  * reference does (after the old install's retained commands were cleared). Returns the unsubscribe.
  */
 export function followAgentLifecycle(events: EventLog, commands: AgentCommands, accounts: AgentAccounts): () => void {
-  return events.subscribe((event) => {
+  return events.subscribe(async (event) => {
     const id = event.agent_id;
     if (id === null) return;
     const revoked = REVOKED_BY[event.type];
     if (revoked) {
       commands.forgetAgent(id);
-      accounts.revoke(id, revoked);
+      await accounts.revoke(id, revoked);
     }
     if (event.type === 'agent.enrolled' || event.type === 'agent.reenrolled') void commands.announceFleet(id).catch(() => {});
   });

@@ -70,10 +70,10 @@ const TopicBody = Type.Object(
 );
 
 /** An agent that may log in now, by login; undefined when none. */
-function connectable(store: BrokerAgentStore, login: string): BrokerAgentRow | undefined {
-  return store
-    .byLogin(login)
-    .find((row) => MAY_CONNECT.includes(row.enroll_status) && isUsableAgentTopic(row.topic) && isRabbitSafeTopic(row.topic));
+async function connectable(store: BrokerAgentStore, login: string): Promise<BrokerAgentRow | undefined> {
+  return (await store.byLogin(login)).find(
+    (row) => MAY_CONNECT.includes(row.enroll_status) && isUsableAgentTopic(row.topic) && isRabbitSafeTopic(row.topic),
+  );
 }
 
 export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<FastifyInstance> {
@@ -104,9 +104,9 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
   const allow = (ok: boolean) => (ok ? 'allow' : 'deny');
-  const rulesOf = (username: string): AgentTopicRules | null => {
+  const rulesOf = async (username: string): Promise<AgentTopicRules | null> => {
     if (username === backend.username) return BACKEND_TOPIC_RULES;
-    const row = connectable(store, username);
+    const row = await connectable(store, username);
     return row ? agentTopicRules(identityOf(row)) : null;
   };
   const lastRefusal = new Map<string, number>();
@@ -124,12 +124,12 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     // refused through it is throttled from its first refusal instead of its sixth.
     const free = scanThrottle.isThrottled(node) ? 0 : undefined;
     /** One event per login and minute: a retrying device (or a flood) does not flood the history. */
-    const note = (why: string, agent?: BrokerAgentRow) => {
+    const note = async (why: string, agent?: BrokerAgentRow) => {
       const now = Date.now();
       if (now - (lastRefusal.get(username) ?? 0) <= 60_000) return;
       if (lastRefusal.size > 10_000) lastRefusal.clear();
       lastRefusal.set(username, now);
-      events.record(
+      await events.record(
         'mqtt.login_refused',
         `MQTT login ${JSON.stringify(username.slice(0, 64))} refused by the RabbitMQ auth endpoint: ${why}`,
         agent ? { entityId: agent.entity_id, agentId: agent.id } : {},
@@ -141,17 +141,17 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     // one); not counted, so the device's own login gets in once the wait has passed.
     const wait = throttle.waitLeft(key, free);
     if (wait > 0) {
-      note(`throttled after repeated failures; not checked for ${Math.ceil(wait / 100) / 10} s more`);
+      await note(`throttled after repeated failures; not checked for ${Math.ceil(wait / 100) / 10} s more`);
       return 'deny';
     }
     /** `guess`: a wrong password or an unknown login, counted (a right password for an agent that may not connect is not). */
-    const refuse = (why: string, agent?: BrokerAgentRow, guess = true): string => {
+    const refuse = async (why: string, agent?: BrokerAgentRow, guess = true): Promise<string> => {
       if (guess) {
         throttle.fail(key);
         scanThrottle.fail(node);
       }
       const throttled = throttle.waitLeft(key, scanThrottle.isThrottled(node) ? 0 : undefined) > 0;
-      note(
+      await note(
         `${why}${throttled ? '; further attempts for this login are refused unchecked until its wait has passed' : ''}`,
         agent,
       );
@@ -166,11 +166,11 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
       return refuse(`client id ${JSON.stringify(clientId.slice(0, 64))} is not its own`, undefined, false);
     if (username === backend.username) {
       const right = timingSafeEqual(digest(password), digest(backend.password));
-      return right ? accept() : refuse("wrong password for the backend's own account");
+      return right ? accept() : await refuse("wrong password for the backend's own account");
     }
-    const candidates = store.byLogin(username);
+    const candidates = await store.byLogin(username);
     const agent = candidates.find((row) => verifySecret(password, row.mqtt_password_hash));
-    const usable = agent && connectable(store, username)?.id === agent.id;
+    const usable = agent && (await connectable(store, username))?.id === agent.id;
     if (!usable) {
       if (!agent)
         return refuse(
@@ -187,12 +187,12 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
 
   app.post('/auth/vhost', { schema: { body: VhostBody } }, async (request) => {
     const { username, vhost } = request.body;
-    return allow(vhost === VHOST && rulesOf(username) !== null);
+    return allow(vhost === VHOST && (await rulesOf(username)) !== null);
   });
 
   app.post('/auth/resource', { schema: { body: ResourceBody } }, async (request) => {
     const { username, vhost, resource, name, permission } = request.body;
-    if (vhost !== VHOST || rulesOf(username) === null) return 'deny';
+    if (vhost !== VHOST || (await rulesOf(username)) === null) return 'deny';
     if (resource === 'exchange') return allow(name === EXCHANGE && (permission === 'read' || permission === 'write'));
     if (resource === 'queue') {
       // The MQTT plugin's subscription queues are named after the client id: an agent's must be its
@@ -207,7 +207,7 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
 
   app.post('/auth/topic', { schema: { body: TopicBody } }, async (request) => {
     const { username, vhost, name, permission, routing_key: routingKey } = request.body;
-    const rules = rulesOf(username);
+    const rules = await rulesOf(username);
     if (vhost !== VHOST || name !== EXCHANGE || !rules) return 'deny';
     const topic = routingKeyToTopic(routingKey);
     // write: a publish; read: a subscription (its filter as a binding key).
@@ -216,11 +216,14 @@ export async function startAuthEndpoints(options: AuthEndpointOptions): Promise<
     return 'deny';
   });
 
-  app.setErrorHandler((error, _request, reply) => {
+  app.setErrorHandler(async (error, _request, reply) => {
     // A malformed question is a refusal, never a 500 (RabbitMQ reads "deny").
     void reply.code(200).type('text/plain').send('deny');
     if ((error as { statusCode?: number }).statusCode === undefined)
-      events.record('broker.auth_error', `RabbitMQ auth endpoint: ${error instanceof Error ? error.message : String(error)}`);
+      await events.record(
+        'broker.auth_error',
+        `RabbitMQ auth endpoint: ${error instanceof Error ? error.message : String(error)}`,
+      );
   });
   await app.listen({ host: options.host, port: options.port });
   return app;

@@ -2,11 +2,11 @@
 // client lifecycle), retained messages in an indexed persistence (retained-index.ts), presence,
 // commands, and the agents' lifecycle (agent-accounts.ts). startBroker assembles them.
 import { Aedes } from 'aedes';
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FleetService } from '../fleets/fleets.ts';
-import { unlessDiskFull } from '../db/disk-full.ts';
+import { isClosedDatabase, unlessDiskFull } from '../db/disk-full.ts';
 import type { DeviceReports } from '../agents/reports.ts';
 import { MANIFEST_TOPICS, type AgentIdentity } from './acl.ts';
 import type { BrokerAgentStore } from '../agents/broker-repository.ts';
@@ -27,7 +27,7 @@ import { loadBrokerCertificate, type BrokerCertificate } from './tls-certificate
 import { MANIFEST_VERSION } from './manifest.ts';
 
 export interface BrokerOptions {
-  db: Db;
+  db: Sql;
   /** The agents' logins, presence and command flags. */
   agents: BrokerAgentStore;
   events: EventLog;
@@ -91,7 +91,7 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     publisher,
     links: { isConnected: (agentId) => registry.live(agentId).length > 0, fleetChanged: accounts.moved },
   });
-  const wasOnline = presence.start();
+  const wasOnline = await presence.start();
   const resubscribe = resubscribeGuard(events, options.resubscribeGraceMs);
   let listeners: Listeners | undefined;
   const lifecycle = new ClientLifecycle({ registry, presence, resubscribe, connectionCap: () => listeners?.cap });
@@ -124,24 +124,27 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     throw error;
   }
   const unsubscribe = followAgentLifecycle(events, commands, accounts);
-  recordStarted(events, certificate, listeners, wasOnline, restored);
+  await recordStarted(events, certificate, listeners, wasOnline, restored);
   const stopping = listeners.stop;
   const stop = async () => {
     unsubscribe();
     login.stop();
     resubscribe.stop();
-    const offline = presence.stop();
+    const offline = await presence.stop();
     const stopped = stopping();
     await new Promise<void>((resolve) => aedes.close(() => resolve()));
     stopped.destroy();
     await stopped.closed;
-    if (options.db.open)
-      events.record(
+    await events
+      .record(
         'broker.stopped',
         `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`,
         {},
         { agent_ids: offline },
-      );
+      )
+      .catch((error: unknown) => {
+        if (!isClosedDatabase(error)) throw error; // a start that failed closes the database first
+      });
   };
   return embeddedFace({ options, certificate, listeners, registry, store, commands, presence, publisher, persistence, stop });
 }
@@ -216,7 +219,10 @@ function embeddedAccounts(registry: ConnectionRegistry): AgentAccounts {
   };
   return {
     // An agent that confirmed its unenrollment did so in a publish still being handled: closed after it.
-    revoke: (agentId, why) => (why === 'unenrolled' ? setImmediate(() => disconnect(agentId)) : disconnect(agentId)),
+    revoke: (agentId, why) => {
+      if (why === 'unenrolled') setImmediate(() => disconnect(agentId));
+      else disconnect(agentId);
+    },
     moved: (agentId, fleetId) => {
       const identity = registry.identity(agentId);
       if (identity) identity.fleetId = fleetId; // open connections receive the new fleet's topic from now on
@@ -238,13 +244,15 @@ function resubscribeGuard(events: EventLog, graceMs: number | undefined): Resubs
         ),
       ),
     subscribed: (_client, agent, filters, why) =>
-      events.record(
-        'mqtt.resubscribed',
-        `${agent.name} ${why}; the broker subscribed it to ${filters.join(', ')}`,
-        { entityId: agent.entityId, agentId: agent.id },
-        {
-          filters,
-        },
+      unlessDiskFull(() =>
+        events.record(
+          'mqtt.resubscribed',
+          `${agent.name} ${why}; the broker subscribed it to ${filters.join(', ')}`,
+          { entityId: agent.entityId, agentId: agent.id },
+          {
+            filters,
+          },
+        ),
       ),
   });
 }
@@ -256,33 +264,33 @@ function embeddedLiveReports(
   commands: AgentCommands,
   presence: PresenceTracker,
 ): LiveReports {
-  const identityOf = (agentId: number): AgentIdentity | null => {
+  const identityOf = async (agentId: number): Promise<AgentIdentity | null> => {
     const live = registry.identity(agentId);
     if (live) return live;
-    const row = store.byId(agentId);
+    const row = await store.byId(agentId);
     return row ? { id: row.id, entityId: row.entity_id, fleetId: row.fleet_id, topic: row.topic, name: row.name } : null;
   };
   return {
-    pong: (agentId) => {
-      const agent = identityOf(agentId);
-      if (agent) commands.received(agent, 'Status/Ping', Buffer.from('!'), 'http');
+    pong: async (agentId) => {
+      const agent = await identityOf(agentId);
+      if (agent) await commands.received(agent, 'Status/Ping', Buffer.from('!'), 'http');
     },
-    online: (agentId) => {
-      const agent = identityOf(agentId);
-      if (agent) presence.reportedOverHttp(agent);
+    online: async (agentId) => {
+      const agent = await identityOf(agentId);
+      if (agent) await presence.reportedOverHttp(agent);
     },
   };
 }
 
-function recordStarted(
+async function recordStarted(
   events: EventLog,
   certificate: BrokerCertificate,
   { port, tlsPort }: Listeners,
   wasOnline: number[],
   restored: number,
-): void {
+): Promise<void> {
   if (certificate.change) {
-    events.record(
+    await events.record(
       'broker.certificate',
       `MQTT TLS certificate ${certificate.change} (SHA-256 ${certificate.fingerprint256})`,
       {},
@@ -293,7 +301,7 @@ function recordStarted(
       },
     );
   }
-  events.record(
+  await events.record(
     'broker.started',
     `MQTT broker listening on port ${port} and ${tlsPort} (TLS)${wasOnline.length > 0 ? `; ${wasOnline.length} agent(s) left online by the previous run marked offline` : ''}`,
     {},

@@ -93,7 +93,7 @@ export class AgentCommands {
   }
 
   async send(agentId: number, command: AgentCommand): Promise<CommandResult> {
-    const agent = this.commandable(agentId);
+    const agent = await this.commandable(agentId);
     const message = MESSAGES[command];
     const online = this.links.isConnected(agentId);
     if (LIVE_ONLY.includes(command) && !online) {
@@ -105,10 +105,10 @@ export class AgentCommands {
     }
     const topic = `${agent.topic}/${message.subtopic}`;
     const at = nowIso();
-    const event = this.work.run(() => {
-      if (command === 'lock' || command === 'unlock') this.store.setLock(agentId, command === 'lock', at);
-      if (command === 'wipe') this.store.setWipe(agentId, true, at);
-      if (command === 'unenroll') this.store.setEnrollStatus(agentId, ENROLL_STATUS.unenrolling, at);
+    const event = await this.work.run(async () => {
+      if (command === 'lock' || command === 'unlock') await this.store.setLock(agentId, command === 'lock', at);
+      if (command === 'wipe') await this.store.setWipe(agentId, true, at);
+      if (command === 'unenroll') await this.store.setEnrollStatus(agentId, ENROLL_STATUS.unenrolling, at);
       return this.events.record(
         'agent.command',
         `${message.label} sent to ${agent.name}${online || !message.retain ? '' : ' (kept until it connects)'}`,
@@ -140,23 +140,23 @@ export class AgentCommands {
 
   /** Moves the agent to another fleet of its entity and tells it with a retained Command/Subscribe. */
   async moveToFleet(agentId: number, target: { fleet_id?: number; fleet?: string }): Promise<CommandResult | null> {
-    const agent = this.commandable(agentId);
+    const agent = await this.commandable(agentId);
     let fleet: FleetRow;
     if (target.fleet_id !== undefined) {
-      fleet = this.fleets.get(target.fleet_id);
+      fleet = await this.fleets.get(target.fleet_id);
       if (fleet.entity_id !== agent.entity_id) {
         throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Fleet #${fleet.id} belongs to another entity than ${agent.name}`);
       }
     } else {
-      fleet = this.fleets.resolve(agent.entity_id, target.fleet ?? '');
+      fleet = await this.fleets.resolve(agent.entity_id, target.fleet ?? '');
     }
     if (fleet.id === agent.fleet_id) return null;
-    const previous = this.fleets.byId(agent.fleet_id);
+    const previous = await this.fleets.byId(agent.fleet_id);
     const payload = { subscribe: [{ topic: fleetTopic(agent.entity_id, fleet.id) }] };
     const topic = `${agent.topic}/${SUBSCRIBE_SUBTOPIC}`;
     const online = this.links.isConnected(agentId);
-    const event = this.work.run(() => {
-      this.store.setFleet(agentId, fleet.id, nowIso());
+    const event = await this.work.run(async () => {
+      await this.store.setFleet(agentId, fleet.id, nowIso());
       return this.events.record(
         'agent.fleet_changed',
         `${agent.name} moved from fleet "${previous?.name ?? agent.fleet_id}" to "${fleet.name}"`,
@@ -184,14 +184,14 @@ export class AgentCommands {
    * reference does when an agent is created: without it a new device never hears its fleet's policies.
    */
   async announceFleet(agentId: number): Promise<void> {
-    const agent = this.store.byId(agentId);
+    const agent = await this.store.byId(agentId);
     if (!agent || agent.enroll_status === ENROLL_STATUS.unenrolled) return;
     await this.publish(agent, SUBSCRIBE_SUBTOPIC, { subscribe: [{ topic: fleetTopic(agent.entity_id, agent.fleet_id) }] }, true);
   }
 
   /** After a restart: every enrolled agent's Command/Subscribe is retained again. */
   async restoreSubscriptions(): Promise<number> {
-    const agents = this.store.connectable();
+    const agents = await this.store.connectable();
     for (const agent of agents)
       await this.publish(
         agent,
@@ -206,29 +206,29 @@ export class AgentCommands {
    * A message the agent published under `T/Status/…` or `T/MdmManifest/…` (Online excepted,
    * presence has it): replies update the record, anything else is noted, rate-limited.
    */
-  received(agent: AgentIdentity, subtopic: string, payload: Buffer, transport: 'mqtt' | 'http' = 'mqtt'): void {
+  async received(agent: AgentIdentity, subtopic: string, payload: Buffer, transport: 'mqtt' | 'http' = 'mqtt'): Promise<void> {
     const refs = { entityId: agent.entityId, agentId: agent.id };
     const over = transport === 'http' ? ' over HTTP' : '';
     const text = payload.toString('utf8');
     if (subtopic === 'Status/Ping' && this.pendingPings.has(agent.id)) {
       const rtt = Date.now() - this.pendingPings.get(agent.id)!;
       this.pendingPings.delete(agent.id);
-      this.store.touch(agent.id, nowIso());
-      this.events.record('agent.ping_reply', `${agent.name} answered the ping (${rtt} ms)${over}`, refs, {
+      await this.store.touch(agent.id, nowIso());
+      await this.events.record('agent.ping_reply', `${agent.name} answered the ping (${rtt} ms)${over}`, refs, {
         payload: text.slice(0, 100),
         rtt_ms: rtt,
         transport,
       });
       return;
     }
-    if (subtopic === 'Status/Inventory' && this.inventoryReceived(agent, text)) return;
-    if (subtopic === 'Status/Geolocation' && text !== '?' && this.positionReceived(agent, text)) return;
+    if (subtopic === 'Status/Inventory' && (await this.inventoryReceived(agent, text))) return;
+    if (subtopic === 'Status/Geolocation' && text !== '?' && (await this.positionReceived(agent, text))) return;
     if (subtopic === 'Status/Unenroll' && parseJson(text)?.unenroll === 'unenrolled') {
-      const row = this.store.byId(agent.id);
+      const row = await this.store.byId(agent.id);
       if (row && row.enroll_status !== ENROLL_STATUS.unenrolled) {
-        this.work.run(() => {
-          this.store.setEnrollStatus(agent.id, ENROLL_STATUS.unenrolled, nowIso());
-          this.events.record('agent.unenrolled', `${agent.name} confirmed it is unenrolled`, refs, {
+        await this.work.run(async () => {
+          await this.store.setEnrollStatus(agent.id, ENROLL_STATUS.unenrolled, nowIso());
+          await this.events.record('agent.unenrolled', `${agent.name} confirmed it is unenrolled`, refs, {
             previous_status: row.enroll_status,
           });
         });
@@ -236,13 +236,13 @@ export class AgentCommands {
         return;
       }
     }
-    this.store.reported(agent.id, nowIso());
+    await this.store.reported(agent.id, nowIso());
     const key = `${agent.id} ${subtopic}`;
     const now = Date.now();
     if (now - (this.lastStatusEvent.get(key) ?? 0) < STATUS_EVENT_INTERVAL_MS) return;
     if (this.lastStatusEvent.size > 10_000) this.lastStatusEvent.clear();
     this.lastStatusEvent.set(key, now);
-    this.events.record('agent.status', `${agent.name} sent ${subtopic}${over}`, refs, {
+    await this.events.record('agent.status', `${agent.name} sent ${subtopic}${over}`, refs, {
       topic: subtopic,
       transport,
       payload: text.length > STATUS_PAYLOAD_LIMIT ? `${text.slice(0, STATUS_PAYLOAD_LIMIT)}…` : text,
@@ -250,9 +250,9 @@ export class AgentCommands {
   }
 
   /** `T/Status/Inventory`: the FusionInventory XML (release rc.6). False when it cannot be read: noted as any status is. */
-  private inventoryReceived(agent: AgentIdentity, xml: string): boolean {
+  private async inventoryReceived(agent: AgentIdentity, xml: string): Promise<boolean> {
     try {
-      this.reports.inventory(agent.id, xml, 'mqtt');
+      await this.reports.inventory(agent.id, xml, 'mqtt');
       return true;
     } catch (error) {
       if (error instanceof InventoryError) return false;
@@ -261,12 +261,12 @@ export class AgentCommands {
   }
 
   /** `T/Status/Geolocation` `{"latitude", "longitude", "datetime"}` or `{"gps": "off", "datetime"}`. */
-  private positionReceived(agent: AgentIdentity, text: string): boolean {
+  private async positionReceived(agent: AgentIdentity, text: string): Promise<boolean> {
     const body = parseJson(text);
     if (!body) return false;
     const position = positionOf({ latitude: body.latitude, longitude: body.longitude, datetime: body.datetime, gps: body.gps });
     if ('error' in position) return false;
-    this.reports.position(agent.id, position, 'mqtt');
+    await this.reports.position(agent.id, position, 'mqtt');
     return true;
   }
 
@@ -275,7 +275,7 @@ export class AgentCommands {
    * hold (lock, wipe, unenroll) are retained again, so an agent that was offline still gets them.
    */
   async restoreRetained(): Promise<number> {
-    const agents = this.store.withPendingCommands();
+    const agents = await this.store.withPendingCommands();
     for (const agent of agents) {
       for (const command of pendingCommands(agent))
         await this.publish(agent, MESSAGES[command].subtopic, MESSAGES[command].payload, true);
@@ -294,7 +294,7 @@ export class AgentCommands {
    * lost or kept on another node (RabbitMQ keeps them per node).
    */
   async republishFor(agentId: number): Promise<void> {
-    const row = this.store.byId(agentId);
+    const row = await this.store.byId(agentId);
     if (!row || row.enroll_status === ENROLL_STATUS.unenrolled) return;
     const sent = new Set<string>();
     for (const command of pendingCommands(row)) {
@@ -317,8 +317,8 @@ export class AgentCommands {
       void this.publisher.publish(`${entry!.topic}/${subtopic}`, '', true).catch(() => {});
   }
 
-  private commandable(agentId: number): BrokerAgentRow {
-    const agent = this.store.byId(agentId);
+  private async commandable(agentId: number): Promise<BrokerAgentRow> {
+    const agent = await this.store.byId(agentId);
     // A device of a fleet the request may not see answers as if it did not exist (fleets/scope.ts).
     if (!agent || !inFleetScope(agent.fleet_id)) throw itemNotFound('Agent not found');
     const refusal = commandRefusal(agent);

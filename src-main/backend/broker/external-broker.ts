@@ -110,9 +110,9 @@ export function externalBrokerStatus(
 }
 
 /** Once disconnected: every agent is marked offline (no presence can reach us now), and it is said. */
-export function recordExternalStopped(events: EventLog, store: BrokerAgentStore, brokerName: string): void {
-  const offline = store.allOffline();
-  events.record(
+export async function recordExternalStopped(events: EventLog, store: BrokerAgentStore, brokerName: string): Promise<void> {
+  const offline = await store.allOffline();
+  await events.record(
     'broker.stopped',
     `Disconnected from ${brokerName}${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`,
     {},

@@ -40,9 +40,9 @@ export interface ExternalLinkOptions {
   /** Runs on every (re)connection before anything else: reconcile, then publish what was missed. */
   onConnected: () => Promise<void>;
   /** An agent's report other than presence. */
-  onReport: (agent: AgentIdentity, subtopic: string, payload: Buffer) => void;
+  onReport: (agent: AgentIdentity, subtopic: string, payload: Buffer) => Promise<void>;
   /** An agent said it is online (after it subscribed): time to give it what it must find. */
-  onAgentOnline?: (agent: AgentIdentity) => void;
+  onAgentOnline?: (agent: AgentIdentity) => Promise<void>;
   /** What the broker is called in messages ("Mosquitto", "RabbitMQ"). */
   name: string;
 }
@@ -202,7 +202,7 @@ export class ExternalLink {
       const refused = granted.filter((grant) => grant.qos === 128);
       if (refused.length > 0) throw new Error(`subscription to ${refused.map((grant) => grant.topic).join(', ')} refused`);
     } catch (error) {
-      this.trouble(`set-up failed: ${(error as Error).message}`);
+      await this.trouble(`set-up failed: ${(error as Error).message}`);
       client.end(true, () => {
         if (!this.closed) client.reconnect();
       });
@@ -213,7 +213,7 @@ export class ExternalLink {
     this.failures = 0;
     client.options.reconnectPeriod = BACKOFF.firstMs;
     this.reported = false;
-    this.options.events.record(
+    await this.options.events.record(
       'broker.connected',
       `Connected to the ${this.options.name} broker ${this.options.url.display}${was && was !== 'connecting' ? ` (after: ${was})` : ''}`,
       {},
@@ -221,15 +221,15 @@ export class ExternalLink {
     );
   }
 
-  private trouble(why: string): void {
+  private async trouble(why: string): Promise<void> {
     if (this.closed) return;
     const first = this.problem === null || this.problem === 'connecting';
     this.problem = why;
     // Presence is unknown while the link is down; agents will say "online" again on reconnection.
-    this.markAllOffline();
+    await this.markAllOffline();
     if (first || !this.reported) {
       this.reported = true;
-      this.options.events.record(
+      await this.options.events.record(
         'broker.unreachable',
         `The ${this.options.name} broker ${this.options.url.display} is unreachable: ${why}; retrying with back-off`,
         {},
@@ -238,11 +238,11 @@ export class ExternalLink {
     }
   }
 
-  private markAllOffline(): void {
+  private async markAllOffline(): Promise<void> {
     this.verifying.clear();
     if (this.online.size === 0) return;
     const at = nowIso();
-    for (const id of this.online) this.options.store.setPresence(id, false, at);
+    for (const id of this.online) await this.options.store.setPresence(id, false, at);
     this.online.clear();
   }
 
@@ -252,13 +252,13 @@ export class ExternalLink {
    * restart, maybe from a connection long gone: never presence, never a sign of life. A retained
    * "online" is checked with a ping instead: the agent is online once it answers.
    */
-  private message(topic: string, payload: Buffer, retained: boolean): void {
+  private async message(topic: string, payload: Buffer, retained: boolean): Promise<void> {
     const match = /^\/(\d+)\/agent\/([^/]+)\/(.+)$/.exec(topic);
     if (!match) return;
     const [, entity, login, subtopic] = match;
-    const row = this.options.store
-      .byLogin(login!)
-      .find((candidate) => candidate.entity_id === Number(entity) && MAY_CONNECT.includes(candidate.enroll_status));
+    const row = (await this.options.store.byLogin(login!)).find(
+      (candidate) => candidate.entity_id === Number(entity) && MAY_CONNECT.includes(candidate.enroll_status),
+    );
     if (!row) return;
     const agent = identityOf(row);
     if (subtopic === ONLINE_SUBTOPIC) {
@@ -271,23 +271,23 @@ export class ExternalLink {
         return;
       }
       this.verifying.delete(agent.id);
-      this.setPresence(agent, flag);
-      if (flag) this.options.onAgentOnline?.(agent);
+      await this.setPresence(agent, flag);
+      if (flag) await this.options.onAgentOnline?.(agent);
       return;
     }
     if (subtopic !== undefined) {
       if (retained) {
-        this.options.onReport(agent, subtopic, payload);
+        await this.options.onReport(agent, subtopic, payload);
         return;
       }
-      this.options.store.touch(agent.id, nowIso());
+      await this.options.store.touch(agent.id, nowIso());
       if (this.verifying.delete(agent.id)) {
         // Anything it publishes now proves a live connection: the answer to our ping, typically.
-        this.setPresence(agent, true);
-        this.options.onAgentOnline?.(agent);
+        await this.setPresence(agent, true);
+        await this.options.onAgentOnline?.(agent);
         if (subtopic === 'Status/Ping') return;
       }
-      this.options.onReport(agent, subtopic, payload);
+      await this.options.onReport(agent, subtopic, payload);
     }
   }
 
@@ -300,14 +300,14 @@ export class ExternalLink {
     });
   }
 
-  private setPresence(agent: AgentIdentity, online: boolean): void {
+  private async setPresence(agent: AgentIdentity, online: boolean): Promise<void> {
     if (this.online.has(agent.id) === online) return;
     if (online) this.online.add(agent.id);
     else this.online.delete(agent.id);
     const at = nowIso();
-    this.options.work.run(() => {
-      this.options.store.setPresence(agent.id, online, at);
-      this.options.events.record(
+    await this.options.work.run(async () => {
+      await this.options.store.setPresence(agent.id, online, at);
+      await this.options.events.record(
         online ? 'agent.online' : 'agent.offline',
         `${agent.name} ${online ? 'reported itself online' : 'is offline'} (${this.options.name})`,
         { entityId: agent.entityId, agentId: agent.id },
@@ -321,10 +321,10 @@ export class ExternalLink {
   }
 
   /** An agent that must not be connected any more: its presence ends now. */
-  forget(agentId: number): void {
+  async forget(agentId: number): Promise<void> {
     this.verifying.delete(agentId);
     if (!this.online.delete(agentId)) return;
-    this.options.store.setPresence(agentId, false, nowIso());
+    await this.options.store.setPresence(agentId, false, nowIso());
   }
 }
 
@@ -359,9 +359,9 @@ export function brokerClientOptions(
  */
 export function externalLiveReports(store: BrokerAgentStore, commands: AgentCommands): LiveReports {
   return {
-    pong: (agentId) => {
-      const row = store.byId(agentId);
-      if (row) commands.received(identityOf(row), 'Status/Ping', Buffer.from('!'), 'http');
+    pong: async (agentId) => {
+      const row = await store.byId(agentId);
+      if (row) await commands.received(identityOf(row), 'Status/Ping', Buffer.from('!'), 'http');
     },
     online: (agentId) => store.touch(agentId, nowIso()),
   };
@@ -389,16 +389,16 @@ export async function announceOnConnect(
  * and the broker lets only that agent publish under it, so a report is always the device's own.
  */
 export function routeReport(commands: AgentCommands, onTaskReport: TaskReportHandler | undefined) {
-  return (agent: AgentIdentity, subtopic: string, payload: Buffer): void => {
+  return async (agent: AgentIdentity, subtopic: string, payload: Buffer): Promise<void> => {
     const topic = `${agent.topic}/${subtopic}`;
     const taskId = statusTaskId(agent, topic) ?? policyStatusTaskId(agent, topic);
     if (taskId !== null) {
-      onTaskReport?.(agent, taskId, payload);
+      await onTaskReport?.(agent, taskId, payload);
       return;
     }
     // Other messages under the policy topic are not reports: never taken for one.
     if (subtopic.startsWith('Policy/')) return;
-    commands.received(agent, subtopic, payload);
+    await commands.received(agent, subtopic, payload);
   };
 }
 

@@ -19,6 +19,7 @@ import {
 } from './external-broker.ts';
 import { routeReport, announceOnConnect, BACKOFF, brokerClientOptions, ExternalLink, identityOf } from './external-link.ts';
 import type { MqttBroker } from './port.ts';
+import { unlessDiskFull } from '../db/disk-full.ts';
 
 export interface ExternalBrokerOptions extends ExternalModeOptions {
   /** mqtt[s]://ADMIN[:PASSWORD]@HOST:PORT — the account `mosquitto_ctrl dynsec init` made (its password better in `brokerPassword`). */
@@ -86,16 +87,16 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   const accounts: AgentAccounts = {
     // deleteClient also disconnects it. Enrolled again: the old install's password stops working
     // now (the new one comes with the record read).
-    revoke: (agentId, why) => {
-      link.forget(agentId);
+    revoke: async (agentId, why) => {
+      await link.forget(agentId);
       void serially(() => syncAgent(agentId, undefined, why === 'reenrolled')).catch(noteFailure);
     },
     moved: (agentId) => serially(() => syncAgent(agentId)).catch(noteFailure),
   };
   const { commands, policies } = commandsOverLink(link, options, accounts);
 
-  const noteFailure = (error: unknown) => {
-    events.record('broker.sync_failed', `Mosquitto dynamic security: ${(error as Error).message}`);
+  const noteFailure = async (error: unknown) => {
+    await events.record('broker.sync_failed', `Mosquitto dynamic security: ${(error as Error).message}`);
   };
 
   /**
@@ -154,7 +155,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
 
   /** What the broker holds for an agent we are unsure of (a change of it failed): asked again. */
   const askHeld = async (control: DynsecClient, agentId: number): Promise<HeldAccount> => {
-    const login = held.get(agentId)?.login ?? store.byId(agentId)?.mqtt_login;
+    const login = held.get(agentId)?.login ?? (await store.byId(agentId))?.mqtt_login;
     const [role, client] = await control.run([
       { command: 'getRole', rolename: roleOf(agentId) },
       ...(login ? [{ command: 'getClient', username: login }] : []),
@@ -177,7 +178,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       if (password) pendingPasswords.set(agentId, password);
       return;
     }
-    const row = store.byId(agentId);
+    const row = await store.byId(agentId);
     const wanted = row && MAY_HOLD_ACCOUNT(row);
     let have = unsure.has(agentId) ? await askHeld(control, agentId) : (held.get(agentId) ?? NOTHING_HELD);
     const work: DynsecCommand[] = [];
@@ -268,7 +269,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
         work.push({ command: 'addClientRole', username: BACKEND_ACCOUNT, rolename: BACKEND_ACCOUNT });
     }
 
-    const wanted = store.connectable().filter(MAY_HOLD_ACCOUNT);
+    const wanted = (await store.connectable()).filter(MAY_HOLD_ACCOUNT);
     const wantedLogins = new Set<string>();
     const wantedRoles = new Set<string>();
     const nextHeld = new Map<number, HeldAccount>();
@@ -307,24 +308,24 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   // The admin connection: dynamic security only.
   let adminFailures = 0;
   const admin: MqttClient = mqtt.connect(brokerClientOptions(url, url, `mdm-console-admin-${process.pid}`, options.caFile));
-  const adminTrouble = (why: string) => {
+  const adminTrouble = async (why: string) => {
     if (closed) return;
     const first = adminProblem === null || adminProblem === 'connecting';
     adminProblem = why;
     if (first)
-      events.record(
+      await events.record(
         'broker.unreachable',
         `The Mosquitto broker ${url.display} is unreachable for its dynamic-security admin: ${why}; retrying with back-off`,
         {},
         { url: url.display, reason: why },
       );
   };
-  admin.on('error', (error) => adminTrouble(error.message));
+  admin.on('error', (error) => unlessDiskFull(() => adminTrouble(error.message)));
   admin.on('close', () => {
     dynsec?.stop();
     dynsec = null;
     if (closed) return;
-    if (adminProblem === null) adminTrouble('connection lost');
+    if (adminProblem === null) unlessDiskFull(() => adminTrouble('connection lost'));
     adminFailures += 1;
     admin.options.reconnectPeriod = Math.min(BACKOFF.maxMs, BACKOFF.firstMs * 2 ** Math.min(adminFailures, 10));
   });
@@ -337,7 +338,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       adminProblem = null;
       adminFailures = 0;
       admin.options.reconnectPeriod = BACKOFF.firstMs;
-      events.record(
+      await events.record(
         'broker.reconciled',
         `Mosquitto dynamic security in step: ${result.agents} agent account(s)${result.removed > 0 ? `, ${result.removed} stale one(s) removed` : ''}`,
         {},
@@ -347,9 +348,9 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
         linkStarted = true;
         link.start();
       }
-    }).catch((error: unknown) => {
+    }).catch(async (error: unknown) => {
       control.stop();
-      adminTrouble(`reconcile failed: ${(error as Error).message}`);
+      await adminTrouble(`reconcile failed: ${(error as Error).message}`);
       admin.end(true, () => {
         if (!closed) admin.reconnect();
       });
@@ -359,8 +360,8 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
   // Accounts follow the records: removed on delete, unenroll and re-enrollment, rights changed with the fleet.
   const unsubscribe = followAgentLifecycle(events, commands, accounts);
 
-  const wasOnline = store.allOffline();
-  events.record(
+  const wasOnline = await store.allOffline();
+  await events.record(
     'broker.started',
     `Using the external Mosquitto broker ${url.display}; agents connect to ${endpoint.host}:${endpoint.port}${endpoint.tls ? ' (TLS)' : ''}`,
     {},
@@ -375,9 +376,9 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
         pendingPasswords.set(agentId, password);
         return;
       }
-      await serially(() => syncAgent(agentId, password)).catch((error: unknown) => {
+      await serially(() => syncAgent(agentId, password)).catch(async (error: unknown) => {
         pendingPasswords.set(agentId, password);
-        noteFailure(error);
+        await noteFailure(error);
       });
     },
     status: () => externalBrokerStatus(parts, adminProblem === null && link.connected, adminProblem ?? link.lastProblem),
@@ -388,7 +389,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
       policies.close();
       dynsec?.stop();
       await Promise.all([link.close(), admin.endAsync(true).catch(() => {})]);
-      recordExternalStopped(events, store, 'Mosquitto');
+      await recordExternalStopped(events, store, 'Mosquitto');
     },
   };
 }

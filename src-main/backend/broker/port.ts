@@ -12,9 +12,9 @@ export { BROKER_MODES, type AgentEndpoint, type BrokerMode, type BrokerStatus };
 /** What only the broker knows how to record (pending pings, presence), for agents reporting over HTTP. */
 export interface LiveReports {
   /** `_pong`: recorded as `T/Status/Ping` `!` is (a pending ping's reply, with its latency). */
-  pong(agentId: number): void;
+  pong(agentId: number): Promise<void>;
   /** `is_online`: recorded as `T/Status/Online` is (a sign of life; the agent's connections decide presence). */
-  online(agentId: number, online: boolean): void;
+  online(agentId: number, online: boolean): Promise<void>;
 }
 
 /** Retained policy messages (deployments): the one way deployments reach the agents, in every mode. */
@@ -30,7 +30,7 @@ export interface PolicyPublisher {
  * Every mode calls it only for the agent that published (the broker knows the connection, or the
  * topic names the agent), so a device can report on its own tasks alone.
  */
-export type TaskReportHandler = (agent: AgentIdentity, taskId: number, payload: Buffer) => void;
+export type TaskReportHandler = (agent: AgentIdentity, taskId: number, payload: Buffer) => Promise<void>;
 
 export interface MqttBroker {
   mode: BrokerMode;

@@ -46,24 +46,24 @@ export class PresenceTracker {
   }
 
   /** Nobody is connected to a broker that is just starting: clears what a crash left behind. */
-  start(): number[] {
+  start(): Promise<number[]> {
     return this.store.allOffline();
   }
 
   /** Login accepted: the agent is online. */
-  connected(client: Client, agent: AgentIdentity): void {
+  async connected(client: Client, agent: AgentIdentity): Promise<void> {
     if (this.stopping || client.closed) return;
-    this.set(agent, true, 'connected', this.registry.infoOf(client));
+    await this.set(agent, true, 'connected', this.registry.infoOf(client));
   }
 
   /** A connection ended (after it was unbound); offline when it was the agent's last. */
-  closed(agent: AgentIdentity, last: boolean, info: ConnectionInfo | undefined): void {
+  async closed(agent: AgentIdentity, last: boolean, info: ConnectionInfo | undefined): Promise<void> {
     if (this.stopping) return;
     if (!last && this.registry.live(agent.id).length > 0) {
-      this.touch(agent);
+      await this.touch(agent);
       return;
     }
-    this.set(agent, false, 'disconnected', info);
+    await this.set(agent, false, 'disconnected', info);
     if (this.retainedOnline.get(agent.id) === true) {
       // A clean DISCONNECT sends no will: the agent's retained {"online": true} would outlive it.
       this.retainedOnline.set(agent.id, false);
@@ -80,51 +80,51 @@ export class PresenceTracker {
   }
 
   /** `T/Status/Online` published by the agent itself, or its will (client already closed). */
-  reported(client: Client, agent: AgentIdentity, online: boolean | null, retained: boolean): void {
+  async reported(client: Client, agent: AgentIdentity, online: boolean | null, retained: boolean): Promise<void> {
     if (retained && online !== null) this.retainedOnline.set(agent.id, online);
     if (this.stopping) return;
     if (client.closed) {
-      if (this.registry.live(agent.id).length === 0) this.set(agent, false, 'will', this.registry.infoOf(client));
+      if (this.registry.live(agent.id).length === 0) await this.set(agent, false, 'will', this.registry.infoOf(client));
       return;
     }
     // Still connected: online, whatever the message says.
-    this.set(agent, true, 'reported online', this.registry.infoOf(client));
+    await this.set(agent, true, 'reported online', this.registry.infoOf(client));
   }
 
   /**
    * `is_online` sent over HTTP (the Flyve agents' release rc.7, on every MQTT connect and disconnect):
    * recorded as the agent's own `Status/Online` is, a sign of life; its connections decide presence.
    */
-  reportedOverHttp(agent: AgentIdentity): void {
+  async reportedOverHttp(agent: AgentIdentity): Promise<void> {
     if (this.stopping) return;
-    if (this.registry.live(agent.id).length > 0) this.set(agent, true, 'reported online', undefined);
-    else this.touch(agent);
+    if (this.registry.live(agent.id).length > 0) await this.set(agent, true, 'reported online', undefined);
+    else await this.touch(agent);
   }
 
   /** Any other sign of life: last_contact, written at most every TOUCH_INTERVAL_MS. */
-  touch(agent: AgentIdentity): void {
+  async touch(agent: AgentIdentity): Promise<void> {
     if (this.stopping) return;
     const now = Date.now();
     if (now - (this.lastWrite.get(agent.id) ?? 0) < TOUCH_INTERVAL_MS) return;
     this.lastWrite.set(agent.id, now);
-    this.store.touch(agent.id, new Date(now).toISOString());
+    await this.store.touch(agent.id, new Date(now).toISOString());
   }
 
   /** Broker stopping: every agent goes offline in one statement, not one event each. */
-  stop(): number[] {
+  async stop(): Promise<number[]> {
     this.stopping = true;
     const ids = [...this.online.entries()].filter(([, online]) => online).map(([id]) => id);
     const at = nowIso();
-    for (const id of ids) this.store.setPresence(id, false, at);
+    for (const id of ids) await this.store.setPresence(id, false, at);
     this.online.clear();
     return ids;
   }
 
-  private set(agent: AgentIdentity, online: boolean, reason: Reason, info: ConnectionInfo | undefined): void {
+  private async set(agent: AgentIdentity, online: boolean, reason: Reason, info: ConnectionInfo | undefined): Promise<void> {
     if ((this.online.get(agent.id) ?? false) === online) {
       // No change (e.g. the "online" every agent publishes right after connecting): ordinary
       // traffic, whose last_contact write is throttled like any other.
-      this.touch(agent);
+      await this.touch(agent);
       return;
     }
     const now = Date.now();
@@ -136,9 +136,9 @@ export class PresenceTracker {
       will: `${agent.name} is offline: connection lost${how}`,
       disconnected: `${agent.name} is offline: disconnected${how}`,
     };
-    this.work.run(() => {
-      this.store.setPresence(agent.id, online, at);
-      this.events.record(
+    await this.work.run(async () => {
+      await this.store.setPresence(agent.id, online, at);
+      await this.events.record(
         online ? 'agent.online' : 'agent.offline',
         text[reason],
         { entityId: agent.entityId, agentId: agent.id },

@@ -86,7 +86,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
   if (weak) {
     const warning = `The backend's RabbitMQ account ${url.username} has a weak password: ${weak}. Anyone who guesses it may lock, wipe and unenroll every device.`;
     warnings.push(warning);
-    events.record('broker.weak_password', warning, {}, { account: url.username });
+    await events.record('broker.weak_password', warning, {}, { account: url.username });
   }
   const { secret, file: secretFile } = authSecretOf(options.dataDir, options.authSecret);
   const endpoint = publicEndpoint(url, options.publicUrl);
@@ -118,6 +118,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     onAgentOnline: (agent) => {
       void commands.republishFor(agent.id).catch(() => {});
       policies.republishFor(agent);
+      return Promise.resolve();
     },
   });
   const accounts: AgentAccounts = {
@@ -130,9 +131,9 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
   const { commands, policies } = commandsOverLink(link, options, accounts);
   const unsubscribe = followAgentLifecycle(events, commands, accounts);
 
-  const wasOnline = store.allOffline();
+  const wasOnline = await store.allOffline();
   const authAddress = auth.server.address() as { port: number };
-  events.record(
+  await events.record(
     'broker.started',
     `Using the RabbitMQ cluster ${url.display} (auth endpoints on ${options.authHost}:${authAddress.port}, for the nodes presenting the secret${secretFile ? ` in ${secretFile}` : ''}); agents connect to ${endpoint.host}:${endpoint.port}${endpoint.tls ? ' (TLS)' : ''}`,
     {},
@@ -155,7 +156,7 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
       policies.close();
       await link.close();
       await auth.close();
-      recordExternalStopped(events, store, 'RabbitMQ');
+      await recordExternalStopped(events, store, 'RabbitMQ');
     },
   };
 }

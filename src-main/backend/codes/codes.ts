@@ -96,7 +96,7 @@ export class EnrollmentCodeService {
   }
 
   /** Checks an input; returns the problems (empty when it can be created). */
-  validate(input: CodeInput, entityId = 1): string[] {
+  async validate(input: CodeInput, entityId = 1): Promise<string[]> {
     const errors: string[] = [];
     if (!input.name?.trim()) errors.push('name is missing');
     for (const domain of input.domains ?? []) {
@@ -112,23 +112,23 @@ export class EnrollmentCodeService {
       errors.push(`lifetime must be ${CODE_LIFETIME_DAYS.min} to ${CODE_LIFETIME_DAYS.max} days (or none)`);
     }
     try {
-      this.fleets.resolve(entityId, input.fleet);
+      await this.fleets.resolve(entityId, input.fleet);
     } catch (error) {
       errors.push((error as Error).message);
     }
     return errors;
   }
 
-  create(input: CodeInput, entityId = 1): CodeRow {
-    const errors = this.validate(input, entityId);
+  async create(input: CodeInput, entityId = 1): Promise<CodeRow> {
+    const errors = await this.validate(input, entityId);
     if (errors.length > 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', errors.join('; '));
     const domains = [...new Set((input.domains ?? []).map(normalizeDomain))];
-    return this.work.run(() => {
-      const fleet = this.fleets.resolve(entityId, input.fleet);
+    return this.work.run(async () => {
+      const fleet = await this.fleets.resolve(entityId, input.fleet);
       const name = input.name.trim();
-      const account = this.users.createCodeAccount(entityId, name);
+      const account = await this.users.createCodeAccount(entityId, name);
       const now = Date.now();
-      const id = this.repository.insert({
+      const id = await this.repository.insert({
         entity_id: entityId,
         fleet_id: fleet.id,
         account_user_id: account.id,
@@ -140,7 +140,7 @@ export class EnrollmentCodeService {
         created_at: new Date(now).toISOString(),
         expires_at: input.days == null ? null : new Date(now + input.days * DAY_MS).toISOString(),
       });
-      this.events.record(
+      await this.events.record(
         'code.created',
         `Enrollment code "${name}" created`,
         { entityId },
@@ -158,43 +158,48 @@ export class EnrollmentCodeService {
   }
 
   /** A code of a fleet the request may see (fleets/scope.ts): another one answers 404, as if it did not exist. */
-  get(id: number): CodeRow {
-    const row = this.repository.get(id);
+  async get(id: number): Promise<CodeRow> {
+    const row = await this.repository.get(id);
     if (!row || !inFleetScope(row.fleet_id)) throw itemNotFound('Enrollment code not found');
     return row;
   }
 
-  byToken(token: string): CodeRow | undefined {
+  byToken(token: string): Promise<CodeRow | undefined> {
     return this.repository.byToken(token);
   }
 
   /** Whether this user is a code's account (it enrolls devices, it never downloads). */
-  isCodeAccount(userId: number): boolean {
+  isCodeAccount(userId: number): Promise<boolean> {
     return this.repository.isAccount(userId);
   }
 
   /** Every code as the admin sees it, newest first: a fixed number of statements. */
-  list(): CodeView[] {
-    return this.repository.details(undefined, fleetScopeParam()).map((row) => this.present(row));
+  async list(): Promise<CodeView[]> {
+    return (await this.repository.details(undefined, fleetScopeParam())).map((row) => this.present(row));
   }
 
-  revoke(id: number): CodeRow {
-    const row = this.get(id);
+  async revoke(id: number): Promise<CodeRow> {
+    const row = await this.get(id);
     if (row.revoked_at) return row;
-    return this.work.run(() => {
-      this.repository.revoke(id, nowIso());
-      this.events.record('code.revoked', `Enrollment code "${row.name}" revoked`, { entityId: row.entity_id }, { code_id: id });
+    return this.work.run(async () => {
+      await this.repository.revoke(id, nowIso());
+      await this.events.record(
+        'code.revoked',
+        `Enrollment code "${row.name}" revoked`,
+        { entityId: row.entity_id },
+        { code_id: id },
+      );
       return this.get(id);
     });
   }
 
   /** New code token and account token: every printed or sent copy stops working. */
-  rotate(id: number): CodeRow {
-    const row = this.get(id);
-    return this.work.run(() => {
-      this.repository.rotate(id, randomHex(32), nowIso());
-      this.users.rotateToken(row.account_user_id);
-      this.events.record(
+  async rotate(id: number): Promise<CodeRow> {
+    const row = await this.get(id);
+    return this.work.run(async () => {
+      await this.repository.rotate(id, randomHex(32), nowIso());
+      await this.users.rotateToken(row.account_user_id);
+      await this.events.record(
         'code.rotated',
         `Enrollment code "${row.name}" rotated: printed and shared copies of its QR code and link no longer work`,
         { entityId: row.entity_id },
@@ -205,10 +210,13 @@ export class EnrollmentCodeService {
   }
 
   /** Counts one use; call inside the transaction that creates the agent. Throws CodeUsedUp when none is left. */
-  consume(row: CodeRow, use: { agentId: number; userId: number; sessionToken: string; attempt: CodeAttempt }): void {
+  async consume(
+    row: CodeRow,
+    use: { agentId: number; userId: number; sessionToken: string; attempt: CodeAttempt },
+  ): Promise<void> {
     const at = nowIso();
-    if (!this.repository.use(row.id, at)) throw new CodeUsedUp();
-    this.repository.log({
+    if (!(await this.repository.use(row.id, at))) throw new CodeUsedUp();
+    await this.repository.log({
       code_id: row.id,
       at,
       outcome: 'used',
@@ -221,10 +229,10 @@ export class EnrollmentCodeService {
     });
   }
 
-  logRefusal(row: CodeRow, code: string, message: string, attempt: CodeAttempt): void {
+  async logRefusal(row: CodeRow, code: string, message: string, attempt: CodeAttempt): Promise<void> {
     const at = nowIso();
-    this.work.run(() => {
-      this.repository.log({
+    await this.work.run(async () => {
+      await this.repository.log({
         code_id: row.id,
         at,
         outcome: 'refused',
@@ -235,8 +243,8 @@ export class EnrollmentCodeService {
         agent_id: null,
         session_hash: null,
       });
-      this.repository.touch(row.id, at);
-      this.events.record(
+      await this.repository.touch(row.id, at);
+      await this.events.record(
         'code.refused',
         `Enrollment with code "${row.name}" refused for ${attempt.email ?? '(no email)'}: ${message}`,
         { entityId: row.entity_id },
@@ -253,21 +261,21 @@ export class EnrollmentCodeService {
    * Whether this session made the agent's latest enrollment with a code. Every session of a code
    * shares its account, so the account alone cannot tell whose device an agent is.
    */
-  lastEnrolledInSession(agentId: number, sessionToken: string): boolean {
-    return this.repository.lastUseSession(agentId) === sessionHash(sessionToken);
+  async lastEnrolledInSession(agentId: number, sessionToken: string): Promise<boolean> {
+    return (await this.repository.lastUseSession(agentId)) === sessionHash(sessionToken);
   }
 
-  logOf(id: number): CodeLogEntry[] {
+  logOf(id: number): Promise<CodeLogEntry[]> {
     return this.repository.logOf(id);
   }
 
-  deeplinkOf(row: CodeRow): EnrollmentLinks {
-    return enrollmentLinks(this.settings, this.links, this.users.byId(row.account_user_id)!.user_token, row.token);
+  async deeplinkOf(row: CodeRow): Promise<EnrollmentLinks> {
+    return enrollmentLinks(this.settings, this.links, (await this.users.byId(row.account_user_id))!.user_token, row.token);
   }
 
   /** What the admin API and CLI show of a code. */
-  view(row: Pick<CodeRow, 'id'>): CodeView {
-    const [details] = this.repository.details([row.id]);
+  async view(row: Pick<CodeRow, 'id'>): Promise<CodeView> {
+    const [details] = await this.repository.details([row.id]);
     if (!details) throw itemNotFound('Enrollment code not found');
     return this.present(details);
   }

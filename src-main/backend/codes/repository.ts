@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { CodeApproval, CodeLogEntry } from '../../../src-shared/contract/index.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
@@ -60,26 +60,26 @@ export interface CodeDetails extends CodeRow {
 
 /** The enrollment_codes and enrollment_code_log tables. Times are ISO strings, as stored. */
 export interface CodeRepository {
-  insert(row: NewCode): number;
-  get(id: number): CodeRow | undefined;
-  byToken(token: string): CodeRow | undefined;
-  isAccount(userId: number): boolean;
+  insert(row: NewCode): Promise<number>;
+  get(id: number): Promise<CodeRow | undefined>;
+  byToken(token: string): Promise<CodeRow | undefined>;
+  isAccount(userId: number): Promise<boolean>;
   /**
    * Newest first, or only these ids; `fleets` (fleets/scope.ts fleetScopeParam): null, every
    * fleet; else a JSON array of the fleets whose codes are listed.
    */
-  details(ids?: number[], fleets?: string | null): CodeDetails[];
-  revoke(id: number, at: string): void;
-  rotate(id: number, token: string, at: string): void;
+  details(ids?: number[], fleets?: string | null): Promise<CodeDetails[]>;
+  revoke(id: number, at: string): Promise<void>;
+  rotate(id: number, token: string, at: string): Promise<void>;
   /** Counts one use, atomically, unless the code is revoked, expired or used up at `at`; false then. */
-  use(id: number, at: string): boolean;
-  touch(id: number, at: string): void;
-  log(entry: NewCodeLogEntry): void;
-  logOf(id: number): CodeLogEntry[];
+  use(id: number, at: string): Promise<boolean>;
+  touch(id: number, at: string): Promise<void>;
+  log(entry: NewCodeLogEntry): Promise<void>;
+  logOf(id: number): Promise<CodeLogEntry[]>;
   /** The session hash of an agent's latest enrollment with a code. */
-  lastUseSession(agentId: number): string | null | undefined;
+  lastUseSession(agentId: number): Promise<string | null | undefined>;
   /** Moves a code's expiry (tests age codes with it). */
-  setExpiry(id: number, expiresAt: string | null): void;
+  setExpiry(id: number, expiresAt: string | null): Promise<void>;
 }
 
 const DETAILS = `SELECT c.*, u.user_token, f.name AS fleet,
@@ -90,94 +90,89 @@ const DETAILS = `SELECT c.*, u.user_token, f.name AS fleet,
   LEFT JOIN fleets f ON f.id = c.fleet_id`;
 
 export class SqliteCodeRepository implements CodeRepository {
+  private readonly sql: Sql;
   private readonly statements;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.statements = {
-      insert: db.prepare(
-        `INSERT INTO enrollment_codes (entity_id, fleet_id, account_user_id, name, token, domains, max_uses, approval, created_at, expires_at)
-         VALUES (@entity_id, @fleet_id, @account_user_id, @name, @token, @domains, @max_uses, @approval, @created_at, @expires_at)`,
-      ),
-      byId: db.prepare(`SELECT * FROM enrollment_codes WHERE id = ?`),
-      byToken: db.prepare(`SELECT * FROM enrollment_codes WHERE token = ?`),
-      byAccount: db.prepare(`SELECT id FROM enrollment_codes WHERE account_user_id = ?`),
-      all: db.prepare(`${DETAILS} WHERE ${inFleetsSql('c.fleet_id')} ORDER BY c.id DESC`),
-      some: db.prepare(`${DETAILS} WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id DESC`),
-      revoke: db.prepare(`UPDATE enrollment_codes SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
-      rotate: db.prepare(`UPDATE enrollment_codes SET token = ?, rotated_at = ? WHERE id = ?`),
+      insert: `INSERT INTO enrollment_codes (entity_id, fleet_id, account_user_id, name, token, domains, max_uses, approval, created_at, expires_at)
+         VALUES (@entity_id, @fleet_id, @account_user_id, @name, @token, @domains, @max_uses, @approval, @created_at, @expires_at) RETURNING id`,
+      byId: `SELECT * FROM enrollment_codes WHERE id = ?`,
+      byToken: `SELECT * FROM enrollment_codes WHERE token = ?`,
+      byAccount: `SELECT id FROM enrollment_codes WHERE account_user_id = ?`,
+      all: `${DETAILS} WHERE ${inFleetsSql('c.fleet_id')} ORDER BY c.id DESC`,
+      some: `${DETAILS} WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id DESC`,
+      revoke: `UPDATE enrollment_codes SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
+      rotate: `UPDATE enrollment_codes SET token = ?, rotated_at = ? WHERE id = ?`,
       // The one place a use is counted: atomic, so concurrent enrollments never pass max_uses.
-      use: db.prepare(
-        `UPDATE enrollment_codes SET uses = uses + 1, last_used_at = @now
+      use: `UPDATE enrollment_codes SET uses = uses + 1, last_used_at = @now
          WHERE id = @id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > @now) AND (max_uses IS NULL OR uses < max_uses)`,
-      ),
-      touch: db.prepare(`UPDATE enrollment_codes SET last_used_at = ? WHERE id = ?`),
-      setExpiry: db.prepare(`UPDATE enrollment_codes SET expires_at = ? WHERE id = ?`),
-      log: db.prepare(
-        `INSERT INTO enrollment_code_log (code_id, at, outcome, code, message, remote_addr, email, serial, uuid, user_id, agent_id, session_hash)
+      touch: `UPDATE enrollment_codes SET last_used_at = ? WHERE id = ?`,
+      setExpiry: `UPDATE enrollment_codes SET expires_at = ? WHERE id = ?`,
+      log: `INSERT INTO enrollment_code_log (code_id, at, outcome, code, message, remote_addr, email, serial, uuid, user_id, agent_id, session_hash)
          VALUES (@code_id, @at, @outcome, @code, @message, @remote_addr, @email, @serial, @uuid, @user_id, @agent_id, @session_hash)`,
-      ),
-      logOf: db.prepare(
-        `SELECT l.id, l.at, l.outcome, l.code, l.message, l.remote_addr, l.email, l.serial, l.uuid, l.user_id, l.agent_id,
+      logOf: `SELECT l.id, l.at, l.outcome, l.code, l.message, l.remote_addr, l.email, l.serial, l.uuid, l.user_id, l.agent_id,
                 a.name AS agent_name, a.enroll_status
          FROM enrollment_code_log l LEFT JOIN agents a ON a.id = l.agent_id
          WHERE l.code_id = ? ORDER BY l.id DESC LIMIT 1000`,
-      ),
-      lastUse: db.prepare(
-        `SELECT session_hash FROM enrollment_code_log WHERE agent_id = ? AND outcome = 'used' ORDER BY id DESC LIMIT 1`,
-      ),
+      lastUse: `SELECT session_hash FROM enrollment_code_log WHERE agent_id = ? AND outcome = 'used' ORDER BY id DESC LIMIT 1`,
     };
   }
 
-  insert(row: NewCode): number {
-    return Number(this.statements.insert.run(row).lastInsertRowid);
+  async insert(row: NewCode): Promise<number> {
+    return Number(await this.sql.value<number>(this.statements.insert, row));
   }
 
-  get(id: number): CodeRow | undefined {
-    return this.statements.byId.get(id) as CodeRow | undefined;
+  async get(id: number): Promise<CodeRow | undefined> {
+    return (await this.sql.get(this.statements.byId, [id])) as CodeRow | undefined;
   }
 
-  byToken(token: string): CodeRow | undefined {
-    return this.statements.byToken.get(token) as CodeRow | undefined;
+  async byToken(token: string): Promise<CodeRow | undefined> {
+    return (await this.sql.get(this.statements.byToken, [token])) as CodeRow | undefined;
   }
 
-  isAccount(userId: number): boolean {
-    return this.statements.byAccount.get(userId) !== undefined;
+  async isAccount(userId: number): Promise<boolean> {
+    return (await this.sql.get(this.statements.byAccount, [userId])) !== undefined;
   }
 
-  details(ids?: number[], fleets: string | null = null): CodeDetails[] {
+  async details(ids?: number[], fleets: string | null = null): Promise<CodeDetails[]> {
     if (ids?.length === 0) return [];
-    return (ids ? this.statements.some.all(JSON.stringify(ids)) : this.statements.all.all({ fleets })) as CodeDetails[];
+    return (
+      ids ? await this.sql.all(this.statements.some, [JSON.stringify(ids)]) : await this.sql.all(this.statements.all, { fleets })
+    ) as CodeDetails[];
   }
 
-  revoke(id: number, at: string): void {
-    this.statements.revoke.run(at, id);
+  async revoke(id: number, at: string): Promise<void> {
+    await this.sql.run(this.statements.revoke, [at, id]);
   }
 
-  rotate(id: number, token: string, at: string): void {
-    this.statements.rotate.run(token, at, id);
+  async rotate(id: number, token: string, at: string): Promise<void> {
+    await this.sql.run(this.statements.rotate, [token, at, id]);
   }
 
-  use(id: number, at: string): boolean {
-    return this.statements.use.run({ id, now: at }).changes === 1;
+  async use(id: number, at: string): Promise<boolean> {
+    return (await this.sql.run(this.statements.use, { id, now: at })).changes === 1;
   }
 
-  touch(id: number, at: string): void {
-    this.statements.touch.run(at, id);
+  async touch(id: number, at: string): Promise<void> {
+    await this.sql.run(this.statements.touch, [at, id]);
   }
 
-  log(entry: NewCodeLogEntry): void {
-    this.statements.log.run(entry);
+  async log(entry: NewCodeLogEntry): Promise<void> {
+    await this.sql.run(this.statements.log, { ...entry });
   }
 
-  logOf(id: number): CodeLogEntry[] {
-    return this.statements.logOf.all(id) as CodeLogEntry[];
+  async logOf(id: number): Promise<CodeLogEntry[]> {
+    return (await this.sql.all(this.statements.logOf, [id])) as CodeLogEntry[];
   }
 
-  lastUseSession(agentId: number): string | null | undefined {
-    return (this.statements.lastUse.get(agentId) as { session_hash: string | null } | undefined)?.session_hash;
+  async lastUseSession(agentId: number): Promise<string | null | undefined> {
+    return ((await this.sql.get(this.statements.lastUse, [agentId])) as { session_hash: string | null } | undefined)
+      ?.session_hash;
   }
 
-  setExpiry(id: number, expiresAt: string | null): void {
-    this.statements.setExpiry.run(expiresAt, id);
+  async setExpiry(id: number, expiresAt: string | null): Promise<void> {
+    await this.sql.run(this.statements.setExpiry, [expiresAt, id]);
   }
 }

@@ -16,11 +16,25 @@ export function isDiskFull(error: unknown): boolean {
 /**
  * Runs the bookkeeping of an event handler (MQTT traffic, timers): on a full disk what could not
  * be saved is dropped, rather than the error escaping the handler and ending the whole process.
+ * Asynchronous work is not awaited (the handler returns at once); any other error it ends with is
+ * reported on stderr rather than left as an unhandled rejection that would end the process.
  */
-export function unlessDiskFull(work: () => void): void {
+export function unlessDiskFull(work: () => void | Promise<unknown>): void {
+  let pending: void | Promise<unknown>;
   try {
-    work();
+    pending = work();
   } catch (error) {
     if (!isDiskFull(error)) throw error;
+    return;
   }
+  if (pending instanceof Promise) {
+    pending.catch((error: unknown) => {
+      if (!isDiskFull(error)) console.error(error);
+    });
+  }
+}
+
+/** better-sqlite3's error for a statement on a closed connection (the server is closing). */
+export function isClosedDatabase(error: unknown): boolean {
+  return error instanceof TypeError && error.message.includes('database connection is not open');
 }

@@ -68,7 +68,9 @@ export interface DeeplinkPageOptions {
   deeplinkBase: () => string;
   appLinkScheme: () => string;
   /** Where the invitation of a link stands; null when this server does not know it (another server's link). */
-  invitationState?: (invitationToken: string) => { status: 'pending' | 'done' | 'expired' | 'revoked'; expiresAt: string } | null;
+  invitationState?: (
+    invitationToken: string,
+  ) => Promise<{ status: 'pending' | 'done' | 'expired' | 'revoked'; expiresAt: string } | null>;
 }
 
 /** A used, expired or withdrawn invitation: the page says so instead of offering to enroll. */
@@ -135,7 +137,7 @@ export const deeplinkPageRoutes: FastifyPluginAsyncTypebox<DeeplinkPageOptions> 
       // Re-encode so both the QR code and the button carry canonical data whatever form arrived.
       const canonical = canonicalBase64(data!);
       const help = helpdeskBlock(fields);
-      const state = options.invitationState?.(fields.invitationToken) ?? null;
+      const state = (await options.invitationState?.(fields.invitationToken)) ?? null;
       if (state && state.status !== 'pending') {
         const { title, html } = notUsableBody({ status: state.status, expiresAt: state.expiresAt }, help);
         return reply.code(410).headers(headers).send(layout(title, html));

@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventRefs, EventRepository, RecordedEvent } from './event-repository.ts';
@@ -16,7 +15,8 @@ export type { EventRefs, RecordedEvent };
 export class EventLog {
   private readonly store: EventRepository;
   private readonly work: UnitOfWork;
-  private readonly emitter = new EventEmitter();
+  /** Told of each event once it is committed, in order; a listener's promise is awaited before the next. */
+  private readonly listeners = new Set<(event: RecordedEvent) => unknown>();
   private readonly audit: Pick<AuditLog, 'recordForRequest'> | undefined;
 
   /** With `audit`, what an admin request records is also an audit entry of its actor, in the same transaction. */
@@ -24,14 +24,18 @@ export class EventLog {
     this.store = store;
     this.work = work;
     this.audit = audit;
-    this.emitter.setMaxListeners(0);
   }
 
   /**
    * Records an event; inside a unit of work it is emitted only after the commit. `type` is a key of
    * the contract's ServerEvents map and `data` its shape there (optional only where that is null).
    */
-  record<K extends ServerEventType>(type: K, message: string, refs: EventRefs = {}, ...[data]: EventDataArgs<K>): ServerEvent<K> {
+  async record<K extends ServerEventType>(
+    type: K,
+    message: string,
+    refs: EventRefs = {},
+    ...[data]: EventDataArgs<K>
+  ): Promise<ServerEvent<K>> {
     // A change's before/after (ChangeData) is kept without its secrets, here and in the audit trail.
     const change = changeOf(data);
     const kept = change ? { ...data, before: change.before, after: change.after } : (data ?? null);
@@ -46,32 +50,37 @@ export class EventLog {
       data: kept,
       actor: actor ? actorLabel(actor) : null,
     } as Omit<ServerEvent<K>, 'id'>;
-    const event = { id: this.store.insert(fields), ...fields } as ServerEvent<K>;
-    this.audit?.recordForRequest(
+    const event = { id: await this.store.insert(fields), ...fields } as ServerEvent<K>;
+    await this.audit?.recordForRequest(
       type,
       message,
       targetOf(type, refs, data ?? undefined),
       change ? changedFields(change.before, change.after) : null,
     );
-    this.work.afterCommit(() => this.emitter.emit('event', event));
+    await this.work.afterCommit(() => this.emit(event as RecordedEvent));
     return event;
   }
 
-  subscribe(listener: (event: RecordedEvent) => void): () => void {
-    this.emitter.on('event', listener);
-    return () => this.emitter.off('event', listener);
+  /** `listener` may return a promise: the event's transaction is done once it settles. */
+  subscribe(listener: (event: RecordedEvent) => unknown): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
-  forAgent(agentId: number, limit = 200): RecordedEvent[] {
+  private async emit(event: RecordedEvent): Promise<void> {
+    for (const listener of [...this.listeners]) await listener(event);
+  }
+
+  forAgent(agentId: number, limit = 200): Promise<RecordedEvent[]> {
     return this.store.forAgent(agentId, limit);
   }
 
-  forInvitation(invitationId: number, limit = 200): RecordedEvent[] {
+  forInvitation(invitationId: number, limit = 200): Promise<RecordedEvent[]> {
     return this.store.forInvitation(invitationId, limit);
   }
 
   /** Newest first; `afterId` lets a reconnecting stream catch up. */
-  latest(limit = 100, afterId = 0): RecordedEvent[] {
+  latest(limit = 100, afterId = 0): Promise<RecordedEvent[]> {
     return this.store.latest(limit, afterId);
   }
 }

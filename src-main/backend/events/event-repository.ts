@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { ServerEvent } from '../../../src-shared/contract/events.ts';
 
 export interface EventRefs {
@@ -15,33 +15,33 @@ export type RecordedEvent = ServerEvent;
 /** The append-only events table. Lists are newest first. */
 export interface EventRepository {
   /** Stores the event; its id. */
-  insert(event: Omit<RecordedEvent, 'id'>): number;
-  forAgent(agentId: number, limit: number): RecordedEvent[];
-  forInvitation(invitationId: number, limit: number): RecordedEvent[];
+  insert(event: Omit<RecordedEvent, 'id'>): Promise<number>;
+  forAgent(agentId: number, limit: number): Promise<RecordedEvent[]>;
+  forInvitation(invitationId: number, limit: number): Promise<RecordedEvent[]>;
   /** Those after `afterId`. */
-  latest(limit: number, afterId: number): RecordedEvent[];
+  latest(limit: number, afterId: number): Promise<RecordedEvent[]>;
 }
 
 type EventRow = Omit<RecordedEvent, 'data'> & { data: string | null };
 
 export class SqliteEventRepository implements EventRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      insert: db.prepare(
-        `INSERT INTO events (at, type, entity_id, invitation_id, agent_id, message, data, actor)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      byAgent: db.prepare(`SELECT * FROM events WHERE agent_id = ? ORDER BY id DESC LIMIT ?`),
-      byInvitation: db.prepare(`SELECT * FROM events WHERE invitation_id = ? ORDER BY id DESC LIMIT ?`),
-      recent: db.prepare(`SELECT * FROM events WHERE id > ? ORDER BY id DESC LIMIT ?`),
+      insert: `INSERT INTO events (at, type, entity_id, invitation_id, agent_id, message, data, actor)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+      byAgent: `SELECT * FROM events WHERE agent_id = ? ORDER BY id DESC LIMIT ?`,
+      byInvitation: `SELECT * FROM events WHERE invitation_id = ? ORDER BY id DESC LIMIT ?`,
+      recent: `SELECT * FROM events WHERE id > ? ORDER BY id DESC LIMIT ?`,
     };
   }
 
-  insert(event: Omit<RecordedEvent, 'id'>): number {
+  async insert(event: Omit<RecordedEvent, 'id'>): Promise<number> {
     const data = event.data === null ? null : JSON.stringify(event.data);
-    const result = this.s.insert.run(
+    const id = await this.sql.value<number>(this.s.insert, [
       event.at,
       event.type,
       event.entity_id,
@@ -50,20 +50,20 @@ export class SqliteEventRepository implements EventRepository {
       event.message,
       data,
       event.actor,
-    );
-    return Number(result.lastInsertRowid);
+    ]);
+    return Number(id);
   }
 
-  forAgent(agentId: number, limit: number): RecordedEvent[] {
-    return (this.s.byAgent.all(agentId, limit) as EventRow[]).map(parse);
+  async forAgent(agentId: number, limit: number): Promise<RecordedEvent[]> {
+    return ((await this.sql.all(this.s.byAgent, [agentId, limit])) as EventRow[]).map(parse);
   }
 
-  forInvitation(invitationId: number, limit: number): RecordedEvent[] {
-    return (this.s.byInvitation.all(invitationId, limit) as EventRow[]).map(parse);
+  async forInvitation(invitationId: number, limit: number): Promise<RecordedEvent[]> {
+    return ((await this.sql.all(this.s.byInvitation, [invitationId, limit])) as EventRow[]).map(parse);
   }
 
-  latest(limit: number, afterId: number): RecordedEvent[] {
-    return (this.s.recent.all(afterId, limit) as EventRow[]).map(parse);
+  async latest(limit: number, afterId: number): Promise<RecordedEvent[]> {
+    return ((await this.sql.all(this.s.recent, [afterId, limit])) as EventRow[]).map(parse);
   }
 }
 

@@ -42,7 +42,7 @@ export type ScopeParam = string | null;
 
 /** What the exports need of the invitations room: its rows presented as its list presents them. */
 export interface InvitationViews {
-  views(rows: { id: number }[]): Invitation[];
+  views(rows: { id: number }[]): Promise<Invitation[]>;
 }
 
 /** The devices table's search words (src-renderer/lib/devices.ts searchTerms). */
@@ -157,9 +157,9 @@ export class ExportService {
       ),
       (job) => jobVisible(job.fleet_ids, scope),
     );
-    const rows = mapPages(pages, (page) => {
+    const rows = mapPages(pages, async (page) => {
       const counted = new Map<number, Record<JobResultStatus, number>>();
-      for (const { job_id, status, n } of this.repository.jobCounts(
+      for (const { job_id, status, n } of await this.repository.jobCounts(
         page.map((job) => job.id),
         fleets,
       )) {
@@ -191,8 +191,8 @@ export class ExportService {
   }
 
   /** A page of devices with their inventory read and their compliance counted (one statement for the page). */
-  private withCompliance(page: readonly DeviceRecord[]): DeviceExportRow[] {
-    const counted = new Map(this.repository.complianceOf(page.map((d) => d.id)).map((c) => [c.agent_id, c]));
+  private async withCompliance(page: readonly DeviceRecord[]): Promise<DeviceExportRow[]> {
+    const counted = new Map((await this.repository.complianceOf(page.map((d) => d.id))).map((c) => [c.agent_id, c]));
     return page.map((device) => {
       const counts = counted.get(device.id);
       const compliance =

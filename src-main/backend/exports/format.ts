@@ -55,10 +55,11 @@ export async function* keysetPages<T, K>(
 /** The rows of each page that `keep` accepts (a page may come out empty: it is skipped). */
 export async function* filterPages<T>(
   pages: AsyncIterable<readonly T[]>,
-  keep: (row: T) => boolean,
+  keep: (row: T) => boolean | Promise<boolean>,
 ): AsyncGenerator<readonly T[]> {
   for await (const page of pages) {
-    const kept = page.filter(keep);
+    const keeps = await Promise.all(page.map(async (row) => keep(row)));
+    const kept = page.filter((_row, index) => keeps[index]);
     if (kept.length > 0) yield kept;
   }
 }

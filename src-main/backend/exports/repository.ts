@@ -3,7 +3,7 @@
 // holds what its columns need and no more (an invitation page, its ids: the invitations room
 // presents them as its list does).
 import type { CompiledWhere } from '../agents/device-query-repository.ts';
-import type { Db } from '../db/database.ts';
+import type { Sql, SqlValue } from '../db/sql.ts';
 import { dialect, type Dialect } from '../db/dialect.ts';
 import type { TaskStatus } from '../policies/wire.ts';
 import type { AgentCompliance } from '../policies/repository.ts';
@@ -184,16 +184,16 @@ const DEVICE_SEARCH_TEXT = `lower(${[
   .join(` || ' ' || `)})`;
 
 export class ExportRepository {
-  private readonly db: Db;
+  private readonly sql: Sql;
   /** What SQLite and PostgreSQL write differently (the fleet scope, a JSON list of ids). */
-  private readonly d: Dialect = dialect('sqlite');
+  private readonly d: Dialect;
   private readonly s;
 
-  constructor(db: Db) {
-    this.db = db;
+  constructor(sql: Sql) {
+    this.sql = sql;
+    this.d = dialect(sql.engine);
     this.s = {
-      compliance: db.prepare(
-        `SELECT t.agent_id, max(t.updated_at) AS last_change, count(t.id) AS total,
+      compliance: `SELECT t.agent_id, max(t.updated_at) AS last_change, count(t.id) AS total,
            ${count(`t.status = 'pending'`)} AS pending,
            ${count(`t.status IN ('received', 'in progress', 'waiting')`)} AS in_progress,
            ${count(`t.status = 'done'`)} AS done,
@@ -205,14 +205,13 @@ export class ExportRepository {
          WHERE t.agent_id IN ${this.d.jsonIds('@ids')}
            AND t.deployment_id IN (SELECT id FROM policy_assignments WHERE state = 'active')
          GROUP BY t.agent_id`,
-      ),
     };
   }
 
   /** The page of devices after `after` (by id), filtered, within `fleets`. */
-  devices(filter: DeviceFilter, fleets: Fleets, after: number | undefined, limit: number): DeviceRecord[] {
+  async devices(filter: DeviceFilter, fleets: Fleets, after: number | undefined, limit: number): Promise<DeviceRecord[]> {
     const clauses = [this.d.inFleets('a.fleet_id')];
-    const params: Record<string, unknown> = { fleets, limit };
+    const params: Record<string, SqlValue> = { fleets, limit };
     if (after !== undefined) {
       clauses.push('a.id > @after');
       params.after = after;
@@ -241,9 +240,8 @@ export class ExportRepository {
       clauses.push(`${DEVICE_SEARCH_TEXT} LIKE @word${i} ESCAPE '\\'`);
       params[`word${i}`] = containing(word);
     });
-    return this.db
-      .prepare(
-        `SELECT a.id, a.name, a.serial, a.uuid, a.type, a.version, a.enroll_status, a.is_online, a.last_contact, a.last_report,
+    return (await this.sql.all(
+      `SELECT a.id, a.name, a.serial, a.uuid, a.type, a.version, a.enroll_status, a.is_online, a.last_contact, a.last_report,
            a.lock, a.fleet_id, f.name AS fleet, u.email, a.firstname, a.lastname, a.invitation_id, c.name AS enrollment_code,
            a.created_at, a.model, a.manufacturer, a.os_name, a.os_version, a.phone, i.summary AS inventory, i.received_at AS inventory_at
          FROM agents a
@@ -252,26 +250,29 @@ export class ExportRepository {
          LEFT JOIN enrollment_codes c ON c.id = a.enrollment_code_id
          LEFT JOIN agent_inventories i ON i.agent_id = a.id
          ${where(clauses)} ORDER BY a.id LIMIT @limit`,
-      )
-      .all(params) as DeviceRecord[];
+      params,
+    )) as DeviceRecord[];
   }
 
   /** These devices' tasks of active assignments, counted (policies/repository.ts compliance, for a page's ids). */
-  complianceOf(ids: readonly number[]): Omit<AgentCompliance, 'agent_name' | 'fleet_id'>[] {
+  async complianceOf(ids: readonly number[]): Promise<Omit<AgentCompliance, 'agent_name' | 'fleet_id'>[]> {
     if (ids.length === 0) return [];
-    return this.s.compliance.all({ ids: JSON.stringify(ids) }) as Omit<AgentCompliance, 'agent_name' | 'fleet_id'>[];
+    return (await this.sql.all(this.s.compliance, { ids: JSON.stringify(ids) })) as Omit<
+      AgentCompliance,
+      'agent_name' | 'fleet_id'
+    >[];
   }
 
   /** The ids of the page of invitations before `before` (newest first), filtered as the list filters them at `now`. */
-  invitationIds(
+  async invitationIds(
     filter: InvitationFilterSql,
     now: string,
     fleets: Fleets,
     before: number | undefined,
     limit: number,
-  ): { id: number }[] {
+  ): Promise<{ id: number }[]> {
     const clauses = [this.d.inFleets('i.fleet_id')];
-    const params: Record<string, unknown> = { fleets, limit };
+    const params: Record<string, SqlValue> = { fleets, limit };
     if (before !== undefined) {
       clauses.push('i.id < @before');
       params.before = before;
@@ -301,15 +302,15 @@ export class ExportRepository {
       clauses.push('i.fleet_id = @fleet_id');
       params.fleet_id = filter.fleetId;
     }
-    return this.db.prepare(`SELECT i.id FROM invitations i ${where(clauses)} ORDER BY i.id DESC LIMIT @limit`).all(params) as {
+    return (await this.sql.all(`SELECT i.id FROM invitations i ${where(clauses)} ORDER BY i.id DESC LIMIT @limit`, params)) as {
       id: number;
     }[];
   }
 
   /** The page of codes before `before` (newest first). */
-  codes(fleetId: number | undefined, fleets: Fleets, before: number | undefined, limit: number): CodeRecord[] {
+  async codes(fleetId: number | undefined, fleets: Fleets, before: number | undefined, limit: number): Promise<CodeRecord[]> {
     const clauses = [this.d.inFleets('c.fleet_id')];
-    const params: Record<string, unknown> = { fleets, limit };
+    const params: Record<string, SqlValue> = { fleets, limit };
     if (before !== undefined) {
       clauses.push('c.id < @before');
       params.before = before;
@@ -318,28 +319,27 @@ export class ExportRepository {
       clauses.push('c.fleet_id = @fleet_id');
       params.fleet_id = fleetId;
     }
-    return this.db
-      .prepare(
-        `SELECT c.id, c.name, c.fleet_id, f.name AS fleet, c.domains, c.max_uses, c.uses, c.approval, c.created_at, c.expires_at,
+    return (await this.sql.all(
+      `SELECT c.id, c.name, c.fleet_id, f.name AS fleet, c.domains, c.max_uses, c.uses, c.approval, c.created_at, c.expires_at,
            c.revoked_at, c.rotated_at, c.last_used_at,
            (SELECT count(*) FROM enrollment_code_log l WHERE l.code_id = c.id AND l.outcome = 'refused') AS refused_attempts,
            (SELECT count(*) FROM agents a WHERE a.enrollment_code_id = c.id AND a.enroll_status = 'pending_approval') AS pending_approval,
            (SELECT count(*) FROM agents a WHERE a.enrollment_code_id = c.id) AS devices
          FROM enrollment_codes c LEFT JOIN fleets f ON f.id = c.fleet_id
          ${where(clauses)} ORDER BY c.id DESC LIMIT @limit`,
-      )
-      .all(params) as CodeRecord[];
+      params,
+    )) as CodeRecord[];
   }
 
   /** The page of code log entries before `before` (newest first), of the codes the caller sees. */
-  codeUses(
+  async codeUses(
     filter: { codeId?: number | undefined; outcome?: 'used' | 'refused' | undefined },
     fleets: Fleets,
     before: number | undefined,
     limit: number,
-  ): CodeUseRecord[] {
+  ): Promise<CodeUseRecord[]> {
     const clauses = [this.d.inFleets('c.fleet_id')];
-    const params: Record<string, unknown> = { fleets, limit };
+    const params: Record<string, SqlValue> = { fleets, limit };
     if (before !== undefined) {
       clauses.push('l.id < @before');
       params.before = before;
@@ -352,21 +352,20 @@ export class ExportRepository {
       clauses.push('l.outcome = @outcome');
       params.outcome = filter.outcome;
     }
-    return this.db
-      .prepare(
-        `SELECT l.id, l.at, l.code_id, c.name AS code_name, l.outcome, l.code, l.message, l.remote_addr, l.email, l.serial, l.uuid,
+    return (await this.sql.all(
+      `SELECT l.id, l.at, l.code_id, c.name AS code_name, l.outcome, l.code, l.message, l.remote_addr, l.email, l.serial, l.uuid,
            l.user_id, l.agent_id, a.name AS agent_name, a.enroll_status
          FROM enrollment_code_log l JOIN enrollment_codes c ON c.id = l.code_id LEFT JOIN agents a ON a.id = l.agent_id
          ${where(clauses)} ORDER BY l.id DESC LIMIT @limit`,
-      )
-      .all(params) as CodeUseRecord[];
+      params,
+    )) as CodeUseRecord[];
   }
 
   /** The page of tasks after `after` (by id) of the assignments the caller sees, filtered. */
-  results(filter: ResultFilter, fleets: Fleets, after: number | undefined, limit: number): ResultRecord[] {
+  async results(filter: ResultFilter, fleets: Fleets, after: number | undefined, limit: number): Promise<ResultRecord[]> {
     const clauses = [this.d.inFleets('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')];
-    const params: Record<string, unknown> = { fleets, limit };
-    const equal = (column: string, name: string, value: unknown) => {
+    const params: Record<string, SqlValue> = { fleets, limit };
+    const equal = (column: string, name: string, value: SqlValue | undefined) => {
       if (value === undefined) return;
       clauses.push(`${column} = @${name}`);
       params[name] = value;
@@ -382,9 +381,8 @@ export class ExportRepository {
     equal('d.state', 'state', filter.state);
     equal('t.status', 'status', filter.status);
     if (filter.kind !== undefined) clauses.push(`d.policy ${filter.kind === 'deployment' ? '' : 'NOT '}IN ${DEPLOYMENT_KINDS}`);
-    return this.db
-      .prepare(
-        `SELECT t.id AS task_id, t.deployment_id AS assignment_id, d.policy, d.value, d.item_name,
+    return (await this.sql.all(
+      `SELECT t.id AS task_id, t.deployment_id AS assignment_id, d.policy, d.value, d.item_name,
            coalesce((SELECT 'fleet "' || tf.name || '"' FROM fleets tf WHERE tf.id = d.fleet_id),
              (SELECT ta.name FROM agents ta WHERE ta.id = d.agent_id), d.target_name) AS target_name,
            d.state AS assignment_state, t.agent_id, a.name AS agent_name, a.serial AS agent_serial, f.name AS fleet,
@@ -398,44 +396,42 @@ export class ExportRepository {
          JOIN fleets f ON f.id = a.fleet_id
          LEFT JOIN task_verifications v ON v.task_id = t.id
          ${where(clauses)} ORDER BY t.id LIMIT @limit`,
-      )
-      .all(params) as ResultRecord[];
+      params,
+    )) as ResultRecord[];
   }
 
   /** The page of jobs before `before` (newest first). */
-  jobs(before: number | undefined, limit: number): JobRecord[] {
-    return this.db
-      .prepare(
-        `SELECT id, action, state, description, params, total, fleet_ids, actor, error, created_at, finished_at FROM jobs
+  async jobs(before: number | undefined, limit: number): Promise<JobRecord[]> {
+    return (await this.sql.all(
+      `SELECT id, action, state, description, params, total, fleet_ids, actor, error, created_at, finished_at FROM jobs
          ${before === undefined ? '' : 'WHERE id < @before'} ORDER BY id DESC LIMIT @limit`,
-      )
-      .all(before === undefined ? { limit } : { before, limit }) as JobRecord[];
+      before === undefined ? { limit } : { before, limit },
+    )) as JobRecord[];
   }
 
   /** These jobs' results counted by status, those of devices in `fleets` (and of no fleet) only. */
-  jobCounts(ids: readonly number[], fleets: Fleets): { job_id: number; status: string; n: number }[] {
+  async jobCounts(ids: readonly number[], fleets: Fleets): Promise<{ job_id: number; status: string; n: number }[]> {
     if (ids.length === 0) return [];
-    return this.db
-      .prepare(
-        `SELECT r.job_id, r.status, count(*) AS n FROM job_results r
+    return (await this.sql.all(
+      `SELECT r.job_id, r.status, count(*) AS n FROM job_results r
          WHERE r.job_id IN ${this.d.jsonIds('@ids')} AND (r.fleet_id IS NULL OR ${this.d.inFleets('r.fleet_id')})
          GROUP BY r.job_id, r.status`,
-      )
-      .all({ ids: JSON.stringify(ids), fleets }) as { job_id: number; status: string; n: number }[];
+      { ids: JSON.stringify(ids), fleets },
+    )) as { job_id: number; status: string; n: number }[];
   }
 
   /**
    * The page of job results after `after` (newest job first, then by device id), those of devices
    * in `fleets` (and of no fleet: the caller checks the job is theirs).
    */
-  jobResults(
+  async jobResults(
     filter: { jobId?: number | undefined; status?: string | undefined },
     fleets: Fleets,
     after: { job: number; agent: number } | undefined,
     limit: number,
-  ): JobResultRecord[] {
+  ): Promise<JobResultRecord[]> {
     const clauses = [`(r.fleet_id IS NULL OR ${this.d.inFleets('r.fleet_id')})`];
-    const params: Record<string, unknown> = { fleets, limit };
+    const params: Record<string, SqlValue> = { fleets, limit };
     if (after !== undefined) {
       clauses.push('(r.job_id < @job OR (r.job_id = @job AND r.agent_id > @agent))');
       Object.assign(params, after);
@@ -448,13 +444,12 @@ export class ExportRepository {
       clauses.push('r.status = @status');
       params.status = filter.status;
     }
-    return this.db
-      .prepare(
-        `SELECT r.job_id, j.action, j.fleet_ids AS job_fleet_ids, r.agent_id, r.name, r.fleet_id, f.name AS fleet, r.status, r.reason,
+    return (await this.sql.all(
+      `SELECT r.job_id, j.action, j.fleet_ids AS job_fleet_ids, r.agent_id, r.name, r.fleet_id, f.name AS fleet, r.status, r.reason,
            r.at, r.answered_at
          FROM job_results r JOIN jobs j ON j.id = r.job_id LEFT JOIN fleets f ON f.id = r.fleet_id
          ${where(clauses)} ORDER BY r.job_id DESC, r.agent_id LIMIT @limit`,
-      )
-      .all(params) as JobResultRecord[];
+      params,
+    )) as JobResultRecord[];
   }
 }

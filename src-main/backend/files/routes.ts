@@ -2,6 +2,7 @@
  * HTTP surface of the file store: the devices' downloads (agent API) and the admin's
  * list/upload/delete (admin API). Thin: schemas validate, the store and `sendStoredItem` do the work.
  */
+import { unlessDiskFull } from '../db/disk-full.ts';
 import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
@@ -62,13 +63,13 @@ export function adminItemView(item: StoredRecord): WireItem {
 export interface AgentDownloadRoutesOptions {
   store: FileStore;
   /** Throws ApiError (403) when the session may not download at all; runs before validation. */
-  mayDownload?: (session: SessionContext) => void;
+  mayDownload?: (session: SessionContext) => Promise<void>;
   /** Concurrent downloads and read-ahead of this listener; defaults apply without it. */
   limits?: DownloadLimits;
   /** Told of each request allowed to download (the listener stops capping its connection). */
   onAllowed?: (request: FastifyRequest) => void;
   /** Told when a session was sent an item's content through its last byte (download.ts). */
-  onDownloaded?: (session: SessionContext, item: StoredRecord) => void;
+  onDownloaded?: (session: SessionContext, item: StoredRecord) => Promise<void>;
 }
 
 /**
@@ -91,15 +92,17 @@ export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesO
         // before validation: a request without a valid session learns nothing, not even a 400
         config: { session: 'on-request' },
         onRequest: async (request) => {
-          mayDownload?.(request.session);
+          await mayDownload?.(request.session);
           onAllowed?.(request);
         },
       },
       async (request, reply) => {
-        const item = store.get(kind, request.params.id);
+        const item = await store.get(kind, request.params.id);
         if (!item || item.entityId !== request.session.entityId) throw itemNotFound();
         const session = request.session;
-        return sendStoredItem(request, reply, item, store.pathOf(item), limits, () => onDownloaded?.(session, item));
+        return sendStoredItem(request, reply, item, store.pathOf(item), limits, () =>
+          unlessDiskFull(() => onDownloaded?.(session, item)),
+        );
       },
     );
   }
@@ -131,7 +134,7 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
   for (const { kind, admin } of KINDS) {
-    adminRoute(app, `${admin}.list`, async () => store.list(kind).map(adminItemView));
+    adminRoute(app, `${admin}.list`, async () => (await store.list(kind)).map(adminItemView));
 
     adminRoute(
       app,
@@ -186,7 +189,7 @@ export const adminFileRoutes: FastifyPluginAsyncTypebox<AdminFileRoutesOptions> 
 
   adminRoute(app, 'packages.update', async (request) => {
     const body = request.body;
-    const item = store.updatePackageInfo(request.params.id, {
+    const item = await store.updatePackageInfo(request.params.id, {
       packageName: body.package_name,
       versionCode: body.version_code,
       versionName: body.version_name,

@@ -13,7 +13,7 @@ import { rename, unlink } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import { nowIso } from '../db/database.ts';
 import { ApiError, badRequest, itemNotFound } from '../errors.ts';
 import { MIME_TYPE_PATTERN } from '../../../src-shared/contract/index.ts';
@@ -68,13 +68,13 @@ export type FileStoreAction = 'added' | 'removed' | 'updated';
  * Told of each change inside its transaction (`before`: the item as it was, for an update): it
  * records the change. If it throws, the change is undone and the error is the operation's.
  */
-export type FileStoreListener = (action: FileStoreAction, kind: StoredKind, item: StoredRecord, before?: StoredRecord) => void;
+export type FileStoreListener = (action: FileStoreAction, kind: StoredKind, item: StoredRecord, before?: StoredRecord) => unknown;
 
 export interface FileStoreOptions {
   /** Largest accepted upload in bytes (default 4 GiB). */
   maxSize?: number;
   /** Runs a change in a transaction (the backend's unit of work, so events are emitted after the commit); default: the connection's own. */
-  transact?: <T>(work: () => T) => T;
+  transact?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 export interface FileStore {
@@ -88,8 +88,8 @@ export interface FileStore {
    */
   add(kind: StoredKind, input: AddInput, source: Readable): Promise<StoredRecord>;
   /** Every item of the kind, by id; only those of `entityId` when given. */
-  list(kind: StoredKind, entityId?: number): StoredRecord[];
-  get(kind: StoredKind, id: number): StoredRecord | undefined;
+  list(kind: StoredKind, entityId?: number): Promise<StoredRecord[]>;
+  get(kind: StoredKind, id: number): Promise<StoredRecord | undefined>;
   /** Deletes the row and then the content; undefined when there was no such item. */
   remove(kind: StoredKind, id: number): Promise<StoredRecord | undefined>;
   /**
@@ -99,9 +99,9 @@ export interface FileStore {
    */
   pathOf(item: StoredRecord): string;
   /** Sets a package's install metadata (fields left undefined keep their value). */
-  setPackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined;
+  setPackageInfo(id: number, info: Partial<PackageInfo>): Promise<StoredRecord | undefined>;
   /** setPackageInfo as an admin's change: told to the listener with the item before, in one transaction. */
-  updatePackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined;
+  updatePackageInfo(id: number, info: Partial<PackageInfo>): Promise<StoredRecord | undefined>;
 }
 
 export const DEFAULT_MAX_UPLOAD_SIZE = 4 * 1024 ** 3;
@@ -231,22 +231,17 @@ function toItem(kind: StoredKind, row: Row): StoredRecord {
   };
 }
 
-function prepareStatements(db: Db, kind: StoredKind) {
+function statementsOf(kind: StoredKind) {
   const table = TABLES[kind];
   return {
-    insert: db.prepare<
-      [Pick<Row, 'entity_id' | 'name' | 'size' | 'mime_type' | 'sha256' | 'storage_name' | 'created_at' | 'updated_at'>],
-      Row
-    >(
-      `INSERT INTO ${table} (entity_id, name, size, mime_type, sha256, storage_name, created_at, updated_at)
+    insert: `INSERT INTO ${table} (entity_id, name, size, mime_type, sha256, storage_name, created_at, updated_at)
        VALUES (@entity_id, @name, @size, @mime_type, @sha256, @storage_name, @created_at, @updated_at)
        RETURNING *`,
-    ),
-    list: db.prepare<[], Row>(`SELECT * FROM ${table} ORDER BY id`),
-    listByEntity: db.prepare<[number], Row>(`SELECT * FROM ${table} WHERE entity_id = ? ORDER BY id`),
-    get: db.prepare<[number], Row>(`SELECT * FROM ${table} WHERE id = ?`),
-    remove: db.prepare<[number], Row>(`DELETE FROM ${table} WHERE id = ? RETURNING *`),
-    storageNames: db.prepare<[], { storage_name: string }>(`SELECT storage_name FROM ${table}`),
+    list: `SELECT * FROM ${table} ORDER BY id`,
+    listByEntity: `SELECT * FROM ${table} WHERE entity_id = ? ORDER BY id`,
+    get: `SELECT * FROM ${table} WHERE id = ?`,
+    remove: `DELETE FROM ${table} WHERE id = ? RETURNING *`,
+    storageNames: `SELECT storage_name FROM ${table}`,
   };
 }
 
@@ -293,34 +288,32 @@ function sweep(dir: string, olderThanMs: number, keep: (name: string) => boolean
   }
 }
 
-export function createFileStore(
-  db: Db,
+/** Opens the store over its folder and its tables; leftovers of crashed uploads are swept first. */
+export async function createFileStore(
+  sql: Sql,
   dataDir: string,
   onChange?: FileStoreListener,
   options: FileStoreOptions = {},
-): FileStore {
+): Promise<FileStore> {
   const root = join(dataDir, 'files');
   const tmpDir = join(root, 'tmp');
   const dirs: Record<StoredKind, string> = { file: join(root, 'file'), package: join(root, 'package') };
   for (const dir of [tmpDir, dirs.file, dirs.package]) mkdirSync(dir, { recursive: true, mode: 0o700 });
 
   const maxSize = options.maxSize ?? DEFAULT_MAX_UPLOAD_SIZE;
-  const statements = { file: prepareStatements(db, 'file'), package: prepareStatements(db, 'package') };
-  const setPackageInfoStatement = db.prepare<
-    [string | null, number | null, string | null, string | null, string | null, string, number],
-    Row
-  >(
-    `UPDATE packages SET package_name = ?, version_code = ?, version_name = ?, label = ?, icon = ?, updated_at = ? WHERE id = ? RETURNING *`,
-  );
-  const entityExists = db.prepare<[number], { one: number }>('SELECT 1 AS one FROM entities WHERE id = ?');
+  const statements = { file: statementsOf('file'), package: statementsOf('package') };
+  const setPackageInfoStatement = `UPDATE packages SET package_name = ?, version_code = ?, version_name = ?, label = ?, icon = ?, updated_at = ? WHERE id = ? RETURNING *`;
+  const entityExists = 'SELECT 1 AS one FROM entities WHERE id = ?';
 
   sweep(tmpDir, STALE_TEMP_MS, () => false);
   for (const kind of STORED_KINDS) {
-    const known = new Set(statements[kind].storageNames.all().map((row) => row.storage_name));
+    const known = new Set(
+      (await sql.all<{ storage_name: string }>(statements[kind].storageNames)).map((row) => row.storage_name),
+    );
     sweep(dirs[kind], STALE_ORPHAN_MS, (name) => known.has(name));
   }
 
-  const transact = options.transact ?? (<T>(work: () => T): T => db.transaction(work)());
+  const transact = options.transact ?? (<T>(work: () => Promise<T>): Promise<T> => sql.transaction(work));
 
   function checkKind(kind: StoredKind): void {
     if (!STORED_KINDS.includes(kind)) throw new TypeError(`unknown stored kind: ${String(kind)}`);
@@ -333,7 +326,7 @@ export function createFileStore(
     const mimeType =
       input.mimeType === undefined || input.mimeType.trim() === '' ? guessMimeType(name) : normalizeMimeType(input.mimeType);
     const entityId = input.entityId ?? 1;
-    if (!Number.isSafeInteger(entityId) || !entityExists.get(entityId)) {
+    if (!Number.isSafeInteger(entityId) || !(await sql.get(entityExists, [entityId]))) {
       throw badRequest(`entity ${String(entityId)} does not exist`);
     }
 
@@ -394,9 +387,9 @@ export function createFileStore(
     let item: StoredRecord;
     try {
       // The row and its description land together (a refused description never leaves a row).
-      item = transact(() => {
+      item = await transact(async () => {
         const now = nowIso();
-        const row = statements[kind].insert.get({
+        const row = await sql.get<Row>(statements[kind].insert, {
           entity_id: entityId,
           name,
           size,
@@ -410,8 +403,8 @@ export function createFileStore(
         const added = toItem(kind, row);
         const info = kind === 'package' ? packageInfo : undefined;
         const described = info !== undefined && Object.values(info).some((value) => value !== undefined);
-        const stored = described ? (setPackageInfo(added.id, info) ?? added) : added;
-        onChange?.('added', kind, stored);
+        const stored = described ? ((await setPackageInfo(added.id, info)) ?? added) : added;
+        await onChange?.('added', kind, stored);
         return stored;
       });
     } catch (error) {
@@ -421,25 +414,28 @@ export function createFileStore(
     return item;
   }
 
-  function list(kind: StoredKind, entityId?: number): StoredRecord[] {
+  async function list(kind: StoredKind, entityId?: number): Promise<StoredRecord[]> {
     checkKind(kind);
-    const rows = entityId === undefined ? statements[kind].list.all() : statements[kind].listByEntity.all(entityId);
+    const rows =
+      entityId === undefined
+        ? await sql.all<Row>(statements[kind].list)
+        : await sql.all<Row>(statements[kind].listByEntity, [entityId]);
     return rows.map((row) => toItem(kind, row));
   }
 
-  function get(kind: StoredKind, id: number): StoredRecord | undefined {
+  async function get(kind: StoredKind, id: number): Promise<StoredRecord | undefined> {
     checkKind(kind);
-    const row = statements[kind].get.get(id);
+    const row = await sql.get<Row>(statements[kind].get, [id]);
     return row ? toItem(kind, row) : undefined;
   }
 
   async function remove(kind: StoredKind, id: number): Promise<StoredRecord | undefined> {
     checkKind(kind);
-    const item = transact(() => {
-      const row = statements[kind].remove.get(id);
+    const item = await transact(async () => {
+      const row = await sql.get<Row>(statements[kind].remove, [id]);
       if (!row) return undefined;
       const removed = toItem(kind, row);
-      onChange?.('removed', kind, removed);
+      await onChange?.('removed', kind, removed);
       return removed;
     });
     if (!item) return undefined;
@@ -454,31 +450,31 @@ export function createFileStore(
     return join(dirs[item.kind], item.storageName);
   }
 
-  function setPackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined {
-    const current = get('package', id);
+  async function setPackageInfo(id: number, info: Partial<PackageInfo>): Promise<StoredRecord | undefined> {
+    const current = await get('package', id);
     if (!current) return undefined;
     const next = {
       ...current.packageInfo,
       ...Object.fromEntries(Object.entries(info).filter(([, value]) => value !== undefined)),
     };
-    const row = setPackageInfoStatement.get(
-      next.packageName,
-      next.versionCode,
-      next.versionName,
-      next.label,
-      next.icon,
+    const row = await sql.get<Row>(setPackageInfoStatement, [
+      next.packageName ?? null,
+      next.versionCode ?? null,
+      next.versionName ?? null,
+      next.label ?? null,
+      next.icon ?? null,
       nowIso(),
       id,
-    );
+    ]);
     return row ? toItem('package', row) : undefined;
   }
 
   /** An admin's change of a package's description: recorded (`updated`, with the item before) in its transaction. */
-  function updatePackageInfo(id: number, info: Partial<PackageInfo>): StoredRecord | undefined {
-    return transact(() => {
-      const before = get('package', id);
-      const updated = setPackageInfo(id, info);
-      if (before && updated) onChange?.('updated', 'package', updated, before);
+  async function updatePackageInfo(id: number, info: Partial<PackageInfo>): Promise<StoredRecord | undefined> {
+    return transact(async () => {
+      const before = await get('package', id);
+      const updated = await setPackageInfo(id, info);
+      if (before && updated) await onChange?.('updated', 'package', updated, before);
       return updated;
     });
   }

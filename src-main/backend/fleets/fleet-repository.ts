@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 
 export interface FleetRow {
   id: number;
@@ -15,72 +15,72 @@ export interface FleetView extends FleetRow {
 /** The fleets table, as the fleet service uses it. */
 export interface FleetRepository {
   /** The entity's fleets, the default first, then by name; each with its number of agents. */
-  list(entityId: number): FleetView[];
-  byId(id: number): FleetRow | undefined;
+  list(entityId: number): Promise<FleetView[]>;
+  byId(id: number): Promise<FleetRow | undefined>;
   /** Case-insensitive. */
-  byName(entityId: number, name: string): FleetRow | undefined;
-  defaultOf(entityId: number): FleetRow | undefined;
-  insert(entityId: number, name: string, at: string): number;
-  rename(id: number, name: string): void;
-  agentCount(id: number): number;
+  byName(entityId: number, name: string): Promise<FleetRow | undefined>;
+  defaultOf(entityId: number): Promise<FleetRow | undefined>;
+  insert(entityId: number, name: string, at: string): Promise<number>;
+  rename(id: number, name: string): Promise<void>;
+  agentCount(id: number): Promise<number>;
   /**
    * Deletes the fleet; the invitations that named it point at `fallbackId` instead (what a
    * foreign key's ON DELETE would do, were it declared). Returns how many moved.
    */
-  remove(id: number, fallbackId: number): number;
+  remove(id: number, fallbackId: number): Promise<number>;
 }
 
 export class SqliteFleetRepository implements FleetRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      list: db.prepare(
-        `SELECT f.*, (SELECT count(*) FROM agents a WHERE a.fleet_id = f.id) AS agent_count
+      list: `SELECT f.*, (SELECT count(*) FROM agents a WHERE a.fleet_id = f.id) AS agent_count
          FROM fleets f WHERE f.entity_id = ? ORDER BY f.is_default DESC, f.name COLLATE NOCASE`,
-      ),
-      byId: db.prepare(`SELECT * FROM fleets WHERE id = ?`),
-      byName: db.prepare(`SELECT * FROM fleets WHERE entity_id = ? AND name = ? COLLATE NOCASE`),
-      defaultOf: db.prepare(`SELECT * FROM fleets WHERE entity_id = ? AND is_default = 1`),
-      insert: db.prepare(`INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (?, ?, 0, ?)`),
-      rename: db.prepare(`UPDATE fleets SET name = ? WHERE id = ?`),
-      agentCount: db.prepare(`SELECT count(*) FROM agents WHERE fleet_id = ?`).pluck(),
-      moveInvitations: db.prepare(`UPDATE invitations SET fleet_id = ? WHERE fleet_id = ?`),
-      remove: db.prepare(`DELETE FROM fleets WHERE id = ?`),
+      byId: `SELECT * FROM fleets WHERE id = ?`,
+      byName: `SELECT * FROM fleets WHERE entity_id = ? AND name = ? COLLATE NOCASE`,
+      defaultOf: `SELECT * FROM fleets WHERE entity_id = ? AND is_default = 1`,
+      insert: `INSERT INTO fleets (entity_id, name, is_default, created_at) VALUES (?, ?, 0, ?) RETURNING id`,
+      rename: `UPDATE fleets SET name = ? WHERE id = ?`,
+      agentCount: `SELECT count(*) FROM agents WHERE fleet_id = ?`,
+      moveInvitations: `UPDATE invitations SET fleet_id = ? WHERE fleet_id = ?`,
+      remove: `DELETE FROM fleets WHERE id = ?`,
     };
   }
 
-  list(entityId: number): FleetView[] {
-    return this.s.list.all(entityId) as FleetView[];
+  async list(entityId: number): Promise<FleetView[]> {
+    return (await this.sql.all(this.s.list, [entityId])) as FleetView[];
   }
 
-  byId(id: number): FleetRow | undefined {
-    return this.s.byId.get(id) as FleetRow | undefined;
+  async byId(id: number): Promise<FleetRow | undefined> {
+    return (await this.sql.get(this.s.byId, [id])) as FleetRow | undefined;
   }
 
-  byName(entityId: number, name: string): FleetRow | undefined {
-    return this.s.byName.get(entityId, name) as FleetRow | undefined;
+  async byName(entityId: number, name: string): Promise<FleetRow | undefined> {
+    return (await this.sql.get(this.s.byName, [entityId, name])) as FleetRow | undefined;
   }
 
-  defaultOf(entityId: number): FleetRow | undefined {
-    return this.s.defaultOf.get(entityId) as FleetRow | undefined;
+  async defaultOf(entityId: number): Promise<FleetRow | undefined> {
+    return (await this.sql.get(this.s.defaultOf, [entityId])) as FleetRow | undefined;
   }
 
-  insert(entityId: number, name: string, at: string): number {
-    return Number(this.s.insert.run(entityId, name, at).lastInsertRowid);
+  async insert(entityId: number, name: string, at: string): Promise<number> {
+    return Number(await this.sql.value<number>(this.s.insert, [entityId, name, at]));
   }
 
-  rename(id: number, name: string): void {
-    this.s.rename.run(name, id);
+  async rename(id: number, name: string): Promise<void> {
+    await this.sql.run(this.s.rename, [name, id]);
   }
 
-  agentCount(id: number): number {
-    return this.s.agentCount.get(id) as number;
+  async agentCount(id: number): Promise<number> {
+    return (await this.sql.value(this.s.agentCount, [id])) as number;
   }
 
-  remove(id: number, fallbackId: number): number {
-    const moved = this.s.moveInvitations.run(fallbackId, id).changes;
-    this.s.remove.run(id);
+  async remove(id: number, fallbackId: number): Promise<number> {
+    const moved = (await this.sql.run(this.s.moveInvitations, [fallbackId, id])).changes;
+    await this.sql.run(this.s.remove, [id]);
     return moved;
   }
 }

@@ -9,7 +9,7 @@ export type { FleetRow, FleetView };
 
 /** Who is scoped to a fleet (the accounts room's account_fleets and token_fleets). */
 export interface FleetScopes {
-  scopedBy(fleetId: number): { accounts: { id: number; name: string }[]; tokens: { id: number; name: string }[] };
+  scopedBy(fleetId: number): Promise<{ accounts: { id: number; name: string }[]; tokens: { id: number; name: string }[] }>;
 }
 
 /** Fleets group agents; each entity has exactly one default fleet. */
@@ -27,39 +27,39 @@ export class FleetService {
   }
 
   /** The entity's fleets a scoped request may see (all of them otherwise). */
-  list(entityId = 1): FleetView[] {
+  async list(entityId = 1): Promise<FleetView[]> {
     const scope = currentFleetScope();
-    const all = this.store.list(entityId);
+    const all = await this.store.list(entityId);
     return scope === null ? all : all.filter((fleet) => scope.includes(fleet.id));
   }
 
   /** Any fleet, whatever the request's scope (names in messages, internal lookups). */
-  byId(id: number): FleetRow | undefined {
+  byId(id: number): Promise<FleetRow | undefined> {
     return this.store.byId(id);
   }
 
   /** A fleet the request may see: another one answers 404, as if it did not exist. */
-  get(id: number): FleetRow {
-    const fleet = this.byId(id);
+  async get(id: number): Promise<FleetRow> {
+    const fleet = await this.byId(id);
     if (!fleet || !inFleetScope(fleet.id)) throw itemNotFound('Fleet not found');
     return fleet;
   }
 
-  defaultOf(entityId: number): FleetRow {
-    return this.store.defaultOf(entityId)!;
+  async defaultOf(entityId: number): Promise<FleetRow> {
+    return (await this.store.defaultOf(entityId))!;
   }
 
   /**
    * The fleet called `name` or, failing that, whose id it is (the CLI's `--fleet NAME|ID`; a fleet
    * named "2" wins over fleet #2), or the default when none is given; unknown ones are refused.
    */
-  resolve(entityId: number, name: string | null | undefined): FleetRow {
+  async resolve(entityId: number, name: string | null | undefined): Promise<FleetRow> {
     const scope = currentFleetScope();
     if (!name?.trim()) {
-      const fallback = this.defaultOf(entityId);
+      const fallback = await this.defaultOf(entityId);
       if (scope === null || scope.includes(fallback.id)) return fallback;
       // A scoped request without a fleet: its only fleet, else it must choose (never one it cannot see).
-      const mine = this.list(entityId);
+      const mine = await this.list(entityId);
       if (mine.length === 1) return mine[0]!;
       throw new ApiError(
         400,
@@ -69,46 +69,47 @@ export class FleetService {
     }
     const clean = name.trim();
     const fleet =
-      this.store.byName(entityId, clean) ?? (/^[1-9]\d{0,15}$/.test(clean) ? this.store.byId(Number(clean)) : undefined);
+      (await this.store.byName(entityId, clean)) ??
+      (/^[1-9]\d{0,15}$/.test(clean) ? await this.store.byId(Number(clean)) : undefined);
     if (!fleet || fleet.entity_id !== entityId || !inFleetScope(fleet.id, scope)) {
       throw new ApiError(400, 'ERROR_UNKNOWN_FLEET', `Unknown fleet "${clean}"`);
     }
     return fleet;
   }
 
-  create(name: string, entityId = 1): FleetRow {
+  async create(name: string, entityId = 1): Promise<FleetRow> {
     const clean = name.trim();
     if (!clean) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'A fleet needs a name');
-    if (this.store.byName(entityId, clean)) {
+    if (await this.store.byName(entityId, clean)) {
       throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
     }
-    return this.work.run(() => {
-      const id = this.store.insert(entityId, clean, nowIso());
-      this.events.record(
+    return this.work.run(async () => {
+      const id = await this.store.insert(entityId, clean, nowIso());
+      await this.events.record(
         'fleet.created',
         `Fleet "${clean}" created`,
         { entityId },
         { fleet_id: id, name: clean, before: null, after: { name: clean } },
       );
-      return this.byId(id)!;
+      return (await this.byId(id))!;
     });
   }
 
-  rename(id: number, name: string): FleetRow {
-    const fleet = this.get(id);
+  async rename(id: number, name: string): Promise<FleetRow> {
+    const fleet = await this.get(id);
     const clean = name.trim();
     if (!clean) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'A fleet needs a name');
-    const clash = this.store.byName(fleet.entity_id, clean);
+    const clash = await this.store.byName(fleet.entity_id, clean);
     if (clash && clash.id !== id) throw new ApiError(409, 'ERROR_DUPLICATE', `A fleet called "${clean}" already exists`);
-    return this.work.run(() => {
-      this.store.rename(id, clean);
-      this.events.record(
+    return this.work.run(async () => {
+      await this.store.rename(id, clean);
+      await this.events.record(
         'fleet.renamed',
         `Fleet "${fleet.name}" renamed to "${clean}"`,
         { entityId: fleet.entity_id },
         { fleet_id: id, name: clean, before: { name: fleet.name }, after: { name: clean } },
       );
-      return this.byId(id)!;
+      return (await this.byId(id))!;
     });
   }
 
@@ -116,10 +117,10 @@ export class FleetService {
    * Deletes an empty fleet (never the default one). Invitations that named it enroll into the
    * default fleet from now on; its deployments are removed (deployments.ts follows fleet.deleted).
    */
-  remove(id: number): FleetRow {
-    const fleet = this.get(id);
+  async remove(id: number): Promise<FleetRow> {
+    const fleet = await this.get(id);
     if (fleet.is_default === 1) throw new ApiError(409, 'ERROR_DEFAULT_FLEET', 'The default fleet cannot be deleted');
-    const n = this.store.agentCount(id);
+    const n = await this.store.agentCount(id);
     if (n > 0)
       throw new ApiError(
         409,
@@ -128,7 +129,7 @@ export class FleetService {
       );
     // An operator or observer scoped to it would otherwise lose their only fleet (or, scoped to
     // none left, see nothing): the admin changes their scope first, knowingly.
-    const scoped = this.scopes?.scopedBy(id);
+    const scoped = await this.scopes?.scopedBy(id);
     if (scoped && scoped.accounts.length + scoped.tokens.length > 0) {
       const who = [
         ...scoped.accounts.map((account) => account.name),
@@ -140,10 +141,10 @@ export class FleetService {
         `Fleet "${fleet.name}" scopes ${who.join(', ')}: change their fleet scope (or revoke the token) first`,
       );
     }
-    return this.work.run(() => {
-      const fallback = this.defaultOf(fleet.entity_id);
-      const moved = this.store.remove(id, fallback.id);
-      this.events.record(
+    return this.work.run(async () => {
+      const fallback = await this.defaultOf(fleet.entity_id);
+      const moved = await this.store.remove(id, fallback.id);
+      await this.events.record(
         'fleet.deleted',
         `Fleet "${fleet.name}" deleted${moved > 0 ? `; its ${moved} invitation(s) now enroll into "${fallback.name}"` : ''}`,
         { entityId: fleet.entity_id },

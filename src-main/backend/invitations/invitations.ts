@@ -85,7 +85,7 @@ export class InvitationService {
   }
 
   /** The newest pending, unexpired invitation of an address, if any. */
-  pendingFor(email: string, entityId = 1): InvitationRow | undefined {
+  pendingFor(email: string, entityId = 1): Promise<InvitationRow | undefined> {
     return this.repository.pendingFor(normalizeEmail(email), entityId, nowIso());
   }
 
@@ -93,10 +93,14 @@ export class InvitationService {
    * Validates every input first, so a bad row creates nothing; row numbers start at 1. An address
    * that already has a pending invitation is refused unless `allowPending` (a second device).
    */
-  validate(inputs: InvitationInput[], entityId = 1, { allowPending = true }: { allowPending?: boolean } = {}): string[] {
+  async validate(
+    inputs: InvitationInput[],
+    entityId = 1,
+    { allowPending = true }: { allowPending?: boolean } = {},
+  ): Promise<string[]> {
     const errors: string[] = [];
     const seen = new Map<string, number>();
-    inputs.forEach((input, index) => {
+    for (const [index, input] of inputs.entries()) {
       const row = index + 1;
       const email = normalizeEmail(input.email ?? '');
       if (!email) errors.push(`row ${row}: email is missing`);
@@ -104,7 +108,7 @@ export class InvitationService {
       else if (seen.has(email)) errors.push(`row ${row}: ${email} already appears in row ${seen.get(email)}`);
       else {
         seen.set(email, row);
-        const pending = allowPending ? undefined : this.pendingFor(email, entityId);
+        const pending = allowPending ? undefined : await this.pendingFor(email, entityId);
         if (pending) errors.push(`row ${row}: ${pendingMessage(pending)}`);
       }
       const days = input.days ?? this.settings.get().invitation_lifetime_days;
@@ -112,11 +116,11 @@ export class InvitationService {
         errors.push(`row ${row}: lifetime must be ${INVITATION_LIFETIME_DAYS.min} to ${INVITATION_LIFETIME_DAYS.max} days`);
       }
       try {
-        this.fleets.resolve(entityId, input.fleet);
+        await this.fleets.resolve(entityId, input.fleet);
       } catch (error) {
         errors.push(`row ${row}: ${(error as Error).message}`);
       }
-    });
+    }
     return errors;
   }
 
@@ -127,20 +131,22 @@ export class InvitationService {
   create(
     inputs: InvitationInput[],
     options: CreateOptions = {},
-  ): { rows: InvitationRow[]; batch_id: string | null; queued: number } {
+  ): Promise<{ rows: InvitationRow[]; batch_id: string | null; queued: number }> {
     const entityId = options.entityId ?? 1;
     const send = options.send ?? this.settings.get().mail_send_on_create;
     if (inputs.length === 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', 'No invitations to create');
-    const errors = this.validate(inputs, entityId, { allowPending: options.allowPending });
-    if (errors.length > 0) {
-      const single = inputs.length === 1;
-      throw new ApiError(400, 'ERROR_BAD_REQUEST', single ? errors[0]!.replace(/^row 1: /, '') : errors.join('; '));
-    }
-    return this.work.run(() => {
-      const rows = inputs.map((input) => this.insert(input, entityId));
+    // Checked in the transaction that inserts: two requests for one email cannot both pass.
+    return this.work.run(async () => {
+      const errors = await this.validate(inputs, entityId, { allowPending: options.allowPending });
+      if (errors.length > 0) {
+        const single = inputs.length === 1;
+        throw new ApiError(400, 'ERROR_BAD_REQUEST', single ? errors[0]!.replace(/^row 1: /, '') : errors.join('; '));
+      }
+      const rows: InvitationRow[] = [];
+      for (const input of inputs) rows.push(await this.insert(input, entityId));
       const batchId = send && (options.batch ?? rows.length > 1) ? randomUUID() : null;
       const queued = send
-        ? this.mailer.queue(
+        ? await this.mailer.queue(
             rows.map((r) => r.id),
             batchId,
           )
@@ -149,15 +155,15 @@ export class InvitationService {
     });
   }
 
-  private insert(input: InvitationInput, entityId: number): InvitationRow {
+  private async insert(input: InvitationInput, entityId: number): Promise<InvitationRow> {
     const email = normalizeEmail(input.email);
     const firstname = input.firstname?.trim() || null;
     const lastname = input.lastname?.trim() || null;
-    const fleet = this.fleets.resolve(entityId, input.fleet);
-    const user = this.users.findOrCreatePerson(email, entityId, { firstname, lastname });
+    const fleet = await this.fleets.resolve(entityId, input.fleet);
+    const user = await this.users.findOrCreatePerson(email, entityId, { firstname, lastname });
     const days = input.days ?? this.settings.get().invitation_lifetime_days;
     const now = Date.now();
-    const id = this.repository.insert({
+    const id = await this.repository.insert({
       entity_id: entityId,
       user_id: user.id,
       fleet_id: fleet.id,
@@ -168,7 +174,7 @@ export class InvitationService {
       created_at: new Date(now).toISOString(),
       expires_at: new Date(now + days * DAY_MS).toISOString(),
     });
-    this.events.record(
+    await this.events.record(
       'invitation.created',
       `Invitation created for ${email}`,
       { entityId, invitationId: id },
@@ -178,42 +184,42 @@ export class InvitationService {
   }
 
   /** Sends an invitation's email again: same token, same expiry. Only for pending invitations. */
-  resend(id: number): InvitationRow {
-    const status = statusOf(this.get(id));
+  async resend(id: number): Promise<InvitationRow> {
+    const status = statusOf(await this.get(id));
     if (status !== 'pending') {
       const why = { done: 'has already been used', revoked: 'was revoked', expired: 'has expired; create a new invitation' }[
         status
       ];
       throw new ApiError(409, 'ERROR_INVITATION_NOT_PENDING', `This invitation ${why}`);
     }
-    this.mailer.queue([id], null);
+    await this.mailer.queue([id], null);
     return this.get(id);
   }
 
   /** An invitation of a fleet the request may see (fleets/scope.ts): another one answers 404, as if it did not exist. */
-  get(id: number): InvitationRow {
-    const row = this.repository.get(id);
+  async get(id: number): Promise<InvitationRow> {
+    const row = await this.repository.get(id);
     if (!row || !inFleetScope(row.fleet_id)) throw itemNotFound('Invitation not found');
     return row;
   }
 
-  byToken(token: string): InvitationRow | undefined {
+  byToken(token: string): Promise<InvitationRow | undefined> {
     return this.repository.byToken(token);
   }
 
   /** A page of invitations as the admin sees them: a fixed number of statements whatever its length. */
-  list(filter: InvitationFilter = {}): { items: InvitationView[]; total: number } {
-    const { rows, total } = this.repository.list(filter, nowIso(), fleetScopeParam());
-    return { items: this.present(rows), total };
+  async list(filter: InvitationFilter = {}): Promise<{ items: InvitationView[]; total: number }> {
+    const { rows, total } = await this.repository.list(filter, nowIso(), fleetScopeParam());
+    return { items: await this.present(rows), total };
   }
 
-  revoke(id: number): InvitationRow {
-    const row = this.get(id);
+  async revoke(id: number): Promise<InvitationRow> {
+    const row = await this.get(id);
     if (row.status === 'done') throw new ApiError(409, 'ERROR_INVITATION_USED', 'This invitation has already been used');
     if (row.status === 'revoked') return row;
-    return this.work.run(() => {
-      this.repository.revoke(id, nowIso());
-      this.events.record(
+    return this.work.run(async () => {
+      await this.repository.revoke(id, nowIso());
+      await this.events.record(
         'invitation.revoked',
         `Invitation for ${row.email} revoked`,
         { entityId: row.entity_id, invitationId: id },
@@ -223,12 +229,12 @@ export class InvitationService {
     });
   }
 
-  remove(id: number): void {
-    const row = this.get(id);
-    this.work.run(() => {
-      this.repository.remove(id);
+  async remove(id: number): Promise<void> {
+    const row = await this.get(id);
+    await this.work.run(async () => {
+      await this.repository.remove(id);
       // Its fleet is named: once the invitation is gone, the live stream still knows whom to tell.
-      this.events.record(
+      await this.events.record(
         'invitation.deleted',
         `Invitation for ${row.email} deleted`,
         { entityId: row.entity_id, invitationId: id },
@@ -238,20 +244,20 @@ export class InvitationService {
   }
 
   /** Marks the invitation used; call inside the transaction that creates the agent. */
-  consume(row: InvitationRow, agentId: number, attempt: AttemptDetails): void {
+  async consume(row: InvitationRow, agentId: number, attempt: AttemptDetails): Promise<void> {
     const at = nowIso();
-    if (!this.repository.markUsed(row.id, agentId, at))
+    if (!(await this.repository.markUsed(row.id, agentId, at)))
       throw new ApiError(400, 'ERROR_CORE_ADD', 'This invitation has already been used');
-    this.repository.log({ invitation_id: row.id, at, outcome: 'used', code: null, message: 'Device enrolled', ...attempt });
+    await this.repository.log({ invitation_id: row.id, at, outcome: 'used', code: null, message: 'Device enrolled', ...attempt });
   }
 
   /** Writes a refused attempt to the invitation's log, and notes when its token was last used. */
-  logRefusal(row: InvitationRow, code: string, message: string, attempt: AttemptDetails): void {
+  async logRefusal(row: InvitationRow, code: string, message: string, attempt: AttemptDetails): Promise<void> {
     const at = nowIso();
-    this.work.run(() => {
-      this.repository.log({ invitation_id: row.id, at, outcome: 'refused', code, message, ...attempt });
-      this.repository.touch(row.id, at);
-      this.events.record(
+    await this.work.run(async () => {
+      await this.repository.log({ invitation_id: row.id, at, outcome: 'refused', code, message, ...attempt });
+      await this.repository.touch(row.id, at);
+      await this.events.record(
         'invitation.refused',
         `Enrollment refused for ${row.email}: ${message}`,
         { entityId: row.entity_id, invitationId: row.id },
@@ -260,30 +266,32 @@ export class InvitationService {
     });
   }
 
-  logOf(id: number): InvitationLogEntry[] {
+  logOf(id: number): Promise<InvitationLogEntry[]> {
     return this.repository.logOf(id);
   }
 
   /** The deeplink data and URLs for an invitation, with today's settings. */
-  deeplinkOf(row: InvitationRow): EnrollmentLinks {
-    return enrollmentLinks(this.settings, this.links, this.users.byId(row.user_id)!.user_token, row.token);
+  async deeplinkOf(row: InvitationRow): Promise<EnrollmentLinks> {
+    return enrollmentLinks(this.settings, this.links, (await this.users.byId(row.user_id))!.user_token, row.token);
   }
 
   /** What the admin API and CLI show of an invitation. */
-  view(row: Pick<InvitationRow, 'id'>): InvitationView {
-    const [view] = this.views([row]);
+  async view(row: Pick<InvitationRow, 'id'>): Promise<InvitationView> {
+    const [view] = await this.views([row]);
     if (!view) throw itemNotFound('Invitation not found');
     return view;
   }
 
   /** Views of many invitations (a bulk creation), in their order, read at once. */
-  views(rows: Pick<InvitationRow, 'id'>[]): InvitationView[] {
-    const byId = new Map(this.present(this.repository.details(rows.map((r) => r.id))).map((view) => [view.id, view]));
+  async views(rows: Pick<InvitationRow, 'id'>[]): Promise<InvitationView[]> {
+    const byId = new Map(
+      (await this.present(await this.repository.details(rows.map((r) => r.id)))).map((view) => [view.id, view]),
+    );
     return rows.flatMap((r) => byId.get(r.id) ?? []);
   }
 
-  private present(rows: InvitationDetails[]): InvitationView[] {
-    const deliveries = this.deliveries.deliveriesOf(rows.map((r) => r.id));
+  private async present(rows: InvitationDetails[]): Promise<InvitationView[]> {
+    const deliveries = await this.deliveries.deliveriesOf(rows.map((r) => r.id));
     const helpdesk = this.settings.helpdesk();
     return rows.map((row) => {
       const deeplink = enrollmentLinks(this.settings, this.links, row.user_token, row.token);

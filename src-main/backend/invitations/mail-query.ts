@@ -31,8 +31,8 @@ export class InvitationMailQuery {
   }
 
   /** Undefined when the invitation is gone. */
-  forMail(id: number): InvitationForMailing | undefined {
-    const facts = this.repository.mailFacts(id);
+  async forMail(id: number): Promise<InvitationForMailing | undefined> {
+    const facts = await this.repository.mailFacts(id);
     if (!facts) return undefined;
     const links = enrollmentLinks(this.settings, this.links, facts.user_token, facts.token);
     return {
@@ -52,7 +52,7 @@ export class InvitationMailQuery {
    * Of these invitations, those still pending (neither used, revoked nor expired), and within the
    * request's fleet scope (a scoped operator's retry of every failed email retries its fleets' only).
    */
-  pendingAmong(ids: number[]): number[] {
+  pendingAmong(ids: number[]): Promise<number[]> {
     return this.repository.pendingAmong(ids, nowIso(), fleetScopeParam());
   }
 }

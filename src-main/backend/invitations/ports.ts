@@ -3,7 +3,7 @@ import type { DeliveryState, MailDelivery } from '../../../src-shared/contract/i
 
 /** Queues invitation emails (inside the caller's unit of work); returns how many were queued. */
 export interface InvitationMailer {
-  queue(invitationIds: number[], batchId: string | null): number;
+  queue(invitationIds: number[], batchId: string | null): Promise<number>;
 }
 
 /** An invitation's email as its views show it (`delivery`; null: never emailed): the contract's MailDelivery. */
@@ -12,5 +12,5 @@ export type InvitationDelivery = MailDelivery;
 
 /** The delivery of each of these invitations that has one, read at once. */
 export interface InvitationDeliveries {
-  deliveriesOf(invitationIds: number[]): Map<number, InvitationDelivery>;
+  deliveriesOf(invitationIds: number[]): Promise<Map<number, InvitationDelivery>>;
 }

@@ -1,5 +1,4 @@
-import type { Statement } from 'better-sqlite3';
-import type { Db } from '../db/database.ts';
+import type { Sql, SqlValue } from '../db/sql.ts';
 import type { AgentBrief, InvitationFilter, InvitationLogEntry } from '../../../src-shared/contract/index.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
@@ -46,29 +45,29 @@ export interface InvitationMailFacts extends Pick<
 
 /** The invitations and invitation_log tables. Times are ISO strings, as stored. */
 export interface InvitationRepository {
-  insert(row: NewInvitation): number;
-  get(id: number): InvitationRow | undefined;
-  byToken(token: string): InvitationRow | undefined;
+  insert(row: NewInvitation): Promise<number>;
+  get(id: number): Promise<InvitationRow | undefined>;
+  byToken(token: string): Promise<InvitationRow | undefined>;
   /** The newest pending invitation of an address not expired at `now`. */
-  pendingFor(email: string, entityId: number, now: string): InvitationRow | undefined;
+  pendingFor(email: string, entityId: number, now: string): Promise<InvitationRow | undefined>;
   /**
    * One page and the total matching the filter; `now` decides what counts as expired; `fleets`
    * (fleets/scope.ts fleetScopeParam): null, every fleet; else a JSON array of the fleets listed.
    */
-  list(filter: InvitationFilter, now: string, fleets?: string | null): { rows: InvitationDetails[]; total: number };
-  details(ids: number[]): InvitationDetails[];
-  mailFacts(id: number): InvitationMailFacts | undefined;
+  list(filter: InvitationFilter, now: string, fleets?: string | null): Promise<{ rows: InvitationDetails[]; total: number }>;
+  details(ids: number[]): Promise<InvitationDetails[]>;
+  mailFacts(id: number): Promise<InvitationMailFacts | undefined>;
   /** Of these ids, those still pending at `now` (and, with `fleets`, in one of those fleets: fleets/scope.ts). */
-  pendingAmong(ids: number[], now: string, fleets?: string | null): number[];
-  revoke(id: number, at: string): void;
-  remove(id: number): void;
+  pendingAmong(ids: number[], now: string, fleets?: string | null): Promise<number[]>;
+  revoke(id: number, at: string): Promise<void>;
+  remove(id: number): Promise<void>;
   /** Marks a pending invitation used by an agent; false when it was not pending any more. */
-  markUsed(id: number, agentId: number, at: string): boolean;
-  touch(id: number, at: string): void;
-  log(entry: NewLogEntry): void;
-  logOf(id: number): InvitationLogEntry[];
+  markUsed(id: number, agentId: number, at: string): Promise<boolean>;
+  touch(id: number, at: string): Promise<void>;
+  log(entry: NewLogEntry): Promise<void>;
+  logOf(id: number): Promise<InvitationLogEntry[]>;
   /** Moves an invitation's expiry (tests age invitations with it). */
-  setExpiry(id: number, expiresAt: string): void;
+  setExpiry(id: number, expiresAt: string): Promise<void>;
 }
 
 interface DetailsRecord extends InvitationRow {
@@ -95,65 +94,56 @@ const DETAILS = `SELECT i.*, u.user_token, f.name AS fleet,
 const IDS = `(SELECT value FROM json_each(?))`;
 
 export class SqliteInvitationRepository implements InvitationRepository {
-  private readonly db: Db;
+  private readonly sql: Sql;
   private readonly statements;
-  private readonly listCache = new Map<string, { count: Statement; page: Statement }>();
 
-  constructor(db: Db) {
-    this.db = db;
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.statements = {
-      insert: db.prepare(
-        `INSERT INTO invitations (entity_id, user_id, fleet_id, email, firstname, lastname, token, status, created_at, expires_at)
-         VALUES (@entity_id, @user_id, @fleet_id, @email, @firstname, @lastname, @token, 'pending', @created_at, @expires_at)`,
-      ),
-      byId: db.prepare(`SELECT * FROM invitations WHERE id = ?`),
-      byToken: db.prepare(`SELECT * FROM invitations WHERE token = ?`),
-      details: db.prepare(`${DETAILS} WHERE i.id IN ${IDS}`),
-      mailFacts: db.prepare(
-        `SELECT i.id, i.entity_id, i.email, i.firstname, i.lastname, i.token, i.status, i.expires_at, u.user_token
+      insert: `INSERT INTO invitations (entity_id, user_id, fleet_id, email, firstname, lastname, token, status, created_at, expires_at)
+         VALUES (@entity_id, @user_id, @fleet_id, @email, @firstname, @lastname, @token, 'pending', @created_at, @expires_at) RETURNING id`,
+      byId: `SELECT * FROM invitations WHERE id = ?`,
+      byToken: `SELECT * FROM invitations WHERE token = ?`,
+      details: `${DETAILS} WHERE i.id IN ${IDS}`,
+      mailFacts: `SELECT i.id, i.entity_id, i.email, i.firstname, i.lastname, i.token, i.status, i.expires_at, u.user_token
          FROM invitations i JOIN users u ON u.id = i.user_id WHERE i.id = ?`,
-      ),
-      pendingAmong: db.prepare(
-        `SELECT id FROM invitations WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending' AND expires_at > @now
+      pendingAmong: `SELECT id FROM invitations WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending' AND expires_at > @now
            AND ${inFleetsSql('fleet_id')} ORDER BY id`,
-      ),
-      revoke: db.prepare(`UPDATE invitations SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'pending'`),
-      remove: db.prepare(`DELETE FROM invitations WHERE id = ?`),
-      markUsed: db.prepare(
-        `UPDATE invitations SET status = 'done', used_at = @at, last_used_at = @at, agent_id = @agent_id WHERE id = @id AND status = 'pending'`,
-      ),
-      touch: db.prepare(`UPDATE invitations SET last_used_at = ? WHERE id = ?`),
-      setExpiry: db.prepare(`UPDATE invitations SET expires_at = ? WHERE id = ?`),
-      log: db.prepare(
-        `INSERT INTO invitation_log (invitation_id, at, outcome, code, message, remote_addr, email, serial, uuid)
+      revoke: `UPDATE invitations SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'pending'`,
+      remove: `DELETE FROM invitations WHERE id = ?`,
+      markUsed: `UPDATE invitations SET status = 'done', used_at = @at, last_used_at = @at, agent_id = @agent_id WHERE id = @id AND status = 'pending'`,
+      touch: `UPDATE invitations SET last_used_at = ? WHERE id = ?`,
+      setExpiry: `UPDATE invitations SET expires_at = ? WHERE id = ?`,
+      log: `INSERT INTO invitation_log (invitation_id, at, outcome, code, message, remote_addr, email, serial, uuid)
          VALUES (@invitation_id, @at, @outcome, @code, @message, @remote_addr, @email, @serial, @uuid)`,
-      ),
-      logOf: db.prepare(`SELECT * FROM invitation_log WHERE invitation_id = ? ORDER BY id DESC LIMIT 500`),
-      pendingFor: db.prepare(
-        `SELECT * FROM invitations WHERE email = ? COLLATE NOCASE AND entity_id = ? AND status = 'pending' AND expires_at > ? ORDER BY id DESC LIMIT 1`,
-      ),
+      logOf: `SELECT * FROM invitation_log WHERE invitation_id = ? ORDER BY id DESC LIMIT 500`,
+      pendingFor: `SELECT * FROM invitations WHERE email = ? COLLATE NOCASE AND entity_id = ? AND status = 'pending' AND expires_at > ? ORDER BY id DESC LIMIT 1`,
     };
   }
 
-  insert(row: NewInvitation): number {
-    return Number(this.statements.insert.run(row).lastInsertRowid);
+  async insert(row: NewInvitation): Promise<number> {
+    return Number(await this.sql.value<number>(this.statements.insert, row));
   }
 
-  get(id: number): InvitationRow | undefined {
-    return this.statements.byId.get(id) as InvitationRow | undefined;
+  async get(id: number): Promise<InvitationRow | undefined> {
+    return (await this.sql.get(this.statements.byId, [id])) as InvitationRow | undefined;
   }
 
-  byToken(token: string): InvitationRow | undefined {
-    return this.statements.byToken.get(token) as InvitationRow | undefined;
+  async byToken(token: string): Promise<InvitationRow | undefined> {
+    return (await this.sql.get(this.statements.byToken, [token])) as InvitationRow | undefined;
   }
 
-  pendingFor(email: string, entityId: number, now: string): InvitationRow | undefined {
-    return this.statements.pendingFor.get(email, entityId, now) as InvitationRow | undefined;
+  async pendingFor(email: string, entityId: number, now: string): Promise<InvitationRow | undefined> {
+    return (await this.sql.get(this.statements.pendingFor, [email, entityId, now])) as InvitationRow | undefined;
   }
 
-  list(filter: InvitationFilter, now: string, fleets: string | null = null): { rows: InvitationDetails[]; total: number } {
+  async list(
+    filter: InvitationFilter,
+    now: string,
+    fleets: string | null = null,
+  ): Promise<{ rows: InvitationDetails[]; total: number }> {
     const where: string[] = [];
-    const params: Record<string, unknown> = { now };
+    const params: Record<string, SqlValue> = { now };
     if (fleets !== null) {
       where.push(`i.fleet_id IN (SELECT value FROM json_each(@fleets))`);
       params.fleets = fleets;
@@ -181,66 +171,60 @@ export class SqliteInvitationRepository implements InvitationRepository {
       where.push(`i.fleet_id = @fleet_id`);
       params.fleet_id = filter.fleet_id;
     }
-    const { count, page } = this.listStatements(where.length ? `WHERE ${where.join(' AND ')}` : '');
-    const total = (count.get(params) as { n: number }).n;
-    const rows = page.all({ ...params, limit: filter.limit ?? 1000, offset: filter.offset ?? 0 }) as DetailsRecord[];
+    // The statements' texts depend only on which filters are set (a handful exist): the driver prepares each once.
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const total = (await this.sql.get<{ n: number }>(`SELECT count(*) AS n FROM invitations i ${clause}`, params))!.n;
+    const rows = await this.sql.all<DetailsRecord>(`${DETAILS} ${clause} ORDER BY i.id DESC LIMIT @limit OFFSET @offset`, {
+      ...params,
+      limit: filter.limit ?? 1000,
+      offset: filter.offset ?? 0,
+    });
     return { rows: rows.map(detailsOf), total };
   }
 
-  /** The two statements of a list, prepared once per combination of filters (a handful exist). */
-  private listStatements(clause: string) {
-    let statements = this.listCache.get(clause);
-    if (!statements) {
-      statements = {
-        count: this.db.prepare(`SELECT count(*) AS n FROM invitations i ${clause}`),
-        page: this.db.prepare(`${DETAILS} ${clause} ORDER BY i.id DESC LIMIT @limit OFFSET @offset`),
-      };
-      this.listCache.set(clause, statements);
-    }
-    return statements;
-  }
-
-  details(ids: number[]): InvitationDetails[] {
+  async details(ids: number[]): Promise<InvitationDetails[]> {
     if (ids.length === 0) return [];
-    return (this.statements.details.all(JSON.stringify(ids)) as DetailsRecord[]).map(detailsOf);
+    return ((await this.sql.all(this.statements.details, [JSON.stringify(ids)])) as DetailsRecord[]).map(detailsOf);
   }
 
-  mailFacts(id: number): InvitationMailFacts | undefined {
-    return this.statements.mailFacts.get(id) as InvitationMailFacts | undefined;
+  async mailFacts(id: number): Promise<InvitationMailFacts | undefined> {
+    return (await this.sql.get(this.statements.mailFacts, [id])) as InvitationMailFacts | undefined;
   }
 
-  pendingAmong(ids: number[], now: string, fleets: string | null = null): number[] {
+  async pendingAmong(ids: number[], now: string, fleets: string | null = null): Promise<number[]> {
     if (ids.length === 0) return [];
-    const rows = this.statements.pendingAmong.all({ ids: JSON.stringify(ids), now, fleets }) as { id: number }[];
+    const rows = (await this.sql.all(this.statements.pendingAmong, { ids: JSON.stringify(ids), now, fleets })) as {
+      id: number;
+    }[];
     return rows.map((r) => r.id);
   }
 
-  revoke(id: number, at: string): void {
-    this.statements.revoke.run(at, id);
+  async revoke(id: number, at: string): Promise<void> {
+    await this.sql.run(this.statements.revoke, [at, id]);
   }
 
-  remove(id: number): void {
-    this.statements.remove.run(id);
+  async remove(id: number): Promise<void> {
+    await this.sql.run(this.statements.remove, [id]);
   }
 
-  markUsed(id: number, agentId: number, at: string): boolean {
-    return this.statements.markUsed.run({ id, at, agent_id: agentId }).changes === 1;
+  async markUsed(id: number, agentId: number, at: string): Promise<boolean> {
+    return (await this.sql.run(this.statements.markUsed, { id, at, agent_id: agentId })).changes === 1;
   }
 
-  touch(id: number, at: string): void {
-    this.statements.touch.run(at, id);
+  async touch(id: number, at: string): Promise<void> {
+    await this.sql.run(this.statements.touch, [at, id]);
   }
 
-  log(entry: NewLogEntry): void {
-    this.statements.log.run(entry);
+  async log(entry: NewLogEntry): Promise<void> {
+    await this.sql.run(this.statements.log, entry);
   }
 
-  logOf(id: number): InvitationLogEntry[] {
-    return this.statements.logOf.all(id) as InvitationLogEntry[];
+  async logOf(id: number): Promise<InvitationLogEntry[]> {
+    return (await this.sql.all(this.statements.logOf, [id])) as InvitationLogEntry[];
   }
 
-  setExpiry(id: number, expiresAt: string): void {
-    this.statements.setExpiry.run(expiresAt, id);
+  async setExpiry(id: number, expiresAt: string): Promise<void> {
+    await this.sql.run(this.statements.setExpiry, [expiresAt, id]);
   }
 }
 

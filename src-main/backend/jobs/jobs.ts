@@ -1,3 +1,4 @@
+import { unlessDiskFull } from '../db/disk-full.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
@@ -137,7 +138,8 @@ export class JobService {
     this.views = deps.views;
     this.answerWindowMs = deps.answerWindowMs ?? DEFAULT_ANSWER_WINDOW_MS;
     // A job the last run left half done stays so, said as much (its devices' results say how far it went).
-    this.store.interruptRunning(nowIso());
+    // (Its statement is issued now, before any job of this run can start.)
+    unlessDiskFull(() => this.store.interruptRunning(nowIso()));
     this.unsubscribe = this.events.subscribe((event) => this.answered(event));
   }
 
@@ -146,11 +148,11 @@ export class JobService {
    * selection in the request's fleets, checks the expected count, records the job (its one audit
    * entry) and answers; the devices are acted on afterwards.
    */
-  create(body: JobBody): Job {
+  async create(body: JobBody): Promise<Job> {
     if (this.closing) throw new ApiError(503, 'ERROR_SHUTTING_DOWN', 'The server is stopping: try again once it is back');
     const scope = currentFleetScope();
-    const { plan, params } = this.planOf(body);
-    const { devices, missing, description } = this.resolve(body.selection, scope);
+    const { plan, params } = await this.planOf(body);
+    const { devices, missing, description } = await this.resolve(body.selection, scope);
     const label = JOB_ACTION_LABELS[body.action];
     const count = devices.length;
     if (count === 0) {
@@ -176,8 +178,8 @@ export class JobService {
     const actor = context?.actor ?? null;
     const total = count + missing.length;
     const at = nowIso();
-    const id = this.work.run(() => {
-      const jobId = this.store.insert({
+    const id = await this.work.run(async () => {
+      const jobId = await this.store.insert({
         action: body.action,
         selection: JSON.stringify(body.selection),
         description,
@@ -189,7 +191,7 @@ export class JobService {
         created_at: at,
       });
       // The job's one audit entry: the action, the selection and the count.
-      this.events.record(
+      await this.events.record(
         'job.started',
         `${label}: ${plural(total)} (${description})${params === null ? '' : ` ${paramsText(params)}`}, job #${jobId}`,
         {},
@@ -206,7 +208,7 @@ export class JobService {
         },
       );
       if (missing.length > 0) {
-        this.store.insertResults(
+        await this.store.insertResults(
           jobId,
           missing.map((agentId) => ({
             agent_id: agentId,
@@ -220,7 +222,7 @@ export class JobService {
       }
       return jobId;
     });
-    const job = this.store.byId(id)!;
+    const job = (await this.store.byId(id))!;
     // The work runs for the same actor and fleets, outside the request: what it records names the
     // actor, but the audit trail holds the job's one entry (audit/context.ts jobId).
     const runContext: RequestContext = {
@@ -238,20 +240,22 @@ export class JobService {
     return this.view(job, scope);
   }
 
-  list(limit = 100): Job[] {
+  async list(limit = 100): Promise<Job[]> {
     const scope = currentFleetScope();
-    const rows = this.store.list(scope === null ? limit : Math.max(limit, 1000));
-    return rows
-      .filter((row) => visible(row, scope))
-      .slice(0, limit)
-      .map((row) => this.view(row, scope));
+    const rows = await this.store.list(scope === null ? limit : Math.max(limit, 1000));
+    return Promise.all(
+      rows
+        .filter((row) => visible(row, scope))
+        .slice(0, limit)
+        .map((row) => this.view(row, scope)),
+    );
   }
 
-  get(id: number, status?: JobResultStatus): JobDetail {
+  async get(id: number, status?: JobResultStatus): Promise<JobDetail> {
     const scope = currentFleetScope();
-    const row = this.store.byId(id);
+    const row = await this.store.byId(id);
     if (!row || !visible(row, scope)) throw itemNotFound('Job not found');
-    return { ...this.view(row, scope), results: this.store.results(id, status, scope) };
+    return { ...(await this.view(row, scope)), results: await this.store.results(id, status, scope) };
   }
 
   /** Resolves once every job running now has acted on all its devices (tests, shutdown). */
@@ -265,7 +269,7 @@ export class JobService {
     await this.idle();
     this.unsubscribe();
     if (this.answerTimer) clearTimeout(this.answerTimer);
-    this.flushAnswers();
+    await this.flushAnswers();
     for (const timer of this.progressTimers.values()) clearTimeout(timer);
     this.progressTimers.clear();
   }
@@ -273,7 +277,7 @@ export class JobService {
   // ── making the job ─────────────────────────────────────────────────────────────────────────
 
   /** The action's parameters, checked now (a mistake is one 400, not one refusal per device). */
-  private planOf(body: JobBody): { plan: Plan; params: Record<string, unknown> | null } {
+  private async planOf(body: JobBody): Promise<{ plan: Plan; params: Record<string, unknown> | null }> {
     const extra = (
       ['fleet_id', 'fleet', 'policy', 'value', 'kind', 'item_id', 'destination', 'remove_on_delete'] as const
     ).filter((key) => body[key] !== undefined);
@@ -286,7 +290,8 @@ export class JobService {
         only('fleet_id', 'fleet');
         if ((body.fleet_id === undefined) === (body.fleet === undefined))
           throw badRequest('move needs the fleet to move the devices to: fleet_id or fleet (its name)');
-        const fleet = body.fleet_id !== undefined ? this.fleets.get(body.fleet_id) : this.fleets.resolve(1, body.fleet);
+        const fleet =
+          body.fleet_id !== undefined ? await this.fleets.get(body.fleet_id) : await this.fleets.resolve(1, body.fleet);
         return { plan: { kind: 'move', fleetId: fleet.id }, params: { fleet_id: fleet.id, fleet: fleet.name } };
       }
       case 'assign_policy':
@@ -334,8 +339,11 @@ export class JobService {
   }
 
   /** The devices of the selection in `scope`, ids given that are not there, and the selection in words. */
-  private resolve(selection: JobSelection, scope: FleetScope): { devices: Target[]; missing: number[]; description: string } {
-    const all = this.agents.list(scope);
+  private async resolve(
+    selection: JobSelection,
+    scope: FleetScope,
+  ): Promise<{ devices: Target[]; missing: number[]; description: string }> {
+    const all = await this.agents.list(scope);
     if (selection.ids !== undefined) {
       const byId = new Map(all.map((device) => [device.id, device]));
       const ids = [...new Set(selection.ids)];
@@ -349,19 +357,19 @@ export class JobService {
     let base = all;
     if (filter.where !== undefined || filter.view !== undefined) {
       if (!this.views) throw new ApiError(503, 'ERROR_UNAVAILABLE', 'The filter language is not available on this server');
-      base = this.views.devices({ where: filter.where, view: filter.view });
+      base = await this.views.devices({ where: filter.where, view: filter.view });
     }
     if (filter.fleet !== undefined) {
       // By name (or id), as the table and the CLI name it: an unknown fleet is a 400, not "no device".
-      const fleet = this.fleets.resolve(1, filter.fleet);
+      const fleet = await this.fleets.resolve(1, filter.fleet);
       filter.fleet = fleet.name;
     }
-    if (filter.fleet_id !== undefined) this.fleets.get(filter.fleet_id);
+    if (filter.fleet_id !== undefined) await this.fleets.get(filter.fleet_id);
     if (filter.search !== undefined && filter.search.trim() === '') delete filter.search;
     let complianceOf: ((id: number) => string | null) | undefined;
     if (filter.compliance !== undefined) {
       if (!this.policies) throw new ApiError(503, 'ERROR_UNAVAILABLE', 'Compliance is not available on this server');
-      const states = new Map(this.policies.compliance(null).map((row) => [row.agent_id, row.state]));
+      const states = new Map((await this.policies.compliance(null)).map((row) => [row.agent_id, row.state]));
       complianceOf = (id) => states.get(id) ?? null;
     }
     const devices = base.filter((device) => matchesDeviceFilter(device, filter, complianceOf));
@@ -374,7 +382,7 @@ export class JobService {
     // The request is answered first.
     await nextTurn();
     const complete = await this.act(job, plan, devices);
-    this.finish(job, complete ? 'done' : 'interrupted', complete ? null : 'The server stopped while it ran');
+    await this.finish(job, complete ? 'done' : 'interrupted', complete ? null : 'The server stopped while it ran');
   }
 
   /** Acts on every device (false: stopped before the last, the server closing). */
@@ -398,8 +406,8 @@ export class JobService {
         });
       case 'assign': {
         const policies = this.policies!;
-        return this.eachDevice(job, devices, (device) => {
-          policies.assign({
+        return this.eachDevice(job, devices, async (device) => {
+          await policies.assign({
             policy: plan.policy,
             value: plan.value,
             agentId: device.id,
@@ -410,8 +418,8 @@ export class JobService {
         });
       }
       case 'delete':
-        return this.eachDevice(job, devices, (device) => {
-          this.agents.remove(device.id);
+        return this.eachDevice(job, devices, async (device) => {
+          await this.agents.remove(device.id);
           return { status: 'done', reason: null };
         });
     }
@@ -454,9 +462,9 @@ export class JobService {
         );
       }
       const ids = toSend.map((device) => device.id);
-      this.work.run(() => {
-        if (command === 'lock' || command === 'unlock') this.store.setLock(ids, command === 'lock', at);
-        this.store.insertResults(job.id, results);
+      await this.work.run(async () => {
+        if (command === 'lock' || command === 'unlock') await this.store.setLock(ids, command === 'lock', at);
+        await this.store.insertResults(job.id, results);
       });
       if (answer) this.awaitAnswers(job.id, ids, answer);
       const failed = new Map<string, number[]>();
@@ -468,8 +476,8 @@ export class JobService {
           }),
         ),
       );
-      for (const [reason, agentIds] of failed) this.store.setResults(job.id, agentIds, 'failed', reason, nowIso());
-      this.progressSoon(job);
+      for (const [reason, agentIds] of failed) await this.store.setResults(job.id, agentIds, 'failed', reason, nowIso());
+      await this.progressSoon(job);
     }
     return start >= devices.length;
   }
@@ -495,7 +503,7 @@ export class JobService {
           results.push({ ...base, status, reason: reasonOf(error), at: nowIso() });
         }
       }
-      this.store.insertResults(job.id, results);
+      await this.store.insertResults(job.id, results);
       if (answer) {
         const sent = results.filter((result) => result.status === 'sent' || result.status === 'offline');
         this.awaitAnswers(
@@ -504,25 +512,25 @@ export class JobService {
           answer,
         );
       }
-      this.progressSoon(job);
+      await this.progressSoon(job);
       await nextTurn();
     }
     return start >= devices.length;
   }
 
-  private finish(job: JobRow, state: 'done' | 'failed' | 'interrupted', error: string | null): void {
+  private async finish(job: JobRow, state: 'done' | 'failed' | 'interrupted', error: string | null): Promise<void> {
     const timer = this.progressTimers.get(job.id);
     if (timer) clearTimeout(timer);
     this.progressTimers.delete(job.id);
-    this.work.run(() => {
-      this.store.finish(job.id, state, error, nowIso());
-      this.recordProgress('job.finished', { ...job, state });
+    await this.work.run(async () => {
+      await this.store.finish(job.id, state, error, nowIso());
+      await this.recordProgress('job.finished', { ...job, state });
     });
   }
 
-  private fail(job: JobRow, error: unknown): void {
+  private async fail(job: JobRow, error: unknown): Promise<void> {
     try {
-      this.finish(job, 'failed', reasonOf(error));
+      await this.finish(job, 'failed', reasonOf(error));
     } catch {
       // The database is gone (the server stopping): the next start marks the job interrupted.
     }
@@ -531,22 +539,22 @@ export class JobService {
   // ── progress and answers ───────────────────────────────────────────────────────────────────
 
   /** A progress event for the job now, or once PROGRESS_INTERVAL_MS has passed since the last. */
-  private progressSoon(job: JobRow): void {
+  private async progressSoon(job: JobRow): Promise<void> {
     if (this.progressTimers.has(job.id)) return;
     const wait = (this.lastProgress.get(job.id) ?? 0) + PROGRESS_INTERVAL_MS - Date.now();
-    const emit = () => {
+    const emit = async () => {
       this.progressTimers.delete(job.id);
-      const row = this.store.byId(job.id);
-      if (row) this.recordProgress('job.progress', row);
+      const row = await this.store.byId(job.id);
+      if (row) await this.recordProgress('job.progress', row);
     };
-    if (wait <= 0) emit();
-    else this.progressTimers.set(job.id, setTimeout(emit, wait).unref());
+    if (wait <= 0) await emit();
+    else this.progressTimers.set(job.id, setTimeout(() => unlessDiskFull(emit), wait).unref());
   }
 
-  private recordProgress(type: 'job.progress' | 'job.finished', job: JobRow): void {
+  private async recordProgress(type: 'job.progress' | 'job.finished', job: JobRow): Promise<void> {
     this.lastProgress.set(job.id, Date.now());
     if (this.lastProgress.size > 1000) this.lastProgress.clear();
-    const counts = countsOf(this.store.counts(job.id, null));
+    const counts = countsOf(await this.store.counts(job.id, null));
     const processed = sum(counts);
     const label = JOB_ACTION_LABELS[job.action];
     const tally = JOB_RESULT_STATUSES.filter((status) => counts[status] > 0)
@@ -567,7 +575,7 @@ export class JobService {
     };
     // Never an audit entry of its own (the job's is written when it starts).
     const quiet: RequestContext = { actor: requestContext.current()?.actor ?? null, address: null, audited: true, jobId: job.id };
-    requestContext.run(quiet, () => this.events.record(type, message, {}, data));
+    await requestContext.run(quiet, () => this.events.record(type, message, {}, data));
   }
 
   private awaitAnswers(jobId: number, agentIds: readonly number[], kind: AnswerKind): void {
@@ -600,22 +608,22 @@ export class JobService {
     if (this.answers.size > 0 && !this.answerTimer) {
       this.answerTimer = setTimeout(() => {
         this.answerTimer = null;
-        this.flushAnswers();
+        unlessDiskFull(() => this.flushAnswers());
       }, ANSWER_FLUSH_MS).unref();
     }
   }
 
   /** Writes the answers received, one statement per job and chunk, and tells the consoles. */
-  private flushAnswers(): void {
+  private async flushAnswers(): Promise<void> {
     const batches = [...this.answers];
     this.answers.clear();
     if (batches.length === 0) return;
     const at = nowIso();
     for (const [jobId, agentIds] of batches) {
       try {
-        if (this.store.answered(jobId, agentIds, at) === 0) continue;
-        const job = this.store.byId(jobId);
-        if (job) this.progressSoon(job);
+        if ((await this.store.answered(jobId, agentIds, at)) === 0) continue;
+        const job = await this.store.byId(jobId);
+        if (job) await this.progressSoon(job);
       } catch {
         // The database is closing: these answers are not kept.
       }
@@ -632,8 +640,8 @@ export class JobService {
     }
   }
 
-  private view(row: JobRow, scope: FleetScope): Job {
-    const counts = countsOf(this.store.counts(row.id, scope));
+  private async view(row: JobRow, scope: FleetScope): Promise<Job> {
+    const counts = countsOf(await this.store.counts(row.id, scope));
     return {
       id: row.id,
       action: row.action,

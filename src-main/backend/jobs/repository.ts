@@ -1,8 +1,7 @@
 // The SQL of bulk jobs (migration 24): the jobs, one result row per device, and the command flags
 // a job sets on many agents at once. Written in SQL both engines accept: lists of ids are
 // expanded into `IN (?, ?, …)` and results inserted as multi-row VALUES, a chunk at a time.
-import type { Db } from '../db/database.ts';
-import type { Statement } from 'better-sqlite3';
+import type { Sql } from '../db/sql.ts';
 import type { JobAction, JobResultStatus, JobState } from '../../../src-shared/contract/index.ts';
 
 export interface JobRow {
@@ -39,23 +38,29 @@ export interface JobResultRow {
 export type NewJobResult = Omit<JobResultRow, 'answered_at'>;
 
 export interface JobRepository {
-  insert(job: NewJob): number;
-  byId(id: number): JobRow | undefined;
+  insert(job: NewJob): Promise<number>;
+  byId(id: number): Promise<JobRow | undefined>;
   /** Newest first. */
-  list(limit: number): JobRow[];
-  finish(id: number, state: JobState, error: string | null, at: string): void;
+  list(limit: number): Promise<JobRow[]>;
+  finish(id: number, state: JobState, error: string | null, at: string): Promise<void>;
   /** Jobs left running by a stopped server: marked interrupted; how many. */
-  interruptRunning(at: string): number;
-  insertResults(jobId: number, results: readonly NewJobResult[]): void;
+  interruptRunning(at: string): Promise<number>;
+  insertResults(jobId: number, results: readonly NewJobResult[]): Promise<void>;
   /** Results of these agents now `status` (with a reason), whatever they were. */
-  setResults(jobId: number, agentIds: readonly number[], status: JobResultStatus, reason: string | null, at: string): void;
+  setResults(
+    jobId: number,
+    agentIds: readonly number[],
+    status: JobResultStatus,
+    reason: string | null,
+    at: string,
+  ): Promise<void>;
   /** Results of these agents still sent or offline become answered; the agents whose result changed. */
-  answered(jobId: number, agentIds: readonly number[], at: string): number;
+  answered(jobId: number, agentIds: readonly number[], at: string): Promise<number>;
   /** How many results at each status; `fleets`: only those of these fleets (and of no fleet). */
-  counts(jobId: number, fleets: readonly number[] | null): Partial<Record<JobResultStatus, number>>;
-  results(jobId: number, status: JobResultStatus | undefined, fleets: readonly number[] | null): JobResultRow[];
+  counts(jobId: number, fleets: readonly number[] | null): Promise<Partial<Record<JobResultStatus, number>>>;
+  results(jobId: number, status: JobResultStatus | undefined, fleets: readonly number[] | null): Promise<JobResultRow[]>;
   /** Locks or unlocks many agents' records (the flag a single Lock sets), one statement per chunk. */
-  setLock(agentIds: readonly number[], lock: boolean, at: string): void;
+  setLock(agentIds: readonly number[], lock: boolean, at: string): Promise<void>;
 }
 
 /** Rows (or ids) per statement: under every engine's parameter limit, big enough to be few. */
@@ -72,65 +77,51 @@ function* chunks<T>(items: readonly T[], size = CHUNK): Generator<readonly T[]> 
 }
 
 export class SqliteJobRepository implements JobRepository {
-  private readonly db: Db;
+  private readonly sql: Sql;
   private readonly s;
-  /** Statements of a list of n ids or rows, prepared once per n. */
-  private readonly sized = new Map<string, Statement>();
 
-  constructor(db: Db) {
-    this.db = db;
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      insert: db.prepare(
-        `INSERT INTO jobs (action, state, selection, description, params, total, fleet_ids, account_id, actor, created_at)
+      insert: `INSERT INTO jobs (action, state, selection, description, params, total, fleet_ids, account_id, actor, created_at)
          VALUES (@action, 'running', @selection, @description, @params, @total, @fleet_ids, @account_id, @actor, @created_at)
          RETURNING id`,
-      ),
-      byId: db.prepare(`SELECT * FROM jobs WHERE id = ?`),
-      list: db.prepare(`SELECT * FROM jobs ORDER BY id DESC LIMIT ?`),
-      finish: db.prepare(`UPDATE jobs SET state = ?, error = ?, finished_at = ? WHERE id = ?`),
-      interrupt: db.prepare(
-        `UPDATE jobs SET state = 'interrupted', error = 'The server stopped while it ran', finished_at = ? WHERE state = 'running'`,
-      ),
-      counts: db.prepare(`SELECT status, count(*) AS n FROM job_results WHERE job_id = ? GROUP BY status`),
-      results: db.prepare(
-        `SELECT agent_id, name, fleet_id, status, reason, at, answered_at FROM job_results
+      byId: `SELECT * FROM jobs WHERE id = ?`,
+      list: `SELECT * FROM jobs ORDER BY id DESC LIMIT ?`,
+      finish: `UPDATE jobs SET state = ?, error = ?, finished_at = ? WHERE id = ?`,
+      interrupt: `UPDATE jobs SET state = 'interrupted', error = 'The server stopped while it ran', finished_at = ? WHERE state = 'running'`,
+      counts: `SELECT status, count(*) AS n FROM job_results WHERE job_id = ? GROUP BY status`,
+      results: `SELECT agent_id, name, fleet_id, status, reason, at, answered_at FROM job_results
          WHERE job_id = @job AND (@status IS NULL OR status = @status) ORDER BY agent_id`,
-      ),
     };
   }
 
-  private statement(key: string, count: number, sql: (count: number) => string): Statement {
-    const name = `${key}:${count}`;
-    let statement = this.sized.get(name);
-    if (!statement) {
-      statement = this.db.prepare(sql(count));
-      // Full chunks recur; the odd remainders are few, kept as well (at most one per size).
-      this.sized.set(name, statement);
-    }
-    return statement;
+  /** The text of a statement over a list of n ids or rows: the driver prepares each text once (full chunks recur; the odd remainders are few). */
+  private statement(_key: string, count: number, sql: (count: number) => string): string {
+    return sql(count);
   }
 
-  insert(job: NewJob): number {
-    return (this.s.insert.get(job) as { id: number }).id;
+  async insert(job: NewJob): Promise<number> {
+    return ((await this.sql.get(this.s.insert, job)) as { id: number }).id;
   }
 
-  byId(id: number): JobRow | undefined {
-    return this.s.byId.get(id) as JobRow | undefined;
+  async byId(id: number): Promise<JobRow | undefined> {
+    return (await this.sql.get(this.s.byId, [id])) as JobRow | undefined;
   }
 
-  list(limit: number): JobRow[] {
-    return this.s.list.all(limit) as JobRow[];
+  async list(limit: number): Promise<JobRow[]> {
+    return (await this.sql.all(this.s.list, [limit])) as JobRow[];
   }
 
-  finish(id: number, state: JobState, error: string | null, at: string): void {
-    this.s.finish.run(state, error, at, id);
+  async finish(id: number, state: JobState, error: string | null, at: string): Promise<void> {
+    await this.sql.run(this.s.finish, [state, error, at, id]);
   }
 
-  interruptRunning(at: string): number {
-    return this.s.interrupt.run(at).changes;
+  async interruptRunning(at: string): Promise<number> {
+    return (await this.sql.run(this.s.interrupt, [at])).changes;
   }
 
-  insertResults(jobId: number, results: readonly NewJobResult[]): void {
+  async insertResults(jobId: number, results: readonly NewJobResult[]): Promise<void> {
     for (const chunk of chunks(results)) {
       const statement = this.statement(
         'results',
@@ -138,62 +129,85 @@ export class SqliteJobRepository implements JobRepository {
         (n) =>
           `INSERT INTO job_results (job_id, agent_id, name, fleet_id, status, reason, at) VALUES ${placeholders(n, RESULT_COLUMNS)}`,
       );
-      statement.run(chunk.flatMap((r) => [jobId, r.agent_id, r.name, r.fleet_id, r.status, r.reason, r.at]));
+      await this.sql.run(
+        statement,
+        chunk.flatMap((r) => [jobId, r.agent_id, r.name, r.fleet_id, r.status, r.reason, r.at]),
+      );
     }
   }
 
-  setResults(jobId: number, agentIds: readonly number[], status: JobResultStatus, reason: string | null, at: string): void {
+  async setResults(
+    jobId: number,
+    agentIds: readonly number[],
+    status: JobResultStatus,
+    reason: string | null,
+    at: string,
+  ): Promise<void> {
     for (const chunk of chunks(agentIds)) {
-      this.statement(
-        'set',
-        chunk.length,
-        (n) => `UPDATE job_results SET status = ?, reason = ?, at = ? WHERE job_id = ? AND agent_id IN (${placeholders(n)})`,
-      ).run(status, reason, at, jobId, ...chunk);
+      await this.sql.run(
+        this.statement(
+          'set',
+          chunk.length,
+          (n) => `UPDATE job_results SET status = ?, reason = ?, at = ? WHERE job_id = ? AND agent_id IN (${placeholders(n)})`,
+        ),
+        [status, reason, at, jobId, ...chunk],
+      );
     }
   }
 
-  answered(jobId: number, agentIds: readonly number[], at: string): number {
+  async answered(jobId: number, agentIds: readonly number[], at: string): Promise<number> {
     let changed = 0;
     for (const chunk of chunks(agentIds)) {
-      changed += this.statement(
-        'answered',
-        chunk.length,
-        (n) =>
-          `UPDATE job_results SET status = 'answered', answered_at = ?
+      changed += (
+        await this.sql.run(
+          this.statement(
+            'answered',
+            chunk.length,
+            (n) =>
+              `UPDATE job_results SET status = 'answered', answered_at = ?
            WHERE job_id = ? AND status IN ('sent', 'offline') AND agent_id IN (${placeholders(n)})`,
-      ).run(at, jobId, ...chunk).changes;
+          ),
+          [at, jobId, ...chunk],
+        )
+      ).changes;
     }
     return changed;
   }
 
-  counts(jobId: number, fleets: readonly number[] | null): Partial<Record<JobResultStatus, number>> {
+  async counts(jobId: number, fleets: readonly number[] | null): Promise<Partial<Record<JobResultStatus, number>>> {
     const rows =
       fleets === null
-        ? (this.s.counts.all(jobId) as { status: JobResultStatus; n: number }[])
+        ? ((await this.sql.all(this.s.counts, [jobId])) as { status: JobResultStatus; n: number }[])
         : fleets.length === 0
           ? []
-          : (this.statement(
-              'scopedCounts',
-              fleets.length,
-              (n) =>
-                `SELECT status, count(*) AS n FROM job_results
+          : ((await this.sql.all(
+              this.statement(
+                'scopedCounts',
+                fleets.length,
+                (n) =>
+                  `SELECT status, count(*) AS n FROM job_results
                  WHERE job_id = ? AND (fleet_id IS NULL OR fleet_id IN (${placeholders(n)})) GROUP BY status`,
-            ).all(jobId, ...fleets) as { status: JobResultStatus; n: number }[]);
+              ),
+              [jobId, ...fleets],
+            )) as { status: JobResultStatus; n: number }[]);
     return Object.fromEntries(rows.map((row) => [row.status, row.n]));
   }
 
-  results(jobId: number, status: JobResultStatus | undefined, fleets: readonly number[] | null): JobResultRow[] {
-    const rows = this.s.results.all({ job: jobId, status: status ?? null }) as JobResultRow[];
+  async results(jobId: number, status: JobResultStatus | undefined, fleets: readonly number[] | null): Promise<JobResultRow[]> {
+    const rows = (await this.sql.all(this.s.results, { job: jobId, status: status ?? null })) as JobResultRow[];
     return fleets === null ? rows : rows.filter((row) => row.fleet_id === null || fleets.includes(row.fleet_id));
   }
 
-  setLock(agentIds: readonly number[], lock: boolean, at: string): void {
+  async setLock(agentIds: readonly number[], lock: boolean, at: string): Promise<void> {
     for (const chunk of chunks(agentIds)) {
-      this.statement(
-        'lock',
-        chunk.length,
-        (n) => `UPDATE agents SET lock = ?, updated_at = ? WHERE id IN (${placeholders(n)})`,
-      ).run(lock ? 1 : 0, at, ...chunk);
+      await this.sql.run(
+        this.statement(
+          'lock',
+          chunk.length,
+          (n) => `UPDATE agents SET lock = ?, updated_at = ? WHERE id IN (${placeholders(n)})`,
+        ),
+        [lock ? 1 : 0, at, ...chunk],
+      );
     }
   }
 }

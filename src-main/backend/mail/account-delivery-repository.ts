@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import { nowIso } from '../db/database.ts';
 import type { AccountInviteDelivery } from '../../../src-shared/contract/index.ts';
 import type { DeliveryOutcome } from './delivery-repository.ts';
@@ -25,111 +25,103 @@ export interface AccountDeliveryRow {
  * beside mail_deliveries with the same transports, retries and outbox.
  */
 export interface AccountDeliveryRepository {
-  queue(inviteId: number, token: string): void;
-  claim(): AccountDeliveryRow | undefined;
-  finish(inviteId: number, outcome: DeliveryOutcome): boolean;
-  scheduleRetry(inviteId: number, outcome: { error: string; response: string | null; retryAt: Date }): boolean;
-  nextRetryAt(): string | null;
-  requeueInterrupted(): number;
-  requeue(inviteId: number): void;
-  deliveriesOf(inviteIds: number[]): Map<number, AccountInviteDelivery>;
+  queue(inviteId: number, token: string): Promise<void>;
+  claim(): Promise<AccountDeliveryRow | undefined>;
+  finish(inviteId: number, outcome: DeliveryOutcome): Promise<boolean>;
+  scheduleRetry(inviteId: number, outcome: { error: string; response: string | null; retryAt: Date }): Promise<boolean>;
+  nextRetryAt(): Promise<string | null>;
+  requeueInterrupted(): Promise<number>;
+  requeue(inviteId: number): Promise<void>;
+  deliveriesOf(inviteIds: number[]): Promise<Map<number, AccountInviteDelivery>>;
 }
 
 export class SqliteAccountDeliveryRepository implements AccountDeliveryRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      queue: db.prepare(
-        `INSERT INTO admin_invite_deliveries (invite_id, token, state, attempts, queued_at, updated_at)
+      queue: `INSERT INTO admin_invite_deliveries (invite_id, token, state, attempts, queued_at, updated_at)
          VALUES (?, ?, 'queued', 0, ?, ?)`,
-      ),
-      claim: db.prepare(
-        `UPDATE admin_invite_deliveries SET state = 'sending', attempts = attempts + 1, retry_at = NULL, updated_at = @at
+      claim: `UPDATE admin_invite_deliveries SET state = 'sending', attempts = attempts + 1, retry_at = NULL, updated_at = @at
          WHERE invite_id = (SELECT invite_id FROM admin_invite_deliveries WHERE state = 'queued' AND (retry_at IS NULL OR retry_at <= @at)
                             ORDER BY queued_at, invite_id LIMIT 1)
          RETURNING *`,
-      ),
       // The secret goes with the attempt that ends the delivery: nothing keeps it afterwards.
-      finish: db.prepare(
-        `UPDATE admin_invite_deliveries SET state = @state, token = NULL, error = @error, response = @response,
+      finish: `UPDATE admin_invite_deliveries SET state = @state, token = NULL, error = @error, response = @response,
            message_id = coalesce(@message_id, message_id), outbox_file = @outbox_file, sent_at = coalesce(@sent_at, sent_at), updated_at = @at
          WHERE invite_id = @invite_id AND state = 'sending'`,
-      ),
-      scheduleRetry: db.prepare(
-        `UPDATE admin_invite_deliveries SET state = 'queued', error = @error, response = @response, retry_at = @retry_at,
+      scheduleRetry: `UPDATE admin_invite_deliveries SET state = 'queued', error = @error, response = @response, retry_at = @retry_at,
            queued_at = @retry_at, updated_at = @at
          WHERE invite_id = @invite_id AND state = 'sending'`,
-      ),
-      nextRetry: db.prepare(
-        `SELECT min(retry_at) AS at FROM admin_invite_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL`,
-      ),
-      requeueInterrupted: db.prepare(
-        `UPDATE admin_invite_deliveries SET state = 'queued', updated_at = ? WHERE state = 'sending'`,
-      ),
-      requeueOne: db.prepare(
-        `UPDATE admin_invite_deliveries SET state = 'queued', updated_at = ? WHERE invite_id = ? AND state = 'sending'`,
-      ),
-      of: db.prepare(
-        `SELECT invite_id, state, attempts, error, sent_at, retry_at FROM admin_invite_deliveries
+      nextRetry: `SELECT min(retry_at) AS at FROM admin_invite_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL`,
+      requeueInterrupted: `UPDATE admin_invite_deliveries SET state = 'queued', updated_at = ? WHERE state = 'sending'`,
+      requeueOne: `UPDATE admin_invite_deliveries SET state = 'queued', updated_at = ? WHERE invite_id = ? AND state = 'sending'`,
+      of: `SELECT invite_id, state, attempts, error, sent_at, retry_at FROM admin_invite_deliveries
          WHERE invite_id IN (SELECT value FROM json_each(?))`,
-      ),
     };
   }
 
-  queue(inviteId: number, token: string): void {
+  async queue(inviteId: number, token: string): Promise<void> {
     const at = nowIso();
-    this.s.queue.run(inviteId, token, at, at);
+    await this.sql.run(this.s.queue, [inviteId, token, at, at]);
   }
 
-  claim(): AccountDeliveryRow | undefined {
-    return this.s.claim.get({ at: nowIso() }) as AccountDeliveryRow | undefined;
+  async claim(): Promise<AccountDeliveryRow | undefined> {
+    return (await this.sql.get(this.s.claim, { at: nowIso() })) as AccountDeliveryRow | undefined;
   }
 
-  finish(inviteId: number, outcome: DeliveryOutcome): boolean {
+  async finish(inviteId: number, outcome: DeliveryOutcome): Promise<boolean> {
     const at = nowIso();
     return (
-      this.s.finish.run({
-        invite_id: inviteId,
-        state: outcome.state,
-        error: outcome.error ?? null,
-        response: outcome.response ?? null,
-        message_id: outcome.messageId ?? null,
-        outbox_file: outcome.outboxFile ?? null,
-        sent_at: outcome.state === 'failed' ? null : at,
-        at,
-      }).changes === 1
+      (
+        await this.sql.run(this.s.finish, {
+          invite_id: inviteId,
+          state: outcome.state,
+          error: outcome.error ?? null,
+          response: outcome.response ?? null,
+          message_id: outcome.messageId ?? null,
+          outbox_file: outcome.outboxFile ?? null,
+          sent_at: outcome.state === 'failed' ? null : at,
+          at,
+        })
+      ).changes === 1
     );
   }
 
-  scheduleRetry(inviteId: number, outcome: { error: string; response: string | null; retryAt: Date }): boolean {
+  async scheduleRetry(inviteId: number, outcome: { error: string; response: string | null; retryAt: Date }): Promise<boolean> {
     return (
-      this.s.scheduleRetry.run({
-        invite_id: inviteId,
-        error: outcome.error,
-        response: outcome.response,
-        retry_at: outcome.retryAt.toISOString(),
-        at: nowIso(),
-      }).changes === 1
+      (
+        await this.sql.run(this.s.scheduleRetry, {
+          invite_id: inviteId,
+          error: outcome.error,
+          response: outcome.response,
+          retry_at: outcome.retryAt.toISOString(),
+          at: nowIso(),
+        })
+      ).changes === 1
     );
   }
 
-  nextRetryAt(): string | null {
-    return (this.s.nextRetry.get() as { at: string | null }).at;
+  async nextRetryAt(): Promise<string | null> {
+    return ((await this.sql.get(this.s.nextRetry)) as { at: string | null }).at;
   }
 
-  requeueInterrupted(): number {
-    return this.s.requeueInterrupted.run(nowIso()).changes;
+  async requeueInterrupted(): Promise<number> {
+    return (await this.sql.run(this.s.requeueInterrupted, [nowIso()])).changes;
   }
 
-  requeue(inviteId: number): void {
-    this.s.requeueOne.run(nowIso(), inviteId);
+  async requeue(inviteId: number): Promise<void> {
+    await this.sql.run(this.s.requeueOne, [nowIso(), inviteId]);
   }
 
-  deliveriesOf(inviteIds: number[]): Map<number, AccountInviteDelivery> {
+  async deliveriesOf(inviteIds: number[]): Promise<Map<number, AccountInviteDelivery>> {
     const found = new Map<number, AccountInviteDelivery>();
     if (inviteIds.length === 0) return found;
-    for (const { invite_id: id, ...delivery } of this.s.of.all(JSON.stringify(inviteIds)) as (AccountInviteDelivery & {
+    for (const { invite_id: id, ...delivery } of (await this.sql.all(this.s.of, [
+      JSON.stringify(inviteIds),
+    ])) as (AccountInviteDelivery & {
       invite_id: number;
     })[])
       found.set(id, delivery);

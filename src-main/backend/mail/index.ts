@@ -1,6 +1,4 @@
-import { dirname } from 'node:path';
 import { tmpdir } from 'node:os';
-import type { Db } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { SettingsStore } from '../settings/settings.ts';
@@ -57,7 +55,8 @@ export interface Mail {
 
 export function createMail(
   deps: {
-    db: Db;
+    /** Whether the database is still open (the worker stops touching it once it closes). */
+    isOpen: () => boolean;
     events: EventLog;
     work: UnitOfWork;
     settings: SettingsStore;
@@ -71,8 +70,8 @@ export function createMail(
   },
   options: MailOptions = {},
 ): Mail {
-  const { db, events, work, settings, invitations, deliveries, accountDeliveries, accountInvites, notifications } = deps;
-  const dataDir = options.dataDir ?? (db.memory ? tmpdir() : dirname(db.name));
+  const { isOpen, events, work, settings, invitations, deliveries, accountDeliveries, accountInvites, notifications } = deps;
+  const dataDir = options.dataDir ?? tmpdir();
   const outbox = new Outbox(dataDir);
   const mailSettings = new MailSettingsService({
     settings,
@@ -92,7 +91,7 @@ export function createMail(
     outbox,
     events,
     transports: new TransportPool({ greetingTimeoutMs: options.greetingTimeoutMs }),
-    isOpen: () => db.open,
+    isOpen,
     shutdownGraceMs: options.shutdownGraceMs,
     retryPolicy: options.retryPolicy,
   });

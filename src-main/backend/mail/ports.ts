@@ -10,9 +10,9 @@ export interface MailableInvitation extends InvitationForMail {
 /** What the mail room reads of invitations (invitations/mail-query.ts implements it). */
 export interface MailableInvitations {
   /** Undefined when the invitation is gone. */
-  forMail(invitationId: number): MailableInvitation | undefined;
+  forMail(invitationId: number): Promise<MailableInvitation | undefined>;
   /** Of these invitations, those still pending. */
-  pendingAmong(invitationIds: number[]): number[];
+  pendingAmong(invitationIds: number[]): Promise<number[]>;
 }
 
 /** An admin's invitation as its email needs it (accounts/management.ts implements the read). */
@@ -29,7 +29,7 @@ export interface MailableAccountInvite {
 
 /** What the mail room reads of admins' invitations, and where their set-up page is. */
 export interface MailableAccountInvites {
-  forMail(inviteId: number): MailableAccountInvite | undefined;
+  forMail(inviteId: number): Promise<MailableAccountInvite | undefined>;
   /** The set-up page's URL for a link's secret. */
   setupLink(token: string): string;
 }

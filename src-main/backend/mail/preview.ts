@@ -40,7 +40,7 @@ export class MailPreview {
     };
     const problems = checkTemplates(templates);
     const invitation: InvitationForMail = input.invitation_id
-      ? this.invitation(input.invitation_id)
+      ? await this.invitation(input.invitation_id)
       : sampleInvitation(settings.invitation_lifetime_days);
     const target = (() => {
       try {
@@ -68,8 +68,8 @@ export class MailPreview {
     };
   }
 
-  private invitation(id: number): InvitationForMail {
-    const invitation = this.invitations.forMail(id);
+  private async invitation(id: number): Promise<InvitationForMail> {
+    const invitation = await this.invitations.forMail(id);
     if (!invitation) throw itemNotFound('Invitation not found');
     return invitation;
   }

@@ -41,40 +41,40 @@ export class MailQueue implements InvitationMailer {
   }
 
   /** Queues emails of existing invitations, in the caller's transaction if any; returns how many were queued. */
-  queue(invitationIds: number[], batchId: string | null = null): number {
+  async queue(invitationIds: number[], batchId: string | null = null): Promise<number> {
     if (invitationIds.length === 0) return 0;
-    return this.work.run(() => {
-      const queued = this.deliveries.queue(invitationIds, batchId);
+    return this.work.run(async () => {
+      const queued = await this.deliveries.queue(invitationIds, batchId);
       if (queued > 0) {
         const single = invitationIds.length === 1 ? invitationIds[0] : undefined;
-        this.events.record(
+        await this.events.record(
           'mail.queued',
           queued === 1 ? `Invitation email queued` : `${queued} invitation emails queued`,
           single === undefined ? {} : { invitationId: single },
           { count: queued, batch_id: batchId, ...(single === undefined ? {} : { invitation_id: single }) },
         );
       }
-      this.work.afterCommit(this.wake);
+      await this.work.afterCommit(this.wake);
       return queued;
     });
   }
 
   /** Queues every failed delivery again (of one batch, or of the given invitations). */
-  retryFailed(filter: { batchId?: string; invitationIds?: number[] } = {}): number {
+  async retryFailed(filter: { batchId?: string; invitationIds?: number[] } = {}): Promise<number> {
     // Those waiting for an automatic retry go now too.
-    let ids = [...this.deliveries.failedIds(filter.batchId), ...this.deliveries.waitingIds(filter.batchId)];
+    let ids = [...(await this.deliveries.failedIds(filter.batchId)), ...(await this.deliveries.waitingIds(filter.batchId))];
     if (filter.invitationIds) {
       const wanted = new Set(filter.invitationIds);
       ids = ids.filter((id) => wanted.has(id));
     }
-    return this.queue(this.invitations.pendingAmong(ids), filter.batchId ?? null);
+    return this.queue(await this.invitations.pendingAmong(ids), filter.batchId ?? null);
   }
 
   /** Queues the email of an admin's invitation in the caller's transaction; the worker sends it once that commits. */
-  queueAccountInvite(inviteId: number, token: string): void {
-    this.work.run(() => {
-      this.accountDeliveries.queue(inviteId, token);
-      this.work.afterCommit(this.wake);
+  async queueAccountInvite(inviteId: number, token: string): Promise<void> {
+    await this.work.run(async () => {
+      await this.accountDeliveries.queue(inviteId, token);
+      await this.work.afterCommit(this.wake);
     });
   }
 
@@ -82,26 +82,26 @@ export class MailQueue implements InvitationMailer {
    * Queues a notification email (plain text, composed by the caller: an alert) in the caller's
    * transaction; the worker sends it once that commits, with the invitations' retries and outbox.
    */
-  queueNotification(to: string[], subject: string, body: string): number {
-    return this.work.run(() => {
-      const id = this.notifications.queue(to, subject, body);
-      this.work.afterCommit(this.wake);
+  queueNotification(to: string[], subject: string, body: string): Promise<number> {
+    return this.work.run(async () => {
+      const id = await this.notifications.queue(to, subject, body);
+      await this.work.afterCommit(this.wake);
       return id;
     });
   }
 
   /** The email of each of these admin invitations that has one. */
-  deliveriesOf(inviteIds: number[]): Map<number, AccountInviteDelivery> {
+  deliveriesOf(inviteIds: number[]): Promise<Map<number, AccountInviteDelivery>> {
     return this.accountDeliveries.deliveriesOf(inviteIds);
   }
 
-  counts(batchId?: string): DeliveryCounts {
+  counts(batchId?: string): Promise<DeliveryCounts> {
     return this.deliveries.counts(batchId);
   }
 
   /** Progress of a bulk send, for the console's progress bar. */
-  batch(batchId: string) {
-    const counts = this.deliveries.counts(batchId);
+  async batch(batchId: string) {
+    const counts = await this.deliveries.counts(batchId);
     if (counts.total === 0) throw new ApiError(404, 'ERROR_NOT_FOUND', 'No such mail batch');
     // One waiting for a retry has had its try: it counts as finished for the progress bar, shown apart.
     const finished = counts.sent + counts.failed + counts.outbox + counts.retrying;

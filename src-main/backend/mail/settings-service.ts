@@ -113,7 +113,7 @@ export class MailSettingsService {
    * absent keeps it. `smtp_url` fills host, port, security, user, certificate check and password
    * at once. Templates are checked first: a broken one changes nothing.
    */
-  update(patch: MailSettingsPatch) {
+  async update(patch: MailSettingsPatch) {
     const { smtp_password: password, smtp_url: url, ...fields } = patch;
     const changes: Partial<Settings> = { ...fields };
     let newPassword = password;
@@ -147,14 +147,14 @@ export class MailSettingsService {
     // (the audit trail's one rule redacts it).
     const hadPassword = this.secrets.has('smtp_password');
     const secret = newPassword === undefined ? undefined : newPassword === '' ? null : newPassword;
-    this.settings.update(changes, (change) => {
+    await this.settings.update(changes, async (change) => {
       if (secret !== undefined) {
         change.keys.push('smtp_password');
         change.before.smtp_password = hadPassword ? 'set' : null;
         change.after.smtp_password = secret === null ? null : 'set';
       }
       if (change.keys.length > 0) {
-        this.events.record('settings.updated', `Mail settings changed: ${change.keys.join(', ')}`, {}, change);
+        await this.events.record('settings.updated', `Mail settings changed: ${change.keys.join(', ')}`, {}, change);
       }
       if (secret !== undefined) this.secrets.set('smtp_password', secret);
     });

@@ -31,7 +31,7 @@ export class TestMailSender {
     const described = this.mailSettings.describeTarget(target);
     if (target.kind === 'outbox') {
       const { file, messageId } = await this.outbox.write(testMail(target.from, to, 'the outbox folder'), `test-${to}`);
-      this.events.record('mail.test', `Test email to ${to} written to the outbox (no SMTP configured)`, {}, { to, file });
+      await this.events.record('mail.test', `Test email to ${to} written to the outbox (no SMTP configured)`, {}, { to, file });
       return { ok: true, via: 'outbox' as const, to, file, message_id: messageId, response: null, transport: described };
     }
     const mailer = nodemailer.createTransport(transportOptions(target.smtp, null) as never) as Transporter;
@@ -43,7 +43,7 @@ export class TestMailSender {
         accepted?: unknown[];
         rejected?: unknown[];
       };
-      this.events.record(
+      await this.events.record(
         'mail.test',
         `Test email sent to ${to}: ${info.response ?? ''}`,
         {},
@@ -61,7 +61,7 @@ export class TestMailSender {
       };
     } catch (error) {
       const { message, response } = describeSendError(error);
-      this.events.record('mail.test', `Test email to ${to} failed: ${message}`, {}, { to, error: message, response });
+      await this.events.record('mail.test', `Test email to ${to} failed: ${message}`, {}, { to, error: message, response });
       throw new MailSendError(
         message,
         response,

@@ -1,4 +1,5 @@
 import type { SendMailOptions } from 'nodemailer';
+import { isClosedDatabase, isDiskFull } from '../db/disk-full.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { SettingsStore } from '../settings/settings.ts';
 import type { DeliveryOutcome, DeliveryRepository, DeliveryRow } from './delivery-repository.ts';
@@ -56,6 +57,8 @@ export class MailWorker {
   private started = false;
   private stopping = false;
   private scheduled = false;
+  private pumping = false;
+  private pumpAgain = false;
   private active = 0;
   private idleWaiters: (() => void)[] = [];
   private retryTimer: NodeJS.Timeout | null = null;
@@ -67,18 +70,23 @@ export class MailWorker {
   }
 
   /** Starts the worker: deliveries interrupted by the last stop go first. Call once listening. */
-  start(): void {
+  async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
     const resumed =
-      this.deps.deliveries.requeueInterrupted() +
-      this.deps.accountDeliveries.requeueInterrupted() +
-      this.deps.notifications.requeueInterrupted();
+      (await this.deps.deliveries.requeueInterrupted()) +
+      (await this.deps.accountDeliveries.requeueInterrupted()) +
+      (await this.deps.notifications.requeueInterrupted());
     if (resumed > 0)
-      this.deps.events.record('mail.resumed', `${resumed} interrupted invitation email(s) queued again`, {}, { count: resumed });
+      await this.deps.events.record(
+        'mail.resumed',
+        `${resumed} interrupted invitation email(s) queued again`,
+        {},
+        { count: resumed },
+      );
     this.kick();
     // Retries scheduled before the stop keep their time.
-    this.armRetryTimer();
+    await this.armRetryTimer();
   }
 
   /** Stops taking work, lets messages in flight finish for a moment, then cuts them off. */
@@ -92,15 +100,15 @@ export class MailWorker {
   }
 
   /** What the console's mail page shows: where mail goes, the queue, what is in flight. */
-  status() {
+  async status() {
     const { transport, error } = this.deps.mailSettings.describeOrError();
     return {
       transport,
       error,
       outbox_dir: this.deps.mailSettings.outboxDir,
-      counts: this.deps.deliveries.counts(),
+      counts: await this.deps.deliveries.counts(),
       in_flight: this.active,
-      next_retry_at: this.deps.deliveries.nextRetryAt(),
+      next_retry_at: await this.deps.deliveries.nextRetryAt(),
     };
   }
 
@@ -110,8 +118,29 @@ export class MailWorker {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      this.pump();
+      void this.pump();
     });
+  }
+
+  /** One pump at a time (each claims with awaits in between): a kick meanwhile makes it look again. */
+  private async pump(): Promise<void> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        await this.pumpOnce();
+      } while (this.pumpAgain);
+    } catch (error) {
+      // The database went away under the worker (the server is closing) or its disk is full: the
+      // queue is in the database, looked at again on the next kick or start.
+      if (!isDiskFull(error) && !isClosedDatabase(error)) console.error(error);
+    } finally {
+      this.pumping = false;
+    }
   }
 
   private async idleOrAfter(ms: number): Promise<void> {
@@ -122,12 +151,12 @@ export class MailWorker {
   }
 
   /** Wakes the worker when the earliest scheduled retry is due (the schedule itself is in the database). */
-  private armRetryTimer(): void {
+  private async armRetryTimer(): Promise<void> {
     if (!this.started || this.stopping || !this.deps.isOpen()) return;
     const next = [
-      this.deps.deliveries.nextRetryAt(),
-      this.deps.accountDeliveries.nextRetryAt(),
-      this.deps.notifications.nextRetryAt(),
+      await this.deps.deliveries.nextRetryAt(),
+      await this.deps.accountDeliveries.nextRetryAt(),
+      await this.deps.notifications.nextRetryAt(),
     ]
       .filter((at): at is string => at !== null)
       .sort()[0];
@@ -140,27 +169,27 @@ export class MailWorker {
       () => {
         this.retryTimer = null;
         this.kick();
-        this.armRetryTimer();
+        this.armRetryTimer().catch(reportUnlessClosing);
       },
       Math.max(0, at - Date.now()) + 5,
     );
     this.retryTimer.unref();
   }
 
-  private pump(): void {
+  private async pumpOnce(): Promise<void> {
     if (this.stopping || !this.deps.isOpen()) return;
     const limit = this.deps.settings.get().smtp_max_connections;
     while (!this.stopping && this.active < limit) {
-      const job = this.deps.deliveries.claim();
-      const accountJob = job ? undefined : this.deps.accountDeliveries.claim();
-      const notification = job || accountJob ? undefined : this.deps.notifications.claim();
+      const job = await this.deps.deliveries.claim();
+      const accountJob = job ? undefined : await this.deps.accountDeliveries.claim();
+      const notification = job || accountJob ? undefined : await this.deps.notifications.claim();
       if (!job && !accountJob && !notification) break;
       this.active++;
-      const failed = (error: unknown) => {
+      const failed = async (error: unknown) => {
         const outcome = { state: 'failed' as const, error: `Internal error: ${(error as Error).message}` };
-        if (job) this.finish(job, outcome);
-        else if (accountJob) this.finishAccount(accountJob, outcome);
-        else this.finishNotification(notification!, outcome);
+        if (job) await this.finish(job, outcome);
+        else if (accountJob) await this.finishAccount(accountJob, outcome);
+        else await this.finishNotification(notification!, outcome);
       };
       const delivery = job
         ? this.deliver(job)
@@ -175,9 +204,13 @@ export class MailWorker {
     }
   }
 
-  private finish(job: DeliveryRow, outcome: DeliveryOutcome & { error?: string }, invitation?: MailableInvitation): void {
+  private async finish(
+    job: DeliveryRow,
+    outcome: DeliveryOutcome & { error?: string },
+    invitation?: MailableInvitation,
+  ): Promise<void> {
     if (!this.deps.isOpen()) return;
-    if (!this.deps.deliveries.finish(job.invitation_id, outcome)) return;
+    if (!(await this.deps.deliveries.finish(job.invitation_id, outcome))) return;
     const { state, error, response } = outcome;
     const email = invitation?.email ?? `invitation #${job.invitation_id}`;
     const message = {
@@ -185,7 +218,7 @@ export class MailWorker {
       outbox: `Invitation email for ${email} written to the outbox (no SMTP configured)`,
       failed: `Invitation email to ${email} failed: ${error ?? ''}`,
     }[state];
-    this.deps.events.record(
+    await this.deps.events.record(
       `mail.${state}`,
       message,
       { entityId: invitation?.entity_id ?? null, invitationId: job.invitation_id },
@@ -199,14 +232,14 @@ export class MailWorker {
     );
   }
 
-  private scheduleRetry(
+  private async scheduleRetry(
     job: DeliveryRow,
     invitation: MailableInvitation,
     outcome: { error: string; response: string | null; retryAt: Date },
-  ): void {
-    if (!this.deps.isOpen() || !this.deps.deliveries.scheduleRetry(job.invitation_id, outcome)) return;
+  ): Promise<void> {
+    if (!this.deps.isOpen() || !(await this.deps.deliveries.scheduleRetry(job.invitation_id, outcome))) return;
     const at = outcome.retryAt.toISOString();
-    this.deps.events.record(
+    await this.deps.events.record(
       'mail.retrying',
       `Invitation email to ${invitation.email} failed (${outcome.error}); will retry ${inAbout(outcome.retryAt)} (at ${at.slice(11, 19)} UTC)`,
       { entityId: invitation.entity_id, invitationId: job.invitation_id },
@@ -219,11 +252,11 @@ export class MailWorker {
         ...(outcome.response ? { response: outcome.response } : {}),
       },
     );
-    this.armRetryTimer();
+    await this.armRetryTimer();
   }
 
   private async deliver(job: DeliveryRow): Promise<void> {
-    const invitation = this.deps.invitations.forMail(job.invitation_id);
+    const invitation = await this.deps.invitations.forMail(job.invitation_id);
     if (!invitation) return; // deleted meanwhile; its delivery row went with it
     if (invitation.status !== 'pending') {
       const why = { done: 'it has already been used', revoked: 'it was revoked', expired: 'it has expired' }[invitation.status];
@@ -251,11 +284,11 @@ export class MailWorker {
       invitation.expires_at,
     );
     if (result.state === 'cut') {
-      if (this.deps.isOpen()) this.deps.deliveries.requeue(job.invitation_id);
-    } else if (result.state === 'retry') this.scheduleRetry(job, invitation, result);
+      if (this.deps.isOpen()) await this.deps.deliveries.requeue(job.invitation_id);
+    } else if (result.state === 'retry') await this.scheduleRetry(job, invitation, result);
     else if (result.state === 'outbox')
-      this.finish(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invitation);
-    else this.finish(job, result, invitation);
+      await this.finish(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invitation);
+    else await this.finish(job, result, invitation);
   }
 
   /** Sends one composed message through the pool (or writes it to the outbox); failures are sorted into final and transient. */
@@ -299,7 +332,7 @@ export class MailWorker {
 
   /** An admin's invitation: the set-up link, sent while the invitation is pending. */
   private async deliverAccountInvite(job: AccountDeliveryRow): Promise<void> {
-    const invite = this.deps.accountInvites.forMail(job.invite_id);
+    const invite = await this.deps.accountInvites.forMail(job.invite_id);
     if (!invite) return; // the account was deleted meanwhile; its delivery row went with it
     if (invite.status !== 'pending' || job.token === null) {
       const why = {
@@ -333,10 +366,10 @@ export class MailWorker {
       invite.expires_at,
     );
     if (result.state === 'cut') {
-      if (this.deps.isOpen()) this.deps.accountDeliveries.requeue(job.invite_id);
+      if (this.deps.isOpen()) await this.deps.accountDeliveries.requeue(job.invite_id);
     } else if (result.state === 'retry') {
-      if (!this.deps.isOpen() || !this.deps.accountDeliveries.scheduleRetry(job.invite_id, result)) return;
-      this.deps.events.record(
+      if (!this.deps.isOpen() || !(await this.deps.accountDeliveries.scheduleRetry(job.invite_id, result))) return;
+      await this.deps.events.record(
         'account.invitation_retrying',
         `Admin invitation email to ${invite.email} failed (${result.error}); will retry ${inAbout(result.retryAt)}`,
         {},
@@ -348,10 +381,10 @@ export class MailWorker {
           retry_at: result.retryAt.toISOString(),
         },
       );
-      this.armRetryTimer();
+      await this.armRetryTimer();
     } else if (result.state === 'outbox') {
-      this.finishAccount(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invite.email);
-    } else this.finishAccount(job, result, invite.email);
+      await this.finishAccount(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invite.email);
+    } else await this.finishAccount(job, result, invite.email);
   }
 
   /** A notification email (an alert): composed by its sender, sent as it is, retried like the others. */
@@ -376,10 +409,10 @@ export class MailWorker {
     };
     const result = await this.transmit(target, message, `notification-${job.id}`, job.attempts);
     if (result.state === 'cut') {
-      if (this.deps.isOpen()) this.deps.notifications.requeue(job.id);
+      if (this.deps.isOpen()) await this.deps.notifications.requeue(job.id);
     } else if (result.state === 'retry') {
-      if (!this.deps.isOpen() || !this.deps.notifications.scheduleRetry(job.id, result)) return;
-      this.deps.events.record(
+      if (!this.deps.isOpen() || !(await this.deps.notifications.scheduleRetry(job.id, result))) return;
+      await this.deps.events.record(
         'mail.notification_retrying',
         `Email "${job.subject}" to ${to.join(', ')} failed (${result.error}); will retry ${inAbout(result.retryAt)}`,
         {},
@@ -392,20 +425,24 @@ export class MailWorker {
           retry_at: result.retryAt.toISOString(),
         },
       );
-      this.armRetryTimer();
+      await this.armRetryTimer();
     } else if (result.state === 'outbox') {
-      this.finishNotification(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, to);
-    } else this.finishNotification(job, result, to);
+      await this.finishNotification(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, to);
+    } else await this.finishNotification(job, result, to);
   }
 
-  private finishNotification(job: NotificationRow, outcome: DeliveryOutcome & { error?: string }, to = recipientsOf(job)): void {
-    if (!this.deps.isOpen() || !this.deps.notifications.finish(job.id, outcome)) return;
+  private async finishNotification(
+    job: NotificationRow,
+    outcome: DeliveryOutcome & { error?: string },
+    to = recipientsOf(job),
+  ): Promise<void> {
+    if (!this.deps.isOpen() || !(await this.deps.notifications.finish(job.id, outcome))) return;
     const message = {
       sent: `Email "${job.subject}" sent to ${to.join(', ')}`,
       outbox: `Email "${job.subject}" written to the outbox (no SMTP configured)`,
       failed: `Email "${job.subject}" to ${to.join(', ')} failed: ${outcome.error ?? ''}`,
     }[outcome.state];
-    this.deps.events.record(
+    await this.deps.events.record(
       `mail.notification_${outcome.state}`,
       message,
       {},
@@ -419,15 +456,19 @@ export class MailWorker {
     );
   }
 
-  private finishAccount(job: AccountDeliveryRow, outcome: DeliveryOutcome & { error?: string }, email?: string): void {
-    if (!this.deps.isOpen() || !this.deps.accountDeliveries.finish(job.invite_id, outcome)) return;
+  private async finishAccount(
+    job: AccountDeliveryRow,
+    outcome: DeliveryOutcome & { error?: string },
+    email?: string,
+  ): Promise<void> {
+    if (!this.deps.isOpen() || !(await this.deps.accountDeliveries.finish(job.invite_id, outcome))) return;
     const to = email ?? `admin invitation #${job.invite_id}`;
     const message = {
       sent: `Admin invitation email sent to ${to}`,
       outbox: `Admin invitation email for ${to} written to the outbox (no SMTP configured)`,
       failed: `Admin invitation email to ${to} failed: ${outcome.error ?? ''}`,
     }[outcome.state];
-    this.deps.events.record(
+    await this.deps.events.record(
       `account.invitation_${outcome.state}`,
       message,
       {},
@@ -455,4 +496,9 @@ function inAbout(at: Date): string {
   if (minutes < 90) return `in about ${minutes} minute${minutes === 1 ? '' : 's'}`;
   const hours = Math.round(minutes / 60);
   return `in about ${hours} hours`;
+}
+
+/** An error of the worker's own timers: dropped when the server is closing or its disk is full, else reported. */
+function reportUnlessClosing(error: unknown): void {
+  if (!isDiskFull(error) && !isClosedDatabase(error)) console.error(error);
 }

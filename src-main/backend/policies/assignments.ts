@@ -52,12 +52,12 @@ interface Target {
 }
 
 /** A file or package deployed to a fleet or a device: deployApp / deployFile. Returns the assignment's id. */
-export function deploy(ctx: PolicyContext, input: DeployInput): number {
+export async function deploy(ctx: PolicyContext, input: DeployInput): Promise<number> {
   if ((input.fleetId === undefined) === (input.agentId === undefined))
     throw badRequest('Give exactly one target: a fleet or an agent');
-  const item = ctx.files.get(input.kind, input.itemId);
+  const item = await ctx.files.get(input.kind, input.itemId);
   if (!item) throw itemNotFound(`${input.kind === 'file' ? 'File' : 'Package'} #${input.itemId} not found`);
-  const target = itemTarget(ctx, input, item.entityId);
+  const target = await itemTarget(ctx, input, item.entityId);
   let value: PolicyValue;
   let destination: string | null = null;
   if (input.kind === 'package') {
@@ -80,7 +80,7 @@ export function deploy(ctx: PolicyContext, input: DeployInput): number {
     value = { policy: 'deployFile', value: destination, itemId: item.id, version: item.version };
   }
   const base = { item_kind: input.kind, item_id: item.id, fleet_id: target.fleetId, agent_id: target.agentId } as const;
-  if (ctx.repo.activeSameOwn({ policy: value.policy, ...base }).length > 0) {
+  if ((await ctx.repo.activeSameOwn({ policy: value.policy, ...base })).length > 0) {
     throw new ApiError(
       409,
       'ERROR_ALREADY_DEPLOYED',
@@ -91,9 +91,15 @@ export function deploy(ctx: PolicyContext, input: DeployInput): number {
   // would undo the deployment; it is refused, naming the removal to take away first.
   const opposite = input.kind === 'package' ? 'removeApp' : 'removeFile';
   const oppositeValue = input.kind === 'package' ? value.value : deployedFilePath(value.value, item.name);
-  const conflicting = ctx.repo
-    .activeSameOwn({ policy: opposite, item_kind: null, item_id: null, fleet_id: target.fleetId, agent_id: target.agentId })
-    .find((removal) => (JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue);
+  const conflicting = (
+    await ctx.repo.activeSameOwn({
+      policy: opposite,
+      item_kind: null,
+      item_id: null,
+      fleet_id: target.fleetId,
+      agent_id: target.agentId,
+    })
+  ).find((removal) => (JSON.parse(removal.payload) as Record<string, unknown>)[opposite] === oppositeValue);
   if (conflicting) {
     throw new ApiError(
       409,
@@ -120,7 +126,7 @@ export function deploy(ctx: PolicyContext, input: DeployInput): number {
  * task per device in scope. A device-level value beats its fleet's: that fleet task is overriden.
  * Returns the assignment's id.
  */
-export function assign(ctx: PolicyContext, input: AssignInput): number {
+export async function assign(ctx: PolicyContext, input: AssignInput): Promise<number> {
   const definition = checkedPolicy(input.policy, input.value);
   if ((input.fleetId === undefined) === (input.agentId === undefined))
     throw badRequest('Give exactly one target: a fleet or an agent');
@@ -141,10 +147,10 @@ export function assign(ctx: PolicyContext, input: AssignInput): number {
       });
     case 'removeApp':
     case 'removeFile':
-      return removeItem(ctx, definition.symbol, input.value as string, targetOf(ctx, input.fleetId, input.agentId));
+      return removeItem(ctx, definition.symbol, input.value as string, await targetOf(ctx, input.fleetId, input.agentId));
   }
   const value = input.value as boolean | number | string;
-  const target = targetOf(ctx, input.fleetId, input.agentId);
+  const target = await targetOf(ctx, input.fleetId, input.agentId);
   const same = {
     policy: definition.symbol,
     item_kind: null,
@@ -152,7 +158,7 @@ export function assign(ctx: PolicyContext, input: AssignInput): number {
     fleet_id: target.fleetId,
     agent_id: target.agentId,
   };
-  const existing = ctx.repo.activeSameOwn(same)[0];
+  const existing = (await ctx.repo.activeSameOwn(same))[0];
   if (existing) {
     throw new ApiError(
       409,
@@ -186,19 +192,19 @@ export function assign(ctx: PolicyContext, input: AssignInput): number {
  * reference does: refused while the same removal is in force there (unicity), or while a deployment
  * of that app or file is (the reference's conflict rule, the other way round).
  */
-function removeItem(
+async function removeItem(
   ctx: PolicyContext,
   policy: 'removeApp' | 'removeFile',
   raw: string,
   target: Target & { entityId: number },
-): number {
+): Promise<number> {
   const value = raw.trim();
   // eslint-disable-next-line no-control-regex -- a name or path with control characters in it is refused
   if (value === '' || /[\u0000-\u001f]/.test(value))
     throw badRequest(`${policy}: expected ${policy === 'removeApp' ? 'an Android package name' : 'a path on the device'}`);
-  const same = ctx.repo
-    .activeOnTarget(policy, target.fleetId, target.agentId)
-    .find((row) => (JSON.parse(row.payload) as Record<string, unknown>)[policy] === value);
+  const same = (await ctx.repo.activeOnTarget(policy, target.fleetId, target.agentId)).find(
+    (row) => (JSON.parse(row.payload) as Record<string, unknown>)[policy] === value,
+  );
   if (same)
     throw new ApiError(
       409,
@@ -206,7 +212,7 @@ function removeItem(
       `${policy} "${value}" is already in force on ${target.name} (assignment #${same.id}): unset it first`,
     );
   const deployment = policy === 'removeApp' ? 'deployApp' : 'deployFile';
-  const conflicting = ctx.repo.activeOnTarget(deployment, target.fleetId, target.agentId).find((row) => {
+  const conflicting = (await ctx.repo.activeOnTarget(deployment, target.fleetId, target.agentId)).find((row) => {
     const message = JSON.parse(row.payload) as Record<string, unknown>;
     return policy === 'removeApp'
       ? message.deployApp === value
@@ -241,32 +247,32 @@ function removeItem(
 }
 
 /** Removes a value policy: its retained message cleared, open tasks canceled. */
-export function unassignValue(ctx: PolicyContext, row: DeploymentRow): void {
+export async function unassignValue(ctx: PolicyContext, row: DeploymentRow): Promise<void> {
   if (row.state !== 'active') throw new ApiError(409, 'ERROR_ALREADY_REMOVED', `Assignment #${row.id} was already removed`);
-  ctx.outbox.transact(() => retire(ctx, row, null, 'the policy was unset'));
+  await ctx.outbox.transact(() => retire(ctx, row, null, 'the policy was unset'));
 }
 
 /**
  * Removes a deployment: its retained policy is cleared, open tasks canceled, and (remove_on_delete)
  * the removal published. Returns the removal's id, if one was published.
  */
-export function undeploy(ctx: PolicyContext, id: number): number | null {
-  const row = ctx.repo.byId(id);
-  if (!row || !visibleAssignment(ctx, row)) throw itemNotFound('Deployment not found');
+export async function undeploy(ctx: PolicyContext, id: number): Promise<number | null> {
+  const row = await ctx.repo.byId(id);
+  if (!row || !(await visibleAssignment(ctx, row))) throw itemNotFound('Deployment not found');
   if (row.state !== 'active') throw new ApiError(409, 'ERROR_ALREADY_REMOVED', `Deployment #${id} was already removed`);
-  return ctx.outbox.transact(() => {
+  return ctx.outbox.transact(async () => {
     let removal: number | null = null;
     if (row.remove_on_delete === 1 && (row.policy === 'deployApp' || row.policy === 'deployFile')) {
       const target: Target =
         row.fleet_id !== null
-          ? { ...fleetTarget(ctx, row.fleet_id), agentId: null }
-          : { ...agentTarget(ctx, row.agent_id!), fleetId: null };
+          ? { ...(await fleetTarget(ctx, row.fleet_id)), agentId: null }
+          : { ...(await agentTarget(ctx, row.agent_id!)), fleetId: null };
       const message = JSON.parse(row.payload) as Record<string, unknown>;
       const value: PolicyValue =
         row.policy === 'deployApp'
           ? { policy: 'removeApp', value: String(message.deployApp) }
           : { policy: 'removeFile', value: deployedFilePath(String(message.deployFile), row.item_name) };
-      removal = create(
+      removal = await create(
         ctx,
         row.entity_id,
         value.policy,
@@ -284,7 +290,7 @@ export function undeploy(ctx: PolicyContext, id: number): number | null {
         target,
       );
     }
-    retire(ctx, row, removal, 'the deployment was removed');
+    await retire(ctx, row, removal, 'the deployment was removed');
     return removal;
   });
 }
@@ -294,7 +300,7 @@ export function undeploy(ctx: PolicyContext, id: number): number | null {
  * or incompatible / overriden where the server already knows. A device-level value of a unique
  * policy makes that device's task of its fleet's value overriden.
  */
-export function create(
+export async function create(
   ctx: PolicyContext,
   entityId: number,
   policy: string,
@@ -304,13 +310,14 @@ export function create(
     'value' | 'item_kind' | 'item_id' | 'item_name' | 'fleet_id' | 'agent_id' | 'destination' | 'remove_on_delete'
   > & { view_assignment_id?: number | null },
   target: { name: string; topic: string; agents: AgentInScope[] },
-): number {
+): Promise<number> {
   const at = nowIso();
   // The device's own value of a unique policy beats a view's (view-targets.ts): the view's row on it is retired.
   if (fields.agent_id !== null && !fields.view_assignment_id && policyDefinition(policy)?.unique) {
-    for (const row of ctx.repo.activeViewRows(fields.agent_id, policy)) retire(ctx, row, null, "the device's own value applies");
+    for (const row of await ctx.repo.activeViewRows(fields.agent_id, policy))
+      await retire(ctx, row, null, "the device's own value applies");
   }
-  const id = ctx.repo.insert({
+  const id = await ctx.repo.insert({
     entity_id: entityId,
     policy,
     target_name: target.name,
@@ -319,16 +326,16 @@ export function create(
   });
   const topic = policyTopic(target.topic, policy, id);
   const payload = JSON.stringify(messageOf(id));
-  ctx.repo.setMessage(id, topic, payload);
-  const row = ctx.repo.byId(id)!;
+  await ctx.repo.setMessage(id, topic, payload);
+  const row = (await ctx.repo.byId(id))!;
   for (const agent of target.agents) {
-    const taskId = ctx.repo.openTask(id, agent.id, at)!;
-    const decided = decide(ctx, row, agent);
-    ctx.repo.setStatus(taskId, decided?.status ?? 'pending', decided?.reason ?? null, 'server', at);
+    const taskId = (await ctx.repo.openTask(id, agent.id, at))!;
+    const decided = await decide(ctx, row, agent);
+    await ctx.repo.setStatus(taskId, decided?.status ?? 'pending', decided?.reason ?? null, 'server', at);
     if (fields.agent_id !== null && policyDefinition(policy)?.unique) {
-      const fleetTask = ctx.repo.activeFleetSymbolTask(agent.id, agent.fleet_id, policy);
+      const fleetTask = await ctx.repo.activeFleetSymbolTask(agent.id, agent.fleet_id, policy);
       if (fleetTask && fleetTask.status !== 'overriden' && fleetTask.status !== 'canceled')
-        ctx.setStatus(
+        await ctx.setStatus(
           fleetTask.id,
           fleetTask.deployment_id,
           agent,
@@ -339,7 +346,7 @@ export function create(
         );
     }
   }
-  ctx.events.record(
+  await ctx.events.record(
     'deployment.created',
     `${policy} "${fields.item_name}" published to ${target.name} (${target.agents.length} device${target.agents.length === 1 ? '' : 's'})`,
     { entityId, agentId: fields.agent_id },
@@ -353,7 +360,7 @@ export function create(
       after: { [policy]: policyValueOf(fields), target: target.name },
     },
   );
-  ctx.outbox.afterCommit(() => ctx.outbox.publish(topic, payload));
+  await ctx.outbox.afterCommit(() => ctx.outbox.publish(topic, payload));
   return id;
 }
 
@@ -363,27 +370,35 @@ function policyValueOf(fields: Pick<DeploymentRow, 'value' | 'item_name'>): unkn
 }
 
 /** Marks removed, cancels open tasks, clears the retained policy (inside a transaction). */
-export function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy: number | null, why: string): void {
+export async function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy: number | null, why: string): Promise<void> {
   const at = nowIso();
-  if (!ctx.repo.markRemoved(row.id, at, replacedBy)) return;
-  for (const task of ctx.repo.openTasksOf(row.id)) {
-    const agent = ctx.repo.agent(task.agent_id);
-    if (agent) ctx.setStatus(task.id, row.id, agent, 'canceled', why, 'server', at);
+  if (!(await ctx.repo.markRemoved(row.id, at, replacedBy))) return;
+  for (const task of await ctx.repo.openTasksOf(row.id)) {
+    const agent = await ctx.repo.agent(task.agent_id);
+    if (agent) await ctx.setStatus(task.id, row.id, agent, 'canceled', why, 'server', at);
   }
   // Cleared first: a device that reads the empty message as "back to my default" then receives its
   // fleet's value, delivered again just below, and keeps it.
-  ctx.outbox.afterCommit(() => ctx.outbox.publish(row.topic, ''));
+  await ctx.outbox.afterCommit(() => ctx.outbox.publish(row.topic, ''));
   // A device-level value gone: its fleet's value applies again, and is delivered again.
   if (row.agent_id !== null && policyDefinition(row.policy)?.unique) {
-    const agent = ctx.repo.agent(row.agent_id);
-    const fleetTask = agent && ctx.repo.activeFleetSymbolTask(agent.id, agent.fleet_id, row.policy);
+    const agent = await ctx.repo.agent(row.agent_id);
+    const fleetTask = agent && (await ctx.repo.activeFleetSymbolTask(agent.id, agent.fleet_id, row.policy));
     if (agent && fleetTask?.status === 'overriden') {
-      ctx.setStatus(fleetTask.id, fleetTask.deployment_id, agent, 'pending', `the device's own value was removed`, 'server', at);
-      const fleetRow = ctx.repo.byId(fleetTask.deployment_id)!;
-      ctx.outbox.afterCommit(() => ctx.outbox.publish(fleetRow.topic, fleetRow.payload));
+      await ctx.setStatus(
+        fleetTask.id,
+        fleetTask.deployment_id,
+        agent,
+        'pending',
+        `the device's own value was removed`,
+        'server',
+        at,
+      );
+      const fleetRow = (await ctx.repo.byId(fleetTask.deployment_id))!;
+      await ctx.outbox.afterCommit(() => ctx.outbox.publish(fleetRow.topic, fleetRow.payload));
     }
   }
-  ctx.events.record(
+  await ctx.events.record(
     'deployment.removed',
     `${row.policy} "${row.item_name}" removed from ${row.target_name}: ${why}`,
     { entityId: row.entity_id, agentId: row.agent_id },
@@ -397,37 +412,42 @@ export function retire(ctx: PolicyContext, row: DeploymentRow, replacedBy: numbe
   );
 }
 
-function itemTarget(ctx: PolicyContext, input: DeployInput, entityId: number): Target {
+async function itemTarget(ctx: PolicyContext, input: DeployInput, entityId: number): Promise<Target> {
   if (input.fleetId !== undefined) {
-    const target = fleetTarget(ctx, input.fleetId);
-    if (ctx.fleets.get(input.fleetId).entity_id !== entityId)
+    const target = await fleetTarget(ctx, input.fleetId);
+    if ((await ctx.fleets.get(input.fleetId)).entity_id !== entityId)
       throw badRequest('The fleet belongs to another entity than the item');
     return { ...target, agentId: null };
   }
-  const target = agentTarget(ctx, input.agentId!);
+  const target = await agentTarget(ctx, input.agentId!);
   if (target.agents[0]!.entity_id !== entityId) throw badRequest('The agent belongs to another entity than the item');
   return { ...target, fleetId: null };
 }
 
 /** A fleet or one device, with the entity the assignment belongs to. */
-function targetOf(ctx: PolicyContext, fleetId: number | undefined, agentId: number | undefined): Target & { entityId: number } {
-  if (fleetId !== undefined) return { ...fleetTarget(ctx, fleetId), agentId: null, entityId: ctx.fleets.get(fleetId).entity_id };
-  const target = agentTarget(ctx, agentId!);
+async function targetOf(
+  ctx: PolicyContext,
+  fleetId: number | undefined,
+  agentId: number | undefined,
+): Promise<Target & { entityId: number }> {
+  if (fleetId !== undefined)
+    return { ...(await fleetTarget(ctx, fleetId)), agentId: null, entityId: (await ctx.fleets.get(fleetId)).entity_id };
+  const target = await agentTarget(ctx, agentId!);
   return { ...target, fleetId: null, entityId: target.agents[0]!.entity_id };
 }
 
-function fleetTarget(ctx: PolicyContext, fleetId: number) {
-  const fleet = ctx.fleets.get(fleetId);
+async function fleetTarget(ctx: PolicyContext, fleetId: number) {
+  const fleet = await ctx.fleets.get(fleetId);
   return {
     fleetId: fleet.id,
     name: `fleet "${fleet.name}"`,
     topic: `/${fleet.entity_id}/fleet/${fleet.id}`,
-    agents: ctx.repo.agentsOfFleet(fleet.id),
+    agents: await ctx.repo.agentsOfFleet(fleet.id),
   };
 }
 
-function agentTarget(ctx: PolicyContext, agentId: number) {
-  const agent = visibleAgent(ctx, agentId);
+async function agentTarget(ctx: PolicyContext, agentId: number) {
+  const agent = await visibleAgent(ctx, agentId);
   if (!agent) throw itemNotFound('Agent not found');
   return { agentId: agent.id, name: agent.name, topic: agent.topic, agents: [agent] };
 }

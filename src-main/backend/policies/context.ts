@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FileStore } from '../files/store.ts';
@@ -11,17 +11,17 @@ import { ViewAssignmentRepository } from './view-assignment-repository.ts';
 
 /** Each package task's check against the device's inventory, by task id (verification.ts). */
 export interface VerificationSource {
-  ofDeployment(deploymentId: number): Map<number, TaskVerification | null>;
-  ofAgent(agentId: number): Map<number, TaskVerification | null>;
+  ofDeployment(deploymentId: number): Promise<Map<number, TaskVerification | null>>;
+  ofAgent(agentId: number): Promise<Map<number, TaskVerification | null>>;
 }
 
 /** What the policies room needs to know of saved views (the views room implements it). */
 export interface ViewMembership {
-  view(id: number): { id: number; entity_id: number; name: string; where_expr: string } | undefined;
+  view(id: number): Promise<{ id: number; entity_id: number; name: string; where_expr: string } | undefined>;
   /** The enrolled devices the view selects now, in every fleet. */
-  memberIds(viewId: number): number[];
+  memberIds(viewId: number): Promise<number[]>;
   /** Whether one device is in the view now. */
-  isMember(viewId: number, agentId: number): boolean;
+  isMember(viewId: number, agentId: number): Promise<boolean>;
 }
 
 /** What every part of the policies room works with: the SQL, the events, fleets, stored items, the outbox. */
@@ -38,7 +38,7 @@ export class PolicyContext {
   readonly viewAssignments: ViewAssignmentRepository;
 
   constructor(deps: {
-    db: Db;
+    db: Sql;
     events: EventLog;
     work: UnitOfWork;
     fleets: FleetService;
@@ -57,7 +57,7 @@ export class PolicyContext {
   }
 
   /** A task's new status: written with its history line, and told as a `task.status` event. */
-  setStatus(
+  async setStatus(
     taskId: number,
     deploymentId: number,
     agent: AgentInScope,
@@ -65,10 +65,10 @@ export class PolicyContext {
     reason: string | null,
     source: TaskHistoryRow['source'],
     at: string,
-  ): void {
-    this.repo.setStatus(taskId, status, reason, source, at);
-    const deployment = this.repo.byId(deploymentId)!;
-    this.events.record(
+  ): Promise<void> {
+    await this.repo.setStatus(taskId, status, reason, source, at);
+    const deployment = (await this.repo.byId(deploymentId))!;
+    await this.events.record(
       'task.status',
       `${agent.name}: ${deployment.policy} "${deployment.item_name}" ${status}${reason ? ` (${reason})` : ''}`,
       { entityId: agent.entity_id, agentId: agent.id },

@@ -17,7 +17,7 @@ const REFUSAL_INTERVAL_MS = 10_000;
  */
 export function mqttTaskReports(deployments: PolicyService, events: EventLog) {
   const lastRefusal = new Map<string, number>();
-  return (agent: Reporter, taskId: number, payload: Buffer): void => {
+  return async (agent: Reporter, taskId: number, payload: Buffer): Promise<void> => {
     let body: unknown;
     try {
       body = JSON.parse(payload.toString('utf8'));
@@ -25,7 +25,7 @@ export function mqttTaskReports(deployments: PolicyService, events: EventLog) {
       body = null;
     }
     try {
-      deployments.report(agent.id, taskId, body, 'mqtt');
+      await deployments.report(agent.id, taskId, body, 'mqtt');
     } catch (error) {
       const message = error instanceof ApiError ? error.message : 'the report could not be applied';
       const key = `${agent.id} ${taskId}`;
@@ -33,7 +33,7 @@ export function mqttTaskReports(deployments: PolicyService, events: EventLog) {
       if (now - (lastRefusal.get(key) ?? 0) < REFUSAL_INTERVAL_MS) return;
       if (lastRefusal.size > 10_000) lastRefusal.clear();
       lastRefusal.set(key, now);
-      events.record(
+      await events.record(
         'task.report_refused',
         `${agent.name} reported on task ${taskId} over MQTT: refused, ${message}`,
         { entityId: agent.entityId, agentId: agent.id },

@@ -20,7 +20,6 @@ export class PolicyOutbox {
   private readonly work: UnitOfWork;
   private readonly events: EventLog;
   private channel: PolicyChannel | null = null;
-  private pendingPublishes: (() => Promise<void>)[] | null = null;
 
   constructor(work: UnitOfWork, events: EventLog) {
     this.work = work;
@@ -32,22 +31,13 @@ export class PolicyOutbox {
   }
 
   /** A transaction whose policy messages go out once it has committed. */
-  transact<T>(work: () => T): T {
-    const outer = this.pendingPublishes === null;
-    if (outer) this.pendingPublishes = [];
-    try {
-      const result = this.work.run(work);
-      if (outer) for (const publish of this.pendingPublishes!) void publish();
-      return result;
-    } finally {
-      if (outer) this.pendingPublishes = null;
-    }
+  transact<T>(work: () => Promise<T>): Promise<T> {
+    return this.work.run(work);
   }
 
-  /** Publishes after the current transaction commits (at once outside one). */
-  afterCommit(work: () => Promise<void>): void {
-    if (this.pendingPublishes) this.pendingPublishes.push(work);
-    else void work();
+  /** Publishes after the current transaction commits (at once outside one), in order with its events. */
+  afterCommit(work: () => Promise<void>): Promise<void> {
+    return this.work.afterCommit(() => void work());
   }
 
   /** The topics under `prefix/` the broker retains a message on ([] without a broker, or when it cannot tell). */
@@ -65,7 +55,7 @@ export class PolicyOutbox {
     try {
       await this.channel.publishRetained(topic, payload);
     } catch (error) {
-      this.events.record(
+      await this.events.record(
         'deployment.publish_failed',
         `Policy on ${topic} not published: ${error instanceof Error ? error.message : String(error)}`,
       );

@@ -1,5 +1,5 @@
 import { ENROLL_STATUS } from '../agents/status.ts';
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { TaskStatus } from './wire.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
@@ -113,140 +113,100 @@ const CURRENT_TARGET = `coalesce(
 
 /** The SQL of deployments, their per-device tasks and the tasks' history. */
 export class DeploymentRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      insert: db.prepare(
-        `INSERT INTO policy_assignments (entity_id, policy, value, item_kind, item_id, item_name, fleet_id, agent_id, target_name, destination,
+      insert: `INSERT INTO policy_assignments (entity_id, policy, value, item_kind, item_id, item_name, fleet_id, agent_id, target_name, destination,
            remove_on_delete, topic, payload, created_at, view_assignment_id)
          VALUES (@entity_id, @policy, @value, @item_kind, @item_id, @item_name, @fleet_id, @agent_id, @target_name, @destination,
-           @remove_on_delete, '', '', @created_at, @view_assignment_id)`,
-      ),
-      setMessage: db.prepare(`UPDATE policy_assignments SET topic = ?, payload = ? WHERE id = ?`),
-      byId: db.prepare(`SELECT * FROM policy_assignments WHERE id = ?`),
-      withCounts: db.prepare(
-        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM policy_assignments d LEFT JOIN policy_tasks t ON t.deployment_id = d.id WHERE d.id = ? GROUP BY d.id`,
-      ),
-      list: db.prepare(
-        `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM policy_assignments d LEFT JOIN policy_tasks t ON t.deployment_id = d.id
+           @remove_on_delete, '', '', @created_at, @view_assignment_id) RETURNING id`,
+      setMessage: `UPDATE policy_assignments SET topic = ?, payload = ? WHERE id = ?`,
+      byId: `SELECT * FROM policy_assignments WHERE id = ?`,
+      withCounts: `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM policy_assignments d LEFT JOIN policy_tasks t ON t.deployment_id = d.id WHERE d.id = ? GROUP BY d.id`,
+      list: `SELECT d.*, ${CURRENT_TARGET}, ${COUNTS} FROM policy_assignments d LEFT JOIN policy_tasks t ON t.deployment_id = d.id
          WHERE (@fleet_id IS NULL OR d.fleet_id = @fleet_id) AND (@agent_id IS NULL OR d.agent_id = @agent_id)
            AND (@state IS NULL OR d.state = @state) AND (@policy IS NULL OR d.policy = @policy)
            AND (@kind IS NULL OR (d.policy IN ${DEPLOYMENT_KINDS}) = (@kind = 'deployment'))
            AND (d.view_assignment_id IS NULL OR @agent_id IS NOT NULL)
            AND ${inFleetsSql('coalesce(d.fleet_id, (SELECT fleet_id FROM agents WHERE id = d.agent_id))')}
          GROUP BY d.id ORDER BY d.id DESC LIMIT 1000`,
-      ),
-      active: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' ORDER BY id`),
-      activeForFleet: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' AND fleet_id = ? ORDER BY id`),
-      activeForAgent: db.prepare(`SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? ORDER BY id`),
+      active: `SELECT * FROM policy_assignments WHERE state = 'active' ORDER BY id`,
+      activeForFleet: `SELECT * FROM policy_assignments WHERE state = 'active' AND fleet_id = ? ORDER BY id`,
+      activeForAgent: `SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? ORDER BY id`,
       // Set on the target itself: a view's rows on a device are not the device's own (view-targets.ts).
-      activeOnTarget: db.prepare(
-        `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = ? AND fleet_id IS ? AND agent_id IS ? AND view_assignment_id IS NULL
+      activeOnTarget: `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = ? AND fleet_id IS ? AND agent_id IS ? AND view_assignment_id IS NULL
          ORDER BY id`,
-      ),
-      activeSame: db.prepare(
-        `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
+      activeSame: `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
            AND fleet_id IS @fleet_id AND agent_id IS @agent_id`,
-      ),
-      activeViewRows: db.prepare(
-        `SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? AND policy = ? AND view_assignment_id IS NOT NULL ORDER BY id`,
-      ),
-      activeSameOwn: db.prepare(
-        `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
+      activeViewRows: `SELECT * FROM policy_assignments WHERE state = 'active' AND agent_id = ? AND policy = ? AND view_assignment_id IS NOT NULL ORDER BY id`,
+      activeSameOwn: `SELECT * FROM policy_assignments WHERE state = 'active' AND policy = @policy AND item_kind IS @item_kind AND item_id IS @item_id
            AND fleet_id IS @fleet_id AND agent_id IS @agent_id AND view_assignment_id IS NULL`,
-      ),
-      remove: db.prepare(
-        `UPDATE policy_assignments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`,
-      ),
-      agentsOfFleet: db.prepare(
-        `SELECT ${AGENT_COLUMNS} FROM agents WHERE fleet_id = ? AND enroll_status != '${ENROLL_STATUS.unenrolled}' ORDER BY id`,
-      ),
-      agent: db.prepare(`SELECT ${AGENT_COLUMNS} FROM agents WHERE id = ?`),
-      agentOfAccount: db.prepare(`SELECT ${AGENT_COLUMNS} FROM agents WHERE account_user_id = ?`),
-      liveTasksOfAgent: db.prepare(
-        `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM policy_tasks t
+      remove: `UPDATE policy_assignments SET state = 'removed', removed_at = ?, removed_by = ? WHERE id = ? AND state = 'active'`,
+      agentsOfFleet: `SELECT ${AGENT_COLUMNS} FROM agents WHERE fleet_id = ? AND enroll_status != '${ENROLL_STATUS.unenrolled}' ORDER BY id`,
+      agent: `SELECT ${AGENT_COLUMNS} FROM agents WHERE id = ?`,
+      agentOfAccount: `SELECT ${AGENT_COLUMNS} FROM agents WHERE account_user_id = ?`,
+      liveTasksOfAgent: `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM policy_tasks t
          JOIN policy_assignments d ON d.id = t.deployment_id WHERE t.agent_id = ? AND d.state = 'active' ORDER BY t.id`,
-      ),
-      activeFleetSymbolTask: db.prepare(
-        `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM policy_tasks t
+      activeFleetSymbolTask: `SELECT t.id, t.deployment_id, t.agent_id, t.status, d.policy, d.fleet_id FROM policy_tasks t
          JOIN policy_assignments d ON d.id = t.deployment_id
          WHERE t.agent_id = ? AND d.fleet_id = ? AND d.policy = ? AND d.state = 'active'`,
-      ),
-      compliance: db.prepare(
-        `SELECT a.id AS agent_id, a.name AS agent_name, a.fleet_id, max(t.updated_at) AS last_change, ${COUNTS}
+      compliance: `SELECT a.id AS agent_id, a.name AS agent_name, a.fleet_id, max(t.updated_at) AS last_change, ${COUNTS}
          FROM agents a
          LEFT JOIN policy_tasks t ON t.agent_id = a.id AND t.deployment_id IN (SELECT id FROM policy_assignments WHERE state = 'active')
          WHERE a.enroll_status != '${ENROLL_STATUS.unenrolled}' AND (@fleet_id IS NULL OR a.fleet_id = @fleet_id)
            AND ${inFleetsSql('a.fleet_id')}
          GROUP BY a.id ORDER BY a.id LIMIT 10000`,
-      ),
-      insertTask: db.prepare(
-        `INSERT INTO policy_tasks (deployment_id, agent_id, status, reason, created_at, updated_at) VALUES (?, ?, 'pending', NULL, ?, ?)
+      insertTask: `INSERT INTO policy_tasks (deployment_id, agent_id, status, reason, created_at, updated_at) VALUES (?, ?, 'pending', NULL, ?, ?)
          ON CONFLICT (deployment_id, agent_id) DO UPDATE SET status = 'pending', reason = NULL, updated_at = excluded.updated_at,
            downloaded_at = NULL
            WHERE policy_tasks.status = 'canceled'
          RETURNING id`,
-      ),
-      task: db.prepare(`SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.id = ?`),
-      taskOf: db.prepare(
-        `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? AND t.agent_id = ?`,
-      ),
-      tasksOf: db.prepare(
-        `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? ORDER BY t.id`,
-      ),
-      tasksOfAgent: db.prepare(
-        `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.agent_id = ? ORDER BY t.id DESC`,
-      ),
-      openTasksOf: db.prepare(
-        `SELECT id, agent_id FROM policy_tasks WHERE deployment_id = ? AND status IN ('pending', 'received', 'in progress', 'waiting')`,
-      ),
-      openFleetTasksElsewhere: db.prepare(
-        `SELECT t.id, t.deployment_id, d.target_name FROM policy_tasks t JOIN policy_assignments d ON d.id = t.deployment_id
+      task: `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.id = ?`,
+      taskOf: `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? AND t.agent_id = ?`,
+      tasksOf: `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? ORDER BY t.id`,
+      tasksOfAgent: `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.agent_id = ? ORDER BY t.id DESC`,
+      openTasksOf: `SELECT id, agent_id FROM policy_tasks WHERE deployment_id = ? AND status IN ('pending', 'received', 'in progress', 'waiting')`,
+      openFleetTasksElsewhere: `SELECT t.id, t.deployment_id, d.target_name FROM policy_tasks t JOIN policy_assignments d ON d.id = t.deployment_id
          WHERE t.agent_id = ? AND d.fleet_id IS NOT NULL AND d.fleet_id != ?
            AND t.status IN ('pending', 'received', 'in progress', 'waiting', 'incompatible', 'overriden')`,
-      ),
-      openTasksOfAgent: db.prepare(
-        `SELECT t.id, t.deployment_id FROM policy_tasks t WHERE t.agent_id = ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
-      ),
-      markDownloaded: db.prepare(
-        `UPDATE policy_tasks SET downloaded_at = @at
+      openTasksOfAgent: `SELECT t.id, t.deployment_id FROM policy_tasks t WHERE t.agent_id = ? AND t.status IN ('pending', 'received', 'in progress', 'waiting')`,
+      markDownloaded: `UPDATE policy_tasks SET downloaded_at = @at
          WHERE agent_id = @agent_id AND status IN ('pending', 'received', 'in progress', 'waiting')
            AND deployment_id IN (SELECT id FROM policy_assignments WHERE state = 'active' AND item_kind = @kind AND item_id = @item_id
              AND policy IN ('deployApp', 'deployFile'))
          RETURNING id, deployment_id`,
-      ),
-      setStatus: db.prepare(`UPDATE policy_tasks SET status = ?, reason = ?, updated_at = ? WHERE id = ?`),
-      history: db.prepare(`INSERT INTO task_history (task_id, status, reason, source, at) VALUES (?, ?, ?, ?, ?)`),
-      historyOf: db.prepare(`SELECT task_id, status, reason, source, at FROM task_history WHERE task_id = ? ORDER BY id`),
-      historyOfDeployment: db.prepare(
-        `SELECT h.task_id, h.status, h.reason, h.source, h.at FROM task_history h JOIN policy_tasks t ON t.id = h.task_id
+      setStatus: `UPDATE policy_tasks SET status = ?, reason = ?, updated_at = ? WHERE id = ?`,
+      history: `INSERT INTO task_history (task_id, status, reason, source, at) VALUES (?, ?, ?, ?, ?)`,
+      historyOf: `SELECT task_id, status, reason, source, at FROM task_history WHERE task_id = ? ORDER BY id`,
+      historyOfDeployment: `SELECT h.task_id, h.status, h.reason, h.source, h.at FROM task_history h JOIN policy_tasks t ON t.id = h.task_id
          WHERE t.deployment_id = ? ORDER BY h.id`,
-      ),
     };
   }
 
-  insert(
+  async insert(
     row: Omit<DeploymentRow, 'id' | 'topic' | 'payload' | 'state' | 'removed_by' | 'removed_at' | 'view_assignment_id'> & {
       view_assignment_id?: number | null | undefined;
     },
-  ): number {
-    return Number(this.s.insert.run({ ...row, view_assignment_id: row.view_assignment_id ?? null }).lastInsertRowid);
+  ): Promise<number> {
+    return Number(await this.sql.value<number>(this.s.insert, { ...row, view_assignment_id: row.view_assignment_id ?? null }));
   }
 
-  setMessage(id: number, topic: string, payload: string): void {
-    this.s.setMessage.run(topic, payload, id);
+  async setMessage(id: number, topic: string, payload: string): Promise<void> {
+    await this.sql.run(this.s.setMessage, [topic, payload, id]);
   }
 
-  byId(id: number): DeploymentRow | undefined {
-    return this.s.byId.get(id) as DeploymentRow | undefined;
+  async byId(id: number): Promise<DeploymentRow | undefined> {
+    return (await this.sql.get(this.s.byId, [id])) as DeploymentRow | undefined;
   }
 
-  withCounts(id: number): DeploymentWithCounts | undefined {
-    return this.s.withCounts.get(id) as DeploymentWithCounts | undefined;
+  async withCounts(id: number): Promise<DeploymentWithCounts | undefined> {
+    return (await this.sql.get(this.s.withCounts, [id])) as DeploymentWithCounts | undefined;
   }
 
-  list(filter: {
+  async list(filter: {
     fleet_id?: number | undefined;
     agent_id?: number | undefined;
     state?: string | undefined;
@@ -255,131 +215,156 @@ export class DeploymentRepository {
     kind?: 'deployment' | 'value' | undefined;
     /** fleets/scope.ts fleetScopeParam: null, every fleet; else those whose (or whose devices') assignments are listed. */
     fleets?: string | null | undefined;
-  }): DeploymentWithCounts[] {
-    return this.s.list.all({
+  }): Promise<DeploymentWithCounts[]> {
+    return (await this.sql.all(this.s.list, {
       fleets: filter.fleets ?? null,
       fleet_id: filter.fleet_id ?? null,
       agent_id: filter.agent_id ?? null,
       state: filter.state ?? null,
       policy: filter.policy ?? null,
       kind: filter.kind ?? null,
-    }) as DeploymentWithCounts[];
+    })) as DeploymentWithCounts[];
   }
 
   /** Every task of the device's active assignments. */
-  liveTasksOfAgent(agentId: number): LiveTask[] {
-    return this.s.liveTasksOfAgent.all(agentId) as LiveTask[];
+  async liveTasksOfAgent(agentId: number): Promise<LiveTask[]> {
+    return (await this.sql.all(this.s.liveTasksOfAgent, [agentId])) as LiveTask[];
   }
 
   /** The device's task of its fleet's active assignment of `policy`, if any. */
-  activeFleetSymbolTask(agentId: number, fleetId: number, policy: string): LiveTask | undefined {
-    return this.s.activeFleetSymbolTask.get(agentId, fleetId, policy) as LiveTask | undefined;
+  async activeFleetSymbolTask(agentId: number, fleetId: number, policy: string): Promise<LiveTask | undefined> {
+    return (await this.sql.get(this.s.activeFleetSymbolTask, [agentId, fleetId, policy])) as LiveTask | undefined;
   }
 
   /** Each enrolled device's tasks of active assignments, counted by status. */
-  compliance(fleetId: number | null, fleets: string | null = null): AgentCompliance[] {
-    return this.s.compliance.all({ fleet_id: fleetId, fleets }) as AgentCompliance[];
+  async compliance(fleetId: number | null, fleets: string | null = null): Promise<AgentCompliance[]> {
+    return (await this.sql.all(this.s.compliance, { fleet_id: fleetId, fleets })) as AgentCompliance[];
   }
 
-  active(): DeploymentRow[] {
-    return this.s.active.all() as DeploymentRow[];
+  async active(): Promise<DeploymentRow[]> {
+    return (await this.sql.all(this.s.active)) as DeploymentRow[];
   }
 
-  activeForFleet(fleetId: number): DeploymentRow[] {
-    return this.s.activeForFleet.all(fleetId) as DeploymentRow[];
+  async activeForFleet(fleetId: number): Promise<DeploymentRow[]> {
+    return (await this.sql.all(this.s.activeForFleet, [fleetId])) as DeploymentRow[];
   }
 
-  activeForAgent(agentId: number): DeploymentRow[] {
-    return this.s.activeForAgent.all(agentId) as DeploymentRow[];
+  async activeForAgent(agentId: number): Promise<DeploymentRow[]> {
+    return (await this.sql.all(this.s.activeForAgent, [agentId])) as DeploymentRow[];
   }
 
   /** Active assignments of `policy` on a fleet (agentId null) or a device (fleetId null). */
-  activeOnTarget(policy: string, fleetId: number | null, agentId: number | null): DeploymentRow[] {
-    return this.s.activeOnTarget.all(policy, fleetId, agentId) as DeploymentRow[];
+  async activeOnTarget(policy: string, fleetId: number | null, agentId: number | null): Promise<DeploymentRow[]> {
+    return (await this.sql.all(this.s.activeOnTarget, [policy, fleetId, agentId])) as DeploymentRow[];
   }
 
   /** Active deployments of the same policy and item on the same target. */
-  activeSame(row: Pick<DeploymentRow, 'policy' | 'item_kind' | 'item_id' | 'fleet_id' | 'agent_id'>): DeploymentRow[] {
-    return this.s.activeSame.all(row) as DeploymentRow[];
+  async activeSame(
+    row: Pick<DeploymentRow, 'policy' | 'item_kind' | 'item_id' | 'fleet_id' | 'agent_id'>,
+  ): Promise<DeploymentRow[]> {
+    return (await this.sql.all(this.s.activeSame, row)) as DeploymentRow[];
   }
 
   /** The rows carrying views' assignments of `policy` to this device. */
-  activeViewRows(agentId: number, policy: string): DeploymentRow[] {
-    return this.s.activeViewRows.all(agentId, policy) as DeploymentRow[];
+  async activeViewRows(agentId: number, policy: string): Promise<DeploymentRow[]> {
+    return (await this.sql.all(this.s.activeViewRows, [agentId, policy])) as DeploymentRow[];
   }
 
   /** As activeSame, set on the target itself (not a view's row on a device). */
-  activeSameOwn(row: Pick<DeploymentRow, 'policy' | 'item_kind' | 'item_id' | 'fleet_id' | 'agent_id'>): DeploymentRow[] {
-    return this.s.activeSameOwn.all(row) as DeploymentRow[];
+  async activeSameOwn(
+    row: Pick<DeploymentRow, 'policy' | 'item_kind' | 'item_id' | 'fleet_id' | 'agent_id'>,
+  ): Promise<DeploymentRow[]> {
+    return (await this.sql.all(this.s.activeSameOwn, row)) as DeploymentRow[];
   }
 
-  markRemoved(id: number, at: string, removedBy: number | null): boolean {
-    return this.s.remove.run(at, removedBy, id).changes > 0;
+  async markRemoved(id: number, at: string, removedBy: number | null): Promise<boolean> {
+    return (await this.sql.run(this.s.remove, [at, removedBy, id])).changes > 0;
   }
 
-  agentsOfFleet(fleetId: number): AgentInScope[] {
-    return this.s.agentsOfFleet.all(fleetId) as AgentInScope[];
+  async agentsOfFleet(fleetId: number): Promise<AgentInScope[]> {
+    return (await this.sql.all(this.s.agentsOfFleet, [fleetId])) as AgentInScope[];
   }
 
-  agent(id: number): AgentInScope | undefined {
-    return this.s.agent.get(id) as AgentInScope | undefined;
+  async agent(id: number): Promise<AgentInScope | undefined> {
+    return (await this.sql.get(this.s.agent, [id])) as AgentInScope | undefined;
   }
 
-  agentOfAccount(userId: number): AgentInScope | undefined {
-    return this.s.agentOfAccount.get(userId) as AgentInScope | undefined;
+  async agentOfAccount(userId: number): Promise<AgentInScope | undefined> {
+    return (await this.sql.get(this.s.agentOfAccount, [userId])) as AgentInScope | undefined;
   }
 
   /** A pending task for the agent (new, or a canceled one reopened); undefined when one is already open or closed. */
-  openTask(deploymentId: number, agentId: number, at: string): number | undefined {
-    const row = this.s.insertTask.get(deploymentId, agentId, at, at) as { id: number } | undefined;
+  async openTask(deploymentId: number, agentId: number, at: string): Promise<number | undefined> {
+    const row = (await this.sql.get(this.s.insertTask, [deploymentId, agentId, at, at])) as { id: number } | undefined;
     return row?.id;
   }
 
-  task(id: number): TaskRow | undefined {
-    return this.s.task.get(id) as TaskRow | undefined;
+  async task(id: number): Promise<TaskRow | undefined> {
+    return (await this.sql.get(this.s.task, [id])) as TaskRow | undefined;
   }
 
-  taskOf(deploymentId: number, agentId: number): TaskRow | undefined {
-    return this.s.taskOf.get(deploymentId, agentId) as TaskRow | undefined;
+  async taskOf(deploymentId: number, agentId: number): Promise<TaskRow | undefined> {
+    return (await this.sql.get(this.s.taskOf, [deploymentId, agentId])) as TaskRow | undefined;
   }
 
-  tasksOf(deploymentId: number): TaskRow[] {
-    return this.s.tasksOf.all(deploymentId) as TaskRow[];
+  async tasksOf(deploymentId: number): Promise<TaskRow[]> {
+    return (await this.sql.all(this.s.tasksOf, [deploymentId])) as TaskRow[];
   }
 
-  tasksOfAgent(agentId: number): TaskRow[] {
-    return this.s.tasksOfAgent.all(agentId) as TaskRow[];
+  async tasksOfAgent(agentId: number): Promise<TaskRow[]> {
+    return (await this.sql.all(this.s.tasksOfAgent, [agentId])) as TaskRow[];
   }
 
-  openTasksOf(deploymentId: number): { id: number; agent_id: number }[] {
-    return this.s.openTasksOf.all(deploymentId) as { id: number; agent_id: number }[];
+  async openTasksOf(deploymentId: number): Promise<{ id: number; agent_id: number }[]> {
+    return (await this.sql.all(this.s.openTasksOf, [deploymentId])) as { id: number; agent_id: number }[];
   }
 
   /** Open tasks of fleet deployments other than `fleetId`'s: what a device that left a fleet still has. */
-  openFleetTasksElsewhere(agentId: number, fleetId: number): { id: number; deployment_id: number; target_name: string }[] {
-    return this.s.openFleetTasksElsewhere.all(agentId, fleetId) as { id: number; deployment_id: number; target_name: string }[];
+  async openFleetTasksElsewhere(
+    agentId: number,
+    fleetId: number,
+  ): Promise<{ id: number; deployment_id: number; target_name: string }[]> {
+    return (await this.sql.all(this.s.openFleetTasksElsewhere, [agentId, fleetId])) as {
+      id: number;
+      deployment_id: number;
+      target_name: string;
+    }[];
   }
 
   /** Every task of the device still waiting for an outcome, whatever its deployment targets. */
-  openTasksOfAgent(agentId: number): { id: number; deployment_id: number }[] {
-    return this.s.openTasksOfAgent.all(agentId) as { id: number; deployment_id: number }[];
+  async openTasksOfAgent(agentId: number): Promise<{ id: number; deployment_id: number }[]> {
+    return (await this.sql.all(this.s.openTasksOfAgent, [agentId])) as { id: number; deployment_id: number }[];
   }
 
   /** The device's open tasks of active deployments of this item: downloaded now. */
-  markDownloaded(agentId: number, kind: 'file' | 'package', itemId: number, at: string): { id: number; deployment_id: number }[] {
-    return this.s.markDownloaded.all({ agent_id: agentId, kind, item_id: itemId, at }) as { id: number; deployment_id: number }[];
+  async markDownloaded(
+    agentId: number,
+    kind: 'file' | 'package',
+    itemId: number,
+    at: string,
+  ): Promise<{ id: number; deployment_id: number }[]> {
+    return (await this.sql.all(this.s.markDownloaded, { agent_id: agentId, kind, item_id: itemId, at })) as {
+      id: number;
+      deployment_id: number;
+    }[];
   }
 
-  setStatus(taskId: number, status: TaskStatus, reason: string | null, source: TaskHistoryRow['source'], at: string): void {
-    this.s.setStatus.run(status, reason, at, taskId);
-    this.s.history.run(taskId, status, reason, source, at);
+  async setStatus(
+    taskId: number,
+    status: TaskStatus,
+    reason: string | null,
+    source: TaskHistoryRow['source'],
+    at: string,
+  ): Promise<void> {
+    await this.sql.run(this.s.setStatus, [status, reason, at, taskId]);
+    await this.sql.run(this.s.history, [taskId, status, reason, source, at]);
   }
 
-  historyOf(taskId: number): TaskHistoryRow[] {
-    return this.s.historyOf.all(taskId) as TaskHistoryRow[];
+  async historyOf(taskId: number): Promise<TaskHistoryRow[]> {
+    return (await this.sql.all(this.s.historyOf, [taskId])) as TaskHistoryRow[];
   }
 
-  historyOfDeployment(deploymentId: number): TaskHistoryRow[] {
-    return this.s.historyOfDeployment.all(deploymentId) as TaskHistoryRow[];
+  async historyOfDeployment(deploymentId: number): Promise<TaskHistoryRow[]> {
+    return (await this.sql.all(this.s.historyOfDeployment, [deploymentId])) as TaskHistoryRow[];
   }
 }

@@ -25,45 +25,47 @@ export function incompatibility(
  * inventory below the policy's minimum; a system-only policy on an agent that reported no system
  * permission), overriden (a fleet value where the device has its own), else nothing.
  */
-export function decide(
+export async function decide(
   ctx: PolicyContext,
   row: DeploymentRow,
   agent: AgentInScope,
-): { status: TaskStatus; reason: string } | null {
+): Promise<{ status: TaskStatus; reason: string } | null> {
   const definition = policyDefinition(row.policy);
   if (!definition) return null;
   const incompatible = incompatibility(definition, agent);
   if (incompatible) return { status: 'incompatible', reason: incompatible };
   if (row.fleet_id !== null && definition.unique) {
-    const own = ctx.repo.activeSame({
-      policy: row.policy,
-      item_kind: null,
-      item_id: null,
-      fleet_id: null,
-      agent_id: agent.id,
-    })[0];
+    const own = (
+      await ctx.repo.activeSame({
+        policy: row.policy,
+        item_kind: null,
+        item_id: null,
+        fleet_id: null,
+        agent_id: agent.id,
+      })
+    )[0];
     if (own) return { status: 'overriden', reason: `the device's own value applies (assignment #${own.id})` };
   }
   return null;
 }
 
 /** A new inventory may change what the device can apply: pending tasks become incompatible, or the reverse. */
-export function reassess(ctx: PolicyContext, agentId: number): void {
-  const agent = ctx.repo.agent(agentId);
+export async function reassess(ctx: PolicyContext, agentId: number): Promise<void> {
+  const agent = await ctx.repo.agent(agentId);
   if (!agent) return;
   const changes: { task: LiveTask; status: TaskStatus; reason: string }[] = [];
-  for (const task of ctx.repo.liveTasksOfAgent(agentId)) {
+  for (const task of await ctx.repo.liveTasksOfAgent(agentId)) {
     const definition = policyDefinition(task.policy);
     if (!definition) continue;
     const incompatible = incompatibility(definition, agent);
     if (incompatible && task.status === 'pending') changes.push({ task, status: 'incompatible', reason: incompatible });
-    if (!incompatible && task.status === 'incompatible' && ctx.repo.historyOf(task.id).at(-1)?.source === 'server')
+    if (!incompatible && task.status === 'incompatible' && (await ctx.repo.historyOf(task.id)).at(-1)?.source === 'server')
       changes.push({ task, status: 'pending', reason: 'the device can now apply it (new inventory)' });
   }
   if (changes.length === 0) return;
-  ctx.outbox.transact(() => {
+  await ctx.outbox.transact(async () => {
     const at = nowIso();
     for (const change of changes)
-      ctx.setStatus(change.task.id, change.task.deployment_id, agent, change.status, change.reason, 'server', at);
+      await ctx.setStatus(change.task.id, change.task.deployment_id, agent, change.status, change.reason, 'server', at);
   });
 }

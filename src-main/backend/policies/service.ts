@@ -1,4 +1,5 @@
-import type { Db } from '../db/database.ts';
+import { unlessDiskFull } from '../db/disk-full.ts';
+import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { FileStore, StoredRecord } from '../files/store.ts';
@@ -49,7 +50,7 @@ export class PolicyService {
   private readonly unsubscribe: () => void;
 
   constructor(deps: {
-    db: Db;
+    db: Sql;
     events: EventLog;
     work: UnitOfWork;
     fleets: FleetService;
@@ -64,7 +65,7 @@ export class PolicyService {
     this.ctx = new PolicyContext(deps);
     this.unsubscribe = deps.events.subscribe((event) => followEvent(this.ctx, event));
     if (deps.views) {
-      this.viewTimer = setInterval(() => this.syncViews(), deps.viewSyncMs ?? 60_000);
+      this.viewTimer = setInterval(() => unlessDiskFull(() => this.syncViews()), deps.viewSyncMs ?? 60_000);
       this.viewTimer.unref();
     }
   }
@@ -72,38 +73,38 @@ export class PolicyService {
   private viewTimer: ReturnType<typeof setInterval> | null = null;
 
   /** Assigns a policy or deployment to a saved view: carried to each member device, following membership. */
-  assignToView(viewId: number, input: ViewAssignInput): ViewAssignment {
-    return this.viewAssignmentOf(this.ctx.viewAssignments.byId(assignToView(this.ctx, viewId, input))!);
+  async assignToView(viewId: number, input: ViewAssignInput): Promise<ViewAssignment> {
+    return this.viewAssignmentOf((await this.ctx.viewAssignments.byId(await assignToView(this.ctx, viewId, input)))!);
   }
 
-  unassignView(id: number): ViewAssignment {
-    return this.viewAssignmentOf(unassignView(this.ctx, id));
+  async unassignView(id: number): Promise<ViewAssignment> {
+    return this.viewAssignmentOf(await unassignView(this.ctx, id));
   }
 
   /** A view's assignments, newest first, each with its members' tasks counted. */
-  viewAssignments(viewId: number): ViewAssignment[] {
-    if (!this.ctx.views?.view(viewId)) throw itemNotFound('View not found');
-    return this.ctx.viewAssignments.ofView(viewId).map((row) => this.viewAssignmentOf(row));
+  async viewAssignments(viewId: number): Promise<ViewAssignment[]> {
+    if (!(await this.ctx.views?.view(viewId))) throw itemNotFound('View not found');
+    return Promise.all((await this.ctx.viewAssignments.ofView(viewId)).map((row) => this.viewAssignmentOf(row)));
   }
 
   /** Every view assignment's members evaluated again (the timer does this; terms of time move devices in and out). */
-  syncViews(): void {
+  async syncViews(): Promise<void> {
     try {
-      syncAllViews(this.ctx);
+      await syncAllViews(this.ctx);
     } catch (error) {
-      this.ctx.events.record(
+      await this.ctx.events.record(
         'deployment.error',
         `Views could not be evaluated: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
   }
 
-  private viewAssignmentOf(row: ViewAssignmentRow): ViewAssignment {
-    const counts = this.ctx.viewAssignments.counts(row.id);
+  private async viewAssignmentOf(row: ViewAssignmentRow): Promise<ViewAssignment> {
+    const counts = await this.ctx.viewAssignments.counts(row.id);
     return {
       id: row.id,
       view_id: row.view_id,
-      view: this.ctx.views?.view(row.view_id)?.name ?? '',
+      view: (await this.ctx.views?.view(row.view_id))?.name ?? '',
       policy: row.policy,
       label: policyDefinition(row.policy)?.label ?? row.policy,
       value: row.value === null ? null : (JSON.parse(row.value) as boolean | number | string),
@@ -122,7 +123,7 @@ export class PolicyService {
   /** Starts publishing through `channel`; every active policy is retained again (a broker keeps them in memory). */
   async attach(channel: PolicyChannel): Promise<number> {
     this.ctx.outbox.attach(channel);
-    const active = this.ctx.repo.active();
+    const active = await this.ctx.repo.active();
     for (const row of active) await this.ctx.outbox.publish(row.topic, row.payload);
     return active.length;
   }
@@ -133,13 +134,13 @@ export class PolicyService {
     this.ctx.outbox.attach(null);
   }
 
-  list(filter: AssignmentFilter = {}): DeploymentView[] {
+  list(filter: AssignmentFilter = {}): Promise<DeploymentView[]> {
     return list(this.ctx, filter);
   }
 
   /** Sets any policy (a value, or a deployment kind) on a fleet or one device (see assignments.ts `assign`). */
-  assign(input: AssignInput): DeploymentView {
-    return view(this.ctx, assign(this.ctx, input));
+  async assign(input: AssignInput): Promise<DeploymentView> {
+    return view(this.ctx, await assign(this.ctx, input));
   }
 
   /** Checks a policy and its value against the catalogue (400 when unknown or not taken), as `assign` does first. */
@@ -148,67 +149,71 @@ export class PolicyService {
   }
 
   /** Removes any assignment: a value policy's retained message is cleared; a deployment is undeployed. */
-  unassign(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
-    const row = this.ctx.repo.byId(id);
-    if (!row || !visibleAssignment(this.ctx, row)) throw itemNotFound('Assignment not found');
+  async unassign(id: number): Promise<{ removed: DeploymentView; removal: DeploymentView | null }> {
+    const row = await this.ctx.repo.byId(id);
+    if (!row || !(await visibleAssignment(this.ctx, row))) throw itemNotFound('Assignment not found');
     if (row.value === null) return this.undeploy(id);
-    unassignValue(this.ctx, row);
-    return { removed: view(this.ctx, id), removal: null };
+    await unassignValue(this.ctx, row);
+    return { removed: await view(this.ctx, id), removal: null };
   }
 
   /** The device's tasks of active assignments, with where each value comes from and which applies. */
-  effectiveOf(agentId: number): EffectivePolicy[] {
+  effectiveOf(agentId: number): Promise<EffectivePolicy[]> {
     return effectiveOf(this.ctx, agentId);
   }
 
   /** Every enrolled device (of one fleet, or all) with its tasks of active assignments counted. */
-  compliance(fleetId: number | null): ComplianceView[] {
+  compliance(fleetId: number | null): Promise<ComplianceView[]> {
     return compliance(this.ctx, fleetId);
   }
 
   /** One assignment with its tasks and each task's history. */
-  detail(id: number): DeploymentView & { tasks: TaskView[] } {
+  detail(id: number): Promise<DeploymentView & { tasks: TaskView[] }> {
     return detail(this.ctx, id);
   }
 
   /** Removes a deployment: its retained policy is cleared, open tasks canceled, and (remove_on_delete) the removal published. */
-  undeploy(id: number): { removed: DeploymentView; removal: DeploymentView | null } {
-    const removal = undeploy(this.ctx, id);
-    return { removed: view(this.ctx, id), removal: removal === null ? null : view(this.ctx, removal) };
+  async undeploy(id: number): Promise<{ removed: DeploymentView; removal: DeploymentView | null }> {
+    const removal = await undeploy(this.ctx, id);
+    return { removed: await view(this.ctx, id), removal: removal === null ? null : await view(this.ctx, removal) };
   }
 
-  tasksOfAgent(agentId: number): TaskView[] {
+  tasksOfAgent(agentId: number): Promise<TaskView[]> {
     return tasksOfAgent(this.ctx, agentId);
   }
 
   /** A status report of a device for the task `taskId` (an assignment id) of its own. */
-  report(agentId: number, taskId: number, body: unknown, source: ReportSource): TaskRow {
+  report(agentId: number, taskId: number, body: unknown, source: ReportSource): Promise<TaskRow> {
     return report(this.ctx, agentId, taskId, body, source);
   }
 
   /** PUT PluginMdmTaskstatus/<id>: the status row `statusId`, which must belong to the session's device. */
-  reportByStatusId(agentId: number, statusId: number, body: unknown): TaskRow {
+  reportByStatusId(agentId: number, statusId: number, body: unknown): Promise<TaskRow> {
     return reportByStatusId(this.ctx, agentId, statusId, body);
   }
 
   /** A device's session was sent the whole of a file or package: its open tasks of that item note it. */
-  downloaded(session: { userId: number; enrolledAgentId: number | null }, kind: 'file' | 'package', itemId: number): void {
-    downloaded(this.ctx, session, kind, itemId);
+  async downloaded(
+    session: { userId: number; enrolledAgentId: number | null },
+    kind: 'file' | 'package',
+    itemId: number,
+  ): Promise<void> {
+    await downloaded(this.ctx, session, kind, itemId);
   }
 
   /** The device behind an agent-API session (its own account), or null for a person's session. */
-  agentOfAccount(userId: number): AgentInScope | undefined {
+  agentOfAccount(userId: number): Promise<AgentInScope | undefined> {
     return this.ctx.repo.agentOfAccount(userId);
   }
 
   /** search/PluginMdmTaskstatus as the reference agent asks it: its agent id and the task id. */
-  searchStatuses(agentId: number, criteria: { agentId?: number | undefined; taskId?: number | undefined }): TaskRow[] {
+  searchStatuses(agentId: number, criteria: { agentId?: number | undefined; taskId?: number | undefined }): Promise<TaskRow[]> {
     return searchStatuses(this.ctx, agentId, criteria);
   }
 
   /** Fleet membership changed (enrolled, enrolled again, moved): tasks of the new fleet opened, of the old one canceled. */
-  syncAgent(agentId: number): void {
-    syncAgent(this.ctx, agentId);
+  async syncAgent(agentId: number): Promise<void> {
+    await syncAgent(this.ctx, agentId);
   }
 }
 

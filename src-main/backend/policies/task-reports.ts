@@ -18,15 +18,21 @@ const FINISHED_FOR_DEVICE: readonly TaskStatus[] = ['done', 'failed'];
  * A status report of a device for the task `taskId` (an assignment id) of its own. Refused when the
  * device has no task there (another device's, or a fleet it is not in), or the task is closed.
  */
-export function report(ctx: PolicyContext, agentId: number, taskId: number, body: unknown, source: ReportSource): TaskRow {
-  const task = ctx.repo.taskOf(taskId, agentId);
+export async function report(
+  ctx: PolicyContext,
+  agentId: number,
+  taskId: number,
+  body: unknown,
+  source: ReportSource,
+): Promise<TaskRow> {
+  const task = await ctx.repo.taskOf(taskId, agentId);
   if (!task) throw new ApiError(404, 'ERROR_ITEM_NOT_FOUND', `Task ${taskId} is not a task of this device`);
   return applyReport(ctx, task, body, source);
 }
 
 /** PUT PluginMdmTaskstatus/<id>: the status row `statusId`, which must belong to the session's device. */
-export function reportByStatusId(ctx: PolicyContext, agentId: number, statusId: number, body: unknown): TaskRow {
-  const task = ctx.repo.task(statusId);
+export async function reportByStatusId(ctx: PolicyContext, agentId: number, statusId: number, body: unknown): Promise<TaskRow> {
+  const task = await ctx.repo.task(statusId);
   // Another device's row is answered as an unknown one: a device learns nothing about others.
   if (!task || task.agent_id !== agentId) throw itemNotFound();
   return applyReport(ctx, task, body, 'http');
@@ -37,22 +43,22 @@ export function reportByStatusId(ctx: PolicyContext, agentId: number, statusId: 
  * deploying that item note it, so they read "downloaded, not confirmed" until the device reports.
  * A session that is not a device's (its own account, or the person's that enrolled it) changes nothing.
  */
-export function downloaded(
+export async function downloaded(
   ctx: PolicyContext,
   session: { userId: number; enrolledAgentId: number | null },
   kind: 'file' | 'package',
   itemId: number,
-): void {
+): Promise<void> {
   try {
     const agent =
-      ctx.repo.agentOfAccount(session.userId) ??
-      (session.enrolledAgentId === null ? undefined : ctx.repo.agent(session.enrolledAgentId));
+      (await ctx.repo.agentOfAccount(session.userId)) ??
+      (session.enrolledAgentId === null ? undefined : await ctx.repo.agent(session.enrolledAgentId));
     if (!agent) return;
     const at = nowIso();
-    const tasks = ctx.outbox.transact(() => ctx.repo.markDownloaded(agent.id, kind, itemId, at));
+    const tasks = await ctx.outbox.transact(() => ctx.repo.markDownloaded(agent.id, kind, itemId, at));
     for (const task of tasks) {
-      const deployment = ctx.repo.byId(task.deployment_id)!;
-      ctx.events.record(
+      const deployment = (await ctx.repo.byId(task.deployment_id))!;
+      await ctx.events.record(
         'task.downloaded',
         `${agent.name}: ${deployment.policy} "${deployment.item_name}" downloaded, not confirmed yet`,
         { entityId: agent.entity_id, agentId: agent.id },
@@ -61,7 +67,7 @@ export function downloaded(
     }
   } catch (error) {
     // A download that was served is never undone by the bookkeeping (a full disk, say).
-    ctx.events.record(
+    await ctx.events.record(
       'deployment.error',
       `A completed download could not be noted: ${error instanceof Error ? error.message : String(error)}`,
     );
@@ -69,21 +75,21 @@ export function downloaded(
 }
 
 /** search/PluginMdmTaskstatus as the reference agent asks it: its agent id and the task id. */
-export function searchStatuses(
+export async function searchStatuses(
   ctx: PolicyContext,
   agentId: number,
   criteria: { agentId?: number | undefined; taskId?: number | undefined },
-): TaskRow[] {
+): Promise<TaskRow[]> {
   // A device only ever sees its own rows, whatever agent id it names.
   if (criteria.agentId !== undefined && criteria.agentId !== agentId) return [];
   if (criteria.taskId !== undefined) {
-    const task = ctx.repo.taskOf(criteria.taskId, agentId);
+    const task = await ctx.repo.taskOf(criteria.taskId, agentId);
     return task ? [task] : [];
   }
   return ctx.repo.tasksOfAgent(agentId);
 }
 
-function applyReport(ctx: PolicyContext, task: TaskRow, body: unknown, source: ReportSource): TaskRow {
+async function applyReport(ctx: PolicyContext, task: TaskRow, body: unknown, source: ReportSource): Promise<TaskRow> {
   const input = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
   const status = input?.status;
   if (!isTaskStatus(status) || status === 'overriden') {
@@ -95,7 +101,7 @@ function applyReport(ctx: PolicyContext, task: TaskRow, body: unknown, source: R
   }
   const rawReason = input?.reason ?? input?.message ?? null;
   const reason = typeof rawReason === 'string' && rawReason.trim() !== '' ? rawReason.trim().slice(0, REASON_LIMIT) : null;
-  const deployment = ctx.repo.byId(task.deployment_id)!;
+  const deployment = (await ctx.repo.byId(task.deployment_id))!;
   if (deployment.state !== 'active')
     throw new ApiError(409, 'ERROR_TASK_CLOSED', `Task ${deployment.id} was removed: its status can no longer change`);
   // The device applies every message it receives; which value applies is the server's decision.
@@ -116,8 +122,8 @@ function applyReport(ctx: PolicyContext, task: TaskRow, body: unknown, source: R
       `Task ${deployment.id} is already ${task.status} on this device: a finished status is final (deploy again to run it again)`,
     );
   }
-  const agent = ctx.repo.agent(task.agent_id)!;
+  const agent = (await ctx.repo.agent(task.agent_id))!;
   if (task.status === status && task.reason === reason) return task; // a repeated report (QoS 1 redelivery) changes nothing
-  ctx.outbox.transact(() => ctx.setStatus(task.id, deployment.id, agent, status, reason, source, nowIso()));
-  return ctx.repo.task(task.id)!;
+  await ctx.outbox.transact(() => ctx.setStatus(task.id, deployment.id, agent, status, reason, source, nowIso()));
+  return (await ctx.repo.task(task.id))!;
 }

@@ -1,6 +1,6 @@
 // The SQL of install verification: which package tasks a device's inventory is checked against,
 // and the latest check of each task.
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { TaskStatus } from './wire.ts';
 
 /** A package task of an active deployment, with what the check needs. */
@@ -38,47 +38,45 @@ const CHECKED = `SELECT t.id AS task_id, t.status, t.downloaded_at, ${DONE_AT}, 
   WHERE d.policy = 'deployApp'`;
 
 export class VerificationRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
       /** Tasks that may be checked: done, or still open with their package downloaded. */
-      candidates: db.prepare(
-        `SELECT t.id AS task_id, t.deployment_id, d.entity_id, a.name AS agent_name, d.fleet_id, d.item_id, d.item_name, d.payload, t.status,
+      candidates: `SELECT t.id AS task_id, t.deployment_id, d.entity_id, a.name AS agent_name, d.fleet_id, d.item_id, d.item_name, d.payload, t.status,
            t.downloaded_at, ${DONE_AT}
          FROM policy_tasks t JOIN policy_assignments d ON d.id = t.deployment_id JOIN agents a ON a.id = t.agent_id
          WHERE t.agent_id = ? AND d.state = 'active' AND d.policy = 'deployApp'
            AND (t.status = 'done' OR (t.status IN ${OPEN} AND t.downloaded_at IS NOT NULL))
          ORDER BY t.id`,
-      ),
-      save: db.prepare(
-        `INSERT INTO task_verifications (task_id, result, detail, inventory_at, checked_at) VALUES (?, ?, ?, ?, ?)
+      save: `INSERT INTO task_verifications (task_id, result, detail, inventory_at, checked_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (task_id) DO UPDATE SET result = excluded.result, detail = excluded.detail,
            inventory_at = excluded.inventory_at, checked_at = excluded.checked_at`,
-      ),
-      ofDeployment: db.prepare(`${CHECKED} AND t.deployment_id = ?`),
-      ofAgent: db.prepare(`${CHECKED} AND t.agent_id = ?`),
-      ofTask: db.prepare(`${CHECKED} AND t.id = ?`),
+      ofDeployment: `${CHECKED} AND t.deployment_id = ?`,
+      ofAgent: `${CHECKED} AND t.agent_id = ?`,
+      ofTask: `${CHECKED} AND t.id = ?`,
     };
   }
 
-  candidates(agentId: number): PackageTask[] {
-    return this.s.candidates.all(agentId) as PackageTask[];
+  async candidates(agentId: number): Promise<PackageTask[]> {
+    return (await this.sql.all(this.s.candidates, [agentId])) as PackageTask[];
   }
 
-  save(taskId: number, result: 'verified' | 'not_found', detail: string, inventoryAt: string, at: string): void {
-    this.s.save.run(taskId, result, detail, inventoryAt, at);
+  async save(taskId: number, result: 'verified' | 'not_found', detail: string, inventoryAt: string, at: string): Promise<void> {
+    await this.sql.run(this.s.save, [taskId, result, detail, inventoryAt, at]);
   }
 
-  ofDeployment(deploymentId: number): CheckedTask[] {
-    return this.s.ofDeployment.all(deploymentId) as CheckedTask[];
+  async ofDeployment(deploymentId: number): Promise<CheckedTask[]> {
+    return (await this.sql.all(this.s.ofDeployment, [deploymentId])) as CheckedTask[];
   }
 
-  ofAgent(agentId: number): CheckedTask[] {
-    return this.s.ofAgent.all(agentId) as CheckedTask[];
+  async ofAgent(agentId: number): Promise<CheckedTask[]> {
+    return (await this.sql.all(this.s.ofAgent, [agentId])) as CheckedTask[];
   }
 
-  ofTask(taskId: number): CheckedTask | undefined {
-    return this.s.ofTask.get(taskId) as CheckedTask | undefined;
+  async ofTask(taskId: number): Promise<CheckedTask | undefined> {
+    return (await this.sql.get(this.s.ofTask, [taskId])) as CheckedTask | undefined;
   }
 }

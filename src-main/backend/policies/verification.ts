@@ -10,7 +10,7 @@
 // APK manifest when the package was uploaded, so the deployed version code is checked through its
 // versionName; an inventory that reports the code itself (other agents) matches too.
 import { nowIso } from '../db/database.ts';
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
 import type { FileStore } from '../files/store.ts';
@@ -21,7 +21,7 @@ import { VerificationRepository, type CheckedTask, type PackageTask } from './ve
 export interface InventorySource {
   inventoryOf(
     agentId: number,
-  ): { applications: { name: string; version: string | null; package: string | null }[]; received_at: string } | null;
+  ): Promise<{ applications: { name: string; version: string | null; package: string | null }[]; received_at: string } | null>;
 }
 
 export interface ExpectedPackage {
@@ -89,7 +89,13 @@ export class InstallVerification {
   private readonly inventories: InventorySource;
   private readonly unsubscribe: () => void;
 
-  constructor(deps: { db: Db; events: EventLog; work: UnitOfWork; files: Pick<FileStore, 'get'>; inventories: InventorySource }) {
+  constructor(deps: {
+    db: Sql;
+    events: EventLog;
+    work: UnitOfWork;
+    files: Pick<FileStore, 'get'>;
+    inventories: InventorySource;
+  }) {
     this.repo = new VerificationRepository(deps.db);
     this.events = deps.events;
     this.work = deps.work;
@@ -103,20 +109,20 @@ export class InstallVerification {
   }
 
   /** Checks the device's package tasks against its last inventory; returns how many were checked. */
-  verifyAgent(agentId: number): number {
-    const inventory = this.inventories.inventoryOf(agentId);
+  async verifyAgent(agentId: number): Promise<number> {
+    const inventory = await this.inventories.inventoryOf(agentId);
     if (!inventory) return 0;
-    const tasks = this.repo.candidates(agentId).filter((task) => {
+    const tasks = (await this.repo.candidates(agentId)).filter((task) => {
       const since = checkableSince(task);
       return since !== null && inventory.received_at >= since;
     });
     if (tasks.length === 0) return 0;
     const at = nowIso();
-    this.work.run(() => {
+    await this.work.run(async () => {
       for (const task of tasks) {
-        const { result, detail } = checkInstalled(inventory.applications, this.expected(task));
-        this.repo.save(task.task_id, result, detail, inventory.received_at, at);
-        this.events.record(
+        const { result, detail } = checkInstalled(inventory.applications, await this.expected(task));
+        await this.repo.save(task.task_id, result, detail, inventory.received_at, at);
+        await this.events.record(
           'task.verified',
           `${task.agent_name}: deployApp "${task.item_name}" ${result === 'verified' ? 'verified by the inventory' : 'not found in the inventory'}: ${detail}`,
           { agentId, entityId: task.entity_id },
@@ -134,18 +140,18 @@ export class InstallVerification {
   }
 
   /** The tasks of a deployment (or a device) with their verification, by task id; only package tasks appear. */
-  ofDeployment(deploymentId: number): Map<number, TaskVerification | null> {
-    return new Map(this.repo.ofDeployment(deploymentId).map((task) => [task.task_id, verificationOf(task)]));
+  async ofDeployment(deploymentId: number): Promise<Map<number, TaskVerification | null>> {
+    return new Map((await this.repo.ofDeployment(deploymentId)).map((task) => [task.task_id, verificationOf(task)]));
   }
 
-  ofAgent(agentId: number): Map<number, TaskVerification | null> {
-    return new Map(this.repo.ofAgent(agentId).map((task) => [task.task_id, verificationOf(task)]));
+  async ofAgent(agentId: number): Promise<Map<number, TaskVerification | null>> {
+    return new Map((await this.repo.ofAgent(agentId)).map((task) => [task.task_id, verificationOf(task)]));
   }
 
   /** What was deployed: the package name and version code of the message, the versionName of the package kept. */
-  private expected(task: PackageTask): ExpectedPackage {
+  private async expected(task: PackageTask): Promise<ExpectedPackage> {
     const message = JSON.parse(task.payload) as { deployApp?: unknown; versionCode?: unknown };
-    const item = task.item_id === null ? undefined : this.files.get('package', task.item_id);
+    const item = task.item_id === null ? undefined : await this.files.get('package', task.item_id);
     const code = Number(message.versionCode);
     const versionCode = Number.isSafeInteger(code) && code > 0 ? code : (item?.packageInfo.versionCode ?? null);
     return {
@@ -155,12 +161,12 @@ export class InstallVerification {
     };
   }
 
-  private onEvent(event: RecordedEvent): void {
+  private async onEvent(event: RecordedEvent): Promise<void> {
     if (event.type !== 'agent.inventory' || event.agent_id === null) return;
     try {
-      this.verifyAgent(event.agent_id);
+      await this.verifyAgent(event.agent_id);
     } catch (error) {
-      this.events.record(
+      await this.events.record(
         'deployment.error',
         `Installs could not be checked against the inventory: ${error instanceof Error ? error.message : String(error)}`,
         { agentId: event.agent_id },

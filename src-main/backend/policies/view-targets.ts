@@ -36,9 +36,9 @@ export interface ViewAssignInput {
 const DEFAULT_DESTINATION = '%SDCARD%/Download/';
 
 /** Assigns a policy or a deployment to a view: carried at once to its members. Returns its id. */
-export function assignToView(ctx: PolicyContext, viewId: number, input: ViewAssignInput): number {
+export async function assignToView(ctx: PolicyContext, viewId: number, input: ViewAssignInput): Promise<number> {
   const views = membership(ctx);
-  const view = views.view(viewId);
+  const view = await views.view(viewId);
   if (!view) throw itemNotFound('View not found');
   const definition = checkedPolicy(input.policy, input.value);
   const symbol = definition.symbol;
@@ -50,7 +50,7 @@ export function assignToView(ctx: PolicyContext, viewId: number, input: ViewAssi
   let fields: Omit<ViewAssignmentRow, 'id' | 'state' | 'removed_at' | 'created_at' | keyof typeof base>;
   if (symbol === 'deployApp' || symbol === 'deployFile') {
     const kind = symbol === 'deployApp' ? 'package' : 'file';
-    const item = ctx.files.get(kind, input.value as number);
+    const item = await ctx.files.get(kind, input.value as number);
     if (!item) throw itemNotFound(`${kind === 'file' ? 'File' : 'Package'} #${String(input.value)} not found`);
     if (kind === 'package' && !item.packageInfo.packageName)
       throw new ApiError(
@@ -82,23 +82,25 @@ export function assignToView(ctx: PolicyContext, viewId: number, input: ViewAssi
       destination: null,
     };
   }
-  const same = ctx.viewAssignments.activeSame({
+  const same = await ctx.viewAssignments.activeSame({
     view_id: view.id,
     policy: symbol,
     item_kind: fields.item_kind,
     item_id: fields.item_id,
     value: definition.unique ? null : fields.value,
   });
-  const clash = definition.unique ? ctx.viewAssignments.activeOfView(view.id).find((row) => row.policy === symbol) : same[0];
+  const clash = definition.unique
+    ? (await ctx.viewAssignments.activeOfView(view.id)).find((row) => row.policy === symbol)
+    : same[0];
   if (clash)
     throw new ApiError(
       409,
       'ERROR_POLICY_ALREADY_SET',
       `${symbol} is already assigned to view "${view.name}" (${clash.item_name}, #${clash.id}): remove it first`,
     );
-  return ctx.outbox.transact(() => {
-    const id = ctx.viewAssignments.insert({ ...base, ...fields, created_at: nowIso() });
-    ctx.events.record(
+  return ctx.outbox.transact(async () => {
+    const id = await ctx.viewAssignments.insert({ ...base, ...fields, created_at: nowIso() });
+    await ctx.events.record(
       'view.assigned',
       `${symbol} "${fields.item_name}" assigned to view "${view.name}"`,
       { entityId: view.entity_id },
@@ -111,20 +113,20 @@ export function assignToView(ctx: PolicyContext, viewId: number, input: ViewAssi
         after: { [symbol]: fields.value === null ? fields.item_name : (JSON.parse(fields.value) as unknown), view: view.name },
       },
     );
-    syncViewAssignment(ctx, ctx.viewAssignments.byId(id)!);
+    await syncViewAssignment(ctx, (await ctx.viewAssignments.byId(id))!);
     return id;
   });
 }
 
 /** Ends a view's assignment: every member's row removed (a deployment's removal published with remove_on_delete). */
-export function unassignView(ctx: PolicyContext, id: number): ViewAssignmentRow {
-  const row = ctx.viewAssignments.byId(id);
+export async function unassignView(ctx: PolicyContext, id: number): Promise<ViewAssignmentRow> {
+  const row = await ctx.viewAssignments.byId(id);
   if (!row) throw itemNotFound('View assignment not found');
   if (row.state !== 'active') throw new ApiError(409, 'ERROR_ALREADY_REMOVED', `View assignment #${id} was already removed`);
-  const view = membership(ctx).view(row.view_id);
-  ctx.outbox.transact(() => {
-    ctx.viewAssignments.markRemoved(id, nowIso());
-    ctx.events.record(
+  const view = await membership(ctx).view(row.view_id);
+  await ctx.outbox.transact(async () => {
+    await ctx.viewAssignments.markRemoved(id, nowIso());
+    await ctx.events.record(
       'view.unassigned',
       `${row.policy} "${row.item_name}" removed from view "${view?.name ?? row.view_id}"`,
       { entityId: row.entity_id },
@@ -137,72 +139,73 @@ export function unassignView(ctx: PolicyContext, id: number): ViewAssignmentRow 
         after: null,
       },
     );
-    asServer(() => {
-      for (const member of ctx.viewAssignments.members(id)) {
-        if (member.policy === 'deployApp' || member.policy === 'deployFile') undeploy(ctx, member.id);
-        else unassignValue(ctx, member);
+    await asServer(async () => {
+      for (const member of await ctx.viewAssignments.members(id)) {
+        if (member.policy === 'deployApp' || member.policy === 'deployFile') await undeploy(ctx, member.id);
+        else await unassignValue(ctx, member);
       }
     });
   });
-  return ctx.viewAssignments.byId(id)!;
+  return (await ctx.viewAssignments.byId(id))!;
 }
 
 /** Brings one view assignment's members up to date: devices that entered get it, those that left lose it. */
-export function syncViewAssignment(ctx: PolicyContext, row: ViewAssignmentRow): void {
+export async function syncViewAssignment(ctx: PolicyContext, row: ViewAssignmentRow): Promise<void> {
   const views = membership(ctx);
-  const view = views.view(row.view_id);
+  const view = await views.view(row.view_id);
   if (!view || row.state !== 'active') return;
-  const members = new Set(views.memberIds(row.view_id));
-  ctx.outbox.transact(() =>
-    asServer(() => {
-      for (const member of ctx.viewAssignments.members(row.id)) if (!members.has(member.agent_id!)) leave(ctx, member, view.name);
-      for (const agentId of members) enter(ctx, row, view.name, agentId);
+  const members = new Set(await views.memberIds(row.view_id));
+  await ctx.outbox.transact(() =>
+    asServer(async () => {
+      for (const member of await ctx.viewAssignments.members(row.id))
+        if (!members.has(member.agent_id!)) await leave(ctx, member, view.name);
+      for (const agentId of members) await enter(ctx, row, view.name, agentId);
     }),
   );
 }
 
 /** One device changed (inventory, status, presence, fleet, its own values): the views it entered or left. */
-export function syncAgentViews(ctx: PolicyContext, agentId: number): void {
+export async function syncAgentViews(ctx: PolicyContext, agentId: number): Promise<void> {
   if (!ctx.views) return;
   const views = ctx.views;
-  const active = ctx.viewAssignments.active();
+  const active = await ctx.viewAssignments.active();
   if (active.length === 0) return;
   const inView = new Map<number, boolean>();
-  ctx.outbox.transact(() =>
-    asServer(() => {
+  await ctx.outbox.transact(() =>
+    asServer(async () => {
       for (const row of active) {
-        const view = views.view(row.view_id);
+        const view = await views.view(row.view_id);
         if (!view) continue;
         let member = inView.get(row.view_id);
-        if (member === undefined) inView.set(row.view_id, (member = views.isMember(row.view_id, agentId)));
-        const carried = ctx.viewAssignments.member(row.id, agentId);
-        if (member && !carried) enter(ctx, row, view.name, agentId);
-        if (!member && carried) leave(ctx, carried, view.name);
+        if (member === undefined) inView.set(row.view_id, (member = await views.isMember(row.view_id, agentId)));
+        const carried = await ctx.viewAssignments.member(row.id, agentId);
+        if (member && !carried) await enter(ctx, row, view.name, agentId);
+        if (!member && carried) await leave(ctx, carried, view.name);
       }
     }),
   );
 }
 
 /** Every active view assignment evaluated again (the timer: terms of time such as last_contact>7d). */
-export function syncAllViews(ctx: PolicyContext): void {
+export async function syncAllViews(ctx: PolicyContext): Promise<void> {
   if (!ctx.views) return;
-  for (const row of ctx.viewAssignments.active()) syncViewAssignment(ctx, row);
+  for (const row of await ctx.viewAssignments.active()) await syncViewAssignment(ctx, row);
 }
 
 /** The device entered the view: the assignment carried to it, unless something ranks above (see the top). */
-function enter(ctx: PolicyContext, row: ViewAssignmentRow, viewName: string, agentId: number): void {
-  if (ctx.viewAssignments.member(row.id, agentId)) return;
-  const agent = ctx.repo.agent(agentId);
+async function enter(ctx: PolicyContext, row: ViewAssignmentRow, viewName: string, agentId: number): Promise<void> {
+  if (await ctx.viewAssignments.member(row.id, agentId)) return;
+  const agent = await ctx.repo.agent(agentId);
   if (!agent) return;
   if (policyDefinition(row.policy)?.unique) {
-    if (ctx.viewAssignments.rankedAbove(agentId, row.policy, row.id) !== undefined) return;
+    if ((await ctx.viewAssignments.rankedAbove(agentId, row.policy, row.id)) !== undefined) return;
     // A later view's value of the same policy gives way to this one.
-    for (const later of ctx.repo.activeViewRows(agentId, row.policy))
-      if (later.view_assignment_id! > row.id) retire(ctx, later, null, `view "${viewName}" was assigned it first`);
+    for (const later of await ctx.repo.activeViewRows(agentId, row.policy))
+      if (later.view_assignment_id! > row.id) await retire(ctx, later, null, `view "${viewName}" was assigned it first`);
   }
-  const messageOf = memberMessage(ctx, row);
+  const messageOf = await memberMessage(ctx, row);
   if (!messageOf) return;
-  create(
+  await create(
     ctx,
     row.entity_id,
     row.policy,
@@ -222,19 +225,22 @@ function enter(ctx: PolicyContext, row: ViewAssignmentRow, viewName: string, age
   );
 }
 
-function leave(ctx: PolicyContext, member: DeploymentRow, viewName: string): void {
-  retire(ctx, member, null, `the device left view "${viewName}"`);
+async function leave(ctx: PolicyContext, member: DeploymentRow, viewName: string): Promise<void> {
+  await retire(ctx, member, null, `the device left view "${viewName}"`);
   // Its fleet's value of the policy applies again: delivered again after the view's is cleared (the
   // device may have reported the fleet's task meanwhile, so it is not always marked overriden).
-  const agent = policyDefinition(member.policy)?.unique ? ctx.repo.agent(member.agent_id!) : undefined;
-  const fleetRow = agent && ctx.repo.activeOnTarget(member.policy, agent.fleet_id, null)[0];
-  if (fleetRow) ctx.outbox.afterCommit(() => ctx.outbox.publish(fleetRow.topic, fleetRow.payload));
+  const agent = policyDefinition(member.policy)?.unique ? await ctx.repo.agent(member.agent_id!) : undefined;
+  const fleetRow = agent && (await ctx.repo.activeOnTarget(member.policy, agent.fleet_id, null))[0];
+  if (fleetRow) await ctx.outbox.afterCommit(() => ctx.outbox.publish(fleetRow.topic, fleetRow.payload));
 }
 
 /** The message a member device receives for this assignment, or null when its item is gone. */
-function memberMessage(ctx: PolicyContext, row: ViewAssignmentRow): ((taskId: number) => Record<string, unknown>) | null {
+async function memberMessage(
+  ctx: PolicyContext,
+  row: ViewAssignmentRow,
+): Promise<((taskId: number) => Record<string, unknown>) | null> {
   if (row.policy === 'deployApp' || row.policy === 'deployFile') {
-    const item = row.item_kind && row.item_id !== null ? ctx.files.get(row.item_kind, row.item_id) : undefined;
+    const item = row.item_kind && row.item_id !== null ? await ctx.files.get(row.item_kind, row.item_id) : undefined;
     if (!item) return null;
     const value: PolicyValue =
       row.policy === 'deployApp'

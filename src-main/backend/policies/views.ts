@@ -100,19 +100,19 @@ export function progressText(counts: {
   return parts.join(', ');
 }
 
-export function list(ctx: PolicyContext, filter: AssignmentFilter = {}): DeploymentView[] {
-  return ctx.repo.list({ ...filter, fleets: fleetScopeParam() }).map((row) => toView(row));
+export async function list(ctx: PolicyContext, filter: AssignmentFilter = {}): Promise<DeploymentView[]> {
+  return (await ctx.repo.list({ ...filter, fleets: fleetScopeParam() })).map((row) => toView(row));
 }
 
-export function view(ctx: PolicyContext, id: number): DeploymentView {
-  const row = ctx.repo.withCounts(id);
-  if (!row || !visibleAssignment(ctx, row)) throw itemNotFound('Deployment not found');
+export async function view(ctx: PolicyContext, id: number): Promise<DeploymentView> {
+  const row = await ctx.repo.withCounts(id);
+  if (!row || !(await visibleAssignment(ctx, row))) throw itemNotFound('Deployment not found');
   return toView(row);
 }
 
 /** The device, when the request's fleet scope (fleets/scope.ts) lets it see it. */
-export function visibleAgent(ctx: PolicyContext, agentId: number): AgentInScope | undefined {
-  const agent = ctx.repo.agent(agentId);
+export async function visibleAgent(ctx: PolicyContext, agentId: number): Promise<AgentInScope | undefined> {
+  const agent = await ctx.repo.agent(agentId);
   return agent && inFleetScope(agent.fleet_id) ? agent : undefined;
 }
 
@@ -120,26 +120,26 @@ export function visibleAgent(ctx: PolicyContext, agentId: number): AgentInScope 
  * Whether the request may see an assignment: its fleet's, or its device's fleet's, within the
  * scope. Another one answers 404, as if it did not exist.
  */
-export function visibleAssignment(ctx: PolicyContext, row: Pick<DeploymentRow, 'fleet_id' | 'agent_id'>): boolean {
+export async function visibleAssignment(ctx: PolicyContext, row: Pick<DeploymentRow, 'fleet_id' | 'agent_id'>): Promise<boolean> {
   const scope = currentFleetScope();
   if (scope === null) return true;
   if (row.fleet_id !== null) return scope.includes(row.fleet_id);
-  return row.agent_id !== null && visibleAgent(ctx, row.agent_id) !== undefined;
+  return row.agent_id !== null && (await visibleAgent(ctx, row.agent_id)) !== undefined;
 }
 
 /** One assignment with its tasks and each task's history. */
-export function detail(ctx: PolicyContext, id: number): DeploymentView & { tasks: TaskView[] } {
-  const shown = view(ctx, id);
+export async function detail(ctx: PolicyContext, id: number): Promise<DeploymentView & { tasks: TaskView[] }> {
+  const shown = await view(ctx, id);
   const history = new Map<number, TaskHistoryRow[]>();
-  for (const entry of ctx.repo.historyOfDeployment(id)) {
+  for (const entry of await ctx.repo.historyOfDeployment(id)) {
     let entries = history.get(entry.task_id);
     if (!entries) history.set(entry.task_id, (entries = []));
     entries.push(entry);
   }
-  const verified = ctx.verification?.ofDeployment(id);
+  const verified = await ctx.verification?.ofDeployment(id);
   return {
     ...shown,
-    tasks: ctx.repo.tasksOf(id).map((task) => ({
+    tasks: (await ctx.repo.tasksOf(id)).map((task) => ({
       ...task,
       status_text: taskStatusText(task),
       verification: verified?.get(task.id) ?? null,
@@ -149,16 +149,17 @@ export function detail(ctx: PolicyContext, id: number): DeploymentView & { tasks
 }
 
 /** Every task of a device, each with its history and the assignment it belongs to. */
-export function tasksOfAgent(ctx: PolicyContext, agentId: number): TaskView[] {
-  if (!visibleAgent(ctx, agentId)) throw itemNotFound('Agent not found');
-  const verified = ctx.verification?.ofAgent(agentId);
-  return ctx.repo.tasksOfAgent(agentId).map((task) => {
-    const deployment = ctx.repo.byId(task.deployment_id)!;
-    return {
+export async function tasksOfAgent(ctx: PolicyContext, agentId: number): Promise<TaskView[]> {
+  if (!(await visibleAgent(ctx, agentId))) throw itemNotFound('Agent not found');
+  const verified = await ctx.verification?.ofAgent(agentId);
+  const views: TaskView[] = [];
+  for (const task of await ctx.repo.tasksOfAgent(agentId)) {
+    const deployment = (await ctx.repo.byId(task.deployment_id))!;
+    views.push({
       ...task,
       status_text: taskStatusText(task),
       verification: verified?.get(task.id) ?? null,
-      history: ctx.repo.historyOf(task.id),
+      history: await ctx.repo.historyOf(task.id),
       deployment: {
         id: deployment.id,
         policy: deployment.policy,
@@ -166,41 +167,42 @@ export function tasksOfAgent(ctx: PolicyContext, agentId: number): TaskView[] {
         target_name: deployment.target_name,
         state: deployment.state,
       },
-    };
-  });
+    });
+  }
+  return views;
 }
 
 /** The device's tasks of active assignments, with where each value comes from and which applies. */
-export function effectiveOf(ctx: PolicyContext, agentId: number): EffectivePolicy[] {
-  if (!visibleAgent(ctx, agentId)) throw itemNotFound('Agent not found');
-  const verified = ctx.verification?.ofAgent(agentId);
-  return ctx.repo.tasksOfAgent(agentId).flatMap((task) => {
-    const row = ctx.repo.byId(task.deployment_id);
-    if (!row || row.state !== 'active') return [];
-    return [
-      {
-        assignment_id: row.id,
-        task_id: task.id,
-        policy: row.policy,
-        label: policyDefinition(row.policy)?.label ?? row.policy,
-        value: parseValue(row.value),
-        item_name: row.item_name,
-        source: row.agent_id !== null ? ('device' as const) : ('fleet' as const),
-        source_name: ctx.repo.withCounts(row.id)?.target_name ?? row.target_name,
-        status: task.status,
-        reason: task.reason,
-        updated_at: task.updated_at,
-        effective: task.status !== 'overriden' && task.status !== 'canceled',
-        verification: verified?.get(task.id) ?? null,
-      },
-    ];
-  });
+export async function effectiveOf(ctx: PolicyContext, agentId: number): Promise<EffectivePolicy[]> {
+  if (!(await visibleAgent(ctx, agentId))) throw itemNotFound('Agent not found');
+  const verified = await ctx.verification?.ofAgent(agentId);
+  const effective: EffectivePolicy[] = [];
+  for (const task of await ctx.repo.tasksOfAgent(agentId)) {
+    const row = await ctx.repo.byId(task.deployment_id);
+    if (!row || row.state !== 'active') continue;
+    effective.push({
+      assignment_id: row.id,
+      task_id: task.id,
+      policy: row.policy,
+      label: policyDefinition(row.policy)?.label ?? row.policy,
+      value: parseValue(row.value),
+      item_name: row.item_name,
+      source: row.agent_id !== null ? ('device' as const) : ('fleet' as const),
+      source_name: (await ctx.repo.withCounts(row.id))?.target_name ?? row.target_name,
+      status: task.status,
+      reason: task.reason,
+      updated_at: task.updated_at,
+      effective: task.status !== 'overriden' && task.status !== 'canceled',
+      verification: verified?.get(task.id) ?? null,
+    });
+  }
+  return effective;
 }
 
 /** Every enrolled device (of one fleet, or all) with its tasks of active assignments counted. */
-export function compliance(ctx: PolicyContext, fleetId: number | null): ComplianceView[] {
-  if (fleetId !== null) ctx.fleets.get(fleetId);
-  return ctx.repo.compliance(fleetId, fleetScopeParam()).map(complianceOf);
+export async function compliance(ctx: PolicyContext, fleetId: number | null): Promise<ComplianceView[]> {
+  if (fleetId !== null) await ctx.fleets.get(fleetId);
+  return (await ctx.repo.compliance(fleetId, fleetScopeParam())).map(complianceOf);
 }
 
 /** A device's compliance from its tasks counted: its state and one-line summary (the list's and the exports'). */

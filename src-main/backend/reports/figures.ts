@@ -1,3 +1,4 @@
+import { unlessDiskFull } from '../db/disk-full.ts';
 import type { Report, ReportName, ReportPoint, ReportSeriesKey, ReportShare } from '../../../src-shared/contract/index.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
@@ -104,14 +105,14 @@ export class DailyFigures {
   }
 
   /** The first start backfills; every start counts the events it missed, then follows the live ones and samples on its timer. */
-  start(): void {
-    this.work.run(() => {
-      if (!this.repository.cursor()) this.repository.backfill(new Date(this.now()).toISOString());
+  async start(): Promise<void> {
+    await this.work.run(async () => {
+      if (!(await this.repository.cursor())) await this.repository.backfill(new Date(this.now()).toISOString());
     });
-    this.catchUp();
+    await this.catchUp();
     this.unsubscribe = this.events.subscribe((event) => this.follow(event));
-    this.sampleQuietly();
-    this.timer = setInterval(() => this.sampleQuietly(), this.sampleEveryMs);
+    await this.sampleQuietly();
+    this.timer = setInterval(() => unlessDiskFull(() => this.sampleQuietly()), this.sampleEveryMs);
     this.timer.unref();
   }
 
@@ -123,38 +124,38 @@ export class DailyFigures {
   }
 
   /** Samples the devices now (the timer's work; tests call it after moving the clock). */
-  sample(): void {
+  async sample(): Promise<void> {
     const now = this.now();
-    this.work.run(() => this.repository.sample(dayOf(now), hourOf(now), new Date(now).toISOString()));
+    await this.work.run(() => this.repository.sample(dayOf(now), hourOf(now), new Date(now).toISOString()));
   }
 
-  private sampleQuietly(): void {
+  private async sampleQuietly(): Promise<void> {
     try {
-      this.sample();
+      await this.sample();
     } catch {
       // A full disk or a busy database: the next sample writes the figures again.
     }
   }
 
   /** The events recorded after the cursor, counted on the day each happened. */
-  private catchUp(): void {
-    const upto = this.repository.lastEventId();
-    let after = this.repository.cursor()?.event_id ?? 0;
+  private async catchUp(): Promise<void> {
+    const upto = await this.repository.lastEventId();
+    let after = (await this.repository.cursor())?.event_id ?? 0;
     for (;;) {
-      const page = this.repository.countedEvents(after, upto, CATCH_UP_PAGE);
+      const page = await this.repository.countedEvents(after, upto, CATCH_UP_PAGE);
       if (page.length === 0) break;
-      this.work.run(() => {
-        for (const event of page) this.count(event, event.at.slice(0, 10));
-        this.repository.advance(page.at(-1)!.id);
+      await this.work.run(async () => {
+        for (const event of page) await this.count(event, event.at.slice(0, 10));
+        await this.repository.advance(page.at(-1)!.id);
       });
       after = page.at(-1)!.id;
     }
-    this.work.run(() => this.repository.advance(upto));
+    await this.work.run(() => this.repository.advance(upto));
     this.caughtUp = Math.max(after, upto);
   }
 
   /** A live event, just committed: counted on today's day (by this service's clock). */
-  private follow(event: RecordedEvent): void {
+  private async follow(event: RecordedEvent): Promise<void> {
     if (event.id <= this.caughtUp || (event.type !== 'agent.enrolled' && event.type !== 'task.status')) return;
     try {
       const row: CountedEvent = {
@@ -164,35 +165,35 @@ export class DailyFigures {
         agent_id: event.agent_id,
         data: event.data === null ? null : JSON.stringify(event.data),
       };
-      this.work.run(() => {
-        this.count(row, dayOf(this.now()));
-        this.repository.advance(event.id);
+      await this.work.run(async () => {
+        await this.count(row, dayOf(this.now()));
+        await this.repository.advance(event.id);
       });
     } catch {
       // Not counted now: the next start counts it, unless a later event was counted meanwhile (the cursor is past it).
     }
   }
 
-  private count(event: CountedEvent, day: string): void {
+  private async count(event: CountedEvent, day: string): Promise<void> {
     if (event.type === 'agent.enrolled') {
-      const fleet = event.agent_id === null ? undefined : this.repository.fleetOfAgent(event.agent_id);
-      if (fleet !== undefined) this.repository.add(day, fleet, 'enrolled', '');
+      const fleet = event.agent_id === null ? undefined : await this.repository.fleetOfAgent(event.agent_id);
+      if (fleet !== undefined) await this.repository.add(day, fleet, 'enrolled', '');
       return;
     }
     const data = event.data === null ? null : (JSON.parse(event.data) as { task_id?: unknown; status?: unknown });
     if (!data || (data.status !== 'done' && data.status !== 'failed') || typeof data.task_id !== 'number') return;
-    const fleet = this.repository.fleetOfDeploymentTask(data.task_id);
-    if (fleet !== undefined) this.repository.add(day, fleet, 'deploy', data.status);
+    const fleet = await this.repository.fleetOfDeploymentTask(data.task_id);
+    if (fleet !== undefined) await this.repository.add(day, fleet, 'deploy', data.status);
   }
 
   /** A report over the last `days` days (today included), for one fleet or every fleet the request sees. */
-  report(name: ReportName, days: number, fleetId?: number): Report {
-    const fleets = fleetId === undefined ? fleetScopeParam() : JSON.stringify([this.fleets.get(fleetId).id]);
+  async report(name: ReportName, days: number, fleetId?: number): Promise<Report> {
+    const fleets = fleetId === undefined ? fleetScopeParam() : JSON.stringify([(await this.fleets.get(fleetId)).id]);
     const today = this.now();
     const dayList = Array.from({ length: days }, (_, i) => dayOf(today - (days - 1 - i) * DAY_MS));
     const from = dayList[0]!;
     const to = dayList.at(-1)!;
-    const range = (metric: FigureMetric) => byDay(this.repository.range(metric, from, to, fleets));
+    const range = async (metric: FigureMetric) => byDay(await this.repository.range(metric, from, to, fleets));
     let series: ReportSeriesKey[];
     let points: ReportPoint[];
     let current: ReportShare[] | null = null;
@@ -204,7 +205,7 @@ export class DailyFigures {
               { key: 'done', label: 'Succeeded' },
               { key: 'failed', label: 'Failed' },
             ];
-      const rows = range(name === 'enrollments' ? 'enrolled' : 'deploy');
+      const rows = await range(name === 'enrollments' ? 'enrolled' : 'deploy');
       points = dayList.map((day) => ({
         day,
         values: Object.fromEntries(series.map(({ key }) => [key, rows.get(day)?.get(name === 'enrollments' ? '' : key) ?? 0])),
@@ -215,8 +216,8 @@ export class DailyFigures {
         { key: 'latest', label: 'Online at the last sample' },
         { key: 'devices', label: 'Devices' },
       ];
-      const hours = range('online');
-      const devices = range('devices');
+      const hours = await range('online');
+      const devices = await range('devices');
       points = dayList.map((day) => {
         const sampled = hours.get(day);
         if (!sampled) return { day, values: { peak: null, latest: null, devices: devices.get(day)?.get('') ?? null } };
@@ -237,11 +238,11 @@ export class DailyFigures {
         { key: 'failed', label: 'Failing' },
         { key: 'none', label: 'No policy' },
       ];
-      points = sampledPoints(dayList, series, range('compliance'));
+      points = sampledPoints(dayList, series, await range('compliance'));
     } else {
       const what = name === 'os' ? 'os' : 'model';
-      current = this.repository.current(what, fleets);
-      const rows = range(what);
+      current = await this.repository.current(what, fleets);
+      const rows = await range(what);
       const ranked = current.length > 0 ? current.map((share) => share.key) : rankedKeys(rows);
       const top = ranked.slice(0, ranked.length > TOP_KEYS ? TOP_KEYS - 1 : TOP_KEYS);
       series = top.map((key) => ({ key, label: key }));
@@ -261,7 +262,7 @@ export class DailyFigures {
       series,
       points,
       current,
-      sampled_at: this.repository.cursor()?.sampled_at ?? null,
+      sampled_at: (await this.repository.cursor())?.sampled_at ?? null,
       sample_every_s: Math.round(this.sampleEveryMs / 1000),
     };
   }

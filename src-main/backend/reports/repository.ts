@@ -1,7 +1,7 @@
 // The SQL of the daily figures (migration 25): counted metrics grown by one as things happen,
 // sampled ones overwritten by each sample of the day, the cursor over the events already counted,
 // and the reads of a range of days. Written in SQL both SQLite and PostgreSQL accept.
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 import { ENROLL_STATUS } from '../agents/status.ts';
 
@@ -69,27 +69,22 @@ export const OS_LABEL = `coalesce(os_name || ' ' || os_version, os_version, os_n
 export const MODEL_LABEL = `coalesce(manufacturer || ' ' || model, model, '${NO_INVENTORY}')`;
 
 export class FigureRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      cursor: db.prepare(`SELECT event_id, backfilled_at, sampled_at FROM report_cursor WHERE id = 1`),
-      startCursor: db.prepare(
-        `INSERT INTO report_cursor (id, event_id, backfilled_at) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING`,
-      ),
-      advance: db.prepare(`UPDATE report_cursor SET event_id = ? WHERE id = 1 AND event_id < ?`),
-      sampledAt: db.prepare(`UPDATE report_cursor SET sampled_at = ? WHERE id = 1`),
-      lastEventId: db.prepare(`SELECT coalesce(max(id), 0) FROM events`),
-      countedEvents: db.prepare(
-        `SELECT id, at, type, agent_id, data FROM events
+      cursor: `SELECT event_id, backfilled_at, sampled_at FROM report_cursor WHERE id = 1`,
+      startCursor: `INSERT INTO report_cursor (id, event_id, backfilled_at) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      advance: `UPDATE report_cursor SET event_id = ? WHERE id = 1 AND event_id < ?`,
+      sampledAt: `UPDATE report_cursor SET sampled_at = ? WHERE id = 1`,
+      lastEventId: `SELECT coalesce(max(id), 0) FROM events`,
+      countedEvents: `SELECT id, at, type, agent_id, data FROM events
          WHERE id > ? AND id <= ? AND type IN ('agent.enrolled', 'task.status') ORDER BY id LIMIT ?`,
-      ),
-      backfillEnrolled: db.prepare(
-        `INSERT INTO daily_figures (day, fleet_id, metric, key, value)
+      backfillEnrolled: `INSERT INTO daily_figures (day, fleet_id, metric, key, value)
          SELECT substr(created_at, 1, 10), fleet_id, 'enrolled', '', count(*) FROM agents GROUP BY substr(created_at, 1, 10), fleet_id`,
-      ),
-      backfillDeploy: db.prepare(
-        `INSERT INTO daily_figures (day, fleet_id, metric, key, value)
+      backfillDeploy: `INSERT INTO daily_figures (day, fleet_id, metric, key, value)
          SELECT substr(h.at, 1, 10), a.fleet_id, 'deploy', h.status, count(*)
          FROM task_history h
          JOIN policy_tasks t ON t.id = h.task_id
@@ -97,56 +92,37 @@ export class FigureRepository {
          JOIN agents a ON a.id = t.agent_id
          WHERE h.status IN ('done', 'failed') AND d.policy IN ${DEPLOYMENT_KINDS}
          GROUP BY substr(h.at, 1, 10), a.fleet_id, h.status`,
-      ),
-      fleetOfAgent: db.prepare(`SELECT fleet_id FROM agents WHERE id = ?`),
-      deploymentTask: db.prepare(
-        `SELECT a.fleet_id FROM policy_tasks t
+      fleetOfAgent: `SELECT fleet_id FROM agents WHERE id = ?`,
+      deploymentTask: `SELECT a.fleet_id FROM policy_tasks t
          JOIN policy_assignments d ON d.id = t.deployment_id
          JOIN agents a ON a.id = t.agent_id
          WHERE t.id = ? AND d.policy IN ${DEPLOYMENT_KINDS}`,
-      ),
-      add: db.prepare(
-        `INSERT INTO daily_figures (day, fleet_id, metric, key, value) VALUES (@day, @fleet_id, @metric, @key, @value)
+      add: `INSERT INTO daily_figures (day, fleet_id, metric, key, value) VALUES (@day, @fleet_id, @metric, @key, @value)
          ON CONFLICT (day, fleet_id, metric, key) DO UPDATE SET value = daily_figures.value + excluded.value`,
-      ),
-      put: db.prepare(
-        `INSERT INTO daily_figures (day, fleet_id, metric, key, value) VALUES (@day, @fleet_id, @metric, @key, @value)
+      put: `INSERT INTO daily_figures (day, fleet_id, metric, key, value) VALUES (@day, @fleet_id, @metric, @key, @value)
          ON CONFLICT (day, fleet_id, metric, key) DO UPDATE SET value = excluded.value`,
-      ),
-      clearDay: db.prepare(`DELETE FROM daily_figures WHERE day = ? AND metric = ?`),
-      presence: db.prepare(
-        `SELECT fleet_id, count(*) AS devices, sum(CASE WHEN is_online = 1 THEN 1 ELSE 0 END) AS online
+      clearDay: `DELETE FROM daily_figures WHERE day = ? AND metric = ?`,
+      presence: `SELECT fleet_id, count(*) AS devices, sum(CASE WHEN is_online = 1 THEN 1 ELSE 0 END) AS online
          FROM agents WHERE ${COUNTED_DEVICE} GROUP BY fleet_id`,
-      ),
-      compliance: db.prepare(COMPLIANCE_BY_FLEET),
-      osByFleet: db.prepare(
-        `SELECT fleet_id, ${OS_LABEL} AS key, count(*) AS value FROM agents WHERE ${COUNTED_DEVICE} GROUP BY 1, 2`,
-      ),
-      modelByFleet: db.prepare(
-        `SELECT fleet_id, ${MODEL_LABEL} AS key, count(*) AS value FROM agents WHERE ${COUNTED_DEVICE} GROUP BY 1, 2`,
-      ),
-      osNow: db.prepare(
-        `SELECT ${OS_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql('fleet_id')}
+      compliance: COMPLIANCE_BY_FLEET,
+      osByFleet: `SELECT fleet_id, ${OS_LABEL} AS key, count(*) AS value FROM agents WHERE ${COUNTED_DEVICE} GROUP BY 1, 2`,
+      modelByFleet: `SELECT fleet_id, ${MODEL_LABEL} AS key, count(*) AS value FROM agents WHERE ${COUNTED_DEVICE} GROUP BY 1, 2`,
+      osNow: `SELECT ${OS_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql('fleet_id')}
          GROUP BY 1 ORDER BY 2 DESC, 1`,
-      ),
-      modelNow: db.prepare(
-        `SELECT ${MODEL_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql('fleet_id')}
+      modelNow: `SELECT ${MODEL_LABEL} AS key, count(*) AS devices FROM agents WHERE ${COUNTED_DEVICE} AND ${inFleetsSql('fleet_id')}
          GROUP BY 1 ORDER BY 2 DESC, 1`,
-      ),
-      range: db.prepare(
-        `SELECT day, key, sum(value) AS value FROM daily_figures
+      range: `SELECT day, key, sum(value) AS value FROM daily_figures
          WHERE metric = @metric AND day >= @from AND day <= @to AND ${inFleetsSql('fleet_id')}
          GROUP BY day, key ORDER BY day, key`,
-      ),
     };
   }
 
-  cursor(): ReportCursor | undefined {
-    return this.s.cursor.get() as ReportCursor | undefined;
+  async cursor(): Promise<ReportCursor | undefined> {
+    return (await this.sql.get(this.s.cursor)) as ReportCursor | undefined;
   }
 
-  lastEventId(): number {
-    return this.s.lastEventId.pluck().get() as number;
+  async lastEventId(): Promise<number> {
+    return (await this.sql.value<number>(this.s.lastEventId))!;
   }
 
   /**
@@ -154,32 +130,32 @@ export class FigureRepository {
    * deployment tasks by the day they reported done or failed), and the cursor after every event
    * so far (those are in the rows already). Call inside a transaction.
    */
-  backfill(at: string): void {
-    this.s.backfillEnrolled.run();
-    this.s.backfillDeploy.run();
-    this.s.startCursor.run(this.lastEventId(), at);
+  async backfill(at: string): Promise<void> {
+    await this.sql.run(this.s.backfillEnrolled);
+    await this.sql.run(this.s.backfillDeploy);
+    await this.sql.run(this.s.startCursor, [await this.lastEventId(), at]);
   }
 
   /** Events to count after `afterId`, up to `uptoId`, oldest first. */
-  countedEvents(afterId: number, uptoId: number, limit: number): CountedEvent[] {
-    return this.s.countedEvents.all(afterId, uptoId, limit) as CountedEvent[];
+  async countedEvents(afterId: number, uptoId: number, limit: number): Promise<CountedEvent[]> {
+    return (await this.sql.all(this.s.countedEvents, [afterId, uptoId, limit])) as CountedEvent[];
   }
 
-  advance(eventId: number): void {
-    this.s.advance.run(eventId, eventId);
+  async advance(eventId: number): Promise<void> {
+    await this.sql.run(this.s.advance, [eventId, eventId]);
   }
 
-  fleetOfAgent(agentId: number): number | undefined {
-    return (this.s.fleetOfAgent.get(agentId) as { fleet_id: number } | undefined)?.fleet_id;
+  async fleetOfAgent(agentId: number): Promise<number | undefined> {
+    return ((await this.sql.get(this.s.fleetOfAgent, [agentId])) as { fleet_id: number } | undefined)?.fleet_id;
   }
 
   /** The device's fleet, when the task is one of a deployment (not a value policy's). */
-  fleetOfDeploymentTask(taskId: number): number | undefined {
-    return (this.s.deploymentTask.get(taskId) as { fleet_id: number } | undefined)?.fleet_id;
+  async fleetOfDeploymentTask(taskId: number): Promise<number | undefined> {
+    return ((await this.sql.get(this.s.deploymentTask, [taskId])) as { fleet_id: number } | undefined)?.fleet_id;
   }
 
-  add(day: string, fleetId: number, metric: FigureMetric, key: string, by = 1): void {
-    this.s.add.run({ day, fleet_id: fleetId, metric, key, value: by });
+  async add(day: string, fleetId: number, metric: FigureMetric, key: string, by = 1): Promise<void> {
+    await this.sql.run(this.s.add, { day, fleet_id: fleetId, metric, key, value: by });
   }
 
   /**
@@ -187,28 +163,31 @@ export class FigureRepository {
    * count for that hour, and the day's devices, compliance, OS versions and models replaced by
    * what they are now. Call inside a transaction.
    */
-  sample(day: string, hour: string, at: string): void {
-    const presence = this.s.presence.all() as { fleet_id: number; devices: number; online: number }[];
-    for (const row of presence) this.s.put.run({ day, fleet_id: row.fleet_id, metric: 'online', key: hour, value: row.online });
-    for (const metric of SNAPSHOT_METRICS) this.s.clearDay.run(day, metric);
-    for (const row of presence) this.s.put.run({ day, fleet_id: row.fleet_id, metric: 'devices', key: '', value: row.devices });
+  async sample(day: string, hour: string, at: string): Promise<void> {
+    const presence = (await this.sql.all(this.s.presence)) as { fleet_id: number; devices: number; online: number }[];
+    for (const row of presence)
+      await this.sql.run(this.s.put, { day, fleet_id: row.fleet_id, metric: 'online', key: hour, value: row.online });
+    for (const metric of SNAPSHOT_METRICS) await this.sql.run(this.s.clearDay, [day, metric]);
+    for (const row of presence)
+      await this.sql.run(this.s.put, { day, fleet_id: row.fleet_id, metric: 'devices', key: '', value: row.devices });
     const snapshots: [FigureMetric, FleetSample[]][] = [
-      ['compliance', this.s.compliance.all() as FleetSample[]],
-      ['os', this.s.osByFleet.all() as FleetSample[]],
-      ['model', this.s.modelByFleet.all() as FleetSample[]],
+      ['compliance', (await this.sql.all(this.s.compliance)) as FleetSample[]],
+      ['os', (await this.sql.all(this.s.osByFleet)) as FleetSample[]],
+      ['model', (await this.sql.all(this.s.modelByFleet)) as FleetSample[]],
     ];
     for (const [metric, rows] of snapshots)
-      for (const row of rows) this.s.put.run({ day, fleet_id: row.fleet_id, metric, key: row.key, value: row.value });
-    this.s.sampledAt.run(at);
+      for (const row of rows)
+        await this.sql.run(this.s.put, { day, fleet_id: row.fleet_id, metric, key: row.key, value: row.value });
+    await this.sql.run(this.s.sampledAt, [at]);
   }
 
   /** A metric's values from `from` to `to` (days, both included), summed over the fleets (`fleets`: null, all; else a JSON array). */
-  range(metric: FigureMetric, from: string, to: string, fleets: string | null): FigureRow[] {
-    return this.s.range.all({ metric, from, to, fleets }) as FigureRow[];
+  async range(metric: FigureMetric, from: string, to: string, fleets: string | null): Promise<FigureRow[]> {
+    return (await this.sql.all(this.s.range, { metric, from, to, fleets })) as FigureRow[];
   }
 
   /** The devices by OS version or model now, most common first. */
-  current(what: 'os' | 'model', fleets: string | null): { key: string; devices: number }[] {
-    return (what === 'os' ? this.s.osNow : this.s.modelNow).all({ fleets }) as { key: string; devices: number }[];
+  current(what: 'os' | 'model', fleets: string | null): Promise<{ key: string; devices: number }[]> {
+    return this.sql.all<{ key: string; devices: number }>(what === 'os' ? this.s.osNow : this.s.modelNow, { fleets });
   }
 }

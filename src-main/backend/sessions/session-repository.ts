@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 
 /** A stored session with its user's kind and login (kind null: the user is gone). */
 export interface StoredSession {
@@ -37,113 +37,111 @@ export interface InUse {
 
 /** The sessions table, as the session service uses it. */
 export interface SessionRepository {
-  insert(session: NewSession): void;
+  insert(session: NewSession): Promise<void>;
   /** Ends the user's sessions beyond the `keep` most recently used. */
-  keepNewestOf(userId: number, keep: number): void;
+  keepNewestOf(userId: number, keep: number): Promise<void>;
   /** The user's sessions (opened from `address`, when given; null is an address of its own). */
-  countOf(userId: number, address?: string | null): number;
+  countOf(userId: number, address?: string | null): Promise<number>;
   /** Ends the user's oldest session (from `address`, when given) that is not in use; whether there was one. */
-  removeOldestNotInUse(userId: number, inUse: InUse, address?: string | null): boolean;
-  byToken(token: string): StoredSession | undefined;
-  touch(token: string, at: string): void;
-  setProfile(token: string, profileId: number, entityId: number): void;
-  bindEnrollment(token: string, agentId: number, at: string): void;
-  remove(token: string): void;
-  removeOfUser(userId: number): void;
+  removeOldestNotInUse(userId: number, inUse: InUse, address?: string | null): Promise<boolean>;
+  byToken(token: string): Promise<StoredSession | undefined>;
+  touch(token: string, at: string): Promise<void>;
+  setProfile(token: string, profileId: number, entityId: number): Promise<void>;
+  bindEnrollment(token: string, agentId: number, at: string): Promise<void>;
+  remove(token: string): Promise<void>;
+  removeOfUser(userId: number): Promise<void>;
   /** Ends the sessions last used before `cutoff`; how many ended. */
-  removeUnusedSince(cutoff: string): number;
-  count(): number;
+  removeUnusedSince(cutoff: string): Promise<number>;
+  count(): Promise<number>;
 }
 
 export class SqliteSessionRepository implements SessionRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      insert: db.prepare(
-        `INSERT INTO sessions (token, user_id, active_profile_id, entity_id, created_at, last_used_at, address) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      countOfUser: db.prepare(`SELECT count(*) FROM sessions WHERE user_id = ?`).pluck(),
-      countOfAddress: db.prepare(`SELECT count(*) FROM sessions WHERE user_id = ? AND address IS ?`).pluck(),
-      removeOldestOfUser: db.prepare(
-        `DELETE FROM sessions WHERE token = (
+      insert: `INSERT INTO sessions (token, user_id, active_profile_id, entity_id, created_at, last_used_at, address) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      countOfUser: `SELECT count(*) FROM sessions WHERE user_id = ?`,
+      countOfAddress: `SELECT count(*) FROM sessions WHERE user_id = ? AND address IS ?`,
+      removeOldestOfUser: `DELETE FROM sessions WHERE token = (
            SELECT token FROM sessions WHERE user_id = @userId
              AND ((agent_id IS NULL AND created_at < @enrollingSince) OR (agent_id IS NOT NULL AND enrolled_at < @enrolledSince))
            ORDER BY created_at LIMIT 1)`,
-      ),
-      removeOldestOfAddress: db.prepare(
-        `DELETE FROM sessions WHERE token = (
+      removeOldestOfAddress: `DELETE FROM sessions WHERE token = (
            SELECT token FROM sessions WHERE user_id = @userId AND address IS @address
              AND ((agent_id IS NULL AND created_at < @enrollingSince) OR (agent_id IS NOT NULL AND enrolled_at < @enrolledSince))
            ORDER BY created_at LIMIT 1)`,
-      ),
       // Subqueries, not a JOIN: SQLite runs this (every agent request) about 3x faster so.
-      byToken: db.prepare(
-        `SELECT s.*, (SELECT kind FROM users WHERE id = s.user_id) AS kind, (SELECT login FROM users WHERE id = s.user_id) AS login
+      byToken: `SELECT s.*, (SELECT kind FROM users WHERE id = s.user_id) AS kind, (SELECT login FROM users WHERE id = s.user_id) AS login
          FROM sessions s WHERE s.token = ?`,
-      ),
-      touch: db.prepare(`UPDATE sessions SET last_used_at = ? WHERE token = ?`),
-      setProfile: db.prepare(`UPDATE sessions SET active_profile_id = ?, entity_id = ? WHERE token = ?`),
-      remove: db.prepare(`DELETE FROM sessions WHERE token = ?`),
-      removeOfUser: db.prepare(`DELETE FROM sessions WHERE user_id = ?`),
-      keepNewestOf: db.prepare(
-        `DELETE FROM sessions WHERE token IN (
+      touch: `UPDATE sessions SET last_used_at = ? WHERE token = ?`,
+      setProfile: `UPDATE sessions SET active_profile_id = ?, entity_id = ? WHERE token = ?`,
+      remove: `DELETE FROM sessions WHERE token = ?`,
+      removeOfUser: `DELETE FROM sessions WHERE user_id = ?`,
+      keepNewestOf: `DELETE FROM sessions WHERE token IN (
            SELECT token FROM sessions WHERE user_id = ? ORDER BY last_used_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
-      ),
-      bindEnrollment: db.prepare(`UPDATE sessions SET agent_id = ?, enrolled_at = ? WHERE token = ?`),
-      removeUnusedSince: db.prepare(`DELETE FROM sessions WHERE last_used_at < ?`),
-      count: db.prepare(`SELECT count(*) AS n FROM sessions`).pluck(),
+      bindEnrollment: `UPDATE sessions SET agent_id = ?, enrolled_at = ? WHERE token = ?`,
+      removeUnusedSince: `DELETE FROM sessions WHERE last_used_at < ?`,
+      count: `SELECT count(*) AS n FROM sessions`,
     };
   }
 
-  insert({ token, userId, profileId, entityId, at, address }: NewSession): void {
-    this.s.insert.run(token, userId, profileId, entityId, at, at, address ?? null);
+  async insert({ token, userId, profileId, entityId, at, address }: NewSession): Promise<void> {
+    await this.sql.run(this.s.insert, [token, userId, profileId, entityId, at, at, address ?? null]);
   }
 
-  countOf(userId: number, address?: string | null): number {
-    return (address === undefined ? this.s.countOfUser.get(userId) : this.s.countOfAddress.get(userId, address)) as number;
+  async countOf(userId: number, address?: string | null): Promise<number> {
+    return (
+      address === undefined
+        ? await this.sql.value(this.s.countOfUser, [userId])
+        : await this.sql.value(this.s.countOfAddress, [userId, address])
+    ) as number;
   }
 
-  removeOldestNotInUse(userId: number, inUse: InUse, address?: string | null): boolean {
+  async removeOldestNotInUse(userId: number, inUse: InUse, address?: string | null): Promise<boolean> {
     const params = { userId, ...inUse };
     const result =
-      address === undefined ? this.s.removeOldestOfUser.run(params) : this.s.removeOldestOfAddress.run({ ...params, address });
+      address === undefined
+        ? await this.sql.run(this.s.removeOldestOfUser, params)
+        : await this.sql.run(this.s.removeOldestOfAddress, { ...params, address });
     return result.changes > 0;
   }
 
-  keepNewestOf(userId: number, keep: number): void {
-    this.s.keepNewestOf.run(userId, keep);
+  async keepNewestOf(userId: number, keep: number): Promise<void> {
+    await this.sql.run(this.s.keepNewestOf, [userId, keep]);
   }
 
-  byToken(token: string): StoredSession | undefined {
-    return this.s.byToken.get(token) as StoredSession | undefined;
+  async byToken(token: string): Promise<StoredSession | undefined> {
+    return (await this.sql.get(this.s.byToken, [token])) as StoredSession | undefined;
   }
 
-  touch(token: string, at: string): void {
-    this.s.touch.run(at, token);
+  async touch(token: string, at: string): Promise<void> {
+    await this.sql.run(this.s.touch, [at, token]);
   }
 
-  setProfile(token: string, profileId: number, entityId: number): void {
-    this.s.setProfile.run(profileId, entityId, token);
+  async setProfile(token: string, profileId: number, entityId: number): Promise<void> {
+    await this.sql.run(this.s.setProfile, [profileId, entityId, token]);
   }
 
-  bindEnrollment(token: string, agentId: number, at: string): void {
-    this.s.bindEnrollment.run(agentId, at, token);
+  async bindEnrollment(token: string, agentId: number, at: string): Promise<void> {
+    await this.sql.run(this.s.bindEnrollment, [agentId, at, token]);
   }
 
-  remove(token: string): void {
-    this.s.remove.run(token);
+  async remove(token: string): Promise<void> {
+    await this.sql.run(this.s.remove, [token]);
   }
 
-  removeOfUser(userId: number): void {
-    this.s.removeOfUser.run(userId);
+  async removeOfUser(userId: number): Promise<void> {
+    await this.sql.run(this.s.removeOfUser, [userId]);
   }
 
-  removeUnusedSince(cutoff: string): number {
-    return this.s.removeUnusedSince.run(cutoff).changes;
+  async removeUnusedSince(cutoff: string): Promise<number> {
+    return (await this.sql.run(this.s.removeUnusedSince, [cutoff])).changes;
   }
 
-  count(): number {
-    return this.s.count.get() as number;
+  async count(): Promise<number> {
+    return (await this.sql.value(this.s.count)) as number;
   }
 }

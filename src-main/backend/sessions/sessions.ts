@@ -94,8 +94,8 @@ export class SessionService {
    * An enrollment code's token is on every printed copy: its sessions never end one another while
    * in use, and are bounded per address and in all instead (sessionsOfCode).
    */
-  open(userToken: string, address: string | null = null): { session_token: string; user: UserRow } {
-    const user = this.users.byToken(userToken);
+  async open(userToken: string, address: string | null = null): Promise<{ session_token: string; user: UserRow }> {
+    const user = await this.users.byToken(userToken);
     if (!user) {
       const wait = address === null ? 0 : this.perAddress.take(address);
       if (wait > 0) throw new TooManyRequests(`Too many unknown user tokens from ${address}`, wait);
@@ -106,12 +106,12 @@ export class SessionService {
     if (wait > 0) throw new TooManyRequests('Too many sessions opened with this token', wait);
     const token = randomHex(20);
     const now = nowIso();
-    const entityId = this.users.entityOfAssignment(user.id, user.default_profile_id) ?? user.entity_id;
+    const entityId = (await this.users.entityOfAssignment(user.id, user.default_profile_id)) ?? user.entity_id;
     // The new session and the end of the sessions it replaces: one write transaction, one commit.
-    this.work.run(() => {
-      if (shared) this.makeRoomForCodeSession(user.id, address);
-      this.store.insert({ token, userId: user.id, profileId: user.default_profile_id, entityId, at: now, address });
-      if (!shared) this.store.keepNewestOf(user.id, this.limits.livePerUser);
+    await this.work.run(async () => {
+      if (shared) await this.makeRoomForCodeSession(user.id, address);
+      await this.store.insert({ token, userId: user.id, profileId: user.default_profile_id, entityId, at: now, address });
+      if (!shared) await this.store.keepNewestOf(user.id, this.limits.livePerUser);
     });
     return { session_token: token, user };
   }
@@ -123,43 +123,43 @@ export class SessionService {
    * the code, a session no longer in use (its enrollment done or timed out) of that address, or of
    * the code, makes room, else the newcomer gets 429.
    */
-  private makeRoomForCodeSession(userId: number, address: string | null): void {
+  private async makeRoomForCodeSession(userId: number, address: string | null): Promise<void> {
     const now = Date.now();
     const inUse = {
       enrollingSince: new Date(now - this.limits.enrollmentWindowMs).toISOString(),
       enrolledSince: new Date(now - ENROLLED_GRACE_MS).toISOString(),
     };
-    if (this.store.countOf(userId, address) >= this.limits.livePerCodeAddress) {
-      if (!this.store.removeOldestNotInUse(userId, inUse, address)) {
+    if ((await this.store.countOf(userId, address)) >= this.limits.livePerCodeAddress) {
+      if (!(await this.store.removeOldestNotInUse(userId, inUse, address))) {
         throw new TooManyRequests(
           `This enrollment code already has ${this.limits.livePerCodeAddress} enrollments under way from ${address ?? 'this address'}`,
           60,
         );
       }
     }
-    if (this.store.countOf(userId) >= this.limits.livePerCode) {
-      if (!this.store.removeOldestNotInUse(userId, inUse)) {
+    if ((await this.store.countOf(userId)) >= this.limits.livePerCode) {
+      if (!(await this.store.removeOldestNotInUse(userId, inUse))) {
         throw new TooManyRequests(`This enrollment code already has ${this.limits.livePerCode} enrollments under way`, 60);
       }
     }
   }
 
   /** The agent this session has just enrolled: what lets it read that agent's record. Inside the enrollment's transaction. */
-  bindEnrollment(token: string, agentId: number, at: string): void {
-    this.store.bindEnrollment(token, agentId, at);
+  async bindEnrollment(token: string, agentId: number, at: string): Promise<void> {
+    await this.store.bindEnrollment(token, agentId, at);
   }
 
   /** Resolves a session token; throws ERROR_SESSION_TOKEN_INVALID for unknown or idle ones. */
-  resolve(token: string): SessionContext {
-    const row = this.store.byToken(token);
+  async resolve(token: string): Promise<SessionContext> {
+    const row = await this.store.byToken(token);
     if (!row || row.kind === null) throw sessionTokenInvalid();
     const lastUsed = Date.parse(row.last_used_at);
     const now = Date.now();
     if (now - lastUsed > this.limits.idleMs) {
-      this.store.remove(token);
+      await this.store.remove(token);
       throw sessionTokenInvalid();
     }
-    if (now - lastUsed > TOUCH_EVERY_MS) this.store.touch(token, new Date(now).toISOString());
+    if (now - lastUsed > TOUCH_EVERY_MS) await this.store.touch(token, new Date(now).toISOString());
     return {
       token: row.token,
       userId: row.user_id,
@@ -173,17 +173,17 @@ export class SessionService {
   }
 
   /** changeActiveProfile: only to a profile the user holds; 404 otherwise (spec §7). */
-  changeProfile(session: SessionContext, profileId: number): void {
+  async changeProfile(session: SessionContext, profileId: number): Promise<void> {
     if (!Number.isInteger(profileId) || profileId <= 0) throw badRequest();
-    const entityId = this.users.entityOfAssignment(session.userId, profileId);
+    const entityId = await this.users.entityOfAssignment(session.userId, profileId);
     if (entityId === undefined) throw itemNotFound();
-    this.store.setProfile(session.token, profileId, entityId);
+    await this.store.setProfile(session.token, profileId, entityId);
   }
 
   /** getFullSession: the spec's fields, at the top level and under `session` (GLPI clients). */
-  fullSession(session: SessionContext): Record<string, unknown> {
-    const user = this.users.byId(session.userId)!;
-    const profiles = this.users.profilesOf(user.id);
+  async fullSession(session: SessionContext): Promise<Record<string, unknown>> {
+    const user = (await this.users.byId(session.userId))!;
+    const profiles = await this.users.profilesOf(user.id);
     const active = profiles.find((p) => p.id === session.activeProfileId) ?? profiles[0]!;
     const fields = {
       valid_id: session.token,
@@ -194,7 +194,7 @@ export class SessionService {
       core_plugins: { 0: 'mdm' },
       coreactiveprofile: { id: active.id, name: active.name },
       coreprofiles: Object.fromEntries(profiles.map((p) => [String(p.id), { id: p.id, name: p.name }])),
-      plugin_mdm_guest_profiles_id: this.users.guestProfile().id,
+      plugin_mdm_guest_profiles_id: (await this.users.guestProfile()).id,
     };
     // GLPI's names for the same values: the Flyve agents and GLPI's JavaScript client read these.
     const glpi = {
@@ -211,15 +211,15 @@ export class SessionService {
     return { ...all, session: all };
   }
 
-  close(token: string): void {
-    this.store.remove(token);
+  async close(token: string): Promise<void> {
+    await this.store.remove(token);
   }
 
-  closeAllOf(userId: number): void {
-    this.store.removeOfUser(userId);
+  async closeAllOf(userId: number): Promise<void> {
+    await this.store.removeOfUser(userId);
   }
 
-  purgeIdle(): number {
+  purgeIdle(): Promise<number> {
     return this.store.removeUnusedSince(new Date(Date.now() - this.limits.idleMs).toISOString());
   }
 }

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import { nowIso } from '../db/database.ts';
 import { randomHex } from '../util/tokens.ts';
 
@@ -35,42 +35,40 @@ export function isSharedAccount(user: { login: string }): boolean {
 
 /** People and agent accounts, their tokens and profile assignments. */
 export class UserRepository {
+  private readonly sql: Sql;
   private readonly statements;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.statements = {
-      byId: db.prepare(`SELECT * FROM users WHERE id = ?`),
-      byToken: db.prepare(`SELECT * FROM users WHERE user_token = ?`),
-      byLogin: db.prepare(`SELECT * FROM users WHERE login = ? COLLATE NOCASE`),
-      insert: db.prepare(
-        `INSERT INTO users (login, kind, email, firstname, lastname, user_token, default_profile_id, entity_id, created_at)
-         VALUES (@login, @kind, @email, @firstname, @lastname, @user_token, @default_profile_id, @entity_id, @created_at)`,
-      ),
-      updateNames: db.prepare(
-        `UPDATE users SET firstname = coalesce(?, firstname), lastname = coalesce(?, lastname) WHERE id = ?`,
-      ),
-      setToken: db.prepare(`UPDATE users SET user_token = ? WHERE id = ?`),
-      setDefaultProfile: db.prepare(`UPDATE users SET default_profile_id = ? WHERE id = ?`),
-      assign: db.prepare(`INSERT OR IGNORE INTO profile_assignments (user_id, profile_id, entity_id) VALUES (?, ?, ?)`),
+      byId: `SELECT * FROM users WHERE id = ?`,
+      byToken: `SELECT * FROM users WHERE user_token = ?`,
+      byLogin: `SELECT * FROM users WHERE login = ? COLLATE NOCASE`,
+      insert: `INSERT INTO users (login, kind, email, firstname, lastname, user_token, default_profile_id, entity_id, created_at)
+         VALUES (@login, @kind, @email, @firstname, @lastname, @user_token, @default_profile_id, @entity_id, @created_at) RETURNING id`,
+      updateNames: `UPDATE users SET firstname = coalesce(?, firstname), lastname = coalesce(?, lastname) WHERE id = ?`,
+      setToken: `UPDATE users SET user_token = ? WHERE id = ?`,
+      setDefaultProfile: `UPDATE users SET default_profile_id = ? WHERE id = ?`,
+      assign: `INSERT INTO profile_assignments (user_id, profile_id, entity_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
       // Plain lookups: SQLite runs a JOIN, DISTINCT or ORDER BY … LIMIT here several times slower
       // than the index lookup itself, and a user holds one to three assignments.
-      unassign: db.prepare(`DELETE FROM profile_assignments WHERE user_id = ? AND profile_id = ?`),
-      assignmentsOf: db.prepare(`SELECT profile_id, entity_id FROM profile_assignments WHERE user_id = ?`),
-      profiles: db.prepare(`SELECT * FROM profiles ORDER BY id`),
-      remove: db.prepare(`DELETE FROM users WHERE id = ?`),
+      unassign: `DELETE FROM profile_assignments WHERE user_id = ? AND profile_id = ?`,
+      assignmentsOf: `SELECT profile_id, entity_id FROM profile_assignments WHERE user_id = ?`,
+      profiles: `SELECT * FROM profiles ORDER BY id`,
+      remove: `DELETE FROM users WHERE id = ?`,
     };
   }
 
-  byId(id: number): UserRow | undefined {
-    return this.statements.byId.get(id) as UserRow | undefined;
+  async byId(id: number): Promise<UserRow | undefined> {
+    return (await this.sql.get(this.statements.byId, [id])) as UserRow | undefined;
   }
 
-  byToken(token: string): UserRow | undefined {
-    return this.statements.byToken.get(token) as UserRow | undefined;
+  async byToken(token: string): Promise<UserRow | undefined> {
+    return (await this.sql.get(this.statements.byToken, [token])) as UserRow | undefined;
   }
 
-  byLogin(login: string): UserRow | undefined {
-    return this.statements.byLogin.get(login) as UserRow | undefined;
+  async byLogin(login: string): Promise<UserRow | undefined> {
+    return (await this.sql.get(this.statements.byLogin, [login])) as UserRow | undefined;
   }
 
   /**
@@ -80,9 +78,9 @@ export class UserRepository {
   private profileCache: { byId: Map<number, ProfileRow>; guest: ProfileRow; default: ProfileRow; agent: ProfileRow } | null =
     null;
 
-  private profiles(): NonNullable<UserRepository['profileCache']> {
+  private async profiles(): Promise<NonNullable<UserRepository['profileCache']>> {
     if (this.profileCache) return this.profileCache;
-    const rows = this.statements.profiles.all() as ProfileRow[];
+    const rows = (await this.sql.all(this.statements.profiles)) as ProfileRow[];
     const find = (what: string, test: (row: ProfileRow) => boolean) => {
       const row = rows.find(test);
       if (!row) throw new Error(`the database has no ${what} profile`);
@@ -97,25 +95,26 @@ export class UserRepository {
     return this.profileCache;
   }
 
-  guestProfile(): ProfileRow {
-    return this.profiles().guest;
+  async guestProfile(): Promise<ProfileRow> {
+    return (await this.profiles()).guest;
   }
 
-  profilesOf(userId: number): ProfileRow[] {
-    const ids = [...new Set(this.assignmentsOf(userId).map((a) => a.profile_id))].sort((a, b) => a - b);
-    return ids.map((id) => this.profiles().byId.get(id)).filter((row): row is ProfileRow => row !== undefined);
+  async profilesOf(userId: number): Promise<ProfileRow[]> {
+    const ids = [...new Set((await this.assignmentsOf(userId)).map((a) => a.profile_id))].sort((a, b) => a - b);
+    const profiles = await this.profiles();
+    return ids.map((id) => profiles.byId.get(id)).filter((row): row is ProfileRow => row !== undefined);
   }
 
   /** The entity in which the user holds `profileId`, if they hold it at all (the lowest id if several). */
-  entityOfAssignment(userId: number, profileId: number): number | undefined {
+  async entityOfAssignment(userId: number, profileId: number): Promise<number | undefined> {
     let entityId: number | undefined;
-    for (const a of this.assignmentsOf(userId))
+    for (const a of await this.assignmentsOf(userId))
       if (a.profile_id === profileId && (entityId === undefined || a.entity_id < entityId)) entityId = a.entity_id;
     return entityId;
   }
 
-  private assignmentsOf(userId: number): { profile_id: number; entity_id: number }[] {
-    return this.statements.assignmentsOf.all(userId) as { profile_id: number; entity_id: number }[];
+  private async assignmentsOf(userId: number): Promise<{ profile_id: number; entity_id: number }[]> {
+    return (await this.sql.all(this.statements.assignmentsOf, [userId])) as { profile_id: number; entity_id: number }[];
   }
 
   /**
@@ -123,15 +122,19 @@ export class UserRepository {
    * (active at login, so the agent has to switch) and the guest profile in the entity.
    * Call inside a transaction.
    */
-  findOrCreatePerson(email: string, entityId: number, names: { firstname?: string | null; lastname?: string | null }): UserRow {
-    const existing = this.byLogin(email);
+  async findOrCreatePerson(
+    email: string,
+    entityId: number,
+    names: { firstname?: string | null; lastname?: string | null },
+  ): Promise<UserRow> {
+    const existing = await this.byLogin(email);
     if (existing) {
-      this.statements.updateNames.run(names.firstname ?? null, names.lastname ?? null, existing.id);
-      this.statements.assign.run(existing.id, this.guestProfile().id, entityId);
-      return this.byId(existing.id)!;
+      await this.sql.run(this.statements.updateNames, [names.firstname ?? null, names.lastname ?? null, existing.id]);
+      await this.sql.run(this.statements.assign, [existing.id, (await this.guestProfile()).id, entityId]);
+      return (await this.byId(existing.id))!;
     }
-    const defaultProfile = this.profiles().default;
-    const id = this.insert({
+    const defaultProfile = (await this.profiles()).default;
+    const id = await this.insert({
       login: email,
       kind: 'person',
       email,
@@ -140,18 +143,18 @@ export class UserRepository {
       default_profile_id: defaultProfile.id,
       entity_id: entityId,
     });
-    this.statements.assign.run(id, defaultProfile.id, entityId);
-    this.statements.assign.run(id, this.guestProfile().id, entityId);
-    return this.byId(id)!;
+    await this.sql.run(this.statements.assign, [id, defaultProfile.id, entityId]);
+    await this.sql.run(this.statements.assign, [id, (await this.guestProfile()).id, entityId]);
+    return (await this.byId(id))!;
   }
 
   /**
    * The account an enrollment code's deeplink carries: it opens sessions under the default profile
    * (so the agent switches to guest, as for a person) and owns no device. Call inside a transaction.
    */
-  createCodeAccount(entityId: number, label: string): UserRow {
-    const defaultProfile = this.profiles().default;
-    const id = this.insert({
+  async createCodeAccount(entityId: number, label: string): Promise<UserRow> {
+    const defaultProfile = (await this.profiles()).default;
+    const id = await this.insert({
       login: `${CODE_LOGIN_PREFIX}${randomHex(8)}`,
       kind: 'person',
       email: null,
@@ -160,15 +163,15 @@ export class UserRepository {
       default_profile_id: defaultProfile.id,
       entity_id: entityId,
     });
-    this.statements.assign.run(id, defaultProfile.id, entityId);
-    this.statements.assign.run(id, this.guestProfile().id, entityId);
-    return this.byId(id)!;
+    await this.sql.run(this.statements.assign, [id, defaultProfile.id, entityId]);
+    await this.sql.run(this.statements.assign, [id, (await this.guestProfile()).id, entityId]);
+    return (await this.byId(id))!;
   }
 
   /** The account whose user token becomes the agent's api_token. Call inside a transaction. */
-  createAgentAccount(entityId: number, label: string): UserRow {
-    const profile = this.profiles().agent;
-    const id = this.insert({
+  async createAgentAccount(entityId: number, label: string): Promise<UserRow> {
+    const profile = (await this.profiles()).agent;
+    const id = await this.insert({
       login: `agent:${label}:${randomHex(6)}`,
       kind: 'agent',
       email: null,
@@ -177,33 +180,34 @@ export class UserRepository {
       default_profile_id: profile.id,
       entity_id: entityId,
     });
-    this.statements.assign.run(id, profile.id, entityId);
-    return this.byId(id)!;
+    await this.sql.run(this.statements.assign, [id, profile.id, entityId]);
+    return (await this.byId(id))!;
   }
 
   /** Draws a new user token, so whatever held the old one loses access. */
-  rotateToken(userId: number): string {
+  async rotateToken(userId: number): Promise<string> {
     const token = randomHex(20);
-    this.statements.setToken.run(token, userId);
+    await this.sql.run(this.statements.setToken, [token, userId]);
     return token;
   }
 
   /** The profile the user's sessions open under. */
-  setDefaultProfile(userId: number, profileId: number): void {
-    this.statements.setDefaultProfile.run(profileId, userId);
+  async setDefaultProfile(userId: number, profileId: number): Promise<void> {
+    await this.sql.run(this.statements.setDefaultProfile, [profileId, userId]);
   }
 
   /** Withdraws `profileId` from the user, in every entity. */
-  unassign(userId: number, profileId: number): void {
-    this.statements.unassign.run(userId, profileId);
+  async unassign(userId: number, profileId: number): Promise<void> {
+    await this.sql.run(this.statements.unassign, [userId, profileId]);
   }
 
-  remove(userId: number): void {
-    this.statements.remove.run(userId);
+  async remove(userId: number): Promise<void> {
+    await this.sql.run(this.statements.remove, [userId]);
   }
 
-  private insert(user: Omit<UserRow, 'id' | 'user_token' | 'created_at'>): number {
-    const result = this.statements.insert.run({ ...user, user_token: randomHex(20), created_at: nowIso() });
-    return Number(result.lastInsertRowid);
+  private async insert(user: Omit<UserRow, 'id' | 'user_token' | 'created_at'>): Promise<number> {
+    return Number(
+      await this.sql.value<number>(this.statements.insert, { ...user, user_token: randomHex(20), created_at: nowIso() }),
+    );
   }
 }

@@ -1,27 +1,26 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 
 /** The settings table: one JSON text per key. */
 export interface SettingsRepository {
-  all(): { key: string; value: string }[];
-  put(key: string, value: string): void;
+  all(): Promise<{ key: string; value: string }[]>;
+  put(key: string, value: string): Promise<void>;
 }
 
 export class SqliteSettingsRepository implements SettingsRepository {
-  private readonly selectAll;
-  private readonly upsert;
+  private readonly sql: Sql;
 
-  constructor(db: Db) {
-    this.selectAll = db.prepare(`SELECT key, value FROM settings`);
-    this.upsert = db.prepare(
-      `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-    );
+  constructor(sql: Sql) {
+    this.sql = sql;
   }
 
-  all(): { key: string; value: string }[] {
-    return this.selectAll.all() as { key: string; value: string }[];
+  all(): Promise<{ key: string; value: string }[]> {
+    return this.sql.all<{ key: string; value: string }>(`SELECT key, value FROM settings`);
   }
 
-  put(key: string, value: string): void {
-    this.upsert.run(key, value);
+  async put(key: string, value: string): Promise<void> {
+    await this.sql.run(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, [
+      key,
+      value,
+    ]);
   }
 }

@@ -18,14 +18,20 @@ export class SettingsStore {
     this.work = work;
   }
 
-  get(): Settings {
-    if (this.cache) return this.cache;
+  /** Reads the settings into this process's cache: once at start, and again after each update. */
+  async load(): Promise<Settings> {
     const settings: Settings = { ...DEFAULT_SETTINGS };
-    for (const { key, value } of this.repository.all()) {
+    for (const { key, value } of await this.repository.all()) {
       if (key in settings) (settings as Record<string, unknown>)[key] = JSON.parse(value);
     }
     this.cache = settings;
     return settings;
+  }
+
+  /** The settings as last loaded (`load` runs at start, and after every update). */
+  get(): Settings {
+    if (!this.cache) throw new Error('settings read before they were loaded');
+    return this.cache;
   }
 
   /** The helpdesk fields every deeplink carries, by setting name. */
@@ -53,23 +59,22 @@ export class SettingsStore {
    * transaction with the changed keys' values before and after (it records the change: if it
    * throws, nothing is changed).
    */
-  update(patch: Partial<Settings>, changed?: (change: SettingsChange) => void): Settings {
+  async update(patch: Partial<Settings>, changed?: (change: SettingsChange) => Promise<unknown> | void): Promise<Settings> {
     try {
-      this.work.run(() => {
-        const current = this.get();
+      await this.work.run(async () => {
+        const current = await this.load();
         const change: SettingsChange = { keys: [], before: {}, after: {} };
         for (const [key, value] of Object.entries(patch)) {
           if (!(key in DEFAULT_SETTINGS) || value === undefined) continue;
-          this.repository.put(key, JSON.stringify(value));
+          await this.repository.put(key, JSON.stringify(value));
           change.keys.push(key);
           change.before[key] = current[key as keyof Settings];
           change.after[key] = value;
         }
-        this.cache = null;
-        changed?.(change);
+        await changed?.(change);
       });
     } finally {
-      this.cache = null;
+      await this.load();
     }
     return this.get();
   }

@@ -22,10 +22,10 @@ export class SignInSettingsStore {
     this.events = events;
   }
 
-  get(): SignInSettings {
-    if (this.cache) return this.cache;
+  /** Reads the settings into this process's cache: once at start, and again after each update. */
+  async load(): Promise<SignInSettings> {
     const settings: SignInSettings = { ...DEFAULT_SIGN_IN_SETTINGS };
-    for (const { key, value } of this.repository.all()) {
+    for (const { key, value } of await this.repository.all()) {
       const name = key.slice(KEY_PREFIX.length);
       if (key.startsWith(KEY_PREFIX) && name in settings) (settings as Record<string, unknown>)[name] = JSON.parse(value);
     }
@@ -33,35 +33,44 @@ export class SignInSettingsStore {
     return settings;
   }
 
+  /** The settings as last loaded (`load` runs at start, and after every update). */
+  get(): SignInSettings {
+    if (!this.cache) throw new Error('sign-in settings read before they were loaded');
+    return this.cache;
+  }
+
   /** Applies a validated partial update, recorded with its before and after values; the whole new settings. */
-  update(patch: Partial<SignInSettings>): SignInSettings {
-    const before = this.get();
-    this.work.run(() => {
-      const was: Record<string, unknown> = {};
-      const now: Record<string, unknown> = {};
-      for (const [name, value] of Object.entries(patch) as [keyof SignInSettings, unknown][]) {
-        if (!(name in DEFAULT_SIGN_IN_SETTINGS) || value === undefined) continue;
-        this.repository.put(KEY_PREFIX + name, JSON.stringify(value));
-        if (before[name] !== value) {
-          was[name] = before[name];
-          now[name] = value;
+  async update(patch: Partial<SignInSettings>): Promise<SignInSettings> {
+    try {
+      await this.work.run(async () => {
+        const before = await this.load();
+        const was: Record<string, unknown> = {};
+        const now: Record<string, unknown> = {};
+        for (const [name, value] of Object.entries(patch) as [keyof SignInSettings, unknown][]) {
+          if (!(name in DEFAULT_SIGN_IN_SETTINGS) || value === undefined) continue;
+          await this.repository.put(KEY_PREFIX + name, JSON.stringify(value));
+          if (before[name] !== value) {
+            was[name] = before[name];
+            now[name] = value;
+          }
         }
-      }
-      const keys = Object.keys(now);
-      if (keys.length > 0) {
-        this.events.record(
-          'settings.sign_in_updated',
-          `Sign-in settings changed: ${keys.join(', ')}`,
-          {},
-          {
-            keys,
-            before: was,
-            after: now,
-          },
-        );
-      }
-    });
-    this.cache = null;
+        const keys = Object.keys(now);
+        if (keys.length > 0) {
+          await this.events.record(
+            'settings.sign_in_updated',
+            `Sign-in settings changed: ${keys.join(', ')}`,
+            {},
+            {
+              keys,
+              before: was,
+              after: now,
+            },
+          );
+        }
+      });
+    } finally {
+      await this.load();
+    }
     return this.get();
   }
 

@@ -1,6 +1,6 @@
 // The counts the admin's /status reports, read in one statement, within the request's fleets.
 import { ENROLL_STATUS } from '../agents/status.ts';
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { StatusCounts } from '../../../src-shared/contract/index.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
@@ -9,20 +9,21 @@ export type { StatusCounts };
 
 export interface StatusCountsRepository {
   /** `fleets` (fleets/scope.ts fleetScopeParam): null, every fleet; else a JSON array of the fleets counted. */
-  counts(fleets: string | null): StatusCounts;
+  counts(fleets: string | null): Promise<StatusCounts>;
 }
 
 export class SqliteStatusCounts implements StatusCountsRepository {
-  private readonly statement;
+  private readonly sql: Sql;
+  private readonly statement: string;
 
-  constructor(db: Db) {
-    this.statement = db.prepare(
-      `WITH i AS (SELECT * FROM invitations WHERE ${inFleetsSql('fleet_id')}),
+  constructor(sql: Sql) {
+    this.sql = sql;
+    this.statement = `WITH i AS (SELECT * FROM invitations WHERE ${inFleetsSql('fleet_id')}),
             a AS (SELECT * FROM agents WHERE ${inFleetsSql('fleet_id')}),
             c AS (SELECT * FROM enrollment_codes WHERE ${inFleetsSql('fleet_id')})
        SELECT
          (SELECT count(*) FROM i) AS invitations,
-         (SELECT count(*) FROM i WHERE status = 'pending' AND expires_at > strftime('%Y-%m-%dT%H:%M:%fZ')) AS pending,
+         (SELECT count(*) FROM i WHERE status = 'pending' AND expires_at > @now) AS pending,
          (SELECT count(*) FROM i WHERE status = 'done') AS used,
          (SELECT count(*) FROM a) AS agents,
          (SELECT count(*) FROM a WHERE enroll_status = '${ENROLL_STATUS.enrolled}') AS enrolled,
@@ -30,11 +31,10 @@ export class SqliteStatusCounts implements StatusCountsRepository {
          (SELECT count(*) FROM a WHERE enroll_status = '${ENROLL_STATUS.pendingApproval}') AS pending_approval,
          (SELECT count(*) FROM c) AS codes,
          (SELECT count(*) FROM a WHERE enrollment_code_id IS NOT NULL) AS code_devices,
-         (SELECT count(*) FROM a WHERE enrollment_code_id IS NOT NULL AND enroll_status = '${ENROLL_STATUS.enrolled}') AS code_enrolled`,
-    );
+         (SELECT count(*) FROM a WHERE enrollment_code_id IS NOT NULL AND enroll_status = '${ENROLL_STATUS.enrolled}') AS code_enrolled`;
   }
 
-  counts(fleets: string | null): StatusCounts {
-    return this.statement.get({ fleets }) as StatusCounts;
+  async counts(fleets: string | null): Promise<StatusCounts> {
+    return (await this.sql.get<StatusCounts>(this.statement, { fleets, now: new Date().toISOString() }))!;
   }
 }

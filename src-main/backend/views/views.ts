@@ -46,32 +46,33 @@ export class ViewService {
     this.work = deps.work;
   }
 
-  list(entityId = 1): DeviceView[] {
-    return this.store.list(entityId).map((row) => this.toView(row));
+  async list(entityId = 1): Promise<DeviceView[]> {
+    return Promise.all((await this.store.list(entityId)).map((row) => this.toView(row)));
   }
 
-  get(id: number): DeviceView {
-    return this.toView(this.row(id));
+  async get(id: number): Promise<DeviceView> {
+    return this.toView(await this.row(id));
   }
 
-  row(id: number): ViewRow {
-    const row = this.store.byId(id);
+  async row(id: number): Promise<ViewRow> {
+    const row = await this.store.byId(id);
     if (!row) throw itemNotFound('View not found');
     return row;
   }
 
   /** A view by name (case-insensitively) or id; a 400 naming it when there is none. */
-  resolve(nameOrId: string, entityId = 1): ViewRow {
+  async resolve(nameOrId: string, entityId = 1): Promise<ViewRow> {
     const clean = nameOrId.trim();
     const row =
-      this.store.byName(entityId, clean) ?? (/^[1-9]\d{0,15}$/.test(clean) ? this.store.byId(Number(clean)) : undefined);
+      (await this.store.byName(entityId, clean)) ??
+      (/^[1-9]\d{0,15}$/.test(clean) ? await this.store.byId(Number(clean)) : undefined);
     if (!row || row.entity_id !== entityId) throw new ApiError(400, 'ERROR_UNKNOWN_VIEW', `Unknown view "${clean}"`);
     return row;
   }
 
   /** A view's expression (bulk actions and exports take `--view NAME` through this). */
-  whereOf(nameOrId: string): string {
-    return this.resolve(nameOrId).where_expr;
+  async whereOf(nameOrId: string): Promise<string> {
+    return (await this.resolve(nameOrId)).where_expr;
   }
 
   /** The parsed expression of a view (saved expressions were checked when saved). */
@@ -80,23 +81,23 @@ export class ViewService {
   }
 
   /** A saved view (the policies room's ViewMembership: views as targets of assignments). */
-  view(id: number): ViewRow | undefined {
+  view(id: number): Promise<ViewRow | undefined> {
     return this.store.byId(id);
   }
 
   /** The enrolled devices a view selects now, in every fleet (its assignments' members). */
-  memberIds(viewId: number): number[] {
-    const node = this.enrolledOf(viewId);
-    return node ? this.filter.ids(node, null).map((row) => row.id) : [];
+  async memberIds(viewId: number): Promise<number[]> {
+    const node = await this.enrolledOf(viewId);
+    return node ? (await this.filter.ids(node, null)).map((row) => row.id) : [];
   }
 
-  isMember(viewId: number, agentId: number): boolean {
-    const node = this.enrolledOf(viewId);
-    return node !== null && this.filter.matches(agentId, node);
+  async isMember(viewId: number, agentId: number): Promise<boolean> {
+    const node = await this.enrolledOf(viewId);
+    return node !== null && (await this.filter.matches(agentId, node));
   }
 
-  private enrolledOf(viewId: number): WhereNode | null {
-    const row = this.store.byId(viewId);
+  private async enrolledOf(viewId: number): Promise<WhereNode | null> {
+    const row = await this.store.byId(viewId);
     if (!row) return null;
     try {
       return allOf(this.nodeOf(row), this.filter.parse('status!=unenrolled'));
@@ -106,41 +107,42 @@ export class ViewService {
   }
 
   /** A selection as one expression: a 400 names the part that is wrong. */
-  selection(selection: DeviceSelection): WhereNode {
+  async selection(selection: DeviceSelection): Promise<WhereNode> {
     const parts: WhereNode[] = [];
     // A fleet the caller may not see, or none of that name: a 400 naming it (ERROR_UNKNOWN_FLEET).
     if (selection.fleet !== undefined)
-      parts.push(this.filter.parse(`fleet=${this.fleets.resolve(1, selection.fleet).id}`, 'fleet'));
-    if (selection.view !== undefined) parts.push(this.nodeOf(this.resolve(selection.view)));
+      parts.push(this.filter.parse(`fleet=${(await this.fleets.resolve(1, selection.fleet)).id}`, 'fleet'));
+    if (selection.view !== undefined) parts.push(this.nodeOf(await this.resolve(selection.view)));
     if (selection.where !== undefined) parts.push(this.filter.parse(selection.where));
     return allOf(...parts);
   }
 
   /** The devices of a selection, within the request's fleet scope. */
-  devices(selection: DeviceSelection): AgentSummary[] {
-    return this.filter.list(this.selection(selection));
+  async devices(selection: DeviceSelection): Promise<AgentSummary[]> {
+    return this.filter.list(await this.selection(selection));
   }
 
   /** The ids of a selection's devices, within `scope` (the request's by default). */
-  deviceIds(selection: DeviceSelection, scope?: FleetScope): number[] {
-    return this.filter.ids(this.selection(selection), scope).map((row) => row.id);
+  async deviceIds(selection: DeviceSelection, scope?: FleetScope): Promise<number[]> {
+    return (await this.filter.ids(await this.selection(selection), scope)).map((row) => row.id);
   }
 
-  create(input: { name: string; where: string }, entityId = 1): DeviceView {
+  async create(input: { name: string; where: string }, entityId = 1): Promise<DeviceView> {
     const name = this.cleanName(input.name);
     const where = input.where.trim();
     this.filter.parse(where);
-    if (this.store.byName(entityId, name)) throw new ApiError(409, 'ERROR_DUPLICATE', `A view called "${name}" already exists`);
+    if (await this.store.byName(entityId, name))
+      throw new ApiError(409, 'ERROR_DUPLICATE', `A view called "${name}" already exists`);
     const actor = requestContext.current()?.actor;
-    const id = this.work.run(() => {
-      const id = this.store.insert({
+    const id = await this.work.run(async () => {
+      const id = await this.store.insert({
         entity_id: entityId,
         name,
         where_expr: where,
         created_by: actor ? actorLabel(actor) : null,
         created_at: nowIso(),
       });
-      this.events.record(
+      await this.events.record(
         'view.created',
         `View "${name}" saved: ${where || '(every device)'}`,
         { entityId },
@@ -151,22 +153,22 @@ export class ViewService {
     return this.get(id);
   }
 
-  update(id: number, patch: { name?: string | undefined; where?: string | undefined }): DeviceView {
-    const row = this.row(id);
+  async update(id: number, patch: { name?: string | undefined; where?: string | undefined }): Promise<DeviceView> {
+    const row = await this.row(id);
     const name = patch.name === undefined ? row.name : this.cleanName(patch.name);
     const where = patch.where === undefined ? row.where_expr : patch.where.trim();
     this.filter.parse(where);
-    const clash = this.store.byName(row.entity_id, name);
+    const clash = await this.store.byName(row.entity_id, name);
     if (clash && clash.id !== id) throw new ApiError(409, 'ERROR_DUPLICATE', `A view called "${name}" already exists`);
-    this.work.run(() => {
-      this.store.update(id, name, where, nowIso());
+    await this.work.run(async () => {
+      await this.store.update(id, name, where, nowIso());
       const changed = [
         name !== row.name ? `renamed to "${name}"` : '',
         where !== row.where_expr ? `now ${where || '(every device)'}` : '',
       ]
         .filter(Boolean)
         .join(', ');
-      this.events.record(
+      await this.events.record(
         'view.updated',
         `View "${row.name}" ${changed || 'saved unchanged'}`,
         { entityId: row.entity_id },
@@ -176,18 +178,18 @@ export class ViewService {
     return this.get(id);
   }
 
-  remove(id: number): void {
-    const row = this.row(id);
-    const n = this.store.activeAssignments(id);
+  async remove(id: number): Promise<void> {
+    const row = await this.row(id);
+    const n = await this.store.activeAssignments(id);
     if (n > 0)
       throw new ApiError(
         409,
         'ERROR_VIEW_IN_USE',
         `View "${row.name}" has ${n} polic${n === 1 ? 'y or deployment' : 'ies or deployments'} assigned: remove ${n === 1 ? 'it' : 'them'} first`,
       );
-    this.work.run(() => {
-      this.store.remove(id);
-      this.events.record(
+    await this.work.run(async () => {
+      await this.store.remove(id);
+      await this.events.record(
         'view.deleted',
         `View "${row.name}" deleted`,
         { entityId: row.entity_id },
@@ -202,16 +204,16 @@ export class ViewService {
     return clean;
   }
 
-  private toView(row: ViewRow): DeviceView {
+  private async toView(row: ViewRow): Promise<DeviceView> {
     return {
       id: row.id,
       name: row.name,
       where: row.where_expr,
-      count: this.filter.count(this.nodeOf(row)),
+      count: await this.filter.count(this.nodeOf(row)),
       created_by: row.created_by,
       created_at: row.created_at,
       updated_at: row.updated_at,
-      assignments: this.store.activeAssignments(row.id),
+      assignments: await this.store.activeAssignments(row.id),
     };
   }
 }

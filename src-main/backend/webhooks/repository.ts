@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import type { Sql } from '../db/sql.ts';
 import type { WebhookDeliveryState } from '../../../src-shared/contract/index.ts';
 
 export interface WebhookRow {
@@ -47,150 +47,138 @@ export const DELIVERY_LOG_LIMIT = 500;
 
 /** The webhooks table and the webhook worker's queue (webhook_deliveries): one row per delivery, its last attempt. */
 export interface WebhookRepository {
-  list(): WebhookRow[];
-  get(id: number): WebhookRow | undefined;
-  insert(fields: { name: string; url: string; secret: string; enabled: boolean; at: string }): number;
-  update(id: number, fields: { name: string; url: string; secret: string; enabled: boolean; at: string }): void;
-  delete(id: number): void;
+  list(): Promise<WebhookRow[]>;
+  get(id: number): Promise<WebhookRow | undefined>;
+  insert(fields: { name: string; url: string; secret: string; enabled: boolean; at: string }): Promise<number>;
+  update(id: number, fields: { name: string; url: string; secret: string; enabled: boolean; at: string }): Promise<void>;
+  delete(id: number): Promise<void>;
   /** Rules notifying each webhook. */
-  ruleIds(): Map<number, number[]>;
-  queue(webhookId: number, event: string, payload: string, at: string): number;
+  ruleIds(): Promise<Map<number, number[]>>;
+  queue(webhookId: number, event: string, payload: string, at: string): Promise<number>;
   /** The oldest due delivery of an enabled webhook that has none in flight, marked sending (one attempt more). */
-  claim(at: string): ClaimedDelivery | undefined;
-  finish(id: number, outcome: AttemptOutcome, at: string): boolean;
-  nextDueAt(): string | null;
+  claim(at: string): Promise<ClaimedDelivery | undefined>;
+  finish(id: number, outcome: AttemptOutcome, at: string): Promise<boolean>;
+  nextDueAt(): Promise<string | null>;
   /** Deliveries cut off by a stop, queued again (due at once). */
-  requeueInterrupted(at: string): number;
-  delivery(id: number): DeliveryRow | undefined;
-  deliveries(webhookId: number, limit: number): DeliveryRow[];
-  lastDeliveries(): Map<number, DeliveryRow>;
+  requeueInterrupted(at: string): Promise<number>;
+  delivery(id: number): Promise<DeliveryRow | undefined>;
+  deliveries(webhookId: number, limit: number): Promise<DeliveryRow[]>;
+  lastDeliveries(): Promise<Map<number, DeliveryRow>>;
 }
 
 export class SqliteWebhookRepository implements WebhookRepository {
+  private readonly sql: Sql;
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(sql: Sql) {
+    this.sql = sql;
     this.s = {
-      list: db.prepare(`SELECT * FROM webhooks ORDER BY id`),
-      get: db.prepare(`SELECT * FROM webhooks WHERE id = ?`),
-      insert: db.prepare(
-        `INSERT INTO webhooks (name, url, secret, enabled, created_at, updated_at)
+      list: `SELECT * FROM webhooks ORDER BY id`,
+      get: `SELECT * FROM webhooks WHERE id = ?`,
+      insert: `INSERT INTO webhooks (name, url, secret, enabled, created_at, updated_at)
          VALUES (@name, @url, @secret, @enabled, @at, @at) RETURNING id`,
-      ),
-      update: db.prepare(
-        `UPDATE webhooks SET name = @name, url = @url, secret = @secret, enabled = @enabled, updated_at = @at WHERE id = @id`,
-      ),
-      delete: db.prepare(`DELETE FROM webhooks WHERE id = ?`),
-      ruleIds: db.prepare(`SELECT webhook_id, rule_id FROM alert_rule_webhooks ORDER BY webhook_id, rule_id`),
-      queue: db.prepare(
-        `INSERT INTO webhook_deliveries (webhook_id, event, payload, state, attempts, next_attempt_at, created_at, updated_at)
+      update: `UPDATE webhooks SET name = @name, url = @url, secret = @secret, enabled = @enabled, updated_at = @at WHERE id = @id`,
+      delete: `DELETE FROM webhooks WHERE id = ?`,
+      ruleIds: `SELECT webhook_id, rule_id FROM alert_rule_webhooks ORDER BY webhook_id, rule_id`,
+      queue: `INSERT INTO webhook_deliveries (webhook_id, event, payload, state, attempts, next_attempt_at, created_at, updated_at)
          VALUES (?, ?, ?, 'queued', 0, ?, ?, ?) RETURNING id`,
-      ),
-      claim: db.prepare(
-        `UPDATE webhook_deliveries SET state = 'sending', attempts = attempts + 1, next_attempt_at = NULL, updated_at = @at
+      claim: `UPDATE webhook_deliveries SET state = 'sending', attempts = attempts + 1, next_attempt_at = NULL, updated_at = @at
          WHERE id = (
            SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
            WHERE d.state = 'queued' AND d.next_attempt_at <= @at AND w.enabled = 1
              AND NOT EXISTS (SELECT 1 FROM webhook_deliveries s WHERE s.webhook_id = d.webhook_id AND s.state = 'sending')
            ORDER BY d.next_attempt_at, d.id LIMIT 1)
          RETURNING *`,
-      ),
-      finish: db.prepare(
-        `UPDATE webhook_deliveries SET state = @state, response_code = @response_code, response_ms = @response_ms, error = @error,
+      finish: `UPDATE webhook_deliveries SET state = @state, response_code = @response_code, response_ms = @response_ms, error = @error,
            next_attempt_at = @next_attempt_at, delivered_at = @delivered_at, updated_at = @at
          WHERE id = @id AND state = 'sending'`,
-      ),
-      prune: db.prepare(
-        `DELETE FROM webhook_deliveries WHERE webhook_id = @webhook_id AND state IN ('delivered', 'failed') AND id < (
+      prune: `DELETE FROM webhook_deliveries WHERE webhook_id = @webhook_id AND state IN ('delivered', 'failed') AND id < (
            SELECT id FROM webhook_deliveries WHERE webhook_id = @webhook_id ORDER BY id DESC LIMIT 1 OFFSET @keep)`,
-      ),
-      nextDue: db.prepare(`SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE state = 'queued'`),
-      requeueInterrupted: db.prepare(
-        `UPDATE webhook_deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'sending'`,
-      ),
-      delivery: db.prepare(`SELECT * FROM webhook_deliveries WHERE id = ?`),
-      deliveries: db.prepare(`SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?`),
-      last: db.prepare(
-        `SELECT * FROM webhook_deliveries WHERE id IN (SELECT max(id) FROM webhook_deliveries GROUP BY webhook_id)`,
-      ),
+      nextDue: `SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE state = 'queued'`,
+      requeueInterrupted: `UPDATE webhook_deliveries SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'sending'`,
+      delivery: `SELECT * FROM webhook_deliveries WHERE id = ?`,
+      deliveries: `SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?`,
+      last: `SELECT * FROM webhook_deliveries WHERE id IN (SELECT max(id) FROM webhook_deliveries GROUP BY webhook_id)`,
     };
   }
 
-  list(): WebhookRow[] {
-    return this.s.list.all() as WebhookRow[];
+  async list(): Promise<WebhookRow[]> {
+    return (await this.sql.all(this.s.list)) as WebhookRow[];
   }
 
-  get(id: number): WebhookRow | undefined {
-    return this.s.get.get(id) as WebhookRow | undefined;
+  async get(id: number): Promise<WebhookRow | undefined> {
+    return (await this.sql.get(this.s.get, [id])) as WebhookRow | undefined;
   }
 
-  insert(fields: { name: string; url: string; secret: string; enabled: boolean; at: string }): number {
-    return (this.s.insert.get({ ...fields, enabled: fields.enabled ? 1 : 0 }) as { id: number }).id;
+  async insert(fields: { name: string; url: string; secret: string; enabled: boolean; at: string }): Promise<number> {
+    return ((await this.sql.get(this.s.insert, { ...fields, enabled: fields.enabled ? 1 : 0 })) as { id: number }).id;
   }
 
-  update(id: number, fields: { name: string; url: string; secret: string; enabled: boolean; at: string }): void {
-    this.s.update.run({ id, ...fields, enabled: fields.enabled ? 1 : 0 });
+  async update(id: number, fields: { name: string; url: string; secret: string; enabled: boolean; at: string }): Promise<void> {
+    await this.sql.run(this.s.update, { id, ...fields, enabled: fields.enabled ? 1 : 0 });
   }
 
-  delete(id: number): void {
-    this.s.delete.run(id);
+  async delete(id: number): Promise<void> {
+    await this.sql.run(this.s.delete, [id]);
   }
 
-  ruleIds(): Map<number, number[]> {
+  async ruleIds(): Promise<Map<number, number[]>> {
     const found = new Map<number, number[]>();
-    for (const row of this.s.ruleIds.all() as { webhook_id: number; rule_id: number }[]) {
+    for (const row of (await this.sql.all(this.s.ruleIds)) as { webhook_id: number; rule_id: number }[]) {
       found.set(row.webhook_id, [...(found.get(row.webhook_id) ?? []), row.rule_id]);
     }
     return found;
   }
 
-  queue(webhookId: number, event: string, payload: string, at: string): number {
-    return (this.s.queue.get(webhookId, event, payload, at, at, at) as { id: number }).id;
+  async queue(webhookId: number, event: string, payload: string, at: string): Promise<number> {
+    return ((await this.sql.get(this.s.queue, [webhookId, event, payload, at, at, at])) as { id: number }).id;
   }
 
-  claim(at: string): ClaimedDelivery | undefined {
-    const row = this.s.claim.get({ at }) as DeliveryRow | undefined;
+  async claim(at: string): Promise<ClaimedDelivery | undefined> {
+    const row = (await this.sql.get(this.s.claim, { at })) as DeliveryRow | undefined;
     if (!row) return undefined;
-    const hook = this.get(row.webhook_id);
+    const hook = await this.get(row.webhook_id);
     return hook ? { ...row, url: hook.url, secret: hook.secret } : undefined;
   }
 
-  finish(id: number, outcome: AttemptOutcome, at: string): boolean {
+  async finish(id: number, outcome: AttemptOutcome, at: string): Promise<boolean> {
     const changed =
-      this.s.finish.run({
-        id,
-        state: outcome.state,
-        response_code: outcome.responseCode,
-        response_ms: outcome.responseMs,
-        error: outcome.error,
-        next_attempt_at: outcome.nextAttemptAt,
-        delivered_at: outcome.state === 'delivered' ? at : null,
-        at,
-      }).changes === 1;
+      (
+        await this.sql.run(this.s.finish, {
+          id,
+          state: outcome.state,
+          response_code: outcome.responseCode,
+          response_ms: outcome.responseMs,
+          error: outcome.error,
+          next_attempt_at: outcome.nextAttemptAt,
+          delivered_at: outcome.state === 'delivered' ? at : null,
+          at,
+        })
+      ).changes === 1;
     if (changed && outcome.state !== 'queued') {
-      const row = this.delivery(id);
-      if (row) this.s.prune.run({ webhook_id: row.webhook_id, keep: DELIVERY_LOG_LIMIT - 1 });
+      const row = await this.delivery(id);
+      if (row) await this.sql.run(this.s.prune, { webhook_id: row.webhook_id, keep: DELIVERY_LOG_LIMIT - 1 });
     }
     return changed;
   }
 
-  nextDueAt(): string | null {
-    return (this.s.nextDue.get() as { at: string | null }).at;
+  async nextDueAt(): Promise<string | null> {
+    return ((await this.sql.get(this.s.nextDue)) as { at: string | null }).at;
   }
 
-  requeueInterrupted(at: string): number {
-    return this.s.requeueInterrupted.run(at, at).changes;
+  async requeueInterrupted(at: string): Promise<number> {
+    return (await this.sql.run(this.s.requeueInterrupted, [at, at])).changes;
   }
 
-  delivery(id: number): DeliveryRow | undefined {
-    return this.s.delivery.get(id) as DeliveryRow | undefined;
+  async delivery(id: number): Promise<DeliveryRow | undefined> {
+    return (await this.sql.get(this.s.delivery, [id])) as DeliveryRow | undefined;
   }
 
-  deliveries(webhookId: number, limit: number): DeliveryRow[] {
-    return this.s.deliveries.all(webhookId, limit) as DeliveryRow[];
+  async deliveries(webhookId: number, limit: number): Promise<DeliveryRow[]> {
+    return (await this.sql.all(this.s.deliveries, [webhookId, limit])) as DeliveryRow[];
   }
 
-  lastDeliveries(): Map<number, DeliveryRow> {
-    return new Map((this.s.last.all() as DeliveryRow[]).map((row) => [row.webhook_id, row]));
+  async lastDeliveries(): Promise<Map<number, DeliveryRow>> {
+    return new Map(((await this.sql.all(this.s.last)) as DeliveryRow[]).map((row) => [row.webhook_id, row]));
   }
 }

@@ -40,31 +40,35 @@ export class WebhookService {
     this.now = deps.now ?? Date.now;
   }
 
-  list(): Webhook[] {
-    const rules = this.repo.ruleIds();
-    const last = this.repo.lastDeliveries();
-    return this.repo.list().map((row) => this.view(row, rules.get(row.id) ?? [], last.get(row.id) ?? null));
+  async list(): Promise<Webhook[]> {
+    const rules = await this.repo.ruleIds();
+    const last = await this.repo.lastDeliveries();
+    return (await this.repo.list()).map((row) => this.view(row, rules.get(row.id) ?? [], last.get(row.id) ?? null));
   }
 
-  get(id: number): Webhook {
-    return this.view(this.row(id), this.repo.ruleIds().get(id) ?? [], this.repo.lastDeliveries().get(id) ?? null);
+  async get(id: number): Promise<Webhook> {
+    return this.view(
+      await this.row(id),
+      (await this.repo.ruleIds()).get(id) ?? [],
+      (await this.repo.lastDeliveries()).get(id) ?? null,
+    );
   }
 
   /** Whether each of these ids is a webhook (a rule's channels are checked with it). */
-  exists(id: number): boolean {
-    return this.repo.get(id) !== undefined;
+  async exists(id: number): Promise<boolean> {
+    return (await this.repo.get(id)) !== undefined;
   }
 
-  create(body: WebhookCreate): WebhookCreated {
+  create(body: WebhookCreate): Promise<WebhookCreated> {
     const url = checkUrl(body.url);
     const drawn = body.secret === undefined ? randomBytes(24).toString('base64url') : null;
     const secret = body.secret ?? drawn!;
     const name = body.name?.trim() || new URL(url).host;
-    return this.work.run(() => {
+    return this.work.run(async () => {
       const at = this.iso();
-      const id = this.repo.insert({ name, url, secret, enabled: body.enabled ?? true, at });
-      const created = this.get(id);
-      this.events.record(
+      const id = await this.repo.insert({ name, url, secret, enabled: body.enabled ?? true, at });
+      const created = await this.get(id);
+      await this.events.record(
         'webhook.created',
         `Webhook "${name}" added (${String(redactValue(url))})`,
         {},
@@ -79,10 +83,10 @@ export class WebhookService {
     });
   }
 
-  update(id: number, patch: WebhookPatch): Webhook {
-    return this.work.run(() => {
-      const row = this.row(id);
-      const before = this.get(id);
+  update(id: number, patch: WebhookPatch): Promise<Webhook> {
+    return this.work.run(async () => {
+      const row = await this.row(id);
+      const before = await this.get(id);
       const next = {
         name: patch.name?.trim() || row.name,
         url: patch.url === undefined ? row.url : checkUrl(patch.url),
@@ -90,9 +94,9 @@ export class WebhookService {
         enabled: patch.enabled ?? row.enabled === 1,
         at: this.iso(),
       };
-      this.repo.update(id, next);
-      const after = this.get(id);
-      this.events.record(
+      await this.repo.update(id, next);
+      const after = await this.get(id);
+      await this.events.record(
         'webhook.updated',
         `Webhook "${next.name}" changed`,
         {},
@@ -103,17 +107,17 @@ export class WebhookService {
           after: auditView(after, next.secret),
         },
       );
-      if (after.enabled) this.work.afterCommit(() => this.worker.kick());
+      if (after.enabled) await this.work.afterCommit(() => this.worker.kick());
       return after;
     });
   }
 
-  delete(id: number): Webhook {
-    return this.work.run(() => {
-      const row = this.row(id);
-      const before = this.get(id);
-      this.repo.delete(id);
-      this.events.record(
+  delete(id: number): Promise<Webhook> {
+    return this.work.run(async () => {
+      const row = await this.row(id);
+      const before = await this.get(id);
+      await this.repo.delete(id);
+      await this.events.record(
         'webhook.deleted',
         `Webhook "${row.name}" deleted`,
         {},
@@ -129,46 +133,48 @@ export class WebhookService {
   }
 
   /** Queues a test event to one webhook (signed and retried like an alert); even a disabled one is tested. */
-  test(id: number): WebhookDelivery {
-    return this.work.run(() => {
-      const row = this.row(id);
+  test(id: number): Promise<WebhookDelivery> {
+    return this.work.run(async () => {
+      const row = await this.row(id);
       if (row.enabled !== 1)
         throw new ApiError(409, 'ERROR_WEBHOOK_DISABLED', `Webhook "${row.name}" is disabled: enable it to test it`);
-      const deliveryId = this.queueOne(id, 'webhook.test', {
+      const deliveryId = await this.queueOne(id, 'webhook.test', {
         message: 'A test event from MDM Console: this webhook is set up.',
         webhook: { id, name: row.name },
       });
-      const delivery = this.repo.delivery(deliveryId)!;
-      this.events.record('webhook.test', `Test event queued to webhook "${row.name}"`, {}, deliveryData(delivery));
+      const delivery = (await this.repo.delivery(deliveryId))!;
+      await this.events.record('webhook.test', `Test event queued to webhook "${row.name}"`, {}, deliveryData(delivery));
       return this.deliveryView(delivery);
     });
   }
 
   /** Queues one delivery of `event` to each of these webhooks that is enabled, in the caller's transaction. */
-  queue(webhookIds: number[], event: string, data: Record<string, unknown>): number[] {
-    return this.work.run(() =>
-      webhookIds.flatMap((id) => {
-        const row = this.repo.get(id);
-        return row && row.enabled === 1 ? [this.queueOne(id, event, data)] : [];
-      }),
-    );
+  queue(webhookIds: number[], event: string, data: Record<string, unknown>): Promise<number[]> {
+    return this.work.run(async () => {
+      const queued: number[] = [];
+      for (const id of webhookIds) {
+        const row = await this.repo.get(id);
+        if (row && row.enabled === 1) queued.push(await this.queueOne(id, event, data));
+      }
+      return queued;
+    });
   }
 
-  deliveries(id: number, limit = 50): WebhookDelivery[] {
-    this.row(id);
-    return this.repo.deliveries(id, limit).map((row) => this.deliveryView(row));
+  async deliveries(id: number, limit = 50): Promise<WebhookDelivery[]> {
+    await this.row(id);
+    return (await this.repo.deliveries(id, limit)).map((row) => this.deliveryView(row));
   }
 
-  private queueOne(webhookId: number, event: string, data: Record<string, unknown>): number {
+  private async queueOne(webhookId: number, event: string, data: Record<string, unknown>): Promise<number> {
     const at = this.iso();
     const payload: WebhookPayload = { event, created_at: at, data };
-    const id = this.repo.queue(webhookId, event, JSON.stringify(payload), at);
-    this.work.afterCommit(() => this.worker.kick());
+    const id = await this.repo.queue(webhookId, event, JSON.stringify(payload), at);
+    await this.work.afterCommit(() => this.worker.kick());
     return id;
   }
 
-  private row(id: number): WebhookRow {
-    const row = this.repo.get(id);
+  private async row(id: number): Promise<WebhookRow> {
+    const row = await this.repo.get(id);
     if (!row) throw new ApiError(404, 'ERROR_NOT_FOUND', `No webhook #${id}`);
     return row;
   }

@@ -1,3 +1,4 @@
+import { unlessDiskFull } from '../db/disk-full.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { requestContext } from '../audit/context.ts';
 import { WEBHOOK_HEADERS } from '../../../src-shared/contract/index.ts';
@@ -47,6 +48,9 @@ export class WebhookWorker {
   private started = false;
   private stopping = false;
   private scheduled = false;
+  /** A pump is running (it awaits its claims): a kick meanwhile asks for one more round, never a second pump. */
+  private pumping = false;
+  private pumpAgain = false;
   private readonly inFlight = new Set<AbortController>();
   private idle: (() => void)[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -66,10 +70,10 @@ export class WebhookWorker {
     this.isOpen = deps.isOpen;
   }
 
-  start(): void {
+  async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    this.repo.requeueInterrupted(this.iso());
+    await this.repo.requeueInterrupted(this.iso());
     this.kick();
   }
 
@@ -84,21 +88,22 @@ export class WebhookWorker {
 
   /** There may be due work (queued, or the clock moved): look on a later tick, outside any request. */
   kick(): void {
-    if (!this.started || this.stopping || this.scheduled) return;
+    if (this.pumping) this.pumpAgain = true;
+    if (!this.started || this.stopping || this.scheduled || this.pumping) return;
     this.scheduled = true;
     requestContext.outside(() =>
       setImmediate(() => {
         this.scheduled = false;
-        this.pump();
+        unlessDiskFull(() => this.pump());
       }),
     );
   }
 
   /** Resolves once nothing is in flight (tests, after a kick). */
   async settled(): Promise<void> {
-    while (this.scheduled || this.inFlight.size > 0) {
+    while (this.scheduled || this.pumping || this.inFlight.size > 0) {
       await new Promise<void>((resolve) => {
-        if (this.inFlight.size === 0) setImmediate(resolve);
+        if (this.inFlight.size === 0) setTimeout(resolve, 5);
         else this.idle.push(resolve);
       });
     }
@@ -108,10 +113,24 @@ export class WebhookWorker {
     return new Date(ms).toISOString();
   }
 
-  private pump(): void {
+  private async pump(): Promise<void> {
+    if (this.stopping || !this.isOpen() || this.pumping) return;
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        await this.pumpOnce();
+      } while (this.pumpAgain && !this.stopping);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Claims due deliveries while there is room, starts each, then arms the timer for the next one due. */
+  private async pumpOnce(): Promise<void> {
     if (this.stopping || !this.isOpen()) return;
     while (!this.stopping && this.inFlight.size < this.timing.concurrency) {
-      const delivery = this.repo.claim(this.iso());
+      const delivery = await this.repo.claim(this.iso());
       if (!delivery) break;
       const controller = new AbortController();
       this.inFlight.add(controller);
@@ -131,13 +150,13 @@ export class WebhookWorker {
           this.kick();
         });
     }
-    this.armTimer();
+    await this.armTimer();
   }
 
   /** Wakes the worker when the earliest queued delivery is due. */
-  private armTimer(): void {
+  private async armTimer(): Promise<void> {
     if (this.stopping || !this.isOpen()) return;
-    const next = this.repo.nextDueAt();
+    const next = await this.repo.nextDueAt();
     if (!next) return;
     const at = Date.parse(next);
     if (this.timer && this.timerAt <= at) return;
@@ -203,11 +222,11 @@ export class WebhookWorker {
       });
     }
     const next = this.iso(this.now() + backoffMs(delivery.attempts, this.timing));
-    this.finish(delivery, { state: 'queued', responseCode, responseMs, error, nextAttemptAt: next });
+    await this.finish(delivery, { state: 'queued', responseCode, responseMs, error, nextAttemptAt: next });
   }
 
-  private finish(delivery: ClaimedDelivery, outcome: AttemptOutcome): void {
-    if (!this.isOpen() || !this.repo.finish(delivery.id, outcome, this.iso())) return;
+  private async finish(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
+    if (!this.isOpen() || !(await this.repo.finish(delivery.id, outcome, this.iso()))) return;
     const data = {
       webhook_id: delivery.webhook_id,
       delivery_id: delivery.id,
@@ -218,16 +237,16 @@ export class WebhookWorker {
     };
     const label = `Webhook #${delivery.webhook_id} (${delivery.event}, delivery #${delivery.id})`;
     if (outcome.state === 'delivered') {
-      this.events.record('webhook.delivered', `${label} delivered: HTTP ${outcome.responseCode}`, {}, data);
+      await this.events.record('webhook.delivered', `${label} delivered: HTTP ${outcome.responseCode}`, {}, data);
     } else if (outcome.state === 'queued') {
-      this.events.record(
+      await this.events.record(
         'webhook.retrying',
         `${label} attempt ${delivery.attempts} failed (${outcome.error}); next attempt at ${outcome.nextAttemptAt}`,
         {},
         { ...data, next_attempt_at: outcome.nextAttemptAt! },
       );
     } else {
-      this.events.record('webhook.failed', `${label} failed: ${outcome.error}`, {}, data);
+      await this.events.record('webhook.failed', `${label} failed: ${outcome.error}`, {}, data);
     }
   }
 }

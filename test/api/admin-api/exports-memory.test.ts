@@ -11,7 +11,7 @@ let t: TestBackend;
 
 beforeAll(async () => {
   t = await startTestBackend();
-  seedDevices(t.dataDir, { count: COUNT, fleets: ['North', 'South'], prefix: 'BIG' });
+  await seedDevices(t.dataDir, { count: COUNT, fleets: ['North', 'South'], prefix: 'BIG' });
 }, 300_000);
 afterAll(async () => {
   await t?.stop();
@@ -32,7 +32,7 @@ describe('exporting 100,000 devices', () => {
     for await (const chunk of response.body!) {
       if (!late) {
         // The first bytes are here: a device enrolls now (its id is the highest, so on the last page).
-        seedDevices(t.dataDir, { count: 1, prefix: 'LATE' });
+        await seedDevices(t.dataDir, { count: 1, prefix: 'LATE' });
         late = true;
       }
       bytes += chunk.length;

@@ -86,7 +86,7 @@ beforeAll(async () => {
 
   // Three phones that connect, obey and report their inventory; 40 more seeded (never connected).
   const [one, two, three] = [await phone('Warehouse'), await phone('Warehouse', { flyve: true }), await phone(FORMULA_FLEET)];
-  seedDevices(t.dataDir, { count: 40, fleets: ['Warehouse', FORMULA_FLEET], prefix: 'EXP' });
+  await seedDevices(t.dataDir, { count: 40, fleets: ['Warehouse', FORMULA_FLEET], prefix: 'EXP' });
   // One seeded device unenrolled: it has no compliance (as in the compliance list).
   t.db.prepare(`UPDATE agents SET enroll_status = 'unenrolled' WHERE serial = 'EXP000005'`).run();
 

@@ -159,7 +159,7 @@ describe('an operator scoped to one fleet', () => {
       ['GET', `/agents/${inB.id}/policies`],
     ] as const)
       expect((await asOlga(method, path)).status, `${method} ${path}`).toBe(404);
-    expect(agentRow(t, inB.id).lock).toBe(0);
+    expect((await agentRow(t, inB.id)).lock).toBe(0);
     // Her own fleet's device is locked, through the broker.
     const deviceA = await connectAgent(t, inA);
     const boxA = inbox(deviceA);

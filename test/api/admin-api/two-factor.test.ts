@@ -224,11 +224,11 @@ describe('two-factor required for everyone', () => {
     ).toBe(200);
 
     // Reset by another admin (a lost phone): enrolment at the next sign-in again.
-    t.backend.services.accounts.resetTwoFactor(boId);
+    await t.backend.services.accounts.resetTwoFactor(boId);
     expect(t.db.prepare(`SELECT totp_secret FROM admin_accounts WHERE id = ?`).pluck().get(boId)).toBeNull();
     expect(t.db.prepare(`SELECT count(*) FROM admin_recovery_codes WHERE account_id = ?`).pluck().get(boId)).toBe(0);
     expect((await signIn(BO, BO_PASSWORD, '127.0.0.20')).body.second_step).toBe('enrol');
-    expect(() => t.backend.services.accounts.resetTwoFactor(9999)).toThrow(/No admin 9999/);
+    await expect(t.backend.services.accounts.resetTwoFactor(9999)).rejects.toThrow(/No admin 9999/);
 
     // An invited admin choosing a password through their set-up link enrols before being signed in, too.
     const invited = await api(ownerCookie, 'POST', '/accounts', { email: 'cy@example.org', role: 'observer', no_email: true });

@@ -141,7 +141,10 @@ describe('the agent API in both dialects', () => {
     expect(record.status).toBe(200);
     expect(record.body.plugin_flyvemdm_fleets_id).toBe(record.body.plugin_mdm_fleets_id);
     expect(record.body.version).toBe('2.0.0-rc.7+build.12');
-    const { phone, has_system_permission, notification_type, model, os_name, os_version } = agentRow(t, Number(created.body.id));
+    const { phone, has_system_permission, notification_type, model, os_name, os_version } = await agentRow(
+      t,
+      Number(created.body.id),
+    );
     expect({ phone, has_system_permission, notification_type, model, os_name, os_version }).toEqual({
       phone: '+33 6 12 34 56 78',
       has_system_permission: 0,
@@ -196,11 +199,11 @@ describe('the agent API in both dialects', () => {
     // Accepted reports, recorded as their MQTT counterparts are: is_online is a sign of life, and
     // presence follows the broker connections (none here: it stays offline, its last contact moves).
     const longAgo = '2000-01-01T00:00:00.000Z';
-    t.backend.services.brokerAgents.touch(id, longAgo);
+    await t.backend.services.brokerAgents.touch(id, longAgo);
     expect((await put(own, id, { is_online: true })).status).toBe(200);
-    expect(agentRow(t, id).is_online).toBe(0);
-    expect(agentRow(t, id).last_contact).not.toBeNull();
-    expect(agentRow(t, id).last_contact).not.toBe(longAgo);
+    expect((await agentRow(t, id)).is_online).toBe(0);
+    expect((await agentRow(t, id)).last_contact).not.toBeNull();
+    expect((await agentRow(t, id)).last_contact).not.toBe(longAgo);
     expect(
       (await agentCall(t.apiUrl, 'PUT', `PluginMdmAgent/${id}/?session_token=${own}`, { body: { input: { is_online: false } } }))
         .status,
@@ -231,7 +234,7 @@ describe('the agent API in both dialects', () => {
       located_at: '2023-11-14T22:15:00.000Z',
     });
     expect(positions[1]).toMatchObject({ latitude: 48.85, longitude: 2.35, located_at: '2023-11-14T22:13:20.000Z' });
-    expect(agentRow(t, id).last_report).not.toBeNull();
+    expect((await agentRow(t, id)).last_report).not.toBeNull();
   });
 });
 
@@ -309,7 +312,7 @@ describe.each<ReportTransport>(['http', 'mqtt'])('a Flyve agent reporting over %
       const offline = nextEvent(t, ofAgent(id, 'agent.offline'));
       await agent.stop();
       await offline;
-      expect(agentRow(t, id).is_online).toBe(0);
+      expect((await agentRow(t, id)).is_online).toBe(0);
       expect(agent.state.reports.every((r) => r.ok && r.transport === reports)).toBe(true);
     } finally {
       await agent.stop();

@@ -126,7 +126,7 @@ describe('the enrollment sequence', () => {
     const first = (await read()).body.mqttpasswd;
     const second = (await read()).body.mqttpasswd;
     expect(first).not.toBe(second);
-    const stored = t.backend.services.agentRepository.byId(Number(created.body.id))!;
+    const stored = (await t.backend.services.agentRepository.byId(Number(created.body.id)))!;
     expect(stored.mqtt_password_hash).not.toContain(second);
     expect(stored.mqtt_password_hash).toMatch(/^sha256\$/);
   });
@@ -164,9 +164,9 @@ describe('the enrollment sequence', () => {
   it('skips the switch for a user whose only profile is the guest profile', async () => {
     const invitation = await invite();
     const { users } = repositoriesOf(t);
-    const user = users.byLogin(invitation.email)!;
-    users.unassign(user.id, 1);
-    users.setDefaultProfile(user.id, 2);
+    const user = (await users.byLogin(invitation.email))!;
+    await users.unassign(user.id, 1);
+    await users.setDefaultProfile(user.id, 2);
     const init = await agentCall(t.apiUrl, 'GET', `initSession?user_token=${invitation.user_token}`);
     const full = await agentCall(t.apiUrl, 'GET', `getFullSession?session_token=${init.body.session_token}`);
     expect(full.body.coreactiveprofile.id).toBe(full.body.plugin_mdm_guest_profiles_id);
@@ -282,7 +282,7 @@ describe('agent creation refusals (ERROR_CORE_ADD, in DESIGN.md order, each logg
     expect(r.body).toEqual(['ERROR_CORE_ADD', 'This invitation has been revoked']);
 
     const expired = await invite({ days: 1 });
-    t.backend.services.repositories.invitations.setExpiry(expired.id, new Date(Date.now() - 1000).toISOString());
+    await t.backend.services.repositories.invitations.setExpiry(expired.id, new Date(Date.now() - 1000).toISOString());
     const e = await createAgent(await guestSession(expired), base(expired));
     expect(e.body).toEqual(['ERROR_CORE_ADD', 'This invitation has expired']);
     const { body } = await t.admin('GET', `/invitations/${expired.id}`);
@@ -323,7 +323,7 @@ describe('re-enrollment', () => {
       (agent: { id: number }) => agent.id === Number(a.created.body.id),
     );
     expect(agents.length).toBe(1);
-    expect(t.backend.services.agentRepository.countComputers({ uuid })).toBe(1);
+    expect(await t.backend.services.agentRepository.countComputers({ uuid })).toBe(1);
   });
 
   it('keeps both records intact when the serial names one agent and the uuid another', async () => {
@@ -366,10 +366,10 @@ describe('re-enrollment', () => {
     const { session, created } = await enrollByHand(t.apiUrl, invitation);
     const head = await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
     expect(head.status).toBe(404);
-    const hashOf = () => t.backend.services.agentRepository.byId(Number(created.body.id))!.mqtt_password_hash;
-    const before = hashOf();
+    const hashOf = async () => (await t.backend.services.agentRepository.byId(Number(created.body.id)))!.mqtt_password_hash;
+    const before = await hashOf();
     await fetch(`${t.apiUrl}/PluginMdmAgent/${created.body.id}?session_token=${session}`, { method: 'HEAD' });
-    expect(hashOf()).toEqual(before);
+    expect(await hashOf()).toEqual(before);
   });
 
   it('retires the old api_token when a device enrolls again', async () => {
@@ -479,14 +479,14 @@ describe('concurrency', () => {
     const db = t.db;
     const agents = (await t.admin('GET', '/agents')).body.items as { serial: string | null }[];
     expect(agents.filter((agent) => agent.serial?.startsWith('LOAD-')).length).toBe(200);
-    expect(t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
-    const used = t.backend.services.invitations.list({ q: '@load.example', status: 'done' });
+    expect(await t.backend.services.agentRepository.countComputers({ serialPrefix: 'LOAD-' })).toBe(200);
+    const used = await t.backend.services.invitations.list({ q: '@load.example', status: 'done' });
     expect(
       used.items.filter((invitation) => invitation.email.endsWith('@load.example') && invitation.agent !== null),
     ).toHaveLength(200);
-    const enrolled = repositoriesOf(t)
-      .events.latest(1_000_000, 0)
-      .filter((e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)));
+    const enrolled = (await repositoriesOf(t).events.latest(1_000_000, 0)).filter(
+      (e) => e.type === 'agent.enrolled' && /^load-/i.test(String(e.data?.serial)),
+    );
     expect(enrolled.length).toBe(200);
     // The database's own checks (db/ is the one room below the repositories).
     expect(db.pragma('foreign_key_check')).toEqual([]);

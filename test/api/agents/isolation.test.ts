@@ -93,7 +93,7 @@ describe('MQTT logins are unique across serials and uuids', () => {
     expect((await t.admin('POST', `/agents/${vRecord.id}/commands`, { command: 'ping' })).status).toBe(202);
     await vBox.next((m) => m.topic === `${vRecord.topic}/Command/Ping`);
     expect(vBox.messages.filter(notFleetAnnouncement).map((m) => m.topic)).toEqual([`${vRecord.topic}/Command/Ping`]);
-    expect(agentRow(t, vRecord.id).wipe).toBe(0);
+    expect((await agentRow(t, vRecord.id)).wipe).toBe(0);
   });
 
   it("refuses a uuid-only device whose uuid is another device's serial", async () => {
@@ -109,7 +109,7 @@ describe('MQTT logins are unique across serials and uuids', () => {
     expect(await refusalsOf(u.id)).toHaveLength(1);
     // The first device is untouched: same login, same password.
     expect((await connectAgent(t, first)).connected).toBe(true);
-    const logins = t.backend.services.brokerAgents.byLogin(shared);
+    const logins = await t.backend.services.brokerAgents.byLogin(shared);
     expect(logins).toHaveLength(1);
   });
 
@@ -135,7 +135,7 @@ describe("a used invitation's QR code", () => {
     const enrolled = await enrollByHand(t.apiUrl, invitation, { serial });
     const id = Number(enrolled.created.body.id);
     const record = await readRecord(t, enrolled.session, id);
-    const hashBefore = agentRow(t, id).mqtt_password_hash;
+    const hashBefore = (await agentRow(t, id)).mqtt_password_hash;
     const device = await connectAgent(t, { serial, password: record.password });
 
     // Whoever holds the printed code: a session still opens, but reads nothing of the device.
@@ -165,7 +165,7 @@ describe("a used invitation's QR code", () => {
     expect(retry.body).toEqual(['ERROR_CORE_ADD', 'This invitation has already been used']);
 
     // Nothing rotated: the same hash, the device stays connected and can log in again, its api_token works.
-    const hashAfter = agentRow(t, id).mqtt_password_hash;
+    const hashAfter = (await agentRow(t, id)).mqtt_password_hash;
     expect(hashAfter).toBe(hashBefore);
     expect(device.connected).toBe(true);
     expect(await refusalCode(t, { serial, password: record.password })).toBe(0);
@@ -179,7 +179,7 @@ describe("a used invitation's QR code", () => {
     const id = Number(enrolled.created.body.id);
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(200);
     // The same session, 16 minutes later (ENROLLMENT_READ_WINDOW_MS is 15).
-    repositoriesOf(t).sessions.bindEnrollment(enrolled.session, id, new Date(Date.now() - 16 * 60_000).toISOString());
+    await repositoriesOf(t).sessions.bindEnrollment(enrolled.session, id, new Date(Date.now() - 16 * 60_000).toISOString());
     expect((await agentCall(t.apiUrl, 'GET', `PluginMdmAgent/${id}?session_token=${enrolled.session}`)).status).toBe(404);
   });
 

@@ -137,13 +137,13 @@ describe('a device waiting for approval', () => {
     expect(detail.last_report).toBeNull();
     expect(detail.is_online).toBeFalsy();
     expect((await t.admin('GET', `/agents/${id}/tasks`)).body.items[0]).toMatchObject({ id: taskRow.id, status: 'pending' });
-    expect(t.backend.services.events.forAgent(id).map((e) => e.type)).not.toContain('agent.inventory');
+    expect((await t.backend.services.events.forAgent(id)).map((e) => e.type)).not.toContain('agent.inventory');
 
     // MQTT is closed to it too (so are Status/Inventory, Status/Geolocation and Status/Task/<id> there).
     expect(await refusalCode(t, credentials)).toBe(5);
     expect(await refusalCode(t, credentials)).toBe(5);
     // A waiting device retries: the history notes its refused logins once, not at every attempt.
-    expect(t.backend.services.events.forAgent(id).filter((e) => e.type === 'mqtt.login_refused')).toHaveLength(1);
+    expect((await t.backend.services.events.forAgent(id)).filter((e) => e.type === 'mqtt.login_refused')).toHaveLength(1);
 
     // Approved: the very same session is now heard.
     expect((await t.admin('POST', `/agents/${id}/approve`)).status).toBe(200);
@@ -167,7 +167,7 @@ describe('a device waiting for approval', () => {
     const { id } = await pendingDevice({ inventory: forgedInventory(serial) });
     const detail = (await t.admin('GET', `/agents/${id}`)).body;
     expect(detail).toMatchObject({ enroll_status: 'pending_approval', model: null, manufacturer: null, inventory: null });
-    expect(agentRow(t, id).model).toBeNull();
+    expect((await agentRow(t, id)).model).toBeNull();
   });
 
   it('a rejected device is refused alike (its token is dead: 401)', async () => {
@@ -209,8 +209,8 @@ describe('a finished task status is final for the device', () => {
     // Over MQTT: refused and noted, the status unchanged.
     const client = await connectAgent(t, device);
     await client.publishAsync(`${device.topic}/Status/Task/${deployment.id}`, JSON.stringify({ status: 'pending' }), { qos: 1 });
-    const refusal = await eventually(() =>
-      t.backend.services.events.forAgent(device.id).find((e) => e.type === 'task.report_refused'),
+    const refusal = await eventually(async () =>
+      (await t.backend.services.events.forAgent(device.id)).find((e) => e.type === 'task.report_refused'),
     );
     expect(refusal.message).toMatch(/already done on this device/);
     const tasks = (await t.admin('GET', `/agents/${device.id}/tasks`)).body.items as { status: string; history: unknown[] }[];

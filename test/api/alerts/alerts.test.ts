@@ -55,9 +55,9 @@ describe('a device silent for days', () => {
   it('opens one incident, one email and one webhook, not one a minute; resolves once when it is back', async () => {
     const agent = await enrollAgent(t);
     const client = await connectAgent(t, agent);
-    await eventually(() => agentRow(t, agent.id).is_online === 1);
+    await eventually(async () => (await agentRow(t, agent.id)).is_online === 1);
     client.end(true);
-    await eventually(() => agentRow(t, agent.id).is_online === 0);
+    await eventually(async () => (await agentRow(t, agent.id)).is_online === 0);
 
     const { body: hook } = await t.admin('POST', '/webhooks', { url: receiver.url, secret: SECRET });
     const created = await t.admin('POST', '/alerts/rules', {
@@ -123,7 +123,7 @@ describe('a device silent for days', () => {
 
     // Back online: resolved once, one resolved notice, then quiet.
     await connectAgent(t, { ...agent, password: agent.password });
-    await eventually(() => agentRow(t, agent.id).is_online === 1);
+    await eventually(async () => (await agentRow(t, agent.id)).is_online === 1);
     const resolved: number[] = [];
     for (let minute = 0; minute < 5; minute++) {
       clock.advance(MINUTE);

@@ -70,7 +70,7 @@ describe('MQTT login with mqtt.js', () => {
     await client.publishAsync(`${agent.topic}/Status/Unenroll`, JSON.stringify({ unenroll: 'unenrolled' }), { qos: 1 });
     await unenrolled;
     await closed; // the broker lets only enrolled agents stay
-    expect(agentRow(t, agent.id).enroll_status).toBe('unenrolled');
+    expect((await agentRow(t, agent.id)).enroll_status).toBe('unenrolled');
     expect(await refusalCode(t, agent)).toBe(5);
   });
 
@@ -93,7 +93,7 @@ describe('MQTT login with mqtt.js', () => {
     await second.publishAsync(`${agent.topic}/Status/Online`, '{"online":true}', { qos: 1, retain: true });
     stop();
     expect(offline).toEqual([]);
-    expect(agentRow(t, agent.id).is_online).toBe(1);
+    expect((await agentRow(t, agent.id)).is_online).toBe(1);
   });
 
   it("never lets one agent's client id take over another agent's connection", async () => {
@@ -166,7 +166,7 @@ describe("MQTT login with Debian's mosquitto clients", () => {
 
   it('is refused once the agent is unenrolled (not authorised)', async () => {
     const agent = await enrollAgent(t);
-    t.backend.services.brokerAgents.setEnrollStatus(agent.id, ENROLL_STATUS.unenrolled, new Date().toISOString());
+    await t.backend.services.brokerAgents.setEnrollStatus(agent.id, ENROLL_STATUS.unenrolled, new Date().toISOString());
     const result = await run('mosquitto_pub', [...mosquittoLogin(t, agent), '-t', `${agent.topic}/Status/X`, '-m', 'x']);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/not authori[sz]ed/i);

@@ -69,20 +69,20 @@ describe('commands through the admin API', () => {
     const { box } = await listening(agent);
     expect((await command(agent, 'lock')).body).toMatchObject({ retained: true, payload: { lock: 'now' } });
     await box.next((m) => m.text === '{"lock":"now"}');
-    expect(agentRow(t, agent.id).lock).toBe(1);
+    expect((await agentRow(t, agent.id)).lock).toBe(1);
     expect((await command(agent, 'unlock')).body).toMatchObject({
       topic: `${agent.topic}/Command/Lock`,
       payload: { lock: 'unlock' },
     });
     await box.next((m) => m.text === '{"lock":"unlock"}');
-    expect(agentRow(t, agent.id).lock).toBe(0);
+    expect((await agentRow(t, agent.id)).lock).toBe(0);
     expect((await command(agent, 'wipe')).body).toMatchObject({
       topic: `${agent.topic}/Command/Wipe`,
       payload: { wipe: 'now' },
       retained: true,
     });
     await box.next((m) => m.topic.endsWith('/Command/Wipe'));
-    expect(agentRow(t, agent.id).wipe).toBe(1);
+    expect((await agentRow(t, agent.id)).wipe).toBe(1);
     // Retained: a connection made later still gets the last Lock and the Wipe.
     const late = await connectAgent(t, agent, { clientId: `${agent.serial}-late` });
     const lateBox = inbox(late);
@@ -103,14 +103,14 @@ describe('commands through the admin API', () => {
     const agent = await enrollAgent(t);
     const { client, box } = await listening(agent);
     expect((await command(agent, 'unenroll')).body).toMatchObject({ payload: { unenroll: 'now' }, retained: true });
-    expect(agentRow(t, agent.id).enroll_status).toBe('unenrolling');
+    expect((await agentRow(t, agent.id)).enroll_status).toBe('unenrolling');
     await box.next((m) => m.text === '{"unenroll":"now"}');
     const done = nextEvent(t, ofAgent(agent.id, 'agent.unenrolled'));
     const offline = nextEvent(t, ofAgent(agent.id, 'agent.offline'));
     await client.publishAsync(`${agent.topic}/Status/Unenroll`, '{"unenroll":"unenrolled"}', { qos: 1 });
     await done;
     await offline;
-    expect(agentRow(t, agent.id)).toMatchObject({ enroll_status: 'unenrolled', is_online: 0 });
+    expect(await agentRow(t, agent.id)).toMatchObject({ enroll_status: 'unenrolled', is_online: 0 });
     const refused = await command(agent, 'lock');
     expect(refused).toMatchObject({ status: 409, body: { error: 'ERROR_AGENT_UNENROLLED' } });
   });
@@ -137,7 +137,7 @@ describe('commands through the admin API', () => {
     });
     const message = await box.next((m) => m.topic === `${agent.topic}/Command/Subscribe` && !m.retain);
     expect(JSON.parse(message.text)).toEqual({ subscribe: [{ topic: `/1/fleet/${fleet.id}` }] });
-    expect(agentRow(t, agent.id).fleet_id).toBe(fleet.id);
+    expect((await agentRow(t, agent.id)).fleet_id).toBe(fleet.id);
     // By name, back to the default fleet; the same fleet again changes nothing.
     expect((await t.admin('PATCH', `/agents/${agent.id}`, { fleet: 'Default fleet' })).body).toMatchObject({
       fleet: 'Default fleet',
@@ -283,7 +283,7 @@ describe('command round trips with mosquitto clients', () => {
       '{"unenroll":"unenrolled"}',
     ]);
     await unenrolled;
-    expect(agentRow(t, agent.id).enroll_status).toBe('unenrolled');
+    expect((await agentRow(t, agent.id)).enroll_status).toBe('unenrolled');
   });
 });
 
@@ -317,7 +317,7 @@ describe('the CLI: mdm-console command', () => {
     const parsed = JSON.parse(result.stdout);
     expect(parsed.fleet).toMatchObject({ fleet: fleet.name, command: { command: 'subscribe' } });
     expect(parsed.command).toMatchObject({ command: 'lock', retained: true, online: false });
-    expect(agentRow(t, agent.id)).toMatchObject({ lock: 1, fleet_id: fleet.id });
+    expect(await agentRow(t, agent.id)).toMatchObject({ lock: 1, fleet_id: fleet.id });
 
     const offlinePing = await cli(String(agent.id), 'ping');
     expect(offlinePing.code).toBe(2);

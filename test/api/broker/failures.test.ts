@@ -129,13 +129,13 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto failure
       const { id, agent } = await simulated(t, 'crash@example.com');
       await mosquitto.stop({ crash: true });
       await eventually(() => !t.backend.broker.status().connected);
-      await eventually(() => agentRow(t, id).is_online === 0);
+      await eventually(async () => (await agentRow(t, id)).is_online === 0);
       const sent = await t.admin('POST', `/agents/${id}/commands`, { command: 'lock' });
       expect(sent.body).toMatchObject({ online: false, retained: true });
       await mosquitto.restart();
       await brokerReady(t.backend);
       await eventually(() => agent.state.locked, 20_000);
-      await eventually(() => agentRow(t, id).is_online === 1);
+      await eventually(async () => (await agentRow(t, id)).is_online === 1);
     });
 
     it('restarted (crashed): the fleet policies it lost are published again, and a removal made while it was down reaches it', async () => {
@@ -194,7 +194,9 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto failure
       const keep = await enrollAgent(t);
       const drop = await enrollAgent(t);
       await t.stop();
-      withStoredAgents(dataDir, (agents) => agents.setEnrollStatus(drop.id, ENROLL_STATUS.unenrolled, new Date().toISOString()));
+      await withStoredAgents(dataDir, (agents) =>
+        agents.setEnrollStatus(drop.id, ENROLL_STATUS.unenrolled, new Date().toISOString()),
+      );
       t = await startTestBackend({ dataDir, mqttBroker: 'mosquitto', mqttBrokerUrl: mosquitto.adminUrl });
       await brokerReady(t.backend);
       expect(await refusalCode(t, drop)).not.toBe(0);
@@ -250,7 +252,7 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ cluster f
     try {
       await new Promise<void>((resolve) => client.once('connect', () => resolve()));
       await sayOnline();
-      await eventually(() => agentRow(t, agent.id).is_online === 1);
+      await eventually(async () => (await agentRow(t, agent.id)).is_online === 1);
       await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'lock' });
       await box.next((m) => m.topic === `${agent.topic}/Command/Lock`);
 
@@ -260,7 +262,7 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('rabbitmq'))('RabbitMQ cluster f
       await second!.stop();
       const again = await box.next((m) => m.topic === `${agent.topic}/Command/Lock` && m.text === '{"lock":"now"}', 60_000);
       expect(again.text).toBe('{"lock":"now"}');
-      await eventually(() => agentRow(t, agent.id).is_online === 1);
+      await eventually(async () => (await agentRow(t, agent.id)).is_online === 1);
       const reply = nextEvent(t, ofAgent(agent.id, 'agent.ping_reply'));
       await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'ping' });
       await box.next((m) => m.topic === `${agent.topic}/Command/Ping`);

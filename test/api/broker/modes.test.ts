@@ -102,7 +102,7 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
 
   it('the simulator: online, ping answered, lock and unlock obeyed, fleet move, unenroll', async () => {
     const { id, agent, events } = await simulated();
-    expect(agentRow(t, id).is_online).toBe(1);
+    expect((await agentRow(t, id)).is_online).toBe(1);
     const reply = nextEvent(t, ofAgent(id, 'agent.ping_reply'));
     expect((await t.admin('POST', `/agents/${id}/commands`, { command: 'ping' })).status).toBe(202);
     await reply;
@@ -129,7 +129,7 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
     const unenrolled = nextEvent(t, ofAgent(id, 'agent.unenrolled'));
     await t.admin('POST', `/agents/${id}/commands`, { command: 'unenroll' });
     await unenrolled;
-    await eventually(() => agentRow(t, id).enroll_status === 'unenrolled');
+    await eventually(async () => (await agentRow(t, id)).enroll_status === 'unenrolled');
   });
 
   it('a lock sent while the agent is offline reaches it when it connects', async () => {
@@ -164,12 +164,12 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
     // A forged command from A, then a real one from the backend: B gets only the real one.
     await settled(forger, forger.publishAsync(`${b.topic}/Command/Wipe`, '{"wipe":"now"}', { qos: 1 }));
     await clientB.publishAsync(`${b.topic}/Status/Online`, '{"online": true}', { qos: 1, retain: true });
-    await eventually(() => agentRow(t, b.id).is_online === 1);
+    await eventually(async () => (await agentRow(t, b.id)).is_online === 1);
     await t.admin('POST', `/agents/${b.id}/commands`, { command: 'ping' });
     await boxB.next((m) => m.topic === `${b.topic}/Command/Ping`);
     expect(boxB.messages.filter((m) => m.topic.endsWith('/Command/Wipe'))).toEqual([]);
     expect([...boxA.messages, ...spyBox.messages].filter((m) => m.topic.startsWith(b.topic))).toEqual([]);
-    expect(agentRow(t, b.id).wipe).toBe(0);
+    expect((await agentRow(t, b.id)).wipe).toBe(0);
   });
 
   it('credentials follow the record: a redrawn password replaces the old one; delete removes the login', async () => {
@@ -291,7 +291,10 @@ describe.each(BROKER_MODES_UNDER_TEST)('broker mode %s', (mode) => {
       JSON.stringify({ status: 'failed', reason: 'forged' }),
       { qos: 1 },
     );
-    await eventually(() => t.backend.services.events.forAgent(other.id).some((e) => e.type === 'task.report_refused'), 15_000);
+    await eventually(
+      async () => (await t.backend.services.events.forAgent(other.id)).some((e) => e.type === 'task.report_refused'),
+      15_000,
+    );
     expect((await deploymentOf(created.id)).tasks[0]).toMatchObject({ status: 'done' });
   });
 

@@ -54,19 +54,19 @@ describe('presence', () => {
     expect(seen).toEqual({ online: true, ping: 202 });
     expect(result.stdout).toContain(`${agent.topic}/Command/Ping {"query":"Ping"}`);
     expect(result.stdout).not.toContain("PUBLISH (d0, q0, r0, m0, '" + agent.topic + '/Status');
-    await eventually(() => agentRow(t, agent.id).is_online === 0);
+    await eventually(async () => (await agentRow(t, agent.id)).is_online === 0);
   });
 
   it('is online as soon as its CONNACK arrives, before any message', async () => {
     const agent = await enrollAgent(t);
     await connectAgent(t, agent);
-    expect(agentRow(t, agent.id).is_online).toBe(1);
+    expect((await agentRow(t, agent.id)).is_online).toBe(1);
     expect((await t.admin('GET', `/agents/${agent.id}`)).body.is_online).toBe(true);
   });
 
   it('goes online on connect and offline on a clean disconnect, with last_contact', async () => {
     const agent = await enrollAgent(t);
-    expect(agentRow(t, agent.id)).toMatchObject({ is_online: 0, last_contact: null });
+    expect(await agentRow(t, agent.id)).toMatchObject({ is_online: 0, last_contact: null });
     const before = new Date().toISOString();
     const online = nextEvent(t, ofAgent(agent.id, 'agent.online'));
     const client = await connectAgent(t, agent);
@@ -78,7 +78,7 @@ describe('presence', () => {
       address: '127.0.0.1',
       client_id: agent.serial,
     });
-    const row = agentRow(t, agent.id);
+    const row = await agentRow(t, agent.id);
     expect(row.is_online).toBe(1);
     expect(row.last_contact! >= before).toBe(true);
     expect((await t.admin('GET', `/agents/${agent.id}`)).body).toMatchObject({ is_online: true });
@@ -87,8 +87,8 @@ describe('presence', () => {
     const leftAt = new Date().toISOString();
     await client.endAsync();
     expect((await offline).data).toMatchObject({ reason: 'disconnected' });
-    expect(agentRow(t, agent.id).is_online).toBe(0);
-    expect(agentRow(t, agent.id).last_contact! >= leftAt).toBe(true);
+    expect((await agentRow(t, agent.id)).is_online).toBe(0);
+    expect((await agentRow(t, agent.id)).last_contact! >= leftAt).toBe(true);
   });
 
   it('keeps a connected agent online whatever it says on T/Status/Online (the broker knows)', async () => {
@@ -104,7 +104,7 @@ describe('presence', () => {
     await client.publishAsync(`${agent.topic}/Status/Online`, '{"online":true}', { qos: 1, retain: true });
     stop();
     expect(offline).toEqual([]);
-    expect(agentRow(t, agent.id).is_online).toBe(1);
+    expect((await agentRow(t, agent.id)).is_online).toBe(1);
     expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'ping' })).status).toBe(202);
   });
 
@@ -116,7 +116,7 @@ describe('presence', () => {
     const offline = nextEvent(t, ofAgent(agent.id, 'agent.offline'));
     client.stream.destroy(); // no DISCONNECT: the broker publishes the will
     expect((await offline).data).toMatchObject({ reason: 'will' });
-    expect(agentRow(t, agent.id).is_online).toBe(0);
+    expect((await agentRow(t, agent.id)).is_online).toBe(0);
   });
 
   it('goes offline when a connection without a will drops', async () => {
@@ -140,7 +140,7 @@ describe('presence', () => {
     await offline;
     // The broker replaced the stale retained message: what it keeps now says offline.
     expect(await eventually(async () => (await retainedOnline(agent)) === '{"online":false}')).toBe(true);
-    expect(agentRow(t, agent.id).is_online).toBe(0);
+    expect((await agentRow(t, agent.id)).is_online).toBe(0);
   });
 
   it('counts connected agents in /api/status', async () => {
@@ -183,7 +183,7 @@ describe('presence', () => {
     })();
     const client = await connectAgent(t, agent);
     await client.endAsync();
-    await eventually(() => expect(agentRow(t, agent.id).is_online).toBe(0));
+    await eventually(async () => expect((await agentRow(t, agent.id)).is_online).toBe(0));
     // Not an agent.* event, but it names the agent: the console updates the row from the frame too.
     expect(await refusalCode(t, { ...agent, password: 'wrong' })).not.toBe(0);
     await reading;
@@ -205,11 +205,11 @@ describe('a backend that did not stop cleanly', () => {
       const agent = await enrollAgent(first);
       await first.stop();
       // What a crash leaves behind: an agent still marked online.
-      withStoredAgents(dataDir, (agents) => agents.setPresence(agent.id, true, new Date().toISOString()));
+      await withStoredAgents(dataDir, (agents) => agents.setPresence(agent.id, true, new Date().toISOString()));
       const second = await startTestBackend({ dataDir });
       try {
-        expect(agentRow(second, agent.id).is_online).toBe(0);
-        const started = second.backend.services.events.latest(20).find((e) => e.type === 'broker.started');
+        expect((await agentRow(second, agent.id)).is_online).toBe(0);
+        const started = (await second.backend.services.events.latest(20)).find((e) => e.type === 'broker.started');
         expect(started?.data).toMatchObject({ marked_offline: [agent.id] });
       } finally {
         await second.stop();

@@ -55,10 +55,10 @@ describe('an agent that reconnects without subscribing after a broker restart', 
       await new Promise<void>((resolve) => client.once('connect', () => resolve()));
       await client.publishAsync(`${agent.topic}/Status/Online`, '{"online": true}', { qos: 0, retain: true });
       await online;
-      expect(agentRow(backend, agent.id).is_online).toBe(1);
+      expect((await agentRow(backend, agent.id)).is_online).toBe(1);
 
       const subscribed = await resubscribed;
-      const fleet = agentRow(backend, agent.id) as unknown as { entity_id: number; fleet_id: number };
+      const fleet = (await agentRow(backend, agent.id)) as unknown as { entity_id: number; fleet_id: number };
       expect((subscribed.data as { filters: string[] }).filters).toEqual([
         `${agent.topic}/#`,
         `/${fleet.entity_id}/fleet/${fleet.fleet_id}/#`,
@@ -121,7 +121,7 @@ describe('retained commands', () => {
     expect((await t.admin('POST', `/agents/${agent.id}/commands`, { command: 'lock' })).status).toBe(202);
     const client = await connectAgent(t, agent);
     const box = inbox(client);
-    const row = agentRow(t, agent.id) as unknown as { entity_id: number; fleet_id: number };
+    const row = (await agentRow(t, agent.id)) as unknown as { entity_id: number; fleet_id: number };
     // Its own topic and its fleet's, as a working agent does.
     await client.subscribeAsync({
       [`${agent.topic}/#`]: { qos: 1 },
@@ -130,7 +130,7 @@ describe('retained commands', () => {
     await box.next((m) => m.topic === `${agent.topic}/Command/Lock`);
     // Past the grace period, the broker has left it alone.
     await new Promise((resolve) => setTimeout(resolve, DEFAULT_RESUBSCRIBE_GRACE_MS + 1_000));
-    expect(t.backend.services.events.forAgent(agent.id).map((e) => e.type)).not.toContain('mqtt.resubscribed');
+    expect((await t.backend.services.events.forAgent(agent.id)).map((e) => e.type)).not.toContain('mqtt.resubscribed');
     expect(lockMessages(box, agent)).toHaveLength(1);
     expect(box.messages.filter((m) => m.topic === 'FlyvemdmManifest/Status/Version')).toHaveLength(0);
     await closeClients();
@@ -171,7 +171,7 @@ describe('an agent that subscribes to its own topic but not to its fleet (releas
     await reply;
     expect(box.messages.filter((m) => m.topic === policyTopic)).toHaveLength(1);
     // Its own topic was left to it: the broker added only the fleet's.
-    expect(t.backend.services.events.forAgent(agent.id).filter((e) => e.type === 'mqtt.resubscribed')).toHaveLength(1);
+    expect((await t.backend.services.events.forAgent(agent.id)).filter((e) => e.type === 'mqtt.resubscribed')).toHaveLength(1);
     await closeClients();
   });
 });

@@ -268,7 +268,7 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto', () =>
         [kept, keptClient],
       ] as const) {
         await client.publishAsync(`${agent.topic}/Status/Online`, JSON.stringify({ online: true }), { qos: 1, retain: true });
-        await eventually(() => agentRow(t, agent.id).is_online === 1);
+        await eventually(async () => (await agentRow(t, agent.id)).is_online === 1);
       }
       await goneClient.endAsync(); // a clean disconnect: no will, its retained "online" stays on the broker
       await t.stop();
@@ -279,8 +279,8 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('Mosquitto', () =>
       // The kept agent, still connected, answers the ping its retained "online" earned it; by then
       // the gone agent's retained "online" (delivered with it, at the subscription) was seen too.
       await keptOnline;
-      expect(agentRow(t, kept.id).is_online).toBe(1);
-      expect(agentRow(t, gone.id).is_online).toBe(0);
+      expect((await agentRow(t, kept.id)).is_online).toBe(1);
+      expect((await agentRow(t, gone.id)).is_online).toBe(0);
       await keptClient.endAsync();
     } finally {
       await t.stop();

@@ -51,7 +51,7 @@ describe('the simulator as an MQTT agent', () => {
   it('goes online with its issued credentials, answers ping, obeys lock, wipe, fleet moves and unenroll', async () => {
     const { id, agent, events } = await simulatedAgent(t);
     expect(agent.state.connected).toBe(true);
-    expect(agentRow(t, id).is_online).toBe(1);
+    expect((await agentRow(t, id)).is_online).toBe(1);
 
     const reply = nextEvent(t, ofAgent(id, 'agent.ping_reply'));
     expect((await t.admin('POST', `/agents/${id}/commands`, { command: 'ping' })).status).toBe(202);
@@ -78,8 +78,8 @@ describe('the simulator as an MQTT agent', () => {
     await t.admin('POST', `/agents/${id}/commands`, { command: 'unenroll' });
     await unenrolled;
     expect(await agent.finished).toBe('unenrolled');
-    expect(agentRow(t, id).enroll_status).toBe('unenrolled');
-    await eventually(() => agentRow(t, id).is_online === 0);
+    expect((await agentRow(t, id)).enroll_status).toBe('unenrolled');
+    await eventually(async () => (await agentRow(t, id)).is_online === 0);
   });
 
   it('leaves cleanly on stop(): offline, no will needed', async () => {
@@ -118,7 +118,7 @@ describe('a broker restart', () => {
         const online = nextEvent(backend, ofAgent(started.id, 'agent.online'), 20_000);
         await online;
         await eventually(() => started.events.filter((e) => e.type === 'connected').length === 2);
-        expect(agentRow(backend, started.id).is_online).toBe(1);
+        expect((await agentRow(backend, started.id)).is_online).toBe(1);
         if (tls) expect(agent.state.fingerprint).toBe(backend.backend.info.mqtt_tls_fingerprint);
         // Still serving commands after the reconnection.
         const reply = nextEvent(backend, ofAgent(started.id, 'agent.ping_reply'));
@@ -151,7 +151,7 @@ describe('mdm-console agent --stay, driven by mdm-console command', () => {
       const id = ((await t.admin('GET', '/agents')).body.items as { id: number; serial: string }[]).find(
         (a) => a.serial === serial,
       )!.id;
-      expect(agentRow(t, id).is_online).toBe(1);
+      expect((await agentRow(t, id)).is_online).toBe(1);
 
       const ping = await run(process.execPath, [CLI, 'command', String(id), 'ping', '--data-dir', t.dataDir], {
         timeoutMs: 30_000,
@@ -163,7 +163,7 @@ describe('mdm-console agent --stay, driven by mdm-console command', () => {
       });
       expect(lock.code).toBe(0);
       await eventually(() => output.includes('device LOCKED'));
-      expect(t.backend.services.events.forAgent(id).map((e) => e.type)).toEqual(
+      expect((await t.backend.services.events.forAgent(id)).map((e) => e.type)).toEqual(
         expect.arrayContaining(['agent.command', 'agent.ping_reply']),
       );
 

@@ -59,8 +59,8 @@ describe('mdm-console command with a selection', () => {
     expect(locked.code).toBe(0);
     expect(locked.stdout).toMatch(/^Job #(\d+): Lock 3 devices \(where fleet=Couriers\) — done: 3 (sent|answered)/);
     const id = Number(/^Job #(\d+)/.exec(locked.stdout)![1]);
-    for (const agentId of await idsOf('Couriers')) expect(t.backend.services.agentRepository.byId(agentId)!.lock).toBe(1);
-    expect(t.backend.services.agentRepository.byId((await idsOf('Default fleet'))[0]!)!.lock).toBe(0);
+    for (const agentId of await idsOf('Couriers')) expect((await t.backend.services.agentRepository.byId(agentId))!.lock).toBe(1);
+    expect((await t.backend.services.agentRepository.byId((await idsOf('Default fleet'))[0]!))!.lock).toBe(0);
 
     const list = await cli('jobs');
     expect(list.stdout.split('\n')[0]).toMatch(

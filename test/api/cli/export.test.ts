@@ -15,7 +15,7 @@ beforeAll(async () => {
   serve = await startServe('mdm-cli-export-', { untilBanner: true });
   expect((await cli(['fleet', 'add', 'North'])).code).toBe(0);
   expect((await cli(['fleet', 'add', '=South'])).code).toBe(0);
-  seedDevices(serve.dataDir, { count: COUNT, fleets: ['North', '=South'], prefix: 'CLI' });
+  await seedDevices(serve.dataDir, { count: COUNT, fleets: ['North', '=South'], prefix: 'CLI' });
   expect((await cli(['invite', '--email', 'ana@example.com', '--fleet', 'North', '--no-email'])).code).toBe(0);
 }, 60_000);
 afterAll(() => serve?.stop('SIGKILL'));

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { openDatabase } from '../../../src-main/backend/db/database.ts';
+import { openSqliteSql } from '../../../src-main/backend/db/sqlite-sql.ts';
 import { createFileStore } from '../../../src-main/backend/files/store.ts';
 
 vi.setConfig({ testTimeout: 120_000 });
@@ -36,12 +36,14 @@ const SECRET = 'outside the data dir: not for devices\n';
 
 /** A data dir made by the real store, holding one stored file of SECRET's size; returns its storage name. */
 async function dataDirWithAFile(dir: string, content = 'x'.repeat(SECRET.length)): Promise<string> {
-  const db = openDatabase(join(dir, 'mdm-console.sqlite'));
+  const db = openSqliteSql(join(dir, 'mdm-console.sqlite'));
   try {
-    const item = await createFileStore(db, dir).add('file', { name: 'report.txt' }, Readable.from([Buffer.from(content)]));
+    const item = await (
+      await createFileStore(db, dir)
+    ).add('file', { name: 'report.txt' }, Readable.from([Buffer.from(content)]));
     return item.storageName;
   } finally {
-    db.close();
+    await db.close();
   }
 }
 

@@ -134,7 +134,7 @@ describe('enrolling with a code', () => {
     expect(first.created.status, JSON.stringify(first.created.body)).toBe(201);
     const agentId = Number(first.created.body.id);
 
-    const person = t.backend.services.users.byLogin('dana@example.com')!;
+    const person = (await t.backend.services.users.byLogin('dana@example.com'))!;
     expect(person).toMatchObject({ login: 'dana@example.com', kind: 'person', firstname: 'Dana', lastname: 'Scully' });
     const summary = (await t.admin('GET', `/agents/${agentId}`)).body;
     expect(summary).toMatchObject({
@@ -143,7 +143,7 @@ describe('enrolling with a code', () => {
       enrollment_code_id: code.id,
       invitation_id: null,
     });
-    const computer = t.backend.services.agentRepository.computer(summary.computer_id)!;
+    const computer = (await t.backend.services.agentRepository.computer(summary.computer_id))!;
     expect(computer.user_id).toBe(person.id);
 
     const record = await readRecord(t, first.session, agentId);
@@ -154,7 +154,7 @@ describe('enrolling with a code', () => {
     const second = await enrollWith(code, 'dana@example.com');
     expect(second.created.status).toBe(201);
     expect(Number(second.created.body.id)).not.toBe(agentId);
-    expect(t.backend.services.users.byLogin('dana@example.com')!.id).toBe(person.id);
+    expect((await t.backend.services.users.byLogin('dana@example.com'))!.id).toBe(person.id);
 
     const again = await enrollWith(code, 'dana@example.com', { _serial: serial });
     expect(again.created.status).toBe(201);
@@ -246,7 +246,7 @@ describe('enrolling with a code', () => {
     });
 
     const expired = await makeCode({ days: 1 });
-    t.backend.services.repositories.codes.setExpiry(expired.id, new Date(Date.now() - 1000).toISOString());
+    await t.backend.services.repositories.codes.setExpiry(expired.id, new Date(Date.now() - 1000).toISOString());
     expect((await t.admin('GET', `/codes/${expired.id}`)).body.status).toBe('expired');
     expect((await enrollWith(expired, 'ida@example.com')).created.body).toEqual([
       'ERROR_CORE_ADD',
@@ -338,7 +338,7 @@ describe('manual approval', () => {
 
     const approved = await t.admin('POST', `/agents/${id}/approve`);
     expect(approved).toMatchObject({ status: 200, body: { enroll_status: 'enrolled' } });
-    expect(agentRow(t, id).enroll_status).toBe('enrolled');
+    expect((await agentRow(t, id)).enroll_status).toBe('enrolled');
     expect((await t.admin('GET', '/status')).body.counts).toMatchObject({
       code_devices: before.code_devices + 1,
       code_enrolled: before.code_enrolled + 1,
@@ -379,7 +379,7 @@ describe('manual approval', () => {
     const result = await t.admin('POST', '/agents/approve', { ids: [...ids, 999999] });
     expect(result.body.approved).toEqual(ids);
     expect(result.body.skipped).toEqual([{ id: 999999, reason: 'Agent not found' }]);
-    for (const id of ids) expect(agentRow(t, id).enroll_status).toBe('enrolled');
+    for (const id of ids) expect((await agentRow(t, id)).enroll_status).toBe('enrolled');
   });
 });
 

@@ -126,7 +126,7 @@ describe('the deeplink page', () => {
     expect(withdrawn.html).toContain('This invitation was withdrawn');
 
     const { body: old } = await t.admin('POST', '/invitations', { email: 'expired-page@example.com', send_email: false });
-    t.backend.services.repositories.invitations.setExpiry(old.id, '2020-01-02T00:00:00.000Z');
+    await t.backend.services.repositories.invitations.setExpiry(old.id, '2020-01-02T00:00:00.000Z');
     const expired = await page(new URL(old.deeplink).search);
     expect(expired.status).toBe(410);
     expect(expired.html).toContain('This invitation has expired');

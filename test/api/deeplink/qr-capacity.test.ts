@@ -59,7 +59,7 @@ describe('settings and the QR code capacity', () => {
   it('answers 400, not 500, for links too long for any QR code; the email goes out with the link alone', async () => {
     const { body: invitation } = await t.admin('POST', '/invitations', { email: 'legacy@example.com', send_email: false });
     // As an older version could have saved them, unchecked.
-    t.backend.services.settings.update({
+    await t.backend.services.settings.update({
       helpdesk_website: `https://help.example.com/${'w'.repeat(2020)}`,
       helpdesk_name: 'n'.repeat(200),
     });
@@ -96,7 +96,7 @@ describe('settings and the QR code capacity', () => {
 
     const preview = await t.admin('POST', '/mail/preview', { invitation_id: invitation.id });
     expect(preview.status).toBe(200);
-    t.backend.services.settings.update({ helpdesk_website: '', helpdesk_name: '' });
+    await t.backend.services.settings.update({ helpdesk_website: '', helpdesk_name: '' });
   });
 
   it('answers a crafted oversized deeplink with the 400 page, without credentials', async () => {

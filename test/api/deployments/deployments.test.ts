@@ -327,7 +327,9 @@ describe('task reports', () => {
     // MQTT: on its own topic, about the other's task: refused and noted.
     const client = await connectAgent(t, mine);
     await client.publishAsync(`${mine.topic}/Status/Task/${created.id}`, JSON.stringify({ status: 'done' }), { qos: 1 });
-    await eventually(() => t.backend.services.events.forAgent(mine.id).some((e) => e.type === 'task.report_refused'));
+    await eventually(async () =>
+      (await t.backend.services.events.forAgent(mine.id)).some((e) => e.type === 'task.report_refused'),
+    );
     // On the other's topic: the ACL drops it.
     await client.publishAsync(`${theirs.topic}/Status/Task/${created.id}`, JSON.stringify({ status: 'done' }), { qos: 1 });
 

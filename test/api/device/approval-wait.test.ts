@@ -39,7 +39,7 @@ async function manualCode(): Promise<Code> {
 }
 
 /** is_online is SQLite's 0 or 1: `eventually` waits for true. */
-const isOnline = (backend: TestBackend, id: number) => agentRow(backend, id).is_online === 1;
+const isOnline = async (backend: TestBackend, id: number) => (await agentRow(backend, id)).is_online === 1;
 
 const agentBySerial = async (serial: string) =>
   (
@@ -98,15 +98,15 @@ describe('agent --stay with a manual-approval code', () => {
     }
     expect(await agent.exited).toBe(0);
     const id = (await agentBySerial(serial))!.id;
-    expect(agentRow(t, id).is_online).toBeFalsy();
+    expect((await agentRow(t, id)).is_online).toBeFalsy();
 
     // The same device again (the app reinstalled): it stays approved and connects at once.
     const again = await runCli('', ['agent', '--deeplink', code.deeplink, '--email', 'wait@example.com', '--serial', serial]);
     expect(again.stderr).toBe('');
     expect(again.code).toBe(0);
     expect(again.stdout).not.toContain('pending_approval');
-    expect(agentRow(t, id).enroll_status).toBe('enrolled');
-    const reenrolled = t.backend.services.events.forAgent(id).find((e) => e.type === 'agent.reenrolled');
+    expect((await agentRow(t, id)).enroll_status).toBe('enrolled');
+    const reenrolled = (await t.backend.services.events.forAgent(id)).find((e) => e.type === 'agent.reenrolled');
     expect(reenrolled?.message).toMatch(/enrolled before: it needs no new approval/);
   });
 
@@ -150,9 +150,9 @@ describe("the console's simulated device", () => {
     expect(result.log.join('\n')).toMatch(/waits for approval by an administrator: it comes online once approved/);
     const id = result.agent_id!;
     // Its tries are refused (CONNACK 5): still waiting, offline.
-    await eventually(() => t.backend.services.events.forAgent(id).some((e) => e.type === 'mqtt.login_refused'));
-    expect(agentRow(t, id)).toMatchObject({ enroll_status: 'pending_approval' });
-    expect(agentRow(t, id).is_online).toBeFalsy();
+    await eventually(async () => (await t.backend.services.events.forAgent(id)).some((e) => e.type === 'mqtt.login_refused'));
+    expect(await agentRow(t, id)).toMatchObject({ enroll_status: 'pending_approval' });
+    expect((await agentRow(t, id)).is_online).toBeFalsy();
 
     expect((await t.admin('POST', `/agents/${id}/approve`)).status).toBe(200);
     await eventually(() => isOnline(t, id));
@@ -212,7 +212,7 @@ describe('simulated devices after a server restart', () => {
         mqttPort: info.mqtt_port,
         mqttTlsPort: info.mqtt_tls_port,
       });
-      expect(agentRow(second, staying.agent_id!).is_online).toBeFalsy();
+      expect((await agentRow(second, staying.agent_id!)).is_online).toBeFalsy();
       expect(await resumeSimulatedDevices(stateFile)).toBe(2);
       for (const result of [staying, leaving]) await eventually(() => isOnline(second!, result.agent_id!));
 

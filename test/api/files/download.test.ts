@@ -13,7 +13,8 @@ import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAgentApp as buildAgentApi } from '../../../src-main/backend/agent-api/app.ts';
-import { nowIso, openDatabase, type Db } from '../../../src-main/backend/db/database.ts';
+import { nowIso } from '../../../src-main/backend/db/database.ts';
+import { openSqliteSql, type SqliteSql } from '../../../src-main/backend/db/sqlite-sql.ts';
 import { UnitOfWork } from '../../../src-main/backend/db/unit-of-work.ts';
 import { adminFileRoutes } from '../../../src-main/backend/files/routes.ts';
 import { actsAs } from '../../../src-main/backend/http/route-table.ts';
@@ -63,7 +64,7 @@ function rawHeaderMap(response: Response): Map<string, string> {
 }
 
 let dir: string;
-let db: Db;
+let db: SqliteSql;
 let store: FileStore;
 let agentApp: FastifyInstance;
 let adminApp: FastifyInstance;
@@ -84,17 +85,17 @@ const urlOf = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address(
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'files-api-'));
-  db = openDatabase(join(dir, 'mdm.sqlite'));
+  db = openSqliteSql(join(dir, 'mdm.sqlite'));
   // No capability creates entities (the spec serves the root one): a second one for the isolation checks.
-  db.prepare('INSERT INTO entities (id, name, parent_id, created_at) VALUES (2, ?, 1, ?)').run('Branch', nowIso());
-  store = createFileStore(db, dir, (action, kind, item) => changes.push(`${action} ${kind} ${item.name}`));
+  db.db.prepare('INSERT INTO entities (id, name, parent_id, created_at) VALUES (2, ?, 1, ?)').run('Branch', nowIso());
+  store = await createFileStore(db, dir, (action, kind, item) => changes.push(`${action} ${kind} ${item.name}`));
   const users = new UserRepository(db);
   sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work: new UnitOfWork(db) });
   for (const [name, entityId] of [
     ['good', 1],
     ['other', 2],
   ] as const) {
-    tokens[name] = sessions.open(users.createAgentAccount(entityId, name).user_token).session_token;
+    tokens[name] = (await sessions.open((await users.createAgentAccount(entityId, name)).user_token)).session_token;
   }
 
   agentApp = await buildAgentApp();
@@ -119,7 +120,7 @@ beforeAll(async () => {
 afterAll(async () => {
   httpAgent.destroy();
   await Promise.allSettled([agentApp?.close(), adminApp?.close()]);
-  db?.close();
+  await db?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -557,7 +558,7 @@ describe('big uploads, deletes and failures', () => {
 
 describe('limits and odd cases', () => {
   it('an upload over the store limit is a 413, with or without Content-Length, and leaves nothing', async () => {
-    const small = createFileStore(db, dir, undefined, { maxSize: 1000 });
+    const small = await createFileStore(db, dir, undefined, { maxSize: 1000 });
     const app = Fastify({ logger: false });
     app.setErrorHandler((error: FastifyError | ApiError, _request, reply) =>
       error instanceof ApiError
@@ -571,7 +572,7 @@ describe('limits and odd cases', () => {
     await app.register(adminFileRoutes, { prefix: '/api', store: small });
     await app.listen({ port: 0, host: '127.0.0.1' });
     try {
-      const before = small.list('file').length;
+      const before = (await small.list('file')).length;
       const declared = await send(`${urlOf(app)}/api/files?name=big.bin`, {
         method: 'POST',
         headers: { 'content-type': 'application/octet-stream' },
@@ -589,7 +590,7 @@ describe('limits and odd cases', () => {
       expect(chunked.status).toBe(413);
       expect(json(chunked)).toMatchObject({ error: 'ERROR_PAYLOAD_TOO_LARGE' });
 
-      expect(small.list('file').length).toBe(before);
+      expect((await small.list('file')).length).toBe(before);
       expect(readdirSync(join(dir, 'files', 'tmp'))).toEqual([]);
 
       const fits = await send(`${urlOf(app)}/api/files?name=fits.bin`, {
@@ -617,7 +618,7 @@ describe('limits and odd cases', () => {
 
   it('content missing on disk is a 404, not a 500', async () => {
     const item = await upload('files', 'vanishing.txt', Buffer.from('soon gone'));
-    const stored = store.get('file', item.id);
+    const stored = await store.get('file', item.id);
     expect(stored).toBeDefined();
     rmSync(store.pathOf(stored!));
     const response = await download(`PluginMdmFile/${item.id}`);
@@ -630,7 +631,7 @@ describe('limits and odd cases', () => {
     const outside = join(dir, 'outside-secret.txt');
     writeFileSync(outside, 'secret!!!');
     const item = await upload('files', 'linked.txt', Buffer.from('innocent'));
-    const path = store.pathOf(store.get('file', item.id)!);
+    const path = store.pathOf((await store.get('file', item.id))!);
     rmSync(path);
     symlinkSync(outside, path);
     for (const method of ['GET', 'HEAD']) {
@@ -647,7 +648,7 @@ describe('limits and odd cases', () => {
     const outside = join(dir, 'outside-victim.txt');
     writeFileSync(outside, 'victim!!');
     const item = await upload('files', 'escaping.txt', Buffer.from('innocent'));
-    db.prepare('UPDATE files SET storage_name = ? WHERE id = ?').run('../../outside-victim.txt', item.id);
+    db.db.prepare('UPDATE files SET storage_name = ? WHERE id = ?').run('../../outside-victim.txt', item.id);
     const response = await download(`PluginMdmFile/${item.id}`);
     expect(response.status).toBe(404);
     expect(json(response)).toEqual(['ERROR_ITEM_NOT_FOUND', 'Item not found']);

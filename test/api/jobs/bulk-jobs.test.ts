@@ -94,8 +94,8 @@ describe('a bulk lock of a filtered selection', () => {
     });
     expect(detail.results).toHaveLength(4);
     // The records hold the lock, as a single Lock leaves them (and only the selected ones).
-    for (const { agent } of [...inWarehouse, asleep]) expect(agentRow(t, agent.id).lock).toBe(1);
-    for (const { agent } of inField) expect(agentRow(t, agent.id).lock).toBe(0);
+    for (const { agent } of [...inWarehouse, asleep]) expect((await agentRow(t, agent.id)).lock).toBe(1);
+    for (const { agent } of inField) expect((await agentRow(t, agent.id)).lock).toBe(0);
     for (const other of inField) await neverGot(other, (m) => m.topic.endsWith('/Command/Lock'));
 
     // One audit entry for the job, naming the action, the selection and the count; none per device.
@@ -236,7 +236,7 @@ describe('scope: a scoped operator', () => {
       status: 'refused',
       reason: 'No such device in the fleets you may act on',
     });
-    expect(agentRow(t, theirs.agent.id).lock).toBe(0);
+    expect((await agentRow(t, theirs.agent.id)).lock).toBe(0);
     await neverGot(theirs, (m) => m.topic.endsWith('/Command/Lock'));
     expect(theirs.box!.messages.filter((m) => m.topic.endsWith('/Command/Ping'))).toHaveLength(1); // neverGot's own
 
@@ -270,14 +270,14 @@ describe('destructive actions', () => {
       error: 'ERROR_COUNT_MISMATCH',
       message: 'The selection now holds 2 devices, not 3: nothing was done. Look at it again and confirm the new count.',
     });
-    for (const id of ids) expect(agentRow(t, id)).toBeDefined();
+    for (const id of ids) expect(await agentRow(t, id)).toBeDefined();
     expect(auditAfter(before)).toEqual([]);
 
     const done = await t.admin('POST', '/jobs', { action: 'delete', selection: { ids }, expected_count: 2 });
     expect(done.status).toBe(202);
     const detail = await finished(done.body.id);
     expect(detail.counts).toMatchObject({ done: 2 });
-    for (const id of ids) expect(t.backend.services.agentRepository.byId(id)).toBeUndefined();
+    for (const id of ids) expect(await t.backend.services.agentRepository.byId(id)).toBeUndefined();
     // One audit entry: the deletions it made are the job's.
     expect(auditAfter(before).map((entry) => entry.action)).toEqual(['job.started']);
   });
@@ -291,7 +291,7 @@ describe('destructive actions', () => {
       expected_count: count + 1,
     });
     expect(wrong.status).toBe(409);
-    expect(agentRow(t, moved.agent.id).enroll_status).toBe('enrolled');
+    expect((await agentRow(t, moved.agent.id)).enroll_status).toBe('enrolled');
   });
 });
 
@@ -336,7 +336,7 @@ describe('move and policies', () => {
     const detail = await finished(started.body.id);
     expect(resultOf(detail, a.agent.id)).toMatchObject({ status: 'done', reason: null });
     expect(resultOf(detail, b.agent.id)).toMatchObject({ status: 'done', reason: 'Already in that fleet' });
-    expect(agentRow(t, a.agent.id).fleet_id).toBe(fleet.warehouse);
+    expect((await agentRow(t, a.agent.id)).fleet_id).toBe(fleet.warehouse);
     await a.box!.next((m) => m.topic.endsWith('/Command/Subscribe') && m.text.includes(`/fleet/${fleet.warehouse}`));
   });
 

@@ -156,8 +156,8 @@ describe('switching it off, resending', () => {
   it('does not send a queued email whose invitation was revoked meanwhile', async () => {
     // Queued and revoked in the same tick, before the worker (a later tick) can take it.
     const { services } = t.backend;
-    const { rows } = services.invitations.create([{ email: 'revoked-early@example.com' }], { send: true });
-    services.invitations.revoke(rows[0]!.id);
+    const { rows } = await services.invitations.create([{ email: 'revoked-early@example.com' }], { send: true });
+    await services.invitations.revoke(rows[0]!.id);
     const failed = await deliveryState(rows[0]!.id, 'failed');
     expect(failed.delivery!.error).toBe('Not sent: it was revoked');
     expect(smtp.received.some((m) => m.invitationId === rows[0]!.id)).toBe(false);

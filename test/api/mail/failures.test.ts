@@ -143,7 +143,7 @@ describe('failures and retries', () => {
     await configure({ smtp_url: `smtp://127.0.0.1:${server.port}` });
     // Both setting routes refuse broken templates, so break it in the store itself; the worker checks too.
     expect((await t.admin('PATCH', '/settings', { mail_subject_template: 'Hi {{nobody}}' })).status).toBe(400);
-    t.backend.services.settings.update({ mail_subject_template: 'Hi {{nobody}}' });
+    await t.backend.services.settings.update({ mail_subject_template: 'Hi {{nobody}}' });
     const created = await invite();
     const failed = await finalDelivery(created.id);
     expect(failed.delivery.error).toMatch(/template is broken.*unknown placeholder "nobody"/);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import PostalMime from 'postal-mime';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src-main/backend/db/database.ts';
+import { openSqliteSql } from '../../../src-main/backend/db/sqlite-sql.ts';
 import { SqliteDeliveryRepository } from '../../../src-main/backend/mail/delivery-repository.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { decodeQrPng } from '../../helpers/qr.ts';
@@ -104,9 +104,9 @@ describe('restart', () => {
     await first.stop();
     firstStopped = true;
     // Nothing was lost or marked failed by the stop: every delivery is queued for the next start.
-    const db = openDatabase(join(dataDir, 'mdm-console.sqlite'));
-    const counts = new SqliteDeliveryRepository(db).counts();
-    db.close();
+    const db = openSqliteSql(join(dataDir, 'mdm-console.sqlite'));
+    const counts = await new SqliteDeliveryRepository(db).counts();
+    await db.close();
     // All five, and nothing in any other state.
     expect(counts).toMatchObject({ queued: 5, total: 5 });
 
@@ -126,11 +126,11 @@ describe('restart', () => {
     const { body: created } = await first.admin('POST', '/invitations', { email: 'crash@example.com', send_email: false });
     await first.stop();
     // What a process killed mid-send leaves behind.
-    const db = openDatabase(join(dataDir, 'mdm-console.sqlite'));
+    const db = openSqliteSql(join(dataDir, 'mdm-console.sqlite'));
     const deliveries = new SqliteDeliveryRepository(db);
-    deliveries.queue([created.id], null);
-    expect(deliveries.claim()).toMatchObject({ invitation_id: created.id, state: 'sending', attempts: 1 });
-    db.close();
+    await deliveries.queue([created.id], null);
+    expect(await deliveries.claim()).toMatchObject({ invitation_id: created.id, state: 'sending', attempts: 1 });
+    await db.close();
 
     const smtp = await startTestSmtp();
     cleanup.push(() => smtp.close());

@@ -79,7 +79,7 @@ beforeAll(async () => {
   expect(policy.status).toBe(201);
   await report(devices.n1!, fileDeployment, 'done');
   await report(devices.s1!, policy.body.id, 'done');
-  t.backend.services.figures.sample();
+  await t.backend.services.figures.sample();
 
   // Day 2, after midnight: the other North device fails the install, one more device enrolls in
   // South (it gets the policy, pending), and the first North device disconnects.
@@ -88,12 +88,12 @@ beforeAll(async () => {
   await enroll('s2', 'South', 'samsung', 'SM-G973F', '12');
   northLink.end(true);
   await eventually(async () => (await t.admin('GET', '/status')).body.counts.online === 1);
-  t.backend.services.figures.sample();
+  await t.backend.services.figures.sample();
   // An hour later the South device goes offline too: the day's peak stays the 00:00 hour's.
   clock = Date.parse(`${DAY2}T01:30:00.000Z`);
   southLink.end(true);
   await eventually(async () => (await t.admin('GET', '/status')).body.counts.online === 0);
-  t.backend.services.figures.sample();
+  await t.backend.services.figures.sample();
 });
 
 afterAll(async () => {

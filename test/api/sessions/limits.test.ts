@@ -34,7 +34,7 @@ describe('initSession bounds', () => {
       opened.push(response.body.session_token);
     }
     // Three live at most: the two least recently used ended as the others opened.
-    expect(liveSessions()).toBe(3);
+    expect(await liveSessions()).toBe(3);
     for (const [i, session] of opened.entries()) {
       const full = await agentCall(t.apiUrl, 'GET', `getFullSession?session_token=${session}`);
       expect(full.status, `session ${i}`).toBe(i < 2 ? 401 : 200);
@@ -63,6 +63,6 @@ describe('initSession bounds', () => {
     const second = await invitee(2);
     expect((await init(second.user_token)).status).toBe(200);
     // What was refused created nothing.
-    expect(liveSessions()).toBe(4);
+    expect(await liveSessions()).toBe(4);
   });
 });

@@ -173,16 +173,16 @@ describe('a policy assigned to a saved view', () => {
     );
     // Not seen for ten days (what the server would record of a device gone quiet): the next evaluation
     // (each minute; run here at once) moves it into the view, and the policy waits for it, retained.
-    new BrokerAgentRepository(t.db).setPresence(idOf(phone), false, new Date(Date.now() - 10 * 86_400_000).toISOString());
-    t.backend.deployments.syncViews();
+    await new BrokerAgentRepository(t.sql).setPresence(idOf(phone), false, new Date(Date.now() - 10 * 86_400_000).toISOString());
+    await t.backend.deployments.syncViews();
     const status = JSON.parse(await cli('policy', 'status', '--view', 'Silent', '--json')) as {
       devices: number;
       pending: number;
     }[];
     expect(status).toEqual([expect.objectContaining({ devices: 1 })]);
     // Seen again: the next evaluation takes it out.
-    new BrokerAgentRepository(t.db).setPresence(idOf(phone), true, new Date().toISOString());
-    t.backend.deployments.syncViews();
+    await new BrokerAgentRepository(t.sql).setPresence(idOf(phone), true, new Date().toISOString());
+    await t.backend.deployments.syncViews();
     expect(JSON.parse(await cli('policy', 'status', '--view', 'Silent', '--json'))).toEqual([
       expect.objectContaining({ devices: 0 }),
     ]);

@@ -24,22 +24,22 @@ const inventory = (model: string, os: string, apps: [string, string][]) => `<?xm
 beforeAll(async () => {
   t = await startTestBackend();
   // W000000…W000011: every third an iPhone, by sevens over Warehouse then Office.
-  seedDevices(t.dataDir, { count: 12, fleets: ['Warehouse', 'Office'], prefix: 'W' });
+  await seedDevices(t.dataDir, { count: 12, fleets: ['Warehouse', 'Office'], prefix: 'W' });
   for (const agent of (await t.admin('GET', '/agents')).body.items as { id: number; serial: string }[])
     id[agent.serial] = agent.id;
   const reports = t.backend.services.reports;
   const scanner = 'com.example.scanner';
-  reports.inventory(id.W000001!, inventory('Galaxy Tab A', '9', [[scanner, '2.2.0']]), 'http');
-  reports.inventory(id.W000002!, inventory('Galaxy S10', '10', [[scanner, '2.10']]), 'http');
-  reports.inventory(id.W000004!, inventory('Pixel 6', '10.1', [[scanner, '2.3']]), 'http');
-  reports.inventory(id.W000005!, inventory('moto g(8)', '8.1.0_r3', [['com.other.app', '1.0']]), 'http');
-  reports.inventory(id.W000008!, inventory('Galaxy A52', '13', []), 'http');
+  await reports.inventory(id.W000001!, inventory('Galaxy Tab A', '9', [[scanner, '2.2.0']]), 'http');
+  await reports.inventory(id.W000002!, inventory('Galaxy S10', '10', [[scanner, '2.10']]), 'http');
+  await reports.inventory(id.W000004!, inventory('Pixel 6', '10.1', [[scanner, '2.3']]), 'http');
+  await reports.inventory(id.W000005!, inventory('moto g(8)', '8.1.0_r3', [['com.other.app', '1.0']]), 'http');
+  await reports.inventory(id.W000008!, inventory('Galaxy A52', '13', []), 'http');
   // Presence: all offline, seen a minute ago, but W000001 ten days ago and W000002 online now.
-  const presence = new BrokerAgentRepository(t.db);
+  const presence = new BrokerAgentRepository(t.sql);
   const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
-  for (const agentId of Object.values(id)) presence.setPresence(agentId, false, ago(60_000));
-  presence.setPresence(id.W000001!, false, ago(10 * 86_400_000));
-  presence.setPresence(id.W000002!, true, ago(0));
+  for (const agentId of Object.values(id)) await presence.setPresence(agentId, false, ago(60_000));
+  await presence.setPresence(id.W000001!, false, ago(10 * 86_400_000));
+  await presence.setPresence(id.W000002!, true, ago(0));
 });
 afterAll(async () => {
   await t.stop();
@@ -153,7 +153,7 @@ describe('saved views', () => {
     expect((await t.admin('POST', '/views', { name: '  ', where: '' })).status).toBe(400);
 
     // The count is live: a device whose inventory says Android 12 now leaves the view.
-    t.backend.services.reports.inventory(id.W000005!, inventory('moto g(8)', '12', []), 'http');
+    await t.backend.services.reports.inventory(id.W000005!, inventory('moto g(8)', '12', []), 'http');
     expect((await t.admin('GET', '/views')).body.items).toEqual([expect.objectContaining({ name: 'Old Android', count: 1 })]);
     expect(
       (await t.admin('GET', `/agents?view=${encodeURIComponent('old android')}`)).body.items.map((a: any) => a.serial),

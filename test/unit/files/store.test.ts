@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Db } from '../../../src-main/backend/db/database.ts';
+import { openSqliteSql, type SqliteSql } from '../../../src-main/backend/db/sqlite-sql.ts';
 import {
   createFileStore,
   guessMimeType,
@@ -26,15 +26,15 @@ import {
 import { ApiError } from '../../../src-main/backend/errors.ts';
 
 let dir: string;
-let db: Db;
+let db: SqliteSql;
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'files-store-'));
-  db = openDatabase(join(dir, 'db.sqlite'));
+  db = openSqliteSql(join(dir, 'db.sqlite'));
 });
 
-afterEach(() => {
-  db.close();
+afterEach(async () => {
+  await db.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -107,7 +107,7 @@ describe('mime types', () => {
 describe('createFileStore', () => {
   it('adds, lists, gets and removes, with sha256 and size computed while streaming', async () => {
     const events: Array<[FileStoreAction, StoredKind, number]> = [];
-    const store = createFileStore(db, dir, (action, kind, item) => events.push([action, kind, item.id]));
+    const store = await createFileStore(db, dir, (action, kind, item) => events.push([action, kind, item.id]));
     const content = Buffer.from('hello, device');
 
     const item = await store.add('file', { name: 'dir/hello.txt' }, Readable.from([content]));
@@ -129,16 +129,16 @@ describe('createFileStore', () => {
     expect(pkg).toMatchObject({ kind: 'package', size: 0, mimeType: 'application/x-custom', sha256: sha('') });
     expect(stored('package')).toEqual([pkg.storageName]);
 
-    expect(store.list('file').map((i) => i.id)).toEqual([item.id]);
-    expect(store.list('package').map((i) => i.id)).toEqual([pkg.id]);
-    expect(store.list('file', 1)).toHaveLength(1);
-    expect(store.list('file', 2)).toHaveLength(0);
-    expect(store.get('file', item.id)).toEqual(item);
-    expect(store.get('package', item.id === pkg.id ? 999 : item.id)).toBeUndefined();
+    expect((await store.list('file')).map((i) => i.id)).toEqual([item.id]);
+    expect((await store.list('package')).map((i) => i.id)).toEqual([pkg.id]);
+    expect(await store.list('file', 1)).toHaveLength(1);
+    expect(await store.list('file', 2)).toHaveLength(0);
+    expect(await store.get('file', item.id)).toEqual(item);
+    expect(await store.get('package', item.id === pkg.id ? 999 : item.id)).toBeUndefined();
 
     expect(await store.remove('file', item.id)).toEqual(item);
     expect(existsSync(store.pathOf(item))).toBe(false);
-    expect(store.get('file', item.id)).toBeUndefined();
+    expect(await store.get('file', item.id)).toBeUndefined();
     expect(await store.remove('file', item.id)).toBeUndefined();
 
     expect(events).toEqual([
@@ -149,7 +149,7 @@ describe('createFileStore', () => {
   });
 
   it('streams a multi-chunk source and never holds the whole of it', async () => {
-    const store = createFileStore(db, dir);
+    const store = await createFileStore(db, dir);
     const chunk = Buffer.alloc(64 * 1024, 7);
     const hash = createHash('sha256');
     function* chunks() {
@@ -164,7 +164,7 @@ describe('createFileStore', () => {
   });
 
   it('accepts a file read stream as the source (CLI use)', async () => {
-    const store = createFileStore(db, dir);
+    const store = await createFileStore(db, dir);
     const source = join(dir, 'local.pdf');
     writeFileSync(source, 'pdf bytes');
     const item = await store.add('file', { name: source }, createReadStream(source));
@@ -172,7 +172,7 @@ describe('createFileStore', () => {
   });
 
   it('refuses bad names and unknown entities before reading the source', async () => {
-    const store = createFileStore(db, dir);
+    const store = await createFileStore(db, dir);
     let read = false;
     const source = () =>
       new Readable({
@@ -185,13 +185,13 @@ describe('createFileStore', () => {
     await expectApiError(store.add('file', { name: 'a.txt', mimeType: 'nope' }, source()), 400, /mime type/);
     await expectApiError(store.add('file', { name: 'a.txt', entityId: 42 }, source()), 400, /entity 42/);
     expect(read).toBe(false);
-    expect(store.list('file')).toEqual([]);
+    expect(await store.list('file')).toEqual([]);
     expect(tmpFiles()).toEqual([]);
   });
 
   it('a source that fails midway leaves no row, no temp file and no content', async () => {
     const events: string[] = [];
-    const store = createFileStore(db, dir, (action) => events.push(action));
+    const store = await createFileStore(db, dir, (action) => events.push(action));
     let sent = 0;
     const source = new Readable({
       read() {
@@ -200,39 +200,39 @@ describe('createFileStore', () => {
       },
     });
     await expectApiError(store.add('file', { name: 'broken.bin' }, source), 400, /interrupted/);
-    expect(store.list('file')).toEqual([]);
+    expect(await store.list('file')).toEqual([]);
     expect(tmpFiles()).toEqual([]);
     expect(stored('file')).toEqual([]);
     expect(events).toEqual([]);
   });
 
   it('an upload over the limit is a 413 and leaves nothing', async () => {
-    const store = createFileStore(db, dir, undefined, { maxSize: 10 });
+    const store = await createFileStore(db, dir, undefined, { maxSize: 10 });
     expect(store.maxSize).toBe(10);
     await expectApiError(store.add('file', { name: 'a.bin' }, Readable.from([Buffer.alloc(6), Buffer.alloc(6)])), 413);
-    expect(store.list('file')).toEqual([]);
+    expect(await store.list('file')).toEqual([]);
     expect(tmpFiles()).toEqual([]);
     const exact = await store.add('file', { name: 'b.bin' }, Readable.from([Buffer.alloc(10)]));
     expect(exact.size).toBe(10);
   });
 
   it("a failing listener (the change's record) undoes the change: no row, no file, its error is the operation's", async () => {
-    const store = createFileStore(db, dir, () => {
+    const store = await createFileStore(db, dir, () => {
       throw new Error('cannot record');
     });
     await expect(store.add('file', { name: 'a.txt' }, Readable.from(['x']))).rejects.toThrow('cannot record');
-    expect(store.list('file')).toEqual([]);
+    expect(await store.list('file')).toEqual([]);
     expect(stored('file')).toEqual([]);
     expect(tmpFiles()).toEqual([]);
-    const quiet = createFileStore(db, dir);
+    const quiet = await createFileStore(db, dir);
     const kept = await quiet.add('file', { name: 'b.txt' }, Readable.from(['y']));
     await expect(store.remove('file', kept.id)).rejects.toThrow('cannot record');
-    expect(quiet.get('file', kept.id)).toEqual(kept);
+    expect(await quiet.get('file', kept.id)).toEqual(kept);
     expect(existsSync(quiet.pathOf(kept))).toBe(true);
   });
 
   it('a read that started before remove() finishes with the original content', async () => {
-    const store = createFileStore(db, dir);
+    const store = await createFileStore(db, dir);
     const content = Buffer.alloc(256 * 1024, 3);
     const item = await store.add('file', { name: 'a.bin' }, Readable.from([content]));
     const reader = createReadStream(store.pathOf(item), { highWaterMark: 1024 });
@@ -244,7 +244,7 @@ describe('createFileStore', () => {
   });
 
   it('sweeps stale temp files and orphaned content at start, keeps fresh and known ones', async () => {
-    const first = createFileStore(db, dir);
+    const first = await createFileStore(db, dir);
     const kept = await first.add('file', { name: 'kept.txt' }, Readable.from(['keep']));
     const old = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000);
     const tmp = join(dir, 'files', 'tmp');
@@ -256,7 +256,7 @@ describe('createFileStore', () => {
     utimesSync(join(dir, 'files', 'file', 'orphan'), old, old);
     utimesSync(first.pathOf(kept), old, old);
 
-    createFileStore(db, dir);
+    await createFileStore(db, dir);
     expect(tmpFiles()).toEqual(['fresh.part']);
     expect(stored('file')).toEqual([kept.storageName]);
   });

@@ -26,7 +26,7 @@ export interface AuthenticateOptions {
   events: EventLog;
   throttle?: Partial<ThrottleOptions> | undefined;
   /** The login is accepted: the connection becomes the agent's (throws when that cannot be saved). */
-  accepted(client: Client, agent: BrokerAgentRow): void;
+  accepted(client: Client, agent: BrokerAgentRow): Promise<void>;
   /** Whether the broker is closed (a delayed answer is then not given). */
   closed(): boolean;
 }
@@ -55,18 +55,19 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
    * refusal waits what its (login, address) and its address have earned; a correct password at
    * most the first step, and nothing at all when its own (login, address) has no failures.
    */
-  const check = (
+  const check = async (
     client: Client,
     username: string | undefined,
     password: Buffer | undefined,
-  ): { result: AuthenticateError | BrokerAgentRow; delay: number } => {
+  ): Promise<{ result: AuthenticateError | BrokerAgentRow; delay: number }> => {
     const address = connectionInfo(client, client.id).address ?? 'unknown';
     const login = username ?? '';
     const key = `${address}\u0000${login}`;
     const shown = JSON.stringify(login.length > 64 ? `${login.slice(0, 64)}…` : login);
-    const keyDelay = throttle.delayFor(key);
-    const refuse = (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow, noted = true) => {
-      const delay = Math.max(keyDelay, scanThrottle.delayFor(address));
+    // The throttles are read and counted with no await in between (after the database read), so
+    // concurrent attempts each see the failures counted before them.
+    const refuse = async (returnCode: 4 | 5, why: string, agent?: BrokerAgentRow, noted = true) => {
+      const delay = Math.max(throttle.delayFor(key), scanThrottle.delayFor(address));
       if (returnCode === 4) {
         throttle.fail(key);
         scanThrottle.fail(address);
@@ -77,7 +78,7 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
           : scanThrottle.isThrottled(address)
             ? `; further refused logins from ${address} are slowed down`
             : '';
-        events.record(
+        await events.record(
           'mqtt.login_refused',
           `MQTT login ${shown} from ${address} refused: ${why}${slowed}`,
           agent ? { entityId: agent.entity_id, agentId: agent.id } : {},
@@ -93,7 +94,7 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
     };
     const secret = password?.toString('utf8') ?? '';
     if (!login || !secret) return refuse(4, 'login and password are required');
-    const candidates = store.byLogin(login);
+    const candidates = await store.byLogin(login);
     const agent = candidates.find((row) => verifySecret(secret, row.mqtt_password_hash));
     if (!agent)
       return refuse(
@@ -114,28 +115,37 @@ export function authenticateHook(options: AuthenticateOptions): AuthenticateHook
     }
     if (!MAY_CONNECT.includes(agent.enroll_status)) return refuse(5, `the agent is ${agent.enroll_status}`, agent);
     if (!isUsableAgentTopic(agent.topic)) return refuse(5, `the agent's topic ${agent.topic} cannot be used in MQTT`, agent);
+    const keyDelay = throttle.delayFor(key);
     throttle.succeed(key);
     return { result: agent, delay: Math.min(keyDelay, throttle.firstStepMs) };
   };
 
+  /** A login that could not be checked or saved: refused as "server unavailable", the agent retries. */
+  const unavailable = (error: unknown) => {
+    if (isDiskFull(error)) return refusal(3, DISK_FULL_REFUSAL);
+    console.error(error);
+    return refusal(3, 'the server could not check the login');
+  };
+
   const authenticate: AuthenticateHook['authenticate'] = (client, username, password, done) => {
-    let checked: ReturnType<typeof check>;
-    try {
-      checked = check(client, username ?? undefined, password ?? undefined);
-    } catch (error) {
-      if (!isDiskFull(error)) throw error;
-      return done(refusal(3, DISK_FULL_REFUSAL), false); // a refusal could not be logged
-    }
-    const { result, delay } = checked;
+    check(client, username ?? undefined, password ?? undefined).then(
+      (checked) => answerLater(client, checked, done),
+      (error: unknown) => done(unavailable(error), false), // a refusal could not be logged
+    );
+  };
+
+  const answerLater = (
+    client: Client,
+    { result, delay }: { result: AuthenticateError | BrokerAgentRow; delay: number },
+    done: Parameters<AuthenticateHook['authenticate']>[3],
+  ) => {
     const answer = () => {
       if (result instanceof Error) return done(result, false);
-      try {
-        options.accepted(client, result);
-      } catch (error) {
-        if (!isDiskFull(error)) throw error;
-        return done(refusal(3, DISK_FULL_REFUSAL), false); // not online, since that could not be saved
-      }
-      done(null, true);
+      options.accepted(client, result).then(
+        () => done(null, true),
+        // not online, since that could not be saved
+        (error: unknown) => done(unavailable(error), false),
+      );
     };
     if (delay === 0) return answer();
     const timer = setTimeout(() => {

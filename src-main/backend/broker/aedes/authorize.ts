@@ -27,46 +27,52 @@ type AuthorizeHooks = Required<Pick<AedesOptions, 'authorizePublish' | 'authoriz
 
 export function authorizeHooks({ registry, presence, resubscribe, events, onTaskReport }: AuthorizeOptions): AuthorizeHooks {
   const deniedNoted = new WeakSet<Client>();
+  const authorizePublish = async (...[client, packet, callback]: Parameters<AuthorizeHooks['authorizePublish']>) => {
+    const agent = registry.identityOf(client);
+    if (!client || !agent) return callback(new Error('not an agent'));
+    if (client.closed) {
+      // The will of a connection that ended.
+      if (!mayPublish(agent, packet.topic)) return callback(new Error('will topic not allowed'));
+      if (packet.topic === `${agent.topic}/${ONLINE_SUBTOPIC}` && !presence.willAllowed(agent))
+        return callback(new Error('superseded by a newer connection'));
+      return callback(null);
+    }
+    const policyTask = policyStatusTaskId(agent, packet.topic);
+    if (policyTask !== null) {
+      await onTaskReport?.(agent, policyTask, toBuffer(packet.payload));
+      packet.topic = `${TAKEN_PREFIX}${agent.id}`;
+      packet.retain = false;
+      return callback(null);
+    }
+    if (mayPublish(agent, packet.topic)) {
+      // Only the presence flag is kept for late subscribers: an agent cannot fill the broker's
+      // memory with retained messages under topics of its own invention.
+      if (packet.retain && packet.topic !== `${agent.topic}/${ONLINE_SUBTOPIC}`) packet.retain = false;
+      return callback(null);
+    }
+    if (!deniedNoted.has(client)) {
+      deniedNoted.add(client);
+      unlessDiskFull(() =>
+        events.record(
+          'mqtt.publish_denied',
+          `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`,
+          { entityId: agent.entityId, agentId: agent.id },
+          {
+            topic: packet.topic.slice(0, 500),
+          },
+        ),
+      );
+    }
+    packet.topic = `${DENIED_PREFIX}${agent.id}`;
+    packet.retain = false;
+    callback(null);
+  };
   return {
     authorizePublish(client, packet, callback) {
-      const agent = registry.identityOf(client);
-      if (!client || !agent) return callback(new Error('not an agent'));
-      if (client.closed) {
-        // The will of a connection that ended.
-        if (!mayPublish(agent, packet.topic)) return callback(new Error('will topic not allowed'));
-        if (packet.topic === `${agent.topic}/${ONLINE_SUBTOPIC}` && !presence.willAllowed(agent))
-          return callback(new Error('superseded by a newer connection'));
-        return callback(null);
-      }
-      const policyTask = policyStatusTaskId(agent, packet.topic);
-      if (policyTask !== null) {
-        onTaskReport?.(agent, policyTask, toBuffer(packet.payload));
-        packet.topic = `${TAKEN_PREFIX}${agent.id}`;
-        packet.retain = false;
-        return callback(null);
-      }
-      if (mayPublish(agent, packet.topic)) {
-        // Only the presence flag is kept for late subscribers: an agent cannot fill the broker's
-        // memory with retained messages under topics of its own invention.
-        if (packet.retain && packet.topic !== `${agent.topic}/${ONLINE_SUBTOPIC}`) packet.retain = false;
-        return callback(null);
-      }
-      if (!deniedNoted.has(client)) {
-        deniedNoted.add(client);
-        unlessDiskFull(() =>
-          events.record(
-            'mqtt.publish_denied',
-            `${agent.name} may not publish on ${packet.topic.slice(0, 200)}: dropped`,
-            { entityId: agent.entityId, agentId: agent.id },
-            {
-              topic: packet.topic.slice(0, 500),
-            },
-          ),
-        );
-      }
-      packet.topic = `${DENIED_PREFIX}${agent.id}`;
-      packet.retain = false;
-      callback(null);
+      // A report that could not be saved (a full disk) refuses the publish: the agent sends it again.
+      authorizePublish(client, packet, callback).catch((error: unknown) =>
+        callback(error instanceof Error ? error : new Error(String(error))),
+      );
     },
     authorizeSubscribe(client, subscription, callback) {
       const agent = registry.identityOf(client);

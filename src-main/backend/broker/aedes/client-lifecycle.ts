@@ -29,7 +29,7 @@ export class ClientLifecycle {
    * before the CONNACK goes out and whether or not the agent ever publishes Status/Online. Throws
    * (the connection bound to nobody) when that cannot be saved.
    */
-  loggedIn(client: Client, agent: BrokerAgentRow): void {
+  async loggedIn(client: Client, agent: BrokerAgentRow): Promise<void> {
     const { registry, presence } = this.options;
     // Client ids are scoped to their agent: one agent's id can never take over another's connection.
     const clientId = client.id;
@@ -37,7 +37,7 @@ export class ClientLifecycle {
     const identity = registry.bind(client, agent, connectionInfo(client, clientId));
     client.conn.once('close', () => this.closed(client));
     try {
-      presence.connected(client, identity);
+      await presence.connected(client, identity);
       this.options.connectionCap()?.loggedIn(client.conn as { remoteAddress?: string; remotePort?: number; localPort?: number });
     } catch (error) {
       registry.unbind(client);

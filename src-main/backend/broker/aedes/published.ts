@@ -31,18 +31,18 @@ export function publishedHook({
     if (!client || !agent || packet.topic.startsWith(DENIED_PREFIX) || !mayPublish(agent, packet.topic)) return;
     const subtopic = packet.topic.slice(agent.topic.length + 1);
     const payload = toBuffer(packet.payload);
-    unlessDiskFull(() => {
+    unlessDiskFull(async () => {
       if (subtopic === ONLINE_SUBTOPIC) {
-        presence.reported(client, agent, onlineFlag(payload), packet.retain);
+        await presence.reported(client, agent, onlineFlag(payload), packet.retain);
         return;
       }
-      if (!client.closed) presence.touch(agent);
+      if (!client.closed) await presence.touch(agent);
       const taskId = statusTaskId(agent, packet.topic);
       if (taskId !== null && onTaskReport) {
-        onTaskReport(agent, taskId, payload);
+        await onTaskReport(agent, taskId, payload);
         return;
       }
-      commands.received(agent, subtopic, payload);
+      await commands.received(agent, subtopic, payload);
     });
   };
   return (packet, client, done) => {
