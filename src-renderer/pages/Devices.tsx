@@ -20,6 +20,15 @@ import { BulkBar, SELECT_WIDTH, SelectAllBox, SelectRowBox, tableFilter, useBulk
 
 const EMPTY: DeviceRow[] = [];
 
+/** A roving tab stop's next position among `count` for an arrow, Home or End key; null for any other key. */
+function rovingNext(key: string, current: number, count: number): number | null {
+  if (key === 'Home') return 0;
+  if (key === 'End') return count - 1;
+  if (key === 'ArrowRight') return (current + 1) % count;
+  if (key === 'ArrowLeft') return (current + count - 1) % count;
+  return null;
+}
+
 export function Devices() {
   const agents = useAgents();
   const fleets = useFleets();
@@ -157,20 +166,25 @@ export function Devices() {
   // The row that takes the Tab key: the one last focused if it is drawn, else the first drawn.
   const tabRow = virtualItems.some((item) => item.index === activeRow) ? activeRow : (virtualItems[0]?.index ?? 0);
 
-  // The column headers are one Tab stop (the last one used); the arrow keys move along them.
-  const [sortFocus, setSortFocus] = useState(0);
+  // The column headers are one Tab stop (the last one used); the arrow keys move along them. Stop 0 is
+  // the select-all box, 1… the columns' sort buttons (the first Tab lands on the first column's).
+  const [sortFocus, setSortFocus] = useState(1);
   const onHeaderKey = (event: KeyboardEvent<HTMLTableRowElement>) => {
-    if (event.key !== 'ArrowRight' && event.key !== 'ArrowLeft' && event.key !== 'Home' && event.key !== 'End') return;
+    const next = rovingNext(event.key, sortFocus, columns.length + 1);
+    if (next === null) return;
     event.preventDefault();
-    const count = columns.length;
-    const next =
-      event.key === 'Home'
-        ? 0
-        : event.key === 'End'
-          ? count - 1
-          : (sortFocus + (event.key === 'ArrowRight' ? 1 : count - 1)) % count;
     setSortFocus(next);
-    event.currentTarget.querySelector<HTMLElement>(`button[data-column="${next}"]`)?.focus();
+    event.currentTarget.querySelector<HTMLElement>(`[data-column="${next}"]`)?.focus();
+  };
+
+  // The five filters are one Tab stop too (a toolbar): ← → Home End move between them.
+  const [filterFocus, setFilterFocus] = useState(0);
+  const onFilterKey = (event: KeyboardEvent<HTMLDivElement>) => {
+    const next = rovingNext(event.key, filterFocus, 5);
+    if (next === null) return;
+    event.preventDefault();
+    setFilterFocus(next);
+    event.currentTarget.querySelector<HTMLElement>(`[data-filter="${next}"]`)?.focus();
   };
 
   const onRowKey = (event: KeyboardEvent<HTMLTableRowElement>, index: number, id: number) => {
@@ -227,7 +241,8 @@ export function Devices() {
             navigate(`/devices?view=${saved.id}`, { replace: true });
           }}
         />
-        <Group gap="sm" mb="md" wrap="wrap">
+        {/* The search, the count and the export; below, the filters: one Tab stop (← → between them). */}
+        <Group gap="sm" mb="sm" wrap="wrap">
           <TextInput
             placeholder="Search name, email, serial…"
             aria-label="Search devices"
@@ -236,71 +251,6 @@ export function Devices() {
             onChange={(e) => setQuery(e.currentTarget.value)}
             w={280}
           />
-          <Select
-            aria-label="Type"
-            placeholder="Any type"
-            data={['android', 'apple']}
-            value={typeFilter}
-            onChange={setTypeFilter}
-            clearable
-            w={130}
-          />
-          <Select
-            aria-label="Fleet"
-            placeholder="Any fleet"
-            data={fleetNames}
-            value={(filterValue('fleet') as string) ?? null}
-            onChange={(v) => setFilter('fleet', v)}
-            clearable
-            w={160}
-          />
-          <Select
-            aria-label="Status"
-            placeholder="Any status"
-            data={statuses.map((s) => ({ value: s, label: enrollStatusOf(s).label }))}
-            value={(filterValue('enroll_status') as string) ?? null}
-            onChange={(v) => setFilter('enroll_status', v)}
-            clearable
-            w={150}
-          />
-          <Select
-            aria-label="Online"
-            placeholder="Online or not"
-            data={[
-              { value: 'true', label: 'Online' },
-              { value: 'false', label: 'Offline' },
-            ]}
-            value={onlineFilter === null ? null : String(onlineFilter)}
-            onChange={(v) => setOnlineFilter(v === null ? null : v === 'true')}
-            clearable
-            w={150}
-          />
-          <Select
-            aria-label="Compliance"
-            placeholder="Any compliance"
-            data={COMPLIANCE_CHOICES}
-            value={complianceFilter}
-            onChange={setComplianceFilter}
-            clearable
-            w={190}
-          />
-          {filtered ? (
-            <Button
-              variant="subtle"
-              size="compact-sm"
-              onClick={() => {
-                setQuery('');
-                setColumnFilters([]);
-                setTypeFilter(null);
-                setOnlineFilter(null);
-                setComplianceFilter(null);
-                setWhereText('');
-                navigate('/devices', { replace: true });
-              }}
-            >
-              Clear filters
-            </Button>
-          ) : null}
           <Text size="sm" c="dimmed" ml="auto" data-testid="devices-count">
             {filtered ? `${rows.length.toLocaleString()} of ${all.length.toLocaleString()}` : count(all.length)}
           </Text>
@@ -320,6 +270,90 @@ export function Devices() {
               q: debouncedQuery.trim(),
             }}
           />
+        </Group>
+        <Group gap="sm" mb="md" wrap="wrap">
+          <Group role="toolbar" aria-label="Filters" gap="sm" wrap="wrap" onKeyDown={onFilterKey}>
+            <Select
+              tabIndex={filterFocus === 0 ? 0 : -1}
+              onFocus={() => setFilterFocus(0)}
+              data-filter={0}
+              aria-label="Type"
+              placeholder="Any type"
+              data={['android', 'apple']}
+              value={typeFilter}
+              onChange={setTypeFilter}
+              clearable
+              w={120}
+            />
+            <Select
+              tabIndex={filterFocus === 1 ? 0 : -1}
+              onFocus={() => setFilterFocus(1)}
+              data-filter={1}
+              aria-label="Fleet"
+              placeholder="Any fleet"
+              data={fleetNames}
+              value={(filterValue('fleet') as string) ?? null}
+              onChange={(v) => setFilter('fleet', v)}
+              clearable
+              w={150}
+            />
+            <Select
+              tabIndex={filterFocus === 2 ? 0 : -1}
+              onFocus={() => setFilterFocus(2)}
+              data-filter={2}
+              aria-label="Status"
+              placeholder="Any status"
+              data={statuses.map((s) => ({ value: s, label: enrollStatusOf(s).label }))}
+              value={(filterValue('enroll_status') as string) ?? null}
+              onChange={(v) => setFilter('enroll_status', v)}
+              clearable
+              w={140}
+            />
+            <Select
+              tabIndex={filterFocus === 3 ? 0 : -1}
+              onFocus={() => setFilterFocus(3)}
+              data-filter={3}
+              aria-label="Online"
+              placeholder="Online or not"
+              data={[
+                { value: 'true', label: 'Online' },
+                { value: 'false', label: 'Offline' },
+              ]}
+              value={onlineFilter === null ? null : String(onlineFilter)}
+              onChange={(v) => setOnlineFilter(v === null ? null : v === 'true')}
+              clearable
+              w={140}
+            />
+            <Select
+              tabIndex={filterFocus === 4 ? 0 : -1}
+              onFocus={() => setFilterFocus(4)}
+              data-filter={4}
+              aria-label="Compliance"
+              placeholder="Any compliance"
+              data={COMPLIANCE_CHOICES}
+              value={complianceFilter}
+              onChange={setComplianceFilter}
+              clearable
+              w={170}
+            />
+          </Group>
+          {filtered ? (
+            <Button
+              variant="subtle"
+              size="compact-sm"
+              onClick={() => {
+                setQuery('');
+                setColumnFilters([]);
+                setTypeFilter(null);
+                setOnlineFilter(null);
+                setComplianceFilter(null);
+                setWhereText('');
+                navigate('/devices', { replace: true });
+              }}
+            >
+              Clear filters
+            </Button>
+          ) : null}
         </Group>
         <BulkBar selection={selection} matching={rows.length} filter={bulkFilter} />
         {agents.isPending ? (
@@ -357,8 +391,14 @@ export function Devices() {
               <thead>
                 {table.getHeaderGroups().map((group) => (
                   <tr key={group.id} aria-rowindex={1} onKeyDown={onHeaderKey}>
-                    <th style={{ width: SELECT_WIDTH }}>
-                      <SelectAllBox selection={selection} matching={rows.length} />
+                    <th style={{ width: SELECT_WIDTH, padding: '0 8px' }}>
+                      <SelectAllBox
+                        selection={selection}
+                        matching={rows.length}
+                        tabIndex={sortFocus === 0 ? 0 : -1}
+                        data-column={0}
+                        onFocus={() => setSortFocus(0)}
+                      />
                     </th>
                     {group.headers.map((header, index) => {
                       const sorted = header.column.getIsSorted();
@@ -373,9 +413,9 @@ export function Devices() {
                             type="button"
                             className="sort-button"
                             // One Tab stop for the whole header row; ← → move between its columns.
-                            tabIndex={index === sortFocus ? 0 : -1}
-                            data-column={index}
-                            onFocus={() => setSortFocus(index)}
+                            tabIndex={index + 1 === sortFocus ? 0 : -1}
+                            data-column={index + 1}
+                            onFocus={() => setSortFocus(index + 1)}
                             onClick={header.column.getToggleSortingHandler()}
                             title="Sort (← → for the other columns)"
                           >
@@ -413,7 +453,7 @@ export function Devices() {
                       onClick={() => open(agent.id)}
                       onKeyDown={(event) => onRowKey(event, item.index, agent.id)}
                     >
-                      <td style={{ width: SELECT_WIDTH }}>
+                      <td style={{ width: SELECT_WIDTH, padding: '0 8px' }}>
                         <SelectRowBox selection={selection} id={agent.id} index={item.index} name={agent.name} />
                       </td>
                       {row.getAllCells().map((cell) => (
@@ -430,8 +470,8 @@ export function Devices() {
           </div>
         )}
         <Text size="xs" c="dimmed" mt="xs">
-          Keyboard: Tab reaches the column headers (← → between them) and the rows (↑ ↓ PgUp PgDn Home End), Enter opens the
-          device, x selects it (shift-x or shift-click: a range).
+          Keyboard: Tab reaches the filters (← → between them), the column headers and select-all box (← → between them) and the
+          rows (↑ ↓ PgUp PgDn Home End), Enter opens the device, x selects it (shift-x or shift-click: a range).
         </Text>
       </Card>
       <DeviceDrawer id={selectedId} onClose={() => open(null)} />

@@ -203,7 +203,8 @@ test('keyboard: a skip link to the main content, and few Tab stops to the first 
   await page.keyboard.press('Enter');
   await expect(page.locator('main')).toBeFocused();
 
-  // From there: the search, five filters (type, fleet, status, online, compliance), the column headers (one stop), then the rows (one stop).
+  // From there: the filter expression, the search, Export, the five filters (one toolbar stop), the select-all box and
+  // column headers (one stop), then the rows (one stop): 6.
   const firstRow = page.locator('tbody tr[data-index="0"]');
   let presses = 0;
   while (

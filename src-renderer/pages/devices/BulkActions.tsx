@@ -32,7 +32,7 @@ import type { JobBody } from '../../../src-shared/contract/index.ts';
 // destructive ones ask to type that number), one job on the server; its page shows the progress.
 
 /** The checkbox column's width (px), beside the table's own columns. */
-export const SELECT_WIDTH = 36;
+export const SELECT_WIDTH = 32;
 
 const devices = (n: number) => `${n.toLocaleString('en-US')} device${n === 1 ? '' : 's'}`;
 
@@ -113,7 +113,18 @@ export function useBulkSelection(rowIds: readonly number[], filter: DeviceFilter
 }
 
 /** The header's checkbox: every device matching the filter, or none. */
-export function SelectAllBox({ selection, matching }: { selection: BulkSelection; matching: number }) {
+export function SelectAllBox({
+  selection,
+  matching,
+  ...roving
+}: {
+  selection: BulkSelection;
+  matching: number;
+  // The header row's roving Tab stop (Devices.tsx): this box is its first position.
+  tabIndex: number;
+  'data-column': number;
+  onFocus: () => void;
+}) {
   const some = selection.count > 0;
   const every = selection.all || (matching > 0 && selection.count === matching);
   return (
@@ -125,6 +136,7 @@ export function SelectAllBox({ selection, matching }: { selection: BulkSelection
       disabled={matching === 0}
       onChange={() => (some ? selection.clear() : selection.selectAll())}
       data-testid="select-all"
+      {...roving}
     />
   );
 }
