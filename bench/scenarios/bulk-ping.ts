@@ -129,7 +129,13 @@ export async function bulkPingScenario(dir: string, options: { agents: number; w
     const cpuBefore2 = cpuSeconds(serve.child.pid);
     const started2 = now();
     await pool(agents, 32, async (agent) => {
-      await admin.agents.command({ params: { id: agent.agentId }, body: { command: 'ping' } });
+      try {
+        await admin.agents.command({ params: { id: agent.agentId }, body: { command: 'ping' } });
+      } catch (error) {
+        // Past the socket plan's MQTT share (9,872 of 10,000 at a 20,000-descriptor limit) some
+        // agents are not connected: a ping is refused for them, as the job records them offline.
+        if ((error as { code?: string }).code !== 'ERROR_AGENT_OFFLINE') throw error;
+      }
     });
     const pings2 = await awaitAll();
     perRequest = {
