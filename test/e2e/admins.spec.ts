@@ -79,8 +79,8 @@ test('invite on the Accounts page -> email -> set password -> sign in as that ad
 
     // Signed out, and in again with the email and the password chosen.
     consoleGuard.allow(
-      /status of 401 .* @ .*\/api\/(status|me|events)/,
-      'Bo signs out, and is later disabled, on purpose: his calls are refused',
+      /status of 401 .* @ .*\/api\/(status|me|events|views)/,
+      "Bo signs out, and is later disabled, on purpose: his calls are refused (the sidebar's saved views too)",
     );
     await bo.getByTestId('sign-out').click();
     await bo.getByTestId('sign-in-email').fill('bo.diaz@example.org');
