@@ -682,4 +682,36 @@ export const postgresMigrations: PostgresMigration[] = [
       CREATE INDEX notification_mails_queue ON notification_mails (state, queued_at);
     `,
   },
+  {
+    version: 29,
+    name: 'shared sign-in and rate-limit state: buckets, failures, tickets, challenges',
+    sql: /* sql */ `
+      CREATE TABLE rate_limits (
+        key      text PRIMARY KEY,
+        tat_ms   bigint NOT NULL,
+        allowed  integer NOT NULL CHECK (allowed IN (0, 1))
+      );
+
+      CREATE TABLE sign_in_failures (
+        key       text PRIMARY KEY,
+        failures  integer NOT NULL,
+        last_at   text NOT NULL,
+        until_at  text NOT NULL
+      );
+
+      CREATE TABLE sign_in_tickets (
+        ticket_hash  text PRIMARY KEY,
+        account_id   bigint REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        expires_at   text NOT NULL
+      );
+
+      CREATE TABLE sign_in_challenges (
+        challenge_hash  text PRIMARY KEY,
+        account_id      bigint NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        step            text NOT NULL CHECK (step IN ('code', 'enrol')),
+        expires_at      text NOT NULL,
+        attempts        integer NOT NULL DEFAULT 0
+      );
+    `,
+  },
 ];
