@@ -700,8 +700,13 @@ export const postgresMigrations: PostgresMigration[] = [
   {
     version: 29,
     name: 'shared sign-in and rate-limit state: buckets, failures, tickets, challenges',
+    // rate_limits is UNLOGGED: each hit is a commit, and a logged one waits for its WAL flush (about
+    // 3 ms a hit on this machine's disk, against 0.3 to 1 ms unlogged). What a crash of the database
+    // loses (the table is emptied) is only the buckets: every client starts with a full burst again.
+    // Standbys do not receive it either: after a failover the buckets start full. The sign-in
+    // failures stay logged (a throttle must survive a crash; they are written only on failures).
     sql: /* sql */ `
-      CREATE TABLE rate_limits (
+      CREATE UNLOGGED TABLE rate_limits (
         key      text PRIMARY KEY,
         tat_ms   bigint NOT NULL,
         allowed  integer NOT NULL CHECK (allowed IN (0, 1))
