@@ -36,6 +36,7 @@ import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
+import type { PostgresFeedOptions } from './cluster/feed.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
@@ -77,6 +78,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
   /** How long a bulk job awaits its devices' answers (jobs/jobs.ts; default 15 minutes). */
   jobAnswerWindowMs?: number;
+  /** The event feed's listening connection on PostgreSQL (cluster/feed.ts): reconnection waits, check interval. */
+  feed?: PostgresFeedOptions;
 }
 
 /**
@@ -207,7 +210,11 @@ async function startServing(
     sessionLimits: options.sessionLimits,
     now: partial.now,
     reportSampleEveryMs: partial.reportSampleEveryMs,
+    feed: partial.feed,
   });
+  // Every node's events (PostgreSQL: LISTEN on a connection of its own); closed before the database.
+  await domain.feed.start();
+  onClose(() => domain.feed.close());
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
   await domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
@@ -349,6 +356,7 @@ async function startServing(
     agents: domain.agents,
     fleets: domain.fleets,
     events: domain.events,
+    feed: domain.feed,
     work: domain.work,
     commands: broker.commands,
     policies: deployments,
@@ -363,6 +371,7 @@ async function startServing(
       db,
       isOpen: () => open,
       events: domain.events,
+      feed: domain.feed,
       work: domain.work,
       mail: domain.mail.queue,
       fleetName: async (id) => (await domain.fleets.get(id)).name,

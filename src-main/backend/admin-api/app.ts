@@ -388,6 +388,7 @@ export async function adminApp({
       adminRoute(api, 'eventStream', async (request, reply) =>
         streamEvents(
           services.events,
+          services.feed,
           // The row sent beside an event is shared by every stream: read whatever the scope.
           (id) => services.agents.findSummary(id, null),
           request,
