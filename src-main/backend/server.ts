@@ -25,7 +25,7 @@ import { Listener } from './http/listener.ts';
 import { statusOf } from './invitations/invitations.ts';
 import type { MailOptions } from './mail/index.ts';
 import { ApiError } from './errors.ts';
-import { planSockets, type SocketPlan } from './http/socket-limits.ts';
+import { planSockets, shareDescriptors, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
@@ -38,6 +38,7 @@ import { explainDatabaseError, explainListenError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
 import { Duties, type DutyTiming } from './cluster/duties.ts';
 import { SqlDutyRepository } from './cluster/duty-repository.ts';
+import type { PostgresFeedOptions } from './cluster/feed.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
@@ -87,6 +88,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   dutyTiming?: Partial<DutyTiming>;
   /** How often the duty `jobs-sweeper` looks for jobs of dead nodes; default 10 s. */
   jobSweepEveryMs?: number;
+  /** The event feed's listening connection on PostgreSQL (cluster/feed.ts): reconnection waits, check interval. */
+  feed?: PostgresFeedOptions;
 }
 
 /** How often the sessions of agents and consoles are swept. */
@@ -179,6 +182,8 @@ async function startServing(
   onClose: (close: () => unknown) => void,
 ): Promise<Omit<RunningBackend, 'close'>> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
+  // One budget of descriptors, shared by need: MQTT takes what the HTTP listeners leave (their reserves kept).
+  const descriptors = shareDescriptors(sockets);
   // PostgreSQL when a database URL is given (the data dir's SQLite file is then not made), else SQLite.
   const db: Sql = options.databaseUrl
     ? await openPostgresDatabase(options.databaseUrl)
@@ -248,7 +253,11 @@ async function startServing(
     sessionLimits: options.sessionLimits,
     now: partial.now,
     reportSampleEveryMs: partial.reportSampleEveryMs,
+    feed: partial.feed,
   });
+  // Every node's events (PostgreSQL: LISTEN on a connection of its own); closed before the database.
+  await domain.feed.start();
+  onClose(() => domain.feed.close());
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
   await domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
@@ -370,6 +379,7 @@ async function startServing(
     authHost: options.mqttAuthHost,
     authPort: options.mqttAuthPort,
     maxConnections: sockets.mqttConnections,
+    connectionShare: descriptors.mqtt,
     throttle: options.mqttThrottle,
     onTaskReport: mqttTaskReports(deployments, domain.events),
   });
@@ -391,6 +401,7 @@ async function startServing(
     agents: domain.agents,
     fleets: domain.fleets,
     events: domain.events,
+    feed: domain.feed,
     work: domain.work,
     commands: broker.commands,
     policies: deployments,
@@ -412,6 +423,7 @@ async function startServing(
       db,
       isOpen: () => open,
       events: domain.events,
+      feed: domain.feed,
       work: domain.work,
       mail: domain.mail.queue,
       fleetName: async (id) => (await domain.fleets.get(id)).name,
@@ -469,7 +481,7 @@ async function startServing(
     setup_url: await setupUrl(),
   });
 
-  const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
+  const agentApp = await agentHttpApp(agentListener, sockets, descriptors, services, files, deployments, broker, partial.onRoute);
   // Connections go first (an event stream never ends by itself), then the app's own close hooks.
   onClose(async () => {
     await agentListener.close();
@@ -492,6 +504,7 @@ async function startServing(
     },
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
+    descriptors: descriptors.admin,
     requestTimeoutMs: sockets.requestTimeoutMs,
     streamCaps: partial.streamCaps,
     onRoute: partial.onRoute && ((route) => partial.onRoute?.('admin', route)),
@@ -528,6 +541,7 @@ async function startServing(
 async function agentHttpApp(
   listener: Listener,
   sockets: SocketPlan,
+  descriptors: ReturnType<typeof shareDescriptors>,
   services: Services,
   files: FileStore,
   deployments: PolicyService,
@@ -551,7 +565,11 @@ async function agentHttpApp(
       },
       // "downloaded, not confirmed" on the device's open tasks of that item.
       onDownloaded: (session, item) => deployments.downloaded(session, item.kind, item.id),
-      limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
+      limits: new DownloadLimits({
+        maxConcurrent: sockets.agentDownloads,
+        poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes,
+        descriptors: descriptors.downloads,
+      }),
     },
     deeplinkPage: {
       deeplinkBase: () => services.links.deeplinkBase(),
@@ -565,6 +583,7 @@ async function agentHttpApp(
       requestTimeoutMs: sockets.requestTimeoutMs,
       maxConnections: sockets.agentConnections,
       maxConnectionsPerAddress: sockets.agentConnectionsPerAddress,
+      descriptors: descriptors.agent,
     },
   });
   await agentApp.ready();

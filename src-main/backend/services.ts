@@ -48,6 +48,7 @@ import { SettingsStore } from './settings/settings.ts';
 import { SignInSettingsStore } from './settings/sign-in-settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
 import { DailyFigures } from './reports/figures.ts';
+import { createEventFeed, FeedIdentity, type PostgresFeedOptions } from './cluster/feed.ts';
 import { FigureRepository } from './reports/repository.ts';
 
 export interface ServiceOptions {
@@ -66,6 +67,10 @@ export interface ServiceOptions {
   isOpen?: (() => boolean) | undefined;
   /** How often the reports sample the devices (reports/figures.ts); default 5 minutes. */
   reportSampleEveryMs?: number | undefined;
+  /** This node's name on the event feed's channel (cluster/feed.ts); default the host name. */
+  nodeName?: string | undefined;
+  /** The event feed's listening connection: its reconnection waits and check (tests shorten them). */
+  feed?: PostgresFeedOptions | undefined;
 }
 
 /**
@@ -75,12 +80,22 @@ export interface ServiceOptions {
 export async function createServices(sql: Sql, options: ServiceOptions) {
   const work = new UnitOfWork(sql);
   const audit = new AuditLog(new SqliteAuditRepository(sql));
-  const events = new EventLog(new SqliteEventRepository(sql), work, audit);
+  // Every node's committed events (cluster/feed.ts): on PostgreSQL each insert notifies the others.
+  const feedIdentity = new FeedIdentity(options.nodeName);
+  const eventStore = new SqliteEventRepository(sql, feedIdentity);
+  const events = new EventLog(eventStore, work, audit);
+  const feed = createEventFeed(sql, events, eventStore, feedIdentity, options.feed);
   const accountStore = new SqliteAccountRepository(sql);
   const settings = new SettingsStore(new SqliteSettingsRepository(sql), work);
   const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(sql), work, events);
   await settings.load();
   await signInSettings.load();
+  // Another node's change of the settings applies here too (this node's own reloads as it writes).
+  feed.subscribe(async (event, origin) => {
+    if (origin !== 'elsewhere') return;
+    if (event.type === 'settings.updated') await settings.load();
+    if (event.type === 'settings.sign_in_updated') await signInSettings.load();
+  });
   const adminSessions = new AdminSessionService(
     new SqliteAdminSessionRepository(sql),
     () => signInSettings.sessionLimits(),
@@ -153,10 +168,15 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
   const exportService = new ExportService({ repository: new ExportRepository(sql), invitations });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
+  // A changed mail configuration may let waiting messages go, whichever node changed it.
+  feed.subscribe((event, origin) => {
+    if (origin === 'elsewhere' && event.type === 'settings.updated') mail.worker.kick();
+  });
   return {
     work,
     links,
     events,
+    feed,
     audit,
     accounts,
     admins,
