@@ -53,7 +53,7 @@ export interface RunningBackend {
   options: BackendOptions;
   broker: MqttBroker;
   /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
-  consoleUrl(): string;
+  consoleUrl(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -265,6 +265,7 @@ async function startServing(
   const { adminSessions } = domain;
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
+    signIns: domain.signIns,
     accounts: domain.accounts,
     audit: domain.audit,
     events: domain.events,
@@ -273,11 +274,18 @@ async function startServing(
     requireTwoFactor: () => domain.signInSettings.get().require_two_factor,
     now: partial.now,
   });
-  // Agents open a session per download; idle ones are swept at start and hourly (the duty `session-sweep`).
+  const sweepAll = async () => {
+    await domain.sessions.purgeIdle();
+    await adminSessions.purgeExpired();
+    await domain.sessions.sweepRateLimits();
+    await adminAuth.sweep();
+  };
+  // What no longer counts: idle sessions (agents open one per download), rate-limit buckets full
+  // again, sign-in failures forgotten, tickets and challenges expired: swept at start and hourly, by
+  // one node (the duty `session-sweep`; each DELETE removes only rows nothing can use any more).
   periodicDuty('session-sweep', SESSION_SWEEP_MS, async () => {
     try {
-      await domain.sessions.purgeIdle();
-      await adminSessions.purgeExpired();
+      await sweepAll();
     } catch (error) {
       if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
     }
@@ -459,7 +467,7 @@ async function startServing(
     api_url: services.links.apiUrl(),
     deeplink_url: services.links.deeplinkBase(),
     admin_url: adminUrl,
-    console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+    console_url: `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
     admin_token: adminToken,
     setup_url: await setupUrl(),
     mqtt_port: broker.port,
@@ -533,7 +541,7 @@ async function startServing(
     jobs,
     options,
     broker,
-    consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+    consoleUrl: async () => `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
   };
 }
 
