@@ -58,7 +58,7 @@ export interface StartOptions extends Partial<BackendOptions> {
   /** Runs a simulated device against an invitation ("simulate a device"); without it that route answers 501. */
   simulate?: DeviceSimulator;
   /** Mail timing: the retry back-off and the SMTP greeting time-out (tests shorten both). */
-  mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs'>;
+  mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs' | 'claimTtlMs' | 'pollMs'>;
   /** How long console sessions last on the server, over the owner's sign-in settings (admin-sessions/admin-sessions.ts). */
   adminSessions?: Partial<AdminSessionLimits>;
   /** Failed console sign-ins allowed per address and per account before the growing delays (admin-sessions/backoff.ts). */
@@ -200,6 +200,7 @@ async function startServing(
       smtpUrl: options.smtpUrl,
       mailFrom: options.mailFrom,
       secretProtector: options.secretProtector,
+      nodeName: options.nodeName,
       ...partial.mailTiming,
     },
     sessionLimits: options.sessionLimits,
@@ -368,6 +369,7 @@ async function startServing(
         }
       },
       consoleUrl: () => `${adminUrl}/alerts`,
+      nodeName: options.nodeName,
     },
     partial.alerts,
   );
