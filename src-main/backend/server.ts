@@ -201,6 +201,8 @@ async function startServing(
       mailFrom: options.mailFrom,
       secretProtector: options.secretProtector,
       nodeName: options.nodeName,
+      // Other nodes may queue mail only on PostgreSQL: on SQLite (one node) every queueing wakes the worker itself.
+      ...(db.engine === 'sqlite' ? { pollMs: 0 } : {}),
       ...partial.mailTiming,
     },
     sessionLimits: options.sessionLimits,
@@ -371,7 +373,7 @@ async function startServing(
       consoleUrl: () => `${adminUrl}/alerts`,
       nodeName: options.nodeName,
     },
-    partial.alerts,
+    db.engine === 'sqlite' ? { ...partial.alerts, webhooks: { pollMs: 0, ...partial.alerts?.webhooks } } : partial.alerts,
   );
   onClose(() => alerts.close());
 

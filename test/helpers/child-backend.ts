@@ -45,7 +45,8 @@ export async function startChildBackend(options: Partial<StartOptions> = {}, she
     child,
     rss: () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024,
     stop: async () => {
-      if (child.exitCode === null) {
+      // Not when it has already ended (exited, or killed by a signal: exitCode stays null then).
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
         child.kill('SIGTERM');
         await exited;

@@ -40,7 +40,7 @@ interface WorkerDeps {
   node: string;
   /** How long a claim holds unless renewed; default DEFAULT_CLAIM_TTL_MS. Renewed every third of it. */
   claimTtlMs?: number;
-  /** How often an idle worker looks for due mail queued by other nodes; default DEFAULT_POLL_MS. */
+  /** How often an idle worker looks for due mail queued by other nodes; default DEFAULT_POLL_MS; 0: never (one node). */
   pollMs?: number;
 }
 
@@ -117,8 +117,11 @@ export class MailWorker {
     // Claims are kept alive while their sends run; the other nodes' mail is looked for now and then.
     this.renewTimer = setInterval(() => void this.renewClaims(), Math.max(50, Math.floor(this.claimTtlMs / 3)));
     this.renewTimer.unref();
-    this.pollTimer = setInterval(() => this.kick(), this.deps.pollMs ?? DEFAULT_POLL_MS);
-    this.pollTimer.unref();
+    const pollMs = this.deps.pollMs ?? DEFAULT_POLL_MS;
+    if (pollMs > 0) {
+      this.pollTimer = setInterval(() => this.kick(), pollMs);
+      this.pollTimer.unref();
+    }
     this.kick();
     // Retries scheduled before the stop keep their time.
     await this.armRetryTimer();

@@ -22,7 +22,7 @@ export interface WebhookTiming {
    * it while the attempt runs. A node that dies has its deliveries taken by another after this.
    */
   claimTtlMs: number;
-  /** How often an idle worker looks for deliveries queued on other nodes (real time). */
+  /** How often an idle worker looks for deliveries queued on other nodes (real time); 0: never (one node). */
   pollMs: number;
 }
 
@@ -94,8 +94,10 @@ export class WebhookWorker {
     await this.repo.requeueInterrupted(this.node, this.iso());
     this.renewTimer = setInterval(() => void this.renewClaims(), Math.max(50, Math.floor(this.timing.claimTtlMs / 3)));
     this.renewTimer.unref();
-    this.pollTimer = setInterval(() => this.kick(), this.timing.pollMs);
-    this.pollTimer.unref();
+    if (this.timing.pollMs > 0) {
+      this.pollTimer = setInterval(() => this.kick(), this.timing.pollMs);
+      this.pollTimer.unref();
+    }
     this.kick();
   }
 
