@@ -1,4 +1,4 @@
-import { homedir, hostname, networkInterfaces, platform } from 'node:os';
+import { homedir, networkInterfaces, platform } from 'node:os';
 import { join } from 'node:path';
 import type { ThrottleOptions } from './broker/auth-throttle.ts';
 import type { BrokerMode } from './broker/port.ts';
@@ -44,12 +44,6 @@ export interface BackendOptions {
    * certificates and the files. Env: MDM_CONSOLE_DATABASE_URL.
    */
   databaseUrl?: string;
-  /**
-   * This node's name among the nodes on one database (`serve --node-name`; default: the host
-   * name). Queued mail and webhook deliveries a node is sending are claimed under it: give each
-   * node its own.
-   */
-  nodeName: string;
   /** Agent API + deeplink page; 0 = any free port. */
   port: number;
   /** Address the agent API listens on (LAN). */
@@ -97,7 +91,6 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
   return {
     dataDir: partial.dataDir ?? defaultDataDir(),
     databaseUrl: partial.databaseUrl ?? (process.env.MDM_CONSOLE_DATABASE_URL || undefined),
-    nodeName: partial.nodeName || hostname(),
     port: partial.port ?? DEFAULT_PORTS.port,
     host: partial.host ?? '0.0.0.0',
     adminPort: partial.adminPort ?? DEFAULT_PORTS.adminPort,

@@ -25,7 +25,7 @@ import { Listener } from './http/listener.ts';
 import { statusOf } from './invitations/invitations.ts';
 import type { MailOptions } from './mail/index.ts';
 import { ApiError } from './errors.ts';
-import { planSockets, type SocketPlan } from './http/socket-limits.ts';
+import { planSockets, shareDescriptors, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
@@ -36,9 +36,14 @@ import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
+import { Duties, type DutyTiming } from './cluster/duties.ts';
+import { SqlDutyRepository } from './cluster/duty-repository.ts';
+import type { PostgresFeedOptions } from './cluster/feed.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
+  /** The leases of the work this node does alone among several (cluster/duties.ts). */
+  duties: Duties;
   services: Services;
   deployments: PolicyService;
   /** Alert rules, incidents, webhooks and their worker. */
@@ -48,7 +53,7 @@ export interface RunningBackend {
   options: BackendOptions;
   broker: MqttBroker;
   /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
-  consoleUrl(): string;
+  consoleUrl(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -77,7 +82,19 @@ export interface StartOptions extends Partial<BackendOptions> {
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
   /** How long a bulk job awaits its devices' answers (jobs/jobs.ts; default 15 minutes). */
   jobAnswerWindowMs?: number;
+  /** This node's name among several on one database; default the machine's host name. */
+  nodeName?: string;
+  /** How long the duties' leases last and how often they are renewed (cluster/duties.ts; default 8 s and 2 s). */
+  dutyTiming?: Partial<DutyTiming>;
+  /** How often the duty `jobs-sweeper` looks for jobs of dead nodes; default 10 s. */
+  jobSweepEveryMs?: number;
+  /** The event feed's listening connection on PostgreSQL (cluster/feed.ts): reconnection waits, check interval. */
+  feed?: PostgresFeedOptions;
 }
+
+/** How often the sessions of agents and consoles are swept. */
+const SESSION_SWEEP_MS = 60 * 60 * 1000;
+const JOB_SWEEP_MS = 10_000;
 
 /**
  * Starts the whole backend: SQLite, agent API + deeplink page (LAN), admin API + console
@@ -165,6 +182,8 @@ async function startServing(
   onClose: (close: () => unknown) => void,
 ): Promise<Omit<RunningBackend, 'close'>> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
+  // One budget of descriptors, shared by need: MQTT takes what the HTTP listeners leave (their reserves kept).
+  const descriptors = shareDescriptors(sockets);
   // PostgreSQL when a database URL is given (the data dir's SQLite file is then not made), else SQLite.
   const db: Sql = options.databaseUrl
     ? await openPostgresDatabase(options.databaseUrl)
@@ -174,6 +193,35 @@ async function startServing(
     open = false;
     return db.close();
   });
+  // Work one node does at a time among several on one database (on SQLite, the one node always wins).
+  const duties = new Duties({
+    repository: new SqlDutyRepository(db),
+    nodeName: partial.nodeName,
+    sole: db.engine === 'sqlite',
+    timing: partial.dutyTiming,
+  });
+  /** Runs `work` every `everyMs` while this node holds `duty`, and once when it takes it. */
+  const periodicDuty = (duty: string, everyMs: number, work: () => Promise<unknown>) => {
+    let timer: NodeJS.Timeout | null = null;
+    let running: Promise<unknown> = Promise.resolve();
+    const once = () => {
+      running = running.then(work).catch(() => {}); // tried again at the next tick
+      return running;
+    };
+    duties.whileHeld(
+      duty,
+      async () => {
+        timer = setInterval(() => void once(), everyMs);
+        timer.unref();
+        await once();
+      },
+      async () => {
+        if (timer) clearInterval(timer);
+        timer = null;
+        await running;
+      },
+    );
+  };
   const adminToken = loadOrCreateAdminToken(options.dataDir);
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
@@ -200,7 +248,7 @@ async function startServing(
       smtpUrl: options.smtpUrl,
       mailFrom: options.mailFrom,
       secretProtector: options.secretProtector,
-      nodeName: options.nodeName,
+      nodeName: duties.nodeName,
       // Other nodes may queue mail only on PostgreSQL: on SQLite (one node) every queueing wakes the worker itself.
       ...(db.engine === 'sqlite' ? { pollMs: 0 } : {}),
       ...partial.mailTiming,
@@ -208,7 +256,11 @@ async function startServing(
     sessionLimits: options.sessionLimits,
     now: partial.now,
     reportSampleEveryMs: partial.reportSampleEveryMs,
+    feed: partial.feed,
   });
+  // Every node's events (PostgreSQL: LISTEN on a connection of its own); closed before the database.
+  await domain.feed.start();
+  onClose(() => domain.feed.close());
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
   await domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
@@ -216,6 +268,7 @@ async function startServing(
   const { adminSessions } = domain;
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
+    signIns: domain.signIns,
     accounts: domain.accounts,
     audit: domain.audit,
     events: domain.events,
@@ -224,24 +277,22 @@ async function startServing(
     requireTwoFactor: () => domain.signInSettings.get().require_two_factor,
     now: partial.now,
   });
-  await domain.sessions.purgeIdle();
-  await adminSessions.purgeExpired();
-  // Agents open a session per download; idle ones are swept hourly, not only at start.
-  const sweepSessions = async () => {
+  const sweepAll = async () => {
+    await domain.sessions.purgeIdle();
+    await adminSessions.purgeExpired();
+    await domain.sessions.sweepRateLimits();
+    await adminAuth.sweep();
+  };
+  // What no longer counts: idle sessions (agents open one per download), rate-limit buckets full
+  // again, sign-in failures forgotten, tickets and challenges expired: swept at start and hourly, by
+  // one node (the duty `session-sweep`; each DELETE removes only rows nothing can use any more).
+  periodicDuty('session-sweep', SESSION_SWEEP_MS, async () => {
     try {
-      await domain.sessions.purgeIdle();
-      await adminSessions.purgeExpired();
+      await sweepAll();
     } catch (error) {
       if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
     }
-  };
-  const sessionSweep = setInterval(
-    () => {
-      void sweepSessions();
-    },
-    60 * 60 * 1000,
-  ).unref();
-  onClose(() => clearInterval(sessionSweep));
+  });
   // Each change is recorded (event and audit entry) in its own transaction: if that fails, it is undone.
   const files = await createFileStore(
     db,
@@ -296,9 +347,21 @@ async function startServing(
     views: domain.views,
   });
   onClose(() => deployments.close());
-  // The reports' daily figures: backfilled on the first start, then kept as things happen and sampled on a timer.
+  // Views evaluated again each minute for their terms of time: one node's duty.
+  duties.whileHeld(
+    'view-sync',
+    () => deployments.startViewSync(),
+    () => deployments.stopViewSync(),
+  );
+  // The reports' daily figures: backfilled on the first start, then kept as things happen (each
+  // node counts its own events) and sampled on a timer (one node's duty).
   await domain.figures.start();
   onClose(() => domain.figures.close());
+  duties.whileHeld(
+    'reports-sampler',
+    () => domain.figures.startSampling(),
+    () => domain.figures.stopSampling(),
+  );
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
   // served) or an external one the backend connects to, retrying in the background.
@@ -327,13 +390,21 @@ async function startServing(
     authHost: options.mqttAuthHost,
     authPort: options.mqttAuthPort,
     maxConnections: sockets.mqttConnections,
+    connectionShare: descriptors.mqtt,
     throttle: options.mqttThrottle,
     onTaskReport: mqttTaskReports(deployments, domain.events),
   });
   // Closed before the deployments it reports to (closers run in reverse).
   onClose(() => broker.close());
-  // Retained messages may be gone (the embedded broker's memory, an external broker restarted): every active policy is published again.
-  await deployments.attach(broker.policies);
+  // Each node publishes the policy changes it makes. Retained messages may be gone (the embedded
+  // broker's memory, an external broker restarted): every active policy is published again by the
+  // node that takes the duty (at start on a single node), not by every node.
+  deployments.attach(broker.policies);
+  duties.whileHeld(
+    'policy-republish',
+    () => deployments.republishAll(),
+    () => {},
+  );
   const services = withEnrollment(domain, broker);
   // Bulk jobs: closed before the broker they publish through (closers run in reverse).
   const jobs = new JobService({
@@ -341,13 +412,21 @@ async function startServing(
     agents: domain.agents,
     fleets: domain.fleets,
     events: domain.events,
+    feed: domain.feed,
     work: domain.work,
     commands: broker.commands,
     policies: deployments,
     views: domain.views,
     answerWindowMs: partial.jobAnswerWindowMs,
+    nodeName: duties.nodeName,
+    sole: db.engine === 'sqlite',
   });
   onClose(() => jobs.close());
+  // A job whose node died (its lease `node:<name>` expired) is marked interrupted, by one node.
+  if (db.engine !== 'sqlite')
+    periodicDuty('jobs-sweeper', partial.jobSweepEveryMs ?? JOB_SWEEP_MS, async () =>
+      jobs.interruptOrphans(await duties.liveNodes()),
+    );
 
   // Alerts: rules evaluated each minute and on events, notices by email (the mail worker) and webhooks.
   const alerts = createAlerts(
@@ -355,6 +434,7 @@ async function startServing(
       db,
       isOpen: () => open,
       events: domain.events,
+      feed: domain.feed,
       work: domain.work,
       mail: domain.mail.queue,
       fleetName: async (id) => (await domain.fleets.get(id)).name,
@@ -371,11 +451,17 @@ async function startServing(
         }
       },
       consoleUrl: () => `${adminUrl}/alerts`,
-      nodeName: options.nodeName,
+      nodeName: duties.nodeName,
     },
     db.engine === 'sqlite' ? { ...partial.alerts, webhooks: { pollMs: 0, ...partial.alerts?.webhooks } } : partial.alerts,
   );
   onClose(() => alerts.close());
+  // The rules evaluated each minute and after events: one node's duty (any node evaluates after a rule change).
+  duties.whileHeld(
+    'alert-evaluation',
+    () => alerts.engine.start(),
+    () => alerts.engine.stop(),
+  );
 
   const setupUrl = async () => {
     const secret = await domain.accounts.setupSecret();
@@ -385,7 +471,7 @@ async function startServing(
     api_url: services.links.apiUrl(),
     deeplink_url: services.links.deeplinkBase(),
     admin_url: adminUrl,
-    console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+    console_url: `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
     admin_token: adminToken,
     setup_url: await setupUrl(),
     mqtt_port: broker.port,
@@ -407,7 +493,7 @@ async function startServing(
     setup_url: await setupUrl(),
   });
 
-  const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
+  const agentApp = await agentHttpApp(agentListener, sockets, descriptors, services, files, deployments, broker, partial.onRoute);
   // Connections go first (an event stream never ends by itself), then the app's own close hooks.
   onClose(async () => {
     await agentListener.close();
@@ -430,6 +516,7 @@ async function startServing(
     },
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
+    descriptors: descriptors.admin,
     requestTimeoutMs: sockets.requestTimeoutMs,
     streamCaps: partial.streamCaps,
     onRoute: partial.onRoute && ((route) => partial.onRoute?.('admin', route)),
@@ -438,6 +525,9 @@ async function startServing(
     await adminListener.close();
     await admin.close();
   });
+  // The duties' work stops first on close (closers run in reverse), and their leases go to another node.
+  onClose(() => duties.close());
+  await duties.start();
   agentListener.serve();
   adminListener.serve();
 
@@ -448,13 +538,14 @@ async function startServing(
   await alerts.start();
   return {
     info,
+    duties,
     services,
     deployments,
     alerts,
     jobs,
     options,
     broker,
-    consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+    consoleUrl: async () => `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
   };
 }
 
@@ -462,6 +553,7 @@ async function startServing(
 async function agentHttpApp(
   listener: Listener,
   sockets: SocketPlan,
+  descriptors: ReturnType<typeof shareDescriptors>,
   services: Services,
   files: FileStore,
   deployments: PolicyService,
@@ -485,7 +577,11 @@ async function agentHttpApp(
       },
       // "downloaded, not confirmed" on the device's open tasks of that item.
       onDownloaded: (session, item) => deployments.downloaded(session, item.kind, item.id),
-      limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
+      limits: new DownloadLimits({
+        maxConcurrent: sockets.agentDownloads,
+        poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes,
+        descriptors: descriptors.downloads,
+      }),
     },
     deeplinkPage: {
       deeplinkBase: () => services.links.deeplinkBase(),
@@ -499,6 +595,7 @@ async function agentHttpApp(
       requestTimeoutMs: sockets.requestTimeoutMs,
       maxConnections: sockets.agentConnections,
       maxConnectionsPerAddress: sockets.agentConnectionsPerAddress,
+      descriptors: descriptors.agent,
     },
   });
   await agentApp.ready();
