@@ -45,7 +45,7 @@ export async function startChildBackend(options: Partial<StartOptions> = {}, she
     child,
     rss: () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024,
     stop: async () => {
-      // Not when it has already ended (exited, or killed by a signal: exitCode stays null then).
+      // (A process killed by a signal has no exit code: its signal code says it is gone.)
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
         child.kill('SIGTERM');
