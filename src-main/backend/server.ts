@@ -39,6 +39,8 @@ import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts'
 import { Duties, type DutyTiming } from './cluster/duties.ts';
 import { SqlDutyRepository } from './cluster/duty-repository.ts';
 import type { PostgresFeedOptions } from './cluster/feed.ts';
+import { openClusterSecrets } from './secrets/database-secrets.ts';
+import { SecretRepository } from './secrets/repository.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
@@ -52,6 +54,8 @@ export interface RunningBackend {
   jobs: JobService;
   options: BackendOptions;
   broker: MqttBroker;
+  /** What the person starting it should be told once (serve prints them): a cluster key it made. */
+  notices: string[];
   /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
   consoleUrl(): Promise<string>;
   close(): Promise<void>;
@@ -225,6 +229,16 @@ async function startServing(
     );
   };
   const adminToken = loadOrCreateAdminToken(options.dataDir);
+  // PostgreSQL: the secrets (the SMTP password) in the database, sealed by the cluster key every
+  // node is given; a node with another key, or none while the database has one, stops here.
+  const clusterSecrets =
+    db.engine === 'postgres'
+      ? await openClusterSecrets(new SecretRepository(db), {
+          secretKey: options.secretKey,
+          secretKeyFile: options.secretKeyFile,
+          dataDir: options.dataDir,
+        })
+      : null;
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
   // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the accept
@@ -250,6 +264,7 @@ async function startServing(
       smtpUrl: options.smtpUrl,
       mailFrom: options.mailFrom,
       secretProtector: options.secretProtector,
+      ...(clusterSecrets ? { secrets: clusterSecrets.store } : {}),
       nodeName: duties.nodeName,
       // Other nodes may queue mail only on PostgreSQL: on SQLite (one node) every queueing wakes the worker itself.
       ...(db.engine === 'sqlite' ? { pollMs: 0 } : {}),
@@ -547,6 +562,7 @@ async function startServing(
     jobs,
     options,
     broker,
+    notices: clusterSecrets?.notice ? [clusterSecrets.notice] : [],
     consoleUrl: async () => `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
   };
 }

@@ -1006,4 +1006,21 @@ export const migrations: Migration[] = [
       ALTER TABLE webhook_deliveries ADD COLUMN claimed_until TEXT;
     `,
   },
+  {
+    version: 33,
+    name: 'secrets kept in the database, sealed by the cluster key',
+    // Several nodes on one PostgreSQL database share their secrets (the SMTP password): each value
+    // sealed with AES-256-GCM by the cluster key every node is given (secrets/cluster-key.ts), with
+    // the key check it was sealed with; the row 'cluster-key' records the database's key check, so
+    // a node with another key (or none) is refused at start. SQLite (one node, the desktop) keeps its
+    // secrets in the data dir as before: the table stays empty there.
+    sql: `
+      CREATE TABLE secrets (
+        name        TEXT PRIMARY KEY,
+        value       TEXT NOT NULL,
+        key_id      TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+      );
+    `,
+  },
 ];

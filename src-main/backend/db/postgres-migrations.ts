@@ -752,4 +752,21 @@ export const postgresMigrations: PostgresMigration[] = [
       ALTER TABLE webhook_deliveries ADD COLUMN claimed_until text;
     `,
   },
+  {
+    version: 33,
+    name: 'secrets kept in the database, sealed by the cluster key',
+    // Several nodes on one PostgreSQL database share their secrets (the SMTP password): each value
+    // sealed with AES-256-GCM by the cluster key every node is given (secrets/cluster-key.ts), with
+    // the key check it was sealed with; the row 'cluster-key' records the database's key check, so
+    // a node with another key (or none) is refused at start. SQLite (one node, the desktop) keeps its
+    // secrets in the data dir as before: the table stays empty there.
+    sql: /* sql */ `
+      CREATE TABLE secrets (
+        name        text PRIMARY KEY,
+        value       text NOT NULL,
+        key_id      text NOT NULL,
+        updated_at  text NOT NULL
+      );
+    `,
+  },
 ];
