@@ -28,7 +28,7 @@ import { Listener } from './http/listener.ts';
 import { statusOf } from './invitations/invitations.ts';
 import type { MailOptions } from './mail/index.ts';
 import { ApiError } from './errors.ts';
-import { planSockets, type SocketPlan } from './http/socket-limits.ts';
+import { planSockets, shareDescriptors, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
@@ -192,6 +192,8 @@ async function startServing(
   onClose: (close: () => unknown) => void,
 ): Promise<Omit<RunningBackend, 'close'>> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
+  // One budget of descriptors, shared by need: MQTT takes what the HTTP listeners leave (their reserves kept).
+  const descriptors = shareDescriptors(sockets);
   // PostgreSQL when a database URL is given (the data dir's SQLite file is then not made), else SQLite.
   const db: Sql = options.databaseUrl
     ? await openPostgresDatabase(options.databaseUrl)
@@ -362,6 +364,7 @@ async function startServing(
     authHost: options.mqttAuthHost,
     authPort: options.mqttAuthPort,
     maxConnections: sockets.mqttConnections,
+    connectionShare: descriptors.mqtt,
     throttle: options.mqttThrottle,
     onTaskReport: mqttTaskReports(deployments, domain.events),
   });
@@ -443,7 +446,7 @@ async function startServing(
     setup_url: await setupUrl(),
   });
 
-  const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
+  const agentApp = await agentHttpApp(agentListener, sockets, descriptors, services, files, deployments, broker, partial.onRoute);
   // Connections go first (an event stream never ends by itself), then the app's own close hooks.
   onClose(async () => {
     await agentListener.close();
@@ -467,6 +470,7 @@ async function startServing(
     },
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
+    descriptors: descriptors.admin,
     requestTimeoutMs: sockets.requestTimeoutMs,
     streamCaps: partial.streamCaps,
     onRoute: partial.onRoute && ((route) => partial.onRoute?.('admin', route)),
@@ -499,6 +503,7 @@ async function startServing(
 async function agentHttpApp(
   listener: Listener,
   sockets: SocketPlan,
+  descriptors: ReturnType<typeof shareDescriptors>,
   services: Services,
   files: FileStore,
   deployments: PolicyService,
@@ -522,7 +527,11 @@ async function agentHttpApp(
       },
       // "downloaded, not confirmed" on the device's open tasks of that item.
       onDownloaded: (session, item) => deployments.downloaded(session, item.kind, item.id),
-      limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
+      limits: new DownloadLimits({
+        maxConcurrent: sockets.agentDownloads,
+        poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes,
+        descriptors: descriptors.downloads,
+      }),
     },
     deeplinkPage: {
       deeplinkBase: () => services.links.deeplinkBase(),
@@ -536,6 +545,7 @@ async function agentHttpApp(
       requestTimeoutMs: sockets.requestTimeoutMs,
       maxConnections: sockets.agentConnections,
       maxConnectionsPerAddress: sockets.agentConnectionsPerAddress,
+      descriptors: descriptors.agent,
     },
   });
   await agentApp.ready();

@@ -23,7 +23,7 @@ import { signInRoutes } from './sign-in-routes.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
-import { capConnections } from '../http/socket-limits.ts';
+import { capConnections, type DescriptorShare } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
@@ -67,6 +67,8 @@ export interface AdminAppOptions {
   bindHost?: string;
   /** Connections the listener accepts at once (http/socket-limits.ts). */
   maxConnections?: number;
+  /** The listener's share of the process's descriptors (http/socket-limits.ts). */
+  descriptors?: DescriptorShare | undefined;
   /** How long a request may take to arrive (uploads: to stall); the agent listener's value. */
   requestTimeoutMs?: number;
   /** Open event streams per signed-in client and in all (events-stream.ts). */
@@ -91,6 +93,7 @@ export async function adminApp({
   choosePublicHost,
   bindHost = '127.0.0.1',
   maxConnections = 128,
+  descriptors,
   requestTimeoutMs,
   streamCaps,
   onRoute,
@@ -113,7 +116,12 @@ export async function adminApp({
   allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
   // One address (loopback) for every client: a full listener closes its oldest connection that is
   // not being answered, unauthenticated ones first, so idle or dripping sockets cannot lock the console out.
-  const connections = capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
+  const connections = capConnections(app.server, {
+    max: maxConnections,
+    perAddress: Infinity,
+    refusal: '',
+    share: descriptors,
+  });
   const streams = new EventStreams(streamCaps);
   const clients = new WeakMap<object, AdminClient>();
   // Who each authenticated request acts for (set by the /api hook before any handler runs).

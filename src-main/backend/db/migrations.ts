@@ -954,4 +954,26 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 28,
+    name: 'several nodes: duty leases, the node running each bulk job',
+    // A duty is work that must run on one node at a time (a sweeper, the alert evaluation, the
+    // reports sampler, republishing policies): the node holding its lease does it (cluster/duties.ts).
+    // A lease is taken or renewed by one upsert that succeeds only when the lease has expired or is
+    // the caller's own (holder and fence), with times computed in TypeScript as ISO strings; the
+    // fence grows by one each time the lease changes hands, so a node that lost it cannot renew it.
+    // Each node also holds a lease `node:<name>` while it runs: its liveness. jobs.node names the node
+    // running a bulk job, so that only that node's death (its lease expired) interrupts it.
+    sql: `
+      CREATE TABLE duty_leases (
+        duty         TEXT PRIMARY KEY,
+        holder       TEXT NOT NULL,
+        fence        INTEGER NOT NULL,
+        acquired_at  TEXT NOT NULL,
+        renewed_at   TEXT NOT NULL,
+        expires_at   TEXT NOT NULL
+      );
+      ALTER TABLE jobs ADD COLUMN node TEXT;
+    `,
+  },
 ];

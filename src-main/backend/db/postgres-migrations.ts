@@ -706,4 +706,19 @@ export const postgresMigrations: PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 28,
+    name: 'several nodes: duty leases, the node running each bulk job',
+    sql: /* sql */ `
+      CREATE TABLE duty_leases (
+        duty         text PRIMARY KEY,
+        holder       text NOT NULL,
+        fence        bigint NOT NULL,
+        acquired_at  text NOT NULL,
+        renewed_at   text NOT NULL,
+        expires_at   text NOT NULL
+      );
+      ALTER TABLE jobs ADD COLUMN node text;
+    `,
+  },
 ];
