@@ -84,7 +84,7 @@ export class NodeRegistry {
         last_heartbeat: now,
       };
     };
-    const id = await this.repository.ensure(fields());
+    const { id, created } = await this.repository.ensure(fields());
     const lock = await this.repository.holdName(id);
     if (!lock) {
       const running = (await this.repository.list()).find((row) => row.id === id);
@@ -113,6 +113,8 @@ export class NodeRegistry {
         await this.repository.start(id, fields());
       });
     } catch (error) {
+      // A node refused at its first start leaves no row (this process holds the name: nobody else uses it).
+      if (created) await this.repository.forget(id).catch(() => {});
       await lock.release();
       throw error;
     }

@@ -31,14 +31,19 @@ export class NodeRepository {
    * The id of the row named `fields.name`, inserted (marked stopped, so nobody counts it live yet)
    * when there is none; an existing row is left as it is.
    */
-  async ensure(fields: NodeFields): Promise<number> {
-    await this.sql.run(
+  async ensure(fields: NodeFields): Promise<{ id: number; created: boolean }> {
+    const { changes } = await this.sql.run(
       `INSERT INTO nodes (name, admin_url, agent_url, version, broker_mode, started_at, last_heartbeat, stopped_at)
        VALUES (@name, @admin_url, @agent_url, @version, @broker_mode, @started_at, @last_heartbeat, @last_heartbeat)
        ON CONFLICT (name) DO NOTHING`,
       fields,
     );
-    return (await this.sql.value<number>('SELECT id FROM nodes WHERE name = ?', [fields.name]))!;
+    return { id: (await this.sql.value<number>('SELECT id FROM nodes WHERE name = ?', [fields.name]))!, created: changes > 0 };
+  }
+
+  /** Removes the row of a node that never ran (its start was refused). */
+  async forget(id: number): Promise<void> {
+    await this.sql.run('DELETE FROM nodes WHERE id = ? AND stopped_at IS NOT NULL', [id]);
   }
 
   /** The name's lock, held while this process runs (the database releases it when the process dies); null when another holds it. */

@@ -1,27 +1,25 @@
-import { Badge, Card, Group, Stack, Table, Text, Title } from '@mantine/core';
+import { Card, Group, Stack, Table, Text, Title } from '@mantine/core';
 import type { ClusterNode, ServerStatus } from '../../../src-shared/contract/index.ts';
 import { useStatus } from '../../api/queries.ts';
 import { RelativeTime } from '../../components/common.tsx';
 
-const BROKER_NAMES: Record<string, string> = { embedded: 'embedded', mosquitto: 'Mosquitto', rabbitmq: 'RabbitMQ' };
+const BROKER_NAMES: Record<string, string> = { embedded: 'embedded broker', mosquitto: 'Mosquitto', rabbitmq: 'RabbitMQ' };
 
+// The light variants' text colours: those the theme makes pass 4.5:1 on white (app/theme.ts).
 function State({ node }: { node: ClusterNode }) {
-  if (node.live)
-    return (
-      <Badge color="teal" variant="light">
-        live
-      </Badge>
-    );
-  if (node.stopped_at)
-    return (
-      <Badge color="gray" variant="light">
-        stopped
-      </Badge>
-    );
+  const [color, label, title] = node.live
+    ? ['var(--mantine-color-teal-light-color)', 'live', 'Heard from within the last seconds']
+    : node.stopped_at
+      ? ['dimmed', 'stopped', 'Stopped cleanly']
+      : [
+          'var(--mantine-color-red-light-color)',
+          'silent',
+          'No recent heartbeat, and not stopped cleanly: killed, or cut off from the database',
+        ];
   return (
-    <Badge color="red" variant="light" title="No recent heartbeat, and not stopped cleanly: killed, or cut off from the database">
-      silent
-    </Badge>
+    <Text size="sm" fw={500} c={color} title={title} style={{ whiteSpace: 'nowrap' }}>
+      ● {label}
+    </Text>
   );
 }
 
@@ -43,8 +41,6 @@ export function NodesCard({ status }: { status: ServerStatus }) {
           <Table.Tr>
             <Table.Th>Node</Table.Th>
             <Table.Th>Address</Table.Th>
-            <Table.Th>Version</Table.Th>
-            <Table.Th>Heartbeat</Table.Th>
             <Table.Th>State</Table.Th>
           </Table.Tr>
         </Table.Thead>
@@ -53,34 +49,30 @@ export function NodesCard({ status }: { status: ServerStatus }) {
             <Table.Tr key={node.name} data-testid="node-row">
               <Table.Td>
                 <Stack gap={0}>
-                  <Text size="sm" fw={500}>
+                  <Text size="sm" fw={500} style={{ whiteSpace: 'nowrap' }}>
                     {node.name}
                   </Text>
                   <Text size="xs" c="dimmed">
-                    {node.this_node ? 'this node · ' : ''}broker {BROKER_NAMES[node.mqtt_broker] ?? node.mqtt_broker}
+                    {node.this_node ? 'this node · ' : ''}
+                    {node.version} · {BROKER_NAMES[node.mqtt_broker] ?? node.mqtt_broker}
                   </Text>
                 </Stack>
               </Table.Td>
               <Table.Td>
                 <Stack gap={0}>
-                  <Text size="sm" className="mono">
+                  <Text size="sm" className="mono" style={{ whiteSpace: 'nowrap' }} title="Admin API and console">
                     {node.admin_url}
                   </Text>
-                  <Text size="xs" c="dimmed" className="mono">
+                  <Text size="xs" c="dimmed" className="mono" style={{ whiteSpace: 'nowrap' }} title="Agent API">
                     {node.agent_url}
                   </Text>
                 </Stack>
               </Table.Td>
               <Table.Td>
-                <Text size="sm">{node.version}</Text>
-              </Table.Td>
-              <Table.Td>
-                <Text size="sm">
-                  <RelativeTime iso={node.last_heartbeat} />
-                </Text>
-              </Table.Td>
-              <Table.Td>
                 <State node={node} />
+                <Text size="xs" c="dimmed" style={{ whiteSpace: 'nowrap' }}>
+                  heard <RelativeTime iso={node.last_heartbeat} />
+                </Text>
               </Table.Td>
             </Table.Tr>
           ))}

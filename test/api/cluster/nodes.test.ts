@@ -187,9 +187,11 @@ describe('nodes on one PostgreSQL database, with mosquitto and a shared files di
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
-    expect(
-      (await statusOf(a.backend.info.admin_url, a.backend.info.admin_token)).nodes.find((n) => n.name === 'node-e'),
-    ).toMatchObject({ live: false });
+    // Refused at its first start: it left no row.
+    expect((await statusOf(a.backend.info.admin_url, a.backend.info.admin_token)).nodes.map((n) => n.name)).toEqual([
+      'node-a',
+      'node-b',
+    ]);
   });
 
   it('a node killed with kill -9 stops counting at once, and its name may start again at once', async () => {
@@ -253,7 +255,6 @@ describe('the embedded broker on PostgreSQL: one node only', () => {
       const status = await y.admin('GET', '/status');
       expect(status.body.nodes.map((n: ClusterNode) => [n.name, n.live])).toEqual([
         ['node-y', true],
-        ['node-z', false],
         ['solo-x', false],
       ]);
       await y.stop();
