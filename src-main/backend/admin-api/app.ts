@@ -324,7 +324,7 @@ export async function adminApp({
           if (named.disabled === 1) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is disabled: enable the account first`);
           account = named;
         }
-        const url = `${(await info()).admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
+        const url = `${(await info()).admin_url}/auth?ticket=${await auth.issueTicket(account.id)}`;
         await services.events.record(
           'admin.sign_in_link_issued',
           `One-time console sign-in link issued for ${account.email ?? account.display_name}`,
@@ -392,6 +392,7 @@ export async function adminApp({
       adminRoute(api, 'eventStream', async (request, reply) =>
         streamEvents(
           services.events,
+          services.feed,
           // The row sent beside an event is shared by every stream: read whatever the scope.
           (id) => services.agents.findSummary(id, null),
           request,

@@ -3,6 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
+import type { EventFeed } from '../cluster/feed.ts';
 import type { AgentService, AgentSummary } from '../agents/agents.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { PolicyService } from '../policies/service.ts';
@@ -94,6 +95,12 @@ export interface JobServiceDeps {
   agents: AgentService;
   fleets: FleetService;
   events: EventLog;
+  /**
+   * Every node's events (cluster/feed.ts; default the local ones): behind a load balancer, a
+   * device's answer (an MQTT report, an HTTP report) often reaches another node than the one
+   * running the job, which records it as an event; the job's node sees it here.
+   */
+  feed?: EventFeed | undefined;
   work: UnitOfWork;
   commands: AgentCommands;
   /** Policies and deployments (assign_policy, deploy) and the compliance filter. */
@@ -102,6 +109,14 @@ export interface JobServiceDeps {
   views?: Pick<ViewService, 'devices'> | undefined;
   /** How long answers are awaited after a command was sent (tests shorten it). */
   answerWindowMs?: number;
+  /** This node's name (`serve --node-name`), written on the jobs it runs. */
+  nodeName?: string | undefined;
+  /**
+   * The only node there can be (SQLite): every job left running is this server's last run's. Else
+   * only the jobs of this node's name (its last run) are marked interrupted at start; those of
+   * other nodes are left to `interruptOrphans` (the duty `jobs-sweeper`), once their node is dead.
+   */
+  sole?: boolean | undefined;
 }
 
 export class JobService {
@@ -114,6 +129,7 @@ export class JobService {
   private readonly policies: PolicyService | undefined;
   private readonly views: Pick<ViewService, 'devices'> | undefined;
   private readonly answerWindowMs: number;
+  private readonly nodeName: string | null;
   private readonly unsubscribe: () => void;
   /** Jobs still acting, by id. */
   private readonly running = new Map<number, Promise<void>>();
@@ -137,10 +153,13 @@ export class JobService {
     this.policies = deps.policies;
     this.views = deps.views;
     this.answerWindowMs = deps.answerWindowMs ?? DEFAULT_ANSWER_WINDOW_MS;
+    this.nodeName = deps.nodeName ?? null;
     // A job the last run left half done stays so, said as much (its devices' results say how far it went).
-    // (Its statement is issued now, before any job of this run can start.)
-    unlessDiskFull(() => this.store.interruptRunning(nowIso()));
-    this.unsubscribe = this.events.subscribe((event) => this.answered(event));
+    // (Its statement is issued now, before any job of this run can start.) Another node's running
+    // jobs are its own: they are left alone while it lives.
+    const sole = deps.sole ?? true;
+    unlessDiskFull(() => this.store.interruptRunning(nowIso(), sole || this.nodeName === null ? null : [this.nodeName]));
+    this.unsubscribe = (deps.feed ?? deps.events).subscribe((event) => this.answered(event));
   }
 
   /**
@@ -189,6 +208,7 @@ export class JobService {
         account_id: actor?.accountId ?? null,
         actor: actor === null ? null : actor.tokenName !== null ? `token ${actor.tokenName} (${actor.role})` : actor.name,
         created_at: at,
+        node: this.nodeName,
       });
       // The job's one audit entry: the action, the selection and the count.
       await this.events.record(
@@ -264,6 +284,11 @@ export class JobService {
   }
 
   /** Stops taking jobs, lets the running ones stop at their next chunk, writes the answers received. */
+  /** Jobs whose node is none of `alive` (it died while they ran): marked interrupted; how many. */
+  async interruptOrphans(alive: readonly string[]): Promise<number> {
+    return this.store.interruptOrphans(nowIso(), alive);
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     await this.idle();
