@@ -87,6 +87,11 @@ export interface StartOptions extends Partial<BackendOptions> {
   jobAnswerWindowMs?: number;
   /** The node registry's heartbeat and liveness window (cluster/nodes.ts; tests shorten them). */
   nodeTiming?: Partial<NodeTiming>;
+  /**
+   * Tests only (several nodes in one process on one database, each with its own embedded broker):
+   * no refusal of the embedded broker beside other nodes (cluster/nodes.ts). `serve` never sets it.
+   */
+  embeddedBrokerPerNode?: boolean;
   /** How long the duties' leases last and how often they are renewed (cluster/duties.ts; default 8 s and 2 s). */
   dutyTiming?: Partial<DutyTiming>;
   /** How often the duty `jobs-sweeper` looks for jobs of dead nodes; default 10 s. */
@@ -267,6 +272,7 @@ async function startServing(
     name: options.nodeName,
     brokerMode: options.mqttBroker,
     timing: partial.nodeTiming,
+    embeddedBrokerPerNode: partial.embeddedBrokerPerNode,
     onProblem: (message) => console.error(`node ${options.nodeName}: ${message}`),
   });
   const domain = await createServices(db, {

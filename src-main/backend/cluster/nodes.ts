@@ -44,6 +44,11 @@ export interface NodeRegistryOptions {
   /** embedded, mosquitto or rabbitmq. */
   brokerMode: string;
   timing?: Partial<NodeTiming>;
+  /**
+   * Tests running several nodes in one process on one database, each with its own embedded broker
+   * (their agents connect to each node's own): the broker refusals are off. `serve` never sets it.
+   */
+  embeddedBrokerPerNode?: boolean;
   /** Told when a heartbeat fails (the database unreachable for a while), once until one succeeds again. */
   onProblem?: (message: string) => void;
 }
@@ -54,6 +59,7 @@ export class NodeRegistry {
   readonly name: string;
   private readonly repository: NodeRepository;
   private readonly brokerMode: string;
+  private readonly embeddedBrokerPerNode: boolean;
   private readonly timing: NodeTiming;
   private readonly onProblem: (message: string) => void;
   private id: number | null = null;
@@ -66,6 +72,7 @@ export class NodeRegistry {
     this.repository = options.repository;
     this.name = options.name;
     this.brokerMode = options.brokerMode;
+    this.embeddedBrokerPerNode = options.embeddedBrokerPerNode ?? false;
     this.timing = { ...DEFAULT_NODE_TIMING, ...options.timing };
     this.onProblem = options.onProblem ?? (() => {});
   }
@@ -95,7 +102,7 @@ export class NodeRegistry {
     }
     try {
       await this.repository.joining(async () => {
-        const others = (await this.liveRows()).filter((row) => row.id !== id);
+        const others = this.embeddedBrokerPerNode ? [] : (await this.liveRows()).filter((row) => row.id !== id);
         const embedded = others.find((row) => row.broker_mode === 'embedded');
         if (embedded) {
           throw new StartupError(

@@ -38,17 +38,19 @@ beforeAll(async () => {
   const options = {
     databaseUrl: database.url,
     ownerName: 'ana',
+    // Each node runs its own embedded broker here (one process), which serve refuses beside other nodes.
+    embeddedBrokerPerNode: true,
     now: () => clock,
     sessionLimits: { perToken: { burst: 4, perMinute: 1 }, perAddress: { burst: 5, perMinute: 1 } },
     signInFailures: { free: 3, firstDelayMs: 60_000 },
   };
-  const first = await startTestBackend(options);
+  const first = await startTestBackend({ ...options, nodeName: 'node-0' });
   nodes.push(first);
   // The nodes share the admin token (an operator copies the first node's to the others).
   for (let i = 0; i < 2; i++) {
     const dataDir = mkdtempSync(join(tmpdir(), 'mdm-node-'));
     copyFileSync(join(first.dataDir, 'admin-token'), join(dataDir, 'admin-token'));
-    nodes.push(await startTestBackend({ ...options, dataDir }));
+    nodes.push(await startTestBackend({ ...options, dataDir, nodeName: `node-${i + 1}` }));
   }
 }, 120_000);
 afterAll(async () => {
