@@ -88,7 +88,7 @@ export interface StartOptions extends Partial<BackendOptions> {
   /** The node registry's heartbeat and liveness window (cluster/nodes.ts; tests shorten them). */
   nodeTiming?: Partial<NodeTiming>;
   /**
-   * Tests only (several nodes in one process on one database, each with its own embedded broker):
+   * Tests only (several nodes on one database, each with its own embedded broker):
    * no refusal of the embedded broker beside other nodes (cluster/nodes.ts). `serve` never sets it.
    */
   embeddedBrokerPerNode?: boolean;

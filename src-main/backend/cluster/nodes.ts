@@ -45,7 +45,7 @@ export interface NodeRegistryOptions {
   brokerMode: string;
   timing?: Partial<NodeTiming>;
   /**
-   * Tests running several nodes in one process on one database, each with its own embedded broker
+   * Tests running several nodes on one database, each with its own embedded broker
    * (their agents connect to each node's own): the broker refusals are off. `serve` never sets it.
    */
   embeddedBrokerPerNode?: boolean;
