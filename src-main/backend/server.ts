@@ -229,6 +229,8 @@ async function startServing(
     nodeName: options.nodeName,
     sole: db.engine === 'sqlite',
     timing: partial.dutyTiming,
+    // Given up (another node, or this one at the next round, tries again): said where the operator looks.
+    onError: (duty, error) => console.error(`duty ${duty}: ${error instanceof Error ? error.message : String(error)}`),
   });
   /** Runs `work` every `everyMs` while this node holds `duty`, and once when it takes it. */
   const periodicDuty = (duty: string, everyMs: number, work: () => Promise<unknown>) => {
