@@ -37,6 +37,7 @@ import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
 import type { PostgresFeedOptions } from './cluster/feed.ts';
+import { isServerEvent } from '../../src-shared/contract/event-stream.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
@@ -339,6 +340,14 @@ async function startServing(
   });
   // Closed before the deployments it reports to (closers run in reverse).
   onClose(() => broker.close());
+  // A ping sent by another node may be answered to this one: its reply is recorded as such here.
+  const followPings = domain.feed.subscribe((event, origin) => {
+    if (origin !== 'elsewhere' || event.agent_id === null) return;
+    if (isServerEvent(event, 'agent.command') && event.data?.command === 'ping')
+      broker.commands.pingSentElsewhere(event.agent_id, Date.parse(event.at));
+    if (event.type === 'agent.ping_reply') broker.commands.pingAnsweredElsewhere(event.agent_id);
+  });
+  onClose(followPings);
   // Retained messages may be gone (the embedded broker's memory, an external broker restarted): every active policy is published again.
   await deployments.attach(broker.policies);
   const services = withEnrollment(domain, broker);
