@@ -50,7 +50,7 @@ export interface RunningBackend {
   options: BackendOptions;
   broker: MqttBroker;
   /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
-  consoleUrl(): string;
+  consoleUrl(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -223,6 +223,7 @@ async function startServing(
   const { adminSessions } = domain;
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
+    signIns: domain.signIns,
     accounts: domain.accounts,
     audit: domain.audit,
     events: domain.events,
@@ -231,13 +232,20 @@ async function startServing(
     requireTwoFactor: () => domain.signInSettings.get().require_two_factor,
     now: partial.now,
   });
-  await domain.sessions.purgeIdle();
-  await adminSessions.purgeExpired();
+  // What no longer counts: idle sessions, rate-limit buckets full again, sign-in failures
+  // forgotten, tickets and challenges expired. Every node may sweep: each DELETE removes only rows
+  // nothing can use any more, so two nodes sweeping at once do no harm.
+  const sweepAll = async () => {
+    await domain.sessions.purgeIdle();
+    await adminSessions.purgeExpired();
+    await domain.sessions.sweepRateLimits();
+    await adminAuth.sweep();
+  };
+  await sweepAll();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sweepSessions = async () => {
     try {
-      await domain.sessions.purgeIdle();
-      await adminSessions.purgeExpired();
+      await sweepAll();
     } catch (error) {
       if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
     }
@@ -402,7 +410,7 @@ async function startServing(
     api_url: services.links.apiUrl(),
     deeplink_url: services.links.deeplinkBase(),
     admin_url: adminUrl,
-    console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+    console_url: `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
     admin_token: adminToken,
     setup_url: await setupUrl(),
     mqtt_port: broker.port,
@@ -472,7 +480,7 @@ async function startServing(
     jobs,
     options,
     broker,
-    consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+    consoleUrl: async () => `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
   };
 }
 

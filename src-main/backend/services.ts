@@ -41,6 +41,8 @@ import {
   type MailOptions,
 } from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
+import { RateLimitRepository } from './sessions/rate-limit-repository.ts';
+import { SignInRepository } from './admin-sessions/sign-in-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
 import { SqliteSettingsRepository } from './settings/repository.ts';
@@ -106,7 +108,10 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
   const setupLink = (token: string) => `${options.adminUrl}/set-password?token=${token}`;
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(sql);
-  const sessions = new SessionService({ store: new SqliteSessionRepository(sql), users, work }, options.sessionLimits);
+  // Rate limits, sign-in throttles, tickets and challenges: in the database, the same on every node.
+  const rates = new RateLimitRepository(sql);
+  const signIns = new SignInRepository(sql);
+  const sessions = new SessionService({ store: new SqliteSessionRepository(sql), users, work, rates }, options.sessionLimits);
   const fleets = new FleetService({ store: new SqliteFleetRepository(sql), events, work, scopes: accountStore });
   const accounts = new AccountService({ store: accountStore, events, work, now: options.now, fleets });
   const deliveries = new SqliteDeliveryRepository(sql);
@@ -181,6 +186,8 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
     accounts,
     admins,
     adminSessions,
+    rates,
+    signIns,
     settings,
     signInSettings,
     users,
@@ -207,7 +214,8 @@ export type DomainServices = Awaited<ReturnType<typeof createServices>>;
 
 /** Enrollment hands out the broker's endpoint and credentials, so it is made once the broker runs. */
 export function withEnrollment(services: DomainServices, broker: MqttBroker) {
-  const { events, work, users, sessions, invitations, codes, agentRepository, fleets, settings, reports, links } = services;
+  const { events, work, users, sessions, invitations, codes, agentRepository, fleets, settings, reports, links, rates } =
+    services;
   const enrollment = new EnrollmentService({
     rows: agentRepository,
     events,
@@ -219,6 +227,7 @@ export function withEnrollment(services: DomainServices, broker: MqttBroker) {
     fleets,
     settings,
     reports,
+    rates,
     broker: {
       endpoint: (tls) => broker.agentEndpoint(tls),
       credentialsIssued: (agentId, password) => broker.credentialsIssued(agentId, password),

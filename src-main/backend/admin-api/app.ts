@@ -321,7 +321,7 @@ export async function adminApp({
           if (named.disabled === 1) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is disabled: enable the account first`);
           account = named;
         }
-        const url = `${(await info()).admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
+        const url = `${(await info()).admin_url}/auth?ticket=${await auth.issueTicket(account.id)}`;
         await services.events.record(
           'admin.sign_in_link_issued',
           `One-time console sign-in link issued for ${account.email ?? account.display_name}`,
