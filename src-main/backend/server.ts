@@ -64,7 +64,7 @@ export interface StartOptions extends Partial<BackendOptions> {
   /** Runs a simulated device against an invitation ("simulate a device"); without it that route answers 501. */
   simulate?: DeviceSimulator;
   /** Mail timing: the retry back-off and the SMTP greeting time-out (tests shorten both). */
-  mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs'>;
+  mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs' | 'claimTtlMs' | 'pollMs'>;
   /** How long console sessions last on the server, over the owner's sign-in settings (admin-sessions/admin-sessions.ts). */
   adminSessions?: Partial<AdminSessionLimits>;
   /** Failed console sign-ins allowed per address and per account before the growing delays (admin-sessions/backoff.ts). */
@@ -200,6 +200,8 @@ async function startServing(
     nodeName: partial.nodeName,
     sole: db.engine === 'sqlite',
     timing: partial.dutyTiming,
+    // Given up (another node, or this one at the next round, tries again): said where the operator looks.
+    onError: (duty, error) => console.error(`duty ${duty}: ${error instanceof Error ? error.message : String(error)}`),
   });
   /** Runs `work` every `everyMs` while this node holds `duty`, and once when it takes it. */
   const periodicDuty = (duty: string, everyMs: number, work: () => Promise<unknown>) => {
@@ -249,6 +251,9 @@ async function startServing(
       smtpUrl: options.smtpUrl,
       mailFrom: options.mailFrom,
       secretProtector: options.secretProtector,
+      nodeName: duties.nodeName,
+      // Other nodes may queue mail only on PostgreSQL: on SQLite (one node) every queueing wakes the worker itself.
+      ...(db.engine === 'sqlite' ? { pollMs: 0 } : {}),
       ...partial.mailTiming,
     },
     sessionLimits: options.sessionLimits,
@@ -458,8 +463,9 @@ async function startServing(
         }
       },
       consoleUrl: () => `${adminUrl}/alerts`,
+      nodeName: duties.nodeName,
     },
-    partial.alerts,
+    db.engine === 'sqlite' ? { ...partial.alerts, webhooks: { pollMs: 0, ...partial.alerts?.webhooks } } : partial.alerts,
   );
   onClose(() => alerts.close());
   // The rules evaluated each minute and after events: one node's duty (any node evaluates after a rule change).
