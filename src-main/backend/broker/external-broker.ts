@@ -11,6 +11,7 @@ import { AgentCommands } from './commands.ts';
 import { externalLiveReports, type ExternalLink } from './external-link.ts';
 import type { AgentEndpoint, BrokerStatus, MqttBroker, TaskReportHandler } from './port.ts';
 import { RetainedPolicies } from './retained-policies.ts';
+import { IngestSession, type IngestOptions } from './ingest.ts';
 
 /** What both external modes are started with; each says what its `brokerUrl` account is. */
 export interface ExternalModeOptions {
@@ -109,9 +110,30 @@ export function externalBrokerStatus(
   };
 }
 
-/** Once disconnected: every agent is marked offline (no presence can reach us now), and it is said. */
-export async function recordExternalStopped(events: EventLog, store: BrokerAgentStore, brokerName: string): Promise<void> {
-  const offline = await store.allOffline();
+/**
+ * The ingest session (ingest.ts), held by this node while it holds the `mqtt-ingest` duty. `close`
+ * gives it up and, if this node held it, marks every agent offline (the next holder derives presence
+ * afresh); it returns the agents so marked.
+ */
+export function ingestOnce(options: IngestOptions): { start(): void; close(): Promise<number[]> } {
+  const session = new IngestSession(options);
+  let held = false;
+  return {
+    start: () => {
+      held = true;
+      void session.start().catch(() => {});
+    },
+    close: async () => {
+      if (!held) return [];
+      held = false;
+      await session.stop();
+      return options.store.allOffline();
+    },
+  };
+}
+
+/** Once disconnected: the agents marked offline by this node, if any, are said. */
+export async function recordExternalStopped(events: EventLog, offline: number[], brokerName: string): Promise<void> {
   await events.record(
     'broker.stopped',
     `Disconnected from ${brokerName}${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`,
