@@ -29,9 +29,19 @@ export interface ExternalModeOptions {
   /** Where agents reach the broker, when not by the broker URL's name. */
   publicUrl?: string | undefined;
   caFile?: string | undefined;
-  /** Task status reports the agents publish (read on the backend's own connection). */
+  /** Task status reports the agents publish (read by the ingest session). */
   onTaskReport?: TaskReportHandler | undefined;
+  /** The duties of the nodes on one database: the ingest session is held by one node (default: this one). */
+  duties?: IngestDuties | undefined;
 }
+
+/** Of cluster/duties.ts, what the ingest session needs: run while this node holds a lease. */
+export interface IngestDuties {
+  whileHeld(name: string, start: () => unknown, stop: () => unknown): () => Promise<void>;
+}
+
+/** The duty whose holder reads what agents report (ingest.ts). */
+export const INGEST_DUTY = 'mqtt-ingest';
 
 export interface ExternalBrokerParts {
   mode: 'mosquitto' | 'rabbitmq';
@@ -111,23 +121,39 @@ export function externalBrokerStatus(
 }
 
 /**
- * The ingest session (ingest.ts), held by this node while it holds the `mqtt-ingest` duty. `close`
- * gives it up and, if this node held it, marks every agent offline (the next holder derives presence
- * afresh); it returns the agents so marked.
+ * The ingest session (ingest.ts), held by this node while it holds the `mqtt-ingest` duty (at once
+ * without `duties`). `close` gives it up and, if this node held it, marks every agent offline (the
+ * next holder derives presence afresh); it returns the agents so marked.
  */
-export function ingestOnce(options: IngestOptions): { start(): void; close(): Promise<number[]> } {
+export function ingestOnce(
+  options: IngestOptions,
+  duties: IngestDuties | undefined,
+): { start(): void; close(): Promise<number[]> } {
   const session = new IngestSession(options);
   let held = false;
+  let release: (() => Promise<void>) | null = null;
+  const take = () => {
+    held = true;
+    return session.start();
+  };
+  const leave = async () => {
+    held = false;
+    await session.stop();
+  };
   return {
     start: () => {
-      held = true;
-      void session.start().catch(() => {});
+      if (release) return;
+      if (duties) release = duties.whileHeld(INGEST_DUTY, take, leave);
+      else {
+        release = leave;
+        void take().catch(() => {});
+      }
     },
     close: async () => {
-      if (!held) return [];
-      held = false;
-      await session.stop();
-      return options.store.allOffline();
+      const wasHeld = held;
+      await release?.();
+      release = null;
+      return wasHeld ? options.store.allOffline() : [];
     },
   };
 }

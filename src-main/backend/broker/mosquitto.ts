@@ -60,18 +60,21 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
     onRefused: () => dynsec.resetBackendPassword(),
   });
-  const ingest = ingestOnce({
-    url,
-    credentials: () => ({ username: BACKEND_ACCOUNT, password: backendPassword }),
-    clientId: `${BACKEND_ACCOUNT}-ingest`,
-    caFile: options.caFile,
-    events,
-    work: options.work,
-    store,
-    name: 'Mosquitto',
-    onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
-    onPresence: (agent, online) => link.setPresence(agent, online),
-  });
+  const ingest = ingestOnce(
+    {
+      url,
+      credentials: () => ({ username: BACKEND_ACCOUNT, password: backendPassword }),
+      clientId: `${BACKEND_ACCOUNT}-ingest`,
+      caFile: options.caFile,
+      events,
+      work: options.work,
+      store,
+      name: 'Mosquitto',
+      onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
+      onPresence: (agent, online) => link.setPresence(agent, online),
+    },
+    options.duties,
+  );
   const accounts: AgentAccounts = {
     // Enrolled again: the old install's password stops working now (the new one comes with the record read).
     revoke: async (agentId, why) => {

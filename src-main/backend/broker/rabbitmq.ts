@@ -114,25 +114,28 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
     name: 'RabbitMQ',
     onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
   });
-  const ingest = ingestOnce({
-    url,
-    credentials: () => ({ username: url.username, password: url.password }),
-    clientId: `${clientIdPrefix}-ingest`,
-    caFile: options.caFile,
-    events,
-    work: options.work,
-    store,
-    name: 'RabbitMQ',
-    onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
-    onPresence: (agent, online) => link.setPresence(agent, online),
-    // Retained messages live on the node that took them: the agent may be on another one now.
-    // Its commands (Command/Subscribe among them) and its fleet's and own policies.
-    onAgentOnline: (agent) => {
-      void commands.republishFor(agent.id).catch(() => {});
-      policies.republishFor(agent);
-      return Promise.resolve();
+  const ingest = ingestOnce(
+    {
+      url,
+      credentials: () => ({ username: url.username, password: url.password }),
+      clientId: `${clientIdPrefix}-ingest`,
+      caFile: options.caFile,
+      events,
+      work: options.work,
+      store,
+      name: 'RabbitMQ',
+      onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
+      onPresence: (agent, online) => link.setPresence(agent, online),
+      // Retained messages live on the node that took them: the agent may be on another one now.
+      // Its commands (Command/Subscribe among them) and its fleet's and own policies.
+      onAgentOnline: (agent) => {
+        void commands.republishFor(agent.id).catch(() => {});
+        policies.republishFor(agent);
+        return Promise.resolve();
+      },
     },
-  });
+    options.duties,
+  );
   const accounts: AgentAccounts = {
     // RabbitMQ offers no kick without its management API: the agent leaves by itself, and its
     // next login is refused (the auth endpoints ask the database).

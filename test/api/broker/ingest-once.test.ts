@@ -23,6 +23,8 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('several nodes on 
   let mosquitto: MosquittoProcess;
   const nodes = new Map<string, ChildBackend>();
   const dirs: string[] = [];
+  /** An API token (kept in the database, so every node takes it; each node's admin token is its data dir's). */
+  let token = '';
   const clients: MqttClient[] = [];
 
   async function startNode(name: string): Promise<ChildBackend> {
@@ -47,7 +49,7 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('several nodes on 
       const response = await fetch(`${node.info.admin_url}/api${path}`, {
         method,
         headers: {
-          authorization: `Bearer ${node.info.admin_token}`,
+          authorization: `Bearer ${token}`,
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -60,9 +62,11 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('several nodes on 
 
   async function status(node: ChildBackend): Promise<{ connected: boolean; connected_agents: number }> {
     const response = await fetch(`${node.info.admin_url}/api/status`, {
-      headers: { authorization: `Bearer ${node.info.admin_token}` },
+      headers: { authorization: `Bearer ${token}` },
     });
-    return ((await response.json()) as { mqtt: { connected: boolean; connected_agents: number } }).mqtt;
+    const body = (await response.json()) as { mqtt?: { connected: boolean; connected_agents: number } };
+    if (!body.mqtt) throw new Error(`no broker status from ${node.info.admin_url}: ${JSON.stringify(body)}`);
+    return body.mqtt;
   }
 
   const holder = async () =>
@@ -85,7 +89,14 @@ describe.runIf(BROKER_MODES_UNDER_TEST.includes('mosquitto'))('several nodes on 
     database = await createTestDatabase('ingest-once');
     db = new pg.Pool({ connectionString: database.url, max: 2 });
     mosquitto = await startMosquitto();
-    await startNode('node-a');
+    const first = await startNode('node-a');
+    const created = await fetch(`${first.info.admin_url}/api/tokens`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${first.info.admin_token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'several nodes', role: 'admin' }),
+    });
+    expect(created.status).toBe(201);
+    token = ((await created.json()) as { token: string }).token;
     await startNode('node-b');
     for (const node of nodes.values()) await eventually(async () => (await status(node)).connected, 60_000);
   }, 240_000);
