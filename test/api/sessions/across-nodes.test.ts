@@ -4,7 +4,7 @@
 // data dir and ports) on one real PostgreSQL database; the requests go to the nodes in turn, as a
 // load balancer sends them. Before, each node kept these in its own memory: a limit of N a minute
 // was N per node, a ticket made on A was unknown on B.
-import { copyFileSync, mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Secret, TOTP } from 'otpauth';
@@ -42,21 +42,18 @@ beforeAll(async () => {
     sessionLimits: { perToken: { burst: 4, perMinute: 1 }, perAddress: { burst: 5, perMinute: 1 } },
     signInFailures: { free: 3, firstDelayMs: 60_000 },
   };
-  const first = await startTestBackend(options);
+  const first = await startTestBackend({ ...options, nodeName: 'node-a' });
   nodes.push(first);
   // The nodes share the admin token (an operator copies the first node's to the others).
-  for (let i = 0; i < 2; i++) {
+  for (const nodeName of ['node-b', 'node-c']) {
     const dataDir = mkdtempSync(join(tmpdir(), 'mdm-node-'));
     copyFileSync(join(first.dataDir, 'admin-token'), join(dataDir, 'admin-token'));
-    nodes.push(await startTestBackend({ ...options, dataDir }));
+    nodes.push(await startTestBackend({ ...options, dataDir, nodeName }));
   }
-  const token = new URL(first.backend.info.setup_url!).searchParams.get('token')!;
-  const done = await post(first, '/auth/setup', { token, email: EMAIL, display_name: 'Ana Ruiz', password: PASSWORD });
-  expect(done.status).toBe(200);
-  ownerCookie = sessionCookieOf(done)!;
 }, 120_000);
 afterAll(async () => {
   for (const node of nodes) await node.stop();
+  for (const node of nodes.slice(1)) rmSync(node.dataDir, { recursive: true, force: true });
   await database?.drop();
 });
 
@@ -88,6 +85,23 @@ describe('rate limits across nodes', () => {
 });
 
 describe('console sign-in across nodes', () => {
+  it("the owner's set-up link printed by node A works on node C, once: then no node's link works", async () => {
+    const tokenOf = (node: TestBackend) => new URL(node.backend.info.setup_url!).searchParams.get('token')!;
+    const form = (node: TestBackend, token: string) =>
+      post(node, '/auth/setup', { token, email: EMAIL, display_name: 'Ana Ruiz', password: PASSWORD });
+    const done = await form(nodes[2]!, tokenOf(nodes[0]!));
+    expect(done.status).toBe(200);
+    ownerCookie = sessionCookieOf(done)!;
+    for (const node of nodes) {
+      for (const printedBy of nodes) {
+        const again = await form(node, tokenOf(printedBy));
+        expect(again.status).toBe(410);
+        expect(again.body.error).toBe('ERROR_SETUP_USED');
+      }
+    }
+    expect((await api(nodes[1]!, ownerCookie, 'GET', '/me')).status).toBe(200);
+  });
+
   it('failed sign-ins from one address are counted on every node: throttled on the next node', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await signIn(nodeAt(i), 'nobody@example.org', 'guess', '127.0.5.1')).status);
