@@ -12,8 +12,6 @@ import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
 import { buildAgentApp } from './agent-api/app.ts';
 import { appLinkSchemeFor } from './deeplink/codec.ts';
 import { startBrokerPort } from './broker/start.ts';
-import { Duties, type DutyTiming } from './cluster/duties.ts';
-import { SqlDutyRepository } from './cluster/duty-repository.ts';
 import type { MqttBroker } from './broker/port.ts';
 import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
 import { lockDataDir, SERVER_FILE, type DataDirLock } from './db/data-dir-lock.ts';
@@ -92,10 +90,6 @@ export interface StartOptions extends Partial<BackendOptions> {
   jobSweepEveryMs?: number;
   /** The event feed's listening connection on PostgreSQL (cluster/feed.ts): reconnection waits, check interval. */
   feed?: PostgresFeedOptions;
-  /** This node's name among the nodes on one database (the holder of its duties); default the host name. */
-  nodeName?: string;
-  /** How long a duty's lease lasts and how often it is renewed (cluster/duties.ts; tests shorten both). */
-  dutyTiming?: Partial<DutyTiming>;
 }
 
 /** How often the sessions of agents and consoles are swept. */
@@ -229,15 +223,6 @@ async function startServing(
     );
   };
   const adminToken = loadOrCreateAdminToken(options.dataDir);
-  // Work one node does at a time (leases in the database; SQLite: this node, always).
-  const duties = new Duties({
-    repository: new SqlDutyRepository(db),
-    nodeName: partial.nodeName,
-    sole: !options.databaseUrl,
-    timing: partial.dutyTiming,
-  });
-  await duties.start();
-  onClose(() => duties.close());
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
   // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the accept

@@ -122,23 +122,25 @@ export function externalBrokerStatus(
 
 /**
  * The ingest session (ingest.ts), held by this node while it holds the `mqtt-ingest` duty (at once
- * without `duties`). `close` gives it up and, if this node held it, marks every agent offline (the
- * next holder derives presence afresh); it returns the agents so marked.
+ * without `duties`). Given up (the node closing, the lease lost), every agent is marked offline (the
+ * next holder derives presence afresh); `close` returns the agents so marked.
  */
 export function ingestOnce(
   options: IngestOptions,
   duties: IngestDuties | undefined,
 ): { start(): void; close(): Promise<number[]> } {
   const session = new IngestSession(options);
-  let held = false;
   let release: (() => Promise<void>) | null = null;
+  /** The agents marked offline when this node last gave the session up (the node closing, typically). */
+  let markedOffline: number[] = [];
   const take = () => {
-    held = true;
+    markedOffline = [];
     return session.start();
   };
+  // Given up (the node closing, or the lease lost): presence is derived afresh by the next holder.
   const leave = async () => {
-    held = false;
     await session.stop();
+    markedOffline = await options.store.allOffline();
   };
   return {
     start: () => {
@@ -150,10 +152,11 @@ export function ingestOnce(
       }
     },
     close: async () => {
-      const wasHeld = held;
       await release?.();
       release = null;
-      return wasHeld ? options.store.allOffline() : [];
+      const marked = markedOffline;
+      markedOffline = [];
+      return marked;
     },
   };
 }
