@@ -52,10 +52,10 @@ export interface MigrateOptions extends CopyOptions {
   /** Told each step as it starts ("Checking the stored files"). */
   onStep?: (text: string) => void;
   /**
-   * Rows for the `secrets` table, written in the copy's transaction once every table is proved
+   * Rows for the `cluster_secrets` table, written in the copy's transaction once every table is proved
    * (the data dir's SMTP password, sealed by the cluster key: secrets/database-secrets.ts sealedRows).
    */
-  secretRows?: { name: string; value: string; key_id: string; updated_at: string }[];
+  secretRows?: { name: string; value: string; updated_at: string }[];
 }
 
 export interface MovedNote {
@@ -167,10 +167,9 @@ export async function migrateDataDirToPostgres(options: MigrateOptions): Promise
           ...options,
           beforeCommit: async () => {
             for (const row of options.secretRows ?? [])
-              await target.client.query(`INSERT INTO secrets (name, value, key_id, updated_at) VALUES ($1, $2, $3, $4)`, [
+              await target.client.query(`INSERT INTO cluster_secrets (name, value, updated_at) VALUES ($1, $2, $3)`, [
                 row.name,
                 row.value,
-                row.key_id,
                 row.updated_at,
               ]);
           },

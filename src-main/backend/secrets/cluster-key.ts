@@ -39,19 +39,21 @@ export class ClusterKey {
     this.id = createHmac('sha256', derive(raw, 'mdm-console key check v1')).update('key check').digest('hex').slice(0, 32);
   }
 
-  /** `v1.<iv>.<tag>.<ciphertext>`, base64 each: a fresh 12-byte IV per value. */
+  /** `v1.<key check>.<iv>.<tag>.<ciphertext>`, base64 each: a fresh 12-byte IV per value. */
   seal(name: string, plain: string): string {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     cipher.setAAD(Buffer.from(name, 'utf8'));
     const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return [FORMAT, iv.toString('base64'), cipher.getAuthTag().toString('base64'), data.toString('base64')].join('.');
+    return [FORMAT, this.id, iv.toString('base64'), cipher.getAuthTag().toString('base64'), data.toString('base64')].join('.');
   }
 
   open(name: string, sealed: string): string {
-    const [format, iv, tag, data] = sealed.split('.');
-    if (format !== FORMAT || iv === undefined || tag === undefined || data === undefined)
+    const [format, keyId, iv, tag, data] = sealed.split('.');
+    if (format !== FORMAT || keyId === undefined || iv === undefined || tag === undefined || data === undefined)
       throw new SealedValueError(`the stored ${name} is not in a form this version reads`);
+    if (keyId !== this.id)
+      throw new SealedValueError(`the stored ${name} was sealed with another cluster key than ${this.source}'s`);
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64'));
       decipher.setAAD(Buffer.from(name, 'utf8'));
@@ -61,6 +63,12 @@ export class ClusterKey {
       throw new SealedValueError(`the stored ${name} does not open with the cluster key of ${this.source}`);
     }
   }
+}
+
+/** The key check a sealed value names (the key it was sealed with), or undefined for what is not sealed. */
+export function keyIdOf(sealed: string): string | undefined {
+  const [format, keyId] = sealed.split('.');
+  return format === FORMAT ? keyId : undefined;
 }
 
 /**

@@ -12,9 +12,10 @@ import {
   SECRET_KEY_FILE,
   SealedValueError,
   writeNewClusterKey,
+  keyIdOf,
   type ClusterKey,
 } from './cluster-key.ts';
-import { CLUSTER_KEY_ROW, type SecretRepository } from './repository.ts';
+import { KEY_CHECK_ROW, SEALED_PREFIX, type SecretRepository } from './repository.ts';
 
 /** How the console names this protection (the mail page's `secret_storage`). */
 export const DATABASE_PROTECTION = 'database-aes-256-gcm';
@@ -68,17 +69,19 @@ export async function openClusterSecrets(
     throw error;
   }
   let notice: string | null = null;
-  const recorded = await repository.keyCheck();
+  const sealedCheck = await repository.keyCheck();
+  const recorded = sealedCheck === undefined ? undefined : keyIdOf(sealedCheck);
+  const record = async (with_: ClusterKey) =>
+    keyIdOf(await repository.recordKeyCheck(with_.seal(KEY_CHECK_ROW, 'key check'), now()));
   if (key === null) {
-    if (recorded !== undefined) {
+    if (sealedCheck !== undefined) {
       throw new StartupError(
         `This node has no cluster key, and this database's secrets (the SMTP password) are encrypted with one: ${HOW_TO_GIVE}.`,
         { code: 'ESECRETKEYMISSING', option: 'secretKeyFile' },
       );
     }
     const made = writeNewClusterKey(sources.dataDir);
-    const stored = await repository.recordKeyCheck(made.key.id, made.key.seal(CLUSTER_KEY_ROW, 'key check'), now());
-    if (stored !== made.key.id) {
+    if ((await record(made.key)) !== made.key.id) {
       // Another node, started at the same moment, recorded its own first: this one is not the key.
       made.remove();
       throw new StartupError(`Another node made this database's cluster key while this one started: ${HOW_TO_GIVE}.`, {
@@ -91,7 +94,7 @@ export async function openClusterSecrets(
       `A new cluster key was written to ${made.file}: it encrypts the secrets kept in the database (the SMTP password). ` +
       `Give every other node the same key (copy the file into its data dir, or set ${SECRET_KEY_ENV}), and keep a copy apart from the backups.`;
   } else {
-    const stored = recorded ?? (await repository.recordKeyCheck(key.id, key.seal(CLUSTER_KEY_ROW, 'key check'), now()));
+    const stored = sealedCheck === undefined ? await record(key) : recorded;
     if (stored !== key.id) {
       throw new StartupError(
         `The cluster key of ${key.source} is not the one this database's secrets were written with: ${HOW_TO_GIVE}.`,
@@ -138,7 +141,7 @@ export class DatabaseSecretStore {
   /** Written in the caller's transaction (the settings change it belongs to); `null` removes it. */
   async set(name: string, value: string | null): Promise<void> {
     if (value === null) await this.repository.remove(name);
-    else await this.repository.put(name, this.key.seal(name, value), this.key.id, this.now());
+    else await this.repository.put(name, this.key.seal(name, value), this.now());
   }
 
   /** Reads every secret again (after a change here or on another node). */
@@ -162,16 +165,20 @@ export class DatabaseSecretStore {
 export const dataDirKeyFile = (dataDir: string) => join(dataDir, SECRET_KEY_FILE);
 
 /**
- * The `secrets` rows that carry `values` into a new database (migrate-db): the key check first,
- * then each value sealed by `key`. Nothing is kept in clear.
+ * The `cluster_secrets` rows that carry `values` into a new database (migrate-db): the key check
+ * first, then each value sealed by `key`. Nothing is kept in clear.
  */
 export function sealedRows(
   key: ClusterKey,
   values: Record<string, string>,
   at = new Date().toISOString(),
-): { name: string; value: string; key_id: string; updated_at: string }[] {
+): { name: string; value: string; updated_at: string }[] {
   return [
-    { name: CLUSTER_KEY_ROW, value: key.seal(CLUSTER_KEY_ROW, 'key check'), key_id: key.id, updated_at: at },
-    ...Object.entries(values).map(([name, value]) => ({ name, value: key.seal(name, value), key_id: key.id, updated_at: at })),
+    { name: KEY_CHECK_ROW, value: key.seal(KEY_CHECK_ROW, 'key check'), updated_at: at },
+    ...Object.entries(values).map(([name, value]) => ({
+      name: `${SEALED_PREFIX}${name}`,
+      value: key.seal(name, value),
+      updated_at: at,
+    })),
   ];
 }

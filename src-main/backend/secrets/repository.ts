@@ -1,17 +1,20 @@
 import type { Sql } from '../db/sql.ts';
 
-/** The row that records which key the database's secrets are encrypted with (its key check). */
-export const CLUSTER_KEY_ROW = 'cluster-key';
-const KEY_CHECK = CLUSTER_KEY_ROW;
+/**
+ * The sealed rows of `cluster_secrets` (what every node of one database shares; the admin token's
+ * row is cluster/repository.ts's): named `sealed:<name>`, each value sealed by the cluster key
+ * (secrets/cluster-key.ts), never in clear. `sealed:cluster-key` is the key check: a value sealed by
+ * the key the database's secrets are written with, which names that key.
+ */
+export const SEALED_PREFIX = 'sealed:';
+export const KEY_CHECK_ROW = `${SEALED_PREFIX}cluster-key`;
 
-export interface StoredSecret {
+export interface SealedRow {
+  /** Without the prefix ("smtp_password"). */
   name: string;
-  /** Sealed (secrets/cluster-key.ts): never the value itself. */
   value: string;
-  key_id: string;
 }
 
-/** The `secrets` table: values sealed by the cluster key, and the key check (PostgreSQL; unused on SQLite). */
 export class SecretRepository {
   private readonly sql: Sql;
 
@@ -19,34 +22,39 @@ export class SecretRepository {
     this.sql = sql;
   }
 
-  /** The key check the database's secrets were written with; undefined before any node recorded one. */
+  /** The sealed key check, or undefined before any node recorded one. */
   keyCheck(): Promise<string | undefined> {
-    return this.sql.value<string>(`SELECT key_id FROM secrets WHERE name = ?`, [KEY_CHECK]);
+    return this.sql.value<string>(`SELECT value FROM cluster_secrets WHERE name = ?`, [KEY_CHECK_ROW]);
   }
 
-  /** Records `keyId` unless a key check is recorded already (another node's, first); returns the one recorded. */
-  async recordKeyCheck(keyId: string, sealed: string, at: string): Promise<string> {
-    await this.sql.run(
-      `INSERT INTO secrets (name, value, key_id, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
-      [KEY_CHECK, sealed, keyId, at],
-    );
+  /** Records this key check unless one is recorded already (another node's, first); returns the one recorded. */
+  async recordKeyCheck(sealed: string, at: string): Promise<string> {
+    await this.sql.run(`INSERT INTO cluster_secrets (name, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, [
+      KEY_CHECK_ROW,
+      sealed,
+      at,
+    ]);
     return (await this.keyCheck())!;
   }
 
-  /** Every secret but the key check. */
-  all(): Promise<StoredSecret[]> {
-    return this.sql.all<StoredSecret>(`SELECT name, value, key_id FROM secrets WHERE name <> ? ORDER BY name`, [KEY_CHECK]);
+  /** Every sealed secret but the key check. */
+  async all(): Promise<SealedRow[]> {
+    const rows = await this.sql.all<SealedRow>(
+      `SELECT name, value FROM cluster_secrets WHERE substr(name, 1, ?) = ? AND name <> ? ORDER BY name`,
+      [SEALED_PREFIX.length, SEALED_PREFIX, KEY_CHECK_ROW],
+    );
+    return rows.map((row) => ({ name: row.name.slice(SEALED_PREFIX.length), value: row.value }));
   }
 
-  async put(name: string, value: string, keyId: string, at: string): Promise<void> {
+  async put(name: string, sealed: string, at: string): Promise<void> {
     await this.sql.run(
-      `INSERT INTO secrets (name, value, key_id, updated_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (name) DO UPDATE SET value = excluded.value, key_id = excluded.key_id, updated_at = excluded.updated_at`,
-      [name, value, keyId, at],
+      `INSERT INTO cluster_secrets (name, value, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+      [`${SEALED_PREFIX}${name}`, sealed, at],
     );
   }
 
   async remove(name: string): Promise<void> {
-    await this.sql.run(`DELETE FROM secrets WHERE name = ?`, [name]);
+    await this.sql.run(`DELETE FROM cluster_secrets WHERE name = ?`, [`${SEALED_PREFIX}${name}`]);
   }
 }

@@ -61,6 +61,8 @@ async function refusedStart(options: Parameters<typeof startBackend>[0]): Promis
     publicHost: '127.0.0.1',
     databaseUrl: database.url,
     nodeName: `refused-${randomBytes(3).toString('hex')}`,
+    // Each node runs its own embedded broker here (one process), which serve refuses beside other nodes.
+    embeddedBrokerPerNode: true,
     ...options,
   });
   const error = await started.then(
@@ -89,11 +91,13 @@ beforeAll(async () => {
   });
   // The operator's key, the same for both nodes (openssl rand -base64 32).
   const secretKey = randomBytes(32).toString('base64');
-  const first = await startTestBackend({ databaseUrl: database.url, nodeName: 'node-a', secretKey });
+  const first = await startTestBackend({ databaseUrl: database.url, nodeName: 'node-a', secretKey, embeddedBrokerPerNode: true });
   nodes.push(first);
   const dataDir = tempDir();
   copyFileSync(join(first.dataDir, 'admin-token'), join(dataDir, 'admin-token'));
-  nodes.push(await startTestBackend({ databaseUrl: database.url, dataDir, nodeName: 'node-b', secretKey }));
+  nodes.push(
+    await startTestBackend({ databaseUrl: database.url, dataDir, nodeName: 'node-b', secretKey, embeddedBrokerPerNode: true }),
+  );
 }, 120_000);
 afterAll(async () => {
   for (const node of nodes) await node.stop();
@@ -205,7 +209,13 @@ describe('the first node on a database without a key', () => {
     let a: TestBackend | undefined;
     let b: TestBackend | undefined;
     try {
-      a = await startTestBackend({ databaseUrl: fresh.url, dataDir: dirA, nodeName: 'first-a', secretKey: undefined });
+      a = await startTestBackend({
+        databaseUrl: fresh.url,
+        dataDir: dirA,
+        nodeName: 'first-a',
+        secretKey: undefined,
+        embeddedBrokerPerNode: true,
+      });
       const keyFile = join(dirA, 'secret-key');
       expect(statSync(keyFile).mode & 0o777).toBe(0o600);
       expect(Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'base64')).toHaveLength(32);
@@ -215,10 +225,22 @@ describe('the first node on a database without a key', () => {
       ).toBe(200);
       copyFileSync(join(dirA, 'admin-token'), join(dirB, 'admin-token'));
       await expect(
-        startTestBackend({ databaseUrl: fresh.url, dataDir: dirB, nodeName: 'first-b', secretKey: undefined }),
+        startTestBackend({
+          databaseUrl: fresh.url,
+          dataDir: dirB,
+          nodeName: 'first-b',
+          secretKey: undefined,
+          embeddedBrokerPerNode: true,
+        }),
       ).rejects.toThrow(/^This node has no cluster key/);
       copyFileSync(keyFile, join(dirB, 'secret-key'));
-      b = await startTestBackend({ databaseUrl: fresh.url, dataDir: dirB, nodeName: 'first-b', secretKey: undefined });
+      b = await startTestBackend({
+        databaseUrl: fresh.url,
+        dataDir: dirB,
+        nodeName: 'first-b',
+        secretKey: undefined,
+        embeddedBrokerPerNode: true,
+      });
       expect(b.backend.notices).toEqual([]);
       expect((await b.admin('GET', '/mail/settings')).body).toMatchObject({
         smtp_password_set: true,
