@@ -48,7 +48,11 @@ if (kind === 'enrollment') {
   await enrollLoad(invites.slice(0, 200), 64, { serialPrefix: 'PW' }); // warm
   const before = cpuSeconds(profiled.child.pid);
   const load = await enrollLoad(invites.slice(200), 64, { serialPrefix: 'PM' });
-  result = { enrollments: load.enrolled.length, errors: load.errors.length, cpu_ms_per_enrollment: ((cpuSeconds(profiled.child.pid) - before) * 1000) / load.enrolled.length };
+  result = {
+    enrollments: load.enrolled.length,
+    errors: load.errors.length,
+    cpu_ms_per_enrollment: ((cpuSeconds(profiled.child.pid) - before) * 1000) / load.enrolled.length,
+  };
 } else result = await measure(profiled.child.pid, target, kind as 'ranges' | 'whole', Number(n), kind === 'whole' ? 2 : 8);
 if (recorder) {
   recorder.kill('SIGINT');
