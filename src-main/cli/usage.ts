@@ -29,9 +29,11 @@ export const USAGES: Record<string, string> = {
                          [--agent-app spec|flyve] [--mqtt-broker embedded|mosquitto|rabbitmq]
                          [--mqtt-broker-url URL] [--mqtt-broker-password-file FILE]
                          [--mqtt-public-url URL] [--mqtt-broker-ca FILE]
-                         [--mqtt-auth-host H --mqtt-auth-port P] [--mqtt-auth-secret-file FILE] [--json]
+                         [--mqtt-auth-host H --mqtt-auth-port P] [--mqtt-auth-secret-file FILE]
+                         [--node-name NAME] [--files-dir DIR] [--json]
 
-Runs the backend and the web console until Ctrl+C. One server per data dir.
+Runs the backend and the web console until Ctrl+C. One server per data dir; on PostgreSQL,
+several servers (nodes, each with its own data dir) may share one database behind a load balancer.
 
   --port P            agent API and deeplink page (default 8080; 0 = any free port)
   --host ADDR         address the agent API listens on (default 0.0.0.0: the LAN)
@@ -55,6 +57,10 @@ Runs the backend and the web console until Ctrl+C. One server per data dir.
   --data-dir DIR      database, files, token (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)
   --database-url URL  the database on PostgreSQL (13 or newer) instead of DIR's SQLite file (or
                       $MDM_CONSOLE_DATABASE_URL, which keeps the password off the command line)
+  --node-name NAME    this node's name among the nodes of the database, unique among the running
+                      ones (or $MDM_CONSOLE_NODE_NAME; default: the host name)
+  --files-dir DIR     where stored files and packages live: with several nodes, a directory every
+                      node mounts, such as NFS (default: DIR/files of --data-dir)
   --json              print the server's addresses as JSON`,
   invite: INVITE,
   invitations: `usage: mdm-console invitations [--status pending|enrolled|expired|revoked] [--search TEXT]
@@ -299,21 +305,25 @@ language of \`devices --where\` (docs/where.md), --view a saved view. Devices co
 inventory's fields (model, OS, serial, IMEI, battery, storage, apps) and compliance; tokens and
 enrollment links are never exported. An operator or observer scoped to fleets exports theirs only.
   --data-dir DIR    the server's data dir (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)`,
-  backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR] [--database-url postgres://…]
+  backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR] [--database-url postgres://…] [--files-dir FILES_DIR]
 
 Copies the database (a consistent snapshot, also while the server runs), the stored files and
 packages, the broker's TLS certificate and the mail secrets into DIR, a new or empty folder.
   --database-url URL   PostgreSQL mode (or $MDM_CONSOLE_DATABASE_URL): the database is that one,
                        read in one snapshot while servers keep running, into the backup's SQLite
-                       file (each table checked); the files come from DATA_DIR as ever.`,
-  restore: `usage: mdm-console restore DIR [--data-dir DATA_DIR] [--database-url postgres://…]
+                       file (each table checked).
+  --files-dir DIR      where the stored files are (serve --files-dir, a directory the nodes share);
+                       default: the running server's (its server.json), else DATA_DIR/files.`,
+  restore: `usage: mdm-console restore DIR [--data-dir DATA_DIR] [--database-url postgres://…] [--files-dir FILES_DIR]
 
 Replaces the data of DATA_DIR with the backup in DIR. The server must be stopped. What it
 replaces is kept in DATA_DIR/before-restore-<time>/.
   --database-url URL   PostgreSQL mode (or $MDM_CONSOLE_DATABASE_URL): the backup's database goes
                        into that database, which must be empty (one transaction, each table
                        checked); its files, certificate and secrets into DATA_DIR. A backup of
-                       either engine restores into either.`,
+                       either engine restores into either.
+  --files-dir DIR      the stored files go into that directory (serve --files-dir, shared by the
+                       nodes), added beside what it holds; default DATA_DIR/files.`,
   'migrate-db': `usage: mdm-console migrate-db --to postgres://USER:PASSWORD@HOST:PORT/DATABASE [--data-dir DATA_DIR] [--json]
 
 Copies the SQLite database of DATA_DIR (its server stopped) into an empty PostgreSQL database, in

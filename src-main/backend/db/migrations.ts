@@ -927,6 +927,34 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    version: 27,
+    name: 'cluster: the node registry and the secrets every node shares',
+    // One row per node name (serve --node-name): where it answers, what it runs, when it started,
+    // its last heartbeat (every few seconds while it runs) and when it stopped cleanly. A node is
+    // live while its heartbeat is recent (cluster/nodes.ts). cluster_secrets holds what every node
+    // of one database must agree on (the admin token). Times are ISO strings computed in TypeScript.
+    sql: `
+      CREATE TABLE nodes (
+        id              INTEGER PRIMARY KEY,
+        name            TEXT NOT NULL,
+        admin_url       TEXT NOT NULL,
+        agent_url       TEXT NOT NULL,
+        version         TEXT NOT NULL,
+        broker_mode     TEXT NOT NULL,
+        started_at      TEXT NOT NULL,
+        last_heartbeat  TEXT NOT NULL,
+        stopped_at      TEXT
+      );
+      CREATE UNIQUE INDEX nodes_name ON nodes(name);
+
+      CREATE TABLE cluster_secrets (
+        name        TEXT PRIMARY KEY,
+        value       TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+      );
+    `,
+  },
+  {
     version: 28,
     name: 'several nodes: duty leases, the node running each bulk job',
     // A duty is work that must run on one node at a time (a sweeper, the alert evaluation, the
@@ -986,6 +1014,24 @@ export const migrations: Migration[] = [
         expires_at      TEXT NOT NULL,
         attempts        INTEGER NOT NULL DEFAULT 0
       );
+    `,
+  },
+  {
+    version: 30,
+    name: 'queues claimed by a node: claimed_by and claimed_until on the mail and webhook queues',
+    // Several nodes drain one queue: a node claims a due row (state 'sending') under its name until
+    // claimed_until, keeps the claim alive while its send is in progress, and only the claim's holder
+    // writes the outcome. A claim whose node died expires and another node takes the row. A row left
+    // 'sending' by an older version (no claim) counts as expired. Who sent a row stays in claimed_by.
+    sql: `
+      ALTER TABLE mail_deliveries ADD COLUMN claimed_by TEXT;
+      ALTER TABLE mail_deliveries ADD COLUMN claimed_until TEXT;
+      ALTER TABLE admin_invite_deliveries ADD COLUMN claimed_by TEXT;
+      ALTER TABLE admin_invite_deliveries ADD COLUMN claimed_until TEXT;
+      ALTER TABLE notification_mails ADD COLUMN claimed_by TEXT;
+      ALTER TABLE notification_mails ADD COLUMN claimed_until TEXT;
+      ALTER TABLE webhook_deliveries ADD COLUMN claimed_by TEXT;
+      ALTER TABLE webhook_deliveries ADD COLUMN claimed_until TEXT;
     `,
   },
 ];
