@@ -57,10 +57,11 @@ export function givenClusterKey(sources: ClusterKeySources): ClusterKey | null {
  * makes one in its data dir and says so.
  */
 export async function openClusterSecrets(
-  repository: SecretRepository,
+  store: DatabaseSecretStore,
   sources: ClusterKeySources,
   now: () => string = () => new Date().toISOString(),
 ): Promise<ClusterSecrets> {
+  const repository = store.repository;
   let key: ClusterKey | null;
   try {
     key = givenClusterKey(sources);
@@ -102,8 +103,7 @@ export async function openClusterSecrets(
       );
     }
   }
-  const store = new DatabaseSecretStore(repository, key, now);
-  await store.reload();
+  await store.unlock(key);
   return { store, key, notice };
 }
 
@@ -114,16 +114,22 @@ export async function openClusterSecrets(
  */
 export class DatabaseSecretStore {
   readonly protection = DATABASE_PROTECTION;
+  readonly repository: SecretRepository;
   private values = new Map<string, string>();
   private unreadable = new Set<string>();
-  private readonly repository: SecretRepository;
-  private readonly key: ClusterKey;
+  /** Set at start once the key is checked (openClusterSecrets); nothing is read or written before. */
+  private key: ClusterKey | null = null;
   private readonly now: () => string;
 
-  constructor(repository: SecretRepository, key: ClusterKey, now: () => string) {
+  constructor(repository: SecretRepository, now: () => string = () => new Date().toISOString()) {
     this.repository = repository;
-    this.key = key;
     this.now = now;
+  }
+
+  /** The checked key: the secrets are read with it from now on. */
+  async unlock(key: ClusterKey): Promise<void> {
+    this.key = key;
+    await this.reload();
   }
 
   get(name: string): string | undefined {
@@ -140,17 +146,20 @@ export class DatabaseSecretStore {
 
   /** Written in the caller's transaction (the settings change it belongs to); `null` removes it. */
   async set(name: string, value: string | null): Promise<void> {
+    if (!this.key) throw new Error('the secrets are written once the cluster key is checked, at start');
     if (value === null) await this.repository.remove(name);
     else await this.repository.put(name, this.key.seal(name, value), this.now());
   }
 
   /** Reads every secret again (after a change here or on another node). */
   async reload(): Promise<void> {
+    const key = this.key;
+    if (!key) return;
     const values = new Map<string, string>();
     const unreadable = new Set<string>();
     for (const row of await this.repository.all()) {
       try {
-        values.set(row.name, this.key.open(row.name, row.value));
+        values.set(row.name, key.open(row.name, row.value));
       } catch (error) {
         if (!(error instanceof SealedValueError)) throw error;
         unreadable.add(row.name);
