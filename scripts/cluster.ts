@@ -59,6 +59,12 @@ export interface ClusterOptions {
   serveArgs?: string[];
   /** PostgreSQL without fsync (tests, bench). */
   throwaway?: boolean;
+  /**
+   * A directory whose stored files and packages the shared files dir starts with, when it is still
+   * empty: an office's DATA_DIR/files after `migrate-db` (with several nodes, files live in
+   * `--files-dir`, not in one node's data dir).
+   */
+  seedFiles?: string;
 }
 
 export interface ClusterPorts {
@@ -444,6 +450,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const children: ChildProcess[] = [];
   const filesDir = join(dir, 'files');
   mkdirSync(filesDir, { recursive: true, mode: 0o700 });
+  if (options.seedFiles && existsSync(options.seedFiles) && readdirSync(filesDir).length === 0)
+    cpSync(options.seedFiles, filesDir, { recursive: true });
   const dataDirs = Array.from(
     { length: count },
     (_, i) => options.dataDirs?.[i] ?? previous?.dataDirs[i] ?? join(dir, `node-${i + 1}`),
@@ -457,19 +465,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     dataDirs,
     pids: { nodes: [] },
   };
-  const stopAll = async () => {
-    for (const pid of state.pids.nodes) if (isAlive(pid)) process.kill(pid!, 'SIGTERM');
-    await Promise.all(state.pids.nodes.map((pid) => (pid ? waitForExit(pid, 20_000) : true)));
-    for (const pid of state.pids.nodes) if (isAlive(pid)) process.kill(pid!, 'SIGKILL');
-    if (isAlive(state.pids.haproxy)) process.kill(state.pids.haproxy!, 'SIGTERM');
-    if (broker === 'rabbitmq') {
-      const { env, name } = rabbitEnv(dir, ports);
-      spawnSync(`${RABBIT_BIN}/rabbitmqctl`, ['-n', name, 'stop'], { env, timeout: 60_000 });
-      spawnSync('epmd', ['-port', String(ports.rabbit.epmd), '-kill'], { env });
-    } else if (isAlive(state.pids.broker)) process.kill(state.pids.broker!, 'SIGTERM');
-    for (const pid of [state.pids.haproxy, state.pids.broker]) if (pid) await waitForExit(pid, 20_000);
-    if (state.postgresDir) stopPostgres(state.postgresDir);
-  };
+  const stopAll = () => stopProcesses(dir, state);
 
   try {
     // 1. PostgreSQL: its own initdb'd data dir under DIR, or the database given.
@@ -736,21 +732,52 @@ async function status(dir: string): Promise<void> {
   }
 }
 
-async function stop(dir: string): Promise<void> {
-  const state = readState(dir);
-  if (!state) throw new Error(`no cluster in ${dir}`);
-  for (const pid of state.pids.nodes) if (isAlive(pid)) process.kill(pid!, 'SIGTERM');
-  for (const pid of state.pids.nodes) if (pid && !(await waitForExit(pid, 20_000))) process.kill(pid, 'SIGKILL');
-  if (isAlive(state.pids.haproxy)) process.kill(state.pids.haproxy!, 'SIGTERM');
+/** Stops every process of the cluster (nodes first, then the balancer, the broker, PostgreSQL), keeping the files. */
+async function stopProcesses(dir: string, state: ClusterState): Promise<void> {
+  const nodes = state.pids.nodes.filter((pid): pid is number => isAlive(pid));
+  for (const pid of nodes) process.kill(pid, 'SIGTERM');
+  for (const pid of nodes) if (!(await waitForExit(pid, 20_000))) process.kill(pid, 'SIGKILL');
+  const { haproxy, broker } = state.pids;
+  if (haproxy && isAlive(haproxy)) process.kill(haproxy, 'SIGTERM');
   if (state.broker === 'rabbitmq') {
     const { env, name } = rabbitEnv(dir, state.ports);
     spawnSync(`${RABBIT_BIN}/rabbitmqctl`, ['-n', name, 'stop'], { env, timeout: 60_000 });
     spawnSync('epmd', ['-port', String(state.ports.rabbit.epmd), '-kill'], { env });
-  } else if (isAlive(state.pids.broker)) process.kill(state.pids.broker!, 'SIGTERM');
+  } else if (broker && isAlive(broker)) process.kill(broker, 'SIGTERM');
+  for (const pid of [haproxy, broker]) if (pid) await waitForExit(pid, 20_000);
   if (state.postgresDir) stopPostgres(state.postgresDir);
   state.pids = { nodes: [] };
   writeState(dir, state);
+}
+
+async function stop(dir: string): Promise<void> {
+  const state = readState(dir);
+  if (!state) throw new Error(`no cluster in ${dir}`);
+  await stopProcesses(dir, state);
   console.log(`The cluster in ${dir} is stopped (its data stays; start it again with: npm run cluster -- start --dir ${dir}).`);
+}
+
+/**
+ * Waits for process PID to end, then stops the cluster in DIR and removes DIR: a test file's cluster
+ * lives as long as the test process that started it, even one that is killed.
+ */
+async function watch(pid: number, dir: string): Promise<void> {
+  while (isAlive(pid) && existsSync(join(dir, 'cluster.json'))) await new Promise((done) => setTimeout(done, 500));
+  const state = readState(dir);
+  try {
+    if (state) await stopProcesses(dir, state);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Starts the watchdog of `watch` as a process of its own that outlives the caller. */
+export function spawnClusterWatchdog(pid: number, dir: string): void {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'watch', '--pid', String(pid), '--dir', dir], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  child.unref();
 }
 
 async function main(args: string[]): Promise<void> {
@@ -790,6 +817,9 @@ async function main(args: string[]): Promise<void> {
       return status(dir);
     case 'stop':
       return stop(dir);
+    case 'watch':
+      return watch(Number(option(args, '--pid')), dir);
+    case undefined:
     default:
       throw new Error(
         'Usage: npm run cluster -- start|status|stop [--nodes 3] [--dir DIR] [--broker mosquitto|rabbitmq] [--port P] [--admin-port A] [--mqtt-port M] [--base-port B]',
