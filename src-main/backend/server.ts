@@ -25,7 +25,7 @@ import { Listener } from './http/listener.ts';
 import { statusOf } from './invitations/invitations.ts';
 import type { MailOptions } from './mail/index.ts';
 import { ApiError } from './errors.ts';
-import { planSockets, type SocketPlan } from './http/socket-limits.ts';
+import { planSockets, shareDescriptors, type SocketPlan } from './http/socket-limits.ts';
 import { DEFAULT_DOWNLOAD_LIMITS, DownloadLimits } from './files/download-limits.ts';
 import type { ServerInfo } from './server-info.ts';
 import { createServices, withEnrollment, type Services } from './services.ts';
@@ -36,6 +36,7 @@ import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
+import type { PostgresFeedOptions } from './cluster/feed.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
@@ -48,7 +49,7 @@ export interface RunningBackend {
   options: BackendOptions;
   broker: MqttBroker;
   /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
-  consoleUrl(): string;
+  consoleUrl(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -77,6 +78,8 @@ export interface StartOptions extends Partial<BackendOptions> {
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
   /** How long a bulk job awaits its devices' answers (jobs/jobs.ts; default 15 minutes). */
   jobAnswerWindowMs?: number;
+  /** The event feed's listening connection on PostgreSQL (cluster/feed.ts): reconnection waits, check interval. */
+  feed?: PostgresFeedOptions;
 }
 
 /**
@@ -165,6 +168,8 @@ async function startServing(
   onClose: (close: () => unknown) => void,
 ): Promise<Omit<RunningBackend, 'close'>> {
   const sockets: SocketPlan = { ...planSockets(), ...partial.sockets };
+  // One budget of descriptors, shared by need: MQTT takes what the HTTP listeners leave (their reserves kept).
+  const descriptors = shareDescriptors(sockets);
   // PostgreSQL when a database URL is given (the data dir's SQLite file is then not made), else SQLite.
   const db: Sql = options.databaseUrl
     ? await openPostgresDatabase(options.databaseUrl)
@@ -205,7 +210,11 @@ async function startServing(
     sessionLimits: options.sessionLimits,
     now: partial.now,
     reportSampleEveryMs: partial.reportSampleEveryMs,
+    feed: partial.feed,
   });
+  // Every node's events (PostgreSQL: LISTEN on a connection of its own); closed before the database.
+  await domain.feed.start();
+  onClose(() => domain.feed.close());
   onClose(() => domain.mail.worker.close());
   // First start: the owner account, whose API token the data dir's admin token is.
   await domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
@@ -213,6 +222,7 @@ async function startServing(
   const { adminSessions } = domain;
   const adminAuth = new AdminAuth(adminToken, {
     sessions: adminSessions,
+    signIns: domain.signIns,
     accounts: domain.accounts,
     audit: domain.audit,
     events: domain.events,
@@ -221,13 +231,20 @@ async function startServing(
     requireTwoFactor: () => domain.signInSettings.get().require_two_factor,
     now: partial.now,
   });
-  await domain.sessions.purgeIdle();
-  await adminSessions.purgeExpired();
+  // What no longer counts: idle sessions, rate-limit buckets full again, sign-in failures
+  // forgotten, tickets and challenges expired. Every node may sweep: each DELETE removes only rows
+  // nothing can use any more, so two nodes sweeping at once do no harm.
+  const sweepAll = async () => {
+    await domain.sessions.purgeIdle();
+    await adminSessions.purgeExpired();
+    await domain.sessions.sweepRateLimits();
+    await adminAuth.sweep();
+  };
+  await sweepAll();
   // Agents open a session per download; idle ones are swept hourly, not only at start.
   const sweepSessions = async () => {
     try {
-      await domain.sessions.purgeIdle();
-      await adminSessions.purgeExpired();
+      await sweepAll();
     } catch (error) {
       if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
     }
@@ -324,6 +341,7 @@ async function startServing(
     authHost: options.mqttAuthHost,
     authPort: options.mqttAuthPort,
     maxConnections: sockets.mqttConnections,
+    connectionShare: descriptors.mqtt,
     throttle: options.mqttThrottle,
     onTaskReport: mqttTaskReports(deployments, domain.events),
   });
@@ -338,6 +356,7 @@ async function startServing(
     agents: domain.agents,
     fleets: domain.fleets,
     events: domain.events,
+    feed: domain.feed,
     work: domain.work,
     commands: broker.commands,
     policies: deployments,
@@ -352,6 +371,7 @@ async function startServing(
       db,
       isOpen: () => open,
       events: domain.events,
+      feed: domain.feed,
       work: domain.work,
       mail: domain.mail.queue,
       fleetName: async (id) => (await domain.fleets.get(id)).name,
@@ -381,7 +401,7 @@ async function startServing(
     api_url: services.links.apiUrl(),
     deeplink_url: services.links.deeplinkBase(),
     admin_url: adminUrl,
-    console_url: `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+    console_url: `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
     admin_token: adminToken,
     setup_url: await setupUrl(),
     mqtt_port: broker.port,
@@ -403,7 +423,7 @@ async function startServing(
     setup_url: await setupUrl(),
   });
 
-  const agentApp = await agentHttpApp(agentListener, sockets, services, files, deployments, broker, partial.onRoute);
+  const agentApp = await agentHttpApp(agentListener, sockets, descriptors, services, files, deployments, broker, partial.onRoute);
   // Connections go first (an event stream never ends by itself), then the app's own close hooks.
   onClose(async () => {
     await agentListener.close();
@@ -426,6 +446,7 @@ async function startServing(
     },
     bindHost: options.adminHost,
     maxConnections: sockets.adminConnections,
+    descriptors: descriptors.admin,
     requestTimeoutMs: sockets.requestTimeoutMs,
     streamCaps: partial.streamCaps,
     onRoute: partial.onRoute && ((route) => partial.onRoute?.('admin', route)),
@@ -450,7 +471,7 @@ async function startServing(
     jobs,
     options,
     broker,
-    consoleUrl: () => `${adminUrl}/auth?ticket=${adminAuth.issueTicket()}`,
+    consoleUrl: async () => `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
   };
 }
 
@@ -458,6 +479,7 @@ async function startServing(
 async function agentHttpApp(
   listener: Listener,
   sockets: SocketPlan,
+  descriptors: ReturnType<typeof shareDescriptors>,
   services: Services,
   files: FileStore,
   deployments: PolicyService,
@@ -481,7 +503,11 @@ async function agentHttpApp(
       },
       // "downloaded, not confirmed" on the device's open tasks of that item.
       onDownloaded: (session, item) => deployments.downloaded(session, item.kind, item.id),
-      limits: new DownloadLimits({ maxConcurrent: sockets.agentDownloads, poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes }),
+      limits: new DownloadLimits({
+        maxConcurrent: sockets.agentDownloads,
+        poolBytes: DEFAULT_DOWNLOAD_LIMITS.poolBytes,
+        descriptors: descriptors.downloads,
+      }),
     },
     deeplinkPage: {
       deeplinkBase: () => services.links.deeplinkBase(),
@@ -495,6 +521,7 @@ async function agentHttpApp(
       requestTimeoutMs: sockets.requestTimeoutMs,
       maxConnections: sockets.agentConnections,
       maxConnectionsPerAddress: sockets.agentConnectionsPerAddress,
+      descriptors: descriptors.agent,
     },
   });
   await agentApp.ready();

@@ -41,6 +41,8 @@ import {
   type MailOptions,
 } from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
+import { RateLimitRepository } from './sessions/rate-limit-repository.ts';
+import { SignInRepository } from './admin-sessions/sign-in-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
 import { SqliteSettingsRepository } from './settings/repository.ts';
@@ -48,6 +50,7 @@ import { SettingsStore } from './settings/settings.ts';
 import { SignInSettingsStore } from './settings/sign-in-settings.ts';
 import { SqliteStatusCounts } from './status/repository.ts';
 import { DailyFigures } from './reports/figures.ts';
+import { createEventFeed, FeedIdentity, type PostgresFeedOptions } from './cluster/feed.ts';
 import { FigureRepository } from './reports/repository.ts';
 
 export interface ServiceOptions {
@@ -66,6 +69,10 @@ export interface ServiceOptions {
   isOpen?: (() => boolean) | undefined;
   /** How often the reports sample the devices (reports/figures.ts); default 5 minutes. */
   reportSampleEveryMs?: number | undefined;
+  /** This node's name on the event feed's channel (cluster/feed.ts); default the host name. */
+  nodeName?: string | undefined;
+  /** The event feed's listening connection: its reconnection waits and check (tests shorten them). */
+  feed?: PostgresFeedOptions | undefined;
 }
 
 /**
@@ -75,12 +82,22 @@ export interface ServiceOptions {
 export async function createServices(sql: Sql, options: ServiceOptions) {
   const work = new UnitOfWork(sql);
   const audit = new AuditLog(new SqliteAuditRepository(sql));
-  const events = new EventLog(new SqliteEventRepository(sql), work, audit);
+  // Every node's committed events (cluster/feed.ts): on PostgreSQL each insert notifies the others.
+  const feedIdentity = new FeedIdentity(options.nodeName);
+  const eventStore = new SqliteEventRepository(sql, feedIdentity);
+  const events = new EventLog(eventStore, work, audit);
+  const feed = createEventFeed(sql, events, eventStore, feedIdentity, options.feed);
   const accountStore = new SqliteAccountRepository(sql);
   const settings = new SettingsStore(new SqliteSettingsRepository(sql), work);
   const signInSettings = new SignInSettingsStore(new SqliteSettingsRepository(sql), work, events);
   await settings.load();
   await signInSettings.load();
+  // Another node's change of the settings applies here too (this node's own reloads as it writes).
+  feed.subscribe(async (event, origin) => {
+    if (origin !== 'elsewhere') return;
+    if (event.type === 'settings.updated') await settings.load();
+    if (event.type === 'settings.sign_in_updated') await signInSettings.load();
+  });
   const adminSessions = new AdminSessionService(
     new SqliteAdminSessionRepository(sql),
     () => signInSettings.sessionLimits(),
@@ -91,7 +108,10 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
   const setupLink = (token: string) => `${options.adminUrl}/set-password?token=${token}`;
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(sql);
-  const sessions = new SessionService({ store: new SqliteSessionRepository(sql), users, work }, options.sessionLimits);
+  // Rate limits, sign-in throttles, tickets and challenges: in the database, the same on every node.
+  const rates = new RateLimitRepository(sql);
+  const signIns = new SignInRepository(sql);
+  const sessions = new SessionService({ store: new SqliteSessionRepository(sql), users, work, rates }, options.sessionLimits);
   const fleets = new FleetService({ store: new SqliteFleetRepository(sql), events, work, scopes: accountStore });
   const accounts = new AccountService({ store: accountStore, events, work, now: options.now, fleets });
   const deliveries = new SqliteDeliveryRepository(sql);
@@ -153,14 +173,21 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
   const exportService = new ExportService({ repository: new ExportRepository(sql), invitations });
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
+  // A changed mail configuration may let waiting messages go, whichever node changed it.
+  feed.subscribe((event, origin) => {
+    if (origin === 'elsewhere' && event.type === 'settings.updated') mail.worker.kick();
+  });
   return {
     work,
     links,
     events,
+    feed,
     audit,
     accounts,
     admins,
     adminSessions,
+    rates,
+    signIns,
     settings,
     signInSettings,
     users,
@@ -187,7 +214,8 @@ export type DomainServices = Awaited<ReturnType<typeof createServices>>;
 
 /** Enrollment hands out the broker's endpoint and credentials, so it is made once the broker runs. */
 export function withEnrollment(services: DomainServices, broker: MqttBroker) {
-  const { events, work, users, sessions, invitations, codes, agentRepository, fleets, settings, reports, links } = services;
+  const { events, work, users, sessions, invitations, codes, agentRepository, fleets, settings, reports, links, rates } =
+    services;
   const enrollment = new EnrollmentService({
     rows: agentRepository,
     events,
@@ -199,6 +227,7 @@ export function withEnrollment(services: DomainServices, broker: MqttBroker) {
     fleets,
     settings,
     reports,
+    rates,
     broker: {
       endpoint: (tls) => broker.agentEndpoint(tls),
       credentialsIssued: (agentId, password) => broker.credentialsIssued(agentId, password),

@@ -88,8 +88,10 @@ function createWindow(): void {
 
   // Each window redeems a one-time sign-in ticket of its own (→ a new console session and its
   // HttpOnly cookie): the session a window had before may have ended on the server since.
-  void window.loadURL(signedIn ? backend.consoleUrl() : backend.info.console_url);
+  const url = signedIn ? backend.consoleUrl() : Promise.resolve(backend.info.console_url);
   signedIn = true;
+  const opened = window;
+  void url.then((link) => opened.loadURL(link));
 }
 
 function hardenSession(): void {

@@ -23,7 +23,7 @@ import { signInRoutes } from './sign-in-routes.ts';
 import { codeRoutes } from './code-routes.ts';
 import { allowOnlyHosts } from './host-guard.ts';
 import { closeWhenBodyUnread, enforceRequestDeadline } from '../http/request-deadline.ts';
-import { capConnections } from '../http/socket-limits.ts';
+import { capConnections, type DescriptorShare } from '../http/socket-limits.ts';
 import { commandRoutes } from './command-routes.ts';
 import { deploymentRoutes } from './deployment-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
@@ -65,6 +65,8 @@ export interface AdminAppOptions {
   bindHost?: string;
   /** Connections the listener accepts at once (http/socket-limits.ts). */
   maxConnections?: number;
+  /** The listener's share of the process's descriptors (http/socket-limits.ts). */
+  descriptors?: DescriptorShare | undefined;
   /** How long a request may take to arrive (uploads: to stall); the agent listener's value. */
   requestTimeoutMs?: number;
   /** Open event streams per signed-in client and in all (events-stream.ts). */
@@ -88,6 +90,7 @@ export async function adminApp({
   choosePublicHost,
   bindHost = '127.0.0.1',
   maxConnections = 128,
+  descriptors,
   requestTimeoutMs,
   streamCaps,
   onRoute,
@@ -110,7 +113,12 @@ export async function adminApp({
   allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
   // One address (loopback) for every client: a full listener closes its oldest connection that is
   // not being answered, unauthenticated ones first, so idle or dripping sockets cannot lock the console out.
-  const connections = capConnections(app.server, { max: maxConnections, perAddress: Infinity, refusal: '' });
+  const connections = capConnections(app.server, {
+    max: maxConnections,
+    perAddress: Infinity,
+    refusal: '',
+    share: descriptors,
+  });
   const streams = new EventStreams(streamCaps);
   const clients = new WeakMap<object, AdminClient>();
   // Who each authenticated request acts for (set by the /api hook before any handler runs).
@@ -313,7 +321,7 @@ export async function adminApp({
           if (named.disabled === 1) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is disabled: enable the account first`);
           account = named;
         }
-        const url = `${(await info()).admin_url}/auth?ticket=${auth.issueTicket(account.id)}`;
+        const url = `${(await info()).admin_url}/auth?ticket=${await auth.issueTicket(account.id)}`;
         await services.events.record(
           'admin.sign_in_link_issued',
           `One-time console sign-in link issued for ${account.email ?? account.display_name}`,
@@ -380,6 +388,7 @@ export async function adminApp({
       adminRoute(api, 'eventStream', async (request, reply) =>
         streamEvents(
           services.events,
+          services.feed,
           // The row sent beside an event is shared by every stream: read whatever the scope.
           (id) => services.agents.findSummary(id, null),
           request,

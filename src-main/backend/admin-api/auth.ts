@@ -8,6 +8,7 @@ import type { AdminSessionService } from '../admin-sessions/admin-sessions.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import { Backoff, type BackoffOptions } from '../admin-sessions/backoff.ts';
+import type { SignInRepository } from '../admin-sessions/sign-in-repository.ts';
 import type { SecondFactor } from '../accounts/two-factor.ts';
 import { randomHex } from '../util/tokens.ts';
 
@@ -50,19 +51,16 @@ type Refused = { ok: false; status: 401 } | { ok: false; status: 429; retryAfter
 export type PasswordOutcome =
   { ok: true; account: StoredAccount } | { ok: true; secondStep: 'code' | 'enrol'; challenge: string } | Refused;
 
-/** A password accepted, waiting for its second step. */
-interface Challenge {
-  accountId: number;
-  step: 'code' | 'enrol';
-  expires: number;
-  attempts: number;
-}
-
 /** How a console session was opened. */
 type SignInWay = 'token' | 'link' | 'password' | SecondFactor;
 
 export interface AdminAuthOptions {
   sessions: AdminSessionService;
+  /**
+   * Failed sign-ins, one-time tickets and second steps waiting: in the database, so that they hold
+   * across every node of a cluster (a ticket made on one node signs in once, on any node).
+   */
+  signIns: SignInRepository;
   /** The admin accounts: whom a session, a password or a token stands for. */
   accounts: AccountService;
   /** Where sign-ins, failed ones and sign-outs are recorded with who and from where. */
@@ -92,20 +90,21 @@ export class AdminAuth {
   private readonly sessions: AdminSessionService;
   private readonly events: Pick<EventLog, 'record'> | undefined;
   private readonly work: UnitOfWork | undefined;
-  /** Failed sign-ins per address, of every kind. */
+  /**
+   * Failed sign-ins per address (`address:…`), of every kind, and per account (`account:<email>`)
+   * for password and second-step sign-ins.
+   */
   private readonly failures: Backoff;
-  /** Failed password and second-step sign-ins per account (by email), besides those per address. */
-  private readonly accountFailures: Backoff;
+  private readonly signIns: SignInRepository;
   private readonly accounts: AccountService;
   private readonly requireTwoFactor: () => boolean;
   private readonly now: () => number;
-  /** Passwords accepted, waiting for their second step, by challenge. */
-  private readonly challenges = new Map<string, Challenge>();
   private readonly audit: Pick<AuditLog, 'record'> | undefined;
-  /** Addresses whose throttling was recorded, so one event says so rather than one per refusal. */
+  /**
+   * Addresses whose throttling this node recorded, so one event says so rather than one per
+   * refusal (per node: a cluster says it at most once per node, which the activity can bear).
+   */
   private readonly throttled = new Set<string>();
-  /** One-time sign-in tickets: when each stops being valid, and whom it signs in (null: the owner). */
-  private readonly tickets = new Map<string, { expires: number; accountId: number | null }>();
 
   constructor(adminToken: string, options: AdminAuthOptions) {
     this.adminToken = adminToken;
@@ -114,20 +113,31 @@ export class AdminAuth {
     this.events = options.events;
     this.work = options.work;
     this.now = options.now ?? Date.now;
-    this.failures = new Backoff(options.failures, this.now);
-    this.accountFailures = new Backoff(options.failures, this.now);
+    this.signIns = options.signIns;
+    this.failures = new Backoff(options.signIns, options.failures, this.now);
     this.accounts = options.accounts;
     this.audit = options.audit;
     this.requireTwoFactor = options.requireTwoFactor ?? (() => false);
   }
 
-  /** A URL path that signs a browser in once: as the owner, or as the admin `accountId`. */
-  issueTicket(accountId?: number): string {
+  /** A ticket that signs a browser in once (on any node): as the owner, or as the admin `accountId`. */
+  async issueTicket(accountId?: number): Promise<string> {
     const now = Date.now();
-    for (const [old, ticket] of this.tickets) if (ticket.expires <= now) this.tickets.delete(old);
+    await this.signIns.sweepTickets(new Date(now).toISOString());
     const ticket = randomHex(24);
-    this.tickets.set(ticket, { expires: now + TICKET_LIFETIME_MS, accountId: accountId ?? null });
+    await this.signIns.insertTicket(hashOf(ticket), accountId ?? null, new Date(now + TICKET_LIFETIME_MS).toISOString());
     return ticket;
+  }
+
+  /**
+   * Forgets what no longer counts: failures forgotten anyway, tickets and challenges expired (a
+   * sweeper's work; run by any node, it deletes rows nothing can use any more).
+   */
+  async sweep(): Promise<void> {
+    const now = new Date(this.now()).toISOString();
+    await this.failures.sweep();
+    await this.signIns.sweepTickets(new Date().toISOString());
+    await this.signIns.sweepChallenges(now);
   }
 
   /**
@@ -140,7 +150,7 @@ export class AdminAuth {
       await this.startSession(request, reply, account, this.credential, 'link');
       return true;
     }
-    const wait = this.failures.wait(request.ip);
+    const wait = await this.failures.wait(addressKey(request.ip));
     if (wait > 0) await this.throttle(request, wait);
     else await this.failed(request, 'link');
     return false;
@@ -152,7 +162,7 @@ export class AdminAuth {
    * without its credential being looked at; a good credential opens a new session (the cookie).
    */
   async signIn(credential: string, request: FastifyRequest, reply: FastifyReply): Promise<SignInOutcome> {
-    const wait = this.failures.wait(request.ip);
+    const wait = await this.failures.wait(addressKey(request.ip));
     if (wait > 0) return this.throttle(request, wait);
     const text = credential.trim();
     let how: 'token' | 'link' | null = null;
@@ -183,13 +193,13 @@ export class AdminAuth {
     reply: FastifyReply,
   ): Promise<PasswordOutcome> {
     const key = email.trim().toLowerCase();
-    const wait = this.waitOf(request.ip, key);
+    const wait = await this.waitOf(request.ip, key);
     if (wait > 0) return this.throttle(request, wait, key);
     const account = await this.accounts.checkPassword(key, password);
     if (!account) return this.failed(request, 'password', key);
     if (account.totp_secret !== null || this.requireTwoFactor()) {
       const step = account.totp_secret !== null ? ('code' as const) : ('enrol' as const);
-      const challenge = this.openChallenge(account.id, step);
+      const challenge = await this.openChallenge(account.id, step);
       const who = account.email ?? account.display_name;
       await this.audit?.record(
         requestActor({ account, token: null }),
@@ -202,7 +212,7 @@ export class AdminAuth {
       );
       return { ok: true, secondStep: step, challenge };
     }
-    this.accountFailures.reset(key);
+    await this.failures.reset(accountKey(key));
     await this.accounts.signedIn(account);
     await this.startSession(request, reply, account, passwordCredential(account), 'password');
     return { ok: true, account: (await this.accounts.byId(account.id))! };
@@ -222,16 +232,16 @@ export class AdminAuth {
     const pending = await this.challengeOf(challenge, 'code');
     if (!pending) return { ok: false, status: 410 };
     const { account, key } = pending;
-    const wait = this.waitOf(request.ip, key);
+    const wait = await this.waitOf(request.ip, key);
     if (wait > 0) return this.throttle(request, wait, key);
     const how = await this.accounts.twoFactor.verify(account, code);
     if (how === null) {
-      const entry = this.challenges.get(challenge);
-      if (entry && ++entry.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challenge);
+      await this.missChallenge(challenge);
       return this.failed(request, 'two-factor', key);
     }
-    this.challenges.delete(challenge);
-    this.accountFailures.reset(key);
+    // Used once: a second request with it (on this node or another) finds it gone.
+    if (!(await this.signIns.removeChallenge(hashOf(challenge)))) return { ok: false, status: 410 };
+    await this.failures.reset(accountKey(key));
     await this.accounts.signedIn(account);
     await this.startSession(request, reply, account, passwordCredential(account), how);
     return { ok: true, account: (await this.accounts.byId(account.id))! };
@@ -259,7 +269,7 @@ export class AdminAuth {
     const pending = await this.challengeOf(challenge, 'enrol');
     if (!pending) return { ok: false, status: 410 };
     const { account, key } = pending;
-    const wait = this.waitOf(request.ip, key);
+    const wait = await this.waitOf(request.ip, key);
     if (wait > 0) return this.throttle(request, wait, key);
     let codes: string[];
     try {
@@ -270,13 +280,12 @@ export class AdminAuth {
         )
       ).recovery_codes;
     } catch (error) {
-      const entry = this.challenges.get(challenge);
-      if (entry && ++entry.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challenge);
+      await this.missChallenge(challenge);
       await this.failed(request, 'two-factor', key);
       throw error;
     }
-    this.challenges.delete(challenge);
-    this.accountFailures.reset(key);
+    await this.signIns.removeChallenge(hashOf(challenge));
+    await this.failures.reset(accountKey(key));
     await this.accounts.signedIn(account);
     const enrolled = (await this.accounts.byId(account.id))!;
     await this.startSession(request, reply, enrolled, passwordCredential(enrolled), 'totp');
@@ -344,7 +353,7 @@ export class AdminAuth {
     reply: FastifyReply,
   ): Promise<{ ok: true; account: StoredAccount } | { ok: true; secondStep: 'enrol'; challenge: string }> {
     if (account.totp_secret === null && this.requireTwoFactor()) {
-      return { ok: true, secondStep: 'enrol', challenge: this.openChallenge(account.id, 'enrol') };
+      return { ok: true, secondStep: 'enrol', challenge: await this.openChallenge(account.id, 'enrol') };
     }
     await this.accounts.signedIn(account);
     await this.startSession(request, reply, account, passwordCredential(account), 'password');
@@ -388,7 +397,7 @@ export class AdminAuth {
     if (bearer) {
       const actor = await this.accounts.actorOfToken(bearer);
       if (actor) return { ok: true, client: { via: 'token', key: `token:${actor.token!.id}` }, actor };
-      const wait = this.failures.wait(request.ip);
+      const wait = await this.failures.wait(addressKey(request.ip));
       // A flood of wrong tokens is not written to the audit trail call by call (the activity says it once).
       if (wait > 0) return this.throttle(request, wait, undefined, false);
       return this.failed(request, 'bearer');
@@ -404,10 +413,9 @@ export class AdminAuth {
 
   /** The account a ticket signs in (once): the owner's, or the one named when it was issued; null when used, expired or unknown. */
   private async takeTicket(ticket: string): Promise<StoredAccount | null> {
-    const found = this.tickets.get(ticket);
-    this.tickets.delete(ticket);
-    if (found === undefined || found.expires <= Date.now()) return null;
-    const account = found.accountId === null ? await this.accounts.owner() : await this.accounts.byId(found.accountId);
+    const found = await this.signIns.takeTicket(hashOf(ticket));
+    if (found === undefined || Date.parse(found.expires_at) <= Date.now()) return null;
+    const account = found.account_id === null ? await this.accounts.owner() : await this.accounts.byId(found.account_id);
     return account && account.disabled === 0 ? account : null;
   }
 
@@ -416,30 +424,38 @@ export class AdminAuth {
     return account.id === (await this.accounts.owner()).id;
   }
 
-  private waitOf(address: string, key: string): number {
-    return Math.max(this.failures.wait(address), this.accountFailures.wait(key));
+  /** How long the address or the account must still wait (one read). */
+  private waitOf(address: string, key: string): Promise<number> {
+    return this.failures.waitOfEither(addressKey(address), accountKey(key));
   }
 
-  private openChallenge(accountId: number, step: 'code' | 'enrol'): string {
+  /** A password accepted: the challenge its second step must come with (on any node), within its lifetime. */
+  private async openChallenge(accountId: number, step: 'code' | 'enrol'): Promise<string> {
     const now = this.now();
-    for (const [old, entry] of this.challenges) if (entry.expires <= now) this.challenges.delete(old);
-    if (this.challenges.size >= 10_000) this.challenges.delete(this.challenges.keys().next().value!);
+    await this.signIns.sweepChallenges(new Date(now).toISOString());
     const challenge = randomHex(24);
-    this.challenges.set(challenge, { accountId, step, expires: now + CHALLENGE_LIFETIME_MS, attempts: 0 });
+    await this.signIns.insertChallenge(hashOf(challenge), accountId, step, new Date(now + CHALLENGE_LIFETIME_MS).toISOString());
     return challenge;
+  }
+
+  /** A wrong code for the challenge: after CHALLENGE_ATTEMPTS of them it ends (the password again). */
+  private async missChallenge(challenge: string): Promise<void> {
+    if ((await this.signIns.missChallenge(hashOf(challenge))) >= CHALLENGE_ATTEMPTS) {
+      await this.signIns.removeChallenge(hashOf(challenge));
+    }
   }
 
   /** The live challenge of this step and its account (still enabled); null when unknown, expired or used. */
   private async challengeOf(challenge: string, step: 'code' | 'enrol'): Promise<{ account: StoredAccount; key: string } | null> {
-    const entry = this.challenges.get(challenge);
+    const entry = await this.signIns.challenge(hashOf(challenge));
     if (!entry || entry.step !== step) return null;
-    if (entry.expires <= this.now()) {
-      this.challenges.delete(challenge);
+    if (Date.parse(entry.expires_at) <= this.now()) {
+      await this.signIns.removeChallenge(hashOf(challenge));
       return null;
     }
-    const account = await this.accounts.byId(entry.accountId);
+    const account = await this.accounts.byId(entry.account_id);
     if (!account || account.disabled === 1 || account.email === null) {
-      this.challenges.delete(challenge);
+      await this.signIns.removeChallenge(hashOf(challenge));
       return null;
     }
     return { account, key: account.email.toLowerCase() };
@@ -513,10 +529,10 @@ export class AdminAuth {
     email?: string,
   ): Promise<{ ok: false; status: 401 }> {
     const address = request.ip;
-    this.failures.fail(address);
+    await this.failures.fail(addressKey(address));
     this.throttled.delete(address);
     if (email !== undefined) {
-      this.accountFailures.fail(email);
+      await this.failures.fail(accountKey(email));
       this.throttled.delete(`account:${email}`);
     }
     const what = {
@@ -598,6 +614,14 @@ function passwordCredential(account: StoredAccount): string {
     ? ''
     : `pw:${createHash('sha256').update(account.password_hash).digest('hex').slice(0, 32)}`;
 }
+
+/** What the database keeps of a ticket or a challenge: its SHA-256, never what the browser holds. */
+function hashOf(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+const addressKey = (address: string) => `address:${address}`;
+const accountKey = (email: string) => `account:${email}`;
 
 function cookieOf(request: FastifyRequest): string | undefined {
   return (request.headers.cookie ?? '')

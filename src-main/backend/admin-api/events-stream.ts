@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentSummary } from '../agents/agents.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
 import type { FleetScope } from '../fleets/scope.ts';
+import type { EventFeed } from '../cluster/feed.ts';
 import { eventVisible, type FleetOf } from './event-scope.ts';
 import {
   SSE_HEARTBEAT_MS,
@@ -106,13 +107,15 @@ export interface StreamScope {
 }
 
 /**
- * Server-Sent Events: every recorded event as `event: <type>` with the JSON event as data and
- * its id, so a reconnecting EventSource (Last-Event-ID) first gets what it missed. The stream
+ * Server-Sent Events: every recorded event, this node's and the others' (the cluster feed), as
+ * `event: <type>` with the JSON event as data and its id, so a reconnecting EventSource
+ * (Last-Event-ID, whichever node it reaches) first gets what it missed, read from the events table. The stream
  * counts against `client`'s share of `streams`: past it, the client's oldest stream ends. A
  * client scoped to fleets gets, live and in the replay, only the events it may see (event-scope.ts).
  */
 export async function streamEvents(
-  events: EventLog,
+  events: Pick<EventLog, 'latest'>,
+  feed: EventFeed,
   agentRow: AgentRowLookup,
   request: FastifyRequest<{ Querystring: EventStreamQuery }>,
   reply: FastifyReply,
@@ -146,22 +149,26 @@ export async function streamEvents(
   };
   res.write(sseRetryFrame());
   const lastId = Number(request.headers['last-event-id'] ?? request.query.after ?? 0);
-  // Listening before the replay is read: what is recorded meanwhile follows it, once.
+  const since = Number.isInteger(lastId) && lastId > 0 ? lastId : 0;
+  // Listening before the replay is read: what is recorded meanwhile follows it, once. (By id, not
+  // "after the last replayed": another node's event may commit after a higher id. One at or below
+  // Last-Event-ID is the client's already, as it says, even when this node learns of it late.)
   let replaying = true;
   const meanwhile: RecordedEvent[] = [];
-  const unsubscribe = events.subscribe((event) => {
+  const unsubscribe = feed.subscribe((event) => {
+    if (event.id <= since) return;
     if (replaying) meanwhile.push(event);
     else send(event);
   });
-  let lastSent = 0;
-  if (Number.isInteger(lastId) && lastId > 0) {
-    for (const event of (await events.latest(1000, lastId)).reverse()) {
+  const replayed = new Set<number>();
+  if (since > 0) {
+    for (const event of (await events.latest(1000, since)).reverse()) {
       send(event);
-      lastSent = event.id;
+      replayed.add(event.id);
     }
   }
   replaying = false;
-  for (const event of meanwhile) if (event.id > lastSent) send(event);
+  for (const event of meanwhile) if (!replayed.has(event.id)) send(event);
   const heartbeat = setInterval(() => res.write(sseHeartbeatFrame()), SSE_HEARTBEAT_MS);
   let unregister = () => {};
   const stop = () => {

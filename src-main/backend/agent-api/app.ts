@@ -17,7 +17,7 @@ import { installAgentErrorHandling, installLenientJsonParser } from '../http/age
 import type { SessionPhase } from '../http/agent-session.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from '../http/request-deadline.ts';
-import { capConnections, type ConnectionCap } from '../http/socket-limits.ts';
+import { capConnections, type ConnectionCap, type DescriptorShare } from '../http/socket-limits.ts';
 import type { SessionService } from '../sessions/sessions.ts';
 import { agentEnrollmentRoutes } from './enrollment-routes.ts';
 import { agentApiUrl } from './flyve-aliases.ts';
@@ -46,7 +46,13 @@ export interface AgentAppOptions {
   /** The page a deeplink opens in a phone's browser (outside /api). */
   deeplinkPage?: DeeplinkPageOptions;
   /** The listener's bounds; none without it. */
-  listener?: { requestTimeoutMs: number; maxConnections: number; maxConnectionsPerAddress: number };
+  listener?: {
+    requestTimeoutMs: number;
+    maxConnections: number;
+    maxConnectionsPerAddress: number;
+    /** The listener's share of the process's descriptors (http/socket-limits.ts). */
+    descriptors?: DescriptorShare | undefined;
+  };
   /** Where the app answers (a listener bound before it is built); without it, Fastify's own server. */
   serverFactory?: FastifyServerOptions['serverFactory'];
   /** Told of every route as it is registered (the OpenAPI document, scripts/openapi.ts). */
@@ -82,7 +88,7 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
   if (options.validatorCompiler) app.setValidatorCompiler(options.validatorCompiler);
   let connections: ConnectionCap | null = null;
   if (options.listener) {
-    const { requestTimeoutMs, maxConnections, maxConnectionsPerAddress } = options.listener;
+    const { requestTimeoutMs, maxConnections, maxConnectionsPerAddress, descriptors } = options.listener;
     app.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs);
     connections = capConnections(app.server, {
       max: maxConnections,
@@ -91,6 +97,7 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
         'ERROR_TOO_MANY_CONNECTIONS',
         `This address already has ${maxConnectionsPerAddress} requests being answered: try again in a moment`,
       ]),
+      share: descriptors,
     });
   }
   closeWhenBodyUnread(app);

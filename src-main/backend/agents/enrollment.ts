@@ -7,6 +7,7 @@ import { enrollmentRefused, itemNotFound } from '../errors.ts';
 import type { EnrollmentCodeService } from '../codes/codes.ts';
 import type { AttemptDetails, InvitationService } from '../invitations/invitations.ts';
 import { RateLimiter } from '../sessions/rate-limit.ts';
+import type { RateLimitRepository } from '../sessions/rate-limit-repository.ts';
 import { TooManyRequests, type SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import { isSharedAccount, type UserRepository } from '../sessions/user-repository.ts';
@@ -57,14 +58,14 @@ export const ENROLLMENT_READ_WINDOW_MS = 15 * 60 * 1000;
  * Enrollment attempts per person: each refusal is written to the invitation's log and the
  * history, so a used QR code replayed in a loop must not grow them without bound.
  */
-const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10, maxKeys: 50_000 };
+const ATTEMPTS_PER_USER = { burst: 20, perMinute: 10 };
 /**
  * Unknown invitation tokens per client address, whatever session they come in: a code's QR opens
  * as many sessions as an address may hold, each with its own attempts, so guesses at invitation
  * tokens (and their lines in the history) are bounded by address too. Past it, a 429, not logged.
  * Valid tokens never count: 1,000 phones behind one NAT enroll at once.
  */
-const UNKNOWN_TOKENS_PER_ADDRESS = { burst: 30, perMinute: 30, maxKeys: 50_000 };
+const UNKNOWN_TOKENS_PER_ADDRESS = { burst: 30, perMinute: 30 };
 
 /** Where agents find the broker; read when a record is served. */
 export interface BrokerTargets {
@@ -88,8 +89,8 @@ export class EnrollmentService {
   private readonly settings: SettingsStore;
   private readonly broker: BrokerTargets;
   private readonly reports: DeviceReports;
-  private readonly attempts = new RateLimiter(ATTEMPTS_PER_USER);
-  private readonly unknownTokens = new RateLimiter(UNKNOWN_TOKENS_PER_ADDRESS);
+  private readonly attempts: RateLimiter;
+  private readonly unknownTokens: RateLimiter;
 
   constructor(deps: {
     rows: AgentRepository;
@@ -103,7 +104,11 @@ export class EnrollmentService {
     settings: SettingsStore;
     broker: BrokerTargets;
     reports: DeviceReports;
+    /** The rate limits' buckets, shared by every node on the database. */
+    rates: RateLimitRepository;
   }) {
+    this.attempts = new RateLimiter('enroll-attempts', ATTEMPTS_PER_USER, deps.rates);
+    this.unknownTokens = new RateLimiter('enroll-unknown-token', UNKNOWN_TOKENS_PER_ADDRESS, deps.rates);
     this.rows = deps.rows;
     this.events = deps.events;
     this.work = deps.work;
@@ -124,7 +129,7 @@ export class EnrollmentService {
    */
   async enroll(session: SessionContext, input: AgentInput, remoteAddr: string | null): Promise<{ id: string; message: string }> {
     // A code's sessions share its account: each device (session) gets its own bucket.
-    const wait = this.attempts.take(isSharedAccount(session) ? `session:${session.token}` : String(session.userId));
+    const wait = await this.attempts.take(isSharedAccount(session) ? `session:${session.token}` : String(session.userId));
     if (wait > 0) throw new TooManyRequests('Too many enrollment attempts', wait);
     // One enrollment's checks and writes at a time (the device, its login, the grant's state are
     // read before the transaction that writes them): two devices racing for one serial, login or
@@ -156,7 +161,7 @@ export class EnrollmentService {
     };
 
     if (!grant) {
-      const slowed = remoteAddr === null ? 0 : this.unknownTokens.take(remoteAddr);
+      const slowed = remoteAddr === null ? 0 : await this.unknownTokens.take(remoteAddr);
       if (slowed > 0) throw new TooManyRequests(`Too many unknown invitation tokens from ${remoteAddr}`, slowed);
       return refuse('Invalid invitation token');
     }

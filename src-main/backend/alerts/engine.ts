@@ -1,4 +1,5 @@
 import type { UnitOfWork } from '../db/unit-of-work.ts';
+import type { EventFeed } from '../cluster/feed.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
 import { requestContext } from '../audit/context.ts';
 import { ALERT_KIND_INFO, describeAlertCondition, type AlertKind } from '../../../src-shared/contract/index.ts';
@@ -63,6 +64,7 @@ export class AlertEngine {
   private readonly repo: AlertRepository;
   private readonly conditions: ConditionRepository;
   private readonly events: EventLog;
+  private readonly feed: Pick<EventLog, 'subscribe'>;
   private readonly work: UnitOfWork;
   private readonly channels: AlertChannels;
   private readonly probes: AlertProbes;
@@ -81,6 +83,8 @@ export class AlertEngine {
       repo: AlertRepository;
       conditions: ConditionRepository;
       events: EventLog;
+      /** Every node's events (cluster/feed.ts); default the local ones. */
+      feed?: EventFeed | undefined;
       work: UnitOfWork;
       channels: AlertChannels;
       probes: AlertProbes;
@@ -91,6 +95,7 @@ export class AlertEngine {
     this.repo = deps.repo;
     this.conditions = deps.conditions;
     this.events = deps.events;
+    this.feed = deps.feed ?? deps.events;
     this.work = deps.work;
     this.channels = deps.channels;
     this.probes = deps.probes;
@@ -101,7 +106,8 @@ export class AlertEngine {
 
   /** Evaluates now, then each interval and after the events that may change a condition. */
   start(): void {
-    this.unsubscribe = this.events.subscribe((event: RecordedEvent) => {
+    // Every node's events: a device going offline on another node calls for an evaluation here too.
+    this.unsubscribe = this.feed.subscribe((event: RecordedEvent) => {
       // A second's grace: a thousand devices connecting at once make one evaluation, not a thousand.
       if (TRIGGERS.has(event.type)) this.schedule(1000);
     });

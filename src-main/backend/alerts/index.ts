@@ -1,5 +1,6 @@
 import type { Sql } from '../db/sql.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
+import type { EventFeed } from '../cluster/feed.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { MailQueue } from '../mail/index.ts';
 import { SqliteWebhookRepository } from '../webhooks/repository.ts';
@@ -40,6 +41,8 @@ export function createAlerts(
     /** Whether the database is still open (the webhook worker stops once it closes). */
     isOpen: () => boolean;
     events: EventLog;
+    /** Every node's events (cluster/feed.ts): another node's may call for an evaluation too; default the local ones. */
+    feed?: EventFeed;
     work: UnitOfWork;
     mail: Pick<MailQueue, 'queueNotification'>;
     /** Throws a 404 for a fleet that does not exist (or is out of the caller's scope). */
@@ -74,6 +77,7 @@ export function createAlerts(
       repo: new SqliteAlertRepository(db),
       conditions: new SqliteConditionRepository(db),
       events,
+      feed: deps.feed,
       work,
       channels: {
         queueEmail: async (to, subject, body) => {

@@ -15,6 +15,7 @@ import { authenticateHook } from './aedes/authenticate.ts';
 import { authorizeHooks } from './aedes/authorize.ts';
 import { ClientLifecycle } from './aedes/client-lifecycle.ts';
 import { startListeners, type Listeners } from './aedes/listeners.ts';
+import type { ConnectionShare } from './connection-cap.ts';
 import { publishedHook } from './aedes/published.ts';
 import type { ThrottleOptions } from './auth-throttle.ts';
 import { AgentCommands, type Publisher } from './commands.ts';
@@ -51,6 +52,8 @@ export interface BrokerOptions {
   throttle?: Partial<ThrottleOptions>;
   /** Connections each listener accepts at once (their share of the open-file limit). */
   maxConnections?: number;
+  /** The broker's part of the descriptors it shares with the HTTP listeners (http/socket-limits.ts). */
+  connectionShare?: ConnectionShare | undefined;
   /** A task status report of an agent (`T/Status/Task/<id>` or rc.6's `<policy topic>/Status/Task/<id>`). */
   onTaskReport?: TaskReportHandler | undefined;
   /** How long after its CONNACK an agent may take to subscribe before the broker does it (resubscribe.ts). */

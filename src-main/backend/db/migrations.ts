@@ -926,4 +926,66 @@ export const migrations: Migration[] = [
       CREATE INDEX notification_mails_queue ON notification_mails(state, queued_at);
     `,
   },
+  {
+    version: 28,
+    name: 'several nodes: duty leases, the node running each bulk job',
+    // A duty is work that must run on one node at a time (a sweeper, the alert evaluation, the
+    // reports sampler, republishing policies): the node holding its lease does it (cluster/duties.ts).
+    // A lease is taken or renewed by one upsert that succeeds only when the lease has expired or is
+    // the caller's own (holder and fence), with times computed in TypeScript as ISO strings; the
+    // fence grows by one each time the lease changes hands, so a node that lost it cannot renew it.
+    // Each node also holds a lease `node:<name>` while it runs: its liveness. jobs.node names the node
+    // running a bulk job, so that only that node's death (its lease expired) interrupts it.
+    sql: `
+      CREATE TABLE duty_leases (
+        duty         TEXT PRIMARY KEY,
+        holder       TEXT NOT NULL,
+        fence        INTEGER NOT NULL,
+        acquired_at  TEXT NOT NULL,
+        renewed_at   TEXT NOT NULL,
+        expires_at   TEXT NOT NULL
+      );
+      ALTER TABLE jobs ADD COLUMN node TEXT;
+    `,
+  },
+  {
+    version: 29,
+    name: 'shared sign-in and rate-limit state: buckets, failures, tickets, challenges',
+    // What one process used to hold in memory, in the database so that every node of a cluster
+    // sees the same (issue 23): a limit of 10 a minute is 10 in all, a ticket is used once anywhere.
+    // rate_limits: one row per limited key (scope:key), the bucket as its "theoretical arrival
+    // time" in ms since the epoch (GCRA: a bucket is full again once tat_ms <= now), updated by one
+    // statement per hit; allowed says whether that hit passed. sign_in_failures: failed sign-ins per
+    // address or account and until when it waits. sign_in_tickets / sign_in_challenges: one-time
+    // sign-in links and passwords waiting for their second step, kept by the SHA-256 of what the
+    // browser holds. Expired rows are swept hourly and when new ones are made.
+    sql: `
+      CREATE TABLE rate_limits (
+        key      TEXT PRIMARY KEY,
+        tat_ms   INTEGER NOT NULL,
+        allowed  INTEGER NOT NULL CHECK (allowed IN (0, 1))
+      );
+
+      CREATE TABLE sign_in_failures (
+        key       TEXT PRIMARY KEY,
+        failures  INTEGER NOT NULL,
+        last_at   TEXT NOT NULL,
+        until_at  TEXT NOT NULL
+      );
+
+      CREATE TABLE sign_in_tickets (
+        ticket_hash  TEXT PRIMARY KEY,
+        account_id   INTEGER REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        expires_at   TEXT NOT NULL
+      );
+
+      CREATE TABLE sign_in_challenges (
+        challenge_hash  TEXT PRIMARY KEY,
+        account_id      INTEGER NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        step            TEXT NOT NULL CHECK (step IN ('code', 'enrol')),
+        expires_at      TEXT NOT NULL,
+        attempts        INTEGER NOT NULL DEFAULT 0
+      );
+    `,
+  },
 ];

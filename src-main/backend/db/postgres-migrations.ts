@@ -682,4 +682,56 @@ export const postgresMigrations: PostgresMigration[] = [
       CREATE INDEX notification_mails_queue ON notification_mails (state, queued_at);
     `,
   },
+  {
+    version: 28,
+    name: 'several nodes: duty leases, the node running each bulk job',
+    sql: /* sql */ `
+      CREATE TABLE duty_leases (
+        duty         text PRIMARY KEY,
+        holder       text NOT NULL,
+        fence        bigint NOT NULL,
+        acquired_at  text NOT NULL,
+        renewed_at   text NOT NULL,
+        expires_at   text NOT NULL
+      );
+      ALTER TABLE jobs ADD COLUMN node text;
+    `,
+  },
+  {
+    version: 29,
+    name: 'shared sign-in and rate-limit state: buckets, failures, tickets, challenges',
+    // rate_limits is UNLOGGED: each hit is a commit, and a logged one waits for its WAL flush (about
+    // 3 ms a hit on this machine's disk, against 0.3 to 1 ms unlogged). What a crash of the database
+    // loses (the table is emptied) is only the buckets: every client starts with a full burst again.
+    // Standbys do not receive it either: after a failover the buckets start full. The sign-in
+    // failures stay logged (a throttle must survive a crash; they are written only on failures).
+    sql: /* sql */ `
+      CREATE UNLOGGED TABLE rate_limits (
+        key      text PRIMARY KEY,
+        tat_ms   bigint NOT NULL,
+        allowed  integer NOT NULL CHECK (allowed IN (0, 1))
+      );
+
+      CREATE TABLE sign_in_failures (
+        key       text PRIMARY KEY,
+        failures  integer NOT NULL,
+        last_at   text NOT NULL,
+        until_at  text NOT NULL
+      );
+
+      CREATE TABLE sign_in_tickets (
+        ticket_hash  text PRIMARY KEY,
+        account_id   bigint REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        expires_at   text NOT NULL
+      );
+
+      CREATE TABLE sign_in_challenges (
+        challenge_hash  text PRIMARY KEY,
+        account_id      bigint NOT NULL REFERENCES admin_accounts(id) ON DELETE CASCADE,
+        step            text NOT NULL CHECK (step IN ('code', 'enrol')),
+        expires_at      text NOT NULL,
+        attempts        integer NOT NULL DEFAULT 0
+      );
+    `,
+  },
 ];

@@ -76,8 +76,12 @@ export class PostgresSql implements Sql {
   private readonly serialize: boolean;
   private savepoints = 0;
   private closed = false;
+  private readonly url: string;
+  private readonly connectTimeoutMs: number;
 
   constructor(url: string, options: PostgresSqlOptions = {}) {
+    this.url = url;
+    this.connectTimeoutMs = (options.connectTimeoutSeconds ?? 10) * 1000;
     this.serialize = options.serializeTransactions ?? true;
     this.pool = new pg.Pool({
       connectionString: url,
@@ -142,6 +146,29 @@ export class PostgresSql implements Sql {
       transaction.open = false;
       client.release(broken);
     }
+  }
+
+  /**
+   * A connection of its own, outside the pool, connected (db/postgres-listener.ts holds one to
+   * LISTEN). The caller ends it.
+   */
+  async dedicatedClient(applicationName: string): Promise<pg.Client> {
+    const client = new pg.Client({
+      connectionString: this.url,
+      connectionTimeoutMillis: this.connectTimeoutMs,
+      application_name: applicationName,
+      keepAlive: true,
+      types: TYPES,
+    });
+    // Until the caller listens for them, errors of a broken connection must not end the process.
+    client.on('error', () => {});
+    try {
+      await client.connect();
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw error;
+    }
+    return client;
   }
 
   async close(): Promise<void> {

@@ -21,6 +21,8 @@ export interface DownloadLimitOptions {
   maxConcurrent: number;
   /** Bytes of read-ahead shared by every download above their MIN_CHUNK each. */
   poolBytes: number;
+  /** The descriptors the downloads' open files take from (http/socket-limits.ts); none: only maxConcurrent. */
+  descriptors?: { canAcquire(): boolean; acquire(): void; release(): void } | undefined;
 }
 
 export const DEFAULT_DOWNLOAD_LIMITS: DownloadLimitOptions = { maxConcurrent: 1024, poolBytes: 32 * 1024 * 1024 };
@@ -29,10 +31,12 @@ export class DownloadLimits {
   readonly maxConcurrent: number;
   private poolLeft: number;
   private active = 0;
+  private readonly descriptors: DownloadLimitOptions['descriptors'];
 
   constructor(options: DownloadLimitOptions = DEFAULT_DOWNLOAD_LIMITS) {
     this.maxConcurrent = options.maxConcurrent;
     this.poolLeft = options.poolBytes;
+    this.descriptors = options.descriptors;
   }
 
   get inProgress(): number {
@@ -42,6 +46,8 @@ export class DownloadLimits {
   /** A slot for one download, or null when all are taken; `release` once the response is over. */
   acquire(): { release(): void } | null {
     if (this.active >= this.maxConcurrent) return null;
+    if (this.descriptors && !this.descriptors.canAcquire()) return null;
+    this.descriptors?.acquire();
     this.active++;
     let released = false;
     return {
@@ -49,6 +55,7 @@ export class DownloadLimits {
         if (released) return;
         released = true;
         this.active--;
+        this.descriptors?.release();
       },
     };
   }

@@ -1,10 +1,15 @@
 /**
  * Sockets are file descriptors, and a process has a fixed number of them (`ulimit -n`). Without
  * caps, 1,100 slow connections on the agent listener used them all, and then neither listener
- * could accept anything. The plan below splits the descriptors: a reserve for the database, files
- * being served and mail; a share kept for the admin listener; the agent listener's connections and
- * downloads (each holds a file open too); the MQTT broker. One client address may hold only a
- * part of the agent listener, so a single host cannot take it all.
+ * could accept anything. The plan below keeps a part for the process itself (database, log, mail,
+ * Node's own) and shares the rest *by need* between the admin listener, the agent listener's
+ * connections, the files of downloads in progress and the MQTT broker (DescriptorBudget). Each
+ * HTTP share keeps a small reserve that no one else may take, so an admin and an enrolling device
+ * always get in; beyond its reserve, whoever asks first takes a descriptor. Devices hold one MQTT
+ * connection all day and HTTP only in bursts, so the broker may take everything but the reserves:
+ * at a 20,000-descriptor limit, 19,808 agents (mosquitto holds 19,843 there). Before, MQTT had a
+ * fixed half and the embedded broker held 9,872. One client address may hold only a part of the
+ * agent listener, so a single host cannot take it all.
  */
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -14,17 +19,30 @@ import { REQUEST_TIMEOUT_MS } from './request-deadline.ts';
 export interface SocketPlan {
   /** The descriptor limit the plan was made for (null: unknown, defaults used). */
   fdLimit: number | null;
+  /** Descriptors the listeners and downloads share (the limit less the process's own part). */
+  shared: number;
+  /** The most the agent listener holds (when the broker leaves room). */
   agentConnections: number;
   agentConnectionsPerAddress: number;
+  /** The most byte downloads in progress at once (each holds its file open). */
   agentDownloads: number;
   adminConnections: number;
-  /** The embedded broker's connections, plain and TLS listeners together. */
+  /** The most the embedded broker holds (plain and TLS listeners together): everything but the HTTP reserves. */
   mqttConnections: number;
+  /** What each HTTP share keeps whatever the broker holds. */
+  reserves: { admin: number; agent: number; downloads: number };
   /** How long a client may take to send a whole request (headers too), on both listeners. */
   requestTimeoutMs: number;
 }
 
-const RESERVE = 128;
+/** The process's own descriptors: database and its WAL, log, lock, mail, uploads, Node's own (33 at rest). */
+const PROCESS_RESERVE = 96;
+/** Kept for the admin listener whatever the broker holds: the console and the CLI. */
+const ADMIN_RESERVE = 16;
+/** Kept for the agent listener: enrollments and agent requests always get in. */
+const AGENT_RESERVE = 64;
+/** Kept for the files of downloads in progress. */
+const DOWNLOADS_RESERVE = 16;
 const ADMIN_CONNECTIONS = 128;
 const MAX_AGENT_CONNECTIONS = 10_000;
 const MAX_DOWNLOADS = 1024;
@@ -48,18 +66,98 @@ export function openFileLimit(): number | null {
 export function planSockets(fdLimit: number | null = openFileLimit()): SocketPlan {
   // Unknown (macOS, Windows): Node raises the soft limit to the hard one at start; assume 10,240.
   const limit = fdLimit ?? 10_240;
-  const usable = Math.max(64, limit - RESERVE - ADMIN_CONNECTIONS);
-  const agentShare = Math.floor(usable / 2);
-  const agentConnections = Math.min(MAX_AGENT_CONNECTIONS, Math.floor((agentShare * 2) / 3));
+  const reserves = { admin: ADMIN_RESERVE, agent: AGENT_RESERVE, downloads: DOWNLOADS_RESERVE };
+  const reserved = reserves.admin + reserves.agent + reserves.downloads;
+  const shared = Math.max(reserved + 64, limit - PROCESS_RESERVE);
+  // HTTP's maxima when the broker leaves room: a third of the shared part for the agent
+  // listener, a sixth for downloads (caps against floods, not shares: what they do not use, MQTT may).
+  const agentConnections = Math.max(reserves.agent, Math.min(MAX_AGENT_CONNECTIONS, Math.floor(shared / 3)));
   return {
     fdLimit,
+    shared,
     agentConnections,
     agentConnectionsPerAddress: Math.max(16, Math.floor(agentConnections / 4)),
-    agentDownloads: Math.max(8, Math.min(MAX_DOWNLOADS, agentShare - agentConnections)),
+    agentDownloads: Math.max(reserves.downloads, Math.min(MAX_DOWNLOADS, Math.floor(shared / 6))),
     adminConnections: ADMIN_CONNECTIONS,
-    // The other half: every device holds one MQTT connection all day, HTTP only in bursts.
-    mqttConnections: Math.min(MAX_MQTT_CONNECTIONS, usable - agentShare),
+    mqttConnections: Math.min(MAX_MQTT_CONNECTIONS, shared - reserved),
+    reserves,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  };
+}
+
+/**
+ * Descriptors shared by need. Each share may always hold up to its reserve; beyond, it takes from
+ * what no share holds or keeps in reserve. The invariant: the sum over shares of
+ * max(held, reserve) never exceeds `total`, so every reserve stays available to its share
+ * whatever the others hold.
+ */
+export class DescriptorBudget {
+  readonly total: number;
+  /** Σ max(held, reserve) over the shares. */
+  private committed = 0;
+  private readonly shares = new Map<string, DescriptorShare>();
+
+  constructor(total: number) {
+    this.total = total;
+  }
+
+  /** A share that may always hold `reserve` descriptors (and more when others leave room). */
+  share(name: string, reserve = 0): DescriptorShare {
+    if (this.shares.has(name)) throw new Error(`descriptor share ${name} exists already`);
+    if (this.committed + reserve > this.total) throw new Error(`descriptor reserves exceed ${this.total}`);
+    this.committed += reserve;
+    let held = 0;
+    const share: DescriptorShare = {
+      name,
+      reserve,
+      held: () => held,
+      canAcquire: () => held < reserve || this.committed < this.total,
+      acquire: () => {
+        if (held >= reserve) this.committed++;
+        held++;
+      },
+      release: () => {
+        if (held === 0) return;
+        held--;
+        if (held >= reserve) this.committed--;
+      },
+    };
+    this.shares.set(name, share);
+    return share;
+  }
+
+  /** Descriptors no share holds or keeps in reserve. */
+  free(): number {
+    return this.total - this.committed;
+  }
+}
+
+export interface DescriptorShare {
+  readonly name: string;
+  readonly reserve: number;
+  held(): number;
+  /** Whether one more descriptor may be taken now. */
+  canAcquire(): boolean;
+  /** Takes one (after canAcquire, or when handing over one just released). */
+  acquire(): void;
+  release(): void;
+}
+
+/** The budget of a plan, with its four shares. */
+export function shareDescriptors(plan: SocketPlan): {
+  budget: DescriptorBudget;
+  admin: DescriptorShare;
+  agent: DescriptorShare;
+  downloads: DescriptorShare;
+  mqtt: DescriptorShare;
+} {
+  const budget = new DescriptorBudget(plan.shared);
+  return {
+    budget,
+    admin: budget.share('admin', plan.reserves.admin),
+    agent: budget.share('agent', plan.reserves.agent),
+    downloads: budget.share('downloads', plan.reserves.downloads),
+    mqtt: budget.share('mqtt'),
   };
 }
 
@@ -69,6 +167,8 @@ export interface ConnectionCaps {
   perAddress: number;
   /** The body of the 503 written to a connection refused for its address. */
   refusal: string;
+  /** The listener's share of the process's descriptors; when it has none left, as when full. */
+  share?: DescriptorShare | undefined;
 }
 
 /** Refused connections given a moment to read their 503 before being closed; beyond, closed at once. */
@@ -155,6 +255,7 @@ export function capConnections(server: Server, caps: ConnectionCaps): Connection
     const state = tracked.get(socket);
     byAddress.get(state?.address ?? '')?.delete(socket); // counted out at once, so its 'close' does not count it again
     total--;
+    caps.share?.release();
     socket.destroy();
   };
 
@@ -217,18 +318,23 @@ export function capConnections(server: Server, caps: ConnectionCaps): Connection
       evict(oldest);
       mine--;
     }
-    if (total >= caps.max && !makeRoom(address, mine)) {
+    const full = total >= caps.max || (caps.share !== undefined && !caps.share.canAcquire());
+    if (full && !makeRoom(address, mine)) {
       socket.destroy();
       return false;
     }
     total++;
+    caps.share?.acquire();
     let sockets = byAddress.get(address);
     if (!sockets) byAddress.set(address, (sockets = new Set()));
     sockets.add(socket);
     tracked.set(socket, { address, request: null, authenticated: false });
     socket.once('close', () => {
       // An evicted socket was counted out already.
-      if (sockets.delete(socket) || trusted.has(socket)) total--;
+      if (sockets.delete(socket) || trusted.has(socket)) {
+        total--;
+        caps.share?.release();
+      }
       if (sockets.size === 0 && byAddress.get(address) === sockets) byAddress.delete(address);
     });
     return emit(event, ...args);

@@ -3,6 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog, RecordedEvent } from '../events/event-log.ts';
+import type { EventFeed } from '../cluster/feed.ts';
 import type { AgentService, AgentSummary } from '../agents/agents.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import type { PolicyService } from '../policies/service.ts';
@@ -94,6 +95,12 @@ export interface JobServiceDeps {
   agents: AgentService;
   fleets: FleetService;
   events: EventLog;
+  /**
+   * Every node's events (cluster/feed.ts; default the local ones): behind a load balancer, a
+   * device's answer (an MQTT report, an HTTP report) often reaches another node than the one
+   * running the job, which records it as an event; the job's node sees it here.
+   */
+  feed?: EventFeed | undefined;
   work: UnitOfWork;
   commands: AgentCommands;
   /** Policies and deployments (assign_policy, deploy) and the compliance filter. */
@@ -140,7 +147,7 @@ export class JobService {
     // A job the last run left half done stays so, said as much (its devices' results say how far it went).
     // (Its statement is issued now, before any job of this run can start.)
     unlessDiskFull(() => this.store.interruptRunning(nowIso()));
-    this.unsubscribe = this.events.subscribe((event) => this.answered(event));
+    this.unsubscribe = (deps.feed ?? deps.events).subscribe((event) => this.answered(event));
   }
 
   /**

@@ -3,6 +3,7 @@ import type { UnitOfWork } from '../db/unit-of-work.ts';
 import { ApiError, badRequest, itemNotFound, loginFailed, sessionTokenInvalid } from '../errors.ts';
 import { randomHex } from '../util/tokens.ts';
 import { RateLimiter } from './rate-limit.ts';
+import type { RateLimitRepository } from './rate-limit-repository.ts';
 import type { SessionRepository } from './session-repository.ts';
 import type { SessionContext } from './types.ts';
 import { isSharedAccount, type UserRepository, type UserRow } from './user-repository.ts';
@@ -68,6 +69,8 @@ export interface SessionDeps {
   store: SessionRepository;
   users: UserRepository;
   work: UnitOfWork;
+  /** The rate limits' buckets, shared by every node on the database. */
+  rates: RateLimitRepository;
 }
 
 export class SessionService {
@@ -77,14 +80,16 @@ export class SessionService {
   private readonly limits: SessionLimits;
   private readonly perToken: RateLimiter;
   private readonly perAddress: RateLimiter;
+  private readonly rates: RateLimitRepository;
 
   constructor(deps: SessionDeps, limits: Partial<SessionLimits> = {}) {
     this.store = deps.store;
     this.users = deps.users;
     this.work = deps.work;
     this.limits = { ...DEFAULT_SESSION_LIMITS, ...limits };
-    this.perToken = new RateLimiter({ ...this.limits.perToken, maxKeys: 50_000 });
-    this.perAddress = new RateLimiter({ ...this.limits.perAddress, maxKeys: 50_000 });
+    this.rates = deps.rates;
+    this.perToken = new RateLimiter('init-token', this.limits.perToken, deps.rates);
+    this.perAddress = new RateLimiter('init-address', this.limits.perAddress, deps.rates);
   }
 
   /**
@@ -97,12 +102,12 @@ export class SessionService {
   async open(userToken: string, address: string | null = null): Promise<{ session_token: string; user: UserRow }> {
     const user = await this.users.byToken(userToken);
     if (!user) {
-      const wait = address === null ? 0 : this.perAddress.take(address);
+      const wait = address === null ? 0 : await this.perAddress.take(address);
       if (wait > 0) throw new TooManyRequests(`Too many unknown user tokens from ${address}`, wait);
       throw loginFailed('Incorrect user token');
     }
     const shared = isSharedAccount(user);
-    const wait = shared ? 0 : this.perToken.take(userToken);
+    const wait = shared ? 0 : await this.perToken.take(userToken);
     if (wait > 0) throw new TooManyRequests('Too many sessions opened with this token', wait);
     const token = randomHex(20);
     const now = nowIso();
@@ -221,5 +226,10 @@ export class SessionService {
 
   purgeIdle(): Promise<number> {
     return this.store.removeUnusedSince(new Date(Date.now() - this.limits.idleMs).toISOString());
+  }
+
+  /** Forgets the rate limits' buckets that are full again (every limit's: initSession's, enrollment's). */
+  sweepRateLimits(): Promise<number> {
+    return this.rates.sweep(Date.now());
   }
 }

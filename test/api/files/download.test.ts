@@ -20,6 +20,7 @@ import { adminFileRoutes } from '../../../src-main/backend/files/routes.ts';
 import { actsAs } from '../../../src-main/backend/http/route-table.ts';
 import { createFileStore, type FileStore } from '../../../src-main/backend/files/store.ts';
 import { ApiError } from '../../../src-main/backend/errors.ts';
+import { RateLimitRepository } from '../../../src-main/backend/sessions/rate-limit-repository.ts';
 import { SqliteSessionRepository } from '../../../src-main/backend/sessions/session-repository.ts';
 import { SessionService } from '../../../src-main/backend/sessions/sessions.ts';
 import { UserRepository } from '../../../src-main/backend/sessions/user-repository.ts';
@@ -90,7 +91,12 @@ beforeAll(async () => {
   db.db.prepare('INSERT INTO entities (id, name, parent_id, created_at) VALUES (2, ?, 1, ?)').run('Branch', nowIso());
   store = await createFileStore(db, dir, (action, kind, item) => changes.push(`${action} ${kind} ${item.name}`));
   const users = new UserRepository(db);
-  sessions = new SessionService({ store: new SqliteSessionRepository(db), users, work: new UnitOfWork(db) });
+  sessions = new SessionService({
+    store: new SqliteSessionRepository(db),
+    users,
+    work: new UnitOfWork(db),
+    rates: new RateLimitRepository(db),
+  });
   for (const [name, entityId] of [
     ['good', 1],
     ['other', 2],

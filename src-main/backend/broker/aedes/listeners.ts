@@ -2,7 +2,7 @@
 import type { Aedes } from 'aedes';
 import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
-import { capBrokerConnections } from '../connection-cap.ts';
+import { capBrokerConnections, type ConnectionShare } from '../connection-cap.ts';
 import type { BrokerCertificate } from '../tls-certificate.ts';
 
 export interface Listeners {
@@ -37,7 +37,14 @@ const closeServer = (server: Server) =>
  */
 export async function startListeners(
   aedes: Aedes,
-  options: { host: string; port: number; tlsPort: number; certificate: BrokerCertificate; maxConnections?: number | undefined },
+  options: {
+    host: string;
+    port: number;
+    tlsPort: number;
+    certificate: BrokerCertificate;
+    maxConnections?: number | undefined;
+    connectionShare?: ConnectionShare | undefined;
+  },
 ): Promise<Listeners> {
   const sockets = new Set<Socket>();
   const track = (socket: Socket) => {
@@ -55,7 +62,9 @@ export async function startListeners(
   tlsServer.on('tlsClientError', () => {}); // failed handshakes: the client sees them, nothing to do here
   tlsServer.on('connection', track);
   const cap =
-    options.maxConnections !== undefined ? capBrokerConnections([tcpServer, tlsServer], options.maxConnections) : undefined;
+    options.maxConnections !== undefined
+      ? capBrokerConnections([tcpServer, tlsServer], options.maxConnections, options.connectionShare)
+      : undefined;
   const closeBoth = () => Promise.all([closeServer(tcpServer), closeServer(tlsServer)]);
   try {
     const port = await listen(tcpServer, options.port, options.host, 'MQTT');
