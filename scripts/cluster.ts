@@ -20,7 +20,18 @@
 // rest are free ports chosen at the first start and kept in DIR/cluster.json for the next.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -191,18 +202,19 @@ async function choosePorts(options: ClusterOptions, nodes: number): Promise<Clus
     if (fallback !== undefined && base === undefined) return (taken.add(fallback), fallback);
     return free();
   };
+  // Without --base-port: the ports of docs/haproxy.cfg (the balancer 8080 and 8081, the nodes'
+  // admin listeners 8181…, haproxy's stats 8404, the broker 1883); PostgreSQL and RabbitMQ's own
+  // ports are free ones (nothing else needs to know them).
   const agent = await pick(options.port, 0, 8080);
   const admin = await pick(options.adminPort, 1, 8081);
   const mqtt = await pick(options.mqttPort, 2, 1883);
   const postgres = await pick(undefined, 3);
-  const stats = await pick(undefined, 4);
-  const auth = await pick(undefined, 5);
+  const stats = await pick(undefined, 4, 8404);
+  const auth = await pick(undefined, 5, 8083);
   const nodeAdmin: number[] = [];
   const nodeAuth: number[] = [];
-  for (let i = 0; i < nodes; i += 1) {
-    nodeAdmin.push(await pick(undefined, 10 + i));
-    nodeAuth.push(await pick(undefined, 20 + i));
-  }
+  for (let i = 0; i < nodes; i += 1) nodeAdmin.push(await pick(undefined, 10 + i, 8181 + i));
+  for (let i = 0; i < nodes; i += 1) nodeAuth.push(await pick(undefined, 20 + i, 8281 + i));
   const rabbit = { amqp: await pick(undefined, 30), dist: await pick(undefined, 31), epmd: await pick(undefined, 32) };
   return { agent, admin, mqtt, postgres, stats, nodeAdmin, auth, nodeAuth, rabbit };
 }
@@ -236,7 +248,9 @@ export function haproxyConfig(state: Pick<ClusterState, 'ports' | 'broker'>, nod
     '  # 2 s after it answers again.',
     '  default-server inter 1s fall 3 rise 2 maxconn 200',
     '',
-    '# Devices: the agent API, downloads, the deeplink page.',
+    '# Devices: the agent API, downloads, the deeplink page. Each node serves it on the port of this',
+    '# frontend (the links and QR codes a node makes name --public-host and that port: the balancer),',
+    "# here on an address of its own (127.0.0.11, .12…); on several machines, each machine's address.",
     'frontend agents',
     `  bind 127.0.0.1:${ports.agent}`,
     '  default_backend agent_nodes',
@@ -296,6 +310,25 @@ export function haproxyConfig(state: Pick<ClusterState, 'ports' | 'broker'>, nod
     '',
   );
   return lines.join('\n');
+}
+
+/**
+ * What `start` writes for three nodes and Mosquitto with its default ports: docs/haproxy.cfg, the
+ * README's example (`node scripts/cluster.ts example-config > docs/haproxy.cfg`; a test keeps them equal).
+ */
+export function exampleConfig(): string {
+  const ports: ClusterPorts = {
+    agent: 8080,
+    admin: 8081,
+    mqtt: 1883,
+    postgres: 0,
+    stats: 8404,
+    auth: 8083,
+    nodeAdmin: [8181, 8182, 8183],
+    nodeAuth: [8281, 8282, 8283],
+    rabbit: { amqp: 0, dist: 0, epmd: 0 },
+  };
+  return haproxyConfig({ broker: 'mosquitto', ports }, 3);
 }
 
 function readState(dir: string): ClusterState | null {
@@ -817,6 +850,9 @@ async function main(args: string[]): Promise<void> {
       return status(dir);
     case 'stop':
       return stop(dir);
+    case 'example-config':
+      process.stdout.write(exampleConfig());
+      return;
     case 'watch':
       return watch(Number(option(args, '--pid')), dir);
     case undefined:
