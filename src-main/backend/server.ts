@@ -36,10 +36,14 @@ import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
+import { Duties, type DutyTiming } from './cluster/duties.ts';
+import { SqlDutyRepository } from './cluster/duty-repository.ts';
 import type { PostgresFeedOptions } from './cluster/feed.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
+  /** The leases of the work this node does alone among several (cluster/duties.ts). */
+  duties: Duties;
   services: Services;
   deployments: PolicyService;
   /** Alert rules, incidents, webhooks and their worker. */
@@ -78,9 +82,19 @@ export interface StartOptions extends Partial<BackendOptions> {
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
   /** How long a bulk job awaits its devices' answers (jobs/jobs.ts; default 15 minutes). */
   jobAnswerWindowMs?: number;
+  /** This node's name among several on one database; default the machine's host name. */
+  nodeName?: string;
+  /** How long the duties' leases last and how often they are renewed (cluster/duties.ts; default 8 s and 2 s). */
+  dutyTiming?: Partial<DutyTiming>;
+  /** How often the duty `jobs-sweeper` looks for jobs of dead nodes; default 10 s. */
+  jobSweepEveryMs?: number;
   /** The event feed's listening connection on PostgreSQL (cluster/feed.ts): reconnection waits, check interval. */
   feed?: PostgresFeedOptions;
 }
+
+/** How often the sessions of agents and consoles are swept. */
+const SESSION_SWEEP_MS = 60 * 60 * 1000;
+const JOB_SWEEP_MS = 10_000;
 
 /**
  * Starts the whole backend: SQLite, agent API + deeplink page (LAN), admin API + console
@@ -179,6 +193,35 @@ async function startServing(
     open = false;
     return db.close();
   });
+  // Work one node does at a time among several on one database (on SQLite, the one node always wins).
+  const duties = new Duties({
+    repository: new SqlDutyRepository(db),
+    nodeName: partial.nodeName,
+    sole: db.engine === 'sqlite',
+    timing: partial.dutyTiming,
+  });
+  /** Runs `work` every `everyMs` while this node holds `duty`, and once when it takes it. */
+  const periodicDuty = (duty: string, everyMs: number, work: () => Promise<unknown>) => {
+    let timer: NodeJS.Timeout | null = null;
+    let running: Promise<unknown> = Promise.resolve();
+    const once = () => {
+      running = running.then(work).catch(() => {}); // tried again at the next tick
+      return running;
+    };
+    duties.whileHeld(
+      duty,
+      async () => {
+        timer = setInterval(() => void once(), everyMs);
+        timer.unref();
+        await once();
+      },
+      async () => {
+        if (timer) clearInterval(timer);
+        timer = null;
+        await running;
+      },
+    );
+  };
   const adminToken = loadOrCreateAdminToken(options.dataDir);
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
@@ -231,31 +274,22 @@ async function startServing(
     requireTwoFactor: () => domain.signInSettings.get().require_two_factor,
     now: partial.now,
   });
-  // What no longer counts: idle sessions, rate-limit buckets full again, sign-in failures
-  // forgotten, tickets and challenges expired. Every node may sweep: each DELETE removes only rows
-  // nothing can use any more, so two nodes sweeping at once do no harm.
   const sweepAll = async () => {
     await domain.sessions.purgeIdle();
     await adminSessions.purgeExpired();
     await domain.sessions.sweepRateLimits();
     await adminAuth.sweep();
   };
-  await sweepAll();
-  // Agents open a session per download; idle ones are swept hourly, not only at start.
-  const sweepSessions = async () => {
+  // What no longer counts: idle sessions (agents open one per download), rate-limit buckets full
+  // again, sign-in failures forgotten, tickets and challenges expired: swept at start and hourly, by
+  // one node (the duty `session-sweep`; each DELETE removes only rows nothing can use any more).
+  periodicDuty('session-sweep', SESSION_SWEEP_MS, async () => {
     try {
       await sweepAll();
     } catch (error) {
       if (!isDiskFull(error)) throw error; // a full disk: swept next hour (a DELETE needs log space too)
     }
-  };
-  const sessionSweep = setInterval(
-    () => {
-      void sweepSessions();
-    },
-    60 * 60 * 1000,
-  ).unref();
-  onClose(() => clearInterval(sessionSweep));
+  });
   // Each change is recorded (event and audit entry) in its own transaction: if that fails, it is undone.
   const files = await createFileStore(
     db,
@@ -310,9 +344,21 @@ async function startServing(
     views: domain.views,
   });
   onClose(() => deployments.close());
-  // The reports' daily figures: backfilled on the first start, then kept as things happen and sampled on a timer.
+  // Views evaluated again each minute for their terms of time: one node's duty.
+  duties.whileHeld(
+    'view-sync',
+    () => deployments.startViewSync(),
+    () => deployments.stopViewSync(),
+  );
+  // The reports' daily figures: backfilled on the first start, then kept as things happen (each
+  // node counts its own events) and sampled on a timer (one node's duty).
   await domain.figures.start();
   onClose(() => domain.figures.close());
+  duties.whileHeld(
+    'reports-sampler',
+    () => domain.figures.startSampling(),
+    () => domain.figures.stopSampling(),
+  );
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is
   // served) or an external one the backend connects to, retrying in the background.
@@ -347,8 +393,15 @@ async function startServing(
   });
   // Closed before the deployments it reports to (closers run in reverse).
   onClose(() => broker.close());
-  // Retained messages may be gone (the embedded broker's memory, an external broker restarted): every active policy is published again.
-  await deployments.attach(broker.policies);
+  // Each node publishes the policy changes it makes. Retained messages may be gone (the embedded
+  // broker's memory, an external broker restarted): every active policy is published again by the
+  // node that takes the duty (at start on a single node), not by every node.
+  deployments.attach(broker.policies);
+  duties.whileHeld(
+    'policy-republish',
+    () => deployments.republishAll(),
+    () => {},
+  );
   const services = withEnrollment(domain, broker);
   // Bulk jobs: closed before the broker they publish through (closers run in reverse).
   const jobs = new JobService({
@@ -362,8 +415,15 @@ async function startServing(
     policies: deployments,
     views: domain.views,
     answerWindowMs: partial.jobAnswerWindowMs,
+    nodeName: duties.nodeName,
+    sole: db.engine === 'sqlite',
   });
   onClose(() => jobs.close());
+  // A job whose node died (its lease `node:<name>` expired) is marked interrupted, by one node.
+  if (db.engine !== 'sqlite')
+    periodicDuty('jobs-sweeper', partial.jobSweepEveryMs ?? JOB_SWEEP_MS, async () =>
+      jobs.interruptOrphans(await duties.liveNodes()),
+    );
 
   // Alerts: rules evaluated each minute and on events, notices by email (the mail worker) and webhooks.
   const alerts = createAlerts(
@@ -392,6 +452,12 @@ async function startServing(
     partial.alerts,
   );
   onClose(() => alerts.close());
+  // The rules evaluated each minute and after events: one node's duty (any node evaluates after a rule change).
+  duties.whileHeld(
+    'alert-evaluation',
+    () => alerts.engine.start(),
+    () => alerts.engine.stop(),
+  );
 
   const setupUrl = async () => {
     const secret = await domain.accounts.setupSecret();
@@ -455,6 +521,9 @@ async function startServing(
     await adminListener.close();
     await admin.close();
   });
+  // The duties' work stops first on close (closers run in reverse), and their leases go to another node.
+  onClose(() => duties.close());
+  await duties.start();
   agentListener.serve();
   adminListener.serve();
 
@@ -465,6 +534,7 @@ async function startServing(
   await alerts.start();
   return {
     info,
+    duties,
     services,
     deployments,
     alerts,

@@ -104,8 +104,12 @@ export class AlertEngine {
     this.intervalMs = options.intervalMs ?? 60_000;
   }
 
-  /** Evaluates now, then each interval and after the events that may change a condition. */
+  /**
+   * Evaluates now, then each interval and after the events that may change a condition: the duty
+   * `alert-evaluation` (cluster/duties.ts), one node at a time. `stop` undoes it; it may start again.
+   */
   start(): void {
+    if (this.closed || this.timer) return;
     // Every node's events: a device going offline on another node calls for an evaluation here too.
     this.unsubscribe = this.feed.subscribe((event: RecordedEvent) => {
       // A second's grace: a thousand devices connecting at once make one evaluation, not a thousand.
@@ -120,12 +124,20 @@ export class AlertEngine {
     this.schedule();
   }
 
+  /** No more evaluations on the timer or after events (the duty went to another node); one under way finishes. */
+  async stop(): Promise<void> {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.soon) clearTimeout(this.soon);
+    this.soon = null;
+    await this.running?.catch(() => undefined);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
-    this.unsubscribe?.();
-    if (this.timer) clearInterval(this.timer);
-    if (this.soon) clearTimeout(this.soon);
-    await this.running?.catch(() => undefined);
+    await this.stop();
   }
 
   /** An evaluation soon (coalesced: a burst of events makes one). */
@@ -236,11 +248,17 @@ export class AlertEngine {
     const open = await this.repo.openIncidents(ruleId);
     const openKeys = new Set(open.map((incident) => incident.subject_key));
     const firingKeys = new Set(firing.map((subject) => subject.key));
-    const cleared = open.filter((incident) => !firingKeys.has(incident.subject_key));
-    for (const incident of cleared) await this.repo.resolveIncident(incident.id, at);
+    // Each incident is announced by the evaluation whose statement changed its row, so another node
+    // evaluating too (a console's "evaluate now", a node taking the duty over from one that froze)
+    // announces nothing twice, even were its transaction not serialized after this one (db/postgres-sql.ts).
+    const cleared: IncidentRow[] = [];
+    for (const incident of open.filter((incident) => !firingKeys.has(incident.subject_key)))
+      if (await this.repo.resolveIncident(incident.id, at)) cleared.push(incident);
     const fresh: IncidentRow[] = [];
-    for (const subject of firing.filter((s) => !openKeys.has(s.key)))
-      fresh.push((await this.repo.incident(await this.repo.openIncident(ruleId, subject, at)))!);
+    for (const subject of firing.filter((s) => !openKeys.has(s.key))) {
+      const id = await this.repo.openIncident(ruleId, subject, at);
+      if (id !== null) fresh.push((await this.repo.incident(id))!);
+    }
     await this.repo.touchOpen(ruleId, at);
     if (fresh.length > 0) await this.notify(rule, 'alert.fired', fresh);
     if (cleared.length > 0)

@@ -104,9 +104,9 @@ export function createAlerts(
     engine,
     webhooks,
     worker,
+    // The engine's evaluations are a duty (server.ts): started on the node that holds it.
     start: async () => {
       await worker.start();
-      engine.start();
     },
     close: async () => {
       await engine.close();

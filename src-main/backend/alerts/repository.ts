@@ -60,7 +60,8 @@ export interface AlertRepository {
   allWebhookIds(): Promise<Map<number, number[]>>;
   setWebhooks(ruleId: number, webhookIds: number[]): Promise<void>;
   openIncidents(ruleId: number): Promise<IncidentRow[]>;
-  openIncident(ruleId: number, subject: FiringSubject, at: string): Promise<number>;
+  /** The new incident's id, or null when the subject has an open incident already (another evaluation opened it). */
+  openIncident(ruleId: number, subject: FiringSubject, at: string): Promise<number | null>;
   resolveIncident(id: number, at: string): Promise<boolean>;
   /** Every open incident of the rule was seen again at `at` (those just resolved are no longer open). */
   touchOpen(ruleId: number, at: string): Promise<void>;
@@ -93,7 +94,7 @@ export class SqliteAlertRepository implements AlertRepository {
       openIncidents: `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id
          WHERE i.rule_id = ? AND i.state = 'open' ORDER BY i.id`,
       openIncident: `INSERT INTO alert_incidents (rule_id, subject_key, subject, agent_id, detail, state, opened_at, last_seen_at)
-         VALUES (@rule_id, @key, @subject, @agent_id, @detail, 'open', @at, @at) RETURNING id`,
+         VALUES (@rule_id, @key, @subject, @agent_id, @detail, 'open', @at, @at) ON CONFLICT DO NOTHING RETURNING id`,
       resolveIncident: `UPDATE alert_incidents SET state = 'resolved', resolved_at = ? WHERE id = ? AND state = 'open'`,
       touchOpen: `UPDATE alert_incidents SET last_seen_at = ? WHERE rule_id = ? AND state = 'open'`,
       incidents: `SELECT ${INCIDENT_COLUMNS} FROM alert_incidents i JOIN alert_rules r ON r.id = i.rule_id
@@ -145,17 +146,16 @@ export class SqliteAlertRepository implements AlertRepository {
     return (await this.sql.all(this.s.openIncidents, [ruleId])) as IncidentRow[];
   }
 
-  async openIncident(ruleId: number, subject: FiringSubject, at: string): Promise<number> {
-    return (
-      (await this.sql.get(this.s.openIncident, {
-        rule_id: ruleId,
-        key: subject.key,
-        subject: subject.subject,
-        agent_id: subject.agentId,
-        detail: subject.detail,
-        at,
-      })) as { id: number }
-    ).id;
+  async openIncident(ruleId: number, subject: FiringSubject, at: string): Promise<number | null> {
+    const row = await this.sql.get<{ id: number }>(this.s.openIncident, {
+      rule_id: ruleId,
+      key: subject.key,
+      subject: subject.subject,
+      agent_id: subject.agentId,
+      detail: subject.detail,
+      at,
+    });
+    return row?.id ?? null;
   }
 
   async resolveIncident(id: number, at: string): Promise<boolean> {

@@ -135,6 +135,8 @@ export class Duties {
     this.started = true;
     if (this.sole) await this.repository.clear();
     await this.renewNow();
+    // The work of the leases won is started before this returns (on a single node: all of it).
+    await Promise.all([...this.duties.values()].map((duty) => duty.transitions));
     if (!this.renewOnTimer) return;
     this.timer = setInterval(() => void this.renewNow(), this.timing.renewEveryMs);
     this.timer.unref();

@@ -109,6 +109,14 @@ export interface JobServiceDeps {
   views?: Pick<ViewService, 'devices'> | undefined;
   /** How long answers are awaited after a command was sent (tests shorten it). */
   answerWindowMs?: number;
+  /** This node's name (`serve --node-name`), written on the jobs it runs. */
+  nodeName?: string | undefined;
+  /**
+   * The only node there can be (SQLite): every job left running is this server's last run's. Else
+   * only the jobs of this node's name (its last run) are marked interrupted at start; those of
+   * other nodes are left to `interruptOrphans` (the duty `jobs-sweeper`), once their node is dead.
+   */
+  sole?: boolean | undefined;
 }
 
 export class JobService {
@@ -121,6 +129,7 @@ export class JobService {
   private readonly policies: PolicyService | undefined;
   private readonly views: Pick<ViewService, 'devices'> | undefined;
   private readonly answerWindowMs: number;
+  private readonly nodeName: string | null;
   private readonly unsubscribe: () => void;
   /** Jobs still acting, by id. */
   private readonly running = new Map<number, Promise<void>>();
@@ -144,9 +153,12 @@ export class JobService {
     this.policies = deps.policies;
     this.views = deps.views;
     this.answerWindowMs = deps.answerWindowMs ?? DEFAULT_ANSWER_WINDOW_MS;
+    this.nodeName = deps.nodeName ?? null;
     // A job the last run left half done stays so, said as much (its devices' results say how far it went).
-    // (Its statement is issued now, before any job of this run can start.)
-    unlessDiskFull(() => this.store.interruptRunning(nowIso()));
+    // (Its statement is issued now, before any job of this run can start.) Another node's running
+    // jobs are its own: they are left alone while it lives.
+    const sole = deps.sole ?? true;
+    unlessDiskFull(() => this.store.interruptRunning(nowIso(), sole || this.nodeName === null ? null : [this.nodeName]));
     this.unsubscribe = (deps.feed ?? deps.events).subscribe((event) => this.answered(event));
   }
 
@@ -196,6 +208,7 @@ export class JobService {
         account_id: actor?.accountId ?? null,
         actor: actor === null ? null : actor.tokenName !== null ? `token ${actor.tokenName} (${actor.role})` : actor.name,
         created_at: at,
+        node: this.nodeName,
       });
       // The job's one audit entry: the action, the selection and the count.
       await this.events.record(
@@ -271,6 +284,11 @@ export class JobService {
   }
 
   /** Stops taking jobs, lets the running ones stop at their next chunk, writes the answers received. */
+  /** Jobs whose node is none of `alive` (it died while they ran): marked interrupted; how many. */
+  async interruptOrphans(alive: readonly string[]): Promise<number> {
+    return this.store.interruptOrphans(nowIso(), alive);
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     await this.idle();

@@ -21,6 +21,8 @@ export interface JobRow {
   error: string | null;
   created_at: string;
   finished_at: string | null;
+  /** The node running it (`serve --node-name`): its death, and only its, interrupts the job. */
+  node: string | null;
 }
 
 export type NewJob = Omit<JobRow, 'id' | 'state' | 'error' | 'finished_at'>;
@@ -43,8 +45,13 @@ export interface JobRepository {
   /** Newest first. */
   list(limit: number): Promise<JobRow[]>;
   finish(id: number, state: JobState, error: string | null, at: string): Promise<void>;
-  /** Jobs left running by a stopped server: marked interrupted; how many. */
-  interruptRunning(at: string): Promise<number>;
+  /**
+   * Jobs left running by a stopped server: marked interrupted; how many. `nodes`: only those run by
+   * these nodes (and those of no node, older than several nodes); null: every running job.
+   */
+  interruptRunning(at: string, nodes: readonly string[] | null): Promise<number>;
+  /** Jobs running on a node that is not one of `alive` (dead: killed, lost): marked interrupted; how many. */
+  interruptOrphans(at: string, alive: readonly string[]): Promise<number>;
   insertResults(jobId: number, results: readonly NewJobResult[]): Promise<void>;
   /** Results of these agents now `status` (with a reason), whatever they were. */
   setResults(
@@ -83,8 +90,8 @@ export class SqliteJobRepository implements JobRepository {
   constructor(sql: Sql) {
     this.sql = sql;
     this.s = {
-      insert: `INSERT INTO jobs (action, state, selection, description, params, total, fleet_ids, account_id, actor, created_at)
-         VALUES (@action, 'running', @selection, @description, @params, @total, @fleet_ids, @account_id, @actor, @created_at)
+      insert: `INSERT INTO jobs (action, state, selection, description, params, total, fleet_ids, account_id, actor, created_at, node)
+         VALUES (@action, 'running', @selection, @description, @params, @total, @fleet_ids, @account_id, @actor, @created_at, @node)
          RETURNING id`,
       byId: `SELECT * FROM jobs WHERE id = ?`,
       list: `SELECT * FROM jobs ORDER BY id DESC LIMIT ?`,
@@ -117,8 +124,19 @@ export class SqliteJobRepository implements JobRepository {
     await this.sql.run(this.s.finish, [state, error, at, id]);
   }
 
-  async interruptRunning(at: string): Promise<number> {
-    return (await this.sql.run(this.s.interrupt, [at])).changes;
+  async interruptRunning(at: string, nodes: readonly string[] | null): Promise<number> {
+    if (nodes === null) return (await this.sql.run(this.s.interrupt, [at])).changes;
+    const of = nodes.length === 0 ? '' : ` OR node IN (${placeholders(nodes.length)})`;
+    const text = `UPDATE jobs SET state = 'interrupted', error = 'The server stopped while it ran', finished_at = ?
+       WHERE state = 'running' AND (node IS NULL${of})`;
+    return (await this.sql.run(text, [at, ...nodes])).changes;
+  }
+
+  async interruptOrphans(at: string, alive: readonly string[]): Promise<number> {
+    const orphan = alive.length === 0 ? '' : ` AND (node IS NULL OR node NOT IN (${placeholders(alive.length)}))`;
+    const text = `UPDATE jobs SET state = 'interrupted', error = 'The node running it stopped', finished_at = ?
+       WHERE state = 'running'${orphan}`;
+    return (await this.sql.run(text, [at, ...alive])).changes;
   }
 
   async insertResults(jobId: number, results: readonly NewJobResult[]): Promise<void> {

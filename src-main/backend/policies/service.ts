@@ -64,13 +64,26 @@ export class PolicyService {
   }) {
     this.ctx = new PolicyContext(deps);
     this.unsubscribe = deps.events.subscribe((event) => followEvent(this.ctx, event));
-    if (deps.views) {
-      this.viewTimer = setInterval(() => unlessDiskFull(() => this.syncViews()), deps.viewSyncMs ?? 60_000);
-      this.viewTimer.unref();
-    }
+    this.viewSyncMs = deps.viewSyncMs ?? 60_000;
   }
 
+  private readonly viewSyncMs: number;
   private viewTimer: ReturnType<typeof setInterval> | null = null;
+
+  /**
+   * Evaluates the views' members again every `viewSyncMs` (terms of time move devices in and out):
+   * the duty `view-sync` (cluster/duties.ts), one node at a time.
+   */
+  startViewSync(): void {
+    if (!this.ctx.views || this.viewTimer) return;
+    this.viewTimer = setInterval(() => unlessDiskFull(() => this.syncViews()), this.viewSyncMs);
+    this.viewTimer.unref();
+  }
+
+  stopViewSync(): void {
+    if (this.viewTimer) clearInterval(this.viewTimer);
+    this.viewTimer = null;
+  }
 
   /** Assigns a policy or deployment to a saved view: carried to each member device, following membership. */
   async assignToView(viewId: number, input: ViewAssignInput): Promise<ViewAssignment> {
@@ -120,16 +133,24 @@ export class PolicyService {
     };
   }
 
-  /** Starts publishing through `channel`; every active policy is retained again (a broker keeps them in memory). */
-  async attach(channel: PolicyChannel): Promise<number> {
+  /** Starts publishing through `channel` (each node publishes the changes it makes). */
+  attach(channel: PolicyChannel): void {
     this.ctx.outbox.attach(channel);
+  }
+
+  /**
+   * Every active policy retained again (a broker may have lost them: the embedded broker keeps them
+   * in memory, an external one may have restarted): the duty `policy-republish`, done by the node
+   * that takes it (at start on a single node), so several nodes do not each publish them all.
+   */
+  async republishAll(): Promise<number> {
     const active = await this.ctx.repo.active();
     for (const row of active) await this.ctx.outbox.publish(row.topic, row.payload);
     return active.length;
   }
 
   close(): void {
-    if (this.viewTimer) clearInterval(this.viewTimer);
+    this.stopViewSync();
     this.unsubscribe();
     this.ctx.outbox.attach(null);
   }

@@ -13,7 +13,8 @@ import type { CountedEvent, FigureMetric, FigureRepository, FigureRow } from './
 //   change commits. The events table is the ledger: a cursor names the last event counted, so the
 //   events recorded while no server listened (a crash between a commit and its count) are counted
 //   at the next start, on the day they happened, and none twice.
-// - sampled on a timer (every 5 minutes by default, and at start): devices online, per fleet and
+// - sampled on a timer by one node (the duty `reports-sampler`, cluster/duties.ts: every 5 minutes
+//   by default, and when the node takes the duty, at start on a single node): devices online, per fleet and
 //   hour (the count at the hour's last sample: summing fleets is exact, since one sample counts
 //   every fleet at once, and the day's peak is the busiest hour); and the day's devices,
 //   compliance (done / pending / failed / none), OS versions and models, replaced by each sample so
@@ -107,7 +108,10 @@ export class DailyFigures {
     this.sampleEveryMs = options.sampleEveryMs ?? DEFAULT_SAMPLE_EVERY_MS;
   }
 
-  /** The first start backfills; every start counts the events it missed, then follows the live ones and samples on its timer. */
+  /**
+   * The first start backfills; every start counts the events it missed, then follows the live ones
+   * (each node counts the events it records). Sampling is `startSampling`: one node's duty.
+   */
   async start(): Promise<void> {
     // Following first (events told meanwhile wait), so nothing committed during the catch-up is missed.
     this.waiting = [];
@@ -122,14 +126,28 @@ export class DailyFigures {
     const waiting = this.waiting;
     this.waiting = null;
     for (const event of waiting) await this.follow(event);
-    await this.sampleQuietly();
+  }
+
+  /**
+   * Samples now, then every `sampleEveryMs` (the duty `reports-sampler`: one node of several
+   * samples, since a sample counts every fleet's devices at once).
+   */
+  async startSampling(): Promise<void> {
+    if (this.timer) return;
     this.timer = setInterval(() => this.track(this.sampleQuietly()), this.sampleEveryMs);
     this.timer.unref();
+    await this.sampleQuietly();
+  }
+
+  /** Samples no more (the duty went to another node); a sample under way finishes. */
+  async stopSampling(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await Promise.allSettled([...this.running]);
   }
 
   async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    await this.stopSampling();
     this.unsubscribe?.();
     this.unsubscribe = null;
     await Promise.allSettled([...this.running]);

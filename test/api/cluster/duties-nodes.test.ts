@@ -1,0 +1,156 @@
+// Several backends on one PostgreSQL database (in this process; duties-takeover.test.ts kills child
+// processes): each duty is worked on by one node, a node starting leaves another node's running
+// job alone, and nodes evaluating the alert rules at the same moment announce each incident once.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqlDutyRepository } from '../../../src-main/backend/cluster/duty-repository.ts';
+import { SqliteJobRepository } from '../../../src-main/backend/jobs/repository.ts';
+import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { eventually } from '../../helpers/mqtt.ts';
+import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
+
+const DUTIES = ['alert-evaluation', 'jobs-sweeper', 'policy-republish', 'reports-sampler', 'session-sweep', 'view-sync'];
+
+describe('duties on three nodes sharing one PostgreSQL database', () => {
+  let database: TestDatabase;
+  const nodes: TestBackend[] = [];
+  const start = async (name: string) => {
+    const node = await startTestBackend({
+      databaseUrl: database.url,
+      nodeName: name,
+      reportSampleEveryMs: 100,
+      alerts: { intervalMs: 100 },
+      jobSweepEveryMs: 100,
+    });
+    nodes.push(node);
+    token = node.backend.info.admin_token;
+    return node;
+  };
+  /** Each node's start makes its data dir's admin token the owner's: the last one started is the one valid on every node. */
+  let token = '';
+  const admin = async (node: TestBackend, method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${node.backend.info.admin_url}/api${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: (text ? JSON.parse(text) : undefined) as any };
+  };
+
+  beforeAll(async () => {
+    database = await createTestDatabase('duty_nodes');
+    for (const name of ['node-a', 'node-b', 'node-c']) await start(name);
+  }, 120_000);
+  afterAll(async () => {
+    for (const node of nodes.splice(0).reverse()) await node.stop();
+    await database?.drop();
+  });
+
+  /** The live holder of each duty, as the database says. */
+  async function holders(): Promise<Record<string, string>> {
+    const now = new Date().toISOString();
+    const rows = await new SqlDutyRepository(nodes[0]!.sql).list();
+    return Object.fromEntries(rows.filter((row) => row.expires_at > now).map((row) => [row.duty, row.holder]));
+  }
+
+  it('each duty has one holder, and only that node works on it', async () => {
+    const held = await holders();
+    for (const duty of DUTIES) expect(['node-a', 'node-b', 'node-c'], duty).toContain(held[duty]);
+    for (const node of ['node-a', 'node-b', 'node-c']) expect(held[`node:${node}`]).toBe(node);
+    for (const node of nodes)
+      for (const duty of DUTIES) expect(node.backend.duties.holds(duty), duty).toBe(held[duty] === node.backend.duties.nodeName);
+
+    // Count each node's samples and evaluations (the timers call these methods) for a while.
+    const samples = new Map<string, number>();
+    const evaluations = new Map<string, number>();
+    for (const node of nodes) {
+      const name = node.backend.duties.nodeName;
+      const { figures } = node.backend.services;
+      const sample = figures.sample.bind(figures);
+      figures.sample = () => {
+        samples.set(name, (samples.get(name) ?? 0) + 1);
+        return sample();
+      };
+      const { engine } = node.backend.alerts;
+      const evaluate = engine.evaluate.bind(engine);
+      engine.evaluate = () => {
+        evaluations.set(name, (evaluations.get(name) ?? 0) + 1);
+        return evaluate();
+      };
+    }
+    const total = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
+    await eventually(() => total(samples) >= 10 && total(evaluations) >= 10, 30_000);
+    expect([...samples.keys()]).toEqual([held['reports-sampler']]);
+    expect([...evaluations.keys()]).toEqual([held['alert-evaluation']]);
+  });
+
+  it("a node starting leaves another node's running job alone; once that node is gone, the job is marked interrupted", async () => {
+    const jobs = new SqliteJobRepository(nodes[0]!.sql);
+    const job = (node: string) =>
+      jobs.insert({
+        action: 'ping',
+        selection: '{"all":true}',
+        description: 'all devices',
+        params: null,
+        total: 1,
+        fleet_ids: '[]',
+        account_id: null,
+        actor: null,
+        created_at: new Date().toISOString(),
+        node,
+      });
+    const ofB = await job('node-b');
+    const ofC = await job('node-c');
+    // node-d starts while node-b and node-c run their jobs.
+    const d = await start('node-d');
+    expect((await jobs.byId(ofB))!.state).toBe('running');
+    expect((await jobs.byId(ofC))!.state).toBe('running');
+    // node-c stops: its job is its own no more; node-b's, alive, stays running.
+    const c = nodes.find((node) => node.backend.duties.nodeName === 'node-c')!;
+    nodes.splice(nodes.indexOf(c), 1);
+    await c.stop();
+    await eventually(async () => (await jobs.byId(ofC))!.state === 'interrupted', 30_000);
+    expect((await jobs.byId(ofC))!.error).toBe('The node running it stopped');
+    expect((await jobs.byId(ofB))!.state).toBe('running');
+    // Its duties went to the nodes left.
+    await eventually(async () => {
+      const held = await holders();
+      return DUTIES.every((duty) => ['node-a', 'node-b', 'node-d'].includes(held[duty] ?? ''));
+    }, 30_000);
+    expect(d.backend.duties.nodeName).toBe('node-d');
+  });
+
+  it('nodes evaluating the rules at the same moment announce each incident once, and its resolution once', async () => {
+    const [a] = nodes;
+    const sql = a!.sql;
+    const count = async (type: string) => Number(await sql.value(`SELECT count(*) FROM events WHERE type = ?`, [type]));
+    const mails = async () => Number(await sql.value(`SELECT count(*) FROM notification_mails`));
+    // Every node asked to evaluate at once ("evaluate now" in each node's console), beside the duty's timer.
+    const evaluateEverywhere = async () => {
+      const answers = await Promise.all(
+        nodes.flatMap((node) => [admin(node, 'POST', '/alerts/evaluate'), admin(node, 'POST', '/alerts/evaluate')]),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
+    };
+    const rule = await admin(a!, 'POST', '/alerts/rules', {
+      kind: 'invitation_expiring',
+      threshold: 48,
+      emails: ['ops@example.com'],
+    });
+    expect(rule.status).toBe(201);
+    for (let round = 1; round <= 3; round++) {
+      const invited = await admin(a!, 'POST', '/invitations', { email: `late${round}@example.com`, days: 1, send_email: false });
+      expect(invited.status).toBe(201);
+      await evaluateEverywhere();
+      await eventually(async () => (await count('alert.fired')) >= round);
+      expect((await admin(a!, 'POST', `/invitations/${invited.body.id}/revoke`)).status).toBe(200);
+      await evaluateEverywhere();
+      await eventually(async () => (await count('alert.resolved')) >= round);
+    }
+    // The duty's timer runs over the settled state too.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await count('alert.fired')).toBe(3);
+    expect(await count('alert.resolved')).toBe(3);
+    expect(await mails()).toBe(6);
+  });
+});
