@@ -113,7 +113,7 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
   const signIns = new SignInRepository(sql);
   const sessions = new SessionService({ store: new SqliteSessionRepository(sql), users, work, rates }, options.sessionLimits);
   const fleets = new FleetService({ store: new SqliteFleetRepository(sql), events, work, scopes: accountStore });
-  const accounts = new AccountService({ store: accountStore, events, work, now: options.now, fleets });
+  const accounts = new AccountService({ store: accountStore, events, work, now: options.now, fleets, setupLinks: signIns });
   const deliveries = new SqliteDeliveryRepository(sql);
   const invitationRepository = new SqliteInvitationRepository(sql);
   const mailable = new InvitationMailQuery({ repository: invitationRepository, settings, links });

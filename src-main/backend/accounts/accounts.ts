@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
@@ -18,12 +18,6 @@ export const DATA_DIR_TOKEN_NAME = 'admin token (data dir)';
 const TOUCH_EVERY_MS = 60 * 1000;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
-
-function same(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 export function accountView(row: StoredAccount): Account {
   return {
@@ -85,6 +79,21 @@ export const actorName = (actor: Actor): string => {
 };
 
 /**
+ * Where the owner's set-up links are kept (the sign_in_tickets table, admin-sessions/sign-in-repository.ts):
+ * in the database, so that a link printed by one node works on any node, once.
+ */
+export interface SetupLinkStore {
+  insertTicket(ticketHash: string, accountId: number | null, expiresAt: string): Promise<void>;
+  ticketExpiry(ticketHash: string): Promise<string | undefined>;
+  takeTicket(ticketHash: string): Promise<{ account_id: number | null; expires_at: string } | undefined>;
+}
+
+/** A set-up link is good for this long (a node whose link nears its end prints a new one). */
+const SETUP_LINK_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
+/** What the table keeps of a set-up link: never the same string as a sign-in link's hash. */
+const setupHash = (token: string) => `setup:${sha256(token)}`;
+
+/**
  * Admins as people: accounts with an email, a display name, a role and an Argon2id password; the
  * owner made on first start; personal API tokens (SHA-256 kept, shown once) beside the data dir's
  * admin token, which is the owner's.
@@ -94,8 +103,9 @@ export class AccountService {
   private readonly events: Pick<EventLog, 'record'>;
   private readonly work: UnitOfWork;
   private readonly fleets: FleetLookup | undefined;
-  /** The one-time set-up link's secret while the owner has no password yet (this run only). */
-  private setupToken: string | null = null;
+  /** This node's set-up link secret while the owner has no password yet, and when it expires. */
+  private setupToken: { token: string; expires: number } | null = null;
+  private readonly setupLinks: SetupLinkStore;
   /** Two-factor sign-in (TOTP and recovery codes) of these accounts. */
   readonly twoFactor: TwoFactorService;
 
@@ -105,8 +115,10 @@ export class AccountService {
     work: UnitOfWork;
     now?: (() => number) | undefined;
     fleets?: FleetLookup;
+    setupLinks: SetupLinkStore;
   }) {
     this.store = deps.store;
+    this.setupLinks = deps.setupLinks;
     this.events = deps.events;
     this.work = deps.work;
     this.fleets = deps.fleets;
@@ -203,31 +215,47 @@ export class AccountService {
   /** The secret of this run's one-time set-up link, while the owner has no password; null after. */
   async setupSecret(): Promise<string | null> {
     if (!(await this.needsSetup())) return null;
-    this.setupToken ??= randomHex(24);
-    return this.setupToken;
+    const now = Date.now();
+    // A day before this node's link expires it prints a new one (the old one works until its end).
+    if (this.setupToken === null || this.setupToken.expires - now < SETUP_LINK_LIFETIME_MS / 7) {
+      const token = randomHex(24);
+      const expires = now + SETUP_LINK_LIFETIME_MS;
+      await this.setupLinks.insertTicket(setupHash(token), (await this.owner()).id, new Date(expires).toISOString());
+      this.setupToken = { token, expires };
+    }
+    return this.setupToken.token;
   }
 
-  /** The set-up link, used once: the owner's email, name and password; then no link works again. */
-  /** `address`: where the set-up form was sent from (the audit trail records the new owner doing it, from there). */
+  /**
+   * The set-up link (any node's), used once: the owner's email, name and password; then no link
+   * works again. `address`: where the set-up form was sent from (the audit trail records the new
+   * owner doing it, from there).
+   */
   async completeSetup(
     input: { token: string; email: string; display_name: string; password: string },
     address: string | null = null,
   ): Promise<StoredAccount> {
-    const expected = this.setupToken;
-    if (expected === null || !(await this.needsSetup()) || !same(input.token, expected)) {
-      throw new ApiError(
+    const used = () =>
+      new ApiError(
         410,
         'ERROR_SETUP_USED',
-        'This set-up link was used already or is not this run’s: sign in with the owner’s email and password.',
+        'This set-up link was used already or has expired: sign in with the owner’s email and password.',
       );
-    }
+    const hash = setupHash(input.token);
+    const live = async () => {
+      const expires = await this.setupLinks.ticketExpiry(hash);
+      return expires !== undefined && Date.parse(expires) > Date.now();
+    };
+    if (!(await this.needsSetup()) || !(await live())) throw used();
     const passwordHash = await hashPassword(input.password);
     const owner = await this.owner();
     const actor = { accountId: owner.id, name: input.display_name.trim(), tokenId: null, tokenName: null, role: 'owner' };
     return requestContext.run({ actor, address, audited: false }, () =>
       this.work.run(async () => {
-        // Checked again: another request may have used the link while the password was hashed.
-        if (this.setupToken !== expected || !(await this.needsSetup())) {
+        // Taken in the transaction (a failure below puts it back): another request, on any node,
+        // may have used it while the password was hashed.
+        const taken = await this.setupLinks.takeTicket(hash);
+        if (!taken || Date.parse(taken.expires_at) <= Date.now() || !(await this.needsSetup())) {
           throw new ApiError(410, 'ERROR_SETUP_USED', 'This set-up link was used already.');
         }
         const email = input.email.trim();

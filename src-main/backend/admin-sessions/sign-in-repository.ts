@@ -12,7 +12,8 @@ export interface StoredChallenge {
  * The console sign-in's state that must hold across nodes (issue 23): failed sign-ins per address
  * and per account (sign_in_failures), one-time sign-in tickets (sign_in_tickets) and passwords
  * waiting for their second step (sign_in_challenges). Tickets and challenges are kept by the
- * SHA-256 of what the browser holds; a ticket is taken by one DELETE … RETURNING, so it signs in
+ * SHA-256 of what the browser holds (the owner's set-up links too, as `setup:<SHA-256>`, so that
+ * one never passes for a sign-in link); a ticket is taken by one DELETE … RETURNING, so it signs in
  * once whichever node it reaches. Times are ISO strings computed by the caller.
  */
 export class SignInRepository {
@@ -37,6 +38,7 @@ export class SignInRepository {
       sweepFailures: `DELETE FROM sign_in_failures WHERE last_at < @forgetBefore AND until_at < @now`,
       insertTicket: `INSERT INTO sign_in_tickets (ticket_hash, account_id, expires_at) VALUES (?, ?, ?)`,
       takeTicket: `DELETE FROM sign_in_tickets WHERE ticket_hash = ? RETURNING account_id, expires_at`,
+      ticketExpiry: `SELECT expires_at FROM sign_in_tickets WHERE ticket_hash = ?`,
       sweepTickets: `DELETE FROM sign_in_tickets WHERE expires_at <= ?`,
       insertChallenge: `INSERT INTO sign_in_challenges (challenge_hash, account_id, step, expires_at, attempts) VALUES (?, ?, ?, ?, 0)`,
       challenge: `SELECT account_id, step, expires_at, attempts FROM sign_in_challenges WHERE challenge_hash = ?`,
@@ -82,6 +84,11 @@ export class SignInRepository {
   async takeTicket(ticketHash: string): Promise<{ account_id: number | null; expires_at: string } | undefined> {
     const row = await this.sql.get<{ account_id: number | null; expires_at: string }>(this.s.takeTicket, [ticketHash]);
     return row && { account_id: row.account_id === null ? null : Number(row.account_id), expires_at: row.expires_at };
+  }
+
+  /** When the ticket expires, without taking it; undefined when there is none. */
+  async ticketExpiry(ticketHash: string): Promise<string | undefined> {
+    return this.sql.value<string>(this.s.ticketExpiry, [ticketHash]);
   }
 
   async insertChallenge(challengeHash: string, accountId: number, step: 'code' | 'enrol', expiresAt: string): Promise<void> {

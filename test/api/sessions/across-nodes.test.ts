@@ -50,10 +50,6 @@ beforeAll(async () => {
     copyFileSync(join(first.dataDir, 'admin-token'), join(dataDir, 'admin-token'));
     nodes.push(await startTestBackend({ ...options, dataDir }));
   }
-  const token = new URL(first.backend.info.setup_url!).searchParams.get('token')!;
-  const done = await post(first, '/auth/setup', { token, email: EMAIL, display_name: 'Ana Ruiz', password: PASSWORD });
-  expect(done.status).toBe(200);
-  ownerCookie = sessionCookieOf(done)!;
 }, 120_000);
 afterAll(async () => {
   for (const node of nodes) await node.stop();
@@ -88,6 +84,23 @@ describe('rate limits across nodes', () => {
 });
 
 describe('console sign-in across nodes', () => {
+  it("the owner's set-up link printed by node A works on node C, once: then no node's link works", async () => {
+    const tokenOf = (node: TestBackend) => new URL(node.backend.info.setup_url!).searchParams.get('token')!;
+    const form = (node: TestBackend, token: string) =>
+      post(node, '/auth/setup', { token, email: EMAIL, display_name: 'Ana Ruiz', password: PASSWORD });
+    const done = await form(nodes[2]!, tokenOf(nodes[0]!));
+    expect(done.status).toBe(200);
+    ownerCookie = sessionCookieOf(done)!;
+    for (const node of nodes) {
+      for (const printedBy of nodes) {
+        const again = await form(node, tokenOf(printedBy));
+        expect(again.status).toBe(410);
+        expect(again.body.error).toBe('ERROR_SETUP_USED');
+      }
+    }
+    expect((await api(nodes[1]!, ownerCookie, 'GET', '/me')).status).toBe(200);
+  });
+
   it('failed sign-ins from one address are counted on every node: throttled on the next node', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await signIn(nodeAt(i), 'nobody@example.org', 'guess', '127.0.5.1')).status);
