@@ -108,7 +108,14 @@ if (ok) {
       // Real clusters (PostgreSQL, Mosquitto, three serve nodes, haproxy), one per file, one file at a time.
       name: 'cluster tests (Vitest, test/cluster: three nodes behind haproxy)',
       command: bin('vitest'),
-      args: ['run', '-c', 'vitest.cluster.config.ts', '--reporter=default', '--reporter=json', `--outputFile.json=${clusterJson}`],
+      args: [
+        'run',
+        '-c',
+        'vitest.cluster.config.ts',
+        '--reporter=default',
+        '--reporter=json',
+        `--outputFile.json=${clusterJson}`,
+      ],
     },
     {
       name: 'end-to-end tests (Playwright, Chromium)',
