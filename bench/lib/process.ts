@@ -154,6 +154,8 @@ export async function startServe(options: {
   timeoutMs?: number;
   /** More serve flags (e.g. --mqtt-broker mosquitto --mqtt-broker-url …). */
   extraArgs?: string[];
+  /** Another tree's CLI entry (bench/compare.ts: a baseline checkout); this tree's by default. */
+  entry?: string;
 }): Promise<Serve> {
   const infoFile = join(options.dataDir, 'server.json');
   rmSync(infoFile, { force: true });
@@ -161,7 +163,7 @@ export async function startServe(options: {
     [
       process.execPath,
       ...(options.nodeArgs ?? []),
-      SERVE_ENTRY,
+      options.entry ?? SERVE_ENTRY,
       'serve',
       '--data-dir',
       options.dataDir,

@@ -113,7 +113,7 @@ export async function deploymentScenario(
     // Streamed, as the console and the CLI upload (not an APK: its package name is given).
     const uploaded = await adminOf(serve.info).packages.upload({
       body: Readable.toWeb(createReadStream(file)) as ReadableStream,
-      query: { name: 'bench-50MiB.apk', package_name: 'org.bench.deploy', version_code: 1 },
+      query: { name: 'bench-50MiB.apk', package_name: 'org.bench.deploy', version_code: 1, if_unreadable: 'keep' },
       headers: {
         'content-length': String(statSync(file).size),
       },

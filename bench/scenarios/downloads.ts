@@ -23,12 +23,18 @@ export function writeRandomFile(path: string, size: number): void {
   closeSync(fd);
 }
 
-/** Uploads a file through the admin API (raw body, streamed). */
-function upload(serve: Serve, path: string, name: string): Promise<{ id: number }> {
-  return adminOf(serve.info).packages.upload({ body: Readable.toWeb(createReadStream(path)) as ReadableStream, query: { name } });
+/**
+ * Uploads a file through the admin API (raw body, streamed). Random bytes are not an APK: the
+ * package name is given, as the deployments scenario does (else a 422, the manifest unreadable).
+ */
+export function upload(serve: Serve, path: string, name: string): Promise<{ id: number }> {
+  return adminOf(serve.info).packages.upload({
+    body: Readable.toWeb(createReadStream(path)) as ReadableStream,
+    query: { name, package_name: 'org.bench.download', version_code: 1, if_unreadable: 'keep' },
+  });
 }
 
-interface Target {
+export interface Target {
   url: string;
   headers: Record<string, string>;
 }
@@ -73,7 +79,7 @@ export interface Throughput {
   server_cpu_s_per_gib: number;
 }
 
-async function measure(
+export async function measure(
   pid: number,
   target: Target,
   kind: 'whole' | 'ranges',

@@ -45,7 +45,8 @@ export async function startChildBackend(options: Partial<StartOptions> = {}, she
     child,
     rss: () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024,
     stop: async () => {
-      if (child.exitCode === null) {
+      // (A process killed by a signal has no exit code: its signal code says it is gone.)
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
         child.kill('SIGTERM');
         await exited;

@@ -5,8 +5,8 @@
  *   and chunks above the minimum drawn from one shared pool of bytes, so that a thousand stalled
  *   readers cost the pool plus a minimum chunk each, instead of megabytes each.
  */
-import type { FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
+import { OpenFiles, type OpenFile } from './open-files.ts';
 
 /**
  * Bytes read from disk (and written to the socket) at a time. Node's default of 64 KiB made a
@@ -32,6 +32,8 @@ export class DownloadLimits {
   private poolLeft: number;
   private active = 0;
   private readonly descriptors: DownloadLimitOptions['descriptors'];
+  /** Stored files kept open between the downloads that read them (open-files.ts). */
+  readonly files = new OpenFiles();
 
   constructor(options: DownloadLimitOptions = DEFAULT_DOWNLOAD_LIMITS) {
     this.maxConcurrent = options.maxConcurrent;
@@ -70,7 +72,34 @@ export class DownloadLimits {
   giveBack(bytes: number): void {
     this.poolLeft += bytes;
   }
+
+  /**
+   * A buffer of `size` bytes for one chunk: one handed back by an earlier chunk when there is one
+   * of that size (MAX_CHUNK, MIN_CHUNK: nearly every chunk), else a new one. Before, every chunk
+   * was a new 1 MiB buffer: a GiB sent made 1,024 of them for the garbage collector, and the
+   * collector took more of the server's CPU than the reads (bench: downloads, docs/benchmarks.md).
+   */
+  buffer(size: number): Buffer {
+    const shelf = this.shelfOf(size);
+    return shelf?.pop() ?? Buffer.allocUnsafeSlow(size);
+  }
+
+  /** Hands back a chunk's buffer once the socket no longer needs it (see FileRangeStream). */
+  recycle(buffer: Buffer): void {
+    const shelf = this.shelfOf(buffer.length);
+    if (shelf && shelf.length * buffer.length < SHELF_BYTES) shelf.push(buffer);
+  }
+
+  private shelfOf(size: number): Buffer[] | undefined {
+    return size === MAX_CHUNK ? this.largeShelf : size === MIN_CHUNK ? this.smallShelf : undefined;
+  }
+
+  private readonly largeShelf: Buffer[] = [];
+  private readonly smallShelf: Buffer[] = [];
 }
+
+/** The most each shelf of spare buffers keeps (idle memory after a burst of downloads). */
+const SHELF_BYTES = 8 * MAX_CHUNK;
 
 /**
  * Bytes `start`..`end` (inclusive) of an open file, read one chunk at a time and only when the
@@ -81,21 +110,35 @@ export class DownloadLimits {
 export class FileRangeStream extends Readable {
   private position: number;
   private readonly end: number;
-  private readonly handle: FileHandle;
+  private readonly file: OpenFile;
   private readonly limits: DownloadLimits;
   private pooled = 0;
+  /** The buffer of the chunk pushed last, handed back at the next read (null: not to be reused). */
+  private last: Buffer | null = null;
+  private readonly reuseAbove: number;
 
-  constructor(handle: FileHandle, start: number, end: number, limits: DownloadLimits) {
+  /**
+   * `destinationHighWaterMark`: that of the response the stream is piped to. A chunk larger than it
+   * makes the response's write return false, so the pipe asks for the next chunk only after
+   * 'drain', once the socket has handed every byte of it to the kernel: its buffer may then be
+   * reused. Smaller chunks may still be queued when the next is asked for: theirs never are.
+   */
+  constructor(file: OpenFile, start: number, end: number, limits: DownloadLimits, destinationHighWaterMark = Infinity) {
     super({ highWaterMark: 0 });
-    this.handle = handle;
+    this.file = file;
     this.position = start;
     this.end = end;
     this.limits = limits;
+    this.reuseAbove = destinationHighWaterMark;
   }
 
   override _read(): void {
     this.limits.giveBack(this.pooled);
     this.pooled = 0;
+    if (this.last) {
+      this.limits.recycle(this.last);
+      this.last = null;
+    }
     const left = this.end - this.position + 1;
     if (left <= 0) {
       this.push(null);
@@ -103,8 +146,8 @@ export class FileRangeStream extends Readable {
     }
     const base = Math.min(MIN_CHUNK, left);
     this.pooled = this.limits.take(Math.min(MAX_CHUNK, left) - base);
-    const buffer = Buffer.allocUnsafeSlow(base + this.pooled);
-    this.handle.read(buffer, 0, buffer.length, this.position).then(
+    const buffer = this.limits.buffer(base + this.pooled);
+    this.file.handle.read(buffer, 0, buffer.length, this.position).then(
       ({ bytesRead }) => {
         if (bytesRead === 0) {
           // The file shrank under us: end early rather than loop; Content-Length tells the client.
@@ -112,6 +155,7 @@ export class FileRangeStream extends Readable {
           return;
         }
         this.position += bytesRead;
+        if (bytesRead > this.reuseAbove && !this.destroyed) this.last = buffer;
         this.push(bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead));
       },
       (error: Error) => this.destroy(error),
@@ -121,9 +165,10 @@ export class FileRangeStream extends Readable {
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.limits.giveBack(this.pooled);
     this.pooled = 0;
-    this.handle.close().then(
-      () => callback(error),
-      () => callback(error),
-    );
+    this.last = null; // cut short: the socket may still hold it
+    // The file stays open for the next download of it (open-files.ts); a read still under way
+    // finishes first: FileHandle closes only once its operations are done.
+    this.file.release();
+    callback(error);
   }
 }

@@ -20,13 +20,13 @@
  *   or with one starting at 0 (`bytes=0-`, `bytes=-N`: "the whole content" in the spec's words);
  *   a range starting further is a 416 `bytes *\/0`, as it is for any file.
  */
-import { constants } from 'node:fs';
-import { lstat, open } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
 import { ApiError, itemNotFound } from '../errors.ts';
 import { FileRangeStream, type DownloadLimits } from './download-limits.ts';
+import { NotARegularFile } from './open-files.ts';
 import type { StoredRecord } from './store.ts';
 
 export type RangeResolution =
@@ -191,9 +191,6 @@ export function downloadHeaders(
   ];
 }
 
-/** Not following a link at the last step; 0 where the platform has no such flag (Windows: links need privileges there). */
-const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
-
 /** Content missing on disk (row without file) is answered as an unknown item. */
 async function orNotFound<T>(operation: Promise<T>): Promise<T> {
   try {
@@ -260,20 +257,14 @@ export async function sendStoredItem(
     // Freed when the response is over, finished or cut short.
     reply.raw.once('close', () => slot.release());
     // Opened before any header is set, so a missing file is a clean 404; once open, a concurrent
-    // remove() (unlink) does not disturb this download.
-    // O_NOFOLLOW: a link put in the store (by hand, or by an old restore) is refused (ELOOP), not
-    // followed out of it; and only a regular file is served.
-    const handle = await orNotFound(
-      open(filePath, constants.O_RDONLY | NO_FOLLOW).then(async (opened) => {
-        if ((await opened.stat()).isFile()) return opened;
-        await opened.close();
-        throw itemNotFound();
-      }),
-    ).catch((error: unknown) => {
+    // remove() (unlink) does not disturb this download. Kept open for the next downloads of it
+    // (open-files.ts). O_NOFOLLOW: a link put in the store (by hand, or by an old restore) is
+    // refused (ELOOP), not followed out of it; and only a regular file is served.
+    const file = await orNotFound(limits.files.open(filePath)).catch((error: unknown) => {
       slot.release();
-      throw error;
+      throw error instanceof NotARegularFile ? itemNotFound() : error;
     });
-    body = new FileRangeStream(handle, range.start, range.end, limits);
+    body = new FileRangeStream(file, range.start, range.end, limits, reply.raw.writableHighWaterMark);
   }
   if (onLastByteSent && request.method === 'GET' && range.end === item.size - 1) {
     // 'finish': every byte was handed to the connection (a download cut short only 'close's).

@@ -81,6 +81,8 @@ export interface AgentDownloadRoutesOptions {
 export const agentDownloadRoutes: FastifyPluginAsyncTypebox<AgentDownloadRoutesOptions> = async (app, options) => {
   const { store, mayDownload, onAllowed, onDownloaded } = options;
   const limits = options.limits ?? new DownloadLimits();
+  // The files kept open between downloads (open-files.ts) close with the app.
+  app.addHook('onClose', async () => limits.files.closeAll());
 
   for (const { kind, agentPath } of KINDS) {
     app.get(

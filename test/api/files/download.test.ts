@@ -497,6 +497,48 @@ describe('big uploads, deletes and failures', () => {
     expect(part.body.equals(whole.body.subarray(first, last + 1))).toBe(true);
   });
 
+  it('many at once, slow readers among them: every byte right (chunk buffers are reused once the socket has sent them)', async () => {
+    const whole = await download(`PluginMdmPackage/${big.id}`);
+    /** A whole download read in small bites with pauses: its socket drains slowly. */
+    const slowly = () =>
+      new Promise<Buffer>((resolve, reject) => {
+        const req = httpRequest(`${agentUrl}/PluginMdmPackage/${big.id}?session_token=${tokens.good}`, {
+          headers: { accept: 'application/octet-stream' },
+          agent: false,
+        });
+        req.on('error', reject);
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          let bites = 0;
+          res.on('data', (chunk: Buffer) => {
+            chunks.push(chunk);
+            if (++bites % 16 === 0) {
+              res.pause();
+              setTimeout(() => res.resume(), 5);
+            }
+          });
+          res.on('error', reject);
+          res.on('end', () => resolve(Buffer.concat(chunks)));
+        });
+        req.end();
+      });
+    const ranges = Array.from({ length: 12 }, (_, i) => {
+      const first = (i * 1_234_567) % (big.size - 2 * 1024 * 1024);
+      return { first, last: first + 1024 * 1024 + i };
+    });
+    const [first, fast, second, ...parts] = await Promise.all([
+      slowly(),
+      download(`PluginMdmPackage/${big.id}`).then((response) => response.body),
+      slowly(),
+      ...ranges.map(({ first, last }) =>
+        download(`PluginMdmPackage/${big.id}`, { range: `bytes=${first}-${last}` }).then((response) => response.body),
+      ),
+    ]);
+    for (const body of [first!, fast!, second!]) expect(sha256(body)).toBe(bigSha);
+    for (const [i, part] of parts.entries())
+      expect(part.equals(whole.body.subarray(ranges[i]!.first, ranges[i]!.last + 1))).toBe(true);
+  });
+
   it('an interrupted upload leaves no row and no temp file', async () => {
     const rowsBefore = (json(await send(`${adminUrl}/packages`)) as AdminItem[]).length;
     const storedBefore = readdirSync(join(dir, 'files', 'package')).length;

@@ -4,7 +4,7 @@
 // data dir and ports) on one real PostgreSQL database; the requests go to the nodes in turn, as a
 // load balancer sends them. Before, each node kept these in its own memory: a limit of N a minute
 // was N per node, a ticket made on A was unknown on B.
-import { copyFileSync, mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Secret, TOTP } from 'otpauth';
@@ -42,17 +42,18 @@ beforeAll(async () => {
     sessionLimits: { perToken: { burst: 4, perMinute: 1 }, perAddress: { burst: 5, perMinute: 1 } },
     signInFailures: { free: 3, firstDelayMs: 60_000 },
   };
-  const first = await startTestBackend(options);
+  const first = await startTestBackend({ ...options, nodeName: 'node-a' });
   nodes.push(first);
   // The nodes share the admin token (an operator copies the first node's to the others).
-  for (let i = 0; i < 2; i++) {
+  for (const nodeName of ['node-b', 'node-c']) {
     const dataDir = mkdtempSync(join(tmpdir(), 'mdm-node-'));
     copyFileSync(join(first.dataDir, 'admin-token'), join(dataDir, 'admin-token'));
-    nodes.push(await startTestBackend({ ...options, dataDir }));
+    nodes.push(await startTestBackend({ ...options, dataDir, nodeName }));
   }
 }, 120_000);
 afterAll(async () => {
   for (const node of nodes) await node.stop();
+  for (const node of nodes.slice(1)) rmSync(node.dataDir, { recursive: true, force: true });
   await database?.drop();
 });
 

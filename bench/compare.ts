@@ -1,0 +1,160 @@
+// Before/after in one run: the same scenario against `serve` from a baseline tree (a checkout of
+// an earlier commit, e.g. `git archive main | tar -x -C /tmp/base`, node_modules linked) and from
+// this tree, each next to its own reference (nginx, bare Fastify) started in the same run, in
+// alternating order. Not part of `npm run bench`; for measuring one change on a shared machine.
+//
+//   node bench/compare.ts --baseline /tmp/base --only downloads|enrollment [--scale 0.1] [--rounds 2] [--cpu-prof DIR]
+import { mkdirSync, rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { describeMachine } from './lib/machine.ts';
+import { ROOT, startServe, workDir, type Serve } from './lib/process.ts';
+import { enrollSilently, startAgentSession } from '../src-main/device/index.ts';
+import { inviteMany } from './lib/admin.ts';
+import {
+  measure,
+  PACKAGE_SIZE,
+  startNginx,
+  upload,
+  writeRandomFile,
+  type Target,
+  type Throughput,
+} from './scenarios/downloads.ts';
+import { enrollmentScenario } from './scenarios/enrollment.ts';
+
+const { values } = parseArgs({
+  options: {
+    baseline: { type: 'string' },
+    only: { type: 'string' },
+    scale: { type: 'string' },
+    rounds: { type: 'string' },
+    /** Writes a CPU profile of each serve (node --cpu-prof) into this folder. */
+    'cpu-prof': { type: 'string' },
+  },
+});
+if (!values.baseline) throw new Error('--baseline DIR: a tree of the commit to compare with');
+const scale = Number(values.scale ?? 0.1);
+const rounds = Number(values.rounds ?? 2);
+const only = values.only ?? 'downloads';
+const trees = { before: values.baseline, after: ROOT };
+const machine = describeMachine();
+console.log(
+  `${machine.cpu_model}, ${machine.cores} cores, Node ${machine.node}; load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
+const dir = workDir('compare');
+const results: Record<string, unknown[]> = { before: [], after: [] };
+mkdirSync(dir, { recursive: true });
+
+async function started(which: 'before' | 'after', name: string): Promise<Serve> {
+  const dataDir = join(dir, `${which}-${name}`);
+  mkdirSync(dataDir, { recursive: true });
+  const profile = values['cpu-prof'];
+  return startServe({
+    dataDir,
+    logFile: join(dir, `${which}-${name}.log`),
+    entry: join(trees[which], 'src-main', 'cli', 'main.ts'),
+    ...(profile ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(profile, which)] } : {}),
+  });
+}
+
+if (only === 'downloads') await downloads();
+else await enrollment();
+
+/**
+ * Both serves and nginx up at once, the same file on each; many short rounds, each server's turn
+ * in a rotating order, CPU and bytes summed per server: the machine's load weighs on all alike.
+ */
+async function downloads(): Promise<void> {
+  const filesDir = join(dir, 'files');
+  mkdirSync(filesDir, { recursive: true });
+  const file = join(filesDir, 'bench-256MiB.apk');
+  writeRandomFile(file, PACKAGE_SIZE);
+  const serves = { before: await started('before', 'downloads'), after: await started('after', 'downloads') };
+  const nginx = await startNginx(dir, filesDir);
+  try {
+    const targets: Record<string, { pid: number; target: Target }> = {
+      nginx: {
+        pid: nginx.child.pid,
+        target: { url: `http://127.0.0.1:${nginx.port}/bench-256MiB.apk`, headers: { accept: 'application/octet-stream' } },
+      },
+    };
+    for (const which of ['before', 'after'] as const) {
+      const serve = serves[which];
+      const item = await upload(serve, file, 'bench-256MiB.apk');
+      const [invite] = await inviteMany(serve.info, 1, 'download');
+      const device = await enrollSilently({ deeplink: invite!.deeplink, email: invite!.email });
+      const session = await startAgentSession(device.backendUrl, device.apiToken);
+      targets[which] = {
+        pid: serve.child.pid,
+        target: {
+          url: `${serve.info.api_url}/PluginMdmPackage/${item.id}?session_token=${session.sessionToken}`,
+          headers: { accept: 'application/octet-stream' },
+        },
+      };
+    }
+    const names = Object.keys(targets);
+    for (const kind of ['whole', 'ranges'] as const) {
+      const sums = Object.fromEntries(names.map((name) => [name, { cpu: 0, gib: 0, seconds: 0 }]));
+      const [requests, concurrency] =
+        kind === 'whole' ? [Math.max(2, Math.round(4 * scale)), 2] : [Math.max(100, Math.round(400 * scale)), 8];
+      for (let round = 0; round < rounds; round++) {
+        for (let i = 0; i < names.length; i++) {
+          const name = names[(round + i) % names.length]!;
+          const { pid, target } = targets[name]!;
+          const result: Throughput = await measure(pid, target, kind, requests, concurrency);
+          const gib = (result.mib_per_s * result.seconds) / 1024;
+          sums[name]!.cpu += result.server_cpu_s_per_gib * gib;
+          sums[name]!.gib += gib;
+          sums[name]!.seconds += result.seconds;
+        }
+      }
+      const line = names
+        .map((name) => {
+          const sum = sums[name]!;
+          return `${name} ${(sum.cpu / sum.gib).toFixed(3)} s/GiB (${(sum.cpu / sum.gib / (sums.nginx!.cpu / sums.nginx!.gib)).toFixed(2)}x nginx), ${((sum.gib * 1024) / sum.seconds).toFixed(0)} MiB/s`;
+        })
+        .join('; ');
+      console.log(`${kind} (${rounds} rounds of ${requests}): ${line}`);
+      results[kind] = [sums];
+    }
+  } finally {
+    await nginx.child.stop();
+    await serves.before.stop();
+    await serves.after.stop();
+  }
+}
+
+async function enrollment(): Promise<void> {
+  for (let round = 0; round < rounds; round++) {
+    for (const which of round % 2 === 0 ? (['before', 'after'] as const) : (['after', 'before'] as const)) {
+      const serve = await started(which, `enrollment-${round}`);
+      try {
+        const count = Math.max(300, Math.round(10_000 * scale));
+        const { result } = await enrollmentScenario(serve, join(dir, `${which}-${round}`), {
+          count,
+          warm: Math.max(50, Math.round(500 * scale)),
+          concurrency: 64,
+          ceilingCount: Math.max(300, Math.round(6_000 * scale)),
+          rounds: 3,
+        });
+        console.log(
+          `${which}: ${result.serve.cpu_ms_per_enrollment} ms CPU/enrollment (bare Fastify ${result.ceiling.cpu_ms_per_enrollment} ms: ${result.ratio}x), ${result.serve.enrollments_per_s}/s`,
+        );
+        results[which]!.push(result);
+      } finally {
+        await serve.stop();
+      }
+    }
+  }
+}
+
+console.log(
+  `load average at the end ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
+console.log(JSON.stringify({ machine, results }));
+rmSync(dir, { recursive: true, force: true });

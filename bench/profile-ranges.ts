@@ -1,0 +1,48 @@
+// A CPU profile of `serve` answering only downloads (no upload in the measured part): V8's
+// (--cpu-prof, into OUTDIR), or with PERF=1 Linux perf's of the whole process, kernel included
+// (OUTDIR/perf.data; `perf report -i OUTDIR/perf.data --no-children --sort sym`).
+//   node bench/profile-ranges.ts OUTDIR [requests] [ranges|whole]
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { enrollSilently, startAgentSession } from '../src-main/device/index.ts';
+import { inviteMany } from './lib/admin.ts';
+import { startServe, workDir } from './lib/process.ts';
+import { measure, PACKAGE_SIZE, upload, writeRandomFile } from './scenarios/downloads.ts';
+
+const [out = '/tmp/profile-ranges', n = '3000', kind = 'ranges'] = process.argv.slice(2);
+const dir = workDir('profile');
+const file = join(dir, 'bench-256MiB.apk');
+writeRandomFile(file, PACKAGE_SIZE);
+mkdirSync(join(dir, 'data'));
+const serve = await startServe({ dataDir: join(dir, 'data'), logFile: join(dir, 'serve.log') });
+const item = await upload(serve, file, 'bench-256MiB.apk');
+const [invite] = await inviteMany(serve.info, 1, 'download');
+const device = await enrollSilently({ deeplink: invite!.deeplink, email: invite!.email });
+const session = await startAgentSession(device.backendUrl, device.apiToken);
+await serve.stop();
+// Again, profiled from its start: what is measured is mostly the downloads.
+const withPerf = process.env.PERF === '1';
+mkdirSync(out, { recursive: true });
+const profiled = await startServe({
+  dataDir: join(dir, 'data'),
+  logFile: join(dir, 'serve2.log'),
+  nodeArgs: withPerf ? ['--perf-basic-prof-only-functions'] : ['--cpu-prof', '--cpu-prof-dir', out],
+});
+const target = {
+  url: `${profiled.info.api_url}/PluginMdmPackage/${item.id}?session_token=${session.sessionToken}`,
+  headers: { accept: 'application/octet-stream' },
+};
+const recorder = withPerf
+  ? spawn('perf', ['record', '-e', 'cpu-clock', '-g', '-p', String(profiled.child.pid), '-o', join(out, 'perf.data')], {
+      stdio: 'ignore',
+    })
+  : null;
+if (recorder) await new Promise((resolve) => setTimeout(resolve, 500));
+const result = await measure(profiled.child.pid, target, kind as 'ranges' | 'whole', Number(n), kind === 'whole' ? 2 : 8);
+if (recorder) {
+  recorder.kill('SIGINT');
+  await new Promise((resolve) => recorder.once('exit', resolve));
+}
+console.log(JSON.stringify(result));
+await profiled.stop();
