@@ -63,7 +63,7 @@ export interface StartOptions extends Partial<BackendOptions> {
   /** Runs a simulated device against an invitation ("simulate a device"); without it that route answers 501. */
   simulate?: DeviceSimulator;
   /** Mail timing: the retry back-off and the SMTP greeting time-out (tests shorten both). */
-  mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs'>;
+  mailTiming?: Pick<MailOptions, 'retryPolicy' | 'greetingTimeoutMs' | 'claimTtlMs' | 'pollMs'>;
   /** How long console sessions last on the server, over the owner's sign-in settings (admin-sessions/admin-sessions.ts). */
   adminSessions?: Partial<AdminSessionLimits>;
   /** Failed console sign-ins allowed per address and per account before the growing delays (admin-sessions/backoff.ts). */
@@ -248,6 +248,9 @@ async function startServing(
       smtpUrl: options.smtpUrl,
       mailFrom: options.mailFrom,
       secretProtector: options.secretProtector,
+      nodeName: duties.nodeName,
+      // Other nodes may queue mail only on PostgreSQL: on SQLite (one node) every queueing wakes the worker itself.
+      ...(db.engine === 'sqlite' ? { pollMs: 0 } : {}),
       ...partial.mailTiming,
     },
     sessionLimits: options.sessionLimits,
@@ -448,8 +451,9 @@ async function startServing(
         }
       },
       consoleUrl: () => `${adminUrl}/alerts`,
+      nodeName: duties.nodeName,
     },
-    partial.alerts,
+    db.engine === 'sqlite' ? { ...partial.alerts, webhooks: { pollMs: 0, ...partial.alerts?.webhooks } } : partial.alerts,
   );
   onClose(() => alerts.close());
   // The rules evaluated each minute and after events: one node's duty (any node evaluates after a rule change).

@@ -22,6 +22,14 @@ export interface TestSmtp {
   greylisted(): number;
   /** Stops stalling greetings (see `stallGreetings`). */
   stopStalling(): void;
+  /** From now on, the reply to each message's DATA waits until `releaseData()` (a server that stops answering). */
+  holdData(): void;
+  /** Answers the held messages (those whose client is still connected are accepted) and stops holding. */
+  releaseData(): void;
+  /** Messages whose DATA is waiting for the server's reply now. */
+  heldData(): number;
+  /** Messages whose client hung up before the server accepted them (not in `received`). */
+  dropped(): number;
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedMail[]>;
   close(): Promise<void>;
 }
@@ -32,6 +40,8 @@ export interface TestSmtpBehaviour {
   greylist?: boolean;
   /** Holds back the greeting of every new session until stopStalling() (clients time out waiting). */
   stallGreetings?: boolean;
+  /** A slow server: the reply to each message's DATA comes this many ms after its last byte. */
+  dataDelayMs?: () => number;
 }
 
 /**
@@ -48,7 +58,12 @@ export async function startTestSmtp(options: Partial<SMTPServerOptions> & TestSm
   const seenRecipients = new Set<string>();
   let stalling = Boolean(options.stallGreetings);
   const stalled: (() => void)[] = [];
-  const { port: wantedPort, greylist, stallGreetings: _stall, ...serverOptions } = options;
+  const { port: wantedPort, greylist, stallGreetings: _stall, dataDelayMs, ...serverOptions } = options;
+  // DATA replies held back (holdData), and sessions whose client has gone.
+  let holding = false;
+  const held: (() => void)[] = [];
+  const closed = new Set<string>();
+  let dropped = 0;
   const server = new SMTPServer({
     disabledCommands: ['STARTTLS'],
     authOptional: true,
@@ -80,6 +95,7 @@ export async function startTestSmtp(options: Partial<SMTPServerOptions> & TestSm
       : {}),
     onClose(session) {
       open.delete(session.id);
+      closed.add(session.id);
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
@@ -88,18 +104,32 @@ export async function startTestSmtp(options: Partial<SMTPServerOptions> & TestSm
         const raw = Buffer.concat(chunks);
         PostalMime.parse(raw).then(
           (parsed) => {
-            const header = parsed.headers.find((h) => h.key === 'x-mdm-invitation-id')?.value;
-            received.push({
-              envelope: {
-                from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-                to: session.envelope.rcptTo.map((r) => r.address),
-              },
-              raw,
-              parsed,
-              invitationId: header ? Number(header) : null,
-            });
-            for (const wake of waiters.splice(0)) wake();
-            callback();
+            const accept = () => {
+              // A client that hung up before the reply never learns the message was taken: not delivered.
+              if (closed.has(session.id)) {
+                dropped++;
+                return;
+              }
+              const header = parsed.headers.find((h) => h.key === 'x-mdm-invitation-id')?.value;
+              received.push({
+                envelope: {
+                  from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+                  to: session.envelope.rcptTo.map((r) => r.address),
+                },
+                raw,
+                parsed,
+                invitationId: header ? Number(header) : null,
+              });
+              for (const wake of waiters.splice(0)) wake();
+              callback();
+            };
+            const delay = dataDelayMs?.() ?? 0;
+            const answer = () => {
+              if (holding) held.push(accept);
+              else accept();
+            };
+            if (delay > 0) setTimeout(answer, delay);
+            else answer();
           },
           (error: Error) => callback(error),
         );
@@ -121,6 +151,15 @@ export async function startTestSmtp(options: Partial<SMTPServerOptions> & TestSm
     maxConcurrentSessions: () => maxOpen,
     connections: () => connections,
     greylisted: () => greylisted,
+    holdData: () => {
+      holding = true;
+    },
+    releaseData: () => {
+      holding = false;
+      for (const accept of held.splice(0)) accept();
+    },
+    heldData: () => held.length,
+    dropped: () => dropped,
     stopStalling: () => {
       stalling = false;
       for (const release of stalled.splice(0)) release();
@@ -142,6 +181,8 @@ export async function startTestSmtp(options: Partial<SMTPServerOptions> & TestSm
     },
     close: () => {
       stalling = false;
+      holding = false;
+      for (const accept of held.splice(0)) accept();
       for (const release of stalled.splice(0)) release();
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -52,6 +52,8 @@ export function createAlerts(
     /** Where SMTP mail goes (null: no SMTP, the outbox). */
     smtpEndpoint: () => { host: string; port: number } | null;
     consoleUrl: () => string;
+    /** This node's name: the webhook worker's claims carry it. */
+    nodeName: string;
   },
   options: AlertOptions = {},
 ): Alerts {
@@ -63,6 +65,7 @@ export function createAlerts(
     timing: options.webhooks,
     now,
     isOpen: deps.isOpen,
+    node: deps.nodeName,
   });
   const webhooks = new WebhookService({ repo: new SqliteWebhookRepository(db), events, work, worker, now });
   const probes: AlertProbes = {

@@ -43,6 +43,14 @@ export interface Dialect {
   same(a: string, b: string): string;
   /** `a` differs from `b`, NULL differing from any value (SQLite: IS NOT; PostgreSQL: IS DISTINCT FROM). */
   differs(a: string, b: string): string;
+  /**
+   * The end of a SELECT that locks the rows it picks (of the tables `of`, all when absent) and passes
+   * over rows another transaction holds: how a queue's row is claimed by one node while the others
+   * take the next ones (PostgreSQL: `FOR NO KEY UPDATE … SKIP LOCKED`, the row lock an UPDATE of
+   * non-key columns takes, so inserts that reference the row are not held up). SQLite has one writer
+   * and no row locks: nothing.
+   */
+  skipLocked(of?: string): string;
 }
 
 const sqlite: Dialect = {
@@ -58,6 +66,7 @@ const sqlite: Dialect = {
   offsetOnly: (param) => `LIMIT -1 OFFSET ${param}`,
   same: (a, b) => `${a} IS ${b}`,
   differs: (a, b) => `${a} IS NOT ${b}`,
+  skipLocked: () => '',
 };
 
 const postgres: Dialect = {
@@ -74,6 +83,7 @@ const postgres: Dialect = {
   offsetOnly: (param) => `OFFSET ${param}`,
   same: (a, b) => `${a} IS NOT DISTINCT FROM ${b}`,
   differs: (a, b) => `${a} IS DISTINCT FROM ${b}`,
+  skipLocked: (of) => ` FOR NO KEY UPDATE${of ? ` OF ${of}` : ''} SKIP LOCKED`,
 };
 
 export function dialect(engine: SqlEngine): Dialect {

@@ -988,4 +988,22 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 30,
+    name: 'queues claimed by a node: claimed_by and claimed_until on the mail and webhook queues',
+    // Several nodes drain one queue: a node claims a due row (state 'sending') under its name until
+    // claimed_until, keeps the claim alive while its send is in progress, and only the claim's holder
+    // writes the outcome. A claim whose node died expires and another node takes the row. A row left
+    // 'sending' by an older version (no claim) counts as expired. Who sent a row stays in claimed_by.
+    sql: `
+      ALTER TABLE mail_deliveries ADD COLUMN claimed_by TEXT;
+      ALTER TABLE mail_deliveries ADD COLUMN claimed_until TEXT;
+      ALTER TABLE admin_invite_deliveries ADD COLUMN claimed_by TEXT;
+      ALTER TABLE admin_invite_deliveries ADD COLUMN claimed_until TEXT;
+      ALTER TABLE notification_mails ADD COLUMN claimed_by TEXT;
+      ALTER TABLE notification_mails ADD COLUMN claimed_until TEXT;
+      ALTER TABLE webhook_deliveries ADD COLUMN claimed_by TEXT;
+      ALTER TABLE webhook_deliveries ADD COLUMN claimed_until TEXT;
+    `,
+  },
 ];

@@ -2,7 +2,7 @@ import type { Sql } from '../db/sql.ts';
 import { dialect } from '../db/dialect.ts';
 import { nowIso } from '../db/database.ts';
 import type { AccountInviteDelivery } from '../../../src-shared/contract/index.ts';
-import type { DeliveryOutcome } from './delivery-repository.ts';
+import { MailQueueRepository, type ClaimedQueue } from './queue-repository.ts';
 
 /** The email of an admin's invitation as queued: the same states as the devices' invitations. */
 export interface AccountDeliveryRow {
@@ -19,47 +19,32 @@ export interface AccountDeliveryRow {
   updated_at: string;
   sent_at: string | null;
   retry_at: string | null;
+  claimed_by: string | null;
+  claimed_until: string | null;
 }
 
 /**
  * The admin_invite_deliveries table: the mail worker's second queue (admins' invitations), drained
  * beside mail_deliveries with the same transports, retries and outbox.
  */
-export interface AccountDeliveryRepository {
+export interface AccountDeliveryRepository extends ClaimedQueue<AccountDeliveryRow> {
   queue(inviteId: number, token: string): Promise<void>;
-  claim(): Promise<AccountDeliveryRow | undefined>;
-  finish(inviteId: number, outcome: DeliveryOutcome): Promise<boolean>;
-  scheduleRetry(inviteId: number, outcome: { error: string; response: string | null; retryAt: Date }): Promise<boolean>;
-  nextRetryAt(): Promise<string | null>;
-  requeueInterrupted(): Promise<number>;
-  requeue(inviteId: number): Promise<void>;
   deliveriesOf(inviteIds: number[]): Promise<Map<number, AccountInviteDelivery>>;
 }
 
-export class SqliteAccountDeliveryRepository implements AccountDeliveryRepository {
-  private readonly sql: Sql;
+export class SqliteAccountDeliveryRepository
+  extends MailQueueRepository<AccountDeliveryRow>
+  implements AccountDeliveryRepository
+{
   private readonly s;
 
   constructor(sql: Sql) {
-    this.sql = sql;
+    // The secret goes with the attempt that ends the delivery: nothing keeps it afterwards.
+    super(sql, 'admin_invite_deliveries', 'invite_id', ' token = NULL,');
     const d = dialect(sql.engine);
     this.s = {
       queue: `INSERT INTO admin_invite_deliveries (invite_id, token, state, attempts, queued_at, updated_at)
          VALUES (?, ?, 'queued', 0, ?, ?)`,
-      claim: `UPDATE admin_invite_deliveries SET state = 'sending', attempts = attempts + 1, retry_at = NULL, updated_at = @at
-         WHERE invite_id = (SELECT invite_id FROM admin_invite_deliveries WHERE state = 'queued' AND (retry_at IS NULL OR retry_at <= @at)
-                            ORDER BY queued_at, invite_id LIMIT 1)
-         RETURNING *`,
-      // The secret goes with the attempt that ends the delivery: nothing keeps it afterwards.
-      finish: `UPDATE admin_invite_deliveries SET state = @state, token = NULL, error = @error, response = @response,
-           message_id = coalesce(@message_id, message_id), outbox_file = @outbox_file, sent_at = coalesce(@sent_at, sent_at), updated_at = @at
-         WHERE invite_id = @invite_id AND state = 'sending'`,
-      scheduleRetry: `UPDATE admin_invite_deliveries SET state = 'queued', error = @error, response = @response, retry_at = @retry_at,
-           queued_at = @retry_at, updated_at = @at
-         WHERE invite_id = @invite_id AND state = 'sending'`,
-      nextRetry: `SELECT min(retry_at) AS at FROM admin_invite_deliveries WHERE state = 'queued' AND retry_at IS NOT NULL`,
-      requeueInterrupted: `UPDATE admin_invite_deliveries SET state = 'queued', updated_at = ? WHERE state = 'sending'`,
-      requeueOne: `UPDATE admin_invite_deliveries SET state = 'queued', updated_at = ? WHERE invite_id = ? AND state = 'sending'`,
       of: `SELECT invite_id, state, attempts, error, sent_at, retry_at FROM admin_invite_deliveries
          WHERE invite_id IN ${d.jsonIds('?')}`,
     };
@@ -68,54 +53,6 @@ export class SqliteAccountDeliveryRepository implements AccountDeliveryRepositor
   async queue(inviteId: number, token: string): Promise<void> {
     const at = nowIso();
     await this.sql.run(this.s.queue, [inviteId, token, at, at]);
-  }
-
-  async claim(): Promise<AccountDeliveryRow | undefined> {
-    return (await this.sql.get(this.s.claim, { at: nowIso() })) as AccountDeliveryRow | undefined;
-  }
-
-  async finish(inviteId: number, outcome: DeliveryOutcome): Promise<boolean> {
-    const at = nowIso();
-    return (
-      (
-        await this.sql.run(this.s.finish, {
-          invite_id: inviteId,
-          state: outcome.state,
-          error: outcome.error ?? null,
-          response: outcome.response ?? null,
-          message_id: outcome.messageId ?? null,
-          outbox_file: outcome.outboxFile ?? null,
-          sent_at: outcome.state === 'failed' ? null : at,
-          at,
-        })
-      ).changes === 1
-    );
-  }
-
-  async scheduleRetry(inviteId: number, outcome: { error: string; response: string | null; retryAt: Date }): Promise<boolean> {
-    return (
-      (
-        await this.sql.run(this.s.scheduleRetry, {
-          invite_id: inviteId,
-          error: outcome.error,
-          response: outcome.response,
-          retry_at: outcome.retryAt.toISOString(),
-          at: nowIso(),
-        })
-      ).changes === 1
-    );
-  }
-
-  async nextRetryAt(): Promise<string | null> {
-    return ((await this.sql.get(this.s.nextRetry)) as { at: string | null }).at;
-  }
-
-  async requeueInterrupted(): Promise<number> {
-    return (await this.sql.run(this.s.requeueInterrupted, [nowIso()])).changes;
-  }
-
-  async requeue(inviteId: number): Promise<void> {
-    await this.sql.run(this.s.requeueOne, [nowIso(), inviteId]);
   }
 
   async deliveriesOf(inviteIds: number[]): Promise<Map<number, AccountInviteDelivery>> {

@@ -1,4 +1,4 @@
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { SettingsStore } from '../settings/settings.ts';
@@ -27,6 +27,7 @@ export {
 } from './delivery-repository.ts';
 export type { MailSettings } from '../settings/mail-settings.ts';
 export { osSecretProtector, plainProtector, SecretStore, type OsSecretStorage, type SecretProtector } from './secrets.ts';
+export { DEFAULT_CLAIM_TTL_MS, DEFAULT_POLL_MS } from './worker.ts';
 export { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
 export { describeSendError, MailSendError } from './send-error.ts';
 export { MailSettingsService, type MailOverrides, type MailSettingsPatch } from './settings-service.ts';
@@ -42,6 +43,12 @@ export interface MailOptions extends MailOverrides {
   /** Back-off of automatic retries (tests shorten it). */
   retryPolicy?: RetryPolicy;
   greetingTimeoutMs?: number;
+  /** This node's name (`serve --node-name`; default: the host name): the queue's claims carry it. */
+  nodeName?: string;
+  /** How long a claim on a queued message holds unless renewed (tests shorten it); default 15 s. */
+  claimTtlMs?: number;
+  /** How often an idle worker looks for mail queued on other nodes; default 1.5 s. */
+  pollMs?: number;
 }
 
 /** The mail room, one part per job: queue, worker (with its transport pool), settings, preview, test email. */
@@ -94,6 +101,9 @@ export function createMail(
     isOpen,
     shutdownGraceMs: options.shutdownGraceMs,
     retryPolicy: options.retryPolicy,
+    node: options.nodeName ?? hostname(),
+    claimTtlMs: options.claimTtlMs,
+    pollMs: options.pollMs,
   });
   // A changed configuration may let waiting messages go.
   mailSettings.onChange(() => worker.kick());

@@ -2,7 +2,8 @@ import type { SendMailOptions } from 'nodemailer';
 import { isClosedDatabase, isDiskFull } from '../db/disk-full.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { SettingsStore } from '../settings/settings.ts';
-import type { DeliveryOutcome, DeliveryRepository, DeliveryRow } from './delivery-repository.ts';
+import type { DeliveryRepository, DeliveryRow } from './delivery-repository.ts';
+import type { Claim, ClaimedQueue, DeliveryOutcome, QueuedMailRow } from './queue-repository.ts';
 import { composeInvitationMail } from './message.ts';
 import type { Outbox } from './outbox.ts';
 import type { MailableAccountInvites, MailableInvitation, MailableInvitations } from './ports.ts';
@@ -35,7 +36,22 @@ interface WorkerDeps {
   shutdownGraceMs?: number;
   /** When transient failures are retried; default DEFAULT_RETRY_DELAYS_MS. */
   retryPolicy?: RetryPolicy;
+  /** This node's name: what it claims is stamped with it (several nodes drain one queue). */
+  node: string;
+  /** How long a claim holds unless renewed; default DEFAULT_CLAIM_TTL_MS. Renewed every third of it. */
+  claimTtlMs?: number;
+  /** How often an idle worker looks for due mail queued by other nodes; default DEFAULT_POLL_MS; 0: never (one node). */
+  pollMs?: number;
 }
+
+/**
+ * A claim lives 15 s unless its node renews it (every 5 s while the send is in progress): a node
+ * that dies has its messages taken by another within about 15 s, and a send that stalls on a slow
+ * server keeps its claim however long it takes.
+ */
+export const DEFAULT_CLAIM_TTL_MS = 15_000;
+/** Mail queued on another node is seen within this (its own node is told at once). */
+export const DEFAULT_POLL_MS = 1_500;
 
 /** What became of one message handed to the transport (or the outbox). */
 type Transmitted =
@@ -63,20 +79,34 @@ export class MailWorker {
   private idleWaiters: (() => void)[] = [];
   private retryTimer: NodeJS.Timeout | null = null;
   private retryTimerAt = 0;
+  private readonly claimTtlMs: number;
+  /** The keys this node holds claims on, per queue: their claims are renewed until each send ends. */
+  private readonly held = new Map<ClaimedQueue<QueuedMailRow>, Set<number>>();
+  private renewTimer: NodeJS.Timeout | null = null;
+  private pollTimer: NodeJS.Timeout | null = null;
 
   constructor(deps: WorkerDeps) {
     this.deps = deps;
     this.retryPolicy = deps.retryPolicy ?? { delaysMs: DEFAULT_RETRY_DELAYS_MS };
+    this.claimTtlMs = deps.claimTtlMs ?? DEFAULT_CLAIM_TTL_MS;
+  }
+
+  /** This node's name, as its claims are stamped. */
+  get node(): string {
+    return this.deps.node;
   }
 
   /** Starts the worker: deliveries interrupted by the last stop go first. Call once listening. */
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    // What this node's previous run held when it stopped or was killed goes back to the queue now
+    // (another node's claims are left to expire: that node may still be sending).
+    const node = this.deps.node;
     const resumed =
-      (await this.deps.deliveries.requeueInterrupted()) +
-      (await this.deps.accountDeliveries.requeueInterrupted()) +
-      (await this.deps.notifications.requeueInterrupted());
+      (await this.deps.deliveries.requeueInterrupted(node)) +
+      (await this.deps.accountDeliveries.requeueInterrupted(node)) +
+      (await this.deps.notifications.requeueInterrupted(node));
     if (resumed > 0)
       await this.deps.events.record(
         'mail.resumed',
@@ -84,9 +114,51 @@ export class MailWorker {
         {},
         { count: resumed },
       );
+    // Claims are kept alive while their sends run; the other nodes' mail is looked for now and then.
+    this.renewTimer = setInterval(() => void this.renewClaims(), Math.max(50, Math.floor(this.claimTtlMs / 3)));
+    this.renewTimer.unref();
+    const pollMs = this.deps.pollMs ?? DEFAULT_POLL_MS;
+    if (pollMs > 0) {
+      this.pollTimer = setInterval(() => this.kick(), pollMs);
+      this.pollTimer.unref();
+    }
     this.kick();
     // Retries scheduled before the stop keep their time.
     await this.armRetryTimer();
+  }
+
+  /** Renews the claims of the sends in progress (one statement per queue). */
+  private async renewClaims(): Promise<void> {
+    if (!this.deps.isOpen()) return;
+    for (const [queue, keys] of this.held) {
+      if (keys.size === 0) continue;
+      try {
+        await queue.extend(this.deps.node, [...keys], this.claimTtlMs);
+      } catch (error) {
+        // The database is away: the claims may expire (another node would then send again); tried next round.
+        reportUnlessClosing(error);
+      }
+    }
+  }
+
+  /** Claims the next due row of `queue` for this node and holds it until `release`. */
+  private async claimFrom<Row extends QueuedMailRow>(queue: ClaimedQueue<Row>): Promise<Row | undefined> {
+    const row = await queue.claim(this.deps.node, this.claimTtlMs);
+    if (row) {
+      const keys = this.held.get(queue as ClaimedQueue<QueuedMailRow>) ?? new Set<number>();
+      keys.add(queue.keyOf(row));
+      this.held.set(queue as ClaimedQueue<QueuedMailRow>, keys);
+    }
+    return row;
+  }
+
+  private release<Row extends QueuedMailRow>(queue: ClaimedQueue<Row>, row: Row): void {
+    this.held.get(queue as ClaimedQueue<QueuedMailRow>)?.delete(queue.keyOf(row));
+  }
+
+  /** The claim this node holds on a row it claimed: its writes are fenced by it. */
+  private claimOf(row: QueuedMailRow): Claim {
+    return { node: this.deps.node, attempts: row.attempts };
   }
 
   /** Stops taking work, lets messages in flight finish for a moment, then cuts them off. */
@@ -94,9 +166,14 @@ export class MailWorker {
     this.stopping = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = null;
+    // Claims stay renewed while the sends in flight finish (or are cut off and queued again).
     if (this.active > 0) await this.idleOrAfter(this.deps.shutdownGraceMs ?? 3000);
     this.deps.transports.closeAll();
     if (this.active > 0) await this.idleOrAfter(2000);
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.renewTimer = null;
   }
 
   /** What the console's mail page shows: where mail goes, the queue, what is in flight. */
@@ -180,9 +257,9 @@ export class MailWorker {
     if (this.stopping || !this.deps.isOpen()) return;
     const limit = this.deps.settings.get().smtp_max_connections;
     while (!this.stopping && this.active < limit) {
-      const job = await this.deps.deliveries.claim();
-      const accountJob = job ? undefined : await this.deps.accountDeliveries.claim();
-      const notification = job || accountJob ? undefined : await this.deps.notifications.claim();
+      const job = await this.claimFrom(this.deps.deliveries);
+      const accountJob = job ? undefined : await this.claimFrom(this.deps.accountDeliveries);
+      const notification = job || accountJob ? undefined : await this.claimFrom(this.deps.notifications);
       if (!job && !accountJob && !notification) break;
       this.active++;
       const failed = async (error: unknown) => {
@@ -197,6 +274,9 @@ export class MailWorker {
           ? this.deliverAccountInvite(accountJob)
           : this.deliverNotification(notification!);
       void delivery.catch(failed).finally(() => {
+        if (job) this.release(this.deps.deliveries, job);
+        else if (accountJob) this.release(this.deps.accountDeliveries, accountJob);
+        else this.release(this.deps.notifications, notification!);
         this.active--;
         if (this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake();
         this.kick();
@@ -210,7 +290,7 @@ export class MailWorker {
     invitation?: MailableInvitation,
   ): Promise<void> {
     if (!this.deps.isOpen()) return;
-    if (!(await this.deps.deliveries.finish(job.invitation_id, outcome))) return;
+    if (!(await this.deps.deliveries.finish(job.invitation_id, this.claimOf(job), outcome))) return;
     const { state, error, response } = outcome;
     const email = invitation?.email ?? `invitation #${job.invitation_id}`;
     const message = {
@@ -237,7 +317,7 @@ export class MailWorker {
     invitation: MailableInvitation,
     outcome: { error: string; response: string | null; retryAt: Date },
   ): Promise<void> {
-    if (!this.deps.isOpen() || !(await this.deps.deliveries.scheduleRetry(job.invitation_id, outcome))) return;
+    if (!this.deps.isOpen() || !(await this.deps.deliveries.scheduleRetry(job.invitation_id, this.claimOf(job), outcome))) return;
     const at = outcome.retryAt.toISOString();
     await this.deps.events.record(
       'mail.retrying',
@@ -284,7 +364,7 @@ export class MailWorker {
       invitation.expires_at,
     );
     if (result.state === 'cut') {
-      if (this.deps.isOpen()) await this.deps.deliveries.requeue(job.invitation_id);
+      if (this.deps.isOpen()) await this.deps.deliveries.requeue(job.invitation_id, this.claimOf(job));
     } else if (result.state === 'retry') await this.scheduleRetry(job, invitation, result);
     else if (result.state === 'outbox')
       await this.finish(job, { state: 'outbox', outboxFile: result.file, messageId: result.messageId }, invitation);
@@ -366,9 +446,10 @@ export class MailWorker {
       invite.expires_at,
     );
     if (result.state === 'cut') {
-      if (this.deps.isOpen()) await this.deps.accountDeliveries.requeue(job.invite_id);
+      if (this.deps.isOpen()) await this.deps.accountDeliveries.requeue(job.invite_id, this.claimOf(job));
     } else if (result.state === 'retry') {
-      if (!this.deps.isOpen() || !(await this.deps.accountDeliveries.scheduleRetry(job.invite_id, result))) return;
+      if (!this.deps.isOpen() || !(await this.deps.accountDeliveries.scheduleRetry(job.invite_id, this.claimOf(job), result)))
+        return;
       await this.deps.events.record(
         'account.invitation_retrying',
         `Admin invitation email to ${invite.email} failed (${result.error}); will retry ${inAbout(result.retryAt)}`,
@@ -409,9 +490,9 @@ export class MailWorker {
     };
     const result = await this.transmit(target, message, `notification-${job.id}`, job.attempts);
     if (result.state === 'cut') {
-      if (this.deps.isOpen()) await this.deps.notifications.requeue(job.id);
+      if (this.deps.isOpen()) await this.deps.notifications.requeue(job.id, this.claimOf(job));
     } else if (result.state === 'retry') {
-      if (!this.deps.isOpen() || !(await this.deps.notifications.scheduleRetry(job.id, result))) return;
+      if (!this.deps.isOpen() || !(await this.deps.notifications.scheduleRetry(job.id, this.claimOf(job), result))) return;
       await this.deps.events.record(
         'mail.notification_retrying',
         `Email "${job.subject}" to ${to.join(', ')} failed (${result.error}); will retry ${inAbout(result.retryAt)}`,
@@ -436,7 +517,7 @@ export class MailWorker {
     outcome: DeliveryOutcome & { error?: string },
     to = recipientsOf(job),
   ): Promise<void> {
-    if (!this.deps.isOpen() || !(await this.deps.notifications.finish(job.id, outcome))) return;
+    if (!this.deps.isOpen() || !(await this.deps.notifications.finish(job.id, this.claimOf(job), outcome))) return;
     const message = {
       sent: `Email "${job.subject}" sent to ${to.join(', ')}`,
       outbox: `Email "${job.subject}" written to the outbox (no SMTP configured)`,
@@ -461,7 +542,7 @@ export class MailWorker {
     outcome: DeliveryOutcome & { error?: string },
     email?: string,
   ): Promise<void> {
-    if (!this.deps.isOpen() || !(await this.deps.accountDeliveries.finish(job.invite_id, outcome))) return;
+    if (!this.deps.isOpen() || !(await this.deps.accountDeliveries.finish(job.invite_id, this.claimOf(job), outcome))) return;
     const to = email ?? `admin invitation #${job.invite_id}`;
     const message = {
       sent: `Admin invitation email sent to ${to}`,

@@ -1,8 +1,8 @@
-import { unlessDiskFull } from '../db/disk-full.ts';
+import { isClosedDatabase, isDiskFull, unlessDiskFull } from '../db/disk-full.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { requestContext } from '../audit/context.ts';
 import { WEBHOOK_HEADERS } from '../../../src-shared/contract/index.ts';
-import type { AttemptOutcome, ClaimedDelivery, WebhookRepository } from './repository.ts';
+import type { AttemptOutcome, ClaimedDelivery, WebhookClaim, WebhookRepository } from './repository.ts';
 import { signDelivery } from './signature.ts';
 
 /** When failed attempts are tried again, how often, and how long one attempt may take. */
@@ -17,6 +17,13 @@ export interface WebhookTiming {
   timeoutMs: number;
   /** Deliveries in flight at once, over every webhook (each webhook has at most one). */
   concurrency: number;
+  /**
+   * How long (real time) a node's claim on a delivery holds unless renewed; renewed every third of
+   * it while the attempt runs. A node that dies has its deliveries taken by another after this.
+   */
+  claimTtlMs: number;
+  /** How often an idle worker looks for deliveries queued on other nodes (real time); 0: never (one node). */
+  pollMs: number;
 }
 
 export const DEFAULT_WEBHOOK_TIMING: WebhookTiming = {
@@ -25,6 +32,8 @@ export const DEFAULT_WEBHOOK_TIMING: WebhookTiming = {
   maxAttempts: 8,
   timeoutMs: 10_000,
   concurrency: 8,
+  claimTtlMs: 15_000,
+  pollMs: 1_500,
 };
 
 /** The wait before attempt `attempts + 1`, after `attempts` failed ones. */
@@ -52,6 +61,11 @@ export class WebhookWorker {
   private pumping = false;
   private pumpAgain = false;
   private readonly inFlight = new Set<AbortController>();
+  /** The deliveries this node holds claims on: renewed until each attempt ends. */
+  private readonly held = new Set<number>();
+  private readonly node: string;
+  private renewTimer: NodeJS.Timeout | null = null;
+  private pollTimer: NodeJS.Timeout | null = null;
   private idle: (() => void)[] = [];
   private timer: NodeJS.Timeout | null = null;
   private timerAt = 0;
@@ -62,7 +76,10 @@ export class WebhookWorker {
     timing?: Partial<WebhookTiming>;
     now?: () => number;
     isOpen: () => boolean;
+    /** This node's name: its claims carry it (several nodes drain one queue). */
+    node: string;
   }) {
+    this.node = deps.node;
     this.repo = deps.repo;
     this.events = deps.events;
     this.timing = { ...DEFAULT_WEBHOOK_TIMING, ...deps.timing };
@@ -73,8 +90,30 @@ export class WebhookWorker {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    await this.repo.requeueInterrupted(this.iso());
+    // What this node's previous run held goes back to the queue now; other nodes' claims expire by themselves.
+    await this.repo.requeueInterrupted(this.node, this.iso());
+    this.renewTimer = setInterval(() => void this.renewClaims(), Math.max(50, Math.floor(this.timing.claimTtlMs / 3)));
+    this.renewTimer.unref();
+    if (this.timing.pollMs > 0) {
+      this.pollTimer = setInterval(() => this.kick(), this.timing.pollMs);
+      this.pollTimer.unref();
+    }
     this.kick();
+  }
+
+  /** Renews the claims of the attempts in progress. */
+  private async renewClaims(): Promise<void> {
+    if (this.held.size === 0 || !this.isOpen()) return;
+    try {
+      await this.repo.extend(this.node, [...this.held], this.timing.claimTtlMs);
+    } catch (error) {
+      // The database is away: the claims may expire (another node would then deliver again); tried next round.
+      if (!isDiskFull(error) && !isClosedDatabase(error)) console.error(error);
+    }
+  }
+
+  private claimOf(delivery: ClaimedDelivery): WebhookClaim {
+    return { node: this.node, attempts: delivery.attempts };
   }
 
   /** Stops taking work and aborts attempts in flight (they are queued again at the next start). */
@@ -82,8 +121,12 @@ export class WebhookWorker {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = null;
     for (const controller of this.inFlight) controller.abort(new Error('server stopping'));
     if (this.inFlight.size > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.renewTimer = null;
   }
 
   /** There may be due work (queued, or the clock moved): look on a later tick, outside any request. */
@@ -130,10 +173,11 @@ export class WebhookWorker {
   private async pumpOnce(): Promise<void> {
     if (this.stopping || !this.isOpen()) return;
     while (!this.stopping && this.inFlight.size < this.timing.concurrency) {
-      const delivery = await this.repo.claim(this.iso());
+      const delivery = await this.repo.claim(this.iso(), this.node, this.timing.claimTtlMs);
       if (!delivery) break;
       const controller = new AbortController();
       this.inFlight.add(controller);
+      this.held.add(delivery.id);
       void this.attempt(delivery, controller)
         .catch((error: unknown) =>
           this.finish(delivery, {
@@ -145,6 +189,7 @@ export class WebhookWorker {
           }),
         )
         .finally(() => {
+          this.held.delete(delivery.id);
           this.inFlight.delete(controller);
           if (this.inFlight.size === 0) for (const wake of this.idle.splice(0)) wake();
           this.kick();
@@ -208,7 +253,11 @@ export class WebhookWorker {
       clearTimeout(timeout);
     }
     const responseMs = Math.round(performance.now() - started);
-    if (this.stopping && error !== null) return; // cut off by our own stop: queued again at the next start
+    if (this.stopping && error !== null) {
+      // Cut off by our own stop: queued again at once, for another node or the next start.
+      if (this.isOpen()) await this.repo.requeue(delivery.id, this.claimOf(delivery), this.iso());
+      return;
+    }
     if (error === null) {
       return this.finish(delivery, { state: 'delivered', responseCode, responseMs, error: null, nextAttemptAt: null });
     }
@@ -226,7 +275,7 @@ export class WebhookWorker {
   }
 
   private async finish(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
-    if (!this.isOpen() || !(await this.repo.finish(delivery.id, outcome, this.iso()))) return;
+    if (!this.isOpen() || !(await this.repo.finish(delivery.id, this.claimOf(delivery), outcome, this.iso()))) return;
     const data = {
       webhook_id: delivery.webhook_id,
       delivery_id: delivery.id,
