@@ -1,4 +1,4 @@
-import { homedir, networkInterfaces, platform } from 'node:os';
+import { homedir, hostname, networkInterfaces, platform } from 'node:os';
 import { join } from 'node:path';
 import type { ThrottleOptions } from './broker/auth-throttle.ts';
 import type { BrokerMode } from './broker/port.ts';
@@ -44,6 +44,16 @@ export interface BackendOptions {
    * certificates and the files. Env: MDM_CONSOLE_DATABASE_URL.
    */
   databaseUrl?: string;
+  /**
+   * This node's name among the nodes of one database (the node registry, cluster/nodes.ts): unique
+   * among the running ones. Env MDM_CONSOLE_NODE_NAME; default: the host name.
+   */
+  nodeName: string;
+  /**
+   * Where stored files and packages live: a directory every node of one database mounts (NFS, say).
+   * Default: DATA_DIR/files.
+   */
+  filesDir: string;
   /** Agent API + deeplink page; 0 = any free port. */
   port: number;
   /** Address the agent API listens on (LAN). */
@@ -88,9 +98,12 @@ export interface BackendOptions {
 export const DEFAULT_PORTS = { port: 8080, adminPort: 8081, mqttPort: 1883, mqttTlsPort: 8883, mqttAuthPort: 8083 } as const;
 
 export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOptions {
+  const dataDir = partial.dataDir ?? defaultDataDir();
   return {
-    dataDir: partial.dataDir ?? defaultDataDir(),
+    dataDir,
     databaseUrl: partial.databaseUrl ?? (process.env.MDM_CONSOLE_DATABASE_URL || undefined),
+    nodeName: partial.nodeName ?? (process.env.MDM_CONSOLE_NODE_NAME || defaultNodeName()),
+    filesDir: partial.filesDir ?? join(dataDir, 'files'),
     port: partial.port ?? DEFAULT_PORTS.port,
     host: partial.host ?? '0.0.0.0',
     adminPort: partial.adminPort ?? DEFAULT_PORTS.adminPort,
@@ -114,6 +127,24 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     sessionLimits: { ...addressRateFromEnv(), ...partial.sessionLimits },
     mqttThrottle: partial.mqttThrottle,
   };
+}
+
+/** A node's name: letters, digits, dots, dashes and underscores, starting with a letter or digit (a host name fits). */
+export const NODE_NAME_PATTERN = /^[\p{L}\p{N}][\p{L}\p{N}._-]{0,99}$/u;
+
+/** The host name, as a node name (its characters outside NODE_NAME_PATTERN become "-"); "node" when there is none. */
+export function defaultNodeName(): string {
+  let name = '';
+  try {
+    name = hostname();
+  } catch {
+    // no host name: the fallback below
+  }
+  const cleaned = name
+    .replace(/[^\p{L}\p{N}._-]/gu, '-')
+    .replace(/^[._-]+/, '')
+    .slice(0, 100);
+  return cleaned || 'node';
 }
 
 /** Formats a host for a URL (brackets around IPv6). */

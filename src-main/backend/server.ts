@@ -8,12 +8,15 @@ import type { AdminSessionLimits } from './admin-sessions/admin-sessions.ts';
 import type { StreamCaps } from './admin-api/events-stream.ts';
 import type { BackoffOptions } from './admin-sessions/backoff.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
-import { loadOrCreateAdminToken } from './admin-api/admin-token.ts';
+import { sharedAdminToken } from './admin-api/admin-token.ts';
+import { NodeRegistry, type NodeTiming } from './cluster/nodes.ts';
+import { NodeRepository, SharedSecretRepository } from './cluster/repository.ts';
+import { movedNote, MOVED_FILE } from './db/migrate-to-postgres.ts';
 import { buildAgentApp } from './agent-api/app.ts';
 import { appLinkSchemeFor } from './deeplink/codec.ts';
 import { startBrokerPort } from './broker/start.ts';
 import type { MqttBroker } from './broker/port.ts';
-import { lanAddresses, resolveOptions, urlHost, type BackendOptions } from './config.ts';
+import { lanAddresses, NODE_NAME_PATTERN, resolveOptions, urlHost, type BackendOptions } from './config.ts';
 import { lockDataDir, SERVER_FILE, type DataDirLock } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
 import { SqliteSql } from './db/sqlite-sql.ts';
@@ -34,7 +37,7 @@ import { JobService } from './jobs/jobs.ts';
 import { SqliteJobRepository } from './jobs/repository.ts';
 import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
-import { explainDatabaseError, explainListenError } from './startup-error.ts';
+import { explainDatabaseError, explainListenError, StartupError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
 import { Duties, type DutyTiming } from './cluster/duties.ts';
 import { SqlDutyRepository } from './cluster/duty-repository.ts';
@@ -82,8 +85,13 @@ export interface StartOptions extends Partial<BackendOptions> {
   onRoute?: (side: 'admin' | 'agent', route: RouteOptions) => void;
   /** How long a bulk job awaits its devices' answers (jobs/jobs.ts; default 15 minutes). */
   jobAnswerWindowMs?: number;
-  /** This node's name among several on one database; default the machine's host name. */
-  nodeName?: string;
+  /** The node registry's heartbeat and liveness window (cluster/nodes.ts; tests shorten them). */
+  nodeTiming?: Partial<NodeTiming>;
+  /**
+   * Tests only (several nodes on one database, each with its own embedded broker):
+   * no refusal of the embedded broker beside other nodes (cluster/nodes.ts). `serve` never sets it.
+   */
+  embeddedBrokerPerNode?: boolean;
   /** How long the duties' leases last and how often they are renewed (cluster/duties.ts; default 8 s and 2 s). */
   dutyTiming?: Partial<DutyTiming>;
   /** How often the duty `jobs-sweeper` looks for jobs of dead nodes; default 10 s. */
@@ -104,6 +112,12 @@ const JOB_SWEEP_MS = 10_000;
  */
 export async function startBackend(partial: StartOptions = {}): Promise<RunningBackend> {
   const options = resolveOptions(partial);
+  if (!NODE_NAME_PATTERN.test(options.nodeName)) {
+    throw new StartupError(
+      `The node name "${options.nodeName.slice(0, 100)}" is not one: use letters, digits, ".", "_" and "-" (at most 100, starting with a letter or digit), e.g. --node-name node-a.`,
+      { code: 'ENODENAME', option: 'nodeName' },
+    );
+  }
   const infoFile = join(options.dataDir, SERVER_FILE);
   let lock: DataDirLock;
   try {
@@ -116,12 +130,28 @@ export async function startBackend(partial: StartOptions = {}): Promise<RunningB
   try {
     // Holding the lock, any server.json is a killed server's: gone, so nobody reads it as ours.
     rmSync(infoFile, { force: true });
+    refuseMovedDataDir(options);
     return await startLocked(partial, options, lock, infoFile);
   } catch (error) {
     rmSync(infoFile, { force: true });
     lock.release();
     throw explainListenError(explainDatabaseError(error, join(options.dataDir, 'mdm-console.sqlite'), options.dataDir), options);
   }
+}
+
+/**
+ * A data dir whose data `migrate-db` moved to PostgreSQL: its SQLite file is the data as it was
+ * then, so a server without the database URL would serve an old copy (and the move's later
+ * changes would split in two).
+ */
+function refuseMovedDataDir(options: BackendOptions): void {
+  if (options.databaseUrl) return;
+  const moved = movedNote(options.dataDir);
+  if (!moved) return;
+  throw new StartupError(
+    `The data of ${options.dataDir} was moved to PostgreSQL${moved.database ? ` (${moved.database})` : ''} by migrate-db${moved.moved_at ? ` on ${moved.moved_at}` : ''}: start with --database-url postgres://USER:PASSWORD@HOST:PORT/DB (or MDM_CONSOLE_DATABASE_URL). To go back to the SQLite file as it was before the move, giving up what was written on PostgreSQL since, remove ${join(options.dataDir, MOVED_FILE)}.`,
+    { code: 'EMOVEDTOPOSTGRES', option: 'databaseUrl' },
+  );
 }
 
 function writeInfoFile(file: string, content: object): void {
@@ -196,9 +226,11 @@ async function startServing(
   // Work one node does at a time among several on one database (on SQLite, the one node always wins).
   const duties = new Duties({
     repository: new SqlDutyRepository(db),
-    nodeName: partial.nodeName,
+    nodeName: options.nodeName,
     sole: db.engine === 'sqlite',
     timing: partial.dutyTiming,
+    // Given up (another node, or this one at the next round, tries again): said where the operator looks.
+    onError: (duty, error) => console.error(`duty ${duty}: ${error instanceof Error ? error.message : String(error)}`),
   });
   /** Runs `work` every `everyMs` while this node holds `duty`, and once when it takes it. */
   const periodicDuty = (duty: string, everyMs: number, work: () => Promise<unknown>) => {
@@ -222,7 +254,6 @@ async function startServing(
       },
     );
   };
-  const adminToken = loadOrCreateAdminToken(options.dataDir);
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
   // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the accept
@@ -237,6 +268,15 @@ async function startServing(
   onClose(() => adminListener.close());
 
   const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
+  // This node among the database's (a refusal here, before anything is written or served, is a StartupError).
+  const nodes = new NodeRegistry({
+    repository: new NodeRepository(db),
+    name: options.nodeName,
+    brokerMode: options.mqttBroker,
+    timing: partial.nodeTiming,
+    embeddedBrokerPerNode: partial.embeddedBrokerPerNode,
+    onProblem: (message) => console.error(`node ${options.nodeName}: ${message}`),
+  });
   const domain = await createServices(db, {
     isOpen: () => open,
     adminUrl,
@@ -262,6 +302,10 @@ async function startServing(
   await domain.feed.start();
   onClose(() => domain.feed.close());
   onClose(() => domain.mail.worker.close());
+  await nodes.join({ adminUrl, agentUrl: domain.links.apiUrl() });
+  onClose(() => nodes.leave());
+  // The admin token is the database's (every node's), with a copy in this node's data dir for the CLI.
+  const adminToken = await sharedAdminToken(options.dataDir, new SharedSecretRepository(db));
   // First start: the owner account, whose API token the data dir's admin token is.
   await domain.accounts.ensureOwner(partial.ownerName ?? machineUser());
   await domain.accounts.adoptDataDirToken(adminToken);
@@ -326,7 +370,7 @@ async function startServing(
         );
       }
     },
-    { transact: (work) => domain.work.run(work) },
+    { transact: (work) => domain.work.run(work), filesDir: options.filesDir },
   );
   // Package installs checked against each inventory a device sends afterwards.
   const verification = new InstallVerification({
@@ -481,6 +525,8 @@ async function startServing(
     mqtt_host: broker.agentEndpoint(false).host,
     public_host: publicHost(),
     data_dir: options.dataDir,
+    node_name: options.nodeName,
+    files_dir: options.filesDir,
     pid: process.pid,
     started_at: new Date().toISOString(),
   };
@@ -508,6 +554,7 @@ async function startServing(
     jobs,
     auth: adminAuth,
     info: currentInfo,
+    nodes: () => nodes.list(),
     broker,
     simulate: partial.simulate,
     choosePublicHost: async (host) => {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { lanAddresses } from '../backend/config.ts';
+import { lanAddresses, NODE_NAME_PATTERN } from '../backend/config.ts';
 import { isLoopback } from '../../src-shared/contract/rules.ts';
 import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
@@ -101,6 +101,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     options: {
       'data-dir': { type: 'string' },
       'database-url': { type: 'string' },
+      'node-name': { type: 'string' },
+      'files-dir': { type: 'string' },
       port: { type: 'string' },
       'admin-port': { type: 'string' },
       'mqtt-port': { type: 'string' },
@@ -193,12 +195,21 @@ export async function serveCommand(argv: string[]): Promise<number> {
       `--agent-app must be spec (the spec's agent) or flyve (the reference Flyve MDM agents), not "${agentApp}"`,
     );
   }
+  const nodeName = values['node-name'] ?? (process.env.MDM_CONSOLE_NODE_NAME || undefined);
+  if (nodeName !== undefined && !NODE_NAME_PATTERN.test(nodeName))
+    throw new CliError(
+      `--node-name must be letters, digits, ".", "_" and "-" (at most 100, starting with a letter or digit), not "${nodeName.slice(0, 100)}"`,
+    );
+  const filesDir = values['files-dir'];
+  if (filesDir !== undefined && filesDir.trim() === '') throw new CliError('--files-dir needs a directory');
   let backend: RunningBackend;
   try {
     backend = await startBackend({
       dataDir: values['data-dir'],
       // Env MDM_CONSOLE_DATABASE_URL applies when the flag is absent (config.ts).
       databaseUrl: values['database-url'],
+      nodeName,
+      filesDir: filesDir === undefined ? undefined : resolve(filesDir),
       port: port(values.port, '--port'),
       adminPort: port(values['admin-port'], '--admin-port'),
       mqttPort: port(values['mqtt-port'], '--mqtt-port'),
@@ -248,6 +259,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (values.json) console.log(JSON.stringify({ ...info, admin_token: undefined }));
   else {
     console.log(`MDM Console backend is running (data in ${info.data_dir})
+  Node:                  ${info.node_name}${info.files_dir === join(info.data_dir, 'files') ? '' : ` (stored files in ${info.files_dir})`}
   Agent API (base_url):  ${info.api_url}
   Deeplink page:         ${info.deeplink_url}/deeplink/
 ${

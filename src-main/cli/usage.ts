@@ -29,9 +29,11 @@ export const USAGES: Record<string, string> = {
                          [--agent-app spec|flyve] [--mqtt-broker embedded|mosquitto|rabbitmq]
                          [--mqtt-broker-url URL] [--mqtt-broker-password-file FILE]
                          [--mqtt-public-url URL] [--mqtt-broker-ca FILE]
-                         [--mqtt-auth-host H --mqtt-auth-port P] [--mqtt-auth-secret-file FILE] [--json]
+                         [--mqtt-auth-host H --mqtt-auth-port P] [--mqtt-auth-secret-file FILE]
+                         [--node-name NAME] [--files-dir DIR] [--json]
 
-Runs the backend and the web console until Ctrl+C. One server per data dir.
+Runs the backend and the web console until Ctrl+C. One server per data dir; on PostgreSQL,
+several servers (nodes, each with its own data dir) may share one database behind a load balancer.
 
   --port P            agent API and deeplink page (default 8080; 0 = any free port)
   --host ADDR         address the agent API listens on (default 0.0.0.0: the LAN)
@@ -55,6 +57,10 @@ Runs the backend and the web console until Ctrl+C. One server per data dir.
   --data-dir DIR      database, files, token (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)
   --database-url URL  the database on PostgreSQL (13 or newer) instead of DIR's SQLite file (or
                       $MDM_CONSOLE_DATABASE_URL, which keeps the password off the command line)
+  --node-name NAME    this node's name among the nodes of the database, unique among the running
+                      ones (or $MDM_CONSOLE_NODE_NAME; default: the host name)
+  --files-dir DIR     where stored files and packages live: with several nodes, a directory every
+                      node mounts, such as NFS (default: DIR/files of --data-dir)
   --json              print the server's addresses as JSON`,
   invite: INVITE,
   invitations: `usage: mdm-console invitations [--status pending|enrolled|expired|revoked] [--search TEXT]

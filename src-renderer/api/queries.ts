@@ -57,8 +57,13 @@ export const keys = {
 
 export const FEED_SIZE = 100;
 
-export function useStatus() {
-  return useQuery({ queryKey: keys.status, queryFn: ({ signal }) => admin.status({ signal }) });
+/** `refetchMs`: asked again that often (the nodes' heartbeats, which no event announces); default: on events only. */
+export function useStatus({ refetchMs }: { refetchMs?: number | false } = {}) {
+  return useQuery({
+    queryKey: keys.status,
+    queryFn: ({ signal }) => admin.status({ signal }),
+    refetchInterval: refetchMs ?? false,
+  });
 }
 
 export function useFeed() {

@@ -7,6 +7,7 @@ import { UnreachableWarning } from '../features/reachability.tsx';
 import { Stat } from './dashboard/Stat.tsx';
 import { Funnel } from './dashboard/Funnel.tsx';
 import { ServerCard } from './dashboard/ServerCard.tsx';
+import { NodesCard } from './dashboard/NodesCard.tsx';
 import { ActivityFeed } from './dashboard/ActivityFeed.tsx';
 import { ComplianceCard } from './dashboard/ComplianceCard.tsx';
 import { Gate } from '../components/permissions.tsx';
@@ -95,6 +96,7 @@ export function Dashboard() {
                 <Funnel status={data} />
                 <ComplianceCard />
                 <ServerCard status={data} />
+                <NodesCard status={data} />
               </Stack>
               <ActivityFeed />
             </SimpleGrid>

@@ -21,6 +21,10 @@ export const ServerInfo = Type.Object({
   mqtt_host: Type.String(),
   public_host: Type.String(),
   data_dir: Type.String(),
+  /** This node's name among the nodes of its database (serve --node-name). */
+  node_name: Type.String(),
+  /** Where stored files and packages live (serve --files-dir; default DATA_DIR/files). */
+  files_dir: Type.String(),
   pid: Type.Integer(),
   started_at: Type.String(),
 });

@@ -54,6 +54,27 @@ export const StatusCounts = Type.Object({
 });
 export type StatusCounts = Static<typeof StatusCounts>;
 
+/** A node of the database (the node registry): where it answers and when it was last heard from. */
+export const ClusterNode = Type.Object({
+  name: Type.String(),
+  /** Its admin API and console. */
+  admin_url: Type.String(),
+  /** Its agent API (base_url). */
+  agent_url: Type.String(),
+  /** The MDM Console version it runs. */
+  version: Type.String(),
+  mqtt_broker: Type.String(),
+  started_at: Type.String(),
+  last_heartbeat: Type.String(),
+  /** When it stopped cleanly; null while it runs or when it was killed. */
+  stopped_at: Nullable(Type.String()),
+  /** Running now: its heartbeat is recent (and, on PostgreSQL, its session holds its name). */
+  live: Type.Boolean(),
+  /** The node that answered this request. */
+  this_node: Type.Boolean(),
+});
+export type ClusterNode = Static<typeof ClusterNode>;
+
 /** GET /api/status: server.json without the admin token, plus counts, the broker and warnings. */
 export const ServerStatus = Type.Object({
   ...Type.Omit(ServerInfo, ['admin_token', 'setup_url']).properties,
@@ -62,6 +83,8 @@ export const ServerStatus = Type.Object({
   mqtt: Nullable(Type.Object({ ...BrokerStatus.properties, agent_endpoint: AgentEndpoint })),
   /** This machine's network addresses besides loopback: candidates for the public host. */
   lan_addresses: Type.Array(Type.String()),
+  /** Every node registered on the database, by name (on SQLite: this one). */
+  nodes: Type.Array(ClusterNode),
   warnings: Type.Array(Type.String()),
 });
 export type ServerStatus = Static<typeof ServerStatus>;

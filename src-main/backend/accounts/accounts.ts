@@ -261,11 +261,19 @@ export class AccountService {
         const email = input.email.trim();
         const other = await this.store.byEmail(email);
         if (other && other.id !== owner.id) throw new ApiError(409, 'ERROR_CONFLICT', `${email} is another admin’s email`);
-        await this.store.setCredentials(owner.id, {
+        // Guarded by the statement itself (only while the owner has no password): whatever the
+        // isolation between nodes' transactions, a second set-up never overwrites the first's.
+        const set = await this.store.setCredentials(owner.id, {
           email,
           display_name: input.display_name.trim(),
           password_hash: passwordHash,
         });
+        if (!set)
+          throw new ApiError(
+            410,
+            'ERROR_SETUP_USED',
+            'The owner was set up meanwhile: sign in with the owner’s email and password.',
+          );
         this.setupToken = null;
         await this.events.record(
           'account.owner_set_up',

@@ -74,7 +74,11 @@ export interface AccountRepository {
   setTokenFleets(id: number, fleetIds: readonly number[]): Promise<void>;
   /** The accounts and unrevoked tokens scoped to this fleet. */
   scopedBy(fleetId: number): Promise<FleetScopedBy>;
-  setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): Promise<void>;
+  /**
+   * The first set-up's email, name and password, only while the account has no password: false
+   * when it has one (another set-up, on any node, came first), and nothing is changed.
+   */
+  setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): Promise<boolean>;
   signedIn(id: number, at: string): Promise<void>;
   setPasswordHash(id: number, passwordHash: string): Promise<void>;
 
@@ -139,7 +143,8 @@ export class SqliteAccountRepository implements AccountRepository {
       dropRevokedTokenFleets: `DELETE FROM token_fleets WHERE fleet_id = ? AND token_id IN (SELECT id FROM api_tokens WHERE revoked_at IS NOT NULL)`,
       insert: `INSERT INTO admin_accounts (email, display_name, role, password_hash, created_at)
          VALUES (@email, @display_name, @role, @password_hash, @created_at) RETURNING id`,
-      setCredentials: `UPDATE admin_accounts SET email = @email, display_name = @display_name, password_hash = @password_hash WHERE id = @id`,
+      setCredentials: `UPDATE admin_accounts SET email = @email, display_name = @display_name, password_hash = @password_hash
+         WHERE id = @id AND password_hash IS NULL`,
       signedIn: `UPDATE admin_accounts SET last_sign_in_at = ? WHERE id = ?`,
       setPasswordHash: `UPDATE admin_accounts SET password_hash = ? WHERE id = ?`,
       setPendingTotp: `UPDATE admin_accounts SET totp_pending_secret = ? WHERE id = ?`,
@@ -209,8 +214,8 @@ export class SqliteAccountRepository implements AccountRepository {
       tokens: (await this.sql.all(this.s.tokensOfFleet, [fleetId])) as { id: number; name: string }[],
     };
   }
-  async setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): Promise<void> {
-    await this.sql.run(this.s.setCredentials, { id, ...fields });
+  async setCredentials(id: number, fields: { email: string; display_name: string; password_hash: string }): Promise<boolean> {
+    return (await this.sql.run(this.s.setCredentials, { id, ...fields })).changes === 1;
   }
   async signedIn(id: number, at: string): Promise<void> {
     await this.sql.run(this.s.signedIn, [at, id]);

@@ -7,7 +7,7 @@ import type { FileStore } from '../files/store.ts';
 import type { MqttBroker } from '../broker/broker.ts';
 import type { Listener } from '../http/listener.ts';
 import type { Services } from '../services.ts';
-import type { ServerInfo } from '../../../src-shared/contract/index.ts';
+import type { ClusterNode, ServerInfo } from '../../../src-shared/contract/index.ts';
 import { actsAs, adminRoute } from '../http/route-table.ts';
 import { jsonBodyParser } from '../http/agent-errors.ts';
 import { ApiError } from '../errors.ts';
@@ -55,6 +55,8 @@ export interface AdminAppOptions {
   jobs?: JobService;
   auth: AdminAuth;
   info: () => Promise<ServerInfo>;
+  /** The nodes registered on the database (cluster/nodes.ts); absent: none listed. */
+  nodes?: () => Promise<ClusterNode[]>;
   /** The MQTT broker: its status and the commands to agents. */
   broker?: MqttBroker;
   /** The device simulator, injected by the caller (the backend never imports it). */
@@ -85,6 +87,7 @@ export async function adminApp({
   jobs,
   auth,
   info,
+  nodes,
   simulate,
   broker,
   choosePublicHost,
@@ -347,6 +350,7 @@ export async function adminApp({
           counts,
           mqtt: broker ? { ...broker.status(), agent_endpoint: broker.agentEndpoint(services.settings.get().mqtt_tls) } : null,
           lan_addresses: lanAddresses(),
+          nodes: nodes ? await nodes() : [],
           warnings: [
             ...(isLoopback(publicHost)
               ? [

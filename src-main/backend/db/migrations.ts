@@ -927,6 +927,34 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    version: 27,
+    name: 'cluster: the node registry and the secrets every node shares',
+    // One row per node name (serve --node-name): where it answers, what it runs, when it started,
+    // its last heartbeat (every few seconds while it runs) and when it stopped cleanly. A node is
+    // live while its heartbeat is recent (cluster/nodes.ts). cluster_secrets holds what every node
+    // of one database must agree on (the admin token). Times are ISO strings computed in TypeScript.
+    sql: `
+      CREATE TABLE nodes (
+        id              INTEGER PRIMARY KEY,
+        name            TEXT NOT NULL,
+        admin_url       TEXT NOT NULL,
+        agent_url       TEXT NOT NULL,
+        version         TEXT NOT NULL,
+        broker_mode     TEXT NOT NULL,
+        started_at      TEXT NOT NULL,
+        last_heartbeat  TEXT NOT NULL,
+        stopped_at      TEXT
+      );
+      CREATE UNIQUE INDEX nodes_name ON nodes(name);
+
+      CREATE TABLE cluster_secrets (
+        name        TEXT PRIMARY KEY,
+        value       TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+      );
+    `,
+  },
+  {
     version: 28,
     name: 'several nodes: duty leases, the node running each bulk job',
     // A duty is work that must run on one node at a time (a sweeper, the alert evaluation, the

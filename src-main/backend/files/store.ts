@@ -1,9 +1,9 @@
 /**
  * The file store: files and application packages that devices download.
  *
- * Content lives on disk under `<dataDir>/files/{file,package}/<random storage name>`; the rows
- * (tables `files` and `packages`, same columns) carry the metadata. Uploads are streamed to
- * `<dataDir>/files/tmp/` while the sha256 and size are computed, then renamed into place, then
+ * Content lives on disk under `<files dir>/{file,package}/<random storage name>` (the files dir:
+ * `serve --files-dir`, default `<dataDir>/files`); the rows (tables `files` and `packages`, same
+ * columns) carry the metadata. Uploads are streamed to `<files dir>/tmp/` while the sha256 and size are computed, then renamed into place, then
  * the row is inserted: a crash or an error at any step leaves no row pointing at missing or
  * partial content, and the temp file is removed.
  */
@@ -30,7 +30,7 @@ export interface StoredRecord {
   size: number;
   mimeType: string;
   sha256: string;
-  /** File name under `<dataDir>/files/<kind>/`; never derived from `name`. */
+  /** File name under `<files dir>/<kind>/`; never derived from `name`. */
   storageName: string;
   createdAt: string;
   updatedAt: string;
@@ -71,6 +71,13 @@ export type FileStoreAction = 'added' | 'removed' | 'updated';
 export type FileStoreListener = (action: FileStoreAction, kind: StoredKind, item: StoredRecord, before?: StoredRecord) => unknown;
 
 export interface FileStoreOptions {
+  /**
+   * The store's folder (serve --files-dir): one every node of a database mounts, such as NFS;
+   * default DATA_DIR/files. Several nodes write into it at once safely: each upload goes to a
+   * temp file of its own (a random name, created exclusively) beside the content, renamed into
+   * place whole; the rows say what is stored, and the store keeps nothing in memory.
+   */
+  filesDir?: string;
   /** Largest accepted upload in bytes (default 4 GiB). */
   maxSize?: number;
   /** Runs a change in a transaction (the backend's unit of work, so events are emitted after the commit); default: the connection's own. */
@@ -295,7 +302,7 @@ export async function createFileStore(
   onChange?: FileStoreListener,
   options: FileStoreOptions = {},
 ): Promise<FileStore> {
-  const root = join(dataDir, 'files');
+  const root = options.filesDir ?? join(dataDir, 'files');
   const tmpDir = join(root, 'tmp');
   const dirs: Record<StoredKind, string> = { file: join(root, 'file'), package: join(root, 'package') };
   for (const dir of [tmpDir, dirs.file, dirs.package]) mkdirSync(dir, { recursive: true, mode: 0o700 });

@@ -17,6 +17,8 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
     const node = await startTestBackend({
       databaseUrl: database.url,
       nodeName: name,
+      // Each node runs its own embedded broker here (one process), which serve refuses beside other nodes.
+      embeddedBrokerPerNode: true,
       reportSampleEveryMs: 100,
       alerts: { intervalMs: 100 },
       jobSweepEveryMs: 100,

@@ -26,6 +26,8 @@ describe('the node holding duties is killed', () => {
       const node = await startChildBackend({
         databaseUrl: database.url,
         nodeName: name,
+        // Each node runs its own embedded broker here, which serve refuses beside other nodes.
+        embeddedBrokerPerNode: true,
         alerts: { intervalMs: 300 },
         reportSampleEveryMs: 300,
         jobSweepEveryMs: 300,

@@ -28,7 +28,8 @@ async function startNode(name: string, adminTokenFrom?: string): Promise<TestBac
   dirs.push(dataDir);
   // The nodes share the admin token (each adopts its data dir's as the owner's).
   if (adminTokenFrom) copyFileSync(join(adminTokenFrom, 'admin-token'), join(dataDir, 'admin-token'));
-  return startTestBackend({ dataDir, databaseUrl: database.url, feed });
+  // Each node runs its own embedded broker here (one process), which serve refuses beside other nodes.
+  return startTestBackend({ dataDir, databaseUrl: database.url, feed, nodeName: `node-${name}`, embeddedBrokerPerNode: true });
 }
 
 beforeAll(async () => {

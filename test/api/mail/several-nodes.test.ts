@@ -131,6 +131,8 @@ describe('three nodes on one database: mail and webhook workers, receivers that 
           dataDir,
           databaseUrl: database.url,
           nodeName: name,
+          // Each node runs its own embedded broker here, which serve refuses beside other nodes.
+          embeddedBrokerPerNode: true,
           smtpUrl: smtp.url(),
           mailTiming: { claimTtlMs: CLAIM_TTL_MS },
           alerts: { webhooks: { claimTtlMs: CLAIM_TTL_MS } },
@@ -253,6 +255,8 @@ describe('a node killed (kill -9) in the middle of its sends', () => {
           dataDir,
           databaseUrl: database.url,
           nodeName: name,
+          // Each node runs its own embedded broker here, which serve refuses beside other nodes.
+          embeddedBrokerPerNode: true,
           smtpUrl: smtp.url(),
           mailTiming: { claimTtlMs: CLAIM_TTL_MS },
           alerts: { webhooks: { claimTtlMs: CLAIM_TTL_MS } },

@@ -38,6 +38,8 @@ beforeAll(async () => {
   const options = {
     databaseUrl: database.url,
     ownerName: 'ana',
+    // Each node runs its own embedded broker here (one process), which serve refuses beside other nodes.
+    embeddedBrokerPerNode: true,
     now: () => clock,
     sessionLimits: { perToken: { burst: 4, perMinute: 1 }, perAddress: { burst: 5, perMinute: 1 } },
     signInFailures: { free: 3, firstDelayMs: 60_000 },
