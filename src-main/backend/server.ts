@@ -42,6 +42,7 @@ import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts'
 import { Duties, type DutyTiming } from './cluster/duties.ts';
 import { SqlDutyRepository } from './cluster/duty-repository.ts';
 import type { PostgresFeedOptions } from './cluster/feed.ts';
+import { isServerEvent } from '../../src-shared/contract/event-stream.ts';
 
 export interface RunningBackend {
   info: ServerInfo;
@@ -297,6 +298,7 @@ async function startServing(
     now: partial.now,
     reportSampleEveryMs: partial.reportSampleEveryMs,
     feed: partial.feed,
+    nodeName: duties.nodeName,
   });
   // Every node's events (PostgreSQL: LISTEN on a connection of its own); closed before the database.
   await domain.feed.start();
@@ -440,6 +442,14 @@ async function startServing(
   });
   // Closed before the deployments it reports to (closers run in reverse).
   onClose(() => broker.close());
+  // A ping sent by another node may be answered to this one: its reply is recorded as such here.
+  const followPings = domain.feed.subscribe((event, origin) => {
+    if (origin !== 'elsewhere' || event.agent_id === null) return;
+    if (isServerEvent(event, 'agent.command') && event.data?.command === 'ping')
+      broker.commands.pingSentElsewhere(event.agent_id, Date.parse(event.at));
+    if (event.type === 'agent.ping_reply') broker.commands.pingAnsweredElsewhere(event.agent_id);
+  });
+  onClose(followPings);
   // Each node publishes the policy changes it makes. Retained messages may be gone (the embedded
   // broker's memory, an external broker restarted): every active policy is published again by the
   // node that takes the duty (at start on a single node), not by every node.

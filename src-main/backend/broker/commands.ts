@@ -121,6 +121,22 @@ export class AgentCommands {
     return { agent_id: agentId, command, topic, payload: message.payload, retained: message.retain, online, event_id: event.id };
   }
 
+  /**
+   * Another node sent this agent a ping at `sentAt` (its `agent.command` event, seen on the cluster
+   * feed): the reply may reach this node (an external broker's shared subscription, an HTTP report
+   * through the balancer), and is then recorded as that ping's reply, with its latency.
+   */
+  pingSentElsewhere(agentId: number, sentAt: number): void {
+    const known = this.pendingPings.get(agentId);
+    if (known === undefined || known < sentAt) this.pendingPings.set(agentId, sentAt);
+    if (this.pendingPings.size > 100_000) this.pendingPings.clear();
+  }
+
+  /** Another node recorded the reply to this agent's ping: none is awaited here any more. */
+  pingAnsweredElsewhere(agentId: number): void {
+    this.pendingPings.delete(agentId);
+  }
+
   /** Whether the agent is connected now (to this broker or the external one). */
   isConnected(agentId: number): boolean {
     return this.links.isConnected(agentId);

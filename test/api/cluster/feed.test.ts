@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresFeed } from '../../../src-main/backend/cluster/feed.ts';
 import { agentCall, enrollByHand, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { connectAgent } from '../../helpers/mqtt.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 
 let database: TestDatabase;
@@ -270,5 +271,66 @@ describe('a bulk job', () => {
     }
     expect(detail.counts).toMatchObject({ answered: 1, offline: 0 });
     expect(detail.results).toMatchObject([{ agent_id: agentId, status: 'answered' }]);
+  });
+});
+
+describe('a ping', () => {
+  it('sent from node A and answered to node B is recorded as its reply, seen on A', async () => {
+    const invitation = await invite(A);
+    const { session, created } = await enrollByHand(A.apiUrl, invitation, { serial: 'FEEDPING1' });
+    const agentId = Number(created.body.id);
+    const record = (await agentCall(A.apiUrl, 'GET', `PluginMdmAgent/${agentId}?session_token=${session}`)).body;
+    // Connected to A's broker, so A may ping it.
+    const device = await connectAgent(A, { serial: 'FEEDPING1', password: record.mqttpasswd });
+    try {
+      const stream = openStream(A);
+      const onB = openStream(B);
+      await Promise.all([stream.ready, onB.ready]);
+      const ping = await A.admin('POST', `/agents/${agentId}/commands`, { command: 'ping' });
+      expect(ping.status, JSON.stringify(ping.body)).toBe(202);
+      // B has heard of it (a reply faster than the feed, a few milliseconds, would be a plain status).
+      await onB.until((frame) => frame.agent_id === agentId && frame.type === 'agent.command');
+      // The device answers over HTTP, and the balancer sends it to B.
+      const agentSession = await agentCall(B.apiUrl, 'GET', `initSession?user_token=${record.api_token}`);
+      const pong = await agentCall(
+        B.apiUrl,
+        'PUT',
+        `PluginMdmAgent/${agentId}?session_token=${agentSession.body.session_token}`,
+        {
+          body: { input: { _pong: '!' } },
+        },
+      );
+      expect(pong.status, JSON.stringify(pong.body)).toBe(200);
+      // B knew of A's ping: the reply (what the console waits for), not an unexpected status.
+      await stream.until((frame) => frame.agent_id === agentId && frame.type === 'agent.ping_reply');
+      expect(stream.frames.filter((frame) => frame.agent_id === agentId && frame.type === 'agent.status')).toEqual([]);
+    } finally {
+      device.end(true);
+    }
+  });
+});
+
+describe('the alert rules', () => {
+  it('are evaluated again shortly after a relevant event on another node', async () => {
+    // One node evaluates them (it holds the duty alert-evaluation); the event comes from another.
+    const deadline = Date.now() + 15_000;
+    let holder: TestBackend | undefined;
+    while (!(holder = [A, B, C].find((node) => node.backend.duties.holds('alert-evaluation'))) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(holder).toBeDefined();
+    const evaluator = holder!;
+    const other = evaluator === C ? B : C;
+    const rule = await evaluator.admin('POST', '/alerts/rules', { kind: 'invitation_expiring', threshold: 48 });
+    expect(rule.status, JSON.stringify(rule.body)).toBe(201);
+    // Let the first evaluation (on the rule's creation) pass: the invitations so far last 7 days.
+    await evaluator.admin('POST', '/alerts/evaluate');
+    const open = async () => (await evaluator.admin('GET', '/alerts/incidents?state=open')).body.items as { subject: string }[];
+    expect(await open()).toEqual([]);
+    // An invitation expiring within the threshold, made on another node: the next minute is far, the event is not.
+    const invitation = await other.admin('POST', '/invitations', { email: 'soon@example.com', days: 1, send_email: false });
+    expect(invitation.status).toBe(201);
+    const until = Date.now() + 10_000;
+    while ((await open()).length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await open()).toMatchObject([{ subject: 'Invitation of soon@example.com' }]);
   });
 });

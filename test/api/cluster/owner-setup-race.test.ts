@@ -20,11 +20,24 @@ const nodes: TestBackend[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase('setup_race');
-  const first = await startTestBackend({ databaseUrl: database.url, ownerName: 'ana', nodeName: 'node-a' });
+  const first = await startTestBackend({
+    databaseUrl: database.url,
+    ownerName: 'ana',
+    nodeName: 'node-a',
+    embeddedBrokerPerNode: true,
+  });
   nodes.push(first);
   const dataDir = mkdtempSync(join(tmpdir(), 'mdm-node-'));
   copyFileSync(join(first.dataDir, 'admin-token'), join(dataDir, 'admin-token'));
-  nodes.push(await startTestBackend({ databaseUrl: database.url, ownerName: 'ana', dataDir, nodeName: 'node-b' }));
+  nodes.push(
+    await startTestBackend({
+      databaseUrl: database.url,
+      ownerName: 'ana',
+      dataDir,
+      nodeName: 'node-b',
+      embeddedBrokerPerNode: true,
+    }),
+  );
 }, 120_000);
 afterAll(async () => {
   for (const node of nodes) await node.stop();
