@@ -415,6 +415,7 @@ async function startServing(
   const broker = await startBrokerPort({
     mode: options.mqttBroker,
     db,
+    duties,
     agents: domain.brokerAgents,
     events: domain.events,
     work: domain.work,

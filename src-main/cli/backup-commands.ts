@@ -1,7 +1,8 @@
 // `mdm-console backup DIR` and `mdm-console restore DIR`: they work on the data dir's files
 // directly (no running server needed; restore insists there is none). With --database-url (or
 // $MDM_CONSOLE_DATABASE_URL), the database is that PostgreSQL one (db/postgres-backup.ts).
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultDataDir } from '../backend/config.ts';
 import { backupDataDir, BackupError, restoreDataDir } from '../backend/db/backup.ts';
@@ -13,18 +14,36 @@ import { urlToType } from './migrate-db-command.ts';
 function parse(argv: string[], what: string) {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      'data-dir': { type: 'string' },
+      'database-url': { type: 'string' },
+      'files-dir': { type: 'string' },
+      json: { type: 'boolean' },
+    },
     allowPositionals: true,
     strict: true,
   });
   if (positionals.length !== 1) throw new CliError(`${what} needs one folder: mdm-console ${what} DIR`);
   const databaseUrl = values['database-url'] ?? process.env.MDM_CONSOLE_DATABASE_URL;
+  const dataDir = resolve(values['data-dir'] ?? defaultDataDir());
   return {
-    dataDir: resolve(values['data-dir'] ?? defaultDataDir()),
+    dataDir,
+    filesDir: values['files-dir'] === undefined ? runningFilesDir(dataDir) : resolve(values['files-dir']),
     folder: resolve(positionals[0]!),
     databaseUrl: databaseUrl === '' ? undefined : databaseUrl,
     json: values.json === true,
   };
+}
+
+/** The files dir of the server running on the data dir (its server.json), else DATA_DIR/files. */
+function runningFilesDir(dataDir: string): string {
+  try {
+    const info = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { files_dir?: unknown };
+    if (typeof info.files_dir === 'string' && info.files_dir !== '') return info.files_dir;
+  } catch {
+    // no server running (or an unreadable server.json): the default
+  }
+  return join(dataDir, 'files');
 }
 
 const size = (bytes: number) =>
@@ -43,10 +62,10 @@ function refusal(what: string, error: unknown): unknown {
 }
 
 export async function backupCommand(argv: string[]): Promise<number> {
-  const { dataDir, folder, databaseUrl, json } = parse(argv, 'backup');
+  const { dataDir, filesDir, folder, databaseUrl, json } = parse(argv, 'backup');
   try {
     if (databaseUrl) {
-      const report = await backupPostgres(dataDir, databaseUrl, folder);
+      const report = await backupPostgres(dataDir, databaseUrl, folder, { filesDir });
       console.log(
         json
           ? JSON.stringify({ backup: folder, ...report }, null, 2)
@@ -56,7 +75,7 @@ export async function backupCommand(argv: string[]): Promise<number> {
       );
       return 0;
     }
-    const manifest = await backupDataDir(dataDir, folder);
+    const manifest = await backupDataDir(dataDir, folder, filesDir);
     console.log(
       json
         ? JSON.stringify({ backup: folder, ...manifest }, null, 2)
@@ -69,26 +88,27 @@ export async function backupCommand(argv: string[]): Promise<number> {
 }
 
 export async function restoreCommand(argv: string[]): Promise<number> {
-  const { dataDir, folder, databaseUrl, json } = parse(argv, 'restore');
+  const { dataDir, filesDir, folder, databaseUrl, json } = parse(argv, 'restore');
+  const ownFilesDir = filesDir === join(dataDir, 'files') ? '' : ` --files-dir ${filesDir}`;
   try {
     if (databaseUrl) {
-      const report = await restorePostgres(dataDir, folder, databaseUrl);
+      const report = await restorePostgres(dataDir, folder, databaseUrl, { filesDir });
       console.log(
         json
           ? JSON.stringify({ restored: folder, ...report, data_dir: dataDir }, null, 2)
           : `Restored the backup of ${report.manifest.created_at} into ${report.database} (${report.rows} rows, each table checked) and ${dataDir}.` +
               (report.previous ? `\nWhat it replaced in the data dir is in ${report.previous}.` : '') +
-              `\nStart the server again: MDM_CONSOLE_DATABASE_URL=${urlToType(databaseUrl)} mdm-console serve --data-dir ${dataDir}`,
+              `\nStart the server again: MDM_CONSOLE_DATABASE_URL=${urlToType(databaseUrl)} mdm-console serve --data-dir ${dataDir}${ownFilesDir}`,
       );
       return 0;
     }
-    const { manifest, previous } = restoreDataDir(dataDir, folder);
+    const { manifest, previous } = restoreDataDir(dataDir, folder, filesDir);
     console.log(
       json
         ? JSON.stringify({ restored: folder, previous, ...manifest, data_dir: dataDir }, null, 2)
         : `Restored the backup of ${manifest.created_at} into ${dataDir}.` +
             (previous ? `\nWhat it replaced is in ${previous}.` : '') +
-            `\nStart the server again: npm run serve -- --data-dir ${dataDir}`,
+            `\nStart the server again: npm run serve -- --data-dir ${dataDir}${ownFilesDir}`,
     );
     return 0;
   } catch (error) {

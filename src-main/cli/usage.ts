@@ -305,21 +305,25 @@ language of \`devices --where\` (docs/where.md), --view a saved view. Devices co
 inventory's fields (model, OS, serial, IMEI, battery, storage, apps) and compliance; tokens and
 enrollment links are never exported. An operator or observer scoped to fleets exports theirs only.
   --data-dir DIR    the server's data dir (default: $MDM_CONSOLE_DATA_DIR or the per-user data folder)`,
-  backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR] [--database-url postgres://…]
+  backup: `usage: mdm-console backup DIR [--data-dir DATA_DIR] [--database-url postgres://…] [--files-dir FILES_DIR]
 
 Copies the database (a consistent snapshot, also while the server runs), the stored files and
 packages, the broker's TLS certificate and the mail secrets into DIR, a new or empty folder.
   --database-url URL   PostgreSQL mode (or $MDM_CONSOLE_DATABASE_URL): the database is that one,
                        read in one snapshot while servers keep running, into the backup's SQLite
-                       file (each table checked); the files come from DATA_DIR as ever.`,
-  restore: `usage: mdm-console restore DIR [--data-dir DATA_DIR] [--database-url postgres://…]
+                       file (each table checked).
+  --files-dir DIR      where the stored files are (serve --files-dir, a directory the nodes share);
+                       default: the running server's (its server.json), else DATA_DIR/files.`,
+  restore: `usage: mdm-console restore DIR [--data-dir DATA_DIR] [--database-url postgres://…] [--files-dir FILES_DIR]
 
 Replaces the data of DATA_DIR with the backup in DIR. The server must be stopped. What it
 replaces is kept in DATA_DIR/before-restore-<time>/.
   --database-url URL   PostgreSQL mode (or $MDM_CONSOLE_DATABASE_URL): the backup's database goes
                        into that database, which must be empty (one transaction, each table
                        checked); its files, certificate and secrets into DATA_DIR. A backup of
-                       either engine restores into either.`,
+                       either engine restores into either.
+  --files-dir DIR      the stored files go into that directory (serve --files-dir, shared by the
+                       nodes), added beside what it holds; default DATA_DIR/files.`,
   'migrate-db': `usage: mdm-console migrate-db --to postgres://USER:PASSWORD@HOST:PORT/DATABASE [--data-dir DATA_DIR] [--json]
 
 Copies the SQLite database of DATA_DIR (its server stopped) into an empty PostgreSQL database, in

@@ -11,6 +11,7 @@ import { AgentCommands } from './commands.ts';
 import { externalLiveReports, type ExternalLink } from './external-link.ts';
 import type { AgentEndpoint, BrokerStatus, MqttBroker, TaskReportHandler } from './port.ts';
 import { RetainedPolicies } from './retained-policies.ts';
+import { IngestSession, type IngestOptions } from './ingest.ts';
 
 /** What both external modes are started with; each says what its `brokerUrl` account is. */
 export interface ExternalModeOptions {
@@ -28,9 +29,19 @@ export interface ExternalModeOptions {
   /** Where agents reach the broker, when not by the broker URL's name. */
   publicUrl?: string | undefined;
   caFile?: string | undefined;
-  /** Task status reports the agents publish (read on the backend's own connection). */
+  /** Task status reports the agents publish (read by the ingest session). */
   onTaskReport?: TaskReportHandler | undefined;
+  /** The duties of the nodes on one database: the ingest session is held by one node (default: this one). */
+  duties?: IngestDuties | undefined;
 }
+
+/** Of cluster/duties.ts, what the ingest session needs: run while this node holds a lease. */
+export interface IngestDuties {
+  whileHeld(name: string, start: () => unknown, stop: () => unknown): () => Promise<void>;
+}
+
+/** The duty whose holder reads what agents report (ingest.ts). */
+export const INGEST_DUTY = 'mqtt-ingest';
 
 export interface ExternalBrokerParts {
   mode: 'mosquitto' | 'rabbitmq';
@@ -109,9 +120,49 @@ export function externalBrokerStatus(
   };
 }
 
-/** Once disconnected: every agent is marked offline (no presence can reach us now), and it is said. */
-export async function recordExternalStopped(events: EventLog, store: BrokerAgentStore, brokerName: string): Promise<void> {
-  const offline = await store.allOffline();
+/**
+ * The ingest session (ingest.ts), held by this node while it holds the `mqtt-ingest` duty (at once
+ * without `duties`). Given up (the node closing, the lease lost), every agent is marked offline (the
+ * next holder derives presence afresh); `close` returns the agents so marked.
+ */
+export function ingestOnce(
+  options: IngestOptions,
+  duties: IngestDuties | undefined,
+): { start(): void; close(): Promise<number[]> } {
+  const session = new IngestSession(options);
+  let release: (() => Promise<void>) | null = null;
+  /** The agents marked offline when this node last gave the session up (the node closing, typically). */
+  let markedOffline: number[] = [];
+  const take = () => {
+    markedOffline = [];
+    return session.start();
+  };
+  // Given up (the node closing, or the lease lost): presence is derived afresh by the next holder.
+  const leave = async () => {
+    await session.stop();
+    markedOffline = await options.store.allOffline();
+  };
+  return {
+    start: () => {
+      if (release) return;
+      if (duties) release = duties.whileHeld(INGEST_DUTY, take, leave);
+      else {
+        release = leave;
+        void take().catch(() => {});
+      }
+    },
+    close: async () => {
+      await release?.();
+      release = null;
+      const marked = markedOffline;
+      markedOffline = [];
+      return marked;
+    },
+  };
+}
+
+/** Once disconnected: the agents marked offline by this node, if any, are said. */
+export async function recordExternalStopped(events: EventLog, offline: number[], brokerName: string): Promise<void> {
   await events.record(
     'broker.stopped',
     `Disconnected from ${brokerName}${offline.length > 0 ? `; ${offline.length} agent(s) marked offline` : ''}`,

@@ -1,6 +1,8 @@
-// The backend's own MQTT connection to an external broker: connects with back-off (rotating over
-// a cluster's hosts), reports why it cannot, subscribes to what agents report, and hands their
-// messages to presence and commands. Shared by the Mosquitto and RabbitMQ modes.
+// Each node's own MQTT connection to an external broker: connects with back-off (rotating over a
+// cluster's hosts), reports why it cannot, publishes the backend's commands and policies, and follows
+// presence in memory (which agents this node may send a live command to). What agents report is
+// read once across nodes, by the ingest session (ingest.ts). Shared by the Mosquitto and RabbitMQ modes.
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { nowIso } from '../db/database.ts';
@@ -18,10 +20,14 @@ import type { BrokerAgentRow, BrokerAgentStore } from '../agents/broker-reposito
 import { MAY_CONNECT } from '../agents/status.ts';
 import type { BrokerUrl } from './broker-url.ts';
 
-/** What the backend reads: every agent's reports. */
+/** What the backend reads: every agent's reports (the ingest session, ingest.ts). */
 export const BACKEND_SUBSCRIPTIONS = BACKEND_TOPIC_RULES.subscribeExact;
-const ONLINE_SUBTOPIC = 'Status/Online';
+export const ONLINE_SUBTOPIC = 'Status/Online';
+/** What every node's link reads: presence, and the answers to the pings that check it. */
+const PRESENCE_SUBSCRIPTIONS = ['/+/agent/+/Status/Online', '/+/agent/+/Status/Ping'];
 export const BACKOFF = { firstMs: 500, maxMs: 30_000 };
+/** CONNACK return codes of a refused login (MQTT 3.1.1): bad user name or password, not authorized. */
+const REFUSED_LOGIN = [4, 5];
 /** A publish not acknowledged in this time is left to the client's own queue; the caller goes on. */
 const PUBLISH_WAIT_MS = 10_000;
 /** Listing retained messages: done once none came for this long after the SUBACK (the broker sends them at once). */
@@ -39,17 +45,16 @@ export interface ExternalLinkOptions {
   store: BrokerAgentStore;
   /** Runs on every (re)connection before anything else: reconcile, then publish what was missed. */
   onConnected: () => Promise<void>;
-  /** An agent's report other than presence. */
-  onReport: (agent: AgentIdentity, subtopic: string, payload: Buffer) => Promise<void>;
-  /** An agent said it is online (after it subscribed): time to give it what it must find. */
-  onAgentOnline?: (agent: AgentIdentity) => Promise<void>;
+  /** The broker refused the link's login (bad user name or password, not authorized). */
+  onRefused?: () => Promise<void>;
   /** What the broker is called in messages ("Mosquitto", "RabbitMQ"). */
   name: string;
 }
 
 /**
  * Presence on an external broker comes from what travels on the wire: the agent's
- * `T/Status/Online` and its will. The backend sees no connections of its own.
+ * `T/Status/Online` and its will. The backend sees no connections of its own. Every node follows
+ * it here, in memory; the database hears it from the ingest session.
  */
 export class ExternalLink {
   private client: MqttClient | null = null;
@@ -98,7 +103,10 @@ export class ExternalLink {
           }),
         ),
     );
-    client.on('error', (error) => unlessDiskFull(() => this.trouble(error.message)));
+    client.on('error', (error) => {
+      unlessDiskFull(() => this.trouble(error.message));
+      if (REFUSED_LOGIN.includes((error as { code?: unknown }).code as number)) void this.options.onRefused?.().catch(() => {}); // the next attempt tells
+    });
     client.on('close', () => {
       if (this.closed) return;
       if (this.problem === null) unlessDiskFull(() => this.trouble('connection lost'));
@@ -198,7 +206,7 @@ export class ExternalLink {
   private async connectedNow(client: MqttClient): Promise<void> {
     try {
       await this.options.onConnected();
-      const granted = await client.subscribeAsync([...BACKEND_SUBSCRIPTIONS], { qos: 1 });
+      const granted = await client.subscribeAsync(PRESENCE_SUBSCRIPTIONS, { qos: 0 });
       const refused = granted.filter((grant) => grant.qos === 128);
       if (refused.length > 0) throw new Error(`subscription to ${refused.map((grant) => grant.topic).join(', ')} refused`);
     } catch (error) {
@@ -226,7 +234,7 @@ export class ExternalLink {
     const first = this.problem === null || this.problem === 'connecting';
     this.problem = why;
     // Presence is unknown while the link is down; agents will say "online" again on reconnection.
-    await this.markAllOffline();
+    this.markAllOffline();
     if (first || !this.reported) {
       this.reported = true;
       await this.options.events.record(
@@ -238,11 +246,8 @@ export class ExternalLink {
     }
   }
 
-  private async markAllOffline(): Promise<void> {
+  private markAllOffline(): void {
     this.verifying.clear();
-    if (this.online.size === 0) return;
-    const at = nowIso();
-    for (const id of this.online) await this.options.store.setPresence(id, false, at);
     this.online.clear();
   }
 
@@ -253,14 +258,9 @@ export class ExternalLink {
    * "online" is checked with a ping instead: the agent is online once it answers.
    */
   private async message(topic: string, payload: Buffer, retained: boolean): Promise<void> {
-    const match = /^\/(\d+)\/agent\/([^/]+)\/(.+)$/.exec(topic);
-    if (!match) return;
-    const [, entity, login, subtopic] = match;
-    const row = (await this.options.store.byLogin(login!)).find(
-      (candidate) => candidate.entity_id === Number(entity) && MAY_CONNECT.includes(candidate.enroll_status),
-    );
-    if (!row) return;
-    const agent = identityOf(row);
+    const found = await agentOfTopic(this.options.store, topic);
+    if (!found) return;
+    const { agent, subtopic } = found;
     if (subtopic === ONLINE_SUBTOPIC) {
       const flag = onlineFlag(payload);
       if (flag === null) return;
@@ -271,24 +271,11 @@ export class ExternalLink {
         return;
       }
       this.verifying.delete(agent.id);
-      await this.setPresence(agent, flag);
-      if (flag) await this.options.onAgentOnline?.(agent);
+      this.setPresence(agent, flag);
       return;
     }
-    if (subtopic !== undefined) {
-      if (retained) {
-        await this.options.onReport(agent, subtopic, payload);
-        return;
-      }
-      await this.options.store.touch(agent.id, nowIso());
-      if (this.verifying.delete(agent.id)) {
-        // Anything it publishes now proves a live connection: the answer to our ping, typically.
-        await this.setPresence(agent, true);
-        await this.options.onAgentOnline?.(agent);
-        if (subtopic === 'Status/Ping') return;
-      }
-      await this.options.onReport(agent, subtopic, payload);
-    }
+    // Anything it publishes now proves a live connection: the answer to a ping, typically.
+    if (!retained && this.verifying.delete(agent.id)) this.setPresence(agent, true);
   }
 
   /** Asks an agent whose only sign is a retained "online" for a live answer. */
@@ -300,24 +287,10 @@ export class ExternalLink {
     });
   }
 
-  private async setPresence(agent: AgentIdentity, online: boolean): Promise<void> {
-    if (this.online.has(agent.id) === online) return;
+  /** Presence as this link heard it, or as the ingest session (ingest.ts) on this node did. */
+  setPresence(agent: Pick<AgentIdentity, 'id'>, online: boolean): void {
     if (online) this.online.add(agent.id);
     else this.online.delete(agent.id);
-    const at = nowIso();
-    await this.options.work.run(async () => {
-      await this.options.store.setPresence(agent.id, online, at);
-      await this.options.events.record(
-        online ? 'agent.online' : 'agent.offline',
-        `${agent.name} ${online ? 'reported itself online' : 'is offline'} (${this.options.name})`,
-        { entityId: agent.entityId, agentId: agent.id },
-        {
-          reason: online ? 'reported online' : 'reported offline or will',
-          last_contact: at,
-          broker: this.options.name,
-        },
-      );
-    });
   }
 
   /** An agent that must not be connected any more: its presence ends now. */
@@ -326,6 +299,25 @@ export class ExternalLink {
     if (!this.online.delete(agentId)) return;
     await this.options.store.setPresence(agentId, false, nowIso());
   }
+}
+
+/** The agent a report's topic names (`/<entity>/agent/<login>/<subtopic>`), if it may be connected. */
+export async function agentOfTopic(
+  store: BrokerAgentStore,
+  topic: string,
+): Promise<{ agent: AgentIdentity; row: BrokerAgentRow; subtopic: string } | null> {
+  const match = /^\/(\d+)\/agent\/([^/]+)\/(.+)$/.exec(topic);
+  if (!match) return null;
+  const [, entity, login, subtopic] = match;
+  const row = (await store.byLogin(login!)).find(
+    (candidate) => candidate.entity_id === Number(entity) && MAY_CONNECT.includes(candidate.enroll_status),
+  );
+  return row ? { agent: identityOf(row), row, subtopic: subtopic! } : null;
+}
+
+/** A client id for one of this backend's connections: unique per node, even for two backends in one process. */
+export function nodeClientId(prefix: string): string {
+  return `${prefix}-${process.pid}-${randomBytes(3).toString('hex')}`;
 }
 
 /** mqtt.js options for a broker URL: every host of a cluster in turn, back-off from the first period. */

@@ -14,10 +14,11 @@ import {
   commandsOverLink,
   externalBrokerFace,
   externalBrokerStatus,
+  ingestOnce,
   recordExternalStopped,
   type ExternalModeOptions,
 } from './external-broker.ts';
-import { routeReport, announceOnConnect, ExternalLink } from './external-link.ts';
+import { routeReport, announceOnConnect, ExternalLink, nodeClientId } from './external-link.ts';
 import { publicEndpoint } from './mosquitto.ts';
 import type { MqttBroker } from './port.ts';
 
@@ -105,22 +106,36 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
   const link: ExternalLink = new ExternalLink({
     url,
     credentials: () => ({ username: url.username, password: url.password }),
-    clientId: `${clientIdPrefix}-${process.pid}`,
+    clientId: nodeClientId(clientIdPrefix),
     caFile: options.caFile,
     events,
     work: options.work,
     store,
     name: 'RabbitMQ',
     onConnected: () => announceOnConnect(commands, policies, (topic, payload, retain) => link.publish(topic, payload, retain)),
-    onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
-    // Retained messages live on the node that took them: the agent may be on another one now.
-    // Its commands (Command/Subscribe among them) and its fleet's and own policies.
-    onAgentOnline: (agent) => {
-      void commands.republishFor(agent.id).catch(() => {});
-      policies.republishFor(agent);
-      return Promise.resolve();
-    },
   });
+  const ingest = ingestOnce(
+    {
+      url,
+      credentials: () => ({ username: url.username, password: url.password }),
+      clientId: `${clientIdPrefix}-ingest`,
+      caFile: options.caFile,
+      events,
+      work: options.work,
+      store,
+      name: 'RabbitMQ',
+      onReport: (agent, subtopic, payload) => routeReport(commands, options.onTaskReport)(agent, subtopic, payload),
+      onPresence: (agent, online) => link.setPresence(agent, online),
+      // Retained messages live on the node that took them: the agent may be on another one now.
+      // Its commands (Command/Subscribe among them) and its fleet's and own policies.
+      onAgentOnline: (agent) => {
+        void commands.republishFor(agent.id).catch(() => {});
+        policies.republishFor(agent);
+        return Promise.resolve();
+      },
+    },
+    options.duties,
+  );
   const accounts: AgentAccounts = {
     // RabbitMQ offers no kick without its management API: the agent leaves by itself, and its
     // next login is refused (the auth endpoints ask the database).
@@ -131,15 +146,15 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
   const { commands, policies } = commandsOverLink(link, options, accounts);
   const unsubscribe = followAgentLifecycle(events, commands, accounts);
 
-  const wasOnline = await store.allOffline();
   const authAddress = auth.server.address() as { port: number };
   await events.record(
     'broker.started',
     `Using the RabbitMQ cluster ${url.display} (auth endpoints on ${options.authHost}:${authAddress.port}, for the nodes presenting the secret${secretFile ? ` in ${secretFile}` : ''}); agents connect to ${endpoint.host}:${endpoint.port}${endpoint.tls ? ' (TLS)' : ''}`,
     {},
-    { url: url.display, endpoint, auth_port: authAddress.port, auth_secret_file: secretFile, marked_offline: wasOnline },
+    { url: url.display, endpoint, auth_port: authAddress.port, auth_secret_file: secretFile },
   );
   link.start();
+  ingest.start();
 
   let closed = false;
   const parts = { mode: 'rabbitmq' as const, url, endpoint, link, store, commands, policies };
@@ -155,8 +170,9 @@ export async function startRabbitmqBroker(options: RabbitmqBrokerOptions): Promi
       unsubscribe();
       policies.close();
       await link.close();
+      const offline = await ingest.close();
       await auth.close();
-      await recordExternalStopped(events, store, 'RabbitMQ');
+      await recordExternalStopped(events, offline, 'RabbitMQ');
     },
   };
 }

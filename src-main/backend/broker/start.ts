@@ -1,9 +1,12 @@
 // Chooses the broker implementation behind the port (port.ts).
 import { startBroker, type BrokerOptions } from './broker.ts';
 import type { MqttBroker, BrokerMode } from './port.ts';
+import type { IngestDuties } from './external-broker.ts';
 
 export interface BrokerPortOptions extends BrokerOptions {
   mode: BrokerMode;
+  /** External modes: the node holding the `mqtt-ingest` duty reads what agents report. */
+  duties?: IngestDuties | undefined;
   /** External modes: mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…] */
   brokerUrl?: string | undefined;
   /** External modes: the broker account's password, given apart from the URL. */
@@ -32,6 +35,7 @@ export async function startBrokerPort(options: BrokerPortOptions): Promise<MqttB
     publicUrl: options.publicUrl,
     caFile: options.caFile,
     onTaskReport: options.onTaskReport,
+    duties: options.duties,
   };
   if (options.mode === 'mosquitto') return (await import('./mosquitto.ts')).startMosquittoBroker(external);
   return (await import('./rabbitmq.ts')).startRabbitmqBroker({

@@ -245,6 +245,11 @@ export class Duties {
       }
       // Deemed lost a renewal and a bit before the expiry written: the next round (or a slow one) is not trusted.
       const deadline = sentAt + this.timing.leaseMs - this.timing.renewEveryMs - SKEW_MS;
+      if (deadline <= this.now()) {
+        // An answer that took longer than the lease can be trusted: not held (taken again, with a new fence, once it expires).
+        this.lose(duty);
+        return;
+      }
       if (fence !== duty.fence) {
         // Won (or lapsed and taken again: the work of the lapsed lease stops first).
         this.lose(duty);

@@ -7,6 +7,7 @@
 import Database from 'better-sqlite3';
 import {
   chmodSync,
+  constants,
   copyFileSync,
   cpSync,
   existsSync,
@@ -21,7 +22,7 @@ import {
   writeFileSync,
   type Stats,
 } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { describeRunningServer, tryLockDataDir } from './data-dir-lock.ts';
 import { migrations } from './migrations.ts';
 
@@ -118,8 +119,11 @@ export function assertEmptyFolder(dir: string): void {
     throw new BackupError(`${dir} is not empty; name a new or empty folder, so no earlier backup is overwritten`);
 }
 
-/** Copies the data dir into `target` (new or empty). Works whether the server runs or not. */
-export async function backupDataDir(dataDir: string, target: string): Promise<BackupManifest> {
+/**
+ * Copies the data dir into `target` (new or empty). Works whether the server runs or not.
+ * `filesDir`: where the stored files are (serve --files-dir); default DATA_DIR/files.
+ */
+export async function backupDataDir(dataDir: string, target: string, filesDir = join(dataDir, 'files')): Promise<BackupManifest> {
   const source = join(dataDir, DATABASE_FILE);
   if (!existsSync(source)) throw new BackupError(`There is no database to back up in ${dataDir} (no ${DATABASE_FILE})`);
   assertEmptyFolder(target);
@@ -148,7 +152,7 @@ export async function backupDataDir(dataDir: string, target: string): Promise<Ba
         packages: 0,
         bytes: 0,
       };
-      copyStoredContent(snapshot, dataDir, target, manifest);
+      copyStoredContent(snapshot, filesDir, target, manifest);
     } finally {
       snapshot.close();
     }
@@ -171,7 +175,7 @@ export function emptyFolder(target: string): void {
  * counting them into `manifest`. Stored content never changes once written (a new upload gets a
  * new storage name), so the files the snapshot names are copied as they are now.
  */
-export function copyStoredContent(db: Database.Database, dataDir: string, target: string, manifest: BackupManifest): void {
+export function copyStoredContent(db: Database.Database, filesDir: string, target: string, manifest: BackupManifest): void {
   for (const { folder, rows } of storedRows(db)) {
     mkdirSync(join(target, 'files', folder), { recursive: true, mode: 0o700 });
     for (const row of rows) {
@@ -179,7 +183,7 @@ export function copyStoredContent(db: Database.Database, dataDir: string, target
         throw new BackupError(
           `The ${folder === 'file' ? 'files' : 'packages'} table names ${JSON.stringify(row.storage_name)} as stored content: a path that leaves the store; no backup was made`,
         );
-      const from = join(dataDir, 'files', folder, row.storage_name);
+      const from = join(filesDir, folder, row.storage_name);
       const stats = lstatSync(from, { throwIfNoEntry: false });
       if (stats && !stats.isFile())
         throw new BackupError(`${from} is ${describeKind(stats, from)}, not stored content; no backup was made`);
@@ -267,7 +271,17 @@ export interface PlacedBackup {
  * such as the SQLite file's -wal and -shm) and copies the backup's in their place. The caller holds
  * the data dir's lock. A failure while copying puts everything back and throws.
  */
-export function placeBackup(dataDir: string, backupDir: string, entries: string[], alsoMoved: string[] = []): PlacedBackup {
+export function placeBackup(
+  dataDir: string,
+  backupDir: string,
+  allEntries: string[],
+  alsoMoved: string[] = [],
+  filesDir = join(dataDir, 'files'),
+): PlacedBackup {
+  // A files dir of its own (serve --files-dir, shared by several nodes): the backup's stored files
+  // are added to it (storage names are random: one never names other content), nothing is replaced.
+  const sharedFiles = resolve(filesDir) !== resolve(join(dataDir, 'files'));
+  const entries = sharedFiles ? allEntries.filter((name) => name !== 'files') : allEntries;
   const replaced = [...entries, ...alsoMoved].filter((name) => existsSync(join(dataDir, name)));
   let previous: string | null = null;
   if (replaced.length > 0) {
@@ -285,7 +299,9 @@ export function placeBackup(dataDir: string, backupDir: string, entries: string[
     );
   };
   const restored = entries.filter((name) => existsSync(join(backupDir, name)));
+  const added: string[] = [];
   const undo = () => {
+    for (const path of added) rmSync(path, { force: true });
     for (const name of restored) rmSync(join(dataDir, name), { recursive: true, force: true });
     if (previous) {
       for (const name of replaced) renameSync(join(previous, name), join(dataDir, name));
@@ -302,6 +318,19 @@ export function placeBackup(dataDir: string, backupDir: string, entries: string[
       });
     }
     if (restored.includes(DATABASE_FILE)) chmodSync(join(dataDir, DATABASE_FILE), 0o600);
+    if (sharedFiles && allEntries.includes('files')) {
+      for (const { folder } of STORED) {
+        const from = join(backupDir, 'files', folder);
+        if (!existsSync(from)) continue;
+        mkdirSync(join(filesDir, folder), { recursive: true, mode: 0o700 });
+        for (const name of readdirSync(from)) {
+          const to = join(filesDir, folder, name);
+          if (!plain(join(from, name)) || existsSync(to)) continue;
+          copyFileSync(join(from, name), to, constants.COPYFILE_EXCL);
+          added.push(to);
+        }
+      }
+    }
   } catch (error) {
     undo();
     throw error;
@@ -328,7 +357,11 @@ export const BACKUP_FILES = ['files', ...EXTRAS];
  * while a server runs on the data dir (and holds its lock meanwhile, so none starts). What it
  * replaces is moved to DATA_DIR/before-restore-<time>/, never deleted.
  */
-export function restoreDataDir(dataDir: string, backupDir: string): { manifest: BackupManifest; previous: string | null } {
+export function restoreDataDir(
+  dataDir: string,
+  backupDir: string,
+  filesDir = join(dataDir, 'files'),
+): { manifest: BackupManifest; previous: string | null } {
   const manifest = readBackup(backupDir);
   const lock = lockForRestore(dataDir);
   try {
@@ -338,6 +371,7 @@ export function restoreDataDir(dataDir: string, backupDir: string): { manifest: 
       backupDir,
       [DATABASE_FILE, ...BACKUP_FILES],
       [`${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`, 'moved-to-postgres.json'],
+      filesDir,
     );
     return { manifest, previous };
   } finally {

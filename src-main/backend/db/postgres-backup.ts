@@ -55,7 +55,7 @@ export async function backupPostgres(
   dataDir: string,
   url: string,
   target: string,
-  options: CopyOptions = {},
+  options: CopyOptions & { filesDir?: string } = {},
 ): Promise<PostgresBackupReport> {
   checkDatabaseUrl(url);
   assertEmptyFolder(target);
@@ -131,7 +131,7 @@ export async function backupPostgres(
     };
     const snapshot = new Database(file, { readonly: true, fileMustExist: true });
     try {
-      copyStoredContent(snapshot, dataDir, target, manifest);
+      copyStoredContent(snapshot, options.filesDir ?? join(dataDir, 'files'), target, manifest);
     } finally {
       snapshot.close();
     }
@@ -166,7 +166,7 @@ export async function restorePostgres(
   dataDir: string,
   backupDir: string,
   url: string,
-  options: CopyOptions = {},
+  options: CopyOptions & { filesDir?: string } = {},
 ): Promise<PostgresRestoreReport> {
   checkDatabaseUrl(url);
   const manifest = readBackup(backupDir);
@@ -187,7 +187,7 @@ export async function restorePostgres(
       });
       const target = await prepareEmptyTarget(url);
       try {
-        const placed = placeBackup(dataDir, backupDir, BACKUP_FILES);
+        const placed = placeBackup(dataDir, backupDir, BACKUP_FILES, [], options.filesDir);
         try {
           const filled = await fillFromSqlite(target, db, 'restore', options);
           return { manifest, previous: placed.previous, database: redactedUrl(url), tables: filled.tables, rows: filled.rows };

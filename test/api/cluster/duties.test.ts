@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SqlDutyRepository } from '../../../src-main/backend/cluster/duty-repository.ts';
+import { SqlDutyRepository, type DutyRepository } from '../../../src-main/backend/cluster/duty-repository.ts';
 import { Duties, type DutiesOptions } from '../../../src-main/backend/cluster/duties.ts';
 import { openDatabase } from '../../../src-main/backend/db/database.ts';
 import { openPostgresDatabase } from '../../../src-main/backend/db/postgres-database.ts';
@@ -213,6 +213,44 @@ describe.each([sqlite, postgres])('duty leases on $name', (engine) => {
     await settle();
     expect(a.duties.fenceOf('sweep')).toBe(2);
     expect(log.entries).toEqual(['a start sweep', 'a stop sweep', 'a start sweep']);
+  });
+
+  it('a renewal answered after its lease would have run out is not trusted: the work stops', async () => {
+    const sql = await connect();
+    open.push(sql);
+    const real = new SqlDutyRepository(sql);
+    let gate: Promise<void> | null = null;
+    const slow: DutyRepository = {
+      acquire: async (...args) => {
+        await gate;
+        return real.acquire(...args);
+      },
+      release: (...args) => real.release(...args),
+      list: () => real.list(),
+      clear: () => real.clear(),
+    };
+    const a = new Duties({
+      repository: slow,
+      nodeName: 'a',
+      timing: { leaseMs: LEASE, renewEveryMs: 2_000 },
+      now: () => clock,
+      renewOnTimer: false,
+    });
+    nodes.push(a);
+    a.whileHeld('sweep', log.work('a', 'sweep').start, log.work('a', 'sweep').stop);
+    await a.start();
+    await settle();
+    expect(log.on('sweep')).toEqual(['a']);
+    // The database answers the next renewal only after the lease it asked for has run out.
+    let answer!: () => void;
+    gate = new Promise((resolve) => (answer = resolve));
+    const round = a.renewNow();
+    clock += LEASE + 1;
+    answer();
+    await round;
+    await settle();
+    expect(a.holds('sweep')).toBe(false);
+    expect(log.on('sweep')).toEqual([]);
   });
 
   it('nodes racing for an expired lease: exactly one wins', async () => {

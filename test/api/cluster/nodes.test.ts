@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import packageJson from '../../../package.json' with { type: 'json' };
@@ -156,6 +156,38 @@ describe('nodes on one PostgreSQL database, with mosquitto and a shared files di
     expect(Buffer.from(await part.arrayBuffer()).equals(content.subarray(1000, 2000))).toBe(true);
     const meta = await agentCall(b.info.api_url, 'GET', `PluginMdmFile/${stored.id}?session_token=${session}`);
     expect(meta.body).toMatchObject({ id: stored.id, name: 'shared.bin', filesize: content.length });
+  });
+
+  it("backup on a node's data dir takes the files from its --files-dir; restore --files-dir puts them in another", async () => {
+    const adminB = adminClient({ baseUrl: b.info.admin_url, token: b.info.admin_token });
+    const content = randomBytes(5_000);
+    const stored = await adminB.files.upload({ body: content, query: { name: 'backed-up.bin' } });
+    const storage = (await sql.value<string>('SELECT storage_name FROM files WHERE id = ?', [stored.id]))!;
+    const backupDir = join(mkdtempSync(join(tmpdir(), 'mdm-node-backup-')), 'backup');
+    const target = await createTestDatabase('nodes_restore');
+    const restoredDataDir = mkdtempSync(join(tmpdir(), 'mdm-node-restored-'));
+    const restoredFiles = mkdtempSync(join(tmpdir(), 'mdm-node-restored-files-'));
+    try {
+      // No --files-dir: node B's server.json says where its files are.
+      const backup = await runCli(dataDirB, ['backup', backupDir, '--database-url', database.url]);
+      expect(backup.code, backup.stderr).toBe(0);
+      expect(readFileSync(join(backupDir, 'files', 'file', storage)).equals(content)).toBe(true);
+      const restore = await runCli(restoredDataDir, [
+        'restore',
+        backupDir,
+        '--database-url',
+        target.url,
+        '--files-dir',
+        restoredFiles,
+      ]);
+      expect(restore.code, restore.stderr).toBe(0);
+      expect(restore.stdout).toContain(`--files-dir ${restoredFiles}`);
+      expect(readFileSync(join(restoredFiles, 'file', storage)).equals(content)).toBe(true);
+      expect(existsSync(join(restoredDataDir, 'files'))).toBe(false);
+    } finally {
+      await target.drop();
+      for (const dir of [dirname(backupDir), restoredDataDir, restoredFiles]) rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("a second process under a running node's name is refused, and leaves that node's row as it was", async () => {
