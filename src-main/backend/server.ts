@@ -39,7 +39,7 @@ import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError, StartupError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
-import { Duties, type DutyTiming } from './cluster/duties.ts';
+import { Duties, NODE_LEASE_PREFIX, type DutyTiming } from './cluster/duties.ts';
 import { SqlDutyRepository } from './cluster/duty-repository.ts';
 import type { PostgresFeedOptions } from './cluster/feed.ts';
 import { isServerEvent } from '../../src-shared/contract/event-stream.ts';
@@ -565,7 +565,14 @@ async function startServing(
     jobs,
     auth: adminAuth,
     info: currentInfo,
-    nodes: () => nodes.list(),
+    nodes: async () => {
+      const [listed, leases] = await Promise.all([nodes.list(), duties.leases()]);
+      const held = leases.filter((lease) => lease.live && !lease.duty.startsWith(NODE_LEASE_PREFIX));
+      return listed.map((node) => ({
+        ...node,
+        duties: held.filter((lease) => lease.holder === node.name).map((lease) => lease.duty),
+      }));
+    },
     broker,
     simulate: partial.simulate,
     choosePublicHost: async (host) => {

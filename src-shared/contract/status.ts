@@ -72,6 +72,11 @@ export const ClusterNode = Type.Object({
   live: Type.Boolean(),
   /** The node that answered this request. */
   this_node: Type.Boolean(),
+  /**
+   * The duties it holds now: work one node does at a time (`session-sweep`, `alert-evaluation`,
+   * `reports-sampler`, `view-sync`, `policy-republish`, `jobs-sweeper`; docs/scaling.md).
+   */
+  duties: Type.Optional(Type.Array(Type.String())),
 });
 export type ClusterNode = Static<typeof ClusterNode>;
 

@@ -61,6 +61,12 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
     for (const node of ['node-a', 'node-b', 'node-c']) expect(held[`node:${node}`]).toBe(node);
     for (const node of nodes)
       for (const duty of DUTIES) expect(node.backend.duties.holds(duty), duty).toBe(held[duty] === node.backend.duties.nodeName);
+    // /api/status on any node says which node holds which duty.
+    const status = await admin(nodes[1]!, 'GET', '/status');
+    expect(status.status).toBe(200);
+    const listed = Object.fromEntries((status.body.nodes as { name: string; duties: string[] }[]).map((n) => [n.name, n.duties]));
+    for (const duty of DUTIES) expect(listed[held[duty]!], duty).toContain(duty);
+    expect(Object.values(listed).flat().sort()).toEqual([...DUTIES].sort());
 
     // Count each node's samples and evaluations (the timers call these methods) for a while.
     const samples = new Map<string, number>();

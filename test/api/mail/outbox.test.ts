@@ -1,10 +1,11 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import PostalMime from 'postal-mime';
 import { afterEach, describe, expect, it } from 'vitest';
+import { defaultNodeName } from '../../../src-main/backend/config.ts';
 import { openSqliteSql } from '../../../src-main/backend/db/sqlite-sql.ts';
 import { SqliteDeliveryRepository } from '../../../src-main/backend/mail/delivery-repository.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
@@ -125,15 +126,15 @@ describe('restart', () => {
     const first = await startTestBackend({ dataDir });
     const { body: created } = await first.admin('POST', '/invitations', { email: 'crash@example.com', send_email: false });
     await first.stop();
-    // What a process killed mid-send leaves behind: a claim of this node (named after the host, by default).
+    // What a process killed mid-send leaves behind: a claim of this node (named after the host by default).
     const db = openSqliteSql(join(dataDir, 'mdm-console.sqlite'));
     const deliveries = new SqliteDeliveryRepository(db);
     await deliveries.queue([created.id], null);
-    expect(await deliveries.claim(hostname(), 60_000)).toMatchObject({
+    expect(await deliveries.claim(defaultNodeName(), 60_000)).toMatchObject({
       invitation_id: created.id,
       state: 'sending',
       attempts: 1,
-      claimed_by: hostname(),
+      claimed_by: defaultNodeName(),
     });
     await db.close();
 
