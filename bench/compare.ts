@@ -133,7 +133,9 @@ async function enrollment(): Promise<void> {
       const serve = await started(which, `enrollment-${round}`);
       try {
         const count = Math.max(300, Math.round(10_000 * scale));
-        const { result } = await enrollmentScenario(serve, join(dir, `${which}-${round}`), {
+        const work = join(dir, `${which}-${round}`);
+        mkdirSync(work, { recursive: true });
+        const { result } = await enrollmentScenario(serve, work, {
           count,
           warm: Math.max(50, Math.round(500 * scale)),
           concurrency: 64,

@@ -455,6 +455,11 @@ const status: Handler = async (argv) => {
       `  Admin API:             ${current.admin_url}/api`,
       `  Invitations:           ${c.pending} pending, ${c.used} enrolled`,
       `  Devices:               ${c.agents} (${c.enrolled} enrolled, ${c.online} online)`,
+      `  Nodes:                 ${current.nodes.filter((n) => n.live).length} of ${current.nodes.length} live (this one: ${current.node_name})`,
+      ...current.nodes.map(
+        (n) =>
+          `    ${n.name.padEnd(20)} ${(n.live ? 'live' : n.stopped_at ? 'stopped' : 'silent').padEnd(8)} ${n.admin_url}  ${n.agent_url}  ${n.version}  ${n.mqtt_broker}  heard ${n.last_heartbeat}`,
+      ),
       ...current.warnings.map((warning) => `  Warning: ${warning}`),
       `  Console:               ${console_url}`,
       `                         (a new sign-in link: opens the console once, within 15 minutes)`,

@@ -222,7 +222,8 @@ ${COMMON}`,
 ${COMMON}`,
   status: `usage: mdm-console status
 
-Where the running server is (URLs, ports, counts, warnings), with a fresh sign-in link for the console.
+Where the running server is (URLs, ports, counts, the nodes of its database, warnings), with a fresh
+sign-in link for the console.
 ${COMMON}`,
   admins: `usage: mdm-console admins
 

@@ -21,7 +21,8 @@ interface Transaction {
  *
  * A transaction is `BEGIN IMMEDIATE` (the write lock taken up front: the CLI or another process
  * waits on busy_timeout rather than failing half-way) … `COMMIT`, or `ROLLBACK` when the work
- * throws. A nested `transaction` joins the open one as a SAVEPOINT, so a nested failure the outer
+ * throws; the three are prepared once, as every statement is (an enrollment runs several
+ * transactions: `exec` parsed each of them every time). A nested `transaction` joins the open one as a SAVEPOINT, so a nested failure the outer
  * work catches undoes only the nested part (as better-sqlite3's nested transactions did).
  */
 export class SqliteSql implements Sql {
@@ -72,7 +73,7 @@ export class SqliteSql implements Sql {
     const release = await this.turn();
     const transaction: Transaction = { open: true, depth: 0 };
     try {
-      this.db.exec('BEGIN IMMEDIATE');
+      this.prepare('BEGIN IMMEDIATE').run();
     } catch (error) {
       transaction.open = false;
       release();
@@ -80,10 +81,10 @@ export class SqliteSql implements Sql {
     }
     try {
       const result = await this.current.run(transaction, work);
-      this.db.exec('COMMIT');
+      this.prepare('COMMIT').run();
       return result;
     } catch (error) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      if (this.db.inTransaction) this.prepare('ROLLBACK').run();
       throw error;
     } finally {
       transaction.open = false;

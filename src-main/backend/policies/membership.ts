@@ -27,6 +27,13 @@ const VIEW_AGENT_EVENTS = new Set([
 export async function syncAgent(ctx: PolicyContext, agentId: number): Promise<void> {
   const agent = await ctx.repo.agent(agentId);
   if (!agent) return;
+  // Nothing to open or cancel (a device enrolling in a fleet without assignments, the usual case):
+  // no write transaction at all. Before, every enrollment ran an empty one after its own.
+  const nothingToDo =
+    (await ctx.repo.openFleetTasksElsewhere(agent.id, agent.fleet_id)).length === 0 &&
+    (await ctx.repo.activeForFleet(agent.fleet_id)).length === 0 &&
+    (await ctx.repo.activeForAgent(agent.id)).length === 0;
+  if (nothingToDo) return;
   const fleet = await ctx.fleets.byId(agent.fleet_id);
   await ctx.outbox.transact(async () => {
     const at = nowIso();

@@ -5,7 +5,7 @@
 // from a shared files dir. Real PostgreSQL, real mosquitto, real backends (the second node in a
 // process of its own, as in a cluster), real CLI processes.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -123,7 +123,14 @@ describe('nodes on one PostgreSQL database, with mosquitto and a shared files di
     expect(madeOnA.status).toBe(201);
     const adminB = adminClient({ baseUrl: b.info.admin_url, token: b.info.admin_token });
     await adminB.invitations.create({ body: { email: 'made-on-b@example.com', send_email: false } });
-    const [onB, onA] = await Promise.all([runCli(dataDirB, ['invitations']), runCli(a.dataDir, ['invitations'])]);
+    const [onB, onA, status] = await Promise.all([
+      runCli(dataDirB, ['invitations']),
+      runCli(a.dataDir, ['invitations']),
+      runCli(dataDirB, ['status']),
+    ]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain('Nodes:                 2 of 2 live (this one: node-b)');
+    expect(status.stdout).toMatch(/^ {4}node-a +live +http:\/\/127\.0\.0\.1:\d+ /m);
     expect(onB.code, onB.stderr).toBe(0);
     expect(onA.code, onA.stderr).toBe(0);
     for (const out of [onA.stdout, onB.stdout]) {
@@ -156,6 +163,28 @@ describe('nodes on one PostgreSQL database, with mosquitto and a shared files di
     expect(Buffer.from(await part.arrayBuffer()).equals(content.subarray(1000, 2000))).toBe(true);
     const meta = await agentCall(b.info.api_url, 'GET', `PluginMdmFile/${stored.id}?session_token=${session}`);
     expect(meta.body).toMatchObject({ id: stored.id, name: 'shared.bin', filesize: content.length });
+  });
+
+  it('uploads through both nodes at once into the shared files dir: each stored whole, none lost, no temp file left', async () => {
+    const clients = [a.backend.info, b.info].map((info) => adminClient({ baseUrl: info.admin_url, token: info.admin_token }));
+    const contents = Array.from({ length: 12 }, (_, i) => randomBytes(50_000 + i));
+    const stored = await Promise.all(
+      contents.map((body, i) => clients[i % 2]!.files.upload({ body, query: { name: `both-${i}.bin` } })),
+    );
+    const rows = await sql.all<{ id: number; storage_name: string; size: number }>(
+      `SELECT id, storage_name, size FROM files WHERE name LIKE 'both-%' ORDER BY id`,
+    );
+    expect(rows).toHaveLength(12);
+    for (const [i, item] of stored.entries()) {
+      const row = rows.find((r) => r.id === item.id)!;
+      expect(readFileSync(join(filesDir, 'file', row.storage_name)).equals(contents[i]!)).toBe(true);
+    }
+    expect(readdirSync(join(filesDir, 'tmp'))).toEqual([]);
+    // Each node lists all of them.
+    for (const client of clients) {
+      const names = (await client.files.list()).map((item) => item.name);
+      for (let i = 0; i < 12; i++) expect(names).toContain(`both-${i}.bin`);
+    }
   });
 
   it("backup on a node's data dir takes the files from its --files-dir; restore --files-dir puts them in another", async () => {
@@ -329,6 +358,31 @@ describe('one node on SQLite', () => {
     } finally {
       if (!stopped) await t.stop();
       rmSync(filesDir, { recursive: true, force: true });
+    }
+  });
+
+  it("the admin token: a replaced file becomes the database's; a stale copy takes the database's", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'mdm-token-'));
+    const file = join(dataDir, 'admin-token');
+    try {
+      const first = await startBackend({ ...LOOPBACK, dataDir, databaseUrl: undefined });
+      const original = first.info.admin_token;
+      await first.close();
+      // The owner replaces the file (documented: replace it and restart).
+      const replaced = randomBytes(32).toString('hex');
+      writeFileSync(file, `${replaced}\n`);
+      const second = await startBackend({ ...LOOPBACK, dataDir, databaseUrl: undefined });
+      expect(second.info.admin_token).toBe(replaced);
+      await second.close();
+      // A copy older than the database's token (a node's leftover): the database's wins and is written back.
+      writeFileSync(file, `${original}\n`);
+      utimesSync(file, new Date('2020-01-01T00:00:00Z'), new Date('2020-01-01T00:00:00Z'));
+      const third = await startBackend({ ...LOOPBACK, dataDir, databaseUrl: undefined });
+      expect(third.info.admin_token).toBe(replaced);
+      expect(readFileSync(file, 'utf8').trim()).toBe(replaced);
+      await third.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 

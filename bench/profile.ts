@@ -1,12 +1,15 @@
-// A CPU profile of `serve` answering only downloads (no upload in the measured part): V8's
-// (--cpu-prof, into OUTDIR), or with PERF=1 Linux perf's of the whole process, kernel included
-// (OUTDIR/perf.data; `perf report -i OUTDIR/perf.data --no-children --sort sym`).
-//   node bench/profile-ranges.ts OUTDIR [requests] [ranges|whole]
+// A CPU profile of `serve` answering only downloads (no upload in the measured part) or only
+// enrollments (the simulator's five requests, 64 at a time): V8's (--cpu-prof, into OUTDIR), or
+// with PERF=1 Linux perf's of the whole process, kernel included (OUTDIR/perf.data;
+// `perf report -i OUTDIR/perf.data --no-children --sort sym`).
+//   node bench/profile.ts OUTDIR [count] [ranges|whole|enrollment]
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { enrollSilently, startAgentSession } from '../src-main/device/index.ts';
 import { inviteMany } from './lib/admin.ts';
+import { enrollLoad } from './load/enroll.ts';
+import { cpuSeconds } from './lib/process.ts';
 import { startServe, workDir } from './lib/process.ts';
 import { measure, PACKAGE_SIZE, upload, writeRandomFile } from './scenarios/downloads.ts';
 
@@ -39,7 +42,18 @@ const recorder = withPerf
     })
   : null;
 if (recorder) await new Promise((resolve) => setTimeout(resolve, 500));
-const result = await measure(profiled.child.pid, target, kind as 'ranges' | 'whole', Number(n), kind === 'whole' ? 2 : 8);
+let result: unknown;
+if (kind === 'enrollment') {
+  const invites = await inviteMany(profiled.info, Number(n) + 200, 'profile');
+  await enrollLoad(invites.slice(0, 200), 64, { serialPrefix: 'PW' }); // warm
+  const before = cpuSeconds(profiled.child.pid);
+  const load = await enrollLoad(invites.slice(200), 64, { serialPrefix: 'PM' });
+  result = {
+    enrollments: load.enrolled.length,
+    errors: load.errors.length,
+    cpu_ms_per_enrollment: ((cpuSeconds(profiled.child.pid) - before) * 1000) / load.enrolled.length,
+  };
+} else result = await measure(profiled.child.pid, target, kind as 'ranges' | 'whole', Number(n), kind === 'whole' ? 2 : 8);
 if (recorder) {
   recorder.kill('SIGINT');
   await new Promise((resolve) => recorder.once('exit', resolve));
