@@ -471,6 +471,9 @@ async function startServing(
   // broker's memory, an external broker restarted): every active policy is published again by the
   // node that takes the duty (at start on a single node), not by every node.
   deployments.attach(broker.policies);
+  // After an external broker's restart, the holder of that duty publishes them again from the
+  // database, not each node what it remembers (a policy another node removed would come back).
+  broker.policies.restoreFrom?.(async () => (duties.holds('policy-republish') ? deployments.activePolicies() : null));
   duties.whileHeld(
     'policy-republish',
     () => deployments.republishAll(),
