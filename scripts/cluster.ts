@@ -647,6 +647,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         copyFileSync(join(dataDirs[0]!, 'admin-token'), join(other, 'admin-token'));
         chmodSync(join(other, 'admin-token'), 0o600);
       }
+      // The cluster key the first node wrote (no MDM_CONSOLE_SECRET_KEY given): every node needs the
+      // same one, or it is refused at start (docs/scaling.md, the secrets).
+      if (existsSync(join(dataDirs[0]!, 'secret-key')) && !existsSync(join(other, 'secret-key'))) {
+        copyFileSync(join(dataDirs[0]!, 'secret-key'), join(other, 'secret-key'));
+        chmodSync(join(other, 'secret-key'), 0o600);
+      }
     }
     await Promise.all(nodes.slice(1).map((node) => node.start()));
 

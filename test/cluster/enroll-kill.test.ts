@@ -18,7 +18,7 @@ import {
   startAgentSession,
   type EnrollmentResult,
 } from '../../src-main/device/index.ts';
-import { clusterLogs, startTestCluster, whenLanded, type TestCluster } from '../helpers/cluster.ts';
+import { clusterLogs, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 
 const DEVICES = Number(process.env.MDM_CLUSTER_DEVICES ?? 1000);
 const CONCURRENCY = 24;
@@ -193,40 +193,36 @@ describe('a three-node cluster behind haproxy', () => {
     expect(valid!.n).toBe(0);
   }, 120_000);
 
-  whenLanded(['brokerAccounts'])(
-    'lets every device work afterwards: its token opens a session that reads its record, its password logs in to the broker',
-    async () => {
-      const refused: string[] = [];
-      await pool(devices, 16, async (device) => {
-        const result = device.result!;
-        let record: EnrollmentResult['agent'];
-        try {
-          const client = await startAgentSession(result.backendUrl, result.apiToken);
-          record = await client.getAgent(result.agentId);
-          if (Number(record.id) !== Number(result.agentId)) refused.push(`${device.serial}: record ${record.id}`);
-        } catch (error) {
-          refused.push(`${device.serial} (REST): ${(error as Error).message}`);
-          return;
-        }
-        // Each record read draws a new MQTT password: this one's.
-        const credentials = mqttCredentialsOf({ ...result, agent: record });
-        const answer = await new Promise<string>((done) => {
-          const client = mqtt.connect({
-            host: credentials.host,
-            port: credentials.port,
-            username: credentials.username,
-            password: credentials.password,
-            clientId: credentials.username,
-            reconnectPeriod: 0,
-            connectTimeout: 10_000,
-          });
-          client.once('connect', () => client.end(true, () => done('ok')));
-          client.once('error', (error) => (client.end(true), done(error.message)));
+  it('lets every device work afterwards: its token opens a session that reads its record, its password logs in to the broker', async () => {
+    const refused: string[] = [];
+    await pool(devices, 16, async (device) => {
+      const result = device.result!;
+      let record: EnrollmentResult['agent'];
+      try {
+        const client = await startAgentSession(result.backendUrl, result.apiToken);
+        record = await client.getAgent(result.agentId);
+        if (Number(record.id) !== Number(result.agentId)) refused.push(`${device.serial}: record ${record.id}`);
+      } catch (error) {
+        refused.push(`${device.serial} (REST): ${(error as Error).message}`);
+        return;
+      }
+      // Each record read draws a new MQTT password: this one's.
+      const credentials = mqttCredentialsOf({ ...result, agent: record });
+      const answer = await new Promise<string>((done) => {
+        const client = mqtt.connect({
+          host: credentials.host,
+          port: credentials.port,
+          username: credentials.username,
+          password: credentials.password,
+          clientId: credentials.username,
+          reconnectPeriod: 0,
+          connectTimeout: 10_000,
         });
-        if (answer !== 'ok') refused.push(`${device.serial} (MQTT): ${answer}`);
+        client.once('connect', () => client.end(true, () => done('ok')));
+        client.once('error', (error) => (client.end(true), done(error.message)));
       });
-      expect(refused).toEqual([]);
-    },
-    300_000,
-  );
+      if (answer !== 'ok') refused.push(`${device.serial} (MQTT): ${answer}`);
+    });
+    expect(refused).toEqual([]);
+  }, 300_000);
 });

@@ -21,7 +21,7 @@ import {
 } from '../../src-main/device/index.ts';
 import { agentCall } from '../helpers/backend.ts';
 import { runCli } from '../helpers/cli.ts';
-import { clusterLogs, startTestCluster, whenLanded, type TestCluster } from '../helpers/cluster.ts';
+import { clusterLogs, startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { eventually } from '../helpers/mqtt.ts';
 import { populateOffice, type PopulatedOffice } from '../helpers/populated-office.ts';
 import { createTestDatabase } from '../helpers/postgres.ts';
@@ -73,66 +73,58 @@ describe('an office moved from SQLite to PostgreSQL, served by three nodes', () 
     }
   });
 
-  whenLanded(['brokerAccounts'])(
-    'lets each device read its record, log in to the cluster’s broker, obey a policy set on node 3 and report it, seen on every node',
-    async () => {
-      for (const device of office.devices) {
-        const client = await startAgentSession(device.enrollment.backendUrl, device.enrollment.apiToken);
-        const record = await client.getAgent(device.agentId);
-        expect(record.topic).toBe(device.enrollment.agent.topic);
-        expect(Number(record.port)).toBe(cluster.broker.port);
-        devices.push(
-          await connectEnrolledDevice(
-            { ...device.enrollment, agent: record },
-            {
-              chunkSize: 4096,
-              mqtt: { backoff: { initialMs: 100, maxMs: 1000 } },
-              log: (line) => deviceLog.push(`${device.serial}: ${line}`),
-            },
-          ),
-        );
-      }
-      const set = await cluster.admin(
-        'POST',
-        '/policy-assignments',
-        { policy: 'disableBluetooth', value: true, fleet: 'Warehouse' },
-        cluster.nodes.at(-1),
+  it('lets each device read its record, log in to the cluster’s broker, obey a policy set on node 3 and report it, seen on every node', async () => {
+    for (const device of office.devices) {
+      const client = await startAgentSession(device.enrollment.backendUrl, device.enrollment.apiToken);
+      const record = await client.getAgent(device.agentId);
+      expect(record.topic).toBe(device.enrollment.agent.topic);
+      expect(Number(record.port)).toBe(cluster.broker.port);
+      devices.push(
+        await connectEnrolledDevice(
+          { ...device.enrollment, agent: record },
+          {
+            chunkSize: 4096,
+            mqtt: { backoff: { initialMs: 100, maxMs: 1000 } },
+            log: (line) => deviceLog.push(`${device.serial}: ${line}`),
+          },
+        ),
       );
-      expect(set.status, JSON.stringify(set.body)).toBe(201);
-      for (const node of cluster.nodes) {
-        let last: unknown;
-        await eventually(async () => {
-          const { body } = await cluster.admin('GET', `/deployments/${set.body.id}`, undefined, node);
-          last = body;
-          return body.total === 2 && body.done === 2;
-        }, 30_000).catch(() => {
-          throw new Error(`${node.name}: ${JSON.stringify(last)}\n${deviceLog.join('\n')}\n${clusterLogs(cluster)}`);
-        });
-      }
-      const [row] = await cluster.query<{ n: number }>('SELECT count(*)::int AS n FROM policy_tasks WHERE deployment_id = $1', [
-        set.body.id,
-      ]);
-      expect(row!.n).toBe(2);
-    },
-    90_000,
-  );
+    }
+    const set = await cluster.admin(
+      'POST',
+      '/policy-assignments',
+      { policy: 'disableBluetooth', value: true, fleet: 'Warehouse' },
+      cluster.nodes.at(-1),
+    );
+    expect(set.status, JSON.stringify(set.body)).toBe(201);
+    for (const node of cluster.nodes) {
+      let last: unknown;
+      await eventually(async () => {
+        const { body } = await cluster.admin('GET', `/deployments/${set.body.id}`, undefined, node);
+        last = body;
+        return body.total === 2 && body.done === 2;
+      }, 30_000).catch(() => {
+        throw new Error(`${node.name}: ${JSON.stringify(last)}\n${deviceLog.join('\n')}\n${clusterLogs(cluster)}`);
+      });
+    }
+    const [row] = await cluster.query<{ n: number }>('SELECT count(*)::int AS n FROM policy_tasks WHERE deployment_id = $1', [
+      set.body.id,
+    ]);
+    expect(row!.n).toBe(2);
+  }, 90_000);
 
-  whenLanded(['filesDir'])(
-    'serves the file deployed before the move, whole and by ranges, whichever node answers',
-    async () => {
-      for (const device of office.devices) {
-        // Three downloads: round robin takes them through each node.
-        for (let i = 0; i < cluster.nodes.length; i += 1) {
-          const download = await downloadAndVerify({
-            backendUrl: device.enrollment.backendUrl,
-            apiToken: device.enrollment.apiToken,
-            target: `file:${office.file.id}`,
-          });
-          expect(download.checks.filter((check) => check.status === 'failed')).toEqual([]);
-          expect(download.sha256).toBe(office.file.sha256);
-        }
+  it('serves the file deployed before the move, whole and by ranges, whichever node answers', async () => {
+    for (const device of office.devices) {
+      // Three downloads: round robin takes them through each node.
+      for (let i = 0; i < cluster.nodes.length; i += 1) {
+        const download = await downloadAndVerify({
+          backendUrl: device.enrollment.backendUrl,
+          apiToken: device.enrollment.apiToken,
+          target: `file:${office.file.id}`,
+        });
+        expect(download.checks.filter((check) => check.status === 'failed')).toEqual([]);
+        expect(download.sha256).toBe(office.file.sha256);
       }
-    },
-    90_000,
-  );
+    }
+  }, 90_000);
 });

@@ -16,7 +16,7 @@ import {
   type SimulatedDevice,
 } from '../../src-main/device/index.ts';
 import type { ClusterNode } from '../../scripts/cluster.ts';
-import { startTestCluster, whenLanded, type TestCluster } from '../helpers/cluster.ts';
+import { startTestCluster, type TestCluster } from '../helpers/cluster.ts';
 import { eventually } from '../helpers/mqtt.ts';
 
 let cluster: TestCluster;
@@ -104,102 +104,86 @@ afterAll(async () => {
 });
 
 describe('three nodes behind haproxy, as one server', () => {
-  whenLanded(['live'])(
-    'shows the console on node A, live, the device rows of enrollments node C served',
-    async () => {
-      const stream = followStream(A);
-      await stream.ready;
-      const served: string[] = [];
-      for (let i = 0; i < 3; i += 1) {
-        const enrolled = await enrollDevice({ deeplink: viaNode(codeDeeplink, C), email: `c${i}@example.com` });
-        served.push(enrolled.serial);
-      }
-      try {
-        await eventually(
-          () =>
-            served.every((serial) =>
-              stream.seen.some((event) => event.type === 'agent.enrolled' && event.data.agent?.serial === serial),
-            ),
-          15_000,
-        );
-      } finally {
-        stream.close();
-      }
-    },
-    60_000,
-  );
+  it('shows the console on node A, live, the device rows of enrollments node C served', async () => {
+    const stream = followStream(A);
+    await stream.ready;
+    const served: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const enrolled = await enrollDevice({ deeplink: viaNode(codeDeeplink, C), email: `c${i}@example.com` });
+      served.push(enrolled.serial);
+    }
+    try {
+      await eventually(
+        () =>
+          served.every((serial) =>
+            stream.seen.some((event) => event.type === 'agent.enrolled' && event.data.agent?.serial === serial),
+          ),
+        15_000,
+      );
+    } finally {
+      stream.close();
+    }
+  }, 60_000);
 
-  whenLanded(['brokerAccounts'])(
-    'carries a policy set on node B to real MQTT agents, and their reports (MQTT and REST) to every node',
-    async () => {
-      const fleet = await cluster.admin('POST', '/fleets', { name: 'Lobby' }, B);
-      expect(fleet.status).toBe(201);
-      const code = await cluster.admin('POST', '/codes', { name: 'Lobby tablets', fleet: 'Lobby' }, B);
-      for (const reports of ['mqtt', 'mqtt', 'http'] as const) {
-        devices.push(
-          await startDevice({
-            deeplink: code.body.deeplink,
-            email: `lobby-${devices.length}@example.com`,
-            reports,
-            mqtt: { backoff: { initialMs: 100, maxMs: 1000 } },
-          }),
-        );
-      }
-      const set = await cluster.admin('POST', '/policy-assignments', { policy: 'disableCamera', value: true, fleet: 'Lobby' }, B);
-      expect(set.status, JSON.stringify(set.body)).toBe(201);
-      for (const node of cluster.nodes) {
-        let last: unknown;
-        await eventually(async () => {
-          const status = await cluster.admin('GET', `/deployments/${set.body.id}`, undefined, node);
-          last = status.body;
-          return status.body.total === 3 && status.body.done === 3;
-        }, 30_000).catch((error: unknown) => {
-          throw new Error(`${node.name}: ${JSON.stringify(last)} (${(error as Error).message})`);
-        });
-      }
-      // Each device holds the policy it was told.
-      for (const device of devices) expect(device.policies.state.settings.disableCamera?.value).toBe(true);
-    },
-    120_000,
-  );
-
-  whenLanded(['filesDir'])(
-    'serves a file stored through node B from every node',
-    async () => {
-      const bytes = Buffer.from('price list\n'.repeat(500));
-      const upload = await fetch(`${B.adminUrl}/api/files?name=prices.txt`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${cluster.adminToken}`, 'content-type': 'application/octet-stream' },
-        body: bytes,
+  it('carries a policy set on node B to real MQTT agents, and their reports (MQTT and REST) to every node', async () => {
+    const fleet = await cluster.admin('POST', '/fleets', { name: 'Lobby' }, B);
+    expect(fleet.status).toBe(201);
+    const code = await cluster.admin('POST', '/codes', { name: 'Lobby tablets', fleet: 'Lobby' }, B);
+    for (const reports of ['mqtt', 'mqtt', 'http'] as const) {
+      devices.push(
+        await startDevice({
+          deeplink: code.body.deeplink,
+          email: `lobby-${devices.length}@example.com`,
+          reports,
+          mqtt: { backoff: { initialMs: 100, maxMs: 1000 } },
+        }),
+      );
+    }
+    const set = await cluster.admin('POST', '/policy-assignments', { policy: 'disableCamera', value: true, fleet: 'Lobby' }, B);
+    expect(set.status, JSON.stringify(set.body)).toBe(201);
+    for (const node of cluster.nodes) {
+      let last: unknown;
+      await eventually(async () => {
+        const status = await cluster.admin('GET', `/deployments/${set.body.id}`, undefined, node);
+        last = status.body;
+        return status.body.total === 3 && status.body.done === 3;
+      }, 30_000).catch((error: unknown) => {
+        throw new Error(`${node.name}: ${JSON.stringify(last)} (${(error as Error).message})`);
       });
-      expect(upload.status).toBe(201);
-      const file = (await upload.json()) as { id: number };
-      const device = devices[0]!.enrollment;
-      for (const node of cluster.nodes) {
-        const client = new AgentApiClient(`${node.agentUrl}/api`);
-        await client.initSession(device.apiToken);
-        const response = await fetch(`${node.agentUrl}/api/PluginMdmFile/${file.id}`, {
-          headers: { 'session-token': client.sessionToken!, accept: 'application/octet-stream' },
-        });
-        expect(`${node.name}: ${response.status}`).toBe(`${node.name}: 200`);
-        expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
-      }
-    },
-    60_000,
-  );
+    }
+    // Each device holds the policy it was told.
+    for (const device of devices) expect(device.policies.state.settings.disableCamera?.value).toBe(true);
+  }, 120_000);
 
-  whenLanded(['limits'])(
-    'opens a sign-in link made by node A on node B, and a console session works on every node',
-    async () => {
-      const link = new URL(serverJson(A).console_url);
-      const opened = await fetch(`${B.adminUrl}/auth${link.search}`, { redirect: 'manual' });
-      expect(opened.status).toBe(302);
-      const cookie = cookieOf(opened);
-      expect(cookie, `node B refused node A's ticket (redirected to ${opened.headers.get('location')})`).toBeDefined();
-      for (const node of cluster.nodes) expect((await me(node, cookie!)).status).toBe(200);
-    },
-    30_000,
-  );
+  it('serves a file stored through node B from every node', async () => {
+    const bytes = Buffer.from('price list\n'.repeat(500));
+    const upload = await fetch(`${B.adminUrl}/api/files?name=prices.txt`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${cluster.adminToken}`, 'content-type': 'application/octet-stream' },
+      body: bytes,
+    });
+    expect(upload.status).toBe(201);
+    const file = (await upload.json()) as { id: number };
+    const device = devices[0]!.enrollment;
+    for (const node of cluster.nodes) {
+      const client = new AgentApiClient(`${node.agentUrl}/api`);
+      await client.initSession(device.apiToken);
+      const response = await fetch(`${node.agentUrl}/api/PluginMdmFile/${file.id}`, {
+        headers: { 'session-token': client.sessionToken!, accept: 'application/octet-stream' },
+      });
+      expect(`${node.name}: ${response.status}`).toBe(`${node.name}: 200`);
+      expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+    }
+  }, 60_000);
+
+  it('opens a sign-in link made by node A on node B, and a console session works on every node', async () => {
+    const link = new URL(serverJson(A).console_url);
+    const opened = await fetch(`${B.adminUrl}/auth${link.search}`, { redirect: 'manual' });
+    expect(opened.status).toBe(302);
+    const cookie = cookieOf(opened);
+    expect(cookie, `node B refused node A's ticket (redirected to ${opened.headers.get('location')})`).toBeDefined();
+    for (const node of cluster.nodes) expect((await me(node, cookie!)).status).toBe(200);
+  }, 30_000);
 
   it('signs in with a password through the balancer into a session every node knows', async () => {
     const answer = await signIn(cluster.adminUrl, OWNER, PASSWORD);
@@ -215,34 +199,26 @@ describe('three nodes behind haproxy, as one server', () => {
     for (const node of cluster.nodes) expect((await me(node, cookie)).status).toBe(401);
   }, 30_000);
 
-  whenLanded(['limits'])(
-    "limits initSession with one person's token to 10 at once in all, whichever node answers",
-    async () => {
-      const invitation = await cluster.admin('POST', '/invitations', { email: 'rate@example.com', send_email: false });
-      const { userToken } = decodeDeeplink(invitation.body.deeplink);
-      const statuses: number[] = [];
-      for (let i = 0; i < 15; i += 1) {
-        const response = await fetch(`${cluster.agentUrl}/api/initSession`, {
-          headers: { authorization: `user_token ${userToken}` },
-        });
-        statuses.push(response.status);
-      }
-      const passed = statuses.filter((status) => status === 200).length;
-      // A burst of 10, and at most one more refilled meanwhile (10 a minute).
-      expect(passed, statuses.join(',')).toBeGreaterThanOrEqual(10);
-      expect(passed, statuses.join(',')).toBeLessThanOrEqual(11);
-      expect(statuses.filter((status) => status === 429).length).toBe(15 - passed);
-    },
-    30_000,
-  );
+  it("limits initSession with one person's token to 10 at once in all, whichever node answers", async () => {
+    const invitation = await cluster.admin('POST', '/invitations', { email: 'rate@example.com', send_email: false });
+    const { userToken } = decodeDeeplink(invitation.body.deeplink);
+    const statuses: number[] = [];
+    for (let i = 0; i < 15; i += 1) {
+      const response = await fetch(`${cluster.agentUrl}/api/initSession`, {
+        headers: { authorization: `user_token ${userToken}` },
+      });
+      statuses.push(response.status);
+    }
+    const passed = statuses.filter((status) => status === 200).length;
+    // A burst of 10, and at most one more refilled meanwhile (10 a minute).
+    expect(passed, statuses.join(',')).toBeGreaterThanOrEqual(10);
+    expect(passed, statuses.join(',')).toBeLessThanOrEqual(11);
+    expect(statuses.filter((status) => status === 429).length).toBe(15 - passed);
+  }, 30_000);
 
-  whenLanded(['limits'])(
-    'throttles wrong passwords after 10 in all through the balancer, not 10 per node',
-    async () => {
-      const statuses: number[] = [];
-      for (let i = 0; i < 14; i += 1) statuses.push((await signIn(cluster.adminUrl, `nobody${i}@example.org`, 'guess')).status);
-      expect(statuses).toEqual([...Array<number>(10).fill(401), 429, 429, 429, 429]);
-    },
-    30_000,
-  );
+  it('throttles wrong passwords after 10 in all through the balancer, not 10 per node', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 14; i += 1) statuses.push((await signIn(cluster.adminUrl, `nobody${i}@example.org`, 'guess')).status);
+    expect(statuses).toEqual([...Array<number>(10).fill(401), 429, 429, 429, 429]);
+  }, 30_000);
 });

@@ -5,11 +5,10 @@
 // seconds and three Node processes. A watchdog stops it and removes its files if the test process
 // dies without doing so.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { it } from 'vitest';
 import { spawnClusterWatchdog, startCluster, type Cluster, type ClusterNode } from '../../scripts/cluster.ts';
 import { createTestDatabase, type TestDatabase } from './postgres.ts';
 
@@ -129,45 +128,4 @@ export function clusterLogs(cluster: Pick<Cluster, 'nodes'>, lines = 20): string
   return cluster.nodes
     .map((node) => `── ${node.name} ──\n${node.log().trimEnd().split('\n').slice(-lines).join('\n')}`)
     .join('\n');
-}
-
-const ROOT = join(import.meta.dirname, '..', '..');
-const source = (path: string) => {
-  try {
-    return readFileSync(join(ROOT, path), 'utf8');
-  } catch {
-    return '';
-  }
-};
-
-/**
- * The pieces of issue 23's several nodes, each as it shows in the tree once it has landed (the
- * work is landing piece by piece while these tests are written). A test needing one that has not
- * landed runs as `it.fails`, its name saying so: it runs, and it must fail (else the suite goes red,
- * telling us to take the marker off).
- */
-export const LANDED = {
-  /** `serve --node-name`: each node's name (leases, claims, the node registry). */
-  nodeNames: source('src-main/cli/usage.ts').includes('--node-name'),
-  /** `serve --files-dir`: stored files and packages shared by every node. */
-  filesDir: source('src-main/cli/usage.ts').includes('--files-dir'),
-  /** Duties (sweepers, alerts, republishing) run under leases by one node at a time. */
-  duties: /cluster\/duties\.ts/.test(source('src-main/backend/server.ts')),
-  /** Mail queue rows claimed by one node at a time. */
-  mailClaims: existsSync(join(ROOT, 'src-main/backend/mail/queue-repository.ts')),
-  /** Every node's events on every node's admin stream (LISTEN/NOTIFY). */
-  live: existsSync(join(ROOT, 'src-main/backend/cluster/feed.ts')),
-  /** Rate limits, sign-in throttles and sign-in tickets in the database. */
-  limits: existsSync(join(ROOT, 'src-main/backend/sessions/rate-limit-repository.ts')),
-  /** Mosquitto's accounts (the backend's own, the agents') kept right by every node, not one node's cache. */
-  brokerAccounts: existsSync(join(ROOT, 'src-main/backend/broker/mosquitto-accounts.ts')),
-};
-export type Feature = keyof typeof LANDED;
-
-/** `it` once every one of `features` has landed; until then `it.fails`, named after what it waits for. */
-export function whenLanded(features: Feature[]) {
-  const missing = features.filter((feature) => !LANDED[feature]);
-  if (missing.length === 0) return it;
-  return (name: string, test: () => Promise<void>, timeout?: number) =>
-    it.fails(`${name} [fails until ${missing.join(', ')} land${missing.length === 1 ? 's' : ''}]`, test, timeout);
 }
