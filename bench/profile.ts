@@ -4,7 +4,7 @@
 // `perf report -i OUTDIR/perf.data --no-children --sort sym`).
 //   node bench/profile.ts OUTDIR [count] [ranges|whole|enrollment]
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { enrollSilently, startAgentSession } from '../src-main/device/index.ts';
 import { inviteMany } from './lib/admin.ts';
@@ -60,3 +60,4 @@ if (recorder) {
 }
 console.log(JSON.stringify(result));
 await profiled.stop();
+rmSync(dir, { recursive: true, force: true }); // the 256 MiB file and the data dir; the profile is in OUTDIR

@@ -1,4 +1,4 @@
-// Before `npm run serve`: builds the console (out/renderer) when it is missing or older than its
+// Before `npm run serve` and `npm run cluster`: builds the console (out/renderer) when it is missing or older than its
 // sources, so a fresh checkout serves a working console on the first try.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';

@@ -1,6 +1,7 @@
 // `npm test`: the whole suite, as CI runs it. The typecheck, the linter (ESLint), the formatter's
 // check (Prettier) and the console build go first, side by side; then the Vitest suite (unit + API),
-// the agent and admin API suites again on PostgreSQL, and the Playwright suite (Chromium) run side by side,
+// the agent and admin API suites again on PostgreSQL, the cluster suite (three `serve` nodes behind
+// haproxy, scripts/cluster.ts) and the Playwright suite (Chromium) run side by side,
 // since each starts its own servers on OS-chosen ports and shares nothing with the other. Each
 // suite's output is printed whole when it ends (not interleaved), then one closing line counts
 // every test of both.
@@ -79,6 +80,7 @@ function readJson<T>(file: string): Partial<T> | null {
 
 const vitestJson = join(reports, 'vitest.json');
 const postgresJson = join(reports, 'vitest-postgres.json');
+const clusterJson = join(reports, 'vitest-cluster.json');
 const playwrightJson = join(reports, 'playwright.json');
 
 let ok = await stage([
@@ -103,6 +105,19 @@ if (ok) {
       env: { MDM_TEST_ENGINE: 'postgres' },
     },
     {
+      // Real clusters (PostgreSQL, Mosquitto, three serve nodes, haproxy), one per file, one file at a time.
+      name: 'cluster tests (Vitest, test/cluster: three nodes behind haproxy)',
+      command: bin('vitest'),
+      args: [
+        'run',
+        '-c',
+        'vitest.cluster.config.ts',
+        '--reporter=default',
+        '--reporter=json',
+        `--outputFile.json=${clusterJson}`,
+      ],
+    },
+    {
       name: 'end-to-end tests (Playwright, Chromium)',
       command: bin('playwright'),
       args: ['test', '--reporter=list,json'],
@@ -111,7 +126,7 @@ if (ok) {
   ]);
 }
 
-const vitests = [readJson<VitestReport>(vitestJson), readJson<VitestReport>(postgresJson)];
+const vitests = [vitestJson, postgresJson, clusterJson].map((file) => readJson<VitestReport>(file));
 const playwright = readJson<PlaywrightReport>(playwrightJson)?.stats;
 const sum = (count: (report: Partial<VitestReport>) => number | undefined) =>
   vitests.reduce((total, report) => total + (report ? (count(report) ?? 0) : 0), 0);

@@ -89,6 +89,14 @@ export interface BackendOptions {
   mailFrom?: string;
   /** Protects secrets at rest: the desktop shell passes the OS keychain (mail/secrets.ts keychainProtector); default, as headless: a 0600 file. */
   secretProtector?: SecretProtector;
+  /**
+   * PostgreSQL only: the cluster key that seals the secrets kept in the database (the SMTP
+   * password), the same on every node: 32 random bytes in base64 (`openssl rand -base64 32`).
+   * Env: MDM_CONSOLE_SECRET_KEY. Default: DATA_DIR/secret-key, made by the first node.
+   */
+  secretKey?: string;
+  /** A file holding the cluster key (serve --secret-key-file); stronger than `secretKey`. */
+  secretKeyFile?: string;
   /** Bounds on agent-API sessions (sessions/sessions.ts); env MDM_CONSOLE_SESSION_RATE_PER_ADDRESS sets perAddress (unknown tokens). */
   sessionLimits?: Partial<SessionLimits>;
   /** Slowing down of refused MQTT logins (broker/auth-throttle.ts). */
@@ -124,6 +132,8 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     smtpUrl: partial.smtpUrl ?? (process.env.MDM_CONSOLE_SMTP_URL || undefined),
     mailFrom: partial.mailFrom ?? (process.env.MDM_CONSOLE_MAIL_FROM || undefined),
     secretProtector: partial.secretProtector,
+    secretKey: partial.secretKey ?? (process.env.MDM_CONSOLE_SECRET_KEY || undefined),
+    secretKeyFile: partial.secretKeyFile,
     sessionLimits: { ...addressRateFromEnv(), ...partial.sessionLimits },
     mqttThrottle: partial.mqttThrottle,
   };

@@ -42,6 +42,8 @@ import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts'
 import { Duties, NODE_LEASE_PREFIX, type DutyTiming } from './cluster/duties.ts';
 import { SqlDutyRepository } from './cluster/duty-repository.ts';
 import type { PostgresFeedOptions } from './cluster/feed.ts';
+import { DatabaseSecretStore, openClusterSecrets } from './secrets/database-secrets.ts';
+import { SecretRepository } from './secrets/repository.ts';
 import { isServerEvent } from '../../src-shared/contract/event-stream.ts';
 
 export interface RunningBackend {
@@ -56,6 +58,8 @@ export interface RunningBackend {
   jobs: JobService;
   options: BackendOptions;
   broker: MqttBroker;
+  /** What the person starting it should be told once (serve prints them): a cluster key it made. */
+  notices: string[];
   /** A fresh one-time link that opens the console signed in (the desktop window uses one per window). */
   consoleUrl(): Promise<string>;
   close(): Promise<void>;
@@ -255,6 +259,9 @@ async function startServing(
       },
     );
   };
+  // PostgreSQL: the secrets (the SMTP password) in the database, sealed by the cluster key every
+  // node is given; opened once this node has joined (a node refused for its name or broker is told that first).
+  const databaseSecrets = db.engine === 'postgres' ? new DatabaseSecretStore(new SecretRepository(db)) : null;
 
   // The LAN side never waits forever for a slow or stalled request (Fastify's default is 0).
   // A fleet told to download connects at once: with Node's 511, 1,000 devices overflowed the accept
@@ -289,6 +296,7 @@ async function startServing(
       smtpUrl: options.smtpUrl,
       mailFrom: options.mailFrom,
       secretProtector: options.secretProtector,
+      ...(databaseSecrets ? { secrets: databaseSecrets } : {}),
       nodeName: duties.nodeName,
       // Other nodes may queue mail only on PostgreSQL: on SQLite (one node) every queueing wakes the worker itself.
       ...(db.engine === 'sqlite' ? { pollMs: 0 } : {}),
@@ -306,6 +314,14 @@ async function startServing(
   onClose(() => domain.mail.worker.close());
   await nodes.join({ adminUrl, agentUrl: domain.links.apiUrl() });
   onClose(() => nodes.leave());
+  // A node with another key, or none while the database has one, stops here (one line saying what to do).
+  const clusterSecrets = databaseSecrets
+    ? await openClusterSecrets(databaseSecrets, {
+        secretKey: options.secretKey,
+        secretKeyFile: options.secretKeyFile,
+        dataDir: options.dataDir,
+      })
+    : null;
   // The admin token is the database's (every node's), with a copy in this node's data dir for the CLI.
   const adminToken = await sharedAdminToken(options.dataDir, new SharedSecretRepository(db));
   // First start: the owner account, whose API token the data dir's admin token is.
@@ -455,6 +471,9 @@ async function startServing(
   // broker's memory, an external broker restarted): every active policy is published again by the
   // node that takes the duty (at start on a single node), not by every node.
   deployments.attach(broker.policies);
+  // After an external broker's restart, the holder of that duty publishes them again from the
+  // database, not each node what it remembers (a policy another node removed would come back).
+  broker.policies.restoreFrom?.(async () => (duties.holds('policy-republish') ? deployments.activePolicies() : null));
   duties.whileHeld(
     'policy-republish',
     () => deployments.republishAll(),
@@ -610,6 +629,7 @@ async function startServing(
     jobs,
     options,
     broker,
+    notices: clusterSecrets?.notice ? [clusterSecrets.notice] : [],
     consoleUrl: async () => `${adminUrl}/auth?ticket=${await adminAuth.issueTicket()}`,
   };
 }

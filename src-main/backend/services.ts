@@ -174,8 +174,11 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
   // Tests reach these tables only through their repositories.
   const repositories = { invitations: invitationRepository, deliveries, codes: codeRepository };
   // A changed mail configuration may let waiting messages go, whichever node changed it.
-  feed.subscribe((event, origin) => {
-    if (origin === 'elsewhere' && event.type === 'settings.updated') mail.worker.kick();
+  feed.subscribe(async (event, origin) => {
+    if (origin !== 'elsewhere' || event.type !== 'settings.updated') return;
+    // The SMTP password too (PostgreSQL: the database's, sealed by the cluster key).
+    await mail.settings.reloadSecrets();
+    mail.worker.kick();
   });
   return {
     work,

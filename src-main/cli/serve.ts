@@ -122,6 +122,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       'mqtt-auth-host': { type: 'string' },
       'mqtt-auth-port': { type: 'string' },
       'agent-app': { type: 'string' },
+      'secret-key-file': { type: 'string' },
       json: { type: 'boolean' },
     },
     strict: true,
@@ -228,6 +229,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       mqttBrokerCaFile: values['mqtt-broker-ca'],
       mqttAuthHost: values['mqtt-auth-host'],
       mqttAuthPort: port(values['mqtt-auth-port'], '--mqtt-auth-port'),
+      // PostgreSQL: the cluster key (env MDM_CONSOLE_SECRET_KEY applies when the flag is absent).
+      secretKeyFile: values['secret-key-file'],
       // "Simulate a device": it enrolls, then stays online on the broker like a phone would (once
       // approved, when its code needs it), and is remembered in the data dir to come back after a restart.
       simulate: async (request) =>
@@ -238,6 +241,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw error;
   }
   warnings.push(...(backend.broker.warnings ?? []));
+  for (const notice of backend.notices) console.error(`NOTE: ${notice}`);
   if (agentApp !== undefined && backend.services.settings.get().agent_app !== agentApp) {
     // The same rule as the settings page: the reference encoding cannot carry a ";".
     const unfit = agentApp === 'flyve' ? fieldsUnfitForFlyve(backend.services.settings.deeplinkFields()) : null;

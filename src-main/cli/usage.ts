@@ -30,7 +30,7 @@ export const USAGES: Record<string, string> = {
                          [--mqtt-broker-url URL] [--mqtt-broker-password-file FILE]
                          [--mqtt-public-url URL] [--mqtt-broker-ca FILE]
                          [--mqtt-auth-host H --mqtt-auth-port P] [--mqtt-auth-secret-file FILE]
-                         [--node-name NAME] [--files-dir DIR] [--json]
+                         [--node-name NAME] [--files-dir DIR] [--secret-key-file FILE] [--json]
 
 Runs the backend and the web console until Ctrl+C. One server per data dir; on PostgreSQL,
 several servers (nodes, each with its own data dir) may share one database behind a load balancer.
@@ -61,6 +61,10 @@ several servers (nodes, each with its own data dir) may share one database behin
                       ones (or $MDM_CONSOLE_NODE_NAME; default: the host name)
   --files-dir DIR     where stored files and packages live: with several nodes, a directory every
                       node mounts, such as NFS (default: DIR/files of --data-dir)
+  --secret-key-file FILE   PostgreSQL: the cluster key that encrypts the secrets kept in the
+                      database (the SMTP password), the same on every node: 32 random bytes in
+                      base64 (openssl rand -base64 32), or $MDM_CONSOLE_SECRET_KEY; default
+                      DIR/secret-key, written by the first node (copy it to the others)
   --json              print the server's addresses as JSON`,
   invite: INVITE,
   invitations: `usage: mdm-console invitations [--status pending|enrolled|expired|revoked] [--search TEXT]
@@ -325,7 +329,8 @@ replaces is kept in DATA_DIR/before-restore-<time>/.
                        either engine restores into either.
   --files-dir DIR      the stored files go into that directory (serve --files-dir, shared by the
                        nodes), added beside what it holds; default DATA_DIR/files.`,
-  'migrate-db': `usage: mdm-console migrate-db --to postgres://USER:PASSWORD@HOST:PORT/DATABASE [--data-dir DATA_DIR] [--json]
+  'migrate-db': `usage: mdm-console migrate-db --to postgres://USER:PASSWORD@HOST:PORT/DATABASE [--data-dir DATA_DIR]
+                            [--secret-key-file FILE] [--json]
 
 Copies the SQLite database of DATA_DIR (its server stopped) into an empty PostgreSQL database, in
 one transaction that commits only once every table's row count and checksum match on both sides
@@ -333,7 +338,9 @@ and every stored file and package matches its SHA-256; then prints the serve com
 next. The stored files stay in DATA_DIR/files; the SQLite file is left as it was. A database
 holding MDM Console data, or other tables, is refused. Ctrl+C rolls the copy back.
   --to URL     the PostgreSQL database (or $MDM_CONSOLE_DATABASE_URL); its user must be able to
-               create tables in it (its owner). See docs/scaling.md.`,
+               create tables in it (its owner). See docs/scaling.md.
+  --secret-key-file FILE   the cluster key the SMTP password is encrypted with in the database
+               (or $MDM_CONSOLE_SECRET_KEY; default DATA_DIR/secret-key, written when missing)`,
 };
 
 export const OVERALL_USAGE = `mdm-console — device-enrollment console and backend

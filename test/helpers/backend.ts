@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PostgresSql } from '../../src-main/backend/db/postgres-sql.ts';
@@ -32,6 +33,16 @@ export interface TestBackend {
   stop(): Promise<void>;
 }
 
+/**
+ * The cluster key of the test nodes on one PostgreSQL database (secrets/cluster-key.ts): the same for
+ * every node on it, as an operator gives every node the same, unless the test names one (or none:
+ * `secretKey: undefined`) or the data dir holds its own (a migrated one's).
+ */
+export function testClusterKey(databaseUrl: string, dataDir: string, given: object = {}): { secretKey?: string } {
+  if ('secretKey' in given || 'secretKeyFile' in given || existsSync(join(dataDir, 'secret-key'))) return {};
+  return { secretKey: createHash('sha256').update(`test cluster key ${databaseUrl}`).digest('base64') };
+}
+
 /** A real backend on loopback with every port chosen by the OS and a fresh SQLite file. */
 export async function startTestBackend(extra: Parameters<typeof startBackend>[0] = {}): Promise<TestBackend> {
   const dataDir = extra.dataDir ?? mkdtempSync(join(tmpdir(), 'mdm-test-'));
@@ -40,7 +51,7 @@ export async function startTestBackend(extra: Parameters<typeof startBackend>[0]
   const databaseUrl = extra.databaseUrl ?? database?.url;
   const backend = await startBackend({
     dataDir,
-    ...(databaseUrl ? { databaseUrl } : {}),
+    ...(databaseUrl ? { databaseUrl, ...testClusterKey(databaseUrl, dataDir, extra) } : {}),
     port: 0,
     adminPort: 0,
     mqttPort: 0,

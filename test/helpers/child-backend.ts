@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { StartOptions } from '../../src-main/backend/server.ts';
 import type { ServerInfo } from '../../src-main/backend/server-info.ts';
+import { testClusterKey } from './backend.ts';
 
 export interface ChildBackend {
   info: ServerInfo;
@@ -28,6 +29,7 @@ export async function startChildBackend(options: Partial<StartOptions> = {}, she
     mqttTlsPort: 0,
     host: '127.0.0.1',
     publicHost: '127.0.0.1',
+    ...(options.databaseUrl ? testClusterKey(options.databaseUrl, dataDir, options) : {}),
     ...options,
   });
   const main = new URL('./child-backend-main.ts', import.meta.url).pathname;

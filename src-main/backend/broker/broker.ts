@@ -11,7 +11,7 @@ import type { DeviceReports } from '../agents/reports.ts';
 import { MANIFEST_TOPICS, type AgentIdentity } from './acl.ts';
 import type { BrokerAgentStore } from '../agents/broker-repository.ts';
 import { followAgentLifecycle, type AgentAccounts } from './agent-accounts.ts';
-import { authenticateHook } from './aedes/authenticate.ts';
+import { authenticateHook, type AuthenticateHook } from './aedes/authenticate.ts';
 import { authorizeHooks } from './aedes/authorize.ts';
 import { ClientLifecycle } from './aedes/client-lifecycle.ts';
 import { startListeners, type Listeners } from './aedes/listeners.ts';
@@ -66,20 +66,57 @@ export { MANIFEST_VERSION } from './manifest.ts';
 
 /**
  * The embedded broker (aedes): a plain and a TLS listener, agent logins checked against the
- * hashed mqttpasswd, DESIGN.md's topic rules, presence and commands.
+ * hashed mqttpasswd, DESIGN.md's topic rules, presence and commands. Assembles the parts, aedes
+ * with its hooks, the listeners and the agents' lifecycle, in the order they depend on each other.
  */
 export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
-  const { events, agents: store } = options;
   const certificate = await loadBrokerCertificate({
     dataDir: options.dataDir,
     certFile: options.tlsCertFile,
     keyFile: options.tlsKeyFile,
     hosts: options.hosts,
   });
+  const parts = embeddedParts(options);
+  const wasOnline = await parts.presence.start();
+  const aedes = await createAedes(options, parts);
+  const restored = await restoreRetained(parts.commands, parts.publisher);
+  try {
+    parts.listeners = await startListeners(aedes, { ...options, certificate });
+  } catch (error) {
+    await new Promise<void>((resolve) => aedes.close(() => resolve()));
+    throw error;
+  }
+  const listeners = parts.listeners;
+  const unsubscribe = followAgentLifecycle(options.events, parts.commands, parts.accounts);
+  await recordStarted(options.events, certificate, listeners, wasOnline, restored);
+  const stop = () => stopEmbedded(options.events, parts, aedes, listeners, unsubscribe);
+  return embeddedFace({ ...parts, options, certificate, listeners, stop });
+}
+
+/** The embedded broker's parts, before aedes and its listeners exist (the hooks reach them through here). */
+interface EmbeddedParts {
+  store: BrokerAgentStore;
+  registry: ConnectionRegistry;
+  persistence: IndexedMemoryPersistence;
+  publisher: Publisher;
+  presence: PresenceTracker;
+  accounts: AgentAccounts;
+  commands: AgentCommands;
+  resubscribe: ResubscribeGuard;
+  lifecycle: ClientLifecycle;
+  login: AuthenticateHook;
+  aedes: Aedes | null;
+  listeners: Listeners | null;
+}
+
+function embeddedParts(options: BrokerOptions): EmbeddedParts {
+  const { events, agents: store } = options;
   const registry = new ConnectionRegistry();
-  const persistence = new IndexedMemoryPersistence();
-  let aedes!: Aedes;
-  const publisher = aedesPublisher(() => aedes);
+  const parts = { store, registry, persistence: new IndexedMemoryPersistence(), aedes: null, listeners: null } as Pick<
+    EmbeddedParts,
+    'store' | 'registry' | 'persistence' | 'aedes' | 'listeners'
+  >;
+  const publisher = aedesPublisher(() => parts.aedes!);
   const presence = new PresenceTracker({
     store,
     events,
@@ -94,62 +131,70 @@ export async function startBroker(options: BrokerOptions): Promise<MqttBroker> {
     publisher,
     links: { isConnected: (agentId) => registry.live(agentId).length > 0, fleetChanged: accounts.moved },
   });
-  const wasOnline = await presence.start();
   const resubscribe = resubscribeGuard(events, options.resubscribeGraceMs);
-  let listeners: Listeners | undefined;
-  const lifecycle = new ClientLifecycle({ registry, presence, resubscribe, connectionCap: () => listeners?.cap });
+  const lifecycle = new ClientLifecycle({
+    registry,
+    presence,
+    resubscribe,
+    connectionCap: () => parts.listeners?.cap,
+  });
   const login = authenticateHook({
     store,
     events,
     throttle: options.throttle,
     accepted: (client, agent) => lifecycle.loggedIn(client, agent),
-    closed: () => aedes.closed,
+    closed: () => parts.aedes?.closed ?? true,
   });
-  aedes = await Aedes.createBroker({
-    persistence,
+  return Object.assign(parts, { publisher, presence, accounts, commands, resubscribe, lifecycle, login });
+}
+
+/** aedes, given its hooks (./aedes/) and the retained index as its persistence. */
+async function createAedes(options: BrokerOptions, parts: EmbeddedParts): Promise<Aedes> {
+  const { registry, presence, resubscribe, commands, lifecycle } = parts;
+  const aedes = await Aedes.createBroker({
+    persistence: parts.persistence,
     drainTimeout: 30_000,
     // MQTT 3.1 says 23 characters; agents that send a UUID (36) are accepted like MQTT 3.1.1 ones.
     maxClientsIdLength: 128,
-    authenticate: login.authenticate,
-    ...authorizeHooks({ registry, presence, resubscribe, events, onTaskReport: options.onTaskReport }),
+    authenticate: parts.login.authenticate,
+    ...authorizeHooks({ registry, presence, resubscribe, events: options.events, onTaskReport: options.onTaskReport }),
     published: publishedHook({ registry, presence, commands, onTaskReport: options.onTaskReport }),
   });
-  const restored = await restoreRetained(commands, publisher);
+  parts.aedes = aedes;
   aedes.on('clientReady', (client) => lifecycle.ready(client));
   aedes.on('ping', (_packet, client) => lifecycle.ping(client));
   (aedes as unknown as NodeJS.EventEmitter).on('error', (error: Error) => {
-    unlessDiskFull(() => events.record('broker.error', `MQTT broker error: ${error.message}`));
+    unlessDiskFull(() => options.events.record('broker.error', `MQTT broker error: ${error.message}`));
   });
-  try {
-    listeners = await startListeners(aedes, { ...options, certificate });
-  } catch (error) {
-    await new Promise<void>((resolve) => aedes.close(() => resolve()));
-    throw error;
-  }
-  const unsubscribe = followAgentLifecycle(events, commands, accounts);
-  await recordStarted(events, certificate, listeners, wasOnline, restored);
-  const stopping = listeners.stop;
-  const stop = async () => {
-    unsubscribe();
-    login.stop();
-    resubscribe.stop();
-    const offline = await presence.stop();
-    const stopped = stopping();
-    await new Promise<void>((resolve) => aedes.close(() => resolve()));
-    stopped.destroy();
-    await stopped.closed;
-    await events
-      .record(
-        'broker.stopped',
-        `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`,
-        {},
-        { agent_ids: offline },
-      )
-      .catch((error: unknown) => {
-        if (!isClosedDatabase(error)) throw error; // a start that failed closes the database first
-      });
-  };
-  return embeddedFace({ options, certificate, listeners, registry, store, commands, presence, publisher, persistence, stop });
+  return aedes;
+}
+
+/** Stops taking logins, ends every connection (each agent offline), closes aedes and the listeners. */
+async function stopEmbedded(
+  events: EventLog,
+  parts: EmbeddedParts,
+  aedes: Aedes,
+  listeners: Listeners,
+  unsubscribe: () => void,
+): Promise<void> {
+  unsubscribe();
+  parts.login.stop();
+  parts.resubscribe.stop();
+  const offline = await parts.presence.stop();
+  const stopped = listeners.stop();
+  await new Promise<void>((resolve) => aedes.close(() => resolve()));
+  stopped.destroy();
+  await stopped.closed;
+  await events
+    .record(
+      'broker.stopped',
+      `MQTT broker stopped${offline.length > 0 ? `; ${offline.length} agent(s) disconnected` : ''}`,
+      {},
+      { agent_ids: offline },
+    )
+    .catch((error: unknown) => {
+      if (!isClosedDatabase(error)) throw error; // a start that failed closes the database first
+    });
 }
 
 /**

@@ -23,6 +23,12 @@ export interface PolicyPublisher {
   publishRetained(topic: string, payload: string): Promise<void>;
   /** The topics under `prefix/` on which the broker keeps a retained message (what it held, as far as it tells). */
   retainedTopicsUnder(prefix: string): Promise<string[]>;
+  /**
+   * External brokers: after the backend's (re)connection, the policies to publish again come from
+   * `source` (every active policy, from the database) rather than from what this node published;
+   * `source` answers null on a node that is not to restore them (another node does).
+   */
+  restoreFrom?(source: () => Promise<Array<{ topic: string; payload: string }> | null>): void;
 }
 
 /**

@@ -18,6 +18,7 @@ export class RetainedPolicies implements PolicyPublisher {
   private readonly publish: (topic: string, payload: string, retain: boolean) => Promise<void>;
   private readonly isConnected: () => boolean;
   private readonly listRetained: (prefix: string) => Promise<string[]>;
+  private source: (() => Promise<Array<{ topic: string; payload: string }> | null>) | null = null;
 
   constructor(
     publish: (topic: string, payload: string, retain: boolean) => Promise<void>,
@@ -45,11 +46,26 @@ export class RetainedPolicies implements PolicyPublisher {
     await this.publish(topic, payload, true);
   }
 
-  /** After the backend's (re)connection: every live policy, and the clearings the broker missed. */
+  /** Where `restoreAll` reads the policies to publish again (server.ts: the database, on the `policy-republish` duty's holder). */
+  restoreFrom(source: () => Promise<Array<{ topic: string; payload: string }> | null>): void {
+    this.source = source;
+  }
+
+  /**
+   * After the backend's (re)connection: the clearings the broker missed, then every live policy:
+   * with a source, those it gives (the database's: what another node removed is not published
+   * again from this node's memory), none when it answers null; without one, those this node knows.
+   */
   async restoreAll(): Promise<void> {
     for (const topic of [...this.clearedOffline]) {
       await this.publish(topic, '', true);
       this.clearedOffline.delete(topic);
+    }
+    if (this.source) {
+      const active = await this.source();
+      if (active === null) return;
+      this.live.clear();
+      for (const { topic, payload } of active) this.live.set(topic, payload);
     }
     for (const [topic, payload] of [...this.live]) await this.publish(topic, payload, true);
   }

@@ -51,6 +51,11 @@ export interface MigrateOptions extends CopyOptions {
   url: string;
   /** Told each step as it starts ("Checking the stored files"). */
   onStep?: (text: string) => void;
+  /**
+   * Rows for the `cluster_secrets` table, written in the copy's transaction once every table is proved
+   * (the data dir's SMTP password, sealed by the cluster key: secrets/database-secrets.ts sealedRows).
+   */
+  secretRows?: { name: string; value: string; updated_at: string }[];
 }
 
 export interface MovedNote {
@@ -158,7 +163,17 @@ export async function migrateDataDirToPostgres(options: MigrateOptions): Promise
       const target = await prepareEmptyTarget(url);
       try {
         options.onStep?.('Copying every table in one transaction');
-        const filled = await fillFromSqlite(target, sqlite, 'migrate-db', options);
+        const filled = await fillFromSqlite(target, sqlite, 'migrate-db', {
+          ...options,
+          beforeCommit: async () => {
+            for (const row of options.secretRows ?? [])
+              await target.client.query(`INSERT INTO cluster_secrets (name, value, updated_at) VALUES ($1, $2, $3)`, [
+                row.name,
+                row.value,
+                row.updated_at,
+              ]);
+          },
+        });
         const report: MigrateReport = {
           dataDir,
           database: redactedUrl(url),

@@ -10,7 +10,7 @@ import type { NotificationRepository } from './notification-repository.ts';
 import { MailPreview } from './preview.ts';
 import { MailQueue } from './queue.ts';
 import type { RetryPolicy } from './retry-policy.ts';
-import { SecretStore, type SecretProtector } from './secrets.ts';
+import { SecretStore, type SecretProtector, type SecretVault } from './secrets.ts';
 import { MailSettingsService, type MailOverrides } from './settings-service.ts';
 import { TestMailSender } from './test-send.ts';
 import { TransportPool } from './transport-pool.ts';
@@ -26,7 +26,14 @@ export {
   type DeliveryView,
 } from './delivery-repository.ts';
 export type { MailSettings } from '../settings/mail-settings.ts';
-export { osSecretProtector, plainProtector, SecretStore, type OsSecretStorage, type SecretProtector } from './secrets.ts';
+export {
+  osSecretProtector,
+  plainProtector,
+  SecretStore,
+  type OsSecretStorage,
+  type SecretProtector,
+  type SecretVault,
+} from './secrets.ts';
 export { DEFAULT_CLAIM_TTL_MS, DEFAULT_POLL_MS } from './worker.ts';
 export { DEFAULT_RETRY_DELAYS_MS, isTransientSmtpError, nextRetryAt, type RetryPolicy } from './retry-policy.ts';
 export { describeSendError, MailSendError } from './send-error.ts';
@@ -39,6 +46,8 @@ export interface MailOptions extends MailOverrides {
   dataDir?: string;
   /** Protects the SMTP password at rest; default, as headless: a 0600 file (the desktop shell passes the OS keychain). */
   secretProtector?: SecretProtector;
+  /** Where the SMTP password is kept instead of the data dir's file (PostgreSQL: the database, sealed by the cluster key). */
+  secrets?: SecretVault;
   shutdownGraceMs?: number;
   /** Back-off of automatic retries (tests shorten it). */
   retryPolicy?: RetryPolicy;
@@ -83,7 +92,7 @@ export function createMail(
   const mailSettings = new MailSettingsService({
     settings,
     events,
-    secrets: new SecretStore(dataDir, options.secretProtector),
+    secrets: options.secrets ?? new SecretStore(dataDir, options.secretProtector),
     outboxDir: outbox.dir,
     overrides: { smtpUrl: options.smtpUrl, mailFrom: options.mailFrom },
   });

@@ -53,6 +53,24 @@ export function keychainProtector(
 
 export type SecretName = 'smtp_password';
 
+/**
+ * Where the mail room keeps its secrets: the data dir's file (SecretStore, below: the desktop and
+ * SQLite) or, on PostgreSQL, the database sealed by the cluster key (secrets/database-secrets.ts),
+ * so that every node has the same.
+ */
+export interface SecretVault {
+  /** How the values are protected at rest (the mail page's `secret_storage`). */
+  readonly protection: string;
+  get(name: SecretName): string | undefined;
+  has(name: SecretName): boolean;
+  /** Present but not readable here (another protector, another key): unusable until set again. */
+  isUnreadable(name: SecretName): boolean;
+  /** `null` removes it. Called inside the settings change's transaction. */
+  set(name: SecretName, value: string | null): void | Promise<void>;
+  /** Reads the values again (a change made by another node); absent when only this process writes them. */
+  reload?(): Promise<void>;
+}
+
 interface SecretFile {
   version: 1;
   protection: string;
@@ -60,7 +78,7 @@ interface SecretFile {
 }
 
 /** DATA_DIR/secrets.json, mode 0600, replaced atomically; never served by any API. */
-export class SecretStore {
+export class SecretStore implements SecretVault {
   readonly file: string;
   private readonly protector: SecretProtector;
   private values: Partial<Record<SecretName, string>> = {};

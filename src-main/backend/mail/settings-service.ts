@@ -2,7 +2,7 @@ import type { EventLog } from '../events/event-log.ts';
 import { ApiError } from '../errors.ts';
 import { MAIL_SETTING_KEYS, type MailSettings } from '../settings/mail-settings.ts';
 import type { Settings, SettingsStore } from '../settings/settings.ts';
-import type { SecretStore } from './secrets.ts';
+import type { SecretVault } from './secrets.ts';
 import { parseSmtpUrl, redactSmtpUrl, resolveMailTarget, smtpPort, type MailTarget } from './smtp-config.ts';
 import { checkTemplates, DEFAULT_TEMPLATES, TEMPLATE_PLACEHOLDERS } from './template.ts';
 
@@ -20,14 +20,14 @@ export type MailSettingsPatch = Partial<MailSettings> & { smtp_password?: string
 export class MailSettingsService {
   readonly outboxDir: string;
   private readonly settings: SettingsStore;
-  private readonly secrets: SecretStore;
+  private readonly secrets: SecretVault;
   private readonly events: EventLog;
   private readonly overrides: MailOverrides;
   private readonly listeners: (() => void)[] = [];
 
   constructor(deps: {
     settings: SettingsStore;
-    secrets: SecretStore;
+    secrets: SecretVault;
     events: EventLog;
     outboxDir: string;
     overrides?: MailOverrides;
@@ -44,6 +44,11 @@ export class MailSettingsService {
   /** Called after each change (the worker retries what waits on a better configuration). */
   onChange(listener: () => void): void {
     this.listeners.push(listener);
+  }
+
+  /** Reads the SMTP password again: another node changed it (its `settings.updated` reached this node). */
+  async reloadSecrets(): Promise<void> {
+    await this.secrets.reload?.();
   }
 
   target(): MailTarget {
@@ -142,11 +147,22 @@ export class MailSettingsService {
     });
     const listed = Object.entries(problems).flatMap(([part, errors]) => errors.map((e) => `${part} template, ${e}`));
     if (listed.length > 0) throw new ApiError(400, 'ERROR_BAD_REQUEST', listed.join('; '));
-    // One transaction: the settings, their audited change, and last the password (a file): if it
-    // cannot be written, nothing is changed. The password's change is recorded, never its value
-    // (the audit trail's one rule redacts it).
+    // One transaction: the settings, their audited change, and last the password (a file, or a row
+    // of the database on PostgreSQL): if it cannot be written, nothing is changed. The password's
+    // change is recorded, never its value (the audit trail's one rule redacts it).
     const hadPassword = this.secrets.has('smtp_password');
     const secret = newPassword === undefined ? undefined : newPassword === '' ? null : newPassword;
+    try {
+      await this.updateSettings(changes, secret, hadPassword);
+    } finally {
+      // The store's cache follows what was committed (a rolled-back change leaves it as it was).
+      if (secret !== undefined) await this.secrets.reload?.();
+    }
+    for (const listener of this.listeners) listener();
+    return this.view();
+  }
+
+  private async updateSettings(changes: Partial<Settings>, secret: string | null | undefined, hadPassword: boolean) {
     await this.settings.update(changes, async (change) => {
       if (secret !== undefined) {
         change.keys.push('smtp_password');
@@ -156,9 +172,7 @@ export class MailSettingsService {
       if (change.keys.length > 0) {
         await this.events.record('settings.updated', `Mail settings changed: ${change.keys.join(', ')}`, {}, change);
       }
-      if (secret !== undefined) this.secrets.set('smtp_password', secret);
+      if (secret !== undefined) await this.secrets.set('smtp_password', secret);
     });
-    for (const listener of this.listeners) listener();
-    return this.view();
   }
 }

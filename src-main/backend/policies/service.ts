@@ -143,6 +143,11 @@ export class PolicyService {
    * in memory, an external one may have restarted): the duty `policy-republish`, done by the node
    * that takes it (at start on a single node), so several nodes do not each publish them all.
    */
+  /** Every active policy's retained message: what a broker that lost them must be given again. */
+  async activePolicies(): Promise<Array<{ topic: string; payload: string }>> {
+    return (await this.ctx.repo.active()).map((row) => ({ topic: row.topic, payload: row.payload }));
+  }
+
   async republishAll(): Promise<number> {
     const active = await this.ctx.repo.active();
     for (const row of active) await this.ctx.outbox.publish(row.topic, row.payload);

@@ -8,6 +8,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresFeed } from '../../../src-main/backend/cluster/feed.ts';
 import { agentCall, enrollByHand, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
@@ -204,6 +205,45 @@ describe('the console stream of every node', () => {
     expect(feedOfA.reconnects).toBe(reconnects + 1);
     expect(feedOfA.caughtUp).toBeGreaterThan(caught);
     expect(await feedOfA.listeningPid()).not.toBe(pid);
+  });
+});
+
+describe('the catch-up after a lost connection', () => {
+  it('reads an id committed after a higher one (a gap remembered), not only those after the highest seen', async () => {
+    const feedOfA = A.backend.services.feed as PostgresFeed;
+    const stream = openStream(A);
+    await stream.ready;
+    // A writer outside the transaction lock (what concurrent writers would be): its event's id is
+    // drawn now, its commit comes later.
+    const writer = new pg.Client({ connectionString: database.url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      const held = Number(
+        (
+          await writer.query<{ id: string }>(
+            `WITH e AS (INSERT INTO events (at, type, message) VALUES ($1, 'server.started', 'a late commit') RETURNING id)
+             SELECT id, pg_notify('mdm_events', CAST(id AS text) || ' a-writer') FROM e`,
+            [new Date().toISOString()],
+          )
+        ).rows[0]!.id,
+      );
+      // C records a higher id, committed first: A sees it live.
+      const later = await invite(C);
+      const laterId = Number(
+        await A.sql.value<number>(`SELECT id FROM events WHERE type = 'invitation.created' AND invitation_id = ?`, [later.id]),
+      );
+      expect(laterId).toBeGreaterThan(held);
+      await stream.until((frame) => frame.id === laterId);
+      // A's listening connection is lost; the held event commits meanwhile (its notice never reaches A).
+      const pid = await feedOfA.listeningPid();
+      await C.sql.value('SELECT pg_terminate_backend(?)', [pid]);
+      await writer.query('COMMIT');
+      await stream.until((frame) => frame.id === held);
+      expect(stream.frames.filter((frame) => frame.id === held)).toHaveLength(1);
+    } finally {
+      await writer.end();
+    }
   });
 });
 

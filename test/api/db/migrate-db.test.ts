@@ -3,7 +3,7 @@
 // cluster, test/helpers/postgres.ts): every table equal on both sides, the stored files checked,
 // and every refusal leaving the target as it was.
 import Database from 'better-sqlite3';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -119,6 +119,62 @@ describe('migrate-db', () => {
     }
     // The data dir says where its data went.
     expect(JSON.parse(readFileSync(join(dataDir, 'moved-to-postgres.json'), 'utf8'))).toMatchObject({ rows: report.rows });
+  }, 60_000);
+
+  it("carries the office's SMTP password over, sealed by a cluster key it writes into the data dir; the server on PostgreSQL uses it", async () => {
+    const dataDir = officeCopy();
+    const password = 'office-smtp-password-7f3a';
+    writeFileSync(
+      join(dataDir, 'secrets.json'),
+      JSON.stringify({ version: 1, protection: 'file-0600', values: { smtp_password: password } }),
+      { mode: 0o600 },
+    );
+    const target = await database('migrate_secret');
+    const result = await migrate(dataDir, target.url);
+    expect(result.code, result.stderr).toBe(0);
+    const keyFile = join(dataDir, 'secret-key');
+    expect(result.stdout).toContain(
+      `The SMTP password was carried over, encrypted in the database with the cluster key written to ${keyFile}.`,
+    );
+    expect(result.stdout).toContain("Every node on this database needs that key: copy the file into each node's data dir");
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    const stored = Object.values(await postgresContent(target.url))
+      .flat()
+      .join('\n');
+    expect(stored).toContain('sealed:smtp_password');
+    expect(stored).not.toContain(password);
+    // The server started as the command says (same data dir, its key file) reads it.
+    const node = await startTestBackend({ dataDir, databaseUrl: target.url });
+    try {
+      expect(node.backend.notices).toEqual([]);
+      expect((await node.admin('GET', '/mail/settings')).body).toMatchObject({
+        smtp_password_set: true,
+        smtp_password_unreadable: false,
+        secret_storage: 'database-aes-256-gcm',
+      });
+    } finally {
+      await node.stop();
+    }
+  }, 60_000);
+
+  it("says the SMTP password must be entered again when the desktop's keychain protects it", async () => {
+    const dataDir = officeCopy();
+    writeFileSync(
+      join(dataDir, 'secrets.json'),
+      JSON.stringify({ version: 1, protection: 'os-safe-storage', values: { smtp_password: 'djEwAAAA' } }),
+      { mode: 0o600 },
+    );
+    const target = await database('migrate_keychain');
+    const result = await migrate(dataDir, target.url);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("The SMTP password is protected by this computer's keychain");
+    expect(result.stdout).toContain('Enter it again in the console (Settings → Mail)');
+    expect(existsSync(join(dataDir, 'secret-key'))).toBe(false);
+    expect(
+      Object.values(await postgresContent(target.url))
+        .flat()
+        .join('\n'),
+    ).not.toContain('sealed:');
   }, 60_000);
 
   it('refuses a data dir already moved (its SQLite file is the past); a restore onto SQLite puts the note aside', async () => {
