@@ -65,6 +65,8 @@ export interface AdminAppOptions {
   choosePublicHost?: (host: string) => Promise<void>;
   /** The address the listener binds to: its name is served besides the loopback ones. */
   bindHost?: string;
+  /** Balancers whose X-Forwarded-For gives `request.ip` (trust-proxy.ts); none: the socket's address. */
+  trustProxy?: string[];
   /** Connections the listener accepts at once (http/socket-limits.ts). */
   maxConnections?: number;
   /** The listener's share of the process's descriptors (http/socket-limits.ts). */
@@ -92,6 +94,7 @@ export async function adminApp({
   broker,
   choosePublicHost,
   bindHost = '127.0.0.1',
+  trustProxy,
   maxConnections = 128,
   descriptors,
   requestTimeoutMs,
@@ -102,6 +105,8 @@ export async function adminApp({
   const app = Fastify({
     serverFactory: listener.serverFactory,
     logger: false,
+    // Only the listed balancers are believed (never `true`: a client would choose its own address).
+    ...(trustProxy?.length && { trustProxy }),
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
