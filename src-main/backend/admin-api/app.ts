@@ -65,6 +65,8 @@ export interface AdminAppOptions {
   choosePublicHost?: (host: string) => Promise<void>;
   /** The address the listener binds to: its name is served besides the loopback ones. */
   bindHost?: string;
+  /** Host names served besides those (a load balancer's name, from `--admin-origin`). */
+  extraHosts?: string[];
   /** Connections the listener accepts at once (http/socket-limits.ts). */
   maxConnections?: number;
   /** The listener's share of the process's descriptors (http/socket-limits.ts). */
@@ -92,6 +94,7 @@ export async function adminApp({
   broker,
   choosePublicHost,
   bindHost = '127.0.0.1',
+  extraHosts = [],
   maxConnections = 128,
   descriptors,
   requestTimeoutMs,
@@ -113,7 +116,7 @@ export async function adminApp({
   await writeResponsesAsJson(app);
   // Guards before anything else: the Host allow-list, then the same time-outs as the agent side.
   const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
-  allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
+  allowOnlyHosts(app, [...(wildcard ? lanAddresses() : [bindHost]), ...extraHosts]);
   // One address (loopback) for every client: a full listener closes its oldest connection that is
   // not being answered, unauthenticated ones first, so idle or dripping sockets cannot lock the console out.
   const connections = capConnections(app.server, {
