@@ -415,14 +415,20 @@ async function startServing(
     () => deployments.startViewSync(),
     () => deployments.stopViewSync(),
   );
-  // The reports' daily figures: backfilled on the first start, then kept as things happen (each
-  // node counts its own events) and sampled on a timer (one node's duty).
+  // The reports' daily figures: backfilled on the first start, then kept by one node (the duty):
+  // every node's events counted as they commit (the feed), and the devices sampled on a timer.
   await domain.figures.start();
   onClose(() => domain.figures.close());
   duties.whileHeld(
     'reports-sampler',
-    () => domain.figures.startSampling(),
-    () => domain.figures.stopSampling(),
+    async () => {
+      await domain.figures.startCounting();
+      await domain.figures.startSampling();
+    },
+    async () => {
+      await domain.figures.stopSampling();
+      await domain.figures.stopCounting();
+    },
   );
 
   // The MQTT broker: embedded (plain + TLS listeners, ports known before any agent record is

@@ -162,7 +162,7 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
   const codes = new EnrollmentCodeService({ repository: codeRepository, events, work, users, fleets, settings, links });
   const approval = new ApprovalService({ agents: agentRepository, events, work, users, sessions });
   const figures = new DailyFigures(
-    { repository: new FigureRepository(sql), events, work, fleets },
+    { repository: new FigureRepository(sql), feed, work, fleets },
     { now: options.now, sampleEveryMs: options.reportSampleEveryMs },
   );
   const deviceQueries = new DeviceQueryRepository(sql);

@@ -35,6 +35,8 @@ export interface SeedOptions {
   onlineShare?: number;
   /** Serial prefix, so a test can find its devices. */
   prefix?: string;
+  /** A fixed clock (ms) and uuids made from the serial: the same seed gives the same rows on either engine. */
+  at?: number;
 }
 
 /** The type and fleet (index in `fleets`) of the i-th seeded device, so tests can count them. */
@@ -47,7 +49,7 @@ export const seededFleet = (i: number, fleets: number) => Math.floor(i / 7) % fl
  */
 export async function seedDevices(
   target: string | Sql,
-  { count, fleets = [], onlineShare = 0.3, prefix = 'SEED' }: SeedOptions,
+  { count, fleets = [], onlineShare = 0.3, prefix = 'SEED', at }: SeedOptions,
 ): Promise<void> {
   const own = typeof target === 'string';
   let sql: Sql;
@@ -56,7 +58,7 @@ export async function seedDevices(
     db.pragma('busy_timeout = 10000');
     sql = new SqliteSql(db);
   } else sql = target;
-  const now = Date.now();
+  const now = at ?? Date.now();
   const iso = (ms: number) => new Date(ms).toISOString();
   try {
     await sql.transaction(async () => {
@@ -81,7 +83,7 @@ export async function seedDevices(
         const serial = `${prefix}${String(i).padStart(6, '0')}`;
         const account = (await users.createAgentAccount(1, serial)).id;
         const person = personIds[i % personIds.length]!;
-        const uuid = randomUUID();
+        const uuid = at === undefined ? randomUUID() : `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
         const created = now - (count - i) * 60_000;
         const computerId = await agents.insertComputer({
           entity_id: 1,

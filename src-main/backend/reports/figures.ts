@@ -1,6 +1,7 @@
 import type { Report, ReportName, ReportPoint, ReportSeriesKey, ReportShare } from '../../../src-shared/contract/index.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
-import type { EventLog, RecordedEvent } from '../events/event-log.ts';
+import type { RecordedEvent } from '../events/event-log.ts';
+import type { EventFeed } from '../cluster/feed.ts';
 import type { FleetService } from '../fleets/fleets.ts';
 import { fleetScopeParam } from '../fleets/scope.ts';
 import type { CountedEvent, FigureMetric, FigureRepository, FigureRow } from './repository.ts';
@@ -8,11 +9,16 @@ import type { CountedEvent, FigureMetric, FigureRepository, FigureRow } from './
 // The daily figures behind the Reports page, kept as the server runs rather than recomputed from
 // the whole history when the page opens:
 //
-// - counted as they happen: a device enrolled (`agent.enrolled`), a deployment task that reported
-//   done or failed (`task.status`), each added to its day and the device's fleet just after the
-//   change commits. The events table is the ledger: a cursor names the last event counted, so the
-//   events recorded while no server listened (a crash between a commit and its count) are counted
-//   at the next start, on the day they happened, and none twice.
+// - counted as they happen, by one node (the duty `reports-sampler`, whichever node recorded the
+//   event: it follows every node's committed events, cluster/feed.ts): a device enrolled
+//   (`agent.enrolled`), a deployment task that reported done or failed (`task.status`), each added
+//   to its day and the device's fleet just after the change commits. The events table is the
+//   ledger: a cursor names the last event counted, and each count's transaction skips an event at
+//   or below it (read in that transaction), so none is counted twice, even while the duty changes
+//   hands. The node taking the duty first counts the events after the cursor (recorded while no
+//   node counted: a crash between a commit and its count, a hand-over), on the day they happened.
+//   The feed hands events over in commit order, which is id order on PostgreSQL (feed.ts) and on
+//   SQLite's single writer; an event arriving below the cursor is skipped, not counted late.
 // - sampled on a timer by one node (the duty `reports-sampler`, cluster/duties.ts: every 5 minutes
 //   by default, and when the node takes the duty, at start on a single node): devices online, per fleet and
 //   hour (the count at the hour's last sample: summing fleets is exact, since one sample counts
@@ -73,59 +79,71 @@ const REPORTS: Record<ReportName, { title: string; description: string }> = {
 
 export class DailyFigures {
   private readonly repository: FigureRepository;
-  private readonly events: Pick<EventLog, 'subscribe'>;
+  private readonly feed: EventFeed;
   private readonly work: UnitOfWork;
   private readonly fleets: Pick<FleetService, 'get'>;
   private readonly now: () => number;
   readonly sampleEveryMs: number;
-  /**
-   * The last event the start's catch-up counted: live events up to it are counted already. Live
-   * events may arrive out of order (a listener that records an event while another event is being
-   * told, as the assignments do on an enrollment), so only this fixed bound is skipped.
-   */
-  private caughtUp = 0;
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   /** Live events told while the start catches up: counted after it, those it did not count. */
   private waiting: RecordedEvent[] | null = null;
+  /** The live counts, one after the other (in the feed's order: a later one never passes the cursor first). */
+  private following: Promise<void> = Promise.resolve();
   /** Samples and counts under way (close() waits for them). */
   private readonly running = new Set<Promise<unknown>>();
 
   constructor(
     deps: {
       repository: FigureRepository;
-      events: Pick<EventLog, 'subscribe'>;
+      feed: EventFeed;
       work: UnitOfWork;
       fleets: Pick<FleetService, 'get'>;
     },
     options: DailyFiguresOptions = {},
   ) {
     this.repository = deps.repository;
-    this.events = deps.events;
+    this.feed = deps.feed;
     this.work = deps.work;
     this.fleets = deps.fleets;
     this.now = options.now ?? Date.now;
     this.sampleEveryMs = options.sampleEveryMs ?? DEFAULT_SAMPLE_EVERY_MS;
   }
 
-  /**
-   * The first start backfills; every start counts the events it missed, then follows the live ones
-   * (each node counts the events it records). Sampling is `startSampling`: one node's duty.
-   */
+  /** The first start backfills (every node may: the cursor's row is made once). Counting is `startCounting`: one node's duty. */
   async start(): Promise<void> {
-    // Following first (events told meanwhile wait), so nothing committed during the catch-up is missed.
-    this.waiting = [];
-    this.unsubscribe = this.events.subscribe((event) => {
-      if (this.waiting) this.waiting.push(event);
-      else this.track(this.follow(event));
-    });
     await this.work.run(async () => {
       if (!(await this.repository.cursor())) await this.repository.backfill(new Date(this.now()).toISOString());
     });
-    await this.catchUp();
-    const waiting = this.waiting;
+  }
+
+  /**
+   * Counts the events after the cursor, then follows every node's committed events (the feed),
+   * until `stopCounting` (the duty `reports-sampler`: one node counts for all).
+   */
+  async startCounting(): Promise<void> {
+    if (this.unsubscribe) return;
+    // Following first (events told meanwhile wait), so nothing committed during the catch-up is missed.
+    this.waiting = [];
+    this.unsubscribe = this.feed.subscribe((event) => {
+      if (this.waiting) this.waiting.push(event);
+      else this.track((this.following = this.following.then(() => this.follow(event))));
+    });
+    try {
+      await this.catchUp();
+    } finally {
+      const waiting = this.waiting;
+      this.waiting = null;
+      for (const event of waiting ?? []) await this.follow(event);
+    }
+  }
+
+  /** Follows the events no more (the duty went to another node); counts under way finish. */
+  async stopCounting(): Promise<void> {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
     this.waiting = null;
-    for (const event of waiting) await this.follow(event);
+    await Promise.allSettled([...this.running]);
   }
 
   /**
@@ -148,9 +166,7 @@ export class DailyFigures {
 
   async close(): Promise<void> {
     await this.stopSampling();
-    this.unsubscribe?.();
-    this.unsubscribe = null;
-    await Promise.allSettled([...this.running]);
+    await this.stopCounting();
   }
 
   /** Samples the devices now (the timer's work; tests call it after moving the clock). */
@@ -180,18 +196,23 @@ export class DailyFigures {
       const page = await this.repository.countedEvents(after, upto, CATCH_UP_PAGE);
       if (page.length === 0) break;
       await this.work.run(async () => {
-        for (const event of page) await this.count(event, event.at.slice(0, 10));
+        const counted = await this.countedUpTo();
+        for (const event of page) if (event.id > counted) await this.count(event, event.at.slice(0, 10));
         await this.repository.advance(page.at(-1)!.id);
       });
       after = page.at(-1)!.id;
     }
     await this.work.run(() => this.repository.advance(upto));
-    this.caughtUp = Math.max(after, upto);
+  }
+
+  /** The cursor, read in the count's transaction: an event at or below it is counted already (by this node or another). */
+  private async countedUpTo(): Promise<number> {
+    return Number((await this.repository.cursor())?.event_id ?? 0);
   }
 
   /** A live event, just committed: counted on today's day (by this service's clock). */
   private async follow(event: RecordedEvent): Promise<void> {
-    if (event.id <= this.caughtUp || (event.type !== 'agent.enrolled' && event.type !== 'task.status')) return;
+    if (event.type !== 'agent.enrolled' && event.type !== 'task.status') return;
     try {
       const row: CountedEvent = {
         id: event.id,
@@ -202,11 +223,12 @@ export class DailyFigures {
       };
       const day = dayOf(this.now());
       await this.work.run(async () => {
+        if (event.id <= (await this.countedUpTo())) return;
         await this.count(row, day);
         await this.repository.advance(event.id);
       });
     } catch {
-      // Not counted now: the next start counts it, unless a later event was counted meanwhile (the cursor is past it).
+      // Not counted now: the next catch-up counts it, unless a later event was counted meanwhile (the cursor is past it).
     }
   }
 
