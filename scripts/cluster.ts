@@ -582,6 +582,9 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       String(ports.nodeAdmin[i]),
       '--public-host',
       '127.0.0.1',
+      // The balancer (on loopback) forwards each client's address in X-Forwarded-For.
+      '--trust-proxy',
+      '127.0.0.1',
       ...brokerArgs,
       ...(broker === 'rabbitmq' ? ['--mqtt-auth-port', String(ports.nodeAuth[i])] : []),
       ...(flags.has('--node-name') ? ['--node-name', `node-${i + 1}`] : []),

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { ThrottleOptions } from './broker/auth-throttle.ts';
 import type { BrokerMode } from './broker/port.ts';
 import type { SecretProtector } from './mail/secrets.ts';
+import { parseTrustProxy } from './trust-proxy.ts';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from './sessions/sessions.ts';
 import { isLoopback as isLoopbackHost } from '../../src-shared/contract/rules.ts';
 
@@ -74,6 +75,12 @@ export interface BackendOptions {
   mqttTlsKeyFile?: string;
   /** Host name or address put into deeplinks, links and agent records. */
   publicHost: string;
+  /**
+   * Balancers whose X-Forwarded-For is believed on the agent and admin listeners (addresses and
+   * CIDR ranges; trust-proxy.ts): `request.ip` is then the forwarded client. Env
+   * MDM_CONSOLE_TRUST_PROXY applies when absent; empty: none (the socket's address, as always).
+   */
+  trustProxy: string[];
   /** Where agents' MQTT connections live: the embedded aedes broker (default) or an external one. */
   mqttBroker: BrokerMode;
   /** mqtt[s]://USER:PASSWORD@HOST:PORT[,HOST:PORT…]: the external broker and the backend's account on it. */
@@ -128,6 +135,7 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     mqttTlsCertFile: partial.mqttTlsCertFile,
     mqttTlsKeyFile: partial.mqttTlsKeyFile,
     publicHost: partial.publicHost ?? defaultPublicHost(),
+    trustProxy: partial.trustProxy ?? parseTrustProxy(process.env.MDM_CONSOLE_TRUST_PROXY ?? '', 'MDM_CONSOLE_TRUST_PROXY'),
     mqttBroker: partial.mqttBroker ?? 'embedded',
     mqttBrokerUrl: partial.mqttBrokerUrl,
     mqttBrokerPassword: partial.mqttBrokerPassword,

@@ -575,7 +575,17 @@ async function startServing(
     setup_url: await setupUrl(),
   });
 
-  const agentApp = await agentHttpApp(agentListener, sockets, descriptors, services, files, deployments, broker, partial.onRoute);
+  const agentApp = await agentHttpApp(
+    agentListener,
+    sockets,
+    descriptors,
+    services,
+    files,
+    deployments,
+    broker,
+    partial.onRoute,
+    options.trustProxy,
+  );
   // Connections go first (an event stream never ends by itself), then the app's own close hooks.
   onClose(async () => {
     await agentListener.close();
@@ -583,6 +593,7 @@ async function startServing(
   });
   const admin = await adminApp({
     listener: adminListener,
+    trustProxy: options.trustProxy,
     services,
     files,
     deployments,
@@ -651,10 +662,12 @@ async function agentHttpApp(
   deployments: PolicyService,
   broker: MqttBroker,
   onRoute: StartOptions['onRoute'],
+  trustProxy: string[],
 ): Promise<FastifyInstance> {
   const agentApp = await buildAgentApp({
     onRoute: onRoute && ((route) => onRoute('agent', route)),
     serverFactory: listener.serverFactory,
+    trustProxy,
     sessions: services.sessions,
     approval: services.approval,
     enrollment: services.enrollment,

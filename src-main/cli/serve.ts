@@ -6,6 +6,7 @@ import { isLoopback } from '../../src-shared/contract/rules.ts';
 import { fieldsUnfitForFlyve } from '../backend/deeplink/codec.ts';
 import { parseSmtpUrl } from '../backend/mail/index.ts';
 import { AUTH_SECRET_PATTERN, parseBrokerUrl } from '../backend/broker/broker-url.ts';
+import { parseTrustProxy } from '../backend/trust-proxy.ts';
 import { BROKER_MODES, type BrokerMode } from '../backend/broker/port.ts';
 import { startBackend, type RunningBackend } from '../backend/server.ts';
 import { StartupError } from '../backend/startup-error.ts';
@@ -112,6 +113,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       'mqtt-tls-cert': { type: 'string' },
       'mqtt-tls-key': { type: 'string' },
       'public-host': { type: 'string' },
+      'trust-proxy': { type: 'string' },
       host: { type: 'string' },
       'smtp-url': { type: 'string' },
       'mail-from': { type: 'string' },
@@ -219,6 +221,19 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw new CliError(
       `--node-name must be letters, digits, ".", "_" and "-" (at most 100, starting with a letter or digit), not "${nodeName.slice(0, 100)}"`,
     );
+  // Env MDM_CONSOLE_TRUST_PROXY applies when the flag is absent.
+  const trustProxyText = values['trust-proxy'] ?? process.env.MDM_CONSOLE_TRUST_PROXY ?? '';
+  let trustProxy: string[];
+  try {
+    trustProxy = parseTrustProxy(
+      trustProxyText,
+      values['trust-proxy'] === undefined ? 'MDM_CONSOLE_TRUST_PROXY' : '--trust-proxy',
+    );
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
+  if (values['trust-proxy'] !== undefined && trustProxy.length === 0)
+    throw new CliError('--trust-proxy needs the addresses of the balancers (such as 127.0.0.1 or 10.0.0.0/8)');
   const filesDir = values['files-dir'];
   if (filesDir !== undefined && filesDir.trim() === '') throw new CliError('--files-dir needs a directory');
   let backend: RunningBackend;
@@ -238,6 +253,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       mqttTlsCertFile: values['mqtt-tls-cert'],
       mqttTlsKeyFile: values['mqtt-tls-key'],
       publicHost: values['public-host'],
+      trustProxy,
       host: values.host,
       smtpUrl,
       mailFrom: values['mail-from'],

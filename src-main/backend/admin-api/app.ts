@@ -67,6 +67,8 @@ export interface AdminAppOptions {
   bindHost?: string;
   /** Host names served besides those (a load balancer's name, from `--admin-origin`). */
   extraHosts?: string[];
+  /** Balancers whose X-Forwarded-For gives `request.ip` (trust-proxy.ts); none: the socket's address. */
+  trustProxy?: string[];
   /** Connections the listener accepts at once (http/socket-limits.ts). */
   maxConnections?: number;
   /** The listener's share of the process's descriptors (http/socket-limits.ts). */
@@ -95,6 +97,7 @@ export async function adminApp({
   choosePublicHost,
   bindHost = '127.0.0.1',
   extraHosts = [],
+  trustProxy,
   maxConnections = 128,
   descriptors,
   requestTimeoutMs,
@@ -105,6 +108,8 @@ export async function adminApp({
   const app = Fastify({
     serverFactory: listener.serverFactory,
     logger: false,
+    // Only the listed balancers are believed (never `true`: a client would choose its own address).
+    ...(trustProxy?.length && { trustProxy }),
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },

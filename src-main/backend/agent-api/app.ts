@@ -53,6 +53,8 @@ export interface AgentAppOptions {
     /** The listener's share of the process's descriptors (http/socket-limits.ts). */
     descriptors?: DescriptorShare | undefined;
   };
+  /** Balancers whose X-Forwarded-For gives `request.ip` (trust-proxy.ts); none: the socket's address. */
+  trustProxy?: string[];
   /** Where the app answers (a listener bound before it is built); without it, Fastify's own server. */
   serverFactory?: FastifyServerOptions['serverFactory'];
   /** Told of every route as it is registered (the OpenAPI document, scripts/openapi.ts). */
@@ -71,6 +73,8 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
     ...(options.serverFactory && { serverFactory: options.serverFactory }),
     bodyLimit: AGENT_BODY_LIMIT,
     logger: false,
+    // Only the listed balancers are believed (never `true`: a device would choose its own address).
+    ...(options.trustProxy?.length && { trustProxy: options.trustProxy }),
     forceCloseConnections: true,
     // A HEAD would run the GET handler: reading an agent record draws a new MQTT password.
     exposeHeadRoutes: false,
