@@ -34,15 +34,19 @@ const PUBLISH_WAIT_MS = 10_000;
 const RETAINED_QUIET_MS = 500;
 const RETAINED_MAX_MS = 5_000;
 
-export interface ExternalLinkOptions {
+/** What a backend connection to the external broker needs (this link, and the ingest session). */
+export interface BrokerLinkBasics {
   url: BrokerUrl;
-  /** The account the link logs in with (the URL's, or one the backend made for itself). */
+  /** The account the connection logs in with (the URL's, or one the backend made for itself). */
   credentials: () => { username: string; password: string };
   clientId: string;
   caFile?: string | undefined;
   events: EventLog;
   work: UnitOfWork;
   store: BrokerAgentStore;
+}
+
+export interface ExternalLinkOptions extends BrokerLinkBasics {
   /** Runs on every (re)connection before anything else: reconcile, then publish what was missed. */
   onConnected: () => Promise<void>;
   /** The broker refused the link's login (bad user name or password, not authorized). */

@@ -10,24 +10,19 @@
 // memory for its own decisions (a command to an offline device), from the same broker.
 import mqtt, { type MqttClient } from 'mqtt';
 import { nowIso } from '../db/database.ts';
-import type { UnitOfWork } from '../db/unit-of-work.ts';
-import type { EventLog } from '../events/event-log.ts';
 import { unlessDiskFull } from '../db/disk-full.ts';
 import type { AgentIdentity } from './acl.ts';
-import type { BrokerAgentStore } from '../agents/broker-repository.ts';
-import type { BrokerUrl } from './broker-url.ts';
-import { agentOfTopic, BACKEND_SUBSCRIPTIONS, brokerClientOptions, ONLINE_SUBTOPIC } from './external-link.ts';
+import {
+  agentOfTopic,
+  BACKEND_SUBSCRIPTIONS,
+  brokerClientOptions,
+  ONLINE_SUBTOPIC,
+  type BrokerLinkBasics,
+} from './external-link.ts';
 import { onlineFlag } from './presence.ts';
 
-export interface IngestOptions {
-  url: BrokerUrl;
-  credentials: () => { username: string; password: string };
-  /** The session's client id: the same on every node, so the broker keeps one session for all. */
-  clientId: string;
-  caFile?: string | undefined;
-  events: EventLog;
-  work: UnitOfWork;
-  store: BrokerAgentStore;
+/** `clientId` is the session's: the same on every node, so the broker keeps one session for all. */
+export interface IngestOptions extends BrokerLinkBasics {
   /** An agent's report other than presence. */
   onReport: (agent: AgentIdentity, subtopic: string, payload: Buffer) => Promise<void>;
   /** What the database now says of an agent's presence (this node's link learns it at once). */

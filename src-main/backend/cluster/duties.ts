@@ -83,13 +83,7 @@ export interface DutiesOptions {
   onError?: (duty: string, error: unknown) => void;
 }
 
-export interface DutyHolding {
-  duty: string;
-  holder: string;
-  fence: number;
-  acquired_at: string;
-  renewed_at: string;
-  expires_at: string;
+export interface DutyHolding extends DutyLeaseRow {
   /** Whether the lease is still in force now (not expired). */
   live: boolean;
 }
