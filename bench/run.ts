@@ -2,7 +2,8 @@
 // this same run on this same machine. Writes bench/results/latest.json and the results table
 // of docs/benchmarks.md. Loopback only; every process started here is stopped here.
 //
-//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,broker-modes,downloads,deployments,policies,cold-start,bulk] [--modes mosquitto,rabbitmq] [--keep]
+//   npm run bench [-- --scale 0.1] [--only enrollment,console,broker,broker-modes,downloads,deployments,policies,cold-start,bulk,cluster] [--modes mosquitto,rabbitmq] [--keep]
+//   npm run bench -- --only cluster [--cluster-enroll 300] [--cluster-seed 10000] [--cluster-setups sqlite,postgres,cluster-3]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -25,6 +26,7 @@ import { enrollmentScenario } from './scenarios/enrollment.ts';
 import { deploymentScenario } from './scenarios/deployments.ts';
 import { policyBaselineScenario } from './scenarios/policies.ts';
 import { bulkPingScenario } from './scenarios/bulk-ping.ts';
+import { clusterScenario, type ClusterSetupName } from './scenarios/cluster.ts';
 
 const SCENARIOS = [
   'enrollment',
@@ -36,6 +38,7 @@ const SCENARIOS = [
   'policies',
   'cold-start',
   'bulk',
+  'cluster',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
@@ -48,6 +51,12 @@ const { values } = parseArgs({
     out: { type: 'string' },
     /** broker-modes: some of embedded, mosquitto, rabbitmq (default all three). */
     modes: { type: 'string' },
+    /** cluster: devices enrolled on each set-up (default 300; they are also the fan-out's agents). */
+    'cluster-enroll': { type: 'string' },
+    /** cluster: agents seeded for the devices page (default 10,000). */
+    'cluster-seed': { type: 'string' },
+    /** cluster: some of sqlite, postgres, cluster-3 (default all three). */
+    'cluster-setups': { type: 'string' },
   },
 });
 const scale = Number(values.scale ?? 1);
@@ -55,7 +64,13 @@ if (!(scale > 0 && scale <= 1)) throw new Error('--scale is a number in (0, 1]')
 const only = new Set<Scenario>((values.only?.split(',').map((s) => s.trim()) as Scenario[] | undefined) ?? SCENARIOS);
 for (const name of only)
   if (!SCENARIOS.includes(name)) throw new Error(`unknown scenario ${name}; one of ${SCENARIOS.join(', ')}`);
-const full = scale === 1 && only.size === SCENARIOS.length && !values.modes;
+const full =
+  scale === 1 &&
+  only.size === SCENARIOS.length &&
+  !values.modes &&
+  !values['cluster-enroll'] &&
+  !values['cluster-seed'] &&
+  !values['cluster-setups'];
 const count = (n: number, min = 10) => Math.max(min, Math.round(n * scale));
 
 const N = {
@@ -222,6 +237,26 @@ try {
   if (only.has('bulk')) {
     phase(`bulk: one ping job to ${N.bulkAgents} connected agents, then a request per agent, then mosquitto`);
     results.bulk = await bulkPingScenario(dir, { agents: N.bulkAgents, workers: 2 });
+  }
+
+  // 9. Cluster: SQLite, PostgreSQL on one node, three nodes behind haproxy; its own processes.
+  if (only.has('cluster')) {
+    const enrollments = Number(values['cluster-enroll'] ?? count(300, 50));
+    const seed = Number(values['cluster-seed'] ?? 10_000);
+    const setups = (values['cluster-setups']?.split(',').map((s) => s.trim()) ?? [
+      'sqlite',
+      'postgres',
+      'cluster-3',
+    ]) as ClusterSetupName[];
+    for (const setup of setups)
+      if (!['sqlite', 'postgres', 'cluster-3'].includes(setup))
+        throw new Error(`unknown set-up ${setup}; one of sqlite, postgres, cluster-3`);
+    if (!(Number.isInteger(enrollments) && enrollments > 0 && Number.isInteger(seed) && seed >= 0))
+      throw new Error('--cluster-enroll and --cluster-seed are whole numbers');
+    phase(
+      `cluster: ${enrollments} enrollments, a ping job to them, ${seed} more agents for the devices page, on ${setups.join(', ')}`,
+    );
+    results.cluster = await clusterScenario(dir, { enrollments, seed, runs: 5, workers: 2, setups });
   }
 
   // 5. Cold start: fresh data dirs, and the data dir of this run with its agents.

@@ -3,12 +3,16 @@ import { adminClient, type AdminClient } from '../../src-shared/contract/admin-c
 import { BULK_MAX, type Invitation } from '../../src-shared/contract/invitations.ts';
 import type { ServerJson } from './process.ts';
 
-export function adminOf(server: ServerJson): AdminClient {
+export function adminOf(server: Pick<ServerJson, 'admin_url' | 'admin_token'>): AdminClient {
   return adminClient({ baseUrl: server.admin_url, token: server.admin_token });
 }
 
 /** Invitations in bulk (the API's maximum per request), no email sent. */
-export async function inviteMany(server: ServerJson, count: number, prefix: string): Promise<Invitation[]> {
+export async function inviteMany(
+  server: Pick<ServerJson, 'admin_url' | 'admin_token'>,
+  count: number,
+  prefix: string,
+): Promise<Invitation[]> {
   const admin = adminOf(server);
   const all: Invitation[] = [];
   for (let start = 0; start < count; start += BULK_MAX) {

@@ -8,6 +8,7 @@ import type { ConsoleResult } from '../scenarios/console.ts';
 import type { DeploymentResult } from '../scenarios/deployments.ts';
 import type { PolicyBaselineResult } from '../scenarios/policies.ts';
 import type { BulkPingResult } from '../scenarios/bulk-ping.ts';
+import { clusterTable, type ClusterResult } from '../scenarios/cluster.ts';
 import type { DownloadResult } from '../scenarios/downloads.ts';
 import type { EnrollmentResult } from '../scenarios/enrollment.ts';
 import type { Machine } from './machine.ts';
@@ -42,6 +43,7 @@ export interface Results {
   policies?: PolicyBaselineResult;
   cold_start?: ColdStartResult;
   bulk?: BulkPingResult;
+  cluster?: ClusterResult;
 }
 
 export const BEGIN = '<!-- bench:results:begin (written by npm run bench) -->';
@@ -356,6 +358,7 @@ export function resultsTable(r: Results): string {
   }
   lines.push('', `Raw figures: \`bench/results/${r.scale === 1 ? 'latest' : 'partial'}.json\`.`);
   if (r.broker_modes) lines.push(...brokerModesTable(r.broker_modes));
+  if (r.cluster) lines.push(...clusterTable(r.cluster));
   return lines.join('\n');
 }
 
