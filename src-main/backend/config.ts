@@ -61,7 +61,13 @@ export interface BackendOptions {
   host: string;
   /** Admin API + console; bound to loopback by default. */
   adminPort: number;
+  /** Address the admin listener binds to (`--admin-host`, $MDM_CONSOLE_ADMIN_HOST); 127.0.0.1 by default. */
   adminHost: string;
+  /**
+   * The origin a load balancer serves the console at (`--admin-origin https://admin.example`,
+   * $MDM_CONSOLE_ADMIN_ORIGIN): the admin listener also answers to that Host name.
+   */
+  adminOrigin?: string;
   mqttPort: number;
   mqttTlsPort: number;
   /** PEM certificate and key for the MQTT TLS listener; default: one generated in DIR/mqtt-tls/. */
@@ -127,7 +133,8 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     port: partial.port ?? DEFAULT_PORTS.port,
     host: partial.host ?? '0.0.0.0',
     adminPort: partial.adminPort ?? DEFAULT_PORTS.adminPort,
-    adminHost: partial.adminHost ?? '127.0.0.1',
+    adminHost: partial.adminHost ?? (process.env.MDM_CONSOLE_ADMIN_HOST || '127.0.0.1'),
+    adminOrigin: partial.adminOrigin ?? (process.env.MDM_CONSOLE_ADMIN_ORIGIN || undefined),
     mqttPort: partial.mqttPort ?? DEFAULT_PORTS.mqttPort,
     mqttTlsPort: partial.mqttTlsPort ?? DEFAULT_PORTS.mqttTlsPort,
     mqttTlsCertFile: partial.mqttTlsCertFile,

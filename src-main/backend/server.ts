@@ -617,6 +617,7 @@ async function startServing(
       writeInfoFile(infoFile, await currentInfo());
     },
     bindHost: options.adminHost,
+    extraHosts: options.adminOrigin === undefined ? [] : [hostNameOfOrigin(options.adminOrigin)],
     maxConnections: sockets.adminConnections,
     descriptors: descriptors.admin,
     requestTimeoutMs: sockets.requestTimeoutMs,
@@ -716,4 +717,9 @@ function machineUser(): string {
   } catch {
     return 'Owner';
   }
+}
+
+/** The Host name an `--admin-origin` URL is served under; the whole value when it is not a URL. */
+function hostNameOfOrigin(origin: string): string {
+  return URL.canParse(origin) ? new URL(origin).hostname.replace(/^\[|\]$/g, '') : origin;
 }

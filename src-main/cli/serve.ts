@@ -115,6 +115,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       'files-dir': { type: 'string' },
       port: { type: 'string' },
       'admin-port': { type: 'string' },
+      'admin-host': { type: 'string' },
+      'admin-origin': { type: 'string' },
       'mqtt-port': { type: 'string' },
       'mqtt-tls-port': { type: 'string' },
       'mqtt-tls-cert': { type: 'string' },
@@ -208,6 +210,22 @@ export async function serveCommand(argv: string[]): Promise<number> {
       `--agent-app must be spec (the spec's agent) or flyve (the reference Flyve MDM agents), not "${agentApp}"`,
     );
   }
+  // Env MDM_CONSOLE_ADMIN_HOST / MDM_CONSOLE_ADMIN_ORIGIN apply when the flags are absent.
+  const adminHost = values['admin-host'] ?? (process.env.MDM_CONSOLE_ADMIN_HOST || undefined);
+  if (adminHost !== undefined && !/^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*|[A-Za-z0-9.-]+)$/.test(adminHost))
+    throw new CliError(`--admin-host must be an address to listen on (e.g. 0.0.0.0 or 10.0.0.5), not "${adminHost}"`);
+  const adminOrigin = values['admin-origin'] ?? (process.env.MDM_CONSOLE_ADMIN_ORIGIN || undefined);
+  if (adminOrigin !== undefined) {
+    const origin = URL.canParse(adminOrigin) ? new URL(adminOrigin) : null;
+    if (origin === null || !/^https?:$/.test(origin.protocol) || origin.origin !== adminOrigin.replace(/\/$/, ''))
+      throw new CliError(
+        `--admin-origin must be the console's address behind the load balancer, as https://NAME[:PORT] (no path), not "${adminOrigin}"`,
+      );
+  }
+  if (adminHost !== undefined && !isLoopback(adminHost.replace(/^\[|\]$/g, '')))
+    warnings.push(
+      `the admin API and console listen on ${adminHost}: they are reachable from the network (sign-in or the admin token is still needed). Keep the admin port behind a firewall or the load balancer.`,
+    );
   const nodeName = values['node-name'] ?? (process.env.MDM_CONSOLE_NODE_NAME || undefined);
   if (nodeName !== undefined && !NODE_NAME_PATTERN.test(nodeName))
     throw new CliError(
@@ -238,6 +256,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       filesDir: filesDir === undefined ? undefined : resolve(filesDir),
       port: port(values.port, '--port'),
       adminPort: port(values['admin-port'], '--admin-port'),
+      adminHost,
+      adminOrigin: adminOrigin?.replace(/\/$/, ''),
       mqttPort: port(values['mqtt-port'], '--mqtt-port'),
       mqttTlsPort: port(values['mqtt-tls-port'], '--mqtt-tls-port'),
       mqttTlsCertFile: values['mqtt-tls-cert'],

@@ -24,6 +24,7 @@ ${COMMON}`;
 export const USAGES: Record<string, string> = {
   serve: `usage: mdm-console serve [--data-dir DIR] [--database-url postgres://USER:PASSWORD@HOST:PORT/DB]
                          [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
+                         [--admin-host ADDR] [--admin-origin https://NAME]
                          [--public-host HOST] [--public-port P] [--trust-proxy ADDRESSES] [--host ADDR] [--mqtt-tls-cert FILE --mqtt-tls-key FILE]
                          [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
                          [--agent-app spec|flyve] [--mqtt-broker embedded|mosquitto|rabbitmq]
@@ -37,7 +38,11 @@ several servers (nodes, each with its own data dir) may share one database behin
 
   --port P            agent API and deeplink page (default 8080; 0 = any free port)
   --host ADDR         address the agent API listens on (default 0.0.0.0: the LAN)
-  --admin-port A      admin API and console, on 127.0.0.1 (default 8081)
+  --admin-port A      admin API and console (default 8081)
+  --admin-host ADDR   address the admin API and console listen on (default 127.0.0.1; or
+                      $MDM_CONSOLE_ADMIN_HOST); another one makes them reachable from the network
+  --admin-origin URL  the console's address behind a load balancer (or $MDM_CONSOLE_ADMIN_ORIGIN):
+                      the admin side also answers to that name
   --mqtt-port M, --mqtt-tls-port T   MQTT broker, plain and TLS (default 1883, 8883)
   --public-host HOST  the address put into deeplinks and QR codes (default: first LAN IPv4)
   --public-port P     the port put into deeplinks, QR codes and agent records, when devices reach

@@ -65,6 +65,8 @@ export interface AdminAppOptions {
   choosePublicHost?: (host: string) => Promise<void>;
   /** The address the listener binds to: its name is served besides the loopback ones. */
   bindHost?: string;
+  /** Host names served besides those (a load balancer's name, from `--admin-origin`). */
+  extraHosts?: string[];
   /** Balancers whose X-Forwarded-For gives `request.ip` (trust-proxy.ts); none: the socket's address. */
   trustProxy?: string[];
   /** Connections the listener accepts at once (http/socket-limits.ts). */
@@ -94,6 +96,7 @@ export async function adminApp({
   broker,
   choosePublicHost,
   bindHost = '127.0.0.1',
+  extraHosts = [],
   trustProxy,
   maxConnections = 128,
   descriptors,
@@ -118,7 +121,7 @@ export async function adminApp({
   await writeResponsesAsJson(app);
   // Guards before anything else: the Host allow-list, then the same time-outs as the agent side.
   const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
-  allowOnlyHosts(app, wildcard ? lanAddresses() : [bindHost]);
+  allowOnlyHosts(app, [...(wildcard ? lanAddresses() : [bindHost]), ...extraHosts]);
   // One address (loopback) for every client: a full listener closes its oldest connection that is
   // not being answered, unauthenticated ones first, so idle or dripping sockets cannot lock the console out.
   const connections = capConnections(app.server, {

@@ -25,7 +25,8 @@ export function isSameOrigin(request: FastifyRequest): boolean {
   const site = request.headers['sec-fetch-site'];
   if (site !== undefined) return site === 'same-origin';
   const origin = request.headers.origin;
-  return origin !== undefined && origin === `http://${request.headers.host}`;
+  // Behind a load balancer that terminates TLS the origin is https:// under the same Host name.
+  return origin !== undefined && (origin === `http://${request.headers.host}` || origin === `https://${request.headers.host}`);
 }
 
 function same(a: string, b: string): boolean {
@@ -520,7 +521,9 @@ export class AdminAuth {
       },
     );
     const maxAge = Math.floor(this.sessions.limits.maxAgeMs / 1000);
-    reply.header('set-cookie', `${COOKIE}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}`);
+    // Behind a balancer that terminates TLS (and says so in X-Forwarded-Proto), the cookie travels over HTTPS only.
+    const secure = request.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '';
+    reply.header('set-cookie', `${COOKIE}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}${secure}`);
   }
 
   private async failed(

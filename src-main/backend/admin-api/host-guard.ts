@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify';
 /**
  * DNS rebinding: a web page on evil.example can point its own name at 127.0.0.1 and then talk to
  * the admin listener as a same-origin page would. Its requests carry `Host: evil.example`, so only
- * the names of this machine's loopback, and the address the listener is bound to, are served.
+ * the names of this machine's loopback, the address the listener is bound to, and the name of
+ * `--admin-origin` (a load balancer in front of several nodes) are served.
  */
 export function allowOnlyHosts(app: FastifyInstance, bindHosts: string[]): void {
   const allowed = new Set(['127.0.0.1', 'localhost', '::1', ...bindHosts.map((h) => h.toLowerCase().replace(/^\[|\]$/g, ''))]);
@@ -17,7 +18,7 @@ export function allowOnlyHosts(app: FastifyInstance, bindHosts: string[]): void 
       .header('connection', 'close')
       .send({
         error: 'ERROR_HOST_NOT_ALLOWED',
-        message: `The admin side answers only to 127.0.0.1, localhost or [::1], not to "${host.slice(0, 100)}"`,
+        message: `The admin side answers only to ${[...allowed].join(', ')} (and 127.x.x.x), not to "${host.slice(0, 100)}": to serve it under another name, start serve with --admin-origin`,
       });
   });
 }
