@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 
 /**
  * The balancers whose X-Forwarded-For a listener believes (`serve --trust-proxy`, env
@@ -22,4 +22,26 @@ export function parseTrustProxy(text: string, source = '--trust-proxy'): string[
       );
   }
   return entries;
+}
+
+/**
+ * Whether a socket's address is one of the trusted balancers (`parseTrustProxy`'s entries): the
+ * agent listener does not cap such an address's connections per address, since every device behind
+ * the balancer arrives from it (they still count in the listener's total).
+ */
+export function trustedProxyMatcher(entries: readonly string[]): (address: string) => boolean {
+  if (entries.length === 0) return () => false;
+  const list = new BlockList();
+  for (const entry of entries) {
+    const [address = '', prefix] = entry.split('/');
+    const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+    if (prefix === undefined) list.addAddress(address, family);
+    else list.addSubnet(address, Number(prefix), family);
+  }
+  return (address) => {
+    // An IPv4 client of a dual-stack listener appears as ::ffff:a.b.c.d.
+    const plain = address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
+    const family = isIP(plain);
+    return family !== 0 && list.check(plain, family === 6 ? 'ipv6' : 'ipv4');
+  };
 }

@@ -17,6 +17,7 @@ import { installAgentErrorHandling, installLenientJsonParser } from '../http/age
 import type { SessionPhase } from '../http/agent-session.ts';
 import { refuseUnusableNumbers } from '../http/number-guard.ts';
 import { closeWhenBodyUnread, HEADERS_TIMEOUT_MS } from '../http/request-deadline.ts';
+import { trustedProxyMatcher } from '../trust-proxy.ts';
 import { capConnections, type ConnectionCap, type DescriptorShare } from '../http/socket-limits.ts';
 import type { SessionService } from '../sessions/sessions.ts';
 import { agentEnrollmentRoutes } from './enrollment-routes.ts';
@@ -97,6 +98,7 @@ export async function buildAgentApp(options: AgentAppOptions): Promise<FastifyIn
     connections = capConnections(app.server, {
       max: maxConnections,
       perAddress: maxConnectionsPerAddress,
+      uncapped: trustedProxyMatcher(options.trustProxy ?? []),
       refusal: JSON.stringify([
         'ERROR_TOO_MANY_CONNECTIONS',
         `This address already has ${maxConnectionsPerAddress} requests being answered: try again in a moment`,

@@ -165,6 +165,8 @@ export interface ConnectionCaps {
   max: number;
   /** Per remote address; Infinity for none (the admin listener: every client is local). */
   perAddress: number;
+  /** Addresses not capped per address (trusted balancers: every device behind one arrives from it). */
+  uncapped?: ((address: string) => boolean) | undefined;
   /** The body of the 503 written to a connection refused for its address. */
   refusal: string;
   /** The listener's share of the process's descriptors; when it has none left, as when full. */
@@ -309,7 +311,7 @@ export function capConnections(server: Server, caps: ConnectionCaps): Connection
     const socket = args[0] as Socket;
     const address = socket.remoteAddress ?? '';
     let mine = byAddress.get(address)?.size ?? 0;
-    if (mine >= caps.perAddress) {
+    if (mine >= caps.perAddress && !caps.uncapped?.(address)) {
       const oldest = waitingOf(byAddress.get(address));
       if (!oldest) {
         refuse(socket);
