@@ -38,7 +38,13 @@ export interface ClusterSetupResult {
     db_cpu_ms: number | null;
     broker_cpu_ms: number | null;
     haproxy_cpu_ms: number | null;
+    /** The same less what each part spends idle over as long (measured just before, for 5 s). */
+    node_cpu_ms_net: number;
+    db_cpu_ms_net: number | null;
+    broker_cpu_ms_net: number | null;
   };
+  /** CPU ms per second each part spends idle (no request): heartbeats, leases, the event feed, PostgreSQL's own work. */
+  idle_cpu_ms_per_s: { node: number; db: number | null; broker: number | null };
   fanout: {
     agents: number;
     held: number;
@@ -138,6 +144,19 @@ async function measure(
   // 1. Enrollments.
   const invites = await inviteMany(server, options.enrollments, `cl-${setup.name}`);
   await sleep(1000);
+  const idleStart = cpu();
+  const idleStarted = performance.now();
+  await sleep(5000);
+  const idleEnd = cpu();
+  const idleS = (performance.now() - idleStarted) / 1000;
+  const idleRate = (a: number | null, b: number | null) => (a === null || b === null ? null : (b - a) / idleS);
+  const idle = {
+    node: (idleEnd.node - idleStart.node) / idleS,
+    db: idleRate(idleStart.db, idleEnd.db),
+    broker: idleRate(idleStart.broker, idleEnd.broker),
+  };
+  const net = (used: number | null, rate: number | null, seconds: number, count: number, unit: number) =>
+    used === null || rate === null ? null : perOp(used - rate * seconds, count, unit);
   const before = cpu();
   const load = await enrollLoad(invites, 32, { serialPrefix: `CL${setup.name.slice(0, 2).toUpperCase()}` });
   const after = cpu();
@@ -152,9 +171,12 @@ async function measure(
     db_cpu_ms: after.db === null ? null : perOp(diff(before.db, after.db)!, n, 1000),
     broker_cpu_ms: after.broker === null ? null : perOp(diff(before.broker, after.broker)!, n, 1000),
     haproxy_cpu_ms: after.haproxy === null ? null : perOp(diff(before.haproxy, after.haproxy)!, n, 1000),
+    node_cpu_ms_net: net(after.node - before.node, idle.node, load.elapsedMs / 1000, n, 1000)!,
+    db_cpu_ms_net: net(diff(before.db, after.db), idle.db, load.elapsedMs / 1000, n, 1000),
+    broker_cpu_ms_net: net(diff(before.broker, after.broker), idle.broker, load.elapsedMs / 1000, n, 1000),
   };
   console.log(
-    `  ${setup.name}: ${n} enrollments in ${enroll.seconds} s (${enroll.per_s}/s); CPU per enrollment: nodes ${enroll.node_cpu_ms} ms, database ${enroll.db_cpu_ms ?? '—'} ms, broker ${enroll.broker_cpu_ms ?? '—'} ms`,
+    `  ${setup.name}: ${n} enrollments in ${enroll.seconds} s (${enroll.per_s}/s); CPU per enrollment: nodes ${enroll.node_cpu_ms} ms, database ${enroll.db_cpu_ms ?? '—'} ms, broker ${enroll.broker_cpu_ms ?? '—'} ms; less idle: ${enroll.node_cpu_ms_net}, ${enroll.db_cpu_ms_net ?? '—'}, ${enroll.broker_cpu_ms_net ?? '—'} ms (idle ${round(idle.node * 1000)} / ${idle.db === null ? '—' : round(idle.db * 1000)} / ${idle.broker === null ? '—' : round(idle.broker * 1000)} ms/s)`,
   );
 
   // 2. Command fan-out to the enrolled agents, connected to the set-up's broker.
@@ -248,7 +270,16 @@ async function measure(
   console.log(
     `  ${setup.name}: ${options.seed} seeded in ${seedS} s; devices list of ${whole.rows} in ${whole.ms} ms, filtered (${filter}: ${filtered.rows}) in ${filtered.ms} ms`,
   );
-  return { setup: setup.name, description: setup.description, nodes: setup.nodes, enroll, fanout, devices_page: devicesPage };
+  const ms = (rate: number | null) => (rate === null ? null : round(rate * 1000));
+  return {
+    setup: setup.name,
+    description: setup.description,
+    nodes: setup.nodes,
+    enroll,
+    idle_cpu_ms_per_s: { node: ms(idle.node)!, db: ms(idle.db), broker: ms(idle.broker) },
+    fanout,
+    devices_page: devicesPage,
+  };
 }
 
 const dataDirs = new WeakMap<Setup, string>();
@@ -380,6 +411,14 @@ export function clusterTable(r: ClusterResult): string[] {
     ['database CPU per enrollment (every PostgreSQL process)', (s) => v(s.enroll.db_cpu_ms, ' ms')],
     ['broker CPU per enrollment (Mosquitto)', (s) => v(s.enroll.broker_cpu_ms, ' ms')],
     ['haproxy CPU per enrollment', (s) => v(s.enroll.haproxy_cpu_ms, ' ms')],
+    [
+      'idle CPU, ms a second: nodes / database / broker',
+      (s) => `${s.idle_cpu_ms_per_s.node} / ${v(s.idle_cpu_ms_per_s.db)} / ${v(s.idle_cpu_ms_per_s.broker)}`,
+    ],
+    [
+      'CPU per enrollment less idle: nodes / database / broker',
+      (s) => `${s.enroll.node_cpu_ms_net} / ${v(s.enroll.db_cpu_ms_net)} / ${v(s.enroll.broker_cpu_ms_net)} ms`,
+    ],
     [
       'ping job: agents connected → pings delivered',
       (s) => `${s.fanout.held} → ${s.fanout.received} in ${s.fanout.delivered_s} s (request ${s.fanout.request_ms} ms)`,
