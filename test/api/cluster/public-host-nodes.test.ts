@@ -50,10 +50,12 @@ describe('the public host on two nodes sharing one PostgreSQL database', () => {
     const [a, b, c] = nodes as [TestBackend, TestBackend, TestBackend];
     const changed = await admin(a, 'PATCH', '/settings', { public_host: 'mdm.example' });
     expect(changed.status).toBe(200);
-    await eventually(async () => expect((await admin(b, 'GET', '/status')).body.public_host).toBe('mdm.example'));
+    await eventually(async () => (await admin(b, 'GET', '/status')).body.public_host === 'mdm.example');
+    expect((await admin(b, 'GET', '/status')).body.public_host).toBe('mdm.example');
     // B's server.json (what the CLI pointed at B's data dir reads) says so too.
     const serverJson = () => JSON.parse(readFileSync(join(b.dataDir, 'server.json'), 'utf8')) as { public_host: string };
-    await eventually(() => expect(serverJson().public_host).toBe('mdm.example'));
+    await eventually(() => serverJson().public_host === 'mdm.example');
+    expect(serverJson().public_host).toBe('mdm.example');
     const onB = await invite(b, 'b@example.com');
     expect(decodeURIComponent(onB.deeplink)).toContain('mdm.example');
     const onC = await invite(c, 'c@example.com');
@@ -67,8 +69,10 @@ describe('the public host on two nodes sharing one PostgreSQL database', () => {
     if (lan === undefined) return; // a machine without a LAN address cannot choose one
     const chosen = await admin(a, 'POST', '/public-host', { host: lan });
     expect(chosen.status).toBe(200);
-    await eventually(async () => expect((await admin(b, 'GET', '/settings')).body.public_host).toBe(lan));
+    await eventually(async () => (await admin(b, 'GET', '/settings')).body.public_host === lan);
+    expect((await admin(b, 'GET', '/settings')).body.public_host).toBe(lan);
     // B's own links follow once its settings store has reloaded (the feed).
-    await eventually(async () => expect((await admin(b, 'GET', '/status')).body.public_host).toBe(lan));
+    await eventually(async () => (await admin(b, 'GET', '/status')).body.public_host === lan);
+    expect((await admin(b, 'GET', '/status')).body.public_host).toBe(lan);
   });
 });
