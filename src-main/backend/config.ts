@@ -76,6 +76,11 @@ export interface BackendOptions {
   /** Host name or address put into deeplinks, links and agent records. */
   publicHost: string;
   /**
+   * The port put into links, deeplinks, QR codes and agent records, when devices reach the agent
+   * API on another port than the listener's (a balancer in front); absent: the agent listener's.
+   */
+  publicPort?: number | undefined;
+  /**
    * Balancers whose X-Forwarded-For is believed on the agent and admin listeners (addresses and
    * CIDR ranges; trust-proxy.ts): `request.ip` is then the forwarded client. Env
    * MDM_CONSOLE_TRUST_PROXY applies when absent; empty: none (the socket's address, as always).
@@ -135,6 +140,7 @@ export function resolveOptions(partial: Partial<BackendOptions> = {}): BackendOp
     mqttTlsCertFile: partial.mqttTlsCertFile,
     mqttTlsKeyFile: partial.mqttTlsKeyFile,
     publicHost: partial.publicHost ?? defaultPublicHost(),
+    publicPort: partial.publicPort,
     trustProxy: partial.trustProxy ?? parseTrustProxy(process.env.MDM_CONSOLE_TRUST_PROXY ?? '', 'MDM_CONSOLE_TRUST_PROXY'),
     mqttBroker: partial.mqttBroker ?? 'embedded',
     mqttBrokerUrl: partial.mqttBrokerUrl,

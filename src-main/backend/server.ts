@@ -289,7 +289,8 @@ async function startServing(
     isOpen: () => open,
     adminUrl,
     adminSessionLimits: partial.adminSessions,
-    agentPort: agentListener.port,
+    // Behind a balancer on another port (--public-port), links name the balancer's port.
+    agentPort: options.publicPort ?? agentListener.port,
     publicHost: { flag: partial.publicHost, fallback: options.publicHost },
     mail: {
       dataDir: options.dataDir,

@@ -39,6 +39,15 @@ function port(value: string | undefined, flag: string): number | undefined {
   return n;
 }
 
+/** --public-port: a port devices connect to (never 0: links must name a real port). */
+function publicPort(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isInteger(n) || n < 1 || n > 65535)
+    throw new CliError(`--public-port must be a port number from 1 to 65535 (the one devices connect to), not "${value}"`);
+  return n;
+}
+
 /**
  * The device simulator (and mqtt.js with it, ~20 MB) is loaded only when "simulate a device" is
  * first used: most runs never do.
@@ -114,6 +123,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       'mqtt-tls-key': { type: 'string' },
       'public-host': { type: 'string' },
       'trust-proxy': { type: 'string' },
+      'public-port': { type: 'string' },
       host: { type: 'string' },
       'smtp-url': { type: 'string' },
       'mail-from': { type: 'string' },
@@ -254,6 +264,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       mqttTlsKeyFile: values['mqtt-tls-key'],
       publicHost: values['public-host'],
       trustProxy,
+      publicPort: publicPort(values['public-port']),
       host: values.host,
       smtpUrl,
       mailFrom: values['mail-from'],

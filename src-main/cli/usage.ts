@@ -25,7 +25,7 @@ export const USAGES: Record<string, string> = {
   serve: `usage: mdm-console serve [--data-dir DIR] [--database-url postgres://USER:PASSWORD@HOST:PORT/DB]
                          [--port P] [--admin-port A] [--mqtt-port M] [--mqtt-tls-port T]
                          [--admin-host ADDR] [--admin-origin https://NAME]
-                         [--public-host HOST] [--trust-proxy ADDRESSES] [--host ADDR] [--mqtt-tls-cert FILE --mqtt-tls-key FILE]
+                         [--public-host HOST] [--public-port P] [--trust-proxy ADDRESSES] [--host ADDR] [--mqtt-tls-cert FILE --mqtt-tls-key FILE]
                          [--smtp-url smtp(s)://USER:PASS@HOST:PORT] [--mail-from "Name <addr>"]
                          [--agent-app spec|flyve] [--mqtt-broker embedded|mosquitto|rabbitmq]
                          [--mqtt-broker-url URL] [--mqtt-broker-password-file FILE]
@@ -45,6 +45,8 @@ several servers (nodes, each with its own data dir) may share one database behin
                       the admin side also answers to that name
   --mqtt-port M, --mqtt-tls-port T   MQTT broker, plain and TLS (default 1883, 8883)
   --public-host HOST  the address put into deeplinks and QR codes (default: first LAN IPv4)
+  --public-port P     the port put into deeplinks, QR codes and agent records, when devices reach
+                      this server through a balancer on another port (default: --port's)
   --trust-proxy ADDRESSES   load balancers whose X-Forwarded-For names the client (addresses
                       or CIDRs, comma-separated: 127.0.0.1,10.0.0.0/8; or $MDM_CONSOLE_TRUST_PROXY):
                       per-address limits and the audit log then see each device and admin

@@ -92,6 +92,9 @@ describe('serve --trust-proxy with something else than addresses', () => {
       [['--trust-proxy', '127.0.0.1,10.0.0.0/33'], {}, '--trust-proxy: "10.0.0.0/33" is not an address or a CIDR range'],
       [['--trust-proxy', ' , '], {}, '--trust-proxy needs the addresses of the balancers'],
       [[], { MDM_CONSOLE_TRUST_PROXY: '*' }, 'MDM_CONSOLE_TRUST_PROXY: "*" is not an address or a CIDR range'],
+      // Its companion behind a balancer: links must name a port devices can connect to.
+      [['--public-port', '0'], {}, '--public-port must be a port number from 1 to 65535'],
+      [['--public-port', '8o80'], {}, '--public-port must be a port number from 1 to 65535'],
     ] as const) {
       const result = serve([...args], env);
       expect(result.status, result.stderr).toBe(2); // a usage error
