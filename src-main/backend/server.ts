@@ -635,6 +635,12 @@ async function startServing(
   adminListener.serve();
 
   writeInfoFile(infoFile, info);
+  // Another node's settings change (the public host chosen there, the deeplink base) shows in this
+  // node's server.json too; the settings store has reloaded by then (the feed awaits in order).
+  const followSettings = domain.feed.subscribe(async (event, origin) => {
+    if (origin === 'elsewhere' && event.type === 'settings.updated') writeInfoFile(infoFile, await currentInfo());
+  });
+  onClose(followSettings);
   await services.events.record('server.started', `Server started at ${info.api_url}`);
   // Queued emails from the last run go first, their deeplinks naming the ports now bound.
   await services.mail.worker.start();
