@@ -479,12 +479,17 @@ const CASES: Partial<Record<AdminRouteName, Case>> = {
   },
   'mail.retry': {
     run: async () => {
-      // An email that cannot be delivered (nothing listens on port 9), then retried.
+      // An email that cannot be delivered (nothing listens on port 9), then retried once its first
+      // attempt has failed (failed, or queued again for a later retry: either has an error).
       const invitation = (await call('POST', '/api/invitations', { email: 'gus@example.com', send_email: true })).body;
-      for (let i = 0; i < 200; i++) {
-        const state = (await call('GET', `/api/invitations/${invitation.id}`)).body.mail?.state;
-        if (state === 'failed' || state === 'retrying') break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
+      let delivery: { state: string; error: string | null } | null = null;
+      for (let i = 0; i < 200 && !delivery?.error; i++) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+        delivery = (await call('GET', `/api/invitations/${invitation.id}`)).body.delivery;
+      }
+      if (!delivery?.error) {
+        const text = `the email's first attempt never failed: delivery ${JSON.stringify(delivery)}`;
+        return { status: 599, headers: {}, text, body: undefined };
       }
       return call('POST', '/api/mail/retry', { invitation_ids: [invitation.id] });
     },
@@ -657,13 +662,24 @@ describe('no entry without the change', () => {
       );
     }
 
-    // 2. The mail settings: the audit entry is written, then the SMTP password cannot be (its
-    //    file's place is taken by a directory): the settings stay as they were, no entry, no event.
+    // 2. The mail settings: the audit entry is written, then the SMTP password cannot be. It is
+    //    kept in the data dir's file on SQLite (the file's place is taken by a directory) and in the
+    //    database on PostgreSQL (cluster_secrets, where a trigger refuses it): either way the settings
+    //    stay as they were, no entry, no event.
     const { rmSync, mkdirSync } = await import('node:fs');
     const { join } = await import('node:path');
     const secrets = join(t.dataDir, 'secrets.json');
-    rmSync(secrets, { force: true });
-    mkdirSync(secrets);
+    if (t.engine === 'postgres') {
+      await t.sql.exec(
+        `CREATE FUNCTION fail_password() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN RAISE EXCEPTION 'injected failure writing the password'; END $$;
+         CREATE TRIGGER fail_password BEFORE INSERT OR UPDATE ON cluster_secrets FOR EACH ROW
+           WHEN (NEW.name = 'sealed:smtp_password') EXECUTE FUNCTION fail_password()`,
+      );
+    } else {
+      rmSync(secrets, { force: true });
+      mkdirSync(secrets);
+    }
     try {
       const before = await lastId();
       const eventCount = await events();
@@ -674,7 +690,9 @@ describe('no entry without the change', () => {
       expect(await events()).toBe(eventCount);
       expect((await call('GET', '/api/mail/settings')).body.settings?.smtp_host).toBe(hostBefore);
     } finally {
-      rmSync(secrets, { recursive: true, force: true });
+      if (t.engine === 'postgres')
+        await t.sql.exec('DROP TRIGGER fail_password ON cluster_secrets; DROP FUNCTION fail_password()');
+      else rmSync(secrets, { recursive: true, force: true });
     }
   });
 });
