@@ -115,8 +115,13 @@ export class MosquittoAccounts {
   }
 
   /** An account goes now: deleteClient also disconnects it (a re-enrolled agent's new one comes with its record read). */
-  revoke(agentId: number, reset: boolean): void {
-    void this.serially(() => this.syncAgent(agentId, undefined, reset)).catch((error: unknown) => this.noteFailure(error));
+  /**
+   * Awaited by the event's transaction (the lifecycle subscriber), so the answer to a re-enrollment
+   * leaves only once the old client is gone: with several nodes, the record read that follows may
+   * be served by another node, whose new client a late delete would remove.
+   */
+  revoke(agentId: number, reset: boolean): Promise<void> {
+    return this.serially(() => this.syncAgent(agentId, undefined, reset)).catch((error: unknown) => this.noteFailure(error));
   }
 
   /** The agent's rights follow its fleet (awaited by the move, before the agent is told). */

@@ -79,7 +79,7 @@ export async function startMosquittoBroker(options: ExternalBrokerOptions): Prom
     // Enrolled again: the old install's password stops working now (the new one comes with the record read).
     revoke: async (agentId, why) => {
       await link.forget(agentId);
-      dynsec.revoke(agentId, why === 'reenrolled');
+      await dynsec.revoke(agentId, why === 'reenrolled');
     },
     moved: (agentId) => dynsec.moved(agentId),
   };
