@@ -426,6 +426,33 @@ function rabbitEnv(dir: string, ports: ClusterPorts): { env: NodeJS.ProcessEnv; 
   };
 }
 
+/**
+ * A RabbitMQ node's configuration: AMQP and MQTT on loopback, logins asked of the nodes' auth
+ * endpoints at `authBase` (the secret as the URL's password), as the README's rabbitmq.conf.
+ */
+export function rabbitmqConf(amqpPort: number, mqttPort: number, authBase: string): string {
+  return [
+    `listeners.tcp.default = 127.0.0.1:${amqpPort}`,
+    `mqtt.listeners.tcp.default = 127.0.0.1:${mqttPort}`,
+    'mqtt.allow_anonymous = false',
+    'mqtt.vhost = /',
+    'mqtt.exchange = amq.topic',
+    'auth_backends.1 = http',
+    'auth_http.http_method = post',
+    `auth_http.user_path = ${authBase}/user`,
+    `auth_http.vhost_path = ${authBase}/vhost`,
+    `auth_http.resource_path = ${authBase}/resource`,
+    `auth_http.topic_path = ${authBase}/topic`,
+    // A slow or absent backend is a refused login after this long, not a hang.
+    'auth_http.connection_timeout = 3000',
+    'auth_http.request_timeout = 5000',
+    'loopback_users = none',
+    'log.console = false',
+    'log.file.level = warning',
+    '',
+  ].join('\n');
+}
+
 function prepareRabbit(dir: string, ports: ClusterPorts): { secretFile: string } {
   const { home } = rabbitEnv(dir, ports);
   mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -438,28 +465,7 @@ function prepareRabbit(dir: string, ports: ClusterPorts): { secretFile: string }
   }
   const secret = readFileSync(secretFile, 'utf8').trim();
   const authBase = `http://rabbitmq:${secret}@127.0.0.1:${ports.auth}/auth`;
-  writeFileSync(
-    join(home, 'rabbitmq.conf'),
-    [
-      `listeners.tcp.default = 127.0.0.1:${ports.rabbit.amqp}`,
-      `mqtt.listeners.tcp.default = 127.0.0.1:${ports.mqtt}`,
-      'mqtt.allow_anonymous = false',
-      'mqtt.vhost = /',
-      'mqtt.exchange = amq.topic',
-      'auth_backends.1 = http',
-      'auth_http.http_method = post',
-      `auth_http.user_path = ${authBase}/user`,
-      `auth_http.vhost_path = ${authBase}/vhost`,
-      `auth_http.resource_path = ${authBase}/resource`,
-      `auth_http.topic_path = ${authBase}/topic`,
-      'auth_http.connection_timeout = 3000',
-      'auth_http.request_timeout = 5000',
-      'loopback_users = none',
-      'log.console = false',
-      'log.file.level = warning',
-      '',
-    ].join('\n'),
-  );
+  writeFileSync(join(home, 'rabbitmq.conf'), rabbitmqConf(ports.rabbit.amqp, ports.mqtt, authBase));
   writeFileSync(join(home, 'enabled_plugins'), '[rabbitmq_mqtt,rabbitmq_auth_backend_http].\n');
   writeFileSync(join(home, 'rabbitmq-env.conf'), '');
   return { secretFile };

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, r
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, waitForPort } from './external-brokers.ts';
+import { rabbitmqConf } from '../../scripts/cluster.ts';
 
 const BIN = '/usr/lib/rabbitmq/bin';
 
@@ -58,29 +59,7 @@ export async function startRabbitCluster(
     mkdirSync(base, { recursive: true });
     const [amqpPort, mqttPort] = [await freePort(), await freePort()];
     const distPort = await freePort();
-    writeFileSync(
-      join(base, 'rabbitmq.conf'),
-      [
-        `listeners.tcp.default = 127.0.0.1:${amqpPort}`,
-        `mqtt.listeners.tcp.default = 127.0.0.1:${mqttPort}`,
-        'mqtt.allow_anonymous = false',
-        'mqtt.vhost = /',
-        'mqtt.exchange = amq.topic',
-        'auth_backends.1 = http',
-        'auth_http.http_method = post',
-        `auth_http.user_path = ${authBase}/user`,
-        `auth_http.vhost_path = ${authBase}/vhost`,
-        `auth_http.resource_path = ${authBase}/resource`,
-        `auth_http.topic_path = ${authBase}/topic`,
-        // A slow or absent backend is a refused login after this long, not a hang.
-        'auth_http.connection_timeout = 3000',
-        'auth_http.request_timeout = 5000',
-        'loopback_users = none',
-        'log.console = false',
-        'log.file.level = warning',
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(join(base, 'rabbitmq.conf'), rabbitmqConf(amqpPort, mqttPort, authBase));
     writeFileSync(join(base, 'enabled_plugins'), '[rabbitmq_mqtt,rabbitmq_auth_backend_http].\n');
     const env: NodeJS.ProcessEnv = {
       ...process.env,
