@@ -305,12 +305,16 @@ export function resultsTable(r: Results): string {
       `nginx ${m.versions.nginx}, mosquitto ${m.versions.mosquitto}, Chromium ${m.versions.chromium}; open files limit ${n(m.open_files_hard_limit)}; ` +
       `load average ${m.load_average_at_start.join(' ')} at start, ${r.load_average_at_end.join(' ')} at the end.`,
     ...goalTable(r),
+  );
+  const detailsHeader = lines.length;
+  lines.push(
     '',
     'Every figure of the run (those with a goal above have it there):',
     '',
     '| Scenario | Figure | MDM Console | Reference (same run) | Ratio | Target | |',
     '| --- | --- | ---: | ---: | ---: | --- | --- |',
   );
+  const detailsFrom = lines.length;
   const row = (...cells: string[]) => lines.push(`| ${cells.join(' | ')} |`);
   const e = r.enrollment;
   if (e) {
@@ -590,6 +594,8 @@ export function resultsTable(r: Results): string {
       '',
     );
   }
+  // A run of scenarios with no row here (broker-modes, cluster alone): no empty table.
+  if (lines.length === detailsFrom) lines.splice(detailsHeader);
   lines.push('', `Raw figures: \`bench/results/${r.scale === 1 ? 'latest' : 'partial'}.json\`.`);
   if (r.broker_modes) lines.push(...brokerModesTable(r.broker_modes));
   if (r.cluster) lines.push(...clusterTable(r.cluster));

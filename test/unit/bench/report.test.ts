@@ -267,6 +267,21 @@ describe('bench report: issue 24 goals', () => {
     expect(text).not.toContain('old table');
     expect(text).toContain(table);
   });
+
+  it('leaves out the table of every figure when the run measured none of its scenarios', () => {
+    const { enrollment: _e, broker: _b, downloads: _d, deployments: _p, ...modesOnly } = results();
+    const table = resultsTable(modesOnly);
+    expect(table).toContain('| Figure | MDM Console | Reference (same run) | Ratio | Goal | |');
+    expect(table).not.toContain('| Scenario | Figure |');
+    // Every goal row is still there (Mosquitto 4, RabbitMQ 2), and the raw figures' line follows the last.
+    const rows = goalRows(modesOnly);
+    expect(rows).toHaveLength(6);
+    const lines = table.split('\n');
+    for (const goal of rows) expect(table).toContain(goal.figure);
+    const last = lines.findIndex((line) => line.includes(rows.at(-1)!.figure));
+    expect(lines.slice(last + 1, last + 3)).toEqual(['', 'Raw figures: `bench/results/latest.json`.']);
+    expect(resultsTable(results())).toContain('| Scenario | Figure |');
+  });
 });
 
 const dirs: string[] = [];
