@@ -253,8 +253,16 @@ function aedesPublisher(aedes: () => Aedes): Publisher {
     publish: (topic, payload, retain) =>
       new Promise((resolve, reject) => {
         if (aedes().closed) return reject(new Error('The MQTT broker is stopped'));
-        aedes().publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain, dup: false }, (error) =>
-          error ? reject(error) : resolve(),
+        aedes().publish(
+          {
+            cmd: 'publish',
+            topic,
+            payload: typeof payload === 'string' ? Buffer.from(payload) : payload,
+            qos: 1,
+            retain,
+            dup: false,
+          },
+          (error) => (error ? reject(error) : resolve()),
         );
       }),
   };

@@ -40,7 +40,10 @@ interface WorkerDeps {
   node: string;
   /** How long a claim holds unless renewed; default DEFAULT_CLAIM_TTL_MS. Renewed every third of it. */
   claimTtlMs?: number;
-  /** How often an idle worker looks for due mail queued by other nodes; default DEFAULT_POLL_MS; 0: never (one node). */
+  /**
+   * How often an idle worker looks for due mail queued by other nodes; default DEFAULT_POLL_MS; 0: one
+   * node, which looks only once per claim lifetime (for expired claims).
+   */
   pollMs?: number;
 }
 
@@ -117,11 +120,12 @@ export class MailWorker {
     // Claims are kept alive while their sends run; the other nodes' mail is looked for now and then.
     this.renewTimer = setInterval(() => void this.renewClaims(), Math.max(50, Math.floor(this.claimTtlMs / 3)));
     this.renewTimer.unref();
+    // With one node (pollMs 0: nothing else queues) the worker still looks once per claim lifetime:
+    // a row left 'sending' whose final write failed (the database refused it) is taken again once
+    // its claim has expired, not only when more mail is queued or at the next start.
     const pollMs = this.deps.pollMs ?? DEFAULT_POLL_MS;
-    if (pollMs > 0) {
-      this.pollTimer = setInterval(() => this.kick(), pollMs);
-      this.pollTimer.unref();
-    }
+    this.pollTimer = setInterval(() => this.kick(), pollMs > 0 ? pollMs : this.claimTtlMs);
+    this.pollTimer.unref();
     this.kick();
     // Retries scheduled before the stop keep their time.
     await this.armRetryTimer();
@@ -273,14 +277,19 @@ export class MailWorker {
         : accountJob
           ? this.deliverAccountInvite(accountJob)
           : this.deliverNotification(notification!);
-      void delivery.catch(failed).finally(() => {
-        if (job) this.release(this.deps.deliveries, job);
-        else if (accountJob) this.release(this.deps.accountDeliveries, accountJob);
-        else this.release(this.deps.notifications, notification!);
-        this.active--;
-        if (this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake();
-        this.kick();
-      });
+      // Even the failure may not be written (the database refuses): the row stays 'sending' until
+      // its claim expires and the timer above takes it again.
+      void delivery
+        .catch(failed)
+        .catch(reportUnlessClosing)
+        .finally(() => {
+          if (job) this.release(this.deps.deliveries, job);
+          else if (accountJob) this.release(this.deps.accountDeliveries, accountJob);
+          else this.release(this.deps.notifications, notification!);
+          this.active--;
+          if (this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+          this.kick();
+        });
     }
   }
 
