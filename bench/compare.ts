@@ -3,7 +3,11 @@
 // this tree, each next to its own reference (nginx, bare Fastify) started in the same run, in
 // alternating order. Not part of `npm run bench`; for measuring one change on a shared machine.
 //
-//   node bench/compare.ts --baseline /tmp/base --only downloads|enrollment [--scale 0.1] [--rounds 2] [--cpu-prof DIR]
+//   node bench/compare.ts --baseline /tmp/base --only downloads|enrollment|fanout [--scale 0.1] [--rounds 2] [--cpu-prof DIR]
+//
+// fanout: both serves up at once, each with its own 10,000 × scale enrolled agents held by two
+// load processes; in turns, one bulk ping (POST /api/jobs, every device) to each; then mosquitto
+// delivering the same message to the same agents (one publisher, 500 in flight).
 import { mkdirSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +26,11 @@ import {
   type Throughput,
 } from './scenarios/downloads.ts';
 import { enrollmentScenario } from './scenarios/enrollment.ts';
+import { adminOf } from './lib/admin.ts';
+import { enrollLoad, type EnrolledAgent } from './load/enroll.ts';
+import { cpuSeconds, sleep } from './lib/process.ts';
+import { connectSteps, startWorker, type Worker } from './scenarios/broker.ts';
+import { freshPings, mosquittoFanOut } from './scenarios/bulk-ping.ts';
 
 const { values } = parseArgs({
   options: {
@@ -61,6 +70,7 @@ async function started(which: 'before' | 'after', name: string): Promise<Serve> 
 }
 
 if (only === 'downloads') await downloads();
+else if (only === 'fanout') await fanout();
 else await enrollment();
 
 /**
@@ -151,6 +161,99 @@ async function enrollment(): Promise<void> {
       }
     }
   }
+}
+
+/**
+ * A command to every agent: one bulk ping per serve and round, in alternating order, on agents
+ * held by each serve at once. Per ping: the serve's CPU until every agent has it (per agent), the
+ * time until then, and the CPU and time until every answer is recorded (the job's results all
+ * answered: the replies' events and writes included). Then mosquitto with the after tree's agents.
+ */
+async function fanout(): Promise<void> {
+  const count = Math.max(500, Math.round(10_000 * scale));
+  const serves = { before: await started('before', 'fanout'), after: await started('after', 'fanout') };
+  const workers: Record<string, Worker[]> = { before: [], after: [] };
+  const agents: Record<string, EnrolledAgent[]> = {};
+  const now = () => performance.timeOrigin + performance.now();
+  try {
+    for (const which of ['before', 'after'] as const) {
+      const serve = serves[which];
+      const invites = await inviteMany(serve.info, count, `fanout-${which}`);
+      const load = await enrollLoad(invites, 32, { serialPrefix: `FO${which === 'before' ? 'B' : 'A'}` });
+      if (load.errors.length > 0) throw new Error(`enrollment failed: ${load.errors.find(Boolean)}`);
+      agents[which] = load.enrolled;
+      workers[which] = [0, 1].map((i) => startWorker(dir, (which === 'before' ? 40 : 50) + i));
+      const connected = await connectSteps(
+        which,
+        serve.child.pid,
+        serve.info.mqtt_port,
+        load.enrolled,
+        [count],
+        workers[which],
+        64,
+      );
+      if (connected.errors.length > 0) console.log(`  ${which}: ${connected.errors.length} connection errors`);
+    }
+    await sleep(2000);
+    const sums = { before: { cpu: 0, cpuAll: 0, s: 0, sAll: 0, n: 0 }, after: { cpu: 0, cpuAll: 0, s: 0, sAll: 0, n: 0 } };
+    for (let round = 0; round < rounds; round++) {
+      for (const which of round % 2 === 0 ? (['before', 'after'] as const) : (['after', 'before'] as const)) {
+        const serve = serves[which];
+        const admin = adminOf(serve.info);
+        const awaitAll = await freshPings(workers[which]!, 120_000);
+        const cpuBefore = cpuSeconds(serve.child.pid);
+        const startedAt = now();
+        const job = await admin.jobs.create({ body: { action: 'ping', selection: { filter: {} } } });
+        const pings = await awaitAll();
+        const cpu = cpuSeconds(serve.child.pid) - cpuBefore;
+        let answeredAt = 0;
+        for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(50)) {
+          const { results: _none, ...current } = await admin.jobs.get({ params: { id: job.id }, query: { status: 'failed' } });
+          if (current.state !== 'running' && current.counts.sent === 0) {
+            answeredAt = now();
+            break;
+          }
+        }
+        const cpuAll = cpuSeconds(serve.child.pid) - cpuBefore;
+        const n = agents[which]!.length;
+        if (pings.received !== n || answeredAt === 0)
+          console.log(
+            `  ${which}: only ${pings.received} of ${n} received${answeredAt === 0 ? ', answers not all recorded' : ''}`,
+          );
+        const sum = sums[which];
+        sum.cpu += cpu;
+        sum.cpuAll += cpuAll;
+        sum.s += (pings.lastAt - startedAt) / 1000;
+        sum.sAll += (answeredAt - startedAt) / 1000;
+        sum.n += n;
+        console.log(
+          `${which} round ${round}: all ${n} had the ping after ${((pings.lastAt - startedAt) / 1000).toFixed(2)} s, ${((cpu * 1e6) / n).toFixed(0)} µs CPU per agent; every answer recorded after ${((answeredAt - startedAt) / 1000).toFixed(2)} s, ${((cpuAll * 1e6) / n).toFixed(0)} µs per agent`,
+        );
+        await sleep(1000);
+      }
+    }
+    results.fanout = [sums];
+  } finally {
+    for (const which of ['before', 'after'] as const) {
+      await serves[which].stop();
+      for (const worker of workers[which]!) worker.child.process.send({ type: 'exit' });
+      await Promise.all(workers[which]!.map((worker) => worker.child.stop()));
+    }
+  }
+  const mosquitto = await mosquittoFanOut(agents.after!, dir, 2);
+  results.mosquitto = [mosquitto];
+  const per = (which: 'before' | 'after') => {
+    const sum = (results.fanout![0] as Record<string, { cpu: number; cpuAll: number; s: number; sAll: number; n: number }>)[
+      which
+    ]!;
+    const r = sum.n / count;
+    return `${which}: ${(sum.s / r).toFixed(2)} s until all received (${(sum.s / r / mosquitto.seconds).toFixed(2)}x mosquitto), ${((sum.cpu * 1e6) / sum.n).toFixed(0)} µs CPU per command (${((sum.cpu * 1e6) / sum.n / mosquitto.cpu_us_per_agent).toFixed(2)}x); answers recorded after ${(sum.sAll / r).toFixed(2)} s, ${((sum.cpuAll * 1e6) / sum.n).toFixed(0)} µs per command with them`;
+  };
+  console.log(
+    `${count} agents, mean of ${rounds} pings each; mosquitto ${mosquitto.seconds} s, ${mosquitto.cpu_us_per_agent} µs CPU per command`,
+  );
+  console.log(per('before'));
+  console.log(per('after'));
 }
 
 console.log(

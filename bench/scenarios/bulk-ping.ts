@@ -57,7 +57,7 @@ export interface BulkPingResult {
 const now = () => performance.timeOrigin + performance.now();
 
 /** Every agent's receipt of a new Ping: the workers forget the earlier ones first. */
-async function freshPings(workers: Worker[], timeoutMs: number) {
+export async function freshPings(workers: Worker[], timeoutMs: number) {
   await Promise.all(workers.map((worker) => worker.request({ type: 'forget', name: 'Ping' }, 'forgotten')));
   return () => awaitPings(workers, timeoutMs);
 }
@@ -168,7 +168,7 @@ export async function bulkPingScenario(dir: string, options: { agents: number; w
 }
 
 /** Debian's mosquitto (anonymous, loopback): the same agents, the same message to each. */
-async function mosquittoFanOut(agents: readonly EnrolledAgent[], dir: string, count: number): Promise<FanOut> {
+export async function mosquittoFanOut(agents: readonly EnrolledAgent[], dir: string, count: number): Promise<FanOut> {
   const port = await freePort();
   const conf = join(dir, 'mosquitto-bulk.conf');
   writeFileSync(

@@ -23,6 +23,8 @@ export interface BrokerAgentStore {
   byId(id: number): Promise<BrokerAgentRow | undefined>;
   setPresence(id: number, online: boolean, at: string): Promise<void>;
   touch(id: number, at: string): Promise<void>;
+  /** `touch` for many agents, one statement per 500. */
+  touchMany(ids: readonly number[], at: string): Promise<void>;
   reported(id: number, at: string): Promise<void>;
   /** Marks every agent offline; returns the ids that were online. */
   allOffline(): Promise<number[]>;
@@ -76,6 +78,13 @@ export class BrokerAgentRepository implements BrokerAgentStore {
 
   async touch(id: number, at: string): Promise<void> {
     await this.sql.run(this.s.touch, [at, id]);
+  }
+
+  async touchMany(ids: readonly number[], at: string): Promise<void> {
+    for (let start = 0; start < ids.length; start += 500) {
+      const chunk = ids.slice(start, start + 500);
+      await this.sql.run(`UPDATE agents SET last_contact = ? WHERE id IN (${chunk.map(() => '?').join(', ')})`, [at, ...chunk]);
+    }
   }
 
   async reported(id: number, at: string): Promise<void> {

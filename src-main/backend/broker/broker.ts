@@ -136,7 +136,7 @@ function embeddedParts(options: BrokerOptions): EmbeddedParts {
     registry,
     presence,
     resubscribe,
-    connectionCap: () => parts.listeners?.cap,
+    connections: () => parts.listeners?.connections,
   });
   const login = authenticateHook({
     store,
@@ -253,8 +253,16 @@ function aedesPublisher(aedes: () => Aedes): Publisher {
     publish: (topic, payload, retain) =>
       new Promise((resolve, reject) => {
         if (aedes().closed) return reject(new Error('The MQTT broker is stopped'));
-        aedes().publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain, dup: false }, (error) =>
-          error ? reject(error) : resolve(),
+        aedes().publish(
+          {
+            cmd: 'publish',
+            topic,
+            payload: typeof payload === 'string' ? Buffer.from(payload) : payload,
+            qos: 1,
+            retain,
+            dup: false,
+          },
+          (error) => (error ? reject(error) : resolve()),
         );
       }),
   };

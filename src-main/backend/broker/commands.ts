@@ -9,6 +9,7 @@ import { ENROLL_STATUS } from '../agents/status.ts';
 import { InventoryError, positionOf, type DeviceReports } from '../agents/reports.ts';
 import { AGENT_COMMANDS, type AgentCommand, type CommandResult } from '../../../src-shared/contract/index.ts';
 import { inFleetScope } from '../fleets/scope.ts';
+import { GroupWrite } from '../util/group-write.ts';
 
 /** What the commands need to know of an agent's connections, whatever broker holds them. */
 export interface AgentLinks {
@@ -46,9 +47,18 @@ const MESSAGES: Record<AgentCommand, CommandMessage> = {
 };
 const SUBSCRIBE_SUBTOPIC = 'Command/Subscribe';
 
+/** A ping's answer, until it is written. */
+interface PingReply {
+  agent: AgentIdentity;
+  rtt: number;
+  payload: string;
+  transport: 'mqtt' | 'http';
+}
+
 /** The backend's own publishing, with the rights of the backend (outside the agents' ACL). */
 export interface Publisher {
-  publish(topic: string, payload: string, retain: boolean): Promise<void>;
+  /** `payload` may be one buffer shared by many publishes (a bulk command): it is never changed. */
+  publish(topic: string, payload: string | Buffer, retain: boolean): Promise<void>;
 }
 
 /** Status events other than the known replies: at most one per agent and topic in this time. */
@@ -73,6 +83,8 @@ export class AgentCommands {
   private readonly lastStatusEvent = new Map<string, number>();
 
   private readonly reports: DeviceReports;
+  /** Ping answers over MQTT, written a group per transaction (util/group-write.ts). */
+  private readonly pingReplies = new GroupWrite<PingReply>((replies) => this.work.run(() => this.recordPingReplies(replies)));
 
   constructor(deps: {
     store: BrokerAgentStore;
@@ -143,15 +155,29 @@ export class AgentCommands {
   }
 
   /**
-   * The bulk path (jobs/): publishes `command` to an agent the caller already checked
-   * (commandRefusal) and whose record it already changed, in one statement for many agents. No
-   * lookup, no event: the job records each device's result. A ping's reply is awaited as a single
-   * ping's is (agent.ping_reply).
+   * The bulk path for many agents at once: the message's text and buffer are made once and shared
+   * by every publish (the broker never changes a payload); one publish per agent, all in flight
+   * together. Resolves once every publish is acknowledged or failed: the failures, per agent.
    */
-  async publishCommand(agent: { id: number; topic: string }, command: AgentCommand): Promise<void> {
+  async publishCommands(
+    agents: readonly { id: number; topic: string }[],
+    command: AgentCommand,
+  ): Promise<{ agentId: number; error: unknown }[]> {
     const message = MESSAGES[command];
-    if (command === 'ping') this.pendingPings.set(agent.id, Date.now());
-    await this.publish(agent, message.subtopic, message.payload, message.retain);
+    const text = JSON.stringify(message.payload);
+    const payload = Buffer.from(text);
+    const sentAt = Date.now();
+    const failures: { agentId: number; error: unknown }[] = [];
+    await Promise.all(
+      agents.map((agent) => {
+        if (command === 'ping') this.pendingPings.set(agent.id, sentAt);
+        if (message.retain) this.rememberRetained(agent, message.subtopic, text);
+        return this.publisher.publish(`${agent.topic}/${message.subtopic}`, payload, message.retain).catch((error: unknown) => {
+          failures.push({ agentId: agent.id, error });
+        });
+      }),
+    );
+    return failures;
   }
 
   /** Moves the agent to another fleet of its entity and tells it with a retained Command/Subscribe. */
@@ -229,12 +255,10 @@ export class AgentCommands {
     if (subtopic === 'Status/Ping' && this.pendingPings.has(agent.id)) {
       const rtt = Date.now() - this.pendingPings.get(agent.id)!;
       this.pendingPings.delete(agent.id);
-      await this.store.touch(agent.id, nowIso());
-      await this.events.record('agent.ping_reply', `${agent.name} answered the ping (${rtt} ms)${over}`, refs, {
-        payload: text.slice(0, 100),
-        rtt_ms: rtt,
-        transport,
-      });
+      const reply: PingReply = { agent, rtt, payload: text.slice(0, 100), transport };
+      // Over MQTT the answers to a bulk ping arrive by the thousand: written a group at a time.
+      if (transport === 'mqtt') await this.pingReplies.add(reply);
+      else await this.work.run(() => this.recordPingReplies([reply]));
       return;
     }
     if (subtopic === 'Status/Inventory' && (await this.inventoryReceived(agent, text))) return;
@@ -263,6 +287,23 @@ export class AgentCommands {
       transport,
       payload: text.length > STATUS_PAYLOAD_LIMIT ? `${text.slice(0, STATUS_PAYLOAD_LIMIT)}…` : text,
     });
+  }
+
+  /** Each reply's `last_contact` (one statement) and its `agent.ping_reply` event, in the caller's transaction. */
+  private async recordPingReplies(replies: readonly PingReply[]): Promise<void> {
+    await this.store.touchMany(
+      replies.map((reply) => reply.agent.id),
+      nowIso(),
+    );
+    for (const { agent, rtt, payload, transport } of replies) {
+      const over = transport === 'http' ? ' over HTTP' : '';
+      await this.events.record(
+        'agent.ping_reply',
+        `${agent.name} answered the ping (${rtt} ms)${over}`,
+        { entityId: agent.entityId, agentId: agent.id },
+        { payload, rtt_ms: rtt, transport },
+      );
+    }
   }
 
   /** `T/Status/Inventory`: the FusionInventory XML (release rc.6). False when it cannot be read: noted as any status is. */
@@ -349,13 +390,14 @@ export class AgentCommands {
     retain: boolean,
   ): Promise<void> {
     const text = JSON.stringify(payload);
-    if (retain) {
-      let entry = this.retained.get(agent.id);
-      if (!entry || entry.topic !== agent.topic)
-        this.retained.set(agent.id, (entry = { topic: agent.topic, messages: new Map() }));
-      entry.messages.set(subtopic, text);
-    }
+    if (retain) this.rememberRetained(agent, subtopic, text);
     await this.publisher.publish(`${agent.topic}/${subtopic}`, text, retain);
+  }
+
+  private rememberRetained(agent: { id: number; topic: string }, subtopic: string, text: string): void {
+    let entry = this.retained.get(agent.id);
+    if (!entry || entry.topic !== agent.topic) this.retained.set(agent.id, (entry = { topic: agent.topic, messages: new Map() }));
+    entry.messages.set(subtopic, text);
   }
 }
 

@@ -129,7 +129,7 @@ export class ExternalLink {
    * Publishes with the backend's rights. Retained messages for an unreachable broker are not
    * queued: the records hold them and they are published again on reconnection.
    */
-  async publish(topic: string, payload: string, retain: boolean): Promise<void> {
+  async publish(topic: string, payload: string | Buffer, retain: boolean): Promise<void> {
     const client = this.client;
     if (!client || !client.connected) {
       if (retain) return;

@@ -493,14 +493,10 @@ export class JobService {
       });
       if (answer) this.awaitAnswers(job.id, ids, answer);
       const failed = new Map<string, number[]>();
-      await Promise.all(
-        toSend.map((device) =>
-          this.commands.publishCommand(device, command).catch((error: unknown) => {
-            const reason = `Not sent: ${reasonOf(error)}`;
-            failed.set(reason, [...(failed.get(reason) ?? []), device.id]);
-          }),
-        ),
-      );
+      for (const { agentId, error } of await this.commands.publishCommands(toSend, command)) {
+        const reason = `Not sent: ${reasonOf(error)}`;
+        failed.set(reason, [...(failed.get(reason) ?? []), agentId]);
+      }
       for (const [reason, agentIds] of failed) await this.store.setResults(job.id, agentIds, 'failed', reason, nowIso());
       await this.progressSoon(job);
     }
