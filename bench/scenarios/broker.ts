@@ -254,10 +254,11 @@ export async function runServeBroker(
       peak_rss_mib: round(peakRssBytes(serve.child.pid) / MiB),
       steps: results,
       fanout: {
-        agents: held.length,
+        // The agents that got in (a refused one is sent the command but cannot have it).
+        agents: results.at(-1)?.held ?? held.length,
         received: pings.received,
         seconds: round((pings.lastAt - started) / 1000),
-        server_cpu_us_per_command: round((cpu * 1e6) / held.length),
+        server_cpu_us_per_command: round((cpu * 1e6) / Math.max(results.at(-1)?.held ?? held.length, 1)),
         how: 'one POST /api/jobs {"action":"ping","selection":{"ids":[every held agent]}}',
       },
       http_at_limit: httpAtLimit,
@@ -319,10 +320,11 @@ export async function runMosquitto(
       peak_rss_mib: round(peakRssBytes(broker.pid) / MiB),
       steps: results,
       fanout: {
-        agents: held.length,
+        // The agents that got in (a refused one is sent the command but cannot have it).
+        agents: results.at(-1)?.held ?? held.length,
         received: pings.received,
         seconds: round((pings.lastAt - started) / 1000),
-        server_cpu_us_per_command: round((cpu * 1e6) / held.length),
+        server_cpu_us_per_command: round((cpu * 1e6) / Math.max(results.at(-1)?.held ?? held.length, 1)),
         how: 'one client publishes T/Command/Ping (QoS 1) to each agent, 500 in flight',
       },
       errors,
