@@ -14,9 +14,8 @@ import { enrollLoad } from './load/enroll.ts';
 import { inviteMany } from './lib/admin.ts';
 import { describeMachine } from './lib/machine.ts';
 import { childFileLimit, ROOT, startServe, workDir, type Serve } from './lib/process.ts';
-import { resultsTable, writeReport, type BrokerResult, type Results } from './lib/report.ts';
+import { brokerResult, resultsTable, writeReport, type Results } from './lib/report.ts';
 import { round } from './lib/stats.ts';
-import { planSockets } from '../src-main/backend/http/socket-limits.ts';
 import { connectionCap, runMosquitto, runServeBroker } from './scenarios/broker.ts';
 import { brokerModesScenario, type BrokerModeName } from './scenarios/broker-modes.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
@@ -167,8 +166,10 @@ try {
   // 2. Broker: a fresh serve process on that data dir, then mosquitto.
   if (only.has('broker')) {
     serve = await startServeHere('broker');
-    // What the process has left in open files, and the embedded broker's own share of them.
-    const cap = Math.min(connectionCap(serve.child.pid), planSockets(childFileLimit()).mqttConnections);
+    // What one process has left in open files here (the machine's limit less what serve has open
+    // and some spare): the last step tries that many agents on serve, then on mosquitto. Whether
+    // serve's socket plan gives its broker as many is what the step shows.
+    const cap = connectionCap(serve.child.pid);
     const last = Math.min(N.agents, cap, agents.length);
     const steps = [Math.min(count(10_000), last), last].filter((step, i, all) => all.indexOf(step) === i);
     phase(`broker: ${steps.join(' then ')} agents on serve, then on mosquitto (open files limit ${childFileLimit()})`);
@@ -176,23 +177,7 @@ try {
     const served = await runServeBroker(serve, agents, dir, options);
     serve = null; // stopped by the scenario (before its agents)
     const mosquitto = await runMosquitto(agents, dir, options);
-    const rateRatios = served.steps.map((step, i) => round(step.connections_per_s / mosquitto.steps[i]!.connections_per_s));
-    const broker: BrokerResult = {
-      serve: served,
-      mosquitto,
-      rate_ratios: rateRatios,
-      held_target: count(20_000),
-      connection_cap: cap,
-      rss_target_mib: 300,
-      rate_target: 0.9,
-      met: {
-        // Every agent asked for held; fewer than 20,000 only where the open-files limit forbids more.
-        held: (served.steps.at(-1)?.held ?? 0) >= Math.min(count(20_000), cap) && served.steps.every((step) => step.failed === 0),
-        rss: (served.steps.at(-1)?.rss_mib ?? Infinity) * 1.048576 <= 300,
-        rate: rateRatios.every((ratio) => ratio >= 0.9),
-      },
-    };
-    results.broker = broker;
+    results.broker = brokerResult(served, mosquitto, { limit: childFileLimit(), cap });
   }
 
   // 2b. Broker modes: the same agents on embedded aedes, Mosquitto (dynamic security), RabbitMQ (2 nodes).

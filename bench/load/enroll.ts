@@ -17,6 +17,9 @@ export interface Invite {
 
 export interface EnrolledAgent extends MqttCredentials {
   agentId: number;
+  /** The device's REST base URL and api token: enough to read its record again. */
+  backendUrl: string;
+  apiToken: string;
 }
 
 export interface EnrollLoadResult {
@@ -54,7 +57,12 @@ export async function enrollLoad(
           () => marks.push(performance.now()),
         );
         for (let step = 0; step < STEP_NAMES.length; step++) steps[step]!.push(marks[step + 1]! - marks[step]!);
-        enrolled.push({ ...mqttCredentialsOf(result), agentId: Number(result.agentId) });
+        enrolled.push({
+          ...mqttCredentialsOf(result),
+          agentId: Number(result.agentId),
+          backendUrl: result.backendUrl,
+          apiToken: result.apiToken,
+        });
       } catch (error) {
         if (errors.length < 20) errors.push(error instanceof Error ? error.message : String(error));
         else errors.push('');

@@ -4,9 +4,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
-import type { EnrolledAgent } from '../load/enroll.ts';
+import { enrollLoad, type EnrolledAgent } from '../load/enroll.ts';
 import type { WorkerReply, WorkerRequest } from '../load/mqtt-worker.ts';
-import { adminOf } from '../lib/admin.ts';
+import { adminOf, inviteMany } from '../lib/admin.ts';
 import {
   childFileLimit,
   cpuSeconds,
@@ -76,7 +76,48 @@ export interface BrokerRun {
   steps: ConnectStep[];
   /** `server_cpu_us_per_command`: the broker process's CPU from the first command to the last receipt, per agent. */
   fanout: { agents: number; received: number; seconds: number; server_cpu_us_per_command: number; how: string };
+  /** serve only: HTTP tried with every agent of the last step held (the descriptors at their limit). */
+  http_at_limit?: HttpAtLimit;
   errors: string[];
+}
+
+export interface HttpAtLimit {
+  /** Agents held when HTTP was tried. */
+  held: number;
+  /** GET /api/status on the admin port. */
+  admin: { ok: boolean; ms: number };
+  /** A new device's five enrollment requests on the agent port (its invitation made first, not timed). */
+  enrollment: { ok: boolean; ms: number };
+  error?: string;
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** One admin call and one whole enrollment, while the broker holds every agent it can. */
+export async function tryHttpAtLimit(serve: Serve, held: number): Promise<HttpAtLimit> {
+  const result: HttpAtLimit = { held, admin: { ok: false, ms: 0 }, enrollment: { ok: false, ms: 0 } };
+  let started = performance.now();
+  try {
+    await adminOf(serve.info).status();
+    result.admin.ok = true;
+  } catch (error) {
+    result.error = `admin call: ${message(error)}`;
+  }
+  result.admin.ms = round(performance.now() - started);
+  try {
+    const invites = await inviteMany(serve.info, 1, 'at-limit');
+    started = performance.now();
+    const load = await enrollLoad(invites, 1, { serialPrefix: 'R58L' });
+    result.enrollment.ms = round(performance.now() - started);
+    result.enrollment.ok = load.enrolled.length === 1;
+    if (!result.enrollment.ok) result.error = `enrollment: ${load.errors.find(Boolean) ?? 'failed'}`;
+  } catch (error) {
+    result.error = `enrollment: ${message(error)}`;
+  }
+  console.log(
+    `  HTTP at ${held} agents: admin call ${result.admin.ok ? `${result.admin.ms} ms` : 'FAILED'}, enrollment ${result.enrollment.ok ? `${result.enrollment.ms} ms` : 'FAILED'}${result.error ? ` (${result.error})` : ''}`,
+  );
+  return result;
 }
 
 /** Connects `agents` in `steps` (cumulative counts) through `workers`, measuring each step. */
@@ -159,7 +200,11 @@ export interface BrokerOptions {
   concurrency: number;
 }
 
-/** `serve`'s broker: agents log in with their record's credentials; the ping is one bulk job of the admin API. */
+/**
+ * `serve`'s broker: agents log in with their record's credentials. With the last step held, one
+ * admin call and one enrollment are tried; then a ping to every held agent by one bulk job
+ * (POST /api/jobs with their ids), timed until every agent has it.
+ */
 export async function runServeBroker(
   serve: Serve,
   agents: readonly EnrolledAgent[],
@@ -179,11 +224,12 @@ export async function runServeBroker(
       options.concurrency,
     );
     const held = agents.slice(0, options.steps.at(-1));
+    const httpAtLimit = await tryHttpAtLimit(serve, results.at(-1)?.held ?? 0);
     const started = performance.timeOrigin + performance.now();
     const cpuBefore = cpuSeconds(serve.child.pid);
-    const admin = adminOf(serve.info);
-    // The operations' bulk command (issue 25): one request, one publish per device.
-    await admin.jobs.create({ body: { action: 'ping', selection: { filter: {} } } });
+    await adminOf(serve.info).jobs.create({
+      body: { action: 'ping', selection: { ids: held.map((agent) => agent.agentId) } },
+    });
     const pings = await awaitPings(workers, 60_000);
     const cpu = cpuSeconds(serve.child.pid) - cpuBefore;
     return {
@@ -196,8 +242,9 @@ export async function runServeBroker(
         received: pings.received,
         seconds: round((pings.lastAt - started) / 1000),
         server_cpu_us_per_command: round((cpu * 1e6) / held.length),
-        how: 'one POST /api/jobs {"action":"ping","selection":{"filter":{}}} (a bulk ping of every device)',
+        how: 'one POST /api/jobs {"action":"ping","selection":{"ids":[every held agent]}}',
       },
+      http_at_limit: httpAtLimit,
       errors,
     };
   } finally {
@@ -243,7 +290,7 @@ export async function runMosquitto(
     const publisher = await mqtt.connectAsync({ host: '127.0.0.1', port, clientId: 'bench-publisher', reconnectPeriod: 0 });
     const started = performance.timeOrigin + performance.now();
     const cpuBefore = cpuSeconds(broker.pid);
-    // 500 in flight: the job publishes a chunk of 500 devices at a time.
+    // 500 in flight, as the bulk job publishes a chunk of 500 at a time.
     await pool(held, 500, async (agent) => {
       await publisher.publishAsync(`${agent.topic}/Command/Ping`, JSON.stringify({ query: 'Ping' }), { qos: 1 });
     });

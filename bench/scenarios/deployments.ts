@@ -73,7 +73,15 @@ export interface DeploymentResult {
   ratio: number;
   /** Requests tried again (each resuming at the byte reached): serve's deployment, nginx's downloads. */
   resumed: { serve: number; nginx: number };
+  /** nginx's CPU over the same downloads. */
+  nginx_cpu_s: number;
+  /** CPU per GiB sent: serve over the whole deployment (MQTT reports included), nginx over its downloads. */
+  server_cpu_s_per_gib: number;
+  nginx_cpu_s_per_gib: number;
 }
+
+/** Issue 24: a deployment's downloads at least 0.9x nginx's throughput. */
+export const DEPLOYMENT_GOAL = 0.9;
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -173,6 +181,7 @@ export async function deploymentScenario(
 
     // The same devices, the same ranges and checks, from nginx.
     nginx = await startNginx(workDir, filesDir);
+    const nginxCpuBefore = cpuSeconds(nginx.child.pid);
     const r0 = now();
     const reference = await Promise.all(
       workers.map((worker) =>
@@ -191,6 +200,7 @@ export async function deploymentScenario(
       ),
     );
     const nginxSeconds = (Math.max(...reference.map((r) => r.lastAt)) - r0) / 1000;
+    const nginxCpu = cpuSeconds(nginx.child.pid) - nginxCpuBefore;
     const nginxOk = reference.reduce((sum, r) => sum + r.ok, 0);
     if (nginxOk !== options.devices)
       throw new Error(
@@ -221,6 +231,9 @@ export async function deploymentScenario(
       nginx_mib_per_s: round(nginxRate),
       ratio: round(serveRate / nginxRate),
       resumed,
+      nginx_cpu_s: round(nginxCpu),
+      server_cpu_s_per_gib: round(cpu / (totalMiB / 1024)),
+      nginx_cpu_s_per_gib: round(nginxCpu / (totalMiB / 1024)),
     };
   } finally {
     for (const worker of workers) {

@@ -39,7 +39,7 @@ import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError, StartupError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
-import { Duties, NODE_LEASE_PREFIX, type DutyTiming } from './cluster/duties.ts';
+import { Duties, type DutyTiming } from './cluster/duties.ts';
 import { SqlDutyRepository } from './cluster/duty-repository.ts';
 import type { PostgresFeedOptions } from './cluster/feed.ts';
 import { DatabaseSecretStore, openClusterSecrets } from './secrets/database-secrets.ts';
@@ -503,10 +503,10 @@ async function startServing(
     sole: db.engine === 'sqlite',
   });
   onClose(() => jobs.close());
-  // A job whose node died (its lease `node:<name>` expired) is marked interrupted, by one node.
+  // A job whose node died (the registry no longer counts it live) is marked interrupted, by one node.
   if (db.engine !== 'sqlite')
     periodicDuty('jobs-sweeper', partial.jobSweepEveryMs ?? JOB_SWEEP_MS, async () =>
-      jobs.interruptOrphans(await duties.liveNodes()),
+      jobs.interruptOrphans(await nodes.liveNames()),
     );
 
   // Alerts: rules evaluated each minute and on events, notices by email (the mail worker) and webhooks.
@@ -604,7 +604,7 @@ async function startServing(
     info: currentInfo,
     nodes: async () => {
       const [listed, leases] = await Promise.all([nodes.list(), duties.leases()]);
-      const held = leases.filter((lease) => lease.live && !lease.duty.startsWith(NODE_LEASE_PREFIX));
+      const held = leases.filter((lease) => lease.live);
       return listed.map((node) => ({
         ...node,
         duties: held.filter((lease) => lease.holder === node.name).map((lease) => lease.duty),

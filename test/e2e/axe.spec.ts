@@ -64,6 +64,7 @@ test.beforeAll(async () => {
 
 for (const scheme of ['light', 'dark'] as const) {
   test(`axe: every console page, ${scheme} theme`, async ({ page }) => {
+    test.setTimeout(240_000); // axe on every page of the console: minutes when the machine is loaded
     await page.emulateMedia({ colorScheme: scheme });
     const found: string[] = [];
     const visit = async (path: string, ready: () => Promise<void>) => {

@@ -136,7 +136,7 @@ function embeddedParts(options: BrokerOptions): EmbeddedParts {
     registry,
     presence,
     resubscribe,
-    connectionCap: () => parts.listeners?.cap,
+    connections: () => parts.listeners?.connections,
   });
   const login = authenticateHook({
     store,

@@ -25,8 +25,8 @@ import type { DutyLeaseRow, DutyRepository } from './duty-repository.ts';
 // one. A node renews only under the fence it won with, so a node that lost its lease (it froze past
 // the expiry and another took over) cannot renew it: it learns it lost and stops.
 //
-// Each node also holds the lease `node:<name>` while it runs: whether a node is alive, for the work
-// that must know (a bulk job left running by a dead node is marked interrupted).
+// Whether a node is alive is not a lease: the node registry (cluster/nodes.ts: heartbeat, and on
+// PostgreSQL its name's advisory lock) is the one source of truth (the jobs sweeper asks it).
 //
 // Times are computed here, on each node's clock, as ISO strings: the nodes' clocks must agree (NTP)
 // to well under a second; a node deems its lease lost `renewEveryMs` + SKEW_MS before the expiry it
@@ -88,8 +88,6 @@ export interface DutyHolding extends DutyLeaseRow {
   live: boolean;
 }
 
-export const NODE_LEASE_PREFIX = 'node:';
-
 export class Duties {
   readonly nodeName: string;
   readonly timing: DutyTiming;
@@ -115,12 +113,6 @@ export class Duties {
       );
     this.now = options.now ?? Date.now;
     this.onError = options.onError ?? (() => {});
-    // This node's own lease: its liveness, for the work that must know which nodes run.
-    this.whileHeld(
-      `${NODE_LEASE_PREFIX}${this.nodeName}`,
-      () => {},
-      () => {},
-    );
   }
 
   /** Takes the leases it can now, then renews them (and tries the others) every `renewEveryMs`. */
@@ -174,13 +166,6 @@ export class Duties {
   async leases(): Promise<DutyHolding[]> {
     const now = new Date(this.now()).toISOString();
     return (await this.repository.list()).map((row: DutyLeaseRow) => ({ ...row, live: row.expires_at > now }));
-  }
-
-  /** The nodes alive now: those whose own lease is in force. */
-  async liveNodes(): Promise<string[]> {
-    return (await this.leases())
-      .filter((lease) => lease.live && lease.duty.startsWith(NODE_LEASE_PREFIX))
-      .map((lease) => lease.duty.slice(NODE_LEASE_PREFIX.length));
   }
 
   /** One renewal round (the timer's work; tests call it after moving the clock). */

@@ -170,6 +170,14 @@ export class NodeRegistry {
     return held === null ? row.id === this.id : held.has(row.id);
   }
 
+  /**
+   * The names of the nodes running now: the one answer to "is node X alive" (the jobs sweeper marks
+   * the jobs of every other node interrupted).
+   */
+  async liveNames(): Promise<string[]> {
+    return (await this.liveRows()).map((row) => row.name);
+  }
+
   /** Every registered node, by name, with whether it runs now. */
   async list(): Promise<ClusterNode[]> {
     const [rows, held] = await Promise.all([this.repository.list(), this.repository.heldIds()]);

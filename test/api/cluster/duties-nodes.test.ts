@@ -3,6 +3,8 @@
 // job alone, and nodes evaluating the alert rules at the same moment announce each incident once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlDutyRepository } from '../../../src-main/backend/cluster/duty-repository.ts';
+import { VERSION } from '../../../src-main/backend/cluster/nodes.ts';
+import { NodeRepository } from '../../../src-main/backend/cluster/repository.ts';
 import { SqliteJobRepository } from '../../../src-main/backend/jobs/repository.ts';
 import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
 import { eventually } from '../../helpers/mqtt.ts';
@@ -58,7 +60,8 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
   it('each duty has one holder, and only that node works on it', async () => {
     const held = await holders();
     for (const duty of DUTIES) expect(['node-a', 'node-b', 'node-c'], duty).toContain(held[duty]);
-    for (const node of ['node-a', 'node-b', 'node-c']) expect(held[`node:${node}`]).toBe(node);
+    // Whether a node is alive is the registry's answer (below), not a lease: the leases are the duties'.
+    expect(Object.keys(held).sort()).toEqual([...DUTIES].sort());
     for (const node of nodes)
       for (const duty of DUTIES) expect(node.backend.duties.holds(duty), duty).toBe(held[duty] === node.backend.duties.nodeName);
     // /api/status on any node says which node holds which duty.
@@ -67,6 +70,11 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
     const listed = Object.fromEntries((status.body.nodes as { name: string; duties: string[] }[]).map((n) => [n.name, n.duties]));
     for (const duty of DUTIES) expect(listed[held[duty]!], duty).toContain(duty);
     expect(Object.values(listed).flat().sort()).toEqual([...DUTIES].sort());
+    expect((status.body.nodes as { name: string; live: boolean }[]).filter((n) => n.live).map((n) => n.name)).toEqual([
+      'node-a',
+      'node-b',
+      'node-c',
+    ]);
 
     // Count each node's samples and evaluations (the timers call these methods) for a while.
     const samples = new Map<string, number>();
@@ -92,21 +100,23 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
     expect([...evaluations.keys()]).toEqual([held['alert-evaluation']]);
   });
 
+  /** A bulk job running on `node`, as its JobService would have written it. */
+  const job = (node: string) =>
+    new SqliteJobRepository(nodes[0]!.sql).insert({
+      action: 'ping',
+      selection: '{"all":true}',
+      description: 'all devices',
+      params: null,
+      total: 1,
+      fleet_ids: '[]',
+      account_id: null,
+      actor: null,
+      created_at: new Date().toISOString(),
+      node,
+    });
+
   it("a node starting leaves another node's running job alone; once that node is gone, the job is marked interrupted", async () => {
     const jobs = new SqliteJobRepository(nodes[0]!.sql);
-    const job = (node: string) =>
-      jobs.insert({
-        action: 'ping',
-        selection: '{"all":true}',
-        description: 'all devices',
-        params: null,
-        total: 1,
-        fleet_ids: '[]',
-        account_id: null,
-        actor: null,
-        created_at: new Date().toISOString(),
-        node,
-      });
     const ofB = await job('node-b');
     const ofC = await job('node-c');
     // node-d starts while node-b and node-c run their jobs.
@@ -160,5 +170,47 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
     expect(await count('alert.fired')).toBe(3);
     expect(await count('alert.resolved')).toBe(3);
     expect(await mails()).toBe(6);
+  });
+
+  it('the jobs sweeper asks the node registry who is alive: a node it counts live keeps its job, one it stops counting loses it', async () => {
+    const sql = nodes[0]!.sql;
+    const jobs = new SqliteJobRepository(sql);
+    // A node process the registry counts live (its row heartbeats, its name's lock is held), that
+    // holds no lease of the duties at all.
+    const registry = new NodeRepository(sql);
+    const now = new Date().toISOString();
+    const fields = {
+      name: 'node-ghost',
+      admin_url: 'http://127.0.0.1:9',
+      agent_url: 'http://127.0.0.1:9',
+      version: VERSION,
+      broker_mode: 'mosquitto',
+      started_at: now,
+      last_heartbeat: now,
+    };
+    const { id } = await registry.ensure(fields);
+    const lock = (await registry.holdName(id))!;
+    expect(lock).not.toBeNull();
+    await registry.start(id, fields);
+    const heartbeat = setInterval(() => void registry.heartbeat(id, new Date().toISOString()).catch(() => {}), 200);
+    try {
+      const status = (await admin(nodes[0]!, 'GET', '/status')).body as { nodes: { name: string; live: boolean }[] };
+      expect(status.nodes.find((node) => node.name === 'node-ghost')).toMatchObject({ live: true });
+      const ofGhost = await job('node-ghost');
+      // A job of a node the registry has never heard of, written after: once the sweeper has marked
+      // it interrupted, it has looked at node-ghost's job too.
+      const ofNobody = await job('node-nobody');
+      await eventually(async () => (await jobs.byId(ofNobody))!.state === 'interrupted', 30_000);
+      expect((await jobs.byId(ofGhost))!.state).toBe('running');
+      // The process dies: its lock goes (the database releases it), the registry counts it dead at
+      // once, before its heartbeat is even stale; the sweeper follows.
+      clearInterval(heartbeat);
+      await lock.release();
+      await eventually(async () => (await jobs.byId(ofGhost))!.state === 'interrupted', 30_000);
+      expect((await jobs.byId(ofGhost))!.error).toBe('The node running it stopped');
+    } finally {
+      clearInterval(heartbeat);
+      await lock.release();
+    }
   });
 });

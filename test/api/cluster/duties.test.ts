@@ -129,8 +129,6 @@ describe.each([sqlite, postgres])('duty leases on $name', (engine) => {
     }
     await settle();
     expect(log.entries).toHaveLength(1);
-    // Each node's own lease says it is alive.
-    expect((await all[0]!.duties.liveNodes()).sort()).toEqual(['a', 'b', 'c']);
   });
 
   it('a node stopping cleanly gives its duty up: another takes it at its next round', async () => {
@@ -168,8 +166,6 @@ describe.each([sqlite, postgres])('duty leases on $name', (engine) => {
     await settle();
     expect(b.duties.holds('sweep')).toBe(true);
     expect(log.entries.at(-1)).toBe('b start sweep');
-    // a's liveness lease expired too: a is no longer among the live nodes.
-    expect(await b.duties.liveNodes()).toEqual(['b']);
   });
 
   it('fencing: a node that lost its lease cannot renew it; it learns it lost and stops its work', async () => {

@@ -4,7 +4,7 @@
 import type { Client } from 'aedes';
 import type { BrokerAgentRow } from '../../agents/broker-repository.ts';
 import { unlessDiskFull } from '../../db/disk-full.ts';
-import type { capBrokerConnections } from '../connection-cap.ts';
+import type { BrokerConnections } from '../connection-cap.ts';
 import { connectionInfo, type ConnectionRegistry } from '../connections.ts';
 import type { PresenceTracker } from '../presence.ts';
 import type { ResubscribeGuard } from '../resubscribe.ts';
@@ -13,8 +13,8 @@ export interface ClientLifecycleOptions {
   registry: ConnectionRegistry;
   presence: PresenceTracker;
   resubscribe: ResubscribeGuard;
-  /** The listeners' cap, once they exist. */
-  connectionCap: () => ReturnType<typeof capBrokerConnections> | undefined;
+  /** The listeners' connections (and their cap), once they exist. */
+  connections: () => BrokerConnections | undefined;
 }
 
 export class ClientLifecycle {
@@ -35,10 +35,11 @@ export class ClientLifecycle {
     const clientId = client.id;
     (client as { id: string }).id = `${agent.id}|${clientId}`;
     const identity = registry.bind(client, agent, connectionInfo(client, clientId));
-    client.conn.once('close', () => this.closed(client));
+    // `on`, not `once`: a socket closes once, and `once` would add a wrapper and its state per client.
+    client.conn.on('close', () => this.closed(client));
     try {
       await presence.connected(client, identity);
-      this.options.connectionCap()?.loggedIn(client.conn as { remoteAddress?: string; remotePort?: number; localPort?: number });
+      this.options.connections()?.loggedIn(client.conn as { remoteAddress?: string; remotePort?: number; localPort?: number });
     } catch (error) {
       registry.unbind(client);
       throw error;

@@ -2,13 +2,14 @@
 import type { Aedes } from 'aedes';
 import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
-import { capBrokerConnections, type ConnectionShare } from '../connection-cap.ts';
+import { BrokerConnections, type ConnectionShare } from '../connection-cap.ts';
 import type { BrokerCertificate } from '../tls-certificate.ts';
 
 export interface Listeners {
   port: number;
   tlsPort: number;
-  cap: ReturnType<typeof capBrokerConnections> | undefined;
+  /** Every open connection of both listeners, capped (connection-cap.ts). */
+  connections: BrokerConnections;
   /** Stops listening; `closed` resolves once the servers have, `destroy` ends the sockets left. */
   stop(): { closed: Promise<unknown>; destroy(): void };
 }
@@ -26,6 +27,8 @@ function listen(server: Server, port: number, host: string, what: string): Promi
     });
   });
 }
+
+const ignore = () => {};
 
 const closeServer = (server: Server) =>
   new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
@@ -46,25 +49,19 @@ export async function startListeners(
     connectionShare?: ConnectionShare | undefined;
   },
 ): Promise<Listeners> {
-  const sockets = new Set<Socket>();
-  const track = (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  };
   const accept = (socket: Socket) => {
-    track(socket);
-    socket.on('error', () => {});
-    aedes.handle(socket);
+    if (!socket.destroyed) aedes.handle(socket); // not one the cap refused
   };
-  const tcpServer = createTcpServer(accept);
+  const tcpServer = createTcpServer();
   const { certificate } = options;
-  const tlsServer = createTlsServer({ cert: certificate.cert, key: certificate.key, minVersion: 'TLSv1.2' }, accept);
-  tlsServer.on('tlsClientError', () => {}); // failed handshakes: the client sees them, nothing to do here
-  tlsServer.on('connection', track);
-  const cap =
-    options.maxConnections !== undefined
-      ? capBrokerConnections([tcpServer, tlsServer], options.maxConnections, options.connectionShare)
-      : undefined;
+  const tlsServer = createTlsServer({ cert: certificate.cert, key: certificate.key, minVersion: 'TLSv1.2' }, (socket) => {
+    socket.on('error', ignore);
+    accept(socket);
+  });
+  tlsServer.on('tlsClientError', ignore); // failed handshakes: the client sees them, nothing to do here
+  // Counted (and given their error and close handlers) before aedes sees them.
+  const connections = new BrokerConnections([tcpServer, tlsServer], options.maxConnections, options.connectionShare);
+  tcpServer.on('connection', accept);
   const closeBoth = () => Promise.all([closeServer(tcpServer), closeServer(tlsServer)]);
   try {
     const port = await listen(tcpServer, options.port, options.host, 'MQTT');
@@ -72,13 +69,8 @@ export async function startListeners(
     return {
       port,
       tlsPort,
-      cap,
-      stop: () => ({
-        closed: closeBoth(),
-        destroy: () => {
-          for (const socket of sockets) socket.destroy();
-        },
-      }),
+      connections,
+      stop: () => ({ closed: closeBoth(), destroy: () => connections.destroyAll() }),
     };
   } catch (error) {
     await closeBoth();
