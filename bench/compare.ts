@@ -84,11 +84,17 @@ async function downloads(): Promise<void> {
   writeRandomFile(file, PACKAGE_SIZE);
   const serves = { before: await started('before', 'downloads'), after: await started('after', 'downloads') };
   const nginx = await startNginx(dir, filesDir);
+  // A second reference: nginx without sendfile, copying through its buffers as Node must.
+  const copying = await startNginx(dir, filesDir, { sendfile: false });
   try {
     const targets: Record<string, { pid: number; target: Target }> = {
       nginx: {
         pid: nginx.child.pid,
         target: { url: `http://127.0.0.1:${nginx.port}/bench-256MiB.apk`, headers: { accept: 'application/octet-stream' } },
+      },
+      'nginx-nosendfile': {
+        pid: copying.child.pid,
+        target: { url: `http://127.0.0.1:${copying.port}/bench-256MiB.apk`, headers: { accept: 'application/octet-stream' } },
       },
     };
     for (const which of ['before', 'after'] as const) {
@@ -132,6 +138,7 @@ async function downloads(): Promise<void> {
     }
   } finally {
     await nginx.child.stop();
+    await copying.child.stop();
     await serves.before.stop();
     await serves.after.stop();
   }

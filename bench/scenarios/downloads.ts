@@ -131,11 +131,13 @@ function medianRound(rounds: Throughput[]): Throughput {
 /**
  * nginx with a minimal configuration of its own: one worker, sendfile, loopback only, and as many
  * connections as the bench's open-files limit allows (1,000 devices downloading at once opened
- * more than nginx's default 1,024).
+ * more than nginx's default 1,024). `sendfile: false` (bench/compare.ts's second reference): nginx
+ * reading into its buffers and writing them, as a server without zero-copy must.
  */
-export async function startNginx(workDir: string, root: string) {
+export async function startNginx(workDir: string, root: string, options: { sendfile?: boolean } = {}) {
   const files = childFileLimit();
-  const prefix = join(workDir, 'nginx');
+  const sendfile = options.sendfile ?? true;
+  const prefix = join(workDir, sendfile ? 'nginx' : 'nginx-nosendfile');
   mkdirSync(join(prefix, 'tmp'), { recursive: true });
   const port = await freePort();
   const conf = join(prefix, 'nginx.conf');
@@ -150,7 +152,7 @@ worker_rlimit_nofile ${files};
 events { worker_connections ${files - 64}; }
 http {
   access_log off;
-  sendfile on;
+  sendfile ${sendfile ? 'on' : 'off'};
   tcp_nopush on;
   keepalive_requests 100000;
   client_body_temp_path ${prefix}/tmp/client;

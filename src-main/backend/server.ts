@@ -9,8 +9,9 @@ import type { StreamCaps } from './admin-api/events-stream.ts';
 import type { BackoffOptions } from './admin-sessions/backoff.ts';
 import type { DeviceSimulator } from './admin-api/simulate-routes.ts';
 import { sharedAdminToken } from './admin-api/admin-token.ts';
-import { NodeRegistry, type NodeTiming } from './cluster/nodes.ts';
-import { NodeRepository, SharedSecretRepository } from './cluster/repository.ts';
+import { ClusterMembership } from './cluster/membership.ts';
+import type { NodeTiming } from './cluster/nodes.ts';
+import { SharedSecretRepository } from './cluster/repository.ts';
 import { movedNote, MOVED_FILE } from './db/migrate-to-postgres.ts';
 import { buildAgentApp } from './agent-api/app.ts';
 import { appLinkSchemeFor } from './deeplink/codec.ts';
@@ -39,8 +40,7 @@ import { mqttTaskReports } from './policies/mqtt-reports.ts';
 import { InstallVerification } from './policies/verification.ts';
 import { explainDatabaseError, explainListenError, StartupError } from './startup-error.ts';
 import { createAlerts, type AlertOptions, type Alerts } from './alerts/index.ts';
-import { Duties, type DutyTiming } from './cluster/duties.ts';
-import { SqlDutyRepository } from './cluster/duty-repository.ts';
+import type { Duties, DutyTiming } from './cluster/duties.ts';
 import type { PostgresFeedOptions } from './cluster/feed.ts';
 import { DatabaseSecretStore, openClusterSecrets } from './secrets/database-secrets.ts';
 import { SecretRepository } from './secrets/repository.ts';
@@ -228,37 +228,17 @@ async function startServing(
     open = false;
     return db.close();
   });
-  // Work one node does at a time among several on one database (on SQLite, the one node always wins).
-  const duties = new Duties({
-    repository: new SqlDutyRepository(db),
+  // This node among the database's (cluster/membership.ts): the registry of who runs, and the work
+  // one node does at a time among several (on SQLite, the one node always wins every duty).
+  const cluster = new ClusterMembership(db, {
     nodeName: options.nodeName,
-    sole: db.engine === 'sqlite',
-    timing: partial.dutyTiming,
-    // Given up (another node, or this one at the next round, tries again): said where the operator looks.
-    onError: (duty, error) => console.error(`duty ${duty}: ${error instanceof Error ? error.message : String(error)}`),
+    brokerMode: options.mqttBroker,
+    dutyTiming: partial.dutyTiming,
+    nodeTiming: partial.nodeTiming,
+    embeddedBrokerPerNode: partial.embeddedBrokerPerNode,
   });
-  /** Runs `work` every `everyMs` while this node holds `duty`, and once when it takes it. */
-  const periodicDuty = (duty: string, everyMs: number, work: () => Promise<unknown>) => {
-    let timer: NodeJS.Timeout | null = null;
-    let running: Promise<unknown> = Promise.resolve();
-    const once = () => {
-      running = running.then(work).catch(() => {}); // tried again at the next tick
-      return running;
-    };
-    duties.whileHeld(
-      duty,
-      async () => {
-        timer = setInterval(() => void once(), everyMs);
-        timer.unref();
-        await once();
-      },
-      async () => {
-        if (timer) clearInterval(timer);
-        timer = null;
-        await running;
-      },
-    );
-  };
+  const { duties } = cluster;
+  const periodicDuty = cluster.periodicDuty.bind(cluster);
   // PostgreSQL: the secrets (the SMTP password) in the database, sealed by the cluster key every
   // node is given; opened once this node has joined (a node refused for its name or broker is told that first).
   const databaseSecrets = db.engine === 'postgres' ? new DatabaseSecretStore(new SecretRepository(db)) : null;
@@ -276,15 +256,6 @@ async function startServing(
   onClose(() => adminListener.close());
 
   const adminUrl = `http://${urlHost(options.adminHost === '0.0.0.0' ? '127.0.0.1' : options.adminHost)}:${adminListener.port}`;
-  // This node among the database's (a refusal here, before anything is written or served, is a StartupError).
-  const nodes = new NodeRegistry({
-    repository: new NodeRepository(db),
-    name: options.nodeName,
-    brokerMode: options.mqttBroker,
-    timing: partial.nodeTiming,
-    embeddedBrokerPerNode: partial.embeddedBrokerPerNode,
-    onProblem: (message) => console.error(`node ${options.nodeName}: ${message}`),
-  });
   const domain = await createServices(db, {
     isOpen: () => open,
     adminUrl,
@@ -313,8 +284,9 @@ async function startServing(
   await domain.feed.start();
   onClose(() => domain.feed.close());
   onClose(() => domain.mail.worker.close());
-  await nodes.join({ adminUrl, agentUrl: domain.links.apiUrl() });
-  onClose(() => nodes.leave());
+  // A refusal here (its name, its broker), before anything is written or served, is a StartupError.
+  await cluster.join({ adminUrl, agentUrl: domain.links.apiUrl() });
+  onClose(() => cluster.leave());
   // A node with another key, or none while the database has one, stops here (one line saying what to do).
   const clusterSecrets = databaseSecrets
     ? await openClusterSecrets(databaseSecrets, {
@@ -506,7 +478,7 @@ async function startServing(
   // A job whose node died (the registry no longer counts it live) is marked interrupted, by one node.
   if (db.engine !== 'sqlite')
     periodicDuty('jobs-sweeper', partial.jobSweepEveryMs ?? JOB_SWEEP_MS, async () =>
-      jobs.interruptOrphans(await nodes.liveNames()),
+      jobs.interruptOrphans(await cluster.liveNames()),
     );
 
   // Alerts: rules evaluated each minute and on events, notices by email (the mail worker) and webhooks.
@@ -602,14 +574,7 @@ async function startServing(
     jobs,
     auth: adminAuth,
     info: currentInfo,
-    nodes: async () => {
-      const [listed, leases] = await Promise.all([nodes.list(), duties.leases()]);
-      const held = leases.filter((lease) => lease.live);
-      return listed.map((node) => ({
-        ...node,
-        duties: held.filter((lease) => lease.holder === node.name).map((lease) => lease.duty),
-      }));
-    },
+    nodes: () => cluster.nodes(),
     broker,
     simulate: partial.simulate,
     choosePublicHost: async (host) => {
@@ -629,8 +594,8 @@ async function startServing(
     await admin.close();
   });
   // The duties' work stops first on close (closers run in reverse), and their leases go to another node.
-  onClose(() => duties.close());
-  await duties.start();
+  onClose(() => cluster.closeDuties());
+  await cluster.startDuties();
   agentListener.serve();
   adminListener.serve();
 

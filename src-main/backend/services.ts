@@ -42,6 +42,7 @@ import {
 } from './mail/index.ts';
 import { SqliteSessionRepository } from './sessions/session-repository.ts';
 import { RateLimitRepository } from './sessions/rate-limit-repository.ts';
+import { MemoryRateBuckets } from './sessions/rate-limit.ts';
 import { SignInRepository } from './admin-sessions/sign-in-repository.ts';
 import { SessionService, type SessionLimits } from './sessions/sessions.ts';
 import { UserRepository } from './sessions/user-repository.ts';
@@ -108,8 +109,10 @@ export async function createServices(sql: Sql, options: ServiceOptions) {
   const setupLink = (token: string) => `${options.adminUrl}/set-password?token=${token}`;
   const links = new PublicLinks(settings, options.agentPort, options.publicHost);
   const users = new UserRepository(sql);
-  // Rate limits, sign-in throttles, tickets and challenges: in the database, the same on every node.
-  const rates = new RateLimitRepository(sql);
+  // Sign-in throttles, tickets and challenges: in the database, the same on every node. The agent
+  // API's rate limits too on PostgreSQL (several nodes); on SQLite one server owns the database, and
+  // its buckets in memory spare each initSession and enrollment a write commit (issue 24).
+  const rates = sql.engine === 'postgres' ? new RateLimitRepository(sql) : new MemoryRateBuckets();
   const signIns = new SignInRepository(sql);
   const sessions = new SessionService({ store: new SqliteSessionRepository(sql), users, work, rates }, options.sessionLimits);
   const fleets = new FleetService({ store: new SqliteFleetRepository(sql), events, work, scopes: accountStore });

@@ -6,8 +6,7 @@ import type { FleetService } from '../fleets/fleets.ts';
 import { enrollmentRefused, itemNotFound } from '../errors.ts';
 import type { EnrollmentCodeService } from '../codes/codes.ts';
 import type { AttemptDetails, InvitationService } from '../invitations/invitations.ts';
-import { RateLimiter } from '../sessions/rate-limit.ts';
-import type { RateLimitRepository } from '../sessions/rate-limit-repository.ts';
+import { RateLimiter, type RateBuckets } from '../sessions/rate-limit.ts';
 import { TooManyRequests, type SessionService } from '../sessions/sessions.ts';
 import type { SessionContext } from '../sessions/types.ts';
 import { isSharedAccount, type UserRepository } from '../sessions/user-repository.ts';
@@ -104,8 +103,8 @@ export class EnrollmentService {
     settings: SettingsStore;
     broker: BrokerTargets;
     reports: DeviceReports;
-    /** The rate limits' buckets, shared by every node on the database. */
-    rates: RateLimitRepository;
+    /** The rate limits' buckets: in the database with several nodes, in memory with one (rate-limit.ts). */
+    rates: RateBuckets;
   }) {
     this.attempts = new RateLimiter('enroll-attempts', ATTEMPTS_PER_USER, deps.rates);
     this.unknownTokens = new RateLimiter('enroll-unknown-token', UNKNOWN_TOKENS_PER_ADDRESS, deps.rates);
@@ -289,7 +288,8 @@ export class EnrollmentService {
     const login = loginOf(device.serial ?? existing?.serial ?? null, device.uuid);
     const person = await grant.person(session, device.email, { firstname: device.firstname, lastname: device.lastname });
     // The uuid may already name another agent (serial matched this one): then this one keeps its own.
-    const uuidOwner = device.uuid ? await this.rows.byUuid(entityId, device.uuid) : undefined;
+    // A new device's uuid was looked up already (knownDevice found none), and is used as sent anyway.
+    const uuidOwner = existing && device.uuid ? await this.rows.byUuid(entityId, device.uuid) : undefined;
     const uuid = uuidOwner && existing && uuidOwner.id !== existing.id ? existing.uuid : device.uuid;
     // The same person's device enrolling again (the app reinstalled, the simulator run again) keeps
     // the approval it has: an admin approved this device for this person once. A device freed

@@ -25,7 +25,7 @@ import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
 import { ApiError, itemNotFound } from '../errors.ts';
-import { FileRangeStream, type DownloadLimits } from './download-limits.ts';
+import { readChunk, writeFileRange, type Chunk, type DownloadLimits } from './download-limits.ts';
 import { NotARegularFile } from './open-files.ts';
 import type { StoredRecord } from './store.ts';
 
@@ -236,49 +236,58 @@ export async function sendStoredItem(
       .send(['ERROR_RANGE_NOT_SATISFIABLE', `Requested range not satisfiable (content is ${item.size} bytes)`]);
   }
 
-  let body: Readable;
+  const connection = request.headers.connection;
+  const keepAlive = !(typeof connection === 'string' && /(^|,)\s*close\s*(,|$)/i.test(connection));
+  const headers = downloadHeaders(item, range, keepAlive);
+
   if (item.size === 0 || request.method === 'HEAD') {
     // HEAD (Fastify's automatic HEAD route) gets the headers only; Fastify would read a stream
     // to its end and discard it. An empty stream rather than a Buffer: Fastify would rewrite
     // Content-Length (lower-cased) for a Buffer.
     // Only a regular file in the store is content: a link (to anywhere) is not served.
     if (item.size > 0 && !(await orNotFound(lstat(filePath))).isFile()) throw itemNotFound();
-    body = Readable.from([]);
-  } else {
-    const slot = limits.acquire();
-    if (!slot) {
-      reply.header('retry-after', '5');
-      throw new ApiError(
-        503,
-        'ERROR_TOO_MANY_DOWNLOADS',
-        `${limits.maxConcurrent} downloads are already in progress: try again in a few seconds`,
-      );
-    }
-    // Freed when the response is over, finished or cut short.
-    reply.raw.once('close', () => slot.release());
-    // Opened before any header is set, so a missing file is a clean 404; once open, a concurrent
-    // remove() (unlink) does not disturb this download. Kept open for the next downloads of it
-    // (open-files.ts). O_NOFOLLOW: a link put in the store (by hand, or by an old restore) is
-    // refused (ELOOP), not followed out of it; and only a regular file is served.
-    const file = await orNotFound(limits.files.open(filePath)).catch((error: unknown) => {
-      slot.release();
-      throw error instanceof NotARegularFile ? itemNotFound() : error;
-    });
-    body = new FileRangeStream(file, range.start, range.end, limits, reply.raw.writableHighWaterMark);
+    if (onLastByteSent && request.method === 'GET') reply.raw.once('finish', onLastByteSent);
+    // Fastify lower-cases names given to reply.header(); the raw response keeps the spec's spelling.
+    for (const [name, value] of headers) reply.raw.setHeader(name, value);
+    return reply.code(range.status).send(Readable.from([]));
   }
-  if (onLastByteSent && request.method === 'GET' && range.end === item.size - 1) {
+
+  const slot = limits.acquire();
+  if (!slot) {
+    reply.header('retry-after', '5');
+    throw new ApiError(
+      503,
+      'ERROR_TOO_MANY_DOWNLOADS',
+      `${limits.maxConcurrent} downloads are already in progress: try again in a few seconds`,
+    );
+  }
+  // Freed when the response is over, finished or cut short.
+  reply.raw.once('close', () => slot.release());
+  // Opened before any header is set, so a missing file is a clean 404; once open, a concurrent
+  // remove() (unlink) does not disturb this download. Kept open for the next downloads of it
+  // (open-files.ts). O_NOFOLLOW: a link put in the store (by hand, or by an old restore) is
+  // refused (ELOOP), not followed out of it; and only a regular file is served.
+  const file = await orNotFound(limits.files.open(filePath)).catch((error: unknown) => {
+    slot.release();
+    throw error instanceof NotARegularFile ? itemNotFound() : error;
+  });
+  // The first chunk is read before any header is sent: a read error is still an error answer.
+  let first: Chunk;
+  try {
+    first = readChunk(file, range.start, range.end, limits);
+  } catch (error) {
+    file.release();
+    slot.release();
+    throw error;
+  }
+  if (onLastByteSent && range.end === item.size - 1) {
     // 'finish': every byte was handed to the connection (a download cut short only 'close's).
     reply.raw.once('finish', onLastByteSent);
   }
-
-  const connection = request.headers.connection;
-  const keepAlive = !(typeof connection === 'string' && /(^|,)\s*close\s*(,|$)/i.test(connection));
-  const headers = downloadHeaders(item, range, keepAlive);
-  // Fastify lower-cases names given to reply.header(); the raw response keeps the spec's spelling.
-  for (const [name, value] of headers) reply.raw.setHeader(name, value);
-  // A read error before the first byte becomes an error response: it must not carry these.
-  body.once('error', () => {
-    if (!reply.raw.headersSent) for (const [name] of headers) reply.raw.removeHeader(name);
-  });
-  return reply.code(range.status).send(body);
+  // The bytes go to the response itself (download-limits.ts writeFileRange), not through a stream
+  // handed to Fastify: the status and the spec's headers, spelled as the spec spells them.
+  reply.hijack();
+  reply.raw.writeHead(range.status, headers.flat());
+  writeFileRange(reply.raw, first, range.end, limits);
+  return reply;
 }

@@ -29,11 +29,8 @@ export async function syncAgent(ctx: PolicyContext, agentId: number): Promise<vo
   if (!agent) return;
   // Nothing to open or cancel (a device enrolling in a fleet without assignments, the usual case):
   // no write transaction at all. Before, every enrollment ran an empty one after its own.
-  const nothingToDo =
-    (await ctx.repo.openFleetTasksElsewhere(agent.id, agent.fleet_id)).length === 0 &&
-    (await ctx.repo.activeForFleet(agent.fleet_id)).length === 0 &&
-    (await ctx.repo.activeForAgent(agent.id)).length === 0;
-  if (nothingToDo) return;
+  // One statement says so (no open task, no active assignment of its fleet or of its own).
+  if (!(await ctx.repo.anythingToSync(agent.id, agent.fleet_id))) return;
   const fleet = await ctx.fleets.byId(agent.fleet_id);
   await ctx.outbox.transact(async () => {
     const at = nowIso();

@@ -170,6 +170,17 @@ export class DeploymentRepository {
       tasksOf: `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.deployment_id = ? ORDER BY t.id`,
       tasksOfAgent: `SELECT t.*, a.name AS agent_name FROM policy_tasks t JOIN agents a ON a.id = t.agent_id WHERE t.agent_id = ? ORDER BY t.id DESC`,
       openTasksOf: `SELECT id, agent_id FROM policy_tasks WHERE deployment_id = ? AND status IN ('pending', 'received', 'in progress', 'waiting')`,
+      // Whether syncAgent has anything to open or cancel: an open task of the device (a superset of
+      // openFleetTasksElsewhere's), an active assignment of its fleet or of its own. One statement
+      // without a join or ORDER BY: SQLite plans those anew on every run (their bound values weigh
+      // in the plan, and better-sqlite3 clears the bindings after each run), which made the three
+      // lookups it replaces 3% of an enrollment's CPU.
+      anythingToSync: `SELECT CASE WHEN
+           EXISTS (SELECT 1 FROM policy_tasks WHERE agent_id = @agent_id
+             AND status IN ('pending', 'received', 'in progress', 'waiting', 'incompatible', 'overriden'))
+           OR EXISTS (SELECT 1 FROM policy_assignments WHERE state = 'active' AND fleet_id = @fleet_id)
+           OR EXISTS (SELECT 1 FROM policy_assignments WHERE state = 'active' AND agent_id = @agent_id)
+         THEN 1 ELSE 0 END`,
       openFleetTasksElsewhere: `SELECT t.id, t.deployment_id, d.target_name FROM policy_tasks t JOIN policy_assignments d ON d.id = t.deployment_id
          WHERE t.agent_id = ? AND d.fleet_id IS NOT NULL AND d.fleet_id != ?
            AND t.status IN ('pending', 'received', 'in progress', 'waiting', 'incompatible', 'overriden')`,
@@ -318,6 +329,11 @@ export class DeploymentRepository {
 
   async openTasksOf(deploymentId: number): Promise<{ id: number; agent_id: number }[]> {
     return (await this.sql.all(this.s.openTasksOf, [deploymentId])) as { id: number; agent_id: number }[];
+  }
+
+  /** Whether the device has an open task, or its fleet or itself an active assignment (syncAgent's quick check). */
+  async anythingToSync(agentId: number, fleetId: number): Promise<boolean> {
+    return Number(await this.sql.value(this.s.anythingToSync, { agent_id: agentId, fleet_id: fleetId })) === 1;
   }
 
   /** Open tasks of fleet deployments other than `fleetId`'s: what a device that left a fleet still has. */

@@ -77,6 +77,9 @@ const REPORTS: Record<ReportName, { title: string; description: string }> = {
   },
 };
 
+/** The events the figures count as they happen. */
+const COUNTED = new Set<string>(['agent.enrolled', 'task.status']);
+
 export class DailyFigures {
   private readonly repository: FigureRepository;
   private readonly feed: EventFeed;
@@ -90,6 +93,8 @@ export class DailyFigures {
   private waiting: RecordedEvent[] | null = null;
   /** The live counts, one after the other (in the feed's order: a later one never passes the cursor first). */
   private following: Promise<void> = Promise.resolve();
+  /** Counted events told since the last count began: the next count takes them all, in one transaction. */
+  private pending: RecordedEvent[] = [];
   /** Samples and counts under way (close() waits for them). */
   private readonly running = new Set<Promise<unknown>>();
 
@@ -127,14 +132,19 @@ export class DailyFigures {
     this.waiting = [];
     this.unsubscribe = this.feed.subscribe((event) => {
       if (this.waiting) this.waiting.push(event);
-      else this.track((this.following = this.following.then(() => this.follow(event))));
+      else if (COUNTED.has(event.type)) {
+        // One count (one transaction) for every event told before it begins: under a crowd of
+        // enrollments, a commit for several instead of one each (issue 24).
+        this.pending.push(event);
+        if (this.pending.length === 1) this.track((this.following = this.following.then(() => this.followPending())));
+      }
     });
     try {
       await this.catchUp();
     } finally {
       const waiting = this.waiting;
       this.waiting = null;
-      for (const event of waiting ?? []) await this.follow(event);
+      await this.follow(waiting ?? []);
     }
   }
 
@@ -210,25 +220,36 @@ export class DailyFigures {
     return Number((await this.repository.cursor())?.event_id ?? 0);
   }
 
-  /** A live event, just committed: counted on today's day (by this service's clock). */
-  private async follow(event: RecordedEvent): Promise<void> {
-    if (event.type !== 'agent.enrolled' && event.type !== 'task.status') return;
+  private followPending(): Promise<void> {
+    const events = this.pending;
+    this.pending = [];
+    return this.follow(events);
+  }
+
+  /** Live events, just committed (in the feed's order): counted on today's day (by this service's clock), in one transaction. */
+  private async follow(events: RecordedEvent[]): Promise<void> {
+    const counted = events.filter((event) => COUNTED.has(event.type));
+    if (counted.length === 0) return;
     try {
-      const row: CountedEvent = {
-        id: event.id,
-        at: event.at,
-        type: event.type,
-        agent_id: event.agent_id,
-        data: event.data === null ? null : JSON.stringify(event.data),
-      };
       const day = dayOf(this.now());
       await this.work.run(async () => {
-        if (event.id <= (await this.countedUpTo())) return;
-        await this.count(row, day);
-        await this.repository.advance(event.id);
+        const upTo = await this.countedUpTo();
+        const fresh = counted.filter((event) => event.id > upTo);
+        if (fresh.length === 0) return;
+        for (const event of fresh) {
+          const row: CountedEvent = {
+            id: event.id,
+            at: event.at,
+            type: event.type as CountedEvent['type'],
+            agent_id: event.agent_id,
+            data: event.data === null ? null : JSON.stringify(event.data),
+          };
+          await this.count(row, day);
+        }
+        await this.repository.advance(Math.max(...fresh.map((event) => event.id)));
       });
     } catch {
-      // Not counted now: the next catch-up counts it, unless a later event was counted meanwhile (the cursor is past it).
+      // Not counted now: the next catch-up counts them, unless a later event was counted meanwhile (the cursor is past it).
     }
   }
 

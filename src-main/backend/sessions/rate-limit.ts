@@ -1,11 +1,66 @@
 import { createHash } from 'node:crypto';
-import type { RateLimitRepository } from './rate-limit-repository.ts';
+import type { RateHit } from './rate-limit-repository.ts';
+
+/**
+ * Where the buckets are kept: rows of the database (rate-limit-repository.ts) when several nodes
+ * may share it (PostgreSQL), so that a limit holds across every node of a cluster (10 a minute is
+ * 10 in all, not 10 per node); the process's memory (MemoryRateBuckets) when one node owns the
+ * database (SQLite: the data dir is locked by one server). The same bucket, the same answers.
+ */
+export interface RateBuckets {
+  hit(key: string, nowMs: number, intervalMs: number, windowMs: number): Promise<RateHit>;
+  tat(key: string): Promise<number | undefined>;
+  sweep(nowMs: number): Promise<number>;
+}
+
+/**
+ * The buckets of one node's limits in its memory: GCRA as RateLimitRepository's statement computes
+ * it (the bucket's theoretical arrival time per key). On SQLite, where one server owns the database,
+ * this saves every initSession and every enrollment a write commit of its own (issue 24); the buckets
+ * start full again when the server restarts, as they did before issue 23. Swept like the rows.
+ */
+export class MemoryRateBuckets implements RateBuckets {
+  private readonly tats = new Map<string, number>();
+
+  hit(key: string, nowMs: number, intervalMs: number, windowMs: number): Promise<RateHit> {
+    const tat = this.tats.get(key);
+    if (tat === undefined) {
+      const allowed = intervalMs <= windowMs;
+      const first = allowed ? nowMs + intervalMs : nowMs;
+      this.tats.set(key, first);
+      return Promise.resolve({ allowed, tatMs: first });
+    }
+    const next = Math.max(tat, nowMs) + intervalMs;
+    if (next > nowMs + windowMs) return Promise.resolve({ allowed: false, tatMs: tat });
+    this.tats.set(key, next);
+    return Promise.resolve({ allowed: true, tatMs: next });
+  }
+
+  tat(key: string): Promise<number | undefined> {
+    return Promise.resolve(this.tats.get(key));
+  }
+
+  sweep(nowMs: number): Promise<number> {
+    let swept = 0;
+    for (const [key, tat] of this.tats) {
+      if (tat <= nowMs) {
+        this.tats.delete(key);
+        swept++;
+      }
+    }
+    return Promise.resolve(swept);
+  }
+
+  /** The keys held (hashed, as in the table): for tests. */
+  keys(): string[] {
+    return [...this.tats.keys()];
+  }
+}
 
 /**
  * Rate limits keyed by a string (a user token, an address, a session): `burst` requests at once,
- * then `perMinute` a minute. The buckets are rows of the database (rate-limit-repository.ts), so a
- * limit holds across every node of a cluster: 10 a minute is 10 in all, not 10 per node. Each
- * request costs one statement; buckets full again are swept (`sweep`).
+ * then `perMinute` a minute, in buckets kept by a RateBuckets (the database's rows or one node's
+ * memory). Each request costs one hit; buckets full again are swept (`sweep`).
  */
 export interface RateOptions {
   burst: number;
@@ -15,14 +70,14 @@ export interface RateOptions {
 export class RateLimiter {
   private readonly scope: string;
   private readonly options: RateOptions;
-  private readonly rows: RateLimitRepository;
+  private readonly rows: RateBuckets;
   private readonly now: () => number;
 
   /**
    * `scope` names the limit (its keys are apart from every other limit's); keys are kept hashed, as
    * some are credentials (a user token, a session token).
    */
-  constructor(scope: string, options: RateOptions, rows: RateLimitRepository, now: () => number = Date.now) {
+  constructor(scope: string, options: RateOptions, rows: RateBuckets, now: () => number = Date.now) {
     this.scope = scope;
     this.options = options;
     this.rows = rows;

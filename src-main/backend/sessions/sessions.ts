@@ -2,8 +2,7 @@ import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import { ApiError, badRequest, itemNotFound, loginFailed, sessionTokenInvalid } from '../errors.ts';
 import { randomHex } from '../util/tokens.ts';
-import { RateLimiter } from './rate-limit.ts';
-import type { RateLimitRepository } from './rate-limit-repository.ts';
+import { RateLimiter, type RateBuckets } from './rate-limit.ts';
 import type { SessionRepository } from './session-repository.ts';
 import type { SessionContext } from './types.ts';
 import { isSharedAccount, type UserRepository, type UserRow } from './user-repository.ts';
@@ -69,8 +68,8 @@ export interface SessionDeps {
   store: SessionRepository;
   users: UserRepository;
   work: UnitOfWork;
-  /** The rate limits' buckets, shared by every node on the database. */
-  rates: RateLimitRepository;
+  /** The rate limits' buckets: in the database with several nodes, in memory with one (rate-limit.ts). */
+  rates: RateBuckets;
 }
 
 export class SessionService {
@@ -80,7 +79,7 @@ export class SessionService {
   private readonly limits: SessionLimits;
   private readonly perToken: RateLimiter;
   private readonly perAddress: RateLimiter;
-  private readonly rates: RateLimitRepository;
+  private readonly rates: RateBuckets;
 
   constructor(deps: SessionDeps, limits: Partial<SessionLimits> = {}) {
     this.store = deps.store;

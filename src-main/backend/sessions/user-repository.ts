@@ -173,7 +173,8 @@ export class UserRepository {
   /** The account whose user token becomes the agent's api_token. Call inside a transaction. */
   async createAgentAccount(entityId: number, label: string): Promise<UserRow> {
     const profile = (await this.profiles()).agent;
-    const id = await this.insert({
+    // The row as inserted (every column is given): an enrollment does not read it back.
+    const row = await this.insertRow({
       login: `agent:${label}:${randomHex(6)}`,
       kind: 'agent',
       email: null,
@@ -182,8 +183,8 @@ export class UserRepository {
       default_profile_id: profile.id,
       entity_id: entityId,
     });
-    await this.sql.run(this.statements.assign, [id, profile.id, entityId]);
-    return (await this.byId(id))!;
+    await this.sql.run(this.statements.assign, [row.id, profile.id, entityId]);
+    return row;
   }
 
   /** Draws a new user token, so whatever held the old one loses access. */
@@ -208,8 +209,11 @@ export class UserRepository {
   }
 
   private async insert(user: Omit<UserRow, 'id' | 'user_token' | 'created_at'>): Promise<number> {
-    return Number(
-      await this.sql.value<number>(this.statements.insert, { ...user, user_token: randomHex(20), created_at: nowIso() }),
-    );
+    return (await this.insertRow(user)).id;
+  }
+
+  private async insertRow(user: Omit<UserRow, 'id' | 'user_token' | 'created_at'>): Promise<UserRow> {
+    const row = { ...user, user_token: randomHex(20), created_at: nowIso() };
+    return { id: Number(await this.sql.value<number>(this.statements.insert, row)), ...row };
   }
 }

@@ -179,7 +179,24 @@ function expectSpecHeaders(response: Response, item: AdminItem, contentRange: st
   // each header once
   const names = response.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
   expect(new Set(names).size).toBe(names.length);
+  // the spec's headers and no other
+  expect([...raw.keys()].sort()).toEqual(SPEC_HEADERS);
 }
+
+const SPEC_HEADERS = [
+  'Accept-Ranges',
+  'Access-Control-Expose-Headers',
+  'Cache-Control',
+  'Connection',
+  'Content-Length',
+  'Content-Range',
+  'Content-Transfer-Encoding',
+  'Content-Type',
+  'Content-disposition',
+  'Date',
+  'Expires',
+  'Last-Modified',
+].sort();
 
 describe('upload and download over HTTP', () => {
   const content = randomBytes(1000);

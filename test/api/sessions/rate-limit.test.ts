@@ -1,6 +1,7 @@
 // The rate limiter's buckets are rows of the database (issue 23: a limit holds across nodes), one
 // statement per hit. The same behaviour on both engines: a real SQLite file and a real PostgreSQL
-// database, migrated as a server migrates them.
+// database, migrated as a server migrates them; and in one node's memory (MemoryRateBuckets, what
+// a server on SQLite uses since issue 24: one server owns that database).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgresDatabase } from '../../../src-main/backend/db/postgres-database.ts';
 import type { Sql } from '../../../src-main/backend/db/sql.ts';
 import { openSqliteSql } from '../../../src-main/backend/db/sqlite-sql.ts';
-import { RateLimiter } from '../../../src-main/backend/sessions/rate-limit.ts';
+import { MemoryRateBuckets, RateLimiter, type RateBuckets } from '../../../src-main/backend/sessions/rate-limit.ts';
 import { RateLimitRepository } from '../../../src-main/backend/sessions/rate-limit-repository.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 
@@ -42,13 +43,33 @@ engines.push(
   },
 );
 
-describe.each(engines)('the rate limiter on $name', (engine) => {
-  let rows: RateLimitRepository;
-  let sql: Sql;
+const stores: { name: string; open: () => Promise<{ rows: RateBuckets; keys: (prefix: string) => Promise<string[]> }> }[] = [
+  ...engines.map((engine) => ({
+    name: engine.name,
+    open: async () => {
+      const sql = await engine.open();
+      opened.push(sql);
+      return {
+        rows: new RateLimitRepository(sql),
+        keys: async (prefix: string) =>
+          (await sql.all<{ key: string }>(`SELECT key FROM rate_limits WHERE key LIKE ?`, [`${prefix}%`])).map((r) => r.key),
+      };
+    },
+  })),
+  {
+    name: "one node's memory",
+    open: async () => {
+      const rows = new MemoryRateBuckets();
+      return { rows, keys: async (prefix: string) => rows.keys().filter((key) => key.startsWith(prefix)) };
+    },
+  },
+];
+
+describe.each(stores)('the rate limiter on $name', (store) => {
+  let rows: RateBuckets;
+  let keysOf: (prefix: string) => Promise<string[]>;
   beforeAll(async () => {
-    sql = await engine.open();
-    opened.push(sql);
-    rows = new RateLimitRepository(sql);
+    ({ rows, keys: keysOf } = await store.open());
   });
 
   it('allows the burst, then one request per refill interval, per key and per scope', async () => {
@@ -94,13 +115,13 @@ describe.each(engines)('the rate limiter on $name', (engine) => {
     const limiter = new RateLimiter('swept', { burst: 2, perMinute: 60 }, rows, () => now);
     await limiter.take('secret-user-token');
     await limiter.take('secret-user-token');
-    const keys = await sql.all<{ key: string }>(`SELECT key FROM rate_limits WHERE key LIKE 'swept:%'`);
+    const keys = await keysOf('swept:');
     expect(keys).toHaveLength(1);
-    expect(keys[0]!.key).not.toContain('secret');
+    expect(keys[0]).not.toContain('secret');
     expect(await rows.sweep(now)).toBe(0); // still spent
     now += 2_000; // refilled: 1 a second
     expect(await rows.sweep(now)).toBe(1);
-    expect(await sql.value(`SELECT count(*) FROM rate_limits WHERE key LIKE 'swept:%'`)).toBe(0);
+    expect(await keysOf('swept:')).toHaveLength(0);
     expect(await limiter.take('secret-user-token')).toBe(0);
   });
 });
