@@ -45,6 +45,38 @@ export const AGENT_TYPES = ['android', 'apple'] as const;
  */
 const VERSION =
   /^(0|[1-9]\d*)(\.(0|[1-9]\d*))*(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$/;
+/**
+ * A replay: a POST PluginMdmAgent for a device already enrolled, made through a session opened
+ * before (or the very session that made) the device's current enrollment. A device that gave up on
+ * a slow request (its timeout, the balancer's 504) enrolls again through a new session, reads its
+ * record and connects; the first attempt's POST, still in a slow node, arrives after. Handled as a
+ * re-enrollment it would drop the password the device now holds (and, in Mosquitto mode, its broker
+ * login): so it is answered as the enrollment it duplicates (201, the current agent id) and changes
+ * nothing (no write, no code use, no event). A genuine re-enrollment (the app reinstalled, a factory
+ * reset) always opens a new session first (initSession, as the Flyve agent does), numbered after
+ * the enrollment's, and resets the agent and its password as before. Sessions are compared by
+ * their numbers in opening order (sessions.seq), not by times: no clock granularity or node clock
+ * skew decides it. A freed device (unenrolled, rejected) is enrolled by any POST; an agent or a
+ * session from before sessions were numbered keeps the old behaviour.
+ */
+function isReplay(existing: AgentRow, session: SessionContext): boolean {
+  return (
+    !FREED.includes(existing.enroll_status) &&
+    existing.enrolled_session_seq !== null &&
+    session.seq !== null &&
+    session.seq <= existing.enrolled_session_seq
+  );
+}
+
+/** The 201 body of POST PluginMdmAgent. */
+function enrolledAnswer(agentId: number, status: string): { id: string; message: string } {
+  return {
+    id: String(agentId),
+    message:
+      status === ENROLL_STATUS.pendingApproval ? 'Device enrolled; waiting for approval by an administrator' : 'Device enrolled',
+  };
+}
+
 /** Printable, no MQTT topic separators or wildcards, no spaces. */
 const MQTT_SAFE_ID = /^[^/+#\s\p{Cc}]+$/u;
 /**
@@ -204,6 +236,8 @@ export class EnrollmentService {
       );
     }
 
+    if (existing && isReplay(existing, session)) return enrolledAnswer(existing.id, existing.enroll_status);
+
     const names = {
       firstname: clean(input.firstname) ?? grant.names.firstname,
       lastname: clean(input.lastname) ?? grant.names.lastname,
@@ -238,13 +272,7 @@ export class EnrollmentService {
           await this.reports.inventory(id, inventoryXml, 'enrollment');
         return created;
       });
-      return {
-        id: String(agentId),
-        message:
-          status === ENROLL_STATUS.pendingApproval
-            ? 'Device enrolled; waiting for approval by an administrator'
-            : 'Device enrolled',
-      };
+      return enrolledAnswer(agentId, status);
     } catch (error) {
       if (error instanceof CodeUsedUp) return refuse('This enrollment code has been used up');
       throw error;
@@ -311,6 +339,7 @@ export class EnrollmentService {
       lastname: device.lastname,
       topic: `/${entityId}/agent/${login}`,
       mqtt_login: login,
+      enrolled_session_seq: session.seq,
       now,
     };
     let agentId: number;

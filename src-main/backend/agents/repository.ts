@@ -42,6 +42,12 @@ export interface AgentRow {
   manufacturer: string | null;
   os_name: string | null;
   os_version: string | null;
+  /**
+   * The number (sessions.seq) of the session that made the device's current enrollment: a POST
+   * PluginMdmAgent through a session numbered at or below it is a replay (enrollment.ts). Null:
+   * enrolled before sessions were numbered.
+   */
+  enrolled_session_seq: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -83,6 +89,8 @@ export interface EnrollmentFields {
   lastname: string | null;
   topic: string;
   mqtt_login: string;
+  /** The enrolling session's number (null: a session from before they were numbered). */
+  enrolled_session_seq: number | null;
   now: string;
 }
 
@@ -172,13 +180,13 @@ export class SqliteAgentRepository implements AgentRepository {
       computersWithUuid: `SELECT count(*) AS n FROM computers WHERE uuid = ?`,
       computersWithSerialPrefix: `SELECT count(*) AS n FROM computers WHERE substr(serial, 1, length(@prefix)) = @prefix`,
       insertAgent: `INSERT INTO agents (entity_id, computer_id, fleet_id, account_user_id, enrolled_by_user_id, invitation_id, enrollment_code_id,
-           name, serial, uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, created_at, updated_at)
+           name, serial, uuid, version, type, firstname, lastname, enroll_status, topic, mqtt_login, enrolled_session_seq, created_at, updated_at)
          VALUES (@entity_id, @computer_id, @fleet_id, @account_user_id, @enrolled_by_user_id, @invitation_id, @enrollment_code_id,
-           @name, @serial, @uuid, @version, @type, @firstname, @lastname, @enroll_status, @topic, @mqtt_login, @now, @now) RETURNING id`,
+           @name, @serial, @uuid, @version, @type, @firstname, @lastname, @enroll_status, @topic, @mqtt_login, @enrolled_session_seq, @now, @now) RETURNING id`,
       reenroll: `UPDATE agents SET fleet_id = @fleet_id, enrolled_by_user_id = @enrolled_by_user_id, invitation_id = @invitation_id,
            enrollment_code_id = @enrollment_code_id, name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type,
            firstname = @firstname, lastname = @lastname, enroll_status = @enroll_status, wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
-           mqtt_password_hash = NULL, updated_at = @now
+           mqtt_password_hash = NULL, enrolled_session_seq = @enrolled_session_seq, updated_at = @now
          WHERE id = @id`,
       setDeviceDetails: `UPDATE agents SET phone = coalesce(@phone, phone), has_system_permission = coalesce(@has_system_permission, has_system_permission),
            notification_type = coalesce(@notification_type, notification_type), notification_token = coalesce(@notification_token, notification_token)

@@ -776,4 +776,22 @@ export const postgresMigrations: PostgresMigration[] = [
       ALTER TABLE webhook_deliveries ADD COLUMN claimed_until text;
     `,
   },
+  {
+    version: 33,
+    name: 'sessions numbered in opening order; agents know the session of their current enrollment',
+    // A late duplicate of POST PluginMdmAgent (a device gave up on it and enrolled again through a new
+    // session) must not undo the enrollment it duplicates. Sessions are numbered in the order they
+    // open (seq: never reused, even once sessions are deleted) and an agent keeps the number of the
+    // session that made its current enrollment: a POST through a session numbered at or below it is
+    // a replay (agents/enrollment.ts).
+    sql: /* sql */ `
+      ALTER TABLE sessions ADD COLUMN seq bigint;
+      UPDATE sessions SET seq = numbered.n
+        FROM (SELECT token, row_number() OVER (ORDER BY created_at, token) AS n FROM sessions) AS numbered
+        WHERE sessions.token = numbered.token;
+      CREATE INDEX sessions_seq ON sessions(seq);
+      ALTER TABLE agents ADD COLUMN enrolled_session_seq bigint;
+      CREATE INDEX agents_enrolled_session_seq ON agents(enrolled_session_seq);
+    `,
+  },
 ];

@@ -25,12 +25,12 @@ const VIEW_AGENT_EVENTS = new Set([
 
 /** Fleet membership changed (enrolled, enrolled again, moved): tasks of the new fleet opened, of the old one canceled. */
 export async function syncAgent(ctx: PolicyContext, agentId: number): Promise<void> {
+  // Nothing to open or cancel (a device enrolling in a fleet without assignments, the usual case):
+  // no write transaction at all. Before, every enrollment ran an empty one after its own. One
+  // statement says so (no open task, no active assignment of its fleet or of its own; or no device).
+  if (!(await ctx.repo.anythingToSync(agentId))) return;
   const agent = await ctx.repo.agent(agentId);
   if (!agent) return;
-  // Nothing to open or cancel (a device enrolling in a fleet without assignments, the usual case):
-  // no write transaction at all. Before, every enrollment ran an empty one after its own.
-  // One statement says so (no open task, no active assignment of its fleet or of its own).
-  if (!(await ctx.repo.anythingToSync(agent.id, agent.fleet_id))) return;
   const fleet = await ctx.fleets.byId(agent.fleet_id);
   await ctx.outbox.transact(async () => {
     const at = nowIso();

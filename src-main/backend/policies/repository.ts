@@ -178,7 +178,8 @@ export class DeploymentRepository {
       anythingToSync: `SELECT CASE WHEN
            EXISTS (SELECT 1 FROM policy_tasks WHERE agent_id = @agent_id
              AND status IN ('pending', 'received', 'in progress', 'waiting', 'incompatible', 'overriden'))
-           OR EXISTS (SELECT 1 FROM policy_assignments WHERE state = 'active' AND fleet_id = @fleet_id)
+           OR EXISTS (SELECT 1 FROM policy_assignments WHERE state = 'active'
+             AND fleet_id = (SELECT fleet_id FROM agents WHERE id = @agent_id))
            OR EXISTS (SELECT 1 FROM policy_assignments WHERE state = 'active' AND agent_id = @agent_id)
          THEN 1 ELSE 0 END`,
       openFleetTasksElsewhere: `SELECT t.id, t.deployment_id, d.target_name FROM policy_tasks t JOIN policy_assignments d ON d.id = t.deployment_id
@@ -332,8 +333,8 @@ export class DeploymentRepository {
   }
 
   /** Whether the device has an open task, or its fleet or itself an active assignment (syncAgent's quick check). */
-  async anythingToSync(agentId: number, fleetId: number): Promise<boolean> {
-    return Number(await this.sql.value(this.s.anythingToSync, { agent_id: agentId, fleet_id: fleetId })) === 1;
+  async anythingToSync(agentId: number): Promise<boolean> {
+    return Number(await this.sql.value(this.s.anythingToSync, { agent_id: agentId })) === 1;
   }
 
   /** Open tasks of fleet deployments other than `fleetId`'s: what a device that left a fleet still has. */

@@ -11,6 +11,8 @@ export interface StoredSession {
   last_used_at: string;
   agent_id: number | null;
   enrolled_at: string | null;
+  /** Its number in opening order (null: opened before sessions were numbered). */
+  seq: number | null;
   address: string | null;
   kind: 'person' | 'agent' | null;
   login: string;
@@ -64,7 +66,13 @@ export class SqliteSessionRepository implements SessionRepository {
     this.sql = sql;
     const d = dialect(sql.engine);
     this.s = {
-      insert: `INSERT INTO sessions (token, user_id, active_profile_id, entity_id, created_at, last_used_at, address) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      // seq: past every session's number and every agent's enrolling session's (so never one given
+      // before, even once those sessions are gone). Two sessions opened at once on two nodes may get
+      // the same number; a session opened after another's opening was committed always gets a
+      // higher one, and that is the order enrollment compares (a device's sessions follow each other).
+      insert: `INSERT INTO sessions (token, user_id, active_profile_id, entity_id, created_at, last_used_at, address, seq)
+         VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(m.n), 0) + 1 FROM
+           (SELECT max(seq) AS n FROM sessions UNION ALL SELECT max(enrolled_session_seq) AS n FROM agents) AS m))`,
       countOfUser: `SELECT count(*) FROM sessions WHERE user_id = ?`,
       countOfAddress: `SELECT count(*) FROM sessions WHERE user_id = ? AND ${d.same('address', '?')}`,
       removeOldestOfUser: `DELETE FROM sessions WHERE token = (

@@ -173,6 +173,7 @@ export class SessionService {
       activeProfileId: row.active_profile_id,
       enrolledAgentId: row.agent_id,
       enrolledAt: row.enrolled_at,
+      seq: row.seq,
     };
   }
 

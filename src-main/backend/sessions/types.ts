@@ -9,4 +9,6 @@ export interface SessionContext {
   /** The agent this (person's) session enrolled, and when; null otherwise. */
   enrolledAgentId: number | null;
   enrolledAt: string | null;
+  /** Its number in opening order (sessions-repository): later sessions have higher ones. Null: opened before sessions were numbered. */
+  seq: number | null;
 }

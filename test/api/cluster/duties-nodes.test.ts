@@ -6,8 +6,9 @@ import { SqlDutyRepository } from '../../../src-main/backend/cluster/duty-reposi
 import { VERSION } from '../../../src-main/backend/cluster/nodes.ts';
 import { NodeRepository } from '../../../src-main/backend/cluster/repository.ts';
 import { SqliteJobRepository } from '../../../src-main/backend/jobs/repository.ts';
-import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import type { TestBackend } from '../../helpers/backend.ts';
 import { eventually } from '../../helpers/mqtt.ts';
+import { startNode } from '../../helpers/nodes.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 
 const DUTIES = ['alert-evaluation', 'jobs-sweeper', 'policy-republish', 'reports-sampler', 'session-sweep', 'view-sync'];
@@ -16,20 +17,16 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
   let database: TestDatabase;
   const nodes: TestBackend[] = [];
   const start = async (name: string) => {
-    const node = await startTestBackend({
-      databaseUrl: database.url,
-      nodeName: name,
-      // Each node runs its own embedded broker here (one process), which serve refuses beside other nodes.
-      embeddedBrokerPerNode: true,
-      reportSampleEveryMs: 100,
-      alerts: { intervalMs: 100 },
-      jobSweepEveryMs: 100,
-    });
+    const node = await startNode(
+      name,
+      { databaseUrl: database.url, reportSampleEveryMs: 100, alerts: { intervalMs: 100 }, jobSweepEveryMs: 100 },
+      nodes[0],
+    );
     nodes.push(node);
     token = node.backend.info.admin_token;
     return node;
   };
-  /** Each node's start makes its data dir's admin token the owner's: the last one started is the one valid on every node. */
+  /** Every node holds the first one's admin token (startNode copies it). */
   let token = '';
   const admin = async (node: TestBackend, method: string, path: string, body?: unknown) => {
     const response = await fetch(`${node.backend.info.admin_url}/api${path}`, {

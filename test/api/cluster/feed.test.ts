@@ -4,19 +4,16 @@
 // read by id): the console stream of node A shows an enrollment served by node C, in order, once
 // each; Last-Event-ID replays across nodes; a killed listening connection loses nothing; a
 // settings change on B applies on A; a bulk job on A counts answers received by B.
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresFeed } from '../../../src-main/backend/cluster/feed.ts';
-import { agentCall, enrollByHand, startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import { agentCall, enrollByHand, type TestBackend } from '../../helpers/backend.ts';
 import { connectAgent } from '../../helpers/mqtt.ts';
+import { startNodes } from '../../helpers/nodes.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 
 let database: TestDatabase;
-const dirs: string[] = [];
 let A: TestBackend;
 let B: TestBackend;
 let C: TestBackend;
@@ -25,27 +22,15 @@ const streams: Stream[] = [];
 /** The listening connection's reconnection: first attempt after 1.5 s, so a burst of events falls in the outage. */
 const feed = { retryMs: [1500, 200], checkEveryMs: 2000 };
 
-async function startNode(name: string, adminTokenFrom?: string): Promise<TestBackend> {
-  const dataDir = mkdtempSync(join(tmpdir(), `mdm-feed-${name}-`));
-  dirs.push(dataDir);
-  // The nodes share the admin token (each adopts its data dir's as the owner's).
-  if (adminTokenFrom) copyFileSync(join(adminTokenFrom, 'admin-token'), join(dataDir, 'admin-token'));
-  // Each node runs its own embedded broker here (one process), which serve refuses beside other nodes.
-  return startTestBackend({ dataDir, databaseUrl: database.url, feed, nodeName: `node-${name}`, embeddedBrokerPerNode: true });
-}
-
 beforeAll(async () => {
   database = await createTestDatabase('feed');
-  A = await startNode('a');
-  B = await startNode('b', A.dataDir);
-  C = await startNode('c', A.dataDir);
+  [A, B, C] = (await startNodes(3, { databaseUrl: database.url, feed })) as [TestBackend, TestBackend, TestBackend];
 }, 120_000);
 
 afterAll(async () => {
   for (const stream of streams) stream.close();
   for (const node of [A, B, C]) await node?.stop();
   await database?.drop();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
 interface Frame {

@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresSql } from '../../../src-main/backend/db/postgres-sql.ts';
-import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import type { TestBackend } from '../../helpers/backend.ts';
 import { startChildBackend, type ChildBackend } from '../../helpers/child-backend.ts';
+import { startNodes } from '../../helpers/nodes.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 import { eventually, startTestSmtp, type TestSmtp } from '../../helpers/smtp.ts';
 
@@ -115,30 +116,20 @@ describe('three nodes on one database: mail and webhook workers, receivers that 
   let smtp: TestSmtp;
   let sql: PostgresSql;
   const nodes: TestBackend[] = [];
-  const dataDirs: string[] = [];
 
   beforeAll(async () => {
     database = await createTestDatabase('mail_nodes');
     // Slow: every reply to DATA comes 0 to 40 ms late.
     smtp = await startTestSmtp({ dataDelayMs: () => Math.floor(Math.random() * 40) });
-    for (const name of ['mail-a', 'mail-b', 'mail-c']) {
-      const dataDir = mkdtempSync(join(tmpdir(), `mdm-${name}-`));
-      dataDirs.push(dataDir);
-      // One admin token for the cluster: the first node's, in every node's data dir.
-      if (nodes[0]) copyFileSync(join(nodes[0].dataDir, 'admin-token'), join(dataDir, 'admin-token'));
-      nodes.push(
-        await startTestBackend({
-          dataDir,
-          databaseUrl: database.url,
-          nodeName: name,
-          // Each node runs its own embedded broker here, which serve refuses beside other nodes.
-          embeddedBrokerPerNode: true,
-          smtpUrl: smtp.url(),
-          mailTiming: { claimTtlMs: CLAIM_TTL_MS },
-          alerts: { webhooks: { claimTtlMs: CLAIM_TTL_MS } },
-        }),
-      );
-    }
+    nodes.push(
+      ...(await startNodes(3, {
+        names: ['mail-a', 'mail-b', 'mail-c'],
+        databaseUrl: database.url,
+        smtpUrl: smtp.url(),
+        mailTiming: { claimTtlMs: CLAIM_TTL_MS },
+        alerts: { webhooks: { claimTtlMs: CLAIM_TTL_MS } },
+      })),
+    );
     sql = new PostgresSql(database.url, { poolSize: 2 });
   }, 120_000);
   afterAll(async () => {
@@ -146,7 +137,6 @@ describe('three nodes on one database: mail and webhook workers, receivers that 
     for (const node of nodes) await node.stop();
     await smtp?.close();
     await database?.drop();
-    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   });
 
   it('200 invitations: each email delivered exactly once, by all three nodes', async () => {
