@@ -30,12 +30,24 @@ export type WorkerRequest =
   | { type: 'exit' };
 
 export type WorkerReply =
-  | { type: 'connected'; ok: number; failed: number; errors: string[]; startedAt: number; doneAt: number; held: number }
+  | {
+      type: 'connected';
+      ok: number;
+      failed: number;
+      errors: string[];
+      startedAt: number;
+      doneAt: number;
+      /** When the last agent that got in got in (doneAt also waits for the refused ones' time-outs). */
+      lastOkAt: number;
+      held: number;
+    }
   | { type: 'commands'; name: string; received: number; expected: number; lastAt: number }
   | { type: 'forgotten'; name: string };
 
 const now = () => performance.timeOrigin + performance.now();
 const agents: MqttAgent[] = [];
+/** The agents (by index) that got in: a command is awaited by these only (a refused agent never gets it). */
+const admitted = new Set<number>();
 /** Per command name, the agents (by index) that received it and when the last one did. */
 const received = new Map<string, { agents: Set<number>; lastAt: number }>();
 let waiter: { name: string; resolve: () => void } | null = null;
@@ -47,11 +59,12 @@ function onCommand(index: number, name: string): void {
   if (!entry) received.set(name, (entry = { agents: new Set(), lastAt: 0 }));
   entry.agents.add(index);
   entry.lastAt = now();
-  if (waiter?.name === name && entry.agents.size >= agents.length) waiter.resolve();
+  if (waiter?.name === name && entry.agents.size >= admitted.size) waiter.resolve();
 }
 
 async function connect(request: Extract<WorkerRequest, { type: 'connect' }>): Promise<void> {
   const startedAt = now();
+  let lastOkAt = startedAt;
   let next = 0;
   let ok = 0;
   const errors: string[] = [];
@@ -75,6 +88,8 @@ async function connect(request: Extract<WorkerRequest, { type: 'connect' }>): Pr
       try {
         await agent.start();
         ok++;
+        admitted.add(index);
+        lastOkAt = now();
       } catch (error) {
         errors.push(error instanceof Error ? error.message : String(error));
       }
@@ -82,12 +97,12 @@ async function connect(request: Extract<WorkerRequest, { type: 'connect' }>): Pr
   };
   await Promise.all(Array.from({ length: request.concurrency }, one));
   const held = agents.filter((agent) => agent.state.connected).length;
-  send({ type: 'connected', ok, failed: errors.length, errors: errors.slice(0, 5), startedAt, doneAt: now(), held });
+  send({ type: 'connected', ok, failed: errors.length, errors: errors.slice(0, 5), startedAt, doneAt: now(), lastOkAt, held });
 }
 
 async function awaitCommand(name: string, timeoutMs: number): Promise<void> {
   const entry = () => received.get(name);
-  if ((entry()?.agents.size ?? 0) < agents.length) {
+  if ((entry()?.agents.size ?? 0) < admitted.size) {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, timeoutMs);
       waiter = {
@@ -100,7 +115,7 @@ async function awaitCommand(name: string, timeoutMs: number): Promise<void> {
     });
     waiter = null;
   }
-  send({ type: 'commands', name, received: entry()?.agents.size ?? 0, expected: agents.length, lastAt: entry()?.lastAt ?? 0 });
+  send({ type: 'commands', name, received: entry()?.agents.size ?? 0, expected: admitted.size, lastAt: entry()?.lastAt ?? 0 });
 }
 
 process.on('message', (message: WorkerRequest) => {

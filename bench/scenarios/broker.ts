@@ -143,18 +143,34 @@ export async function connectSteps(
     const slice = agents.slice(done, target);
     const shares = workers.map((_, w) => slice.filter((_, i) => i % workers.length === w));
     const cpuBefore = cpuOf();
-    const replies = await Promise.all(
-      workers.map((worker, w) =>
-        worker.request({ type: 'connect', agents: shares[w]!, port: ports[w % ports.length]!, concurrency }, 'connected'),
-      ),
-    );
+    // RSS sampled through the step: it is read one second after the last agent got in, also when
+    // refused agents keep the step going until their time-outs (the heap shrinks meanwhile).
+    const samples: [at: number, bytes: number][] = [];
+    const wallClock = () => performance.timeOrigin + performance.now();
+    const sampler = setInterval(() => samples.push([wallClock(), rss()]), 250);
+    let replies: Extract<WorkerReply, { type: 'connected' }>[];
+    try {
+      replies = await Promise.all(
+        workers.map((worker, w) =>
+          worker.request({ type: 'connect', agents: shares[w]!, port: ports[w % ports.length]!, concurrency }, 'connected'),
+        ),
+      );
+    } catch (error) {
+      clearInterval(sampler);
+      throw error;
+    }
     const cpu = cpuOf() - cpuBefore;
     const ok = replies.reduce((sum, r) => sum + r.ok, 0);
     const failed = replies.reduce((sum, r) => sum + r.failed, 0);
     errors.push(...replies.flatMap((r) => r.errors));
-    const seconds = (Math.max(...replies.map((r) => r.doneAt)) - Math.min(...replies.map((r) => r.startedAt))) / 1000;
-    await sleep(1000); // let the broker settle (presence writes, garbage) before reading its memory
-    const rssNow = rss();
+    // From the first attempt to the last agent that got in: refused agents' time-outs are not the rate.
+    const seconds =
+      (Math.max(...replies.map((r) => (ok > 0 ? r.lastOkAt : r.doneAt))) - Math.min(...replies.map((r) => r.startedAt))) / 1000;
+    // Let the broker settle (presence writes, garbage) before reading its memory.
+    const settledAt = Math.min(...replies.map((r) => r.startedAt)) + seconds * 1000 + 1000;
+    if (wallClock() < settledAt) await sleep(settledAt - wallClock());
+    clearInterval(sampler);
+    const rssNow = samples.find(([at]) => at >= settledAt)?.[1] ?? rss();
     const held = replies.reduce((sum, r) => sum + r.held, 0);
     results.push({
       held,
@@ -238,10 +254,11 @@ export async function runServeBroker(
       peak_rss_mib: round(peakRssBytes(serve.child.pid) / MiB),
       steps: results,
       fanout: {
-        agents: held.length,
+        // The agents that got in (a refused one is sent the command but cannot have it).
+        agents: results.at(-1)?.held ?? held.length,
         received: pings.received,
         seconds: round((pings.lastAt - started) / 1000),
-        server_cpu_us_per_command: round((cpu * 1e6) / held.length),
+        server_cpu_us_per_command: round((cpu * 1e6) / Math.max(results.at(-1)?.held ?? held.length, 1)),
         how: 'one POST /api/jobs {"action":"ping","selection":{"ids":[every held agent]}}',
       },
       http_at_limit: httpAtLimit,
@@ -303,10 +320,11 @@ export async function runMosquitto(
       peak_rss_mib: round(peakRssBytes(broker.pid) / MiB),
       steps: results,
       fanout: {
-        agents: held.length,
+        // The agents that got in (a refused one is sent the command but cannot have it).
+        agents: results.at(-1)?.held ?? held.length,
         received: pings.received,
         seconds: round((pings.lastAt - started) / 1000),
-        server_cpu_us_per_command: round((cpu * 1e6) / held.length),
+        server_cpu_us_per_command: round((cpu * 1e6) / Math.max(results.at(-1)?.held ?? held.length, 1)),
         how: 'one client publishes T/Command/Ping (QoS 1) to each agent, 500 in flight',
       },
       errors,

@@ -3,6 +3,7 @@ import { nowIso } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { AgentIdentity } from './acl.ts';
+import { GroupWrite } from '../util/group-write.ts';
 import type { BrokerAgentStore } from '../agents/broker-repository.ts';
 import type { ConnectionInfo, ConnectionRegistry } from './connections.ts';
 
@@ -27,6 +28,8 @@ export class PresenceTracker {
   private readonly publishRetained: (topic: string, payload: string) => void;
   private readonly online = new Map<number, boolean>();
   private readonly lastWrite = new Map<number, number>();
+  /** last_contact of many agents in one statement: the replies to a bulk command arrive by the thousand. */
+  private readonly touches = new GroupWrite<number>((ids) => this.store.touchMany(ids, nowIso()));
   /** Last retained value of `T/Status/Online` per agent, as published through this broker. */
   private readonly retainedOnline = new Map<number, boolean>();
   private stopping = false;
@@ -107,7 +110,7 @@ export class PresenceTracker {
     const now = Date.now();
     if (now - (this.lastWrite.get(agent.id) ?? 0) < TOUCH_INTERVAL_MS) return;
     this.lastWrite.set(agent.id, now);
-    await this.store.touch(agent.id, new Date(now).toISOString());
+    await this.touches.add(agent.id);
   }
 
   /** Broker stopping: every agent goes offline in one statement, not one event each. */

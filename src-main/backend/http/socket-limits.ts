@@ -7,7 +7,7 @@
  * HTTP share keeps a small reserve that no one else may take, so an admin and an enrolling device
  * always get in; beyond its reserve, whoever asks first takes a descriptor. Devices hold one MQTT
  * connection all day and HTTP only in bursts, so the broker may take everything but the reserves:
- * at a 20,000-descriptor limit, 19,808 agents (mosquitto holds 19,843 there). Before, MQTT had a
+ * at a 20,000-descriptor limit, 19,848 agents (mosquitto holds 19,843 there). Before, MQTT had a
  * fixed half and the embedded broker held 9,872. One client address may hold only a part of the
  * agent listener, so a single host cannot take it all.
  */
@@ -35,12 +35,12 @@ export interface SocketPlan {
   requestTimeoutMs: number;
 }
 
-/** The process's own descriptors: database and its WAL, log, lock, mail, uploads, Node's own (33 at rest). */
-const PROCESS_RESERVE = 96;
+/** The process's own descriptors: database and its WAL, log, lock, mail, uploads, Node's own (33 at rest on SQLite; ~44 on PostgreSQL, its pool of 10 and the feed's listener). */
+const PROCESS_RESERVE = 72;
 /** Kept for the admin listener whatever the broker holds: the console and the CLI. */
 const ADMIN_RESERVE = 16;
 /** Kept for the agent listener: enrollments and agent requests always get in. */
-const AGENT_RESERVE = 64;
+const AGENT_RESERVE = 48;
 /** Kept for the files of downloads in progress. */
 const DOWNLOADS_RESERVE = 16;
 const ADMIN_CONNECTIONS = 128;

@@ -5,14 +5,12 @@
 // serialized by an advisory lock, so the in-transaction check already saw the winner; the statement
 // that sets the credentials is now guarded itself, which the second test checks directly: it does
 // not depend on that lock.)
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SqliteAccountRepository } from '../../../src-main/backend/accounts/repository.ts';
-import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import type { TestBackend } from '../../helpers/backend.ts';
 import { sameOriginJson } from '../../helpers/console-session.ts';
 import { callFrom } from '../../helpers/from-address.ts';
+import { startNodes } from '../../helpers/nodes.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 
 let database: TestDatabase;
@@ -20,28 +18,10 @@ const nodes: TestBackend[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase('setup_race');
-  const first = await startTestBackend({
-    databaseUrl: database.url,
-    ownerName: 'ana',
-    nodeName: 'node-a',
-    embeddedBrokerPerNode: true,
-  });
-  nodes.push(first);
-  const dataDir = mkdtempSync(join(tmpdir(), 'mdm-node-'));
-  copyFileSync(join(first.dataDir, 'admin-token'), join(dataDir, 'admin-token'));
-  nodes.push(
-    await startTestBackend({
-      databaseUrl: database.url,
-      ownerName: 'ana',
-      dataDir,
-      nodeName: 'node-b',
-      embeddedBrokerPerNode: true,
-    }),
-  );
+  nodes.push(...(await startNodes(2, { databaseUrl: database.url, ownerName: 'ana' })));
 }, 120_000);
 afterAll(async () => {
   for (const node of nodes) await node.stop();
-  if (nodes[1]) rmSync(nodes[1].dataDir, { recursive: true, force: true });
   await database?.drop();
 });
 

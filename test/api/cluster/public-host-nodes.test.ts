@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lanAddresses } from '../../../src-main/backend/config.ts';
-import { startTestBackend, type TestBackend } from '../../helpers/backend.ts';
+import type { TestBackend } from '../../helpers/backend.ts';
+import { startNode } from '../../helpers/nodes.ts';
 import { eventually } from '../../helpers/mqtt.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 
@@ -15,7 +16,7 @@ describe('the public host on two nodes sharing one PostgreSQL database', () => {
   let token = '';
   const start = async (name: string, publicHost: string | undefined) => {
     // No --public-host unless given (startTestBackend's default is one): the settings then decide.
-    const node = await startTestBackend({ databaseUrl: database.url, nodeName: name, embeddedBrokerPerNode: true, publicHost });
+    const node = await startNode(name, { databaseUrl: database.url, publicHost }, nodes[0]);
     nodes.push(node);
     token = node.backend.info.admin_token;
     return node;
