@@ -17,10 +17,12 @@ afterAll(async () => {
 });
 
 /** Sends the head of a request with a large body, then one byte every 100 ms while `dripping()`. */
-function drip(head: string, dripping: () => boolean): { socket: Socket; closedAt: Promise<number> } {
+function drip(head: string, dripping: () => boolean): { socket: Socket; closedAt: Promise<number>; answer: () => string } {
   const { port } = new URL(t.backend.info.admin_url);
   const socket = connect(Number(port), '127.0.0.1', () => socket.write(head));
-  socket.on('error', () => {});
+  let answer = '';
+  socket.on('data', (data: Buffer) => (answer += data.toString()));
+  socket.on('error', (error) => (answer += `(${error.message})`));
   const timer = setInterval(() => {
     if (dripping() && socket.writable) socket.write('x');
   }, 100);
@@ -30,7 +32,7 @@ function drip(head: string, dripping: () => boolean): { socket: Socket; closedAt
       resolve(Date.now());
     }),
   );
-  return { socket, closedAt };
+  return { socket, closedAt, answer: () => answer };
 }
 
 const within = <T>(promise: Promise<T>, ms: number) =>
@@ -50,11 +52,11 @@ describe('admin request time-outs', () => {
 
   it('lets an upload run past it while bytes come, and cuts it once they stop', { timeout: 45_000 }, async () => {
     let flowing = true;
-    const { socket, closedAt } = drip(
+    const { socket, closedAt, answer } = drip(
       `POST /api/files?name=slow.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${t.backend.info.admin_token}\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n`,
       () => flowing,
     );
-    expect(await within(closedAt, 2 * TIMEOUT_MS + 1000)).toBeNull(); // still uploading after twice the time-out
+    expect(await within(closedAt, 2 * TIMEOUT_MS + 1000), `closed early; the server said: ${answer()}`).toBeNull(); // still uploading after twice the time-out
     flowing = false;
     const stopped = Date.now();
     const closed = await within(closedAt, 3 * TIMEOUT_MS);
