@@ -326,6 +326,9 @@ export async function brokerModesScenario(
 export function brokerModesTable(result: BrokerModesResult): string[] {
   const n = (value: number | undefined, digits = 0) =>
     value === undefined || !Number.isFinite(value) ? '—' : value.toLocaleString('en-US', { maximumFractionDigits: digits });
+  // Mosquitto's RSS can fall while agents connect (it frees what the enrollments' dynamic-security
+  // rewrites took): growth per connection then says nothing, and is not shown as a negative size.
+  const kib = (value: number | undefined) => (value !== undefined && value < 0 ? '— (RSS fell)' : n(value, 1));
   const lines = [
     '',
     `Broker modes, ${n(result.agents)} agents each (open files limit ${n(result.open_files_limit)}):`,
@@ -341,7 +344,7 @@ export function brokerModesTable(result: BrokerModesResult): string[] {
         ? 'not measured (no strace)'
         : '';
     lines.push(
-      `| ${run.mode} | ${n(run.step.held)} | ${n(run.step.kib_per_connection, 1)} / ${n(run.serve_kib_per_connection, 1)} | ${n(run.step.rss_mib)} MiB (${n(run.peak_rss_mib)}) | ${n(run.step.connections_per_s, 1)} | ${n(run.broker_cpu_us_per_connection)} / ${n(run.serve_cpu_us_per_connection)} µs | ${n(run.fanout.seconds, 2)} s (${n(run.fanout.received)}/${n(run.fanout.agents)}) | ${n(run.enrollments_per_s, 1)}${halves ? ` (${n(halves[0], 1)}, ${n(halves[1], 1)})` : ''} | ${dynsec} | ${n(run.serve_rss_mib)} MiB | ${run.measured} |`,
+      `| ${run.mode} | ${n(run.step.held)} | ${kib(run.step.kib_per_connection)} / ${kib(run.serve_kib_per_connection)} | ${n(run.step.rss_mib)} MiB (${n(run.peak_rss_mib)}) | ${n(run.step.connections_per_s, 1)} | ${n(run.broker_cpu_us_per_connection)} / ${n(run.serve_cpu_us_per_connection)} µs | ${n(run.fanout.seconds, 2)} s (${n(run.fanout.received)}/${n(run.fanout.agents)}) | ${n(run.enrollments_per_s, 1)}${halves ? ` (${n(halves[0], 1)}, ${n(halves[1], 1)})` : ''} | ${dynsec} | ${n(run.serve_rss_mib)} MiB | ${run.measured} |`,
     );
   }
   return lines;
