@@ -13,6 +13,9 @@ export interface RateBuckets {
   sweep(nowMs: number): Promise<number>;
 }
 
+/** Hits between two prunings of MemoryRateBuckets at least. */
+const PRUNE_EVERY = 1_000;
+
 /**
  * The buckets of one node's limits in its memory: GCRA as RateLimitRepository's statement computes
  * it (the bucket's theoretical arrival time per key). On SQLite, where one server owns the database,
@@ -21,8 +24,20 @@ export interface RateBuckets {
  */
 export class MemoryRateBuckets implements RateBuckets {
   private readonly tats = new Map<string, number>();
+  /** Hits since the buckets full again were last pruned, and how many the next pruning waits for (see `hit`). */
+  private hitsSincePrune = 0;
+  private pruneAfter = PRUNE_EVERY;
 
   hit(key: string, nowMs: number, intervalMs: number, windowMs: number): Promise<RateHit> {
+    // A caller rotating keys (addresses) would fill the map until the hourly sweep: buckets full
+    // again (tat <= now, answered as a new key would be) are pruned every 1,000 hits, or every as
+    // many hits as the map kept at the last pruning when it kept more (each hit pays O(1) for the
+    // scans, amortized): the map holds at most the buckets not full again plus as many.
+    if (++this.hitsSincePrune >= this.pruneAfter) {
+      this.prune(nowMs);
+      this.hitsSincePrune = 0;
+      this.pruneAfter = Math.max(PRUNE_EVERY, this.tats.size);
+    }
     const tat = this.tats.get(key);
     if (tat === undefined) {
       const allowed = intervalMs <= windowMs;
@@ -41,6 +56,11 @@ export class MemoryRateBuckets implements RateBuckets {
   }
 
   sweep(nowMs: number): Promise<number> {
+    return Promise.resolve(this.prune(nowMs));
+  }
+
+  /** Forgets the buckets full again (tat <= now); returns how many. */
+  private prune(nowMs: number): number {
     let swept = 0;
     for (const [key, tat] of this.tats) {
       if (tat <= nowMs) {
@@ -48,7 +68,7 @@ export class MemoryRateBuckets implements RateBuckets {
         swept++;
       }
     }
-    return Promise.resolve(swept);
+    return swept;
   }
 
   /** The keys held (hashed, as in the table): for tests. */

@@ -125,3 +125,23 @@ describe.each(stores)('the rate limiter on $name', (store) => {
     expect(await limiter.take('secret-user-token')).toBe(0);
   });
 });
+
+describe("one node's memory under many distinct keys", () => {
+  it('stays bounded when every request comes from a new address, without waiting for the sweep', async () => {
+    const rows = new MemoryRateBuckets();
+    let now = 1_000_000;
+    // 10 a minute: a bucket is full again 6 s after its only hit. One new key every 10 ms over 300 s:
+    // about 600 buckets are not full at any moment; the hourly sweep never runs here.
+    const limiter = new RateLimiter('rotating', { burst: 1, perMinute: 10 }, rows, () => now);
+    let largest = 0;
+    for (let i = 0; i < 30_000; i++) {
+      expect(await limiter.take(`203.0.${i >> 8}.${i & 255}:${i}`)).toBe(0);
+      if (i % 100 === 0) largest = Math.max(largest, rows.keys().length);
+      now += 10;
+    }
+    expect(largest).toBeLessThanOrEqual(2_000);
+    // Pruning changed no answer: a key still in its window is still limited.
+    expect(await limiter.take('203.0.0.0:again')).toBe(0);
+    expect(await limiter.take('203.0.0.0:again')).toBeGreaterThan(0);
+  });
+});
