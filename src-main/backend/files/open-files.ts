@@ -50,7 +50,8 @@ export class OpenFiles {
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(options: Partial<OpenFilesOptions> = {}) {
-    this.options = { maxIdle: 16, idleMs: 5_000, ...options };
+    // 8 idle files at most: they count against the process's own descriptors (http/socket-limits.ts).
+    this.options = { maxIdle: 8, idleMs: 5_000, ...options };
   }
 
   /**
