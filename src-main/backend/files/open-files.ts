@@ -99,6 +99,13 @@ export class OpenFiles {
     return this.entries.size;
   }
 
+  /** Downloads holding one of these files now (each open() not yet released). */
+  get users(): number {
+    let users = 0;
+    for (const entry of this.entries.values()) users += entry.users;
+    return users;
+  }
+
   /** Closes every file no download is reading; those in use close once released. */
   async closeAll(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
