@@ -137,6 +137,29 @@ describe.each(MODES)('a late duplicate of POST PluginMdmAgent (broker %s)', (mod
     expect((await connectAgent(t, { serial: device.serial, password: record.mqttpasswd })).connected).toBe(true);
   });
 
+  it('through an invitation (single use, used by the retry): refused with a 400, nothing changed, the password still logs in', async () => {
+    const device = newDevice();
+    const invited = await t.admin('POST', '/invitations', { email: device.email, send_email: false });
+    expect(invited.status).toBe(201);
+    const invitation = invited.body as { user_token: string; invitation_token: string };
+    const asCode = { token: invitation.invitation_token } as EnrollmentCode;
+    const first = await openSession(invitation.user_token); // the attempt the device gave up on
+    const second = await openSession(invitation.user_token); // the retry, which goes through
+    const created = await post(second, asCode, device);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = Number(created.body.id);
+    const record = await readRecord(second, id);
+    const before = await agentRow(t, id);
+
+    // The first attempt's POST arrives now: the invitation is used, so it is refused (docs/agent-api.md).
+    const late = await post(first, asCode, device);
+    expect(late.status, JSON.stringify(late.body)).toBe(400);
+    expect(late.body[0]).toBe('ERROR_CORE_ADD');
+    expect(await agentRow(t, id)).toEqual(before);
+    expect(await eventTypes(id)).not.toContain('agent.reenrolled');
+    expect((await connectAgent(t, { serial: device.serial, password: record.mqttpasswd })).connected).toBe(true);
+  });
+
   it('a session opened after the enrollment (a factory reset) still re-enrolls: new password, the old one refused', async () => {
     const code = await makeCode('Reset desk');
     const device = newDevice();
