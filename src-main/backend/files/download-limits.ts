@@ -46,6 +46,11 @@ export class DownloadLimits {
     return this.active;
   }
 
+  /** Bytes of the shared pool no download holds now. */
+  get poolFree(): number {
+    return this.poolLeft;
+  }
+
   /** A slot for one download, or null when all are taken; `release` once the response is over. */
   acquire(): { release(): void } | null {
     if (this.active >= this.maxConcurrent) return null;
@@ -147,6 +152,13 @@ export function writeFileRange(response: ServerResponse, first: Chunk, end: numb
   });
   // Cut short (the client gone): the socket may still hold the last buffer, which is not reused.
   response.once('close', stop);
+  // Already closed (the client hung up before this was called): 'close' has come and gone, and a
+  // write would wait for a 'drain' that never comes. Give back the file and the first chunk's pool bytes.
+  if (response.destroyed) {
+    stop();
+    limits.recycle(first.buffer);
+    return;
+  }
 
   function next(): void {
     if (over) return;

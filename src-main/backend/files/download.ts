@@ -252,6 +252,9 @@ export async function sendStoredItem(
     return reply.code(range.status).send(Readable.from([]));
   }
 
+  // The client may have hung up while this request waited (its session check, the store): its
+  // response is closed already, so the 'close' below would never come and nothing would be given back.
+  if (responseGone(reply)) return abandon(reply);
   const slot = limits.acquire();
   if (!slot) {
     reply.header('retry-after', '5');
@@ -271,6 +274,12 @@ export async function sendStoredItem(
     slot.release();
     throw error instanceof NotARegularFile ? itemNotFound() : error;
   });
+  // Hung up while the file opened: the slot's 'close' has come and gone; the file is given back here.
+  if (responseGone(reply)) {
+    file.release();
+    slot.release();
+    return abandon(reply);
+  }
   // The first chunk is read before any header is sent: a read error is still an error answer.
   let first: Chunk;
   try {
@@ -289,5 +298,17 @@ export async function sendStoredItem(
   reply.hijack();
   reply.raw.writeHead(range.status, headers.flat());
   writeFileRange(reply.raw, first, range.end, limits);
+  return reply;
+}
+
+/** The client is gone: the response was closed (or its socket destroyed) before anything was written. */
+function responseGone(reply: FastifyReply): boolean {
+  return reply.raw.destroyed || reply.raw.socket?.destroyed === true;
+}
+
+/** Ends the handling of a request whose client is gone: nothing to write, nothing for Fastify to send. */
+function abandon(reply: FastifyReply): FastifyReply {
+  reply.hijack();
+  if (!reply.raw.destroyed) reply.raw.destroy();
   return reply;
 }

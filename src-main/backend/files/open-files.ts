@@ -50,7 +50,8 @@ export class OpenFiles {
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(options: Partial<OpenFilesOptions> = {}) {
-    this.options = { maxIdle: 16, idleMs: 5_000, ...options };
+    // 8 idle files at most: they count against the process's own descriptors (http/socket-limits.ts).
+    this.options = { maxIdle: 8, idleMs: 5_000, ...options };
   }
 
   /**
@@ -96,6 +97,13 @@ export class OpenFiles {
   /** Files open now (in use or idle). */
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Downloads holding one of these files now (each open() not yet released). */
+  get users(): number {
+    let users = 0;
+    for (const entry of this.entries.values()) users += entry.users;
+    return users;
   }
 
   /** Closes every file no download is reading; those in use close once released. */

@@ -35,7 +35,11 @@ export interface SocketPlan {
   requestTimeoutMs: number;
 }
 
-/** The process's own descriptors: database and its WAL, log, lock, mail, uploads, Node's own (33 at rest on SQLite; ~44 on PostgreSQL, its pool of 10 and the feed's listener). */
+/**
+ * The process's own descriptors: database and its WAL, log, lock, mail, uploads, Node's own (33 at
+ * rest on SQLite; ~44 on PostgreSQL, its pool of 10 and the feed's listener), and up to 8 stored
+ * files kept open between downloads (files/open-files.ts): 52 at most at rest, 20 to spare.
+ */
 const PROCESS_RESERVE = 72;
 /** Kept for the admin listener whatever the broker holds: the console and the CLI. */
 const ADMIN_RESERVE = 16;

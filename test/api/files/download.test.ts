@@ -18,6 +18,7 @@ import { openSqliteSql, type SqliteSql } from '../../../src-main/backend/db/sqli
 import { UnitOfWork } from '../../../src-main/backend/db/unit-of-work.ts';
 import { adminFileRoutes } from '../../../src-main/backend/files/routes.ts';
 import { actsAs } from '../../../src-main/backend/http/route-table.ts';
+import { DownloadLimits } from '../../../src-main/backend/files/download-limits.ts';
 import { createFileStore, type FileStore } from '../../../src-main/backend/files/store.ts';
 import { ApiError } from '../../../src-main/backend/errors.ts';
 import { RateLimitRepository } from '../../../src-main/backend/sessions/rate-limit-repository.ts';
@@ -680,6 +681,75 @@ describe('limits and odd cases', () => {
     expectSpecHeaders(response, item, 'bytes 100-299/300', 200);
     expect(response.body.length).toBe(0);
   });
+
+  // A client that hangs up while its download waits (the session check, the file's opening) leaves
+  // a closed response: the handler must give back what it took, not wait for a 'drain' that never comes.
+  for (const where of ['session check', 'file opening'] as const) {
+    it(`downloads whose client hung up during the ${where} give back every slot, open file and pool byte`, async () => {
+      const content = randomBytes(3 * 1024 * 1024 + 17);
+      const item = await upload('files', `hung-up-${where}.bin`, content);
+      const poolBytes = 8 * 1024 * 1024;
+      const limits = new DownloadLimits({ maxConcurrent: 4, poolBytes });
+      // The wait is held until the clients are gone, as a busy database or disk would hold it. The
+      // store and the files are the real ones; the test only delays their answers and counts them.
+      let openGate!: () => void;
+      const gate = new Promise<void>((resolve) => (openGate = resolve));
+      let waiting = 0;
+      let passed = 0;
+      const held = async <T>(work: Promise<T>): Promise<T> => {
+        waiting++;
+        try {
+          await gate;
+          return await work;
+        } finally {
+          passed++;
+        }
+      };
+      const realOpen = limits.files.open.bind(limits.files);
+      if (where === 'file opening') limits.files.open = (path) => held(realOpen(path));
+      const realGet = store.get.bind(store);
+      const countedStore: FileStore = Object.create(store) as FileStore;
+      countedStore.get = (kind, id) => (where === 'session check' ? held(realGet(kind, id)) : realGet(kind, id));
+      const app = await buildAgentApi({ sessions, downloads: { store: countedStore, limits } });
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const connections = () =>
+        new Promise<number>((resolve, reject) =>
+          app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+        );
+      try {
+        const url = `${urlOf(app)}/api/PluginMdmFile/${item.id}?session_token=${tokens.good}`;
+        const clients = Array.from({ length: 6 }, () => {
+          const client = httpRequest(url, { headers: { accept: 'application/octet-stream' }, agent: false });
+          client.on('error', () => {});
+          client.end();
+          return client;
+        });
+        // The file's opening is reached by the four that took a slot (the other two were told 503).
+        const expected = where === 'file opening' ? 4 : 6;
+        await waitFor(() => waiting === expected, `${expected} requests held at the ${where}`);
+        for (const client of clients) client.destroy();
+        while ((await connections()) > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        openGate();
+        await waitFor(() => passed === expected, `the ${where} answered (${waiting} held, ${passed} passed)`);
+
+        // Every slot is free: four downloads at once, each whole.
+        const answers = await Promise.all(
+          Array.from({ length: 4 }, () =>
+            send(url, { headers: { accept: 'application/octet-stream' } }).then((response) => ({
+              status: response.status,
+              sha: sha256(response.body),
+            })),
+          ),
+        );
+        for (const answer of answers) expect(answer).toEqual({ status: 200, sha: sha256(content) });
+        await waitFor(() => limits.inProgress === 0 && limits.files.users === 0, 'the downloads over');
+        expect(limits.poolFree).toBe(poolBytes);
+      } finally {
+        openGate();
+        await app.close();
+      }
+    });
+  }
 
   it('content missing on disk is a 404, not a 500', async () => {
     const item = await upload('files', 'vanishing.txt', Buffer.from('soon gone'));
