@@ -68,6 +68,15 @@ function isReplay(existing: AgentRow, session: SessionContext): boolean {
   );
 }
 
+/** Thrown inside the enrollment's transaction (rolling it back) when the re-enrollment turns out a replay. */
+class ReplayedEnrollment extends Error {
+  readonly agentId: number;
+  constructor(agentId: number) {
+    super(`Agent ${agentId} was enrolled through a later session meanwhile`);
+    this.agentId = agentId;
+  }
+}
+
 /** The 201 body of POST PluginMdmAgent. */
 function enrolledAnswer(agentId: number, status: string): { id: string; message: string } {
   return {
@@ -275,6 +284,11 @@ export class EnrollmentService {
       return enrolledAnswer(agentId, status);
     } catch (error) {
       if (error instanceof CodeUsedUp) return refuse('This enrollment code has been used up');
+      if (error instanceof ReplayedEnrollment) {
+        const current = await this.rows.byId(error.agentId);
+        if (current) return enrolledAnswer(current.id, current.enroll_status);
+        return refuse('The device was removed while it enrolled; enroll it again');
+      }
       throw error;
     }
   }
@@ -346,8 +360,13 @@ export class EnrollmentService {
     if (existing) {
       // Same device again: keep its records, give it a fresh account token (the old install loses it).
       agentId = existing.id;
+      // First write of the transaction, and conditional: `existing` was read before it, and another
+      // node may have enrolled the device through a later session since. Then this POST is a replay
+      // after all, and the whole transaction rolls back (the person, the code's use, the events:
+      // nothing of it is kept; the events' effects, such as Mosquitto's client delete, run only
+      // after a commit).
+      if (!(await this.rows.reenroll(agentId, fields))) throw new ReplayedEnrollment(agentId);
       await this.rows.updateComputer(existing.computer_id, { name: login, serial: device.serial, uuid, user_id: person.id, now });
-      await this.rows.reenroll(agentId, fields);
       await this.sessions.closeAllOf(existing.account_user_id);
       await this.users.rotateToken(existing.account_user_id);
     } else {

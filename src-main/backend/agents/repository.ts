@@ -2,7 +2,7 @@
 // the admin's list, approval and deletion. Reports live in report-repository.ts, the broker's
 // lookups in broker-repository.ts.
 import type { Sql } from '../db/sql.ts';
-import { ENROLL_STATUS, type EnrollStatus } from './status.ts';
+import { ENROLL_STATUS, FREED, type EnrollStatus } from './status.ts';
 import type { AgentSummary } from '../../../src-shared/contract/index.ts';
 import { inFleetsSql } from '../fleets/fleet-repository.ts';
 
@@ -129,8 +129,14 @@ export interface AgentRepository {
   /** Computers with this uuid, or whose serial starts with this prefix (audits and tests). */
   countComputers(match: { uuid: string } | { serialPrefix: string }): Promise<number>;
   insertAgent(fields: EnrollmentFields & { entity_id: number; computer_id: number; account_user_id: number }): Promise<number>;
-  /** The device enrolls again: fresh status, commands cleared, its broker password dropped. */
-  reenroll(id: number, fields: EnrollmentFields): Promise<void>;
+  /**
+   * The device enrolls again: fresh status, commands cleared, its broker password dropped. Only
+   * through a session opened after the one of its current enrollment (or when it was freed, or
+   * either session predates their numbering): false, and nothing written, for a replay (the same
+   * rule as enrollment.ts's isReplay, decided on the row as it is when written, whichever node
+   * enrolled it meanwhile).
+   */
+  reenroll(id: number, fields: EnrollmentFields): Promise<boolean>;
   setDeviceDetails(id: number, details: DeviceDetails): Promise<void>;
   setPasswordHash(id: number, hash: string, at: string): Promise<void>;
   /** Deletes the agent and its computer when no other agent uses it. */
@@ -187,7 +193,8 @@ export class SqliteAgentRepository implements AgentRepository {
            enrollment_code_id = @enrollment_code_id, name = @name, serial = @serial, uuid = @uuid, version = @version, type = @type,
            firstname = @firstname, lastname = @lastname, enroll_status = @enroll_status, wipe = 0, lock = 0, topic = @topic, mqtt_login = @mqtt_login,
            mqtt_password_hash = NULL, enrolled_session_seq = @enrolled_session_seq, updated_at = @now
-         WHERE id = @id`,
+         WHERE id = @id AND (enroll_status IN (${FREED.map((status) => `'${status}'`).join(', ')})
+           OR enrolled_session_seq IS NULL OR CAST(@enrolled_session_seq AS BIGINT) IS NULL OR enrolled_session_seq < CAST(@enrolled_session_seq AS BIGINT))`,
       setDeviceDetails: `UPDATE agents SET phone = coalesce(@phone, phone), has_system_permission = coalesce(@has_system_permission, has_system_permission),
            notification_type = coalesce(@notification_type, notification_type), notification_token = coalesce(@notification_token, notification_token)
          WHERE id = @id`,
@@ -258,8 +265,8 @@ export class SqliteAgentRepository implements AgentRepository {
     return Number(await this.sql.value<number>(this.s.insertAgent, { ...fields }));
   }
 
-  async reenroll(id: number, fields: EnrollmentFields): Promise<void> {
-    await this.sql.run(this.s.reenroll, { ...fields, id });
+  async reenroll(id: number, fields: EnrollmentFields): Promise<boolean> {
+    return (await this.sql.run(this.s.reenroll, { ...fields, id })).changes > 0;
   }
 
   async setDeviceDetails(id: number, details: DeviceDetails): Promise<void> {
