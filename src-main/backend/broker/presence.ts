@@ -13,6 +13,16 @@ export const ONLINE_SUBTOPIC = 'Status/Online';
 
 type Reason = 'connected' | 'reported online' | 'will' | 'disconnected';
 
+/** One presence change waiting for its group's transaction. */
+interface Change {
+  agent: AgentIdentity;
+  online: boolean;
+  reason: Reason;
+  info: ConnectionInfo | undefined;
+  /** When it happened (ms), also its last_contact. */
+  now: number;
+}
+
 /**
  * is_online and last_contact of each agent. The broker's authenticated connections are the whole
  * truth (the same one a ping is checked against): online while at least one is open, offline when
@@ -32,6 +42,16 @@ export class PresenceTracker {
   private readonly touches = new GroupWrite<number>((ids) => this.store.touchMany(ids, nowIso()));
   /** Last retained value of `T/Status/Online` per agent, as published through this broker. */
   private readonly retainedOnline = new Map<number, boolean>();
+  /**
+   * Presence changes of many agents in one transaction (a fleet reconnecting after an outage comes
+   * online by the thousand): each change's row and its event, in the order the changes were made,
+   * so the same agent's online and offline commit in the order they happened.
+   */
+  private readonly changes = new GroupWrite<Change>((batch) => this.save(batch));
+  /** The last change queued per agent and not yet committed: what the next change is decided against. */
+  private readonly queued = new Map<number, Change>();
+  /** The last change queued (stop waits for it). */
+  private lastChange: Promise<void> = Promise.resolve();
   private stopping = false;
 
   constructor(deps: {
@@ -116,6 +136,8 @@ export class PresenceTracker {
   /** Broker stopping: every agent goes offline in one statement, not one event each. */
   async stop(): Promise<number[]> {
     this.stopping = true;
+    // Changes already queued are saved first: none may land after the offline below.
+    await this.lastChange.catch(() => undefined);
     const ids = [...this.online.entries()].filter(([, online]) => online).map(([id]) => id);
     const at = nowIso();
     for (const id of ids) await this.store.setPresence(id, false, at);
@@ -124,37 +146,57 @@ export class PresenceTracker {
   }
 
   private async set(agent: AgentIdentity, online: boolean, reason: Reason, info: ConnectionInfo | undefined): Promise<void> {
-    if ((this.online.get(agent.id) ?? false) === online) {
+    // Decided against the last change queued for this agent (not yet saved), else what is saved:
+    // a disconnect right after a connect is a change even while the connect is being written.
+    const pending = this.queued.get(agent.id);
+    if ((pending ? pending.online : (this.online.get(agent.id) ?? false)) === online) {
       // No change (e.g. the "online" every agent publishes right after connecting): ordinary
       // traffic, whose last_contact write is throttled like any other.
       await this.touch(agent);
       return;
     }
-    const now = Date.now();
-    const at = new Date(now).toISOString();
-    const how = info ? ` (${info.protocol}${info.tls ? ' over TLS' : ''} from ${info.address ?? 'unknown address'})` : '';
-    const text: Record<Reason, string> = {
-      connected: `${agent.name} is online${how}`,
-      'reported online': `${agent.name} reported itself online`,
-      will: `${agent.name} is offline: connection lost${how}`,
-      disconnected: `${agent.name} is offline: disconnected${how}`,
-    };
+    const change: Change = { agent, online, reason, info, now: Date.now() };
+    this.queued.set(agent.id, change);
+    const saved = this.changes.add(change);
+    this.lastChange = saved;
+    try {
+      await saved;
+    } finally {
+      if (this.queued.get(agent.id) === change) this.queued.delete(agent.id);
+    }
+  }
+
+  /** One group of changes in one transaction; memory follows only once it has committed. */
+  private async save(batch: Change[]): Promise<void> {
     await this.work.run(async () => {
-      await this.store.setPresence(agent.id, online, at);
-      await this.events.record(
-        online ? 'agent.online' : 'agent.offline',
-        text[reason],
-        { entityId: agent.entityId, agentId: agent.id },
-        {
-          reason,
-          last_contact: at,
-          ...(info ?? {}),
-        },
-      );
+      for (const { agent, online, reason, info, now } of batch) {
+        const at = new Date(now).toISOString();
+        const how = info ? ` (${info.protocol}${info.tls ? ' over TLS' : ''} from ${info.address ?? 'unknown address'})` : '';
+        const text: Record<Reason, string> = {
+          connected: `${agent.name} is online${how}`,
+          'reported online': `${agent.name} reported itself online`,
+          will: `${agent.name} is offline: connection lost${how}`,
+          disconnected: `${agent.name} is offline: disconnected${how}`,
+        };
+        await this.store.setPresence(agent.id, online, at);
+        await this.events.record(
+          online ? 'agent.online' : 'agent.offline',
+          text[reason],
+          { entityId: agent.entityId, agentId: agent.id },
+          {
+            reason,
+            last_contact: at,
+            ...(info ?? {}),
+          },
+        );
+      }
     });
     // Only once saved (a full disk throws above): memory never says what the database does not.
-    this.lastWrite.set(agent.id, now);
-    this.online.set(agent.id, online);
+    // In the batch's order, so an agent's last change is what memory keeps.
+    for (const { agent, online, now } of batch) {
+      this.lastWrite.set(agent.id, now);
+      this.online.set(agent.id, online);
+    }
   }
 }
 
