@@ -475,10 +475,10 @@ async function startServing(
     sole: db.engine === 'sqlite',
   });
   onClose(() => jobs.close());
-  // A job whose node died (the registry no longer counts it live) is marked interrupted, by one node.
+  // A job whose node died (stopped, or its heartbeat stale; never this node) is marked interrupted, by one node.
   if (db.engine !== 'sqlite')
     periodicDuty('jobs-sweeper', partial.jobSweepEveryMs ?? JOB_SWEEP_MS, async () =>
-      jobs.interruptOrphans(await cluster.liveNames()),
+      jobs.interruptOrphans(await cluster.runningNames()),
     );
 
   // Alerts: rules evaluated each minute and on events, notices by email (the mail worker) and webhooks.

@@ -91,9 +91,9 @@ export class ClusterMembership {
     return this.duties.close();
   }
 
-  /** The names of the nodes running now (the registry's answer). */
-  liveNames(): Promise<string[]> {
-    return this.registry.liveNames();
+  /** The names of the nodes that may still run work: this one, and those heartbeating (the jobs sweeper's answer). */
+  runningNames(): Promise<string[]> {
+    return this.registry.runningNames();
   }
 
   /** Every registered node, with whether it runs and the duties it holds now (the console's status). */

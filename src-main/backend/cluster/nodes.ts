@@ -3,10 +3,12 @@
  * it answers, its version and MQTT broker, when it started, its last heartbeat). A node joins at
  * start, heartbeats every few seconds and marks itself stopped when it closes cleanly.
  *
- * A node is live while its heartbeat is recent and, on PostgreSQL, while its session holds its
- * name's advisory lock: the database releases that lock the moment the process dies, so a node
- * killed with `kill -9` stops counting at once (and may be started again under the same name at
- * once), whereas a second process under a running node's name is refused. On SQLite there is one
+ * A node is live (the console's status, the refusals at join) while its heartbeat is recent and,
+ * on PostgreSQL, while its session holds its name's advisory lock: the database releases that lock
+ * the moment the process dies, so a node killed with `kill -9` stops counting at once (and may be
+ * started again under the same name at once), whereas a second process under a running node's name
+ * is refused. The jobs sweeper asks `runningNames` instead (heartbeat only, and never this node): a
+ * lock's connection that drops alone must not cost a running node its jobs. On SQLite there is one
  * node per database (the data dir's lock), so every other row is a past one.
  *
  * Refusals at join, one after the other across nodes joining at once (a transaction lock):
@@ -138,11 +140,15 @@ export class NodeRegistry {
   private async beat(): Promise<void> {
     if (this.id === null) return;
     try {
-      // The lock's connection broke (the database restarted): take the name again.
-      if (this.lock && !this.lock.held()) {
+      // The lock's connection broke (the database restarted, or ended that session while this side
+      // still thinks it open): take the name again.
+      if (this.lock && (!this.lock.held() || !(await this.repository.heldIds())?.has(this.id))) {
         const again = await this.repository.holdName(this.id);
-        if (again) this.lock = again;
-        else {
+        if (again) {
+          // The old session is gone for the database; its socket may still wait for an answer.
+          this.lock.abandon();
+          this.lock = again;
+        } else {
           this.onProblem(
             `another process now runs as node "${this.name}" on this database (this node lost its connection to it for a while)`,
           );
@@ -171,11 +177,19 @@ export class NodeRegistry {
   }
 
   /**
-   * The names of the nodes running now: the one answer to "is node X alive" (the jobs sweeper marks
-   * the jobs of every other node interrupted).
+   * The names of the nodes that may still be running work, for the jobs sweeper (which marks the
+   * jobs of every other node interrupted): this node itself, and every node not stopped whose
+   * heartbeat is under `liveMs` old. The name's lock is left out on purpose: its connection can
+   * drop while the node runs on (a database restart, a proxy), and a node's jobs must not be taken
+   * from it for that; a node killed with `kill -9` loses its jobs once its heartbeat is stale.
    */
-  async liveNames(): Promise<string[]> {
-    return (await this.liveRows()).map((row) => row.name);
+  async runningNames(): Promise<string[]> {
+    const now = Date.now();
+    const rows = await this.repository.list();
+    const names = rows
+      .filter((row) => row.stopped_at === null && now - Date.parse(row.last_heartbeat) <= this.timing.liveMs)
+      .map((row) => row.name);
+    return names.includes(this.name) ? names : [...names, this.name];
   }
 
   /** Every registered node, by name, with whether it runs now. */

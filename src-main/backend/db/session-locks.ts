@@ -15,9 +15,11 @@ export interface SessionLock {
   /** False once the connection holding it has broken (the database then released the lock). */
   held(): boolean;
   release(): Promise<void>;
+  /** Drops the connection without waiting for the database (which no longer holds the lock). */
+  abandon(): void;
 }
 
-const ALWAYS_HELD: SessionLock = { held: () => true, release: () => Promise.resolve() };
+const ALWAYS_HELD: SessionLock = { held: () => true, release: () => Promise.resolve(), abandon: () => {} };
 
 /** Takes the lock (space, key) if no other session holds it; null when one does. */
 export async function trySessionLock(sql: Sql, space: number, key: number): Promise<SessionLock | null> {
@@ -26,6 +28,9 @@ export async function trySessionLock(sql: Sql, space: number, key: number): Prom
     connectionString: sql.pool.options.connectionString,
     application_name: 'mdm-console lock',
     connectionTimeoutMillis: sql.pool.options.connectionTimeoutMillis,
+    // Never queried after taking the lock: TCP keepalive lets a dead peer be noticed.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   });
   let broken = false;
   // A broken connection must not end the process: the lock is gone, which held() says.
@@ -51,6 +56,11 @@ export async function trySessionLock(sql: Sql, space: number, key: number): Prom
       broken = true;
       // Ending the session releases its locks.
       await client.end().catch(() => {});
+    },
+    abandon: () => {
+      broken = true;
+      // Not awaited: a half-open connection never answers (keepalive closes its socket in time).
+      void client.end().catch(() => {});
     },
   };
 }

@@ -283,11 +283,16 @@ export class JobService {
     while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
   }
 
-  /** Stops taking jobs, lets the running ones stop at their next chunk, writes the answers received. */
-  /** Jobs whose node is none of `alive` (it died while they ran): marked interrupted; how many. */
+  /**
+   * Jobs whose node is none of `alive` (it died while they ran), never this node's own: marked
+   * interrupted; how many.
+   */
   async interruptOrphans(alive: readonly string[]): Promise<number> {
-    return this.store.interruptOrphans(nowIso(), alive);
+    const own = this.nodeName === null || alive.includes(this.nodeName) ? [] : [this.nodeName];
+    return this.store.interruptOrphans(nowIso(), [...alive, ...own]);
   }
+
+  /** Stops taking jobs, lets the running ones stop at their next chunk, writes the answers received. */
 
   async close(): Promise<void> {
     this.closing = true;

@@ -169,7 +169,32 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
     expect(await mails()).toBe(6);
   });
 
-  it('the jobs sweeper asks the node registry who is alive: a node it counts live keeps its job, one it stops counting loses it', async () => {
+  it("the jobs sweeper takes no job from a node whose lock's connection drops while it heartbeats, nor from itself", async () => {
+    const sql = nodes[0]!.sql;
+    const jobs = new SqliteJobRepository(sql);
+    const names = nodes.map((node) => node.backend.duties.nodeName);
+    const sweeper = (await holders())['jobs-sweeper'];
+    expect(names).toContain(sweeper);
+    const running = await Promise.all(names.map((name) => job(name)));
+    // Every node's name lock loses its connection (a database restart, a proxy, idle_session_timeout
+    // would do the same): the database releases the locks; the nodes run on and heartbeat.
+    const ended = await sql.all<{ ok: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+        WHERE application_name = 'mdm-console lock' AND datname = current_database()`,
+    );
+    expect(ended.length).toBeGreaterThanOrEqual(names.length);
+    // Sweeps run (each marks a job of a node nobody knows), until every node holds its name again.
+    await eventually(async () => (await jobs.byId(await job('node-nobody')))!.state === 'interrupted', 30_000);
+    await eventually(async () => {
+      const status = (await admin(nodes[0]!, 'GET', '/status')).body as { nodes: { name: string; live: boolean }[] };
+      return names.every((name) => status.nodes.some((node) => node.name === name && node.live));
+    }, 30_000);
+    await eventually(async () => (await jobs.byId(await job('node-nobody')))!.state === 'interrupted', 30_000);
+    // No node lost its job, the sweeping node's own included.
+    for (const [i, id] of running.entries()) expect((await jobs.byId(id))!.state, names[i]).toBe('running');
+  });
+
+  it('the jobs sweeper asks the node registry who runs: a node heartbeating keeps its job, even without its lock; once its heartbeat is stale, it loses it', async () => {
     const sql = nodes[0]!.sql;
     const jobs = new SqliteJobRepository(sql);
     // A node process the registry counts live (its row heartbeats, its name's lock is held), that
@@ -196,13 +221,20 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
       const ofGhost = await job('node-ghost');
       // A job of a node the registry has never heard of, written after: once the sweeper has marked
       // it interrupted, it has looked at node-ghost's job too.
-      const ofNobody = await job('node-nobody');
-      await eventually(async () => (await jobs.byId(ofNobody))!.state === 'interrupted', 30_000);
+      await eventually(async () => (await jobs.byId(await job('node-nobody')))!.state === 'interrupted', 30_000);
       expect((await jobs.byId(ofGhost))!.state).toBe('running');
-      // The process dies: its lock goes (the database releases it), the registry counts it dead at
-      // once, before its heartbeat is even stale; the sweeper follows.
-      clearInterval(heartbeat);
+      // Its lock goes while it heartbeats: the console's status counts it dead at once, but its job
+      // stays its own.
       await lock.release();
+      await eventually(async () => {
+        const after = (await admin(nodes[0]!, 'GET', '/status')).body as { nodes: { name: string; live: boolean }[] };
+        return after.nodes.find((node) => node.name === 'node-ghost')?.live === false;
+      }, 30_000);
+      await eventually(async () => (await jobs.byId(await job('node-nobody')))!.state === 'interrupted', 30_000);
+      expect((await jobs.byId(ofGhost))!.state).toBe('running');
+      // The process dies: its heartbeat stops; once it is older than the registry's 10 s, the sweeper
+      // marks its job interrupted.
+      clearInterval(heartbeat);
       await eventually(async () => (await jobs.byId(ofGhost))!.state === 'interrupted', 30_000);
       expect((await jobs.byId(ofGhost))!.error).toBe('The node running it stopped');
     } finally {
