@@ -101,29 +101,35 @@ async function applyReport(ctx: PolicyContext, task: TaskRow, body: unknown, sou
   }
   const rawReason = input?.reason ?? input?.message ?? null;
   const reason = typeof rawReason === 'string' && rawReason.trim() !== '' ? rawReason.trim().slice(0, REASON_LIMIT) : null;
-  const deployment = (await ctx.repo.byId(task.deployment_id))!;
-  if (deployment.state !== 'active')
-    throw new ApiError(409, 'ERROR_TASK_CLOSED', `Task ${deployment.id} was removed: its status can no longer change`);
-  // The device applies every message it receives; which value applies is the server's decision.
-  if (task.status === 'overriden') return task;
-  if (CLOSED_FOR_REPORTS.includes(task.status))
-    throw new ApiError(
-      409,
-      'ERROR_TASK_CLOSED',
-      `Task ${deployment.id} was canceled for this device: its status can no longer change`,
-    );
-  // A finished status (done, failed) is final for the device: it cannot take back what it reported
-  // (done → pending would hide a delivered file or run the task again); deploying again does.
-  if (FINISHED_FOR_DEVICE.includes(task.status)) {
-    if (task.status === status) return task; // the same report again (QoS 1 redelivery, a retry) changes nothing
-    throw new ApiError(
-      409,
-      'ERROR_TASK_CLOSED',
-      `Task ${deployment.id} is already ${task.status} on this device: a finished status is final (deploy again to run it again)`,
-    );
-  }
-  const agent = (await ctx.repo.agent(task.agent_id))!;
-  if (task.status === status && task.reason === reason) return task; // a repeated report (QoS 1 redelivery) changes nothing
-  await ctx.outbox.transact(() => ctx.setStatus(task.id, deployment.id, agent, status, reason, source, nowIso()));
-  return (await ctx.repo.task(task.id))!;
+  // Decided inside the write transaction, on the task as it is there: two reports of one task
+  // applied at once (a device's "received" and "done" a few ms apart, handled side by side) must
+  // not let the earlier one, read before the later committed, take back a finished status.
+  return ctx.outbox.transact(async () => {
+    const current = (await ctx.repo.task(task.id))!;
+    const deployment = (await ctx.repo.byId(current.deployment_id))!;
+    if (deployment.state !== 'active')
+      throw new ApiError(409, 'ERROR_TASK_CLOSED', `Task ${deployment.id} was removed: its status can no longer change`);
+    // The device applies every message it receives; which value applies is the server's decision.
+    if (current.status === 'overriden') return current;
+    if (CLOSED_FOR_REPORTS.includes(current.status))
+      throw new ApiError(
+        409,
+        'ERROR_TASK_CLOSED',
+        `Task ${deployment.id} was canceled for this device: its status can no longer change`,
+      );
+    // A finished status (done, failed) is final for the device: it cannot take back what it reported
+    // (done → pending would hide a delivered file or run the task again); deploying again does.
+    if (FINISHED_FOR_DEVICE.includes(current.status)) {
+      if (current.status === status) return current; // the same report again (QoS 1 redelivery, a retry) changes nothing
+      throw new ApiError(
+        409,
+        'ERROR_TASK_CLOSED',
+        `Task ${deployment.id} is already ${current.status} on this device: a finished status is final (deploy again to run it again)`,
+      );
+    }
+    const agent = (await ctx.repo.agent(current.agent_id))!;
+    if (current.status === status && current.reason === reason) return current; // a repeated report (QoS 1 redelivery) changes nothing
+    await ctx.setStatus(current.id, deployment.id, agent, status, reason, source, nowIso());
+    return (await ctx.repo.task(current.id))!;
+  });
 }
