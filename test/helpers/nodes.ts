@@ -5,6 +5,7 @@
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { NewJob } from '../../src-main/backend/jobs/repository.ts';
 import { startTestBackend, type TestBackend } from './backend.ts';
 
 export type NodeOptions = NonNullable<Parameters<typeof startTestBackend>[0]> & { databaseUrl: string };
@@ -39,3 +40,17 @@ export async function startNodes(n: number, { names, ...options }: NodeOptions &
   }
   return nodes;
 }
+
+/** A bulk job's row as `node`'s JobService writes it when the job starts (running, one device). */
+export const runningJobOf = (node: string): NewJob => ({
+  action: 'ping',
+  selection: '{"all":true}',
+  description: 'all devices',
+  params: null,
+  total: 1,
+  fleet_ids: '[]',
+  account_id: null,
+  actor: null,
+  created_at: new Date().toISOString(),
+  node,
+});

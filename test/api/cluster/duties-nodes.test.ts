@@ -8,7 +8,7 @@ import { NodeRepository } from '../../../src-main/backend/cluster/repository.ts'
 import { SqliteJobRepository } from '../../../src-main/backend/jobs/repository.ts';
 import type { TestBackend } from '../../helpers/backend.ts';
 import { eventually } from '../../helpers/mqtt.ts';
-import { startNode } from '../../helpers/nodes.ts';
+import { runningJobOf, startNode } from '../../helpers/nodes.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 
 const DUTIES = ['alert-evaluation', 'jobs-sweeper', 'policy-republish', 'reports-sampler', 'session-sweep', 'view-sync'];
@@ -98,19 +98,7 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
   });
 
   /** A bulk job running on `node`, as its JobService would have written it. */
-  const job = (node: string) =>
-    new SqliteJobRepository(nodes[0]!.sql).insert({
-      action: 'ping',
-      selection: '{"all":true}',
-      description: 'all devices',
-      params: null,
-      total: 1,
-      fleet_ids: '[]',
-      account_id: null,
-      actor: null,
-      created_at: new Date().toISOString(),
-      node,
-    });
+  const job = (node: string) => new SqliteJobRepository(nodes[0]!.sql).insert(runningJobOf(node));
 
   it("a node starting leaves another node's running job alone; once that node is gone, the job is marked interrupted", async () => {
     const jobs = new SqliteJobRepository(nodes[0]!.sql);

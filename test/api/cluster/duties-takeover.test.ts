@@ -8,6 +8,7 @@ import { PostgresSql } from '../../../src-main/backend/db/postgres-sql.ts';
 import { SqliteJobRepository } from '../../../src-main/backend/jobs/repository.ts';
 import { startChildBackend, type ChildBackend } from '../../helpers/child-backend.ts';
 import { eventually } from '../../helpers/mqtt.ts';
+import { runningJobOf } from '../../helpers/nodes.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
 
 const NAMES = ['node-1', 'node-2', 'node-3'];
@@ -84,22 +85,7 @@ describe('the node holding duties is killed', () => {
     // Each node runs a bulk job (as the admin API records them).
     const jobs = new SqliteJobRepository(sql);
     const jobOf = new Map<string, number>();
-    for (const name of NAMES)
-      jobOf.set(
-        name,
-        await jobs.insert({
-          action: 'ping',
-          selection: '{"all":true}',
-          description: 'all devices',
-          params: null,
-          total: 1,
-          fleet_ids: '[]',
-          account_id: null,
-          actor: null,
-          created_at: new Date().toISOString(),
-          node: name,
-        }),
-      );
+    for (const name of NAMES) jobOf.set(name, await jobs.insert(runningJobOf(name)));
 
     // The node evaluating the alerts is killed.
     const victim = before.get('alert-evaluation')!.holder;
