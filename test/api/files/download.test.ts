@@ -724,13 +724,15 @@ describe('limits and odd cases', () => {
           client.end();
           return client;
         });
-        // The file's opening is reached by the four that took a slot (the other two were told 503).
+        // The file's opening is reached by the four that took a slot (the other two were told 503, or,
+        // on a slow machine, one still in its session check when the clients go takes a slot freed by
+        // their going: at least four).
         const expected = where === 'file opening' ? 4 : 6;
-        await waitFor(() => waiting === expected, `${expected} requests held at the ${where}`);
+        await waitFor(() => waiting >= expected, `${expected} requests held at the ${where}`);
         for (const client of clients) client.destroy();
         while ((await connections()) > 0) await new Promise((resolve) => setTimeout(resolve, 10));
         openGate();
-        await waitFor(() => passed === expected, `the ${where} answered (${waiting} held, ${passed} passed)`);
+        await waitFor(() => passed === waiting, `every request held at the ${where} answered`);
 
         // Every slot is free: four downloads at once, each whole.
         const answers = await Promise.all(
