@@ -121,7 +121,7 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
       return DUTIES.every((duty) => ['node-a', 'node-b', 'node-d'].includes(held[duty] ?? ''));
     }, 30_000);
     expect(d.backend.duties.nodeName).toBe('node-d');
-  });
+  }, 120_000); // a heartbeat going stale, then a sweep: 20 s and more
 
   it('nodes evaluating the rules at the same moment announce each incident once, and its resolution once', async () => {
     const [a] = nodes;
@@ -180,7 +180,7 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
     await eventually(async () => (await jobs.byId(await job('node-nobody')))!.state === 'interrupted', 30_000);
     // No node lost its job, the sweeping node's own included.
     for (const [i, id] of running.entries()) expect((await jobs.byId(id))!.state, names[i]).toBe('running');
-  });
+  }, 120_000); // several sweeps, 10 s apart
 
   it('the jobs sweeper asks the node registry who runs: a node heartbeating keeps its job, even without its lock; once its heartbeat is stale, it loses it', async () => {
     const sql = nodes[0]!.sql;
@@ -229,5 +229,5 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
       clearInterval(heartbeat);
       await lock.release();
     }
-  });
+  }, 120_000); // several sweeps (10 s apart) and a heartbeat going stale (10 s): past 30 s on a loaded machine
 });
