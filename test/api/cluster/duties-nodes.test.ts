@@ -23,20 +23,10 @@ describe('duties on three nodes sharing one PostgreSQL database', () => {
       nodes[0],
     );
     nodes.push(node);
-    token = node.backend.info.admin_token;
     return node;
   };
-  /** Every node holds the first one's admin token (startNode copies it). */
-  let token = '';
-  const admin = async (node: TestBackend, method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${node.backend.info.admin_url}/api${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : undefined) as any };
-  };
+  // Every node holds the first one's admin token (startNode copies it): any node's own helper will do.
+  const admin = (node: TestBackend, method: string, path: string, body?: unknown) => node.admin(method, path, body);
 
   beforeAll(async () => {
     database = await createTestDatabase('duty_nodes');

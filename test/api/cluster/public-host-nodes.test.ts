@@ -13,23 +13,14 @@ import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts
 describe('the public host on two nodes sharing one PostgreSQL database', () => {
   let database: TestDatabase;
   const nodes: TestBackend[] = [];
-  let token = '';
   const start = async (name: string, publicHost: string | undefined) => {
     // No --public-host unless given (startTestBackend's default is one): the settings then decide.
     const node = await startNode(name, { databaseUrl: database.url, publicHost }, nodes[0]);
     nodes.push(node);
-    token = node.backend.info.admin_token;
     return node;
   };
-  const admin = async (node: TestBackend, method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${node.backend.info.admin_url}/api${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : undefined) as any };
-  };
+  // Every node holds the first one's admin token (startNode copies it): any node's own helper will do.
+  const admin = (node: TestBackend, method: string, path: string, body?: unknown) => node.admin(method, path, body);
   const invite = async (node: TestBackend, email: string) => {
     const made = await admin(node, 'POST', '/invitations', { email, send_email: false });
     expect(made.status).toBe(201);
